@@ -38,7 +38,10 @@ uint8_t encode_small_float(float value, const std::array<float, N>& magnitudes, 
     // find largest code with magnitude <= a
     while (lo < hi) {
       const size_t mid = (lo + hi + 1) / 2;
-      if (magnitudes[mid] <= a) lo = mid; else hi = mid - 1;
+      if (magnitudes[mid] <= a)
+        lo = mid;
+      else
+        hi = mid - 1;
     }
     if (lo + 1 < N) {
       const float midpoint = (magnitudes[lo] + magnitudes[lo + 1]) * 0.5f;
@@ -60,18 +63,30 @@ const std::array<float, 8> k_e2m1_magnitudes = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.
 
 int dtype_bits(dtype t) {
   switch (t) {
-    case dtype::f32: return 32;
-    case dtype::f16: return 16;
-    case dtype::bf16: return 16;
-    case dtype::f8_e4m3: return 8;
-    case dtype::f8_e8m0: return 8;
-    case dtype::e2m1: return 4;
-    case dtype::i8: return 8;
-    case dtype::u8: return 8;
-    case dtype::i32: return 32;
-    case dtype::i64: return 64;
-    case dtype::f64: return 64;
-    case dtype::boolean: return 8;
+    case dtype::f32:
+      return 32;
+    case dtype::f16:
+      return 16;
+    case dtype::bf16:
+      return 16;
+    case dtype::f8_e4m3:
+      return 8;
+    case dtype::f8_e8m0:
+      return 8;
+    case dtype::e2m1:
+      return 4;
+    case dtype::i8:
+      return 8;
+    case dtype::u8:
+      return 8;
+    case dtype::i32:
+      return 32;
+    case dtype::i64:
+      return 64;
+    case dtype::f64:
+      return 64;
+    case dtype::boolean:
+      return 8;
   }
   return 0;
 }
@@ -85,32 +100,46 @@ size_t dtype_bytes(dtype t, int64_t n) {
 
 std::string_view dtype_name(dtype t) {
   switch (t) {
-    case dtype::f32: return "F32";
-    case dtype::f16: return "F16";
-    case dtype::bf16: return "BF16";
-    case dtype::f8_e4m3: return "F8_E4M3";
-    case dtype::f8_e8m0: return "F8_E8M0";
-    case dtype::e2m1: return "F4";
-    case dtype::i8: return "I8";
-    case dtype::u8: return "U8";
-    case dtype::i32: return "I32";
-    case dtype::i64: return "I64";
-    case dtype::f64: return "F64";
-    case dtype::boolean: return "BOOL";
+    case dtype::f32:
+      return "F32";
+    case dtype::f16:
+      return "F16";
+    case dtype::bf16:
+      return "BF16";
+    case dtype::f8_e4m3:
+      return "F8_E4M3";
+    case dtype::f8_e8m0:
+      return "F8_E8M0";
+    case dtype::e2m1:
+      return "F4";
+    case dtype::i8:
+      return "I8";
+    case dtype::u8:
+      return "U8";
+    case dtype::i32:
+      return "I32";
+    case dtype::i64:
+      return "I64";
+    case dtype::f64:
+      return "F64";
+    case dtype::boolean:
+      return "BOOL";
   }
   return "?";
 }
 
 std::optional<dtype> dtype_from_name(std::string_view name) {
-  static constexpr dtype all[] = {dtype::f32,     dtype::f16, dtype::bf16, dtype::f8_e4m3,
-                                  dtype::f8_e8m0, dtype::e2m1, dtype::i8,  dtype::u8,
-                                  dtype::i32,     dtype::i64, dtype::f64,  dtype::boolean};
+  static constexpr dtype all[] = {dtype::f32,     dtype::f16,  dtype::bf16, dtype::f8_e4m3,
+                                  dtype::f8_e8m0, dtype::e2m1, dtype::i8,   dtype::u8,
+                                  dtype::i32,     dtype::i64,  dtype::f64,  dtype::boolean};
   for (dtype t : all)
     if (dtype_name(t) == name) return t;
   return std::nullopt;
 }
 
-float bf16_to_f32(uint16_t bits) { return f32_from_bits(uint32_t(bits) << 16); }
+float bf16_to_f32(uint16_t bits) {
+  return f32_from_bits(uint32_t(bits) << 16);
+}
 
 uint16_t f32_to_bf16(float value) {
   const uint32_t u = f32_bits(value);
@@ -155,8 +184,10 @@ float e4m3_to_f32(uint8_t bits) {
   const bool negative = bits & 0x80;
   float mag;
   if (exp == 0xf && man == 0x7) return std::nanf("");
-  if (exp == 0) mag = std::ldexp(float(man), -9);
-  else mag = std::ldexp(1.0f + float(man) / 8.0f, exp - 7);
+  if (exp == 0)
+    mag = std::ldexp(float(man), -9);
+  else
+    mag = std::ldexp(1.0f + float(man) / 8.0f, exp - 7);
   return negative ? -mag : mag;
 }
 
@@ -195,7 +226,9 @@ uint8_t f32_to_e2m1(float value) {
 
 void convert_to_f32(dtype from, const void* src, float* dst, int64_t n) {
   switch (from) {
-    case dtype::f32: std::memcpy(dst, src, size_t(n) * 4); return;
+    case dtype::f32:
+      std::memcpy(dst, src, size_t(n) * 4);
+      return;
     case dtype::f16: {
       const auto* s = static_cast<const uint16_t*>(src);
       for (int64_t i = 0; i < n; ++i) dst[i] = f16_to_f32(s[i]);

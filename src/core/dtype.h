@@ -5,7 +5,8 @@
 //            largest finite 448.
 //   f8_e8m0  unsigned exponent-only scale: value 2^(b-127); 0xff is NaN; no zero.
 //   e2m1     4-bit float (bit 3 sign, values 0,0.5,1,1.5,2,3,4,6), two per byte: element 2i in the
-//            low nibble, element 2i+1 in the high nibble. Shapes are in elements; bytes = elements/2.
+//            low nibble, element 2i+1 in the high nibble. Shapes are in elements; bytes =
+//            elements/2.
 #pragma once
 
 #include <cstddef>
@@ -15,7 +16,20 @@
 
 namespace dsv4 {
 
-enum class dtype : uint8_t { f32, f16, bf16, f8_e4m3, f8_e8m0, e2m1, i8, u8, i32, i64, f64, boolean };
+enum class dtype : uint8_t {
+  f32,
+  f16,
+  bf16,
+  f8_e4m3,
+  f8_e8m0,
+  e2m1,
+  i8,
+  u8,
+  i32,
+  i64,
+  f64,
+  boolean
+};
 
 // Bits per element (e2m1 is 4; everything else a whole number of bytes).
 int dtype_bits(dtype t);

@@ -22,8 +22,9 @@ template <typename... Args>
 
 }  // namespace dsv4
 
-// DSV4_CHECK(cond, "fmt", args...): throw dsv4::error with the formatted message when cond is false.
-#define DSV4_CHECK(cond, ...)        \
-  do {                               \
+// DSV4_CHECK(cond, "fmt", args...): throw dsv4::error with the formatted message when cond is
+// false.
+#define DSV4_CHECK(cond, ...)               \
+  do {                                      \
     if (!(cond)) ::dsv4::fail(__VA_ARGS__); \
   } while (0)

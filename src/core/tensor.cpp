@@ -76,8 +76,7 @@ tensor tensor::zeros(dtype type, const dims& shape) {
 
 tensor tensor::to_f32(const tensor_view& view) {
   DSV4_CHECK(view.device == device_kind::cpu, "to_f32 needs a host view");
-  DSV4_CHECK(view.is_contiguous(), "to_f32 needs a contiguous view of shape {}",
-             view.shape.str());
+  DSV4_CHECK(view.is_contiguous(), "to_f32 needs a contiguous view of shape {}", view.shape.str());
   tensor t = empty(dtype::f32, view.shape);
   convert_to_f32(view.type, view.data, t.data<float>(), view.numel());
   return t;

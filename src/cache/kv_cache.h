@@ -1,0 +1,73 @@
+// Paged per-sequence state for DeepSeek-V4: block tables (128 rows per block) for the sliding
+// window keys and for each compression rate's entries, a state slot per sequence for the
+// compressors' open windows, and the per-layer pools (allocated through the backend).
+//
+// Invariants: a sequence appears at most once per step, with its tokens in position order;
+// window blocks that no future query can see (all positions < length - window + 1) are freed
+// after each step; compressed entries are kept for the sequence's lifetime.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "io/model_config.h"
+#include "model/layer_cache.h"
+#include "model/ops.h"
+#include "model/step_plan.h"
+
+namespace dsv4 {
+
+struct cache_options {
+  int64_t max_sequences = 4;
+  int64_t max_context = 4096;  // tokens per sequence
+  int64_t block_size = 128;
+};
+
+// The tokens one sequence contributes to a step.
+struct sequence_chunk {
+  int seq = -1;
+  std::vector<int32_t> ids;
+  bool all_logits = false;  // logits for every token, else only for the last one
+};
+
+class kv_cache {
+ public:
+  kv_cache(const model_config& config, ops& backend, const cache_options& options);
+
+  int add_sequence();  // returns the sequence handle; throws when all slots are taken
+  void release_sequence(int seq);
+  int64_t length(int seq) const;
+  const cache_options& options() const { return options_; }
+
+  // Allocates blocks for the chunks and describes the step. Call commit() after the forward.
+  step_plan plan(const std::vector<sequence_chunk>& chunks);
+  void commit(const std::vector<sequence_chunk>& chunks);
+
+  std::vector<layer_cache>& layers() { return layers_; }
+
+ private:
+  struct block_pool {
+    std::vector<int32_t> free_blocks;
+    int32_t take(const char* what);
+    void give(int32_t block) { free_blocks.push_back(block); }
+  };
+  struct sequence {
+    bool active = false;
+    int64_t length = 0;
+    std::vector<int32_t> window_blocks;  // logical block -> block id, -1 when freed
+    std::vector<int32_t> csa_blocks;
+    std::vector<int32_t> hca_blocks;
+  };
+  void ensure_blocks(std::vector<int32_t>& table, int64_t rows, block_pool& pool, const char* what);
+  void fill_compressed(const std::vector<sequence_chunk>& chunks, int64_t rate, bool csa,
+                       compressed_plan& out);
+  void check_sequence(int seq) const;
+
+  const model_config& config_;
+  cache_options options_;
+  std::vector<sequence> sequences_;
+  block_pool window_pool_, csa_pool_, hca_pool_;
+  std::vector<layer_cache> layers_;
+};
+
+}  // namespace dsv4

@@ -1,0 +1,40 @@
+#include "engine/model_runner.h"
+
+#include <filesystem>
+
+#include "backends/cpu/cpu_ops.h"
+#include "core/error.h"
+
+namespace dsv4 {
+
+std::unique_ptr<ops> make_backend(const std::string& device) {
+  if (device == "cpu") return std::make_unique<cpu::cpu_ops>();
+  fail("unknown or unavailable device '{}' (this build has: cpu)", device);
+}
+
+std::unique_ptr<model_runner> model_runner::load(const std::string& model_dir,
+                                                 const runner_options& options) {
+  namespace fs = std::filesystem;
+  DSV4_CHECK(fs::is_directory(model_dir), "model directory {} does not exist", model_dir);
+  std::unique_ptr<model_runner> r(new model_runner());
+  r->config_ = load_model_config((fs::path(model_dir) / "config.json").string());
+  r->checkpoint_ = checkpoint::open(model_dir);
+  r->backend_ = make_backend(options.device);
+  r->weights_ = load_model_weights(r->checkpoint_, r->config_, *r->backend_);
+  r->cache_ = std::make_unique<kv_cache>(r->config_, *r->backend_, options.cache);
+  r->forward_ = std::make_unique<model_forward>(r->config_, r->weights_, *r->backend_);
+  return r;
+}
+
+tensor model_runner::step(const std::vector<sequence_chunk>& chunks) {
+  for (const auto& c : chunks)
+    for (int32_t id : c.ids)
+      DSV4_CHECK(id >= 0 && id < config_.vocab_size,
+                 "sequence {}: token id {} out of range [0, {})", c.seq, id, config_.vocab_size);
+  const step_plan plan = cache_->plan(chunks);
+  tensor logits = forward_->run(plan, cache_->layers());
+  cache_->commit(chunks);
+  return backend_->download(logits);
+}
+
+}  // namespace dsv4

@@ -1,0 +1,51 @@
+// Owns a loaded model (checkpoint mapping, config, backend, prepared weights, caches) and runs
+// steps of chunks from several sequences. Logits come back to the host as f32.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cache/kv_cache.h"
+#include "io/checkpoint.h"
+#include "io/model_config.h"
+#include "model/forward.h"
+#include "model/ops.h"
+#include "model/weights.h"
+
+namespace dsv4 {
+
+struct runner_options {
+  std::string device = "cpu";
+  cache_options cache;
+};
+
+class model_runner {
+ public:
+  static std::unique_ptr<model_runner> load(const std::string& model_dir,
+                                            const runner_options& options);
+
+  const model_config& config() const { return config_; }
+  kv_cache& cache() { return *cache_; }
+  int add_sequence() { return cache_->add_sequence(); }
+  void release_sequence(int seq) { cache_->release_sequence(seq); }
+
+  // One forward step; returns host logits [rows, vocab] for each chunk's last token (or every
+  // token of chunks with all_logits), in chunk order. Token ids are validated before any state
+  // changes.
+  tensor step(const std::vector<sequence_chunk>& chunks);
+
+ private:
+  model_runner() = default;
+  model_config config_;
+  checkpoint checkpoint_;
+  std::unique_ptr<ops> backend_;
+  model_weights weights_;
+  std::unique_ptr<kv_cache> cache_;
+  std::unique_ptr<model_forward> forward_;
+};
+
+// Makes the backend named by `device` ("cpu"; "cuda" when built with it).
+std::unique_ptr<ops> make_backend(const std::string& device);
+
+}  // namespace dsv4

@@ -1,0 +1,219 @@
+#include "model/forward.h"
+
+#include <cmath>
+
+#include "core/error.h"
+#include "io/rope_frequencies.h"
+
+namespace dsv4 {
+
+namespace {
+
+tensor upload_i32(ops& o, const std::vector<int32_t>& v, const dims& shape) {
+  DSV4_CHECK(int64_t(v.size()) == shape.numel(), "step plan: {} values for shape {}", v.size(),
+             shape.str());
+  tensor host = tensor::empty(dtype::i32, shape);
+  std::copy(v.begin(), v.end(), host.data<int32_t>());
+  return o.upload(host.view());
+}
+
+tensor upload_f32_vector(ops& o, const std::vector<float>& v) {
+  tensor host = tensor::empty(dtype::f32, {int64_t(v.size())});
+  std::copy(v.begin(), v.end(), host.data<float>());
+  return o.upload(host.view());
+}
+
+router_score parse_router_score(const std::string& name) {
+  if (name == "sqrtsoftplus") return router_score::sqrtsoftplus;
+  if (name == "softmax") return router_score::softmax;
+  if (name == "sigmoid") return router_score::sigmoid;
+  fail("config: unsupported scoring_func '{}'", name);
+}
+
+}  // namespace
+
+// The step plan on the device.
+struct model_forward::step_tensors {
+  int64_t tokens = 0;
+  tensor ids, positions, window_write_rows, window_rows;
+  struct compressed {
+    tensor state_base, emit_rows, n_visible, token_seq, block_table;
+  };
+  compressed csa, hca;
+  int64_t block_size = 128;
+};
+
+model_forward::model_forward(const model_config& config, const model_weights& weights, ops& backend)
+    : cfg_(config), w_(weights), ops_(backend) {
+  inv_freq_main_ =
+      upload_f32_vector(ops_, rope_inverse_frequencies(cfg_.rope_main, cfg_.rope_head_dim));
+  inv_freq_compress_ =
+      upload_f32_vector(ops_, rope_inverse_frequencies(cfg_.rope_compress, cfg_.rope_head_dim));
+}
+
+tensor model_forward::run(const step_plan& plan, std::vector<layer_cache>& caches) {
+  const int64_t T = plan.tokens;
+  DSV4_CHECK(T > 0, "empty step");
+  DSV4_CHECK(int64_t(caches.size()) == cfg_.num_hidden_layers, "{} layer caches for {} layers",
+             caches.size(), cfg_.num_hidden_layers);
+  for (int32_t id : plan.ids)
+    DSV4_CHECK(id >= 0 && id < cfg_.vocab_size, "token id {} out of range [0, {})", id,
+               cfg_.vocab_size);
+
+  step_tensors st;
+  st.tokens = T;
+  st.block_size = plan.block_size;
+  st.ids = upload_i32(ops_, plan.ids, {T});
+  st.positions = upload_i32(ops_, plan.positions, {T});
+  st.window_write_rows = upload_i32(ops_, plan.window_write_rows, {T});
+  st.window_rows = upload_i32(ops_, plan.window_rows, {T, plan.window_width});
+  auto upload_compressed = [&](const compressed_plan& cp, step_tensors::compressed& out) {
+    if (cp.rate == 0) return;
+    out.state_base = upload_i32(ops_, cp.state_base, {T});
+    out.emit_rows = upload_i32(ops_, cp.emit_rows, {T});
+    out.n_visible = upload_i32(ops_, cp.n_visible, {T});
+    out.token_seq = upload_i32(ops_, cp.token_seq, {T});
+    const int64_t seqs =
+        cp.block_table_width ? int64_t(cp.block_table.size()) / cp.block_table_width : 0;
+    out.block_table = upload_i32(ops_, cp.block_table, {seqs, cp.block_table_width});
+  };
+  upload_compressed(plan.csa, st.csa);
+  upload_compressed(plan.hca, st.hca);
+
+  // Residual streams: the embedding replicated to hc_mult streams [T, hc, D].
+  const int64_t hc = cfg_.hc_mult;
+  const int64_t D = cfg_.hidden_size;
+  tensor h = ops_.embed(w_.embed, st.ids);
+  {
+    tensor rows = tensor::empty(dtype::i32, {T * hc});
+    for (int64_t t = 0; t < T; ++t)
+      for (int64_t j = 0; j < hc; ++j) rows.data<int32_t>()[t * hc + j] = int32_t(t);
+    h = ops_.gather_rows(h, ops_.upload(rows.view())).reshaped({T, hc, D});
+  }
+
+  const float hc_eps = float(cfg_.hc_eps);
+  const float eps = float(cfg_.rms_norm_eps);
+  for (int i = 0; i < cfg_.num_hidden_layers; ++i) {
+    const layer_weights& lw = w_.layers[i];
+    tensor post = ops_.alloc(dtype::f32, {T, hc});
+    tensor comb = ops_.alloc(dtype::f32, {T, hc, hc});
+    tensor y = ops_.hc_pre(h, lw.hc_attn_fn, lw.hc_attn_base, lw.hc_attn_scale,
+                           cfg_.hc_sinkhorn_iters, hc_eps, eps, post, comb);
+    tensor a = attention(i, ops_.rms_norm(y, &lw.attn_norm, eps), st, caches[i]);
+    h = ops_.hc_post(h, a, post, comb);
+
+    y = ops_.hc_pre(h, lw.hc_ffn_fn, lw.hc_ffn_base, lw.hc_ffn_scale, cfg_.hc_sinkhorn_iters,
+                    hc_eps, eps, post, comb);
+    tensor f = ffn(i, ops_.rms_norm(y, &lw.ffn_norm, eps), st);
+    h = ops_.hc_post(h, f, post, comb);
+  }
+
+  // Only the requested rows go through the final collapse, norm and head.
+  const int64_t L = int64_t(plan.logit_rows.size());
+  DSV4_CHECK(L > 0, "step asks for no logits");
+  std::vector<int32_t> rows;
+  for (int32_t r : plan.logit_rows) {
+    DSV4_CHECK(r >= 0 && r < T, "logit row {} outside the step's {} tokens", r, T);
+    for (int64_t j = 0; j < hc; ++j) rows.push_back(int32_t(r * hc + j));
+  }
+  tensor last = ops_.gather_rows(h.reshaped({T * hc, D}), upload_i32(ops_, rows, {L * hc}));
+  tensor x = ops_.hc_head(last.reshaped({L, hc, D}), w_.hc_head_fn, w_.hc_head_base,
+                          w_.hc_head_scale, hc_eps, eps);
+  x = ops_.rms_norm(x, &w_.norm, eps);
+  return ops_.linear(x, *w_.head);
+}
+
+tensor model_forward::attention(int layer, const tensor& x, const step_tensors& st,
+                                layer_cache& cache) {
+  const attention_weights& aw = w_.layers[layer].attn;
+  const int64_t H = cfg_.num_attention_heads;
+  const int64_t d = cfg_.head_dim;
+  const int64_t rd = cfg_.rope_head_dim;
+  const float eps = float(cfg_.rms_norm_eps);
+  const bool compressed = aw.kind != attention_kind::sliding;
+  const tensor& inv_freq = compressed ? inv_freq_compress_ : inv_freq_main_;
+
+  // Queries: low-rank path, weighted norm, per-head unweighted norm, RoPE on the trailing dims.
+  tensor qr = ops_.rms_norm(ops_.linear(x, *aw.wq_a), &aw.q_norm, eps);
+  tensor q = ops_.rms_norm(ops_.linear(qr, *aw.wq_b), nullptr, eps, H);
+  ops_.rope(q, H, d, rd, st.positions, inv_freq, false);
+
+  // The single shared K = V head, written to the window cache before attention so that a chunk
+  // sees its own earlier tokens.
+  tensor kv = ops_.rms_norm(ops_.linear(x, *aw.wkv), &aw.kv_norm, eps);
+  ops_.rope(kv, 1, d, rd, st.positions, inv_freq, false);
+  ops_.scatter_rows(kv, cache.window_pool, st.window_write_rows);
+
+  kv_source window{&cache.window_pool, &st.window_rows};
+  kv_source comp;
+  tensor top_rows;
+  if (compressed) {
+    const bool csa = aw.kind == attention_kind::csa;
+    const step_tensors::compressed& sc = csa ? st.csa : st.hca;
+    compressor_params params;
+    params.rate = cfg_.compress_rate(layer);
+    params.overlap = csa;
+    params.head_dim = d;
+    params.rope_dim = rd;
+    params.norm_eps = eps;
+    const compressor_weights& cw = aw.compressor;
+    ops_.compressor(ops_.linear(x, *cw.wkv), ops_.linear(x, *cw.wgate), st.positions, sc.state_base,
+                    sc.emit_rows, cw.ape, cw.norm, inv_freq, params, cache.comp_state_kv,
+                    cache.comp_state_score, cache.comp_pool);
+    comp.pool = &cache.comp_pool;
+    comp.block_size = st.block_size;
+    if (csa) {
+      const int64_t ih = cfg_.index_n_heads;
+      const int64_t id = cfg_.index_head_dim;
+      const compressor_weights& iw = aw.index_compressor;
+      compressor_params ip = params;
+      ip.head_dim = id;
+      ops_.compressor(ops_.linear(x, *iw.wkv), ops_.linear(x, *iw.wgate), st.positions,
+                      sc.state_base, sc.emit_rows, iw.ape, iw.norm, inv_freq, ip,
+                      cache.index_state_kv, cache.index_state_score, cache.index_pool);
+      tensor iq = ops_.linear(qr, *aw.index_wq_b);
+      ops_.rope(iq, ih, id, rd, st.positions, inv_freq, false);
+      tensor iweights = ops_.linear(x, *aw.index_weights_proj);
+      ops_.scale(iweights, float(1.0 / std::sqrt(double(ih))));
+      top_rows = ops_.indexer_topk(iq, iweights, cache.index_pool, sc.block_table, sc.token_seq,
+                                   sc.n_visible, ih, st.block_size, cfg_.index_topk,
+                                   float(1.0 / std::sqrt(double(id))));
+      comp.rows = &top_rows;
+    } else {
+      comp.block_table = &sc.block_table;
+      comp.token_seq = &sc.token_seq;
+      comp.n_visible = &sc.n_visible;
+    }
+  }
+
+  tensor o = ops_.sparse_attention(q, H, window, compressed ? &comp : nullptr, aw.sinks,
+                                   float(1.0 / std::sqrt(double(d))));
+  // K = V carried RoPE into the output: rotate back by the query position.
+  ops_.rope(o, H, d, rd, st.positions, inv_freq, true);
+  tensor z = ops_.grouped_linear(o, *aw.wo_a, cfg_.o_groups);
+  return ops_.linear(z, *aw.wo_b);
+}
+
+tensor model_forward::ffn(int layer, const tensor& x, const step_tensors& st) {
+  const ffn_weights& fw = w_.layers[layer].ffn;
+  const int64_t T = st.tokens;
+  const int64_t k = cfg_.num_experts_per_tok;
+  const float limit = float(cfg_.swiglu_limit);
+  tensor indices = ops_.alloc(dtype::i32, {T, k});
+  tensor weights = ops_.alloc(dtype::f32, {T, k});
+  const bool hash = fw.router == router_kind::hash;
+  const router_score score = parse_router_score(cfg_.scoring_func);
+  // transformers and the official Gate normalise the selected scores for every non-softmax
+  // scoring function; softmax follows norm_topk_prob.
+  const bool normalize = score != router_score::softmax || cfg_.norm_topk_prob;
+  ops_.moe_route(x, *fw.gate, hash ? nullptr : &fw.bias, hash ? &fw.tid2eid : nullptr, st.ids,
+                 score, k, normalize, float(cfg_.routed_scaling_factor), indices, weights);
+  tensor y = ops_.moe_experts(x, indices, weights, *fw.experts, limit);
+  tensor shared =
+      ops_.linear(ops_.swiglu(ops_.linear(x, *fw.shared_w1), ops_.linear(x, *fw.shared_w3), limit),
+                  *fw.shared_w2);
+  ops_.add(y, shared);
+  return y;
+}
+
+}  // namespace dsv4

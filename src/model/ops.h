@@ -1,0 +1,163 @@
+// The op interface the DeepSeek-V4 forward is written against, once, for every backend.
+//
+// Conventions (all backends):
+//  * Activations are row-major [tokens, features]; a "token" is one entry of the flattened step
+//    (tokens of several sequences, each sequence's tokens in increasing position order).
+//  * Float activations are f32 on the CPU backend; other backends may use bf16 storage but keep
+//    f32 accumulation, softmax, norms and mHC.
+//  * Index tensors are i32. A row index of -1 means "skip" (no key, no write).
+//  * Ops return freshly allocated outputs unless they say "in place". They never synchronise with
+//    the host except upload/download.
+//  * Pools are the paged per-layer caches: [rows, width], row = block * block_size + offset.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/tensor.h"
+#include "io/linear_weight.h"
+
+namespace dsv4 {
+
+// A linear weight in the backend's preferred layout (CPU: dequantized f32 [out, in]).
+class prepared_linear {
+ public:
+  virtual ~prepared_linear() = default;
+  int64_t out = 0;
+  int64_t in = 0;
+  std::string name;
+};
+
+// The routed experts of one MoE layer: w1 (gate), w3 (up) [inter, hidden], w2 (down) [hidden,
+// inter].
+class prepared_experts {
+ public:
+  virtual ~prepared_experts() = default;
+  int64_t count = 0;
+  int64_t hidden = 0;
+  int64_t inter = 0;
+};
+
+enum class router_score : uint8_t { sqrtsoftplus, softmax, sigmoid };
+
+struct compressor_params {
+  int64_t rate = 4;        // tokens per compressed entry
+  bool overlap = false;    // CSA: entry w pools Ca of window w-1 and Cb of window w
+  int64_t head_dim = 512;  // entry width; the projections are (overlap ? 2 : 1) * head_dim wide
+  int64_t rope_dim = 64;   // trailing dims rotated at the window's first position
+  float norm_eps = 1e-6f;
+};
+
+// Where a token's keys are: explicit pool rows [T, K] (-1 skipped), or the first n_visible[t]
+// entries of sequence token_seq[t] through a block table (the HCA "all visible entries" case,
+// which would otherwise need T x entries indices).
+struct kv_source {
+  const tensor* pool = nullptr;
+  const tensor* rows = nullptr;
+  const tensor* block_table = nullptr;  // [sequences, max_blocks] i32
+  const tensor* token_seq = nullptr;    // [T] i32: row of block_table
+  const tensor* n_visible = nullptr;    // [T] i32
+  int64_t block_size = 128;
+};
+
+class ops {
+ public:
+  virtual ~ops() = default;
+  virtual std::string name() const = 0;
+
+  // ---- memory ----
+  virtual tensor alloc(dtype type, const dims& shape) = 0;  // contents undefined
+  virtual tensor zeros(dtype type, const dims& shape) = 0;
+  virtual tensor upload(const tensor_view& host) = 0;      // same dtype, contiguous copy
+  virtual tensor upload_f32(const tensor_view& host) = 0;  // converted to f32
+  virtual tensor download(const tensor& device) = 0;       // host copy, same dtype
+  virtual std::unique_ptr<prepared_linear> prepare_linear(const linear_weight& w) = 0;
+  virtual std::unique_ptr<prepared_experts> prepare_experts(
+      const std::vector<linear_weight>& w1, const std::vector<linear_weight>& w3,
+      const std::vector<linear_weight>& w2) = 0;
+
+  // ---- dense ops ----
+  // out[t] = table[ids[t]] for table [vocab, dim] f32.
+  virtual tensor embed(const tensor& table, const tensor& ids) = 0;
+  // y = x W^T: x [T, in] -> [T, out].
+  virtual tensor linear(const tensor& x, const prepared_linear& w) = 0;
+  // Block-diagonal: x [T, G*in_g], w [G*out_g, in_g]; group g maps x[:, g*in_g:] to y[:, g*out_g:].
+  virtual tensor grouped_linear(const tensor& x, const prepared_linear& w, int64_t groups) = 0;
+  // y = x * rsqrt(mean(x^2) + eps) * weight over the last dim of x [T, n]; weight may be null
+  // (unweighted). `groups` > 1 normalises each of `groups` equal slices of a row separately.
+  virtual tensor rms_norm(const tensor& x, const tensor* weight, float eps, int64_t groups = 1) = 0;
+  // In place: interleaved-pair RoPE on the trailing rope_dim dims of each of `heads` slices of x
+  // [T, heads*head_dim], angle positions[t] * inv_freq[i] for pair i; inverse rotates by -angle.
+  virtual void rope(tensor& x, int64_t heads, int64_t head_dim, int64_t rope_dim,
+                    const tensor& positions, const tensor& inv_freq, bool inverse) = 0;
+  // In place: x += y.
+  virtual void add(tensor& x, const tensor& y) = 0;
+  // In place: x *= s.
+  virtual void scale(tensor& x, float s) = 0;
+  // SwiGLU with the V4 clamps: silu(min(g, limit)) * clamp(u, -limit, limit); g, u [T, n].
+  virtual tensor swiglu(const tensor& gate, const tensor& up, float limit) = 0;
+  // out[i] = x[rows[i]].
+  virtual tensor gather_rows(const tensor& x, const tensor& rows) = 0;
+  // pool[rows[t]] = src[t] for rows[t] >= 0 (in place on pool).
+  virtual void scatter_rows(const tensor& src, tensor& pool, const tensor& rows) = 0;
+
+  // ---- manifold-constrained hyper-connections (hc streams of width D) ----
+  // x [T, hc, D]; fn [(2+hc)*hc, hc*D], base [(2+hc)*hc], scale [3]. Returns the collapsed input
+  // y [T, D] and fills post [T, hc], comb [T, hc, hc] (Sinkhorn-projected, comb[j][k] mixes
+  // input stream j into output stream k).
+  virtual tensor hc_pre(const tensor& x, const tensor& fn, const tensor& base, const tensor& scale,
+                        int64_t sinkhorn_iters, float hc_eps, float norm_eps, tensor& post,
+                        tensor& comb) = 0;
+  // out[t, k] = post[t, k] * f[t] + sum_j comb[t, j, k] * x[t, j].
+  virtual tensor hc_post(const tensor& x, const tensor& f, const tensor& post,
+                         const tensor& comb) = 0;
+  // Final collapse: pre = sigmoid(mix * scale + base) + eps (no Sinkhorn); y = sum_j pre_j x_j.
+  virtual tensor hc_head(const tensor& x, const tensor& fn, const tensor& base, const tensor& scale,
+                         float hc_eps, float norm_eps) = 0;
+
+  // ---- attention ----
+  // Compressor step (one layer, one compressor). kv, score: [T, width] projections of the step's
+  // tokens (score without ape). For token t: ape[pos % rate] is added to its score and (kv,
+  // score) is stored in the state ring at row state_base[t] + pos % ring (ring = rate, or 2*rate
+  // with overlap). If emit_rows[t] >= 0, token t closes window w = pos / rate: the entry is the
+  // per-channel softmax-weighted sum over the window's slots (with overlap: Ca of window w-1,
+  // absent for w = 0, and Cb of window w), RMS-normed with norm_weight, rotated at position
+  // w * rate, and written to out_pool[emit_rows[t]]. Tokens are processed in step order, so a
+  // sequence's chunk may span many windows.
+  virtual void compressor(const tensor& kv, const tensor& score, const tensor& positions,
+                          const tensor& state_base, const tensor& emit_rows, const tensor& ape,
+                          const tensor& norm_weight, const tensor& inv_freq,
+                          const compressor_params& params, tensor& state_kv, tensor& state_score,
+                          tensor& out_pool) = 0;
+  // Lightning indexer: score(t, s) = sum_h weights[t, h] * relu(q[t, h] . key[s]) * q_scale over
+  // the first n_visible[t] entries of sequence token_seq[t] (entry s at pool row
+  // block_table[seq, s / block_size] * block_size + s % block_size). Returns [T, top_k] pool rows
+  // of the best min(top_k, n_visible) entries, highest score first (ties: lower entry first), -1
+  // padded.
+  virtual tensor indexer_topk(const tensor& q, const tensor& weights, const tensor& key_pool,
+                              const tensor& block_table, const tensor& token_seq,
+                              const tensor& n_visible, int64_t heads, int64_t block_size,
+                              int64_t top_k, float q_scale) = 0;
+  // One softmax per (token, head) over the window keys and the compressed keys (K = V) plus the
+  // head's sink logit in the denominator:
+  //   o = sum_i e^(s_i - m) k_i / (sum_i e^(s_i - m) + e^(sink - m)),  s_i = scale * q . k_i.
+  // q [T, H*d] -> [T, H*d]. A token with no keys at all gets o = 0.
+  virtual tensor sparse_attention(const tensor& q, int64_t heads, const kv_source& window,
+                                  const kv_source* compressed, const tensor& sinks,
+                                  float scale) = 0;
+
+  // ---- mixture of experts ----
+  // Router: logits = x W^T, s = score(logits); selection = top-k of s + bias (score layers) or
+  // tid2eid[ids] (hash layers, tid2eid i32 [vocab, k]); weights = s at the selection, normalised
+  // to sum 1 when `normalize`, times route_scale. Fills indices [T, k] i32, weights [T, k] f32.
+  virtual void moe_route(const tensor& x, const prepared_linear& gate, const tensor* bias,
+                         const tensor* tid2eid, const tensor& ids, router_score score,
+                         int64_t top_k, bool normalize, float route_scale, tensor& indices,
+                         tensor& weights) = 0;
+  // y[t] = sum_k weights[t, k] * w2_e(swiglu(w1_e x[t], w3_e x[t])), e = indices[t, k].
+  virtual tensor moe_experts(const tensor& x, const tensor& indices, const tensor& weights,
+                             const prepared_experts& experts, float swiglu_limit) = 0;
+};
+
+}  // namespace dsv4

@@ -1,0 +1,70 @@
+// dsv4 generate: sample a continuation of prompt token ids.
+#include <cstdio>
+
+#include "core/error.h"
+#include "engine/model_runner.h"
+#include "engine/sampler.h"
+#include "tools/command.h"
+#include "tools/id_list.h"
+
+namespace dsv4::tools {
+namespace {
+
+struct generate_options {
+  std::string model;
+  std::string prompt_ids;
+  int64_t tokens = 16;
+  sampling_params sampling;
+  bool ignore_eos = false;
+  std::string device = "cpu";
+};
+
+int run_generate(const generate_options& o) {
+  sampler::validate(o.sampling);
+  DSV4_CHECK(o.tokens >= 0, "-n must be >= 0, got {}", o.tokens);
+  std::vector<int32_t> prompt;
+  for (int64_t v : parse_int_list(o.prompt_ids, "--prompt-ids")) {
+    DSV4_CHECK(v >= 0 && v <= INT32_MAX, "--prompt-ids: {} is not a token id", v);
+    prompt.push_back(int32_t(v));
+  }
+  runner_options ro;
+  ro.device = o.device;
+  ro.cache.max_sequences = 1;
+  ro.cache.max_context = int64_t(prompt.size()) + o.tokens;
+  auto runner = model_runner::load(o.model, ro);
+  const model_config& cfg = runner->config();
+  for (int32_t id : prompt)
+    DSV4_CHECK(id < cfg.vocab_size, "--prompt-ids: token id {} out of range [0, {})", id,
+               cfg.vocab_size);
+  const int seq = runner->add_sequence();
+  sampler s(o.sampling);
+  std::vector<int32_t> next = prompt;
+  std::string out;
+  for (int64_t i = 0; i < o.tokens; ++i) {
+    tensor logits = runner->step({sequence_chunk{seq, next, false}});
+    const int32_t id = s.sample(logits.data<float>(), cfg.vocab_size);
+    out += (out.empty() ? "" : ",") + std::to_string(id);
+    if (!o.ignore_eos && id == cfg.eos_token_id) break;
+    next = {id};
+  }
+  std::printf("%s\n", out.c_str());
+  return 0;
+}
+
+const command_registration registration(
+    "generate", "Generate tokens from a prompt of token ids", [](CLI::App& sub) {
+      auto o = std::make_shared<generate_options>();
+      sub.add_option("--model", o->model, "Model directory")->required();
+      sub.add_option("--prompt-ids", o->prompt_ids, "Comma-separated prompt token ids")->required();
+      sub.add_option("-n,--max-tokens", o->tokens, "Tokens to generate");
+      sub.add_option("--temperature", o->sampling.temperature, "0 = greedy")->capture_default_str();
+      sub.add_option("--top-k", o->sampling.top_k, "0 = off");
+      sub.add_option("--top-p", o->sampling.top_p, "1 = off");
+      sub.add_option("--seed", o->sampling.seed, "Sampling seed");
+      sub.add_flag("--ignore-eos", o->ignore_eos, "Do not stop at the end-of-sequence token");
+      sub.add_option("--device", o->device, "cpu");
+      return [o] { return run_generate(*o); };
+    });
+
+}  // namespace
+}  // namespace dsv4::tools
