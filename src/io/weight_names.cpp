@@ -22,6 +22,7 @@ struct top_level_rule {
 constexpr top_level_rule k_top_level_rules[] = {
     {"embed.weight", "model.embed_tokens.weight", "model.embed_tokens.weight"},
     {"head.weight", "head.weight", "lm_head.weight"},
+    {"head", "head", "lm_head"},  // the head as a linear module (find_linear appends .weight)
     {"norm.weight", "model.norm.weight", "model.norm.weight"},
     {"hc_head_fn", "model.hc_head.hc_fn", "model.hc_head.hc_fn"},
     {"hc_head_base", "model.hc_head.hc_base", "model.hc_head.hc_base"},
@@ -71,6 +72,7 @@ constexpr layer_rule k_layer_rules[] = {
      "self_attn.compressor.indexer.position_bias"},
     {"attn.indexer.compressor.norm", "attn.indexer.compressor.norm",
      "self_attn.compressor.indexer.kv_norm"},
+    {"ffn.gate", "ffn.gate", "mlp.gate"},  // the router as a linear module
     {"ffn.gate.weight", "ffn.gate.weight", "mlp.gate.weight"},
     {"ffn.gate.bias", "ffn.gate.bias", "mlp.gate.e_score_correction_bias"},
     {"ffn.gate.tid2eid", "ffn.gate.tid2eid", "mlp.gate.tid2eid"},
