@@ -489,8 +489,8 @@ void validate_model_config(const model_config& c, const std::string& context) {
              "'head_dim' ({})",
              context, c.rope_head_dim, c.head_dim);
   // The indexer applies the same rope to the trailing rope_head_dim dims of its heads.
-  DSV4_CHECK(c.index_head_dim > c.rope_head_dim,
-             "config {}: key 'index_head_dim' ({}) must be greater than 'qk_rope_head_dim' ({})",
+  DSV4_CHECK(c.index_head_dim >= c.rope_head_dim,
+             "config {}: key 'index_head_dim' ({}) must be at least 'qk_rope_head_dim' ({})",
              context, c.index_head_dim, c.rope_head_dim);
   DSV4_CHECK(c.num_experts_per_tok <= c.n_routed_experts,
              "config {}: key 'num_experts_per_tok' ({}) must be <= 'n_routed_experts' ({})",
