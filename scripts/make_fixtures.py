@@ -20,6 +20,7 @@ Usage: /opt/oracle/bin/python scripts/make_fixtures.py [--out tests/fixtures/mod
 Deterministic: fixed seeds, torch.set_num_threads(2), float32.
 """
 import argparse
+import copy
 import importlib.util
 import json
 import math
@@ -327,8 +328,15 @@ def official_entries(model, nvfp4=False, input_amax=None):
     deq = {}
     I = cfg.moe_intermediate_size
 
+    gblk = torch.Generator().manual_seed(12345)
+
     def put_fp8(off, hf):
-        q, s, d = quant_fp8_block(sd[hf])
+        # random power-of-two gain per 128x128 block (2^-2..2^2) so that the block scales differ
+        w = sd[hf]
+        o, i = w.shape
+        gain = 2.0 ** torch.randint(-2, 3, ((o + 127) // 128, (i + 127) // 128), generator=gblk).float()
+        w = w * gain.repeat_interleave(128, 0)[:o].repeat_interleave(128, 1)[:, :i]
+        q, s, d = quant_fp8_block(w)
         out[off + ".weight"], out[off + ".scale"] = q, s
         deq[hf] = d
 
@@ -708,7 +716,8 @@ def build_case(name, spec, out_dir, max_seed_tries=20):
     for attempt in range(max_seed_tries):
         if "official" in spec:
             cfg_dict = spec["official"]()
-            hf_kwargs = {k: v for k, v in cfg_dict.items() if k not in ("architectures", "model_type", "torch_dtype")}
+            hf_kwargs = {k: v for k, v in copy.deepcopy(cfg_dict).items()
+                         if k not in ("architectures", "model_type", "torch_dtype")}
             model = build_hf_model(hf_kwargs, seed)
             ids = make_ids(name, seed, model.config.vocab_size, spec["n"])
             nv = spec["fmt"] == "nvfp4"
@@ -765,6 +774,13 @@ def build_case(name, spec, out_dir, max_seed_tries=20):
         with open(os.path.join(d, "config.json"), "w") as f:
             json.dump(cfg_dict, f, indent=2)
             f.write("\n")
+        # transformers must read the written (legacy-key) config.json into the config the oracle ran with
+        with open(os.path.join(d, "config.json")) as f:
+            back = DeepseekV4Config(**{k: v for k, v in json.load(f).items()
+                                       if k not in ("architectures", "model_type", "torch_dtype")})
+        for attr in ("layer_types", "mlp_layer_types", "compress_rates", "rope_parameters", "qk_rope_head_dim",
+                     "sliding_window", "index_topk", "num_hidden_layers", "partial_rotary_factor"):
+            assert getattr(back, attr) == getattr(cfg, attr), attr
         if nv:
             excl = ["*.attn.*", "*.attn_norm.*", "*.ffn.shared_experts.*", "*.ffn.gate.*", "*.ffn_norm.*",
                     "embed.weight", "head.weight", "*.hc_*", "*.h_proj.*", "*.e_proj.*", "*.enorm.*", "*.hnorm.*",
