@@ -168,12 +168,12 @@ rope_config parse_rope_dict(const config_reader& dict, rope_config base,
   rope.factor = double(max_position_embeddings) / rope.original_max_position;
   dict.read(rope.factor, {"factor"});
   // transformers: `get("beta_fast") or 32`, so an explicit 0 also means the default.
-  double beta = 0;
-  if (auto v = dict.number({"beta_fast"}, false); v && *v != 0) beta = *v;
-  rope.beta_fast = beta != 0 ? beta : 32.0;
-  beta = 0;
-  if (auto v = dict.number({"beta_slow"}, false); v && *v != 0) beta = *v;
-  rope.beta_slow = beta != 0 ? beta : 1.0;
+  const auto beta_or = [&](std::string_view key, double fallback) {
+    const std::optional<double> v = dict.number({key}, false);
+    return v && *v != 0 ? *v : fallback;
+  };
+  rope.beta_fast = beta_or("beta_fast", 32.0);
+  rope.beta_slow = beta_or("beta_slow", 1.0);
   dict.read(rope.truncate, {"truncate"});
   // V4 never scales cos/sin: transformers injects attention_factor 1.0 for the YaRN compress
   // rope instead of the YaRN default 0.1 ln(factor) + 1. An explicit value is kept.

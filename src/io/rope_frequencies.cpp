@@ -59,9 +59,10 @@ std::vector<float> rope_inverse_frequencies(const rope_config& rope, int64_t rop
     const float interpolation = 1.0f / (factor_f * pos[i]);
     const float ramp = std::clamp((float(i) - low_f) / width_f, 0.0f, 1.0f);
     const float extrapolation_weight = 1.0f - ramp;
-    // Two products and a sum, rounded separately as torch's elementwise kernels do.
-    const float a = interpolation * (1.0f - extrapolation_weight);
-    const float b = extrapolation * extrapolation_weight;
+    // Two products and a sum, each rounded to float as torch's separate elementwise kernels do;
+    // the volatile stores keep a compiler targeting FMA from fusing them (a different rounding).
+    const volatile float a = interpolation * (1.0f - extrapolation_weight);
+    const volatile float b = extrapolation * extrapolation_weight;
     inv[i] = a + b;
   }
   return inv;

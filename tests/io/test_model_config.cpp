@@ -159,10 +159,12 @@ TEST(ModelConfig, NestedRopeWithoutAttentionFactorIsUnscaled) {
   j["rope_parameters"]["compress"].erase("attention_factor");
   j["rope_parameters"]["compress"]["truncate"] = false;
   j["rope_parameters"]["compress"]["factor"] = 8;
+  j["rope_parameters"]["compress"]["beta_fast"] = 0;  // transformers: `or 32`
   const model_config c = parse_model_config(j, "tiny");
   EXPECT_DOUBLE_EQ(c.rope_compress.attention_factor, 1.0);
   EXPECT_FALSE(c.rope_compress.truncate);
   EXPECT_DOUBLE_EQ(c.rope_compress.factor, 8.0);
+  EXPECT_DOUBLE_EQ(c.rope_compress.beta_fast, 32.0);
   EXPECT_FALSE(c.rope_main.yarn);
 }
 
