@@ -1,5 +1,7 @@
-// Device discovery for the CUDA backend: reports what the engine needs to plan (SM count, memory,
-// compute capability) and refuses devices older than Hopper, which the kernels target.
+// Device discovery for the CUDA backend (host code only: a .cpp, since nvcc 13 rejects fmt 9's
+// compile-time format checks that core/error.h pulls in): reports what the engine needs to plan (SM
+// count, memory, compute capability) and refuses devices older than Hopper, which the kernels
+// target.
 #include "backends/cuda/device_info.h"
 
 #include <cuda_runtime.h>
@@ -33,6 +35,8 @@ std::vector<device_info> list_devices() {
   return devices;
 }
 
-bool is_supported(const device_info& info) { return info.major == 9 && info.minor == 0; }
+bool is_supported(const device_info& info) {
+  return info.major == 9 && info.minor == 0;
+}
 
 }  // namespace dsv4::cuda
