@@ -6,6 +6,7 @@
 
 #include "core/error.h"
 #include "text/byte_level.h"
+#include "text/unicode_bridge.h"
 #include "text/utf8.h"
 
 namespace dsv4::text {
@@ -134,7 +135,8 @@ void tokenizer::encode_ordinary(std::string_view text, std::vector<std::int32_t>
     const std::size_t valid = utf8::valid_prefix_length(text.substr(pos));
     if (valid > 0) {
       const std::string_view run = text.substr(pos, valid);
-      pre_tokenizer_.split(run, pieces);
+      const auto stand_in = unicode_bridge::get().substitute(run);
+      pre_tokenizer_.split(stand_in ? std::string_view(*stand_in) : run, pieces);
       for (const auto& [begin, end] : pieces)
         model_->encode_piece(run.substr(begin, end - begin), out);
       pos += valid;
