@@ -1,0 +1,226 @@
+// mHC kernels.
+//
+// hc_pre and hc_head share one kernel (hc_collapse_kernel): a block takes k_hc_tokens tokens so
+// each fn element loaded (fn is [mix, hc*D], re-read by every block, from L2) serves several
+// tokens. Each thread accumulates, over a strided share of the hc*D inputs, the sum of squares
+// and the `mix` raw dot products x . fn_j of every token in registers (compile-time bounds,
+// runtime guards); the block reduces them in shared memory. m_j = inv_rms * (x . fn_j) equals
+// the reference's (x * inv_rms) . fn_j up to rounding. One thread per token then does the
+// sigmoids and the Sinkhorn projection (a few hundred flops, sequential in the reference's order),
+// and the block writes y = sum_j pre_j x_j.
+//
+// hc_post: one block per token, threads over D; each thread holds the hc stream values of its
+// column and writes the hc outputs, summing in the reference's order (post * f first, then j).
+#include "backends/cuda/kernel_common.cuh"
+#include "backends/cuda/mhc.h"
+
+namespace dsv4::cuda {
+
+namespace {
+
+constexpr int k_hc_tokens = 4;  // tokens per block of the collapse kernel
+constexpr int k_hc_max_mix = (2 + k_hc_max_streams) * k_hc_max_streams;
+constexpr int k_hc_threads = 256;
+constexpr int k_hc_warps = k_hc_threads / k_warp_size;
+constexpr int k_hc_sums = k_hc_max_mix + 1;  // mix dot products + the sum of squares
+
+__device__ __forceinline__ float sigmoid(float v) {
+  return 1.0f / (1.0f + expf(-v));
+}
+
+// head: no post / comb (mix = hc); otherwise mix = (2 + hc) * hc.
+__global__ void __launch_bounds__(k_hc_threads)
+    hc_collapse_kernel(const float* x, const float* fn, const float* base, const float* scale,
+                       int64_t tokens, int hc, int64_t D, int mix, bool head, int sinkhorn_iters,
+                       float hc_eps, float norm_eps, float* y, float* post, float* comb) {
+  __shared__ float partial[k_hc_warps][k_hc_tokens][k_hc_sums];
+  __shared__ float total[k_hc_tokens][k_hc_sums];
+  __shared__ float pre[k_hc_tokens][k_hc_max_streams];
+  __shared__ float c[k_hc_tokens][k_hc_max_streams * k_hc_max_streams];
+
+  const int64_t t0 = int64_t(blockIdx.x) * k_hc_tokens;
+  const int64_t n = int64_t(hc) * D;
+  const int lane = threadIdx.x % k_warp_size;
+  const int warp = threadIdx.x / k_warp_size;
+
+  float acc[k_hc_tokens][k_hc_max_mix];
+  float ss[k_hc_tokens];
+#pragma unroll
+  for (int tt = 0; tt < k_hc_tokens; ++tt) {
+    ss[tt] = 0.0f;
+#pragma unroll
+    for (int j = 0; j < k_hc_max_mix; ++j) acc[tt][j] = 0.0f;
+  }
+  for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
+    float xv[k_hc_tokens];
+#pragma unroll
+    for (int tt = 0; tt < k_hc_tokens; ++tt) {
+      xv[tt] = t0 + tt < tokens ? x[(t0 + tt) * n + i] : 0.0f;
+      ss[tt] += xv[tt] * xv[tt];
+    }
+#pragma unroll
+    for (int j = 0; j < k_hc_max_mix; ++j) {
+      if (j < mix) {
+        const float f = fn[j * n + i];
+#pragma unroll
+        for (int tt = 0; tt < k_hc_tokens; ++tt) acc[tt][j] += xv[tt] * f;
+      }
+    }
+  }
+
+  // Block reduction: warp shuffles, then one thread per (token, sum) adds the warps' partials.
+#pragma unroll
+  for (int tt = 0; tt < k_hc_tokens; ++tt) {
+#pragma unroll
+    for (int j = 0; j < k_hc_max_mix; ++j) {
+      if (j < mix) {
+        const float v = warp_sum(acc[tt][j]);
+        if (lane == 0) partial[warp][tt][j] = v;
+      }
+    }
+    const float v = warp_sum(ss[tt]);
+    if (lane == 0) partial[warp][tt][k_hc_max_mix] = v;
+  }
+  __syncthreads();
+  for (int s = threadIdx.x; s < k_hc_tokens * k_hc_sums; s += blockDim.x) {
+    const int tt = s / k_hc_sums;
+    const int j = s % k_hc_sums;
+    if (j < mix || j == k_hc_max_mix) {
+      float v = 0.0f;
+      for (int w = 0; w < k_hc_warps; ++w) v += partial[w][tt][j];
+      total[tt][j] = v;
+    }
+  }
+  __syncthreads();
+
+  // Gates and Sinkhorn: thread tt owns token t0 + tt.
+  if (threadIdx.x < k_hc_tokens && t0 + threadIdx.x < tokens) {
+    const int tt = threadIdx.x;
+    const int64_t t = t0 + tt;
+    const float inv = 1.0f / sqrtf(total[tt][k_hc_max_mix] / float(n) + norm_eps);
+    for (int j = 0; j < hc; ++j)
+      pre[tt][j] = sigmoid(inv * total[tt][j] * scale[0] + base[j]) + hc_eps;
+    if (!head) {
+      for (int j = 0; j < hc; ++j)
+        post[t * hc + j] = 2.0f * sigmoid(inv * total[tt][hc + j] * scale[1] + base[hc + j]);
+      float* ct = c[tt];
+      // comb[j][k]: softmax over k of each row j, + eps; then column normalisation; then
+      // (iters - 1) rounds of row and column normalisation, + eps in each denominator.
+      for (int j = 0; j < hc; ++j) {
+        float mx = -INFINITY;
+        for (int k = 0; k < hc; ++k) {
+          const int m = 2 * hc + j * hc + k;
+          ct[j * hc + k] = inv * total[tt][m] * scale[2] + base[m];
+          mx = fmaxf(mx, ct[j * hc + k]);
+        }
+        float sum = 0.0f;
+        for (int k = 0; k < hc; ++k) sum += (ct[j * hc + k] = expf(ct[j * hc + k] - mx));
+        for (int k = 0; k < hc; ++k) ct[j * hc + k] = ct[j * hc + k] / sum + hc_eps;
+      }
+      // As the reference: the first column normalisation happens even for sinkhorn_iters 0.
+      const int rounds = sinkhorn_iters > 1 ? sinkhorn_iters : 1;
+      for (int it = 0; it < rounds; ++it) {
+        if (it > 0) {  // rows, from the second round on
+          for (int j = 0; j < hc; ++j) {
+            float sum = 0.0f;
+            for (int k = 0; k < hc; ++k) sum += ct[j * hc + k];
+            for (int k = 0; k < hc; ++k) ct[j * hc + k] /= sum + hc_eps;
+          }
+        }
+        for (int k = 0; k < hc; ++k) {
+          float sum = 0.0f;
+          for (int j = 0; j < hc; ++j) sum += ct[j * hc + k];
+          for (int j = 0; j < hc; ++j) ct[j * hc + k] /= sum + hc_eps;
+        }
+      }
+      for (int e = 0; e < hc * hc; ++e) comb[t * hc * hc + e] = ct[e];
+    }
+  }
+  __syncthreads();
+
+  // y[t] = sum_j pre_j x[t, j] (x re-read: the block's tokens were just streamed, mostly cached).
+#pragma unroll
+  for (int tt = 0; tt < k_hc_tokens; ++tt) {
+    const int64_t t = t0 + tt;
+    if (t >= tokens) break;
+    const float* xt = x + t * n;
+    for (int64_t i = threadIdx.x; i < D; i += blockDim.x) {
+      float v = 0.0f;
+      for (int j = 0; j < hc; ++j) v += pre[tt][j] * xt[j * D + i];
+      y[t * D + i] = v;
+    }
+  }
+}
+
+constexpr int k_hc_post_threads = 256;
+
+// One block per token (grid-stride over tokens).
+__global__ void __launch_bounds__(k_hc_post_threads)
+    hc_post_kernel(const float* x, const float* f, const float* post, const float* comb,
+                   int64_t tokens, int hc, int64_t D, float* out) {
+  for (int64_t t = blockIdx.x; t < tokens; t += gridDim.x) {
+    const float* xt = x + t * hc * D;
+    const float* ft = f + t * D;
+    const float* pt = post + t * hc;
+    const float* ct = comb + t * hc * hc;
+    float* ot = out + t * hc * D;
+    for (int64_t i = threadIdx.x; i < D; i += blockDim.x) {
+      float xv[k_hc_max_streams];
+#pragma unroll
+      for (int j = 0; j < k_hc_max_streams; ++j) xv[j] = j < hc ? xt[j * D + i] : 0.0f;
+      const float fv = ft[i];
+      for (int k = 0; k < hc; ++k) {
+        float v = pt[k] * fv;
+#pragma unroll
+        for (int j = 0; j < k_hc_max_streams; ++j)
+          if (j < hc) v += ct[j * hc + k] * xv[j];
+        ot[k * D + i] = v;
+      }
+    }
+  }
+}
+
+cudaError_t hc_collapse(const float* x, const float* fn, const float* base, const float* scale,
+                        int64_t tokens, int64_t hc, int64_t D, bool head, int64_t sinkhorn_iters,
+                        float hc_eps, float norm_eps, float* y, float* post, float* comb,
+                        cudaStream_t stream) {
+  if (tokens < 0 || hc <= 0 || hc > k_hc_max_streams || D <= 0 || sinkhorn_iters < 0 ||
+      sinkhorn_iters > INT32_MAX)
+    return cudaErrorInvalidValue;
+  if (tokens == 0) return cudaSuccess;
+  const int64_t blocks = ceil_div(tokens, k_hc_tokens);
+  if (blocks > INT32_MAX) return cudaErrorInvalidValue;
+  const int mix = head ? int(hc) : int((2 + hc) * hc);
+  hc_collapse_kernel<<<unsigned(blocks), k_hc_threads, 0, stream>>>(
+      x, fn, base, scale, tokens, int(hc), D, mix, head, int(sinkhorn_iters), hc_eps, norm_eps, y,
+      post, comb);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t hc_pre_f32(const float* x, const float* fn, const float* base, const float* scale,
+                       int64_t tokens, int64_t hc, int64_t D, int64_t sinkhorn_iters, float hc_eps,
+                       float norm_eps, float* y, float* post, float* comb, cudaStream_t stream) {
+  return hc_collapse(x, fn, base, scale, tokens, hc, D, false, sinkhorn_iters, hc_eps, norm_eps, y,
+                     post, comb, stream);
+}
+
+cudaError_t hc_head_f32(const float* x, const float* fn, const float* base, const float* scale,
+                        int64_t tokens, int64_t hc, int64_t D, float hc_eps, float norm_eps,
+                        float* y, cudaStream_t stream) {
+  return hc_collapse(x, fn, base, scale, tokens, hc, D, true, 0, hc_eps, norm_eps, y, nullptr,
+                     nullptr, stream);
+}
+
+cudaError_t hc_post_f32(const float* x, const float* f, const float* post, const float* comb,
+                        int64_t tokens, int64_t hc, int64_t D, float* out, cudaStream_t stream) {
+  if (tokens < 0 || hc <= 0 || hc > k_hc_max_streams || D <= 0) return cudaErrorInvalidValue;
+  if (tokens == 0) return cudaSuccess;
+  const unsigned blocks = unsigned(tokens < (1 << 20) ? tokens : (1 << 20));
+  hc_post_kernel<<<blocks, k_hc_post_threads, 0, stream>>>(x, f, post, comb, tokens, int(hc), D,
+                                                           out);
+  return cudaGetLastError();
+}
+
+}  // namespace dsv4::cuda

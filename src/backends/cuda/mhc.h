@@ -1,0 +1,32 @@
+// Manifold-constrained hyper-connection kernels (f32 throughout). hc streams of width D; the
+// kernels support hc <= k_hc_max_streams (DeepSeek-V4 uses 4) and return cudaErrorInvalidValue
+// beyond.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace dsv4::cuda {
+
+constexpr int k_hc_max_streams = 4;
+
+// Per token t of x [tokens, hc, D]: m = (x_t / rms(x_t)) . fn^T with fn [(2+hc)*hc, hc*D];
+// pre_j = sigmoid(m_j * scale[0] + base_j) + hc_eps, post[t, j] = 2 sigmoid(m_{hc+j} * scale[1] +
+// base_{hc+j}), comb[t] = Sinkhorn(m_{2hc..} * scale[2] + base_{2hc..}) with sinkhorn_iters
+// rounds (row softmax + eps, column normalisation, then iters - 1 row/column rounds), and
+// y[t] = sum_j pre_j x[t, j] [tokens, D].
+cudaError_t hc_pre_f32(const float* x, const float* fn, const float* base, const float* scale,
+                       int64_t tokens, int64_t hc, int64_t D, int64_t sinkhorn_iters, float hc_eps,
+                       float norm_eps, float* y, float* post, float* comb, cudaStream_t stream);
+// out[t, k] = post[t, k] * f[t] + sum_j comb[t, j, k] * x[t, j] for x [tokens, hc, D], f
+// [tokens, D], post [tokens, hc], comb [tokens, hc, hc]; out [tokens, hc, D].
+cudaError_t hc_post_f32(const float* x, const float* f, const float* post, const float* comb,
+                        int64_t tokens, int64_t hc, int64_t D, float* out, cudaStream_t stream);
+// Final collapse: m = (x_t / rms(x_t)) . fn^T with fn [hc, hc*D], pre_j = sigmoid(m_j * scale[0]
+// + base_j) + hc_eps, y[t] = sum_j pre_j x[t, j] [tokens, D].
+cudaError_t hc_head_f32(const float* x, const float* fn, const float* base, const float* scale,
+                        int64_t tokens, int64_t hc, int64_t D, float hc_eps, float norm_eps,
+                        float* y, cudaStream_t stream);
+
+}  // namespace dsv4::cuda
