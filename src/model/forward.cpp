@@ -45,6 +45,12 @@ struct model_forward::step_tensors {
 
 model_forward::model_forward(const model_config& config, const model_weights& weights, ops& backend)
     : cfg_(config), w_(weights), ops_(backend) {
+  // transformers scales cos/sin by a YaRN attention factor when a config sets one; V4 (official
+  // and transformers' default) uses 1.0, and the rope op has no such scale.
+  for (const rope_config* r : {&cfg_.rope_main, &cfg_.rope_compress})
+    DSV4_CHECK(r->attention_factor == 1.0,
+               "config: rope attention_factor {} is not supported (DeepSeek-V4 uses 1.0)",
+               r->attention_factor);
   inv_freq_main_ =
       upload_f32_vector(ops_, rope_inverse_frequencies(cfg_.rope_main, cfg_.rope_head_dim));
   inv_freq_compress_ =
