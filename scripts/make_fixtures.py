@@ -747,6 +747,8 @@ def build_case(name, spec, out_dir, max_seed_tries=20):
             for f in ("config.json", "model.safetensors"):
                 shutil.copy(os.path.join(tmp, f), os.path.join(d, f))
     elif spec["fmt"] == "state_dict_sharded":
+        cfg.architectures = ["DeepseekV4ForCausalLM"]  # as save_pretrained would write them
+        cfg.dtype = torch.float32
         cfg.to_json_file(os.path.join(d, "config.json"))
         sd = {k: v.detach().contiguous() for k, v in model.state_dict().items()}
         names = sorted(sd)
