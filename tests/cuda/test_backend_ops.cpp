@@ -1,0 +1,933 @@
+// test_backend_ops: every CUDA kernel against the CPU reference (dsv4::cpu::cpu_ops), in the
+// manner of llama.cpp's test-backend-ops. Not a ctest test (CI has no GPU); run on the GPU
+// machine through scripts/gpu_parity.sh.
+//
+//   test_backend_ops [--filter OP] [--seed N]   parity: one line per case, exit 1 on any FAIL
+//   test_backend_ops --perf [--filter OP]       timing: median of 100 runs per case, GB/s against
+//                                                a device-to-device copy measured in the same run
+//
+// Each parity case draws fresh random inputs (never zeros), runs the CPU op and the kernel on the
+// same values and compares them by NMSE = sum((gpu - cpu)^2) / sum(cpu^2) against a tolerance
+// chosen per op (see the k_tol_* constants). Every device buffer has k_guard bytes of sentinel
+// before and after it; output buffers are poisoned with NaN (all-ones bytes) before the launch. A
+// case fails if a guard changed, an output element is still poison, a CUDA call failed or the
+// NMSE is over tolerance (NaN fails). Exit 0 with a message when there is no CUDA device.
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "backends/cpu/cpu_ops.h"
+#include "backends/cuda/device_info.h"
+#include "backends/cuda/elementwise.h"
+#include "backends/cuda/mhc.h"
+#include "backends/cuda/norm.h"
+#include "backends/cuda/rope.h"
+
+namespace {
+
+using dsv4::dims;
+using dsv4::dtype;
+using dsv4::tensor;
+
+// ---- tolerances (NMSE) ----
+// Copies and single IEEE operations round identically on both sides: bit-exact.
+constexpr double k_tol_exact = 0.0;
+// One transcendental per element (expf, sinf/cosf: CUDA <= 2 ulp, glibc < 1 ulp) or one
+// reduction in a different order (rms_norm's sum of squares, FMA contraction in hc_post): a few
+// 1e-7 relative per element at worst, NMSE ~1e-13; 1e-11 leaves margin and is 10 orders under a
+// wrong result (NMSE ~1).
+constexpr double k_tol_f32_rounding = 1e-11;
+// mHC collapse: dot products over hc*D (up to 28672) inputs summed in a different order, then
+// exp/sigmoid and 20 Sinkhorn rounds; relative errors up to ~1e-5 on cancelling sums.
+constexpr double k_tol_mhc = 1e-8;
+
+constexpr size_t k_guard = 256;  // bytes of sentinel on each side of every device buffer
+constexpr unsigned char k_guard_byte = 0xA5;
+constexpr uint32_t k_poison = 0xFFFFFFFFu;  // a NaN: all bytes 0xFF
+
+struct cuda_failure : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+void cuda_check(cudaError_t status, const char* what, const char* file, int line) {
+  if (status != cudaSuccess) {
+    char message[512];
+    std::snprintf(message, sizeof(message), "%s failed at %s:%d: %s (%s)", what, file, line,
+                  cudaGetErrorName(status), cudaGetErrorString(status));
+    throw cuda_failure(message);
+  }
+}
+#define CUDA_CHECK(expr) cuda_check((expr), #expr, __FILE__, __LINE__)
+
+// ---- random inputs ----
+// splitmix64: fast enough to fill the perf mode's hundreds of MB, and seedable per case.
+struct rng {
+  uint64_t state;
+  explicit rng(uint64_t seed) : state(seed * 0x9E3779B97F4A7C15ull + 1) {}
+  uint64_t next() {
+    uint64_t z = (state += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+  }
+  float uniform(float lo, float hi) { return lo + (hi - lo) * float(next() >> 40) * 0x1p-24f; }
+  int32_t below(int64_t n) { return int32_t(next() % uint64_t(n)); }
+};
+
+tensor random_f32(rng& r, const dims& shape, float lo, float hi) {
+  tensor t = tensor::empty(dtype::f32, shape);
+  float* p = t.data<float>();
+  for (int64_t i = 0; i < t.numel(); ++i) p[i] = r.uniform(lo, hi);
+  return t;
+}
+
+tensor random_i32(rng& r, const dims& shape, int64_t below) {
+  tensor t = tensor::empty(dtype::i32, shape);
+  for (int64_t i = 0; i < t.numel(); ++i) t.data<int32_t>()[i] = r.below(below);
+  return t;
+}
+
+// ---- guarded device buffers ----
+// [guard | offset | data (bytes) | guard]; `offset` extra bytes before the data (sentinel-filled,
+// checked like the guard) make misaligned pointers for the kernels' scalar paths.
+class device_buffer {
+ public:
+  explicit device_buffer(size_t bytes, size_t offset = 0)
+      : bytes_(bytes), offset_(offset), total_(k_guard + offset + bytes + k_guard) {
+    CUDA_CHECK(cudaMalloc(&base_, total_));
+    CUDA_CHECK(cudaMemset(base_, k_guard_byte, total_));
+  }
+  explicit device_buffer(const tensor& host, size_t offset = 0)
+      : device_buffer(host.bytes(), offset) {
+    upload(host);
+  }
+  ~device_buffer() {
+    if (base_) cudaFree(base_);
+  }
+  device_buffer(const device_buffer&) = delete;
+  device_buffer& operator=(const device_buffer&) = delete;
+
+  void* data() const { return static_cast<unsigned char*>(base_) + k_guard + offset_; }
+  float* f32() const { return static_cast<float*>(data()); }
+  int32_t* i32() const { return static_cast<int32_t*>(data()); }
+  size_t bytes() const { return bytes_; }
+
+  void upload(const tensor& host) {
+    if (host.bytes() != bytes_) throw std::runtime_error("device_buffer: upload size mismatch");
+    CUDA_CHECK(cudaMemcpy(data(), host.data<void>(), bytes_, cudaMemcpyHostToDevice));
+  }
+  void poison() { CUDA_CHECK(cudaMemset(data(), 0xFF, bytes_)); }
+
+  // The data as f32 host values; checks the guards on the way (appends to `problems`).
+  std::vector<float> download_checked(const char* name, std::string& problems) const {
+    std::vector<unsigned char> all(total_);
+    CUDA_CHECK(cudaMemcpy(all.data(), base_, total_, cudaMemcpyDeviceToHost));
+    const size_t head = k_guard + offset_;
+    size_t bad = 0;
+    for (size_t i = 0; i < head; ++i) bad += all[i] != k_guard_byte;
+    for (size_t i = head + bytes_; i < total_; ++i) bad += all[i] != k_guard_byte;
+    if (bad) problems += std::string(" ") + name + ": " + std::to_string(bad) + " guard bytes";
+    std::vector<float> values(bytes_ / 4);
+    std::memcpy(values.data(), all.data() + head, bytes_);
+    return values;
+  }
+
+ private:
+  void* base_ = nullptr;
+  size_t bytes_, offset_, total_;
+};
+
+// ---- comparison ----
+struct case_result {
+  bool ok = true;
+  double nmse = 0;  // worst over the case's outputs
+  std::string problems;
+};
+
+// Adds the NMSE of `gpu` against `ref` to `result`; poisoned elements and NaN fail the case.
+void compare(const char* name, const std::vector<float>& gpu, const tensor& ref, double tol,
+             bool poisoned_output, case_result& result) {
+  const float* b = ref.data<float>();
+  const int64_t n = ref.numel();
+  if (int64_t(gpu.size()) != n) {
+    result.ok = false;
+    result.problems += std::string(" ") + name + ": size mismatch";
+    return;
+  }
+  double err = 0, norm = 0;
+  int64_t poisoned = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    uint32_t bits;
+    std::memcpy(&bits, &gpu[i], 4);
+    if (poisoned_output && bits == k_poison) ++poisoned;
+    const double d = double(gpu[i]) - double(b[i]);
+    err += d * d;
+    norm += double(b[i]) * double(b[i]);
+  }
+  const double nmse = norm > 0 ? err / norm : err;
+  if (poisoned) {
+    result.ok = false;
+    result.problems += std::string(" ") + name + ": " + std::to_string(poisoned) + " unwritten";
+  }
+  if (!(nmse <= tol)) {  // NaN fails
+    result.ok = false;
+    char buf[128];
+    std::snprintf(buf, sizeof(buf), " %s: nmse %.3e > %.1e", name, nmse, tol);
+    result.problems += buf;
+  }
+  if (!(nmse <= result.nmse)) result.nmse = nmse;  // keeps NaN
+}
+
+void check_guards(const char* name, const device_buffer& buffer, case_result& result) {
+  std::string problems;
+  buffer.download_checked(name, problems);
+  if (!problems.empty()) {
+    result.ok = false;
+    result.problems += problems;
+  }
+}
+
+std::vector<float> download_output(const char* name, const device_buffer& buffer,
+                                   case_result& result) {
+  std::string problems;
+  std::vector<float> values = buffer.download_checked(name, problems);
+  if (!problems.empty()) {
+    result.ok = false;
+    result.problems += problems;
+  }
+  return values;
+}
+
+// ---- perf ----
+struct perf_result {
+  double ms = 0;
+  double bytes = 0;  // read + written once per launch
+  double flops = 0;  // 0 where not meaningful
+};
+
+// Median of `runs` event-timed launches after warm-up; launch(r) should use input set r % sets.
+double time_median_ms(const std::function<void(int)>& launch, int runs = 100, int warmup = 5) {
+  for (int r = 0; r < warmup; ++r) launch(r);
+  CUDA_CHECK(cudaDeviceSynchronize());
+  cudaEvent_t start, stop;
+  CUDA_CHECK(cudaEventCreate(&start));
+  CUDA_CHECK(cudaEventCreate(&stop));
+  std::vector<float> times(runs);
+  for (int r = 0; r < runs; ++r) {
+    CUDA_CHECK(cudaEventRecord(start, 0));
+    launch(warmup + r);
+    CUDA_CHECK(cudaEventRecord(stop, 0));
+    CUDA_CHECK(cudaEventSynchronize(stop));
+    CUDA_CHECK(cudaEventElapsedTime(&times[r], start, stop));
+  }
+  CUDA_CHECK(cudaEventDestroy(start));
+  CUDA_CHECK(cudaEventDestroy(stop));
+  std::sort(times.begin(), times.end());
+  return times[runs / 2];
+}
+
+size_t g_l2_bytes = 50u << 20;
+
+// How many copies of a working set of `bytes` to rotate through so that consecutive launches
+// miss L2: the rotation covers >= 4x L2, at least 1 and at most 64 copies.
+int rotation_sets(double bytes) {
+  const double want = 4.0 * double(g_l2_bytes);
+  int sets = int(std::ceil(want / std::max(bytes, 1.0)));
+  return std::clamp(sets, 1, 64);
+}
+
+// A set of device buffers (one per rotation) filled with copies of one random host tensor.
+struct rotated {
+  std::vector<std::unique_ptr<device_buffer>> sets;
+  rotated(const tensor& host, int count) {
+    for (int i = 0; i < count; ++i) sets.push_back(std::make_unique<device_buffer>(host));
+  }
+  rotated(size_t bytes, int count) {
+    for (int i = 0; i < count; ++i) sets.push_back(std::make_unique<device_buffer>(bytes));
+  }
+  float* f32(int r) const { return sets[r % sets.size()]->f32(); }
+  int32_t* i32(int r) const { return sets[r % sets.size()]->i32(); }
+};
+
+double measure_copy_gbps() {
+  const size_t bytes = size_t(1) << 30;
+  void *src, *dst;
+  CUDA_CHECK(cudaMalloc(&src, bytes));
+  CUDA_CHECK(cudaMalloc(&dst, bytes));
+  CUDA_CHECK(cudaMemset(src, 0x3C, bytes));
+  const double ms = time_median_ms(
+      [&](int) { CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, 0)); }, 20,
+      3);
+  CUDA_CHECK(cudaFree(src));
+  CUDA_CHECK(cudaFree(dst));
+  return 2.0 * double(bytes) / (ms * 1e-3) / 1e9;
+}
+
+// ---- cases ----
+struct test_case {
+  std::string op;
+  std::string shape;
+  std::function<case_result(uint64_t seed)> check;
+  std::function<perf_result()> perf;  // set only for perf cases
+};
+
+std::string fmt_shape(const char* format, ...) __attribute__((format(printf, 1, 2)));
+std::string fmt_shape(const char* format, ...) {
+  char buf[256];
+  va_list args;
+  va_start(args, format);
+  std::vsnprintf(buf, sizeof(buf), format, args);
+  va_end(args);
+  return buf;
+}
+
+dsv4::cpu::cpu_ops& cpu() {
+  static dsv4::cpu::cpu_ops ops;
+  return ops;
+}
+
+// rms_norm over [rows, n] in `groups` slices; `offset` floats of misalignment on x and y.
+test_case rms_norm_case(int64_t rows, int64_t n, int64_t groups, bool weighted,
+                        int64_t offset = 0) {
+  test_case c;
+  c.op = "rms_norm";
+  c.shape = fmt_shape("rows=%lld n=%lld groups=%lld %s%s", (long long)rows, (long long)n,
+                      (long long)groups, weighted ? "weighted" : "unweighted",
+                      offset ? " misaligned" : "");
+  const float eps = 1e-6f;
+  c.check = [=](uint64_t seed) {
+    rng r(seed);
+    const int64_t g = n / groups;
+    tensor x = random_f32(r, {rows, n}, -3.0f, 3.0f);
+    tensor w = random_f32(r, {g}, 0.5f, 1.5f);
+    tensor ref = cpu().rms_norm(x, weighted ? &w : nullptr, eps, groups);
+    case_result result;
+    device_buffer dx(x, offset * 4), dw(w), dy(x.bytes(), offset * 4);
+    dy.poison();
+    CUDA_CHECK(dsv4::cuda::rms_norm_f32(dx.f32(), weighted ? dw.f32() : nullptr, dy.f32(), rows, n,
+                                        groups, eps, 0));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    compare("y", download_output("y", dy, result), ref, k_tol_f32_rounding, true, result);
+    check_guards("x", dx, result);
+    check_guards("w", dw, result);
+    return result;
+  };
+  return c;
+}
+
+test_case rms_norm_perf(int64_t rows, int64_t n, int64_t groups) {
+  test_case c = rms_norm_case(rows, n, groups, true);
+  c.perf = [=] {
+    rng r(1);
+    tensor x = random_f32(r, {rows, n}, -3.0f, 3.0f);
+    tensor w = random_f32(r, {n / groups}, 0.5f, 1.5f);
+    perf_result p;
+    p.bytes = 2.0 * double(x.bytes()) + double(w.bytes());
+    const int sets = rotation_sets(p.bytes);
+    rotated dx(x, sets), dy(x.bytes(), sets);
+    device_buffer dw(w);
+    p.ms = time_median_ms([&](int i) {
+      CUDA_CHECK(
+          dsv4::cuda::rms_norm_f32(dx.f32(i), dw.f32(), dy.f32(i), rows, n, groups, 1e-6f, 0));
+    });
+    return p;
+  };
+  return c;
+}
+
+tensor rope_inv_freq(rng& r, int64_t rope_dim) {
+  // Realistic frequencies (theta 10000, the first pair at 1 rad per position), jittered per case.
+  tensor f = tensor::empty(dtype::f32, {rope_dim / 2});
+  for (int64_t i = 0; i < rope_dim / 2; ++i)
+    f.data<float>()[i] =
+        std::pow(10000.0f, -2.0f * float(i) / float(rope_dim)) * r.uniform(0.9f, 1.1f);
+  return f;
+}
+
+test_case rope_case(int64_t T, int64_t heads, int64_t head_dim, int64_t rope_dim, bool inverse,
+                    int32_t max_position) {
+  test_case c;
+  c.op = "rope";
+  c.shape = fmt_shape("T=%lld heads=%lld head_dim=%lld rope=%lld%s pos<%d", (long long)T,
+                      (long long)heads, (long long)head_dim, (long long)rope_dim,
+                      inverse ? " inverse" : "", max_position);
+  c.check = [=](uint64_t seed) {
+    rng r(seed);
+    tensor x = random_f32(r, {T, heads * head_dim}, -2.0f, 2.0f);
+    tensor positions = random_i32(r, {T}, max_position);
+    positions.data<int32_t>()[0] = max_position - 1;  // the largest angle always appears
+    tensor inv_freq = rope_inv_freq(r, rope_dim);
+    case_result result;
+    device_buffer dx(x), dpos(positions), dfreq(inv_freq);
+    tensor ref = cpu().upload(x.view());
+    cpu().rope(ref, heads, head_dim, rope_dim, positions, inv_freq, inverse);
+    CUDA_CHECK(dsv4::cuda::rope_f32(dx.f32(), T, heads, head_dim, rope_dim, dpos.i32(), dfreq.f32(),
+                                    inverse, 0));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    // In place: the output cannot be poisoned; an unrotated pair shows up as NMSE instead.
+    compare("x", download_output("x", dx, result), ref, k_tol_f32_rounding, false, result);
+    check_guards("positions", dpos, result);
+    check_guards("inv_freq", dfreq, result);
+    return result;
+  };
+  return c;
+}
+
+test_case rope_perf(int64_t T, int64_t heads, int64_t head_dim, int64_t rope_dim) {
+  test_case c = rope_case(T, heads, head_dim, rope_dim, false, 1 << 20);
+  c.perf = [=] {
+    rng r(2);
+    tensor x = random_f32(r, {T, heads * head_dim}, -2.0f, 2.0f);
+    tensor positions = random_i32(r, {T}, 1 << 20);
+    tensor inv_freq = rope_inv_freq(r, rope_dim);
+    perf_result p;
+    // Only the rotated dims move (in 32-byte sectors they are whole, rope_dim * 4 >= 32).
+    p.bytes = 2.0 * double(T * heads * rope_dim * 4) + double(T * 4);
+    const int sets = rotation_sets(double(x.bytes()));
+    rotated dx(x, sets);
+    device_buffer dpos(positions), dfreq(inv_freq);
+    p.ms = time_median_ms([&](int i) {
+      CUDA_CHECK(dsv4::cuda::rope_f32(dx.f32(i), T, heads, head_dim, rope_dim, dpos.i32(),
+                                      dfreq.f32(), false, 0));
+    });
+    return p;
+  };
+  return c;
+}
+
+test_case swiglu_case(int64_t rows, int64_t n, float limit, int64_t offset = 0) {
+  test_case c;
+  c.op = "swiglu";
+  c.shape = fmt_shape("rows=%lld n=%lld limit=%g%s", (long long)rows, (long long)n, limit,
+                      offset ? " misaligned" : "");
+  c.check = [=](uint64_t seed) {
+    rng r(seed);
+    // Inputs beyond +-limit so both clamps are exercised.
+    tensor gate = random_f32(r, {rows, n}, -1.5f * limit, 1.5f * limit);
+    tensor up = random_f32(r, {rows, n}, -1.5f * limit, 1.5f * limit);
+    tensor ref = cpu().swiglu(gate, up, limit);
+    case_result result;
+    device_buffer dg(gate, offset * 4), du(up), dy(gate.bytes());
+    dy.poison();
+    CUDA_CHECK(dsv4::cuda::swiglu_f32(dg.f32(), du.f32(), dy.f32(), rows * n, limit, 0));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    compare("y", download_output("y", dy, result), ref, k_tol_f32_rounding, true, result);
+    check_guards("gate", dg, result);
+    check_guards("up", du, result);
+    return result;
+  };
+  return c;
+}
+
+test_case swiglu_perf(int64_t rows, int64_t n) {
+  test_case c = swiglu_case(rows, n, 10.0f);
+  c.perf = [=] {
+    rng r(3);
+    tensor g = random_f32(r, {rows, n}, -15.0f, 15.0f);
+    perf_result p;
+    p.bytes = 3.0 * double(g.bytes());
+    const int sets = rotation_sets(p.bytes);
+    rotated dg(g, sets), du(g, sets), dy(g.bytes(), sets);
+    p.ms = time_median_ms([&](int i) {
+      CUDA_CHECK(dsv4::cuda::swiglu_f32(dg.f32(i), du.f32(i), dy.f32(i), rows * n, 10.0f, 0));
+    });
+    return p;
+  };
+  return c;
+}
+
+test_case add_case(int64_t n, int64_t offset = 0) {
+  test_case c;
+  c.op = "add";
+  c.shape = fmt_shape("n=%lld%s", (long long)n, offset ? " misaligned" : "");
+  c.check = [=](uint64_t seed) {
+    rng r(seed);
+    tensor x = random_f32(r, {n}, -4.0f, 4.0f);
+    tensor y = random_f32(r, {n}, -4.0f, 4.0f);
+    case_result result;
+    device_buffer dx(x, offset * 4), dy(y);
+    tensor ref = cpu().upload(x.view());
+    cpu().add(ref, y);
+    CUDA_CHECK(dsv4::cuda::add_f32(dx.f32(), dy.f32(), n, 0));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    compare("x", download_output("x", dx, result), ref, k_tol_exact, false, result);
+    check_guards("y", dy, result);
+    return result;
+  };
+  return c;
+}
+
+test_case add_perf(int64_t n) {
+  test_case c = add_case(n);
+  c.perf = [=] {
+    rng r(4);
+    tensor x = random_f32(r, {n}, -4.0f, 4.0f);
+    perf_result p;
+    p.bytes = 3.0 * double(x.bytes());
+    const int sets = rotation_sets(p.bytes);
+    rotated dx(x, sets), dy(x, sets);
+    p.ms =
+        time_median_ms([&](int i) { CUDA_CHECK(dsv4::cuda::add_f32(dx.f32(i), dy.f32(i), n, 0)); });
+    return p;
+  };
+  return c;
+}
+
+test_case scale_case(int64_t n) {
+  test_case c;
+  c.op = "scale";
+  c.shape = fmt_shape("n=%lld", (long long)n);
+  c.check = [=](uint64_t seed) {
+    rng r(seed);
+    tensor x = random_f32(r, {n}, -4.0f, 4.0f);
+    const float s = r.uniform(-2.0f, 2.0f);
+    case_result result;
+    device_buffer dx(x);
+    tensor ref = cpu().upload(x.view());
+    cpu().scale(ref, s);
+    CUDA_CHECK(dsv4::cuda::scale_f32(dx.f32(), s, n, 0));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    compare("x", download_output("x", dx, result), ref, k_tol_exact, false, result);
+    return result;
+  };
+  return c;
+}
+
+test_case embed_case(int64_t vocab, int64_t dim, int64_t T) {
+  test_case c;
+  c.op = "embed";
+  c.shape = fmt_shape("vocab=%lld dim=%lld T=%lld", (long long)vocab, (long long)dim, (long long)T);
+  c.check = [=](uint64_t seed) {
+    rng r(seed);
+    tensor table = random_f32(r, {vocab, dim}, -1.0f, 1.0f);
+    tensor ids = random_i32(r, {T}, vocab);
+    ids.data<int32_t>()[0] = int32_t(vocab - 1);  // the last row: 64-bit offsets at large vocab
+    if (T > 1) ids.data<int32_t>()[1] = 0;
+    tensor ref = cpu().embed(table, ids);
+    case_result result;
+    device_buffer dtable(table), dids(ids), dout(ref.bytes());
+    dout.poison();
+    CUDA_CHECK(dsv4::cuda::embed_f32(dtable.f32(), vocab, dim, dids.i32(), T, dout.f32(), 0));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    compare("out", download_output("out", dout, result), ref, k_tol_exact, true, result);
+    check_guards("table", dtable, result);
+    check_guards("ids", dids, result);
+    return result;
+  };
+  return c;
+}
+
+test_case embed_perf(int64_t vocab, int64_t dim, int64_t T) {
+  test_case c = embed_case(vocab, dim, T);
+  c.perf = [=] {
+    rng r(5);
+    tensor table = random_f32(r, {vocab, dim}, -1.0f, 1.0f);
+    tensor ids = random_i32(r, {T}, vocab);
+    perf_result p;
+    p.bytes = 2.0 * double(T * dim * 4) + double(T * 4);
+    const int sets = rotation_sets(p.bytes);
+    device_buffer dtable(table);
+    rotated dids(ids, sets), dout(size_t(T * dim * 4), sets);
+    p.ms = time_median_ms([&](int i) {
+      CUDA_CHECK(dsv4::cuda::embed_f32(dtable.f32(), vocab, dim, dids.i32(i), T, dout.f32(i), 0));
+    });
+    return p;
+  };
+  return c;
+}
+
+struct mhc_inputs {
+  tensor x, fn, base, scale;
+};
+
+// Realistic magnitudes: fn entries U(-a, a) with a = sqrt(3 / (hc*D)) make the normalised mixes
+// ~N(0, 1), so sigmoids and the softmax are neither flat nor saturated.
+mhc_inputs random_mhc(rng& r, int64_t T, int64_t hc, int64_t D, int64_t mix) {
+  mhc_inputs in;
+  const float a = std::sqrt(3.0f / float(hc * D));
+  in.x = random_f32(r, {T, hc, D}, -2.0f, 2.0f);
+  in.fn = random_f32(r, {mix, hc * D}, -a, a);
+  in.base = random_f32(r, {mix}, -1.0f, 1.0f);
+  in.scale = random_f32(r, {3}, 0.2f, 2.0f);
+  return in;
+}
+
+test_case hc_pre_case(int64_t T, int64_t hc, int64_t D, int64_t iters) {
+  test_case c;
+  c.op = "hc_pre";
+  c.shape = fmt_shape("T=%lld hc=%lld D=%lld iters=%lld", (long long)T, (long long)hc, (long long)D,
+                      (long long)iters);
+  const float hc_eps = 1e-6f, norm_eps = 1e-6f;
+  c.check = [=](uint64_t seed) {
+    rng r(seed);
+    const int64_t mix = (2 + hc) * hc;
+    mhc_inputs in = random_mhc(r, T, hc, D, mix);
+    tensor post = tensor::empty(dtype::f32, {T, hc});
+    tensor comb = tensor::empty(dtype::f32, {T, hc, hc});
+    tensor ref = cpu().hc_pre(in.x, in.fn, in.base, in.scale, iters, hc_eps, norm_eps, post, comb);
+    case_result result;
+    device_buffer dx(in.x), dfn(in.fn), dbase(in.base), dscale(in.scale);
+    device_buffer dy(ref.bytes()), dpost(post.bytes()), dcomb(comb.bytes());
+    dy.poison();
+    dpost.poison();
+    dcomb.poison();
+    CUDA_CHECK(dsv4::cuda::hc_pre_f32(dx.f32(), dfn.f32(), dbase.f32(), dscale.f32(), T, hc, D,
+                                      iters, hc_eps, norm_eps, dy.f32(), dpost.f32(), dcomb.f32(),
+                                      0));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    compare("y", download_output("y", dy, result), ref, k_tol_mhc, true, result);
+    compare("post", download_output("post", dpost, result), post, k_tol_mhc, true, result);
+    compare("comb", download_output("comb", dcomb, result), comb, k_tol_mhc, true, result);
+    check_guards("x", dx, result);
+    check_guards("fn", dfn, result);
+    return result;
+  };
+  return c;
+}
+
+test_case hc_pre_perf(int64_t T, int64_t hc, int64_t D) {
+  test_case c = hc_pre_case(T, hc, D, 20);
+  c.perf = [=] {
+    rng r(6);
+    const int64_t mix = (2 + hc) * hc;
+    mhc_inputs in = random_mhc(r, T, hc, D, mix);
+    perf_result p;
+    p.bytes = double(in.x.bytes() + in.fn.bytes() + T * D * 4 + T * hc * 4 + T * hc * hc * 4);
+    p.flops = 2.0 * double(T) * double(mix) * double(hc * D);
+    const int sets = rotation_sets(p.bytes);
+    rotated dx(in.x, sets), dy(size_t(T * D * 4), sets), dpost(size_t(T * hc * 4), sets),
+        dcomb(size_t(T * hc * hc * 4), sets);
+    device_buffer dfn(in.fn), dbase(in.base), dscale(in.scale);
+    p.ms = time_median_ms([&](int i) {
+      CUDA_CHECK(dsv4::cuda::hc_pre_f32(dx.f32(i), dfn.f32(), dbase.f32(), dscale.f32(), T, hc, D,
+                                        20, 1e-6f, 1e-6f, dy.f32(i), dpost.f32(i), dcomb.f32(i),
+                                        0));
+    });
+    return p;
+  };
+  return c;
+}
+
+test_case hc_post_case(int64_t T, int64_t hc, int64_t D) {
+  test_case c;
+  c.op = "hc_post";
+  c.shape = fmt_shape("T=%lld hc=%lld D=%lld", (long long)T, (long long)hc, (long long)D);
+  c.check = [=](uint64_t seed) {
+    rng r(seed);
+    tensor x = random_f32(r, {T, hc, D}, -2.0f, 2.0f);
+    tensor f = random_f32(r, {T, D}, -2.0f, 2.0f);
+    tensor post = random_f32(r, {T, hc}, 0.0f, 2.0f);
+    tensor comb = random_f32(r, {T, hc, hc}, 0.0f, 1.0f);
+    tensor ref = cpu().hc_post(x, f, post, comb);
+    case_result result;
+    device_buffer dx(x), df(f), dpost(post), dcomb(comb), dout(ref.bytes());
+    dout.poison();
+    CUDA_CHECK(dsv4::cuda::hc_post_f32(dx.f32(), df.f32(), dpost.f32(), dcomb.f32(), T, hc, D,
+                                       dout.f32(), 0));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    compare("out", download_output("out", dout, result), ref, k_tol_f32_rounding, true, result);
+    check_guards("x", dx, result);
+    check_guards("f", df, result);
+    return result;
+  };
+  return c;
+}
+
+test_case hc_post_perf(int64_t T, int64_t hc, int64_t D) {
+  test_case c = hc_post_case(T, hc, D);
+  c.perf = [=] {
+    rng r(7);
+    tensor x = random_f32(r, {T, hc, D}, -2.0f, 2.0f);
+    tensor f = random_f32(r, {T, D}, -2.0f, 2.0f);
+    tensor post = random_f32(r, {T, hc}, 0.0f, 2.0f);
+    tensor comb = random_f32(r, {T, hc, hc}, 0.0f, 1.0f);
+    perf_result p;
+    p.bytes = double(2 * x.bytes() + f.bytes() + post.bytes() + comb.bytes());
+    const int sets = rotation_sets(p.bytes);
+    rotated dx(x, sets), df(f, sets), dout(x.bytes(), sets);
+    device_buffer dpost(post), dcomb(comb);
+    p.ms = time_median_ms([&](int i) {
+      CUDA_CHECK(dsv4::cuda::hc_post_f32(dx.f32(i), df.f32(i), dpost.f32(), dcomb.f32(), T, hc, D,
+                                         dout.f32(i), 0));
+    });
+    return p;
+  };
+  return c;
+}
+
+test_case hc_head_case(int64_t T, int64_t hc, int64_t D) {
+  test_case c;
+  c.op = "hc_head";
+  c.shape = fmt_shape("T=%lld hc=%lld D=%lld", (long long)T, (long long)hc, (long long)D);
+  const float hc_eps = 1e-6f, norm_eps = 1e-6f;
+  c.check = [=](uint64_t seed) {
+    rng r(seed);
+    mhc_inputs in = random_mhc(r, T, hc, D, hc);
+    tensor ref = cpu().hc_head(in.x, in.fn, in.base, in.scale, hc_eps, norm_eps);
+    case_result result;
+    device_buffer dx(in.x), dfn(in.fn), dbase(in.base), dscale(in.scale), dy(ref.bytes());
+    dy.poison();
+    CUDA_CHECK(dsv4::cuda::hc_head_f32(dx.f32(), dfn.f32(), dbase.f32(), dscale.f32(), T, hc, D,
+                                       hc_eps, norm_eps, dy.f32(), 0));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    compare("y", download_output("y", dy, result), ref, k_tol_mhc, true, result);
+    check_guards("x", dx, result);
+    check_guards("fn", dfn, result);
+    return result;
+  };
+  return c;
+}
+
+test_case hc_head_perf(int64_t T, int64_t hc, int64_t D) {
+  test_case c = hc_head_case(T, hc, D);
+  c.perf = [=] {
+    rng r(8);
+    mhc_inputs in = random_mhc(r, T, hc, D, hc);
+    perf_result p;
+    p.bytes = double(in.x.bytes() + in.fn.bytes() + T * D * 4);
+    p.flops = 2.0 * double(T) * double(hc) * double(hc * D);
+    const int sets = rotation_sets(p.bytes);
+    rotated dx(in.x, sets), dy(size_t(T * D * 4), sets);
+    device_buffer dfn(in.fn), dbase(in.base), dscale(in.scale);
+    p.ms = time_median_ms([&](int i) {
+      CUDA_CHECK(dsv4::cuda::hc_head_f32(dx.f32(i), dfn.f32(), dbase.f32(), dscale.f32(), T, hc, D,
+                                         1e-6f, 1e-6f, dy.f32(i), 0));
+    });
+    return p;
+  };
+  return c;
+}
+
+// DeepSeek-V4 dimensions. Flash: hidden 4096, 64 heads x 512, rope 64, q_lora 1024, hc 4,
+// MoE inter 2048. Pro: hidden 7168, 128 heads x 512, q_lora 1536, MoE inter 3072.
+constexpr int64_t k_flash_hidden = 4096, k_pro_hidden = 7168;
+constexpr int64_t k_flash_heads = 64, k_pro_heads = 128, k_head_dim = 512, k_rope_dim = 64;
+constexpr int64_t k_flash_q_lora = 1024, k_pro_q_lora = 1536, k_hc = 4;
+constexpr int64_t k_flash_moe_inter = 2048, k_pro_moe_inter = 3072, k_vocab = 129280;
+
+std::vector<test_case> make_eval_cases() {
+  std::vector<test_case> cases;
+  // rms_norm: hidden (attn/ffn norms), q_lora / kv norms, per-head q norm (groups), odd sizes
+  // (scalar path), misaligned pointers, and a slice longer than the register share.
+  for (int64_t rows : {1, 37}) {
+    cases.push_back(rms_norm_case(rows, k_flash_hidden, 1, true));
+    cases.push_back(rms_norm_case(rows, k_pro_hidden, 1, true));
+  }
+  cases.push_back(rms_norm_case(33, k_flash_q_lora, 1, true));
+  cases.push_back(rms_norm_case(9, k_pro_q_lora, 1, true));
+  cases.push_back(rms_norm_case(5, k_head_dim, 1, true));
+  cases.push_back(rms_norm_case(7, k_flash_heads * k_head_dim, k_flash_heads, false));
+  cases.push_back(rms_norm_case(3, k_pro_heads * k_head_dim, k_pro_heads, false));
+  cases.push_back(rms_norm_case(4, k_flash_heads * k_head_dim, k_flash_heads, true));
+  cases.push_back(rms_norm_case(1, 1, 1, true));
+  cases.push_back(rms_norm_case(3, 7, 1, true));
+  cases.push_back(rms_norm_case(5, 33, 3, true));
+  cases.push_back(rms_norm_case(4, 12, 4, false));
+  cases.push_back(rms_norm_case(2, 4100, 1, true));
+  cases.push_back(rms_norm_case(3, 4099, 1, false));
+  cases.push_back(rms_norm_case(6, 4096, 1, true, 1));
+  cases.push_back(rms_norm_case(2, 40000, 1, true));
+  cases.push_back(rms_norm_case(1, 65537, 1, false));
+
+  // rope: q (all heads, rope on the last 64 of 512), kv (one head), inverse (output de-rotation),
+  // the indexer's 128-wide heads, positions up to 1M (large angles), odd and tiny shapes.
+  cases.push_back(rope_case(5, k_flash_heads, k_head_dim, k_rope_dim, false, 4096));
+  cases.push_back(rope_case(5, k_flash_heads, k_head_dim, k_rope_dim, true, 4096));
+  cases.push_back(rope_case(3, k_pro_heads, k_head_dim, k_rope_dim, false, 1 << 20));
+  cases.push_back(rope_case(17, 1, k_head_dim, k_rope_dim, false, 1 << 20));
+  cases.push_back(rope_case(9, 64, 128, k_rope_dim, true, 65536));
+  cases.push_back(rope_case(3, 3, 10, 4, false, 100));
+  cases.push_back(rope_case(2, 5, 7, 2, true, 1000));
+  cases.push_back(rope_case(1, 1, 2, 2, false, 7));
+  cases.push_back(rope_case(4, 2, 64, 64, false, 1 << 20));
+
+  // swiglu: MoE and shared-expert widths, clamps exercised, odd sizes and a misaligned gate.
+  cases.push_back(swiglu_case(7, k_flash_moe_inter, 10.0f));
+  cases.push_back(swiglu_case(3, k_pro_moe_inter, 10.0f));
+  cases.push_back(swiglu_case(1, 1, 7.0f));
+  cases.push_back(swiglu_case(5, 1023, 7.0f));
+  cases.push_back(swiglu_case(2, 4097, 7.0f));
+  cases.push_back(swiglu_case(3, 2048, 7.0f, 1));
+
+  cases.push_back(add_case(k_hc * k_flash_hidden * 3));
+  cases.push_back(add_case(4097));
+  cases.push_back(add_case(1));
+  cases.push_back(add_case(4096, 3));
+  cases.push_back(scale_case(k_flash_hidden * 5));
+  cases.push_back(scale_case(1023));
+
+  // embed: real hidden sizes from a small table, the real vocabulary with a narrow row (the
+  // last id's offset passes 2^31 bytes at dim 4096 only, kept out of the CPU's memory here),
+  // odd dims (scalar path).
+  cases.push_back(embed_case(1000, k_flash_hidden, 9));
+  cases.push_back(embed_case(1000, k_pro_hidden, 4));
+  cases.push_back(embed_case(k_vocab, 64, 33));
+  cases.push_back(embed_case(17, 33, 5));
+  cases.push_back(embed_case(1, 1, 1));
+  cases.push_back(embed_case(300, 4097, 3));
+
+  // mHC: Flash and Pro widths with token counts around the kernel's 4 tokens per block, fewer
+  // streams, tiny and odd widths, other Sinkhorn depths.
+  for (int64_t T : {1, 3, 6}) cases.push_back(hc_pre_case(T, k_hc, k_flash_hidden, 20));
+  cases.push_back(hc_pre_case(5, k_hc, k_pro_hidden, 20));
+  cases.push_back(hc_pre_case(5, k_hc, 64, 20));
+  cases.push_back(hc_pre_case(7, 2, 33, 20));
+  cases.push_back(hc_pre_case(9, 3, 5, 1));
+  cases.push_back(hc_pre_case(2, 1, 16, 20));
+  cases.push_back(hc_pre_case(4, k_hc, 130, 3));
+
+  for (int64_t T : {1, 5}) {
+    cases.push_back(hc_post_case(T, k_hc, k_flash_hidden));
+    cases.push_back(hc_post_case(T, k_hc, k_pro_hidden));
+  }
+  cases.push_back(hc_post_case(5, 3, 33));
+  cases.push_back(hc_post_case(1, 1, 1));
+  cases.push_back(hc_post_case(3, 2, 4099));
+
+  for (int64_t T : {1, 6}) {
+    cases.push_back(hc_head_case(T, k_hc, k_flash_hidden));
+    cases.push_back(hc_head_case(T, k_hc, k_pro_hidden));
+  }
+  cases.push_back(hc_head_case(5, 2, 17));
+  cases.push_back(hc_head_case(3, 1, 1));
+  return cases;
+}
+
+// Prefill-sized steps (4096 tokens) and decode-sized batches (64 tokens, rotated through L2).
+std::vector<test_case> make_perf_cases() {
+  std::vector<test_case> cases;
+  for (int64_t T : {64, 4096}) {
+    cases.push_back(rms_norm_perf(T, k_flash_hidden, 1));
+    cases.push_back(rms_norm_perf(T, k_pro_hidden, 1));
+  }
+  cases.push_back(rms_norm_perf(4096, k_flash_q_lora, 1));
+  cases.push_back(rms_norm_perf(4096, k_flash_heads * k_head_dim, k_flash_heads));
+  cases.push_back(rope_perf(4096, k_flash_heads, k_head_dim, k_rope_dim));
+  cases.push_back(rope_perf(4096, 1, k_head_dim, k_rope_dim));
+  cases.push_back(swiglu_perf(4096 * 6, k_flash_moe_inter));
+  cases.push_back(swiglu_perf(4096, k_pro_moe_inter));
+  cases.push_back(add_perf(4096 * k_hc * k_flash_hidden));
+  cases.push_back(embed_perf(32768, k_flash_hidden, 4096));
+  cases.push_back(embed_perf(32768, k_pro_hidden, 64));
+  for (int64_t T : {64, 4096}) {
+    cases.push_back(hc_pre_perf(T, k_hc, k_flash_hidden));
+    cases.push_back(hc_post_perf(T, k_hc, k_flash_hidden));
+    cases.push_back(hc_head_perf(T, k_hc, k_flash_hidden));
+  }
+  cases.push_back(hc_pre_perf(4096, k_hc, k_pro_hidden));
+  cases.push_back(hc_post_perf(4096, k_hc, k_pro_hidden));
+  return cases;
+}
+
+int run_parity(const std::string& filter, uint64_t seed) {
+  int run = 0, failed = 0;
+  uint64_t case_seed = seed;
+  for (const test_case& c : make_eval_cases()) {
+    ++case_seed;  // fresh inputs per case, reproducible from --seed
+    if (!filter.empty() && c.op != filter) continue;
+    ++run;
+    case_result result;
+    try {
+      result = c.check(case_seed);
+    } catch (const std::exception& e) {
+      result.ok = false;
+      result.problems = std::string(" exception: ") + e.what();
+    }
+    std::printf("  %-9s %-58s nmse=%-10.3e %s%s\n", c.op.c_str(), c.shape.c_str(), result.nmse,
+                result.ok ? "OK" : "FAIL", result.problems.c_str());
+    std::fflush(stdout);
+    if (!result.ok) {
+      ++failed;
+      // A sticky error (e.g. an illegal address) poisons the context: later cases would only
+      // repeat it.
+      if (cudaDeviceSynchronize() != cudaSuccess) {
+        std::printf("CUDA context lost after this case; stopping\n");
+        return 1;
+      }
+    }
+  }
+  std::printf("%d/%d cases passed (seed %llu)\n", run - failed, run, (unsigned long long)seed);
+  if (run == 0) {
+    std::printf("no case matches --filter %s\n", filter.c_str());
+    return 1;
+  }
+  return failed ? 1 : 0;
+}
+
+int run_perf(const std::string& filter) {
+  const double copy_gbps = measure_copy_gbps();
+  std::printf("device-to-device copy: %.1f GB/s (read + write), the ceiling below\n", copy_gbps);
+  std::printf("  %-9s %-58s %10s %9s %7s %9s\n", "op", "shape", "us", "GB/s", "%copy", "GFLOP/s");
+  int run = 0;
+  for (const test_case& c : make_perf_cases()) {
+    if (!filter.empty() && c.op != filter) continue;
+    ++run;
+    const perf_result p = c.perf();
+    const double gbps = p.bytes / (p.ms * 1e-3) / 1e9;
+    char flops[32] = "-";
+    if (p.flops > 0) std::snprintf(flops, sizeof(flops), "%.1f", p.flops / (p.ms * 1e-3) / 1e9);
+    std::printf("  %-9s %-58s %10.2f %9.1f %6.1f%% %9s\n", c.op.c_str(), c.shape.c_str(),
+                p.ms * 1e3, gbps, 100.0 * gbps / copy_gbps, flops);
+    std::fflush(stdout);
+  }
+  if (run == 0) {
+    std::printf("no perf case matches --filter %s\n", filter.c_str());
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  bool perf = false;
+  std::string filter;
+  uint64_t seed = 20261122;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--perf") {
+      perf = true;
+    } else if (arg == "--filter" && i + 1 < argc) {
+      filter = argv[++i];
+    } else if (arg == "--seed" && i + 1 < argc) {
+      seed = std::strtoull(argv[++i], nullptr, 10);
+    } else {
+      std::fprintf(stderr, "usage: %s [--perf] [--filter OP] [--seed N]\n", argv[0]);
+      return 2;
+    }
+  }
+  try {
+    const std::vector<dsv4::cuda::device_info> devices = dsv4::cuda::list_devices();
+    if (devices.empty()) {
+      std::printf("test_backend_ops: no CUDA device, skipped\n");
+      return 0;
+    }
+    const dsv4::cuda::device_info& device = devices[0];
+    if (!dsv4::cuda::is_supported(device)) {
+      std::printf("test_backend_ops: %s (compute %d.%d) is not sm_90, skipped\n",
+                  device.name.c_str(), device.major, device.minor);
+      return 0;
+    }
+    CUDA_CHECK(cudaSetDevice(device.index));
+    g_l2_bytes = device.l2_bytes ? device.l2_bytes : g_l2_bytes;
+    std::printf("test_backend_ops: %s, %d SMs, %.1f GiB, L2 %.0f MiB, mode %s\n",
+                device.name.c_str(), device.sm_count,
+                double(device.global_memory_bytes) / double(1ull << 30),
+                double(device.l2_bytes) / double(1 << 20), perf ? "perf" : "parity");
+    return perf ? run_perf(filter) : run_parity(filter, seed);
+  } catch (const std::exception& e) {
+    std::printf("test_backend_ops: %s\n", e.what());
+    return 1;
+  }
+}
