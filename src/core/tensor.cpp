@@ -82,6 +82,13 @@ tensor tensor::to_f32(const tensor_view& view) {
   return t;
 }
 
+tensor tensor::wrap(std::shared_ptr<void> storage, const tensor_view& view) {
+  tensor t;
+  t.storage_ = std::move(storage);
+  t.view_ = view;
+  return t;
+}
+
 tensor tensor::reshaped(const dims& shape) const {
   DSV4_CHECK(shape.numel() == numel(), "cannot reshape {} to {}", view_.shape.str(), shape.str());
   tensor t = *this;

@@ -72,6 +72,9 @@ class tensor {
   static tensor zeros(dtype type, const dims& shape);
   // Contiguous copy of the values of `view` (host) converted to f32.
   static tensor to_f32(const tensor_view& view);
+  // A tensor over memory owned elsewhere (e.g. a device allocation): `storage` keeps it alive,
+  // `view` describes it.
+  static tensor wrap(std::shared_ptr<void> storage, const tensor_view& view);
 
   const tensor_view& view() const { return view_; }
   tensor_view& view() { return view_; }
