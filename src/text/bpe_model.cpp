@@ -137,10 +137,9 @@ void bpe_model::encode_piece(std::string_view bytes, std::vector<std::int32_t>& 
     merge(bytes, out);
     return;
   }
-  std::string key(bytes);
   {
     std::lock_guard lock(cache_mutex_);
-    auto it = cache_.find(key);
+    auto it = cache_.find(bytes);
     if (it != cache_.end()) {
       out.insert(out.end(), it->second.begin(), it->second.end());
       return;
@@ -151,7 +150,7 @@ void bpe_model::encode_piece(std::string_view bytes, std::vector<std::int32_t>& 
   std::vector<std::int32_t> ids(out.begin() + std::ptrdiff_t(start), out.end());
   std::lock_guard lock(cache_mutex_);
   if (cache_.size() >= cache_capacity) cache_.clear();  // crude bound; refills with hot pieces
-  cache_.emplace(std::move(key), std::move(ids));
+  cache_.emplace(std::string(bytes), std::move(ids));
 }
 
 }  // namespace dsv4::text

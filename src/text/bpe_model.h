@@ -48,7 +48,13 @@ class bpe_model {
   static constexpr std::size_t cache_capacity = 1 << 16;
   static constexpr std::size_t cache_max_piece = 256;  // longer pieces are not cached
   mutable std::mutex cache_mutex_;
-  mutable std::unordered_map<std::string, std::vector<std::int32_t>> cache_;
+  // Transparent hashing: lookups take the piece as a string_view without allocating.
+  struct string_hash {
+    using is_transparent = void;
+    std::size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+  };
+  mutable std::unordered_map<std::string, std::vector<std::int32_t>, string_hash, std::equal_to<>>
+      cache_;
 };
 
 }  // namespace dsv4::text
