@@ -6,10 +6,12 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <nlohmann/json.hpp>
+#include <unordered_set>
 
 #include "core/error.h"
 
@@ -32,6 +34,74 @@ void write_u64_le(uint8_t* p, uint64_t v) {
   for (int i = 0; i < 8; ++i) p[i] = uint8_t(v >> (8 * i));
 }
 
+// A header entry as written, before validation. Shape entries beyond k_max_rank are counted but
+// not kept (validation rejects them).
+struct raw_entry {
+  std::string name;
+  std::string type;
+  std::array<uint64_t, k_max_rank> shape{};
+  size_t rank = 0;
+  uint64_t begin = 0;
+  uint64_t end = 0;
+
+  void push_dim(uint64_t n) {
+    if (rank < shape.size()) shape[rank] = n;
+    ++rank;
+  }
+};
+
+std::string shape_text(const raw_entry& r) {
+  std::string s = "[";
+  for (size_t i = 0; i < std::min(r.rank, r.shape.size()); ++i)
+    s += (i ? ", " : "") + std::to_string(r.shape[i]);
+  return s + (r.rank > r.shape.size() ? ", ...]" : "]");
+}
+
+// Checks the values of an entry against the data section of `data_size` bytes.
+safetensors_entry validate_entry(const raw_entry& r, uint64_t data_size,
+                                 const std::string& context) {
+  auto bad = [&](std::string_view what) {
+    fail("safetensors {}: tensor {}: {}", context, r.name, what);
+  };
+  safetensors_entry e;
+  e.name = r.name;
+  const auto type = dtype_from_name(r.type);
+  if (!type) bad(fmt::format("unknown dtype \"{}\"", r.type));
+  e.type = *type;
+
+  if (r.rank > size_t(k_max_rank))
+    bad(fmt::format("rank {} exceeds the maximum {}", r.rank, k_max_rank));
+  // Element count, kept at most 2^56 so that count * bits (<= 64) cannot overflow.
+  constexpr uint64_t k_max_numel = uint64_t(1) << 56;
+  uint64_t numel = 1;
+  std::vector<int64_t> shape;
+  for (size_t i = 0; i < r.rank; ++i) {
+    const uint64_t n = r.shape[i];
+    if (n > k_max_numel || (n != 0 && numel > k_max_numel / n))
+      bad(fmt::format("shape {} is too large", shape_text(r)));
+    shape.push_back(int64_t(n));
+    numel *= n;
+  }
+  e.shape = dims(shape);
+
+  e.begin = r.begin;
+  e.end = r.end;
+  if (e.begin > e.end)
+    bad(fmt::format("data_offsets [{}, {}] have begin after end", e.begin, e.end));
+  if (e.end > data_size)
+    bad(fmt::format("data_offsets [{}, {}] exceed the data section of {} bytes", e.begin, e.end,
+                    data_size));
+
+  const uint64_t bits = numel * uint64_t(dtype_bits(e.type));
+  if (bits % 8 != 0) bad(fmt::format("{} elements of {} do not fill whole bytes", numel, r.type));
+  if (bits / 8 != e.end - e.begin)
+    bad(fmt::format("shape {} of {} needs {} bytes but data_offsets [{}, {}] hold {}",
+                    e.shape.str(), r.type, bits / 8, e.begin, e.end, e.end - e.begin));
+  return e;
+}
+
+// ---- general path: a JSON document, with a precise message for every structural fault ----
+
 // A JSON number usable as a non-negative integer; floats (even integral ones) are rejected,
 // because a shape or offset written as 3.0 signals a broken writer.
 bool as_unsigned(const json& v, uint64_t& out) {
@@ -46,62 +116,36 @@ bool as_unsigned(const json& v, uint64_t& out) {
   return false;
 }
 
-safetensors_entry parse_entry(const std::string& name, const json& value, uint64_t data_size,
-                              const std::string& context) {
+raw_entry entry_from_json(const std::string& name, const json& value, const std::string& context) {
   auto bad = [&](std::string_view what) {
     fail("safetensors {}: tensor {}: {}", context, name, what);
   };
   if (!value.is_object()) bad("entry is not a JSON object");
-  safetensors_entry e;
-  e.name = name;
-
+  raw_entry r;
+  r.name = name;
   const auto type_it = value.find("dtype");
   if (type_it == value.end() || !type_it->is_string()) bad("missing or non-string dtype");
-  const auto& type_name = type_it->get_ref<const std::string&>();
-  const auto type = dtype_from_name(type_name);
-  if (!type) bad(fmt::format("unknown dtype \"{}\"", type_name));
-  e.type = *type;
+  r.type = type_it->get<std::string>();
 
   const auto shape_it = value.find("shape");
   if (shape_it == value.end() || !shape_it->is_array()) bad("missing or non-array shape");
-  if (shape_it->size() > size_t(k_max_rank))
-    bad(fmt::format("rank {} exceeds the maximum {}", shape_it->size(), k_max_rank));
-  std::vector<int64_t> shape;
-  // Element count, kept at most 2^56 so that count * bits (<= 64) cannot overflow.
-  constexpr uint64_t k_max_numel = uint64_t(1) << 56;
-  uint64_t numel = 1;
   for (const json& d : *shape_it) {
     uint64_t n = 0;
     if (!as_unsigned(d, n))
       bad(fmt::format("shape {} has a non-integer or negative entry", shape_it->dump()));
-    if (n > k_max_numel || (n != 0 && numel > k_max_numel / n))
-      bad(fmt::format("shape {} is too large", shape_it->dump()));
-    shape.push_back(int64_t(n));
-    numel *= n;
+    r.push_dim(n);
   }
-  e.shape = dims(shape);
 
   const auto offsets_it = value.find("data_offsets");
   if (offsets_it == value.end() || !offsets_it->is_array() || offsets_it->size() != 2)
     bad("data_offsets must be an array [begin, end]");
-  if (!as_unsigned((*offsets_it)[0], e.begin) || !as_unsigned((*offsets_it)[1], e.end))
+  if (!as_unsigned((*offsets_it)[0], r.begin) || !as_unsigned((*offsets_it)[1], r.end))
     bad(fmt::format("data_offsets {} are not non-negative integers", offsets_it->dump()));
-  if (e.begin > e.end)
-    bad(fmt::format("data_offsets [{}, {}] have begin after end", e.begin, e.end));
-  if (e.end > data_size)
-    bad(fmt::format("data_offsets [{}, {}] exceed the data section of {} bytes", e.begin, e.end,
-                    data_size));
-
-  const uint64_t bits = numel * uint64_t(dtype_bits(e.type));
-  if (bits % 8 != 0)
-    bad(fmt::format("{} elements of {} do not fill whole bytes", numel, type_name));
-  if (bits / 8 != e.end - e.begin)
-    bad(fmt::format("shape {} of {} needs {} bytes but data_offsets [{}, {}] hold {}",
-                    e.shape.str(), type_name, bits / 8, e.begin, e.end, e.end - e.begin));
-  return e;
+  return r;
 }
 
-std::map<std::string, std::string> parse_metadata(const json& value, const std::string& context) {
+std::map<std::string, std::string> metadata_from_json(const json& value,
+                                                      const std::string& context) {
   std::map<std::string, std::string> metadata;
   if (value.is_null()) return metadata;
   DSV4_CHECK(value.is_object(), "safetensors {}: __metadata__ is not a JSON object", context);
@@ -112,6 +156,185 @@ std::map<std::string, std::string> parse_metadata(const json& value, const std::
   }
   return metadata;
 }
+
+void parse_with_document(const uint8_t* text, size_t size, uint64_t data_size,
+                         const std::string& context, safetensors_header& header) {
+  try {
+    const json root = json::parse(text, text + size, nullptr, /*allow_exceptions=*/false);
+    DSV4_CHECK(!root.is_discarded(), "safetensors {}: header is not valid JSON", context);
+    DSV4_CHECK(root.is_object(), "safetensors {}: header is not a JSON object", context);
+    header.entries.reserve(root.size());
+    for (const auto& [name, value] : root.items()) {
+      if (name == "__metadata__") {
+        header.metadata = metadata_from_json(value, context);
+        continue;
+      }
+      header.entries.push_back(
+          validate_entry(entry_from_json(name, value, context), data_size, context));
+    }
+  } catch (const json::exception& e) {
+    // Defensive: every access above is type-checked first, so this signals a bug here.
+    fail("safetensors {}: malformed header: {}", context, e.what());
+  }
+}
+
+// ---- fast path: SAX events straight into entries, no JSON document ----
+//
+// A release checkpoint's headers hold ~70k entries; building and freeing a document for them
+// dominated opening time. This path accepts only the exact expected structure (entries with the
+// keys dtype, shape, data_offsets once each; string metadata) and stops at anything else, so the
+// general path then produces the result or the precise error. Values are checked by the same
+// validate_entry either way.
+class header_sax {
+ public:
+  header_sax(uint64_t data_size, const std::string& context, safetensors_header& header)
+      : data_size_(data_size), context_(context), header_(header) {}
+
+  bool null() {
+    if (state_ != state::metadata_value_start) return false;
+    state_ = state::root;
+    return true;
+  }
+  bool boolean(bool) { return false; }
+  bool number_integer(int64_t) { return false; }  // the lexer reports only negatives this way
+  bool number_float(double, const std::string&) { return false; }
+  bool binary(json::binary_t&) { return false; }
+  bool number_unsigned(uint64_t v) {
+    if (state_ == state::shape) {
+      entry_.push_dim(v);
+      return true;
+    }
+    if (state_ == state::offsets && offsets_ < 2) {
+      (offsets_++ == 0 ? entry_.begin : entry_.end) = v;
+      return true;
+    }
+    return false;
+  }
+  bool string(std::string& v) {
+    if (state_ == state::entry && field_ == field::dtype) {
+      entry_.type = std::move(v);
+      return true;
+    }
+    if (state_ == state::metadata) {
+      header_.metadata.emplace(std::move(key_), std::move(v));
+      return true;
+    }
+    return false;
+  }
+  bool start_object(size_t) {
+    switch (state_) {
+      case state::start:
+        state_ = state::root;
+        return true;
+      case state::entry_start:
+        state_ = state::entry;
+        seen_ = 0;
+        return true;
+      case state::metadata_value_start:
+        state_ = state::metadata;
+        return true;
+      default:
+        return false;
+    }
+  }
+  bool key(std::string& k) {
+    switch (state_) {
+      case state::root:
+        if (k == "__metadata__") {
+          state_ = state::metadata_value_start;
+        } else {
+          entry_ = raw_entry{};
+          entry_.name = std::move(k);
+          state_ = state::entry_start;
+        }
+        return true;
+      case state::entry: {
+        if (k == "dtype") {
+          field_ = field::dtype;
+        } else if (k == "shape") {
+          field_ = field::shape;
+        } else if (k == "data_offsets") {
+          field_ = field::offsets;
+        } else {
+          return false;
+        }
+        const unsigned bit = 1u << unsigned(field_);
+        if (seen_ & bit) return false;
+        seen_ |= bit;
+        return true;
+      }
+      case state::metadata:
+        key_ = std::move(k);
+        return true;
+      default:
+        return false;
+    }
+  }
+  bool end_object() {
+    switch (state_) {
+      case state::entry:
+        if (seen_ != 7) return false;
+        header_.entries.push_back(validate_entry(entry_, data_size_, context_));
+        state_ = state::root;
+        return true;
+      case state::metadata:
+        state_ = state::root;
+        return true;
+      case state::root:
+        state_ = state::done;
+        return true;
+      default:
+        return false;
+    }
+  }
+  bool start_array(size_t) {
+    if (state_ != state::entry) return false;
+    if (field_ == field::shape) {
+      state_ = state::shape;
+      return true;
+    }
+    if (field_ == field::offsets) {
+      state_ = state::offsets;
+      offsets_ = 0;
+      return true;
+    }
+    return false;
+  }
+  bool end_array() {
+    if (state_ == state::shape || (state_ == state::offsets && offsets_ == 2)) {
+      state_ = state::entry;
+      return true;
+    }
+    return false;
+  }
+  bool parse_error(size_t, const std::string&, const nlohmann::detail::exception&) { return false; }
+
+  bool complete() const { return state_ == state::done; }
+
+ private:
+  enum class state {
+    start,
+    root,
+    entry_start,
+    entry,
+    shape,
+    offsets,
+    metadata_value_start,
+    metadata,
+    done
+  };
+  enum class field { dtype, shape, offsets };
+
+  uint64_t data_size_;
+  const std::string& context_;
+  safetensors_header& header_;
+  state state_ = state::start;
+  field field_ = field::dtype;
+  unsigned seen_ = 0;
+  int offsets_ = 0;
+  raw_entry entry_;
+  std::string key_;
+};
 
 [[noreturn]] void fail_errno(const std::string& path, std::string_view what) {
   fail("safetensors {}: {}: {}", path, what, std::strerror(errno));
@@ -141,22 +364,19 @@ safetensors_header parse_safetensors_header(const uint8_t* bytes, size_t availab
   header.data_offset = 8 + n;
   const uint64_t data_size = file_size - header.data_offset;
 
-  try {
-    const json root = json::parse(bytes + 8, bytes + 8 + n, nullptr, /*allow_exceptions=*/false);
-    DSV4_CHECK(!root.is_discarded(), "safetensors {}: header is not valid JSON", context);
-    DSV4_CHECK(root.is_object(), "safetensors {}: header is not a JSON object", context);
-    header.entries.reserve(root.size());
-    for (const auto& [name, value] : root.items()) {
-      if (name == "__metadata__") {
-        header.metadata = parse_metadata(value, context);
-        continue;
-      }
-      header.entries.push_back(parse_entry(name, value, data_size, context));
-    }
-  } catch (const json::exception& e) {
-    // Defensive: every access above is type-checked first, so this signals a bug here.
-    fail("safetensors {}: malformed header: {}", context, e.what());
+  const uint8_t* text = bytes + 8;
+  header_sax sax(data_size, context, header);
+  if (!json::sax_parse(text, text + n, &sax) || !sax.complete()) {
+    header = safetensors_header{};
+    header.data_offset = 8 + n;
+    parse_with_document(text, n, data_size, context, header);
   }
+
+  // JSON objects may repeat a key; a repeated tensor name would make lookups ambiguous.
+  std::unordered_set<std::string_view> names(header.entries.size());
+  for (const auto& e : header.entries)
+    DSV4_CHECK(names.insert(e.name).second, "safetensors {}: tensor {}: listed twice", context,
+               e.name);
 
   std::sort(header.entries.begin(), header.entries.end(),
             [](const safetensors_entry& a, const safetensors_entry& b) {

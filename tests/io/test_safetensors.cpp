@@ -286,6 +286,14 @@ TEST_F(safetensors_test, overlapping_ranges) {
                     {"overlap"});
 }
 
+TEST_F(safetensors_test, repeated_tensor_name) {
+  expect_open_error(path("twice.safetensors"),
+                    raw_file(R"({"w":{"dtype":"U8","shape":[2],"data_offsets":[0,2]},)"
+                             R"("w":{"dtype":"U8","shape":[2],"data_offsets":[2,4]}})",
+                             4),
+                    {"tensor w", "twice"});
+}
+
 TEST_F(safetensors_test, bad_metadata) {
   expect_open_error(path("meta_value.safetensors"),
                     raw_file(R"({"__metadata__":{"format":"pt","n":1}})", 0),
@@ -390,11 +398,21 @@ TEST(safetensors_mutation, parser_only_throws_dsv4_error) {
     try {
       const auto h = parse_safetensors_header(bytes.data(), available, file_size, "mutant");
       ++accepted;
-      // Anything accepted satisfies the invariants the reader relies on.
+      // Anything accepted satisfies the invariants the reader relies on, and agrees with a
+      // plain JSON reading of the header.
+      const json doc = json::parse(header);
+      ASSERT_EQ(h.entries.size() + h.metadata.size(), doc.size() - doc.contains("__metadata__") +
+                                                          doc.value("__metadata__", json{}).size())
+          << header;
       for (const auto& e : h.entries) {
         ASSERT_LE(e.begin, e.end);
         ASSERT_LE(h.data_offset + e.end, file_size);
         ASSERT_EQ(dtype_bytes(e.type, e.shape.numel()), e.end - e.begin);
+        const json& d = doc.at(e.name);
+        ASSERT_EQ(d.at("dtype").get<std::string>(), dtype_name(e.type)) << header;
+        ASSERT_EQ(d.at("shape").get<std::vector<int64_t>>(), e.shape.to_vector()) << header;
+        ASSERT_EQ(d.at("data_offsets")[0].get<uint64_t>(), e.begin) << header;
+        ASSERT_EQ(d.at("data_offsets")[1].get<uint64_t>(), e.end) << header;
       }
     } catch (const error& e) {
       ++rejected;
