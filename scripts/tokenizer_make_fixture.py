@@ -5,10 +5,13 @@ Usage (fixture generation only; never a runtime or test dependency):
     python3 -m venv /opt/textoracle && /opt/textoracle/bin/pip install tokenizers==0.23.3
     /opt/textoracle/bin/python scripts/tokenizer_make_fixture.py \
         --tokenizer tests/fixtures/text/deepseek_v4_tokenizer.json \
-        --out tests/fixtures/text/deepseek_v4_oracle.jsonl
+        --out tests/fixtures/text/deepseek_v4_oracle.jsonl \
+        --decode-out tests/fixtures/text/deepseek_v4_decode_oracle.jsonl
 
 Each output line is {"text": str, "ids": [int]} with ids from
-Tokenizer.encode(text, add_special_tokens=False). The corpus is deterministic (fixed seed): hand
+Tokenizer.encode(text, add_special_tokens=False). With --decode-out it also writes decode cases:
+{"ids": [int], "text": decode(ids), "text_skip_special": decode(ids, skip_special_tokens=True)}
+for random id sequences and for slices of encodings that cut characters apart (U+FFFD rules). The corpus is deterministic (fixed seed): hand
 written edge cases, every script the issue lists, code and prose taken from the Python standard
 library sources of the generating interpreter, and random mixtures of all of them.
 """
@@ -161,6 +164,7 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--tokenizer", required=True)
     parser.add_argument("--out", required=True)
+    parser.add_argument("--decode-out")
     parser.add_argument("--count", type=int, default=5200)
     parser.add_argument("--seed", type=int, default=20261122)
     args = parser.parse_args()
@@ -172,6 +176,28 @@ def main():
             ids = tok.encode(text, add_special_tokens=False).ids
             out.write(json.dumps({"text": text, "ids": ids}, ensure_ascii=False) + "\n")
     print(f"{len(corpus)} strings, tokenizers {tokenizers.__version__}", file=sys.stderr)
+    if args.decode_out:
+        write_decode_cases(tok, corpus, args.seed, args.decode_out)
+
+
+def write_decode_cases(tok, corpus, seed, path):
+    rng = random.Random(seed + 1)
+    vocab_size = tok.get_vocab_size(with_added_tokens=True)
+    cases = []
+    for _ in range(300):  # random ids, special ones included
+        cases.append([rng.randrange(vocab_size) for _ in range(rng.randint(1, 12))])
+    for _ in range(700):  # slices of real encodings: starts and ends inside characters
+        ids = tok.encode(rng.choice(corpus), add_special_tokens=False).ids
+        if not ids:
+            continue
+        begin = rng.randrange(len(ids))
+        cases.append(ids[begin:begin + rng.randint(1, 16)])
+    with open(path, "w", encoding="utf-8", newline="\n") as out:
+        for ids in cases:
+            row = {"ids": ids, "text": tok.decode(ids, skip_special_tokens=False),
+                   "text_skip_special": tok.decode(ids, skip_special_tokens=True)}
+            out.write(json.dumps(row, ensure_ascii=False) + "\n")
+    print(f"{len(cases)} decode cases", file=sys.stderr)
 
 
 if __name__ == "__main__":

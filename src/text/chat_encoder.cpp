@@ -335,9 +335,7 @@ std::string render_message(int index, const ojson& messages, const chat_options&
   return prompt;
 }
 
-}  // namespace
-
-std::string encode_chat(const ojson& messages, const chat_options& options) {
+std::string encode_chat_unchecked(const ojson& messages, const chat_options& options) {
   DSV4_CHECK(messages.is_array(), "messages must be a JSON array");
   ojson merged = merge_tool_messages(messages);
   sort_tool_results_by_call_order(merged);
@@ -354,12 +352,24 @@ std::string encode_chat(const ojson& messages, const chat_options& options) {
   return prompt;
 }
 
+}  // namespace
+
+std::string encode_chat(const ojson& messages, const chat_options& options) {
+  try {
+    return encode_chat_unchecked(messages, options);
+  } catch (const ojson::exception& e) {
+    // A value of an unexpected JSON type deep inside a message (e.g. a block that is a number).
+    fail("messages: unexpected structure: {}", e.what());
+  }
+}
+
 ojson chat_messages_from_request(const ojson& request) {
   if (request.is_array()) return request;
   DSV4_CHECK(request.is_object() && request.contains("messages") && request["messages"].is_array(),
              "expected a messages array or an object with a \"messages\" array");
   ojson messages = request["messages"];
   if (!truthy(field(request, "tools"))) return messages;
+  DSV4_CHECK(messages.empty() || messages[0].is_object(), "messages[0] must be an object");
   const std::string first_role = messages.empty() ? "" : role_of(messages[0]);
   if (first_role != "system" && first_role != "developer")
     messages.insert(messages.begin(), ojson{{"role", "system"}, {"content", ""}});

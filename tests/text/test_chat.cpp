@@ -1,6 +1,9 @@
 // DeepSeek-V4 chat encoding against the official encoder's test pairs, and completion parsing.
 #include <gtest/gtest.h>
 
+#include <functional>
+#include <random>
+
 #include "core/error.h"
 #include "text/chat_encoder.h"
 #include "text/chat_parser.h"
@@ -104,6 +107,95 @@ TEST(chat_encoder, bad_messages_throw) {
       dsv4::error);
   EXPECT_THROW(parse_thinking_mode("fast"), dsv4::error);
   EXPECT_THROW(parse_reasoning_effort("low!"), dsv4::error);
+}
+
+// Random message-shaped JSON (wrong types in every field) must render or throw dsv4::error,
+// never another exception or a crash; random completions likewise for the parsers.
+TEST(chat_encoder, random_structures_throw_only_dsv4_errors) {
+  std::mt19937 rng(7);
+  const char* roles[] = {"system",          "user", "assistant", "tool", "developer",
+                         "latest_reminder", "x"};
+  const char* keys[] = {"content",       "reasoning_content", "tool_calls", "tools",
+                        "task",          "response_format",   "wo_eos",     "tool_call_id",
+                        "content_blocks"};
+  std::function<ojson(int)> random_value = [&](int depth) -> ojson {
+    switch (rng() % (depth > 2 ? 5 : 8)) {
+      case 0:
+        return nullptr;
+      case 1:
+        return bool(rng() % 2);
+      case 2:
+        return int(rng() % 100) - 50;
+      case 3:
+        return "s<think>" + std::to_string(rng() % 10);
+      case 4:
+        return "action";
+      case 5: {
+        ojson a = ojson::array();
+        for (int i = int(rng() % 3); i > 0; --i) a.push_back(random_value(depth + 1));
+        return a;
+      }
+      default: {
+        ojson o = ojson::object();
+        for (int i = int(rng() % 4); i > 0; --i)
+          o[i % 2 ? keys[rng() % std::size(keys)] : (rng() % 2 ? "function" : "type")] =
+              random_value(depth + 1);
+        if (rng() % 2) o["role"] = roles[rng() % std::size(roles)];
+        return o;
+      }
+    }
+  };
+  int rendered = 0;
+  for (int round = 0; round < 3000; ++round) {
+    ojson messages = ojson::array();
+    for (int i = int(rng() % 5); i > 0; --i) {
+      ojson m = {{"role", roles[rng() % std::size(roles)]}};
+      for (int k = int(rng() % 4); k > 0; --k) m[keys[rng() % std::size(keys)]] = random_value(0);
+      messages.push_back(m);
+    }
+    if (rng() % 10 == 0) messages.push_back(random_value(0));
+    chat_options options;
+    options.mode = rng() % 2 ? thinking_mode::chat : thinking_mode::thinking;
+    try {
+      encode_chat(chat_messages_from_request(messages), options);
+      ++rendered;
+    } catch (const dsv4::error&) {
+    }
+  }
+  EXPECT_GT(rendered, 100);
+}
+
+TEST(chat_parser, random_completions_throw_only_dsv4_errors) {
+  std::mt19937 rng(8);
+  const std::string pieces[] = {"</think>",
+                                "<｜end▁of▁sentence｜>",
+                                "\n\n<｜DSML｜tool_calls",
+                                ">\n",
+                                "<｜DSML｜invoke",
+                                " name=\"f\">\n",
+                                "<｜DSML｜parameter",
+                                " name=\"a\" string=\"true\">",
+                                "v<",
+                                "/｜DSML｜parameter",
+                                "</｜DSML｜invoke",
+                                "</｜DSML｜tool_calls>",
+                                "x",
+                                "<"};
+  for (int round = 0; round < 5000; ++round) {
+    std::string text;
+    for (int i = int(rng() % 12); i > 0; --i) text += pieces[rng() % std::size(pieces)];
+    const auto mode = rng() % 2 ? thinking_mode::chat : thinking_mode::thinking;
+    try {
+      parse_completion(text, mode);
+    } catch (const dsv4::error&) {
+    }
+    completion_stream_parser parser(mode);
+    try {
+      for (std::size_t pos = 0; pos < text.size(); pos += 3) parser.push(text.substr(pos, 3));
+      parser.finish();
+    } catch (const dsv4::error&) {
+    }
+  }
 }
 
 // The assistant turns of the official outputs are completions the parser must read back.

@@ -99,6 +99,21 @@ TEST(tokenizer, unicode_bridge_covers_unicode_15) {
             std::vector<std::int32_t>({67, 86387, 112, 238, 241, 68}));
 }
 
+// decode() against tokenizers' decode on random ids and on encodings cut inside characters
+// (from_utf8_lossy: one U+FFFD per maximal ill-formed subpart), with and without specials.
+TEST(tokenizer, decode_matches_hf_oracle) {
+  std::ifstream in(fixture_dir() / "deepseek_v4_decode_oracle.jsonl", std::ios::binary);
+  std::size_t count = 0;
+  for (std::string line; std::getline(in, line); ++count) {
+    const auto row = nlohmann::json::parse(line);
+    const auto ids = row.at("ids").get<std::vector<std::int32_t>>();
+    EXPECT_EQ(v4_tokenizer().decode(ids), row.at("text").get<std::string>()) << line;
+    EXPECT_EQ(v4_tokenizer().decode(ids, true), row.at("text_skip_special").get<std::string>())
+        << line;
+  }
+  EXPECT_GE(count, 900u);
+}
+
 TEST(tokenizer, known_ids) {
   const auto& tok = v4_tokenizer();
   EXPECT_EQ(tok.encode("Hi"), std::vector<std::int32_t>({23166}));
