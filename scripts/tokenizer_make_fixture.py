@@ -11,9 +11,11 @@ Usage (fixture generation only; never a runtime or test dependency):
 Each output line is {"text": str, "ids": [int]} with ids from
 Tokenizer.encode(text, add_special_tokens=False). With --decode-out it also writes decode cases:
 {"ids": [int], "text": decode(ids), "text_skip_special": decode(ids, skip_special_tokens=True)}
-for random id sequences and for slices of encodings that cut characters apart (U+FFFD rules). The corpus is deterministic (fixed seed): hand
-written edge cases, every script the issue lists, code and prose taken from the Python standard
-library sources of the generating interpreter, and random mixtures of all of them.
+for random id sequences and for slices of encodings that cut characters apart (U+FFFD rules).
+
+The corpus is deterministic (fixed seed): hand written edge cases, every script the issue lists,
+code and prose taken from the Python standard library sources of the generating interpreter and
+/usr/share/common-licenses, and random mixtures of all of them.
 """
 import argparse
 import glob
