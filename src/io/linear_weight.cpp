@@ -148,7 +148,11 @@ linear_weight load_stacked(const checkpoint& ckpt, const stacked_expert_ref& ref
 }
 
 float scale_value(const tensor_view& scale, int64_t index) {
-  if (scale.type == dtype::f32) return scale.ptr<const float>()[index];
+  if (scale.type == dtype::f32) {
+    float v;  // memcpy: file offsets need not be 4-byte aligned
+    std::memcpy(&v, scale.ptr<const uint8_t>() + index * 4, sizeof v);
+    return v;
+  }
   return e8m0_to_f32(scale.ptr<const uint8_t>()[index]);
 }
 
