@@ -1,0 +1,220 @@
+// Sparse attention, f32 first version. One CTA per (token, head group): the token's key rows are
+// staged in shared memory k_key_tile at a time and every warp of the CTA scores them against its
+// heads (a warp owns k_heads_per_warp heads; lane l holds channels l, l + 32, ... of q and of the
+// output accumulators), so each key row is read from memory once per head group. Online softmax
+// in f32 (running max m, running denominator, accumulators rescaled by e^(m_old - m_new)); the
+// sink enters as a key without value at the end: den += e^(sink - m). m starts at the sink, so a
+// token without keys ends with o = 0 / (0 + 1) = 0, as on the CPU.
+#include "backends/cuda/attention.h"
+#include "backends/cuda/kernel_common.cuh"
+
+namespace dsv4::cuda {
+
+namespace {
+
+constexpr int k_key_tile = 16;  // keys staged per round (<= 32: lane j holds key j's score)
+constexpr int k_max_warps = 16;
+constexpr int k_max_head_dim = 512;
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int offset = k_warp_size / 2; offset > 0; offset /= 2)
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+
+// Slot i < slot_count(src, t) of token t -> pool row pointer, or null (skipped / invalid).
+__device__ __forceinline__ int64_t slot_count(const kv_rows_f32& src, int64_t t) {
+  if (!src.pool) return 0;
+  if (src.rows) return src.rows_width;
+  const int64_t n = src.n_visible[t];
+  return n > 0 ? n : 0;
+}
+
+__device__ __forceinline__ const float* slot_row(const kv_rows_f32& src, int64_t t, int64_t i,
+                                                 int64_t d) {
+  int64_t row;
+  if (src.rows) {
+    row = src.rows[t * src.rows_width + i];
+  } else {
+    const int64_t seq = src.token_seq[t];
+    const int64_t block = i / src.block_size;
+    if (seq < 0 || seq >= src.table_rows || block >= src.table_width) return nullptr;
+    const int64_t b = src.block_table[seq * src.table_width + block];
+    if (b < 0) return nullptr;
+    row = b * src.block_size + i % src.block_size;
+  }
+  if (row < 0 || row >= src.pool_rows) return nullptr;
+  return src.pool + row * d;
+}
+
+// CPL: channels per lane (head_dim <= 32 * CPL); HPW: heads per warp.
+template <int CPL, int HPW>
+__global__ void __launch_bounds__(k_max_warps* k_warp_size)
+    sparse_attention_kernel(const float* q, int64_t heads, int64_t d, kv_rows_f32 window,
+                            kv_rows_f32 compressed, const float* sinks, float scale, float* out,
+                            int64_t groups, bool vec4) {
+  extern __shared__ float keys[];  // [k_key_tile, d]
+  __shared__ const float* tile_ptr[k_key_tile];
+  const int64_t t = blockIdx.x / groups;
+  const int64_t group = blockIdx.x % groups;
+  const int lane = threadIdx.x % k_warp_size;
+  const int warp = threadIdx.x / k_warp_size;
+  const int warps = blockDim.x / k_warp_size;
+  const int64_t head0 = (group * warps + warp) * HPW;
+
+  float qr[HPW][CPL], acc[HPW][CPL], m[HPW], den[HPW];
+#pragma unroll
+  for (int j = 0; j < HPW; ++j) {
+    const int64_t h = head0 + j;
+    m[j] = h < heads ? sinks[h] : 0.0f;
+    den[j] = 0.0f;
+#pragma unroll
+    for (int i = 0; i < CPL; ++i) {
+      const int64_t c = lane + int64_t(i) * k_warp_size;
+      qr[j][i] = (h < heads && c < d) ? q[(t * heads + h) * d + c] : 0.0f;
+      acc[j][i] = 0.0f;
+    }
+  }
+
+  const int64_t n_window = slot_count(window, t);
+  const int64_t total = n_window + slot_count(compressed, t);
+  for (int64_t s0 = 0; s0 < total; s0 += k_key_tile) {
+    __syncthreads();  // the previous tile is consumed
+    if (threadIdx.x < k_key_tile) {
+      const int64_t s = s0 + threadIdx.x;
+      const float* p = nullptr;
+      if (s < n_window)
+        p = slot_row(window, t, s, d);
+      else if (s < total)
+        p = slot_row(compressed, t, s - n_window, d);
+      tile_ptr[threadIdx.x] = p;
+    }
+    __syncthreads();
+    if (vec4) {
+      const int64_t d4 = d / 4;
+      for (int64_t x = threadIdx.x; x < k_key_tile * d4; x += blockDim.x) {
+        const float4* p = reinterpret_cast<const float4*>(tile_ptr[x / d4]);
+        if (p) reinterpret_cast<float4*>(keys)[x] = p[x % d4];
+      }
+    } else {
+      for (int64_t x = threadIdx.x; x < k_key_tile * d; x += blockDim.x) {
+        const float* p = tile_ptr[x / d];
+        if (p) keys[x] = p[x % d];
+      }
+    }
+    __syncthreads();
+
+#pragma unroll
+    for (int j = 0; j < HPW; ++j) {
+      if (head0 + j >= heads) break;  // warp-uniform
+      // Lane kk ends up holding key kk's logit (-inf for a skipped slot).
+      float s_lane = -INFINITY;
+#pragma unroll
+      for (int kk = 0; kk < k_key_tile; ++kk) {
+        if (!tile_ptr[kk]) continue;  // block-uniform
+        const float* k = keys + kk * d;
+        float part = 0.0f;
+#pragma unroll
+        for (int i = 0; i < CPL; ++i) {
+          const int64_t c = lane + int64_t(i) * k_warp_size;
+          if (c < d) part += qr[j][i] * k[c];
+        }
+        const float s = warp_sum(part) * scale;
+        if (lane == kk) s_lane = s;
+      }
+      const float m_new = fmaxf(m[j], warp_max(s_lane));
+      // Equal maxima (also both -inf): no rescale, and no inf - inf.
+      const float corr = m_new == m[j] ? 1.0f : expf(m[j] - m_new);
+      const float p_lane = s_lane == -INFINITY ? 0.0f : expf(s_lane - m_new);
+      den[j] = den[j] * corr + warp_sum(p_lane);
+      m[j] = m_new;
+#pragma unroll
+      for (int i = 0; i < CPL; ++i) acc[j][i] *= corr;
+#pragma unroll
+      for (int kk = 0; kk < k_key_tile; ++kk) {
+        const float p = __shfl_sync(0xffffffffu, p_lane, kk);
+        if (!tile_ptr[kk]) continue;
+        const float* k = keys + kk * d;
+#pragma unroll
+        for (int i = 0; i < CPL; ++i) {
+          const int64_t c = lane + int64_t(i) * k_warp_size;
+          if (c < d) acc[j][i] += p * k[c];
+        }
+      }
+    }
+  }
+
+#pragma unroll
+  for (int j = 0; j < HPW; ++j) {
+    const int64_t h = head0 + j;
+    if (h >= heads) break;
+    const float total_den = den[j] + expf(sinks[h] - m[j]);
+#pragma unroll
+    for (int i = 0; i < CPL; ++i) {
+      const int64_t c = lane + int64_t(i) * k_warp_size;
+      if (c < d) out[(t * heads + h) * d + c] = acc[j][i] / total_den;
+    }
+  }
+}
+
+template <int CPL>
+cudaError_t launch_cpl(const float* q, int64_t tokens, int64_t heads, int64_t d,
+                       const kv_rows_f32& window, const kv_rows_f32& compressed, const float* sinks,
+                       float scale, float* out, bool vec4, cudaStream_t stream) {
+  // Two heads per warp when there are enough heads to fill the CTA that way and their state fits
+  // the registers (at 16 channels per lane, 2 x (16 q + 16 accumulators) spills at 512 threads).
+  const bool two = heads >= 2 * 4 && CPL <= 8;
+  const int hpw = two ? 2 : 1;
+  int64_t warps = ceil_div(heads, hpw);
+  if (warps > k_max_warps) warps = k_max_warps;
+  const int64_t groups = ceil_div(heads, warps * hpw);
+  const int64_t blocks = tokens * groups;
+  if (blocks > INT32_MAX) return cudaErrorInvalidValue;
+  const size_t smem = size_t(k_key_tile) * size_t(d) * sizeof(float);
+  const dim3 threads(unsigned(warps * k_warp_size));
+  if constexpr (CPL <= 8) {
+    if (two) {
+      sparse_attention_kernel<CPL, 2><<<unsigned(blocks), threads, smem, stream>>>(
+          q, heads, d, window, compressed, sinks, scale, out, groups, vec4);
+      return cudaGetLastError();
+    }
+  }
+  sparse_attention_kernel<CPL, 1><<<unsigned(blocks), threads, smem, stream>>>(
+      q, heads, d, window, compressed, sinks, scale, out, groups, vec4);
+  return cudaGetLastError();
+}
+
+bool valid_source(const kv_rows_f32& s) {
+  if (!s.pool || s.pool_rows < 0) return false;
+  if (s.rows) return s.rows_width >= 0;
+  return s.block_table && s.token_seq && s.n_visible && s.block_size > 0 && s.table_rows >= 0 &&
+         s.table_width >= 0;
+}
+
+}  // namespace
+
+cudaError_t sparse_attention_f32(const float* q, int64_t tokens, int64_t heads, int64_t head_dim,
+                                 const kv_rows_f32& window, const kv_rows_f32* compressed,
+                                 const float* sinks, float scale, float* out, cudaStream_t stream) {
+  if (tokens < 0 || heads <= 0 || head_dim <= 0 || head_dim > k_max_head_dim ||
+      !valid_source(window) || (compressed && !valid_source(*compressed)))
+    return cudaErrorInvalidValue;
+  if (tokens == 0) return cudaSuccess;
+  const kv_rows_f32 none{};  // pool null: no slots
+  const kv_rows_f32& comp = compressed ? *compressed : none;
+  const bool vec4 =
+      head_dim % 4 == 0 && aligned_16(window.pool) && (!comp.pool || aligned_16(comp.pool));
+  const int64_t d = head_dim;
+  if (d <= 32)
+    return launch_cpl<1>(q, tokens, heads, d, window, comp, sinks, scale, out, vec4, stream);
+  if (d <= 64)
+    return launch_cpl<2>(q, tokens, heads, d, window, comp, sinks, scale, out, vec4, stream);
+  if (d <= 128)
+    return launch_cpl<4>(q, tokens, heads, d, window, comp, sinks, scale, out, vec4, stream);
+  if (d <= 256)
+    return launch_cpl<8>(q, tokens, heads, d, window, comp, sinks, scale, out, vec4, stream);
+  return launch_cpl<16>(q, tokens, heads, d, window, comp, sinks, scale, out, vec4, stream);
+}
+
+}  // namespace dsv4::cuda

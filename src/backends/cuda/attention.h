@@ -1,0 +1,37 @@
+// Sparse attention over window rows + compressed rows with a per-head sink (f32 storage).
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace dsv4::cuda {
+
+// Where a token's keys are, on the device (the kernel-level twin of dsv4::kv_source). Either
+// explicit pool rows [tokens, rows_width] (-1 skipped), or, when rows is null, the first
+// n_visible[t] entries of block-table row token_seq[t]: entry s at pool row
+// block_table[token_seq[t] * table_width + s / block_size] * block_size + s % block_size.
+// Every index is bounds-checked on the device: a row outside [0, pool_rows), an entry whose
+// block is missing (-1 or past table_width) or a token_seq outside [0, table_rows) is skipped
+// (the CPU backend throws on those instead).
+struct kv_rows_f32 {
+  const float* pool = nullptr;  // [pool_rows, head_dim]
+  int64_t pool_rows = 0;
+  const int32_t* rows = nullptr;  // explicit rows, or null for the paged form
+  int64_t rows_width = 0;
+  const int32_t* block_table = nullptr;  // [table_rows, table_width]
+  int64_t table_rows = 0;
+  int64_t table_width = 0;
+  const int32_t* token_seq = nullptr;  // [tokens]
+  const int32_t* n_visible = nullptr;  // [tokens]
+  int64_t block_size = 128;
+};
+
+// out[t, h*d : (h+1)*d] = sum_i e^(s_i - m) k_i / (sum_i e^(s_i - m) + e^(sinks[h] - m)) with
+// s_i = scale * q[t, h] . k_i over the keys of `window` then of `compressed` (may be null); K = V.
+// q and out are [tokens, heads * head_dim], head_dim <= 512. A token with no keys gets 0.
+cudaError_t sparse_attention_f32(const float* q, int64_t tokens, int64_t heads, int64_t head_dim,
+                                 const kv_rows_f32& window, const kv_rows_f32* compressed,
+                                 const float* sinks, float scale, float* out, cudaStream_t stream);
+
+}  // namespace dsv4::cuda

@@ -1,0 +1,35 @@
+// CSA/HCA token compressor (f32 storage): softmax pooling of each closed window, RMSNorm, RoPE
+// at the window's first position, written into the compressed pool; per-sequence state ring.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace dsv4::cuda {
+
+struct compressor_shape {
+  int64_t rate = 4;        // tokens per compressed entry
+  bool overlap = false;    // CSA: entry w pools Ca of window w-1 and Cb of window w
+  int64_t head_dim = 512;  // entry width; kv / score rows are (overlap ? 2 : 1) * head_dim
+  int64_t rope_dim = 64;   // trailing dims rotated at position w * rate
+  float norm_eps = 1e-6f;
+};
+
+// The semantics of dsv4::ops::compressor for one step of `tokens` tokens (kv, score: [tokens,
+// width], width = (overlap ? 2 : 1) * head_dim; ape [rate, width]; norm_weight [head_dim];
+// inv_freq [rope_dim / 2]; state_kv / state_score [state_rows, width] with ring = (overlap ? 2 :
+// 1) * rate rows per sequence starting at state_base[t]; out_pool [pool_rows, head_dim]).
+// Requirements the model's step plan meets: the tokens of one sequence are contiguous in the
+// step, at consecutive positions, and distinct sequences have distinct state_base. Indices are
+// bounds-checked on the device (an out-of-range emit row or state row is not written; a window
+// slot whose state row is out of range is left out of the pooling), where the CPU throws.
+// Two kernels, no host synchronisation (see compressor.cu for the ordering invariant).
+cudaError_t compressor_f32(const float* kv, const float* score, int64_t tokens,
+                           const int32_t* positions, const int32_t* state_base,
+                           const int32_t* emit_rows, const float* ape, const float* norm_weight,
+                           const float* inv_freq, const compressor_shape& shape, float* state_kv,
+                           float* state_score, int64_t state_rows, float* out_pool,
+                           int64_t pool_rows, cudaStream_t stream);
+
+}  // namespace dsv4::cuda
