@@ -717,6 +717,7 @@ constexpr int64_t k_flash_q_lora = 1024, k_pro_q_lora = 1536, k_hc = 4;
 constexpr int64_t k_flash_moe_inter = 2048, k_pro_moe_inter = 3072, k_vocab = 129280;
 
 #include "cases_attention.inc"
+#include "cases_linear.inc"
 
 std::vector<test_case> make_eval_cases() {
   std::vector<test_case> cases;
@@ -804,6 +805,7 @@ std::vector<test_case> make_eval_cases() {
   cases.push_back(hc_head_case(5, 2, 17));
   cases.push_back(hc_head_case(3, 1, 1));
   append_attention_eval_cases(cases);
+  append_linear_eval_cases(cases);
   return cases;
 }
 
@@ -831,6 +833,7 @@ std::vector<test_case> make_perf_cases() {
   cases.push_back(hc_pre_perf(4096, k_hc, k_pro_hidden));
   cases.push_back(hc_post_perf(4096, k_hc, k_pro_hidden));
   append_attention_perf_cases(cases);
+  append_linear_perf_cases(cases);
   return cases;
 }
 
