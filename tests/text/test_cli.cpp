@@ -52,13 +52,13 @@ void expect_one_line_error(const run_result& r) {
   EXPECT_EQ(r.err.find('\n'), r.err.size() - 1) << r.err;
 }
 
-TEST(cli, tokenize_text) {
+TEST(text_cli, tokenize_text) {
   const auto r = run_dsv4("tokenize " + tokenizer_arg() + " --text " + quote("<think>Hi"));
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "{\"ids\":[128821,23166]}\n");
 }
 
-TEST(cli, tokenize_jsonl_one_line_per_input) {
+TEST(text_cli, tokenize_jsonl_one_line_per_input) {
   const auto file = std::filesystem::temp_directory_path() /
                     ("dsv4_test_cli_" + std::to_string(::getpid()) + ".jsonl");
   {
@@ -71,13 +71,13 @@ TEST(cli, tokenize_jsonl_one_line_per_input) {
   EXPECT_EQ(r.out, "{\"ids\":[23166]}\n{\"ids\":[6895,18009,25,37679]}\n{\"ids\":[]}\n");
 }
 
-TEST(cli, detokenize) {
+TEST(text_cli, detokenize) {
   const auto r = run_dsv4("detokenize " + tokenizer_arg() + " --ids 128821,23166");
   EXPECT_EQ(r.exit_code, 0) << r.err;
   EXPECT_EQ(r.out, "<think>Hi");
 }
 
-TEST(cli, render_official_pairs) {
+TEST(text_cli, render_official_pairs) {
   const std::pair<int, const char*> cases[] = {
       {1, "thinking"}, {2, "thinking"}, {3, "thinking"}, {4, "chat"}};
   for (const auto& [n, mode] : cases) {
@@ -91,7 +91,7 @@ TEST(cli, render_official_pairs) {
   }
 }
 
-TEST(cli, bad_input_fails_with_one_line) {
+TEST(text_cli, bad_input_fails_with_one_line) {
   expect_one_line_error(run_dsv4("tokenize --tokenizer /nonexistent.json --text x"));
   expect_one_line_error(run_dsv4("tokenize " + tokenizer_arg()));  // neither --text nor --jsonl
   expect_one_line_error(run_dsv4("tokenize " + tokenizer_arg() + " --jsonl /nonexistent.jsonl"));

@@ -3,8 +3,10 @@
 #include <unicode/uchar.h>
 #include <unicode/utf8.h>
 
+#include <atomic>
 #include <nlohmann/json.hpp>
 #include <random>
+#include <thread>
 
 #include "core/error.h"
 #include "text/stream_decoder.h"
@@ -112,6 +114,22 @@ TEST(tokenizer, decode_matches_hf_oracle) {
         << line;
   }
   EXPECT_GE(count, 900u);
+}
+
+// encode() is const and shared: threads racing on the BPE cache must all get the oracle ids.
+TEST(tokenizer, concurrent_encode_matches_oracle) {
+  const auto& cases = oracle_cases();
+  std::atomic<std::size_t> mismatches{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (std::size_t i = std::size_t(t); i < cases.size(); i += 2)
+        if (!has_code_point_unknown_to_icu(cases[i].text) &&
+            v4_tokenizer().encode(cases[i].text) != cases[i].ids)
+          ++mismatches;
+    });
+  for (auto& thread : threads) thread.join();
+  EXPECT_EQ(mismatches.load(), 0u);
 }
 
 TEST(tokenizer, known_ids) {
