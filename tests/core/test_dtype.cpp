@@ -86,9 +86,11 @@ TEST(dtype, e2m1_every_code_ties_and_packing) {
   for (int c = 0; c < 16; ++c) {
     const double want = (c & 8) ? -table[c & 7] : table[c & 7];
     EXPECT_EQ(double(e2m1_to_f32(uint8_t(c))), want) << c;
-    if (c != 8) EXPECT_EQ(f32_to_e2m1(e2m1_to_f32(uint8_t(c))), c) << c;
+    if (c != 8) {
+      EXPECT_EQ(f32_to_e2m1(e2m1_to_f32(uint8_t(c))), c) << c;
+    }
   }
-  // Ties: 0.25->0, 0.75->1, 1.25->1, 1.75->2, 2.5->2, 3.5->4, 5->4 (even mantissa wins).
+  // Ties go to the even code: 0.25->0, 0.75->1.0, 1.25->1.0, 1.75->2, 2.5->2, 3.5->4, 5->4.
   // {midpoint, even code it rounds to, upper neighbour taken just above it}
   const int ties[][3] = {{25, 0, 1},  {75, 2, 2},  {125, 2, 3}, {175, 4, 4},
                          {250, 4, 5}, {350, 6, 6}, {500, 6, 7}};

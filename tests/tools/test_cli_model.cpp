@@ -77,7 +77,7 @@ TEST_F(model_cli, logits_in_chunks_match_the_oracle) {
   const std::string ids = join(x.ids, x.ids.size());
   std::string chunks;
   for (int64_t c : x.chunks) chunks += (chunks.empty() ? "" : ",") + std::to_string(c);
-  for (const std::string mode : {std::string(""), " --chunks " + chunks,
+  for (const std::string& mode : {std::string(""), " --chunks " + chunks,
                                  " --decode-from " + std::to_string(x.decode_from)}) {
     const fs::path out = dir_ / "logits.safetensors";
     const run_result r =
