@@ -7,6 +7,7 @@
 #include "core/error.h"
 #include "text/chat_encoder.h"
 #include "text/chat_parser.h"
+#include "text/stream_decoder.h"
 #include "text_fixtures.h"
 
 namespace dsv4::text {
@@ -271,6 +272,29 @@ TEST(chat_parser, streaming_matches_batch_for_every_chunk_size) {
       EXPECT_EQ(parser.message().to_json(), expected.to_json());
     }
   }
+}
+
+// End to end as in serving: completion token ids -> stream_decoder -> completion_stream_parser.
+TEST(chat_parser, token_stream_of_official_turn) {
+  const auto& tok = testing::v4_tokenizer();
+  const auto ids = tok.encode(tool_completion);
+  stream_decoder decoder(tok);
+  completion_stream_parser parser(thinking_mode::thinking);
+  std::string reasoning;
+  std::size_t calls = 0;
+  for (std::int32_t id : ids) {
+    const auto d = parser.push(decoder.push(id));
+    reasoning += d.reasoning_content;
+    calls += d.tool_calls.size();
+  }
+  parser.push(decoder.flush());
+  parser.finish();
+  EXPECT_TRUE(parser.done());
+  EXPECT_EQ(calls, 1u);
+  EXPECT_EQ(reasoning,
+            parse_completion(tool_completion, thinking_mode::thinking).reasoning_content);
+  EXPECT_EQ(parser.message().to_json(),
+            parse_completion(tool_completion, thinking_mode::thinking).to_json());
 }
 
 TEST(chat_parser, stream_without_eos_keeps_text) {
