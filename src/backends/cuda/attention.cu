@@ -54,7 +54,8 @@ __global__ void __launch_bounds__(k_max_warps* k_warp_size)
     sparse_attention_kernel(const float* q, int64_t heads, int64_t d, kv_rows_f32 window,
                             kv_rows_f32 compressed, const float* sinks, float scale, float* out,
                             int64_t groups, bool vec4) {
-  extern __shared__ float keys[];  // [k_key_tile, d]
+  extern __shared__ float4 key_smem[];               // float4: 16-byte aligned for the vector loads
+  float* keys = reinterpret_cast<float*>(key_smem);  // [k_key_tile, d]
   __shared__ const float* tile_ptr[k_key_tile];
   const int64_t t = blockIdx.x / groups;
   const int64_t group = blockIdx.x % groups;

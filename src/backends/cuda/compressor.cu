@@ -40,7 +40,7 @@ __global__ void compressor_emit_kernel(const float* kv, const float* score, int6
                                        compressor_shape shape, const float* state_kv,
                                        const float* state_score, int64_t state_rows,
                                        float* out_pool, int64_t pool_rows) {
-  extern __shared__ unsigned char smem_raw[];
+  extern __shared__ float4 smem_raw[];
   __shared__ float scratch[k_warp_size];
   const int64_t t = blockIdx.x;
   const int64_t emit = emit_rows[t];

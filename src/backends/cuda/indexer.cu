@@ -55,7 +55,8 @@ __global__ void __launch_bounds__(k_score_threads)
                          int64_t table_rows, int64_t table_width, const int32_t* token_seq,
                          const int32_t* n_visible, int64_t block_size, int64_t max_entries,
                          int64_t runs, float q_scale, float* scores) {
-  extern __shared__ float smem[];
+  extern __shared__ float4 smem4[];  // float4: 16-byte aligned for the vector accesses
+  float* smem = reinterpret_cast<float*>(smem4);
   __shared__ float partial[k_score_threads / k_warp_size][k_entries_per_thread];
   __shared__ int64_t tile_row[k_score_tile];
   const int64_t local = blockIdx.x / runs;
