@@ -178,8 +178,13 @@ void sort_tool_results_by_call_order(ojson& messages) {
       for (std::size_t i = 0; i < message["tool_calls"].size(); ++i) {
         const ojson& call = message["tool_calls"][i];
         std::string id;
+        // The call id, else the function's id (as the official encoder looks them up).
         if (call.is_object() && call.contains("id") && call["id"].is_string())
           id = call["id"].get<std::string>();
+        if (id.empty() && call.is_object() && call.contains("function") &&
+            call["function"].is_object() && call["function"].contains("id") &&
+            call["function"]["id"].is_string())
+          id = call["function"]["id"].get<std::string>();
         if (!id.empty()) order.emplace_back(id, int(i));
       }
     } else if (role == "user" && truthy(field(message, "content_blocks"))) {

@@ -94,6 +94,20 @@ TEST(chat_encoder, tool_results_follow_call_order_and_non_string_arguments) {
             "<｜Assistant｜></think>");
 }
 
+TEST(chat_encoder, request_tools_go_to_a_system_message) {
+  const auto request = ojson::parse(R"({"messages": [{"role": "user", "content": "Hi"}],
+      "tools": [{"type": "function", "function": {"name": "f", "parameters": {}}}]})");
+  const auto messages = chat_messages_from_request(request);
+  ASSERT_EQ(messages.size(), 2u);
+  EXPECT_EQ(messages[0]["role"], "system");
+  EXPECT_EQ(messages[0]["content"], "");
+  chat_options options;
+  const std::string prompt = encode_chat(messages, options);
+  EXPECT_TRUE(prompt.starts_with("<｜begin▁of▁sentence｜>\n\n## Tools\n"));
+  EXPECT_NE(prompt.find("{\"name\": \"f\", \"parameters\": {}}\n\nYou MUST"), std::string::npos);
+  EXPECT_TRUE(prompt.ends_with("<｜User｜>Hi<｜Assistant｜><think>"));
+}
+
 TEST(chat_encoder, bad_messages_throw) {
   chat_options options;
   EXPECT_THROW(encode_chat(ojson::parse(R"({"role": "user"})"), options), dsv4::error);
