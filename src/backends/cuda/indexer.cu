@@ -175,9 +175,15 @@ __global__ void __launch_bounds__(k_topk_threads)
     for (int shift = 24; shift >= 0; shift -= 8) {
       for (int b = threadIdx.x; b < k_radix_bins; b += blockDim.x) hist[b] = 0;
       __syncthreads();
-      for (int64_t i = threadIdx.x; i < n; i += blockDim.x) {
-        const uint32_t u = ordered_bits(s[i]);
-        if ((u & mask) == prefix) atomicAdd(&hist[(u >> shift) & 0xFFu], 1u);
+      // Scores cluster in few bins (the top byte is sign and exponent), so lanes of a warp that
+      // hit the same bin add once through their leader instead of contending on one counter.
+      for (int64_t chunk = 0; chunk < n; chunk += blockDim.x) {
+        const int64_t i = chunk + threadIdx.x;
+        const uint32_t u = i < n ? ordered_bits(s[i]) : 0u;
+        const bool counted = i < n && (u & mask) == prefix;
+        const uint32_t bin = counted ? (u >> shift) & 0xFFu : uint32_t(k_radix_bins);
+        const unsigned peers = __match_any_sync(0xffffffffu, bin);
+        if (counted && lane == __ffs(peers) - 1) atomicAdd(&hist[bin], uint32_t(__popc(peers)));
       }
       __syncthreads();
       if (threadIdx.x == 0) {
