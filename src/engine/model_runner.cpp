@@ -4,12 +4,37 @@
 
 #include "backends/cpu/cpu_ops.h"
 #include "core/error.h"
+#ifdef DSV4_HAVE_CUDA
+#include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/device_info.h"
+#endif
 
 namespace dsv4 {
 
 std::unique_ptr<ops> make_backend(const std::string& device) {
   if (device == "cpu") return std::make_unique<cpu::cpu_ops>();
+#ifdef DSV4_HAVE_CUDA
+  if (device == "cuda") {
+    const auto devices = cuda::list_devices();
+    DSV4_CHECK(!devices.empty(), "device cuda: no CUDA device is visible");
+    DSV4_CHECK(cuda::is_supported(devices[0]),
+               "device cuda: {} (compute capability {}.{}) is not supported; the kernels are built "
+               "for sm_90a (H100/H200)",
+               devices[0].name, devices[0].major, devices[0].minor);
+    return std::make_unique<cuda::cuda_ops>(0);
+  }
+  fail("unknown device '{}' (this build has: cpu, cuda)", device);
+#else
   fail("unknown or unavailable device '{}' (this build has: cpu)", device);
+#endif
+}
+
+size_t backend_memory_bytes(const ops& backend) {
+#ifdef DSV4_HAVE_CUDA
+  if (auto* c = dynamic_cast<const cuda::cuda_ops*>(&backend)) return c->allocated_bytes();
+#endif
+  (void)backend;
+  return 0;
 }
 
 std::unique_ptr<model_runner> model_runner::load(const std::string& model_dir,

@@ -26,6 +26,7 @@ class model_runner {
                                             const runner_options& options);
 
   const model_config& config() const { return config_; }
+  const ops& backend() const { return *backend_; }
   kv_cache& cache() { return *cache_; }
   int add_sequence() { return cache_->add_sequence(); }
   void release_sequence(int seq) { cache_->release_sequence(seq); }
@@ -47,5 +48,7 @@ class model_runner {
 
 // Makes the backend named by `device` ("cpu"; "cuda" when built with it).
 std::unique_ptr<ops> make_backend(const std::string& device);
+// Device memory held by a GPU backend (weights, caches, live activations); 0 for the CPU.
+size_t backend_memory_bytes(const ops& backend);
 
 }  // namespace dsv4

@@ -1,9 +1,14 @@
-// dsv4 generate: sample a continuation of prompt token ids.
+// dsv4 generate: sample a continuation of a prompt given as token ids (prints ids) or as text
+// (encoded with the model folder's tokenizer.json; the continuation streams out as text).
 #include <cstdio>
+#include <filesystem>
+#include <optional>
 
 #include "core/error.h"
 #include "engine/model_runner.h"
 #include "engine/sampler.h"
+#include "text/stream_decoder.h"
+#include "text/tokenizer.h"
 #include "tools/command.h"
 #include "tools/id_list.h"
 
@@ -13,6 +18,7 @@ namespace {
 struct generate_options {
   std::string model;
   std::string prompt_ids;
+  std::optional<std::string> prompt_text;
   int64_t tokens = 16;
   sampling_params sampling;
   bool ignore_eos = false;
@@ -22,10 +28,22 @@ struct generate_options {
 int run_generate(const generate_options& o) {
   sampler::validate(o.sampling);
   DSV4_CHECK(o.tokens >= 0, "-n must be >= 0, got {}", o.tokens);
+  DSV4_CHECK(o.prompt_text.has_value() != !o.prompt_ids.empty(),
+             "give exactly one of --prompt and --prompt-ids");
   std::vector<int32_t> prompt;
-  for (int64_t v : parse_int_list(o.prompt_ids, "--prompt-ids")) {
-    DSV4_CHECK(v >= 0 && v <= INT32_MAX, "--prompt-ids: {} is not a token id", v);
-    prompt.push_back(int32_t(v));
+  std::optional<text::tokenizer> tok;
+  if (o.prompt_text) {
+    const auto path = std::filesystem::path(o.model) / "tokenizer.json";
+    DSV4_CHECK(std::filesystem::exists(path), "--prompt needs {} (or use --prompt-ids)",
+               path.string());
+    tok = text::tokenizer::load(path);
+    prompt = tok->encode(*o.prompt_text);
+    DSV4_CHECK(!prompt.empty(), "--prompt: empty prompt");
+  } else {
+    for (int64_t v : parse_int_list(o.prompt_ids, "--prompt-ids")) {
+      DSV4_CHECK(v >= 0 && v <= INT32_MAX, "--prompt-ids: {} is not a token id", v);
+      prompt.push_back(int32_t(v));
+    }
   }
   runner_options ro;
   ro.device = o.device;
@@ -34,28 +52,42 @@ int run_generate(const generate_options& o) {
   auto runner = model_runner::load(o.model, ro);
   const model_config& cfg = runner->config();
   for (int32_t id : prompt)
-    DSV4_CHECK(id < cfg.vocab_size, "--prompt-ids: token id {} out of range [0, {})", id,
-               cfg.vocab_size);
+    DSV4_CHECK(id < cfg.vocab_size, "prompt token id {} out of range [0, {})", id, cfg.vocab_size);
   const int seq = runner->add_sequence();
   sampler s(o.sampling);
+  std::optional<text::stream_decoder> decoder;
+  if (tok) decoder.emplace(*tok, /*skip_special_tokens=*/true);
   std::vector<int32_t> next = prompt;
-  std::string out;
+  std::string ids_out;
   for (int64_t i = 0; i < o.tokens; ++i) {
     tensor logits = runner->step({sequence_chunk{seq, next, false}});
     const int32_t id = s.sample(logits.data<float>(), cfg.vocab_size);
-    out += (out.empty() ? "" : ",") + std::to_string(id);
     if (!o.ignore_eos && id == cfg.eos_token_id) break;
+    if (decoder) {
+      // A sampled id the tokenizer does not know (random tiny models) is shown, not fatal.
+      const std::string piece =
+          tok->contains(id) ? decoder->push(id) : "<id " + std::to_string(id) + ">";
+      std::fputs(piece.c_str(), stdout);
+      std::fflush(stdout);
+    } else {
+      ids_out += (ids_out.empty() ? "" : ",") + std::to_string(id);
+    }
     next = {id};
   }
-  std::printf("%s\n", out.c_str());
+  if (decoder)
+    std::printf("%s\n", decoder->flush().c_str());
+  else
+    std::printf("%s\n", ids_out.c_str());
   return 0;
 }
 
 const command_registration registration(
-    "generate", "Generate tokens from a prompt of token ids", [](CLI::App& sub) {
+    "generate", "Generate a continuation of a prompt (token ids or text)", [](CLI::App& sub) {
       auto o = std::make_shared<generate_options>();
       sub.add_option("--model", o->model, "Model directory")->required();
-      sub.add_option("--prompt-ids", o->prompt_ids, "Comma-separated prompt token ids")->required();
+      sub.add_option("--prompt-ids", o->prompt_ids, "Comma-separated prompt token ids");
+      sub.add_option("--prompt", o->prompt_text,
+                     "Prompt text, encoded with the model folder's tokenizer.json");
       sub.add_option("-n,--max-tokens", o->tokens, "Tokens to generate");
       sub.add_option("--temperature", o->sampling.temperature, "0 = greedy")->capture_default_str();
       sub.add_option("--top-k", o->sampling.top_k, "0 = off");

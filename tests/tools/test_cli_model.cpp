@@ -123,6 +123,9 @@ TEST_F(model_cli, bad_input_is_a_one_line_error) {
   expect_clean_error(run("logits --model '" + (dir_ / "nope").string() + "' --ids 1" + out),
                      "nope");
   expect_clean_error(run("generate --model " + model + " --prompt-ids 1 --top-p 0"), "top_p");
+  expect_clean_error(run("generate --model " + model + " -n 2"), "--prompt");
+  expect_clean_error(run("generate --model " + model + " --prompt hi --prompt-ids 1"), "--prompt");
+  expect_clean_error(run("generate --model " + model + " --prompt hi"), "tokenizer.json");
   expect_clean_error(run("generate --model " + model + " --prompt-ids 1 --temperature -1"),
                      "temperature");
   // A truncated weight file.
