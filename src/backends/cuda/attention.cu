@@ -15,6 +15,8 @@ namespace {
 constexpr int k_key_tile = 16;  // keys staged per round (<= 32: lane j holds key j's score)
 constexpr int k_max_warps = 16;
 constexpr int k_max_head_dim = 512;
+constexpr int k_min_warps = 2;
+constexpr int64_t k_target_blocks = 2 * 132;  // two CTAs per SM of an H100 SXM
 
 __device__ __forceinline__ float warp_max(float v) {
 #pragma unroll
@@ -169,6 +171,9 @@ cudaError_t launch_cpl(const float* q, int64_t tokens, int64_t heads, int64_t d,
   const int hpw = two ? 2 : 1;
   int64_t warps = ceil_div(heads, hpw);
   if (warps > k_max_warps) warps = k_max_warps;
+  // Decode-sized steps: fewer heads per CTA until the grid covers the GPU (the per-warp work is
+  // the same; the token's keys are then re-read by each CTA, mostly from L2).
+  while (warps > k_min_warps && tokens * ceil_div(heads, warps * hpw) < k_target_blocks) warps /= 2;
   const int64_t groups = ceil_div(heads, warps * hpw);
   const int64_t blocks = tokens * groups;
   if (blocks > INT32_MAX) return cudaErrorInvalidValue;
