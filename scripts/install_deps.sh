@@ -2,7 +2,7 @@
 # Installs the Debian 12 packages dsv4 builds against (skips what is already there).
 set -euo pipefail
 packages=(cmake ninja-build g++ ccache pkg-config python3
-          libfmt-dev nlohmann-json3-dev libcli11-dev libonig-dev libxxhash-dev
+          libfmt-dev nlohmann-json3-dev libcli11-dev libonig-dev libicu-dev libxxhash-dev
           libgtest-dev libgmock-dev libbenchmark-dev)
 missing=()
 for p in "${packages[@]}"; do

@@ -50,6 +50,9 @@ int run_generate(const generate_options& o) {
   ro.cache.max_sequences = 1;
   ro.cache.max_context = int64_t(prompt.size()) + o.tokens;
   auto runner = model_runner::load(o.model, ro);
+  if (const size_t bytes = backend_memory_bytes(runner->backend()))
+    std::fprintf(stderr, "dsv4: %s: %.3f GiB of device memory after load\n", o.device.c_str(),
+                 double(bytes) / double(1ull << 30));
   const model_config& cfg = runner->config();
   for (int32_t id : prompt)
     DSV4_CHECK(id < cfg.vocab_size, "prompt token id {} out of range [0, {})", id, cfg.vocab_size);

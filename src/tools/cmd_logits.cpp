@@ -1,5 +1,6 @@
 // dsv4 logits: run token ids through the model (one chunk, given chunks, or a prefill then
 // one-token decode steps) and write the logits of every position to a safetensors file.
+#include <cstdio>
 #include <numeric>
 
 #include "core/error.h"
@@ -48,6 +49,9 @@ int run_logits(const logits_options& o) {
   ro.cache.max_sequences = 1;
   ro.cache.max_context = std::max<int64_t>(n, 1);
   auto runner = model_runner::load(o.model, ro);
+  if (const size_t bytes = backend_memory_bytes(runner->backend()))
+    std::fprintf(stderr, "dsv4: %s: %.3f GiB of device memory after load\n", o.device.c_str(),
+                 double(bytes) / double(1ull << 30));
   const int64_t vocab = runner->config().vocab_size;
   for (int32_t id : ids)
     DSV4_CHECK(id < vocab, "--ids: token id {} out of range [0, {})", id, vocab);

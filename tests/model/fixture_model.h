@@ -4,6 +4,7 @@
 // "tolerance" = exact | long).
 #pragma once
 
+#include <algorithm>
 #include <cmath>
 #include <filesystem>
 #include <string>

@@ -1,0 +1,206 @@
+// cuda_ops: memory, transfers and the dense op families. The weight formats (linear.cpp side)
+// and the attention families are in cuda_ops_linear.cpp and cuda_ops_attention.cpp.
+#include "backends/cuda/cuda_ops.h"
+
+#include <vector>
+
+#include "backends/cuda/elementwise.h"
+#include "backends/cuda/mhc.h"
+#include "backends/cuda/norm.h"
+#include "backends/cuda/rope.h"
+#include "core/error.h"
+
+namespace dsv4::cuda {
+
+void check_cuda(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) fail("cuda: {}: {}", what, cudaGetErrorString(status));
+}
+
+namespace {
+
+void check_device(const tensor& t, const char* what) {
+  DSV4_CHECK(t.defined() && t.view().device == device_kind::cuda,
+             "cuda op: {} must be a device tensor", what);
+}
+
+void check_f32(const tensor& t, const char* what) {
+  check_device(t, what);
+  DSV4_CHECK(t.type() == dtype::f32, "cuda op: {} must be f32, is {}", what, dtype_name(t.type()));
+}
+
+}  // namespace
+
+cuda_ops::cuda_ops(int device) : device_(device) {
+  check_cuda(cudaSetDevice(device), "cudaSetDevice");
+  check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+}
+
+cuda_ops::~cuda_ops() {
+  if (stream_) {
+    cudaStreamSynchronize(stream_);
+    cudaStreamDestroy(stream_);
+  }
+}
+
+size_t cuda_ops::allocated_bytes() const {
+  return allocated_->load();
+}
+
+tensor cuda_ops::alloc(dtype type, const dims& shape) {
+  const size_t bytes = dtype_bytes(type, shape.numel());
+  void* p = nullptr;
+  // Never a zero-byte request: keeps every tensor's pointer valid and distinct.
+  check_cuda(cudaMalloc(&p, bytes ? bytes : 16), "cudaMalloc");
+  auto counter = allocated_;
+  counter->fetch_add(bytes);
+  std::shared_ptr<void> storage(p, [counter, bytes](void* q) {
+    counter->fetch_sub(bytes);
+    cudaFree(q);
+  });
+  tensor_view v;
+  v.data = p;
+  v.type = type;
+  v.shape = shape;
+  v.strides = contiguous_strides(shape);
+  v.device = device_kind::cuda;
+  return tensor::wrap(std::move(storage), v);
+}
+
+tensor cuda_ops::zeros(dtype type, const dims& shape) {
+  tensor t = alloc(type, shape);
+  check_cuda(cudaMemsetAsync(t.data<void>(), 0, t.bytes(), stream_), "cudaMemsetAsync");
+  return t;
+}
+
+tensor cuda_ops::upload(const tensor_view& host) {
+  DSV4_CHECK(host.device == device_kind::cpu && host.is_contiguous(),
+             "cuda upload needs a contiguous host view");
+  tensor t = alloc(host.type, host.shape);
+  // Synchronous: the host buffer may be temporary. Uploads happen at load and at the start of a
+  // step (the step plan); the CUDA-graph decode path will replace the latter with pinned buffers.
+  check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  check_cuda(cudaMemcpy(t.data<void>(), host.data, host.bytes(), cudaMemcpyHostToDevice),
+             "cudaMemcpy H2D");
+  return t;
+}
+
+tensor cuda_ops::upload_f32(const tensor_view& host) {
+  if (host.type == dtype::f32) return upload(host);
+  return upload(tensor::to_f32(host).view());
+}
+
+tensor cuda_ops::download(const tensor& device) {
+  check_device(device, "download source");
+  tensor h = tensor::empty(device.type(), device.shape());
+  check_cuda(cudaMemcpyAsync(h.data<void>(), device.data<void>(), device.bytes(),
+                             cudaMemcpyDeviceToHost, stream_),
+             "cudaMemcpyAsync D2H");
+  check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
+  return h;
+}
+
+tensor cuda_ops::embed(const tensor& table, const tensor& ids) {
+  check_f32(table, "embedding table");
+  check_device(ids, "ids");
+  const int64_t T = ids.numel();
+  tensor y = alloc(dtype::f32, {T, table.size(1)});
+  check_cuda(embed_f32(table.data<float>(), table.size(0), table.size(1), ids.data<int32_t>(), T,
+                       y.data<float>(), stream_),
+             "embed");
+  return y;
+}
+
+tensor cuda_ops::rms_norm(const tensor& x, const tensor* weight, float eps, int64_t groups) {
+  check_f32(x, "rms_norm input");
+  const int64_t n = x.size(-1);
+  DSV4_CHECK(groups > 0 && n % groups == 0, "rms_norm: {} features in {} groups", n, groups);
+  if (weight) {
+    check_f32(*weight, "rms_norm weight");
+    DSV4_CHECK(weight->numel() == n / groups, "rms_norm: weight of {} for groups of {}",
+               weight->numel(), n / groups);
+  }
+  tensor y = alloc(dtype::f32, x.shape());
+  check_cuda(rms_norm_f32(x.data<float>(), weight ? weight->data<float>() : nullptr,
+                          y.data<float>(), x.numel() / n, n, groups, eps, stream_),
+             "rms_norm");
+  return y;
+}
+
+void cuda_ops::rope(tensor& x, int64_t heads, int64_t head_dim, int64_t rope_dim,
+                    const tensor& positions, const tensor& inv_freq, bool inverse) {
+  check_f32(x, "rope input");
+  const int64_t T = x.size(0);
+  DSV4_CHECK(x.numel() == T * heads * head_dim && positions.numel() == T &&
+                 inv_freq.numel() == rope_dim / 2,
+             "rope: input {} for {} heads of {}, rope {}", x.shape().str(), heads, head_dim,
+             rope_dim);
+  check_cuda(rope_f32(x.data<float>(), T, heads, head_dim, rope_dim, positions.data<int32_t>(),
+                      inv_freq.data<float>(), inverse, stream_),
+             "rope");
+}
+
+void cuda_ops::add(tensor& x, const tensor& y) {
+  check_f32(x, "add lhs");
+  check_f32(y, "add rhs");
+  DSV4_CHECK(x.numel() == y.numel(), "add: {} vs {}", x.shape().str(), y.shape().str());
+  check_cuda(add_f32(x.data<float>(), y.data<float>(), x.numel(), stream_), "add");
+}
+
+void cuda_ops::scale(tensor& x, float s) {
+  check_f32(x, "scale input");
+  check_cuda(scale_f32(x.data<float>(), s, x.numel(), stream_), "scale");
+}
+
+tensor cuda_ops::swiglu(const tensor& gate, const tensor& up, float limit) {
+  check_f32(gate, "swiglu gate");
+  check_f32(up, "swiglu up");
+  DSV4_CHECK(gate.shape() == up.shape(), "swiglu: {} vs {}", gate.shape().str(), up.shape().str());
+  tensor y = alloc(dtype::f32, gate.shape());
+  check_cuda(swiglu_f32(gate.data<float>(), up.data<float>(), y.data<float>(), gate.numel(), limit,
+                        stream_),
+             "swiglu");
+  return y;
+}
+
+tensor cuda_ops::hc_pre(const tensor& x, const tensor& fn, const tensor& base, const tensor& scale,
+                        int64_t sinkhorn_iters, float hc_eps, float norm_eps, tensor& post,
+                        tensor& comb) {
+  check_f32(x, "hc_pre input");
+  const int64_t T = x.size(0), hc = x.size(1), D = x.size(2);
+  DSV4_CHECK(fn.size(0) == (2 + hc) * hc && fn.size(1) == hc * D,
+             "hc_pre: fn {} for {} streams of {}", fn.shape().str(), hc, D);
+  tensor y = alloc(dtype::f32, {T, D});
+  check_cuda(hc_pre_f32(x.data<float>(), fn.data<float>(), base.data<float>(), scale.data<float>(),
+                        T, hc, D, sinkhorn_iters, hc_eps, norm_eps, y.data<float>(),
+                        post.data<float>(), comb.data<float>(), stream_),
+             "hc_pre");
+  return y;
+}
+
+tensor cuda_ops::hc_post(const tensor& x, const tensor& f, const tensor& post, const tensor& comb) {
+  check_f32(x, "hc_post residual");
+  check_f32(f, "hc_post sublayer output");
+  const int64_t T = x.size(0), hc = x.size(1), D = x.size(2);
+  DSV4_CHECK(f.numel() == T * D, "hc_post: output {} for residual {}", f.shape().str(),
+             x.shape().str());
+  tensor y = alloc(dtype::f32, x.shape());
+  check_cuda(hc_post_f32(x.data<float>(), f.data<float>(), post.data<float>(), comb.data<float>(),
+                         T, hc, D, y.data<float>(), stream_),
+             "hc_post");
+  return y;
+}
+
+tensor cuda_ops::hc_head(const tensor& x, const tensor& fn, const tensor& base, const tensor& scale,
+                         float hc_eps, float norm_eps) {
+  check_f32(x, "hc_head input");
+  const int64_t T = x.size(0), hc = x.size(1), D = x.size(2);
+  DSV4_CHECK(fn.size(0) == hc && fn.size(1) == hc * D, "hc_head: fn {} for {} streams of {}",
+             fn.shape().str(), hc, D);
+  tensor y = alloc(dtype::f32, {T, D});
+  check_cuda(hc_head_f32(x.data<float>(), fn.data<float>(), base.data<float>(), scale.data<float>(),
+                         T, hc, D, hc_eps, norm_eps, y.data<float>(), stream_),
+             "hc_head");
+  return y;
+}
+
+}  // namespace dsv4::cuda

@@ -1,0 +1,81 @@
+// The CUDA backend behind the op interface (model/ops.h). Device memory comes from cudaMalloc
+// (no managed memory); every op is enqueued on the backend's stream and returns without waiting,
+// except upload/download, which copy synchronously at the step's edges. Activations are f32 for
+// now (bit-for-bit the CPU reference's semantics, checked op by op in tests/cuda); weights stay in
+// their checkpoint formats on the device.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <atomic>
+#include <memory>
+
+#include "model/ops.h"
+
+namespace dsv4::cuda {
+
+class cuda_ops final : public ops {
+ public:
+  explicit cuda_ops(int device = 0);
+  ~cuda_ops() override;
+  std::string name() const override { return "cuda"; }
+  cudaStream_t stream() const { return stream_; }
+  // Device memory in use by live allocations of this backend, in bytes.
+  size_t allocated_bytes() const;
+
+  tensor alloc(dtype type, const dims& shape) override;
+  tensor zeros(dtype type, const dims& shape) override;
+  tensor upload(const tensor_view& host) override;
+  tensor upload_f32(const tensor_view& host) override;
+  tensor download(const tensor& device) override;
+  std::unique_ptr<prepared_linear> prepare_linear(const linear_weight& w) override;
+  std::unique_ptr<prepared_experts> prepare_experts(const std::vector<linear_weight>& w1,
+                                                    const std::vector<linear_weight>& w3,
+                                                    const std::vector<linear_weight>& w2) override;
+
+  tensor embed(const tensor& table, const tensor& ids) override;
+  tensor linear(const tensor& x, const prepared_linear& w) override;
+  tensor grouped_linear(const tensor& x, const prepared_linear& w, int64_t groups) override;
+  tensor rms_norm(const tensor& x, const tensor* weight, float eps, int64_t groups) override;
+  void rope(tensor& x, int64_t heads, int64_t head_dim, int64_t rope_dim, const tensor& positions,
+            const tensor& inv_freq, bool inverse) override;
+  void add(tensor& x, const tensor& y) override;
+  void scale(tensor& x, float s) override;
+  tensor swiglu(const tensor& gate, const tensor& up, float limit) override;
+  tensor gather_rows(const tensor& x, const tensor& rows) override;
+  void scatter_rows(const tensor& src, tensor& pool, const tensor& rows) override;
+
+  tensor hc_pre(const tensor& x, const tensor& fn, const tensor& base, const tensor& scale,
+                int64_t sinkhorn_iters, float hc_eps, float norm_eps, tensor& post,
+                tensor& comb) override;
+  tensor hc_post(const tensor& x, const tensor& f, const tensor& post, const tensor& comb) override;
+  tensor hc_head(const tensor& x, const tensor& fn, const tensor& base, const tensor& scale,
+                 float hc_eps, float norm_eps) override;
+
+  void compressor(const tensor& kv, const tensor& score, const tensor& positions,
+                  const tensor& state_base, const tensor& emit_rows, const tensor& ape,
+                  const tensor& norm_weight, const tensor& inv_freq,
+                  const compressor_params& params, tensor& state_kv, tensor& state_score,
+                  tensor& out_pool) override;
+  tensor indexer_topk(const tensor& q, const tensor& weights, const tensor& key_pool,
+                      const tensor& block_table, const tensor& token_seq, const tensor& n_visible,
+                      int64_t heads, int64_t block_size, int64_t top_k, float q_scale) override;
+  tensor sparse_attention(const tensor& q, int64_t heads, const kv_source& window,
+                          const kv_source* compressed, const tensor& sinks, float scale) override;
+
+  void moe_route(const tensor& x, const prepared_linear& gate, const tensor* bias,
+                 const tensor* tid2eid, const tensor& ids, router_score score, int64_t top_k,
+                 bool normalize, float route_scale, tensor& indices, tensor& weights) override;
+  tensor moe_experts(const tensor& x, const tensor& indices, const tensor& weights,
+                     const prepared_experts& experts, float swiglu_limit) override;
+
+ private:
+  int device_ = 0;
+  cudaStream_t stream_ = nullptr;
+  std::shared_ptr<std::atomic<size_t>> allocated_ = std::make_shared<std::atomic<size_t>>(0);
+};
+
+// Throws dsv4::error "<what>: <cuda error string>" unless status is cudaSuccess.
+void check_cuda(cudaError_t status, const char* what);
+
+}  // namespace dsv4::cuda

@@ -1,0 +1,128 @@
+// cuda_ops: row copies, compressor, lightning indexer and sparse attention.
+#include <algorithm>
+
+#include "backends/cuda/attention.h"
+#include "backends/cuda/compressor.h"
+#include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/indexer.h"
+#include "backends/cuda/rows.h"
+#include "core/error.h"
+
+namespace dsv4::cuda {
+
+namespace {
+
+// Scratch for the indexer's scores is capped; the kernel walks the step in token chunks that fit.
+constexpr size_t k_indexer_scratch_cap = size_t(256) << 20;
+
+int64_t row_bytes_of(const tensor& t) {
+  return int64_t(dtype_bytes(t.type(), t.numel() / t.size(0)));
+}
+
+kv_rows_f32 to_kernel(const kv_source& s) {
+  kv_rows_f32 k;
+  k.pool = s.pool->data<float>();
+  k.pool_rows = s.pool->size(0);
+  k.block_size = s.block_size;
+  if (s.rows) {
+    k.rows = s.rows->data<int32_t>();
+    k.rows_width = s.rows->size(1);
+  } else {
+    k.block_table = s.block_table->data<int32_t>();
+    k.table_rows = s.block_table->size(0);
+    k.table_width = s.block_table->size(1);
+    k.token_seq = s.token_seq->data<int32_t>();
+    k.n_visible = s.n_visible->data<int32_t>();
+  }
+  return k;
+}
+
+}  // namespace
+
+tensor cuda_ops::gather_rows(const tensor& x, const tensor& rows) {
+  dims shape = x.shape();
+  shape[0] = rows.numel();
+  tensor y = alloc(x.type(), shape);
+  check_cuda(cuda::gather_rows(x.data<void>(), x.size(0), row_bytes_of(x), rows.data<int32_t>(),
+                               rows.numel(), y.data<void>(), stream_),
+             "gather_rows");
+  return y;
+}
+
+void cuda_ops::scatter_rows(const tensor& src, tensor& pool, const tensor& rows) {
+  DSV4_CHECK(src.type() == pool.type() && row_bytes_of(src) == row_bytes_of(pool),
+             "scatter_rows: src {} into pool {}", src.shape().str(), pool.shape().str());
+  check_cuda(cuda::scatter_rows(src.data<void>(), rows.numel(), row_bytes_of(pool),
+                                rows.data<int32_t>(), pool.data<void>(), pool.size(0), stream_),
+             "scatter_rows");
+}
+
+void cuda_ops::compressor(const tensor& kv, const tensor& score, const tensor& positions,
+                          const tensor& state_base, const tensor& emit_rows, const tensor& ape,
+                          const tensor& norm_weight, const tensor& inv_freq,
+                          const compressor_params& p, tensor& state_kv, tensor& state_score,
+                          tensor& out_pool) {
+  const int64_t width = (p.overlap ? 2 : 1) * p.head_dim;
+  DSV4_CHECK(kv.size(1) == width && score.size(1) == width && ape.size(0) == p.rate &&
+                 ape.size(1) == width && state_kv.size(1) == width &&
+                 out_pool.size(1) == p.head_dim,
+             "compressor: kv {} score {} ape {} state {} pool {} for rate {} head_dim {}",
+             kv.shape().str(), score.shape().str(), ape.shape().str(), state_kv.shape().str(),
+             out_pool.shape().str(), p.rate, p.head_dim);
+  compressor_shape s;
+  s.rate = p.rate;
+  s.overlap = p.overlap;
+  s.head_dim = p.head_dim;
+  s.rope_dim = p.rope_dim;
+  s.norm_eps = p.norm_eps;
+  check_cuda(
+      compressor_f32(kv.data<float>(), score.data<float>(), kv.size(0), positions.data<int32_t>(),
+                     state_base.data<int32_t>(), emit_rows.data<int32_t>(), ape.data<float>(),
+                     norm_weight.data<float>(), inv_freq.data<float>(), s, state_kv.data<float>(),
+                     state_score.data<float>(), state_kv.size(0), out_pool.data<float>(),
+                     out_pool.size(0), stream_),
+      "compressor");
+}
+
+tensor cuda_ops::indexer_topk(const tensor& q, const tensor& weights, const tensor& key_pool,
+                              const tensor& block_table, const tensor& token_seq,
+                              const tensor& n_visible, int64_t heads, int64_t block_size,
+                              int64_t top_k, float q_scale) {
+  const int64_t T = q.size(0);
+  const int64_t d = key_pool.size(1);
+  DSV4_CHECK(q.size(1) == heads * d && weights.size(1) == heads,
+             "indexer: q {} weights {} for {} heads of {}", q.shape().str(), weights.shape().str(),
+             heads, d);
+  const int64_t max_entries = block_table.size(1) * block_size;
+  const size_t one = indexer_scratch_bytes(1, max_entries);
+  const size_t want = indexer_scratch_bytes(T, max_entries);
+  const size_t bytes = std::max(one, std::min(want, k_indexer_scratch_cap));
+  tensor scratch = alloc(dtype::u8, {int64_t(bytes)});
+  tensor out = alloc(dtype::i32, {T, top_k});
+  check_cuda(indexer_topk_f32(q.data<float>(), weights.data<float>(), T, heads, d,
+                              key_pool.data<float>(), key_pool.size(0), block_table.data<int32_t>(),
+                              block_table.size(0), block_table.size(1), token_seq.data<int32_t>(),
+                              n_visible.data<int32_t>(), block_size, top_k, q_scale,
+                              scratch.data<float>(), bytes, out.data<int32_t>(), stream_),
+             "indexer_topk");
+  return out;
+}
+
+tensor cuda_ops::sparse_attention(const tensor& q, int64_t heads, const kv_source& window,
+                                  const kv_source* compressed, const tensor& sinks, float scale) {
+  const int64_t T = q.size(0);
+  const int64_t d = window.pool->size(1);
+  DSV4_CHECK(q.size(1) == heads * d && sinks.numel() == heads,
+             "attention: q {} for {} heads of {} and {} sinks", q.shape().str(), heads, d,
+             sinks.numel());
+  const kv_rows_f32 w = to_kernel(window);
+  kv_rows_f32 c;
+  if (compressed) c = to_kernel(*compressed);
+  tensor out = alloc(dtype::f32, {T, heads * d});
+  check_cuda(sparse_attention_f32(q.data<float>(), T, heads, d, w, compressed ? &c : nullptr,
+                                  sinks.data<float>(), scale, out.data<float>(), stream_),
+             "sparse_attention");
+  return out;
+}
+
+}  // namespace dsv4::cuda

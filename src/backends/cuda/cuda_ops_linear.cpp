@@ -1,0 +1,239 @@
+// cuda_ops: weights in their checkpoint formats on the device (linear.h), linears and MoE.
+#include <cstring>
+#include <vector>
+
+#include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/linear.h"
+#include "backends/cuda/moe.h"
+#include "core/error.h"
+
+namespace dsv4::cuda {
+
+namespace {
+
+// A weight (or a stack of expert weights) on the device, with the buffers it points into.
+struct device_weight_storage {
+  device_weight w;
+  tensor data, scale, global_scale;
+};
+
+class cuda_linear : public prepared_linear {
+ public:
+  device_weight_storage s;
+};
+
+class cuda_experts : public prepared_experts {
+ public:
+  device_weight_storage w1, w3, w2;
+};
+
+struct format_plan {
+  weight_kind kind = weight_kind::f32;
+  bool scale_e8m0 = false;
+  bool convert_to_f32 = false;  // dense F16: expanded once on the host
+};
+
+format_plan plan_format(const linear_weight& lw) {
+  format_plan p;
+  switch (lw.format) {
+    case weight_format::dense:
+      if (lw.weight.type == dtype::bf16)
+        p.kind = weight_kind::bf16;
+      else if (lw.weight.type == dtype::f32)
+        p.kind = weight_kind::f32;
+      else
+        p.kind = weight_kind::f32, p.convert_to_f32 = true;
+      break;
+    case weight_format::fp8_block:
+      p.kind = weight_kind::fp8_block;
+      p.scale_e8m0 = lw.scale.type == dtype::f8_e8m0;
+      break;
+    case weight_format::mxfp4:
+      p.kind = weight_kind::mxfp4;
+      p.scale_e8m0 = lw.scale.type == dtype::f8_e8m0;
+      break;
+    case weight_format::nvfp4:
+      p.kind = weight_kind::nvfp4;
+      break;
+  }
+  return p;
+}
+
+// Host bytes of the weight data of `lw` in the device layout of `p`.
+tensor weight_bytes(const linear_weight& lw, const format_plan& p) {
+  DSV4_CHECK(lw.weight.is_contiguous(), "cuda: weight {} is not contiguous", lw.name);
+  if (p.convert_to_f32) return tensor::to_f32(lw.weight);
+  tensor t = tensor::empty(dtype::u8, {int64_t(weight_matrix_bytes(p.kind, lw.out, lw.in))});
+  DSV4_CHECK(size_t(t.numel()) == lw.weight.bytes(), "cuda: weight {} holds {} bytes, expected {}",
+             lw.name, lw.weight.bytes(), t.numel());
+  std::memcpy(t.data<void>(), lw.weight.data, lw.weight.bytes());
+  return t;
+}
+
+// Host scale array of `lw` in the device layout (f32, or raw E8M0 / E4M3 bytes).
+tensor scale_values(const linear_weight& lw, const format_plan& p) {
+  if (p.kind == weight_kind::f32 || p.kind == weight_kind::bf16) return {};
+  const int64_t n = scale_matrix_count(p.kind, lw.out, lw.in);
+  DSV4_CHECK(lw.scale.numel() == n, "cuda: scale of {} has {} values, expected {}", lw.name,
+             lw.scale.numel(), n);
+  if (p.kind == weight_kind::nvfp4 || p.scale_e8m0) {
+    tensor t = tensor::empty(dtype::u8, {n});
+    std::memcpy(t.data<void>(), lw.scale.data, size_t(n));
+    return t;
+  }
+  return tensor::to_f32(lw.scale);
+}
+
+float global_scale_value(const linear_weight& lw) {
+  if (lw.format != weight_format::nvfp4) return 1.0f;
+  float v = 0;
+  convert_to_f32(lw.scale_2.type, lw.scale_2.data, &v, 1);
+  return v;
+}
+
+// Uploads `weights` (one or a stack of same-format matrices) into one device allocation each for
+// data, scales and global scales.
+device_weight_storage upload_weights(cuda_ops& o,
+                                     const std::vector<const linear_weight*>& weights) {
+  const linear_weight& first = *weights[0];
+  const format_plan p = plan_format(first);
+  device_weight_storage s;
+  const int64_t count = int64_t(weights.size());
+  const int64_t wbytes = p.convert_to_f32 ? first.out * first.in * 4
+                                          : weight_matrix_bytes(p.kind, first.out, first.in);
+  const int64_t scount = (p.kind == weight_kind::f32 || p.kind == weight_kind::bf16)
+                             ? 0
+                             : scale_matrix_count(p.kind, first.out, first.in);
+  const int64_t sbytes = scount * ((p.kind == weight_kind::nvfp4 || p.scale_e8m0) ? 1 : 4);
+  s.data = o.alloc(dtype::u8, {wbytes * count});
+  if (sbytes) s.scale = o.alloc(dtype::u8, {sbytes * count});
+  std::vector<float> globals;
+  for (int64_t e = 0; e < count; ++e) {
+    const linear_weight& lw = *weights[e];
+    const format_plan pe = plan_format(lw);
+    DSV4_CHECK(pe.kind == p.kind && pe.scale_e8m0 == p.scale_e8m0 && lw.out == first.out &&
+                   lw.in == first.in,
+               "cuda: {} differs in format or shape from {}", lw.name, first.name);
+    const tensor w = weight_bytes(lw, p);
+    check_cuda(cudaMemcpy(s.data.data<uint8_t>() + e * wbytes, w.data<void>(), size_t(wbytes),
+                          cudaMemcpyHostToDevice),
+               "cudaMemcpy weight");
+    if (sbytes) {
+      const tensor sc = scale_values(lw, p);
+      check_cuda(cudaMemcpy(s.scale.data<uint8_t>() + e * sbytes, sc.data<void>(), size_t(sbytes),
+                            cudaMemcpyHostToDevice),
+                 "cudaMemcpy scale");
+    }
+    globals.push_back(global_scale_value(lw));
+  }
+  s.w.kind = p.kind;
+  s.w.rows = first.out;
+  s.w.cols = first.in;
+  s.w.count = count;
+  s.w.data = s.data.data<void>();
+  s.w.scale = sbytes ? s.scale.data<void>() : nullptr;
+  s.w.scale_e8m0 = p.scale_e8m0;
+  if (p.kind == weight_kind::nvfp4) {
+    tensor g = tensor::empty(dtype::f32, {count});
+    std::copy(globals.begin(), globals.end(), g.data<float>());
+    s.global_scale = o.upload(g.view());
+    s.w.global_scale = s.global_scale.data<float>();
+  }
+  check_cuda(validate_weight(s.w), first.name.c_str());
+  return s;
+}
+
+void check_f32_device(const tensor& t, const char* what) {
+  DSV4_CHECK(t.defined() && t.view().device == device_kind::cuda && t.type() == dtype::f32,
+             "cuda op: {} must be an f32 device tensor", what);
+}
+
+}  // namespace
+
+std::unique_ptr<prepared_linear> cuda_ops::prepare_linear(const linear_weight& w) {
+  auto p = std::make_unique<cuda_linear>();
+  p->out = w.out;
+  p->in = w.in;
+  p->name = w.name;
+  p->s = upload_weights(*this, {&w});
+  return p;
+}
+
+std::unique_ptr<prepared_experts> cuda_ops::prepare_experts(const std::vector<linear_weight>& w1,
+                                                            const std::vector<linear_weight>& w3,
+                                                            const std::vector<linear_weight>& w2) {
+  DSV4_CHECK(!w1.empty() && w1.size() == w3.size() && w1.size() == w2.size(),
+             "prepare_experts: {} / {} / {} expert weights", w1.size(), w3.size(), w2.size());
+  auto p = std::make_unique<cuda_experts>();
+  p->count = int64_t(w1.size());
+  p->inter = w1[0].out;
+  p->hidden = w1[0].in;
+  auto ptrs = [](const std::vector<linear_weight>& v) {
+    std::vector<const linear_weight*> out;
+    for (const auto& w : v) out.push_back(&w);
+    return out;
+  };
+  p->w1 = upload_weights(*this, ptrs(w1));
+  p->w3 = upload_weights(*this, ptrs(w3));
+  p->w2 = upload_weights(*this, ptrs(w2));
+  return p;
+}
+
+tensor cuda_ops::linear(const tensor& x, const prepared_linear& w) {
+  check_f32_device(x, "linear input");
+  DSV4_CHECK(x.shape().rank() == 2 && x.size(1) == w.in, "linear {}: input {} for weight [{}, {}]",
+             w.name, x.shape().str(), w.out, w.in);
+  const auto& cw = static_cast<const cuda_linear&>(w);
+  tensor y = alloc(dtype::f32, {x.size(0), w.out});
+  check_cuda(linear_f32out(x.data<float>(), x.size(0), cw.s.w, y.data<float>(), stream_),
+             w.name.c_str());
+  return y;
+}
+
+tensor cuda_ops::grouped_linear(const tensor& x, const prepared_linear& w, int64_t groups) {
+  check_f32_device(x, "grouped_linear input");
+  DSV4_CHECK(groups > 0 && w.out % groups == 0 && x.size(1) == groups * w.in,
+             "grouped_linear {}: input {} for weight [{}, {}] in {} groups", w.name,
+             x.shape().str(), w.out, w.in, groups);
+  const auto& cw = static_cast<const cuda_linear&>(w);
+  tensor y = alloc(dtype::f32, {x.size(0), w.out});
+  check_cuda(
+      grouped_linear_f32out(x.data<float>(), x.size(0), cw.s.w, groups, y.data<float>(), stream_),
+      w.name.c_str());
+  return y;
+}
+
+void cuda_ops::moe_route(const tensor& x, const prepared_linear& gate, const tensor* bias,
+                         const tensor* tid2eid, const tensor& ids, router_score score,
+                         int64_t top_k, bool normalize, float route_scale, tensor& indices,
+                         tensor& weights) {
+  check_f32_device(x, "router input");
+  const auto& cg = static_cast<const cuda_linear&>(gate);
+  const int64_t T = x.size(0);
+  tensor logits = alloc(dtype::f32, {T, gate.out});
+  check_cuda(
+      moe_route_f32(x.data<float>(), T, cg.s.w, bias ? bias->data<float>() : nullptr,
+                    tid2eid ? tid2eid->data<int32_t>() : nullptr, tid2eid ? tid2eid->size(0) : 0,
+                    ids.data<int32_t>(), moe_score(uint8_t(score)), top_k, normalize, route_scale,
+                    logits.data<float>(), indices.data<int32_t>(), weights.data<float>(), stream_),
+      "moe_route");
+}
+
+tensor cuda_ops::moe_experts(const tensor& x, const tensor& indices, const tensor& weights,
+                             const prepared_experts& experts, float swiglu_limit) {
+  check_f32_device(x, "moe input");
+  const auto& ce = static_cast<const cuda_experts&>(experts);
+  const int64_t T = x.size(0);
+  const int64_t k = indices.size(1);
+  DSV4_CHECK(x.size(1) == ce.hidden, "moe: input {} for hidden {}", x.shape().str(), ce.hidden);
+  const size_t ws = moe_experts_workspace_bytes(T, k, ce.count, ce.hidden, ce.inter);
+  tensor workspace = alloc(dtype::u8, {int64_t(ws)});
+  tensor y = alloc(dtype::f32, {T, ce.hidden});
+  check_cuda(moe_experts_f32(x.data<float>(), T, indices.data<int32_t>(), weights.data<float>(), k,
+                             ce.w1.w, ce.w3.w, ce.w2.w, swiglu_limit, workspace.data<void>(), ws,
+                             y.data<float>(), stream_),
+             "moe_experts");
+  return y;
+}
+
+}  // namespace dsv4::cuda

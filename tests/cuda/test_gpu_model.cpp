@@ -1,0 +1,78 @@
+// The whole model on the CUDA backend against transformers' logits (the oracle fixtures of
+// tests/fixtures/models), in full prefill, chunked prefill and decode. Not a ctest test (CI has
+// no GPU): run on the GPU machine by scripts/gpu_parity.sh. Thresholds (issue "CUDA backend"):
+// argmax agreement >= 99% and mean KL(ref || gpu) <= 1e-3; the figures are printed for the record.
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/device_info.h"
+#include "core/error.h"
+#include "engine/model_runner.h"
+#include "model/fixture_model.h"
+
+namespace {
+
+using namespace dsv4;
+
+tensor run_chunks(model_runner& runner, const std::vector<int32_t>& ids,
+                  const std::vector<int64_t>& chunks) {
+  const int64_t vocab = runner.config().vocab_size;
+  const int seq = runner.add_sequence();
+  tensor all = tensor::empty(dtype::f32, {int64_t(ids.size()), vocab});
+  int64_t done = 0;
+  for (int64_t c : chunks) {
+    tensor l = runner.step({sequence_chunk{
+        seq, std::vector<int32_t>(ids.begin() + done, ids.begin() + done + c), true}});
+    std::copy(l.data<float>(), l.data<float>() + c * vocab, all.data<float>() + done * vocab);
+    done += c;
+  }
+  runner.release_sequence(seq);
+  return all;
+}
+
+}  // namespace
+
+int main() {
+  if (cuda::list_devices().empty()) {
+    std::printf("test_gpu_model: no CUDA device, skipped\n");
+    return 0;
+  }
+  int failures = 0, cases = 0;
+  for (const std::string& name : testing::fixture_cases()) {
+    try {
+      const std::string dir = testing::fixture_dir(name);
+      const auto x = testing::load_expected(dir);
+      runner_options o;
+      o.device = "cuda";
+      o.cache.max_sequences = 2;
+      o.cache.max_context = int64_t(x.ids.size());
+      auto runner = model_runner::load(dir, o);
+      std::printf("[gpu-model] %-18s device memory after load: %.1f MiB\n", name.c_str(),
+                  double(backend_memory_bytes(runner->backend())) / (1 << 20));
+      const int64_t n = int64_t(x.ids.size());
+      std::vector<int64_t> decode{x.decode_from};
+      for (int64_t i = x.decode_from; i < n; ++i) decode.push_back(1);
+      const std::pair<const char*, std::pair<const tensor*, std::vector<int64_t>>> modes[] = {
+          {"prefill", {&x.prefill, {n}}},
+          {"chunked", {&x.chunked, x.chunks}},
+          {"decode", {&x.decode, decode}}};
+      for (const auto& [mode, spec] : modes) {
+        const tensor got = run_chunks(*runner, x.ids, spec.second);
+        const auto a = testing::compare_logits(*spec.first, got);
+        const bool ok = a.argmax_agreement >= 0.99 && a.mean_kl <= 1e-3;
+        ++cases;
+        failures += !ok;
+        std::printf("[gpu-model] %-18s %-8s n=%lld max|diff|=%.3g mean-KL=%.3g argmax=%.4f %s\n",
+                    name.c_str(), mode, (long long)n, a.max_abs_diff, a.mean_kl, a.argmax_agreement,
+                    ok ? "OK" : "FAIL");
+      }
+    } catch (const std::exception& e) {
+      ++cases;
+      ++failures;
+      std::printf("[gpu-model] %-18s FAIL: %s\n", name.c_str(), e.what());
+    }
+  }
+  std::printf("%d passed, %d failed\n", cases - failures, failures);
+  return failures ? 1 : 0;
+}
