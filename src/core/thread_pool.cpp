@@ -34,23 +34,28 @@ void thread_pool::worker_loop(int) {
     if (stop_) return;
     seen = generation_;
     ++active_;
-    while (next_ < job_n_) {
-      const int64_t begin = next_;
-      const int64_t end = std::min(job_n_, begin + job_chunk_);
-      next_ = end;
-      lock.unlock();
-      try {
-        t_inside_job = true;
-        (*job_)(begin, end);
-        t_inside_job = false;
-      } catch (...) {
-        t_inside_job = false;
-        std::lock_guard<std::mutex> g(mutex_);
-        if (!first_error_) first_error_ = std::current_exception();
-      }
-      lock.lock();
-    }
+    drain(lock);
     if (--active_ == 0) done_.notify_all();
+  }
+}
+
+void thread_pool::drain(std::unique_lock<std::mutex>& lock) {
+  // Takes chunks of the current job until none is left; runs each without the lock. The first
+  // exception is kept for parallel_for to rethrow.
+  while (next_ < job_n_) {
+    const int64_t begin = next_;
+    const int64_t end = std::min(job_n_, begin + job_chunk_);
+    next_ = end;
+    lock.unlock();
+    try {
+      t_inside_job = true;
+      (*job_)(begin, end);
+    } catch (...) {
+      std::lock_guard<std::mutex> g(mutex_);
+      if (!first_error_) first_error_ = std::current_exception();
+    }
+    t_inside_job = false;
+    lock.lock();
   }
 }
 
@@ -76,22 +81,7 @@ void thread_pool::parallel_for(int64_t n, const std::function<void(int64_t, int6
   wake_.notify_all();
   std::unique_lock<std::mutex> lock(mutex_);
   ++active_;
-  while (next_ < job_n_) {
-    const int64_t begin = next_;
-    const int64_t end = std::min(job_n_, begin + job_chunk_);
-    next_ = end;
-    lock.unlock();
-    try {
-      t_inside_job = true;
-      fn(begin, end);
-      t_inside_job = false;
-    } catch (...) {
-      t_inside_job = false;
-      std::lock_guard<std::mutex> g(mutex_);
-      if (!first_error_) first_error_ = std::current_exception();
-    }
-    lock.lock();
-  }
+  drain(lock);
   --active_;
   done_.wait(lock, [&] { return active_ == 0; });
   job_ = nullptr;

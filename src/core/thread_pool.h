@@ -30,6 +30,7 @@ class thread_pool {
 
  private:
   void worker_loop(int index);
+  void drain(std::unique_lock<std::mutex>& lock);  // called with mutex_ held
 
   std::vector<std::thread> workers_;
   std::mutex mutex_;

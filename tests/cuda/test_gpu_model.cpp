@@ -10,28 +10,10 @@
 #include "core/error.h"
 #include "engine/model_runner.h"
 #include "model/fixture_model.h"
-
-namespace {
+#include "model/fixture_runner.h"
 
 using namespace dsv4;
-
-tensor run_chunks(model_runner& runner, const std::vector<int32_t>& ids,
-                  const std::vector<int64_t>& chunks) {
-  const int64_t vocab = runner.config().vocab_size;
-  const int seq = runner.add_sequence();
-  tensor all = tensor::empty(dtype::f32, {int64_t(ids.size()), vocab});
-  int64_t done = 0;
-  for (int64_t c : chunks) {
-    tensor l = runner.step({sequence_chunk{
-        seq, std::vector<int32_t>(ids.begin() + done, ids.begin() + done + c), true}});
-    std::copy(l.data<float>(), l.data<float>() + c * vocab, all.data<float>() + done * vocab);
-    done += c;
-  }
-  runner.release_sequence(seq);
-  return all;
-}
-
-}  // namespace
+using dsv4::testing::run_chunks;
 
 int main() {
   if (cuda::list_devices().empty()) {

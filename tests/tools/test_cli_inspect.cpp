@@ -14,46 +14,20 @@
 
 #include "core/tensor.h"
 #include "io/safetensors.h"
+#include "tools/cli_test.h"
 
 namespace dsv4 {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct run_result {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using testing::run_result;
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-class InspectCli : public ::testing::Test {
+class InspectCli : public testing::cli_test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("dsv4_test_inspect_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
+    cli_test::SetUp();
     fs::create_directories(dir_ / "model");
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  run_result run(const std::string& args) {
-    const fs::path out = dir_ / "stdout", err = dir_ / "stderr";
-    const std::string command = std::string("'") + DSV4_BINARY + "' " + args + " >'" +
-                                out.string() + "' 2>'" + err.string() + "'";
-    const int status = std::system(command.c_str());
-    run_result r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = read_text(out);
-    r.err = read_text(err);
-    return r;
   }
 
   void write_config() {
@@ -75,8 +49,6 @@ class InspectCli : public ::testing::Test {
     w.add("mtp.0.enorm.weight", tensor::zeros(dtype::bf16, {32}).view());
     w.write((dir_ / "model" / "model.safetensors").string());
   }
-
-  fs::path dir_;
 };
 
 TEST_F(InspectCli, JsonCountsMatchTheCheckpoint) {

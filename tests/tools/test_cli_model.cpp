@@ -14,56 +14,23 @@
 
 #include "io/safetensors.h"
 #include "model/fixture_model.h"
+#include "tools/cli_test.h"
 
 namespace dsv4 {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct run_result {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using testing::run_result;
 
-class model_cli : public ::testing::Test {
+class model_cli : public testing::cli_test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("dsv4_test_cli_model_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  static std::string read_text(const fs::path& p) {
-    std::ifstream in(p);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
-
-  run_result run(const std::string& args) {
-    const fs::path out = dir_ / "stdout", err = dir_ / "stderr";
-    const std::string command = std::string("'") + DSV4_BINARY + "' " + args + " >'" +
-                                out.string() + "' 2>'" + err.string() + "'";
-    const int status = std::system(command.c_str());
-    run_result r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = read_text(out);
-    r.err = read_text(err);
-    return r;
-  }
-
   void expect_clean_error(const run_result& r, const std::string& needle) {
     EXPECT_EQ(r.exit_code, 1) << r.err;
     EXPECT_EQ(r.err.rfind("dsv4: error: ", 0), 0u) << r.err;
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
   }
-
-  fs::path dir_;
 };
 
 std::string join(const std::vector<int32_t>& v, size_t n) {
