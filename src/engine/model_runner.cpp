@@ -47,7 +47,8 @@ std::unique_ptr<model_runner> model_runner::load(const std::string& model_dir,
   r->backend_ = make_backend(options.device);
   r->weights_ = load_model_weights(r->checkpoint_, r->config_, *r->backend_);
   r->cache_ = std::make_unique<kv_cache>(r->config_, *r->backend_, options.cache);
-  r->forward_ = std::make_unique<model_forward>(r->config_, r->weights_, *r->backend_);
+  r->forward_ =
+      std::make_unique<model_forward>(r->config_, r->weights_, *r->backend_, options.precision);
   return r;
 }
 

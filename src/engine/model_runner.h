@@ -18,6 +18,9 @@ namespace dsv4 {
 struct runner_options {
   std::string device = "cpu";
   cache_options cache;
+  // exact (the default everywhere: what the transformers oracle computes) or official (the
+  // official reference's FP8/FP4 quantize-dequantize steps, docs/dsv4-model.md §3.7).
+  precision_mode precision = precision_mode::exact;
 };
 
 class model_runner {

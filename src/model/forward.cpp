@@ -32,10 +32,21 @@ router_score parse_router_score(const std::string& name) {
 
 }  // namespace
 
+precision_mode parse_precision_mode(std::string_view name) {
+  if (name == "exact") return precision_mode::exact;
+  if (name == "official") return precision_mode::official;
+  fail("unknown precision mode '{}' (exact or official)", name);
+}
+
+std::string_view precision_mode_name(precision_mode mode) {
+  return mode == precision_mode::official ? "official" : "exact";
+}
+
 // The step plan on the device.
 struct model_forward::step_tensors {
   int64_t tokens = 0;
   tensor ids, positions, window_write_rows, window_rows;
+  tensor identity_rows;  // [T] i32 0..T-1 (official mode: gather_rows makes copies)
   struct compressed {
     tensor state_base, emit_rows, n_visible, token_seq, block_table;
   };
@@ -43,8 +54,9 @@ struct model_forward::step_tensors {
   int64_t block_size = 128;
 };
 
-model_forward::model_forward(const model_config& config, const model_weights& weights, ops& backend)
-    : cfg_(config), w_(weights), ops_(backend) {
+model_forward::model_forward(const model_config& config, const model_weights& weights, ops& backend,
+                             precision_mode precision)
+    : cfg_(config), w_(weights), ops_(backend), precision_(precision) {
   // transformers scales cos/sin by a YaRN attention factor when a config sets one; V4 (official
   // and transformers' default) uses 1.0, and the rope op has no such scale.
   for (const rope_config* r : {&cfg_.rope_main, &cfg_.rope_compress})
@@ -73,6 +85,11 @@ tensor model_forward::run(const step_plan& plan, std::vector<layer_cache>& cache
   st.positions = upload_i32(ops_, plan.positions, {T});
   st.window_write_rows = upload_i32(ops_, plan.window_write_rows, {T});
   st.window_rows = upload_i32(ops_, plan.window_rows, {T, plan.window_width});
+  if (precision_ == precision_mode::official) {
+    std::vector<int32_t> identity(static_cast<size_t>(T));
+    for (int64_t t = 0; t < T; ++t) identity[size_t(t)] = int32_t(t);
+    st.identity_rows = upload_i32(ops_, identity, {T});
+  }
   auto upload_compressed = [&](const compressed_plan& cp, step_tensors::compressed& out) {
     if (cp.rate == 0) return;
     out.state_base = upload_i32(ops_, cp.state_base, {T});
@@ -129,6 +146,22 @@ tensor model_forward::run(const step_plan& plan, std::vector<layer_cache>& cache
   return ops_.linear(x, *w_.head);
 }
 
+bool model_forward::quantizes_input(weight_format f) const {
+  return precision_ == precision_mode::official && f != weight_format::dense;
+}
+
+const tensor& model_forward::linear_input(const tensor& x, weight_format f, tensor& quantized,
+                                          const step_tensors& st) {
+  if (!quantizes_input(f)) return x;
+  if (!quantized.defined()) {
+    DSV4_CHECK(x.shape().rank() == 2 && x.size(0) == st.tokens,
+               "official precision: linear input {} is not one row per token", x.shape().str());
+    quantized = ops_.gather_rows(x, st.identity_rows);
+    ops_.fake_quant_fp8_act(quantized, 128);
+  }
+  return quantized;
+}
+
 tensor model_forward::attention(int layer, const tensor& x, const step_tensors& st,
                                 layer_cache& cache) {
   const attention_weights& aw = w_.layers[layer].attn;
@@ -139,16 +172,27 @@ tensor model_forward::attention(int layer, const tensor& x, const step_tensors& 
   const bool compressed = aw.kind != attention_kind::sliding;
   const tensor& inv_freq = compressed ? inv_freq_compress_ : inv_freq_main_;
 
+  const bool official = precision_ == precision_mode::official;
+  // Official mode: FP8 copies of x and qr for the FP8/FP4 linears that read them (the
+  // compressor and weights_proj read x unquantized).
+  tensor xq, qrq;
+  auto in_x = [&](const prepared_linear& w) -> const tensor& {
+    return linear_input(x, w.source_format, xq, st);
+  };
+
   // Queries: low-rank path, weighted norm, per-head unweighted norm, RoPE on the trailing dims.
-  tensor qr = ops_.rms_norm(ops_.linear(x, *aw.wq_a), &aw.q_norm, eps);
-  tensor q = ops_.rms_norm(ops_.linear(qr, *aw.wq_b), nullptr, eps, H);
+  tensor qr = ops_.rms_norm(ops_.linear(in_x(*aw.wq_a), *aw.wq_a), &aw.q_norm, eps);
+  tensor q = ops_.rms_norm(ops_.linear(linear_input(qr, aw.wq_b->source_format, qrq, st), *aw.wq_b),
+                           nullptr, eps, H);
   ops_.rope(q, H, d, rd, st.positions, inv_freq, false);
 
   // The single shared K = V head, written to the window cache before attention so that a chunk
-  // sees its own earlier tokens.
-  tensor kv = ops_.rms_norm(ops_.linear(x, *aw.wkv), &aw.kv_norm, eps);
+  // sees its own earlier tokens. Official mode: the non-RoPE dims of the rows just written are
+  // rounded to FP8 (block 64), as the official Attention does to kv before caching and using it.
+  tensor kv = ops_.rms_norm(ops_.linear(in_x(*aw.wkv), *aw.wkv), &aw.kv_norm, eps);
   ops_.rope(kv, 1, d, rd, st.positions, inv_freq, false);
   ops_.scatter_rows(kv, cache.window_pool, st.window_write_rows);
+  if (official) ops_.fake_quant_kv_fp8(cache.window_pool, st.window_write_rows, d - rd, 64);
 
   kv_source window{&cache.window_pool, &st.window_rows};
   kv_source comp;
@@ -166,6 +210,8 @@ tensor model_forward::attention(int layer, const tensor& x, const step_tensors& 
     ops_.compressor(ops_.linear(x, *cw.wkv), ops_.linear(x, *cw.wgate), st.positions, sc.state_base,
                     sc.emit_rows, cw.ape, cw.norm, inv_freq, params, cache.comp_state_kv,
                     cache.comp_state_score, cache.comp_pool);
+    // Official mode: the main compressor's entries get the window KV's FP8 rounding.
+    if (official) ops_.fake_quant_kv_fp8(cache.comp_pool, sc.emit_rows, d - rd, 64);
     comp.pool = &cache.comp_pool;
     comp.block_size = st.block_size;
     if (csa) {
@@ -177,8 +223,13 @@ tensor model_forward::attention(int layer, const tensor& x, const step_tensors& 
       ops_.compressor(ops_.linear(x, *iw.wkv), ops_.linear(x, *iw.wgate), st.positions,
                       sc.state_base, sc.emit_rows, iw.ape, iw.norm, inv_freq, ip,
                       cache.index_state_kv, cache.index_state_score, cache.index_pool);
-      tensor iq = ops_.linear(qr, *aw.index_wq_b);
+      // Official mode: indexer keys and queries are Hadamard-rotated and rounded to FP4 after
+      // RoPE.
+      if (official) ops_.hadamard_fp4_rows(cache.index_pool, sc.emit_rows, 1, id);
+      tensor iq =
+          ops_.linear(linear_input(qr, aw.index_wq_b->source_format, qrq, st), *aw.index_wq_b);
       ops_.rope(iq, ih, id, rd, st.positions, inv_freq, false);
+      if (official) ops_.hadamard_fp4(iq, ih, id);
       tensor iweights = ops_.linear(x, *aw.index_weights_proj);
       ops_.scale(iweights, float(1.0 / std::sqrt(double(ih))));
       top_rows = ops_.indexer_topk(iq, iweights, cache.index_pool, sc.block_table, sc.token_seq,
@@ -196,7 +247,10 @@ tensor model_forward::attention(int layer, const tensor& x, const step_tensors& 
                                    float(1.0 / std::sqrt(double(d))));
   // K = V carried RoPE into the output: rotate back by the query position.
   ops_.rope(o, H, d, rd, st.positions, inv_freq, true);
+  // wo_a stays unquantized in both modes (the official convert.py dequantizes it to BF16).
   tensor z = ops_.grouped_linear(o, *aw.wo_a, cfg_.o_groups);
+  if (quantizes_input(aw.wo_b->source_format))
+    ops_.fake_quant_fp8_act(z, 128);  // z feeds wo_b only
   return ops_.linear(z, *aw.wo_b);
 }
 
@@ -214,10 +268,18 @@ tensor model_forward::ffn(int layer, const tensor& x, const step_tensors& st) {
   const bool normalize = score != router_score::softmax || cfg_.norm_topk_prob;
   ops_.moe_route(x, *fw.gate, hash ? nullptr : &fw.bias, hash ? &fw.tid2eid : nullptr, st.ids,
                  score, k, normalize, float(cfg_.routed_scaling_factor), indices, weights);
-  tensor y = ops_.moe_experts(x, indices, weights, *fw.experts, limit);
-  tensor shared =
-      ops_.linear(ops_.swiglu(ops_.linear(x, *fw.shared_w1), ops_.linear(x, *fw.shared_w3), limit),
-                  *fw.shared_w2);
+  // Official mode: the experts read the FP8 copy of x (the router reads x itself), and the
+  // routed experts apply their weight before the quantized w2 (moe_experts_official).
+  tensor xq;
+  tensor y = quantizes_input(fw.experts->source_format)
+                 ? ops_.moe_experts_official(linear_input(x, fw.experts->source_format, xq, st),
+                                             indices, weights, *fw.experts, limit)
+                 : ops_.moe_experts(x, indices, weights, *fw.experts, limit);
+  tensor h = ops_.swiglu(
+      ops_.linear(linear_input(x, fw.shared_w1->source_format, xq, st), *fw.shared_w1),
+      ops_.linear(linear_input(x, fw.shared_w3->source_format, xq, st), *fw.shared_w3), limit);
+  if (quantizes_input(fw.shared_w2->source_format)) ops_.fake_quant_fp8_act(h, 128);
+  tensor shared = ops_.linear(h, *fw.shared_w2);
   ops_.add(y, shared);
   return y;
 }

@@ -27,6 +27,9 @@ class prepared_linear {
   int64_t out = 0;
   int64_t in = 0;
   std::string name;
+  // The checkpoint format of the weight (set by every backend's prepare_linear): the official
+  // precision mode quantizes the input of FP8/FP4-weight linears only (docs/dsv4-model.md §3.7).
+  weight_format source_format = weight_format::dense;
 };
 
 // The routed experts of one MoE layer: w1 (gate), w3 (up) [inter, hidden], w2 (down) [hidden,
@@ -37,6 +40,9 @@ class prepared_experts {
   int64_t count = 0;
   int64_t hidden = 0;
   int64_t inter = 0;
+  // The checkpoint format of the expert weights (set by every backend's prepare_experts), as
+  // prepared_linear::source_format.
+  weight_format source_format = weight_format::dense;
 };
 
 enum class router_score : uint8_t { sqrtsoftplus, softmax, sigmoid };
@@ -158,6 +164,49 @@ class ops {
   // y[t] = sum_k weights[t, k] * w2_e(swiglu(w1_e x[t], w3_e x[t])), e = indices[t, k].
   virtual tensor moe_experts(const tensor& x, const tensor& indices, const tensor& weights,
                              const prepared_experts& experts, float swiglu_limit) = 0;
+
+  // ---- official precision mode (docs/dsv4-model.md §3.7; off in the exact mode) ----
+  // The official reference simulates its deployment quantization (QAT) with quantize-dequantize
+  // steps; these ops reproduce them on f32 activations. Scales are powers of two (E8M0), so
+  // x / s and q * s are exact and only the element casts round. The casts are round to nearest,
+  // ties to even, saturating; [UNCONFIRMED] that the tilelang FP8/FP4 casts of the official
+  // kernels round this way (docs §9 item 2). The official kernels compute the scale as
+  // 2^ceil(log2(amax * (1/max))); amax / max gives the same power of two for every normal f32
+  // amax (checked exhaustively for max = 448 and 6).
+  //
+  // In place: every row of x [rows, n] in blocks of `block` consecutive values (the last block
+  // of a row may be shorter): s = 2^ceil(log2(max(amax, 1e-4) / 448)), x = e4m3(x / s) * s.
+  // Official: act_quant (kernel.py) on the input of every Linear with an FP8 or FP4 weight
+  // (wq_a, wq_b, wkv, wo_b, indexer.wq_b, shared and routed experts), block 128; not wo_a
+  // (convert.py dequantizes it to BF16), nor the compressor, gate, weights_proj or head.
+  virtual void fake_quant_fp8_act(tensor& x, int64_t block = 128) = 0;
+  // In place on pool rows rows[i] of pool [R, W] (-1 skipped; listed rows must be distinct, as
+  // a step's window and emit rows are, since backends quantize rows concurrently): the first
+  // nope_dims values of each row quantized like fake_quant_fp8_act in blocks of `block` (the last
+  // may be shorter); the remaining (RoPE) dims untouched. Official: Attention.forward rounds
+  // the window kv (kv[..., :-rd], block 64) and Compressor.forward its emitted entries (main
+  // compressor only), after RoPE; the initial official revision cast to BF16 here (no
+  // rounding), the current one to FP8 (docs §3.7).
+  virtual void fake_quant_kv_fp8(tensor& pool, const tensor& rows, int64_t nope_dims,
+                                 int64_t block = 64) = 0;
+  // In place on each of the `heads` vectors of head_dim values in every row of x
+  // [rows, heads * head_dim] (head_dim a power of two): v = H v * head_dim^-0.5 (Walsh-Hadamard
+  // in Sylvester order, H[i][j] = (-1)^popcount(i & j), computed by log2(head_dim) butterfly
+  // stages in f32), then FP4 e2m1 quantize-dequantize per block of 32: s = 2^ceil(log2(amax /
+  // 6)) with amax floored at 6 * 2^-126, v = e2m1(v / s) * s (saturating at 6). Official:
+  // Indexer.forward on q after RoPE (rotate_activation = fast_hadamard_transform, then
+  // fp4_act_quant) and on the indexer compressor's keys (Compressor with rotate=True).
+  virtual void hadamard_fp4(tensor& x, int64_t heads, int64_t head_dim) = 0;
+  // hadamard_fp4 on pool rows rows[i] (-1 skipped, distinct) of pool [R, heads * head_dim].
+  virtual void hadamard_fp4_rows(tensor& pool, const tensor& rows, int64_t heads,
+                                 int64_t head_dim) = 0;
+  // Routed experts in the official order (docs §4 Expert with weights, §3.7): for each pair,
+  // h = swiglu(w1_e x, w3_e x) * weights[t, k]; h is fake-quantized to FP8 (fake_quant_fp8_act,
+  // block 128, per pair row) as the input of the FP8/FP4 w2; y[t] = sum_k w2_e h. x is used as
+  // given (the caller quantizes it, as it is shared with the shared expert). The official
+  // reference also rounds h to BF16 before the quantization; activations stay f32 here.
+  virtual tensor moe_experts_official(const tensor& x, const tensor& indices, const tensor& weights,
+                                      const prepared_experts& experts, float swiglu_limit) = 0;
 };
 
 }  // namespace dsv4

@@ -19,6 +19,7 @@ struct logits_options {
   int64_t decode_from = -1;
   std::string out;
   std::string device = "cpu";
+  std::string precision = "exact";
 };
 
 int run_logits(const logits_options& o) {
@@ -46,6 +47,7 @@ int run_logits(const logits_options& o) {
   }
   runner_options ro;
   ro.device = o.device;
+  ro.precision = parse_precision_mode(o.precision);
   ro.cache.max_sequences = 1;
   ro.cache.max_context = std::max<int64_t>(n, 1);
   auto runner = model_runner::load(o.model, ro);
@@ -83,6 +85,10 @@ const command_registration registration(
                      "Prefill N tokens, then decode the rest one at a time");
       sub.add_option("--out", o->out, "Output safetensors file (tensor 'logits')")->required();
       sub.add_option("--device", o->device, "cpu");
+      sub.add_option("--precision", o->precision,
+                     "exact (default) or official (FP8/FP4 activation, KV and indexer rounding "
+                     "of the official reference)")
+          ->check(CLI::IsMember({"exact", "official"}));
       return [o] { return run_logits(*o); };
     });
 

@@ -718,6 +718,7 @@ constexpr int64_t k_flash_moe_inter = 2048, k_pro_moe_inter = 3072, k_vocab = 12
 
 #include "cases_attention.inc"
 #include "cases_linear.inc"
+#include "cases_quantize.inc"
 
 std::vector<test_case> make_eval_cases() {
   std::vector<test_case> cases;
@@ -806,6 +807,7 @@ std::vector<test_case> make_eval_cases() {
   cases.push_back(hc_head_case(3, 1, 1));
   append_attention_eval_cases(cases);
   append_linear_eval_cases(cases);
+  append_quantize_eval_cases(cases);
   return cases;
 }
 
@@ -834,6 +836,7 @@ std::vector<test_case> make_perf_cases() {
   cases.push_back(hc_post_perf(4096, k_hc, k_pro_hidden));
   append_attention_perf_cases(cases);
   append_linear_perf_cases(cases);
+  append_quantize_perf_cases(cases);
   return cases;
 }
 

@@ -68,6 +68,16 @@ class cpu_ops final : public ops {
                  bool normalize, float route_scale, tensor& indices, tensor& weights) override;
   tensor moe_experts(const tensor& x, const tensor& indices, const tensor& weights,
                      const prepared_experts& experts, float swiglu_limit) override;
+
+  // Official precision mode (quantize.cpp; moe_experts_official in moe.cpp).
+  void fake_quant_fp8_act(tensor& x, int64_t block) override;
+  void fake_quant_kv_fp8(tensor& pool, const tensor& rows, int64_t nope_dims,
+                         int64_t block) override;
+  void hadamard_fp4(tensor& x, int64_t heads, int64_t head_dim) override;
+  void hadamard_fp4_rows(tensor& pool, const tensor& rows, int64_t heads,
+                         int64_t head_dim) override;
+  tensor moe_experts_official(const tensor& x, const tensor& indices, const tensor& weights,
+                              const prepared_experts& experts, float swiglu_limit) override;
 };
 
 // Shared helpers of the CPU op files.
@@ -77,5 +87,19 @@ float dot(const float* a, const float* b, int64_t n);
 // Rotates the interleaved pairs of v[0:rope_dim] by angle position * inv_freq[i] (negated if
 // inverse). Angles and trigonometry in f32, as the oracle computes them.
 void rope_rotate(float* v, int64_t rope_dim, int32_t position, const float* inv_freq, bool inverse);
+
+// Power-of-two (E8M0) block scales of the official quantizers: 2^ceil(log2(max(amax, 1e-4) /
+// 448)) for FP8 e4m3, 2^ceil(log2(max(amax, 6 * 2^-126) / 6)) for FP4 e2m1.
+float fp8_block_scale(float amax);
+float fp4_block_scale(float amax);
+// FP8 e4m3 quantize-dequantize of v[0:n] in place, one scale per `block` values (last block may
+// be shorter); NaN elements are ignored by the amax and stay NaN.
+void fake_quant_fp8_values(float* v, int64_t n, int64_t block);
+// Walsh-Hadamard transform of v[0:n] in place (n a power of two), scaled by n^-0.5.
+void hadamard_values(float* v, int64_t n);
+// FP4 e2m1 quantize-dequantize of v[0:n] in place, one scale per 32 values (last may be shorter).
+void fake_quant_fp4_values(float* v, int64_t n);
+// hadamard_values then fake_quant_fp4_values.
+void hadamard_fp4_values(float* v, int64_t n);
 
 }  // namespace dsv4::cpu

@@ -39,6 +39,7 @@ std::unique_ptr<prepared_linear> cpu_ops::prepare_linear(const linear_weight& w)
   p->out = w.out;
   p->in = w.in;
   p->name = w.name;
+  p->source_format = w.format;
   p->weight = dequantize_to_f32(w);
   return p;
 }
@@ -52,6 +53,7 @@ std::unique_ptr<prepared_experts> cpu_ops::prepare_experts(const std::vector<lin
   p->count = int64_t(w1.size());
   p->inter = w1[0].out;
   p->hidden = w1[0].in;
+  p->source_format = w1[0].format;
   p->w1.resize(w1.size());
   p->w3.resize(w1.size());
   p->w2.resize(w1.size());

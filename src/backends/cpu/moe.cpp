@@ -58,8 +58,12 @@ void cpu_ops::moe_route(const tensor& x, const prepared_linear& gate, const tens
   }
 }
 
-tensor cpu_ops::moe_experts(const tensor& x, const tensor& indices, const tensor& weights,
-                            const prepared_experts& experts, float swiglu_limit) {
+namespace {
+
+// Shared body of moe_experts (exact order: y += w * w2(h)) and moe_experts_official (h *= w,
+// FP8 fake-quant of h per 128 values, y += w2(h)).
+tensor experts_forward(const tensor& x, const tensor& indices, const tensor& weights,
+                       const prepared_experts& experts, float swiglu_limit, bool official) {
   check_f32(x, "moe input");
   const auto& ex = static_cast<const cpu_experts&>(experts);
   const int64_t T = x.size(0);
@@ -85,11 +89,31 @@ tensor cpu_ops::moe_experts(const tensor& x, const tensor& indices, const tensor
           h[i] = g / (1.0f + std::exp(-g)) * u;
         }
         const float wk = weights.data<float>()[t * K + k];
-        for (int64_t o = 0; o < D; ++o) yt[o] += wk * dot(h.data(), w2 + o * I, I);
+        if (official) {
+          // The official Expert scales h by the routing weight, and the FP8/FP4 w2 quantizes
+          // its input (docs/dsv4-model.md §3.7, §4).
+          for (int64_t i = 0; i < I; ++i) h[i] *= wk;
+          fake_quant_fp8_values(h.data(), I, 128);
+          for (int64_t o = 0; o < D; ++o) yt[o] += dot(h.data(), w2 + o * I, I);
+        } else {
+          for (int64_t o = 0; o < D; ++o) yt[o] += wk * dot(h.data(), w2 + o * I, I);
+        }
       }
     }
   });
   return y;
+}
+
+}  // namespace
+
+tensor cpu_ops::moe_experts(const tensor& x, const tensor& indices, const tensor& weights,
+                            const prepared_experts& experts, float swiglu_limit) {
+  return experts_forward(x, indices, weights, experts, swiglu_limit, false);
+}
+
+tensor cpu_ops::moe_experts_official(const tensor& x, const tensor& indices, const tensor& weights,
+                                     const prepared_experts& experts, float swiglu_limit) {
+  return experts_forward(x, indices, weights, experts, swiglu_limit, true);
 }
 
 }  // namespace dsv4::cpu

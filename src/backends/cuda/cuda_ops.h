@@ -69,6 +69,16 @@ class cuda_ops final : public ops {
   tensor moe_experts(const tensor& x, const tensor& indices, const tensor& weights,
                      const prepared_experts& experts, float swiglu_limit) override;
 
+  // Official precision mode (cuda_ops_quantize.cpp; moe_experts_official in cuda_ops_linear.cpp).
+  void fake_quant_fp8_act(tensor& x, int64_t block) override;
+  void fake_quant_kv_fp8(tensor& pool, const tensor& rows, int64_t nope_dims,
+                         int64_t block) override;
+  void hadamard_fp4(tensor& x, int64_t heads, int64_t head_dim) override;
+  void hadamard_fp4_rows(tensor& pool, const tensor& rows, int64_t heads,
+                         int64_t head_dim) override;
+  tensor moe_experts_official(const tensor& x, const tensor& indices, const tensor& weights,
+                              const prepared_experts& experts, float swiglu_limit) override;
+
  private:
   int device_ = 0;
   cudaStream_t stream_ = nullptr;

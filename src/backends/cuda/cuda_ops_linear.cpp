@@ -155,6 +155,7 @@ std::unique_ptr<prepared_linear> cuda_ops::prepare_linear(const linear_weight& w
   p->out = w.out;
   p->in = w.in;
   p->name = w.name;
+  p->source_format = w.format;
   p->s = upload_weights(*this, {&w});
   return p;
 }
@@ -168,6 +169,7 @@ std::unique_ptr<prepared_experts> cuda_ops::prepare_experts(const std::vector<li
   p->count = int64_t(w1.size());
   p->inter = w1[0].out;
   p->hidden = w1[0].in;
+  p->source_format = w1[0].format;
   auto ptrs = [](const std::vector<linear_weight>& v) {
     std::vector<const linear_weight*> out;
     for (const auto& w : v) out.push_back(&w);
@@ -217,6 +219,37 @@ void cuda_ops::moe_route(const tensor& x, const prepared_linear& gate, const ten
                     ids.data<int32_t>(), moe_score(uint8_t(score)), top_k, normalize, route_scale,
                     logits.data<float>(), indices.data<int32_t>(), weights.data<float>(), stream_),
       "moe_route");
+}
+
+namespace {
+
+tensor run_moe_experts(cuda_ops& o, const tensor& x, const tensor& indices, const tensor& weights,
+                       const prepared_experts& experts, float swiglu_limit, bool official) {
+  check_f32_device(x, "moe input");
+  const auto& ce = static_cast<const cuda_experts&>(experts);
+  const int64_t T = x.size(0);
+  const int64_t k = indices.size(1);
+  DSV4_CHECK(x.size(1) == ce.hidden, "moe: input {} for hidden {}", x.shape().str(), ce.hidden);
+  const size_t ws = moe_experts_workspace_bytes(T, k, ce.count, ce.hidden, ce.inter);
+  tensor workspace = o.alloc(dtype::u8, {int64_t(ws)});
+  tensor y = o.alloc(dtype::f32, {T, ce.hidden});
+  check_cuda(
+      official ? moe_experts_official_f32(x.data<float>(), T, indices.data<int32_t>(),
+                                          weights.data<float>(), k, ce.w1.w, ce.w3.w, ce.w2.w,
+                                          swiglu_limit, workspace.data<void>(), ws, y.data<float>(),
+                                          o.stream())
+               : moe_experts_f32(x.data<float>(), T, indices.data<int32_t>(), weights.data<float>(),
+                                 k, ce.w1.w, ce.w3.w, ce.w2.w, swiglu_limit, workspace.data<void>(),
+                                 ws, y.data<float>(), o.stream()),
+      official ? "moe_experts_official" : "moe_experts");
+  return y;
+}
+
+}  // namespace
+
+tensor cuda_ops::moe_experts_official(const tensor& x, const tensor& indices, const tensor& weights,
+                                      const prepared_experts& experts, float swiglu_limit) {
+  return run_moe_experts(*this, x, indices, weights, experts, swiglu_limit, true);
 }
 
 tensor cuda_ops::moe_experts(const tensor& x, const tensor& indices, const tensor& weights,

@@ -14,6 +14,7 @@
 #include <cmath>
 
 #include "backends/cuda/moe.h"
+#include "backends/cuda/quantize.h"
 #include "backends/cuda/weight_decode.cuh"
 
 namespace dsv4::cuda {
@@ -152,7 +153,8 @@ template <weight_kind K, int NT>
 __global__ void __launch_bounds__(k_moe_threads)
     moe_gate_up_kernel(const float* x, int64_t hidden, int top_k, const int* chunk_count,
                        const int4* chunks, const int* sorted, weight_args w1, weight_args w3,
-                       float limit, float* h, int64_t inter, bool vector_path) {
+                       float limit, const float* pair_weights, float* h, int64_t inter,
+                       bool vector_path) {
   __shared__ const float* xrow[NT];
   __shared__ int pair_of[NT];
   const int slot = blockIdx.y;
@@ -183,8 +185,29 @@ __global__ void __launch_bounds__(k_moe_threads)
   for (int r = 0; r < half; ++r)
 #pragma unroll
     for (int t = 0; t < NT; ++t)
-      if (lane == (r * NT + t) % k_warp_size && t < c.z && i0 + r < inter)
-        h[int64_t(pair_of[t]) * inter + i0 + r] = swiglu_value(acc[r][t], acc[half + r][t], limit);
+      if (lane == (r * NT + t) % k_warp_size && t < c.z && i0 + r < inter) {
+        const float v = swiglu_value(acc[r][t], acc[half + r][t], limit);
+        // Official order: the routing weight scales h before the quantized w2 (null: exact).
+        h[int64_t(pair_of[t]) * inter + i0 + r] =
+            pair_weights ? __fmul_rn(v, pair_weights[pair_of[t]]) : v;
+      }
+}
+
+// Official order: h row of every pair with a valid expert FP8 fake-quantized per 128 values (the
+// input quantization of the FP8/FP4 w2). One warp per (pair, block); rows of pairs with a bad
+// expert index were never written and are left alone.
+__global__ void __launch_bounds__(256)
+    moe_quantize_h_kernel(float* h, const int32_t* indices, int64_t pairs, int64_t experts,
+                          int64_t inter) {
+  constexpr int64_t block = 128;
+  const int64_t blocks_per_row = (inter + block - 1) / block;
+  const int64_t item = int64_t(blockIdx.x) * (256 / k_warp_size) + threadIdx.x / k_warp_size;
+  if (item >= pairs * blocks_per_row) return;
+  const int64_t p = item / blocks_per_row, b = item % blocks_per_row;
+  const int32_t e = indices[p];
+  if (e < 0 || e >= experts) return;
+  const int64_t begin = b * block;
+  quant::fp8_block_warp(h + p * inter + begin, inter - begin < block ? inter - begin : block);
 }
 
 // Grid: x = blocks of k_moe_warps * k_moe_rows output rows, y = chunk slots.
@@ -222,7 +245,9 @@ __global__ void __launch_bounds__(k_moe_threads)
 }
 
 // y[t, o] = sum_k weights[t, k] * out[t * top_k + k, o], k in order (as the CPU accumulates);
-// NaN for a token with an expert index outside [0, experts).
+// weighted false (official order, weights already applied to h): plain sum in k order. NaN for a
+// token with an expert index outside [0, experts).
+template <bool weighted>
 __global__ void moe_combine_kernel(const float* out, const int32_t* indices, const float* weights,
                                    int64_t tokens, int top_k, int64_t experts, int64_t hidden,
                                    float* y) {
@@ -239,7 +264,10 @@ __global__ void moe_combine_kernel(const float* out, const int32_t* indices, con
         bad = true;
         continue;
       }
-      acc += weights[p] * out[p * hidden + o];
+      if constexpr (weighted)
+        acc += weights[p] * out[p * hidden + o];
+      else
+        acc += out[p * hidden + o];
     }
     y[i] = bad ? __uint_as_float(0x7fc00000u) : acc;
   }
@@ -357,7 +385,8 @@ template <weight_kind K, int NT>
 cudaError_t launch_experts(const float* x, int64_t tokens, int64_t top_k, const device_weight& w1,
                            const device_weight& w3, const device_weight& w2, float limit,
                            const int* chunk_count, const int4* chunks, const int* sorted,
-                           int64_t max_chunks, float* h, float* out, cudaStream_t stream) {
+                           int64_t max_chunks, const float* pair_weights, const int32_t* indices,
+                           float* h, float* out, cudaStream_t stream) {
   const int64_t hidden = w1.cols, inter = w1.rows;
   const bool vec1 = detail::vector_path_ok(w1, x, hidden) && detail::vector_path_ok(w3, x, hidden);
   // h rows start at pair * inter floats inside a 256-aligned workspace region.
@@ -365,8 +394,15 @@ cudaError_t launch_experts(const float* x, int64_t tokens, int64_t top_k, const 
   const dim3 grid1(unsigned(ceil_div(inter, k_moe_warps * (k_moe_rows / 2))), unsigned(max_chunks));
   moe_gate_up_kernel<K, NT><<<grid1, k_moe_threads, 0, stream>>>(
       x, hidden, int(top_k), chunk_count, chunks, sorted, detail::make_weight_args(w1),
-      detail::make_weight_args(w3), limit, h, inter, vec1);
+      detail::make_weight_args(w3), limit, pair_weights, h, inter, vec1);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  if (pair_weights) {  // official order
+    const int64_t pairs = tokens * top_k;
+    const int64_t items = pairs * ceil_div(inter, 128);
+    moe_quantize_h_kernel<<<unsigned(ceil_div(items, 256 / k_warp_size)), 256, 0, stream>>>(
+        h, indices, pairs, w1.count, inter);
+    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  }
   const dim3 grid2(unsigned(ceil_div(hidden, k_moe_warps * k_moe_rows)), unsigned(max_chunks));
   moe_down_kernel<K, NT><<<grid2, k_moe_threads, 0, stream>>>(
       h, inter, chunk_count, chunks, sorted, detail::make_weight_args(w2), out, hidden, vec2);
@@ -377,16 +413,17 @@ template <weight_kind K>
 cudaError_t launch_experts_nt(int nt, const float* x, int64_t tokens, int64_t top_k,
                               const device_weight& w1, const device_weight& w3,
                               const device_weight& w2, float limit, const int* chunk_count,
-                              const int4* chunks, const int* sorted, int64_t max_chunks, float* h,
+                              const int4* chunks, const int* sorted, int64_t max_chunks,
+                              const float* pair_weights, const int32_t* indices, float* h,
                               float* out, cudaStream_t stream) {
   if (nt == 1)
     return launch_experts<K, 1>(x, tokens, top_k, w1, w3, w2, limit, chunk_count, chunks, sorted,
-                                max_chunks, h, out, stream);
+                                max_chunks, pair_weights, indices, h, out, stream);
   if (nt == 4)
     return launch_experts<K, 4>(x, tokens, top_k, w1, w3, w2, limit, chunk_count, chunks, sorted,
-                                max_chunks, h, out, stream);
+                                max_chunks, pair_weights, indices, h, out, stream);
   return launch_experts<K, 16>(x, tokens, top_k, w1, w3, w2, limit, chunk_count, chunks, sorted,
-                               max_chunks, h, out, stream);
+                               max_chunks, pair_weights, indices, h, out, stream);
 }
 
 }  // namespace
@@ -419,11 +456,14 @@ size_t moe_experts_workspace_bytes(int64_t tokens, int64_t top_k, int64_t expert
   return moe_workspace_layout(tokens, top_k, experts, hidden, inter).total;
 }
 
-cudaError_t moe_experts_f32(const float* x, int64_t tokens, const int32_t* indices,
-                            const float* weights, int64_t top_k, const device_weight& w1,
-                            const device_weight& w3, const device_weight& w2, float swiglu_limit,
-                            void* workspace, size_t workspace_bytes, float* y,
-                            cudaStream_t stream) {
+namespace {
+
+// moe_experts_f32 (official false) and moe_experts_official_f32 (official true).
+cudaError_t run_experts(const float* x, int64_t tokens, const int32_t* indices,
+                        const float* weights, int64_t top_k, const device_weight& w1,
+                        const device_weight& w3, const device_weight& w2, float swiglu_limit,
+                        void* workspace, size_t workspace_bytes, float* y, bool official,
+                        cudaStream_t stream) {
   for (const device_weight* w : {&w1, &w3, &w2})
     if (const cudaError_t e = validate_weight(*w); e != cudaSuccess) return e;
   const int64_t experts = w1.count, hidden = w1.cols, inter = w1.rows;
@@ -452,39 +492,52 @@ cudaError_t moe_experts_f32(const float* x, int64_t tokens, const int32_t* indic
   moe_plan_kernel<<<1, k_plan_threads, 0, stream>>>(indices, int(pairs), int(experts), nt,
                                                     chunk_count, sorted, chunks);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  // Official order: the routing weights scale h (gate-up kernel) instead of the combine.
+  const float* pair_weights = official ? weights : nullptr;
   cudaError_t status = cudaErrorInvalidValue;
   switch (w1.kind) {
-    case weight_kind::f32:
-      status = launch_experts_nt<weight_kind::f32>(nt, x, tokens, top_k, w1, w3, w2, swiglu_limit,
-                                                   chunk_count, chunks, sorted, max_chunks, h, out,
-                                                   stream);
-      break;
-    case weight_kind::bf16:
-      status = launch_experts_nt<weight_kind::bf16>(nt, x, tokens, top_k, w1, w3, w2, swiglu_limit,
-                                                    chunk_count, chunks, sorted, max_chunks, h, out,
-                                                    stream);
-      break;
-    case weight_kind::fp8_block:
-      status = launch_experts_nt<weight_kind::fp8_block>(nt, x, tokens, top_k, w1, w3, w2,
-                                                         swiglu_limit, chunk_count, chunks, sorted,
-                                                         max_chunks, h, out, stream);
-      break;
-    case weight_kind::mxfp4:
-      status = launch_experts_nt<weight_kind::mxfp4>(nt, x, tokens, top_k, w1, w3, w2, swiglu_limit,
-                                                     chunk_count, chunks, sorted, max_chunks, h,
-                                                     out, stream);
-      break;
-    case weight_kind::nvfp4:
-      status = launch_experts_nt<weight_kind::nvfp4>(nt, x, tokens, top_k, w1, w3, w2, swiglu_limit,
-                                                     chunk_count, chunks, sorted, max_chunks, h,
-                                                     out, stream);
-      break;
+#define DSV4_MOE_LAUNCH(KIND)                                                                     \
+  case weight_kind::KIND:                                                                         \
+    status = launch_experts_nt<weight_kind::KIND>(nt, x, tokens, top_k, w1, w3, w2, swiglu_limit, \
+                                                  chunk_count, chunks, sorted, max_chunks,        \
+                                                  pair_weights, indices, h, out, stream);         \
+    break;
+    DSV4_MOE_LAUNCH(f32)
+    DSV4_MOE_LAUNCH(bf16)
+    DSV4_MOE_LAUNCH(fp8_block)
+    DSV4_MOE_LAUNCH(mxfp4)
+    DSV4_MOE_LAUNCH(nvfp4)
+#undef DSV4_MOE_LAUNCH
   }
   if (status != cudaSuccess) return status;
   const int threads = 256;
-  moe_combine_kernel<<<grid_stride_blocks(tokens * hidden, threads), threads, 0, stream>>>(
-      out, indices, weights, tokens, int(top_k), experts, hidden, y);
+  if (official)
+    moe_combine_kernel<false><<<grid_stride_blocks(tokens * hidden, threads), threads, 0, stream>>>(
+        out, indices, nullptr, tokens, int(top_k), experts, hidden, y);
+  else
+    moe_combine_kernel<true><<<grid_stride_blocks(tokens * hidden, threads), threads, 0, stream>>>(
+        out, indices, weights, tokens, int(top_k), experts, hidden, y);
   return cudaGetLastError();
+}
+
+}  // namespace
+
+cudaError_t moe_experts_f32(const float* x, int64_t tokens, const int32_t* indices,
+                            const float* weights, int64_t top_k, const device_weight& w1,
+                            const device_weight& w3, const device_weight& w2, float swiglu_limit,
+                            void* workspace, size_t workspace_bytes, float* y,
+                            cudaStream_t stream) {
+  return run_experts(x, tokens, indices, weights, top_k, w1, w3, w2, swiglu_limit, workspace,
+                     workspace_bytes, y, false, stream);
+}
+
+cudaError_t moe_experts_official_f32(const float* x, int64_t tokens, const int32_t* indices,
+                                     const float* weights, int64_t top_k, const device_weight& w1,
+                                     const device_weight& w3, const device_weight& w2,
+                                     float swiglu_limit, void* workspace, size_t workspace_bytes,
+                                     float* y, cudaStream_t stream) {
+  return run_experts(x, tokens, indices, weights, top_k, w1, w3, w2, swiglu_limit, workspace,
+                     workspace_bytes, y, true, stream);
 }
 
 }  // namespace dsv4::cuda

@@ -49,4 +49,14 @@ cudaError_t moe_experts_f32(const float* x, int64_t tokens, const int32_t* indic
                             const device_weight& w3, const device_weight& w2, float swiglu_limit,
                             void* workspace, size_t workspace_bytes, float* y, cudaStream_t stream);
 
+// The official order (ops::moe_experts_official): h = swiglu(...) * weights[t, k], FP8
+// quantize-dequantized per 128 values of each pair's row (quantize.h), then
+// y[t] = sum_k W2_e h in k order. Same arguments, workspace and error behaviour as
+// moe_experts_f32, which is unchanged by this variant.
+cudaError_t moe_experts_official_f32(const float* x, int64_t tokens, const int32_t* indices,
+                                     const float* weights, int64_t top_k, const device_weight& w1,
+                                     const device_weight& w3, const device_weight& w2,
+                                     float swiglu_limit, void* workspace, size_t workspace_bytes,
+                                     float* y, cudaStream_t stream);
+
 }  // namespace dsv4::cuda

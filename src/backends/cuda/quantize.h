@@ -1,0 +1,108 @@
+// Quantize-dequantize kernels of the official precision mode (docs/dsv4-model.md §3.7), f32 in
+// place. Semantics are those of ops::fake_quant_fp8_act, fake_quant_kv_fp8, hadamard_fp4 and
+// hadamard_fp4_rows (model/ops.h); the CPU backend (backends/cpu/quantize.cpp) is the reference
+// and these kernels reproduce it bit for bit: the block maxima are exact, the scales are powers of
+// two, x / s and q * s are exact, the element casts round to nearest even with the same
+// saturation, and the Hadamard runs the CPU's butterflies (each output of a stage is one f32 add
+// or subtract of the same two inputs) and the same f32 normalising product.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+namespace dsv4::cuda {
+
+// Largest head_dim hadamard_fp4_rows_f32 accepts (one warp holds a vector in shared memory).
+constexpr int64_t k_hadamard_max_dim = 4096;
+
+// For i < count, row r = rows ? rows[i] : i (r < 0 or r >= row_limit skipped; row_limit is
+// ignored without a row list; the CPU backend throws on a row past the pool): the first n values of
+// base[r * row_stride ...] are FP8 e4m3 quantize-dequantized in blocks of `block` consecutive
+// values (the last block of a row may be shorter), s = 2^ceil(log2(max(amax, 1e-4) / 448)).
+// One warp per (row, block); no host synchronisation.
+cudaError_t fake_quant_fp8_rows_f32(float* base, int64_t row_stride, const int32_t* rows,
+                                    int64_t row_limit, int64_t count, int64_t n, int64_t block,
+                                    cudaStream_t stream);
+
+// For i < count, row r = rows ? rows[i] : i (skipped as above), each of the `heads` vectors of
+// head_dim values at base[r * row_stride + h * head_dim]: Walsh-Hadamard transform times `norm`
+// (the caller passes float(1 / sqrt(double(head_dim))), as the CPU computes it), then FP4 e2m1
+// quantize-dequantize in blocks of 32, s = 2^ceil(log2(max(amax, 6 * 2^-126) / 6)). head_dim a
+// power of two <= k_hadamard_max_dim. One warp per vector.
+cudaError_t hadamard_fp4_rows_f32(float* base, int64_t row_stride, const int32_t* rows,
+                                  int64_t row_limit, int64_t count, int64_t heads, int64_t head_dim,
+                                  float norm, cudaStream_t stream);
+
+}  // namespace dsv4::cuda
+
+#ifdef __CUDACC__
+// Device helpers, shared with moe.cu (the official expert order quantizes h there).
+namespace dsv4::cuda::quant {
+
+// 2^ceil(log2(v)) for v > 0 normal or +inf, clamped to 2^127 (= f32_to_e8m0_ceil then
+// e8m0_to_f32 on the CPU, for the inputs the quantizers produce: v >= 2^-126).
+__device__ __forceinline__ float pow2_ceil(float v) {
+  const uint32_t b = __float_as_uint(v);
+  const int e = int((b >> 23) & 0xffu);
+  int k = e - 127 + ((b & 0x7fffffu) != 0u ? 1 : 0);
+  k = k > 127 ? 127 : (k < -126 ? -126 : k);
+  return __uint_as_float(uint32_t(k + 127) << 23);
+}
+
+// e4m3_to_f32(f32_to_e4m3(y)): round to nearest even onto the e4m3fn grid, saturating at +-448;
+// NaN stays NaN, the sign of zero is kept.
+__device__ __forceinline__ float e4m3_round(float y) {
+  if (isnan(y)) return y;
+  const float a = fabsf(y);
+  float r;
+  if (a >= 448.0f) {
+    r = 448.0f;
+  } else if (a < 0x1p-6f) {
+    r = __fmul_rn(rintf(__fmul_rn(a, 512.0f)), 0x1p-9f);  // subnormal grid, step 2^-9
+  } else {
+    const int e = ilogbf(a);
+    const float m = ldexpf(a, -e);                               // [1, 2), exact
+    const float q = rintf(__fmul_rn(__fsub_rn(m, 1.0f), 8.0f));  // 3 mantissa bits; 8 carries
+    r = ldexpf(__fadd_rn(1.0f, __fmul_rn(q, 0.125f)), e);
+  }
+  return copysignf(r, y);
+}
+
+// e2m1_to_f32(f32_to_e2m1(y)): round to nearest even onto {0, 0.5, 1, 1.5, 2, 3, 4, 6},
+// saturating at +-6; NaN -> +6 (e2m1 has no NaN), the sign of zero is kept.
+__device__ __forceinline__ float e2m1_round(float y) {
+  if (isnan(y)) return 6.0f;
+  const float a = fabsf(y);
+  float r;
+  if (a >= 6.0f)
+    r = 6.0f;
+  else if (a < 2.0f)
+    r = __fmul_rn(rintf(__fmul_rn(a, 2.0f)), 0.5f);  // step 0.5 (codes 0-4)
+  else if (a < 4.0f)
+    r = rintf(a);  // step 1 (codes 4-6)
+  else
+    r = __fmul_rn(rintf(__fmul_rn(a, 0.5f)), 2.0f);  // step 2 (codes 6-7)
+  return copysignf(r, y);
+}
+
+__device__ __forceinline__ float warp_max(float v) {
+#pragma unroll
+  for (int offset = 16; offset > 0; offset /= 2)
+    v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, offset));
+  return v;
+}
+
+// FP8 quantize-dequantize of v[0:n] by one warp (all 32 lanes call it), one scale for the n
+// values (the caller splits rows into blocks).
+__device__ __forceinline__ void fp8_block_warp(float* v, int64_t n) {
+  const int lane = threadIdx.x % 32;
+  float amax = 0.0f;
+  for (int64_t i = lane; i < n; i += 32) amax = fmaxf(amax, fabsf(v[i]));  // NaN ignored
+  amax = warp_max(amax);
+  const float s = pow2_ceil(__fdiv_rn(fmaxf(amax, 1e-4f), 448.0f));
+  for (int64_t i = lane; i < n; i += 32) v[i] = __fmul_rn(e4m3_round(__fdiv_rn(v[i], s)), s);
+}
+
+}  // namespace dsv4::cuda::quant
+#endif
