@@ -77,5 +77,7 @@ make_synthetic_result make_synthetic_checkpoint(const make_synthetic_options& op
 
 // The branch-free e2m1 encoder used for expert values (equal to f32_to_e2m1 for finite input).
 uint8_t e2m1_fast(float x);
+// The bit-level e4m3 encoder used for FP8 weights (equal to f32_to_e4m3 for |x| <= 448).
+uint8_t e4m3_fast(float x);
 
 }  // namespace dsv4

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <bit>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -130,6 +131,22 @@ TEST(synthetic_values, fast_e2m1_equals_core_encoder) {
   }
   for (float x : {0.25f, 0.75f, 1.25f, 1.75f, 2.5f, 3.5f, 5.0f, -0.25f, -5.0f, 100.0f, -0.0f})
     ASSERT_EQ(e2m1_fast(x), f32_to_e2m1(x)) << x;
+}
+
+TEST(synthetic_values, fast_e4m3_equals_core_encoder) {
+  // Every float in [-448, 448] whose low 12 mantissa bits are 0 or ties/halfway patterns of the
+  // 3-bit rounding, plus a dense sweep of small values (subnormal range and its edge).
+  for (uint32_t hi = 0; hi < (1u << 20); ++hi)
+    for (uint32_t lo : {0u, 0x7ffffu, 0x80000u, 0x80001u, 0xfffffu}) {
+      const float x = std::bit_cast<float>((hi << 20) | lo);
+      if (!(std::fabs(x) <= 448.0f)) continue;
+      ASSERT_EQ(e4m3_fast(x), f32_to_e4m3(x)) << x;
+      ASSERT_EQ(e4m3_fast(-x), f32_to_e4m3(-x)) << -x;
+    }
+  for (int i = 0; i <= 200000; ++i) {
+    const float x = float(i) * 1e-7f;
+    ASSERT_EQ(e4m3_fast(x), f32_to_e4m3(x)) << x;
+  }
 }
 
 class synthetic_checkpoint_test : public ::testing::Test {
