@@ -37,6 +37,11 @@ size_t backend_memory_bytes(const ops& backend) {
   return 0;
 }
 
+precision_mode default_precision(const model_config& config, const std::string& device) {
+  return device == "cuda" && config.quant_method == "fp8" ? precision_mode::official
+                                                          : precision_mode::exact;
+}
+
 std::unique_ptr<model_runner> model_runner::load(const std::string& model_dir,
                                                  const runner_options& options) {
   namespace fs = std::filesystem;
@@ -47,8 +52,9 @@ std::unique_ptr<model_runner> model_runner::load(const std::string& model_dir,
   r->backend_ = make_backend(options.device);
   r->weights_ = load_model_weights(r->checkpoint_, r->config_, *r->backend_);
   r->cache_ = std::make_unique<kv_cache>(r->config_, *r->backend_, options.cache);
-  r->forward_ =
-      std::make_unique<model_forward>(r->config_, r->weights_, *r->backend_, options.precision);
+  r->forward_ = std::make_unique<model_forward>(
+      r->config_, r->weights_, *r->backend_,
+      options.precision.value_or(default_precision(r->config_, options.device)));
   return r;
 }
 

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -18,10 +19,15 @@ namespace dsv4 {
 struct runner_options {
   std::string device = "cpu";
   cache_options cache;
-  // exact (the default everywhere: what the transformers oracle computes) or official (the
-  // official reference's FP8/FP4 quantize-dequantize steps, docs/dsv4-model.md §3.7).
-  precision_mode precision = precision_mode::exact;
+  // exact (what the transformers oracle computes) or official (the official reference's FP8/FP4
+  // quantize-dequantize steps, docs/dsv4-model.md §3.7). Unset: see default_precision.
+  std::optional<precision_mode> precision;
 };
+
+// The precision a runner uses when none is asked for: official for an official FP8 checkpoint on
+// the GPU (how the release is meant to run), exact otherwise (the CPU reference stays the
+// oracle's).
+precision_mode default_precision(const model_config& config, const std::string& device);
 
 class model_runner {
  public:
@@ -30,6 +36,7 @@ class model_runner {
 
   const model_config& config() const { return config_; }
   const ops& backend() const { return *backend_; }
+  precision_mode precision() const { return forward_->precision(); }
   kv_cache& cache() { return *cache_; }
   int add_sequence() { return cache_->add_sequence(); }
   void release_sequence(int seq) { cache_->release_sequence(seq); }

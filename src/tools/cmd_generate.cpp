@@ -23,7 +23,7 @@ struct generate_options {
   sampling_params sampling;
   bool ignore_eos = false;
   std::string device = "cpu";
-  std::string precision = "exact";
+  std::string precision = "auto";
 };
 
 int run_generate(const generate_options& o) {
@@ -48,7 +48,7 @@ int run_generate(const generate_options& o) {
   }
   runner_options ro;
   ro.device = o.device;
-  ro.precision = parse_precision_mode(o.precision);
+  if (o.precision != "auto") ro.precision = parse_precision_mode(o.precision);
   ro.cache.max_sequences = 1;
   ro.cache.max_context = int64_t(prompt.size()) + o.tokens;
   auto runner = model_runner::load(o.model, ro);
@@ -101,9 +101,9 @@ const command_registration registration(
       sub.add_flag("--ignore-eos", o->ignore_eos, "Do not stop at the end-of-sequence token");
       sub.add_option("--device", o->device, "cpu");
       sub.add_option("--precision", o->precision,
-                     "exact (default) or official (FP8/FP4 activation, KV and indexer rounding "
-                     "of the official reference)")
-          ->check(CLI::IsMember({"exact", "official"}));
+                     "auto (default: official for FP8 checkpoints on cuda, else exact), exact, or "
+                     "official (FP8/FP4 activation, KV and indexer rounding of the reference)")
+          ->check(CLI::IsMember({"auto", "exact", "official"}));
       return [o] { return run_generate(*o); };
     });
 

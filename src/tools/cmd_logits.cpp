@@ -19,7 +19,7 @@ struct logits_options {
   int64_t decode_from = -1;
   std::string out;
   std::string device = "cpu";
-  std::string precision = "exact";
+  std::string precision = "auto";
 };
 
 int run_logits(const logits_options& o) {
@@ -47,7 +47,7 @@ int run_logits(const logits_options& o) {
   }
   runner_options ro;
   ro.device = o.device;
-  ro.precision = parse_precision_mode(o.precision);
+  if (o.precision != "auto") ro.precision = parse_precision_mode(o.precision);
   ro.cache.max_sequences = 1;
   ro.cache.max_context = std::max<int64_t>(n, 1);
   auto runner = model_runner::load(o.model, ro);
@@ -86,9 +86,9 @@ const command_registration registration(
       sub.add_option("--out", o->out, "Output safetensors file (tensor 'logits')")->required();
       sub.add_option("--device", o->device, "cpu");
       sub.add_option("--precision", o->precision,
-                     "exact (default) or official (FP8/FP4 activation, KV and indexer rounding "
-                     "of the official reference)")
-          ->check(CLI::IsMember({"exact", "official"}));
+                     "auto (default: official for FP8 checkpoints on cuda, else exact), exact, or "
+                     "official (FP8/FP4 activation, KV and indexer rounding of the reference)")
+          ->check(CLI::IsMember({"auto", "exact", "official"}));
       return [o] { return run_logits(*o); };
     });
 

@@ -27,6 +27,7 @@ int main() {
       const auto x = testing::load_expected(dir);
       runner_options o;
       o.device = "cuda";
+      o.precision = precision_mode::exact;  // the oracle has no fake quantization
       o.cache.max_sequences = 2;
       o.cache.max_context = int64_t(x.ids.size());
       auto runner = model_runner::load(dir, o);

@@ -62,7 +62,13 @@ TEST(official_precision, parses_mode_names) {
   EXPECT_EQ(parse_precision_mode("official"), precision_mode::official);
   EXPECT_EQ(precision_mode_name(precision_mode::official), "official");
   EXPECT_THROW(parse_precision_mode("fp8"), std::exception);
-  EXPECT_EQ(runner_options{}.precision, precision_mode::exact);  // the default stays exact
+  // Unset by default: exact on the CPU, official for official FP8 checkpoints on the GPU.
+  EXPECT_FALSE(runner_options{}.precision.has_value());
+  model_config fp8;
+  fp8.quant_method = "fp8";
+  EXPECT_EQ(default_precision(fp8, "cpu"), precision_mode::exact);
+  EXPECT_EQ(default_precision(fp8, "cuda"), precision_mode::official);
+  EXPECT_EQ(default_precision(model_config{}, "cuda"), precision_mode::exact);
 }
 
 TEST(official_precision, official_format_fixture_runs_close_to_exact_mode) {
