@@ -13,6 +13,7 @@
 
 #include "engine/model_runner.h"
 #include "model/fixture_model.h"
+#include "model/fixture_runner.h"
 
 namespace dsv4 {
 namespace {
@@ -21,23 +22,7 @@ using testing::compare_logits;
 using testing::fixture_dir;
 using testing::load_expected;
 using testing::logit_agreement;
-
-// Feeds `ids` in the given chunk sizes to a fresh sequence; returns logits of every position.
-tensor run_chunks(model_runner& runner, const std::vector<int32_t>& ids,
-                  const std::vector<int64_t>& chunks) {
-  const int64_t vocab = runner.config().vocab_size;
-  const int seq = runner.add_sequence();
-  tensor all = tensor::empty(dtype::f32, {int64_t(ids.size()), vocab});
-  int64_t done = 0;
-  for (int64_t c : chunks) {
-    tensor l = runner.step({sequence_chunk{
-        seq, std::vector<int32_t>(ids.begin() + done, ids.begin() + done + c), true}});
-    std::copy(l.data<float>(), l.data<float>() + c * vocab, all.data<float>() + done * vocab);
-    done += c;
-  }
-  runner.release_sequence(seq);
-  return all;
-}
+using testing::run_chunks;
 
 logit_agreement report(const char* what, const tensor& ref, const tensor& got) {
   const logit_agreement a = compare_logits(ref, got);

@@ -39,12 +39,15 @@ class cli_test : public ::testing::Test {
   }
   void TearDown() override { std::filesystem::remove_all(dir_); }
 
-  // Runs `dsv4 <args>` through the shell (args are shell words: quote paths).
-  run_result run(const std::string& args) {
-    const std::filesystem::path out = dir_ / "stdout", err = dir_ / "stderr";
+  // Runs `dsv4 <args>` through the shell (args are shell words: quote paths), with `input` as
+  // standard input.
+  run_result run(const std::string& args, const std::string& input = {}) {
+    const std::filesystem::path in = dir_ / "stdin", out = dir_ / "stdout", err = dir_ / "stderr";
+    std::ofstream(in, std::ios::binary) << input;
     std::string command = "'";
     command += DSV4_BINARY;
-    command += "' " + args + " >'" + out.string() + "' 2>'" + err.string() + "'";
+    command +=
+        "' " + args + " <'" + in.string() + "' >'" + out.string() + "' 2>'" + err.string() + "'";
     const int status = std::system(command.c_str());
     run_result r;
     r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;

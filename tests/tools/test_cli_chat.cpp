@@ -14,24 +14,19 @@
 #include <sstream>
 #include <string>
 
+#include "tools/cli_test.h"
+
 namespace dsv4 {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct run_result {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using testing::run_result;
 
-class chat_cli : public ::testing::Test {
+class chat_cli : public testing::cli_test {
  protected:
   void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("dsv4_test_cli_chat_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
+    cli_test::SetUp();
     model_ = dir_ / "model";
     fs::create_directories(model_);
     const fs::path fixture = fs::path(DSV4_TEST_DATA_DIR) / "models" / "mixed_small";
@@ -40,28 +35,13 @@ class chat_cli : public ::testing::Test {
     fs::copy_file(fs::path(DSV4_TEST_DATA_DIR) / "text" / "tiny_chat_tokenizer.json",
                   model_ / "tokenizer.json");
   }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  static std::string read_text(const fs::path& p) {
-    std::ifstream in(p, std::ios::binary);
-    std::stringstream s;
-    s << in.rdbuf();
-    return s.str();
-  }
 
   // Runs `dsv4 chat --model <tmp model> ARGS` with `input` as stdin.
   run_result chat(const std::string& input, const std::string& args, const fs::path& model = {}) {
-    const fs::path in = dir_ / "stdin", out = dir_ / "stdout", err = dir_ / "stderr";
-    std::ofstream(in, std::ios::binary) << input;
-    const std::string command = std::string("'") + DSV4_BINARY + "' chat --model '" +
-                                (model.empty() ? model_ : model).string() + "' " + args + " <'" +
-                                in.string() + "' >'" + out.string() + "' 2>'" + err.string() + "'";
-    const int status = std::system(command.c_str());
-    run_result r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = read_text(out);
-    r.err = read_text(err);
-    return r;
+    std::string command = "chat --model '";
+    command += (model.empty() ? model_ : model).string();
+    command += "' " + args;
+    return run(command, input);
   }
 
   static void expect_clean_error(const run_result& r, const std::string& needle) {
@@ -71,7 +51,7 @@ class chat_cli : public ::testing::Test {
     EXPECT_NE(r.err.find(needle), std::string::npos) << r.err;
   }
 
-  fs::path dir_, model_;
+  fs::path model_;
 };
 
 TEST_F(chat_cli, two_turns_through_a_pipe) {

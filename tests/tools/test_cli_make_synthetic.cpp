@@ -12,47 +12,17 @@
 #include <sstream>
 #include <string>
 
+#include "tools/cli_test.h"
+
 namespace dsv4 {
 namespace {
 
 namespace fs = std::filesystem;
 
-struct run_result {
-  int exit_code = -1;
-  std::string out;
-  std::string err;
-};
+using testing::run_result;
 
-std::string read_text(const fs::path& path) {
-  std::ifstream in(path);
-  std::stringstream s;
-  s << in.rdbuf();
-  return s.str();
-}
-
-class MakeSyntheticCli : public ::testing::Test {
+class MakeSyntheticCli : public testing::cli_test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("dsv4_test_make_synthetic_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  run_result run(const std::string& args) {
-    const fs::path out = dir_ / "stdout", err = dir_ / "stderr";
-    const std::string command = std::string("'") + DSV4_BINARY + "' " + args + " >'" +
-                                out.string() + "' 2>'" + err.string() + "'";
-    const int status = std::system(command.c_str());
-    run_result r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-    r.out = read_text(out);
-    r.err = read_text(err);
-    return r;
-  }
-
   void expect_one_line_error(const run_result& r) {
     EXPECT_EQ(r.exit_code, 1) << r.err;
     EXPECT_EQ(r.err.rfind("dsv4: error:", 0), 0u) << r.err;
@@ -60,7 +30,6 @@ class MakeSyntheticCli : public ::testing::Test {
   }
 
   const std::string config_ = DSV4_TEST_DATA_DIR "/configs/official_small.json";
-  fs::path dir_;
 };
 
 TEST_F(MakeSyntheticCli, writes_an_official_checkpoint_that_inspects) {
