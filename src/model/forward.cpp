@@ -57,6 +57,7 @@ struct model_forward::step_tensors {
 model_forward::model_forward(const model_config& config, const model_weights& weights, ops& backend,
                              precision_mode precision)
     : cfg_(config), w_(weights), ops_(backend), precision_(precision) {
+  router_score_ = parse_router_score(cfg_.scoring_func);
   // transformers scales cos/sin by a YaRN attention factor when a config sets one; V4 (official
   // and transformers' default) uses 1.0, and the rope op has no such scale.
   for (const rope_config* r : {&cfg_.rope_main, &cfg_.rope_compress})
@@ -262,7 +263,7 @@ tensor model_forward::ffn(int layer, const tensor& x, const step_tensors& st) {
   tensor indices = ops_.alloc(dtype::i32, {T, k});
   tensor weights = ops_.alloc(dtype::f32, {T, k});
   const bool hash = fw.router == router_kind::hash;
-  const router_score score = parse_router_score(cfg_.scoring_func);
+  const router_score score = router_score_;
   // transformers and the official Gate normalise the selected scores for every non-softmax
   // scoring function; softmax follows norm_topk_prob.
   const bool normalize = score != router_score::softmax || cfg_.norm_topk_prob;

@@ -48,6 +48,7 @@ class model_forward {
   const model_weights& w_;
   ops& ops_;
   precision_mode precision_ = precision_mode::exact;
+  router_score router_score_ = router_score::sqrtsoftplus;  // parsed once from the config
   tensor inv_freq_main_;
   tensor inv_freq_compress_;
 };

@@ -26,6 +26,7 @@
 #include "text/stream_decoder.h"
 #include "text/tokenizer.h"
 #include "tools/command.h"
+#include "tools/sampling_options.h"
 
 namespace dsv4::tools {
 namespace {
@@ -332,10 +333,7 @@ const command_registration registration(
       sub.add_option("-n,--max-tokens", o->tokens, "Most tokens per reply")->capture_default_str();
       sub.add_option("--max-context", o->max_context, "Most tokens of the whole conversation")
           ->capture_default_str();
-      sub.add_option("--temperature", o->sampling.temperature, "0 = greedy")->capture_default_str();
-      sub.add_option("--top-k", o->sampling.top_k, "0 = off");
-      sub.add_option("--top-p", o->sampling.top_p, "1 = off");
-      sub.add_option("--seed", o->sampling.seed, "Sampling seed");
+      add_sampling_options(sub, o->sampling);
       sub.add_option("--device", o->device, "cpu");
       sub.add_flag("-v,--verbose", o->verbose, "Per turn: prompt tokens, cache reuse, timing");
       sub.add_flag("--no-reuse", o->no_reuse,

@@ -11,6 +11,7 @@
 #include "text/tokenizer.h"
 #include "tools/command.h"
 #include "tools/id_list.h"
+#include "tools/sampling_options.h"
 
 namespace dsv4::tools {
 namespace {
@@ -94,10 +95,7 @@ const command_registration registration(
       sub.add_option("--prompt", o->prompt_text,
                      "Prompt text, encoded with the model folder's tokenizer.json");
       sub.add_option("-n,--max-tokens", o->tokens, "Tokens to generate");
-      sub.add_option("--temperature", o->sampling.temperature, "0 = greedy")->capture_default_str();
-      sub.add_option("--top-k", o->sampling.top_k, "0 = off");
-      sub.add_option("--top-p", o->sampling.top_p, "1 = off");
-      sub.add_option("--seed", o->sampling.seed, "Sampling seed");
+      add_sampling_options(sub, o->sampling);
       sub.add_flag("--ignore-eos", o->ignore_eos, "Do not stop at the end-of-sequence token");
       sub.add_option("--device", o->device, "cpu");
       sub.add_option("--precision", o->precision,
