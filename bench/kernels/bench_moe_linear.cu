@@ -29,6 +29,7 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/linear_decode.h"
 #include "backends/cuda/moe.h"
 #include "backends/cuda/moe_decode.h"
 
@@ -37,25 +38,25 @@ namespace {
 using dsv4::cuda::device_weight;
 using dsv4::cuda::weight_kind;
 
-#define CK(expr)                                                                               \
-  do {                                                                                         \
-    const cudaError_t e_ = (expr);                                                             \
-    if (e_ != cudaSuccess) {                                                                   \
-      std::fprintf(stderr, "%s failed at %s:%d: %s\n", #expr, __FILE__, __LINE__,              \
-                   cudaGetErrorString(e_));                                                    \
-      std::exit(1);                                                                            \
-    }                                                                                          \
+#define CK(expr)                                                                  \
+  do {                                                                            \
+    const cudaError_t e_ = (expr);                                                \
+    if (e_ != cudaSuccess) {                                                      \
+      std::fprintf(stderr, "%s failed at %s:%d: %s\n", #expr, __FILE__, __LINE__, \
+                   cudaGetErrorString(e_));                                       \
+      std::exit(1);                                                               \
+    }                                                                             \
   } while (0)
-#define CB(expr)                                                                               \
-  do {                                                                                         \
-    const int s_ = int(expr);                                                                  \
-    if (s_ != 0) {                                                                             \
+#define CB(expr)                                                                              \
+  do {                                                                                        \
+    const int s_ = int(expr);                                                                 \
+    if (s_ != 0) {                                                                            \
       std::fprintf(stderr, "%s failed at %s:%d: status %d\n", #expr, __FILE__, __LINE__, s_); \
-      std::exit(1);                                                                            \
-    }                                                                                          \
+      std::exit(1);                                                                           \
+    }                                                                                         \
   } while (0)
 
-constexpr int k_calls = 16;   // calls per captured graph
+constexpr int k_calls = 16;    // calls per captured graph
 constexpr int k_replays = 60;  // graph replays timed (median)
 
 __device__ __forceinline__ uint32_t hash32(uint64_t i, uint32_t seed) {
@@ -168,7 +169,9 @@ ceilings measure_ceilings(cudaStream_t s) {
     int sms = 0;
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     const double ms = time_ms(
-        [&] { read_kernel<<<sms * 8, 512, 0, s>>>(static_cast<const uint4*>(p), bytes / 16, sink); },
+        [&] {
+          read_kernel<<<sms * 8, 512, 0, s>>>(static_cast<const uint4*>(p), bytes / 16, sink);
+        },
         50, s);
     const double gbps = double(bytes) / (ms * 1e-3) / 1e9;
     std::printf("hbm read-only kernel %5zu MB: %8.1f GB/s\n", mb, gbps);
@@ -176,8 +179,8 @@ ceilings measure_ceilings(cudaStream_t s) {
     if (mb == 1024) {
       void* q;
       CK(cudaMalloc(&q, bytes));
-      const double cms = time_ms(
-          [&] { CK(cudaMemcpyAsync(q, p, bytes, cudaMemcpyDeviceToDevice, s)); }, 20, s);
+      const double cms =
+          time_ms([&] { CK(cudaMemcpyAsync(q, p, bytes, cudaMemcpyDeviceToDevice, s)); }, 20, s);
       c.copy_gbps = 2.0 * double(bytes) / (cms * 1e-3) / 1e9;
       std::printf("device-to-device copy 1024 MB: %8.1f GB/s (read + write)\n", c.copy_gbps);
       CK(cudaFree(q));
@@ -194,117 +197,186 @@ ceilings measure_ceilings(cudaStream_t s) {
   return c;
 }
 
-// ---- cuBLAS on one expert-sized matrix ----
-void bench_cublas_shapes(cudaStream_t s, double read_gbps, cublasHandle_t h,
-                         cublasLtHandle_t lt) {
-  std::printf("\n## cuBLAS on expert / projection shapes (W [rows, cols] x X [cols, T], copies "
-              "rotated past L2)\n");
-  std::printf("%-8s %6s %6s %3s %10s %9s %7s\n", "lib", "rows", "cols", "T", "us", "GB/s",
-              "%read");
-  struct shape {
-    int rows, cols;
-  };
-  const shape shapes[] = {{2048, 4096}, {4096, 2048}, {3072, 7168}, {7168, 3072}};
-  void* ws;
-  const size_t ws_bytes = 32 << 20;
-  CK(cudaMalloc(&ws, ws_bytes));
-  for (const shape& sh : shapes) {
-    const size_t wbytes = size_t(sh.rows) * sh.cols * 2;
-    const int copies = int(std::max<size_t>(2, (1024ull << 20) / wbytes));
-    void* wpool;
-    CK(cudaMalloc(&wpool, wbytes * copies));
-    fill(wpool, wbytes * copies, 3, 3);
-    void *x, *y;
-    CK(cudaMalloc(&x, size_t(sh.cols) * 64 * 2));
-    CK(cudaMalloc(&y, size_t(sh.rows) * 64 * 4));
-    fill(x, size_t(sh.cols) * 64 * 2, 5, 3);
-    for (int T : {1, 4, 16, 64}) {
-      const float one = 1.0f, zero = 0.0f;
-      int it = 0;
-      // y [rows, T] (col-major, ld rows) = W^T' ... W row-major [rows, cols] is col-major
-      // [cols, rows]: op(A) = A^T.
-      const double ms = time_ms(
-          [&] {
-            const void* w = static_cast<const uint8_t*>(wpool) + (it++ % copies) * wbytes;
-            CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, sh.rows, T, sh.cols, &one, w,
-                            CUDA_R_16BF, sh.cols, x, CUDA_R_16BF, sh.cols, &zero, y, CUDA_R_32F,
-                            sh.rows, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-          },
-          100, s);
-      const double gbps = double(wbytes) / (ms * 1e-3) / 1e9;
-      std::printf("%-8s %6d %6d %3d %10.2f %9.1f %6.1f%%\n", "bf16", sh.rows, sh.cols, T,
-                  ms * 1e3, gbps, 100 * gbps / read_gbps);
-    }
-    CK(cudaFree(wpool));
-    // FP8 (cuBLASLt): A = W e4m3 (TN), B = X e4m3, D bf16; N padded to 16 (FP8 GEMMs want
-    // multiples of 16).
-    const size_t fbytes = size_t(sh.rows) * sh.cols;
-    const int fcopies = int(std::max<size_t>(2, (1024ull << 20) / fbytes));
-    void *fpool, *xf, *yf;
-    CK(cudaMalloc(&fpool, fbytes * fcopies));
-    fill(fpool, fbytes * fcopies, 9, 4);
-    CK(cudaMalloc(&xf, size_t(sh.cols) * 64));
-    fill(xf, size_t(sh.cols) * 64, 11, 4);
-    CK(cudaMalloc(&yf, size_t(sh.rows) * 64 * 2));
-    float* scales;
-    CK(cudaMalloc(&scales, 8));
-    const float sv[2] = {1.0f, 1.0f};
-    CK(cudaMemcpy(scales, sv, 8, cudaMemcpyHostToDevice));
-    for (int T : {16, 64}) {
-      cublasLtMatmulDesc_t op;
-      CB(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-      const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-      CB(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-      CB(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
-      const float* sa = scales;
-      const float* sb = scales + 1;
-      CB(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sa,
-                                        sizeof(sa)));
-      CB(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sb,
-                                        sizeof(sb)));
-      cublasLtMatrixLayout_t la, lb, lc;
-      CB(cublasLtMatrixLayoutCreate(&la, CUDA_R_8F_E4M3, sh.cols, sh.rows, sh.cols));
-      CB(cublasLtMatrixLayoutCreate(&lb, CUDA_R_8F_E4M3, sh.cols, T, sh.cols));
-      CB(cublasLtMatrixLayoutCreate(&lc, CUDA_R_16BF, sh.rows, T, sh.rows));
-      cublasLtMatmulPreference_t pref;
-      CB(cublasLtMatmulPreferenceCreate(&pref));
-      CB(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                              &ws_bytes, sizeof(ws_bytes)));
-      cublasLtMatmulHeuristicResult_t heur;
-      int found = 0;
-      const cublasStatus_t hs =
-          cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, lc, pref, 1, &heur, &found);
-      if (hs != CUBLAS_STATUS_SUCCESS || found == 0) {
-        std::printf("%-8s %6d %6d %3d   no algorithm (status %d)\n", "fp8", sh.rows, sh.cols, T,
-                    int(hs));
-      } else {
-        const float one = 1.0f, zero = 0.0f;
-        int it = 0;
-        const double ms = time_ms(
-            [&] {
-              const void* w = static_cast<const uint8_t*>(fpool) + (it++ % fcopies) * fbytes;
-              CB(cublasLtMatmul(lt, op, &one, w, la, xf, lb, &zero, yf, lc, yf, lc, &heur.algo,
-                                ws, ws_bytes, s));
-            },
-            100, s);
-        const double gbps = double(fbytes) / (ms * 1e-3) / 1e9;
-        std::printf("%-8s %6d %6d %3d %10.2f %9.1f %6.1f%%\n", "fp8", sh.rows, sh.cols, T,
-                    ms * 1e3, gbps, 100 * gbps / read_gbps);
+// ---- dense decode linears vs cuBLAS ----
+// One weight of `kind` [rows, cols] in `copies` copies (>= 4x L2 in all); a graph of k_calls
+// calls cycles through them.
+struct dense_copies {
+  std::vector<device_weight> w;
+  std::vector<void*> bufs;
+  double bytes = 0;  // weights + scales of one copy
+  dense_copies(weight_kind kind, int64_t rows, int64_t cols, size_t l2, uint32_t seed) {
+    const size_t db = kind == weight_kind::bf16        ? size_t(rows) * cols * 2
+                      : kind == weight_kind::fp8_block ? size_t(rows) * cols
+                                                       : size_t(rows) * cols / 2;
+    const size_t sc = kind == weight_kind::fp8_block
+                          ? size_t((rows + 127) / 128) * ((cols + 127) / 128)
+                      : kind == weight_kind::mxfp4 ? size_t(rows) * cols / 32
+                      : kind == weight_kind::nvfp4 ? size_t(rows) * cols / 16
+                                                   : 0;
+    bytes = double(db + sc);
+    const int copies =
+        int(std::min<size_t>(k_calls, std::max<size_t>(2, (4 * l2) / (db + sc) + 1)));
+    for (int i = 0; i < copies; ++i) {
+      device_weight d;
+      d.kind = kind;
+      d.rows = rows;
+      d.cols = cols;
+      void *data, *scale = nullptr, *global = nullptr;
+      CK(cudaMalloc(&data, db));
+      fill(data, db, seed + 10 * i,
+           kind == weight_kind::bf16        ? 3
+           : kind == weight_kind::fp8_block ? 4
+                                            : 0);
+      bufs.push_back(data);
+      if (sc) {
+        CK(cudaMalloc(&scale, sc));
+        fill(scale, sc, seed + 10 * i + 1, kind == weight_kind::nvfp4 ? 2 : 1);
+        bufs.push_back(scale);
+        d.scale_e8m0 = kind != weight_kind::nvfp4;
       }
-      cublasLtMatmulPreferenceDestroy(pref);
-      cublasLtMatrixLayoutDestroy(la);
-      cublasLtMatrixLayoutDestroy(lb);
-      cublasLtMatrixLayoutDestroy(lc);
-      cublasLtMatmulDescDestroy(op);
+      if (kind == weight_kind::nvfp4) {
+        const float g = 1.0f / (6.0f * 448.0f) * 40.0f;
+        CK(cudaMalloc(&global, 4));
+        CK(cudaMemcpy(global, &g, 4, cudaMemcpyHostToDevice));
+        bufs.push_back(global);
+      }
+      d.data = data;
+      d.scale = scale;
+      d.global_scale = static_cast<const float*>(global);
+      w.push_back(d);
     }
-    CK(cudaFree(fpool));
-    CK(cudaFree(xf));
-    CK(cudaFree(yf));
-    CK(cudaFree(scales));
-    CK(cudaFree(x));
-    CK(cudaFree(y));
   }
+  ~dense_copies() {
+    for (void* p : bufs) cudaFree(p);
+  }
+};
+
+const char* kind_name(weight_kind k) {
+  switch (k) {
+    case weight_kind::bf16:
+      return "bf16";
+    case weight_kind::fp8_block:
+      return "fp8blk";
+    case weight_kind::mxfp4:
+      return "mxfp4";
+    case weight_kind::nvfp4:
+      return "nvfp4";
+    default:
+      return "f32";
+  }
+}
+
+void bench_dense(const char* name, weight_kind kind, int64_t rows, int64_t cols, cudaStream_t s,
+                 const ceilings& c, size_t l2, cublasHandle_t h, cublasLtHandle_t lt) {
+  dense_copies ours(kind, rows, cols, l2, 21);
+  dense_copies bf(weight_kind::bf16, rows, cols, l2, 41);
+  dense_copies f8(weight_kind::fp8_block, rows, cols, l2, 61);
+  float *xf, *y;
+  __nv_bfloat16* xb;
+  CK(cudaMalloc(&xf, size_t(64) * cols * 4));
+  CK(cudaMalloc(&xb, size_t(64) * cols * 2));
+  CK(cudaMalloc(&y, size_t(64) * rows * 4));
+  fill(xb, size_t(64) * cols * 2, 77, 3);
+  {
+    std::vector<float> hx(size_t(64) * cols);
+    for (size_t i = 0; i < hx.size(); ++i)
+      hx[i] = float(int(i * 2654435761u % 2001) - 1000) / 1000.0f;
+    CK(cudaMemcpy(xf, hx.data(), hx.size() * 4, cudaMemcpyHostToDevice));
+  }
+  void *xq, *ws, *lt_ws;
+  CK(cudaMalloc(&xq, size_t(64) * cols));
+  fill(xq, size_t(64) * cols, 78, 4);
+  const size_t wsb = dsv4::cuda::linear_decode_workspace_bytes(64, cols);
+  CK(cudaMalloc(&ws, wsb));
+  const size_t lt_bytes = 32 << 20;
+  CK(cudaMalloc(&lt_ws, lt_bytes));
+  float* one_scale;
+  CK(cudaMalloc(&one_scale, 8));
+  const float ones[2] = {1.0f, 1.0f};
+  CK(cudaMemcpy(one_scale, ones, 8, cudaMemcpyHostToDevice));
+  auto row = [&](const char* kernel, const char* act, int T, double ms, double wbytes) {
+    const double gbps = wbytes / (ms * 1e-3) / 1e9;
+    std::printf("%-10s %-6s %6lld %6lld %-24s %-4s %3d %9.2f %9.1f %6.1f%%\n", name,
+                kind_name(kind), (long long)rows, (long long)cols, kernel, act, T, ms * 1e3, gbps,
+                100 * gbps / c.read_gbps);
+  };
+  for (int T : {1, 4, 16, 64}) {
+    const double ours_f = time_graph_per_call(
+        [&](int i, cudaStream_t st) {
+          CK(dsv4::cuda::linear_decode(xf, T, ours.w[i % ours.w.size()], y, ws, wsb, st));
+        },
+        k_calls, s);
+    row("linear_decode", "f32", T, ours_f, ours.bytes);
+    const double ours_b = time_graph_per_call(
+        [&](int i, cudaStream_t st) {
+          CK(dsv4::cuda::linear_decode(xb, T, ours.w[i % ours.w.size()], y, ws, wsb, st));
+        },
+        k_calls, s);
+    row("linear_decode", "bf16", T, ours_b, ours.bytes);
+    const float one = 1.0f, zero = 0.0f;
+    const double cb = time_graph_per_call(
+        [&](int i, cudaStream_t st) {
+          CB(cublasSetStream(h, st));
+          CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(rows), T, int(cols), &one,
+                          bf.w[i % bf.w.size()].data, CUDA_R_16BF, int(cols), xb, CUDA_R_16BF,
+                          int(cols), &zero, y, CUDA_R_32F, int(rows), CUBLAS_COMPUTE_32F,
+                          CUBLAS_GEMM_DEFAULT));
+        },
+        k_calls, s);
+    row("cublas bf16 (bf16 bytes)", "bf16", T, cb, bf.bytes);
+    // cuBLASLt FP8 E4M3 x E4M3 -> BF16 (TN), N padded to 16; per-tensor scales (the block
+    // scales of fp8_block are not applied: a ceiling for the FP8 byte stream, not a drop-in).
+    const int n = std::max(T, 16);
+    cublasLtMatmulDesc_t op;
+    CB(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    CB(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+    CB(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+    cublasLtMatrixLayout_t la, lb, lc;
+    CB(cublasLtMatrixLayoutCreate(&la, CUDA_R_8F_E4M3, cols, rows, cols));
+    CB(cublasLtMatrixLayoutCreate(&lb, CUDA_R_8F_E4M3, cols, n, cols));
+    CB(cublasLtMatrixLayoutCreate(&lc, CUDA_R_16BF, rows, n, rows));
+    cublasLtMatmulPreference_t pref;
+    CB(cublasLtMatmulPreferenceCreate(&pref));
+    CB(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                            &lt_bytes, sizeof(lt_bytes)));
+    cublasLtMatmulHeuristicResult_t heur[4];
+    int found = 0;
+    const cublasStatus_t hs =
+        cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, lc, pref, 4, heur, &found);
+    bool done = false;
+    for (int a = 0; hs == CUBLAS_STATUS_SUCCESS && a < found && !done; ++a) {
+      // Probe the algorithm outside capture first: skip those that refuse at run time.
+      const cublasStatus_t st0 = cublasLtMatmul(lt, op, &one, f8.w[0].data, la, xq, lb, &zero, y,
+                                                lc, y, lc, &heur[a].algo, lt_ws, lt_bytes, s);
+      if (st0 != CUBLAS_STATUS_SUCCESS || cudaStreamSynchronize(s) != cudaSuccess) continue;
+      const double f8ms = time_graph_per_call(
+          [&](int i, cudaStream_t st) {
+            CB(cublasLtMatmul(lt, op, &one, f8.w[i % f8.w.size()].data, la, xq, lb, &zero, y, lc, y,
+                              lc, &heur[a].algo, lt_ws, lt_bytes, st));
+          },
+          k_calls, s);
+      row("cublasLt fp8 (fp8 bytes)", "fp8", T, f8ms, double(rows) * double(cols));
+      done = true;
+    }
+    if (!done)
+      std::printf(
+          "%-10s %-6s %6lld %6lld %-24s %-4s %3d   no usable algorithm (status %d, %d found)\n",
+          name, kind_name(kind), (long long)rows, (long long)cols, "cublasLt fp8", "fp8", T,
+          int(hs), found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    cublasLtMatrixLayoutDestroy(la);
+    cublasLtMatrixLayoutDestroy(lb);
+    cublasLtMatrixLayoutDestroy(lc);
+    cublasLtMatmulDescDestroy(op);
+  }
+  CK(cudaFree(xf));
+  CK(cudaFree(xb));
+  CK(cudaFree(y));
+  CK(cudaFree(xq));
   CK(cudaFree(ws));
+  CK(cudaFree(lt_ws));
+  CK(cudaFree(one_scale));
 }
 
 // ---- MoE ----
@@ -323,7 +395,8 @@ struct stacked {
     w.cols = cols;
     w.count = count;
     const size_t mb = size_t(rows) * cols / 2;
-    const size_t sc = kind == weight_kind::mxfp4 ? size_t(rows) * cols / 32 : size_t(rows) * cols / 16;
+    const size_t sc =
+        kind == weight_kind::mxfp4 ? size_t(rows) * cols / 32 : size_t(rows) * cols / 16;
     CK(cudaMalloc(&data, mb * count));
     CK(cudaMalloc(&scale, sc * count));
     fill(data, mb * count, seed, 0);
@@ -412,29 +485,27 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
     auto report = [&](const char* kernel, const char* act, double ms, double act_bytes) {
       const double bytes = wbytes + act_bytes;
       const double gbps = bytes / (ms * 1e-3) / 1e9;
-      std::printf("%-6s %-6s %-22s %-5s %3lld %7.1f %10.2f %9.1f %6.1f%%\n", sh.name, kname,
-                  kernel, act, (long long)T, touched, ms * 1e3, gbps, 100 * gbps / c.read_gbps);
+      std::printf("%-6s %-6s %-22s %-5s %3lld %7.1f %10.2f %9.1f %6.1f%%\n", sh.name, kname, kernel,
+                  act, (long long)T, touched, ms * 1e3, gbps, 100 * gbps / c.read_gbps);
     };
     const double old_ms = time_graph_per_call(
         [&](int i, cudaStream_t st) {
-          CK(dsv4::cuda::moe_experts_f32(xf, T, idx + size_t(i) * T * K, wts + size_t(i) * T * K,
-                                         K, w1.w, w3.w, w2.w, 10.0f, ws, ws_old, yf, st));
+          CK(dsv4::cuda::moe_experts_f32(xf, T, idx + size_t(i) * T * K, wts + size_t(i) * T * K, K,
+                                         w1.w, w3.w, w2.w, 10.0f, ws, ws_old, yf, st));
         },
         k_calls, s);
     report("moe_experts_f32 (old)", "f32", old_ms, 8.0 * T * D);
     const double new_f = time_graph_per_call(
         [&](int i, cudaStream_t st) {
-          CK(dsv4::cuda::moe_decode_experts(xf, T, idx + size_t(i) * T * K,
-                                            wts + size_t(i) * T * K, K, w1.w, w3.w, w2.w, 10.0f,
-                                            ws, ws_new, yf, st));
+          CK(dsv4::cuda::moe_decode_experts(xf, T, idx + size_t(i) * T * K, wts + size_t(i) * T * K,
+                                            K, w1.w, w3.w, w2.w, 10.0f, ws, ws_new, yf, st));
         },
         k_calls, s);
     report("moe_decode", "f32", new_f, 8.0 * T * D);
     const double new_b = time_graph_per_call(
         [&](int i, cudaStream_t st) {
-          CK(dsv4::cuda::moe_decode_experts(xb, T, idx + size_t(i) * T * K,
-                                            wts + size_t(i) * T * K, K, w1.w, w3.w, w2.w, 10.0f,
-                                            ws, ws_new, yb, st));
+          CK(dsv4::cuda::moe_decode_experts(xb, T, idx + size_t(i) * T * K, wts + size_t(i) * T * K,
+                                            K, w1.w, w3.w, w2.w, 10.0f, ws, ws_new, yb, st));
         },
         k_calls, s);
     report("moe_decode", "bf16", new_b, 4.0 * T * D);
@@ -465,9 +536,9 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
     {
       const double bytes = touched * 3.0 * double(I) * double(D) * 2.0;
       const double gbps = bytes / (loop_ms * 1e-3) / 1e9;
-      std::printf("%-6s %-6s %-22s %-5s %3lld %7.1f %10.2f %9.1f %6.1f%%  (bf16 bytes)\n",
-                  sh.name, "bf16", "cublas per-expert loop", "bf16", (long long)T, touched,
-                  loop_ms * 1e3, gbps, 100 * gbps / c.read_gbps);
+      std::printf("%-6s %-6s %-22s %-5s %3lld %7.1f %10.2f %9.1f %6.1f%%  (bf16 bytes)\n", sh.name,
+                  "bf16", "cublas per-expert loop", "bf16", (long long)T, touched, loop_ms * 1e3,
+                  gbps, 100 * gbps / c.read_gbps);
     }
     std::printf("%-6s %-6s   speed-up new(f32) vs old %.2fx, new(bf16) vs cuBLAS loop %.2fx\n",
                 sh.name, kname, old_ms / new_f, loop_ms / new_b);
@@ -487,7 +558,7 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool only_moe = argc > 1 && std::string(argv[1]) == "--moe-only";
+  const bool only_moe = argc > 1 && std::string(argv[1]) == "--moe-only";  // skip dense
   int dev = 0;
   CK(cudaSetDevice(dev));
   cudaDeviceProp p;
@@ -502,15 +573,46 @@ int main(int argc, char** argv) {
   cublasLtHandle_t lt;
   CB(cublasLtCreate(&lt));
   const ceilings c = measure_ceilings(s);
-  if (!only_moe) bench_cublas_shapes(s, c.read_gbps, h, lt);
-  std::printf("\n## routed MoE (graph of %d calls, median of %d replays; touched = experts a call "
-              "reads; %%read = of the read-only ceiling %.1f GB/s)\n",
-              k_calls, k_replays, c.read_gbps);
+  std::printf(
+      "\n## routed MoE (graph of %d calls, median of %d replays; touched = experts a call "
+      "reads; %%read = of the read-only ceiling %.1f GB/s)\n",
+      k_calls, k_replays, c.read_gbps);
   std::printf("%-6s %-6s %-22s %-5s %3s %7s %10s %9s %7s\n", "model", "format", "kernel", "act",
               "T", "touched", "us", "GB/s", "%read");
   const moe_shape flash{"flash", 4096, 2048, 256, 6}, pro{"pro", 7168, 3072, 384, 6};
   for (const moe_shape& sh : {flash, pro})
     for (weight_kind k : {weight_kind::mxfp4, weight_kind::nvfp4}) bench_moe(sh, k, s, c, h);
+  if (!only_moe) {
+    std::printf(
+        "\n## dense decode linears (graph of %d calls; weight copies rotated past L2; GB/s "
+        "on each kernel's own weight bytes; %%read = of the read-only ceiling)\n",
+        k_calls);
+    std::printf("%-10s %-6s %6s %6s %-24s %-4s %3s %9s %9s %7s\n", "matrix", "format", "rows",
+                "cols", "kernel", "act", "T", "us", "GB/s", "%read");
+    const size_t l2 = size_t(p.l2CacheSize);
+    struct dense {
+      const char* name;
+      weight_kind kind;
+      int64_t rows, cols;
+    };
+    const dense shapes[] = {
+        {"fl.wq_a", weight_kind::fp8_block, 1024, 4096},
+        {"fl.wq_b", weight_kind::fp8_block, 32768, 1024},
+        {"fl.wkv", weight_kind::fp8_block, 512, 4096},
+        {"fl.wo_b", weight_kind::fp8_block, 4096, 8192},
+        {"fl.sh_w13", weight_kind::fp8_block, 2048, 4096},
+        {"fl.sh_w2", weight_kind::fp8_block, 4096, 2048},
+        {"fl.sh_w13", weight_kind::nvfp4, 2048, 4096},
+        {"fl.sh_w2", weight_kind::mxfp4, 4096, 2048},
+        {"fl.head", weight_kind::bf16, 129280, 4096},
+        {"pro.wq_a", weight_kind::fp8_block, 1536, 7168},
+        {"pro.wq_b", weight_kind::fp8_block, 65536, 1536},
+        {"pro.wkv", weight_kind::fp8_block, 512, 7168},
+        {"pro.sh_w13", weight_kind::fp8_block, 3072, 7168},
+        {"pro.sh_w2", weight_kind::nvfp4, 7168, 3072},
+    };
+    for (const dense& d : shapes) bench_dense(d.name, d.kind, d.rows, d.cols, s, c, l2, h, lt);
+  }
   cublasLtDestroy(lt);
   cublasDestroy(h);
   CK(cudaStreamDestroy(s));

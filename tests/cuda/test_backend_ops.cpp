@@ -810,6 +810,7 @@ std::vector<test_case> make_eval_cases() {
   append_linear_eval_cases(cases);
   append_quantize_eval_cases(cases);
   append_moe_decode_eval_cases(cases);
+  append_linear_decode_eval_cases(cases);
   return cases;
 }
 
@@ -840,6 +841,7 @@ std::vector<test_case> make_perf_cases() {
   append_linear_perf_cases(cases);
   append_quantize_perf_cases(cases);
   append_moe_decode_perf_cases(cases);
+  append_linear_decode_perf_cases(cases);
   return cases;
 }
 

@@ -28,8 +28,8 @@ namespace {
 
 constexpr int k_warps = 4;
 constexpr int k_threads = k_warps * k_warp_size;
-constexpr int k_chunk = 8;          // pairs per chunk: the mma's N
-constexpr int k_round = 128;        // k elements a warp covers per round (4 lanes x 32)
+constexpr int k_chunk = 8;    // pairs per chunk: the mma's N
+constexpr int k_round = 128;  // k elements a warp covers per round (4 lanes x 32)
 constexpr int k_plan_threads = 1024;
 constexpr int64_t k_max_experts = 2048;
 
@@ -45,8 +45,7 @@ struct layout {
   size_t count = 0, sorted, chunks, xhi, xlo, hhi, hlo, out, total;
 };
 
-layout make_layout(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidden,
-                   int64_t inter) {
+layout make_layout(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidden, int64_t inter) {
   const int64_t pairs = tokens * top_k;
   layout l;
   l.sorted = 256;
@@ -159,7 +158,8 @@ __global__ void __launch_bounds__(k_plan_threads)
     offset[e] = pos_pairs;
     const int c = counts[e];
     for (int j = 0; j * k_chunk < c; ++j)
-      chunks[pos_chunks + j] = make_int4(e, pos_pairs + j * k_chunk, min(k_chunk, c - j * k_chunk), 0);
+      chunks[pos_chunks + j] =
+          make_int4(e, pos_pairs + j * k_chunk, min(k_chunk, c - j * k_chunk), 0);
     pos_pairs += c;
     pos_chunks += (c + k_chunk - 1) / k_chunk;
     counts[e] = 0;  // the fill cursor below (this thread owns e)
@@ -201,8 +201,8 @@ __device__ __forceinline__ void load_round(round_w<K>& r, const uint8_t* row0, c
 
 // acc += the round's 16 rows x 32 k per lane (128 per quad) times the token fragments xh / xl.
 template <weight_kind K, bool SPLIT>
-__device__ __forceinline__ void mma_round(float (&acc)[4], const round_w<K>& r, const uint4 (&xh)[4],
-                                          const uint4 (&xl)[4]) {
+__device__ __forceinline__ void mma_round(float (&acc)[4], const round_w<K>& r,
+                                          const uint4 (&xh)[4], const uint4 (&xl)[4]) {
   uint32_t m1[2][2], m2[2];
   bool two = false;
 #pragma unroll
@@ -221,10 +221,10 @@ __device__ __forceinline__ void mma_round(float (&acc)[4], const round_w<K>& r, 
   for (int w = 0; w < 4; ++w) {
     const uint32_t w0 = w == 0 ? r.v[0].x : w == 1 ? r.v[0].y : w == 2 ? r.v[0].z : r.v[0].w;
     const uint32_t w1 = w == 0 ? r.v[1].x : w == 1 ? r.v[1].y : w == 2 ? r.v[1].z : r.v[1].w;
-    uint32_t p0[4] = {fp4mma::e2m1_pair<0>(w0), fp4mma::e2m1_pair<1>(w0),
-                      fp4mma::e2m1_pair<2>(w0), fp4mma::e2m1_pair<3>(w0)};
-    uint32_t p1[4] = {fp4mma::e2m1_pair<0>(w1), fp4mma::e2m1_pair<1>(w1),
-                      fp4mma::e2m1_pair<2>(w1), fp4mma::e2m1_pair<3>(w1)};
+    uint32_t p0[4] = {fp4mma::e2m1_pair<0>(w0), fp4mma::e2m1_pair<1>(w0), fp4mma::e2m1_pair<2>(w0),
+                      fp4mma::e2m1_pair<3>(w0)};
+    uint32_t p1[4] = {fp4mma::e2m1_pair<0>(w1), fp4mma::e2m1_pair<1>(w1), fp4mma::e2m1_pair<2>(w1),
+                      fp4mma::e2m1_pair<3>(w1)};
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       p0[j] = fp4mma::mul_bf16x2(p0[j], m1[0][w >> 1]);
@@ -299,7 +299,8 @@ __global__ void __launch_bounds__(k_threads)
 #pragma unroll
   for (int m = 0; m < NM; ++m) {
     wrow[m] = ws[m].data + e * ws[m].matrix_bytes + (r0 + g) * row_bytes;
-    srow_p[m] = ws[m].scale + (e * ws[m].matrix_scales + (r0 + g) * srow) * (ws[m].scale_f32 ? 4 : 1);
+    srow_p[m] =
+        ws[m].scale + (e * ws[m].matrix_scales + (r0 + g) * srow) * (ws[m].scale_f32 ? 4 : 1);
   }
 
   float acc[NM][4];
@@ -353,8 +354,8 @@ __global__ void __launch_bounds__(k_threads)
   float post[NM];
 #pragma unroll
   for (int m = 0; m < NM; ++m)
-    post[m] = K == weight_kind::nvfp4 ? (ws[m].global ? __ldg(ws[m].global + e) : 1.0f) * 256.0f
-                                      : 1.0f;
+    post[m] =
+        K == weight_kind::nvfp4 ? (ws[m].global ? __ldg(ws[m].global + e) : 1.0f) * 256.0f : 1.0f;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {
     const int col = 2 * q + (i & 1);
@@ -419,8 +420,8 @@ cudaError_t launch_gemm(int rt, const uint16_t* a_hi, const uint16_t* a_lo, int6
                         const fp4_weight& wb, float limit, uint16_t* h_hi, uint16_t* h_lo,
                         float* out, cudaStream_t stream) {
   const dim3 grid(unsigned(rows / (16 * rt)), unsigned(chunks_bound));
-#define DSV4_GEMM(RT)                                                                           \
-  moe_decode_gemm_kernel<K, UP, SPLIT, RT><<<grid, k_threads, 0, stream>>>(                     \
+#define DSV4_GEMM(RT)                                                       \
+  moe_decode_gemm_kernel<K, UP, SPLIT, RT><<<grid, k_threads, 0, stream>>>( \
       a_hi, a_lo, kdim, rows, top_k, chunk_count, chunks, sorted, wa, wb, limit, h_hi, h_lo, out)
   if (rt == 4)
     DSV4_GEMM(4);
@@ -468,9 +469,9 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
       e != cudaSuccess)
     return e;
   const int threads = 256;
-  moe_decode_combine_kernel<act_t><<<grid_stride_blocks(tokens * hidden, threads), threads, 0,
-                                     stream>>>(out, indices, weights, tokens, int(top_k), experts,
-                                               hidden, y);
+  moe_decode_combine_kernel<act_t>
+      <<<grid_stride_blocks(tokens * hidden, threads), threads, 0, stream>>>(
+          out, indices, weights, tokens, int(top_k), experts, hidden, y);
   return cudaGetLastError();
 }
 
@@ -497,8 +498,8 @@ size_t moe_decode_workspace_bytes(int64_t tokens, int64_t top_k, int64_t experts
 template <typename act_t>
 cudaError_t moe_decode_experts(const act_t* x, int64_t tokens, const int32_t* indices,
                                const float* weights, int64_t top_k, const device_weight& w1,
-                               const device_weight& w3, const device_weight& w2,
-                               float swiglu_limit, void* workspace, size_t workspace_bytes, act_t* y,
+                               const device_weight& w3, const device_weight& w2, float swiglu_limit,
+                               void* workspace, size_t workspace_bytes, act_t* y,
                                cudaStream_t stream) {
   if (tokens < 0 || top_k <= 0 || top_k > 32 || !x || !indices || !weights || !y || !workspace)
     return cudaErrorInvalidValue;

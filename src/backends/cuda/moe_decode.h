@@ -49,8 +49,8 @@ size_t moe_decode_workspace_bytes(int64_t tokens, int64_t top_k, int64_t experts
 template <typename act_t>
 cudaError_t moe_decode_experts(const act_t* x, int64_t tokens, const int32_t* indices,
                                const float* weights, int64_t top_k, const device_weight& w1,
-                               const device_weight& w3, const device_weight& w2,
-                               float swiglu_limit, void* workspace, size_t workspace_bytes, act_t* y,
+                               const device_weight& w3, const device_weight& w2, float swiglu_limit,
+                               void* workspace, size_t workspace_bytes, act_t* y,
                                cudaStream_t stream);
 
 }  // namespace dsv4::cuda
