@@ -1,4 +1,4 @@
-// Dense decode linears (1..64 tokens) on tensor cores at the memory bandwidth limit:
+// Dense decode linears (1..64 tokens) on tensor cores:
 // y[t, :] = x[t, :] . W^T, W one matrix of a device_weight (linear.h) in bf16, fp8_block (E4M3 +
 // 128x128 block scales, f32 or E8M0), mxfp4 or nvfp4; x act_t (float or __nv_bfloat16), y f32.
 //
@@ -10,7 +10,12 @@
 // f32 partial sums. Two launches (activation prepare, GEMV), no host synchronisation, launch
 // configuration from the shapes only.
 //
-// Dispatch (for the lead): when tokens <= k_linear_decode_max_tokens and
+// Status: correct (parity cases in tests/cuda/cases_moe_decode.inc) but measured slower than
+// cuBLAS BF16 on most DeepSeek-V4 shapes (bench/kernels/results/h200_2026-11-22.md: small
+// matrices get too few blocks and wait on unprefetched activation loads): do not dispatch to it
+// before those are fixed and re-measured.
+//
+// Dispatch (once it pays): when tokens <= k_linear_decode_max_tokens and
 // linear_decode_supported(w), call linear_decode(...) with a workspace of
 // linear_decode_workspace_bytes(tokens, w.cols) bytes instead of linear_f32out.
 #pragma once
