@@ -719,6 +719,7 @@ constexpr int64_t k_flash_moe_inter = 2048, k_pro_moe_inter = 3072, k_vocab = 12
 #include "cases_attention.inc"
 #include "cases_linear.inc"
 #include "cases_quantize.inc"
+#include "cases_moe_decode.inc"
 
 std::vector<test_case> make_eval_cases() {
   std::vector<test_case> cases;
@@ -808,6 +809,8 @@ std::vector<test_case> make_eval_cases() {
   append_attention_eval_cases(cases);
   append_linear_eval_cases(cases);
   append_quantize_eval_cases(cases);
+  append_moe_decode_eval_cases(cases);
+  append_linear_decode_eval_cases(cases);
   return cases;
 }
 
@@ -837,6 +840,8 @@ std::vector<test_case> make_perf_cases() {
   append_attention_perf_cases(cases);
   append_linear_perf_cases(cases);
   append_quantize_perf_cases(cases);
+  append_moe_decode_perf_cases(cases);
+  append_linear_decode_perf_cases(cases);
   return cases;
 }
 

@@ -1,0 +1,620 @@
+// Decode-path MoE kernel benchmark with its ceilings, in one run on one GPU:
+//   * HBM read bandwidth: a read-only kernel (16-byte loads, 4 in flight per thread) over buffers
+//     of 0.25-4 GB (>= 4x L2), and the device-to-device copy for reference;
+//   * the launch floor: a CUDA graph of 4 empty kernels (the decode MoE is 4 launches);
+//   * cuBLAS BF16 (cublasGemmEx) and cuBLASLt FP8 (E4M3, f32 scales) on one expert-sized matrix
+//     [rows, cols] x [cols, T], copies rotated past L2: the library's GB/s on these shapes;
+//   * the naive baseline: a per-expert cuBLAS BF16 loop (3 GEMMs per touched expert, tokens of
+//     that expert as N; no gather or SwiGLU, so it is a lower bound on that approach's time);
+//   * the kernels: moe_experts_f32 (moe.h, the first version) and moe_decode_experts (f32 and bf16
+//     activations), Flash and Pro shapes, MXFP4 and NVFP4, T = 1, 4, 16, 64.
+// Timing: CUDA graphs of `k_calls` consecutive calls, each with its own routing (random top-k over
+// all experts, fresh per call), replayed >= 50 times; the median replay / k_calls is one call.
+// Weights: every expert slot of the pool holds different random bytes (a device hash), scales in
+// realistic ranges; the pool (3.3 GB Flash, 12.7 GB Pro) is far beyond L2, so consecutive calls
+// read their experts from HBM. Bytes counted = weights + scales of the experts a call touches
+// (averaged over its routings) + activations in and out.
+#include <cublasLt.h>
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_fp8.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/linear_decode.h"
+#include "backends/cuda/moe.h"
+#include "backends/cuda/moe_decode.h"
+
+namespace {
+
+using dsv4::cuda::device_weight;
+using dsv4::cuda::weight_kind;
+
+#define CK(expr)                                                                  \
+  do {                                                                            \
+    const cudaError_t e_ = (expr);                                                \
+    if (e_ != cudaSuccess) {                                                      \
+      std::fprintf(stderr, "%s failed at %s:%d: %s\n", #expr, __FILE__, __LINE__, \
+                   cudaGetErrorString(e_));                                       \
+      std::exit(1);                                                               \
+    }                                                                             \
+  } while (0)
+#define CB(expr)                                                                              \
+  do {                                                                                        \
+    const int s_ = int(expr);                                                                 \
+    if (s_ != 0) {                                                                            \
+      std::fprintf(stderr, "%s failed at %s:%d: status %d\n", #expr, __FILE__, __LINE__, s_); \
+      std::exit(1);                                                                           \
+    }                                                                                         \
+  } while (0)
+
+constexpr int k_calls = 16;    // calls per captured graph
+constexpr int k_replays = 60;  // graph replays timed (median)
+
+__device__ __forceinline__ uint32_t hash32(uint64_t i, uint32_t seed) {
+  uint64_t z = i * 0x9E3779B97F4A7C15ull + seed;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return uint32_t(z ^ (z >> 31));
+}
+
+// mode 0: random bytes; 1: E8M0 121..125; 2: E4M3 in [2^-4, 2^3] (no NaN); 3: bf16 in +-0.2;
+// 4: E4M3 codes in +-[2^-6, 2^6].
+__global__ void fill_kernel(uint8_t* p, size_t n, uint32_t seed, int mode) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x) {
+    const uint32_t h = hash32(i, seed);
+    if (mode == 0) p[i] = uint8_t(h);
+    if (mode == 1) p[i] = uint8_t(121 + h % 5);
+    if (mode == 2) p[i] = uint8_t(0x18 + h % 0x38);
+    if (mode == 4) p[i] = uint8_t(((h >> 8) & 0x80) | (0x08 + h % 0x60));
+    if (mode == 3 && i % 2 == 0 && i + 1 < n) {
+      const float v = (float(h >> 8) * 0x1p-24f - 0.5f) * 0.4f;
+      const uint16_t b = __bfloat16_as_ushort(__float2bfloat16_rn(v));
+      p[i] = uint8_t(b);
+      p[i + 1] = uint8_t(b >> 8);
+    }
+  }
+}
+
+void fill(void* p, size_t n, uint32_t seed, int mode) {
+  fill_kernel<<<4096, 256>>>(static_cast<uint8_t*>(p), n, seed, mode);
+  CK(cudaGetLastError());
+}
+
+__global__ void read_kernel(const uint4* __restrict__ p, size_t n, uint32_t* sink) {
+  uint32_t acc = 0;
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    uint4 v[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) v[j] = __ldcs(p + i + j * stride);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) acc ^= v[j].x ^ v[j].y ^ v[j].z ^ v[j].w;
+  }
+  for (; i < n; i += stride) {
+    const uint4 v = __ldcs(p + i);
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x12345678u) *sink = acc;  // keeps the loads
+}
+
+__global__ void empty_kernel() {}
+
+double median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Median ms of `runs` event-timed launches after a warm-up.
+double time_ms(const std::function<void()>& launch, int runs, cudaStream_t s) {
+  for (int i = 0; i < 3; ++i) launch();
+  CK(cudaStreamSynchronize(s));
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  std::vector<float> t(runs);
+  for (int i = 0; i < runs; ++i) {
+    CK(cudaEventRecord(a, s));
+    launch();
+    CK(cudaEventRecord(b, s));
+    CK(cudaEventSynchronize(b));
+    CK(cudaEventElapsedTime(&t[i], a, b));
+  }
+  CK(cudaEventDestroy(a));
+  CK(cudaEventDestroy(b));
+  return median(t);
+}
+
+// Captures body(i) for i < calls into one graph; returns the median ms per call of its replays.
+double time_graph_per_call(const std::function<void(int, cudaStream_t)>& body, int calls,
+                           cudaStream_t s) {
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < calls; ++i) body(i, s);
+  CK(cudaStreamEndCapture(s, &g));
+  CK(cudaGraphInstantiate(&ge, g, 0));
+  const double ms = time_ms([&] { CK(cudaGraphLaunch(ge, s)); }, k_replays, s);
+  CK(cudaGraphExecDestroy(ge));
+  CK(cudaGraphDestroy(g));
+  return ms / calls;
+}
+
+struct ceilings {
+  double read_gbps = 0;  // best of the read-only sizes
+  double copy_gbps = 0;
+  double launch4_us = 0;
+};
+
+ceilings measure_ceilings(cudaStream_t s) {
+  ceilings c;
+  uint32_t* sink;
+  CK(cudaMalloc(&sink, 4));
+  std::printf("## ceilings\n");
+  for (size_t mb : {256, 1024, 4096}) {
+    const size_t bytes = mb << 20;
+    void* p;
+    CK(cudaMalloc(&p, bytes));
+    fill(p, bytes, 7, 0);
+    int sms = 0;
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    const double ms = time_ms(
+        [&] {
+          read_kernel<<<sms * 8, 512, 0, s>>>(static_cast<const uint4*>(p), bytes / 16, sink);
+        },
+        50, s);
+    const double gbps = double(bytes) / (ms * 1e-3) / 1e9;
+    std::printf("hbm read-only kernel %5zu MB: %8.1f GB/s\n", mb, gbps);
+    c.read_gbps = std::max(c.read_gbps, gbps);
+    if (mb == 1024) {
+      void* q;
+      CK(cudaMalloc(&q, bytes));
+      const double cms =
+          time_ms([&] { CK(cudaMemcpyAsync(q, p, bytes, cudaMemcpyDeviceToDevice, s)); }, 20, s);
+      c.copy_gbps = 2.0 * double(bytes) / (cms * 1e-3) / 1e9;
+      std::printf("device-to-device copy 1024 MB: %8.1f GB/s (read + write)\n", c.copy_gbps);
+      CK(cudaFree(q));
+    }
+    CK(cudaFree(p));
+  }
+  c.launch4_us = 1e3 * time_graph_per_call(
+                           [](int, cudaStream_t st) {
+                             for (int j = 0; j < 4; ++j) empty_kernel<<<1, 32, 0, st>>>();
+                           },
+                           k_calls, s);
+  std::printf("launch floor: 4 empty kernels in a graph: %.2f us per group\n", c.launch4_us);
+  CK(cudaFree(sink));
+  return c;
+}
+
+// ---- dense decode linears vs cuBLAS ----
+// One weight of `kind` [rows, cols] in `copies` copies (>= 4x L2 in all); a graph of k_calls
+// calls cycles through them.
+struct dense_copies {
+  std::vector<device_weight> w;
+  std::vector<void*> bufs;
+  double bytes = 0;  // weights + scales of one copy
+  dense_copies(weight_kind kind, int64_t rows, int64_t cols, size_t l2, uint32_t seed) {
+    const size_t db = kind == weight_kind::bf16        ? size_t(rows) * cols * 2
+                      : kind == weight_kind::fp8_block ? size_t(rows) * cols
+                                                       : size_t(rows) * cols / 2;
+    const size_t sc = kind == weight_kind::fp8_block
+                          ? size_t((rows + 127) / 128) * ((cols + 127) / 128)
+                      : kind == weight_kind::mxfp4 ? size_t(rows) * cols / 32
+                      : kind == weight_kind::nvfp4 ? size_t(rows) * cols / 16
+                                                   : 0;
+    bytes = double(db + sc);
+    const int copies =
+        int(std::min<size_t>(k_calls, std::max<size_t>(2, (4 * l2) / (db + sc) + 1)));
+    for (int i = 0; i < copies; ++i) {
+      device_weight d;
+      d.kind = kind;
+      d.rows = rows;
+      d.cols = cols;
+      void *data, *scale = nullptr, *global = nullptr;
+      CK(cudaMalloc(&data, db));
+      fill(data, db, seed + 10 * i,
+           kind == weight_kind::bf16        ? 3
+           : kind == weight_kind::fp8_block ? 4
+                                            : 0);
+      bufs.push_back(data);
+      if (sc) {
+        CK(cudaMalloc(&scale, sc));
+        fill(scale, sc, seed + 10 * i + 1, kind == weight_kind::nvfp4 ? 2 : 1);
+        bufs.push_back(scale);
+        d.scale_e8m0 = kind != weight_kind::nvfp4;
+      }
+      if (kind == weight_kind::nvfp4) {
+        const float g = 1.0f / (6.0f * 448.0f) * 40.0f;
+        CK(cudaMalloc(&global, 4));
+        CK(cudaMemcpy(global, &g, 4, cudaMemcpyHostToDevice));
+        bufs.push_back(global);
+      }
+      d.data = data;
+      d.scale = scale;
+      d.global_scale = static_cast<const float*>(global);
+      w.push_back(d);
+    }
+  }
+  ~dense_copies() {
+    for (void* p : bufs) cudaFree(p);
+  }
+};
+
+const char* kind_name(weight_kind k) {
+  switch (k) {
+    case weight_kind::bf16:
+      return "bf16";
+    case weight_kind::fp8_block:
+      return "fp8blk";
+    case weight_kind::mxfp4:
+      return "mxfp4";
+    case weight_kind::nvfp4:
+      return "nvfp4";
+    default:
+      return "f32";
+  }
+}
+
+void bench_dense(const char* name, weight_kind kind, int64_t rows, int64_t cols, cudaStream_t s,
+                 const ceilings& c, size_t l2, cublasHandle_t h, cublasLtHandle_t lt) {
+  dense_copies ours(kind, rows, cols, l2, 21);
+  dense_copies bf(weight_kind::bf16, rows, cols, l2, 41);
+  dense_copies f8(weight_kind::fp8_block, rows, cols, l2, 61);
+  float *xf, *y;
+  __nv_bfloat16* xb;
+  CK(cudaMalloc(&xf, size_t(64) * cols * 4));
+  CK(cudaMalloc(&xb, size_t(64) * cols * 2));
+  CK(cudaMalloc(&y, size_t(64) * rows * 4));
+  fill(xb, size_t(64) * cols * 2, 77, 3);
+  {
+    std::vector<float> hx(size_t(64) * cols);
+    for (size_t i = 0; i < hx.size(); ++i)
+      hx[i] = float(int(i * 2654435761u % 2001) - 1000) / 1000.0f;
+    CK(cudaMemcpy(xf, hx.data(), hx.size() * 4, cudaMemcpyHostToDevice));
+  }
+  void *xq, *ws, *lt_ws;
+  CK(cudaMalloc(&xq, size_t(64) * cols));
+  fill(xq, size_t(64) * cols, 78, 4);
+  const size_t wsb = dsv4::cuda::linear_decode_workspace_bytes(64, cols);
+  CK(cudaMalloc(&ws, wsb));
+  const size_t lt_bytes = 32 << 20;
+  CK(cudaMalloc(&lt_ws, lt_bytes));
+  float* one_scale;
+  CK(cudaMalloc(&one_scale, 8));
+  const float ones[2] = {1.0f, 1.0f};
+  CK(cudaMemcpy(one_scale, ones, 8, cudaMemcpyHostToDevice));
+  auto row = [&](const char* kernel, const char* act, int T, double ms, double wbytes) {
+    const double gbps = wbytes / (ms * 1e-3) / 1e9;
+    std::printf("%-10s %-6s %6lld %6lld %-24s %-4s %3d %9.2f %9.1f %6.1f%%\n", name,
+                kind_name(kind), (long long)rows, (long long)cols, kernel, act, T, ms * 1e3, gbps,
+                100 * gbps / c.read_gbps);
+  };
+  for (int T : {1, 4, 16, 64}) {
+    const double ours_f = time_graph_per_call(
+        [&](int i, cudaStream_t st) {
+          CK(dsv4::cuda::linear_decode(xf, T, ours.w[i % ours.w.size()], y, ws, wsb, st));
+        },
+        k_calls, s);
+    row("linear_decode", "f32", T, ours_f, ours.bytes);
+    const double ours_b = time_graph_per_call(
+        [&](int i, cudaStream_t st) {
+          CK(dsv4::cuda::linear_decode(xb, T, ours.w[i % ours.w.size()], y, ws, wsb, st));
+        },
+        k_calls, s);
+    row("linear_decode", "bf16", T, ours_b, ours.bytes);
+    const float one = 1.0f, zero = 0.0f;
+    const double cb = time_graph_per_call(
+        [&](int i, cudaStream_t st) {
+          CB(cublasSetStream(h, st));
+          CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(rows), T, int(cols), &one,
+                          bf.w[i % bf.w.size()].data, CUDA_R_16BF, int(cols), xb, CUDA_R_16BF,
+                          int(cols), &zero, y, CUDA_R_32F, int(rows), CUBLAS_COMPUTE_32F,
+                          CUBLAS_GEMM_DEFAULT));
+        },
+        k_calls, s);
+    row("cublas bf16 (bf16 bytes)", "bf16", T, cb, bf.bytes);
+    // cuBLASLt FP8 E4M3 x E4M3 -> BF16 (TN), N padded to 16; per-tensor scales (the block
+    // scales of fp8_block are not applied: a ceiling for the FP8 byte stream, not a drop-in).
+    const int n = std::max(T, 16);
+    cublasLtMatmulDesc_t op;
+    CB(cublasLtMatmulDescCreate(&op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    CB(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+    CB(cublasLtMatmulDescSetAttribute(op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+    cublasLtMatrixLayout_t la, lb, lc;
+    CB(cublasLtMatrixLayoutCreate(&la, CUDA_R_8F_E4M3, cols, rows, cols));
+    CB(cublasLtMatrixLayoutCreate(&lb, CUDA_R_8F_E4M3, cols, n, cols));
+    CB(cublasLtMatrixLayoutCreate(&lc, CUDA_R_16BF, rows, n, rows));
+    cublasLtMatmulPreference_t pref;
+    CB(cublasLtMatmulPreferenceCreate(&pref));
+    CB(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                            &lt_bytes, sizeof(lt_bytes)));
+    cublasLtMatmulHeuristicResult_t heur[4];
+    int found = 0;
+    const cublasStatus_t hs =
+        cublasLtMatmulAlgoGetHeuristic(lt, op, la, lb, lc, lc, pref, 4, heur, &found);
+    bool done = false;
+    for (int a = 0; hs == CUBLAS_STATUS_SUCCESS && a < found && !done; ++a) {
+      // Probe the algorithm outside capture first: skip those that refuse at run time.
+      const cublasStatus_t st0 = cublasLtMatmul(lt, op, &one, f8.w[0].data, la, xq, lb, &zero, y,
+                                                lc, y, lc, &heur[a].algo, lt_ws, lt_bytes, s);
+      if (st0 != CUBLAS_STATUS_SUCCESS || cudaStreamSynchronize(s) != cudaSuccess) continue;
+      const double f8ms = time_graph_per_call(
+          [&](int i, cudaStream_t st) {
+            CB(cublasLtMatmul(lt, op, &one, f8.w[i % f8.w.size()].data, la, xq, lb, &zero, y, lc, y,
+                              lc, &heur[a].algo, lt_ws, lt_bytes, st));
+          },
+          k_calls, s);
+      row("cublasLt fp8 (fp8 bytes)", "fp8", T, f8ms, double(rows) * double(cols));
+      done = true;
+    }
+    if (!done)
+      std::printf(
+          "%-10s %-6s %6lld %6lld %-24s %-4s %3d   no usable algorithm (status %d, %d found)\n",
+          name, kind_name(kind), (long long)rows, (long long)cols, "cublasLt fp8", "fp8", T,
+          int(hs), found);
+    cublasLtMatmulPreferenceDestroy(pref);
+    cublasLtMatrixLayoutDestroy(la);
+    cublasLtMatrixLayoutDestroy(lb);
+    cublasLtMatrixLayoutDestroy(lc);
+    cublasLtMatmulDescDestroy(op);
+  }
+  CK(cudaFree(xf));
+  CK(cudaFree(xb));
+  CK(cudaFree(y));
+  CK(cudaFree(xq));
+  CK(cudaFree(ws));
+  CK(cudaFree(lt_ws));
+  CK(cudaFree(one_scale));
+}
+
+// ---- MoE ----
+struct moe_shape {
+  const char* name;
+  int64_t hidden, inter, experts, top_k;
+};
+
+struct stacked {
+  device_weight w;
+  void *data = nullptr, *scale = nullptr, *global = nullptr;
+  double bytes_per_matrix = 0;
+  stacked(weight_kind kind, int64_t rows, int64_t cols, int64_t count, uint32_t seed) {
+    w.kind = kind;
+    w.rows = rows;
+    w.cols = cols;
+    w.count = count;
+    const size_t mb = size_t(rows) * cols / 2;
+    const size_t sc =
+        kind == weight_kind::mxfp4 ? size_t(rows) * cols / 32 : size_t(rows) * cols / 16;
+    CK(cudaMalloc(&data, mb * count));
+    CK(cudaMalloc(&scale, sc * count));
+    fill(data, mb * count, seed, 0);
+    fill(scale, sc * count, seed + 1, kind == weight_kind::mxfp4 ? 1 : 2);
+    w.data = data;
+    w.scale = scale;
+    w.scale_e8m0 = kind == weight_kind::mxfp4;
+    if (kind == weight_kind::nvfp4) {
+      std::vector<float> g(count, 1.0f / (6.0f * 448.0f) * 40.0f);
+      CK(cudaMalloc(&global, 4 * count));
+      CK(cudaMemcpy(global, g.data(), 4 * count, cudaMemcpyHostToDevice));
+      w.global_scale = static_cast<const float*>(global);
+    }
+    bytes_per_matrix = double(mb + sc);
+  }
+  ~stacked() {
+    cudaFree(data);
+    cudaFree(scale);
+    if (global) cudaFree(global);
+  }
+};
+
+void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceilings& c,
+               cublasHandle_t h) {
+  const int64_t D = sh.hidden, I = sh.inter, E = sh.experts, K = sh.top_k;
+  stacked w1(kind, I, D, E, 100), w3(kind, I, D, E, 200), w2(kind, D, I, E, 300);
+  // BF16 pool for the cuBLAS loop: enough experts to rotate past L2 (routing maps e -> e % pool).
+  const size_t bf_expert = size_t(3) * I * D * 2;
+  const int64_t bf_pool = std::min<int64_t>(E, std::max<int64_t>(8, (1536ull << 20) / bf_expert));
+  void* bf;
+  CK(cudaMalloc(&bf, bf_expert * bf_pool));
+  fill(bf, bf_expert * bf_pool, 400, 3);
+  std::mt19937_64 rng(1234);
+  const char* kname = kind == weight_kind::mxfp4 ? "mxfp4" : "nvfp4";
+  for (int64_t T : {1, 4, 16, 64}) {
+    // k_calls routings: top-k distinct experts per token, uniform over all E.
+    std::vector<std::vector<int32_t>> routes(k_calls);
+    double touched = 0;
+    std::vector<std::vector<int>> per_expert_tokens(k_calls);
+    for (int i = 0; i < k_calls; ++i) {
+      std::vector<int> cnt(E, 0);
+      for (int64_t t = 0; t < T; ++t) {
+        std::vector<int32_t> all(E);
+        for (int64_t e = 0; e < E; ++e) all[e] = int32_t(e);
+        for (int64_t k = 0; k < K; ++k) {
+          std::swap(all[k], all[k + int64_t(rng() % uint64_t(E - k))]);
+          routes[i].push_back(all[k]);
+          ++cnt[all[k]];
+        }
+      }
+      for (int64_t e = 0; e < E; ++e) touched += cnt[e] > 0;
+      per_expert_tokens[i] = cnt;
+    }
+    touched /= k_calls;
+    int32_t* idx;
+    float *wts, *xf, *yf;
+    __nv_bfloat16 *xb, *yb;
+    CK(cudaMalloc(&idx, size_t(k_calls) * T * K * 4));
+    CK(cudaMalloc(&wts, size_t(k_calls) * T * K * 4));
+    for (int i = 0; i < k_calls; ++i)
+      CK(cudaMemcpy(idx + size_t(i) * T * K, routes[i].data(), size_t(T * K) * 4,
+                    cudaMemcpyHostToDevice));
+    std::vector<float> hw(size_t(k_calls) * T * K);
+    for (float& v : hw) v = 0.05f + float(rng() % 1000) / 1000.0f;
+    CK(cudaMemcpy(wts, hw.data(), hw.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMalloc(&xf, size_t(T * D) * 4));
+    CK(cudaMalloc(&yf, size_t(T * D) * 4));
+    CK(cudaMalloc(&xb, size_t(T * D) * 2));
+    CK(cudaMalloc(&yb, size_t(T * D) * 2));
+    {
+      std::vector<float> hx(size_t(T * D));
+      std::vector<__nv_bfloat16> hb(hx.size());
+      for (size_t j = 0; j < hx.size(); ++j) {
+        hx[j] = float(int64_t(rng() % 2001) - 1000) / 1000.0f;
+        hb[j] = __float2bfloat16(hx[j]);
+      }
+      CK(cudaMemcpy(xf, hx.data(), hx.size() * 4, cudaMemcpyHostToDevice));
+      CK(cudaMemcpy(xb, hb.data(), hb.size() * 2, cudaMemcpyHostToDevice));
+    }
+    const size_t ws_old = dsv4::cuda::moe_experts_workspace_bytes(T, K, E, D, I);
+    const size_t ws_new = dsv4::cuda::moe_decode_workspace_bytes(T, K, E, D, I);
+    void* ws;
+    CK(cudaMalloc(&ws, std::max(ws_old, ws_new)));
+    const double wbytes =
+        touched * (w1.bytes_per_matrix + w3.bytes_per_matrix + w2.bytes_per_matrix);
+    auto report = [&](const char* kernel, const char* act, double ms, double act_bytes) {
+      const double bytes = wbytes + act_bytes;
+      const double gbps = bytes / (ms * 1e-3) / 1e9;
+      std::printf("%-6s %-6s %-22s %-5s %3lld %7.1f %10.2f %9.1f %6.1f%%\n", sh.name, kname, kernel,
+                  act, (long long)T, touched, ms * 1e3, gbps, 100 * gbps / c.read_gbps);
+    };
+    const double old_ms = time_graph_per_call(
+        [&](int i, cudaStream_t st) {
+          CK(dsv4::cuda::moe_experts_f32(xf, T, idx + size_t(i) * T * K, wts + size_t(i) * T * K, K,
+                                         w1.w, w3.w, w2.w, 10.0f, ws, ws_old, yf, st));
+        },
+        k_calls, s);
+    report("moe_experts_f32 (old)", "f32", old_ms, 8.0 * T * D);
+    const double new_f = time_graph_per_call(
+        [&](int i, cudaStream_t st) {
+          CK(dsv4::cuda::moe_decode_experts(xf, T, idx + size_t(i) * T * K, wts + size_t(i) * T * K,
+                                            K, w1.w, w3.w, w2.w, 10.0f, ws, ws_new, yf, st));
+        },
+        k_calls, s);
+    report("moe_decode", "f32", new_f, 8.0 * T * D);
+    const double new_b = time_graph_per_call(
+        [&](int i, cudaStream_t st) {
+          CK(dsv4::cuda::moe_decode_experts(xb, T, idx + size_t(i) * T * K, wts + size_t(i) * T * K,
+                                            K, w1.w, w3.w, w2.w, 10.0f, ws, ws_new, yb, st));
+        },
+        k_calls, s);
+    report("moe_decode", "bf16", new_b, 4.0 * T * D);
+    // Per-expert cuBLAS BF16 loop (host-known routing; 3 GEMMs per touched expert).
+    void *hb1, *hb2;
+    CK(cudaMalloc(&hb1, size_t(T * K) * I * 4 * 2));
+    CK(cudaMalloc(&hb2, size_t(T * K) * D * 4));
+    const double loop_ms = time_graph_per_call(
+        [&](int i, cudaStream_t st) {
+          CB(cublasSetStream(h, st));
+          const float one = 1.0f, zero = 0.0f;
+          for (int64_t e = 0; e < E; ++e) {
+            const int n = per_expert_tokens[i][e];
+            if (!n) continue;
+            const uint8_t* base = static_cast<const uint8_t*>(bf) + size_t(e % bf_pool) * bf_expert;
+            for (int m = 0; m < 2; ++m)
+              CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(I), n, int(D), &one,
+                              base + size_t(m) * I * D * 2, CUDA_R_16BF, int(D), xb, CUDA_R_16BF,
+                              int(D), &zero, static_cast<float*>(hb1) + size_t(m) * T * K * I,
+                              CUDA_R_32F, int(I), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+            CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(D), n, int(I), &one,
+                            base + size_t(2) * I * D * 2, CUDA_R_16BF, int(I), xb, CUDA_R_16BF,
+                            int(I), &zero, hb2, CUDA_R_32F, int(D), CUBLAS_COMPUTE_32F,
+                            CUBLAS_GEMM_DEFAULT));
+          }
+        },
+        4, s);
+    {
+      const double bytes = touched * 3.0 * double(I) * double(D) * 2.0;
+      const double gbps = bytes / (loop_ms * 1e-3) / 1e9;
+      std::printf("%-6s %-6s %-22s %-5s %3lld %7.1f %10.2f %9.1f %6.1f%%  (bf16 bytes)\n", sh.name,
+                  "bf16", "cublas per-expert loop", "bf16", (long long)T, touched, loop_ms * 1e3,
+                  gbps, 100 * gbps / c.read_gbps);
+    }
+    std::printf("%-6s %-6s   speed-up new(f32) vs old %.2fx, new(bf16) vs cuBLAS loop %.2fx\n",
+                sh.name, kname, old_ms / new_f, loop_ms / new_b);
+    CK(cudaFree(hb1));
+    CK(cudaFree(hb2));
+    CK(cudaFree(ws));
+    CK(cudaFree(idx));
+    CK(cudaFree(wts));
+    CK(cudaFree(xf));
+    CK(cudaFree(yf));
+    CK(cudaFree(xb));
+    CK(cudaFree(yb));
+  }
+  CK(cudaFree(bf));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool only_moe = argc > 1 && std::string(argv[1]) == "--moe-only";  // skip dense
+  int dev = 0;
+  CK(cudaSetDevice(dev));
+  cudaDeviceProp p;
+  CK(cudaGetDeviceProperties(&p, dev));
+  std::printf("bench_moe_linear: %s, %d SMs, L2 %d MiB, %.1f GiB\n", p.name, p.multiProcessorCount,
+              p.l2CacheSize >> 20, double(p.totalGlobalMem) / double(1ull << 30));
+  cudaStream_t s;
+  CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  cublasHandle_t h;
+  CB(cublasCreate(&h));
+  CB(cublasSetStream(h, s));
+  cublasLtHandle_t lt;
+  CB(cublasLtCreate(&lt));
+  const ceilings c = measure_ceilings(s);
+  std::printf(
+      "\n## routed MoE (graph of %d calls, median of %d replays; touched = experts a call "
+      "reads; %%read = of the read-only ceiling %.1f GB/s)\n",
+      k_calls, k_replays, c.read_gbps);
+  std::printf("%-6s %-6s %-22s %-5s %3s %7s %10s %9s %7s\n", "model", "format", "kernel", "act",
+              "T", "touched", "us", "GB/s", "%read");
+  const moe_shape flash{"flash", 4096, 2048, 256, 6}, pro{"pro", 7168, 3072, 384, 6};
+  for (const moe_shape& sh : {flash, pro})
+    for (weight_kind k : {weight_kind::mxfp4, weight_kind::nvfp4}) bench_moe(sh, k, s, c, h);
+  if (!only_moe) {
+    std::printf(
+        "\n## dense decode linears (graph of %d calls; weight copies rotated past L2; GB/s "
+        "on each kernel's own weight bytes; %%read = of the read-only ceiling)\n",
+        k_calls);
+    std::printf("%-10s %-6s %6s %6s %-24s %-4s %3s %9s %9s %7s\n", "matrix", "format", "rows",
+                "cols", "kernel", "act", "T", "us", "GB/s", "%read");
+    const size_t l2 = size_t(p.l2CacheSize);
+    struct dense {
+      const char* name;
+      weight_kind kind;
+      int64_t rows, cols;
+    };
+    const dense shapes[] = {
+        {"fl.wq_a", weight_kind::fp8_block, 1024, 4096},
+        {"fl.wq_b", weight_kind::fp8_block, 32768, 1024},
+        {"fl.wkv", weight_kind::fp8_block, 512, 4096},
+        {"fl.wo_b", weight_kind::fp8_block, 4096, 8192},
+        {"fl.sh_w13", weight_kind::fp8_block, 2048, 4096},
+        {"fl.sh_w2", weight_kind::fp8_block, 4096, 2048},
+        {"fl.sh_w13", weight_kind::nvfp4, 2048, 4096},
+        {"fl.sh_w2", weight_kind::mxfp4, 4096, 2048},
+        {"fl.head", weight_kind::bf16, 129280, 4096},
+        {"pro.wq_a", weight_kind::fp8_block, 1536, 7168},
+        {"pro.wq_b", weight_kind::fp8_block, 65536, 1536},
+        {"pro.wkv", weight_kind::fp8_block, 512, 7168},
+        {"pro.sh_w13", weight_kind::fp8_block, 3072, 7168},
+        {"pro.sh_w2", weight_kind::nvfp4, 7168, 3072},
+    };
+    for (const dense& d : shapes) bench_dense(d.name, d.kind, d.rows, d.cols, s, c, l2, h, lt);
+  }
+  cublasLtDestroy(lt);
+  cublasDestroy(h);
+  CK(cudaStreamDestroy(s));
+  return 0;
+}

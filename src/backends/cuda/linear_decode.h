@@ -1,0 +1,47 @@
+// Dense decode linears (1..64 tokens) on tensor cores:
+// y[t, :] = x[t, :] . W^T, W one matrix of a device_weight (linear.h) in bf16, fp8_block (E4M3 +
+// 128x128 block scales, f32 or E8M0), mxfp4 or nvfp4; x act_t (float or __nv_bfloat16), y f32.
+//
+// Weights are read once per launch in their checkpoint layout (16-byte streaming loads) and
+// expanded exactly to BF16 in registers (fp4_mma.cuh; E4M3 -> BF16 is exact too); products on
+// tensor cores (mma.sync m16n8k16, f32 accumulation), every token of the step in the same pass
+// (up to 8 n-tiles of 8 tokens per warp). f32 activations enter as BF16 hi + lo (~2^-17 relative
+// per product); bf16 activations are exact. fp8_block scales and the nvfp4 global scale multiply
+// f32 partial sums. Two launches (activation prepare, GEMV), no host synchronisation, launch
+// configuration from the shapes only.
+//
+// Status: correct (parity cases in tests/cuda/cases_moe_decode.inc) but measured slower than
+// cuBLAS BF16 on most DeepSeek-V4 shapes (bench/kernels/results/h200_2026-11-22.md: small
+// matrices get too few blocks and wait on unprefetched activation loads): do not dispatch to it
+// before those are fixed and re-measured.
+//
+// Dispatch (once it pays): when tokens <= k_linear_decode_max_tokens and
+// linear_decode_supported(w), call linear_decode(...) with a workspace of
+// linear_decode_workspace_bytes(tokens, w.cols) bytes instead of linear_f32out.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backends/cuda/linear.h"
+
+namespace dsv4::cuda {
+
+constexpr int64_t k_linear_decode_max_tokens = 64;
+
+// bf16 / fp8_block / mxfp4 / nvfp4, rows % 16 == 0, cols a multiple of 32 (bf16), 64 (fp8) or
+// 128 (fp4), 16-byte aligned data; mxfp4 f32 scales must be powers of two (widened E8M0).
+bool linear_decode_supported(const device_weight& w);
+
+size_t linear_decode_workspace_bytes(int64_t tokens, int64_t cols);
+
+// x [tokens, cols] act_t, y [tokens, rows] f32, matrix 0 of w. cudaErrorNotSupported when
+// !linear_decode_supported(w) or tokens > k_linear_decode_max_tokens.
+template <typename act_t>
+cudaError_t linear_decode(const act_t* x, int64_t tokens, const device_weight& w, float* y,
+                          void* workspace, size_t workspace_bytes, cudaStream_t stream);
+
+}  // namespace dsv4::cuda

@@ -1,0 +1,60 @@
+// Decode-path routed experts (1..64 tokens) for 4-bit weights (MXFP4, NVFP4): same semantics as
+// moe_experts_f32 (moe.h) and ops::moe_experts,
+//   y[t] = sum_k weights[t, k] * W2_e(silu(min(W1_e x[t], L)) * clamp(W3_e x[t], -L, L)),
+// e = indices[t, k], summed in k order; activations x and y in act_t (float or __nv_bfloat16),
+// routing weights f32, all arithmetic f32 except the tensor-core products (see below).
+//
+// How: one plan+prepare launch (groups the (token, k) pairs by expert into chunks of up to 8
+// pairs on the device and converts x to BF16 hi/lo "paired" fragments), one launch for L1 (W1, W3,
+// clamp and SwiGLU fused; every (chunk, 16-row tile) item streams its rows once for the chunk's
+// tokens, all touched experts at once), one for L2 (W2), one combine. Launch configuration depends
+// only on tokens, top_k, the shapes and the SM count (graph-capturable), never on the routing.
+// The weights are read in their checkpoint layout (linear.h), expanded exactly to BF16 in
+// registers and multiplied on tensor cores (mma.sync m16n8k16, f32 accumulation). f32
+// activations (x, and the f32 SwiGLU output h) enter as hi + lo BF16 parts, so the products are
+// those of f32 x within ~2^-17 relative; bf16 activations are exact. Deterministic: no atomics
+// on values; each output is one fixed-order sum.
+//
+// Measured on an H200 (bench/kernels/results/h200_2026-11-22.md): 29-34% of the HBM read
+// ceiling at T = 1, 36-48% at T = 4..64, 1.3-5.2x faster than moe_experts_f32 and 1.9-4.0x
+// faster than a per-expert cuBLAS BF16 loop; issue-bound on the decode at T >= 4 (see there).
+//
+// Dispatch (for the lead): when tokens <= k_moe_decode_max_tokens and
+// moe_decode_supported(w1, w3, w2) is true, call moe_decode_experts instead of moe_experts_f32
+// with a workspace of moe_decode_workspace_bytes(...); otherwise keep moe_experts_f32.
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backends/cuda/linear.h"
+
+namespace dsv4::cuda {
+
+constexpr int64_t k_moe_decode_max_tokens = 64;
+
+// Whether the decode kernels take these weights: mxfp4 (E8M0 bytes, or f32 scales that are
+// powers of two, as widened E8M0 values are) or nvfp4, all three of one kind and scale encoding,
+// hidden and inter multiples of 128, 16-byte aligned data, <= 2048 experts.
+bool moe_decode_supported(const device_weight& w1, const device_weight& w3,
+                          const device_weight& w2);
+
+// Device workspace (bytes) for `tokens` x `top_k` pairs; 256-byte aligned pointer expected.
+size_t moe_decode_workspace_bytes(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidden,
+                                  int64_t inter);
+
+// x [tokens, hidden], indices / weights [tokens, top_k], y [tokens, hidden]. An expert index
+// outside [0, experts) makes that token's row NaN. cudaErrorNotSupported when
+// !moe_decode_supported or tokens > k_moe_decode_max_tokens; cudaErrorInvalidValue for bad
+// arguments. No host synchronisation.
+template <typename act_t>
+cudaError_t moe_decode_experts(const act_t* x, int64_t tokens, const int32_t* indices,
+                               const float* weights, int64_t top_k, const device_weight& w1,
+                               const device_weight& w3, const device_weight& w2, float swiglu_limit,
+                               void* workspace, size_t workspace_bytes, act_t* y,
+                               cudaStream_t stream);
+
+}  // namespace dsv4::cuda
