@@ -1,7 +1,9 @@
 #include "io/nvfp4_checkpoint.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -9,7 +11,9 @@
 #include <regex>
 #include <set>
 
+#include "core/dtype.h"
 #include "core/error.h"
+#include "core/thread_pool.h"
 #include "io/checkpoint.h"
 #include "io/linear_weight.h"
 #include "io/safetensors_stream_writer.h"
@@ -136,6 +140,56 @@ std::string partner_of(const std::string& base) {
   return {};
 }
 
+// dequantize_to_f32 with decode tables and threads (same values: every product is exact in f32);
+// the scalar decoders compute powers per element, far too slow for a whole checkpoint.
+tensor source_to_f32(const linear_weight& w) {
+  if (w.format == weight_format::dense || w.format == weight_format::nvfp4)
+    return dequantize_to_f32(w);
+  static const std::array<float, 256> e4m3 = [] {
+    std::array<float, 256> t{};
+    for (int b = 0; b < 256; ++b) t[size_t(b)] = e4m3_to_f32(uint8_t(b));
+    return t;
+  }();
+  tensor result = tensor::empty(dtype::f32, {w.out, w.in});
+  float* dst = result.data<float>();
+  const auto* q = w.weight.ptr<const uint8_t>();
+  const auto* s = w.scale.ptr<const uint8_t>();
+  const int64_t in = w.in;
+  if (w.format == weight_format::fp8_block) {
+    const int64_t scale_cols = ceil_div(in, 128);
+    thread_pool::global().parallel_for(w.out, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r)
+        for (int64_t cb = 0; cb < scale_cols; ++cb) {
+          const int64_t index = (r / 128) * scale_cols + cb;
+          float scale = 0;
+          if (w.scale.type == dtype::f32)
+            std::memcpy(&scale, s + index * 4, 4);  // file offsets need not be aligned
+          else
+            scale = e8m0_to_f32(s[index]);
+          for (int64_t c = cb * 128; c < std::min(in, cb * 128 + 128); ++c)
+            dst[r * in + c] = e4m3[q[r * in + c]] * scale;
+        }
+    });
+  } else {  // mxfp4
+    static constexpr std::array<float, 16> e2m1 = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,
+                                                   4.0f,  6.0f,  -0.0f, -0.5f, -1.0f, -1.5f,
+                                                   -2.0f, -3.0f, -4.0f, -6.0f};
+    thread_pool::global().parallel_for(w.out, [&](int64_t begin, int64_t end) {
+      for (int64_t r = begin; r < end; ++r)
+        for (int64_t g = 0; g < in / 32; ++g) {
+          const float scale = e8m0_to_f32(s[r * (in / 32) + g]);
+          const uint8_t* bytes = q + r * (in / 2) + g * 16;
+          float* out = dst + r * in + g * 32;
+          for (int i = 0; i < 16; ++i) {
+            out[2 * i] = e2m1[bytes[i] & 0xf] * scale;
+            out[2 * i + 1] = e2m1[bytes[i] >> 4] * scale;
+          }
+        }
+    });
+  }
+  return result;
+}
+
 mxfp4_source as_mxfp4(const linear_weight& w) {
   return {w.weight.ptr<const uint8_t>(), w.scale.ptr<const uint8_t>(), w.out, w.in};
 }
@@ -164,7 +218,7 @@ class global_scales {
     } else {
       float amax = 0;
       for (const module_plan* m : members) {
-        const tensor values = dequantize_to_f32(m->source);
+        const tensor values = source_to_f32(m->source);
         amax = std::max(amax, nvfp4_amax(values.data<float>(), values.numel(), m->source.name));
       }
       scale = nvfp4_global_scale(amax);
@@ -192,7 +246,7 @@ nvfp4_module_report quantize_module(const module_plan& p, float global_scale,
   r.out = w.out;
   r.in = w.in;
   r.global_scale = global_scale;
-  const tensor reference = dequantize_to_f32(w);
+  const tensor reference = source_to_f32(w);
   if (w.format == weight_format::mxfp4 && is_power_of_two(global_scale)) {
     mxfp4_conversion c = convert_mxfp4_to_nvfp4(as_mxfp4(w), global_scale, w.name);
     result = std::move(c.matrix);
@@ -338,6 +392,12 @@ nvfp4_convert_result convert_checkpoint_to_nvfp4(
   }
   const auto to_convert =
       std::count_if(plans.begin(), plans.end(), [](const auto& kv) { return kv.second.convert; });
+  if (plans.empty())
+    fail(
+        "input {}: no linear weights in scope {} (expected official or save_pretrained names "
+        "such as layers.N.ffn.experts.E.w1.weight; transformers module names with stacked "
+        "experts are not supported)",
+        options.in_dir, nvfp4_scope_name(options.scope));
   if (to_convert == 0)
     fail("input {}: nothing to quantize in scope {}: {} in-scope modules already NVFP4, {} skipped",
          options.in_dir, nvfp4_scope_name(options.scope), result.already_nvfp4, result.skipped);

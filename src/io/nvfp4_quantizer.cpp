@@ -20,6 +20,20 @@ constexpr float k_e4m3_max = 448.0f;
 // Rows per parallel chunk: enough work per task for small matrices, rows independent.
 constexpr int64_t k_min_rows = 8;
 
+// Decoded e4m3 bytes (the scalar decode computes powers with ldexp: too slow per element).
+const std::array<float, 256>& e4m3_table() {
+  static const std::array<float, 256> table = [] {
+    std::array<float, 256> t{};
+    for (int b = 0; b < 256; ++b) t[size_t(b)] = e4m3_to_f32(uint8_t(b));
+    return t;
+  }();
+  return table;
+}
+
+constexpr std::array<float, 16> k_e2m1_values = {0.0f,  0.5f,  1.0f,  1.5f,  2.0f,  3.0f,
+                                                 4.0f,  6.0f,  -0.0f, -0.5f, -1.0f, -1.5f,
+                                                 -2.0f, -3.0f, -4.0f, -6.0f};
+
 // Decision points of one block: the 8 dequantized magnitudes and the 7 midpoints between them.
 struct block_codebook {
   std::array<float, 8> value{};
@@ -93,7 +107,7 @@ uint8_t nvfp4_block_scale(float block_amax, float global_scale) {
 }
 
 float nvfp4_value(uint8_t code, uint8_t scale, float global_scale) {
-  return (e2m1_to_f32(code) * e4m3_to_f32(scale)) * global_scale;
+  return (k_e2m1_values[code & 0xf] * e4m3_table()[scale]) * global_scale;
 }
 
 uint8_t nvfp4_encode(float x, uint8_t scale, float global_scale) {

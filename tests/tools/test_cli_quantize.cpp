@@ -231,6 +231,10 @@ TEST_F(quantize_cli, bad_input_gives_clear_errors) {
                          (dir_ / "o4").string() + "' --format nvfp4 --scope experts"),
                      "nothing to quantize in scope experts: 60 in-scope modules already NVFP4");
   EXPECT_FALSE(fs::exists(dir_ / "o4"));
+  // transformers module names (stacked experts) are not a supported input spelling.
+  expect_clean_error(run("quantize --model '" + fixture_dir("module_names") + "' --out '" +
+                         (dir_ / "o6").string() + "' --format nvfp4"),
+                     "no linear weights in scope experts");
   // A non-empty output directory is refused.
   fs::create_directories(dir_ / "o5");
   std::ofstream(dir_ / "o5" / "x") << "x";
