@@ -474,7 +474,7 @@ nvfp4_convert_result convert_checkpoint_to_nvfp4(
       layers[base] = json{{"quant_algo", "NVFP4"}, {"group_size", k_nvfp4_block}};
   write_json(out_dir / "hf_quant_config.json",
              json{{"producer",
-                   {{"name", "modelopt"},
+                   {{"name", "dsv4"},
                     {"version", fmt::format("dsv4-nvfp4-{} (dsv4 quantize)",
                                             experts_only ? "experts" : "all-linear")}}},
                   {"quantization",

@@ -104,7 +104,7 @@ TEST_F(quantize_cli, official_experts_convert_exactly_in_nvidia_layout) {
   EXPECT_GT(copied, 100);
 
   const nlohmann::json hq = read_json(out / "hf_quant_config.json");
-  EXPECT_EQ(hq["producer"]["name"], "modelopt");
+  EXPECT_EQ(hq["producer"]["name"], "dsv4");
   EXPECT_EQ(hq["quantization"]["quant_algo"], "MIXED_PRECISION");
   EXPECT_EQ(hq["quantization"]["group_size"], 16);
   EXPECT_EQ(hq["quantization"]["quantized_layers"].size(), 60u);
