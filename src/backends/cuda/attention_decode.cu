@@ -34,8 +34,13 @@ constexpr int k_d = int(k_attention_decode_head_dim);
 constexpr int k_rows = int(k_attention_decode_heads_per_cta);
 constexpr int k_tile = int(k_attention_decode_keys_per_tile);
 constexpr int k_stages = 4;
-constexpr int k_index_ahead = k_stages - 1;  // indices are prefetched this many tiles before use
-constexpr int k_index_ring = 8;              // >= k_stages + k_index_ahead - 1 tiles in flight
+// Slot indices travel ahead of the key rows: at iteration k, warp 0 prefetches the indices of
+// tile k + k_stages + 3 (cp.async), turns those of tile k + k_stages (prefetched three iterations
+// earlier, complete) into row pointers, and every thread issues the rows of tile k + k_stages - 1
+// from the pointers warp 0 wrote the iteration before.
+constexpr int k_index_lead = 3;
+constexpr int k_index_ring = 8;  // tiles k + k_stages .. k + k_stages + k_index_lead in flight
+constexpr int k_ptr_ring = 4;
 constexpr int k_warps = 8;
 constexpr int k_threads = k_warps * k_warp_size;
 constexpr int k_row_bytes = k_d * 2;
@@ -44,7 +49,8 @@ constexpr int k_q_bytes = k_rows * k_row_bytes;
 constexpr int k_tile_bytes = k_tile * k_row_bytes;
 constexpr int k_xchg_bytes = k_warps * k_warp_size * 16 * 4;
 constexpr int k_smem_bytes = k_q_bytes + k_stages * k_tile_bytes + k_xchg_bytes +
-                             k_stages * k_tile * 4 + k_index_ring * k_tile * 4;
+                             k_stages * k_tile * 4 + k_index_ring * k_tile * 4 +
+                             k_ptr_ring * k_tile * 8;
 constexpr float k_log2e = 1.4426950408889634f;
 constexpr int k_combine_threads = k_d / 4;
 
@@ -118,23 +124,32 @@ __device__ __forceinline__ void prefetch_indices(const slot_space<pool_t>& space
   }
 }
 
-// Issues the copies of the 32 slots from s0 into the stage at `dst` (shared address) and marks
-// which slots hold a key; `index` holds the slots' prefetched indices. Thread x copies chunk
-// x % 64 of rows x / 64 + 4 i.
+// Warp 0: pointers of the 32 slots from s0 (null where no key) from their prefetched indices.
+// Lane l converts slot l, whose index it prefetched itself (complete after its wait_group).
 template <typename pool_t>
-__device__ __forceinline__ void load_tile(const slot_space<pool_t>& space, int64_t s0,
-                                          const int32_t* index, unsigned char* dst_ptr,
-                                          uint32_t dst, int* valid) {
+__device__ __forceinline__ void convert_slots(const slot_space<pool_t>& space, int64_t s0,
+                                              const int32_t* index, const pool_t** ptrs) {
+  if (threadIdx.x < k_tile) {
+    const int64_t s = s0 + threadIdx.x;
+    ptrs[threadIdx.x] = space.index_src(s) ? space.row_ptr(s, index[threadIdx.x]) : nullptr;
+  }
+}
+
+// Issues the copies of the 32 rows `ptrs` points at into the stage at `dst` (shared address;
+// null rows are zero-filled) and marks which slots hold a key. Thread x copies chunk x % 64 of
+// rows x / 64 + 4 i.
+template <typename pool_t>
+__device__ __forceinline__ void load_tile(const pool_t* const* ptrs, const void* any_global,
+                                          unsigned char* dst_ptr, uint32_t dst, int* valid) {
   const int chunk = threadIdx.x % k_chunks;
 #pragma unroll
   for (int i = 0; i < k_tile * k_chunks / k_threads; ++i) {
     const int r = threadIdx.x / k_chunks + (k_threads / k_chunks) * i;
-    const int64_t s = s0 + r;
-    const pool_t* p = space.index_src(s) ? space.row_ptr(s, index[r]) : nullptr;
+    const pool_t* p = ptrs[r];
     if (chunk == 0) valid[r] = p != nullptr;
     if constexpr (sizeof(pool_t) == 2) {
       cp_async_16(dst + swizzled(r, chunk),
-                  p ? static_cast<const void*>(p + chunk * 8) : space.window.pool, p);
+                  p ? static_cast<const void*>(p + chunk * 8) : any_global, p);
     } else {
       float4 a = make_float4(0, 0, 0, 0), b = a;
       if (p) {
@@ -165,6 +180,8 @@ __global__ void __launch_bounds__(k_threads, 1)
   float* xchg = reinterpret_cast<float*>(smem + k_q_bytes + k_stages * k_tile_bytes);
   int* valid = reinterpret_cast<int*>(smem + k_q_bytes + k_stages * k_tile_bytes + k_xchg_bytes);
   int32_t* index = valid + k_stages * k_tile;  // [k_index_ring][k_tile]
+  const pool_t** ptrs =
+      reinterpret_cast<const pool_t**>(index + k_index_ring * k_tile);  // [k_ptr_ring][k_tile]
 
   const int split = blockIdx.x;
   const int group = blockIdx.y;
@@ -207,20 +224,27 @@ __global__ void __launch_bounds__(k_threads, 1)
     return;
   }
 
-  // Prologue: the indices of the first k_stages - 1 + k_index_ahead tiles and the query rows
-  // (rows past `heads` are zero and never written out), then the first k_stages - 1 tiles.
+  // Prologue: the indices of tiles 0 .. k_stages + k_index_lead - 1 and the query rows (rows past
+  // `heads` are zero and never written out); pointers of tiles 0 .. k_stages - 1; the rows of
+  // tiles 0 .. k_stages - 2.
   const uint32_t index_s = smem_u32(index);
   auto prefetch = [&](int64_t j) {
     if (j < n_live)
       prefetch_indices(space, tile_start(j), index_s + uint32_t(j % k_index_ring) * k_tile * 4);
   };
+  auto convert = [&](int64_t j) {
+    if (j < n_live)
+      convert_slots(space, tile_start(j), index + (j % k_index_ring) * k_tile,
+                    ptrs + (j % k_ptr_ring) * k_tile);
+  };
+  const void* any_global = q;
   auto issue = [&](int64_t j) {
     const int st = int(j % k_stages);
     if (j < n_live)
-      load_tile(space, tile_start(j), index + (j % k_index_ring) * k_tile,
-                smem + k_q_bytes + st * k_tile_bytes, k_s + st * k_tile_bytes, valid + st * k_tile);
+      load_tile(ptrs + (j % k_ptr_ring) * k_tile, any_global, smem + k_q_bytes + st * k_tile_bytes,
+                k_s + st * k_tile_bytes, valid + st * k_tile);
   };
-  for (int j = 0; j < k_stages - 1 + k_index_ahead; ++j) prefetch(j);
+  for (int j = 0; j < k_stages + k_index_lead; ++j) prefetch(j);
   if constexpr (sizeof(act_t) == 2) {
 #pragma unroll
     for (int i = 0; i < k_rows * k_chunks / k_threads; ++i) {
@@ -244,6 +268,8 @@ __global__ void __launch_bounds__(k_threads, 1)
   cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
+  for (int j = 0; j < k_stages; ++j) convert(j);
+  __syncthreads();
   for (int j = 0; j < k_stages - 1; ++j) {
     issue(j);
     cp_async_commit();
@@ -257,11 +283,13 @@ __global__ void __launch_bounds__(k_threads, 1)
   for (int64_t k = 0; k < n_live; ++k) {
     cp_async_wait<k_stages - 2>();
     __syncthreads();  // tile k landed for every thread; tile k - 1 is consumed
-    // Tile k + k_stages - 1 (its indices arrived with the group of iteration k - k_index_ahead,
-    // complete: at most k_stages - 2 newer groups are pending) and the indices of the tile
-    // k_index_ahead after it.
+    // (The group of iteration k - 3, which prefetched tile k + k_stages's indices, is complete:
+    // at most k_stages - 2 = 2 newer groups are pending.)
+    if (warp == 0) {
+      prefetch(k + k_stages + k_index_lead);
+      convert(k + k_stages);
+    }
     issue(k + k_stages - 1);
-    prefetch(k + k_stages - 1 + k_index_ahead);
     cp_async_commit();
     const int stage = int(k % k_stages);
     const uint32_t kb = k_s + stage * k_tile_bytes;
