@@ -31,7 +31,7 @@ constexpr int k_row_bytes = k_dim * 2;
 constexpr int k_chunks = k_row_bytes / 16;
 constexpr int k_pass = 128;  // keys per pass: 4 warps x 32
 constexpr int k_score_threads = 128;
-constexpr int k_stages = 4;   // one CTA per SM, 3 passes (96 KB) in flight
+constexpr int k_stages = 2;
 constexpr int k_bins = 4096;  // top 12 bits of the ordered score
 constexpr int k_q_bytes = k_heads * k_row_bytes;
 constexpr int k_pass_bytes = k_pass * k_row_bytes;
@@ -41,7 +41,6 @@ constexpr int k_score_smem = k_q_bytes + k_stages * k_pass_bytes + k_bins * 4 +
 
 constexpr int k_select_threads = 1024;
 constexpr int k_max_candidates = 8192;
-constexpr int k_sort_limit = 1024;  // candidates beyond this are narrowed by radix passes first
 // Per token, the collect kernel lists the keys at or above the threshold bin: fewer than top_k
 // above it plus at most k_max_candidates in it.
 constexpr int64_t k_candidate_capacity = k_indexer_fast_max_top_k + k_max_candidates;
@@ -60,6 +59,9 @@ __device__ __forceinline__ uint4 load8_bf16(const float* p) {
   const float4 b = reinterpret_cast<const float4*>(p)[1];
   return make_uint4(pack_bf16x2(a.x, a.y), pack_bf16x2(a.z, a.w), pack_bf16x2(b.x, b.y),
                     pack_bf16x2(b.z, b.w));
+}
+__device__ __forceinline__ uint4 load8_bf16(const __nv_bfloat16* p) {
+  return *reinterpret_cast<const uint4*>(p);
 }
 
 // Larger float -> larger unsigned (NaN aside).
@@ -145,26 +147,13 @@ __global__ void __launch_bounds__(k_score_threads)
     }
   };
 
-  // Query (bf16: cp.async with the first pass; f32: unrolled loads, converted), passes 0 .. 2.
-  if constexpr (sizeof(act_t) == 2) {
-#pragma unroll
-    for (int i = 0; i < k_heads * k_chunks / k_score_threads; ++i) {
-      const int x = threadIdx.x + i * k_score_threads;
-      const int r = x / k_chunks, c = x % k_chunks;
-      cp_async_16(q_s + swizzled(r, c), q + (t * k_heads + r) * k_dim + c * 8, true);
-    }
-  } else {
-#pragma unroll
-    for (int i = 0; i < k_heads * k_chunks / k_score_threads; ++i) {
-      const int x = threadIdx.x + i * k_score_threads;
-      const int r = x / k_chunks, c = x % k_chunks;
-      *reinterpret_cast<uint4*>(smem + swizzled(r, c)) =
-          load8_bf16(q + (t * k_heads + r) * k_dim + c * 8);
-    }
-  }
-  for (int j = 0; j < k_stages - 1; ++j) {
-    if (j < passes) load_pass(j, j);
-    cp_async_commit();
+  load_pass(0, 0);
+  cp_async_commit();
+  for (int x = threadIdx.x; x < k_heads * k_chunks; x += k_score_threads) {
+    const int r = x / k_chunks, c = x % k_chunks;
+    const uint4 v = load8_bf16(q + (t * k_heads + r) * k_dim + c * 8);
+    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(q_s + swizzled(r, c)), "r"(v.x),
+                 "r"(v.y), "r"(v.z), "r"(v.w));
   }
   for (int b = threadIdx.x; b < k_bins; b += k_score_threads) hist_s[b] = 0;
   float w[8][2];
@@ -175,9 +164,9 @@ __global__ void __launch_bounds__(k_score_threads)
       w[nt][e] = act_to_f32(weights[t * k_heads + nt * 8 + 2 * (lane % 4) + e]);
 
   for (int64_t p = 0; p < passes; ++p) {
-    cp_async_wait<k_stages - 2>();
+    cp_async_wait<0>();
     __syncthreads();  // pass p landed; pass p - 1 consumed
-    if (p + k_stages - 1 < passes) load_pass(p + k_stages - 1, int((p + k_stages - 1) % k_stages));
+    if (p + 1 < passes) load_pass(p + 1, int((p + 1) % k_stages));
     cp_async_commit();
     const int stage = int(p % k_stages);
     const uint32_t kb = k_s + stage * k_pass_bytes;
@@ -442,39 +431,6 @@ __global__ void __launch_bounds__(k_select_threads)
       }
     }
     __syncthreads();
-    // Many candidates: resolve 8 more bits among them in shared memory; keys above the new bin
-    // are selected, the bin's keys stay candidates (each thread holds <= 8 of <= 8192).
-    for (int cbits = bits; int(n_cand) > k_sort_limit && cbits < 64;) {
-      const int nc = int(n_cand);
-      const int width = min(8, 64 - cbits);
-      const int shift = 64 - cbits - width;
-      const unsigned long long mask = (1ull << width) - 1;
-      for (int b = threadIdx.x; b < 256; b += k_select_threads) counts[b] = 0;
-      __syncthreads();
-      unsigned long long mine[k_max_candidates / k_select_threads];
-#pragma unroll
-      for (int u = 0; u < k_max_candidates / k_select_threads; ++u) {
-        const int i = int(threadIdx.x) + u * k_select_threads;
-        mine[u] = i < nc ? cand[i] : 0;
-        if (i < nc) atomicAdd(&counts[int((mine[u] >> shift) & mask)], 1u);
-      }
-      __syncthreads();
-      const uint2 d = find_threshold(counts, 1 << width, uint32_t(keep) - n_sel, scratch, result);
-      if (threadIdx.x == 0) n_cand = 0;
-      __syncthreads();
-#pragma unroll
-      for (int u = 0; u < k_max_candidates / k_select_threads; ++u) {
-        const int i = int(threadIdx.x) + u * k_select_threads;
-        if (i >= nc) continue;
-        const uint32_t digit = uint32_t((mine[u] >> shift) & mask);
-        if (digit > d.x)
-          sel[atomicAdd(&n_sel, 1u)] = mine[u];
-        else if (digit == d.x)
-          cand[atomicAdd(&n_cand, 1u)] = mine[u];
-      }
-      __syncthreads();
-      cbits += width;
-    }
     const int nc = int(n_cand);
     const int padded = pow2_at_least(nc);
     for (int i = nc + int(threadIdx.x); i < padded; i += k_select_threads) cand[i] = 0;
@@ -508,8 +464,7 @@ indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_widt
   p.tokens = tokens;
   p.capacity = table_width * block_size;
   if (tokens <= 0 || p.capacity <= 0) return p;
-  // One CTA per SM fits (shared memory): one wave of CTAs over the step's tokens.
-  const int64_t want = std::max<int64_t>(1, std::max(sm_count, 1) / tokens);
+  const int64_t want = std::max<int64_t>(1, ceil_div(2 * std::max(sm_count, 1), tokens));
   p.keys_per_cta = std::max<int64_t>(k_pass, ceil_div(ceil_div(p.capacity, want), k_pass) * k_pass);
   // The CTA's block ids must fit its shared list (k_max_range_blocks).
   p.keys_per_cta =
