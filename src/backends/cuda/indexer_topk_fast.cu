@@ -1,4 +1,4 @@
-// Indexer top-k in two launches (plus a memset of the histograms):
+// Indexer top-k in three launches (plus a memset of the histograms and candidate counts):
 //
 // 1. indexer_score_kernel, grid (key chunk, token), 4 warps: the token's 64 x 128 query in shared
 //    memory (bf16), keys streamed 128 rows per pass through a 2-stage cp.async ring (16-byte chunk
@@ -6,13 +6,15 @@
 //    keys, N = heads, K = dims) on mma.sync; lane quads then reduce sum_h w_h relu(s) across the
 //    heads they hold. Scores go to scratch and into a 4096-bin histogram of their top 12 bits
 //    (shared, then added to the token's global histogram).
-// 2. indexer_select_kernel, one 1024-thread CTA per token: exact radix select on the 64-bit key
+// 2. indexer_collect_kernel, same grid: each CTA finds the bin of the token's k-th key from the
+//    histogram and lists its chunk's keys at or above that bin (the token's candidates).
+// 3. indexer_select_kernel, one 1024-thread CTA per token: exact radix select on the 64-bit key
 //    (ordered score bits << 32 | ~entry), unique per entry, so "higher score first, equal scores
-//    lower entry first" is plain descending key order. The histogram gives the bin of the k-th
-//    key; while that bin holds more keys than the candidate buffer, 8 more bits are resolved with
-//    a histogram pass over the scores. One pass then collects the keys above the bin (fewer than
-//    k) and the candidates in it; the candidates are bitonic-sorted and the best are appended;
-//    the selection is bitonic-sorted and written as pool rows.
+//    lower entry first" is plain descending key order. Keys above the bin are selected (fewer
+//    than k); the bin's keys are bitonic-sorted and the best appended; the selection is
+//    bitonic-sorted and written as pool rows. When the bin holds more keys than the candidate
+//    buffer (heavy ties), nothing was listed: 8 more bits at a time are resolved with histogram
+//    passes over all the scores, then one pass collects.
 #include <algorithm>
 #include <cmath>
 
