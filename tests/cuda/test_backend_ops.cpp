@@ -717,6 +717,7 @@ constexpr int64_t k_flash_q_lora = 1024, k_pro_q_lora = 1536, k_hc = 4;
 constexpr int64_t k_flash_moe_inter = 2048, k_pro_moe_inter = 3072, k_vocab = 129280;
 
 #include "cases_attention.inc"
+#include "cases_attention_decode.inc"
 #include "cases_linear.inc"
 #include "cases_quantize.inc"
 #include "cases_moe_decode.inc"
@@ -807,6 +808,7 @@ std::vector<test_case> make_eval_cases() {
   cases.push_back(hc_head_case(5, 2, 17));
   cases.push_back(hc_head_case(3, 1, 1));
   append_attention_eval_cases(cases);
+  append_attention_decode_eval_cases(cases);
   append_linear_eval_cases(cases);
   append_quantize_eval_cases(cases);
   append_moe_decode_eval_cases(cases);

@@ -1,0 +1,513 @@
+// bench_attention: decode sparse attention and the indexer top-k on the GPU, old kernels against
+// new, with the ceilings measured in the same run:
+//   * HBM read bandwidth: a read-only reduction over a 1 GiB buffer (>= 4x L2);
+//   * dense BF16 tensor-core rate: cuBLAS GEMM 8192^3 (bf16 in, f32 accumulate);
+//   * launch floor: an empty kernel, event-timed like every case.
+// Every case: random data (never zeros), pools larger than L2 with random (not sequential) rows,
+// L2 flushed (a read of 2x L2 outside the timed region) before each of >= 50 CUDA-event timed
+// launches; the median is reported with GB/s over the bytes the op must read (keys + queries),
+// their % of the read ceiling and TFLOP/s. Also a naive reference for scale: gather the rows
+// (gather_rows) and dense BF16 attention through cuBLAS (two batched GEMMs and a softmax kernel).
+//
+//   bench_attention [--runs N]
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "backends/cuda/attention.h"
+#include "backends/cuda/attention_decode.h"
+#include "backends/cuda/indexer.h"
+#include "backends/cuda/indexer_topk_fast.h"
+#include "backends/cuda/rows.h"
+
+namespace {
+
+#define CHECK(expr)                                                               \
+  do {                                                                            \
+    const cudaError_t status_ = (expr);                                           \
+    if (status_ != cudaSuccess) {                                                 \
+      std::fprintf(stderr, "%s failed at %s:%d: %s\n", #expr, __FILE__, __LINE__, \
+                   cudaGetErrorString(status_));                                  \
+      std::exit(1);                                                               \
+    }                                                                             \
+  } while (0)
+#define CHECK_CUBLAS(expr)                                                                       \
+  do {                                                                                           \
+    const cublasStatus_t status_ = (expr);                                                       \
+    if (status_ != CUBLAS_STATUS_SUCCESS) {                                                      \
+      std::fprintf(stderr, "%s failed at %s:%d: %d\n", #expr, __FILE__, __LINE__, int(status_)); \
+      std::exit(1);                                                                              \
+    }                                                                                            \
+  } while (0)
+
+int g_runs = 60;
+size_t g_l2 = 60u << 20;
+void* g_flush = nullptr;
+size_t g_flush_bytes = 0;
+double g_read_gbps = 0;  // ceiling
+double g_peak_tflops = 0;
+
+std::mt19937_64 g_rng(20261122);
+
+template <typename T>
+T* device_alloc(size_t count) {
+  T* p = nullptr;
+  CHECK(cudaMalloc(&p, count * sizeof(T)));
+  return p;
+}
+
+__global__ void fill_uniform_f32(float* p, size_t n, uint64_t seed, float lo, float hi) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x) {
+    uint64_t z = (i + 1) * 0x9E3779B97F4A7C15ull + seed;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    p[i] = lo + (hi - lo) * float(z >> 40) * 0x1p-24f;
+  }
+}
+
+__global__ void f32_to_bf16(const float* x, __nv_bfloat16* y, size_t n) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x)
+    y[i] = __float2bfloat16_rn(x[i]);
+}
+
+float* random_f32(size_t n, float lo, float hi) {
+  float* p = device_alloc<float>(n);
+  fill_uniform_f32<<<1024, 256>>>(p, n, g_rng(), lo, hi);
+  CHECK(cudaGetLastError());
+  return p;
+}
+
+__nv_bfloat16* random_bf16(size_t n, float lo, float hi) {
+  float* f = random_f32(n, lo, hi);
+  __nv_bfloat16* p = device_alloc<__nv_bfloat16>(n);
+  f32_to_bf16<<<1024, 256>>>(f, p, n);
+  CHECK(cudaGetLastError());
+  CHECK(cudaFree(f));
+  return p;
+}
+
+int32_t* upload_i32(const std::vector<int32_t>& v) {
+  int32_t* p = device_alloc<int32_t>(std::max<size_t>(v.size(), 1));
+  CHECK(cudaMemcpy(p, v.data(), v.size() * 4, cudaMemcpyHostToDevice));
+  return p;
+}
+
+std::vector<int32_t> random_rows(size_t n, int64_t below) {
+  std::vector<int32_t> v(n);
+  for (auto& x : v) x = int32_t(g_rng() % uint64_t(below));
+  return v;
+}
+
+float* g_flush_sink = nullptr;
+
+__global__ void flush_read_kernel(const float4* p, size_t n, float* sink) {
+  float acc = 0;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x) {
+    const float4 v = p[i];
+    acc += v.x + v.y + v.z + v.w;
+  }
+  if (acc == 1234.5f) sink[0] = acc;
+}
+
+// Median of g_runs event-timed launches (after 3 warm-up launches), L2 flushed before each (outside
+// the events).
+double time_ms(const std::function<void()>& launch) {
+  for (int i = 0; i < 3; ++i) launch();
+  CHECK(cudaDeviceSynchronize());
+  cudaEvent_t a, b;
+  CHECK(cudaEventCreate(&a));
+  CHECK(cudaEventCreate(&b));
+  std::vector<float> ms(static_cast<size_t>(g_runs));
+  for (int r = 0; r < g_runs; ++r) {
+    // Evict L2 by reading 2x its size (clean lines, as after the weight reads of a real step;
+    // a memset would leave dirty lines whose write-back competes with the timed reads).
+    flush_read_kernel<<<1024, 512>>>(static_cast<const float4*>(g_flush), g_flush_bytes / 16,
+                                     g_flush_sink);
+    CHECK(cudaEventRecord(a, 0));
+    launch();
+    CHECK(cudaEventRecord(b, 0));
+    CHECK(cudaEventSynchronize(b));
+    CHECK(cudaEventElapsedTime(&ms[size_t(r)], a, b));
+  }
+  CHECK(cudaEventDestroy(a));
+  CHECK(cudaEventDestroy(b));
+  std::sort(ms.begin(), ms.end());
+  return ms[ms.size() / 2];
+}
+
+__global__ void read_only_kernel(const float4* p, size_t n, float* sink) {
+  float acc = 0;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x) {
+    const float4 v = __ldcs(p + i);
+    acc += v.x + v.y + v.z + v.w;
+  }
+  if (acc == 1234.5f) sink[0] = acc;  // keeps the loads
+}
+
+__global__ void empty_kernel() {}
+
+void print_row(const char* op, const std::string& shape, double ms, double bytes, double flops) {
+  const double gbps = bytes / (ms * 1e-3) / 1e9;
+  std::printf("  %-22s %-50s %9.2f %9.1f %6.1f%% %8.1f\n", op, shape.c_str(), ms * 1e3, gbps,
+              100.0 * gbps / g_read_gbps, flops > 0 ? flops / (ms * 1e-3) / 1e12 : 0.0);
+}
+
+// ---- naive reference: gather + dense BF16 attention via cuBLAS ----
+__global__ void softmax_rows_bf16(const float* s, const float* sinks, int heads, int keys,
+                                  float scale, __nv_bfloat16* p) {
+  // One block per (token, head) row of S [keys].
+  const int64_t row = blockIdx.x;
+  const float* x = s + row * keys;
+  __shared__ float red[32];
+  float mx = sinks[row % heads];
+  for (int i = threadIdx.x; i < keys; i += blockDim.x) mx = fmaxf(mx, x[i] * scale);
+  for (int o = 16; o; o /= 2) mx = fmaxf(mx, __shfl_xor_sync(~0u, mx, o));
+  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = mx;
+  __syncthreads();
+  mx = red[0];
+  for (int w = 1; w < int(blockDim.x / 32); ++w) mx = fmaxf(mx, red[w]);
+  __syncthreads();
+  float den = 0;
+  for (int i = threadIdx.x; i < keys; i += blockDim.x) den += expf(x[i] * scale - mx);
+  for (int o = 16; o; o /= 2) den += __shfl_xor_sync(~0u, den, o);
+  if (threadIdx.x % 32 == 0) red[threadIdx.x / 32] = den;
+  __syncthreads();
+  den = expf(sinks[row % heads] - mx);
+  for (int w = 0; w < int(blockDim.x / 32); ++w) den += red[w];
+  for (int i = threadIdx.x; i < keys; i += blockDim.x)
+    p[row * keys + i] = __float2bfloat16_rn(expf(x[i] * scale - mx) / den);
+}
+
+struct naive_attention {
+  cublasHandle_t handle;
+  int64_t T, H, keys;
+  __nv_bfloat16 *kv, *p, *q;
+  float *s, *o;
+  naive_attention(cublasHandle_t h, int64_t T_, int64_t H_, int64_t keys_, __nv_bfloat16* q_)
+      : handle(h), T(T_), H(H_), keys(keys_), q(q_) {
+    kv = device_alloc<__nv_bfloat16>(size_t(T * keys * 512));
+    p = device_alloc<__nv_bfloat16>(size_t(T * H * keys));
+    s = device_alloc<float>(size_t(T * H * keys));
+    o = device_alloc<float>(size_t(T * H * 512));
+  }
+  ~naive_attention() {
+    cudaFree(kv);
+    cudaFree(p);
+    cudaFree(s);
+    cudaFree(o);
+  }
+  void run(const __nv_bfloat16* pool, int64_t pool_rows, const int32_t* rows, const float* sinks) {
+    CHECK(dsv4::cuda::gather_rows(pool, pool_rows, 1024, rows, T * keys, kv, 0));
+    const float one = 1, zero = 0;
+    // Column-major view: S^T [keys, H] per token = K [keys, 512] . Q^T [512, H].
+    CHECK_CUBLAS(cublasGemmStridedBatchedEx(
+        handle, CUBLAS_OP_T, CUBLAS_OP_N, int(keys), int(H), 512, &one, kv, CUDA_R_16BF, 512,
+        keys * 512, q, CUDA_R_16BF, 512, H * 512, &zero, s, CUDA_R_32F, int(keys), H * keys, int(T),
+        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+    softmax_rows_bf16<<<unsigned(T * H), 256>>>(s, sinks, int(H), int(keys),
+                                                1.0f / std::sqrt(512.0f), p);
+    // O^T [512, H] = V^T [512, keys] . P^T [keys, H].
+    CHECK_CUBLAS(cublasGemmStridedBatchedEx(
+        handle, CUBLAS_OP_N, CUBLAS_OP_N, 512, int(H), int(keys), &one, kv, CUDA_R_16BF, 512,
+        keys * 512, p, CUDA_R_16BF, int(keys), H * keys, &zero, o, CUDA_R_32F, 512, H * 512, int(T),
+        CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  }
+};
+
+// ---- attention cases ----
+// CSA: window 128 + top-k rows (explicit); HCA: window 128 + all n / 128 entries (paged).
+void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bool hca,
+                          int64_t context, int64_t top_k) {
+  const int64_t d = 512, W = 128;
+  const int64_t comp_entries = hca ? context / 128 : top_k;
+  const int64_t keys = W + comp_entries;
+  // Pools: >= 4x L2 of random rows (window ring rows and compressed rows drawn from them).
+  const int64_t pool_rows = std::max<int64_t>(int64_t(4 * g_l2 / 1024), T * keys);
+  static __nv_bfloat16* pool16 = nullptr;
+  static float* pool32 = nullptr;
+  static int64_t pool_have = 0;
+  if (pool_have < pool_rows) {
+    if (pool16) cudaFree(pool16);
+    if (pool32) cudaFree(pool32);
+    pool16 = random_bf16(size_t(pool_rows * d), -1, 1);
+    pool32 = random_f32(size_t(pool_rows * d), -1, 1);
+    pool_have = pool_rows;
+  }
+  float* q32 = random_f32(size_t(T * H * d), -2, 2);
+  __nv_bfloat16* q16 = random_bf16(size_t(T * H * d), -2, 2);
+  float* sinks = random_f32(size_t(H), -1, 1);
+  float* out32 = device_alloc<float>(size_t(T * H * d));
+  __nv_bfloat16* out16 = device_alloc<__nv_bfloat16>(size_t(T * H * d));
+  int32_t* wrows = upload_i32(random_rows(size_t(T * W), pool_rows));
+  int32_t *crows = nullptr, *table = nullptr, *seq = nullptr, *vis = nullptr;
+  int64_t table_width = 0;
+  std::vector<int32_t> all_rows(size_t(T * keys));  // for the naive gather
+  std::vector<int32_t> wr(size_t(T * W));
+  CHECK(cudaMemcpy(wr.data(), wrows, wr.size() * 4, cudaMemcpyDeviceToHost));
+  if (hca) {
+    table_width = (comp_entries + 127) / 128;
+    std::vector<int32_t> t(size_t(T * table_width));
+    for (auto& b : t) b = int32_t(g_rng() % uint64_t(pool_rows / 128));
+    table = upload_i32(t);
+    std::vector<int32_t> sq(static_cast<size_t>(T)),
+        nv(static_cast<size_t>(T), int32_t(comp_entries));
+    for (int64_t i = 0; i < T; ++i) sq[size_t(i)] = int32_t(i);
+    seq = upload_i32(sq);
+    vis = upload_i32(nv);
+    for (int64_t i = 0; i < T; ++i)
+      for (int64_t s = 0; s < comp_entries; ++s)
+        all_rows[size_t(i * keys + W + s)] = t[size_t(i * table_width + s / 128)] * 128 + s % 128;
+  } else {
+    const std::vector<int32_t> c = random_rows(size_t(T * top_k), pool_rows);
+    crows = upload_i32(c);
+    for (int64_t i = 0; i < T; ++i)
+      for (int64_t s = 0; s < top_k; ++s)
+        all_rows[size_t(i * keys + W + s)] = c[size_t(i * top_k + s)];
+  }
+  for (int64_t i = 0; i < T; ++i)
+    for (int64_t j = 0; j < W; ++j) all_rows[size_t(i * keys + j)] = wr[size_t(i * W + j)];
+  int32_t* gather_idx = upload_i32(all_rows);
+
+  dsv4::cuda::kv_rows_f32 w32{pool32, pool_rows, wrows, W};
+  dsv4::cuda::kv_rows_f32 c32{pool32, pool_rows, crows, crows ? top_k : 0, table, T, table_width,
+                              seq,    vis,       128};
+  auto w16 = dsv4::cuda::kv_rows<__nv_bfloat16>{pool16, pool_rows, wrows, W};
+  auto c16 = dsv4::cuda::kv_rows<__nv_bfloat16>{
+      pool16, pool_rows, crows, crows ? top_k : 0, table, T, table_width, seq, vis, 128};
+  const auto plan =
+      dsv4::cuda::attention_decode_make_plan(T, H, d, W, hca ? table_width * 128 : top_k, sms);
+  void* scratch = device_alloc<unsigned char>(plan.scratch_bytes);
+  const float scale = 1.0f / std::sqrt(float(d));
+
+  char shape[128];
+  std::snprintf(shape, sizeof(shape), "%s T=%lld H=%lld ctx=%lld keys=%lld splits=%lld",
+                hca ? "HCA" : "CSA", (long long)T, (long long)H, (long long)context,
+                (long long)keys, (long long)plan.splits);
+  const double flops = 4.0 * double(T * H * keys * d);
+  const double bytes16 = double(T * keys * d * 2) + double(T * H * d * 2);
+  const double bytes32 = double(T * keys * d * 4) + double(T * H * d * 4);
+
+  double ms = time_ms([&] {
+    CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
+        q16, T, H, d, w16, &c16, sinks, scale, out16, plan, scratch, plan.scratch_bytes, 0)));
+  });
+  print_row("new bf16 pool/act", shape, ms, bytes16, flops);
+  ms = time_ms([&] {
+    CHECK((dsv4::cuda::sparse_attention_decode<float, __nv_bfloat16>(
+        q32, T, H, d, w16, &c16, sinks, scale, out32, plan, scratch, plan.scratch_bytes, 0)));
+  });
+  print_row("new bf16 pool f32 act", shape, ms, bytes16 + double(T * H * d * 2), flops);
+  {
+    const auto w = dsv4::cuda::to_kv_rows(w32);
+    const auto c = dsv4::cuda::to_kv_rows(c32);
+    ms = time_ms([&] {
+      CHECK((dsv4::cuda::sparse_attention_decode<float, float>(
+          q32, T, H, d, w, &c, sinks, scale, out32, plan, scratch, plan.scratch_bytes, 0)));
+    });
+    print_row("new f32 pool/act", shape, ms, bytes32, flops);
+  }
+  ms = time_ms([&] {
+    CHECK(dsv4::cuda::sparse_attention_f32(q32, T, H, d, w32, &c32, sinks, scale, out32, 0));
+  });
+  print_row("old f32 (attention.cu)", shape, ms, bytes32, flops);
+  {
+    naive_attention naive(blas, T, H, keys, q16);
+    ms = time_ms([&] { naive.run(pool16, pool_rows, gather_idx, sinks); });
+    print_row("naive gather+cuBLAS", shape, ms, bytes16, flops);
+  }
+  cudaFree(q32);
+  cudaFree(q16);
+  cudaFree(sinks);
+  cudaFree(out32);
+  cudaFree(out16);
+  cudaFree(wrows);
+  cudaFree(crows);
+  cudaFree(table);
+  cudaFree(seq);
+  cudaFree(vis);
+  cudaFree(gather_idx);
+  cudaFree(scratch);
+}
+
+// ---- indexer cases ----
+void bench_indexer_case(int sms, int64_t T, int64_t entries, int64_t top_k) {
+  const int64_t heads = 64, d = 128, bs = 128;
+  const int64_t width = (entries + bs - 1) / bs;
+  // T sequences of `entries` each, blocks scattered over a pool >= 4x L2 (bf16).
+  const int64_t pool_blocks = std::max<int64_t>(T * width, int64_t(4 * g_l2 / (bs * d * 2)) + 1);
+  __nv_bfloat16* keys16 = random_bf16(size_t(pool_blocks * bs * d), -1, 1);
+  std::vector<int32_t> perm(static_cast<size_t>(pool_blocks));
+  for (int64_t i = 0; i < pool_blocks; ++i) perm[size_t(i)] = int32_t(i);
+  std::shuffle(perm.begin(), perm.end(), g_rng);
+  std::vector<int32_t> table(static_cast<size_t>(T * width));
+  for (int64_t i = 0; i < T * width; ++i) table[size_t(i)] = perm[size_t(i)];
+  int32_t* dtable = upload_i32(table);
+  std::vector<int32_t> sq(static_cast<size_t>(T)), nv(static_cast<size_t>(T), int32_t(entries));
+  for (int64_t i = 0; i < T; ++i) sq[size_t(i)] = int32_t(i);
+  int32_t* dseq = upload_i32(sq);
+  int32_t* dvis = upload_i32(nv);
+  float* q32 = random_f32(size_t(T * heads * d), -1, 1);
+  float* w32 = random_f32(size_t(T * heads), -1, 1);
+  __nv_bfloat16* q16 = random_bf16(size_t(T * heads * d), -1, 1);
+  __nv_bfloat16* w16 = random_bf16(size_t(T * heads), -1, 1);
+  int32_t* out = device_alloc<int32_t>(size_t(T * top_k));
+  const float q_scale = 1.0f / std::sqrt(float(d));
+  char shape[128];
+  std::snprintf(shape, sizeof(shape), "T=%lld entries=%lld top_k=%lld", (long long)T,
+                (long long)entries, (long long)top_k);
+  const double flops = 2.0 * double(T * entries * heads * d);
+
+  const auto plan = dsv4::cuda::indexer_topk_fast_make_plan(T, width, bs, sms);
+  void* scratch = device_alloc<unsigned char>(plan.scratch_bytes);
+  const double bytes16 = double(T * entries * d * 2) + double(T * heads * d * 2);
+  double ms = time_ms([&] {
+    CHECK(dsv4::cuda::indexer_topk_fast<__nv_bfloat16>(
+        q16, w16, T, heads, d, keys16, pool_blocks * bs, dtable, T, width, dseq, dvis, bs, top_k,
+        q_scale, plan, scratch, plan.scratch_bytes, out, 0));
+  });
+  print_row("new bf16 keys/act", shape, ms, bytes16, flops);
+  {
+    auto score_plan = plan;
+    score_plan.score_only = true;
+    ms = time_ms([&] {
+      CHECK(dsv4::cuda::indexer_topk_fast<__nv_bfloat16>(
+          q16, w16, T, heads, d, keys16, pool_blocks * bs, dtable, T, width, dseq, dvis, bs, top_k,
+          q_scale, score_plan, scratch, plan.scratch_bytes, out, 0));
+    });
+    print_row("  of which scores+hist", shape, ms, bytes16, flops);
+  }
+  ms = time_ms([&] {
+    CHECK(dsv4::cuda::indexer_topk_fast<float>(q32, w32, T, heads, d, keys16, pool_blocks * bs,
+                                               dtable, T, width, dseq, dvis, bs, top_k, q_scale,
+                                               plan, scratch, plan.scratch_bytes, out, 0));
+  });
+  print_row("new bf16 keys f32 act", shape, ms, bytes16, flops);
+  cudaFree(keys16);
+  {
+    // Old kernel: f32 keys (twice the bytes).
+    float* keys32 = random_f32(size_t(pool_blocks * bs * d), -1, 1);
+    const size_t old_scratch = dsv4::cuda::indexer_scratch_bytes(T, width * bs);
+    float* s = device_alloc<float>(old_scratch / 4 + 1);
+    ms = time_ms([&] {
+      CHECK(dsv4::cuda::indexer_topk_f32(q32, w32, T, heads, d, keys32, pool_blocks * bs, dtable, T,
+                                         width, dseq, dvis, bs, top_k, q_scale, s, old_scratch, out,
+                                         0));
+    });
+    print_row("old f32 (indexer.cu)", shape, ms, double(T * entries * d * 4), flops);
+    cudaFree(keys32);
+    cudaFree(s);
+  }
+  cudaFree(dtable);
+  cudaFree(dseq);
+  cudaFree(dvis);
+  cudaFree(q32);
+  cudaFree(w32);
+  cudaFree(q16);
+  cudaFree(w16);
+  cudaFree(out);
+  cudaFree(scratch);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // rows survive a timeout
+  bool quick = false;  // --quick: two cases, few launches (for a profiler run)
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
+      g_runs = std::max(50, std::atoi(argv[++i]));
+    else if (std::strcmp(argv[i], "--quick") == 0)
+      quick = true;
+  }
+  cudaDeviceProp prop;
+  CHECK(cudaGetDeviceProperties(&prop, 0));
+  g_l2 = size_t(prop.l2CacheSize);
+  const int sms = prop.multiProcessorCount;
+  std::printf("bench_attention: %s, %d SMs, L2 %.0f MiB, %d runs per case (median, L2 flushed)\n",
+              prop.name, sms, double(g_l2) / (1 << 20), g_runs);
+  g_flush_bytes = 2 * g_l2;
+  CHECK(cudaMalloc(&g_flush, g_flush_bytes));
+  CHECK(cudaMemset(g_flush, 0x3C, g_flush_bytes));
+  CHECK(cudaMalloc(&g_flush_sink, 4));
+
+  if (quick) {
+    g_runs = 1;
+    g_read_gbps = 1;
+    cublasHandle_t blas;
+    CHECK_CUBLAS(cublasCreate(&blas));
+    bench_attention_case(blas, sms, 32, 64, true, 1 << 20, 0);
+    bench_indexer_case(sms, 1, 262144, 512);
+    CHECK_CUBLAS(cublasDestroy(blas));
+    return 0;
+  }
+  // Ceilings.
+  {
+    const size_t bytes = size_t(1) << 30;
+    float* p = random_f32(bytes / 4, -1, 1);
+    float* sink = device_alloc<float>(1);
+    const double ms = time_ms([&] {
+      read_only_kernel<<<unsigned(sms * 8), 512>>>(reinterpret_cast<const float4*>(p), bytes / 16,
+                                                   sink);
+    });
+    g_read_gbps = double(bytes) / (ms * 1e-3) / 1e9;
+    std::printf("HBM read ceiling (1 GiB read-only): %.1f GB/s\n", g_read_gbps);
+    cudaFree(p);
+    cudaFree(sink);
+  }
+  cublasHandle_t blas;
+  CHECK_CUBLAS(cublasCreate(&blas));
+  {
+    const int n = 8192;
+    __nv_bfloat16* a = random_bf16(size_t(n) * n, -1, 1);
+    __nv_bfloat16* b = random_bf16(size_t(n) * n, -1, 1);
+    float* c = device_alloc<float>(size_t(n) * n);
+    const float one = 1, zero = 0;
+    const double ms = time_ms([&] {
+      CHECK_CUBLAS(cublasGemmEx(blas, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a, CUDA_R_16BF, n, b,
+                                CUDA_R_16BF, n, &zero, c, CUDA_R_32F, n, CUBLAS_COMPUTE_32F,
+                                CUBLAS_GEMM_DEFAULT));
+    });
+    g_peak_tflops = 2.0 * double(n) * n * n / (ms * 1e-3) / 1e12;
+    std::printf("dense BF16 GEMM ceiling (cuBLAS 8192^3): %.1f TFLOP/s\n", g_peak_tflops);
+    cudaFree(a);
+    cudaFree(b);
+    cudaFree(c);
+  }
+  {
+    const double ms = time_ms([] { empty_kernel<<<1, 32>>>(); });
+    std::printf("launch floor (empty kernel, event-timed): %.2f us\n", ms * 1e3);
+  }
+  std::printf("  %-22s %-50s %9s %9s %7s %8s\n", "kernel", "shape", "us", "GB/s", "%read",
+              "TFLOP/s");
+  std::printf("sparse attention (decode), head_dim 512, window 128:\n");
+  for (int64_t H : {64, 128})
+    for (int64_t T : {1, 8, 32}) {
+      bench_attention_case(blas, sms, T, H, false, 1 << 20, H == 64 ? 512 : 1024);
+      for (int64_t ctx : {8192, 131072, 1048576})
+        bench_attention_case(blas, sms, T, H, true, ctx, 0);
+    }
+  std::printf("indexer top-k (64 heads x 128, bf16 keys new, f32 keys old):\n");
+  for (int64_t T : {1, 32}) {
+    bench_indexer_case(sms, T, 32768, 512);
+    bench_indexer_case(sms, T, 262144, 512);
+  }
+  bench_indexer_case(sms, 1, 262144, 1024);
+  CHECK_CUBLAS(cublasDestroy(blas));
+  return 0;
+}

@@ -1,0 +1,529 @@
+// Flash-decoding sparse attention on bf16 tensor cores (mma.sync m16n8k16), head_dim 512.
+//
+// Grid (split, head group, token). A CTA holds its head group's 64 query rows in shared memory
+// (bf16, 64 KB) and streams the token's key slots [split * keys_per_split, +keys_per_split) in
+// tiles of 32 rows through a 3-stage cp.async ring (32 KB per stage). Rows are 1024 bytes; the
+// 16-byte chunk c of row r is stored at chunk c ^ (r & 7), so the 8 rows an ldmatrix reads at one
+// logical chunk fall in 8 distinct bank groups.
+//
+// 8 warps: warp w owns query rows 16 * (w & 3) .. +16 and output channels 256 * (w >> 2) .. +256.
+// S = Q K^T is split the same way along the channels: each warp computes its half of the dot
+// products, the two halves meet through shared memory (a + b == b + a, so both warps of a pair
+// hold bit-identical scores and run the same softmax). Online softmax in f32 in base 2 (scores
+// pre-multiplied by scale * log2 e); P is rounded to bf16 for P V, whose B operand is the same
+// key tile read transposed (K = V). Invalid slots are zero-filled (cp.async src-size 0) and
+// masked to -inf, so they add exactly 0.
+//
+// Each CTA writes its unnormalized accumulators and (max, sum) per head; the combine kernel
+// merges the splits and adds the sink to the denominator: m = max(sink, m_i),
+// out = sum_i 2^(m_i - m) o_i / (sum_i 2^(m_i - m) l_i + 2^(sink - m)). A split without keys
+// has m_i = -inf and is skipped, so a token without keys gets 0 / 2^0 = 0.
+#include <algorithm>
+#include <cmath>
+
+#include "backends/cuda/activation.cuh"
+#include "backends/cuda/attention_decode.h"
+#include "backends/cuda/kernel_common.cuh"
+#include "backends/cuda/mma_sm80.cuh"
+
+namespace dsv4::cuda {
+
+namespace {
+
+constexpr int k_d = int(k_attention_decode_head_dim);
+constexpr int k_rows = int(k_attention_decode_heads_per_cta);
+constexpr int k_tile = int(k_attention_decode_keys_per_tile);
+constexpr int k_stages = 4;
+// Slot indices travel ahead of the key rows: at iteration k, warp 0 prefetches the indices of
+// tile k + k_stages + 3 (cp.async), turns those of tile k + k_stages (prefetched three iterations
+// earlier, complete) into row pointers, and every thread issues the rows of tile k + k_stages - 1
+// from the pointers warp 0 wrote the iteration before.
+constexpr int k_index_lead = 3;
+constexpr int k_index_ring = 8;  // tiles k + k_stages .. k + k_stages + k_index_lead in flight
+constexpr int k_ptr_ring = 4;
+constexpr int k_warps = 8;
+constexpr int k_threads = k_warps * k_warp_size;
+constexpr int k_row_bytes = k_d * 2;
+constexpr int k_chunks = k_row_bytes / 16;  // 16-byte chunks per row
+constexpr int k_q_bytes = k_rows * k_row_bytes;
+constexpr int k_tile_bytes = k_tile * k_row_bytes;
+constexpr int k_xchg_bytes = k_warps * k_warp_size * 16 * 4;
+constexpr int k_smem_bytes = k_q_bytes + k_stages * k_tile_bytes + k_xchg_bytes +
+                             k_stages * k_tile * 4 + k_index_ring * k_tile * 4 +
+                             k_ptr_ring * k_tile * 8;
+constexpr float k_log2e = 1.4426950408889634f;
+constexpr int k_combine_threads = k_d / 4;
+
+static_assert(k_tile * k_chunks % k_threads == 0, "tile load must divide evenly");
+static_assert(k_rows * k_chunks % k_threads == 0, "query load must divide evenly");
+
+__device__ __forceinline__ int64_t ceil_div_dev(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+__device__ __forceinline__ uint32_t swizzled(int row, int chunk) {
+  return uint32_t(row * k_row_bytes + ((chunk ^ (row & 7)) << 4));
+}
+
+template <typename pool_t>
+__device__ __forceinline__ int64_t visible_slots(const kv_rows<pool_t>& s, int64_t t) {
+  if (!s.pool) return 0;
+  if (s.rows) return s.rows_width;
+  const int64_t n = s.n_visible[t];
+  const int64_t cap = s.table_width * s.block_size;
+  return n < 0 ? 0 : (n > cap ? cap : n);
+}
+
+// Where token t's slot s lives: window slots [0, cap_w), compressed slots [cap_w, cap_w + cap_c).
+// Slot indices (explicit rows, or block-table entries for the paged form) are prefetched into
+// shared memory with cp.async a few tiles ahead (index_src), so no thread waits on a dependent
+// global load inside the key loop; row_ptr turns the prefetched value into a row.
+template <typename pool_t>
+struct slot_space {
+  kv_rows<pool_t> window, comp;
+  int64_t t, cap_w, n_w, n_c, hi, seq_w, seq_c;
+
+  __device__ __forceinline__ const int32_t* index_of(const kv_rows<pool_t>& src, int64_t seq,
+                                                     int64_t i) const {
+    if (src.rows) return src.rows + t * src.rows_width + i;
+    if (seq < 0 || seq >= src.table_rows) return nullptr;
+    const int64_t block = i / src.block_size;
+    if (block >= src.table_width) return nullptr;
+    return src.block_table + seq * src.table_width + block;
+  }
+  // The global index to prefetch for slot s, or null when s holds no key.
+  __device__ __forceinline__ const int32_t* index_src(int64_t s) const {
+    if (s >= hi) return nullptr;
+    if (s < cap_w) return s < n_w ? index_of(window, seq_w, s) : nullptr;
+    s -= cap_w;
+    return s < n_c ? index_of(comp, seq_c, s) : nullptr;
+  }
+  // Row of slot s (index_src(s) non-null) from its prefetched index v, or null if invalid.
+  __device__ __forceinline__ const pool_t* row_ptr(int64_t s, int32_t v) const {
+    const bool in_window = s < cap_w;
+    const kv_rows<pool_t>& src = in_window ? window : comp;
+    const int64_t i = in_window ? s : s - cap_w;
+    int64_t row = v;
+    if (!src.rows) {
+      if (v < 0) return nullptr;
+      row = int64_t(v) * src.block_size + i % src.block_size;
+    }
+    if (row < 0 || row >= src.pool_rows) return nullptr;
+    return src.pool + row * k_d;
+  }
+};
+
+// Warp 0 prefetches the indices of the 32 slots from s0 into `dst` (shared address).
+template <typename pool_t>
+__device__ __forceinline__ void prefetch_indices(const slot_space<pool_t>& space, int64_t s0,
+                                                 uint32_t dst) {
+  if (threadIdx.x < k_tile) {
+    const int32_t* src = space.index_src(s0 + threadIdx.x);
+    cp_async_4(dst + threadIdx.x * 4, src ? static_cast<const void*>(src) : space.window.pool,
+               src != nullptr);
+  }
+}
+
+// Warp 0: pointers of the 32 slots from s0 (null where no key) from their prefetched indices.
+// Lane l converts slot l, whose index it prefetched itself (complete after its wait_group).
+template <typename pool_t>
+__device__ __forceinline__ void convert_slots(const slot_space<pool_t>& space, int64_t s0,
+                                              const int32_t* index, const pool_t** ptrs) {
+  if (threadIdx.x < k_tile) {
+    const int64_t s = s0 + threadIdx.x;
+    ptrs[threadIdx.x] = space.index_src(s) ? space.row_ptr(s, index[threadIdx.x]) : nullptr;
+  }
+}
+
+// Issues the copies of the 32 rows `ptrs` points at into the stage at `dst` (shared address;
+// null rows are zero-filled) and marks which slots hold a key. Thread x copies chunk x % 64 of
+// rows x / 64 + 4 i.
+template <typename pool_t>
+__device__ __forceinline__ void load_tile(const pool_t* const* ptrs, const void* any_global,
+                                          unsigned char* dst_ptr, uint32_t dst, int* valid) {
+  const int chunk = threadIdx.x % k_chunks;
+#pragma unroll
+  for (int i = 0; i < k_tile * k_chunks / k_threads; ++i) {
+    const int r = threadIdx.x / k_chunks + (k_threads / k_chunks) * i;
+    const pool_t* p = ptrs[r];
+    if (chunk == 0) valid[r] = p != nullptr;
+    if constexpr (sizeof(pool_t) == 2) {
+      cp_async_16(dst + swizzled(r, chunk),
+                  p ? static_cast<const void*>(p + chunk * 8) : any_global, p);
+    } else {
+      float4 a = make_float4(0, 0, 0, 0), b = a;
+      if (p) {
+        a = reinterpret_cast<const float4*>(p + chunk * 8)[0];
+        b = reinterpret_cast<const float4*>(p + chunk * 8)[1];
+      }
+      *reinterpret_cast<uint4*>(dst_ptr + swizzled(r, chunk)) =
+          make_uint4(pack_bf16x2(a.x, a.y), pack_bf16x2(a.z, a.w), pack_bf16x2(b.x, b.y),
+                     pack_bf16x2(b.z, b.w));
+    }
+  }
+}
+
+__device__ __forceinline__ uint4 load8_bf16(const float* p) {
+  const float4 a = reinterpret_cast<const float4*>(p)[0];
+  const float4 b = reinterpret_cast<const float4*>(p)[1];
+  return make_uint4(pack_bf16x2(a.x, a.y), pack_bf16x2(a.z, a.w), pack_bf16x2(b.x, b.y),
+                    pack_bf16x2(b.z, b.w));
+}
+template <typename act_t, typename pool_t>
+__global__ void __launch_bounds__(k_threads, 1)
+    attention_decode_kernel(const act_t* q, int heads, kv_rows<pool_t> window, kv_rows<pool_t> comp,
+                            int64_t cap_w, int64_t cap_c, int64_t keys_per_split, int splits,
+                            float scale_log2, float* part_o, float2* part_ml) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  const uint32_t q_s = smem_u32(smem);
+  const uint32_t k_s = q_s + k_q_bytes;
+  float* xchg = reinterpret_cast<float*>(smem + k_q_bytes + k_stages * k_tile_bytes);
+  int* valid = reinterpret_cast<int*>(smem + k_q_bytes + k_stages * k_tile_bytes + k_xchg_bytes);
+  int32_t* index = valid + k_stages * k_tile;  // [k_index_ring][k_tile]
+  const pool_t** ptrs =
+      reinterpret_cast<const pool_t**>(index + k_index_ring * k_tile);  // [k_ptr_ring][k_tile]
+
+  const int split = blockIdx.x;
+  const int group = blockIdx.y;
+  const int64_t t = blockIdx.z;
+  const int lane = threadIdx.x % k_warp_size;
+  const int warp = threadIdx.x / k_warp_size;
+  const int rg = warp & 3;     // query rows 16 rg ..
+  const int half = warp >> 2;  // channels 256 half ..
+
+  slot_space<pool_t> space{window, comp, t, cap_w, 0, 0, 0, -1, -1};
+  if (!window.rows) space.seq_w = window.token_seq[t];
+  if (comp.pool && !comp.rows) space.seq_c = comp.token_seq[t];
+  space.n_w = visible_slots(window, t);
+  if (space.n_w > cap_w) space.n_w = cap_w;
+  space.n_c = visible_slots(comp, t);
+  if (space.n_c > cap_c) space.n_c = cap_c;
+  const int64_t lo = int64_t(split) * keys_per_split;
+  const int64_t hi = min(lo + keys_per_split, cap_w + cap_c);
+  space.hi = hi;
+
+  // Live tiles (those holding a visible slot): a run over the window part, then one over the
+  // compressed part, merged where a tile straddles both.
+  int64_t len1 = 0, j2a = 0, len2 = 0;
+  if (space.n_w > lo) len1 = ceil_div_dev(min(space.n_w, hi) - lo, k_tile);
+  {
+    const int64_t c_lo = max(cap_w, lo), c_hi = min(cap_w + space.n_c, hi);
+    if (c_hi > c_lo) {
+      j2a = max((c_lo - lo) / k_tile, len1);
+      len2 = max(ceil_div_dev(c_hi - lo, k_tile) - j2a, int64_t(0));
+    }
+  }
+  const int64_t n_live = len1 + len2;
+  auto tile_start = [&](int64_t k) { return lo + k_tile * (k < len1 ? k : j2a + (k - len1)); };
+
+  const int64_t head0 = int64_t(group) * k_rows;
+  const int64_t part = (t * splits + split) * heads;
+  if (n_live == 0) {
+    if (threadIdx.x < k_rows && head0 + threadIdx.x < heads)
+      part_ml[part + head0 + threadIdx.x] = make_float2(-INFINITY, 0.0f);
+    return;
+  }
+
+  // Prologue: the indices of tiles 0 .. k_stages + k_index_lead - 1 and the query rows (rows past
+  // `heads` are zero and never written out); pointers of tiles 0 .. k_stages - 1; the rows of
+  // tiles 0 .. k_stages - 2.
+  const uint32_t index_s = smem_u32(index);
+  auto prefetch = [&](int64_t j) {
+    if (j < n_live)
+      prefetch_indices(space, tile_start(j), index_s + uint32_t(j % k_index_ring) * k_tile * 4);
+  };
+  auto convert = [&](int64_t j) {
+    if (j < n_live)
+      convert_slots(space, tile_start(j), index + (j % k_index_ring) * k_tile,
+                    ptrs + (j % k_ptr_ring) * k_tile);
+  };
+  const void* any_global = q;
+  auto issue = [&](int64_t j) {
+    const int st = int(j % k_stages);
+    if (j < n_live)
+      load_tile(ptrs + (j % k_ptr_ring) * k_tile, any_global, smem + k_q_bytes + st * k_tile_bytes,
+                k_s + st * k_tile_bytes, valid + st * k_tile);
+  };
+  for (int j = 0; j < k_stages + k_index_lead; ++j) prefetch(j);
+  if constexpr (sizeof(act_t) == 2) {
+#pragma unroll
+    for (int i = 0; i < k_rows * k_chunks / k_threads; ++i) {
+      const int x = threadIdx.x + i * k_threads;
+      const int r = x / k_chunks, c = x % k_chunks;
+      const int64_t h = head0 + r;
+      cp_async_16(q_s + swizzled(r, c), h < heads ? q + (t * heads + h) * k_d + c * 8 : q,
+                  h < heads);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < k_rows * k_chunks / k_threads; ++i) {
+      const int x = threadIdx.x + i * k_threads;
+      const int r = x / k_chunks, c = x % k_chunks;
+      const int64_t h = head0 + r;
+      uint4 v = make_uint4(0, 0, 0, 0);
+      if (h < heads) v = load8_bf16(q + (t * heads + h) * k_d + c * 8);
+      *reinterpret_cast<uint4*>(smem + swizzled(r, c)) = v;
+    }
+  }
+  cp_async_commit();
+  cp_async_wait<0>();
+  __syncthreads();
+  for (int j = 0; j < k_stages; ++j) convert(j);
+  __syncthreads();
+  for (int j = 0; j < k_stages - 1; ++j) {
+    issue(j);
+    cp_async_commit();
+  }
+
+  float acc[32][4];
+#pragma unroll
+  for (int i = 0; i < 32; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+
+  for (int64_t k = 0; k < n_live; ++k) {
+    cp_async_wait<k_stages - 2>();
+    __syncthreads();  // tile k landed for every thread; tile k - 1 is consumed
+    // (The group of iteration k - 3, which prefetched tile k + k_stages's indices, is complete:
+    // at most k_stages - 2 = 2 newer groups are pending.)
+    if (warp == 0) {
+      prefetch(k + k_stages + k_index_lead);
+      convert(k + k_stages);
+    }
+    issue(k + k_stages - 1);
+    cp_async_commit();
+    const int stage = int(k % k_stages);
+    const uint32_t kb = k_s + stage * k_tile_bytes;
+    const int* vt = valid + stage * k_tile;
+
+    // Half of S = Q K^T: rows 16 rg.., 32 keys, channels 256 half ..
+    float s[4][4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < 16; ++kk) {
+      const int c0 = half * 32 + kk * 2;
+      uint32_t a[4];
+      ldmatrix_x4(a, q_s + swizzled(rg * 16 + (lane % 8) + ((lane / 8) & 1) * 8, c0 + lane / 16));
+#pragma unroll
+      for (int np = 0; np < 2; ++np) {
+        uint32_t b[4];
+        ldmatrix_x4(b, kb + swizzled(np * 16 + (lane / 16) * 8 + lane % 8, c0 + ((lane / 8) & 1)));
+        mma_bf16_16816(s[2 * np], a, b[0], b[1]);
+        mma_bf16_16816(s[2 * np + 1], a, b[2], b[3]);
+      }
+    }
+    float* mine = xchg + (warp * k_warp_size + lane) * 16;
+    const float* other = xchg + ((warp ^ 4) * k_warp_size + lane) * 16;
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+      reinterpret_cast<float4*>(mine)[j] = make_float4(s[j][0], s[j][1], s[j][2], s[j][3]);
+    __syncthreads();
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      const float4 o = reinterpret_cast<const float4*>(other)[j];
+      s[j][0] += o.x;
+      s[j][1] += o.y;
+      s[j][2] += o.z;
+      s[j][3] += o.w;
+    }
+
+    // Online softmax over rows lane / 4 (e = 0, 1) and lane / 4 + 8 (e = 2, 3).
+    float tmax[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int key = j * 8 + 2 * (lane % 4) + (e & 1);
+        s[j][e] = vt[key] ? s[j][e] * scale_log2 : -INFINITY;
+        tmax[e >> 1] = fmaxf(tmax[e >> 1], s[j][e]);
+      }
+    float corr[2], m_use[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      tmax[i] = fmaxf(tmax[i], __shfl_xor_sync(0xffffffffu, tmax[i], 1));
+      tmax[i] = fmaxf(tmax[i], __shfl_xor_sync(0xffffffffu, tmax[i], 2));
+      const float m_new = fmaxf(m[i], tmax[i]);
+      m_use[i] = m_new == -INFINITY ? 0.0f : m_new;  // no -inf - -inf
+      corr[i] = exp2f(m[i] - m_use[i]);
+      m[i] = m_new;
+      l[i] *= corr[i];
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        s[j][e] = exp2f(s[j][e] - m_use[e >> 1]);
+        l[e >> 1] += s[j][e];
+      }
+#pragma unroll
+    for (int n = 0; n < 32; ++n) {
+      acc[n][0] *= corr[0];
+      acc[n][1] *= corr[0];
+      acc[n][2] *= corr[1];
+      acc[n][3] *= corr[1];
+    }
+
+    // O += P V over the 32 keys (two k16 steps), channels 256 half ..
+#pragma unroll
+    for (int ks = 0; ks < 2; ++ks) {
+      const uint32_t pa[4] = {pack_bf16x2(s[2 * ks][0], s[2 * ks][1]),
+                              pack_bf16x2(s[2 * ks][2], s[2 * ks][3]),
+                              pack_bf16x2(s[2 * ks + 1][0], s[2 * ks + 1][1]),
+                              pack_bf16x2(s[2 * ks + 1][2], s[2 * ks + 1][3])};
+      const int key = ks * 16 + (lane % 8) + ((lane / 8) & 1) * 8;
+#pragma unroll
+      for (int np = 0; np < 16; ++np) {
+        uint32_t b[4];
+        ldmatrix_x4_trans(b, kb + swizzled(key, half * 32 + np * 2 + lane / 16));
+        mma_bf16_16816(acc[2 * np], pa, b[0], b[1]);
+        mma_bf16_16816(acc[2 * np + 1], pa, b[2], b[3]);
+      }
+    }
+  }
+  cp_async_wait<0>();
+
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
+    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
+  }
+  const int64_t h0 = head0 + rg * 16 + lane / 4, h1 = h0 + 8;
+#pragma unroll
+  for (int n = 0; n < 32; ++n) {
+    const int c = half * 256 + n * 8 + 2 * (lane % 4);
+    if (h0 < heads)
+      *reinterpret_cast<float2*>(part_o + (part + h0) * k_d + c) =
+          make_float2(acc[n][0], acc[n][1]);
+    if (h1 < heads)
+      *reinterpret_cast<float2*>(part_o + (part + h1) * k_d + c) =
+          make_float2(acc[n][2], acc[n][3]);
+  }
+  if (half == 0 && lane % 4 == 0) {
+    if (h0 < heads) part_ml[part + h0] = make_float2(m[0], l[0]);
+    if (h1 < heads) part_ml[part + h1] = make_float2(m[1], l[1]);
+  }
+}
+
+__device__ __forceinline__ void store4(float* p, float4 v) {
+  *reinterpret_cast<float4*>(p) = v;
+}
+__device__ __forceinline__ void store4(__nv_bfloat16* p, float4 v) {
+  *reinterpret_cast<uint2*>(p) = make_uint2(pack_bf16x2(v.x, v.y), pack_bf16x2(v.z, v.w));
+}
+
+// One CTA per (token, head); thread i owns channels 4 i .. 4 i + 3.
+template <typename act_t>
+__global__ void __launch_bounds__(k_combine_threads)
+    attention_decode_combine(const float* part_o, const float2* part_ml, const float* sinks,
+                             int heads, int splits, act_t* out) {
+  const int64_t t = blockIdx.x / heads;
+  const int h = int(blockIdx.x % heads);
+  const float sink = sinks[h] * k_log2e;
+  float mx = sink;
+  for (int i = 0; i < splits; ++i) mx = fmaxf(mx, part_ml[(t * splits + i) * heads + h].x);
+  float den = exp2f(sink - mx);
+  float4 o = make_float4(0, 0, 0, 0);
+  for (int i = 0; i < splits; ++i) {
+    const int64_t p = (t * splits + i) * heads + h;
+    const float2 ml = part_ml[p];
+    if (ml.x == -INFINITY) continue;
+    const float w = exp2f(ml.x - mx);
+    den += ml.y * w;
+    const float4 v = reinterpret_cast<const float4*>(part_o + p * k_d)[threadIdx.x];
+    o.x += w * v.x;
+    o.y += w * v.y;
+    o.z += w * v.z;
+    o.w += w * v.w;
+  }
+  const float inv = 1.0f / den;
+  store4(out + (t * heads + h) * k_d + threadIdx.x * 4,
+         make_float4(o.x * inv, o.y * inv, o.z * inv, o.w * inv));
+}
+
+template <typename pool_t>
+bool valid_source(const kv_rows<pool_t>& s) {
+  if (!s.pool || s.pool_rows < 0 || !aligned_16(s.pool)) return false;
+  if (s.rows) return s.rows_width >= 0;
+  return s.block_table && s.token_seq && s.n_visible && s.block_size > 0 && s.table_rows >= 0 &&
+         s.table_width >= 0;
+}
+
+}  // namespace
+
+attention_decode_plan attention_decode_make_plan(int64_t tokens, int64_t heads, int64_t head_dim,
+                                                 int64_t window_capacity, int64_t comp_capacity,
+                                                 int sm_count, int64_t min_tiles_per_split) {
+  attention_decode_plan p;
+  p.tokens = tokens;
+  p.heads = heads;
+  p.window_capacity = window_capacity;
+  p.comp_capacity = comp_capacity;
+  if (tokens <= 0 || heads <= 0 || head_dim != k_d) return p;
+  const int64_t groups = ceil_div(heads, k_rows);
+  const int64_t tiles = std::max<int64_t>(1, ceil_div(window_capacity + comp_capacity, k_tile));
+  const int64_t thin =
+      std::max<int64_t>(1, ceil_div(tiles, std::max<int64_t>(1, min_tiles_per_split)));
+  // One CTA per SM fits: fill one wave (floor, so T * groups * splits <= SMs when T * groups is
+  // below the SM count, never a second partial wave).
+  int64_t splits = std::clamp<int64_t>(std::max(sm_count, 1) / (tokens * groups), 1, thin);
+  const int64_t per_split = ceil_div(tiles, splits);
+  splits = ceil_div(tiles, per_split);  // every split starts below the capacity
+  p.splits = splits;
+  p.keys_per_split = per_split * k_tile;
+  p.scratch_bytes = size_t(tokens * splits * heads) * (size_t(k_d) * 4 + 8);
+  return p;
+}
+
+template <typename act_t, typename pool_t>
+cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t heads, int64_t head_dim,
+                                    const kv_rows<pool_t>& window,
+                                    const kv_rows<pool_t>* compressed, const float* sinks,
+                                    float scale, act_t* out, const attention_decode_plan& plan,
+                                    void* scratch, size_t scratch_bytes, cudaStream_t stream) {
+  const kv_rows<pool_t> none{};
+  const kv_rows<pool_t>& comp = compressed ? *compressed : none;
+  if (tokens < 0 || heads <= 0 || heads > INT32_MAX || head_dim != k_d || !valid_source(window) ||
+      (compressed && !valid_source(*compressed)) || !q || !out || !sinks || !aligned_16(q) ||
+      !aligned_16(out) || !aligned_16(scratch))
+    return cudaErrorInvalidValue;
+  if (tokens == 0) return cudaSuccess;
+  if (plan.tokens != tokens || plan.heads != heads || plan.splits <= 0 ||
+      plan.window_capacity != kv_rows_capacity(window) ||
+      plan.comp_capacity != kv_rows_capacity(comp) || scratch_bytes < plan.scratch_bytes ||
+      tokens > 65535 || plan.splits > INT32_MAX)
+    return cudaErrorInvalidValue;
+  static bool configured = false;  // one attribute call per instantiation
+  if (!configured) {
+    const cudaError_t e =
+        cudaFuncSetAttribute(attention_decode_kernel<act_t, pool_t>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, k_smem_bytes);
+    if (e != cudaSuccess) return e;
+    configured = true;
+  }
+  float* part_o = static_cast<float*>(scratch);
+  float2* part_ml = reinterpret_cast<float2*>(part_o + tokens * plan.splits * heads * k_d);
+  const int64_t groups = ceil_div(heads, k_rows);
+  const dim3 grid(unsigned(plan.splits), unsigned(groups), unsigned(tokens));
+  attention_decode_kernel<act_t, pool_t><<<grid, k_threads, k_smem_bytes, stream>>>(
+      q, int(heads), window, comp, plan.window_capacity, plan.comp_capacity, plan.keys_per_split,
+      int(plan.splits), scale * k_log2e, part_o, part_ml);
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  const int64_t blocks = tokens * heads;
+  if (blocks > INT32_MAX) return cudaErrorInvalidValue;
+  attention_decode_combine<act_t><<<unsigned(blocks), k_combine_threads, 0, stream>>>(
+      part_o, part_ml, sinks, int(heads), int(plan.splits), out);
+  return cudaGetLastError();
+}
+
+#define DSV4_ATTENTION_DECODE_INSTANTIATE(act_t, pool_t)                                       \
+  template cudaError_t sparse_attention_decode<act_t, pool_t>(                                 \
+      const act_t*, int64_t, int64_t, int64_t, const kv_rows<pool_t>&, const kv_rows<pool_t>*, \
+      const float*, float, act_t*, const attention_decode_plan&, void*, size_t, cudaStream_t);
+DSV4_ATTENTION_DECODE_INSTANTIATE(float, float)
+DSV4_ATTENTION_DECODE_INSTANTIATE(float, __nv_bfloat16)
+DSV4_ATTENTION_DECODE_INSTANTIATE(__nv_bfloat16, float)
+DSV4_ATTENTION_DECODE_INSTANTIATE(__nv_bfloat16, __nv_bfloat16)
+#undef DSV4_ATTENTION_DECODE_INSTANTIATE
+
+}  // namespace dsv4::cuda

@@ -1,0 +1,87 @@
+// Sparse attention for decode-sized steps on tensor cores (flash-decoding): heads of a token in
+// the MMA M dimension (64 per CTA), head_dim 512, K = V (one key row in shared memory serves
+// both products), the token's key slots split over CTAs, FP32 online softmax, and a combine
+// kernel that adds the sink to the denominator (the semantics of ops::sparse_attention).
+//
+// Dispatch (the lead wires it into cuda_ops):
+//   plan = attention_decode_make_plan(T, heads, head_dim, window_capacity, comp_capacity, sms);
+//   scratch of plan.scratch_bytes (reused every step with the same plan);
+//   sparse_attention_decode<act_t, pool_t>(q, T, heads, head_dim, window, comp_or_null, sinks,
+//                                          scale, out, plan, scratch, stream);
+// The plan depends only on host-known shapes (token count and slot capacities: rows_width for
+// explicit rows, table_width * block_size for the paged form), never on n_visible, so a step can
+// be graph-captured; the work done scales with the visible slots (CTAs past them exit early).
+#pragma once
+
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+
+#include "backends/cuda/attention.h"
+
+namespace dsv4::cuda {
+
+// kv_rows_f32 for any pool element type (float or __nv_bfloat16); same fields and meaning.
+template <typename pool_t>
+struct kv_rows {
+  const pool_t* pool = nullptr;  // [pool_rows, head_dim]
+  int64_t pool_rows = 0;
+  const int32_t* rows = nullptr;  // explicit rows [tokens, rows_width], or null for paged
+  int64_t rows_width = 0;
+  const int32_t* block_table = nullptr;  // [table_rows, table_width]
+  int64_t table_rows = 0;
+  int64_t table_width = 0;
+  const int32_t* token_seq = nullptr;  // [tokens]
+  const int32_t* n_visible = nullptr;  // [tokens]
+  int64_t block_size = 128;
+};
+
+inline kv_rows<float> to_kv_rows(const kv_rows_f32& s) {
+  return {s.pool,       s.pool_rows,   s.rows,      s.rows_width, s.block_table,
+          s.table_rows, s.table_width, s.token_seq, s.n_visible,  s.block_size};
+}
+
+// Slots a source can hold per token: rows_width (explicit) or table_width * block_size (paged).
+template <typename pool_t>
+int64_t kv_rows_capacity(const kv_rows<pool_t>& s) {
+  if (!s.pool) return 0;
+  return s.rows ? s.rows_width : s.table_width * s.block_size;
+}
+
+constexpr int64_t k_attention_decode_head_dim = 512;
+constexpr int64_t k_attention_decode_heads_per_cta = 64;
+constexpr int64_t k_attention_decode_keys_per_tile = 32;
+
+struct attention_decode_plan {
+  int64_t tokens = 0;
+  int64_t heads = 0;
+  int64_t window_capacity = 0;  // slots of the window source per token
+  int64_t comp_capacity = 0;    // slots of the compressed source per token (0: none)
+  int64_t splits = 0;           // CTAs per (token, head group) along the slots
+  int64_t keys_per_split = 0;   // multiple of k_attention_decode_keys_per_tile
+  size_t scratch_bytes = 0;     // partial outputs + (max, sum) per (token, split, head)
+};
+
+// sm_count: the device's SMs (one CTA per SM fits). min_tiles_per_split (>= 1) bounds how thin
+// the split gets (each CTA also loads the 64 KB bf16 query tile of its head group).
+attention_decode_plan attention_decode_make_plan(int64_t tokens, int64_t heads, int64_t head_dim,
+                                                 int64_t window_capacity, int64_t comp_capacity,
+                                                 int sm_count, int64_t min_tiles_per_split = 2);
+
+// out[t, h*512 : (h+1)*512] = sum_i e^(s_i - m) k_i / (sum_i e^(s_i - m) + e^(sinks[h] - m)),
+// s_i = scale * q[t, h] . k_i over the window slots then the compressed slots (may be null) of
+// token t; a token without keys gets 0. q, out [tokens, heads * 512] in act_t (f32 or bf16);
+// pools in pool_t (bf16: cp.async straight to shared memory; f32: converted to bf16 on load).
+// Products on bf16 tensor cores (q and keys rounded to bf16, probabilities rounded to bf16 for
+// P V), softmax and accumulation in f32. head_dim must be 512; window / compressed capacities
+// must match the plan. Invalid indices are skipped as in sparse_attention_f32.
+template <typename act_t, typename pool_t>
+cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t heads, int64_t head_dim,
+                                    const kv_rows<pool_t>& window,
+                                    const kv_rows<pool_t>* compressed, const float* sinks,
+                                    float scale, act_t* out, const attention_decode_plan& plan,
+                                    void* scratch, size_t scratch_bytes, cudaStream_t stream);
+
+}  // namespace dsv4::cuda
