@@ -51,6 +51,11 @@ class model_runner {
   tensor step(const std::vector<sequence_chunk>& chunks);
   // Decode graphs captured so far (one per token count in use); 0 on backends without graphs.
   size_t captured_graphs() const { return graphs_.size(); }
+  // Operations in the decode graph of `tokens` tokens (0 if none).
+  size_t graph_nodes(int64_t tokens) const {
+    const auto it = graphs_.find(tokens);
+    return it == graphs_.end() ? 0 : it->second->graph->node_count();
+  }
 
  private:
   // A decode step of T tokens as a graph: the plan buffer it reads, the logits it writes.

@@ -74,6 +74,7 @@ class captured_graph {
  public:
   virtual ~captured_graph() = default;
   virtual void replay() = 0;
+  virtual size_t node_count() const = 0;  // recorded operations (kernels, copies, memsets)
 };
 
 class ops {

@@ -37,7 +37,9 @@ struct schedule_result {
   std::vector<std::vector<float>> logits;  // per step
   std::vector<double> step_ms[4];          // decode step wall times by batch size (first skipped)
   size_t graphs = 0;
-  size_t mallocs_in_warm_decode = 0;  // cudaMalloc calls during decode steps after the first two
+  size_t nodes = 0;  // operations in the graph of the full batch
+  // cudaMalloc calls in decode steps 2 .. decode / 2 - 1 (batch of 3, after its first steps)
+  size_t mallocs_in_warm_decode = 0;
   size_t reserved = 0;
 };
 
@@ -75,7 +77,10 @@ schedule_result run_schedule(const std::string& dir, precision_mode precision, b
   size_t mallocs_before = 0;
   size_t live = prompt.size();
   for (size_t step = 0; step < decode; ++step) {
-    if (step == decode / 2 && live > 1) runner->release_sequence(seqs[--live]);
+    if (step == decode / 2) {
+      r.mallocs_in_warm_decode = backend.allocator().malloc_count() - mallocs_before;
+      if (live > 1) runner->release_sequence(seqs[--live]);
+    }
     if (step == 2) mallocs_before = backend.allocator().malloc_count();
     std::vector<sequence_chunk> chunks;
     for (size_t s = 0; s < live; ++s) chunks.push_back({seqs[s], {int32_t(rng() % vocab)}});
@@ -88,9 +93,8 @@ schedule_result run_schedule(const std::string& dir, precision_mode precision, b
       r.step_ms[live].push_back(std::chrono::duration<double, std::milli>(t1 - t0).count());
     r.logits.emplace_back(l.data<float>(), l.data<float>() + l.numel());
   }
-  // After the shrink step a new graph (T = 2) is captured, so count from step 2 to decode / 2.
-  r.mallocs_in_warm_decode = backend.allocator().malloc_count() - mallocs_before;
   r.graphs = runner->captured_graphs();
+  r.nodes = runner->graph_nodes(int64_t(prompt.size()));
   r.reserved = backend.reserved_bytes();
   return r;
 }
@@ -108,13 +112,15 @@ bool compare_graph_decode(const std::string& label, const std::string& dir,
                                   eager.logits[i].size() * sizeof(float)) == 0;
     if (!same && differing++ == 0) first_bad = i;
   }
-  const bool ok = differing == 0 && graph.graphs == 2 && eager.graphs == 0;
+  // Replays allocate nothing (the plan buffer is reused, the graph's blocks are its own).
+  const bool ok =
+      differing == 0 && graph.graphs == 2 && eager.graphs == 0 && graph.mallocs_in_warm_decode == 0;
   std::printf(
       "[gpu-graph] %-22s %-8s steps=%zu bitwise-differing=%zu%s graphs=%zu "
-      "eager-mallocs-in-warm-decode=%zu %s\n",
+      "cudaMallocs in warm decode steps: eager %zu, graph %zu %s\n",
       label.c_str(), std::string(precision_mode_name(precision)).c_str(), eager.logits.size(),
       differing, differing ? fmt::format(" (first at step {})", first_bad).c_str() : "",
-      graph.graphs, eager.mallocs_in_warm_decode, ok ? "OK" : "FAIL");
+      graph.graphs, eager.mallocs_in_warm_decode, graph.mallocs_in_warm_decode, ok ? "OK" : "FAIL");
   for (int b = 1; b < 4; ++b)
     if (!eager.step_ms[b].empty())
       std::printf(
@@ -122,6 +128,8 @@ bool compare_graph_decode(const std::string& label, const std::string& dir,
           "%.3f ms, ratio %.2fx\n",
           label.c_str(), b, eager.step_ms[b].size(), median(eager.step_ms[b]),
           median(graph.step_ms[b]), median(eager.step_ms[b]) / median(graph.step_ms[b]));
+  std::printf("[gpu-graph] %-22s graph of batch %zu: %zu operations\n", label.c_str(),
+              prompt.size(), graph.nodes);
   std::printf("[gpu-graph] %-22s reserved device memory: eager %.1f MiB, graph %.1f MiB\n",
               label.c_str(), double(eager.reserved) / (1 << 20),
               double(graph.reserved) / (1 << 20));
@@ -168,6 +176,54 @@ std::string make_flash_dims_checkpoint() {
   return o.out_dir;
 }
 
+// The caching allocator's contract: reuse within a size class without cudaMalloc, private
+// pools isolated from the shared cache until released, release_cached returning the cache.
+bool allocator_checks() {
+  cuda::device_allocator a(0);
+  bool ok = true;
+  auto expect = [&](bool c, const char* what) {
+    if (!c) std::printf("[gpu-alloc] FAIL: %s\n", what);
+    ok &= c;
+  };
+  expect(cuda::device_allocator::size_class(1) == 512 &&
+             cuda::device_allocator::size_class(1000) == 1024 &&
+             cuda::device_allocator::size_class((1 << 20) + 1) == (size_t(2) << 20) &&
+             cuda::device_allocator::size_class((size_t(2) << 20) + 1) == (size_t(4) << 20),
+         "size classes");
+  auto x = a.allocate(1000);
+  void* px = x.get();
+  expect(a.allocated_bytes() == 1000 && a.reserved_bytes() == 1024, "stats after one block");
+  x.reset();
+  expect(a.allocated_bytes() == 0 && a.reserved_bytes() == 1024, "freed block stays reserved");
+  auto y = a.allocate(900);  // same class
+  expect(y.get() == px && a.malloc_count() == 1, "reuse without cudaMalloc");
+  y.reset();
+  auto pool = a.new_private_pool();
+  void* pc = nullptr;
+  {
+    cuda::device_allocator::pool_scope scope(a, pool);
+    auto c = a.allocate(1000);
+    pc = c.get();
+    expect(pc != px, "a private pool does not take shared blocks");
+  }  // c freed into the private pool
+  auto d = a.allocate(1000);
+  expect(d.get() == px, "the shared cache does not take private blocks");
+  {
+    cuda::device_allocator::pool_scope scope(a, pool);
+    auto c2 = a.allocate(1000);
+    expect(c2.get() == pc, "a private pool reuses its own blocks");
+  }
+  pool.reset();  // the graph is gone and no block is live: its blocks become shared
+  auto e = a.allocate(1000);
+  expect(e.get() == pc && a.malloc_count() == 2, "a released pool's blocks join the shared cache");
+  d.reset();
+  e.reset();
+  a.release_cached();
+  expect(a.reserved_bytes() == 0 && a.allocated_bytes() == 0, "release_cached");
+  std::printf("[gpu-alloc] caching allocator checks %s\n", ok ? "OK" : "FAIL");
+  return ok;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -183,7 +239,8 @@ int main(int argc, char** argv) {
     if (a == "--no-synthetic") synthetic = false;
     if (a == "--no-oracle") oracle = false;
   }
-  int failures = 0, cases = 0;
+  int failures = 0, cases = 1;
+  failures += !allocator_checks();
   for (const std::string& name : testing::fixture_cases()) {
     if (!only.empty() && name != only) continue;
     const std::string dir = testing::fixture_dir(name);

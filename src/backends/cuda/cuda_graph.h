@@ -20,8 +20,7 @@ class cuda_graph final : public captured_graph {
                                              const std::function<void()>& body);
   ~cuda_graph() override;
   void replay() override;
-  // cudaGraphNodes in the graph (kernels, memsets, copies).
-  size_t node_count() const { return nodes_; }
+  size_t node_count() const override { return nodes_; }
 
  private:
   cuda_graph() = default;
