@@ -121,13 +121,15 @@ void model_forward::upload_plan(const step_plan& plan, step_tensors& st) {
   add_compressed(plan.csa, st.csa);
   add_compressed(plan.hca, st.hca);
 
+  // Each array starts 16 bytes into the buffer (kernels may take vector paths on aligned data).
+  auto aligned = [](int64_t n) { return (n + 3) / 4 * 4; };
   int64_t total = 0;
-  for (const piece& p : pieces) total += int64_t(p.count);
+  for (const piece& p : pieces) total += aligned(int64_t(p.count));
   if (st.layout != layout || !st.buffer.defined()) {
     st = step_tensors{};
     st.layout = layout;
     st.buffer = ops_.alloc(dtype::i32, {std::max<int64_t>(total, 1)});
-    st.host = tensor::empty(dtype::i32, {std::max<int64_t>(total, 1)});
+    st.host = tensor::zeros(dtype::i32, {std::max<int64_t>(total, 1)});
     // The views share the buffer's storage through a copy of its handle.
     const auto keep = std::make_shared<tensor>(st.buffer);
     int64_t offset = 0;
@@ -137,14 +139,17 @@ void model_forward::upload_plan(const step_plan& plan, step_tensors& st) {
       v.shape = p.shape;
       v.strides = contiguous_strides(p.shape);
       *p.dst = tensor::wrap(keep, v);
-      offset += int64_t(p.count);
+      offset += aligned(int64_t(p.count));
     }
   }
   st.tokens = T;
   st.logits = L;
   st.block_size = plan.block_size;
-  int32_t* h = st.host.data<int32_t>();
-  for (const piece& p : pieces) h = std::copy(p.src, p.src + p.count, h);
+  int64_t offset = 0;
+  for (const piece& p : pieces) {
+    std::copy(p.src, p.src + p.count, st.host.data<int32_t>() + offset);
+    offset += aligned(int64_t(p.count));
+  }
   ops_.upload_to(st.buffer, st.host.view());
 }
 
