@@ -76,15 +76,15 @@ tensor model_runner::step(const std::vector<sequence_chunk>& chunks) {
 }
 
 tensor model_runner::decode_step(const step_plan& plan) {
-  std::unique_ptr<decode_graph>& slot = graphs_[plan.tokens];
-  if (slot) {
-    const std::vector<int64_t> layout = slot->st.layout;
-    forward_->upload_plan(plan, slot->st);
-    if (slot->st.layout == layout) {
-      slot->graph->replay();
-      return backend_->download(slot->logits);
+  if (auto it = graphs_.find(plan.tokens); it != graphs_.end()) {
+    decode_graph& g = *it->second;
+    const std::vector<int64_t> layout = g.st.layout;
+    forward_->upload_plan(plan, g.st);
+    if (g.st.layout == layout) {
+      g.graph->replay();
+      return backend_->download(g.logits);
     }
-    slot.reset();  // new shapes (not expected with padded tables): a new graph
+    graphs_.erase(it);  // new shapes (not expected with padded tables): a new graph
   }
   auto g = std::make_unique<decode_graph>();
   forward_->upload_plan(plan, g->st);
@@ -102,7 +102,7 @@ tensor model_runner::decode_step(const step_plan& plan) {
     graphs_.clear();
     return backend_->download(forward_->compute(g->st, cache_->layers()));
   }
-  slot = std::move(g);
+  graphs_.emplace(plan.tokens, std::move(g));
   return host;
 }
 
