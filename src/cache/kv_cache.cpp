@@ -111,7 +111,7 @@ void kv_cache::ensure_blocks(std::vector<int32_t>& table, int64_t rows, block_po
 }
 
 void kv_cache::fill_compressed(const std::vector<sequence_chunk>& chunks, int64_t rate, bool csa,
-                               compressed_plan& out) {
+                               bool pad, compressed_plan& out) {
   const int64_t bs = options_.block_size;
   const int64_t ring = (csa ? 2 : 1) * rate;
   out.rate = rate;
@@ -122,6 +122,12 @@ void kv_cache::fill_compressed(const std::vector<sequence_chunk>& chunks, int64_
     ensure_blocks(table, (s.length + int64_t(c.ids.size())) / rate, csa ? csa_pool_ : hca_pool_,
                   csa ? "CSA entry" : "HCA entry");
     width = std::max(width, table.size());
+  }
+  if (pad) {
+    const size_t capacity = size_t(ceil_div(options_.max_context / rate, bs));
+    DSV4_CHECK(width <= capacity, "kv cache: {} entry blocks exceed the capacity of {}", width,
+               capacity);
+    width = capacity;
   }
   out.block_table_width = int64_t(std::max<size_t>(width, 1));
   out.block_table.assign(chunks.size() * size_t(out.block_table_width), -1);
@@ -144,7 +150,7 @@ void kv_cache::fill_compressed(const std::vector<sequence_chunk>& chunks, int64_
   }
 }
 
-step_plan kv_cache::plan(const std::vector<sequence_chunk>& chunks) {
+step_plan kv_cache::plan(const std::vector<sequence_chunk>& chunks, bool pad_block_tables) {
   DSV4_CHECK(!chunks.empty(), "empty step: no sequences");
   std::vector<int> seen;
   step_plan p;
@@ -190,8 +196,8 @@ step_plan kv_cache::plan(const std::vector<sequence_chunk>& chunks) {
     has_csa |= k == attention_kind::csa;
     has_hca |= k == attention_kind::hca;
   }
-  if (has_csa) fill_compressed(chunks, config_.compress_rate_csa, true, p.csa);
-  if (has_hca) fill_compressed(chunks, config_.compress_rate_hca, false, p.hca);
+  if (has_csa) fill_compressed(chunks, config_.compress_rate_csa, true, pad_block_tables, p.csa);
+  if (has_hca) fill_compressed(chunks, config_.compress_rate_hca, false, pad_block_tables, p.hca);
   return p;
 }
 

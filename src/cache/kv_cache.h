@@ -40,7 +40,10 @@ class kv_cache {
   const cache_options& options() const { return options_; }
 
   // Allocates blocks for the chunks and describes the step. Call commit() after the forward.
-  step_plan plan(const std::vector<sequence_chunk>& chunks);
+  // pad_block_tables: the compressed block tables are as wide as a sequence can ever need
+  // (max_context / rate entries), -1 padded, instead of as wide as the step's longest, so that
+  // the plan's shapes depend only on the chunk sizes (a captured decode graph replays them).
+  step_plan plan(const std::vector<sequence_chunk>& chunks, bool pad_block_tables = false);
   void commit(const std::vector<sequence_chunk>& chunks);
 
   std::vector<layer_cache>& layers() { return layers_; }
@@ -59,7 +62,7 @@ class kv_cache {
     std::vector<int32_t> hca_blocks;
   };
   void ensure_blocks(std::vector<int32_t>& table, int64_t rows, block_pool& pool, const char* what);
-  void fill_compressed(const std::vector<sequence_chunk>& chunks, int64_t rate, bool csa,
+  void fill_compressed(const std::vector<sequence_chunk>& chunks, int64_t rate, bool csa, bool pad,
                        compressed_plan& out);
   void check_sequence(int seq) const;
 

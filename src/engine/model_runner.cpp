@@ -1,5 +1,6 @@
 #include "engine/model_runner.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "backends/cpu/cpu_ops.h"
@@ -55,6 +56,7 @@ std::unique_ptr<model_runner> model_runner::load(const std::string& model_dir,
   r->forward_ = std::make_unique<model_forward>(
       r->config_, r->weights_, *r->backend_,
       options.precision.value_or(default_precision(r->config_, options.device)));
+  r->use_graphs_ = options.cuda_graph;
   return r;
 }
 
@@ -63,10 +65,45 @@ tensor model_runner::step(const std::vector<sequence_chunk>& chunks) {
     for (int32_t id : c.ids)
       DSV4_CHECK(id >= 0 && id < config_.vocab_size,
                  "sequence {}: token id {} out of range [0, {})", c.seq, id, config_.vocab_size);
-  const step_plan plan = cache_->plan(chunks);
-  tensor logits = forward_->run(plan, cache_->layers());
+  // A one-token chunk asks for one logit row whether or not all_logits is set.
+  const bool decode = use_graphs_ && std::all_of(chunks.begin(), chunks.end(),
+                                                 [](const auto& c) { return c.ids.size() == 1; });
+  const step_plan plan = cache_->plan(chunks, decode);
+  tensor logits =
+      decode ? decode_step(plan) : backend_->download(forward_->run(plan, cache_->layers()));
   cache_->commit(chunks);
-  return backend_->download(logits);
+  return logits;
+}
+
+tensor model_runner::decode_step(const step_plan& plan) {
+  if (auto it = graphs_.find(plan.tokens); it != graphs_.end()) {
+    decode_graph& g = *it->second;
+    const std::vector<int64_t> layout = g.st.layout;
+    forward_->upload_plan(plan, g.st);
+    if (g.st.layout == layout) {
+      g.graph->replay();
+      return backend_->download(g.logits);
+    }
+    graphs_.erase(it);  // new shapes (not expected with padded tables): a new graph
+  }
+  auto g = std::make_unique<decode_graph>();
+  forward_->upload_plan(plan, g->st);
+  tensor host;
+  int runs = 0;
+  g->graph = backend_->capture([&] {
+    tensor l = forward_->compute(g->st, cache_->layers());
+    if (runs++ == 0)
+      host = backend_->download(l);  // the eager run is this step
+    else
+      g->logits = std::move(l);  // the graph's output buffer
+  });
+  if (!g->graph) {  // no graphs on this backend: eager from now on
+    use_graphs_ = false;
+    graphs_.clear();
+    return backend_->download(forward_->compute(g->st, cache_->layers()));
+  }
+  graphs_.emplace(plan.tokens, std::move(g));
+  return host;
 }
 
 }  // namespace dsv4

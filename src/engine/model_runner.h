@@ -2,6 +2,7 @@
 // steps of chunks from several sequences. Logits come back to the host as f32.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -22,6 +23,9 @@ struct runner_options {
   // exact (what the transformers oracle computes) or official (the official reference's FP8/FP4
   // quantize-dequantize steps, docs/dsv4-model.md §3.7). Unset: see default_precision.
   std::optional<precision_mode> precision;
+  // Decode steps (every chunk one token) as captured graphs, one per token count, where the
+  // backend has graphs (CUDA); prefill steps and backends without graphs run eagerly.
+  bool cuda_graph = true;
 };
 
 // The precision a runner uses when none is asked for: official for an official FP8 checkpoint on
@@ -45,15 +49,33 @@ class model_runner {
   // token of chunks with all_logits), in chunk order. Token ids are validated before any state
   // changes.
   tensor step(const std::vector<sequence_chunk>& chunks);
+  // Decode graphs captured so far (one per token count in use); 0 on backends without graphs.
+  size_t captured_graphs() const { return graphs_.size(); }
+  // Operations in the decode graph of `tokens` tokens (0 if none).
+  size_t graph_nodes(int64_t tokens) const {
+    const auto it = graphs_.find(tokens);
+    return it == graphs_.end() ? 0 : it->second->graph->node_count();
+  }
 
  private:
+  // A decode step of T tokens as a graph: the plan buffer it reads, the logits it writes.
+  struct decode_graph {
+    step_tensors st;
+    std::unique_ptr<captured_graph> graph;
+    tensor logits;
+  };
   model_runner() = default;
+  // Runs a decode plan (padded block tables) through the graph of its token count, capturing it
+  // on first use (that step runs eagerly); returns host logits.
+  tensor decode_step(const step_plan& plan);
   model_config config_;
   checkpoint checkpoint_;
   std::unique_ptr<ops> backend_;
   model_weights weights_;
   std::unique_ptr<kv_cache> cache_;
   std::unique_ptr<model_forward> forward_;
+  bool use_graphs_ = false;  // options.cuda_graph, until the backend turns out to have none
+  std::map<int64_t, std::unique_ptr<decode_graph>> graphs_;
 };
 
 // Makes the backend named by `device` ("cpu"; "cuda" when built with it).

@@ -1,6 +1,8 @@
 #include "model/forward.h"
 
+#include <algorithm>
 #include <cmath>
+#include <memory>
 
 #include "core/error.h"
 #include "io/rope_frequencies.h"
@@ -8,14 +10,6 @@
 namespace dsv4 {
 
 namespace {
-
-tensor upload_i32(ops& o, const std::vector<int32_t>& v, const dims& shape) {
-  DSV4_CHECK(int64_t(v.size()) == shape.numel(), "step plan: {} values for shape {}", v.size(),
-             shape.str());
-  tensor host = tensor::empty(dtype::i32, shape);
-  std::copy(v.begin(), v.end(), host.data<int32_t>());
-  return o.upload(host.view());
-}
 
 tensor upload_f32_vector(ops& o, const std::vector<float>& v) {
   tensor host = tensor::empty(dtype::f32, {int64_t(v.size())});
@@ -42,18 +36,6 @@ std::string_view precision_mode_name(precision_mode mode) {
   return mode == precision_mode::official ? "official" : "exact";
 }
 
-// The step plan on the device.
-struct model_forward::step_tensors {
-  int64_t tokens = 0;
-  tensor ids, positions, window_write_rows, window_rows;
-  tensor identity_rows;  // [T] i32 0..T-1 (official mode: gather_rows makes copies)
-  struct compressed {
-    tensor state_base, emit_rows, n_visible, token_seq, block_table;
-  };
-  compressed csa, hca;
-  int64_t block_size = 128;
-};
-
 model_forward::model_forward(const model_config& config, const model_weights& weights, ops& backend,
                              precision_mode precision)
     : cfg_(config), w_(weights), ops_(backend), precision_(precision) {
@@ -71,49 +53,116 @@ model_forward::model_forward(const model_config& config, const model_weights& we
 }
 
 tensor model_forward::run(const step_plan& plan, std::vector<layer_cache>& caches) {
+  step_tensors st;
+  upload_plan(plan, st);
+  return compute(st, caches);
+}
+
+void model_forward::upload_plan(const step_plan& plan, step_tensors& st) {
   const int64_t T = plan.tokens;
+  const int64_t hc = cfg_.hc_mult;
   DSV4_CHECK(T > 0, "empty step");
-  DSV4_CHECK(int64_t(caches.size()) == cfg_.num_hidden_layers, "{} layer caches for {} layers",
-             caches.size(), cfg_.num_hidden_layers);
   for (int32_t id : plan.ids)
     DSV4_CHECK(id >= 0 && id < cfg_.vocab_size, "token id {} out of range [0, {})", id,
                cfg_.vocab_size);
-
-  step_tensors st;
-  st.tokens = T;
-  st.block_size = plan.block_size;
-  st.ids = upload_i32(ops_, plan.ids, {T});
-  st.positions = upload_i32(ops_, plan.positions, {T});
-  st.window_write_rows = upload_i32(ops_, plan.window_write_rows, {T});
-  st.window_rows = upload_i32(ops_, plan.window_rows, {T, plan.window_width});
-  if (precision_ == precision_mode::official) {
-    std::vector<int32_t> identity(static_cast<size_t>(T));
-    for (int64_t t = 0; t < T; ++t) identity[size_t(t)] = int32_t(t);
-    st.identity_rows = upload_i32(ops_, identity, {T});
-  }
-  auto upload_compressed = [&](const compressed_plan& cp, step_tensors::compressed& out) {
-    if (cp.rate == 0) return;
-    out.state_base = upload_i32(ops_, cp.state_base, {T});
-    out.emit_rows = upload_i32(ops_, cp.emit_rows, {T});
-    out.n_visible = upload_i32(ops_, cp.n_visible, {T});
-    out.token_seq = upload_i32(ops_, cp.token_seq, {T});
-    const int64_t seqs =
-        cp.block_table_width ? int64_t(cp.block_table.size()) / cp.block_table_width : 0;
-    out.block_table = upload_i32(ops_, cp.block_table, {seqs, cp.block_table_width});
+  const int64_t L = int64_t(plan.logit_rows.size());
+  DSV4_CHECK(L > 0, "step asks for no logits");
+  for (int32_t r : plan.logit_rows)
+    DSV4_CHECK(r >= 0 && r < T, "logit row {} outside the step's {} tokens", r, T);
+  auto table_rows = [](const compressed_plan& cp) {
+    return cp.block_table_width ? int64_t(cp.block_table.size()) / cp.block_table_width : 0;
   };
-  upload_compressed(plan.csa, st.csa);
-  upload_compressed(plan.hca, st.hca);
+  const std::vector<int64_t> layout{T,
+                                    plan.window_width,
+                                    hc,
+                                    L,
+                                    plan.csa.rate,
+                                    table_rows(plan.csa),
+                                    plan.csa.block_table_width,
+                                    plan.hca.rate,
+                                    table_rows(plan.hca),
+                                    plan.hca.block_table_width};
+
+  // Every array in order, with its shape; the layout is the same for every plan of the same key.
+  struct piece {
+    tensor* dst;
+    const int32_t* src;
+    size_t count;
+    dims shape;
+  };
+  std::vector<piece> pieces;
+  auto add = [&](tensor& dst, const std::vector<int32_t>& v, const dims& shape) {
+    DSV4_CHECK(int64_t(v.size()) == shape.numel(), "step plan: {} values for shape {}", v.size(),
+               shape.str());
+    pieces.push_back({&dst, v.data(), v.size(), shape});
+  };
+  std::vector<int32_t> identity(static_cast<size_t>(T)), hc_rows, logit_rows;
+  for (int64_t t = 0; t < T; ++t) {
+    identity[size_t(t)] = int32_t(t);
+    for (int64_t j = 0; j < hc; ++j) hc_rows.push_back(int32_t(t));
+  }
+  for (int32_t r : plan.logit_rows)
+    for (int64_t j = 0; j < hc; ++j) logit_rows.push_back(int32_t(r * hc + j));
+  add(st.ids, plan.ids, {T});
+  add(st.positions, plan.positions, {T});
+  add(st.window_write_rows, plan.window_write_rows, {T});
+  add(st.window_rows, plan.window_rows, {T, plan.window_width});
+  add(st.identity_rows, identity, {T});
+  add(st.hc_rows, hc_rows, {T * hc});
+  add(st.logit_rows, logit_rows, {L * hc});
+  auto add_compressed = [&](const compressed_plan& cp, step_tensors::compressed& out) {
+    if (cp.rate == 0) return;
+    add(out.state_base, cp.state_base, {T});
+    add(out.emit_rows, cp.emit_rows, {T});
+    add(out.n_visible, cp.n_visible, {T});
+    add(out.token_seq, cp.token_seq, {T});
+    add(out.block_table, cp.block_table, {table_rows(cp), cp.block_table_width});
+  };
+  add_compressed(plan.csa, st.csa);
+  add_compressed(plan.hca, st.hca);
+
+  // Each array starts 16 bytes into the buffer (kernels may take vector paths on aligned data).
+  auto aligned = [](int64_t n) { return (n + 3) / 4 * 4; };
+  int64_t total = 0;
+  for (const piece& p : pieces) total += aligned(int64_t(p.count));
+  if (st.layout != layout || !st.buffer.defined()) {
+    st = step_tensors{};
+    st.layout = layout;
+    st.buffer = ops_.alloc(dtype::i32, {std::max<int64_t>(total, 1)});
+    st.host = tensor::zeros(dtype::i32, {std::max<int64_t>(total, 1)});
+    // The views share the buffer's storage through a copy of its handle.
+    const auto keep = std::make_shared<tensor>(st.buffer);
+    int64_t offset = 0;
+    for (const piece& p : pieces) {
+      tensor_view v = st.buffer.view();
+      v.data = st.buffer.data<int32_t>() + offset;
+      v.shape = p.shape;
+      v.strides = contiguous_strides(p.shape);
+      *p.dst = tensor::wrap(keep, v);
+      offset += aligned(int64_t(p.count));
+    }
+  }
+  st.tokens = T;
+  st.logits = L;
+  st.block_size = plan.block_size;
+  int64_t offset = 0;
+  for (const piece& p : pieces) {
+    std::copy(p.src, p.src + p.count, st.host.data<int32_t>() + offset);
+    offset += aligned(int64_t(p.count));
+  }
+  ops_.upload_to(st.buffer, st.host.view());
+}
+
+tensor model_forward::compute(const step_tensors& st, std::vector<layer_cache>& caches) {
+  const int64_t T = st.tokens;
+  DSV4_CHECK(T > 0 && st.buffer.defined(), "compute: no step uploaded");
+  DSV4_CHECK(int64_t(caches.size()) == cfg_.num_hidden_layers, "{} layer caches for {} layers",
+             caches.size(), cfg_.num_hidden_layers);
 
   // Residual streams: the embedding replicated to hc_mult streams [T, hc, D].
   const int64_t hc = cfg_.hc_mult;
   const int64_t D = cfg_.hidden_size;
-  tensor h = ops_.embed(w_.embed, st.ids);
-  {
-    tensor rows = tensor::empty(dtype::i32, {T * hc});
-    for (int64_t t = 0; t < T; ++t)
-      for (int64_t j = 0; j < hc; ++j) rows.data<int32_t>()[t * hc + j] = int32_t(t);
-    h = ops_.gather_rows(h, ops_.upload(rows.view())).reshaped({T, hc, D});
-  }
+  tensor h = ops_.gather_rows(ops_.embed(w_.embed, st.ids), st.hc_rows).reshaped({T, hc, D});
 
   const float hc_eps = float(cfg_.hc_eps);
   const float eps = float(cfg_.rms_norm_eps);
@@ -133,14 +182,8 @@ tensor model_forward::run(const step_plan& plan, std::vector<layer_cache>& cache
   }
 
   // Only the requested rows go through the final collapse, norm and head.
-  const int64_t L = int64_t(plan.logit_rows.size());
-  DSV4_CHECK(L > 0, "step asks for no logits");
-  std::vector<int32_t> rows;
-  for (int32_t r : plan.logit_rows) {
-    DSV4_CHECK(r >= 0 && r < T, "logit row {} outside the step's {} tokens", r, T);
-    for (int64_t j = 0; j < hc; ++j) rows.push_back(int32_t(r * hc + j));
-  }
-  tensor last = ops_.gather_rows(h.reshaped({T * hc, D}), upload_i32(ops_, rows, {L * hc}));
+  const int64_t L = st.logits;
+  tensor last = ops_.gather_rows(h.reshaped({T * hc, D}), st.logit_rows);
   tensor x = ops_.hc_head(last.reshaped({L, hc, D}), w_.hc_head_fn, w_.hc_head_base,
                           w_.hc_head_scale, hc_eps, eps);
   x = ops_.rms_norm(x, &w_.norm, eps);

@@ -23,6 +23,28 @@ enum class precision_mode : uint8_t { exact, official };
 precision_mode parse_precision_mode(std::string_view name);
 std::string_view precision_mode_name(precision_mode mode);
 
+// The step plan on the device: every plan array in one i32 buffer, refreshed by one upload_to per
+// step; the tensors below are views into it. Kept across steps by a caller that replays a captured
+// graph (the graph reads its addresses): upload_plan reuses the buffer when the plan's shapes are
+// unchanged, so a decode batch of fixed shapes (padded block tables) always gets the same one.
+struct step_tensors {
+  int64_t tokens = 0;
+  int64_t logits = 0;  // rows of logits
+  int64_t block_size = 128;
+  tensor ids, positions, window_write_rows, window_rows;
+  tensor identity_rows;  // [T] 0..T-1 (official mode: gather_rows makes copies)
+  tensor hc_rows;        // [T * hc]: t for each of token t's hc residual streams
+  tensor logit_rows;     // [logits * hc]: rows of the [T * hc, D] residual for the final collapse
+  struct compressed {
+    tensor state_base, emit_rows, n_visible, token_seq, block_table;
+  };
+  compressed csa, hca;
+
+  std::vector<int64_t> layout;  // the shapes the buffer was laid out for
+  tensor buffer;                // [total] i32 on the device
+  tensor host;                  // [total] i32 host image of buffer
+};
+
 class model_forward {
  public:
   model_forward(const model_config& config, const model_weights& weights, ops& backend,
@@ -30,11 +52,15 @@ class model_forward {
   precision_mode precision() const { return precision_; }
 
   // Runs the step, updating `caches` (one per layer), and returns f32 logits
-  // [plan.logit_rows.size(), vocab] on the backend's device.
+  // [plan.logit_rows.size(), vocab] on the backend's device. Same as upload_plan + compute.
   tensor run(const step_plan& plan, std::vector<layer_cache>& caches);
+  // Validates the plan and copies it into `st` (ordered with the backend's device work).
+  void upload_plan(const step_plan& plan, step_tensors& st);
+  // The step's device work only: no upload, no download, no host read of device data; the
+  // launches depend only on st's shapes. Capturable as a graph.
+  tensor compute(const step_tensors& st, std::vector<layer_cache>& caches);
 
  private:
-  struct step_tensors;
   tensor attention(int layer, const tensor& x, const step_tensors& st, layer_cache& cache);
   tensor ffn(int layer, const tensor& x, const step_tensors& st);
   // Whether this mode quantizes the input of a linear whose checkpoint weight has format f.

@@ -11,6 +11,7 @@
 //  * Pools are the paged per-layer caches: [rows, width], row = block * block_size + offset.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -67,6 +68,15 @@ struct kv_source {
   int64_t block_size = 128;
 };
 
+// A recorded sequence of a backend's device work (a CUDA graph): replay() enqueues it again, with
+// the same buffers, shapes and launch configurations as when it was captured.
+class captured_graph {
+ public:
+  virtual ~captured_graph() = default;
+  virtual void replay() = 0;
+  virtual size_t node_count() const = 0;  // recorded operations (kernels, copies, memsets)
+};
+
 class ops {
  public:
   virtual ~ops() = default;
@@ -78,6 +88,23 @@ class ops {
   virtual tensor upload(const tensor_view& host) = 0;      // same dtype, contiguous copy
   virtual tensor upload_f32(const tensor_view& host) = 0;  // converted to f32
   virtual tensor download(const tensor& device) = 0;       // host copy, same dtype
+  // Copies host into the existing device tensor of the same dtype and element count, ordered with
+  // the backend's device work (the host buffer may be reused on return). Not capturable: it
+  // refreshes the inputs of a captured graph before its replay.
+  virtual void upload_to(tensor& device, const tensor_view& host) = 0;
+
+  // ---- graph capture ----
+  // Backends with graphs (CUDA): runs body once eagerly (its effects are real; it may
+  // synchronise and read results), then again under capture (nothing executes), and returns the
+  // graph of the second run. Both runs allocate from a pool private to the graph, so the capture
+  // reuses the blocks the eager run left and its buffers are never handed to anyone else while the
+  // graph lives. body must issue the same work in both runs and, in the captured run, only
+  // device work on the backend (no upload, download or host read). Backends without graphs (CPU)
+  // return null without running body.
+  virtual std::unique_ptr<captured_graph> capture(const std::function<void()>& body) {
+    (void)body;
+    return nullptr;
+  }
   virtual std::unique_ptr<prepared_linear> prepare_linear(const linear_weight& w) = 0;
   virtual std::unique_ptr<prepared_experts> prepare_experts(
       const std::vector<linear_weight>& w1, const std::vector<linear_weight>& w3,

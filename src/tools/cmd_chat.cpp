@@ -26,6 +26,7 @@
 #include "text/stream_decoder.h"
 #include "text/tokenizer.h"
 #include "tools/command.h"
+#include "tools/runner_flags.h"
 #include "tools/sampling_options.h"
 
 namespace dsv4::tools {
@@ -40,6 +41,7 @@ struct chat_cli_options {
   int64_t max_context = 8192;
   sampling_params sampling;
   std::string device = "cpu";
+  bool cuda_graph = true;
   bool verbose = false;
   bool no_reuse = false;
 };
@@ -280,6 +282,7 @@ int run_chat(const chat_cli_options& o) {
 
   runner_options ro;
   ro.device = o.device;
+  ro.cuda_graph = o.cuda_graph;
   ro.cache.max_sequences = 1;
   ro.cache.max_context = o.max_context;
   auto runner = model_runner::load(o.model, ro);
@@ -335,6 +338,7 @@ const command_registration registration(
           ->capture_default_str();
       add_sampling_options(sub, o->sampling);
       sub.add_option("--device", o->device, "cpu");
+      add_cuda_graph_option(sub, o->cuda_graph);
       sub.add_flag("-v,--verbose", o->verbose, "Per turn: prompt tokens, cache reuse, timing");
       sub.add_flag("--no-reuse", o->no_reuse,
                    "Re-prefill the whole conversation every turn (to check the cache reuse)");

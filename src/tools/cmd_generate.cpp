@@ -11,6 +11,7 @@
 #include "text/tokenizer.h"
 #include "tools/command.h"
 #include "tools/id_list.h"
+#include "tools/runner_flags.h"
 #include "tools/sampling_options.h"
 
 namespace dsv4::tools {
@@ -25,6 +26,7 @@ struct generate_options {
   bool ignore_eos = false;
   std::string device = "cpu";
   std::string precision = "auto";
+  bool cuda_graph = true;
 };
 
 int run_generate(const generate_options& o) {
@@ -49,6 +51,7 @@ int run_generate(const generate_options& o) {
   }
   runner_options ro;
   ro.device = o.device;
+  ro.cuda_graph = o.cuda_graph;
   if (o.precision != "auto") ro.precision = parse_precision_mode(o.precision);
   ro.cache.max_sequences = 1;
   ro.cache.max_context = int64_t(prompt.size()) + o.tokens;
@@ -98,6 +101,7 @@ const command_registration registration(
       add_sampling_options(sub, o->sampling);
       sub.add_flag("--ignore-eos", o->ignore_eos, "Do not stop at the end-of-sequence token");
       sub.add_option("--device", o->device, "cpu");
+      add_cuda_graph_option(sub, o->cuda_graph);
       sub.add_option("--precision", o->precision,
                      "auto (default: official for FP8 checkpoints on cuda, else exact), exact, or "
                      "official (FP8/FP4 activation, KV and indexer rounding of the reference)")

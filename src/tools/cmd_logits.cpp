@@ -8,6 +8,7 @@
 #include "io/safetensors.h"
 #include "tools/command.h"
 #include "tools/id_list.h"
+#include "tools/runner_flags.h"
 
 namespace dsv4::tools {
 namespace {
@@ -20,6 +21,7 @@ struct logits_options {
   std::string out;
   std::string device = "cpu";
   std::string precision = "auto";
+  bool cuda_graph = true;
 };
 
 int run_logits(const logits_options& o) {
@@ -47,6 +49,7 @@ int run_logits(const logits_options& o) {
   }
   runner_options ro;
   ro.device = o.device;
+  ro.cuda_graph = o.cuda_graph;
   if (o.precision != "auto") ro.precision = parse_precision_mode(o.precision);
   ro.cache.max_sequences = 1;
   ro.cache.max_context = std::max<int64_t>(n, 1);
@@ -85,6 +88,7 @@ const command_registration registration(
                      "Prefill N tokens, then decode the rest one at a time");
       sub.add_option("--out", o->out, "Output safetensors file (tensor 'logits')")->required();
       sub.add_option("--device", o->device, "cpu");
+      add_cuda_graph_option(sub, o->cuda_graph);
       sub.add_option("--precision", o->precision,
                      "auto (default: official for FP8 checkpoints on cuda, else exact), exact, or "
                      "official (FP8/FP4 activation, KV and indexer rounding of the reference)")

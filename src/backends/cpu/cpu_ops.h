@@ -28,6 +28,7 @@ class cpu_ops final : public ops {
   tensor upload(const tensor_view& host) override;
   tensor upload_f32(const tensor_view& host) override;
   tensor download(const tensor& device) override;
+  void upload_to(tensor& device, const tensor_view& host) override;
   std::unique_ptr<prepared_linear> prepare_linear(const linear_weight& w) override;
   std::unique_ptr<prepared_experts> prepare_experts(const std::vector<linear_weight>& w1,
                                                     const std::vector<linear_weight>& w3,

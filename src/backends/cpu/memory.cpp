@@ -34,6 +34,14 @@ tensor cpu_ops::download(const tensor& device) {
   return upload(device.view());
 }
 
+void cpu_ops::upload_to(tensor& device, const tensor_view& host) {
+  DSV4_CHECK(host.is_contiguous() && device.defined() && device.type() == host.type &&
+                 device.numel() == host.numel() && device.view().is_contiguous(),
+             "upload_to: {} {} into {}", dtype_name(host.type), host.shape.str(),
+             device.defined() ? device.shape().str() : std::string("(undefined)"));
+  std::memcpy(device.data<void>(), host.data, host.bytes());
+}
+
 std::unique_ptr<prepared_linear> cpu_ops::prepare_linear(const linear_weight& w) {
   auto p = std::make_unique<cpu_linear>();
   p->out = w.out;

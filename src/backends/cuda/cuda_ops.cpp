@@ -2,6 +2,8 @@
 // and the attention families are in cuda_ops_linear.cpp and cuda_ops_attention.cpp.
 #include "backends/cuda/cuda_ops.h"
 
+#include <algorithm>
+#include <cstring>
 #include <vector>
 
 #include "backends/cuda/elementwise.h"
@@ -33,6 +35,8 @@ void check_f32(const tensor& t, const char* what) {
 cuda_ops::cuda_ops(int device) : device_(device) {
   check_cuda(cudaSetDevice(device), "cudaSetDevice");
   check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  check_cuda(cudaEventCreateWithFlags(&staging_done_, cudaEventDisableTiming), "cudaEventCreate");
+  allocator_ = std::make_unique<device_allocator>(device);
 }
 
 cuda_ops::~cuda_ops() {
@@ -40,29 +44,26 @@ cuda_ops::~cuda_ops() {
     cudaStreamSynchronize(stream_);
     cudaStreamDestroy(stream_);
   }
+  if (staging_) cudaFreeHost(staging_);
+  if (staging_done_) cudaEventDestroy(staging_done_);
 }
 
 size_t cuda_ops::allocated_bytes() const {
-  return allocated_->load();
+  return allocator_->allocated_bytes();
+}
+
+size_t cuda_ops::reserved_bytes() const {
+  return allocator_->reserved_bytes();
 }
 
 tensor cuda_ops::alloc(dtype type, const dims& shape) {
-  const size_t bytes = dtype_bytes(type, shape.numel());
-  void* p = nullptr;
-  // Never a zero-byte request: keeps every tensor's pointer valid and distinct.
-  check_cuda(cudaMalloc(&p, bytes ? bytes : 16), "cudaMalloc");
-  auto counter = allocated_;
-  counter->fetch_add(bytes);
-  std::shared_ptr<void> storage(p, [counter, bytes](void* q) {
-    counter->fetch_sub(bytes);
-    cudaFree(q);
-  });
   tensor_view v;
-  v.data = p;
   v.type = type;
   v.shape = shape;
   v.strides = contiguous_strides(shape);
   v.device = device_kind::cuda;
+  std::shared_ptr<void> storage = allocator_->allocate(dtype_bytes(type, shape.numel()));
+  v.data = storage.get();
   return tensor::wrap(std::move(storage), v);
 }
 
@@ -76,12 +77,38 @@ tensor cuda_ops::upload(const tensor_view& host) {
   DSV4_CHECK(host.device == device_kind::cpu && host.is_contiguous(),
              "cuda upload needs a contiguous host view");
   tensor t = alloc(host.type, host.shape);
-  // Synchronous: the host buffer may be temporary. Uploads happen at load and at the start of a
-  // step (the step plan); the CUDA-graph decode path will replace the latter with pinned buffers.
+  // Synchronous: the host buffer may be temporary, and the block may still be in use by queued
+  // work (cached allocator). Uploads happen at load; a step's plan goes through upload_to.
   check_cuda(cudaStreamSynchronize(stream_), "cudaStreamSynchronize");
   check_cuda(cudaMemcpy(t.data<void>(), host.data, host.bytes(), cudaMemcpyHostToDevice),
              "cudaMemcpy H2D");
   return t;
+}
+
+void cuda_ops::upload_to(tensor& device, const tensor_view& host) {
+  DSV4_CHECK(host.device == device_kind::cpu && host.is_contiguous(),
+             "cuda upload_to needs a contiguous host view");
+  DSV4_CHECK(device.defined() && device.view().device == device_kind::cuda &&
+                 device.type() == host.type && device.numel() == host.numel() &&
+                 device.view().is_contiguous(),
+             "cuda upload_to: host {} {} into device {}", dtype_name(host.type), host.shape.str(),
+             device.defined() ? device.shape().str() : std::string("(undefined)"));
+  const size_t bytes = host.bytes();
+  // The previous copy out of the staging buffer must be done before it is overwritten (a no-op
+  // wait in a decode loop: the previous step's logits download already waited for it).
+  check_cuda(cudaEventSynchronize(staging_done_), "cudaEventSynchronize");
+  if (bytes > staging_bytes_) {
+    if (staging_) check_cuda(cudaFreeHost(staging_), "cudaFreeHost");
+    staging_ = nullptr;
+    staging_bytes_ = 0;
+    const size_t want = std::max<size_t>(bytes, size_t(64) << 10);
+    check_cuda(cudaMallocHost(&staging_, want), "cudaMallocHost");
+    staging_bytes_ = want;
+  }
+  std::memcpy(staging_, host.data, bytes);
+  check_cuda(cudaMemcpyAsync(device.data<void>(), staging_, bytes, cudaMemcpyHostToDevice, stream_),
+             "cudaMemcpyAsync H2D");
+  check_cuda(cudaEventRecord(staging_done_, stream_), "cudaEventRecord");
 }
 
 tensor cuda_ops::upload_f32(const tensor_view& host) {

@@ -1,15 +1,16 @@
-// The CUDA backend behind the op interface (model/ops.h). Device memory comes from cudaMalloc
-// (no managed memory); every op is enqueued on the backend's stream and returns without waiting,
-// except upload/download, which copy synchronously at the step's edges. Activations are f32 for
+// The CUDA backend behind the op interface (model/ops.h). Device memory comes from a caching
+// allocator over cudaMalloc (device_allocator.h; no managed memory); every op is enqueued on the
+// backend's stream and returns without waiting, except upload/download, which copy synchronously
+// at the step's edges (upload_to is stream-ordered, from pinned staging). Activations are f32 for
 // now (bit-for-bit the CPU reference's semantics, checked op by op in tests/cuda); weights stay in
 // their checkpoint formats on the device.
 #pragma once
 
 #include <cuda_runtime.h>
 
-#include <atomic>
 #include <memory>
 
+#include "backends/cuda/device_allocator.h"
 #include "model/ops.h"
 
 namespace dsv4::cuda {
@@ -22,10 +23,15 @@ class cuda_ops final : public ops {
   cudaStream_t stream() const { return stream_; }
   // Device memory in use by live allocations of this backend, in bytes.
   size_t allocated_bytes() const;
+  // Device memory held from cudaMalloc: live allocations plus the allocator's caches.
+  size_t reserved_bytes() const;
+  device_allocator& allocator() const { return *allocator_; }
 
   tensor alloc(dtype type, const dims& shape) override;
   tensor zeros(dtype type, const dims& shape) override;
   tensor upload(const tensor_view& host) override;
+  void upload_to(tensor& device, const tensor_view& host) override;
+  std::unique_ptr<captured_graph> capture(const std::function<void()>& body) override;
   tensor upload_f32(const tensor_view& host) override;
   tensor download(const tensor& device) override;
   std::unique_ptr<prepared_linear> prepare_linear(const linear_weight& w) override;
@@ -82,7 +88,11 @@ class cuda_ops final : public ops {
  private:
   int device_ = 0;
   cudaStream_t stream_ = nullptr;
-  std::shared_ptr<std::atomic<size_t>> allocated_ = std::make_shared<std::atomic<size_t>>(0);
+  std::unique_ptr<device_allocator> allocator_;
+  // upload_to's pinned staging buffer; `staging_done_` marks the end of the last copy out of it.
+  void* staging_ = nullptr;
+  size_t staging_bytes_ = 0;
+  cudaEvent_t staging_done_ = nullptr;
 };
 
 // Throws dsv4::error "<what>: <cuda error string>" unless status is cudaSuccess.
