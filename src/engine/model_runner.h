@@ -22,6 +22,9 @@ struct runner_options {
   // exact (what the transformers oracle computes) or official (the official reference's FP8/FP4
   // quantize-dequantize steps, docs/dsv4-model.md §3.7). Unset: see default_precision.
   std::optional<precision_mode> precision;
+  // Activation storage on the GPU: "bf16" or "f32" (f32 accumulation either way). Unset: bf16 on
+  // cuda. The CPU backend is f32 only.
+  std::optional<std::string> activations;
 };
 
 // The precision a runner uses when none is asked for: official for an official FP8 checkpoint on
@@ -56,8 +59,9 @@ class model_runner {
   std::unique_ptr<model_forward> forward_;
 };
 
-// Makes the backend named by `device` ("cpu"; "cuda" when built with it).
-std::unique_ptr<ops> make_backend(const std::string& device);
+// Makes the backend named by `device` ("cpu"; "cuda" when built with it) with the activation
+// dtype `activations` ("bf16" or "f32"; empty: the device's default, bf16 on cuda).
+std::unique_ptr<ops> make_backend(const std::string& device, const std::string& activations = {});
 // Device memory held by a GPU backend (weights, caches, live activations); 0 for the CPU.
 size_t backend_memory_bytes(const ops& backend);
 

@@ -40,6 +40,7 @@ struct chat_cli_options {
   int64_t max_context = 8192;
   sampling_params sampling;
   std::string device = "cpu";
+  std::string activations = "auto";
   bool verbose = false;
   bool no_reuse = false;
 };
@@ -280,6 +281,7 @@ int run_chat(const chat_cli_options& o) {
 
   runner_options ro;
   ro.device = o.device;
+  if (o.activations != "auto") ro.activations = o.activations;
   ro.cache.max_sequences = 1;
   ro.cache.max_context = o.max_context;
   auto runner = model_runner::load(o.model, ro);
@@ -335,6 +337,9 @@ const command_registration registration(
           ->capture_default_str();
       add_sampling_options(sub, o->sampling);
       sub.add_option("--device", o->device, "cpu");
+      sub.add_option("--activations", o->activations,
+                     "Activation storage: auto (bf16 on cuda, f32 on cpu), bf16 or f32")
+          ->check(CLI::IsMember({"auto", "bf16", "f32"}));
       sub.add_flag("-v,--verbose", o->verbose, "Per turn: prompt tokens, cache reuse, timing");
       sub.add_flag("--no-reuse", o->no_reuse,
                    "Re-prefill the whole conversation every turn (to check the cache reuse)");

@@ -24,6 +24,7 @@ struct generate_options {
   sampling_params sampling;
   bool ignore_eos = false;
   std::string device = "cpu";
+  std::string activations = "auto";
   std::string precision = "auto";
 };
 
@@ -49,6 +50,7 @@ int run_generate(const generate_options& o) {
   }
   runner_options ro;
   ro.device = o.device;
+  if (o.activations != "auto") ro.activations = o.activations;
   if (o.precision != "auto") ro.precision = parse_precision_mode(o.precision);
   ro.cache.max_sequences = 1;
   ro.cache.max_context = int64_t(prompt.size()) + o.tokens;
@@ -98,6 +100,9 @@ const command_registration registration(
       add_sampling_options(sub, o->sampling);
       sub.add_flag("--ignore-eos", o->ignore_eos, "Do not stop at the end-of-sequence token");
       sub.add_option("--device", o->device, "cpu");
+      sub.add_option("--activations", o->activations,
+                     "Activation storage: auto (bf16 on cuda, f32 on cpu), bf16 or f32")
+          ->check(CLI::IsMember({"auto", "bf16", "f32"}));
       sub.add_option("--precision", o->precision,
                      "auto (default: official for FP8 checkpoints on cuda, else exact), exact, or "
                      "official (FP8/FP4 activation, KV and indexer rounding of the reference)")

@@ -19,6 +19,7 @@ struct logits_options {
   int64_t decode_from = -1;
   std::string out;
   std::string device = "cpu";
+  std::string activations = "auto";
   std::string precision = "auto";
 };
 
@@ -47,6 +48,7 @@ int run_logits(const logits_options& o) {
   }
   runner_options ro;
   ro.device = o.device;
+  if (o.activations != "auto") ro.activations = o.activations;
   if (o.precision != "auto") ro.precision = parse_precision_mode(o.precision);
   ro.cache.max_sequences = 1;
   ro.cache.max_context = std::max<int64_t>(n, 1);
@@ -85,6 +87,9 @@ const command_registration registration(
                      "Prefill N tokens, then decode the rest one at a time");
       sub.add_option("--out", o->out, "Output safetensors file (tensor 'logits')")->required();
       sub.add_option("--device", o->device, "cpu");
+      sub.add_option("--activations", o->activations,
+                     "Activation storage: auto (bf16 on cuda, f32 on cpu), bf16 or f32")
+          ->check(CLI::IsMember({"auto", "bf16", "f32"}));
       sub.add_option("--precision", o->precision,
                      "auto (default: official for FP8 checkpoints on cuda, else exact), exact, or "
                      "official (FP8/FP4 activation, KV and indexer rounding of the reference)")

@@ -1,7 +1,9 @@
 // The whole model on the CUDA backend against transformers' logits (the oracle fixtures of
-// tests/fixtures/models), in full prefill, chunked prefill and decode. Not a ctest test (CI has
-// no GPU): run on the GPU machine by scripts/gpu_parity.sh. Thresholds (issue "CUDA backend"):
-// argmax agreement >= 99% and mean KL(ref || gpu) <= 1e-3; the figures are printed for the record.
+// tests/fixtures/models), in full prefill, chunked prefill and decode, with f32 and with bf16
+// activation storage. Not a ctest test (CI has no GPU): run on the GPU machine by
+// scripts/gpu_parity.sh. Thresholds (issue "CUDA backend"): argmax agreement >= 99% and mean
+// KL(ref || gpu) <= 1e-3 for both dtypes (the issue's BF16 criterion; f32 lands orders of
+// magnitude under it); the figures are printed for the record.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -22,38 +24,42 @@ int main() {
   }
   int failures = 0, cases = 0;
   for (const std::string& name : testing::fixture_cases()) {
-    try {
-      const std::string dir = testing::fixture_dir(name);
-      const auto x = testing::load_expected(dir);
-      runner_options o;
-      o.device = "cuda";
-      o.precision = precision_mode::exact;  // the oracle has no fake quantization
-      o.cache.max_sequences = 2;
-      o.cache.max_context = int64_t(x.ids.size());
-      auto runner = model_runner::load(dir, o);
-      std::printf("[gpu-model] %-18s device memory after load: %.1f MiB\n", name.c_str(),
-                  double(backend_memory_bytes(runner->backend())) / (1 << 20));
-      const int64_t n = int64_t(x.ids.size());
-      std::vector<int64_t> decode{x.decode_from};
-      for (int64_t i = x.decode_from; i < n; ++i) decode.push_back(1);
-      const std::pair<const char*, std::pair<const tensor*, std::vector<int64_t>>> modes[] = {
-          {"prefill", {&x.prefill, {n}}},
-          {"chunked", {&x.chunked, x.chunks}},
-          {"decode", {&x.decode, decode}}};
-      for (const auto& [mode, spec] : modes) {
-        const tensor got = run_chunks(*runner, x.ids, spec.second);
-        const auto a = testing::compare_logits(*spec.first, got);
-        const bool ok = a.argmax_agreement >= 0.99 && a.mean_kl <= 1e-3;
+    for (const char* act : {"f32", "bf16"}) {
+      try {
+        const std::string dir = testing::fixture_dir(name);
+        const auto x = testing::load_expected(dir);
+        runner_options o;
+        o.device = "cuda";
+        o.precision = precision_mode::exact;  // the oracle has no fake quantization
+        o.activations = act;
+        o.cache.max_sequences = 2;
+        o.cache.max_context = int64_t(x.ids.size());
+        auto runner = model_runner::load(dir, o);
+        std::printf("[gpu-model] %-18s %-4s device memory after load: %.1f MiB\n", name.c_str(),
+                    act, double(backend_memory_bytes(runner->backend())) / (1 << 20));
+        const int64_t n = int64_t(x.ids.size());
+        std::vector<int64_t> decode{x.decode_from};
+        for (int64_t i = x.decode_from; i < n; ++i) decode.push_back(1);
+        const std::pair<const char*, std::pair<const tensor*, std::vector<int64_t>>> modes[] = {
+            {"prefill", {&x.prefill, {n}}},
+            {"chunked", {&x.chunked, x.chunks}},
+            {"decode", {&x.decode, decode}}};
+        for (const auto& [mode, spec] : modes) {
+          const tensor got = run_chunks(*runner, x.ids, spec.second);
+          const auto a = testing::compare_logits(*spec.first, got);
+          const bool ok = a.argmax_agreement >= 0.99 && a.mean_kl <= 1e-3;
+          ++cases;
+          failures += !ok;
+          std::printf(
+              "[gpu-model] %-18s %-4s %-8s n=%lld max|diff|=%.3g mean-KL=%.3g argmax=%.4f %s\n",
+              name.c_str(), act, mode, (long long)n, a.max_abs_diff, a.mean_kl, a.argmax_agreement,
+              ok ? "OK" : "FAIL");
+        }
+      } catch (const std::exception& e) {
         ++cases;
-        failures += !ok;
-        std::printf("[gpu-model] %-18s %-8s n=%lld max|diff|=%.3g mean-KL=%.3g argmax=%.4f %s\n",
-                    name.c_str(), mode, (long long)n, a.max_abs_diff, a.mean_kl, a.argmax_agreement,
-                    ok ? "OK" : "FAIL");
+        ++failures;
+        std::printf("[gpu-model] %-18s %-4s FAIL: %s\n", name.c_str(), act, e.what());
       }
-    } catch (const std::exception& e) {
-      ++cases;
-      ++failures;
-      std::printf("[gpu-model] %-18s FAIL: %s\n", name.c_str(), e.what());
     }
   }
   std::printf("%d passed, %d failed\n", cases - failures, failures);
