@@ -65,6 +65,20 @@ ref = ref.float().cpu().numpy()
 print(f"reference: {n_tokens} tokens in {time.time() - t0:.1f} s, logits std {ref.std():.3f}",
       flush=True)
 model.save_pretrained(work)
+# The oracle's own bf16 noise floor (weights and activations in bf16, as transformers runs bf16):
+# how far any bf16 forward lands from the fp32 reference on this model. A figure, not a criterion.
+floor = {}
+if os.environ.get("BF16_FLOOR", "1") == "1":
+    with torch.no_grad():
+        model = model.to(torch.bfloat16)
+        got16 = model(input_ids=ids, position_ids=torch.arange(n_tokens, device="cuda")[None])
+        got16 = got16.logits[0].float().cpu().numpy()
+    d16 = got16.astype(np.float64) - ref.astype(np.float64)
+    floor = {"relative_error": float(np.linalg.norm(d16) / np.linalg.norm(ref)),
+             "median_row_relative_error": float(np.median(
+                 np.linalg.norm(d16, axis=1) / np.linalg.norm(ref, axis=1))),
+             "argmax_agreement": float((got16.argmax(1) == ref.argmax(1)).mean())}
+    print("transformers bf16 vs fp32: " + json.dumps(floor), flush=True)
 del model
 torch.cuda.empty_cache()
 with open(f"{work}/ids.txt", "w") as f:
@@ -90,6 +104,7 @@ for act in os.environ.get("ACTIVATIONS", "f32 bf16").split():
                     "max_abs_diff": float(np.abs(diff).max()), "argmax_agreement": agree,
                     "pass": rel <= 1e-2}
     print(json.dumps(results[act]))
+results["transformers_bf16_floor"] = floor
 with open(f"{out}/real_dims.json", "w") as f:
     json.dump(results, f)
-sys.exit(0 if all(v["pass"] for v in results.values()) else 1)
+sys.exit(0 if all(v["pass"] for k, v in results.items() if k != "transformers_bf16_floor") else 1)
