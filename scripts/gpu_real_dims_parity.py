@@ -6,8 +6,8 @@ and three layers: sliding, CSA (rate 4) and HCA (rate 128). Smaller than Flash w
 shapes are not affected: 16 routed experts instead of 256, vocab 16384, index_topk 64 (so top-k
 drops entries within ~1100 tokens). Random weights (constants randomised), fp32, saved with
 save_pretrained; transformers computes reference logits in fp32 (no TF32) on the GPU, then dsv4's
-CUDA backend (gpu_logits) computes them from the saved checkpoint. Criterion: relative error
-||dsv4 - ref|| / ||ref|| <= 1e-2.
+CUDA backend (gpu_logits) computes them from the saved checkpoint, with f32 and with bf16 activation
+storage (env ACTIVATIONS). Criterion: relative error ||dsv4 - ref|| / ||ref|| <= 1e-2.
 
 usage: python3 scripts/gpu_real_dims_parity.py BUILD_DIR   (writes to $OUT or /tmp)
 """
@@ -65,26 +65,46 @@ ref = ref.float().cpu().numpy()
 print(f"reference: {n_tokens} tokens in {time.time() - t0:.1f} s, logits std {ref.std():.3f}",
       flush=True)
 model.save_pretrained(work)
+# The oracle's own bf16 noise floor (weights and activations in bf16, as transformers runs bf16):
+# how far any bf16 forward lands from the fp32 reference on this model. A figure, not a criterion.
+floor = {}
+if os.environ.get("BF16_FLOOR", "1") == "1":
+    with torch.no_grad():
+        model = model.to(torch.bfloat16)
+        got16 = model(input_ids=ids, position_ids=torch.arange(n_tokens, device="cuda")[None])
+        got16 = got16.logits[0].float().cpu().numpy()
+    d16 = got16.astype(np.float64) - ref.astype(np.float64)
+    floor = {"relative_error": float(np.linalg.norm(d16) / np.linalg.norm(ref)),
+             "median_row_relative_error": float(np.median(
+                 np.linalg.norm(d16, axis=1) / np.linalg.norm(ref, axis=1))),
+             "argmax_agreement": float((got16.argmax(1) == ref.argmax(1)).mean())}
+    print("transformers bf16 vs fp32: " + json.dumps(floor), flush=True)
 del model
 torch.cuda.empty_cache()
 with open(f"{work}/ids.txt", "w") as f:
     f.write(",".join(str(i) for i in ids[0].tolist()))
-t1 = time.time()
-r = subprocess.run([f"{build}/gpu_logits", work, f"{work}/ids.txt", f"{work}/logits.safetensors",
-                    "cuda", "exact"], capture_output=True, text=True)
-print(r.stderr.strip())
-if r.returncode != 0:
-    sys.exit(f"gpu_logits failed ({r.returncode})")
-got = load_file(f"{work}/logits.safetensors")["logits"]
-print(f"dsv4 cuda: {time.time() - t1:.1f} s including load")
-diff = got.astype(np.float64) - ref.astype(np.float64)
-rel = float(np.linalg.norm(diff) / np.linalg.norm(ref))
-row_rel = np.linalg.norm(diff, axis=1) / np.linalg.norm(ref, axis=1)
-agree = float((got.argmax(1) == ref.argmax(1)).mean())
-result = {"tokens": n_tokens, "relative_error": rel, "max_row_relative_error": float(row_rel.max()),
-          "median_row_relative_error": float(np.median(row_rel)), "max_abs_diff": float(np.abs(diff).max()),
-          "argmax_agreement": agree, "pass": rel <= 1e-2}
-print(json.dumps(result))
+results = {}
+# ACTIVATIONS: the activation dtypes to run (gpu_logits' 6th argument); the criterion is the same.
+for act in os.environ.get("ACTIVATIONS", "f32 bf16").split():
+    t1 = time.time()
+    r = subprocess.run([f"{build}/gpu_logits", work, f"{work}/ids.txt", f"{work}/logits.safetensors",
+                        "cuda", "exact", act], capture_output=True, text=True)
+    print(r.stderr.strip())
+    if r.returncode != 0:
+        sys.exit(f"gpu_logits failed ({r.returncode})")
+    got = load_file(f"{work}/logits.safetensors")["logits"]
+    print(f"dsv4 cuda ({act}): {time.time() - t1:.1f} s including load")
+    diff = got.astype(np.float64) - ref.astype(np.float64)
+    rel = float(np.linalg.norm(diff) / np.linalg.norm(ref))
+    row_rel = np.linalg.norm(diff, axis=1) / np.linalg.norm(ref, axis=1)
+    agree = float((got.argmax(1) == ref.argmax(1)).mean())
+    results[act] = {"tokens": n_tokens, "activations": act, "relative_error": rel,
+                    "max_row_relative_error": float(row_rel.max()),
+                    "median_row_relative_error": float(np.median(row_rel)),
+                    "max_abs_diff": float(np.abs(diff).max()), "argmax_agreement": agree,
+                    "pass": rel <= 1e-2}
+    print(json.dumps(results[act]))
+results["transformers_bf16_floor"] = floor
 with open(f"{out}/real_dims.json", "w") as f:
-    json.dump(result, f)
-sys.exit(0 if result["pass"] else 1)
+    json.dump(results, f)
+sys.exit(0 if all(v["pass"] for k, v in results.items() if k != "transformers_bf16_floor") else 1)

@@ -284,8 +284,8 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
     for (int64_t j = 0; j < W; ++j) all_rows[size_t(i * keys + j)] = wr[size_t(i * W + j)];
   int32_t* gather_idx = upload_i32(all_rows);
 
-  dsv4::cuda::kv_rows_f32 w32{pool32, pool_rows, wrows, W};
-  dsv4::cuda::kv_rows_f32 c32{pool32, pool_rows, crows, crows ? top_k : 0, table, T, table_width,
+  dsv4::cuda::kv_rows<float> w32{pool32, pool_rows, wrows, W};
+  dsv4::cuda::kv_rows<float> c32{pool32, pool_rows, crows, crows ? top_k : 0, table, T, table_width,
                               seq,    vis,       128};
   auto w16 = dsv4::cuda::kv_rows<__nv_bfloat16>{pool16, pool_rows, wrows, W};
   auto c16 = dsv4::cuda::kv_rows<__nv_bfloat16>{
@@ -314,8 +314,8 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
   });
   print_row("new bf16 pool f32 act", shape, ms, bytes16 + double(T * H * d * 2), flops);
   {
-    const auto w = dsv4::cuda::to_kv_rows(w32);
-    const auto c = dsv4::cuda::to_kv_rows(c32);
+    const auto w = w32;
+    const auto c = c32;
     ms = time_ms([&] {
       CHECK((dsv4::cuda::sparse_attention_decode<float, float>(
           q32, T, H, d, w, &c, sinks, scale, out32, plan, scratch, plan.scratch_bytes, 0)));
@@ -323,7 +323,7 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
     print_row("new f32 pool/act", shape, ms, bytes32, flops);
   }
   ms = time_ms([&] {
-    CHECK(dsv4::cuda::sparse_attention_f32(q32, T, H, d, w32, &c32, sinks, scale, out32, 0));
+    CHECK(dsv4::cuda::sparse_attention<float>(q32, T, H, d, w32, &c32, sinks, scale, out32, 0));
   });
   print_row("old f32 (attention.cu)", shape, ms, bytes32, flops);
   {
@@ -405,7 +405,7 @@ void bench_indexer_case(int sms, int64_t T, int64_t entries, int64_t top_k) {
     const size_t old_scratch = dsv4::cuda::indexer_scratch_bytes(T, width * bs);
     float* s = device_alloc<float>(old_scratch / 4 + 1);
     ms = time_ms([&] {
-      CHECK(dsv4::cuda::indexer_topk_f32(q32, w32, T, heads, d, keys32, pool_blocks * bs, dtable, T,
+      CHECK(dsv4::cuda::indexer_topk<float>(q32, w32, T, heads, d, keys32, pool_blocks * bs, dtable, T,
                                          width, dseq, dvis, bs, top_k, q_scale, s, old_scratch, out,
                                          0));
     });

@@ -490,7 +490,7 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
     };
     const double old_ms = time_graph_per_call(
         [&](int i, cudaStream_t st) {
-          CK(dsv4::cuda::moe_experts_f32(xf, T, idx + size_t(i) * T * K, wts + size_t(i) * T * K, K,
+          CK(dsv4::cuda::moe_experts<float>(xf, T, idx + size_t(i) * T * K, wts + size_t(i) * T * K, K,
                                          w1.w, w3.w, w2.w, 10.0f, ws, ws_old, yf, st));
         },
         k_calls, s);

@@ -53,20 +53,23 @@ kv_cache::kv_cache(const model_config& config, ops& backend, const cache_options
 
   const int64_t d = config.head_dim;
   const int64_t id = config.index_head_dim;
+  // Pools hold activations (the backend's activation dtype); the compressor state rings stay f32
+  // (they hold score + ape, softmax inputs).
+  const dtype act = backend.activation_type();
   for (int i = 0; i < config.num_hidden_layers; ++i) {
     layer_cache lc;
-    lc.window_pool = backend.zeros(dtype::f32, {window_blocks * bs, d});
+    lc.window_pool = backend.zeros(act, {window_blocks * bs, d});
     const attention_kind kind = config.layer_types[i];
     if (kind == attention_kind::csa) {
       const int64_t ring = 2 * csa_rate;
-      lc.comp_pool = backend.zeros(dtype::f32, {csa_blocks * bs, d});
+      lc.comp_pool = backend.zeros(act, {csa_blocks * bs, d});
       lc.comp_state_kv = backend.zeros(dtype::f32, {seqs * ring, 2 * d});
       lc.comp_state_score = backend.zeros(dtype::f32, {seqs * ring, 2 * d});
-      lc.index_pool = backend.zeros(dtype::f32, {csa_blocks * bs, id});
+      lc.index_pool = backend.zeros(act, {csa_blocks * bs, id});
       lc.index_state_kv = backend.zeros(dtype::f32, {seqs * ring, 2 * id});
       lc.index_state_score = backend.zeros(dtype::f32, {seqs * ring, 2 * id});
     } else if (kind == attention_kind::hca) {
-      lc.comp_pool = backend.zeros(dtype::f32, {hca_blocks * bs, d});
+      lc.comp_pool = backend.zeros(act, {hca_blocks * bs, d});
       lc.comp_state_kv = backend.zeros(dtype::f32, {seqs * hca_rate, d});
       lc.comp_state_score = backend.zeros(dtype::f32, {seqs * hca_rate, d});
     }

@@ -12,8 +12,14 @@
 
 namespace dsv4 {
 
-std::unique_ptr<ops> make_backend(const std::string& device) {
-  if (device == "cpu") return std::make_unique<cpu::cpu_ops>();
+std::unique_ptr<ops> make_backend(const std::string& device, const std::string& activations) {
+  DSV4_CHECK(activations.empty() || activations == "bf16" || activations == "f32",
+             "unknown activation dtype '{}' (bf16 or f32)", activations);
+  if (device == "cpu") {
+    DSV4_CHECK(activations.empty() || activations == "f32",
+               "device cpu: activations are f32 only (asked for {})", activations);
+    return std::make_unique<cpu::cpu_ops>();
+  }
 #ifdef DSV4_HAVE_CUDA
   if (device == "cuda") {
     const auto devices = cuda::list_devices();
@@ -22,7 +28,7 @@ std::unique_ptr<ops> make_backend(const std::string& device) {
                "device cuda: {} (compute capability {}.{}) is not supported; the kernels are built "
                "for sm_90a (H100/H200)",
                devices[0].name, devices[0].major, devices[0].minor);
-    return std::make_unique<cuda::cuda_ops>(0);
+    return std::make_unique<cuda::cuda_ops>(0, activations == "f32" ? dtype::f32 : dtype::bf16);
   }
   fail("unknown device '{}' (this build has: cpu, cuda)", device);
 #else
@@ -50,7 +56,7 @@ std::unique_ptr<model_runner> model_runner::load(const std::string& model_dir,
   std::unique_ptr<model_runner> r(new model_runner());
   r->config_ = load_model_config((fs::path(model_dir) / "config.json").string());
   r->checkpoint_ = checkpoint::open(model_dir);
-  r->backend_ = make_backend(options.device);
+  r->backend_ = make_backend(options.device, options.activations.value_or(""));
   r->weights_ = load_model_weights(r->checkpoint_, r->config_, *r->backend_);
   r->cache_ = std::make_unique<kv_cache>(r->config_, *r->backend_, options.cache);
   r->forward_ = std::make_unique<model_forward>(

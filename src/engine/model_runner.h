@@ -26,6 +26,9 @@ struct runner_options {
   // Decode steps (every chunk one token) as captured graphs, one per token count, where the
   // backend has graphs (CUDA); prefill steps and backends without graphs run eagerly.
   bool cuda_graph = true;
+  // Activation storage on the GPU: "bf16" or "f32" (f32 accumulation either way). Unset: bf16 on
+  // cuda. The CPU backend is f32 only.
+  std::optional<std::string> activations;
 };
 
 // The precision a runner uses when none is asked for: official for an official FP8 checkpoint on
@@ -78,8 +81,9 @@ class model_runner {
   std::map<int64_t, std::unique_ptr<decode_graph>> graphs_;
 };
 
-// Makes the backend named by `device` ("cpu"; "cuda" when built with it).
-std::unique_ptr<ops> make_backend(const std::string& device);
+// Makes the backend named by `device` ("cpu"; "cuda" when built with it) with the activation
+// dtype `activations` ("bf16" or "f32"; empty: the device's default, bf16 on cuda).
+std::unique_ptr<ops> make_backend(const std::string& device, const std::string& activations = {});
 // Device memory held by a GPU backend (weights, caches, live activations); 0 for the CPU.
 size_t backend_memory_bytes(const ops& backend);
 

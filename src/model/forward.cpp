@@ -187,7 +187,7 @@ tensor model_forward::compute(const step_tensors& st, std::vector<layer_cache>& 
   tensor x = ops_.hc_head(last.reshaped({L, hc, D}), w_.hc_head_fn, w_.hc_head_base,
                           w_.hc_head_scale, hc_eps, eps);
   x = ops_.rms_norm(x, &w_.norm, eps);
-  return ops_.linear(x, *w_.head);
+  return ops_.linear_f32out(x, *w_.head);  // logits f32 whatever the activation dtype
 }
 
 bool model_forward::quantizes_input(weight_format f) const {

@@ -81,6 +81,10 @@ class ops {
  public:
   virtual ~ops() = default;
   virtual std::string name() const = 0;
+  // The dtype of the activations the ops take and produce (the cache pools use it too); f32
+  // unless a backend stores them narrower (the CUDA backend's bf16). Accumulation, softmax,
+  // norms and mHC stay f32 in every backend.
+  virtual dtype activation_type() const { return dtype::f32; }
 
   // ---- memory ----
   virtual tensor alloc(dtype type, const dims& shape) = 0;  // contents undefined
@@ -115,6 +119,9 @@ class ops {
   virtual tensor embed(const tensor& table, const tensor& ids) = 0;
   // y = x W^T: x [T, in] -> [T, out].
   virtual tensor linear(const tensor& x, const prepared_linear& w) = 0;
+  // linear with an f32 output whatever activation_type() is (the LM head: logits are never
+  // rounded to bf16). Backends with f32 activations need not override it.
+  virtual tensor linear_f32out(const tensor& x, const prepared_linear& w) { return linear(x, w); }
   // Block-diagonal: x [T, G*in_g], w [G*out_g, in_g]; group g maps x[:, g*in_g:] to y[:, g*out_g:].
   virtual tensor grouped_linear(const tensor& x, const prepared_linear& w, int64_t groups) = 0;
   // y = x * rsqrt(mean(x^2) + eps) * weight over the last dim of x [T, n]; weight may be null
@@ -194,7 +201,8 @@ class ops {
 
   // ---- official precision mode (docs/dsv4-model.md §3.7; off in the exact mode) ----
   // The official reference simulates its deployment quantization (QAT) with quantize-dequantize
-  // steps; these ops reproduce them on f32 activations. Scales are powers of two (E8M0), so
+  // steps; these ops reproduce them on activations (quantized in f32; the dequantized values
+  // are exact in bf16 storage too). Scales are powers of two (E8M0), so
   // x / s and q * s are exact and only the element casts round. The casts are round to nearest,
   // ties to even, saturating; [UNCONFIRMED] that the tilelang FP8/FP4 casts of the official
   // kernels round this way (docs §9 item 2). The official kernels compute the scale as

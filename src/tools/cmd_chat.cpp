@@ -42,6 +42,7 @@ struct chat_cli_options {
   sampling_params sampling;
   std::string device = "cpu";
   bool cuda_graph = true;
+  std::string activations = "auto";
   bool verbose = false;
   bool no_reuse = false;
 };
@@ -283,6 +284,7 @@ int run_chat(const chat_cli_options& o) {
   runner_options ro;
   ro.device = o.device;
   ro.cuda_graph = o.cuda_graph;
+  if (o.activations != "auto") ro.activations = o.activations;
   ro.cache.max_sequences = 1;
   ro.cache.max_context = o.max_context;
   auto runner = model_runner::load(o.model, ro);
@@ -339,6 +341,7 @@ const command_registration registration(
       add_sampling_options(sub, o->sampling);
       sub.add_option("--device", o->device, "cpu");
       add_cuda_graph_option(sub, o->cuda_graph);
+      add_activations_option(sub, o->activations);
       sub.add_flag("-v,--verbose", o->verbose, "Per turn: prompt tokens, cache reuse, timing");
       sub.add_flag("--no-reuse", o->no_reuse,
                    "Re-prefill the whole conversation every turn (to check the cache reuse)");

@@ -25,6 +25,7 @@ struct generate_options {
   sampling_params sampling;
   bool ignore_eos = false;
   std::string device = "cpu";
+  std::string activations = "auto";
   std::string precision = "auto";
   bool cuda_graph = true;
 };
@@ -52,6 +53,7 @@ int run_generate(const generate_options& o) {
   runner_options ro;
   ro.device = o.device;
   ro.cuda_graph = o.cuda_graph;
+  if (o.activations != "auto") ro.activations = o.activations;
   if (o.precision != "auto") ro.precision = parse_precision_mode(o.precision);
   ro.cache.max_sequences = 1;
   ro.cache.max_context = int64_t(prompt.size()) + o.tokens;
@@ -102,6 +104,7 @@ const command_registration registration(
       sub.add_flag("--ignore-eos", o->ignore_eos, "Do not stop at the end-of-sequence token");
       sub.add_option("--device", o->device, "cpu");
       add_cuda_graph_option(sub, o->cuda_graph);
+      add_activations_option(sub, o->activations);
       sub.add_option("--precision", o->precision,
                      "auto (default: official for FP8 checkpoints on cuda, else exact), exact, or "
                      "official (FP8/FP4 activation, KV and indexer rounding of the reference)")

@@ -20,6 +20,7 @@ struct logits_options {
   int64_t decode_from = -1;
   std::string out;
   std::string device = "cpu";
+  std::string activations = "auto";
   std::string precision = "auto";
   bool cuda_graph = true;
 };
@@ -50,6 +51,7 @@ int run_logits(const logits_options& o) {
   runner_options ro;
   ro.device = o.device;
   ro.cuda_graph = o.cuda_graph;
+  if (o.activations != "auto") ro.activations = o.activations;
   if (o.precision != "auto") ro.precision = parse_precision_mode(o.precision);
   ro.cache.max_sequences = 1;
   ro.cache.max_context = std::max<int64_t>(n, 1);
@@ -89,6 +91,7 @@ const command_registration registration(
       sub.add_option("--out", o->out, "Output safetensors file (tensor 'logits')")->required();
       sub.add_option("--device", o->device, "cpu");
       add_cuda_graph_option(sub, o->cuda_graph);
+      add_activations_option(sub, o->activations);
       sub.add_option("--precision", o->precision,
                      "auto (default: official for FP8 checkpoints on cuda, else exact), exact, or "
                      "official (FP8/FP4 activation, KV and indexer rounding of the reference)")

@@ -11,4 +11,10 @@ void add_cuda_graph_option(CLI::App& sub, bool& enabled) {
       ->check(CLI::IsMember({"on", "off"}));
 }
 
+void add_activations_option(CLI::App& sub, std::string& value) {
+  sub.add_option("--activations", value,
+                 "Activation storage: auto (bf16 on cuda, f32 on cpu), bf16 or f32")
+      ->check(CLI::IsMember({"auto", "bf16", "f32"}));
+}
+
 }  // namespace dsv4::tools

@@ -3,10 +3,15 @@
 
 #include <CLI/CLI.hpp>
 
+#include <string>
+
 namespace dsv4::tools {
 
 // Adds --cuda-graph on|off (default on): decode steps as captured CUDA graphs on the cuda device
 // (runner_options::cuda_graph); no effect on the cpu.
 void add_cuda_graph_option(CLI::App& sub, bool& enabled);
+// Adds --activations auto|bf16|f32 (default auto: bf16 on cuda, f32 on cpu); `value` keeps the
+// string, "auto" meaning runner_options::activations unset.
+void add_activations_option(CLI::App& sub, std::string& value);
 
 }  // namespace dsv4::tools

@@ -1,7 +1,7 @@
-// gpu_logits MODEL_DIR IDS_FILE OUT_FILE [cpu|cuda] [exact|official]: runs the comma-separated
-// token ids of IDS_FILE through the model in one prefill step and writes the logits of every
-// position as the F32 tensor `logits` [tokens, vocab] to OUT_FILE (safetensors). Built with the
-// standalone GPU tests (no CLI11 there); used by scripts/gpu_real_dims_parity.py.
+// gpu_logits MODEL_DIR IDS_FILE OUT_FILE [cpu|cuda] [exact|official] [bf16|f32]: runs the
+// comma-separated token ids of IDS_FILE through the model in one prefill step and writes the
+// logits of every position as the F32 tensor `logits` [tokens, vocab] to OUT_FILE (safetensors).
+// Built with the standalone GPU tests (no CLI11 there); used by scripts/gpu_real_dims_parity.py.
 #include <cstdio>
 #include <fstream>
 #include <sstream>
@@ -15,7 +15,8 @@ int main(int argc, char** argv) {
   using namespace dsv4;
   if (argc < 4) {
     std::fprintf(stderr,
-                 "usage: gpu_logits MODEL_DIR IDS_FILE OUT_FILE [cpu|cuda] [exact|official]\n");
+                 "usage: gpu_logits MODEL_DIR IDS_FILE OUT_FILE [cpu|cuda] [exact|official] "
+                 "[bf16|f32]\n");
     return 2;
   }
   try {
@@ -28,6 +29,7 @@ int main(int argc, char** argv) {
     runner_options o;
     o.device = argc > 4 ? argv[4] : "cuda";
     o.precision = parse_precision_mode(argc > 5 ? argv[5] : "exact");
+    if (argc > 6) o.activations = argv[6];  // unset: the device's default (bf16 on cuda)
     o.cache.max_sequences = 1;
     o.cache.max_context = int64_t(ids.size());
     auto runner = model_runner::load(argv[1], o);

@@ -12,6 +12,7 @@
 // before and after it; output buffers are poisoned with NaN (all-ones bytes) before the launch. A
 // case fails if a guard changed, an output element is still poison, a CUDA call failed or the
 // NMSE is over tolerance (NaN fails). Exit 0 with a message when there is no CUDA device.
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -25,6 +26,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "backends/cpu/cpu_ops.h"
@@ -33,6 +35,7 @@
 #include "backends/cuda/mhc.h"
 #include "backends/cuda/norm.h"
 #include "backends/cuda/rope.h"
+#include "core/dtype.h"
 
 namespace {
 
@@ -51,6 +54,17 @@ constexpr double k_tol_f32_rounding = 1e-11;
 // mHC collapse: dot products over hc*D (up to 28672) inputs summed in a different order, then
 // exp/sigmoid and 20 Sinkhorn rounds; relative errors up to ~1e-5 on cancelling sums.
 constexpr double k_tol_mhc = 1e-8;
+// bf16 activation storage (the *_bf16 variants of every case). The inputs are rounded to bf16
+// before the CPU reference sees them, so both sides start from the same values and compute in
+// f32; the kernel then rounds its output once to bf16 (round to nearest even, 8 significant
+// bits: relative error <= 2^-9 per element). The CPU reference stays f32, so the NMSE measures
+// that one rounding: sum(d^2) / sum(ref^2) <= 2^-18 ~ 3.8e-6 in the worst case, ~1.3e-6 for
+// uniformly spread mantissas, plus the f32 tolerance of the op. 1e-5 bounds it with margin and is
+// 5 orders under a wrong result; an op whose bf16 result is exact (copies, fake quantization onto
+// grids that bf16 holds exactly) keeps its f32 tolerance. Outputs that stay f32 with bf16
+// activations (mHC post / comb, router logits and weights, the head's logits, compressor state)
+// keep their f32 tolerance too.
+constexpr double k_tol_bf16_output = 1e-5;
 
 constexpr size_t k_guard = 256;  // bytes of sentinel on each side of every device buffer
 constexpr unsigned char k_guard_byte = 0xA5;
@@ -120,6 +134,10 @@ class device_buffer {
 
   void* data() const { return static_cast<unsigned char*>(base_) + k_guard + offset_; }
   float* f32() const { return static_cast<float*>(data()); }
+  template <typename T>
+  T* as() const {
+    return static_cast<T*>(data());
+  }
   int32_t* i32() const { return static_cast<int32_t*>(data()); }
   size_t bytes() const { return bytes_; }
 
@@ -131,6 +149,14 @@ class device_buffer {
 
   // The data as f32 host values; checks the guards on the way (appends to `problems`).
   std::vector<float> download_checked(const char* name, std::string& problems) const {
+    const std::vector<unsigned char> raw = download_bytes_checked(name, problems);
+    std::vector<float> values(bytes_ / 4);
+    std::memcpy(values.data(), raw.data(), values.size() * 4);
+    return values;
+  }
+
+  // The data bytes; checks the guards on the way (appends to `problems`).
+  std::vector<unsigned char> download_bytes_checked(const char* name, std::string& problems) const {
     std::vector<unsigned char> all(total_);
     CUDA_CHECK(cudaMemcpy(all.data(), base_, total_, cudaMemcpyDeviceToHost));
     const size_t head = k_guard + offset_;
@@ -138,9 +164,7 @@ class device_buffer {
     for (size_t i = 0; i < head; ++i) bad += all[i] != k_guard_byte;
     for (size_t i = head + bytes_; i < total_; ++i) bad += all[i] != k_guard_byte;
     if (bad) problems += std::string(" ") + name + ": " + std::to_string(bad) + " guard bytes";
-    std::vector<float> values(bytes_ / 4);
-    std::memcpy(values.data(), all.data() + head, bytes_);
-    return values;
+    return std::vector<unsigned char>(all.begin() + head, all.begin() + head + bytes_);
   }
 
  private:
@@ -207,6 +231,81 @@ std::vector<float> download_output(const char* name, const device_buffer& buffer
     result.problems += problems;
   }
   return values;
+}
+
+// ---- activation storage (f32 or bf16) ----
+using bf16 = __nv_bfloat16;
+template <typename act_t>
+constexpr bool is_bf16 = std::is_same_v<act_t, bf16>;
+
+// " bf16" for the bf16 variant of a case (appended to its shape), "" for f32.
+template <typename act_t>
+const char* act_suffix() {
+  return is_bf16<act_t> ? " bf16" : "";
+}
+
+// The tolerance of an activation output: the f32 one, or k_tol_bf16_output with bf16 storage.
+template <typename act_t>
+double act_tol(double f32_tol) {
+  return is_bf16<act_t> ? std::max(f32_tol, k_tol_bf16_output) : f32_tol;
+}
+
+// f32 values rounded to bf16 (RNE) in place when act_t is bf16, so the CPU reference sees the
+// values the kernel loads; returns t.
+template <typename act_t>
+tensor& act_round(tensor& t) {
+  if constexpr (is_bf16<act_t>) {
+    float* p = t.data<float>();
+    for (int64_t i = 0; i < t.numel(); ++i) p[i] = dsv4::bf16_to_f32(dsv4::f32_to_bf16(p[i]));
+  }
+  return t;
+}
+
+// The host bytes of f32 tensor t in act_t storage (t itself for f32).
+template <typename act_t>
+tensor act_host(const tensor& t) {
+  if constexpr (!is_bf16<act_t>) {
+    return t;
+  } else {
+    tensor b = tensor::empty(dtype::bf16, t.shape());
+    const float* p = t.data<float>();
+    for (int64_t i = 0; i < t.numel(); ++i) b.data<uint16_t>()[i] = dsv4::f32_to_bf16(p[i]);
+    return b;
+  }
+}
+
+template <typename act_t>
+size_t act_bytes(int64_t numel) {
+  return size_t(numel) * sizeof(act_t);
+}
+
+// An activation output as f32 values (guards checked); an all-ones bf16 (the poison) maps to the
+// f32 poison so compare() counts it as unwritten.
+template <typename act_t>
+std::vector<float> download_act(const char* name, const device_buffer& buffer,
+                                case_result& result) {
+  if constexpr (!is_bf16<act_t>) {
+    return download_output(name, buffer, result);
+  } else {
+    std::string problems;
+    const std::vector<unsigned char> raw = buffer.download_bytes_checked(name, problems);
+    if (!problems.empty()) {
+      result.ok = false;
+      result.problems += problems;
+    }
+    std::vector<float> values(raw.size() / 2);
+    for (size_t i = 0; i < values.size(); ++i) {
+      uint16_t bits;
+      std::memcpy(&bits, raw.data() + 2 * i, 2);
+      if (bits == 0xFFFFu) {
+        const uint32_t poison = k_poison;
+        std::memcpy(&values[i], &poison, 4);
+      } else {
+        values[i] = dsv4::bf16_to_f32(bits);
+      }
+    }
+    return values;
+  }
 }
 
 // ---- perf ----
@@ -298,27 +397,32 @@ dsv4::cpu::cpu_ops& cpu() {
 }
 
 // rms_norm over [rows, n] in `groups` slices; `offset` floats of misalignment on x and y.
+template <typename act_t = float>
 test_case rms_norm_case(int64_t rows, int64_t n, int64_t groups, bool weighted,
                         int64_t offset = 0) {
   test_case c;
   c.op = "rms_norm";
-  c.shape = fmt_shape("rows=%lld n=%lld groups=%lld %s%s", (long long)rows, (long long)n,
+  c.shape = fmt_shape("rows=%lld n=%lld groups=%lld %s%s%s", (long long)rows, (long long)n,
                       (long long)groups, weighted ? "weighted" : "unweighted",
-                      offset ? " misaligned" : "");
+                      offset ? " misaligned" : "", act_suffix<act_t>());
   const float eps = 1e-6f;
   c.check = [=](uint64_t seed) {
     rng r(seed);
     const int64_t g = n / groups;
     tensor x = random_f32(r, {rows, n}, -3.0f, 3.0f);
+    act_round<act_t>(x);
     tensor w = random_f32(r, {g}, 0.5f, 1.5f);
     tensor ref = cpu().rms_norm(x, weighted ? &w : nullptr, eps, groups);
     case_result result;
-    device_buffer dx(x, offset * 4), dw(w), dy(x.bytes(), offset * 4);
+    const size_t misalign = offset * sizeof(act_t);
+    device_buffer dx(act_host<act_t>(x), misalign), dw(w),
+        dy(act_bytes<act_t>(x.numel()), misalign);
     dy.poison();
-    CUDA_CHECK(dsv4::cuda::rms_norm_f32(dx.f32(), weighted ? dw.f32() : nullptr, dy.f32(), rows, n,
-                                        groups, eps, 0));
+    CUDA_CHECK(dsv4::cuda::rms_norm(dx.as<act_t>(), weighted ? dw.f32() : nullptr, dy.as<act_t>(),
+                                    rows, n, groups, eps, 0));
     CUDA_CHECK(cudaDeviceSynchronize());
-    compare("y", download_output("y", dy, result), ref, k_tol_f32_rounding, true, result);
+    compare("y", download_act<act_t>("y", dy, result), ref, act_tol<act_t>(k_tol_f32_rounding),
+            true, result);
     check_guards("x", dx, result);
     check_guards("w", dw, result);
     return result;
@@ -338,8 +442,7 @@ test_case rms_norm_perf(int64_t rows, int64_t n, int64_t groups) {
     rotated dx(x, sets), dy(x.bytes(), sets);
     device_buffer dw(w);
     p.ms = time_median_ms([&](int i) {
-      CUDA_CHECK(
-          dsv4::cuda::rms_norm_f32(dx.f32(i), dw.f32(), dy.f32(i), rows, n, groups, 1e-6f, 0));
+      CUDA_CHECK(dsv4::cuda::rms_norm(dx.f32(i), dw.f32(), dy.f32(i), rows, n, groups, 1e-6f, 0));
     });
     return p;
   };
@@ -355,28 +458,31 @@ tensor rope_inv_freq(rng& r, int64_t rope_dim) {
   return f;
 }
 
+template <typename act_t = float>
 test_case rope_case(int64_t T, int64_t heads, int64_t head_dim, int64_t rope_dim, bool inverse,
                     int32_t max_position) {
   test_case c;
   c.op = "rope";
-  c.shape = fmt_shape("T=%lld heads=%lld head_dim=%lld rope=%lld%s pos<%d", (long long)T,
+  c.shape = fmt_shape("T=%lld heads=%lld head_dim=%lld rope=%lld%s pos<%d%s", (long long)T,
                       (long long)heads, (long long)head_dim, (long long)rope_dim,
-                      inverse ? " inverse" : "", max_position);
+                      inverse ? " inverse" : "", max_position, act_suffix<act_t>());
   c.check = [=](uint64_t seed) {
     rng r(seed);
     tensor x = random_f32(r, {T, heads * head_dim}, -2.0f, 2.0f);
+    act_round<act_t>(x);
     tensor positions = random_i32(r, {T}, max_position);
     positions.data<int32_t>()[0] = max_position - 1;  // the largest angle always appears
     tensor inv_freq = rope_inv_freq(r, rope_dim);
     case_result result;
-    device_buffer dx(x), dpos(positions), dfreq(inv_freq);
+    device_buffer dx(act_host<act_t>(x)), dpos(positions), dfreq(inv_freq);
     tensor ref = cpu().upload(x.view());
     cpu().rope(ref, heads, head_dim, rope_dim, positions, inv_freq, inverse);
-    CUDA_CHECK(dsv4::cuda::rope_f32(dx.f32(), T, heads, head_dim, rope_dim, dpos.i32(), dfreq.f32(),
-                                    inverse, 0));
+    CUDA_CHECK(dsv4::cuda::rope(dx.as<act_t>(), T, heads, head_dim, rope_dim, dpos.i32(),
+                                dfreq.f32(), inverse, 0));
     CUDA_CHECK(cudaDeviceSynchronize());
     // In place: the output cannot be poisoned; an unrotated pair shows up as NMSE instead.
-    compare("x", download_output("x", dx, result), ref, k_tol_f32_rounding, false, result);
+    compare("x", download_act<act_t>("x", dx, result), ref, act_tol<act_t>(k_tol_f32_rounding),
+            false, result);
     check_guards("positions", dpos, result);
     check_guards("inv_freq", dfreq, result);
     return result;
@@ -398,31 +504,37 @@ test_case rope_perf(int64_t T, int64_t heads, int64_t head_dim, int64_t rope_dim
     rotated dx(x, sets);
     device_buffer dpos(positions), dfreq(inv_freq);
     p.ms = time_median_ms([&](int i) {
-      CUDA_CHECK(dsv4::cuda::rope_f32(dx.f32(i), T, heads, head_dim, rope_dim, dpos.i32(),
-                                      dfreq.f32(), false, 0));
+      CUDA_CHECK(dsv4::cuda::rope(dx.f32(i), T, heads, head_dim, rope_dim, dpos.i32(), dfreq.f32(),
+                                  false, 0));
     });
     return p;
   };
   return c;
 }
 
+template <typename act_t = float>
 test_case swiglu_case(int64_t rows, int64_t n, float limit, int64_t offset = 0) {
   test_case c;
   c.op = "swiglu";
-  c.shape = fmt_shape("rows=%lld n=%lld limit=%g%s", (long long)rows, (long long)n, limit,
-                      offset ? " misaligned" : "");
+  c.shape = fmt_shape("rows=%lld n=%lld limit=%g%s%s", (long long)rows, (long long)n, limit,
+                      offset ? " misaligned" : "", act_suffix<act_t>());
   c.check = [=](uint64_t seed) {
     rng r(seed);
     // Inputs beyond +-limit so both clamps are exercised.
     tensor gate = random_f32(r, {rows, n}, -1.5f * limit, 1.5f * limit);
     tensor up = random_f32(r, {rows, n}, -1.5f * limit, 1.5f * limit);
+    act_round<act_t>(gate);
+    act_round<act_t>(up);
     tensor ref = cpu().swiglu(gate, up, limit);
     case_result result;
-    device_buffer dg(gate, offset * 4), du(up), dy(gate.bytes());
+    device_buffer dg(act_host<act_t>(gate), offset * sizeof(act_t)), du(act_host<act_t>(up)),
+        dy(act_bytes<act_t>(gate.numel()));
     dy.poison();
-    CUDA_CHECK(dsv4::cuda::swiglu_f32(dg.f32(), du.f32(), dy.f32(), rows * n, limit, 0));
+    CUDA_CHECK(
+        dsv4::cuda::swiglu(dg.as<act_t>(), du.as<act_t>(), dy.as<act_t>(), rows * n, limit, 0));
     CUDA_CHECK(cudaDeviceSynchronize());
-    compare("y", download_output("y", dy, result), ref, k_tol_f32_rounding, true, result);
+    compare("y", download_act<act_t>("y", dy, result), ref, act_tol<act_t>(k_tol_f32_rounding),
+            true, result);
     check_guards("gate", dg, result);
     check_guards("up", du, result);
     return result;
@@ -440,28 +552,32 @@ test_case swiglu_perf(int64_t rows, int64_t n) {
     const int sets = rotation_sets(p.bytes);
     rotated dg(g, sets), du(g, sets), dy(g.bytes(), sets);
     p.ms = time_median_ms([&](int i) {
-      CUDA_CHECK(dsv4::cuda::swiglu_f32(dg.f32(i), du.f32(i), dy.f32(i), rows * n, 10.0f, 0));
+      CUDA_CHECK(dsv4::cuda::swiglu(dg.f32(i), du.f32(i), dy.f32(i), rows * n, 10.0f, 0));
     });
     return p;
   };
   return c;
 }
 
+template <typename act_t = float>
 test_case add_case(int64_t n, int64_t offset = 0) {
   test_case c;
   c.op = "add";
-  c.shape = fmt_shape("n=%lld%s", (long long)n, offset ? " misaligned" : "");
+  c.shape = fmt_shape("n=%lld%s%s", (long long)n, offset ? " misaligned" : "", act_suffix<act_t>());
   c.check = [=](uint64_t seed) {
     rng r(seed);
     tensor x = random_f32(r, {n}, -4.0f, 4.0f);
     tensor y = random_f32(r, {n}, -4.0f, 4.0f);
+    act_round<act_t>(x);
+    act_round<act_t>(y);
     case_result result;
-    device_buffer dx(x, offset * 4), dy(y);
+    device_buffer dx(act_host<act_t>(x), offset * sizeof(act_t)), dy(act_host<act_t>(y));
     tensor ref = cpu().upload(x.view());
     cpu().add(ref, y);
-    CUDA_CHECK(dsv4::cuda::add_f32(dx.f32(), dy.f32(), n, 0));
+    CUDA_CHECK(dsv4::cuda::add(dx.as<act_t>(), dy.as<act_t>(), n, 0));
     CUDA_CHECK(cudaDeviceSynchronize());
-    compare("x", download_output("x", dx, result), ref, k_tol_exact, false, result);
+    compare("x", download_act<act_t>("x", dx, result), ref, act_tol<act_t>(k_tol_exact), false,
+            result);
     check_guards("y", dy, result);
     return result;
   };
@@ -477,37 +593,41 @@ test_case add_perf(int64_t n) {
     p.bytes = 3.0 * double(x.bytes());
     const int sets = rotation_sets(p.bytes);
     rotated dx(x, sets), dy(x, sets);
-    p.ms =
-        time_median_ms([&](int i) { CUDA_CHECK(dsv4::cuda::add_f32(dx.f32(i), dy.f32(i), n, 0)); });
+    p.ms = time_median_ms([&](int i) { CUDA_CHECK(dsv4::cuda::add(dx.f32(i), dy.f32(i), n, 0)); });
     return p;
   };
   return c;
 }
 
+template <typename act_t = float>
 test_case scale_case(int64_t n) {
   test_case c;
   c.op = "scale";
-  c.shape = fmt_shape("n=%lld", (long long)n);
+  c.shape = fmt_shape("n=%lld%s", (long long)n, act_suffix<act_t>());
   c.check = [=](uint64_t seed) {
     rng r(seed);
     tensor x = random_f32(r, {n}, -4.0f, 4.0f);
+    act_round<act_t>(x);
     const float s = r.uniform(-2.0f, 2.0f);
     case_result result;
-    device_buffer dx(x);
+    device_buffer dx(act_host<act_t>(x));
     tensor ref = cpu().upload(x.view());
     cpu().scale(ref, s);
-    CUDA_CHECK(dsv4::cuda::scale_f32(dx.f32(), s, n, 0));
+    CUDA_CHECK(dsv4::cuda::scale(dx.as<act_t>(), s, n, 0));
     CUDA_CHECK(cudaDeviceSynchronize());
-    compare("x", download_output("x", dx, result), ref, k_tol_exact, false, result);
+    compare("x", download_act<act_t>("x", dx, result), ref, act_tol<act_t>(k_tol_exact), false,
+            result);
     return result;
   };
   return c;
 }
 
+template <typename act_t = float>
 test_case embed_case(int64_t vocab, int64_t dim, int64_t T) {
   test_case c;
   c.op = "embed";
-  c.shape = fmt_shape("vocab=%lld dim=%lld T=%lld", (long long)vocab, (long long)dim, (long long)T);
+  c.shape = fmt_shape("vocab=%lld dim=%lld T=%lld%s", (long long)vocab, (long long)dim,
+                      (long long)T, act_suffix<act_t>());
   c.check = [=](uint64_t seed) {
     rng r(seed);
     tensor table = random_f32(r, {vocab, dim}, -1.0f, 1.0f);
@@ -516,11 +636,13 @@ test_case embed_case(int64_t vocab, int64_t dim, int64_t T) {
     if (T > 1) ids.data<int32_t>()[1] = 0;
     tensor ref = cpu().embed(table, ids);
     case_result result;
-    device_buffer dtable(table), dids(ids), dout(ref.bytes());
+    // The table stays f32 (a weight); bf16 rounds each copied value once.
+    device_buffer dtable(table), dids(ids), dout(act_bytes<act_t>(ref.numel()));
     dout.poison();
-    CUDA_CHECK(dsv4::cuda::embed_f32(dtable.f32(), vocab, dim, dids.i32(), T, dout.f32(), 0));
+    CUDA_CHECK(dsv4::cuda::embed(dtable.f32(), vocab, dim, dids.i32(), T, dout.as<act_t>(), 0));
     CUDA_CHECK(cudaDeviceSynchronize());
-    compare("out", download_output("out", dout, result), ref, k_tol_exact, true, result);
+    compare("out", download_act<act_t>("out", dout, result), ref, act_tol<act_t>(k_tol_exact), true,
+            result);
     check_guards("table", dtable, result);
     check_guards("ids", dids, result);
     return result;
@@ -540,7 +662,7 @@ test_case embed_perf(int64_t vocab, int64_t dim, int64_t T) {
     device_buffer dtable(table);
     rotated dids(ids, sets), dout(size_t(T * dim * 4), sets);
     p.ms = time_median_ms([&](int i) {
-      CUDA_CHECK(dsv4::cuda::embed_f32(dtable.f32(), vocab, dim, dids.i32(i), T, dout.f32(i), 0));
+      CUDA_CHECK(dsv4::cuda::embed(dtable.f32(), vocab, dim, dids.i32(i), T, dout.f32(i), 0));
     });
     return p;
   };
@@ -563,30 +685,33 @@ mhc_inputs random_mhc(rng& r, int64_t T, int64_t hc, int64_t D, int64_t mix) {
   return in;
 }
 
+template <typename act_t = float>
 test_case hc_pre_case(int64_t T, int64_t hc, int64_t D, int64_t iters) {
   test_case c;
   c.op = "hc_pre";
-  c.shape = fmt_shape("T=%lld hc=%lld D=%lld iters=%lld", (long long)T, (long long)hc, (long long)D,
-                      (long long)iters);
+  c.shape = fmt_shape("T=%lld hc=%lld D=%lld iters=%lld%s", (long long)T, (long long)hc,
+                      (long long)D, (long long)iters, act_suffix<act_t>());
   const float hc_eps = 1e-6f, norm_eps = 1e-6f;
   c.check = [=](uint64_t seed) {
     rng r(seed);
     const int64_t mix = (2 + hc) * hc;
     mhc_inputs in = random_mhc(r, T, hc, D, mix);
+    act_round<act_t>(in.x);
     tensor post = tensor::empty(dtype::f32, {T, hc});
     tensor comb = tensor::empty(dtype::f32, {T, hc, hc});
     tensor ref = cpu().hc_pre(in.x, in.fn, in.base, in.scale, iters, hc_eps, norm_eps, post, comb);
     case_result result;
-    device_buffer dx(in.x), dfn(in.fn), dbase(in.base), dscale(in.scale);
-    device_buffer dy(ref.bytes()), dpost(post.bytes()), dcomb(comb.bytes());
+    device_buffer dx(act_host<act_t>(in.x)), dfn(in.fn), dbase(in.base), dscale(in.scale);
+    device_buffer dy(act_bytes<act_t>(ref.numel())), dpost(post.bytes()), dcomb(comb.bytes());
     dy.poison();
     dpost.poison();
     dcomb.poison();
-    CUDA_CHECK(dsv4::cuda::hc_pre_f32(dx.f32(), dfn.f32(), dbase.f32(), dscale.f32(), T, hc, D,
-                                      iters, hc_eps, norm_eps, dy.f32(), dpost.f32(), dcomb.f32(),
-                                      0));
+    CUDA_CHECK(dsv4::cuda::hc_pre(dx.as<act_t>(), dfn.f32(), dbase.f32(), dscale.f32(), T, hc, D,
+                                  iters, hc_eps, norm_eps, dy.as<act_t>(), dpost.f32(), dcomb.f32(),
+                                  0));
     CUDA_CHECK(cudaDeviceSynchronize());
-    compare("y", download_output("y", dy, result), ref, k_tol_mhc, true, result);
+    compare("y", download_act<act_t>("y", dy, result), ref, act_tol<act_t>(k_tol_mhc), true,
+            result);
     compare("post", download_output("post", dpost, result), post, k_tol_mhc, true, result);
     compare("comb", download_output("comb", dcomb, result), comb, k_tol_mhc, true, result);
     check_guards("x", dx, result);
@@ -610,33 +735,38 @@ test_case hc_pre_perf(int64_t T, int64_t hc, int64_t D) {
         dcomb(size_t(T * hc * hc * 4), sets);
     device_buffer dfn(in.fn), dbase(in.base), dscale(in.scale);
     p.ms = time_median_ms([&](int i) {
-      CUDA_CHECK(dsv4::cuda::hc_pre_f32(dx.f32(i), dfn.f32(), dbase.f32(), dscale.f32(), T, hc, D,
-                                        20, 1e-6f, 1e-6f, dy.f32(i), dpost.f32(i), dcomb.f32(i),
-                                        0));
+      CUDA_CHECK(dsv4::cuda::hc_pre(dx.f32(i), dfn.f32(), dbase.f32(), dscale.f32(), T, hc, D, 20,
+                                    1e-6f, 1e-6f, dy.f32(i), dpost.f32(i), dcomb.f32(i), 0));
     });
     return p;
   };
   return c;
 }
 
+template <typename act_t = float>
 test_case hc_post_case(int64_t T, int64_t hc, int64_t D) {
   test_case c;
   c.op = "hc_post";
-  c.shape = fmt_shape("T=%lld hc=%lld D=%lld", (long long)T, (long long)hc, (long long)D);
+  c.shape = fmt_shape("T=%lld hc=%lld D=%lld%s", (long long)T, (long long)hc, (long long)D,
+                      act_suffix<act_t>());
   c.check = [=](uint64_t seed) {
     rng r(seed);
     tensor x = random_f32(r, {T, hc, D}, -2.0f, 2.0f);
     tensor f = random_f32(r, {T, D}, -2.0f, 2.0f);
     tensor post = random_f32(r, {T, hc}, 0.0f, 2.0f);
     tensor comb = random_f32(r, {T, hc, hc}, 0.0f, 1.0f);
+    act_round<act_t>(x);
+    act_round<act_t>(f);
     tensor ref = cpu().hc_post(x, f, post, comb);
     case_result result;
-    device_buffer dx(x), df(f), dpost(post), dcomb(comb), dout(ref.bytes());
+    device_buffer dx(act_host<act_t>(x)), df(act_host<act_t>(f)), dpost(post), dcomb(comb),
+        dout(act_bytes<act_t>(ref.numel()));
     dout.poison();
-    CUDA_CHECK(dsv4::cuda::hc_post_f32(dx.f32(), df.f32(), dpost.f32(), dcomb.f32(), T, hc, D,
-                                       dout.f32(), 0));
+    CUDA_CHECK(dsv4::cuda::hc_post(dx.as<act_t>(), df.as<act_t>(), dpost.f32(), dcomb.f32(), T, hc,
+                                   D, dout.as<act_t>(), 0));
     CUDA_CHECK(cudaDeviceSynchronize());
-    compare("out", download_output("out", dout, result), ref, k_tol_f32_rounding, true, result);
+    compare("out", download_act<act_t>("out", dout, result), ref,
+            act_tol<act_t>(k_tol_f32_rounding), true, result);
     check_guards("x", dx, result);
     check_guards("f", df, result);
     return result;
@@ -658,30 +788,35 @@ test_case hc_post_perf(int64_t T, int64_t hc, int64_t D) {
     rotated dx(x, sets), df(f, sets), dout(x.bytes(), sets);
     device_buffer dpost(post), dcomb(comb);
     p.ms = time_median_ms([&](int i) {
-      CUDA_CHECK(dsv4::cuda::hc_post_f32(dx.f32(i), df.f32(i), dpost.f32(), dcomb.f32(), T, hc, D,
-                                         dout.f32(i), 0));
+      CUDA_CHECK(dsv4::cuda::hc_post(dx.f32(i), df.f32(i), dpost.f32(), dcomb.f32(), T, hc, D,
+                                     dout.f32(i), 0));
     });
     return p;
   };
   return c;
 }
 
+template <typename act_t = float>
 test_case hc_head_case(int64_t T, int64_t hc, int64_t D) {
   test_case c;
   c.op = "hc_head";
-  c.shape = fmt_shape("T=%lld hc=%lld D=%lld", (long long)T, (long long)hc, (long long)D);
+  c.shape = fmt_shape("T=%lld hc=%lld D=%lld%s", (long long)T, (long long)hc, (long long)D,
+                      act_suffix<act_t>());
   const float hc_eps = 1e-6f, norm_eps = 1e-6f;
   c.check = [=](uint64_t seed) {
     rng r(seed);
     mhc_inputs in = random_mhc(r, T, hc, D, hc);
+    act_round<act_t>(in.x);
     tensor ref = cpu().hc_head(in.x, in.fn, in.base, in.scale, hc_eps, norm_eps);
     case_result result;
-    device_buffer dx(in.x), dfn(in.fn), dbase(in.base), dscale(in.scale), dy(ref.bytes());
+    device_buffer dx(act_host<act_t>(in.x)), dfn(in.fn), dbase(in.base), dscale(in.scale),
+        dy(act_bytes<act_t>(ref.numel()));
     dy.poison();
-    CUDA_CHECK(dsv4::cuda::hc_head_f32(dx.f32(), dfn.f32(), dbase.f32(), dscale.f32(), T, hc, D,
-                                       hc_eps, norm_eps, dy.f32(), 0));
+    CUDA_CHECK(dsv4::cuda::hc_head(dx.as<act_t>(), dfn.f32(), dbase.f32(), dscale.f32(), T, hc, D,
+                                   hc_eps, norm_eps, dy.as<act_t>(), 0));
     CUDA_CHECK(cudaDeviceSynchronize());
-    compare("y", download_output("y", dy, result), ref, k_tol_mhc, true, result);
+    compare("y", download_act<act_t>("y", dy, result), ref, act_tol<act_t>(k_tol_mhc), true,
+            result);
     check_guards("x", dx, result);
     check_guards("fn", dfn, result);
     return result;
@@ -701,8 +836,8 @@ test_case hc_head_perf(int64_t T, int64_t hc, int64_t D) {
     rotated dx(in.x, sets), dy(size_t(T * D * 4), sets);
     device_buffer dfn(in.fn), dbase(in.base), dscale(in.scale);
     p.ms = time_median_ms([&](int i) {
-      CUDA_CHECK(dsv4::cuda::hc_head_f32(dx.f32(i), dfn.f32(), dbase.f32(), dscale.f32(), T, hc, D,
-                                         1e-6f, 1e-6f, dy.f32(i), 0));
+      CUDA_CHECK(dsv4::cuda::hc_head(dx.f32(i), dfn.f32(), dbase.f32(), dscale.f32(), T, hc, D,
+                                     1e-6f, 1e-6f, dy.f32(i), 0));
     });
     return p;
   };
@@ -807,6 +942,33 @@ std::vector<test_case> make_eval_cases() {
   }
   cases.push_back(hc_head_case(5, 2, 17));
   cases.push_back(hc_head_case(3, 1, 1));
+
+  // bf16 activation storage: the real shapes, the scalar paths (odd sizes, misalignment by one
+  // bf16) and the vector paths of every op above.
+  cases.push_back(rms_norm_case<bf16>(37, k_flash_hidden, 1, true));
+  cases.push_back(rms_norm_case<bf16>(7, k_flash_heads * k_head_dim, k_flash_heads, false));
+  cases.push_back(rms_norm_case<bf16>(3, 4099, 1, false));
+  cases.push_back(rms_norm_case<bf16>(6, 4096, 1, true, 1));
+  cases.push_back(rms_norm_case<bf16>(2, 40000, 1, true));
+  cases.push_back(rope_case<bf16>(5, k_flash_heads, k_head_dim, k_rope_dim, false, 4096));
+  cases.push_back(rope_case<bf16>(9, 64, 128, k_rope_dim, true, 65536));
+  cases.push_back(rope_case<bf16>(3, 3, 10, 4, false, 100));
+  cases.push_back(swiglu_case<bf16>(7, k_flash_moe_inter, 10.0f));
+  cases.push_back(swiglu_case<bf16>(5, 1023, 7.0f));
+  cases.push_back(swiglu_case<bf16>(3, 2048, 7.0f, 1));
+  cases.push_back(add_case<bf16>(k_hc * k_flash_hidden * 3));
+  cases.push_back(add_case<bf16>(4097));
+  cases.push_back(add_case<bf16>(4096, 3));
+  cases.push_back(scale_case<bf16>(k_flash_hidden * 5));
+  cases.push_back(scale_case<bf16>(1023));
+  cases.push_back(embed_case<bf16>(1000, k_flash_hidden, 9));
+  cases.push_back(embed_case<bf16>(17, 33, 5));
+  cases.push_back(hc_pre_case<bf16>(6, k_hc, k_flash_hidden, 20));
+  cases.push_back(hc_pre_case<bf16>(7, 2, 33, 20));
+  cases.push_back(hc_post_case<bf16>(5, k_hc, k_flash_hidden));
+  cases.push_back(hc_post_case<bf16>(3, 2, 4099));
+  cases.push_back(hc_head_case<bf16>(6, k_hc, k_flash_hidden));
+  cases.push_back(hc_head_case<bf16>(5, 2, 17));
   append_attention_eval_cases(cases);
   append_attention_decode_eval_cases(cases);
   append_linear_eval_cases(cases);

@@ -1,10 +1,12 @@
-// Sparse attention, f32 first version. One CTA per (token, head group): the token's key rows are
-// staged in shared memory k_key_tile at a time and every warp of the CTA scores them against its
-// heads (a warp owns k_heads_per_warp heads; lane l holds channels l, l + 32, ... of q and of the
-// output accumulators), so each key row is read from memory once per head group. Online softmax
-// in f32 (running max m, running denominator, accumulators rescaled by e^(m_old - m_new)); the
-// sink enters as a key without value at the end: den += e^(sink - m). m starts at the sink, so a
-// token without keys ends with o = 0 / (0 + 1) = 0, as on the CPU.
+// Sparse attention, first version (f32 or bf16 activations, f32 softmax and accumulation). One CTA
+// per (token, head group): the token's key rows are staged in shared memory k_key_tile at a time
+// and every warp of the CTA scores them against its heads (a warp owns k_heads_per_warp heads; lane
+// l holds channels l, l + 32, ... of q and of the output accumulators), so each key row is read
+// from memory once per head group. Online softmax in f32 (running max m, running denominator,
+// accumulators rescaled by e^(m_old - m_new)); the sink enters as a key without value at the end:
+// den += e^(sink - m). m starts at the sink, so a token without keys ends with o = 0 / (0 + 1) = 0,
+// as on the CPU.
+#include "backends/cuda/activation.cuh"
 #include "backends/cuda/attention.h"
 #include "backends/cuda/kernel_common.cuh"
 
@@ -26,14 +28,16 @@ __device__ __forceinline__ float warp_max(float v) {
 }
 
 // Slot i < slot_count(src, t) of token t -> pool row pointer, or null (skipped / invalid).
-__device__ __forceinline__ int64_t slot_count(const kv_rows_f32& src, int64_t t) {
+template <typename act_t>
+__device__ __forceinline__ int64_t slot_count(const kv_rows<act_t>& src, int64_t t) {
   if (!src.pool) return 0;
   if (src.rows) return src.rows_width;
   const int64_t n = src.n_visible[t];
   return n > 0 ? n : 0;
 }
 
-__device__ __forceinline__ const float* slot_row(const kv_rows_f32& src, int64_t t, int64_t i,
+template <typename act_t>
+__device__ __forceinline__ const act_t* slot_row(const kv_rows<act_t>& src, int64_t t, int64_t i,
                                                  int64_t d) {
   int64_t row;
   if (src.rows) {
@@ -51,14 +55,15 @@ __device__ __forceinline__ const float* slot_row(const kv_rows_f32& src, int64_t
 }
 
 // CPL: channels per lane (head_dim <= 32 * CPL); HPW: heads per warp.
-template <int CPL, int HPW>
+// Keys are staged as f32 whatever act_t (converted once per CTA, not once per head).
+template <typename act_t, int CPL, int HPW>
 __global__ void __launch_bounds__(k_max_warps* k_warp_size)
-    sparse_attention_kernel(const float* q, int64_t heads, int64_t d, kv_rows_f32 window,
-                            kv_rows_f32 compressed, const float* sinks, float scale, float* out,
+    sparse_attention_kernel(const act_t* q, int64_t heads, int64_t d, kv_rows<act_t> window,
+                            kv_rows<act_t> compressed, const float* sinks, float scale, act_t* out,
                             int64_t groups, bool vec4) {
   extern __shared__ float4 key_smem[];               // float4: 16-byte aligned for the vector loads
   float* keys = reinterpret_cast<float*>(key_smem);  // [k_key_tile, d]
-  __shared__ const float* tile_ptr[k_key_tile];
+  __shared__ const act_t* tile_ptr[k_key_tile];
   const int64_t t = blockIdx.x / groups;
   const int64_t group = blockIdx.x % groups;
   const int lane = threadIdx.x % k_warp_size;
@@ -75,7 +80,7 @@ __global__ void __launch_bounds__(k_max_warps* k_warp_size)
 #pragma unroll
     for (int i = 0; i < CPL; ++i) {
       const int64_t c = lane + int64_t(i) * k_warp_size;
-      qr[j][i] = (h < heads && c < d) ? q[(t * heads + h) * d + c] : 0.0f;
+      qr[j][i] = (h < heads && c < d) ? act_to_f32(q[(t * heads + h) * d + c]) : 0.0f;
       acc[j][i] = 0.0f;
     }
   }
@@ -86,7 +91,7 @@ __global__ void __launch_bounds__(k_max_warps* k_warp_size)
     __syncthreads();  // the previous tile is consumed
     if (threadIdx.x < k_key_tile) {
       const int64_t s = s0 + threadIdx.x;
-      const float* p = nullptr;
+      const act_t* p = nullptr;
       if (s < n_window)
         p = slot_row(window, t, s, d);
       else if (s < total)
@@ -97,13 +102,13 @@ __global__ void __launch_bounds__(k_max_warps* k_warp_size)
     if (vec4) {
       const int64_t d4 = d / 4;
       for (int64_t x = threadIdx.x; x < k_key_tile * d4; x += blockDim.x) {
-        const float4* p = reinterpret_cast<const float4*>(tile_ptr[x / d4]);
-        if (p) reinterpret_cast<float4*>(keys)[x] = p[x % d4];
+        const act_t* p = tile_ptr[x / d4];
+        if (p) reinterpret_cast<float4*>(keys)[x] = load_act4(p + (x % d4) * 4);
       }
     } else {
       for (int64_t x = threadIdx.x; x < k_key_tile * d; x += blockDim.x) {
-        const float* p = tile_ptr[x / d];
-        if (p) keys[x] = p[x % d];
+        const act_t* p = tile_ptr[x / d];
+        if (p) keys[x] = act_to_f32(p[x % d]);
       }
     }
     __syncthreads();
@@ -156,15 +161,16 @@ __global__ void __launch_bounds__(k_max_warps* k_warp_size)
 #pragma unroll
     for (int i = 0; i < CPL; ++i) {
       const int64_t c = lane + int64_t(i) * k_warp_size;
-      if (c < d) out[(t * heads + h) * d + c] = acc[j][i] / total_den;
+      if (c < d) out[(t * heads + h) * d + c] = act_from_f32<act_t>(acc[j][i] / total_den);
     }
   }
 }
 
-template <int CPL>
-cudaError_t launch_cpl(const float* q, int64_t tokens, int64_t heads, int64_t d,
-                       const kv_rows_f32& window, const kv_rows_f32& compressed, const float* sinks,
-                       float scale, float* out, bool vec4, cudaStream_t stream) {
+template <typename act_t, int CPL>
+cudaError_t launch_cpl(const act_t* q, int64_t tokens, int64_t heads, int64_t d,
+                       const kv_rows<act_t>& window, const kv_rows<act_t>& compressed,
+                       const float* sinks, float scale, act_t* out, bool vec4,
+                       cudaStream_t stream) {
   // Two heads per warp when there are enough heads to fill the CTA that way and their state fits
   // the registers (at 16 channels per lane, 2 x (16 q + 16 accumulators) spills at 512 threads).
   const bool two = heads >= 2 * 4 && CPL <= 8;
@@ -181,17 +187,18 @@ cudaError_t launch_cpl(const float* q, int64_t tokens, int64_t heads, int64_t d,
   const dim3 threads(unsigned(warps * k_warp_size));
   if constexpr (CPL <= 8) {
     if (two) {
-      sparse_attention_kernel<CPL, 2><<<unsigned(blocks), threads, smem, stream>>>(
+      sparse_attention_kernel<act_t, CPL, 2><<<unsigned(blocks), threads, smem, stream>>>(
           q, heads, d, window, compressed, sinks, scale, out, groups, vec4);
       return cudaGetLastError();
     }
   }
-  sparse_attention_kernel<CPL, 1><<<unsigned(blocks), threads, smem, stream>>>(
+  sparse_attention_kernel<act_t, CPL, 1><<<unsigned(blocks), threads, smem, stream>>>(
       q, heads, d, window, compressed, sinks, scale, out, groups, vec4);
   return cudaGetLastError();
 }
 
-bool valid_source(const kv_rows_f32& s) {
+template <typename act_t>
+bool valid_source(const kv_rows<act_t>& s) {
   if (!s.pool || s.pool_rows < 0) return false;
   if (s.rows) return s.rows_width >= 0;
   return s.block_table && s.token_seq && s.n_visible && s.block_size > 0 && s.table_rows >= 0 &&
@@ -200,27 +207,36 @@ bool valid_source(const kv_rows_f32& s) {
 
 }  // namespace
 
-cudaError_t sparse_attention_f32(const float* q, int64_t tokens, int64_t heads, int64_t head_dim,
-                                 const kv_rows_f32& window, const kv_rows_f32* compressed,
-                                 const float* sinks, float scale, float* out, cudaStream_t stream) {
+template <typename act_t>
+cudaError_t sparse_attention(const act_t* q, int64_t tokens, int64_t heads, int64_t head_dim,
+                             const kv_rows<act_t>& window, const kv_rows<act_t>* compressed,
+                             const float* sinks, float scale, act_t* out, cudaStream_t stream) {
   if (tokens < 0 || heads <= 0 || head_dim <= 0 || head_dim > k_max_head_dim ||
       !valid_source(window) || (compressed && !valid_source(*compressed)))
     return cudaErrorInvalidValue;
   if (tokens == 0) return cudaSuccess;
-  const kv_rows_f32 none{};  // pool null: no slots
-  const kv_rows_f32& comp = compressed ? *compressed : none;
-  const bool vec4 =
-      head_dim % 4 == 0 && aligned_16(window.pool) && (!comp.pool || aligned_16(comp.pool));
+  const kv_rows<act_t> none{};  // pool null: no slots
+  const kv_rows<act_t>& comp = compressed ? *compressed : none;
+  const bool vec4 = head_dim % 4 == 0 && act4_aligned<act_t>(window.pool) &&
+                    (!comp.pool || act4_aligned<act_t>(comp.pool));
   const int64_t d = head_dim;
   if (d <= 32)
-    return launch_cpl<1>(q, tokens, heads, d, window, comp, sinks, scale, out, vec4, stream);
+    return launch_cpl<act_t, 1>(q, tokens, heads, d, window, comp, sinks, scale, out, vec4, stream);
   if (d <= 64)
-    return launch_cpl<2>(q, tokens, heads, d, window, comp, sinks, scale, out, vec4, stream);
+    return launch_cpl<act_t, 2>(q, tokens, heads, d, window, comp, sinks, scale, out, vec4, stream);
   if (d <= 128)
-    return launch_cpl<4>(q, tokens, heads, d, window, comp, sinks, scale, out, vec4, stream);
+    return launch_cpl<act_t, 4>(q, tokens, heads, d, window, comp, sinks, scale, out, vec4, stream);
   if (d <= 256)
-    return launch_cpl<8>(q, tokens, heads, d, window, comp, sinks, scale, out, vec4, stream);
-  return launch_cpl<16>(q, tokens, heads, d, window, comp, sinks, scale, out, vec4, stream);
+    return launch_cpl<act_t, 8>(q, tokens, heads, d, window, comp, sinks, scale, out, vec4, stream);
+  return launch_cpl<act_t, 16>(q, tokens, heads, d, window, comp, sinks, scale, out, vec4, stream);
 }
+
+#define DSV4_ATTENTION_INSTANTIATE(T)                                                              \
+  template cudaError_t sparse_attention<T>(const T*, int64_t, int64_t, int64_t, const kv_rows<T>&, \
+                                           const kv_rows<T>*, const float*, float, T*,             \
+                                           cudaStream_t);
+DSV4_ATTENTION_INSTANTIATE(float)
+DSV4_ATTENTION_INSTANTIATE(__nv_bfloat16)
+#undef DSV4_ATTENTION_INSTANTIATE
 
 }  // namespace dsv4::cuda

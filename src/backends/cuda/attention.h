@@ -1,6 +1,7 @@
-// Sparse attention over window rows + compressed rows with a per-head sink (f32 storage).
+// Sparse attention over window rows + compressed rows with a per-head sink (f32 or bf16 storage).
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -14,8 +15,10 @@ namespace dsv4::cuda {
 // Every index is bounds-checked on the device: a row outside [0, pool_rows), an entry whose
 // block is missing (-1 or past table_width) or a token_seq outside [0, table_rows) is skipped
 // (the CPU backend throws on those instead).
-struct kv_rows_f32 {
-  const float* pool = nullptr;  // [pool_rows, head_dim]
+// act_t: float or __nv_bfloat16, the activation (and pool) storage type.
+template <typename act_t>
+struct kv_rows {
+  const act_t* pool = nullptr;  // [pool_rows, head_dim]
   int64_t pool_rows = 0;
   const int32_t* rows = nullptr;  // explicit rows, or null for the paged form
   int64_t rows_width = 0;
@@ -30,8 +33,10 @@ struct kv_rows_f32 {
 // out[t, h*d : (h+1)*d] = sum_i e^(s_i - m) k_i / (sum_i e^(s_i - m) + e^(sinks[h] - m)) with
 // s_i = scale * q[t, h] . k_i over the keys of `window` then of `compressed` (may be null); K = V.
 // q and out are [tokens, heads * head_dim], head_dim <= 512. A token with no keys gets 0.
-cudaError_t sparse_attention_f32(const float* q, int64_t tokens, int64_t heads, int64_t head_dim,
-                                 const kv_rows_f32& window, const kv_rows_f32* compressed,
-                                 const float* sinks, float scale, float* out, cudaStream_t stream);
+// q, pools and out are act_t; sinks f32; scores, softmax and accumulation f32.
+template <typename act_t>
+cudaError_t sparse_attention(const act_t* q, int64_t tokens, int64_t heads, int64_t head_dim,
+                             const kv_rows<act_t>& window, const kv_rows<act_t>* compressed,
+                             const float* sinks, float scale, act_t* out, cudaStream_t stream);
 
 }  // namespace dsv4::cuda

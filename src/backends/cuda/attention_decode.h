@@ -23,26 +23,6 @@
 
 namespace dsv4::cuda {
 
-// kv_rows_f32 for any pool element type (float or __nv_bfloat16); same fields and meaning.
-template <typename pool_t>
-struct kv_rows {
-  const pool_t* pool = nullptr;  // [pool_rows, head_dim]
-  int64_t pool_rows = 0;
-  const int32_t* rows = nullptr;  // explicit rows [tokens, rows_width], or null for paged
-  int64_t rows_width = 0;
-  const int32_t* block_table = nullptr;  // [table_rows, table_width]
-  int64_t table_rows = 0;
-  int64_t table_width = 0;
-  const int32_t* token_seq = nullptr;  // [tokens]
-  const int32_t* n_visible = nullptr;  // [tokens]
-  int64_t block_size = 128;
-};
-
-inline kv_rows<float> to_kv_rows(const kv_rows_f32& s) {
-  return {s.pool,       s.pool_rows,   s.rows,      s.rows_width, s.block_table,
-          s.table_rows, s.table_width, s.token_seq, s.n_visible,  s.block_size};
-}
-
 // Slots a source can hold per token: rows_width (explicit) or table_width * block_size (paged).
 template <typename pool_t>
 int64_t kv_rows_capacity(const kv_rows<pool_t>& s) {

@@ -19,6 +19,7 @@
 // arithmetic of the pooling follows the CPU operation by operation (max, then sum of e and of
 // e * kv in slot order, explicit roundings); only the RMS sum of squares is reduced in another
 // order.
+#include "backends/cuda/activation.cuh"
 #include "backends/cuda/compressor.h"
 #include "backends/cuda/kernel_common.cuh"
 
@@ -33,13 +34,14 @@ constexpr int k_ring_threads = 256;
 // (-2 - code).
 constexpr int32_t k_slot_skip = -1;
 
-__global__ void compressor_emit_kernel(const float* kv, const float* score, int64_t tokens,
+template <typename act_t>
+__global__ void compressor_emit_kernel(const act_t* kv, const act_t* score, int64_t tokens,
                                        const int32_t* positions, const int32_t* state_base,
                                        const int32_t* emit_rows, const float* ape,
                                        const float* norm_weight, const float* inv_freq,
                                        compressor_shape shape, const float* state_kv,
                                        const float* state_score, int64_t state_rows,
-                                       float* out_pool, int64_t pool_rows) {
+                                       act_t* out_pool, int64_t pool_rows) {
   extern __shared__ float4 smem_raw[];
   __shared__ float scratch[k_warp_size];
   const int64_t t = blockIdx.x;
@@ -82,8 +84,8 @@ __global__ void compressor_emit_kernel(const float* kv, const float* score, int6
       if (src >= 0) {
         const int64_t p = first_window * rate + i;
         const int64_t at = int64_t(src) * width + off + c;
-        s = __fadd_rn(score[at], ape[(p % rate) * width + off + c]);
-        v = kv[at];
+        s = __fadd_rn(act_to_f32(score[at]), ape[(p % rate) * width + off + c]);
+        v = act_to_f32(kv[at]);
       } else {
         const int64_t at = int64_t(-2 - src) * width + off + c;
         s = state_score[at];
@@ -118,22 +120,25 @@ __global__ void compressor_emit_kernel(const float* kv, const float* score, int6
 
   // RoPE on the trailing rope_dim channels at position w * rate (interleaved pairs, f32 angle
   // and accurate sinf / cosf as rope.cu and the CPU's rope_rotate).
-  float* out = out_pool + emit * hd;
+  act_t* out = out_pool + emit * hd;
   const int64_t rope_start = hd - shape.rope_dim;
   const float position = float(int32_t(w * rate));
-  for (int64_t c = threadIdx.x; c < rope_start; c += blockDim.x) out[c] = entry[c];
+  for (int64_t c = threadIdx.x; c < rope_start; c += blockDim.x)
+    out[c] = act_from_f32<act_t>(entry[c]);
   for (int64_t i = threadIdx.x; i < shape.rope_dim / 2; i += blockDim.x) {
     const float angle = position * inv_freq[i];
     const float co = cosf(angle);
     const float si = sinf(angle);
     const float a = entry[rope_start + 2 * i];
     const float b = entry[rope_start + 2 * i + 1];
-    out[rope_start + 2 * i] = __fsub_rn(__fmul_rn(a, co), __fmul_rn(b, si));
-    out[rope_start + 2 * i + 1] = __fadd_rn(__fmul_rn(b, co), __fmul_rn(a, si));
+    out[rope_start + 2 * i] = act_from_f32<act_t>(__fsub_rn(__fmul_rn(a, co), __fmul_rn(b, si)));
+    out[rope_start + 2 * i + 1] =
+        act_from_f32<act_t>(__fadd_rn(__fmul_rn(b, co), __fmul_rn(a, si)));
   }
 }
 
-__global__ void compressor_ring_kernel(const float* kv, const float* score, int64_t tokens,
+template <typename act_t>
+__global__ void compressor_ring_kernel(const act_t* kv, const act_t* score, int64_t tokens,
                                        const int32_t* positions, const int32_t* state_base,
                                        const float* ape, int64_t rate, int64_t ring, int64_t width,
                                        float* state_kv, float* state_score, int64_t state_rows) {
@@ -149,19 +154,21 @@ __global__ void compressor_ring_kernel(const float* kv, const float* score, int6
       continue;  // the same ring row is written by a later token of this step
     const int64_t row = base + pos % ring;
     if (base < 0 || pos < 0 || row >= state_rows) continue;
-    state_kv[row * width + c] = kv[t * width + c];
-    state_score[row * width + c] = __fadd_rn(score[t * width + c], ape[(pos % rate) * width + c]);
+    state_kv[row * width + c] = act_to_f32(kv[t * width + c]);
+    state_score[row * width + c] =
+        __fadd_rn(act_to_f32(score[t * width + c]), ape[(pos % rate) * width + c]);
   }
 }
 
 }  // namespace
 
-cudaError_t compressor_f32(const float* kv, const float* score, int64_t tokens,
-                           const int32_t* positions, const int32_t* state_base,
-                           const int32_t* emit_rows, const float* ape, const float* norm_weight,
-                           const float* inv_freq, const compressor_shape& shape, float* state_kv,
-                           float* state_score, int64_t state_rows, float* out_pool,
-                           int64_t pool_rows, cudaStream_t stream) {
+template <typename act_t>
+cudaError_t compressor(const act_t* kv, const act_t* score, int64_t tokens,
+                       const int32_t* positions, const int32_t* state_base,
+                       const int32_t* emit_rows, const float* ape, const float* norm_weight,
+                       const float* inv_freq, const compressor_shape& shape, float* state_kv,
+                       float* state_score, int64_t state_rows, act_t* out_pool, int64_t pool_rows,
+                       cudaStream_t stream) {
   if (tokens < 0 || shape.rate <= 0 || shape.head_dim <= 0 || shape.rope_dim < 0 ||
       shape.rope_dim % 2 != 0 || shape.rope_dim > shape.head_dim || state_rows < 0 ||
       pool_rows < 0 || tokens > INT32_MAX || state_rows > INT32_MAX - 2)
@@ -181,5 +188,14 @@ cudaError_t compressor_f32(const float* kv, const float* score, int64_t tokens,
                                      ring, width, state_kv, state_score, state_rows);
   return cudaGetLastError();
 }
+
+#define DSV4_COMPRESSOR_INSTANTIATE(T)                                                            \
+  template cudaError_t compressor<T>(const T*, const T*, int64_t, const int32_t*, const int32_t*, \
+                                     const int32_t*, const float*, const float*, const float*,    \
+                                     const compressor_shape&, float*, float*, int64_t, T*,        \
+                                     int64_t, cudaStream_t);
+DSV4_COMPRESSOR_INSTANTIATE(float)
+DSV4_COMPRESSOR_INSTANTIATE(__nv_bfloat16)
+#undef DSV4_COMPRESSOR_INSTANTIATE
 
 }  // namespace dsv4::cuda

@@ -1,7 +1,9 @@
-// CSA/HCA token compressor (f32 storage): softmax pooling of each closed window, RMSNorm, RoPE
-// at the window's first position, written into the compressed pool; per-sequence state ring.
+// CSA/HCA token compressor (f32 or bf16 activations, f32 state): softmax pooling of each closed
+// window, RMSNorm, RoPE at the window's first position, written into the compressed pool;
+// per-sequence state ring.
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -25,11 +27,15 @@ struct compressor_shape {
 // bounds-checked on the device (an out-of-range emit row or state row is not written; a window
 // slot whose state row is out of range is left out of the pooling), where the CPU throws.
 // Two kernels, no host synchronisation (see compressor.cu for the ordering invariant).
-cudaError_t compressor_f32(const float* kv, const float* score, int64_t tokens,
-                           const int32_t* positions, const int32_t* state_base,
-                           const int32_t* emit_rows, const float* ape, const float* norm_weight,
-                           const float* inv_freq, const compressor_shape& shape, float* state_kv,
-                           float* state_score, int64_t state_rows, float* out_pool,
-                           int64_t pool_rows, cudaStream_t stream);
+// kv, score and out_pool are activations (act_t: float or __nv_bfloat16); the state ring stays
+// f32 (it holds score + ape, a softmax input that bf16 would round), as do ape, norm_weight and
+// all the pooling arithmetic.
+template <typename act_t>
+cudaError_t compressor(const act_t* kv, const act_t* score, int64_t tokens,
+                       const int32_t* positions, const int32_t* state_base,
+                       const int32_t* emit_rows, const float* ape, const float* norm_weight,
+                       const float* inv_freq, const compressor_shape& shape, float* state_kv,
+                       float* state_score, int64_t state_rows, act_t* out_pool, int64_t pool_rows,
+                       cudaStream_t stream);
 
 }  // namespace dsv4::cuda

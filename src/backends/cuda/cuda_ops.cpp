@@ -6,6 +6,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backends/cuda/act_dispatch.h"
 #include "backends/cuda/elementwise.h"
 #include "backends/cuda/mhc.h"
 #include "backends/cuda/norm.h"
@@ -26,13 +27,20 @@ void check_device(const tensor& t, const char* what) {
 }
 
 void check_f32(const tensor& t, const char* what) {
-  check_device(t, what);
-  DSV4_CHECK(t.type() == dtype::f32, "cuda op: {} must be f32, is {}", what, dtype_name(t.type()));
+  check_device_type(t, dtype::f32, what);
 }
 
 }  // namespace
 
-cuda_ops::cuda_ops(int device) : device_(device) {
+void check_device_type(const tensor& t, dtype type, const char* what) {
+  check_device(t, what);
+  DSV4_CHECK(t.type() == type, "cuda op: {} must be {}, is {}", what, dtype_name(type),
+             dtype_name(t.type()));
+}
+
+cuda_ops::cuda_ops(int device, dtype activations) : device_(device), act_(activations) {
+  DSV4_CHECK(activations == dtype::f32 || activations == dtype::bf16,
+             "cuda: activations must be f32 or bf16, not {}", dtype_name(activations));
   check_cuda(cudaSetDevice(device), "cudaSetDevice");
   check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   check_cuda(cudaEventCreateWithFlags(&staging_done_, cudaEventDisableTiming), "cudaEventCreate");
@@ -130,15 +138,18 @@ tensor cuda_ops::embed(const tensor& table, const tensor& ids) {
   check_f32(table, "embedding table");
   check_device(ids, "ids");
   const int64_t T = ids.numel();
-  tensor y = alloc(dtype::f32, {T, table.size(1)});
-  check_cuda(embed_f32(table.data<float>(), table.size(0), table.size(1), ids.data<int32_t>(), T,
-                       y.data<float>(), stream_),
+  tensor y = alloc(act_, {T, table.size(1)});
+  check_cuda(with_act(act_,
+                      [&](auto* a) {
+                        return cuda::embed(table.data<float>(), table.size(0), table.size(1),
+                                           ids.data<int32_t>(), T, act_ptr(y, a), stream_);
+                      }),
              "embed");
   return y;
 }
 
 tensor cuda_ops::rms_norm(const tensor& x, const tensor* weight, float eps, int64_t groups) {
-  check_f32(x, "rms_norm input");
+  check_device_type(x, act_, "rms_norm input");
   const int64_t n = x.size(-1);
   DSV4_CHECK(groups > 0 && n % groups == 0, "rms_norm: {} features in {} groups", n, groups);
   if (weight) {
@@ -146,45 +157,62 @@ tensor cuda_ops::rms_norm(const tensor& x, const tensor* weight, float eps, int6
     DSV4_CHECK(weight->numel() == n / groups, "rms_norm: weight of {} for groups of {}",
                weight->numel(), n / groups);
   }
-  tensor y = alloc(dtype::f32, x.shape());
-  check_cuda(rms_norm_f32(x.data<float>(), weight ? weight->data<float>() : nullptr,
-                          y.data<float>(), x.numel() / n, n, groups, eps, stream_),
+  tensor y = alloc(act_, x.shape());
+  check_cuda(with_act(act_,
+                      [&](auto* a) {
+                        return cuda::rms_norm(
+                            act_ptr(x, a), weight ? weight->data<float>() : nullptr, act_ptr(y, a),
+                            x.numel() / n, n, groups, eps, stream_);
+                      }),
              "rms_norm");
   return y;
 }
 
 void cuda_ops::rope(tensor& x, int64_t heads, int64_t head_dim, int64_t rope_dim,
                     const tensor& positions, const tensor& inv_freq, bool inverse) {
-  check_f32(x, "rope input");
+  check_device_type(x, act_, "rope input");
   const int64_t T = x.size(0);
   DSV4_CHECK(x.numel() == T * heads * head_dim && positions.numel() == T &&
                  inv_freq.numel() == rope_dim / 2,
              "rope: input {} for {} heads of {}, rope {}", x.shape().str(), heads, head_dim,
              rope_dim);
-  check_cuda(rope_f32(x.data<float>(), T, heads, head_dim, rope_dim, positions.data<int32_t>(),
-                      inv_freq.data<float>(), inverse, stream_),
+  check_cuda(with_act(act_,
+                      [&](auto* a) {
+                        return cuda::rope(act_ptr(x, a), T, heads, head_dim, rope_dim,
+                                          positions.data<int32_t>(), inv_freq.data<float>(),
+                                          inverse, stream_);
+                      }),
              "rope");
 }
 
 void cuda_ops::add(tensor& x, const tensor& y) {
-  check_f32(x, "add lhs");
-  check_f32(y, "add rhs");
+  check_device_type(x, act_, "add lhs");
+  check_device_type(y, act_, "add rhs");
   DSV4_CHECK(x.numel() == y.numel(), "add: {} vs {}", x.shape().str(), y.shape().str());
-  check_cuda(add_f32(x.data<float>(), y.data<float>(), x.numel(), stream_), "add");
+  check_cuda(with_act(act_,
+                      [&](auto* a) {
+                        return cuda::add(act_ptr(x, a), act_ptr(y, a), x.numel(), stream_);
+                      }),
+             "add");
 }
 
 void cuda_ops::scale(tensor& x, float s) {
-  check_f32(x, "scale input");
-  check_cuda(scale_f32(x.data<float>(), s, x.numel(), stream_), "scale");
+  check_device_type(x, act_, "scale input");
+  check_cuda(
+      with_act(act_, [&](auto* a) { return cuda::scale(act_ptr(x, a), s, x.numel(), stream_); }),
+      "scale");
 }
 
 tensor cuda_ops::swiglu(const tensor& gate, const tensor& up, float limit) {
-  check_f32(gate, "swiglu gate");
-  check_f32(up, "swiglu up");
+  check_device_type(gate, act_, "swiglu gate");
+  check_device_type(up, act_, "swiglu up");
   DSV4_CHECK(gate.shape() == up.shape(), "swiglu: {} vs {}", gate.shape().str(), up.shape().str());
-  tensor y = alloc(dtype::f32, gate.shape());
-  check_cuda(swiglu_f32(gate.data<float>(), up.data<float>(), y.data<float>(), gate.numel(), limit,
-                        stream_),
+  tensor y = alloc(act_, gate.shape());
+  check_cuda(with_act(act_,
+                      [&](auto* a) {
+                        return cuda::swiglu(act_ptr(gate, a), act_ptr(up, a), act_ptr(y, a),
+                                            gate.numel(), limit, stream_);
+                      }),
              "swiglu");
   return y;
 }
@@ -192,40 +220,55 @@ tensor cuda_ops::swiglu(const tensor& gate, const tensor& up, float limit) {
 tensor cuda_ops::hc_pre(const tensor& x, const tensor& fn, const tensor& base, const tensor& scale,
                         int64_t sinkhorn_iters, float hc_eps, float norm_eps, tensor& post,
                         tensor& comb) {
-  check_f32(x, "hc_pre input");
+  check_device_type(x, act_, "hc_pre input");
+  check_f32(post, "hc_pre post");
+  check_f32(comb, "hc_pre comb");
   const int64_t T = x.size(0), hc = x.size(1), D = x.size(2);
   DSV4_CHECK(fn.size(0) == (2 + hc) * hc && fn.size(1) == hc * D,
              "hc_pre: fn {} for {} streams of {}", fn.shape().str(), hc, D);
-  tensor y = alloc(dtype::f32, {T, D});
-  check_cuda(hc_pre_f32(x.data<float>(), fn.data<float>(), base.data<float>(), scale.data<float>(),
-                        T, hc, D, sinkhorn_iters, hc_eps, norm_eps, y.data<float>(),
-                        post.data<float>(), comb.data<float>(), stream_),
+  tensor y = alloc(act_, {T, D});
+  check_cuda(with_act(act_,
+                      [&](auto* a) {
+                        return cuda::hc_pre(act_ptr(x, a), fn.data<float>(), base.data<float>(),
+                                            scale.data<float>(), T, hc, D, sinkhorn_iters, hc_eps,
+                                            norm_eps, act_ptr(y, a), post.data<float>(),
+                                            comb.data<float>(), stream_);
+                      }),
              "hc_pre");
   return y;
 }
 
 tensor cuda_ops::hc_post(const tensor& x, const tensor& f, const tensor& post, const tensor& comb) {
-  check_f32(x, "hc_post residual");
-  check_f32(f, "hc_post sublayer output");
+  check_device_type(x, act_, "hc_post residual");
+  check_device_type(f, act_, "hc_post sublayer output");
+  check_f32(post, "hc_post post");
+  check_f32(comb, "hc_post comb");
   const int64_t T = x.size(0), hc = x.size(1), D = x.size(2);
   DSV4_CHECK(f.numel() == T * D, "hc_post: output {} for residual {}", f.shape().str(),
              x.shape().str());
-  tensor y = alloc(dtype::f32, x.shape());
-  check_cuda(hc_post_f32(x.data<float>(), f.data<float>(), post.data<float>(), comb.data<float>(),
-                         T, hc, D, y.data<float>(), stream_),
+  tensor y = alloc(act_, x.shape());
+  check_cuda(with_act(act_,
+                      [&](auto* a) {
+                        return cuda::hc_post(act_ptr(x, a), act_ptr(f, a), post.data<float>(),
+                                             comb.data<float>(), T, hc, D, act_ptr(y, a), stream_);
+                      }),
              "hc_post");
   return y;
 }
 
 tensor cuda_ops::hc_head(const tensor& x, const tensor& fn, const tensor& base, const tensor& scale,
                          float hc_eps, float norm_eps) {
-  check_f32(x, "hc_head input");
+  check_device_type(x, act_, "hc_head input");
   const int64_t T = x.size(0), hc = x.size(1), D = x.size(2);
   DSV4_CHECK(fn.size(0) == hc && fn.size(1) == hc * D, "hc_head: fn {} for {} streams of {}",
              fn.shape().str(), hc, D);
-  tensor y = alloc(dtype::f32, {T, D});
-  check_cuda(hc_head_f32(x.data<float>(), fn.data<float>(), base.data<float>(), scale.data<float>(),
-                         T, hc, D, hc_eps, norm_eps, y.data<float>(), stream_),
+  tensor y = alloc(act_, {T, D});
+  check_cuda(with_act(act_,
+                      [&](auto* a) {
+                        return cuda::hc_head(act_ptr(x, a), fn.data<float>(), base.data<float>(),
+                                             scale.data<float>(), T, hc, D, hc_eps, norm_eps,
+                                             act_ptr(y, a), stream_);
+                      }),
              "hc_head");
   return y;
 }

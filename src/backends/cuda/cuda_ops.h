@@ -1,9 +1,11 @@
 // The CUDA backend behind the op interface (model/ops.h). Device memory comes from a caching
 // allocator over cudaMalloc (device_allocator.h; no managed memory); every op is enqueued on the
 // backend's stream and returns without waiting, except upload/download, which copy synchronously
-// at the step's edges (upload_to is stream-ordered, from pinned staging). Activations are f32 for
-// now (bit-for-bit the CPU reference's semantics, checked op by op in tests/cuda); weights stay in
-// their checkpoint formats on the device.
+// at the step's edges (upload_to is stream-ordered, from pinned staging). Activations are stored in
+// the backend's activation dtype (f32: the CPU reference's semantics op by op; bf16: one rounding
+// per op output, f32 arithmetic inside every op), checked op by op in tests/cuda; weights stay in
+// their checkpoint formats on the device. Outputs that are not activations keep their types: mHC
+// post / comb and router weights f32, indices i32, linear_f32out (the LM head) f32.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -17,9 +19,11 @@ namespace dsv4::cuda {
 
 class cuda_ops final : public ops {
  public:
-  explicit cuda_ops(int device = 0);
+  // activations: dtype::f32 or dtype::bf16.
+  explicit cuda_ops(int device = 0, dtype activations = dtype::f32);
   ~cuda_ops() override;
   std::string name() const override { return "cuda"; }
+  dtype activation_type() const override { return act_; }
   cudaStream_t stream() const { return stream_; }
   // Device memory in use by live allocations of this backend, in bytes.
   size_t allocated_bytes() const;
@@ -41,6 +45,7 @@ class cuda_ops final : public ops {
 
   tensor embed(const tensor& table, const tensor& ids) override;
   tensor linear(const tensor& x, const prepared_linear& w) override;
+  tensor linear_f32out(const tensor& x, const prepared_linear& w) override;
   tensor grouped_linear(const tensor& x, const prepared_linear& w, int64_t groups) override;
   tensor rms_norm(const tensor& x, const tensor* weight, float eps, int64_t groups) override;
   void rope(tensor& x, int64_t heads, int64_t head_dim, int64_t rope_dim, const tensor& positions,
@@ -87,6 +92,7 @@ class cuda_ops final : public ops {
 
  private:
   int device_ = 0;
+  dtype act_ = dtype::f32;
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<device_allocator> allocator_;
   // upload_to's pinned staging buffer; `staging_done_` marks the end of the last copy out of it.
@@ -97,5 +103,8 @@ class cuda_ops final : public ops {
 
 // Throws dsv4::error "<what>: <cuda error string>" unless status is cudaSuccess.
 void check_cuda(cudaError_t status, const char* what);
+
+// Throws unless t is a device tensor of dtype `type` ("cuda op: <what> must be ...").
+void check_device_type(const tensor& t, dtype type, const char* what);
 
 }  // namespace dsv4::cuda

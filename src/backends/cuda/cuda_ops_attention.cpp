@@ -1,6 +1,8 @@
 // cuda_ops: row copies, compressor, lightning indexer and sparse attention.
 #include <algorithm>
+#include <type_traits>
 
+#include "backends/cuda/act_dispatch.h"
 #include "backends/cuda/attention.h"
 #include "backends/cuda/compressor.h"
 #include "backends/cuda/cuda_ops.h"
@@ -19,9 +21,11 @@ int64_t row_bytes_of(const tensor& t) {
   return int64_t(dtype_bytes(t.type(), t.numel() / t.size(0)));
 }
 
-kv_rows_f32 to_kernel(const kv_source& s) {
-  kv_rows_f32 k;
-  k.pool = s.pool->data<float>();
+template <typename act_t>
+kv_rows<act_t> to_kernel(const kv_source& s, dtype act) {
+  check_device_type(*s.pool, act, "attention pool");
+  kv_rows<act_t> k;
+  k.pool = s.pool->view().ptr<act_t>();
   k.pool_rows = s.pool->size(0);
   k.block_size = s.block_size;
   if (s.rows) {
@@ -62,6 +66,11 @@ void cuda_ops::compressor(const tensor& kv, const tensor& score, const tensor& p
                           const tensor& norm_weight, const tensor& inv_freq,
                           const compressor_params& p, tensor& state_kv, tensor& state_score,
                           tensor& out_pool) {
+  check_device_type(kv, act_, "compressor kv");
+  check_device_type(score, act_, "compressor score");
+  check_device_type(out_pool, act_, "compressor pool");
+  check_device_type(state_kv, dtype::f32, "compressor state kv");
+  check_device_type(state_score, dtype::f32, "compressor state score");
   const int64_t width = (p.overlap ? 2 : 1) * p.head_dim;
   DSV4_CHECK(kv.size(1) == width && score.size(1) == width && ape.size(0) == p.rate &&
                  ape.size(1) == width && state_kv.size(1) == width &&
@@ -75,19 +84,26 @@ void cuda_ops::compressor(const tensor& kv, const tensor& score, const tensor& p
   s.head_dim = p.head_dim;
   s.rope_dim = p.rope_dim;
   s.norm_eps = p.norm_eps;
-  check_cuda(
-      compressor_f32(kv.data<float>(), score.data<float>(), kv.size(0), positions.data<int32_t>(),
-                     state_base.data<int32_t>(), emit_rows.data<int32_t>(), ape.data<float>(),
-                     norm_weight.data<float>(), inv_freq.data<float>(), s, state_kv.data<float>(),
-                     state_score.data<float>(), state_kv.size(0), out_pool.data<float>(),
-                     out_pool.size(0), stream_),
-      "compressor");
+  check_cuda(with_act(act_,
+                      [&](auto* a) {
+                        return cuda::compressor(
+                            act_ptr(kv, a), act_ptr(score, a), kv.size(0),
+                            positions.data<int32_t>(), state_base.data<int32_t>(),
+                            emit_rows.data<int32_t>(), ape.data<float>(), norm_weight.data<float>(),
+                            inv_freq.data<float>(), s, state_kv.data<float>(),
+                            state_score.data<float>(), state_kv.size(0), act_ptr(out_pool, a),
+                            out_pool.size(0), stream_);
+                      }),
+             "compressor");
 }
 
 tensor cuda_ops::indexer_topk(const tensor& q, const tensor& weights, const tensor& key_pool,
                               const tensor& block_table, const tensor& token_seq,
                               const tensor& n_visible, int64_t heads, int64_t block_size,
                               int64_t top_k, float q_scale) {
+  check_device_type(q, act_, "indexer q");
+  check_device_type(weights, act_, "indexer weights");
+  check_device_type(key_pool, act_, "indexer key pool");
   const int64_t T = q.size(0);
   const int64_t d = key_pool.size(1);
   DSV4_CHECK(q.size(1) == heads * d && weights.size(1) == heads,
@@ -99,28 +115,39 @@ tensor cuda_ops::indexer_topk(const tensor& q, const tensor& weights, const tens
   const size_t bytes = std::max(one, std::min(want, k_indexer_scratch_cap));
   tensor scratch = alloc(dtype::u8, {int64_t(bytes)});
   tensor out = alloc(dtype::i32, {T, top_k});
-  check_cuda(indexer_topk_f32(q.data<float>(), weights.data<float>(), T, heads, d,
-                              key_pool.data<float>(), key_pool.size(0), block_table.data<int32_t>(),
-                              block_table.size(0), block_table.size(1), token_seq.data<int32_t>(),
-                              n_visible.data<int32_t>(), block_size, top_k, q_scale,
-                              scratch.data<float>(), bytes, out.data<int32_t>(), stream_),
+  check_cuda(with_act(act_,
+                      [&](auto* a) {
+                        return cuda::indexer_topk(
+                            act_ptr(q, a), act_ptr(weights, a), T, heads, d, act_ptr(key_pool, a),
+                            key_pool.size(0), block_table.data<int32_t>(), block_table.size(0),
+                            block_table.size(1), token_seq.data<int32_t>(),
+                            n_visible.data<int32_t>(), block_size, top_k, q_scale,
+                            scratch.data<float>(), bytes, out.data<int32_t>(), stream_);
+                      }),
              "indexer_topk");
   return out;
 }
 
 tensor cuda_ops::sparse_attention(const tensor& q, int64_t heads, const kv_source& window,
                                   const kv_source* compressed, const tensor& sinks, float scale) {
+  check_device_type(q, act_, "attention q");
+  check_device_type(sinks, dtype::f32, "attention sinks");
   const int64_t T = q.size(0);
   const int64_t d = window.pool->size(1);
   DSV4_CHECK(q.size(1) == heads * d && sinks.numel() == heads,
              "attention: q {} for {} heads of {} and {} sinks", q.shape().str(), heads, d,
              sinks.numel());
-  const kv_rows_f32 w = to_kernel(window);
-  kv_rows_f32 c;
-  if (compressed) c = to_kernel(*compressed);
-  tensor out = alloc(dtype::f32, {T, heads * d});
-  check_cuda(sparse_attention_f32(q.data<float>(), T, heads, d, w, compressed ? &c : nullptr,
-                                  sinks.data<float>(), scale, out.data<float>(), stream_),
+  tensor out = alloc(act_, {T, heads * d});
+  check_cuda(with_act(act_,
+                      [&](auto* a) {
+                        using act_t = std::remove_pointer_t<decltype(a)>;
+                        const kv_rows<act_t> w = to_kernel<act_t>(window, act_);
+                        kv_rows<act_t> c;
+                        if (compressed) c = to_kernel<act_t>(*compressed, act_);
+                        return cuda::sparse_attention(
+                            act_ptr(q, a), T, heads, d, w, compressed ? &c : nullptr,
+                            sinks.data<float>(), scale, act_ptr(out, a), stream_);
+                      }),
              "sparse_attention");
   return out;
 }

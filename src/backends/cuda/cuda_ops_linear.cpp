@@ -2,6 +2,7 @@
 #include <cstring>
 #include <vector>
 
+#include "backends/cuda/act_dispatch.h"
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/linear.h"
 #include "backends/cuda/moe.h"
@@ -143,11 +144,6 @@ device_weight_storage upload_weights(cuda_ops& o,
   return s;
 }
 
-void check_f32_device(const tensor& t, const char* what) {
-  DSV4_CHECK(t.defined() && t.view().device == device_kind::cuda && t.type() == dtype::f32,
-             "cuda op: {} must be an f32 device tensor", what);
-}
-
 }  // namespace
 
 std::unique_ptr<prepared_linear> cuda_ops::prepare_linear(const linear_weight& w) {
@@ -181,27 +177,50 @@ std::unique_ptr<prepared_experts> cuda_ops::prepare_experts(const std::vector<li
   return p;
 }
 
-tensor cuda_ops::linear(const tensor& x, const prepared_linear& w) {
-  check_f32_device(x, "linear input");
+namespace {
+
+// y = x W^T into a fresh [T, out] tensor of out_type (the activation dtype, or f32).
+tensor run_linear(cuda_ops& o, const tensor& x, const prepared_linear& w, dtype out_type) {
+  check_device_type(x, o.activation_type(), "linear input");
   DSV4_CHECK(x.shape().rank() == 2 && x.size(1) == w.in, "linear {}: input {} for weight [{}, {}]",
              w.name, x.shape().str(), w.out, w.in);
   const auto& cw = static_cast<const cuda_linear&>(w);
-  tensor y = alloc(dtype::f32, {x.size(0), w.out});
-  check_cuda(linear_f32out(x.data<float>(), x.size(0), cw.s.w, y.data<float>(), stream_),
+  tensor y = o.alloc(out_type, {x.size(0), w.out});
+  check_cuda(with_act(o.activation_type(),
+                      [&](auto* a) {
+                        if (out_type == dtype::f32)
+                          return cuda::linear(act_ptr(x, a), x.size(0), cw.s.w,
+                                              y.view().ptr<float>(), o.stream());
+                        return cuda::linear(act_ptr(x, a), x.size(0), cw.s.w, act_ptr(y, a),
+                                            o.stream());
+                      }),
              w.name.c_str());
   return y;
 }
 
+}  // namespace
+
+tensor cuda_ops::linear(const tensor& x, const prepared_linear& w) {
+  return run_linear(*this, x, w, act_);
+}
+
+tensor cuda_ops::linear_f32out(const tensor& x, const prepared_linear& w) {
+  return run_linear(*this, x, w, dtype::f32);
+}
+
 tensor cuda_ops::grouped_linear(const tensor& x, const prepared_linear& w, int64_t groups) {
-  check_f32_device(x, "grouped_linear input");
+  check_device_type(x, act_, "grouped_linear input");
   DSV4_CHECK(groups > 0 && w.out % groups == 0 && x.size(1) == groups * w.in,
              "grouped_linear {}: input {} for weight [{}, {}] in {} groups", w.name,
              x.shape().str(), w.out, w.in, groups);
   const auto& cw = static_cast<const cuda_linear&>(w);
-  tensor y = alloc(dtype::f32, {x.size(0), w.out});
-  check_cuda(
-      grouped_linear_f32out(x.data<float>(), x.size(0), cw.s.w, groups, y.data<float>(), stream_),
-      w.name.c_str());
+  tensor y = alloc(act_, {x.size(0), w.out});
+  check_cuda(with_act(act_,
+                      [&](auto* a) {
+                        return cuda::grouped_linear(act_ptr(x, a), x.size(0), cw.s.w, groups,
+                                                    act_ptr(y, a), stream_);
+                      }),
+             w.name.c_str());
   return y;
 }
 
@@ -209,15 +228,21 @@ void cuda_ops::moe_route(const tensor& x, const prepared_linear& gate, const ten
                          const tensor* tid2eid, const tensor& ids, router_score score,
                          int64_t top_k, bool normalize, float route_scale, tensor& indices,
                          tensor& weights) {
-  check_f32_device(x, "router input");
+  check_device_type(x, act_, "router input");
+  check_device_type(indices, dtype::i32, "router indices");
+  check_device_type(weights, dtype::f32, "router weights");
   const auto& cg = static_cast<const cuda_linear&>(gate);
   const int64_t T = x.size(0);
   tensor logits = alloc(dtype::f32, {T, gate.out});
   check_cuda(
-      moe_route_f32(x.data<float>(), T, cg.s.w, bias ? bias->data<float>() : nullptr,
-                    tid2eid ? tid2eid->data<int32_t>() : nullptr, tid2eid ? tid2eid->size(0) : 0,
-                    ids.data<int32_t>(), moe_score(uint8_t(score)), top_k, normalize, route_scale,
-                    logits.data<float>(), indices.data<int32_t>(), weights.data<float>(), stream_),
+      with_act(act_,
+               [&](auto* a) {
+                 return cuda::moe_route(
+                     act_ptr(x, a), T, cg.s.w, bias ? bias->data<float>() : nullptr,
+                     tid2eid ? tid2eid->data<int32_t>() : nullptr, tid2eid ? tid2eid->size(0) : 0,
+                     ids.data<int32_t>(), moe_score(uint8_t(score)), top_k, normalize, route_scale,
+                     logits.data<float>(), indices.data<int32_t>(), weights.data<float>(), stream_);
+               }),
       "moe_route");
 }
 
@@ -225,22 +250,30 @@ namespace {
 
 tensor run_moe_experts(cuda_ops& o, const tensor& x, const tensor& indices, const tensor& weights,
                        const prepared_experts& experts, float swiglu_limit, bool official) {
-  check_f32_device(x, "moe input");
+  const dtype act = o.activation_type();
+  check_device_type(x, act, "moe input");
+  check_device_type(indices, dtype::i32, "moe indices");
+  check_device_type(weights, dtype::f32, "moe weights");
   const auto& ce = static_cast<const cuda_experts&>(experts);
   const int64_t T = x.size(0);
   const int64_t k = indices.size(1);
   DSV4_CHECK(x.size(1) == ce.hidden, "moe: input {} for hidden {}", x.shape().str(), ce.hidden);
   const size_t ws = moe_experts_workspace_bytes(T, k, ce.count, ce.hidden, ce.inter);
   tensor workspace = o.alloc(dtype::u8, {int64_t(ws)});
-  tensor y = o.alloc(dtype::f32, {T, ce.hidden});
+  tensor y = o.alloc(act, {T, ce.hidden});
   check_cuda(
-      official ? moe_experts_official_f32(x.data<float>(), T, indices.data<int32_t>(),
-                                          weights.data<float>(), k, ce.w1.w, ce.w3.w, ce.w2.w,
-                                          swiglu_limit, workspace.data<void>(), ws, y.data<float>(),
-                                          o.stream())
-               : moe_experts_f32(x.data<float>(), T, indices.data<int32_t>(), weights.data<float>(),
-                                 k, ce.w1.w, ce.w3.w, ce.w2.w, swiglu_limit, workspace.data<void>(),
-                                 ws, y.data<float>(), o.stream()),
+      with_act(act,
+               [&](auto* a) {
+                 return official
+                            ? cuda::moe_experts_official(
+                                  act_ptr(x, a), T, indices.data<int32_t>(), weights.data<float>(),
+                                  k, ce.w1.w, ce.w3.w, ce.w2.w, swiglu_limit,
+                                  workspace.data<void>(), ws, act_ptr(y, a), o.stream())
+                            : cuda::moe_experts(act_ptr(x, a), T, indices.data<int32_t>(),
+                                                weights.data<float>(), k, ce.w1.w, ce.w3.w, ce.w2.w,
+                                                swiglu_limit, workspace.data<void>(), ws,
+                                                act_ptr(y, a), o.stream());
+               }),
       official ? "moe_experts_official" : "moe_experts");
   return y;
 }
@@ -254,19 +287,7 @@ tensor cuda_ops::moe_experts_official(const tensor& x, const tensor& indices, co
 
 tensor cuda_ops::moe_experts(const tensor& x, const tensor& indices, const tensor& weights,
                              const prepared_experts& experts, float swiglu_limit) {
-  check_f32_device(x, "moe input");
-  const auto& ce = static_cast<const cuda_experts&>(experts);
-  const int64_t T = x.size(0);
-  const int64_t k = indices.size(1);
-  DSV4_CHECK(x.size(1) == ce.hidden, "moe: input {} for hidden {}", x.shape().str(), ce.hidden);
-  const size_t ws = moe_experts_workspace_bytes(T, k, ce.count, ce.hidden, ce.inter);
-  tensor workspace = alloc(dtype::u8, {int64_t(ws)});
-  tensor y = alloc(dtype::f32, {T, ce.hidden});
-  check_cuda(moe_experts_f32(x.data<float>(), T, indices.data<int32_t>(), weights.data<float>(), k,
-                             ce.w1.w, ce.w3.w, ce.w2.w, swiglu_limit, workspace.data<void>(), ws,
-                             y.data<float>(), stream_),
-             "moe_experts");
-  return y;
+  return run_moe_experts(*this, x, indices, weights, experts, swiglu_limit, false);
 }
 
 }  // namespace dsv4::cuda

@@ -1,4 +1,5 @@
-// Lightning indexer, f32 first version, two kernels per chunk of tokens:
+// Lightning indexer, first version (f32 or bf16 activations, f32 scores), two kernels per chunk of
+// tokens:
 //
 //  * indexer_score_kernel: grid (token, run of k_score_entries entries). The token's q (all
 //    heads) and head weights sit in shared memory for the whole run; keys are staged
@@ -15,6 +16,7 @@
 //    as the CPU's == comparison treats them.
 #include <algorithm>
 
+#include "backends/cuda/activation.cuh"
 #include "backends/cuda/indexer.h"
 #include "backends/cuda/kernel_common.cuh"
 
@@ -48,10 +50,12 @@ __device__ __forceinline__ int64_t visible_entries(const int32_t* n_visible, int
   return n < 0 ? 0 : (n > max_entries ? max_entries : n);
 }
 
-// t0: first token of the chunk; scores [chunk tokens, max_entries].
+// t0: first token of the chunk; scores [chunk tokens, max_entries]. q, weights and keys are
+// staged in shared memory as f32 whatever act_t.
+template <typename act_t>
 __global__ void __launch_bounds__(k_score_threads)
-    indexer_score_kernel(const float* q, const float* weights, int64_t t0, int64_t heads, int64_t d,
-                         const float* key_pool, int64_t pool_rows, const int32_t* block_table,
+    indexer_score_kernel(const act_t* q, const act_t* weights, int64_t t0, int64_t heads, int64_t d,
+                         const act_t* key_pool, int64_t pool_rows, const int32_t* block_table,
                          int64_t table_rows, int64_t table_width, const int32_t* token_seq,
                          const int32_t* n_visible, int64_t block_size, int64_t max_entries,
                          int64_t runs, float q_scale, float* scores) {
@@ -75,10 +79,10 @@ __global__ void __launch_bounds__(k_score_threads)
   const int64_t d4 = d / 4;
   for (int64_t x = threadIdx.x; x < heads * d4; x += blockDim.x) {
     const int64_t h = x / d4, c4 = x % d4;
-    reinterpret_cast<float4*>(q_s + h * q_stride)[c4] =
-        reinterpret_cast<const float4*>(q + (t * heads + h) * d)[c4];
+    reinterpret_cast<float4*>(q_s + h * q_stride)[c4] = load_act4(q + (t * heads + h) * d + 4 * c4);
   }
-  for (int64_t h = threadIdx.x; h < heads; h += blockDim.x) w_s[h] = weights[t * heads + h];
+  for (int64_t h = threadIdx.x; h < heads; h += blockDim.x)
+    w_s[h] = act_to_f32(weights[t * heads + h]);
 
   const int head_lane = threadIdx.x % k_head_lanes;
   const int group = threadIdx.x / k_head_lanes;
@@ -96,8 +100,7 @@ __global__ void __launch_bounds__(k_score_threads)
       const int64_t e = x / d4, c4 = x % d4;
       const int64_t row = tile_row[e];
       reinterpret_cast<float4*>(k_s + e * d)[c4] =
-          row >= 0 ? reinterpret_cast<const float4*>(key_pool + row * d)[c4]
-                   : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+          row >= 0 ? load_act4(key_pool + row * d + 4 * c4) : make_float4(0.0f, 0.0f, 0.0f, 0.0f);
     }
     __syncthreads();
 
@@ -270,15 +273,16 @@ size_t indexer_scratch_bytes(int64_t tokens, int64_t max_entries) {
   return size_t(tokens) * size_t(max_entries) * sizeof(float);
 }
 
-cudaError_t indexer_topk_f32(const float* q, const float* weights, int64_t tokens, int64_t heads,
-                             int64_t head_dim, const float* key_pool, int64_t pool_rows,
-                             const int32_t* block_table, int64_t table_rows, int64_t table_width,
-                             const int32_t* token_seq, const int32_t* n_visible, int64_t block_size,
-                             int64_t top_k, float q_scale, float* scratch, size_t scratch_bytes,
-                             int32_t* out, cudaStream_t stream) {
+template <typename act_t>
+cudaError_t indexer_topk(const act_t* q, const act_t* weights, int64_t tokens, int64_t heads,
+                         int64_t head_dim, const act_t* key_pool, int64_t pool_rows,
+                         const int32_t* block_table, int64_t table_rows, int64_t table_width,
+                         const int32_t* token_seq, const int32_t* n_visible, int64_t block_size,
+                         int64_t top_k, float q_scale, float* scratch, size_t scratch_bytes,
+                         int32_t* out, cudaStream_t stream) {
   if (tokens < 0 || heads <= 0 || head_dim <= 0 || head_dim % 4 != 0 || pool_rows < 0 ||
       table_rows < 0 || table_width < 0 || block_size <= 0 || top_k < 0 ||
-      top_k > k_indexer_max_top_k || !aligned_16(q) || !aligned_16(key_pool))
+      top_k > k_indexer_max_top_k || !act4_aligned<act_t>(q) || !act4_aligned<act_t>(key_pool))
     return cudaErrorInvalidValue;
   if (tokens == 0 || top_k == 0) return cudaSuccess;
   // Entries are addressed as u32 in the sort keys; 2^31 is far beyond any context.
@@ -290,7 +294,7 @@ cudaError_t indexer_topk_f32(const float* q, const float* weights, int64_t token
   const size_t smem = (size_t(heads) * size_t(head_dim + k_q_pad) + size_t((heads + 3) / 4 * 4) +
                        size_t(k_score_tile) * size_t(head_dim)) *
                       sizeof(float);
-  cudaError_t status = cudaFuncSetAttribute(indexer_score_kernel,
+  cudaError_t status = cudaFuncSetAttribute(indexer_score_kernel<act_t>,
                                             cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
   if (status != cudaSuccess) return status;
   const int64_t runs = ceil_div(max_entries, k_score_entries);
@@ -308,5 +312,14 @@ cudaError_t indexer_topk_f32(const float* q, const float* weights, int64_t token
   }
   return cudaSuccess;
 }
+
+#define DSV4_INDEXER_INSTANTIATE(T)                                                               \
+  template cudaError_t indexer_topk<T>(const T*, const T*, int64_t, int64_t, int64_t, const T*,   \
+                                       int64_t, const int32_t*, int64_t, int64_t, const int32_t*, \
+                                       const int32_t*, int64_t, int64_t, float, float*, size_t,   \
+                                       int32_t*, cudaStream_t);
+DSV4_INDEXER_INSTANTIATE(float)
+DSV4_INDEXER_INSTANTIATE(__nv_bfloat16)
+#undef DSV4_INDEXER_INSTANTIATE
 
 }  // namespace dsv4::cuda

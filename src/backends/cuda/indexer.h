@@ -2,6 +2,7 @@
 // keep the top k.
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -12,7 +13,7 @@ namespace dsv4::cuda {
 constexpr int64_t k_indexer_max_top_k = 2048;
 
 // Scratch needed to score `tokens` tokens at once when sequences have up to max_entries =
-// table_width * block_size entries (one f32 per (token, entry)). indexer_topk_f32 works through
+// table_width * block_size entries (one f32 per (token, entry)). indexer_topk works through
 // the step in token chunks that fit the scratch it is given; at least one token's worth is needed.
 size_t indexer_scratch_bytes(int64_t tokens, int64_t max_entries);
 
@@ -25,11 +26,14 @@ size_t indexer_scratch_bytes(int64_t tokens, int64_t max_entries);
 // out [tokens, top_k] i32. head_dim % 4 == 0, top_k <= k_indexer_max_top_k. n_visible is clamped
 // to [0, table_width * block_size]; an entry without a block (or whose row is outside the pool)
 // scores -inf and, if selected, is written as -1 (the CPU backend throws on those).
-cudaError_t indexer_topk_f32(const float* q, const float* weights, int64_t tokens, int64_t heads,
-                             int64_t head_dim, const float* key_pool, int64_t pool_rows,
-                             const int32_t* block_table, int64_t table_rows, int64_t table_width,
-                             const int32_t* token_seq, const int32_t* n_visible, int64_t block_size,
-                             int64_t top_k, float q_scale, float* scratch, size_t scratch_bytes,
-                             int32_t* out, cudaStream_t stream);
+// q, weights and key_pool are activations (act_t: float or __nv_bfloat16, pointers aligned to 4
+// of them); scores f32.
+template <typename act_t>
+cudaError_t indexer_topk(const act_t* q, const act_t* weights, int64_t tokens, int64_t heads,
+                         int64_t head_dim, const act_t* key_pool, int64_t pool_rows,
+                         const int32_t* block_table, int64_t table_rows, int64_t table_width,
+                         const int32_t* token_seq, const int32_t* n_visible, int64_t block_size,
+                         int64_t top_k, float q_scale, float* scratch, size_t scratch_bytes,
+                         int32_t* out, cudaStream_t stream);
 
 }  // namespace dsv4::cuda

@@ -7,6 +7,7 @@
 // Grouped (block-diagonal) linears put the group in grid y; the group's x columns and output
 // rows are pointer offsets, so both paths serve linear and grouped_linear.
 #include <algorithm>
+#include <type_traits>
 
 #include "backends/cuda/linear.h"
 #include "backends/cuda/weight_decode.cuh"
@@ -69,12 +70,22 @@ constexpr int k_gemv_rows = 4;  // rows per warp
 constexpr int k_gemv_threads = k_gemv_warps * k_warp_size;
 constexpr int64_t k_gemv_max_tokens = 64;
 
+// y[i] = v, y holding f32 (y_f32) or act_t: the output dtype is a launch argument rather than a
+// template parameter (one instantiation per activation type).
+template <typename act_t>
+__device__ __forceinline__ void store_y(void* y, int64_t i, float v, bool y_f32) {
+  if (y_f32)
+    static_cast<float*>(y)[i] = v;
+  else
+    static_cast<act_t*>(y)[i] = act_from_f32<act_t>(v);
+}
+
 // Grid: x = row blocks of a group, y = group, z = token tile of NT tokens.
-template <weight_kind K, int NT>
+template <typename act_t, weight_kind K, int NT>
 __global__ void __launch_bounds__(k_gemv_threads)
-    linear_gemv_kernel(const float* x, int64_t x_stride, int64_t tokens, weight_args w,
-                       int64_t out_g, float* y, int64_t y_stride, bool vector_path) {
-  __shared__ const float* xrow[NT];
+    linear_gemv_kernel(const act_t* x, int64_t x_stride, int64_t tokens, weight_args w,
+                       int64_t out_g, void* y, bool y_f32, int64_t y_stride, bool vector_path) {
+  __shared__ const act_t* xrow[NT];
   const int64_t g = blockIdx.y;
   const int64_t t0 = int64_t(blockIdx.z) * NT;
   const int ntok = int(min(int64_t(NT), tokens - t0));
@@ -99,17 +110,17 @@ __global__ void __launch_bounds__(k_gemv_threads)
 #pragma unroll
     for (int t = 0; t < NT; ++t)
       if (lane == (r * NT + t) % k_warp_size && t < ntok && local0 + r < out_g)
-        y[(t0 + t) * y_stride + g * out_g + local0 + r] = acc[r][t];
+        store_y<act_t>(y, (t0 + t) * y_stride + g * out_g + local0 + r, acc[r][t], y_f32);
 }
 
 constexpr int k_tile_tokens = 64, k_tile_rows = 64, k_tile_k = 32;
 constexpr int k_tile_threads = 256;  // 16 x 16 threads, 4 x 4 outputs each
 
 // Grid: x = row tiles of a group, y = token tiles, z = group.
-template <weight_kind K, bool Vector>
+template <typename act_t, weight_kind K, bool Vector>
 __global__ void __launch_bounds__(k_tile_threads)
-    linear_tiled_kernel(const float* x, int64_t x_stride, int64_t tokens, weight_args w,
-                        int64_t out_g, float* y, int64_t y_stride) {
+    linear_tiled_kernel(const act_t* x, int64_t x_stride, int64_t tokens, weight_args w,
+                        int64_t out_g, void* y, bool y_f32, int64_t y_stride) {
   // Transposed tiles ([k][token], [k][row]) so the inner loop reads 4 consecutive floats; rows
   // padded by 4 floats (keeps float4 alignment, staggers banks).
   __shared__ __align__(16) float xs[k_tile_k][k_tile_tokens + 4];
@@ -121,13 +132,13 @@ __global__ void __launch_bounds__(k_tile_threads)
   const int tid = threadIdx.x;
   const int tx = tid % 16, ty = tid / 16;
   const int64_t cols = w.cols;
-  const float* xg = x + g * cols;
+  const act_t* xg = x + g * cols;
   float acc[4][4] = {};
   for (int64_t k0 = 0; k0 < cols; k0 += k_tile_k) {
     for (int i = tid; i < k_tile_tokens * k_tile_k; i += k_tile_threads) {
       const int t = i / k_tile_k, kk = i % k_tile_k;
       const int64_t tok = t0 + t, k = k0 + kk;
-      xs[kk][t] = tok < tokens && k < cols ? xg[tok * x_stride + k] : 0.0f;
+      xs[kk][t] = tok < tokens && k < cols ? act_to_f32(xg[tok * x_stride + k]) : 0.0f;
     }
     if constexpr (Vector) {
       constexpr int EV = F::elems_per_vec, EW = F::elems_per_word;
@@ -186,14 +197,14 @@ __global__ void __launch_bounds__(k_tile_threads)
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const int64_t row = row0 + tx * 4 + j;
-      if (row < out_g) y[tok * y_stride + g * out_g + row] = acc[i][j];
+      if (row < out_g) store_y<act_t>(y, tok * y_stride + g * out_g + row, acc[i][j], y_f32);
     }
   }
 }
 
-template <weight_kind K>
-cudaError_t launch_linear(const float* x, int64_t tokens, const device_weight& w, int64_t groups,
-                          float* y, cudaStream_t stream) {
+template <typename act_t, weight_kind K>
+cudaError_t launch_linear(const act_t* x, int64_t tokens, const device_weight& w, int64_t groups,
+                          void* y, bool y_f32, cudaStream_t stream) {
   const int64_t out_g = w.rows / groups;
   const int64_t x_stride = groups * w.cols;
   const weight_args args = detail::make_weight_args(w);
@@ -204,14 +215,14 @@ cudaError_t launch_linear(const float* x, int64_t tokens, const device_weight& w
     const dim3 grid(unsigned(ceil_div(out_g, rows_per_block)), unsigned(groups),
                     unsigned(ceil_div(tokens, nt)));
     if (nt == 1)
-      linear_gemv_kernel<K, 1><<<grid, k_gemv_threads, 0, stream>>>(x, x_stride, tokens, args,
-                                                                    out_g, y, w.rows, vector_path);
+      linear_gemv_kernel<act_t, K, 1><<<grid, k_gemv_threads, 0, stream>>>(
+          x, x_stride, tokens, args, out_g, y, y_f32, w.rows, vector_path);
     else if (nt == 4)
-      linear_gemv_kernel<K, 4><<<grid, k_gemv_threads, 0, stream>>>(x, x_stride, tokens, args,
-                                                                    out_g, y, w.rows, vector_path);
+      linear_gemv_kernel<act_t, K, 4><<<grid, k_gemv_threads, 0, stream>>>(
+          x, x_stride, tokens, args, out_g, y, y_f32, w.rows, vector_path);
     else
-      linear_gemv_kernel<K, 16><<<grid, k_gemv_threads, 0, stream>>>(x, x_stride, tokens, args,
-                                                                     out_g, y, w.rows, vector_path);
+      linear_gemv_kernel<act_t, K, 16><<<grid, k_gemv_threads, 0, stream>>>(
+          x, x_stride, tokens, args, out_g, y, y_f32, w.rows, vector_path);
   } else {
     const int64_t token_tiles = ceil_div(tokens, k_tile_tokens);
     if (token_tiles > 65535) return cudaErrorInvalidValue;
@@ -221,41 +232,54 @@ cudaError_t launch_linear(const float* x, int64_t tokens, const device_weight& w
     // the GEMV's minus the activation alignment (activations are read one float at a time).
     const bool vector_tiles = detail::vector_path_ok(w, w.data, 0);
     if (vector_tiles)
-      linear_tiled_kernel<K, true>
-          <<<grid, k_tile_threads, 0, stream>>>(x, x_stride, tokens, args, out_g, y, w.rows);
+      linear_tiled_kernel<act_t, K, true>
+          <<<grid, k_tile_threads, 0, stream>>>(x, x_stride, tokens, args, out_g, y, y_f32, w.rows);
     else
-      linear_tiled_kernel<K, false>
-          <<<grid, k_tile_threads, 0, stream>>>(x, x_stride, tokens, args, out_g, y, w.rows);
+      linear_tiled_kernel<act_t, K, false>
+          <<<grid, k_tile_threads, 0, stream>>>(x, x_stride, tokens, args, out_g, y, y_f32, w.rows);
   }
   return cudaGetLastError();
 }
 
 }  // namespace
 
-cudaError_t grouped_linear_f32out(const float* x, int64_t tokens, const device_weight& w,
-                                  int64_t groups, float* y, cudaStream_t stream) {
+template <typename act_t, typename out_t>
+cudaError_t grouped_linear(const act_t* x, int64_t tokens, const device_weight& w, int64_t groups,
+                           out_t* y, cudaStream_t stream) {
+  static_assert(std::is_same_v<out_t, float> || std::is_same_v<out_t, act_t>);
   if (const cudaError_t e = validate_weight(w); e != cudaSuccess) return e;
   if (tokens < 0 || groups <= 0 || groups > 65535 || w.rows % groups != 0 || !x || !y)
     return cudaErrorInvalidValue;
   if (tokens == 0) return cudaSuccess;
+  const bool y_f32 = std::is_same_v<out_t, float>;
   switch (w.kind) {
     case weight_kind::f32:
-      return launch_linear<weight_kind::f32>(x, tokens, w, groups, y, stream);
+      return launch_linear<act_t, weight_kind::f32>(x, tokens, w, groups, y, y_f32, stream);
     case weight_kind::bf16:
-      return launch_linear<weight_kind::bf16>(x, tokens, w, groups, y, stream);
+      return launch_linear<act_t, weight_kind::bf16>(x, tokens, w, groups, y, y_f32, stream);
     case weight_kind::fp8_block:
-      return launch_linear<weight_kind::fp8_block>(x, tokens, w, groups, y, stream);
+      return launch_linear<act_t, weight_kind::fp8_block>(x, tokens, w, groups, y, y_f32, stream);
     case weight_kind::mxfp4:
-      return launch_linear<weight_kind::mxfp4>(x, tokens, w, groups, y, stream);
+      return launch_linear<act_t, weight_kind::mxfp4>(x, tokens, w, groups, y, y_f32, stream);
     case weight_kind::nvfp4:
-      return launch_linear<weight_kind::nvfp4>(x, tokens, w, groups, y, stream);
+      return launch_linear<act_t, weight_kind::nvfp4>(x, tokens, w, groups, y, y_f32, stream);
   }
   return cudaErrorInvalidValue;
 }
 
-cudaError_t linear_f32out(const float* x, int64_t tokens, const device_weight& w, float* y,
-                          cudaStream_t stream) {
-  return grouped_linear_f32out(x, tokens, w, 1, y, stream);
+template <typename act_t, typename out_t>
+cudaError_t linear(const act_t* x, int64_t tokens, const device_weight& w, out_t* y,
+                   cudaStream_t stream) {
+  return grouped_linear(x, tokens, w, 1, y, stream);
 }
+
+#define DSV4_LINEAR_INSTANTIATE(A, O)                                                             \
+  template cudaError_t grouped_linear<A, O>(const A*, int64_t, const device_weight&, int64_t, O*, \
+                                            cudaStream_t);                                        \
+  template cudaError_t linear<A, O>(const A*, int64_t, const device_weight&, O*, cudaStream_t);
+DSV4_LINEAR_INSTANTIATE(float, float)
+DSV4_LINEAR_INSTANTIATE(__nv_bfloat16, __nv_bfloat16)
+DSV4_LINEAR_INSTANTIATE(__nv_bfloat16, float)
+#undef DSV4_LINEAR_INSTANTIATE
 
 }  // namespace dsv4::cuda

@@ -12,6 +12,7 @@
 // the dot products differs from the CPU reference.
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -41,16 +42,21 @@ int64_t scale_matrix_count(weight_kind kind, int64_t rows, int64_t cols);
 // cudaErrorInvalidValue.
 cudaError_t validate_weight(const device_weight& w);
 
-// y[t, :] = x[t, :] . W^T for t < tokens: x [tokens, cols], y [tokens, rows], both contiguous
-// f32, W matrix 0 of `w`. Decode-sized steps (<= 64 tokens) read each weight once per 16 tokens
-// (warp-per-rows GEMV); larger steps use a shared-memory tiled GEMM. No host synchronisation.
-cudaError_t linear_f32out(const float* x, int64_t tokens, const device_weight& w, float* y,
-                          cudaStream_t stream);
+// y[t, :] = x[t, :] . W^T for t < tokens: x [tokens, cols] activations (act_t: float or
+// __nv_bfloat16), y [tokens, rows] of out_t (act_t, or float for the LM head's logits with bf16
+// activations), both contiguous, W matrix 0 of `w`; f32 accumulation. Decode-sized steps (<= 64
+// tokens) read each weight once per 16 tokens (warp-per-rows GEMV); larger steps use a
+// shared-memory tiled GEMM. No host synchronisation. Instantiated for (float, float),
+// (bf16, bf16) and (bf16, float).
+template <typename act_t, typename out_t>
+cudaError_t linear(const act_t* x, int64_t tokens, const device_weight& w, out_t* y,
+                   cudaStream_t stream);
 
 // Block-diagonal: x [tokens, groups * cols], W [groups * out_g, cols] (out_g = rows / groups),
 // y [tokens, rows]; group g maps x[:, g*cols : (g+1)*cols] to y[:, g*out_g : (g+1)*out_g]. One
-// launch for all groups. groups == 1 is linear_f32out.
-cudaError_t grouped_linear_f32out(const float* x, int64_t tokens, const device_weight& w,
-                                  int64_t groups, float* y, cudaStream_t stream);
+// launch for all groups. groups == 1 is linear.
+template <typename act_t, typename out_t>
+cudaError_t grouped_linear(const act_t* x, int64_t tokens, const device_weight& w, int64_t groups,
+                           out_t* y, cudaStream_t stream);
 
 }  // namespace dsv4::cuda

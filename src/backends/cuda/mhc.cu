@@ -11,6 +11,7 @@
 //
 // hc_post: one block per token, threads over D; each thread holds the hc stream values of its
 // column and writes the hc outputs, summing in the reference's order (post * f first, then j).
+#include "backends/cuda/activation.cuh"
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/mhc.h"
 
@@ -29,10 +30,11 @@ __device__ __forceinline__ float sigmoid(float v) {
 }
 
 // head: no post / comb (mix = hc); otherwise mix = (2 + hc) * hc.
+template <typename act_t>
 __global__ void __launch_bounds__(k_hc_threads)
-    hc_collapse_kernel(const float* x, const float* fn, const float* base, const float* scale,
+    hc_collapse_kernel(const act_t* x, const float* fn, const float* base, const float* scale,
                        int64_t tokens, int hc, int64_t D, int mix, bool head, int sinkhorn_iters,
-                       float hc_eps, float norm_eps, float* y, float* post, float* comb) {
+                       float hc_eps, float norm_eps, act_t* y, float* post, float* comb) {
   __shared__ float partial[k_hc_warps][k_hc_tokens][k_hc_sums];
   __shared__ float total[k_hc_tokens][k_hc_sums];
   __shared__ float pre[k_hc_tokens][k_hc_max_streams];
@@ -55,7 +57,7 @@ __global__ void __launch_bounds__(k_hc_threads)
     float xv[k_hc_tokens];
 #pragma unroll
     for (int tt = 0; tt < k_hc_tokens; ++tt) {
-      xv[tt] = t0 + tt < tokens ? x[(t0 + tt) * n + i] : 0.0f;
+      xv[tt] = t0 + tt < tokens ? act_to_f32(x[(t0 + tt) * n + i]) : 0.0f;
       ss[tt] += xv[tt] * xv[tt];
     }
 #pragma unroll
@@ -143,11 +145,11 @@ __global__ void __launch_bounds__(k_hc_threads)
   for (int tt = 0; tt < k_hc_tokens; ++tt) {
     const int64_t t = t0 + tt;
     if (t >= tokens) break;
-    const float* xt = x + t * n;
+    const act_t* xt = x + t * n;
     for (int64_t i = threadIdx.x; i < D; i += blockDim.x) {
       float v = 0.0f;
-      for (int j = 0; j < hc; ++j) v += pre[tt][j] * xt[j * D + i];
-      y[t * D + i] = v;
+      for (int j = 0; j < hc; ++j) v += pre[tt][j] * act_to_f32(xt[j * D + i]);
+      y[t * D + i] = act_from_f32<act_t>(v);
     }
   }
 }
@@ -155,34 +157,36 @@ __global__ void __launch_bounds__(k_hc_threads)
 constexpr int k_hc_post_threads = 256;
 
 // One block per token (grid-stride over tokens).
+template <typename act_t>
 __global__ void __launch_bounds__(k_hc_post_threads)
-    hc_post_kernel(const float* x, const float* f, const float* post, const float* comb,
-                   int64_t tokens, int hc, int64_t D, float* out) {
+    hc_post_kernel(const act_t* x, const act_t* f, const float* post, const float* comb,
+                   int64_t tokens, int hc, int64_t D, act_t* out) {
   for (int64_t t = blockIdx.x; t < tokens; t += gridDim.x) {
-    const float* xt = x + t * hc * D;
-    const float* ft = f + t * D;
+    const act_t* xt = x + t * hc * D;
+    const act_t* ft = f + t * D;
     const float* pt = post + t * hc;
     const float* ct = comb + t * hc * hc;
-    float* ot = out + t * hc * D;
+    act_t* ot = out + t * hc * D;
     for (int64_t i = threadIdx.x; i < D; i += blockDim.x) {
       float xv[k_hc_max_streams];
 #pragma unroll
-      for (int j = 0; j < k_hc_max_streams; ++j) xv[j] = j < hc ? xt[j * D + i] : 0.0f;
-      const float fv = ft[i];
+      for (int j = 0; j < k_hc_max_streams; ++j) xv[j] = j < hc ? act_to_f32(xt[j * D + i]) : 0.0f;
+      const float fv = act_to_f32(ft[i]);
       for (int k = 0; k < hc; ++k) {
         float v = pt[k] * fv;
 #pragma unroll
         for (int j = 0; j < k_hc_max_streams; ++j)
           if (j < hc) v += ct[j * hc + k] * xv[j];
-        ot[k * D + i] = v;
+        ot[k * D + i] = act_from_f32<act_t>(v);
       }
     }
   }
 }
 
-cudaError_t hc_collapse(const float* x, const float* fn, const float* base, const float* scale,
+template <typename act_t>
+cudaError_t hc_collapse(const act_t* x, const float* fn, const float* base, const float* scale,
                         int64_t tokens, int64_t hc, int64_t D, bool head, int64_t sinkhorn_iters,
-                        float hc_eps, float norm_eps, float* y, float* post, float* comb,
+                        float hc_eps, float norm_eps, act_t* y, float* post, float* comb,
                         cudaStream_t stream) {
   if (tokens < 0 || hc <= 0 || hc > k_hc_max_streams || D <= 0 || sinkhorn_iters < 0 ||
       sinkhorn_iters > INT32_MAX)
@@ -199,22 +203,25 @@ cudaError_t hc_collapse(const float* x, const float* fn, const float* base, cons
 
 }  // namespace
 
-cudaError_t hc_pre_f32(const float* x, const float* fn, const float* base, const float* scale,
-                       int64_t tokens, int64_t hc, int64_t D, int64_t sinkhorn_iters, float hc_eps,
-                       float norm_eps, float* y, float* post, float* comb, cudaStream_t stream) {
+template <typename act_t>
+cudaError_t hc_pre(const act_t* x, const float* fn, const float* base, const float* scale,
+                   int64_t tokens, int64_t hc, int64_t D, int64_t sinkhorn_iters, float hc_eps,
+                   float norm_eps, act_t* y, float* post, float* comb, cudaStream_t stream) {
   return hc_collapse(x, fn, base, scale, tokens, hc, D, false, sinkhorn_iters, hc_eps, norm_eps, y,
                      post, comb, stream);
 }
 
-cudaError_t hc_head_f32(const float* x, const float* fn, const float* base, const float* scale,
-                        int64_t tokens, int64_t hc, int64_t D, float hc_eps, float norm_eps,
-                        float* y, cudaStream_t stream) {
+template <typename act_t>
+cudaError_t hc_head(const act_t* x, const float* fn, const float* base, const float* scale,
+                    int64_t tokens, int64_t hc, int64_t D, float hc_eps, float norm_eps, act_t* y,
+                    cudaStream_t stream) {
   return hc_collapse(x, fn, base, scale, tokens, hc, D, true, 0, hc_eps, norm_eps, y, nullptr,
                      nullptr, stream);
 }
 
-cudaError_t hc_post_f32(const float* x, const float* f, const float* post, const float* comb,
-                        int64_t tokens, int64_t hc, int64_t D, float* out, cudaStream_t stream) {
+template <typename act_t>
+cudaError_t hc_post(const act_t* x, const act_t* f, const float* post, const float* comb,
+                    int64_t tokens, int64_t hc, int64_t D, act_t* out, cudaStream_t stream) {
   if (tokens < 0 || hc <= 0 || hc > k_hc_max_streams || D <= 0) return cudaErrorInvalidValue;
   if (tokens == 0) return cudaSuccess;
   const unsigned blocks = unsigned(tokens < (1 << 20) ? tokens : (1 << 20));
@@ -222,5 +229,17 @@ cudaError_t hc_post_f32(const float* x, const float* f, const float* post, const
                                                            out);
   return cudaGetLastError();
 }
+
+#define DSV4_MHC_INSTANTIATE(T)                                                                \
+  template cudaError_t hc_pre<T>(const T*, const float*, const float*, const float*, int64_t,  \
+                                 int64_t, int64_t, int64_t, float, float, T*, float*, float*,  \
+                                 cudaStream_t);                                                \
+  template cudaError_t hc_head<T>(const T*, const float*, const float*, const float*, int64_t, \
+                                  int64_t, int64_t, float, float, T*, cudaStream_t);           \
+  template cudaError_t hc_post<T>(const T*, const T*, const float*, const float*, int64_t,     \
+                                  int64_t, int64_t, T*, cudaStream_t);
+DSV4_MHC_INSTANTIATE(float)
+DSV4_MHC_INSTANTIATE(__nv_bfloat16)
+#undef DSV4_MHC_INSTANTIATE
 
 }  // namespace dsv4::cuda

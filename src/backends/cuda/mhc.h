@@ -3,6 +3,7 @@
 // beyond.
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -16,17 +17,23 @@ constexpr int k_hc_max_streams = 4;
 // base_{hc+j}), comb[t] = Sinkhorn(m_{2hc..} * scale[2] + base_{2hc..}) with sinkhorn_iters
 // rounds (row softmax + eps, column normalisation, then iters - 1 row/column rounds), and
 // y[t] = sum_j pre_j x[t, j] [tokens, D].
-cudaError_t hc_pre_f32(const float* x, const float* fn, const float* base, const float* scale,
-                       int64_t tokens, int64_t hc, int64_t D, int64_t sinkhorn_iters, float hc_eps,
-                       float norm_eps, float* y, float* post, float* comb, cudaStream_t stream);
+// x and y are activations (act_t: float or __nv_bfloat16); fn, base, scale, post and comb f32;
+// every sum, gate and the Sinkhorn projection in f32.
+template <typename act_t>
+cudaError_t hc_pre(const act_t* x, const float* fn, const float* base, const float* scale,
+                   int64_t tokens, int64_t hc, int64_t D, int64_t sinkhorn_iters, float hc_eps,
+                   float norm_eps, act_t* y, float* post, float* comb, cudaStream_t stream);
 // out[t, k] = post[t, k] * f[t] + sum_j comb[t, j, k] * x[t, j] for x [tokens, hc, D], f
 // [tokens, D], post [tokens, hc], comb [tokens, hc, hc]; out [tokens, hc, D].
-cudaError_t hc_post_f32(const float* x, const float* f, const float* post, const float* comb,
-                        int64_t tokens, int64_t hc, int64_t D, float* out, cudaStream_t stream);
+// x, f and out are activations; post and comb f32.
+template <typename act_t>
+cudaError_t hc_post(const act_t* x, const act_t* f, const float* post, const float* comb,
+                    int64_t tokens, int64_t hc, int64_t D, act_t* out, cudaStream_t stream);
 // Final collapse: m = (x_t / rms(x_t)) . fn^T with fn [hc, hc*D], pre_j = sigmoid(m_j * scale[0]
 // + base_j) + hc_eps, y[t] = sum_j pre_j x[t, j] [tokens, D].
-cudaError_t hc_head_f32(const float* x, const float* fn, const float* base, const float* scale,
-                        int64_t tokens, int64_t hc, int64_t D, float hc_eps, float norm_eps,
-                        float* y, cudaStream_t stream);
+template <typename act_t>
+cudaError_t hc_head(const act_t* x, const float* fn, const float* base, const float* scale,
+                    int64_t tokens, int64_t hc, int64_t D, float hc_eps, float norm_eps, act_t* y,
+                    cudaStream_t stream);
 
 }  // namespace dsv4::cuda

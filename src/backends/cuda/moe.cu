@@ -1,6 +1,6 @@
 // Router and routed experts (see moe.h).
 //
-// moe_experts_f32, first version (correct, deterministic, no per-expert launches):
+// moe_experts, first version (correct, deterministic, no per-expert launches):
 //   1. moe_plan_kernel (one block): counts the (token, k) pairs per expert, lays the pairs out
 //      grouped by expert (`sorted`) and cuts each expert's pairs into chunks of up to NT pairs
 //      (`chunks`: expert, first position in `sorted`, pair count). The chunk count stays on the
@@ -149,13 +149,13 @@ __global__ void __launch_bounds__(k_plan_threads)
 }
 
 // Grid: x = blocks of k_moe_warps * 2 intermediate rows, y = chunk slots.
-template <weight_kind K, int NT>
+template <typename act_t, weight_kind K, int NT>
 __global__ void __launch_bounds__(k_moe_threads)
-    moe_gate_up_kernel(const float* x, int64_t hidden, int top_k, const int* chunk_count,
+    moe_gate_up_kernel(const act_t* x, int64_t hidden, int top_k, const int* chunk_count,
                        const int4* chunks, const int* sorted, weight_args w1, weight_args w3,
                        float limit, const float* pair_weights, float* h, int64_t inter,
                        bool vector_path) {
-  __shared__ const float* xrow[NT];
+  __shared__ const act_t* xrow[NT];
   __shared__ int pair_of[NT];
   const int slot = blockIdx.y;
   if (slot >= *chunk_count) return;  // uniform over the block
@@ -247,10 +247,10 @@ __global__ void __launch_bounds__(k_moe_threads)
 // y[t, o] = sum_k weights[t, k] * out[t * top_k + k, o], k in order (as the CPU accumulates);
 // weighted false (official order, weights already applied to h): plain sum in k order. NaN for a
 // token with an expert index outside [0, experts).
-template <bool weighted>
+template <bool weighted, typename act_t>
 __global__ void moe_combine_kernel(const float* out, const int32_t* indices, const float* weights,
                                    int64_t tokens, int top_k, int64_t experts, int64_t hidden,
-                                   float* y) {
+                                   act_t* y) {
   const int64_t n = tokens * hidden;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
@@ -269,7 +269,7 @@ __global__ void moe_combine_kernel(const float* out, const int32_t* indices, con
       else
         acc += out[p * hidden + o];
     }
-    y[i] = bad ? __uint_as_float(0x7fc00000u) : acc;
+    y[i] = act_from_f32<act_t>(bad ? __uint_as_float(0x7fc00000u) : acc);
   }
 }
 
@@ -381,8 +381,8 @@ __global__ void __launch_bounds__(k_route_threads)
   }
 }
 
-template <weight_kind K, int NT>
-cudaError_t launch_experts(const float* x, int64_t tokens, int64_t top_k, const device_weight& w1,
+template <typename act_t, weight_kind K, int NT>
+cudaError_t launch_experts(const act_t* x, int64_t tokens, int64_t top_k, const device_weight& w1,
                            const device_weight& w3, const device_weight& w2, float limit,
                            const int* chunk_count, const int4* chunks, const int* sorted,
                            int64_t max_chunks, const float* pair_weights, const int32_t* indices,
@@ -392,7 +392,7 @@ cudaError_t launch_experts(const float* x, int64_t tokens, int64_t top_k, const 
   // h rows start at pair * inter floats inside a 256-aligned workspace region.
   const bool vec2 = detail::vector_path_ok(w2, h, inter);
   const dim3 grid1(unsigned(ceil_div(inter, k_moe_warps * (k_moe_rows / 2))), unsigned(max_chunks));
-  moe_gate_up_kernel<K, NT><<<grid1, k_moe_threads, 0, stream>>>(
+  moe_gate_up_kernel<act_t, K, NT><<<grid1, k_moe_threads, 0, stream>>>(
       x, hidden, int(top_k), chunk_count, chunks, sorted, detail::make_weight_args(w1),
       detail::make_weight_args(w3), limit, pair_weights, h, inter, vec1);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
@@ -409,30 +409,30 @@ cudaError_t launch_experts(const float* x, int64_t tokens, int64_t top_k, const 
   return cudaGetLastError();
 }
 
-template <weight_kind K>
-cudaError_t launch_experts_nt(int nt, const float* x, int64_t tokens, int64_t top_k,
+template <typename act_t, weight_kind K>
+cudaError_t launch_experts_nt(int nt, const act_t* x, int64_t tokens, int64_t top_k,
                               const device_weight& w1, const device_weight& w3,
                               const device_weight& w2, float limit, const int* chunk_count,
                               const int4* chunks, const int* sorted, int64_t max_chunks,
                               const float* pair_weights, const int32_t* indices, float* h,
                               float* out, cudaStream_t stream) {
   if (nt == 1)
-    return launch_experts<K, 1>(x, tokens, top_k, w1, w3, w2, limit, chunk_count, chunks, sorted,
-                                max_chunks, pair_weights, indices, h, out, stream);
+    return launch_experts<act_t, K, 1>(x, tokens, top_k, w1, w3, w2, limit, chunk_count, chunks,
+                                       sorted, max_chunks, pair_weights, indices, h, out, stream);
   if (nt == 4)
-    return launch_experts<K, 4>(x, tokens, top_k, w1, w3, w2, limit, chunk_count, chunks, sorted,
-                                max_chunks, pair_weights, indices, h, out, stream);
-  return launch_experts<K, 16>(x, tokens, top_k, w1, w3, w2, limit, chunk_count, chunks, sorted,
-                               max_chunks, pair_weights, indices, h, out, stream);
+    return launch_experts<act_t, K, 4>(x, tokens, top_k, w1, w3, w2, limit, chunk_count, chunks,
+                                       sorted, max_chunks, pair_weights, indices, h, out, stream);
+  return launch_experts<act_t, K, 16>(x, tokens, top_k, w1, w3, w2, limit, chunk_count, chunks,
+                                      sorted, max_chunks, pair_weights, indices, h, out, stream);
 }
 
 }  // namespace
 
-cudaError_t moe_route_f32(const float* x, int64_t tokens, const device_weight& gate,
-                          const float* bias, const int32_t* tid2eid, int64_t vocab,
-                          const int32_t* ids, moe_score score, int64_t top_k, bool normalize,
-                          float route_scale, float* logits, int32_t* indices, float* weights,
-                          cudaStream_t stream) {
+template <typename act_t>
+cudaError_t moe_route(const act_t* x, int64_t tokens, const device_weight& gate, const float* bias,
+                      const int32_t* tid2eid, int64_t vocab, const int32_t* ids, moe_score score,
+                      int64_t top_k, bool normalize, float route_scale, float* logits,
+                      int32_t* indices, float* weights, cudaStream_t stream) {
   if (const cudaError_t e = validate_weight(gate); e != cudaSuccess) return e;
   const int64_t experts = gate.rows;
   if (tokens < 0 || top_k <= 0 || top_k > k_moe_max_top_k || top_k > experts || !x || !logits ||
@@ -442,8 +442,7 @@ cudaError_t moe_route_f32(const float* x, int64_t tokens, const device_weight& g
   if (tokens == 0) return cudaSuccess;
   const size_t shared = size_t(experts) * (sizeof(float) + 1);
   if (shared > 48 * 1024) return cudaErrorInvalidValue;  // > 9900 experts
-  if (const cudaError_t e = linear_f32out(x, tokens, gate, logits, stream); e != cudaSuccess)
-    return e;
+  if (const cudaError_t e = linear(x, tokens, gate, logits, stream); e != cudaSuccess) return e;
   moe_route_kernel<<<unsigned(tokens), k_route_threads, shared, stream>>>(
       logits, int(experts), bias, tid2eid, vocab, ids, int(score), int(top_k), normalize,
       route_scale, indices, weights);
@@ -458,11 +457,12 @@ size_t moe_experts_workspace_bytes(int64_t tokens, int64_t top_k, int64_t expert
 
 namespace {
 
-// moe_experts_f32 (official false) and moe_experts_official_f32 (official true).
-cudaError_t run_experts(const float* x, int64_t tokens, const int32_t* indices,
+// moe_experts (official false) and moe_experts_official (official true).
+template <typename act_t>
+cudaError_t run_experts(const act_t* x, int64_t tokens, const int32_t* indices,
                         const float* weights, int64_t top_k, const device_weight& w1,
                         const device_weight& w3, const device_weight& w2, float swiglu_limit,
-                        void* workspace, size_t workspace_bytes, float* y, bool official,
+                        void* workspace, size_t workspace_bytes, act_t* y, bool official,
                         cudaStream_t stream) {
   for (const device_weight* w : {&w1, &w3, &w2})
     if (const cudaError_t e = validate_weight(*w); e != cudaSuccess) return e;
@@ -496,11 +496,11 @@ cudaError_t run_experts(const float* x, int64_t tokens, const int32_t* indices,
   const float* pair_weights = official ? weights : nullptr;
   cudaError_t status = cudaErrorInvalidValue;
   switch (w1.kind) {
-#define DSV4_MOE_LAUNCH(KIND)                                                                     \
-  case weight_kind::KIND:                                                                         \
-    status = launch_experts_nt<weight_kind::KIND>(nt, x, tokens, top_k, w1, w3, w2, swiglu_limit, \
-                                                  chunk_count, chunks, sorted, max_chunks,        \
-                                                  pair_weights, indices, h, out, stream);         \
+#define DSV4_MOE_LAUNCH(KIND)                                                                    \
+  case weight_kind::KIND:                                                                        \
+    status = launch_experts_nt<act_t, weight_kind::KIND>(                                        \
+        nt, x, tokens, top_k, w1, w3, w2, swiglu_limit, chunk_count, chunks, sorted, max_chunks, \
+        pair_weights, indices, h, out, stream);                                                  \
     break;
     DSV4_MOE_LAUNCH(f32)
     DSV4_MOE_LAUNCH(bf16)
@@ -512,32 +512,49 @@ cudaError_t run_experts(const float* x, int64_t tokens, const int32_t* indices,
   if (status != cudaSuccess) return status;
   const int threads = 256;
   if (official)
-    moe_combine_kernel<false><<<grid_stride_blocks(tokens * hidden, threads), threads, 0, stream>>>(
-        out, indices, nullptr, tokens, int(top_k), experts, hidden, y);
+    moe_combine_kernel<false, act_t>
+        <<<grid_stride_blocks(tokens * hidden, threads), threads, 0, stream>>>(
+            out, indices, nullptr, tokens, int(top_k), experts, hidden, y);
   else
-    moe_combine_kernel<true><<<grid_stride_blocks(tokens * hidden, threads), threads, 0, stream>>>(
-        out, indices, weights, tokens, int(top_k), experts, hidden, y);
+    moe_combine_kernel<true, act_t>
+        <<<grid_stride_blocks(tokens * hidden, threads), threads, 0, stream>>>(
+            out, indices, weights, tokens, int(top_k), experts, hidden, y);
   return cudaGetLastError();
 }
 
 }  // namespace
 
-cudaError_t moe_experts_f32(const float* x, int64_t tokens, const int32_t* indices,
-                            const float* weights, int64_t top_k, const device_weight& w1,
-                            const device_weight& w3, const device_weight& w2, float swiglu_limit,
-                            void* workspace, size_t workspace_bytes, float* y,
-                            cudaStream_t stream) {
+template <typename act_t>
+cudaError_t moe_experts(const act_t* x, int64_t tokens, const int32_t* indices,
+                        const float* weights, int64_t top_k, const device_weight& w1,
+                        const device_weight& w3, const device_weight& w2, float swiglu_limit,
+                        void* workspace, size_t workspace_bytes, act_t* y, cudaStream_t stream) {
   return run_experts(x, tokens, indices, weights, top_k, w1, w3, w2, swiglu_limit, workspace,
                      workspace_bytes, y, false, stream);
 }
 
-cudaError_t moe_experts_official_f32(const float* x, int64_t tokens, const int32_t* indices,
-                                     const float* weights, int64_t top_k, const device_weight& w1,
-                                     const device_weight& w3, const device_weight& w2,
-                                     float swiglu_limit, void* workspace, size_t workspace_bytes,
-                                     float* y, cudaStream_t stream) {
+template <typename act_t>
+cudaError_t moe_experts_official(const act_t* x, int64_t tokens, const int32_t* indices,
+                                 const float* weights, int64_t top_k, const device_weight& w1,
+                                 const device_weight& w3, const device_weight& w2,
+                                 float swiglu_limit, void* workspace, size_t workspace_bytes,
+                                 act_t* y, cudaStream_t stream) {
   return run_experts(x, tokens, indices, weights, top_k, w1, w3, w2, swiglu_limit, workspace,
                      workspace_bytes, y, true, stream);
 }
+
+#define DSV4_MOE_INSTANTIATE(T)                                                                  \
+  template cudaError_t moe_route<T>(const T*, int64_t, const device_weight&, const float*,       \
+                                    const int32_t*, int64_t, const int32_t*, moe_score, int64_t, \
+                                    bool, float, float*, int32_t*, float*, cudaStream_t);        \
+  template cudaError_t moe_experts<T>(                                                           \
+      const T*, int64_t, const int32_t*, const float*, int64_t, const device_weight&,            \
+      const device_weight&, const device_weight&, float, void*, size_t, T*, cudaStream_t);       \
+  template cudaError_t moe_experts_official<T>(                                                  \
+      const T*, int64_t, const int32_t*, const float*, int64_t, const device_weight&,            \
+      const device_weight&, const device_weight&, float, void*, size_t, T*, cudaStream_t);
+DSV4_MOE_INSTANTIATE(float)
+DSV4_MOE_INSTANTIATE(__nv_bfloat16)
+#undef DSV4_MOE_INSTANTIATE
 
 }  // namespace dsv4::cuda

@@ -3,6 +3,7 @@
 // ops::moe_experts (model/ops.h); the CPU backend is the reference.
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstddef>
@@ -26,13 +27,14 @@ constexpr int64_t k_moe_max_top_k = 32;
 // and weights [tokens, top_k] f32. A token id outside [0, vocab) (the CPU backend throws) gives
 // indices -1 and NaN weights; a tid2eid entry outside [0, E) is copied with a NaN weight.
 // Two launches (the linear, then one block per token), no host synchronisation.
-cudaError_t moe_route_f32(const float* x, int64_t tokens, const device_weight& gate,
-                          const float* bias, const int32_t* tid2eid, int64_t vocab,
-                          const int32_t* ids, moe_score score, int64_t top_k, bool normalize,
-                          float route_scale, float* logits, int32_t* indices, float* weights,
-                          cudaStream_t stream);
+// x is an activation (act_t: float or __nv_bfloat16); logits, weights and all scoring f32.
+template <typename act_t>
+cudaError_t moe_route(const act_t* x, int64_t tokens, const device_weight& gate, const float* bias,
+                      const int32_t* tid2eid, int64_t vocab, const int32_t* ids, moe_score score,
+                      int64_t top_k, bool normalize, float route_scale, float* logits,
+                      int32_t* indices, float* weights, cudaStream_t stream);
 
-// Device workspace moe_experts_f32 needs (bytes) for `tokens` x `top_k` routed pairs.
+// Device workspace moe_experts needs (bytes) for `tokens` x `top_k` routed pairs.
 size_t moe_experts_workspace_bytes(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidden,
                                    int64_t inter);
 
@@ -43,20 +45,24 @@ size_t moe_experts_workspace_bytes(int64_t tokens, int64_t top_k, int64_t expert
 // SwiGLU fused for every (expert, up to 16 pairs) chunk, one computes L2 into per-pair rows, and
 // a combine sums each token's pairs in k order: deterministic, no atomics on outputs. An expert
 // index outside [0, experts) makes that token's output row NaN (the CPU backend throws).
-// `workspace` holds moe_experts_workspace_bytes(...) bytes (256-byte aligned).
-cudaError_t moe_experts_f32(const float* x, int64_t tokens, const int32_t* indices,
-                            const float* weights, int64_t top_k, const device_weight& w1,
-                            const device_weight& w3, const device_weight& w2, float swiglu_limit,
-                            void* workspace, size_t workspace_bytes, float* y, cudaStream_t stream);
+// `workspace` holds moe_experts_workspace_bytes(...) bytes (256-byte aligned). x and y are
+// activations (act_t: float or __nv_bfloat16); the intermediate h and the per-pair outputs stay
+// f32 in the workspace, so only y is rounded.
+template <typename act_t>
+cudaError_t moe_experts(const act_t* x, int64_t tokens, const int32_t* indices,
+                        const float* weights, int64_t top_k, const device_weight& w1,
+                        const device_weight& w3, const device_weight& w2, float swiglu_limit,
+                        void* workspace, size_t workspace_bytes, act_t* y, cudaStream_t stream);
 
 // The official order (ops::moe_experts_official): h = swiglu(...) * weights[t, k], FP8
 // quantize-dequantized per 128 values of each pair's row (quantize.h), then
 // y[t] = sum_k W2_e h in k order. Same arguments, workspace and error behaviour as
-// moe_experts_f32, which is unchanged by this variant.
-cudaError_t moe_experts_official_f32(const float* x, int64_t tokens, const int32_t* indices,
-                                     const float* weights, int64_t top_k, const device_weight& w1,
-                                     const device_weight& w3, const device_weight& w2,
-                                     float swiglu_limit, void* workspace, size_t workspace_bytes,
-                                     float* y, cudaStream_t stream);
+// moe_experts, which is unchanged by this variant.
+template <typename act_t>
+cudaError_t moe_experts_official(const act_t* x, int64_t tokens, const int32_t* indices,
+                                 const float* weights, int64_t top_k, const device_weight& w1,
+                                 const device_weight& w3, const device_weight& w2,
+                                 float swiglu_limit, void* workspace, size_t workspace_bytes,
+                                 act_t* y, cudaStream_t stream);
 
 }  // namespace dsv4::cuda

@@ -2,6 +2,9 @@
 // share of the slice in registers between the sum of squares and the scaled write, so x is read
 // from memory once; slices longer than the register share (> k_rms_cached vectors per thread at
 // 1024 threads) re-read the tail. float4 accesses when the slice length and pointers allow.
+#include <type_traits>
+
+#include "backends/cuda/activation.cuh"
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/norm.h"
 
@@ -29,38 +32,54 @@ __device__ __forceinline__ float4 scaled(float4 v, float s, const float4* w, int
   return make_float4(v.x * s, v.y * s, v.z * s, v.w * s);
 }
 
-// V is float (any slice length) or float4 (slice length a multiple of 4, 16-byte aligned
-// pointers); `len` counts V elements per slice, `n_features` floats per slice.
-template <typename V>
-__global__ void rms_norm_kernel(const V* x, const V* w, V* y, int64_t len, float n_features,
-                                float eps) {
+// Vec: each element is 4 consecutive features (slice length a multiple of 4, x / y aligned to 4
+// activations, weight 16-byte aligned); otherwise one feature. `len` counts elements per slice,
+// `n_features` features per slice. x is held as f32 between the two passes (exact for both act_t).
+template <typename act_t, bool Vec>
+__global__ void rms_norm_kernel(const act_t* x, const float* w, act_t* y, int64_t len,
+                                float n_features, float eps) {
+  using V = std::conditional_t<Vec, float4, float>;
+  constexpr int64_t width = Vec ? 4 : 1;
   __shared__ float scratch[k_warp_size];
   const int64_t slice = blockIdx.x;
-  const V* xs = x + slice * len;
-  V* ys = y + slice * len;
+  const act_t* xs = x + slice * len * width;
+  act_t* ys = y + slice * len * width;
   const int64_t stride = blockDim.x;
+  auto load = [&](int64_t i) -> V {
+    if constexpr (Vec)
+      return load_act4(xs + i * 4);
+    else
+      return act_to_f32(xs[i]);
+  };
+  auto store = [&](int64_t i, V v) {
+    if constexpr (Vec)
+      store_act4(ys + i * 4, v);
+    else
+      ys[i] = act_from_f32<act_t>(v);
+  };
+  const V* wv = reinterpret_cast<const V*>(w);
   V cached[k_rms_cached];
   float ss = 0.0f;
 #pragma unroll
   for (int k = 0; k < k_rms_cached; ++k) {
     const int64_t i = threadIdx.x + k * stride;
     if (i < len) {
-      cached[k] = xs[i];
+      cached[k] = load(i);
       ss += sum_squares(cached[k]);
     }
   }
   for (int64_t i = threadIdx.x + k_rms_cached * stride; i < len; i += stride)
-    ss += sum_squares(xs[i]);
+    ss += sum_squares(load(i));
   ss = block_sum(ss, scratch);
   // 1 / sqrt rather than rsqrtf: the correctly rounded form the CPU reference uses.
   const float inv = 1.0f / sqrtf(ss / n_features + eps);
 #pragma unroll
   for (int k = 0; k < k_rms_cached; ++k) {
     const int64_t i = threadIdx.x + k * stride;
-    if (i < len) ys[i] = scaled(cached[k], inv, w, i);
+    if (i < len) store(i, scaled(cached[k], inv, wv, i));
   }
   for (int64_t i = threadIdx.x + k_rms_cached * stride; i < len; i += stride)
-    ys[i] = scaled(xs[i], inv, w, i);
+    store(i, scaled(load(i), inv, wv, i));
 }
 
 // Enough threads that each holds <= k_rms_cached vectors, a multiple of 32, at most 1024.
@@ -73,24 +92,30 @@ int rms_norm_threads(int64_t len) {
 
 }  // namespace
 
-cudaError_t rms_norm_f32(const float* x, const float* weight, float* y, int64_t rows, int64_t n,
-                         int64_t groups, float eps, cudaStream_t stream) {
+template <typename act_t>
+cudaError_t rms_norm(const act_t* x, const float* weight, act_t* y, int64_t rows, int64_t n,
+                     int64_t groups, float eps, cudaStream_t stream) {
   if (rows < 0 || n <= 0 || groups <= 0 || n % groups != 0) return cudaErrorInvalidValue;
   const int64_t slices = rows * groups;
   if (slices == 0) return cudaSuccess;
   if (slices > INT32_MAX) return cudaErrorInvalidValue;
   const int64_t g = n / groups;
-  const bool vec = g % 4 == 0 && aligned_16(x) && aligned_16(y) && (!weight || aligned_16(weight));
+  const bool vec = g % 4 == 0 && act4_aligned<act_t>(x) && act4_aligned<act_t>(y) &&
+                   (!weight || aligned_16(weight));
   if (vec) {
     const int64_t len = g / 4;
-    rms_norm_kernel<float4><<<unsigned(slices), rms_norm_threads(len), 0, stream>>>(
-        reinterpret_cast<const float4*>(x), reinterpret_cast<const float4*>(weight),
-        reinterpret_cast<float4*>(y), len, float(g), eps);
+    rms_norm_kernel<act_t, true>
+        <<<unsigned(slices), rms_norm_threads(len), 0, stream>>>(x, weight, y, len, float(g), eps);
   } else {
-    rms_norm_kernel<float>
+    rms_norm_kernel<act_t, false>
         <<<unsigned(slices), rms_norm_threads(g), 0, stream>>>(x, weight, y, g, float(g), eps);
   }
   return cudaGetLastError();
 }
+
+template cudaError_t rms_norm<float>(const float*, const float*, float*, int64_t, int64_t, int64_t,
+                                     float, cudaStream_t);
+template cudaError_t rms_norm<__nv_bfloat16>(const __nv_bfloat16*, const float*, __nv_bfloat16*,
+                                             int64_t, int64_t, int64_t, float, cudaStream_t);
 
 }  // namespace dsv4::cuda

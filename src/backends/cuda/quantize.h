@@ -7,13 +7,18 @@
 // or subtract of the same two inputs) and the same f32 normalising product.
 #pragma once
 
+#include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
 namespace dsv4::cuda {
 
-// Largest head_dim hadamard_fp4_rows_f32 accepts (one warp holds a vector in shared memory).
+// act_t (both functions): float or __nv_bfloat16. Values are quantized from f32 and stored in
+// act_t; every e4m3 / e2m1 value times its power-of-two scale is exact in bf16 (8 significant
+// bits, f32's exponent range), so bf16 storage holds the quantized values exactly.
+
+// Largest head_dim hadamard_fp4_rows accepts (one warp holds a vector in shared memory).
 constexpr int64_t k_hadamard_max_dim = 4096;
 
 // For i < count, row r = rows ? rows[i] : i (r < 0 or r >= row_limit skipped; row_limit is
@@ -21,22 +26,26 @@ constexpr int64_t k_hadamard_max_dim = 4096;
 // base[r * row_stride ...] are FP8 e4m3 quantize-dequantized in blocks of `block` consecutive
 // values (the last block of a row may be shorter), s = 2^ceil(log2(max(amax, 1e-4) / 448)).
 // One warp per (row, block); no host synchronisation.
-cudaError_t fake_quant_fp8_rows_f32(float* base, int64_t row_stride, const int32_t* rows,
-                                    int64_t row_limit, int64_t count, int64_t n, int64_t block,
-                                    cudaStream_t stream);
+template <typename act_t>
+cudaError_t fake_quant_fp8_rows(act_t* base, int64_t row_stride, const int32_t* rows,
+                                int64_t row_limit, int64_t count, int64_t n, int64_t block,
+                                cudaStream_t stream);
 
 // For i < count, row r = rows ? rows[i] : i (skipped as above), each of the `heads` vectors of
 // head_dim values at base[r * row_stride + h * head_dim]: Walsh-Hadamard transform times `norm`
 // (the caller passes float(1 / sqrt(double(head_dim))), as the CPU computes it), then FP4 e2m1
 // quantize-dequantize in blocks of 32, s = 2^ceil(log2(max(amax, 6 * 2^-126) / 6)). head_dim a
 // power of two <= k_hadamard_max_dim. One warp per vector.
-cudaError_t hadamard_fp4_rows_f32(float* base, int64_t row_stride, const int32_t* rows,
-                                  int64_t row_limit, int64_t count, int64_t heads, int64_t head_dim,
-                                  float norm, cudaStream_t stream);
+template <typename act_t>
+cudaError_t hadamard_fp4_rows(act_t* base, int64_t row_stride, const int32_t* rows,
+                              int64_t row_limit, int64_t count, int64_t heads, int64_t head_dim,
+                              float norm, cudaStream_t stream);
 
 }  // namespace dsv4::cuda
 
 #ifdef __CUDACC__
+#include "backends/cuda/activation.cuh"
+
 // Device helpers, shared with moe.cu (the official expert order quantizes h there).
 namespace dsv4::cuda::quant {
 
@@ -93,15 +102,18 @@ __device__ __forceinline__ float warp_max(float v) {
   return v;
 }
 
-// FP8 quantize-dequantize of v[0:n] by one warp (all 32 lanes call it), one scale for the n
-// values (the caller splits rows into blocks).
-__device__ __forceinline__ void fp8_block_warp(float* v, int64_t n) {
+// FP8 quantize-dequantize of v[0:n] (f32 or bf16 storage) by one warp (all 32 lanes call it),
+// one scale for the n values (the caller splits rows into blocks).
+template <typename T>
+__device__ __forceinline__ void fp8_block_warp(T* v, int64_t n) {
   const int lane = threadIdx.x % 32;
   float amax = 0.0f;
-  for (int64_t i = lane; i < n; i += 32) amax = fmaxf(amax, fabsf(v[i]));  // NaN ignored
+  for (int64_t i = lane; i < n; i += 32)
+    amax = fmaxf(amax, fabsf(act_to_f32(v[i])));  // NaN ignored
   amax = warp_max(amax);
   const float s = pow2_ceil(__fdiv_rn(fmaxf(amax, 1e-4f), 448.0f));
-  for (int64_t i = lane; i < n; i += 32) v[i] = __fmul_rn(e4m3_round(__fdiv_rn(v[i], s)), s);
+  for (int64_t i = lane; i < n; i += 32)
+    v[i] = act_from_f32<T>(__fmul_rn(e4m3_round(__fdiv_rn(act_to_f32(v[i]), s)), s));
 }
 
 }  // namespace dsv4::cuda::quant

@@ -14,6 +14,7 @@
 #include <cuda_fp16.h>
 #include <cuda_fp8.h>
 
+#include "backends/cuda/activation.cuh"
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/linear.h"
 
@@ -222,7 +223,27 @@ __device__ __forceinline__ void decode_word(uint32_t word, int j, const float (&
   }
 }
 
-// n consecutive activations (n = 1, 2, 4 or 8) from a float4-aligned address (vector path).
+// n consecutive activations (n = 1, 2, 4 or 8) as f32 from an address aligned to n activations
+// (vector path).
+template <int N>
+__device__ __forceinline__ void load_x(const __nv_bfloat16* p, float* x) {
+  if constexpr (N == 1) {
+    x[0] = __bfloat162float(p[0]);
+  } else if constexpr (N == 2) {
+    const float2 v = __bfloat1622float2(*reinterpret_cast<const __nv_bfloat162*>(p));
+    x[0] = v.x;
+    x[1] = v.y;
+  } else {
+#pragma unroll
+    for (int i = 0; i < N; i += 4) {
+      const float4 v = load_act4(p + i);
+      x[i] = v.x;
+      x[i + 1] = v.y;
+      x[i + 2] = v.z;
+      x[i + 3] = v.w;
+    }
+  }
+}
 template <int N>
 __device__ __forceinline__ void load_x(const float* p, float* x) {
   if constexpr (N == 1) {
@@ -245,11 +266,11 @@ __device__ __forceinline__ void load_x(const float* p, float* x) {
 
 // The warp GEMV core: acc[r][t] = rows[r] . xrow[t] over cols, for rows with data != nullptr and
 // t < ntok (other entries stay 0). Every lane ends with the full sums. xrow points to NT activation
-// rows (in shared memory, so gathered token rows cost no registers). All lanes of the warp must
-// call it.
-template <weight_kind K, int R, int NT>
+// rows of X (float or __nv_bfloat16; in shared memory, so gathered token rows cost no registers).
+// All lanes of the warp must call it.
+template <weight_kind K, int R, int NT, typename X>
 __device__ __forceinline__ void warp_rows_dot(const row_ref (&rows)[R], int64_t cols,
-                                              const float* const* xrow, int ntok, bool e8m0,
+                                              const X* const* xrow, int ntok, bool e8m0,
                                               bool vector_path, float (&acc)[R][NT]) {
   using F = format<K>;
   const int lane = threadIdx.x % k_warp_size;
@@ -306,7 +327,7 @@ __device__ __forceinline__ void warp_rows_dot(const row_ref (&rows)[R], int64_t 
 #pragma unroll
       for (int t = 0; t < NT; ++t) {
         if (t < ntok) {
-          const float xv = xrow[t][k];
+          const float xv = act_to_f32(xrow[t][k]);
 #pragma unroll
           for (int r = 0; r < R; ++r) acc[r][t] = fmaf(xv, w[r], acc[r][t]);
         }
@@ -339,7 +360,8 @@ inline bool vector_path_ok(const device_weight& w, const void* x, int64_t x_stri
       break;
   }
   // Rows start 16-byte aligned when cols is a multiple of elements-per-vector; every matrix then
-  // too (matrix bytes = rows * row bytes). Activations: float4 loads at k multiples of 4.
+  // too (matrix bytes = rows * row bytes). Activations (f32 or bf16): loads of up to 4 elements
+  // at k multiples of their count, aligned given a 16-byte aligned x and x_stride % 4 == 0.
   // nvfp4 reads its two E4M3 scales of a vector as one 16-bit word.
   const bool scale_ok =
       w.kind != weight_kind::nvfp4 || (reinterpret_cast<uintptr_t>(w.scale) & 1u) == 0;
