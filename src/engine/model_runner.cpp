@@ -57,6 +57,10 @@ std::unique_ptr<model_runner> model_runner::load(const std::string& model_dir,
   r->config_ = load_model_config((fs::path(model_dir) / "config.json").string());
   r->checkpoint_ = checkpoint::open(model_dir);
   r->backend_ = make_backend(options.device, options.activations.value_or(""));
+#ifdef DSV4_HAVE_CUDA
+  if (auto* c = dynamic_cast<cuda::cuda_ops*>(r->backend_.get()))
+    c->set_decode_kernels(options.decode_kernels);
+#endif
   r->weights_ = load_model_weights(r->checkpoint_, r->config_, *r->backend_);
   r->cache_ = std::make_unique<kv_cache>(r->config_, *r->backend_, options.cache);
   r->forward_ = std::make_unique<model_forward>(

@@ -26,6 +26,9 @@ struct runner_options {
   // Decode steps (every chunk one token) as captured graphs, one per token count, where the
   // backend has graphs (CUDA); prefill steps and backends without graphs run eagerly.
   bool cuda_graph = true;
+  // The decode kernels for steps of <= 64 tokens (cuda_ops::set_decode_kernels); off: the general
+  // kernels everywhere.
+  bool decode_kernels = true;
   // Activation storage on the GPU: "bf16" or "f32" (f32 accumulation either way). Unset: bf16 on
   // cuda. The CPU backend is f32 only.
   std::optional<std::string> activations;

@@ -18,6 +18,7 @@
 //
 // usage: test_gpu_model [--only FIXTURE] [--no-synthetic] [--no-oracle]
 #include <algorithm>
+#include <cmath>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -62,11 +63,14 @@ double median(std::vector<double> v) {
 // fixed generator (not sampled), so graphs on and off see the same inputs.
 schedule_result run_schedule(const std::string& dir, precision_mode precision, bool graphs,
                              const std::vector<size_t>& prompt, size_t decode,
-                             int64_t max_context) {
+                             int64_t max_context, const std::string& activations = "",
+                             bool decode_kernels = true) {
   runner_options o;
   o.device = "cuda";
   o.precision = precision;
   o.cuda_graph = graphs;
+  if (!activations.empty()) o.activations = activations;
+  o.decode_kernels = decode_kernels;
   o.cache.max_sequences = int64_t(prompt.size());
   o.cache.max_context = max_context;
   auto runner = model_runner::load(dir, o);
@@ -141,6 +145,58 @@ bool compare_graph_decode(const std::string& label, const std::string& dir,
   std::printf("[gpu-graph] %-22s reserved device memory: eager %.1f MiB, graph %.1f MiB\n",
               label.c_str(), double(eager.reserved) / (1 << 20),
               double(graph.reserved) / (1 << 20));
+  return ok;
+}
+
+struct logits_distance {
+  double relative = 0;  // ||a - b|| / ||b|| over all steps' logits
+  double argmax = 0;    // fraction of rows with the same argmax
+};
+
+logits_distance distance(const schedule_result& a, const schedule_result& b, int64_t vocab) {
+  double num = 0, den = 0;
+  size_t rows = 0, same = 0;
+  for (size_t i = 0; i < a.logits.size() && i < b.logits.size(); ++i) {
+    const auto& x = a.logits[i];
+    const auto& y = b.logits[i];
+    for (size_t j = 0; j < x.size() && j < y.size(); ++j) {
+      num += (double(x[j]) - y[j]) * (double(x[j]) - y[j]);
+      den += double(y[j]) * y[j];
+    }
+    for (size_t r = 0; r + size_t(vocab) <= x.size(); r += size_t(vocab), ++rows)
+      same += std::max_element(x.begin() + r, x.begin() + r + vocab) - x.begin() ==
+              std::max_element(y.begin() + r, y.begin() + r + vocab) - y.begin();
+  }
+  return {den > 0 ? std::sqrt(num / den) : 0, rows ? double(same) / double(rows) : 0};
+}
+
+// The decode kernels (moe_decode, attention_decode, indexer_topk_fast) inside the model: bf16
+// activations, exact precision (so MXFP4 experts take moe_decode), decode kernels on vs off
+// (general kernels), both eager. Their products round P (and for f32 inputs q, keys) to bf16 on
+// tensor cores; the bound is relative to the noise that bf16 storage itself adds: on-vs-off may
+// differ by at most twice what bf16-off differs from f32 (a wiring error, such as a wrong
+// capacity or stride, gives O(1) differences).
+bool compare_decode_kernels(const std::string& label, const std::string& dir, int64_t vocab) {
+  const std::vector<size_t> prompt{300, 140, 20};
+  const schedule_result f32 =
+      run_schedule(dir, precision_mode::exact, false, prompt, 24, 1024, "f32", false);
+  const schedule_result off =
+      run_schedule(dir, precision_mode::exact, false, prompt, 24, 1024, "bf16", false);
+  const schedule_result on =
+      run_schedule(dir, precision_mode::exact, false, prompt, 24, 1024, "bf16", true);
+  const logits_distance noise = distance(off, f32, vocab);
+  const logits_distance fast = distance(on, off, vocab);
+  const bool ok = fast.relative <= 2 * noise.relative + 1e-3;
+  std::printf(
+      "[gpu-decode-kernels] %-22s bf16 general vs f32: rel %.3g argmax %.4f | bf16 decode kernels "
+      "vs bf16 general: rel %.3g argmax %.4f %s\n",
+      label.c_str(), noise.relative, noise.argmax, fast.relative, fast.argmax, ok ? "OK" : "FAIL");
+  for (int b = 1; b < 4; ++b)
+    if (!on.step_ms[b].empty())
+      std::printf(
+          "[gpu-decode-kernels] %-22s decode step (batch %d, eager, median of %zu): general %.3f "
+          "ms, decode kernels %.3f ms\n",
+          label.c_str(), b, on.step_ms[b].size(), median(off.step_ms[b]), median(on.step_ms[b]));
   return ok;
 }
 
@@ -320,6 +376,8 @@ int main(int argc, char** argv) {
       const std::string dir = make_flash_dims_checkpoint();
       failures += !compare_graph_decode("flash-dims-3-layers", dir, precision_mode::official,
                                         {300, 140, 20}, 40, 1024);
+      ++cases;
+      failures += !compare_decode_kernels("flash-dims-3-layers", dir, 16384);
     } catch (const std::exception& e) {
       ++failures;
       std::printf("[gpu-graph] flash-dims FAIL: %s\n", e.what());

@@ -42,6 +42,8 @@ cuda_ops::cuda_ops(int device, dtype activations) : device_(device), act_(activa
   DSV4_CHECK(activations == dtype::f32 || activations == dtype::bf16,
              "cuda: activations must be f32 or bf16, not {}", dtype_name(activations));
   check_cuda(cudaSetDevice(device), "cudaSetDevice");
+  check_cuda(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device),
+             "cudaDeviceGetAttribute(multiprocessor count)");
   check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   check_cuda(cudaEventCreateWithFlags(&staging_done_, cudaEventDisableTiming), "cudaEventCreate");
   allocator_ = std::make_unique<device_allocator>(device);

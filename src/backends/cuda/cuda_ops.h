@@ -25,6 +25,13 @@ class cuda_ops final : public ops {
   std::string name() const override { return "cuda"; }
   dtype activation_type() const override { return act_; }
   cudaStream_t stream() const { return stream_; }
+  int sm_count() const { return sm_count_; }
+  // Decode-sized steps (<= 64 tokens) use the decode kernels where they apply: moe_decode for
+  // MXFP4/NVFP4 routed experts (exact order only), and with bf16 activations attention_decode
+  // and indexer_topk_fast (bf16 tensor-core products). Off: the general kernels everywhere (the
+  // f32 path then matches the CPU reference op by op). On by default.
+  void set_decode_kernels(bool enabled) { decode_kernels_ = enabled; }
+  bool decode_kernels() const { return decode_kernels_; }
   // Device memory in use by live allocations of this backend, in bytes.
   size_t allocated_bytes() const;
   // Device memory held from cudaMalloc: live allocations plus the allocator's caches.
@@ -93,6 +100,8 @@ class cuda_ops final : public ops {
  private:
   int device_ = 0;
   dtype act_ = dtype::f32;
+  int sm_count_ = 0;
+  bool decode_kernels_ = true;
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<device_allocator> allocator_;
   // upload_to's pinned staging buffer; `staging_done_` marks the end of the last copy out of it.

@@ -4,9 +4,11 @@
 
 #include "backends/cuda/act_dispatch.h"
 #include "backends/cuda/attention.h"
+#include "backends/cuda/attention_decode.h"
 #include "backends/cuda/compressor.h"
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/indexer.h"
+#include "backends/cuda/indexer_topk_fast.h"
 #include "backends/cuda/rows.h"
 #include "core/error.h"
 
@@ -16,6 +18,9 @@ namespace {
 
 // Scratch for the indexer's scores is capped; the kernel walks the step in token chunks that fit.
 constexpr size_t k_indexer_scratch_cap = size_t(256) << 20;
+// Steps up to this many tokens take the decode kernels (attention_decode, indexer_topk_fast):
+// their scratch grows with tokens x capacity, sized for decode batches.
+constexpr int64_t k_decode_kernel_max_tokens = 64;
 
 int64_t row_bytes_of(const tensor& t) {
   return int64_t(dtype_bytes(t.type(), t.numel() / t.size(0)));
@@ -109,12 +114,27 @@ tensor cuda_ops::indexer_topk(const tensor& q, const tensor& weights, const tens
   DSV4_CHECK(q.size(1) == heads * d && weights.size(1) == heads,
              "indexer: q {} weights {} for {} heads of {}", q.shape().str(), weights.shape().str(),
              heads, d);
+  tensor out = alloc(dtype::i32, {T, top_k});
+  if (decode_kernels_ && act_ == dtype::bf16 && T <= k_decode_kernel_max_tokens &&
+      heads == k_indexer_fast_heads && d == k_indexer_fast_head_dim &&
+      top_k <= k_indexer_fast_max_top_k) {
+    const indexer_fast_plan plan =
+        indexer_topk_fast_make_plan(T, block_table.size(1), block_size, sm_count_);
+    tensor scratch = alloc(dtype::u8, {int64_t(std::max<size_t>(plan.scratch_bytes, 16))});
+    check_cuda(cuda::indexer_topk_fast(
+                   q.view().ptr<__nv_bfloat16>(), weights.view().ptr<__nv_bfloat16>(), T, heads,
+                   d, key_pool.view().ptr<__nv_bfloat16>(), key_pool.size(0),
+                   block_table.data<int32_t>(), block_table.size(0), block_table.size(1),
+                   token_seq.data<int32_t>(), n_visible.data<int32_t>(), block_size, top_k, q_scale,
+                   plan, scratch.data<void>(), scratch.bytes(), out.data<int32_t>(), stream_),
+               "indexer_topk_fast");
+    return out;
+  }
   const int64_t max_entries = block_table.size(1) * block_size;
   const size_t one = indexer_scratch_bytes(1, max_entries);
   const size_t want = indexer_scratch_bytes(T, max_entries);
   const size_t bytes = std::max(one, std::min(want, k_indexer_scratch_cap));
   tensor scratch = alloc(dtype::u8, {int64_t(bytes)});
-  tensor out = alloc(dtype::i32, {T, top_k});
   check_cuda(with_act(act_,
                       [&](auto* a) {
                         return cuda::indexer_topk(
@@ -138,6 +158,22 @@ tensor cuda_ops::sparse_attention(const tensor& q, int64_t heads, const kv_sourc
              "attention: q {} for {} heads of {} and {} sinks", q.shape().str(), heads, d,
              sinks.numel());
   tensor out = alloc(act_, {T, heads * d});
+  if (decode_kernels_ && act_ == dtype::bf16 && T <= k_decode_kernel_max_tokens &&
+      d == k_attention_decode_head_dim) {
+    using bf16 = __nv_bfloat16;
+    const kv_rows<bf16> w = to_kernel<bf16>(window, act_);
+    kv_rows<bf16> c;
+    if (compressed) c = to_kernel<bf16>(*compressed, act_);
+    const attention_decode_plan plan = attention_decode_make_plan(
+        T, heads, d, kv_rows_capacity(w), compressed ? kv_rows_capacity(c) : 0, sm_count_);
+    tensor scratch = alloc(dtype::u8, {int64_t(std::max<size_t>(plan.scratch_bytes, 16))});
+    check_cuda(sparse_attention_decode<bf16, bf16>(
+                   q.view().ptr<bf16>(), T, heads, d, w, compressed ? &c : nullptr,
+                   sinks.data<float>(), scale, out.view().ptr<bf16>(), plan, scratch.data<void>(),
+                   scratch.bytes(), stream_),
+               "sparse_attention_decode");
+    return out;
+  }
   check_cuda(with_act(act_,
                       [&](auto* a) {
                         using act_t = std::remove_pointer_t<decltype(a)>;
