@@ -286,7 +286,7 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
 
   dsv4::cuda::kv_rows<float> w32{pool32, pool_rows, wrows, W};
   dsv4::cuda::kv_rows<float> c32{pool32, pool_rows, crows, crows ? top_k : 0, table, T, table_width,
-                              seq,    vis,       128};
+                                 seq,    vis,       128};
   auto w16 = dsv4::cuda::kv_rows<__nv_bfloat16>{pool16, pool_rows, wrows, W};
   auto c16 = dsv4::cuda::kv_rows<__nv_bfloat16>{
       pool16, pool_rows, crows, crows ? top_k : 0, table, T, table_width, seq, vis, 128};
@@ -405,9 +405,9 @@ void bench_indexer_case(int sms, int64_t T, int64_t entries, int64_t top_k) {
     const size_t old_scratch = dsv4::cuda::indexer_scratch_bytes(T, width * bs);
     float* s = device_alloc<float>(old_scratch / 4 + 1);
     ms = time_ms([&] {
-      CHECK(dsv4::cuda::indexer_topk<float>(q32, w32, T, heads, d, keys32, pool_blocks * bs, dtable, T,
-                                         width, dseq, dvis, bs, top_k, q_scale, s, old_scratch, out,
-                                         0));
+      CHECK(dsv4::cuda::indexer_topk<float>(q32, w32, T, heads, d, keys32, pool_blocks * bs, dtable,
+                                            T, width, dseq, dvis, bs, top_k, q_scale, s,
+                                            old_scratch, out, 0));
     });
     print_row("old f32 (indexer.cu)", shape, ms, double(T * entries * d * 4), flops);
     cudaFree(keys32);

@@ -18,8 +18,8 @@
 //
 // usage: test_gpu_model [--only FIXTURE] [--no-synthetic] [--no-oracle]
 #include <algorithm>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -62,9 +62,8 @@ double median(std::vector<double> v) {
 // every live sequence; the last sequence leaves after half of them. Token ids are drawn from a
 // fixed generator (not sampled), so graphs on and off see the same inputs.
 schedule_result run_schedule(const std::string& dir, precision_mode precision, bool graphs,
-                             const std::vector<size_t>& prompt, size_t decode,
-                             int64_t max_context, const std::string& activations = "",
-                             bool decode_kernels = true) {
+                             const std::vector<size_t>& prompt, size_t decode, int64_t max_context,
+                             const std::string& activations = "", bool decode_kernels = true) {
   runner_options o;
   o.device = "cuda";
   o.precision = precision;

@@ -122,8 +122,8 @@ tensor cuda_ops::indexer_topk(const tensor& q, const tensor& weights, const tens
         indexer_topk_fast_make_plan(T, block_table.size(1), block_size, sm_count_);
     tensor scratch = alloc(dtype::u8, {int64_t(std::max<size_t>(plan.scratch_bytes, 16))});
     check_cuda(cuda::indexer_topk_fast(
-                   q.view().ptr<__nv_bfloat16>(), weights.view().ptr<__nv_bfloat16>(), T, heads,
-                   d, key_pool.view().ptr<__nv_bfloat16>(), key_pool.size(0),
+                   q.view().ptr<__nv_bfloat16>(), weights.view().ptr<__nv_bfloat16>(), T, heads, d,
+                   key_pool.view().ptr<__nv_bfloat16>(), key_pool.size(0),
                    block_table.data<int32_t>(), block_table.size(0), block_table.size(1),
                    token_seq.data<int32_t>(), n_visible.data<int32_t>(), block_size, top_k, q_scale,
                    plan, scratch.data<void>(), scratch.bytes(), out.data<int32_t>(), stream_),
@@ -167,10 +167,10 @@ tensor cuda_ops::sparse_attention(const tensor& q, int64_t heads, const kv_sourc
     const attention_decode_plan plan = attention_decode_make_plan(
         T, heads, d, kv_rows_capacity(w), compressed ? kv_rows_capacity(c) : 0, sm_count_);
     tensor scratch = alloc(dtype::u8, {int64_t(std::max<size_t>(plan.scratch_bytes, 16))});
-    check_cuda(sparse_attention_decode<bf16, bf16>(
-                   q.view().ptr<bf16>(), T, heads, d, w, compressed ? &c : nullptr,
-                   sinks.data<float>(), scale, out.view().ptr<bf16>(), plan, scratch.data<void>(),
-                   scratch.bytes(), stream_),
+    check_cuda(sparse_attention_decode<bf16, bf16>(q.view().ptr<bf16>(), T, heads, d, w,
+                                                   compressed ? &c : nullptr, sinks.data<float>(),
+                                                   scale, out.view().ptr<bf16>(), plan,
+                                                   scratch.data<void>(), scratch.bytes(), stream_),
                "sparse_attention_decode");
     return out;
   }
