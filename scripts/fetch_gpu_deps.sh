@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run on a Debian 12 machine with apt (not on the GPU machine, which has no Debian packages):
 # downloads the packages test_backend_ops builds against (fmt, nlohmann-json) and extracts them
-# into .deps/root (git-ignored), for scripts/gpu_parity.sh to find through CMAKE_PREFIX_PATH.
+# into .deps/root (git-ignored), for scripts/gpu_session.sh to find through CMAKE_PREFIX_PATH.
 # libfmt9 is there because libfmt-dev's CMake package checks that libfmt.so resolves, though the
 # harness uses fmt header-only.
 set -euo pipefail

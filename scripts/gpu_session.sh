@@ -5,7 +5,8 @@
 #                 oracle fixtures, graphs and decode kernels (test_gpu_model) and every kernel
 #                 parity case (test_backend_ops);
 #   PHASE=bench   the real-dimension parity script (f32 and bf16) and the kernel benchmarks
-#                 (bench_moe_linear, bench_attention) with their ceilings.
+#                 (bench_moe_linear, bench_attention) with their ceilings;
+#   PHASE=perf    test_backend_ops --perf (every case timed against the copy ceiling).
 # Logs go to $OUT (or build-gpu/logs).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -36,6 +37,11 @@ case "${PHASE:-parity}" in
     timeout 240 "$build/test_gpu_model" >"$out/gpu_model.txt" 2>&1
     echo "gpu_model exit $?"
     grep -vE "^\[gpu-model\].*(device memory)" "$out/gpu_model.txt" | tail -60
+    ;;
+  perf)
+    timeout 500 "$build/test_backend_ops" --perf >"$out/perf.txt" 2>&1
+    echo "perf exit $?"
+    tail -80 "$out/perf.txt"
     ;;
   bench)
     echo "== real dims"

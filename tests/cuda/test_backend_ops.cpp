@@ -1,6 +1,6 @@
 // test_backend_ops: every CUDA kernel against the CPU reference (dsv4::cpu::cpu_ops), in the
 // manner of llama.cpp's test-backend-ops. Not a ctest test (CI has no GPU); run on the GPU
-// machine through scripts/gpu_parity.sh.
+// machine through scripts/gpu_session.sh.
 //
 //   test_backend_ops [--filter OP] [--seed N]   parity: one line per case, exit 1 on any FAIL
 //   test_backend_ops --perf [--filter OP]       timing: median of 100 runs per case, GB/s against

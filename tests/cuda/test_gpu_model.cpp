@@ -4,7 +4,7 @@
 // (three sequences of different lengths, crossing 128-row block boundaries, batch shrinking
 // 3 -> 2), with per-step decode times eager vs graph, on every fixture and on a synthetic
 // checkpoint with V4-Flash layer dimensions.
-// Not a ctest test (CI has no GPU): run on the GPU machine by scripts/gpu_run_all.sh.
+// Not a ctest test (CI has no GPU): run on the GPU machine by scripts/gpu_session.sh.
 // Oracle runs with f32 and with bf16 activation storage.
 // f32: the thresholds (argmax agreement >= 99%, mean KL(ref || gpu) <= 1e-3); f32 lands
 // ~9 orders of magnitude under them.
