@@ -21,7 +21,8 @@
 //
 // Dispatch (for the lead): when tokens <= k_moe_decode_max_tokens and
 // moe_decode_supported(w1, w3, w2) is true, call moe_decode_experts instead of moe_experts_f32
-// with a workspace of moe_decode_workspace_bytes(...); otherwise keep moe_experts_f32.
+// with a workspace of moe_decode_workspace_bytes(...); otherwise keep moe_experts_f32. Likewise
+// moe_decode_experts_official for moe_experts_official.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -56,5 +57,19 @@ cudaError_t moe_decode_experts(const act_t* x, int64_t tokens, const int32_t* in
                                const device_weight& w3, const device_weight& w2, float swiglu_limit,
                                void* workspace, size_t workspace_bytes, act_t* y,
                                cudaStream_t stream);
+
+// The official order (ops::moe_experts_official, moe.h moe_experts_official), same arguments,
+// errors and workspace: h = SwiGLU(...) * weights[t, k] (f32), FP8-quantized per 128 values of
+// each pair row exactly as fake_quant_fp8_values (power-of-two scale from the block maximum,
+// e4m3 round to nearest even, saturating), then y[t] = sum_k W2_e h in k order. The quantized h
+// is exact in BF16, so W2 takes it without a lo part; the quantization decisions are those of
+// the CPU for the same f32 h (h itself differs from the CPU's by summation order).
+template <typename act_t>
+cudaError_t moe_decode_experts_official(const act_t* x, int64_t tokens, const int32_t* indices,
+                                        const float* weights, int64_t top_k,
+                                        const device_weight& w1, const device_weight& w3,
+                                        const device_weight& w2, float swiglu_limit,
+                                        void* workspace, size_t workspace_bytes, act_t* y,
+                                        cudaStream_t stream);
 
 }  // namespace dsv4::cuda
