@@ -18,7 +18,7 @@
 // Measured on an H200 (bench/kernels/results/h200_2026-11-22.md): 29-34% of the HBM read
 // ceiling at T = 1, 36-48% at T = 4..64, 1.3-5.2x faster than moe_experts_f32 and 1.9-4.0x
 // faster than a per-expert cuBLAS BF16 loop; issue-bound on the decode at T >= 4 (see there).
-// Official order (moe_decode_experts_official, same run, bench/kernels/results/
+// Official order (moe_decode_experts_official; one run with the exact order, bench/kernels/results/
 // h200_2026-11-22_moe2_bench_moe_linear.txt): 0.5-10% faster than the exact order (W2 reads no
 // lo part), 1.36-1.51x faster than moe_experts_official at T = 1, 4.7-5.6x at T = 64.
 //
