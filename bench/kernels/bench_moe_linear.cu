@@ -7,7 +7,8 @@
 //   * the naive baseline: a per-expert cuBLAS BF16 loop (3 GEMMs per touched expert, tokens of
 //     that expert as N; no gather or SwiGLU, so it is a lower bound on that approach's time);
 //   * the kernels: moe_experts_f32 (moe.h, the first version) and moe_decode_experts (f32 and bf16
-//     activations), Flash and Pro shapes, MXFP4 and NVFP4, T = 1, 4, 16, 64.
+//     activations), Flash and Pro shapes, MXFP4 and NVFP4, T = 1, 4, 16, 64; the same in the
+//     official order (moe_experts_official, moe_decode_experts_official).
 // Timing: CUDA graphs of `k_calls` consecutive calls, each with its own routing (random top-k over
 // all experts, fresh per call), replayed >= 50 times; the median replay / k_calls is one call.
 // Weights: every expert slot of the pool holds different random bytes (a device hash), scales in
@@ -490,8 +491,8 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
     };
     const double old_ms = time_graph_per_call(
         [&](int i, cudaStream_t st) {
-          CK(dsv4::cuda::moe_experts<float>(xf, T, idx + size_t(i) * T * K, wts + size_t(i) * T * K, K,
-                                         w1.w, w3.w, w2.w, 10.0f, ws, ws_old, yf, st));
+          CK(dsv4::cuda::moe_experts<float>(xf, T, idx + size_t(i) * T * K, wts + size_t(i) * T * K,
+                                            K, w1.w, w3.w, w2.w, 10.0f, ws, ws_old, yf, st));
         },
         k_calls, s);
     report("moe_experts_f32 (old)", "f32", old_ms, 8.0 * T * D);
@@ -509,6 +510,32 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
         },
         k_calls, s);
     report("moe_decode", "bf16", new_b, 4.0 * T * D);
+    // Official order (the default for FP8 checkpoints on the GPU): the generic kernel and the
+    // decode variant (FP8 h quantization launch, W2 without the lo part).
+    const double off_old = time_graph_per_call(
+        [&](int i, cudaStream_t st) {
+          CK(dsv4::cuda::moe_experts_official<float>(xf, T, idx + size_t(i) * T * K,
+                                                     wts + size_t(i) * T * K, K, w1.w, w3.w, w2.w,
+                                                     10.0f, ws, ws_old, yf, st));
+        },
+        k_calls, s);
+    report("moe_experts_official", "f32", off_old, 8.0 * T * D);
+    const double off_f = time_graph_per_call(
+        [&](int i, cudaStream_t st) {
+          CK(dsv4::cuda::moe_decode_experts_official(xf, T, idx + size_t(i) * T * K,
+                                                     wts + size_t(i) * T * K, K, w1.w, w3.w, w2.w,
+                                                     10.0f, ws, ws_new, yf, st));
+        },
+        k_calls, s);
+    report("moe_decode_official", "f32", off_f, 8.0 * T * D);
+    const double off_b = time_graph_per_call(
+        [&](int i, cudaStream_t st) {
+          CK(dsv4::cuda::moe_decode_experts_official(xb, T, idx + size_t(i) * T * K,
+                                                     wts + size_t(i) * T * K, K, w1.w, w3.w, w2.w,
+                                                     10.0f, ws, ws_new, yb, st));
+        },
+        k_calls, s);
+    report("moe_decode_official", "bf16", off_b, 4.0 * T * D);
     // Per-expert cuBLAS BF16 loop (host-known routing; 3 GEMMs per touched expert).
     void *hb1, *hb2;
     CK(cudaMalloc(&hb1, size_t(T * K) * I * 4 * 2));
@@ -540,8 +567,10 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
                   "bf16", "cublas per-expert loop", "bf16", (long long)T, touched, loop_ms * 1e3,
                   gbps, 100 * gbps / c.read_gbps);
     }
-    std::printf("%-6s %-6s   speed-up new(f32) vs old %.2fx, new(bf16) vs cuBLAS loop %.2fx\n",
-                sh.name, kname, old_ms / new_f, loop_ms / new_b);
+    std::printf(
+        "%-6s %-6s   speed-up new(f32) vs old %.2fx, new(bf16) vs cuBLAS loop %.2fx, official "
+        "decode(f32) vs official old %.2fx\n",
+        sh.name, kname, old_ms / new_f, loop_ms / new_b, off_old / off_f);
     CK(cudaFree(hb1));
     CK(cudaFree(hb2));
     CK(cudaFree(ws));

@@ -260,18 +260,24 @@ tensor run_moe_experts(cuda_ops& o, const tensor& x, const tensor& indices, cons
   const int64_t k = indices.size(1);
   DSV4_CHECK(x.size(1) == ce.hidden, "moe: input {} for hidden {}", x.shape().str(), ce.hidden);
   tensor y = o.alloc(act, {T, ce.hidden});
-  if (!official && o.decode_kernels() && T <= k_moe_decode_max_tokens &&
+  if (o.decode_kernels() && T <= k_moe_decode_max_tokens &&
       moe_decode_supported(ce.w1.w, ce.w3.w, ce.w2.w)) {
     const size_t ws = moe_decode_workspace_bytes(T, k, ce.count, ce.hidden, ce.inter);
     tensor workspace = o.alloc(dtype::u8, {int64_t(ws)});
     check_cuda(with_act(act,
                         [&](auto* a) {
-                          return cuda::moe_decode_experts(
-                              act_ptr(x, a), T, indices.data<int32_t>(), weights.data<float>(), k,
-                              ce.w1.w, ce.w3.w, ce.w2.w, swiglu_limit, workspace.data<void>(), ws,
-                              act_ptr(y, a), o.stream());
+                          return official ? cuda::moe_decode_experts_official(
+                                                act_ptr(x, a), T, indices.data<int32_t>(),
+                                                weights.data<float>(), k, ce.w1.w, ce.w3.w, ce.w2.w,
+                                                swiglu_limit, workspace.data<void>(), ws,
+                                                act_ptr(y, a), o.stream())
+                                          : cuda::moe_decode_experts(
+                                                act_ptr(x, a), T, indices.data<int32_t>(),
+                                                weights.data<float>(), k, ce.w1.w, ce.w3.w, ce.w2.w,
+                                                swiglu_limit, workspace.data<void>(), ws,
+                                                act_ptr(y, a), o.stream());
                         }),
-               "moe_decode_experts");
+               official ? "moe_decode_experts_official" : "moe_decode_experts");
     return y;
   }
   const size_t ws = moe_experts_workspace_bytes(T, k, ce.count, ce.hidden, ce.inter);

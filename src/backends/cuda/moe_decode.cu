@@ -8,6 +8,10 @@
 //      times the chunk's tokens; epilogue: SwiGLU, h written in the paired hi/lo layout.
 //   3. moe_decode_gemm_kernel<up = false>: W2 rows times the chunk's h rows into out[pair, :].
 //   4. moe_decode_combine_kernel: y[t] = sum_k weights[t, k] * out[t * top_k + k] in k order.
+// Official order (moe_decode_experts_official): launch 2 writes hf = SwiGLU * weights[pair] in
+// f32; moe_decode_quantize_h_kernel FP8-quantizes each 128-block of hf (quant::, the semantics
+// of fake_quant_fp8_values) into the paired hi layout, where it is exact in BF16 (an e4m3 value
+// times a power of two), so launch 3 runs without the lo part; the combine drops the weights.
 // A block is 4 warps; each warp owns one 16-row tile and a quarter, half or all of K (RT = 1, 2
 // or 4 tiles per block); K parts are summed through shared memory in warp order (deterministic).
 // The grid is (row groups, chunk upper bound); blocks past the device-side chunk count exit.
@@ -21,6 +25,7 @@
 #include "backends/cuda/fp4_mma.cuh"
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/moe_decode.h"
+#include "backends/cuda/quantize.h"
 
 namespace dsv4::cuda {
 
@@ -42,7 +47,7 @@ int64_t max_chunks(int64_t pairs, int64_t experts) {
 }
 
 struct layout {
-  size_t count = 0, sorted, chunks, xhi, xlo, hhi, hlo, out, total;
+  size_t count = 0, sorted, chunks, xhi, xlo, hhi, hlo, hf, out, total;
 };
 
 layout make_layout(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidden, int64_t inter) {
@@ -54,7 +59,8 @@ layout make_layout(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidde
   l.xlo = l.xhi + align_256(size_t(tokens * hidden) * 2);
   l.hhi = l.xlo + align_256(size_t(tokens * hidden) * 2);
   l.hlo = l.hhi + align_256(size_t(pairs * inter) * 2);
-  l.out = l.hlo + align_256(size_t(pairs * inter) * 2);
+  l.hf = l.hlo + align_256(size_t(pairs * inter) * 2);  // official order only
+  l.out = l.hf + align_256(size_t(pairs * inter) * 4);
   l.total = l.out + align_256(size_t(pairs * hidden) * 4);
   return l;
 }
@@ -259,14 +265,16 @@ __device__ __forceinline__ void load_x(uint4 (&xh)[4], uint4 (&xl)[4], const uin
   }
 }
 
-// UP: W1 and W3 (NM = 2), SwiGLU epilogue into paired hi/lo h. !UP: W2 into out (f32).
+// UP: W1 and W3 (NM = 2), SwiGLU epilogue into paired hi/lo h, or (pair_weights non-null, the
+// official order) h * pair_weights[pair] into hf [pairs, rows] f32. !UP: W2 into out (f32).
 // ain_hi / ain_lo: paired activations, one row of `kdim` per token (UP) or per pair (!UP).
 template <weight_kind K, bool UP, bool SPLIT, int RT>
 __global__ void __launch_bounds__(k_threads)
     moe_decode_gemm_kernel(const uint16_t* ain_hi, const uint16_t* ain_lo, int64_t kdim,
                            int64_t rows, int top_k, const int* chunk_count, const int4* chunks,
                            const int* sorted, fp4_weight wa, fp4_weight wb, float limit,
-                           uint16_t* h_hi, uint16_t* h_lo, float* out) {
+                           const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo, float* hf,
+                           float* out) {
   constexpr int NM = UP ? 2 : 1;
   constexpr int KS = k_warps / RT;
   __shared__ int pair_of[k_chunk];
@@ -364,6 +372,10 @@ __global__ void __launch_bounds__(k_threads)
     const int64_t row = r0 + g + 8 * (i >> 1);
     if constexpr (UP) {
       const float v = swiglu_value(acc[0][i] * post[0], acc[1][i] * post[1], limit);
+      if (pair_weights) {  // official order: weighted h in f32, quantized by the next launch
+        hf[int64_t(p) * rows + row] = __fmul_rn(v, pair_weights[p]);
+        continue;
+      }
       uint16_t hi, lo;
       fp4mma::split_bf16(v, hi, lo);
       const int64_t at = int64_t(p) * rows + fp4mma::paired_u16_index(row);
@@ -375,6 +387,36 @@ __global__ void __launch_bounds__(k_threads)
   }
 }
 
+// Official order: FP8 quantize-dequantize of each 128-block of every valid pair's hf row (block
+// maxima, scale and e4m3 rounding of quant::fp8_block_warp, i.e. fake_quant_fp8_values), written
+// as BF16 (exact) in the paired layout. One warp per (pair, block), 4 values per lane.
+__global__ void __launch_bounds__(256)
+    moe_decode_quantize_h_kernel(const float* hf, const int32_t* indices, int64_t pairs,
+                                 int64_t experts, int64_t inter, uint16_t* h_hi) {
+  const int64_t blocks_per_row = inter / k_round;
+  const int64_t item = int64_t(blockIdx.x) * (256 / k_warp_size) + threadIdx.x / k_warp_size;
+  if (item >= pairs * blocks_per_row) return;  // uniform over the warp
+  const int64_t p = item / blocks_per_row, b = item % blocks_per_row;
+  const int32_t e = indices[p];
+  if (e < 0 || e >= experts) return;  // hf row never written; its output row is NaN anyway
+  const int lane = threadIdx.x % k_warp_size;
+  const int64_t k0 = b * k_round + lane * 4;
+  const float4 v4 = *reinterpret_cast<const float4*>(hf + p * inter + k0);
+  const float v[4] = {v4.x, v4.y, v4.z, v4.w};
+  float amax = 0.0f;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) amax = fmaxf(amax, fabsf(v[j]));  // NaN ignored
+  amax = quant::warp_max(amax);
+  const float s = quant::pow2_ceil(__fdiv_rn(fmaxf(amax, 1e-4f), 448.0f));
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const float q = __fmul_rn(quant::e4m3_round(__fdiv_rn(v[j], s)), s);
+    h_hi[p * inter + fp4mma::paired_u16_index(k0 + j)] =
+        __bfloat16_as_ushort(__float2bfloat16_rn(q));
+  }
+}
+
+// weights null: the official order (already applied to h).
 template <typename act_t>
 __global__ void moe_decode_combine_kernel(const float* out, const int32_t* indices,
                                           const float* weights, int64_t tokens, int top_k,
@@ -392,7 +434,7 @@ __global__ void moe_decode_combine_kernel(const float* out, const int32_t* indic
         bad = true;
         continue;
       }
-      acc += weights[p] * out[p * hidden + o];
+      acc += weights ? weights[p] * out[p * hidden + o] : out[p * hidden + o];
     }
     y[i] = act_from_f32<act_t>(bad ? __uint_as_float(0x7fc00000u) : acc);
   }
@@ -417,12 +459,14 @@ template <weight_kind K, bool UP, bool SPLIT>
 cudaError_t launch_gemm(int rt, const uint16_t* a_hi, const uint16_t* a_lo, int64_t kdim,
                         int64_t rows, int top_k, const int* chunk_count, const int4* chunks,
                         const int* sorted, int64_t chunks_bound, const fp4_weight& wa,
-                        const fp4_weight& wb, float limit, uint16_t* h_hi, uint16_t* h_lo,
-                        float* out, cudaStream_t stream) {
+                        const fp4_weight& wb, float limit, const float* pair_weights,
+                        uint16_t* h_hi, uint16_t* h_lo, float* hf, float* out,
+                        cudaStream_t stream) {
   const dim3 grid(unsigned(rows / (16 * rt)), unsigned(chunks_bound));
-#define DSV4_GEMM(RT)                                                       \
-  moe_decode_gemm_kernel<K, UP, SPLIT, RT><<<grid, k_threads, 0, stream>>>( \
-      a_hi, a_lo, kdim, rows, top_k, chunk_count, chunks, sorted, wa, wb, limit, h_hi, h_lo, out)
+#define DSV4_GEMM(RT)                                                                              \
+  moe_decode_gemm_kernel<K, UP, SPLIT, RT>                                                         \
+      <<<grid, k_threads, 0, stream>>>(a_hi, a_lo, kdim, rows, top_k, chunk_count, chunks, sorted, \
+                                       wa, wb, limit, pair_weights, h_hi, h_lo, hf, out)
   if (rt == 4)
     DSV4_GEMM(4);
   else if (rt == 2)
@@ -437,7 +481,7 @@ template <weight_kind K, typename act_t>
 cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const float* weights,
                 int64_t top_k, const device_weight& w1, const device_weight& w3,
                 const device_weight& w2, float limit, const layout& l, unsigned char* base,
-                act_t* y, cudaStream_t stream) {
+                act_t* y, bool official, cudaStream_t stream) {
   constexpr bool x_split = std::is_same_v<act_t, float>;
   const int64_t experts = w1.count, hidden = w1.cols, inter = w1.rows, pairs = tokens * top_k;
   const int64_t bound = max_chunks(pairs, experts);
@@ -448,6 +492,7 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   auto* xlo = reinterpret_cast<uint16_t*>(base + l.xlo);
   auto* hhi = reinterpret_cast<uint16_t*>(base + l.hhi);
   auto* hlo = reinterpret_cast<uint16_t*>(base + l.hlo);
+  auto* hf = reinterpret_cast<float*>(base + l.hf);
   auto* out = reinterpret_cast<float*>(base + l.out);
 
   const int64_t groups = tokens * hidden / 8;
@@ -460,18 +505,32 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   const fp4_weight f1 = make_fp4_weight(w1), f3 = make_fp4_weight(w3), f2 = make_fp4_weight(w2);
   if (const cudaError_t e = launch_gemm<K, true, x_split>(
           pick_rt(inter, bound, sms), xhi, xlo, hidden, inter, int(top_k), chunk_count, chunks,
-          sorted, bound, f1, f3, limit, hhi, hlo, nullptr, stream);
+          sorted, bound, f1, f3, limit, official ? weights : nullptr, hhi, hlo, hf, nullptr,
+          stream);
       e != cudaSuccess)
     return e;
-  if (const cudaError_t e = launch_gemm<K, false, true>(
-          pick_rt(hidden, bound, sms), hhi, hlo, inter, hidden, int(top_k), chunk_count, chunks,
-          sorted, bound, f2, f2, limit, nullptr, nullptr, out, stream);
-      e != cudaSuccess)
+  const int rt2 = pick_rt(hidden, bound, sms);
+  if (official) {
+    const int64_t items = pairs * (inter / k_round);
+    moe_decode_quantize_h_kernel<<<unsigned(ceil_div(items, 256 / k_warp_size)), 256, 0, stream>>>(
+        hf, indices, pairs, experts, inter, hhi);
+    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+    // The quantized h is exact in BF16: no lo part.
+    if (const cudaError_t e = launch_gemm<K, false, false>(
+            rt2, hhi, hlo, inter, hidden, int(top_k), chunk_count, chunks, sorted, bound, f2, f2,
+            limit, nullptr, nullptr, nullptr, nullptr, out, stream);
+        e != cudaSuccess)
+      return e;
+  } else if (const cudaError_t e = launch_gemm<K, false, true>(
+                 rt2, hhi, hlo, inter, hidden, int(top_k), chunk_count, chunks, sorted, bound, f2,
+                 f2, limit, nullptr, nullptr, nullptr, nullptr, out, stream);
+             e != cudaSuccess) {
     return e;
+  }
   const int threads = 256;
   moe_decode_combine_kernel<act_t>
       <<<grid_stride_blocks(tokens * hidden, threads), threads, 0, stream>>>(
-          out, indices, weights, tokens, int(top_k), experts, hidden, y);
+          out, indices, official ? nullptr : weights, tokens, int(top_k), experts, hidden, y);
   return cudaGetLastError();
 }
 
@@ -495,12 +554,13 @@ size_t moe_decode_workspace_bytes(int64_t tokens, int64_t top_k, int64_t experts
   return make_layout(tokens, top_k, experts, hidden, inter).total;
 }
 
+namespace {
+
 template <typename act_t>
-cudaError_t moe_decode_experts(const act_t* x, int64_t tokens, const int32_t* indices,
-                               const float* weights, int64_t top_k, const device_weight& w1,
-                               const device_weight& w3, const device_weight& w2, float swiglu_limit,
-                               void* workspace, size_t workspace_bytes, act_t* y,
-                               cudaStream_t stream) {
+cudaError_t run_decode(const act_t* x, int64_t tokens, const int32_t* indices, const float* weights,
+                       int64_t top_k, const device_weight& w1, const device_weight& w3,
+                       const device_weight& w2, float swiglu_limit, void* workspace,
+                       size_t workspace_bytes, act_t* y, bool official, cudaStream_t stream) {
   if (tokens < 0 || top_k <= 0 || top_k > 32 || !x || !indices || !weights || !y || !workspace)
     return cudaErrorInvalidValue;
   if (tokens > k_moe_decode_max_tokens || !moe_decode_supported(w1, w3, w2))
@@ -511,19 +571,42 @@ cudaError_t moe_decode_experts(const act_t* x, int64_t tokens, const int32_t* in
   auto* base = static_cast<unsigned char*>(workspace);
   if (w1.kind == weight_kind::mxfp4)
     return run<weight_kind::mxfp4>(x, tokens, indices, weights, top_k, w1, w3, w2, swiglu_limit, l,
-                                   base, y, stream);
+                                   base, y, official, stream);
   return run<weight_kind::nvfp4>(x, tokens, indices, weights, top_k, w1, w3, w2, swiglu_limit, l,
-                                 base, y, stream);
+                                 base, y, official, stream);
 }
 
-template cudaError_t moe_decode_experts<float>(const float*, int64_t, const int32_t*, const float*,
-                                               int64_t, const device_weight&, const device_weight&,
-                                               const device_weight&, float, void*, size_t, float*,
-                                               cudaStream_t);
-template cudaError_t moe_decode_experts<__nv_bfloat16>(const __nv_bfloat16*, int64_t,
-                                                       const int32_t*, const float*, int64_t,
-                                                       const device_weight&, const device_weight&,
-                                                       const device_weight&, float, void*, size_t,
-                                                       __nv_bfloat16*, cudaStream_t);
+}  // namespace
+
+template <typename act_t>
+cudaError_t moe_decode_experts(const act_t* x, int64_t tokens, const int32_t* indices,
+                               const float* weights, int64_t top_k, const device_weight& w1,
+                               const device_weight& w3, const device_weight& w2, float swiglu_limit,
+                               void* workspace, size_t workspace_bytes, act_t* y,
+                               cudaStream_t stream) {
+  return run_decode(x, tokens, indices, weights, top_k, w1, w3, w2, swiglu_limit, workspace,
+                    workspace_bytes, y, false, stream);
+}
+
+template <typename act_t>
+cudaError_t moe_decode_experts_official(const act_t* x, int64_t tokens, const int32_t* indices,
+                                        const float* weights, int64_t top_k,
+                                        const device_weight& w1, const device_weight& w3,
+                                        const device_weight& w2, float swiglu_limit,
+                                        void* workspace, size_t workspace_bytes, act_t* y,
+                                        cudaStream_t stream) {
+  return run_decode(x, tokens, indices, weights, top_k, w1, w3, w2, swiglu_limit, workspace,
+                    workspace_bytes, y, true, stream);
+}
+
+#define DSV4_MOE_DECODE_INSTANTIATE(NAME, T)                                                     \
+  template cudaError_t NAME<T>(const T*, int64_t, const int32_t*, const float*, int64_t,         \
+                               const device_weight&, const device_weight&, const device_weight&, \
+                               float, void*, size_t, T*, cudaStream_t);
+DSV4_MOE_DECODE_INSTANTIATE(moe_decode_experts, float)
+DSV4_MOE_DECODE_INSTANTIATE(moe_decode_experts, __nv_bfloat16)
+DSV4_MOE_DECODE_INSTANTIATE(moe_decode_experts_official, float)
+DSV4_MOE_DECODE_INSTANTIATE(moe_decode_experts_official, __nv_bfloat16)
+#undef DSV4_MOE_DECODE_INSTANTIATE
 
 }  // namespace dsv4::cuda

@@ -18,10 +18,14 @@
 // Measured on an H200 (bench/kernels/results/h200_2026-11-22.md): 29-34% of the HBM read
 // ceiling at T = 1, 36-48% at T = 4..64, 1.3-5.2x faster than moe_experts_f32 and 1.9-4.0x
 // faster than a per-expert cuBLAS BF16 loop; issue-bound on the decode at T >= 4 (see there).
+// Official order (moe_decode_experts_official; one run with the exact order, bench/kernels/results/
+// h200_2026-11-22_moe2_bench_moe_linear.txt): 0.5-10% faster than the exact order (W2 reads no
+// lo part), 1.36-1.51x faster than moe_experts_official at T = 1, 4.7-5.6x at T = 64.
 //
 // Dispatch (for the lead): when tokens <= k_moe_decode_max_tokens and
 // moe_decode_supported(w1, w3, w2) is true, call moe_decode_experts instead of moe_experts_f32
-// with a workspace of moe_decode_workspace_bytes(...); otherwise keep moe_experts_f32.
+// with a workspace of moe_decode_workspace_bytes(...); otherwise keep moe_experts_f32. Likewise
+// moe_decode_experts_official for moe_experts_official.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -56,5 +60,19 @@ cudaError_t moe_decode_experts(const act_t* x, int64_t tokens, const int32_t* in
                                const device_weight& w3, const device_weight& w2, float swiglu_limit,
                                void* workspace, size_t workspace_bytes, act_t* y,
                                cudaStream_t stream);
+
+// The official order (ops::moe_experts_official, moe.h moe_experts_official), same arguments,
+// errors and workspace: h = SwiGLU(...) * weights[t, k] (f32), FP8-quantized per 128 values of
+// each pair row exactly as fake_quant_fp8_values (power-of-two scale from the block maximum,
+// e4m3 round to nearest even, saturating), then y[t] = sum_k W2_e h in k order. The quantized h
+// is exact in BF16, so W2 takes it without a lo part; the quantization decisions are those of
+// the CPU for the same f32 h (h itself differs from the CPU's by summation order).
+template <typename act_t>
+cudaError_t moe_decode_experts_official(const act_t* x, int64_t tokens, const int32_t* indices,
+                                        const float* weights, int64_t top_k,
+                                        const device_weight& w1, const device_weight& w3,
+                                        const device_weight& w2, float swiglu_limit,
+                                        void* workspace, size_t workspace_bytes, act_t* y,
+                                        cudaStream_t stream);
 
 }  // namespace dsv4::cuda
