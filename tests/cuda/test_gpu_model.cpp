@@ -170,26 +170,25 @@ logits_distance distance(const schedule_result& a, const schedule_result& b, int
 }
 
 // The decode kernels (moe_decode, attention_decode, indexer_topk_fast) inside the model: bf16
-// activations, exact precision (so MXFP4 experts take moe_decode), decode kernels on vs off
-// (general kernels), both eager. Their products round P (and for f32 inputs q, keys) to bf16 on
-// tensor cores; the bound is relative to the noise that bf16 storage itself adds: on-vs-off may
-// differ by at most twice what bf16-off differs from f32 (a wiring error, such as a wrong
-// capacity or stride, gives O(1) differences).
-bool compare_decode_kernels(const std::string& label, const std::string& dir, int64_t vocab) {
+// activations, exact or official precision (MXFP4 experts take moe_decode or its official variant),
+// decode kernels on vs off (general kernels), both eager. Their products round P (and for f32
+// inputs q, keys) to bf16 on tensor cores; the bound is relative to the noise that bf16 storage
+// itself adds: on-vs-off may differ by at most twice what bf16-off differs from f32 (a wiring
+// error, such as a wrong capacity or stride, gives O(1) differences).
+bool compare_decode_kernels(const std::string& label, const std::string& dir, int64_t vocab,
+                            precision_mode precision) {
   const std::vector<size_t> prompt{300, 140, 20};
-  const schedule_result f32 =
-      run_schedule(dir, precision_mode::exact, false, prompt, 24, 1024, "f32", false);
-  const schedule_result off =
-      run_schedule(dir, precision_mode::exact, false, prompt, 24, 1024, "bf16", false);
-  const schedule_result on =
-      run_schedule(dir, precision_mode::exact, false, prompt, 24, 1024, "bf16", true);
+  const schedule_result f32 = run_schedule(dir, precision, false, prompt, 24, 1024, "f32", false);
+  const schedule_result off = run_schedule(dir, precision, false, prompt, 24, 1024, "bf16", false);
+  const schedule_result on = run_schedule(dir, precision, false, prompt, 24, 1024, "bf16", true);
   const logits_distance noise = distance(off, f32, vocab);
   const logits_distance fast = distance(on, off, vocab);
   const bool ok = fast.relative <= 2 * noise.relative + 1e-3;
   std::printf(
-      "[gpu-decode-kernels] %-22s bf16 general vs f32: rel %.3g argmax %.4f | bf16 decode kernels "
-      "vs bf16 general: rel %.3g argmax %.4f %s\n",
-      label.c_str(), noise.relative, noise.argmax, fast.relative, fast.argmax, ok ? "OK" : "FAIL");
+      "[gpu-decode-kernels] %-22s %-8s bf16 general vs f32: rel %.3g argmax %.4f | bf16 decode "
+      "kernels vs bf16 general: rel %.3g argmax %.4f %s\n",
+      label.c_str(), std::string(precision_mode_name(precision)).c_str(), noise.relative,
+      noise.argmax, fast.relative, fast.argmax, ok ? "OK" : "FAIL");
   for (int b = 1; b < 4; ++b)
     if (!on.step_ms[b].empty())
       std::printf(
@@ -376,7 +375,10 @@ int main(int argc, char** argv) {
       failures += !compare_graph_decode("flash-dims-3-layers", dir, precision_mode::official,
                                         {300, 140, 20}, 40, 1024);
       ++cases;
-      failures += !compare_decode_kernels("flash-dims-3-layers", dir, 16384);
+      failures += !compare_decode_kernels("flash-dims-3-layers", dir, 16384, precision_mode::exact);
+      ++cases;
+      failures +=
+          !compare_decode_kernels("flash-dims-3-layers", dir, 16384, precision_mode::official);
     } catch (const std::exception& e) {
       ++failures;
       std::printf("[gpu-graph] flash-dims FAIL: %s\n", e.what());
