@@ -27,9 +27,9 @@ class cuda_ops final : public ops {
   cudaStream_t stream() const { return stream_; }
   int sm_count() const { return sm_count_; }
   // Decode-sized steps (<= 64 tokens) use the decode kernels where they apply: moe_decode for
-  // MXFP4/NVFP4 routed experts (exact and official order), and with bf16 activations attention_decode
-  // and indexer_topk_fast (bf16 tensor-core products). Off: the general kernels everywhere (the
-  // f32 path then matches the CPU reference op by op). On by default.
+  // MXFP4/NVFP4 routed experts (exact and official order), and with bf16 activations
+  // attention_decode and indexer_topk_fast (bf16 tensor-core products). Off: the general kernels
+  // everywhere (the f32 path then matches the CPU reference op by op). On by default.
   void set_decode_kernels(bool enabled) { decode_kernels_ = enabled; }
   bool decode_kernels() const { return decode_kernels_; }
   // Device memory in use by live allocations of this backend, in bytes.
