@@ -14,6 +14,7 @@
 #include <cmath>
 
 #include "backends/cuda/moe.h"
+#include "backends/cuda/moe_plan.cuh"
 #include "backends/cuda/quantize.h"
 #include "backends/cuda/weight_decode.cuh"
 
@@ -63,89 +64,14 @@ moe_layout moe_workspace_layout(int64_t tokens, int64_t top_k, int64_t experts, 
   return l;
 }
 
-__device__ __forceinline__ float swiglu_value(float g, float u, float limit) {
-  // The CPU reference's expression and order: silu(min(g, L)) * clamp(u, -L, L).
-  const float gc = fminf(g, limit);
-  const float uc = fminf(fmaxf(u, -limit), limit);
-  return gc / (1.0f + expf(-gc)) * uc;
-}
-
 __global__ void __launch_bounds__(k_plan_threads)
     moe_plan_kernel(const int32_t* indices, int pairs, int experts, int nt, int* chunk_count,
                     int* sorted, int4* chunks) {
   __shared__ int counts[k_plan_max_experts];
   __shared__ int pair_offset[k_plan_max_experts];
-  __shared__ int warp_pairs[k_plan_threads / k_warp_size];
-  __shared__ int warp_chunks[k_plan_threads / k_warp_size];
-  const int tid = threadIdx.x;
-  const int lane = tid % k_warp_size, warp = tid / k_warp_size;
-  for (int e = tid; e < experts; e += blockDim.x) counts[e] = 0;
-  __syncthreads();
-  for (int p = tid; p < pairs; p += blockDim.x) {
-    const int e = indices[p];
-    if (e >= 0 && e < experts) atomicAdd(&counts[e], 1);
-  }
-  __syncthreads();
-  // Exclusive scans of the pair counts and chunk counts: each thread owns a contiguous run of
-  // experts, the block scans the run totals.
-  const int per = (experts + blockDim.x - 1) / blockDim.x;
-  const int e_begin = min(experts, tid * per), e_end = min(experts, e_begin + per);
-  int run_pairs = 0, run_chunks = 0;
-  for (int e = e_begin; e < e_end; ++e) {
-    run_pairs += counts[e];
-    run_chunks += (counts[e] + nt - 1) / nt;
-  }
-  int inc_pairs = run_pairs, inc_chunks = run_chunks;
-#pragma unroll
-  for (int d = 1; d < k_warp_size; d *= 2) {
-    const int a = __shfl_up_sync(0xffffffffu, inc_pairs, d);
-    const int b = __shfl_up_sync(0xffffffffu, inc_chunks, d);
-    if (lane >= d) {
-      inc_pairs += a;
-      inc_chunks += b;
-    }
-  }
-  if (lane == k_warp_size - 1) {
-    warp_pairs[warp] = inc_pairs;
-    warp_chunks[warp] = inc_chunks;
-  }
-  __syncthreads();
-  if (warp == 0) {
-    const int warps = blockDim.x / k_warp_size;
-    int wp = lane < warps ? warp_pairs[lane] : 0;
-    int wc = lane < warps ? warp_chunks[lane] : 0;
-#pragma unroll
-    for (int d = 1; d < k_warp_size; d *= 2) {
-      const int a = __shfl_up_sync(0xffffffffu, wp, d);
-      const int b = __shfl_up_sync(0xffffffffu, wc, d);
-      if (lane >= d) {
-        wp += a;
-        wc += b;
-      }
-    }
-    if (lane < warps) {  // exclusive prefix of each warp
-      warp_pairs[lane] = wp - warp_pairs[lane];
-      warp_chunks[lane] = wc - warp_chunks[lane];
-    }
-    if (lane == warps - 1) *chunk_count = wc;
-  }
-  __syncthreads();
-  int pos_pairs = warp_pairs[warp] + inc_pairs - run_pairs;
-  int pos_chunks = warp_chunks[warp] + inc_chunks - run_chunks;
-  for (int e = e_begin; e < e_end; ++e) {
-    pair_offset[e] = pos_pairs;
-    const int c = counts[e];
-    for (int j = 0; j * nt < c; ++j)
-      chunks[pos_chunks + j] = make_int4(e, pos_pairs + j * nt, min(nt, c - j * nt), 0);
-    pos_pairs += c;
-    pos_chunks += (c + nt - 1) / nt;
-    counts[e] = 0;  // reused as the fill cursor below (this thread owns e)
-  }
-  __syncthreads();
-  for (int p = tid; p < pairs; p += blockDim.x) {
-    const int e = indices[p];
-    if (e >= 0 && e < experts) sorted[pair_offset[e] + atomicAdd(&counts[e], 1)] = p;
-  }
+  __shared__ int warp_sums[2][32];
+  moe_group_pairs_by_expert(indices, pairs, experts, nt, chunk_count, sorted, chunks, counts,
+                            pair_offset, warp_sums);
 }
 
 // Grid: x = blocks of k_moe_warps * 2 intermediate rows, y = chunk slots.
@@ -186,7 +112,7 @@ __global__ void __launch_bounds__(k_moe_threads)
 #pragma unroll
     for (int t = 0; t < NT; ++t)
       if (lane == (r * NT + t) % k_warp_size && t < c.z && i0 + r < inter) {
-        const float v = swiglu_value(acc[r][t], acc[half + r][t], limit);
+        const float v = moe_swiglu_value(acc[r][t], acc[half + r][t], limit);
         // Official order: the routing weight scales h before the quantized w2 (null: exact).
         h[int64_t(pair_of[t]) * inter + i0 + r] =
             pair_weights ? __fmul_rn(v, pair_weights[pair_of[t]]) : v;

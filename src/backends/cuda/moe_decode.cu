@@ -25,6 +25,7 @@
 #include "backends/cuda/fp4_mma.cuh"
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/moe_decode.h"
+#include "backends/cuda/moe_plan.cuh"
 #include "backends/cuda/quantize.h"
 
 namespace dsv4::cuda {
@@ -86,13 +87,6 @@ fp4_weight make_fp4_weight(const device_weight& w) {
                     w.kind == weight_kind::mxfp4 && !w.scale_e8m0};
 }
 
-__device__ __forceinline__ float swiglu_value(float g, float u, float limit) {
-  // The CPU reference's expression and order: silu(min(g, L)) * clamp(u, -L, L).
-  const float gc = fminf(g, limit);
-  const float uc = fminf(fmaxf(u, -limit), limit);
-  return gc / (1.0f + expf(-gc)) * uc;
-}
-
 // ---- 1. plan + activation prepare ----
 template <typename act_t>
 __global__ void __launch_bounds__(k_plan_threads)
@@ -117,66 +111,9 @@ __global__ void __launch_bounds__(k_plan_threads)
   }
   __shared__ int counts[k_max_experts];
   __shared__ int offset[k_max_experts];
-  __shared__ int warp_sums[2][k_plan_threads / k_warp_size];
-  const int tid = threadIdx.x, lane = tid % k_warp_size, warp = tid / k_warp_size;
-  for (int e = tid; e < experts; e += blockDim.x) counts[e] = 0;
-  __syncthreads();
-  for (int p = tid; p < pairs; p += blockDim.x) {
-    const int e = indices[p];
-    if (e >= 0 && e < experts) atomicAdd(&counts[e], 1);
-  }
-  __syncthreads();
-  // Exclusive scans of pair and chunk counts: each thread owns a contiguous run of experts.
-  const int per = (experts + blockDim.x - 1) / blockDim.x;
-  const int e_begin = min(experts, tid * per), e_end = min(experts, e_begin + per);
-  int run_pairs = 0, run_chunks = 0;
-  for (int e = e_begin; e < e_end; ++e) {
-    run_pairs += counts[e];
-    run_chunks += (counts[e] + k_chunk - 1) / k_chunk;
-  }
-  int inc_pairs = run_pairs, inc_chunks = run_chunks;
-#pragma unroll
-  for (int d = 1; d < k_warp_size; d *= 2) {
-    const int a = __shfl_up_sync(0xffffffffu, inc_pairs, d);
-    const int b = __shfl_up_sync(0xffffffffu, inc_chunks, d);
-    if (lane >= d) inc_pairs += a, inc_chunks += b;
-  }
-  if (lane == k_warp_size - 1) warp_sums[0][warp] = inc_pairs, warp_sums[1][warp] = inc_chunks;
-  __syncthreads();
-  if (warp == 0) {
-    const int warps = blockDim.x / k_warp_size;
-    int wp = lane < warps ? warp_sums[0][lane] : 0;
-    int wc = lane < warps ? warp_sums[1][lane] : 0;
-#pragma unroll
-    for (int d = 1; d < k_warp_size; d *= 2) {
-      const int a = __shfl_up_sync(0xffffffffu, wp, d);
-      const int b = __shfl_up_sync(0xffffffffu, wc, d);
-      if (lane >= d) wp += a, wc += b;
-    }
-    if (lane < warps) warp_sums[0][lane] = wp - warp_sums[0][lane];
-    if (lane < warps) warp_sums[1][lane] = wc - warp_sums[1][lane];
-    if (lane == warps - 1) *chunk_count = wc;
-  }
-  __syncthreads();
-  int pos_pairs = warp_sums[0][warp] + inc_pairs - run_pairs;
-  int pos_chunks = warp_sums[1][warp] + inc_chunks - run_chunks;
-  for (int e = e_begin; e < e_end; ++e) {
-    offset[e] = pos_pairs;
-    const int c = counts[e];
-    for (int j = 0; j * k_chunk < c; ++j)
-      chunks[pos_chunks + j] =
-          make_int4(e, pos_pairs + j * k_chunk, min(k_chunk, c - j * k_chunk), 0);
-    pos_pairs += c;
-    pos_chunks += (c + k_chunk - 1) / k_chunk;
-    counts[e] = 0;  // the fill cursor below (this thread owns e)
-  }
-  __syncthreads();
-  // Pairs of one expert in pair order (a serial pass per expert would be slower; the order inside
-  // an expert's list does not change any sum: no arithmetic mixes pairs).
-  for (int p = tid; p < pairs; p += blockDim.x) {
-    const int e = indices[p];
-    if (e >= 0 && e < experts) sorted[offset[e] + atomicAdd(&counts[e], 1)] = p;
-  }
+  __shared__ int warp_sums[2][32];
+  moe_group_pairs_by_expert(indices, pairs, experts, k_chunk, chunk_count, sorted, chunks, counts,
+                            offset, warp_sums);
 }
 
 // ---- 2/3. the tensor-core GEMV over (chunk, row tile) items ----
@@ -371,7 +308,7 @@ __global__ void __launch_bounds__(k_threads)
     const int p = pair_of[col];
     const int64_t row = r0 + g + 8 * (i >> 1);
     if constexpr (UP) {
-      const float v = swiglu_value(acc[0][i] * post[0], acc[1][i] * post[1], limit);
+      const float v = moe_swiglu_value(acc[0][i] * post[0], acc[1][i] * post[1], limit);
       if (pair_weights) {  // official order: weighted h in f32, quantized by the next launch
         hf[int64_t(p) * rows + row] = __fmul_rn(v, pair_weights[p]);
         continue;

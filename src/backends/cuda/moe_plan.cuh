@@ -1,0 +1,94 @@
+// Device pieces shared by the routed-expert kernels (moe.cu, moe_decode.cu): the clamped SwiGLU
+// and the on-device grouping of (token, k) pairs by expert.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "backends/cuda/kernel_common.cuh"
+
+namespace dsv4::cuda {
+
+// The CPU reference's expression and order: silu(min(g, L)) * clamp(u, -L, L).
+__device__ __forceinline__ float moe_swiglu_value(float g, float u, float limit) {
+  const float gc = fminf(g, limit);
+  const float uc = fminf(fmaxf(u, -limit), limit);
+  return gc / (1.0f + expf(-gc)) * uc;
+}
+
+// Run by one whole block (blockDim.x a multiple of 32, at most 1024): groups the `pairs` entries
+// of `indices` (pair p = t * top_k + k; entries outside [0, experts) are left out) by expert.
+// sorted[]: the pair ids, experts in increasing order, each expert's pairs contiguous (their order
+// inside an expert is arbitrary: no arithmetic mixes pairs). chunks[]: (expert, first index into
+// sorted, pair count <= chunk_pairs, 0) for every run of up to chunk_pairs pairs of one expert, in
+// expert order; *chunk_count their number. Shared scratch: counts and offsets hold `experts` ints
+// each, warp_sums 2 * 32 ints.
+__device__ __forceinline__ void moe_group_pairs_by_expert(const int32_t* indices, int pairs,
+                                                          int experts, int chunk_pairs,
+                                                          int* chunk_count, int* sorted,
+                                                          int4* chunks, int* counts, int* offsets,
+                                                          int (*warp_sums)[32]) {
+  const int tid = threadIdx.x, lane = tid % k_warp_size, warp = tid / k_warp_size;
+  for (int e = tid; e < experts; e += blockDim.x) counts[e] = 0;
+  __syncthreads();
+  for (int p = tid; p < pairs; p += blockDim.x) {
+    const int e = indices[p];
+    if (e >= 0 && e < experts) atomicAdd(&counts[e], 1);
+  }
+  __syncthreads();
+  // Exclusive scans of the pair and chunk counts: each thread owns a contiguous run of experts,
+  // the block scans the run totals (warp shuffles, then one warp over the warp totals).
+  const int per = (experts + blockDim.x - 1) / blockDim.x;
+  const int e_begin = min(experts, tid * per), e_end = min(experts, e_begin + per);
+  int run_pairs = 0, run_chunks = 0;
+  for (int e = e_begin; e < e_end; ++e) {
+    run_pairs += counts[e];
+    run_chunks += (counts[e] + chunk_pairs - 1) / chunk_pairs;
+  }
+  int inc_pairs = run_pairs, inc_chunks = run_chunks;
+#pragma unroll
+  for (int d = 1; d < k_warp_size; d *= 2) {
+    const int a = __shfl_up_sync(0xffffffffu, inc_pairs, d);
+    const int b = __shfl_up_sync(0xffffffffu, inc_chunks, d);
+    if (lane >= d) inc_pairs += a, inc_chunks += b;
+  }
+  if (lane == k_warp_size - 1) warp_sums[0][warp] = inc_pairs, warp_sums[1][warp] = inc_chunks;
+  __syncthreads();
+  if (warp == 0) {
+    const int warps = blockDim.x / k_warp_size;
+    int wp = lane < warps ? warp_sums[0][lane] : 0;
+    int wc = lane < warps ? warp_sums[1][lane] : 0;
+#pragma unroll
+    for (int d = 1; d < k_warp_size; d *= 2) {
+      const int a = __shfl_up_sync(0xffffffffu, wp, d);
+      const int b = __shfl_up_sync(0xffffffffu, wc, d);
+      if (lane >= d) wp += a, wc += b;
+    }
+    if (lane < warps) {  // exclusive prefix of each warp
+      warp_sums[0][lane] = wp - warp_sums[0][lane];
+      warp_sums[1][lane] = wc - warp_sums[1][lane];
+    }
+    if (lane == warps - 1) *chunk_count = wc;
+  }
+  __syncthreads();
+  int pos_pairs = warp_sums[0][warp] + inc_pairs - run_pairs;
+  int pos_chunks = warp_sums[1][warp] + inc_chunks - run_chunks;
+  for (int e = e_begin; e < e_end; ++e) {
+    offsets[e] = pos_pairs;
+    const int c = counts[e];
+    for (int j = 0; j * chunk_pairs < c; ++j)
+      chunks[pos_chunks + j] =
+          make_int4(e, pos_pairs + j * chunk_pairs, min(chunk_pairs, c - j * chunk_pairs), 0);
+    pos_pairs += c;
+    pos_chunks += (c + chunk_pairs - 1) / chunk_pairs;
+    counts[e] = 0;  // reused as the fill cursor below (this thread owns e)
+  }
+  __syncthreads();
+  for (int p = tid; p < pairs; p += blockDim.x) {
+    const int e = indices[p];
+    if (e >= 0 && e < experts) sorted[offsets[e] + atomicAdd(&counts[e], 1)] = p;
+  }
+}
+
+}  // namespace dsv4::cuda
