@@ -9,6 +9,7 @@
 #include "backends/cuda/activation.cuh"
 #include "backends/cuda/attention.h"
 #include "backends/cuda/kernel_common.cuh"
+#include "backends/cuda/paged_rows.cuh"
 
 namespace dsv4::cuda {
 
@@ -43,12 +44,9 @@ __device__ __forceinline__ const act_t* slot_row(const kv_rows<act_t>& src, int6
   if (src.rows) {
     row = src.rows[t * src.rows_width + i];
   } else {
-    const int64_t seq = src.token_seq[t];
-    const int64_t block = i / src.block_size;
-    if (seq < 0 || seq >= src.table_rows || block >= src.table_width) return nullptr;
-    const int64_t b = src.block_table[seq * src.table_width + block];
-    if (b < 0) return nullptr;
-    row = b * src.block_size + i % src.block_size;
+    row = paged_pool_row(
+        paged_table_row(src.block_table, src.table_rows, src.table_width, src.token_seq[t]),
+        src.table_width, src.block_size, src.pool_rows, i);
   }
   if (row < 0 || row >= src.pool_rows) return nullptr;
   return src.pool + row * d;

@@ -25,6 +25,7 @@
 #include "backends/cuda/attention_decode.h"
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/mma_sm80.cuh"
+#include "backends/cuda/paged_rows.cuh"
 
 namespace dsv4::cuda {
 
@@ -69,9 +70,7 @@ template <typename pool_t>
 __device__ __forceinline__ int64_t visible_slots(const kv_rows<pool_t>& s, int64_t t) {
   if (!s.pool) return 0;
   if (s.rows) return s.rows_width;
-  const int64_t n = s.n_visible[t];
-  const int64_t cap = s.table_width * s.block_size;
-  return n < 0 ? 0 : (n > cap ? cap : n);
+  return clamp_visible(s.n_visible[t], s.table_width * s.block_size);
 }
 
 // Where token t's slot s lives: window slots [0, cap_w), compressed slots [cap_w, cap_w + cap_c).

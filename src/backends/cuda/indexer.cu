@@ -19,6 +19,7 @@
 #include "backends/cuda/activation.cuh"
 #include "backends/cuda/indexer.h"
 #include "backends/cuda/kernel_common.cuh"
+#include "backends/cuda/paged_rows.cuh"
 
 namespace dsv4::cuda {
 
@@ -33,22 +34,6 @@ constexpr int k_score_entries = 8 * k_score_tile;                    // 256 entr
 constexpr int k_q_pad = 4;
 constexpr int k_topk_threads = 1024;
 constexpr int k_radix_bins = 256;
-
-__device__ __forceinline__ int64_t entry_row(const int32_t* table, int64_t table_width,
-                                             int64_t block_size, int64_t pool_rows, int64_t s) {
-  const int64_t block = s / block_size;
-  if (block >= table_width) return -1;
-  const int64_t b = table[block];
-  if (b < 0) return -1;
-  const int64_t row = b * block_size + s % block_size;
-  return row < pool_rows ? row : -1;
-}
-
-__device__ __forceinline__ int64_t visible_entries(const int32_t* n_visible, int64_t t,
-                                                   int64_t max_entries) {
-  const int64_t n = n_visible[t];
-  return n < 0 ? 0 : (n > max_entries ? max_entries : n);
-}
 
 // t0: first token of the chunk; scores [chunk tokens, max_entries]. q, weights and keys are
 // staged in shared memory as f32 whatever act_t.
@@ -66,11 +51,11 @@ __global__ void __launch_bounds__(k_score_threads)
   const int64_t local = blockIdx.x / runs;
   const int64_t t = t0 + local;
   const int64_t begin = (blockIdx.x % runs) * k_score_entries;
-  const int64_t n = visible_entries(n_visible, t, max_entries);
+  const int64_t n = clamp_visible(n_visible[t], max_entries);
   if (begin >= n) return;  // block-uniform
   const int64_t end = begin + k_score_entries < n ? begin + k_score_entries : n;
   const int64_t seq = token_seq[t];
-  const int32_t* table = (seq >= 0 && seq < table_rows) ? block_table + seq * table_width : nullptr;
+  const int32_t* table = paged_table_row(block_table, table_rows, table_width, seq);
 
   const int64_t q_stride = d + k_q_pad;
   float* q_s = smem;                         // [heads, d + pad]
@@ -93,7 +78,7 @@ __global__ void __launch_bounds__(k_score_threads)
     if (threadIdx.x < k_score_tile) {
       const int64_t s = s0 + threadIdx.x;
       tile_row[threadIdx.x] =
-          (s < end && table) ? entry_row(table, table_width, block_size, pool_rows, s) : -1;
+          (s < end && table) ? paged_pool_row(table, table_width, block_size, pool_rows, s) : -1;
     }
     __syncthreads();
     for (int64_t x = threadIdx.x; x < k_score_tile * d4; x += blockDim.x) {
@@ -146,13 +131,6 @@ __global__ void __launch_bounds__(k_score_threads)
   }
 }
 
-// Order-preserving map of f32 onto u32 (larger float -> larger u32); -0 folds into +0.
-__device__ __forceinline__ uint32_t ordered_bits(float f) {
-  if (f == 0.0f) f = 0.0f;
-  const uint32_t b = __float_as_uint(f);
-  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
-}
-
 __global__ void __launch_bounds__(k_topk_threads)
     indexer_topk_kernel(const float* scores, int64_t t0, int64_t max_entries,
                         const int32_t* block_table, int64_t table_rows, int64_t table_width,
@@ -165,7 +143,7 @@ __global__ void __launch_bounds__(k_topk_threads)
   const int64_t local = blockIdx.x;
   const int64_t t = t0 + local;
   const float* s = scores + local * max_entries;
-  const int64_t n = visible_entries(n_visible, t, max_entries);
+  const int64_t n = clamp_visible(n_visible[t], max_entries);
   const int64_t k = top_k < n ? top_k : n;
   int32_t* o = out + t * top_k;
   const int lane = threadIdx.x % k_warp_size;
@@ -182,7 +160,7 @@ __global__ void __launch_bounds__(k_topk_threads)
       // hit the same bin add once through their leader instead of contending on one counter.
       for (int64_t chunk = 0; chunk < n; chunk += blockDim.x) {
         const int64_t i = chunk + threadIdx.x;
-        const uint32_t u = i < n ? ordered_bits(s[i]) : 0u;
+        const uint32_t u = i < n ? ordered_float_bits(s[i]) : 0u;
         const bool counted = i < n && (u & mask) == prefix;
         const uint32_t bin = counted ? (u >> shift) & 0xFFu : uint32_t(k_radix_bins);
         const unsigned peers = __match_any_sync(0xffffffffu, bin);
@@ -210,7 +188,7 @@ __global__ void __launch_bounds__(k_topk_threads)
     uint32_t ties_before = 0;  // entries equal to u* in earlier chunks (same in every thread)
     for (int64_t chunk = 0; chunk < n; chunk += blockDim.x) {
       const int64_t i = chunk + threadIdx.x;
-      const uint32_t u = i < n ? ordered_bits(s[i]) : 0u;
+      const uint32_t u = i < n ? ordered_float_bits(s[i]) : 0u;
       const bool above = i < n && u > prefix;
       const bool equal = i < n && u == prefix;
       const unsigned ballot = __ballot_sync(0xffffffffu, equal);
@@ -256,12 +234,12 @@ __global__ void __launch_bounds__(k_topk_threads)
   }
 
   const int64_t seq = token_seq[t];
-  const int32_t* table = (seq >= 0 && seq < table_rows) ? block_table + seq * table_width : nullptr;
+  const int32_t* table = paged_table_row(block_table, table_rows, table_width, seq);
   for (int64_t i = threadIdx.x; i < top_k; i += blockDim.x) {
     int64_t row = -1;
     if (i < k && table) {
       const int64_t entry = int64_t(keys[i] & 0xFFFFFFFFull);
-      row = entry_row(table, table_width, block_size, pool_rows, entry);
+      row = paged_pool_row(table, table_width, block_size, pool_rows, entry);
     }
     o[i] = int32_t(row);
   }

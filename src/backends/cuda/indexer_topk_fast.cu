@@ -22,6 +22,7 @@
 #include "backends/cuda/indexer_topk_fast.h"
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/mma_sm80.cuh"
+#include "backends/cuda/paged_rows.cuh"
 
 namespace dsv4::cuda {
 
@@ -66,12 +67,6 @@ __device__ __forceinline__ uint4 load8_bf16(const __nv_bfloat16* p) {
   return *reinterpret_cast<const uint4*>(p);
 }
 
-// Larger float -> larger unsigned (NaN aside).
-__device__ __forceinline__ uint32_t ordered_bits(float v) {
-  const uint32_t u = __float_as_uint(v);
-  return (u & 0x80000000u) ? ~u : (u | 0x80000000u);
-}
-
 struct paged_entries {
   const int32_t* block_table;
   int64_t table_rows, table_width, block_size, pool_rows;
@@ -79,21 +74,10 @@ struct paged_entries {
 
   // Pool row of entry s, or -1 (no block, row outside the pool).
   __device__ __forceinline__ int64_t row(int64_t s) const {
-    if (seq < 0 || seq >= table_rows) return -1;
-    const int64_t block = s / block_size;
-    if (block >= table_width) return -1;
-    const int64_t b = block_table[seq * table_width + block];
-    if (b < 0) return -1;
-    const int64_t r = b * block_size + s % block_size;
-    return r < pool_rows ? r : -1;
+    return paged_pool_row(paged_table_row(block_table, table_rows, table_width, seq), table_width,
+                          block_size, pool_rows, s);
   }
 };
-
-__device__ __forceinline__ int64_t visible_entries(const int32_t* n_visible, int64_t t,
-                                                   int64_t capacity) {
-  const int64_t n = n_visible[t];
-  return n < 0 ? 0 : (n > capacity ? capacity : n);
-}
 
 template <typename act_t>
 __global__ void __launch_bounds__(k_score_threads)
@@ -109,7 +93,7 @@ __global__ void __launch_bounds__(k_score_threads)
   int32_t* range_blocks = valid + k_stages * k_pass;  // block ids of [lo, hi), -1 where missing
 
   const int64_t t = blockIdx.y;
-  const int64_t n = visible_entries(n_visible, t, capacity);
+  const int64_t n = clamp_visible(n_visible[t], capacity);
   const int64_t lo = int64_t(blockIdx.x) * keys_per_cta;
   if (lo >= n) return;
   const int64_t hi = min(lo + keys_per_cta, n);
@@ -215,7 +199,7 @@ __global__ void __launch_bounds__(k_score_threads)
           // + 0.0f: a sum of -0 terms is +0 on the CPU (its accumulator starts at +0).
           const float v = valid[stage * k_pass + r] ? sc * q_scale + 0.0f : -INFINITY;
           scores[t * capacity + s] = v;
-          atomicAdd(&hist_s[ordered_bits(v) >> 20], 1u);
+          atomicAdd(&hist_s[ordered_float_bits(v) >> 20], 1u);
         }
       }
   }
@@ -305,7 +289,7 @@ __device__ __forceinline__ int pow2_at_least(int n) {
 }
 
 __device__ __forceinline__ unsigned long long entry_key(float score, int64_t s) {
-  return (static_cast<unsigned long long>(ordered_bits(score)) << 32) |
+  return (static_cast<unsigned long long>(ordered_float_bits(score)) << 32) |
          (0xFFFFFFFFull - static_cast<unsigned long long>(s));
 }
 
@@ -320,7 +304,7 @@ __global__ void __launch_bounds__(k_collect_threads)
   __shared__ uint32_t counts[k_bins];
   __shared__ uint32_t scratch[32], result[2];
   const int64_t t = blockIdx.y;
-  const int64_t n = visible_entries(n_visible, t, capacity);
+  const int64_t n = clamp_visible(n_visible[t], capacity);
   const int64_t lo = int64_t(blockIdx.x) * keys_per_cta;
   if (n <= top_k || lo >= n) return;  // the select kernel takes every entry then
   const int64_t hi = min(lo + keys_per_cta, n);
@@ -361,7 +345,7 @@ __global__ void __launch_bounds__(k_select_threads)
   __shared__ uint32_t n_sel, n_cand, result[2];
 
   const int64_t t = blockIdx.x;
-  const int64_t n = visible_entries(n_visible, t, capacity);
+  const int64_t n = clamp_visible(n_visible[t], capacity);
   const int keep = int(top_k < n ? int64_t(top_k) : n);
   pages.seq = token_seq[t];
   const float* sc = scores + t * capacity;

@@ -26,6 +26,14 @@ inline unsigned grid_stride_blocks(int64_t work, int threads) {
   return unsigned(blocks < 1 ? 1 : (blocks > (1 << 20) ? (1 << 20) : blocks));
 }
 
+// Order-preserving map of f32 onto u32 (larger float -> larger u32, NaN aside); -0 folds into +0
+// so that equal scores stay ties (the top-k tie rule then picks the lower entry, as the CPU does).
+__device__ __forceinline__ uint32_t ordered_float_bits(float f) {
+  if (f == 0.0f) f = 0.0f;
+  const uint32_t b = __float_as_uint(f);
+  return (b & 0x80000000u) ? ~b : (b | 0x80000000u);
+}
+
 __device__ __forceinline__ float warp_sum(float v) {
 #pragma unroll
   for (int offset = k_warp_size / 2; offset > 0; offset /= 2)
