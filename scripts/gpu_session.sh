@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The GPU machine's checks, in two phases that fit one device call each (the build directory
 # stays on a warm machine between them):
-#   PHASE=parity  build tests/cuda standalone (against .deps), then the whole model against the
-#                 oracle fixtures, graphs and decode kernels (test_gpu_model) and every kernel
-#                 parity case (test_backend_ops);
+#   PHASE=parity  build tests/cuda standalone (against .deps), then every kernel parity case
+#                 (test_backend_ops; PARITY_ARGS passes e.g. --filter, PARITY_TIMEOUT seconds);
+#   PHASE=model   the whole model against the oracle fixtures, graphs and decode kernels
+#                 (test_gpu_model);
 #   PHASE=bench   the real-dimension parity script (f32 and bf16) and the kernel benchmarks
 #                 (bench_moe_linear, bench_attention) with their ceilings;
 #   PHASE=perf    test_backend_ops --perf (every case timed against the copy ceiling).
@@ -28,11 +29,13 @@ fi
 case "${PHASE:-parity}" in
   parity)
     echo "== test_backend_ops"
-    timeout 300 "$build/test_backend_ops" >"$out/parity.txt" 2>&1
+    timeout "${PARITY_TIMEOUT:-480}" "$build/test_backend_ops" ${PARITY_ARGS:-} >"$out/parity.txt" 2>&1
     echo "parity exit $?"
     grep -E "FAIL" "$out/parity.txt" | head -40
     echo "OK cases: $(grep -cE " OK" "$out/parity.txt")"
     tail -3 "$out/parity.txt"
+    ;;
+  model)
     echo "== test_gpu_model"
     timeout 240 "$build/test_gpu_model" >"$out/gpu_model.txt" 2>&1
     echo "gpu_model exit $?"
@@ -49,7 +52,7 @@ case "${PHASE:-parity}" in
     echo "real dims exit $?"
     tail -12 "$out/real_dims.txt"
     echo "== bench_moe_linear"
-    timeout 150 "$build/bench_kernels/bench_moe_linear" >"$out/bench_moe_linear.txt" 2>&1
+    timeout 240 "$build/bench_kernels/bench_moe_linear" >"$out/bench_moe_linear.txt" 2>&1
     echo "bench_moe_linear exit $?"
     tail -40 "$out/bench_moe_linear.txt"
     echo "== bench_attention"
