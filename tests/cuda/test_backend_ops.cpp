@@ -854,6 +854,7 @@ constexpr int64_t k_flash_moe_inter = 2048, k_pro_moe_inter = 3072, k_vocab = 12
 #include "cases_attention.inc"
 #include "cases_attention_decode.inc"
 #include "cases_linear.inc"
+#include "cases_linear_gemm.inc"
 #include "cases_quantize.inc"
 #include "cases_moe_decode.inc"
 
@@ -972,6 +973,7 @@ std::vector<test_case> make_eval_cases() {
   append_attention_eval_cases(cases);
   append_attention_decode_eval_cases(cases);
   append_linear_eval_cases(cases);
+  append_linear_gemm_eval_cases(cases);
   append_quantize_eval_cases(cases);
   append_moe_decode_eval_cases(cases);
   append_linear_decode_eval_cases(cases);
@@ -1003,6 +1005,7 @@ std::vector<test_case> make_perf_cases() {
   cases.push_back(hc_post_perf(4096, k_hc, k_pro_hidden));
   append_attention_perf_cases(cases);
   append_linear_perf_cases(cases);
+  append_linear_gemm_perf_cases(cases);
   append_quantize_perf_cases(cases);
   append_moe_decode_perf_cases(cases);
   append_linear_decode_perf_cases(cases);

@@ -47,13 +47,22 @@ cuda_ops::cuda_ops(int device, dtype activations) : device_(device), act_(activa
   check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   check_cuda(cudaEventCreateWithFlags(&staging_done_, cudaEventDisableTiming), "cudaEventCreate");
   allocator_ = std::make_unique<device_allocator>(device);
+  // cuBLAS allocates per call unless it has a workspace; a fixed one (32 MiB, NVIDIA's figure
+  // for Hopper) keeps GEMMs out of cudaMalloc and capturable.
+  constexpr size_t cublas_workspace_bytes = size_t(32) << 20;
+  cublas_workspace_ = allocator_->allocate(cublas_workspace_bytes);
+  DSV4_CHECK(cublasCreate(&cublas_) == CUBLAS_STATUS_SUCCESS, "cuda: cublasCreate failed");
+  DSV4_CHECK(cublasSetStream(cublas_, stream_) == CUBLAS_STATUS_SUCCESS &&
+                 cublasSetWorkspace(cublas_, cublas_workspace_.get(), cublas_workspace_bytes) ==
+                     CUBLAS_STATUS_SUCCESS,
+             "cuda: cublas stream/workspace setup failed");
 }
 
 cuda_ops::~cuda_ops() {
-  if (stream_) {
-    cudaStreamSynchronize(stream_);
-    cudaStreamDestroy(stream_);
-  }
+  if (stream_) cudaStreamSynchronize(stream_);
+  if (cublas_) cublasDestroy(cublas_);
+  cublas_workspace_.reset();
+  if (stream_) cudaStreamDestroy(stream_);
   if (staging_) cudaFreeHost(staging_);
   if (staging_done_) cudaEventDestroy(staging_done_);
 }

@@ -8,6 +8,7 @@
 // post / comb and router weights f32, indices i32, linear_f32out (the LM head) f32.
 #pragma once
 
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 
 #include <memory>
@@ -26,10 +27,11 @@ class cuda_ops final : public ops {
   dtype activation_type() const override { return act_; }
   cudaStream_t stream() const { return stream_; }
   int sm_count() const { return sm_count_; }
-  // Decode-sized steps (<= 64 tokens) use the decode kernels where they apply: moe_decode for
-  // MXFP4/NVFP4 routed experts (exact and official order), and with bf16 activations
-  // attention_decode and indexer_topk_fast (bf16 tensor-core products). Off: the general kernels
-  // everywhere (the f32 path then matches the CPU reference op by op). On by default.
+  // The fast kernels where they apply: moe_decode for MXFP4/NVFP4 routed experts in steps of
+  // <= 64 tokens (exact and official order), and with bf16 activations attention_decode and
+  // indexer_topk_fast (bf16 tensor-core products) for every step, longer ones in chunks of 64
+  // tokens. Off: the general kernels everywhere (the f32 path then matches the CPU reference op
+  // by op). On by default. Dense linears of >= 65 tokens use cuBLAS (linear_gemm.h) either way.
   void set_decode_kernels(bool enabled) { decode_kernels_ = enabled; }
   bool decode_kernels() const { return decode_kernels_; }
   // Device memory in use by live allocations of this backend, in bytes.
@@ -37,6 +39,9 @@ class cuda_ops final : public ops {
   // Device memory held from cudaMalloc: live allocations plus the allocator's caches.
   size_t reserved_bytes() const;
   device_allocator& allocator() const { return *allocator_; }
+  // The backend's cuBLAS handle (prefill-sized dense linears, linear_gemm.h), bound to stream()
+  // with a fixed workspace so that calls are graph-capturable.
+  cublasHandle_t cublas() const { return cublas_; }
 
   tensor alloc(dtype type, const dims& shape) override;
   tensor zeros(dtype type, const dims& shape) override;
@@ -108,6 +113,8 @@ class cuda_ops final : public ops {
   void* staging_ = nullptr;
   size_t staging_bytes_ = 0;
   cudaEvent_t staging_done_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  std::shared_ptr<void> cublas_workspace_;
 };
 
 // Throws dsv4::error "<what>: <cuda error string>" unless status is cudaSuccess.

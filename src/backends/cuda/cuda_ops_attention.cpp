@@ -18,9 +18,23 @@ namespace {
 
 // Scratch for the indexer's scores is capped; the kernel walks the step in token chunks that fit.
 constexpr size_t k_indexer_scratch_cap = size_t(256) << 20;
-// Steps up to this many tokens take the decode kernels (attention_decode, indexer_topk_fast):
-// their scratch grows with tokens x capacity, sized for decode batches.
-constexpr int64_t k_decode_kernel_max_tokens = 64;
+// The tensor-core kernels (attention_decode, indexer_topk_fast) run at most this many tokens per
+// launch: their scratch grows with tokens x capacity, sized for decode batches. Longer steps
+// (prefill) go through them in chunks of this many tokens (every query token is independent).
+constexpr int64_t k_fast_kernel_chunk_tokens = 64;
+
+// The source seen from token t0 on: per-token arrays start t0 tokens later.
+template <typename T>
+kv_rows<T> from_token(kv_rows<T> k, int64_t t0) {
+  if (!k.pool) return k;
+  if (k.rows) {
+    k.rows += t0 * k.rows_width;
+  } else {
+    k.token_seq += t0;
+    k.n_visible += t0;
+  }
+  return k;
+}
 
 int64_t row_bytes_of(const tensor& t) {
   return int64_t(dtype_bytes(t.type(), t.numel() / t.size(0)));
@@ -115,19 +129,29 @@ tensor cuda_ops::indexer_topk(const tensor& q, const tensor& weights, const tens
              "indexer: q {} weights {} for {} heads of {}", q.shape().str(), weights.shape().str(),
              heads, d);
   tensor out = alloc(dtype::i32, {T, top_k});
-  if (decode_kernels_ && act_ == dtype::bf16 && T <= k_decode_kernel_max_tokens &&
-      heads == k_indexer_fast_heads && d == k_indexer_fast_head_dim &&
-      top_k <= k_indexer_fast_max_top_k) {
-    const indexer_fast_plan plan =
-        indexer_topk_fast_make_plan(T, block_table.size(1), block_size, sm_count_);
-    tensor scratch = alloc(dtype::u8, {int64_t(std::max<size_t>(plan.scratch_bytes, 16))});
-    check_cuda(cuda::indexer_topk_fast(
-                   q.view().ptr<__nv_bfloat16>(), weights.view().ptr<__nv_bfloat16>(), T, heads, d,
-                   key_pool.view().ptr<__nv_bfloat16>(), key_pool.size(0),
-                   block_table.data<int32_t>(), block_table.size(0), block_table.size(1),
-                   token_seq.data<int32_t>(), n_visible.data<int32_t>(), block_size, top_k, q_scale,
-                   plan, scratch.data<void>(), scratch.bytes(), out.data<int32_t>(), stream_),
-               "indexer_topk_fast");
+  if (decode_kernels_ && act_ == dtype::bf16 && heads == k_indexer_fast_heads &&
+      d == k_indexer_fast_head_dim && top_k <= k_indexer_fast_max_top_k) {
+    using bf16 = __nv_bfloat16;
+    const int64_t chunk = std::min(T, k_fast_kernel_chunk_tokens);
+    auto make_plan = [&](int64_t n) {
+      return indexer_topk_fast_make_plan(n, block_table.size(1), block_size, sm_count_);
+    };
+    const indexer_fast_plan full = make_plan(chunk),
+                            tail = make_plan(T % chunk ? T % chunk : chunk);
+    tensor scratch =
+        alloc(dtype::u8, {int64_t(std::max({full.scratch_bytes, tail.scratch_bytes, size_t(16)}))});
+    for (int64_t t0 = 0; t0 < T; t0 += chunk) {
+      const int64_t n = std::min(chunk, T - t0);
+      const indexer_fast_plan& plan = n == chunk ? full : tail;
+      check_cuda(
+          cuda::indexer_topk_fast(
+              q.view().ptr<bf16>() + t0 * heads * d, weights.view().ptr<bf16>() + t0 * heads, n,
+              heads, d, key_pool.view().ptr<bf16>(), key_pool.size(0), block_table.data<int32_t>(),
+              block_table.size(0), block_table.size(1), token_seq.data<int32_t>() + t0,
+              n_visible.data<int32_t>() + t0, block_size, top_k, q_scale, plan,
+              scratch.data<void>(), scratch.bytes(), out.data<int32_t>() + t0 * top_k, stream_),
+          "indexer_topk_fast");
+    }
     return out;
   }
   const int64_t max_entries = block_table.size(1) * block_size;
@@ -158,20 +182,32 @@ tensor cuda_ops::sparse_attention(const tensor& q, int64_t heads, const kv_sourc
              "attention: q {} for {} heads of {} and {} sinks", q.shape().str(), heads, d,
              sinks.numel());
   tensor out = alloc(act_, {T, heads * d});
-  if (decode_kernels_ && act_ == dtype::bf16 && T <= k_decode_kernel_max_tokens &&
-      d == k_attention_decode_head_dim) {
+  if (decode_kernels_ && act_ == dtype::bf16 && d == k_attention_decode_head_dim) {
     using bf16 = __nv_bfloat16;
     const kv_rows<bf16> w = to_kernel<bf16>(window, act_);
     kv_rows<bf16> c;
     if (compressed) c = to_kernel<bf16>(*compressed, act_);
-    const attention_decode_plan plan = attention_decode_make_plan(
-        T, heads, d, kv_rows_capacity(w), compressed ? kv_rows_capacity(c) : 0, sm_count_);
-    tensor scratch = alloc(dtype::u8, {int64_t(std::max<size_t>(plan.scratch_bytes, 16))});
-    check_cuda(sparse_attention_decode<bf16, bf16>(q.view().ptr<bf16>(), T, heads, d, w,
-                                                   compressed ? &c : nullptr, sinks.data<float>(),
-                                                   scale, out.view().ptr<bf16>(), plan,
-                                                   scratch.data<void>(), scratch.bytes(), stream_),
-               "sparse_attention_decode");
+    const int64_t chunk = std::min(T, k_fast_kernel_chunk_tokens);
+    auto make_plan = [&](int64_t n) {
+      return attention_decode_make_plan(n, heads, d, kv_rows_capacity(w),
+                                        compressed ? kv_rows_capacity(c) : 0, sm_count_);
+    };
+    const attention_decode_plan full = make_plan(chunk),
+                                tail = make_plan(T % chunk ? T % chunk : chunk);
+    tensor scratch =
+        alloc(dtype::u8, {int64_t(std::max({full.scratch_bytes, tail.scratch_bytes, size_t(16)}))});
+    for (int64_t t0 = 0; t0 < T; t0 += chunk) {
+      const int64_t n = std::min(chunk, T - t0);
+      const attention_decode_plan& plan = n == chunk ? full : tail;
+      const kv_rows<bf16> wc = from_token(w, t0);
+      const kv_rows<bf16> cc = from_token(c, t0);
+      check_cuda(
+          sparse_attention_decode<bf16, bf16>(q.view().ptr<bf16>() + t0 * heads * d, n, heads, d,
+                                              wc, compressed ? &cc : nullptr, sinks.data<float>(),
+                                              scale, out.view().ptr<bf16>() + t0 * heads * d, plan,
+                                              scratch.data<void>(), scratch.bytes(), stream_),
+          "sparse_attention_decode");
+    }
     return out;
   }
   check_cuda(with_act(act_,

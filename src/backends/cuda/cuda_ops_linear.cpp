@@ -1,10 +1,12 @@
 // cuda_ops: weights in their checkpoint formats on the device (linear.h), linears and MoE.
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "backends/cuda/act_dispatch.h"
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/linear.h"
+#include "backends/cuda/linear_gemm.h"
 #include "backends/cuda/moe.h"
 #include "backends/cuda/moe_decode.h"
 #include "core/error.h"
@@ -180,49 +182,55 @@ std::unique_ptr<prepared_experts> cuda_ops::prepare_experts(const std::vector<li
 
 namespace {
 
-// y = x W^T into a fresh [T, out] tensor of out_type (the activation dtype, or f32).
-tensor run_linear(cuda_ops& o, const tensor& x, const prepared_linear& w, dtype out_type) {
+// Prefill-sized steps run dense linears as cuBLAS GEMMs on an expanded copy of the matrix
+// (linear_gemm.h); decode-sized steps stream the packed matrix through the GEMV (linear.h), which
+// reads 2-4x fewer bytes. The GEMV serves up to 64 tokens; the expansion is amortised well before.
+constexpr int64_t k_linear_gemm_min_tokens = 65;
+
+// y = x W^T (block-diagonal over `groups`) into a fresh [T, out] tensor of out_type (the
+// activation dtype, or f32).
+tensor run_linear(cuda_ops& o, const tensor& x, const prepared_linear& w, int64_t groups,
+                  dtype out_type) {
   check_device_type(x, o.activation_type(), "linear input");
-  DSV4_CHECK(x.shape().rank() == 2 && x.size(1) == w.in, "linear {}: input {} for weight [{}, {}]",
-             w.name, x.shape().str(), w.out, w.in);
+  DSV4_CHECK(
+      x.shape().rank() == 2 && groups > 0 && w.out % groups == 0 && x.size(1) == groups * w.in,
+      "linear {}: input {} for weight [{}, {}] in {} group(s)", w.name, x.shape().str(), w.out,
+      w.in, groups);
   const auto& cw = static_cast<const cuda_linear&>(w);
-  tensor y = o.alloc(out_type, {x.size(0), w.out});
-  check_cuda(with_act(o.activation_type(),
-                      [&](auto* a) {
-                        if (out_type == dtype::f32)
-                          return cuda::linear(act_ptr(x, a), x.size(0), cw.s.w,
-                                              y.view().ptr<float>(), o.stream());
-                        return cuda::linear(act_ptr(x, a), x.size(0), cw.s.w, act_ptr(y, a),
-                                            o.stream());
-                      }),
-             w.name.c_str());
+  const int64_t T = x.size(0);
+  tensor y = o.alloc(out_type, {T, w.out});
+  check_cuda(
+      with_act(o.activation_type(),
+               [&](auto* a) {
+                 using act_t = std::remove_pointer_t<decltype(a)>;
+                 auto call = [&](auto* out) {
+                   if (T >= k_linear_gemm_min_tokens && linear_gemm_supported<act_t>(cw.s.w)) {
+                     const size_t ws = linear_gemm_workspace_bytes<act_t>(cw.s.w);
+                     tensor workspace = o.alloc(dtype::u8, {int64_t(ws)});
+                     return linear_gemm(o.cublas(), act_ptr(x, a), T, cw.s.w, groups, out,
+                                        workspace.data<uint8_t>(), ws, o.stream());
+                   }
+                   return grouped_linear(act_ptr(x, a), T, cw.s.w, groups, out, o.stream());
+                 };
+                 if (out_type == dtype::f32) return call(y.view().ptr<float>());
+                 return call(act_ptr(y, a));
+               }),
+      w.name.c_str());
   return y;
 }
 
 }  // namespace
 
 tensor cuda_ops::linear(const tensor& x, const prepared_linear& w) {
-  return run_linear(*this, x, w, act_);
+  return run_linear(*this, x, w, 1, act_);
 }
 
 tensor cuda_ops::linear_f32out(const tensor& x, const prepared_linear& w) {
-  return run_linear(*this, x, w, dtype::f32);
+  return run_linear(*this, x, w, 1, dtype::f32);
 }
 
 tensor cuda_ops::grouped_linear(const tensor& x, const prepared_linear& w, int64_t groups) {
-  check_device_type(x, act_, "grouped_linear input");
-  DSV4_CHECK(groups > 0 && w.out % groups == 0 && x.size(1) == groups * w.in,
-             "grouped_linear {}: input {} for weight [{}, {}] in {} groups", w.name,
-             x.shape().str(), w.out, w.in, groups);
-  const auto& cw = static_cast<const cuda_linear&>(w);
-  tensor y = alloc(act_, {x.size(0), w.out});
-  check_cuda(with_act(act_,
-                      [&](auto* a) {
-                        return cuda::grouped_linear(act_ptr(x, a), x.size(0), cw.s.w, groups,
-                                                    act_ptr(y, a), stream_);
-                      }),
-             w.name.c_str());
-  return y;
+  return run_linear(*this, x, w, groups, act_);
 }
 
 void cuda_ops::moe_route(const tensor& x, const prepared_linear& gate, const tensor* bias,

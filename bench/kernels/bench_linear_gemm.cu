@@ -1,0 +1,258 @@
+// Dense linears at prefill (and the decode/prefill crossover), one run on one GPU:
+//   * ceiling: cuBLAS BF16 (cublasGemmEx, f32 compute, BF16 out) on the same shape with the weight
+//     already in BF16 — what the GPU does with these shapes at best through the library;
+//   * linear_gemm (linear_gemm.h): exact expansion of the FP8-block / NVFP4 matrix into a BF16
+//     workspace + the same cuBLAS call; also the expansion alone;
+//   * the GEMV / tiled kernels of linear.h (what T > 64 used before linear_gemm) at small and
+//     mid T, to place the dispatch threshold.
+// Shapes: the dense projections of V4-Flash and V4-Pro (attention wq_a, wq_b, wkv, wo_b, the
+// indexer's wq_b, the shared expert). Weights: random bytes in realistic code ranges, several
+// copies rotated so that each timed call reads its matrix from HBM (>= 4x L2 of packed bytes);
+// activations random. Timing: median of event-timed calls after warm-up.
+#include <cublas_v2.h>
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "backends/cuda/linear.h"
+#include "backends/cuda/linear_gemm.h"
+
+namespace {
+
+using dsv4::cuda::device_weight;
+using dsv4::cuda::weight_kind;
+
+#define CK(expr)                                                                  \
+  do {                                                                            \
+    const cudaError_t e_ = (expr);                                                \
+    if (e_ != cudaSuccess) {                                                      \
+      std::fprintf(stderr, "%s failed at %s:%d: %s\n", #expr, __FILE__, __LINE__, \
+                   cudaGetErrorString(e_));                                       \
+      std::exit(1);                                                               \
+    }                                                                             \
+  } while (0)
+#define CB(expr)                                                                              \
+  do {                                                                                        \
+    const int s_ = int(expr);                                                                 \
+    if (s_ != 0) {                                                                            \
+      std::fprintf(stderr, "%s failed at %s:%d: status %d\n", #expr, __FILE__, __LINE__, s_); \
+      std::exit(1);                                                                           \
+    }                                                                                         \
+  } while (0)
+
+__device__ __forceinline__ uint32_t hash32(uint64_t i, uint32_t seed) {
+  uint64_t z = i * 0x9E3779B97F4A7C15ull + seed;
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return uint32_t(z ^ (z >> 31));
+}
+
+// mode 0: random bytes (e2m1 pairs); 1: E8M0 121..125; 2: E4M3 scales in [2^-4, 2^3];
+// 3: bf16 in +-0.5 (activations); 4: E4M3 codes in +-[2^-6, 2^6].
+__global__ void fill_kernel(uint8_t* p, size_t n, uint32_t seed, int mode) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x) {
+    const uint32_t h = hash32(i, seed);
+    if (mode == 0) p[i] = uint8_t(h);
+    if (mode == 1) p[i] = uint8_t(121 + h % 5);
+    if (mode == 2) p[i] = uint8_t(0x18 + h % 0x38);
+    if (mode == 4) p[i] = uint8_t(((h >> 8) & 0x80) | (0x08 + h % 0x60));
+    if (mode == 3 && i % 2 == 0 && i + 1 < n) {
+      const float v = (float(h >> 8) * 0x1p-24f - 0.5f);
+      const uint16_t b = __bfloat16_as_ushort(__float2bfloat16_rn(v));
+      p[i] = uint8_t(b);
+      p[i + 1] = uint8_t(b >> 8);
+    }
+  }
+}
+
+void fill(void* p, size_t n, uint32_t seed, int mode) {
+  fill_kernel<<<4096, 256>>>(static_cast<uint8_t*>(p), n, seed, mode);
+  CK(cudaGetLastError());
+}
+
+void* dmalloc(size_t n) {
+  void* p = nullptr;
+  CK(cudaMalloc(&p, std::max<size_t>(n, 256)));
+  return p;
+}
+
+double median(std::vector<float> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Median ms of `runs` event-timed calls launch(i) after a warm-up.
+double time_ms(const std::function<void(int)>& launch, int runs, cudaStream_t s) {
+  for (int i = 0; i < 3; ++i) launch(i);
+  CK(cudaStreamSynchronize(s));
+  cudaEvent_t a, b;
+  CK(cudaEventCreate(&a));
+  CK(cudaEventCreate(&b));
+  std::vector<float> t(runs);
+  for (int i = 0; i < runs; ++i) {
+    CK(cudaEventRecord(a, s));
+    launch(i);
+    CK(cudaEventRecord(b, s));
+    CK(cudaEventSynchronize(b));
+    CK(cudaEventElapsedTime(&t[i], a, b));
+  }
+  CK(cudaEventDestroy(a));
+  CK(cudaEventDestroy(b));
+  return median(t);
+}
+
+// One packed matrix in a checkpoint format (fp8_block with E8M0 scales, or nvfp4).
+struct packed_matrix {
+  device_weight w;
+  std::vector<void*> owned;
+  packed_matrix(weight_kind kind, int64_t rows, int64_t cols, uint32_t seed) {
+    w.kind = kind;
+    w.rows = rows;
+    w.cols = cols;
+    w.scale_e8m0 = kind == weight_kind::fp8_block;
+    const size_t bytes = size_t(dsv4::cuda::weight_matrix_bytes(kind, rows, cols));
+    const size_t scales = size_t(dsv4::cuda::scale_matrix_count(kind, rows, cols));
+    void* d = dmalloc(bytes);
+    fill(d, bytes, seed, kind == weight_kind::fp8_block ? 4 : 0);
+    w.data = d;
+    owned.push_back(d);
+    void* s = dmalloc(scales);
+    fill(s, scales, seed + 1, kind == weight_kind::fp8_block ? 1 : 2);
+    w.scale = s;
+    owned.push_back(s);
+    if (kind == weight_kind::nvfp4) {
+      float* g = static_cast<float*>(dmalloc(4));
+      const float v = 1.0f / 64.0f;
+      CK(cudaMemcpy(g, &v, 4, cudaMemcpyHostToDevice));
+      w.global_scale = g;
+      owned.push_back(g);
+    }
+  }
+  ~packed_matrix() {
+    for (void* p : owned) cudaFree(p);
+  }
+  size_t read_bytes() const {
+    return size_t(dsv4::cuda::weight_matrix_bytes(w.kind, w.rows, w.cols)) +
+           size_t(dsv4::cuda::scale_matrix_count(w.kind, w.rows, w.cols)) +
+           (w.global_scale ? 4 : 0);
+  }
+};
+
+struct shape {
+  const char* name;
+  int64_t rows, cols;
+};
+
+constexpr size_t k_rotate_bytes = size_t(512) << 20;  // >= 4x the 50/60 MiB L2
+
+void bench_shape(const shape& sh, weight_kind kind, const std::vector<int64_t>& tokens,
+                 cublasHandle_t cublas, cudaStream_t s) {
+  using bf = __nv_bfloat16;
+  const int64_t rows = sh.rows, cols = sh.cols;
+  // Packed copies past L2; BF16 copies for the ceiling likewise.
+  const size_t packed_bytes = packed_matrix(kind, rows, cols, 1).read_bytes();
+  const int sets =
+      int(std::max<size_t>(2, std::min<size_t>(16, k_rotate_bytes / packed_bytes + 1)));
+  std::vector<std::unique_ptr<packed_matrix>> mats;
+  for (int i = 0; i < sets; ++i)
+    mats.push_back(std::make_unique<packed_matrix>(kind, rows, cols, 100 + 7 * i));
+  const size_t bf_bytes = size_t(rows * cols * 2);
+  const int bf_sets = int(std::max<size_t>(2, std::min<size_t>(16, k_rotate_bytes / bf_bytes + 1)));
+  std::vector<void*> bfw(bf_sets);
+  for (int i = 0; i < bf_sets; ++i) {
+    bfw[i] = dmalloc(bf_bytes);
+    fill(bfw[i], bf_bytes, 900 + i, 3);
+  }
+  const int64_t tmax = *std::max_element(tokens.begin(), tokens.end());
+  bf* x = static_cast<bf*>(dmalloc(size_t(tmax * cols * 2)));
+  fill(x, size_t(tmax * cols * 2), 77, 3);
+  bf* y = static_cast<bf*>(dmalloc(size_t(tmax * rows * 2)));
+  const size_t ws_bytes = dsv4::cuda::linear_gemm_workspace_bytes<bf>(mats[0]->w);
+  void* ws = dmalloc(ws_bytes);
+  const char* kname = kind == weight_kind::fp8_block ? "fp8blk" : "nvfp4";
+  for (int64_t T : tokens) {
+    const int runs = T >= 2048 ? 20 : 40;
+    const double flops = 2.0 * double(T) * double(rows) * double(cols);
+    const float one = 1.0f, zero = 0.0f;
+    CB(cublasSetStream(cublas, s));
+    const double t_cublas = time_ms(
+        [&](int i) {
+          CB(cublasGemmEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, int(rows), int(T), int(cols), &one,
+                          bfw[i % bf_sets], CUDA_R_16BF, int(cols), x, CUDA_R_16BF, int(cols),
+                          &zero, y, CUDA_R_16BF, int(rows), CUBLAS_COMPUTE_32F,
+                          CUBLAS_GEMM_DEFAULT));
+        },
+        runs, s);
+    const double t_gemm = time_ms(
+        [&](int i) {
+          CK(dsv4::cuda::linear_gemm(cublas, x, T, mats[i % sets]->w, 1, y, ws, ws_bytes, s));
+        },
+        runs, s);
+    // The expansion alone: linear_gemm with 1 token costs the expansion plus a trivial GEMM.
+    const double t_expand = time_ms(
+        [&](int i) {
+          CK(dsv4::cuda::linear_gemm(cublas, x, 1, mats[i % sets]->w, 1, y, ws, ws_bytes, s));
+        },
+        runs, s);
+    double t_old = -1;
+    if (T <= 1024)
+      t_old = time_ms([&](int i) { CK(dsv4::cuda::linear(x, T, mats[i % sets]->w, y, s)); },
+                      T <= 64 ? runs : 5, s);
+    std::printf(
+        "%-10s %-6s %6lld %6lld %5lld  cublas-bf16 %9.1f us %6.1f TF | linear_gemm %9.1f us "
+        "%6.1f TF %5.1f%% of cublas (1-token call %7.1f us) | linear.h %s",
+        sh.name, kname, (long long)rows, (long long)cols, (long long)T, t_cublas * 1e3,
+        flops / t_cublas * 1e-9, t_gemm * 1e3, flops / t_gemm * 1e-9, 100.0 * t_cublas / t_gemm,
+        t_expand * 1e3, t_old < 0 ? "-" : "");
+    if (t_old >= 0) std::printf("%9.1f us %6.1f TF", t_old * 1e3, flops / t_old * 1e-9);
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  for (void* p : bfw) cudaFree(p);
+  cudaFree(x);
+  cudaFree(y);
+  cudaFree(ws);
+}
+
+}  // namespace
+
+int main() {
+  cudaDeviceProp prop{};
+  CK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("bench_linear_gemm: %s, %d SMs, L2 %d MiB\n", prop.name, prop.multiProcessorCount,
+              prop.l2CacheSize >> 20);
+  cudaStream_t s;
+  CK(cudaStreamCreate(&s));
+  cublasHandle_t cublas;
+  CB(cublasCreate(&cublas));
+  std::printf(
+      "columns: name format rows cols T; cuBLAS BF16 on a BF16 copy (ceiling); "
+      "linear_gemm (expand + same GEMM); linear.h (GEMV for T<=64, tiled above)\n");
+  const std::vector<int64_t> crossover{16, 32, 64, 128};
+  const std::vector<int64_t> prefill{512, 1024, 4096};
+  const shape flash[] = {{"fl.wq_a", 1024, 4096},   {"fl.wq_b", 32768, 1024},
+                         {"fl.wkv", 512, 4096},     {"fl.wo_b", 4096, 8192},
+                         {"fl.idx_wq", 8192, 1024}, {"fl.sh_w13", 2048, 4096},
+                         {"fl.sh_w2", 4096, 2048}};
+  const shape pro[] = {
+      {"pro.wq_b", 65536, 1536}, {"pro.wo_b", 7168, 16384}, {"pro.sh_w13", 3072, 7168}};
+  std::vector<int64_t> both = crossover;
+  both.insert(both.end(), prefill.begin(), prefill.end());
+  for (const shape& sh : flash)
+    bench_shape(sh, weight_kind::fp8_block, sh.rows == 32768 || sh.rows == 2048 ? both : prefill,
+                cublas, s);
+  bench_shape({"fl.sh_w13", 2048, 4096}, weight_kind::nvfp4, prefill, cublas, s);
+  bench_shape({"fl.wq_b", 32768, 1024}, weight_kind::nvfp4, prefill, cublas, s);
+  for (const shape& sh : pro) bench_shape(sh, weight_kind::fp8_block, prefill, cublas, s);
+  cublasDestroy(cublas);
+  cudaStreamDestroy(s);
+  return 0;
+}
