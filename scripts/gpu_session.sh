@@ -6,7 +6,8 @@
 #   PHASE=model   the whole model against the oracle fixtures, graphs and decode kernels
 #                 (test_gpu_model);
 #   PHASE=bench   the real-dimension parity script (f32 and bf16) and the kernel benchmarks
-#                 (bench_moe_linear, bench_attention) with their ceilings;
+#                 (bench_moe_linear, bench_linear_gemm, bench_attention) with their ceilings;
+#   PHASE=one     with BENCH=<binary>: one benchmark binary of bench_kernels only;
 #   PHASE=perf    test_backend_ops --perf (every case timed against the copy ceiling).
 # Logs go to $OUT (or build-gpu/logs).
 set -uo pipefail
@@ -27,6 +28,12 @@ if [ ! -x "$build/test_backend_ops" ] || [ "${REBUILD:-0}" = 1 ]; then
   echo "build: $(( $(date +%s) - t0 )) s"
 fi
 case "${PHASE:-parity}" in
+  one)
+    echo "== $BENCH"
+    timeout "${BENCH_TIMEOUT:-200}" "$build/bench_kernels/$BENCH" >"$out/$BENCH.txt" 2>&1
+    echo "$BENCH exit $?"
+    tail -80 "$out/$BENCH.txt"
+    ;;
   parity)
     echo "== test_backend_ops"
     timeout "${PARITY_TIMEOUT:-480}" "$build/test_backend_ops" ${PARITY_ARGS:-} >"$out/parity.txt" 2>&1
@@ -55,6 +62,10 @@ case "${PHASE:-parity}" in
     timeout 240 "$build/bench_kernels/bench_moe_linear" >"$out/bench_moe_linear.txt" 2>&1
     echo "bench_moe_linear exit $?"
     tail -40 "$out/bench_moe_linear.txt"
+    echo "== bench_linear_gemm"
+    timeout 150 "$build/bench_kernels/bench_linear_gemm" >"$out/bench_linear_gemm.txt" 2>&1
+    echo "bench_linear_gemm exit $?"
+    tail -60 "$out/bench_linear_gemm.txt"
     echo "== bench_attention"
     timeout 150 "$build/bench_kernels/bench_attention" >"$out/bench_attention.txt" 2>&1
     echo "bench_attention exit $?"
