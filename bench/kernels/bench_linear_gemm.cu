@@ -1,4 +1,6 @@
-// Dense linears at prefill (and the decode/prefill crossover), one run on one GPU:
+// Dense linears at decode and prefill, one run on one GPU (`--decode-only` skips prefill):
+//   * decode (T = 1..64, graphs of 16 calls): the GEMV of linear.h, linear_decode (tensor cores),
+//     linear_gemm and cuBLAS BF16, as % of the HBM read ceiling measured in the same run;
 //   * ceiling: cuBLAS BF16 (cublasGemmEx, f32 compute, BF16 out) on the same shape with the weight
 //     already in BF16 — what the GPU does with these shapes at best through the library;
 //   * linear_gemm (linear_gemm.h): exact expansion of the FP8-block / NVFP4 matrix into a BF16
@@ -19,9 +21,11 @@
 #include <cstdlib>
 #include <functional>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "backends/cuda/linear.h"
+#include "backends/cuda/linear_decode.h"
 #include "backends/cuda/linear_gemm.h"
 
 namespace {
@@ -107,6 +111,58 @@ double time_ms(const std::function<void(int)>& launch, int runs, cudaStream_t s)
   CK(cudaEventDestroy(a));
   CK(cudaEventDestroy(b));
   return median(t);
+}
+
+__global__ void read_kernel(const uint4* __restrict__ p, size_t n, uint32_t* sink) {
+  uint32_t acc = 0;
+  const size_t stride = size_t(gridDim.x) * blockDim.x;
+  size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
+  for (; i + 3 * stride < n; i += 4 * stride) {
+    uint4 v[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) v[j] = __ldcs(p + i + j * stride);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) acc ^= v[j].x ^ v[j].y ^ v[j].z ^ v[j].w;
+  }
+  for (; i < n; i += stride) {
+    const uint4 v = __ldcs(p + i);
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x12345678u) *sink = acc;  // keeps the loads
+}
+
+// HBM read ceiling: a read-only kernel over 2 GiB (far past L2), GB/s.
+double read_ceiling_gbps(cudaStream_t s) {
+  const size_t bytes = size_t(2) << 30;
+  void* p = dmalloc(bytes);
+  fill(p, bytes, 5, 0);
+  uint32_t* sink = static_cast<uint32_t*>(dmalloc(4));
+  int sms = 132;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const double ms = time_ms(
+      [&](int) {
+        read_kernel<<<sms * 8, 512, 0, s>>>(static_cast<const uint4*>(p), bytes / 16, sink);
+      },
+      20, s);
+  cudaFree(p);
+  cudaFree(sink);
+  return double(bytes) / (ms * 1e-3) * 1e-9;
+}
+
+constexpr int k_graph_calls = 16;
+
+// Captures launch(i) for i < k_graph_calls into one graph; median ms per call over replays.
+double time_graph_per_call(const std::function<void(int)>& launch, cudaStream_t s) {
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < k_graph_calls; ++i) launch(i);
+  CK(cudaStreamEndCapture(s, &g));
+  CK(cudaGraphInstantiate(&ge, g, 0));
+  const double ms = time_ms([&](int) { CK(cudaGraphLaunch(ge, s)); }, 40, s);
+  CK(cudaGraphExecDestroy(ge));
+  CK(cudaGraphDestroy(g));
+  return ms / k_graph_calls;
 }
 
 // One packed matrix in a checkpoint format (fp8_block with E8M0 scales, or nvfp4).
@@ -222,9 +278,85 @@ void bench_shape(const shape& sh, weight_kind kind, const std::vector<int64_t>& 
   cudaFree(ws);
 }
 
+// Decode-sized steps: every dense path on the same shape and T, each timed as a graph of 16 calls
+// (the way decode steps run), bf16 activations in and out; % of the read ceiling on the bytes each
+// path must read at least (the packed matrix + scales; cuBLAS: its BF16 copy).
+void bench_decode(const shape& sh, weight_kind kind, const std::vector<int64_t>& tokens,
+                  double read_gbps, cublasHandle_t cublas, cudaStream_t s) {
+  using bf = __nv_bfloat16;
+  const int64_t rows = sh.rows, cols = sh.cols;
+  const size_t packed_bytes = packed_matrix(kind, rows, cols, 1).read_bytes();
+  const int sets =
+      int(std::max<size_t>(2, std::min<size_t>(24, k_rotate_bytes / packed_bytes + 1)));
+  std::vector<std::unique_ptr<packed_matrix>> mats;
+  for (int i = 0; i < sets; ++i)
+    mats.push_back(std::make_unique<packed_matrix>(kind, rows, cols, 300 + 7 * i));
+  const size_t bf_bytes = size_t(rows * cols * 2);
+  const int bf_sets = int(std::max<size_t>(2, std::min<size_t>(24, k_rotate_bytes / bf_bytes + 1)));
+  std::vector<void*> bfw(bf_sets);
+  for (int i = 0; i < bf_sets; ++i) {
+    bfw[i] = dmalloc(bf_bytes);
+    fill(bfw[i], bf_bytes, 700 + i, 3);
+  }
+  const int64_t tmax = *std::max_element(tokens.begin(), tokens.end());
+  bf* x = static_cast<bf*>(dmalloc(size_t(tmax * cols * 2)));
+  fill(x, size_t(tmax * cols * 2), 78, 3);
+  bf* y = static_cast<bf*>(dmalloc(size_t(tmax * rows * 2)));
+  const size_t ws_bytes = std::max(dsv4::cuda::linear_gemm_workspace_bytes<bf>(mats[0]->w),
+                                   dsv4::cuda::linear_decode_workspace_bytes(tmax, cols));
+  void* ws = dmalloc(ws_bytes);
+  const char* kname = kind == weight_kind::fp8_block ? "fp8blk" : "nvfp4";
+  const bool ld_ok = dsv4::cuda::linear_decode_supported(mats[0]->w);
+  CB(cublasSetStream(cublas, s));
+  auto pct = [&](double ms, double bytes) {
+    return 100.0 * bytes / (ms * 1e-3) * 1e-9 / read_gbps;
+  };
+  for (int64_t T : tokens) {
+    const double t_gemv = time_graph_per_call(
+        [&](int i) { CK(dsv4::cuda::linear(x, T, mats[i % sets]->w, y, s)); }, s);
+    const double t_ld =
+        ld_ok ? time_graph_per_call(
+                    [&](int i) {
+                      CK(dsv4::cuda::linear_decode(x, T, mats[i % sets]->w, y, ws, ws_bytes, s));
+                    },
+                    s)
+              : -1;
+    const double t_gemm = time_graph_per_call(
+        [&](int i) {
+          CK(dsv4::cuda::linear_gemm(cublas, x, T, mats[i % sets]->w, 1, y, ws, ws_bytes, s));
+        },
+        s);
+    const float one = 1.0f, zero = 0.0f;
+    const double t_cublas = time_graph_per_call(
+        [&](int i) {
+          CB(cublasGemmEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, int(rows), int(T), int(cols), &one,
+                          bfw[i % bf_sets], CUDA_R_16BF, int(cols), x, CUDA_R_16BF, int(cols),
+                          &zero, y, CUDA_R_16BF, int(rows), CUBLAS_COMPUTE_32F,
+                          CUBLAS_GEMM_DEFAULT));
+        },
+        s);
+    const double pb = double(packed_bytes);
+    std::printf("%-10s %-6s %6lld %6lld %3lld | gemv %7.1f us %5.1f%% | linear_decode ", sh.name,
+                kname, (long long)rows, (long long)cols, (long long)T, t_gemv * 1e3,
+                pct(t_gemv, pb));
+    if (t_ld >= 0)
+      std::printf("%7.1f us %5.1f%%", t_ld * 1e3, pct(t_ld, pb));
+    else
+      std::printf("%16s", "-");
+    std::printf(" | linear_gemm %7.1f us %5.1f%% | cublas-bf16 %7.1f us %5.1f%% of bf16 bytes\n",
+                t_gemm * 1e3, pct(t_gemm, pb), t_cublas * 1e3, pct(t_cublas, double(bf_bytes)));
+    std::fflush(stdout);
+  }
+  for (void* p : bfw) cudaFree(p);
+  cudaFree(x);
+  cudaFree(y);
+  cudaFree(ws);
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const bool decode_only = argc > 1 && std::string(argv[1]) == "--decode-only";
   cudaDeviceProp prop{};
   CK(cudaGetDeviceProperties(&prop, 0));
   std::printf("bench_linear_gemm: %s, %d SMs, L2 %d MiB\n", prop.name, prop.multiProcessorCount,
@@ -233,22 +365,33 @@ int main() {
   CK(cudaStreamCreate(&s));
   cublasHandle_t cublas;
   CB(cublasCreate(&cublas));
-  std::printf(
-      "columns: name format rows cols T; cuBLAS BF16 on a BF16 copy (ceiling); "
-      "linear_gemm (expand + same GEMM); linear.h (GEMV for T<=64, tiled above)\n");
-  const std::vector<int64_t> crossover{16, 32, 64, 128};
-  const std::vector<int64_t> prefill{512, 1024, 4096};
+  const double read_gbps = read_ceiling_gbps(s);
+  std::printf("HBM read ceiling (read-only kernel, 2 GiB): %.1f GB/s\n", read_gbps);
   const shape flash[] = {{"fl.wq_a", 1024, 4096},   {"fl.wq_b", 32768, 1024},
                          {"fl.wkv", 512, 4096},     {"fl.wo_b", 4096, 8192},
                          {"fl.idx_wq", 8192, 1024}, {"fl.sh_w13", 2048, 4096},
                          {"fl.sh_w2", 4096, 2048}};
-  const shape pro[] = {
-      {"pro.wq_b", 65536, 1536}, {"pro.wo_b", 7168, 16384}, {"pro.sh_w13", 3072, 7168}};
-  std::vector<int64_t> both = crossover;
-  both.insert(both.end(), prefill.begin(), prefill.end());
+  const shape pro[] = {{"pro.wq_a", 1536, 7168},
+                       {"pro.wq_b", 65536, 1536},
+                       {"pro.wo_b", 7168, 16384},
+                       {"pro.sh_w13", 3072, 7168},
+                       {"pro.sh_w2", 7168, 3072}};
+  std::printf(
+      "\n## decode: graph of %d calls per timing; %% = of the read ceiling on the packed "
+      "bytes (cuBLAS: on its BF16 copy)\n",
+      k_graph_calls);
+  const std::vector<int64_t> decode{1, 2, 4, 8, 16, 32, 64};
   for (const shape& sh : flash)
-    bench_shape(sh, weight_kind::fp8_block, sh.rows == 32768 || sh.rows == 2048 ? both : prefill,
-                cublas, s);
+    bench_decode(sh, weight_kind::fp8_block, decode, read_gbps, cublas, s);
+  for (const shape& sh : pro)
+    bench_decode(sh, weight_kind::fp8_block, decode, read_gbps, cublas, s);
+  bench_decode({"fl.sh_w13", 2048, 4096}, weight_kind::nvfp4, decode, read_gbps, cublas, s);
+  if (decode_only) return 0;
+  std::printf(
+      "\n## prefill: columns name format rows cols T; cuBLAS BF16 on a BF16 copy "
+      "(ceiling); linear_gemm (expand + same GEMM); linear.h (tiled kernel)\n");
+  const std::vector<int64_t> prefill{512, 1024, 4096};
+  for (const shape& sh : flash) bench_shape(sh, weight_kind::fp8_block, prefill, cublas, s);
   bench_shape({"fl.sh_w13", 2048, 4096}, weight_kind::nvfp4, prefill, cublas, s);
   bench_shape({"fl.wq_b", 32768, 1024}, weight_kind::nvfp4, prefill, cublas, s);
   for (const shape& sh : pro) bench_shape(sh, weight_kind::fp8_block, prefill, cublas, s);

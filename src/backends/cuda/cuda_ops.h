@@ -28,10 +28,12 @@ class cuda_ops final : public ops {
   cudaStream_t stream() const { return stream_; }
   int sm_count() const { return sm_count_; }
   // The fast kernels where they apply: moe_decode for MXFP4/NVFP4 routed experts in steps of
-  // <= 64 tokens (exact and official order), and with bf16 activations attention_decode and
-  // indexer_topk_fast (bf16 tensor-core products) for every step, longer ones in chunks of 64
-  // tokens. Off: the general kernels everywhere (the f32 path then matches the CPU reference op
-  // by op). On by default. Dense linears of >= 65 tokens use cuBLAS (linear_gemm.h) either way.
+  // <= 64 tokens (exact and official order), linear_decode for the dense linears that
+  // linear_dispatch.h gives it, and with bf16 activations attention_decode and indexer_topk_fast
+  // (bf16 tensor-core products) for every step, longer ones in chunks of 64 tokens. Off: the
+  // general kernels everywhere (the f32 path then matches the CPU reference op by op). On by
+  // default. Dense linears take linear_gemm (exact expansion + cuBLAS) where linear_dispatch.h
+  // says so either way.
   void set_decode_kernels(bool enabled) { decode_kernels_ = enabled; }
   bool decode_kernels() const { return decode_kernels_; }
   // Device memory in use by live allocations of this backend, in bytes.

@@ -6,6 +6,8 @@
 #include "backends/cuda/act_dispatch.h"
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/linear.h"
+#include "backends/cuda/linear_decode.h"
+#include "backends/cuda/linear_dispatch.h"
 #include "backends/cuda/linear_gemm.h"
 #include "backends/cuda/moe.h"
 #include "backends/cuda/moe_decode.h"
@@ -182,11 +184,6 @@ std::unique_ptr<prepared_experts> cuda_ops::prepare_experts(const std::vector<li
 
 namespace {
 
-// Prefill-sized steps run dense linears as cuBLAS GEMMs on an expanded copy of the matrix
-// (linear_gemm.h); decode-sized steps stream the packed matrix through the GEMV (linear.h), which
-// reads 2-4x fewer bytes. The GEMV serves up to 64 tokens; the expansion is amortised well before.
-constexpr int64_t k_linear_gemm_min_tokens = 65;
-
 // y = x W^T (block-diagonal over `groups`) into a fresh [T, out] tensor of out_type (the
 // activation dtype, or f32).
 tensor run_linear(cuda_ops& o, const tensor& x, const prepared_linear& w, int64_t groups,
@@ -199,23 +196,33 @@ tensor run_linear(cuda_ops& o, const tensor& x, const prepared_linear& w, int64_
   const auto& cw = static_cast<const cuda_linear&>(w);
   const int64_t T = x.size(0);
   tensor y = o.alloc(out_type, {T, w.out});
-  check_cuda(
-      with_act(o.activation_type(),
-               [&](auto* a) {
-                 using act_t = std::remove_pointer_t<decltype(a)>;
-                 auto call = [&](auto* out) {
-                   if (T >= k_linear_gemm_min_tokens && linear_gemm_supported<act_t>(cw.s.w)) {
-                     const size_t ws = linear_gemm_workspace_bytes<act_t>(cw.s.w);
-                     tensor workspace = o.alloc(dtype::u8, {int64_t(ws)});
-                     return linear_gemm(o.cublas(), act_ptr(x, a), T, cw.s.w, groups, out,
-                                        workspace.data<uint8_t>(), ws, o.stream());
-                   }
-                   return grouped_linear(act_ptr(x, a), T, cw.s.w, groups, out, o.stream());
-                 };
-                 if (out_type == dtype::f32) return call(y.view().ptr<float>());
-                 return call(act_ptr(y, a));
-               }),
-      w.name.c_str());
+  check_cuda(with_act(o.activation_type(),
+                      [&](auto* a) {
+                        using act_t = std::remove_pointer_t<decltype(a)>;
+                        const device_weight& dw = cw.s.w;
+                        const dense_linear_path path = choose_dense_linear_path(
+                            dw.kind, dw.rows, T, groups,
+                            o.decode_kernels() && linear_decode_supported(dw),
+                            linear_gemm_supported<act_t>(dw));
+                        auto call = [&](auto* out) {
+                          if (path == dense_linear_path::linear_gemm) {
+                            const size_t ws = linear_gemm_workspace_bytes<act_t>(dw);
+                            tensor workspace = o.alloc(dtype::u8, {int64_t(ws)});
+                            return linear_gemm(o.cublas(), act_ptr(x, a), T, dw, groups, out,
+                                               workspace.data<uint8_t>(), ws, o.stream());
+                          }
+                          if (path == dense_linear_path::linear_decode) {
+                            const size_t ws = linear_decode_workspace_bytes(T, dw.cols);
+                            tensor workspace = o.alloc(dtype::u8, {int64_t(ws)});
+                            return linear_decode(act_ptr(x, a), T, dw, out,
+                                                 workspace.data<uint8_t>(), ws, o.stream());
+                          }
+                          return grouped_linear(act_ptr(x, a), T, dw, groups, out, o.stream());
+                        };
+                        if (out_type == dtype::f32) return call(y.view().ptr<float>());
+                        return call(act_ptr(y, a));
+                      }),
+             w.name.c_str());
   return y;
 }
 

@@ -215,7 +215,7 @@ __device__ __forceinline__ void mma_round(float (&acc)[NT][4], const round_w<K>&
 template <weight_kind K, bool SPLIT, int NT>
 __global__ void __launch_bounds__(k_threads)
     linear_decode_kernel(const uint16_t* x_hi, const uint16_t* x_lo, int tokens, dense_weight w,
-                         int rt, float* y) {
+                         int rt, void* y, bool y_bf16) {
   constexpr int E = elems_16<K>();
   constexpr int ROUND = 4 * E;
   __shared__ float partial[k_warps - 1][NT][4][k_warp_size];
@@ -268,7 +268,12 @@ __global__ void __launch_bounds__(k_threads)
 #pragma unroll
     for (int i = 0; i < 4; ++i) {
       const int col = 8 * j + 2 * q + (i & 1);
-      if (col < tokens) y[int64_t(col) * w.rows + r0 + g + 8 * (i >> 1)] = acc[j][i] * post;
+      if (col >= tokens) continue;
+      const int64_t at = int64_t(col) * w.rows + r0 + g + 8 * (i >> 1);
+      if (y_bf16)
+        static_cast<__nv_bfloat16*>(y)[at] = __float2bfloat16_rn(acc[j][i] * post);
+      else
+        static_cast<float*>(y)[at] = acc[j][i] * post;
     }
 }
 
@@ -281,14 +286,15 @@ int sm_count() {
 
 template <weight_kind K, bool SPLIT>
 cudaError_t launch(const uint16_t* hi, const uint16_t* lo, int64_t tokens, const dense_weight& w,
-                   float* y, cudaStream_t stream) {
+                   void* y, bool y_bf16, cudaStream_t stream) {
   // Row tiles per block: 4 (K whole per warp) when that still gives >= 4 blocks per SM, else
   // 1 tile with K split over the 4 warps.
   const int rt = (w.rows % 64 == 0 && w.rows / 64 >= 4 * sm_count()) ? 4 : 1;
   const dim3 grid(unsigned(w.rows / (16 * rt)));
   const int nt = int(ceil_div(tokens, 8));
-#define DSV4_LD(NT) \
-  linear_decode_kernel<K, SPLIT, NT><<<grid, k_threads, 0, stream>>>(hi, lo, int(tokens), w, rt, y)
+#define DSV4_LD(NT)                  \
+  linear_decode_kernel<K, SPLIT, NT> \
+      <<<grid, k_threads, 0, stream>>>(hi, lo, int(tokens), w, rt, y, y_bf16)
   if (nt == 1)
     DSV4_LD(1);
   else if (nt == 2)
@@ -317,9 +323,11 @@ size_t linear_decode_workspace_bytes(int64_t tokens, int64_t cols) {
   return size_t(2) * ((size_t(std::max<int64_t>(tokens, 1) * cols) * 2 + 255) / 256 * 256);
 }
 
-template <typename act_t>
-cudaError_t linear_decode(const act_t* x, int64_t tokens, const device_weight& w, float* y,
+template <typename act_t, typename out_t>
+cudaError_t linear_decode(const act_t* x, int64_t tokens, const device_weight& w, out_t* y,
                           void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+  static_assert(std::is_same_v<out_t, float> || std::is_same_v<out_t, __nv_bfloat16>);
+  constexpr bool y_bf16 = std::is_same_v<out_t, __nv_bfloat16>;
   if (tokens < 0 || !x || !y || !workspace) return cudaErrorInvalidValue;
   if (tokens > k_linear_decode_max_tokens || !linear_decode_supported(w))
     return cudaErrorNotSupported;
@@ -343,7 +351,7 @@ cudaError_t linear_decode(const act_t* x, int64_t tokens, const device_weight& w
     linear_decode_prepare_kernel<weight_kind::KIND, act_t>                                         \
         <<<unsigned(ceil_div(groups, threads)), threads, 0, stream>>>(x, tokens * w.cols, hi, lo); \
     if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;                      \
-    return launch<weight_kind::KIND, split>(hi, lo, tokens, dw, y, stream);
+    return launch<weight_kind::KIND, split>(hi, lo, tokens, dw, y, y_bf16, stream);
   switch (w.kind) {
     DSV4_LD_CASE(bf16)
     DSV4_LD_CASE(fp8_block)
@@ -355,10 +363,14 @@ cudaError_t linear_decode(const act_t* x, int64_t tokens, const device_weight& w
 #undef DSV4_LD_CASE
 }
 
-template cudaError_t linear_decode<float>(const float*, int64_t, const device_weight&, float*,
-                                          void*, size_t, cudaStream_t);
-template cudaError_t linear_decode<__nv_bfloat16>(const __nv_bfloat16*, int64_t,
-                                                  const device_weight&, float*, void*, size_t,
-                                                  cudaStream_t);
+template cudaError_t linear_decode<float, float>(const float*, int64_t, const device_weight&,
+                                                 float*, void*, size_t, cudaStream_t);
+template cudaError_t linear_decode<__nv_bfloat16, float>(const __nv_bfloat16*, int64_t,
+                                                         const device_weight&, float*, void*,
+                                                         size_t, cudaStream_t);
+template cudaError_t linear_decode<__nv_bfloat16, __nv_bfloat16>(const __nv_bfloat16*, int64_t,
+                                                                 const device_weight&,
+                                                                 __nv_bfloat16*, void*, size_t,
+                                                                 cudaStream_t);
 
 }  // namespace dsv4::cuda

@@ -7,17 +7,12 @@
 // tensor cores (mma.sync m16n8k16, f32 accumulation), every token of the step in the same pass
 // (up to 8 n-tiles of 8 tokens per warp). f32 activations enter as BF16 hi + lo (~2^-17 relative
 // per product); bf16 activations are exact. fp8_block scales and the nvfp4 global scale multiply
-// f32 partial sums. Two launches (activation prepare, GEMV), no host synchronisation, launch
-// configuration from the shapes only.
+// f32 partial sums; the output is f32, or bf16 for bf16 activations. Two launches (activation
+// prepare, GEMV), no host synchronisation, launch configuration from the shapes only.
 //
-// Status: correct (parity cases in tests/cuda/cases_moe_decode.inc) but measured slower than
-// cuBLAS BF16 on most DeepSeek-V4 shapes (bench/kernels/results/h200_2026-11-22.md: small
-// matrices get too few blocks and wait on unprefetched activation loads): do not dispatch to it
-// before those are fixed and re-measured.
-//
-// Dispatch (once it pays): when tokens <= k_linear_decode_max_tokens and
-// linear_decode_supported(w), call linear_decode(...) with a workspace of
-// linear_decode_workspace_bytes(tokens, w.cols) bytes instead of linear_f32out.
+// Dispatched by cuda_ops for the shapes where it is the fastest dense path (linear_dispatch.h:
+// 2..32 tokens on FP8 matrices of >= 4096 rows, 2..64 tokens on 4-bit matrices); matrices with
+// few rows give it too few blocks (bench/kernels/bench_linear_gemm).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -38,10 +33,11 @@ bool linear_decode_supported(const device_weight& w);
 
 size_t linear_decode_workspace_bytes(int64_t tokens, int64_t cols);
 
-// x [tokens, cols] act_t, y [tokens, rows] f32, matrix 0 of w. cudaErrorNotSupported when
-// !linear_decode_supported(w) or tokens > k_linear_decode_max_tokens.
-template <typename act_t>
-cudaError_t linear_decode(const act_t* x, int64_t tokens, const device_weight& w, float* y,
+// x [tokens, cols] act_t, y [tokens, rows] out_t (f32; or bf16 for bf16 activations, rounded
+// once from the f32 sum), matrix 0 of w. cudaErrorNotSupported when !linear_decode_supported(w)
+// or tokens > k_linear_decode_max_tokens.
+template <typename act_t, typename out_t>
+cudaError_t linear_decode(const act_t* x, int64_t tokens, const device_weight& w, out_t* y,
                           void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
 }  // namespace dsv4::cuda
