@@ -113,6 +113,65 @@ __global__ void __launch_bounds__(k_gemv_threads)
         store_y<act_t>(y, (t0 + t) * y_stride + g * out_g + local0 + r, acc[r][t], y_f32);
 }
 
+// Matrices with few rows give the GEMV above too few warps to keep HBM busy (Flash wq_a: 64
+// blocks of 4 warps on 132 SMs, 9.5% of the read ceiling at one token). This variant puts the
+// block's 4 warps on the same k_gemv_rows rows, each over a quarter of the columns, and sums the
+// four partials in shared memory in warp order (deterministic). Grid as linear_gemv_kernel with
+// k_gemv_rows rows per block.
+template <typename act_t, weight_kind K, int NT>
+__global__ void __launch_bounds__(k_gemv_threads)
+    linear_gemv_split_kernel(const act_t* x, int64_t x_stride, int64_t tokens, weight_args w,
+                             int64_t out_g, void* y, bool y_f32, int64_t y_stride,
+                             bool vector_path) {
+  __shared__ const act_t* xrow[NT];
+  __shared__ float partial[k_gemv_warps - 1][k_gemv_rows][NT];
+  const int64_t g = blockIdx.y;
+  const int64_t t0 = int64_t(blockIdx.z) * NT;
+  const int ntok = int(min(int64_t(NT), tokens - t0));
+  if (threadIdx.x < NT)
+    xrow[threadIdx.x] = x + (t0 + min(int(threadIdx.x), ntok - 1)) * x_stride + g * w.cols;
+  __syncthreads();
+  const int warp = threadIdx.x / k_warp_size;
+  const int lane = threadIdx.x % k_warp_size;
+  const int64_t local0 = int64_t(blockIdx.x) * k_gemv_rows;
+  row_ref rows[k_gemv_rows];
+#pragma unroll
+  for (int r = 0; r < k_gemv_rows; ++r)
+    if (local0 + r < out_g) rows[r] = detail::locate_row<K>(w, 0, g * out_g + local0 + r);
+  // Quarter boundaries on whole 16-byte vectors (or elements on the scalar path).
+  const int64_t unit = vector_path ? format<K>::elems_per_vec : 1;
+  const int64_t units = (w.cols + unit - 1) / unit;
+  const int64_t kb = units * warp / k_gemv_warps * unit;
+  const int64_t ke = min(w.cols, units * (warp + 1) / k_gemv_warps * unit);
+  float acc[k_gemv_rows][NT];
+  detail::warp_rows_dot<K, k_gemv_rows, NT>(rows, ke, xrow, ntok, w.scale_e8m0, vector_path, acc,
+                                            kb);
+  if (warp > 0 && lane == 0)
+#pragma unroll
+    for (int r = 0; r < k_gemv_rows; ++r)
+#pragma unroll
+      for (int t = 0; t < NT; ++t) partial[warp - 1][r][t] = acc[r][t];
+  __syncthreads();
+  if (warp > 0) return;
+#pragma unroll
+  for (int r = 0; r < k_gemv_rows; ++r)
+#pragma unroll
+    for (int t = 0; t < NT; ++t) {
+      float v = acc[r][t];
+#pragma unroll
+      for (int p = 0; p < k_gemv_warps - 1; ++p) v += partial[p][r][t];
+      if (lane == (r * NT + t) % k_warp_size && t < ntok && local0 + r < out_g)
+        store_y<act_t>(y, (t0 + t) * y_stride + g * out_g + local0 + r, v, y_f32);
+    }
+}
+
+int device_sm_count() {
+  int device = 0, sms = 132;
+  if (cudaGetDevice(&device) == cudaSuccess)
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  return sms;
+}
+
 constexpr int k_tile_tokens = 64, k_tile_rows = 64, k_tile_k = 32;
 constexpr int k_tile_threads = 256;  // 16 x 16 threads, 4 x 4 outputs each
 
@@ -212,8 +271,24 @@ cudaError_t launch_linear(const act_t* x, int64_t tokens, const device_weight& w
   if (tokens <= k_gemv_max_tokens) {
     const int64_t rows_per_block = int64_t(k_gemv_warps) * k_gemv_rows;
     const int nt = tokens <= 1 ? 1 : tokens <= 4 ? 4 : 16;
+    const int64_t token_tiles = ceil_div(tokens, nt);
+    // Split K over the warps when whole-row warps would leave SMs without 2 blocks (<= 4 tokens;
+    // the 16-token tile keeps its own layout).
+    const bool split = nt <= 4 && ceil_div(out_g, rows_per_block) * groups * token_tiles <
+                                      2 * int64_t(device_sm_count());
+    if (split) {
+      const dim3 grid(unsigned(ceil_div(out_g, int64_t(k_gemv_rows))), unsigned(groups),
+                      unsigned(token_tiles));
+      if (nt == 1)
+        linear_gemv_split_kernel<act_t, K, 1><<<grid, k_gemv_threads, 0, stream>>>(
+            x, x_stride, tokens, args, out_g, y, y_f32, w.rows, vector_path);
+      else
+        linear_gemv_split_kernel<act_t, K, 4><<<grid, k_gemv_threads, 0, stream>>>(
+            x, x_stride, tokens, args, out_g, y, y_f32, w.rows, vector_path);
+      return cudaGetLastError();
+    }
     const dim3 grid(unsigned(ceil_div(out_g, rows_per_block)), unsigned(groups),
-                    unsigned(ceil_div(tokens, nt)));
+                    unsigned(token_tiles));
     if (nt == 1)
       linear_gemv_kernel<act_t, K, 1><<<grid, k_gemv_threads, 0, stream>>>(
           x, x_stride, tokens, args, out_g, y, y_f32, w.rows, vector_path);

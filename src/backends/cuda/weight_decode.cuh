@@ -268,10 +268,13 @@ __device__ __forceinline__ void load_x(const float* p, float* x) {
 // t < ntok (other entries stay 0). Every lane ends with the full sums. xrow points to NT activation
 // rows of X (float or __nv_bfloat16; in shared memory, so gathered token rows cost no registers).
 // All lanes of the warp must call it.
+// Only columns [k_begin, cols) are summed when k_begin > 0 (a K split; k_begin must be a multiple
+// of the format's elems_per_vec on the vector path).
 template <weight_kind K, int R, int NT, typename X>
 __device__ __forceinline__ void warp_rows_dot(const row_ref (&rows)[R], int64_t cols,
                                               const X* const* xrow, int ntok, bool e8m0,
-                                              bool vector_path, float (&acc)[R][NT]) {
+                                              bool vector_path, float (&acc)[R][NT],
+                                              int64_t k_begin = 0) {
   using F = format<K>;
   const int lane = threadIdx.x % k_warp_size;
 #pragma unroll
@@ -282,7 +285,7 @@ __device__ __forceinline__ void warp_rows_dot(const row_ref (&rows)[R], int64_t 
   if (vector_path) {
     constexpr int EW = F::elems_per_word;
     constexpr int EV = F::elems_per_vec;
-    for (int64_t k0 = int64_t(lane) * EV; k0 < cols; k0 += int64_t(k_warp_size) * EV) {
+    for (int64_t k0 = k_begin + int64_t(lane) * EV; k0 < cols; k0 += int64_t(k_warp_size) * EV) {
       uint4 raw[R];
       float s[R][2];
 #pragma unroll
@@ -320,7 +323,7 @@ __device__ __forceinline__ void warp_rows_dot(const row_ref (&rows)[R], int64_t 
       }
     }
   } else {
-    for (int64_t k = lane; k < cols; k += k_warp_size) {
+    for (int64_t k = k_begin + lane; k < cols; k += k_warp_size) {
       float w[R];
 #pragma unroll
       for (int r = 0; r < R; ++r) w[r] = rows[r].data ? decode_one<K>(rows[r], k, e8m0) : 0.0f;
