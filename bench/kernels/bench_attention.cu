@@ -9,7 +9,12 @@
 // their % of the read ceiling and TFLOP/s. Also a naive reference for scale: gather the rows
 // (gather_rows) and dense BF16 attention through cuBLAS (two batched GEMMs and a softmax kernel).
 //
-//   bench_attention [--runs N]
+//   bench_attention [--runs N]   every case, old kernels included
+//   bench_attention --focus      the decode cases that matter, with a thin-split plan row and the
+//                                indexer's grid variants; no old kernels (old vs new: build this
+//                                file once more against the previous tree with
+//                                -DDSV4_BENCH_PREV_API and run both)
+//   bench_attention --profile    the T=1 cases, one timed launch each (under ncu)
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -52,6 +57,7 @@ namespace {
   } while (0)
 
 int g_runs = 60;
+bool g_focus = false;  // --focus: the decode cases that matter, extra plan rows, no old kernels
 size_t g_l2 = 60u << 20;
 void* g_flush = nullptr;
 size_t g_flush_bytes = 0;
@@ -308,6 +314,19 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
         q16, T, H, d, w16, &c16, sinks, scale, out16, plan, scratch, plan.scratch_bytes, 0)));
   });
   print_row("new bf16 pool/act", shape, ms, bytes16, flops);
+  if (g_focus) {
+    // Thinner splits (one 32-key tile per CTA where the SMs allow).
+    const auto thin =
+        dsv4::cuda::attention_decode_make_plan(T, H, d, W, hca ? table_width * 128 : top_k, sms, 1);
+    void* thin_scratch = device_alloc<unsigned char>(thin.scratch_bytes);
+    ms = time_ms([&] {
+      CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
+          q16, T, H, d, w16, &c16, sinks, scale, out16, thin, thin_scratch, thin.scratch_bytes,
+          0)));
+    });
+    print_row(("  splits=" + std::to_string(thin.splits)).c_str(), shape, ms, bytes16, flops);
+    cudaFree(thin_scratch);
+  }
   ms = time_ms([&] {
     CHECK((dsv4::cuda::sparse_attention_decode<float, __nv_bfloat16>(
         q32, T, H, d, w16, &c16, sinks, scale, out32, plan, scratch, plan.scratch_bytes, 0)));
@@ -322,10 +341,12 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
     });
     print_row("new f32 pool/act", shape, ms, bytes32, flops);
   }
-  ms = time_ms([&] {
-    CHECK(dsv4::cuda::sparse_attention<float>(q32, T, H, d, w32, &c32, sinks, scale, out32, 0));
-  });
-  print_row("old f32 (attention.cu)", shape, ms, bytes32, flops);
+  if (!g_focus) {
+    ms = time_ms([&] {
+      CHECK(dsv4::cuda::sparse_attention<float>(q32, T, H, d, w32, &c32, sinks, scale, out32, 0));
+    });
+    print_row("old f32 (attention.cu)", shape, ms, bytes32, flops);
+  }
   {
     naive_attention naive(blas, T, H, keys, q16);
     ms = time_ms([&] { naive.run(pool16, pool_rows, gather_idx, sinks); });
@@ -391,6 +412,35 @@ void bench_indexer_case(int sms, int64_t T, int64_t entries, int64_t top_k) {
           q_scale, score_plan, scratch, plan.scratch_bytes, out, 0));
     });
     print_row("  of which scores+hist", shape, ms, bytes16, flops);
+#ifndef DSV4_BENCH_PREV_API  // defined when this file is built against the kernels before
+                             // collect_only existed (old-vs-new runs)
+    {
+      auto collect_plan = plan;
+      collect_plan.collect_only = true;
+      ms = time_ms([&] {
+        CHECK(dsv4::cuda::indexer_topk_fast<__nv_bfloat16>(
+            q16, w16, T, heads, d, keys16, pool_blocks * bs, dtable, T, width, dseq, dvis, bs,
+            top_k, q_scale, collect_plan, scratch, plan.scratch_bytes, out, 0));
+      });
+      print_row("  of which up to collect", shape, ms, bytes16, flops);
+    }
+#endif
+    if (g_focus) {
+      // More, smaller CTAs (the plan's chunking only sets the grid; scratch is the same).
+      for (int64_t per : {int64_t(512), int64_t(256)}) {
+        if (per >= plan.keys_per_cta) continue;
+        auto p2 = score_plan;
+        p2.keys_per_cta = per;
+        p2.ctas_per_token = (p2.capacity + per - 1) / per;
+        ms = time_ms([&] {
+          CHECK(dsv4::cuda::indexer_topk_fast<__nv_bfloat16>(
+              q16, w16, T, heads, d, keys16, pool_blocks * bs, dtable, T, width, dseq, dvis, bs,
+              top_k, q_scale, p2, scratch, plan.scratch_bytes, out, 0));
+        });
+        print_row(("  scores, " + std::to_string(per) + " keys/CTA").c_str(), shape, ms, bytes16,
+                  flops);
+      }
+    }
   }
   ms = time_ms([&] {
     CHECK(dsv4::cuda::indexer_topk_fast<float>(q32, w32, T, heads, d, keys16, pool_blocks * bs,
@@ -399,7 +449,7 @@ void bench_indexer_case(int sms, int64_t T, int64_t entries, int64_t top_k) {
   });
   print_row("new bf16 keys f32 act", shape, ms, bytes16, flops);
   cudaFree(keys16);
-  {
+  if (!g_focus) {
     // Old kernel: f32 keys (twice the bytes).
     float* keys32 = random_f32(size_t(pool_blocks * bs * d), -1, 1);
     const size_t old_scratch = dsv4::cuda::indexer_scratch_bytes(T, width * bs);
@@ -428,12 +478,17 @@ void bench_indexer_case(int sms, int64_t T, int64_t entries, int64_t top_k) {
 
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // rows survive a timeout
-  bool quick = false;  // --quick: two cases, few launches (for a profiler run)
+  bool quick = false;    // --quick: two cases, few launches (for a profiler run)
+  bool profile = false;  // --profile: the small decode cases, one timed launch each (for ncu)
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
       g_runs = std::max(50, std::atoi(argv[++i]));
     else if (std::strcmp(argv[i], "--quick") == 0)
       quick = true;
+    else if (std::strcmp(argv[i], "--focus") == 0)
+      g_focus = true;
+    else if (std::strcmp(argv[i], "--profile") == 0)
+      profile = true;
   }
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
@@ -446,6 +501,18 @@ int main(int argc, char** argv) {
   CHECK(cudaMemset(g_flush, 0x3C, g_flush_bytes));
   CHECK(cudaMalloc(&g_flush_sink, 4));
 
+  if (profile) {
+    g_runs = 1;
+    g_read_gbps = 1;
+    g_focus = true;
+    cublasHandle_t blas;
+    CHECK_CUBLAS(cublasCreate(&blas));
+    bench_attention_case(blas, sms, 1, 64, false, 1 << 20, 512);
+    bench_attention_case(blas, sms, 1, 64, true, 1 << 20, 0);
+    bench_indexer_case(sms, 1, 262144, 512);
+    CHECK_CUBLAS(cublasDestroy(blas));
+    return 0;
+  }
   if (quick) {
     g_runs = 1;
     g_read_gbps = 1;
@@ -496,6 +563,19 @@ int main(int argc, char** argv) {
   std::printf("  %-22s %-50s %9s %9s %7s %8s\n", "kernel", "shape", "us", "GB/s", "%read",
               "TFLOP/s");
   std::printf("sparse attention (decode), head_dim 512, window 128:\n");
+  if (g_focus) {
+    for (int64_t ctx : {8192, 131072, 1048576})
+      bench_attention_case(blas, sms, 1, 64, true, ctx, 0);
+    for (int64_t T : {1, 8, 32}) bench_attention_case(blas, sms, T, 64, false, 1 << 20, 512);
+    bench_attention_case(blas, sms, 8, 64, true, 1 << 20, 0);
+    bench_attention_case(blas, sms, 32, 128, false, 1 << 20, 1024);
+    bench_attention_case(blas, sms, 32, 128, true, 1 << 20, 0);
+    std::printf("indexer top-k (64 heads x 128, bf16 keys):\n");
+    bench_indexer_case(sms, 1, 262144, 512);
+    bench_indexer_case(sms, 32, 262144, 512);
+    CHECK_CUBLAS(cublasDestroy(blas));
+    return 0;
+  }
   for (int64_t H : {64, 128})
     for (int64_t T : {1, 8, 32}) {
       bench_attention_case(blas, sms, T, H, false, 1 << 20, H == 64 ? 512 : 1024);

@@ -2,7 +2,7 @@
 //
 // Grid (split, head group, token). A CTA holds its head group's 64 query rows in shared memory
 // (bf16, 64 KB) and streams the token's key slots [split * keys_per_split, +keys_per_split) in
-// tiles of 32 rows through a 3-stage cp.async ring (32 KB per stage). Rows are 1024 bytes; the
+// tiles of 32 rows through a 4-stage cp.async ring (32 KB per stage). Rows are 1024 bytes; the
 // 16-byte chunk c of row r is stored at chunk c ^ (r & 7), so the 8 rows an ldmatrix reads at one
 // logical chunk fall in 8 distinct bank groups.
 //
@@ -17,7 +17,9 @@
 // Each CTA writes its unnormalized accumulators and (max, sum) per head; the combine kernel
 // merges the splits and adds the sink to the denominator: m = max(sink, m_i),
 // out = sum_i 2^(m_i - m) o_i / (sum_i 2^(m_i - m) l_i + 2^(sink - m)). A split without keys
-// has m_i = -inf and is skipped, so a token without keys gets 0 / 2^0 = 0.
+// has m_i = -inf and is skipped, so a token without keys gets 0 / 2^0 = 0. The combine kernel is
+// a programmatic dependent launch (PDL, graph-capturable): its CTAs are scheduled while the main
+// grid runs and wait in griddepcontrol.wait, which hides its launch latency.
 #include <algorithm>
 #include <cmath>
 
@@ -58,7 +60,7 @@ constexpr int k_combine_threads = k_d / 4;
 static_assert(k_tile * k_chunks % k_threads == 0, "tile load must divide evenly");
 static_assert(k_rows * k_chunks % k_threads == 0, "query load must divide evenly");
 
-__device__ __forceinline__ int64_t ceil_div_dev(int64_t a, int64_t b) {
+__device__ __forceinline__ int ceil_div_dev(int a, int b) {
   return (a + b - 1) / b;
 }
 
@@ -80,32 +82,36 @@ __device__ __forceinline__ int64_t visible_slots(const kv_rows<pool_t>& s, int64
 template <typename pool_t>
 struct slot_space {
   kv_rows<pool_t> window, comp;
-  int64_t t, cap_w, n_w, n_c, hi, seq_w, seq_c;
+  // Slot numbers are 32-bit (the host checks the capacities) so the block division is a short
+  // unsigned 32-bit sequence instead of a 64-bit division call.
+  int64_t t;
+  int cap_w, n_w, n_c, hi;
+  int64_t seq_w, seq_c;
 
   __device__ __forceinline__ const int32_t* index_of(const kv_rows<pool_t>& src, int64_t seq,
-                                                     int64_t i) const {
+                                                     int i) const {
     if (src.rows) return src.rows + t * src.rows_width + i;
     if (seq < 0 || seq >= src.table_rows) return nullptr;
-    const int64_t block = i / src.block_size;
+    const uint32_t block = uint32_t(i) / uint32_t(src.block_size);
     if (block >= src.table_width) return nullptr;
     return src.block_table + seq * src.table_width + block;
   }
   // The global index to prefetch for slot s, or null when s holds no key.
-  __device__ __forceinline__ const int32_t* index_src(int64_t s) const {
+  __device__ __forceinline__ const int32_t* index_src(int s) const {
     if (s >= hi) return nullptr;
     if (s < cap_w) return s < n_w ? index_of(window, seq_w, s) : nullptr;
     s -= cap_w;
     return s < n_c ? index_of(comp, seq_c, s) : nullptr;
   }
   // Row of slot s (index_src(s) non-null) from its prefetched index v, or null if invalid.
-  __device__ __forceinline__ const pool_t* row_ptr(int64_t s, int32_t v) const {
+  __device__ __forceinline__ const pool_t* row_ptr(int s, int32_t v) const {
     const bool in_window = s < cap_w;
     const kv_rows<pool_t>& src = in_window ? window : comp;
-    const int64_t i = in_window ? s : s - cap_w;
+    const int i = in_window ? s : s - cap_w;
     int64_t row = v;
     if (!src.rows) {
       if (v < 0) return nullptr;
-      row = int64_t(v) * src.block_size + i % src.block_size;
+      row = int64_t(v) * src.block_size + int64_t(uint32_t(i) % uint32_t(src.block_size));
     }
     if (row < 0 || row >= src.pool_rows) return nullptr;
     return src.pool + row * k_d;
@@ -114,7 +120,7 @@ struct slot_space {
 
 // Warp 0 prefetches the indices of the 32 slots from s0 into `dst` (shared address).
 template <typename pool_t>
-__device__ __forceinline__ void prefetch_indices(const slot_space<pool_t>& space, int64_t s0,
+__device__ __forceinline__ void prefetch_indices(const slot_space<pool_t>& space, int s0,
                                                  uint32_t dst) {
   if (threadIdx.x < k_tile) {
     const int32_t* src = space.index_src(s0 + threadIdx.x);
@@ -126,10 +132,10 @@ __device__ __forceinline__ void prefetch_indices(const slot_space<pool_t>& space
 // Warp 0: pointers of the 32 slots from s0 (null where no key) from their prefetched indices.
 // Lane l converts slot l, whose index it prefetched itself (complete after its wait_group).
 template <typename pool_t>
-__device__ __forceinline__ void convert_slots(const slot_space<pool_t>& space, int64_t s0,
+__device__ __forceinline__ void convert_slots(const slot_space<pool_t>& space, int s0,
                                               const int32_t* index, const pool_t** ptrs) {
   if (threadIdx.x < k_tile) {
-    const int64_t s = s0 + threadIdx.x;
+    const int s = s0 + int(threadIdx.x);
     ptrs[threadIdx.x] = space.index_src(s) ? space.row_ptr(s, index[threadIdx.x]) : nullptr;
   }
 }
@@ -171,8 +177,8 @@ __device__ __forceinline__ uint4 load8_bf16(const float* p) {
 template <typename act_t, typename pool_t>
 __global__ void __launch_bounds__(k_threads, 1)
     attention_decode_kernel(const act_t* q, int heads, kv_rows<pool_t> window, kv_rows<pool_t> comp,
-                            int64_t cap_w, int64_t cap_c, int64_t keys_per_split, int splits,
-                            float scale_log2, float* part_o, float2* part_ml) {
+                            int cap_w, int cap_c, int keys_per_split, int splits, float scale_log2,
+                            float* part_o, float2* part_ml) {
   extern __shared__ __align__(128) unsigned char smem[];
   const uint32_t q_s = smem_u32(smem);
   const uint32_t k_s = q_s + k_q_bytes;
@@ -182,6 +188,9 @@ __global__ void __launch_bounds__(k_threads, 1)
   const pool_t** ptrs =
       reinterpret_cast<const pool_t**>(index + k_index_ring * k_tile);  // [k_ptr_ring][k_tile]
 
+  // The combine kernel is launched as a programmatic dependent: let it start (and wait in
+  // griddepcontrol.wait for this grid's completion and memory) on the SMs this grid leaves free.
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
   const int split = blockIdx.x;
   const int group = blockIdx.y;
   const int64_t t = blockIdx.z;
@@ -190,30 +199,36 @@ __global__ void __launch_bounds__(k_threads, 1)
   const int rg = warp & 3;     // query rows 16 rg ..
   const int half = warp >> 2;  // channels 256 half ..
 
-  slot_space<pool_t> space{window, comp, t, cap_w, 0, 0, 0, -1, -1};
+  slot_space<pool_t> space{.window = window,
+                           .comp = comp,
+                           .t = t,
+                           .cap_w = cap_w,
+                           .n_w = 0,
+                           .n_c = 0,
+                           .hi = 0,
+                           .seq_w = -1,
+                           .seq_c = -1};
   if (!window.rows) space.seq_w = window.token_seq[t];
   if (comp.pool && !comp.rows) space.seq_c = comp.token_seq[t];
-  space.n_w = visible_slots(window, t);
-  if (space.n_w > cap_w) space.n_w = cap_w;
-  space.n_c = visible_slots(comp, t);
-  if (space.n_c > cap_c) space.n_c = cap_c;
-  const int64_t lo = int64_t(split) * keys_per_split;
-  const int64_t hi = min(lo + keys_per_split, cap_w + cap_c);
+  space.n_w = int(min(visible_slots(window, t), int64_t(cap_w)));
+  space.n_c = int(min(visible_slots(comp, t), int64_t(cap_c)));
+  const int lo = split * keys_per_split;
+  const int hi = min(lo + keys_per_split, cap_w + cap_c);
   space.hi = hi;
 
   // Live tiles (those holding a visible slot): a run over the window part, then one over the
   // compressed part, merged where a tile straddles both.
-  int64_t len1 = 0, j2a = 0, len2 = 0;
+  int len1 = 0, j2a = 0, len2 = 0;
   if (space.n_w > lo) len1 = ceil_div_dev(min(space.n_w, hi) - lo, k_tile);
   {
-    const int64_t c_lo = max(cap_w, lo), c_hi = min(cap_w + space.n_c, hi);
+    const int c_lo = max(cap_w, lo), c_hi = min(cap_w + space.n_c, hi);
     if (c_hi > c_lo) {
       j2a = max((c_lo - lo) / k_tile, len1);
-      len2 = max(ceil_div_dev(c_hi - lo, k_tile) - j2a, int64_t(0));
+      len2 = max(ceil_div_dev(c_hi - lo, k_tile) - j2a, 0);
     }
   }
-  const int64_t n_live = len1 + len2;
-  auto tile_start = [&](int64_t k) { return lo + k_tile * (k < len1 ? k : j2a + (k - len1)); };
+  const int n_live = len1 + len2;
+  auto tile_start = [&](int k) { return lo + k_tile * (k < len1 ? k : j2a + (k - len1)); };
 
   const int64_t head0 = int64_t(group) * k_rows;
   const int64_t part = (t * splits + split) * heads;
@@ -227,22 +242,25 @@ __global__ void __launch_bounds__(k_threads, 1)
   // `heads` are zero and never written out); pointers of tiles 0 .. k_stages - 1; the rows of
   // tiles 0 .. k_stages - 2.
   const uint32_t index_s = smem_u32(index);
-  auto prefetch = [&](int64_t j) {
+  auto prefetch = [&](int j) {
     if (j < n_live)
       prefetch_indices(space, tile_start(j), index_s + uint32_t(j % k_index_ring) * k_tile * 4);
   };
-  auto convert = [&](int64_t j) {
+  auto convert = [&](int j) {
     if (j < n_live)
       convert_slots(space, tile_start(j), index + (j % k_index_ring) * k_tile,
                     ptrs + (j % k_ptr_ring) * k_tile);
   };
   const void* any_global = q;
-  auto issue = [&](int64_t j) {
+  auto issue = [&](int j) {
     const int st = int(j % k_stages);
     if (j < n_live)
       load_tile(ptrs + (j % k_ptr_ring) * k_tile, any_global, smem + k_q_bytes + st * k_tile_bytes,
                 k_s + st * k_tile_bytes, valid + st * k_tile);
   };
+  // Prologue loops stay rolled: unrolled, the inlined slot lookups made the prologue ~64 KB of
+  // straight-line SASS, fetched cold into the instruction cache on every launch.
+#pragma unroll 1
   for (int j = 0; j < k_stages + k_index_lead; ++j) prefetch(j);
   if constexpr (sizeof(act_t) == 2) {
 #pragma unroll
@@ -267,8 +285,10 @@ __global__ void __launch_bounds__(k_threads, 1)
   cp_async_commit();
   cp_async_wait<0>();
   __syncthreads();
+#pragma unroll 1
   for (int j = 0; j < k_stages; ++j) convert(j);
   __syncthreads();
+#pragma unroll 1
   for (int j = 0; j < k_stages - 1; ++j) {
     issue(j);
     cp_async_commit();
@@ -279,7 +299,8 @@ __global__ void __launch_bounds__(k_threads, 1)
   for (int i = 0; i < 32; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
 
-  for (int64_t k = 0; k < n_live; ++k) {
+#pragma unroll 1
+  for (int k = 0; k < n_live; ++k) {
     cp_async_wait<k_stages - 2>();
     __syncthreads();  // tile k landed for every thread; tile k - 1 is consumed
     // (The group of iteration k - 3, which prefetched tile k + k_stages's indices, is complete:
@@ -410,30 +431,71 @@ __device__ __forceinline__ void store4(__nv_bfloat16* p, float4 v) {
   *reinterpret_cast<uint2*>(p) = make_uint2(pack_bf16x2(v.x, v.y), pack_bf16x2(v.z, v.w));
 }
 
-// One CTA per (token, head); thread i owns channels 4 i .. 4 i + 3.
+// One CTA per (token, head); thread i owns channels 4 i .. 4 i + 3. The splits' (max, sum) are
+// read by all threads at once (a serial walk over them cost two dependent L2 round trips per
+// split: ~35 us at 130 splits); their weights go through shared memory in chunks, so the partial
+// rows are then loaded without waiting on anything but shared memory.
+constexpr int k_combine_chunk = 1024;
+
+__device__ __forceinline__ float combine_block_reduce(float v, bool is_max, float* red) {
+  const int lane = threadIdx.x % k_warp_size, warp = threadIdx.x / k_warp_size;
+#pragma unroll
+  for (int o = k_warp_size / 2; o > 0; o /= 2) {
+    const float x = __shfl_xor_sync(0xffffffffu, v, o);
+    v = is_max ? fmaxf(v, x) : v + x;
+  }
+  __syncthreads();  // red is free (an earlier reduction's readers are done)
+  if (lane == 0) red[warp] = v;
+  __syncthreads();
+  v = red[0];
+  for (int w = 1; w < k_combine_threads / k_warp_size; ++w)
+    v = is_max ? fmaxf(v, red[w]) : v + red[w];
+  return v;
+}
+
 template <typename act_t>
-__global__ void __launch_bounds__(k_combine_threads)
+__global__ void __launch_bounds__(k_combine_threads, 1)
     attention_decode_combine(const float* part_o, const float2* part_ml, const float* sinks,
                              int heads, int splits, act_t* out) {
+  __shared__ float weight_s[k_combine_chunk];
+  __shared__ float red[k_combine_threads / k_warp_size];
+  // Launched with programmatic stream serialization: wait for the partials of the main kernel
+  // (griddepcontrol.wait returns once that grid has completed and its writes are visible).
+  asm volatile("griddepcontrol.wait;" ::: "memory");
   const int64_t t = blockIdx.x / heads;
   const int h = int(blockIdx.x % heads);
+  const float2* ml = part_ml + t * splits * heads + h;  // split i at ml[i * heads]
+  const float* po = part_o + (t * splits * heads + h) * k_d + threadIdx.x * 4;
   const float sink = sinks[h] * k_log2e;
-  float mx = sink;
-  for (int i = 0; i < splits; ++i) mx = fmaxf(mx, part_ml[(t * splits + i) * heads + h].x);
-  float den = exp2f(sink - mx);
+  float mx = -INFINITY;
+  for (int i = threadIdx.x; i < splits; i += k_combine_threads)
+    mx = fmaxf(mx, ml[int64_t(i) * heads].x);
+  mx = fmaxf(combine_block_reduce(mx, true, red), sink);
+  float den = 0.0f;  // this thread's splits
   float4 o = make_float4(0, 0, 0, 0);
-  for (int i = 0; i < splits; ++i) {
-    const int64_t p = (t * splits + i) * heads + h;
-    const float2 ml = part_ml[p];
-    if (ml.x == -INFINITY) continue;
-    const float w = exp2f(ml.x - mx);
-    den += ml.y * w;
-    const float4 v = reinterpret_cast<const float4*>(part_o + p * k_d)[threadIdx.x];
-    o.x += w * v.x;
-    o.y += w * v.y;
-    o.z += w * v.z;
-    o.w += w * v.w;
+  for (int c0 = 0; c0 < splits; c0 += k_combine_chunk) {
+    const int n = min(k_combine_chunk, splits - c0);
+    __syncthreads();  // the previous chunk's weights are consumed
+    for (int i = threadIdx.x; i < n; i += k_combine_threads) {
+      const float2 v = ml[int64_t(c0 + i) * heads];
+      // A split without keys (m = -inf) wrote no partial row: weight 0 and skipped below.
+      const float w = v.x == -INFINITY ? 0.0f : exp2f(v.x - mx);
+      weight_s[i] = w;
+      den += w == 0.0f ? 0.0f : v.y * w;
+    }
+    __syncthreads();
+#pragma unroll 8
+    for (int i = 0; i < n; ++i) {
+      const float w = weight_s[i];
+      float4 v = make_float4(0, 0, 0, 0);  // predicated load: unrolled loads stay independent
+      if (w != 0.0f) v = *reinterpret_cast<const float4*>(po + int64_t(c0 + i) * heads * k_d);
+      o.x += w * v.x;
+      o.y += w * v.y;
+      o.z += w * v.z;
+      o.w += w * v.w;
+    }
   }
+  den = combine_block_reduce(den, false, red) + exp2f(sink - mx);
   const float inv = 1.0f / den;
   store4(out + (t * heads + h) * k_d + threadIdx.x * 4,
          make_float4(o.x * inv, o.y * inv, o.z * inv, o.w * inv));
@@ -491,6 +553,11 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
       plan.comp_capacity != kv_rows_capacity(comp) || scratch_bytes < plan.scratch_bytes ||
       tokens > 65535 || plan.splits > INT32_MAX)
     return cudaErrorInvalidValue;
+  // Slot numbers (window + compressed, per token) and block sizes are 32-bit in the kernel.
+  if (plan.window_capacity + plan.comp_capacity + plan.keys_per_split > INT32_MAX ||
+      (!window.rows && window.block_size > INT32_MAX) ||
+      (compressed && !comp.rows && comp.block_size > INT32_MAX))
+    return cudaErrorInvalidValue;
   static bool configured = false;  // one attribute call per instantiation
   if (!configured) {
     const cudaError_t e =
@@ -504,15 +571,23 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
   const int64_t groups = ceil_div(heads, k_rows);
   const dim3 grid(unsigned(plan.splits), unsigned(groups), unsigned(tokens));
   attention_decode_kernel<act_t, pool_t><<<grid, k_threads, k_smem_bytes, stream>>>(
-      q, int(heads), window, comp, plan.window_capacity, plan.comp_capacity, plan.keys_per_split,
-      int(plan.splits), scale * k_log2e, part_o, part_ml);
+      q, int(heads), window, comp, int(plan.window_capacity), int(plan.comp_capacity),
+      int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o, part_ml);
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
   const int64_t blocks = tokens * heads;
   if (blocks > INT32_MAX) return cudaErrorInvalidValue;
-  attention_decode_combine<act_t><<<unsigned(blocks), k_combine_threads, 0, stream>>>(
-      part_o, part_ml, sinks, int(heads), int(plan.splits), out);
-  return cudaGetLastError();
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(unsigned(blocks));
+  config.blockDim = dim3(k_combine_threads);
+  config.stream = stream;
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  return cudaLaunchKernelEx(&config, attention_decode_combine<act_t>, part_o, part_ml, sinks,
+                            int(heads), int(plan.splits), out);
 }
 
 #define DSV4_ATTENTION_DECODE_INSTANTIATE(act_t, pool_t)                                       \

@@ -39,8 +39,11 @@ constexpr int k_bins = 4096;  // top 12 bits of the ordered score
 constexpr int k_q_bytes = k_heads * k_row_bytes;
 constexpr int k_pass_bytes = k_pass * k_row_bytes;
 constexpr int k_max_range_blocks = 1025;  // block ids of a CTA's range (keys_per_cta <= 1024 bs)
+// Pool rows of the keys of passes j .. j + 3 (slot j % 4): computed two passes ahead, one key per
+// thread, so the copy loop only reads them (no block division per copied chunk).
+constexpr int k_row_ring = 4;
 constexpr int k_score_smem = k_q_bytes + k_stages * k_pass_bytes + k_bins * 4 +
-                             k_stages * k_pass * 4 + k_max_range_blocks * 4;
+                             k_row_ring * k_pass * 4 + k_max_range_blocks * 4;
 
 constexpr int k_select_threads = 1024;
 constexpr int k_max_candidates = 8192;
@@ -62,9 +65,6 @@ __device__ __forceinline__ uint4 load8_bf16(const float* p) {
   const float4 b = reinterpret_cast<const float4*>(p)[1];
   return make_uint4(pack_bf16x2(a.x, a.y), pack_bf16x2(a.z, a.w), pack_bf16x2(b.x, b.y),
                     pack_bf16x2(b.z, b.w));
-}
-__device__ __forceinline__ uint4 load8_bf16(const __nv_bfloat16* p) {
-  return *reinterpret_cast<const uint4*>(p);
 }
 
 struct paged_entries {
@@ -89,8 +89,8 @@ __global__ void __launch_bounds__(k_score_threads)
   const uint32_t q_s = smem_u32(smem);
   const uint32_t k_s = q_s + k_q_bytes;
   uint32_t* hist_s = reinterpret_cast<uint32_t*>(smem + k_q_bytes + k_stages * k_pass_bytes);
-  int* valid = reinterpret_cast<int*>(hist_s + k_bins);
-  int32_t* range_blocks = valid + k_stages * k_pass;  // block ids of [lo, hi), -1 where missing
+  int32_t* pass_rows = reinterpret_cast<int32_t*>(hist_s + k_bins);  // [k_row_ring][k_pass]
+  int32_t* range_blocks = pass_rows + k_row_ring * k_pass;  // block ids of [lo, hi), -1 if none
 
   const int64_t t = blockIdx.y;
   const int64_t n = clamp_visible(n_visible[t], capacity);
@@ -112,35 +112,55 @@ __global__ void __launch_bounds__(k_score_threads)
     range_blocks[i] = id;
   }
   __syncthreads();
-  auto row_of = [&](int64_t s) -> int64_t {
-    const int32_t id = range_blocks[s / pages.block_size - block0];
-    if (id < 0) return -1;
-    const int64_t r = int64_t(id) * pages.block_size + s % pages.block_size;
-    return r < pages.pool_rows ? r : -1;
+  // Entry numbers and block sizes are 32-bit here (the host checks the capacity).
+  const uint32_t bs = uint32_t(pages.block_size);
+  auto compute_rows = [&](int64_t j) {  // thread x: the pool row of key x of pass j, or -1
+    const int64_t s = lo + j * k_pass + threadIdx.x;
+    int32_t row = -1;
+    if (s < hi) {
+      const uint32_t block = uint32_t(s) / bs;
+      const int32_t id = range_blocks[block - uint32_t(block0)];
+      const int64_t r = int64_t(id) * bs + (uint32_t(s) - block * bs);
+      if (id >= 0 && r < pages.pool_rows) row = int32_t(r);
+    }
+    pass_rows[(j % k_row_ring) * k_pass + threadIdx.x] = row;
   };
 
   auto load_pass = [&](int64_t p, int stage) {
     const int chunk = threadIdx.x % k_chunks;
     const uint32_t dst = k_s + stage * k_pass_bytes;
+    const int32_t* rows = pass_rows + (p % k_row_ring) * k_pass;
 #pragma unroll
     for (int i = 0; i < k_pass * k_chunks / k_score_threads; ++i) {
       const int r = threadIdx.x / k_chunks + (k_score_threads / k_chunks) * i;
-      const int64_t s = lo + p * k_pass + r;
-      const int64_t row = s < hi ? row_of(s) : -1;
-      if (chunk == 0) valid[stage * k_pass + r] = row >= 0;
-      cp_async_16(dst + swizzled(r, chunk), row >= 0 ? keys + row * k_dim + chunk * 8 : keys,
-                  row >= 0);
+      const int32_t row = rows[r];
+      cp_async_16(dst + swizzled(r, chunk),
+                  row >= 0 ? keys + int64_t(row) * k_dim + chunk * 8 : keys, row >= 0);
     }
   };
 
+  compute_rows(0);
+  if (passes > 1) compute_rows(1);
+  if constexpr (sizeof(act_t) == 2) {
+#pragma unroll
+    for (int i = 0; i < k_heads * k_chunks / k_score_threads; ++i) {
+      const int x = int(threadIdx.x) + i * k_score_threads;
+      const int r = x / k_chunks, c = x % k_chunks;
+      cp_async_16(q_s + swizzled(r, c), q + (t * k_heads + r) * k_dim + c * 8, true);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < k_heads * k_chunks / k_score_threads; ++i) {
+      const int x = int(threadIdx.x) + i * k_score_threads;
+      const int r = x / k_chunks, c = x % k_chunks;
+      const uint4 v = load8_bf16(q + (t * k_heads + r) * k_dim + c * 8);
+      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(q_s + swizzled(r, c)),
+                   "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w));
+    }
+  }
+  __syncthreads();  // rows of passes 0 and 1
   load_pass(0, 0);
   cp_async_commit();
-  for (int x = threadIdx.x; x < k_heads * k_chunks; x += k_score_threads) {
-    const int r = x / k_chunks, c = x % k_chunks;
-    const uint4 v = load8_bf16(q + (t * k_heads + r) * k_dim + c * 8);
-    asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(q_s + swizzled(r, c)), "r"(v.x),
-                 "r"(v.y), "r"(v.z), "r"(v.w));
-  }
   for (int b = threadIdx.x; b < k_bins; b += k_score_threads) hist_s[b] = 0;
   float w[8][2];
 #pragma unroll
@@ -154,6 +174,9 @@ __global__ void __launch_bounds__(k_score_threads)
     __syncthreads();  // pass p landed; pass p - 1 consumed
     if (p + 1 < passes) load_pass(p + 1, int((p + 1) % k_stages));
     cp_async_commit();
+    // Slot (p + 2) % 4 was last read by load_pass(p - 2) and pass p - 2's epilogue, both before
+    // the barrier above.
+    if (p + 2 < passes) compute_rows(p + 2);
     const int stage = int(p % k_stages);
     const uint32_t kb = k_s + stage * k_pass_bytes;
 
@@ -197,7 +220,8 @@ __global__ void __launch_bounds__(k_score_threads)
         const int64_t s = lo + p * k_pass + r;
         if (lane % 4 == 0 && s < hi) {
           // + 0.0f: a sum of -0 terms is +0 on the CPU (its accumulator starts at +0).
-          const float v = valid[stage * k_pass + r] ? sc * q_scale + 0.0f : -INFINITY;
+          const float v =
+              pass_rows[(p % k_row_ring) * k_pass + r] >= 0 ? sc * q_scale + 0.0f : -INFINITY;
           scores[t * capacity + s] = v;
           atomicAdd(&hist_s[ordered_float_bits(v) >> 20], 1u);
         }
@@ -238,8 +262,8 @@ __device__ __forceinline__ uint32_t block_exclusive_scan(uint32_t v, uint32_t* s
 
 // Over counts[0, bins) ordered from the top bin down: the bin b where the count of keys in bins
 // above b is < k and that plus counts[b] is >= k (k <= total). Returns (b, above) to all threads.
-__device__ uint2 find_threshold(const uint32_t* counts, int bins, uint32_t k, uint32_t* scratch,
-                                uint32_t* result) {
+__device__ __noinline__ uint2 find_threshold(const uint32_t* counts, int bins, uint32_t k,
+                                             uint32_t* scratch, uint32_t* result) {
   const int per = (bins + int(blockDim.x) - 1) / int(blockDim.x);
   const int top = bins - 1 - int(threadIdx.x) * per;  // this thread's bins: top, top - 1, ...
   uint32_t sum = 0;
@@ -265,7 +289,7 @@ __device__ uint2 find_threshold(const uint32_t* counts, int bins, uint32_t k, ui
 }
 
 // Descending bitonic sort of keys[0, n) (n a power of two).
-__device__ void bitonic_sort_desc(unsigned long long* keys, int n) {
+__device__ __noinline__ void bitonic_sort_desc(unsigned long long* keys, int n) {
   for (int k = 2; k <= n; k <<= 1)
     for (int j = k >> 1; j > 0; j >>= 1) {
       for (int i = threadIdx.x; i < n; i += blockDim.x) {
@@ -351,6 +375,7 @@ __global__ void __launch_bounds__(k_select_threads)
   const float* sc = scores + t * capacity;
   if (threadIdx.x == 0) n_sel = n_cand = 0;
   __syncthreads();
+  bool sorted = false;  // block-uniform: sel[0, keep) already in final order
 
   if (keep > 0 && n <= top_k) {  // every visible entry is selected
     for (int64_t s = threadIdx.x; s < n; s += k_select_threads) sel[s] = entry_key(sc[s], s);
@@ -417,21 +442,34 @@ __global__ void __launch_bounds__(k_select_threads)
       }
     }
     __syncthreads();
-    const int nc = int(n_cand);
-    const int padded = pow2_at_least(nc);
-    for (int i = nc + int(threadIdx.x); i < padded; i += k_select_threads) cand[i] = 0;
-    __syncthreads();
-    bitonic_sort_desc(cand, padded);
-    const int from = int(n_sel);
-    for (int i = threadIdx.x; i < keep - from; i += k_select_threads) sel[from + i] = cand[i];
+    const int nc = int(n_cand), ns = int(n_sel);
+    if (ns + nc <= k_max_candidates) {
+      // One sort of the union (keys above the bin and the bin's keys, all distinct): its first
+      // `keep` are the selection in order, so the final sort is skipped.
+      for (int i = threadIdx.x; i < ns; i += k_select_threads) cand[nc + i] = sel[i];
+      const int padded = pow2_at_least(ns + nc);
+      for (int i = ns + nc + int(threadIdx.x); i < padded; i += k_select_threads) cand[i] = 0;
+      __syncthreads();
+      bitonic_sort_desc(cand, padded);
+      for (int i = threadIdx.x; i < keep; i += k_select_threads) sel[i] = cand[i];
+      sorted = true;
+    } else {
+      const int padded = pow2_at_least(nc);
+      for (int i = nc + int(threadIdx.x); i < padded; i += k_select_threads) cand[i] = 0;
+      __syncthreads();
+      bitonic_sort_desc(cand, padded);
+      for (int i = threadIdx.x; i < keep - ns; i += k_select_threads) sel[ns + i] = cand[i];
+    }
     __syncthreads();
     if (threadIdx.x == 0) n_sel = uint32_t(keep);
   }
   __syncthreads();
-  const int padded = pow2_at_least(max(keep, 1));
-  for (int i = keep + int(threadIdx.x); i < padded; i += k_select_threads) sel[i] = 0;
-  __syncthreads();
-  bitonic_sort_desc(sel, padded);
+  if (!sorted) {
+    const int padded = pow2_at_least(max(keep, 1));
+    for (int i = keep + int(threadIdx.x); i < padded; i += k_select_threads) sel[i] = 0;
+    __syncthreads();
+    bitonic_sort_desc(sel, padded);
+  }
   for (int i = threadIdx.x; i < top_k; i += k_select_threads) {
     int32_t row = -1;
     if (i < keep) {
@@ -452,6 +490,12 @@ indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_widt
   if (tokens <= 0 || p.capacity <= 0) return p;
   const int64_t want = std::max<int64_t>(1, ceil_div(2 * std::max(sm_count, 1), tokens));
   p.keys_per_cta = std::max<int64_t>(k_pass, ceil_div(ceil_div(p.capacity, want), k_pass) * k_pass);
+  // When the grid spans several waves anyway, short CTAs (512 keys) score faster: one CTA's
+  // prologue overlaps the others' loads (H200, T=32 x 256K entries: 813 us at 512 keys per CTA,
+  // 1105 us at 29184).
+  if (tokens * ceil_div(p.capacity, std::min<int64_t>(p.keys_per_cta, 1024)) >
+      2 * int64_t(std::max(sm_count, 1)))
+    p.keys_per_cta = std::min<int64_t>(p.keys_per_cta, 512);
   // The CTA's block ids must fit its shared list (k_max_range_blocks).
   p.keys_per_cta =
       std::min(p.keys_per_cta, std::max<int64_t>(k_pass, (1024 * block_size) / k_pass * k_pass));
@@ -478,6 +522,9 @@ cudaError_t indexer_topk_fast(const act_t* q, const act_t* weights, int64_t toke
   if (tokens == 0) return cudaSuccess;
   if (plan.tokens != tokens || plan.capacity != table_width * block_size ||
       scratch_bytes < plan.scratch_bytes || plan.ctas_per_token > INT32_MAX || tokens > 65535)
+    return cudaErrorInvalidValue;
+  // The score kernel keeps entry numbers and pool rows in 32 bits.
+  if (plan.capacity > INT32_MAX || pool_rows > INT32_MAX || block_size > INT32_MAX)
     return cudaErrorInvalidValue;
   static bool configured = false;  // one attribute call per instantiation
   if (!configured) {
@@ -515,6 +562,7 @@ cudaError_t indexer_topk_fast(const act_t* q, const act_t* weights, int64_t toke
     e = cudaGetLastError();
     if (e != cudaSuccess) return e;
   }
+  if (plan.collect_only) return cudaSuccess;
   indexer_select_kernel<<<unsigned(tokens), k_select_threads, k_select_smem, stream>>>(
       scores, hist, pages, token_seq, n_visible, plan.capacity, int(top_k), cand_count, cand_list,
       out);

@@ -30,8 +30,9 @@ struct indexer_fast_plan {
   int64_t capacity = 0;      // table_width * block_size entries per token
   int64_t keys_per_cta = 0;  // multiple of 128
   int64_t ctas_per_token = 0;
-  size_t scratch_bytes = 0;  // scores, histograms [tokens, 4096], candidate lists
-  bool score_only = false;   // benchmarks: stop after the scores (out is not written)
+  size_t scratch_bytes = 0;   // scores, histograms [tokens, 4096], candidate lists
+  bool score_only = false;    // benchmarks: stop after the scores (out is not written)
+  bool collect_only = false;  // benchmarks: stop after the candidate lists (out is not written)
 };
 
 indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_width,
