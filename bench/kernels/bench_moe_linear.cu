@@ -8,7 +8,10 @@
 //     that expert as N; no gather or SwiGLU, so it is a lower bound on that approach's time);
 //   * the kernels: moe_experts_f32 (moe.h, the first version) and moe_decode_experts (f32 and bf16
 //     activations), Flash and Pro shapes, MXFP4 and NVFP4, T = 1, 4, 16, 64; the same in the
-//     official order (moe_experts_official, moe_decode_experts_official).
+//     official order (moe_experts_official, moe_decode_experts_official);
+//   * prefill (bench_prefill_section, alone with --prefill-only): moe_prefill_experts at
+//     T = 1024, 4096 in TFLOP/s against cuBLAS BF16 (one dense GEMM of the same size, and the
+//     per-expert loop) and the old moe_experts.
 // Timing: CUDA graphs of `k_calls` consecutive calls, each with its own routing (random top-k over
 // all experts, fresh per call), replayed >= 50 times; the median replay / k_calls is one call.
 // Weights: every expert slot of the pool holds different random bytes (a device hash), scales in
@@ -33,6 +36,7 @@
 #include "backends/cuda/linear_decode.h"
 #include "backends/cuda/moe.h"
 #include "backends/cuda/moe_decode.h"
+#include "backends/cuda/moe_prefill.h"
 
 namespace {
 
@@ -584,10 +588,192 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
   CK(cudaFree(bf));
 }
 
+// ---- MoE prefill (moe_prefill.h) ----
+// Median ms per call of a graph of `calls` consecutive calls replayed `replays` times.
+double time_prefill_per_call(const std::function<void(int, cudaStream_t)>& body, int calls,
+                             int replays, cudaStream_t s) {
+  cudaGraph_t g;
+  cudaGraphExec_t ge;
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < calls; ++i) body(i, s);
+  CK(cudaStreamEndCapture(s, &g));
+  CK(cudaGraphInstantiate(&ge, g, 0));
+  const double ms = time_ms([&] { CK(cudaGraphLaunch(ge, s)); }, replays, s);
+  CK(cudaGraphExecDestroy(ge));
+  CK(cudaGraphDestroy(g));
+  return ms / calls;
+}
+
+// Prefill steps (T = 1024, 4096 tokens, random top-k over all experts, a fresh routing per call):
+// TFLOP/s (2 * pairs * 3 * hidden * inter per call) of moe_prefill_experts (bf16 and f32 x, exact
+// and official order) against, measured in the same run: cuBLAS BF16 on one dense GEMM of the
+// same total size (every pair on one [inter, hidden] matrix: the tensor-core ceiling of these
+// shapes), the per-expert cuBLAS BF16 loop (3 GEMMs per expert with that expert's token count on
+// expanded BF16 weights; no gather, SwiGLU or combine, so a lower bound on that approach) and the
+// old moe_experts (T = 1024 only: it runs at f32-FMA speed).
+void bench_moe_prefill(const moe_shape& sh, weight_kind kind, cudaStream_t s, cublasHandle_t h) {
+  const int64_t D = sh.hidden, I = sh.inter, E = sh.experts, K = sh.top_k;
+  stacked w1(kind, I, D, E, 500), w3(kind, I, D, E, 600), w2(kind, D, I, E, 700);
+  const size_t bf_expert = size_t(3) * I * D * 2;
+  const int64_t bf_pool = std::min<int64_t>(E, std::max<int64_t>(8, (1536ull << 20) / bf_expert));
+  void* bf;
+  CK(cudaMalloc(&bf, bf_expert * bf_pool));
+  fill(bf, bf_expert * bf_pool, 800, 3);
+  std::mt19937_64 rng(4321);
+  const char* kname = kind == weight_kind::mxfp4 ? "mxfp4" : "nvfp4";
+  constexpr int calls = 4;
+  for (int64_t T : {1024, 4096}) {
+    const int64_t P = T * K;
+    std::vector<int32_t> routes(size_t(calls) * P);
+    std::vector<std::vector<int>> cnt(calls, std::vector<int>(E, 0));
+    for (int i = 0; i < calls; ++i)
+      for (int64_t t = 0; t < T; ++t) {
+        std::vector<int32_t> all(E);
+        for (int64_t e = 0; e < E; ++e) all[e] = int32_t(e);
+        for (int64_t k = 0; k < K; ++k) {
+          std::swap(all[k], all[k + int64_t(rng() % uint64_t(E - k))]);
+          routes[size_t(i) * P + t * K + k] = all[k];
+          ++cnt[i][all[k]];
+        }
+      }
+    int32_t* idx;
+    float *wts, *xf, *yf;
+    __nv_bfloat16 *xb, *yb;
+    CK(cudaMalloc(&idx, routes.size() * 4));
+    CK(cudaMalloc(&wts, routes.size() * 4));
+    CK(cudaMemcpy(idx, routes.data(), routes.size() * 4, cudaMemcpyHostToDevice));
+    std::vector<float> hw(routes.size());
+    for (float& v : hw) v = 0.05f + float(rng() % 1000) / 1000.0f;
+    CK(cudaMemcpy(wts, hw.data(), hw.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMalloc(&xf, size_t(T * D) * 4));
+    CK(cudaMalloc(&yf, size_t(T * D) * 4));
+    CK(cudaMalloc(&xb, size_t(T * D) * 2));
+    CK(cudaMalloc(&yb, size_t(T * D) * 2));
+    {
+      std::vector<float> hx(size_t(T * D));
+      std::vector<__nv_bfloat16> hb(hx.size());
+      for (size_t j = 0; j < hx.size(); ++j) {
+        hx[j] = float(int64_t(rng() % 2001) - 1000) / 1000.0f;
+        hb[j] = __float2bfloat16(hx[j]);
+      }
+      CK(cudaMemcpy(xf, hx.data(), hx.size() * 4, cudaMemcpyHostToDevice));
+      CK(cudaMemcpy(xb, hb.data(), hb.size() * 2, cudaMemcpyHostToDevice));
+    }
+    const size_t ws_new = dsv4::cuda::moe_prefill_workspace_bytes(T, K, E, D, I);
+    const size_t ws_old = dsv4::cuda::moe_experts_workspace_bytes(T, K, E, D, I);
+    void* ws;
+    CK(cudaMalloc(&ws, std::max(ws_new, ws_old)));
+    const double flops = 2.0 * double(P) * 3.0 * double(D) * double(I);
+    // Dense ceiling operands: [I, D] x [D, P] and [D, I] x [I, P] BF16 -> f32.
+    void *db, *dc;
+    CK(cudaMalloc(&db, size_t(P) * std::max(D, I) * 2));
+    CK(cudaMalloc(&dc, size_t(P) * std::max(D, I) * 4));
+    fill(db, size_t(P) * std::max(D, I) * 2, 900, 3);
+    const float one = 1.0f, zero = 0.0f;
+    const double dense_ms = time_prefill_per_call(
+        [&](int i, cudaStream_t st) {
+          CB(cublasSetStream(h, st));
+          const uint8_t* base = static_cast<const uint8_t*>(bf) + size_t(i % bf_pool) * bf_expert;
+          for (int m = 0; m < 2; ++m)
+            CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(I), int(P), int(D), &one,
+                            base + size_t(m) * I * D * 2, CUDA_R_16BF, int(D), db, CUDA_R_16BF,
+                            int(D), &zero, dc, CUDA_R_32F, int(I), CUBLAS_COMPUTE_32F,
+                            CUBLAS_GEMM_DEFAULT));
+          CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(D), int(P), int(I), &one,
+                          base + size_t(2) * I * D * 2, CUDA_R_16BF, int(I), db, CUDA_R_16BF,
+                          int(I), &zero, dc, CUDA_R_32F, int(D), CUBLAS_COMPUTE_32F,
+                          CUBLAS_GEMM_DEFAULT));
+        },
+        calls, 10, s);
+    const double loop_ms = time_prefill_per_call(
+        [&](int i, cudaStream_t st) {
+          CB(cublasSetStream(h, st));
+          for (int64_t e = 0; e < E; ++e) {
+            const int n = cnt[i][e];
+            if (!n) continue;
+            const uint8_t* base = static_cast<const uint8_t*>(bf) + size_t(e % bf_pool) * bf_expert;
+            for (int m = 0; m < 2; ++m)
+              CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(I), n, int(D), &one,
+                              base + size_t(m) * I * D * 2, CUDA_R_16BF, int(D), db, CUDA_R_16BF,
+                              int(D), &zero, dc, CUDA_R_32F, int(I), CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT));
+            CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(D), n, int(I), &one,
+                            base + size_t(2) * I * D * 2, CUDA_R_16BF, int(I), db, CUDA_R_16BF,
+                            int(I), &zero, dc, CUDA_R_32F, int(D), CUBLAS_COMPUTE_32F,
+                            CUBLAS_GEMM_DEFAULT));
+          }
+        },
+        calls, 10, s);
+    auto report = [&](const char* kernel, const char* act, double ms) {
+      const double tf = flops / (ms * 1e-3) / 1e12;
+      std::printf("%-6s %-6s %-24s %-5s %5lld %10.1f %8.1f %8.1f%% %8.1f%%\n", sh.name, kname,
+                  kernel, act, (long long)T, ms * 1e3, tf, 100 * dense_ms / ms, 100 * loop_ms / ms);
+    };
+    report("cublas bf16 dense (ceil)", "bf16", dense_ms);
+    report("cublas bf16 expert loop", "bf16", loop_ms);
+    const auto sl = [&](int i) { return size_t(i) * P; };
+    const double nb = time_prefill_per_call(
+        [&](int i, cudaStream_t st) {
+          CK(dsv4::cuda::moe_prefill_experts(xb, T, idx + sl(i), wts + sl(i), K, w1.w, w3.w, w2.w,
+                                             10.0f, ws, ws_new, yb, st));
+        },
+        calls, 20, s);
+    report("moe_prefill", "bf16", nb);
+    const double nf = time_prefill_per_call(
+        [&](int i, cudaStream_t st) {
+          CK(dsv4::cuda::moe_prefill_experts(xf, T, idx + sl(i), wts + sl(i), K, w1.w, w3.w, w2.w,
+                                             10.0f, ws, ws_new, yf, st));
+        },
+        calls, 20, s);
+    report("moe_prefill", "f32", nf);
+    const double ob = time_prefill_per_call(
+        [&](int i, cudaStream_t st) {
+          CK(dsv4::cuda::moe_prefill_experts_official(xb, T, idx + sl(i), wts + sl(i), K, w1.w,
+                                                      w3.w, w2.w, 10.0f, ws, ws_new, yb, st));
+        },
+        calls, 20, s);
+    report("moe_prefill_official", "bf16", ob);
+    if (T == 1024) {
+      const double old_ms = time_prefill_per_call(
+          [&](int i, cudaStream_t st) {
+            CK(dsv4::cuda::moe_experts<__nv_bfloat16>(xb, T, idx + sl(i), wts + sl(i), K, w1.w,
+                                                      w3.w, w2.w, 10.0f, ws, ws_old, yb, st));
+          },
+          1, 3, s);
+      report("moe_experts (old)", "bf16", old_ms);
+      std::printf("%-6s %-6s   speed-up moe_prefill(bf16) vs old %.2fx\n", sh.name, kname,
+                  old_ms / nb);
+    }
+    CK(cudaFree(db));
+    CK(cudaFree(dc));
+    CK(cudaFree(ws));
+    CK(cudaFree(idx));
+    CK(cudaFree(wts));
+    CK(cudaFree(xf));
+    CK(cudaFree(yf));
+    CK(cudaFree(xb));
+    CK(cudaFree(yb));
+  }
+  CK(cudaFree(bf));
+}
+
+void bench_prefill_section(cudaStream_t s, cublasHandle_t h) {
+  std::printf(
+      "\n## routed MoE prefill (graph of 4 calls, fresh routing each, median replay; weights "
+      "past L2; TFLOP/s = 2*T*top_k*3*D*I / time; %%dense / %%loop = cuBLAS BF16 dense-GEMM / "
+      "per-expert-loop time over this time)\n");
+  std::printf("%-6s %-6s %-24s %-5s %5s %10s %8s %9s %9s\n", "model", "format", "kernel", "act",
+              "T", "us", "TFLOP/s", "%dense", "%loop");
+  const moe_shape flash{"flash", 4096, 2048, 256, 6}, pro{"pro", 7168, 3072, 384, 6};
+  for (const moe_shape& sh : {flash, pro})
+    for (weight_kind k : {weight_kind::mxfp4, weight_kind::nvfp4}) bench_moe_prefill(sh, k, s, h);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const bool only_moe = argc > 1 && std::string(argv[1]) == "--moe-only";  // skip dense
+  const bool only_prefill = argc > 1 && std::string(argv[1]) == "--prefill-only";
   int dev = 0;
   CK(cudaSetDevice(dev));
   cudaDeviceProp p;
@@ -601,6 +787,13 @@ int main(int argc, char** argv) {
   CB(cublasSetStream(h, s));
   cublasLtHandle_t lt;
   CB(cublasLtCreate(&lt));
+  if (only_prefill) {
+    bench_prefill_section(s, h);
+    cublasLtDestroy(lt);
+    cublasDestroy(h);
+    CK(cudaStreamDestroy(s));
+    return 0;
+  }
   const ceilings c = measure_ceilings(s);
   std::printf(
       "\n## routed MoE (graph of %d calls, median of %d replays; touched = experts a call "
@@ -642,6 +835,7 @@ int main(int argc, char** argv) {
     };
     for (const dense& d : shapes) bench_dense(d.name, d.kind, d.rows, d.cols, s, c, l2, h, lt);
   }
+  bench_prefill_section(s, h);
   cublasLtDestroy(lt);
   cublasDestroy(h);
   CK(cudaStreamDestroy(s));

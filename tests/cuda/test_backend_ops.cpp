@@ -857,6 +857,7 @@ constexpr int64_t k_flash_moe_inter = 2048, k_pro_moe_inter = 3072, k_vocab = 12
 #include "cases_linear_gemm.inc"
 #include "cases_quantize.inc"
 #include "cases_moe_decode.inc"
+#include "cases_moe_prefill.inc"
 
 std::vector<test_case> make_eval_cases() {
   std::vector<test_case> cases;
@@ -976,6 +977,7 @@ std::vector<test_case> make_eval_cases() {
   append_linear_gemm_eval_cases(cases);
   append_quantize_eval_cases(cases);
   append_moe_decode_eval_cases(cases);
+  append_moe_prefill_eval_cases(cases);
   append_linear_decode_eval_cases(cases);
   return cases;
 }

@@ -1,0 +1,564 @@
+// Prefill-path routed experts (see moe_prefill.h).
+//
+// Launches:
+//   1. moe_prefill_plan_kernel: pairs grouped by expert, cut into tiles of up to k_tile pairs
+//      (moe_plan.cuh); the tile count stays on the device, the grids below use its upper bound.
+//   2. moe_prefill_gemm_kernel<up = true>: block = (128 rows of W1 and W3, one pair tile); each
+//      warp owns 16 rows of W1 and the same 16 of W3 for all 64 pairs of the tile; epilogue:
+//      clamped SwiGLU (official order: times the routing weight), h in f32.
+//   (official order: moe_prefill_quantize_h_kernel, FP8 per 128 values of each h row.)
+//   3. moe_prefill_gemm_kernel<up = false>: block = (256 rows of W2, one pair tile); each warp
+//      owns 2 x 16 rows; out[pair, row] in f32.
+//   4. moe_prefill_combine_kernel: y[t] = sum over k in order of weights[t, k] * out[t, k].
+//
+// The GEMM core (fragment mapping of fp4_mma.cuh): lane (g, c) reads 16 weight bytes (32 e2m1
+// values at k offset 32 c of a 128-wide round) of rows g and g + 8 straight from global memory
+// and expands them exactly to BF16 pairs (v_i, v_i+4). The pair tile's activations are staged
+// through shared memory in the matching "paired" BF16 layout: per 8 consecutive k, four words
+// X_i = (x_i, x_i+4); one 16-byte shared load then feeds the two mma steps of one weight word.
+// Staging goes through registers (activation loads for round r + 1 and weight loads for round
+// r + 2 are issued before round r's mmas; two shared buffers, one barrier per round). 8 warps,
+// ~250 registers per thread: one block per SM.
+//
+// Shared layout of a staged round: token row t (0..63) of 256 bytes (128 k), 16-byte chunk j
+// (k 8j..8j+7) at chunk j ^ (((j >> 3) & 1) << 1) ^ (t & 1): the 8 lanes of a 16-byte load
+// phase (tokens g, g + 1, chunks 4c + w for c = 0..3) then hit 8 distinct bank groups.
+//
+// Determinism: every output element is one pair's sum over k in a fixed order; the order of
+// pairs inside an expert's list (atomics) changes no arithmetic.
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+
+#include "backends/cuda/activation.cuh"
+#include "backends/cuda/fp4_mma.cuh"
+#include "backends/cuda/kernel_common.cuh"
+#include "backends/cuda/mma_sm80.cuh"
+#include "backends/cuda/moe_plan.cuh"
+#include "backends/cuda/moe_prefill.h"
+#include "backends/cuda/quantize.h"
+
+namespace dsv4::cuda {
+
+namespace {
+
+constexpr int k_warps = 8;
+constexpr int k_threads = k_warps * k_warp_size;
+constexpr int k_tile = 64;    // pairs per tile (the GEMM's N)
+constexpr int k_round = 128;  // k per round
+constexpr int k_row_bytes = k_round * 2;
+constexpr int k_up_rows = k_warps * 16;        // W1 (and W3) rows per L1 block
+constexpr int k_down_rows = k_warps * 2 * 16;  // W2 rows per L2 block
+constexpr int k_plan_threads = 1024;
+constexpr int64_t k_max_experts = 2048;
+
+size_t align_256(size_t n) {
+  return (n + 255) / 256 * 256;
+}
+
+int64_t max_tiles(int64_t pairs, int64_t experts) {
+  return pairs / k_tile + std::min(pairs, experts);
+}
+
+struct layout {
+  size_t count = 0, sorted, tiles, h, out, total;
+};
+
+layout make_layout(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidden, int64_t inter) {
+  const int64_t pairs = tokens * top_k;
+  layout l;
+  l.sorted = 256;
+  l.tiles = l.sorted + align_256(size_t(pairs) * 4);
+  l.h = l.tiles + align_256(size_t(max_tiles(pairs, experts)) * sizeof(int4));
+  l.out = l.h + align_256(size_t(pairs) * size_t(inter) * 4);
+  l.total = l.out + align_256(size_t(pairs) * size_t(hidden) * 4);
+  return l;
+}
+
+// One stacked 4-bit weight as the kernels see it.
+struct fp4_weight {
+  const uint8_t* data;
+  const uint8_t* scale;
+  const float* global;  // nvfp4 (null reads as 1)
+  int64_t rows, cols;
+  int64_t matrix_bytes;   // rows * cols / 2
+  int64_t matrix_scales;  // scale elements per matrix
+  bool scale_f32;         // mxfp4 with f32 (power-of-two) scales
+};
+
+fp4_weight make_fp4_weight(const device_weight& w) {
+  return fp4_weight{static_cast<const uint8_t*>(w.data),
+                    static_cast<const uint8_t*>(w.scale),
+                    w.global_scale,
+                    w.rows,
+                    w.cols,
+                    weight_matrix_bytes(w.kind, w.rows, w.cols),
+                    scale_matrix_count(w.kind, w.rows, w.cols),
+                    w.kind == weight_kind::mxfp4 && !w.scale_e8m0};
+}
+
+__global__ void __launch_bounds__(k_plan_threads)
+    moe_prefill_plan_kernel(const int32_t* indices, int pairs, int experts, int* tile_count,
+                            int* sorted, int4* tiles) {
+  __shared__ int counts[k_max_experts];
+  __shared__ int offset[k_max_experts];
+  __shared__ int warp_sums[2][32];
+  moe_group_pairs_by_expert(indices, pairs, experts, k_tile, tile_count, sorted, tiles, counts,
+                            offset, warp_sums);
+}
+
+// ---- the GEMM core ----
+
+// A 16-row tile's loads for one round: 16 weight bytes of rows g and g + 8 and their scales.
+struct tile_round {
+  uint4 v[2];
+  uint32_t s[2];  // mxfp4: E8M0 byte; nvfp4: two E4M3 bytes (low = first 16 k)
+};
+
+// Where a lane's two rows of a 16-row tile start (weights and scales).
+struct tile_rows {
+  const uint8_t* w[2];
+  const uint8_t* s[2];
+};
+
+template <weight_kind K>
+__device__ __forceinline__ tile_rows locate_tile(const fp4_weight& w, int64_t e, int64_t row0) {
+  tile_rows t;
+  const int64_t spr = K == weight_kind::mxfp4 ? w.cols / 32 : w.cols / 16;  // scales per row
+  const int64_t sbytes = w.scale_f32 ? 4 : 1;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int64_t row = min(row0 + 8 * i, w.rows - 1);  // rows past the end: loaded, not stored
+    t.w[i] = w.data + e * w.matrix_bytes + row * (w.cols / 2);
+    t.s[i] = w.scale + (e * w.matrix_scales + row * spr) * sbytes;
+  }
+  return t;
+}
+
+template <weight_kind K>
+__device__ __forceinline__ void load_tile_round(tile_round& r, const tile_rows& t, bool scale_f32,
+                                                int64_t k) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    r.v[i] = fp4mma::load_stream_16(t.w[i] + k / 2);
+    if constexpr (K == weight_kind::mxfp4) {
+      r.s[i] = scale_f32 ? (__ldg(reinterpret_cast<const uint32_t*>(t.s[i]) + k / 32) >> 23) & 0xFFu
+                         : __ldg(t.s[i] + k / 32);
+    } else {
+      r.s[i] = __ldg(t.s[i] + k / 16) | (uint32_t(__ldg(t.s[i] + k / 16 + 1)) << 8);
+    }
+  }
+}
+
+// Per-round multipliers of a tile: m1[row][half] (nvfp4: the E4M3 scale of k 0-15 / 16-31;
+// mxfp4: both halves the same power of two) and the second MXFP4 step m2[row].
+struct tile_scale {
+  uint32_t m1[2][2], m2[2];
+  bool two;
+};
+
+template <weight_kind K>
+__device__ __forceinline__ tile_scale scale_of(const tile_round& r) {
+  tile_scale s;
+  s.two = false;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    if constexpr (K == weight_kind::mxfp4) {
+      const fp4mma::mx_scale m = fp4mma::mx_scale_of(r.s[i]);
+      s.m1[i][0] = s.m1[i][1] = m.m1;
+      s.m2[i] = m.m2;
+      s.two |= m.m2 != 0x3F803F80u;
+    } else {
+      s.m1[i][0] = fp4mma::nv_scale_of(r.s[i] & 0xFFu);
+      s.m1[i][1] = fp4mma::nv_scale_of(r.s[i] >> 8);
+      s.m2[i] = 0x3F803F80u;
+    }
+  }
+  return s;
+}
+
+__device__ __forceinline__ uint32_t word_of(const uint4& v, int w) {
+  return w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
+}
+
+// Word w of a tile's round expanded: a[row][i] = BF16 pair P_i of rows g (row 0) / g + 8.
+template <weight_kind K>
+__device__ __forceinline__ void expand_word(const tile_round& r, const tile_scale& s, int w,
+                                            uint32_t (&a)[2][4]) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const uint32_t word = word_of(r.v[i], w);
+    a[i][0] = fp4mma::e2m1_pair<0>(word);
+    a[i][1] = fp4mma::e2m1_pair<1>(word);
+    a[i][2] = fp4mma::e2m1_pair<2>(word);
+    a[i][3] = fp4mma::e2m1_pair<3>(word);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) a[i][j] = fp4mma::mul_bf16x2(a[i][j], s.m1[i][w >> 1]);
+  }
+  if constexpr (K == weight_kind::mxfp4) {
+    if (s.two) {  // E8M0 > 128 (scale > 2): a second exact power-of-two step
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) a[i][j] = fp4mma::mul_bf16x2(a[i][j], s.m2[i]);
+    }
+  }
+}
+
+__device__ __forceinline__ int swizzled_chunk(int j, int t) {
+  return j ^ (((j >> 3) & 1) << 1) ^ (t & 1);
+}
+
+// A thread's share of one staged round: 64 tokens x 16 chunks = 4 chunks per thread.
+constexpr int k_stage_chunks = k_tile * (k_round / 8) / k_threads;
+
+template <typename in_t>
+struct stage_regs;
+template <>
+struct stage_regs<__nv_bfloat16> {
+  uint4 v[k_stage_chunks];
+};
+template <>
+struct stage_regs<float> {
+  float4 v[k_stage_chunks][2];
+};
+
+template <typename in_t>
+__device__ __forceinline__ void stage_load(stage_regs<in_t>& s, const in_t* const* row_src,
+                                           int64_t k0) {
+#pragma unroll
+  for (int q = 0; q < k_stage_chunks; ++q) {
+    const int idx = threadIdx.x + q * k_threads;
+    const in_t* p = row_src[idx >> 4];
+    const int64_t k = k0 + (idx & 15) * 8;
+    if constexpr (std::is_same_v<in_t, float>) {
+      s.v[q][0] = p ? __ldg(reinterpret_cast<const float4*>(p + k)) : make_float4(0, 0, 0, 0);
+      s.v[q][1] = p ? __ldg(reinterpret_cast<const float4*>(p + k + 4)) : make_float4(0, 0, 0, 0);
+    } else {
+      s.v[q] = p ? __ldg(reinterpret_cast<const uint4*>(p + k)) : make_uint4(0, 0, 0, 0);
+    }
+  }
+}
+
+template <typename in_t>
+__device__ __forceinline__ void stage_store(const stage_regs<in_t>& s, uint8_t* buf) {
+#pragma unroll
+  for (int q = 0; q < k_stage_chunks; ++q) {
+    const int idx = threadIdx.x + q * k_threads;
+    const int t = idx >> 4, j = idx & 15;
+    uint4 o;
+    if constexpr (std::is_same_v<in_t, float>) {
+      const float4 a = s.v[q][0], b = s.v[q][1];
+      o.x = pack_bf16x2(a.x, b.x);
+      o.y = pack_bf16x2(a.y, b.y);
+      o.z = pack_bf16x2(a.z, b.z);
+      o.w = pack_bf16x2(a.w, b.w);
+    } else {
+      const uint4 v = s.v[q];  // (x0 x1) (x2 x3) (x4 x5) (x6 x7)
+      o.x = __byte_perm(v.x, v.z, 0x5410);
+      o.y = __byte_perm(v.x, v.z, 0x7632);
+      o.z = __byte_perm(v.y, v.w, 0x5410);
+      o.w = __byte_perm(v.y, v.w, 0x7632);
+    }
+    *reinterpret_cast<uint4*>(buf + t * k_row_bytes + swizzled_chunk(j, t) * 16) = o;
+  }
+}
+
+// acc[m][n] += tile m's 16 rows x the staged round, n-tiles of 8 tokens below `ntok`.
+template <weight_kind K>
+__device__ __forceinline__ void mma_round(float (&acc)[2][k_tile / 8][4], const tile_round (&r)[2],
+                                          const uint8_t* buf, int ntok) {
+  const int lane = threadIdx.x % k_warp_size, g = lane / 4, c = lane % 4;
+  const tile_scale s0 = scale_of<K>(r[0]), s1 = scale_of<K>(r[1]);
+#pragma unroll
+  for (int w = 0; w < 4; ++w) {
+    uint32_t a0[2][4], a1[2][4];
+    expand_word<K>(r[0], s0, w, a0);
+    expand_word<K>(r[1], s1, w, a1);
+#pragma unroll
+    for (int n = 0; n < k_tile / 8; ++n) {
+      if (n * 8 < ntok) {
+        const int t = n * 8 + g;
+        const uint4 b = *reinterpret_cast<const uint4*>(buf + t * k_row_bytes +
+                                                        swizzled_chunk(4 * c + w, t) * 16);
+        fp4mma::mma_bf16(acc[0][n], a0[0][0], a0[1][0], a0[0][1], a0[1][1], b.x, b.y);
+        fp4mma::mma_bf16(acc[0][n], a0[0][2], a0[1][2], a0[0][3], a0[1][3], b.z, b.w);
+        fp4mma::mma_bf16(acc[1][n], a1[0][0], a1[1][0], a1[0][1], a1[1][1], b.x, b.y);
+        fp4mma::mma_bf16(acc[1][n], a1[0][2], a1[1][2], a1[0][3], a1[1][3], b.z, b.w);
+      }
+    }
+  }
+}
+
+// UP: src = x (rows by token), wa = W1, wb = W3, dst = h [pairs, inter]; rows of a warp: W1 and
+// W3 rows r0..r0+15. Down: src = h (rows by pair), wa = wb = W2, dst = out [pairs, hidden];
+// tile m = W2 rows r0 + 16 m .. + 15. Grid: x = row blocks, y = tile slots.
+template <typename in_t, weight_kind K, bool UP>
+__global__ void __launch_bounds__(k_threads, 1)
+    moe_prefill_gemm_kernel(const in_t* src, int top_k, const int* tile_count, const int4* tiles,
+                            const int* sorted, fp4_weight wa, fp4_weight wb, float limit,
+                            const float* pair_weights, float* dst) {
+  __shared__ __align__(16) uint8_t xs[2][k_tile * k_row_bytes];
+  __shared__ const in_t* row_src[k_tile];
+  __shared__ int pair_of[k_tile];
+  const int slot = blockIdx.y;
+  if (slot >= *tile_count) return;  // uniform over the block
+  const int4 tile = tiles[slot];
+  const int e = tile.x, ntok = tile.z;
+  const int64_t cols = wa.cols, out_rows = wa.rows;
+  if (threadIdx.x < k_tile) {
+    const int p = int(threadIdx.x) < ntok ? sorted[tile.y + threadIdx.x] : -1;
+    pair_of[threadIdx.x] = p;
+    row_src[threadIdx.x] = p < 0 ? nullptr : src + int64_t(UP ? p / top_k : p) * cols;
+  }
+  __syncthreads();
+  const int warp = threadIdx.x / k_warp_size, lane = threadIdx.x % k_warp_size;
+  const int64_t r0 = UP ? int64_t(blockIdx.x) * k_up_rows + warp * 16
+                        : int64_t(blockIdx.x) * k_down_rows + warp * 32;
+  const bool active = r0 < out_rows;  // warp-uniform; idle warps still stage and synchronise
+  tile_rows tr[2];
+  tr[0] = locate_tile<K>(wa, e, r0 + lane / 4);
+  tr[1] = locate_tile<K>(wb, e, UP ? r0 + lane / 4 : r0 + 16 + lane / 4);
+  const int64_t klane = (lane % 4) * 32;
+
+  float acc[2][k_tile / 8][4];
+#pragma unroll
+  for (int m = 0; m < 2; ++m)
+#pragma unroll
+    for (int n = 0; n < k_tile / 8; ++n)
+#pragma unroll
+      for (int q = 0; q < 4; ++q) acc[m][n][q] = 0.0f;
+
+  const int rounds = int(cols / k_round);
+  stage_regs<in_t> st;
+  stage_load(st, row_src, 0);
+  stage_store(st, xs[0]);
+  // Weights are loaded two rounds ahead (the activations one): cur = round r, n1 = r + 1,
+  // n2 = r + 2.
+  tile_round cur[2], n1[2], n2[2];
+  if (active)
+#pragma unroll
+    for (int m = 0; m < 2; ++m) {
+      load_tile_round<K>(cur[m], tr[m], wa.scale_f32, klane);
+      if (rounds > 1) load_tile_round<K>(n1[m], tr[m], wa.scale_f32, k_round + klane);
+    }
+  __syncthreads();
+  for (int r = 0; r < rounds; ++r) {
+    const bool more = r + 1 < rounds;
+    if (more) stage_load(st, row_src, int64_t(r + 1) * k_round);
+    if (active && r + 2 < rounds)
+#pragma unroll
+      for (int m = 0; m < 2; ++m)
+        load_tile_round<K>(n2[m], tr[m], wa.scale_f32, int64_t(r + 2) * k_round + klane);
+    if (active) mma_round<K>(acc, cur, xs[r & 1], ntok);
+    if (more) stage_store(st, xs[(r + 1) & 1]);
+    __syncthreads();
+#pragma unroll
+    for (int m = 0; m < 2; ++m) {
+      cur[m] = n1[m];
+      n1[m] = n2[m];
+    }
+  }
+  if (!active) return;
+
+  // Accumulator q of n-tile n: row g + 8 (q >> 1), token 8 n + 2 c + (q & 1). NVFP4 weights were
+  // expanded as code * scale * 2^-8: the f32 sums take global * 2^8.
+  float fa = 1.0f, fb = 1.0f;
+  if constexpr (K == weight_kind::nvfp4) {
+    fa = (wa.global ? __ldg(wa.global + e) : 1.0f) * 256.0f;
+    fb = (wb.global ? __ldg(wb.global + e) : 1.0f) * 256.0f;
+  }
+  const int g = lane / 4, c = lane % 4;
+#pragma unroll
+  for (int n = 0; n < k_tile / 8; ++n) {
+    if (n * 8 >= ntok) break;
+#pragma unroll
+    for (int q = 0; q < 4; ++q) {
+      const int t = n * 8 + 2 * c + (q & 1);
+      if (t >= ntok) continue;
+      const int p = pair_of[t];
+      const int64_t row = r0 + g + 8 * (q >> 1);
+      if constexpr (UP) {
+        if (row < out_rows) {
+          const float v = moe_swiglu_value(acc[0][n][q] * fa, acc[1][n][q] * fb, limit);
+          dst[int64_t(p) * out_rows + row] = pair_weights ? __fmul_rn(v, pair_weights[p]) : v;
+        }
+      } else {
+        if (row < out_rows) dst[int64_t(p) * out_rows + row] = acc[0][n][q] * fa;
+        if (row + 16 < out_rows) dst[int64_t(p) * out_rows + row + 16] = acc[1][n][q] * fb;
+      }
+    }
+  }
+}
+
+// Official order: each h row of a pair with a valid expert FP8 quantize-dequantized per 128
+// values. One warp per (pair, block).
+__global__ void __launch_bounds__(256)
+    moe_prefill_quantize_h_kernel(float* h, const int32_t* indices, int64_t pairs, int64_t experts,
+                                  int64_t inter) {
+  constexpr int64_t block = 128;
+  const int64_t blocks_per_row = (inter + block - 1) / block;
+  const int64_t item = int64_t(blockIdx.x) * (256 / k_warp_size) + threadIdx.x / k_warp_size;
+  if (item >= pairs * blocks_per_row) return;
+  const int64_t p = item / blocks_per_row, b = item % blocks_per_row;
+  const int32_t e = indices[p];
+  if (e < 0 || e >= experts) return;
+  const int64_t begin = b * block;
+  quant::fp8_block_warp(h + p * inter + begin, inter - begin < block ? inter - begin : block);
+}
+
+// y[t, o] = sum_k weights[t, k] * out[t * top_k + k, o] in k order (weighted false: the weights
+// are already in h); NaN for a token with an expert index outside [0, experts).
+template <bool weighted, typename act_t>
+__global__ void moe_prefill_combine_kernel(const float* out, const int32_t* indices,
+                                           const float* weights, int64_t tokens, int top_k,
+                                           int64_t experts, int64_t hidden, act_t* y) {
+  const int64_t n = tokens * hidden;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t t = i / hidden, o = i % hidden;
+    float acc = 0.0f;
+    bool bad = false;
+    for (int k = 0; k < top_k; ++k) {
+      const int64_t p = t * top_k + k;
+      const int32_t e = indices[p];
+      if (e < 0 || e >= experts) {
+        bad = true;
+        continue;
+      }
+      if constexpr (weighted)
+        acc += weights[p] * out[p * hidden + o];
+      else
+        acc += out[p * hidden + o];
+    }
+    y[i] = act_from_f32<act_t>(bad ? __uint_as_float(0x7fc00000u) : acc);
+  }
+}
+
+template <typename act_t, weight_kind K>
+cudaError_t launch_gemms(const act_t* x, int64_t top_k, const device_weight& w1,
+                         const device_weight& w3, const device_weight& w2, float limit,
+                         const int* tile_count, const int4* tiles, const int* sorted,
+                         int64_t tile_slots, const float* pair_weights, const int32_t* indices,
+                         int64_t pairs, float* h, float* out, cudaStream_t stream) {
+  const int64_t hidden = w1.cols, inter = w1.rows;
+  const dim3 grid1(unsigned(ceil_div(inter, k_up_rows)), unsigned(tile_slots));
+  moe_prefill_gemm_kernel<act_t, K, true><<<grid1, k_threads, 0, stream>>>(
+      x, int(top_k), tile_count, tiles, sorted, make_fp4_weight(w1), make_fp4_weight(w3), limit,
+      pair_weights, h);
+  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  if (pair_weights) {  // official order
+    const int64_t items = pairs * ceil_div(inter, 128);
+    moe_prefill_quantize_h_kernel<<<unsigned(ceil_div(items, 256 / k_warp_size)), 256, 0, stream>>>(
+        h, indices, pairs, w1.count, inter);
+    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  }
+  const dim3 grid2(unsigned(ceil_div(hidden, k_down_rows)), unsigned(tile_slots));
+  const fp4_weight f2 = make_fp4_weight(w2);
+  moe_prefill_gemm_kernel<float, K, false><<<grid2, k_threads, 0, stream>>>(
+      h, int(top_k), tile_count, tiles, sorted, f2, f2, limit, nullptr, out);
+  return cudaGetLastError();
+}
+
+template <typename act_t>
+cudaError_t run_prefill(const act_t* x, int64_t tokens, const int32_t* indices,
+                        const float* weights, int64_t top_k, const device_weight& w1,
+                        const device_weight& w3, const device_weight& w2, float swiglu_limit,
+                        void* workspace, size_t workspace_bytes, act_t* y, bool official,
+                        cudaStream_t stream) {
+  for (const device_weight* w : {&w1, &w3, &w2})
+    if (const cudaError_t e = validate_weight(*w); e != cudaSuccess) return e;
+  const int64_t experts = w1.count, hidden = w1.cols, inter = w1.rows;
+  const bool fp4 = w1.kind == weight_kind::mxfp4 || w1.kind == weight_kind::nvfp4;
+  if (!fp4 || w3.kind != w1.kind || w2.kind != w1.kind || w3.count != experts ||
+      w2.count != experts || w3.rows != inter || w3.cols != hidden || w2.rows != hidden ||
+      w2.cols != inter || w3.scale_e8m0 != w1.scale_e8m0 || w2.scale_e8m0 != w1.scale_e8m0)
+    return cudaErrorInvalidValue;
+  if (hidden % k_round != 0 || inter % k_round != 0 || tokens < 0 || top_k <= 0 ||
+      experts > k_max_experts || !x || !indices || !weights || !y || !workspace || !aligned_16(x))
+    return cudaErrorInvalidValue;
+  // f32 MXFP4 scales are read as 32-bit words.
+  for (const device_weight* w : {&w1, &w3, &w2})
+    if (w->kind == weight_kind::mxfp4 && !w->scale_e8m0 &&
+        (reinterpret_cast<uintptr_t>(w->scale) & 3u) != 0)
+      return cudaErrorInvalidValue;
+  if (tokens == 0) return cudaSuccess;
+  const int64_t pairs = tokens * top_k;
+  const int64_t slots = max_tiles(pairs, experts);
+  if (pairs > INT32_MAX || slots > 65535) return cudaErrorInvalidValue;
+  const layout l = make_layout(tokens, top_k, experts, hidden, inter);
+  if (workspace_bytes < l.total || !aligned_16(workspace)) return cudaErrorInvalidValue;
+  auto* base = static_cast<unsigned char*>(workspace);
+  int* tile_count = reinterpret_cast<int*>(base + l.count);
+  int* sorted = reinterpret_cast<int*>(base + l.sorted);
+  int4* tiles = reinterpret_cast<int4*>(base + l.tiles);
+  float* h = reinterpret_cast<float*>(base + l.h);
+  float* out = reinterpret_cast<float*>(base + l.out);
+
+  moe_prefill_plan_kernel<<<1, k_plan_threads, 0, stream>>>(indices, int(pairs), int(experts),
+                                                            tile_count, sorted, tiles);
+  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  const float* pair_weights = official ? weights : nullptr;
+  const cudaError_t status = w1.kind == weight_kind::mxfp4
+                                 ? launch_gemms<act_t, weight_kind::mxfp4>(
+                                       x, top_k, w1, w3, w2, swiglu_limit, tile_count, tiles,
+                                       sorted, slots, pair_weights, indices, pairs, h, out, stream)
+                                 : launch_gemms<act_t, weight_kind::nvfp4>(
+                                       x, top_k, w1, w3, w2, swiglu_limit, tile_count, tiles,
+                                       sorted, slots, pair_weights, indices, pairs, h, out, stream);
+  if (status != cudaSuccess) return status;
+  const int threads = 256;
+  if (official)
+    moe_prefill_combine_kernel<false, act_t>
+        <<<grid_stride_blocks(tokens * hidden, threads), threads, 0, stream>>>(
+            out, indices, nullptr, tokens, int(top_k), experts, hidden, y);
+  else
+    moe_prefill_combine_kernel<true, act_t>
+        <<<grid_stride_blocks(tokens * hidden, threads), threads, 0, stream>>>(
+            out, indices, weights, tokens, int(top_k), experts, hidden, y);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+size_t moe_prefill_workspace_bytes(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidden,
+                                   int64_t inter) {
+  if (tokens <= 0 || top_k <= 0) return 256;
+  return make_layout(tokens, top_k, experts, hidden, inter).total;
+}
+
+template <typename act_t>
+cudaError_t moe_prefill_experts(const act_t* x, int64_t tokens, const int32_t* indices,
+                                const float* weights, int64_t top_k, const device_weight& w1,
+                                const device_weight& w3, const device_weight& w2,
+                                float swiglu_limit, void* workspace, size_t workspace_bytes,
+                                act_t* y, cudaStream_t stream) {
+  return run_prefill(x, tokens, indices, weights, top_k, w1, w3, w2, swiglu_limit, workspace,
+                     workspace_bytes, y, false, stream);
+}
+
+template <typename act_t>
+cudaError_t moe_prefill_experts_official(const act_t* x, int64_t tokens, const int32_t* indices,
+                                         const float* weights, int64_t top_k,
+                                         const device_weight& w1, const device_weight& w3,
+                                         const device_weight& w2, float swiglu_limit,
+                                         void* workspace, size_t workspace_bytes, act_t* y,
+                                         cudaStream_t stream) {
+  return run_prefill(x, tokens, indices, weights, top_k, w1, w3, w2, swiglu_limit, workspace,
+                     workspace_bytes, y, true, stream);
+}
+
+#define DSV4_MOE_PREFILL_INSTANTIATE(T)                                                    \
+  template cudaError_t moe_prefill_experts<T>(                                             \
+      const T*, int64_t, const int32_t*, const float*, int64_t, const device_weight&,      \
+      const device_weight&, const device_weight&, float, void*, size_t, T*, cudaStream_t); \
+  template cudaError_t moe_prefill_experts_official<T>(                                    \
+      const T*, int64_t, const int32_t*, const float*, int64_t, const device_weight&,      \
+      const device_weight&, const device_weight&, float, void*, size_t, T*, cudaStream_t);
+DSV4_MOE_PREFILL_INSTANTIATE(float)
+DSV4_MOE_PREFILL_INSTANTIATE(__nv_bfloat16)
+#undef DSV4_MOE_PREFILL_INSTANTIATE
+
+}  // namespace dsv4::cuda
