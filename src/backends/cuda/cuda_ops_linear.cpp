@@ -11,6 +11,7 @@
 #include "backends/cuda/linear_gemm.h"
 #include "backends/cuda/moe.h"
 #include "backends/cuda/moe_decode.h"
+#include "backends/cuda/moe_prefill.h"
 #include "core/error.h"
 
 namespace dsv4::cuda {
@@ -293,6 +294,25 @@ tensor run_moe_experts(cuda_ops& o, const tensor& x, const tensor& indices, cons
                                                 act_ptr(y, a), o.stream());
                         }),
                official ? "moe_decode_experts_official" : "moe_decode_experts");
+    return y;
+  }
+  // Prefill-sized steps with bf16 activations: tensor cores (moe_prefill rounds x and h to BF16
+  // as it stages them, so f32 activations keep the f32 kernel below).
+  if (o.decode_kernels() && act == dtype::bf16 &&
+      moe_prefill_supported(ce.w1.w, ce.w3.w, ce.w2.w, T, k)) {
+    using bf16 = __nv_bfloat16;
+    const size_t ws = moe_prefill_workspace_bytes(T, k, ce.count, ce.hidden, ce.inter);
+    tensor workspace = o.alloc(dtype::u8, {int64_t(ws)});
+    auto* xb = x.view().ptr<bf16>();
+    auto* yb = y.view().ptr<bf16>();
+    check_cuda(official
+                   ? moe_prefill_experts_official(
+                         xb, T, indices.data<int32_t>(), weights.data<float>(), k, ce.w1.w, ce.w3.w,
+                         ce.w2.w, swiglu_limit, workspace.data<void>(), ws, yb, o.stream())
+                   : moe_prefill_experts(xb, T, indices.data<int32_t>(), weights.data<float>(), k,
+                                         ce.w1.w, ce.w3.w, ce.w2.w, swiglu_limit,
+                                         workspace.data<void>(), ws, yb, o.stream()),
+               official ? "moe_prefill_experts_official" : "moe_prefill_experts");
     return y;
   }
   const size_t ws = moe_experts_workspace_bytes(T, k, ce.count, ce.hidden, ce.inter);

@@ -523,6 +523,26 @@ cudaError_t run_prefill(const act_t* x, int64_t tokens, const int32_t* indices,
 
 }  // namespace
 
+bool moe_prefill_supported(const device_weight& w1, const device_weight& w3,
+                           const device_weight& w2, int64_t tokens, int64_t top_k) {
+  if (w1.kind != weight_kind::mxfp4 && w1.kind != weight_kind::nvfp4) return false;
+  for (const device_weight* w : {&w1, &w3, &w2}) {
+    if (validate_weight(*w) != cudaSuccess || w->kind != w1.kind ||
+        w->scale_e8m0 != w1.scale_e8m0 || w->count != w1.count)
+      return false;
+    if (w->kind == weight_kind::mxfp4 && !w->scale_e8m0 &&
+        (reinterpret_cast<uintptr_t>(w->scale) & 3u) != 0)
+      return false;
+  }
+  const int64_t hidden = w1.cols, inter = w1.rows;
+  if (w3.rows != inter || w3.cols != hidden || w2.rows != hidden || w2.cols != inter ||
+      hidden % k_round != 0 || inter % k_round != 0 || w1.count > k_max_experts || top_k <= 0 ||
+      tokens < 0)
+    return false;
+  const int64_t pairs = tokens * top_k;
+  return pairs <= INT32_MAX && max_tiles(pairs, w1.count) <= 65535;
+}
+
 size_t moe_prefill_workspace_bytes(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidden,
                                    int64_t inter) {
   if (tokens <= 0 || top_k <= 0) return 256;

@@ -19,6 +19,11 @@
 
 namespace dsv4::cuda {
 
+// Whether moe_prefill_experts takes these weights for a step of `tokens` x `top_k` pairs (the
+// weight and size conditions below; x alignment and pointers are the caller's).
+bool moe_prefill_supported(const device_weight& w1, const device_weight& w3,
+                           const device_weight& w2, int64_t tokens, int64_t top_k);
+
 // Device workspace moe_prefill_experts needs (bytes) for `tokens` x `top_k` routed pairs.
 size_t moe_prefill_workspace_bytes(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidden,
                                    int64_t inter);
