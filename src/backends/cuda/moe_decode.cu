@@ -273,10 +273,10 @@ __device__ __forceinline__ void load_x(uint4 (&xh)[4], uint4 (&xl)[4], const uin
 // official order) h * pair_weights[pair] into hf [pairs, rows] f32. !UP: W2 into out (f32).
 // ain_hi / ain_lo: paired activations, one row of `kdim` per token (UP) or per pair (!UP).
 // Before its grid-dependency wait the kernel reads only the plan (complete: see
-// grid_dependency_wait) and the weights, so !UP streams its first k_stages rounds of W2 while
-// the L1 launch still finishes.
+// grid_dependency_wait) and the weights, so with RING, !UP streams its first k_stages rounds of
+// W2 while the L1 launch still finishes.
 template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING>
-__global__ void __launch_bounds__(k_threads, RING&& K == weight_kind::mxfp4 ? 4 : 1)
+__global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ? 4 : 1)
     moe_decode_gemm_kernel(const uint16_t* ain_hi, const uint16_t* ain_lo, int64_t kdim,
                            int64_t rows, int top_k, const int* chunk_count, const int4* chunks,
                            const int* sorted, fp4_weight wa, fp4_weight wb, float limit,
