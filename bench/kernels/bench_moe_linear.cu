@@ -8,10 +8,15 @@
 //     that expert as N; no gather or SwiGLU, so it is a lower bound on that approach's time);
 //   * the kernels: moe_experts_f32 (moe.h, the first version) and moe_decode_experts (f32 and bf16
 //     activations), Flash and Pro shapes, MXFP4 and NVFP4, T = 1, 4, 16, 64; the same in the
-//     official order (moe_experts_official, moe_decode_experts_official);
-//   * prefill (bench_prefill_section, alone with --prefill-only): moe_prefill_experts at
-//     T = 1024, 4096 in TFLOP/s against cuBLAS BF16 (one dense GEMM of the same size, and the
-//     per-expert loop) and the old moe_experts.
+//     official order (moe_experts_official, moe_decode_experts_official); the previous
+//     moe_decode (moe_decode_v0.cu, "v0") beside the current one; --decode-only leaves out the
+//     general kernels and the cuBLAS loop, --replays N sets the replays;
+//   * a stage breakdown of moe_decode (Flash MXFP4 f32, T = 1 and 64, v0 and current): each
+//     kernel of the captured graph in turn replaced by an empty kernel; the time saved is that
+//     stage's share of the call (with PDL the stages overlap, so the shares need not add up);
+//   * prefill (bench_prefill_section; alone with --prefill-only, left out by --decode-only):
+//     moe_prefill_experts at T = 256, 1024, 4096 in TFLOP/s against cuBLAS BF16 (one dense GEMM
+//     of the same size, and the per-expert loop) and the old moe_experts.
 // Timing: CUDA graphs of `k_calls` consecutive calls, each with its own routing (random top-k over
 // all experts, fresh per call), replayed >= 50 times; the median replay / k_calls is one call.
 // Weights: every expert slot of the pool holds different random bytes (a device hash), scales in
@@ -38,7 +43,22 @@
 #include "backends/cuda/moe_decode.h"
 #include "backends/cuda/moe_prefill.h"
 
+namespace dsv4::cuda::v0 {  // moe_decode_v0.cu: the previous moe_decode, for comparison
+template <typename act_t>
+cudaError_t moe_decode_experts(const act_t*, int64_t, const int32_t*, const float*, int64_t,
+                               const device_weight&, const device_weight&, const device_weight&,
+                               float, void*, size_t, act_t*, cudaStream_t);
+template <typename act_t>
+cudaError_t moe_decode_experts_official(const act_t*, int64_t, const int32_t*, const float*,
+                                        int64_t, const device_weight&, const device_weight&,
+                                        const device_weight&, float, void*, size_t, act_t*,
+                                        cudaStream_t);
+size_t moe_decode_workspace_bytes(int64_t, int64_t, int64_t, int64_t, int64_t);
+}  // namespace dsv4::cuda::v0
+
 namespace {
+
+bool g_decode_only = false;
 
 using dsv4::cuda::device_weight;
 using dsv4::cuda::weight_kind;
@@ -61,8 +81,8 @@ using dsv4::cuda::weight_kind;
     }                                                                                         \
   } while (0)
 
-constexpr int k_calls = 16;    // calls per captured graph
-constexpr int k_replays = 60;  // graph replays timed (median)
+constexpr int k_calls = 16;  // calls per captured graph
+int k_replays = 60;          // graph replays timed (median); --replays
 
 __device__ __forceinline__ uint32_t hash32(uint64_t i, uint32_t seed) {
   uint64_t z = i * 0x9E3779B97F4A7C15ull + seed;
@@ -115,6 +135,12 @@ __global__ void read_kernel(const uint4* __restrict__ p, size_t n, uint32_t* sin
 
 __global__ void empty_kernel() {}
 
+// Stand-in for a stage in the breakdown: keeps a PDL chain's ordering (waits for its
+// predecessor) and does nothing else.
+__global__ void empty_wait_kernel() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+}
+
 double median(std::vector<float> v) {
   std::sort(v.begin(), v.end());
   return v[v.size() / 2];
@@ -153,6 +179,79 @@ double time_graph_per_call(const std::function<void(int, cudaStream_t)>& body, i
   CK(cudaGraphExecDestroy(ge));
   CK(cudaGraphDestroy(g));
   return ms / calls;
+}
+
+// Per-stage shares of one call: captures `calls` calls, then for each distinct kernel of the
+// graph (in order of first appearance) times a clone with every node of that kernel replaced by
+// empty_wait_kernel. Prints the full time per call and each stage's saving.
+void stage_breakdown(const char* label, const std::function<void(int, cudaStream_t)>& body,
+                     int calls, cudaStream_t s) {
+  cudaGraph_t g;
+  CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < calls; ++i) body(i, s);
+  CK(cudaStreamEndCapture(s, &g));
+  size_t n = 0;
+  CK(cudaGraphGetNodes(g, nullptr, &n));
+  std::vector<cudaGraphNode_t> nodes(n);
+  CK(cudaGraphGetNodes(g, nodes.data(), &n));
+  std::vector<const void*> funcs;
+  std::vector<cudaKernelNodeParams> first;
+  std::vector<std::vector<cudaGraphNode_t>> of;
+  for (cudaGraphNode_t nd : nodes) {
+    cudaGraphNodeType t;
+    CK(cudaGraphNodeGetType(nd, &t));
+    if (t != cudaGraphNodeTypeKernel) continue;
+    cudaKernelNodeParams p{};
+    CK(cudaGraphKernelNodeGetParams(nd, &p));
+    size_t j = std::find(funcs.begin(), funcs.end(), p.func) - funcs.begin();
+    if (j == funcs.size()) {
+      funcs.push_back(p.func);
+      first.push_back(p);
+      of.emplace_back();
+    }
+    of[j].push_back(nd);
+  }
+  auto time_graph = [&](cudaGraph_t gr) {
+    cudaGraphExec_t ge;
+    CK(cudaGraphInstantiate(&ge, gr, 0));
+    const double ms = time_ms([&] { CK(cudaGraphLaunch(ge, s)); }, k_replays, s);
+    CK(cudaGraphExecDestroy(ge));
+    return 1e3 * ms / calls;
+  };
+  const double full = time_graph(g);
+  std::printf("breakdown %-34s full %8.2f us/call\n", label, full);
+  for (size_t j = 0; j < funcs.size(); ++j) {
+    cudaGraph_t c;
+    CK(cudaGraphClone(&c, g));
+    for (cudaGraphNode_t nd : of[j]) {
+      cudaGraphNode_t cn;
+      CK(cudaGraphNodeFindInClone(&cn, nd, c));
+      cudaKernelNodeParams q{};
+      q.func = reinterpret_cast<void*>(empty_wait_kernel);
+      q.gridDim = dim3(1);
+      q.blockDim = dim3(32);
+      q.sharedMemBytes = 0;
+      q.kernelParams = nullptr;
+      q.extra = nullptr;
+      CK(cudaGraphKernelNodeSetParams(cn, &q));
+    }
+    const double without = time_graph(c);
+    CK(cudaGraphDestroy(c));
+    const char* name = "?";
+    if (cudaFuncGetName(&name, funcs[j]) != cudaSuccess) name = "?";
+    std::string nm(name);
+    std::string tag =
+        nm.find("prepare") != std::string::npos    ? "prepare"
+        : nm.find("quantize") != std::string::npos ? "quantize_h"
+        : nm.find("combine") != std::string::npos  ? "combine"
+        : nm.find("gemm") != std::string::npos
+            ? (nm.find("ELb1ELb") != std::string::npos ? "gemm L1 (W1, W3)" : "gemm L2 (W2)")
+            : nm.substr(0, 40);
+    std::printf("  stage %-18s grid %5u x %4u, %4u threads: saves %8.2f us/call (%5.1f%%)\n",
+                tag.c_str(), first[j].gridDim.x, first[j].gridDim.y, first[j].blockDim.x,
+                full - without, 100.0 * (full - without) / full);
+  }
+  CK(cudaGraphDestroy(g));
 }
 
 struct ceilings {
@@ -484,7 +583,8 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
     const size_t ws_old = dsv4::cuda::moe_experts_workspace_bytes(T, K, E, D, I);
     const size_t ws_new = dsv4::cuda::moe_decode_workspace_bytes(T, K, E, D, I);
     void* ws;
-    CK(cudaMalloc(&ws, std::max(ws_old, ws_new)));
+    CK(cudaMalloc(&ws, std::max({ws_old, ws_new,
+                                 dsv4::cuda::v0::moe_decode_workspace_bytes(T, K, E, D, I)})));
     const double wbytes =
         touched * (w1.bytes_per_matrix + w3.bytes_per_matrix + w2.bytes_per_matrix);
     auto report = [&](const char* kernel, const char* act, double ms, double act_bytes) {
@@ -493,90 +593,132 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
       std::printf("%-6s %-6s %-22s %-5s %3lld %7.1f %10.2f %9.1f %6.1f%%\n", sh.name, kname, kernel,
                   act, (long long)T, touched, ms * 1e3, gbps, 100 * gbps / c.read_gbps);
     };
-    const double old_ms = time_graph_per_call(
-        [&](int i, cudaStream_t st) {
-          CK(dsv4::cuda::moe_experts<float>(xf, T, idx + size_t(i) * T * K, wts + size_t(i) * T * K,
-                                            K, w1.w, w3.w, w2.w, 10.0f, ws, ws_old, yf, st));
-        },
-        k_calls, s);
-    report("moe_experts_f32 (old)", "f32", old_ms, 8.0 * T * D);
-    const double new_f = time_graph_per_call(
-        [&](int i, cudaStream_t st) {
-          CK(dsv4::cuda::moe_decode_experts(xf, T, idx + size_t(i) * T * K, wts + size_t(i) * T * K,
-                                            K, w1.w, w3.w, w2.w, 10.0f, ws, ws_new, yf, st));
-        },
-        k_calls, s);
+    namespace dc = dsv4::cuda;
+    // One call of `fn` (the current or the v0 moe_decode entry points) for routing i.
+    const auto decode_body = [&](auto fn, auto* x, auto* y, size_t wsb) {
+      return [=, &w1, &w3, &w2](int i, cudaStream_t st) {
+        CK(fn(x, T, idx + size_t(i) * T * K, wts + size_t(i) * T * K, K, w1.w, w3.w, w2.w, 10.0f,
+              ws, wsb, y, st));
+      };
+    };
+    const size_t ws_v0 = dc::v0::moe_decode_workspace_bytes(T, K, E, D, I);
+    const auto body_new_f = decode_body(dc::moe_decode_experts<float>, xf, yf, ws_new);
+    const auto body_v0_f = decode_body(dc::v0::moe_decode_experts<float>, xf, yf, ws_v0);
+    {  // Sanity (not the parity test): current and v0 agree on routing 0, both orders.
+      std::vector<float> a(size_t(T * D)), b(a.size());
+      for (int official = 0; official < 2; ++official) {
+        const auto f_new =
+            official ? dc::moe_decode_experts_official<float> : dc::moe_decode_experts<float>;
+        const auto f_v0 = official ? dc::v0::moe_decode_experts_official<float>
+                                   : dc::v0::moe_decode_experts<float>;
+        CK(f_v0(xf, T, idx, wts, K, w1.w, w3.w, w2.w, 10.0f, ws, ws_v0, yf, s));
+        CK(cudaMemcpyAsync(b.data(), yf, b.size() * 4, cudaMemcpyDeviceToHost, s));
+        CK(cudaStreamSynchronize(s));
+        CK(cudaMemset(yf, 0xFF, a.size() * 4));
+        CK(f_new(xf, T, idx, wts, K, w1.w, w3.w, w2.w, 10.0f, ws, ws_new, yf, s));
+        CK(cudaMemcpyAsync(a.data(), yf, a.size() * 4, cudaMemcpyDeviceToHost, s));
+        CK(cudaStreamSynchronize(s));
+        double num = 0, den = 0;
+        for (size_t j = 0; j < a.size(); ++j) {
+          num += (double(a[j]) - b[j]) * (double(a[j]) - b[j]);
+          den += double(b[j]) * b[j];
+        }
+        std::printf("check %-6s %-6s T=%-3lld %s: current vs v0 NMSE %.3g%s\n", sh.name, kname,
+                    (long long)T, official ? "official" : "exact   ", den > 0 ? num / den : -1.0,
+                    (num / den < (official ? 1e-5 : 1e-8) && den > 0) ? "" : "  MISMATCH");
+      }
+    }
+    double old_ms = 0, off_old = 0, loop_ms = 0;
+    if (!g_decode_only) {
+      old_ms = time_graph_per_call(
+          [&](int i, cudaStream_t st) {
+            CK(dc::moe_experts<float>(xf, T, idx + size_t(i) * T * K, wts + size_t(i) * T * K, K,
+                                      w1.w, w3.w, w2.w, 10.0f, ws, ws_old, yf, st));
+          },
+          k_calls, s);
+      report("moe_experts_f32 (old)", "f32", old_ms, 8.0 * T * D);
+    }
+    const double v0_f = time_graph_per_call(body_v0_f, k_calls, s);
+    report("moe_decode v0", "f32", v0_f, 8.0 * T * D);
+    const double new_f = time_graph_per_call(body_new_f, k_calls, s);
     report("moe_decode", "f32", new_f, 8.0 * T * D);
+    const double v0_b = time_graph_per_call(
+        decode_body(dc::v0::moe_decode_experts<__nv_bfloat16>, xb, yb, ws_v0), k_calls, s);
+    report("moe_decode v0", "bf16", v0_b, 4.0 * T * D);
     const double new_b = time_graph_per_call(
-        [&](int i, cudaStream_t st) {
-          CK(dsv4::cuda::moe_decode_experts(xb, T, idx + size_t(i) * T * K, wts + size_t(i) * T * K,
-                                            K, w1.w, w3.w, w2.w, 10.0f, ws, ws_new, yb, st));
-        },
-        k_calls, s);
+        decode_body(dc::moe_decode_experts<__nv_bfloat16>, xb, yb, ws_new), k_calls, s);
     report("moe_decode", "bf16", new_b, 4.0 * T * D);
     // Official order (the default for FP8 checkpoints on the GPU): the generic kernel and the
     // decode variant (FP8 h quantization launch, W2 without the lo part).
-    const double off_old = time_graph_per_call(
-        [&](int i, cudaStream_t st) {
-          CK(dsv4::cuda::moe_experts_official<float>(xf, T, idx + size_t(i) * T * K,
-                                                     wts + size_t(i) * T * K, K, w1.w, w3.w, w2.w,
-                                                     10.0f, ws, ws_old, yf, st));
-        },
-        k_calls, s);
-    report("moe_experts_official", "f32", off_old, 8.0 * T * D);
+    if (!g_decode_only) {
+      off_old = time_graph_per_call(
+          [&](int i, cudaStream_t st) {
+            CK(dc::moe_experts_official<float>(xf, T, idx + size_t(i) * T * K,
+                                               wts + size_t(i) * T * K, K, w1.w, w3.w, w2.w, 10.0f,
+                                               ws, ws_old, yf, st));
+          },
+          k_calls, s);
+      report("moe_experts_official", "f32", off_old, 8.0 * T * D);
+    }
+    const double off_v0_f = time_graph_per_call(
+        decode_body(dc::v0::moe_decode_experts_official<float>, xf, yf, ws_v0), k_calls, s);
+    report("moe_decode_official v0", "f32", off_v0_f, 8.0 * T * D);
     const double off_f = time_graph_per_call(
-        [&](int i, cudaStream_t st) {
-          CK(dsv4::cuda::moe_decode_experts_official(xf, T, idx + size_t(i) * T * K,
-                                                     wts + size_t(i) * T * K, K, w1.w, w3.w, w2.w,
-                                                     10.0f, ws, ws_new, yf, st));
-        },
-        k_calls, s);
+        decode_body(dc::moe_decode_experts_official<float>, xf, yf, ws_new), k_calls, s);
     report("moe_decode_official", "f32", off_f, 8.0 * T * D);
+    const double off_v0_b = time_graph_per_call(
+        decode_body(dc::v0::moe_decode_experts_official<__nv_bfloat16>, xb, yb, ws_v0), k_calls, s);
+    report("moe_decode_official v0", "bf16", off_v0_b, 4.0 * T * D);
     const double off_b = time_graph_per_call(
-        [&](int i, cudaStream_t st) {
-          CK(dsv4::cuda::moe_decode_experts_official(xb, T, idx + size_t(i) * T * K,
-                                                     wts + size_t(i) * T * K, K, w1.w, w3.w, w2.w,
-                                                     10.0f, ws, ws_new, yb, st));
-        },
-        k_calls, s);
+        decode_body(dc::moe_decode_experts_official<__nv_bfloat16>, xb, yb, ws_new), k_calls, s);
     report("moe_decode_official", "bf16", off_b, 4.0 * T * D);
+    std::printf(
+        "%-6s %-6s   current vs v0: exact f32 %.2fx, exact bf16 %.2fx, official f32 %.2fx, "
+        "official bf16 %.2fx\n",
+        sh.name, kname, v0_f / new_f, v0_b / new_b, off_v0_f / off_f, off_v0_b / off_b);
+    if (std::string(sh.name) == "flash" && kind == weight_kind::mxfp4 && (T == 1 || T == 64)) {
+      const std::string tl = " T=" + std::to_string(T);
+      stage_breakdown(("flash mxfp4 f32 v0" + tl).c_str(), body_v0_f, k_calls, s);
+      stage_breakdown(("flash mxfp4 f32 current" + tl).c_str(), body_new_f, k_calls, s);
+    }
     // Per-expert cuBLAS BF16 loop (host-known routing; 3 GEMMs per touched expert).
-    void *hb1, *hb2;
-    CK(cudaMalloc(&hb1, size_t(T * K) * I * 4 * 2));
-    CK(cudaMalloc(&hb2, size_t(T * K) * D * 4));
-    const double loop_ms = time_graph_per_call(
-        [&](int i, cudaStream_t st) {
-          CB(cublasSetStream(h, st));
-          const float one = 1.0f, zero = 0.0f;
-          for (int64_t e = 0; e < E; ++e) {
-            const int n = per_expert_tokens[i][e];
-            if (!n) continue;
-            const uint8_t* base = static_cast<const uint8_t*>(bf) + size_t(e % bf_pool) * bf_expert;
-            for (int m = 0; m < 2; ++m)
-              CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(I), n, int(D), &one,
-                              base + size_t(m) * I * D * 2, CUDA_R_16BF, int(D), xb, CUDA_R_16BF,
-                              int(D), &zero, static_cast<float*>(hb1) + size_t(m) * T * K * I,
-                              CUDA_R_32F, int(I), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-            CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(D), n, int(I), &one,
-                            base + size_t(2) * I * D * 2, CUDA_R_16BF, int(I), xb, CUDA_R_16BF,
-                            int(I), &zero, hb2, CUDA_R_32F, int(D), CUBLAS_COMPUTE_32F,
-                            CUBLAS_GEMM_DEFAULT));
-          }
-        },
-        4, s);
-    {
+    void *hb1 = nullptr, *hb2 = nullptr;
+    if (!g_decode_only) {
+      CK(cudaMalloc(&hb1, size_t(T * K) * I * 4 * 2));
+      CK(cudaMalloc(&hb2, size_t(T * K) * D * 4));
+      loop_ms = time_graph_per_call(
+          [&](int i, cudaStream_t st) {
+            CB(cublasSetStream(h, st));
+            const float one = 1.0f, zero = 0.0f;
+            for (int64_t e = 0; e < E; ++e) {
+              const int n = per_expert_tokens[i][e];
+              if (!n) continue;
+              const uint8_t* base =
+                  static_cast<const uint8_t*>(bf) + size_t(e % bf_pool) * bf_expert;
+              for (int m = 0; m < 2; ++m)
+                CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(I), n, int(D), &one,
+                                base + size_t(m) * I * D * 2, CUDA_R_16BF, int(D), xb, CUDA_R_16BF,
+                                int(D), &zero, static_cast<float*>(hb1) + size_t(m) * T * K * I,
+                                CUDA_R_32F, int(I), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+              CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(D), n, int(I), &one,
+                              base + size_t(2) * I * D * 2, CUDA_R_16BF, int(I), xb, CUDA_R_16BF,
+                              int(I), &zero, hb2, CUDA_R_32F, int(D), CUBLAS_COMPUTE_32F,
+                              CUBLAS_GEMM_DEFAULT));
+            }
+          },
+          4, s);
       const double bytes = touched * 3.0 * double(I) * double(D) * 2.0;
       const double gbps = bytes / (loop_ms * 1e-3) / 1e9;
       std::printf("%-6s %-6s %-22s %-5s %3lld %7.1f %10.2f %9.1f %6.1f%%  (bf16 bytes)\n", sh.name,
                   "bf16", "cublas per-expert loop", "bf16", (long long)T, touched, loop_ms * 1e3,
                   gbps, 100 * gbps / c.read_gbps);
+      std::printf(
+          "%-6s %-6s   speed-up new(f32) vs old %.2fx, new(bf16) vs cuBLAS loop %.2fx, official "
+          "decode(f32) vs official old %.2fx\n",
+          sh.name, kname, old_ms / new_f, loop_ms / new_b, off_old / off_f);
     }
-    std::printf(
-        "%-6s %-6s   speed-up new(f32) vs old %.2fx, new(bf16) vs cuBLAS loop %.2fx, official "
-        "decode(f32) vs official old %.2fx\n",
-        sh.name, kname, old_ms / new_f, loop_ms / new_b, off_old / off_f);
-    CK(cudaFree(hb1));
-    CK(cudaFree(hb2));
+    if (hb1) CK(cudaFree(hb1));
+    if (hb2) CK(cudaFree(hb2));
     CK(cudaFree(ws));
     CK(cudaFree(idx));
     CK(cudaFree(wts));
@@ -622,7 +764,7 @@ void bench_moe_prefill(const moe_shape& sh, weight_kind kind, cudaStream_t s, cu
   std::mt19937_64 rng(4321);
   const char* kname = kind == weight_kind::mxfp4 ? "mxfp4" : "nvfp4";
   constexpr int calls = 4;
-  for (int64_t T : {1024, 4096}) {
+  for (int64_t T : {256, 1024, 4096}) {
     const int64_t P = T * K;
     std::vector<int32_t> routes(size_t(calls) * P);
     std::vector<std::vector<int>> cnt(calls, std::vector<int>(E, 0));
@@ -772,8 +914,15 @@ void bench_prefill_section(cudaStream_t s, cublasHandle_t h) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bool only_moe = argc > 1 && std::string(argv[1]) == "--moe-only";  // skip dense
-  const bool only_prefill = argc > 1 && std::string(argv[1]) == "--prefill-only";
+  bool only_moe = false;  // --moe-only: skip the dense linears
+  bool only_prefill = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--moe-only") only_moe = true;
+    if (a == "--prefill-only") only_prefill = true;
+    if (a == "--decode-only") g_decode_only = only_moe = true;
+    if (a == "--replays" && i + 1 < argc) k_replays = std::max(5, std::atoi(argv[++i]));
+  }
   int dev = 0;
   CK(cudaSetDevice(dev));
   cudaDeviceProp p;
@@ -835,7 +984,7 @@ int main(int argc, char** argv) {
     };
     for (const dense& d : shapes) bench_dense(d.name, d.kind, d.rows, d.cols, s, c, l2, h, lt);
   }
-  bench_prefill_section(s, h);
+  if (!g_decode_only) bench_prefill_section(s, h);
   cublasLtDestroy(lt);
   cublasDestroy(h);
   CK(cudaStreamDestroy(s));

@@ -15,11 +15,18 @@
 // A block is 4 warps; each warp owns one 16-row tile and a quarter, half or all of K (RT = 1, 2
 // or 4 tiles per block); K parts are summed through shared memory in warp order (deterministic).
 // The grid is (row groups, chunk upper bound); blocks past the device-side chunk count exit.
+// Two weight pipelines (RING, chosen per format and activation type in run()): RING streams the
+// weights through a per-warp cp.async ring of k_stages rounds and launches 2..4 (and the
+// quantize launch) with programmatic dependent launch, so each starts while its predecessor
+// drains and L2 fetches its first W2 rounds before L1 has finished; !RING is the first
+// version's register double buffer with plain launches. Both compute the same sums in the same
+// order (the same outputs bit for bit).
 #include <cuda_bf16.h>
 
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
+#include <utility>
 
 #include "backends/cuda/activation.cuh"
 #include "backends/cuda/fp4_mma.cuh"
@@ -87,12 +94,26 @@ fp4_weight make_fp4_weight(const device_weight& w) {
                     w.kind == weight_kind::mxfp4 && !w.scale_e8m0};
 }
 
+// Programmatic dependent launch (PDL): the launches after the first carry the programmatic
+// stream serialization attribute, so each may start while its predecessor drains. Every block
+// of every such kernel executes grid_dependency_wait() (the predecessor's grid complete and its
+// writes visible) before it reads a predecessor's output and before it exits, and triggers its
+// dependents only after that wait: a running dependent therefore knows that every earlier launch
+// of the chain has completed (the plan, in particular). Both are no-ops without the attribute.
+__device__ __forceinline__ void grid_dependency_wait() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+}
+__device__ __forceinline__ void grid_dependency_trigger() {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
+
 // ---- 1. plan + activation prepare ----
 template <typename act_t>
 __global__ void __launch_bounds__(k_plan_threads)
     moe_decode_prepare_kernel(const int32_t* indices, int pairs, int experts, int* chunk_count,
                               int* sorted, int4* chunks, const act_t* x, int64_t x_count,
                               uint16_t* xhi, uint16_t* xlo) {
+  grid_dependency_trigger();  // L1 may start; it waits for this grid before reading the plan
   if (blockIdx.x > 0) {
     // Groups of 8 activations of one row (cols % 8 == 0): 4 paired words of hi (and lo).
     const int64_t grp = (int64_t(blockIdx.x) - 1) * blockDim.x + threadIdx.x;
@@ -118,13 +139,59 @@ __global__ void __launch_bounds__(k_plan_threads)
 
 // ---- 2/3. the tensor-core GEMV over (chunk, row tile) items ----
 
-// One round's loads of one matrix for rows g and g + 8: 16 weight bytes each and their scales.
+// Weight stream: each lane copies its own fragment of a round (16 bytes of rows g and g + 8 per
+// matrix, and the 4-byte scale word holding its scales) into a per-warp shared-memory ring of
+// k_stages rounds with cp.async, and reads back only what it copied itself, so
+// cp.async.wait_group alone orders the copy and the read (no warp or block barrier). k_stages
+// rounds per warp stay in flight while the tensor cores work (the register double buffer of the
+// first version kept one, which left T = 1 latency-bound).
+constexpr int k_stages = 4;
+
+__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) {
+  asm volatile(
+      "cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(uint32_t(__cvta_generic_to_shared(smem))),
+      "l"(gmem)
+      : "memory");
+}
+__device__ __forceinline__ void cp_async_4(void* smem, const void* gmem) {
+  asm volatile(
+      "cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(uint32_t(__cvta_generic_to_shared(smem))),
+      "l"(gmem)
+      : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;" ::: "memory");
+}
+template <int N>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
+}
+
+// One stage of one warp's ring: per matrix m and row half i (rows g, g + 8), lane-major.
+template <int NM>
+struct stage_buf {
+  uint4 w[NM][2][k_warp_size];
+  uint32_t s[NM][2][k_warp_size];
+};
+
+// One round's weights of one matrix for rows g and g + 8 as mma_round takes them.
 template <weight_kind K>
 struct round_w {
   uint4 v[2];
-  uint32_t s[2];  // mxfp4: E8M0 byte (or f32 bits); nvfp4: two E4M3 bytes (low = first 16)
+  uint32_t s[2];  // mxfp4: E8M0 byte; nvfp4: two E4M3 bytes (low = first 16)
 };
 
+// Byte offset of the 4-byte scale word that holds lane q's scales of round `round` inside a
+// scale row: E8M0 byte q of it, f32 bits 30:23 of it, E4M3 bytes 2 (q % 2) and + 1 of it.
+template <weight_kind K>
+__device__ __forceinline__ int64_t scale_word_offset(int64_t round, int q, bool scale_f32) {
+  if constexpr (K == weight_kind::mxfp4)  // E8M0 k / 32 = 4 round + q: word `round`, byte q
+    return scale_f32 ? (round * 4 + q) * 4 : round * 4;
+  else  // E4M3 k / 16 = 8 round + 2q: word 2 round + q / 2, bytes 2 (q % 2) and + 1
+    return round * 8 + (q >> 1) * 4;
+}
+// The register pipeline's loads of one round (RING = false): 16 weight bytes of rows g and
+// g + 8 and their scales, straight into registers.
 template <weight_kind K>
 __device__ __forceinline__ void load_round(round_w<K>& r, const uint8_t* row0, const uint8_t* srow0,
                                            int64_t row_bytes, int64_t srow, bool scale_f32,
@@ -205,8 +272,11 @@ __device__ __forceinline__ void load_x(uint4 (&xh)[4], uint4 (&xl)[4], const uin
 // UP: W1 and W3 (NM = 2), SwiGLU epilogue into paired hi/lo h, or (pair_weights non-null, the
 // official order) h * pair_weights[pair] into hf [pairs, rows] f32. !UP: W2 into out (f32).
 // ain_hi / ain_lo: paired activations, one row of `kdim` per token (UP) or per pair (!UP).
-template <weight_kind K, bool UP, bool SPLIT, int RT>
-__global__ void __launch_bounds__(k_threads)
+// Before its grid-dependency wait the kernel reads only the plan (complete: see
+// grid_dependency_wait) and the weights, so with RING, !UP streams its first k_stages rounds of
+// W2 while the L1 launch still finishes.
+template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING>
+__global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ? 4 : 1)
     moe_decode_gemm_kernel(const uint16_t* ain_hi, const uint16_t* ain_lo, int64_t kdim,
                            int64_t rows, int top_k, const int* chunk_count, const int4* chunks,
                            const int* sorted, fp4_weight wa, fp4_weight wb, float limit,
@@ -216,24 +286,22 @@ __global__ void __launch_bounds__(k_threads)
   constexpr int KS = k_warps / RT;
   __shared__ int pair_of[k_chunk];
   __shared__ float partial[KS > 1 ? (KS - 1) * RT : 1][NM][4][k_warp_size];
+  __shared__ stage_buf<NM> ring[RING ? k_warps : 1][RING ? k_stages : 1];
+  // UP: the plan comes from the launch right before this one.
+  if constexpr (UP) grid_dependency_wait();
   const int slot = blockIdx.y;
-  if (slot >= *chunk_count) return;  // uniform over the block
+  if (slot >= *chunk_count) {  // uniform over the block
+    if constexpr (!UP) grid_dependency_wait();
+    return;
+  }
   const int4 c = chunks[slot];
   if (threadIdx.x < k_chunk) pair_of[threadIdx.x] = sorted[c.y + min(int(threadIdx.x), c.z - 1)];
-  __syncthreads();
   const int warp = threadIdx.x / k_warp_size, lane = threadIdx.x % k_warp_size;
   const int tile = warp % RT, kpart = warp / RT;
   const int g = lane / 4, q = lane % 4;
   const int64_t r0 = (int64_t(blockIdx.x) * RT + tile) * 16;
   const int64_t rounds = kdim / k_round;
   const int64_t rb = rounds * kpart / KS, re = rounds * (kpart + 1) / KS;
-
-  // Activation row of token / pair g of the chunk (clamped: lanes past the count compute
-  // columns that are never stored).
-  const int pg = pair_of[g];
-  const int64_t arow = UP ? int64_t(pg / top_k) : int64_t(pg);
-  const uint4* xh_base = reinterpret_cast<const uint4*>(ain_hi + arow * kdim);
-  const uint4* xl_base = reinterpret_cast<const uint4*>(ain_lo + arow * kdim);
 
   const int64_t e = c.x;
   const int64_t row_bytes = kdim / 2;
@@ -247,37 +315,118 @@ __global__ void __launch_bounds__(k_threads)
     srow_p[m] =
         ws[m].scale + (e * ws[m].matrix_scales + (r0 + g) * srow) * (ws[m].scale_f32 ? 4 : 1);
   }
-
   float acc[NM][4];
 #pragma unroll
   for (int m = 0; m < NM; ++m)
 #pragma unroll
     for (int i = 0; i < 4; ++i) acc[m][i] = 0.0f;
-
-  // Two rounds in flight: loads of round r + 1 are issued before round r's math.
-  round_w<K> cur[NM], nxt[NM];
-  uint4 xh[4], xl[4], nxh[4], nxl[4];
-  if (rb < re) {
-    const int64_t k = rb * k_round + q * 32;
+  if constexpr (RING) {
+    const bool scale_f32 = ws[0].scale_f32;  // one encoding for all three (moe_decode_supported)
+    // This lane's copy sources at round rb, advanced by one round per issue: 64 weight bytes of a
+    // row per round; the scale word steps 4 (E8M0), 16 (f32) or 8 (E4M3) bytes.
+    const int64_t scale_step = K == weight_kind::mxfp4 ? (scale_f32 ? 16 : 4) : 8;
+    const uint8_t* src_w[NM][2];
+    const uint8_t* src_s[NM][2];
 #pragma unroll
     for (int m = 0; m < NM; ++m)
-      load_round<K>(cur[m], wrow[m], srow_p[m], row_bytes, srow, ws[m].scale_f32, k);
-    load_x(xh, xl, xh_base, xl_base, k, SPLIT);
-  }
-  for (int64_t r = rb; r < re; ++r) {
-    if (r + 1 < re) {
-      const int64_t k = (r + 1) * k_round + q * 32;
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        src_w[m][i] = wrow[m] + i * 8 * row_bytes + rb * (k_round / 2) + q * 16;
+        src_s[m][i] =
+            srow_p[m] + i * 8 * srow * (scale_f32 ? 4 : 1) + scale_word_offset<K>(rb, q, scale_f32);
+      }
+    const int nr = int(re - rb);  // this warp's rounds
+    stage_buf<NM>(&my_ring)[k_stages] = ring[warp];
+    // Round j (of this warp's) into stage j % k_stages, then commit (an empty group past the end
+    // keeps one group per round for wait_group).
+    const auto issue = [&](int j, int stage) {
+      if (j < nr) {
+        stage_buf<NM>& b = my_ring[stage];
+#pragma unroll
+        for (int m = 0; m < NM; ++m)
+#pragma unroll
+          for (int i = 0; i < 2; ++i) {
+            cp_async_16(&b.w[m][i][lane], src_w[m][i]);
+            cp_async_4(&b.s[m][i][lane], src_s[m][i]);
+            src_w[m][i] += k_round / 2;
+            src_s[m][i] += scale_step;
+          }
+      }
+      cp_async_commit();
+    };
+#pragma unroll
+    for (int j = 0; j < k_stages; ++j) issue(j, j);
+
+    if constexpr (!UP) grid_dependency_wait();  // h from the launch before
+    grid_dependency_trigger();
+    __syncthreads();  // pair_of
+
+    // Activation row of token / pair g of the chunk (clamped: lanes past the count compute
+    // columns that are never stored).
+    const int pg = pair_of[g];
+    const int64_t arow = UP ? int64_t(pg / top_k) : int64_t(pg);
+    const uint4* xh_p =
+        reinterpret_cast<const uint4*>(ain_hi + arow * kdim) + (rb * k_round + q * 32) / 8;
+    const uint4* xl_p =
+        reinterpret_cast<const uint4*>(ain_lo + arow * kdim) + (rb * k_round + q * 32) / 8;
+    const int scale_shift = K == weight_kind::mxfp4 ? (scale_f32 ? 23 : 8 * q) : 16 * (q & 1);
+    const uint32_t scale_mask = K == weight_kind::mxfp4 ? 0xFFu : 0xFFFFu;
+
+    uint4 xh[4], xl[4], nxh[4], nxl[4];
+    if (nr > 0) load_x(xh, xl, xh_p, xl_p, 0, SPLIT);
+    for (int j = 0; j < nr; ++j) {
+      const int u = j % k_stages;
+      if (j + 1 < nr) load_x(nxh, nxl, xh_p, xl_p, int64_t(j + 1) * k_round, SPLIT);
+      cp_async_wait<k_stages - 1>();  // round j (this lane's copies) has landed
+      const stage_buf<NM>& b = my_ring[u];
+      round_w<K> cur[NM];
 #pragma unroll
       for (int m = 0; m < NM; ++m)
-        load_round<K>(nxt[m], wrow[m], srow_p[m], row_bytes, srow, ws[m].scale_f32, k);
-      load_x(nxh, nxl, xh_base, xl_base, k, SPLIT);
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          cur[m].v[i] = b.w[m][i][lane];
+          cur[m].s[i] = (b.s[m][i][lane] >> scale_shift) & scale_mask;
+        }
+#pragma unroll
+      for (int m = 0; m < NM; ++m) mma_round<K, SPLIT>(acc[m], cur[m], xh, xl);
+      // Refill the stage just read only after the math consumed what was read from it (the
+      // shared loads have returned), so the asynchronous copy cannot overtake them.
+      issue(j + k_stages, u);
+#pragma unroll
+      for (int i = 0; i < 4; ++i) xh[i] = nxh[i], xl[i] = nxl[i];
     }
+    cp_async_wait<0>();
+  } else {  // the first version's register double buffer (two rounds in flight), plain launches
+    if constexpr (!UP) grid_dependency_wait();  // no-op without PDL
+    __syncthreads();                            // pair_of
+    const int pg = pair_of[g];
+    const int64_t arow = UP ? int64_t(pg / top_k) : int64_t(pg);
+    const uint4* xh_base = reinterpret_cast<const uint4*>(ain_hi + arow * kdim);
+    const uint4* xl_base = reinterpret_cast<const uint4*>(ain_lo + arow * kdim);
+    round_w<K> cur[NM], nxt[NM];
+    uint4 xh[4], xl[4], nxh[4], nxl[4];
+    if (rb < re) {
+      const int64_t k = rb * k_round + q * 32;
 #pragma unroll
-    for (int m = 0; m < NM; ++m) mma_round<K, SPLIT>(acc[m], cur[m], xh, xl);
+      for (int m = 0; m < NM; ++m)
+        load_round<K>(cur[m], wrow[m], srow_p[m], row_bytes, srow, ws[m].scale_f32, k);
+      load_x(xh, xl, xh_base, xl_base, k, SPLIT);
+    }
+    for (int64_t r = rb; r < re; ++r) {
+      if (r + 1 < re) {
+        const int64_t k = (r + 1) * k_round + q * 32;
 #pragma unroll
-    for (int m = 0; m < NM; ++m) cur[m] = nxt[m];
+        for (int m = 0; m < NM; ++m)
+          load_round<K>(nxt[m], wrow[m], srow_p[m], row_bytes, srow, ws[m].scale_f32, k);
+        load_x(nxh, nxl, xh_base, xl_base, k, SPLIT);
+      }
 #pragma unroll
-    for (int i = 0; i < 4; ++i) xh[i] = nxh[i], xl[i] = nxl[i];
+      for (int m = 0; m < NM; ++m) mma_round<K, SPLIT>(acc[m], cur[m], xh, xl);
+#pragma unroll
+      for (int m = 0; m < NM; ++m) cur[m] = nxt[m];
+#pragma unroll
+      for (int i = 0; i < 4; ++i) xh[i] = nxh[i], xl[i] = nxl[i];
+    }
   }
 
   if constexpr (KS > 1) {  // K parts: warps kpart > 0 hand their sums to kpart 0, added in order
@@ -330,6 +479,8 @@ __global__ void __launch_bounds__(k_threads)
 __global__ void __launch_bounds__(256)
     moe_decode_quantize_h_kernel(const float* hf, const int32_t* indices, int64_t pairs,
                                  int64_t experts, int64_t inter, uint16_t* h_hi) {
+  grid_dependency_wait();
+  grid_dependency_trigger();
   const int64_t blocks_per_row = inter / k_round;
   const int64_t item = int64_t(blockIdx.x) * (256 / k_warp_size) + threadIdx.x / k_warp_size;
   if (item >= pairs * blocks_per_row) return;  // uniform over the warp
@@ -358,6 +509,8 @@ template <typename act_t>
 __global__ void moe_decode_combine_kernel(const float* out, const int32_t* indices,
                                           const float* weights, int64_t tokens, int top_k,
                                           int64_t experts, int64_t hidden, act_t* y) {
+  grid_dependency_wait();
+  grid_dependency_trigger();
   const int64_t n = tokens * hidden;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
@@ -377,6 +530,24 @@ __global__ void moe_decode_combine_kernel(const float* out, const int32_t* indic
   }
 }
 
+// Launch with (pdl) or without the programmatic stream serialization attribute (see
+// grid_dependency_wait).
+template <typename... Params, typename... Args>
+cudaError_t launch_pdl(bool pdl, void (*kernel)(Params...), dim3 grid, int threads,
+                       cudaStream_t stream, Args&&... args) {
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = dim3(unsigned(threads));
+  cfg.dynamicSmemBytes = 0;
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl ? 1 : 0;
+  return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+
 int sm_count() {
   int device = 0, sms = 132;
   if (cudaGetDevice(&device) == cudaSuccess)
@@ -384,34 +555,37 @@ int sm_count() {
   return sms;
 }
 
-// Rows per block: the most (4 tiles of 16) that still gives >= 4 blocks per SM for the chunk
-// upper bound; fewer tiles split K over more warps.
+// Row tiles per block (RT; 4 / RT warps split K): the most that still gives >= 4 blocks per SM
+// for the chunk upper bound (measured on an H200: at T = 1 the K split over more, shorter
+// warps beats one wave of fewer, longer ones by 1.4x in L1; the decode is issue-bound).
 int pick_rt(int64_t rows, int64_t chunks_bound, int sms) {
   for (int rt : {4, 2})
-    if (rows % (16 * rt) == 0 && (rows / (16 * rt)) * chunks_bound >= 4 * int64_t(sms)) return rt;
+    if ((rows / (16 * rt)) * chunks_bound >= 4 * int64_t(sms)) return rt;
   return 1;
 }
 
-template <weight_kind K, bool UP, bool SPLIT>
-cudaError_t launch_gemm(int rt, const uint16_t* a_hi, const uint16_t* a_lo, int64_t kdim,
+template <weight_kind K, bool UP, bool SPLIT, bool RING>
+cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int64_t kdim,
                         int64_t rows, int top_k, const int* chunk_count, const int4* chunks,
                         const int* sorted, int64_t chunks_bound, const fp4_weight& wa,
                         const fp4_weight& wb, float limit, const float* pair_weights,
                         uint16_t* h_hi, uint16_t* h_lo, float* hf, float* out,
                         cudaStream_t stream) {
+  const int rt = pick_rt(rows, chunks_bound, sms);
   const dim3 grid(unsigned(rows / (16 * rt)), unsigned(chunks_bound));
-#define DSV4_GEMM(RT)                                                                              \
-  moe_decode_gemm_kernel<K, UP, SPLIT, RT>                                                         \
-      <<<grid, k_threads, 0, stream>>>(a_hi, a_lo, kdim, rows, top_k, chunk_count, chunks, sorted, \
-                                       wa, wb, limit, pair_weights, h_hi, h_lo, hf, out)
+#define DSV4_GEMM(RT)                                                                             \
+  launch_pdl(RING, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING>, grid, k_threads, stream, a_hi, \
+             a_lo, kdim, rows, top_k, chunk_count, chunks, sorted, wa, wb, limit, pair_weights,   \
+             h_hi, h_lo, hf, out)
+  cudaError_t e;
   if (rt == 4)
-    DSV4_GEMM(4);
+    e = DSV4_GEMM(4);
   else if (rt == 2)
-    DSV4_GEMM(2);
+    e = DSV4_GEMM(2);
   else
-    DSV4_GEMM(1);
+    e = DSV4_GEMM(1);
 #undef DSV4_GEMM
-  return cudaGetLastError();
+  return e;
 }
 
 template <weight_kind K, typename act_t>
@@ -420,6 +594,11 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
                 const device_weight& w2, float limit, const layout& l, unsigned char* base,
                 act_t* y, bool official, cudaStream_t stream) {
   constexpr bool x_split = std::is_same_v<act_t, float>;
+  // Weight pipeline: the cp.async ring with PDL, except MXFP4 with f32 activations, where the
+  // register double buffer of the first version measured 1.0-1.2x faster on an H200 (the ring
+  // is 1.0-1.2x faster for NVFP4 f32 and MXFP4 bf16; bench/kernels/results/
+  // h200_2026-11-22_moe3_bench_moe_linear.txt).
+  constexpr bool ring = !(K == weight_kind::mxfp4 && x_split);
   const int64_t experts = w1.count, hidden = w1.cols, inter = w1.rows, pairs = tokens * top_k;
   const int64_t bound = max_chunks(pairs, experts);
   int* chunk_count = reinterpret_cast<int*>(base + l.count);
@@ -440,35 +619,34 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   const int sms = sm_count();
   const fp4_weight f1 = make_fp4_weight(w1), f3 = make_fp4_weight(w3), f2 = make_fp4_weight(w2);
-  if (const cudaError_t e = launch_gemm<K, true, x_split>(
-          pick_rt(inter, bound, sms), xhi, xlo, hidden, inter, int(top_k), chunk_count, chunks,
-          sorted, bound, f1, f3, limit, official ? weights : nullptr, hhi, hlo, hf, nullptr,
-          stream);
+  if (const cudaError_t e = launch_gemm<K, true, x_split, ring>(
+          sms, xhi, xlo, hidden, inter, int(top_k), chunk_count, chunks, sorted, bound, f1, f3,
+          limit, official ? weights : nullptr, hhi, hlo, hf, nullptr, stream);
       e != cudaSuccess)
     return e;
-  const int rt2 = pick_rt(hidden, bound, sms);
   if (official) {
     const int64_t items = pairs * (inter / k_round);
-    moe_decode_quantize_h_kernel<<<unsigned(ceil_div(items, 256 / k_warp_size)), 256, 0, stream>>>(
-        hf, indices, pairs, experts, inter, hhi);
-    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+    if (const cudaError_t e = launch_pdl(ring, moe_decode_quantize_h_kernel,
+                                         dim3(unsigned(ceil_div(items, 256 / k_warp_size))), 256,
+                                         stream, hf, indices, pairs, experts, inter, hhi);
+        e != cudaSuccess)
+      return e;
     // The quantized h is exact in BF16: no lo part.
-    if (const cudaError_t e = launch_gemm<K, false, false>(
-            rt2, hhi, hlo, inter, hidden, int(top_k), chunk_count, chunks, sorted, bound, f2, f2,
+    if (const cudaError_t e = launch_gemm<K, false, false, ring>(
+            sms, hhi, hlo, inter, hidden, int(top_k), chunk_count, chunks, sorted, bound, f2, f2,
             limit, nullptr, nullptr, nullptr, nullptr, out, stream);
         e != cudaSuccess)
       return e;
-  } else if (const cudaError_t e = launch_gemm<K, false, true>(
-                 rt2, hhi, hlo, inter, hidden, int(top_k), chunk_count, chunks, sorted, bound, f2,
+  } else if (const cudaError_t e = launch_gemm<K, false, true, ring>(
+                 sms, hhi, hlo, inter, hidden, int(top_k), chunk_count, chunks, sorted, bound, f2,
                  f2, limit, nullptr, nullptr, nullptr, nullptr, out, stream);
              e != cudaSuccess) {
     return e;
   }
   const int threads = 256;
-  moe_decode_combine_kernel<act_t>
-      <<<grid_stride_blocks(tokens * hidden, threads), threads, 0, stream>>>(
-          out, indices, official ? nullptr : weights, tokens, int(top_k), experts, hidden, y);
-  return cudaGetLastError();
+  return launch_pdl(ring, moe_decode_combine_kernel<act_t>,
+                    dim3(grid_stride_blocks(tokens * hidden, threads)), threads, stream, out,
+                    indices, official ? nullptr : weights, tokens, int(top_k), experts, hidden, y);
 }
 
 }  // namespace
@@ -478,7 +656,8 @@ bool moe_decode_supported(const device_weight& w1, const device_weight& w3,
   if (w1.kind != weight_kind::mxfp4 && w1.kind != weight_kind::nvfp4) return false;
   for (const device_weight* w : {&w1, &w3, &w2})
     if (validate_weight(*w) != cudaSuccess || w->kind != w1.kind ||
-        w->scale_e8m0 != w1.scale_e8m0 || w->count != w1.count || !aligned_16(w->data))
+        w->scale_e8m0 != w1.scale_e8m0 || w->count != w1.count || !aligned_16(w->data) ||
+        !aligned_16(w->scale))
       return false;
   const int64_t hidden = w1.cols, inter = w1.rows;
   return w3.rows == inter && w3.cols == hidden && w2.rows == hidden && w2.cols == inter &&

@@ -21,6 +21,14 @@
 // Official order (moe_decode_experts_official; one run with the exact order, bench/kernels/results/
 // h200_2026-11-22_moe2_bench_moe_linear.txt): 0.5-10% faster than the exact order (W2 reads no
 // lo part), 1.36-1.51x faster than moe_experts_official at T = 1, 4.7-5.6x at T = 64.
+// Weight pipeline (MOE3, bench/kernels/results/h200_2026-11-22_moe3_*): a per-warp cp.async
+// ring of 4 rounds plus programmatic dependent launch between the launches, except MXFP4 with
+// f32 activations, which keeps the first version's register double buffer (the ring measured
+// 0.82-1.00x there). Against that first version, same run, H200, T = 1..64, Flash and Pro:
+// NVFP4 f32 1.02-1.17x, MXFP4 bf16 0.99-1.21x, NVFP4 bf16 0.94-1.14x (0.94-0.96x at T >= 16).
+// The decode stays issue-bound: the E2M1 expansion and the loop cost ~4.5 SASS instructions per
+// weight, an estimated ~6.5 us of issue per 24 MB of weights on 132 SMs, the same on an H100
+// and an H200, which is why T = 1 takes ~57 us on both.
 //
 // Dispatch (for the lead): when tokens <= k_moe_decode_max_tokens and
 // moe_decode_supported(w1, w3, w2) is true, call moe_decode_experts instead of moe_experts_f32
@@ -42,7 +50,7 @@ constexpr int64_t k_moe_decode_max_tokens = 64;
 
 // Whether the decode kernels take these weights: mxfp4 (E8M0 bytes, or f32 scales that are
 // powers of two, as widened E8M0 values are) or nvfp4, all three of one kind and scale encoding,
-// hidden and inter multiples of 128, 16-byte aligned data, <= 2048 experts.
+// hidden and inter multiples of 128, 16-byte aligned data and scales, <= 2048 experts.
 bool moe_decode_supported(const device_weight& w1, const device_weight& w3,
                           const device_weight& w2);
 

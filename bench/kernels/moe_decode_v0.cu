@@ -1,0 +1,565 @@
+// Benchmark baseline: src/backends/cuda/moe_decode.cu as of commit 8efe984 (register double
+// buffer, no PDL), in namespace dsv4::cuda::v0, so bench_moe_linear times the old and the new
+// kernels in the same run. Not part of the engine; delete once the comparison is recorded.
+//
+// Launches:
+//   1. moe_decode_prepare_kernel: block 0 plans (pairs grouped by expert, cut into chunks of up to
+//      8 pairs: (expert, first position in `sorted`, count)); the other blocks convert x to the
+//      paired BF16 hi (and lo, for f32 x) layout.
+//   2. moe_decode_gemm_kernel<up = true>: item (chunk, 16-row tile): W1 and W3 rows of the tile
+//      times the chunk's tokens; epilogue: SwiGLU, h written in the paired hi/lo layout.
+//   3. moe_decode_gemm_kernel<up = false>: W2 rows times the chunk's h rows into out[pair, :].
+//   4. moe_decode_combine_kernel: y[t] = sum_k weights[t, k] * out[t * top_k + k] in k order.
+// Official order (moe_decode_experts_official): launch 2 writes hf = SwiGLU * weights[pair] in
+// f32; moe_decode_quantize_h_kernel FP8-quantizes each 128-block of hf (quant::, the semantics
+// of fake_quant_fp8_values) into the paired hi layout, where it is exact in BF16 (an e4m3 value
+// times a power of two), so launch 3 runs without the lo part; the combine drops the weights.
+// A block is 4 warps; each warp owns one 16-row tile and a quarter, half or all of K (RT = 1, 2
+// or 4 tiles per block); K parts are summed through shared memory in warp order (deterministic).
+// The grid is (row groups, chunk upper bound); blocks past the device-side chunk count exit.
+#include <cuda_bf16.h>
+
+#include <algorithm>
+#include <cmath>
+#include <type_traits>
+
+#include "backends/cuda/activation.cuh"
+#include "backends/cuda/fp4_mma.cuh"
+#include "backends/cuda/kernel_common.cuh"
+#include "backends/cuda/linear.h"
+#include "backends/cuda/moe_plan.cuh"
+#include "backends/cuda/quantize.h"
+
+namespace dsv4::cuda::v0 {
+
+constexpr int64_t k_moe_decode_max_tokens = 64;
+
+template <typename act_t>
+cudaError_t moe_decode_experts(const act_t*, int64_t, const int32_t*, const float*, int64_t,
+                               const device_weight&, const device_weight&, const device_weight&,
+                               float, void*, size_t, act_t*, cudaStream_t);
+template <typename act_t>
+cudaError_t moe_decode_experts_official(const act_t*, int64_t, const int32_t*, const float*,
+                                        int64_t, const device_weight&, const device_weight&,
+                                        const device_weight&, float, void*, size_t, act_t*,
+                                        cudaStream_t);
+bool moe_decode_supported(const device_weight&, const device_weight&, const device_weight&);
+size_t moe_decode_workspace_bytes(int64_t, int64_t, int64_t, int64_t, int64_t);
+
+namespace {
+
+constexpr int k_warps = 4;
+constexpr int k_threads = k_warps * k_warp_size;
+constexpr int k_chunk = 8;    // pairs per chunk: the mma's N
+constexpr int k_round = 128;  // k elements a warp covers per round (4 lanes x 32)
+constexpr int k_plan_threads = 1024;
+constexpr int64_t k_max_experts = 2048;
+
+size_t align_256(size_t n) {
+  return (n + 255) / 256 * 256;
+}
+
+int64_t max_chunks(int64_t pairs, int64_t experts) {
+  return pairs / k_chunk + std::min(pairs, experts);
+}
+
+struct layout {
+  size_t count = 0, sorted, chunks, xhi, xlo, hhi, hlo, hf, out, total;
+};
+
+layout make_layout(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidden, int64_t inter) {
+  const int64_t pairs = tokens * top_k;
+  layout l;
+  l.sorted = 256;
+  l.chunks = l.sorted + align_256(size_t(pairs) * 4);
+  l.xhi = l.chunks + align_256(size_t(max_chunks(pairs, experts)) * sizeof(int4));
+  l.xlo = l.xhi + align_256(size_t(tokens * hidden) * 2);
+  l.hhi = l.xlo + align_256(size_t(tokens * hidden) * 2);
+  l.hlo = l.hhi + align_256(size_t(pairs * inter) * 2);
+  l.hf = l.hlo + align_256(size_t(pairs * inter) * 2);  // official order only
+  l.out = l.hf + align_256(size_t(pairs * inter) * 4);
+  l.total = l.out + align_256(size_t(pairs * hidden) * 4);
+  return l;
+}
+
+// One stacked 4-bit weight as the kernels see it.
+struct fp4_weight {
+  const uint8_t* data;
+  const uint8_t* scale;
+  const float* global;    // nvfp4 (null reads as 1)
+  int64_t matrix_bytes;   // rows * cols / 2
+  int64_t matrix_scales;  // scale elements per matrix
+  int64_t cols;
+  bool scale_f32;  // mxfp4 with f32 (power-of-two) scales
+};
+
+fp4_weight make_fp4_weight(const device_weight& w) {
+  return fp4_weight{static_cast<const uint8_t*>(w.data),
+                    static_cast<const uint8_t*>(w.scale),
+                    w.global_scale,
+                    weight_matrix_bytes(w.kind, w.rows, w.cols),
+                    scale_matrix_count(w.kind, w.rows, w.cols),
+                    w.cols,
+                    w.kind == weight_kind::mxfp4 && !w.scale_e8m0};
+}
+
+// ---- 1. plan + activation prepare ----
+template <typename act_t>
+__global__ void __launch_bounds__(k_plan_threads)
+    moe_decode_prepare_kernel(const int32_t* indices, int pairs, int experts, int* chunk_count,
+                              int* sorted, int4* chunks, const act_t* x, int64_t x_count,
+                              uint16_t* xhi, uint16_t* xlo) {
+  if (blockIdx.x > 0) {
+    // Groups of 8 activations of one row (cols % 8 == 0): 4 paired words of hi (and lo).
+    const int64_t grp = (int64_t(blockIdx.x) - 1) * blockDim.x + threadIdx.x;
+    if (grp * 8 >= x_count) return;
+    uint16_t hi[8], lo[8];
+#pragma unroll
+    for (int j = 0; j < 8; ++j) fp4mma::split_bf16(act_to_f32(x[grp * 8 + j]), hi[j], lo[j]);
+    uint4 h, l;
+    h.x = hi[0] | (uint32_t(hi[4]) << 16), h.y = hi[1] | (uint32_t(hi[5]) << 16);
+    h.z = hi[2] | (uint32_t(hi[6]) << 16), h.w = hi[3] | (uint32_t(hi[7]) << 16);
+    l.x = lo[0] | (uint32_t(lo[4]) << 16), l.y = lo[1] | (uint32_t(lo[5]) << 16);
+    l.z = lo[2] | (uint32_t(lo[6]) << 16), l.w = lo[3] | (uint32_t(lo[7]) << 16);
+    reinterpret_cast<uint4*>(xhi)[grp] = h;
+    reinterpret_cast<uint4*>(xlo)[grp] = l;
+    return;
+  }
+  __shared__ int counts[k_max_experts];
+  __shared__ int offset[k_max_experts];
+  __shared__ int warp_sums[2][32];
+  moe_group_pairs_by_expert(indices, pairs, experts, k_chunk, chunk_count, sorted, chunks, counts,
+                            offset, warp_sums);
+}
+
+// ---- 2/3. the tensor-core GEMV over (chunk, row tile) items ----
+
+// One round's loads of one matrix for rows g and g + 8: 16 weight bytes each and their scales.
+template <weight_kind K>
+struct round_w {
+  uint4 v[2];
+  uint32_t s[2];  // mxfp4: E8M0 byte (or f32 bits); nvfp4: two E4M3 bytes (low = first 16)
+};
+
+template <weight_kind K>
+__device__ __forceinline__ void load_round(round_w<K>& r, const uint8_t* row0, const uint8_t* srow0,
+                                           int64_t row_bytes, int64_t srow, bool scale_f32,
+                                           int64_t k) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    r.v[i] = fp4mma::load_stream_16(row0 + i * 8 * row_bytes + k / 2);
+    const uint8_t* s = srow0 + i * 8 * srow * (scale_f32 ? 4 : 1);
+    if constexpr (K == weight_kind::mxfp4) {
+      r.s[i] = scale_f32 ? (__ldg(reinterpret_cast<const uint32_t*>(s) + k / 32) >> 23) & 0xFFu
+                         : __ldg(s + k / 32);
+    } else {
+      r.s[i] = __ldg(s + k / 16) | (uint32_t(__ldg(s + k / 16 + 1)) << 8);
+    }
+  }
+}
+
+// acc += the round's 16 rows x 32 k per lane (128 per quad) times the token fragments xh / xl.
+template <weight_kind K, bool SPLIT>
+__device__ __forceinline__ void mma_round(float (&acc)[4], const round_w<K>& r,
+                                          const uint4 (&xh)[4], const uint4 (&xl)[4]) {
+  uint32_t m1[2][2], m2[2];
+  bool two = false;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    if constexpr (K == weight_kind::mxfp4) {
+      const fp4mma::mx_scale s = fp4mma::mx_scale_of(r.s[i]);
+      m1[i][0] = m1[i][1] = s.m1;
+      m2[i] = s.m2;
+      two |= s.m2 != 0x3F803F80u;
+    } else {
+      m1[i][0] = fp4mma::nv_scale_of(r.s[i] & 0xFFu);
+      m1[i][1] = fp4mma::nv_scale_of(r.s[i] >> 8);
+    }
+  }
+#pragma unroll
+  for (int w = 0; w < 4; ++w) {
+    const uint32_t w0 = w == 0 ? r.v[0].x : w == 1 ? r.v[0].y : w == 2 ? r.v[0].z : r.v[0].w;
+    const uint32_t w1 = w == 0 ? r.v[1].x : w == 1 ? r.v[1].y : w == 2 ? r.v[1].z : r.v[1].w;
+    uint32_t p0[4] = {fp4mma::e2m1_pair<0>(w0), fp4mma::e2m1_pair<1>(w0), fp4mma::e2m1_pair<2>(w0),
+                      fp4mma::e2m1_pair<3>(w0)};
+    uint32_t p1[4] = {fp4mma::e2m1_pair<0>(w1), fp4mma::e2m1_pair<1>(w1), fp4mma::e2m1_pair<2>(w1),
+                      fp4mma::e2m1_pair<3>(w1)};
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      p0[j] = fp4mma::mul_bf16x2(p0[j], m1[0][w >> 1]);
+      p1[j] = fp4mma::mul_bf16x2(p1[j], m1[1][w >> 1]);
+    }
+    if constexpr (K == weight_kind::mxfp4) {
+      if (two) {  // E8M0 > 128 (scale > 2): a second exact power-of-two step
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          p0[j] = fp4mma::mul_bf16x2(p0[j], m2[0]);
+          p1[j] = fp4mma::mul_bf16x2(p1[j], m2[1]);
+        }
+      }
+    }
+    fp4mma::mma_bf16(acc, p0[0], p1[0], p0[1], p1[1], xh[w].x, xh[w].y);
+    fp4mma::mma_bf16(acc, p0[2], p1[2], p0[3], p1[3], xh[w].z, xh[w].w);
+    if constexpr (SPLIT) {
+      fp4mma::mma_bf16(acc, p0[0], p1[0], p0[1], p1[1], xl[w].x, xl[w].y);
+      fp4mma::mma_bf16(acc, p0[2], p1[2], p0[3], p1[3], xl[w].z, xl[w].w);
+    }
+  }
+}
+
+__device__ __forceinline__ void load_x(uint4 (&xh)[4], uint4 (&xl)[4], const uint4* hi,
+                                       const uint4* lo, int64_t k, bool split) {
+  // 32 activations at k: 4 groups of 8 = 4 x 16 bytes per part.
+#pragma unroll
+  for (int i = 0; i < 4; ++i) xh[i] = __ldg(hi + k / 8 + i);
+  if (split) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) xl[i] = __ldg(lo + k / 8 + i);
+  }
+}
+
+// UP: W1 and W3 (NM = 2), SwiGLU epilogue into paired hi/lo h, or (pair_weights non-null, the
+// official order) h * pair_weights[pair] into hf [pairs, rows] f32. !UP: W2 into out (f32).
+// ain_hi / ain_lo: paired activations, one row of `kdim` per token (UP) or per pair (!UP).
+template <weight_kind K, bool UP, bool SPLIT, int RT>
+__global__ void __launch_bounds__(k_threads)
+    moe_decode_gemm_kernel(const uint16_t* ain_hi, const uint16_t* ain_lo, int64_t kdim,
+                           int64_t rows, int top_k, const int* chunk_count, const int4* chunks,
+                           const int* sorted, fp4_weight wa, fp4_weight wb, float limit,
+                           const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo, float* hf,
+                           float* out) {
+  constexpr int NM = UP ? 2 : 1;
+  constexpr int KS = k_warps / RT;
+  __shared__ int pair_of[k_chunk];
+  __shared__ float partial[KS > 1 ? (KS - 1) * RT : 1][NM][4][k_warp_size];
+  const int slot = blockIdx.y;
+  if (slot >= *chunk_count) return;  // uniform over the block
+  const int4 c = chunks[slot];
+  if (threadIdx.x < k_chunk) pair_of[threadIdx.x] = sorted[c.y + min(int(threadIdx.x), c.z - 1)];
+  __syncthreads();
+  const int warp = threadIdx.x / k_warp_size, lane = threadIdx.x % k_warp_size;
+  const int tile = warp % RT, kpart = warp / RT;
+  const int g = lane / 4, q = lane % 4;
+  const int64_t r0 = (int64_t(blockIdx.x) * RT + tile) * 16;
+  const int64_t rounds = kdim / k_round;
+  const int64_t rb = rounds * kpart / KS, re = rounds * (kpart + 1) / KS;
+
+  // Activation row of token / pair g of the chunk (clamped: lanes past the count compute
+  // columns that are never stored).
+  const int pg = pair_of[g];
+  const int64_t arow = UP ? int64_t(pg / top_k) : int64_t(pg);
+  const uint4* xh_base = reinterpret_cast<const uint4*>(ain_hi + arow * kdim);
+  const uint4* xl_base = reinterpret_cast<const uint4*>(ain_lo + arow * kdim);
+
+  const int64_t e = c.x;
+  const int64_t row_bytes = kdim / 2;
+  const int64_t srow = K == weight_kind::mxfp4 ? kdim / 32 : kdim / 16;
+  const uint8_t* wrow[NM];
+  const uint8_t* srow_p[NM];
+  fp4_weight ws[2] = {wa, wb};
+#pragma unroll
+  for (int m = 0; m < NM; ++m) {
+    wrow[m] = ws[m].data + e * ws[m].matrix_bytes + (r0 + g) * row_bytes;
+    srow_p[m] =
+        ws[m].scale + (e * ws[m].matrix_scales + (r0 + g) * srow) * (ws[m].scale_f32 ? 4 : 1);
+  }
+
+  float acc[NM][4];
+#pragma unroll
+  for (int m = 0; m < NM; ++m)
+#pragma unroll
+    for (int i = 0; i < 4; ++i) acc[m][i] = 0.0f;
+
+  // Two rounds in flight: loads of round r + 1 are issued before round r's math.
+  round_w<K> cur[NM], nxt[NM];
+  uint4 xh[4], xl[4], nxh[4], nxl[4];
+  if (rb < re) {
+    const int64_t k = rb * k_round + q * 32;
+#pragma unroll
+    for (int m = 0; m < NM; ++m)
+      load_round<K>(cur[m], wrow[m], srow_p[m], row_bytes, srow, ws[m].scale_f32, k);
+    load_x(xh, xl, xh_base, xl_base, k, SPLIT);
+  }
+  for (int64_t r = rb; r < re; ++r) {
+    if (r + 1 < re) {
+      const int64_t k = (r + 1) * k_round + q * 32;
+#pragma unroll
+      for (int m = 0; m < NM; ++m)
+        load_round<K>(nxt[m], wrow[m], srow_p[m], row_bytes, srow, ws[m].scale_f32, k);
+      load_x(nxh, nxl, xh_base, xl_base, k, SPLIT);
+    }
+#pragma unroll
+    for (int m = 0; m < NM; ++m) mma_round<K, SPLIT>(acc[m], cur[m], xh, xl);
+#pragma unroll
+    for (int m = 0; m < NM; ++m) cur[m] = nxt[m];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) xh[i] = nxh[i], xl[i] = nxl[i];
+  }
+
+  if constexpr (KS > 1) {  // K parts: warps kpart > 0 hand their sums to kpart 0, added in order
+    if (kpart > 0)
+#pragma unroll
+      for (int m = 0; m < NM; ++m)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) partial[(kpart - 1) * RT + tile][m][i][lane] = acc[m][i];
+    __syncthreads();
+    if (kpart > 0) return;
+    for (int p = 1; p < KS; ++p)
+#pragma unroll
+      for (int m = 0; m < NM; ++m)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) acc[m][i] += partial[(p - 1) * RT + tile][m][i][lane];
+  }
+
+  // Accumulator i: row r0 + g + 8 * (i / 2), chunk column 2q + i % 2.
+  float post[NM];
+#pragma unroll
+  for (int m = 0; m < NM; ++m)
+    post[m] =
+        K == weight_kind::nvfp4 ? (ws[m].global ? __ldg(ws[m].global + e) : 1.0f) * 256.0f : 1.0f;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int col = 2 * q + (i & 1);
+    if (col >= c.z) continue;
+    const int p = pair_of[col];
+    const int64_t row = r0 + g + 8 * (i >> 1);
+    if constexpr (UP) {
+      const float v = moe_swiglu_value(acc[0][i] * post[0], acc[1][i] * post[1], limit);
+      if (pair_weights) {  // official order: weighted h in f32, quantized by the next launch
+        hf[int64_t(p) * rows + row] = __fmul_rn(v, pair_weights[p]);
+        continue;
+      }
+      uint16_t hi, lo;
+      fp4mma::split_bf16(v, hi, lo);
+      const int64_t at = int64_t(p) * rows + fp4mma::paired_u16_index(row);
+      h_hi[at] = hi;
+      h_lo[at] = lo;
+    } else {
+      out[int64_t(p) * rows + row] = acc[0][i] * post[0];
+    }
+  }
+}
+
+// Official order: FP8 quantize-dequantize of each 128-block of every valid pair's hf row (block
+// maxima, scale and e4m3 rounding of quant::fp8_block_warp, i.e. fake_quant_fp8_values), written
+// as BF16 (exact) in the paired layout. One warp per (pair, block), 4 values per lane.
+__global__ void __launch_bounds__(256)
+    moe_decode_quantize_h_kernel(const float* hf, const int32_t* indices, int64_t pairs,
+                                 int64_t experts, int64_t inter, uint16_t* h_hi) {
+  const int64_t blocks_per_row = inter / k_round;
+  const int64_t item = int64_t(blockIdx.x) * (256 / k_warp_size) + threadIdx.x / k_warp_size;
+  if (item >= pairs * blocks_per_row) return;  // uniform over the warp
+  const int64_t p = item / blocks_per_row, b = item % blocks_per_row;
+  const int32_t e = indices[p];
+  if (e < 0 || e >= experts) return;  // hf row never written; its output row is NaN anyway
+  const int lane = threadIdx.x % k_warp_size;
+  const int64_t k0 = b * k_round + lane * 4;
+  const float4 v4 = *reinterpret_cast<const float4*>(hf + p * inter + k0);
+  const float v[4] = {v4.x, v4.y, v4.z, v4.w};
+  float amax = 0.0f;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) amax = fmaxf(amax, fabsf(v[j]));  // NaN ignored
+  amax = quant::warp_max(amax);
+  const float s = quant::pow2_ceil(__fdiv_rn(fmaxf(amax, 1e-4f), 448.0f));
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const float q = __fmul_rn(quant::e4m3_round(__fdiv_rn(v[j], s)), s);
+    h_hi[p * inter + fp4mma::paired_u16_index(k0 + j)] =
+        __bfloat16_as_ushort(__float2bfloat16_rn(q));
+  }
+}
+
+// weights null: the official order (already applied to h).
+template <typename act_t>
+__global__ void moe_decode_combine_kernel(const float* out, const int32_t* indices,
+                                          const float* weights, int64_t tokens, int top_k,
+                                          int64_t experts, int64_t hidden, act_t* y) {
+  const int64_t n = tokens * hidden;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t t = i / hidden, o = i % hidden;
+    float acc = 0.0f;
+    bool bad = false;
+    for (int k = 0; k < top_k; ++k) {
+      const int64_t p = t * top_k + k;
+      const int32_t e = indices[p];
+      if (e < 0 || e >= experts) {
+        bad = true;
+        continue;
+      }
+      acc += weights ? weights[p] * out[p * hidden + o] : out[p * hidden + o];
+    }
+    y[i] = act_from_f32<act_t>(bad ? __uint_as_float(0x7fc00000u) : acc);
+  }
+}
+
+int sm_count() {
+  int device = 0, sms = 132;
+  if (cudaGetDevice(&device) == cudaSuccess)
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  return sms;
+}
+
+// Rows per block: the most (4 tiles of 16) that still gives >= 4 blocks per SM for the chunk
+// upper bound; fewer tiles split K over more warps.
+int pick_rt(int64_t rows, int64_t chunks_bound, int sms) {
+  for (int rt : {4, 2})
+    if (rows % (16 * rt) == 0 && (rows / (16 * rt)) * chunks_bound >= 4 * int64_t(sms)) return rt;
+  return 1;
+}
+
+template <weight_kind K, bool UP, bool SPLIT>
+cudaError_t launch_gemm(int rt, const uint16_t* a_hi, const uint16_t* a_lo, int64_t kdim,
+                        int64_t rows, int top_k, const int* chunk_count, const int4* chunks,
+                        const int* sorted, int64_t chunks_bound, const fp4_weight& wa,
+                        const fp4_weight& wb, float limit, const float* pair_weights,
+                        uint16_t* h_hi, uint16_t* h_lo, float* hf, float* out,
+                        cudaStream_t stream) {
+  const dim3 grid(unsigned(rows / (16 * rt)), unsigned(chunks_bound));
+#define DSV4_GEMM(RT)                                                                              \
+  moe_decode_gemm_kernel<K, UP, SPLIT, RT>                                                         \
+      <<<grid, k_threads, 0, stream>>>(a_hi, a_lo, kdim, rows, top_k, chunk_count, chunks, sorted, \
+                                       wa, wb, limit, pair_weights, h_hi, h_lo, hf, out)
+  if (rt == 4)
+    DSV4_GEMM(4);
+  else if (rt == 2)
+    DSV4_GEMM(2);
+  else
+    DSV4_GEMM(1);
+#undef DSV4_GEMM
+  return cudaGetLastError();
+}
+
+template <weight_kind K, typename act_t>
+cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const float* weights,
+                int64_t top_k, const device_weight& w1, const device_weight& w3,
+                const device_weight& w2, float limit, const layout& l, unsigned char* base,
+                act_t* y, bool official, cudaStream_t stream) {
+  constexpr bool x_split = std::is_same_v<act_t, float>;
+  const int64_t experts = w1.count, hidden = w1.cols, inter = w1.rows, pairs = tokens * top_k;
+  const int64_t bound = max_chunks(pairs, experts);
+  int* chunk_count = reinterpret_cast<int*>(base + l.count);
+  int* sorted = reinterpret_cast<int*>(base + l.sorted);
+  int4* chunks = reinterpret_cast<int4*>(base + l.chunks);
+  auto* xhi = reinterpret_cast<uint16_t*>(base + l.xhi);
+  auto* xlo = reinterpret_cast<uint16_t*>(base + l.xlo);
+  auto* hhi = reinterpret_cast<uint16_t*>(base + l.hhi);
+  auto* hlo = reinterpret_cast<uint16_t*>(base + l.hlo);
+  auto* hf = reinterpret_cast<float*>(base + l.hf);
+  auto* out = reinterpret_cast<float*>(base + l.out);
+
+  const int64_t groups = tokens * hidden / 8;
+  moe_decode_prepare_kernel<act_t>
+      <<<unsigned(1 + ceil_div(groups, k_plan_threads)), k_plan_threads, 0, stream>>>(
+          indices, int(pairs), int(experts), chunk_count, sorted, chunks, x, tokens * hidden, xhi,
+          xlo);
+  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  const int sms = sm_count();
+  const fp4_weight f1 = make_fp4_weight(w1), f3 = make_fp4_weight(w3), f2 = make_fp4_weight(w2);
+  if (const cudaError_t e = launch_gemm<K, true, x_split>(
+          pick_rt(inter, bound, sms), xhi, xlo, hidden, inter, int(top_k), chunk_count, chunks,
+          sorted, bound, f1, f3, limit, official ? weights : nullptr, hhi, hlo, hf, nullptr,
+          stream);
+      e != cudaSuccess)
+    return e;
+  const int rt2 = pick_rt(hidden, bound, sms);
+  if (official) {
+    const int64_t items = pairs * (inter / k_round);
+    moe_decode_quantize_h_kernel<<<unsigned(ceil_div(items, 256 / k_warp_size)), 256, 0, stream>>>(
+        hf, indices, pairs, experts, inter, hhi);
+    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+    // The quantized h is exact in BF16: no lo part.
+    if (const cudaError_t e = launch_gemm<K, false, false>(
+            rt2, hhi, hlo, inter, hidden, int(top_k), chunk_count, chunks, sorted, bound, f2, f2,
+            limit, nullptr, nullptr, nullptr, nullptr, out, stream);
+        e != cudaSuccess)
+      return e;
+  } else if (const cudaError_t e = launch_gemm<K, false, true>(
+                 rt2, hhi, hlo, inter, hidden, int(top_k), chunk_count, chunks, sorted, bound, f2,
+                 f2, limit, nullptr, nullptr, nullptr, nullptr, out, stream);
+             e != cudaSuccess) {
+    return e;
+  }
+  const int threads = 256;
+  moe_decode_combine_kernel<act_t>
+      <<<grid_stride_blocks(tokens * hidden, threads), threads, 0, stream>>>(
+          out, indices, official ? nullptr : weights, tokens, int(top_k), experts, hidden, y);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+bool moe_decode_supported(const device_weight& w1, const device_weight& w3,
+                          const device_weight& w2) {
+  if (w1.kind != weight_kind::mxfp4 && w1.kind != weight_kind::nvfp4) return false;
+  for (const device_weight* w : {&w1, &w3, &w2})
+    if (validate_weight(*w) != cudaSuccess || w->kind != w1.kind ||
+        w->scale_e8m0 != w1.scale_e8m0 || w->count != w1.count || !aligned_16(w->data))
+      return false;
+  const int64_t hidden = w1.cols, inter = w1.rows;
+  return w3.rows == inter && w3.cols == hidden && w2.rows == hidden && w2.cols == inter &&
+         hidden % k_round == 0 && inter % k_round == 0 && w1.count <= k_max_experts;
+}
+
+size_t moe_decode_workspace_bytes(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidden,
+                                  int64_t inter) {
+  if (tokens <= 0 || top_k <= 0) return 256;
+  return make_layout(tokens, top_k, experts, hidden, inter).total;
+}
+
+namespace {
+
+template <typename act_t>
+cudaError_t run_decode(const act_t* x, int64_t tokens, const int32_t* indices, const float* weights,
+                       int64_t top_k, const device_weight& w1, const device_weight& w3,
+                       const device_weight& w2, float swiglu_limit, void* workspace,
+                       size_t workspace_bytes, act_t* y, bool official, cudaStream_t stream) {
+  if (tokens < 0 || top_k <= 0 || top_k > 32 || !x || !indices || !weights || !y || !workspace)
+    return cudaErrorInvalidValue;
+  if (tokens > k_moe_decode_max_tokens || !moe_decode_supported(w1, w3, w2))
+    return cudaErrorNotSupported;
+  if (tokens == 0) return cudaSuccess;
+  const layout l = make_layout(tokens, top_k, w1.count, w1.cols, w1.rows);
+  if (workspace_bytes < l.total || !aligned_16(workspace)) return cudaErrorInvalidValue;
+  auto* base = static_cast<unsigned char*>(workspace);
+  if (w1.kind == weight_kind::mxfp4)
+    return run<weight_kind::mxfp4>(x, tokens, indices, weights, top_k, w1, w3, w2, swiglu_limit, l,
+                                   base, y, official, stream);
+  return run<weight_kind::nvfp4>(x, tokens, indices, weights, top_k, w1, w3, w2, swiglu_limit, l,
+                                 base, y, official, stream);
+}
+
+}  // namespace
+
+template <typename act_t>
+cudaError_t moe_decode_experts(const act_t* x, int64_t tokens, const int32_t* indices,
+                               const float* weights, int64_t top_k, const device_weight& w1,
+                               const device_weight& w3, const device_weight& w2, float swiglu_limit,
+                               void* workspace, size_t workspace_bytes, act_t* y,
+                               cudaStream_t stream) {
+  return run_decode(x, tokens, indices, weights, top_k, w1, w3, w2, swiglu_limit, workspace,
+                    workspace_bytes, y, false, stream);
+}
+
+template <typename act_t>
+cudaError_t moe_decode_experts_official(const act_t* x, int64_t tokens, const int32_t* indices,
+                                        const float* weights, int64_t top_k,
+                                        const device_weight& w1, const device_weight& w3,
+                                        const device_weight& w2, float swiglu_limit,
+                                        void* workspace, size_t workspace_bytes, act_t* y,
+                                        cudaStream_t stream) {
+  return run_decode(x, tokens, indices, weights, top_k, w1, w3, w2, swiglu_limit, workspace,
+                    workspace_bytes, y, true, stream);
+}
+
+#define DSV4_MOE_DECODE_INSTANTIATE(NAME, T)                                                     \
+  template cudaError_t NAME<T>(const T*, int64_t, const int32_t*, const float*, int64_t,         \
+                               const device_weight&, const device_weight&, const device_weight&, \
+                               float, void*, size_t, T*, cudaStream_t);
+DSV4_MOE_DECODE_INSTANTIATE(moe_decode_experts, float)
+DSV4_MOE_DECODE_INSTANTIATE(moe_decode_experts, __nv_bfloat16)
+DSV4_MOE_DECODE_INSTANTIATE(moe_decode_experts_official, float)
+DSV4_MOE_DECODE_INSTANTIATE(moe_decode_experts_official, __nv_bfloat16)
+#undef DSV4_MOE_DECODE_INSTANTIATE
+
+}  // namespace dsv4::cuda::v0
