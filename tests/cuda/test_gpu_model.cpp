@@ -8,8 +8,13 @@
 // Oracle runs with f32 and with bf16 activation storage.
 // f32: the issue's thresholds (argmax agreement >= 99%, mean KL(ref || gpu) <= 1e-3); f32 lands
 // ~9 orders of magnitude under them.
-// bf16: the issue's BF16 criterion is printed per run ("issue-criterion met/missed") but the
-// assertion is the oracle's own bf16 noise floor on these fixtures: the tiny random models
+// bf16 on trained_small (a tiny model trained on real text, scripts/train_fixture.py: peaked
+// logits, trained routers): the issue's BF16 criterion itself is asserted (argmax >= 99%, mean
+// KL <= 1e-3 in every mode). CPU evidence (tests/fixtures/models/README.md): transformers with f32
+// weights and bf16-rounded activations, prefill: KL 5.9e-4, argmax 0.9883 (3 of 256 rows flip,
+// two of them output near ties; <= 2 rows pass), so argmax is decided by one or two rows.
+// bf16 on the random fixtures: the issue's BF16 criterion is printed per run ("issue-criterion
+// met/missed") but the assertion is the oracle's own bf16 noise floor: the tiny random models
 // (hidden 32-48, near-tied routers and indexers by construction) amplify one bf16 rounding into
 // discrete top-k flips. transformers itself in bf16 against its fp32 logits (prefill, CPU,
 // measured 2026-11-22): mixed_small KL 0.022 argmax 93.8%, module_names KL 0.018 argmax 87.5%,
@@ -341,14 +346,18 @@ int main(int argc, char** argv) {
           const auto a = testing::compare_logits(*spec.first, got);
           const bool issue = a.argmax_agreement >= 0.99 && a.mean_kl <= 1e-3;
           const bool bf16 = std::string(act) == "bf16";
-          const bool ok = bf16 ? a.argmax_agreement >= 0.90 && a.mean_kl <= 2.5e-2 : issue;
+          const bool oracle_floor = a.argmax_agreement >= 0.90 && a.mean_kl <= 2.5e-2;
+          const bool ok = bf16 && name != "trained_small" ? oracle_floor : issue;
           ++cases;
           failures += !ok;
           std::printf(
               "[gpu-model] %-18s %-4s %-8s n=%lld max|diff|=%.3g mean-KL=%.3g argmax=%.4f %s%s\n",
               name.c_str(), act, mode, (long long)n, a.max_abs_diff, a.mean_kl, a.argmax_agreement,
               ok ? "OK" : "FAIL",
-              bf16 ? (issue ? " (issue-criterion met)" : " (issue-criterion missed)") : "");
+              !bf16                     ? ""
+              : name == "trained_small" ? " (asserts the issue criterion)"
+              : issue                   ? " (issue-criterion met)"
+                                        : " (issue-criterion missed)");
         }
         // The decode mode above ran through graphs (one-token steps, graphs on by default).
         ++cases;
