@@ -7,7 +7,7 @@
 #                 (test_gpu_model);
 #   PHASE=bench   the real-dimension parity script (f32 and bf16) and the kernel benchmarks
 #                 (bench_moe_linear, bench_linear_gemm, bench_attention) with their ceilings;
-#   PHASE=one     with BENCH=<binary>: one benchmark binary of bench_kernels only;
+#   PHASE=one     with BENCH="<binary> [args]": one benchmark binary of bench_kernels only;
 #   PHASE=perf    test_backend_ops --perf (every case timed against the copy ceiling).
 # Logs go to $OUT (or build-gpu/logs).
 set -uo pipefail
@@ -29,10 +29,13 @@ if [ ! -x "$build/test_backend_ops" ] || [ "${REBUILD:-0}" = 1 ]; then
 fi
 case "${PHASE:-parity}" in
   one)
+    # BENCH="name [args]": the binary's name names the log.
+    read -r -a bench_cmd <<<"$BENCH"
+    log="$out/${bench_cmd[0]}.txt"
     echo "== $BENCH"
-    timeout "${BENCH_TIMEOUT:-200}" "$build/bench_kernels/$BENCH" >"$out/$BENCH.txt" 2>&1
+    timeout "${BENCH_TIMEOUT:-200}" "$build/bench_kernels/${bench_cmd[0]}" "${bench_cmd[@]:1}" >"$log" 2>&1
     echo "$BENCH exit $?"
-    tail -80 "$out/$BENCH.txt"
+    tail -80 "$log"
     ;;
   parity)
     echo "== test_backend_ops"
@@ -59,7 +62,7 @@ case "${PHASE:-parity}" in
     echo "real dims exit $?"
     tail -12 "$out/real_dims.txt"
     echo "== bench_moe_linear"
-    timeout 240 "$build/bench_kernels/bench_moe_linear" >"$out/bench_moe_linear.txt" 2>&1
+    timeout 400 "$build/bench_kernels/bench_moe_linear" >"$out/bench_moe_linear.txt" 2>&1
     echo "bench_moe_linear exit $?"
     tail -40 "$out/bench_moe_linear.txt"
     echo "== bench_linear_gemm"
