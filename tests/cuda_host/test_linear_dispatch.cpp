@@ -1,0 +1,69 @@
+// The dense-linear dispatch rules of src/backends/cuda/linear_dispatch.h (host logic only; runs
+// without a GPU). The cases are the measured shapes its comment cites (bench/RESULTS.md, session
+// 3): a change of rule must come with new measurements and a change here.
+#include <gtest/gtest.h>
+
+#include "backends/cuda/linear_dispatch.h"
+
+namespace dsv4::cuda {
+namespace {
+
+constexpr auto gemv = dense_linear_path::gemv;
+constexpr auto decode = dense_linear_path::linear_decode;
+constexpr auto gemm = dense_linear_path::linear_gemm;
+
+dense_linear_path pick(weight_kind k, int64_t rows, int64_t tokens, int64_t groups = 1,
+                       bool decode_ok = true, bool gemm_ok = true) {
+  return choose_dense_linear_path(k, rows, tokens, groups, decode_ok, gemm_ok);
+}
+
+TEST(linear_dispatch, one_token_takes_the_gemv) {
+  for (int64_t rows : {512, 1024, 4096, 32768})
+    for (weight_kind k :
+         {weight_kind::fp8_block, weight_kind::nvfp4, weight_kind::mxfp4, weight_kind::bf16})
+      EXPECT_EQ(pick(k, rows, 1), gemv) << rows;
+}
+
+TEST(linear_dispatch, few_row_fp8_matrices_keep_the_split_gemv_up_to_four_tokens) {
+  for (int64_t T : {2, 3, 4}) {
+    EXPECT_EQ(pick(weight_kind::fp8_block, 1024, T), gemv);  // Flash wq_a
+    EXPECT_EQ(pick(weight_kind::fp8_block, 4096, T), gemv);  // Flash wo_b, shared w2
+  }
+  EXPECT_EQ(pick(weight_kind::fp8_block, 1024, 5), gemm);
+  EXPECT_EQ(pick(weight_kind::fp8_block, 512, 32), gemm);  // Flash wkv
+}
+
+TEST(linear_dispatch, many_row_fp8_matrices_take_linear_decode_to_32_tokens) {
+  for (int64_t T : {2, 4, 16, 32}) EXPECT_EQ(pick(weight_kind::fp8_block, 32768, T), decode);
+  EXPECT_EQ(pick(weight_kind::fp8_block, 4096, 8), decode);
+  for (int64_t T : {33, 64}) EXPECT_EQ(pick(weight_kind::fp8_block, 32768, T), gemm);
+}
+
+TEST(linear_dispatch, four_bit_matrices_take_linear_decode_to_64_tokens) {
+  for (int64_t T : {2, 16, 64}) {
+    EXPECT_EQ(pick(weight_kind::nvfp4, 2048, T), decode);
+    EXPECT_EQ(pick(weight_kind::mxfp4, 7168, T), decode);
+  }
+}
+
+TEST(linear_dispatch, prefill_takes_linear_gemm_or_falls_back) {
+  for (weight_kind k : {weight_kind::fp8_block, weight_kind::nvfp4, weight_kind::bf16})
+    EXPECT_EQ(pick(k, 4096, 65), gemm);
+  EXPECT_EQ(pick(weight_kind::fp8_block, 4096, 4096, 1, true, false), gemv);
+}
+
+TEST(linear_dispatch, unpacked_or_grouped_weights_keep_the_gemv_at_decode) {
+  EXPECT_EQ(pick(weight_kind::bf16, 129280, 8), gemv);  // LM head
+  EXPECT_EQ(pick(weight_kind::f32, 64, 8), gemv);
+  EXPECT_EQ(pick(weight_kind::fp8_block, 8192, 8, 8), gemv);  // grouped (wo_a form)
+}
+
+TEST(linear_dispatch, unsupported_kernels_are_never_chosen) {
+  EXPECT_EQ(pick(weight_kind::nvfp4, 2048, 8, 1, false, true), gemm);
+  EXPECT_EQ(pick(weight_kind::fp8_block, 1024, 8, 1, true, false), decode);
+  EXPECT_EQ(pick(weight_kind::fp8_block, 1024, 8, 1, false, false), gemv);
+  EXPECT_EQ(pick(weight_kind::fp8_block, 32768, 8, 1, false, true), gemm);
+}
+
+}  // namespace
+}  // namespace dsv4::cuda
