@@ -386,6 +386,18 @@ int main(int argc, char** argv) {
         std::printf("[gpu-graph] %-18s FAIL: %s\n", name.c_str(), e.what());
       }
     }
+    // Six sequences: decode batches of 6 and 5 take linear_gemm (cuBLAS) for the FP8 projections
+    // inside the captured graphs (linear_dispatch.h), which batches of <= 4 never reach.
+    if (name == "official_format") {
+      ++cases;
+      try {
+        failures += !compare_graph_decode(name + "-6seq", dir, precision_mode::official,
+                                          {40, 9, 17, 3, 25, 11}, 20, 600);
+      } catch (const std::exception& e) {
+        ++failures;
+        std::printf("[gpu-graph] %-18s-6seq FAIL: %s\n", name.c_str(), e.what());
+      }
+    }
   }
   if (synthetic && only.empty()) {
     ++cases;
@@ -393,6 +405,11 @@ int main(int argc, char** argv) {
       const std::string dir = make_flash_dims_checkpoint();
       failures += !compare_graph_decode("flash-dims-3-layers", dir, precision_mode::official,
                                         {300, 140, 20}, 40, 1024);
+      // Batches of 6 and 5 at Flash dims: linear_gemm (wq_a, wkv, shared w13) and linear_decode
+      // (wq_b, wo_b, the indexer's wq_b) inside the graphs.
+      ++cases;
+      failures += !compare_graph_decode("flash-dims-6seq", dir, precision_mode::official,
+                                        {64, 9, 17, 3, 25, 11}, 16, 1024);
       ++cases;
       failures += !compare_decode_kernels("flash-dims-3-layers", dir, 16384, precision_mode::exact);
       ++cases;
