@@ -864,6 +864,8 @@ constexpr int64_t k_flash_moe_inter = 2048, k_pro_moe_inter = 3072, k_vocab = 12
 // clang-format keeps the order.
 #include "cases_moe_decode.inc"
 #include "cases_moe_prefill.inc"
+// After cases_quantize.inc (quant_input, distinct_rows).
+#include "cases_kv_record.inc"
 
 std::vector<test_case> make_eval_cases() {
   std::vector<test_case> cases;
@@ -982,6 +984,7 @@ std::vector<test_case> make_eval_cases() {
   append_linear_eval_cases(cases);
   append_linear_gemm_eval_cases(cases);
   append_quantize_eval_cases(cases);
+  append_kv_record_eval_cases(cases);
   append_moe_decode_eval_cases(cases);
   append_moe_prefill_eval_cases(cases);
   append_linear_decode_eval_cases(cases);
@@ -1015,6 +1018,7 @@ std::vector<test_case> make_perf_cases() {
   append_linear_perf_cases(cases);
   append_linear_gemm_perf_cases(cases);
   append_quantize_perf_cases(cases);
+  append_kv_record_perf_cases(cases);
   append_moe_decode_perf_cases(cases);
   append_linear_decode_perf_cases(cases);
   return cases;
