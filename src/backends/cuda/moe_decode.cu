@@ -192,14 +192,18 @@ __device__ __forceinline__ int64_t scale_word_offset(int64_t round, int q, bool 
     return round * 8 + (q >> 1) * 4;
 }
 // The register pipeline's loads of one round (RING = false): 16 weight bytes of rows g and
-// g + 8 and their scales, straight into registers.
-template <weight_kind K>
+// g + 8 and their scales, straight into registers. RP: the weight bytes come from the repacked
+// layout instead, `rp_lane` = this lane's 32 bytes of the tile's round 0 (rounds 1 KB apart).
+template <weight_kind K, bool RP = false>
 __device__ __forceinline__ void load_round(round_w<K>& r, const uint8_t* row0, const uint8_t* srow0,
                                            int64_t row_bytes, int64_t srow, bool scale_f32,
-                                           int64_t k) {
+                                           int64_t k, const uint8_t* rp_lane = nullptr) {
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
-    r.v[i] = fp4mma::load_stream_16(row0 + i * 8 * row_bytes + k / 2);
+    if constexpr (RP)
+      r.v[i] = fp4mma::load_stream_16(rp_lane + (k / k_round) * fp4_repack::k_tile_bytes + i * 16);
+    else
+      r.v[i] = fp4mma::load_stream_16(row0 + i * 8 * row_bytes + k / 2);
     const uint8_t* s = srow0 + i * 8 * srow * (scale_f32 ? 4 : 1);
     if constexpr (K == weight_kind::mxfp4) {
       r.s[i] = scale_f32 ? (__ldg(reinterpret_cast<const uint32_t*>(s) + k / 32) >> 23) & 0xFFu
@@ -284,8 +288,8 @@ __device__ __forceinline__ void load_x(uint4 (&xh)[4], uint4 (&xl)[4], const uin
 // Before its grid-dependency wait the kernel reads only the plan (complete: see
 // grid_dependency_wait) and the weights, so with RING, !UP streams its first k_stages rounds of
 // W2 while the L1 launch still finishes.
-// RP (ring only): the weights are repacked (moe_repack.h): a lane's 32 bytes of a round are
-// contiguous at tile * 1024 + lane * 32, rounds of a row tile 1024 bytes apart.
+// RP: the weights are repacked (moe_repack.h): a lane's 32 bytes of a round are contiguous at
+// tile * 1024 + lane * 32, rounds of a row tile 1024 bytes apart; both pipelines read them.
 template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, bool RP = false>
 __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ? 4 : 1)
     moe_decode_gemm_kernel(const uint16_t* ain_hi, const uint16_t* ain_lo, int64_t kdim,
@@ -293,7 +297,6 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
                            const int* sorted, fp4_weight wa, fp4_weight wb, float limit,
                            const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo, float* hf,
                            float* out) {
-  static_assert(RING || !RP, "the repacked layout is read through the cp.async ring only");
   constexpr int NM = UP ? 2 : 1;
   constexpr int KS = k_warps / RT;
   __shared__ int pair_of[k_chunk];
@@ -420,13 +423,21 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     const int64_t arow = UP ? int64_t(pg / top_k) : int64_t(pg);
     const uint4* xh_base = reinterpret_cast<const uint4*>(ain_hi + arow * kdim);
     const uint4* xl_base = reinterpret_cast<const uint4*>(ain_lo + arow * kdim);
+    const uint8_t* rp_lane[NM];
+#pragma unroll
+    for (int m = 0; m < NM; ++m)
+      rp_lane[m] = RP ? ws[m].data + e * ws[m].matrix_bytes +
+                            (r0 / fp4_repack::k_tile_rows) * rounds * fp4_repack::k_tile_bytes +
+                            lane * 32
+                      : nullptr;
     round_w<K> cur[NM], nxt[NM];
     uint4 xh[4], xl[4], nxh[4], nxl[4];
     if (rb < re) {
       const int64_t k = rb * k_round + q * 32;
 #pragma unroll
       for (int m = 0; m < NM; ++m)
-        load_round<K>(cur[m], wrow[m], srow_p[m], row_bytes, srow, ws[m].scale_f32, k);
+        load_round<K, RP>(cur[m], wrow[m], srow_p[m], row_bytes, srow, ws[m].scale_f32, k,
+                          rp_lane[m]);
       load_x(xh, xl, xh_base, xl_base, k, SPLIT);
     }
     for (int64_t r = rb; r < re; ++r) {
@@ -434,11 +445,12 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
         const int64_t k = (r + 1) * k_round + q * 32;
 #pragma unroll
         for (int m = 0; m < NM; ++m)
-          load_round<K>(nxt[m], wrow[m], srow_p[m], row_bytes, srow, ws[m].scale_f32, k);
+          load_round<K, RP>(nxt[m], wrow[m], srow_p[m], row_bytes, srow, ws[m].scale_f32, k,
+                            rp_lane[m]);
         load_x(nxh, nxl, xh_base, xl_base, k, SPLIT);
       }
 #pragma unroll
-      for (int m = 0; m < NM; ++m) mma_round<K, SPLIT>(acc[m], cur[m], xh, xl);
+      for (int m = 0; m < NM; ++m) mma_round<K, SPLIT, RP>(acc[m], cur[m], xh, xl);
 #pragma unroll
       for (int m = 0; m < NM; ++m) cur[m] = nxt[m];
 #pragma unroll
@@ -615,8 +627,8 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   // register double buffer of the first version measured 1.0-1.2x faster on an H200 (the ring
   // is 1.0-1.2x faster for NVFP4 f32 and MXFP4 bf16; bench/kernels/results/
   // h200_2026-11-22_moe3_bench_moe_linear.txt).
-  // The repacked layout (RP) is read through the ring only.
-  constexpr bool ring = RP || !(K == weight_kind::mxfp4 && x_split);
+  // The repacked layout (RP) takes the same pipeline as the checkpoint layout.
+  constexpr bool ring = !(K == weight_kind::mxfp4 && x_split);
   const int64_t experts = w1.count, hidden = w1.cols, inter = w1.rows, pairs = tokens * top_k;
   const int64_t bound = max_chunks(pairs, experts);
   int* chunk_count = reinterpret_cast<int*>(base + l.count);

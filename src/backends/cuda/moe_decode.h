@@ -88,8 +88,8 @@ cudaError_t moe_decode_experts_official(const act_t* x, int64_t tokens, const in
 // the repacked layout of moe_repack.h (fp4_repack::repack_matrices of the checkpoint bytes;
 // scales and global scales unchanged). Same support rule (moe_decode_supported: its dims already
 // satisfy the repacking's 16-row / 128-column tiles), workspace, errors and results bit for bit
-// (the decode yields the same BF16 pairs and every sum keeps its order). Always the cp.async
-// ring pipeline. The default dispatch does not call these yet.
+// (the decode yields the same BF16 pairs and every sum keeps its order), and the same weight
+// pipeline per format and activation type. The default dispatch does not call these yet.
 template <typename act_t>
 cudaError_t moe_decode_experts_repacked(const act_t* x, int64_t tokens, const int32_t* indices,
                                         const float* weights, int64_t top_k,
