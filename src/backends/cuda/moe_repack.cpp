@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <array>
+#include <bit>
 #include <stdexcept>
 
 namespace dsv4::cuda::fp4_repack {
@@ -113,11 +114,10 @@ bool repack_supported(int64_t rows, int64_t cols) {
   return rows > 0 && cols > 0 && rows % k_tile_rows == 0 && cols % k_tile_cols == 0;
 }
 
-int64_t repacked_word_offset(int64_t row, int64_t col, int64_t cols) {
-  const int64_t tile = (row / k_tile_rows) * (cols / k_tile_cols) + col / k_tile_cols;
-  const int64_t g = row % 8, half = (row % k_tile_rows) / 8;
-  const int64_t q = (col % k_tile_cols) / 32, word = (col % 32) / 8;
-  return tile * k_tile_bytes + (g * 4 + q) * 32 + half * 16 + word * 4;
+bit_map repack_bit_map() {
+  bit_map m{};
+  for (int k = 0; k < 32; ++k) m.bits[k] = uint8_t(std::countr_zero(repack_word(uint32_t{1} << k)));
+  return m;
 }
 
 void repack_matrices(const uint8_t* src, uint8_t* dst, int64_t count, int64_t rows, int64_t cols) {

@@ -35,6 +35,8 @@
 // the checkpoint word, so every product, scale step and sum of the kernel is unchanged.
 #pragma once
 
+#include <cuda_runtime.h>
+
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -86,7 +88,12 @@ uint32_t unpack_word(uint32_t u);
 // Byte offset, inside one repacked matrix of `cols` columns, of the repacked word that holds
 // the checkpoint word of row `row`, columns [col, col + 8) (col % 8 == 0; bits move between the
 // bytes of a word, never between words).
-int64_t repacked_word_offset(int64_t row, int64_t col, int64_t cols);
+DSV4_REPACK_HD int64_t repacked_word_offset(int64_t row, int64_t col, int64_t cols) {
+  const int64_t tile = (row / k_tile_rows) * (cols / k_tile_cols) + col / k_tile_cols;
+  const int64_t g = row % 8, half = (row % k_tile_rows) / 8;
+  const int64_t q = (col % k_tile_cols) / 32, word = (col % 32) / 8;
+  return tile * k_tile_bytes + (g * 4 + q) * 32 + half * 16 + word * 4;
+}
 
 // Whether a matrix of these dims can be repacked (rows % 16 == 0, cols % 128 == 0, both > 0).
 bool repack_supported(int64_t rows, int64_t cols);
@@ -98,5 +105,19 @@ bool repack_supported(int64_t rows, int64_t cols);
 void repack_matrices(const uint8_t* src, uint8_t* dst, int64_t count, int64_t rows, int64_t cols);
 // The inverse: repacked bytes back to checkpoint order.
 void unpack_matrices(const uint8_t* src, uint8_t* dst, int64_t count, int64_t rows, int64_t cols);
+
+// Destination bit of checkpoint bit k under repack_word (repack_word(1 << k) == 1 << bits[k]):
+// the table the device repacking takes.
+struct bit_map {
+  uint8_t bits[32];
+};
+bit_map repack_bit_map();
+
+// The same as repack_matrices on the device (src and dst device pointers, not overlapping),
+// one thread per 32-bit word; no host synchronisation. cudaErrorInvalidValue for dims that
+// !repack_supported, a negative count or null pointers. NOT GPU-verified (parity case
+// moe_repack in tests/cuda/cases_moe_decode.inc).
+cudaError_t repack_matrices_device(const uint8_t* src, uint8_t* dst, int64_t count, int64_t rows,
+                                   int64_t cols, cudaStream_t stream);
 
 }  // namespace dsv4::cuda::fp4_repack
