@@ -33,6 +33,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <random>
 #include <string>
@@ -42,6 +43,7 @@
 #include "backends/cuda/moe.h"
 #include "backends/cuda/moe_decode.h"
 #include "backends/cuda/moe_prefill.h"
+#include "backends/cuda/moe_repack.h"
 
 namespace dsv4::cuda::v0 {  // moe_decode_v0.cu: the previous moe_decode, for comparison
 template <typename act_t>
@@ -523,6 +525,33 @@ struct stacked {
   }
 };
 
+// A device copy of a stacked 4-bit weight with the experts listed in `repack` repacked on the
+// host (moe_repack.h); the other experts keep their random bytes, which the repacked kernels
+// read as random repacked codes (the work does not depend on the values). Scales shared.
+struct repacked_copy {
+  device_weight w;
+  void* data = nullptr;
+  repacked_copy(const stacked& src, const std::vector<int32_t>& repack) : w(src.w) {
+    const size_t mb = size_t(w.rows) * size_t(w.cols) / 2;
+    CK(cudaMalloc(&data, mb * size_t(w.count)));
+    CK(cudaMemcpy(data, src.data, mb * size_t(w.count), cudaMemcpyDeviceToDevice));
+    std::vector<int32_t> experts = repack;
+    std::sort(experts.begin(), experts.end());
+    experts.erase(std::unique(experts.begin(), experts.end()), experts.end());
+    std::vector<uint8_t> from(mb), to(mb);
+    for (int32_t e : experts) {
+      auto* d = static_cast<uint8_t*>(data) + size_t(e) * mb;
+      CK(cudaMemcpy(from.data(), d, mb, cudaMemcpyDeviceToHost));
+      dsv4::cuda::fp4_repack::repack_matrices(from.data(), to.data(), 1, w.rows, w.cols);
+      CK(cudaMemcpy(d, to.data(), mb, cudaMemcpyHostToDevice));
+    }
+    w.data = data;
+  }
+  ~repacked_copy() { cudaFree(data); }
+  repacked_copy(const repacked_copy&) = delete;
+  repacked_copy& operator=(const repacked_copy&) = delete;
+};
+
 void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceilings& c,
                cublasHandle_t h) {
   const int64_t D = sh.hidden, I = sh.inter, E = sh.experts, K = sh.top_k;
@@ -676,6 +705,55 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
         "%-6s %-6s   current vs v0: exact f32 %.2fx, exact bf16 %.2fx, official f32 %.2fx, "
         "official bf16 %.2fx\n",
         sh.name, kname, v0_f / new_f, v0_b / new_b, off_v0_f / off_f, off_v0_b / off_b);
+    {  // The repacked layout (moe_decode_*_repacked; not GPU-verified before this bench).
+      // Host repacking of routing 0's experts for the check, up to T = 16 (at T = 64 the Pro
+      // experts would take seconds of host work; the timing does not depend on the values).
+      const bool check = T <= 16;
+      const std::vector<int32_t> to_repack = check ? routes[0] : std::vector<int32_t>{};
+      const repacked_copy r1(w1, to_repack), r3(w3, to_repack), r2(w2, to_repack);
+      const auto rp_body = [&](auto fn, auto* x, auto* y) {
+        return [=, &r1, &r3, &r2](int i, cudaStream_t st) {
+          CK(fn(x, T, idx + size_t(i) * T * K, wts + size_t(i) * T * K, K, r1.w, r3.w, r2.w, 10.0f,
+                ws, ws_new, y, st));
+        };
+      };
+      // Sanity (not the parity test): routing 0, repacked vs current, meant to be bit-identical.
+      std::vector<float> a(size_t(T * D)), b(a.size());
+      for (int official = 0; official < (check ? 2 : 0); ++official) {
+        const auto f_cur =
+            official ? dc::moe_decode_experts_official<float> : dc::moe_decode_experts<float>;
+        const auto f_rp = official ? dc::moe_decode_experts_official_repacked<float>
+                                   : dc::moe_decode_experts_repacked<float>;
+        CK(f_cur(xf, T, idx, wts, K, w1.w, w3.w, w2.w, 10.0f, ws, ws_new, yf, s));
+        CK(cudaMemcpyAsync(b.data(), yf, b.size() * 4, cudaMemcpyDeviceToHost, s));
+        CK(cudaStreamSynchronize(s));
+        CK(cudaMemset(yf, 0xFF, a.size() * 4));
+        CK(f_rp(xf, T, idx, wts, K, r1.w, r3.w, r2.w, 10.0f, ws, ws_new, yf, s));
+        CK(cudaMemcpyAsync(a.data(), yf, a.size() * 4, cudaMemcpyDeviceToHost, s));
+        CK(cudaStreamSynchronize(s));
+        size_t differ = 0;
+        for (size_t j = 0; j < a.size(); ++j) differ += std::memcmp(&a[j], &b[j], 4) != 0;
+        std::printf("check %-6s %-6s T=%-3lld %s: repacked vs current: %zu of %zu differ%s\n",
+                    sh.name, kname, (long long)T, official ? "official" : "exact   ", differ,
+                    a.size(), differ ? "  MISMATCH" : "");
+      }
+      const double rp_f =
+          time_graph_per_call(rp_body(dc::moe_decode_experts_repacked<float>, xf, yf), k_calls, s);
+      report("moe_decode repacked", "f32", rp_f, 8.0 * T * D);
+      const double rp_b = time_graph_per_call(
+          rp_body(dc::moe_decode_experts_repacked<__nv_bfloat16>, xb, yb), k_calls, s);
+      report("moe_decode repacked", "bf16", rp_b, 4.0 * T * D);
+      const double rp_of = time_graph_per_call(
+          rp_body(dc::moe_decode_experts_official_repacked<float>, xf, yf), k_calls, s);
+      report("moe_decode_off repacked", "f32", rp_of, 8.0 * T * D);
+      const double rp_ob = time_graph_per_call(
+          rp_body(dc::moe_decode_experts_official_repacked<__nv_bfloat16>, xb, yb), k_calls, s);
+      report("moe_decode_off repacked", "bf16", rp_ob, 4.0 * T * D);
+      std::printf(
+          "%-6s %-6s   repacked vs current: exact f32 %.2fx, exact bf16 %.2fx, official f32 "
+          "%.2fx, official bf16 %.2fx\n",
+          sh.name, kname, new_f / rp_f, new_b / rp_b, off_f / rp_of, off_b / rp_ob);
+    }
     if (std::string(sh.name) == "flash" && kind == weight_kind::mxfp4 && (T == 1 || T == 64)) {
       const std::string tl = " T=" + std::to_string(T);
       stage_breakdown(("flash mxfp4 f32 v0" + tl).c_str(), body_v0_f, k_calls, s);

@@ -33,6 +33,7 @@
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/moe_decode.h"
 #include "backends/cuda/moe_plan.cuh"
+#include "backends/cuda/moe_repack.h"
 #include "backends/cuda/quantize.h"
 
 namespace dsv4::cuda {
@@ -191,14 +192,18 @@ __device__ __forceinline__ int64_t scale_word_offset(int64_t round, int q, bool 
     return round * 8 + (q >> 1) * 4;
 }
 // The register pipeline's loads of one round (RING = false): 16 weight bytes of rows g and
-// g + 8 and their scales, straight into registers.
-template <weight_kind K>
+// g + 8 and their scales, straight into registers. RP: the weight bytes come from the repacked
+// layout instead, `rp_lane` = this lane's 32 bytes of the tile's round 0 (rounds 1 KB apart).
+template <weight_kind K, bool RP = false>
 __device__ __forceinline__ void load_round(round_w<K>& r, const uint8_t* row0, const uint8_t* srow0,
                                            int64_t row_bytes, int64_t srow, bool scale_f32,
-                                           int64_t k) {
+                                           int64_t k, const uint8_t* rp_lane = nullptr) {
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
-    r.v[i] = fp4mma::load_stream_16(row0 + i * 8 * row_bytes + k / 2);
+    if constexpr (RP)
+      r.v[i] = fp4mma::load_stream_16(rp_lane + (k / k_round) * fp4_repack::k_tile_bytes + i * 16);
+    else
+      r.v[i] = fp4mma::load_stream_16(row0 + i * 8 * row_bytes + k / 2);
     const uint8_t* s = srow0 + i * 8 * srow * (scale_f32 ? 4 : 1);
     if constexpr (K == weight_kind::mxfp4) {
       r.s[i] = scale_f32 ? (__ldg(reinterpret_cast<const uint32_t*>(s) + k / 32) >> 23) & 0xFFu
@@ -210,7 +215,9 @@ __device__ __forceinline__ void load_round(round_w<K>& r, const uint8_t* row0, c
 }
 
 // acc += the round's 16 rows x 32 k per lane (128 per quad) times the token fragments xh / xl.
-template <weight_kind K, bool SPLIT>
+// RP: the weight words are in the repacked bit order (moe_repack.h), which decodes to the same
+// pairs with fewer instructions.
+template <weight_kind K, bool SPLIT, bool RP = false>
 __device__ __forceinline__ void mma_round(float (&acc)[4], const round_w<K>& r,
                                           const uint4 (&xh)[4], const uint4 (&xl)[4]) {
   uint32_t m1[2][2], m2[2];
@@ -231,10 +238,16 @@ __device__ __forceinline__ void mma_round(float (&acc)[4], const round_w<K>& r,
   for (int w = 0; w < 4; ++w) {
     const uint32_t w0 = w == 0 ? r.v[0].x : w == 1 ? r.v[0].y : w == 2 ? r.v[0].z : r.v[0].w;
     const uint32_t w1 = w == 0 ? r.v[1].x : w == 1 ? r.v[1].y : w == 2 ? r.v[1].z : r.v[1].w;
-    uint32_t p0[4] = {fp4mma::e2m1_pair<0>(w0), fp4mma::e2m1_pair<1>(w0), fp4mma::e2m1_pair<2>(w0),
-                      fp4mma::e2m1_pair<3>(w0)};
-    uint32_t p1[4] = {fp4mma::e2m1_pair<0>(w1), fp4mma::e2m1_pair<1>(w1), fp4mma::e2m1_pair<2>(w1),
-                      fp4mma::e2m1_pair<3>(w1)};
+    uint32_t p0[4], p1[4];
+    if constexpr (RP) {
+      fp4_repack::decode_pairs(w0, p0);
+      fp4_repack::decode_pairs(w1, p1);
+    } else {
+      p0[0] = fp4mma::e2m1_pair<0>(w0), p0[1] = fp4mma::e2m1_pair<1>(w0);
+      p0[2] = fp4mma::e2m1_pair<2>(w0), p0[3] = fp4mma::e2m1_pair<3>(w0);
+      p1[0] = fp4mma::e2m1_pair<0>(w1), p1[1] = fp4mma::e2m1_pair<1>(w1);
+      p1[2] = fp4mma::e2m1_pair<2>(w1), p1[3] = fp4mma::e2m1_pair<3>(w1);
+    }
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       p0[j] = fp4mma::mul_bf16x2(p0[j], m1[0][w >> 1]);
@@ -275,7 +288,9 @@ __device__ __forceinline__ void load_x(uint4 (&xh)[4], uint4 (&xl)[4], const uin
 // Before its grid-dependency wait the kernel reads only the plan (complete: see
 // grid_dependency_wait) and the weights, so with RING, !UP streams its first k_stages rounds of
 // W2 while the L1 launch still finishes.
-template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING>
+// RP: the weights are repacked (moe_repack.h): a lane's 32 bytes of a round are contiguous at
+// tile * 1024 + lane * 32, rounds of a row tile 1024 bytes apart; both pipelines read them.
+template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, bool RP = false>
 __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ? 4 : 1)
     moe_decode_gemm_kernel(const uint16_t* ain_hi, const uint16_t* ain_lo, int64_t kdim,
                            int64_t rows, int top_k, const int* chunk_count, const int4* chunks,
@@ -331,7 +346,12 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     for (int m = 0; m < NM; ++m)
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
-        src_w[m][i] = wrow[m] + i * 8 * row_bytes + rb * (k_round / 2) + q * 16;
+        if constexpr (RP)
+          src_w[m][i] = ws[m].data + e * ws[m].matrix_bytes +
+                        ((r0 / fp4_repack::k_tile_rows) * rounds + rb) * fp4_repack::k_tile_bytes +
+                        lane * 32 + i * 16;
+        else
+          src_w[m][i] = wrow[m] + i * 8 * row_bytes + rb * (k_round / 2) + q * 16;
         src_s[m][i] =
             srow_p[m] + i * 8 * srow * (scale_f32 ? 4 : 1) + scale_word_offset<K>(rb, q, scale_f32);
       }
@@ -348,7 +368,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
           for (int i = 0; i < 2; ++i) {
             cp_async_16(&b.w[m][i][lane], src_w[m][i]);
             cp_async_4(&b.s[m][i][lane], src_s[m][i]);
-            src_w[m][i] += k_round / 2;
+            src_w[m][i] += RP ? fp4_repack::k_tile_bytes : k_round / 2;
             src_s[m][i] += scale_step;
           }
       }
@@ -388,7 +408,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
           cur[m].s[i] = (b.s[m][i][lane] >> scale_shift) & scale_mask;
         }
 #pragma unroll
-      for (int m = 0; m < NM; ++m) mma_round<K, SPLIT>(acc[m], cur[m], xh, xl);
+      for (int m = 0; m < NM; ++m) mma_round<K, SPLIT, RP>(acc[m], cur[m], xh, xl);
       // Refill the stage just read only after the math consumed what was read from it (the
       // shared loads have returned), so the asynchronous copy cannot overtake them.
       issue(j + k_stages, u);
@@ -403,13 +423,21 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     const int64_t arow = UP ? int64_t(pg / top_k) : int64_t(pg);
     const uint4* xh_base = reinterpret_cast<const uint4*>(ain_hi + arow * kdim);
     const uint4* xl_base = reinterpret_cast<const uint4*>(ain_lo + arow * kdim);
+    const uint8_t* rp_lane[NM];
+#pragma unroll
+    for (int m = 0; m < NM; ++m)
+      rp_lane[m] = RP ? ws[m].data + e * ws[m].matrix_bytes +
+                            (r0 / fp4_repack::k_tile_rows) * rounds * fp4_repack::k_tile_bytes +
+                            lane * 32
+                      : nullptr;
     round_w<K> cur[NM], nxt[NM];
     uint4 xh[4], xl[4], nxh[4], nxl[4];
     if (rb < re) {
       const int64_t k = rb * k_round + q * 32;
 #pragma unroll
       for (int m = 0; m < NM; ++m)
-        load_round<K>(cur[m], wrow[m], srow_p[m], row_bytes, srow, ws[m].scale_f32, k);
+        load_round<K, RP>(cur[m], wrow[m], srow_p[m], row_bytes, srow, ws[m].scale_f32, k,
+                          rp_lane[m]);
       load_x(xh, xl, xh_base, xl_base, k, SPLIT);
     }
     for (int64_t r = rb; r < re; ++r) {
@@ -417,11 +445,12 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
         const int64_t k = (r + 1) * k_round + q * 32;
 #pragma unroll
         for (int m = 0; m < NM; ++m)
-          load_round<K>(nxt[m], wrow[m], srow_p[m], row_bytes, srow, ws[m].scale_f32, k);
+          load_round<K, RP>(nxt[m], wrow[m], srow_p[m], row_bytes, srow, ws[m].scale_f32, k,
+                            rp_lane[m]);
         load_x(nxh, nxl, xh_base, xl_base, k, SPLIT);
       }
 #pragma unroll
-      for (int m = 0; m < NM; ++m) mma_round<K, SPLIT>(acc[m], cur[m], xh, xl);
+      for (int m = 0; m < NM; ++m) mma_round<K, SPLIT, RP>(acc[m], cur[m], xh, xl);
 #pragma unroll
       for (int m = 0; m < NM; ++m) cur[m] = nxt[m];
 #pragma unroll
@@ -564,7 +593,7 @@ int pick_rt(int64_t rows, int64_t chunks_bound, int sms) {
   return 1;
 }
 
-template <weight_kind K, bool UP, bool SPLIT, bool RING>
+template <weight_kind K, bool UP, bool SPLIT, bool RING, bool RP>
 cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int64_t kdim,
                         int64_t rows, int top_k, const int* chunk_count, const int4* chunks,
                         const int* sorted, int64_t chunks_bound, const fp4_weight& wa,
@@ -573,10 +602,10 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
                         cudaStream_t stream) {
   const int rt = pick_rt(rows, chunks_bound, sms);
   const dim3 grid(unsigned(rows / (16 * rt)), unsigned(chunks_bound));
-#define DSV4_GEMM(RT)                                                                             \
-  launch_pdl(RING, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING>, grid, k_threads, stream, a_hi, \
-             a_lo, kdim, rows, top_k, chunk_count, chunks, sorted, wa, wb, limit, pair_weights,   \
-             h_hi, h_lo, hf, out)
+#define DSV4_GEMM(RT)                                                                           \
+  launch_pdl(RING, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP>, grid, k_threads, stream, \
+             a_hi, a_lo, kdim, rows, top_k, chunk_count, chunks, sorted, wa, wb, limit,         \
+             pair_weights, h_hi, h_lo, hf, out)
   cudaError_t e;
   if (rt == 4)
     e = DSV4_GEMM(4);
@@ -588,7 +617,7 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
   return e;
 }
 
-template <weight_kind K, typename act_t>
+template <weight_kind K, bool RP, typename act_t>
 cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const float* weights,
                 int64_t top_k, const device_weight& w1, const device_weight& w3,
                 const device_weight& w2, float limit, const layout& l, unsigned char* base,
@@ -598,6 +627,7 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   // register double buffer of the first version measured 1.0-1.2x faster on an H200 (the ring
   // is 1.0-1.2x faster for NVFP4 f32 and MXFP4 bf16; bench/kernels/results/
   // h200_2026-11-22_moe3_bench_moe_linear.txt).
+  // The repacked layout (RP) takes the same pipeline as the checkpoint layout.
   constexpr bool ring = !(K == weight_kind::mxfp4 && x_split);
   const int64_t experts = w1.count, hidden = w1.cols, inter = w1.rows, pairs = tokens * top_k;
   const int64_t bound = max_chunks(pairs, experts);
@@ -619,7 +649,7 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   const int sms = sm_count();
   const fp4_weight f1 = make_fp4_weight(w1), f3 = make_fp4_weight(w3), f2 = make_fp4_weight(w2);
-  if (const cudaError_t e = launch_gemm<K, true, x_split, ring>(
+  if (const cudaError_t e = launch_gemm<K, true, x_split, ring, RP>(
           sms, xhi, xlo, hidden, inter, int(top_k), chunk_count, chunks, sorted, bound, f1, f3,
           limit, official ? weights : nullptr, hhi, hlo, hf, nullptr, stream);
       e != cudaSuccess)
@@ -632,12 +662,12 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
         e != cudaSuccess)
       return e;
     // The quantized h is exact in BF16: no lo part.
-    if (const cudaError_t e = launch_gemm<K, false, false, ring>(
+    if (const cudaError_t e = launch_gemm<K, false, false, ring, RP>(
             sms, hhi, hlo, inter, hidden, int(top_k), chunk_count, chunks, sorted, bound, f2, f2,
             limit, nullptr, nullptr, nullptr, nullptr, out, stream);
         e != cudaSuccess)
       return e;
-  } else if (const cudaError_t e = launch_gemm<K, false, true, ring>(
+  } else if (const cudaError_t e = launch_gemm<K, false, true, ring, RP>(
                  sms, hhi, hlo, inter, hidden, int(top_k), chunk_count, chunks, sorted, bound, f2,
                  f2, limit, nullptr, nullptr, nullptr, nullptr, out, stream);
              e != cudaSuccess) {
@@ -676,7 +706,8 @@ template <typename act_t>
 cudaError_t run_decode(const act_t* x, int64_t tokens, const int32_t* indices, const float* weights,
                        int64_t top_k, const device_weight& w1, const device_weight& w3,
                        const device_weight& w2, float swiglu_limit, void* workspace,
-                       size_t workspace_bytes, act_t* y, bool official, cudaStream_t stream) {
+                       size_t workspace_bytes, act_t* y, bool official, bool repacked,
+                       cudaStream_t stream) {
   if (tokens < 0 || top_k <= 0 || top_k > 32 || !x || !indices || !weights || !y || !workspace)
     return cudaErrorInvalidValue;
   if (tokens > k_moe_decode_max_tokens || !moe_decode_supported(w1, w3, w2))
@@ -685,11 +716,13 @@ cudaError_t run_decode(const act_t* x, int64_t tokens, const int32_t* indices, c
   const layout l = make_layout(tokens, top_k, w1.count, w1.cols, w1.rows);
   if (workspace_bytes < l.total || !aligned_16(workspace)) return cudaErrorInvalidValue;
   auto* base = static_cast<unsigned char*>(workspace);
+#define DSV4_RUN(K, RP)                                                                          \
+  run<K, RP>(x, tokens, indices, weights, top_k, w1, w3, w2, swiglu_limit, l, base, y, official, \
+             stream)
   if (w1.kind == weight_kind::mxfp4)
-    return run<weight_kind::mxfp4>(x, tokens, indices, weights, top_k, w1, w3, w2, swiglu_limit, l,
-                                   base, y, official, stream);
-  return run<weight_kind::nvfp4>(x, tokens, indices, weights, top_k, w1, w3, w2, swiglu_limit, l,
-                                 base, y, official, stream);
+    return repacked ? DSV4_RUN(weight_kind::mxfp4, true) : DSV4_RUN(weight_kind::mxfp4, false);
+  return repacked ? DSV4_RUN(weight_kind::nvfp4, true) : DSV4_RUN(weight_kind::nvfp4, false);
+#undef DSV4_RUN
 }
 
 }  // namespace
@@ -701,7 +734,7 @@ cudaError_t moe_decode_experts(const act_t* x, int64_t tokens, const int32_t* in
                                void* workspace, size_t workspace_bytes, act_t* y,
                                cudaStream_t stream) {
   return run_decode(x, tokens, indices, weights, top_k, w1, w3, w2, swiglu_limit, workspace,
-                    workspace_bytes, y, false, stream);
+                    workspace_bytes, y, false, false, stream);
 }
 
 template <typename act_t>
@@ -712,7 +745,27 @@ cudaError_t moe_decode_experts_official(const act_t* x, int64_t tokens, const in
                                         void* workspace, size_t workspace_bytes, act_t* y,
                                         cudaStream_t stream) {
   return run_decode(x, tokens, indices, weights, top_k, w1, w3, w2, swiglu_limit, workspace,
-                    workspace_bytes, y, true, stream);
+                    workspace_bytes, y, true, false, stream);
+}
+
+template <typename act_t>
+cudaError_t moe_decode_experts_repacked(const act_t* x, int64_t tokens, const int32_t* indices,
+                                        const float* weights, int64_t top_k,
+                                        const device_weight& w1, const device_weight& w3,
+                                        const device_weight& w2, float swiglu_limit,
+                                        void* workspace, size_t workspace_bytes, act_t* y,
+                                        cudaStream_t stream) {
+  return run_decode(x, tokens, indices, weights, top_k, w1, w3, w2, swiglu_limit, workspace,
+                    workspace_bytes, y, false, true, stream);
+}
+
+template <typename act_t>
+cudaError_t moe_decode_experts_official_repacked(
+    const act_t* x, int64_t tokens, const int32_t* indices, const float* weights, int64_t top_k,
+    const device_weight& w1, const device_weight& w3, const device_weight& w2, float swiglu_limit,
+    void* workspace, size_t workspace_bytes, act_t* y, cudaStream_t stream) {
+  return run_decode(x, tokens, indices, weights, top_k, w1, w3, w2, swiglu_limit, workspace,
+                    workspace_bytes, y, true, true, stream);
 }
 
 #define DSV4_MOE_DECODE_INSTANTIATE(NAME, T)                                                     \
@@ -723,6 +776,10 @@ DSV4_MOE_DECODE_INSTANTIATE(moe_decode_experts, float)
 DSV4_MOE_DECODE_INSTANTIATE(moe_decode_experts, __nv_bfloat16)
 DSV4_MOE_DECODE_INSTANTIATE(moe_decode_experts_official, float)
 DSV4_MOE_DECODE_INSTANTIATE(moe_decode_experts_official, __nv_bfloat16)
+DSV4_MOE_DECODE_INSTANTIATE(moe_decode_experts_repacked, float)
+DSV4_MOE_DECODE_INSTANTIATE(moe_decode_experts_repacked, __nv_bfloat16)
+DSV4_MOE_DECODE_INSTANTIATE(moe_decode_experts_official_repacked, float)
+DSV4_MOE_DECODE_INSTANTIATE(moe_decode_experts_official_repacked, __nv_bfloat16)
 #undef DSV4_MOE_DECODE_INSTANTIATE
 
 }  // namespace dsv4::cuda

@@ -83,4 +83,24 @@ cudaError_t moe_decode_experts_official(const act_t* x, int64_t tokens, const in
                                         void* workspace, size_t workspace_bytes, act_t* y,
                                         cudaStream_t stream);
 
+// NOT GPU-VERIFIED (parity cases moe_decode_repacked* in tests/cuda/cases_moe_decode.inc have
+// not run yet): the same two entry points for weights whose data (w.data of w1, w3, w2) holds
+// the repacked layout of moe_repack.h (fp4_repack::repack_matrices of the checkpoint bytes;
+// scales and global scales unchanged). Same support rule (moe_decode_supported: its dims already
+// satisfy the repacking's 16-row / 128-column tiles), workspace, errors and results bit for bit
+// (the decode yields the same BF16 pairs and every sum keeps its order), and the same weight
+// pipeline per format and activation type. The default dispatch does not call these yet.
+template <typename act_t>
+cudaError_t moe_decode_experts_repacked(const act_t* x, int64_t tokens, const int32_t* indices,
+                                        const float* weights, int64_t top_k,
+                                        const device_weight& w1, const device_weight& w3,
+                                        const device_weight& w2, float swiglu_limit,
+                                        void* workspace, size_t workspace_bytes, act_t* y,
+                                        cudaStream_t stream);
+template <typename act_t>
+cudaError_t moe_decode_experts_official_repacked(
+    const act_t* x, int64_t tokens, const int32_t* indices, const float* weights, int64_t top_k,
+    const device_weight& w1, const device_weight& w3, const device_weight& w2, float swiglu_limit,
+    void* workspace, size_t workspace_bytes, act_t* y, cudaStream_t stream);
+
 }  // namespace dsv4::cuda

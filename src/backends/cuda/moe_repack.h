@@ -1,0 +1,123 @@
+// Repacked 4-bit expert weights for the decode kernels (moe_decode.h, *_repacked entry points).
+// NOT GPU-VERIFIED: the layout and its host reference are tested on the CPU
+// (tests/cuda_host/test_moe_repack.cpp); the kernel variant that reads it has parity cases in
+// tests/cuda/cases_moe_decode.inc that no GPU has run yet.
+//
+// What changes against the checkpoint layout (linear.h: row-major, value j of a byte pair in
+// nibble j, E2M1 = sign | e1 e0 | m): only the weight bytes; the scales (E8M0 / f32 / E4M3) and
+// the NVFP4 global scales stay as they are. Two permutations, both bijections:
+//
+//  1. Fragment order. A matrix [rows, cols] (rows % 16 == 0, cols % 128 == 0) is cut into
+//     tiles of 16 rows x 128 columns, stored tile-row-major ((row / 16) * (cols / 128) +
+//     col / 128), 1024 bytes each. Inside a tile, the 32 bytes of lane L = 4 g + q (g = L / 4,
+//     q = L % 4) are at L * 32: 16 bytes of row g, then 16 bytes of row g + 8, each the 32
+//     values of columns 32 q .. 32 q + 31 of the tile. These are exactly the bytes lane L of a
+//     decode warp consumes per round (fp4_mma.cuh fragment mapping), so a warp reads each round
+//     as one contiguous 1 KB block (two 16-byte copies per lane, fully coalesced).
+//
+//  2. Bit order inside each 32-bit word (8 values v_0..v_7, value i in bits 4i..4i+3 of the
+//     checkpoint word). The decode needs the four BF16x2 pairs P_i = (v_i, v_{i + 4}) with each
+//     half's sign at bit 15 and its magnitude bits e1 e0 m at bits 8:6 (code * 2^-126, see
+//     fp4_mma.cuh). With u the repacked word and rotl a 32-bit rotation:
+//        P_0 = u & M,   P_3 = rotl(u, 6) & M,                       M = 0x81C081C0
+//        P_1 = (rotl(u, 1) & S) | (rotl(u, 3) & G),                 S = 0x80008000
+//        P_2 = (rotl(u, 2) & S) | (rotl(u, 12) & G),                G = 0x01C001C0
+//     5 rotations (SHF) + 6 LOP3 = 11 integer instructions per 8 weights, against 15 for the
+//     checkpoint order (per pair a shift to bring it up, a shift by 6, two LOP3 for the two
+//     masks). repack_word is the inverse of this map (every bit of u is used exactly once).
+//     Why not fewer: with one mask per LOP3 a pair extracted by one LOP3 must sit at the 8
+//     positions {6,7,8,15} + {0,16} - r of one rotated copy; the 4 pairs of a word would have to
+//     tile Z_32 with translates of that set, which is impossible (exhaustive search, also over
+//     64- and 128-bit funnel windows), so at least two pairs combine two copies; an exhaustive
+//     search over rotation sets found no map under 11 instructions for 4 pairs.
+//
+// Exactness: the decode yields bit for bit the BF16x2 pairs that fp4mma::e2m1_pair gives for
+// the checkpoint word, so every product, scale step and sum of the kernel is unchanged.
+#pragma once
+
+#include <cuda_runtime.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#if defined(__CUDACC__)
+#define DSV4_REPACK_HD __host__ __device__ __forceinline__
+#else
+#define DSV4_REPACK_HD inline
+#endif
+
+namespace dsv4::cuda::fp4_repack {
+
+constexpr int64_t k_tile_rows = 16;
+constexpr int64_t k_tile_cols = 128;
+constexpr int64_t k_tile_bytes = k_tile_rows * k_tile_cols / 2;  // 1024
+
+constexpr uint32_t k_pair_mask = 0x81C081C0u;  // sign 15/31, magnitude 8:6 / 24:22
+constexpr uint32_t k_sign_mask = 0x80008000u;
+constexpr uint32_t k_mag_mask = 0x01C001C0u;
+
+DSV4_REPACK_HD uint32_t rotl(uint32_t x, int r) {
+#if defined(__CUDA_ARCH__)
+  return __funnelshift_l(x, x, unsigned(r));
+#else
+  return r == 0 ? x : (x << r) | (x >> (32 - r));
+#endif
+}
+
+// The four BF16x2 pairs of a repacked word (see above): p[i] == fp4mma::e2m1_pair<i>(w) for the
+// checkpoint word w with u == repack_word(w).
+DSV4_REPACK_HD void decode_pairs(uint32_t u, uint32_t (&p)[4]) {
+  p[0] = u & k_pair_mask;
+  p[1] = (rotl(u, 1) & k_sign_mask) | (rotl(u, 3) & k_mag_mask);
+  p[2] = (rotl(u, 2) & k_sign_mask) | (rotl(u, 12) & k_mag_mask);
+  p[3] = rotl(u, 6) & k_pair_mask;
+}
+
+// The checkpoint-order pairs (same formula as fp4mma::e2m1_pair, host side): the oracle of the
+// CPU test.
+DSV4_REPACK_HD uint32_t checkpoint_pair(uint32_t w, int i) {
+  const uint32_t q = w << (12 - 4 * i);
+  return (q & k_sign_mask) | ((q >> 6) & k_mag_mask);
+}
+
+// Checkpoint word -> repacked word and back (bijections; repack_word(unpack_word(u)) == u).
+uint32_t repack_word(uint32_t w);
+uint32_t unpack_word(uint32_t u);
+
+// Byte offset, inside one repacked matrix of `cols` columns, of the repacked word that holds
+// the checkpoint word of row `row`, columns [col, col + 8) (col % 8 == 0; bits move between the
+// bytes of a word, never between words).
+DSV4_REPACK_HD int64_t repacked_word_offset(int64_t row, int64_t col, int64_t cols) {
+  const int64_t tile = (row / k_tile_rows) * (cols / k_tile_cols) + col / k_tile_cols;
+  const int64_t g = row % 8, half = (row % k_tile_rows) / 8;
+  const int64_t q = (col % k_tile_cols) / 32, word = (col % 32) / 8;
+  return tile * k_tile_bytes + (g * 4 + q) * 32 + half * 16 + word * 4;
+}
+
+// Whether a matrix of these dims can be repacked (rows % 16 == 0, cols % 128 == 0, both > 0).
+bool repack_supported(int64_t rows, int64_t cols);
+
+// Repacks `count` stacked matrices [rows, cols] of checkpoint-order E2M1 bytes (`src`,
+// count * rows * cols / 2 bytes) into `dst` (same size, not overlapping). Throws
+// std::invalid_argument with the dims when !repack_supported. Host memory; the loader repacks
+// once and uploads (or repacks on the device with the same map).
+void repack_matrices(const uint8_t* src, uint8_t* dst, int64_t count, int64_t rows, int64_t cols);
+// The inverse: repacked bytes back to checkpoint order.
+void unpack_matrices(const uint8_t* src, uint8_t* dst, int64_t count, int64_t rows, int64_t cols);
+
+// Destination bit of checkpoint bit k under repack_word (repack_word(1 << k) == 1 << bits[k]):
+// the table the device repacking takes.
+struct bit_map {
+  uint8_t bits[32];
+};
+bit_map repack_bit_map();
+
+// The same as repack_matrices on the device (src and dst device pointers, not overlapping),
+// one thread per 32-bit word; no host synchronisation. cudaErrorInvalidValue for dims that
+// !repack_supported, a negative count or null pointers. NOT GPU-verified (parity case
+// moe_repack in tests/cuda/cases_moe_decode.inc).
+cudaError_t repack_matrices_device(const uint8_t* src, uint8_t* dst, int64_t count, int64_t rows,
+                                   int64_t cols, cudaStream_t stream);
+
+}  // namespace dsv4::cuda::fp4_repack
