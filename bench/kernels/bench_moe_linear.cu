@@ -8,10 +8,11 @@
 //     that expert as N; no gather or SwiGLU, so it is a lower bound on that approach's time);
 //   * the kernels: moe_experts_f32 (moe.h, the first version) and moe_decode_experts (f32 and bf16
 //     activations), Flash and Pro shapes, MXFP4 and NVFP4, T = 1, 4, 16, 64; the same in the
-//     official order (moe_experts_official, moe_decode_experts_official); the previous
-//     moe_decode (moe_decode_v0.cu, "v0") beside the current one; --decode-only leaves out the
-//     general kernels and the cuBLAS loop, --replays N sets the replays;
-//   * a stage breakdown of moe_decode (Flash MXFP4 f32, T = 1 and 64, v0 and current): each
+//     official order (moe_experts_official, moe_decode_experts_official), and the repacked-layout
+//     variants beside them; --decode-only leaves out the general kernels and the cuBLAS loop,
+//     --replays N sets the replays (the previous moe_decode, before the cp.async ring, was compared
+//     in session 3: bench/kernels/results/h200_2026-11-22_s3_final_bench_moe_decode_partial.txt);
+//   * a stage breakdown of moe_decode (Flash MXFP4 f32, T = 1 and 64): each
 //     kernel of the captured graph in turn replaced by an empty kernel; the time saved is that
 //     stage's share of the call (with PDL the stages overlap, so the shares need not add up);
 //   * prefill (bench_prefill_section; alone with --prefill-only, left out by --decode-only):
@@ -44,19 +45,6 @@
 #include "backends/cuda/moe_decode.h"
 #include "backends/cuda/moe_prefill.h"
 #include "backends/cuda/moe_repack.h"
-
-namespace dsv4::cuda::v0 {  // moe_decode_v0.cu: the previous moe_decode, for comparison
-template <typename act_t>
-cudaError_t moe_decode_experts(const act_t*, int64_t, const int32_t*, const float*, int64_t,
-                               const device_weight&, const device_weight&, const device_weight&,
-                               float, void*, size_t, act_t*, cudaStream_t);
-template <typename act_t>
-cudaError_t moe_decode_experts_official(const act_t*, int64_t, const int32_t*, const float*,
-                                        int64_t, const device_weight&, const device_weight&,
-                                        const device_weight&, float, void*, size_t, act_t*,
-                                        cudaStream_t);
-size_t moe_decode_workspace_bytes(int64_t, int64_t, int64_t, int64_t, int64_t);
-}  // namespace dsv4::cuda::v0
 
 namespace {
 
@@ -612,8 +600,7 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
     const size_t ws_old = dsv4::cuda::moe_experts_workspace_bytes(T, K, E, D, I);
     const size_t ws_new = dsv4::cuda::moe_decode_workspace_bytes(T, K, E, D, I);
     void* ws;
-    CK(cudaMalloc(&ws, std::max({ws_old, ws_new,
-                                 dsv4::cuda::v0::moe_decode_workspace_bytes(T, K, E, D, I)})));
+    CK(cudaMalloc(&ws, std::max(ws_old, ws_new)));
     const double wbytes =
         touched * (w1.bytes_per_matrix + w3.bytes_per_matrix + w2.bytes_per_matrix);
     auto report = [&](const char* kernel, const char* act, double ms, double act_bytes) {
@@ -623,40 +610,14 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
                   act, (long long)T, touched, ms * 1e3, gbps, 100 * gbps / c.read_gbps);
     };
     namespace dc = dsv4::cuda;
-    // One call of `fn` (the current or the v0 moe_decode entry points) for routing i.
+    // One call of `fn` (a moe_decode entry point) for routing i.
     const auto decode_body = [&](auto fn, auto* x, auto* y, size_t wsb) {
       return [=, &w1, &w3, &w2](int i, cudaStream_t st) {
         CK(fn(x, T, idx + size_t(i) * T * K, wts + size_t(i) * T * K, K, w1.w, w3.w, w2.w, 10.0f,
               ws, wsb, y, st));
       };
     };
-    const size_t ws_v0 = dc::v0::moe_decode_workspace_bytes(T, K, E, D, I);
     const auto body_new_f = decode_body(dc::moe_decode_experts<float>, xf, yf, ws_new);
-    const auto body_v0_f = decode_body(dc::v0::moe_decode_experts<float>, xf, yf, ws_v0);
-    {  // Sanity (not the parity test): current and v0 agree on routing 0, both orders.
-      std::vector<float> a(size_t(T * D)), b(a.size());
-      for (int official = 0; official < 2; ++official) {
-        const auto f_new =
-            official ? dc::moe_decode_experts_official<float> : dc::moe_decode_experts<float>;
-        const auto f_v0 = official ? dc::v0::moe_decode_experts_official<float>
-                                   : dc::v0::moe_decode_experts<float>;
-        CK(f_v0(xf, T, idx, wts, K, w1.w, w3.w, w2.w, 10.0f, ws, ws_v0, yf, s));
-        CK(cudaMemcpyAsync(b.data(), yf, b.size() * 4, cudaMemcpyDeviceToHost, s));
-        CK(cudaStreamSynchronize(s));
-        CK(cudaMemset(yf, 0xFF, a.size() * 4));
-        CK(f_new(xf, T, idx, wts, K, w1.w, w3.w, w2.w, 10.0f, ws, ws_new, yf, s));
-        CK(cudaMemcpyAsync(a.data(), yf, a.size() * 4, cudaMemcpyDeviceToHost, s));
-        CK(cudaStreamSynchronize(s));
-        double num = 0, den = 0;
-        for (size_t j = 0; j < a.size(); ++j) {
-          num += (double(a[j]) - b[j]) * (double(a[j]) - b[j]);
-          den += double(b[j]) * b[j];
-        }
-        std::printf("check %-6s %-6s T=%-3lld %s: current vs v0 NMSE %.3g%s\n", sh.name, kname,
-                    (long long)T, official ? "official" : "exact   ", den > 0 ? num / den : -1.0,
-                    (num / den < (official ? 1e-5 : 1e-8) && den > 0) ? "" : "  MISMATCH");
-      }
-    }
     double old_ms = 0, off_old = 0, loop_ms = 0;
     if (!g_decode_only) {
       old_ms = time_graph_per_call(
@@ -667,13 +628,8 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
           k_calls, s);
       report("moe_experts_f32 (old)", "f32", old_ms, 8.0 * T * D);
     }
-    const double v0_f = time_graph_per_call(body_v0_f, k_calls, s);
-    report("moe_decode v0", "f32", v0_f, 8.0 * T * D);
     const double new_f = time_graph_per_call(body_new_f, k_calls, s);
     report("moe_decode", "f32", new_f, 8.0 * T * D);
-    const double v0_b = time_graph_per_call(
-        decode_body(dc::v0::moe_decode_experts<__nv_bfloat16>, xb, yb, ws_v0), k_calls, s);
-    report("moe_decode v0", "bf16", v0_b, 4.0 * T * D);
     const double new_b = time_graph_per_call(
         decode_body(dc::moe_decode_experts<__nv_bfloat16>, xb, yb, ws_new), k_calls, s);
     report("moe_decode", "bf16", new_b, 4.0 * T * D);
@@ -689,22 +645,12 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
           k_calls, s);
       report("moe_experts_official", "f32", off_old, 8.0 * T * D);
     }
-    const double off_v0_f = time_graph_per_call(
-        decode_body(dc::v0::moe_decode_experts_official<float>, xf, yf, ws_v0), k_calls, s);
-    report("moe_decode_official v0", "f32", off_v0_f, 8.0 * T * D);
     const double off_f = time_graph_per_call(
         decode_body(dc::moe_decode_experts_official<float>, xf, yf, ws_new), k_calls, s);
     report("moe_decode_official", "f32", off_f, 8.0 * T * D);
-    const double off_v0_b = time_graph_per_call(
-        decode_body(dc::v0::moe_decode_experts_official<__nv_bfloat16>, xb, yb, ws_v0), k_calls, s);
-    report("moe_decode_official v0", "bf16", off_v0_b, 4.0 * T * D);
     const double off_b = time_graph_per_call(
         decode_body(dc::moe_decode_experts_official<__nv_bfloat16>, xb, yb, ws_new), k_calls, s);
     report("moe_decode_official", "bf16", off_b, 4.0 * T * D);
-    std::printf(
-        "%-6s %-6s   current vs v0: exact f32 %.2fx, exact bf16 %.2fx, official f32 %.2fx, "
-        "official bf16 %.2fx\n",
-        sh.name, kname, v0_f / new_f, v0_b / new_b, off_v0_f / off_f, off_v0_b / off_b);
     {  // The repacked layout (moe_decode_*_repacked; not GPU-verified before this bench).
       // Host repacking of routing 0's experts for the check, up to T = 16 (at T = 64 the Pro
       // experts would take seconds of host work; the timing does not depend on the values).
@@ -756,7 +702,6 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
     }
     if (std::string(sh.name) == "flash" && kind == weight_kind::mxfp4 && (T == 1 || T == 64)) {
       const std::string tl = " T=" + std::to_string(T);
-      stage_breakdown(("flash mxfp4 f32 v0" + tl).c_str(), body_v0_f, k_calls, s);
       stage_breakdown(("flash mxfp4 f32 current" + tl).c_str(), body_new_f, k_calls, s);
     }
     // Per-expert cuBLAS BF16 loop (host-known routing; 3 GEMMs per touched expert).
