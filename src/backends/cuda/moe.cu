@@ -119,23 +119,6 @@ __global__ void __launch_bounds__(k_moe_threads)
       }
 }
 
-// Official order: h row of every pair with a valid expert FP8 fake-quantized per 128 values (the
-// input quantization of the FP8/FP4 w2). One warp per (pair, block); rows of pairs with a bad
-// expert index were never written and are left alone.
-__global__ void __launch_bounds__(256)
-    moe_quantize_h_kernel(float* h, const int32_t* indices, int64_t pairs, int64_t experts,
-                          int64_t inter) {
-  constexpr int64_t block = 128;
-  const int64_t blocks_per_row = (inter + block - 1) / block;
-  const int64_t item = int64_t(blockIdx.x) * (256 / k_warp_size) + threadIdx.x / k_warp_size;
-  if (item >= pairs * blocks_per_row) return;
-  const int64_t p = item / blocks_per_row, b = item % blocks_per_row;
-  const int32_t e = indices[p];
-  if (e < 0 || e >= experts) return;
-  const int64_t begin = b * block;
-  quant::fp8_block_warp(h + p * inter + begin, inter - begin < block ? inter - begin : block);
-}
-
 // Grid: x = blocks of k_moe_warps * k_moe_rows output rows, y = chunk slots.
 template <weight_kind K, int NT>
 __global__ void __launch_bounds__(k_moe_threads)
@@ -168,35 +151,6 @@ __global__ void __launch_bounds__(k_moe_threads)
     for (int t = 0; t < NT; ++t)
       if (lane == (r * NT + t) % k_warp_size && t < c.z && o0 + r < hidden)
         out[int64_t(pair_of[t]) * hidden + o0 + r] = acc[r][t];
-}
-
-// y[t, o] = sum_k weights[t, k] * out[t * top_k + k, o], k in order (as the CPU accumulates);
-// weighted false (official order, weights already applied to h): plain sum in k order. NaN for a
-// token with an expert index outside [0, experts).
-template <bool weighted, typename act_t>
-__global__ void moe_combine_kernel(const float* out, const int32_t* indices, const float* weights,
-                                   int64_t tokens, int top_k, int64_t experts, int64_t hidden,
-                                   act_t* y) {
-  const int64_t n = tokens * hidden;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t t = i / hidden, o = i % hidden;
-    float acc = 0.0f;
-    bool bad = false;
-    for (int k = 0; k < top_k; ++k) {
-      const int64_t p = t * top_k + k;
-      const int32_t e = indices[p];
-      if (e < 0 || e >= experts) {
-        bad = true;
-        continue;
-      }
-      if constexpr (weighted)
-        acc += weights[p] * out[p * hidden + o];
-      else
-        acc += out[p * hidden + o];
-    }
-    y[i] = act_from_f32<act_t>(bad ? __uint_as_float(0x7fc00000u) : acc);
-  }
 }
 
 // (value, index) argmax step: larger value wins, equal values go to the lower index.
@@ -325,7 +279,7 @@ cudaError_t launch_experts(const act_t* x, int64_t tokens, int64_t top_k, const 
   if (pair_weights) {  // official order
     const int64_t pairs = tokens * top_k;
     const int64_t items = pairs * ceil_div(inter, 128);
-    moe_quantize_h_kernel<<<unsigned(ceil_div(items, 256 / k_warp_size)), 256, 0, stream>>>(
+    moe_quantize_h_kernel<128><<<unsigned(ceil_div(items, 256 / k_warp_size)), 256, 0, stream>>>(
         h, indices, pairs, w1.count, inter);
     if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   }

@@ -1,12 +1,15 @@
-// Device pieces shared by the routed-expert kernels (moe.cu, moe_decode.cu): the clamped SwiGLU
-// and the on-device grouping of (token, k) pairs by expert.
+// Device pieces shared by the routed-expert kernels (moe.cu, moe_decode.cu, moe_prefill.cu): the
+// clamped SwiGLU, the on-device grouping of (token, k) pairs by expert, the official order's FP8
+// rounding of h and the combine of per-pair outputs in k order.
 #pragma once
 
 #include <cuda_runtime.h>
 
 #include <cstdint>
 
+#include "backends/cuda/activation.cuh"
 #include "backends/cuda/kernel_common.cuh"
+#include "backends/cuda/quantize.h"
 
 namespace dsv4::cuda {
 
@@ -88,6 +91,52 @@ __device__ __forceinline__ void moe_group_pairs_by_expert(const int32_t* indices
   for (int p = tid; p < pairs; p += blockDim.x) {
     const int e = indices[p];
     if (e >= 0 && e < experts) sorted[offsets[e] + atomicAdd(&counts[e], 1)] = p;
+  }
+}
+
+// Official order: h row of every pair with a valid expert FP8 fake-quantized per `block` values
+// (the input quantization of the FP8/FP4 w2). One warp per (pair, block), 256 threads per CTA;
+// rows of pairs with a bad expert index were never written and are left alone.
+template <int block>
+__global__ void __launch_bounds__(256)
+    moe_quantize_h_kernel(float* h, const int32_t* indices, int64_t pairs, int64_t experts,
+                          int64_t inter) {
+  const int64_t blocks_per_row = (inter + block - 1) / block;
+  const int64_t item = int64_t(blockIdx.x) * (256 / k_warp_size) + threadIdx.x / k_warp_size;
+  if (item >= pairs * blocks_per_row) return;
+  const int64_t p = item / blocks_per_row, b = item % blocks_per_row;
+  const int32_t e = indices[p];
+  if (e < 0 || e >= experts) return;
+  const int64_t begin = b * block;
+  quant::fp8_block_warp(h + p * inter + begin, inter - begin < block ? inter - begin : block);
+}
+
+// y[t, o] = sum_k weights[t, k] * out[t * top_k + k, o], k in order (as the CPU accumulates);
+// weighted false (official order, weights already applied to h): plain sum in k order. NaN for a
+// token with an expert index outside [0, experts). Grid-stride over tokens * hidden.
+template <bool weighted, typename act_t>
+__global__ void moe_combine_kernel(const float* out, const int32_t* indices, const float* weights,
+                                   int64_t tokens, int top_k, int64_t experts, int64_t hidden,
+                                   act_t* y) {
+  const int64_t n = tokens * hidden;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t t = i / hidden, o = i % hidden;
+    float acc = 0.0f;
+    bool bad = false;
+    for (int k = 0; k < top_k; ++k) {
+      const int64_t p = t * top_k + k;
+      const int32_t e = indices[p];
+      if (e < 0 || e >= experts) {
+        bad = true;
+        continue;
+      }
+      if constexpr (weighted)
+        acc += weights[p] * out[p * hidden + o];
+      else
+        acc += out[p * hidden + o];
+    }
+    y[i] = act_from_f32<act_t>(bad ? __uint_as_float(0x7fc00000u) : acc);
   }
 }
 

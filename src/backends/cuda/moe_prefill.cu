@@ -6,10 +6,10 @@
 //   2. moe_prefill_gemm_kernel<up = true>: block = (128 rows of W1 and W3, one pair tile); each
 //      warp owns 16 rows of W1 and the same 16 of W3 for all 64 pairs of the tile; epilogue:
 //      clamped SwiGLU (official order: times the routing weight), h in f32.
-//   (official order: moe_prefill_quantize_h_kernel, FP8 per 128 values of each h row.)
+//   (official order: moe_quantize_h_kernel of moe_plan.cuh, FP8 per 128 values of each h row.)
 //   3. moe_prefill_gemm_kernel<up = false>: block = (256 rows of W2, one pair tile); each warp
 //      owns 2 x 16 rows; out[pair, row] in f32.
-//   4. moe_prefill_combine_kernel: y[t] = sum over k in order of weights[t, k] * out[t, k].
+//   4. moe_combine_kernel (moe_plan.cuh): y[t] = sum over k in order of weights[t, k] * out[t, k].
 //
 // The GEMM core (fragment mapping of fp4_mma.cuh): lane (g, c) reads 16 weight bytes (32 e2m1
 // values at k offset 32 c of a 128-wide round) of rows g and g + 8 straight from global memory
@@ -393,50 +393,6 @@ __global__ void __launch_bounds__(k_threads, 1)
   }
 }
 
-// Official order: each h row of a pair with a valid expert FP8 quantize-dequantized per 128
-// values. One warp per (pair, block).
-__global__ void __launch_bounds__(256)
-    moe_prefill_quantize_h_kernel(float* h, const int32_t* indices, int64_t pairs, int64_t experts,
-                                  int64_t inter) {
-  constexpr int64_t block = 128;
-  const int64_t blocks_per_row = (inter + block - 1) / block;
-  const int64_t item = int64_t(blockIdx.x) * (256 / k_warp_size) + threadIdx.x / k_warp_size;
-  if (item >= pairs * blocks_per_row) return;
-  const int64_t p = item / blocks_per_row, b = item % blocks_per_row;
-  const int32_t e = indices[p];
-  if (e < 0 || e >= experts) return;
-  const int64_t begin = b * block;
-  quant::fp8_block_warp(h + p * inter + begin, inter - begin < block ? inter - begin : block);
-}
-
-// y[t, o] = sum_k weights[t, k] * out[t * top_k + k, o] in k order (weighted false: the weights
-// are already in h); NaN for a token with an expert index outside [0, experts).
-template <bool weighted, typename act_t>
-__global__ void moe_prefill_combine_kernel(const float* out, const int32_t* indices,
-                                           const float* weights, int64_t tokens, int top_k,
-                                           int64_t experts, int64_t hidden, act_t* y) {
-  const int64_t n = tokens * hidden;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t t = i / hidden, o = i % hidden;
-    float acc = 0.0f;
-    bool bad = false;
-    for (int k = 0; k < top_k; ++k) {
-      const int64_t p = t * top_k + k;
-      const int32_t e = indices[p];
-      if (e < 0 || e >= experts) {
-        bad = true;
-        continue;
-      }
-      if constexpr (weighted)
-        acc += weights[p] * out[p * hidden + o];
-      else
-        acc += out[p * hidden + o];
-    }
-    y[i] = act_from_f32<act_t>(bad ? __uint_as_float(0x7fc00000u) : acc);
-  }
-}
-
 template <typename act_t, weight_kind K>
 cudaError_t launch_gemms(const act_t* x, int64_t top_k, const device_weight& w1,
                          const device_weight& w3, const device_weight& w2, float limit,
@@ -451,7 +407,7 @@ cudaError_t launch_gemms(const act_t* x, int64_t top_k, const device_weight& w1,
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   if (pair_weights) {  // official order
     const int64_t items = pairs * ceil_div(inter, 128);
-    moe_prefill_quantize_h_kernel<<<unsigned(ceil_div(items, 256 / k_warp_size)), 256, 0, stream>>>(
+    moe_quantize_h_kernel<128><<<unsigned(ceil_div(items, 256 / k_warp_size)), 256, 0, stream>>>(
         h, indices, pairs, w1.count, inter);
     if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   }
@@ -511,11 +467,11 @@ cudaError_t run_prefill(const act_t* x, int64_t tokens, const int32_t* indices,
   if (status != cudaSuccess) return status;
   const int threads = 256;
   if (official)
-    moe_prefill_combine_kernel<false, act_t>
+    moe_combine_kernel<false, act_t>
         <<<grid_stride_blocks(tokens * hidden, threads), threads, 0, stream>>>(
             out, indices, nullptr, tokens, int(top_k), experts, hidden, y);
   else
-    moe_prefill_combine_kernel<true, act_t>
+    moe_combine_kernel<true, act_t>
         <<<grid_stride_blocks(tokens * hidden, threads), threads, 0, stream>>>(
             out, indices, weights, tokens, int(top_k), experts, hidden, y);
   return cudaGetLastError();
