@@ -19,6 +19,14 @@ inline bool aligned_16(const void* p) {
   return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
 }
 
+// SMs of the current device (132 if the query fails): launch shapes that fill the device.
+inline int current_device_sm_count() {
+  int device = 0, sms = 132;
+  if (cudaGetDevice(&device) == cudaSuccess)
+    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
+  return sms;
+}
+
 // Grid for a grid-stride loop over `work` items with `threads` per block: enough blocks to fill
 // the device several times over, capped well under the 2^31 - 1 grid limit.
 inline unsigned grid_stride_blocks(int64_t work, int threads) {

@@ -165,13 +165,6 @@ __global__ void __launch_bounds__(k_gemv_threads)
     }
 }
 
-int device_sm_count() {
-  int device = 0, sms = 132;
-  if (cudaGetDevice(&device) == cudaSuccess)
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  return sms;
-}
-
 constexpr int k_tile_tokens = 64, k_tile_rows = 64, k_tile_k = 32;
 constexpr int k_tile_threads = 256;  // 16 x 16 threads, 4 x 4 outputs each
 
@@ -275,7 +268,7 @@ cudaError_t launch_linear(const act_t* x, int64_t tokens, const device_weight& w
     // Split K over the warps when whole-row warps would leave SMs without 2 blocks (<= 4 tokens;
     // the 16-token tile keeps its own layout).
     const bool split = nt <= 4 && ceil_div(out_g, rows_per_block) * groups * token_tiles <
-                                      2 * int64_t(device_sm_count());
+                                      2 * int64_t(current_device_sm_count());
     if (split) {
       const dim3 grid(unsigned(ceil_div(out_g, int64_t(k_gemv_rows))), unsigned(groups),
                       unsigned(token_tiles));

@@ -277,19 +277,12 @@ __global__ void __launch_bounds__(k_threads)
     }
 }
 
-int sm_count() {
-  int device = 0, sms = 132;
-  if (cudaGetDevice(&device) == cudaSuccess)
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  return sms;
-}
-
 template <weight_kind K, bool SPLIT>
 cudaError_t launch(const uint16_t* hi, const uint16_t* lo, int64_t tokens, const dense_weight& w,
                    void* y, bool y_bf16, cudaStream_t stream) {
   // Row tiles per block: 4 (K whole per warp) when that still gives >= 4 blocks per SM, else
   // 1 tile with K split over the 4 warps.
-  const int rt = (w.rows % 64 == 0 && w.rows / 64 >= 4 * sm_count()) ? 4 : 1;
+  const int rt = (w.rows % 64 == 0 && w.rows / 64 >= 4 * current_device_sm_count()) ? 4 : 1;
   const dim3 grid(unsigned(w.rows / (16 * rt)));
   const int nt = int(ceil_div(tokens, 8));
 #define DSV4_LD(NT)                  \

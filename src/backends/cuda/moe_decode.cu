@@ -577,13 +577,6 @@ cudaError_t launch_pdl(bool pdl, void (*kernel)(Params...), dim3 grid, int threa
   return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 
-int sm_count() {
-  int device = 0, sms = 132;
-  if (cudaGetDevice(&device) == cudaSuccess)
-    cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device);
-  return sms;
-}
-
 // Row tiles per block (RT; 4 / RT warps split K): the most that still gives >= 4 blocks per SM
 // for the chunk upper bound (measured on an H200: at T = 1 the K split over more, shorter
 // warps beats one wave of fewer, longer ones by 1.4x in L1; the decode is issue-bound).
@@ -647,7 +640,7 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
           indices, int(pairs), int(experts), chunk_count, sorted, chunks, x, tokens * hidden, xhi,
           xlo);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
-  const int sms = sm_count();
+  const int sms = current_device_sm_count();
   const fp4_weight f1 = make_fp4_weight(w1), f3 = make_fp4_weight(w3), f2 = make_fp4_weight(w2);
   if (const cudaError_t e = launch_gemm<K, true, x_split, ring, RP>(
           sms, xhi, xlo, hidden, inter, int(top_k), chunk_count, chunks, sorted, bound, f1, f3,
