@@ -8,7 +8,9 @@
 #   PHASE=bench   the real-dimension parity script (f32 and bf16) and the kernel benchmarks
 #                 (bench_moe_linear, bench_linear_gemm, bench_attention) with their ceilings;
 #   PHASE=one     with BENCH="<binary> [args]": one benchmark binary of bench_kernels only;
-#   PHASE=perf    test_backend_ops --perf (every case timed against the copy ceiling).
+#   PHASE=perf    test_backend_ops --perf (every case timed against the copy ceiling);
+#   PHASE=sanitize compute-sanitizer (SANITIZER_TOOL, default memcheck) over test_backend_ops with
+#                 PARITY_ARGS (use --filter and --per-op N: under the sanitizer a case runs ~100x slower).
 # Logs go to $OUT (or build-gpu/logs).
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -50,6 +52,16 @@ case "${PHASE:-parity}" in
     timeout 240 "$build/test_gpu_model" >"$out/gpu_model.txt" 2>&1
     echo "gpu_model exit $?"
     grep -vE "^\[gpu-model\].*(device memory)" "$out/gpu_model.txt" | tail -60
+    ;;
+  sanitize)
+    tool="${SANITIZER_TOOL:-memcheck}"
+    echo "== compute-sanitizer --tool $tool test_backend_ops ${PARITY_ARGS:-}"
+    timeout "${SANITIZE_TIMEOUT:-400}" compute-sanitizer --tool "$tool" --error-exitcode 3 \
+      "$build/test_backend_ops" ${PARITY_ARGS:-} >"$out/sanitize_$tool.txt" 2>&1
+    echo "sanitize ($tool) exit $?"
+    grep -E "FAIL|ERROR SUMMARY|Invalid|race|uninitialized" "$out/sanitize_$tool.txt" | head -20
+    echo "OK cases: $(grep -cE " OK" "$out/sanitize_$tool.txt")"
+    tail -3 "$out/sanitize_$tool.txt"
     ;;
   perf)
     timeout 500 "$build/test_backend_ops" --perf >"$out/perf.txt" 2>&1

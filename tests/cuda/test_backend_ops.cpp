@@ -2,8 +2,9 @@
 // manner of llama.cpp's test-backend-ops. Not a ctest test (CI has no GPU); run on the GPU
 // machine through scripts/gpu_session.sh.
 //
-//   test_backend_ops [--filter OPS] [--exclude OPS] [--seed N]
-//                                   parity: one line per case, exit 1 on any FAIL
+//   test_backend_ops [--filter OPS] [--exclude OPS] [--per-op N] [--seed N]
+//                                   parity: one line per case, exit 1 on any FAIL; --per-op keeps
+//                                   the first N cases of each op (compute-sanitizer runs)
 //   test_backend_ops --perf [--filter OPS] [--exclude OPS]
 //                                   timing: median of 100 runs per case, GB/s against a
 //                                   device-to-device copy measured in the same run
@@ -27,6 +28,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -1026,6 +1028,7 @@ std::vector<test_case> make_perf_cases() {
 
 struct op_filter {
   std::vector<std::string> include, exclude;
+  int64_t per_op = 0;  // > 0: at most this many cases of each op (the first ones listed)
   static std::vector<std::string> split(const std::string& list) {
     std::vector<std::string> out;
     size_t start = 0;
@@ -1053,9 +1056,11 @@ struct op_filter {
 int run_parity(const op_filter& filter, uint64_t seed) {
   int run = 0, failed = 0;
   uint64_t case_seed = seed;
+  std::map<std::string, int64_t> run_per_op;
   for (const test_case& c : make_eval_cases()) {
     ++case_seed;  // fresh inputs per case, reproducible from --seed
     if (!filter.keeps(c.op)) continue;
+    if (filter.per_op > 0 && run_per_op[c.op]++ >= filter.per_op) continue;
     ++run;
     case_result result;
     try {
@@ -1124,8 +1129,11 @@ int main(int argc, char** argv) {
       filter.exclude = op_filter::split(argv[++i]);
     } else if (arg == "--seed" && i + 1 < argc) {
       seed = std::strtoull(argv[++i], nullptr, 10);
+    } else if (arg == "--per-op" && i + 1 < argc) {
+      filter.per_op = std::strtoll(argv[++i], nullptr, 10);
     } else {
-      std::fprintf(stderr, "usage: %s [--perf] [--filter OPS] [--exclude OPS] [--seed N]\n",
+      std::fprintf(stderr,
+                   "usage: %s [--perf] [--filter OPS] [--exclude OPS] [--per-op N] [--seed N]\n",
                    argv[0]);
       return 2;
     }
