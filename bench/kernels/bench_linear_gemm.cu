@@ -1,4 +1,5 @@
-// Dense linears at decode and prefill, one run on one GPU (`--decode-only` skips prefill):
+// Dense linears at decode and prefill, one run on one GPU (`--decode-only` skips prefill;
+// `--split-sweep` only sweeps linear_decode's block split):
 //   * decode (T = 1..64, graphs of 16 calls): the GEMV of linear.h, linear_decode (tensor cores),
 //     linear_gemm and cuBLAS BF16, as % of the HBM read ceiling measured in the same run;
 //   * ceiling: cuBLAS BF16 (cublasGemmEx, f32 compute, BF16 out) on the same shape with the weight
@@ -286,10 +287,61 @@ void bench_decode(const shape& sh, weight_kind kind, const std::vector<int64_t>&
   cudaFree(ws);
 }
 
+// linear_decode's split (row tiles x K parts per block) swept on one shape: the data behind
+// linear_decode_make_split. One line per (T, split): time and % of the read ceiling; "*" marks the
+// planner's choice.
+void bench_decode_split_sweep(const shape& sh, weight_kind kind, const std::vector<int64_t>& tokens,
+                              double read_gbps, cudaStream_t s) {
+  using bf = __nv_bfloat16;
+  const int64_t rows = sh.rows, cols = sh.cols;
+  const size_t packed_bytes = packed_matrix(kind, rows, cols, 1).read_bytes();
+  const int sets =
+      int(std::max<size_t>(2, std::min<size_t>(24, k_rotate_bytes / packed_bytes + 1)));
+  std::vector<std::unique_ptr<packed_matrix>> mats;
+  for (int i = 0; i < sets; ++i)
+    mats.push_back(std::make_unique<packed_matrix>(kind, rows, cols, 300 + 7 * i));
+  const int64_t tmax = *std::max_element(tokens.begin(), tokens.end());
+  bf* x = static_cast<bf*>(dmalloc(size_t(tmax * cols * 2)));
+  fill(x, size_t(tmax * cols * 2), 78, 3);
+  bf* y = static_cast<bf*>(dmalloc(size_t(tmax * rows * 2)));
+  const size_t ws_bytes = dsv4::cuda::linear_decode_workspace_bytes(tmax, cols);
+  void* ws = dmalloc(ws_bytes);
+  int sms = 0;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  for (int64_t T : tokens) {
+    const int nt = T <= 8 ? 1 : T <= 16 ? 2 : T <= 32 ? 4 : 8;
+    const int max_warps = nt <= 2 ? 16 : 8;
+    const int64_t per_row = (kind == weight_kind::fp8_block && nt == 1) ? 2 : 1;
+    const int64_t k16 = kind == weight_kind::fp8_block ? 16 : 32;
+    const dsv4::cuda::linear_decode_split pick =
+        dsv4::cuda::linear_decode_make_split(rows, cols / (4 * k16 * per_row), nt, sms);
+    for (int64_t rt = 1; rt <= 4; rt *= 2)
+      for (int64_t ks = 1; ks <= 16; ks *= 2) {
+        if (rt * ks > max_warps || (rows / 16) % rt != 0) continue;
+        const dsv4::cuda::linear_decode_split sp{rt, ks};
+        const double t = time_graph_per_call(
+            [&](int i) {
+              CK(dsv4::cuda::linear_decode_with_split(x, T, mats[i % sets]->w, y, ws, ws_bytes, &sp,
+                                                      s));
+            },
+            s);
+        std::printf("sweep %-10s T=%-2lld rt=%lld ks=%-2lld %7.1f us %5.1f%%%s\n", sh.name,
+                    (long long)T, (long long)rt, (long long)ks, t * 1e3,
+                    100.0 * double(packed_bytes) / (t * 1e-3) * 1e-9 / read_gbps,
+                    rt == pick.row_tiles && ks == pick.k_parts ? " *" : "");
+      }
+    std::fflush(stdout);
+  }
+  cudaFree(x);
+  cudaFree(y);
+  cudaFree(ws);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   const bool decode_only = argc > 1 && std::string(argv[1]) == "--decode-only";
+  const bool split_sweep = argc > 1 && std::string(argv[1]) == "--split-sweep";
   cudaDeviceProp prop{};
   CK(cudaGetDeviceProperties(&prop, 0));
   std::printf("bench_linear_gemm: %s, %d SMs, L2 %d MiB\n", prop.name, prop.multiProcessorCount,
@@ -313,6 +365,13 @@ int main(int argc, char** argv) {
       "\n## decode: graph of %d calls per timing; %% = of the read ceiling on the packed "
       "bytes (cuBLAS: on its BF16 copy)\n",
       k_graph_calls);
+  if (split_sweep) {
+    std::printf("\n## linear_decode split sweep (fp8 blocks, graph of %d calls)\n", k_graph_calls);
+    const std::vector<int64_t> ts{2, 8, 16, 32};
+    for (const shape& sh : {flash[0], flash[1], flash[3], flash[5], pro[1], pro[2]})
+      bench_decode_split_sweep(sh, weight_kind::fp8_block, ts, read_gbps, s);
+    return 0;
+  }
   const std::vector<int64_t> decode{1, 2, 4, 8, 16, 32, 64};
   for (const shape& sh : flash)
     bench_decode(sh, weight_kind::fp8_block, decode, read_gbps, cublas, s);

@@ -386,16 +386,18 @@ int main(int argc, char** argv) {
         std::printf("[gpu-graph] %-18s FAIL: %s\n", name.c_str(), e.what());
       }
     }
-    // Six sequences: decode batches of 6 and 5 take linear_gemm (cuBLAS) for the FP8 projections
-    // inside the captured graphs (linear_dispatch.h), which batches of <= 4 never reach.
+    // Eighteen sequences: decode batches of 17-18 take linear_gemm (cuBLAS) for this fixture's
+    // FP8 projections (<= 512 rows, > 16 tokens: linear_dispatch.h) inside the captured graphs,
+    // and linear_decode with K split over warps before the shorter prompts finish.
     if (name == "official_format") {
       ++cases;
       try {
-        failures += !compare_graph_decode(name + "-6seq", dir, precision_mode::official,
-                                          {40, 9, 17, 3, 25, 11}, 20, 600);
+        failures += !compare_graph_decode(
+            name + "-18seq", dir, precision_mode::official,
+            {40, 9, 17, 3, 25, 11, 5, 30, 2, 14, 21, 8, 33, 6, 19, 12, 27, 4}, 20, 600);
       } catch (const std::exception& e) {
         ++failures;
-        std::printf("[gpu-graph] %-18s-6seq FAIL: %s\n", name.c_str(), e.what());
+        std::printf("[gpu-graph] %-18s-18seq FAIL: %s\n", name.c_str(), e.what());
       }
     }
   }
@@ -405,8 +407,8 @@ int main(int argc, char** argv) {
       const std::string dir = make_flash_dims_checkpoint();
       failures += !compare_graph_decode("flash-dims-3-layers", dir, precision_mode::official,
                                         {300, 140, 20}, 40, 1024);
-      // Batches of 6 and 5 at Flash dims: linear_gemm (wq_a, wkv, shared w13) and linear_decode
-      // (wq_b, wo_b, the indexer's wq_b) inside the graphs.
+      // Batches of 6 and 5 at Flash dims: linear_decode for every FP8 projection (K split over
+      // 1-16 warps per row tile by linear_decode_make_split) inside the graphs.
       ++cases;
       failures += !compare_graph_decode("flash-dims-6seq", dir, precision_mode::official,
                                         {64, 9, 17, 3, 25, 11}, 16, 1024);

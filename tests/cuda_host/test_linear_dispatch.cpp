@@ -1,6 +1,6 @@
 // The dense-linear dispatch rules of src/backends/cuda/linear_dispatch.h (host logic only; runs
 // without a GPU). The cases are the measured shapes its comment cites (bench/RESULTS.md, session
-// 3): a change of rule must come with new measurements and a change here.
+// 4): a change of rule must come with new measurements and a change here.
 #include <gtest/gtest.h>
 
 #include "backends/cuda/linear_dispatch.h"
@@ -24,19 +24,24 @@ TEST(linear_dispatch, one_token_takes_the_gemv) {
       EXPECT_EQ(pick(k, rows, 1), gemv) << rows;
 }
 
-TEST(linear_dispatch, few_row_fp8_matrices_keep_the_split_gemv_up_to_four_tokens) {
-  for (int64_t T : {2, 3, 4}) {
-    EXPECT_EQ(pick(weight_kind::fp8_block, 1024, T), gemv);  // Flash wq_a
-    EXPECT_EQ(pick(weight_kind::fp8_block, 4096, T), gemv);  // Flash wo_b, shared w2
+TEST(linear_dispatch, few_row_fp8_matrices_keep_the_gemv_at_two_tokens_only) {
+  EXPECT_EQ(pick(weight_kind::fp8_block, 1024, 2), gemv);  // Flash wq_a
+  EXPECT_EQ(pick(weight_kind::fp8_block, 512, 2), gemv);   // Flash wkv
+  for (int64_t T : {3, 4, 8, 16}) {
+    EXPECT_EQ(pick(weight_kind::fp8_block, 1024, T), decode);
+    EXPECT_EQ(pick(weight_kind::fp8_block, 512, T), decode);
   }
-  EXPECT_EQ(pick(weight_kind::fp8_block, 1024, 5), gemm);
-  EXPECT_EQ(pick(weight_kind::fp8_block, 512, 32), gemm);  // Flash wkv
+  EXPECT_EQ(pick(weight_kind::fp8_block, 512, 32), gemm);     // wkv above 16 tokens
+  EXPECT_EQ(pick(weight_kind::fp8_block, 1024, 32), decode);  // wq_a
 }
 
-TEST(linear_dispatch, many_row_fp8_matrices_take_linear_decode_to_32_tokens) {
-  for (int64_t T : {2, 4, 16, 32}) EXPECT_EQ(pick(weight_kind::fp8_block, 32768, T), decode);
-  EXPECT_EQ(pick(weight_kind::fp8_block, 4096, 8), decode);
-  for (int64_t T : {33, 64}) EXPECT_EQ(pick(weight_kind::fp8_block, 32768, T), gemm);
+TEST(linear_dispatch, fp8_matrices_take_linear_decode_from_two_to_32_tokens) {
+  for (int64_t rows : {2048, 4096, 32768, 65536})
+    for (int64_t T : {2, 4, 16, 32}) EXPECT_EQ(pick(weight_kind::fp8_block, rows, T), decode);
+  for (int64_t T : {33, 64}) {
+    EXPECT_EQ(pick(weight_kind::fp8_block, 32768, T), gemm);
+    EXPECT_EQ(pick(weight_kind::fp8_block, 1024, T), gemm);
+  }
 }
 
 TEST(linear_dispatch, four_bit_matrices_take_linear_decode_to_64_tokens) {

@@ -6,11 +6,14 @@
 //   fp4  per 8 k:  (x0,x4) (x1,x5) (x2,x6) (x3,x7)   (A: e2m1_pair<i> of a word)
 //   fp8  per 4 k:  (x0,x2) (x1,x3)                    (A: bytes 0,2 and 1,3 of a word)
 //   bf16 natural:  (x0,x1) (x2,x3) ...                 (A: the weight words as they are)
-// A block is 4 warps over RT row tiles of 16 and 4 / RT K parts (summed in warp order through
-// shared memory); each warp carries NT n-tiles of 8 tokens, so every weight is read once.
+// A block is rt x ks warps (linear_decode_make_split): rt row tiles of 16 rows, each split into ks
+// K parts (summed in K-part order through shared memory, so results do not depend on timing);
+// each warp carries NT n-tiles of 8 tokens, so every weight is read once. A warp keeps three
+// rounds of weights in flight (loads of round r + 2 issued before round r's MMAs).
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <limits>
 #include <type_traits>
 
 #include "backends/cuda/activation.cuh"
@@ -22,8 +25,12 @@ namespace dsv4::cuda {
 
 namespace {
 
-constexpr int k_warps = 4;
-constexpr int k_threads = k_warps * k_warp_size;
+// Up to 16 warps per block for 1..16 tokens; 8 above (acc and three round buffers then need more
+// than the 128 registers a 512-thread bound allows).
+template <int NT>
+constexpr int max_threads() {
+  return (NT <= 2 ? k_linear_decode_max_warps : k_linear_decode_max_warps / 2) * k_warp_size;
+}
 
 template <weight_kind K>
 __host__ __device__ constexpr int elems_16() {  // k per 16-byte load
@@ -212,15 +219,45 @@ __device__ __forceinline__ void mma_round(float (&acc)[NT][4], const round_w<K>&
   }
 }
 
+// A lane's loads per row and round: with one n-tile (<= 8 tokens), two adjacent 16-byte loads for
+// fp8 and bf16 (a quad then reads 128 contiguous bytes of a row, a whole cache line, and an fp8
+// round is one 128-k scale block; measured 1.05-1.25x faster at 1..8 tokens); one for fp4 (whose
+// scale groups would split) and with more n-tiles (the registers then spill: 0.6-0.9x).
+template <weight_kind K, int NT>
+__host__ __device__ constexpr int loads_per_row() {
+  return (K == weight_kind::fp8_block || K == weight_kind::bf16) && NT == 1 ? 2 : 1;
+}
+
+template <weight_kind K, int NT>
+struct round_set {
+  round_w<K> part[loads_per_row<K, NT>()];
+};
+
+template <weight_kind K, int NT>
+__device__ __forceinline__ void load_round_set(round_set<K, NT>& r, const dense_weight& w,
+                                               int64_t row0, int64_t k) {
+#pragma unroll
+  for (int l = 0; l < loads_per_row<K, NT>(); ++l)
+    load_round<K>(r.part[l], w, row0, k + l * elems_16<K>());
+}
+
 template <weight_kind K, bool SPLIT, int NT>
-__global__ void __launch_bounds__(k_threads)
+__device__ __forceinline__ void mma_round_set(float (&acc)[NT][4], const round_set<K, NT>& r,
+                                              const uint4* const (&xh)[NT],
+                                              const uint4* const (&xl)[NT], int64_t k) {
+#pragma unroll
+  for (int l = 0; l < loads_per_row<K, NT>(); ++l)
+    mma_round<K, SPLIT, NT>(acc, r.part[l], xh, xl, k + l * elems_16<K>());
+}
+
+template <weight_kind K, bool SPLIT, int NT>
+__global__ void __launch_bounds__(max_threads<NT>())
     linear_decode_kernel(const uint16_t* x_hi, const uint16_t* x_lo, int tokens, dense_weight w,
-                         int rt, void* y, bool y_bf16) {
+                         int rt, int ks, void* y, bool y_bf16) {
   constexpr int E = elems_16<K>();
-  constexpr int ROUND = 4 * E;
-  __shared__ float partial[k_warps - 1][NT][4][k_warp_size];
+  constexpr int ROUND = 4 * E * loads_per_row<K, NT>();
+  extern __shared__ float partial[];  // [ks - 1][rt][NT][4][32]
   const int warp = threadIdx.x / k_warp_size, lane = threadIdx.x % k_warp_size;
-  const int ks = k_warps / rt;
   const int tile = warp % rt, kpart = warp / rt;
   const int g = lane / 4, q = lane % 4;
   const int64_t r0 = (int64_t(blockIdx.x) * rt + tile) * 16;
@@ -240,26 +277,38 @@ __global__ void __launch_bounds__(k_threads)
 #pragma unroll
     for (int i = 0; i < 4; ++i) acc[j][i] = 0.0f;
 
-  round_w<K> cur, nxt;
-  if (rb < re) load_round<K>(cur, w, r0 + g, rb * ROUND + q * E);
-  for (int64_t r = rb; r < re; ++r) {
-    if (r + 1 < re) load_round<K>(nxt, w, r0 + g, (r + 1) * ROUND + q * E);
-    mma_round<K, SPLIT, NT>(acc, cur, xh, xl, r * ROUND + q * E);
-    cur = nxt;
+  // Three named round buffers (a register array indexed by r % 3 would go to local memory).
+  round_set<K, NT> a, b, c;
+  const int64_t off = q * E * loads_per_row<K, NT>();
+  if (rb < re) load_round_set<K, NT>(a, w, r0 + g, rb * ROUND + off);
+  if (rb + 1 < re) load_round_set<K, NT>(b, w, r0 + g, (rb + 1) * ROUND + off);
+  for (int64_t r = rb; r < re; r += 3) {
+    if (r + 2 < re) load_round_set<K, NT>(c, w, r0 + g, (r + 2) * ROUND + off);
+    mma_round_set<K, SPLIT, NT>(acc, a, xh, xl, r * ROUND + off);
+    if (r + 1 >= re) break;
+    if (r + 3 < re) load_round_set<K, NT>(a, w, r0 + g, (r + 3) * ROUND + off);
+    mma_round_set<K, SPLIT, NT>(acc, b, xh, xl, (r + 1) * ROUND + off);
+    if (r + 2 >= re) break;
+    if (r + 4 < re) load_round_set<K, NT>(b, w, r0 + g, (r + 4) * ROUND + off);
+    mma_round_set<K, SPLIT, NT>(acc, c, xh, xl, (r + 2) * ROUND + off);
   }
   if (ks > 1) {
-    if (kpart > 0)
+    if (kpart > 0) {
+      float* mine = partial + size_t((kpart - 1) * rt + tile) * NT * 4 * k_warp_size;
 #pragma unroll
       for (int j = 0; j < NT; ++j)
 #pragma unroll
-        for (int i = 0; i < 4; ++i) partial[kpart - 1][j][i][lane] = acc[j][i];
+        for (int i = 0; i < 4; ++i) mine[(j * 4 + i) * k_warp_size + lane] = acc[j][i];
+    }
     __syncthreads();
     if (kpart > 0) return;
-    for (int p = 1; p < ks; ++p)
+    for (int p = 1; p < ks; ++p) {
+      const float* theirs = partial + size_t((p - 1) * rt + tile) * NT * 4 * k_warp_size;
 #pragma unroll
       for (int j = 0; j < NT; ++j)
 #pragma unroll
-        for (int i = 0; i < 4; ++i) acc[j][i] += partial[p - 1][j][i][lane];
+        for (int i = 0; i < 4; ++i) acc[j][i] += theirs[(j * 4 + i) * k_warp_size + lane];
+    }
   }
   const float post =
       K == weight_kind::nvfp4 ? (w.global_p ? __ldg(w.global_p) : 1.0f) * 256.0f : 1.0f;
@@ -277,22 +326,43 @@ __global__ void __launch_bounds__(k_threads)
     }
 }
 
+int n_tiles_of(int64_t tokens) {
+  const int used = int(ceil_div(tokens, 8));
+  return used <= 2 ? used : used <= 4 ? 4 : 8;
+}
+
+template <weight_kind K>
+int64_t rounds_of(int64_t cols, int nt) {
+  const int per_row = nt == 1 ? loads_per_row<K, 1>() : loads_per_row<K, 2>();
+  return cols / (4 * elems_16<K>() * per_row);
+}
+
+bool split_fits(const linear_decode_split& sp, int64_t rows, int nt) {
+  const int64_t max_warps = nt <= 2 ? k_linear_decode_max_warps : k_linear_decode_max_warps / 2;
+  const auto pow2 = [](int64_t v) { return v > 0 && (v & (v - 1)) == 0; };
+  return pow2(sp.row_tiles) && pow2(sp.k_parts) && sp.row_tiles * sp.k_parts <= max_warps &&
+         (rows / 16) % sp.row_tiles == 0;
+}
+
 template <weight_kind K, bool SPLIT>
 cudaError_t launch(const uint16_t* hi, const uint16_t* lo, int64_t tokens, const dense_weight& w,
-                   void* y, bool y_bf16, cudaStream_t stream) {
-  // Row tiles per block: 4 (K whole per warp) when that still gives >= 4 blocks per SM, else
-  // 1 tile with K split over the 4 warps.
-  const int rt = (w.rows % 64 == 0 && w.rows / 64 >= 4 * current_device_sm_count()) ? 4 : 1;
-  const dim3 grid(unsigned(w.rows / (16 * rt)));
-  const int nt = int(ceil_div(tokens, 8));
-#define DSV4_LD(NT)                  \
-  linear_decode_kernel<K, SPLIT, NT> \
-      <<<grid, k_threads, 0, stream>>>(hi, lo, int(tokens), w, rt, y, y_bf16)
+                   void* y, bool y_bf16, const linear_decode_split* forced, cudaStream_t stream) {
+  const int nt = n_tiles_of(tokens);
+  const linear_decode_split sp = forced ? *forced
+                                        : linear_decode_make_split(w.rows, rounds_of<K>(w.cols, nt),
+                                                                   nt, current_device_sm_count());
+  if (!split_fits(sp, w.rows, nt)) return cudaErrorInvalidValue;
+  const dim3 grid(unsigned(w.rows / (16 * sp.row_tiles)));
+  const unsigned threads = unsigned(sp.row_tiles * sp.k_parts * k_warp_size);
+  const size_t smem = size_t(sp.k_parts - 1) * sp.row_tiles * nt * 4 * k_warp_size * sizeof(float);
+#define DSV4_LD(NT)                                                    \
+  linear_decode_kernel<K, SPLIT, NT><<<grid, threads, smem, stream>>>( \
+      hi, lo, int(tokens), w, int(sp.row_tiles), int(sp.k_parts), y, y_bf16)
   if (nt == 1)
     DSV4_LD(1);
   else if (nt == 2)
     DSV4_LD(2);
-  else if (nt <= 4)
+  else if (nt == 4)
     DSV4_LD(4);
   else
     DSV4_LD(8);
@@ -301,15 +371,32 @@ cudaError_t launch(const uint16_t* hi, const uint16_t* lo, int64_t tokens, const
 }
 
 int64_t round_k(weight_kind k) {
-  return k == weight_kind::bf16 ? 32 : k == weight_kind::fp8_block ? 64 : 128;
+  return k == weight_kind::bf16 ? 64 : 128;  // a round: 4 lanes x loads_per_row x 16 bytes
 }
 
 }  // namespace
 
+linear_decode_split linear_decode_make_split(int64_t rows, int64_t rounds, int n_tiles,
+                                             int sm_count) {
+  // One wave of warps: split K until the warps would pass ~16 per SM (what fits at 75-190
+  // registers per thread), keeping >= 2 rounds per K part. Row tiles per block do not matter
+  // (within 3%). Measured (bench_linear_gemm --split-sweep, H200, bench/RESULTS.md): fewer, longer
+  // K parts beat more warps, e.g. Flash wq_b T = 8 14.7 us with 1 part vs 19.5 us with 4, Pro
+  // wo_b T = 8 40.9 us with 4 parts vs 56.2 us with 16. Fit to that sweep (6 FP8 shapes x
+  // T = 2, 8, 16, 32): within 1.1% of the sweep's best on all 24 points.
+  const int64_t tiles = rows / 16;
+  const int64_t one_wave = int64_t(std::max(sm_count, 1)) * 16;
+  const int max_parts = n_tiles <= 2 ? k_linear_decode_max_warps : k_linear_decode_max_warps / 2;
+  int k_parts = 1;
+  while (k_parts < max_parts && tiles * 2 * k_parts <= one_wave && rounds / (2 * k_parts) >= 2)
+    k_parts *= 2;
+  return {1, k_parts};
+}
+
 bool linear_decode_supported(const device_weight& w) {
   if (w.kind == weight_kind::f32 || validate_weight(w) != cudaSuccess) return false;
   return w.rows % 16 == 0 && w.cols % round_k(w.kind) == 0 && aligned_16(w.data) &&
-         w.rows <= int64_t(65535) * 16 * 4;
+         w.rows / 16 <= int64_t(std::numeric_limits<int32_t>::max());
 }
 
 size_t linear_decode_workspace_bytes(int64_t tokens, int64_t cols) {
@@ -317,8 +404,9 @@ size_t linear_decode_workspace_bytes(int64_t tokens, int64_t cols) {
 }
 
 template <typename act_t, typename out_t>
-cudaError_t linear_decode(const act_t* x, int64_t tokens, const device_weight& w, out_t* y,
-                          void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+cudaError_t linear_decode_with_split(const act_t* x, int64_t tokens, const device_weight& w,
+                                     out_t* y, void* workspace, size_t workspace_bytes,
+                                     const linear_decode_split* split_arg, cudaStream_t stream) {
   static_assert(std::is_same_v<out_t, float> || std::is_same_v<out_t, __nv_bfloat16>);
   constexpr bool y_bf16 = std::is_same_v<out_t, __nv_bfloat16>;
   if (tokens < 0 || !x || !y || !workspace) return cudaErrorInvalidValue;
@@ -337,6 +425,7 @@ cudaError_t linear_decode(const act_t* x, int64_t tokens, const device_weight& w
       w.cols,
       (w.kind == weight_kind::fp8_block || w.kind == weight_kind::mxfp4) && !w.scale_e8m0};
   constexpr bool split = std::is_same_v<act_t, float>;
+  const linear_decode_split* forced_split = split_arg;
   const int64_t groups = tokens * w.cols / 8;
   const int threads = 256;
 #define DSV4_LD_CASE(KIND)                                                                         \
@@ -344,7 +433,7 @@ cudaError_t linear_decode(const act_t* x, int64_t tokens, const device_weight& w
     linear_decode_prepare_kernel<weight_kind::KIND, act_t>                                         \
         <<<unsigned(ceil_div(groups, threads)), threads, 0, stream>>>(x, tokens * w.cols, hi, lo); \
     if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;                      \
-    return launch<weight_kind::KIND, split>(hi, lo, tokens, dw, y, y_bf16, stream);
+    return launch<weight_kind::KIND, split>(hi, lo, tokens, dw, y, y_bf16, forced_split, stream);
   switch (w.kind) {
     DSV4_LD_CASE(bf16)
     DSV4_LD_CASE(fp8_block)
@@ -356,14 +445,21 @@ cudaError_t linear_decode(const act_t* x, int64_t tokens, const device_weight& w
 #undef DSV4_LD_CASE
 }
 
-template cudaError_t linear_decode<float, float>(const float*, int64_t, const device_weight&,
-                                                 float*, void*, size_t, cudaStream_t);
-template cudaError_t linear_decode<__nv_bfloat16, float>(const __nv_bfloat16*, int64_t,
-                                                         const device_weight&, float*, void*,
-                                                         size_t, cudaStream_t);
-template cudaError_t linear_decode<__nv_bfloat16, __nv_bfloat16>(const __nv_bfloat16*, int64_t,
-                                                                 const device_weight&,
-                                                                 __nv_bfloat16*, void*, size_t,
-                                                                 cudaStream_t);
+template <typename act_t, typename out_t>
+cudaError_t linear_decode(const act_t* x, int64_t tokens, const device_weight& w, out_t* y,
+                          void* workspace, size_t workspace_bytes, cudaStream_t stream) {
+  return linear_decode_with_split(x, tokens, w, y, workspace, workspace_bytes, nullptr, stream);
+}
+
+#define DSV4_LD_INSTANTIATE(ACT, OUT)                                                             \
+  template cudaError_t linear_decode<ACT, OUT>(const ACT*, int64_t, const device_weight&, OUT*,   \
+                                               void*, size_t, cudaStream_t);                      \
+  template cudaError_t linear_decode_with_split<ACT, OUT>(                                        \
+      const ACT*, int64_t, const device_weight&, OUT*, void*, size_t, const linear_decode_split*, \
+      cudaStream_t);
+DSV4_LD_INSTANTIATE(float, float)
+DSV4_LD_INSTANTIATE(__nv_bfloat16, float)
+DSV4_LD_INSTANTIATE(__nv_bfloat16, __nv_bfloat16)
+#undef DSV4_LD_INSTANTIATE
 
 }  // namespace dsv4::cuda

@@ -26,9 +26,20 @@
 namespace dsv4::cuda {
 
 constexpr int64_t k_linear_decode_max_tokens = 64;
+constexpr int k_linear_decode_max_warps = 16;
 
-// bf16 / fp8_block / mxfp4 / nvfp4, rows % 16 == 0, cols a multiple of 32 (bf16), 64 (fp8) or
-// 128 (fp4), 16-byte aligned data; mxfp4 f32 scales must be powers of two (widened E8M0).
+// How one launch spreads a matrix: blocks of row_tiles x k_parts warps, each warp 16 rows and
+// 1 / k_parts of K (rounds: K / (4 x the k of one 16-byte load)). Depends only on the shape, the
+// token tiles (n_tiles of 8 tokens) and the SM count, so a decode step stays graph-capturable.
+struct linear_decode_split {
+  int64_t row_tiles = 1;
+  int64_t k_parts = 1;
+};
+linear_decode_split linear_decode_make_split(int64_t rows, int64_t rounds, int n_tiles,
+                                             int sm_count);
+
+// bf16 / fp8_block / mxfp4 / nvfp4, rows % 16 == 0, cols a multiple of 64 (bf16) or 128 (fp8,
+// fp4), 16-byte aligned data; mxfp4 f32 scales must be powers of two (widened E8M0).
 bool linear_decode_supported(const device_weight& w);
 
 size_t linear_decode_workspace_bytes(int64_t tokens, int64_t cols);
@@ -39,5 +50,13 @@ size_t linear_decode_workspace_bytes(int64_t tokens, int64_t cols);
 template <typename act_t, typename out_t>
 cudaError_t linear_decode(const act_t* x, int64_t tokens, const device_weight& w, out_t* y,
                           void* workspace, size_t workspace_bytes, cudaStream_t stream);
+
+// linear_decode with the split given instead of linear_decode_make_split's (benchmarks sweep it;
+// null: the planner's). row_tiles and k_parts powers of two, row_tiles dividing rows / 16, at most
+// 16 warps in all (8 above 16 tokens); anything else returns cudaErrorInvalidValue.
+template <typename act_t, typename out_t>
+cudaError_t linear_decode_with_split(const act_t* x, int64_t tokens, const device_weight& w,
+                                     out_t* y, void* workspace, size_t workspace_bytes,
+                                     const linear_decode_split* split, cudaStream_t stream);
 
 }  // namespace dsv4::cuda
