@@ -72,8 +72,8 @@ constexpr int k_collect_unroll = 8;                  // score loads in flight pe
 static_assert(k_collect_keys % (k_collect_threads * k_collect_unroll) == 0, "collect chunking");
 
 constexpr int k_max_candidates = 8192;
-// Per token, the collect kernel lists the keys at or above the threshold bin:
-// fewer than top_k above it plus at most k_max_candidates in it.
+// Per token, the collect kernel lists the keys at or above the threshold bin: fewer than top_k
+// above it plus at most k_max_candidates in it.
 constexpr int64_t k_candidate_capacity = k_indexer_fast_max_top_k + k_max_candidates;
 // counts [k_bins] | scratch [k_select_threads] | sel [max top_k] | cand [k_max_candidates], the
 // final sort's exchange buffer (2 x k_select_threads) aliasing cand (dead by then).
@@ -95,11 +95,10 @@ struct token_state {
 };
 static_assert(sizeof(token_state) == 32, "token_state keeps 16-byte alignment");
 
-// Programmatic dependent launch: the collect-select kernel is launched
-// with programmatic stream serialization. Every block waits (the predecessor's
-// grid complete and its writes visible) before it reads anything or exits, so a
-// dependent that runs knows every earlier launch of the chain has completed.
-// Both instructions are no-ops without the attribute.
+// Programmatic dependent launch: the collect-select kernel is launched with programmatic stream
+// serialization. Every block waits (the predecessor's grid complete and its writes visible) before
+// it reads anything or exits, so a dependent that runs knows every earlier launch of the chain has
+// completed. Both instructions are no-ops without the attribute.
 __device__ __forceinline__ void grid_dependency_wait() {
   asm volatile("griddepcontrol.wait;" ::: "memory");
 }
@@ -123,8 +122,8 @@ __device__ __forceinline__ uint32_t swizzled_fp8(int row, int chunk) {
   return uint32_t(row * k_fp8_row_bytes + ((chunk ^ (row & 7)) << 4));
 }
 
-// Two e4m3 values (low byte first) as bf16x2, exactly (e4m3 has 3 mantissa
-// bits, and its range and subnormals fit both f16 and bf16).
+// Two e4m3 values (low byte first) as bf16x2, exactly (e4m3 has 3 mantissa bits, and its range and
+// subnormals fit both f16 and bf16).
 __device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint32_t two_bytes) {
   const __half2_raw h =
       __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(two_bytes & 0xffffu), __NV_E4M3);
@@ -132,11 +131,10 @@ __device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint32_t two_bytes) {
   return pack_bf16x2(f.x, f.y);
 }
 
-// E4M3 keys feed mma.sync without a shared-memory conversion pass: the
-// reduction dimension is permuted so that lane quad t holds key bytes 32 t ..
-// 32 t + 31 of its rows for all eight k-steps (two 16-byte loads per row). MMA
-// k index 16 kk + j takes the key's (and the query's) dimension k_fp8_dim(kk,
-// j); the query is stored in shared memory in the same order.
+// E4M3 keys feed mma.sync without a shared-memory conversion pass: the reduction dimension is
+// permuted so that lane quad t holds key bytes 32 t .. 32 t + 31 of its rows for all eight k-steps
+// (two 16-byte loads per row). MMA k index 16 kk + j takes the key's (and the query's) dimension
+// k_fp8_dim(kk, j); the query is stored in shared memory in the same order.
 __device__ __forceinline__ int k_fp8_dim(int kk, int j) {
   return 32 * ((j % 8) / 2) + 4 * kk + 2 * (j / 8) + (j % 2);
 }
@@ -153,8 +151,7 @@ struct paged_entries {
   }
 };
 
-// Exclusive prefix sum over the block (thread order); `scratch` holds >= 32
-// values.
+// Exclusive prefix sum over the block (thread order); `scratch` holds >= 32 values.
 __device__ __forceinline__ uint32_t block_exclusive_scan(uint32_t v, uint32_t* scratch) {
   const int lane = threadIdx.x % k_warp_size, warp = threadIdx.x / k_warp_size;
   uint32_t x = v;
@@ -181,9 +178,8 @@ __device__ __forceinline__ uint32_t block_exclusive_scan(uint32_t v, uint32_t* s
   return r;
 }
 
-// Over counts[0, bins) ordered from the top bin down: the bin b where the count
-// of keys in bins above b is < k and that plus counts[b] is >= k (k <= total).
-// Returns (b, above) to all threads.
+// Over counts[0, bins) ordered from the top bin down: the bin b where the count of keys in bins
+// above b is < k and that plus counts[b] is >= k (k <= total). Returns (b, above) to all threads.
 __device__ __noinline__ uint2 find_threshold(const uint32_t* counts, int bins, uint32_t k,
                                              uint32_t* scratch, uint32_t* result) {
   const int per = (bins + int(blockDim.x) - 1) / int(blockDim.x);
@@ -210,8 +206,7 @@ __device__ __noinline__ uint2 find_threshold(const uint32_t* counts, int bins, u
   return r;
 }
 
-// Descending bitonic sort of keys[0, n) in shared memory (n a power of two),
-// any block size.
+// Descending bitonic sort of keys[0, n) in shared memory (n a power of two), any block size.
 __device__ __noinline__ void bitonic_sort_desc(unsigned long long* keys, int n) {
   for (int k = 2; k <= n; k <<= 1)
     for (int j = k >> 1; j > 0; j >>= 1) {
@@ -229,11 +224,10 @@ __device__ __noinline__ void bitonic_sort_desc(unsigned long long* keys, int n) 
     }
 }
 
-// Descending sort of keys[0, n), n <= blockDim.x = k_select_threads, one key
-// per thread in a register: the same bitonic network, partners under 32 apart
-// by shuffle, farther ones through `buf` (2 x k_select_threads, alternating
-// halves so one barrier per stage suffices). Padding keys are 0, below every
-// real key (whose score bits are never 0). Ends with a barrier.
+// Descending sort of keys[0, n), n <= blockDim.x = k_select_threads, one key per thread in a
+// register: the same bitonic network, partners under 32 apart by shuffle, farther ones through
+// `buf` (2 x k_select_threads, alternating halves so one barrier per stage suffices). Padding keys
+// are 0, below every real key (whose score bits are never 0). Ends with a barrier.
 __device__ __noinline__ void sort_desc_in_registers(unsigned long long* keys, int n,
                                                     unsigned long long* buf) {
   int n_pad = k_warp_size;
@@ -271,8 +265,7 @@ __device__ __forceinline__ unsigned long long entry_key(float score, int64_t s) 
          (0xFFFFFFFFull - static_cast<unsigned long long>(s));
 }
 
-// Appends `key` where `take` (warp-uniform call): one shared or global atomic
-// per warp.
+// Appends `key` where `take` (warp-uniform call): one shared or global atomic per warp.
 template <typename counter_t>
 __device__ __forceinline__ void warp_append(bool take, unsigned long long key, counter_t* count,
                                             unsigned long long* list) {
@@ -286,8 +279,8 @@ __device__ __forceinline__ void warp_append(bool take, unsigned long long key, c
   if (take) list[slot + __popc(mask & ((1u << lane) - 1u))] = key;
 }
 
-// fp8: key_pool holds e4m3 bytes [pool_rows, 128] and key_scales one positive
-// f32 per row; otherwise bf16 [pool_rows, 128] (key_scales unused).
+// fp8: key_pool holds e4m3 bytes [pool_rows, 128] and key_scales one positive f32 per row;
+// otherwise bf16 [pool_rows, 128] (key_scales unused).
 template <typename act_t, int stages, bool fp8, int warps>
 __global__ void __launch_bounds__(warps* k_warp_size, 2)
     indexer_score_kernel(const act_t* q, const act_t* weights, const void* key_pool,
@@ -308,8 +301,7 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
   const __nv_bfloat16* keys = static_cast<const __nv_bfloat16*>(key_pool);
   const uint8_t* keys8 = static_cast<const uint8_t*>(key_pool);
 
-  // The collect kernel may be scheduled now: it waits for this grid's
-  // completion itself.
+  // The collect kernel may be scheduled now: it waits for this grid's completion itself.
   grid_dependency_trigger();
   const int64_t t = blockIdx.y;
   const int64_t n = clamp_visible(n_visible[t], capacity);
@@ -320,8 +312,7 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
   pages.seq = token_seq[t];
   const int lane = threadIdx.x % k_warp_size;
   const int warp = threadIdx.x / k_warp_size;
-  // The range's block ids up front (one round of dependent loads per CTA, none
-  // in the key loop).
+  // The range's block ids up front (one round of dependent loads per CTA, none in the key loop).
   const int64_t block0 = lo / pages.block_size;
   const int n_blocks = int((hi - 1) / pages.block_size - block0 + 1);
   for (int i = threadIdx.x; i < n_blocks; i += k_score_threads) {
@@ -332,8 +323,7 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
     range_blocks[i] = id;
   }
   __syncthreads();
-  // Entry numbers and block sizes are 32-bit here (the host checks the
-  // capacity).
+  // Entry numbers and block sizes are 32-bit here (the host checks the capacity).
   const uint32_t bs = uint32_t(pages.block_size);
   auto compute_rows = [&](int64_t j) {  // thread x: the pool row of key x of pass j, or -1
     const int64_t s = lo + j * k_pass + threadIdx.x;
@@ -381,8 +371,8 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
     if (j < passes) compute_rows(j);
   // The query (the bf16 cp.async copy joins the first commit group below).
   if constexpr (fp8) {
-    // 16-byte chunk c of head r holds MMA k indices 8 c .. 8 c + 7 (k-step c /
-    // 2): four pairs of adjacent dimensions in the permuted order.
+    // 16-byte chunk c of head r holds MMA k indices 8 c .. 8 c + 7 (k-step c / 2): four pairs of
+    // adjacent dimensions in the permuted order.
 #pragma unroll 2
     for (int i = 0; i < k_heads * k_chunks / k_score_threads; ++i) {
       const int x = int(threadIdx.x) + i * k_score_threads;
@@ -418,8 +408,8 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
     }
   }
   __syncthreads();  // rows of passes 0 .. stages - 1, the f32 path's query
-  // Passes 0 .. stages - 2 in flight, one commit group each (the q copy joins
-  // group 0); empty groups keep the count uniform.
+  // Passes 0 .. stages - 2 in flight, one commit group each (the q copy joins group 0); empty
+  // groups keep the count uniform.
 #pragma unroll
   for (int j = 0; j < stages - 1; ++j) {
     if (j < passes) load_pass(j, j);
@@ -439,8 +429,8 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
     // Pass p + stages - 1 goes into the stage of pass p - 1.
     if (p + stages - 1 < passes) load_pass(p + stages - 1, int((p + stages - 1) % stages));
     cp_async_commit();
-    // Slot (p + stages) % 8 was last read by pass p + stages - 8 <= p - 4
-    // (its load and its epilogue), before the barrier above.
+    // Slot (p + stages) % 8 was last read by pass p + stages - 8 <= p - 4 (its load and its
+    // epilogue), before the barrier above.
     if (p + stages < passes) compute_rows(p + stages);
     const int stage = int(p % stages);
     const uint32_t kb = k_s + stage * pass_bytes;
@@ -518,8 +508,7 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
         const int r = (warp * tiles + mt) * 16 + half * 8 + lane / 4;
         const int64_t s = lo + p * k_pass + r;
         if (lane % 4 == 0 && s < hi) {
-          // + 0.0f: a sum of -0 terms is +0 on the CPU (its accumulator starts
-          // at +0).
+          // + 0.0f: a sum of -0 terms is +0 on the CPU (its accumulator starts at +0).
           float v = -INFINITY;
           if (pass_rows[(p % k_row_ring) * k_pass + r] >= 0) {
             // The key's scale after the ReLU: relu(s x) = s relu(x) for s > 0.
@@ -633,9 +622,8 @@ __device__ __forceinline__ void select_token(
         warp_append(i < listed && pre == prefix, key, &n_cand, cand);
       }
     } else {
-      // Heavy ties: resolve up to 8 more bits at a time with passes over the
-      // scores, then collect the keys above the prefix (selected) and at it
-      // (candidates) in one pass.
+      // Heavy ties: resolve up to 8 more bits at a time with passes over the scores, then collect
+      // the keys above the prefix (selected) and at it (candidates) in one pass.
       unsigned long long prefix = bin;
       int bits = 12;  // resolved leading bits of the key
       while (in_bin > k_max_candidates) {
@@ -667,9 +655,8 @@ __device__ __forceinline__ void select_token(
       }
     }
     __syncthreads();
-    // sel: the keys above the threshold prefix (ns < keep, all selected); cand:
-    // the nc >= need keys at it, of which the best `need` complete the
-    // selection.
+    // sel: the keys above the threshold prefix (ns < keep, all selected); cand: the nc >= need keys
+    // at it, of which the best `need` complete the selection.
     const int ns = int(n_sel), nc = int(n_cand), need = keep - ns;
     if (nc <= k_select_threads) {
       // Rank among the candidates (distinct keys): the best `need` land at ns +
@@ -738,8 +725,8 @@ __global__ void __launch_bounds__(k_select_threads)
                top_k, cand_list, out, t);
 }
 
-// Launch with (pdl) or without the programmatic stream serialization attribute
-// (see grid_dependency_wait).
+// Launch with (pdl) or without the programmatic stream serialization attribute (see
+// grid_dependency_wait).
 template <typename... Params, typename... Args>
 cudaError_t launch_dependent(bool pdl, void (*kernel)(Params...), dim3 grid, int threads, int smem,
                              cudaStream_t stream, Args&&... args) {
