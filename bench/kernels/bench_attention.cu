@@ -15,6 +15,9 @@
 //                                file once more against the previous tree with
 //                                -DDSV4_BENCH_PREV_API and run both)
 //   bench_attention --profile    the T=1 cases, one timed launch each (under ncu)
+//   bench_attention --indexer    the ceilings and the indexer cases only (T=1 and 32, 256K
+//                                entries, top-512 and top-1024; graph-replay rows, v0 = the
+//                                previous path built from bench/kernels/indexer_topk_fast_v0.cu)
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -367,6 +370,55 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
 }
 
 // ---- indexer cases ----
+// Random e4m3 bytes, never NaN (0x7f / 0xff become 0x7e / 0xfe).
+__global__ void fill_e4m3(uint8_t* p, size_t n, uint64_t seed) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x) {
+    uint64_t z = (i + 1) * 0x9E3779B97F4A7C15ull + seed;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    uint8_t b = uint8_t(z >> 56);
+    if ((b & 0x7f) == 0x7f) b ^= 1;
+    p[i] = b;
+  }
+}
+
+bool g_indexer_only = false;  // --indexer: the ceilings and the indexer cases only
+
+// Median time of `launch` (work on `stream`) replayed from a CUDA graph, L2 flushed before each
+// replay like time_ms: no host launch cost inside the timed region, as in the model's decode
+// graphs.
+double time_graph_ms(cudaStream_t stream, const std::function<void()>& launch) {
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  launch();
+  CHECK(cudaStreamEndCapture(stream, &graph));
+  CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  const double ms = time_ms([&] { CHECK(cudaGraphLaunch(exec, stream)); });
+  CHECK(cudaGraphExecDestroy(exec));
+  CHECK(cudaGraphDestroy(graph));
+  return ms;
+}
+
+}  // namespace
+
+// The previous path (bench/kernels/indexer_topk_fast_v0.cu, commit 6132761), same signature.
+namespace dsv4::cuda::v0 {
+indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_width,
+                                              int64_t block_size, int sm_count);
+template <typename act_t>
+cudaError_t indexer_topk_fast(const act_t* q, const act_t* weights, int64_t tokens, int64_t heads,
+                              int64_t head_dim, const __nv_bfloat16* key_pool, int64_t pool_rows,
+                              const int32_t* block_table, int64_t table_rows, int64_t table_width,
+                              const int32_t* token_seq, const int32_t* n_visible,
+                              int64_t block_size, int64_t top_k, float q_scale,
+                              const indexer_fast_plan& plan, void* scratch, size_t scratch_bytes,
+                              int32_t* out, cudaStream_t stream);
+}  // namespace dsv4::cuda::v0
+
+namespace {
+
 void bench_indexer_case(int sms, int64_t T, int64_t entries, int64_t top_k) {
   const int64_t heads = 64, d = 128, bs = 128;
   const int64_t width = (entries + bs - 1) / bs;
@@ -388,68 +440,123 @@ void bench_indexer_case(int sms, int64_t T, int64_t entries, int64_t top_k) {
   __nv_bfloat16* q16 = random_bf16(size_t(T * heads * d), -1, 1);
   __nv_bfloat16* w16 = random_bf16(size_t(T * heads), -1, 1);
   int32_t* out = device_alloc<int32_t>(size_t(T * top_k));
+  int32_t* out_v0 = device_alloc<int32_t>(size_t(T * top_k));
   const float q_scale = 1.0f / std::sqrt(float(d));
   char shape[128];
   std::snprintf(shape, sizeof(shape), "T=%lld entries=%lld top_k=%lld", (long long)T,
                 (long long)entries, (long long)top_k);
   const double flops = 2.0 * double(T * entries * heads * d);
+  cudaStream_t st;
+  CHECK(cudaStreamCreate(&st));  // blocking: ordered with the legacy stream of the events
 
-  const auto plan = dsv4::cuda::indexer_topk_fast_make_plan(T, width, bs, sms);
-  void* scratch = device_alloc<unsigned char>(plan.scratch_bytes);
+  using plan_t = dsv4::cuda::indexer_fast_plan;
+  const plan_t plan = dsv4::cuda::indexer_topk_fast_make_plan(T, width, bs, sms);
+  const plan_t plan_v0 = dsv4::cuda::v0::indexer_topk_fast_make_plan(T, width, bs, sms);
+  const size_t scratch_bytes = std::max(plan.scratch_bytes, plan_v0.scratch_bytes);
+  void* scratch = device_alloc<unsigned char>(scratch_bytes);
   const double bytes16 = double(T * entries * d * 2) + double(T * heads * d * 2);
-  double ms = time_ms([&] {
+  auto run_new = [&](const plan_t& p, int32_t* o) {
     CHECK(dsv4::cuda::indexer_topk_fast<__nv_bfloat16>(
         q16, w16, T, heads, d, keys16, pool_blocks * bs, dtable, T, width, dseq, dvis, bs, top_k,
-        q_scale, plan, scratch, plan.scratch_bytes, out, 0));
-  });
-  print_row("new bf16 keys/act", shape, ms, bytes16, flops);
+        q_scale, p, scratch, scratch_bytes, o, st));
+  };
+  auto run_v0 = [&](const plan_t& p, int32_t* o) {
+    CHECK(dsv4::cuda::v0::indexer_topk_fast<__nv_bfloat16>(
+        q16, w16, T, heads, d, keys16, pool_blocks * bs, dtable, T, width, dseq, dvis, bs, top_k,
+        q_scale, p, scratch, scratch_bytes, o, st));
+  };
+  double ms = time_ms([&] { run_new(plan, out); });
+  print_row("new bf16 (eager)", shape, ms, bytes16, flops);
+  ms = time_graph_ms(st, [&] { run_new(plan, out); });
+  char label[64];
+  std::snprintf(label, sizeof(label), "new bf16 %d-warp (graph)", plan.score_warps);
+  print_row(label, shape, ms, bytes16, flops);
   {
-    auto score_plan = plan;
-    score_plan.score_only = true;
-    ms = time_ms([&] {
-      CHECK(dsv4::cuda::indexer_topk_fast<__nv_bfloat16>(
-          q16, w16, T, heads, d, keys16, pool_blocks * bs, dtable, T, width, dseq, dvis, bs, top_k,
-          q_scale, score_plan, scratch, plan.scratch_bytes, out, 0));
-    });
+    plan_t p = plan;
+    p.score_only = true;
+    ms = time_graph_ms(st, [&] { run_new(p, out); });
     print_row("  of which scores+hist", shape, ms, bytes16, flops);
-#ifndef DSV4_BENCH_PREV_API  // defined when this file is built against the kernels before
-                             // collect_only existed (old-vs-new runs)
-    {
-      auto collect_plan = plan;
-      collect_plan.collect_only = true;
-      ms = time_ms([&] {
-        CHECK(dsv4::cuda::indexer_topk_fast<__nv_bfloat16>(
-            q16, w16, T, heads, d, keys16, pool_blocks * bs, dtable, T, width, dseq, dvis, bs,
-            top_k, q_scale, collect_plan, scratch, plan.scratch_bytes, out, 0));
-      });
-      print_row("  of which up to collect", shape, ms, bytes16, flops);
-    }
-#endif
-    if (g_focus) {
-      // More, smaller CTAs (the plan's chunking only sets the grid; scratch is the same).
-      for (int64_t per : {int64_t(512), int64_t(256)}) {
-        if (per >= plan.keys_per_cta) continue;
-        auto p2 = score_plan;
-        p2.keys_per_cta = per;
-        p2.ctas_per_token = (p2.capacity + per - 1) / per;
-        ms = time_ms([&] {
-          CHECK(dsv4::cuda::indexer_topk_fast<__nv_bfloat16>(
-              q16, w16, T, heads, d, keys16, pool_blocks * bs, dtable, T, width, dseq, dvis, bs,
-              top_k, q_scale, p2, scratch, plan.scratch_bytes, out, 0));
-        });
-        print_row(("  scores, " + std::to_string(per) + " keys/CTA").c_str(), shape, ms, bytes16,
-                  flops);
-      }
-    }
+    p.score_only = false;
+    p.collect_only = true;
+    ms = time_graph_ms(st, [&] { run_new(p, out); });
+    print_row("  of which up to collect", shape, ms, bytes16, flops);
   }
-  ms = time_ms([&] {
-    CHECK(dsv4::cuda::indexer_topk_fast<float>(q32, w32, T, heads, d, keys16, pool_blocks * bs,
-                                               dtable, T, width, dseq, dvis, bs, top_k, q_scale,
-                                               plan, scratch, plan.scratch_bytes, out, 0));
-  });
-  print_row("new bf16 keys f32 act", shape, ms, bytes16, flops);
+  {
+    // The other score CTA shape (4 warps, each 32 keys of a pass and a quarter of its copies).
+    plan_t p = plan;
+    p.score_warps = plan.score_warps == 8 ? 4 : 8;
+    ms = time_graph_ms(st, [&] { run_new(p, out); });
+    std::snprintf(label, sizeof(label), "new bf16 %d-warp (graph)", p.score_warps);
+    print_row(label, shape, ms, bytes16, flops);
+    p.score_only = true;
+    ms = time_graph_ms(st, [&] { run_new(p, out); });
+    std::snprintf(label, sizeof(label), "  %d-warp scores+hist", p.score_warps);
+    print_row(label, shape, ms, bytes16, flops);
+  }
+  run_v0(plan_v0, out_v0);  // its one-time attribute calls outside the capture
+  CHECK(cudaStreamSynchronize(st));
+  ms = time_graph_ms(st, [&] { run_v0(plan_v0, out_v0); });
+  print_row("v0 bf16 (graph)", shape, ms, bytes16, flops);
+  {
+    plan_t p = plan_v0;
+    p.score_only = true;
+    ms = time_graph_ms(st, [&] { run_v0(p, out_v0); });
+    print_row("  v0 scores+hist", shape, ms, bytes16, flops);
+  }
+  // E4M3 keys + one f32 scale per key (half the key bytes), same plan and scratch.
+  {
+    uint8_t* keys8 = device_alloc<uint8_t>(size_t(pool_blocks * bs * d));
+    fill_e4m3<<<1024, 256>>>(keys8, size_t(pool_blocks * bs * d), g_rng());
+    CHECK(cudaGetLastError());
+    float* scales = random_f32(size_t(pool_blocks * bs), 0.5f / 448, 1.0f / 448);
+    const double bytes8 = double(T * entries * (d + 4)) + double(T * heads * d * 2);
+    auto run_fp8 = [&](const plan_t& p) {
+      CHECK(dsv4::cuda::indexer_topk_fast_fp8<__nv_bfloat16>(
+          q16, w16, T, heads, d, keys8, scales, pool_blocks * bs, dtable, T, width, dseq, dvis, bs,
+          top_k, q_scale, p, scratch, scratch_bytes, out, st));
+    };
+    run_fp8(plan);  // its one-time attribute calls outside the capture
+    CHECK(cudaStreamSynchronize(st));
+    for (int warps : {plan.score_warps, plan.score_warps == 8 ? 4 : 8}) {
+      plan_t p = plan;
+      p.score_warps = warps;
+      ms = time_graph_ms(st, [&] { run_fp8(p); });
+      std::snprintf(label, sizeof(label), "new fp8 %d-warp (graph)", warps);
+      print_row(label, shape, ms, bytes8, flops);
+      p.score_only = true;
+      ms = time_graph_ms(st, [&] { run_fp8(p); });
+      std::snprintf(label, sizeof(label), "  fp8 %d-warp scores", warps);
+      print_row(label, shape, ms, bytes8, flops);
+    }
+    cudaFree(keys8);
+    cudaFree(scales);
+  }
+  // Same scores (same mma code), exact selections: the outputs must match bit for bit.
+  run_new(plan, out);
+  run_v0(plan_v0, out_v0);
+  CHECK(cudaStreamSynchronize(st));
+  {
+    std::vector<int32_t> a(size_t(T * top_k)), b(size_t(T * top_k));
+    CHECK(cudaMemcpy(a.data(), out, a.size() * 4, cudaMemcpyDeviceToHost));
+    CHECK(cudaMemcpy(b.data(), out_v0, b.size() * 4, cudaMemcpyDeviceToHost));
+    size_t differ = 0, padding = 0;
+    for (size_t i = 0; i < a.size(); ++i) {
+      differ += a[i] != b[i];
+      padding += a[i] < 0;
+    }
+    std::printf("  new vs v0 output: %zu of %zu positions differ (%zu -1 in new)\n", differ,
+                a.size(), padding);
+  }
+  if (!g_indexer_only) {
+    ms = time_ms([&] {
+      CHECK(dsv4::cuda::indexer_topk_fast<float>(q32, w32, T, heads, d, keys16, pool_blocks * bs,
+                                                 dtable, T, width, dseq, dvis, bs, top_k, q_scale,
+                                                 plan, scratch, scratch_bytes, out, st));
+    });
+    print_row("new bf16 keys f32 act", shape, ms, bytes16, flops);
+  }
   cudaFree(keys16);
-  if (!g_focus) {
+  if (!g_focus && !g_indexer_only) {
     // Old kernel: f32 keys (twice the bytes).
     float* keys32 = random_f32(size_t(pool_blocks * bs * d), -1, 1);
     const size_t old_scratch = dsv4::cuda::indexer_scratch_bytes(T, width * bs);
@@ -463,6 +570,7 @@ void bench_indexer_case(int sms, int64_t T, int64_t entries, int64_t top_k) {
     cudaFree(keys32);
     cudaFree(s);
   }
+  CHECK(cudaStreamDestroy(st));
   cudaFree(dtable);
   cudaFree(dseq);
   cudaFree(dvis);
@@ -471,6 +579,7 @@ void bench_indexer_case(int sms, int64_t T, int64_t entries, int64_t top_k) {
   cudaFree(q16);
   cudaFree(w16);
   cudaFree(out);
+  cudaFree(out_v0);
   cudaFree(scratch);
 }
 
@@ -489,6 +598,8 @@ int main(int argc, char** argv) {
       g_focus = true;
     else if (std::strcmp(argv[i], "--profile") == 0)
       profile = true;
+    else if (std::strcmp(argv[i], "--indexer") == 0)
+      g_indexer_only = true;
   }
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
@@ -562,6 +673,14 @@ int main(int argc, char** argv) {
   }
   std::printf("  %-22s %-50s %9s %9s %7s %8s\n", "kernel", "shape", "us", "GB/s", "%read",
               "TFLOP/s");
+  if (g_indexer_only) {
+    std::printf(
+        "indexer top-k (64 heads x 128, bf16 keys and activations; v0 = commit 6132761):\n");
+    for (int64_t T : {1, 32})
+      for (int64_t k : {512, 1024}) bench_indexer_case(sms, T, 262144, k);
+    CHECK_CUBLAS(cublasDestroy(blas));
+    return 0;
+  }
   std::printf("sparse attention (decode), head_dim 512, window 128:\n");
   if (g_focus) {
     for (int64_t ctx : {8192, 131072, 1048576})

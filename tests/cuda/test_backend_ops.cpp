@@ -859,6 +859,7 @@ constexpr int64_t k_flash_moe_inter = 2048, k_pro_moe_inter = 3072, k_vocab = 12
 
 #include "cases_attention.inc"
 #include "cases_attention_decode.inc"
+#include "cases_indexer.inc"
 #include "cases_linear.inc"
 #include "cases_linear_gemm.inc"
 #include "cases_quantize.inc"
@@ -983,6 +984,7 @@ std::vector<test_case> make_eval_cases() {
   cases.push_back(hc_head_case<bf16>(5, 2, 17));
   append_attention_eval_cases(cases);
   append_attention_decode_eval_cases(cases);
+  append_indexer_eval_cases(cases);
   append_linear_eval_cases(cases);
   append_linear_gemm_eval_cases(cases);
   append_quantize_eval_cases(cases);

@@ -1,20 +1,26 @@
-// Indexer top-k in three launches (plus a memset of the histograms and candidate counts):
+// Indexer top-k in two launches (plus one memset of the per-token state and histograms):
 //
-// 1. indexer_score_kernel, grid (key chunk, token), 4 warps: the token's 64 x 128 query in shared
-//    memory (bf16), keys streamed 128 rows per pass through a 2-stage cp.async ring (16-byte chunk
-//    c of row r stored at c ^ (r & 7)). Warp w computes S^T = K Q^T for keys 32 w .. +32 (M =
-//    keys, N = heads, K = dims) on mma.sync; lane quads then reduce sum_h w_h relu(s) across the
-//    heads they hold. Scores go to scratch and into a 4096-bin histogram of their top 12 bits
-//    (shared, then added to the token's global histogram).
-// 2. indexer_collect_kernel, same grid: each CTA finds the bin of the token's k-th key from the
-//    histogram and lists its chunk's keys at or above that bin (the token's candidates).
-// 3. indexer_select_kernel, one 1024-thread CTA per token: exact radix select on the 64-bit key
-//    (ordered score bits << 32 | ~entry), unique per entry, so "higher score first, equal scores
-//    lower entry first" is plain descending key order. Keys above the bin are selected (fewer
-//    than k); the bin's keys are bitonic-sorted and the best appended; the selection is
-//    bitonic-sorted and written as pool rows. When the bin holds more keys than the candidate
-//    buffer (heavy ties), nothing was listed: 8 more bits at a time are resolved with histogram
-//    passes over all the scores, then one pass collects.
+// 1. indexer_score_kernel, grid (key chunk, token), 4 warps, two CTAs per SM: the token's
+//    64 x 128 query in shared memory (bf16), keys streamed 128 rows per pass through a ring of
+//    cp.async buffers (16-byte chunk c of row r stored at c ^ (r & 7)). Warp w computes
+//    S^T = K Q^T for keys 32 w .. +32 (M = keys, N = heads, K = dims) on mma.sync; lane quads
+//    then reduce sum_h w_h relu(s) across the heads they hold. Scores go to scratch and into a
+//    4096-bin histogram of their top 12 bits (shared, then added to the token's global one).
+//    E4M3 keys (indexer_topk_fast_fp8) are widened to bf16 in registers (see k_fp8_dim).
+// 2. indexer_collect_select_kernel, grid (16384-key chunk, token), 1024 threads, a programmatic
+//    dependent of 1. Every CTA finds the threshold bin (the bin of the token's k-th key) from the
+//    histogram, lists its chunk's keys at or above it (the token's candidates; one atomic per
+//    warp) and adds the next 12 bits of the keys inside the bin to a second histogram. The
+//    token's last CTA (atomic ticket) then selects: the second histogram gives the 24-bit
+//    threshold prefix; listed keys above it are selected (fewer than k), the best of the few keys
+//    with exactly that prefix are ranked in, and only the k selected keys are sorted (bitonic
+//    network in registers, shuffles below 32 apart).
+// Keys are 64-bit (ordered score bits << 32 | ~entry), unique per entry, so "higher score first,
+// equal scores lower entry first" is plain descending key order. When the threshold bin holds
+// more keys than the candidate buffer (heavy ties), nothing is listed: the selecting CTA resolves
+// 8 more bits at a time with histogram passes over all the scores, then collects in one pass.
+#include <cuda_fp8.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -33,28 +39,72 @@ constexpr int k_dim = int(k_indexer_fast_head_dim);
 constexpr int k_row_bytes = k_dim * 2;
 constexpr int k_chunks = k_row_bytes / 16;
 constexpr int k_pass = 128;  // keys per pass: 4 warps x 32
-constexpr int k_score_threads = 128;
-constexpr int k_stages = 2;
-constexpr int k_bins = 4096;  // top 12 bits of the ordered score
+// Score CTAs have 4 or 8 warps (`warps`; 32 or 16 keys of a pass each); all of them issue the
+// pass's copies.
+constexpr int k_bins = 4096;  // 12 bits of the key per histogram level
 constexpr int k_q_bytes = k_heads * k_row_bytes;
 constexpr int k_pass_bytes = k_pass * k_row_bytes;
+constexpr int k_fp8_row_bytes = k_dim;  // e4m3 keys: one byte per dim (+ an f32 scale per key)
+constexpr int k_fp8_pass_bytes = k_pass * k_fp8_row_bytes;
 constexpr int k_max_range_blocks = 1025;  // block ids of a CTA's range (keys_per_cta <= 1024 bs)
-// Pool rows of the keys of passes j .. j + 3 (slot j % 4): computed two passes ahead, one key per
-// thread, so the copy loop only reads them (no block division per copied chunk).
-constexpr int k_row_ring = 4;
-constexpr int k_score_smem = k_q_bytes + k_stages * k_pass_bytes + k_bins * 4 +
-                             k_row_ring * k_pass * 4 + k_max_range_blocks * 4;
+// Pool rows of the keys of passes j .. j + 7 (slot j % 8), computed `stages` passes ahead, one key
+// per thread, so the copy loop only reads them (no block division per copied chunk). FP8 keys
+// keep their scales in a ring alike.
+constexpr int k_row_ring = 8;
+// Key ring depth of the score kernel: two passes of bf16 keys or three of e4m3 keys (half the
+// bytes each), so that two CTAs fit an SM. Deeper rings with one CTA per SM were slower (H200,
+// T=1 x 256K entries, 4 warps: 2 stages 39.5 us, 4 stages 54 us, 5 stages 63 us for the scores):
+// the time per pass of a CTA did not shrink with more passes in flight, and e4m3 keys (half the
+// bytes) score in about the same time as bf16 ones, so the scan is bound by the CTAs' per-pass
+// latency, not by the bytes in flight.
+constexpr int k_stages_bf16 = 2;
+constexpr int k_stages_fp8 = 3;
+static_assert(k_row_ring > k_stages_fp8 + 1, "row ring shorter than the key ring");
+constexpr int score_smem_bytes(int stages, bool fp8) {
+  return k_q_bytes + stages * (fp8 ? k_fp8_pass_bytes : k_pass_bytes) + k_bins * 4 +
+         k_row_ring * k_pass * 4 * (fp8 ? 2 : 1) + k_max_range_blocks * 4;
+}
 
 constexpr int k_select_threads = 1024;
+constexpr int k_collect_threads = k_select_threads;  // one kernel collects, its last CTA selects
+constexpr int k_collect_keys = 16384;                // keys per collect CTA
+constexpr int k_collect_unroll = 8;                  // score loads in flight per thread
+static_assert(k_collect_keys % (k_collect_threads * k_collect_unroll) == 0, "collect chunking");
+
 constexpr int k_max_candidates = 8192;
 // Per token, the collect kernel lists the keys at or above the threshold bin: fewer than top_k
 // above it plus at most k_max_candidates in it.
 constexpr int64_t k_candidate_capacity = k_indexer_fast_max_top_k + k_max_candidates;
-constexpr int k_collect_threads = 256;
+// counts [k_bins] | scratch [k_select_threads] | sel [max top_k] | cand [k_max_candidates], the
+// final sort's exchange buffer (2 x k_select_threads) aliasing cand (dead by then).
 constexpr int k_select_smem =
     k_bins * 4 + k_select_threads * 4 + int(k_indexer_fast_max_top_k) * 8 + k_max_candidates * 8;
+static_assert(k_max_candidates >= 2 * k_select_threads, "sort buffer inside cand");
 
-static_assert(k_pass * k_chunks % k_score_threads == 0, "pass load must divide evenly");
+static_assert(k_pass * k_chunks % 256 == 0, "pass load must divide evenly");
+
+// Per-token state, zeroed by the call's memset. bin / above / in_bin are written by the token's
+// first collect CTA when more entries are visible than top_k.
+struct token_state {
+  uint32_t ticket;      // collect CTAs of the token done
+  uint32_t cand_count;  // keys listed by the collect kernel
+  uint32_t bin;         // threshold bin (top 12 bits of the k-th key)
+  uint32_t above;       // keys in higher bins (< top_k)
+  uint32_t in_bin;      // keys in the threshold bin
+  uint32_t pad[3];
+};
+static_assert(sizeof(token_state) == 32, "token_state keeps 16-byte alignment");
+
+// Programmatic dependent launch: the collect-select kernel is launched with programmatic stream
+// serialization. Every block waits (the predecessor's grid complete and its writes visible) before
+// it reads anything or exits, so a dependent that runs knows every earlier launch of the chain has
+// completed. Both instructions are no-ops without the attribute.
+__device__ __forceinline__ void grid_dependency_wait() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+}
+__device__ __forceinline__ void grid_dependency_trigger() {
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+}
 
 __device__ __forceinline__ uint32_t swizzled(int row, int chunk) {
   return uint32_t(row * k_row_bytes + ((chunk ^ (row & 7)) << 4));
@@ -65,6 +115,28 @@ __device__ __forceinline__ uint4 load8_bf16(const float* p) {
   const float4 b = reinterpret_cast<const float4*>(p)[1];
   return make_uint4(pack_bf16x2(a.x, a.y), pack_bf16x2(a.z, a.w), pack_bf16x2(b.x, b.y),
                     pack_bf16x2(b.z, b.w));
+}
+
+// E4M3 tiles: 16-byte chunk c (of 8) of row r stored at c ^ (r & 7).
+__device__ __forceinline__ uint32_t swizzled_fp8(int row, int chunk) {
+  return uint32_t(row * k_fp8_row_bytes + ((chunk ^ (row & 7)) << 4));
+}
+
+// Two e4m3 values (low byte first) as bf16x2, exactly (e4m3 has 3 mantissa bits, and its range and
+// subnormals fit both f16 and bf16).
+__device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint32_t two_bytes) {
+  const __half2_raw h =
+      __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(two_bytes & 0xffffu), __NV_E4M3);
+  const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h));
+  return pack_bf16x2(f.x, f.y);
+}
+
+// E4M3 keys feed mma.sync without a shared-memory conversion pass: the reduction dimension is
+// permuted so that lane quad t holds key bytes 32 t .. 32 t + 31 of its rows for all eight k-steps
+// (two 16-byte loads per row). MMA k index 16 kk + j takes the key's (and the query's) dimension
+// k_fp8_dim(kk, j); the query is stored in shared memory in the same order.
+__device__ __forceinline__ int k_fp8_dim(int kk, int j) {
+  return 32 * ((j % 8) / 2) + 4 * kk + 2 * (j / 8) + (j % 2);
 }
 
 struct paged_entries {
@@ -78,160 +150,6 @@ struct paged_entries {
                           block_size, pool_rows, s);
   }
 };
-
-template <typename act_t>
-__global__ void __launch_bounds__(k_score_threads)
-    indexer_score_kernel(const act_t* q, const act_t* weights, const __nv_bfloat16* keys,
-                         paged_entries pages, const int32_t* token_seq, const int32_t* n_visible,
-                         int64_t capacity, int64_t keys_per_cta, float q_scale, float* scores,
-                         uint32_t* hist) {
-  extern __shared__ __align__(128) unsigned char smem[];
-  const uint32_t q_s = smem_u32(smem);
-  const uint32_t k_s = q_s + k_q_bytes;
-  uint32_t* hist_s = reinterpret_cast<uint32_t*>(smem + k_q_bytes + k_stages * k_pass_bytes);
-  int32_t* pass_rows = reinterpret_cast<int32_t*>(hist_s + k_bins);  // [k_row_ring][k_pass]
-  int32_t* range_blocks = pass_rows + k_row_ring * k_pass;  // block ids of [lo, hi), -1 if none
-
-  const int64_t t = blockIdx.y;
-  const int64_t n = clamp_visible(n_visible[t], capacity);
-  const int64_t lo = int64_t(blockIdx.x) * keys_per_cta;
-  if (lo >= n) return;
-  const int64_t hi = min(lo + keys_per_cta, n);
-  const int64_t passes = (hi - lo + k_pass - 1) / k_pass;
-  pages.seq = token_seq[t];
-  const int lane = threadIdx.x % k_warp_size;
-  const int warp = threadIdx.x / k_warp_size;
-  // The range's block ids up front (one round of dependent loads per CTA, none in the key loop).
-  const int64_t block0 = lo / pages.block_size;
-  const int n_blocks = int((hi - 1) / pages.block_size - block0 + 1);
-  for (int i = threadIdx.x; i < n_blocks; i += k_score_threads) {
-    const int64_t b = block0 + i;
-    int32_t id = -1;
-    if (pages.seq >= 0 && pages.seq < pages.table_rows && b < pages.table_width)
-      id = pages.block_table[pages.seq * pages.table_width + b];
-    range_blocks[i] = id;
-  }
-  __syncthreads();
-  // Entry numbers and block sizes are 32-bit here (the host checks the capacity).
-  const uint32_t bs = uint32_t(pages.block_size);
-  auto compute_rows = [&](int64_t j) {  // thread x: the pool row of key x of pass j, or -1
-    const int64_t s = lo + j * k_pass + threadIdx.x;
-    int32_t row = -1;
-    if (s < hi) {
-      const uint32_t block = uint32_t(s) / bs;
-      const int32_t id = range_blocks[block - uint32_t(block0)];
-      const int64_t r = int64_t(id) * bs + (uint32_t(s) - block * bs);
-      if (id >= 0 && r < pages.pool_rows) row = int32_t(r);
-    }
-    pass_rows[(j % k_row_ring) * k_pass + threadIdx.x] = row;
-  };
-
-  auto load_pass = [&](int64_t p, int stage) {
-    const int chunk = threadIdx.x % k_chunks;
-    const uint32_t dst = k_s + stage * k_pass_bytes;
-    const int32_t* rows = pass_rows + (p % k_row_ring) * k_pass;
-#pragma unroll
-    for (int i = 0; i < k_pass * k_chunks / k_score_threads; ++i) {
-      const int r = threadIdx.x / k_chunks + (k_score_threads / k_chunks) * i;
-      const int32_t row = rows[r];
-      cp_async_16(dst + swizzled(r, chunk),
-                  row >= 0 ? keys + int64_t(row) * k_dim + chunk * 8 : keys, row >= 0);
-    }
-  };
-
-  compute_rows(0);
-  if (passes > 1) compute_rows(1);
-  if constexpr (sizeof(act_t) == 2) {
-#pragma unroll
-    for (int i = 0; i < k_heads * k_chunks / k_score_threads; ++i) {
-      const int x = int(threadIdx.x) + i * k_score_threads;
-      const int r = x / k_chunks, c = x % k_chunks;
-      cp_async_16(q_s + swizzled(r, c), q + (t * k_heads + r) * k_dim + c * 8, true);
-    }
-  } else {
-#pragma unroll
-    for (int i = 0; i < k_heads * k_chunks / k_score_threads; ++i) {
-      const int x = int(threadIdx.x) + i * k_score_threads;
-      const int r = x / k_chunks, c = x % k_chunks;
-      const uint4 v = load8_bf16(q + (t * k_heads + r) * k_dim + c * 8);
-      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(q_s + swizzled(r, c)),
-                   "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w));
-    }
-  }
-  __syncthreads();  // rows of passes 0 and 1
-  load_pass(0, 0);
-  cp_async_commit();
-  for (int b = threadIdx.x; b < k_bins; b += k_score_threads) hist_s[b] = 0;
-  float w[8][2];
-#pragma unroll
-  for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-    for (int e = 0; e < 2; ++e)
-      w[nt][e] = act_to_f32(weights[t * k_heads + nt * 8 + 2 * (lane % 4) + e]);
-
-  for (int64_t p = 0; p < passes; ++p) {
-    cp_async_wait<0>();
-    __syncthreads();  // pass p landed; pass p - 1 consumed
-    if (p + 1 < passes) load_pass(p + 1, int((p + 1) % k_stages));
-    cp_async_commit();
-    // Slot (p + 2) % 4 was last read by load_pass(p - 2) and pass p - 2's epilogue, both before
-    // the barrier above.
-    if (p + 2 < passes) compute_rows(p + 2);
-    const int stage = int(p % k_stages);
-    const uint32_t kb = k_s + stage * k_pass_bytes;
-
-    float acc[2][8][4];
-#pragma unroll
-    for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-      for (int nt = 0; nt < 8; ++nt)
-        acc[mt][nt][0] = acc[mt][nt][1] = acc[mt][nt][2] = acc[mt][nt][3] = 0.0f;
-#pragma unroll
-    for (int kk = 0; kk < k_dim / 16; ++kk) {
-      uint32_t a[2][4];
-#pragma unroll
-      for (int mt = 0; mt < 2; ++mt)
-        ldmatrix_x4(a[mt], kb + swizzled(warp * 32 + mt * 16 + (lane % 8) + ((lane / 8) & 1) * 8,
-                                         kk * 2 + lane / 16));
-#pragma unroll
-      for (int np = 0; np < 4; ++np) {
-        uint32_t b[4];
-        ldmatrix_x4(
-            b, q_s + swizzled(np * 16 + (lane / 16) * 8 + lane % 8, kk * 2 + ((lane / 8) & 1)));
-#pragma unroll
-        for (int mt = 0; mt < 2; ++mt) {
-          mma_bf16_16816(acc[mt][2 * np], a[mt], b[0], b[1]);
-          mma_bf16_16816(acc[mt][2 * np + 1], a[mt], b[2], b[3]);
-        }
-      }
-    }
-#pragma unroll
-    for (int mt = 0; mt < 2; ++mt)
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        float sc = 0.0f;
-#pragma unroll
-        for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-          for (int e = 0; e < 2; ++e) sc += w[nt][e] * fmaxf(acc[mt][nt][2 * half + e], 0.0f);
-        sc += __shfl_xor_sync(0xffffffffu, sc, 1);
-        sc += __shfl_xor_sync(0xffffffffu, sc, 2);
-        const int r = warp * 32 + mt * 16 + half * 8 + lane / 4;
-        const int64_t s = lo + p * k_pass + r;
-        if (lane % 4 == 0 && s < hi) {
-          // + 0.0f: a sum of -0 terms is +0 on the CPU (its accumulator starts at +0).
-          const float v =
-              pass_rows[(p % k_row_ring) * k_pass + r] >= 0 ? sc * q_scale + 0.0f : -INFINITY;
-          scores[t * capacity + s] = v;
-          atomicAdd(&hist_s[ordered_float_bits(v) >> 20], 1u);
-        }
-      }
-  }
-  cp_async_wait<0>();
-  __syncthreads();
-  for (int b = threadIdx.x; b < k_bins; b += k_score_threads)
-    if (hist_s[b]) atomicAdd(&hist[t * k_bins + b], hist_s[b]);
-}
 
 // Exclusive prefix sum over the block (thread order); `scratch` holds >= 32 values.
 __device__ __forceinline__ uint32_t block_exclusive_scan(uint32_t v, uint32_t* scratch) {
@@ -288,7 +206,7 @@ __device__ __noinline__ uint2 find_threshold(const uint32_t* counts, int bins, u
   return r;
 }
 
-// Descending bitonic sort of keys[0, n) (n a power of two).
+// Descending bitonic sort of keys[0, n) in shared memory (n a power of two), any block size.
 __device__ __noinline__ void bitonic_sort_desc(unsigned long long* keys, int n) {
   for (int k = 2; k <= n; k <<= 1)
     for (int j = k >> 1; j > 0; j >>= 1) {
@@ -306,6 +224,36 @@ __device__ __noinline__ void bitonic_sort_desc(unsigned long long* keys, int n) 
     }
 }
 
+// Descending sort of keys[0, n), n <= blockDim.x = k_select_threads, one key per thread in a
+// register: the same bitonic network, partners under 32 apart by shuffle, farther ones through
+// `buf` (2 x k_select_threads, alternating halves so one barrier per stage suffices). Padding keys
+// are 0, below every real key (whose score bits are never 0). Ends with a barrier.
+__device__ __noinline__ void sort_desc_in_registers(unsigned long long* keys, int n,
+                                                    unsigned long long* buf) {
+  int n_pad = k_warp_size;
+  while (n_pad < n) n_pad <<= 1;
+  const int i = int(threadIdx.x);
+  unsigned long long v = i < n ? keys[i] : 0ull;
+  int half = 0;
+  for (int k = 2; k <= n_pad; k <<= 1)
+    for (int j = k >> 1; j > 0; j >>= 1) {
+      unsigned long long p;
+      if (j >= k_warp_size) {
+        unsigned long long* b = buf + half * k_select_threads;
+        b[i] = v;
+        __syncthreads();
+        p = b[i ^ j];
+        half ^= 1;
+      } else {
+        p = __shfl_xor_sync(0xffffffffu, v, j);
+      }
+      const bool take_max = ((i & j) == 0) == ((i & k) == 0);
+      v = take_max ? (v > p ? v : p) : (v < p ? v : p);
+    }
+  if (i < n) keys[i] = v;  // each thread read only keys[i] above
+  __syncthreads();
+}
+
 __device__ __forceinline__ int pow2_at_least(int n) {
   int p = 1;
   while (p < n) p <<= 1;
@@ -317,90 +265,368 @@ __device__ __forceinline__ unsigned long long entry_key(float score, int64_t s) 
          (0xFFFFFFFFull - static_cast<unsigned long long>(s));
 }
 
-// Grid (key chunk, token) like the score kernel: every CTA finds the token's threshold bin from
-// the histogram and appends the keys of its chunk at or above it to the token's candidate list
-// (warp-aggregated atomics). Nothing is listed when the bin is too full: the select kernel then
-// resolves more bits over all the scores itself.
-__global__ void __launch_bounds__(k_collect_threads)
-    indexer_collect_kernel(const float* scores, const uint32_t* hist, const int32_t* n_visible,
-                           int64_t capacity, int64_t keys_per_cta, int top_k, uint32_t* cand_count,
-                           unsigned long long* cand_list) {
-  __shared__ uint32_t counts[k_bins];
-  __shared__ uint32_t scratch[32], result[2];
+// Appends `key` where `take` (warp-uniform call): one shared or global atomic per warp.
+template <typename counter_t>
+__device__ __forceinline__ void warp_append(bool take, unsigned long long key, counter_t* count,
+                                            unsigned long long* list) {
+  const unsigned mask = __ballot_sync(0xffffffffu, take);
+  if (!mask) return;
+  const int lane = threadIdx.x % k_warp_size;
+  const int leader = __ffs(mask) - 1;
+  uint32_t slot = 0;
+  if (lane == leader) slot = atomicAdd(count, uint32_t(__popc(mask)));
+  slot = __shfl_sync(0xffffffffu, slot, leader);
+  if (take) list[slot + __popc(mask & ((1u << lane) - 1u))] = key;
+}
+
+// fp8: key_pool holds e4m3 bytes [pool_rows, 128] and key_scales one positive f32 per row;
+// otherwise bf16 [pool_rows, 128] (key_scales unused).
+template <typename act_t, int stages, bool fp8, int warps>
+__global__ void __launch_bounds__(warps* k_warp_size, 2)
+    indexer_score_kernel(const act_t* q, const act_t* weights, const void* key_pool,
+                         const float* key_scales, paged_entries pages, const int32_t* token_seq,
+                         const int32_t* n_visible, int64_t capacity, int64_t keys_per_cta,
+                         float q_scale, float* scores, int64_t score_stride, uint32_t* hist) {
+  constexpr int k_score_threads = warps * k_warp_size;
+  constexpr int tiles = k_pass / 16 / warps;  // 16-key MMA tiles per warp
+  extern __shared__ __align__(128) unsigned char smem[];
+  const uint32_t q_s = smem_u32(smem);
+  const uint32_t k_s = q_s + k_q_bytes;
+  constexpr int pass_bytes = fp8 ? k_fp8_pass_bytes : k_pass_bytes;
+  uint32_t* hist_s = reinterpret_cast<uint32_t*>(smem + k_q_bytes + stages * pass_bytes);
+  int32_t* pass_rows = reinterpret_cast<int32_t*>(hist_s + k_bins);  // [k_row_ring][k_pass]
+  float* pass_scales = reinterpret_cast<float*>(pass_rows + k_row_ring * k_pass);  // fp8 only
+  int32_t* range_blocks = reinterpret_cast<int32_t*>(pass_scales) +
+                          (fp8 ? k_row_ring * k_pass : 0);  // block ids of [lo, hi), -1 if none
+  const __nv_bfloat16* keys = static_cast<const __nv_bfloat16*>(key_pool);
+  const uint8_t* keys8 = static_cast<const uint8_t*>(key_pool);
+
+  // The collect kernel may be scheduled now: it waits for this grid's completion itself.
+  grid_dependency_trigger();
   const int64_t t = blockIdx.y;
   const int64_t n = clamp_visible(n_visible[t], capacity);
   const int64_t lo = int64_t(blockIdx.x) * keys_per_cta;
-  if (n <= top_k || lo >= n) return;  // the select kernel takes every entry then
+  if (lo >= n) return;
   const int64_t hi = min(lo + keys_per_cta, n);
-  for (int b = threadIdx.x; b < k_bins; b += k_collect_threads) counts[b] = hist[t * k_bins + b];
-  __syncthreads();
-  const uint2 th = find_threshold(counts, k_bins, uint32_t(top_k), scratch, result);
-  if (counts[th.x] > k_max_candidates) return;
-  const float* sc = scores + t * capacity;
+  const int64_t passes = (hi - lo + k_pass - 1) / k_pass;
+  pages.seq = token_seq[t];
   const int lane = threadIdx.x % k_warp_size;
-  for (int64_t base = lo; base < hi; base += k_collect_threads) {
-    const int64_t s = base + threadIdx.x;
-    unsigned long long key = 0;
-    bool take = false;
-    if (s < hi) {
-      key = entry_key(sc[s], s);
-      take = (key >> 52) >= th.x;
-    }
-    const unsigned mask = __ballot_sync(0xffffffffu, take);
-    if (!mask) continue;
-    const int leader = __ffs(mask) - 1;
-    uint32_t slot = 0;
-    if (lane == leader) slot = atomicAdd(&cand_count[t], uint32_t(__popc(mask)));
-    slot = __shfl_sync(0xffffffffu, slot, leader);
-    if (take) cand_list[t * k_candidate_capacity + slot + __popc(mask & ((1u << lane) - 1u))] = key;
+  const int warp = threadIdx.x / k_warp_size;
+  // The range's block ids up front (one round of dependent loads per CTA, none in the key loop).
+  const int64_t block0 = lo / pages.block_size;
+  const int n_blocks = int((hi - 1) / pages.block_size - block0 + 1);
+  for (int i = threadIdx.x; i < n_blocks; i += k_score_threads) {
+    const int64_t b = block0 + i;
+    int32_t id = -1;
+    if (pages.seq >= 0 && pages.seq < pages.table_rows && b < pages.table_width)
+      id = pages.block_table[pages.seq * pages.table_width + b];
+    range_blocks[i] = id;
   }
+  __syncthreads();
+  // Entry numbers and block sizes are 32-bit here (the host checks the capacity).
+  const uint32_t bs = uint32_t(pages.block_size);
+  auto compute_rows = [&](int64_t j) {  // thread x: the pool row of key x of pass j, or -1
+    const int64_t s = lo + j * k_pass + threadIdx.x;
+    int32_t row = -1;
+    if (s < hi) {
+      const uint32_t block = uint32_t(s) / bs;
+      const int32_t id = range_blocks[block - uint32_t(block0)];
+      const int64_t r = int64_t(id) * bs + (uint32_t(s) - block * bs);
+      if (id >= 0 && r < pages.pool_rows) row = int32_t(r);
+    }
+    if (threadIdx.x < k_pass) pass_rows[(j % k_row_ring) * k_pass + threadIdx.x] = row;
+  };
+
+  auto load_pass = [&](int64_t p, int stage) {
+    const int32_t* rows = pass_rows + (p % k_row_ring) * k_pass;
+    if constexpr (fp8) {
+      constexpr int chunks = k_fp8_row_bytes / 16;
+      const int chunk = threadIdx.x % chunks;
+      const uint32_t dst = k_s + stage * k_fp8_pass_bytes;
+#pragma unroll
+      for (int i = 0; i < k_pass * chunks / k_score_threads; ++i) {
+        const int r = threadIdx.x / chunks + (k_score_threads / chunks) * i;
+        const int32_t row = rows[r];
+        cp_async_16(dst + swizzled_fp8(r, chunk),
+                    row >= 0 ? keys8 + int64_t(row) * k_dim + chunk * 16 : keys8, row >= 0);
+      }
+      const int32_t row = threadIdx.x < k_pass ? rows[threadIdx.x] : -1;
+      if (threadIdx.x < k_pass)
+        cp_async_4(smem_u32(pass_scales + (p % k_row_ring) * k_pass + threadIdx.x),
+                   row >= 0 ? key_scales + row : key_scales, row >= 0);
+    } else {
+      const int chunk = threadIdx.x % k_chunks;
+      const uint32_t dst = k_s + stage * k_pass_bytes;
+#pragma unroll
+      for (int i = 0; i < k_pass * k_chunks / k_score_threads; ++i) {
+        const int r = threadIdx.x / k_chunks + (k_score_threads / k_chunks) * i;
+        const int32_t row = rows[r];
+        cp_async_16(dst + swizzled(r, chunk),
+                    row >= 0 ? keys + int64_t(row) * k_dim + chunk * 8 : keys, row >= 0);
+      }
+    }
+  };
+
+  for (int j = 0; j < stages; ++j)
+    if (j < passes) compute_rows(j);
+  // The query (the bf16 cp.async copy joins the first commit group below).
+  if constexpr (fp8) {
+    // 16-byte chunk c of head r holds MMA k indices 8 c .. 8 c + 7 (k-step c / 2): four pairs of
+    // adjacent dimensions in the permuted order.
+#pragma unroll 2
+    for (int i = 0; i < k_heads * k_chunks / k_score_threads; ++i) {
+      const int x = int(threadIdx.x) + i * k_score_threads;
+      const int r = x / k_chunks, c = x % k_chunks;
+      const act_t* src = q + (t * k_heads + r) * k_dim;
+      uint32_t v[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int dim = k_fp8_dim(c / 2, (c % 2) * 8 + 2 * u);
+        if constexpr (sizeof(act_t) == 2)
+          v[u] = *reinterpret_cast<const uint32_t*>(src + dim);
+        else
+          v[u] = pack_bf16x2(float(src[dim]), float(src[dim + 1]));
+      }
+      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(q_s + swizzled(r, c)),
+                   "r"(v[0]), "r"(v[1]), "r"(v[2]), "r"(v[3]));
+    }
+  } else if constexpr (sizeof(act_t) == 2) {
+#pragma unroll
+    for (int i = 0; i < k_heads * k_chunks / k_score_threads; ++i) {
+      const int x = int(threadIdx.x) + i * k_score_threads;
+      const int r = x / k_chunks, c = x % k_chunks;
+      cp_async_16(q_s + swizzled(r, c), q + (t * k_heads + r) * k_dim + c * 8, true);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < k_heads * k_chunks / k_score_threads; ++i) {
+      const int x = int(threadIdx.x) + i * k_score_threads;
+      const int r = x / k_chunks, c = x % k_chunks;
+      const uint4 v = load8_bf16(q + (t * k_heads + r) * k_dim + c * 8);
+      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(q_s + swizzled(r, c)),
+                   "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w));
+    }
+  }
+  __syncthreads();  // rows of passes 0 .. stages - 1, the f32 path's query
+  // Passes 0 .. stages - 2 in flight, one commit group each (the q copy joins group 0); empty
+  // groups keep the count uniform.
+#pragma unroll
+  for (int j = 0; j < stages - 1; ++j) {
+    if (j < passes) load_pass(j, j);
+    cp_async_commit();
+  }
+  for (int b = threadIdx.x; b < k_bins; b += k_score_threads) hist_s[b] = 0;
+  float w[8][2];
+#pragma unroll
+  for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+    for (int e = 0; e < 2; ++e)
+      w[nt][e] = act_to_f32(weights[t * k_heads + nt * 8 + 2 * (lane % 4) + e]);
+
+  for (int64_t p = 0; p < passes; ++p) {
+    cp_async_wait<stages - 2>();  // groups 0 .. p complete (p + stages - 1 committed)
+    __syncthreads();              // pass p landed for all; pass p - 1 consumed by all
+    // Pass p + stages - 1 goes into the stage of pass p - 1.
+    if (p + stages - 1 < passes) load_pass(p + stages - 1, int((p + stages - 1) % stages));
+    cp_async_commit();
+    // Slot (p + stages) % 8 was last read by pass p + stages - 8 <= p - 4 (its load and its
+    // epilogue), before the barrier above.
+    if (p + stages < passes) compute_rows(p + stages);
+    const int stage = int(p % stages);
+    const uint32_t kb = k_s + stage * pass_bytes;
+
+    float acc[tiles][8][4];
+#pragma unroll
+    for (int mt = 0; mt < tiles; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt)
+        acc[mt][nt][0] = acc[mt][nt][1] = acc[mt][nt][2] = acc[mt][nt][3] = 0.0f;
+    // FP8: lane (g, t) = (lane / 4, lane % 4) holds bytes 32 t .. +31 of rows g
+    // and g + 8 of each 16-row tile: 8 k-steps x 4 bytes (see k_fp8_dim).
+    uint4 raw[tiles][2][2];  // [mt][row g / g + 8][16-byte half]
+    if constexpr (fp8) {
+#pragma unroll
+      for (int mt = 0; mt < tiles; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = (warp * tiles + mt) * 16 + h * 8 + lane / 4;
+#pragma unroll
+          for (int half = 0; half < 2; ++half) {
+            uint4 v;
+            asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                         : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                         : "r"(kb + swizzled_fp8(r, 2 * (lane % 4) + half)));
+            raw[mt][h][half] = v;
+          }
+        }
+    }
+#pragma unroll
+    for (int kk = 0; kk < k_dim / 16; ++kk) {
+      uint32_t a[tiles][4];
+      if constexpr (fp8) {
+#pragma unroll
+        for (int mt = 0; mt < tiles; ++mt) {
+          const uint4& r0 = raw[mt][0][kk / 4];
+          const uint4& r1 = raw[mt][1][kk / 4];
+          const uint32_t w0 = kk % 4 == 0 ? r0.x : kk % 4 == 1 ? r0.y : kk % 4 == 2 ? r0.z : r0.w;
+          const uint32_t w1 = kk % 4 == 0 ? r1.x : kk % 4 == 1 ? r1.y : kk % 4 == 2 ? r1.z : r1.w;
+          a[mt][0] = e4m3x2_to_bf16x2(w0);        // row g, k 2t, 2t + 1
+          a[mt][1] = e4m3x2_to_bf16x2(w1);        // row g + 8
+          a[mt][2] = e4m3x2_to_bf16x2(w0 >> 16);  // row g, k 2t + 8, 2t + 9
+          a[mt][3] = e4m3x2_to_bf16x2(w1 >> 16);  // row g + 8
+        }
+      } else {
+#pragma unroll
+        for (int mt = 0; mt < tiles; ++mt)
+          ldmatrix_x4(a[mt],
+                      kb + swizzled((warp * tiles + mt) * 16 + (lane % 8) + ((lane / 8) & 1) * 8,
+                                    kk * 2 + lane / 16));
+      }
+#pragma unroll
+      for (int np = 0; np < 4; ++np) {
+        uint32_t b[4];
+        ldmatrix_x4(
+            b, q_s + swizzled(np * 16 + (lane / 16) * 8 + lane % 8, kk * 2 + ((lane / 8) & 1)));
+#pragma unroll
+        for (int mt = 0; mt < tiles; ++mt) {
+          mma_bf16_16816(acc[mt][2 * np], a[mt], b[0], b[1]);
+          mma_bf16_16816(acc[mt][2 * np + 1], a[mt], b[2], b[3]);
+        }
+      }
+    }
+#pragma unroll
+    for (int mt = 0; mt < tiles; ++mt)
+#pragma unroll
+      for (int half = 0; half < 2; ++half) {
+        float sc = 0.0f;
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) sc += w[nt][e] * fmaxf(acc[mt][nt][2 * half + e], 0.0f);
+        sc += __shfl_xor_sync(0xffffffffu, sc, 1);
+        sc += __shfl_xor_sync(0xffffffffu, sc, 2);
+        const int r = (warp * tiles + mt) * 16 + half * 8 + lane / 4;
+        const int64_t s = lo + p * k_pass + r;
+        if (lane % 4 == 0 && s < hi) {
+          // + 0.0f: a sum of -0 terms is +0 on the CPU (its accumulator starts at +0).
+          float v = -INFINITY;
+          if (pass_rows[(p % k_row_ring) * k_pass + r] >= 0) {
+            // The key's scale after the ReLU: relu(s x) = s relu(x) for s > 0.
+            if constexpr (fp8) sc *= pass_scales[(p % k_row_ring) * k_pass + r];
+            v = sc * q_scale + 0.0f;
+          }
+          scores[t * score_stride + s] = v;
+          atomicAdd(&hist_s[ordered_float_bits(v) >> 20], 1u);
+        }
+      }
+  }
+  cp_async_wait<0>();
+  __syncthreads();
+  for (int b = threadIdx.x; b < k_bins; b += k_score_threads)
+    if (hist_s[b]) atomicAdd(&hist[t * k_bins + b], hist_s[b]);
 }
 
-__global__ void __launch_bounds__(k_select_threads)
-    indexer_select_kernel(const float* scores, const uint32_t* hist, paged_entries pages,
-                          const int32_t* token_seq, const int32_t* n_visible, int64_t capacity,
-                          int top_k, const uint32_t* cand_count,
-                          const unsigned long long* cand_list, int32_t* out) {
-  extern __shared__ __align__(128) unsigned char smem[];
+// The chunk blockIdx.x of token blockIdx.y (n > top_k visible entries): finds the token's
+// threshold bin from its histogram, lists the chunk's keys at or above it (warp-aggregated
+// atomics) and histograms the next 12 bits of the keys inside the bin (`sub`: k_bins words of
+// shared memory, scan_*: 32 and 2). Nothing is listed when the bin is too full: the select then
+// resolves more bits itself. The first chunk's CTA records the threshold in `state`.
+__device__ __forceinline__ void collect_chunk(uint32_t* sub, uint32_t* scan_scratch,
+                                              uint32_t* scan_result, const float* scores,
+                                              int64_t score_stride, const uint32_t* hist, int64_t n,
+                                              int top_k, token_state* state, uint32_t* hist2,
+                                              unsigned long long* cand_list) {
+  const int64_t t = blockIdx.y;
+  const int64_t lo = int64_t(blockIdx.x) * k_collect_keys;
+  const int64_t hi = min(lo + k_collect_keys, n);
+  for (int b = threadIdx.x; b < k_bins; b += k_collect_threads)
+    sub[b] = __ldcg(&hist[t * k_bins + b]);
+  __syncthreads();
+  const uint2 th = find_threshold(sub, k_bins, uint32_t(top_k), scan_scratch, scan_result);
+  const uint32_t bin = th.x, in_bin = sub[th.x];
+  if (blockIdx.x == 0 && threadIdx.x == 0) {
+    state[t].bin = bin;
+    state[t].above = th.y;
+    state[t].in_bin = in_bin;
+  }
+  if (in_bin > k_max_candidates) return;  // (uniform over the token)
+  __syncthreads();                        // every thread has read sub[th.x]
+  for (int b = threadIdx.x; b < k_bins; b += k_collect_threads) sub[b] = 0;
+  __syncthreads();
+  const float* sc = scores + t * score_stride;
+  unsigned long long* list = cand_list + t * k_candidate_capacity;
+  for (int64_t base = lo; base < hi; base += k_collect_threads * k_collect_unroll) {
+    float v[k_collect_unroll];
+#pragma unroll
+    for (int u = 0; u < k_collect_unroll; ++u) {
+      const int64_t s = base + threadIdx.x + u * k_collect_threads;
+      v[u] = s < hi ? __ldcg(sc + s) : -INFINITY;
+    }
+#pragma unroll
+    for (int u = 0; u < k_collect_unroll; ++u) {
+      const int64_t s = base + threadIdx.x + u * k_collect_threads;
+      const unsigned long long key = entry_key(v[u], s);
+      const uint32_t top = uint32_t(key >> 52);
+      const bool take = s < hi && top >= bin;
+      if (s < hi && top == bin) atomicAdd(&sub[uint32_t(key >> 40) & (k_bins - 1)], 1u);
+      warp_append(take, key, &state[t].cand_count, list);
+    }
+  }
+  __syncthreads();
+  for (int b = threadIdx.x; b < k_bins; b += k_collect_threads)
+    if (sub[b]) atomicAdd(&hist2[t * k_bins + b], sub[b]);
+}
+
+// The selection of token t by one CTA of k_select_threads over its k_select_smem bytes of shared
+// memory, after every collect CTA of the token is done.
+__device__ __forceinline__ void select_token(
+    unsigned char* smem, const float* scores, int64_t score_stride, const token_state* state,
+    const uint32_t* hist2, paged_entries pages, const int32_t* token_seq, const int32_t* n_visible,
+    int64_t capacity, int top_k, const unsigned long long* cand_list, int32_t* out, int64_t t) {
   uint32_t* counts = reinterpret_cast<uint32_t*>(smem);  // k_bins
   uint32_t* scratch = counts + k_bins;                   // k_select_threads
   unsigned long long* sel = reinterpret_cast<unsigned long long*>(scratch + k_select_threads);
-  unsigned long long* cand = sel + k_indexer_fast_max_top_k;
+  unsigned long long* cand = sel + k_indexer_fast_max_top_k;  // k_max_candidates
+  unsigned long long* sort_buf = cand;  // 2 x k_select_threads, once cand is consumed
   __shared__ uint32_t n_sel, n_cand, result[2];
 
-  const int64_t t = blockIdx.x;
   const int64_t n = clamp_visible(n_visible[t], capacity);
   const int keep = int(top_k < n ? int64_t(top_k) : n);
   pages.seq = token_seq[t];
-  const float* sc = scores + t * capacity;
+  const float* sc = scores + t * score_stride;
   if (threadIdx.x == 0) n_sel = n_cand = 0;
   __syncthreads();
-  bool sorted = false;  // block-uniform: sel[0, keep) already in final order
 
   if (keep > 0 && n <= top_k) {  // every visible entry is selected
     for (int64_t s = threadIdx.x; s < n; s += k_select_threads) sel[s] = entry_key(sc[s], s);
-    if (threadIdx.x == 0) n_sel = uint32_t(n);
   } else if (keep > 0) {
-    for (int b = threadIdx.x; b < k_bins; b += k_select_threads) counts[b] = hist[t * k_bins + b];
-    __syncthreads();
-    uint2 th = find_threshold(counts, k_bins, uint32_t(keep), scratch, result);
-    unsigned long long prefix = th.x;
-    int bits = 12;  // resolved leading bits of the key
-    uint32_t above = th.y;
-    uint32_t in_bin = counts[th.x];
-    __syncthreads();
-    if (in_bin <= k_max_candidates) {  // the collect kernel listed the keys at or above the bin
-      const uint32_t listed = cand_count[t];
+    const uint32_t bin = __ldcg(&state[t].bin);
+    uint32_t above = __ldcg(&state[t].above);
+    uint32_t in_bin = __ldcg(&state[t].in_bin);
+    if (in_bin <= k_max_candidates) {
+      // The collect kernel listed the keys at or above the bin and histogrammed
+      // the bin's keys on their next 12 bits: the 24-bit threshold prefix, then
+      // one pass over the list.
+      for (int b = threadIdx.x; b < k_bins; b += k_select_threads)
+        counts[b] = __ldcg(&hist2[t * k_bins + b]);
+      __syncthreads();
+      const uint2 th = find_threshold(counts, k_bins, uint32_t(keep) - above, scratch, result);
+      const unsigned long long prefix = (static_cast<unsigned long long>(bin) << 12) | th.x;
+      const uint32_t listed = __ldcg(&state[t].cand_count);
       const unsigned long long* list = cand_list + t * k_candidate_capacity;
-      for (uint32_t i = threadIdx.x; i < listed; i += k_select_threads) {
-        const unsigned long long key = list[i];
-        if ((key >> 52) > prefix)
-          sel[atomicAdd(&n_sel, 1u)] = key;
-        else
-          cand[atomicAdd(&n_cand, 1u)] = key;
+      for (uint32_t base = 0; base < listed; base += k_select_threads) {
+        const uint32_t i = base + threadIdx.x;
+        const unsigned long long key = i < listed ? __ldcg(list + i) : 0ull;
+        const unsigned long long pre = key >> 40;
+        warp_append(i < listed && pre > prefix, key, &n_sel, sel);
+        warp_append(i < listed && pre == prefix, key, &n_cand, cand);
       }
     } else {
-      while (in_bin > k_max_candidates) {  // resolve up to 8 more bits with a pass over the scores
+      // Heavy ties: resolve up to 8 more bits at a time with passes over the scores, then collect
+      // the keys above the prefix (selected) and at it (candidates) in one pass.
+      unsigned long long prefix = bin;
+      int bits = 12;  // resolved leading bits of the key
+      while (in_bin > k_max_candidates) {
         const int width = min(8, 64 - bits);
         const int shift = 64 - bits - width;
         for (int b = threadIdx.x; b < 256; b += k_select_threads) counts[b] = 0;
@@ -411,61 +637,50 @@ __global__ void __launch_bounds__(k_select_threads)
             atomicAdd(&counts[int(key >> shift) & ((1 << width) - 1)], 1u);
         }
         __syncthreads();
-        th = find_threshold(counts, 1 << width, uint32_t(keep) - above, scratch, result);
+        const uint2 th =
+            find_threshold(counts, 1 << width, uint32_t(keep) - above, scratch, result);
         prefix = (prefix << width) | th.x;
         bits += width;
         above += th.y;
         in_bin = counts[th.x];
         __syncthreads();
       }
-      // Keys above the bin are selected (fewer than keep); the bin's keys are candidates.
       const int shift = 64 - bits;
-      constexpr int k_unroll = 8;
-      for (int64_t base = 0; base < n; base += int64_t(k_select_threads) * k_unroll) {
-        float v[k_unroll];
-#pragma unroll
-        for (int u = 0; u < k_unroll; ++u) {
-          const int64_t s = base + threadIdx.x + int64_t(u) * k_select_threads;
-          v[u] = s < n ? sc[s] : 0.0f;
-        }
-#pragma unroll
-        for (int u = 0; u < k_unroll; ++u) {
-          const int64_t s = base + threadIdx.x + int64_t(u) * k_select_threads;
-          if (s >= n) continue;
-          const unsigned long long key = entry_key(v[u], s);
-          const unsigned long long pre = shift == 64 ? 0 : key >> shift;
-          if (pre > prefix)
-            sel[atomicAdd(&n_sel, 1u)] = key;
-          else if (pre == prefix)
-            cand[atomicAdd(&n_cand, 1u)] = key;
-        }
+      for (int64_t base = 0; base < n; base += k_select_threads) {
+        const int64_t s = base + threadIdx.x;
+        const unsigned long long key = s < n ? entry_key(sc[s], s) : 0ull;
+        const unsigned long long pre = shift == 64 ? 0 : key >> shift;
+        warp_append(s < n && pre > prefix, key, &n_sel, sel);
+        warp_append(s < n && pre == prefix, key, &n_cand, cand);
       }
     }
     __syncthreads();
-    const int nc = int(n_cand), ns = int(n_sel);
-    if (ns + nc <= k_max_candidates) {
-      // One sort of the union (keys above the bin and the bin's keys, all distinct): its first
-      // `keep` are the selection in order, so the final sort is skipped.
-      for (int i = threadIdx.x; i < ns; i += k_select_threads) cand[nc + i] = sel[i];
-      const int padded = pow2_at_least(ns + nc);
-      for (int i = ns + nc + int(threadIdx.x); i < padded; i += k_select_threads) cand[i] = 0;
-      __syncthreads();
-      bitonic_sort_desc(cand, padded);
-      for (int i = threadIdx.x; i < keep; i += k_select_threads) sel[i] = cand[i];
-      sorted = true;
+    // sel: the keys above the threshold prefix (ns < keep, all selected); cand: the nc >= need keys
+    // at it, of which the best `need` complete the selection.
+    const int ns = int(n_sel), nc = int(n_cand), need = keep - ns;
+    if (nc <= k_select_threads) {
+      // Rank among the candidates (distinct keys): the best `need` land at ns +
+      // rank.
+      if (int(threadIdx.x) < nc) {
+        const unsigned long long key = cand[threadIdx.x];
+        int rank = 0;
+        for (int j = 0; j < nc; ++j) rank += cand[j] > key;
+        if (rank < need) sel[ns + rank] = key;
+      }
     } else {
       const int padded = pow2_at_least(nc);
       for (int i = nc + int(threadIdx.x); i < padded; i += k_select_threads) cand[i] = 0;
       __syncthreads();
       bitonic_sort_desc(cand, padded);
-      for (int i = threadIdx.x; i < keep - ns; i += k_select_threads) sel[ns + i] = cand[i];
+      for (int i = threadIdx.x; i < need; i += k_select_threads) sel[ns + i] = cand[i];
     }
-    __syncthreads();
-    if (threadIdx.x == 0) n_sel = uint32_t(keep);
   }
   __syncthreads();
-  if (!sorted) {
-    const int padded = pow2_at_least(max(keep, 1));
+  // Only the selection is sorted.
+  if (keep <= k_select_threads) {
+    sort_desc_in_registers(sel, keep, sort_buf);
+  } else {
+    const int padded = pow2_at_least(keep);
     for (int i = keep + int(threadIdx.x); i < padded; i += k_select_threads) sel[i] = 0;
     __syncthreads();
     bitonic_sort_desc(sel, padded);
@@ -480,6 +695,58 @@ __global__ void __launch_bounds__(k_select_threads)
   }
 }
 
+// Grid (16384-key chunk, token), a programmatic dependent of the score kernel: every CTA
+// collects its chunk (collect_chunk); the token's last CTA to finish (atomic ticket after a
+// fence, so every other CTA's list, counts and histogram are visible to it) selects.
+__global__ void __launch_bounds__(k_select_threads)
+    indexer_collect_select_kernel(const float* scores, int64_t score_stride, const uint32_t* hist,
+                                  token_state* state, uint32_t* hist2,
+                                  unsigned long long* cand_list, paged_entries pages,
+                                  const int32_t* token_seq, const int32_t* n_visible,
+                                  int64_t capacity, int top_k, bool collect_only, int32_t* out) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ bool last_cta;
+  grid_dependency_wait();
+  const int64_t t = blockIdx.y;
+  const int64_t n = clamp_visible(n_visible[t], capacity);
+  // n <= top_k: the select takes every entry; past n: nothing to collect.
+  if (n > top_k && int64_t(blockIdx.x) * k_collect_keys < n)
+    collect_chunk(reinterpret_cast<uint32_t*>(smem), reinterpret_cast<uint32_t*>(smem) + k_bins,
+                  reinterpret_cast<uint32_t*>(smem) + k_bins + 32, scores, score_stride, hist, n,
+                  top_k, state, hist2, cand_list);
+  if (collect_only) return;
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) last_cta = atomicAdd(&state[t].ticket, 1u) + 1 == gridDim.x;
+  __syncthreads();
+  if (!last_cta) return;
+  __threadfence();
+  select_token(smem, scores, score_stride, state, hist2, pages, token_seq, n_visible, capacity,
+               top_k, cand_list, out, t);
+}
+
+// Launch with (pdl) or without the programmatic stream serialization attribute (see
+// grid_dependency_wait).
+template <typename... Params, typename... Args>
+cudaError_t launch_dependent(bool pdl, void (*kernel)(Params...), dim3 grid, int threads, int smem,
+                             cudaStream_t stream, Args&&... args) {
+  cudaLaunchAttribute attr[1];
+  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attr[0].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t cfg{};
+  cfg.gridDim = grid;
+  cfg.blockDim = dim3(unsigned(threads));
+  cfg.dynamicSmemBytes = size_t(smem);
+  cfg.stream = stream;
+  cfg.attrs = attr;
+  cfg.numAttrs = pdl ? 1 : 0;
+  return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
+}
+
+int64_t score_stride_of(int64_t capacity) {
+  return ceil_div(capacity, 4) * 4;
+}
+
 }  // namespace
 
 indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_width,
@@ -488,23 +755,126 @@ indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_widt
   p.tokens = tokens;
   p.capacity = table_width * block_size;
   if (tokens <= 0 || p.capacity <= 0) return p;
-  const int64_t want = std::max<int64_t>(1, ceil_div(2 * std::max(sm_count, 1), tokens));
+  const int64_t sms = std::max(sm_count, 1);
+  // The CTA's block ids must fit its shared list (k_max_range_blocks).
+  const int64_t range_cap = std::max<int64_t>(k_pass, (1024 * block_size) / k_pass * k_pass);
+  // Two CTAs per SM (see k_stages_bf16): CTAs of the whole grid in one wave when that suffices.
+  const int64_t want = std::max<int64_t>(1, ceil_div(2 * sms, tokens));
   p.keys_per_cta = std::max<int64_t>(k_pass, ceil_div(ceil_div(p.capacity, want), k_pass) * k_pass);
   // When the grid spans several waves anyway, short CTAs (512 keys) score faster: one CTA's
   // prologue overlaps the others' loads (H200, T=32 x 256K entries: 813 us at 512 keys per CTA,
   // 1105 us at 29184).
-  if (tokens * ceil_div(p.capacity, std::min<int64_t>(p.keys_per_cta, 1024)) >
-      2 * int64_t(std::max(sm_count, 1)))
+  if (tokens * ceil_div(p.capacity, std::min<int64_t>(p.keys_per_cta, 1024)) > 2 * sms)
     p.keys_per_cta = std::min<int64_t>(p.keys_per_cta, 512);
-  // The CTA's block ids must fit its shared list (k_max_range_blocks).
-  p.keys_per_cta =
-      std::min(p.keys_per_cta, std::max<int64_t>(k_pass, (1024 * block_size) / k_pass * k_pass));
+  p.keys_per_cta = std::min(p.keys_per_cta, range_cap);
   p.ctas_per_token = ceil_div(p.capacity, p.keys_per_cta);
-  const size_t score_bytes = size_t(ceil_div(tokens * p.capacity, 4) * 4) * 4;
-  p.scratch_bytes = score_bytes + size_t(tokens) * (k_bins + 4) * 4 +
+  p.collect_ctas_per_token = ceil_div(p.capacity, k_collect_keys);
+  const size_t score_bytes = size_t(tokens * score_stride_of(p.capacity)) * 4;
+  p.scratch_bytes = score_bytes + size_t(tokens) * (sizeof(token_state) + 2 * k_bins * 4) +
                     size_t(tokens) * size_t(k_candidate_capacity) * 8;
   return p;
 }
+
+namespace {
+
+// Both key formats: key_scales null for bf16 keys.
+template <typename act_t>
+cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t tokens,
+                                   int64_t heads, int64_t head_dim, const void* key_pool,
+                                   const float* key_scales, bool fp8, int64_t pool_rows,
+                                   const int32_t* block_table, int64_t table_rows,
+                                   int64_t table_width, const int32_t* token_seq,
+                                   const int32_t* n_visible, int64_t block_size, int64_t top_k,
+                                   float q_scale, const indexer_fast_plan& plan, void* scratch,
+                                   size_t scratch_bytes, int32_t* out, cudaStream_t stream) {
+  if (tokens < 0 || heads != k_heads || head_dim != k_dim || top_k <= 0 ||
+      top_k > k_indexer_fast_max_top_k || block_size <= 0 || table_width < 0 || table_rows < 0 ||
+      pool_rows < 0 || !q || !weights || !key_pool || (fp8 && !key_scales) || !block_table ||
+      !token_seq || !n_visible || !out || !aligned_16(q) || !aligned_16(key_pool) ||
+      !aligned_16(scratch))
+    return cudaErrorInvalidValue;
+  if (tokens == 0) return cudaSuccess;
+  if (plan.tokens != tokens || plan.capacity != table_width * block_size ||
+      scratch_bytes < plan.scratch_bytes || plan.ctas_per_token > INT32_MAX || tokens > 65535 ||
+      (plan.score_warps != 4 && plan.score_warps != 8))
+    return cudaErrorInvalidValue;
+  // The score kernel keeps entry numbers and pool rows in 32 bits.
+  if (plan.capacity > INT32_MAX || pool_rows > INT32_MAX || block_size > INT32_MAX)
+    return cudaErrorInvalidValue;
+  // The score CTA's block list (k_max_range_blocks) bounds its key range.
+  if (plan.capacity > 0 && (plan.keys_per_cta <= 0 || plan.keys_per_cta % k_pass != 0 ||
+                            ceil_div(plan.keys_per_cta, block_size) + 1 > k_max_range_blocks ||
+                            plan.ctas_per_token * plan.keys_per_cta < plan.capacity))
+    return cudaErrorInvalidValue;
+  static bool configured = false;  // one attribute call per instantiation (both key formats)
+  if (!configured) {
+    const auto set = [](auto kernel, int smem) {
+      return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
+    };
+    cudaError_t e = cudaSuccess;
+    const auto score_kernels = {indexer_score_kernel<act_t, k_stages_bf16, false, 4>,
+                                indexer_score_kernel<act_t, k_stages_bf16, false, 8>};
+    const auto score_kernels_fp8 = {indexer_score_kernel<act_t, k_stages_fp8, true, 4>,
+                                    indexer_score_kernel<act_t, k_stages_fp8, true, 8>};
+    for (auto kernel : score_kernels)
+      if (e == cudaSuccess) e = set(kernel, score_smem_bytes(k_stages_bf16, false));
+    for (auto kernel : score_kernels_fp8)
+      if (e == cudaSuccess) e = set(kernel, score_smem_bytes(k_stages_fp8, true));
+    if (e == cudaSuccess) e = set(indexer_collect_select_kernel, k_select_smem);
+    // One shared-memory carveout (the largest) for the three kernels: an SM need not drain to
+    // reconfigure between them.
+    const auto carveout = [](auto kernel) {
+      return cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                  int(cudaSharedmemCarveoutMaxShared));
+    };
+    for (auto kernel : score_kernels)
+      if (e == cudaSuccess) e = carveout(kernel);
+    for (auto kernel : score_kernels_fp8)
+      if (e == cudaSuccess) e = carveout(kernel);
+    if (e == cudaSuccess) e = carveout(indexer_collect_select_kernel);
+    if (e != cudaSuccess) return e;
+    configured = true;
+  }
+  const int64_t stride = score_stride_of(plan.capacity);
+  unsigned char* base = static_cast<unsigned char*>(scratch);
+  float* scores = reinterpret_cast<float*>(base);
+  base += size_t(tokens * stride) * 4;
+  token_state* state = reinterpret_cast<token_state*>(base);
+  uint32_t* hist = reinterpret_cast<uint32_t*>(state + tokens);  // [tokens, k_bins]
+  uint32_t* hist2 = hist + tokens * k_bins;                      // [tokens, k_bins]
+  unsigned long long* cand_list = reinterpret_cast<unsigned long long*>(hist2 + tokens * k_bins);
+  // No entries: no scratch, every position is -1 padding (all bits set).
+  if (plan.capacity == 0) return cudaMemsetAsync(out, 0xff, size_t(tokens * top_k) * 4, stream);
+  const paged_entries pages{block_table, table_rows, table_width, block_size, pool_rows, 0};
+  cudaError_t e =
+      cudaMemsetAsync(state, 0, size_t(tokens) * (sizeof(token_state) + 2 * k_bins * 4), stream);
+  if (e != cudaSuccess) return e;
+  const dim3 grid(unsigned(plan.ctas_per_token), unsigned(tokens));
+  const auto launch_score = [&](auto kernel, int threads, int smem) {
+    kernel<<<grid, threads, smem, stream>>>(q, weights, key_pool, key_scales, pages, token_seq,
+                                            n_visible, plan.capacity, plan.keys_per_cta, q_scale,
+                                            scores, stride, hist);
+  };
+  const int smem = score_smem_bytes(fp8 ? k_stages_fp8 : k_stages_bf16, fp8);
+  if (fp8 && plan.score_warps == 8)
+    launch_score(indexer_score_kernel<act_t, k_stages_fp8, true, 8>, 256, smem);
+  else if (fp8)
+    launch_score(indexer_score_kernel<act_t, k_stages_fp8, true, 4>, 128, smem);
+  else if (plan.score_warps == 8)
+    launch_score(indexer_score_kernel<act_t, k_stages_bf16, false, 8>, 256, smem);
+  else
+    launch_score(indexer_score_kernel<act_t, k_stages_bf16, false, 4>, 128, smem);
+  e = cudaGetLastError();
+  if (e != cudaSuccess || plan.score_only) return e;
+  return launch_dependent(true, indexer_collect_select_kernel,
+                          dim3(unsigned(plan.collect_ctas_per_token), unsigned(tokens)),
+                          k_select_threads, k_select_smem, stream,
+                          static_cast<const float*>(scores), stride,
+                          static_cast<const uint32_t*>(hist), state, hist2, cand_list, pages,
+                          token_seq, n_visible, plan.capacity, int(top_k), plan.collect_only, out);
+}
+
+}  // namespace
 
 template <typename act_t>
 cudaError_t indexer_topk_fast(const act_t* q, const act_t* weights, int64_t tokens, int64_t heads,
@@ -514,69 +884,38 @@ cudaError_t indexer_topk_fast(const act_t* q, const act_t* weights, int64_t toke
                               int64_t block_size, int64_t top_k, float q_scale,
                               const indexer_fast_plan& plan, void* scratch, size_t scratch_bytes,
                               int32_t* out, cudaStream_t stream) {
-  if (tokens < 0 || heads != k_heads || head_dim != k_dim || top_k <= 0 ||
-      top_k > k_indexer_fast_max_top_k || block_size <= 0 || table_width < 0 || table_rows < 0 ||
-      pool_rows < 0 || !q || !weights || !key_pool || !block_table || !token_seq || !n_visible ||
-      !out || !aligned_16(q) || !aligned_16(key_pool) || !aligned_16(scratch))
-    return cudaErrorInvalidValue;
-  if (tokens == 0) return cudaSuccess;
-  if (plan.tokens != tokens || plan.capacity != table_width * block_size ||
-      scratch_bytes < plan.scratch_bytes || plan.ctas_per_token > INT32_MAX || tokens > 65535)
-    return cudaErrorInvalidValue;
-  // The score kernel keeps entry numbers and pool rows in 32 bits.
-  if (plan.capacity > INT32_MAX || pool_rows > INT32_MAX || block_size > INT32_MAX)
-    return cudaErrorInvalidValue;
-  static bool configured = false;  // one attribute call per instantiation
-  if (!configured) {
-    cudaError_t e = cudaFuncSetAttribute(indexer_score_kernel<act_t>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize, k_score_smem);
-    if (e == cudaSuccess)
-      e = cudaFuncSetAttribute(indexer_select_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                               k_select_smem);
-    if (e != cudaSuccess) return e;
-    configured = true;
-  }
-  float* scores = static_cast<float*>(scratch);
-  uint32_t* hist = reinterpret_cast<uint32_t*>(static_cast<unsigned char*>(scratch) +
-                                               size_t(ceil_div(tokens * plan.capacity, 4) * 4) * 4);
-  uint32_t* cand_count = hist + tokens * k_bins;  // [tokens] (+ padding to 16 bytes)
-  unsigned long long* cand_list =
-      reinterpret_cast<unsigned long long*>(cand_count + ceil_div(tokens, 4) * 4);
-  cudaError_t e = cudaMemsetAsync(hist, 0, size_t(tokens) * (k_bins + 4) * 4, stream);
-  if (e != cudaSuccess) return e;
-  const paged_entries pages{block_table, table_rows, table_width, block_size, pool_rows, 0};
-  if (plan.capacity > 0) {
-    indexer_score_kernel<act_t>
-        <<<dim3(unsigned(plan.ctas_per_token), unsigned(tokens)), k_score_threads, k_score_smem,
-           stream>>>(q, weights, key_pool, pages, token_seq, n_visible, plan.capacity,
-                     plan.keys_per_cta, q_scale, scores, hist);
-    e = cudaGetLastError();
-    if (e != cudaSuccess) return e;
-  }
-  if (plan.score_only) return cudaSuccess;
-  if (plan.capacity > 0) {
-    indexer_collect_kernel<<<dim3(unsigned(plan.ctas_per_token), unsigned(tokens)),
-                             k_collect_threads, 0, stream>>>(scores, hist, n_visible, plan.capacity,
-                                                             plan.keys_per_cta, int(top_k),
-                                                             cand_count, cand_list);
-    e = cudaGetLastError();
-    if (e != cudaSuccess) return e;
-  }
-  if (plan.collect_only) return cudaSuccess;
-  indexer_select_kernel<<<unsigned(tokens), k_select_threads, k_select_smem, stream>>>(
-      scores, hist, pages, token_seq, n_visible, plan.capacity, int(top_k), cand_count, cand_list,
-      out);
-  return cudaGetLastError();
+  return indexer_topk_fast_impl(q, weights, tokens, heads, head_dim, key_pool, nullptr, false,
+                                pool_rows, block_table, table_rows, table_width, token_seq,
+                                n_visible, block_size, top_k, q_scale, plan, scratch, scratch_bytes,
+                                out, stream);
 }
 
-template cudaError_t indexer_topk_fast<float>(const float*, const float*, int64_t, int64_t, int64_t,
-                                              const __nv_bfloat16*, int64_t, const int32_t*,
-                                              int64_t, int64_t, const int32_t*, const int32_t*,
-                                              int64_t, int64_t, float, const indexer_fast_plan&,
-                                              void*, size_t, int32_t*, cudaStream_t);
-template cudaError_t indexer_topk_fast<__nv_bfloat16>(
-    const __nv_bfloat16*, const __nv_bfloat16*, int64_t, int64_t, int64_t, const __nv_bfloat16*,
-    int64_t, const int32_t*, int64_t, int64_t, const int32_t*, const int32_t*, int64_t, int64_t,
-    float, const indexer_fast_plan&, void*, size_t, int32_t*, cudaStream_t);
+template <typename act_t>
+cudaError_t indexer_topk_fast_fp8(const act_t* q, const act_t* weights, int64_t tokens,
+                                  int64_t heads, int64_t head_dim, const uint8_t* key_pool,
+                                  const float* key_scales, int64_t pool_rows,
+                                  const int32_t* block_table, int64_t table_rows,
+                                  int64_t table_width, const int32_t* token_seq,
+                                  const int32_t* n_visible, int64_t block_size, int64_t top_k,
+                                  float q_scale, const indexer_fast_plan& plan, void* scratch,
+                                  size_t scratch_bytes, int32_t* out, cudaStream_t stream) {
+  return indexer_topk_fast_impl(q, weights, tokens, heads, head_dim, key_pool, key_scales, true,
+                                pool_rows, block_table, table_rows, table_width, token_seq,
+                                n_visible, block_size, top_k, q_scale, plan, scratch, scratch_bytes,
+                                out, stream);
+}
+
+#define DSV4_INDEXER_FAST_INSTANTIATE(act_t)                                                       \
+  template cudaError_t indexer_topk_fast<act_t>(                                                   \
+      const act_t*, const act_t*, int64_t, int64_t, int64_t, const __nv_bfloat16*, int64_t,        \
+      const int32_t*, int64_t, int64_t, const int32_t*, const int32_t*, int64_t, int64_t, float,   \
+      const indexer_fast_plan&, void*, size_t, int32_t*, cudaStream_t);                            \
+  template cudaError_t indexer_topk_fast_fp8<act_t>(                                               \
+      const act_t*, const act_t*, int64_t, int64_t, int64_t, const uint8_t*, const float*,         \
+      int64_t, const int32_t*, int64_t, int64_t, const int32_t*, const int32_t*, int64_t, int64_t, \
+      float, const indexer_fast_plan&, void*, size_t, int32_t*, cudaStream_t);
+DSV4_INDEXER_FAST_INSTANTIATE(float)
+DSV4_INDEXER_FAST_INSTANTIATE(__nv_bfloat16)
+#undef DSV4_INDEXER_FAST_INSTANTIATE
 
 }  // namespace dsv4::cuda

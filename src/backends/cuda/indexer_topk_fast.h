@@ -1,16 +1,19 @@
-// Lightning indexer for decode on tensor cores: scores of bf16 keys (64 heads x 128 dims) with
-// mma.sync, a 12-bit histogram of the scores built on the way, and an exact radix top-k per token
-// (one CTA) that only rereads the scores. The semantics of ops::indexer_topk (and of
-// indexer_topk_f32), including the tie rule (equal scores: lower entry first) and -1 padding.
+// Lightning indexer for decode on tensor cores: scores of bf16 (or e4m3) keys, 64 heads x 128
+// dims, with mma.sync and a 12-bit histogram of the scores built on the way; a second kernel
+// lists the keys at or above the threshold bin with a histogram of the next 12 bits of the bin's
+// keys, and its last CTA per token resolves the 24-bit threshold and sorts only the selection.
+// The semantics of ops::indexer_topk (and of indexer_topk_f32), including the tie rule (equal
+// scores: lower entry first) and -1 padding.
 //
 // Dispatch (the lead wires it into cuda_ops):
 //   plan = indexer_topk_fast_make_plan(T, table_width, block_size, sms);
-//   scratch of plan.scratch_bytes (reused every step with the same plan);
+//   scratch of plan.scratch_bytes (any contents; the call clears what it needs);
 //   indexer_topk_fast<act_t>(q, weights, T, 64, 128, keys_bf16, pool_rows, block_table,
 //                            table_rows, table_width, token_seq, n_visible, block_size, top_k,
 //                            q_scale, plan, scratch, scratch_bytes, out, stream);
 // The plan depends only on the token count and the table capacity (never on n_visible): the
-// launches can be graph-captured, and CTAs past a token's visible entries exit at once.
+// launches (a memset and two kernels, the second a programmatic dependent of the first) can be
+// graph-captured, and CTAs past a token's visible entries exit at once.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -30,21 +33,28 @@ struct indexer_fast_plan {
   int64_t capacity = 0;      // table_width * block_size entries per token
   int64_t keys_per_cta = 0;  // multiple of 128
   int64_t ctas_per_token = 0;
-  size_t scratch_bytes = 0;   // scores, histograms [tokens, 4096], candidate lists
+  // Warps of a score CTA (4 or 8, two CTAs per SM either way; all of them issue key copies, 8
+  // or 4 warps compute 16 or 32 keys of a pass each). H200, 256K entries: T=32 scores in 760 us
+  // with 8 warps, 807 us with 4; T=1 33-36 us either way.
+  int score_warps = 8;
+  int64_t collect_ctas_per_token = 0;  // 16384 keys each
+  size_t scratch_bytes = 0;   // scores, per-token state and two histograms, candidate lists
   bool score_only = false;    // benchmarks: stop after the scores (out is not written)
-  bool collect_only = false;  // benchmarks: stop after the candidate lists (out is not written)
+  bool collect_only = false;  // benchmarks: skip the select (out is not written)
 };
 
 indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_width,
                                               int64_t block_size, int sm_count);
 
-// score(t, s) = sum_h weights[t, h] * relu(q[t, h] . key[s]) * q_scale over the first
-// n_visible[t] entries of block-table row token_seq[t]; out[t, 0 : top_k] = pool rows of the best
-// min(top_k, n_visible[t]) entries, highest score first, equal scores lower entry first, -1
-// padded. q [tokens, 64 * 128] and weights [tokens, 64] in act_t (q is rounded to bf16 for the
-// products, accumulation in f32), key_pool [pool_rows, 128] bf16, out [tokens, top_k] i32,
-// top_k <= 2048. n_visible is clamped to [0, capacity]; an entry without a block (or whose row
-// is outside the pool) scores -inf and, if selected, is written as -1.
+// score(t, s) = sum_h weights[t, h] * relu(q[t, h] . key[s]) * q_scale over the
+// first n_visible[t] entries of block-table row token_seq[t]; out[t, 0 : top_k]
+// = pool rows of the best min(top_k, n_visible[t]) entries, highest score
+// first, equal scores lower entry first, -1 padded. q [tokens, 64 * 128] and
+// weights [tokens, 64] in act_t (q is rounded to bf16 for the products,
+// accumulation in f32), key_pool [pool_rows, 128] bf16, out [tokens, top_k]
+// i32, top_k <= 2048. n_visible is clamped to [0, capacity]; an entry without a
+// block (or whose row is outside the pool) scores -inf and, if selected, is
+// written as -1.
 template <typename act_t>
 cudaError_t indexer_topk_fast(const act_t* q, const act_t* weights, int64_t tokens, int64_t heads,
                               int64_t head_dim, const __nv_bfloat16* key_pool, int64_t pool_rows,
@@ -53,5 +63,20 @@ cudaError_t indexer_topk_fast(const act_t* q, const act_t* weights, int64_t toke
                               int64_t block_size, int64_t top_k, float q_scale,
                               const indexer_fast_plan& plan, void* scratch, size_t scratch_bytes,
                               int32_t* out, cudaStream_t stream);
+
+// The same with e4m3 keys (the indexer cache format of DeepSeek-V3.2 /
+// FlashMLA): key_pool [pool_rows, 128] e4m3 bytes (16-byte aligned), key_scales
+// [pool_rows] f32 > 0, key row r = e4m3(key_pool[r]) * key_scales[r]. Products
+// q . e4m3 are exact in f32; the scale is applied to the ReLU'd dot. Half the
+// key bytes of the bf16 path; same plan and scratch.
+template <typename act_t>
+cudaError_t indexer_topk_fast_fp8(const act_t* q, const act_t* weights, int64_t tokens,
+                                  int64_t heads, int64_t head_dim, const uint8_t* key_pool,
+                                  const float* key_scales, int64_t pool_rows,
+                                  const int32_t* block_table, int64_t table_rows,
+                                  int64_t table_width, const int32_t* token_seq,
+                                  const int32_t* n_visible, int64_t block_size, int64_t top_k,
+                                  float q_scale, const indexer_fast_plan& plan, void* scratch,
+                                  size_t scratch_bytes, int32_t* out, cudaStream_t stream);
 
 }  // namespace dsv4::cuda
