@@ -687,6 +687,10 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
 }
 
 // ---- MoE prefill (moe_prefill.h) ----
+// --prefill-quick: T = 1024 and 4096 only, without the old moe_experts; --prefill-flash: Flash
+// shapes only (to fit one device call).
+bool g_prefill_quick = false, g_prefill_flash = false;
+
 // Median ms per call of a graph of `calls` consecutive calls replayed `replays` times.
 double time_prefill_per_call(const std::function<void(int, cudaStream_t)>& body, int calls,
                              int replays, cudaStream_t s) {
@@ -721,6 +725,7 @@ void bench_moe_prefill(const moe_shape& sh, weight_kind kind, cudaStream_t s, cu
   const char* kname = kind == weight_kind::mxfp4 ? "mxfp4" : "nvfp4";
   constexpr int calls = 4;
   for (int64_t T : {256, 1024, 4096}) {
+    if (g_prefill_quick && T < 1024) continue;
     const int64_t P = T * K;
     std::vector<int32_t> routes(size_t(calls) * P);
     std::vector<std::vector<int>> cnt(calls, std::vector<int>(E, 0));
@@ -804,7 +809,7 @@ void bench_moe_prefill(const moe_shape& sh, weight_kind kind, cudaStream_t s, cu
         calls, 10, s);
     auto report = [&](const char* kernel, const char* act, double ms) {
       const double tf = flops / (ms * 1e-3) / 1e12;
-      std::printf("%-6s %-6s %-24s %-5s %5lld %10.1f %8.1f %8.1f%% %8.1f%%\n", sh.name, kname,
+      std::printf("%-6s %-6s %-26s %-5s %5lld %10.1f %8.1f %8.1f%% %8.1f%%\n", sh.name, kname,
                   kernel, act, (long long)T, ms * 1e3, tf, 100 * dense_ms / ms, 100 * loop_ms / ms);
     };
     report("cublas bf16 dense (ceil)", "bf16", dense_ms);
@@ -831,7 +836,54 @@ void bench_moe_prefill(const moe_shape& sh, weight_kind kind, cudaStream_t s, cu
         },
         calls, 20, s);
     report("moe_prefill_official", "bf16", ob);
-    if (T == 1024) {
+    // The wgmma core on the same data; first an eager call of each instantiation (its one-time
+    // shared-memory attribute stays out of the capture) and an output comparison with mma.sync.
+    using dsv4::cuda::moe_prefill_core;
+    const auto wg_bf16 = [&](int i, cudaStream_t st, moe_prefill_core core) {
+      CK(dsv4::cuda::moe_prefill_experts(xb, T, idx + sl(i), wts + sl(i), K, w1.w, w3.w, w2.w,
+                                         10.0f, ws, ws_new, yb, st, core));
+    };
+    CK(dsv4::cuda::moe_prefill_experts(xf, T, idx, wts, K, w1.w, w3.w, w2.w, 10.0f, ws, ws_new, yf,
+                                       s, moe_prefill_core::wgmma));
+    CK(dsv4::cuda::moe_prefill_experts_official(xb, T, idx, wts, K, w1.w, w3.w, w2.w, 10.0f, ws,
+                                                ws_new, yb, s, moe_prefill_core::wgmma));
+    {
+      std::vector<__nv_bfloat16> ya(size_t(T * D)), yw(size_t(T * D));
+      wg_bf16(0, s, moe_prefill_core::mma_sync);
+      CK(cudaMemcpyAsync(ya.data(), yb, ya.size() * 2, cudaMemcpyDeviceToHost, s));
+      wg_bf16(0, s, moe_prefill_core::wgmma);
+      CK(cudaMemcpyAsync(yw.data(), yb, yw.size() * 2, cudaMemcpyDeviceToHost, s));
+      CK(cudaStreamSynchronize(s));
+      double num = 0, den = 0;
+      for (size_t j = 0; j < ya.size(); ++j) {
+        const double a = __bfloat162float(ya[j]), b = __bfloat162float(yw[j]);
+        num += (a - b) * (a - b);
+        den += a * a;
+      }
+      std::printf("%-6s %-6s   wgmma vs mma.sync output (bf16 x, T=%lld): nmse %.2e\n", sh.name,
+                  kname, (long long)T, den > 0 ? num / den : num);
+    }
+    const double wb = time_prefill_per_call(
+        [&](int i, cudaStream_t st) { wg_bf16(i, st, moe_prefill_core::wgmma); }, calls, 20, s);
+    report("moe_prefill wgmma", "bf16", wb);
+    const double wf = time_prefill_per_call(
+        [&](int i, cudaStream_t st) {
+          CK(dsv4::cuda::moe_prefill_experts(xf, T, idx + sl(i), wts + sl(i), K, w1.w, w3.w, w2.w,
+                                             10.0f, ws, ws_new, yf, st, moe_prefill_core::wgmma));
+        },
+        calls, 20, s);
+    report("moe_prefill wgmma", "f32", wf);
+    const double wo = time_prefill_per_call(
+        [&](int i, cudaStream_t st) {
+          CK(dsv4::cuda::moe_prefill_experts_official(xb, T, idx + sl(i), wts + sl(i), K, w1.w,
+                                                      w3.w, w2.w, 10.0f, ws, ws_new, yb, st,
+                                                      moe_prefill_core::wgmma));
+        },
+        calls, 20, s);
+    report("moe_prefill_official wgmma", "bf16", wo);
+    std::printf("%-6s %-6s   speed-up wgmma vs mma.sync (bf16 x, T=%lld) %.2fx\n", sh.name, kname,
+                (long long)T, nb / wb);
+    if (T == 1024 && !g_prefill_quick) {
       const double old_ms = time_prefill_per_call(
           [&](int i, cudaStream_t st) {
             CK(dsv4::cuda::moe_experts<__nv_bfloat16>(xb, T, idx + sl(i), wts + sl(i), K, w1.w,
@@ -860,11 +912,13 @@ void bench_prefill_section(cudaStream_t s, cublasHandle_t h) {
       "\n## routed MoE prefill (graph of 4 calls, fresh routing each, median replay; weights "
       "past L2; TFLOP/s = 2*T*top_k*3*D*I / time; %%dense / %%loop = cuBLAS BF16 dense-GEMM / "
       "per-expert-loop time over this time)\n");
-  std::printf("%-6s %-6s %-24s %-5s %5s %10s %8s %9s %9s\n", "model", "format", "kernel", "act",
+  std::printf("%-6s %-6s %-26s %-5s %5s %10s %8s %9s %9s\n", "model", "format", "kernel", "act",
               "T", "us", "TFLOP/s", "%dense", "%loop");
   const moe_shape flash{"flash", 4096, 2048, 256, 6}, pro{"pro", 7168, 3072, 384, 6};
-  for (const moe_shape& sh : {flash, pro})
+  for (const moe_shape& sh : {flash, pro}) {
+    if (g_prefill_flash && std::string(sh.name) != "flash") continue;
     for (weight_kind k : {weight_kind::mxfp4, weight_kind::nvfp4}) bench_moe_prefill(sh, k, s, h);
+  }
 }
 
 }  // namespace
@@ -876,6 +930,8 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--moe-only") only_moe = true;
     if (a == "--prefill-only") only_prefill = true;
+    if (a == "--prefill-quick") only_prefill = g_prefill_quick = true;
+    if (a == "--prefill-flash") only_prefill = g_prefill_flash = true;
     if (a == "--decode-only") g_decode_only = only_moe = true;
     if (a == "--replays" && i + 1 < argc) k_replays = std::max(5, std::atoi(argv[++i]));
   }

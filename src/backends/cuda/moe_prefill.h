@@ -19,6 +19,15 @@
 
 namespace dsv4::cuda {
 
+// The GEMM core: mma.sync m16n8k16 (64-pair tiles, moe_prefill.cu) or sm_90a wgmma with the
+// expanded weights as the register operand (128-pair tiles, moe_prefill_wgmma.cu); automatic
+// asks moe_prefill_use_wgmma. Both give the same results up to f32 summation order.
+enum class moe_prefill_core { automatic, mma_sync, wgmma };
+
+// The automatic choice for a step of `tokens` x `top_k` pairs over `experts` experts.
+// Currently always mma_sync: the wgmma core is not yet GPU-verified.
+bool moe_prefill_use_wgmma(int64_t tokens, int64_t top_k, int64_t experts);
+
 // Whether moe_prefill_experts takes these weights for a step of `tokens` x `top_k` pairs (the
 // weight and size conditions below; x alignment and pointers are the caller's).
 bool moe_prefill_supported(const device_weight& w1, const device_weight& w3,
@@ -31,7 +40,8 @@ size_t moe_prefill_workspace_bytes(int64_t tokens, int64_t top_k, int64_t expert
 // y[t] = sum_k weights[t, k] * W2_e(silu(min(W1_e x[t], L)) * clamp(W3_e x[t], -L, L)), as
 // moe_experts. w1, w3 [inter, hidden] and w2 [hidden, inter] stacked over `experts`, all of one
 // 4-bit kind (mxfp4 with E8M0 or power-of-two f32 scales, or nvfp4); hidden and inter multiples
-// of 128; x 16-byte aligned. Anything else returns cudaErrorInvalidValue.
+// of 128; x 16-byte aligned; core wgmma only on a compute capability 9.0 device. Anything else
+// returns cudaErrorInvalidValue.
 // Launches (no host synchronisation; the grids depend only on tokens, top_k, experts and the
 // dims): a plan groups the pairs by expert into tiles of up to 64 pairs (moe_plan.cuh); L1 computes
 // each (tile, 128 rows of W1 and W3) with the clamped SwiGLU fused into the epilogue, h in f32;
@@ -44,7 +54,8 @@ cudaError_t moe_prefill_experts(const act_t* x, int64_t tokens, const int32_t* i
                                 const float* weights, int64_t top_k, const device_weight& w1,
                                 const device_weight& w3, const device_weight& w2,
                                 float swiglu_limit, void* workspace, size_t workspace_bytes,
-                                act_t* y, cudaStream_t stream);
+                                act_t* y, cudaStream_t stream,
+                                moe_prefill_core core = moe_prefill_core::automatic);
 
 // The official order (moe_experts_official): h = swiglu(...) * weights[t, k], FP8
 // quantize-dequantized per 128 values of each pair's row (exact in BF16), then y[t] = sum_k W2_e h.
@@ -54,6 +65,7 @@ cudaError_t moe_prefill_experts_official(const act_t* x, int64_t tokens, const i
                                          const device_weight& w1, const device_weight& w3,
                                          const device_weight& w2, float swiglu_limit,
                                          void* workspace, size_t workspace_bytes, act_t* y,
-                                         cudaStream_t stream);
+                                         cudaStream_t stream,
+                                         moe_prefill_core core = moe_prefill_core::automatic);
 
 }  // namespace dsv4::cuda
