@@ -64,12 +64,12 @@ __device__ __forceinline__ tile_rows locate_tile(const fp4_weight& w, int64_t e,
   return t;
 }
 
+// The scales of a lane's 32 k starting at k (r.s).
 template <weight_kind K>
-__device__ __forceinline__ void load_tile_round(tile_round& r, const tile_rows& t, bool scale_f32,
-                                                int64_t k) {
+__device__ __forceinline__ void load_tile_scales(tile_round& r, const tile_rows& t, bool scale_f32,
+                                                 int64_t k) {
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
-    r.v[i] = fp4mma::load_stream_16(t.w[i] + k / 2);
     if constexpr (K == weight_kind::mxfp4) {
       r.s[i] = scale_f32 ? (__ldg(reinterpret_cast<const uint32_t*>(t.s[i]) + k / 32) >> 23) & 0xFFu
                          : __ldg(t.s[i] + k / 32);
@@ -77,6 +77,15 @@ __device__ __forceinline__ void load_tile_round(tile_round& r, const tile_rows& 
       r.s[i] = __ldg(t.s[i] + k / 16) | (uint32_t(__ldg(t.s[i] + k / 16 + 1)) << 8);
     }
   }
+}
+
+// A lane's 16 weight bytes of both rows and their scales for the 32 k starting at k.
+template <weight_kind K>
+__device__ __forceinline__ void load_tile_round(tile_round& r, const tile_rows& t, bool scale_f32,
+                                                int64_t k) {
+#pragma unroll
+  for (int i = 0; i < 2; ++i) r.v[i] = fp4mma::load_stream_16(t.w[i] + k / 2);
+  load_tile_scales<K>(r, t, scale_f32, k);
 }
 
 // Per-round multipliers of a tile: m1[row][half] (nvfp4: the E4M3 scale of k 0-15 / 16-31;

@@ -22,11 +22,13 @@
 // paired (X_i = (v_i, v_{i+4})) and transposed into the 4 logical chunks 8 i + 32 w (i = 0..3):
 // chunk i = (X_i of c = 0, 1, 2, 3).
 //
-// Pipeline: three stages; round r + 1's activations are loaded into registers during round r's
-// steps 0 / 3 and stored at steps 3 / 6 into stage (r + 1) % 3, whose last readers (round
-// r - 2's wgmmas) completed before the barrier that ended round r - 1. Weights are loaded one
-// round ahead into registers; the A registers alternate between two sets, and wait_group 1
-// after each step's commit retires the step before, whose set the next step overwrites.
+// Pipeline: three activation stages; round r + 1's activations are loaded into registers during
+// round r's steps 0 / 4 and stored at steps 4 / 7 into stage (r + 1) % 3, whose last readers
+// (round r - 2's wgmmas) completed before the barrier that ended round r - 1. Weights stream
+// through a per-thread cp.async ring k_wdepth rounds deep (the bytes in flight that HBM needs:
+// one round ahead in registers ran at ~1.4 TB/s), scales one round ahead in registers. After each
+// step's commit, wait_group leaves 1 (N > 64) or 2 (N <= 64) steps in flight; the A registers
+// cycle through 4 sets, so a set is rewritten only after its wgmma retired.
 //
 // Determinism: each output element is one pair's sum over k in a fixed order.
 #include <cuda_bf16.h>
@@ -59,9 +61,13 @@ constexpr int k_round = 128;                      // k per round (one 16-byte we
 constexpr int k_atom_bytes = k_wgmma_tile * 128;  // 64 k of every token row
 constexpr int k_stage_bytes = 2 * k_atom_bytes;
 constexpr int k_stages = 3;
-constexpr int k_smem_bytes = k_stages * k_stage_bytes + 1024;  // + alignment slack
-constexpr int k_up_rows = 128;                                 // W1 (and W3) rows per L1 block
-constexpr int k_down_rows = 256;                               // W2 rows per L2 block
+// Weight ring: each thread's 4 x 16 bytes (2 accumulators x 2 rows) per round, k_wdepth rounds.
+constexpr int k_wdepth = 4;
+constexpr int k_wround_bytes = 4 * k_threads * 16;
+constexpr int k_smem_bytes =
+    k_stages * k_stage_bytes + k_wdepth * k_wround_bytes + 1024;  // + alignment slack
+constexpr int k_up_rows = 128;                                    // W1 (and W3) rows per L1 block
+constexpr int k_down_rows = 256;                                  // W2 rows per L2 block
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -86,6 +92,24 @@ __device__ __forceinline__ void wg_wait() {
 // Keeps the compiler from moving accesses of an accumulator across a wait.
 __device__ __forceinline__ void reg_fence(float& r) {
   asm volatile("" : "+f"(r)::"memory");
+}
+__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int n>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(n) : "memory");
+}
+__device__ __forceinline__ uint4 lds_16(uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(addr)
+               : "memory");
+  return v;
 }
 __device__ __forceinline__ void fence_async_smem() {
   asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
@@ -199,7 +223,25 @@ __device__ __forceinline__ void gemm_tile(const block_args& ba, const fp4_weight
     for (int j = 0; j < N / 2; ++j) acc[m][j] = 0.0f;
 
   const int rounds = int(ba.cols / k_round);
-  // Prologue: round 0's activations into stage 0, its weights into registers.
+  // Weight ring slot of (round, accumulator m, row i) for this thread: conflict-free 16-byte
+  // accesses (consecutive threads, consecutive 16 bytes). Only the issuing thread reads a slot
+  // back, after its own cp.async.wait_group: no barrier is involved.
+  const uint32_t wring = smem_addr(stages + k_stages * k_stage_bytes) + tid * 16;
+  const auto wslot = [&](int round, int m, int i) {
+    return wring + ((round % k_wdepth) * 4 + 2 * m + i) * (k_threads * 16);
+  };
+  const auto issue_weights = [&](int round) {
+    if (round < rounds)
+#pragma unroll
+      for (int m = 0; m < 2; ++m)
+#pragma unroll
+        for (int i = 0; i < 2; ++i)
+          cp_async_16(wslot(round, m, i), tr[m].w[i] + (int64_t(round) * k_round + klane) / 2);
+    cp_async_commit();  // empty past the end: the group count stays uniform
+  };
+#pragma unroll
+  for (int d = 0; d < k_wdepth - 1; ++d) issue_weights(d);
+    // Prologue: round 0's activations into stage 0, its scales into registers.
 #pragma unroll
   for (int j = 0; j < jobs; ++j) {
     const int task = tid + j * k_threads;
@@ -211,47 +253,51 @@ __device__ __forceinline__ void gemm_tile(const block_args& ba, const fp4_weight
   }
   tile_round cur[2], nxt[2];
 #pragma unroll
-  for (int m = 0; m < 2; ++m) load_tile_round<K>(cur[m], tr[m], f32_scale, klane);
+  for (int m = 0; m < 2; ++m) load_tile_scales<K>(cur[m], tr[m], f32_scale, klane);
   fence_async_smem();
   __syncthreads();
 
+  // wgmma groups in flight while the next step's A registers are expanded: more for small N,
+  // whose wgmmas are short next to their latency.
+  constexpr int k_inflight = 1;
   for (int r = 0; r < rounds; ++r) {
     const bool more = r + 1 < rounds;
     const uint32_t buf = smem_addr(stages + (r % k_stages) * k_stage_bytes);
     uint8_t* nbuf = stages + ((r + 1) % k_stages) * k_stage_bytes;
     const int64_t knext = int64_t(r + 1) * k_round;
+    issue_weights(r + k_wdepth - 1);
+    cp_async_wait<k_wdepth - 1>();  // this thread's round r weights have landed
+#pragma unroll
+    for (int m = 0; m < 2; ++m)
+#pragma unroll
+      for (int i = 0; i < 2; ++i) cur[m].v[i] = lds_16(wslot(r, m, i));
     if (more)
 #pragma unroll
-      for (int m = 0; m < 2; ++m) load_tile_round<K>(nxt[m], tr[m], f32_scale, knext + klane);
+      for (int m = 0; m < 2; ++m) load_tile_scales<K>(nxt[m], tr[m], f32_scale, knext + klane);
     const tile_scale sc[2] = {scale_of<K>(cur[0]), scale_of<K>(cur[1])};
     task_regs<in_t> t;
-    uint32_t a[2][2][4];  // [set][accumulator][reg]
+    uint32_t a[4][2][4];  // [step & 3][accumulator][reg]
     const auto step = [&](auto s_const) {
       constexpr int s = decltype(s_const)::value;
-      if constexpr (s == 0 || s == 3) {
-        constexpr int j = s == 0 ? 0 : 1;
-        if constexpr (s == 3) {  // task 0 stored, task 1 loaded
-          const int task = tid;
-          if (more && task < tasks) task_store(t, nbuf, task >> 2, task & 3);
-        }
-        if constexpr (j < jobs) {
-          const int task = tid + j * k_threads;
-          if (more && task < tasks) task_load(t, row_src[task >> 2], knext, task & 3);
-        }
-      }
-      if constexpr (s == 6 && jobs > 1) {
-        const int task = tid + k_threads;
+      // Round r + 1's activations: task 0 loaded at step 0 and stored at step 4, task 1 loaded
+      // at step 4 and stored at step 7.
+      if constexpr (s == 4 || s == 7) {
+        const int task = tid + (s == 4 ? 0 : k_threads);
         if (more && task < tasks) task_store(t, nbuf, task >> 2, task & 3);
       }
-      expand_step<K, s>(cur[0], sc[0], a[s & 1][0]);
-      expand_step<K, s>(cur[1], sc[1], a[s & 1][1]);
+      if constexpr (s == 0 || (s == 4 && jobs > 1)) {
+        const int task = tid + (s == 0 ? 0 : k_threads);
+        if (more && task < tasks) task_load(t, row_src[task >> 2], knext, task & 3);
+      }
+      expand_step<K, s>(cur[0], sc[0], a[s & 3][0]);
+      expand_step<K, s>(cur[1], sc[1], a[s & 3][1]);
       __syncwarp();  // .aligned: the warp reconverged after the staging branches
       wg_fence();
       const uint64_t d = smem_desc(buf + (s >> 2) * k_atom_bytes + (s & 3) * 32);
-      wgmma_rs<N>::run(acc[0], a[s & 1][0], d);
-      wgmma_rs<N>::run(acc[1], a[s & 1][1], d);
+      wgmma_rs<N>::run(acc[0], a[s & 3][0], d);
+      wgmma_rs<N>::run(acc[1], a[s & 3][1], d);
       wg_commit();
-      wg_wait<1>();
+      wg_wait<k_inflight>();
     };
     step(std::integral_constant<int, 0>{});
     step(std::integral_constant<int, 1>{});
@@ -264,8 +310,11 @@ __device__ __forceinline__ void gemm_tile(const block_args& ba, const fp4_weight
     fence_async_smem();
     __syncthreads();
 #pragma unroll
-    for (int m = 0; m < 2; ++m) cur[m] = nxt[m];
+    for (int m = 0; m < 2; ++m)
+#pragma unroll
+      for (int i = 0; i < 2; ++i) cur[m].s[i] = nxt[m].s[i];
   }
+  cp_async_wait<0>();
   wg_wait<0>();
 #pragma unroll
   for (int m = 0; m < 2; ++m)
