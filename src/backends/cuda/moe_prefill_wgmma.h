@@ -15,9 +15,10 @@ namespace dsv4::cuda::prefill {
 // runs the smallest N of 32, 64, 96, 128 that holds them).
 constexpr int k_wgmma_tile = 128;
 
-// L1 (clamped SwiGLU epilogue into h [pairs, inter] f32, times pair_weights[p] when not null),
+// L1 (clamped SwiGLU epilogue into h [pairs, inter], times pair_weights[p] when not null),
 // then, when pair_weights is set (official order), the FP8 rounding of h, then L2 into out
-// [pairs, hidden] f32. tile_count / tiles / sorted: the plan (moe_plan.cuh) with tiles of up to
+// [pairs, hidden] f32. h (the f32 workspace region) holds BF16 values in the exact order (L2
+// rounds h to BF16 anyway: same results, half the bytes) and f32 in the official order. tile_count / tiles / sorted: the plan (moe_plan.cuh) with tiles of up to
 // k_wgmma_tile pairs; tile_slots its upper bound. Weights validated by the caller (4-bit kind K,
 // hidden and inter multiples of 128).
 template <typename act_t, weight_kind K>
