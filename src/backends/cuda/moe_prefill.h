@@ -1,12 +1,15 @@
 // Prefill-path routed experts on tensor cores: 4-bit (MXFP4 / NVFP4) expert weights expanded
-// exactly to BF16 in registers, activations staged as BF16, f32 accumulation (mma.sync m16n8k16).
+// exactly to BF16 in registers, activations staged as BF16, f32 accumulation. Two GEMM cores:
+// mma.sync m16n8k16 (moe_prefill.cu) and sm_90a wgmma with the weights as the register operand
+// (moe_prefill_wgmma_kernel.cuh), same results bit for bit.
 // Same semantics, arguments and error behaviour as moe_experts / moe_experts_official (moe.h);
 // meant for prefill-sized steps (hundreds of tokens and more), where each expert sees tens of
-// tokens and a weight tile is reused across up to 64 of them.
-// Measured (H200, bench_moe_linear --prefill-only, random top-6 routing, bf16 x): Flash T = 1024
-// 3.6 ms (10.5x moe_experts, 1.8x a per-expert cuBLAS BF16 loop), T = 4096 8.1 ms (152 TFLOP/s,
-// 0.84x that loop, 0.20x one dense cuBLAS BF16 GEMM of the same size); Pro T = 1024 12.3-12.9
-// ms, T = 4096 21-23 ms. Parity-tested for T = 3..2048; not timed below T = 1024.
+// tokens and a weight tile is reused across up to 64 (mma.sync) or 128 (wgmma) of them.
+// Measured (H200, bench_moe_linear --prefill-quick, random top-6 routing, bf16 x), wgmma core:
+// Flash T = 1024 2.7-2.9 ms (1.2-1.35x mma.sync), T = 4096 4.2-4.4 ms (281-297 TFLOP/s,
+// 1.8-1.95x mma.sync, 1.7x a per-expert cuBLAS BF16 loop, 0.36-0.37x one dense cuBLAS BF16
+// GEMM of the same size); Pro T = 4096 13.2-13.5 ms (0.31-0.32x dense). Parity-tested for
+// T = 3..2048.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -20,12 +23,13 @@
 namespace dsv4::cuda {
 
 // The GEMM core: mma.sync m16n8k16 (64-pair tiles, moe_prefill.cu) or sm_90a wgmma with the
-// expanded weights as the register operand (128-pair tiles, moe_prefill_wgmma.cu); automatic
-// asks moe_prefill_use_wgmma. Both give the same results up to f32 summation order.
+// expanded weights as the register operand (up to 128-pair tiles, moe_prefill_wgmma*.cu);
+// automatic asks moe_prefill_use_wgmma. Both sum every output over k in the same order (their
+// outputs compared bit for bit equal at Flash and Pro sizes).
 enum class moe_prefill_core { automatic, mma_sync, wgmma };
 
-// The automatic choice for a step of `tokens` x `top_k` pairs over `experts` experts.
-// Currently always mma_sync: the wgmma core is not yet GPU-verified.
+// The automatic choice for a step of `tokens` x `top_k` pairs over `experts` experts: wgmma on
+// a compute capability 9.0 device (it was faster in every measured case), else mma.sync.
 bool moe_prefill_use_wgmma(int64_t tokens, int64_t top_k, int64_t experts);
 
 // Whether moe_prefill_experts takes these weights for a step of `tokens` x `top_k` pairs (the
