@@ -441,7 +441,7 @@ bool moe_prefill_supported(const device_weight& w1, const device_weight& w3,
 }
 
 bool moe_prefill_use_wgmma(int64_t tokens, int64_t top_k, int64_t experts) {
-  // Measured (H200, bench_moe_linear --prefill-quick): faster than mma.sync in all 36 timed
+  // Measured (H200, bench_moe_linear --prefill-quick): faster than mma.sync in all 34 timed
   // cases (Flash and Pro, MXFP4 and NVFP4, T = 256 / 1024 / 4096, bf16 / f32 / official), with
   // identical outputs; smaller steps were not timed and take it too.
   (void)tokens, (void)top_k, (void)experts;
