@@ -18,9 +18,9 @@ constexpr int k_wgmma_tile = 128;
 // L1 (clamped SwiGLU epilogue into h [pairs, inter], times pair_weights[p] when not null),
 // then, when pair_weights is set (official order), the FP8 rounding of h, then L2 into out
 // [pairs, hidden] f32. h (the f32 workspace region) holds BF16 values in the exact order (L2
-// rounds h to BF16 anyway: same results, half the bytes) and f32 in the official order. tile_count / tiles / sorted: the plan (moe_plan.cuh) with tiles of up to
-// k_wgmma_tile pairs; tile_slots its upper bound. Weights validated by the caller (4-bit kind K,
-// hidden and inter multiples of 128).
+// rounds h to BF16 anyway: same results, half the bytes) and f32 in the official order. tile_count
+// / tiles / sorted: the plan (moe_plan.cuh) with tiles of up to k_wgmma_tile pairs; tile_slots its
+// upper bound. Weights validated by the caller (4-bit kind K, hidden and inter multiples of 128).
 template <typename act_t, weight_kind K>
 cudaError_t launch_wgmma_gemms(const act_t* x, int64_t top_k, const device_weight& w1,
                                const device_weight& w3, const device_weight& w2, float limit,
