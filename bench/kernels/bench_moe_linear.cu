@@ -809,7 +809,7 @@ void bench_moe_prefill(const moe_shape& sh, weight_kind kind, cudaStream_t s, cu
         calls, 10, s);
     auto report = [&](const char* kernel, const char* act, double ms) {
       const double tf = flops / (ms * 1e-3) / 1e12;
-      std::printf("%-6s %-6s %-26s %-5s %5lld %10.1f %8.1f %8.1f%% %8.1f%%\n", sh.name, kname,
+      std::printf("%-6s %-6s %-29s %-5s %5lld %10.1f %8.1f %8.1f%% %8.1f%%\n", sh.name, kname,
                   kernel, act, (long long)T, ms * 1e3, tf, 100 * dense_ms / ms, 100 * loop_ms / ms);
     };
     report("cublas bf16 dense (ceil)", "bf16", dense_ms);
@@ -847,38 +847,45 @@ void bench_moe_prefill(const moe_shape& sh, weight_kind kind, cudaStream_t s, cu
                                        s, moe_prefill_core::wgmma));
     CK(dsv4::cuda::moe_prefill_experts_official(xb, T, idx, wts, K, w1.w, w3.w, w2.w, 10.0f, ws,
                                                 ws_new, yb, s, moe_prefill_core::wgmma));
-    // Same routing and data through both cores (bf16 x, exact and official order): the k order
-    // of the sums is the same, so the outputs should agree bit for bit.
+    // Same routing and data through the cores (bf16 x, exact and official order): the k order
+    // of the sums is the same, so the outputs should agree bit for bit. wgmma_cp: the
+    // cp.async-staged variant (not yet GPU-verified).
     for (bool official : {false, true}) {
-      std::vector<__nv_bfloat16> ya(size_t(T * D)), yw(size_t(T * D));
-      for (moe_prefill_core core : {moe_prefill_core::mma_sync, moe_prefill_core::wgmma}) {
+      const moe_prefill_core cores[] = {moe_prefill_core::mma_sync, moe_prefill_core::wgmma,
+                                        moe_prefill_core::wgmma_cp};
+      std::vector<__nv_bfloat16> ys[3];
+      for (int ci = 0; ci < 3; ++ci) {
+        ys[ci].resize(size_t(T * D));
         CK(cudaMemsetAsync(yb, 0xFF, size_t(T * D) * 2, s));  // NaN: unwritten shows
         if (official)
           CK(dsv4::cuda::moe_prefill_experts_official(xb, T, idx, wts, K, w1.w, w3.w, w2.w, 10.0f,
-                                                      ws, ws_new, yb, s, core));
+                                                      ws, ws_new, yb, s, cores[ci]));
         else
-          wg_bf16(0, s, core);
+          wg_bf16(0, s, cores[ci]);
         CK(cudaStreamSynchronize(s));
-        auto& dst = core == moe_prefill_core::wgmma ? yw : ya;
-        CK(cudaMemcpy(dst.data(), yb, dst.size() * 2, cudaMemcpyDeviceToHost));
+        CK(cudaMemcpy(ys[ci].data(), yb, ys[ci].size() * 2, cudaMemcpyDeviceToHost));
       }
-      double num = 0, den = 0;
-      size_t differ = 0, nan = 0;
-      for (size_t j = 0; j < ya.size(); ++j) {
-        const double a = __bfloat162float(ya[j]), b = __bfloat162float(yw[j]);
-        if (std::isnan(a) || std::isnan(b)) {
-          ++nan;
-          continue;
+      for (int ci = 1; ci < 3; ++ci) {
+        const std::vector<__nv_bfloat16>&ya = ys[0], &yw = ys[ci];
+        double num = 0, den = 0;
+        size_t differ = 0, nan = 0;
+        for (size_t j = 0; j < ya.size(); ++j) {
+          const double a = __bfloat162float(ya[j]), b = __bfloat162float(yw[j]);
+          if (std::isnan(a) || std::isnan(b)) {
+            ++nan;
+            continue;
+          }
+          differ += a != b;
+          num += (a - b) * (a - b);
+          den += a * a;
         }
-        differ += a != b;
-        num += (a - b) * (a - b);
-        den += a * a;
+        std::printf(
+            "%-6s %-6s   %s vs mma.sync y (bf16 x, %s, T=%lld): nmse %.2e, %zu of %zu differ, "
+            "%zu NaN, rms(y) %.3g\n",
+            sh.name, kname, ci == 1 ? "wgmma" : "wgmma_cp", official ? "official" : "exact",
+            (long long)T, den > 0 ? num / den : num, differ, ya.size(), nan,
+            std::sqrt(den / double(ya.size())));
       }
-      std::printf(
-          "%-6s %-6s   wgmma vs mma.sync y (bf16 x, %s, T=%lld): nmse %.2e, %zu of %zu differ, "
-          "%zu NaN, rms(y) %.3g\n",
-          sh.name, kname, official ? "official" : "exact", (long long)T, den > 0 ? num / den : num,
-          differ, ya.size(), nan, std::sqrt(den / double(ya.size())));
     }
     const double wb = time_prefill_per_call(
         [&](int i, cudaStream_t st) { wg_bf16(i, st, moe_prefill_core::wgmma); }, calls, 20, s);
@@ -898,6 +905,17 @@ void bench_moe_prefill(const moe_shape& sh, weight_kind kind, cudaStream_t s, cu
         },
         calls, 20, s);
     report("moe_prefill_official wgmma", "bf16", wo);
+    const double cb = time_prefill_per_call(
+        [&](int i, cudaStream_t st) { wg_bf16(i, st, moe_prefill_core::wgmma_cp); }, calls, 20, s);
+    report("moe_prefill wgmma_cp", "bf16", cb);
+    const double co = time_prefill_per_call(
+        [&](int i, cudaStream_t st) {
+          CK(dsv4::cuda::moe_prefill_experts_official(xb, T, idx + sl(i), wts + sl(i), K, w1.w,
+                                                      w3.w, w2.w, 10.0f, ws, ws_new, yb, st,
+                                                      moe_prefill_core::wgmma_cp));
+        },
+        calls, 20, s);
+    report("moe_prefill_official wgmma_cp", "bf16", co);
     std::printf("%-6s %-6s   speed-up wgmma vs mma.sync (bf16 x, T=%lld) %.2fx\n", sh.name, kname,
                 (long long)T, nb / wb);
     if (T == 1024 && !g_prefill_quick) {
@@ -929,7 +947,7 @@ void bench_prefill_section(cudaStream_t s, cublasHandle_t h) {
       "\n## routed MoE prefill (graph of 4 calls, fresh routing each, median replay; weights "
       "past L2; TFLOP/s = 2*T*top_k*3*D*I / time; %%dense / %%loop = cuBLAS BF16 dense-GEMM / "
       "per-expert-loop time over this time)\n");
-  std::printf("%-6s %-6s %-26s %-5s %5s %10s %8s %9s %9s\n", "model", "format", "kernel", "act",
+  std::printf("%-6s %-6s %-29s %-5s %5s %10s %8s %9s %9s\n", "model", "format", "kernel", "act",
               "T", "us", "TFLOP/s", "%dense", "%loop");
   const moe_shape flash{"flash", 4096, 2048, 256, 6}, pro{"pro", 7168, 3072, 384, 6};
   for (const moe_shape& sh : {flash, pro}) {

@@ -71,7 +71,7 @@ int64_t max_tiles(int64_t pairs, int64_t experts, int64_t tile = k_tile) {
 }
 
 struct layout {
-  size_t count = 0, sorted, tiles, h, out, total;
+  size_t count = 0, sorted, tiles, h, out, xp, total;
 };
 
 layout make_layout(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidden, int64_t inter) {
@@ -81,7 +81,8 @@ layout make_layout(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidde
   l.tiles = l.sorted + align_256(size_t(pairs) * 4);
   l.h = l.tiles + align_256(size_t(max_tiles(pairs, experts)) * sizeof(int4));
   l.out = l.h + align_256(size_t(pairs) * size_t(inter) * 4);
-  l.total = l.out + align_256(size_t(pairs) * size_t(hidden) * 4);
+  l.xp = l.out + align_256(size_t(pairs) * size_t(hidden) * 4);  // wgmma_cp: x' (BF16)
+  l.total = l.xp + align_256(size_t(tokens) * size_t(hidden) * 2);
   return l;
 }
 
@@ -380,8 +381,10 @@ cudaError_t run_prefill(const act_t* x, int64_t tokens, const int32_t* indices,
   if (core == moe_prefill_core::automatic)
     core = moe_prefill_use_wgmma(tokens, top_k, experts) ? moe_prefill_core::wgmma
                                                          : moe_prefill_core::mma_sync;
-  if (core == moe_prefill_core::wgmma && !wgmma_device()) return cudaErrorInvalidValue;
-  const bool wg = core == moe_prefill_core::wgmma;
+  const bool wg = core == moe_prefill_core::wgmma || core == moe_prefill_core::wgmma_cp;
+  if (wg && !wgmma_device()) return cudaErrorInvalidValue;
+  auto* xp =
+      core == moe_prefill_core::wgmma_cp ? reinterpret_cast<__nv_bfloat16*>(base + l.xp) : nullptr;
   const int tile = wg ? k_wgmma_tile : k_tile;
   const int64_t tile_slots = max_tiles(pairs, experts, tile);
 
@@ -394,10 +397,10 @@ cudaError_t run_prefill(const act_t* x, int64_t tokens, const int32_t* indices,
   if (wg)
     status = mx ? launch_wgmma_gemms<act_t, weight_kind::mxfp4>(
                       x, top_k, w1, w3, w2, swiglu_limit, tile_count, tiles, sorted, tile_slots,
-                      pair_weights, indices, pairs, h, out, stream)
+                      pair_weights, indices, pairs, h, out, xp, stream)
                 : launch_wgmma_gemms<act_t, weight_kind::nvfp4>(
                       x, top_k, w1, w3, w2, swiglu_limit, tile_count, tiles, sorted, tile_slots,
-                      pair_weights, indices, pairs, h, out, stream);
+                      pair_weights, indices, pairs, h, out, xp, stream);
   else
     status = mx ? launch_gemms<act_t, weight_kind::mxfp4>(
                       x, top_k, w1, w3, w2, swiglu_limit, tile_count, tiles, sorted, tile_slots,

@@ -26,7 +26,10 @@ namespace dsv4::cuda {
 // expanded weights as the register operand (up to 128-pair tiles, moe_prefill_wgmma*.cu);
 // automatic asks moe_prefill_use_wgmma. Both sum every output over k in the same order (their
 // outputs compared bit for bit equal at Flash and Pro sizes).
-enum class moe_prefill_core { automatic, mma_sync, wgmma };
+// wgmma_cp: the wgmma core with the activations pre-permuted to BF16 and staged by cp.async
+// (moe_prefill_wgmma_kernel.cuh), NOT GPU-VERIFIED and never chosen automatically: parity cases
+// moe_prefill[_official]_wgmma_cp and bench rows are there for the next device session.
+enum class moe_prefill_core { automatic, mma_sync, wgmma, wgmma_cp };
 
 // The automatic choice for a step of `tokens` x `top_k` pairs over `experts` experts: wgmma on
 // a compute capability 9.0 device (it was faster in every measured case), else mma.sync.

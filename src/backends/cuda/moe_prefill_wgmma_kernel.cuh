@@ -436,3 +436,241 @@ cudaError_t launch_wgmma_up(dim3 grid, const in_t* x, int top_k, const int* tile
                             cudaStream_t stream);
 
 }  // namespace dsv4::cuda::prefill
+
+// ---- The cp.async-staged variant (moe_prefill_core::wgmma_cp). NOT GPU-VERIFIED. ----
+//
+// The activations come pre-permuted into the logical k order above, as BF16 (x by
+// moe_prefill_permute_kernel, h by L1's epilogue), so B is staged by plain 16-byte cp.async
+// straight into the swizzled stages, two rounds ahead, with the weights of the same round in the
+// same cp.async group: no activation registers, no load-to-store wait inside a round. Four B
+// stages: the stage filled during round r (for r + 2) was last read by round r - 2, complete
+// before the barrier that opens round r. Official order: L1 here (f32 h, not permuted), L2 the
+// register-staged kernel above.
+namespace dsv4::cuda::prefill {
+
+namespace {
+
+constexpr int k_cp_stages = 4;
+constexpr int k_cp_smem_bytes = k_cp_stages * k_stage_bytes + k_wdepth * k_wround_bytes + 1024;
+
+// Logical position (within its 128-wide round) of physical k p: p = 32 c + 8 w + i + 4 h sits at
+// 32 w + 8 i + 2 c + h.
+__host__ __device__ constexpr int permuted_k(int p) {
+  return 32 * ((p >> 3) & 3) + 8 * (p & 3) + 2 * (p >> 5) + ((p >> 2) & 1);
+}
+static_assert(permuted_k(0) == 0 && permuted_k(4) == 1 && permuted_k(32) == 2 &&
+                  permuted_k(1) == 8 && permuted_k(8) == 32 && permuted_k(127) == 127,
+              "logical k order of the top of the file");
+
+// 16 bytes, or 16 zero bytes when src_bytes is 0 (src is then not read).
+__device__ __forceinline__ void cp_async_16_zfill(uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes)
+               : "memory");
+}
+
+template <typename out_t, weight_kind K, bool UP, int N>
+__device__ __forceinline__ void gemm_tile_cp(const block_args& ba, const fp4_weight& wa,
+                                             const fp4_weight& wb,
+                                             const __nv_bfloat16* const* row_src,
+                                             const int* pair_of, uint8_t* stages, float limit,
+                                             const float* pair_weights, out_t* dst) {
+  constexpr int per_thread = N * 16 / k_threads;  // 16-byte B chunks per thread and round
+  static_assert(per_thread * k_threads == N * 16, "N a multiple of 16");
+  const int tid = threadIdx.x, lane = tid % k_warp_size;
+  const int g = lane / 4, c = lane % 4;
+  tile_rows tr[2];
+  tr[0] = locate_tile<K>(wa, ba.e, ba.r0 + g);
+  tr[1] = locate_tile<K>(wb, ba.e, ba.r0 + ba.b_offset + g);
+  const int64_t klane = c * 32;
+  const bool f32_scale = wa.scale_f32;
+
+  float acc[2][N / 2];
+#pragma unroll
+  for (int m = 0; m < 2; ++m)
+#pragma unroll
+    for (int j = 0; j < N / 2; ++j) acc[m][j] = 0.0f;
+
+  const int rounds = int(ba.cols / k_round);
+  const uint32_t sbase = smem_addr(stages);
+  const uint32_t wring = sbase + k_cp_stages * k_stage_bytes + tid * 16;
+  const auto wslot = [&](int round, int m, int i) {
+    return wring + ((round % k_wdepth) * 4 + 2 * m + i) * (k_threads * 16);
+  };
+  // Round `round`'s weights (this thread's) and B chunks (16 consecutive threads per token row).
+  const auto issue = [&](int round) {
+    if (round < rounds) {
+#pragma unroll
+      for (int m = 0; m < 2; ++m)
+#pragma unroll
+        for (int i = 0; i < 2; ++i)
+          cp_async_16(wslot(round, m, i), tr[m].w[i] + (int64_t(round) * k_round + klane) / 2);
+      const uint32_t stage = sbase + (round % k_cp_stages) * k_stage_bytes;
+#pragma unroll
+      for (int q = 0; q < per_thread; ++q) {
+        const int idx = tid + q * k_threads, n = idx >> 4, j = idx & 15;
+        const __nv_bfloat16* row = row_src[n];
+        const uint32_t d = stage + (j >> 3) * k_atom_bytes + n * 128 + (((j & 7) ^ (n & 7)) << 4);
+        cp_async_16_zfill(d, row ? row + int64_t(round) * k_round + 8 * j : row_src[0],
+                          row ? 16 : 0);
+      }
+    }
+    cp_async_commit();  // empty past the end: the group count stays uniform
+  };
+  issue(0);
+  issue(1);
+  tile_round cur[2], nxt[2];
+#pragma unroll
+  for (int m = 0; m < 2; ++m) load_tile_scales<K>(cur[m], tr[m], f32_scale, klane);
+
+  for (int r = 0; r < rounds; ++r) {
+    const bool more = r + 1 < rounds;
+    cp_async_wait<1>();  // this thread's round r chunks have landed
+    fence_async_smem();
+    __syncthreads();  // everyone's round r chunks; round r - 2's wgmmas retired
+    issue(r + 2);
+    const uint32_t buf = sbase + (r % k_cp_stages) * k_stage_bytes;
+#pragma unroll
+    for (int m = 0; m < 2; ++m)
+#pragma unroll
+      for (int i = 0; i < 2; ++i) cur[m].v[i] = lds_16(wslot(r, m, i));
+    if (more)
+#pragma unroll
+      for (int m = 0; m < 2; ++m)
+        load_tile_scales<K>(nxt[m], tr[m], f32_scale, int64_t(r + 1) * k_round + klane);
+    const tile_scale sc[2] = {scale_of<K>(cur[0]), scale_of<K>(cur[1])};
+    uint32_t a[4][2][4];  // [step & 3][accumulator][reg]
+    const auto step = [&](auto s_const) {
+      constexpr int s = decltype(s_const)::value;
+      expand_step<K, s>(cur[0], sc[0], a[s & 3][0]);
+      expand_step<K, s>(cur[1], sc[1], a[s & 3][1]);
+      __syncwarp();
+      wg_fence();
+      const uint64_t d = smem_desc(buf + (s >> 2) * k_atom_bytes + (s & 3) * 32);
+      wgmma_rs<N>::run(acc[0], a[s & 3][0], d);
+      wgmma_rs<N>::run(acc[1], a[s & 3][1], d);
+      wg_commit();
+      wg_wait<1>();
+    };
+    step(std::integral_constant<int, 0>{});
+    step(std::integral_constant<int, 1>{});
+    step(std::integral_constant<int, 2>{});
+    step(std::integral_constant<int, 3>{});
+    step(std::integral_constant<int, 4>{});
+    step(std::integral_constant<int, 5>{});
+    step(std::integral_constant<int, 6>{});
+    step(std::integral_constant<int, 7>{});
+#pragma unroll
+    for (int m = 0; m < 2; ++m)
+#pragma unroll
+      for (int i = 0; i < 2; ++i) cur[m].s[i] = nxt[m].s[i];
+  }
+  cp_async_wait<0>();
+  wg_wait<0>();
+#pragma unroll
+  for (int m = 0; m < 2; ++m)
+#pragma unroll
+    for (int j = 0; j < N / 2; ++j) reg_fence(acc[m][j]);
+
+  // As gemm_tile's epilogue; L1 with BF16 h writes each row at its permuted column (L2's B).
+  float fa = 1.0f, fb = 1.0f;
+  if constexpr (K == weight_kind::nvfp4) {
+    fa = (wa.global ? __ldg(wa.global + ba.e) : 1.0f) * 256.0f;
+    fb = (wb.global ? __ldg(wb.global + ba.e) : 1.0f) * 256.0f;
+  }
+#pragma unroll
+  for (int j = 0; j < N / 2; ++j) {
+    const int t = 8 * (j >> 2) + 2 * c + (j & 1);
+    if (t >= ba.ntok) continue;
+    const int p = pair_of[t];
+    const int64_t row = ba.r0 + g + 8 * ((j >> 1) & 1);
+    if constexpr (UP) {
+      if (row < ba.out_rows) {
+        const float v = moe_swiglu_value(acc[0][j] * fa, acc[1][j] * fb, limit);
+        const int64_t col = std::is_same_v<out_t, __nv_bfloat16>
+                                ? (row & ~int64_t(127)) | permuted_k(int(row & 127))
+                                : row;
+        dst[int64_t(p) * ba.out_rows + col] =
+            act_from_f32<out_t>(pair_weights ? __fmul_rn(v, pair_weights[p]) : v);
+      }
+    } else {
+      if (row < ba.out_rows)
+        dst[int64_t(p) * ba.out_rows + row] = act_from_f32<out_t>(acc[0][j] * fa);
+      if (row + ba.b_offset < ba.out_rows)
+        dst[int64_t(p) * ba.out_rows + row + ba.b_offset] = act_from_f32<out_t>(acc[1][j] * fb);
+    }
+  }
+}
+
+// As moe_prefill_wgmma_kernel, src pre-permuted BF16 (x' or h').
+template <typename out_t, weight_kind K, bool UP>
+__global__ void __launch_bounds__(k_threads, 1)
+    moe_prefill_wgmma_cp_kernel(const __nv_bfloat16* src, int top_k, const int* tile_count,
+                                const int4* tiles, const int* sorted, fp4_weight wa, fp4_weight wb,
+                                float limit, const float* pair_weights, out_t* dst) {
+#if DSV4_PREFILL_WGMMA
+  extern __shared__ uint8_t smem_raw[];
+  __shared__ const __nv_bfloat16* row_src[k_wgmma_tile];
+  __shared__ int pair_of[k_wgmma_tile];
+  const int slot = blockIdx.y;
+  if (slot >= *tile_count) return;  // uniform over the block
+  const int4 tile = tiles[slot];
+  block_args ba;
+  ba.e = tile.x;
+  ba.ntok = tile.z;
+  ba.cols = wa.cols;
+  ba.out_rows = wa.rows;
+  if (threadIdx.x < k_wgmma_tile) {
+    const int p = int(threadIdx.x) < ba.ntok ? sorted[tile.y + threadIdx.x] : -1;
+    pair_of[threadIdx.x] = p;
+    row_src[threadIdx.x] = p < 0 ? nullptr : src + int64_t(UP ? p / top_k : p) * ba.cols;
+  }
+  const int wg = threadIdx.x / 128, warp = (threadIdx.x / k_warp_size) % 4;
+  ba.r0 = UP ? int64_t(blockIdx.x) * k_up_rows + wg * 64 + warp * 16
+             : int64_t(blockIdx.x) * k_down_rows + wg * 128 + warp * 16;
+  ba.b_offset = UP ? 0 : 64;
+  const uint32_t base = smem_addr(smem_raw);
+  uint8_t* stages = smem_raw + ((1024u - (base & 1023u)) & 1023u);
+  __syncthreads();
+  if (ba.ntok <= 32)
+    gemm_tile_cp<out_t, K, UP, 32>(ba, wa, wb, row_src, pair_of, stages, limit, pair_weights, dst);
+  else if (ba.ntok <= 64)
+    gemm_tile_cp<out_t, K, UP, 64>(ba, wa, wb, row_src, pair_of, stages, limit, pair_weights, dst);
+  else if (ba.ntok <= 96)
+    gemm_tile_cp<out_t, K, UP, 96>(ba, wa, wb, row_src, pair_of, stages, limit, pair_weights, dst);
+  else
+    gemm_tile_cp<out_t, K, UP, 128>(ba, wa, wb, row_src, pair_of, stages, limit, pair_weights, dst);
+#else
+  __trap();
+#endif
+}
+
+template <typename out_t, weight_kind K, bool UP>
+cudaError_t launch_one_cp(dim3 grid, const __nv_bfloat16* src, int top_k, const int* tile_count,
+                          const int4* tiles, const int* sorted, const fp4_weight& wa,
+                          const fp4_weight& wb, float limit, const float* pair_weights, out_t* dst,
+                          cudaStream_t stream) {
+  static bool configured = false;  // one attribute call per instantiation
+  if (!configured) {
+    const cudaError_t e =
+        cudaFuncSetAttribute(moe_prefill_wgmma_cp_kernel<out_t, K, UP>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, k_cp_smem_bytes);
+    if (e != cudaSuccess) return e;
+    configured = true;
+  }
+  moe_prefill_wgmma_cp_kernel<out_t, K, UP><<<grid, k_threads, k_cp_smem_bytes, stream>>>(
+      src, top_k, tile_count, tiles, sorted, wa, wb, limit, pair_weights, dst);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+// L1 launch of the cp.async-staged variant (moe_prefill_wgmma_up.cu): x' times W1 and W3 into h
+// (BF16 permuted, or f32 in physical order).
+template <typename out_t, weight_kind K>
+cudaError_t launch_wgmma_cp_up(dim3 grid, const __nv_bfloat16* xp, int top_k, const int* tile_count,
+                               const int4* tiles, const int* sorted, const fp4_weight& w1,
+                               const fp4_weight& w3, float limit, const float* pair_weights,
+                               out_t* h, cudaStream_t stream);
+
+}  // namespace dsv4::cuda::prefill
