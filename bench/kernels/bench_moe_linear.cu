@@ -31,6 +31,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -687,6 +688,12 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
 }
 
 // ---- MoE prefill (moe_prefill.h) ----
+// --prefill-quick: without the old moe_experts; --prefill-flash: Flash shapes only (to fit one
+// device call).
+// --prefill-cp: also the not yet GPU-verified wgmma_cp variant (left out by default: a fault there
+// would end the whole run).
+bool g_prefill_quick = false, g_prefill_flash = false, g_prefill_cp = false;
+
 // Median ms per call of a graph of `calls` consecutive calls replayed `replays` times.
 double time_prefill_per_call(const std::function<void(int, cudaStream_t)>& body, int calls,
                              int replays, cudaStream_t s) {
@@ -804,7 +811,7 @@ void bench_moe_prefill(const moe_shape& sh, weight_kind kind, cudaStream_t s, cu
         calls, 10, s);
     auto report = [&](const char* kernel, const char* act, double ms) {
       const double tf = flops / (ms * 1e-3) / 1e12;
-      std::printf("%-6s %-6s %-24s %-5s %5lld %10.1f %8.1f %8.1f%% %8.1f%%\n", sh.name, kname,
+      std::printf("%-6s %-6s %-29s %-5s %5lld %10.1f %8.1f %8.1f%% %8.1f%%\n", sh.name, kname,
                   kernel, act, (long long)T, ms * 1e3, tf, 100 * dense_ms / ms, 100 * loop_ms / ms);
     };
     report("cublas bf16 dense (ceil)", "bf16", dense_ms);
@@ -831,7 +838,93 @@ void bench_moe_prefill(const moe_shape& sh, weight_kind kind, cudaStream_t s, cu
         },
         calls, 20, s);
     report("moe_prefill_official", "bf16", ob);
-    if (T == 1024) {
+    // The wgmma core on the same data; first an eager call of each instantiation (its one-time
+    // shared-memory attribute stays out of the capture) and an output comparison with mma.sync.
+    using dsv4::cuda::moe_prefill_core;
+    const auto wg_bf16 = [&](int i, cudaStream_t st, moe_prefill_core core) {
+      CK(dsv4::cuda::moe_prefill_experts(xb, T, idx + sl(i), wts + sl(i), K, w1.w, w3.w, w2.w,
+                                         10.0f, ws, ws_new, yb, st, core));
+    };
+    CK(dsv4::cuda::moe_prefill_experts(xf, T, idx, wts, K, w1.w, w3.w, w2.w, 10.0f, ws, ws_new, yf,
+                                       s, moe_prefill_core::wgmma));
+    CK(dsv4::cuda::moe_prefill_experts_official(xb, T, idx, wts, K, w1.w, w3.w, w2.w, 10.0f, ws,
+                                                ws_new, yb, s, moe_prefill_core::wgmma));
+    // Same routing and data through the cores (bf16 x, exact and official order): the k order
+    // of the sums is the same, so the outputs should agree bit for bit. wgmma_cp: the
+    // cp.async-staged variant (not yet GPU-verified).
+    for (bool official : {false, true}) {
+      const moe_prefill_core cores[] = {moe_prefill_core::mma_sync, moe_prefill_core::wgmma,
+                                        moe_prefill_core::wgmma_cp};
+      std::vector<__nv_bfloat16> ys[3];
+      const int ncores = g_prefill_cp ? 3 : 2;
+      for (int ci = 0; ci < ncores; ++ci) {
+        ys[ci].resize(size_t(T * D));
+        CK(cudaMemsetAsync(yb, 0xFF, size_t(T * D) * 2, s));  // NaN: unwritten shows
+        if (official)
+          CK(dsv4::cuda::moe_prefill_experts_official(xb, T, idx, wts, K, w1.w, w3.w, w2.w, 10.0f,
+                                                      ws, ws_new, yb, s, cores[ci]));
+        else
+          wg_bf16(0, s, cores[ci]);
+        CK(cudaStreamSynchronize(s));
+        CK(cudaMemcpy(ys[ci].data(), yb, ys[ci].size() * 2, cudaMemcpyDeviceToHost));
+      }
+      for (int ci = 1; ci < ncores; ++ci) {
+        const std::vector<__nv_bfloat16>&ya = ys[0], &yw = ys[ci];
+        double num = 0, den = 0;
+        size_t differ = 0, nan = 0;
+        for (size_t j = 0; j < ya.size(); ++j) {
+          const double a = __bfloat162float(ya[j]), b = __bfloat162float(yw[j]);
+          if (std::isnan(a) || std::isnan(b)) {
+            ++nan;
+            continue;
+          }
+          differ += a != b;
+          num += (a - b) * (a - b);
+          den += a * a;
+        }
+        std::printf(
+            "%-6s %-6s   %s vs mma.sync y (bf16 x, %s, T=%lld): nmse %.2e, %zu of %zu differ, "
+            "%zu NaN, rms(y) %.3g\n",
+            sh.name, kname, ci == 1 ? "wgmma" : "wgmma_cp", official ? "official" : "exact",
+            (long long)T, den > 0 ? num / den : num, differ, ya.size(), nan,
+            std::sqrt(den / double(ya.size())));
+      }
+    }
+    const double wb = time_prefill_per_call(
+        [&](int i, cudaStream_t st) { wg_bf16(i, st, moe_prefill_core::wgmma); }, calls, 20, s);
+    report("moe_prefill wgmma", "bf16", wb);
+    const double wf = time_prefill_per_call(
+        [&](int i, cudaStream_t st) {
+          CK(dsv4::cuda::moe_prefill_experts(xf, T, idx + sl(i), wts + sl(i), K, w1.w, w3.w, w2.w,
+                                             10.0f, ws, ws_new, yf, st, moe_prefill_core::wgmma));
+        },
+        calls, 20, s);
+    report("moe_prefill wgmma", "f32", wf);
+    const double wo = time_prefill_per_call(
+        [&](int i, cudaStream_t st) {
+          CK(dsv4::cuda::moe_prefill_experts_official(xb, T, idx + sl(i), wts + sl(i), K, w1.w,
+                                                      w3.w, w2.w, 10.0f, ws, ws_new, yb, st,
+                                                      moe_prefill_core::wgmma));
+        },
+        calls, 20, s);
+    report("moe_prefill_official wgmma", "bf16", wo);
+    if (g_prefill_cp) {
+      const double cb = time_prefill_per_call(
+          [&](int i, cudaStream_t st) { wg_bf16(i, st, moe_prefill_core::wgmma_cp); }, calls, 20,
+          s);
+      report("moe_prefill wgmma_cp", "bf16", cb);
+      const double co = time_prefill_per_call(
+          [&](int i, cudaStream_t st) {
+            CK(dsv4::cuda::moe_prefill_experts_official(xb, T, idx + sl(i), wts + sl(i), K, w1.w,
+                                                        w3.w, w2.w, 10.0f, ws, ws_new, yb, st,
+                                                        moe_prefill_core::wgmma_cp));
+          },
+          calls, 20, s);
+      report("moe_prefill_official wgmma_cp", "bf16", co);
+    }
+    std::printf("%-6s %-6s   speed-up wgmma vs mma.sync (bf16 x, T=%lld) %.2fx\n", sh.name, kname,
+                (long long)T, nb / wb);
+    if (T == 1024 && !g_prefill_quick) {
       const double old_ms = time_prefill_per_call(
           [&](int i, cudaStream_t st) {
             CK(dsv4::cuda::moe_experts<__nv_bfloat16>(xb, T, idx + sl(i), wts + sl(i), K, w1.w,
@@ -860,11 +953,13 @@ void bench_prefill_section(cudaStream_t s, cublasHandle_t h) {
       "\n## routed MoE prefill (graph of 4 calls, fresh routing each, median replay; weights "
       "past L2; TFLOP/s = 2*T*top_k*3*D*I / time; %%dense / %%loop = cuBLAS BF16 dense-GEMM / "
       "per-expert-loop time over this time)\n");
-  std::printf("%-6s %-6s %-24s %-5s %5s %10s %8s %9s %9s\n", "model", "format", "kernel", "act",
+  std::printf("%-6s %-6s %-29s %-5s %5s %10s %8s %9s %9s\n", "model", "format", "kernel", "act",
               "T", "us", "TFLOP/s", "%dense", "%loop");
   const moe_shape flash{"flash", 4096, 2048, 256, 6}, pro{"pro", 7168, 3072, 384, 6};
-  for (const moe_shape& sh : {flash, pro})
+  for (const moe_shape& sh : {flash, pro}) {
+    if (g_prefill_flash && std::string(sh.name) != "flash") continue;
     for (weight_kind k : {weight_kind::mxfp4, weight_kind::nvfp4}) bench_moe_prefill(sh, k, s, h);
+  }
 }
 
 }  // namespace
@@ -876,6 +971,9 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--moe-only") only_moe = true;
     if (a == "--prefill-only") only_prefill = true;
+    if (a == "--prefill-quick") only_prefill = g_prefill_quick = true;
+    if (a == "--prefill-flash") only_prefill = g_prefill_flash = true;
+    if (a == "--prefill-cp") g_prefill_cp = true;
     if (a == "--decode-only") g_decode_only = only_moe = true;
     if (a == "--replays" && i + 1 < argc) k_replays = std::max(5, std::atoi(argv[++i]));
   }

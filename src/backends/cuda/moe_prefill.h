@@ -1,12 +1,15 @@
 // Prefill-path routed experts on tensor cores: 4-bit (MXFP4 / NVFP4) expert weights expanded
-// exactly to BF16 in registers, activations staged as BF16, f32 accumulation (mma.sync m16n8k16).
+// exactly to BF16 in registers, activations staged as BF16, f32 accumulation. Two GEMM cores:
+// mma.sync m16n8k16 (moe_prefill.cu) and sm_90a wgmma with the weights as the register operand
+// (moe_prefill_wgmma_kernel.cuh), same results bit for bit.
 // Same semantics, arguments and error behaviour as moe_experts / moe_experts_official (moe.h);
 // meant for prefill-sized steps (hundreds of tokens and more), where each expert sees tens of
-// tokens and a weight tile is reused across up to 64 of them.
-// Measured (H200, bench_moe_linear --prefill-only, random top-6 routing, bf16 x): Flash T = 1024
-// 3.6 ms (10.5x moe_experts, 1.8x a per-expert cuBLAS BF16 loop), T = 4096 8.1 ms (152 TFLOP/s,
-// 0.84x that loop, 0.20x one dense cuBLAS BF16 GEMM of the same size); Pro T = 1024 12.3-12.9
-// ms, T = 4096 21-23 ms. Parity-tested for T = 3..2048; not timed below T = 1024.
+// tokens and a weight tile is reused across up to 64 (mma.sync) or 128 (wgmma) of them.
+// Measured (H200, bench_moe_linear --prefill-quick, random top-6 routing, bf16 x), wgmma core:
+// Flash T = 1024 2.7-2.9 ms (1.2-1.35x mma.sync), T = 4096 4.2-4.4 ms (281-297 TFLOP/s,
+// 1.8-1.95x mma.sync, 1.7x a per-expert cuBLAS BF16 loop, 0.36-0.37x one dense cuBLAS BF16
+// GEMM of the same size); Pro T = 4096 13.2-13.5 ms (0.31-0.32x dense). Parity-tested for
+// T = 3..2048.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -18,6 +21,19 @@
 #include "backends/cuda/linear.h"
 
 namespace dsv4::cuda {
+
+// The GEMM core: mma.sync m16n8k16 (64-pair tiles, moe_prefill.cu) or sm_90a wgmma with the
+// expanded weights as the register operand (up to 128-pair tiles, moe_prefill_wgmma*.cu);
+// automatic asks moe_prefill_use_wgmma. Both sum every output over k in the same order (their
+// outputs compared bit for bit equal at Flash and Pro sizes).
+// wgmma_cp: the wgmma core with the activations pre-permuted to BF16 and staged by cp.async
+// (moe_prefill_wgmma_kernel.cuh), NOT GPU-VERIFIED and never chosen automatically: parity cases
+// moe_prefill[_official]_wgmma_cp and bench rows are there for the next device session.
+enum class moe_prefill_core { automatic, mma_sync, wgmma, wgmma_cp };
+
+// The automatic choice for a step of `tokens` x `top_k` pairs over `experts` experts: wgmma on
+// a compute capability 9.0 device (it was faster in every measured case), else mma.sync.
+bool moe_prefill_use_wgmma(int64_t tokens, int64_t top_k, int64_t experts);
 
 // Whether moe_prefill_experts takes these weights for a step of `tokens` x `top_k` pairs (the
 // weight and size conditions below; x alignment and pointers are the caller's).
@@ -31,7 +47,8 @@ size_t moe_prefill_workspace_bytes(int64_t tokens, int64_t top_k, int64_t expert
 // y[t] = sum_k weights[t, k] * W2_e(silu(min(W1_e x[t], L)) * clamp(W3_e x[t], -L, L)), as
 // moe_experts. w1, w3 [inter, hidden] and w2 [hidden, inter] stacked over `experts`, all of one
 // 4-bit kind (mxfp4 with E8M0 or power-of-two f32 scales, or nvfp4); hidden and inter multiples
-// of 128; x 16-byte aligned. Anything else returns cudaErrorInvalidValue.
+// of 128; x 16-byte aligned; core wgmma only on a compute capability 9.0 device. Anything else
+// returns cudaErrorInvalidValue.
 // Launches (no host synchronisation; the grids depend only on tokens, top_k, experts and the
 // dims): a plan groups the pairs by expert into tiles of up to 64 pairs (moe_plan.cuh); L1 computes
 // each (tile, 128 rows of W1 and W3) with the clamped SwiGLU fused into the epilogue, h in f32;
@@ -44,7 +61,8 @@ cudaError_t moe_prefill_experts(const act_t* x, int64_t tokens, const int32_t* i
                                 const float* weights, int64_t top_k, const device_weight& w1,
                                 const device_weight& w3, const device_weight& w2,
                                 float swiglu_limit, void* workspace, size_t workspace_bytes,
-                                act_t* y, cudaStream_t stream);
+                                act_t* y, cudaStream_t stream,
+                                moe_prefill_core core = moe_prefill_core::automatic);
 
 // The official order (moe_experts_official): h = swiglu(...) * weights[t, k], FP8
 // quantize-dequantized per 128 values of each pair's row (exact in BF16), then y[t] = sum_k W2_e h.
@@ -54,6 +72,7 @@ cudaError_t moe_prefill_experts_official(const act_t* x, int64_t tokens, const i
                                          const device_weight& w1, const device_weight& w3,
                                          const device_weight& w2, float swiglu_limit,
                                          void* workspace, size_t workspace_bytes, act_t* y,
-                                         cudaStream_t stream);
+                                         cudaStream_t stream,
+                                         moe_prefill_core core = moe_prefill_core::automatic);
 
 }  // namespace dsv4::cuda
