@@ -54,6 +54,14 @@ using bench::median;
 using bench::read_kernel;
 
 bool g_decode_only = false;
+// Decode-section selection (--shapes flash,pro --formats mxfp4,nvfp4 --tokens 1,4,16,64): which
+// rows run; all of them by default.
+std::string g_shapes = "flash,pro", g_formats = "mxfp4,nvfp4";
+std::vector<int64_t> g_tokens = {1, 4, 16, 64};
+
+bool listed(const std::string& list, const std::string& name) {
+  return ("," + list + ",").find("," + name + ",") != std::string::npos;
+}
 
 using dsv4::cuda::device_weight;
 using dsv4::cuda::weight_kind;
@@ -485,7 +493,7 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
   fill(bf, bf_expert * bf_pool, 400, 3);
   std::mt19937_64 rng(1234);
   const char* kname = kind == weight_kind::mxfp4 ? "mxfp4" : "nvfp4";
-  for (int64_t T : {1, 4, 16, 64}) {
+  for (int64_t T : g_tokens) {
     // k_calls routings: top-k distinct experts per token, uniform over all E.
     std::vector<std::vector<int32_t>> routes(k_calls);
     double touched = 0;
@@ -636,6 +644,17 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
     if (std::string(sh.name) == "flash" && kind == weight_kind::mxfp4 && (T == 1 || T == 64)) {
       const std::string tl = " T=" + std::to_string(T);
       stage_breakdown(("flash mxfp4 f32 current" + tl).c_str(), body_new_f, k_calls, s);
+      stage_breakdown(("flash mxfp4 bf16 official current" + tl).c_str(),
+                      decode_body(dc::moe_decode_experts_official<__nv_bfloat16>, xb, yb, ws_new),
+                      k_calls, s);
+      const repacked_copy r1(w1, {}), r3(w3, {}), r2(w2, {});
+      stage_breakdown(("flash mxfp4 bf16 official repacked" + tl).c_str(),
+                      [=, &r1, &r3, &r2](int i, cudaStream_t st) {
+                        CK(dc::moe_decode_experts_official_repacked<__nv_bfloat16>(
+                            xb, T, idx + size_t(i) * T * K, wts + size_t(i) * T * K, K, r1.w, r3.w,
+                            r2.w, 10.0f, ws, ws_new, yb, st));
+                      },
+                      k_calls, s);
     }
     // Per-expert cuBLAS BF16 loop (host-known routing; 3 GEMMs per touched expert).
     void *hb1 = nullptr, *hb2 = nullptr;
@@ -684,6 +703,62 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
     CK(cudaFree(yb));
   }
   CK(cudaFree(bf));
+}
+
+// --profile: for a profiler (ncu -k regex:moe_decode), one eager call of the official-order
+// decode with bf16 activations per (shape, format, T) selected, checkpoint layout then repacked
+// (random bytes read as either layout: the work does not depend on the values). No timing here.
+void profile_decode(cudaStream_t s) {
+  const moe_shape flash{"flash", 4096, 2048, 256, 6}, pro{"pro", 7168, 3072, 384, 6};
+  namespace dc = dsv4::cuda;
+  for (const moe_shape& sh : {flash, pro})
+    for (weight_kind kind : {weight_kind::mxfp4, weight_kind::nvfp4}) {
+      if (!listed(g_shapes, sh.name) ||
+          !listed(g_formats, kind == weight_kind::mxfp4 ? "mxfp4" : "nvfp4"))
+        continue;
+      const int64_t D = sh.hidden, I = sh.inter, E = sh.experts, K = sh.top_k;
+      stacked w1(kind, I, D, E, 100), w3(kind, I, D, E, 200), w2(kind, D, I, E, 300);
+      std::mt19937_64 rng(99);
+      for (int64_t T : g_tokens) {
+        std::vector<int32_t> route;
+        for (int64_t t = 0; t < T; ++t) {
+          std::vector<int32_t> all(E);
+          for (int64_t e = 0; e < E; ++e) all[e] = int32_t(e);
+          for (int64_t k = 0; k < K; ++k) {
+            std::swap(all[k], all[k + int64_t(rng() % uint64_t(E - k))]);
+            route.push_back(all[k]);
+          }
+        }
+        int32_t* idx;
+        float* wts;
+        __nv_bfloat16 *xb, *yb;
+        CK(cudaMalloc(&idx, route.size() * 4));
+        CK(cudaMalloc(&wts, route.size() * 4));
+        CK(cudaMalloc(&xb, size_t(T * D) * 2));
+        CK(cudaMalloc(&yb, size_t(T * D) * 2));
+        CK(cudaMemcpy(idx, route.data(), route.size() * 4, cudaMemcpyHostToDevice));
+        const std::vector<float> hw(route.size(), 0.25f);
+        CK(cudaMemcpy(wts, hw.data(), hw.size() * 4, cudaMemcpyHostToDevice));
+        fill(xb, size_t(T * D) * 2, 6, 3);
+        const size_t wsb = dc::moe_decode_workspace_bytes(T, K, E, D, I);
+        void* ws;
+        CK(cudaMalloc(&ws, wsb));
+        for (int v = 0; v < 2; ++v) {
+          const auto fn = v ? dc::moe_decode_experts_official_repacked<__nv_bfloat16>
+                            : dc::moe_decode_experts_official<__nv_bfloat16>;
+          CK(fn(xb, T, idx, wts, K, w1.w, w3.w, w2.w, 10.0f, ws, wsb, yb, s));
+          CK(cudaStreamSynchronize(s));
+          std::printf("profiled %s %s T=%lld %s\n", sh.name,
+                      kind == weight_kind::mxfp4 ? "mxfp4" : "nvfp4", (long long)T,
+                      v ? "repacked" : "current");
+        }
+        CK(cudaFree(ws));
+        CK(cudaFree(idx));
+        CK(cudaFree(wts));
+        CK(cudaFree(xb));
+        CK(cudaFree(yb));
+      }
+    }
 }
 
 // ---- MoE prefill (moe_prefill.h) ----
@@ -872,12 +947,24 @@ void bench_prefill_section(cudaStream_t s, cublasHandle_t h) {
 int main(int argc, char** argv) {
   bool only_moe = false;  // --moe-only: skip the dense linears
   bool only_prefill = false;
+  bool profile = false;  // --profile: one eager call per decode variant, for ncu
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--moe-only") only_moe = true;
     if (a == "--prefill-only") only_prefill = true;
     if (a == "--decode-only") g_decode_only = only_moe = true;
     if (a == "--replays" && i + 1 < argc) k_replays = std::max(5, std::atoi(argv[++i]));
+    if (a == "--shapes" && i + 1 < argc) g_shapes = argv[++i];
+    if (a == "--formats" && i + 1 < argc) g_formats = argv[++i];
+    if (a == "--tokens" && i + 1 < argc) {
+      g_tokens.clear();
+      for (std::string t = argv[++i]; !t.empty();) {
+        const size_t comma = t.find(',');
+        g_tokens.push_back(std::atoll(t.substr(0, comma).c_str()));
+        t = comma == std::string::npos ? "" : t.substr(comma + 1);
+      }
+    }
+    if (a == "--profile") profile = true;
   }
   int dev = 0;
   CK(cudaSetDevice(dev));
@@ -899,6 +986,11 @@ int main(int argc, char** argv) {
     CK(cudaStreamDestroy(s));
     return 0;
   }
+  if (profile) {
+    profile_decode(s);
+    CK(cudaStreamDestroy(s));
+    return 0;
+  }
   const ceilings c = measure_ceilings(s);
   std::printf(
       "\n## routed MoE (graph of %d calls, median of %d replays; touched = experts a call "
@@ -908,7 +1000,10 @@ int main(int argc, char** argv) {
               "T", "touched", "us", "GB/s", "%read");
   const moe_shape flash{"flash", 4096, 2048, 256, 6}, pro{"pro", 7168, 3072, 384, 6};
   for (const moe_shape& sh : {flash, pro})
-    for (weight_kind k : {weight_kind::mxfp4, weight_kind::nvfp4}) bench_moe(sh, k, s, c, h);
+    for (weight_kind k : {weight_kind::mxfp4, weight_kind::nvfp4})
+      if (listed(g_shapes, sh.name) &&
+          listed(g_formats, k == weight_kind::mxfp4 ? "mxfp4" : "nvfp4"))
+        bench_moe(sh, k, s, c, h);
   if (!only_moe) {
     std::printf(
         "\n## dense decode linears (graph of %d calls; weight copies rotated past L2; GB/s "

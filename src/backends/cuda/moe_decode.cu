@@ -25,6 +25,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <type_traits>
 #include <utility>
 
@@ -55,13 +56,28 @@ int64_t max_chunks(int64_t pairs, int64_t experts) {
   return pairs / k_chunk + std::min(pairs, experts);
 }
 
+// K parts of the streaming kernels (repacked layout): the fewest of 1, 2, 4, 8 that give at least
+// k_stream_units work units (chunk bound x row tiles x parts) and divide the K rounds, so that
+// every warp of a full-occupancy grid (132 SMs x 16 warps ~ 2100) streams about two units. Shapes
+// only (no SM count, no routing): the workspace size follows from it.
+constexpr int64_t k_stream_units = 4096;
+int stream_parts(int64_t chunk_bound, int64_t rows, int64_t kdim) {
+  const int64_t tiles = rows / 16, rounds = kdim / 128;
+  int ks = 1;
+  while (ks < 8 && chunk_bound * tiles * ks < k_stream_units && rounds % (2 * ks) == 0) ks *= 2;
+  return ks;
+}
+
 struct layout {
-  size_t count = 0, sorted, chunks, xhi, xlo, hhi, hlo, hf, out, total;
+  size_t count = 0, sorted, chunks, xhi, xlo, hhi, hlo, hf, out, part1, part2, total;
+  int ks1 = 1, ks2 = 1;  // K parts of the streaming L1 and L2
 };
 
 layout make_layout(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidden, int64_t inter) {
   const int64_t pairs = tokens * top_k;
   layout l;
+  l.ks1 = stream_parts(max_chunks(pairs, experts), inter, hidden);
+  l.ks2 = stream_parts(max_chunks(pairs, experts), hidden, inter);
   l.sorted = 256;
   l.chunks = l.sorted + align_256(size_t(pairs) * 4);
   l.xhi = l.chunks + align_256(size_t(max_chunks(pairs, experts)) * sizeof(int4));
@@ -70,7 +86,9 @@ layout make_layout(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidde
   l.hlo = l.hhi + align_256(size_t(pairs * inter) * 2);
   l.hf = l.hlo + align_256(size_t(pairs * inter) * 2);  // official order only
   l.out = l.hf + align_256(size_t(pairs * inter) * 4);
-  l.total = l.out + align_256(size_t(pairs * hidden) * 4);
+  l.part1 = l.out + align_256(size_t(pairs * hidden) * 4);
+  l.part2 = l.part1 + align_256(size_t(l.ks1 * pairs * 2 * inter) * 4);
+  l.total = l.part2 + align_256(size_t(l.ks2 * pairs * hidden) * 4);
   return l;
 }
 
@@ -193,7 +211,8 @@ __device__ __forceinline__ int64_t scale_word_offset(int64_t round, int q, bool 
 }
 // The register pipeline's loads of one round (RING = false): 16 weight bytes of rows g and
 // g + 8 and their scales, straight into registers. RP: the weight bytes come from the repacked
-// layout instead, `rp_lane` = this lane's 32 bytes of the tile's round 0 (rounds 1 KB apart).
+// layout instead, `rp_lane` = this lane's 16 bytes of row g in the tile's round 0 (row g + 8 at
+// +512, rounds 1 KB apart).
 template <weight_kind K, bool RP = false>
 __device__ __forceinline__ void load_round(round_w<K>& r, const uint8_t* row0, const uint8_t* srow0,
                                            int64_t row_bytes, int64_t srow, bool scale_f32,
@@ -201,7 +220,8 @@ __device__ __forceinline__ void load_round(round_w<K>& r, const uint8_t* row0, c
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     if constexpr (RP)
-      r.v[i] = fp4mma::load_stream_16(rp_lane + (k / k_round) * fp4_repack::k_tile_bytes + i * 16);
+      r.v[i] = fp4mma::load_stream_16(rp_lane + (k / k_round) * fp4_repack::k_tile_bytes +
+                                      i * (fp4_repack::k_tile_bytes / 2));
     else
       r.v[i] = fp4mma::load_stream_16(row0 + i * 8 * row_bytes + k / 2);
     const uint8_t* s = srow0 + i * 8 * srow * (scale_f32 ? 4 : 1);
@@ -271,6 +291,86 @@ __device__ __forceinline__ void mma_round(float (&acc)[4], const round_w<K>& r,
   }
 }
 
+// The repacked layout's round (RP): the same products, scale steps and sums in the same order as
+// mma_round (bit-identical outputs), with the per-round overhead cut: an MXFP4 scale becomes its
+// BF16x2 multiplier m1 = 2^(e - 1) with one IMAD (e * 0x00800080 + 0x3F003F00; exact for
+// e <= 128, no carry between the halves), and the second step for E8M0 > 128 (scale > 2, never in
+// the checkpoints) is a separate whole-round variant (TWO) that the warp enters only when one of
+// its lanes needs it, instead of a branch per word. In the TWO variant every lane takes
+// mx_scale_of, whose m2 is 1.0 for e <= 128, so lanes without a large scale compute the same
+// values as in the fast variant.
+template <weight_kind K, bool SPLIT, bool TWO>
+__device__ __forceinline__ void mma_round_rp(float (&acc)[4], const round_w<K>& r,
+                                             const uint4 (&xh)[4], const uint4 (&xl)[4]) {
+  uint32_t m1[2][2], m2[2] = {0x3F803F80u, 0x3F803F80u};
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    if constexpr (K == weight_kind::mxfp4) {
+      if constexpr (TWO) {
+        const fp4mma::mx_scale s = fp4mma::mx_scale_of(r.s[i]);
+        m1[i][0] = m1[i][1] = s.m1;
+        m2[i] = s.m2;
+      } else {
+        m1[i][0] = m1[i][1] = r.s[i] * 0x00800080u + 0x3F003F00u;
+      }
+    } else {
+      m1[i][0] = fp4mma::nv_scale_of(r.s[i] & 0xFFu);
+      m1[i][1] = fp4mma::nv_scale_of(r.s[i] >> 8);
+    }
+  }
+#pragma unroll
+  for (int w = 0; w < 4; ++w) {
+    const uint32_t w0 = w == 0 ? r.v[0].x : w == 1 ? r.v[0].y : w == 2 ? r.v[0].z : r.v[0].w;
+    const uint32_t w1 = w == 0 ? r.v[1].x : w == 1 ? r.v[1].y : w == 2 ? r.v[1].z : r.v[1].w;
+    uint32_t p0[4], p1[4];
+    fp4_repack::decode_pairs(w0, p0);
+    fp4_repack::decode_pairs(w1, p1);
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      p0[j] = fp4mma::mul_bf16x2(p0[j], m1[0][w >> 1]);
+      p1[j] = fp4mma::mul_bf16x2(p1[j], m1[1][w >> 1]);
+    }
+    if constexpr (TWO) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        p0[j] = fp4mma::mul_bf16x2(p0[j], m2[0]);
+        p1[j] = fp4mma::mul_bf16x2(p1[j], m2[1]);
+      }
+    }
+    fp4mma::mma_bf16(acc, p0[0], p1[0], p0[1], p1[1], xh[w].x, xh[w].y);
+    fp4mma::mma_bf16(acc, p0[2], p1[2], p0[3], p1[3], xh[w].z, xh[w].w);
+    if constexpr (SPLIT) {
+      fp4mma::mma_bf16(acc, p0[0], p1[0], p0[1], p1[1], xl[w].x, xl[w].y);
+      fp4mma::mma_bf16(acc, p0[2], p1[2], p0[3], p1[3], xl[w].z, xl[w].w);
+    }
+  }
+}
+
+// All NM matrices of one round: mma_round for the checkpoint layout, mma_round_rp (with the
+// warp-wide choice of its TWO variant for MXFP4) for the repacked one. All lanes of the warp.
+template <weight_kind K, bool SPLIT, bool RP, int NM>
+__device__ __forceinline__ void mma_rounds(float (&acc)[NM][4], const round_w<K> (&cur)[NM],
+                                           const uint4 (&xh)[4], const uint4 (&xl)[4]) {
+  if constexpr (!RP) {
+#pragma unroll
+    for (int m = 0; m < NM; ++m) mma_round<K, SPLIT>(acc[m], cur[m], xh, xl);
+  } else if constexpr (K == weight_kind::mxfp4) {
+    uint32_t emax = 0;
+#pragma unroll
+    for (int m = 0; m < NM; ++m) emax = max(emax, max(cur[m].s[0], cur[m].s[1]));
+    if (__any_sync(0xffffffffu, emax > 128u)) {
+#pragma unroll
+      for (int m = 0; m < NM; ++m) mma_round_rp<K, SPLIT, true>(acc[m], cur[m], xh, xl);
+    } else {
+#pragma unroll
+      for (int m = 0; m < NM; ++m) mma_round_rp<K, SPLIT, false>(acc[m], cur[m], xh, xl);
+    }
+  } else {
+#pragma unroll
+    for (int m = 0; m < NM; ++m) mma_round_rp<K, SPLIT, false>(acc[m], cur[m], xh, xl);
+  }
+}
+
 __device__ __forceinline__ void load_x(uint4 (&xh)[4], uint4 (&xl)[4], const uint4* hi,
                                        const uint4* lo, int64_t k, bool split) {
   // 32 activations at k: 4 groups of 8 = 4 x 16 bytes per part.
@@ -288,8 +388,9 @@ __device__ __forceinline__ void load_x(uint4 (&xh)[4], uint4 (&xl)[4], const uin
 // Before its grid-dependency wait the kernel reads only the plan (complete: see
 // grid_dependency_wait) and the weights, so with RING, !UP streams its first k_stages rounds of
 // W2 while the L1 launch still finishes.
-// RP: the weights are repacked (moe_repack.h): a lane's 32 bytes of a round are contiguous at
-// tile * 1024 + lane * 32, rounds of a row tile 1024 bytes apart; both pipelines read them.
+// RP: the weights are repacked (moe_repack.h): a lane's 16 bytes of rows g and g + 8 of a round
+// are at tile * 1024 + lane * 16 and + 512 (each warp-wide load one contiguous 512 bytes),
+// rounds of a row tile 1024 bytes apart; both pipelines read them.
 template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, bool RP = false>
 __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ? 4 : 1)
     moe_decode_gemm_kernel(const uint16_t* ain_hi, const uint16_t* ain_lo, int64_t kdim,
@@ -349,7 +450,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
         if constexpr (RP)
           src_w[m][i] = ws[m].data + e * ws[m].matrix_bytes +
                         ((r0 / fp4_repack::k_tile_rows) * rounds + rb) * fp4_repack::k_tile_bytes +
-                        lane * 32 + i * 16;
+                        i * (fp4_repack::k_tile_bytes / 2) + lane * 16;
         else
           src_w[m][i] = wrow[m] + i * 8 * row_bytes + rb * (k_round / 2) + q * 16;
         src_s[m][i] =
@@ -394,9 +495,10 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
 
     uint4 xh[4], xl[4], nxh[4], nxl[4];
     if (nr > 0) load_x(xh, xl, xh_p, xl_p, 0, SPLIT);
-    for (int j = 0; j < nr; ++j) {
+    // Round j with activations `cx` (loaded one round ahead into `nx`).
+    const auto step = [&](int j, uint4(&cxh)[4], uint4(&cxl)[4], uint4(&nxh_)[4], uint4(&nxl_)[4]) {
       const int u = j % k_stages;
-      if (j + 1 < nr) load_x(nxh, nxl, xh_p, xl_p, int64_t(j + 1) * k_round, SPLIT);
+      if (j + 1 < nr) load_x(nxh_, nxl_, xh_p, xl_p, int64_t(j + 1) * k_round, SPLIT);
       cp_async_wait<k_stages - 1>();  // round j (this lane's copies) has landed
       const stage_buf<NM>& b = my_ring[u];
       round_w<K> cur[NM];
@@ -407,13 +509,24 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
           cur[m].v[i] = b.w[m][i][lane];
           cur[m].s[i] = (b.s[m][i][lane] >> scale_shift) & scale_mask;
         }
-#pragma unroll
-      for (int m = 0; m < NM; ++m) mma_round<K, SPLIT, RP>(acc[m], cur[m], xh, xl);
+      mma_rounds<K, SPLIT, RP, NM>(acc, cur, cxh, cxl);
       // Refill the stage just read only after the math consumed what was read from it (the
       // shared loads have returned), so the asynchronous copy cannot overtake them.
       issue(j + k_stages, u);
+    };
+    if constexpr (RP) {
+      // Two rounds per iteration with the activation buffers swapping roles: no register
+      // copies between rounds.
+      for (int j = 0; j < nr; j += 2) {
+        step(j, xh, xl, nxh, nxl);
+        if (j + 1 < nr) step(j + 1, nxh, nxl, xh, xl);
+      }
+    } else {
+      for (int j = 0; j < nr; ++j) {
+        step(j, xh, xl, nxh, nxl);
 #pragma unroll
-      for (int i = 0; i < 4; ++i) xh[i] = nxh[i], xl[i] = nxl[i];
+        for (int i = 0; i < 4; ++i) xh[i] = nxh[i], xl[i] = nxl[i];
+      }
     }
     cp_async_wait<0>();
   } else {  // the first version's register double buffer (two rounds in flight), plain launches
@@ -428,7 +541,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     for (int m = 0; m < NM; ++m)
       rp_lane[m] = RP ? ws[m].data + e * ws[m].matrix_bytes +
                             (r0 / fp4_repack::k_tile_rows) * rounds * fp4_repack::k_tile_bytes +
-                            lane * 32
+                            lane * 16
                       : nullptr;
     round_w<K> cur[NM], nxt[NM];
     uint4 xh[4], xl[4], nxh[4], nxl[4];
@@ -449,8 +562,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
                             rp_lane[m]);
         load_x(nxh, nxl, xh_base, xl_base, k, SPLIT);
       }
-#pragma unroll
-      for (int m = 0; m < NM; ++m) mma_round<K, SPLIT, RP>(acc[m], cur[m], xh, xl);
+      mma_rounds<K, SPLIT, RP, NM>(acc, cur, xh, xl);
 #pragma unroll
       for (int m = 0; m < NM; ++m) cur[m] = nxt[m];
 #pragma unroll
@@ -499,6 +611,258 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     } else {
       out[int64_t(p) * rows + row] = acc[0][i] * post[0];
     }
+  }
+}
+
+// ---- 2'/3'. the streaming (persistent) GEMV over (chunk, row tile, K part) units ----
+// Repacked layout only. A full-occupancy grid; every warp is an independent worker that takes the
+// units gw, gw + W, gw + 2W, ... (gw its global warp index, W the warps of the grid; unit u =
+// (chunk u / (tiles * ks), tile (u / ks) % tiles, part u % ks), each `rounds / ks` rounds of
+// 128 k) and streams them as one sequence of rounds through its cp.async ring, so the copies
+// of the next unit are in flight while the current one computes (no per-unit fill and drain,
+// no second wave: the grid version's 768 blocks at T = 1 were 1.16 waves). A unit's sums go
+// to part[(kpart * pairs + pair) * NM + m][row] (f32); the next launch adds the parts in kpart
+// order (deterministic; the same order as the grid version's in-block K parts).
+// Unit info (the chunk's pair ids, its expert) travels from the issuing to the computing side of
+// the warp through a small per-warp ring in shared memory (at most k_stages + 1 units in flight).
+constexpr int k_unit_slots = 8;
+
+template <int NM>
+struct stream_warp {
+  stage_buf<NM> ring[k_stages];
+  int pair[k_unit_slots][k_chunk];
+  int count[k_unit_slots];
+};
+
+template <weight_kind K, bool UP, bool SPLIT>
+__global__ void __launch_bounds__(k_threads, 4)
+    moe_decode_stream_kernel(const uint16_t* ain_hi, const uint16_t* ain_lo, int64_t kdim,
+                             int64_t rows, int top_k, int pairs, int ks, const int* chunk_count,
+                             const int4* chunks, const int* sorted, fp4_weight wa, fp4_weight wb,
+                             float* part) {
+  constexpr int NM = UP ? 2 : 1;
+  __shared__ stream_warp<NM> warps_smem[k_warps];
+  // UP: the plan comes from the launch right before this one; !UP: it is complete (see
+  // grid_dependency_wait), h is not (waited for below, before the first activation read).
+  if constexpr (UP) grid_dependency_wait();
+  const int warp = threadIdx.x / k_warp_size, lane = threadIdx.x % k_warp_size;
+  const int g = lane / 4, q = lane % 4;
+  stream_warp<NM>& sw = warps_smem[warp];
+  const int tiles = int(rows / 16), rounds = int(kdim / k_round);
+  const int R = rounds / ks;
+  // Units and rounds fit in int: chunks <= 2304, tiles <= rows / 16, ks <= 8.
+  const int total_units = *chunk_count * tiles * ks;
+  const int gw = int(blockIdx.x) * k_warps + warp, W = int(gridDim.x) * k_warps;
+  const int my_units = gw < total_units ? (total_units - gw + W - 1) / W : 0;
+  const bool scale_f32 = wa.scale_f32;
+  const int64_t srow = K == weight_kind::mxfp4 ? kdim / 32 : kdim / 16;
+  const int sbytes = scale_f32 ? 4 : 1;
+  const int scale_step = K == weight_kind::mxfp4 ? (scale_f32 ? 16 : 4) : 8;
+  fp4_weight ws[2] = {wa, wb};
+
+  // Issue side: its position (unit n, round r, stage), the current unit's copy sources at the
+  // unit's first round (rounds are 1 KB / scale_step apart). Called once per step, in order.
+  int in_n = 0, in_r = 0, in_stage = 0;
+  const uint8_t* iw[NM];
+  const uint8_t* is[NM][2];
+  const auto issue = [&]() {
+    if (in_n < my_units) {
+      if (in_r == 0) {  // a new unit: locate it, publish its pairs for the computing side
+        const int u = gw + in_n * W;
+        const int c = u / (tiles * ks), tile = (u / ks) % tiles, kp = u % ks;
+        const int4 ch = chunks[c];
+        const int slot = in_n % k_unit_slots;
+        if (q == 0) sw.pair[slot][g] = sorted[ch.y + min(g, ch.z - 1)];
+        if (lane == 0) sw.count[slot] = ch.z;
+        const int64_t e = ch.x, rb = int64_t(kp) * R;
+#pragma unroll
+        for (int m = 0; m < NM; ++m) {
+          iw[m] = ws[m].data + e * ws[m].matrix_bytes +
+                  (int64_t(tile) * rounds + rb) * fp4_repack::k_tile_bytes + lane * 16;
+#pragma unroll
+          for (int i = 0; i < 2; ++i)
+            is[m][i] =
+                ws[m].scale +
+                (e * ws[m].matrix_scales + (int64_t(tile) * 16 + g + 8 * i) * srow) * sbytes +
+                scale_word_offset<K>(rb, q, scale_f32);
+        }
+      }
+      stage_buf<NM>& b = sw.ring[in_stage];
+#pragma unroll
+      for (int m = 0; m < NM; ++m)
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          cp_async_16(&b.w[m][i][lane], iw[m] + i * (fp4_repack::k_tile_bytes / 2));
+          cp_async_4(&b.s[m][i][lane], is[m][i]);
+          iw[m] += i == 1 ? fp4_repack::k_tile_bytes : 0;
+          is[m][i] += scale_step;
+        }
+      if (++in_r == R) in_r = 0, ++in_n;
+    }
+    in_stage = in_stage == k_stages - 1 ? 0 : in_stage + 1;
+    cp_async_commit();
+  };
+#pragma unroll
+  for (int j = 0; j < k_stages; ++j) issue();
+  if constexpr (!UP) grid_dependency_wait();  // h from the launch before
+  grid_dependency_trigger();
+  __syncwarp();  // the unit slots written by the first issues
+
+  const int scale_shift = K == weight_kind::mxfp4 ? (scale_f32 ? 23 : 8 * q) : 16 * (q & 1);
+  const uint32_t scale_mask = K == weight_kind::mxfp4 ? 0xFFu : 0xFFFFu;
+  float acc[NM][4];
+  const uint4* xh_p = nullptr;
+  const uint4* xl_p = nullptr;
+  int kp = 0, tile = 0, stage = 0;
+  for (int n = 0; n < my_units; ++n) {
+    const int slot = n % k_unit_slots;
+    {
+      const int u = gw + n * W;
+      tile = (u / ks) % tiles, kp = u % ks;
+    }
+#pragma unroll
+    for (int m = 0; m < NM; ++m)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[m][i] = 0.0f;
+    const int pg = sw.pair[slot][g];
+    const int64_t arow = UP ? int64_t(pg / top_k) : int64_t(pg);
+    xh_p = reinterpret_cast<const uint4*>(ain_hi + arow * kdim) +
+           (int64_t(kp) * R * k_round + q * 32) / 8;
+    xl_p = reinterpret_cast<const uint4*>(ain_lo + arow * kdim) +
+           (int64_t(kp) * R * k_round + q * 32) / 8;
+    for (int r = 0; r < R; ++r) {
+      uint4 xh[4], xl[4];
+      load_x(xh, xl, xh_p, xl_p, int64_t(r) * k_round, SPLIT);
+      cp_async_wait<k_stages - 1>();  // this step's copies (this lane's) have landed
+      const stage_buf<NM>& b = sw.ring[stage];
+      round_w<K> cur[NM];
+#pragma unroll
+      for (int m = 0; m < NM; ++m)
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          cur[m].v[i] = b.w[m][i][lane];
+          cur[m].s[i] = (b.s[m][i][lane] >> scale_shift) & scale_mask;
+        }
+      mma_rounds<K, SPLIT, true, NM>(acc, cur, xh, xl);
+      // Refill the stage just read only after the math consumed it (see the grid kernel); the
+      // slot written by this issue is not the one read here (at most k_stages + 1 units apart).
+      issue();
+      __syncwarp();  // the slot writes before their reads by other lanes
+      stage = stage == k_stages - 1 ? 0 : stage + 1;
+    }
+    // Unit done: its K part's sums, rows of the tile x the chunk's pairs.
+    const int cnt = sw.count[slot];
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+      const int col = 2 * q + (i & 1);
+      if (col >= cnt) continue;
+      const int64_t p = sw.pair[slot][col];
+      const int64_t row = int64_t(tile) * 16 + g + 8 * (i >> 1);
+#pragma unroll
+      for (int m = 0; m < NM; ++m)
+        part[((int64_t(kp) * pairs + p) * NM + m) * rows + row] = acc[m][i];
+    }
+  }
+  cp_async_wait<0>();
+}
+
+// After the streaming L1: every valid pair's h from the K parts (added in part order), times the
+// NVFP4 global scales (x 2^8, see fp4_mma.cuh), SwiGLU; exact order: h as paired BF16 hi + lo;
+// official order: h * weights[pair] FP8 quantize-dequantized per 128 values as
+// moe_decode_quantize_h_kernel, into the paired hi layout. One warp per (pair, 128 values).
+template <weight_kind K>
+__global__ void __launch_bounds__(256)
+    moe_decode_stream_h_kernel(const float* part, int ks, const int32_t* indices,
+                               const float* pair_weights, int64_t pairs, int64_t experts,
+                               int64_t inter, const float* g1, const float* g3, float limit,
+                               uint16_t* h_hi, uint16_t* h_lo) {
+  grid_dependency_wait();
+  grid_dependency_trigger();
+  const int64_t blocks_per_row = inter / k_round;
+  const int64_t item = int64_t(blockIdx.x) * (256 / k_warp_size) + threadIdx.x / k_warp_size;
+  if (item >= pairs * blocks_per_row) return;  // uniform over the warp
+  const int64_t p = item / blocks_per_row, b = item % blocks_per_row;
+  const int32_t e = indices[p];
+  if (e < 0 || e >= experts) return;  // its output row is NaN anyway
+  const int lane = threadIdx.x % k_warp_size;
+  const int64_t k0 = b * k_round + lane * 4;
+  float gs[4], us[4];
+  for (int kp = 0; kp < ks; ++kp) {
+    const float* base = part + (int64_t(kp) * pairs + p) * 2 * inter;
+    const float4 a = *reinterpret_cast<const float4*>(base + k0);
+    const float4 c = *reinterpret_cast<const float4*>(base + inter + k0);
+    if (kp == 0) {
+      gs[0] = a.x, gs[1] = a.y, gs[2] = a.z, gs[3] = a.w;
+      us[0] = c.x, us[1] = c.y, us[2] = c.z, us[3] = c.w;
+    } else {
+      gs[0] += a.x, gs[1] += a.y, gs[2] += a.z, gs[3] += a.w;
+      us[0] += c.x, us[1] += c.y, us[2] += c.z, us[3] += c.w;
+    }
+  }
+  float post1 = 1.0f, post3 = 1.0f;
+  if constexpr (K == weight_kind::nvfp4) {
+    post1 = (g1 ? __ldg(g1 + e) : 1.0f) * 256.0f;
+    post3 = (g3 ? __ldg(g3 + e) : 1.0f) * 256.0f;
+  }
+  float v[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) v[j] = moe_swiglu_value(gs[j] * post1, us[j] * post3, limit);
+  if (!pair_weights) {
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      uint16_t hi, lo;
+      fp4mma::split_bf16(v[j], hi, lo);
+      const int64_t at = p * inter + fp4mma::paired_u16_index(k0 + j);
+      h_hi[at] = hi;
+      h_lo[at] = lo;
+    }
+    return;
+  }
+  float amax = 0.0f;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    v[j] = __fmul_rn(v[j], pair_weights[p]);
+    amax = fmaxf(amax, fabsf(v[j]));  // NaN ignored
+  }
+  amax = quant::warp_max(amax);
+  const float sc = quant::pow2_ceil(__fdiv_rn(fmaxf(amax, 1e-4f), 448.0f));
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const float qv = __fmul_rn(quant::e4m3_round(__fdiv_rn(v[j], sc)), sc);
+    h_hi[p * inter + fp4mma::paired_u16_index(k0 + j)] =
+        __bfloat16_as_ushort(__float2bfloat16_rn(qv));
+  }
+}
+
+// After the streaming L2: y[t] = sum_k (weights[t, k] *) (sum of the K parts of pair t * top_k +
+// k, in part order), k in order; NaN for a token with a bad expert index. weights null: the
+// official order (already in h).
+template <weight_kind K, typename act_t>
+__global__ void moe_decode_stream_combine_kernel(const float* part, int ks, const int32_t* indices,
+                                                 const float* weights, int64_t tokens, int top_k,
+                                                 int64_t experts, int64_t hidden, const float* g2,
+                                                 act_t* y) {
+  grid_dependency_wait();
+  grid_dependency_trigger();
+  const int64_t n = tokens * hidden, pairs = tokens * top_k;
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
+       i += int64_t(gridDim.x) * blockDim.x) {
+    const int64_t t = i / hidden, o = i % hidden;
+    float acc = 0.0f;
+    bool bad = false;
+    for (int k = 0; k < top_k; ++k) {
+      const int64_t p = t * top_k + k;
+      const int32_t e = indices[p];
+      if (e < 0 || e >= experts) {
+        bad = true;
+        continue;
+      }
+      float v = part[p * hidden + o];
+      for (int kp = 1; kp < ks; ++kp) v += part[(int64_t(kp) * pairs + p) * hidden + o];
+      if constexpr (K == weight_kind::nvfp4) v *= (g2 ? __ldg(g2 + e) : 1.0f) * 256.0f;
+      acc += weights ? weights[p] * v : v;
+    }
+    y[i] = act_from_f32<act_t>(bad ? __uint_as_float(0x7fc00000u) : acc);
   }
 }
 
@@ -610,11 +974,93 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
   return e;
 }
 
+// The streaming kernels on a full-occupancy grid (the most resident blocks per SM, queried once
+// per kernel: host-known, so graph-capturable).
+template <weight_kind K, bool UP, bool SPLIT>
+cudaError_t launch_stream(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int64_t kdim,
+                          int64_t rows, int top_k, int pairs, int ks, const int* chunk_count,
+                          const int4* chunks, const int* sorted, const fp4_weight& wa,
+                          const fp4_weight& wb, float* part, cudaStream_t stream) {
+  static const int per_sm = [] {
+    int n = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, moe_decode_stream_kernel<K, UP, SPLIT>,
+                                                      k_threads, 0) != cudaSuccess)
+      n = 1;
+    return std::max(n, 1);
+  }();
+  return launch_pdl(true, moe_decode_stream_kernel<K, UP, SPLIT>, dim3(unsigned(sms * per_sm)),
+                    k_threads, stream, a_hi, a_lo, kdim, rows, top_k, pairs, ks, chunk_count,
+                    chunks, sorted, wa, wb, part);
+}
+
+// The repacked layout's pipeline: prepare, streaming L1, h (SwiGLU, and the official order's
+// FP8 rounding), streaming L2, combine; all but the first with PDL.
+template <weight_kind K, typename act_t>
+cudaError_t run_stream(const act_t* x, int64_t tokens, const int32_t* indices, const float* weights,
+                       int64_t top_k, const device_weight& w1, const device_weight& w3,
+                       const device_weight& w2, float limit, const layout& l, unsigned char* base,
+                       act_t* y, bool official, cudaStream_t stream) {
+  constexpr bool x_split = std::is_same_v<act_t, float>;
+  const int64_t experts = w1.count, hidden = w1.cols, inter = w1.rows, pairs = tokens * top_k;
+  int* chunk_count = reinterpret_cast<int*>(base + l.count);
+  int* sorted = reinterpret_cast<int*>(base + l.sorted);
+  int4* chunks = reinterpret_cast<int4*>(base + l.chunks);
+  auto* xhi = reinterpret_cast<uint16_t*>(base + l.xhi);
+  auto* xlo = reinterpret_cast<uint16_t*>(base + l.xlo);
+  auto* hhi = reinterpret_cast<uint16_t*>(base + l.hhi);
+  auto* hlo = reinterpret_cast<uint16_t*>(base + l.hlo);
+  auto* part1 = reinterpret_cast<float*>(base + l.part1);
+  auto* part2 = reinterpret_cast<float*>(base + l.part2);
+  const int64_t groups = tokens * hidden / 8;
+  moe_decode_prepare_kernel<act_t>
+      <<<unsigned(1 + ceil_div(groups, k_plan_threads)), k_plan_threads, 0, stream>>>(
+          indices, int(pairs), int(experts), chunk_count, sorted, chunks, x, tokens * hidden, xhi,
+          xlo);
+  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  const int sms = current_device_sm_count();
+  const fp4_weight f1 = make_fp4_weight(w1), f3 = make_fp4_weight(w3), f2 = make_fp4_weight(w2);
+  if (const cudaError_t e = launch_stream<K, true, x_split>(
+          sms, xhi, xlo, hidden, inter, int(top_k), int(pairs), l.ks1, chunk_count, chunks, sorted,
+          f1, f3, part1, stream);
+      e != cudaSuccess)
+    return e;
+  const int64_t items = pairs * (inter / k_round);
+  if (const cudaError_t e = launch_pdl(
+          true, moe_decode_stream_h_kernel<K>, dim3(unsigned(ceil_div(items, 256 / k_warp_size))),
+          256, stream, part1, l.ks1, indices, official ? weights : nullptr, pairs, experts, inter,
+          f1.global, f3.global, limit, hhi, hlo);
+      e != cudaSuccess)
+    return e;
+  // Official order: the quantized h is exact in BF16 (no lo part).
+  const cudaError_t e2 = official ? launch_stream<K, false, false>(
+                                        sms, hhi, hlo, inter, hidden, int(top_k), int(pairs), l.ks2,
+                                        chunk_count, chunks, sorted, f2, f2, part2, stream)
+                                  : launch_stream<K, false, true>(
+                                        sms, hhi, hlo, inter, hidden, int(top_k), int(pairs), l.ks2,
+                                        chunk_count, chunks, sorted, f2, f2, part2, stream);
+  if (e2 != cudaSuccess) return e2;
+  const int threads = 256;
+  return launch_pdl(true, moe_decode_stream_combine_kernel<K, act_t>,
+                    dim3(grid_stride_blocks(tokens * hidden, threads)), threads, stream, part2,
+                    l.ks2, indices, official ? nullptr : weights, tokens, int(top_k), experts,
+                    hidden, f2.global, y);
+}
+
 template <weight_kind K, bool RP, typename act_t>
 cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const float* weights,
                 int64_t top_k, const device_weight& w1, const device_weight& w3,
                 const device_weight& w2, float limit, const layout& l, unsigned char* base,
                 act_t* y, bool official, cudaStream_t stream) {
+  if constexpr (RP) {
+    // MOE5 experiment switch (run 1 only): DSV4_MOE_STREAM=0 keeps the grid kernels.
+    static const bool stream_on = [] {
+      const char* v = std::getenv("DSV4_MOE_STREAM");
+      return !v || std::atoi(v) != 0;
+    }();
+    if (stream_on)
+      return run_stream<K>(x, tokens, indices, weights, top_k, w1, w3, w2, limit, l, base, y,
+                           official, stream);
+  }
   constexpr bool x_split = std::is_same_v<act_t, float>;
   // Weight pipeline: the cp.async ring with PDL, except MXFP4 with f32 activations, where the
   // register double buffer of the first version measured 1.0-1.2x faster on an H200 (the ring
