@@ -31,6 +31,7 @@
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -619,10 +620,18 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
         CK(cudaMemcpyAsync(a.data(), yf, a.size() * 4, cudaMemcpyDeviceToHost, s));
         CK(cudaStreamSynchronize(s));
         size_t differ = 0;
-        for (size_t j = 0; j < a.size(); ++j) differ += std::memcmp(&a[j], &b[j], 4) != 0;
-        std::printf("check %-6s %-6s T=%-3lld %s: repacked vs current: %zu of %zu differ%s\n",
-                    sh.name, kname, (long long)T, official ? "official" : "exact   ", differ,
-                    a.size(), differ ? "  MISMATCH" : "");
+        double dmax = 0, bmax = 0;
+        for (size_t j = 0; j < a.size(); ++j) {
+          differ += std::memcmp(&a[j], &b[j], 4) != 0;
+          dmax = std::max(dmax, double(std::fabs(a[j] - b[j])));
+          bmax = std::max(bmax, double(std::fabs(b[j])));
+        }
+        const double rel = bmax > 0 ? dmax / bmax : dmax;
+        std::printf(
+            "check %-6s %-6s T=%-3lld %s: repacked vs current: %zu of %zu differ, max |diff| / "
+            "max |y| %.2e%s\n",
+            sh.name, kname, (long long)T, official ? "official" : "exact   ", differ, a.size(), rel,
+            differ ? "  MISMATCH" : "");
       }
       const double rp_f =
           time_graph_per_call(rp_body(dc::moe_decode_experts_repacked<float>, xf, yf), k_calls, s);

@@ -25,7 +25,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <type_traits>
 #include <utility>
 
@@ -56,28 +55,13 @@ int64_t max_chunks(int64_t pairs, int64_t experts) {
   return pairs / k_chunk + std::min(pairs, experts);
 }
 
-// K parts of the streaming kernels (repacked layout): the fewest of 1, 2, 4, 8 that give at least
-// k_stream_units work units (chunk bound x row tiles x parts) and divide the K rounds, so that
-// every warp of a full-occupancy grid (132 SMs x 16 warps ~ 2100) streams about two units. Shapes
-// only (no SM count, no routing): the workspace size follows from it.
-constexpr int64_t k_stream_units = 4096;
-int stream_parts(int64_t chunk_bound, int64_t rows, int64_t kdim) {
-  const int64_t tiles = rows / 16, rounds = kdim / 128;
-  int ks = 1;
-  while (ks < 8 && chunk_bound * tiles * ks < k_stream_units && rounds % (2 * ks) == 0) ks *= 2;
-  return ks;
-}
-
 struct layout {
-  size_t count = 0, sorted, chunks, xhi, xlo, hhi, hlo, hf, out, part1, part2, total;
-  int ks1 = 1, ks2 = 1;  // K parts of the streaming L1 and L2
+  size_t count = 0, sorted, chunks, xhi, xlo, hhi, hlo, hf, out, total;
 };
 
 layout make_layout(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidden, int64_t inter) {
   const int64_t pairs = tokens * top_k;
   layout l;
-  l.ks1 = stream_parts(max_chunks(pairs, experts), inter, hidden);
-  l.ks2 = stream_parts(max_chunks(pairs, experts), hidden, inter);
   l.sorted = 256;
   l.chunks = l.sorted + align_256(size_t(pairs) * 4);
   l.xhi = l.chunks + align_256(size_t(max_chunks(pairs, experts)) * sizeof(int4));
@@ -86,9 +70,7 @@ layout make_layout(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidde
   l.hlo = l.hhi + align_256(size_t(pairs * inter) * 2);
   l.hf = l.hlo + align_256(size_t(pairs * inter) * 2);  // official order only
   l.out = l.hf + align_256(size_t(pairs * inter) * 4);
-  l.part1 = l.out + align_256(size_t(pairs * hidden) * 4);
-  l.part2 = l.part1 + align_256(size_t(l.ks1 * pairs * 2 * inter) * 4);
-  l.total = l.part2 + align_256(size_t(l.ks2 * pairs * hidden) * 4);
+  l.total = l.out + align_256(size_t(pairs * hidden) * 4);
   return l;
 }
 
@@ -126,6 +108,17 @@ __device__ __forceinline__ void grid_dependency_trigger() {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
 
+// The activation layout of the decode kernels (x and h, hi and lo parts): fp4_mma.cuh's paired
+// layout with the 16-byte groups of each 128-k round transposed, group i (k 8 i .. 8 i + 7) of
+// lane q's 32 k at 16-byte slot 4 i + q of the round, so that each warp-wide 16-byte load of
+// load_x covers 64 contiguous bytes (whole sectors of one line) per activation row; in the
+// paired order it covered 16 of every 64 bytes over two lines. u16 index of activation k of a
+// row (the row length a multiple of 128).
+__host__ __device__ __forceinline__ int64_t act_u16_index(int64_t k) {
+  const int64_t j = k >> 3, w = j & 15;  // 8-group, its slot 4 q + i in the round
+  return (j - w + (w & 3) * 4 + (w >> 2)) * 8 + (fp4mma::paired_u16_index(k) & 7);
+}
+
 // ---- 1. plan + activation prepare ----
 template <typename act_t>
 __global__ void __launch_bounds__(k_plan_threads)
@@ -145,8 +138,9 @@ __global__ void __launch_bounds__(k_plan_threads)
     h.z = hi[2] | (uint32_t(hi[6]) << 16), h.w = hi[3] | (uint32_t(hi[7]) << 16);
     l.x = lo[0] | (uint32_t(lo[4]) << 16), l.y = lo[1] | (uint32_t(lo[5]) << 16);
     l.z = lo[2] | (uint32_t(lo[6]) << 16), l.w = lo[3] | (uint32_t(lo[7]) << 16);
-    reinterpret_cast<uint4*>(xhi)[grp] = h;
-    reinterpret_cast<uint4*>(xlo)[grp] = l;
+    const int64_t w = grp & 15, at = grp - w + (w & 3) * 4 + (w >> 2);  // act_u16_index / 8
+    reinterpret_cast<uint4*>(xhi)[at] = h;
+    reinterpret_cast<uint4*>(xlo)[at] = l;
     return;
   }
   __shared__ int counts[k_max_experts];
@@ -172,12 +166,6 @@ __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) {
       "l"(gmem)
       : "memory");
 }
-__device__ __forceinline__ void cp_async_4(void* smem, const void* gmem) {
-  asm volatile(
-      "cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(uint32_t(__cvta_generic_to_shared(smem))),
-      "l"(gmem)
-      : "memory");
-}
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;" ::: "memory");
 }
@@ -190,7 +178,17 @@ __device__ __forceinline__ void cp_async_wait() {
 template <int NM>
 struct stage_buf {
   uint4 w[NM][2][k_warp_size];
-  uint32_t s[NM][2][k_warp_size];
+};
+
+// A warp's scales: 16 bytes of each of its 16 rows per matrix (E8M0: 4 rounds, NVFP4 E4M3: 2,
+// MXFP4 as f32: 1), copied once per 16 bytes by the lanes q == 0 (one copy per row instead of
+// four 4-byte copies per round over 8 rows, which cost as many L1 wavefronts as the weights).
+// Chunk c of the row (bytes 16 c ..) goes to slot c % k_scale_slots, enough that no chunk is
+// overwritten before its last round is read (k_stages rounds in flight, >= 1 round per chunk).
+constexpr int k_scale_slots = 8;
+template <int NM>
+struct scale_buf {
+  uint4 s[k_scale_slots][NM][2][8];  // [slot][matrix][row half][g]
 };
 
 // One round's weights of one matrix for rows g and g + 8 as mma_round takes them.
@@ -200,15 +198,6 @@ struct round_w {
   uint32_t s[2];  // mxfp4: E8M0 byte; nvfp4: two E4M3 bytes (low = first 16)
 };
 
-// Byte offset of the 4-byte scale word that holds lane q's scales of round `round` inside a
-// scale row: E8M0 byte q of it, f32 bits 30:23 of it, E4M3 bytes 2 (q % 2) and + 1 of it.
-template <weight_kind K>
-__device__ __forceinline__ int64_t scale_word_offset(int64_t round, int q, bool scale_f32) {
-  if constexpr (K == weight_kind::mxfp4)  // E8M0 k / 32 = 4 round + q: word `round`, byte q
-    return scale_f32 ? (round * 4 + q) * 4 : round * 4;
-  else  // E4M3 k / 16 = 8 round + 2q: word 2 round + q / 2, bytes 2 (q % 2) and + 1
-    return round * 8 + (q >> 1) * 4;
-}
 // The register pipeline's loads of one round (RING = false): 16 weight bytes of rows g and
 // g + 8 and their scales, straight into registers. RP: the weight bytes come from the repacked
 // layout instead, `rp_lane` = this lane's 16 bytes of row g in the tile's round 0 (row g + 8 at
@@ -236,19 +225,28 @@ __device__ __forceinline__ void load_round(round_w<K>& r, const uint8_t* row0, c
 
 // acc += the round's 16 rows x 32 k per lane (128 per quad) times the token fragments xh / xl.
 // RP: the weight words are in the repacked bit order (moe_repack.h), which decodes to the same
-// pairs with fewer instructions.
-template <weight_kind K, bool SPLIT, bool RP = false>
+// pairs with fewer instructions. An MXFP4 scale becomes its BF16x2 multiplier m1 = 2^(e - 1)
+// with one IMAD (e * 0x00800080 + 0x3F003F00; exact for e <= 128, no carry between the halves);
+// the second exact step for E8M0 > 128 (scale > 2, never in the checkpoints) is a separate
+// whole-round variant (TWO) that the warp enters only when one of its lanes needs it (MOE4's
+// loop branched per word and built m1 / m2 with ~30 SEL / ISETP per round). In the TWO variant
+// every lane takes mx_scale_of, whose m2 is 1.0 for e <= 128, so lanes without a large scale
+// compute the same values as in the fast variant: every product, scale step and sum is the
+// first version's (bit-identical outputs).
+template <weight_kind K, bool SPLIT, bool TWO, bool RP>
 __device__ __forceinline__ void mma_round(float (&acc)[4], const round_w<K>& r,
                                           const uint4 (&xh)[4], const uint4 (&xl)[4]) {
-  uint32_t m1[2][2], m2[2];
-  bool two = false;
+  uint32_t m1[2][2], m2[2] = {0x3F803F80u, 0x3F803F80u};
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     if constexpr (K == weight_kind::mxfp4) {
-      const fp4mma::mx_scale s = fp4mma::mx_scale_of(r.s[i]);
-      m1[i][0] = m1[i][1] = s.m1;
-      m2[i] = s.m2;
-      two |= s.m2 != 0x3F803F80u;
+      if constexpr (TWO) {
+        const fp4mma::mx_scale s = fp4mma::mx_scale_of(r.s[i]);
+        m1[i][0] = m1[i][1] = s.m1;
+        m2[i] = s.m2;
+      } else {
+        m1[i][0] = m1[i][1] = r.s[i] * 0x00800080u + 0x3F003F00u;
+      }
     } else {
       m1[i][0] = fp4mma::nv_scale_of(r.s[i] & 0xFFu);
       m1[i][1] = fp4mma::nv_scale_of(r.s[i] >> 8);
@@ -273,63 +271,6 @@ __device__ __forceinline__ void mma_round(float (&acc)[4], const round_w<K>& r,
       p0[j] = fp4mma::mul_bf16x2(p0[j], m1[0][w >> 1]);
       p1[j] = fp4mma::mul_bf16x2(p1[j], m1[1][w >> 1]);
     }
-    if constexpr (K == weight_kind::mxfp4) {
-      if (two) {  // E8M0 > 128 (scale > 2): a second exact power-of-two step
-#pragma unroll
-        for (int j = 0; j < 4; ++j) {
-          p0[j] = fp4mma::mul_bf16x2(p0[j], m2[0]);
-          p1[j] = fp4mma::mul_bf16x2(p1[j], m2[1]);
-        }
-      }
-    }
-    fp4mma::mma_bf16(acc, p0[0], p1[0], p0[1], p1[1], xh[w].x, xh[w].y);
-    fp4mma::mma_bf16(acc, p0[2], p1[2], p0[3], p1[3], xh[w].z, xh[w].w);
-    if constexpr (SPLIT) {
-      fp4mma::mma_bf16(acc, p0[0], p1[0], p0[1], p1[1], xl[w].x, xl[w].y);
-      fp4mma::mma_bf16(acc, p0[2], p1[2], p0[3], p1[3], xl[w].z, xl[w].w);
-    }
-  }
-}
-
-// The repacked layout's round (RP): the same products, scale steps and sums in the same order as
-// mma_round (bit-identical outputs), with the per-round overhead cut: an MXFP4 scale becomes its
-// BF16x2 multiplier m1 = 2^(e - 1) with one IMAD (e * 0x00800080 + 0x3F003F00; exact for
-// e <= 128, no carry between the halves), and the second step for E8M0 > 128 (scale > 2, never in
-// the checkpoints) is a separate whole-round variant (TWO) that the warp enters only when one of
-// its lanes needs it, instead of a branch per word. In the TWO variant every lane takes
-// mx_scale_of, whose m2 is 1.0 for e <= 128, so lanes without a large scale compute the same
-// values as in the fast variant.
-template <weight_kind K, bool SPLIT, bool TWO>
-__device__ __forceinline__ void mma_round_rp(float (&acc)[4], const round_w<K>& r,
-                                             const uint4 (&xh)[4], const uint4 (&xl)[4]) {
-  uint32_t m1[2][2], m2[2] = {0x3F803F80u, 0x3F803F80u};
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    if constexpr (K == weight_kind::mxfp4) {
-      if constexpr (TWO) {
-        const fp4mma::mx_scale s = fp4mma::mx_scale_of(r.s[i]);
-        m1[i][0] = m1[i][1] = s.m1;
-        m2[i] = s.m2;
-      } else {
-        m1[i][0] = m1[i][1] = r.s[i] * 0x00800080u + 0x3F003F00u;
-      }
-    } else {
-      m1[i][0] = fp4mma::nv_scale_of(r.s[i] & 0xFFu);
-      m1[i][1] = fp4mma::nv_scale_of(r.s[i] >> 8);
-    }
-  }
-#pragma unroll
-  for (int w = 0; w < 4; ++w) {
-    const uint32_t w0 = w == 0 ? r.v[0].x : w == 1 ? r.v[0].y : w == 2 ? r.v[0].z : r.v[0].w;
-    const uint32_t w1 = w == 0 ? r.v[1].x : w == 1 ? r.v[1].y : w == 2 ? r.v[1].z : r.v[1].w;
-    uint32_t p0[4], p1[4];
-    fp4_repack::decode_pairs(w0, p0);
-    fp4_repack::decode_pairs(w1, p1);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      p0[j] = fp4mma::mul_bf16x2(p0[j], m1[0][w >> 1]);
-      p1[j] = fp4mma::mul_bf16x2(p1[j], m1[1][w >> 1]);
-    }
     if constexpr (TWO) {
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
@@ -346,39 +287,37 @@ __device__ __forceinline__ void mma_round_rp(float (&acc)[4], const round_w<K>& 
   }
 }
 
-// All NM matrices of one round: mma_round for the checkpoint layout, mma_round_rp (with the
-// warp-wide choice of its TWO variant for MXFP4) for the repacked one. All lanes of the warp.
+// All NM matrices of one round, with the warp-wide choice of mma_round's TWO variant for MXFP4.
+// All lanes of the warp.
 template <weight_kind K, bool SPLIT, bool RP, int NM>
 __device__ __forceinline__ void mma_rounds(float (&acc)[NM][4], const round_w<K> (&cur)[NM],
                                            const uint4 (&xh)[4], const uint4 (&xl)[4]) {
-  if constexpr (!RP) {
-#pragma unroll
-    for (int m = 0; m < NM; ++m) mma_round<K, SPLIT>(acc[m], cur[m], xh, xl);
-  } else if constexpr (K == weight_kind::mxfp4) {
+  if constexpr (K == weight_kind::mxfp4) {
     uint32_t emax = 0;
 #pragma unroll
     for (int m = 0; m < NM; ++m) emax = max(emax, max(cur[m].s[0], cur[m].s[1]));
     if (__any_sync(0xffffffffu, emax > 128u)) {
 #pragma unroll
-      for (int m = 0; m < NM; ++m) mma_round_rp<K, SPLIT, true>(acc[m], cur[m], xh, xl);
+      for (int m = 0; m < NM; ++m) mma_round<K, SPLIT, true, RP>(acc[m], cur[m], xh, xl);
     } else {
 #pragma unroll
-      for (int m = 0; m < NM; ++m) mma_round_rp<K, SPLIT, false>(acc[m], cur[m], xh, xl);
+      for (int m = 0; m < NM; ++m) mma_round<K, SPLIT, false, RP>(acc[m], cur[m], xh, xl);
     }
   } else {
 #pragma unroll
-    for (int m = 0; m < NM; ++m) mma_round_rp<K, SPLIT, false>(acc[m], cur[m], xh, xl);
+    for (int m = 0; m < NM; ++m) mma_round<K, SPLIT, false, RP>(acc[m], cur[m], xh, xl);
   }
 }
 
+// A lane's 32 activations of round `round` (act_u16_index layout): 4 groups of 8 = 4 x 16 bytes
+// per part; hi / lo point at the lane's group 0 of round 0 (row start + q).
 __device__ __forceinline__ void load_x(uint4 (&xh)[4], uint4 (&xl)[4], const uint4* hi,
-                                       const uint4* lo, int64_t k, bool split) {
-  // 32 activations at k: 4 groups of 8 = 4 x 16 bytes per part.
+                                       const uint4* lo, int64_t round, bool split) {
 #pragma unroll
-  for (int i = 0; i < 4; ++i) xh[i] = __ldg(hi + k / 8 + i);
+  for (int i = 0; i < 4; ++i) xh[i] = __ldg(hi + round * 16 + 4 * i);
   if (split) {
 #pragma unroll
-    for (int i = 0; i < 4; ++i) xl[i] = __ldg(lo + k / 8 + i);
+    for (int i = 0; i < 4; ++i) xl[i] = __ldg(lo + round * 16 + 4 * i);
   }
 }
 
@@ -403,6 +342,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
   __shared__ int pair_of[k_chunk];
   __shared__ float partial[KS > 1 ? (KS - 1) * RT : 1][NM][4][k_warp_size];
   __shared__ stage_buf<NM> ring[RING ? k_warps : 1][RING ? k_stages : 1];
+  __shared__ scale_buf<NM> scale_ring[RING ? k_warps : 1];
   // UP: the plan comes from the launch right before this one.
   if constexpr (UP) grid_dependency_wait();
   const int slot = blockIdx.y;
@@ -439,8 +379,9 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
   if constexpr (RING) {
     const bool scale_f32 = ws[0].scale_f32;  // one encoding for all three (moe_decode_supported)
     // This lane's copy sources at round rb, advanced by one round per issue: 64 weight bytes of a
-    // row per round; the scale word steps 4 (E8M0), 16 (f32) or 8 (E4M3) bytes.
-    const int64_t scale_step = K == weight_kind::mxfp4 ? (scale_f32 ? 16 : 4) : 8;
+    // row per round. Scale rows (16-byte aligned: moe_decode_supported, cols % 128 == 0) hold
+    // 4 (E8M0), 16 (f32) or 8 (E4M3) bytes per round: 2^rpc_shift rounds per 16-byte chunk.
+    const int rpc_shift = K == weight_kind::mxfp4 ? (scale_f32 ? 0 : 2) : 1;
     const uint8_t* src_w[NM][2];
     const uint8_t* src_s[NM][2];
 #pragma unroll
@@ -453,11 +394,11 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
                         i * (fp4_repack::k_tile_bytes / 2) + lane * 16;
         else
           src_w[m][i] = wrow[m] + i * 8 * row_bytes + rb * (k_round / 2) + q * 16;
-        src_s[m][i] =
-            srow_p[m] + i * 8 * srow * (scale_f32 ? 4 : 1) + scale_word_offset<K>(rb, q, scale_f32);
+        src_s[m][i] = srow_p[m] + i * 8 * srow * (scale_f32 ? 4 : 1);
       }
     const int nr = int(re - rb);  // this warp's rounds
     stage_buf<NM>(&my_ring)[k_stages] = ring[warp];
+    scale_buf<NM>& my_scales = scale_ring[warp];
     // Round j (of this warp's) into stage j % k_stages, then commit (an empty group past the end
     // keeps one group per round for wait_group).
     const auto issue = [&](int j, int stage) {
@@ -468,10 +409,17 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
 #pragma unroll
           for (int i = 0; i < 2; ++i) {
             cp_async_16(&b.w[m][i][lane], src_w[m][i]);
-            cp_async_4(&b.s[m][i][lane], src_s[m][i]);
             src_w[m][i] += RP ? fp4_repack::k_tile_bytes : k_round / 2;
-            src_s[m][i] += scale_step;
           }
+        const int64_t r = rb + j;
+        if (q == 0 && (j == 0 || (r & ((1 << rpc_shift) - 1)) == 0)) {
+          const int64_t chunk = r >> rpc_shift;
+#pragma unroll
+          for (int m = 0; m < NM; ++m)
+#pragma unroll
+            for (int i = 0; i < 2; ++i)
+              cp_async_16(&my_scales.s[chunk % k_scale_slots][m][i][g], src_s[m][i] + chunk * 16);
+        }
       }
       cp_async_commit();
     };
@@ -486,10 +434,8 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     // columns that are never stored).
     const int pg = pair_of[g];
     const int64_t arow = UP ? int64_t(pg / top_k) : int64_t(pg);
-    const uint4* xh_p =
-        reinterpret_cast<const uint4*>(ain_hi + arow * kdim) + (rb * k_round + q * 32) / 8;
-    const uint4* xl_p =
-        reinterpret_cast<const uint4*>(ain_lo + arow * kdim) + (rb * k_round + q * 32) / 8;
+    const uint4* xh_p = reinterpret_cast<const uint4*>(ain_hi + arow * kdim) + rb * 16 + q;
+    const uint4* xl_p = reinterpret_cast<const uint4*>(ain_lo + arow * kdim) + rb * 16 + q;
     const int scale_shift = K == weight_kind::mxfp4 ? (scale_f32 ? 23 : 8 * q) : 16 * (q & 1);
     const uint32_t scale_mask = K == weight_kind::mxfp4 ? 0xFFu : 0xFFFFu;
 
@@ -498,35 +444,36 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     // Round j with activations `cx` (loaded one round ahead into `nx`).
     const auto step = [&](int j, uint4(&cxh)[4], uint4(&cxl)[4], uint4(&nxh_)[4], uint4(&nxl_)[4]) {
       const int u = j % k_stages;
-      if (j + 1 < nr) load_x(nxh_, nxl_, xh_p, xl_p, int64_t(j + 1) * k_round, SPLIT);
+      if (j + 1 < nr) load_x(nxh_, nxl_, xh_p, xl_p, j + 1, SPLIT);
       cp_async_wait<k_stages - 1>();  // round j (this lane's copies) has landed
+      __syncwarp();                   // and the scale chunks the lanes q == 0 copied for it
       const stage_buf<NM>& b = my_ring[u];
+      const int64_t r = rb + j;
+      // The 4-byte word of the chunk holding this lane's scales of round r: E8M0 (k / 32 =
+      // 4 r + q) word r % 4, byte q; f32 word q, bits 30:23; E4M3 (k / 16 = 8 r + 2 q) word
+      // 2 (r % 2) + q / 2, bytes 2 (q % 2) and + 1.
+      const int word =
+          K == weight_kind::mxfp4 ? (scale_f32 ? q : int(r & 3)) : int(r & 1) * 2 + (q >> 1);
+      const auto& sc = my_scales.s[(r >> rpc_shift) % k_scale_slots];
       round_w<K> cur[NM];
 #pragma unroll
       for (int m = 0; m < NM; ++m)
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
           cur[m].v[i] = b.w[m][i][lane];
-          cur[m].s[i] = (b.s[m][i][lane] >> scale_shift) & scale_mask;
+          cur[m].s[i] =
+              (reinterpret_cast<const uint32_t*>(&sc[m][i][g])[word] >> scale_shift) & scale_mask;
         }
       mma_rounds<K, SPLIT, RP, NM>(acc, cur, cxh, cxl);
       // Refill the stage just read only after the math consumed what was read from it (the
       // shared loads have returned), so the asynchronous copy cannot overtake them.
       issue(j + k_stages, u);
     };
-    if constexpr (RP) {
-      // Two rounds per iteration with the activation buffers swapping roles: no register
-      // copies between rounds.
-      for (int j = 0; j < nr; j += 2) {
-        step(j, xh, xl, nxh, nxl);
-        if (j + 1 < nr) step(j + 1, nxh, nxl, xh, xl);
-      }
-    } else {
-      for (int j = 0; j < nr; ++j) {
-        step(j, xh, xl, nxh, nxl);
-#pragma unroll
-        for (int i = 0; i < 4; ++i) xh[i] = nxh[i], xl[i] = nxl[i];
-      }
+    // Two rounds per iteration with the activation buffers swapping roles: no register copies
+    // between rounds.
+    for (int j = 0; j < nr; j += 2) {
+      step(j, xh, xl, nxh, nxl);
+      if (j + 1 < nr) step(j + 1, nxh, nxl, xh, xl);
     }
     cp_async_wait<0>();
   } else {  // the first version's register double buffer (two rounds in flight), plain launches
@@ -534,8 +481,8 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     __syncthreads();                            // pair_of
     const int pg = pair_of[g];
     const int64_t arow = UP ? int64_t(pg / top_k) : int64_t(pg);
-    const uint4* xh_base = reinterpret_cast<const uint4*>(ain_hi + arow * kdim);
-    const uint4* xl_base = reinterpret_cast<const uint4*>(ain_lo + arow * kdim);
+    const uint4* xh_base = reinterpret_cast<const uint4*>(ain_hi + arow * kdim) + q;
+    const uint4* xl_base = reinterpret_cast<const uint4*>(ain_lo + arow * kdim) + q;
     const uint8_t* rp_lane[NM];
 #pragma unroll
     for (int m = 0; m < NM; ++m)
@@ -551,7 +498,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       for (int m = 0; m < NM; ++m)
         load_round<K, RP>(cur[m], wrow[m], srow_p[m], row_bytes, srow, ws[m].scale_f32, k,
                           rp_lane[m]);
-      load_x(xh, xl, xh_base, xl_base, k, SPLIT);
+      load_x(xh, xl, xh_base, xl_base, rb, SPLIT);
     }
     for (int64_t r = rb; r < re; ++r) {
       if (r + 1 < re) {
@@ -560,7 +507,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
         for (int m = 0; m < NM; ++m)
           load_round<K, RP>(nxt[m], wrow[m], srow_p[m], row_bytes, srow, ws[m].scale_f32, k,
                             rp_lane[m]);
-        load_x(nxh, nxl, xh_base, xl_base, k, SPLIT);
+        load_x(nxh, nxl, xh_base, xl_base, r + 1, SPLIT);
       }
       mma_rounds<K, SPLIT, RP, NM>(acc, cur, xh, xl);
 #pragma unroll
@@ -605,264 +552,12 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       }
       uint16_t hi, lo;
       fp4mma::split_bf16(v, hi, lo);
-      const int64_t at = int64_t(p) * rows + fp4mma::paired_u16_index(row);
+      const int64_t at = int64_t(p) * rows + act_u16_index(row);
       h_hi[at] = hi;
       h_lo[at] = lo;
     } else {
       out[int64_t(p) * rows + row] = acc[0][i] * post[0];
     }
-  }
-}
-
-// ---- 2'/3'. the streaming (persistent) GEMV over (chunk, row tile, K part) units ----
-// Repacked layout only. A full-occupancy grid; every warp is an independent worker that takes the
-// units gw, gw + W, gw + 2W, ... (gw its global warp index, W the warps of the grid; unit u =
-// (chunk u / (tiles * ks), tile (u / ks) % tiles, part u % ks), each `rounds / ks` rounds of
-// 128 k) and streams them as one sequence of rounds through its cp.async ring, so the copies
-// of the next unit are in flight while the current one computes (no per-unit fill and drain,
-// no second wave: the grid version's 768 blocks at T = 1 were 1.16 waves). A unit's sums go
-// to part[(kpart * pairs + pair) * NM + m][row] (f32); the next launch adds the parts in kpart
-// order (deterministic; the same order as the grid version's in-block K parts).
-// Unit info (the chunk's pair ids, its expert) travels from the issuing to the computing side of
-// the warp through a small per-warp ring in shared memory (at most k_stages + 1 units in flight).
-constexpr int k_unit_slots = 8;
-
-template <int NM>
-struct stream_warp {
-  stage_buf<NM> ring[k_stages];
-  int pair[k_unit_slots][k_chunk];
-  int count[k_unit_slots];
-};
-
-template <weight_kind K, bool UP, bool SPLIT>
-__global__ void __launch_bounds__(k_threads, 4)
-    moe_decode_stream_kernel(const uint16_t* ain_hi, const uint16_t* ain_lo, int64_t kdim,
-                             int64_t rows, int top_k, int pairs, int ks, const int* chunk_count,
-                             const int4* chunks, const int* sorted, fp4_weight wa, fp4_weight wb,
-                             float* part) {
-  constexpr int NM = UP ? 2 : 1;
-  __shared__ stream_warp<NM> warps_smem[k_warps];
-  // UP: the plan comes from the launch right before this one; !UP: it is complete (see
-  // grid_dependency_wait), h is not (waited for below, before the first activation read).
-  if constexpr (UP) grid_dependency_wait();
-  const int warp = threadIdx.x / k_warp_size, lane = threadIdx.x % k_warp_size;
-  const int g = lane / 4, q = lane % 4;
-  stream_warp<NM>& sw = warps_smem[warp];
-  const int tiles = int(rows / 16), rounds = int(kdim / k_round);
-  const int R = rounds / ks;
-  // Units and rounds fit in int: chunks <= 2304, tiles <= rows / 16, ks <= 8.
-  const int total_units = *chunk_count * tiles * ks;
-  const int gw = int(blockIdx.x) * k_warps + warp, W = int(gridDim.x) * k_warps;
-  const int my_units = gw < total_units ? (total_units - gw + W - 1) / W : 0;
-  const bool scale_f32 = wa.scale_f32;
-  const int64_t srow = K == weight_kind::mxfp4 ? kdim / 32 : kdim / 16;
-  const int sbytes = scale_f32 ? 4 : 1;
-  const int scale_step = K == weight_kind::mxfp4 ? (scale_f32 ? 16 : 4) : 8;
-  fp4_weight ws[2] = {wa, wb};
-
-  // Issue side: its position (unit n, round r, stage), the current unit's copy sources at the
-  // unit's first round (rounds are 1 KB / scale_step apart). Called once per step, in order.
-  int in_n = 0, in_r = 0, in_stage = 0;
-  const uint8_t* iw[NM];
-  const uint8_t* is[NM][2];
-  const auto issue = [&]() {
-    if (in_n < my_units) {
-      if (in_r == 0) {  // a new unit: locate it, publish its pairs for the computing side
-        const int u = gw + in_n * W;
-        const int c = u / (tiles * ks), tile = (u / ks) % tiles, kp = u % ks;
-        const int4 ch = chunks[c];
-        const int slot = in_n % k_unit_slots;
-        if (q == 0) sw.pair[slot][g] = sorted[ch.y + min(g, ch.z - 1)];
-        if (lane == 0) sw.count[slot] = ch.z;
-        const int64_t e = ch.x, rb = int64_t(kp) * R;
-#pragma unroll
-        for (int m = 0; m < NM; ++m) {
-          iw[m] = ws[m].data + e * ws[m].matrix_bytes +
-                  (int64_t(tile) * rounds + rb) * fp4_repack::k_tile_bytes + lane * 16;
-#pragma unroll
-          for (int i = 0; i < 2; ++i)
-            is[m][i] =
-                ws[m].scale +
-                (e * ws[m].matrix_scales + (int64_t(tile) * 16 + g + 8 * i) * srow) * sbytes +
-                scale_word_offset<K>(rb, q, scale_f32);
-        }
-      }
-      stage_buf<NM>& b = sw.ring[in_stage];
-#pragma unroll
-      for (int m = 0; m < NM; ++m)
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          cp_async_16(&b.w[m][i][lane], iw[m] + i * (fp4_repack::k_tile_bytes / 2));
-          cp_async_4(&b.s[m][i][lane], is[m][i]);
-          iw[m] += i == 1 ? fp4_repack::k_tile_bytes : 0;
-          is[m][i] += scale_step;
-        }
-      if (++in_r == R) in_r = 0, ++in_n;
-    }
-    in_stage = in_stage == k_stages - 1 ? 0 : in_stage + 1;
-    cp_async_commit();
-  };
-#pragma unroll
-  for (int j = 0; j < k_stages; ++j) issue();
-  if constexpr (!UP) grid_dependency_wait();  // h from the launch before
-  grid_dependency_trigger();
-  __syncwarp();  // the unit slots written by the first issues
-
-  const int scale_shift = K == weight_kind::mxfp4 ? (scale_f32 ? 23 : 8 * q) : 16 * (q & 1);
-  const uint32_t scale_mask = K == weight_kind::mxfp4 ? 0xFFu : 0xFFFFu;
-  float acc[NM][4];
-  const uint4* xh_p = nullptr;
-  const uint4* xl_p = nullptr;
-  int kp = 0, tile = 0, stage = 0;
-  for (int n = 0; n < my_units; ++n) {
-    const int slot = n % k_unit_slots;
-    {
-      const int u = gw + n * W;
-      tile = (u / ks) % tiles, kp = u % ks;
-    }
-#pragma unroll
-    for (int m = 0; m < NM; ++m)
-#pragma unroll
-      for (int i = 0; i < 4; ++i) acc[m][i] = 0.0f;
-    const int pg = sw.pair[slot][g];
-    const int64_t arow = UP ? int64_t(pg / top_k) : int64_t(pg);
-    xh_p = reinterpret_cast<const uint4*>(ain_hi + arow * kdim) +
-           (int64_t(kp) * R * k_round + q * 32) / 8;
-    xl_p = reinterpret_cast<const uint4*>(ain_lo + arow * kdim) +
-           (int64_t(kp) * R * k_round + q * 32) / 8;
-    for (int r = 0; r < R; ++r) {
-      uint4 xh[4], xl[4];
-      load_x(xh, xl, xh_p, xl_p, int64_t(r) * k_round, SPLIT);
-      cp_async_wait<k_stages - 1>();  // this step's copies (this lane's) have landed
-      const stage_buf<NM>& b = sw.ring[stage];
-      round_w<K> cur[NM];
-#pragma unroll
-      for (int m = 0; m < NM; ++m)
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          cur[m].v[i] = b.w[m][i][lane];
-          cur[m].s[i] = (b.s[m][i][lane] >> scale_shift) & scale_mask;
-        }
-      mma_rounds<K, SPLIT, true, NM>(acc, cur, xh, xl);
-      // Refill the stage just read only after the math consumed it (see the grid kernel); the
-      // slot written by this issue is not the one read here (at most k_stages + 1 units apart).
-      issue();
-      __syncwarp();  // the slot writes before their reads by other lanes
-      stage = stage == k_stages - 1 ? 0 : stage + 1;
-    }
-    // Unit done: its K part's sums, rows of the tile x the chunk's pairs.
-    const int cnt = sw.count[slot];
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int col = 2 * q + (i & 1);
-      if (col >= cnt) continue;
-      const int64_t p = sw.pair[slot][col];
-      const int64_t row = int64_t(tile) * 16 + g + 8 * (i >> 1);
-#pragma unroll
-      for (int m = 0; m < NM; ++m)
-        part[((int64_t(kp) * pairs + p) * NM + m) * rows + row] = acc[m][i];
-    }
-  }
-  cp_async_wait<0>();
-}
-
-// After the streaming L1: every valid pair's h from the K parts (added in part order), times the
-// NVFP4 global scales (x 2^8, see fp4_mma.cuh), SwiGLU; exact order: h as paired BF16 hi + lo;
-// official order: h * weights[pair] FP8 quantize-dequantized per 128 values as
-// moe_decode_quantize_h_kernel, into the paired hi layout. One warp per (pair, 128 values).
-template <weight_kind K>
-__global__ void __launch_bounds__(256)
-    moe_decode_stream_h_kernel(const float* part, int ks, const int32_t* indices,
-                               const float* pair_weights, int64_t pairs, int64_t experts,
-                               int64_t inter, const float* g1, const float* g3, float limit,
-                               uint16_t* h_hi, uint16_t* h_lo) {
-  grid_dependency_wait();
-  grid_dependency_trigger();
-  const int64_t blocks_per_row = inter / k_round;
-  const int64_t item = int64_t(blockIdx.x) * (256 / k_warp_size) + threadIdx.x / k_warp_size;
-  if (item >= pairs * blocks_per_row) return;  // uniform over the warp
-  const int64_t p = item / blocks_per_row, b = item % blocks_per_row;
-  const int32_t e = indices[p];
-  if (e < 0 || e >= experts) return;  // its output row is NaN anyway
-  const int lane = threadIdx.x % k_warp_size;
-  const int64_t k0 = b * k_round + lane * 4;
-  float gs[4], us[4];
-  for (int kp = 0; kp < ks; ++kp) {
-    const float* base = part + (int64_t(kp) * pairs + p) * 2 * inter;
-    const float4 a = *reinterpret_cast<const float4*>(base + k0);
-    const float4 c = *reinterpret_cast<const float4*>(base + inter + k0);
-    if (kp == 0) {
-      gs[0] = a.x, gs[1] = a.y, gs[2] = a.z, gs[3] = a.w;
-      us[0] = c.x, us[1] = c.y, us[2] = c.z, us[3] = c.w;
-    } else {
-      gs[0] += a.x, gs[1] += a.y, gs[2] += a.z, gs[3] += a.w;
-      us[0] += c.x, us[1] += c.y, us[2] += c.z, us[3] += c.w;
-    }
-  }
-  float post1 = 1.0f, post3 = 1.0f;
-  if constexpr (K == weight_kind::nvfp4) {
-    post1 = (g1 ? __ldg(g1 + e) : 1.0f) * 256.0f;
-    post3 = (g3 ? __ldg(g3 + e) : 1.0f) * 256.0f;
-  }
-  float v[4];
-#pragma unroll
-  for (int j = 0; j < 4; ++j) v[j] = moe_swiglu_value(gs[j] * post1, us[j] * post3, limit);
-  if (!pair_weights) {
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      uint16_t hi, lo;
-      fp4mma::split_bf16(v[j], hi, lo);
-      const int64_t at = p * inter + fp4mma::paired_u16_index(k0 + j);
-      h_hi[at] = hi;
-      h_lo[at] = lo;
-    }
-    return;
-  }
-  float amax = 0.0f;
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    v[j] = __fmul_rn(v[j], pair_weights[p]);
-    amax = fmaxf(amax, fabsf(v[j]));  // NaN ignored
-  }
-  amax = quant::warp_max(amax);
-  const float sc = quant::pow2_ceil(__fdiv_rn(fmaxf(amax, 1e-4f), 448.0f));
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const float qv = __fmul_rn(quant::e4m3_round(__fdiv_rn(v[j], sc)), sc);
-    h_hi[p * inter + fp4mma::paired_u16_index(k0 + j)] =
-        __bfloat16_as_ushort(__float2bfloat16_rn(qv));
-  }
-}
-
-// After the streaming L2: y[t] = sum_k (weights[t, k] *) (sum of the K parts of pair t * top_k +
-// k, in part order), k in order; NaN for a token with a bad expert index. weights null: the
-// official order (already in h).
-template <weight_kind K, typename act_t>
-__global__ void moe_decode_stream_combine_kernel(const float* part, int ks, const int32_t* indices,
-                                                 const float* weights, int64_t tokens, int top_k,
-                                                 int64_t experts, int64_t hidden, const float* g2,
-                                                 act_t* y) {
-  grid_dependency_wait();
-  grid_dependency_trigger();
-  const int64_t n = tokens * hidden, pairs = tokens * top_k;
-  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
-       i += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t t = i / hidden, o = i % hidden;
-    float acc = 0.0f;
-    bool bad = false;
-    for (int k = 0; k < top_k; ++k) {
-      const int64_t p = t * top_k + k;
-      const int32_t e = indices[p];
-      if (e < 0 || e >= experts) {
-        bad = true;
-        continue;
-      }
-      float v = part[p * hidden + o];
-      for (int kp = 1; kp < ks; ++kp) v += part[(int64_t(kp) * pairs + p) * hidden + o];
-      if constexpr (K == weight_kind::nvfp4) v *= (g2 ? __ldg(g2 + e) : 1.0f) * 256.0f;
-      acc += weights ? weights[p] * v : v;
-    }
-    y[i] = act_from_f32<act_t>(bad ? __uint_as_float(0x7fc00000u) : acc);
   }
 }
 
@@ -892,8 +587,7 @@ __global__ void __launch_bounds__(256)
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const float q = __fmul_rn(quant::e4m3_round(__fdiv_rn(v[j], s)), s);
-    h_hi[p * inter + fp4mma::paired_u16_index(k0 + j)] =
-        __bfloat16_as_ushort(__float2bfloat16_rn(q));
+    h_hi[p * inter + act_u16_index(k0 + j)] = __bfloat16_as_ushort(__float2bfloat16_rn(q));
   }
 }
 
@@ -974,93 +668,11 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
   return e;
 }
 
-// The streaming kernels on a full-occupancy grid (the most resident blocks per SM, queried once
-// per kernel: host-known, so graph-capturable).
-template <weight_kind K, bool UP, bool SPLIT>
-cudaError_t launch_stream(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int64_t kdim,
-                          int64_t rows, int top_k, int pairs, int ks, const int* chunk_count,
-                          const int4* chunks, const int* sorted, const fp4_weight& wa,
-                          const fp4_weight& wb, float* part, cudaStream_t stream) {
-  static const int per_sm = [] {
-    int n = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&n, moe_decode_stream_kernel<K, UP, SPLIT>,
-                                                      k_threads, 0) != cudaSuccess)
-      n = 1;
-    return std::max(n, 1);
-  }();
-  return launch_pdl(true, moe_decode_stream_kernel<K, UP, SPLIT>, dim3(unsigned(sms * per_sm)),
-                    k_threads, stream, a_hi, a_lo, kdim, rows, top_k, pairs, ks, chunk_count,
-                    chunks, sorted, wa, wb, part);
-}
-
-// The repacked layout's pipeline: prepare, streaming L1, h (SwiGLU, and the official order's
-// FP8 rounding), streaming L2, combine; all but the first with PDL.
-template <weight_kind K, typename act_t>
-cudaError_t run_stream(const act_t* x, int64_t tokens, const int32_t* indices, const float* weights,
-                       int64_t top_k, const device_weight& w1, const device_weight& w3,
-                       const device_weight& w2, float limit, const layout& l, unsigned char* base,
-                       act_t* y, bool official, cudaStream_t stream) {
-  constexpr bool x_split = std::is_same_v<act_t, float>;
-  const int64_t experts = w1.count, hidden = w1.cols, inter = w1.rows, pairs = tokens * top_k;
-  int* chunk_count = reinterpret_cast<int*>(base + l.count);
-  int* sorted = reinterpret_cast<int*>(base + l.sorted);
-  int4* chunks = reinterpret_cast<int4*>(base + l.chunks);
-  auto* xhi = reinterpret_cast<uint16_t*>(base + l.xhi);
-  auto* xlo = reinterpret_cast<uint16_t*>(base + l.xlo);
-  auto* hhi = reinterpret_cast<uint16_t*>(base + l.hhi);
-  auto* hlo = reinterpret_cast<uint16_t*>(base + l.hlo);
-  auto* part1 = reinterpret_cast<float*>(base + l.part1);
-  auto* part2 = reinterpret_cast<float*>(base + l.part2);
-  const int64_t groups = tokens * hidden / 8;
-  moe_decode_prepare_kernel<act_t>
-      <<<unsigned(1 + ceil_div(groups, k_plan_threads)), k_plan_threads, 0, stream>>>(
-          indices, int(pairs), int(experts), chunk_count, sorted, chunks, x, tokens * hidden, xhi,
-          xlo);
-  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
-  const int sms = current_device_sm_count();
-  const fp4_weight f1 = make_fp4_weight(w1), f3 = make_fp4_weight(w3), f2 = make_fp4_weight(w2);
-  if (const cudaError_t e = launch_stream<K, true, x_split>(
-          sms, xhi, xlo, hidden, inter, int(top_k), int(pairs), l.ks1, chunk_count, chunks, sorted,
-          f1, f3, part1, stream);
-      e != cudaSuccess)
-    return e;
-  const int64_t items = pairs * (inter / k_round);
-  if (const cudaError_t e = launch_pdl(
-          true, moe_decode_stream_h_kernel<K>, dim3(unsigned(ceil_div(items, 256 / k_warp_size))),
-          256, stream, part1, l.ks1, indices, official ? weights : nullptr, pairs, experts, inter,
-          f1.global, f3.global, limit, hhi, hlo);
-      e != cudaSuccess)
-    return e;
-  // Official order: the quantized h is exact in BF16 (no lo part).
-  const cudaError_t e2 = official ? launch_stream<K, false, false>(
-                                        sms, hhi, hlo, inter, hidden, int(top_k), int(pairs), l.ks2,
-                                        chunk_count, chunks, sorted, f2, f2, part2, stream)
-                                  : launch_stream<K, false, true>(
-                                        sms, hhi, hlo, inter, hidden, int(top_k), int(pairs), l.ks2,
-                                        chunk_count, chunks, sorted, f2, f2, part2, stream);
-  if (e2 != cudaSuccess) return e2;
-  const int threads = 256;
-  return launch_pdl(true, moe_decode_stream_combine_kernel<K, act_t>,
-                    dim3(grid_stride_blocks(tokens * hidden, threads)), threads, stream, part2,
-                    l.ks2, indices, official ? nullptr : weights, tokens, int(top_k), experts,
-                    hidden, f2.global, y);
-}
-
 template <weight_kind K, bool RP, typename act_t>
 cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const float* weights,
                 int64_t top_k, const device_weight& w1, const device_weight& w3,
                 const device_weight& w2, float limit, const layout& l, unsigned char* base,
                 act_t* y, bool official, cudaStream_t stream) {
-  if constexpr (RP) {
-    // MOE5 experiment switch (run 1 only): DSV4_MOE_STREAM=0 keeps the grid kernels.
-    static const bool stream_on = [] {
-      const char* v = std::getenv("DSV4_MOE_STREAM");
-      return !v || std::atoi(v) != 0;
-    }();
-    if (stream_on)
-      return run_stream<K>(x, tokens, indices, weights, top_k, w1, w3, w2, limit, l, base, y,
-                           official, stream);
-  }
   constexpr bool x_split = std::is_same_v<act_t, float>;
   // Weight pipeline: the cp.async ring with PDL, except MXFP4 with f32 activations, where the
   // register double buffer of the first version measured 1.0-1.2x faster on an H200 (the ring
