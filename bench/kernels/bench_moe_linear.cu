@@ -12,9 +12,13 @@
 //     variants beside them; --decode-only leaves out the general kernels and the cuBLAS loop,
 //     --replays N sets the replays (the previous moe_decode, before the cp.async ring, was compared
 //     in session 3: bench/kernels/results/h200_2026-11-22_s3_final_bench_moe_decode_partial.txt);
-//   * a stage breakdown of moe_decode (Flash MXFP4 f32, T = 1 and 64): each
-//     kernel of the captured graph in turn replaced by an empty kernel; the time saved is that
-//     stage's share of the call (with PDL the stages overlap, so the shares need not add up);
+//   * a stage breakdown of moe_decode (Flash MXFP4, T = 1 and 64: f32 exact order, bf16 official
+//     order in both layouts): each kernel of the captured graph in turn replaced by an empty
+//     kernel; the time saved is that stage's share of the call (with PDL the stages overlap, so
+//     the shares need not add up);
+//   * decode selection: --shapes flash,pro --formats mxfp4,nvfp4 --tokens 1,4,16,64 (all by
+//     default); --profile makes one eager official-order bf16 call per selected case and layout
+//     and exits, for a profiler (ncu -k regex:moe_decode_gemm);
 //   * prefill (bench_prefill_section; alone with --prefill-only, left out by --decode-only):
 //     moe_prefill_experts at T = 256, 1024, 4096 in TFLOP/s against cuBLAS BF16 (one dense GEMM
 //     of the same size, and the per-expert loop) and the old moe_experts.

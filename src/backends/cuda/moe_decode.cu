@@ -32,6 +32,7 @@
 #include "backends/cuda/fp4_mma.cuh"
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/moe_decode.h"
+#include "backends/cuda/moe_decode_scales.h"
 #include "backends/cuda/moe_plan.cuh"
 #include "backends/cuda/moe_repack.h"
 #include "backends/cuda/quantize.h"
@@ -166,6 +167,13 @@ __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) {
       "l"(gmem)
       : "memory");
 }
+template <int N>  // 4 or 8 bytes (cache-all: cp.async.cg takes 16 only)
+__device__ __forceinline__ void cp_async_small(void* smem, const void* gmem) {
+  asm volatile(
+      "cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(uint32_t(__cvta_generic_to_shared(smem))),
+      "l"(gmem), "n"(N)
+      : "memory");
+}
 __device__ __forceinline__ void cp_async_commit() {
   asm volatile("cp.async.commit_group;" ::: "memory");
 }
@@ -180,12 +188,12 @@ struct stage_buf {
   uint4 w[NM][2][k_warp_size];
 };
 
-// A warp's scales: 16 bytes of each of its 16 rows per matrix (E8M0: 4 rounds, NVFP4 E4M3: 2,
-// MXFP4 as f32: 1), copied once per 16 bytes by the lanes q == 0 (one copy per row instead of
-// four 4-byte copies per round over 8 rows, which cost as many L1 wavefronts as the weights).
-// Chunk c of the row (bytes 16 c ..) goes to slot c % k_scale_slots, enough that no chunk is
-// overwritten before its last round is read (k_stages rounds in flight, >= 1 round per chunk).
-constexpr int k_scale_slots = 8;
+// A warp's scales: a chunk of up to 16 bytes of each of its 16 rows per matrix (16 bytes: 4 rounds
+// of E8M0, 2 of NVFP4 E4M3, 1 of MXFP4 as f32), copied once by the lanes q == 0, instead of four
+// 4-byte copies per round that each touched 8 rows (as many L1 wavefronts as the weights).
+// Geometry and slots: moe_decode_scales.h; k_scale_slots is enough that no chunk is overwritten
+// before its last round is read (k_stages rounds in flight, >= 1 round per chunk).
+using moe_scales::k_scale_slots;
 template <int NM>
 struct scale_buf {
   uint4 s[k_scale_slots][NM][2][8];  // [slot][matrix][row half][g]
@@ -219,6 +227,64 @@ __device__ __forceinline__ void load_round(round_w<K>& r, const uint8_t* row0, c
                          : __ldg(s + k / 32);
     } else {
       r.s[i] = __ldg(s + k / 16) | (uint32_t(__ldg(s + k / 16 + 1)) << 8);
+    }
+  }
+}
+
+// The first version's round (the register pipeline keeps it): the same values as mma_round, with
+// the MXFP4 multipliers from mx_scale_of and the second step as a per-lane branch per word.
+// Measured on an H200 (MOE5 run 2): the register pipeline with mma_round instead took 1.09-1.12x
+// longer (MXFP4 f32, Flash T = 1 and 64); the cp.async ring gained with it.
+template <weight_kind K, bool SPLIT, bool RP>
+__device__ __forceinline__ void mma_round_per_word(float (&acc)[4], const round_w<K>& r,
+                                                   const uint4 (&xh)[4], const uint4 (&xl)[4]) {
+  uint32_t m1[2][2], m2[2];
+  bool two = false;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    if constexpr (K == weight_kind::mxfp4) {
+      const fp4mma::mx_scale s = fp4mma::mx_scale_of(r.s[i]);
+      m1[i][0] = m1[i][1] = s.m1;
+      m2[i] = s.m2;
+      two |= s.m2 != 0x3F803F80u;
+    } else {
+      m1[i][0] = fp4mma::nv_scale_of(r.s[i] & 0xFFu);
+      m1[i][1] = fp4mma::nv_scale_of(r.s[i] >> 8);
+    }
+  }
+#pragma unroll
+  for (int w = 0; w < 4; ++w) {
+    const uint32_t w0 = w == 0 ? r.v[0].x : w == 1 ? r.v[0].y : w == 2 ? r.v[0].z : r.v[0].w;
+    const uint32_t w1 = w == 0 ? r.v[1].x : w == 1 ? r.v[1].y : w == 2 ? r.v[1].z : r.v[1].w;
+    uint32_t p0[4], p1[4];
+    if constexpr (RP) {
+      fp4_repack::decode_pairs(w0, p0);
+      fp4_repack::decode_pairs(w1, p1);
+    } else {
+      p0[0] = fp4mma::e2m1_pair<0>(w0), p0[1] = fp4mma::e2m1_pair<1>(w0);
+      p0[2] = fp4mma::e2m1_pair<2>(w0), p0[3] = fp4mma::e2m1_pair<3>(w0);
+      p1[0] = fp4mma::e2m1_pair<0>(w1), p1[1] = fp4mma::e2m1_pair<1>(w1);
+      p1[2] = fp4mma::e2m1_pair<2>(w1), p1[3] = fp4mma::e2m1_pair<3>(w1);
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      p0[j] = fp4mma::mul_bf16x2(p0[j], m1[0][w >> 1]);
+      p1[j] = fp4mma::mul_bf16x2(p1[j], m1[1][w >> 1]);
+    }
+    if constexpr (K == weight_kind::mxfp4) {
+      if (two) {  // E8M0 > 128 (scale > 2): a second exact power-of-two step
+#pragma unroll
+        for (int j = 0; j < 4; ++j) {
+          p0[j] = fp4mma::mul_bf16x2(p0[j], m2[0]);
+          p1[j] = fp4mma::mul_bf16x2(p1[j], m2[1]);
+        }
+      }
+    }
+    fp4mma::mma_bf16(acc, p0[0], p1[0], p0[1], p1[1], xh[w].x, xh[w].y);
+    fp4mma::mma_bf16(acc, p0[2], p1[2], p0[3], p1[3], xh[w].z, xh[w].w);
+    if constexpr (SPLIT) {
+      fp4mma::mma_bf16(acc, p0[0], p1[0], p0[1], p1[1], xl[w].x, xl[w].y);
+      fp4mma::mma_bf16(acc, p0[2], p1[2], p0[3], p1[3], xl[w].z, xl[w].w);
     }
   }
 }
@@ -287,12 +353,15 @@ __device__ __forceinline__ void mma_round(float (&acc)[4], const round_w<K>& r,
   }
 }
 
-// All NM matrices of one round, with the warp-wide choice of mma_round's TWO variant for MXFP4.
-// All lanes of the warp.
-template <weight_kind K, bool SPLIT, bool RP, int NM>
+// All NM matrices of one round: the ring's mma_round (with the warp-wide choice of its TWO variant
+// for MXFP4) or the register pipeline's mma_round_per_word. All lanes of the warp.
+template <weight_kind K, bool SPLIT, bool RP, int NM, bool RING = true>
 __device__ __forceinline__ void mma_rounds(float (&acc)[NM][4], const round_w<K> (&cur)[NM],
                                            const uint4 (&xh)[4], const uint4 (&xl)[4]) {
-  if constexpr (K == weight_kind::mxfp4) {
+  if constexpr (!RING) {
+#pragma unroll
+    for (int m = 0; m < NM; ++m) mma_round_per_word<K, SPLIT, RP>(acc[m], cur[m], xh, xl);
+  } else if constexpr (K == weight_kind::mxfp4) {
     uint32_t emax = 0;
 #pragma unroll
     for (int m = 0; m < NM; ++m) emax = max(emax, max(cur[m].s[0], cur[m].s[1]));
@@ -379,9 +448,12 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
   if constexpr (RING) {
     const bool scale_f32 = ws[0].scale_f32;  // one encoding for all three (moe_decode_supported)
     // This lane's copy sources at round rb, advanced by one round per issue: 64 weight bytes of a
-    // row per round. Scale rows (16-byte aligned: moe_decode_supported, cols % 128 == 0) hold
-    // 4 (E8M0), 16 (f32) or 8 (E4M3) bytes per round: 2^rpc_shift rounds per 16-byte chunk.
-    const int rpc_shift = K == weight_kind::mxfp4 ? (scale_f32 ? 0 : 2) : 1;
+    // row per round. Scale rows go in aligned chunks (moe_decode_scales.h: 16 bytes for the
+    // model shapes, 8 or 4 for rows of 128 or 256 columns).
+    const moe_scales::encoding enc = K == weight_kind::nvfp4 ? moe_scales::encoding::e4m3
+                                     : scale_f32             ? moe_scales::encoding::f32
+                                                             : moe_scales::encoding::e8m0;
+    const moe_scales::geometry geo = moe_scales::make_geometry(srow * (scale_f32 ? 4 : 1), enc);
     const uint8_t* src_w[NM][2];
     const uint8_t* src_s[NM][2];
 #pragma unroll
@@ -412,13 +484,21 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
             src_w[m][i] += RP ? fp4_repack::k_tile_bytes : k_round / 2;
           }
         const int64_t r = rb + j;
-        if (q == 0 && (j == 0 || (r & ((1 << rpc_shift) - 1)) == 0)) {
-          const int64_t chunk = r >> rpc_shift;
+        if (q == 0 && moe_scales::copies_chunk(geo, r, j == 0)) {
+          const int64_t chunk = moe_scales::chunk_of(geo, r);
 #pragma unroll
           for (int m = 0; m < NM; ++m)
 #pragma unroll
-            for (int i = 0; i < 2; ++i)
-              cp_async_16(&my_scales.s[chunk % k_scale_slots][m][i][g], src_s[m][i] + chunk * 16);
+            for (int i = 0; i < 2; ++i) {
+              void* dst = &my_scales.s[chunk % k_scale_slots][m][i][g];
+              const uint8_t* src = src_s[m][i] + (chunk << geo.cb_shift);
+              if (geo.cb_shift == 4)
+                cp_async_16(dst, src);
+              else if (geo.cb_shift == 3)
+                cp_async_small<8>(dst, src);
+              else
+                cp_async_small<4>(dst, src);
+            }
         }
       }
       cp_async_commit();
@@ -436,8 +516,8 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     const int64_t arow = UP ? int64_t(pg / top_k) : int64_t(pg);
     const uint4* xh_p = reinterpret_cast<const uint4*>(ain_hi + arow * kdim) + rb * 16 + q;
     const uint4* xl_p = reinterpret_cast<const uint4*>(ain_lo + arow * kdim) + rb * 16 + q;
-    const int scale_shift = K == weight_kind::mxfp4 ? (scale_f32 ? 23 : 8 * q) : 16 * (q & 1);
-    const uint32_t scale_mask = K == weight_kind::mxfp4 ? 0xFFu : 0xFFFFu;
+    const int scale_shift = moe_scales::shift_of(enc, q);
+    const uint32_t scale_mask = moe_scales::mask_of(enc);
 
     uint4 xh[4], xl[4], nxh[4], nxl[4];
     if (nr > 0) load_x(xh, xl, xh_p, xl_p, 0, SPLIT);
@@ -449,12 +529,8 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       __syncwarp();                   // and the scale chunks the lanes q == 0 copied for it
       const stage_buf<NM>& b = my_ring[u];
       const int64_t r = rb + j;
-      // The 4-byte word of the chunk holding this lane's scales of round r: E8M0 (k / 32 =
-      // 4 r + q) word r % 4, byte q; f32 word q, bits 30:23; E4M3 (k / 16 = 8 r + 2 q) word
-      // 2 (r % 2) + q / 2, bytes 2 (q % 2) and + 1.
-      const int word =
-          K == weight_kind::mxfp4 ? (scale_f32 ? q : int(r & 3)) : int(r & 1) * 2 + (q >> 1);
-      const auto& sc = my_scales.s[(r >> rpc_shift) % k_scale_slots];
+      const int word = moe_scales::word_of(geo, enc, r, q);
+      const auto& sc = my_scales.s[moe_scales::chunk_of(geo, r) % k_scale_slots];
       round_w<K> cur[NM];
 #pragma unroll
       for (int m = 0; m < NM; ++m)
@@ -509,7 +585,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
                             rp_lane[m]);
         load_x(nxh, nxl, xh_base, xl_base, r + 1, SPLIT);
       }
-      mma_rounds<K, SPLIT, RP, NM>(acc, cur, xh, xl);
+      mma_rounds<K, SPLIT, RP, NM, false>(acc, cur, xh, xl);
 #pragma unroll
       for (int m = 0; m < NM; ++m) cur[m] = nxt[m];
 #pragma unroll

@@ -1,7 +1,8 @@
 // Repacked 4-bit expert weights for the decode kernels (moe_decode.h, *_repacked entry points).
-// NOT GPU-VERIFIED: the layout and its host reference are tested on the CPU
-// (tests/cuda_host/test_moe_repack.cpp); the kernel variant that reads it has parity cases in
-// tests/cuda/cases_moe_decode.inc that no GPU has run yet.
+// Tested on the CPU (tests/cuda_host/test_moe_repack.cpp) and on an H200 (MOE5 run 1, this
+// half-major layout): parity case moe_repack, device repacking == host reference (2/2). The
+// decode kernels that read it give outputs bit-identical to the checkpoint layout's
+// (bench_moe_linear check, MOE5 run 2); their own parity run is partial (moe_decode.h).
 //
 // What changes against the checkpoint layout (linear.h: row-major, value j of a byte pair in
 // nibble j, E2M1 = sign | e1 e0 | m): only the weight bytes; the scales (E8M0 / f32 / E4M3) and
@@ -118,8 +119,8 @@ bit_map repack_bit_map();
 
 // The same as repack_matrices on the device (src and dst device pointers, not overlapping),
 // one thread per 32-bit word; no host synchronisation. cudaErrorInvalidValue for dims that
-// !repack_supported, a negative count or null pointers. NOT GPU-verified (parity case
-// moe_repack in tests/cuda/cases_moe_decode.inc).
+// !repack_supported, a negative count or null pointers. Parity case moe_repack in
+// tests/cuda/cases_moe_decode.inc (H200, MOE5 run 1: 2/2 byte-identical to the host reference).
 cudaError_t repack_matrices_device(const uint8_t* src, uint8_t* dst, int64_t count, int64_t rows,
                                    int64_t cols, cudaStream_t stream);
 
