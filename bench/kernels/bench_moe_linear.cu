@@ -176,13 +176,16 @@ void stage_breakdown(const char* label, const std::function<void(int, cudaStream
     const char* name = "?";
     if (cudaFuncGetName(&name, funcs[j]) != cudaSuccess) name = "?";
     std::string nm(name);
-    std::string tag =
-        nm.find("prepare") != std::string::npos    ? "prepare"
-        : nm.find("quantize") != std::string::npos ? "quantize_h"
-        : nm.find("combine") != std::string::npos  ? "combine"
-        : nm.find("gemm") != std::string::npos
-            ? (nm.find("ELb1ELb") != std::string::npos ? "gemm L1 (W1, W3)" : "gemm L2 (W2)")
-            : nm.substr(0, 40);
+    // The gemm's UP flag is the template argument after the weight kind (mangled
+    // "weight_kindE<digit>ELb<UP>").
+    const size_t kind_at = nm.find("weight_kindE");
+    const bool up = kind_at != std::string::npos && nm.compare(kind_at + 13, 4, "ELb1") == 0;
+    std::string tag = nm.find("prepare") != std::string::npos    ? "prepare"
+                      : nm.find("quantize") != std::string::npos ? "quantize_h"
+                      : nm.find("combine") != std::string::npos  ? "combine"
+                      : nm.find("gemm") != std::string::npos
+                          ? (up ? "gemm L1 (W1, W3)" : "gemm L2 (W2)")
+                          : nm.substr(0, 40);
     std::printf("  stage %-18s grid %5u x %4u, %4u threads: saves %8.2f us/call (%5.1f%%)\n",
                 tag.c_str(), first[j].gridDim.x, first[j].gridDim.y, first[j].blockDim.x,
                 full - without, 100.0 * (full - without) / full);
