@@ -12,9 +12,13 @@
 //     variants beside them; --decode-only leaves out the general kernels and the cuBLAS loop,
 //     --replays N sets the replays (the previous moe_decode, before the cp.async ring, was compared
 //     in session 3: bench/kernels/results/h200_2026-11-22_s3_final_bench_moe_decode_partial.txt);
-//   * a stage breakdown of moe_decode (Flash MXFP4 f32, T = 1 and 64): each
-//     kernel of the captured graph in turn replaced by an empty kernel; the time saved is that
-//     stage's share of the call (with PDL the stages overlap, so the shares need not add up);
+//   * a stage breakdown of moe_decode (Flash MXFP4, T = 1 and 64: f32 exact order, bf16 official
+//     order in both layouts): each kernel of the captured graph in turn replaced by an empty
+//     kernel; the time saved is that stage's share of the call (with PDL the stages overlap, so
+//     the shares need not add up);
+//   * decode selection: --shapes flash,pro --formats mxfp4,nvfp4 --tokens 1,4,16,64 (all by
+//     default); --profile makes one eager official-order bf16 call per selected case and layout
+//     and exits, for a profiler (ncu -k regex:moe_decode_gemm);
 //   * prefill (bench_prefill_section; alone with --prefill-only, left out by --decode-only):
 //     moe_prefill_experts at T = 256, 1024, 4096 in TFLOP/s against cuBLAS BF16 (one dense GEMM
 //     of the same size, and the per-expert loop) and the old moe_experts.
@@ -55,6 +59,14 @@ using bench::median;
 using bench::read_kernel;
 
 bool g_decode_only = false;
+// Decode-section selection (--shapes flash,pro --formats mxfp4,nvfp4 --tokens 1,4,16,64): which
+// rows run; all of them by default.
+std::string g_shapes = "flash,pro", g_formats = "mxfp4,nvfp4";
+std::vector<int64_t> g_tokens = {1, 4, 16, 64};
+
+bool listed(const std::string& list, const std::string& name) {
+  return ("," + list + ",").find("," + name + ",") != std::string::npos;
+}
 
 using dsv4::cuda::device_weight;
 using dsv4::cuda::weight_kind;
@@ -164,13 +176,16 @@ void stage_breakdown(const char* label, const std::function<void(int, cudaStream
     const char* name = "?";
     if (cudaFuncGetName(&name, funcs[j]) != cudaSuccess) name = "?";
     std::string nm(name);
-    std::string tag =
-        nm.find("prepare") != std::string::npos    ? "prepare"
-        : nm.find("quantize") != std::string::npos ? "quantize_h"
-        : nm.find("combine") != std::string::npos  ? "combine"
-        : nm.find("gemm") != std::string::npos
-            ? (nm.find("ELb1ELb") != std::string::npos ? "gemm L1 (W1, W3)" : "gemm L2 (W2)")
-            : nm.substr(0, 40);
+    // The gemm's UP flag is the template argument after the weight kind (mangled
+    // "weight_kindE<digit>ELb<UP>").
+    const size_t kind_at = nm.find("weight_kindE");
+    const bool up = kind_at != std::string::npos && nm.compare(kind_at + 13, 4, "ELb1") == 0;
+    std::string tag = nm.find("prepare") != std::string::npos    ? "prepare"
+                      : nm.find("quantize") != std::string::npos ? "quantize_h"
+                      : nm.find("combine") != std::string::npos  ? "combine"
+                      : nm.find("gemm") != std::string::npos
+                          ? (up ? "gemm L1 (W1, W3)" : "gemm L2 (W2)")
+                          : nm.substr(0, 40);
     std::printf("  stage %-18s grid %5u x %4u, %4u threads: saves %8.2f us/call (%5.1f%%)\n",
                 tag.c_str(), first[j].gridDim.x, first[j].gridDim.y, first[j].blockDim.x,
                 full - without, 100.0 * (full - without) / full);
@@ -486,7 +501,7 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
   fill(bf, bf_expert * bf_pool, 400, 3);
   std::mt19937_64 rng(1234);
   const char* kname = kind == weight_kind::mxfp4 ? "mxfp4" : "nvfp4";
-  for (int64_t T : {1, 4, 16, 64}) {
+  for (int64_t T : g_tokens) {
     // k_calls routings: top-k distinct experts per token, uniform over all E.
     std::vector<std::vector<int32_t>> routes(k_calls);
     double touched = 0;
@@ -612,10 +627,18 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
         CK(cudaMemcpyAsync(a.data(), yf, a.size() * 4, cudaMemcpyDeviceToHost, s));
         CK(cudaStreamSynchronize(s));
         size_t differ = 0;
-        for (size_t j = 0; j < a.size(); ++j) differ += std::memcmp(&a[j], &b[j], 4) != 0;
-        std::printf("check %-6s %-6s T=%-3lld %s: repacked vs current: %zu of %zu differ%s\n",
-                    sh.name, kname, (long long)T, official ? "official" : "exact   ", differ,
-                    a.size(), differ ? "  MISMATCH" : "");
+        double dmax = 0, bmax = 0;
+        for (size_t j = 0; j < a.size(); ++j) {
+          differ += std::memcmp(&a[j], &b[j], 4) != 0;
+          dmax = std::max(dmax, double(std::fabs(a[j] - b[j])));
+          bmax = std::max(bmax, double(std::fabs(b[j])));
+        }
+        const double rel = bmax > 0 ? dmax / bmax : dmax;
+        std::printf(
+            "check %-6s %-6s T=%-3lld %s: repacked vs current: %zu of %zu differ, max |diff| / "
+            "max |y| %.2e%s\n",
+            sh.name, kname, (long long)T, official ? "official" : "exact   ", differ, a.size(), rel,
+            differ ? "  MISMATCH" : "");
       }
       const double rp_f =
           time_graph_per_call(rp_body(dc::moe_decode_experts_repacked<float>, xf, yf), k_calls, s);
@@ -637,6 +660,17 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
     if (std::string(sh.name) == "flash" && kind == weight_kind::mxfp4 && (T == 1 || T == 64)) {
       const std::string tl = " T=" + std::to_string(T);
       stage_breakdown(("flash mxfp4 f32 current" + tl).c_str(), body_new_f, k_calls, s);
+      stage_breakdown(("flash mxfp4 bf16 official current" + tl).c_str(),
+                      decode_body(dc::moe_decode_experts_official<__nv_bfloat16>, xb, yb, ws_new),
+                      k_calls, s);
+      const repacked_copy r1(w1, {}), r3(w3, {}), r2(w2, {});
+      stage_breakdown(("flash mxfp4 bf16 official repacked" + tl).c_str(),
+                      [=, &r1, &r3, &r2](int i, cudaStream_t st) {
+                        CK(dc::moe_decode_experts_official_repacked<__nv_bfloat16>(
+                            xb, T, idx + size_t(i) * T * K, wts + size_t(i) * T * K, K, r1.w, r3.w,
+                            r2.w, 10.0f, ws, ws_new, yb, st));
+                      },
+                      k_calls, s);
     }
     // Per-expert cuBLAS BF16 loop (host-known routing; 3 GEMMs per touched expert).
     void *hb1 = nullptr, *hb2 = nullptr;
@@ -685,6 +719,62 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
     CK(cudaFree(yb));
   }
   CK(cudaFree(bf));
+}
+
+// --profile: for a profiler (ncu -k regex:moe_decode), one eager call of the official-order
+// decode with bf16 activations per (shape, format, T) selected, checkpoint layout then repacked
+// (random bytes read as either layout: the work does not depend on the values). No timing here.
+void profile_decode(cudaStream_t s) {
+  const moe_shape flash{"flash", 4096, 2048, 256, 6}, pro{"pro", 7168, 3072, 384, 6};
+  namespace dc = dsv4::cuda;
+  for (const moe_shape& sh : {flash, pro})
+    for (weight_kind kind : {weight_kind::mxfp4, weight_kind::nvfp4}) {
+      if (!listed(g_shapes, sh.name) ||
+          !listed(g_formats, kind == weight_kind::mxfp4 ? "mxfp4" : "nvfp4"))
+        continue;
+      const int64_t D = sh.hidden, I = sh.inter, E = sh.experts, K = sh.top_k;
+      stacked w1(kind, I, D, E, 100), w3(kind, I, D, E, 200), w2(kind, D, I, E, 300);
+      std::mt19937_64 rng(99);
+      for (int64_t T : g_tokens) {
+        std::vector<int32_t> route;
+        for (int64_t t = 0; t < T; ++t) {
+          std::vector<int32_t> all(E);
+          for (int64_t e = 0; e < E; ++e) all[e] = int32_t(e);
+          for (int64_t k = 0; k < K; ++k) {
+            std::swap(all[k], all[k + int64_t(rng() % uint64_t(E - k))]);
+            route.push_back(all[k]);
+          }
+        }
+        int32_t* idx;
+        float* wts;
+        __nv_bfloat16 *xb, *yb;
+        CK(cudaMalloc(&idx, route.size() * 4));
+        CK(cudaMalloc(&wts, route.size() * 4));
+        CK(cudaMalloc(&xb, size_t(T * D) * 2));
+        CK(cudaMalloc(&yb, size_t(T * D) * 2));
+        CK(cudaMemcpy(idx, route.data(), route.size() * 4, cudaMemcpyHostToDevice));
+        const std::vector<float> hw(route.size(), 0.25f);
+        CK(cudaMemcpy(wts, hw.data(), hw.size() * 4, cudaMemcpyHostToDevice));
+        fill(xb, size_t(T * D) * 2, 6, 3);
+        const size_t wsb = dc::moe_decode_workspace_bytes(T, K, E, D, I);
+        void* ws;
+        CK(cudaMalloc(&ws, wsb));
+        for (int v = 0; v < 2; ++v) {
+          const auto fn = v ? dc::moe_decode_experts_official_repacked<__nv_bfloat16>
+                            : dc::moe_decode_experts_official<__nv_bfloat16>;
+          CK(fn(xb, T, idx, wts, K, w1.w, w3.w, w2.w, 10.0f, ws, wsb, yb, s));
+          CK(cudaStreamSynchronize(s));
+          std::printf("profiled %s %s T=%lld %s\n", sh.name,
+                      kind == weight_kind::mxfp4 ? "mxfp4" : "nvfp4", (long long)T,
+                      v ? "repacked" : "current");
+        }
+        CK(cudaFree(ws));
+        CK(cudaFree(idx));
+        CK(cudaFree(wts));
+        CK(cudaFree(xb));
+        CK(cudaFree(yb));
+      }
+    }
 }
 
 // ---- MoE prefill (moe_prefill.h) ----
@@ -967,6 +1057,7 @@ void bench_prefill_section(cudaStream_t s, cublasHandle_t h) {
 int main(int argc, char** argv) {
   bool only_moe = false;  // --moe-only: skip the dense linears
   bool only_prefill = false;
+  bool profile = false;  // --profile: one eager call per decode variant, for ncu
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--moe-only") only_moe = true;
@@ -976,6 +1067,17 @@ int main(int argc, char** argv) {
     if (a == "--prefill-cp") g_prefill_cp = true;
     if (a == "--decode-only") g_decode_only = only_moe = true;
     if (a == "--replays" && i + 1 < argc) k_replays = std::max(5, std::atoi(argv[++i]));
+    if (a == "--shapes" && i + 1 < argc) g_shapes = argv[++i];
+    if (a == "--formats" && i + 1 < argc) g_formats = argv[++i];
+    if (a == "--tokens" && i + 1 < argc) {
+      g_tokens.clear();
+      for (std::string t = argv[++i]; !t.empty();) {
+        const size_t comma = t.find(',');
+        g_tokens.push_back(std::atoll(t.substr(0, comma).c_str()));
+        t = comma == std::string::npos ? "" : t.substr(comma + 1);
+      }
+    }
+    if (a == "--profile") profile = true;
   }
   int dev = 0;
   CK(cudaSetDevice(dev));
@@ -997,6 +1099,11 @@ int main(int argc, char** argv) {
     CK(cudaStreamDestroy(s));
     return 0;
   }
+  if (profile) {
+    profile_decode(s);
+    CK(cudaStreamDestroy(s));
+    return 0;
+  }
   const ceilings c = measure_ceilings(s);
   std::printf(
       "\n## routed MoE (graph of %d calls, median of %d replays; touched = experts a call "
@@ -1006,7 +1113,10 @@ int main(int argc, char** argv) {
               "T", "touched", "us", "GB/s", "%read");
   const moe_shape flash{"flash", 4096, 2048, 256, 6}, pro{"pro", 7168, 3072, 384, 6};
   for (const moe_shape& sh : {flash, pro})
-    for (weight_kind k : {weight_kind::mxfp4, weight_kind::nvfp4}) bench_moe(sh, k, s, c, h);
+    for (weight_kind k : {weight_kind::mxfp4, weight_kind::nvfp4})
+      if (listed(g_shapes, sh.name) &&
+          listed(g_formats, k == weight_kind::mxfp4 ? "mxfp4" : "nvfp4"))
+        bench_moe(sh, k, s, c, h);
   if (!only_moe) {
     std::printf(
         "\n## dense decode linears (graph of %d calls; weight copies rotated past L2; GB/s "

@@ -73,7 +73,7 @@ TEST(moe_repack, word_map_is_a_bit_permutation) {
 }
 
 // The fragment placement, checked from the repacked side: byte b of a matrix belongs to tile
-// b / 1024, lane (b % 1024) / 32 = 4 g + q, row half ((b % 32) / 16), word (b % 16) / 4; that
+// b / 1024, row half (b % 1024) / 512, lane (b % 512) / 16 = 4 g + q, word (b % 16) / 4; that
 // word must be the repacked checkpoint word of row 16 (tile / tiles_per_row) + g + 8 half,
 // columns 128 (tile % tiles_per_row) + 32 q + 8 word .. + 7.
 TEST(moe_repack, matrices_follow_the_fragment_mapping_and_round_trip) {
@@ -89,7 +89,7 @@ TEST(moe_repack, matrices_follow_the_fragment_mapping_and_round_trip) {
   const int64_t tiles_per_row = cols / 128;
   for (int64_t m = 0; m < count; ++m)
     for (int64_t b = 0; b < bytes; b += 4) {
-      const int64_t tile = b / 1024, lane = (b % 1024) / 32, half = (b % 32) / 16;
+      const int64_t tile = b / 1024, half = (b % 1024) / 512, lane = (b % 512) / 16;
       const int64_t word = (b % 16) / 4, g = lane / 4, q = lane % 4;
       const int64_t row = 16 * (tile / tiles_per_row) + g + 8 * half;
       const int64_t col = 128 * (tile % tiles_per_row) + 32 * q + 8 * word;

@@ -32,6 +32,7 @@
 #include "backends/cuda/fp4_mma.cuh"
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/moe_decode.h"
+#include "backends/cuda/moe_decode_scales.h"
 #include "backends/cuda/moe_plan.cuh"
 #include "backends/cuda/moe_repack.h"
 #include "backends/cuda/quantize.h"
@@ -108,6 +109,17 @@ __device__ __forceinline__ void grid_dependency_trigger() {
   asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
 }
 
+// The activation layout of the decode kernels (x and h, hi and lo parts): fp4_mma.cuh's paired
+// layout with the 16-byte groups of each 128-k round transposed, group i (k 8 i .. 8 i + 7) of
+// lane q's 32 k at 16-byte slot 4 i + q of the round, so that each warp-wide 16-byte load of
+// load_x covers 64 contiguous bytes (whole sectors of one line) per activation row; in the
+// paired order it covered 16 of every 64 bytes over two lines. u16 index of activation k of a
+// row (the row length a multiple of 128).
+__host__ __device__ __forceinline__ int64_t act_u16_index(int64_t k) {
+  const int64_t j = k >> 3, w = j & 15;  // 8-group, its slot 4 q + i in the round
+  return (j - w + (w & 3) * 4 + (w >> 2)) * 8 + (fp4mma::paired_u16_index(k) & 7);
+}
+
 // ---- 1. plan + activation prepare ----
 template <typename act_t>
 __global__ void __launch_bounds__(k_plan_threads)
@@ -127,8 +139,9 @@ __global__ void __launch_bounds__(k_plan_threads)
     h.z = hi[2] | (uint32_t(hi[6]) << 16), h.w = hi[3] | (uint32_t(hi[7]) << 16);
     l.x = lo[0] | (uint32_t(lo[4]) << 16), l.y = lo[1] | (uint32_t(lo[5]) << 16);
     l.z = lo[2] | (uint32_t(lo[6]) << 16), l.w = lo[3] | (uint32_t(lo[7]) << 16);
-    reinterpret_cast<uint4*>(xhi)[grp] = h;
-    reinterpret_cast<uint4*>(xlo)[grp] = l;
+    const int64_t w = grp & 15, at = grp - w + (w & 3) * 4 + (w >> 2);  // act_u16_index / 8
+    reinterpret_cast<uint4*>(xhi)[at] = h;
+    reinterpret_cast<uint4*>(xlo)[at] = l;
     return;
   }
   __shared__ int counts[k_max_experts];
@@ -154,10 +167,11 @@ __device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) {
       "l"(gmem)
       : "memory");
 }
-__device__ __forceinline__ void cp_async_4(void* smem, const void* gmem) {
+template <int N>  // 4 or 8 bytes (cache-all: cp.async.cg takes 16 only)
+__device__ __forceinline__ void cp_async_small(void* smem, const void* gmem) {
   asm volatile(
-      "cp.async.ca.shared.global [%0], [%1], 4;" ::"r"(uint32_t(__cvta_generic_to_shared(smem))),
-      "l"(gmem)
+      "cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(uint32_t(__cvta_generic_to_shared(smem))),
+      "l"(gmem), "n"(N)
       : "memory");
 }
 __device__ __forceinline__ void cp_async_commit() {
@@ -172,7 +186,17 @@ __device__ __forceinline__ void cp_async_wait() {
 template <int NM>
 struct stage_buf {
   uint4 w[NM][2][k_warp_size];
-  uint32_t s[NM][2][k_warp_size];
+};
+
+// A warp's scales: a chunk of up to 16 bytes of each of its 16 rows per matrix (16 bytes: 4 rounds
+// of E8M0, 2 of NVFP4 E4M3, 1 of MXFP4 as f32), copied once by the lanes q == 0, instead of four
+// 4-byte copies per round that each touched 8 rows (as many L1 wavefronts as the weights).
+// Geometry and slots: moe_decode_scales.h; k_scale_slots is enough that no chunk is overwritten
+// before its last round is read (k_stages rounds in flight, >= 1 round per chunk).
+using moe_scales::k_scale_slots;
+template <int NM>
+struct scale_buf {
+  uint4 s[k_scale_slots][NM][2][8];  // [slot][matrix][row half][g]
 };
 
 // One round's weights of one matrix for rows g and g + 8 as mma_round takes them.
@@ -182,18 +206,10 @@ struct round_w {
   uint32_t s[2];  // mxfp4: E8M0 byte; nvfp4: two E4M3 bytes (low = first 16)
 };
 
-// Byte offset of the 4-byte scale word that holds lane q's scales of round `round` inside a
-// scale row: E8M0 byte q of it, f32 bits 30:23 of it, E4M3 bytes 2 (q % 2) and + 1 of it.
-template <weight_kind K>
-__device__ __forceinline__ int64_t scale_word_offset(int64_t round, int q, bool scale_f32) {
-  if constexpr (K == weight_kind::mxfp4)  // E8M0 k / 32 = 4 round + q: word `round`, byte q
-    return scale_f32 ? (round * 4 + q) * 4 : round * 4;
-  else  // E4M3 k / 16 = 8 round + 2q: word 2 round + q / 2, bytes 2 (q % 2) and + 1
-    return round * 8 + (q >> 1) * 4;
-}
 // The register pipeline's loads of one round (RING = false): 16 weight bytes of rows g and
 // g + 8 and their scales, straight into registers. RP: the weight bytes come from the repacked
-// layout instead, `rp_lane` = this lane's 32 bytes of the tile's round 0 (rounds 1 KB apart).
+// layout instead, `rp_lane` = this lane's 16 bytes of row g in the tile's round 0 (row g + 8 at
+// +512, rounds 1 KB apart).
 template <weight_kind K, bool RP = false>
 __device__ __forceinline__ void load_round(round_w<K>& r, const uint8_t* row0, const uint8_t* srow0,
                                            int64_t row_bytes, int64_t srow, bool scale_f32,
@@ -201,7 +217,8 @@ __device__ __forceinline__ void load_round(round_w<K>& r, const uint8_t* row0, c
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     if constexpr (RP)
-      r.v[i] = fp4mma::load_stream_16(rp_lane + (k / k_round) * fp4_repack::k_tile_bytes + i * 16);
+      r.v[i] = fp4mma::load_stream_16(rp_lane + (k / k_round) * fp4_repack::k_tile_bytes +
+                                      i * (fp4_repack::k_tile_bytes / 2));
     else
       r.v[i] = fp4mma::load_stream_16(row0 + i * 8 * row_bytes + k / 2);
     const uint8_t* s = srow0 + i * 8 * srow * (scale_f32 ? 4 : 1);
@@ -214,12 +231,13 @@ __device__ __forceinline__ void load_round(round_w<K>& r, const uint8_t* row0, c
   }
 }
 
-// acc += the round's 16 rows x 32 k per lane (128 per quad) times the token fragments xh / xl.
-// RP: the weight words are in the repacked bit order (moe_repack.h), which decodes to the same
-// pairs with fewer instructions.
-template <weight_kind K, bool SPLIT, bool RP = false>
-__device__ __forceinline__ void mma_round(float (&acc)[4], const round_w<K>& r,
-                                          const uint4 (&xh)[4], const uint4 (&xl)[4]) {
+// The first version's round (the register pipeline keeps it): the same values as mma_round, with
+// the MXFP4 multipliers from mx_scale_of and the second step as a per-lane branch per word.
+// Measured on an H200 (MOE5 run 2): the register pipeline with mma_round instead took 1.09-1.12x
+// longer (MXFP4 f32, Flash T = 1 and 64); the cp.async ring gained with it.
+template <weight_kind K, bool SPLIT, bool RP>
+__device__ __forceinline__ void mma_round_per_word(float (&acc)[4], const round_w<K>& r,
+                                                   const uint4 (&xh)[4], const uint4 (&xl)[4]) {
   uint32_t m1[2][2], m2[2];
   bool two = false;
 #pragma unroll
@@ -271,14 +289,104 @@ __device__ __forceinline__ void mma_round(float (&acc)[4], const round_w<K>& r,
   }
 }
 
-__device__ __forceinline__ void load_x(uint4 (&xh)[4], uint4 (&xl)[4], const uint4* hi,
-                                       const uint4* lo, int64_t k, bool split) {
-  // 32 activations at k: 4 groups of 8 = 4 x 16 bytes per part.
+// acc += the round's 16 rows x 32 k per lane (128 per quad) times the token fragments xh / xl.
+// RP: the weight words are in the repacked bit order (moe_repack.h), which decodes to the same
+// pairs with fewer instructions. An MXFP4 scale becomes its BF16x2 multiplier m1 = 2^(e - 1)
+// with one IMAD (e * 0x00800080 + 0x3F003F00; exact for e <= 128, no carry between the halves);
+// the second exact step for E8M0 > 128 (scale > 2, never in the checkpoints) is a separate
+// whole-round variant (TWO) that the warp enters only when one of its lanes needs it (MOE4's
+// loop branched per word and built m1 / m2 with ~30 SEL / ISETP per round). In the TWO variant
+// every lane takes mx_scale_of, whose m2 is 1.0 for e <= 128, so lanes without a large scale
+// compute the same values as in the fast variant: every product, scale step and sum is the
+// first version's (bit-identical outputs).
+template <weight_kind K, bool SPLIT, bool TWO, bool RP>
+__device__ __forceinline__ void mma_round(float (&acc)[4], const round_w<K>& r,
+                                          const uint4 (&xh)[4], const uint4 (&xl)[4]) {
+  uint32_t m1[2][2], m2[2] = {0x3F803F80u, 0x3F803F80u};
 #pragma unroll
-  for (int i = 0; i < 4; ++i) xh[i] = __ldg(hi + k / 8 + i);
+  for (int i = 0; i < 2; ++i) {
+    if constexpr (K == weight_kind::mxfp4) {
+      if constexpr (TWO) {
+        const fp4mma::mx_scale s = fp4mma::mx_scale_of(r.s[i]);
+        m1[i][0] = m1[i][1] = s.m1;
+        m2[i] = s.m2;
+      } else {
+        m1[i][0] = m1[i][1] = r.s[i] * 0x00800080u + 0x3F003F00u;
+      }
+    } else {
+      m1[i][0] = fp4mma::nv_scale_of(r.s[i] & 0xFFu);
+      m1[i][1] = fp4mma::nv_scale_of(r.s[i] >> 8);
+    }
+  }
+#pragma unroll
+  for (int w = 0; w < 4; ++w) {
+    const uint32_t w0 = w == 0 ? r.v[0].x : w == 1 ? r.v[0].y : w == 2 ? r.v[0].z : r.v[0].w;
+    const uint32_t w1 = w == 0 ? r.v[1].x : w == 1 ? r.v[1].y : w == 2 ? r.v[1].z : r.v[1].w;
+    uint32_t p0[4], p1[4];
+    if constexpr (RP) {
+      fp4_repack::decode_pairs(w0, p0);
+      fp4_repack::decode_pairs(w1, p1);
+    } else {
+      p0[0] = fp4mma::e2m1_pair<0>(w0), p0[1] = fp4mma::e2m1_pair<1>(w0);
+      p0[2] = fp4mma::e2m1_pair<2>(w0), p0[3] = fp4mma::e2m1_pair<3>(w0);
+      p1[0] = fp4mma::e2m1_pair<0>(w1), p1[1] = fp4mma::e2m1_pair<1>(w1);
+      p1[2] = fp4mma::e2m1_pair<2>(w1), p1[3] = fp4mma::e2m1_pair<3>(w1);
+    }
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+      p0[j] = fp4mma::mul_bf16x2(p0[j], m1[0][w >> 1]);
+      p1[j] = fp4mma::mul_bf16x2(p1[j], m1[1][w >> 1]);
+    }
+    if constexpr (TWO) {
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        p0[j] = fp4mma::mul_bf16x2(p0[j], m2[0]);
+        p1[j] = fp4mma::mul_bf16x2(p1[j], m2[1]);
+      }
+    }
+    fp4mma::mma_bf16(acc, p0[0], p1[0], p0[1], p1[1], xh[w].x, xh[w].y);
+    fp4mma::mma_bf16(acc, p0[2], p1[2], p0[3], p1[3], xh[w].z, xh[w].w);
+    if constexpr (SPLIT) {
+      fp4mma::mma_bf16(acc, p0[0], p1[0], p0[1], p1[1], xl[w].x, xl[w].y);
+      fp4mma::mma_bf16(acc, p0[2], p1[2], p0[3], p1[3], xl[w].z, xl[w].w);
+    }
+  }
+}
+
+// All NM matrices of one round: the ring's mma_round (with the warp-wide choice of its TWO variant
+// for MXFP4) or the register pipeline's mma_round_per_word. All lanes of the warp.
+template <weight_kind K, bool SPLIT, bool RP, int NM, bool RING = true>
+__device__ __forceinline__ void mma_rounds(float (&acc)[NM][4], const round_w<K> (&cur)[NM],
+                                           const uint4 (&xh)[4], const uint4 (&xl)[4]) {
+  if constexpr (!RING) {
+#pragma unroll
+    for (int m = 0; m < NM; ++m) mma_round_per_word<K, SPLIT, RP>(acc[m], cur[m], xh, xl);
+  } else if constexpr (K == weight_kind::mxfp4) {
+    uint32_t emax = 0;
+#pragma unroll
+    for (int m = 0; m < NM; ++m) emax = max(emax, max(cur[m].s[0], cur[m].s[1]));
+    if (__any_sync(0xffffffffu, emax > 128u)) {
+#pragma unroll
+      for (int m = 0; m < NM; ++m) mma_round<K, SPLIT, true, RP>(acc[m], cur[m], xh, xl);
+    } else {
+#pragma unroll
+      for (int m = 0; m < NM; ++m) mma_round<K, SPLIT, false, RP>(acc[m], cur[m], xh, xl);
+    }
+  } else {
+#pragma unroll
+    for (int m = 0; m < NM; ++m) mma_round<K, SPLIT, false, RP>(acc[m], cur[m], xh, xl);
+  }
+}
+
+// A lane's 32 activations of round `round` (act_u16_index layout): 4 groups of 8 = 4 x 16 bytes
+// per part; hi / lo point at the lane's group 0 of round 0 (row start + q).
+__device__ __forceinline__ void load_x(uint4 (&xh)[4], uint4 (&xl)[4], const uint4* hi,
+                                       const uint4* lo, int64_t round, bool split) {
+#pragma unroll
+  for (int i = 0; i < 4; ++i) xh[i] = __ldg(hi + round * 16 + 4 * i);
   if (split) {
 #pragma unroll
-    for (int i = 0; i < 4; ++i) xl[i] = __ldg(lo + k / 8 + i);
+    for (int i = 0; i < 4; ++i) xl[i] = __ldg(lo + round * 16 + 4 * i);
   }
 }
 
@@ -288,8 +396,9 @@ __device__ __forceinline__ void load_x(uint4 (&xh)[4], uint4 (&xl)[4], const uin
 // Before its grid-dependency wait the kernel reads only the plan (complete: see
 // grid_dependency_wait) and the weights, so with RING, !UP streams its first k_stages rounds of
 // W2 while the L1 launch still finishes.
-// RP: the weights are repacked (moe_repack.h): a lane's 32 bytes of a round are contiguous at
-// tile * 1024 + lane * 32, rounds of a row tile 1024 bytes apart; both pipelines read them.
+// RP: the weights are repacked (moe_repack.h): a lane's 16 bytes of rows g and g + 8 of a round
+// are at tile * 1024 + lane * 16 and + 512 (each warp-wide load one contiguous 512 bytes),
+// rounds of a row tile 1024 bytes apart; both pipelines read them.
 template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, bool RP = false>
 __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ? 4 : 1)
     moe_decode_gemm_kernel(const uint16_t* ain_hi, const uint16_t* ain_lo, int64_t kdim,
@@ -302,6 +411,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
   __shared__ int pair_of[k_chunk];
   __shared__ float partial[KS > 1 ? (KS - 1) * RT : 1][NM][4][k_warp_size];
   __shared__ stage_buf<NM> ring[RING ? k_warps : 1][RING ? k_stages : 1];
+  __shared__ scale_buf<NM> scale_ring[RING ? k_warps : 1];
   // UP: the plan comes from the launch right before this one.
   if constexpr (UP) grid_dependency_wait();
   const int slot = blockIdx.y;
@@ -338,8 +448,12 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
   if constexpr (RING) {
     const bool scale_f32 = ws[0].scale_f32;  // one encoding for all three (moe_decode_supported)
     // This lane's copy sources at round rb, advanced by one round per issue: 64 weight bytes of a
-    // row per round; the scale word steps 4 (E8M0), 16 (f32) or 8 (E4M3) bytes.
-    const int64_t scale_step = K == weight_kind::mxfp4 ? (scale_f32 ? 16 : 4) : 8;
+    // row per round. Scale rows go in aligned chunks (moe_decode_scales.h: 16 bytes for the
+    // model shapes, 8 or 4 for rows of 128 or 256 columns).
+    const moe_scales::encoding enc = K == weight_kind::nvfp4 ? moe_scales::encoding::e4m3
+                                     : scale_f32             ? moe_scales::encoding::f32
+                                                             : moe_scales::encoding::e8m0;
+    const moe_scales::geometry geo = moe_scales::make_geometry(srow * (scale_f32 ? 4 : 1), enc);
     const uint8_t* src_w[NM][2];
     const uint8_t* src_s[NM][2];
 #pragma unroll
@@ -349,14 +463,14 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
         if constexpr (RP)
           src_w[m][i] = ws[m].data + e * ws[m].matrix_bytes +
                         ((r0 / fp4_repack::k_tile_rows) * rounds + rb) * fp4_repack::k_tile_bytes +
-                        lane * 32 + i * 16;
+                        i * (fp4_repack::k_tile_bytes / 2) + lane * 16;
         else
           src_w[m][i] = wrow[m] + i * 8 * row_bytes + rb * (k_round / 2) + q * 16;
-        src_s[m][i] =
-            srow_p[m] + i * 8 * srow * (scale_f32 ? 4 : 1) + scale_word_offset<K>(rb, q, scale_f32);
+        src_s[m][i] = srow_p[m] + i * 8 * srow * (scale_f32 ? 4 : 1);
       }
     const int nr = int(re - rb);  // this warp's rounds
     stage_buf<NM>(&my_ring)[k_stages] = ring[warp];
+    scale_buf<NM>& my_scales = scale_ring[warp];
     // Round j (of this warp's) into stage j % k_stages, then commit (an empty group past the end
     // keeps one group per round for wait_group).
     const auto issue = [&](int j, int stage) {
@@ -367,10 +481,25 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
 #pragma unroll
           for (int i = 0; i < 2; ++i) {
             cp_async_16(&b.w[m][i][lane], src_w[m][i]);
-            cp_async_4(&b.s[m][i][lane], src_s[m][i]);
             src_w[m][i] += RP ? fp4_repack::k_tile_bytes : k_round / 2;
-            src_s[m][i] += scale_step;
           }
+        const int64_t r = rb + j;
+        if (q == 0 && moe_scales::copies_chunk(geo, r, j == 0)) {
+          const int64_t chunk = moe_scales::chunk_of(geo, r);
+#pragma unroll
+          for (int m = 0; m < NM; ++m)
+#pragma unroll
+            for (int i = 0; i < 2; ++i) {
+              void* dst = &my_scales.s[chunk % k_scale_slots][m][i][g];
+              const uint8_t* src = src_s[m][i] + (chunk << geo.cb_shift);
+              if (geo.cb_shift == 4)
+                cp_async_16(dst, src);
+              else if (geo.cb_shift == 3)
+                cp_async_small<8>(dst, src);
+              else
+                cp_async_small<4>(dst, src);
+            }
+        }
       }
       cp_async_commit();
     };
@@ -385,35 +514,42 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     // columns that are never stored).
     const int pg = pair_of[g];
     const int64_t arow = UP ? int64_t(pg / top_k) : int64_t(pg);
-    const uint4* xh_p =
-        reinterpret_cast<const uint4*>(ain_hi + arow * kdim) + (rb * k_round + q * 32) / 8;
-    const uint4* xl_p =
-        reinterpret_cast<const uint4*>(ain_lo + arow * kdim) + (rb * k_round + q * 32) / 8;
-    const int scale_shift = K == weight_kind::mxfp4 ? (scale_f32 ? 23 : 8 * q) : 16 * (q & 1);
-    const uint32_t scale_mask = K == weight_kind::mxfp4 ? 0xFFu : 0xFFFFu;
+    const uint4* xh_p = reinterpret_cast<const uint4*>(ain_hi + arow * kdim) + rb * 16 + q;
+    const uint4* xl_p = reinterpret_cast<const uint4*>(ain_lo + arow * kdim) + rb * 16 + q;
+    const int scale_shift = moe_scales::shift_of(enc, q);
+    const uint32_t scale_mask = moe_scales::mask_of(enc);
 
     uint4 xh[4], xl[4], nxh[4], nxl[4];
     if (nr > 0) load_x(xh, xl, xh_p, xl_p, 0, SPLIT);
-    for (int j = 0; j < nr; ++j) {
+    // Round j with activations `cx` (loaded one round ahead into `nx`).
+    const auto step = [&](int j, uint4(&cxh)[4], uint4(&cxl)[4], uint4(&nxh_)[4], uint4(&nxl_)[4]) {
       const int u = j % k_stages;
-      if (j + 1 < nr) load_x(nxh, nxl, xh_p, xl_p, int64_t(j + 1) * k_round, SPLIT);
+      if (j + 1 < nr) load_x(nxh_, nxl_, xh_p, xl_p, j + 1, SPLIT);
       cp_async_wait<k_stages - 1>();  // round j (this lane's copies) has landed
+      __syncwarp();                   // and the scale chunks the lanes q == 0 copied for it
       const stage_buf<NM>& b = my_ring[u];
+      const int64_t r = rb + j;
+      const int word = moe_scales::word_of(geo, enc, r, q);
+      const auto& sc = my_scales.s[moe_scales::chunk_of(geo, r) % k_scale_slots];
       round_w<K> cur[NM];
 #pragma unroll
       for (int m = 0; m < NM; ++m)
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
           cur[m].v[i] = b.w[m][i][lane];
-          cur[m].s[i] = (b.s[m][i][lane] >> scale_shift) & scale_mask;
+          cur[m].s[i] =
+              (reinterpret_cast<const uint32_t*>(&sc[m][i][g])[word] >> scale_shift) & scale_mask;
         }
-#pragma unroll
-      for (int m = 0; m < NM; ++m) mma_round<K, SPLIT, RP>(acc[m], cur[m], xh, xl);
+      mma_rounds<K, SPLIT, RP, NM>(acc, cur, cxh, cxl);
       // Refill the stage just read only after the math consumed what was read from it (the
       // shared loads have returned), so the asynchronous copy cannot overtake them.
       issue(j + k_stages, u);
-#pragma unroll
-      for (int i = 0; i < 4; ++i) xh[i] = nxh[i], xl[i] = nxl[i];
+    };
+    // Two rounds per iteration with the activation buffers swapping roles: no register copies
+    // between rounds.
+    for (int j = 0; j < nr; j += 2) {
+      step(j, xh, xl, nxh, nxl);
+      if (j + 1 < nr) step(j + 1, nxh, nxl, xh, xl);
     }
     cp_async_wait<0>();
   } else {  // the first version's register double buffer (two rounds in flight), plain launches
@@ -421,14 +557,14 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     __syncthreads();                            // pair_of
     const int pg = pair_of[g];
     const int64_t arow = UP ? int64_t(pg / top_k) : int64_t(pg);
-    const uint4* xh_base = reinterpret_cast<const uint4*>(ain_hi + arow * kdim);
-    const uint4* xl_base = reinterpret_cast<const uint4*>(ain_lo + arow * kdim);
+    const uint4* xh_base = reinterpret_cast<const uint4*>(ain_hi + arow * kdim) + q;
+    const uint4* xl_base = reinterpret_cast<const uint4*>(ain_lo + arow * kdim) + q;
     const uint8_t* rp_lane[NM];
 #pragma unroll
     for (int m = 0; m < NM; ++m)
       rp_lane[m] = RP ? ws[m].data + e * ws[m].matrix_bytes +
                             (r0 / fp4_repack::k_tile_rows) * rounds * fp4_repack::k_tile_bytes +
-                            lane * 32
+                            lane * 16
                       : nullptr;
     round_w<K> cur[NM], nxt[NM];
     uint4 xh[4], xl[4], nxh[4], nxl[4];
@@ -438,7 +574,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       for (int m = 0; m < NM; ++m)
         load_round<K, RP>(cur[m], wrow[m], srow_p[m], row_bytes, srow, ws[m].scale_f32, k,
                           rp_lane[m]);
-      load_x(xh, xl, xh_base, xl_base, k, SPLIT);
+      load_x(xh, xl, xh_base, xl_base, rb, SPLIT);
     }
     for (int64_t r = rb; r < re; ++r) {
       if (r + 1 < re) {
@@ -447,10 +583,9 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
         for (int m = 0; m < NM; ++m)
           load_round<K, RP>(nxt[m], wrow[m], srow_p[m], row_bytes, srow, ws[m].scale_f32, k,
                             rp_lane[m]);
-        load_x(nxh, nxl, xh_base, xl_base, k, SPLIT);
+        load_x(nxh, nxl, xh_base, xl_base, r + 1, SPLIT);
       }
-#pragma unroll
-      for (int m = 0; m < NM; ++m) mma_round<K, SPLIT, RP>(acc[m], cur[m], xh, xl);
+      mma_rounds<K, SPLIT, RP, NM, false>(acc, cur, xh, xl);
 #pragma unroll
       for (int m = 0; m < NM; ++m) cur[m] = nxt[m];
 #pragma unroll
@@ -493,7 +628,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       }
       uint16_t hi, lo;
       fp4mma::split_bf16(v, hi, lo);
-      const int64_t at = int64_t(p) * rows + fp4mma::paired_u16_index(row);
+      const int64_t at = int64_t(p) * rows + act_u16_index(row);
       h_hi[at] = hi;
       h_lo[at] = lo;
     } else {
@@ -528,8 +663,7 @@ __global__ void __launch_bounds__(256)
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const float q = __fmul_rn(quant::e4m3_round(__fdiv_rn(v[j], s)), s);
-    h_hi[p * inter + fp4mma::paired_u16_index(k0 + j)] =
-        __bfloat16_as_ushort(__float2bfloat16_rn(q));
+    h_hi[p * inter + act_u16_index(k0 + j)] = __bfloat16_as_ushort(__float2bfloat16_rn(q));
   }
 }
 

@@ -23,12 +23,18 @@
 // lo part), 1.36-1.51x faster than moe_experts_official at T = 1, 4.7-5.6x at T = 64.
 // Weight pipeline (MOE3, bench/kernels/results/h200_2026-11-22_moe3_*): a per-warp cp.async
 // ring of 4 rounds plus programmatic dependent launch between the launches, except MXFP4 with
-// f32 activations, which keeps the first version's register double buffer (the ring measured
-// 0.82-1.00x there). Against that first version, same run, H200, T = 1..64, Flash and Pro:
-// NVFP4 f32 1.02-1.17x, MXFP4 bf16 0.99-1.21x, NVFP4 bf16 0.94-1.14x (0.94-0.96x at T >= 16).
-// The decode stays issue-bound: the E2M1 expansion and the loop cost ~4.5 SASS instructions per
-// weight, an estimated ~6.5 us of issue per 24 MB of weights on 132 SMs, the same on an H100
-// and an H200, which is why T = 1 takes ~57 us on both.
+// f32 activations, which keeps the first version's register double buffer.
+// MOE5 (bench/kernels/results/2026-11-22_moe5_NOTES.md): ncu on the H200 put the ring kernels at
+// T = 64 at 85-90% of L1/TEX throughput with DRAM at 48% and 0.5-0.7 instructions issued per
+// scheduler cycle, so the ring now copies each row's scales once per 16 bytes (not 4 bytes per
+// round over 8 rows), the activations are stored with each lane's 16-byte groups transposed per
+// 128-k round (whole sectors per warp load), and the ring's round builds MXFP4 multipliers with
+// one IMAD and takes the E8M0 > 128 step as a warp-wide variant: the same products, scale steps
+// and sums in the same order as before (by construction; not compared against the previous
+// build on a GPU). Same run, H200, against 6132761, Flash MXFP4 official bf16: T = 1 56.3 ->
+// 49.6 us, T = 64 1180 -> 1023 us (56.3% of read); the repacked layout 43.2 / 933 us. MXFP4 with
+// f32 activations (register pipeline) measured 1.09-1.12x slower with the new round, so it keeps
+// the first version's round (that combination had no GPU run after the change).
 //
 // Dispatch (for the lead): when tokens <= k_moe_decode_max_tokens and
 // moe_decode_supported(w1, w3, w2) is true, call moe_decode_experts instead of moe_experts_f32
@@ -83,13 +89,16 @@ cudaError_t moe_decode_experts_official(const act_t* x, int64_t tokens, const in
                                         void* workspace, size_t workspace_bytes, act_t* y,
                                         cudaStream_t stream);
 
-// NOT GPU-VERIFIED (parity cases moe_decode_repacked* in tests/cuda/cases_moe_decode.inc have
-// not run yet): the same two entry points for weights whose data (w.data of w1, w3, w2) holds
-// the repacked layout of moe_repack.h (fp4_repack::repack_matrices of the checkpoint bytes;
-// scales and global scales unchanged). Same support rule (moe_decode_supported: its dims already
-// satisfy the repacking's 16-row / 128-column tiles), workspace, errors and results bit for bit
-// (the decode yields the same BF16 pairs and every sum keeps its order), and the same weight
-// pipeline per format and activation type. The default dispatch does not call these yet.
+// The same two entry points for weights whose data (w.data of w1, w3, w2) holds the repacked
+// layout of moe_repack.h (fp4_repack::repack_matrices of the checkpoint bytes, or
+// repack_matrices_device; scales and global scales unchanged). Same support rule, workspace,
+// errors and results bit for bit (the decode yields the same BF16 pairs and every sum keeps its
+// order; bench_moe_linear checks 0 differing outputs at T <= 16, every shape and format), and
+// the same weight pipeline per format and activation type. Measured on an H200 (MOE5 run 2),
+// against the checkpoint layout in the same run: 1.10-1.33x (official bf16: Flash MXFP4 T = 1
+// 43.2 us = 40.0% of read, T = 16 65.3%, T = 64 61.7%; Pro MXFP4 T = 4 64.0%, T = 64 64.9%).
+// The engine does not call these: it would have to repack the expert weights at load, and
+// moe_prefill / moe_experts read the checkpoint layout (see the notes file above).
 template <typename act_t>
 cudaError_t moe_decode_experts_repacked(const act_t* x, int64_t tokens, const int32_t* indices,
                                         const float* weights, int64_t top_k,

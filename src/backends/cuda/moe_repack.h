@@ -1,7 +1,8 @@
 // Repacked 4-bit expert weights for the decode kernels (moe_decode.h, *_repacked entry points).
-// NOT GPU-VERIFIED: the layout and its host reference are tested on the CPU
-// (tests/cuda_host/test_moe_repack.cpp); the kernel variant that reads it has parity cases in
-// tests/cuda/cases_moe_decode.inc that no GPU has run yet.
+// Tested on the CPU (tests/cuda_host/test_moe_repack.cpp) and on an H200 (MOE5 run 1, this
+// half-major layout): parity case moe_repack, device repacking == host reference (2/2). The
+// decode kernels that read it give outputs bit-identical to the checkpoint layout's
+// (bench_moe_linear check, MOE5 run 2); their own parity run is partial (moe_decode.h).
 //
 // What changes against the checkpoint layout (linear.h: row-major, value j of a byte pair in
 // nibble j, E2M1 = sign | e1 e0 | m): only the weight bytes; the scales (E8M0 / f32 / E4M3) and
@@ -9,11 +10,14 @@
 //
 //  1. Fragment order. A matrix [rows, cols] (rows % 16 == 0, cols % 128 == 0) is cut into
 //     tiles of 16 rows x 128 columns, stored tile-row-major ((row / 16) * (cols / 128) +
-//     col / 128), 1024 bytes each. Inside a tile, the 32 bytes of lane L = 4 g + q (g = L / 4,
-//     q = L % 4) are at L * 32: 16 bytes of row g, then 16 bytes of row g + 8, each the 32
+//     col / 128), 1024 bytes each. Inside a tile, lane L = 4 g + q (g = L / 4, q = L % 4) has
+//     16 bytes of row g at L * 16 and 16 bytes of row g + 8 at 512 + L * 16, each the 32
 //     values of columns 32 q .. 32 q + 31 of the tile. These are exactly the bytes lane L of a
-//     decode warp consumes per round (fp4_mma.cuh fragment mapping), so a warp reads each round
-//     as one contiguous 1 KB block (two 16-byte copies per lane, fully coalesced).
+//     decode warp consumes per round (fp4_mma.cuh fragment mapping), and each of the warp's two
+//     16-byte loads (or cp.async copies) of a round covers one contiguous 512-byte half: every
+//     32-byte sector is read whole by one instruction. (MOE4's first version put a lane's 32
+//     bytes together, so each instruction read half of every sector and the L2 -> SM traffic
+//     doubled: 0.79-0.92x the checkpoint layout on an H200 with the cp.async ring.)
 //
 //  2. Bit order inside each 32-bit word (8 values v_0..v_7, value i in bits 4i..4i+3 of the
 //     checkpoint word). The decode needs the four BF16x2 pairs P_i = (v_i, v_{i + 4}) with each
@@ -92,7 +96,7 @@ DSV4_REPACK_HD int64_t repacked_word_offset(int64_t row, int64_t col, int64_t co
   const int64_t tile = (row / k_tile_rows) * (cols / k_tile_cols) + col / k_tile_cols;
   const int64_t g = row % 8, half = (row % k_tile_rows) / 8;
   const int64_t q = (col % k_tile_cols) / 32, word = (col % 32) / 8;
-  return tile * k_tile_bytes + (g * 4 + q) * 32 + half * 16 + word * 4;
+  return tile * k_tile_bytes + half * (k_tile_bytes / 2) + (g * 4 + q) * 16 + word * 4;
 }
 
 // Whether a matrix of these dims can be repacked (rows % 16 == 0, cols % 128 == 0, both > 0).
@@ -115,8 +119,8 @@ bit_map repack_bit_map();
 
 // The same as repack_matrices on the device (src and dst device pointers, not overlapping),
 // one thread per 32-bit word; no host synchronisation. cudaErrorInvalidValue for dims that
-// !repack_supported, a negative count or null pointers. NOT GPU-verified (parity case
-// moe_repack in tests/cuda/cases_moe_decode.inc).
+// !repack_supported, a negative count or null pointers. Parity case moe_repack in
+// tests/cuda/cases_moe_decode.inc (H200, MOE5 run 1: 2/2 byte-identical to the host reference).
 cudaError_t repack_matrices_device(const uint8_t* src, uint8_t* dst, int64_t count, int64_t rows,
                                    int64_t cols, cudaStream_t stream);
 
