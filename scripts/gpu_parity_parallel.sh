@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# Several test_backend_ops filters at once on the GPU machine (the CPU references dominate a
+# parity run and use one core each; the machine has 16): one log per filter in $OUT.
+#   scripts/gpu_parity_parallel.sh SECONDS "filterA[ --per-op N]" "filterB" ...
+# Run after scripts/gpu_session.sh has built build-gpu.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+out="${OUT:-build-gpu/logs}"
+limit="$1"
+shift
+for spec in "$@"; do
+  read -r -a words <<<"$spec"
+  name="${words[0]//,/_}"
+  timeout "$limit" build-gpu/test_backend_ops --filter "${words[@]}" >"$out/parity_$name.txt" 2>&1 &
+done
+wait
+for spec in "$@"; do
+  read -r -a words <<<"$spec"
+  f="$out/parity_${words[0]//,/_}.txt"
+  echo "== ${words[0]}: $(grep -cE " OK" "$f") OK, $(grep -cE "FAIL" "$f") FAIL; $(tail -1 "$f")"
+  grep -E "FAIL" "$f" | head -5
+done
