@@ -1,4 +1,4 @@
-// FP8 KV record pack / gather (see kv_record.h; layout in io/kv_record.h). NOT GPU-VERIFIED.
+// FP8 KV record pack / gather (see kv_record.h; layout in io/kv_record.h).
 // One warp per listed row: lane l owns values 2l and 2l + 1 of each 64-value scale block (one
 // 2-byte code store, one shuffle max per block), then lanes stride over the RoPE values.
 #include "backends/cuda/kernel_common.cuh"
@@ -103,6 +103,11 @@ __global__ void __launch_bounds__(k_record_threads)
     dst[d.nope + k] = act_from_f32<act_t>(__uint_as_float(uint32_t(rope[k]) << 16));
 }
 
+__global__ void listed_rows_kernel(const int32_t* rows, int64_t count, int32_t* out) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < count) out[i] = rows[i] >= 0 ? int32_t(i) : -1;
+}
+
 bool valid_dims(int64_t nope, int64_t rope, int64_t rows_per_block, int64_t block_bytes) {
   if (nope < 0 || nope % 16 != 0 || rope < 0 || rope % 8 != 0 || nope + rope == 0 ||
       rows_per_block <= 0 || block_bytes % 8 != 0)
@@ -143,6 +148,15 @@ cudaError_t kv_record_gather(const uint8_t* pool, int64_t nope_dims, int64_t rop
   kv_record_gather_kernel<<<unsigned(grid), k_record_threads, 0, stream>>>(
       pool, record_dims{nope_dims, rope_dims, rows_per_block, block_bytes}, rows,
       rows ? row_limit : count, count, out, out_stride);
+  return cudaGetLastError();
+}
+
+cudaError_t kv_record_listed_rows(const int32_t* rows, int64_t count, int32_t* out,
+                                  cudaStream_t stream) {
+  if (count < 0 || count > INT32_MAX || (count > 0 && (!rows || !out)))
+    return cudaErrorInvalidValue;
+  if (count == 0) return cudaSuccess;
+  listed_rows_kernel<<<unsigned(ceil_div(count, 256)), 256, 0, stream>>>(rows, count, out);
   return cudaGetLastError();
 }
 

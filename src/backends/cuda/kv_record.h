@@ -3,9 +3,9 @@
 // records does per key). Byte layout and value rules: io/kv_record.h (FlashMLA's MODEL1 layout,
 // 584 bytes per DeepSeek-V4 row); the CPU functions there are the reference.
 //
-// STATUS: NOT GPU-VERIFIED. Compiles for sm_90a; the parity cases (tests/cuda/cases_kv_record.inc:
-// kv_record_pack, kv_record_gather, kv_record_round_trip) have not run on a GPU yet. Nothing in
-// the engine calls these kernels until they have.
+// Status: pack and gather GPU-verified (H200, 2026-11-22: kv_record_pack 8/8, kv_record_gather
+// 8/8, kv_record_round_trip 6/6); the record cache (cache_options::kv_dtype fp8) calls them from
+// cuda_ops (scatter_rows, compressor, and the gather fallback of sparse_attention).
 //
 // Layout arguments (both kernels): nope_dims (a multiple of 16), rope_dims (a multiple of 8),
 // rows_per_block > 0, block_bytes (a multiple of 8, >= rows_per_block * row bytes), as in
@@ -55,5 +55,11 @@ cudaError_t kv_record_gather(const uint8_t* pool, int64_t nope_dims, int64_t rop
                              int64_t rows_per_block, int64_t block_bytes, const int32_t* rows,
                              int64_t row_limit, int64_t count, act_t* out, int64_t out_stride,
                              cudaStream_t stream);
+
+// out[i] = rows[i] >= 0 ? i : -1 for i < count: where a step's entries land in a [count, width]
+// scratch written with out as its row list, before kv_record_pack(scratch, rows) moves them into
+// records (the compressor's emitted entries in a record cache).
+cudaError_t kv_record_listed_rows(const int32_t* rows, int64_t count, int32_t* out,
+                                  cudaStream_t stream);
 
 }  // namespace dsv4::cuda
