@@ -14,6 +14,12 @@
 // key tile read transposed (K = V). Invalid slots are zero-filled (cp.async src-size 0) and
 // masked to -inf, so they add exactly 0.
 //
+// FP8 record pools (pool_traits<kv_fp8_record>): the ring holds the raw 584-byte records (5
+// stages of 18.7 KB); each iteration first dequantizes its stage into one bf16 tile of the layout
+// above (one extra barrier), then runs the same products. H200 (2026-11-22): 1.05-1.41x the bf16
+// pools' time at Flash / Pro decode shapes (bench_attention --kv-fp8): the dequantization is ALU
+// work serialized with the MMAs, and these shapes are not bound by the bytes they read.
+//
 // Each CTA writes its unnormalized accumulators and (max, sum) per head; the combine kernel
 // merges the splits and adds the sink to the denominator: m = max(sink, m_i),
 // out = sum_i 2^(m_i - m) o_i / (sum_i 2^(m_i - m) l_i + 2^(sink - m)). A split without keys
