@@ -18,6 +18,10 @@
 //   bench_attention --indexer    the ceilings and the indexer cases only (T=1 and 32, 256K
 //                                entries, top-512 and top-1024; graph-replay rows, v0 = the
 //                                previous path built from bench/kernels/indexer_topk_fast_v0.cu)
+//   bench_attention --kv-fp8     FP8 KV records (584 bytes per key: 448 e4m3 + 7 E8M0 scales +
+//                                pad + 64 BF16 RoPE) against bf16 pools (1024 bytes per key) in
+//                                attention_decode, on Flash CSA T=1, HCA 1M T=1 / 8, Pro HCA 1M
+//                                T=32; % of the read ceiling on the bytes each actually reads
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -37,6 +41,7 @@
 #include "backends/cuda/attention_decode.h"
 #include "backends/cuda/indexer.h"
 #include "backends/cuda/indexer_topk_fast.h"
+#include "backends/cuda/kv_record.h"
 #include "backends/cuda/rows.h"
 
 namespace {
@@ -60,7 +65,8 @@ namespace {
   } while (0)
 
 int g_runs = 60;
-bool g_focus = false;  // --focus: the decode cases that matter, extra plan rows, no old kernels
+bool g_focus = false;   // --focus: the decode cases that matter, extra plan rows, no old kernels
+bool g_kv_fp8 = false;  // --kv-fp8: bf16 pools vs FP8 records only
 size_t g_l2 = 60u << 20;
 void* g_flush = nullptr;
 size_t g_flush_bytes = 0;
@@ -250,12 +256,20 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
   const int64_t pool_rows = std::max<int64_t>(int64_t(4 * g_l2 / 1024), T * keys);
   static __nv_bfloat16* pool16 = nullptr;
   static float* pool32 = nullptr;
+  static uint8_t* pool8 = nullptr;  // the bf16 pool's rows as FP8 records (the engine's layout)
   static int64_t pool_have = 0;
+  // make_kv_record_layout(448, 64, 128): 130 data rows of 576 bytes per 128-row block.
+  constexpr int64_t rec_rows_per_block = 128, rec_block_bytes = 130 * 576, rec_row_bytes = 584;
   if (pool_have < pool_rows) {
     if (pool16) cudaFree(pool16);
     if (pool32) cudaFree(pool32);
+    if (pool8) cudaFree(pool8);
     pool16 = random_bf16(size_t(pool_rows * d), -1, 1);
     pool32 = random_f32(size_t(pool_rows * d), -1, 1);
+    const int64_t blocks = (pool_rows + rec_rows_per_block - 1) / rec_rows_per_block;
+    pool8 = device_alloc<uint8_t>(size_t(blocks * rec_block_bytes));
+    CHECK(dsv4::cuda::kv_record_pack(pool16, d, nullptr, pool_rows, pool_rows, pool8, 448, 64,
+                                     rec_rows_per_block, rec_block_bytes, 0));
     pool_have = pool_rows;
   }
   float* q32 = random_f32(size_t(T * H * d), -2, 2);
@@ -317,6 +331,47 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
         q16, T, H, d, w16, &c16, sinks, scale, out16, plan, scratch, plan.scratch_bytes, 0)));
   });
   print_row("new bf16 pool/act", shape, ms, bytes16, flops);
+  {
+    using dsv4::cuda::kv_fp8_record;
+    auto records = [&](dsv4::cuda::kv_rows<__nv_bfloat16> k) {
+      dsv4::cuda::kv_rows<kv_fp8_record> r{reinterpret_cast<const kv_fp8_record*>(pool8),
+                                           k.pool_rows,
+                                           k.rows,
+                                           k.rows_width,
+                                           k.block_table,
+                                           k.table_rows,
+                                           k.table_width,
+                                           k.token_seq,
+                                           k.n_visible,
+                                           k.block_size};
+      r.record_rows_per_block = rec_rows_per_block;
+      r.record_block_bytes = rec_block_bytes;
+      return r;
+    };
+    const auto w8 = records(w16), c8 = records(c16);
+    const double ms8 = time_ms([&] {
+      CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, kv_fp8_record>(
+          q16, T, H, d, w8, &c8, sinks, scale, out16, plan, scratch, plan.scratch_bytes, 0)));
+    });
+    print_row("new fp8 records", shape, ms8,
+              double(T * keys * rec_row_bytes) + double(T * H * d * 2), flops);
+    if (g_kv_fp8) std::printf("  %-22s %-50s %9.2fx\n", "  fp8 / bf16 time", shape, ms8 / ms);
+  }
+  if (g_kv_fp8) {
+    cudaFree(q32);
+    cudaFree(q16);
+    cudaFree(sinks);
+    cudaFree(out32);
+    cudaFree(out16);
+    cudaFree(wrows);
+    cudaFree(crows);
+    cudaFree(table);
+    cudaFree(seq);
+    cudaFree(vis);
+    cudaFree(gather_idx);
+    cudaFree(scratch);
+    return;
+  }
   if (g_focus) {
     // Thinner splits (one 32-key tile per CTA where the SMs allow).
     const auto thin =
@@ -600,6 +655,8 @@ int main(int argc, char** argv) {
       profile = true;
     else if (std::strcmp(argv[i], "--indexer") == 0)
       g_indexer_only = true;
+    else if (std::strcmp(argv[i], "--kv-fp8") == 0)
+      g_kv_fp8 = true;
   }
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
@@ -650,6 +707,21 @@ int main(int argc, char** argv) {
   }
   cublasHandle_t blas;
   CHECK_CUBLAS(cublasCreate(&blas));
+  if (g_kv_fp8) {
+    std::printf("  %-22s %-50s %9s %9s %7s %8s\n", "kernel", "shape", "us", "GB/s", "%read",
+                "TFLOP/s");
+    std::printf(
+        "sparse attention (decode), head_dim 512, window 128, bf16 q/out; bytes: keys "
+        "(1024 bf16 / 584 fp8 per key) + q:\n");
+    bench_attention_case(blas, sms, 1, 64, false, 1 << 20, 512);
+    bench_attention_case(blas, sms, 1, 64, true, 1 << 20, 0);
+    bench_attention_case(blas, sms, 8, 64, true, 1 << 20, 0);
+    bench_attention_case(blas, sms, 32, 128, true, 1 << 20, 0);
+    bench_attention_case(blas, sms, 32, 64, false, 1 << 20, 512);
+    bench_attention_case(blas, sms, 1, 64, true, 131072, 0);
+    CHECK_CUBLAS(cublasDestroy(blas));
+    return 0;
+  }
   {
     const int n = 8192;
     __nv_bfloat16* a = random_bf16(size_t(n) * n, -1, 1);

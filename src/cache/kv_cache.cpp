@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "io/kv_record.h"
 
 namespace dsv4 {
 
@@ -20,6 +21,17 @@ std::vector<int32_t> all_blocks(int64_t n) {
 }
 
 }  // namespace
+
+kv_cache_dtype parse_kv_cache_dtype(const std::string& name) {
+  if (name == "auto") return kv_cache_dtype::activations;
+  if (name == "fp8") return kv_cache_dtype::fp8;
+  fail("unknown kv cache dtype '{}' (auto or fp8)", name);
+}
+
+int64_t kv_cache_row_bytes(kv_cache_dtype kind, dtype activations, int64_t width) {
+  return kind == kv_cache_dtype::fp8 ? kv_cache_record_layout(width, 1).row_bytes()
+                                     : int64_t(dtype_bytes(activations, width));
+}
 
 int32_t kv_cache::block_pool::take(const char* what) {
   DSV4_CHECK(!free_blocks.empty(), "kv cache: out of {} blocks", what);
@@ -53,23 +65,37 @@ kv_cache::kv_cache(const model_config& config, ops& backend, const cache_options
 
   const int64_t d = config.head_dim;
   const int64_t id = config.index_head_dim;
-  // Pools hold activations (the backend's activation dtype); the compressor state rings stay f32
-  // (they hold score + ape, softmax inputs).
+  // Pools hold activations (the backend's activation dtype) or, for the window and compressed
+  // KV, FP8 records; the compressor state rings stay f32 (they hold score + ape, softmax inputs).
   const dtype act = backend.activation_type();
+  const bool records = options.kv_dtype == kv_cache_dtype::fp8;
+  if (records) {
+    DSV4_CHECK(backend.kv_records(),
+               "kv cache: FP8 KV records need a backend that reads them (cuda); {} does not",
+               backend.name());
+    DSV4_CHECK(config.rope_head_dim == k_kv_cache_record_rope_dims,
+               "kv cache: FP8 KV records hold {} RoPE dims; this model has {}",
+               k_kv_cache_record_rope_dims, config.rope_head_dim);
+  }
+  const kv_record_layout record = records ? kv_cache_record_layout(d, bs) : kv_record_layout{};
+  auto kv_pool = [&](int64_t blocks) {
+    return records ? backend.zeros(dtype::u8, {blocks, record.block_bytes})
+                   : backend.zeros(act, {blocks * bs, d});
+  };
   for (int i = 0; i < config.num_hidden_layers; ++i) {
     layer_cache lc;
-    lc.window_pool = backend.zeros(act, {window_blocks * bs, d});
+    lc.window_pool = kv_pool(window_blocks);
     const attention_kind kind = config.layer_types[i];
     if (kind == attention_kind::csa) {
       const int64_t ring = 2 * csa_rate;
-      lc.comp_pool = backend.zeros(act, {csa_blocks * bs, d});
+      lc.comp_pool = kv_pool(csa_blocks);
       lc.comp_state_kv = backend.zeros(dtype::f32, {seqs * ring, 2 * d});
       lc.comp_state_score = backend.zeros(dtype::f32, {seqs * ring, 2 * d});
       lc.index_pool = backend.zeros(act, {csa_blocks * bs, id});
       lc.index_state_kv = backend.zeros(dtype::f32, {seqs * ring, 2 * id});
       lc.index_state_score = backend.zeros(dtype::f32, {seqs * ring, 2 * id});
     } else if (kind == attention_kind::hca) {
-      lc.comp_pool = backend.zeros(act, {hca_blocks * bs, d});
+      lc.comp_pool = kv_pool(hca_blocks);
       lc.comp_state_kv = backend.zeros(dtype::f32, {seqs * hca_rate, d});
       lc.comp_state_score = backend.zeros(dtype::f32, {seqs * hca_rate, d});
     }

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "io/model_config.h"
@@ -17,11 +18,23 @@
 
 namespace dsv4 {
 
+// Storage of the window and compressed KV pools: the backend's activation dtype, or FP8 records
+// (io/kv_record.h: 584 instead of 1024 bytes per 512-dim row; backends with ops::kv_records()).
+// Records hold the rows rounded as the official precision mode rounds them
+// (fake_quant_kv_fp8), whatever the precision mode; the indexer's keys stay activations.
+enum class kv_cache_dtype : uint8_t { activations, fp8 };
+
 struct cache_options {
   int64_t max_sequences = 4;
   int64_t max_context = 4096;  // tokens per sequence
   int64_t block_size = 128;
+  kv_cache_dtype kv_dtype = kv_cache_dtype::activations;
 };
+
+// "auto" (the activation dtype) or "fp8"; throws on anything else.
+kv_cache_dtype parse_kv_cache_dtype(const std::string& name);
+// KV bytes per cached row of one pool of `width` values (1024 for bf16 at 512, 584 for records).
+int64_t kv_cache_row_bytes(kv_cache_dtype kind, dtype activations, int64_t width);
 
 // The tokens one sequence contributes to a step.
 struct sequence_chunk {

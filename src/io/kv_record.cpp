@@ -40,6 +40,30 @@ kv_record_layout make_kv_record_layout(int64_t nope_dims, int64_t rope_dims,
   return l;
 }
 
+kv_record_layout kv_cache_record_layout(int64_t width, int64_t rows_per_block) {
+  DSV4_CHECK(width > k_kv_cache_record_rope_dims,
+             "kv cache records: rows of {} values (needs more than the {} RoPE dims)", width,
+             k_kv_cache_record_rope_dims);
+  return make_kv_record_layout(width - k_kv_cache_record_rope_dims, k_kv_cache_record_rope_dims,
+                               rows_per_block);
+}
+
+kv_record_layout kv_cache_record_layout_of(int64_t width, int64_t block_bytes) {
+  kv_record_layout l;
+  l.nope_dims = width - k_kv_cache_record_rope_dims;
+  l.rope_dims = k_kv_cache_record_rope_dims;
+  DSV4_CHECK(
+      width > k_kv_cache_record_rope_dims && l.nope_dims % 16 == 0 && block_bytes >= l.row_bytes(),
+      "kv cache records: a block of {} bytes is no record block for rows of {} values", block_bytes,
+      width);
+  const kv_record_layout want = kv_cache_record_layout(width, block_bytes / l.row_bytes());
+  DSV4_CHECK(want.block_bytes == block_bytes,
+             "kv cache records: a block of {} bytes is no record block for rows of {} values "
+             "({} rows would take {} bytes)",
+             block_bytes, width, want.rows_per_block, want.block_bytes);
+  return want;
+}
+
 void kv_record_encode(const kv_record_layout& l, const float* x, uint8_t* pool, int64_t row) {
   uint8_t* data = pool + l.data_offset(row);
   uint8_t* scales = pool + l.scale_offset(row);

@@ -74,6 +74,17 @@ struct kv_record_layout {
 kv_record_layout make_kv_record_layout(int64_t nope_dims, int64_t rope_dims,
                                        int64_t rows_per_block);
 
+// Record pools of the KV cache (model/layer_cache.h): a u8 tensor [blocks, block_bytes] of
+// make_kv_record_layout(width - k_kv_cache_record_rope_dims, k_kv_cache_record_rope_dims,
+// rows_per_block), rows_per_block the cache's block size. The RoPE part is DeepSeek-V4's 64 dims;
+// a pool's layout follows from the row width and block_bytes alone (rows_per_block =
+// block_bytes / row_bytes, since the FlashMLA rounding adds less than one row).
+constexpr int64_t k_kv_cache_record_rope_dims = 64;
+kv_record_layout kv_cache_record_layout(int64_t width, int64_t rows_per_block);
+// The layout of a cache record pool of rows `width` values wide and `block_bytes` per block;
+// throws unless it is exactly kv_cache_record_layout(width, rows_per_block) for some block size.
+kv_record_layout kv_cache_record_layout_of(int64_t width, int64_t block_bytes);
+
 // Throws (with the offending field) unless the layout satisfies the rules above.
 void check_kv_record_layout(const kv_record_layout& layout);
 

@@ -7,6 +7,10 @@
 
 namespace dsv4 {
 
+// window_pool and comp_pool are [rows, head_dim] activations, or (cache_options::kv_dtype fp8)
+// u8 [blocks, block_bytes] pools of FP8 records with the cache's block size as rows_per_block
+// (io/kv_record.h, kv_cache_record_layout): the same rows, 584 instead of 1024 bytes each at
+// V4's 512 dims.
 struct layer_cache {
   tensor window_pool;       // [rows, head_dim]: kv (after norm and RoPE) of recent positions
   tensor comp_pool;         // [rows, head_dim]: compressed entries (CSA/HCA layers)

@@ -85,6 +85,9 @@ class ops {
   // unless a backend stores them narrower (the CUDA backend's bf16). Accumulation, softmax,
   // norms and mHC stay f32 in every backend.
   virtual dtype activation_type() const { return dtype::f32; }
+  // Whether the KV ops (scatter_rows, compressor, fake_quant_kv_fp8, sparse_attention) accept
+  // window and compressed pools of FP8 records (u8, layer_cache.h) as well as activation pools.
+  virtual bool kv_records() const { return false; }
 
   // ---- memory ----
   virtual tensor alloc(dtype type, const dims& shape) = 0;  // contents undefined

@@ -43,6 +43,7 @@ struct chat_cli_options {
   std::string device = "cpu";
   bool cuda_graph = true;
   std::string activations = "auto";
+  std::string kv_cache_dtype = "auto";
   bool verbose = false;
   bool no_reuse = false;
 };
@@ -285,6 +286,7 @@ int run_chat(const chat_cli_options& o) {
   ro.device = o.device;
   ro.cuda_graph = o.cuda_graph;
   if (o.activations != "auto") ro.activations = o.activations;
+  ro.cache.kv_dtype = parse_kv_cache_dtype(o.kv_cache_dtype);
   ro.cache.max_sequences = 1;
   ro.cache.max_context = o.max_context;
   auto runner = model_runner::load(o.model, ro);
@@ -342,6 +344,7 @@ const command_registration registration(
       sub.add_option("--device", o->device, "cpu");
       add_cuda_graph_option(sub, o->cuda_graph);
       add_activations_option(sub, o->activations);
+      add_kv_cache_dtype_option(sub, o->kv_cache_dtype);
       sub.add_flag("-v,--verbose", o->verbose, "Per turn: prompt tokens, cache reuse, timing");
       sub.add_flag("--no-reuse", o->no_reuse,
                    "Re-prefill the whole conversation every turn (to check the cache reuse)");

@@ -26,6 +26,7 @@ struct generate_options {
   bool ignore_eos = false;
   std::string device = "cpu";
   std::string activations = "auto";
+  std::string kv_cache_dtype = "auto";
   std::string precision = "auto";
   bool cuda_graph = true;
 };
@@ -54,6 +55,7 @@ int run_generate(const generate_options& o) {
   ro.device = o.device;
   ro.cuda_graph = o.cuda_graph;
   if (o.activations != "auto") ro.activations = o.activations;
+  ro.cache.kv_dtype = parse_kv_cache_dtype(o.kv_cache_dtype);
   if (o.precision != "auto") ro.precision = parse_precision_mode(o.precision);
   ro.cache.max_sequences = 1;
   ro.cache.max_context = int64_t(prompt.size()) + o.tokens;
@@ -105,6 +107,7 @@ const command_registration registration(
       sub.add_option("--device", o->device, "cpu");
       add_cuda_graph_option(sub, o->cuda_graph);
       add_activations_option(sub, o->activations);
+      add_kv_cache_dtype_option(sub, o->kv_cache_dtype);
       sub.add_option("--precision", o->precision,
                      "auto (default: official for FP8 checkpoints on cuda, else exact), exact, or "
                      "official (FP8/FP4 activation, KV and indexer rounding of the reference)")

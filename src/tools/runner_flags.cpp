@@ -17,4 +17,12 @@ void add_activations_option(CLI::App& sub, std::string& value) {
       ->check(CLI::IsMember({"auto", "bf16", "f32"}));
 }
 
+void add_kv_cache_dtype_option(CLI::App& sub, std::string& value) {
+  sub.add_option("--kv-cache-dtype", value,
+                 "Window and compressed KV storage: auto (the activation dtype) or fp8 (FP8 "
+                 "records, 584 bytes per 512-dim row; cuda only, rounds KV as --precision "
+                 "official does)")
+      ->check(CLI::IsMember({"auto", "fp8"}));
+}
+
 }  // namespace dsv4::tools

@@ -13,4 +13,8 @@ void add_cuda_graph_option(CLI::App& sub, bool& enabled);
 // string, "auto" meaning runner_options::activations unset.
 void add_activations_option(CLI::App& sub, std::string& value);
 
+// Adds --kv-cache-dtype auto|fp8 (default auto: pools in the activation dtype); `value` keeps
+// the string for parse_kv_cache_dtype (cache_options::kv_dtype).
+void add_kv_cache_dtype_option(CLI::App& sub, std::string& value);
+
 }  // namespace dsv4::tools

@@ -869,6 +869,7 @@ constexpr int64_t k_flash_moe_inter = 2048, k_pro_moe_inter = 3072, k_vocab = 12
 #include "cases_moe_prefill.inc"
 // After cases_quantize.inc (quant_input, distinct_rows).
 #include "cases_kv_record.inc"
+#include "cases_attention_fp8.inc"
 
 std::vector<test_case> make_eval_cases() {
   std::vector<test_case> cases;
@@ -989,6 +990,7 @@ std::vector<test_case> make_eval_cases() {
   append_linear_gemm_eval_cases(cases);
   append_quantize_eval_cases(cases);
   append_kv_record_eval_cases(cases);
+  append_attention_fp8_eval_cases(cases);
   append_moe_decode_eval_cases(cases);
   append_moe_prefill_eval_cases(cases);
   append_linear_decode_eval_cases(cases);

@@ -21,7 +21,7 @@
 // real_rates_long KL 0.010 argmax 97.3%. dsv4 bf16 must stay within that floor: mean KL <= 2.5e-2
 // and argmax >= 90% (a wrong op gives KL ~1 and argmax near 1 / vocab).
 //
-// usage: test_gpu_model [--only FIXTURE] [--no-synthetic] [--no-oracle]
+// usage: test_gpu_model [--only FIXTURE] [--no-synthetic] [--no-oracle] [--only-kv-fp8]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -56,6 +56,7 @@ struct schedule_result {
   // cudaMalloc calls in decode steps 2 .. decode / 2 - 1 (batch of 3, after its first steps)
   size_t mallocs_in_warm_decode = 0;
   size_t reserved = 0;
+  size_t kv_pool_bytes = 0;  // window + compressed KV pools of every layer
 };
 
 double median(std::vector<double> v) {
@@ -69,8 +70,10 @@ double median(std::vector<double> v) {
 // fixed generator (not sampled), so graphs on and off see the same inputs.
 schedule_result run_schedule(const std::string& dir, precision_mode precision, bool graphs,
                              const std::vector<size_t>& prompt, size_t decode, int64_t max_context,
-                             const std::string& activations = "", bool decode_kernels = true) {
+                             const std::string& activations = "", bool decode_kernels = true,
+                             kv_cache_dtype kv_dtype = kv_cache_dtype::activations) {
   runner_options o;
+  o.cache.kv_dtype = kv_dtype;
   o.device = "cuda";
   o.precision = precision;
   o.cuda_graph = graphs;
@@ -83,6 +86,8 @@ schedule_result run_schedule(const std::string& dir, precision_mode precision, b
   const int64_t vocab = runner->config().vocab_size;
   std::mt19937 rng(1234);
   schedule_result r;
+  for (const layer_cache& lc : runner->cache().layers())
+    r.kv_pool_bytes += lc.window_pool.bytes() + (lc.comp_pool.defined() ? lc.comp_pool.bytes() : 0);
   std::vector<int> seqs;
   for (size_t s = 0; s < prompt.size(); ++s) {
     seqs.push_back(runner->add_sequence());
@@ -213,6 +218,56 @@ bool compare_decode_kernels(const std::string& label, const std::string& dir, in
   return ok;
 }
 
+// FP8 KV records (cache_options::kv_dtype fp8) against bf16 pools, official precision, bf16
+// activations, graphs on (decode steps replay graphs; prefill of 300 / 140 / 20 tokens runs
+// attention_decode in 64-token chunks): the official mode already rounds every cached row to
+// FP8 (fake_quant_kv_fp8), records store exactly those values (decode(encode(x)) ==
+// fake_quant_kv_fp8(x)), attention_decode dequantizes them into the same bf16 tile with the same
+// plan, and nothing else reads the pools: the logits must be identical bit for bit, prefill and
+// decode. Also the record pools' bytes (584 vs 1024 per row) in the reserved memory, and the
+// general-kernel fallback (decode kernels off: records gathered to bf16) against bf16 pools with
+// the general kernels, also bit for bit (the gather gives the same bf16 rows).
+bool compare_kv_records(const std::string& label, const std::string& dir, int64_t vocab) {
+  const std::vector<size_t> prompt{300, 140, 20};
+  const auto official = precision_mode::official;
+  const schedule_result bf16 = run_schedule(dir, official, true, prompt, 24, 1024, "bf16", true);
+  const schedule_result fp8 =
+      run_schedule(dir, official, true, prompt, 24, 1024, "bf16", true, kv_cache_dtype::fp8);
+  const schedule_result bf16_off =
+      run_schedule(dir, official, false, prompt, 8, 1024, "bf16", false);
+  const schedule_result fp8_off =
+      run_schedule(dir, official, false, prompt, 8, 1024, "bf16", false, kv_cache_dtype::fp8);
+  auto differing = [](const schedule_result& a, const schedule_result& b) {
+    size_t n = a.logits.size() == b.logits.size() ? 0 : 1;
+    for (size_t i = 0; i < a.logits.size() && i < b.logits.size(); ++i)
+      n += a.logits[i].size() != b.logits[i].size() ||
+           std::memcmp(a.logits[i].data(), b.logits[i].data(), a.logits[i].size() * 4) != 0;
+    return n;
+  };
+  const size_t fast = differing(fp8, bf16), general = differing(fp8_off, bf16_off);
+  const logits_distance dist = distance(fp8, bf16, vocab);
+  const bool ok = fast == 0 && general == 0 && fp8.graphs == 2 && fp8.mallocs_in_warm_decode == 0;
+  std::printf(
+      "[gpu-kv-fp8] %-22s official bf16: fp8 records vs bf16 pools, %zu steps (3 prefills + "
+      "decode, graphs): %zu bitwise-differing (rel %.3g, argmax %.4f); general kernels (records "
+      "gathered): %zu differing of %zu; graphs=%zu, cudaMallocs in warm decode %zu %s\n",
+      label.c_str(), fp8.logits.size(), fast, dist.relative, dist.argmax, general,
+      fp8_off.logits.size(), fp8.graphs, fp8.mallocs_in_warm_decode, ok ? "OK" : "FAIL");
+  std::printf(
+      "[gpu-kv-fp8] %-22s window + compressed KV pools: bf16 %.2f MiB, fp8 records %.2f MiB "
+      "(%.3f); reserved device memory: %.1f vs %.1f MiB\n",
+      label.c_str(), double(bf16.kv_pool_bytes) / (1 << 20), double(fp8.kv_pool_bytes) / (1 << 20),
+      double(fp8.kv_pool_bytes) / double(bf16.kv_pool_bytes), double(bf16.reserved) / (1 << 20),
+      double(fp8.reserved) / (1 << 20));
+  for (int b = 1; b < 4; ++b)
+    if (!fp8.step_ms[b].empty())
+      std::printf(
+          "[gpu-kv-fp8] %-22s decode step (batch %d, graph, median of %zu): bf16 pools %.3f ms, "
+          "fp8 records %.3f ms\n",
+          label.c_str(), b, fp8.step_ms[b].size(), median(bf16.step_ms[b]), median(fp8.step_ms[b]));
+  return ok;
+}
+
 // V4-Flash layer shapes (hidden 4096, 64 heads x 512, q/o lora 1024, 8 o_groups, indexer 64 x
 // 128 top-512, expert intermediate 2048, top-6, window 128), three layers (sliding, CSA 4, HCA
 // 128), 16 routed experts and vocab 16384 instead of 256 / 129280 (per-token decode work of the
@@ -309,15 +364,27 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::string only;
-  bool synthetic = true, oracle = true;
+  bool synthetic = true, oracle = true, kv_fp8_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--only" && i + 1 < argc) only = argv[++i];
     if (a == "--no-synthetic") synthetic = false;
+    if (a == "--only-kv-fp8") kv_fp8_only = true;
     if (a == "--no-oracle") oracle = false;
   }
   int failures = 0, cases = 1;
   failures += !allocator_checks();
+  if (kv_fp8_only) {
+    ++cases;
+    try {
+      failures += !compare_kv_records("flash-dims-3-layers", make_flash_dims_checkpoint(), 16384);
+    } catch (const std::exception& e) {
+      ++failures;
+      std::printf("[gpu-kv-fp8] FAIL: %s\n", e.what());
+    }
+    std::printf("%d passed, %d failed\n", cases - failures, failures);
+    return failures ? 1 : 0;
+  }
   for (const std::string& name : testing::fixture_cases()) {
     if (!only.empty() && name != only) continue;
     const std::string dir = testing::fixture_dir(name);
@@ -417,6 +484,8 @@ int main(int argc, char** argv) {
       ++cases;
       failures +=
           !compare_decode_kernels("flash-dims-3-layers", dir, 16384, precision_mode::official);
+      ++cases;
+      failures += !compare_kv_records("flash-dims-3-layers", dir, 16384);
     } catch (const std::exception& e) {
       ++failures;
       std::printf("[gpu-graph] flash-dims FAIL: %s\n", e.what());

@@ -66,6 +66,25 @@ TEST(kv_record, bad_layouts_throw) {
   EXPECT_THROW(check_kv_record_layout(kv_record_layout{448, 64, 1, 588}), error);  // not 8 | 588
 }
 
+// The cache's record pools: the layout follows from the row width and block_bytes for every
+// block size (the engine's 128 rows: 130 data rows of 576 bytes = 74880 bytes per block).
+TEST(kv_record, cache_pool_layout_round_trips_through_block_bytes) {
+  EXPECT_EQ(kv_cache_record_layout(512, 128).block_bytes, 74880);
+  for (int64_t width : {int64_t(512), int64_t(80), int64_t(128)})
+    for (int64_t rows = 1; rows <= 300; ++rows) {
+      const kv_record_layout l = kv_cache_record_layout(width, rows);
+      const kv_record_layout back = kv_cache_record_layout_of(width, l.block_bytes);
+      ASSERT_EQ(back.rows_per_block, rows) << width;
+      ASSERT_EQ(back.block_bytes, l.block_bytes);
+      ASSERT_EQ(back.nope_dims, width - 64);
+      ASSERT_EQ(back.rope_dims, 64);
+    }
+  EXPECT_THROW(kv_cache_record_layout_of(512, 74880 + 8), error);  // no block of that size
+  EXPECT_THROW(kv_cache_record_layout_of(512, 100), error);        // under one row
+  EXPECT_THROW(kv_cache_record_layout(64, 128), error);            // no non-RoPE part
+  EXPECT_THROW(kv_cache_record_layout_of(72, 74880), error);       // nope 8: not 16 | 8
+}
+
 // Every byte of each row's data and scale ranges belongs to that row alone, inside its block,
 // for the V4, fixture-sized, all-nope and array-of-structures layouts.
 TEST(kv_record, rows_own_disjoint_bytes) {

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "cache/kv_cache.h"
+#include "core/error.h"
 #include "engine/model_runner.h"
 #include "io/checkpoint.h"
 #include "io/model_config.h"
@@ -153,6 +154,27 @@ TEST(plan_split, runner_without_graph_backend_decodes_eagerly) {
     ASSERT_TRUE(same_bits(a, b)) << "step " << i;
   }
   EXPECT_EQ(ra->captured_graphs(), 0u);
+}
+
+// FP8 KV records: a clear error on a backend that cannot read them (the CPU), and the bytes per
+// cached row of each storage kind.
+TEST(plan_split, fp8_kv_cache_needs_a_record_backend) {
+  const std::string dir = fixture_dir("mixed_small");
+  if (!std::filesystem::exists(dir + "/config.json")) GTEST_SKIP() << "no fixture";
+  runner_options o;
+  o.cache.max_context = 64;
+  o.cache.kv_dtype = parse_kv_cache_dtype("fp8");
+  try {
+    model_runner::load(dir, o);
+    ADD_FAILURE() << "an fp8 cache on the cpu backend was accepted";
+  } catch (const error& e) {
+    EXPECT_NE(std::string(e.what()).find("FP8 KV records"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(parse_kv_cache_dtype("auto"), kv_cache_dtype::activations);
+  EXPECT_THROW(parse_kv_cache_dtype("bf8"), error);
+  EXPECT_EQ(kv_cache_row_bytes(kv_cache_dtype::fp8, dtype::bf16, 512), 584);
+  EXPECT_EQ(kv_cache_row_bytes(kv_cache_dtype::activations, dtype::bf16, 512), 1024);
+  EXPECT_EQ(kv_cache_row_bytes(kv_cache_dtype::activations, dtype::f32, 512), 2048);
 }
 
 }  // namespace

@@ -8,6 +8,12 @@
 
 namespace dsv4::cuda {
 
+// Pool element tag of FP8 KV records (io/kv_record.h: 448 e4m3 values with an E8M0 scale per 64
+// and 64 BF16 RoPE values, 584 bytes per row): a kv_rows<kv_fp8_record> points at the bytes.
+struct kv_fp8_record {
+  uint8_t byte;
+};
+
 // Where a token's keys are, on the device (the kernel-level twin of dsv4::kv_source). Either
 // explicit pool rows [tokens, rows_width] (-1 skipped), or, when rows is null, the first
 // n_visible[t] entries of block-table row token_seq[t]: entry s at pool row
@@ -15,10 +21,11 @@ namespace dsv4::cuda {
 // Every index is bounds-checked on the device: a row outside [0, pool_rows), an entry whose
 // block is missing (-1 or past table_width) or a token_seq outside [0, table_rows) is skipped
 // (the CPU backend throws on those instead).
-// act_t: float or __nv_bfloat16, the activation (and pool) storage type.
+// act_t: float or __nv_bfloat16, the activation (and pool) storage type; or kv_fp8_record (only
+// sparse_attention_decode reads those).
 template <typename act_t>
 struct kv_rows {
-  const act_t* pool = nullptr;  // [pool_rows, head_dim]
+  const act_t* pool = nullptr;  // [pool_rows, head_dim], or the record bytes
   int64_t pool_rows = 0;
   const int32_t* rows = nullptr;  // explicit rows, or null for the paged form
   int64_t rows_width = 0;
@@ -28,6 +35,10 @@ struct kv_rows {
   const int32_t* token_seq = nullptr;  // [tokens]
   const int32_t* n_visible = nullptr;  // [tokens]
   int64_t block_size = 128;
+  // Record pools only (kv_rows<kv_fp8_record>): the layout's rows_per_block and block_bytes
+  // (dsv4::kv_record_layout; pool_rows counts records).
+  int64_t record_rows_per_block = 0;
+  int64_t record_block_bytes = 0;
 };
 
 // out[t, h*d : (h+1)*d] = sum_i e^(s_i - m) k_i / (sum_i e^(s_i - m) + e^(sinks[h] - m)) with

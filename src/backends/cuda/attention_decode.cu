@@ -14,6 +14,12 @@
 // key tile read transposed (K = V). Invalid slots are zero-filled (cp.async src-size 0) and
 // masked to -inf, so they add exactly 0.
 //
+// FP8 record pools (pool_traits<kv_fp8_record>): the ring holds the raw 584-byte records (5
+// stages of 18.7 KB); each iteration first dequantizes its stage into one bf16 tile of the layout
+// above (one extra barrier), then runs the same products. H200 (2026-11-22): 1.05-1.41x the bf16
+// pools' time at Flash / Pro decode shapes (bench_attention --kv-fp8): the dequantization is ALU
+// work serialized with the MMAs, and these shapes are not bound by the bytes they read.
+//
 // Each CTA writes its unnormalized accumulators and (max, sum) per head; the combine kernel
 // merges the splits and adds the sink to the denominator: m = max(sink, m_i),
 // out = sum_i 2^(m_i - m) o_i / (sum_i 2^(m_i - m) l_i + 2^(sink - m)). A split without keys
@@ -26,6 +32,7 @@
 #include "backends/cuda/activation.cuh"
 #include "backends/cuda/attention_decode.h"
 #include "backends/cuda/kernel_common.cuh"
+#include "backends/cuda/kv_record.cuh"
 #include "backends/cuda/mma_sm80.cuh"
 #include "backends/cuda/paged_rows.cuh"
 
@@ -36,14 +43,11 @@ namespace {
 constexpr int k_d = int(k_attention_decode_head_dim);
 constexpr int k_rows = int(k_attention_decode_heads_per_cta);
 constexpr int k_tile = int(k_attention_decode_keys_per_tile);
-constexpr int k_stages = 4;
 // Slot indices travel ahead of the key rows: at iteration k, warp 0 prefetches the indices of
-// tile k + k_stages + 3 (cp.async), turns those of tile k + k_stages (prefetched three iterations
-// earlier, complete) into row pointers, and every thread issues the rows of tile k + k_stages - 1
-// from the pointers warp 0 wrote the iteration before.
-constexpr int k_index_lead = 3;
-constexpr int k_index_ring = 8;  // tiles k + k_stages .. k + k_stages + k_index_lead in flight
-constexpr int k_ptr_ring = 4;
+// tile k + stages + index_lead (cp.async), turns those of tile k + stages (prefetched index_lead
+// iterations earlier, complete: index_lead >= stages - 1 and each iteration waits for all but
+// the newest stages - 2 groups) into row references, and every thread issues the rows of tile
+// k + stages - 1 from the references warp 0 wrote the iteration before (pool_traits).
 constexpr int k_warps = 8;
 constexpr int k_threads = k_warps * k_warp_size;
 constexpr int k_row_bytes = k_d * 2;
@@ -51,9 +55,68 @@ constexpr int k_chunks = k_row_bytes / 16;  // 16-byte chunks per row
 constexpr int k_q_bytes = k_rows * k_row_bytes;
 constexpr int k_tile_bytes = k_tile * k_row_bytes;
 constexpr int k_xchg_bytes = k_warps * k_warp_size * 16 * 4;
-constexpr int k_smem_bytes = k_q_bytes + k_stages * k_tile_bytes + k_xchg_bytes +
-                             k_stages * k_tile * 4 + k_index_ring * k_tile * 4 +
-                             k_ptr_ring * k_tile * 8;
+// FP8 records (io/kv_record.h, head_dim 512): 448 e4m3 codes + 64 BF16 RoPE values (576 data
+// bytes, a multiple of 16) and 8 scale bytes (7 E8M0 + pad) per row.
+constexpr int k_rope = 64;
+constexpr int k_nope = k_d - k_rope;
+constexpr int k_rec_data = k_nope + 2 * k_rope;
+constexpr int k_rec_data_chunks = k_rec_data / 16;
+constexpr int k_rec_scale = 8;
+constexpr int k_rec_nope_chunks = k_nope / 8;  // 8-value chunks of the bf16 tile from FP8 codes
+constexpr int k_rec_stage_bytes = k_tile * (k_rec_data + k_rec_scale);
+static_assert(k_nope % int(kv_record::k_quant_block) == 0 && k_rec_data % 16 == 0 &&
+              (k_nope + int(kv_record::k_quant_block) - 1) / int(kv_record::k_quant_block) <=
+                  k_rec_scale);
+
+// Per pool type: what a stage of the key ring holds and how a slot's row is referenced.
+// bf16 / f32 rows: a stage is the bf16 key tile itself (cp.async for bf16, converted on load for
+// f32) and a reference is the row pointer. FP8 records: a stage holds the tile's raw records
+// (data rows at 576-byte stride, then the 32 rows' 8 scale bytes), copied with cp.async; the
+// consuming iteration dequantizes it into one bf16 key tile (`dequant_bytes`), so the MMA and
+// softmax code reads the same swizzled bf16 tile in every case. A record stage is 18.7 KB
+// instead of 32 KB, so records keep one more stage in flight.
+template <typename pool_t>
+struct pool_traits {
+  static constexpr bool records = false;
+  static constexpr int stages = 4;
+  static constexpr int index_lead = 3;
+  static constexpr int index_ring = 8;  // >= stages + index_lead (the prologue's prefetches)
+  static constexpr int ptr_ring = 4;    // >= stages (the prologue converts `stages` tiles)
+  static constexpr int stage_bytes = k_tile_bytes;
+  static constexpr int dequant_bytes = 0;
+  using ref = const pool_t*;
+  __device__ static bool valid(ref r) { return r != nullptr; }
+};
+template <>
+struct pool_traits<kv_fp8_record> {
+  static constexpr bool records = true;
+  static constexpr int stages = 5;
+  static constexpr int index_lead = 4;
+  static constexpr int index_ring = 16;
+  static constexpr int ptr_ring = 8;
+  static constexpr int stage_bytes = k_rec_stage_bytes;
+  static constexpr int dequant_bytes = k_tile_bytes;
+  struct ref {
+    const uint8_t* data;    // the record's 576 data bytes, or null: no key
+    const uint8_t* scales;  // its 8 scale bytes
+  };
+  __device__ static bool valid(ref r) { return r.data != nullptr; }
+};
+
+template <typename pool_t>
+constexpr int smem_bytes() {
+  using tr = pool_traits<pool_t>;
+  return k_q_bytes + tr::stages * tr::stage_bytes + tr::dequant_bytes + k_xchg_bytes +
+         tr::stages * k_tile * 4 + tr::index_ring * k_tile * 4 +
+         tr::ptr_ring * k_tile * int(sizeof(typename tr::ref));
+}
+template <typename tr>
+constexpr bool valid_rings() {
+  return tr::index_lead >= tr::stages - 1 && tr::index_ring >= tr::stages + tr::index_lead &&
+         tr::ptr_ring >= tr::stages && tr::stages >= 3;
+}
+static_assert(valid_rings<pool_traits<float>>() && valid_rings<pool_traits<kv_fp8_record>>());
+static_assert(smem_bytes<kv_fp8_record>() <= 227 * 1024 && smem_bytes<float>() <= 227 * 1024);
 constexpr float k_log2e = 1.4426950408889634f;
 constexpr int k_combine_threads = k_d / 4;
 
@@ -78,7 +141,7 @@ __device__ __forceinline__ int64_t visible_slots(const kv_rows<pool_t>& s, int64
 // Where token t's slot s lives: window slots [0, cap_w), compressed slots [cap_w, cap_w + cap_c).
 // Slot indices (explicit rows, or block-table entries for the paged form) are prefetched into
 // shared memory with cp.async a few tiles ahead (index_src), so no thread waits on a dependent
-// global load inside the key loop; row_ptr turns the prefetched value into a row.
+// global load inside the key loop; row_ref turns the prefetched value into a row.
 template <typename pool_t>
 struct slot_space {
   kv_rows<pool_t> window, comp;
@@ -103,18 +166,31 @@ struct slot_space {
     s -= cap_w;
     return s < n_c ? index_of(comp, seq_c, s) : nullptr;
   }
-  // Row of slot s (index_src(s) non-null) from its prefetched index v, or null if invalid.
-  __device__ __forceinline__ const pool_t* row_ptr(int s, int32_t v) const {
+  // Row of slot s (index_src(s) non-null) from its prefetched index v, or no row if invalid.
+  __device__ __forceinline__ typename pool_traits<pool_t>::ref row_ref(int s, int32_t v) const {
     const bool in_window = s < cap_w;
     const kv_rows<pool_t>& src = in_window ? window : comp;
     const int i = in_window ? s : s - cap_w;
     int64_t row = v;
     if (!src.rows) {
-      if (v < 0) return nullptr;
-      row = int64_t(v) * src.block_size + int64_t(uint32_t(i) % uint32_t(src.block_size));
+      if (v < 0)
+        row = -1;
+      else
+        row = int64_t(v) * src.block_size + int64_t(uint32_t(i) % uint32_t(src.block_size));
     }
-    if (row < 0 || row >= src.pool_rows) return nullptr;
-    return src.pool + row * k_d;
+    const bool ok = row >= 0 && row < src.pool_rows;
+    if constexpr (pool_traits<pool_t>::records) {
+      if (!ok) return {nullptr, nullptr};
+      // Record rows and rows_per_block fit 32 bits (the host checks): a short unsigned division.
+      const uint32_t rpb = uint32_t(src.record_rows_per_block);
+      const uint32_t block = uint32_t(row) / rpb, slot = uint32_t(row) - block * rpb;
+      const uint8_t* base =
+          reinterpret_cast<const uint8_t*>(src.pool) + int64_t(block) * src.record_block_bytes;
+      return {base + int64_t(slot) * k_rec_data,
+              base + int64_t(rpb) * k_rec_data + int64_t(slot) * k_rec_scale};
+    } else {
+      return ok ? src.pool + row * k_d : nullptr;
+    }
   }
 };
 
@@ -129,14 +205,16 @@ __device__ __forceinline__ void prefetch_indices(const slot_space<pool_t>& space
   }
 }
 
-// Warp 0: pointers of the 32 slots from s0 (null where no key) from their prefetched indices.
+// Warp 0: references of the 32 slots from s0 (none where no key) from their prefetched indices.
 // Lane l converts slot l, whose index it prefetched itself (complete after its wait_group).
 template <typename pool_t>
 __device__ __forceinline__ void convert_slots(const slot_space<pool_t>& space, int s0,
-                                              const int32_t* index, const pool_t** ptrs) {
+                                              const int32_t* index,
+                                              typename pool_traits<pool_t>::ref* ptrs) {
   if (threadIdx.x < k_tile) {
     const int s = s0 + int(threadIdx.x);
-    ptrs[threadIdx.x] = space.index_src(s) ? space.row_ptr(s, index[threadIdx.x]) : nullptr;
+    ptrs[threadIdx.x] = space.index_src(s) ? space.row_ref(s, index[threadIdx.x])
+                                           : typename pool_traits<pool_t>::ref{};
   }
 }
 
@@ -168,6 +246,67 @@ __device__ __forceinline__ void load_tile(const pool_t* const* ptrs, const void*
   }
 }
 
+// 8 bytes global -> shared (record scales); zero-filled when `valid` is false.
+__device__ __forceinline__ void cp_async_8(uint32_t dst, const void* src, bool valid) {
+  const int bytes = valid ? 8 : 0;
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
+}
+
+// Records: issues the copies of the 32 records `refs` names into the raw stage at `dst` (data row
+// r at r * 576, the scale bytes of row r at 32 * 576 + 8 r; missing rows zero-filled, which
+// dequantize to 0) and marks which slots hold a key.
+__device__ __forceinline__ void load_record_tile(const pool_traits<kv_fp8_record>::ref* refs,
+                                                 const void* any_global, uint32_t dst, int* valid) {
+  constexpr int n = k_tile * k_rec_data_chunks;
+#pragma unroll
+  for (int i = 0; i < (n + k_threads - 1) / k_threads; ++i) {
+    const int x = threadIdx.x + i * k_threads;
+    if (n % k_threads == 0 || x < n) {
+      const int r = x / k_rec_data_chunks, c = x % k_rec_data_chunks;
+      const uint8_t* p = refs[r].data;
+      cp_async_16(dst + r * k_rec_data + c * 16,
+                  p ? static_cast<const void*>(p + c * 16) : any_global, p != nullptr);
+    }
+  }
+  if (threadIdx.x < k_tile) {
+    const pool_traits<kv_fp8_record>::ref ref = refs[threadIdx.x];
+    valid[threadIdx.x] = ref.data != nullptr;
+    cp_async_8(dst + k_tile * k_rec_data + threadIdx.x * k_rec_scale,
+               ref.data ? static_cast<const void*>(ref.scales) : any_global, ref.data != nullptr);
+  }
+}
+
+// Records: the raw stage at `raw` -> the bf16 key tile at `tile` (swizzled as load_tile stores
+// rows). Thread x writes chunk x % 64 of rows x / 64 + 4 i: chunks < 56 from 8 e4m3 codes times
+// their block's power-of-two scale (e4m3 x 2^k has 4 significant bits: the f32 product and its
+// bf16 rounding are exact for every scale a pack writes, and otherwise round exactly as
+// kv_record_gather's bf16 output does), chunks 56.. copy the BF16 RoPE values.
+__device__ __forceinline__ void dequant_record_tile(const unsigned char* raw, unsigned char* tile) {
+  const int chunk = threadIdx.x % k_chunks;
+#pragma unroll
+  for (int i = 0; i < k_tile * k_chunks / k_threads; ++i) {
+    const int r = threadIdx.x / k_chunks + (k_threads / k_chunks) * i;
+    const unsigned char* row = raw + r * k_rec_data;
+    uint4 v;
+    if (chunk < k_rec_nope_chunks) {
+      const uint2 codes = *reinterpret_cast<const uint2*>(row + chunk * 8);
+      const float s = kv_record::e8m0_value(
+          raw[k_tile * k_rec_data + r * k_rec_scale + chunk * 8 / int(kv_record::k_quant_block)]);
+      uint32_t w[4];
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const uint32_t word = j < 2 ? codes.x : codes.y;
+        const float2 f = kv_record::e4m3x2_values(uint16_t(word >> (16 * (j & 1))));
+        w[j] = pack_bf16x2(__fmul_rn(f.x, s), __fmul_rn(f.y, s));
+      }
+      v = make_uint4(w[0], w[1], w[2], w[3]);
+    } else {
+      v = *reinterpret_cast<const uint4*>(row + k_nope + (chunk - k_rec_nope_chunks) * 16);
+    }
+    *reinterpret_cast<uint4*>(tile + swizzled(r, chunk)) = v;
+  }
+}
+
 __device__ __forceinline__ uint4 load8_bf16(const float* p) {
   const float4 a = reinterpret_cast<const float4*>(p)[0];
   const float4 b = reinterpret_cast<const float4*>(p)[1];
@@ -180,13 +319,16 @@ __global__ void __launch_bounds__(k_threads, 1)
                             int cap_w, int cap_c, int keys_per_split, int splits, float scale_log2,
                             float* part_o, float2* part_ml) {
   extern __shared__ __align__(128) unsigned char smem[];
+  using tr = pool_traits<pool_t>;
+  using ref_t = typename tr::ref;
+  constexpr int k_stages = tr::stages;
   const uint32_t q_s = smem_u32(smem);
-  const uint32_t k_s = q_s + k_q_bytes;
-  float* xchg = reinterpret_cast<float*>(smem + k_q_bytes + k_stages * k_tile_bytes);
-  int* valid = reinterpret_cast<int*>(smem + k_q_bytes + k_stages * k_tile_bytes + k_xchg_bytes);
-  int32_t* index = valid + k_stages * k_tile;  // [k_index_ring][k_tile]
-  const pool_t** ptrs =
-      reinterpret_cast<const pool_t**>(index + k_index_ring * k_tile);  // [k_ptr_ring][k_tile]
+  const uint32_t k_s = q_s + k_q_bytes;  // the key ring: k_stages stages of tr::stage_bytes
+  unsigned char* const dequant = smem + k_q_bytes + k_stages * tr::stage_bytes;  // records
+  float* xchg = reinterpret_cast<float*>(dequant + tr::dequant_bytes);
+  int* valid = reinterpret_cast<int*>(reinterpret_cast<unsigned char*>(xchg) + k_xchg_bytes);
+  int32_t* index = valid + k_stages * k_tile;                               // [index_ring][k_tile]
+  ref_t* ptrs = reinterpret_cast<ref_t*>(index + tr::index_ring * k_tile);  // [ptr_ring][k_tile]
 
   // The combine kernel is launched as a programmatic dependent: let it start (and wait in
   // griddepcontrol.wait for this grid's completion and memory) on the SMs this grid leaves free.
@@ -238,30 +380,34 @@ __global__ void __launch_bounds__(k_threads, 1)
     return;
   }
 
-  // Prologue: the indices of tiles 0 .. k_stages + k_index_lead - 1 and the query rows (rows past
-  // `heads` are zero and never written out); pointers of tiles 0 .. k_stages - 1; the rows of
+  // Prologue: the indices of tiles 0 .. k_stages + index_lead - 1 and the query rows (rows past
+  // `heads` are zero and never written out); references of tiles 0 .. k_stages - 1; the rows of
   // tiles 0 .. k_stages - 2.
   const uint32_t index_s = smem_u32(index);
   auto prefetch = [&](int j) {
     if (j < n_live)
-      prefetch_indices(space, tile_start(j), index_s + uint32_t(j % k_index_ring) * k_tile * 4);
+      prefetch_indices(space, tile_start(j), index_s + uint32_t(j % tr::index_ring) * k_tile * 4);
   };
   auto convert = [&](int j) {
     if (j < n_live)
-      convert_slots(space, tile_start(j), index + (j % k_index_ring) * k_tile,
-                    ptrs + (j % k_ptr_ring) * k_tile);
+      convert_slots(space, tile_start(j), index + (j % tr::index_ring) * k_tile,
+                    ptrs + (j % tr::ptr_ring) * k_tile);
   };
   const void* any_global = q;
   auto issue = [&](int j) {
     const int st = int(j % k_stages);
-    if (j < n_live)
-      load_tile(ptrs + (j % k_ptr_ring) * k_tile, any_global, smem + k_q_bytes + st * k_tile_bytes,
-                k_s + st * k_tile_bytes, valid + st * k_tile);
+    if (j >= n_live) return;
+    if constexpr (tr::records)
+      load_record_tile(ptrs + (j % tr::ptr_ring) * k_tile, any_global, k_s + st * tr::stage_bytes,
+                       valid + st * k_tile);
+    else
+      load_tile(ptrs + (j % tr::ptr_ring) * k_tile, any_global,
+                smem + k_q_bytes + st * k_tile_bytes, k_s + st * k_tile_bytes, valid + st * k_tile);
   };
   // Prologue loops stay rolled: unrolled, the inlined slot lookups made the prologue ~64 KB of
   // straight-line SASS, fetched cold into the instruction cache on every launch.
 #pragma unroll 1
-  for (int j = 0; j < k_stages + k_index_lead; ++j) prefetch(j);
+  for (int j = 0; j < k_stages + tr::index_lead; ++j) prefetch(j);
   if constexpr (sizeof(act_t) == 2) {
 #pragma unroll
     for (int i = 0; i < k_rows * k_chunks / k_threads; ++i) {
@@ -303,17 +449,25 @@ __global__ void __launch_bounds__(k_threads, 1)
   for (int k = 0; k < n_live; ++k) {
     cp_async_wait<k_stages - 2>();
     __syncthreads();  // tile k landed for every thread; tile k - 1 is consumed
-    // (The group of iteration k - 3, which prefetched tile k + k_stages's indices, is complete:
-    // at most k_stages - 2 = 2 newer groups are pending.)
+    // (The group of iteration k - index_lead, which prefetched tile k + k_stages's indices, is
+    // complete: at most k_stages - 2 newer groups are pending.)
     if (warp == 0) {
-      prefetch(k + k_stages + k_index_lead);
+      prefetch(k + k_stages + tr::index_lead);
       convert(k + k_stages);
     }
     issue(k + k_stages - 1);
     cp_async_commit();
     const int stage = int(k % k_stages);
-    const uint32_t kb = k_s + stage * k_tile_bytes;
     const int* vt = valid + stage * k_tile;
+    uint32_t kb;  // the bf16 key tile
+    if constexpr (tr::records) {
+      // The dequantized tile of iteration k - 1 is consumed (the barrier above).
+      dequant_record_tile(smem + k_q_bytes + stage * tr::stage_bytes, dequant);
+      __syncthreads();
+      kb = smem_u32(dequant);
+    } else {
+      kb = k_s + stage * k_tile_bytes;
+    }
 
     // Half of S = Q K^T: rows 16 rg.., 32 keys, channels 256 half ..
     float s[4][4];
@@ -509,6 +663,14 @@ bool valid_source(const kv_rows<pool_t>& s) {
          s.table_width >= 0;
 }
 
+// A record source's layout (head_dim 512: 448 + 64 dims) is valid and its rows are 32-bit.
+bool valid_record_source(const kv_rows<kv_fp8_record>& s) {
+  const int64_t row_bytes = k_rec_data + k_rec_scale;
+  return s.record_rows_per_block > 0 && s.record_rows_per_block <= INT32_MAX &&
+         s.pool_rows <= INT32_MAX && s.record_block_bytes % 16 == 0 &&
+         s.record_block_bytes >= s.record_rows_per_block * row_bytes;
+}
+
 }  // namespace
 
 attention_decode_plan attention_decode_make_plan(int64_t tokens, int64_t heads, int64_t head_dim,
@@ -558,11 +720,14 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
       (!window.rows && window.block_size > INT32_MAX) ||
       (compressed && !comp.rows && comp.block_size > INT32_MAX))
     return cudaErrorInvalidValue;
+  if constexpr (pool_traits<pool_t>::records)
+    if (!valid_record_source(window) || (compressed && !valid_record_source(comp)))
+      return cudaErrorInvalidValue;
   static bool configured = false;  // one attribute call per instantiation
   if (!configured) {
     const cudaError_t e =
         cudaFuncSetAttribute(attention_decode_kernel<act_t, pool_t>,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize, k_smem_bytes);
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes<pool_t>());
     if (e != cudaSuccess) return e;
     configured = true;
   }
@@ -570,7 +735,7 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
   float2* part_ml = reinterpret_cast<float2*>(part_o + tokens * plan.splits * heads * k_d);
   const int64_t groups = ceil_div(heads, k_rows);
   const dim3 grid(unsigned(plan.splits), unsigned(groups), unsigned(tokens));
-  attention_decode_kernel<act_t, pool_t><<<grid, k_threads, k_smem_bytes, stream>>>(
+  attention_decode_kernel<act_t, pool_t><<<grid, k_threads, smem_bytes<pool_t>(), stream>>>(
       q, int(heads), window, comp, int(plan.window_capacity), int(plan.comp_capacity),
       int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o, part_ml);
   cudaError_t e = cudaGetLastError();
@@ -598,6 +763,8 @@ DSV4_ATTENTION_DECODE_INSTANTIATE(float, float)
 DSV4_ATTENTION_DECODE_INSTANTIATE(float, __nv_bfloat16)
 DSV4_ATTENTION_DECODE_INSTANTIATE(__nv_bfloat16, float)
 DSV4_ATTENTION_DECODE_INSTANTIATE(__nv_bfloat16, __nv_bfloat16)
+DSV4_ATTENTION_DECODE_INSTANTIATE(float, kv_fp8_record)
+DSV4_ATTENTION_DECODE_INSTANTIATE(__nv_bfloat16, kv_fp8_record)
 #undef DSV4_ATTENTION_DECODE_INSTANTIATE
 
 }  // namespace dsv4::cuda

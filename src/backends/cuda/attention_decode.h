@@ -53,7 +53,12 @@ attention_decode_plan attention_decode_make_plan(int64_t tokens, int64_t heads, 
 // out[t, h*512 : (h+1)*512] = sum_i e^(s_i - m) k_i / (sum_i e^(s_i - m) + e^(sinks[h] - m)),
 // s_i = scale * q[t, h] . k_i over the window slots then the compressed slots (may be null) of
 // token t; a token without keys gets 0. q, out [tokens, heads * 512] in act_t (f32 or bf16);
-// pools in pool_t (bf16: cp.async straight to shared memory; f32: converted to bf16 on load).
+// pools in pool_t (bf16: cp.async straight to shared memory; f32: converted to bf16 on load;
+// kv_fp8_record: FP8 records of 448 e4m3 + 64 BF16 RoPE dims, io/kv_record.h, with the layout in
+// the sources' record_rows_per_block / record_block_bytes (block_bytes a multiple of 16): the
+// 584 bytes of a row are copied with cp.async and dequantized in shared memory to the bf16
+// values kv_record_gather<bf16> gives, so the result equals the bf16-pool kernel on the gathered
+// rows bit for bit).
 // Products on bf16 tensor cores (q and keys rounded to bf16, probabilities rounded to bf16 for
 // P V), softmax and accumulation in f32. head_dim must be 512; window / compressed capacities
 // must match the plan. Invalid indices are skipped as in sparse_attention_f32.

@@ -25,6 +25,9 @@ class cuda_ops final : public ops {
   ~cuda_ops() override;
   std::string name() const override { return "cuda"; }
   dtype activation_type() const override { return act_; }
+  // Window and compressed KV pools may be FP8 records (layer_cache.h): scatter_rows and the
+  // compressor pack them, sparse_attention reads them with attention_decode.
+  bool kv_records() const override { return true; }
   cudaStream_t stream() const { return stream_; }
   int sm_count() const { return sm_count_; }
   // The fast kernels where they apply: moe_decode for MXFP4/NVFP4 routed experts in steps of

@@ -9,8 +9,10 @@
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/indexer.h"
 #include "backends/cuda/indexer_topk_fast.h"
+#include "backends/cuda/kv_record.h"
 #include "backends/cuda/rows.h"
 #include "core/error.h"
+#include "io/kv_record.h"
 
 namespace dsv4::cuda {
 
@@ -40,12 +42,21 @@ int64_t row_bytes_of(const tensor& t) {
   return int64_t(dtype_bytes(t.type(), t.numel() / t.size(0)));
 }
 
-template <typename act_t>
-kv_rows<act_t> to_kernel(const kv_source& s, dtype act) {
-  check_device_type(*s.pool, act, "attention pool");
-  kv_rows<act_t> k;
-  k.pool = s.pool->view().ptr<act_t>();
-  k.pool_rows = s.pool->size(0);
+// KV pools of FP8 records (layer_cache.h): u8 [blocks, block_bytes] whose layout follows from
+// the row width (io/kv_record.h, kv_cache_record_layout_of).
+bool is_record_pool(const tensor& pool) {
+  return pool.type() == dtype::u8;
+}
+
+kv_record_layout record_layout(const tensor& pool, int64_t width, const char* what) {
+  check_device_type(pool, dtype::u8, what);
+  DSV4_CHECK(pool.shape().rank() == 2, "{}: record pool {} is not [blocks, block_bytes]", what,
+             pool.shape().str());
+  return kv_cache_record_layout_of(width, pool.size(1));
+}
+
+template <typename pool_t>
+void set_indices(kv_rows<pool_t>& k, const kv_source& s) {
   k.block_size = s.block_size;
   if (s.rows) {
     k.rows = s.rows->data<int32_t>();
@@ -57,6 +68,26 @@ kv_rows<act_t> to_kernel(const kv_source& s, dtype act) {
     k.token_seq = s.token_seq->data<int32_t>();
     k.n_visible = s.n_visible->data<int32_t>();
   }
+}
+
+kv_rows<kv_fp8_record> to_record_kernel(const kv_source& s, int64_t width) {
+  const kv_record_layout l = record_layout(*s.pool, width, "attention record pool");
+  kv_rows<kv_fp8_record> k;
+  k.pool = reinterpret_cast<const kv_fp8_record*>(s.pool->data<uint8_t>());
+  k.pool_rows = s.pool->size(0) * l.rows_per_block;
+  k.record_rows_per_block = l.rows_per_block;
+  k.record_block_bytes = l.block_bytes;
+  set_indices(k, s);
+  return k;
+}
+
+template <typename act_t>
+kv_rows<act_t> to_kernel(const kv_source& s, dtype act) {
+  check_device_type(*s.pool, act, "attention pool");
+  kv_rows<act_t> k;
+  k.pool = s.pool->view().ptr<act_t>();
+  k.pool_rows = s.pool->size(0);
+  set_indices(k, s);
   return k;
 }
 
@@ -73,6 +104,21 @@ tensor cuda_ops::gather_rows(const tensor& x, const tensor& rows) {
 }
 
 void cuda_ops::scatter_rows(const tensor& src, tensor& pool, const tensor& rows) {
+  if (is_record_pool(pool)) {  // the cache write of a record cache: encode, then scatter
+    check_device_type(src, act_, "scatter_rows src");
+    DSV4_CHECK(src.shape().rank() == 2 && src.size(0) == rows.numel(),
+               "scatter_rows: src {} for {} rows", src.shape().str(), rows.numel());
+    const kv_record_layout l = record_layout(pool, src.size(1), "scatter_rows pool");
+    check_cuda(with_act(act_,
+                        [&](auto* a) {
+                          return cuda::kv_record_pack(
+                              act_ptr(src, a), src.size(1), rows.data<int32_t>(),
+                              pool.size(0) * l.rows_per_block, rows.numel(), pool.data<uint8_t>(),
+                              l.nope_dims, l.rope_dims, l.rows_per_block, l.block_bytes, stream_);
+                        }),
+               "scatter_rows (kv_record_pack)");
+    return;
+  }
   DSV4_CHECK(src.type() == pool.type() && row_bytes_of(src) == row_bytes_of(pool),
              "scatter_rows: src {} into pool {}", src.shape().str(), pool.shape().str());
   check_cuda(cuda::scatter_rows(src.data<void>(), rows.numel(), row_bytes_of(pool),
@@ -85,6 +131,32 @@ void cuda_ops::compressor(const tensor& kv, const tensor& score, const tensor& p
                           const tensor& norm_weight, const tensor& inv_freq,
                           const compressor_params& p, tensor& state_kv, tensor& state_score,
                           tensor& out_pool) {
+  if (is_record_pool(out_pool)) {
+    // A record cache: the entries go to a [T, head_dim] scratch (token t's at row t), then
+    // kv_record_pack moves them into their records.
+    const kv_record_layout l = record_layout(out_pool, p.head_dim, "compressor pool");
+    DSV4_CHECK(l.rope_dims == p.rope_dim, "compressor: records hold {} RoPE dims, entries have {}",
+               l.rope_dims, p.rope_dim);
+    const int64_t T = kv.size(0);
+    DSV4_CHECK(emit_rows.numel() == T, "compressor: {} emit rows for {} tokens", emit_rows.numel(),
+               T);
+    tensor entries = alloc(act_, {std::max<int64_t>(T, 1), p.head_dim});
+    tensor local = alloc(dtype::i32, {std::max<int64_t>(T, 1)});
+    check_cuda(
+        cuda::kv_record_listed_rows(emit_rows.data<int32_t>(), T, local.data<int32_t>(), stream_),
+        "kv_record_listed_rows");
+    compressor(kv, score, positions, state_base, local, ape, norm_weight, inv_freq, p, state_kv,
+               state_score, entries);
+    check_cuda(with_act(act_,
+                        [&](auto* a) {
+                          return cuda::kv_record_pack(
+                              act_ptr(entries, a), p.head_dim, emit_rows.data<int32_t>(),
+                              out_pool.size(0) * l.rows_per_block, T, out_pool.data<uint8_t>(),
+                              l.nope_dims, l.rope_dims, l.rows_per_block, l.block_bytes, stream_);
+                        }),
+               "compressor (kv_record_pack)");
+    return;
+  }
   check_device_type(kv, act_, "compressor kv");
   check_device_type(score, act_, "compressor score");
   check_device_type(out_pool, act_, "compressor pool");
@@ -176,25 +248,58 @@ tensor cuda_ops::sparse_attention(const tensor& q, int64_t heads, const kv_sourc
                                   const kv_source* compressed, const tensor& sinks, float scale) {
   check_device_type(q, act_, "attention q");
   check_device_type(sinks, dtype::f32, "attention sinks");
+  const bool records = is_record_pool(*window.pool);
+  DSV4_CHECK(!compressed || is_record_pool(*compressed->pool) == records,
+             "attention: the window and compressed pools must both be records or both activations");
+  DSV4_CHECK(heads > 0 && q.shape().rank() == 2, "attention: q {} for {} heads", q.shape().str(),
+             heads);
   const int64_t T = q.size(0);
-  const int64_t d = window.pool->size(1);
+  const int64_t d = records ? q.size(1) / heads : window.pool->size(1);
   DSV4_CHECK(q.size(1) == heads * d && sinks.numel() == heads,
              "attention: q {} for {} heads of {} and {} sinks", q.shape().str(), heads, d,
              sinks.numel());
+  if (records && !(decode_kernels_ && d == k_attention_decode_head_dim)) {
+    // Only attention_decode reads records: the general kernel gets the pools decoded to
+    // activations (every record, so this path costs a full pool of scratch; it serves the
+    // decode-kernels-off runs and head dims other than 512).
+    auto decoded = [&](const kv_source& s) {
+      const kv_record_layout l = record_layout(*s.pool, d, "attention record pool");
+      const int64_t rows = s.pool->size(0) * l.rows_per_block;
+      tensor out = alloc(act_, {rows, d});
+      check_cuda(with_act(act_,
+                          [&](auto* a) {
+                            return cuda::kv_record_gather(
+                                s.pool->data<uint8_t>(), l.nope_dims, l.rope_dims, l.rows_per_block,
+                                l.block_bytes, nullptr, rows, rows, act_ptr(out, a), d, stream_);
+                          }),
+                 "attention (kv_record_gather)");
+      return out;
+    };
+    const tensor wpool = decoded(window);
+    kv_source w = window;
+    w.pool = &wpool;
+    tensor cpool;
+    kv_source c;
+    if (compressed) {
+      cpool = decoded(*compressed);
+      c = *compressed;
+      c.pool = &cpool;
+    }
+    return sparse_attention(q, heads, w, compressed ? &c : nullptr, sinks, scale);
+  }
   tensor out = alloc(act_, {T, heads * d});
-  if (decode_kernels_ && act_ == dtype::bf16 && d == k_attention_decode_head_dim) {
-    using bf16 = __nv_bfloat16;
-    const kv_rows<bf16> w = to_kernel<bf16>(window, act_);
-    kv_rows<bf16> c;
-    if (compressed) c = to_kernel<bf16>(*compressed, act_);
+  // attention_decode over kernel sources w / c (pool_t: bf16 rows or FP8 records).
+  auto run_decode = [&](auto* a, const auto& w, const auto* c) {
+    using act_t = std::remove_pointer_t<decltype(a)>;
+    using pool_t = std::remove_cv_t<std::remove_pointer_t<decltype(w.pool)>>;
     const int64_t chunk = std::min(T, k_fast_kernel_chunk_tokens);
     // One key tile per split for single-token steps with up to 2048 slots: the CTAs' serial
     // latency chain dominates there (ATTN2 helper, H200: Flash CSA T=1 22.9 -> 20.8 us, HCA 128K
     // T=1 29.1 -> 27.2 us); longer contexts keep 2 tiles (more splits make the combine cost more).
-    const int64_t slots = kv_rows_capacity(w) + (compressed ? kv_rows_capacity(c) : 0);
+    const int64_t slots = kv_rows_capacity(w) + (c ? kv_rows_capacity(*c) : 0);
     auto make_plan = [&](int64_t n) {
       return attention_decode_make_plan(n, heads, d, kv_rows_capacity(w),
-                                        compressed ? kv_rows_capacity(c) : 0, sm_count_,
+                                        c ? kv_rows_capacity(*c) : 0, sm_count_,
                                         n == 1 && slots <= 2048 ? 1 : 2);
     };
     const attention_decode_plan full = make_plan(chunk),
@@ -204,15 +309,29 @@ tensor cuda_ops::sparse_attention(const tensor& q, int64_t heads, const kv_sourc
     for (int64_t t0 = 0; t0 < T; t0 += chunk) {
       const int64_t n = std::min(chunk, T - t0);
       const attention_decode_plan& plan = n == chunk ? full : tail;
-      const kv_rows<bf16> wc = from_token(w, t0);
-      const kv_rows<bf16> cc = from_token(c, t0);
-      check_cuda(
-          sparse_attention_decode<bf16, bf16>(q.view().ptr<bf16>() + t0 * heads * d, n, heads, d,
-                                              wc, compressed ? &cc : nullptr, sinks.data<float>(),
-                                              scale, out.view().ptr<bf16>() + t0 * heads * d, plan,
-                                              scratch.data<void>(), scratch.bytes(), stream_),
-          "sparse_attention_decode");
+      const kv_rows<pool_t> wc = from_token(w, t0);
+      kv_rows<pool_t> cc;
+      if (c) cc = from_token(*c, t0);
+      check_cuda(sparse_attention_decode<act_t, pool_t>(
+                     q.view().ptr<act_t>() + t0 * heads * d, n, heads, d, wc, c ? &cc : nullptr,
+                     sinks.data<float>(), scale, out.view().ptr<act_t>() + t0 * heads * d, plan,
+                     scratch.data<void>(), scratch.bytes(), stream_),
+                 "sparse_attention_decode");
     }
+  };
+  if (records) {
+    const kv_rows<kv_fp8_record> w = to_record_kernel(window, d);
+    kv_rows<kv_fp8_record> c;
+    if (compressed) c = to_record_kernel(*compressed, d);
+    with_act(act_, [&](auto* a) { run_decode(a, w, compressed ? &c : nullptr); });
+    return out;
+  }
+  if (decode_kernels_ && act_ == dtype::bf16 && d == k_attention_decode_head_dim) {
+    using bf16 = __nv_bfloat16;
+    const kv_rows<bf16> w = to_kernel<bf16>(window, act_);
+    kv_rows<bf16> c;
+    if (compressed) c = to_kernel<bf16>(*compressed, act_);
+    run_decode(static_cast<bf16*>(nullptr), w, compressed ? &c : nullptr);
     return out;
   }
   check_cuda(with_act(act_,

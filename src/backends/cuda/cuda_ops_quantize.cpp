@@ -6,6 +6,7 @@
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/quantize.h"
 #include "core/error.h"
+#include "io/kv_record.h"
 
 namespace dsv4::cuda {
 
@@ -38,6 +39,17 @@ void cuda_ops::fake_quant_fp8_act(tensor& x, int64_t block) {
 
 void cuda_ops::fake_quant_kv_fp8(tensor& pool, const tensor& rows, int64_t nope_dims,
                                  int64_t block) {
+  if (pool.type() == dtype::u8) {
+    // A record pool (layer_cache.h): its rows were rounded this way when they were packed
+    // (io/kv_record.h: decode(encode(x)) == fake_quant_kv_fp8(x) bit for bit).
+    check_device_type(pool, dtype::u8, "fake_quant_kv_fp8 record pool");
+    DSV4_CHECK(pool.shape().rank() == 2 && block == k_kv_record_quant_block &&
+                   kv_cache_record_layout_of(nope_dims + k_kv_cache_record_rope_dims, pool.size(1))
+                           .nope_dims == nope_dims,
+               "fake_quant_kv_fp8: {} nope dims, block {} for record pool {}", nope_dims, block,
+               pool.shape().str());
+    return;
+  }
   check_device_type(pool, act_, "fake_quant_kv_fp8 pool");
   check_rows(rows, "fake_quant_kv_fp8");
   DSV4_CHECK(block > 0 && nope_dims >= 0 && pool.shape().rank() == 2 && nope_dims <= pool.size(1),

@@ -1,7 +1,8 @@
-// FP8 KV record pack / gather (see kv_record.h; layout in io/kv_record.h). NOT GPU-VERIFIED.
+// FP8 KV record pack / gather (see kv_record.h; layout in io/kv_record.h).
 // One warp per listed row: lane l owns values 2l and 2l + 1 of each 64-value scale block (one
 // 2-byte code store, one shuffle max per block), then lanes stride over the RoPE values.
 #include "backends/cuda/kernel_common.cuh"
+#include "backends/cuda/kv_record.cuh"
 #include "backends/cuda/kv_record.h"
 #include "backends/cuda/quantize.h"
 #include "io/kv_record.h"
@@ -15,19 +16,9 @@ constexpr int k_record_threads = k_record_warps * k_warp_size;
 constexpr int64_t k_block = 64;  // values per scale: two per lane
 static_assert(k_block == dsv4::k_kv_record_quant_block && k_block == 2 * k_warp_size);
 
-struct record_dims {
-  int64_t nope, rope, rows_per_block, block_bytes;
-  __device__ int64_t data_bytes() const { return nope + 2 * rope; }
-  __device__ int64_t scale_count() const { return (nope + k_block - 1) / k_block; }
-  __device__ int64_t scale_bytes() const { return (scale_count() + 7) / 8 * 8; }
-  __device__ int64_t data_offset(int64_t r) const {
-    return r / rows_per_block * block_bytes + r % rows_per_block * data_bytes();
-  }
-  __device__ int64_t scale_offset(int64_t r) const {
-    return r / rows_per_block * block_bytes + rows_per_block * data_bytes() +
-           r % rows_per_block * scale_bytes();
-  }
-};
+using record_dims = kv_record::dims;
+using kv_record::e4m3_value;
+using kv_record::e8m0_value;
 
 // f32_to_e4m3 of a value already on the e4m3 grid (quant::e4m3_round's output) or NaN: the code
 // from the exponent and the top 3 mantissa bits; NaN -> 0x7f, the sign of zero kept.
@@ -43,21 +34,6 @@ __device__ __forceinline__ uint32_t e4m3_code(float y) {
     mag = ((((b >> 23) & 0xffu) - 127u + 7u) << 3) | ((b >> 20) & 0x7u);
   }
   return sign | mag;
-}
-
-// e4m3_to_f32: exact; 0x7f / 0xff are NaN.
-__device__ __forceinline__ float e4m3_value(uint32_t code) {
-  const uint32_t e = (code >> 3) & 0xfu, m = code & 0x7u;
-  if (e == 0xfu && m == 0x7u) return __uint_as_float(0x7fc00000u);
-  const float mag =
-      e == 0 ? __fmul_rn(float(m), 0x1p-9f) : __uint_as_float(((e + 127u - 7u) << 23) | (m << 20));
-  return (code & 0x80u) ? -mag : mag;
-}
-
-// e8m0_to_f32: 2^(b - 127); 0 -> 2^-127 (subnormal), 0xff -> NaN.
-__device__ __forceinline__ float e8m0_value(uint32_t b) {
-  if (b == 0xffu) return __uint_as_float(0x7fc00000u);
-  return b == 0 ? __uint_as_float(0x00400000u) : __uint_as_float(b << 23);
 }
 
 // f32_to_bf16 bit for bit (RNE; a NaN keeps its top bits and is made quiet).
@@ -127,6 +103,11 @@ __global__ void __launch_bounds__(k_record_threads)
     dst[d.nope + k] = act_from_f32<act_t>(__uint_as_float(uint32_t(rope[k]) << 16));
 }
 
+__global__ void listed_rows_kernel(const int32_t* rows, int64_t count, int32_t* out) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < count) out[i] = rows[i] >= 0 ? int32_t(i) : -1;
+}
+
 bool valid_dims(int64_t nope, int64_t rope, int64_t rows_per_block, int64_t block_bytes) {
   if (nope < 0 || nope % 16 != 0 || rope < 0 || rope % 8 != 0 || nope + rope == 0 ||
       rows_per_block <= 0 || block_bytes % 8 != 0)
@@ -167,6 +148,15 @@ cudaError_t kv_record_gather(const uint8_t* pool, int64_t nope_dims, int64_t rop
   kv_record_gather_kernel<<<unsigned(grid), k_record_threads, 0, stream>>>(
       pool, record_dims{nope_dims, rope_dims, rows_per_block, block_bytes}, rows,
       rows ? row_limit : count, count, out, out_stride);
+  return cudaGetLastError();
+}
+
+cudaError_t kv_record_listed_rows(const int32_t* rows, int64_t count, int32_t* out,
+                                  cudaStream_t stream) {
+  if (count < 0 || count > INT32_MAX || (count > 0 && (!rows || !out)))
+    return cudaErrorInvalidValue;
+  if (count == 0) return cudaSuccess;
+  listed_rows_kernel<<<unsigned(ceil_div(count, 256)), 256, 0, stream>>>(rows, count, out);
   return cudaGetLastError();
 }
 

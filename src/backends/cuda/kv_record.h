@@ -3,9 +3,9 @@
 // records does per key). Byte layout and value rules: io/kv_record.h (FlashMLA's MODEL1 layout,
 // 584 bytes per DeepSeek-V4 row); the CPU functions there are the reference.
 //
-// STATUS: NOT GPU-VERIFIED. Compiles for sm_90a; the parity cases (tests/cuda/cases_kv_record.inc:
-// kv_record_pack, kv_record_gather, kv_record_round_trip) have not run on a GPU yet. Nothing in
-// the engine calls these kernels until they have.
+// Status: pack and gather GPU-verified (H200, 2026-11-22: kv_record_pack 8/8, kv_record_gather
+// 8/8, kv_record_round_trip 6/6); the record cache (cache_options::kv_dtype fp8) calls them from
+// cuda_ops (scatter_rows, compressor, and the gather fallback of sparse_attention).
 //
 // Layout arguments (both kernels): nope_dims (a multiple of 16), rope_dims (a multiple of 8),
 // rows_per_block > 0, block_bytes (a multiple of 8, >= rows_per_block * row bytes), as in
@@ -19,16 +19,14 @@
 // kv_record_decode does; in bf16 storage the product is exact (an e4m3 value times a power of two
 // has 4 significant bits), so both storage types reproduce the CPU decode bit for bit.
 //
-// How attention_decode would read records (not wired; the lead does that after GPU runs): its
-// key loop today loads bf16/f32 kv rows through paged_rows.cuh (row r of a pool). A kv_rows
-// variant would take (pool bytes, layout) instead, and per key row r load the 576 data bytes at
-// data_offset(r) (16-byte vector loads: 28 for the codes, 8 for the RoPE part; the offset is a
-// multiple of 16) and the 8 scale bytes at scale_offset(r) (one 8-byte load), then convert in
-// registers: value = e4m3(code) * 2^(scale_byte - 127) for dims [0, 448), bf16 for [448, 512).
-// Because the scale is a power of two it can be applied once per 64-dim segment of the q.k dot
-// product (sum_j q_j * e4m3_j, times 2^e) and of the p.v accumulation, so the inner loop is the
-// FP8 -> f32 conversion (cvt.f32.e4m3 pairs) and FMAs; bytes read per key fall from 1024 (bf16)
-// to 584. Invalid (-1) rows keep their existing masking; nothing else in the kernel changes.
+// How attention_decode reads records (kv_rows<kv_fp8_record>, attention_decode.h): per key row r
+// it copies the 576 data bytes at data_offset(r) (36 16-byte cp.async) and the 8 scale bytes at
+// scale_offset(r) (one 8-byte cp.async) into a raw stage, and the consuming iteration turns the
+// stage into the bf16 key tile the bf16-pool path uses (value = e4m3(code) * 2^(scale_byte - 127)
+// for dims [0, 448), the BF16 RoPE values for [448, 512)): bit for bit the bf16-pool kernel on
+// the gathered rows, 584 instead of 1024 bytes read per key. Applying the power-of-two scale once
+// per 64-dim segment of q.k and p.v (fewer conversions) would change the f32 summation order,
+// hence the results' bits; it is not done.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -55,5 +53,11 @@ cudaError_t kv_record_gather(const uint8_t* pool, int64_t nope_dims, int64_t rop
                              int64_t rows_per_block, int64_t block_bytes, const int32_t* rows,
                              int64_t row_limit, int64_t count, act_t* out, int64_t out_stride,
                              cudaStream_t stream);
+
+// out[i] = rows[i] >= 0 ? i : -1 for i < count: where a step's entries land in a [count, width]
+// scratch written with out as its row list, before kv_record_pack(scratch, rows) moves them into
+// records (the compressor's emitted entries in a record cache).
+cudaError_t kv_record_listed_rows(const int32_t* rows, int64_t count, int32_t* out,
+                                  cudaStream_t stream);
 
 }  // namespace dsv4::cuda
