@@ -14,9 +14,13 @@ for spec in "$@"; do
   timeout "$limit" build-gpu/test_backend_ops --filter "${words[@]}" >"$out/parity_$name.txt" 2>&1 &
 done
 wait
+status=0
 for spec in "$@"; do
   read -r -a words <<<"$spec"
   f="$out/parity_${words[0]//,/_}.txt"
   echo "== ${words[0]}: $(grep -cE " OK" "$f") OK, $(grep -cE "FAIL" "$f") FAIL; $(tail -1 "$f")"
   grep -E "FAIL" "$f" | head -5
+  # A filter passes only with its summary line (a timeout leaves none) and no FAIL.
+  grep -qE "^[0-9]+/[0-9]+ cases passed" "$f" && ! grep -qE "FAIL" "$f" || status=1
 done
+exit "$status"
