@@ -16,8 +16,7 @@
 //                                -DDSV4_BENCH_PREV_API and run both)
 //   bench_attention --profile    the T=1 cases, one timed launch each (under ncu)
 //   bench_attention --indexer    the ceilings and the indexer cases only (T=1 and 32, 256K
-//                                entries, top-512 and top-1024; graph-replay rows, v0 = the
-//                                previous path built from bench/kernels/indexer_topk_fast_v0.cu)
+//                                entries, top-512 and top-1024; graph-replay rows)
 //   bench_attention --kv-fp8     FP8 KV records (584 bytes per key: 448 e4m3 + 7 E8M0 scales +
 //                                pad + 64 BF16 RoPE) against bf16 pools (1024 bytes per key) in
 //                                attention_decode, on Flash CSA T=1, HCA 1M T=1 / 8, Pro HCA 1M
@@ -331,6 +330,20 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
         q16, T, H, d, w16, &c16, sinks, scale, out16, plan, scratch, plan.scratch_bytes, 0)));
   });
   print_row("new bf16 pool/act", shape, ms, bytes16, flops);
+  auto release = [&] {
+    cudaFree(q32);
+    cudaFree(q16);
+    cudaFree(sinks);
+    cudaFree(out32);
+    cudaFree(out16);
+    cudaFree(wrows);
+    cudaFree(crows);
+    cudaFree(table);
+    cudaFree(seq);
+    cudaFree(vis);
+    cudaFree(gather_idx);
+    cudaFree(scratch);
+  };
   {
     using dsv4::cuda::kv_fp8_record;
     auto records = [&](dsv4::cuda::kv_rows<__nv_bfloat16> k) {
@@ -358,18 +371,7 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
     if (g_kv_fp8) std::printf("  %-22s %-50s %9.2fx\n", "  fp8 / bf16 time", shape, ms8 / ms);
   }
   if (g_kv_fp8) {
-    cudaFree(q32);
-    cudaFree(q16);
-    cudaFree(sinks);
-    cudaFree(out32);
-    cudaFree(out16);
-    cudaFree(wrows);
-    cudaFree(crows);
-    cudaFree(table);
-    cudaFree(seq);
-    cudaFree(vis);
-    cudaFree(gather_idx);
-    cudaFree(scratch);
+    release();
     return;
   }
   if (g_focus) {
@@ -410,18 +412,7 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
     ms = time_ms([&] { naive.run(pool16, pool_rows, gather_idx, sinks); });
     print_row("naive gather+cuBLAS", shape, ms, bytes16, flops);
   }
-  cudaFree(q32);
-  cudaFree(q16);
-  cudaFree(sinks);
-  cudaFree(out32);
-  cudaFree(out16);
-  cudaFree(wrows);
-  cudaFree(crows);
-  cudaFree(table);
-  cudaFree(seq);
-  cudaFree(vis);
-  cudaFree(gather_idx);
-  cudaFree(scratch);
+  release();
 }
 
 // ---- indexer cases ----
@@ -456,24 +447,6 @@ double time_graph_ms(cudaStream_t stream, const std::function<void()>& launch) {
   return ms;
 }
 
-}  // namespace
-
-// The previous path (bench/kernels/indexer_topk_fast_v0.cu, commit 6132761), same signature.
-namespace dsv4::cuda::v0 {
-indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_width,
-                                              int64_t block_size, int sm_count);
-template <typename act_t>
-cudaError_t indexer_topk_fast(const act_t* q, const act_t* weights, int64_t tokens, int64_t heads,
-                              int64_t head_dim, const __nv_bfloat16* key_pool, int64_t pool_rows,
-                              const int32_t* block_table, int64_t table_rows, int64_t table_width,
-                              const int32_t* token_seq, const int32_t* n_visible,
-                              int64_t block_size, int64_t top_k, float q_scale,
-                              const indexer_fast_plan& plan, void* scratch, size_t scratch_bytes,
-                              int32_t* out, cudaStream_t stream);
-}  // namespace dsv4::cuda::v0
-
-namespace {
-
 void bench_indexer_case(int sms, int64_t T, int64_t entries, int64_t top_k) {
   const int64_t heads = 64, d = 128, bs = 128;
   const int64_t width = (entries + bs - 1) / bs;
@@ -495,7 +468,6 @@ void bench_indexer_case(int sms, int64_t T, int64_t entries, int64_t top_k) {
   __nv_bfloat16* q16 = random_bf16(size_t(T * heads * d), -1, 1);
   __nv_bfloat16* w16 = random_bf16(size_t(T * heads), -1, 1);
   int32_t* out = device_alloc<int32_t>(size_t(T * top_k));
-  int32_t* out_v0 = device_alloc<int32_t>(size_t(T * top_k));
   const float q_scale = 1.0f / std::sqrt(float(d));
   char shape[128];
   std::snprintf(shape, sizeof(shape), "T=%lld entries=%lld top_k=%lld", (long long)T,
@@ -506,17 +478,11 @@ void bench_indexer_case(int sms, int64_t T, int64_t entries, int64_t top_k) {
 
   using plan_t = dsv4::cuda::indexer_fast_plan;
   const plan_t plan = dsv4::cuda::indexer_topk_fast_make_plan(T, width, bs, sms);
-  const plan_t plan_v0 = dsv4::cuda::v0::indexer_topk_fast_make_plan(T, width, bs, sms);
-  const size_t scratch_bytes = std::max(plan.scratch_bytes, plan_v0.scratch_bytes);
+  const size_t scratch_bytes = plan.scratch_bytes;
   void* scratch = device_alloc<unsigned char>(scratch_bytes);
   const double bytes16 = double(T * entries * d * 2) + double(T * heads * d * 2);
   auto run_new = [&](const plan_t& p, int32_t* o) {
     CHECK(dsv4::cuda::indexer_topk_fast<__nv_bfloat16>(
-        q16, w16, T, heads, d, keys16, pool_blocks * bs, dtable, T, width, dseq, dvis, bs, top_k,
-        q_scale, p, scratch, scratch_bytes, o, st));
-  };
-  auto run_v0 = [&](const plan_t& p, int32_t* o) {
-    CHECK(dsv4::cuda::v0::indexer_topk_fast<__nv_bfloat16>(
         q16, w16, T, heads, d, keys16, pool_blocks * bs, dtable, T, width, dseq, dvis, bs, top_k,
         q_scale, p, scratch, scratch_bytes, o, st));
   };
@@ -548,16 +514,6 @@ void bench_indexer_case(int sms, int64_t T, int64_t entries, int64_t top_k) {
     std::snprintf(label, sizeof(label), "  %d-warp scores+hist", p.score_warps);
     print_row(label, shape, ms, bytes16, flops);
   }
-  run_v0(plan_v0, out_v0);  // its one-time attribute calls outside the capture
-  CHECK(cudaStreamSynchronize(st));
-  ms = time_graph_ms(st, [&] { run_v0(plan_v0, out_v0); });
-  print_row("v0 bf16 (graph)", shape, ms, bytes16, flops);
-  {
-    plan_t p = plan_v0;
-    p.score_only = true;
-    ms = time_graph_ms(st, [&] { run_v0(p, out_v0); });
-    print_row("  v0 scores+hist", shape, ms, bytes16, flops);
-  }
   // E4M3 keys + one f32 scale per key (half the key bytes), same plan and scratch.
   {
     uint8_t* keys8 = device_alloc<uint8_t>(size_t(pool_blocks * bs * d));
@@ -585,22 +541,6 @@ void bench_indexer_case(int sms, int64_t T, int64_t entries, int64_t top_k) {
     }
     cudaFree(keys8);
     cudaFree(scales);
-  }
-  // Same scores (same mma code), exact selections: the outputs must match bit for bit.
-  run_new(plan, out);
-  run_v0(plan_v0, out_v0);
-  CHECK(cudaStreamSynchronize(st));
-  {
-    std::vector<int32_t> a(size_t(T * top_k)), b(size_t(T * top_k));
-    CHECK(cudaMemcpy(a.data(), out, a.size() * 4, cudaMemcpyDeviceToHost));
-    CHECK(cudaMemcpy(b.data(), out_v0, b.size() * 4, cudaMemcpyDeviceToHost));
-    size_t differ = 0, padding = 0;
-    for (size_t i = 0; i < a.size(); ++i) {
-      differ += a[i] != b[i];
-      padding += a[i] < 0;
-    }
-    std::printf("  new vs v0 output: %zu of %zu positions differ (%zu -1 in new)\n", differ,
-                a.size(), padding);
   }
   if (!g_indexer_only) {
     ms = time_ms([&] {
@@ -634,7 +574,6 @@ void bench_indexer_case(int sms, int64_t T, int64_t entries, int64_t top_k) {
   cudaFree(q16);
   cudaFree(w16);
   cudaFree(out);
-  cudaFree(out_v0);
   cudaFree(scratch);
 }
 
@@ -746,8 +685,7 @@ int main(int argc, char** argv) {
   std::printf("  %-22s %-50s %9s %9s %7s %8s\n", "kernel", "shape", "us", "GB/s", "%read",
               "TFLOP/s");
   if (g_indexer_only) {
-    std::printf(
-        "indexer top-k (64 heads x 128, bf16 keys and activations; v0 = commit 6132761):\n");
+    std::printf("indexer top-k (64 heads x 128, bf16 keys and activations):\n");
     for (int64_t T : {1, 32})
       for (int64_t k : {512, 1024}) bench_indexer_case(sms, T, 262144, k);
     CHECK_CUBLAS(cublasDestroy(blas));

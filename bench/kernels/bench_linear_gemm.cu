@@ -143,29 +143,53 @@ struct shape {
 
 constexpr size_t k_rotate_bytes = size_t(512) << 20;  // >= 4x the 50/60 MiB L2
 
+// The operands of one shape: packed copies rotated past L2 (at most max_sets), BF16 copies for the
+// cuBLAS ceiling likewise (none when bf16_seed is 0), activations and output for tmax tokens.
+struct shape_operands {
+  using bf = __nv_bfloat16;
+  std::vector<std::unique_ptr<packed_matrix>> mats;
+  std::vector<void*> bf16_copies;
+  bf* x = nullptr;
+  bf* y = nullptr;
+  size_t packed_bytes = 0;
+  shape_operands(weight_kind kind, int64_t rows, int64_t cols, int64_t tmax, size_t max_sets,
+                 uint32_t packed_seed, uint32_t bf16_seed, uint32_t x_seed) {
+    packed_bytes = packed_matrix(kind, rows, cols, 1).read_bytes();
+    const size_t sets = std::max<size_t>(2, std::min(max_sets, k_rotate_bytes / packed_bytes + 1));
+    for (size_t i = 0; i < sets; ++i)
+      mats.push_back(std::make_unique<packed_matrix>(kind, rows, cols, packed_seed + 7 * i));
+    if (bf16_seed) {
+      const size_t bf_bytes = size_t(rows * cols * 2);
+      const size_t bf_sets = std::max<size_t>(2, std::min(max_sets, k_rotate_bytes / bf_bytes + 1));
+      for (size_t i = 0; i < bf_sets; ++i) {
+        bf16_copies.push_back(dmalloc(bf_bytes));
+        fill(bf16_copies.back(), bf_bytes, bf16_seed + uint32_t(i), 3);
+      }
+    }
+    x = static_cast<bf*>(dmalloc(size_t(tmax * cols * 2)));
+    fill(x, size_t(tmax * cols * 2), x_seed, 3);
+    y = static_cast<bf*>(dmalloc(size_t(tmax * rows * 2)));
+  }
+  ~shape_operands() {
+    for (void* p : bf16_copies) cudaFree(p);
+    cudaFree(x);
+    cudaFree(y);
+  }
+  shape_operands(const shape_operands&) = delete;
+  shape_operands& operator=(const shape_operands&) = delete;
+  const device_weight& w(int i) const { return mats[size_t(i) % mats.size()]->w; }
+  const void* bf16_copy(int i) const { return bf16_copies[size_t(i) % bf16_copies.size()]; }
+};
+
 void bench_shape(const shape& sh, weight_kind kind, const std::vector<int64_t>& tokens,
                  cublasHandle_t cublas, cudaStream_t s) {
   using bf = __nv_bfloat16;
   const int64_t rows = sh.rows, cols = sh.cols;
-  // Packed copies past L2; BF16 copies for the ceiling likewise.
-  const size_t packed_bytes = packed_matrix(kind, rows, cols, 1).read_bytes();
-  const int sets =
-      int(std::max<size_t>(2, std::min<size_t>(16, k_rotate_bytes / packed_bytes + 1)));
-  std::vector<std::unique_ptr<packed_matrix>> mats;
-  for (int i = 0; i < sets; ++i)
-    mats.push_back(std::make_unique<packed_matrix>(kind, rows, cols, 100 + 7 * i));
-  const size_t bf_bytes = size_t(rows * cols * 2);
-  const int bf_sets = int(std::max<size_t>(2, std::min<size_t>(16, k_rotate_bytes / bf_bytes + 1)));
-  std::vector<void*> bfw(bf_sets);
-  for (int i = 0; i < bf_sets; ++i) {
-    bfw[i] = dmalloc(bf_bytes);
-    fill(bfw[i], bf_bytes, 900 + i, 3);
-  }
   const int64_t tmax = *std::max_element(tokens.begin(), tokens.end());
-  bf* x = static_cast<bf*>(dmalloc(size_t(tmax * cols * 2)));
-  fill(x, size_t(tmax * cols * 2), 77, 3);
-  bf* y = static_cast<bf*>(dmalloc(size_t(tmax * rows * 2)));
-  const size_t ws_bytes = dsv4::cuda::linear_gemm_workspace_bytes<bf>(mats[0]->w);
+  const shape_operands op(kind, rows, cols, tmax, 16, 100, 900, 77);
+  bf* const x = op.x;
+  bf* const y = op.y;
+  const size_t ws_bytes = dsv4::cuda::linear_gemm_workspace_bytes<bf>(op.w(0));
   void* ws = dmalloc(ws_bytes);
   const char* kname = kind == weight_kind::fp8_block ? "fp8blk" : "nvfp4";
   for (int64_t T : tokens) {
@@ -176,25 +200,20 @@ void bench_shape(const shape& sh, weight_kind kind, const std::vector<int64_t>& 
     const double t_cublas = time_ms(
         [&](int i) {
           CB(cublasGemmEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, int(rows), int(T), int(cols), &one,
-                          bfw[i % bf_sets], CUDA_R_16BF, int(cols), x, CUDA_R_16BF, int(cols),
-                          &zero, y, CUDA_R_16BF, int(rows), CUBLAS_COMPUTE_32F,
-                          CUBLAS_GEMM_DEFAULT));
+                          op.bf16_copy(i), CUDA_R_16BF, int(cols), x, CUDA_R_16BF, int(cols), &zero,
+                          y, CUDA_R_16BF, int(rows), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
         },
         runs, s);
     const double t_gemm = time_ms(
-        [&](int i) {
-          CK(dsv4::cuda::linear_gemm(cublas, x, T, mats[i % sets]->w, 1, y, ws, ws_bytes, s));
-        },
+        [&](int i) { CK(dsv4::cuda::linear_gemm(cublas, x, T, op.w(i), 1, y, ws, ws_bytes, s)); },
         runs, s);
     // The expansion alone: linear_gemm with 1 token costs the expansion plus a trivial GEMM.
     const double t_expand = time_ms(
-        [&](int i) {
-          CK(dsv4::cuda::linear_gemm(cublas, x, 1, mats[i % sets]->w, 1, y, ws, ws_bytes, s));
-        },
+        [&](int i) { CK(dsv4::cuda::linear_gemm(cublas, x, 1, op.w(i), 1, y, ws, ws_bytes, s)); },
         runs, s);
     double t_old = -1;
     if (T <= 1024)
-      t_old = time_ms([&](int i) { CK(dsv4::cuda::linear(x, T, mats[i % sets]->w, y, s)); },
+      t_old = time_ms([&](int i) { CK(dsv4::cuda::linear(x, T, op.w(i), y, s)); },
                       T <= 64 ? runs : 5, s);
     std::printf(
         "%-10s %-6s %6lld %6lld %5lld  cublas-bf16 %9.1f us %6.1f TF | linear_gemm %9.1f us "
@@ -206,9 +225,6 @@ void bench_shape(const shape& sh, weight_kind kind, const std::vector<int64_t>& 
     std::printf("\n");
     std::fflush(stdout);
   }
-  for (void* p : bfw) cudaFree(p);
-  cudaFree(x);
-  cudaFree(y);
   cudaFree(ws);
 }
 
@@ -219,54 +235,39 @@ void bench_decode(const shape& sh, weight_kind kind, const std::vector<int64_t>&
                   double read_gbps, cublasHandle_t cublas, cudaStream_t s) {
   using bf = __nv_bfloat16;
   const int64_t rows = sh.rows, cols = sh.cols;
-  const size_t packed_bytes = packed_matrix(kind, rows, cols, 1).read_bytes();
-  const int sets =
-      int(std::max<size_t>(2, std::min<size_t>(24, k_rotate_bytes / packed_bytes + 1)));
-  std::vector<std::unique_ptr<packed_matrix>> mats;
-  for (int i = 0; i < sets; ++i)
-    mats.push_back(std::make_unique<packed_matrix>(kind, rows, cols, 300 + 7 * i));
-  const size_t bf_bytes = size_t(rows * cols * 2);
-  const int bf_sets = int(std::max<size_t>(2, std::min<size_t>(24, k_rotate_bytes / bf_bytes + 1)));
-  std::vector<void*> bfw(bf_sets);
-  for (int i = 0; i < bf_sets; ++i) {
-    bfw[i] = dmalloc(bf_bytes);
-    fill(bfw[i], bf_bytes, 700 + i, 3);
-  }
   const int64_t tmax = *std::max_element(tokens.begin(), tokens.end());
-  bf* x = static_cast<bf*>(dmalloc(size_t(tmax * cols * 2)));
-  fill(x, size_t(tmax * cols * 2), 78, 3);
-  bf* y = static_cast<bf*>(dmalloc(size_t(tmax * rows * 2)));
-  const size_t ws_bytes = std::max(dsv4::cuda::linear_gemm_workspace_bytes<bf>(mats[0]->w),
+  const shape_operands op(kind, rows, cols, tmax, 24, 300, 700, 78);
+  bf* const x = op.x;
+  bf* const y = op.y;
+  const size_t packed_bytes = op.packed_bytes;
+  const size_t bf_bytes = size_t(rows * cols * 2);
+  const size_t ws_bytes = std::max(dsv4::cuda::linear_gemm_workspace_bytes<bf>(op.w(0)),
                                    dsv4::cuda::linear_decode_workspace_bytes(tmax, cols));
   void* ws = dmalloc(ws_bytes);
   const char* kname = kind == weight_kind::fp8_block ? "fp8blk" : "nvfp4";
-  const bool ld_ok = dsv4::cuda::linear_decode_supported(mats[0]->w);
+  const bool ld_ok = dsv4::cuda::linear_decode_supported(op.w(0));
   CB(cublasSetStream(cublas, s));
   auto pct = [&](double ms, double bytes) {
     return 100.0 * bytes / (ms * 1e-3) * 1e-9 / read_gbps;
   };
   for (int64_t T : tokens) {
-    const double t_gemv = time_graph_per_call(
-        [&](int i) { CK(dsv4::cuda::linear(x, T, mats[i % sets]->w, y, s)); }, s);
+    const double t_gemv =
+        time_graph_per_call([&](int i) { CK(dsv4::cuda::linear(x, T, op.w(i), y, s)); }, s);
     const double t_ld =
-        ld_ok ? time_graph_per_call(
-                    [&](int i) {
-                      CK(dsv4::cuda::linear_decode(x, T, mats[i % sets]->w, y, ws, ws_bytes, s));
-                    },
-                    s)
-              : -1;
+        ld_ok
+            ? time_graph_per_call(
+                  [&](int i) { CK(dsv4::cuda::linear_decode(x, T, op.w(i), y, ws, ws_bytes, s)); },
+                  s)
+            : -1;
     const double t_gemm = time_graph_per_call(
-        [&](int i) {
-          CK(dsv4::cuda::linear_gemm(cublas, x, T, mats[i % sets]->w, 1, y, ws, ws_bytes, s));
-        },
+        [&](int i) { CK(dsv4::cuda::linear_gemm(cublas, x, T, op.w(i), 1, y, ws, ws_bytes, s)); },
         s);
     const float one = 1.0f, zero = 0.0f;
     const double t_cublas = time_graph_per_call(
         [&](int i) {
           CB(cublasGemmEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, int(rows), int(T), int(cols), &one,
-                          bfw[i % bf_sets], CUDA_R_16BF, int(cols), x, CUDA_R_16BF, int(cols),
-                          &zero, y, CUDA_R_16BF, int(rows), CUBLAS_COMPUTE_32F,
-                          CUBLAS_GEMM_DEFAULT));
+                          op.bf16_copy(i), CUDA_R_16BF, int(cols), x, CUDA_R_16BF, int(cols), &zero,
+                          y, CUDA_R_16BF, int(rows), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
         },
         s);
     const double pb = double(packed_bytes);
@@ -281,9 +282,6 @@ void bench_decode(const shape& sh, weight_kind kind, const std::vector<int64_t>&
                 t_gemm * 1e3, pct(t_gemm, pb), t_cublas * 1e3, pct(t_cublas, double(bf_bytes)));
     std::fflush(stdout);
   }
-  for (void* p : bfw) cudaFree(p);
-  cudaFree(x);
-  cudaFree(y);
   cudaFree(ws);
 }
 
@@ -292,48 +290,30 @@ void bench_decode(const shape& sh, weight_kind kind, const std::vector<int64_t>&
 // planner's choice.
 void bench_decode_split_sweep(const shape& sh, weight_kind kind, const std::vector<int64_t>& tokens,
                               double read_gbps, cudaStream_t s) {
-  using bf = __nv_bfloat16;
-  const int64_t rows = sh.rows, cols = sh.cols;
-  const size_t packed_bytes = packed_matrix(kind, rows, cols, 1).read_bytes();
-  const int sets =
-      int(std::max<size_t>(2, std::min<size_t>(24, k_rotate_bytes / packed_bytes + 1)));
-  std::vector<std::unique_ptr<packed_matrix>> mats;
-  for (int i = 0; i < sets; ++i)
-    mats.push_back(std::make_unique<packed_matrix>(kind, rows, cols, 300 + 7 * i));
   const int64_t tmax = *std::max_element(tokens.begin(), tokens.end());
-  bf* x = static_cast<bf*>(dmalloc(size_t(tmax * cols * 2)));
-  fill(x, size_t(tmax * cols * 2), 78, 3);
-  bf* y = static_cast<bf*>(dmalloc(size_t(tmax * rows * 2)));
-  const size_t ws_bytes = dsv4::cuda::linear_decode_workspace_bytes(tmax, cols);
+  const shape_operands op(kind, sh.rows, sh.cols, tmax, 24, 300, 0, 78);
+  const size_t ws_bytes = dsv4::cuda::linear_decode_workspace_bytes(tmax, sh.cols);
   void* ws = dmalloc(ws_bytes);
-  int sms = 0;
-  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   for (int64_t T : tokens) {
-    const int nt = T <= 8 ? 1 : T <= 16 ? 2 : T <= 32 ? 4 : 8;
-    const int max_warps = nt <= 2 ? 16 : 8;
-    const int64_t per_row = (kind == weight_kind::fp8_block && nt == 1) ? 2 : 1;
-    const int64_t k16 = kind == weight_kind::fp8_block ? 16 : 32;
     const dsv4::cuda::linear_decode_split pick =
-        dsv4::cuda::linear_decode_make_split(rows, cols / (4 * k16 * per_row), nt, sms);
+        dsv4::cuda::linear_decode_default_split(op.w(0), T);
     for (int64_t rt = 1; rt <= 4; rt *= 2)
-      for (int64_t ks = 1; ks <= 16; ks *= 2) {
-        if (rt * ks > max_warps || (rows / 16) % rt != 0) continue;
+      for (int64_t ks = 1; ks <= dsv4::cuda::k_linear_decode_max_warps; ks *= 2) {
         const dsv4::cuda::linear_decode_split sp{rt, ks};
+        if (!dsv4::cuda::linear_decode_split_fits(op.w(0), T, sp)) continue;
         const double t = time_graph_per_call(
             [&](int i) {
-              CK(dsv4::cuda::linear_decode_with_split(x, T, mats[i % sets]->w, y, ws, ws_bytes, &sp,
+              CK(dsv4::cuda::linear_decode_with_split(op.x, T, op.w(i), op.y, ws, ws_bytes, &sp,
                                                       s));
             },
             s);
         std::printf("sweep %-10s T=%-2lld rt=%lld ks=%-2lld %7.1f us %5.1f%%%s\n", sh.name,
                     (long long)T, (long long)rt, (long long)ks, t * 1e3,
-                    100.0 * double(packed_bytes) / (t * 1e-3) * 1e-9 / read_gbps,
+                    100.0 * double(op.packed_bytes) / (t * 1e-3) * 1e-9 / read_gbps,
                     rt == pick.row_tiles && ks == pick.k_parts ? " *" : "");
       }
     std::fflush(stdout);
   }
-  cudaFree(x);
-  cudaFree(y);
   cudaFree(ws);
 }
 

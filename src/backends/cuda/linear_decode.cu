@@ -393,6 +393,32 @@ linear_decode_split linear_decode_make_split(int64_t rows, int64_t rounds, int n
   return {1, k_parts};
 }
 
+namespace {
+
+int64_t rounds_for(weight_kind kind, int64_t cols, int nt) {
+  switch (kind) {
+    case weight_kind::bf16:
+      return rounds_of<weight_kind::bf16>(cols, nt);
+    case weight_kind::fp8_block:
+      return rounds_of<weight_kind::fp8_block>(cols, nt);
+    default:  // mxfp4 and nvfp4 share the round geometry
+      return rounds_of<weight_kind::nvfp4>(cols, nt);
+  }
+}
+
+}  // namespace
+
+linear_decode_split linear_decode_default_split(const device_weight& w, int64_t tokens) {
+  const int nt = n_tiles_of(tokens);
+  return linear_decode_make_split(w.rows, rounds_for(w.kind, w.cols, nt), nt,
+                                  current_device_sm_count());
+}
+
+bool linear_decode_split_fits(const device_weight& w, int64_t tokens,
+                              const linear_decode_split& split) {
+  return split_fits(split, w.rows, n_tiles_of(tokens));
+}
+
 bool linear_decode_supported(const device_weight& w) {
   if (w.kind == weight_kind::f32 || validate_weight(w) != cudaSuccess) return false;
   return w.rows % 16 == 0 && w.cols % round_k(w.kind) == 0 && aligned_16(w.data) &&

@@ -37,6 +37,11 @@ struct linear_decode_split {
 };
 linear_decode_split linear_decode_make_split(int64_t rows, int64_t rounds, int n_tiles,
                                              int sm_count);
+// The split linear_decode takes for this matrix and token count on the current device, and
+// whether a given split is one linear_decode_with_split accepts (benchmarks sweep splits).
+linear_decode_split linear_decode_default_split(const device_weight& w, int64_t tokens);
+bool linear_decode_split_fits(const device_weight& w, int64_t tokens,
+                              const linear_decode_split& split);
 
 // bf16 / fp8_block / mxfp4 / nvfp4, rows % 16 == 0, cols a multiple of 64 (bf16) or 128 (fp8,
 // fp4), 16-byte aligned data; mxfp4 f32 scales must be powers of two (widened E8M0).
