@@ -390,16 +390,8 @@ cudaError_t run_experts(const act_t* x, int64_t tokens, const int32_t* indices,
 #undef DSV4_MOE_LAUNCH
   }
   if (status != cudaSuccess) return status;
-  const int threads = 256;
-  if (official)
-    moe_combine_kernel<false, act_t>
-        <<<grid_stride_blocks(tokens * hidden, threads), threads, 0, stream>>>(
-            out, indices, nullptr, tokens, int(top_k), experts, hidden, y);
-  else
-    moe_combine_kernel<true, act_t>
-        <<<grid_stride_blocks(tokens * hidden, threads), threads, 0, stream>>>(
-            out, indices, weights, tokens, int(top_k), experts, hidden, y);
-  return cudaGetLastError();
+  return launch_moe_combine(official, out, indices, weights, tokens, top_k, experts, hidden, y,
+                            stream);
 }
 
 }  // namespace

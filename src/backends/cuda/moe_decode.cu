@@ -235,6 +235,18 @@ __device__ __forceinline__ void load_round(round_w<K>& r, const uint8_t* row0, c
 // the MXFP4 multipliers from mx_scale_of and the second step as a per-lane branch per word.
 // Measured on an H200 (MOE5 run 2): the register pipeline with mma_round instead took 1.09-1.12x
 // longer (MXFP4 f32, Flash T = 1 and 64); the cp.async ring gained with it.
+
+// One 32-bit word of eight E2M1 codes to four unscaled BF16 pairs, in the checkpoint's nibble
+// order or the repacked one (RP).
+template <bool RP>
+__device__ __forceinline__ void expand_word(uint32_t word, uint32_t (&p)[4]) {
+  if constexpr (RP) {
+    fp4_repack::decode_pairs(word, p);
+  } else {
+    p[0] = fp4mma::e2m1_pair<0>(word), p[1] = fp4mma::e2m1_pair<1>(word);
+    p[2] = fp4mma::e2m1_pair<2>(word), p[3] = fp4mma::e2m1_pair<3>(word);
+  }
+}
 template <weight_kind K, bool SPLIT, bool RP>
 __device__ __forceinline__ void mma_round_per_word(float (&acc)[4], const round_w<K>& r,
                                                    const uint4 (&xh)[4], const uint4 (&xl)[4]) {
@@ -254,18 +266,9 @@ __device__ __forceinline__ void mma_round_per_word(float (&acc)[4], const round_
   }
 #pragma unroll
   for (int w = 0; w < 4; ++w) {
-    const uint32_t w0 = w == 0 ? r.v[0].x : w == 1 ? r.v[0].y : w == 2 ? r.v[0].z : r.v[0].w;
-    const uint32_t w1 = w == 0 ? r.v[1].x : w == 1 ? r.v[1].y : w == 2 ? r.v[1].z : r.v[1].w;
     uint32_t p0[4], p1[4];
-    if constexpr (RP) {
-      fp4_repack::decode_pairs(w0, p0);
-      fp4_repack::decode_pairs(w1, p1);
-    } else {
-      p0[0] = fp4mma::e2m1_pair<0>(w0), p0[1] = fp4mma::e2m1_pair<1>(w0);
-      p0[2] = fp4mma::e2m1_pair<2>(w0), p0[3] = fp4mma::e2m1_pair<3>(w0);
-      p1[0] = fp4mma::e2m1_pair<0>(w1), p1[1] = fp4mma::e2m1_pair<1>(w1);
-      p1[2] = fp4mma::e2m1_pair<2>(w1), p1[3] = fp4mma::e2m1_pair<3>(w1);
-    }
+    expand_word<RP>(w == 0 ? r.v[0].x : w == 1 ? r.v[0].y : w == 2 ? r.v[0].z : r.v[0].w, p0);
+    expand_word<RP>(w == 0 ? r.v[1].x : w == 1 ? r.v[1].y : w == 2 ? r.v[1].z : r.v[1].w, p1);
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       p0[j] = fp4mma::mul_bf16x2(p0[j], m1[0][w >> 1]);
@@ -320,18 +323,9 @@ __device__ __forceinline__ void mma_round(float (&acc)[4], const round_w<K>& r,
   }
 #pragma unroll
   for (int w = 0; w < 4; ++w) {
-    const uint32_t w0 = w == 0 ? r.v[0].x : w == 1 ? r.v[0].y : w == 2 ? r.v[0].z : r.v[0].w;
-    const uint32_t w1 = w == 0 ? r.v[1].x : w == 1 ? r.v[1].y : w == 2 ? r.v[1].z : r.v[1].w;
     uint32_t p0[4], p1[4];
-    if constexpr (RP) {
-      fp4_repack::decode_pairs(w0, p0);
-      fp4_repack::decode_pairs(w1, p1);
-    } else {
-      p0[0] = fp4mma::e2m1_pair<0>(w0), p0[1] = fp4mma::e2m1_pair<1>(w0);
-      p0[2] = fp4mma::e2m1_pair<2>(w0), p0[3] = fp4mma::e2m1_pair<3>(w0);
-      p1[0] = fp4mma::e2m1_pair<0>(w1), p1[1] = fp4mma::e2m1_pair<1>(w1);
-      p1[2] = fp4mma::e2m1_pair<2>(w1), p1[3] = fp4mma::e2m1_pair<3>(w1);
-    }
+    expand_word<RP>(w == 0 ? r.v[0].x : w == 1 ? r.v[0].y : w == 2 ? r.v[0].z : r.v[0].w, p0);
+    expand_word<RP>(w == 0 ? r.v[1].x : w == 1 ? r.v[1].y : w == 2 ? r.v[1].z : r.v[1].w, p1);
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       p0[j] = fp4mma::mul_bf16x2(p0[j], m1[0][w >> 1]);

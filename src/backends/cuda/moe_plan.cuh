@@ -140,4 +140,21 @@ __global__ void moe_combine_kernel(const float* out, const int32_t* indices, con
   }
 }
 
+// The combine as both routed-expert paths launch it: official order (weights already in h) sums
+// plainly, the exact order weights each pair.
+template <typename act_t>
+cudaError_t launch_moe_combine(bool official, const float* out, const int32_t* indices,
+                               const float* weights, int64_t tokens, int64_t top_k, int64_t experts,
+                               int64_t hidden, act_t* y, cudaStream_t stream) {
+  const int threads = 256;
+  const unsigned blocks = grid_stride_blocks(tokens * hidden, threads);
+  if (official)
+    moe_combine_kernel<false, act_t><<<blocks, threads, 0, stream>>>(
+        out, indices, nullptr, tokens, int(top_k), experts, hidden, y);
+  else
+    moe_combine_kernel<true, act_t><<<blocks, threads, 0, stream>>>(out, indices, weights, tokens,
+                                                                    int(top_k), experts, hidden, y);
+  return cudaGetLastError();
+}
+
 }  // namespace dsv4::cuda

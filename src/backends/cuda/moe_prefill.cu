@@ -409,16 +409,8 @@ cudaError_t run_prefill(const act_t* x, int64_t tokens, const int32_t* indices,
                       x, top_k, w1, w3, w2, swiglu_limit, tile_count, tiles, sorted, tile_slots,
                       pair_weights, indices, pairs, h, out, stream);
   if (status != cudaSuccess) return status;
-  const int threads = 256;
-  if (official)
-    moe_combine_kernel<false, act_t>
-        <<<grid_stride_blocks(tokens * hidden, threads), threads, 0, stream>>>(
-            out, indices, nullptr, tokens, int(top_k), experts, hidden, y);
-  else
-    moe_combine_kernel<true, act_t>
-        <<<grid_stride_blocks(tokens * hidden, threads), threads, 0, stream>>>(
-            out, indices, weights, tokens, int(top_k), experts, hidden, y);
-  return cudaGetLastError();
+  return launch_moe_combine(official, out, indices, weights, tokens, top_k, experts, hidden, y,
+                            stream);
 }
 
 }  // namespace
