@@ -489,6 +489,59 @@ struct repacked_copy {
   repacked_copy& operator=(const repacked_copy&) = delete;
 };
 
+// Routings of `tokens` tokens: top_k distinct experts each, uniform over `experts` (a partial
+// Fisher-Yates shuffle per token), appended to `out`.
+void draw_routes(std::mt19937_64& rng, int64_t tokens, int64_t experts, int64_t top_k,
+                 std::vector<int32_t>& out) {
+  std::vector<int32_t> all(static_cast<size_t>(experts));
+  for (int64_t t = 0; t < tokens; ++t) {
+    for (int64_t e = 0; e < experts; ++e) all[size_t(e)] = int32_t(e);
+    for (int64_t k = 0; k < top_k; ++k) {
+      std::swap(all[size_t(k)], all[size_t(k + int64_t(rng() % uint64_t(experts - k)))]);
+      out.push_back(all[size_t(k)]);
+    }
+  }
+}
+
+// Device inputs of routed-MoE steps: the routes as given, a routing weight per pair in
+// [0.05, 1.05), and T x D activations in [-1, 1] as f32 and the same values in bf16 (weights
+// drawn before activations); outputs yf / yb of the same size.
+struct moe_step_inputs {
+  int32_t* idx = nullptr;
+  float *wts = nullptr, *xf = nullptr, *yf = nullptr;
+  __nv_bfloat16 *xb = nullptr, *yb = nullptr;
+  moe_step_inputs(const std::vector<int32_t>& routes, int64_t T, int64_t D, std::mt19937_64& rng) {
+    CK(cudaMalloc(&idx, routes.size() * 4));
+    CK(cudaMalloc(&wts, routes.size() * 4));
+    CK(cudaMemcpy(idx, routes.data(), routes.size() * 4, cudaMemcpyHostToDevice));
+    std::vector<float> hw(routes.size());
+    for (float& v : hw) v = 0.05f + float(rng() % 1000) / 1000.0f;
+    CK(cudaMemcpy(wts, hw.data(), hw.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMalloc(&xf, size_t(T * D) * 4));
+    CK(cudaMalloc(&yf, size_t(T * D) * 4));
+    CK(cudaMalloc(&xb, size_t(T * D) * 2));
+    CK(cudaMalloc(&yb, size_t(T * D) * 2));
+    std::vector<float> hx(size_t(T * D));
+    std::vector<__nv_bfloat16> hb(hx.size());
+    for (size_t j = 0; j < hx.size(); ++j) {
+      hx[j] = float(int64_t(rng() % 2001) - 1000) / 1000.0f;
+      hb[j] = __float2bfloat16(hx[j]);
+    }
+    CK(cudaMemcpy(xf, hx.data(), hx.size() * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(xb, hb.data(), hb.size() * 2, cudaMemcpyHostToDevice));
+  }
+  ~moe_step_inputs() {
+    CK(cudaFree(idx));
+    CK(cudaFree(wts));
+    CK(cudaFree(xf));
+    CK(cudaFree(yf));
+    CK(cudaFree(xb));
+    CK(cudaFree(yb));
+  }
+  moe_step_inputs(const moe_step_inputs&) = delete;
+  moe_step_inputs& operator=(const moe_step_inputs&) = delete;
+};
+
 void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceilings& c,
                cublasHandle_t h) {
   const int64_t D = sh.hidden, I = sh.inter, E = sh.experts, K = sh.top_k;
@@ -504,48 +557,22 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
   for (int64_t T : g_tokens) {
     // k_calls routings: top-k distinct experts per token, uniform over all E.
     std::vector<std::vector<int32_t>> routes(k_calls);
+    std::vector<int32_t> all_routes;  // the k_calls routings back to back
     double touched = 0;
     std::vector<std::vector<int>> per_expert_tokens(k_calls);
     for (int i = 0; i < k_calls; ++i) {
+      draw_routes(rng, T, E, K, routes[i]);
       std::vector<int> cnt(E, 0);
-      for (int64_t t = 0; t < T; ++t) {
-        std::vector<int32_t> all(E);
-        for (int64_t e = 0; e < E; ++e) all[e] = int32_t(e);
-        for (int64_t k = 0; k < K; ++k) {
-          std::swap(all[k], all[k + int64_t(rng() % uint64_t(E - k))]);
-          routes[i].push_back(all[k]);
-          ++cnt[all[k]];
-        }
-      }
+      for (int32_t e : routes[i]) ++cnt[e];
       for (int64_t e = 0; e < E; ++e) touched += cnt[e] > 0;
       per_expert_tokens[i] = cnt;
+      all_routes.insert(all_routes.end(), routes[i].begin(), routes[i].end());
     }
     touched /= k_calls;
-    int32_t* idx;
-    float *wts, *xf, *yf;
-    __nv_bfloat16 *xb, *yb;
-    CK(cudaMalloc(&idx, size_t(k_calls) * T * K * 4));
-    CK(cudaMalloc(&wts, size_t(k_calls) * T * K * 4));
-    for (int i = 0; i < k_calls; ++i)
-      CK(cudaMemcpy(idx + size_t(i) * T * K, routes[i].data(), size_t(T * K) * 4,
-                    cudaMemcpyHostToDevice));
-    std::vector<float> hw(size_t(k_calls) * T * K);
-    for (float& v : hw) v = 0.05f + float(rng() % 1000) / 1000.0f;
-    CK(cudaMemcpy(wts, hw.data(), hw.size() * 4, cudaMemcpyHostToDevice));
-    CK(cudaMalloc(&xf, size_t(T * D) * 4));
-    CK(cudaMalloc(&yf, size_t(T * D) * 4));
-    CK(cudaMalloc(&xb, size_t(T * D) * 2));
-    CK(cudaMalloc(&yb, size_t(T * D) * 2));
-    {
-      std::vector<float> hx(size_t(T * D));
-      std::vector<__nv_bfloat16> hb(hx.size());
-      for (size_t j = 0; j < hx.size(); ++j) {
-        hx[j] = float(int64_t(rng() % 2001) - 1000) / 1000.0f;
-        hb[j] = __float2bfloat16(hx[j]);
-      }
-      CK(cudaMemcpy(xf, hx.data(), hx.size() * 4, cudaMemcpyHostToDevice));
-      CK(cudaMemcpy(xb, hb.data(), hb.size() * 2, cudaMemcpyHostToDevice));
-    }
+    const moe_step_inputs in(all_routes, T, D, rng);
+    int32_t* const idx = in.idx;
+    float *const wts = in.wts, *const xf = in.xf, *const yf = in.yf;
+    __nv_bfloat16 *const xb = in.xb, *const yb = in.yb;
     const size_t ws_old = dsv4::cuda::moe_experts_workspace_bytes(T, K, E, D, I);
     const size_t ws_new = dsv4::cuda::moe_decode_workspace_bytes(T, K, E, D, I);
     void* ws;
@@ -711,12 +738,6 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
     if (hb1) CK(cudaFree(hb1));
     if (hb2) CK(cudaFree(hb2));
     CK(cudaFree(ws));
-    CK(cudaFree(idx));
-    CK(cudaFree(wts));
-    CK(cudaFree(xf));
-    CK(cudaFree(yf));
-    CK(cudaFree(xb));
-    CK(cudaFree(yb));
   }
   CK(cudaFree(bf));
 }
@@ -737,14 +758,7 @@ void profile_decode(cudaStream_t s) {
       std::mt19937_64 rng(99);
       for (int64_t T : g_tokens) {
         std::vector<int32_t> route;
-        for (int64_t t = 0; t < T; ++t) {
-          std::vector<int32_t> all(E);
-          for (int64_t e = 0; e < E; ++e) all[e] = int32_t(e);
-          for (int64_t k = 0; k < K; ++k) {
-            std::swap(all[k], all[k + int64_t(rng() % uint64_t(E - k))]);
-            route.push_back(all[k]);
-          }
-        }
+        draw_routes(rng, T, E, K, route);
         int32_t* idx;
         float* wts;
         __nv_bfloat16 *xb, *yb;
@@ -819,41 +833,15 @@ void bench_moe_prefill(const moe_shape& sh, weight_kind kind, cudaStream_t s, cu
   constexpr int calls = 4;
   for (int64_t T : {256, 1024, 4096}) {
     const int64_t P = T * K;
-    std::vector<int32_t> routes(size_t(calls) * P);
+    std::vector<int32_t> routes;  // `calls` routings back to back
+    draw_routes(rng, calls * T, E, K, routes);
     std::vector<std::vector<int>> cnt(calls, std::vector<int>(E, 0));
     for (int i = 0; i < calls; ++i)
-      for (int64_t t = 0; t < T; ++t) {
-        std::vector<int32_t> all(E);
-        for (int64_t e = 0; e < E; ++e) all[e] = int32_t(e);
-        for (int64_t k = 0; k < K; ++k) {
-          std::swap(all[k], all[k + int64_t(rng() % uint64_t(E - k))]);
-          routes[size_t(i) * P + t * K + k] = all[k];
-          ++cnt[i][all[k]];
-        }
-      }
-    int32_t* idx;
-    float *wts, *xf, *yf;
-    __nv_bfloat16 *xb, *yb;
-    CK(cudaMalloc(&idx, routes.size() * 4));
-    CK(cudaMalloc(&wts, routes.size() * 4));
-    CK(cudaMemcpy(idx, routes.data(), routes.size() * 4, cudaMemcpyHostToDevice));
-    std::vector<float> hw(routes.size());
-    for (float& v : hw) v = 0.05f + float(rng() % 1000) / 1000.0f;
-    CK(cudaMemcpy(wts, hw.data(), hw.size() * 4, cudaMemcpyHostToDevice));
-    CK(cudaMalloc(&xf, size_t(T * D) * 4));
-    CK(cudaMalloc(&yf, size_t(T * D) * 4));
-    CK(cudaMalloc(&xb, size_t(T * D) * 2));
-    CK(cudaMalloc(&yb, size_t(T * D) * 2));
-    {
-      std::vector<float> hx(size_t(T * D));
-      std::vector<__nv_bfloat16> hb(hx.size());
-      for (size_t j = 0; j < hx.size(); ++j) {
-        hx[j] = float(int64_t(rng() % 2001) - 1000) / 1000.0f;
-        hb[j] = __float2bfloat16(hx[j]);
-      }
-      CK(cudaMemcpy(xf, hx.data(), hx.size() * 4, cudaMemcpyHostToDevice));
-      CK(cudaMemcpy(xb, hb.data(), hb.size() * 2, cudaMemcpyHostToDevice));
-    }
+      for (int64_t p = 0; p < P; ++p) ++cnt[i][routes[size_t(i * P + p)]];
+    const moe_step_inputs in(routes, T, D, rng);
+    int32_t* const idx = in.idx;
+    float *const wts = in.wts, *const xf = in.xf, *const yf = in.yf;
+    __nv_bfloat16 *const xb = in.xb, *const yb = in.yb;
     const size_t ws_new = dsv4::cuda::moe_prefill_workspace_bytes(T, K, E, D, I);
     const size_t ws_old = dsv4::cuda::moe_experts_workspace_bytes(T, K, E, D, I);
     void* ws;
@@ -1028,12 +1016,6 @@ void bench_moe_prefill(const moe_shape& sh, weight_kind kind, cudaStream_t s, cu
     CK(cudaFree(db));
     CK(cudaFree(dc));
     CK(cudaFree(ws));
-    CK(cudaFree(idx));
-    CK(cudaFree(wts));
-    CK(cudaFree(xf));
-    CK(cudaFree(yf));
-    CK(cudaFree(xb));
-    CK(cudaFree(yb));
   }
   CK(cudaFree(bf));
 }
