@@ -51,17 +51,20 @@ size_t linear_decode_workspace_bytes(int64_t tokens, int64_t cols);
 
 // x [tokens, cols] act_t, y [tokens, rows] out_t (f32; or bf16 for bf16 activations, rounded
 // once from the f32 sum), matrix 0 of w. cudaErrorNotSupported when !linear_decode_supported(w)
-// or tokens > k_linear_decode_max_tokens.
+// or tokens > k_linear_decode_max_tokens. Two launches with programmatic dependent launch
+// (pdl.cuh): the weights of a call start streaming while the launch before it drains.
 template <typename act_t, typename out_t>
 cudaError_t linear_decode(const act_t* x, int64_t tokens, const device_weight& w, out_t* y,
                           void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
 // linear_decode with the split given instead of linear_decode_make_split's (benchmarks sweep it;
 // null: the planner's). row_tiles and k_parts powers of two, row_tiles dividing rows / 16, at most
-// 16 warps in all (8 above 16 tokens); anything else returns cudaErrorInvalidValue.
+// 16 warps in all (8 above 16 tokens); anything else returns cudaErrorInvalidValue. pdl false:
+// plain launches (benchmarks compare).
 template <typename act_t, typename out_t>
 cudaError_t linear_decode_with_split(const act_t* x, int64_t tokens, const device_weight& w,
                                      out_t* y, void* workspace, size_t workspace_bytes,
-                                     const linear_decode_split* split, cudaStream_t stream);
+                                     const linear_decode_split* split, cudaStream_t stream,
+                                     bool pdl = true);
 
 }  // namespace dsv4::cuda
