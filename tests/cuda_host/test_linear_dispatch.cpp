@@ -1,6 +1,6 @@
 // The dense-linear dispatch rules of src/backends/cuda/linear_dispatch.h (host logic only; runs
-// without a GPU). The cases are the measured shapes its comment cites (bench/RESULTS.md, session
-// 4): a change of rule must come with new measurements and a change here.
+// without a GPU). The cases are the measured shapes its comment cites (bench/RESULTS.md, sessions
+// 4 and 5): a change of rule must come with new measurements and a change here.
 #include <gtest/gtest.h>
 
 #include "backends/cuda/linear_dispatch.h"
@@ -17,25 +17,25 @@ dense_linear_path pick(weight_kind k, int64_t rows, int64_t tokens, int64_t grou
   return choose_dense_linear_path(k, rows, tokens, groups, decode_ok, gemm_ok);
 }
 
-TEST(linear_dispatch, one_token_takes_the_gemv) {
-  for (int64_t rows : {512, 1024, 4096, 32768})
-    for (weight_kind k :
-         {weight_kind::fp8_block, weight_kind::nvfp4, weight_kind::mxfp4, weight_kind::bf16})
-      EXPECT_EQ(pick(k, rows, 1), gemv) << rows;
+TEST(linear_dispatch, one_token_takes_linear_decode_on_packed_weights) {
+  for (int64_t rows : {512, 1024, 4096, 32768, 65536})
+    for (weight_kind k : {weight_kind::fp8_block, weight_kind::nvfp4, weight_kind::mxfp4}) {
+      EXPECT_EQ(pick(k, rows, 1), decode) << rows;
+      EXPECT_EQ(pick(k, rows, 1, 1, false, true), gemv) << rows;  // never linear_gemm at T = 1
+    }
+  EXPECT_EQ(pick(weight_kind::bf16, 4096, 1), gemv);
 }
 
-TEST(linear_dispatch, few_row_fp8_matrices_keep_the_gemv_at_two_tokens_only) {
-  EXPECT_EQ(pick(weight_kind::fp8_block, 1024, 2), gemv);  // Flash wq_a
-  EXPECT_EQ(pick(weight_kind::fp8_block, 512, 2), gemv);   // Flash wkv
-  for (int64_t T : {3, 4, 8, 16}) {
-    EXPECT_EQ(pick(weight_kind::fp8_block, 1024, T), decode);
-    EXPECT_EQ(pick(weight_kind::fp8_block, 512, T), decode);
+TEST(linear_dispatch, few_row_fp8_matrices_take_linear_decode_to_16_tokens) {
+  for (int64_t T : {2, 3, 4, 8, 16}) {
+    EXPECT_EQ(pick(weight_kind::fp8_block, 1024, T), decode);  // Flash wq_a
+    EXPECT_EQ(pick(weight_kind::fp8_block, 512, T), decode);   // Flash wkv
   }
   EXPECT_EQ(pick(weight_kind::fp8_block, 512, 32), gemm);     // wkv above 16 tokens
   EXPECT_EQ(pick(weight_kind::fp8_block, 1024, 32), decode);  // wq_a
 }
 
-TEST(linear_dispatch, fp8_matrices_take_linear_decode_from_two_to_32_tokens) {
+TEST(linear_dispatch, fp8_matrices_take_linear_decode_to_32_tokens) {
   for (int64_t rows : {2048, 4096, 32768, 65536})
     for (int64_t T : {2, 4, 16, 32}) EXPECT_EQ(pick(weight_kind::fp8_block, rows, T), decode);
   for (int64_t T : {33, 64}) {

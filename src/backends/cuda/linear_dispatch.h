@@ -1,21 +1,21 @@
 // Which kernel runs a dense linear, from host-known shapes only (token count, matrix dims and
 // format), so a decode step takes the same path every time and can be graph-captured. The rules
-// follow bench/kernels/bench_linear_gemm (H200, 2026-11-22, bench/RESULTS.md, session 4: the
-// linear_decode split sweep), DeepSeek-V4 Flash and Pro projections at T = 1..64, graphs of 16
-// calls:
-//  * T = 1: the warp-per-rows GEMV (linear.h) wins every shape (Flash wq_b 13.0 us vs
-//    linear_decode 17.4 us; wo_b 12.2 us = 61% of the read ceiling with its K split).
-//  * T = 2 on FP8 matrices of <= 1024 rows: the GEMV and linear_decode tie (wq_a 6.8 vs 6.9 us);
-//    the GEMV is kept. From T = 2 on every other FP8 matrix, linear_decode (tensor cores, packed
-//    weights, one wave of K-split warps) wins: wo_b 14.8 us vs GEMV 24.0 us at T = 2, Pro wo_b
-//    38.1 vs 70.5 us, wq_b 14.0 vs 23.8 us, shared w13 7.7 vs 8.3 us.
-//  * linear_decode stays ahead of linear_gemm (expand + cuBLAS) on FP8 up to 32 tokens (wq_a 11.6
-//    vs 12.6 us, wq_b 20.6 vs 48.2 us, Pro wo_b 67.5 vs 193 us at T = 32), except on the 512-row
-//    wkv above 16 tokens (11.2 vs 9.8 us at T = 32); from 33 tokens linear_gemm wins FP8
-//    (wq_a 12.8 vs 19.4 us, wo_b 53 vs 66 us at T = 64). On 4-bit weights linear_decode wins
-//    from 2 to 64 tokens (NVFP4 shared w13 T = 64: 16.0 vs 21.4 us).
+// follow bench/kernels/bench_linear_gemm (H200, 2026-11-22, bench/RESULTS.md: session 4's
+// linear_decode split sweep, session 5's programmatic dependent launch), DeepSeek-V4 Flash and Pro
+// projections at T = 1..64, graphs of 16 calls:
+//  * Packed weights (FP8 blocks, MXFP4, NVFP4) take linear_decode from one token on: since it
+//    streams its first weights before waiting for its inputs (session 5) it beats the
+//    warp-per-rows GEMV (linear.h) at T = 1 (Flash wq_a 3.9 vs 4.7 us, wq_b 11.6 vs 13.0 us,
+//    wo_b 12.0 vs 12.2 us, Pro wo_b 35.9 vs 43.0 us, NVFP4 shared w13 4.8 vs 7.1 us; Pro wq_b
+//    31.4 vs 30.7 us, a tie) and by more from T = 2 (wq_a 4.1 vs 6.8 us).
+//  * linear_decode stays ahead of linear_gemm (expand + cuBLAS) on FP8 up to 32 tokens (wq_a 10.6
+//    vs 12.6 us, wq_b 19.1 vs 48.1 us, Pro wo_b 65.4 vs 194 us at T = 32), except on the 512-row
+//    wkv above 16 tokens (10.4 vs 9.7 us at T = 32); from 33 tokens linear_gemm wins FP8
+//    (wq_a 12.8 vs 23.2 us, wo_b 52.9 vs 81.3 us at T = 64). On 4-bit weights linear_decode wins
+//    to 64 tokens (NVFP4 shared w13 T = 64: 14.6 vs 21.5 us).
 //  * Prefill (> 64 tokens): linear_gemm, 55-96% of cuBLAS BF16 on a pre-expanded copy.
-// BF16/f32 matrices and grouped linears keep the GEMV up to 64 tokens (not measured otherwise).
+// BF16/f32 matrices and grouped linears keep the GEMV up to 64 tokens (not measured otherwise),
+// as does a packed matrix at T = 1 that linear_decode does not take.
 #pragma once
 
 #include <cstdint>
@@ -35,9 +35,8 @@ inline dense_linear_path choose_dense_linear_path(weight_kind kind, int64_t rows
     return gemm_ok ? dense_linear_path::linear_gemm : dense_linear_path::gemv;
   const bool packed =
       kind == weight_kind::fp8_block || kind == weight_kind::mxfp4 || kind == weight_kind::nvfp4;
-  if (tokens == 1 || groups != 1 || !packed) return dense_linear_path::gemv;
+  if (groups != 1 || !packed || (tokens == 1 && !decode_ok)) return dense_linear_path::gemv;
   const bool four_bit = kind != weight_kind::fp8_block;
-  if (!four_bit && tokens == 2 && rows <= 1024) return dense_linear_path::gemv;
   const bool decode_wins = four_bit || tokens <= 16 || (tokens <= 32 && rows > 512);
   if (decode_ok && decode_wins) return dense_linear_path::linear_decode;
   if (gemm_ok) return dense_linear_path::linear_gemm;
