@@ -259,18 +259,13 @@ void bench_decode(const shape& sh, weight_kind kind, const std::vector<int64_t>&
                   [&](int i) { CK(dsv4::cuda::linear_decode(x, T, op.w(i), y, ws, ws_bytes, s)); },
                   s)
             : -1;
-    auto time_ld = [&](bool pdl, bool prefetch) {
-      const dsv4::cuda::linear_decode_tuning tuning{pdl, prefetch};
-      return ld_ok ? time_graph_per_call(
-                         [&](int i) {
-                           CK(dsv4::cuda::linear_decode_with_split(x, T, op.w(i), y, ws, ws_bytes,
-                                                                   nullptr, s, tuning));
-                         },
-                         s)
-                   : -1.0;
-    };
-    const double t_ld_no_prefetch = time_ld(true, false);
-    const double t_ld_plain = time_ld(false, false);
+    const double t_ld_plain = ld_ok ? time_graph_per_call(
+                                          [&](int i) {
+                                            CK(dsv4::cuda::linear_decode_with_split(
+                                                x, T, op.w(i), y, ws, ws_bytes, nullptr, s, false));
+                                          },
+                                          s)
+                                    : -1;
     const double t_gemm = time_graph_per_call(
         [&](int i) { CK(dsv4::cuda::linear_gemm(cublas, x, T, op.w(i), 1, y, ws, ws_bytes, s)); },
         s);
@@ -287,10 +282,10 @@ void bench_decode(const shape& sh, weight_kind kind, const std::vector<int64_t>&
                 kname, (long long)rows, (long long)cols, (long long)T, t_gemv * 1e3,
                 pct(t_gemv, pb));
     if (t_ld >= 0)
-      std::printf("%7.1f us %5.1f%% (no prefetch %7.1f us, neither %7.1f us %5.1f%%)", t_ld * 1e3,
-                  pct(t_ld, pb), t_ld_no_prefetch * 1e3, t_ld_plain * 1e3, pct(t_ld_plain, pb));
+      std::printf("%7.1f us %5.1f%% (no pdl %7.1f us %5.1f%%)", t_ld * 1e3, pct(t_ld, pb),
+                  t_ld_plain * 1e3, pct(t_ld_plain, pb));
     else
-      std::printf("%57s", "-");
+      std::printf("%41s", "-");
     std::printf(" | linear_gemm %7.1f us %5.1f%% | cublas-bf16 %7.1f us %5.1f%% of bf16 bytes\n",
                 t_gemm * 1e3, pct(t_gemm, pb), t_cublas * 1e3, pct(t_cublas, double(bf_bytes)));
     std::fflush(stdout);

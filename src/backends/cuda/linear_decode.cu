@@ -265,7 +265,7 @@ __device__ __forceinline__ void mma_round_set(float (&acc)[NT][4], const round_s
 template <weight_kind K, bool SPLIT, int NT>
 __global__ void __launch_bounds__(max_threads<NT>())
     linear_decode_kernel(const uint16_t* x_hi, const uint16_t* x_lo, int tokens, dense_weight w,
-                         int rt, int ks, void* y, bool y_bf16, bool prefetch_x) {
+                         int rt, int ks, void* y, bool y_bf16) {
   pdl_trigger();  // the next call's prepare waits for this grid before it touches anything
   constexpr int E = elems_16<K>();
   constexpr int ROUND = 4 * E * loads_per_row<K, NT>();
@@ -296,19 +296,6 @@ __global__ void __launch_bounds__(max_threads<NT>())
   if (rb < re) load_round_set<K, NT>(a, w, r0 + g, rb * ROUND + off);
   if (rb + 1 < re) load_round_set<K, NT>(b, w, r0 + g, (rb + 1) * ROUND + off);
   pdl_wait();  // weights never depend on earlier launches; x_hi / x_lo and y do
-  if (prefetch_x) {
-    // The warp's K range of every token row it reads (hi, and lo with SPLIT), 128-byte lines
-    // (rounds are whole lines): fetched into L1 now, so the activation loads of each round hit
-    // L1 instead of waiting on L2 after the round's weights have arrived.
-    const int64_t lines_per_row = (re - rb) * ROUND * 2 / 128;
-    const int rows_used = min(tokens, 8 * NT);
-    const int64_t lines = lines_per_row * rows_used * (SPLIT ? 2 : 1);
-    for (int64_t i = lane; i < lines; i += k_warp_size) {
-      const int64_t row = i / lines_per_row;
-      const uint16_t* base = (row >= rows_used ? x_lo : x_hi) + (row % rows_used) * w.cols;
-      asm volatile("prefetch.global.L1 [%0];" ::"l"(base + rb * ROUND + (i % lines_per_row) * 64));
-    }
-  }
   for (int64_t r = rb; r < re; r += 3) {
     if (r + 2 < re) load_round_set<K, NT>(c, w, r0 + g, (r + 2) * ROUND + off);
     mma_round_set<K, SPLIT, NT>(acc, a, xh, xl, r * ROUND + off);
@@ -374,7 +361,7 @@ bool split_fits(const linear_decode_split& sp, int64_t rows, int nt) {
 template <weight_kind K, bool SPLIT>
 cudaError_t launch(const uint16_t* hi, const uint16_t* lo, int64_t tokens, const dense_weight& w,
                    void* y, bool y_bf16, const linear_decode_split* forced, cudaStream_t stream,
-                   const linear_decode_tuning& tuning) {
+                   bool pdl) {
   const int nt = n_tiles_of(tokens);
   const linear_decode_split sp = forced ? *forced
                                         : linear_decode_make_split(w.rows, rounds_of<K>(w.cols, nt),
@@ -383,10 +370,9 @@ cudaError_t launch(const uint16_t* hi, const uint16_t* lo, int64_t tokens, const
   const dim3 grid(unsigned(w.rows / (16 * sp.row_tiles)));
   const unsigned threads = unsigned(sp.row_tiles * sp.k_parts * k_warp_size);
   const size_t smem = size_t(sp.k_parts - 1) * sp.row_tiles * nt * 4 * k_warp_size * sizeof(float);
-#define DSV4_LD(NT)                                                                             \
-  launch_pdl(tuning.pdl, linear_decode_kernel<K, SPLIT, NT>, grid, dim3(threads), smem, stream, \
-             hi, lo, int(tokens), w, int(sp.row_tiles), int(sp.k_parts), y, y_bf16,             \
-             tuning.prefetch_activations)
+#define DSV4_LD(NT)                                                                              \
+  launch_pdl(pdl, linear_decode_kernel<K, SPLIT, NT>, grid, dim3(threads), smem, stream, hi, lo, \
+             int(tokens), w, int(sp.row_tiles), int(sp.k_parts), y, y_bf16)
   if (nt == 1) return DSV4_LD(1);
   if (nt == 2) return DSV4_LD(2);
   if (nt == 4) return DSV4_LD(4);
@@ -457,7 +443,7 @@ template <typename act_t, typename out_t>
 cudaError_t linear_decode_with_split(const act_t* x, int64_t tokens, const device_weight& w,
                                      out_t* y, void* workspace, size_t workspace_bytes,
                                      const linear_decode_split* split_arg, cudaStream_t stream,
-                                     const linear_decode_tuning& tuning) {
+                                     bool pdl) {
   static_assert(std::is_same_v<out_t, float> || std::is_same_v<out_t, __nv_bfloat16>);
   constexpr bool y_bf16 = std::is_same_v<out_t, __nv_bfloat16>;
   if (tokens < 0 || !x || !y || !workspace) return cudaErrorInvalidValue;
@@ -482,13 +468,13 @@ cudaError_t linear_decode_with_split(const act_t* x, int64_t tokens, const devic
 #define DSV4_LD_CASE(KIND)                                                                       \
   case weight_kind::KIND:                                                                        \
     if (const cudaError_t e =                                                                    \
-            launch_pdl(tuning.pdl, linear_decode_prepare_kernel<weight_kind::KIND, act_t>,       \
+            launch_pdl(pdl, linear_decode_prepare_kernel<weight_kind::KIND, act_t>,              \
                        dim3(unsigned(ceil_div(groups, threads))), dim3(threads), 0, stream, x,   \
                        tokens * w.cols, hi, lo);                                                 \
         e != cudaSuccess)                                                                        \
       return e;                                                                                  \
     return launch<weight_kind::KIND, split>(hi, lo, tokens, dw, y, y_bf16, forced_split, stream, \
-                                            tuning);
+                                            pdl);
   switch (w.kind) {
     DSV4_LD_CASE(bf16)
     DSV4_LD_CASE(fp8_block)
@@ -511,7 +497,7 @@ cudaError_t linear_decode(const act_t* x, int64_t tokens, const device_weight& w
                                                void*, size_t, cudaStream_t);                      \
   template cudaError_t linear_decode_with_split<ACT, OUT>(                                        \
       const ACT*, int64_t, const device_weight&, OUT*, void*, size_t, const linear_decode_split*, \
-      cudaStream_t, const linear_decode_tuning&);
+      cudaStream_t, bool);
 DSV4_LD_INSTANTIATE(float, float)
 DSV4_LD_INSTANTIATE(__nv_bfloat16, float)
 DSV4_LD_INSTANTIATE(__nv_bfloat16, __nv_bfloat16)

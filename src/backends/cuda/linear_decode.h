@@ -59,16 +59,12 @@ cudaError_t linear_decode(const act_t* x, int64_t tokens, const device_weight& w
 
 // linear_decode with the split given instead of linear_decode_make_split's (benchmarks sweep it;
 // null: the planner's). row_tiles and k_parts powers of two, row_tiles dividing rows / 16, at most
-// 16 warps in all (8 above 16 tokens); anything else returns cudaErrorInvalidValue.
-// Mechanisms a benchmark may switch off to measure them (results are the same either way):
-struct linear_decode_tuning {
-  bool pdl = true;                   // programmatic dependent launch (pdl.cuh)
-  bool prefetch_activations = true;  // each warp pulls its K range of x into L1 after the wait
-};
+// 16 warps in all (8 above 16 tokens); anything else returns cudaErrorInvalidValue. pdl false:
+// plain launches (benchmarks compare).
 template <typename act_t, typename out_t>
 cudaError_t linear_decode_with_split(const act_t* x, int64_t tokens, const device_weight& w,
                                      out_t* y, void* workspace, size_t workspace_bytes,
                                      const linear_decode_split* split, cudaStream_t stream,
-                                     const linear_decode_tuning& tuning = {});
+                                     bool pdl = true);
 
 }  // namespace dsv4::cuda
