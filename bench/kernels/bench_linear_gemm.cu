@@ -353,6 +353,24 @@ int main(int argc, char** argv) {
       "\n## decode: graph of %d calls per timing; %% = of the read ceiling on the packed "
       "bytes (cuBLAS: on its BF16 copy)\n",
       k_graph_calls);
+  if (argc > 3 && std::string(argv[1]) == "--profile") {
+    // For ncu: linear_decode on one named FP8 shape at T tokens, 6 plain calls, nothing else
+    // (e.g. ncu -k regex:linear_decode_kernel --launch-skip 3 --launch-count 1 ...).
+    for (const shape& sh : {flash[0], flash[1], flash[2], flash[3], flash[4], flash[5], flash[6],
+                            pro[0], pro[1], pro[2], pro[3], pro[4]}) {
+      if (std::string(sh.name) != argv[2]) continue;
+      const int64_t T = std::atoll(argv[3]);
+      const shape_operands op(weight_kind::fp8_block, sh.rows, sh.cols, T, 24, 300, 0, 78);
+      const size_t ws_bytes = dsv4::cuda::linear_decode_workspace_bytes(T, sh.cols);
+      void* ws = dmalloc(ws_bytes);
+      for (int i = 0; i < 6; ++i)
+        CK(dsv4::cuda::linear_decode(op.x, T, op.w(i), op.y, ws, ws_bytes, s));
+      CK(cudaStreamSynchronize(s));
+      cudaFree(ws);
+      std::printf("profiled %s T=%lld\n", sh.name, (long long)T);
+    }
+    return 0;
+  }
   if (split_sweep) {
     std::printf("\n## linear_decode split sweep (fp8 blocks, graph of %d calls)\n", k_graph_calls);
     const std::vector<int64_t> ts{2, 8, 16, 32};
