@@ -27,6 +27,7 @@
 
 #include "backends/cuda/linear.h"
 #include "backends/cuda/linear_decode.h"
+#include "backends/cuda/linear_decode_fp8act.h"
 #include "backends/cuda/linear_gemm.h"
 #include "bench_common.cuh"
 
@@ -241,8 +242,9 @@ void bench_decode(const shape& sh, weight_kind kind, const std::vector<int64_t>&
   bf* const y = op.y;
   const size_t packed_bytes = op.packed_bytes;
   const size_t bf_bytes = size_t(rows * cols * 2);
-  const size_t ws_bytes = std::max(dsv4::cuda::linear_gemm_workspace_bytes<bf>(op.w(0)),
-                                   dsv4::cuda::linear_decode_workspace_bytes(tmax, cols));
+  const size_t ws_bytes = std::max({dsv4::cuda::linear_gemm_workspace_bytes<bf>(op.w(0)),
+                                    dsv4::cuda::linear_decode_workspace_bytes(tmax, cols),
+                                    dsv4::cuda::linear_decode_fp8act_workspace_bytes(tmax, cols)});
   void* ws = dmalloc(ws_bytes);
   const char* kname = kind == weight_kind::fp8_block ? "fp8blk" : "nvfp4";
   const bool ld_ok = dsv4::cuda::linear_decode_supported(op.w(0));
@@ -269,6 +271,16 @@ void bench_decode(const shape& sh, weight_kind kind, const std::vector<int64_t>&
     const double t_gemm = time_graph_per_call(
         [&](int i) { CK(dsv4::cuda::linear_gemm(cublas, x, T, op.w(i), 1, y, ws, ws_bytes, s)); },
         s);
+    // The W8A8 path of official precision mode (x quantized to FP8 blocks inside the call).
+    const bool w8a8_ok = dsv4::cuda::linear_decode_fp8act_supported(op.w(0)) &&
+                         T <= dsv4::cuda::k_linear_decode_fp8act_max_tokens;
+    const double t_w8a8 =
+        w8a8_ok ? time_graph_per_call(
+                      [&](int i) {
+                        CK(dsv4::cuda::linear_decode_fp8act(x, T, op.w(i), y, ws, ws_bytes, s));
+                      },
+                      s)
+                : -1.0;
     const float one = 1.0f, zero = 0.0f;
     const double t_cublas = time_graph_per_call(
         [&](int i) {
@@ -286,6 +298,7 @@ void bench_decode(const shape& sh, weight_kind kind, const std::vector<int64_t>&
                   t_ld_plain * 1e3, pct(t_ld_plain, pb));
     else
       std::printf("%41s", "-");
+    if (t_w8a8 >= 0) std::printf(" | w8a8 %7.1f us %5.1f%%", t_w8a8 * 1e3, pct(t_w8a8, pb));
     std::printf(" | linear_gemm %7.1f us %5.1f%% | cublas-bf16 %7.1f us %5.1f%% of bf16 bytes\n",
                 t_gemm * 1e3, pct(t_gemm, pb), t_cublas * 1e3, pct(t_cublas, double(bf_bytes)));
     std::fflush(stdout);

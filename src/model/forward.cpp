@@ -206,6 +206,12 @@ const tensor& model_forward::linear_input(const tensor& x, weight_format f, tens
   return quantized;
 }
 
+tensor model_forward::project(const tensor& x, const prepared_linear& w, tensor& quantized,
+                              const step_tensors& st) {
+  if (!quantizes_input(w.source_format)) return ops_.linear(x, w);
+  return ops_.linear_fp8_input(linear_input(x, w.source_format, quantized, st), w);
+}
+
 tensor model_forward::attention(int layer, const tensor& x, const step_tensors& st,
                                 layer_cache& cache) {
   const attention_weights& aw = w_.layers[layer].attn;
@@ -220,20 +226,16 @@ tensor model_forward::attention(int layer, const tensor& x, const step_tensors& 
   // Official mode: FP8 copies of x and qr for the FP8/FP4 linears that read them (the
   // compressor and weights_proj read x unquantized).
   tensor xq, qrq;
-  auto in_x = [&](const prepared_linear& w) -> const tensor& {
-    return linear_input(x, w.source_format, xq, st);
-  };
 
   // Queries: low-rank path, weighted norm, per-head unweighted norm, RoPE on the trailing dims.
-  tensor qr = ops_.rms_norm(ops_.linear(in_x(*aw.wq_a), *aw.wq_a), &aw.q_norm, eps);
-  tensor q = ops_.rms_norm(ops_.linear(linear_input(qr, aw.wq_b->source_format, qrq, st), *aw.wq_b),
-                           nullptr, eps, H);
+  tensor qr = ops_.rms_norm(project(x, *aw.wq_a, xq, st), &aw.q_norm, eps);
+  tensor q = ops_.rms_norm(project(qr, *aw.wq_b, qrq, st), nullptr, eps, H);
   ops_.rope(q, H, d, rd, st.positions, inv_freq, false);
 
   // The single shared K = V head, written to the window cache before attention so that a chunk
   // sees its own earlier tokens. Official mode: the non-RoPE dims of the rows just written are
   // rounded to FP8 (block 64), as the official Attention does to kv before caching and using it.
-  tensor kv = ops_.rms_norm(ops_.linear(in_x(*aw.wkv), *aw.wkv), &aw.kv_norm, eps);
+  tensor kv = ops_.rms_norm(project(x, *aw.wkv, xq, st), &aw.kv_norm, eps);
   ops_.rope(kv, 1, d, rd, st.positions, inv_freq, false);
   ops_.scatter_rows(kv, cache.window_pool, st.window_write_rows);
   if (official) ops_.fake_quant_kv_fp8(cache.window_pool, st.window_write_rows, d - rd, 64);
@@ -270,8 +272,7 @@ tensor model_forward::attention(int layer, const tensor& x, const step_tensors& 
       // Official mode: indexer keys and queries are Hadamard-rotated and rounded to FP4 after
       // RoPE.
       if (official) ops_.hadamard_fp4_rows(cache.index_pool, sc.emit_rows, 1, id);
-      tensor iq =
-          ops_.linear(linear_input(qr, aw.index_wq_b->source_format, qrq, st), *aw.index_wq_b);
+      tensor iq = project(qr, *aw.index_wq_b, qrq, st);
       ops_.rope(iq, ih, id, rd, st.positions, inv_freq, false);
       if (official) ops_.hadamard_fp4(iq, ih, id);
       tensor iweights = ops_.linear(x, *aw.index_weights_proj);
@@ -293,9 +294,9 @@ tensor model_forward::attention(int layer, const tensor& x, const step_tensors& 
   ops_.rope(o, H, d, rd, st.positions, inv_freq, true);
   // wo_a stays unquantized in both modes (the official convert.py dequantizes it to BF16).
   tensor z = ops_.grouped_linear(o, *aw.wo_a, cfg_.o_groups);
-  if (quantizes_input(aw.wo_b->source_format))
-    ops_.fake_quant_fp8_act(z, 128);  // z feeds wo_b only
-  return ops_.linear(z, *aw.wo_b);
+  if (!quantizes_input(aw.wo_b->source_format)) return ops_.linear(z, *aw.wo_b);
+  ops_.fake_quant_fp8_act(z, 128);  // z feeds wo_b only
+  return ops_.linear_fp8_input(z, *aw.wo_b);
 }
 
 tensor model_forward::ffn(int layer, const tensor& x, const step_tensors& st) {
@@ -319,11 +320,15 @@ tensor model_forward::ffn(int layer, const tensor& x, const step_tensors& st) {
                  ? ops_.moe_experts_official(linear_input(x, fw.experts->source_format, xq, st),
                                              indices, weights, *fw.experts, limit)
                  : ops_.moe_experts(x, indices, weights, *fw.experts, limit);
-  tensor h = ops_.swiglu(
-      ops_.linear(linear_input(x, fw.shared_w1->source_format, xq, st), *fw.shared_w1),
-      ops_.linear(linear_input(x, fw.shared_w3->source_format, xq, st), *fw.shared_w3), limit);
-  if (quantizes_input(fw.shared_w2->source_format)) ops_.fake_quant_fp8_act(h, 128);
-  tensor shared = ops_.linear(h, *fw.shared_w2);
+  tensor h = ops_.swiglu(project(x, *fw.shared_w1, xq, st), project(x, *fw.shared_w3, xq, st),
+                         limit);
+  tensor shared;
+  if (quantizes_input(fw.shared_w2->source_format)) {
+    ops_.fake_quant_fp8_act(h, 128);
+    shared = ops_.linear_fp8_input(h, *fw.shared_w2);
+  } else {
+    shared = ops_.linear(h, *fw.shared_w2);
+  }
   ops_.add(y, shared);
   return y;
 }

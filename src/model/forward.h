@@ -67,6 +67,10 @@ class model_forward {
   bool quantizes_input(weight_format f) const;
   // The input of a linear with weight format f: x, or in the official mode for an FP8/FP4
   // weight x's FP8 fake-quantized copy, made at the first use and kept in `quantized`.
+  // ops.linear of an input for weight w: in official mode through linear_input and
+  // linear_fp8_input when w is FP8/FP4 (quantized caches the FP8 copy of x between calls).
+  tensor project(const tensor& x, const prepared_linear& w, tensor& quantized,
+                 const step_tensors& st);
   const tensor& linear_input(const tensor& x, weight_format f, tensor& quantized,
                              const step_tensors& st);
 

@@ -125,6 +125,12 @@ class ops {
   // linear with an f32 output whatever activation_type() is (the LM head: logits are never
   // rounded to bf16). Backends with f32 activations need not override it.
   virtual tensor linear_f32out(const tensor& x, const prepared_linear& w) { return linear(x, w); }
+  // linear whose input holds FP8 blocks (official precision mode: fake_quant_fp8_act(x, 128)
+  // leaves it unchanged, every 128 values are e4m3 times a power of two): the same y, and a
+  // backend may compute it on FP8 tensor cores (exact products; f32 sums in its own order).
+  virtual tensor linear_fp8_input(const tensor& x, const prepared_linear& w) {
+    return linear(x, w);
+  }
   // Block-diagonal: x [T, G*in_g], w [G*out_g, in_g]; group g maps x[:, g*in_g:] to y[:, g*out_g:].
   virtual tensor grouped_linear(const tensor& x, const prepared_linear& w, int64_t groups) = 0;
   // y = x * rsqrt(mean(x^2) + eps) * weight over the last dim of x [T, n]; weight may be null

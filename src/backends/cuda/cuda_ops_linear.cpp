@@ -7,6 +7,7 @@
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/linear.h"
 #include "backends/cuda/linear_decode.h"
+#include "backends/cuda/linear_decode_fp8act.h"
 #include "backends/cuda/linear_dispatch.h"
 #include "backends/cuda/linear_gemm.h"
 #include "backends/cuda/moe.h"
@@ -235,6 +236,28 @@ tensor cuda_ops::linear(const tensor& x, const prepared_linear& w) {
 
 tensor cuda_ops::linear_f32out(const tensor& x, const prepared_linear& w) {
   return run_linear(*this, x, w, 1, dtype::f32);
+}
+
+tensor cuda_ops::linear_fp8_input(const tensor& x, const prepared_linear& w) {
+  const auto& cw = static_cast<const cuda_linear&>(w);
+  const device_weight& dw = cw.s.w;
+  const int64_t T = x.shape().rank() == 2 ? x.size(0) : 0;
+  if (!decode_kernels() || T < 1 || T > k_linear_decode_fp8act_max_tokens ||
+      !linear_decode_fp8act_supported(dw))
+    return linear(x, w);
+  check_device_type(x, activation_type(), "linear input");
+  DSV4_CHECK(x.size(1) == w.in, "linear {}: input {} for weight [{}, {}]", w.name,
+             x.shape().str(), w.out, w.in);
+  tensor y = alloc(act_, {T, w.out});
+  const size_t ws = linear_decode_fp8act_workspace_bytes(T, dw.cols);
+  tensor workspace = alloc(dtype::u8, {int64_t(ws)});
+  check_cuda(with_act(act_,
+                      [&](auto* a) {
+                        return linear_decode_fp8act(act_ptr(x, a), T, dw, act_ptr(y, a),
+                                                    workspace.data<uint8_t>(), ws, stream());
+                      }),
+             w.name.c_str());
+  return y;
 }
 
 tensor cuda_ops::grouped_linear(const tensor& x, const prepared_linear& w, int64_t groups) {
