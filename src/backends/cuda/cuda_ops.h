@@ -63,7 +63,7 @@ class cuda_ops final : public ops {
   tensor embed(const tensor& table, const tensor& ids) override;
   tensor linear(const tensor& x, const prepared_linear& w) override;
   tensor linear_f32out(const tensor& x, const prepared_linear& w) override;
-  // FP8-block weights at <= 32 tokens: linear_decode_fp8act (W8A8 on FP8 tensor cores); else
+  // FP8-block weights at <= 8 tokens: linear_decode_fp8act (W8A8 on FP8 tensor cores); else
   // linear.
   tensor linear_fp8_input(const tensor& x, const prepared_linear& w) override;
   tensor grouped_linear(const tensor& x, const prepared_linear& w, int64_t groups) override;

@@ -242,8 +242,11 @@ tensor cuda_ops::linear_fp8_input(const tensor& x, const prepared_linear& w) {
   const auto& cw = static_cast<const cuda_linear&>(w);
   const device_weight& dw = cw.s.w;
   const int64_t T = x.shape().rank() == 2 ? x.size(0) : 0;
-  if (!decode_kernels() || T < 1 || T > k_linear_decode_fp8act_max_tokens ||
-      !linear_decode_fp8act_supported(dw))
+  // Up to 8 tokens, where it beat linear_decode on every DeepSeek-V4 FP8 projection (H200,
+  // bench/RESULTS.md session 5: 1.0-1.13x, e.g. Pro wq_b T = 1 28.6 vs 31.4 us); at 16-32 tokens
+  // it won on some shapes and lost on others (its 2- and 4-n-tile kernels run 8 warps a block).
+  constexpr int64_t k_max_tokens = 8;
+  if (!decode_kernels() || T < 1 || T > k_max_tokens || !linear_decode_fp8act_supported(dw))
     return linear(x, w);
   check_device_type(x, activation_type(), "linear input");
   DSV4_CHECK(x.size(1) == w.in, "linear {}: input {} for weight [{}, {}]", w.name,
