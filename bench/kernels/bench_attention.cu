@@ -584,6 +584,21 @@ void bench_indexer_case(int sms, int64_t T, int64_t entries, int64_t top_k) {
       std::snprintf(label, sizeof(label), "  fp4 %d-warp up to collect", warps);
       print_row(label, shape, ms, bytes4, flops);
     }
+    // The collect chunking (keys per collect CTA), 8-warp scores.
+    for (int64_t keys : {2048, 4096, 8192, 16384}) {
+      plan_t p = plan;
+      p.score_warps = 8;
+      p.collect_keys = keys;
+      p.collect_ctas_per_token = (p.capacity + keys - 1) / keys;
+      ms = time_graph_ms(st, [&] { run_fp4(p); });
+      std::snprintf(label, sizeof(label), "  fp4 collect %lld%s", (long long)keys,
+                    keys == plan.collect_keys ? " (plan)" : "");
+      print_row(label, shape, ms, bytes4, flops);
+      p.collect_only = true;
+      ms = time_graph_ms(st, [&] { run_fp4(p); });
+      std::snprintf(label, sizeof(label), "    up to collect %lld", (long long)keys);
+      print_row(label, shape, ms, bytes4, flops);
+    }
     cudaFree(codes);
     cudaFree(scales4);
   }

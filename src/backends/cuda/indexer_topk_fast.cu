@@ -7,11 +7,11 @@
 //    then reduce sum_h w_h relu(s) across the heads they hold. Scores go to scratch and into a
 //    4096-bin histogram of their top 12 bits (shared, then added to the token's global one).
 //    E4M3 keys (indexer_topk_fast_fp8) are widened to bf16 in registers (see k_fp8_dim).
-// 2. indexer_collect_select_kernel, grid (16384-key chunk, token), 1024 threads, a programmatic
-//    dependent of 1. Every CTA finds the threshold bin (the bin of the token's k-th key) from the
-//    histogram, lists its chunk's keys at or above it (the token's candidates; one atomic per
-//    warp) and adds the next 12 bits of the keys inside the bin to a second histogram. The
-//    token's last CTA (atomic ticket) then selects: the second histogram gives the 24-bit
+// 2. indexer_collect_select_kernel, grid (chunk of plan.collect_keys, token), 1024 threads, a
+//    programmatic dependent of 1. Every CTA finds the threshold bin (the bin of the token's k-th
+//    key) from the histogram, lists its chunk's keys at or above it (the token's candidates; one
+//    atomic per warp) and adds the next 12 bits of the keys inside the bin to a second histogram.
+//    The token's last CTA (atomic ticket) then selects: the second histogram gives the 24-bit
 //    threshold prefix; listed keys above it are selected (fewer than k), the best of the few keys
 //    with exactly that prefix are ranked in, and only the k selected keys are sorted (bitonic
 //    network in registers, shuffles below 32 apart).
@@ -81,9 +81,11 @@ static_assert(2 * score_smem_bytes(k_stages_fp4, k_fmt_e2m1) <= 227 * 1024, "two
 
 constexpr int k_select_threads = 1024;
 constexpr int k_collect_threads = k_select_threads;  // one kernel collects, its last CTA selects
-constexpr int k_collect_keys = 16384;                // keys per collect CTA
-constexpr int k_collect_unroll = 8;                  // score loads in flight per thread
-static_assert(k_collect_keys % (k_collect_threads * k_collect_unroll) == 0, "collect chunking");
+constexpr int k_collect_unroll = 4;                  // score loads in flight per thread
+// Keys per collect CTA (plan.collect_keys): short chunks spread a small grid (T=1) over more SMs,
+// long ones bound the per-CTA threshold search of a large one.
+constexpr int64_t k_collect_keys_short = 4096;
+constexpr int64_t k_collect_keys_long = 16384;
 
 constexpr int k_max_candidates = 8192;
 // Per token, the collect kernel lists the keys at or above the threshold bin: fewer than top_k
@@ -633,11 +635,11 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
 __device__ __forceinline__ void collect_chunk(uint32_t* sub, uint32_t* scan_scratch,
                                               uint32_t* scan_result, const float* scores,
                                               int64_t score_stride, const uint32_t* hist, int64_t n,
-                                              int top_k, token_state* state, uint32_t* hist2,
-                                              unsigned long long* cand_list) {
+                                              int top_k, int64_t collect_keys, token_state* state,
+                                              uint32_t* hist2, unsigned long long* cand_list) {
   const int64_t t = blockIdx.y;
-  const int64_t lo = int64_t(blockIdx.x) * k_collect_keys;
-  const int64_t hi = min(lo + k_collect_keys, n);
+  const int64_t lo = int64_t(blockIdx.x) * collect_keys;
+  const int64_t hi = min(lo + collect_keys, n);
   for (int b = threadIdx.x; b < k_bins; b += k_collect_threads)
     sub[b] = __ldcg(&hist[t * k_bins + b]);
   __syncthreads();
@@ -794,25 +796,26 @@ __device__ __forceinline__ void select_token(
   }
 }
 
-// Grid (16384-key chunk, token), a programmatic dependent of the score kernel: every CTA
-// collects its chunk (collect_chunk); the token's last CTA to finish (atomic ticket after a
-// fence, so every other CTA's list, counts and histogram are visible to it) selects.
+// Grid (chunk of plan.collect_keys keys, token), a programmatic dependent of the score kernel:
+// every CTA collects its chunk (collect_chunk); the token's last CTA to finish (atomic ticket
+// after a fence, so every other CTA's list, counts and histogram are visible to it) selects.
 __global__ void __launch_bounds__(k_select_threads)
     indexer_collect_select_kernel(const float* scores, int64_t score_stride, const uint32_t* hist,
                                   token_state* state, uint32_t* hist2,
                                   unsigned long long* cand_list, paged_entries pages,
                                   const int32_t* token_seq, const int32_t* n_visible,
-                                  int64_t capacity, int top_k, bool collect_only, int32_t* out) {
+                                  int64_t capacity, int top_k, int64_t collect_keys,
+                                  bool collect_only, int32_t* out) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ bool last_cta;
   grid_dependency_wait();
   const int64_t t = blockIdx.y;
   const int64_t n = clamp_visible(n_visible[t], capacity);
   // n <= top_k: the select takes every entry; past n: nothing to collect.
-  if (n > top_k && int64_t(blockIdx.x) * k_collect_keys < n)
+  if (n > top_k && int64_t(blockIdx.x) * collect_keys < n)
     collect_chunk(reinterpret_cast<uint32_t*>(smem), reinterpret_cast<uint32_t*>(smem) + k_bins,
                   reinterpret_cast<uint32_t*>(smem) + k_bins + 32, scores, score_stride, hist, n,
-                  top_k, state, hist2, cand_list);
+                  top_k, collect_keys, state, hist2, cand_list);
   if (collect_only) return;
   __threadfence();
   __syncthreads();
@@ -867,7 +870,11 @@ indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_widt
     p.keys_per_cta = std::min<int64_t>(p.keys_per_cta, 512);
   p.keys_per_cta = std::min(p.keys_per_cta, range_cap);
   p.ctas_per_token = ceil_div(p.capacity, p.keys_per_cta);
-  p.collect_ctas_per_token = ceil_div(p.capacity, k_collect_keys);
+  // H200, T=1 x 256K entries: see bench_attention's collect rows.
+  p.collect_keys = tokens * ceil_div(p.capacity, k_collect_keys_short) <= 8 * sms
+                       ? k_collect_keys_short
+                       : k_collect_keys_long;
+  p.collect_ctas_per_token = ceil_div(p.capacity, p.collect_keys);
   const size_t score_bytes = size_t(tokens * score_stride_of(p.capacity)) * 4;
   p.scratch_bytes = score_bytes + size_t(tokens) * (sizeof(token_state) + 2 * k_bins * 4) +
                     size_t(tokens) * size_t(k_candidate_capacity) * 8;
@@ -895,6 +902,9 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
   if (tokens == 0) return cudaSuccess;
   if (plan.tokens != tokens || plan.capacity != table_width * block_size ||
       scratch_bytes < plan.scratch_bytes || plan.ctas_per_token > INT32_MAX || tokens > 65535 ||
+      (plan.capacity > 0 && (plan.collect_keys <= 0 || plan.collect_keys % k_collect_threads != 0 ||
+                             plan.collect_ctas_per_token * plan.collect_keys < plan.capacity ||
+                             plan.collect_ctas_per_token > INT32_MAX)) ||
       (plan.score_warps != 4 && plan.score_warps != 8))
     return cudaErrorInvalidValue;
   // The score kernel keeps entry numbers and pool rows in 32 bits.
@@ -982,12 +992,12 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
   }
   e = cudaGetLastError();
   if (e != cudaSuccess || plan.score_only) return e;
-  return launch_dependent(true, indexer_collect_select_kernel,
-                          dim3(unsigned(plan.collect_ctas_per_token), unsigned(tokens)),
-                          k_select_threads, k_select_smem, stream,
-                          static_cast<const float*>(scores), stride,
-                          static_cast<const uint32_t*>(hist), state, hist2, cand_list, pages,
-                          token_seq, n_visible, plan.capacity, int(top_k), plan.collect_only, out);
+  return launch_dependent(
+      true, indexer_collect_select_kernel,
+      dim3(unsigned(plan.collect_ctas_per_token), unsigned(tokens)), k_select_threads,
+      k_select_smem, stream, static_cast<const float*>(scores), stride,
+      static_cast<const uint32_t*>(hist), state, hist2, cand_list, pages, token_seq, n_visible,
+      plan.capacity, int(top_k), plan.collect_keys, plan.collect_only, out);
 }
 
 }  // namespace

@@ -37,7 +37,9 @@ struct indexer_fast_plan {
   // or 4 warps compute 16 or 32 keys of a pass each). H200, 256K entries: T=32 scores in 760 us
   // with 8 warps, 807 us with 4; T=1 33-36 us either way.
   int score_warps = 8;
-  int64_t collect_ctas_per_token = 0;  // 16384 keys each
+  // Keys per collect CTA (a multiple of 1024; 4096 when the grid is small, else 16384) and CTAs.
+  int64_t collect_keys = 0;
+  int64_t collect_ctas_per_token = 0;
   size_t scratch_bytes = 0;   // scores, per-token state and two histograms, candidate lists
   bool score_only = false;    // benchmarks: stop after the scores (out is not written)
   bool collect_only = false;  // benchmarks: skip the select (out is not written)
