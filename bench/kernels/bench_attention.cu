@@ -429,6 +429,17 @@ __global__ void fill_e4m3(uint8_t* p, size_t n, uint64_t seed) {
   }
 }
 
+// Random E8M0 scale words (each byte in 120..127: FP4 keys of magnitude up to 6).
+__global__ void fill_e8m0_words(uint32_t* p, size_t n, uint64_t seed) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x) {
+    uint64_t z = (i + 1) * 0x9E3779B97F4A7C15ull + seed;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    p[i] = (uint32_t(z >> 32) & 0x07070707u) | 0x78787878u;
+  }
+}
+
 bool g_indexer_only = false;  // --indexer: the ceilings and the indexer cases only
 
 // Median time of `launch` (work on `stream`) replayed from a CUDA graph, L2 flushed before each
@@ -541,6 +552,55 @@ void bench_indexer_case(int sms, int64_t T, int64_t entries, int64_t top_k) {
     }
     cudaFree(keys8);
     cudaFree(scales);
+  }
+  // FP4 keys (io/indexer_fp4_key.h): 64 code bytes + 4 scale bytes per key, same plan and scratch.
+  {
+    uint8_t* codes = device_alloc<uint8_t>(size_t(pool_blocks * bs * d / 2));
+    fill_e4m3<<<1024, 256>>>(codes, size_t(pool_blocks * bs * d / 2), g_rng());  // any nibble
+    uint32_t* scales4 = device_alloc<uint32_t>(size_t(pool_blocks * bs));
+    fill_e8m0_words<<<1024, 256>>>(scales4, size_t(pool_blocks * bs), g_rng());
+    CHECK(cudaGetLastError());
+    const double bytes4 = double(T * entries * (d / 2 + 4)) + double(T * heads * d * 2);
+    auto run_fp4 = [&](const plan_t& p) {
+      CHECK(dsv4::cuda::indexer_topk_fast_fp4<__nv_bfloat16>(
+          q16, w16, T, heads, d, codes, scales4, pool_blocks * bs, dtable, T, width, dseq, dvis, bs,
+          top_k, q_scale, p, scratch, scratch_bytes, out, st));
+    };
+    run_fp4(plan);  // its one-time attribute calls outside the capture
+    CHECK(cudaStreamSynchronize(st));
+    for (int warps : {plan.score_warps, plan.score_warps == 8 ? 4 : 8}) {
+      plan_t p = plan;
+      p.score_warps = warps;
+      ms = time_graph_ms(st, [&] { run_fp4(p); });
+      std::snprintf(label, sizeof(label), "new fp4 %d-warp (graph)", warps);
+      print_row(label, shape, ms, bytes4, flops);
+      p.score_only = true;
+      ms = time_graph_ms(st, [&] { run_fp4(p); });
+      std::snprintf(label, sizeof(label), "  fp4 %d-warp scores", warps);
+      print_row(label, shape, ms, bytes4, flops);
+      p.score_only = false;
+      p.collect_only = true;
+      ms = time_graph_ms(st, [&] { run_fp4(p); });
+      std::snprintf(label, sizeof(label), "  fp4 %d-warp up to collect", warps);
+      print_row(label, shape, ms, bytes4, flops);
+    }
+    // The collect chunking (keys per collect CTA), 8-warp scores.
+    for (int64_t keys : {2048, 4096, 8192, 16384}) {
+      plan_t p = plan;
+      p.score_warps = 8;
+      p.collect_keys = keys;
+      p.collect_ctas_per_token = (p.capacity + keys - 1) / keys;
+      ms = time_graph_ms(st, [&] { run_fp4(p); });
+      std::snprintf(label, sizeof(label), "  fp4 collect %lld%s", (long long)keys,
+                    keys == plan.collect_keys ? " (plan)" : "");
+      print_row(label, shape, ms, bytes4, flops);
+      p.collect_only = true;
+      ms = time_graph_ms(st, [&] { run_fp4(p); });
+      std::snprintf(label, sizeof(label), "    up to collect %lld", (long long)keys);
+      print_row(label, shape, ms, bytes4, flops);
+    }
+    cudaFree(codes);
+    cudaFree(scales4);
   }
   if (!g_indexer_only) {
     ms = time_ms([&] {

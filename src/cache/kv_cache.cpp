@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "core/error.h"
+#include "io/indexer_fp4_key.h"
 #include "io/kv_record.h"
 
 namespace dsv4 {
@@ -92,6 +93,10 @@ kv_cache::kv_cache(const model_config& config, ops& backend, const cache_options
       lc.comp_state_kv = backend.zeros(dtype::f32, {seqs * ring, 2 * d});
       lc.comp_state_score = backend.zeros(dtype::f32, {seqs * ring, 2 * d});
       lc.index_pool = backend.zeros(act, {csa_blocks * bs, id});
+      if (options.indexer_fp4 && backend.indexer_fp4_keys() && id == k_indexer_fp4_dim) {
+        lc.index_fp4_codes = backend.zeros(dtype::u8, {csa_blocks * bs, k_indexer_fp4_code_bytes});
+        lc.index_fp4_scales = backend.zeros(dtype::i32, {csa_blocks * bs});
+      }
       lc.index_state_kv = backend.zeros(dtype::f32, {seqs * ring, 2 * id});
       lc.index_state_score = backend.zeros(dtype::f32, {seqs * ring, 2 * id});
     } else if (kind == attention_kind::hca) {

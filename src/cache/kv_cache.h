@@ -29,6 +29,10 @@ struct cache_options {
   int64_t max_context = 4096;  // tokens per sequence
   int64_t block_size = 128;
   kv_cache_dtype kv_dtype = kv_cache_dtype::activations;
+  // FP4 copies of the indexer keys (layer_cache::index_fp4_codes / scales) that the indexer reads,
+  // on backends with ops::indexer_fp4_keys(). Only exact where the keys are FP4 values: the runner
+  // keeps this on in the official precision mode only.
+  bool indexer_fp4 = true;
 };
 
 // "auto" (the activation dtype) or "fp8"; throws on anything else.

@@ -62,10 +62,13 @@ std::unique_ptr<model_runner> model_runner::load(const std::string& model_dir,
     c->set_decode_kernels(options.decode_kernels);
 #endif
   r->weights_ = load_model_weights(r->checkpoint_, r->config_, *r->backend_);
-  r->cache_ = std::make_unique<kv_cache>(r->config_, *r->backend_, options.cache);
-  r->forward_ = std::make_unique<model_forward>(
-      r->config_, r->weights_, *r->backend_,
-      options.precision.value_or(default_precision(r->config_, options.device)));
+  const precision_mode precision =
+      options.precision.value_or(default_precision(r->config_, options.device));
+  cache_options cache = options.cache;
+  // The indexer keys are exactly FP4 values only in the official mode (hadamard_fp4).
+  cache.indexer_fp4 = cache.indexer_fp4 && precision == precision_mode::official;
+  r->cache_ = std::make_unique<kv_cache>(r->config_, *r->backend_, cache);
+  r->forward_ = std::make_unique<model_forward>(r->config_, r->weights_, *r->backend_, precision);
   r->use_graphs_ = options.cuda_graph;
   return r;
 }

@@ -272,14 +272,25 @@ tensor model_forward::attention(int layer, const tensor& x, const step_tensors& 
       // Official mode: indexer keys and queries are Hadamard-rotated and rounded to FP4 after
       // RoPE.
       if (official) ops_.hadamard_fp4_rows(cache.index_pool, sc.emit_rows, 1, id);
+      // FP4 key cache (official mode only): the rounded keys, stored exactly; the indexer reads
+      // these copies.
+      const bool fp4_keys = official && cache.index_fp4_codes.defined();
+      if (fp4_keys)
+        ops_.pack_indexer_fp4_rows(cache.index_pool, sc.emit_rows, cache.index_fp4_codes,
+                                   cache.index_fp4_scales);
       tensor iq = project(qr, *aw.index_wq_b, qrq, st);
       ops_.rope(iq, ih, id, rd, st.positions, inv_freq, false);
       if (official) ops_.hadamard_fp4(iq, ih, id);
       tensor iweights = ops_.linear(x, *aw.index_weights_proj);
       ops_.scale(iweights, float(1.0 / std::sqrt(double(ih))));
-      top_rows = ops_.indexer_topk(iq, iweights, cache.index_pool, sc.block_table, sc.token_seq,
-                                   sc.n_visible, ih, st.block_size, cfg_.index_topk,
-                                   float(1.0 / std::sqrt(double(id))));
+      const float iq_scale = float(1.0 / std::sqrt(double(id)));
+      top_rows =
+          fp4_keys
+              ? ops_.indexer_topk_fp4(iq, iweights, cache.index_pool, cache.index_fp4_codes,
+                                      cache.index_fp4_scales, sc.block_table, sc.token_seq,
+                                      sc.n_visible, ih, st.block_size, cfg_.index_topk, iq_scale)
+              : ops_.indexer_topk(iq, iweights, cache.index_pool, sc.block_table, sc.token_seq,
+                                  sc.n_visible, ih, st.block_size, cfg_.index_topk, iq_scale);
       comp.rows = &top_rows;
     } else {
       comp.block_table = &sc.block_table;
@@ -320,8 +331,8 @@ tensor model_forward::ffn(int layer, const tensor& x, const step_tensors& st) {
                  ? ops_.moe_experts_official(linear_input(x, fw.experts->source_format, xq, st),
                                              indices, weights, *fw.experts, limit)
                  : ops_.moe_experts(x, indices, weights, *fw.experts, limit);
-  tensor h = ops_.swiglu(project(x, *fw.shared_w1, xq, st), project(x, *fw.shared_w3, xq, st),
-                         limit);
+  tensor h =
+      ops_.swiglu(project(x, *fw.shared_w1, xq, st), project(x, *fw.shared_w3, xq, st), limit);
   tensor shared;
   if (quantizes_input(fw.shared_w2->source_format)) {
     ops_.fake_quant_fp8_act(h, 128);

@@ -19,6 +19,11 @@ struct layer_cache {
   tensor index_pool;        // [rows, index_head_dim]: indexer keys (CSA layers)
   tensor index_state_kv;    // [sequences * ring, 2 * index_head_dim]
   tensor index_state_score;
+  // FP4 copies of index_pool's rows (io/indexer_fp4_key.h; cache_options::indexer_fp4): codes
+  // u8 [rows, 64] and scales i32 [rows] (four E8M0 bytes), 68 instead of 256 bytes per key read
+  // by the indexer. Undefined when off.
+  tensor index_fp4_codes;
+  tensor index_fp4_scales;
 };
 
 }  // namespace dsv4

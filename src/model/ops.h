@@ -88,6 +88,10 @@ class ops {
   // Whether the KV ops (scatter_rows, compressor, fake_quant_kv_fp8, sparse_attention) accept
   // window and compressed pools of FP8 records (u8, layer_cache.h) as well as activation pools.
   virtual bool kv_records() const { return false; }
+  // Whether the backend keeps FP4 copies of the indexer keys (io/indexer_fp4_key.h) and reads
+  // them (pack_indexer_fp4_rows, indexer_topk_fp4); the cache allocates them in the official
+  // precision mode, where the keys are exactly FP4 (hadamard_fp4).
+  virtual bool indexer_fp4_keys() const { return false; }
 
   // ---- memory ----
   virtual tensor alloc(dtype type, const dims& shape) = 0;  // contents undefined
@@ -188,6 +192,18 @@ class ops {
                               const tensor& block_table, const tensor& token_seq,
                               const tensor& n_visible, int64_t heads, int64_t block_size,
                               int64_t top_k, float q_scale) = 0;
+  // FP4 indexer keys (backends with indexer_fp4_keys()): for i < rows.numel(), rows[i] >= 0, the
+  // key at key_pool row rows[i] encoded (indexer_fp4_key_encode) into codes [R, 64] u8 and scales
+  // [R] i32 (four E8M0 bytes) at the same row; exact for keys hadamard_fp4 rounded.
+  virtual void pack_indexer_fp4_rows(const tensor& key_pool, const tensor& rows, tensor& codes,
+                                     tensor& scales);
+  // indexer_topk reading the FP4 copies (codes, scales) of key_pool's keys where the backend can;
+  // the result is indexer_topk's on key_pool when every visible key is the decode of its copy.
+  virtual tensor indexer_topk_fp4(const tensor& q, const tensor& weights, const tensor& key_pool,
+                                  const tensor& codes, const tensor& scales,
+                                  const tensor& block_table, const tensor& token_seq,
+                                  const tensor& n_visible, int64_t heads, int64_t block_size,
+                                  int64_t top_k, float q_scale);
   // One softmax per (token, head) over the window keys and the compressed keys (K = V) plus the
   // head's sink logit in the denominator:
   //   o = sum_i e^(s_i - m) k_i / (sum_i e^(s_i - m) + e^(sink - m)),  s_i = scale * q . k_i.

@@ -42,6 +42,7 @@
 #include "backends/cuda/norm.h"
 #include "backends/cuda/rope.h"
 #include "core/dtype.h"
+#include "io/indexer_fp4_key.h"
 
 namespace {
 
@@ -860,6 +861,7 @@ constexpr int64_t k_flash_moe_inter = 2048, k_pro_moe_inter = 3072, k_vocab = 12
 #include "cases_attention.inc"
 #include "cases_attention_decode.inc"
 #include "cases_indexer.inc"
+#include "cases_indexer_fp4.inc"
 #include "cases_linear.inc"
 #include "cases_linear_gemm.inc"
 #include "cases_linear_fp8act.inc"
@@ -987,6 +989,7 @@ std::vector<test_case> make_eval_cases() {
   append_attention_eval_cases(cases);
   append_attention_decode_eval_cases(cases);
   append_indexer_eval_cases(cases);
+  append_indexer_fp4_cases(cases);
   append_linear_eval_cases(cases);
   append_linear_gemm_eval_cases(cases);
   append_linear_decode_fp8act_eval_cases(cases);

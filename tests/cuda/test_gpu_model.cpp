@@ -56,7 +56,8 @@ struct schedule_result {
   // cudaMalloc calls in decode steps 2 .. decode / 2 - 1 (batch of 3, after its first steps)
   size_t mallocs_in_warm_decode = 0;
   size_t reserved = 0;
-  size_t kv_pool_bytes = 0;  // window + compressed KV pools of every layer
+  size_t kv_pool_bytes = 0;    // window + compressed KV pools of every layer
+  size_t index_fp4_bytes = 0;  // FP4 indexer key copies (codes + scales) of every layer
 };
 
 double median(std::vector<double> v) {
@@ -71,9 +72,11 @@ double median(std::vector<double> v) {
 schedule_result run_schedule(const std::string& dir, precision_mode precision, bool graphs,
                              const std::vector<size_t>& prompt, size_t decode, int64_t max_context,
                              const std::string& activations = "", bool decode_kernels = true,
-                             kv_cache_dtype kv_dtype = kv_cache_dtype::activations) {
+                             kv_cache_dtype kv_dtype = kv_cache_dtype::activations,
+                             bool indexer_fp4 = true) {
   runner_options o;
   o.cache.kv_dtype = kv_dtype;
+  o.cache.indexer_fp4 = indexer_fp4;
   o.device = "cuda";
   o.precision = precision;
   o.cuda_graph = graphs;
@@ -86,8 +89,11 @@ schedule_result run_schedule(const std::string& dir, precision_mode precision, b
   const int64_t vocab = runner->config().vocab_size;
   std::mt19937 rng(1234);
   schedule_result r;
-  for (const layer_cache& lc : runner->cache().layers())
+  for (const layer_cache& lc : runner->cache().layers()) {
     r.kv_pool_bytes += lc.window_pool.bytes() + (lc.comp_pool.defined() ? lc.comp_pool.bytes() : 0);
+    r.index_fp4_bytes +=
+        lc.index_fp4_codes.defined() ? lc.index_fp4_codes.bytes() + lc.index_fp4_scales.bytes() : 0;
+  }
   std::vector<int> seqs;
   for (size_t s = 0; s < prompt.size(); ++s) {
     seqs.push_back(runner->add_sequence());
@@ -268,6 +274,42 @@ bool compare_kv_records(const std::string& label, const std::string& dir, int64_
   return ok;
 }
 
+// FP4 indexer keys (cache_options::indexer_fp4, on by default in the official mode) against the
+// bf16 index pool alone, official precision, bf16 activations, graphs on (3 prefills of 300 / 140
+// / 20 tokens through the fast indexer in 64-token chunks, then decode steps replaying graphs):
+// hadamard_fp4 leaves exactly FP4 keys, the cache stores them exactly, and indexer_topk_fast_fp4
+// widens them to the same bf16 MMA operands as the bf16-pool kernel, so the selections and the
+// logits must be identical bit for bit.
+bool compare_indexer_fp4(const std::string& label, const std::string& dir, int64_t vocab) {
+  const std::vector<size_t> prompt{300, 140, 20};
+  const auto official = precision_mode::official;
+  const schedule_result fp4 = run_schedule(dir, official, true, prompt, 24, 1024, "bf16", true);
+  const schedule_result bf16 = run_schedule(dir, official, true, prompt, 24, 1024, "bf16", true,
+                                            kv_cache_dtype::activations, false);
+  size_t differing = fp4.logits.size() == bf16.logits.size() ? 0 : 1;
+  for (size_t i = 0; i < fp4.logits.size() && i < bf16.logits.size(); ++i)
+    differing +=
+        fp4.logits[i].size() != bf16.logits[i].size() ||
+        std::memcmp(fp4.logits[i].data(), bf16.logits[i].data(), fp4.logits[i].size() * 4) != 0;
+  const logits_distance dist = distance(fp4, bf16, vocab);
+  const bool ok = differing == 0 && fp4.index_fp4_bytes > 0 && bf16.index_fp4_bytes == 0 &&
+                  fp4.graphs == 2 && fp4.mallocs_in_warm_decode == 0;
+  std::printf(
+      "[gpu-index-fp4] %-22s official bf16: fp4 indexer keys vs bf16 pool, %zu steps (3 "
+      "prefills + decode, graphs): %zu bitwise-differing (rel %.3g, argmax %.4f); fp4 key bytes "
+      "%.2f MiB; graphs=%zu, cudaMallocs in warm decode %zu %s\n",
+      label.c_str(), fp4.logits.size(), differing, dist.relative, dist.argmax,
+      double(fp4.index_fp4_bytes) / (1 << 20), fp4.graphs, fp4.mallocs_in_warm_decode,
+      ok ? "OK" : "FAIL");
+  for (int b = 1; b < 4; ++b)
+    if (!fp4.step_ms[b].empty())
+      std::printf(
+          "[gpu-index-fp4] %-22s decode step (batch %d, graph, median of %zu): bf16 keys %.3f ms, "
+          "fp4 keys %.3f ms\n",
+          label.c_str(), b, fp4.step_ms[b].size(), median(bf16.step_ms[b]), median(fp4.step_ms[b]));
+  return ok;
+}
+
 // V4-Flash layer shapes (hidden 4096, 64 heads x 512, q/o lora 1024, 8 o_groups, indexer 64 x
 // 128 top-512, expert intermediate 2048, top-6, window 128), three layers (sliding, CSA 4, HCA
 // 128), 16 routed experts and vocab 16384 instead of 256 / 129280 (per-token decode work of the
@@ -364,23 +406,26 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::string only;
-  bool synthetic = true, oracle = true, kv_fp8_only = false;
+  bool synthetic = true, oracle = true, kv_fp8_only = false, index_fp4_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--only" && i + 1 < argc) only = argv[++i];
     if (a == "--no-synthetic") synthetic = false;
     if (a == "--only-kv-fp8") kv_fp8_only = true;
+    if (a == "--only-index-fp4") index_fp4_only = true;
     if (a == "--no-oracle") oracle = false;
   }
   int failures = 0, cases = 1;
   failures += !allocator_checks();
-  if (kv_fp8_only) {
+  if (kv_fp8_only || index_fp4_only) {
     ++cases;
     try {
-      failures += !compare_kv_records("flash-dims-3-layers", make_flash_dims_checkpoint(), 16384);
+      const std::string dir = make_flash_dims_checkpoint();
+      failures += kv_fp8_only ? !compare_kv_records("flash-dims-3-layers", dir, 16384)
+                              : !compare_indexer_fp4("flash-dims-3-layers", dir, 16384);
     } catch (const std::exception& e) {
       ++failures;
-      std::printf("[gpu-kv-fp8] FAIL: %s\n", e.what());
+      std::printf("[gpu-kv-fp8 / index-fp4] FAIL: %s\n", e.what());
     }
     std::printf("%d passed, %d failed\n", cases - failures, failures);
     return failures ? 1 : 0;
@@ -486,6 +531,8 @@ int main(int argc, char** argv) {
           !compare_decode_kernels("flash-dims-3-layers", dir, 16384, precision_mode::official);
       ++cases;
       failures += !compare_kv_records("flash-dims-3-layers", dir, 16384);
+      ++cases;
+      failures += !compare_indexer_fp4("flash-dims-3-layers", dir, 16384);
     } catch (const std::exception& e) {
       ++failures;
       std::printf("[gpu-graph] flash-dims FAIL: %s\n", e.what());

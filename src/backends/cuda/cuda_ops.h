@@ -91,6 +91,15 @@ class cuda_ops final : public ops {
   tensor indexer_topk(const tensor& q, const tensor& weights, const tensor& key_pool,
                       const tensor& block_table, const tensor& token_seq, const tensor& n_visible,
                       int64_t heads, int64_t block_size, int64_t top_k, float q_scale) override;
+  // FP4 indexer keys: read by indexer_topk_fast_fp4 where the fast kernel applies (decode
+  // kernels on, bf16 activations, 64 x 128 heads), else the general kernel reads key_pool.
+  bool indexer_fp4_keys() const override { return true; }
+  void pack_indexer_fp4_rows(const tensor& key_pool, const tensor& rows, tensor& codes,
+                             tensor& scales) override;
+  tensor indexer_topk_fp4(const tensor& q, const tensor& weights, const tensor& key_pool,
+                          const tensor& codes, const tensor& scales, const tensor& block_table,
+                          const tensor& token_seq, const tensor& n_visible, int64_t heads,
+                          int64_t block_size, int64_t top_k, float q_scale) override;
   tensor sparse_attention(const tensor& q, int64_t heads, const kv_source& window,
                           const kv_source* compressed, const tensor& sinks, float scale) override;
 
@@ -111,6 +120,12 @@ class cuda_ops final : public ops {
                               const prepared_experts& experts, float swiglu_limit) override;
 
  private:
+  // indexer_topk (codes null) and indexer_topk_fp4.
+  tensor indexer_topk_keys(const tensor& q, const tensor& weights, const tensor& key_pool,
+                           const tensor* codes, const tensor* scales, const tensor& block_table,
+                           const tensor& token_seq, const tensor& n_visible, int64_t heads,
+                           int64_t block_size, int64_t top_k, float q_scale);
+
   int device_ = 0;
   dtype act_ = dtype::f32;
   int sm_count_ = 0;

@@ -12,6 +12,7 @@
 #include "backends/cuda/kv_record.h"
 #include "backends/cuda/rows.h"
 #include "core/error.h"
+#include "io/indexer_fp4_key.h"
 #include "io/kv_record.h"
 
 namespace dsv4::cuda {
@@ -192,6 +193,53 @@ tensor cuda_ops::indexer_topk(const tensor& q, const tensor& weights, const tens
                               const tensor& block_table, const tensor& token_seq,
                               const tensor& n_visible, int64_t heads, int64_t block_size,
                               int64_t top_k, float q_scale) {
+  return indexer_topk_keys(q, weights, key_pool, nullptr, nullptr, block_table, token_seq,
+                           n_visible, heads, block_size, top_k, q_scale);
+}
+
+tensor cuda_ops::indexer_topk_fp4(const tensor& q, const tensor& weights, const tensor& key_pool,
+                                  const tensor& codes, const tensor& scales,
+                                  const tensor& block_table, const tensor& token_seq,
+                                  const tensor& n_visible, int64_t heads, int64_t block_size,
+                                  int64_t top_k, float q_scale) {
+  check_device_type(codes, dtype::u8, "indexer fp4 key codes");
+  check_device_type(scales, dtype::i32, "indexer fp4 key scales");
+  DSV4_CHECK(codes.shape().rank() == 2 && codes.size(0) == key_pool.size(0) &&
+                 codes.size(1) == k_indexer_fp4_code_bytes && scales.numel() == key_pool.size(0),
+             "indexer fp4 keys: codes {} scales {} for key pool {}", codes.shape().str(),
+             scales.shape().str(), key_pool.shape().str());
+  return indexer_topk_keys(q, weights, key_pool, &codes, &scales, block_table, token_seq, n_visible,
+                           heads, block_size, top_k, q_scale);
+}
+
+void cuda_ops::pack_indexer_fp4_rows(const tensor& key_pool, const tensor& rows, tensor& codes,
+                                     tensor& scales) {
+  check_device_type(key_pool, act_, "indexer fp4 pack key pool");
+  check_device_type(codes, dtype::u8, "indexer fp4 pack codes");
+  check_device_type(scales, dtype::i32, "indexer fp4 pack scales");
+  check_device_type(rows, dtype::i32, "indexer fp4 pack rows");
+  DSV4_CHECK(key_pool.shape().rank() == 2 && key_pool.size(1) == k_indexer_fp4_dim &&
+                 codes.shape().rank() == 2 && codes.size(0) == key_pool.size(0) &&
+                 codes.size(1) == k_indexer_fp4_code_bytes && scales.numel() == key_pool.size(0),
+             "indexer fp4 pack: key pool {} codes {} scales {}", key_pool.shape().str(),
+             codes.shape().str(), scales.shape().str());
+  check_cuda(with_act(act_,
+                      [&](auto* a) {
+                        return cuda::indexer_fp4_pack_rows(
+                            act_ptr(key_pool, a), key_pool.size(1), rows.data<int32_t>(),
+                            key_pool.size(0), rows.numel(), codes.data<uint8_t>(),
+                            reinterpret_cast<uint32_t*>(scales.data<int32_t>()), stream_);
+                      }),
+             "indexer_fp4_pack_rows");
+}
+
+// codes / scales: FP4 copies of key_pool's keys (indexer_topk_fp4), read by the fast kernel; the
+// general kernel reads key_pool.
+tensor cuda_ops::indexer_topk_keys(const tensor& q, const tensor& weights, const tensor& key_pool,
+                                   const tensor* codes, const tensor* scales,
+                                   const tensor& block_table, const tensor& token_seq,
+                                   const tensor& n_visible, int64_t heads, int64_t block_size,
+                                   int64_t top_k, float q_scale) {
   check_device_type(q, act_, "indexer q");
   check_device_type(weights, act_, "indexer weights");
   check_device_type(key_pool, act_, "indexer key pool");
@@ -215,14 +263,25 @@ tensor cuda_ops::indexer_topk(const tensor& q, const tensor& weights, const tens
     for (int64_t t0 = 0; t0 < T; t0 += chunk) {
       const int64_t n = std::min(chunk, T - t0);
       const indexer_fast_plan& plan = n == chunk ? full : tail;
-      check_cuda(
-          cuda::indexer_topk_fast(
-              q.view().ptr<bf16>() + t0 * heads * d, weights.view().ptr<bf16>() + t0 * heads, n,
-              heads, d, key_pool.view().ptr<bf16>(), key_pool.size(0), block_table.data<int32_t>(),
-              block_table.size(0), block_table.size(1), token_seq.data<int32_t>() + t0,
-              n_visible.data<int32_t>() + t0, block_size, top_k, q_scale, plan,
-              scratch.data<void>(), scratch.bytes(), out.data<int32_t>() + t0 * top_k, stream_),
-          "indexer_topk_fast");
+      const bf16* qt = q.view().ptr<bf16>() + t0 * heads * d;
+      const bf16* wt = weights.view().ptr<bf16>() + t0 * heads;
+      if (codes)
+        check_cuda(cuda::indexer_topk_fast_fp4(
+                       qt, wt, n, heads, d, codes->data<uint8_t>(),
+                       reinterpret_cast<const uint32_t*>(scales->data<int32_t>()), key_pool.size(0),
+                       block_table.data<int32_t>(), block_table.size(0), block_table.size(1),
+                       token_seq.data<int32_t>() + t0, n_visible.data<int32_t>() + t0, block_size,
+                       top_k, q_scale, plan, scratch.data<void>(), scratch.bytes(),
+                       out.data<int32_t>() + t0 * top_k, stream_),
+                   "indexer_topk_fast_fp4");
+      else
+        check_cuda(cuda::indexer_topk_fast(
+                       qt, wt, n, heads, d, key_pool.view().ptr<bf16>(), key_pool.size(0),
+                       block_table.data<int32_t>(), block_table.size(0), block_table.size(1),
+                       token_seq.data<int32_t>() + t0, n_visible.data<int32_t>() + t0, block_size,
+                       top_k, q_scale, plan, scratch.data<void>(), scratch.bytes(),
+                       out.data<int32_t>() + t0 * top_k, stream_),
+                   "indexer_topk_fast");
     }
     return out;
   }

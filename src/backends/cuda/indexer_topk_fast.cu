@@ -7,11 +7,11 @@
 //    then reduce sum_h w_h relu(s) across the heads they hold. Scores go to scratch and into a
 //    4096-bin histogram of their top 12 bits (shared, then added to the token's global one).
 //    E4M3 keys (indexer_topk_fast_fp8) are widened to bf16 in registers (see k_fp8_dim).
-// 2. indexer_collect_select_kernel, grid (16384-key chunk, token), 1024 threads, a programmatic
-//    dependent of 1. Every CTA finds the threshold bin (the bin of the token's k-th key) from the
-//    histogram, lists its chunk's keys at or above it (the token's candidates; one atomic per
-//    warp) and adds the next 12 bits of the keys inside the bin to a second histogram. The
-//    token's last CTA (atomic ticket) then selects: the second histogram gives the 24-bit
+// 2. indexer_collect_select_kernel, grid (chunk of plan.collect_keys, token), 1024 threads, a
+//    programmatic dependent of 1. Every CTA finds the threshold bin (the bin of the token's k-th
+//    key) from the histogram, lists its chunk's keys at or above it (the token's candidates; one
+//    atomic per warp) and adds the next 12 bits of the keys inside the bin to a second histogram.
+//    The token's last CTA (atomic ticket) then selects: the second histogram gives the 24-bit
 //    threshold prefix; listed keys above it are selected (fewer than k), the best of the few keys
 //    with exactly that prefix are ranked in, and only the k selected keys are sorted (bitonic
 //    network in registers, shuffles below 32 apart).
@@ -46,6 +46,14 @@ constexpr int k_q_bytes = k_heads * k_row_bytes;
 constexpr int k_pass_bytes = k_pass * k_row_bytes;
 constexpr int k_fp8_row_bytes = k_dim;  // e4m3 keys: one byte per dim (+ an f32 scale per key)
 constexpr int k_fp8_pass_bytes = k_pass * k_fp8_row_bytes;
+// E2M1 keys (io/indexer_fp4_key.h): 64 code bytes per row in the order the A fragments are read
+// (lane quad t: bytes 16 t .. +15 of its rows), and a u32 of four E8M0 scales per row.
+constexpr int k_fp4_row_bytes = k_dim / 2;
+constexpr int k_fp4_pass_bytes = k_pass * k_fp4_row_bytes;
+// Key formats of the score kernel.
+constexpr int k_fmt_bf16 = 0;
+constexpr int k_fmt_e4m3 = 1;
+constexpr int k_fmt_e2m1 = 2;
 constexpr int k_max_range_blocks = 1025;  // block ids of a CTA's range (keys_per_cta <= 1024 bs)
 // Pool rows of the keys of passes j .. j + 7 (slot j % 8), computed `stages` passes ahead, one key
 // per thread, so the copy loop only reads them (no block division per copied chunk). FP8 keys
@@ -59,17 +67,27 @@ constexpr int k_row_ring = 8;
 // latency, not by the bytes in flight.
 constexpr int k_stages_bf16 = 2;
 constexpr int k_stages_fp8 = 3;
+// E2M1 keys: a quarter of the bf16 bytes per pass; four passes in flight still fit two CTAs.
+// (H200, T=1 x 256K entries: FP4 scores 28-29 us against bf16's 33-34 us with 4x fewer bytes: the
+// per-pass latency still bounds them; T=32: 661 vs 783 us.)
+constexpr int k_stages_fp4 = 4;
 static_assert(k_row_ring > k_stages_fp8 + 1, "row ring shorter than the key ring");
-constexpr int score_smem_bytes(int stages, bool fp8) {
-  return k_q_bytes + stages * (fp8 ? k_fp8_pass_bytes : k_pass_bytes) + k_bins * 4 +
-         k_row_ring * k_pass * 4 * (fp8 ? 2 : 1) + k_max_range_blocks * 4;
+static_assert(k_row_ring > k_stages_fp4 + 1, "row ring shorter than the key ring");
+constexpr int score_smem_bytes(int stages, int fmt) {
+  const int pass =
+      fmt == k_fmt_e4m3 ? k_fp8_pass_bytes : (fmt == k_fmt_e2m1 ? k_fp4_pass_bytes : k_pass_bytes);
+  return k_q_bytes + stages * pass + k_bins * 4 +
+         k_row_ring * k_pass * 4 * (fmt != k_fmt_bf16 ? 2 : 1) + k_max_range_blocks * 4;
 }
+static_assert(2 * score_smem_bytes(k_stages_fp4, k_fmt_e2m1) <= 227 * 1024, "two CTAs per SM");
 
 constexpr int k_select_threads = 1024;
 constexpr int k_collect_threads = k_select_threads;  // one kernel collects, its last CTA selects
-constexpr int k_collect_keys = 16384;                // keys per collect CTA
-constexpr int k_collect_unroll = 8;                  // score loads in flight per thread
-static_assert(k_collect_keys % (k_collect_threads * k_collect_unroll) == 0, "collect chunking");
+constexpr int k_collect_unroll = 4;                  // score loads in flight per thread
+// Keys per collect CTA (plan.collect_keys): short chunks spread a small grid (T=1) over more SMs,
+// long ones bound the per-CTA threshold search of a large one.
+constexpr int64_t k_collect_keys_short = 4096;
+constexpr int64_t k_collect_keys_long = 16384;
 
 constexpr int k_max_candidates = 8192;
 // Per token, the collect kernel lists the keys at or above the threshold bin: fewer than top_k
@@ -129,6 +147,24 @@ __device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint32_t two_bytes) {
       __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(two_bytes & 0xffffu), __NV_E4M3);
   const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h));
   return pack_bf16x2(f.x, f.y);
+}
+
+// Pair p (0..3) of a word of E2M1 codes (io/indexer_fp4_key.h: the pair's codes at bits
+// [12 - 4 p, 16 - 4 p) and [28 - 4 p, 32 - 4 p)) as bf16x2 times the block scale, exactly. The
+// codes are first placed in bf16's lowest exponent bits (sign -> bit 15, exponent-mantissa -> bits
+// 8..6), which is the e2m1 value times 2^-126 (code 1, 0.5, lands on the subnormal 2^-127), then
+// multiplied by 2^126 and by the scale 2^(byte - 127) (scale2 = byte << 7 in both halves): powers
+// of two, so both products are exact (bf16 FMA keeps subnormal inputs) and equal the bf16 rounding
+// of e2m1 * s that a bf16 key pool holds.
+template <int p>
+__device__ __forceinline__ uint32_t e2m1x2_to_bf16x2(uint32_t word, uint32_t scale2) {
+  const uint32_t x = word << (4 * p);
+  uint32_t v = (x & 0x80008000u) | ((x >> 6) & 0x01C001C0u);
+  constexpr uint32_t two_126 = 0x7E807E80u;  // bf16 2^126 in both halves
+  constexpr uint32_t minus_zero = 0x80008000u;
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(v) : "r"(v), "r"(two_126), "r"(minus_zero));
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(v) : "r"(v), "r"(scale2), "r"(minus_zero));
+  return v;
 }
 
 // E4M3 keys feed mma.sync without a shared-memory conversion pass: the reduction dimension is
@@ -279,25 +315,31 @@ __device__ __forceinline__ void warp_append(bool take, unsigned long long key, c
   if (take) list[slot + __popc(mask & ((1u << lane) - 1u))] = key;
 }
 
-// fp8: key_pool holds e4m3 bytes [pool_rows, 128] and key_scales one positive f32 per row;
-// otherwise bf16 [pool_rows, 128] (key_scales unused).
-template <typename act_t, int stages, bool fp8, int warps>
+// fmt e4m3: key_pool holds e4m3 bytes [pool_rows, 128] and key_scales one positive f32 per row;
+// e2m1: key_pool codes [pool_rows, 64] bytes and key_scales one u32 of E8M0 bytes per row
+// (io/indexer_fp4_key.h); bf16: key_pool bf16 [pool_rows, 128] (key_scales unused).
+template <typename act_t, int stages, int fmt, int warps>
 __global__ void __launch_bounds__(warps* k_warp_size, 2)
     indexer_score_kernel(const act_t* q, const act_t* weights, const void* key_pool,
-                         const float* key_scales, paged_entries pages, const int32_t* token_seq,
+                         const void* key_scales_raw, paged_entries pages, const int32_t* token_seq,
                          const int32_t* n_visible, int64_t capacity, int64_t keys_per_cta,
                          float q_scale, float* scores, int64_t score_stride, uint32_t* hist) {
+  constexpr bool fp8 = fmt == k_fmt_e4m3;
+  constexpr bool fp4 = fmt == k_fmt_e2m1;
   constexpr int k_score_threads = warps * k_warp_size;
   constexpr int tiles = k_pass / 16 / warps;  // 16-key MMA tiles per warp
+  const float* key_scales = static_cast<const float*>(key_scales_raw);
+  const uint32_t* key_scales4 = static_cast<const uint32_t*>(key_scales_raw);
   extern __shared__ __align__(128) unsigned char smem[];
   const uint32_t q_s = smem_u32(smem);
   const uint32_t k_s = q_s + k_q_bytes;
-  constexpr int pass_bytes = fp8 ? k_fp8_pass_bytes : k_pass_bytes;
+  constexpr int pass_bytes = fp8 ? k_fp8_pass_bytes : (fp4 ? k_fp4_pass_bytes : k_pass_bytes);
   uint32_t* hist_s = reinterpret_cast<uint32_t*>(smem + k_q_bytes + stages * pass_bytes);
   int32_t* pass_rows = reinterpret_cast<int32_t*>(hist_s + k_bins);  // [k_row_ring][k_pass]
-  float* pass_scales = reinterpret_cast<float*>(pass_rows + k_row_ring * k_pass);  // fp8 only
+  // fp8: f32 scales; fp4: u32 of 4 E8M0 bytes.
+  float* pass_scales = reinterpret_cast<float*>(pass_rows + k_row_ring * k_pass);
   int32_t* range_blocks = reinterpret_cast<int32_t*>(pass_scales) +
-                          (fp8 ? k_row_ring * k_pass : 0);  // block ids of [lo, hi), -1 if none
+                          (fmt != k_fmt_bf16 ? k_row_ring * k_pass : 0);  // block ids of [lo, hi)
   const __nv_bfloat16* keys = static_cast<const __nv_bfloat16*>(key_pool);
   const uint8_t* keys8 = static_cast<const uint8_t*>(key_pool);
 
@@ -339,7 +381,25 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
 
   auto load_pass = [&](int64_t p, int stage) {
     const int32_t* rows = pass_rows + (p % k_row_ring) * k_pass;
-    if constexpr (fp8) {
+    if constexpr (fp4) {
+      // Rows are 64 bytes, unswizzled: a quarter-warp's 16-byte reads (rows g, g + 1, chunks
+      // 0..3) cover 128 contiguous bytes.
+      constexpr int chunks = k_fp4_row_bytes / 16;
+      const int chunk = threadIdx.x % chunks;
+      const uint32_t dst = k_s + stage * k_fp4_pass_bytes;
+#pragma unroll
+      for (int i = 0; i < k_pass * chunks / k_score_threads; ++i) {
+        const int r = threadIdx.x / chunks + (k_score_threads / chunks) * i;
+        const int32_t row = rows[r];
+        cp_async_16(dst + r * k_fp4_row_bytes + chunk * 16,
+                    row >= 0 ? keys8 + int64_t(row) * k_fp4_row_bytes + chunk * 16 : keys8,
+                    row >= 0);
+      }
+      const int32_t row = threadIdx.x < k_pass ? rows[threadIdx.x] : -1;
+      if (threadIdx.x < k_pass)
+        cp_async_4(smem_u32(pass_scales + (p % k_row_ring) * k_pass + threadIdx.x),
+                   row >= 0 ? key_scales4 + row : key_scales4, row >= 0);
+    } else if constexpr (fp8) {
       constexpr int chunks = k_fp8_row_bytes / 16;
       const int chunk = threadIdx.x % chunks;
       const uint32_t dst = k_s + stage * k_fp8_pass_bytes;
@@ -444,6 +504,28 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
     // FP8: lane (g, t) = (lane / 4, lane % 4) holds bytes 32 t .. +31 of rows g
     // and g + 8 of each 16-row tile: 8 k-steps x 4 bytes (see k_fp8_dim).
     uint4 raw[tiles][2][2];  // [mt][row g / g + 8][16-byte half]
+    // FP4: lane (g, t) reads bytes 16 t .. +15 of rows g and g + 8 (word w: k-steps 2 w, 2 w + 1)
+    // and the rows' scales as bf16x2 multipliers per 32-dim block w.
+    uint4 raw4[tiles][2];
+    uint32_t scale2[tiles][2][4];
+    if constexpr (fp4) {
+      const uint32_t* ring =
+          reinterpret_cast<const uint32_t*>(pass_scales) + (p % k_row_ring) * k_pass;
+#pragma unroll
+      for (int mt = 0; mt < tiles; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = (warp * tiles + mt) * 16 + h * 8 + lane / 4;
+          uint4 v;
+          asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                       : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                       : "r"(kb + r * k_fp4_row_bytes + (lane % 4) * 16));
+          raw4[mt][h] = v;
+          const uint32_t bytes = ring[r];
+#pragma unroll
+          for (int w = 0; w < 4; ++w) scale2[mt][h][w] = ((bytes >> (8 * w)) & 0xffu) * 0x00800080u;
+        }
+    }
     if constexpr (fp8) {
 #pragma unroll
       for (int mt = 0; mt < tiles; ++mt)
@@ -463,7 +545,28 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
 #pragma unroll
     for (int kk = 0; kk < k_dim / 16; ++kk) {
       uint32_t a[tiles][4];
-      if constexpr (fp8) {
+      if constexpr (fp4) {
+#pragma unroll
+        for (int mt = 0; mt < tiles; ++mt) {
+          const uint4& r0 = raw4[mt][0];
+          const uint4& r1 = raw4[mt][1];
+          const int w = kk / 2;
+          const uint32_t w0 = w == 0 ? r0.x : w == 1 ? r0.y : w == 2 ? r0.z : r0.w;
+          const uint32_t w1 = w == 0 ? r1.x : w == 1 ? r1.y : w == 2 ? r1.z : r1.w;
+          // Pairs 2 (kk % 2) (dims 16 kk + 2 t, + 1) and 2 (kk % 2) + 1 (dims + 8, + 9).
+          if (kk % 2 == 0) {
+            a[mt][0] = e2m1x2_to_bf16x2<0>(w0, scale2[mt][0][w]);
+            a[mt][1] = e2m1x2_to_bf16x2<0>(w1, scale2[mt][1][w]);
+            a[mt][2] = e2m1x2_to_bf16x2<1>(w0, scale2[mt][0][w]);
+            a[mt][3] = e2m1x2_to_bf16x2<1>(w1, scale2[mt][1][w]);
+          } else {
+            a[mt][0] = e2m1x2_to_bf16x2<2>(w0, scale2[mt][0][w]);
+            a[mt][1] = e2m1x2_to_bf16x2<2>(w1, scale2[mt][1][w]);
+            a[mt][2] = e2m1x2_to_bf16x2<3>(w0, scale2[mt][0][w]);
+            a[mt][3] = e2m1x2_to_bf16x2<3>(w1, scale2[mt][1][w]);
+          }
+        }
+      } else if constexpr (fp8) {
 #pragma unroll
         for (int mt = 0; mt < tiles; ++mt) {
           const uint4& r0 = raw[mt][0][kk / 4];
@@ -534,11 +637,11 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
 __device__ __forceinline__ void collect_chunk(uint32_t* sub, uint32_t* scan_scratch,
                                               uint32_t* scan_result, const float* scores,
                                               int64_t score_stride, const uint32_t* hist, int64_t n,
-                                              int top_k, token_state* state, uint32_t* hist2,
-                                              unsigned long long* cand_list) {
+                                              int top_k, int64_t collect_keys, token_state* state,
+                                              uint32_t* hist2, unsigned long long* cand_list) {
   const int64_t t = blockIdx.y;
-  const int64_t lo = int64_t(blockIdx.x) * k_collect_keys;
-  const int64_t hi = min(lo + k_collect_keys, n);
+  const int64_t lo = int64_t(blockIdx.x) * collect_keys;
+  const int64_t hi = min(lo + collect_keys, n);
   for (int b = threadIdx.x; b < k_bins; b += k_collect_threads)
     sub[b] = __ldcg(&hist[t * k_bins + b]);
   __syncthreads();
@@ -695,25 +798,26 @@ __device__ __forceinline__ void select_token(
   }
 }
 
-// Grid (16384-key chunk, token), a programmatic dependent of the score kernel: every CTA
-// collects its chunk (collect_chunk); the token's last CTA to finish (atomic ticket after a
-// fence, so every other CTA's list, counts and histogram are visible to it) selects.
+// Grid (chunk of plan.collect_keys keys, token), a programmatic dependent of the score kernel:
+// every CTA collects its chunk (collect_chunk); the token's last CTA to finish (atomic ticket
+// after a fence, so every other CTA's list, counts and histogram are visible to it) selects.
 __global__ void __launch_bounds__(k_select_threads)
     indexer_collect_select_kernel(const float* scores, int64_t score_stride, const uint32_t* hist,
                                   token_state* state, uint32_t* hist2,
                                   unsigned long long* cand_list, paged_entries pages,
                                   const int32_t* token_seq, const int32_t* n_visible,
-                                  int64_t capacity, int top_k, bool collect_only, int32_t* out) {
+                                  int64_t capacity, int top_k, int64_t collect_keys,
+                                  bool collect_only, int32_t* out) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ bool last_cta;
   grid_dependency_wait();
   const int64_t t = blockIdx.y;
   const int64_t n = clamp_visible(n_visible[t], capacity);
   // n <= top_k: the select takes every entry; past n: nothing to collect.
-  if (n > top_k && int64_t(blockIdx.x) * k_collect_keys < n)
+  if (n > top_k && int64_t(blockIdx.x) * collect_keys < n)
     collect_chunk(reinterpret_cast<uint32_t*>(smem), reinterpret_cast<uint32_t*>(smem) + k_bins,
                   reinterpret_cast<uint32_t*>(smem) + k_bins + 32, scores, score_stride, hist, n,
-                  top_k, state, hist2, cand_list);
+                  top_k, collect_keys, state, hist2, cand_list);
   if (collect_only) return;
   __threadfence();
   __syncthreads();
@@ -768,7 +872,11 @@ indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_widt
     p.keys_per_cta = std::min<int64_t>(p.keys_per_cta, 512);
   p.keys_per_cta = std::min(p.keys_per_cta, range_cap);
   p.ctas_per_token = ceil_div(p.capacity, p.keys_per_cta);
-  p.collect_ctas_per_token = ceil_div(p.capacity, k_collect_keys);
+  // H200, T=1 x 256K entries: see bench_attention's collect rows.
+  p.collect_keys = tokens * ceil_div(p.capacity, k_collect_keys_short) <= 8 * sms
+                       ? k_collect_keys_short
+                       : k_collect_keys_long;
+  p.collect_ctas_per_token = ceil_div(p.capacity, p.collect_keys);
   const size_t score_bytes = size_t(tokens * score_stride_of(p.capacity)) * 4;
   p.scratch_bytes = score_bytes + size_t(tokens) * (sizeof(token_state) + 2 * k_bins * 4) +
                     size_t(tokens) * size_t(k_candidate_capacity) * 8;
@@ -777,11 +885,11 @@ indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_widt
 
 namespace {
 
-// Both key formats: key_scales null for bf16 keys.
+// Every key format (fmt): key_scales null for bf16 keys.
 template <typename act_t>
 cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t tokens,
                                    int64_t heads, int64_t head_dim, const void* key_pool,
-                                   const float* key_scales, bool fp8, int64_t pool_rows,
+                                   const void* key_scales, int fmt, int64_t pool_rows,
                                    const int32_t* block_table, int64_t table_rows,
                                    int64_t table_width, const int32_t* token_seq,
                                    const int32_t* n_visible, int64_t block_size, int64_t top_k,
@@ -789,13 +897,16 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
                                    size_t scratch_bytes, int32_t* out, cudaStream_t stream) {
   if (tokens < 0 || heads != k_heads || head_dim != k_dim || top_k <= 0 ||
       top_k > k_indexer_fast_max_top_k || block_size <= 0 || table_width < 0 || table_rows < 0 ||
-      pool_rows < 0 || !q || !weights || !key_pool || (fp8 && !key_scales) || !block_table ||
-      !token_seq || !n_visible || !out || !aligned_16(q) || !aligned_16(key_pool) ||
+      pool_rows < 0 || !q || !weights || !key_pool || (fmt != k_fmt_bf16 && !key_scales) ||
+      !block_table || !token_seq || !n_visible || !out || !aligned_16(q) || !aligned_16(key_pool) ||
       !aligned_16(scratch))
     return cudaErrorInvalidValue;
   if (tokens == 0) return cudaSuccess;
   if (plan.tokens != tokens || plan.capacity != table_width * block_size ||
       scratch_bytes < plan.scratch_bytes || plan.ctas_per_token > INT32_MAX || tokens > 65535 ||
+      (plan.capacity > 0 && (plan.collect_keys <= 0 || plan.collect_keys % k_collect_threads != 0 ||
+                             plan.collect_ctas_per_token * plan.collect_keys < plan.capacity ||
+                             plan.collect_ctas_per_token > INT32_MAX)) ||
       (plan.score_warps != 4 && plan.score_warps != 8))
     return cudaErrorInvalidValue;
   // The score kernel keeps entry numbers and pool rows in 32 bits.
@@ -812,14 +923,18 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
       return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
     };
     cudaError_t e = cudaSuccess;
-    const auto score_kernels = {indexer_score_kernel<act_t, k_stages_bf16, false, 4>,
-                                indexer_score_kernel<act_t, k_stages_bf16, false, 8>};
-    const auto score_kernels_fp8 = {indexer_score_kernel<act_t, k_stages_fp8, true, 4>,
-                                    indexer_score_kernel<act_t, k_stages_fp8, true, 8>};
+    const auto score_kernels = {indexer_score_kernel<act_t, k_stages_bf16, k_fmt_bf16, 4>,
+                                indexer_score_kernel<act_t, k_stages_bf16, k_fmt_bf16, 8>};
+    const auto score_kernels_fp8 = {indexer_score_kernel<act_t, k_stages_fp8, k_fmt_e4m3, 4>,
+                                    indexer_score_kernel<act_t, k_stages_fp8, k_fmt_e4m3, 8>};
+    const auto score_kernels_fp4 = {indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1, 4>,
+                                    indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1, 8>};
     for (auto kernel : score_kernels)
-      if (e == cudaSuccess) e = set(kernel, score_smem_bytes(k_stages_bf16, false));
+      if (e == cudaSuccess) e = set(kernel, score_smem_bytes(k_stages_bf16, k_fmt_bf16));
     for (auto kernel : score_kernels_fp8)
-      if (e == cudaSuccess) e = set(kernel, score_smem_bytes(k_stages_fp8, true));
+      if (e == cudaSuccess) e = set(kernel, score_smem_bytes(k_stages_fp8, k_fmt_e4m3));
+    for (auto kernel : score_kernels_fp4)
+      if (e == cudaSuccess) e = set(kernel, score_smem_bytes(k_stages_fp4, k_fmt_e2m1));
     if (e == cudaSuccess) e = set(indexer_collect_select_kernel, k_select_smem);
     // One shared-memory carveout (the largest) for the three kernels: an SM need not drain to
     // reconfigure between them.
@@ -830,6 +945,8 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
     for (auto kernel : score_kernels)
       if (e == cudaSuccess) e = carveout(kernel);
     for (auto kernel : score_kernels_fp8)
+      if (e == cudaSuccess) e = carveout(kernel);
+    for (auto kernel : score_kernels_fp4)
       if (e == cudaSuccess) e = carveout(kernel);
     if (e == cudaSuccess) e = carveout(indexer_collect_select_kernel);
     if (e != cudaSuccess) return e;
@@ -855,23 +972,34 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
                                             n_visible, plan.capacity, plan.keys_per_cta, q_scale,
                                             scores, stride, hist);
   };
-  const int smem = score_smem_bytes(fp8 ? k_stages_fp8 : k_stages_bf16, fp8);
-  if (fp8 && plan.score_warps == 8)
-    launch_score(indexer_score_kernel<act_t, k_stages_fp8, true, 8>, 256, smem);
-  else if (fp8)
-    launch_score(indexer_score_kernel<act_t, k_stages_fp8, true, 4>, 128, smem);
-  else if (plan.score_warps == 8)
-    launch_score(indexer_score_kernel<act_t, k_stages_bf16, false, 8>, 256, smem);
-  else
-    launch_score(indexer_score_kernel<act_t, k_stages_bf16, false, 4>, 128, smem);
+  const bool eight = plan.score_warps == 8;
+  if (fmt == k_fmt_e4m3) {
+    const int smem = score_smem_bytes(k_stages_fp8, fmt);
+    if (eight)
+      launch_score(indexer_score_kernel<act_t, k_stages_fp8, k_fmt_e4m3, 8>, 256, smem);
+    else
+      launch_score(indexer_score_kernel<act_t, k_stages_fp8, k_fmt_e4m3, 4>, 128, smem);
+  } else if (fmt == k_fmt_e2m1) {
+    const int smem = score_smem_bytes(k_stages_fp4, fmt);
+    if (eight)
+      launch_score(indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1, 8>, 256, smem);
+    else
+      launch_score(indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1, 4>, 128, smem);
+  } else {
+    const int smem = score_smem_bytes(k_stages_bf16, fmt);
+    if (eight)
+      launch_score(indexer_score_kernel<act_t, k_stages_bf16, k_fmt_bf16, 8>, 256, smem);
+    else
+      launch_score(indexer_score_kernel<act_t, k_stages_bf16, k_fmt_bf16, 4>, 128, smem);
+  }
   e = cudaGetLastError();
   if (e != cudaSuccess || plan.score_only) return e;
-  return launch_dependent(true, indexer_collect_select_kernel,
-                          dim3(unsigned(plan.collect_ctas_per_token), unsigned(tokens)),
-                          k_select_threads, k_select_smem, stream,
-                          static_cast<const float*>(scores), stride,
-                          static_cast<const uint32_t*>(hist), state, hist2, cand_list, pages,
-                          token_seq, n_visible, plan.capacity, int(top_k), plan.collect_only, out);
+  return launch_dependent(
+      true, indexer_collect_select_kernel,
+      dim3(unsigned(plan.collect_ctas_per_token), unsigned(tokens)), k_select_threads,
+      k_select_smem, stream, static_cast<const float*>(scores), stride,
+      static_cast<const uint32_t*>(hist), state, hist2, cand_list, pages, token_seq, n_visible,
+      plan.capacity, int(top_k), plan.collect_keys, plan.collect_only, out);
 }
 
 }  // namespace
@@ -884,7 +1012,7 @@ cudaError_t indexer_topk_fast(const act_t* q, const act_t* weights, int64_t toke
                               int64_t block_size, int64_t top_k, float q_scale,
                               const indexer_fast_plan& plan, void* scratch, size_t scratch_bytes,
                               int32_t* out, cudaStream_t stream) {
-  return indexer_topk_fast_impl(q, weights, tokens, heads, head_dim, key_pool, nullptr, false,
+  return indexer_topk_fast_impl(q, weights, tokens, heads, head_dim, key_pool, nullptr, k_fmt_bf16,
                                 pool_rows, block_table, table_rows, table_width, token_seq,
                                 n_visible, block_size, top_k, q_scale, plan, scratch, scratch_bytes,
                                 out, stream);
@@ -899,10 +1027,26 @@ cudaError_t indexer_topk_fast_fp8(const act_t* q, const act_t* weights, int64_t 
                                   const int32_t* n_visible, int64_t block_size, int64_t top_k,
                                   float q_scale, const indexer_fast_plan& plan, void* scratch,
                                   size_t scratch_bytes, int32_t* out, cudaStream_t stream) {
-  return indexer_topk_fast_impl(q, weights, tokens, heads, head_dim, key_pool, key_scales, true,
-                                pool_rows, block_table, table_rows, table_width, token_seq,
-                                n_visible, block_size, top_k, q_scale, plan, scratch, scratch_bytes,
-                                out, stream);
+  return indexer_topk_fast_impl(q, weights, tokens, heads, head_dim, key_pool, key_scales,
+                                k_fmt_e4m3, pool_rows, block_table, table_rows, table_width,
+                                token_seq, n_visible, block_size, top_k, q_scale, plan, scratch,
+                                scratch_bytes, out, stream);
+}
+
+template <typename act_t>
+cudaError_t indexer_topk_fast_fp4(const act_t* q, const act_t* weights, int64_t tokens,
+                                  int64_t heads, int64_t head_dim, const uint8_t* key_codes,
+                                  const uint32_t* key_scales, int64_t pool_rows,
+                                  const int32_t* block_table, int64_t table_rows,
+                                  int64_t table_width, const int32_t* token_seq,
+                                  const int32_t* n_visible, int64_t block_size, int64_t top_k,
+                                  float q_scale, const indexer_fast_plan& plan, void* scratch,
+                                  size_t scratch_bytes, int32_t* out, cudaStream_t stream) {
+  if (key_scales && reinterpret_cast<uintptr_t>(key_scales) % 4 != 0) return cudaErrorInvalidValue;
+  return indexer_topk_fast_impl(q, weights, tokens, heads, head_dim, key_codes, key_scales,
+                                k_fmt_e2m1, pool_rows, block_table, table_rows, table_width,
+                                token_seq, n_visible, block_size, top_k, q_scale, plan, scratch,
+                                scratch_bytes, out, stream);
 }
 
 #define DSV4_INDEXER_FAST_INSTANTIATE(act_t)                                                       \
@@ -912,6 +1056,10 @@ cudaError_t indexer_topk_fast_fp8(const act_t* q, const act_t* weights, int64_t 
       const indexer_fast_plan&, void*, size_t, int32_t*, cudaStream_t);                            \
   template cudaError_t indexer_topk_fast_fp8<act_t>(                                               \
       const act_t*, const act_t*, int64_t, int64_t, int64_t, const uint8_t*, const float*,         \
+      int64_t, const int32_t*, int64_t, int64_t, const int32_t*, const int32_t*, int64_t, int64_t, \
+      float, const indexer_fast_plan&, void*, size_t, int32_t*, cudaStream_t);                     \
+  template cudaError_t indexer_topk_fast_fp4<act_t>(                                               \
+      const act_t*, const act_t*, int64_t, int64_t, int64_t, const uint8_t*, const uint32_t*,      \
       int64_t, const int32_t*, int64_t, int64_t, const int32_t*, const int32_t*, int64_t, int64_t, \
       float, const indexer_fast_plan&, void*, size_t, int32_t*, cudaStream_t);
 DSV4_INDEXER_FAST_INSTANTIATE(float)

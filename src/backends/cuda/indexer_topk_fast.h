@@ -14,6 +14,13 @@
 // The plan depends only on the token count and the table capacity (never on n_visible): the
 // launches (a memset and two kernels, the second a programmatic dependent of the first) can be
 // graph-captured, and CTAs past a token's visible entries exit at once.
+//
+// Status (H200, 2026-11-22, bench_attention --indexer, graph replay, L2 flushed): 256K entries,
+// T=1 top-512: bf16 keys 59.7 us, FP4 keys 46.6 us (scores 28.9 us, collect 5.5 us, select
+// 12.2 us); T=32: bf16 832 us, FP4 704 us (scores 661 us, 208 TFLOP/s of mma.sync). The T=1
+// scores are latency-bound, not byte-bound (ncu, FP4: issue slots 47% busy, 4 warps per
+// scheduler from 119 registers x 256 threads and 78 KB of shared memory per CTA, 7.1 cycles per
+// issued instruction, DRAM 12%); the select is one CTA after the collect (~12 us).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -37,7 +44,9 @@ struct indexer_fast_plan {
   // or 4 warps compute 16 or 32 keys of a pass each). H200, 256K entries: T=32 scores in 760 us
   // with 8 warps, 807 us with 4; T=1 33-36 us either way.
   int score_warps = 8;
-  int64_t collect_ctas_per_token = 0;  // 16384 keys each
+  // Keys per collect CTA (a multiple of 1024; 4096 when the grid is small, else 16384) and CTAs.
+  int64_t collect_keys = 0;
+  int64_t collect_ctas_per_token = 0;
   size_t scratch_bytes = 0;   // scores, per-token state and two histograms, candidate lists
   bool score_only = false;    // benchmarks: stop after the scores (out is not written)
   bool collect_only = false;  // benchmarks: skip the select (out is not written)
@@ -78,5 +87,31 @@ cudaError_t indexer_topk_fast_fp8(const act_t* q, const act_t* weights, int64_t 
                                   const int32_t* n_visible, int64_t block_size, int64_t top_k,
                                   float q_scale, const indexer_fast_plan& plan, void* scratch,
                                   size_t scratch_bytes, int32_t* out, cudaStream_t stream);
+
+// The same with FP4 keys (io/indexer_fp4_key.h, the official precision mode's indexer keys
+// stored exactly): key_codes [pool_rows, 64] bytes (16-byte aligned) in that header's code order,
+// key_scales [pool_rows] u32 (4 E8M0 bytes, block j in byte j; each byte in 1..254). The codes are
+// widened in registers to the bf16 values e2m1 * 2^(byte - 127) and fed to the bf16 path's MMAs
+// in the same order, so the scores (and the selection) equal indexer_topk_fast's on a bf16 pool
+// holding the decoded keys, bit for bit. 68 key bytes per entry instead of 256.
+template <typename act_t>
+cudaError_t indexer_topk_fast_fp4(const act_t* q, const act_t* weights, int64_t tokens,
+                                  int64_t heads, int64_t head_dim, const uint8_t* key_codes,
+                                  const uint32_t* key_scales, int64_t pool_rows,
+                                  const int32_t* block_table, int64_t table_rows,
+                                  int64_t table_width, const int32_t* token_seq,
+                                  const int32_t* n_visible, int64_t block_size, int64_t top_k,
+                                  float q_scale, const indexer_fast_plan& plan, void* scratch,
+                                  size_t scratch_bytes, int32_t* out, cudaStream_t stream);
+
+// The FP4 key cache write: for i < count, row r = rows ? rows[i] : i (r < 0 or r >= row_limit
+// skipped; row_limit ignored without a list), the 128 values at src[r * src_stride] (f32 or bf16)
+// are encoded as io/indexer_fp4_key.h's indexer_fp4_key_encode into codes[r * 64 ...] and
+// scales[r], byte for byte the CPU's (exact for keys hadamard_fp4 already rounded). One warp per
+// row; src_stride >= 128 elements, codes 16-byte aligned, scales 4-byte aligned.
+template <typename act_t>
+cudaError_t indexer_fp4_pack_rows(const act_t* src, int64_t src_stride, const int32_t* rows,
+                                  int64_t row_limit, int64_t count, uint8_t* codes,
+                                  uint32_t* scales, cudaStream_t stream);
 
 }  // namespace dsv4::cuda
