@@ -325,11 +325,22 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
   const double bytes16 = double(T * keys * d * 2) + double(T * H * d * 2);
   const double bytes32 = double(T * keys * d * 4) + double(T * H * d * 4);
 
+  // The plan's default (wgmma), then the same tiles and split on mma.sync; the other rows
+  // run the default.
   double ms = time_ms([&] {
     CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
         q16, T, H, d, w16, &c16, sinks, scale, out16, plan, scratch, plan.scratch_bytes, 0)));
   });
-  print_row("new bf16 pool/act", shape, ms, bytes16, flops);
+  print_row("wgmma bf16 pool/act", shape, ms, bytes16, flops);
+  {
+    auto sync = plan;
+    sync.wgmma = false;
+    const double ms_sync = time_ms([&] {
+      CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
+          q16, T, H, d, w16, &c16, sinks, scale, out16, sync, scratch, plan.scratch_bytes, 0)));
+    });
+    print_row("mma.sync bf16 pool/act", shape, ms_sync, bytes16, flops);
+  }
   auto release = [&] {
     cudaFree(q32);
     cudaFree(q16);
@@ -757,6 +768,10 @@ int main(int argc, char** argv) {
       bench_attention_case(blas, sms, 1, 64, true, ctx, 0);
     for (int64_t T : {1, 8, 32}) bench_attention_case(blas, sms, T, 64, false, 1 << 20, 512);
     bench_attention_case(blas, sms, 8, 64, true, 1 << 20, 0);
+    for (int64_t ctx : {8192, 131072})
+      for (int64_t T : {8, 32}) bench_attention_case(blas, sms, T, 64, true, ctx, 0);
+    bench_attention_case(blas, sms, 32, 64, true, 1 << 20, 0);
+    bench_attention_case(blas, sms, 64, 128, true, 1 << 20, 0);
     bench_attention_case(blas, sms, 32, 128, false, 1 << 20, 1024);
     bench_attention_case(blas, sms, 32, 128, true, 1 << 20, 0);
     std::printf("indexer top-k (64 heads x 128, bf16 keys):\n");

@@ -20,6 +20,14 @@
 // pools' time at Flash / Pro decode shapes (bench_attention --kv-fp8): the dequantization is ALU
 // work serialized with the MMAs, and these shapes are not bound by the bytes they read.
 //
+// wgmma path (plan.wgmma, the default for bf16 / f32 pools): the same CTA, ring, exchange and
+// softmax; the query and key tiles are stored in the wgmma SW128 layout (wg_offset) instead, and
+// each warpgroup (warps 4 half ..) computes its half of S with m64n32k16 (Q and K from shared
+// memory) and its 256 output channels with two m64n128k16 per 16 keys (P from registers, the key
+// tile read MN-major as V). The fragments are those of the mma.sync path (one warp of a
+// warpgroup = 16 rows), so softmax, exchange and epilogue are shared. H200 (2026-11-22):
+// 1.02-1.18x faster than mma.sync at decode shapes (bench_attention --focus).
+//
 // Each CTA writes its unnormalized accumulators and (max, sum) per head; the combine kernel
 // merges the splits and adds the sink to the denominator: m = max(sink, m_i),
 // out = sum_i 2^(m_i - m) o_i / (sum_i 2^(m_i - m) l_i + 2^(sink - m)). A split without keys
@@ -31,6 +39,7 @@
 
 #include "backends/cuda/activation.cuh"
 #include "backends/cuda/attention_decode.h"
+#include "backends/cuda/attention_decode_wgmma.cuh"
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/kv_record.cuh"
 #include "backends/cuda/mma_sm80.cuh"
@@ -130,6 +139,19 @@ __device__ __forceinline__ int ceil_div_dev(int a, int b) {
 __device__ __forceinline__ uint32_t swizzled(int row, int chunk) {
   return uint32_t(row * k_row_bytes + ((chunk ^ (row & 7)) << 4));
 }
+// The wgmma layout of a tile of `rows` rows (attention_decode_wgmma.cuh): 64-channel column
+// blocks of rows x 128 bytes, SW128 within each 8-row atom.
+template <int rows>
+__device__ __forceinline__ uint32_t wg_offset(int row, int chunk) {
+  return uint32_t((chunk >> 3) * (rows * 128) + row * 128 + (((chunk & 7) ^ (row & 7)) << 4));
+}
+template <bool wg, int rows>
+__device__ __forceinline__ uint32_t tile_offset(int row, int chunk) {
+  if constexpr (wg)
+    return wg_offset<rows>(row, chunk);
+  else
+    return swizzled(row, chunk);
+}
 
 template <typename pool_t>
 __device__ __forceinline__ int64_t visible_slots(const kv_rows<pool_t>& s, int64_t t) {
@@ -221,7 +243,7 @@ __device__ __forceinline__ void convert_slots(const slot_space<pool_t>& space, i
 // Issues the copies of the 32 rows `ptrs` points at into the stage at `dst` (shared address;
 // null rows are zero-filled) and marks which slots hold a key. Thread x copies chunk x % 64 of
 // rows x / 64 + 4 i.
-template <typename pool_t>
+template <bool wg, typename pool_t>
 __device__ __forceinline__ void load_tile(const pool_t* const* ptrs, const void* any_global,
                                           unsigned char* dst_ptr, uint32_t dst, int* valid) {
   const int chunk = threadIdx.x % k_chunks;
@@ -231,7 +253,7 @@ __device__ __forceinline__ void load_tile(const pool_t* const* ptrs, const void*
     const pool_t* p = ptrs[r];
     if (chunk == 0) valid[r] = p != nullptr;
     if constexpr (sizeof(pool_t) == 2) {
-      cp_async_16(dst + swizzled(r, chunk),
+      cp_async_16(dst + tile_offset<wg, k_tile>(r, chunk),
                   p ? static_cast<const void*>(p + chunk * 8) : any_global, p);
     } else {
       float4 a = make_float4(0, 0, 0, 0), b = a;
@@ -239,7 +261,7 @@ __device__ __forceinline__ void load_tile(const pool_t* const* ptrs, const void*
         a = reinterpret_cast<const float4*>(p + chunk * 8)[0];
         b = reinterpret_cast<const float4*>(p + chunk * 8)[1];
       }
-      *reinterpret_cast<uint4*>(dst_ptr + swizzled(r, chunk)) =
+      *reinterpret_cast<uint4*>(dst_ptr + tile_offset<wg, k_tile>(r, chunk)) =
           make_uint4(pack_bf16x2(a.x, a.y), pack_bf16x2(a.z, a.w), pack_bf16x2(b.x, b.y),
                      pack_bf16x2(b.z, b.w));
     }
@@ -313,13 +335,15 @@ __device__ __forceinline__ uint4 load8_bf16(const float* p) {
   return make_uint4(pack_bf16x2(a.x, a.y), pack_bf16x2(a.z, a.w), pack_bf16x2(b.x, b.y),
                     pack_bf16x2(b.z, b.w));
 }
-template <typename act_t, typename pool_t>
+template <bool wg, typename act_t, typename pool_t>
 __global__ void __launch_bounds__(k_threads, 1)
     attention_decode_kernel(const act_t* q, int heads, kv_rows<pool_t> window, kv_rows<pool_t> comp,
                             int cap_w, int cap_c, int keys_per_split, int splits, float scale_log2,
                             float* part_o, float2* part_ml) {
-  extern __shared__ __align__(128) unsigned char smem[];
+  extern __shared__ __align__(1024) unsigned char smem[];  // wgmma: SW128 atoms 1024-aligned
   using tr = pool_traits<pool_t>;
+  static_assert(!(wg && tr::records), "the wgmma path takes bf16 / f32 pools");
+  namespace wgm = attention_wgmma;
   using ref_t = typename tr::ref;
   constexpr int k_stages = tr::stages;
   const uint32_t q_s = smem_u32(smem);
@@ -401,8 +425,9 @@ __global__ void __launch_bounds__(k_threads, 1)
       load_record_tile(ptrs + (j % tr::ptr_ring) * k_tile, any_global, k_s + st * tr::stage_bytes,
                        valid + st * k_tile);
     else
-      load_tile(ptrs + (j % tr::ptr_ring) * k_tile, any_global,
-                smem + k_q_bytes + st * k_tile_bytes, k_s + st * k_tile_bytes, valid + st * k_tile);
+      load_tile<wg>(ptrs + (j % tr::ptr_ring) * k_tile, any_global,
+                    smem + k_q_bytes + st * k_tile_bytes, k_s + st * k_tile_bytes,
+                    valid + st * k_tile);
   };
   // Prologue loops stay rolled: unrolled, the inlined slot lookups made the prologue ~64 KB of
   // straight-line SASS, fetched cold into the instruction cache on every launch.
@@ -414,8 +439,8 @@ __global__ void __launch_bounds__(k_threads, 1)
       const int x = threadIdx.x + i * k_threads;
       const int r = x / k_chunks, c = x % k_chunks;
       const int64_t h = head0 + r;
-      cp_async_16(q_s + swizzled(r, c), h < heads ? q + (t * heads + h) * k_d + c * 8 : q,
-                  h < heads);
+      cp_async_16(q_s + tile_offset<wg, k_rows>(r, c),
+                  h < heads ? q + (t * heads + h) * k_d + c * 8 : q, h < heads);
     }
   } else {
 #pragma unroll
@@ -425,11 +450,12 @@ __global__ void __launch_bounds__(k_threads, 1)
       const int64_t h = head0 + r;
       uint4 v = make_uint4(0, 0, 0, 0);
       if (h < heads) v = load8_bf16(q + (t * heads + h) * k_d + c * 8);
-      *reinterpret_cast<uint4*>(smem + swizzled(r, c)) = v;
+      *reinterpret_cast<uint4*>(smem + tile_offset<wg, k_rows>(r, c)) = v;
     }
   }
   cp_async_commit();
   cp_async_wait<0>();
+  if constexpr (wg) wgm::fence_async_smem();
   __syncthreads();
 #pragma unroll 1
   for (int j = 0; j < k_stages; ++j) convert(j);
@@ -440,14 +466,22 @@ __global__ void __launch_bounds__(k_threads, 1)
     cp_async_commit();
   }
 
-  float acc[32][4];
+  // Output channels 256 half + 8 n + 2 (lane % 4) + (e & 1), rows lane / 4 + 8 (e >> 1): the
+  // mma.sync C fragments acc[n][e], stored as the wgmma m64n128 accumulators of the two
+  // 128-channel halves: acc_at(n, e) = acc[n / 16][4 (n % 16) + e].
+  float acc[2][64];
 #pragma unroll
-  for (int i = 0; i < 32; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+  for (int i = 0; i < 64; ++i) acc[0][i] = acc[1][i] = 0.0f;
+  auto acc_at = [&](int n, int e) -> float& { return acc[n >> 4][4 * (n & 15) + e]; };
+  auto acc_frag = [&](int n) -> float(&)[4] {
+    return *reinterpret_cast<float(*)[4]>(&acc[n >> 4][4 * (n & 15)]);
+  };
   float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
 
 #pragma unroll 1
   for (int k = 0; k < n_live; ++k) {
     cp_async_wait<k_stages - 2>();
+    if constexpr (wg) wgm::fence_async_smem();
     __syncthreads();  // tile k landed for every thread; tile k - 1 is consumed
     // (The group of iteration k - index_lead, which prefetched tile k + k_stages's indices, is
     // complete: at most k_stages - 2 newer groups are pending.)
@@ -473,17 +507,40 @@ __global__ void __launch_bounds__(k_threads, 1)
     float s[4][4];
 #pragma unroll
     for (int j = 0; j < 4; ++j) s[j][0] = s[j][1] = s[j][2] = s[j][3] = 0.0f;
+    if constexpr (wg) {
+      // Warpgroup `half` (warps 4 half ..): its 256 channels in 16 k16 steps; step kk is in
+      // column block 4 half + kk / 4 at byte 32 (kk % 4) of each 128-byte row.
+      float sd[16];
 #pragma unroll
-    for (int kk = 0; kk < 16; ++kk) {
-      const int c0 = half * 32 + kk * 2;
-      uint32_t a[4];
-      ldmatrix_x4(a, q_s + swizzled(rg * 16 + (lane % 8) + ((lane / 8) & 1) * 8, c0 + lane / 16));
+      for (int i = 0; i < 16; ++i) sd[i] = 0.0f;
+      wgm::fence();
 #pragma unroll
-      for (int np = 0; np < 2; ++np) {
-        uint32_t b[4];
-        ldmatrix_x4(b, kb + swizzled(np * 16 + (lane / 16) * 8 + lane % 8, c0 + ((lane / 8) & 1)));
-        mma_bf16_16816(s[2 * np], a, b[0], b[1]);
-        mma_bf16_16816(s[2 * np + 1], a, b[2], b[3]);
+      for (int kk = 0; kk < 16; ++kk) {
+        const uint32_t block = uint32_t(half * 4 + kk / 4), byte = uint32_t(kk % 4) * 32;
+        wgm::mma_ss_n32(sd, wgm::desc(q_s + block * (k_rows * 128) + byte, 16, 1024),
+                        wgm::desc(kb + block * (k_tile * 128) + byte, 16, 1024));
+      }
+      wgm::commit();
+      wgm::wait_all();
+#pragma unroll
+      for (int i = 0; i < 16; ++i) {
+        wgm::reg_fence(sd[i]);
+        s[i / 4][i % 4] = sd[i];
+      }
+    } else {
+#pragma unroll
+      for (int kk = 0; kk < 16; ++kk) {
+        const int c0 = half * 32 + kk * 2;
+        uint32_t a[4];
+        ldmatrix_x4(a, q_s + swizzled(rg * 16 + (lane % 8) + ((lane / 8) & 1) * 8, c0 + lane / 16));
+#pragma unroll
+        for (int np = 0; np < 2; ++np) {
+          uint32_t b[4];
+          ldmatrix_x4(b,
+                      kb + swizzled(np * 16 + (lane / 16) * 8 + lane % 8, c0 + ((lane / 8) & 1)));
+          mma_bf16_16816(s[2 * np], a, b[0], b[1]);
+          mma_bf16_16816(s[2 * np + 1], a, b[2], b[3]);
+        }
       }
     }
     float* mine = xchg + (warp * k_warp_size + lane) * 16;
@@ -531,26 +588,52 @@ __global__ void __launch_bounds__(k_threads, 1)
       }
 #pragma unroll
     for (int n = 0; n < 32; ++n) {
-      acc[n][0] *= corr[0];
-      acc[n][1] *= corr[0];
-      acc[n][2] *= corr[1];
-      acc[n][3] *= corr[1];
+      acc_at(n, 0) *= corr[0];
+      acc_at(n, 1) *= corr[0];
+      acc_at(n, 2) *= corr[1];
+      acc_at(n, 3) *= corr[1];
     }
 
     // O += P V over the 32 keys (two k16 steps), channels 256 half ..
+    uint32_t pas[2][4];
 #pragma unroll
     for (int ks = 0; ks < 2; ++ks) {
-      const uint32_t pa[4] = {pack_bf16x2(s[2 * ks][0], s[2 * ks][1]),
-                              pack_bf16x2(s[2 * ks][2], s[2 * ks][3]),
-                              pack_bf16x2(s[2 * ks + 1][0], s[2 * ks + 1][1]),
-                              pack_bf16x2(s[2 * ks + 1][2], s[2 * ks + 1][3])};
-      const int key = ks * 16 + (lane % 8) + ((lane / 8) & 1) * 8;
+      pas[ks][0] = pack_bf16x2(s[2 * ks][0], s[2 * ks][1]);
+      pas[ks][1] = pack_bf16x2(s[2 * ks][2], s[2 * ks][3]);
+      pas[ks][2] = pack_bf16x2(s[2 * ks + 1][0], s[2 * ks + 1][1]);
+      pas[ks][3] = pack_bf16x2(s[2 * ks + 1][2], s[2 * ks + 1][3]);
+    }
+    if constexpr (wg) wgm::fence();  // acc rescaled and P written by this thread
 #pragma unroll
-      for (int np = 0; np < 16; ++np) {
-        uint32_t b[4];
-        ldmatrix_x4_trans(b, kb + swizzled(key, half * 32 + np * 2 + lane / 16));
-        mma_bf16_16816(acc[2 * np], pa, b[0], b[1]);
-        mma_bf16_16816(acc[2 * np + 1], pa, b[2], b[3]);
+    for (int ks = 0; ks < 2; ++ks) {
+      const uint32_t(&pa)[4] = pas[ks];
+      if constexpr (wg) {
+        // V = the key tile read MN-major: keys 16 ks .. at byte 128 * 16 ks of the column
+        // blocks 4 half + 2 nh, + 1 (LBO: the next 64 channels; SBO: the next 8 keys).
+#pragma unroll
+        for (int nh = 0; nh < 2; ++nh)
+          wgm::mma_rs_n128_mn(
+              acc[nh], pa,
+              wgm::desc(kb + uint32_t(half * 4 + nh * 2) * (k_tile * 128) + uint32_t(ks) * 16 * 128,
+                        k_tile * 128, 1024));
+      } else {
+        const int key = ks * 16 + (lane % 8) + ((lane / 8) & 1) * 8;
+#pragma unroll
+        for (int np = 0; np < 16; ++np) {
+          uint32_t b[4];
+          ldmatrix_x4_trans(b, kb + swizzled(key, half * 32 + np * 2 + lane / 16));
+          mma_bf16_16816(acc_frag(2 * np), pa, b[0], b[1]);
+          mma_bf16_16816(acc_frag(2 * np + 1), pa, b[2], b[3]);
+        }
+      }
+    }
+    if constexpr (wg) {
+      wgm::commit();
+      wgm::wait_all();
+#pragma unroll
+      for (int i = 0; i < 64; ++i) {
+        wgm::reg_fence(acc[0][i]);
+        wgm::reg_fence(acc[1][i]);
       }
     }
   }
@@ -567,10 +650,10 @@ __global__ void __launch_bounds__(k_threads, 1)
     const int c = half * 256 + n * 8 + 2 * (lane % 4);
     if (h0 < heads)
       *reinterpret_cast<float2*>(part_o + (part + h0) * k_d + c) =
-          make_float2(acc[n][0], acc[n][1]);
+          make_float2(acc_at(n, 0), acc_at(n, 1));
     if (h1 < heads)
       *reinterpret_cast<float2*>(part_o + (part + h1) * k_d + c) =
-          make_float2(acc[n][2], acc[n][3]);
+          make_float2(acc_at(n, 2), acc_at(n, 3));
   }
   if (half == 0 && lane % 4 == 0) {
     if (h0 < heads) part_ml[part + h0] = make_float2(m[0], l[0]);
@@ -694,6 +777,7 @@ attention_decode_plan attention_decode_make_plan(int64_t tokens, int64_t heads, 
   p.splits = splits;
   p.keys_per_split = per_split * k_tile;
   p.scratch_bytes = size_t(tokens * splits * heads) * (size_t(k_d) * 4 + 8);
+  p.wgmma = true;  // H200 2026-11-22: 1.02-1.18x faster than mma.sync at decode shapes
   return p;
 }
 
@@ -723,19 +807,23 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
   if constexpr (pool_traits<pool_t>::records)
     if (!valid_record_source(window) || (compressed && !valid_record_source(comp)))
       return cudaErrorInvalidValue;
-  static bool configured = false;  // one attribute call per instantiation
-  if (!configured) {
-    const cudaError_t e =
-        cudaFuncSetAttribute(attention_decode_kernel<act_t, pool_t>,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes<pool_t>());
+  // wgmma for bf16 / f32 pools; FP8 records run the mma.sync kernel (their dequantization
+  // into the swizzled tile is not ported yet).
+  const bool wg = plan.wgmma && !pool_traits<pool_t>::records;
+  auto* const kernel = wg ? attention_decode_kernel<!pool_traits<pool_t>::records, act_t, pool_t>
+                          : attention_decode_kernel<false, act_t, pool_t>;
+  static bool configured[2] = {false, false};  // one attribute call per instantiation
+  if (!configured[wg]) {
+    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                               smem_bytes<pool_t>());
     if (e != cudaSuccess) return e;
-    configured = true;
+    configured[wg] = true;
   }
   float* part_o = static_cast<float*>(scratch);
   float2* part_ml = reinterpret_cast<float2*>(part_o + tokens * plan.splits * heads * k_d);
   const int64_t groups = ceil_div(heads, k_rows);
   const dim3 grid(unsigned(plan.splits), unsigned(groups), unsigned(tokens));
-  attention_decode_kernel<act_t, pool_t><<<grid, k_threads, smem_bytes<pool_t>(), stream>>>(
+  kernel<<<grid, k_threads, smem_bytes<pool_t>(), stream>>>(
       q, int(heads), window, comp, int(plan.window_capacity), int(plan.comp_capacity),
       int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o, part_ml);
   cudaError_t e = cudaGetLastError();

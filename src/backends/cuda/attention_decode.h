@@ -42,6 +42,9 @@ struct attention_decode_plan {
   int64_t splits = 0;           // CTAs per (token, head group) along the slots
   int64_t keys_per_split = 0;   // multiple of k_attention_decode_keys_per_tile
   size_t scratch_bytes = 0;     // partial outputs + (max, sum) per (token, split, head)
+  // The products on wgmma (sm_90a, attention_decode_wgmma.cuh; the default) or on mma.sync
+  // (false): same tiles, split, softmax and combine. FP8 record pools always run mma.sync.
+  bool wgmma = true;
 };
 
 // sm_count: the device's SMs (one CTA per SM fits). min_tiles_per_split (>= 1) bounds how thin
