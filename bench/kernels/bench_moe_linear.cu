@@ -819,6 +819,8 @@ double time_prefill_per_call(const std::function<void(int, cudaStream_t)>& body,
 // [I, D] x [D, n_e]) and one for L2 ([D, I] x [I, n_e]); BF16 in and out, f32 compute; token
 // segments of the expanded activations in expert order. Median ms per call (event-timed back to
 // back launches: 2 per call, so no graph needed); -1 when cuBLAS refuses the type combination.
+// At small T it is bound by reading the BF16 weights (Flash: 256 x 50 MB = 12.9 GB per call,
+// 4x the MXFP4 bytes), so it is a fair "same shapes in BF16" ceiling, not a tensor-core one.
 double time_grouped_ceiling(cublasHandle_t h, cudaStream_t s,
                             const std::vector<std::vector<int>>& cnt, const void* bf,
                             int64_t bf_pool, size_t bf_expert, const void* db, void* dc, int64_t D,
