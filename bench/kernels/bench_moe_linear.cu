@@ -798,6 +798,7 @@ void profile_decode(cudaStream_t s) {
 // --prefill-cp: also the not yet GPU-verified wgmma_cp variant (left out by default: a fault there
 // would end the whole run).
 bool g_prefill_quick = false, g_prefill_flash = false, g_prefill_cp = false;
+int64_t g_prefill_t = 0;  // --prefill-t N: that token count only (e.g. for one ncu launch)
 
 // Median ms per call of a graph of `calls` consecutive calls replayed `replays` times.
 double time_prefill_per_call(const std::function<void(int, cudaStream_t)>& body, int calls,
@@ -929,6 +930,7 @@ void bench_moe_prefill(const moe_shape& sh, weight_kind kind, cudaStream_t s, cu
   const char* kname = kind == weight_kind::mxfp4 ? "mxfp4" : "nvfp4";
   constexpr int calls = 4;
   for (int64_t T : {256, 1024, 4096, 8192, 16384}) {
+    if (g_prefill_t && T != g_prefill_t) continue;
     const int64_t P = T * K;
     std::vector<int32_t> routes;  // `calls` routings back to back
     draw_routes(rng, calls * T, E, K, routes);
@@ -1146,6 +1148,8 @@ int main(int argc, char** argv) {
     if (a == "--prefill-only") only_prefill = true;
     if (a == "--prefill-quick") only_prefill = g_prefill_quick = true;
     if (a == "--prefill-flash") only_prefill = g_prefill_flash = true;
+    if (a == "--prefill-t" && i + 1 < argc)
+      only_prefill = true, g_prefill_t = std::stoll(argv[++i]);
     if (a == "--prefill-cp") g_prefill_cp = true;
     if (a == "--decode-only") g_decode_only = only_moe = true;
     if (a == "--replays" && i + 1 < argc) k_replays = std::max(5, std::atoi(argv[++i]));
