@@ -20,8 +20,9 @@
 //     default); --profile makes one eager official-order bf16 call per selected case and layout
 //     and exits, for a profiler (ncu -k regex:moe_decode_gemm);
 //   * prefill (bench_prefill_section; alone with --prefill-only, left out by --decode-only):
-//     moe_prefill_experts at T = 256, 1024, 4096 in TFLOP/s against cuBLAS BF16 (one dense GEMM
-//     of the same size, and the per-expert loop) and the old moe_experts.
+//     moe_prefill_experts at T = 256 .. 16384 in TFLOP/s against cuBLAS BF16 (one dense GEMM
+//     of the same size, a grouped GEMM on the same routing, the per-expert loop) and the old
+//     moe_experts.
 // Timing: CUDA graphs of `k_calls` consecutive calls, each with its own routing (random top-k over
 // all experts, fresh per call), replayed >= 50 times; the median replay / k_calls is one call.
 // Weights: every expert slot of the pool holds different random bytes (a device hash), scales in
@@ -797,6 +798,7 @@ void profile_decode(cudaStream_t s) {
 // --prefill-cp: also the not yet GPU-verified wgmma_cp variant (left out by default: a fault there
 // would end the whole run).
 bool g_prefill_quick = false, g_prefill_flash = false, g_prefill_cp = false;
+int64_t g_prefill_t = 0;  // --prefill-t N: that token count only (e.g. for one ncu launch)
 
 // Median ms per call of a graph of `calls` consecutive calls replayed `replays` times.
 double time_prefill_per_call(const std::function<void(int, cudaStream_t)>& body, int calls,
@@ -813,7 +815,103 @@ double time_prefill_per_call(const std::function<void(int, cudaStream_t)>& body,
   return ms / calls;
 }
 
-// Prefill steps (T = 1024, 4096 tokens, random top-k over all experts, a fresh routing per call):
+// cuBLAS BF16 grouped GEMM over the same routings (the issue's "same shapes" ceiling): per call,
+// one cublasGemmGroupedBatchedEx for L1 (w1 and w3 of every expert with tokens, one problem each:
+// [I, D] x [D, n_e]) and one for L2 ([D, I] x [I, n_e]); BF16 in and out, f32 compute; token
+// segments of the expanded activations in expert order. Median ms per call (event-timed back to
+// back launches: 2 per call, so no graph needed); -1 when cuBLAS refuses the type combination.
+// At small T it is bound by reading the BF16 weights (Flash: 256 x 50 MB = 12.9 GB per call,
+// 4x the MXFP4 bytes), so it is a fair "same shapes in BF16" ceiling, not a tensor-core one.
+double time_grouped_ceiling(cublasHandle_t h, cudaStream_t s,
+                            const std::vector<std::vector<int>>& cnt, const void* bf,
+                            int64_t bf_pool, size_t bf_expert, const void* db, void* dc, int64_t D,
+                            int64_t I) {
+  struct layer_args {
+    std::vector<cublasOperation_t> ta, tb;
+    std::vector<int> m, n, k, lda, ldb, ldc, size;
+    std::vector<float> alpha, beta;
+    const void** a = nullptr;  // device pointer arrays
+    const void** b = nullptr;
+    void** c = nullptr;
+  };
+  const int calls = int(cnt.size());
+  const int64_t E = int64_t(cnt[0].size());
+  int64_t P = 0;
+  for (int c : cnt[0]) P += c;
+  std::vector<layer_args> l1(calls), l2(calls);
+  std::vector<void*> dev_arrays;
+  const auto* wb = static_cast<const uint8_t*>(bf);
+  const auto* xb = static_cast<const __nv_bfloat16*>(db);
+  auto* yb = static_cast<__nv_bfloat16*>(dc);
+  auto add = [](layer_args& L, int m, int n, int k, int ld_in, int ld_out) {
+    L.ta.push_back(CUBLAS_OP_T);
+    L.tb.push_back(CUBLAS_OP_N);
+    L.m.push_back(m), L.n.push_back(n), L.k.push_back(k);
+    L.lda.push_back(ld_in), L.ldb.push_back(ld_in), L.ldc.push_back(ld_out);
+    L.size.push_back(1), L.alpha.push_back(1.0f), L.beta.push_back(0.0f);
+  };
+  auto upload = [&](const std::vector<const void*>& host) {
+    void* d;
+    CK(cudaMalloc(&d, host.size() * sizeof(void*)));
+    CK(cudaMemcpy(d, host.data(), host.size() * sizeof(void*), cudaMemcpyHostToDevice));
+    dev_arrays.push_back(d);
+    return d;
+  };
+  for (int i = 0; i < calls; ++i) {
+    std::vector<const void*> a1, b1, c1, a2, b2, c2;
+    int64_t off = 0;
+    for (int64_t e = 0; e < E; ++e) {
+      const int n = cnt[i][e];
+      if (!n) continue;
+      const uint8_t* base = wb + size_t(e % bf_pool) * bf_expert;
+      for (int g = 0; g < 2; ++g) {  // w1, w3: outputs [P, I] each, side by side in dc
+        add(l1[i], int(I), n, int(D), int(D), int(I));
+        a1.push_back(base + size_t(g) * I * D * 2);
+        b1.push_back(xb + off * D);
+        c1.push_back(yb + size_t(g) * P * I + off * I);
+      }
+      add(l2[i], int(D), n, int(I), int(I), int(D));
+      a2.push_back(base + size_t(2) * I * D * 2);
+      b2.push_back(xb + off * I);
+      c2.push_back(yb + off * D);
+      off += n;
+    }
+    l1[i].a = static_cast<const void**>(upload(a1));
+    l1[i].b = static_cast<const void**>(upload(b1));
+    l1[i].c = static_cast<void**>(upload(c1));
+    l2[i].a = static_cast<const void**>(upload(a2));
+    l2[i].b = static_cast<const void**>(upload(b2));
+    l2[i].c = static_cast<void**>(upload(c2));
+  }
+  auto gemm = [&](const layer_args& L) {
+    return cublasGemmGroupedBatchedEx(
+        h, L.ta.data(), L.tb.data(), L.m.data(), L.n.data(), L.k.data(), L.alpha.data(), L.a,
+        CUDA_R_16BF, L.lda.data(), L.b, CUDA_R_16BF, L.ldb.data(), L.beta.data(), L.c, CUDA_R_16BF,
+        L.ldc.data(), int(L.m.size()), L.size.data(), CUBLAS_COMPUTE_32F);
+  };
+  CB(cublasSetStream(h, s));
+  double ms = -1;
+  const cublasStatus_t probe = gemm(l1[0]);
+  if (probe == CUBLAS_STATUS_SUCCESS) {
+    ms = time_ms(
+             [&] {
+               for (int i = 0; i < calls; ++i) {
+                 CB(gemm(l1[i]));
+                 CB(gemm(l2[i]));
+               }
+             },
+             10, s) /
+         calls;
+  } else {
+    std::printf("cublasGemmGroupedBatchedEx refused BF16/BF16/BF16 f32-compute: status %d\n",
+                int(probe));
+  }
+  CK(cudaStreamSynchronize(s));
+  for (void* d : dev_arrays) CK(cudaFree(d));
+  return ms;
+}
+
+// Prefill steps (T = 256 .. 16384 tokens, random top-k over all experts, a fresh routing per call):
 // TFLOP/s (2 * pairs * 3 * hidden * inter per call) of moe_prefill_experts (bf16 and f32 x, exact
 // and official order) against, measured in the same run: cuBLAS BF16 on one dense GEMM of the
 // same total size (every pair on one [inter, hidden] matrix: the tensor-core ceiling of these
@@ -831,7 +929,8 @@ void bench_moe_prefill(const moe_shape& sh, weight_kind kind, cudaStream_t s, cu
   std::mt19937_64 rng(4321);
   const char* kname = kind == weight_kind::mxfp4 ? "mxfp4" : "nvfp4";
   constexpr int calls = 4;
-  for (int64_t T : {256, 1024, 4096}) {
+  for (int64_t T : {256, 1024, 4096, 8192, 16384}) {
+    if (g_prefill_t && T != g_prefill_t) continue;
     const int64_t P = T * K;
     std::vector<int32_t> routes;  // `calls` routings back to back
     draw_routes(rng, calls * T, E, K, routes);
@@ -887,12 +986,15 @@ void bench_moe_prefill(const moe_shape& sh, weight_kind kind, cudaStream_t s, cu
           }
         },
         calls, 10, s);
+    const double group_ms = time_grouped_ceiling(h, s, cnt, bf, bf_pool, bf_expert, db, dc, D, I);
     auto report = [&](const char* kernel, const char* act, double ms) {
       const double tf = flops / (ms * 1e-3) / 1e12;
-      std::printf("%-6s %-6s %-29s %-5s %5lld %10.1f %8.1f %8.1f%% %8.1f%%\n", sh.name, kname,
-                  kernel, act, (long long)T, ms * 1e3, tf, 100 * dense_ms / ms, 100 * loop_ms / ms);
+      std::printf("%-6s %-6s %-29s %-5s %5lld %10.1f %8.1f %8.1f%% %8.1f%% %8.1f%%\n", sh.name,
+                  kname, kernel, act, (long long)T, ms * 1e3, tf, 100 * dense_ms / ms,
+                  100 * group_ms / ms, 100 * loop_ms / ms);
     };
     report("cublas bf16 dense (ceil)", "bf16", dense_ms);
+    if (group_ms > 0) report("cublas bf16 grouped (ceil)", "bf16", group_ms);
     report("cublas bf16 expert loop", "bf16", loop_ms);
     const auto sl = [&](int i) { return size_t(i) * P; };
     const double nb = time_prefill_per_call(
@@ -1023,10 +1125,10 @@ void bench_moe_prefill(const moe_shape& sh, weight_kind kind, cudaStream_t s, cu
 void bench_prefill_section(cudaStream_t s, cublasHandle_t h) {
   std::printf(
       "\n## routed MoE prefill (graph of 4 calls, fresh routing each, median replay; weights "
-      "past L2; TFLOP/s = 2*T*top_k*3*D*I / time; %%dense / %%loop = cuBLAS BF16 dense-GEMM / "
-      "per-expert-loop time over this time)\n");
-  std::printf("%-6s %-6s %-29s %-5s %5s %10s %8s %9s %9s\n", "model", "format", "kernel", "act",
-              "T", "us", "TFLOP/s", "%dense", "%loop");
+      "past L2; TFLOP/s = 2*T*top_k*3*D*I / time; %%dense / %%group / %%loop = cuBLAS "
+      "BF16 dense-GEMM / grouped-GEMM / per-expert-loop time over this time)\n");
+  std::printf("%-6s %-6s %-29s %-5s %5s %10s %8s %9s %9s %9s\n", "model", "format", "kernel", "act",
+              "T", "us", "TFLOP/s", "%dense", "%group", "%loop");
   const moe_shape flash{"flash", 4096, 2048, 256, 6}, pro{"pro", 7168, 3072, 384, 6};
   for (const moe_shape& sh : {flash, pro}) {
     if (g_prefill_flash && std::string(sh.name) != "flash") continue;
@@ -1046,6 +1148,8 @@ int main(int argc, char** argv) {
     if (a == "--prefill-only") only_prefill = true;
     if (a == "--prefill-quick") only_prefill = g_prefill_quick = true;
     if (a == "--prefill-flash") only_prefill = g_prefill_flash = true;
+    if (a == "--prefill-t" && i + 1 < argc)
+      only_prefill = true, g_prefill_t = std::stoll(argv[++i]);
     if (a == "--prefill-cp") g_prefill_cp = true;
     if (a == "--decode-only") g_decode_only = only_moe = true;
     if (a == "--replays" && i + 1 < argc) k_replays = std::max(5, std::atoi(argv[++i]));
