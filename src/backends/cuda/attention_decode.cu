@@ -44,6 +44,7 @@
 #include "backends/cuda/kv_record.cuh"
 #include "backends/cuda/mma_sm80.cuh"
 #include "backends/cuda/paged_rows.cuh"
+#include "backends/cuda/pdl.cuh"
 
 namespace dsv4::cuda {
 
@@ -354,9 +355,9 @@ __global__ void __launch_bounds__(k_threads, 1)
   int32_t* index = valid + k_stages * k_tile;                               // [index_ring][k_tile]
   ref_t* ptrs = reinterpret_cast<ref_t*>(index + tr::index_ring * k_tile);  // [ptr_ring][k_tile]
 
-  // The combine kernel is launched as a programmatic dependent: let it start (and wait in
-  // griddepcontrol.wait for this grid's completion and memory) on the SMs this grid leaves free.
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  // The combine kernel is launched as a programmatic dependent (pdl.cuh): let it start (and wait
+  // in pdl_wait for this grid's completion and memory) on the SMs this grid leaves free.
+  pdl_trigger();
   const int split = blockIdx.x;
   const int group = blockIdx.y;
   const int64_t t = blockIdx.z;
@@ -697,8 +698,8 @@ __global__ void __launch_bounds__(k_combine_threads, 1)
   __shared__ float weight_s[k_combine_chunk];
   __shared__ float red[k_combine_threads / k_warp_size];
   // Launched with programmatic stream serialization: wait for the partials of the main kernel
-  // (griddepcontrol.wait returns once that grid has completed and its writes are visible).
-  asm volatile("griddepcontrol.wait;" ::: "memory");
+  // (pdl_wait returns once that grid has completed and its writes are visible).
+  pdl_wait();
   const int64_t t = blockIdx.x / heads;
   const int h = int(blockIdx.x % heads);
   const float2* ml = part_ml + t * splits * heads + h;  // split i at ml[i * heads]
@@ -830,17 +831,9 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
   if (e != cudaSuccess) return e;
   const int64_t blocks = tokens * heads;
   if (blocks > INT32_MAX) return cudaErrorInvalidValue;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(unsigned(blocks));
-  config.blockDim = dim3(k_combine_threads);
-  config.stream = stream;
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute.val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
-  return cudaLaunchKernelEx(&config, attention_decode_combine<act_t>, part_o, part_ml, sinks,
-                            int(heads), int(plan.splits), out);
+  return launch_pdl(true, attention_decode_combine<act_t>, dim3(unsigned(blocks)),
+                    dim3(k_combine_threads), 0, stream, part_o, part_ml, sinks, int(heads),
+                    int(plan.splits), out);
 }
 
 #define DSV4_ATTENTION_DECODE_INSTANTIATE(act_t, pool_t)                                       \

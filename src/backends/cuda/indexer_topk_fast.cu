@@ -29,6 +29,7 @@
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/mma_sm80.cuh"
 #include "backends/cuda/paged_rows.cuh"
+#include "backends/cuda/pdl.cuh"
 
 namespace dsv4::cuda {
 
@@ -113,16 +114,10 @@ struct token_state {
 };
 static_assert(sizeof(token_state) == 32, "token_state keeps 16-byte alignment");
 
-// Programmatic dependent launch: the collect-select kernel is launched with programmatic stream
-// serialization. Every block waits (the predecessor's grid complete and its writes visible) before
-// it reads anything or exits, so a dependent that runs knows every earlier launch of the chain has
-// completed. Both instructions are no-ops without the attribute.
-__device__ __forceinline__ void grid_dependency_wait() {
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-}
-__device__ __forceinline__ void grid_dependency_trigger() {
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-}
+// Programmatic dependent launch (pdl.cuh): the collect-select kernel is launched with
+// programmatic stream serialization. Every block waits (the predecessor's grid complete and its
+// writes visible) before it reads anything or exits, so a dependent that runs knows every earlier
+// launch of the chain has completed.
 
 __device__ __forceinline__ uint32_t swizzled(int row, int chunk) {
   return uint32_t(row * k_row_bytes + ((chunk ^ (row & 7)) << 4));
@@ -344,7 +339,7 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
   const uint8_t* keys8 = static_cast<const uint8_t*>(key_pool);
 
   // The collect kernel may be scheduled now: it waits for this grid's completion itself.
-  grid_dependency_trigger();
+  pdl_trigger();
   const int64_t t = blockIdx.y;
   const int64_t n = clamp_visible(n_visible[t], capacity);
   const int64_t lo = int64_t(blockIdx.x) * keys_per_cta;
@@ -810,7 +805,7 @@ __global__ void __launch_bounds__(k_select_threads)
                                   bool collect_only, int32_t* out) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ bool last_cta;
-  grid_dependency_wait();
+  pdl_wait();
   const int64_t t = blockIdx.y;
   const int64_t n = clamp_visible(n_visible[t], capacity);
   // n <= top_k: the select takes every entry; past n: nothing to collect.
@@ -827,24 +822,6 @@ __global__ void __launch_bounds__(k_select_threads)
   __threadfence();
   select_token(smem, scores, score_stride, state, hist2, pages, token_seq, n_visible, capacity,
                top_k, cand_list, out, t);
-}
-
-// Launch with (pdl) or without the programmatic stream serialization attribute (see
-// grid_dependency_wait).
-template <typename... Params, typename... Args>
-cudaError_t launch_dependent(bool pdl, void (*kernel)(Params...), dim3 grid, int threads, int smem,
-                             cudaStream_t stream, Args&&... args) {
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = grid;
-  cfg.blockDim = dim3(unsigned(threads));
-  cfg.dynamicSmemBytes = size_t(smem);
-  cfg.stream = stream;
-  cfg.attrs = attr;
-  cfg.numAttrs = pdl ? 1 : 0;
-  return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 
 int64_t score_stride_of(int64_t capacity) {
@@ -994,12 +971,12 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
   }
   e = cudaGetLastError();
   if (e != cudaSuccess || plan.score_only) return e;
-  return launch_dependent(
-      true, indexer_collect_select_kernel,
-      dim3(unsigned(plan.collect_ctas_per_token), unsigned(tokens)), k_select_threads,
-      k_select_smem, stream, static_cast<const float*>(scores), stride,
-      static_cast<const uint32_t*>(hist), state, hist2, cand_list, pages, token_seq, n_visible,
-      plan.capacity, int(top_k), plan.collect_keys, plan.collect_only, out);
+  return launch_pdl(true, indexer_collect_select_kernel,
+                    dim3(unsigned(plan.collect_ctas_per_token), unsigned(tokens)),
+                    dim3(k_select_threads), size_t(k_select_smem), stream,
+                    static_cast<const float*>(scores), stride, static_cast<const uint32_t*>(hist),
+                    state, hist2, cand_list, pages, token_seq, n_visible, plan.capacity, int(top_k),
+                    plan.collect_keys, plan.collect_only, out);
 }
 
 }  // namespace

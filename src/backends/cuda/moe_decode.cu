@@ -35,6 +35,7 @@
 #include "backends/cuda/moe_decode_scales.h"
 #include "backends/cuda/moe_plan.cuh"
 #include "backends/cuda/moe_repack.h"
+#include "backends/cuda/pdl.cuh"
 #include "backends/cuda/quantize.h"
 
 namespace dsv4::cuda {
@@ -96,18 +97,12 @@ fp4_weight make_fp4_weight(const device_weight& w) {
                     w.kind == weight_kind::mxfp4 && !w.scale_e8m0};
 }
 
-// Programmatic dependent launch (PDL): the launches after the first carry the programmatic
+// Programmatic dependent launch (pdl.cuh): the launches after the first carry the programmatic
 // stream serialization attribute, so each may start while its predecessor drains. Every block
-// of every such kernel executes grid_dependency_wait() (the predecessor's grid complete and its
-// writes visible) before it reads a predecessor's output and before it exits, and triggers its
+// of every such kernel executes pdl_wait() (the predecessor's grid complete and its writes
+// visible) before it reads a predecessor's output and before it exits, and triggers its
 // dependents only after that wait: a running dependent therefore knows that every earlier launch
-// of the chain has completed (the plan, in particular). Both are no-ops without the attribute.
-__device__ __forceinline__ void grid_dependency_wait() {
-  asm volatile("griddepcontrol.wait;" ::: "memory");
-}
-__device__ __forceinline__ void grid_dependency_trigger() {
-  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
-}
+// of the chain has completed (the plan, in particular).
 
 // The activation layout of the decode kernels (x and h, hi and lo parts): fp4_mma.cuh's paired
 // layout with the 16-byte groups of each 128-k round transposed, group i (k 8 i .. 8 i + 7) of
@@ -126,7 +121,7 @@ __global__ void __launch_bounds__(k_plan_threads)
     moe_decode_prepare_kernel(const int32_t* indices, int pairs, int experts, int* chunk_count,
                               int* sorted, int4* chunks, const act_t* x, int64_t x_count,
                               uint16_t* xhi, uint16_t* xlo) {
-  grid_dependency_trigger();  // L1 may start; it waits for this grid before reading the plan
+  pdl_trigger();  // L1 may start; it waits for this grid before reading the plan
   if (blockIdx.x > 0) {
     // Groups of 8 activations of one row (cols % 8 == 0): 4 paired words of hi (and lo).
     const int64_t grp = (int64_t(blockIdx.x) - 1) * blockDim.x + threadIdx.x;
@@ -388,7 +383,7 @@ __device__ __forceinline__ void load_x(uint4 (&xh)[4], uint4 (&xl)[4], const uin
 // official order) h * pair_weights[pair] into hf [pairs, rows] f32. !UP: W2 into out (f32).
 // ain_hi / ain_lo: paired activations, one row of `kdim` per token (UP) or per pair (!UP).
 // Before its grid-dependency wait the kernel reads only the plan (complete: see
-// grid_dependency_wait) and the weights, so with RING, !UP streams its first k_stages rounds of
+// pdl_wait) and the weights, so with RING, !UP streams its first k_stages rounds of
 // W2 while the L1 launch still finishes.
 // RP: the weights are repacked (moe_repack.h): a lane's 16 bytes of rows g and g + 8 of a round
 // are at tile * 1024 + lane * 16 and + 512 (each warp-wide load one contiguous 512 bytes),
@@ -407,10 +402,10 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
   __shared__ stage_buf<NM> ring[RING ? k_warps : 1][RING ? k_stages : 1];
   __shared__ scale_buf<NM> scale_ring[RING ? k_warps : 1];
   // UP: the plan comes from the launch right before this one.
-  if constexpr (UP) grid_dependency_wait();
+  if constexpr (UP) pdl_wait();
   const int slot = blockIdx.y;
   if (slot >= *chunk_count) {  // uniform over the block
-    if constexpr (!UP) grid_dependency_wait();
+    if constexpr (!UP) pdl_wait();
     return;
   }
   const int4 c = chunks[slot];
@@ -500,8 +495,8 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
 #pragma unroll
     for (int j = 0; j < k_stages; ++j) issue(j, j);
 
-    if constexpr (!UP) grid_dependency_wait();  // h from the launch before
-    grid_dependency_trigger();
+    if constexpr (!UP) pdl_wait();  // h from the launch before
+    pdl_trigger();
     __syncthreads();  // pair_of
 
     // Activation row of token / pair g of the chunk (clamped: lanes past the count compute
@@ -547,8 +542,8 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     }
     cp_async_wait<0>();
   } else {  // the first version's register double buffer (two rounds in flight), plain launches
-    if constexpr (!UP) grid_dependency_wait();  // no-op without PDL
-    __syncthreads();                            // pair_of
+    if constexpr (!UP) pdl_wait();  // no-op without PDL
+    __syncthreads();                // pair_of
     const int pg = pair_of[g];
     const int64_t arow = UP ? int64_t(pg / top_k) : int64_t(pg);
     const uint4* xh_base = reinterpret_cast<const uint4*>(ain_hi + arow * kdim) + q;
@@ -637,8 +632,8 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
 __global__ void __launch_bounds__(256)
     moe_decode_quantize_h_kernel(const float* hf, const int32_t* indices, int64_t pairs,
                                  int64_t experts, int64_t inter, uint16_t* h_hi) {
-  grid_dependency_wait();
-  grid_dependency_trigger();
+  pdl_wait();
+  pdl_trigger();
   const int64_t blocks_per_row = inter / k_round;
   const int64_t item = int64_t(blockIdx.x) * (256 / k_warp_size) + threadIdx.x / k_warp_size;
   if (item >= pairs * blocks_per_row) return;  // uniform over the warp
@@ -666,8 +661,8 @@ template <typename act_t>
 __global__ void moe_decode_combine_kernel(const float* out, const int32_t* indices,
                                           const float* weights, int64_t tokens, int top_k,
                                           int64_t experts, int64_t hidden, act_t* y) {
-  grid_dependency_wait();
-  grid_dependency_trigger();
+  pdl_wait();
+  pdl_trigger();
   const int64_t n = tokens * hidden;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
@@ -685,24 +680,6 @@ __global__ void moe_decode_combine_kernel(const float* out, const int32_t* indic
     }
     y[i] = act_from_f32<act_t>(bad ? __uint_as_float(0x7fc00000u) : acc);
   }
-}
-
-// Launch with (pdl) or without the programmatic stream serialization attribute (see
-// grid_dependency_wait).
-template <typename... Params, typename... Args>
-cudaError_t launch_pdl(bool pdl, void (*kernel)(Params...), dim3 grid, int threads,
-                       cudaStream_t stream, Args&&... args) {
-  cudaLaunchAttribute attr[1];
-  attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attr[0].val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t cfg{};
-  cfg.gridDim = grid;
-  cfg.blockDim = dim3(unsigned(threads));
-  cfg.dynamicSmemBytes = 0;
-  cfg.stream = stream;
-  cfg.attrs = attr;
-  cfg.numAttrs = pdl ? 1 : 0;
-  return cudaLaunchKernelEx(&cfg, kernel, std::forward<Args>(args)...);
 }
 
 // Row tiles per block (RT; 4 / RT warps split K): the most that still gives >= 4 blocks per SM
@@ -723,9 +700,9 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
                         cudaStream_t stream) {
   const int rt = pick_rt(rows, chunks_bound, sms);
   const dim3 grid(unsigned(rows / (16 * rt)), unsigned(chunks_bound));
-#define DSV4_GEMM(RT)                                                                           \
-  launch_pdl(RING, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP>, grid, k_threads, stream, \
-             a_hi, a_lo, kdim, rows, top_k, chunk_count, chunks, sorted, wa, wb, limit,         \
+#define DSV4_GEMM(RT)                                                                            \
+  launch_pdl(RING, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP>, grid, dim3(k_threads), 0, \
+             stream, a_hi, a_lo, kdim, rows, top_k, chunk_count, chunks, sorted, wa, wb, limit,  \
              pair_weights, h_hi, h_lo, hf, out)
   cudaError_t e;
   if (rt == 4)
@@ -777,9 +754,9 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
     return e;
   if (official) {
     const int64_t items = pairs * (inter / k_round);
-    if (const cudaError_t e = launch_pdl(ring, moe_decode_quantize_h_kernel,
-                                         dim3(unsigned(ceil_div(items, 256 / k_warp_size))), 256,
-                                         stream, hf, indices, pairs, experts, inter, hhi);
+    if (const cudaError_t e = launch_pdl(
+            ring, moe_decode_quantize_h_kernel, dim3(unsigned(ceil_div(items, 256 / k_warp_size))),
+            dim3(256), 0, stream, hf, indices, pairs, experts, inter, hhi);
         e != cudaSuccess)
       return e;
     // The quantized h is exact in BF16: no lo part.
@@ -796,8 +773,9 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   }
   const int threads = 256;
   return launch_pdl(ring, moe_decode_combine_kernel<act_t>,
-                    dim3(grid_stride_blocks(tokens * hidden, threads)), threads, stream, out,
-                    indices, official ? nullptr : weights, tokens, int(top_k), experts, hidden, y);
+                    dim3(grid_stride_blocks(tokens * hidden, threads)), dim3(threads), 0, stream,
+                    out, indices, official ? nullptr : weights, tokens, int(top_k), experts, hidden,
+                    y);
 }
 
 }  // namespace
