@@ -27,6 +27,7 @@
 #include "backends/cuda/fp4_mma.cuh"
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/linear_decode.h"
+#include "backends/cuda/linear_decode_tail.cuh"
 #include "backends/cuda/pdl.cuh"
 
 namespace dsv4::cuda {
@@ -306,38 +307,11 @@ __global__ void __launch_bounds__(max_threads<NT>())
     if (r + 4 < re) load_round_set<K, NT>(b, w, r0 + g, (r + 4) * ROUND + off);
     mma_round_set<K, SPLIT, NT>(acc, c, xh, xl, (r + 2) * ROUND + off);
   }
-  if (ks > 1) {
-    if (kpart > 0) {
-      float* mine = partial + size_t((kpart - 1) * rt + tile) * NT * 4 * k_warp_size;
-#pragma unroll
-      for (int j = 0; j < NT; ++j)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) mine[(j * 4 + i) * k_warp_size + lane] = acc[j][i];
-    }
-    __syncthreads();
-    if (kpart > 0) return;
-    for (int p = 1; p < ks; ++p) {
-      const float* theirs = partial + size_t((p - 1) * rt + tile) * NT * 4 * k_warp_size;
-#pragma unroll
-      for (int j = 0; j < NT; ++j)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) acc[j][i] += theirs[(j * 4 + i) * k_warp_size + lane];
-    }
-  }
+  if (!decode_tail::sum_k_parts<NT>(acc, partial, rt, ks, tile, kpart, lane)) return;
   const float post =
       K == weight_kind::nvfp4 ? (w.global_p ? __ldg(w.global_p) : 1.0f) * 256.0f : 1.0f;
-#pragma unroll
-  for (int j = 0; j < NT; ++j)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int col = 8 * j + 2 * q + (i & 1);
-      if (col >= tokens) continue;
-      const int64_t at = int64_t(col) * w.rows + r0 + g + 8 * (i >> 1);
-      if (y_bf16)
-        static_cast<__nv_bfloat16*>(y)[at] = __float2bfloat16_rn(acc[j][i] * post);
-      else
-        static_cast<float*>(y)[at] = acc[j][i] * post;
-    }
+  decode_tail::store<NT>(
+      acc, [post](float v) { return v * post; }, tokens, w.rows, r0, g, q, y, y_bf16);
 }
 
 int n_tiles_of(int64_t tokens) {

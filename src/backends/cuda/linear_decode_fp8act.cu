@@ -20,6 +20,7 @@
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/linear_decode.h"
 #include "backends/cuda/linear_decode_fp8act.h"
+#include "backends/cuda/linear_decode_tail.cuh"
 #include "backends/cuda/pdl.cuh"
 #include "backends/cuda/quantize.h"
 #include "backends/cuda/weight_decode.cuh"
@@ -175,36 +176,9 @@ __global__ void __launch_bounds__(max_threads<NT>())
     if (r + 4 < re) load_round(b, w0, w1, scale_row, e8m0, r + 4);
     mma_round<NT>(acc, c, xr, sx, (r + 2) * k_block, r + 2);
   }
-  if (ks > 1) {
-    if (kpart > 0) {
-      float* mine = partial + size_t((kpart - 1) * rt + tile) * NT * 4 * k_warp_size;
-#pragma unroll
-      for (int j = 0; j < NT; ++j)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) mine[(j * 4 + i) * k_warp_size + lane] = acc[j][i];
-    }
-    __syncthreads();
-    if (kpart > 0) return;
-    for (int p = 1; p < ks; ++p) {
-      const float* theirs = partial + size_t((p - 1) * rt + tile) * NT * 4 * k_warp_size;
-#pragma unroll
-      for (int j = 0; j < NT; ++j)
-#pragma unroll
-        for (int i = 0; i < 4; ++i) acc[j][i] += theirs[(j * 4 + i) * k_warp_size + lane];
-    }
-  }
-#pragma unroll
-  for (int j = 0; j < NT; ++j)
-#pragma unroll
-    for (int i = 0; i < 4; ++i) {
-      const int col = 8 * j + 2 * q + (i & 1);
-      if (col >= tokens) continue;
-      const int64_t at = int64_t(col) * w.rows + r0 + g + 8 * (i >> 1);
-      if (y_bf16)
-        static_cast<__nv_bfloat16*>(y)[at] = __float2bfloat16_rn(acc[j][i]);
-      else
-        static_cast<float*>(y)[at] = acc[j][i];
-    }
+  if (!decode_tail::sum_k_parts<NT>(acc, partial, rt, ks, tile, kpart, lane)) return;
+  decode_tail::store<NT>(
+      acc, [](float v) { return v; }, tokens, w.rows, r0, g, q, y, y_bf16);
 }
 
 size_t x8_bytes(int64_t tokens, int64_t cols) {
