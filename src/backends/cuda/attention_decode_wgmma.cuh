@@ -13,29 +13,20 @@
 
 #include <cstdint>
 
+#include "backends/cuda/wgmma_common.cuh"
+
 namespace dsv4::cuda::attention_wgmma {
 
+// Descriptors, fences and waits: wgmma_common.cuh.
+using wgmma::commit;
+using wgmma::fence;
+using wgmma::fence_async_smem;
+using wgmma::reg_fence;
 __device__ __forceinline__ uint64_t desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
-  return uint64_t((addr & 0x3FFFFu) >> 4) | (uint64_t((lbo & 0x3FFFFu) >> 4) << 16) |
-         (uint64_t((sbo & 0x3FFFFu) >> 4) << 32) | (uint64_t(1) << 62);
-}
-
-__device__ __forceinline__ void fence() {
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void commit() {
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+  return wgmma::sw128_desc(addr, lbo, sbo);
 }
 __device__ __forceinline__ void wait_all() {
-  asm volatile("wgmma.wait_group.sync.aligned 0;\n" ::: "memory");
-}
-// Keeps the compiler from moving accesses of an accumulator across a wait.
-__device__ __forceinline__ void reg_fence(float& r) {
-  asm volatile("" : "+f"(r)::"memory");
-}
-// Generic-proxy writes to shared memory (cp.async, st.shared) made visible to wgmma.
-__device__ __forceinline__ void fence_async_smem() {
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+  wgmma::wait<0>();
 }
 
 // d[16] += A (64 x 16, descriptor, K-major) * B (16 x 32, descriptor, K-major).

@@ -52,6 +52,7 @@
 #include "backends/cuda/moe_prefill_common.cuh"
 #include "backends/cuda/moe_prefill_wgmma.h"
 #include "backends/cuda/moe_prefill_wgmma_ops.cuh"
+#include "backends/cuda/wgmma_common.cuh"
 
 // wgmma exists only in the sm_90a feature set; other targets compile a trapping body (the host
 // side runs this core only on compute capability 9.0, see moe_prefill_use_wgmma).
@@ -82,26 +83,11 @@ __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
 
-// K-major operand, 128-byte swizzle, 8-row groups 1024 bytes apart (LBO unused).
+// K-major operand, 128-byte swizzle, 8-row groups 1024 bytes apart (LBO unused: 16).
 __device__ __forceinline__ uint64_t smem_desc(uint32_t addr) {
-  return uint64_t((addr & 0x3FFFFu) >> 4) | (uint64_t(1) << 16) | (uint64_t(1024 >> 4) << 32) |
-         (uint64_t(1) << 62);
+  return wgmma::sw128_desc(addr, 16, 1024);
 }
 
-__device__ __forceinline__ void wg_fence() {
-  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ void wg_commit() {
-  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-template <int n>
-__device__ __forceinline__ void wg_wait() {
-  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(n) : "memory");
-}
-// Keeps the compiler from moving accesses of an accumulator across a wait.
-__device__ __forceinline__ void reg_fence(float& r) {
-  asm volatile("" : "+f"(r)::"memory");
-}
 __device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
 }
@@ -119,9 +105,6 @@ __device__ __forceinline__ uint4 lds_16(uint32_t addr) {
                : "r"(addr)
                : "memory");
   return v;
-}
-__device__ __forceinline__ void fence_async_smem() {
-  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 
 // A registers of step s (0..7) of a round for one matrix: regs 0 / 1 = P_i of rows g / g + 8,
@@ -209,6 +192,54 @@ struct block_args {
   int64_t b_offset;
 };
 
+// Logical position (within its 128-wide round) of physical k p: p = 32 c + 8 w + i + 4 h sits at
+// 32 w + 8 i + 2 c + h.
+__host__ __device__ constexpr int permuted_k(int p) {
+  return 32 * ((p >> 3) & 3) + 8 * (p & 3) + 2 * (p >> 5) + ((p >> 2) & 1);
+}
+static_assert(permuted_k(0) == 0 && permuted_k(4) == 1 && permuted_k(32) == 2 &&
+                  permuted_k(1) == 8 && permuted_k(8) == 32 && permuted_k(127) == 127,
+              "logical k order of the top of the file");
+
+// The epilogue of both GEMM cores. Accumulator j: row g + 8 ((j >> 1) & 1) of the warp's 16,
+// token 8 (j >> 2) + 2 c + (j & 1). NVFP4 weights were expanded as code * scale * 2^-8: the f32
+// sums take global * 2^8. UP: clamped SwiGLU of a (W1) and b (W3), times the pair's routing
+// weight when given, into h; with PERMUTE_H and BF16 h each row goes to its permuted column
+// (the cp core's L2 reads h' in the logical k order). Down: a and b are two row blocks of W2.
+template <typename out_t, weight_kind K, bool UP, int N, bool PERMUTE_H>
+__device__ __forceinline__ void store_tile(const float (&acc)[2][N / 2], const block_args& ba,
+                                           const fp4_weight& wa, const fp4_weight& wb,
+                                           const int* pair_of, int g, int c, float limit,
+                                           const float* pair_weights, out_t* dst) {
+  float fa = 1.0f, fb = 1.0f;
+  if constexpr (K == weight_kind::nvfp4) {
+    fa = (wa.global ? __ldg(wa.global + ba.e) : 1.0f) * 256.0f;
+    fb = (wb.global ? __ldg(wb.global + ba.e) : 1.0f) * 256.0f;
+  }
+#pragma unroll
+  for (int j = 0; j < N / 2; ++j) {
+    const int t = 8 * (j >> 2) + 2 * c + (j & 1);
+    if (t >= ba.ntok) continue;
+    const int p = pair_of[t];
+    const int64_t row = ba.r0 + g + 8 * ((j >> 1) & 1);
+    if constexpr (UP) {
+      if (row < ba.out_rows) {
+        const float v = moe_swiglu_value(acc[0][j] * fa, acc[1][j] * fb, limit);
+        const int64_t col = PERMUTE_H && std::is_same_v<out_t, __nv_bfloat16>
+                                ? (row & ~int64_t(127)) | permuted_k(int(row & 127))
+                                : row;
+        dst[int64_t(p) * ba.out_rows + col] =
+            act_from_f32<out_t>(pair_weights ? __fmul_rn(v, pair_weights[p]) : v);
+      }
+    } else {
+      if (row < ba.out_rows)
+        dst[int64_t(p) * ba.out_rows + row] = act_from_f32<out_t>(acc[0][j] * fa);
+      if (row + ba.b_offset < ba.out_rows)
+        dst[int64_t(p) * ba.out_rows + row + ba.b_offset] = act_from_f32<out_t>(acc[1][j] * fb);
+    }
+  }
+}
+
 template <typename in_t, typename out_t, weight_kind K, bool UP, int N>
 __device__ __forceinline__ void gemm_tile(const block_args& ba, const fp4_weight& wa,
                                           const fp4_weight& wb, const in_t* const* row_src,
@@ -264,7 +295,7 @@ __device__ __forceinline__ void gemm_tile(const block_args& ba, const fp4_weight
   tile_round cur[2], nxt[2];
 #pragma unroll
   for (int m = 0; m < 2; ++m) load_tile_scales<K>(cur[m], tr[m], f32_scale, klane);
-  fence_async_smem();
+  wgmma::fence_async_smem();
   __syncthreads();
 
   // wgmma groups left in flight while the next step's A registers are expanded. 2 would suit
@@ -303,12 +334,12 @@ __device__ __forceinline__ void gemm_tile(const block_args& ba, const fp4_weight
       expand_step<K, s>(cur[0], sc[0], a[s & 3][0]);
       expand_step<K, s>(cur[1], sc[1], a[s & 3][1]);
       __syncwarp();  // .aligned: the warp reconverged after the staging branches
-      wg_fence();
+      wgmma::fence();
       const uint64_t d = smem_desc(buf + (s >> 2) * k_atom_bytes + (s & 3) * 32);
       wgmma_rs<N>::run(acc[0], a[s & 3][0], d);
       wgmma_rs<N>::run(acc[1], a[s & 3][1], d);
-      wg_commit();
-      wg_wait<k_inflight>();
+      wgmma::commit();
+      wgmma::wait<k_inflight>();
     };
     step(std::integral_constant<int, 0>{});
     step(std::integral_constant<int, 1>{});
@@ -318,7 +349,7 @@ __device__ __forceinline__ void gemm_tile(const block_args& ba, const fp4_weight
     step(std::integral_constant<int, 5>{});
     step(std::integral_constant<int, 6>{});
     step(std::integral_constant<int, 7>{});
-    fence_async_smem();
+    wgmma::fence_async_smem();
     __syncthreads();
 #pragma unroll
     for (int m = 0; m < 2; ++m)
@@ -326,38 +357,13 @@ __device__ __forceinline__ void gemm_tile(const block_args& ba, const fp4_weight
       for (int i = 0; i < 2; ++i) cur[m].s[i] = nxt[m].s[i];
   }
   cp_async_wait<0>();
-  wg_wait<0>();
+  wgmma::wait<0>();
 #pragma unroll
   for (int m = 0; m < 2; ++m)
 #pragma unroll
-    for (int j = 0; j < N / 2; ++j) reg_fence(acc[m][j]);
+    for (int j = 0; j < N / 2; ++j) wgmma::reg_fence(acc[m][j]);
 
-  // Accumulator j: row g + 8 ((j >> 1) & 1) of the warp's 16, token 8 (j >> 2) + 2 c + (j & 1).
-  // NVFP4 weights were expanded as code * scale * 2^-8: the f32 sums take global * 2^8.
-  float fa = 1.0f, fb = 1.0f;
-  if constexpr (K == weight_kind::nvfp4) {
-    fa = (wa.global ? __ldg(wa.global + ba.e) : 1.0f) * 256.0f;
-    fb = (wb.global ? __ldg(wb.global + ba.e) : 1.0f) * 256.0f;
-  }
-#pragma unroll
-  for (int j = 0; j < N / 2; ++j) {
-    const int t = 8 * (j >> 2) + 2 * c + (j & 1);
-    if (t >= ba.ntok) continue;
-    const int p = pair_of[t];
-    const int64_t row = ba.r0 + g + 8 * ((j >> 1) & 1);
-    if constexpr (UP) {
-      if (row < ba.out_rows) {
-        const float v = moe_swiglu_value(acc[0][j] * fa, acc[1][j] * fb, limit);
-        dst[int64_t(p) * ba.out_rows + row] =
-            act_from_f32<out_t>(pair_weights ? __fmul_rn(v, pair_weights[p]) : v);
-      }
-    } else {
-      if (row < ba.out_rows)
-        dst[int64_t(p) * ba.out_rows + row] = act_from_f32<out_t>(acc[0][j] * fa);
-      if (row + ba.b_offset < ba.out_rows)
-        dst[int64_t(p) * ba.out_rows + row + ba.b_offset] = act_from_f32<out_t>(acc[1][j] * fb);
-    }
-  }
+  store_tile<out_t, K, UP, N, false>(acc, ba, wa, wb, pair_of, g, c, limit, pair_weights, dst);
 }
 
 // UP: src = x (rows by token), wa = W1, wb = W3, dst = h [pairs, inter]. Down: src = h (rows by
@@ -453,15 +459,6 @@ namespace {
 constexpr int k_cp_stages = 4;
 constexpr int k_cp_smem_bytes = k_cp_stages * k_stage_bytes + k_wdepth * k_wround_bytes + 1024;
 
-// Logical position (within its 128-wide round) of physical k p: p = 32 c + 8 w + i + 4 h sits at
-// 32 w + 8 i + 2 c + h.
-__host__ __device__ constexpr int permuted_k(int p) {
-  return 32 * ((p >> 3) & 3) + 8 * (p & 3) + 2 * (p >> 5) + ((p >> 2) & 1);
-}
-static_assert(permuted_k(0) == 0 && permuted_k(4) == 1 && permuted_k(32) == 2 &&
-                  permuted_k(1) == 8 && permuted_k(8) == 32 && permuted_k(127) == 127,
-              "logical k order of the top of the file");
-
 // 16 bytes, or 16 zero bytes when src_bytes is 0 (src is then not read).
 __device__ __forceinline__ void cp_async_16_zfill(uint32_t dst, const void* src, int src_bytes) {
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
@@ -526,7 +523,7 @@ __device__ __forceinline__ void gemm_tile_cp(const block_args& ba, const fp4_wei
   for (int r = 0; r < rounds; ++r) {
     const bool more = r + 1 < rounds;
     cp_async_wait<1>();  // this thread's round r chunks have landed
-    fence_async_smem();
+    wgmma::fence_async_smem();
     __syncthreads();  // everyone's round r chunks; round r - 2's wgmmas retired
     issue(r + 2);
     const uint32_t buf = sbase + (r % k_cp_stages) * k_stage_bytes;
@@ -545,12 +542,12 @@ __device__ __forceinline__ void gemm_tile_cp(const block_args& ba, const fp4_wei
       expand_step<K, s>(cur[0], sc[0], a[s & 3][0]);
       expand_step<K, s>(cur[1], sc[1], a[s & 3][1]);
       __syncwarp();
-      wg_fence();
+      wgmma::fence();
       const uint64_t d = smem_desc(buf + (s >> 2) * k_atom_bytes + (s & 3) * 32);
       wgmma_rs<N>::run(acc[0], a[s & 3][0], d);
       wgmma_rs<N>::run(acc[1], a[s & 3][1], d);
-      wg_commit();
-      wg_wait<1>();
+      wgmma::commit();
+      wgmma::wait<1>();
     };
     step(std::integral_constant<int, 0>{});
     step(std::integral_constant<int, 1>{});
@@ -566,40 +563,14 @@ __device__ __forceinline__ void gemm_tile_cp(const block_args& ba, const fp4_wei
       for (int i = 0; i < 2; ++i) cur[m].s[i] = nxt[m].s[i];
   }
   cp_async_wait<0>();
-  wg_wait<0>();
+  wgmma::wait<0>();
 #pragma unroll
   for (int m = 0; m < 2; ++m)
 #pragma unroll
-    for (int j = 0; j < N / 2; ++j) reg_fence(acc[m][j]);
+    for (int j = 0; j < N / 2; ++j) wgmma::reg_fence(acc[m][j]);
 
-  // As gemm_tile's epilogue; L1 with BF16 h writes each row at its permuted column (L2's B).
-  float fa = 1.0f, fb = 1.0f;
-  if constexpr (K == weight_kind::nvfp4) {
-    fa = (wa.global ? __ldg(wa.global + ba.e) : 1.0f) * 256.0f;
-    fb = (wb.global ? __ldg(wb.global + ba.e) : 1.0f) * 256.0f;
-  }
-#pragma unroll
-  for (int j = 0; j < N / 2; ++j) {
-    const int t = 8 * (j >> 2) + 2 * c + (j & 1);
-    if (t >= ba.ntok) continue;
-    const int p = pair_of[t];
-    const int64_t row = ba.r0 + g + 8 * ((j >> 1) & 1);
-    if constexpr (UP) {
-      if (row < ba.out_rows) {
-        const float v = moe_swiglu_value(acc[0][j] * fa, acc[1][j] * fb, limit);
-        const int64_t col = std::is_same_v<out_t, __nv_bfloat16>
-                                ? (row & ~int64_t(127)) | permuted_k(int(row & 127))
-                                : row;
-        dst[int64_t(p) * ba.out_rows + col] =
-            act_from_f32<out_t>(pair_weights ? __fmul_rn(v, pair_weights[p]) : v);
-      }
-    } else {
-      if (row < ba.out_rows)
-        dst[int64_t(p) * ba.out_rows + row] = act_from_f32<out_t>(acc[0][j] * fa);
-      if (row + ba.b_offset < ba.out_rows)
-        dst[int64_t(p) * ba.out_rows + row + ba.b_offset] = act_from_f32<out_t>(acc[1][j] * fb);
-    }
-  }
+  // L1 with BF16 h writes each row at its permuted column (L2's B).
+  store_tile<out_t, K, UP, N, true>(acc, ba, wa, wb, pair_of, g, c, limit, pair_weights, dst);
 }
 
 // As moe_prefill_wgmma_kernel, src pre-permuted BF16 (x' or h').
