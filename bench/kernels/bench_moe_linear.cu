@@ -1156,6 +1156,19 @@ double nmse_bf16(const __nv_bfloat16* a, const __nv_bfloat16* b, size_t n) {
   return den > 0 ? num / den : num;
 }
 
+// Token counts of the W4A8 section: --w4a8-flash-t / --w4a8-pro-t (comma-separated; empty: skip).
+std::vector<int64_t> g_w4a8_flash_t = {1024, 4096, 8192}, g_w4a8_pro_t = {4096};
+
+std::vector<int64_t> parse_list(const std::string& list) {
+  std::vector<int64_t> v;
+  for (std::string t = list; !t.empty();) {
+    const size_t comma = t.find(',');
+    v.push_back(std::atoll(t.substr(0, comma).c_str()));
+    t = comma == std::string::npos ? "" : t.substr(comma + 1);
+  }
+  return v;
+}
+
 void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cublasLtHandle_t lt,
                       const std::vector<int64_t>& token_counts) {
   const int64_t D = sh.hidden, I = sh.inter, E = sh.experts, K = sh.top_k;
@@ -1315,10 +1328,12 @@ void bench_w4a8_section(cudaStream_t s, cublasHandle_t h, cublasLtHandle_t lt) {
   std::printf("%-6s %-30s %5s %10s %8s %9s %9s %9s\n", "model", "kernel", "T", "us", "TFLOP/s",
               "%fp8", "%bf16", "%w4a16");
   const moe_shape flash{"flash", 4096, 2048, 256, 6}, pro{"pro", 7168, 3072, 384, 6};
-  const std::vector<int64_t> tokens =
-      g_prefill_t ? std::vector<int64_t>{g_prefill_t} : std::vector<int64_t>{1024, 4096, 8192};
-  bench_w4a8_shape(flash, s, h, lt, tokens);
-  if (!g_prefill_flash) bench_w4a8_shape(pro, s, h, lt, tokens);
+  // Flash's first token count, then Pro, then Flash's others (a run cut short by its time limit
+  // keeps the rows it printed: stdout is line-buffered).
+  const std::vector<int64_t>& ft = g_w4a8_flash_t;
+  if (!ft.empty()) bench_w4a8_shape(flash, s, h, lt, {ft[0]});
+  if (!g_w4a8_pro_t.empty()) bench_w4a8_shape(pro, s, h, lt, g_w4a8_pro_t);
+  if (ft.size() > 1) bench_w4a8_shape(flash, s, h, lt, {ft.begin() + 1, ft.end()});
 }
 
 }  // namespace
@@ -1338,6 +1353,8 @@ int main(int argc, char** argv) {
       only_prefill = true, g_prefill_t = std::stoll(argv[++i]);
     if (a == "--prefill-cp") g_prefill_cp = true;
     if (a == "--prefill-w4a8") w4a8 = true;
+    if (a == "--w4a8-flash-t" && i + 1 < argc) g_w4a8_flash_t = parse_list(argv[++i]);
+    if (a == "--w4a8-pro-t" && i + 1 < argc) g_w4a8_pro_t = parse_list(argv[++i]);
     if (a == "--decode-only") g_decode_only = only_moe = true;
     if (a == "--replays" && i + 1 < argc) k_replays = std::max(5, std::atoi(argv[++i]));
     if (a == "--shapes" && i + 1 < argc) g_shapes = argv[++i];
@@ -1352,6 +1369,7 @@ int main(int argc, char** argv) {
     }
     if (a == "--profile") profile = true;
   }
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // rows survive a run cut short by a time limit
   int dev = 0;
   CK(cudaSetDevice(dev));
   cudaDeviceProp p;

@@ -32,9 +32,10 @@ namespace dsv4::cuda {
 // w4a8 (official order and MXFP4 weights only, compute capability 9.0; moe_prefill_w4a8.cu):
 // x and h quantized to E4M3 per 128 values (the official values), weights expanded to E4M3 with
 // the group exponent folded in, FP8 wgmma with f32 promotion per 128 k; never chosen
-// automatically; anything else returns cudaErrorInvalidValue. w4a8_serial: the same core
-// without the overlap of the next round's weight expansion with the current round's wgmmas
-// (identical results; kept for A/B measurements).
+// automatically; anything else returns cudaErrorInvalidValue. w4a8_serial: that core without
+// the overlap of the next round's weight expansion with the current round's wgmmas and with 4
+// instead of 8 rounds in flight (the first measured configuration; identical results), kept for
+// A/B measurements.
 enum class moe_prefill_core { automatic, mma_sync, wgmma, wgmma_cp, w4a8, w4a8_serial };
 
 // The automatic choice for a step of `tokens` x `top_k` pairs over `experts` experts: wgmma on

@@ -35,9 +35,10 @@
 // kernel writes each 128-k block of x and h in this logical order, so B rows are staged by plain
 // cp.async copies into the 128-byte-swizzled stage (K-major, one 1024-byte atom per 8 tokens).
 //
-// Pipeline: k_stages rounds in flight through cp.async (B rows, the round's token scales and each
-// thread's weight bytes in one group per round); one barrier per round; each warpgroup waits for
-// its own 4 wgmmas before the promotion, while the other warpgroup's keep the tensor core busy.
+// Pipeline: stages_for(pipelined) rounds in flight through cp.async (B rows, the round's token
+// scales and each thread's weight bytes in one group per round); one barrier per round; each
+// warpgroup waits for its own 4 wgmmas before the promotion, while the other warpgroup's keep the
+// tensor core busy.
 //
 // Determinism: every output element is one pair's sum in a fixed order.
 #include <cuda_bf16.h>
@@ -68,13 +69,22 @@ namespace {
 using namespace w4a8;
 
 constexpr int k_threads = 256;
-constexpr int k_tile = k_wgmma_tile;                // pairs per tile (the plan's)
-constexpr int k_round = 128;                        // k per round
-constexpr int k_stages = 4;                         // rounds in flight
+constexpr int k_tile = k_wgmma_tile;  // pairs per tile (the plan's)
+constexpr int k_round = 128;          // k per round
+// Rounds in flight: 8 for the pipelined kernel (moe_prefill_core::w4a8), 4 for the serial one
+// (w4a8_serial: the first version, kept for A/B measurements). The first version measured 277
+// TFLOP/s at Flash T = 4096 on an H100, which its total time puts at ~2200 cycles per round per
+// block against ~400 of tensor work; the suspected limit, the latency of the weight stream from
+// HBM with 3 rounds (~24 KB per SM) in flight, is what 8 stages (7 rounds, ~56 KB) address.
+__host__ __device__ constexpr int stages_for(bool pipelined) {
+  return pipelined ? 8 : 4;
+}
 constexpr int k_b_bytes = k_tile * k_round;         // a round's B: token rows of 128 E4M3 bytes
 constexpr int k_stage_bytes = k_b_bytes + 1024;     // + the round's token scales (f32)
 constexpr int k_wround_bytes = 2 * k_threads * 16;  // a round's weights: 2 rows x 16 bytes each
-constexpr int k_smem_bytes = k_stages * (k_stage_bytes + k_wround_bytes) + 1024;  // + alignment
+constexpr int smem_bytes_for(bool pipelined) {      // + alignment slack
+  return stages_for(pipelined) * (k_stage_bytes + k_wround_bytes) + 1024;
+}
 constexpr int k_up_rows = 64;     // h rows (a W1 and a W3 row each) per L1 block
 constexpr int k_down_rows = 128;  // W2 rows per L2 block
 
@@ -206,6 +216,7 @@ struct w4a8_args {
 template <bool UP, int N, bool PIPE>
 __device__ __forceinline__ void w4a8_tile(const w4a8_args& a, int e, int ntok, const int* src_row,
                                           const int* pair_of, uint8_t* smem) {
+  constexpr int k_stages = stages_for(PIPE);
   const int tid = threadIdx.x, lane = tid % k_warp_size, g = lane / 4, c = lane % 4;
   const int wg = tid / 128, warp = (tid / k_warp_size) % 4;
   const int64_t cols = a.wa.cols, out_rows = a.wa.rows;
@@ -243,6 +254,20 @@ __device__ __forceinline__ void w4a8_tile(const w4a8_args& a, int e, int ntok, c
   const auto wslot = [&](int round, int i) {
     return wring + ((round % k_stages) * 2 + i) * (k_threads * 16);
   };
+  // This thread's B chunks (N rows x 8 chunks over 256 threads: chunk j of token row n) and
+  // token scale (thread n < N): source offsets of round 0 (k_none: a zero fill), fixed per tile
+  // (the host keeps them below 2^32 - 1).
+  constexpr uint32_t k_none = 0xFFFFFFFFu;
+  uint32_t boff[N / 32], bdst[N / 32];
+#pragma unroll
+  for (int q = 0; q < N / 32; ++q) {
+    const int idx = tid + q * k_threads, n = idx >> 3, j = idx & 7;
+    const int r = src_row[n];
+    boff[q] = r >= 0 ? uint32_t(r) * uint32_t(cols) + 16u * j : k_none;
+    bdst[q] = n * 128 + ((j ^ (n & 7)) << 4);
+  }
+  const uint32_t soff =
+      tid < N && src_row[tid] >= 0 ? uint32_t(src_row[tid]) * uint32_t(scols) : k_none;
   const auto issue = [&](int round) {
     if (round < rounds) {
 #pragma unroll
@@ -250,19 +275,13 @@ __device__ __forceinline__ void w4a8_tile(const w4a8_args& a, int e, int ntok, c
         cp_async_16(wslot(round, i), wrow[i] + int64_t(round) * (k_round / 2) + 16 * c);
       const uint32_t st = sbase + (round % k_stages) * k_stage_bytes;
 #pragma unroll
-      for (int q = 0; q < N / 32; ++q) {  // N rows x 8 chunks over 256 threads
-        const int idx = tid + q * k_threads, n = idx >> 3, j = idx & 7;
-        const int r = src_row[n];
-        cp_async_16_zfill(
-            st + n * 128 + ((j ^ (n & 7)) << 4),
-            r >= 0 ? a.bq + int64_t(r) * cols + int64_t(round) * k_round + 16 * j : a.bq,
-            r >= 0 ? 16 : 0);
-      }
-      if (tid < N) {
-        const int r = src_row[tid];
-        cp_async_4_zfill(st + k_b_bytes + 4 * tid,
-                         r >= 0 ? a.bs + int64_t(r) * scols + round : a.bs, r >= 0 ? 4 : 0);
-      }
+      for (int q = 0; q < N / 32; ++q)
+        cp_async_16_zfill(st + bdst[q],
+                          boff[q] != k_none ? a.bq + boff[q] + uint32_t(round) * k_round : a.bq,
+                          boff[q] != k_none ? 16 : 0);
+      if (tid < N)
+        cp_async_4_zfill(st + k_b_bytes + 4 * tid, soff != k_none ? a.bs + soff + round : a.bs,
+                         soff != k_none ? 4 : 0);
     }
     cp_async_commit();  // empty past the end: the group count stays uniform
   };
@@ -442,11 +461,11 @@ cudaError_t launch_w4a8_gemm(dim3 grid, const w4a8_args& a, cudaStream_t stream)
   if (!configured) {
     const cudaError_t e =
         cudaFuncSetAttribute(moe_prefill_w4a8_kernel<UP, PIPE>,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize, k_smem_bytes);
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes_for(PIPE));
     if (e != cudaSuccess) return e;
     configured = true;
   }
-  moe_prefill_w4a8_kernel<UP, PIPE><<<grid, k_threads, k_smem_bytes, stream>>>(a);
+  moe_prefill_w4a8_kernel<UP, PIPE><<<grid, k_threads, smem_bytes_for(PIPE), stream>>>(a);
   return cudaGetLastError();
 }
 
@@ -474,6 +493,9 @@ cudaError_t launch_w4a8_gemms(const act_t* x, int64_t tokens, int64_t top_k,
                               const float* pair_weights, const int32_t* indices, int64_t pairs,
                               float* h, float* out, void* q, bool pipelined, cudaStream_t stream) {
   const int64_t hidden = w1.cols, inter = w1.rows;
+  // B source offsets are 32-bit (w4a8_tile), k_none reserved.
+  if (tokens * hidden >= int64_t(UINT32_MAX) || pairs * inter >= int64_t(UINT32_MAX))
+    return cudaErrorInvalidValue;
   const q_layout l = make_q_layout(tokens, top_k, hidden, inter);
   auto* qb = static_cast<uint8_t*>(q);
   uint8_t* xq = qb + l.xq;

@@ -22,8 +22,9 @@ size_t w4a8_workspace_bytes(int64_t tokens, int64_t top_k, int64_t hidden, int64
 // tile_count / tiles / sorted: the plan (moe_plan.cuh) with tiles of up to k_wgmma_tile (128)
 // pairs, tile_slots its upper bound. Weights validated by the caller (MXFP4, hidden and inter
 // multiples of 128). q: w4a8_workspace_bytes bytes, 256-byte aligned. pipelined: each round's
-// A registers expanded while the previous round's wgmmas run (moe_prefill_core::w4a8), else
-// expand, multiply, promote in turn (w4a8_serial; same results bit for bit).
+// A registers expanded while the previous round's wgmmas run, 8 rounds in flight
+// (moe_prefill_core::w4a8), else expand, multiply, promote in turn with 4 rounds in flight
+// (w4a8_serial; same results bit for bit).
 template <typename act_t>
 cudaError_t launch_w4a8_gemms(const act_t* x, int64_t tokens, int64_t top_k,
                               const device_weight& w1, const device_weight& w3,
