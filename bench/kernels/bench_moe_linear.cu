@@ -1158,6 +1158,8 @@ double nmse_bf16(const __nv_bfloat16* a, const __nv_bfloat16* b, size_t n) {
 
 // Token counts of the W4A8 section: --w4a8-flash-t / --w4a8-pro-t (comma-separated; empty: skip).
 std::vector<int64_t> g_w4a8_flash_t = {1024, 4096, 8192}, g_w4a8_pro_t = {4096};
+// --w4a8-profile: one call of each core at Flash's first token count, no timing (for ncu).
+bool g_w4a8_profile = false;
 
 std::vector<int64_t> parse_list(const std::string& list) {
   std::vector<int64_t> v;
@@ -1204,21 +1206,25 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
     fill(db, size_t(P) * std::max(D, I) * 2, 900, 3);
     fill(dq, size_t(P) * std::max(D, I), 901, 4);
     const float one = 1.0f, zero = 0.0f;
-    const double bf16_ms = time_prefill_per_call(
-        [&](int i, cudaStream_t st) {
-          CB(cublasSetStream(h, st));
-          const uint8_t* base = static_cast<const uint8_t*>(bf) + size_t(i % pool) * bf_expert;
-          for (int m = 0; m < 2; ++m)
-            CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(I), int(P), int(D), &one,
-                            base + size_t(m) * I * D * 2, CUDA_R_16BF, int(D), db, CUDA_R_16BF,
-                            int(D), &zero, dc, CUDA_R_32F, int(I), CUBLAS_COMPUTE_32F,
-                            CUBLAS_GEMM_DEFAULT));
-          CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(D), int(P), int(I), &one,
-                          base + size_t(2) * I * D * 2, CUDA_R_16BF, int(I), db, CUDA_R_16BF,
-                          int(I), &zero, dc, CUDA_R_32F, int(D), CUBLAS_COMPUTE_32F,
-                          CUBLAS_GEMM_DEFAULT));
-        },
-        calls, 10, s);
+    const double bf16_ms =
+        g_w4a8_profile
+            ? -1.0
+            : time_prefill_per_call(
+                  [&](int i, cudaStream_t st) {
+                    CB(cublasSetStream(h, st));
+                    const uint8_t* base =
+                        static_cast<const uint8_t*>(bf) + size_t(i % pool) * bf_expert;
+                    for (int m = 0; m < 2; ++m)
+                      CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(I), int(P), int(D), &one,
+                                      base + size_t(m) * I * D * 2, CUDA_R_16BF, int(D), db,
+                                      CUDA_R_16BF, int(D), &zero, dc, CUDA_R_32F, int(I),
+                                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                    CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(D), int(P), int(I), &one,
+                                    base + size_t(2) * I * D * 2, CUDA_R_16BF, int(I), db,
+                                    CUDA_R_16BF, int(I), &zero, dc, CUDA_R_32F, int(D),
+                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                  },
+                  calls, 10, s);
     // cuBLASLt FP8: one heuristic algorithm per GEMM shape (L1: M = I, K = D; L2: M = D, K = I),
     // probed outside capture.
     struct lt_gemm {
@@ -1255,7 +1261,8 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
       cublasLtMatmulPreferenceDestroy(pref);
       return g;
     };
-    lt_gemm g1 = make_gemm(I, D, f8), g2 = make_gemm(D, I, f8);
+    lt_gemm g1, g2;
+    if (!g_w4a8_profile) g1 = make_gemm(I, D, f8), g2 = make_gemm(D, I, f8);
     double f8_ms = -1;
     if (g1.ok && g2.ok)
       f8_ms = time_prefill_per_call(
@@ -1268,9 +1275,10 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
                               dc, g2.lc, dc, g2.lc, &g2.algo, lt_ws, lt_bytes, st));
           },
           calls, 10, s);
-    else
+    else if (!g_w4a8_profile)
       std::printf("%-6s cublasLt fp8: no usable algorithm\n", sh.name);
     for (lt_gemm* g : {&g1, &g2}) {
+      if (g_w4a8_profile) break;
       cublasLtMatrixLayoutDestroy(g->la);
       cublasLtMatrixLayoutDestroy(g->lb);
       cublasLtMatrixLayoutDestroy(g->lc);
@@ -1289,6 +1297,15 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
     run(0, s, moe_prefill_core::w4a8, y8);
     CK(cudaStreamSynchronize(s));
     const double agree = nmse_bf16(y8, y16, size_t(T) * D);
+    if (g_w4a8_profile) {  // one call of each core was the point (ncu)
+      std::printf("%-6s   T=%lld: w4a8 vs wgmma outputs NMSE %.2e (profile run)\n", sh.name,
+                  (long long)T, agree);
+      CK(cudaFree(db));
+      CK(cudaFree(dq));
+      CK(cudaFree(dc));
+      CK(cudaFree(ws));
+      break;
+    }
     const double w16_ms = time_prefill_per_call(
         [&](int i, cudaStream_t st) { run(i, st, moe_prefill_core::wgmma, y16); }, calls, 20, s);
     const double w8_ms = time_prefill_per_call(
@@ -1332,6 +1349,7 @@ void bench_w4a8_section(cudaStream_t s, cublasHandle_t h, cublasLtHandle_t lt) {
   // keeps the rows it printed: stdout is line-buffered).
   const std::vector<int64_t>& ft = g_w4a8_flash_t;
   if (!ft.empty()) bench_w4a8_shape(flash, s, h, lt, {ft[0]});
+  if (g_w4a8_profile) return;
   if (!g_w4a8_pro_t.empty()) bench_w4a8_shape(pro, s, h, lt, g_w4a8_pro_t);
   if (ft.size() > 1) bench_w4a8_shape(flash, s, h, lt, {ft.begin() + 1, ft.end()});
 }
@@ -1355,6 +1373,7 @@ int main(int argc, char** argv) {
     if (a == "--prefill-w4a8") w4a8 = true;
     if (a == "--w4a8-flash-t" && i + 1 < argc) g_w4a8_flash_t = parse_list(argv[++i]);
     if (a == "--w4a8-pro-t" && i + 1 < argc) g_w4a8_pro_t = parse_list(argv[++i]);
+    if (a == "--w4a8-profile") g_w4a8_profile = true;
     if (a == "--decode-only") g_decode_only = only_moe = true;
     if (a == "--replays" && i + 1 < argc) k_replays = std::max(5, std::atoi(argv[++i]));
     if (a == "--shapes" && i + 1 < argc) g_shapes = argv[++i];
