@@ -75,7 +75,8 @@ constexpr int k_round = 128;          // k per round
 // (w4a8_serial: the first version, kept for A/B measurements). The first version measured 277
 // TFLOP/s at Flash T = 4096 on an H100, which its total time puts at ~2200 cycles per round per
 // block against ~400 of tensor work; the suspected limit, the latency of the weight stream from
-// HBM with 3 rounds (~24 KB per SM) in flight, is what 8 stages (7 rounds, ~56 KB) address.
+// HBM with 3 rounds (~24 KB per SM) in flight, is what 8 stages (7 rounds, ~56 KB) and the paired
+// weight requests (issue) address.
 __host__ __device__ constexpr int stages_for(bool pipelined) {
   return pipelined ? 8 : 4;
 }
@@ -268,11 +269,25 @@ __device__ __forceinline__ void w4a8_tile(const w4a8_args& a, int e, int ntok, c
   }
   const uint32_t soff =
       tid < N && src_row[tid] >= 0 ? uint32_t(src_row[tid]) * uint32_t(scols) : k_none;
+  const auto issue_weights = [&](int wround) {
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+      cp_async_16(wslot(wround, i), wrow[i] + int64_t(wround) * (k_round / 2) + 16 * c);
+  };
+  // Round `round`'s B rows and scales and, serial kernel, its weights; pipelined kernel: the
+  // weights of rounds round and round + 1 at even rounds (a row's 128 bytes requested together,
+  // one whole L2 line; round + 1's slot was freed by the expansion of round + 1 - k_stages, one
+  // round before this call).
   const auto issue = [&](int round) {
     if (round < rounds) {
-#pragma unroll
-      for (int i = 0; i < 2; ++i)
-        cp_async_16(wslot(round, i), wrow[i] + int64_t(round) * (k_round / 2) + 16 * c);
+      if constexpr (PIPE) {
+        if ((round & 1) == 0) {
+          issue_weights(round);
+          if (round + 1 < rounds) issue_weights(round + 1);
+        }
+      } else {
+        issue_weights(round);
+      }
       const uint32_t st = sbase + (round % k_stages) * k_stage_bytes;
 #pragma unroll
       for (int q = 0; q < N / 32; ++q)
