@@ -33,9 +33,9 @@ namespace dsv4::cuda {
 // x and h quantized to E4M3 per 128 values (the official values), weights expanded to E4M3 with
 // the group exponent folded in, FP8 wgmma with f32 promotion per 128 k; never chosen
 // automatically; anything else returns cudaErrorInvalidValue. w4a8_serial: that core without
-// the overlap of the next round's weight expansion with the current round's wgmmas and with 4
-// instead of 8 rounds in flight (the first measured configuration; identical results), kept for
-// A/B measurements.
+// the overlap of the next round's weight expansion with the current round's wgmmas, with 4
+// instead of 8 rounds in flight and one round's weights per request (identical results), kept
+// for A/B measurements.
 enum class moe_prefill_core { automatic, mma_sync, wgmma, wgmma_cp, w4a8, w4a8_serial };
 
 // The automatic choice for a step of `tokens` x `top_k` pairs over `experts` experts: wgmma on

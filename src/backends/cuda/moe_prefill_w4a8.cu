@@ -72,11 +72,12 @@ constexpr int k_threads = 256;
 constexpr int k_tile = k_wgmma_tile;  // pairs per tile (the plan's)
 constexpr int k_round = 128;          // k per round
 // Rounds in flight: 8 for the pipelined kernel (moe_prefill_core::w4a8), 4 for the serial one
-// (w4a8_serial: the first version, kept for A/B measurements). The first version measured 277
-// TFLOP/s at Flash T = 4096 on an H100, which its total time puts at ~2200 cycles per round per
-// block against ~400 of tensor work; the suspected limit, the latency of the weight stream from
-// HBM with 3 rounds (~24 KB per SM) in flight, is what 8 stages (7 rounds, ~56 KB) and the paired
-// weight requests (issue) address.
+// (w4a8_serial, kept for A/B measurements). The first version (serial, 4 stages, no L2 prefetch)
+// measured 277 TFLOP/s at Flash T = 4096 on an H100 (pipelined) and 260 (serial); from the total
+// times, ~2200 cycles per L1 round per block against ~400 of tensor work, and the weights arrive
+// at ~1 TB/s (Flash and Pro alike) while the tensor work per round differs: the suspected limit
+// is the weight stream (64-byte pieces per row and round, 3 rounds in flight), which the L2
+// prefetch (cp_async_16_l2_256), 8 stages and paired requests address.
 __host__ __device__ constexpr int stages_for(bool pipelined) {
   return pipelined ? 8 : 4;
 }
@@ -165,8 +166,12 @@ __global__ void __launch_bounds__(256)
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
 }
-__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
+// Weight bytes: 16 bytes of a row, with the aligned 256 bytes around them prefetched into L2 (a
+// row's next 3 rounds for this lane quad): the weight stream reaches HBM in 256-byte pieces
+// instead of 64-byte ones (one per row per round, 2 KB or more apart).
+__device__ __forceinline__ void cp_async_16_l2_256(uint32_t dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n" ::"r"(dst), "l"(src)
+               : "memory");
 }
 // 16 / 4 bytes, or zeros when src_bytes is 0 (src is then not read).
 __device__ __forceinline__ void cp_async_16_zfill(uint32_t dst, const void* src, int src_bytes) {
@@ -272,7 +277,7 @@ __device__ __forceinline__ void w4a8_tile(const w4a8_args& a, int e, int ntok, c
   const auto issue_weights = [&](int wround) {
 #pragma unroll
     for (int i = 0; i < 2; ++i)
-      cp_async_16(wslot(wround, i), wrow[i] + int64_t(wround) * (k_round / 2) + 16 * c);
+      cp_async_16_l2_256(wslot(wround, i), wrow[i] + int64_t(wround) * (k_round / 2) + 16 * c);
   };
   // Round `round`'s B rows and scales and, serial kernel, its weights; pipelined kernel: the
   // weights of rounds round and round + 1 at even rounds (a row's 128 bytes requested together,
