@@ -338,14 +338,19 @@ __device__ __forceinline__ void w4a8_tile(const w4a8_args& a, int e, int ntok, c
   }
   const int base[2] = {emax[0] - 6, emax[1] - 6};
   // A registers of a round: its weight bytes (this thread's ring slot, after its own cp.async
-  // wait) expanded with the fold tables of its scale bytes (e_conv: loaded one round ahead).
+  // wait) expanded with the fold tables of its scale bytes, loaded two rounds ahead (e_conv for
+  // the next round to expand, e_next for the one after: L2 latency, as the small L1 left beside
+  // the stages rarely keeps them).
   int e_conv[2] = {scale_byte(0, c), scale_byte(1, c)};
+  int e_next[2] = {0, 0};
+  if (rounds > 1) e_next[0] = scale_byte(0, 4 + c), e_next[1] = scale_byte(1, 4 + c);
   const auto convert = [&](int round, uint32_t(&am)[4][4]) {
     const uint4 wv[2] = {lds_16(wslot(round, 0)), lds_16(wslot(round, 1))};
     const e4m3_table t0 = fold_table(e_conv[0] - base[0]), t1 = fold_table(e_conv[1] - base[1]);
-    if (round + 1 < rounds) {
-      e_conv[0] = scale_byte(0, 4 * (round + 1) + c);
-      e_conv[1] = scale_byte(1, 4 * (round + 1) + c);
+    e_conv[0] = e_next[0], e_conv[1] = e_next[1];
+    if (round + 2 < rounds) {
+      e_next[0] = scale_byte(0, 4 * (round + 2) + c);
+      e_next[1] = scale_byte(1, 4 * (round + 2) + c);
     }
 #pragma unroll
     for (int s = 0; s < 4; ++s) {
