@@ -40,6 +40,19 @@
 // warpgroup waits for its own 4 wgmmas before the promotion, while the other warpgroup's keep the
 // tensor core busy.
 //
+// Measured (H100, official order, bench_moe_linear --prefill-w4a8; bench/RESULTS.md session 6
+// W4A8): both kernels pass parity; 272-294 TFLOP/s at Flash T = 4096 / 8192 and 230-279 at Pro
+// T = 4096, 0.96-1.22x the W4A16 wgmma core and 19-25% of a cuBLASLt FP8 dense GEMM of the same
+// FLOPs: far from the issue's 1 PFLOP/s. The serial 4-stage kernel was the faster one in the last
+// run. ncu of the pipelined kernel (Flash T = 4096): L1 3.43 ms, L2 1.53 ms at the profiler's
+// 1.44 GHz; 2 warps per scheduler, 0.31-0.38 instructions issued per cycle, 0.42-0.51 eligible
+// warps; DRAM 22-31%, L2 27-35% of peak; the top stall (31% of the cycles between issues) waits on
+// L1TEX results, i.e. global loads into registers: in the main loop only the per-round scale
+// bytes (scale_byte), which with 206 KB of shared memory find little L1 left. Next: scale bytes
+// staged in shared memory, then warp specialization (a producer warp for the copies, consumers
+// decoupled by mbarriers instead of one barrier per round), and the fixed costs outside the GEMMs
+// (f32 h round trip through HBM, the per-pair f32 out and its combine).
+//
 // Determinism: every output element is one pair's sum in a fixed order.
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
@@ -72,12 +85,12 @@ constexpr int k_threads = 256;
 constexpr int k_tile = k_wgmma_tile;  // pairs per tile (the plan's)
 constexpr int k_round = 128;          // k per round
 // Rounds in flight: 8 for the pipelined kernel (moe_prefill_core::w4a8), 4 for the serial one
-// (w4a8_serial, kept for A/B measurements). The first version (serial, 4 stages, no L2 prefetch)
-// measured 277 TFLOP/s at Flash T = 4096 on an H100 (pipelined) and 260 (serial); from the total
-// times, ~2200 cycles per L1 round per block against ~400 of tensor work, and the weights arrive
-// at ~1 TB/s (Flash and Pro alike) while the tensor work per round differs: the suspected limit
-// is the weight stream (64-byte pieces per row and round, 3 rounds in flight), which the L2
-// prefetch (cp_async_16_l2_256), 8 stages and paired requests address.
+// (w4a8_serial). The first version (both 4, no L2 prefetch) measured 277 / 260 TFLOP/s
+// (pipelined / serial) at Flash T = 4096 on an H100, and its total times put the weights at
+// ~1 TB/s for Flash and Pro alike; the L2 prefetch (cp_async_16_l2_256), scale bytes two rounds
+// ahead and per-tile B offsets then took the serial kernel to 281 (Pro 246 -> 279), while 8
+// stages with paired weight requests made the pipelined one slower (272, Pro 230): deeper
+// copies were not what limited it (see the measurements at the top of the file).
 __host__ __device__ constexpr int stages_for(bool pipelined) {
   return pipelined ? 8 : 4;
 }
