@@ -22,6 +22,7 @@
 // and argmax >= 90% (a wrong op gives KL ~1 and argmax near 1 / vocab).
 //
 // usage: test_gpu_model [--only FIXTURE] [--no-synthetic] [--no-oracle] [--only-kv-fp8]
+//                       [--only-index-fp4] [--only-repacked]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -453,17 +454,33 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::string only;
-  bool synthetic = true, oracle = true, kv_fp8_only = false, index_fp4_only = false;
+  bool synthetic = true, oracle = true, kv_fp8_only = false, index_fp4_only = false,
+       repacked_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--only" && i + 1 < argc) only = argv[++i];
     if (a == "--no-synthetic") synthetic = false;
     if (a == "--only-kv-fp8") kv_fp8_only = true;
     if (a == "--only-index-fp4") index_fp4_only = true;
+    if (a == "--only-repacked") repacked_only = true;
     if (a == "--no-oracle") oracle = false;
   }
   int failures = 0, cases = 1;
   failures += !allocator_checks();
+  if (repacked_only) {  // the routed-expert layouts alone (timings without other GPU work)
+    try {
+      const std::string dir = make_flash_dims_checkpoint();
+      for (precision_mode p : {precision_mode::official, precision_mode::exact}) {
+        ++cases;
+        failures += !compare_repacked_experts("flash-dims-3-layers", dir, 16384, p);
+      }
+    } catch (const std::exception& e) {
+      ++failures;
+      std::printf("[gpu-repacked-experts] FAIL: %s\n", e.what());
+    }
+    std::printf("%d passed, %d failed\n", cases - failures, failures);
+    return failures ? 1 : 0;
+  }
   if (kv_fp8_only || index_fp4_only) {
     ++cases;
     try {
