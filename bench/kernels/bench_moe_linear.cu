@@ -22,7 +22,8 @@
 //   * prefill (bench_prefill_section; alone with --prefill-only, left out by --decode-only):
 //     moe_prefill_experts at T = 256 .. 16384 in TFLOP/s against cuBLAS BF16 (one dense GEMM
 //     of the same size, a grouped GEMM on the same routing, the per-expert loop) and the old
-//     moe_experts.
+//     moe_experts; the wgmma core also on the repacked layout (the pool repacked on the device as
+//     the engine loads it; outputs compared bit for bit with the checkpoint layout's).
 // Timing: CUDA graphs of `k_calls` consecutive calls, each with its own routing (random top-k over
 // all experts, fresh per call), replayed >= 50 times; the median replay / k_calls is one call.
 // Weights: every expert slot of the pool holds different random bytes (a device hash), scales in

@@ -12,9 +12,10 @@
 //  * a compute capability 9.0 device (moe_prefill_use_wgmma: the wgmma core runs);
 //  * W1, W3, W2 all MXFP4 or all NVFP4 with one scale encoding, hidden and inter multiples of 128
 //    (repack tiles of 16 x 128; the kernels' own condition), at most 2048 experts.
-// Anything else keeps the checkpoint layout. Measured on an H100 (bench/RESULTS.md, session 5):
-// the decode kernels reach 55-90% of HBM read on the repacked layout against 44-69% on the
-// checkpoint one, with bit-identical outputs.
+// Anything else keeps the checkpoint layout. Measured on an H100 (session 6, MOEWIRE,
+// bench/kernels/results/h100_2026-11-24_s6_moewire_*): moe_decode official bf16 at 54-59% (T = 1)
+// and 86-90% (T = 16, 64) of HBM read on the repacked layout against 44-69% on the checkpoint
+// one, moe_prefill 1.06x faster at T = 4096, outputs and engine logits bit for bit the same.
 #pragma once
 
 #include <cstdint>
