@@ -22,7 +22,8 @@
 //   * prefill (bench_prefill_section; alone with --prefill-only, left out by --decode-only):
 //     moe_prefill_experts at T = 256 .. 16384 in TFLOP/s against cuBLAS BF16 (one dense GEMM
 //     of the same size, a grouped GEMM on the same routing, the per-expert loop) and the old
-//     moe_experts.
+//     moe_experts; the wgmma core also on the repacked layout (the pool repacked on the device as
+//     the engine loads it; outputs compared bit for bit with the checkpoint layout's).
 // Timing: CUDA graphs of `k_calls` consecutive calls, each with its own routing (random top-k over
 // all experts, fresh per call), replayed >= 50 times; the median replay / k_calls is one call.
 // Weights: every expert slot of the pool holds different random bytes (a device hash), scales in
@@ -485,10 +486,31 @@ struct repacked_copy {
       CK(cudaMemcpy(d, to.data(), mb, cudaMemcpyHostToDevice));
     }
     w.data = data;
+    w.layout = dsv4::cuda::weight_layout::repacked;
   }
   ~repacked_copy() { cudaFree(data); }
   repacked_copy(const repacked_copy&) = delete;
   repacked_copy& operator=(const repacked_copy&) = delete;
+};
+
+// A device copy of a whole stacked 4-bit weight repacked on the device
+// (fp4_repack::repack_matrices_device, as cuda_ops::prepare_experts does at load); scales shared.
+struct device_repacked {
+  device_weight w;
+  void* data = nullptr;
+  explicit device_repacked(const stacked& src) : w(src.w) {
+    const size_t bytes = size_t(w.rows) * size_t(w.cols) / 2 * size_t(w.count);
+    CK(cudaMalloc(&data, bytes));
+    CK(dsv4::cuda::fp4_repack::repack_matrices_device(static_cast<const uint8_t*>(src.data),
+                                                      static_cast<uint8_t*>(data), w.count, w.rows,
+                                                      w.cols, 0));
+    CK(cudaDeviceSynchronize());
+    w.data = data;
+    w.layout = dsv4::cuda::weight_layout::repacked;
+  }
+  ~device_repacked() { cudaFree(data); }
+  device_repacked(const device_repacked&) = delete;
+  device_repacked& operator=(const device_repacked&) = delete;
 };
 
 // Routings of `tokens` tokens: top_k distinct experts each, uniform over `experts` (a partial
@@ -1089,6 +1111,54 @@ void bench_moe_prefill(const moe_shape& sh, weight_kind kind, cudaStream_t s, cu
         },
         calls, 20, s);
     report("moe_prefill_official wgmma", "bf16", wo);
+    {  // The repacked layout (what the engine loads with bf16 activations on compute capability
+       // 9.0): the whole pool repacked on the device; outputs compared with the checkpoint
+       // layout's (meant to be bit-identical), then timed.
+      const device_repacked r1(w1), r3(w3), r2(w2);
+      const auto rp_call = [&](int i, cudaStream_t st, bool official) {
+        if (official)
+          CK(dsv4::cuda::moe_prefill_experts_official(xb, T, idx + sl(i), wts + sl(i), K, r1.w,
+                                                      r3.w, r2.w, 10.0f, ws, ws_new, yb, st));
+        else
+          CK(dsv4::cuda::moe_prefill_experts(xb, T, idx + sl(i), wts + sl(i), K, r1.w, r3.w, r2.w,
+                                             10.0f, ws, ws_new, yb, st));
+      };
+      for (bool official : {false, true}) {
+        std::vector<uint16_t> ya(size_t(T * D)), yr(size_t(T * D));
+        CK(cudaMemsetAsync(yb, 0xFF, ya.size() * 2, s));
+        if (official)
+          CK(dsv4::cuda::moe_prefill_experts_official(xb, T, idx, wts, K, w1.w, w3.w, w2.w, 10.0f,
+                                                      ws, ws_new, yb, s, moe_prefill_core::wgmma));
+        else
+          wg_bf16(0, s, moe_prefill_core::wgmma);
+        CK(cudaStreamSynchronize(s));
+        CK(cudaMemcpy(ya.data(), yb, ya.size() * 2, cudaMemcpyDeviceToHost));
+        CK(cudaMemsetAsync(yb, 0xFF, yr.size() * 2, s));
+        rp_call(0, s, official);
+        CK(cudaStreamSynchronize(s));
+        CK(cudaMemcpy(yr.data(), yb, yr.size() * 2, cudaMemcpyDeviceToHost));
+        size_t differ = 0, unwritten = 0;
+        for (size_t j = 0; j < ya.size(); ++j) {
+          differ += ya[j] != yr[j];
+          unwritten += yr[j] == 0xFFFF;
+        }
+        std::printf(
+            "%-6s %-6s   repacked vs checkpoint wgmma y (bf16 x, %s, T=%lld): %zu of %zu "
+            "differ, %zu unwritten\n",
+            sh.name, kname, official ? "official" : "exact", (long long)T, differ, ya.size(),
+            unwritten);
+      }
+      const double rb = time_prefill_per_call(
+          [&](int i, cudaStream_t st) { rp_call(i, st, false); }, calls, 20, s);
+      report("moe_prefill wgmma repacked", "bf16", rb);
+      const double ro = time_prefill_per_call([&](int i, cudaStream_t st) { rp_call(i, st, true); },
+                                              calls, 20, s);
+      report("moe_prefill_official wgmma rp", "bf16", ro);
+      std::printf(
+          "%-6s %-6s   repacked vs checkpoint (wgmma, bf16, T=%lld): exact %.3fx, "
+          "official %.3fx\n",
+          sh.name, kname, (long long)T, wb / rb, wo / ro);
+    }
     if (g_prefill_cp) {
       const double cb = time_prefill_per_call(
           [&](int i, cudaStream_t st) { wg_bf16(i, st, moe_prefill_core::wgmma_cp); }, calls, 20,

@@ -58,8 +58,10 @@ std::unique_ptr<model_runner> model_runner::load(const std::string& model_dir,
   r->checkpoint_ = checkpoint::open(model_dir);
   r->backend_ = make_backend(options.device, options.activations.value_or(""));
 #ifdef DSV4_HAVE_CUDA
-  if (auto* c = dynamic_cast<cuda::cuda_ops*>(r->backend_.get()))
+  if (auto* c = dynamic_cast<cuda::cuda_ops*>(r->backend_.get())) {
     c->set_decode_kernels(options.decode_kernels);
+    c->set_repack_experts(options.repack_experts);
+  }
 #endif
   r->weights_ = load_model_weights(r->checkpoint_, r->config_, *r->backend_);
   const precision_mode precision =

@@ -29,6 +29,10 @@ struct runner_options {
   // The decode kernels for steps of <= 64 tokens (cuda_ops::set_decode_kernels); off: the general
   // kernels everywhere.
   bool decode_kernels = true;
+  // CUDA: repack the routed experts' 4-bit weights at load for the decode / prefill kernels
+  // (cuda_ops::set_repack_experts; taken only where src/backends/cuda/expert_layout.h allows).
+  // Off, or DSV4_CUDA_REPACK=0 in the environment: the checkpoint layout.
+  bool repack_experts = true;
   // Activation storage on the GPU: "bf16" or "f32" (f32 accumulation either way). Unset: bf16 on
   // cuda. The CPU backend is f32 only.
   std::optional<std::string> activations;

@@ -22,6 +22,7 @@
 // and argmax >= 90% (a wrong op gives KL ~1 and argmax near 1 / vocab).
 //
 // usage: test_gpu_model [--only FIXTURE] [--no-synthetic] [--no-oracle] [--only-kv-fp8]
+//                       [--only-index-fp4] [--only-repacked]
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -58,6 +59,7 @@ struct schedule_result {
   size_t reserved = 0;
   size_t kv_pool_bytes = 0;    // window + compressed KV pools of every layer
   size_t index_fp4_bytes = 0;  // FP4 indexer key copies (codes + scales) of every layer
+  int64_t expert_sets = 0, repacked_expert_sets = 0;  // MoE layers, repacked at load
 };
 
 double median(std::vector<double> v) {
@@ -73,8 +75,9 @@ schedule_result run_schedule(const std::string& dir, precision_mode precision, b
                              const std::vector<size_t>& prompt, size_t decode, int64_t max_context,
                              const std::string& activations = "", bool decode_kernels = true,
                              kv_cache_dtype kv_dtype = kv_cache_dtype::activations,
-                             bool indexer_fp4 = true) {
+                             bool indexer_fp4 = true, bool repack_experts = true) {
   runner_options o;
+  o.repack_experts = repack_experts;
   o.cache.kv_dtype = kv_dtype;
   o.cache.indexer_fp4 = indexer_fp4;
   o.device = "cuda";
@@ -89,6 +92,8 @@ schedule_result run_schedule(const std::string& dir, precision_mode precision, b
   const int64_t vocab = runner->config().vocab_size;
   std::mt19937 rng(1234);
   schedule_result r;
+  r.expert_sets = backend.expert_sets();
+  r.repacked_expert_sets = backend.repacked_expert_sets();
   for (const layer_cache& lc : runner->cache().layers()) {
     r.kv_pool_bytes += lc.window_pool.bytes() + (lc.comp_pool.defined() ? lc.comp_pool.bytes() : 0);
     r.index_fp4_bytes +=
@@ -221,6 +226,49 @@ bool compare_decode_kernels(const std::string& label, const std::string& dir, in
           "[gpu-decode-kernels] %-22s decode step (batch %d, eager, median of %zu): general %.3f "
           "ms, decode kernels %.3f ms\n",
           label.c_str(), b, on.step_ms[b].size(), median(off.step_ms[b]), median(on.step_ms[b]));
+  return ok;
+}
+
+// Routed experts repacked at load (src/backends/cuda/expert_layout.h: the default with bf16
+// activations and the decode kernels on an H100/H200) against the checkpoint layout
+// (runner_options::repack_experts off), graphs on: moe_decode (prompt of 20, decode steps) and
+// moe_prefill's wgmma core (prompts of 300 and 140) expand both layouts to the same BF16 values
+// and keep every sum's order, so the logits must be identical bit for bit. Also that the
+// repacking happened (every MoE layer) and the decode step times of both.
+bool compare_repacked_experts(const std::string& label, const std::string& dir, int64_t vocab,
+                              precision_mode precision) {
+  const std::vector<size_t> prompt{300, 140, 20};
+  const schedule_result rp = run_schedule(dir, precision, true, prompt, 24, 1024, "bf16", true,
+                                          kv_cache_dtype::activations, true, true);
+  const schedule_result cp = run_schedule(dir, precision, true, prompt, 24, 1024, "bf16", true,
+                                          kv_cache_dtype::activations, true, false);
+  size_t differing = rp.logits.size() == cp.logits.size() ? 0 : 1;
+  for (size_t i = 0; i < rp.logits.size() && i < cp.logits.size(); ++i)
+    differing +=
+        rp.logits[i].size() != cp.logits[i].size() ||
+        std::memcmp(rp.logits[i].data(), cp.logits[i].data(), rp.logits[i].size() * 4) != 0;
+  const logits_distance dist = distance(rp, cp, vocab);
+  const bool ok = differing == 0 && rp.expert_sets > 0 &&
+                  rp.repacked_expert_sets == rp.expert_sets && cp.repacked_expert_sets == 0 &&
+                  rp.graphs == 2;
+  std::printf(
+      "[gpu-repacked-experts] %-22s %-8s bf16: repacked vs checkpoint experts, %zu steps (3 "
+      "prefills + decode, graphs): %zu bitwise-differing (rel %.3g, argmax %.4f); repacked "
+      "expert sets %lld of %lld (checkpoint run %lld); graphs=%zu %s\n",
+      label.c_str(), std::string(precision_mode_name(precision)).c_str(), rp.logits.size(),
+      differing, dist.relative, dist.argmax, (long long)rp.repacked_expert_sets,
+      (long long)rp.expert_sets, (long long)cp.repacked_expert_sets, rp.graphs, ok ? "OK" : "FAIL");
+  if (rp.prefill_ms.size() > 1)
+    std::printf(
+        "[gpu-repacked-experts] %-22s prefill of %zu tokens (wall): checkpoint %.2f ms, "
+        "repacked %.2f ms\n",
+        label.c_str(), prompt[1], cp.prefill_ms[1], rp.prefill_ms[1]);
+  for (int b = 1; b < 4; ++b)
+    if (!rp.step_ms[b].empty())
+      std::printf(
+          "[gpu-repacked-experts] %-22s decode step (batch %d, graph, median of %zu): "
+          "checkpoint %.3f ms, repacked %.3f ms\n",
+          label.c_str(), b, rp.step_ms[b].size(), median(cp.step_ms[b]), median(rp.step_ms[b]));
   return ok;
 }
 
@@ -406,17 +454,33 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::string only;
-  bool synthetic = true, oracle = true, kv_fp8_only = false, index_fp4_only = false;
+  bool synthetic = true, oracle = true, kv_fp8_only = false, index_fp4_only = false,
+       repacked_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--only" && i + 1 < argc) only = argv[++i];
     if (a == "--no-synthetic") synthetic = false;
     if (a == "--only-kv-fp8") kv_fp8_only = true;
     if (a == "--only-index-fp4") index_fp4_only = true;
+    if (a == "--only-repacked") repacked_only = true;
     if (a == "--no-oracle") oracle = false;
   }
   int failures = 0, cases = 1;
   failures += !allocator_checks();
+  if (repacked_only) {  // the routed-expert layouts alone (timings without other GPU work)
+    try {
+      const std::string dir = make_flash_dims_checkpoint();
+      for (precision_mode p : {precision_mode::official, precision_mode::exact}) {
+        ++cases;
+        failures += !compare_repacked_experts("flash-dims-3-layers", dir, 16384, p);
+      }
+    } catch (const std::exception& e) {
+      ++failures;
+      std::printf("[gpu-repacked-experts] FAIL: %s\n", e.what());
+    }
+    std::printf("%d passed, %d failed\n", cases - failures, failures);
+    return failures ? 1 : 0;
+  }
   if (kv_fp8_only || index_fp4_only) {
     ++cases;
     try {
@@ -529,6 +593,12 @@ int main(int argc, char** argv) {
       ++cases;
       failures +=
           !compare_decode_kernels("flash-dims-3-layers", dir, 16384, precision_mode::official);
+      ++cases;
+      failures +=
+          !compare_repacked_experts("flash-dims-3-layers", dir, 16384, precision_mode::official);
+      ++cases;
+      failures +=
+          !compare_repacked_experts("flash-dims-3-layers", dir, 16384, precision_mode::exact);
       ++cases;
       failures += !compare_kv_records("flash-dims-3-layers", dir, 16384);
       ++cases;

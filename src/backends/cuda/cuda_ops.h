@@ -4,7 +4,8 @@
 // at the step's edges (upload_to is stream-ordered, from pinned staging). Activations are stored in
 // the backend's activation dtype (f32: the CPU reference's semantics op by op; bf16: one rounding
 // per op output, f32 arithmetic inside every op), checked op by op in tests/cuda; weights stay in
-// their checkpoint formats on the device. Outputs that are not activations keep their types: mHC
+// their checkpoint formats on the device (the routed experts' 4-bit bytes repacked at load where
+// set_repack_experts says). Outputs that are not activations keep their types: mHC
 // post / comb and router weights f32, indices i32, linear_f32out (the LM head) f32.
 #pragma once
 
@@ -39,6 +40,16 @@ class cuda_ops final : public ops {
   // says so either way.
   void set_decode_kernels(bool enabled) { decode_kernels_ = enabled; }
   bool decode_kernels() const { return decode_kernels_; }
+  // Routed-expert weights repacked once at load (prepare_experts) into the layout of
+  // moe_repack.h where every step kernel that reads them takes it (expert_layout.h: bf16
+  // activations, decode kernels on, compute capability 9.0, MXFP4/NVFP4 with dims % 128). On by
+  // default; the environment variable DSV4_CUDA_REPACK=0 also switches it off. Both this and
+  // set_decode_kernels apply to weights prepared afterwards: set them before loading.
+  void set_repack_experts(bool enabled) { repack_experts_ = enabled; }
+  bool repack_experts() const;
+  // Expert sets (one per MoE layer) prepared so far, and those of them in the repacked layout.
+  int64_t expert_sets() const { return expert_sets_; }
+  int64_t repacked_expert_sets() const { return repacked_expert_sets_; }
   // Device memory in use by live allocations of this backend, in bytes.
   size_t allocated_bytes() const;
   // Device memory held from cudaMalloc: live allocations plus the allocator's caches.
@@ -130,6 +141,8 @@ class cuda_ops final : public ops {
   dtype act_ = dtype::f32;
   int sm_count_ = 0;
   bool decode_kernels_ = true;
+  bool repack_experts_ = true;
+  int64_t expert_sets_ = 0, repacked_expert_sets_ = 0;
   cudaStream_t stream_ = nullptr;
   std::unique_ptr<device_allocator> allocator_;
   // upload_to's pinned staging buffer; `staging_done_` marks the end of the last copy out of it.

@@ -1,10 +1,13 @@
-// cuda_ops: weights in their checkpoint formats on the device (linear.h), linears and MoE.
+// cuda_ops: weights in their checkpoint formats on the device (linear.h; the routed experts'
+// 4-bit bytes repacked at load where expert_layout.h says), linears and MoE.
+#include <cstdlib>
 #include <cstring>
 #include <type_traits>
 #include <vector>
 
 #include "backends/cuda/act_dispatch.h"
 #include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/expert_layout.h"
 #include "backends/cuda/linear.h"
 #include "backends/cuda/linear_decode.h"
 #include "backends/cuda/linear_decode_fp8act.h"
@@ -13,6 +16,7 @@
 #include "backends/cuda/moe.h"
 #include "backends/cuda/moe_decode.h"
 #include "backends/cuda/moe_prefill.h"
+#include "backends/cuda/moe_repack.h"
 #include "core/error.h"
 
 namespace dsv4::cuda {
@@ -100,9 +104,12 @@ float global_scale_value(const linear_weight& lw) {
 }
 
 // Uploads `weights` (one or a stack of same-format matrices) into one device allocation each for
-// data, scales and global scales.
-device_weight_storage upload_weights(cuda_ops& o,
-                                     const std::vector<const linear_weight*>& weights) {
+// data, scales and global scales. layout repacked (4-bit kinds, dims the repack tiles divide):
+// each matrix's bytes go through a one-matrix device staging buffer and
+// fp4_repack::repack_matrices_device into their place, all on the backend's stream (no second
+// copy of the stack), which is synchronised once at the end (load time, not a step).
+device_weight_storage upload_weights(cuda_ops& o, const std::vector<const linear_weight*>& weights,
+                                     weight_layout layout = weight_layout::checkpoint) {
   const linear_weight& first = *weights[0];
   const format_plan p = plan_format(first);
   device_weight_storage s;
@@ -115,6 +122,12 @@ device_weight_storage upload_weights(cuda_ops& o,
   const int64_t sbytes = scount * ((p.kind == weight_kind::nvfp4 || p.scale_e8m0) ? 1 : 4);
   s.data = o.alloc(dtype::u8, {wbytes * count});
   if (sbytes) s.scale = o.alloc(dtype::u8, {sbytes * count});
+  const bool repack = layout == weight_layout::repacked;
+  DSV4_CHECK(!repack || ((p.kind == weight_kind::mxfp4 || p.kind == weight_kind::nvfp4) &&
+                         fp4_repack::repack_supported(first.out, first.in)),
+             "cuda: {} [{}, {}] cannot be repacked", first.name, first.out, first.in);
+  tensor staging;
+  if (repack) staging = o.alloc(dtype::u8, {wbytes});
   std::vector<float> globals;
   for (int64_t e = 0; e < count; ++e) {
     const linear_weight& lw = *weights[e];
@@ -123,9 +136,20 @@ device_weight_storage upload_weights(cuda_ops& o,
                    lw.in == first.in,
                "cuda: {} differs in format or shape from {}", lw.name, first.name);
     const tensor w = weight_bytes(lw, p);
-    check_cuda(cudaMemcpy(s.data.data<uint8_t>() + e * wbytes, w.data<void>(), size_t(wbytes),
-                          cudaMemcpyHostToDevice),
-               "cudaMemcpy weight");
+    uint8_t* dst = s.data.data<uint8_t>() + e * wbytes;
+    if (repack) {
+      // Stream-ordered: the next matrix's copy into the staging buffer waits for this repack.
+      check_cuda(cudaMemcpyAsync(staging.data<uint8_t>(), w.data<void>(), size_t(wbytes),
+                                 cudaMemcpyHostToDevice, o.stream()),
+                 "cudaMemcpyAsync weight");
+      check_cuda(fp4_repack::repack_matrices_device(staging.data<uint8_t>(), dst, 1, first.out,
+                                                    first.in, o.stream()),
+                 "repack_matrices_device");
+      // w (pageable host memory) may go: cudaMemcpyAsync has staged it before returning.
+    } else {
+      check_cuda(cudaMemcpy(dst, w.data<void>(), size_t(wbytes), cudaMemcpyHostToDevice),
+                 "cudaMemcpy weight");
+    }
     if (sbytes) {
       const tensor sc = scale_values(lw, p);
       check_cuda(cudaMemcpy(s.scale.data<uint8_t>() + e * sbytes, sc.data<void>(), size_t(sbytes),
@@ -141,17 +165,24 @@ device_weight_storage upload_weights(cuda_ops& o,
   s.w.data = s.data.data<void>();
   s.w.scale = sbytes ? s.scale.data<void>() : nullptr;
   s.w.scale_e8m0 = p.scale_e8m0;
+  s.w.layout = layout;
   if (p.kind == weight_kind::nvfp4) {
     tensor g = tensor::empty(dtype::f32, {count});
     std::copy(globals.begin(), globals.end(), g.data<float>());
     s.global_scale = o.upload(g.view());
     s.w.global_scale = s.global_scale.data<float>();
   }
-  check_cuda(validate_weight(s.w), first.name.c_str());
+  if (repack) check_cuda(cudaStreamSynchronize(o.stream()), "repack at load");
+  check_cuda(validate_weight(s.w, repack), first.name.c_str());
   return s;
 }
 
 }  // namespace
+
+bool cuda_ops::repack_experts() const {
+  const char* env = std::getenv("DSV4_CUDA_REPACK");
+  return repack_experts_ && !(env && std::strcmp(env, "0") == 0);
+}
 
 std::unique_ptr<prepared_linear> cuda_ops::prepare_linear(const linear_weight& w) {
   auto p = std::make_unique<cuda_linear>();
@@ -178,9 +209,31 @@ std::unique_ptr<prepared_experts> cuda_ops::prepare_experts(const std::vector<li
     for (const auto& w : v) out.push_back(&w);
     return out;
   };
-  p->w1 = upload_weights(*this, ptrs(w1));
-  p->w3 = upload_weights(*this, ptrs(w3));
-  p->w2 = upload_weights(*this, ptrs(w2));
+  // The layout (expert_layout.h) from the formats and dims before anything is uploaded.
+  const format_plan f1 = plan_format(w1[0]), f3 = plan_format(w3[0]), f2 = plan_format(w2[0]);
+  expert_layout_facts facts;
+  facts.repack_enabled = repack_experts();
+  facts.bf16_activations = act_ == dtype::bf16;
+  facts.decode_kernels = decode_kernels();
+  facts.wgmma_device = moe_prefill_use_wgmma(1, 1, p->count);
+  facts.kind = f1.kind;
+  facts.same_format = f3.kind == f1.kind && f2.kind == f1.kind && f3.scale_e8m0 == f1.scale_e8m0 &&
+                      f2.scale_e8m0 == f1.scale_e8m0 && w3[0].out == p->inter &&
+                      w3[0].in == p->hidden && w2[0].out == p->hidden && w2[0].in == p->inter;
+  facts.hidden = p->hidden;
+  facts.inter = p->inter;
+  facts.experts = p->count;
+  const weight_layout layout = choose_expert_layout(facts);
+  p->w1 = upload_weights(*this, ptrs(w1), layout);
+  p->w3 = upload_weights(*this, ptrs(w3), layout);
+  p->w2 = upload_weights(*this, ptrs(w2), layout);
+  if (layout == weight_layout::repacked) {  // the rule above implies both; a miss is a bug here
+    DSV4_CHECK(moe_decode_supported(p->w1.w, p->w3.w, p->w2.w) &&
+                   moe_prefill_supported(p->w1.w, p->w3.w, p->w2.w, 1, 1),
+               "cuda: repacked experts {} not taken by moe_decode / moe_prefill", w1[0].name);
+    ++repacked_expert_sets_;
+  }
+  ++expert_sets_;
   return p;
 }
 
@@ -249,8 +302,8 @@ tensor cuda_ops::linear_fp8_input(const tensor& x, const prepared_linear& w) {
   if (!decode_kernels() || T < 1 || T > k_max_tokens || !linear_decode_fp8act_supported(dw))
     return linear(x, w);
   check_device_type(x, activation_type(), "linear input");
-  DSV4_CHECK(x.size(1) == w.in, "linear {}: input {} for weight [{}, {}]", w.name,
-             x.shape().str(), w.out, w.in);
+  DSV4_CHECK(x.size(1) == w.in, "linear {}: input {} for weight [{}, {}]", w.name, x.shape().str(),
+             w.out, w.in);
   tensor y = alloc(act_, {T, w.out});
   const size_t ws = linear_decode_fp8act_workspace_bytes(T, dw.cols);
   tensor workspace = alloc(dtype::u8, {int64_t(ws)});
@@ -302,7 +355,11 @@ tensor run_moe_experts(cuda_ops& o, const tensor& x, const tensor& indices, cons
   const int64_t k = indices.size(1);
   DSV4_CHECK(x.size(1) == ce.hidden, "moe: input {} for hidden {}", x.shape().str(), ce.hidden);
   tensor y = o.alloc(act, {T, ce.hidden});
-  if (o.decode_kernels() && T <= k_moe_decode_max_tokens &&
+  // Repacked experts (prepare_experts, expert_layout.h) are read only by moe_decode and
+  // moe_prefill's wgmma core: they take every step whatever decode_kernels says now (it was on
+  // when they were repacked), and nothing falls through to moe_experts.
+  const bool repacked = ce.w1.w.layout == weight_layout::repacked;
+  if ((o.decode_kernels() || repacked) && T <= k_moe_decode_max_tokens &&
       moe_decode_supported(ce.w1.w, ce.w3.w, ce.w2.w)) {
     const size_t ws = moe_decode_workspace_bytes(T, k, ce.count, ce.hidden, ce.inter);
     tensor workspace = o.alloc(dtype::u8, {int64_t(ws)});
@@ -324,7 +381,7 @@ tensor run_moe_experts(cuda_ops& o, const tensor& x, const tensor& indices, cons
   }
   // Prefill-sized steps with bf16 activations: tensor cores (moe_prefill rounds x and h to BF16
   // as it stages them, so f32 activations keep the f32 kernel below).
-  if (o.decode_kernels() && act == dtype::bf16 &&
+  if ((o.decode_kernels() || repacked) && act == dtype::bf16 &&
       moe_prefill_supported(ce.w1.w, ce.w3.w, ce.w2.w, T, k)) {
     using bf16 = __nv_bfloat16;
     const size_t ws = moe_prefill_workspace_bytes(T, k, ce.count, ce.hidden, ce.inter);
@@ -341,6 +398,10 @@ tensor run_moe_experts(cuda_ops& o, const tensor& x, const tensor& indices, cons
                official ? "moe_prefill_experts_official" : "moe_prefill_experts");
     return y;
   }
+  DSV4_CHECK(!repacked,
+             "moe: a step of {} tokens x top-{} that moe_decode / moe_prefill do not take "
+             "on repacked experts (set DSV4_CUDA_REPACK=0)",
+             T, k);
   const size_t ws = moe_experts_workspace_bytes(T, k, ce.count, ce.hidden, ce.inter);
   tensor workspace = o.alloc(dtype::u8, {int64_t(ws)});
   check_cuda(

@@ -42,9 +42,21 @@ int64_t scale_matrix_count(weight_kind kind, int64_t rows, int64_t cols) {
   }
 }
 
-cudaError_t validate_weight(const device_weight& w) {
+cudaError_t validate_weight(const device_weight& w, bool accept_repacked) {
   if (w.rows <= 0 || w.cols <= 0 || w.count <= 0 || !w.data) return cudaErrorInvalidValue;
   if (w.rows > INT32_MAX || w.cols > INT32_MAX) return cudaErrorInvalidValue;
+  switch (w.layout) {
+    case weight_layout::checkpoint:
+      break;
+    case weight_layout::repacked:
+      // The tiles of moe_repack.h: 16 rows x 128 columns of a 4-bit kind.
+      if (!accept_repacked || (w.kind != weight_kind::mxfp4 && w.kind != weight_kind::nvfp4) ||
+          w.rows % 16 != 0 || w.cols % 128 != 0)
+        return cudaErrorInvalidValue;
+      break;
+    default:
+      return cudaErrorInvalidValue;
+  }
   switch (w.kind) {
     case weight_kind::f32:
     case weight_kind::bf16:

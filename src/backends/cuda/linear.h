@@ -21,6 +21,13 @@ namespace dsv4::cuda {
 
 enum class weight_kind : uint8_t { f32, bf16, fp8_block, mxfp4, nvfp4 };
 
+// Byte layout of the weight data. checkpoint: as above (row-major, every kernel reads it).
+// repacked: 4-bit weights (mxfp4 / nvfp4, rows % 16 == 0, cols % 128 == 0) in the tiled,
+// bit-permuted layout of moe_repack.h (scales and global scales unchanged), read only by the
+// kernels that say so (moe_decode_experts*, moe_prefill_experts* with the wgmma core); every
+// other kernel refuses it (validate_weight below), so no kernel can misread it silently.
+enum class weight_layout : uint8_t { checkpoint, repacked };
+
 // `count` matrices [rows, cols] of one format stacked back to back (count > 1 for the routed
 // experts): matrix e starts at data + e * weight_matrix_bytes(...), its scales at scale +
 // e * scale_matrix_count(...) elements, its global scale at global_scale[e]. All device pointers.
@@ -33,14 +40,17 @@ struct device_weight {
   const void* scale = nullptr;          // fp8_block, mxfp4 (f32 or E8M0 bytes), nvfp4 (E4M3)
   bool scale_e8m0 = false;              // fp8_block / mxfp4: scale holds E8M0 bytes, not f32
   const float* global_scale = nullptr;  // nvfp4: count f32 values (null reads as 1)
+  weight_layout layout = weight_layout::checkpoint;
 };
 
 // Bytes of one matrix's weight data and elements of one matrix's scale array.
 int64_t weight_matrix_bytes(weight_kind kind, int64_t rows, int64_t cols);
 int64_t scale_matrix_count(weight_kind kind, int64_t rows, int64_t cols);
 // cudaSuccess when `w` is well formed (dims, divisibility, non-null pointers), otherwise
-// cudaErrorInvalidValue.
-cudaError_t validate_weight(const device_weight& w);
+// cudaErrorInvalidValue. The repacked layout is well formed only where accept_repacked is set
+// (the caller reads it) and for a 4-bit kind with rows % 16 == 0 and cols % 128 == 0: the
+// kernels that read only the checkpoint layout call this with the default and so refuse it.
+cudaError_t validate_weight(const device_weight& w, bool accept_repacked = false);
 
 // y[t, :] = x[t, :] . W^T for t < tokens: x [tokens, cols] activations (act_t: float or
 // __nv_bfloat16), y [tokens, rows] of out_t (act_t, or float for the LM head's logits with bf16

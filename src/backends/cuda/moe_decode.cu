@@ -783,10 +783,11 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
 bool moe_decode_supported(const device_weight& w1, const device_weight& w3,
                           const device_weight& w2) {
   if (w1.kind != weight_kind::mxfp4 && w1.kind != weight_kind::nvfp4) return false;
+  // Either layout (the RP kernels read the repacked one), the same for all three.
   for (const device_weight* w : {&w1, &w3, &w2})
-    if (validate_weight(*w) != cudaSuccess || w->kind != w1.kind ||
-        w->scale_e8m0 != w1.scale_e8m0 || w->count != w1.count || !aligned_16(w->data) ||
-        !aligned_16(w->scale))
+    if (validate_weight(*w, true) != cudaSuccess || w->kind != w1.kind ||
+        w->scale_e8m0 != w1.scale_e8m0 || w->count != w1.count || w->layout != w1.layout ||
+        !aligned_16(w->data) || !aligned_16(w->scale))
       return false;
   const int64_t hidden = w1.cols, inter = w1.rows;
   return w3.rows == inter && w3.cols == hidden && w2.rows == hidden && w2.cols == inter &&
@@ -805,10 +806,13 @@ template <typename act_t>
 cudaError_t run_decode(const act_t* x, int64_t tokens, const int32_t* indices, const float* weights,
                        int64_t top_k, const device_weight& w1, const device_weight& w3,
                        const device_weight& w2, float swiglu_limit, void* workspace,
-                       size_t workspace_bytes, act_t* y, bool official, bool repacked,
+                       size_t workspace_bytes, act_t* y, bool official, bool require_repacked,
                        cudaStream_t stream) {
   if (tokens < 0 || top_k <= 0 || top_k > 32 || !x || !indices || !weights || !y || !workspace)
     return cudaErrorInvalidValue;
+  // The layout is the weights' own (device_weight::layout); the *_repacked entries insist on it.
+  const bool repacked = w1.layout == weight_layout::repacked;
+  if (require_repacked && !repacked) return cudaErrorInvalidValue;
   if (tokens > k_moe_decode_max_tokens || !moe_decode_supported(w1, w3, w2))
     return cudaErrorNotSupported;
   if (tokens == 0) return cudaSuccess;

@@ -55,8 +55,9 @@ namespace dsv4::cuda {
 constexpr int64_t k_moe_decode_max_tokens = 64;
 
 // Whether the decode kernels take these weights: mxfp4 (E8M0 bytes, or f32 scales that are
-// powers of two, as widened E8M0 values are) or nvfp4, all three of one kind and scale encoding,
-// hidden and inter multiples of 128, 16-byte aligned data and scales, <= 2048 experts.
+// powers of two, as widened E8M0 values are) or nvfp4, all three of one kind, scale encoding and
+// layout (device_weight::layout: checkpoint or repacked), hidden and inter multiples of 128,
+// 16-byte aligned data and scales, <= 2048 experts.
 bool moe_decode_supported(const device_weight& w1, const device_weight& w3,
                           const device_weight& w2);
 
@@ -65,7 +66,8 @@ size_t moe_decode_workspace_bytes(int64_t tokens, int64_t top_k, int64_t experts
                                   int64_t inter);
 
 // x [tokens, hidden], indices / weights [tokens, top_k], y [tokens, hidden]. An expert index
-// outside [0, experts) makes that token's row NaN. cudaErrorNotSupported when
+// outside [0, experts) makes that token's row NaN. The weights are read in their layout
+// (w.layout; repacked: the kernels below, same results). cudaErrorNotSupported when
 // !moe_decode_supported or tokens > k_moe_decode_max_tokens; cudaErrorInvalidValue for bad
 // arguments. No host synchronisation.
 template <typename act_t>
@@ -91,14 +93,18 @@ cudaError_t moe_decode_experts_official(const act_t* x, int64_t tokens, const in
 
 // The same two entry points for weights whose data (w.data of w1, w3, w2) holds the repacked
 // layout of moe_repack.h (fp4_repack::repack_matrices of the checkpoint bytes, or
-// repack_matrices_device; scales and global scales unchanged). Same support rule, workspace,
+// repack_matrices_device; scales and global scales unchanged) and whose layout field says so
+// (cudaErrorInvalidValue for checkpoint-layout weights; the plain entries above take both
+// layouts and run these kernels for repacked weights). Same support rule, workspace,
 // errors and results bit for bit (the decode yields the same BF16 pairs and every sum keeps its
 // order; bench_moe_linear checks 0 differing outputs at T <= 16, every shape and format), and
 // the same weight pipeline per format and activation type. Measured on an H200 (MOE5 run 2),
 // against the checkpoint layout in the same run: 1.10-1.33x (official bf16: Flash MXFP4 T = 1
 // 43.2 us = 40.0% of read, T = 16 65.3%, T = 64 61.7%; Pro MXFP4 T = 4 64.0%, T = 64 64.9%).
-// The engine does not call these: it would have to repack the expert weights at load, and
-// moe_prefill / moe_experts read the checkpoint layout (see the notes file above).
+// The engine repacks its routed experts at load where expert_layout.h allows (bf16 activations,
+// compute capability 9.0, ...) and then runs these kernels through the plain entries. H100
+// (MOEWIRE run 2, official bf16, % of HBM read, checkpoint -> repacked): Flash MXFP4 T = 1
+// 44.3 -> 54.4%, T = 16 66.4 -> 85.9%, T = 64 69.4 -> 86.9%; Pro NVFP4 T = 64 67.6 -> 89.6%.
 template <typename act_t>
 cudaError_t moe_decode_experts_repacked(const act_t* x, int64_t tokens, const int32_t* indices,
                                         const float* weights, int64_t top_k,

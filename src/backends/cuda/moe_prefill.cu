@@ -351,8 +351,13 @@ cudaError_t run_prefill(const act_t* x, int64_t tokens, const int32_t* indices,
                         const device_weight& w3, const device_weight& w2, float swiglu_limit,
                         void* workspace, size_t workspace_bytes, act_t* y, bool official,
                         moe_prefill_core core, cudaStream_t stream) {
-  for (const device_weight* w : {&w1, &w3, &w2})
-    if (const cudaError_t e = validate_weight(*w); e != cudaSuccess) return e;
+  for (const device_weight* w : {&w1, &w3, &w2}) {
+    if (const cudaError_t e = validate_weight(*w, true); e != cudaSuccess) return e;
+    if (w->layout != w1.layout) return cudaErrorInvalidValue;
+  }
+  // Repacked weights (moe_repack.h): the wgmma core with BF16 x only (what the engine runs).
+  const bool repacked = w1.layout == weight_layout::repacked;
+  if (repacked && !std::is_same_v<act_t, __nv_bfloat16>) return cudaErrorInvalidValue;
   const int64_t experts = w1.count, hidden = w1.cols, inter = w1.rows;
   const bool fp4 = w1.kind == weight_kind::mxfp4 || w1.kind == weight_kind::nvfp4;
   if (!fp4 || w3.kind != w1.kind || w2.kind != w1.kind || w3.count != experts ||
@@ -385,9 +390,11 @@ cudaError_t run_prefill(const act_t* x, int64_t tokens, const int32_t* indices,
                                                          : moe_prefill_core::mma_sync;
   const bool w4a8 = core == moe_prefill_core::w4a8 || core == moe_prefill_core::w4a8_serial;
   const bool wg = core == moe_prefill_core::wgmma || core == moe_prefill_core::wgmma_cp || w4a8;
-  if (wg && !wgmma_device()) return cudaErrorInvalidValue;
+  if ((wg && !wgmma_device()) || (repacked && core != moe_prefill_core::wgmma))
+    return cudaErrorInvalidValue;
+  // The w4a8 core: official order, MXFP4 in the checkpoint layout (repacked refused above), E8M0
+  // scale rows read as 32-bit words.
   if (w4a8 && (!official || w1.kind != weight_kind::mxfp4)) return cudaErrorInvalidValue;
-  // The w4a8 core reads E8M0 scale rows as 32-bit words.
   if (w4a8)
     for (const device_weight* w : {&w1, &w3, &w2})
       if ((reinterpret_cast<uintptr_t>(w->scale) & 3u) != 0) return cudaErrorInvalidValue;
@@ -402,6 +409,19 @@ cudaError_t run_prefill(const act_t* x, int64_t tokens, const int32_t* indices,
   const float* pair_weights = official ? weights : nullptr;
   const bool mx = w1.kind == weight_kind::mxfp4;
   cudaError_t status;
+  if constexpr (std::is_same_v<act_t, __nv_bfloat16>) {
+    if (repacked) {
+      status = mx ? launch_wgmma_gemms_repacked<weight_kind::mxfp4>(
+                        x, top_k, w1, w3, w2, swiglu_limit, tile_count, tiles, sorted, tile_slots,
+                        pair_weights, indices, pairs, h, out, stream)
+                  : launch_wgmma_gemms_repacked<weight_kind::nvfp4>(
+                        x, top_k, w1, w3, w2, swiglu_limit, tile_count, tiles, sorted, tile_slots,
+                        pair_weights, indices, pairs, h, out, stream);
+      if (status != cudaSuccess) return status;
+      return launch_moe_combine(official, out, indices, weights, tokens, top_k, experts, hidden, y,
+                                stream);
+    }
+  }
   if (w4a8)
     status = launch_w4a8_gemms<act_t>(x, tokens, top_k, w1, w3, w2, swiglu_limit, tile_count, tiles,
                                       sorted, tile_slots, pair_weights, indices, pairs, h, out,
@@ -431,8 +451,8 @@ bool moe_prefill_supported(const device_weight& w1, const device_weight& w3,
                            const device_weight& w2, int64_t tokens, int64_t top_k) {
   if (w1.kind != weight_kind::mxfp4 && w1.kind != weight_kind::nvfp4) return false;
   for (const device_weight* w : {&w1, &w3, &w2}) {
-    if (validate_weight(*w) != cudaSuccess || w->kind != w1.kind ||
-        w->scale_e8m0 != w1.scale_e8m0 || w->count != w1.count)
+    if (validate_weight(*w, true) != cudaSuccess || w->kind != w1.kind ||
+        w->scale_e8m0 != w1.scale_e8m0 || w->count != w1.count || w->layout != w1.layout)
       return false;
     if (w->kind == weight_kind::mxfp4 && !w->scale_e8m0 &&
         (reinterpret_cast<uintptr_t>(w->scale) & 3u) != 0)
@@ -443,6 +463,8 @@ bool moe_prefill_supported(const device_weight& w1, const device_weight& w3,
       hidden % k_round != 0 || inter % k_round != 0 || w1.count > k_max_experts || top_k <= 0 ||
       tokens < 0)
     return false;
+  // Repacked weights: the wgmma core only (and BF16 x, which the entry point checks).
+  if (w1.layout == weight_layout::repacked && !wgmma_device()) return false;
   const int64_t pairs = tokens * top_k;
   return pairs <= INT32_MAX && max_tiles(pairs, w1.count) <= 65535;
 }

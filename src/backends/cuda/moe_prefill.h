@@ -46,7 +46,8 @@ enum class moe_prefill_core { automatic, mma_sync, wgmma, wgmma_cp, w4a8, w4a8_s
 bool moe_prefill_use_wgmma(int64_t tokens, int64_t top_k, int64_t experts);
 
 // Whether moe_prefill_experts takes these weights for a step of `tokens` x `top_k` pairs (the
-// weight and size conditions below; x alignment and pointers are the caller's).
+// weight and size conditions below; x alignment and pointers are the caller's). Repacked weights:
+// only on a compute capability 9.0 device, and the entry point then also needs BF16 x.
 bool moe_prefill_supported(const device_weight& w1, const device_weight& w3,
                            const device_weight& w2, int64_t tokens, int64_t top_k);
 
@@ -56,9 +57,15 @@ size_t moe_prefill_workspace_bytes(int64_t tokens, int64_t top_k, int64_t expert
 
 // y[t] = sum_k weights[t, k] * W2_e(silu(min(W1_e x[t], L)) * clamp(W3_e x[t], -L, L)), as
 // moe_experts. w1, w3 [inter, hidden] and w2 [hidden, inter] stacked over `experts`, all of one
-// 4-bit kind (mxfp4 with E8M0 or power-of-two f32 scales, or nvfp4); hidden and inter multiples
-// of 128; x 16-byte aligned; core wgmma only on a compute capability 9.0 device. Anything else
-// returns cudaErrorInvalidValue.
+// 4-bit kind (mxfp4 with E8M0 or power-of-two f32 scales, or nvfp4) and one layout; hidden and
+// inter multiples of 128; x 16-byte aligned; core wgmma only on a compute capability 9.0 device.
+// Weights in the repacked layout (moe_repack.h, device_weight::layout) only with BF16 x and the
+// wgmma core (automatic or wgmma on compute capability 9.0): same results bit for bit as the
+// checkpoint bytes (the expansion yields the same BF16 pairs, every sum keeps its order; parity
+// moe_prefill[_official]_wgmma_repacked, and 0 of 16.8M outputs differing in bench_moe_linear),
+// 1.06x faster (H100, Flash T = 4096: MXFP4 4258 -> 4000 us exact, 4890 -> 4614 us official;
+// NVFP4 4405 -> 4169 / 4975 -> 4670 us; bench/kernels/results/h100_2026-11-24_s6_moewire_*).
+// Anything else returns cudaErrorInvalidValue.
 // Launches (no host synchronisation; the grids depend only on tokens, top_k, experts and the
 // dims): a plan groups the pairs by expert into tiles of up to 64 pairs (moe_plan.cuh); L1 computes
 // each (tile, 128 rows of W1 and W3) with the clamped SwiGLU fused into the epilogue, h in f32;

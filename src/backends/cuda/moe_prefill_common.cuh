@@ -13,6 +13,7 @@
 
 #include "backends/cuda/fp4_mma.cuh"
 #include "backends/cuda/linear.h"
+#include "backends/cuda/moe_repack.h"
 
 namespace dsv4::cuda::prefill {
 
@@ -50,7 +51,10 @@ struct tile_rows {
   const uint8_t* s[2];
 };
 
-template <weight_kind K>
+// RP: the weight data is in the repacked layout (moe_repack.h), where the lane's 16 bytes of row
+// `row` and round 0 sit in tile row / 16 of the first tile column, half (row % 16) / 8, slot
+// (row % 8) * 4 + c: t.w[i] points at slot c = 0, as the checkpoint row pointer does at k = 0.
+template <weight_kind K, bool RP = false>
 __device__ __forceinline__ tile_rows locate_tile(const fp4_weight& w, int64_t e, int64_t row0) {
   tile_rows t;
   const int64_t spr = K == weight_kind::mxfp4 ? w.cols / 32 : w.cols / 16;  // scales per row
@@ -58,10 +62,37 @@ __device__ __forceinline__ tile_rows locate_tile(const fp4_weight& w, int64_t e,
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     const int64_t row = min(row0 + 8 * i, w.rows - 1);  // rows past the end: loaded, not stored
-    t.w[i] = w.data + e * w.matrix_bytes + row * (w.cols / 2);
+    if constexpr (RP)
+      t.w[i] = w.data + e * w.matrix_bytes +
+               (row / fp4_repack::k_tile_rows) * (w.cols / fp4_repack::k_tile_cols) *
+                   fp4_repack::k_tile_bytes +
+               ((row % fp4_repack::k_tile_rows) / 8) * (fp4_repack::k_tile_bytes / 2) +
+               (row % 8) * 64;
+    else
+      t.w[i] = w.data + e * w.matrix_bytes + row * (w.cols / 2);
     t.s[i] = w.scale + (e * w.matrix_scales + row * spr) * sbytes;
   }
   return t;
+}
+
+// Where lane c's 16 weight bytes of 128-wide round `round` start, from locate_tile's pointer:
+// 64 bytes per round along a checkpoint row (k / 2), one 1024-byte tile per round in the
+// repacked layout (tiles of a tile row are consecutive); 16 bytes per lane either way.
+template <bool RP>
+__device__ __forceinline__ const uint8_t* lane_round_ptr(const uint8_t* row_ptr, int64_t round,
+                                                         int c) {
+  constexpr int64_t round_bytes = RP ? fp4_repack::k_tile_bytes : 64;
+  return row_ptr + round * round_bytes + c * 16;
+}
+
+// The BF16 pair P_i = (v_i, v_{i+4}) of a weight word (fp4_mma.cuh), from the checkpoint bit
+// order or the repacked one (RP; bit for bit the same pair, moe_repack.h).
+template <int i, bool RP>
+__device__ __forceinline__ uint32_t weight_pair(uint32_t word) {
+  if constexpr (RP)
+    return fp4_repack::decode_pair<i>(word);
+  else
+    return fp4mma::e2m1_pair<i>(word);
 }
 
 // The scales of a lane's 32 k starting at k (r.s).

@@ -1,7 +1,9 @@
-// The wgmma core's launch sequence and its L2 instantiations (moe_prefill_wgmma.h); the kernel
-// and its design notes are in moe_prefill_wgmma_kernel.cuh, the L1 instantiations in
-// moe_prefill_wgmma_up.cu. With xp set it runs the cp.async-staged variant (wgmma_cp, NOT
-// GPU-VERIFIED): x pre-permuted here, kernels at the end of moe_prefill_wgmma_kernel.cuh.
+// The wgmma core's launch sequences and its checkpoint-layout L2 instantiations
+// (moe_prefill_wgmma.h); the kernel and its design notes are in moe_prefill_wgmma_kernel.cuh,
+// the L1 instantiations in moe_prefill_wgmma_up.cu, the repacked-layout kernels in
+// moe_prefill_wgmma_rp_up.cu / moe_prefill_wgmma_rp_down.cu. With xp set it runs the
+// cp.async-staged variant (wgmma_cp, NOT GPU-VERIFIED): x pre-permuted here, kernels at the end of
+// moe_prefill_wgmma_kernel.cuh.
 #include "backends/cuda/moe_prefill_wgmma_kernel.cuh"
 
 namespace dsv4::cuda::prefill {
@@ -109,6 +111,47 @@ cudaError_t launch_wgmma_gemms(const act_t* x, int64_t top_k, const device_weigh
   return launch_one<float, float, K, false>(grid2, h, int(top_k), tile_count, tiles, sorted, f2, f2,
                                             limit, nullptr, out, stream);
 }
+
+template <weight_kind K>
+cudaError_t launch_wgmma_gemms_repacked(const __nv_bfloat16* x, int64_t top_k,
+                                        const device_weight& w1, const device_weight& w3,
+                                        const device_weight& w2, float limit, const int* tile_count,
+                                        const int4* tiles, const int* sorted, int64_t tile_slots,
+                                        const float* pair_weights, const int32_t* indices,
+                                        int64_t pairs, float* h, float* out, cudaStream_t stream) {
+  const int64_t hidden = w1.cols, inter = w1.rows;
+  const dim3 grid1(unsigned(ceil_div(inter, k_up_rows)), unsigned(tile_slots));
+  const dim3 grid2(unsigned(ceil_div(hidden, k_down_rows)), unsigned(tile_slots));
+  const fp4_weight f1 = make_fp4_weight(w1), f3 = make_fp4_weight(w3), f2 = make_fp4_weight(w2);
+  if (!pair_weights) {  // exact order: BF16 h, as the checkpoint sequence above
+    auto* hb = reinterpret_cast<__nv_bfloat16*>(h);
+    if (const cudaError_t e = launch_wgmma_up_rp<__nv_bfloat16, K>(
+            grid1, x, int(top_k), tile_count, tiles, sorted, f1, f3, limit, nullptr, hb, stream);
+        e != cudaSuccess)
+      return e;
+    return launch_wgmma_down_rp<__nv_bfloat16, K>(grid2, hb, int(top_k), tile_count, tiles, sorted,
+                                                  f2, out, stream);
+  }
+  if (const cudaError_t e = launch_wgmma_up_rp<float, K>(
+          grid1, x, int(top_k), tile_count, tiles, sorted, f1, f3, limit, pair_weights, h, stream);
+      e != cudaSuccess)
+    return e;
+  const int64_t items = pairs * ceil_div(inter, 128);
+  moe_quantize_h_kernel<128><<<unsigned(ceil_div(items, 256 / k_warp_size)), 256, 0, stream>>>(
+      h, indices, pairs, w1.count, inter);
+  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  return launch_wgmma_down_rp<float, K>(grid2, h, int(top_k), tile_count, tiles, sorted, f2, out,
+                                        stream);
+}
+
+template cudaError_t launch_wgmma_gemms_repacked<weight_kind::mxfp4>(
+    const __nv_bfloat16*, int64_t, const device_weight&, const device_weight&, const device_weight&,
+    float, const int*, const int4*, const int*, int64_t, const float*, const int32_t*, int64_t,
+    float*, float*, cudaStream_t);
+template cudaError_t launch_wgmma_gemms_repacked<weight_kind::nvfp4>(
+    const __nv_bfloat16*, int64_t, const device_weight&, const device_weight&, const device_weight&,
+    float, const int*, const int4*, const int*, int64_t, const float*, const int32_t*, int64_t,
+    float*, float*, cudaStream_t);
 
 #define DSV4_PREFILL_WGMMA_INSTANTIATE(T, K)                                                       \
   template cudaError_t launch_wgmma_gemms<T, K>(                                                   \

@@ -32,4 +32,16 @@ cudaError_t launch_wgmma_gemms(const act_t* x, int64_t top_k, const device_weigh
                                const int32_t* indices, int64_t pairs, float* h, float* out,
                                __nv_bfloat16* xp, cudaStream_t stream);
 
+// The same for weights in the repacked layout (moe_repack.h; device_weight::layout, validated by
+// the caller) and BF16 x: exact and official order, no cp.async-staged variant. Same results
+// bit for bit as launch_wgmma_gemms on the checkpoint bytes (the expansion yields the same BF16
+// pairs; every sum keeps its order).
+template <weight_kind K>
+cudaError_t launch_wgmma_gemms_repacked(const __nv_bfloat16* x, int64_t top_k,
+                                        const device_weight& w1, const device_weight& w3,
+                                        const device_weight& w2, float limit, const int* tile_count,
+                                        const int4* tiles, const int* sorted, int64_t tile_slots,
+                                        const float* pair_weights, const int32_t* indices,
+                                        int64_t pairs, float* h, float* out, cudaStream_t stream);
+
 }  // namespace dsv4::cuda::prefill

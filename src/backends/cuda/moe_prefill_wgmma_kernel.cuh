@@ -37,6 +37,12 @@
 // registers are expanded; the A registers cycle through 4 sets, so a set is rewritten only after
 // its wgmma retired (ptxas also tracks this, and warns C7513 where it has to serialize).
 //
+// Repacked weights (RP, moe_repack.h; moe_prefill_wgmma_rp_*.cu): lane c's 16 bytes of rows g
+// and g + 8 of a round are exactly its slots of the round's 1024-byte tile (the same words,
+// each bit-permuted), so only the address (lane_round_ptr) and the pair extraction
+// (weight_pair: fp4_repack::decode_pair, 11 instead of 15 integer instructions per word) change;
+// the BF16 pairs, and so every product and sum, are bit for bit those of the checkpoint bytes.
+//
 // Determinism: each output element is one pair's sum over k in a fixed order.
 #pragma once
 
@@ -108,16 +114,17 @@ __device__ __forceinline__ uint4 lds_16(uint32_t addr) {
 }
 
 // A registers of step s (0..7) of a round for one matrix: regs 0 / 1 = P_i of rows g / g + 8,
-// regs 2 / 3 = P_{i+1}, i = 2 (s & 1), from word s / 2 (see the top of the file).
-template <weight_kind K, int s>
+// regs 2 / 3 = P_{i+1}, i = 2 (s & 1), from word s / 2 (see the top of the file). RP: the words
+// are in the repacked bit order (same pairs bit for bit).
+template <weight_kind K, int s, bool RP>
 __device__ __forceinline__ void expand_step(const tile_round& r, const tile_scale& sc,
                                             uint32_t (&a)[4]) {
   constexpr int w = s >> 1, i = 2 * (s & 1);
 #pragma unroll
   for (int row = 0; row < 2; ++row) {
     const uint32_t word = word_of(r.v[row], w);
-    uint32_t p0 = fp4mma::mul_bf16x2(fp4mma::e2m1_pair<i>(word), sc.m1[row][w >> 1]);
-    uint32_t p1 = fp4mma::mul_bf16x2(fp4mma::e2m1_pair<i + 1>(word), sc.m1[row][w >> 1]);
+    uint32_t p0 = fp4mma::mul_bf16x2(weight_pair<i, RP>(word), sc.m1[row][w >> 1]);
+    uint32_t p1 = fp4mma::mul_bf16x2(weight_pair<i + 1, RP>(word), sc.m1[row][w >> 1]);
     if constexpr (K == weight_kind::mxfp4) {
       if (sc.two) {  // E8M0 > 128: the second exact power-of-two step
         p0 = fp4mma::mul_bf16x2(p0, sc.m2[row]);
@@ -240,7 +247,7 @@ __device__ __forceinline__ void store_tile(const float (&acc)[2][N / 2], const b
   }
 }
 
-template <typename in_t, typename out_t, weight_kind K, bool UP, int N>
+template <typename in_t, typename out_t, weight_kind K, bool UP, int N, bool RP>
 __device__ __forceinline__ void gemm_tile(const block_args& ba, const fp4_weight& wa,
                                           const fp4_weight& wb, const in_t* const* row_src,
                                           const int* pair_of, uint8_t* stages, float limit,
@@ -251,8 +258,8 @@ __device__ __forceinline__ void gemm_tile(const block_args& ba, const fp4_weight
   const int tid = threadIdx.x, lane = tid % k_warp_size;
   const int g = lane / 4, c = lane % 4;
   tile_rows tr[2];
-  tr[0] = locate_tile<K>(wa, ba.e, ba.r0 + g);
-  tr[1] = locate_tile<K>(wb, ba.e, ba.r0 + ba.b_offset + g);
+  tr[0] = locate_tile<K, RP>(wa, ba.e, ba.r0 + g);
+  tr[1] = locate_tile<K, RP>(wb, ba.e, ba.r0 + ba.b_offset + g);
   const int64_t klane = c * 32;
   const bool f32_scale = wa.scale_f32;
 
@@ -276,7 +283,7 @@ __device__ __forceinline__ void gemm_tile(const block_args& ba, const fp4_weight
       for (int m = 0; m < 2; ++m)
 #pragma unroll
         for (int i = 0; i < 2; ++i)
-          cp_async_16(wslot(round, m, i), tr[m].w[i] + (int64_t(round) * k_round + klane) / 2);
+          cp_async_16(wslot(round, m, i), lane_round_ptr<RP>(tr[m].w[i], round, c));
     cp_async_commit();  // empty past the end: the group count stays uniform
   };
   // Prologue: the weight ring's first rounds, round 0's activations into stage 0 and its
@@ -331,8 +338,8 @@ __device__ __forceinline__ void gemm_tile(const block_args& ba, const fp4_weight
         const int task = tid + (s == 0 ? 0 : k_threads);
         if (more && task < tasks) task_load(t, row_src[task >> 2], knext, task & 3);
       }
-      expand_step<K, s>(cur[0], sc[0], a[s & 3][0]);
-      expand_step<K, s>(cur[1], sc[1], a[s & 3][1]);
+      expand_step<K, s, RP>(cur[0], sc[0], a[s & 3][0]);
+      expand_step<K, s, RP>(cur[1], sc[1], a[s & 3][1]);
       __syncwarp();  // .aligned: the warp reconverged after the staging branches
       wgmma::fence();
       const uint64_t d = smem_desc(buf + (s >> 2) * k_atom_bytes + (s & 3) * 32);
@@ -367,8 +374,9 @@ __device__ __forceinline__ void gemm_tile(const block_args& ba, const fp4_weight
 }
 
 // UP: src = x (rows by token), wa = W1, wb = W3, dst = h [pairs, inter]. Down: src = h (rows by
-// pair), wa = wb = W2, dst = out [pairs, hidden]. Grid: x = row blocks, y = tile slots.
-template <typename in_t, typename out_t, weight_kind K, bool UP>
+// pair), wa = wb = W2, dst = out [pairs, hidden]. Grid: x = row blocks, y = tile slots. RP: the
+// weights are repacked (moe_repack.h); everything else is the same.
+template <typename in_t, typename out_t, weight_kind K, bool UP, bool RP>
 __global__ void __launch_bounds__(k_threads, 1)
     moe_prefill_wgmma_kernel(const in_t* src, int top_k, const int* tile_count, const int4* tiles,
                              const int* sorted, fp4_weight wa, fp4_weight wb, float limit,
@@ -398,23 +406,23 @@ __global__ void __launch_bounds__(k_threads, 1)
   uint8_t* stages = smem_raw + ((1024u - (base & 1023u)) & 1023u);
   __syncthreads();
   if (ba.ntok <= 32)
-    gemm_tile<in_t, out_t, K, UP, 32>(ba, wa, wb, row_src, pair_of, stages, limit, pair_weights,
-                                      dst);
+    gemm_tile<in_t, out_t, K, UP, 32, RP>(ba, wa, wb, row_src, pair_of, stages, limit, pair_weights,
+                                          dst);
   else if (ba.ntok <= 64)
-    gemm_tile<in_t, out_t, K, UP, 64>(ba, wa, wb, row_src, pair_of, stages, limit, pair_weights,
-                                      dst);
+    gemm_tile<in_t, out_t, K, UP, 64, RP>(ba, wa, wb, row_src, pair_of, stages, limit, pair_weights,
+                                          dst);
   else if (ba.ntok <= 96)
-    gemm_tile<in_t, out_t, K, UP, 96>(ba, wa, wb, row_src, pair_of, stages, limit, pair_weights,
-                                      dst);
+    gemm_tile<in_t, out_t, K, UP, 96, RP>(ba, wa, wb, row_src, pair_of, stages, limit, pair_weights,
+                                          dst);
   else
-    gemm_tile<in_t, out_t, K, UP, 128>(ba, wa, wb, row_src, pair_of, stages, limit, pair_weights,
-                                       dst);
+    gemm_tile<in_t, out_t, K, UP, 128, RP>(ba, wa, wb, row_src, pair_of, stages, limit,
+                                           pair_weights, dst);
 #else
   __trap();
 #endif
 }
 
-template <typename in_t, typename out_t, weight_kind K, bool UP>
+template <typename in_t, typename out_t, weight_kind K, bool UP, bool RP = false>
 cudaError_t launch_one(dim3 grid, const in_t* src, int top_k, const int* tile_count,
                        const int4* tiles, const int* sorted, const fp4_weight& wa,
                        const fp4_weight& wb, float limit, const float* pair_weights, out_t* dst,
@@ -422,12 +430,12 @@ cudaError_t launch_one(dim3 grid, const in_t* src, int top_k, const int* tile_co
   static bool configured = false;  // one attribute call per instantiation
   if (!configured) {
     const cudaError_t e =
-        cudaFuncSetAttribute(moe_prefill_wgmma_kernel<in_t, out_t, K, UP>,
+        cudaFuncSetAttribute(moe_prefill_wgmma_kernel<in_t, out_t, K, UP, RP>,
                              cudaFuncAttributeMaxDynamicSharedMemorySize, k_smem_bytes);
     if (e != cudaSuccess) return e;
     configured = true;
   }
-  moe_prefill_wgmma_kernel<in_t, out_t, K, UP><<<grid, k_threads, k_smem_bytes, stream>>>(
+  moe_prefill_wgmma_kernel<in_t, out_t, K, UP, RP><<<grid, k_threads, k_smem_bytes, stream>>>(
       src, top_k, tile_count, tiles, sorted, wa, wb, limit, pair_weights, dst);
   return cudaGetLastError();
 }
@@ -440,6 +448,18 @@ cudaError_t launch_wgmma_up(dim3 grid, const in_t* x, int top_k, const int* tile
                             const int4* tiles, const int* sorted, const fp4_weight& w1,
                             const fp4_weight& w3, float limit, const float* pair_weights, out_t* h,
                             cudaStream_t stream);
+// The same on repacked weights (moe_prefill_wgmma_rp_up.cu; BF16 x only, as the engine runs it).
+template <typename out_t, weight_kind K>
+cudaError_t launch_wgmma_up_rp(dim3 grid, const __nv_bfloat16* x, int top_k, const int* tile_count,
+                               const int4* tiles, const int* sorted, const fp4_weight& w1,
+                               const fp4_weight& w3, float limit, const float* pair_weights,
+                               out_t* h, cudaStream_t stream);
+// L2 on repacked weights (moe_prefill_wgmma_rp_down.cu): h (BF16 in the exact order, f32 in the
+// official one) times W2 into out (f32). The checkpoint L2 is launched by moe_prefill_wgmma.cu.
+template <typename in_t, weight_kind K>
+cudaError_t launch_wgmma_down_rp(dim3 grid, const in_t* h, int top_k, const int* tile_count,
+                                 const int4* tiles, const int* sorted, const fp4_weight& w2,
+                                 float* out, cudaStream_t stream);
 
 }  // namespace dsv4::cuda::prefill
 
@@ -539,8 +559,8 @@ __device__ __forceinline__ void gemm_tile_cp(const block_args& ba, const fp4_wei
     uint32_t a[4][2][4];  // [step & 3][accumulator][reg]
     const auto step = [&](auto s_const) {
       constexpr int s = decltype(s_const)::value;
-      expand_step<K, s>(cur[0], sc[0], a[s & 3][0]);
-      expand_step<K, s>(cur[1], sc[1], a[s & 3][1]);
+      expand_step<K, s, false>(cur[0], sc[0], a[s & 3][0]);
+      expand_step<K, s, false>(cur[1], sc[1], a[s & 3][1]);
       __syncwarp();
       wgmma::fence();
       const uint64_t d = smem_desc(buf + (s >> 2) * k_atom_bytes + (s & 3) * 32);

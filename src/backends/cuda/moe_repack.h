@@ -78,6 +78,21 @@ DSV4_REPACK_HD void decode_pairs(uint32_t u, uint32_t (&p)[4]) {
   p[3] = rotl(u, 6) & k_pair_mask;
 }
 
+// Pair i alone (the same expressions as decode_pairs), for kernels that consume a word's pairs
+// in separate steps (the prefill wgmma core takes P_0, P_1 at one step and P_2, P_3 at the next).
+template <int i>
+DSV4_REPACK_HD uint32_t decode_pair(uint32_t u) {
+  static_assert(i >= 0 && i < 4, "four pairs per word");
+  if constexpr (i == 0)
+    return u & k_pair_mask;
+  else if constexpr (i == 1)
+    return (rotl(u, 1) & k_sign_mask) | (rotl(u, 3) & k_mag_mask);
+  else if constexpr (i == 2)
+    return (rotl(u, 2) & k_sign_mask) | (rotl(u, 12) & k_mag_mask);
+  else
+    return rotl(u, 6) & k_pair_mask;
+}
+
 // The checkpoint-order pairs (same formula as fp4mma::e2m1_pair, host side): the oracle of the
 // CPU test.
 DSV4_REPACK_HD uint32_t checkpoint_pair(uint32_t w, int i) {
