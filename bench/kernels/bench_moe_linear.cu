@@ -52,6 +52,7 @@
 #include "backends/cuda/moe_decode.h"
 #include "backends/cuda/moe_prefill.h"
 #include "backends/cuda/moe_repack.h"
+#include "backends/cuda/quantize.h"
 #include "bench_common.cuh"
 
 namespace {
@@ -1206,12 +1207,230 @@ void bench_prefill_section(cudaStream_t s, cublasHandle_t h) {
   }
 }
 
+// ---- W4A8 prefill (moe_prefill_core::w4a8) ----
+// --prefill-w4a8: the official-order prefill of MXFP4 experts, W4A8 core against the W4A16
+// wgmma core (same official semantics) and two dense ceilings of the same FLOPs measured in the
+// same run: cuBLAS BF16 (bf16 in, f32 out) and cuBLASLt FP8 (e4m3 x e4m3, f32 accumulate, BF16
+// out, per-tensor scales). x is FP8 fake-quantized first (as the official forward feeds it), so
+// both cores compute the same values; their outputs are compared (NMSE) as a sanity check.
+double nmse_bf16(const __nv_bfloat16* a, const __nv_bfloat16* b, size_t n) {
+  std::vector<__nv_bfloat16> ha(n), hb(n);
+  CK(cudaMemcpy(ha.data(), a, n * 2, cudaMemcpyDeviceToHost));
+  CK(cudaMemcpy(hb.data(), b, n * 2, cudaMemcpyDeviceToHost));
+  double num = 0, den = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double x = __bfloat162float(ha[i]), y = __bfloat162float(hb[i]);
+    num += (x - y) * (x - y);
+    den += y * y;
+  }
+  return den > 0 ? num / den : num;
+}
+
+// Token counts of the W4A8 section: --w4a8-flash-t / --w4a8-pro-t (comma-separated; empty: skip).
+std::vector<int64_t> g_w4a8_flash_t = {1024, 4096, 8192}, g_w4a8_pro_t = {4096};
+// --w4a8-profile: one call of each core at Flash's first token count, no timing (for ncu).
+bool g_w4a8_profile = false;
+
+std::vector<int64_t> parse_list(const std::string& list) {
+  std::vector<int64_t> v;
+  for (std::string t = list; !t.empty();) {
+    const size_t comma = t.find(',');
+    v.push_back(std::atoll(t.substr(0, comma).c_str()));
+    t = comma == std::string::npos ? "" : t.substr(comma + 1);
+  }
+  return v;
+}
+
+void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cublasLtHandle_t lt,
+                      const std::vector<int64_t>& token_counts) {
+  const int64_t D = sh.hidden, I = sh.inter, E = sh.experts, K = sh.top_k;
+  const weight_kind kind = weight_kind::mxfp4;
+  stacked w1(kind, I, D, E, 500), w3(kind, I, D, E, 600), w2(kind, D, I, E, 700);
+  // Dense ceiling weights, rotated past L2: bf16 and e4m3 copies of [I, D] x 2 and [D, I].
+  constexpr int pool = 4;
+  const size_t bf_expert = size_t(3) * I * D * 2, f8_expert = size_t(3) * I * D;
+  void *bf, *f8;
+  CK(cudaMalloc(&bf, bf_expert * pool));
+  CK(cudaMalloc(&f8, f8_expert * pool));
+  fill(bf, bf_expert * pool, 800, 3);
+  fill(f8, f8_expert * pool, 801, 4);
+  size_t lt_bytes = size_t(64) << 20;
+  void* lt_ws;
+  CK(cudaMalloc(&lt_ws, lt_bytes));
+  std::mt19937_64 rng(4321);
+  constexpr int calls = 4;
+  for (int64_t T : token_counts) {
+    const int64_t P = T * K;
+    std::vector<int32_t> routes;
+    draw_routes(rng, calls * T, E, K, routes);
+    const moe_step_inputs in(routes, calls * T, D, rng);  // x per call: a fresh token block
+    CK(dsv4::cuda::fake_quant_fp8_rows(in.xb, D, nullptr, 0, calls * T, D, 128, s));
+    const size_t ws_bytes = dsv4::cuda::moe_prefill_workspace_bytes(T, K, E, D, I);
+    void* ws;
+    CK(cudaMalloc(&ws, ws_bytes));
+    const double flops = 2.0 * double(P) * 3.0 * double(D) * double(I);
+    void *db, *dq, *dc;
+    CK(cudaMalloc(&db, size_t(P) * std::max(D, I) * 2));
+    CK(cudaMalloc(&dq, size_t(P) * std::max(D, I)));
+    CK(cudaMalloc(&dc, size_t(P) * std::max(D, I) * 4));
+    fill(db, size_t(P) * std::max(D, I) * 2, 900, 3);
+    fill(dq, size_t(P) * std::max(D, I), 901, 4);
+    const float one = 1.0f, zero = 0.0f;
+    const double bf16_ms =
+        g_w4a8_profile
+            ? -1.0
+            : time_prefill_per_call(
+                  [&](int i, cudaStream_t st) {
+                    CB(cublasSetStream(h, st));
+                    const uint8_t* base =
+                        static_cast<const uint8_t*>(bf) + size_t(i % pool) * bf_expert;
+                    for (int m = 0; m < 2; ++m)
+                      CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(I), int(P), int(D), &one,
+                                      base + size_t(m) * I * D * 2, CUDA_R_16BF, int(D), db,
+                                      CUDA_R_16BF, int(D), &zero, dc, CUDA_R_32F, int(I),
+                                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                    CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(D), int(P), int(I), &one,
+                                    base + size_t(2) * I * D * 2, CUDA_R_16BF, int(I), db,
+                                    CUDA_R_16BF, int(I), &zero, dc, CUDA_R_32F, int(D),
+                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                  },
+                  calls, 10, s);
+    // cuBLASLt FP8: one heuristic algorithm per GEMM shape (L1: M = I, K = D; L2: M = D, K = I),
+    // probed outside capture.
+    struct lt_gemm {
+      cublasLtMatmulDesc_t op;
+      cublasLtMatrixLayout_t la, lb, lc;
+      cublasLtMatmulAlgo_t algo;
+      bool ok = false;
+    };
+    const auto make_gemm = [&](int64_t M, int64_t Kd, const void* a) {
+      lt_gemm g;
+      CB(cublasLtMatmulDescCreate(&g.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+      const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+      CB(cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+      CB(cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+      CB(cublasLtMatrixLayoutCreate(&g.la, CUDA_R_8F_E4M3, Kd, M, Kd));
+      CB(cublasLtMatrixLayoutCreate(&g.lb, CUDA_R_8F_E4M3, Kd, P, Kd));
+      CB(cublasLtMatrixLayoutCreate(&g.lc, CUDA_R_16BF, M, P, M));
+      cublasLtMatmulPreference_t pref;
+      CB(cublasLtMatmulPreferenceCreate(&pref));
+      CB(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                              &lt_bytes, sizeof(lt_bytes)));
+      cublasLtMatmulHeuristicResult_t heur[4];
+      int found = 0;
+      const cublasStatus_t hs =
+          cublasLtMatmulAlgoGetHeuristic(lt, g.op, g.la, g.lb, g.lc, g.lc, pref, 4, heur, &found);
+      for (int k = 0; hs == CUBLAS_STATUS_SUCCESS && k < found && !g.ok; ++k) {
+        const cublasStatus_t st0 =
+            cublasLtMatmul(lt, g.op, &one, a, g.la, dq, g.lb, &zero, dc, g.lc, dc, g.lc,
+                           &heur[k].algo, lt_ws, lt_bytes, s);
+        if (st0 != CUBLAS_STATUS_SUCCESS || cudaStreamSynchronize(s) != cudaSuccess) continue;
+        g.algo = heur[k].algo;
+        g.ok = true;
+      }
+      cublasLtMatmulPreferenceDestroy(pref);
+      return g;
+    };
+    lt_gemm g1, g2;
+    if (!g_w4a8_profile) g1 = make_gemm(I, D, f8), g2 = make_gemm(D, I, f8);
+    double f8_ms = -1;
+    if (g1.ok && g2.ok)
+      f8_ms = time_prefill_per_call(
+          [&](int i, cudaStream_t st) {
+            const uint8_t* base = static_cast<const uint8_t*>(f8) + size_t(i % pool) * f8_expert;
+            for (int m = 0; m < 2; ++m)
+              CB(cublasLtMatmul(lt, g1.op, &one, base + size_t(m) * I * D, g1.la, dq, g1.lb, &zero,
+                                dc, g1.lc, dc, g1.lc, &g1.algo, lt_ws, lt_bytes, st));
+            CB(cublasLtMatmul(lt, g2.op, &one, base + size_t(2) * I * D, g2.la, dq, g2.lb, &zero,
+                              dc, g2.lc, dc, g2.lc, &g2.algo, lt_ws, lt_bytes, st));
+          },
+          calls, 10, s);
+    else if (!g_w4a8_profile)
+      std::printf("%-6s cublasLt fp8: no usable algorithm\n", sh.name);
+    for (lt_gemm* g : {&g1, &g2}) {
+      if (g_w4a8_profile) break;
+      cublasLtMatrixLayoutDestroy(g->la);
+      cublasLtMatrixLayoutDestroy(g->lb);
+      cublasLtMatrixLayoutDestroy(g->lc);
+      cublasLtMatmulDescDestroy(g->op);
+    }
+    using dsv4::cuda::moe_prefill_core;
+    const auto run = [&](int i, cudaStream_t st, moe_prefill_core core, __nv_bfloat16* y) {
+      CK(dsv4::cuda::moe_prefill_experts_official(
+          in.xb + size_t(i) * T * D, T, in.idx + size_t(i) * P, in.wts + size_t(i) * P, K, w1.w,
+          w3.w, w2.w, 10.0f, ws, ws_bytes, y, st, core));
+    };
+    // Outputs of call 0 from both cores (yb and yf's bytes as a second BF16 buffer).
+    auto* y16 = in.yb;
+    auto* y8 = reinterpret_cast<__nv_bfloat16*>(in.yf);
+    run(0, s, moe_prefill_core::wgmma, y16);
+    run(0, s, moe_prefill_core::w4a8, y8);
+    CK(cudaStreamSynchronize(s));
+    const double agree = nmse_bf16(y8, y16, size_t(T) * D);
+    if (g_w4a8_profile) {  // one call of each core was the point (ncu)
+      std::printf("%-6s   T=%lld: w4a8 vs wgmma outputs NMSE %.2e (profile run)\n", sh.name,
+                  (long long)T, agree);
+      CK(cudaFree(db));
+      CK(cudaFree(dq));
+      CK(cudaFree(dc));
+      CK(cudaFree(ws));
+      break;
+    }
+    const double w16_ms = time_prefill_per_call(
+        [&](int i, cudaStream_t st) { run(i, st, moe_prefill_core::wgmma, y16); }, calls, 20, s);
+    const double w8_ms = time_prefill_per_call(
+        [&](int i, cudaStream_t st) { run(i, st, moe_prefill_core::w4a8, y8); }, calls, 20, s);
+    const double w8s_ms = time_prefill_per_call(
+        [&](int i, cudaStream_t st) { run(i, st, moe_prefill_core::w4a8_serial, y8); }, calls, 20,
+        s);
+    const auto tf = [&](double ms) { return ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0.0; };
+    const auto report = [&](const char* kernel, double ms) {
+      std::printf("%-6s %-30s %5lld %10.1f %8.1f %8.1f%% %8.1f%% %8.1f%%\n", sh.name, kernel,
+                  (long long)T, ms * 1e3, tf(ms), f8_ms > 0 ? 100 * f8_ms / ms : 0.0,
+                  100 * bf16_ms / ms, 100 * w16_ms / ms);
+    };
+    report("cublas bf16 dense (ceil)", bf16_ms);
+    if (f8_ms > 0) report("cublasLt fp8 dense (ceil)", f8_ms);
+    report("official wgmma (W4A16)", w16_ms);
+    report("official w4a8 (W4A8)", w8_ms);
+    report("official w4a8_serial (W4A8)", w8s_ms);
+    std::printf("%-6s   T=%lld: w4a8 vs wgmma outputs NMSE %.2e; w4a8 speed-up %.2fx\n", sh.name,
+                (long long)T, agree, w16_ms / w8_ms);
+    CK(cudaFree(db));
+    CK(cudaFree(dq));
+    CK(cudaFree(dc));
+    CK(cudaFree(ws));
+  }
+  CK(cudaFree(lt_ws));
+  CK(cudaFree(bf));
+  CK(cudaFree(f8));
+}
+
+void bench_w4a8_section(cudaStream_t s, cublasHandle_t h, cublasLtHandle_t lt) {
+  std::printf(
+      "\n## routed MoE prefill, official order, MXFP4: W4A8 vs W4A16 (graph of 4 calls, fresh "
+      "routing and x each, median replay; TFLOP/s = 2*T*top_k*3*D*I / time; %%fp8 / %%bf16 = "
+      "cuBLASLt FP8 / cuBLAS BF16 dense time of the same FLOPs over this time; %%w4a16 = the "
+      "wgmma W4A16 core's time over this time)\n");
+  std::printf("%-6s %-30s %5s %10s %8s %9s %9s %9s\n", "model", "kernel", "T", "us", "TFLOP/s",
+              "%fp8", "%bf16", "%w4a16");
+  const moe_shape flash{"flash", 4096, 2048, 256, 6}, pro{"pro", 7168, 3072, 384, 6};
+  // Flash's first token count, then Pro, then Flash's others (a run cut short by its time limit
+  // keeps the rows it printed: stdout is line-buffered).
+  const std::vector<int64_t>& ft = g_w4a8_flash_t;
+  if (!ft.empty()) bench_w4a8_shape(flash, s, h, lt, {ft[0]});
+  if (g_w4a8_profile) return;
+  if (!g_w4a8_pro_t.empty()) bench_w4a8_shape(pro, s, h, lt, g_w4a8_pro_t);
+  if (ft.size() > 1) bench_w4a8_shape(flash, s, h, lt, {ft.begin() + 1, ft.end()});
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   bool only_moe = false;  // --moe-only: skip the dense linears
   bool only_prefill = false;
   bool profile = false;  // --profile: one eager call per decode variant, for ncu
+  bool w4a8 = false;     // --prefill-w4a8: only the W4A8 prefill section
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--moe-only") only_moe = true;
@@ -1221,6 +1440,10 @@ int main(int argc, char** argv) {
     if (a == "--prefill-t" && i + 1 < argc)
       only_prefill = true, g_prefill_t = std::stoll(argv[++i]);
     if (a == "--prefill-cp") g_prefill_cp = true;
+    if (a == "--prefill-w4a8") w4a8 = true;
+    if (a == "--w4a8-flash-t" && i + 1 < argc) g_w4a8_flash_t = parse_list(argv[++i]);
+    if (a == "--w4a8-pro-t" && i + 1 < argc) g_w4a8_pro_t = parse_list(argv[++i]);
+    if (a == "--w4a8-profile") g_w4a8_profile = true;
     if (a == "--decode-only") g_decode_only = only_moe = true;
     if (a == "--replays" && i + 1 < argc) k_replays = std::max(5, std::atoi(argv[++i]));
     if (a == "--shapes" && i + 1 < argc) g_shapes = argv[++i];
@@ -1235,6 +1458,7 @@ int main(int argc, char** argv) {
     }
     if (a == "--profile") profile = true;
   }
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // rows survive a run cut short by a time limit
   int dev = 0;
   CK(cudaSetDevice(dev));
   cudaDeviceProp p;
@@ -1248,6 +1472,13 @@ int main(int argc, char** argv) {
   CB(cublasSetStream(h, s));
   cublasLtHandle_t lt;
   CB(cublasLtCreate(&lt));
+  if (w4a8) {
+    bench_w4a8_section(s, h, lt);
+    cublasLtDestroy(lt);
+    cublasDestroy(h);
+    CK(cudaStreamDestroy(s));
+    return 0;
+  }
   if (only_prefill) {
     bench_prefill_section(s, h);
     cublasLtDestroy(lt);

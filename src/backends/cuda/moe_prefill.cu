@@ -41,6 +41,7 @@
 #include "backends/cuda/moe_plan.cuh"
 #include "backends/cuda/moe_prefill.h"
 #include "backends/cuda/moe_prefill_common.cuh"
+#include "backends/cuda/moe_prefill_w4a8.h"
 #include "backends/cuda/moe_prefill_wgmma.h"
 #include "backends/cuda/quantize.h"
 
@@ -71,7 +72,7 @@ int64_t max_tiles(int64_t pairs, int64_t experts, int64_t tile = k_tile) {
 }
 
 struct layout {
-  size_t count = 0, sorted, tiles, h, out, xp, total;
+  size_t count = 0, sorted, tiles, h, out, xp, q, total;
 };
 
 layout make_layout(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidden, int64_t inter) {
@@ -82,7 +83,8 @@ layout make_layout(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidde
   l.h = l.tiles + align_256(size_t(max_tiles(pairs, experts)) * sizeof(int4));
   l.out = l.h + align_256(size_t(pairs) * size_t(inter) * 4);
   l.xp = l.out + align_256(size_t(pairs) * size_t(hidden) * 4);  // wgmma_cp: x' (BF16)
-  l.total = l.xp + align_256(size_t(tokens) * size_t(hidden) * 2);
+  l.q = l.xp + align_256(size_t(tokens) * size_t(hidden) * 2);   // w4a8: E4M3 x and h
+  l.total = l.q + align_256(w4a8_workspace_bytes(tokens, top_k, hidden, inter));
   return l;
 }
 
@@ -386,9 +388,16 @@ cudaError_t run_prefill(const act_t* x, int64_t tokens, const int32_t* indices,
   if (core == moe_prefill_core::automatic)
     core = moe_prefill_use_wgmma(tokens, top_k, experts) ? moe_prefill_core::wgmma
                                                          : moe_prefill_core::mma_sync;
-  const bool wg = core == moe_prefill_core::wgmma || core == moe_prefill_core::wgmma_cp;
+  const bool w4a8 = core == moe_prefill_core::w4a8 || core == moe_prefill_core::w4a8_serial;
+  const bool wg = core == moe_prefill_core::wgmma || core == moe_prefill_core::wgmma_cp || w4a8;
   if ((wg && !wgmma_device()) || (repacked && core != moe_prefill_core::wgmma))
     return cudaErrorInvalidValue;
+  // The w4a8 core: official order, MXFP4 in the checkpoint layout (repacked refused above), E8M0
+  // scale rows read as 32-bit words.
+  if (w4a8 && (!official || w1.kind != weight_kind::mxfp4)) return cudaErrorInvalidValue;
+  if (w4a8)
+    for (const device_weight* w : {&w1, &w3, &w2})
+      if ((reinterpret_cast<uintptr_t>(w->scale) & 3u) != 0) return cudaErrorInvalidValue;
   auto* xp =
       core == moe_prefill_core::wgmma_cp ? reinterpret_cast<__nv_bfloat16*>(base + l.xp) : nullptr;
   const int tile = wg ? k_wgmma_tile : k_tile;
@@ -413,7 +422,11 @@ cudaError_t run_prefill(const act_t* x, int64_t tokens, const int32_t* indices,
                                 stream);
     }
   }
-  if (wg)
+  if (w4a8)
+    status = launch_w4a8_gemms<act_t>(x, tokens, top_k, w1, w3, w2, swiglu_limit, tile_count, tiles,
+                                      sorted, tile_slots, pair_weights, indices, pairs, h, out,
+                                      base + l.q, core == moe_prefill_core::w4a8, stream);
+  else if (wg)
     status = mx ? launch_wgmma_gemms<act_t, weight_kind::mxfp4>(
                       x, top_k, w1, w3, w2, swiglu_limit, tile_count, tiles, sorted, tile_slots,
                       pair_weights, indices, pairs, h, out, xp, stream)

@@ -29,7 +29,17 @@ namespace dsv4::cuda {
 // wgmma_cp: the wgmma core with the activations pre-permuted to BF16 and staged by cp.async
 // (moe_prefill_wgmma_kernel.cuh), NOT GPU-VERIFIED and never chosen automatically: parity cases
 // moe_prefill[_official]_wgmma_cp and bench rows are there for the next device session.
-enum class moe_prefill_core { automatic, mma_sync, wgmma, wgmma_cp };
+// w4a8 (official order and MXFP4 weights only, compute capability 9.0; moe_prefill_w4a8.cu):
+// x and h quantized to E4M3 per 128 values (the official values), weights expanded to E4M3 with
+// the group exponent folded in, FP8 wgmma with f32 promotion per 128 k; never chosen
+// automatically; anything else returns cudaErrorInvalidValue. w4a8_serial: that core without
+// the overlap of the next round's weight expansion with the current round's wgmmas, with 4
+// instead of 8 rounds in flight and one round's weights per request (identical results), kept
+// for A/B measurements. Measured (H100, GPU-verified: parity of both, Flash and Pro sizes):
+// w4a8_serial 281 / 294 TFLOP/s at Flash T = 4096 / 8192 and 279 at Pro T = 4096 (1.10 /
+// 1.02 / 1.22x the W4A16 wgmma core, 21-25% of a cuBLASLt FP8 dense GEMM of the same FLOPs);
+// w4a8 272 / 276 / 231, the slower of the two (moe_prefill_w4a8.cu).
+enum class moe_prefill_core { automatic, mma_sync, wgmma, wgmma_cp, w4a8, w4a8_serial };
 
 // The automatic choice for a step of `tokens` x `top_k` pairs over `experts` experts: wgmma on
 // a compute capability 9.0 device (it was faster in every measured case), else mma.sync.

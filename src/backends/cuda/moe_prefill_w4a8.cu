@@ -1,0 +1,589 @@
+// The W4A8 GEMM core of the routed-expert prefill (moe_prefill_w4a8.h; moe_prefill_core::w4a8;
+// sm_90a): MXFP4 weights expanded to E4M3 in registers with their group exponent folded in
+// (moe_prefill_w4a8_ops.cuh), activations E4M3 per token and 128 k, FP8 wgmma, f32 promotion
+// per 128 k. Official order only (moe_prefill_experts_official).
+//
+// Numerics (docs/dsv4-model.md section 3.7: the official reference quantizes the input of every
+// FP4-weight Linear to E4M3 per token and 128 k with a power-of-two scale and sums the block
+// products (A.B) * s_a * s_b in f32):
+//  * x arrives FP8-quantize-dequantized per 128 values (the official forward's act_quant); its
+//    re-quantization here (s = 2^ceil(log2(max(amax, 1e-4) / 448)), q = e4m3(x / s)) returns the
+//    same values (the new s is never larger than the old one, and a smaller power of two maps an
+//    E4M3 value <= 448 onto another). h (f32, SwiGLU times the routing weight) is quantized the
+//    same way: exactly moe_quantize_h_kernel's fake quantization, stored as bytes + scales.
+//  * Weights: per weight row a base B = (largest E8M0 byte of the row) - 6; every group's values
+//    are code * 2^(E - B) as E4M3 (exact while E >= B - 8, i.e. within 14 binades of the row's
+//    largest group; rounded onto the E4M3 grid below that, see moe_prefill_w4a8_ops.cuh), and
+//    the row's outputs take 2^(B - 127) at the end (NaN for a row with an E8M0 byte 255).
+//  * Per 128-k round each warpgroup runs 4 wgmma k32 steps into a zeroed f32 block accumulator
+//    (every product e4m3 x e4m3 is exact; the tensor core sums 32-k groups with its own internal
+//    precision), then promotes it into the main f32 accumulator with one FMA per element times
+//    the token's activation scale of that round (a power of two: the product is exact).
+//  So against the f32 reference on the same FP8 inputs only the summation order and the tensor
+//  core's in-block summation differ, plus the d < -8 rounding.
+//
+// Block: 256 threads = 2 warpgroups, one (row block, pair tile of up to 128 pairs). L1: warp w
+// of warpgroup q owns h rows R = 64 bx + 32 q + 8 w + g (g = 0..7): fragment row g holds W1 row
+// R and fragment row g + 8 holds W3 row R, so a lane's accumulators j and j + 2 are W1 x and
+// W3 x of the same (row, token) and the SwiGLU epilogue needs no exchange. L2: warpgroup q owns
+// W2 rows 128 bx + 64 q .. + 63 (warp w: 16 w + g and 16 w + g + 8).
+//
+// K order: lane c's weight bytes of a round are physical k 32 c .. 32 c + 31 (16 bytes, one MXFP4
+// group); k32 step s takes its word s (physical 32 c + 8 s .. + 7) as A regs (lo = values 0-3 at
+// logical k 4 c + i, hi = values 4-7 at logical 16 + 4 c + i). So logical k L = 32 s + 16 h +
+// 4 c + i of a round holds physical P = 32 c + 8 s + 4 h + i (w4a8_physical_k); the quantize
+// kernel writes each 128-k block of x and h in this logical order, so B rows are staged by plain
+// cp.async copies into the 128-byte-swizzled stage (K-major, one 1024-byte atom per 8 tokens).
+//
+// Pipeline: stages_for(pipelined) rounds in flight through cp.async (B rows, the round's token
+// scales and each thread's weight bytes in one group per round); one barrier per round; each
+// warpgroup waits for its own 4 wgmmas before the promotion, while the other warpgroup's keep the
+// tensor core busy.
+//
+// Measured (H100, official order, bench_moe_linear --prefill-w4a8; bench/RESULTS.md session 6
+// W4A8): both kernels pass parity; 272-294 TFLOP/s at Flash T = 4096 / 8192 and 230-279 at Pro
+// T = 4096, 0.96-1.22x the W4A16 wgmma core and 19-25% of a cuBLASLt FP8 dense GEMM of the same
+// FLOPs: far from the issue's 1 PFLOP/s. The serial 4-stage kernel was the faster one in the last
+// run. ncu of the pipelined kernel (Flash T = 4096): L1 3.43 ms, L2 1.53 ms at the profiler's
+// 1.44 GHz; 2 warps per scheduler, 0.31-0.38 instructions issued per cycle, 0.42-0.51 eligible
+// warps; DRAM 22-31%, L2 27-35% of peak; the top stall (31% of the cycles between issues) waits on
+// L1TEX results, i.e. global loads into registers: in the main loop only the per-round scale
+// bytes (scale_byte), which with 206 KB of shared memory find little L1 left. Next: scale bytes
+// staged in shared memory, then warp specialization (a producer warp for the copies, consumers
+// decoupled by mbarriers instead of one barrier per round), and the fixed costs outside the GEMMs
+// (f32 h round trip through HBM, the per-pair f32 out and its combine).
+//
+// Determinism: every output element is one pair's sum in a fixed order.
+#include <cuda_bf16.h>
+#include <cuda_fp8.h>
+
+#include <type_traits>
+
+#include "backends/cuda/activation.cuh"
+#include "backends/cuda/kernel_common.cuh"
+#include "backends/cuda/moe_plan.cuh"
+#include "backends/cuda/moe_prefill_common.cuh"
+#include "backends/cuda/moe_prefill_w4a8.h"
+#include "backends/cuda/moe_prefill_w4a8_ops.cuh"
+#include "backends/cuda/moe_prefill_wgmma.h"
+#include "backends/cuda/quantize.h"
+#include "backends/cuda/wgmma_common.cuh"
+
+#if defined(__CUDA_ARCH__) && defined(__CUDA_ARCH_FEAT_SM90_ALL)
+#define DSV4_W4A8_WGMMA 1
+#else
+#define DSV4_W4A8_WGMMA 0
+#endif
+
+namespace dsv4::cuda::prefill {
+
+namespace {
+
+using namespace w4a8;
+
+constexpr int k_threads = 256;
+constexpr int k_tile = k_wgmma_tile;  // pairs per tile (the plan's)
+constexpr int k_round = 128;          // k per round
+// Rounds in flight: 8 for the pipelined kernel (moe_prefill_core::w4a8), 4 for the serial one
+// (w4a8_serial). The first version (both 4, no L2 prefetch) measured 277 / 260 TFLOP/s
+// (pipelined / serial) at Flash T = 4096 on an H100, and its total times put the weights at
+// ~1 TB/s for Flash and Pro alike; the L2 prefetch (cp_async_16_l2_256), scale bytes two rounds
+// ahead and per-tile B offsets then took the serial kernel to 281 (Pro 246 -> 279), while 8
+// stages with paired weight requests made the pipelined one slower (272, Pro 230): deeper
+// copies were not what limited it (see the measurements at the top of the file).
+__host__ __device__ constexpr int stages_for(bool pipelined) {
+  return pipelined ? 8 : 4;
+}
+constexpr int k_b_bytes = k_tile * k_round;         // a round's B: token rows of 128 E4M3 bytes
+constexpr int k_stage_bytes = k_b_bytes + 1024;     // + the round's token scales (f32)
+constexpr int k_wround_bytes = 2 * k_threads * 16;  // a round's weights: 2 rows x 16 bytes each
+constexpr int smem_bytes_for(bool pipelined) {      // + alignment slack
+  return stages_for(pipelined) * (k_stage_bytes + k_wround_bytes) + 1024;
+}
+constexpr int k_up_rows = 64;     // h rows (a W1 and a W3 row each) per L1 block
+constexpr int k_down_rows = 128;  // W2 rows per L2 block
+
+// Physical k (within a 128-k block) of logical position L (the top of the file).
+__host__ __device__ constexpr int w4a8_physical_k(int L) {
+  return 32 * ((L >> 2) & 3) + 8 * (L >> 5) + 4 * ((L >> 4) & 1) + (L & 3);
+}
+static_assert(w4a8_physical_k(0) == 0 && w4a8_physical_k(4) == 32 && w4a8_physical_k(16) == 4 &&
+                  w4a8_physical_k(32) == 8 && w4a8_physical_k(127) == 127,
+              "logical k order of the top of the file");
+
+size_t align_256(size_t n) {
+  return (n + 255) / 256 * 256;
+}
+
+struct q_layout {
+  size_t xq, xs, hq, hs, total;
+};
+q_layout make_q_layout(int64_t tokens, int64_t top_k, int64_t hidden, int64_t inter) {
+  const size_t pairs = size_t(tokens) * size_t(top_k);
+  q_layout l;
+  l.xq = 0;
+  l.xs = l.xq + align_256(size_t(tokens) * size_t(hidden));
+  l.hq = l.xs + align_256(size_t(tokens) * size_t(hidden / 128) * 4);
+  l.hs = l.hq + align_256(pairs * size_t(inter));
+  l.total = l.hs + align_256(pairs * size_t(inter / 128) * 4);
+  return l;
+}
+
+// ---- activation quantization ----
+
+// One warp per (row, 128-value block): s = 2^ceil(log2(max(amax, 1e-4) / 448)), q = e4m3(v / s)
+// (quant::fp8_block_warp's values), written as bytes in the logical k order (lane l writes
+// logical 4 l .. 4 l + 3) and s as f32. With indices, rows whose expert index is outside
+// [0, experts) are skipped (L1 never wrote them; no tile reads them).
+template <typename in_t>
+__global__ void __launch_bounds__(256)
+    w4a8_quantize_kernel(const in_t* src, int64_t rows, int64_t cols, const int32_t* indices,
+                         int64_t experts, uint8_t* q, float* scales) {
+  const int64_t blocks_per_row = cols / 128;
+  const int64_t item = int64_t(blockIdx.x) * (256 / k_warp_size) + threadIdx.x / k_warp_size;
+  if (item >= rows * blocks_per_row) return;
+  const int64_t row = item / blocks_per_row, b = item % blocks_per_row;
+  if (indices) {
+    const int32_t e = indices[row];
+    if (e < 0 || e >= experts) return;
+  }
+  const int lane = threadIdx.x % k_warp_size;
+  const int64_t base = row * cols + b * 128;
+  const in_t* p = src + base + w4a8_physical_k(4 * lane);
+  float v[4];
+  if constexpr (std::is_same_v<in_t, float>) {
+    const float4 f = *reinterpret_cast<const float4*>(p);
+    v[0] = f.x, v[1] = f.y, v[2] = f.z, v[3] = f.w;
+  } else {
+    const uint2 u = *reinterpret_cast<const uint2*>(p);
+    v[0] = __uint_as_float(u.x << 16), v[1] = __uint_as_float(u.x & 0xFFFF0000u);
+    v[2] = __uint_as_float(u.y << 16), v[3] = __uint_as_float(u.y & 0xFFFF0000u);
+  }
+  float amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) amax = fmaxf(amax, fabsf(v[i]));  // NaN ignored
+  amax = quant::warp_max(amax);
+  const float s = quant::pow2_ceil(__fdiv_rn(fmaxf(amax, 1e-4f), 448.0f));
+  uint32_t bytes = 0;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const float r = quant::e4m3_round(__fdiv_rn(v[i], s));  // on the grid: the cast is exact
+    bytes |= uint32_t(__nv_cvt_float_to_fp8(r, __NV_SATFINITE, __NV_E4M3)) << (8 * i);
+  }
+  *reinterpret_cast<uint32_t*>(q + base + 4 * lane) = bytes;
+  if (lane == 0) scales[row * blocks_per_row + b] = s;
+}
+
+// ---- the GEMM ----
+
+__device__ __forceinline__ uint32_t smem_addr(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+// Weight bytes: 16 bytes of a row, with the aligned 256 bytes around them prefetched into L2 (a
+// row's next 3 rounds for this lane quad): the weight stream reaches HBM in 256-byte pieces
+// instead of 64-byte ones (one per row per round, 2 KB or more apart).
+__device__ __forceinline__ void cp_async_16_l2_256(uint32_t dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n" ::"r"(dst), "l"(src)
+               : "memory");
+}
+// 16 / 4 bytes, or zeros when src_bytes is 0 (src is then not read).
+__device__ __forceinline__ void cp_async_16_zfill(uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
+               "r"(src_bytes)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_4_zfill(uint32_t dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int n>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(n) : "memory");
+}
+__device__ __forceinline__ uint4 lds_16(uint32_t addr) {
+  uint4 v;
+  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+               : "r"(addr)
+               : "memory");
+  return v;
+}
+
+// v * 2^e for e in [-133, 122] (two exact power-of-two steps, one rounding at most).
+__device__ __forceinline__ float scale_pow2(float v, int e) {
+  const int e1 = e < -126 ? -126 : e;
+  return v * __uint_as_float(uint32_t(e1 + 127) << 23) *
+         __uint_as_float(uint32_t(e - e1 + 127) << 23);
+}
+
+struct w4a8_args {
+  const uint8_t* bq;  // B: E4M3 rows [*, cols] in the logical k order
+  const float* bs;    // and their scales [*, cols / 128]
+  int top_k;
+  const int* tile_count;
+  const int4* tiles;
+  const int* sorted;
+  fp4_weight wa, wb;  // L1: W1, W3; L2: W2 twice
+  float limit;
+  const float* pair_weights;  // L1 (official order)
+  float* dst;                 // L1: h [pairs, inter]; L2: out [pairs, hidden]
+};
+
+template <bool UP, int N, bool PIPE>
+__device__ __forceinline__ void w4a8_tile(const w4a8_args& a, int e, int ntok, const int* src_row,
+                                          const int* pair_of, uint8_t* smem) {
+  constexpr int k_stages = stages_for(PIPE);
+  const int tid = threadIdx.x, lane = tid % k_warp_size, g = lane / 4, c = lane % 4;
+  const int wg = tid / 128, warp = (tid / k_warp_size) % 4;
+  const int64_t cols = a.wa.cols, out_rows = a.wa.rows;
+  // This lane's weight rows: fragment rows g (i = 0) and g + 8 (i = 1).
+  int64_t row[2];
+  if constexpr (UP) {
+    row[0] = row[1] = int64_t(blockIdx.x) * k_up_rows + wg * 32 + warp * 8 + g;
+  } else {
+    row[0] = int64_t(blockIdx.x) * k_down_rows + wg * 64 + warp * 16 + g;
+    row[1] = row[0] + 8;
+  }
+  const uint8_t* wrow[2];
+  const uint8_t* srow[2];
+  const bool f32_scale = a.wa.scale_f32;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const fp4_weight& w = UP && i == 1 ? a.wb : a.wa;
+    const int64_t r = row[i] < w.rows ? row[i] : w.rows - 1;  // past the end: read, not stored
+    wrow[i] = w.data + e * w.matrix_bytes + r * (cols / 2);
+    srow[i] = w.scale + (e * w.matrix_scales + r * (cols / 32)) * (f32_scale ? 4 : 1);
+  }
+  const auto scale_byte = [&](int i, int64_t group) -> int {
+    return f32_scale
+               ? int((__ldg(reinterpret_cast<const uint32_t*>(srow[i]) + group) >> 23) & 0xFFu)
+               : int(__ldg(srow[i] + group));
+  };
+  float acc[N / 2], blk[N / 2];
+#pragma unroll
+  for (int j = 0; j < N / 2; ++j) acc[j] = blk[j] = 0.0f;
+
+  const int rounds = int(cols / k_round);
+  const int64_t scols = cols / 128;
+  const uint32_t sbase = smem_addr(smem);
+  const uint32_t wring = sbase + k_stages * k_stage_bytes + tid * 16;
+  const auto wslot = [&](int round, int i) {
+    return wring + ((round % k_stages) * 2 + i) * (k_threads * 16);
+  };
+  // This thread's B chunks (N rows x 8 chunks over 256 threads: chunk j of token row n) and
+  // token scale (thread n < N): source offsets of round 0 (k_none: a zero fill), fixed per tile
+  // (the host keeps them below 2^32 - 1).
+  constexpr uint32_t k_none = 0xFFFFFFFFu;
+  uint32_t boff[N / 32], bdst[N / 32];
+#pragma unroll
+  for (int q = 0; q < N / 32; ++q) {
+    const int idx = tid + q * k_threads, n = idx >> 3, j = idx & 7;
+    const int r = src_row[n];
+    boff[q] = r >= 0 ? uint32_t(r) * uint32_t(cols) + 16u * j : k_none;
+    bdst[q] = n * 128 + ((j ^ (n & 7)) << 4);
+  }
+  const uint32_t soff =
+      tid < N && src_row[tid] >= 0 ? uint32_t(src_row[tid]) * uint32_t(scols) : k_none;
+  const auto issue_weights = [&](int wround) {
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+      cp_async_16_l2_256(wslot(wround, i), wrow[i] + int64_t(wround) * (k_round / 2) + 16 * c);
+  };
+  // Round `round`'s B rows and scales and, serial kernel, its weights; pipelined kernel: the
+  // weights of rounds round and round + 1 at even rounds (a row's 128 bytes requested together,
+  // one whole L2 line; round + 1's slot was freed by the expansion of round + 1 - k_stages, one
+  // round before this call).
+  const auto issue = [&](int round) {
+    if (round < rounds) {
+      if constexpr (PIPE) {
+        if ((round & 1) == 0) {
+          issue_weights(round);
+          if (round + 1 < rounds) issue_weights(round + 1);
+        }
+      } else {
+        issue_weights(round);
+      }
+      const uint32_t st = sbase + (round % k_stages) * k_stage_bytes;
+#pragma unroll
+      for (int q = 0; q < N / 32; ++q)
+        cp_async_16_zfill(st + bdst[q],
+                          boff[q] != k_none ? a.bq + boff[q] + uint32_t(round) * k_round : a.bq,
+                          boff[q] != k_none ? 16 : 0);
+      if (tid < N)
+        cp_async_4_zfill(st + k_b_bytes + 4 * tid, soff != k_none ? a.bs + soff + round : a.bs,
+                         soff != k_none ? 4 : 0);
+    }
+    cp_async_commit();  // empty past the end: the group count stays uniform
+  };
+#pragma unroll
+  for (int d = 0; d < k_stages - 1; ++d) issue(d);
+  // The rows' bases (while the first rounds' copies are in flight): the largest E8M0 byte over
+  // the row (the 4 lanes of a row split it) - 6. E8M0 rows start 4-byte aligned (cols / 32 is a
+  // multiple of 4): 4 groups per load, bytes compared with __vmaxu4.
+  const int groups = int(cols / 32);
+  int emax[2] = {0, 0};
+  if (f32_scale) {
+#pragma unroll 4
+    for (int gi = c; gi < groups; gi += 4)
+#pragma unroll
+      for (int i = 0; i < 2; ++i) emax[i] = max(emax[i], scale_byte(i, gi));
+  } else {
+    uint32_t m[2] = {0, 0};
+#pragma unroll 4
+    for (int wi = c; wi < groups / 4; wi += 4)
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+        m[i] = __vmaxu4(m[i], __ldg(reinterpret_cast<const uint32_t*>(srow[i]) + wi));
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      m[i] = __vmaxu4(m[i], m[i] >> 16);
+      m[i] = __vmaxu4(m[i], m[i] >> 8);
+      emax[i] = int(m[i] & 0xFFu);
+    }
+  }
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    emax[i] = max(emax[i], __shfl_xor_sync(0xffffffffu, emax[i], 1));
+    emax[i] = max(emax[i], __shfl_xor_sync(0xffffffffu, emax[i], 2));
+  }
+  const int base[2] = {emax[0] - 6, emax[1] - 6};
+  // A registers of a round: its weight bytes (this thread's ring slot, after its own cp.async
+  // wait) expanded with the fold tables of its scale bytes, loaded two rounds ahead (e_conv for
+  // the next round to expand, e_next for the one after: L2 latency, as the small L1 left beside
+  // the stages rarely keeps them).
+  int e_conv[2] = {scale_byte(0, c), scale_byte(1, c)};
+  int e_next[2] = {0, 0};
+  if (rounds > 1) e_next[0] = scale_byte(0, 4 + c), e_next[1] = scale_byte(1, 4 + c);
+  const auto convert = [&](int round, uint32_t(&am)[4][4]) {
+    const uint4 wv[2] = {lds_16(wslot(round, 0)), lds_16(wslot(round, 1))};
+    const e4m3_table t0 = fold_table(e_conv[0] - base[0]), t1 = fold_table(e_conv[1] - base[1]);
+    e_conv[0] = e_next[0], e_conv[1] = e_next[1];
+    if (round + 2 < rounds) {
+      e_next[0] = scale_byte(0, 4 * (round + 2) + c);
+      e_next[1] = scale_byte(1, 4 * (round + 2) + c);
+    }
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+      expand_e2m1x8(word_of(wv[0], s), t0, am[s][0], am[s][2]);
+      expand_e2m1x8(word_of(wv[1], s), t1, am[s][1], am[s][3]);
+    }
+  };
+  const auto mma = [&](int round, const uint32_t(&am)[4][4]) {
+    const uint32_t st = sbase + (round % k_stages) * k_stage_bytes;
+    __syncwarp();
+    wgmma::fence();
+#pragma unroll
+    for (int s = 0; s < 4; ++s)
+      wgmma_fp8_rs<N>::run(blk, am[s], wgmma::sw128_desc(st + 32 * s, 16, 1024), s);
+    wgmma::commit();
+  };
+  // Promotion: accumulator j is token 8 (j >> 2) + 2 c + (j & 1).
+  const auto promote = [&](int round) {
+    wgmma::wait<0>();
+#pragma unroll
+    for (int j = 0; j < N / 2; ++j) wgmma::reg_fence(blk[j]);
+    const float* ts =
+        reinterpret_cast<const float*>(smem + (round % k_stages) * k_stage_bytes + k_b_bytes);
+#pragma unroll
+    for (int q = 0; q < N / 8; ++q) {
+      const float2 sc = *reinterpret_cast<const float2*>(ts + 8 * q + 2 * c);
+      acc[4 * q] = fmaf(blk[4 * q], sc.x, acc[4 * q]);
+      acc[4 * q + 1] = fmaf(blk[4 * q + 1], sc.y, acc[4 * q + 1]);
+      acc[4 * q + 2] = fmaf(blk[4 * q + 2], sc.x, acc[4 * q + 2]);
+      acc[4 * q + 3] = fmaf(blk[4 * q + 3], sc.y, acc[4 * q + 3]);
+    }
+  };
+  // Round r: wait for this thread's copies of round r, barrier (everyone's; round r - 1's
+  // wgmmas and scale reads are done, so its stage and ring slot can be refilled), refill.
+  const auto open_round = [&](int r) {
+    cp_async_wait<k_stages - 2>();
+    wgmma::fence_async_smem();
+    __syncthreads();
+    issue(r + k_stages - 1);
+  };
+  if constexpr (!PIPE) {
+    for (int r = 0; r < rounds; ++r) {
+      open_round(r);
+      uint32_t am[4][4];
+      convert(r, am);
+      mma(r, am);
+      promote(r);
+    }
+  } else {
+    // Round r + 1's A registers are expanded while round r's wgmmas run (two register sets,
+    // the loop unrolled by two so that each set has fixed registers).
+    uint32_t am[2][4][4];
+    cp_async_wait<k_stages - 2>();  // this thread's round 0 weights
+    convert(0, am[0]);
+    const auto body = [&](int r, auto parity) {
+      constexpr int p = decltype(parity)::value;
+      open_round(r);
+      mma(r, am[p]);
+      if (r + 1 < rounds) {
+        cp_async_wait<k_stages - 2>();  // this thread's round r + 1 copies
+        convert(r + 1, am[p ^ 1]);
+      }
+      promote(r);
+    };
+    for (int r = 0; r < rounds; r += 2) {
+      body(r, std::integral_constant<int, 0>{});
+      if (r + 1 < rounds) body(r + 1, std::integral_constant<int, 1>{});
+    }
+  }
+  cp_async_wait<0>();
+
+  // Epilogue: accumulator j is fragment row (j >> 1) & 1 (0: g, 1: g + 8), token 8 (j >> 2) +
+  // 2 c + (j & 1); outputs take 2^(base - 127) (NaN for an E8M0 byte 255 in the row).
+  const float nan = __uint_as_float(0x7fc00000u);
+#pragma unroll
+  for (int j = 0; j < N / 2; ++j) {
+    const int t = 8 * (j >> 2) + 2 * c + (j & 1);
+    if (t >= ntok) continue;
+    const int p = pair_of[t];
+    const int i = (j >> 1) & 1;
+    if constexpr (UP) {
+      if (i == 0 && row[0] < out_rows) {
+        const float gv = emax[0] == 255 ? nan : scale_pow2(acc[j], base[0] - 127);
+        const float uv = emax[1] == 255 ? nan : scale_pow2(acc[j + 2], base[1] - 127);
+        const float v = moe_swiglu_value(gv, uv, a.limit);
+        a.dst[int64_t(p) * out_rows + row[0]] =
+            a.pair_weights ? __fmul_rn(v, a.pair_weights[p]) : v;
+      }
+    } else {
+      if (row[i] < out_rows)
+        a.dst[int64_t(p) * out_rows + row[i]] =
+            emax[i] == 255 ? nan : scale_pow2(acc[j], base[i] - 127);
+    }
+  }
+}
+
+// Grid: x = row blocks (L1 k_up_rows h rows, L2 k_down_rows W2 rows), y = tile slots.
+template <bool UP, bool PIPE>
+__global__ void __launch_bounds__(k_threads, 1) moe_prefill_w4a8_kernel(w4a8_args a) {
+#if DSV4_W4A8_WGMMA
+  extern __shared__ uint8_t smem_raw[];
+  __shared__ int src_row[k_tile];
+  __shared__ int pair_of[k_tile];
+  const int slot = blockIdx.y;
+  if (slot >= *a.tile_count) return;  // uniform over the block
+  const int4 tile = a.tiles[slot];
+  const int e = tile.x, ntok = tile.z;
+  if (threadIdx.x < k_tile) {
+    const int p = int(threadIdx.x) < ntok ? a.sorted[tile.y + threadIdx.x] : -1;
+    pair_of[threadIdx.x] = p;
+    src_row[threadIdx.x] = p < 0 ? -1 : UP ? p / a.top_k : p;
+  }
+  const uint32_t base = smem_addr(smem_raw);
+  uint8_t* smem = smem_raw + ((1024u - (base & 1023u)) & 1023u);
+  __syncthreads();
+  if (ntok <= 32)
+    w4a8_tile<UP, 32, PIPE>(a, e, ntok, src_row, pair_of, smem);
+  else if (ntok <= 64)
+    w4a8_tile<UP, 64, PIPE>(a, e, ntok, src_row, pair_of, smem);
+  else if (ntok <= 96)
+    w4a8_tile<UP, 96, PIPE>(a, e, ntok, src_row, pair_of, smem);
+  else
+    w4a8_tile<UP, 128, PIPE>(a, e, ntok, src_row, pair_of, smem);
+#else
+  (void)a;
+  __trap();
+#endif
+}
+
+template <bool UP, bool PIPE>
+cudaError_t launch_w4a8_gemm(dim3 grid, const w4a8_args& a, cudaStream_t stream) {
+  static bool configured = false;  // one attribute call per instantiation
+  if (!configured) {
+    const cudaError_t e =
+        cudaFuncSetAttribute(moe_prefill_w4a8_kernel<UP, PIPE>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes_for(PIPE));
+    if (e != cudaSuccess) return e;
+    configured = true;
+  }
+  moe_prefill_w4a8_kernel<UP, PIPE><<<grid, k_threads, smem_bytes_for(PIPE), stream>>>(a);
+  return cudaGetLastError();
+}
+
+template <typename in_t>
+cudaError_t launch_quantize(const in_t* src, int64_t rows, int64_t cols, const int32_t* indices,
+                            int64_t experts, uint8_t* q, float* scales, cudaStream_t stream) {
+  const int64_t items = rows * (cols / 128);
+  if (items == 0) return cudaSuccess;
+  w4a8_quantize_kernel<in_t><<<unsigned(ceil_div(items, 256 / k_warp_size)), 256, 0, stream>>>(
+      src, rows, cols, indices, experts, q, scales);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+size_t w4a8_workspace_bytes(int64_t tokens, int64_t top_k, int64_t hidden, int64_t inter) {
+  return make_q_layout(tokens, top_k, hidden, inter).total;
+}
+
+template <typename act_t>
+cudaError_t launch_w4a8_gemms(const act_t* x, int64_t tokens, int64_t top_k,
+                              const device_weight& w1, const device_weight& w3,
+                              const device_weight& w2, float limit, const int* tile_count,
+                              const int4* tiles, const int* sorted, int64_t tile_slots,
+                              const float* pair_weights, const int32_t* indices, int64_t pairs,
+                              float* h, float* out, void* q, bool pipelined, cudaStream_t stream) {
+  const int64_t hidden = w1.cols, inter = w1.rows;
+  // B source offsets are 32-bit (w4a8_tile), k_none reserved.
+  if (tokens * hidden >= int64_t(UINT32_MAX) || pairs * inter >= int64_t(UINT32_MAX))
+    return cudaErrorInvalidValue;
+  const q_layout l = make_q_layout(tokens, top_k, hidden, inter);
+  auto* qb = static_cast<uint8_t*>(q);
+  uint8_t* xq = qb + l.xq;
+  float* xs = reinterpret_cast<float*>(qb + l.xs);
+  uint8_t* hq = qb + l.hq;
+  float* hs = reinterpret_cast<float*>(qb + l.hs);
+  if (const cudaError_t e = launch_quantize<act_t>(x, tokens, hidden, nullptr, 0, xq, xs, stream);
+      e != cudaSuccess)
+    return e;
+  w4a8_args a{};
+  a.top_k = int(top_k);
+  a.tile_count = tile_count;
+  a.tiles = tiles;
+  a.sorted = sorted;
+  a.limit = limit;
+  a.bq = xq;
+  a.bs = xs;
+  a.wa = make_fp4_weight(w1);
+  a.wb = make_fp4_weight(w3);
+  a.pair_weights = pair_weights;
+  a.dst = h;
+  const dim3 grid1(unsigned(ceil_div(inter, k_up_rows)), unsigned(tile_slots));
+  if (const cudaError_t e = pipelined ? launch_w4a8_gemm<true, true>(grid1, a, stream)
+                                      : launch_w4a8_gemm<true, false>(grid1, a, stream);
+      e != cudaSuccess)
+    return e;
+  if (const cudaError_t e =
+          launch_quantize<float>(h, pairs, inter, indices, w1.count, hq, hs, stream);
+      e != cudaSuccess)
+    return e;
+  a.bq = hq;
+  a.bs = hs;
+  a.wa = a.wb = make_fp4_weight(w2);
+  a.pair_weights = nullptr;
+  a.dst = out;
+  const dim3 grid2(unsigned(ceil_div(hidden, k_down_rows)), unsigned(tile_slots));
+  return pipelined ? launch_w4a8_gemm<false, true>(grid2, a, stream)
+                   : launch_w4a8_gemm<false, false>(grid2, a, stream);
+}
+
+template cudaError_t launch_w4a8_gemms<float>(const float*, int64_t, int64_t, const device_weight&,
+                                              const device_weight&, const device_weight&, float,
+                                              const int*, const int4*, const int*, int64_t,
+                                              const float*, const int32_t*, int64_t, float*, float*,
+                                              void*, bool, cudaStream_t);
+template cudaError_t launch_w4a8_gemms<__nv_bfloat16>(const __nv_bfloat16*, int64_t, int64_t,
+                                                      const device_weight&, const device_weight&,
+                                                      const device_weight&, float, const int*,
+                                                      const int4*, const int*, int64_t,
+                                                      const float*, const int32_t*, int64_t, float*,
+                                                      float*, void*, bool, cudaStream_t);
+
+}  // namespace dsv4::cuda::prefill

@@ -1,0 +1,162 @@
+// Register-level pieces of the W4A8 prefill core (moe_prefill_w4a8.cu): E2M1 nibbles expanded to
+// E4M3 bytes with the MXFP4 group exponent folded in, and wgmma.mma_async m64nNk32 e4m3 x e4m3
+// with A from registers (f32 accumulators, D = A * B when scale_d is 0, D += A * B otherwise).
+//
+// Folding (exact): an MXFP4 weight is code * 2^(E - 127), code in {0, .5, 1, 1.5, 2, 3, 4, 6},
+// E the group's E8M0 byte. With a per-row base B (moe_prefill_w4a8.cu: B = max E of the row - 6)
+// and d = E - B <= 6, code * 2^d is an E4M3 value for every code when -8 <= d <= 6 (6 * 2^6 =
+// 384 <= 448; 0.5 * 2^-8 = 2^-9 is the smallest E4M3 subnormal, and every code * 2^-8 .. 2^-6 is
+// a multiple of 2^-9 below 2^-6 or a normal with <= 2 significant bits). The weight is then
+// e4m3 * 2^(B - 127) exactly. For d < -8 (a group more than 14 binades below its row's largest)
+// the table holds code * 2^d rounded to nearest even onto the E4M3 grid (values below 2^-10 of
+// the row's largest group scale become 0 or 2^-9): the only inexact case; see the header of
+// moe_prefill_w4a8.cu for how often it occurs.
+//
+// A fragment (wgmma m64nNk32 with 8-bit A in registers, per warp of the warpgroup: rows 16 w ..
+// 16 w + 15, the mma.sync m16n8k32 layout): lane (g, c) holds reg 0 = row g, k 4c .. 4c + 3;
+// reg 1 = row g + 8, same k; reg 2 = row g, k 16 + 4c .. 16 + 4c + 3; reg 3 = row g + 8, same k.
+#pragma once
+
+#include <cuda_fp8.h>
+
+#include <cstdint>
+
+namespace dsv4::cuda::prefill::w4a8 {
+
+// E4M3 bytes of code * 2^d for the 8 E2M1 magnitude codes: lo = codes 0-3 (byte i = code i),
+// hi = codes 4-7. d <= 6 (the caller's base guarantees it).
+struct e4m3_table {
+  uint32_t lo, hi;
+};
+
+__device__ __forceinline__ e4m3_table fold_table(int d) {
+  e4m3_table t;
+  if (d >= -5) {
+    // d = 0: {0, 0.5, 1, 1.5} = {00, 30, 38, 3C}, {2, 3, 4, 6} = {40, 44, 48, 4C}; 2^d adds d to
+    // the exponent field (bits 3-6) of every non-zero entry. For -5 <= d <= 6 every field stays
+    // in 1..15 without reaching 0x7F (NaN), so the byte-wise sums have no carries or borrows
+    // and the 32-bit sums are exact.
+    const uint32_t step = uint32_t(d * 8);
+    t.lo = 0x3C383000u + step * 0x01010100u;
+    t.hi = 0x4C484440u + step * 0x01010101u;
+  } else {
+    // E4M3 subnormals (d = -6 .. -8 exact) and below (rounded): the conversion instruction.
+    const float s = ldexpf(1.0f, d);
+    const auto pack = [&](float a, float b) {  // a -> low byte
+      return uint32_t(
+          __nv_cvt_float2_to_fp8x2(make_float2(a * s, b * s), __NV_SATFINITE, __NV_E4M3));
+    };
+    t.lo = pack(0.0f, 0.5f) | (pack(1.0f, 1.5f) << 16);
+    t.hi = pack(2.0f, 3.0f) | (pack(4.0f, 6.0f) << 16);
+  }
+  return t;
+}
+
+__device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
+  uint32_t d;
+  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(sel));
+  return d;
+}
+
+// A word of 8 E2M1 values (value j in bits 4j .. 4j + 3, sign in bit 4j + 3) as E4M3 bytes
+// through table t: lo = values 0-3 (byte i = value i), hi = values 4-7.
+// Magnitudes: one byte permute of the table with the 3-bit codes as selectors. Signs: a byte
+// permute in sign-replicate mode (selector bit 3) of (w << 4, w), whose bytes have the signs of
+// values (0, 2, 4, 6) and (1, 3, 5, 7) in their top bits, gives 0xFF / 0x00 per output byte.
+__device__ __forceinline__ void expand_e2m1x8(uint32_t w, const e4m3_table& t, uint32_t& lo,
+                                              uint32_t& hi) {
+  const uint32_t w4 = w << 4;
+  const uint32_t mag_lo = prmt(t.lo, t.hi, w & 0x7777u);
+  const uint32_t mag_hi = prmt(t.lo, t.hi, (w >> 16) & 0x7777u);
+  const uint32_t sign_lo = prmt(w4, w, 0xD9C8u);  // bytes 0, 4, 1, 5: values 0, 1, 2, 3
+  const uint32_t sign_hi = prmt(w4, w, 0xFBEAu);  // bytes 2, 6, 3, 7: values 4, 5, 6, 7
+  lo = mag_lo | (sign_lo & 0x80808080u);
+  hi = mag_hi | (sign_hi & 0x80808080u);
+}
+
+template <int N>
+struct wgmma_fp8_rs;
+
+// Generated (one asm per N: the operand list is spelled out), then clang-formatted.
+template <>
+struct wgmma_fp8_rs<32> {
+  __device__ __forceinline__ static void run(float (&d)[16], const uint32_t (&a)[4], uint64_t desc,
+                                             int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 "
+        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, "
+        "{%16,%17,%18,%19}, %20, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+          "+f"(d[14]), "+f"(d[15])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+  }
+};
+
+template <>
+struct wgmma_fp8_rs<64> {
+  __device__ __forceinline__ static void run(float (&d)[32], const uint32_t (&a)[4], uint64_t desc,
+                                             int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 "
+        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%"
+        "24,%25,%26,%27,%28,%29,%30,%31}, "
+        "{%32,%33,%34,%35}, %36, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+          "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+          "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+  }
+};
+
+template <>
+struct wgmma_fp8_rs<96> {
+  __device__ __forceinline__ static void run(float (&d)[48], const uint32_t (&a)[4], uint64_t desc,
+                                             int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %53, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n96k32.f32.e4m3.e4m3 "
+        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%"
+        "24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%"
+        "46,%47}, "
+        "{%48,%49,%50,%51}, %52, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+          "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+          "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+          "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+          "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+  }
+};
+
+template <>
+struct wgmma_fp8_rs<128> {
+  __device__ __forceinline__ static void run(float (&d)[64], const uint32_t (&a)[4], uint64_t desc,
+                                             int scale_d) {
+    asm volatile(
+        "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+        "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 "
+        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%"
+        "24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%"
+        "46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "
+        "{%64,%65,%66,%67}, %68, p, 1, 1;\n}\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+          "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+          "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+          "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+          "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+          "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+          "+f"(d[63])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(scale_d));
+  }
+};
+}  // namespace dsv4::cuda::prefill::w4a8
