@@ -12,8 +12,8 @@
 //                            table_rows, table_width, token_seq, n_visible, block_size, top_k,
 //                            q_scale, plan, scratch, scratch_bytes, out, stream);
 // The plan depends only on the token count and the table capacity (never on n_visible): the
-// launches (a memset and two kernels, the second a programmatic dependent of the first) can be
-// graph-captured, and CTAs past a token's visible entries exit at once.
+// launches (a memset and three kernels, each a programmatic dependent of the one before; two with
+// select_ctas == 0) can be graph-captured, and CTAs past a token's visible entries exit at once.
 //
 // Status (H200, 2026-11-22, bench_attention --indexer, graph replay, L2 flushed): 256K entries,
 // T=1 top-512: bf16 keys 59.7 us, FP4 keys 46.6 us (scores 28.9 us, collect 5.5 us, select
@@ -47,6 +47,9 @@ struct indexer_fast_plan {
   // Keys per collect CTA (a multiple of 1024; 4096 when the grid is small, else 16384) and CTAs.
   int64_t collect_keys = 0;
   int64_t collect_ctas_per_token = 0;
+  // CTAs of the select kernel per token (1..64; each ranks a share of the ~top_k keys at or above
+  // the threshold), or 0: the last collect CTA of the token selects alone (the earlier scheme).
+  int select_ctas = 0;
   size_t scratch_bytes = 0;   // scores, per-token state and two histograms, candidate lists
   bool score_only = false;    // benchmarks: stop after the scores (out is not written)
   bool collect_only = false;  // benchmarks: skip the select (out is not written)
@@ -103,6 +106,24 @@ cudaError_t indexer_topk_fast_fp4(const act_t* q, const act_t* weights, int64_t 
                                   const int32_t* n_visible, int64_t block_size, int64_t top_k,
                                   float q_scale, const indexer_fast_plan& plan, void* scratch,
                                   size_t scratch_bytes, int32_t* out, cudaStream_t stream);
+
+// FP4 keys as indexer_topk_fast_fp4 and a query that is FP4 too (the official mode: hadamard_fp4
+// rounds q to e2m1 times a power of two per head and 32 dims), multiplied on FP8 tensor cores
+// (mma.sync m16n8k32 e4m3, f32 accumulation; indexer_fp8_mma.cuh): per key row the four block
+// scales fold into e4m3 values relative to the row's largest (exact for blocks within 2^14 of
+// it), q is scaled per head into e4m3 (exact for FP4 values within 2^15 of the head's largest;
+// other q are rounded to e4m3 there). Products exact then, sums in f32 in the MMAs' order: the
+// scores equal the exact ones to f32 rounding, not bit for bit indexer_topk_fast_fp4's. Same plan
+// and scratch.
+template <typename act_t>
+cudaError_t indexer_topk_fast_fp4q(const act_t* q, const act_t* weights, int64_t tokens,
+                                   int64_t heads, int64_t head_dim, const uint8_t* key_codes,
+                                   const uint32_t* key_scales, int64_t pool_rows,
+                                   const int32_t* block_table, int64_t table_rows,
+                                   int64_t table_width, const int32_t* token_seq,
+                                   const int32_t* n_visible, int64_t block_size, int64_t top_k,
+                                   float q_scale, const indexer_fast_plan& plan, void* scratch,
+                                   size_t scratch_bytes, int32_t* out, cudaStream_t stream);
 
 // The FP4 key cache write: for i < count, row r = rows ? rows[i] : i (r < 0 or r >= row_limit
 // skipped; row_limit ignored without a list), the 128 values at src[r * src_stride] (f32 or bf16)
