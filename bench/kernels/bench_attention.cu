@@ -458,26 +458,6 @@ __global__ void fill_e8m0_words(uint32_t* p, size_t n, uint64_t seed) {
 
 bool g_indexer_only = false;  // --indexer: the ceilings and the indexer cases only
 
-// Rounds each 32-value block of x to FP4 (e2m1 times the power of two 2^ceil(log2(amax / 6)),
-// nearest grid value): a query as the official mode's hadamard_fp4 leaves it.
-__global__ void round_fp4_blocks(__nv_bfloat16* x, size_t blocks) {
-  const size_t b = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
-  if (b >= blocks) return;
-  __nv_bfloat16* p = x + b * 32;
-  float amax = 0;
-  for (int i = 0; i < 32; ++i) amax = fmaxf(amax, fabsf(__bfloat162float(p[i])));
-  if (amax == 0) return;
-  const float s = exp2f(ceilf(log2f(amax / 6.0f)));
-  const float grid[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
-  for (int i = 0; i < 32; ++i) {
-    const float v = __bfloat162float(p[i]) / s;
-    float best = 0;
-    for (float g : grid)
-      if (fabsf(fabsf(v) - g) < fabsf(fabsf(v) - best)) best = g;
-    p[i] = __float2bfloat16_rn(copysignf(best * s, v));
-  }
-}
-
 // Median time of `launch` (work on `stream`) replayed from a CUDA graph, L2 flushed before each
 // replay like time_ms: no host launch cost inside the timed region, as in the model's decode
 // graphs.
@@ -637,7 +617,7 @@ void bench_indexer_case(int sms, int64_t T, int64_t entries, int64_t top_k) {
     }
     // The select over select_ctas CTAs per token (0: the last collect CTA alone, the scheme
     // before); plan warps.
-    for (int sel : {0, 1, 2, 4, 8, 16}) {
+    for (int sel : {0, 1, 2, 4, 8, 16, 32}) {
       plan_t p = plan;
       p.select_ctas = sel;
       ms = time_graph_ms(st, [&] { run_fp4(p); });
@@ -645,40 +625,6 @@ void bench_indexer_case(int sms, int64_t T, int64_t entries, int64_t top_k) {
                     sel == plan.select_ctas ? " (plan)" : "");
       print_row(label, shape, ms, bytes4, flops);
     }
-    // FP4 query too (official mode): FP8 MMAs (indexer_topk_fast_fp4q), the same keys.
-    __nv_bfloat16* q4 = random_bf16(size_t(T * heads * d), -1, 1);
-    round_fp4_blocks<<<unsigned((T * heads * d / 32 + 255) / 256), 256>>>(
-        q4, size_t(T * heads * d / 32));
-    CHECK(cudaGetLastError());
-    auto run_fp4q = [&](const plan_t& p) {
-      CHECK(dsv4::cuda::indexer_topk_fast_fp4q<__nv_bfloat16>(
-          q4, w16, T, heads, d, codes, scales4, pool_blocks * bs, dtable, T, width, dseq, dvis, bs,
-          top_k, q_scale, p, scratch, scratch_bytes, out, st));
-    };
-    run_fp4q(plan);  // its one-time attribute calls outside the capture
-    CHECK(cudaStreamSynchronize(st));
-    for (int warps : {plan.score_warps, plan.score_warps == 8 ? 4 : 8}) {
-      plan_t p = plan;
-      p.score_warps = warps;
-      ms = time_graph_ms(st, [&] { run_fp4q(p); });
-      std::snprintf(label, sizeof(label), "new fp4q (fp8 mma) %d-warp", warps);
-      print_row(label, shape, ms, bytes4, flops);
-      p.score_only = true;
-      ms = time_graph_ms(st, [&] { run_fp4q(p); });
-      std::snprintf(label, sizeof(label), "  fp4q %d-warp scores", warps);
-      print_row(label, shape, ms, bytes4, flops);
-      p.score_only = false;
-      p.collect_only = true;
-      ms = time_graph_ms(st, [&] { run_fp4q(p); });
-      std::snprintf(label, sizeof(label), "  fp4q %d-warp up to collect", warps);
-      print_row(label, shape, ms, bytes4, flops);
-      p.collect_only = false;
-      p.select_ctas = 0;
-      ms = time_graph_ms(st, [&] { run_fp4q(p); });
-      std::snprintf(label, sizeof(label), "  fp4q %d-warp, select 0 CTAs", warps);
-      print_row(label, shape, ms, bytes4, flops);
-    }
-    cudaFree(q4);
     cudaFree(codes);
     cudaFree(scales4);
   }

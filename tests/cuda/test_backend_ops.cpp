@@ -862,7 +862,6 @@ constexpr int64_t k_flash_moe_inter = 2048, k_pro_moe_inter = 3072, k_vocab = 12
 #include "cases_attention_decode.inc"
 #include "cases_indexer.inc"
 #include "cases_indexer_fp4.inc"
-#include "cases_indexer_fp4q.inc"
 #include "cases_linear.inc"
 #include "cases_linear_gemm.inc"
 #include "cases_linear_fp8act.inc"
@@ -991,7 +990,6 @@ std::vector<test_case> make_eval_cases() {
   append_attention_decode_eval_cases(cases);
   append_indexer_eval_cases(cases);
   append_indexer_fp4_cases(cases);
-  append_indexer_fp4q_cases(cases);
   append_linear_eval_cases(cases);
   append_linear_gemm_eval_cases(cases);
   append_linear_decode_fp8act_eval_cases(cases);

@@ -29,7 +29,6 @@
 #include <cmath>
 
 #include "backends/cuda/activation.cuh"
-#include "backends/cuda/indexer_fp8_mma.cuh"
 #include "backends/cuda/indexer_topk_fast.h"
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/mma_sm80.cuh"
@@ -60,9 +59,6 @@ constexpr int k_fp4_pass_bytes = k_pass * k_fp4_row_bytes;
 constexpr int k_fmt_bf16 = 0;
 constexpr int k_fmt_e4m3 = 1;
 constexpr int k_fmt_e2m1 = 2;
-// FP4 keys and an FP4 query on FP8 MMAs (indexer_fp8_mma.cuh): the e2m1 copies and scale ring,
-// the query as e4m3 fragments (8 KB), the key codes widened by byte permutes.
-constexpr int k_fmt_e2m1_q = 3;
 constexpr int k_max_range_blocks = 1025;  // block ids of a CTA's range (keys_per_cta <= 1024 bs)
 // Pool rows of the keys of passes j .. j + 7 (slot j % 8), computed `stages` passes ahead, one key
 // per thread, so the copy loop only reads them (no block division per copied chunk). FP8 keys
@@ -82,20 +78,11 @@ constexpr int k_stages_fp8 = 3;
 constexpr int k_stages_fp4 = 4;
 static_assert(k_row_ring > k_stages_fp8 + 1, "row ring shorter than the key ring");
 static_assert(k_row_ring > k_stages_fp4 + 1, "row ring shorter than the key ring");
-__host__ __device__ constexpr bool fp4_keys(int fmt) {
-  return fmt == k_fmt_e2m1 || fmt == k_fmt_e2m1_q;
-}
-__host__ __device__ constexpr int score_q_bytes(int fmt) {
-  return fmt == k_fmt_e2m1_q ? indexer_fp8::k_q_frag_bytes : k_q_bytes;
-}
-// fp4q: the code tables (k_lut_entries x 8 bytes) and the query's per-head exponents (64 ints).
-constexpr int k_fp4q_extra_bytes = indexer_fp8::k_lut_entries * 8 + k_heads * 4;
 constexpr int score_smem_bytes(int stages, int fmt) {
   const int pass =
-      fmt == k_fmt_e4m3 ? k_fp8_pass_bytes : (fp4_keys(fmt) ? k_fp4_pass_bytes : k_pass_bytes);
-  return score_q_bytes(fmt) + stages * pass + k_bins * 4 +
-         k_row_ring * k_pass * 4 * (fmt != k_fmt_bf16 ? 2 : 1) + k_max_range_blocks * 4 +
-         (fmt == k_fmt_e2m1_q ? k_fp4q_extra_bytes : 0);
+      fmt == k_fmt_e4m3 ? k_fp8_pass_bytes : (fmt == k_fmt_e2m1 ? k_fp4_pass_bytes : k_pass_bytes);
+  return k_q_bytes + stages * pass + k_bins * 4 +
+         k_row_ring * k_pass * 4 * (fmt != k_fmt_bf16 ? 2 : 1) + k_max_range_blocks * 4;
 }
 static_assert(2 * score_smem_bytes(k_stages_fp4, k_fmt_e2m1) <= 227 * 1024, "two CTAs per SM");
 
@@ -338,28 +325,21 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
                          const int32_t* n_visible, int64_t capacity, int64_t keys_per_cta,
                          float q_scale, float* scores, int64_t score_stride, uint32_t* hist) {
   constexpr bool fp8 = fmt == k_fmt_e4m3;
-  constexpr bool fp4 = fmt == k_fmt_e2m1;     // FP4 keys widened to bf16
-  constexpr bool fp4q = fmt == k_fmt_e2m1_q;  // FP4 keys and query on FP8 MMAs
-  constexpr bool fp4k = fp4 || fp4q;          // FP4 key copies and scale ring
+  constexpr bool fp4 = fmt == k_fmt_e2m1;
   constexpr int k_score_threads = warps * k_warp_size;
   constexpr int tiles = k_pass / 16 / warps;  // 16-key MMA tiles per warp
   const float* key_scales = static_cast<const float*>(key_scales_raw);
   const uint32_t* key_scales4 = static_cast<const uint32_t*>(key_scales_raw);
   extern __shared__ __align__(128) unsigned char smem[];
   const uint32_t q_s = smem_u32(smem);
-  constexpr int q_bytes = score_q_bytes(fmt);
-  const uint32_t k_s = q_s + q_bytes;
-  constexpr int pass_bytes = fp8 ? k_fp8_pass_bytes : (fp4k ? k_fp4_pass_bytes : k_pass_bytes);
-  uint32_t* hist_s = reinterpret_cast<uint32_t*>(smem + q_bytes + stages * pass_bytes);
+  const uint32_t k_s = q_s + k_q_bytes;
+  constexpr int pass_bytes = fp8 ? k_fp8_pass_bytes : (fp4 ? k_fp4_pass_bytes : k_pass_bytes);
+  uint32_t* hist_s = reinterpret_cast<uint32_t*>(smem + k_q_bytes + stages * pass_bytes);
   int32_t* pass_rows = reinterpret_cast<int32_t*>(hist_s + k_bins);  // [k_row_ring][k_pass]
   // fp8: f32 scales; fp4: u32 of 4 E8M0 bytes.
   float* pass_scales = reinterpret_cast<float*>(pass_rows + k_row_ring * k_pass);
-  // fp4q: code tables (8-byte aligned) and the query's per-head exponents.
-  uint2* lut_s = reinterpret_cast<uint2*>(pass_scales + k_row_ring * k_pass);
-  int32_t* q_exp_s = reinterpret_cast<int32_t*>(lut_s + indexer_fp8::k_lut_entries);
   int32_t* range_blocks = reinterpret_cast<int32_t*>(pass_scales) +
-                          (fmt != k_fmt_bf16 ? k_row_ring * k_pass : 0) +
-                          (fp4q ? k_fp4q_extra_bytes / 4 : 0);  // block ids of [lo, hi)
+                          (fmt != k_fmt_bf16 ? k_row_ring * k_pass : 0);  // block ids of [lo, hi)
   const __nv_bfloat16* keys = static_cast<const __nv_bfloat16*>(key_pool);
   const uint8_t* keys8 = static_cast<const uint8_t*>(key_pool);
 
@@ -401,7 +381,7 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
 
   auto load_pass = [&](int64_t p, int stage) {
     const int32_t* rows = pass_rows + (p % k_row_ring) * k_pass;
-    if constexpr (fp4k) {
+    if constexpr (fp4) {
       // Rows are 64 bytes, unswizzled: a quarter-warp's 16-byte reads (rows g, g + 1, chunks
       // 0..3) cover 128 contiguous bytes.
       constexpr int chunks = k_fp4_row_bytes / 16;
@@ -450,46 +430,7 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
   for (int j = 0; j < stages; ++j)
     if (j < passes) compute_rows(j);
   // The query (the bf16 cp.async copy joins the first commit group below).
-  if constexpr (fp4q) {
-    // Code tables; then per head (a warp each) the exponent E_h (largest magnitude scaled into
-    // [128, 256)) and e4m3(q * 2^-E_h) into a head-major staging copy in the key ring (free until
-    // the first copies below); then the fragments in MMA order.
-    for (int i = threadIdx.x; i < indexer_fp8::k_lut_entries * 8; i += k_score_threads)
-      reinterpret_cast<uint8_t*>(lut_s)[i] = uint8_t(indexer_fp8::lut_byte(i));
-    uint8_t* staging = smem + q_bytes;
-    for (int h = warp; h < k_heads; h += warps) {
-      const act_t* src = q + (t * k_heads + h) * k_dim + 4 * lane;
-      float x[4], amax = 0.0f;
-#pragma unroll
-      for (int u = 0; u < 4; ++u) {
-        x[u] = act_to_f32(src[u]);
-        amax = fmaxf(amax, fabsf(x[u]));
-      }
-#pragma unroll
-      for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-      int e = 0;
-      if (amax > 0.0f && amax <= 3.4e38f) {
-        frexpf(amax, &e);  // amax in [2^(e-1), 2^e)
-        e -= 8;
-      }
-      uint32_t v = 0;
-#pragma unroll
-      for (int u = 0; u < 4; ++u) v |= indexer_fp8::e4m3_of(ldexpf(x[u], -e)) << (8 * u);
-      *reinterpret_cast<uint32_t*>(staging + h * k_dim + 4 * lane) = v;
-      if (lane == 0) q_exp_s[h] = e;
-    }
-    __syncthreads();
-    for (int x = threadIdx.x; x < indexer_fp8::k_q_frag_bytes / 4; x += k_score_threads) {
-      const int i = x % 16, l = (x / 16) % 32, w = x / 512;
-      const int head = 8 * (i / 2) + l / 4;
-      uint32_t v = 0;
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-        v |= uint32_t(staging[head * k_dim + indexer_fp8::q_dim(w, l % 4, i % 2, j)]) << (8 * j);
-      asm volatile("st.shared.b32 [%0], %1;\n" ::"r"(q_s + indexer_fp8::q_frag_offset(w, l, i)),
-                   "r"(v));
-    }
-  } else if constexpr (fp8) {
+  if constexpr (fp8) {
     // 16-byte chunk c of head r holds MMA k indices 8 c .. 8 c + 7 (k-step c / 2): four pairs of
     // adjacent dimensions in the permuted order.
 #pragma unroll 2
@@ -541,12 +482,6 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
 #pragma unroll
     for (int e = 0; e < 2; ++e)
       w[nt][e] = act_to_f32(weights[t * k_heads + nt * 8 + 2 * (lane % 4) + e]);
-  if constexpr (fp4q) {  // the query's exponents join the weights (relu(2^E x) = 2^E relu(x))
-#pragma unroll
-    for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-      for (int e = 0; e < 2; ++e) w[nt][e] = ldexpf(w[nt][e], q_exp_s[nt * 8 + 2 * (lane % 4) + e]);
-  }
 
   for (int64_t p = 0; p < passes; ++p) {
     cp_async_wait<stages - 2>();  // groups 0 .. p complete (p + stages - 1 committed)
@@ -573,9 +508,7 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
     // and the rows' scales as bf16x2 multipliers per 32-dim block w.
     uint4 raw4[tiles][2];
     uint32_t scale2[tiles][2][4];
-    // FP4 query: the rows' code-table indices (byte b: block b) and largest scale bytes.
-    uint32_t lut_idx[tiles][2], e_max[tiles][2];
-    if constexpr (fp4k) {
+    if constexpr (fp4) {
       const uint32_t* ring =
           reinterpret_cast<const uint32_t*>(pass_scales) + (p % k_row_ring) * k_pass;
 #pragma unroll
@@ -589,49 +522,9 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
                        : "r"(kb + r * k_fp4_row_bytes + (lane % 4) * 16));
           raw4[mt][h] = v;
           const uint32_t bytes = ring[r];
-          if constexpr (fp4q) {
-            lut_idx[mt][h] = indexer_fp8::row_lut_indices(bytes, e_max[mt][h]);
-          } else {
 #pragma unroll
-            for (int w = 0; w < 4; ++w)
-              scale2[mt][h][w] = ((bytes >> (8 * w)) & 0xffu) * 0x00800080u;
-          }
+          for (int w = 0; w < 4; ++w) scale2[mt][h][w] = ((bytes >> (8 * w)) & 0xffu) * 0x00800080u;
         }
-    }
-    if constexpr (fp4q) {
-      // One k32 MMA per scale block w: the query's fragments of block w (16-byte loads), the
-      // rows' codes of word w widened through their block's table. Not unrolled with 8 warps
-      // (128 registers: unrolled, ptxas spills ~100 bytes).
-#pragma unroll(warps == 8 ? 1 : 4)
-      for (int w = 0; w < 4; ++w) {
-        uint32_t a[tiles][4];
-#pragma unroll
-        for (int mt = 0; mt < tiles; ++mt)
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const uint4& r4 = raw4[mt][h];
-            const uint32_t word = w == 0 ? r4.x : w == 1 ? r4.y : w == 2 ? r4.z : r4.w;
-            const uint2 lut = lut_s[(lut_idx[mt][h] >> (8 * w)) & 0xffu];
-            indexer_fp8::codes_to_e4m3(word, lut, a[mt][h], a[mt][2 + h]);
-          }
-          // Heads 0..31, then 32..63: 8 fragment registers at a time.
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {
-          uint32_t b[8];
-#pragma unroll
-          for (int c = 0; c < 2; ++c)
-            asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-                         : "=r"(b[4 * c]), "=r"(b[4 * c + 1]), "=r"(b[4 * c + 2]),
-                           "=r"(b[4 * c + 3])
-                         : "r"(q_s + indexer_fp8::q_frag_offset(w, lane, 8 * half + 4 * c)));
-#pragma unroll
-          for (int mt = 0; mt < tiles; ++mt)
-#pragma unroll
-            for (int nt = 0; nt < 4; ++nt)
-              indexer_fp8::mma_e4m3(acc[mt][4 * half + nt], a[mt][0], a[mt][1], a[mt][2], a[mt][3],
-                                    b[2 * nt], b[2 * nt + 1]);
-        }
-      }
     }
     if constexpr (fp8) {
 #pragma unroll
@@ -650,7 +543,7 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
         }
     }
 #pragma unroll
-    for (int kk = 0; kk < (fp4q ? 0 : k_dim / 16); ++kk) {  // (fp4q: its MMAs ran above)
+    for (int kk = 0; kk < k_dim / 16; ++kk) {
       uint32_t a[tiles][4];
       if constexpr (fp4) {
 #pragma unroll
@@ -723,10 +616,6 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
           if (pass_rows[(p % k_row_ring) * k_pass + r] >= 0) {
             // The key's scale after the ReLU: relu(s x) = s relu(x) for s > 0.
             if constexpr (fp8) sc *= pass_scales[(p % k_row_ring) * k_pass + r];
-            // FP4 query: the row's common key factor 2^(e_max - 133) (exact short of f32's
-            // range ends).
-            if constexpr (fp4q)
-              sc = indexer_fp8::scale_pow2(sc, int(e_max[mt][half]) - indexer_fp8::k_row_shift);
             v = sc * q_scale + 0.0f;
           }
           scores[t * score_stride + s] = v;
@@ -946,12 +835,12 @@ __global__ void __launch_bounds__(k_select_threads)
 // The select of token blockIdx.y over gridDim.x CTAs, after the collect grid (programmatic
 // dependent): every CTA reads the second histogram, resolves the 24-bit threshold prefix and
 // copies the listed keys at or above it (F, about top_k of them: every key above the threshold
-// prefix and the few at it) into shared memory; CTA b then ranks its share of F against all of F
-// (one warp per key, rank = number of keys of F greater than it) and writes the keys whose rank is
-// below keep straight to out[rank]. A key greater than one of F is in F itself, so the rank in F
-// is the rank among all the token's keys; keys are distinct, so ranks are too, and no sort is
-// needed. Tokens with n <= top_k (everything selected) or a threshold bin too full to list (heavy
-// ties) take the single-CTA select_token in CTA 0.
+// prefix and the few at it) into shared memory; CTA b then ranks its share of F (entries e with
+// e % gridDim.x == b) against all of F (one warp per key, rank = number of keys of F greater than
+// it) and writes the keys whose rank is below keep straight to out[rank]. A key greater than one of
+// F is in F itself, so the rank in F is the rank among all the token's keys; keys are distinct, so
+// ranks are too, and no sort is needed. Tokens with n <= top_k (everything selected) or a threshold
+// bin too full to list (heavy ties) take the single-CTA select_token in CTA 0.
 __global__ void __launch_bounds__(k_select_threads)
     indexer_select_kernel(const float* scores, int64_t score_stride, const token_state* state,
                           const uint32_t* hist2, const unsigned long long* cand_list,
@@ -989,13 +878,14 @@ __global__ void __launch_bounds__(k_select_threads)
     warp_append(i < listed && (key >> 40) >= prefix, key, &n_f, f);
   }
   __syncthreads();
+  // F's order differs between the CTAs (shared-memory atomics), so the CTAs split the keys by
+  // entry (entry % gridDim.x), not by position in F.
   const int nf = int(n_f);
-  const int per = (nf + int(gridDim.x) - 1) / int(gridDim.x);
-  const int lo = int(blockIdx.x) * per, hi = min(lo + per, nf);
   const int lane = threadIdx.x % k_warp_size, warp = threadIdx.x / k_warp_size;
   pages.seq = token_seq[t];
-  for (int j = lo + warp; j < hi; j += k_select_threads / k_warp_size) {
+  for (int j = warp; j < nf; j += k_select_threads / k_warp_size) {
     const unsigned long long x = f[j];
+    if (uint32_t(0xFFFFFFFFull - (x & 0xFFFFFFFFull)) % gridDim.x != blockIdx.x) continue;
     uint32_t greater = 0;
     for (int i = lane; i < nf; i += k_warp_size) greater += f[i] > x;
     greater = __reduce_add_sync(0xffffffffu, greater);
@@ -1036,9 +926,11 @@ indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_widt
                        ? k_collect_keys_short
                        : k_collect_keys_long;
   p.collect_ctas_per_token = ceil_div(p.capacity, p.collect_keys);
-  // Select CTAs per token: 8 while the grid fits in one wave of two CTAs per SM, fewer for larger
-  // batches (each CTA repeats the threshold search and the list scan; only the ranking is split).
-  p.select_ctas = int(std::clamp<int64_t>(2 * sms / tokens, 1, 8));
+  // Select CTAs per token: up to 16 while the grid fits in one wave of two CTAs per SM (H100, T=1
+  // x 256K entries, top-512: 1 CTA 54.9 us, 2 47.0, 4 42.8, 8 40.5, 16 39.3; the single-CTA select
+  // after the collect 46.2), fewer for larger batches (each CTA repeats the threshold search and
+  // the list scan; only the ranking is split).
+  p.select_ctas = int(std::clamp<int64_t>(2 * sms / tokens, 1, 16));
   const size_t score_bytes = size_t(tokens * score_stride_of(p.capacity)) * 4;
   p.scratch_bytes = score_bytes + size_t(tokens) * (sizeof(token_state) + 2 * k_bins * 4) +
                     size_t(tokens) * size_t(k_candidate_capacity) * 8;
@@ -1092,16 +984,12 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
                                     indexer_score_kernel<act_t, k_stages_fp8, k_fmt_e4m3, 8>};
     const auto score_kernels_fp4 = {indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1, 4>,
                                     indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1, 8>};
-    const auto score_kernels_fp4q = {indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1_q, 4>,
-                                     indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1_q, 8>};
     for (auto kernel : score_kernels)
       if (e == cudaSuccess) e = set(kernel, score_smem_bytes(k_stages_bf16, k_fmt_bf16));
     for (auto kernel : score_kernels_fp8)
       if (e == cudaSuccess) e = set(kernel, score_smem_bytes(k_stages_fp8, k_fmt_e4m3));
     for (auto kernel : score_kernels_fp4)
       if (e == cudaSuccess) e = set(kernel, score_smem_bytes(k_stages_fp4, k_fmt_e2m1));
-    for (auto kernel : score_kernels_fp4q)
-      if (e == cudaSuccess) e = set(kernel, score_smem_bytes(k_stages_fp4, k_fmt_e2m1_q));
     if (e == cudaSuccess) e = set(indexer_collect_select_kernel, k_select_smem);
     if (e == cudaSuccess) e = set(indexer_select_kernel, k_select_smem);
     // One shared-memory carveout (the largest) for the three kernels: an SM need not drain to
@@ -1115,8 +1003,6 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
     for (auto kernel : score_kernels_fp8)
       if (e == cudaSuccess) e = carveout(kernel);
     for (auto kernel : score_kernels_fp4)
-      if (e == cudaSuccess) e = carveout(kernel);
-    for (auto kernel : score_kernels_fp4q)
       if (e == cudaSuccess) e = carveout(kernel);
     if (e == cudaSuccess) e = carveout(indexer_collect_select_kernel);
     if (e == cudaSuccess) e = carveout(indexer_select_kernel);
@@ -1156,12 +1042,6 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
       launch_score(indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1, 8>, 256, smem);
     else
       launch_score(indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1, 4>, 128, smem);
-  } else if (fmt == k_fmt_e2m1_q) {
-    const int smem = score_smem_bytes(k_stages_fp4, fmt);
-    if (eight)
-      launch_score(indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1_q, 8>, 256, smem);
-    else
-      launch_score(indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1_q, 4>, 128, smem);
   } else {
     const int smem = score_smem_bytes(k_stages_bf16, fmt);
     if (eight)
@@ -1234,22 +1114,6 @@ cudaError_t indexer_topk_fast_fp4(const act_t* q, const act_t* weights, int64_t 
                                 scratch_bytes, out, stream);
 }
 
-template <typename act_t>
-cudaError_t indexer_topk_fast_fp4q(const act_t* q, const act_t* weights, int64_t tokens,
-                                   int64_t heads, int64_t head_dim, const uint8_t* key_codes,
-                                   const uint32_t* key_scales, int64_t pool_rows,
-                                   const int32_t* block_table, int64_t table_rows,
-                                   int64_t table_width, const int32_t* token_seq,
-                                   const int32_t* n_visible, int64_t block_size, int64_t top_k,
-                                   float q_scale, const indexer_fast_plan& plan, void* scratch,
-                                   size_t scratch_bytes, int32_t* out, cudaStream_t stream) {
-  if (key_scales && reinterpret_cast<uintptr_t>(key_scales) % 4 != 0) return cudaErrorInvalidValue;
-  return indexer_topk_fast_impl(q, weights, tokens, heads, head_dim, key_codes, key_scales,
-                                k_fmt_e2m1_q, pool_rows, block_table, table_rows, table_width,
-                                token_seq, n_visible, block_size, top_k, q_scale, plan, scratch,
-                                scratch_bytes, out, stream);
-}
-
 #define DSV4_INDEXER_FAST_INSTANTIATE(act_t)                                                       \
   template cudaError_t indexer_topk_fast<act_t>(                                                   \
       const act_t*, const act_t*, int64_t, int64_t, int64_t, const __nv_bfloat16*, int64_t,        \
@@ -1260,10 +1124,6 @@ cudaError_t indexer_topk_fast_fp4q(const act_t* q, const act_t* weights, int64_t
       int64_t, const int32_t*, int64_t, int64_t, const int32_t*, const int32_t*, int64_t, int64_t, \
       float, const indexer_fast_plan&, void*, size_t, int32_t*, cudaStream_t);                     \
   template cudaError_t indexer_topk_fast_fp4<act_t>(                                               \
-      const act_t*, const act_t*, int64_t, int64_t, int64_t, const uint8_t*, const uint32_t*,      \
-      int64_t, const int32_t*, int64_t, int64_t, const int32_t*, const int32_t*, int64_t, int64_t, \
-      float, const indexer_fast_plan&, void*, size_t, int32_t*, cudaStream_t);                     \
-  template cudaError_t indexer_topk_fast_fp4q<act_t>(                                              \
       const act_t*, const act_t*, int64_t, int64_t, int64_t, const uint8_t*, const uint32_t*,      \
       int64_t, const int32_t*, int64_t, int64_t, const int32_t*, const int32_t*, int64_t, int64_t, \
       float, const indexer_fast_plan&, void*, size_t, int32_t*, cudaStream_t);

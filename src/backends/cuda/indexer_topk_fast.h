@@ -107,24 +107,6 @@ cudaError_t indexer_topk_fast_fp4(const act_t* q, const act_t* weights, int64_t 
                                   float q_scale, const indexer_fast_plan& plan, void* scratch,
                                   size_t scratch_bytes, int32_t* out, cudaStream_t stream);
 
-// FP4 keys as indexer_topk_fast_fp4 and a query that is FP4 too (the official mode: hadamard_fp4
-// rounds q to e2m1 times a power of two per head and 32 dims), multiplied on FP8 tensor cores
-// (mma.sync m16n8k32 e4m3, f32 accumulation; indexer_fp8_mma.cuh): per key row the four block
-// scales fold into e4m3 values relative to the row's largest (exact for blocks within 2^14 of
-// it), q is scaled per head into e4m3 (exact for FP4 values within 2^15 of the head's largest;
-// other q are rounded to e4m3 there). Products exact then, sums in f32 in the MMAs' order: the
-// scores equal the exact ones to f32 rounding, not bit for bit indexer_topk_fast_fp4's. Same plan
-// and scratch.
-template <typename act_t>
-cudaError_t indexer_topk_fast_fp4q(const act_t* q, const act_t* weights, int64_t tokens,
-                                   int64_t heads, int64_t head_dim, const uint8_t* key_codes,
-                                   const uint32_t* key_scales, int64_t pool_rows,
-                                   const int32_t* block_table, int64_t table_rows,
-                                   int64_t table_width, const int32_t* token_seq,
-                                   const int32_t* n_visible, int64_t block_size, int64_t top_k,
-                                   float q_scale, const indexer_fast_plan& plan, void* scratch,
-                                   size_t scratch_bytes, int32_t* out, cudaStream_t stream);
-
 // The FP4 key cache write: for i < count, row r = rows ? rows[i] : i (r < 0 or r >= row_limit
 // skipped; row_limit ignored without a list), the 128 values at src[r * src_stride] (f32 or bf16)
 // are encoded as io/indexer_fp4_key.h's indexer_fp4_key_encode into codes[r * 64 ...] and
