@@ -34,6 +34,7 @@
 #include "backends/cuda/mma_sm80.cuh"
 #include "backends/cuda/paged_rows.cuh"
 #include "backends/cuda/pdl.cuh"
+#include "backends/cuda/wgmma_common.cuh"
 
 namespace dsv4::cuda {
 
@@ -59,6 +60,10 @@ constexpr int k_fp4_pass_bytes = k_pass * k_fp4_row_bytes;
 constexpr int k_fmt_bf16 = 0;
 constexpr int k_fmt_e4m3 = 1;
 constexpr int k_fmt_e2m1 = 2;
+// E2M1 keys on warpgroup MMAs (plan.score_wgmma): the same widened A fragments, each warp's 16 key
+// rows of a k16 step one quarter of a wgmma m64n64k16 whose B (the query) is read from shared
+// memory in the 128-byte-swizzled K-major layout (q_wg_offset).
+constexpr int k_fmt_e2m1_wg = 3;
 constexpr int k_max_range_blocks = 1025;  // block ids of a CTA's range (keys_per_cta <= 1024 bs)
 // Pool rows of the keys of passes j .. j + 7 (slot j % 8), computed `stages` passes ahead, one key
 // per thread, so the copy loop only reads them (no block division per copied chunk). FP8 keys
@@ -79,8 +84,9 @@ constexpr int k_stages_fp4 = 4;
 static_assert(k_row_ring > k_stages_fp8 + 1, "row ring shorter than the key ring");
 static_assert(k_row_ring > k_stages_fp4 + 1, "row ring shorter than the key ring");
 constexpr int score_smem_bytes(int stages, int fmt) {
-  const int pass =
-      fmt == k_fmt_e4m3 ? k_fp8_pass_bytes : (fmt == k_fmt_e2m1 ? k_fp4_pass_bytes : k_pass_bytes);
+  const int pass = fmt == k_fmt_e4m3 ? k_fp8_pass_bytes
+                                     : (fmt == k_fmt_e2m1 || fmt == k_fmt_e2m1_wg ? k_fp4_pass_bytes
+                                                                                  : k_pass_bytes);
   return k_q_bytes + stages * pass + k_bins * 4 +
          k_row_ring * k_pass * 4 * (fmt != k_fmt_bf16 ? 2 : 1) + k_max_range_blocks * 4;
 }
@@ -126,6 +132,29 @@ static_assert(sizeof(token_state) == 32, "token_state keeps 16-byte alignment");
 
 __device__ __forceinline__ uint32_t swizzled(int row, int chunk) {
   return uint32_t(row * k_row_bytes + ((chunk ^ (row & 7)) << 4));
+}
+
+// The query for wgmma (k_fmt_e2m1_wg): two blocks of 64 dims, each 64 heads x 128 bytes with the
+// 16-byte chunk c of head r at c ^ (r & 7) (the SW128 atom of 8 rows x 128 bytes; 8-row groups
+// 1024 bytes apart), 1024-byte aligned (the dynamic shared memory's start).
+__device__ __forceinline__ uint32_t q_wg_offset(int row, int chunk) {
+  return uint32_t((chunk / 8) * (k_heads * 128) + row * 128 + (((chunk % 8) ^ (row & 7)) << 4));
+}
+
+// d[32] += A (64 x 16, registers: the mma.sync m16n8k16 A fragment of each warp's 16 rows) *
+// B (16 x 64, descriptor, K-major), bf16 in, f32 accumulate (d[4 j + e]: the m16n8k16
+// accumulator e of n-tile j).
+__device__ __forceinline__ void wgmma_rs_n64(float (&d)[32], const uint32_t (&a)[4], uint64_t b) {
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,"
+      "%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, 1, 1, 1, 0;\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
 }
 
 __device__ __forceinline__ uint4 load8_bf16(const float* p) {
@@ -325,7 +354,8 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
                          const int32_t* n_visible, int64_t capacity, int64_t keys_per_cta,
                          float q_scale, float* scores, int64_t score_stride, uint32_t* hist) {
   constexpr bool fp8 = fmt == k_fmt_e4m3;
-  constexpr bool fp4 = fmt == k_fmt_e2m1;
+  constexpr bool wg = fmt == k_fmt_e2m1_wg;
+  constexpr bool fp4 = fmt == k_fmt_e2m1 || wg;
   constexpr int k_score_threads = warps * k_warp_size;
   constexpr int tiles = k_pass / 16 / warps;  // 16-key MMA tiles per warp
   const float* key_scales = static_cast<const float*>(key_scales_raw);
@@ -455,7 +485,8 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
     for (int i = 0; i < k_heads * k_chunks / k_score_threads; ++i) {
       const int x = int(threadIdx.x) + i * k_score_threads;
       const int r = x / k_chunks, c = x % k_chunks;
-      cp_async_16(q_s + swizzled(r, c), q + (t * k_heads + r) * k_dim + c * 8, true);
+      cp_async_16(q_s + (wg ? q_wg_offset(r, c) : swizzled(r, c)),
+                  q + (t * k_heads + r) * k_dim + c * 8, true);
     }
   } else {
 #pragma unroll
@@ -463,7 +494,8 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
       const int x = int(threadIdx.x) + i * k_score_threads;
       const int r = x / k_chunks, c = x % k_chunks;
       const uint4 v = load8_bf16(q + (t * k_heads + r) * k_dim + c * 8);
-      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(q_s + swizzled(r, c)),
+      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(
+                       q_s + (wg ? q_wg_offset(r, c) : swizzled(r, c))),
                    "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w));
     }
   }
@@ -485,7 +517,10 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
 
   for (int64_t p = 0; p < passes; ++p) {
     cp_async_wait<stages - 2>();  // groups 0 .. p complete (p + stages - 1 committed)
-    __syncthreads();              // pass p landed for all; pass p - 1 consumed by all
+    // wgmma reads the query through the async proxy: this thread's copies (group 0) made visible.
+    if constexpr (wg)
+      if (p == 0) wgmma::fence_async_smem();
+    __syncthreads();  // pass p landed for all; pass p - 1 consumed by all
     // Pass p + stages - 1 goes into the stage of pass p - 1.
     if (p + stages - 1 < passes) load_pass(p + stages - 1, int((p + stages - 1) % stages));
     cp_async_commit();
@@ -542,6 +577,9 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
           }
         }
     }
+    // wgmma: every k-step's A fragments first (kept live until the wgmmas complete), then one
+    // fence, the 8 wgmmas (one commit group) and a wait.
+    uint32_t a_wg[wg ? k_dim / 16 : 1][tiles][4];
 #pragma unroll
     for (int kk = 0; kk < k_dim / 16; ++kk) {
       uint32_t a[tiles][4];
@@ -585,17 +623,52 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
                       kb + swizzled((warp * tiles + mt) * 16 + (lane % 8) + ((lane / 8) & 1) * 8,
                                     kk * 2 + lane / 16));
       }
+      if constexpr (wg) {
 #pragma unroll
-      for (int np = 0; np < 4; ++np) {
-        uint32_t b[4];
-        ldmatrix_x4(
-            b, q_s + swizzled(np * 16 + (lane / 16) * 8 + lane % 8, kk * 2 + ((lane / 8) & 1)));
+        for (int mt = 0; mt < tiles; ++mt)
 #pragma unroll
-        for (int mt = 0; mt < tiles; ++mt) {
-          mma_bf16_16816(acc[mt][2 * np], a[mt], b[0], b[1]);
-          mma_bf16_16816(acc[mt][2 * np + 1], a[mt], b[2], b[3]);
+          for (int i = 0; i < 4; ++i) a_wg[kk][mt][i] = a[mt][i];
+      } else {
+#pragma unroll
+        for (int np = 0; np < 4; ++np) {
+          uint32_t b[4];
+          ldmatrix_x4(
+              b, q_s + swizzled(np * 16 + (lane / 16) * 8 + lane % 8, kk * 2 + ((lane / 8) & 1)));
+#pragma unroll
+          for (int mt = 0; mt < tiles; ++mt) {
+            mma_bf16_16816(acc[mt][2 * np], a[mt], b[0], b[1]);
+            mma_bf16_16816(acc[mt][2 * np + 1], a[mt], b[2], b[3]);
+          }
         }
       }
+    }
+    if constexpr (wg) {
+      wgmma::fence();  // acc zeroed and the A fragments written by this thread
+#pragma unroll
+      for (int kk = 0; kk < k_dim / 16; ++kk)
+#pragma unroll
+        for (int mt = 0; mt < tiles; ++mt)
+          // k-step kk: dims 16 kk .., 32 bytes into the rows of the query's block kk / 4.
+          wgmma_rs_n64(reinterpret_cast<float(&)[32]>(acc[mt]), a_wg[kk][mt],
+                       wgmma::sw128_desc(q_s + uint32_t((kk / 4) * (k_heads * 128) + (kk % 4) * 32),
+                                         16, 1024));
+      wgmma::commit();
+      wgmma::wait<0>();
+      // The A registers stay untouched until the wgmmas have read them; the accumulators are
+      // not read before the wait.
+#pragma unroll
+      for (int kk = 0; kk < k_dim / 16; ++kk)
+#pragma unroll
+        for (int mt = 0; mt < tiles; ++mt)
+          asm volatile("" ::"r"(a_wg[kk][mt][0]), "r"(a_wg[kk][mt][1]), "r"(a_wg[kk][mt][2]),
+                       "r"(a_wg[kk][mt][3])
+                       : "memory");
+#pragma unroll
+      for (int mt = 0; mt < tiles; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) wgmma::reg_fence(acc[mt][nt][e]);
     }
 #pragma unroll
     for (int mt = 0; mt < tiles; ++mt)
@@ -983,7 +1056,9 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
     const auto score_kernels_fp8 = {indexer_score_kernel<act_t, k_stages_fp8, k_fmt_e4m3, 4>,
                                     indexer_score_kernel<act_t, k_stages_fp8, k_fmt_e4m3, 8>};
     const auto score_kernels_fp4 = {indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1, 4>,
-                                    indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1, 8>};
+                                    indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1, 8>,
+                                    indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1_wg, 4>,
+                                    indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1_wg, 8>};
     for (auto kernel : score_kernels)
       if (e == cudaSuccess) e = set(kernel, score_smem_bytes(k_stages_bf16, k_fmt_bf16));
     for (auto kernel : score_kernels_fp8)
@@ -1036,6 +1111,12 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
       launch_score(indexer_score_kernel<act_t, k_stages_fp8, k_fmt_e4m3, 8>, 256, smem);
     else
       launch_score(indexer_score_kernel<act_t, k_stages_fp8, k_fmt_e4m3, 4>, 128, smem);
+  } else if (fmt == k_fmt_e2m1 && plan.score_wgmma) {
+    const int smem = score_smem_bytes(k_stages_fp4, fmt);
+    if (eight)
+      launch_score(indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1_wg, 8>, 256, smem);
+    else
+      launch_score(indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1_wg, 4>, 128, smem);
   } else if (fmt == k_fmt_e2m1) {
     const int smem = score_smem_bytes(k_stages_fp4, fmt);
     if (eight)

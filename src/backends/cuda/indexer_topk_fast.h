@@ -47,6 +47,9 @@ struct indexer_fast_plan {
   // Keys per collect CTA (a multiple of 1024; 4096 when the grid is small, else 16384) and CTAs.
   int64_t collect_keys = 0;
   int64_t collect_ctas_per_token = 0;
+  // FP4 keys (indexer_topk_fast_fp4): the score MMAs as warpgroup MMAs (wgmma m64n64k16, the
+  // query read from shared memory) instead of mma.sync; same widened keys and products.
+  bool score_wgmma = true;
   // CTAs of the select kernel per token (1..64; each ranks a share of the ~top_k keys at or above
   // the threshold), or 0: the last collect CTA of the token selects alone (the earlier scheme).
   int select_ctas = 0;
