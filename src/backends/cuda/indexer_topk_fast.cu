@@ -360,7 +360,7 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
   constexpr int tiles = k_pass / 16 / warps;  // 16-key MMA tiles per warp
   const float* key_scales = static_cast<const float*>(key_scales_raw);
   const uint32_t* key_scales4 = static_cast<const uint32_t*>(key_scales_raw);
-  extern __shared__ __align__(128) unsigned char smem[];
+  extern __shared__ __align__(1024) unsigned char smem[];  // wgmma: the query's SW128 atoms
   const uint32_t q_s = smem_u32(smem);
   const uint32_t k_s = q_s + k_q_bytes;
   constexpr int pass_bytes = fp8 ? k_fp8_pass_bytes : (fp4 ? k_fp4_pass_bytes : k_pass_bytes);
