@@ -999,11 +999,12 @@ indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_widt
                        ? k_collect_keys_short
                        : k_collect_keys_long;
   p.collect_ctas_per_token = ceil_div(p.capacity, p.collect_keys);
-  // Select CTAs per token: up to 16 while the grid fits in one wave of two CTAs per SM (H100, T=1
-  // x 256K entries, top-512: 1 CTA 54.9 us, 2 47.0, 4 42.8, 8 40.5, 16 39.3; the single-CTA select
-  // after the collect 46.2), fewer for larger batches (each CTA repeats the threshold search and
-  // the list scan; only the ranking is split).
-  p.select_ctas = int(std::clamp<int64_t>(2 * sms / tokens, 1, 16));
+  // Select CTAs per token (H100, 256K entries, FP4 keys, same run, us, select 0 / 8 / 16 / 32
+  // CTAs): T=1 top-512 43.2 / 41.8 / 40.9 / 40.2, top-1024 48.0 / 52.2 / 48.9 / 48.5; T=32
+  // top-512 628.9 / 632.9 / 642.6 / 667.4, top-1024 645.5 / 662.6 / 677.3 / 712.4. So 16 CTAs for
+  // a few tokens (each CTA repeats the threshold search and the list scan; only the ranking is
+  // split), the single-CTA select after the collect for larger batches.
+  p.select_ctas = tokens <= 8 ? int(std::clamp<int64_t>(2 * sms / tokens, 1, 16)) : 0;
   const size_t score_bytes = size_t(tokens * score_stride_of(p.capacity)) * 4;
   p.scratch_bytes = score_bytes + size_t(tokens) * (sizeof(token_state) + 2 * k_bins * 4) +
                     size_t(tokens) * size_t(k_candidate_capacity) * 8;

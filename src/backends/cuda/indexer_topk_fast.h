@@ -21,6 +21,11 @@
 // scores are latency-bound, not byte-bound (ncu, FP4: issue slots 47% busy, 4 warps per
 // scheduler from 119 registers x 256 threads and 78 KB of shared memory per CTA, 7.1 cycles per
 // issued instruction, DRAM 12%); the select is one CTA after the collect (~12 us).
+// H100, 2026-11-24 (session 6): FP4 scores on wgmma (plan.score_wgmma) 25.7 us vs 29.1 us on
+// mma.sync at T=1 (576 vs 649 us at T=32), bit for bit the same scores; the select over 16 CTAs
+// (indexer_select_kernel) T=1 top-512 40.9 us in all vs 43.2 us with the single-CTA select (no
+// gain at top-1024 or T=32, where the plan keeps the single CTA). FP8 mma.sync (e4m3 k32) for
+// FP4 q x FP4 keys was exact but slower on H100 (scores 45.1 vs 28.1 us): not kept.
 #pragma once
 
 #include <cuda_bf16.h>
