@@ -584,6 +584,19 @@ void bench_indexer_case(int sms, int64_t T, int64_t entries, int64_t top_k) {
     };
     run_fp4(plan);  // its one-time attribute calls outside the capture
     CHECK(cudaStreamSynchronize(st));
+    // The score MMAs: mma.sync (score_wgmma off) and wgmma (the plan), both CTA shapes.
+    for (int warps : {plan.score_warps, plan.score_warps == 8 ? 4 : 8}) {
+      plan_t p = plan;
+      p.score_warps = warps;
+      p.score_wgmma = false;
+      ms = time_graph_ms(st, [&] { run_fp4(p); });
+      std::snprintf(label, sizeof(label), "fp4 mma.sync %d-warp", warps);
+      print_row(label, shape, ms, bytes4, flops);
+      p.score_only = true;
+      ms = time_graph_ms(st, [&] { run_fp4(p); });
+      std::snprintf(label, sizeof(label), "  fp4 mma.sync %d-warp scores", warps);
+      print_row(label, shape, ms, bytes4, flops);
+    }
     for (int warps : {plan.score_warps, plan.score_warps == 8 ? 4 : 8}) {
       plan_t p = plan;
       p.score_warps = warps;
@@ -613,6 +626,16 @@ void bench_indexer_case(int sms, int64_t T, int64_t entries, int64_t top_k) {
       p.collect_only = true;
       ms = time_graph_ms(st, [&] { run_fp4(p); });
       std::snprintf(label, sizeof(label), "    up to collect %lld", (long long)keys);
+      print_row(label, shape, ms, bytes4, flops);
+    }
+    // The select over select_ctas CTAs per token (0: the last collect CTA alone, the scheme
+    // before); plan warps.
+    for (int sel : {0, 1, 2, 4, 8, 16, 32}) {
+      plan_t p = plan;
+      p.select_ctas = sel;
+      ms = time_graph_ms(st, [&] { run_fp4(p); });
+      std::snprintf(label, sizeof(label), "  fp4 select %d CTAs%s", sel,
+                    sel == plan.select_ctas ? " (plan)" : "");
       print_row(label, shape, ms, bytes4, flops);
     }
     cudaFree(codes);

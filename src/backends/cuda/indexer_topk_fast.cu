@@ -11,10 +11,14 @@
 //    programmatic dependent of 1. Every CTA finds the threshold bin (the bin of the token's k-th
 //    key) from the histogram, lists its chunk's keys at or above it (the token's candidates; one
 //    atomic per warp) and adds the next 12 bits of the keys inside the bin to a second histogram.
-//    The token's last CTA (atomic ticket) then selects: the second histogram gives the 24-bit
-//    threshold prefix; listed keys above it are selected (fewer than k), the best of the few keys
-//    with exactly that prefix are ranked in, and only the k selected keys are sorted (bitonic
-//    network in registers, shuffles below 32 apart).
+//    With plan.select_ctas == 0 the token's last CTA (atomic ticket) then selects: the second
+//    histogram gives the 24-bit threshold prefix; listed keys above it are selected (fewer than
+//    k), the best of the few keys with exactly that prefix are ranked in, and only the k selected
+//    keys are sorted (bitonic network in registers, shuffles below 32 apart).
+// 3. indexer_select_kernel (plan.select_ctas > 0), grid (select_ctas, token), 1024 threads, a
+//    programmatic dependent of 2: every CTA resolves the 24-bit prefix and keeps the listed keys at
+//    or above it (about k); each CTA ranks a share of them against all (rank = keys greater) and
+//    writes rank < k straight to its output position, so no sort and no single-CTA tail.
 // Keys are 64-bit (ordered score bits << 32 | ~entry), unique per entry, so "higher score first,
 // equal scores lower entry first" is plain descending key order. When the threshold bin holds
 // more keys than the candidate buffer (heavy ties), nothing is listed: the selecting CTA resolves
@@ -30,6 +34,7 @@
 #include "backends/cuda/mma_sm80.cuh"
 #include "backends/cuda/paged_rows.cuh"
 #include "backends/cuda/pdl.cuh"
+#include "backends/cuda/wgmma_common.cuh"
 
 namespace dsv4::cuda {
 
@@ -55,6 +60,10 @@ constexpr int k_fp4_pass_bytes = k_pass * k_fp4_row_bytes;
 constexpr int k_fmt_bf16 = 0;
 constexpr int k_fmt_e4m3 = 1;
 constexpr int k_fmt_e2m1 = 2;
+// E2M1 keys on warpgroup MMAs (plan.score_wgmma): the same widened A fragments, each warp's 16 key
+// rows of a k16 step one quarter of a wgmma m64n64k16 whose B (the query) is read from shared
+// memory in the 128-byte-swizzled K-major layout (q_wg_offset).
+constexpr int k_fmt_e2m1_wg = 3;
 constexpr int k_max_range_blocks = 1025;  // block ids of a CTA's range (keys_per_cta <= 1024 bs)
 // Pool rows of the keys of passes j .. j + 7 (slot j % 8), computed `stages` passes ahead, one key
 // per thread, so the copy loop only reads them (no block division per copied chunk). FP8 keys
@@ -75,8 +84,9 @@ constexpr int k_stages_fp4 = 4;
 static_assert(k_row_ring > k_stages_fp8 + 1, "row ring shorter than the key ring");
 static_assert(k_row_ring > k_stages_fp4 + 1, "row ring shorter than the key ring");
 constexpr int score_smem_bytes(int stages, int fmt) {
-  const int pass =
-      fmt == k_fmt_e4m3 ? k_fp8_pass_bytes : (fmt == k_fmt_e2m1 ? k_fp4_pass_bytes : k_pass_bytes);
+  const int pass = fmt == k_fmt_e4m3 ? k_fp8_pass_bytes
+                                     : (fmt == k_fmt_e2m1 || fmt == k_fmt_e2m1_wg ? k_fp4_pass_bytes
+                                                                                  : k_pass_bytes);
   return k_q_bytes + stages * pass + k_bins * 4 +
          k_row_ring * k_pass * 4 * (fmt != k_fmt_bf16 ? 2 : 1) + k_max_range_blocks * 4;
 }
@@ -91,6 +101,7 @@ constexpr int64_t k_collect_keys_short = 4096;
 constexpr int64_t k_collect_keys_long = 16384;
 
 constexpr int k_max_candidates = 8192;
+constexpr int k_max_select_ctas = 64;  // plan.select_ctas bound (each CTA repeats the list scan)
 // Per token, the collect kernel lists the keys at or above the threshold bin: fewer than top_k
 // above it plus at most k_max_candidates in it.
 constexpr int64_t k_candidate_capacity = k_indexer_fast_max_top_k + k_max_candidates;
@@ -121,6 +132,29 @@ static_assert(sizeof(token_state) == 32, "token_state keeps 16-byte alignment");
 
 __device__ __forceinline__ uint32_t swizzled(int row, int chunk) {
   return uint32_t(row * k_row_bytes + ((chunk ^ (row & 7)) << 4));
+}
+
+// The query for wgmma (k_fmt_e2m1_wg): two blocks of 64 dims, each 64 heads x 128 bytes with the
+// 16-byte chunk c of head r at c ^ (r & 7) (the SW128 atom of 8 rows x 128 bytes; 8-row groups
+// 1024 bytes apart), 1024-byte aligned (the dynamic shared memory's start).
+__device__ __forceinline__ uint32_t q_wg_offset(int row, int chunk) {
+  return uint32_t((chunk / 8) * (k_heads * 128) + row * 128 + (((chunk % 8) ^ (row & 7)) << 4));
+}
+
+// d[32] += A (64 x 16, registers: the mma.sync m16n8k16 A fragment of each warp's 16 rows) *
+// B (16 x 64, descriptor, K-major), bf16 in, f32 accumulate (d[4 j + e]: the m16n8k16
+// accumulator e of n-tile j).
+__device__ __forceinline__ void wgmma_rs_n64(float (&d)[32], const uint32_t (&a)[4], uint64_t b) {
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,"
+      "%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, 1, 1, 1, 0;\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
 }
 
 __device__ __forceinline__ uint4 load8_bf16(const float* p) {
@@ -320,12 +354,13 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
                          const int32_t* n_visible, int64_t capacity, int64_t keys_per_cta,
                          float q_scale, float* scores, int64_t score_stride, uint32_t* hist) {
   constexpr bool fp8 = fmt == k_fmt_e4m3;
-  constexpr bool fp4 = fmt == k_fmt_e2m1;
+  constexpr bool wg = fmt == k_fmt_e2m1_wg;
+  constexpr bool fp4 = fmt == k_fmt_e2m1 || wg;
   constexpr int k_score_threads = warps * k_warp_size;
   constexpr int tiles = k_pass / 16 / warps;  // 16-key MMA tiles per warp
   const float* key_scales = static_cast<const float*>(key_scales_raw);
   const uint32_t* key_scales4 = static_cast<const uint32_t*>(key_scales_raw);
-  extern __shared__ __align__(128) unsigned char smem[];
+  extern __shared__ __align__(1024) unsigned char smem[];  // wgmma: the query's SW128 atoms
   const uint32_t q_s = smem_u32(smem);
   const uint32_t k_s = q_s + k_q_bytes;
   constexpr int pass_bytes = fp8 ? k_fp8_pass_bytes : (fp4 ? k_fp4_pass_bytes : k_pass_bytes);
@@ -450,7 +485,8 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
     for (int i = 0; i < k_heads * k_chunks / k_score_threads; ++i) {
       const int x = int(threadIdx.x) + i * k_score_threads;
       const int r = x / k_chunks, c = x % k_chunks;
-      cp_async_16(q_s + swizzled(r, c), q + (t * k_heads + r) * k_dim + c * 8, true);
+      cp_async_16(q_s + (wg ? q_wg_offset(r, c) : swizzled(r, c)),
+                  q + (t * k_heads + r) * k_dim + c * 8, true);
     }
   } else {
 #pragma unroll
@@ -458,7 +494,8 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
       const int x = int(threadIdx.x) + i * k_score_threads;
       const int r = x / k_chunks, c = x % k_chunks;
       const uint4 v = load8_bf16(q + (t * k_heads + r) * k_dim + c * 8);
-      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(q_s + swizzled(r, c)),
+      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(
+                       q_s + (wg ? q_wg_offset(r, c) : swizzled(r, c))),
                    "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w));
     }
   }
@@ -480,7 +517,10 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
 
   for (int64_t p = 0; p < passes; ++p) {
     cp_async_wait<stages - 2>();  // groups 0 .. p complete (p + stages - 1 committed)
-    __syncthreads();              // pass p landed for all; pass p - 1 consumed by all
+    // wgmma reads the query through the async proxy: this thread's copies (group 0) made visible.
+    if constexpr (wg)
+      if (p == 0) wgmma::fence_async_smem();
+    __syncthreads();  // pass p landed for all; pass p - 1 consumed by all
     // Pass p + stages - 1 goes into the stage of pass p - 1.
     if (p + stages - 1 < passes) load_pass(p + stages - 1, int((p + stages - 1) % stages));
     cp_async_commit();
@@ -537,6 +577,9 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
           }
         }
     }
+    // wgmma: every k-step's A fragments first (kept live until the wgmmas complete), then one
+    // fence, the 8 wgmmas (one commit group) and a wait.
+    uint32_t a_wg[wg ? k_dim / 16 : 1][tiles][4];
 #pragma unroll
     for (int kk = 0; kk < k_dim / 16; ++kk) {
       uint32_t a[tiles][4];
@@ -580,17 +623,52 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
                       kb + swizzled((warp * tiles + mt) * 16 + (lane % 8) + ((lane / 8) & 1) * 8,
                                     kk * 2 + lane / 16));
       }
+      if constexpr (wg) {
 #pragma unroll
-      for (int np = 0; np < 4; ++np) {
-        uint32_t b[4];
-        ldmatrix_x4(
-            b, q_s + swizzled(np * 16 + (lane / 16) * 8 + lane % 8, kk * 2 + ((lane / 8) & 1)));
+        for (int mt = 0; mt < tiles; ++mt)
 #pragma unroll
-        for (int mt = 0; mt < tiles; ++mt) {
-          mma_bf16_16816(acc[mt][2 * np], a[mt], b[0], b[1]);
-          mma_bf16_16816(acc[mt][2 * np + 1], a[mt], b[2], b[3]);
+          for (int i = 0; i < 4; ++i) a_wg[kk][mt][i] = a[mt][i];
+      } else {
+#pragma unroll
+        for (int np = 0; np < 4; ++np) {
+          uint32_t b[4];
+          ldmatrix_x4(
+              b, q_s + swizzled(np * 16 + (lane / 16) * 8 + lane % 8, kk * 2 + ((lane / 8) & 1)));
+#pragma unroll
+          for (int mt = 0; mt < tiles; ++mt) {
+            mma_bf16_16816(acc[mt][2 * np], a[mt], b[0], b[1]);
+            mma_bf16_16816(acc[mt][2 * np + 1], a[mt], b[2], b[3]);
+          }
         }
       }
+    }
+    if constexpr (wg) {
+      wgmma::fence();  // acc zeroed and the A fragments written by this thread
+#pragma unroll
+      for (int kk = 0; kk < k_dim / 16; ++kk)
+#pragma unroll
+        for (int mt = 0; mt < tiles; ++mt)
+          // k-step kk: dims 16 kk .., 32 bytes into the rows of the query's block kk / 4.
+          wgmma_rs_n64(reinterpret_cast<float(&)[32]>(acc[mt]), a_wg[kk][mt],
+                       wgmma::sw128_desc(q_s + uint32_t((kk / 4) * (k_heads * 128) + (kk % 4) * 32),
+                                         16, 1024));
+      wgmma::commit();
+      wgmma::wait<0>();
+      // The A registers stay untouched until the wgmmas have read them; the accumulators are
+      // not read before the wait.
+#pragma unroll
+      for (int kk = 0; kk < k_dim / 16; ++kk)
+#pragma unroll
+        for (int mt = 0; mt < tiles; ++mt)
+          asm volatile("" ::"r"(a_wg[kk][mt][0]), "r"(a_wg[kk][mt][1]), "r"(a_wg[kk][mt][2]),
+                       "r"(a_wg[kk][mt][3])
+                       : "memory");
+#pragma unroll
+      for (int mt = 0; mt < tiles; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) wgmma::reg_fence(acc[mt][nt][e]);
     }
 #pragma unroll
     for (int mt = 0; mt < tiles; ++mt)
@@ -794,18 +872,21 @@ __device__ __forceinline__ void select_token(
 }
 
 // Grid (chunk of plan.collect_keys keys, token), a programmatic dependent of the score kernel:
-// every CTA collects its chunk (collect_chunk); the token's last CTA to finish (atomic ticket
-// after a fence, so every other CTA's list, counts and histogram are visible to it) selects.
+// every CTA collects its chunk (collect_chunk). With select_ctas == 0 the token's last CTA to
+// finish (atomic ticket after a fence, so every other CTA's list, counts and histogram are visible
+// to it) selects; otherwise indexer_select_kernel does, a programmatic dependent of this grid.
 __global__ void __launch_bounds__(k_select_threads)
     indexer_collect_select_kernel(const float* scores, int64_t score_stride, const uint32_t* hist,
                                   token_state* state, uint32_t* hist2,
                                   unsigned long long* cand_list, paged_entries pages,
                                   const int32_t* token_seq, const int32_t* n_visible,
                                   int64_t capacity, int top_k, int64_t collect_keys,
-                                  bool collect_only, int32_t* out) {
+                                  bool fused_select, int32_t* out) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ bool last_cta;
   pdl_wait();
+  // The separate select kernel may be scheduled now: it waits for this grid's completion.
+  pdl_trigger();
   const int64_t t = blockIdx.y;
   const int64_t n = clamp_visible(n_visible[t], capacity);
   // n <= top_k: the select takes every entry; past n: nothing to collect.
@@ -813,7 +894,7 @@ __global__ void __launch_bounds__(k_select_threads)
     collect_chunk(reinterpret_cast<uint32_t*>(smem), reinterpret_cast<uint32_t*>(smem) + k_bins,
                   reinterpret_cast<uint32_t*>(smem) + k_bins + 32, scores, score_stride, hist, n,
                   top_k, collect_keys, state, hist2, cand_list);
-  if (collect_only) return;
+  if (!fused_select) return;
   __threadfence();
   __syncthreads();
   if (threadIdx.x == 0) last_cta = atomicAdd(&state[t].ticket, 1u) + 1 == gridDim.x;
@@ -822,6 +903,70 @@ __global__ void __launch_bounds__(k_select_threads)
   __threadfence();
   select_token(smem, scores, score_stride, state, hist2, pages, token_seq, n_visible, capacity,
                top_k, cand_list, out, t);
+}
+
+// The select of token blockIdx.y over gridDim.x CTAs, after the collect grid (programmatic
+// dependent): every CTA reads the second histogram, resolves the 24-bit threshold prefix and
+// copies the listed keys at or above it (F, about top_k of them: every key above the threshold
+// prefix and the few at it) into shared memory; CTA b then ranks its share of F (entries e with
+// e % gridDim.x == b) against all of F (one warp per key, rank = number of keys of F greater than
+// it) and writes the keys whose rank is below keep straight to out[rank]. A key greater than one of
+// F is in F itself, so the rank in F is the rank among all the token's keys; keys are distinct, so
+// ranks are too, and no sort is needed. Tokens with n <= top_k (everything selected) or a threshold
+// bin too full to list (heavy ties) take the single-CTA select_token in CTA 0.
+__global__ void __launch_bounds__(k_select_threads)
+    indexer_select_kernel(const float* scores, int64_t score_stride, const token_state* state,
+                          const uint32_t* hist2, const unsigned long long* cand_list,
+                          paged_entries pages, const int32_t* token_seq, const int32_t* n_visible,
+                          int64_t capacity, int top_k, int32_t* out) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ uint32_t n_f, result[2];
+  pdl_wait();
+  const int64_t t = blockIdx.y;
+  const int64_t n = clamp_visible(n_visible[t], capacity);
+  const uint32_t in_bin = n > top_k ? __ldcg(&state[t].in_bin) : 0u;
+  if (n <= top_k || in_bin > k_max_candidates) {  // uniform over the token's CTAs
+    if (blockIdx.x == 0)
+      select_token(smem, scores, score_stride, state, hist2, pages, token_seq, n_visible, capacity,
+                   top_k, cand_list, out, t);
+    return;
+  }
+  const int keep = top_k;                                // n > top_k
+  uint32_t* counts = reinterpret_cast<uint32_t*>(smem);  // k_bins
+  uint32_t* scratch = counts + k_bins;                   // k_select_threads
+  // F: up to k_candidate_capacity keys (the list's capacity), over select_token's sel and cand.
+  unsigned long long* f = reinterpret_cast<unsigned long long*>(scratch + k_select_threads);
+  if (threadIdx.x == 0) n_f = 0;
+  for (int b = threadIdx.x; b < k_bins; b += k_select_threads)
+    counts[b] = __ldcg(&hist2[t * k_bins + b]);
+  __syncthreads();
+  const uint32_t bin = __ldcg(&state[t].bin), above = __ldcg(&state[t].above);
+  const uint2 th = find_threshold(counts, k_bins, uint32_t(keep) - above, scratch, result);
+  const unsigned long long prefix = (static_cast<unsigned long long>(bin) << 12) | th.x;
+  const uint32_t listed = __ldcg(&state[t].cand_count);
+  const unsigned long long* list = cand_list + t * k_candidate_capacity;
+  for (uint32_t base = 0; base < listed; base += k_select_threads) {
+    const uint32_t i = base + threadIdx.x;
+    const unsigned long long key = i < listed ? __ldcg(list + i) : 0ull;
+    warp_append(i < listed && (key >> 40) >= prefix, key, &n_f, f);
+  }
+  __syncthreads();
+  // F's order differs between the CTAs (shared-memory atomics), so the CTAs split the keys by
+  // entry (entry % gridDim.x), not by position in F.
+  const int nf = int(n_f);
+  const int lane = threadIdx.x % k_warp_size, warp = threadIdx.x / k_warp_size;
+  pages.seq = token_seq[t];
+  for (int j = warp; j < nf; j += k_select_threads / k_warp_size) {
+    const unsigned long long x = f[j];
+    if (uint32_t(0xFFFFFFFFull - (x & 0xFFFFFFFFull)) % gridDim.x != blockIdx.x) continue;
+    uint32_t greater = 0;
+    for (int i = lane; i < nf; i += k_warp_size) greater += f[i] > x;
+    greater = __reduce_add_sync(0xffffffffu, greater);
+    if (lane == 0 && greater < uint32_t(keep)) {
+      const int64_t s = int64_t(0xFFFFFFFFull - (x & 0xFFFFFFFFull));
+      out[t * top_k + greater] = int32_t(pages.row(s));
+    }
+  }
 }
 
 int64_t score_stride_of(int64_t capacity) {
@@ -854,6 +999,12 @@ indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_widt
                        ? k_collect_keys_short
                        : k_collect_keys_long;
   p.collect_ctas_per_token = ceil_div(p.capacity, p.collect_keys);
+  // Select CTAs per token (H100, 256K entries, FP4 keys, same run, us, select 0 / 8 / 16 / 32
+  // CTAs): T=1 top-512 43.2 / 41.8 / 40.9 / 40.2, top-1024 48.0 / 52.2 / 48.9 / 48.5; T=32
+  // top-512 628.9 / 632.9 / 642.6 / 667.4, top-1024 645.5 / 662.6 / 677.3 / 712.4. So 16 CTAs for
+  // a few tokens (each CTA repeats the threshold search and the list scan; only the ranking is
+  // split), the single-CTA select after the collect for larger batches.
+  p.select_ctas = tokens <= 8 ? int(std::clamp<int64_t>(2 * sms / tokens, 1, 16)) : 0;
   const size_t score_bytes = size_t(tokens * score_stride_of(p.capacity)) * 4;
   p.scratch_bytes = score_bytes + size_t(tokens) * (sizeof(token_state) + 2 * k_bins * 4) +
                     size_t(tokens) * size_t(k_candidate_capacity) * 8;
@@ -884,7 +1035,8 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
       (plan.capacity > 0 && (plan.collect_keys <= 0 || plan.collect_keys % k_collect_threads != 0 ||
                              plan.collect_ctas_per_token * plan.collect_keys < plan.capacity ||
                              plan.collect_ctas_per_token > INT32_MAX)) ||
-      (plan.score_warps != 4 && plan.score_warps != 8))
+      (plan.score_warps != 4 && plan.score_warps != 8) || plan.select_ctas < 0 ||
+      plan.select_ctas > k_max_select_ctas)
     return cudaErrorInvalidValue;
   // The score kernel keeps entry numbers and pool rows in 32 bits.
   if (plan.capacity > INT32_MAX || pool_rows > INT32_MAX || block_size > INT32_MAX)
@@ -905,7 +1057,9 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
     const auto score_kernels_fp8 = {indexer_score_kernel<act_t, k_stages_fp8, k_fmt_e4m3, 4>,
                                     indexer_score_kernel<act_t, k_stages_fp8, k_fmt_e4m3, 8>};
     const auto score_kernels_fp4 = {indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1, 4>,
-                                    indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1, 8>};
+                                    indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1, 8>,
+                                    indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1_wg, 4>,
+                                    indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1_wg, 8>};
     for (auto kernel : score_kernels)
       if (e == cudaSuccess) e = set(kernel, score_smem_bytes(k_stages_bf16, k_fmt_bf16));
     for (auto kernel : score_kernels_fp8)
@@ -913,6 +1067,7 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
     for (auto kernel : score_kernels_fp4)
       if (e == cudaSuccess) e = set(kernel, score_smem_bytes(k_stages_fp4, k_fmt_e2m1));
     if (e == cudaSuccess) e = set(indexer_collect_select_kernel, k_select_smem);
+    if (e == cudaSuccess) e = set(indexer_select_kernel, k_select_smem);
     // One shared-memory carveout (the largest) for the three kernels: an SM need not drain to
     // reconfigure between them.
     const auto carveout = [](auto kernel) {
@@ -926,6 +1081,7 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
     for (auto kernel : score_kernels_fp4)
       if (e == cudaSuccess) e = carveout(kernel);
     if (e == cudaSuccess) e = carveout(indexer_collect_select_kernel);
+    if (e == cudaSuccess) e = carveout(indexer_select_kernel);
     if (e != cudaSuccess) return e;
     configured = true;
   }
@@ -956,6 +1112,12 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
       launch_score(indexer_score_kernel<act_t, k_stages_fp8, k_fmt_e4m3, 8>, 256, smem);
     else
       launch_score(indexer_score_kernel<act_t, k_stages_fp8, k_fmt_e4m3, 4>, 128, smem);
+  } else if (fmt == k_fmt_e2m1 && plan.score_wgmma) {
+    const int smem = score_smem_bytes(k_stages_fp4, fmt);
+    if (eight)
+      launch_score(indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1_wg, 8>, 256, smem);
+    else
+      launch_score(indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1_wg, 4>, 128, smem);
   } else if (fmt == k_fmt_e2m1) {
     const int smem = score_smem_bytes(k_stages_fp4, fmt);
     if (eight)
@@ -971,12 +1133,20 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
   }
   e = cudaGetLastError();
   if (e != cudaSuccess || plan.score_only) return e;
-  return launch_pdl(true, indexer_collect_select_kernel,
-                    dim3(unsigned(plan.collect_ctas_per_token), unsigned(tokens)),
+  const bool fused_select = plan.select_ctas == 0 && !plan.collect_only;
+  e = launch_pdl(true, indexer_collect_select_kernel,
+                 dim3(unsigned(plan.collect_ctas_per_token), unsigned(tokens)),
+                 dim3(k_select_threads), size_t(k_select_smem), stream,
+                 static_cast<const float*>(scores), stride, static_cast<const uint32_t*>(hist),
+                 state, hist2, cand_list, pages, token_seq, n_visible, plan.capacity, int(top_k),
+                 plan.collect_keys, fused_select, out);
+  if (e != cudaSuccess || plan.collect_only || plan.select_ctas == 0) return e;
+  return launch_pdl(true, indexer_select_kernel, dim3(unsigned(plan.select_ctas), unsigned(tokens)),
                     dim3(k_select_threads), size_t(k_select_smem), stream,
-                    static_cast<const float*>(scores), stride, static_cast<const uint32_t*>(hist),
-                    state, hist2, cand_list, pages, token_seq, n_visible, plan.capacity, int(top_k),
-                    plan.collect_keys, plan.collect_only, out);
+                    static_cast<const float*>(scores), stride,
+                    static_cast<const token_state*>(state), static_cast<const uint32_t*>(hist2),
+                    static_cast<const unsigned long long*>(cand_list), pages, token_seq, n_visible,
+                    plan.capacity, int(top_k), out);
 }
 
 }  // namespace

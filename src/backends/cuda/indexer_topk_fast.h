@@ -12,8 +12,8 @@
 //                            table_rows, table_width, token_seq, n_visible, block_size, top_k,
 //                            q_scale, plan, scratch, scratch_bytes, out, stream);
 // The plan depends only on the token count and the table capacity (never on n_visible): the
-// launches (a memset and two kernels, the second a programmatic dependent of the first) can be
-// graph-captured, and CTAs past a token's visible entries exit at once.
+// launches (a memset and three kernels, each a programmatic dependent of the one before; two with
+// select_ctas == 0) can be graph-captured, and CTAs past a token's visible entries exit at once.
 //
 // Status (H200, 2026-11-22, bench_attention --indexer, graph replay, L2 flushed): 256K entries,
 // T=1 top-512: bf16 keys 59.7 us, FP4 keys 46.6 us (scores 28.9 us, collect 5.5 us, select
@@ -21,6 +21,11 @@
 // scores are latency-bound, not byte-bound (ncu, FP4: issue slots 47% busy, 4 warps per
 // scheduler from 119 registers x 256 threads and 78 KB of shared memory per CTA, 7.1 cycles per
 // issued instruction, DRAM 12%); the select is one CTA after the collect (~12 us).
+// H100, 2026-11-24 (session 6): FP4 scores on wgmma (plan.score_wgmma) 25.7 us vs 29.1 us on
+// mma.sync at T=1 (576 vs 649 us at T=32), bit for bit the same scores; the select over 16 CTAs
+// (indexer_select_kernel) T=1 top-512 40.9 us in all vs 43.2 us with the single-CTA select (no
+// gain at top-1024 or T=32, where the plan keeps the single CTA). FP8 mma.sync (e4m3 k32) for
+// FP4 q x FP4 keys was exact but slower on H100 (scores 45.1 vs 28.1 us): not kept.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -47,6 +52,12 @@ struct indexer_fast_plan {
   // Keys per collect CTA (a multiple of 1024; 4096 when the grid is small, else 16384) and CTAs.
   int64_t collect_keys = 0;
   int64_t collect_ctas_per_token = 0;
+  // FP4 keys (indexer_topk_fast_fp4): the score MMAs as warpgroup MMAs (wgmma m64n64k16, the
+  // query read from shared memory) instead of mma.sync; same widened keys and products.
+  bool score_wgmma = true;
+  // CTAs of the select kernel per token (1..64; each ranks a share of the ~top_k keys at or above
+  // the threshold), or 0: the last collect CTA of the token selects alone (the earlier scheme).
+  int select_ctas = 0;
   size_t scratch_bytes = 0;   // scores, per-token state and two histograms, candidate lists
   bool score_only = false;    // benchmarks: stop after the scores (out is not written)
   bool collect_only = false;  // benchmarks: skip the select (out is not written)
