@@ -1171,10 +1171,9 @@ bool valid_record_source(const kv_rows<kv_fp8_record>& s) {
 
 // After the main kernel's launch on `stream`: its launch status, then the combine kernel (PDL).
 template <typename act_t>
-cudaError_t launch_combine(const act_t*, int64_t heads, int64_t tokens,
-                           const attention_decode_plan& plan, const float* part_o,
-                           const float2* part_ml, const float* sinks, act_t* out,
-                           cudaStream_t stream) {
+cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode_plan& plan,
+                           const float* part_o, const float2* part_ml, const float* sinks,
+                           act_t* out, cudaStream_t stream) {
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
   const int64_t blocks = tokens * heads;
@@ -1272,7 +1271,7 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
       ws<<<grid, k_ws_threads, k_ws_smem, stream>>>(
           q, int(heads), window, comp, int(plan.window_capacity), int(plan.comp_capacity),
           int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o, part_ml);
-      return launch_combine(q, heads, tokens, plan, part_o, part_ml, sinks, out, stream);
+      return launch_combine(heads, tokens, plan, part_o, part_ml, sinks, out, stream);
     }
   }
   // wgmma for bf16 / f32 pools; FP8 records run the mma.sync kernel (their dequantization
@@ -1290,7 +1289,7 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
   kernel<<<grid, k_threads, smem_bytes<pool_t>(), stream>>>(
       q, int(heads), window, comp, int(plan.window_capacity), int(plan.comp_capacity),
       int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o, part_ml);
-  return launch_combine(q, heads, tokens, plan, part_o, part_ml, sinks, out, stream);
+  return launch_combine(heads, tokens, plan, part_o, part_ml, sinks, out, stream);
 }
 
 #define DSV4_ATTENTION_DECODE_INSTANTIATE(act_t, pool_t)                                       \
