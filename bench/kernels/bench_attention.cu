@@ -15,6 +15,10 @@
 //                                file once more against the previous tree with
 //                                -DDSV4_BENCH_PREV_API and run both)
 //   bench_attention --profile    the T=1 cases, one timed launch each (under ncu)
+//   bench_attention --cases "T,H,hca|csa,CTX,TOPK;..."   those cases only, the attention_decode
+//                                kernels alone (warp-specialized with and without the S / P V
+//                                overlap, synchronous wgmma); with --no-ceilings none are
+//                                measured (under ncu)
 //   bench_attention --indexer    the ceilings and the indexer cases only (T=1 and 32, 256K
 //                                entries, top-512 and top-1024; graph-replay rows)
 //   bench_attention --kv-fp8     FP8 KV records (584 bytes per key: 448 e4m3 + 7 E8M0 scales +
@@ -66,6 +70,7 @@ namespace {
 int g_runs = 60;
 bool g_focus = false;   // --focus: the decode cases that matter, extra plan rows, no old kernels
 bool g_kv_fp8 = false;  // --kv-fp8: bf16 pools vs FP8 records only
+bool g_lean = false;    // --cases: the attention_decode bf16 kernels only (no other rows)
 size_t g_l2 = 60u << 20;
 void* g_flush = nullptr;
 size_t g_flush_bytes = 0;
@@ -330,14 +335,37 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
   const double bytes16 = double(T * keys * d * 2) + double(T * H * d * 2);
   const double bytes32 = double(T * keys * d * 4) + double(T * H * d * 4);
 
-  // The plan's default (wgmma), then the same tiles and split on mma.sync; the other rows
-  // run the default.
+  // The plan's tiles and split on the warp-specialized wgmma kernel with the S / P V overlap,
+  // without it, on the synchronous wgmma kernel and on mma.sync (whatever the plan would pick);
+  // the other rows run the plan as made.
+  auto ws_plan = plan;
+  ws_plan.producer = true;
+  ws_plan.overlap = true;
   double ms = time_ms([&] {
     CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
-        q16, T, H, d, w16, &c16, sinks, scale, out16, plan, scratch, plan.scratch_bytes, 0)));
+        q16, T, H, d, w16, &c16, sinks, scale, out16, ws_plan, scratch, plan.scratch_bytes, 0)));
   });
-  print_row("wgmma bf16 pool/act", shape, ms, bytes16, flops);
+  print_row("wgmma-ws bf16 pool/act", shape, ms, bytes16, flops);
   {
+    auto in_turn = ws_plan;
+    in_turn.overlap = false;
+    const double ms_turn = time_ms([&] {
+      CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
+          q16, T, H, d, w16, &c16, sinks, scale, out16, in_turn, scratch, plan.scratch_bytes, 0)));
+    });
+    print_row("  ws, no S/PV overlap", shape, ms_turn, bytes16, flops);
+  }
+  {
+    auto sync = plan;
+    sync.producer = false;
+    const double ms_sync = time_ms([&] {
+      CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
+          q16, T, H, d, w16, &c16, sinks, scale, out16, sync, scratch, plan.scratch_bytes, 0)));
+    });
+    print_row("wgmma sync bf16", shape, ms_sync, bytes16, flops);
+    if (g_focus) std::printf("  %-22s %-50s %9.2fx\n", "  sync / ws time", shape, ms_sync / ms);
+  }
+  if (!g_lean) {
     auto sync = plan;
     sync.wgmma = false;
     const double ms_sync = time_ms([&] {
@@ -360,6 +388,27 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
     cudaFree(gather_idx);
     cudaFree(scratch);
   };
+  if (g_lean) {
+    // Fewer, longer splits (fewer partial rows for the combine to read), default kernel.
+    for (const int64_t min_tiles : {4, 8, 16}) {
+      auto fewer = dsv4::cuda::attention_decode_make_plan(
+          T, H, d, W, hca ? table_width * 128 : top_k, sms, min_tiles);
+      if (fewer.splits >= plan.splits) continue;
+      fewer.producer = true;  // the rows of the 2026-11-24 run: warp-specialized, overlap
+      fewer.overlap = true;
+      void* fewer_scratch = device_alloc<unsigned char>(fewer.scratch_bytes);
+      const double ms_fewer = time_ms([&] {
+        CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
+            q16, T, H, d, w16, &c16, sinks, scale, out16, fewer, fewer_scratch, fewer.scratch_bytes,
+            0)));
+      });
+      print_row(("  ws splits=" + std::to_string(fewer.splits)).c_str(), shape, ms_fewer, bytes16,
+                flops);
+      cudaFree(fewer_scratch);
+    }
+    release();
+    return;
+  }
   {
     using dsv4::cuda::kv_fp8_record;
     auto records = [&](dsv4::cuda::kv_rows<__nv_bfloat16> k) {
@@ -678,10 +727,34 @@ void bench_indexer_case(int sms, int64_t T, int64_t entries, int64_t top_k) {
 
 }  // namespace
 
+// --cases "T,H,hca|csa,CTX,TOPK;...": false on a malformed list.
+bool run_cases(cublasHandle_t blas, int sms, const char* list) {
+  std::string all(list);
+  size_t at = 0;
+  while (at < all.size()) {
+    size_t end = all.find(';', at);
+    if (end == std::string::npos) end = all.size();
+    const std::string spec = all.substr(at, end - at);
+    at = end + 1;
+    if (spec.empty()) continue;
+    long long T = 0, H = 0, ctx = 0, top_k = 0;
+    char kind[8] = {};
+    if (std::sscanf(spec.c_str(), "%lld,%lld,%3[a-z],%lld,%lld", &T, &H, kind, &ctx, &top_k) != 5 ||
+        T <= 0 || H <= 0 || ctx <= 0) {
+      std::fprintf(stderr, "--cases \"T,H,hca|csa,CTX,TOPK;...\": bad entry '%s'\n", spec.c_str());
+      return false;
+    }
+    bench_attention_case(blas, sms, T, H, std::strcmp(kind, "hca") == 0, ctx, top_k);
+  }
+  return true;
+}
+
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // rows survive a timeout
   bool quick = false;    // --quick: two cases, few launches (for a profiler run)
   bool profile = false;  // --profile: the small decode cases, one timed launch each (for ncu)
+  const char* cases = nullptr;  // --cases "T,H,hca|csa,CTX,TOPK;...": those cases, lean rows
+  bool no_ceilings = false;     // --no-ceilings: with --cases (for ncu)
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
       g_runs = std::max(50, std::atoi(argv[++i]));
@@ -695,6 +768,10 @@ int main(int argc, char** argv) {
       g_indexer_only = true;
     else if (std::strcmp(argv[i], "--kv-fp8") == 0)
       g_kv_fp8 = true;
+    else if (std::strcmp(argv[i], "--cases") == 0 && i + 1 < argc)
+      cases = argv[++i];
+    else if (std::strcmp(argv[i], "--no-ceilings") == 0)
+      no_ceilings = true;
   }
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
@@ -715,6 +792,15 @@ int main(int argc, char** argv) {
     bench_attention_case(blas, sms, 1, 64, false, 1 << 20, 512);
     bench_attention_case(blas, sms, 1, 64, true, 1 << 20, 0);
     bench_indexer_case(sms, 1, 262144, 512);
+    CHECK_CUBLAS(cublasDestroy(blas));
+    return 0;
+  }
+  if (cases && no_ceilings) {
+    g_focus = true;
+    g_lean = true;
+    cublasHandle_t blas;
+    CHECK_CUBLAS(cublasCreate(&blas));
+    if (!run_cases(blas, sms, cases)) return 2;
     CHECK_CUBLAS(cublasDestroy(blas));
     return 0;
   }
@@ -779,6 +865,15 @@ int main(int argc, char** argv) {
   {
     const double ms = time_ms([] { empty_kernel<<<1, 32>>>(); });
     std::printf("launch floor (empty kernel, event-timed): %.2f us\n", ms * 1e3);
+  }
+  if (cases) {
+    g_focus = true;
+    g_lean = true;
+    std::printf("  %-22s %-50s %9s %9s %7s %8s\n", "kernel", "shape", "us", "GB/s", "%read",
+                "TFLOP/s");
+    if (!run_cases(blas, sms, cases)) return 2;
+    CHECK_CUBLAS(cublasDestroy(blas));
+    return 0;
   }
   std::printf("  %-22s %-50s %9s %9s %7s %8s\n", "kernel", "shape", "us", "GB/s", "%read",
               "TFLOP/s");

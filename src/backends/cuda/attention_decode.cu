@@ -28,6 +28,14 @@
 // warpgroup = 16 rows), so softmax, exchange and epilogue are shared. H200 (2026-11-22):
 // 1.02-1.18x faster than mma.sync at decode shapes (bench_attention --focus).
 //
+// Warp-specialized wgmma path (plan.producer, which the plan sets for bf16 pools from 4 tiles per
+// split; attention_decode_ws_kernel): the same tiles and products, with a producer warpgroup that
+// loads the key ring (mbarriers, setmaxnreg) and consumers that never meet in a CTA-wide
+// barrier; plan.overlap runs the next tile's S and softmax beside this tile's P V. The
+// synchronous kernel above spent most of each tile in its two __syncthreads and in the loads and
+// slot lookups of its own warps (ncu, H100, HCA 1M T=32: 857 instructions per warp per tile,
+// 6.1 cycles per instruction, barrier the largest stall).
+//
 // Each CTA writes its unnormalized accumulators and (max, sum) per head; the combine kernel
 // merges the splits and adds the sink to the denominator: m = max(sink, m_i),
 // out = sum_i 2^(m_i - m) o_i / (sum_i 2^(m_i - m) l_i + 2^(sink - m)). A split without keys
@@ -36,12 +44,14 @@
 // grid runs and wait in griddepcontrol.wait, which hides its launch latency.
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "backends/cuda/activation.cuh"
 #include "backends/cuda/attention_decode.h"
 #include "backends/cuda/attention_decode_wgmma.cuh"
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/kv_record.cuh"
+#include "backends/cuda/mbarrier.cuh"
 #include "backends/cuda/mma_sm80.cuh"
 #include "backends/cuda/paged_rows.cuh"
 #include "backends/cuda/pdl.cuh"
@@ -662,6 +672,407 @@ __global__ void __launch_bounds__(k_threads, 1)
   }
 }
 
+// ---- Warp-specialized wgmma kernel (plan.producer, bf16 pools) ----
+// The same tiles, products, exchange, softmax and partial outputs as attention_decode_kernel<wg>,
+// with the loads moved to a producer warpgroup (warps 8..11): it turns slot indices into row
+// pointers (indices register-prefetched 3 tiles ahead), issues each tile's 32 rows with cp.async
+// into a 4-stage ring and publishes a stage on its `full` mbarrier once the rows have landed
+// (each thread's cp.async.wait_group + proxy fence, then 128 arrivals); the 8 consumer warps wait
+// on `full`, compute, and release the stage on its `empty` mbarrier (one arrival per warp).
+// The consumers never meet in a CTA-wide barrier inside the loop: the two warps of a row group
+// (w, w + 4) meet on a named barrier of 64 threads for the score exchange, double-buffered by
+// tile parity (the partner reads tile k's half before it arrives at tile k + 1's barrier, which
+// the writer of tile k + 2 has passed). Per tile a 32-bit validity mask replaces the per-slot
+// flags, and the accumulator rescale is skipped when no row maximum of the warp changed
+// (multiplying by 1 is the identity, so the result is the same bit for bit).
+constexpr int k_ws_stages = 4;
+constexpr int k_ws_lead = k_ws_stages - 1;  // tiles whose rows may be in flight
+constexpr int k_ws_consumers = k_warps;     // warps 0..7 compute, warps 8..11 load
+constexpr int k_ws_producers = 4;           // one warpgroup (setmaxnreg works per warpgroup)
+constexpr int k_ws_threads = (k_ws_consumers + k_ws_producers) * k_warp_size;
+// Registers: 384 threads give 168 each at entry; the producers drop to 56 (40 spilled), the
+// consumers take 224 (as the synchronous kernel: 128 accumulators of 256 output channels per
+// thread, no spill); 128 x 56 + 256 x 224 <= 64 K.
+constexpr int k_ws_producer_regs = 56;
+constexpr int k_ws_consumer_regs = 224;
+static_assert(128 * k_ws_producer_regs + 256 * k_ws_consumer_regs <= 65536);
+constexpr int k_ws_rows_per_producer = k_tile / k_ws_producers;
+constexpr int k_ws_ring = k_q_bytes;  // offsets in shared memory
+constexpr int k_ws_xchg = k_ws_ring + k_ws_stages * k_tile_bytes;
+constexpr int k_ws_masks = k_ws_xchg + 2 * k_xchg_bytes;
+constexpr int k_ws_bars = k_ws_masks + k_ws_stages * 4;  // full[stages], empty[stages]
+constexpr int k_ws_smem = k_ws_bars + 2 * k_ws_stages * 8;
+static_assert(k_ws_smem <= 227 * 1024 && k_ws_bars % 8 == 0);
+
+template <bool overlap, typename act_t>
+__global__ void __launch_bounds__(k_ws_threads, 1)
+    attention_decode_ws_kernel(const act_t* q, int heads, kv_rows<__nv_bfloat16> window,
+                               kv_rows<__nv_bfloat16> comp, int cap_w, int cap_c,
+                               int keys_per_split, int splits, float scale_log2, float* part_o,
+                               float2* part_ml) {
+  using pool_t = __nv_bfloat16;
+  namespace wgm = attention_wgmma;
+  extern __shared__ __align__(1024) unsigned char smem[];
+  const uint32_t q_s = smem_u32(smem);
+  const uint32_t k_s = q_s + k_ws_ring;
+  float* const xchg_base = reinterpret_cast<float*>(smem + k_ws_xchg);
+  uint32_t* const masks = reinterpret_cast<uint32_t*>(smem + k_ws_masks);
+  const uint32_t full_bar = q_s + k_ws_bars, empty_bar = full_bar + 8 * k_ws_stages;
+
+  pdl_trigger();  // the combine kernel may start (it waits for this grid in pdl_wait)
+  const int split = blockIdx.x;
+  const int group = blockIdx.y;
+  const int64_t t = blockIdx.z;
+  const int lane = threadIdx.x % k_warp_size;
+  const int warp = threadIdx.x / k_warp_size;
+
+  slot_space<pool_t> space{.window = window,
+                           .comp = comp,
+                           .t = t,
+                           .cap_w = cap_w,
+                           .n_w = 0,
+                           .n_c = 0,
+                           .hi = 0,
+                           .seq_w = -1,
+                           .seq_c = -1};
+  if (!window.rows) space.seq_w = window.token_seq[t];
+  if (comp.pool && !comp.rows) space.seq_c = comp.token_seq[t];
+  space.n_w = int(min(visible_slots(window, t), int64_t(cap_w)));
+  space.n_c = int(min(visible_slots(comp, t), int64_t(cap_c)));
+  const int lo = split * keys_per_split;
+  const int hi = min(lo + keys_per_split, cap_w + cap_c);
+  space.hi = hi;
+  // Live tiles: as attention_decode_kernel.
+  int len1 = 0, j2a = 0, len2 = 0;
+  if (space.n_w > lo) len1 = ceil_div_dev(min(space.n_w, hi) - lo, k_tile);
+  {
+    const int c_lo = max(cap_w, lo), c_hi = min(cap_w + space.n_c, hi);
+    if (c_hi > c_lo) {
+      j2a = max((c_lo - lo) / k_tile, len1);
+      len2 = max(ceil_div_dev(c_hi - lo, k_tile) - j2a, 0);
+    }
+  }
+  const int n_live = len1 + len2;
+  auto tile_start = [&](int k) { return lo + k_tile * (k < len1 ? k : j2a + (k - len1)); };
+
+  const int64_t head0 = int64_t(group) * k_rows;
+  const int64_t part = (t * splits + split) * heads;
+  if (n_live == 0) {  // uniform over the CTA: before any barrier
+    if (threadIdx.x < k_rows && head0 + threadIdx.x < heads)
+      part_ml[part + head0 + threadIdx.x] = make_float2(-INFINITY, 0.0f);
+    return;
+  }
+  if (threadIdx.x == 0) {
+    for (int i = 0; i < k_ws_stages; ++i) {
+      mbar::init(full_bar + 8 * i, k_ws_producers * k_warp_size);
+      mbar::init(empty_bar + 8 * i, k_ws_consumers);
+    }
+  }
+  __syncthreads();  // the only CTA-wide barrier: the mbarriers are initialized
+
+  // Producer warp pw (warps 8..11). Lane l of every producer warp handles slot l of each tile:
+  // its index (loaded 3 tiles ahead) and row pointer; the warp then copies rows
+  // 8 pw .. 8 pw + 7 of the tile, each lane 2 of the 64 16-byte chunks of a row.
+  auto produce = [&] {
+    const int pw = warp - k_ws_consumers;
+    const void* any_global = q;
+    auto index_of_tile = [&](int j) -> int32_t {
+      if (j >= n_live) return -1;
+      const int32_t* src = space.index_src(tile_start(j) + lane);
+      return src ? __ldg(src) : -1;  // -1: row_ref gives no row
+    };
+    int32_t v0 = index_of_tile(0), v1 = index_of_tile(1), v2 = index_of_tile(2);
+#pragma unroll 1
+    for (int j = 0; j < n_live; ++j) {
+      const int32_t v = v0;
+      v0 = v1;
+      v1 = v2;
+      v2 = index_of_tile(j + 3);
+      // Publish tile j - lead (its group is complete once at most lead - 1 newer ones pend).
+      if (j >= k_ws_lead) {
+        cp_async_wait<k_ws_lead - 1>();
+        wgm::fence_async_smem();
+        mbar::arrive(full_bar + 8 * ((j - k_ws_lead) % k_ws_stages));
+      }
+      const pool_t* p = space.row_ref(tile_start(j) + lane, v);
+      const int stage = j % k_ws_stages;
+      // Stage reuse: the consumers released tile j - stages (phase j / stages - 1 of `empty`).
+      if (j >= k_ws_stages) mbar::wait(empty_bar + 8 * stage, uint32_t(j / k_ws_stages - 1) & 1u);
+      const uint32_t mask = __ballot_sync(0xffffffffu, p != nullptr);
+      const uint32_t dst = k_s + uint32_t(stage) * k_tile_bytes;
+#pragma unroll
+      for (int i = 0; i < k_ws_rows_per_producer; ++i) {
+        const int r = pw * k_ws_rows_per_producer + i;
+        const pool_t* pr = reinterpret_cast<const pool_t*>(
+            __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p), r));
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int c = lane + k_warp_size * h;
+          cp_async_16(dst + wg_offset<k_tile>(r, c),
+                      pr ? static_cast<const void*>(pr + c * 8) : any_global, pr != nullptr);
+        }
+      }
+      if (pw == 0 && lane == 0) masks[stage] = mask;  // published by this lane's arrival
+      cp_async_commit();
+    }
+    cp_async_wait<0>();
+    wgm::fence_async_smem();
+#pragma unroll 1
+    for (int j = max(0, n_live - k_ws_lead); j < n_live; ++j)
+      mbar::arrive(full_bar + 8 * (j % k_ws_stages));
+  };
+
+  // Consumers: warp w owns query rows 16 rg .. and output channels 256 half .. (as
+  // attention_decode_kernel<wg>).
+  auto consume = [&] {
+    const int rg = warp & 3;
+    const int half = warp >> 2;
+    if constexpr (sizeof(act_t) == 2) {
+#pragma unroll
+      for (int i = 0; i < k_rows * k_chunks / k_threads; ++i) {
+        const int x = threadIdx.x + i * k_threads;
+        const int r = x / k_chunks, c = x % k_chunks;
+        const int64_t h = head0 + r;
+        cp_async_16(q_s + wg_offset<k_rows>(r, c),
+                    h < heads ? q + (t * heads + h) * k_d + c * 8 : q, h < heads);
+      }
+      cp_async_commit();
+      cp_async_wait<0>();
+    } else {
+#pragma unroll
+      for (int i = 0; i < k_rows * k_chunks / k_threads; ++i) {
+        const int x = threadIdx.x + i * k_threads;
+        const int r = x / k_chunks, c = x % k_chunks;
+        const int64_t h = head0 + r;
+        uint4 v = make_uint4(0, 0, 0, 0);
+        if (h < heads) v = load8_bf16(q + (t * heads + h) * k_d + c * 8);
+        *reinterpret_cast<uint4*>(smem + wg_offset<k_rows>(r, c)) = v;
+      }
+    }
+    wgm::fence_async_smem();
+    mbar::named_sync(1, k_threads);  // the query tile is complete (consumers only)
+
+    float acc[2][64];
+#pragma unroll
+    for (int i = 0; i < 64; ++i) acc[0][i] = acc[1][i] = 0.0f;
+    auto acc_at = [&](int n, int e) -> float& { return acc[n >> 4][4 * (n & 15) + e]; };
+    float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+
+    // Tile k's stage (shared address) once its rows have landed; its validity mask.
+    auto wait_full = [&](int k, uint32_t& mask) -> uint32_t {
+      const int stage = k % k_ws_stages;
+      mbar::wait(full_bar + 8 * stage, uint32_t(k / k_ws_stages) & 1u);
+      mask = masks[stage];
+      return k_s + uint32_t(stage) * k_tile_bytes;
+    };
+    // This warp is done with tile k's stage (its S and P V products have completed).
+    auto release = [&](int k) {
+      __syncwarp();
+      if (lane == 0) mbar::arrive(empty_bar + 8 * (k % k_ws_stages));
+    };
+    // Issues (commits, does not wait for) this warpgroup's half of S = Q K^T of the tile at kb:
+    // rows 16 rg.., 32 keys, channels 256 half .. in 16 k16 steps.
+    auto issue_scores = [&](float(&sd)[16], uint32_t kb) {
+#pragma unroll
+      for (int i = 0; i < 16; ++i) sd[i] = 0.0f;
+      wgm::fence();
+#pragma unroll
+      for (int kk = 0; kk < 16; ++kk) {
+        const uint32_t block = uint32_t(half * 4 + kk / 4), byte = uint32_t(kk % 4) * 32;
+        wgm::mma_ss_n32(sd, wgm::desc(q_s + block * (k_rows * 128) + byte, 16, 1024),
+                        wgm::desc(kb + block * (k_tile * 128) + byte, 16, 1024));
+      }
+      wgm::commit();
+    };
+    // Tile k's completed half scores sd -> the full scores (exchange with warp w ^ 4), online
+    // softmax: the probabilities s (f32) and the factor corr the accumulators must be scaled by.
+    auto softmax = [&](int k, const float(&sd)[16], uint32_t mask, float(&s)[4][4],
+                       float(&corr)[2]) {
+#pragma unroll
+      for (int i = 0; i < 16; ++i) s[i / 4][i % 4] = sd[i];
+      float* const xchg = xchg_base + (k & 1) * (k_xchg_bytes / 4);
+      float* mine = xchg + (warp * k_warp_size + lane) * 16;
+      const float* other = xchg + ((warp ^ 4) * k_warp_size + lane) * 16;
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+        reinterpret_cast<float4*>(mine)[j] = make_float4(s[j][0], s[j][1], s[j][2], s[j][3]);
+      mbar::named_sync(2 + rg, 2 * k_warp_size);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) {
+        const float4 o = reinterpret_cast<const float4*>(other)[j];
+        s[j][0] += o.x;
+        s[j][1] += o.y;
+        s[j][2] += o.z;
+        s[j][3] += o.w;
+      }
+      // Rows lane / 4 (e = 0, 1) and lane / 4 + 8 (e = 2, 3).
+      const bool all_valid = mask == 0xffffffffu;
+      float tmax[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          const int key = j * 8 + 2 * (lane % 4) + (e & 1);
+          s[j][e] = all_valid || ((mask >> key) & 1u) ? s[j][e] * scale_log2 : -INFINITY;
+          tmax[e >> 1] = fmaxf(tmax[e >> 1], s[j][e]);
+        }
+      float m_use[2];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        tmax[i] = fmaxf(tmax[i], __shfl_xor_sync(0xffffffffu, tmax[i], 1));
+        tmax[i] = fmaxf(tmax[i], __shfl_xor_sync(0xffffffffu, tmax[i], 2));
+        const float m_new = fmaxf(m[i], tmax[i]);
+        m_use[i] = m_new == -INFINITY ? 0.0f : m_new;  // no -inf - -inf
+        corr[i] = exp2f(m[i] - m_use[i]);
+        m[i] = m_new;
+        l[i] *= corr[i];
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          s[j][e] = exp2f(s[j][e] - m_use[e >> 1]);
+          l[e >> 1] += s[j][e];
+        }
+    };
+    // P rounded to bf16 as the A fragments of the two k16 steps. Written only once no P V is in
+    // flight: a wgmma reads its register operands asynchronously.
+    auto pack = [&](const float(&s)[4][4], uint32_t(&pas)[2][4]) {
+#pragma unroll
+      for (int ks = 0; ks < 2; ++ks) {
+        pas[ks][0] = pack_bf16x2(s[2 * ks][0], s[2 * ks][1]);
+        pas[ks][1] = pack_bf16x2(s[2 * ks][2], s[2 * ks][3]);
+        pas[ks][2] = pack_bf16x2(s[2 * ks + 1][0], s[2 * ks + 1][1]);
+        pas[ks][3] = pack_bf16x2(s[2 * ks + 1][2], s[2 * ks + 1][3]);
+      }
+    };
+    // acc *= corr, skipped when no row maximum of the warp changed (x * 1 == x).
+    auto rescale = [&](const float(&corr)[2]) {
+      if (__any_sync(0xffffffffu, corr[0] != 1.0f || corr[1] != 1.0f)) {
+#pragma unroll
+        for (int n = 0; n < 32; ++n) {
+          acc_at(n, 0) *= corr[0];
+          acc_at(n, 1) *= corr[0];
+          acc_at(n, 2) *= corr[1];
+          acc_at(n, 3) *= corr[1];
+        }
+      }
+    };
+    // Issues O += P V over the tile's 32 keys (two k16 steps), channels 256 half .. (V = the key
+    // tile read MN-major, as attention_decode_kernel<wg>).
+    auto issue_pv = [&](const uint32_t(&pas)[2][4], uint32_t kb) {
+      wgm::fence();  // acc rescaled and P written by this thread
+#pragma unroll
+      for (int ks = 0; ks < 2; ++ks)
+#pragma unroll
+        for (int nh = 0; nh < 2; ++nh)
+          wgm::mma_rs_n128_mn(
+              acc[nh], pas[ks],
+              wgm::desc(kb + uint32_t(half * 4 + nh * 2) * (k_tile * 128) + uint32_t(ks) * 16 * 128,
+                        k_tile * 128, 1024));
+      wgm::commit();
+    };
+    auto fence_acc = [&] {
+#pragma unroll
+      for (int i = 0; i < 64; ++i) {
+        wgm::reg_fence(acc[0][i]);
+        wgm::reg_fence(acc[1][i]);
+      }
+    };
+
+    float sd[16];
+    float p[4][4];
+    uint32_t pas[2][4];
+    float corr[2];
+    if constexpr (!overlap) {
+      // In turn per tile: S, exchange and softmax, P V.
+#pragma unroll 1
+      for (int k = 0; k < n_live; ++k) {
+        uint32_t mask;
+        const uint32_t kb = wait_full(k, mask);
+        issue_scores(sd, kb);
+        wgm::wait<0>();
+#pragma unroll
+        for (int i = 0; i < 16; ++i) wgm::reg_fence(sd[i]);
+        softmax(k, sd, mask, p, corr);
+        rescale(corr);
+        pack(p, pas);
+        issue_pv(pas, kb);
+        wgm::wait<0>();
+        fence_acc();
+        release(k);
+      }
+    } else {
+      // S of tile k + 1 is issued before P V of tile k, and the exchange and softmax of tile k + 1
+      // run while P V of tile k is still on the tensor cores (wait<1>: all but the newest group).
+      uint32_t mask;
+      uint32_t kb = wait_full(0, mask);
+      issue_scores(sd, kb);
+      wgm::wait<0>();
+#pragma unroll
+      for (int i = 0; i < 16; ++i) wgm::reg_fence(sd[i]);
+        // Tiles 0 .. n_live - 2 with the next tile's S in flight, then the last one (peeled, so no
+        // path of the loop reads an accumulator of an unretired wgmma: ptxas would serialize them).
+#pragma unroll 1
+      for (int k = 0; k + 1 < n_live; ++k) {
+        softmax(k, sd, mask, p, corr);
+        // P V of tile k - 1 complete: acc may be rescaled and P overwritten, its stage is free.
+        wgm::wait<0>();
+        fence_acc();
+        if (k > 0) release(k - 1);
+        rescale(corr);
+        pack(p, pas);
+        const uint32_t kb_next = wait_full(k + 1, mask);
+        issue_scores(sd, kb_next);
+        issue_pv(pas, kb);
+        wgm::wait<1>();
+#pragma unroll
+        for (int i = 0; i < 16; ++i) wgm::reg_fence(sd[i]);
+        kb = kb_next;
+      }
+      softmax(n_live - 1, sd, mask, p, corr);
+      wgm::wait<0>();
+      fence_acc();
+      if (n_live > 1) release(n_live - 2);
+      rescale(corr);
+      pack(p, pas);
+      issue_pv(pas, kb);
+      wgm::wait<0>();
+      fence_acc();
+      release(n_live - 1);
+    }
+
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
+      l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
+    }
+    const int64_t h0 = head0 + rg * 16 + lane / 4, h1 = h0 + 8;
+#pragma unroll
+    for (int n = 0; n < 32; ++n) {
+      const int c = half * 256 + n * 8 + 2 * (lane % 4);
+      if (h0 < heads)
+        *reinterpret_cast<float2*>(part_o + (part + h0) * k_d + c) =
+            make_float2(acc_at(n, 0), acc_at(n, 1));
+      if (h1 < heads)
+        *reinterpret_cast<float2*>(part_o + (part + h1) * k_d + c) =
+            make_float2(acc_at(n, 2), acc_at(n, 3));
+    }
+    if (half == 0 && lane % 4 == 0) {
+      if (h0 < heads) part_ml[part + h0] = make_float2(m[0], l[0]);
+      if (h1 < heads) part_ml[part + h1] = make_float2(m[1], l[1]);
+    }
+  };
+
+  if (warp >= k_ws_consumers) {
+    mbar::setmaxnreg_dec<k_ws_producer_regs>();
+    produce();
+  } else {
+    mbar::setmaxnreg_inc<k_ws_consumer_regs>();
+    consume();
+  }
+}
+
 __device__ __forceinline__ void store4(float* p, float4 v) {
   *reinterpret_cast<float4*>(p) = v;
 }
@@ -722,7 +1133,10 @@ __global__ void __launch_bounds__(k_combine_threads, 1)
       den += w == 0.0f ? 0.0f : v.y * w;
     }
     __syncthreads();
-#pragma unroll 8
+    // 16 independent 16-byte loads in flight per thread (8 left the HBM mostly idle at T = 1 with
+    // ~130 splits: 128 threads x 8 x 16 B per CTA, one CTA per head). The sum runs in split
+    // order either way.
+#pragma unroll 16
     for (int i = 0; i < n; ++i) {
       const float w = weight_s[i];
       float4 v = make_float4(0, 0, 0, 0);  // predicated load: unrolled loads stay independent
@@ -755,6 +1169,20 @@ bool valid_record_source(const kv_rows<kv_fp8_record>& s) {
          s.record_block_bytes >= s.record_rows_per_block * row_bytes;
 }
 
+// After the main kernel's launch on `stream`: its launch status, then the combine kernel (PDL).
+template <typename act_t>
+cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode_plan& plan,
+                           const float* part_o, const float2* part_ml, const float* sinks,
+                           act_t* out, cudaStream_t stream) {
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  const int64_t blocks = tokens * heads;
+  if (blocks > INT32_MAX) return cudaErrorInvalidValue;
+  return launch_pdl(true, attention_decode_combine<act_t>, dim3(unsigned(blocks)),
+                    dim3(k_combine_threads), 0, stream, part_o, part_ml, sinks, int(heads),
+                    int(plan.splits), out);
+}
+
 }  // namespace
 
 attention_decode_plan attention_decode_make_plan(int64_t tokens, int64_t heads, int64_t head_dim,
@@ -773,12 +1201,29 @@ attention_decode_plan attention_decode_make_plan(int64_t tokens, int64_t heads, 
   // One CTA per SM fits: fill one wave (floor, so T * groups * splits <= SMs when T * groups is
   // below the SM count, never a second partial wave).
   int64_t splits = std::clamp<int64_t>(std::max(sm_count, 1) / (tokens * groups), 1, thin);
+  // Past 64 splits (T * groups <= 2, long contexts) the partial rows (2 KB per head and split,
+  // written, then read by the combine) cost more than the extra CTAs gain: splits take twice the
+  // minimum tiles. H100 2026-11-24, HCA 1M T=1 (260 tiles; warp-specialized kernel with the
+  // overlap): 130 splits 42.4 us, 65 splits 32.5 us, 33 splits 38.5 us (bench_attention --cases).
+  if (splits > 64)
+    splits = std::min(
+        splits,
+        std::max<int64_t>(1, ceil_div(tiles, 2 * std::max<int64_t>(1, min_tiles_per_split))));
   const int64_t per_split = ceil_div(tiles, splits);
   splits = ceil_div(tiles, per_split);  // every split starts below the capacity
   p.splits = splits;
   p.keys_per_split = per_split * k_tile;
   p.scratch_bytes = size_t(tokens * splits * heads) * (size_t(k_d) * 4 + 8);
   p.wgmma = true;  // H200 2026-11-22: 1.02-1.18x faster than mma.sync at decode shapes
+  // The warp-specialized kernel from 4 tiles per split; below, its fixed costs (384 threads,
+  // mbarrier set-up, the producer's index -> row chain before the first tile) are not repaid.
+  // H100 2026-11-24 (bench_attention --cases), synchronous / warp-specialized time: 1.24x at HCA 1M
+  // T=32 (65 tiles per split), 1.13x T=8 (17), 1.06x HCA 128K T=32 (9), 1.08-1.13x Pro CSA
+  // T=32 / 64 (18 / 36), 1.30-1.32x Pro HCA 1M T=32 / 64 (130 / 260); 0.98x Flash CSA T=32 (5),
+  // 0.91-0.99x at 2-3 tiles per split.
+  p.producer = per_split >= 4;
+  // Same run: the S / P V overlap took 1.00-1.09x the in-turn time (0.995x at Flash CSA T=1).
+  p.overlap = false;
   return p;
 }
 
@@ -808,6 +1253,27 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
   if constexpr (pool_traits<pool_t>::records)
     if (!valid_record_source(window) || (compressed && !valid_record_source(comp)))
       return cudaErrorInvalidValue;
+  float* part_o = static_cast<float*>(scratch);
+  float2* part_ml = reinterpret_cast<float2*>(part_o + tokens * plan.splits * heads * k_d);
+  const int64_t groups = ceil_div(heads, k_rows);
+  const dim3 grid(unsigned(plan.splits), unsigned(groups), unsigned(tokens));
+  if constexpr (std::is_same_v<pool_t, __nv_bfloat16>) {
+    if (plan.wgmma && plan.producer) {
+      auto* const ws = plan.overlap ? attention_decode_ws_kernel<true, act_t>
+                                    : attention_decode_ws_kernel<false, act_t>;
+      static bool ws_configured[2] = {false, false};  // one attribute call per instantiation
+      if (!ws_configured[plan.overlap]) {
+        const cudaError_t e =
+            cudaFuncSetAttribute(ws, cudaFuncAttributeMaxDynamicSharedMemorySize, k_ws_smem);
+        if (e != cudaSuccess) return e;
+        ws_configured[plan.overlap] = true;
+      }
+      ws<<<grid, k_ws_threads, k_ws_smem, stream>>>(
+          q, int(heads), window, comp, int(plan.window_capacity), int(plan.comp_capacity),
+          int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o, part_ml);
+      return launch_combine(heads, tokens, plan, part_o, part_ml, sinks, out, stream);
+    }
+  }
   // wgmma for bf16 / f32 pools; FP8 records run the mma.sync kernel (their dequantization
   // into the swizzled tile is not ported yet).
   const bool wg = plan.wgmma && !pool_traits<pool_t>::records;
@@ -820,20 +1286,10 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
     if (e != cudaSuccess) return e;
     configured[wg] = true;
   }
-  float* part_o = static_cast<float*>(scratch);
-  float2* part_ml = reinterpret_cast<float2*>(part_o + tokens * plan.splits * heads * k_d);
-  const int64_t groups = ceil_div(heads, k_rows);
-  const dim3 grid(unsigned(plan.splits), unsigned(groups), unsigned(tokens));
   kernel<<<grid, k_threads, smem_bytes<pool_t>(), stream>>>(
       q, int(heads), window, comp, int(plan.window_capacity), int(plan.comp_capacity),
       int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o, part_ml);
-  cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) return e;
-  const int64_t blocks = tokens * heads;
-  if (blocks > INT32_MAX) return cudaErrorInvalidValue;
-  return launch_pdl(true, attention_decode_combine<act_t>, dim3(unsigned(blocks)),
-                    dim3(k_combine_threads), 0, stream, part_o, part_ml, sinks, int(heads),
-                    int(plan.splits), out);
+  return launch_combine(heads, tokens, plan, part_o, part_ml, sinks, out, stream);
 }
 
 #define DSV4_ATTENTION_DECODE_INSTANTIATE(act_t, pool_t)                                       \

@@ -45,10 +45,21 @@ struct attention_decode_plan {
   // The products on wgmma (sm_90a, attention_decode_wgmma.cuh; the default) or on mma.sync
   // (false): same tiles, split, softmax and combine. FP8 record pools always run mma.sync.
   bool wgmma = true;
+  // With wgmma on bf16 pools: the warp-specialized kernel (a producer warpgroup loads the key
+  // ring through mbarriers while 8 consumer warps compute; no CTA-wide barrier per tile). false:
+  // the synchronous kernel (every warp loads and computes, two __syncthreads per tile). Same
+  // tiles, split, products and softmax; f32 pools always take the synchronous kernel. The plan
+  // sets it from 4 tiles per split (measured, attention_decode_make_plan).
+  bool producer = true;
+  // With producer: the consumers issue S of the next tile before P V of this one and run the
+  // next tile's exchange and softmax while P V is on the tensor cores; false (the plan's
+  // choice, measured): S, softmax, P V in turn.
+  bool overlap = false;
 };
 
 // sm_count: the device's SMs (one CTA per SM fits). min_tiles_per_split (>= 1) bounds how thin
 // the split gets (each CTA also loads the 64 KB bf16 query tile of its head group).
+// Beyond 64 splits the minimum doubles (fewer partial rows for the combine).
 attention_decode_plan attention_decode_make_plan(int64_t tokens, int64_t heads, int64_t head_dim,
                                                  int64_t window_capacity, int64_t comp_capacity,
                                                  int sm_count, int64_t min_tiles_per_split = 2);

@@ -22,6 +22,7 @@ using wgmma::commit;
 using wgmma::fence;
 using wgmma::fence_async_smem;
 using wgmma::reg_fence;
+using wgmma::wait;
 __device__ __forceinline__ uint64_t desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
   return wgmma::sw128_desc(addr, lbo, sbo);
 }
