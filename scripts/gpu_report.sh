@@ -4,13 +4,27 @@
 # (CPU references on the other cores), then the benchmarks one at a time (each alone on the GPU),
 # every step under its own time limit so that the call ends inside the device tool's limit.
 #   PARITY="filterA filterB,filterC" BENCHES="..." bash scripts/gpu_report.sh
+# PREBUILT=file.tgz (scripts/pack_gpu_binaries.sh, carried): unpack those binaries into build-gpu
+# instead of building there.
 # Logs in $OUT (or build-gpu/logs); a summary on stdout.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-build-gpu/logs}"
 mkdir -p "$out"
-PHASE=none bash scripts/gpu_session.sh >"$out/session.txt" 2>&1
-grep -E "build:|error" "$out/session.txt" | head -5
+if [ -n "${PREBUILT:-}" ]; then
+  mkdir -p build-gpu && tar xzf "$PREBUILT" -C build-gpu || { echo "cannot unpack $PREBUILT"; exit 1; }
+  export LD_LIBRARY_PATH="$PWD/.deps/root/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
+  # test_gpu_model reads its fixtures through the source root it was compiled in.
+  root="$(cat build-gpu/source_root.txt)"
+  if [ "$root" != "$PWD" ] && [ ! -e "$root" ]; then
+    mkdir -p "$(dirname "$root")" && ln -sfn "$PWD" "$root"
+  fi
+  { date -u +%FT%TZ; git rev-parse HEAD 2>/dev/null; nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader; } >"$out/environment.txt"
+  echo "prebuilt: $PREBUILT"
+else
+  PHASE=none bash scripts/gpu_session.sh >"$out/session.txt" 2>&1
+  grep -E "build:|error" "$out/session.txt" | head -5
+fi
 [ -x build-gpu/test_backend_ops ] || { echo "build failed"; tail -20 "$out/session.txt"; exit 1; }
 (timeout "${MODEL_TIMEOUT:-240}" build-gpu/test_gpu_model >"$out/gpu_model.txt" 2>&1
  echo "exit $?" >>"$out/gpu_model.txt") &
