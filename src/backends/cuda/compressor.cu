@@ -22,6 +22,8 @@
 // order.
 #include <cooperative_groups.h>
 
+#include <algorithm>
+
 #include "backends/cuda/activation.cuh"
 #include "backends/cuda/compressor.h"
 #include "backends/cuda/kernel_common.cuh"
@@ -32,15 +34,25 @@ namespace {
 
 namespace cg = cooperative_groups;
 
-constexpr int k_emit_threads = 128;
+constexpr int k_emit_max_threads = 512;
 constexpr int k_ring_threads = 256;
 
-// CTAs (a cluster) per emitting token: each owns head_dim / split channels, an even count of at
-// least one channel per thread, so that RoPE pairs stay inside one CTA.
-int compressor_emit_split(int64_t head_dim) {
+// CTAs (a cluster) per emitting token. Long windows (HCA, rate 128: up to 128 slots of
+// dependent-free loads per channel) split the channels over 4 CTAs of 128 threads, each range
+// even-sized so that RoPE pairs stay inside one CTA; short windows (CSA, rate 4) keep one CTA
+// per token, one thread per channel, where the per-CTA barriers would outweigh the pooling.
+int compressor_emit_split(int64_t head_dim, int64_t rate) {
+  if (rate < 16) return 1;
   for (int split : {4, 2})
-    if (head_dim % (2 * split) == 0 && head_dim / split >= k_emit_threads) return split;
+    if (head_dim % (2 * split) == 0 && head_dim / split >= 128) return split;
   return 1;
+}
+
+// Threads of an emit CTA: one per channel of its range, rounded up to whole warps, at most 512
+// (then each thread takes several channels).
+int compressor_emit_threads(int64_t head_dim, int split) {
+  const int64_t per_cta = (head_dim / split + k_warp_size - 1) / k_warp_size * k_warp_size;
+  return int(std::min<int64_t>(per_cta, k_emit_max_threads));
 }
 
 // Slot source encoding in shared memory: >= 0 a token of this step, -1 left out, <= -2 ring row
@@ -58,7 +70,7 @@ constexpr int32_t k_slot_skip = -1;
 // step), ring rows and this step's rows are walked in two straight loops; otherwise the per-slot
 // loop of the first version.
 template <typename act_t>
-__global__ void __launch_bounds__(k_emit_threads)
+__global__ void __launch_bounds__(k_emit_max_threads)
     compressor_emit_kernel(const act_t* kv, const act_t* score, int64_t tokens,
                            const int32_t* positions, const int32_t* state_base,
                            const int32_t* emit_rows, const float* ape, const float* norm_weight,
@@ -267,7 +279,7 @@ cudaError_t compressor(const act_t* kv, const act_t* score, int64_t tokens,
   if (tokens == 0) return cudaSuccess;
   const int64_t width = (shape.overlap ? 2 : 1) * shape.head_dim;
   const int64_t ring = (shape.overlap ? 2 : 1) * shape.rate;
-  const int split = compressor_emit_split(shape.head_dim);
+  const int split = compressor_emit_split(shape.head_dim, shape.rate);
   const size_t smem =
       size_t(shape.head_dim / split) * sizeof(float) + size_t(ring) * sizeof(int32_t);
   if (smem > 48 * 1024) return cudaErrorInvalidValue;
@@ -278,7 +290,7 @@ cudaError_t compressor(const act_t* kv, const act_t* score, int64_t tokens,
   cluster.val.clusterDim.z = 1;
   cudaLaunchConfig_t config{};
   config.gridDim = dim3(unsigned(tokens), unsigned(split));
-  config.blockDim = dim3(k_emit_threads);
+  config.blockDim = dim3(unsigned(compressor_emit_threads(shape.head_dim, split)));
   config.dynamicSmemBytes = smem;
   config.stream = stream;
   config.attrs = &cluster;
