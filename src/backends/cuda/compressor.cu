@@ -240,26 +240,33 @@ __global__ void __launch_bounds__(k_emit_max_threads)
   }
 }
 
+// One token per block iteration: whether it writes (and where) is decided once per token; the
+// threads copy its channels. The first version decided per element, with four 64-bit integer
+// divisions per element (most of its time at T = 4096, width 1024).
 template <typename act_t>
-__global__ void compressor_ring_kernel(const act_t* kv, const act_t* score, int64_t tokens,
-                                       const int32_t* positions, const int32_t* state_base,
-                                       const float* ape, int64_t rate, int64_t ring, int64_t width,
-                                       float* state_kv, float* state_score, int64_t state_rows) {
-  const int64_t n = tokens * width;
-  for (int64_t x = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; x < n;
-       x += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t t = x / width;
-    const int64_t c = x % width;
+__global__ void __launch_bounds__(k_ring_threads)
+    compressor_ring_kernel(const act_t* kv, const act_t* score, int64_t tokens,
+                           const int32_t* positions, const int32_t* state_base, const float* ape,
+                           int64_t rate, int64_t ring, int64_t width, float* state_kv,
+                           float* state_score, int64_t state_rows) {
+  for (int64_t t = blockIdx.x; t < tokens; t += gridDim.x) {
     const int64_t pos = positions[t];
     const int64_t base = state_base[t];
     const int64_t later = t + ring;
     if (later < tokens && state_base[later] == base && positions[later] == pos + ring)
       continue;  // the same ring row is written by a later token of this step
+    if (base < 0 || pos < 0) continue;
     const int64_t row = base + pos % ring;
-    if (base < 0 || pos < 0 || row >= state_rows) continue;
-    state_kv[row * width + c] = act_to_f32(kv[t * width + c]);
-    state_score[row * width + c] =
-        __fadd_rn(act_to_f32(score[t * width + c]), ape[(pos % rate) * width + c]);
+    if (row >= state_rows) continue;
+    const float* a = ape + (pos % rate) * width;
+    const act_t* k_src = kv + t * width;
+    const act_t* s_src = score + t * width;
+    float* k_dst = state_kv + row * width;
+    float* s_dst = state_score + row * width;
+    for (int64_t c = threadIdx.x; c < width; c += blockDim.x) {
+      k_dst[c] = act_to_f32(k_src[c]);
+      s_dst[c] = __fadd_rn(act_to_f32(s_src[c]), a[c]);
+    }
   }
 }
 
@@ -299,9 +306,9 @@ cudaError_t compressor(const act_t* kv, const act_t* score, int64_t tokens,
       &config, compressor_emit_kernel<act_t>, kv, score, tokens, positions, state_base, emit_rows,
       ape, norm_weight, inv_freq, shape, state_kv, state_score, state_rows, out_pool, pool_rows);
   if (status != cudaSuccess) return status;
-  compressor_ring_kernel<<<grid_stride_blocks(tokens * width, k_ring_threads), k_ring_threads, 0,
-                           stream>>>(kv, score, tokens, positions, state_base, ape, shape.rate,
-                                     ring, width, state_kv, state_score, state_rows);
+  compressor_ring_kernel<<<unsigned(std::min<int64_t>(tokens, 4096)), k_ring_threads, 0, stream>>>(
+      kv, score, tokens, positions, state_base, ape, shape.rate, ring, width, state_kv, state_score,
+      state_rows);
   return cudaGetLastError();
 }
 
