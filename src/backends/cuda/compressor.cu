@@ -2,7 +2,8 @@
 // writing each token's (kv, score + ape) into its sequence's ring and pooling the ring when a
 // window closes. Here:
 //
-//   1. compressor_emit_kernel: one block per token that closes a window. Each slot of the window
+//   1. compressor_emit_kernel: a cluster of blocks per token that closes a window (channels split
+//      over the cluster; see the kernel). Each slot of the window
 //      (position p) is read from the step's own kv / score rows (+ ape) when position p is in
 //      this step, and from the ring only when p belongs to an earlier step. Position p of the
 //      emitting token t's sequence is in this step iff token i = t - (pos[t] - p) exists, has the
@@ -19,6 +20,10 @@
 // arithmetic of the pooling follows the CPU operation by operation (max, then sum of e and of
 // e * kv in slot order, explicit roundings); only the RMS sum of squares is reduced in another
 // order.
+#include <cooperative_groups.h>
+
+#include <algorithm>
+
 #include "backends/cuda/activation.cuh"
 #include "backends/cuda/compressor.h"
 #include "backends/cuda/kernel_common.cuh"
@@ -27,30 +32,65 @@ namespace dsv4::cuda {
 
 namespace {
 
-constexpr int k_emit_threads = 128;
+namespace cg = cooperative_groups;
+
+constexpr int k_emit_max_threads = 512;
 constexpr int k_ring_threads = 256;
+
+// CTAs (a cluster) per emitting token. Long windows (HCA, rate 128: up to 128 slots of
+// dependent-free loads per channel) split the channels over 4 CTAs of 128 threads, each range
+// even-sized so that RoPE pairs stay inside one CTA; short windows (CSA, rate 4) keep one CTA
+// per token, one thread per channel, where the per-CTA barriers would outweigh the pooling.
+int compressor_emit_split(int64_t head_dim, int64_t rate) {
+  if (rate < 16) return 1;
+  for (int split : {4, 2})
+    if (head_dim % (2 * split) == 0 && head_dim / split >= 128) return split;
+  return 1;
+}
+
+// Threads of an emit CTA: one per channel of its range, rounded up to whole warps, at most 512
+// (then each thread takes several channels).
+int compressor_emit_threads(int64_t head_dim, int split) {
+  const int64_t per_cta = (head_dim / split + k_warp_size - 1) / k_warp_size * k_warp_size;
+  return int(std::min<int64_t>(per_cta, k_emit_max_threads));
+}
 
 // Slot source encoding in shared memory: >= 0 a token of this step, -1 left out, <= -2 ring row
 // (-2 - code).
 constexpr int32_t k_slot_skip = -1;
 
+// Emitting tokens are few (one per `rate` tokens of a sequence) and each pools up to 2 * rate
+// slots of a head_dim-wide row, so one CTA per emitting token left most SMs idle and streamed its
+// slots one dependent load at a time (HCA, rate 128: ~1 MB per CTA). Now `split` CTAs of a
+// thread-block cluster share an emitting token, each owning a contiguous, even-sized channel
+// range (RoPE pairs never straddle two CTAs); the RMSNorm sum of squares is exchanged through
+// distributed shared memory and summed in rank order (the same total in every CTA). The slot
+// loops are unrolled with the loads independent of the running max / sums: when the window's
+// slots of this step follow its ring slots (always, given compressor.h's requirements on the
+// step), ring rows and this step's rows are walked in two straight loops; otherwise the per-slot
+// loop of the first version.
 template <typename act_t>
-__global__ void compressor_emit_kernel(const act_t* kv, const act_t* score, int64_t tokens,
-                                       const int32_t* positions, const int32_t* state_base,
-                                       const int32_t* emit_rows, const float* ape,
-                                       const float* norm_weight, const float* inv_freq,
-                                       compressor_shape shape, const float* state_kv,
-                                       const float* state_score, int64_t state_rows,
-                                       act_t* out_pool, int64_t pool_rows) {
+__global__ void __launch_bounds__(k_emit_max_threads)
+    compressor_emit_kernel(const act_t* kv, const act_t* score, int64_t tokens,
+                           const int32_t* positions, const int32_t* state_base,
+                           const int32_t* emit_rows, const float* ape, const float* norm_weight,
+                           const float* inv_freq, compressor_shape shape, const float* state_kv,
+                           const float* state_score, int64_t state_rows, act_t* out_pool,
+                           int64_t pool_rows) {
   extern __shared__ float4 smem_raw[];
   __shared__ float scratch[k_warp_size];
+  __shared__ float cta_ss;  // this CTA's sum of squares, read by the other CTAs of the cluster
   const int64_t t = blockIdx.x;
   const int64_t emit = emit_rows[t];
   const int64_t pos = positions[t];
   const int64_t rate = shape.rate;
-  // Block-uniform exits: no window closes here, or the row / position is invalid.
+  // Exits uniform over the cluster (all its CTAs have the same token): no window closes here,
+  // or the row / position is invalid.
   if (emit < 0 || emit >= pool_rows || pos < 0 || (pos + 1) % rate != 0) return;
+  const int split = int(gridDim.y);
+  const int rank = int(blockIdx.y);  // cluster dims (1, split, 1): the rank in the cluster
   const int64_t hd = shape.head_dim;
+  const int64_t c0 = hd / split * rank, c1 = c0 + hd / split;
   const int64_t width = (shape.overlap ? 2 : 1) * hd;
   const int64_t ring = (shape.overlap ? 2 : 1) * rate;
   const int64_t w = pos / rate;
@@ -59,8 +99,10 @@ __global__ void compressor_emit_kernel(const act_t* kv, const act_t* score, int6
   // the rate slots of window w (channels [hd, 2hd)); without, window w (channels [0, hd)).
   const int64_t first_window = (shape.overlap && w > 0) ? w - 1 : w;
   const int64_t n_slots = (w - first_window + 1) * rate;
-  float* entry = reinterpret_cast<float*>(smem_raw);           // [hd]
-  int32_t* slot_src = reinterpret_cast<int32_t*>(entry + hd);  // [n_slots]
+  // Slots from this index on belong to window w (the Cb half with overlap).
+  const int64_t cb_from = (w - first_window) * rate;
+  float* entry = reinterpret_cast<float*>(smem_raw);                  // [c1 - c0]
+  int32_t* slot_src = reinterpret_cast<int32_t*>(entry + (c1 - c0));  // [n_slots]
   for (int64_t i = threadIdx.x; i < n_slots; i += blockDim.x) {
     const int64_t p = first_window * rate + i;
     const int64_t in_step = t - (pos - p);
@@ -74,89 +116,157 @@ __global__ void compressor_emit_kernel(const act_t* kv, const act_t* score, int6
     slot_src[i] = src;
   }
   __syncthreads();
+  // Ring (or skipped) slots first, then this step's: n_ring of them, the rest consecutive tokens.
+  bool misordered = false;
+  int n_front = 0;
+  for (int64_t i = threadIdx.x; i < n_slots; i += blockDim.x) {
+    n_front += slot_src[i] < 0;
+    if (i > 0 && slot_src[i - 1] >= 0 && slot_src[i] < 0) misordered = true;
+    if (i > 0 && slot_src[i - 1] >= 0 && slot_src[i] >= 0 && slot_src[i] != slot_src[i - 1] + 1)
+      misordered = true;
+  }
+  const int64_t n_ring = int64_t(block_sum(float(n_front), scratch));  // exact: <= 2^24
+  const bool straight = !__syncthreads_or(misordered);
+  const int64_t step0 = n_ring < n_slots ? int64_t(slot_src[n_ring]) : 0;
 
   float ss = 0.0f;
-  for (int64_t c = threadIdx.x; c < hd; c += blockDim.x) {
-    // Slot i's (score, kv) at channel c of its window half.
-    auto load = [&](int64_t i, float& s, float& v) {
-      const int64_t off = (shape.overlap && (first_window * rate + i) / rate == w) ? hd : 0;
-      const int32_t src = slot_src[i];
-      if (src >= 0) {
-        const int64_t p = first_window * rate + i;
-        const int64_t at = int64_t(src) * width + off + c;
-        s = __fadd_rn(act_to_f32(score[at]), ape[(p % rate) * width + off + c]);
-        v = act_to_f32(kv[at]);
-      } else {
-        const int64_t at = int64_t(-2 - src) * width + off + c;
-        s = state_score[at];
-        v = state_kv[at];
+  for (int64_t c = c0 + threadIdx.x; c < c1; c += blockDim.x) {
+    float mx = -INFINITY, den = 0.0f, num = 0.0f;
+    if (straight) {
+#pragma unroll 8
+      for (int64_t i = 0; i < n_ring; ++i) {
+        const int32_t src = slot_src[i];
+        const int64_t off = (shape.overlap && i >= cb_from) ? hd : 0;
+        if (src != k_slot_skip) mx = fmaxf(mx, state_score[int64_t(-2 - src) * width + off + c]);
       }
-    };
-    float mx = -INFINITY;
-    for (int64_t i = 0; i < n_slots; ++i) {
-      if (slot_src[i] == k_slot_skip) continue;
-      float s, v;
-      load(i, s, v);
-      mx = fmaxf(mx, s);
-    }
-    float den = 0.0f, num = 0.0f;
-    for (int64_t i = 0; i < n_slots; ++i) {
-      if (slot_src[i] == k_slot_skip) continue;
-      float s, v;
-      load(i, s, v);
-      const float e = expf(s - mx);
-      den = __fadd_rn(den, e);
-      num = __fadd_rn(num, __fmul_rn(e, v));
+#pragma unroll 8
+      for (int64_t i = n_ring; i < n_slots; ++i) {
+        const int64_t off = (shape.overlap && i >= cb_from) ? hd : 0;
+        const int64_t at = (step0 + (i - n_ring)) * width + off + c;
+        const int64_t j = i >= rate ? i - rate : i;  // p % rate (n_slots <= 2 rate)
+        mx = fmaxf(mx, __fadd_rn(act_to_f32(score[at]), ape[j * width + off + c]));
+      }
+#pragma unroll 8
+      for (int64_t i = 0; i < n_ring; ++i) {
+        const int32_t src = slot_src[i];
+        const int64_t off = (shape.overlap && i >= cb_from) ? hd : 0;
+        if (src != k_slot_skip) {
+          const int64_t at = int64_t(-2 - src) * width + off + c;
+          const float e = expf(state_score[at] - mx);
+          den = __fadd_rn(den, e);
+          num = __fadd_rn(num, __fmul_rn(e, state_kv[at]));
+        }
+      }
+#pragma unroll 8
+      for (int64_t i = n_ring; i < n_slots; ++i) {
+        const int64_t off = (shape.overlap && i >= cb_from) ? hd : 0;
+        const int64_t at = (step0 + (i - n_ring)) * width + off + c;
+        const int64_t j = i >= rate ? i - rate : i;
+        const float sc = __fadd_rn(act_to_f32(score[at]), ape[j * width + off + c]);
+        const float e = expf(sc - mx);
+        den = __fadd_rn(den, e);
+        num = __fadd_rn(num, __fmul_rn(e, act_to_f32(kv[at])));
+      }
+    } else {
+      // Slot i's (score, kv) at channel c of its window half.
+      auto load = [&](int64_t i, float& s, float& v) {
+        const int64_t off = (shape.overlap && i >= cb_from) ? hd : 0;
+        const int32_t src = slot_src[i];
+        if (src >= 0) {
+          const int64_t p = first_window * rate + i;
+          const int64_t at = int64_t(src) * width + off + c;
+          s = __fadd_rn(act_to_f32(score[at]), ape[(p % rate) * width + off + c]);
+          v = act_to_f32(kv[at]);
+        } else {
+          const int64_t at = int64_t(-2 - src) * width + off + c;
+          s = state_score[at];
+          v = state_kv[at];
+        }
+      };
+      for (int64_t i = 0; i < n_slots; ++i) {
+        if (slot_src[i] == k_slot_skip) continue;
+        float s, v;
+        load(i, s, v);
+        mx = fmaxf(mx, s);
+      }
+      for (int64_t i = 0; i < n_slots; ++i) {
+        if (slot_src[i] == k_slot_skip) continue;
+        float s, v;
+        load(i, s, v);
+        const float e = expf(s - mx);
+        den = __fadd_rn(den, e);
+        num = __fadd_rn(num, __fmul_rn(e, v));
+      }
     }
     const float x = num / den;
-    entry[c] = x;
+    entry[c - c0] = x;
     ss = __fadd_rn(ss, __fmul_rn(x, x));
   }
   ss = block_sum(ss, scratch);
+  if (split > 1) {
+    // Every CTA sums the cluster's partial sums in rank order; the second barrier keeps each
+    // CTA's shared memory alive until all have read it.
+    cg::cluster_group cluster = cg::this_cluster();
+    if (threadIdx.x == 0) cta_ss = ss;
+    cluster.sync();
+    ss = 0.0f;
+    for (int r = 0; r < split; ++r) ss = __fadd_rn(ss, *cluster.map_shared_rank(&cta_ss, r));
+    cluster.sync();
+  }
   const float inv = 1.0f / sqrtf(ss / float(hd) + shape.norm_eps);
-  for (int64_t c = threadIdx.x; c < hd; c += blockDim.x)
-    entry[c] = __fmul_rn(norm_weight[c], __fmul_rn(entry[c], inv));
+  for (int64_t c = c0 + threadIdx.x; c < c1; c += blockDim.x)
+    entry[c - c0] = __fmul_rn(norm_weight[c], __fmul_rn(entry[c - c0], inv));
   __syncthreads();
 
   // RoPE on the trailing rope_dim channels at position w * rate (interleaved pairs, f32 angle
-  // and accurate sinf / cosf as rope.cu and the CPU's rope_rotate).
+  // and accurate sinf / cosf as rope.cu and the CPU's rope_rotate). c0, c1 and rope_start are
+  // even when split > 1, so this CTA owns both channels of each pair it rotates.
   act_t* out = out_pool + emit * hd;
   const int64_t rope_start = hd - shape.rope_dim;
   const float position = float(int32_t(w * rate));
-  for (int64_t c = threadIdx.x; c < rope_start; c += blockDim.x)
-    out[c] = act_from_f32<act_t>(entry[c]);
-  for (int64_t i = threadIdx.x; i < shape.rope_dim / 2; i += blockDim.x) {
+  for (int64_t c = c0 + threadIdx.x; c < min(c1, rope_start); c += blockDim.x)
+    out[c] = act_from_f32<act_t>(entry[c - c0]);
+  const int64_t pair0 = (max(c0, rope_start) - rope_start) / 2;
+  const int64_t pair1 = (max(c1, rope_start) - rope_start) / 2;
+  for (int64_t i = pair0 + threadIdx.x; i < pair1; i += blockDim.x) {
     const float angle = position * inv_freq[i];
     const float co = cosf(angle);
     const float si = sinf(angle);
-    const float a = entry[rope_start + 2 * i];
-    const float b = entry[rope_start + 2 * i + 1];
+    const float a = entry[rope_start + 2 * i - c0];
+    const float b = entry[rope_start + 2 * i + 1 - c0];
     out[rope_start + 2 * i] = act_from_f32<act_t>(__fsub_rn(__fmul_rn(a, co), __fmul_rn(b, si)));
     out[rope_start + 2 * i + 1] =
         act_from_f32<act_t>(__fadd_rn(__fmul_rn(b, co), __fmul_rn(a, si)));
   }
 }
 
+// One token per block iteration: whether it writes (and where) is decided once per token; the
+// threads copy its channels. The first version decided per element, with four 64-bit integer
+// divisions per element (most of its time at T = 4096, width 1024).
 template <typename act_t>
-__global__ void compressor_ring_kernel(const act_t* kv, const act_t* score, int64_t tokens,
-                                       const int32_t* positions, const int32_t* state_base,
-                                       const float* ape, int64_t rate, int64_t ring, int64_t width,
-                                       float* state_kv, float* state_score, int64_t state_rows) {
-  const int64_t n = tokens * width;
-  for (int64_t x = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; x < n;
-       x += int64_t(gridDim.x) * blockDim.x) {
-    const int64_t t = x / width;
-    const int64_t c = x % width;
+__global__ void __launch_bounds__(k_ring_threads)
+    compressor_ring_kernel(const act_t* kv, const act_t* score, int64_t tokens,
+                           const int32_t* positions, const int32_t* state_base, const float* ape,
+                           int64_t rate, int64_t ring, int64_t width, float* state_kv,
+                           float* state_score, int64_t state_rows) {
+  for (int64_t t = blockIdx.x; t < tokens; t += gridDim.x) {
     const int64_t pos = positions[t];
     const int64_t base = state_base[t];
     const int64_t later = t + ring;
     if (later < tokens && state_base[later] == base && positions[later] == pos + ring)
       continue;  // the same ring row is written by a later token of this step
+    if (base < 0 || pos < 0) continue;
     const int64_t row = base + pos % ring;
-    if (base < 0 || pos < 0 || row >= state_rows) continue;
-    state_kv[row * width + c] = act_to_f32(kv[t * width + c]);
-    state_score[row * width + c] =
-        __fadd_rn(act_to_f32(score[t * width + c]), ape[(pos % rate) * width + c]);
+    if (row >= state_rows) continue;
+    const float* a = ape + (pos % rate) * width;
+    const act_t* k_src = kv + t * width;
+    const act_t* s_src = score + t * width;
+    float* k_dst = state_kv + row * width;
+    float* s_dst = state_score + row * width;
+    for (int64_t c = threadIdx.x; c < width; c += blockDim.x) {
+      k_dst[c] = act_to_f32(k_src[c]);
+      s_dst[c] = __fadd_rn(act_to_f32(s_src[c]), a[c]);
+    }
   }
 }
 
@@ -176,16 +286,29 @@ cudaError_t compressor(const act_t* kv, const act_t* score, int64_t tokens,
   if (tokens == 0) return cudaSuccess;
   const int64_t width = (shape.overlap ? 2 : 1) * shape.head_dim;
   const int64_t ring = (shape.overlap ? 2 : 1) * shape.rate;
-  const size_t smem = size_t(shape.head_dim) * sizeof(float) + size_t(ring) * sizeof(int32_t);
+  const int split = compressor_emit_split(shape.head_dim, shape.rate);
+  const size_t smem =
+      size_t(shape.head_dim / split) * sizeof(float) + size_t(ring) * sizeof(int32_t);
   if (smem > 48 * 1024) return cudaErrorInvalidValue;
-  compressor_emit_kernel<<<unsigned(tokens), k_emit_threads, smem, stream>>>(
-      kv, score, tokens, positions, state_base, emit_rows, ape, norm_weight, inv_freq, shape,
-      state_kv, state_score, state_rows, out_pool, pool_rows);
-  cudaError_t status = cudaGetLastError();
+  cudaLaunchAttribute cluster{};
+  cluster.id = cudaLaunchAttributeClusterDimension;
+  cluster.val.clusterDim.x = 1;
+  cluster.val.clusterDim.y = unsigned(split);
+  cluster.val.clusterDim.z = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(unsigned(tokens), unsigned(split));
+  config.blockDim = dim3(unsigned(compressor_emit_threads(shape.head_dim, split)));
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  config.attrs = &cluster;
+  config.numAttrs = split > 1 ? 1 : 0;
+  cudaError_t status = cudaLaunchKernelEx(
+      &config, compressor_emit_kernel<act_t>, kv, score, tokens, positions, state_base, emit_rows,
+      ape, norm_weight, inv_freq, shape, state_kv, state_score, state_rows, out_pool, pool_rows);
   if (status != cudaSuccess) return status;
-  compressor_ring_kernel<<<grid_stride_blocks(tokens * width, k_ring_threads), k_ring_threads, 0,
-                           stream>>>(kv, score, tokens, positions, state_base, ape, shape.rate,
-                                     ring, width, state_kv, state_score, state_rows);
+  compressor_ring_kernel<<<unsigned(std::min<int64_t>(tokens, 4096)), k_ring_threads, 0, stream>>>(
+      kv, score, tokens, positions, state_base, ape, shape.rate, ring, width, state_kv, state_score,
+      state_rows);
   return cudaGetLastError();
 }
 
