@@ -711,6 +711,7 @@ static_assert(k_ws_stages * k_tile_bytes >= k_rows * k_d * 4);
 // two dividing 128 (the float4 columns of a row).
 constexpr int k_fused_max_cluster = 16;
 constexpr int k_fused_portable_cluster = 8;  // the largest size the plan picks by itself
+constexpr int64_t k_fused_target_tiles = 2;  // tiles per CTA the plan's cluster size aims at
 
 __device__ __forceinline__ void store4(float* p, float4 v) {
   *reinterpret_cast<float4*>(p) = v;
@@ -1346,10 +1347,15 @@ attention_decode_plan attention_decode_make_plan(int64_t tokens, int64_t heads, 
   if (tokens > 0 && heads > 0 && head_dim == k_d && fused_max_tiles > 0) {
     const int64_t tiles = std::max<int64_t>(1, ceil_div(window_capacity + comp_capacity, k_tile));
     const int64_t ctas = tokens * ceil_div(heads, k_rows);
-    for (int64_t c = 1; c <= k_fused_portable_cluster; c *= 2)
-      if (ceil_div(tiles, c) <= fused_max_tiles && ctas * c <= std::max(sm_count, 1))
-        return attention_decode_make_fused_plan(tokens, heads, head_dim, window_capacity,
-                                                comp_capacity, c);
+    // The cluster: enough CTAs for ~k_fused_target_tiles tiles each, within the portable size
+    // and one wave.
+    int64_t c = 1;
+    while (c < k_fused_portable_cluster && ceil_div(tiles, c) > k_fused_target_tiles &&
+           ctas * c * 2 <= std::max(sm_count, 1))
+      c *= 2;
+    if (ceil_div(tiles, c) <= fused_max_tiles && ctas * c <= std::max(sm_count, 1))
+      return attention_decode_make_fused_plan(tokens, heads, head_dim, window_capacity,
+                                              comp_capacity, c);
   }
   attention_decode_plan p;
   p.tokens = tokens;

@@ -70,9 +70,9 @@ struct attention_decode_plan {
 // the split gets (each CTA also loads the 64 KB bf16 query tile of its head group).
 // Beyond 64 splits the minimum doubles (fewer partial rows for the combine).
 //
-// Small steps take the fused kernel (plan.fused) where every CTA gets at most
-// fused_max_tiles tiles with a cluster of 1, 2, 4 or 8 CTAs per (token, head group) and the
-// clusters fit one wave (the smallest such cluster); 0 turns the fused choice off.
+// Small steps take the fused kernel (plan.fused): the cluster (1, 2, 4 or 8 CTAs per token and
+// head group, within one wave) is the smallest that gives each CTA about 2 tiles of 32 slots, and
+// the plan is fused when each CTA then gets at most fused_max_tiles tiles; 0 turns it off.
 constexpr int64_t k_attention_decode_fused_max_tiles = 4;
 attention_decode_plan attention_decode_make_plan(
     int64_t tokens, int64_t heads, int64_t head_dim, int64_t window_capacity, int64_t comp_capacity,
