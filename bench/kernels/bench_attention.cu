@@ -21,6 +21,12 @@
 //                                measured (under ncu)
 //   bench_attention --indexer    the ceilings and the indexer cases only (T=1 and 32, 256K
 //                                entries, top-512 and top-1024; graph-replay rows)
+//   bench_attention --small      where small decode steps spend their time: launch floors (an
+//                                empty grid shaped like the kernel, + a PDL launch), per case the
+//                                split plans before the fused kernel (eager, graph replay, without
+//                                the combine, producer toggled), the plan as made, the fused
+//                                kernel at clusters of 1-16 CTAs (max output difference to the
+//                                split plan printed), the naive reference
 //   bench_attention --kv-fp8     FP8 KV records (584 bytes per key: 448 e4m3 + 7 E8M0 scales +
 //                                pad + 64 BF16 RoPE) against bf16 pools (1024 bytes per key) in
 //                                attention_decode, on Flash CSA T=1, HCA 1M T=1 / 8, Pro HCA 1M
@@ -563,7 +569,7 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
   if (g_lean) {
     // Fewer, longer splits (fewer partial rows for the combine to read), default kernel.
     for (const int64_t min_tiles : {4, 8, 16}) {
-      auto fewer = dsv4::cuda::attention_decode_make_plan(
+      auto fewer = dsv4::cuda::attention_decode_make_split_plan(
           T, H, d, W, hca ? table_width * 128 : top_k, sms, min_tiles);
       if (fewer.splits >= plan.splits) continue;
       fewer.producer = true;  // the rows of the 2026-11-24 run: warp-specialized, overlap
@@ -613,8 +619,8 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
   }
   if (g_focus) {
     // Thinner splits (one 32-key tile per CTA where the SMs allow).
-    const auto thin =
-        dsv4::cuda::attention_decode_make_plan(T, H, d, W, hca ? table_width * 128 : top_k, sms, 1);
+    const auto thin = dsv4::cuda::attention_decode_make_split_plan(
+        T, H, d, W, hca ? table_width * 128 : top_k, sms, 1);
     void* thin_scratch = device_alloc<unsigned char>(thin.scratch_bytes);
     ms = time_ms([&] {
       CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(

@@ -42,6 +42,19 @@
 // has m_i = -inf and is skipped, so a token without keys gets 0 / 2^0 = 0. The combine kernel is
 // a programmatic dependent launch (PDL, graph-capturable): its CTAs are scheduled while the main
 // grid runs and wait in griddepcontrol.wait, which hides its launch latency.
+//
+// Fused path (plan.fused, bf16 pools; attention_decode_ws_kernel<overlap, true>): the splits of
+// a (token, head group) are one thread block cluster of 1-16 CTAs that merge their partial sums
+// through distributed shared memory and write the normalized output with the sink (no combine
+// launch, no partials in global memory). Where small steps spend their time (H200 2026-11-26,
+// bench_attention --small, L2 flushed): launch floor 2.7 us (the same for an empty grid of this
+// kernel's 384 threads and 224.6 KB of shared memory), a second PDL launch +1.5 us; the combine
+// 4-5 us at T <= 8 and ~10 us at T = 32; the main kernel 16-20 us with one 32-slot tile per CTA,
+// each further tile in a CTA ~2.2 us (the S -> softmax -> P V chain on the tensor cores: 4.2
+// MFLOP per tile, ~32% of the dense peak per SM, as at the large shapes); graph replay within
+// +-2 us of eager launches. The fused kernel saves the combine where its CTAs get at most a tile
+// or two more than the split's (attention_decode_make_plan); the remaining ~14 us of fixed cost
+// of a 1-tile CTA (prologue chain, query tile, merge) is not broken down yet.
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
@@ -711,7 +724,6 @@ static_assert(k_ws_stages * k_tile_bytes >= k_rows * k_d * 4);
 // two dividing 128 (the float4 columns of a row).
 constexpr int k_fused_max_cluster = 16;
 constexpr int k_fused_portable_cluster = 8;  // the largest size the plan picks by itself
-constexpr int64_t k_fused_target_tiles = 2;  // tiles per CTA the plan's cluster size aims at
 
 __device__ __forceinline__ void store4(float* p, float4 v) {
   *reinterpret_cast<float4*>(p) = v;
@@ -1343,20 +1355,39 @@ attention_decode_plan attention_decode_make_fused_plan(int64_t tokens, int64_t h
 attention_decode_plan attention_decode_make_plan(int64_t tokens, int64_t heads, int64_t head_dim,
                                                  int64_t window_capacity, int64_t comp_capacity,
                                                  int sm_count, int64_t min_tiles_per_split,
-                                                 int64_t fused_max_tiles) {
-  if (tokens > 0 && heads > 0 && head_dim == k_d && fused_max_tiles > 0) {
-    const int64_t tiles = std::max<int64_t>(1, ceil_div(window_capacity + comp_capacity, k_tile));
-    const int64_t ctas = tokens * ceil_div(heads, k_rows);
-    // The cluster: enough CTAs for ~k_fused_target_tiles tiles each, within the portable size
-    // and one wave.
-    int64_t c = 1;
-    while (c < k_fused_portable_cluster && ceil_div(tiles, c) > k_fused_target_tiles &&
-           ctas * c * 2 <= std::max(sm_count, 1))
-      c *= 2;
-    if (ceil_div(tiles, c) <= fused_max_tiles && ctas * c <= std::max(sm_count, 1))
-      return attention_decode_make_fused_plan(tokens, heads, head_dim, window_capacity,
-                                              comp_capacity, c);
+                                                 int64_t fused) {
+  const attention_decode_plan split = attention_decode_make_split_plan(
+      tokens, heads, head_dim, window_capacity, comp_capacity, sm_count, min_tiles_per_split);
+  if (fused == 0 || split.splits <= 0) return split;
+  // The fused kernel when its CTAs get at most one tile more than the split's (two from 8
+  // CTAs per head group and token up), over the largest cluster of <= 8 CTAs whose clusters fill
+  // at most half the SMs. H200 2026-11-26 (bench_attention --small; per tile of 32 slots a CTA
+  // spends ~2.2 us, the combine 4-5 us at T <= 8 and ~10 us at T = 32): fused / split time
+  // HCA 8K T=1 18.7 / 24.2 us (8 CTAs of 1 tile; split 8 x 1), T=2, 4, 8 17.8-18.0 / 22.1-22.8
+  // (1 / 2 tiles), Flash CSA T=2, 4, 8 22.8-23.2 / 23.4-26.5 (3 / 2), HCA 128K T=8 27.8 / 31.7
+  // (5 / 3), HCA 8K T=32 27.0 / 32.8 (2 CTAs of 4 / 2); split kept: Flash CSA T=1 22.6 / 20.5
+  // (3 / 1), HCA 128K T=1 27.6 / 22.8 (5 / 1), Flash CSA T=32 39.5 / 42.4 (10 / 5, a win the
+  // rule leaves), HCA 1M. Clusters over more than half the SMs did not fit one wave (HCA 8K
+  // T=32 with 4 CTAs: 37.3 us; T=8 with 16: 37.5 us), and 16-CTA clusters were slower at T=1-2.
+  const int64_t tiles = std::max<int64_t>(1, ceil_div(window_capacity + comp_capacity, k_tile));
+  const int64_t ctas = tokens * ceil_div(heads, k_rows);
+  int64_t c = 0;
+  for (int64_t x = 1; x <= k_fused_portable_cluster && ctas * x * 2 <= sm_count; x *= 2) {
+    c = x;
+    if (x >= tiles) break;  // every CTA of a larger cluster would be idle
   }
+  if (c == 0) return split;
+  const int64_t split_tiles = split.keys_per_split / k_tile;
+  const int64_t slack = ctas >= 8 ? 2 : 1;
+  if (ceil_div(tiles, c) > split_tiles + slack) return split;
+  return attention_decode_make_fused_plan(tokens, heads, head_dim, window_capacity, comp_capacity,
+                                          c);
+}
+
+attention_decode_plan attention_decode_make_split_plan(int64_t tokens, int64_t heads,
+                                                       int64_t head_dim, int64_t window_capacity,
+                                                       int64_t comp_capacity, int sm_count,
+                                                       int64_t min_tiles_per_split) {
   attention_decode_plan p;
   p.tokens = tokens;
   p.heads = heads;

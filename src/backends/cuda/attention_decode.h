@@ -70,14 +70,21 @@ struct attention_decode_plan {
 // the split gets (each CTA also loads the 64 KB bf16 query tile of its head group).
 // Beyond 64 splits the minimum doubles (fewer partial rows for the combine).
 //
-// Small steps take the fused kernel (plan.fused): the cluster (1, 2, 4 or 8 CTAs per token and
-// head group, within one wave) is the smallest that gives each CTA about 2 tiles of 32 slots, and
-// the plan is fused when each CTA then gets at most fused_max_tiles tiles; 0 turns it off.
-constexpr int64_t k_attention_decode_fused_max_tiles = 4;
-attention_decode_plan attention_decode_make_plan(
-    int64_t tokens, int64_t heads, int64_t head_dim, int64_t window_capacity, int64_t comp_capacity,
-    int sm_count, int64_t min_tiles_per_split = 2,
-    int64_t fused_max_tiles = k_attention_decode_fused_max_tiles);
+// Small steps take the fused kernel (plan.fused) where it measured faster: its cluster is the
+// largest of 1, 2, 4 or 8 CTAs per (token, head group) whose clusters fill at most half the SMs,
+// and it is chosen when each of its CTAs gets at most one 32-slot tile more than the split plan's
+// CTAs (two from 8 CTAs per head group and token up). fused = 0: the split plan always.
+attention_decode_plan attention_decode_make_plan(int64_t tokens, int64_t heads, int64_t head_dim,
+                                                 int64_t window_capacity, int64_t comp_capacity,
+                                                 int sm_count, int64_t min_tiles_per_split = 2,
+                                                 int64_t fused = 1);
+
+// The split plan (the kernels with the combine; never fused) as attention_decode_make_plan
+// would make it.
+attention_decode_plan attention_decode_make_split_plan(int64_t tokens, int64_t heads,
+                                                       int64_t head_dim, int64_t window_capacity,
+                                                       int64_t comp_capacity, int sm_count,
+                                                       int64_t min_tiles_per_split = 2);
 
 // The fused plan with `cluster` CTAs per (token, head group) (1, 2, 4, 8 or 16): every CTA takes
 // ceil(tiles / cluster) tiles of 32 slots (the last ones may get none).
