@@ -21,6 +21,12 @@
 //                                measured (under ncu)
 //   bench_attention --indexer    the ceilings and the indexer cases only (T=1 and 32, 256K
 //                                entries, top-512 and top-1024; graph-replay rows)
+//   bench_attention --small      where small decode steps spend their time: launch floors (an
+//                                empty grid shaped like the kernel, + a PDL launch), per case the
+//                                split plans before the fused kernel (eager, graph replay, without
+//                                the combine, producer toggled), the plan as made, the fused
+//                                kernel at clusters of 1-16 CTAs (max output difference to the
+//                                split plan printed), the naive reference
 //   bench_attention --kv-fp8     FP8 KV records (584 bytes per key: 448 e4m3 + 7 E8M0 scales +
 //                                pad + 64 BF16 RoPE) against bf16 pools (1024 bytes per key) in
 //                                attention_decode, on Flash CSA T=1, HCA 1M T=1 / 8, Pro HCA 1M
@@ -45,6 +51,7 @@
 #include "backends/cuda/indexer.h"
 #include "backends/cuda/indexer_topk_fast.h"
 #include "backends/cuda/kv_record.h"
+#include "backends/cuda/pdl.cuh"
 #include "backends/cuda/rows.h"
 
 namespace {
@@ -254,6 +261,144 @@ struct naive_attention {
   }
 };
 
+// ---- --small: where the time of small decode steps goes, and the fused (cluster) kernel ----
+bool g_small = false;
+
+__global__ void empty_smem_kernel() {
+  extern __shared__ unsigned char smem[];
+  if (threadIdx.x == 1023) smem[0] = 0;  // never: keeps the dynamic allocation
+}
+__global__ void empty_pdl_kernel() {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+}
+
+// Fixed costs of a step: one empty launch, an empty launch shaped like the warp-specialized
+// kernel (384 threads, its dynamic shared memory; the SMs switch their carveout after the flush),
+// and that launch followed by a PDL-launched empty grid shaped like the combine (64 CTAs).
+void bench_small_floors() {
+  const int smem = 229968;  // attention_decode_ws_kernel's dynamic shared memory
+  CHECK(cudaFuncSetAttribute(empty_smem_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  double ms = time_ms([] { empty_kernel<<<1, 32>>>(); });
+  std::printf("  floor: empty kernel (1 x 32)                          %9.2f us\n", ms * 1e3);
+  ms = time_ms([&] { empty_smem_kernel<<<8, 384, smem>>>(); });
+  std::printf("  floor: empty kernel (8 x 384, 224.6 KB smem)          %9.2f us\n", ms * 1e3);
+  ms = time_ms([&] {
+    empty_smem_kernel<<<8, 384, smem>>>();
+    CHECK(dsv4::cuda::launch_pdl(true, empty_pdl_kernel, dim3(64), dim3(128), 0, 0));
+  });
+  std::printf("  floor: + PDL empty grid (64 x 128)                    %9.2f us\n", ms * 1e3);
+}
+
+// Max |a - b| / max |b| over two bf16 outputs.
+double rel_diff(const __nv_bfloat16* a, const __nv_bfloat16* b, size_t n) {
+  std::vector<__nv_bfloat16> x(n), y(n);
+  CHECK(cudaMemcpy(x.data(), a, n * 2, cudaMemcpyDeviceToHost));
+  CHECK(cudaMemcpy(y.data(), b, n * 2, cudaMemcpyDeviceToHost));
+  double d = 0, m = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const double u = __bfloat162float(x[i]), v = __bfloat162float(y[i]);
+    d = std::max(d, std::fabs(u - v));
+    m = std::max(m, std::fabs(v));
+  }
+  return m > 0 ? d / m : d;
+}
+
+double time_graph_ms(cudaStream_t stream, const std::function<void()>& launch);
+
+void bench_small_rows(cublasHandle_t blas, int sms, int64_t T, int64_t H, bool hca, int64_t context,
+                      int64_t top_k, int64_t W, int64_t table_width, const __nv_bfloat16* pool16,
+                      int64_t pool_rows, __nv_bfloat16* q16, const float* sinks,
+                      __nv_bfloat16* out16, const dsv4::cuda::kv_rows<__nv_bfloat16>& w16,
+                      const dsv4::cuda::kv_rows<__nv_bfloat16>& c16, const int32_t* gather_idx,
+                      const char* shape, double bytes16, double flops) {
+  const int64_t d = 512;
+  const int64_t cap_c = hca ? table_width * 128 : top_k;
+  const int64_t slots = W + cap_c;
+  const size_t n_out = size_t(T * H * d);
+  cudaStream_t st;
+  CHECK(cudaStreamCreate(&st));  // blocking: ordered with the legacy stream of the events
+  __nv_bfloat16* ref = device_alloc<__nv_bfloat16>(n_out);
+  auto run = [&](const dsv4::cuda::attention_decode_plan& p, void* scratch, __nv_bfloat16* o,
+                 cudaStream_t s) {
+    CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
+        q16, T, H, d, w16, &c16, sinks, 1.0f / std::sqrt(float(d)), o, p, scratch, p.scratch_bytes,
+        s)));
+  };
+  auto row = [&](const std::string& label, const dsv4::cuda::attention_decode_plan& p, bool graph,
+                 bool check) {
+    void* scratch = device_alloc<unsigned char>(std::max<size_t>(p.scratch_bytes, 16));
+    // One launch first (its one-time attribute calls outside any capture); a configuration the
+    // device refuses (a cluster size it cannot place) is reported and skipped.
+    const cudaError_t e = dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
+        q16, T, H, d, w16, &c16, sinks, 1.0f / std::sqrt(float(d)), out16, p, scratch,
+        p.scratch_bytes, 0);
+    if (e != cudaSuccess) {
+      std::printf("  %-22s s=%lld: launch refused: %s\n", label.c_str(), (long long)p.splits,
+                  cudaGetErrorString(e));
+      (void)cudaGetLastError();
+      cudaFree(scratch);
+      return 0.0;
+    }
+    CHECK(cudaDeviceSynchronize());
+    const double ms = time_ms([&] { run(p, scratch, out16, 0); });
+    char l[64];
+    std::snprintf(l, sizeof(l), "%s s=%lld", label.c_str(), (long long)p.splits);
+    print_row(l, shape, ms, bytes16, flops);
+    if (check)
+      std::printf("    max |out - split plan out| / max |out|: %.3g\n",
+                  rel_diff(out16, ref, n_out));
+    if (graph) {
+      const double gms = time_graph_ms(st, [&] { run(p, scratch, out16, st); });
+      print_row((std::string(l) + " graph").c_str(), shape, gms, bytes16, flops);
+    }
+    cudaFree(scratch);
+    return ms;
+  };
+  // The split plans before this change: the benchmark's (2 tiles per split) and the engine's
+  // (one tile per split for T = 1 up to 2048 slots), fused off.
+  const auto old_bench = dsv4::cuda::attention_decode_make_plan(T, H, d, W, cap_c, sms, 2, 0);
+  const auto old_engine = dsv4::cuda::attention_decode_make_plan(
+      T, H, d, W, cap_c, sms, T == 1 && slots <= 2048 ? 1 : 2, 0);
+  {
+    void* scratch = device_alloc<unsigned char>(old_engine.scratch_bytes);
+    run(old_engine, scratch, ref, 0);
+    CHECK(cudaDeviceSynchronize());
+    cudaFree(scratch);
+  }
+  row("split 2t", old_bench, false, false);
+  row("split engine", old_engine, true, false);
+  {
+    auto p = old_engine;
+    p.combine = false;
+    row("  no combine", p, true, false);
+    p = old_engine;
+    p.producer = !p.producer;
+    row(p.producer ? "  with producer" : "  no producer", p, false, false);
+  }
+  const auto now = dsv4::cuda::attention_decode_make_plan(T, H, d, W, cap_c, sms);
+  row(now.fused ? "NEW plan fused" : "NEW plan split", now, true, true);
+  if (now.fused) {
+    auto p = now;
+    p.overlap = true;
+    row("  fused, S/PV overlap", p, false, true);
+  }
+  const int64_t ctas = T * ((H + 63) / 64);
+  for (int64_t c = 1; c <= 16; c *= 2) {
+    if (ctas * c > sms || (now.fused && now.splits == c)) continue;
+    const int64_t tiles_per = ((slots + 31) / 32 + c - 1) / c;
+    if (tiles_per > 40) continue;  // far too serial
+    const auto p = dsv4::cuda::attention_decode_make_fused_plan(T, H, d, W, cap_c, c);
+    row("fused", p, c >= 4, true);
+  }
+  if (T * slots <= 64 * 8320) {
+    naive_attention naive(blas, T, H, slots - (hca ? cap_c - context / 128 : 0), q16);
+    const double ms = time_ms([&] { naive.run(pool16, pool_rows, gather_idx, sinks); });
+    print_row("naive gather+cuBLAS", shape, ms, bytes16, flops);
+  }
+  cudaFree(ref);
+  CHECK(cudaStreamDestroy(st));
+}
+
 // ---- attention cases ----
 // CSA: window 128 + top-k rows (explicit); HCA: window 128 + all n / 128 entries (paged).
 void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bool hca,
@@ -322,8 +467,10 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
   auto w16 = dsv4::cuda::kv_rows<__nv_bfloat16>{pool16, pool_rows, wrows, W};
   auto c16 = dsv4::cuda::kv_rows<__nv_bfloat16>{
       pool16, pool_rows, crows, crows ? top_k : 0, table, T, table_width, seq, vis, 128};
-  const auto plan =
-      dsv4::cuda::attention_decode_make_plan(T, H, d, W, hca ? table_width * 128 : top_k, sms);
+  // The split plan (fused off): the rows below compare its kernels; --focus adds the plan as
+  // attention_decode_make_plan makes it (fused for small steps).
+  const auto plan = dsv4::cuda::attention_decode_make_plan(
+      T, H, d, W, hca ? table_width * 128 : top_k, sms, 2, 0);
   void* scratch = device_alloc<unsigned char>(plan.scratch_bytes);
   const float scale = 1.0f / std::sqrt(float(d));
 
@@ -335,6 +482,23 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
   const double bytes16 = double(T * keys * d * 2) + double(T * H * d * 2);
   const double bytes32 = double(T * keys * d * 4) + double(T * H * d * 4);
 
+  if (g_small) {
+    bench_small_rows(blas, sms, T, H, hca, context, top_k, W, table_width, pool16, pool_rows, q16,
+                     sinks, out16, w16, c16, gather_idx, shape, bytes16, flops);
+    cudaFree(q32);
+    cudaFree(q16);
+    cudaFree(sinks);
+    cudaFree(out32);
+    cudaFree(out16);
+    cudaFree(wrows);
+    cudaFree(crows);
+    cudaFree(table);
+    cudaFree(seq);
+    cudaFree(vis);
+    cudaFree(gather_idx);
+    cudaFree(scratch);
+    return;
+  }
   // The plan's tiles and split on the warp-specialized wgmma kernel with the S / P V overlap,
   // without it, on the synchronous wgmma kernel and on mma.sync (whatever the plan would pick);
   // the other rows run the plan as made.
@@ -346,6 +510,20 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
         q16, T, H, d, w16, &c16, sinks, scale, out16, ws_plan, scratch, plan.scratch_bytes, 0)));
   });
   print_row("wgmma-ws bf16 pool/act", shape, ms, bytes16, flops);
+  if (g_focus) {
+    const auto made =
+        dsv4::cuda::attention_decode_make_plan(T, H, d, W, hca ? table_width * 128 : top_k, sms);
+    void* made_scratch = device_alloc<unsigned char>(std::max<size_t>(made.scratch_bytes, 16));
+    const double ms_made = time_ms([&] {
+      CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
+          q16, T, H, d, w16, &c16, sinks, scale, out16, made, made_scratch, made.scratch_bytes,
+          0)));
+    });
+    print_row(
+        made.fused ? ("  plan: fused s=" + std::to_string(made.splits)).c_str() : "  plan: split",
+        shape, ms_made, bytes16, flops);
+    cudaFree(made_scratch);
+  }
   {
     auto in_turn = ws_plan;
     in_turn.overlap = false;
@@ -391,7 +569,7 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
   if (g_lean) {
     // Fewer, longer splits (fewer partial rows for the combine to read), default kernel.
     for (const int64_t min_tiles : {4, 8, 16}) {
-      auto fewer = dsv4::cuda::attention_decode_make_plan(
+      auto fewer = dsv4::cuda::attention_decode_make_split_plan(
           T, H, d, W, hca ? table_width * 128 : top_k, sms, min_tiles);
       if (fewer.splits >= plan.splits) continue;
       fewer.producer = true;  // the rows of the 2026-11-24 run: warp-specialized, overlap
@@ -441,8 +619,8 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
   }
   if (g_focus) {
     // Thinner splits (one 32-key tile per CTA where the SMs allow).
-    const auto thin =
-        dsv4::cuda::attention_decode_make_plan(T, H, d, W, hca ? table_width * 128 : top_k, sms, 1);
+    const auto thin = dsv4::cuda::attention_decode_make_split_plan(
+        T, H, d, W, hca ? table_width * 128 : top_k, sms, 1);
     void* thin_scratch = device_alloc<unsigned char>(thin.scratch_bytes);
     ms = time_ms([&] {
       CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
@@ -772,6 +950,8 @@ int main(int argc, char** argv) {
       cases = argv[++i];
     else if (std::strcmp(argv[i], "--no-ceilings") == 0)
       no_ceilings = true;
+    else if (std::strcmp(argv[i], "--small") == 0)
+      g_small = true;
   }
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
@@ -885,6 +1065,26 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::printf("sparse attention (decode), head_dim 512, window 128:\n");
+  if (g_small) {
+    bench_small_floors();
+    for (int64_t ctx : {8192, 131072, 1048576})
+      bench_attention_case(blas, sms, 1, 64, true, ctx, 0);
+    bench_attention_case(blas, sms, 1, 64, false, 1 << 20, 512);
+    bench_attention_case(blas, sms, 1, 128, false, 1 << 20, 1024);
+    for (int64_t T : {2, 4}) {
+      bench_attention_case(blas, sms, T, 64, true, 8192, 0);
+      bench_attention_case(blas, sms, T, 64, false, 1 << 20, 512);
+    }
+    bench_attention_case(blas, sms, 8, 64, true, 8192, 0);
+    bench_attention_case(blas, sms, 8, 64, false, 1 << 20, 512);
+    bench_attention_case(blas, sms, 8, 64, true, 131072, 0);
+    bench_attention_case(blas, sms, 32, 64, true, 8192, 0);
+    bench_attention_case(blas, sms, 32, 64, false, 1 << 20, 512);
+    bench_attention_case(blas, sms, 32, 64, true, 1 << 20, 0);
+    bench_attention_case(blas, sms, 64, 128, true, 1 << 20, 0);
+    CHECK_CUBLAS(cublasDestroy(blas));
+    return 0;
+  }
   if (g_focus) {
     for (int64_t ctx : {8192, 131072, 1048576})
       bench_attention_case(blas, sms, 1, 64, true, ctx, 0);

@@ -42,6 +42,19 @@
 // has m_i = -inf and is skipped, so a token without keys gets 0 / 2^0 = 0. The combine kernel is
 // a programmatic dependent launch (PDL, graph-capturable): its CTAs are scheduled while the main
 // grid runs and wait in griddepcontrol.wait, which hides its launch latency.
+//
+// Fused path (plan.fused, bf16 pools; attention_decode_ws_kernel<overlap, true>): the splits of
+// a (token, head group) are one thread block cluster of 1-16 CTAs that merge their partial sums
+// through distributed shared memory and write the normalized output with the sink (no combine
+// launch, no partials in global memory). Where small steps spend their time (H200 2026-11-26,
+// bench_attention --small, L2 flushed): launch floor 2.7 us (the same for an empty grid of this
+// kernel's 384 threads and 224.6 KB of shared memory), a second PDL launch +1.5 us; the combine
+// 4-5 us at T <= 8 and ~10 us at T = 32; the main kernel 16-20 us with one 32-slot tile per CTA,
+// each further tile in a CTA ~2.2 us (the S -> softmax -> P V chain on the tensor cores: 4.2
+// MFLOP per tile, ~32% of the dense peak per SM, as at the large shapes); graph replay within
+// +-2 us of eager launches. The fused kernel saves the combine where its CTAs get at most a tile
+// or two more than the split's (attention_decode_make_plan); the remaining ~14 us of fixed cost
+// of a 1-tile CTA (prologue chain, query tile, merge) is not broken down yet.
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
@@ -49,6 +62,7 @@
 #include "backends/cuda/activation.cuh"
 #include "backends/cuda/attention_decode.h"
 #include "backends/cuda/attention_decode_wgmma.cuh"
+#include "backends/cuda/cluster.cuh"
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/kv_record.cuh"
 #include "backends/cuda/mbarrier.cuh"
@@ -700,16 +714,36 @@ constexpr int k_ws_rows_per_producer = k_tile / k_ws_producers;
 constexpr int k_ws_ring = k_q_bytes;  // offsets in shared memory
 constexpr int k_ws_xchg = k_ws_ring + k_ws_stages * k_tile_bytes;
 constexpr int k_ws_masks = k_ws_xchg + 2 * k_xchg_bytes;
-constexpr int k_ws_bars = k_ws_masks + k_ws_stages * 4;  // full[stages], empty[stages]
-constexpr int k_ws_smem = k_ws_bars + 2 * k_ws_stages * 8;
+constexpr int k_ws_bars = k_ws_masks + k_ws_stages * 4;   // full[stages], empty[stages]
+constexpr int k_ws_ml = k_ws_bars + 2 * k_ws_stages * 8;  // fused: (m, l) of the 64 rows
+constexpr int k_ws_smem = k_ws_ml + k_rows * 8;
 static_assert(k_ws_smem <= 227 * 1024 && k_ws_bars % 8 == 0);
+// Fused: the scaled f32 rows of the merge ([64][512]) take the key ring's place.
+static_assert(k_ws_stages * k_tile_bytes >= k_rows * k_d * 4);
+// Clusters of up to 16 CTAs (16: a non-portable size, one GPC of >= 16 free SMs); a power of
+// two dividing 128 (the float4 columns of a row).
+constexpr int k_fused_max_cluster = 16;
+constexpr int k_fused_portable_cluster = 8;  // the largest size the plan picks by itself
 
-template <bool overlap, typename act_t>
+__device__ __forceinline__ void store4(float* p, float4 v) {
+  *reinterpret_cast<float4*>(p) = v;
+}
+__device__ __forceinline__ void store4(__nv_bfloat16* p, float4 v) {
+  *reinterpret_cast<uint2*>(p) = make_uint2(pack_bf16x2(v.x, v.y), pack_bf16x2(v.z, v.w));
+}
+__device__ __forceinline__ void store2(float* p, float a, float b) {
+  *reinterpret_cast<float2*>(p) = make_float2(a, b);
+}
+__device__ __forceinline__ void store2(__nv_bfloat16* p, float a, float b) {
+  *reinterpret_cast<uint32_t*>(p) = pack_bf16x2(a, b);
+}
+
+template <bool overlap, bool fused, typename act_t>
 __global__ void __launch_bounds__(k_ws_threads, 1)
     attention_decode_ws_kernel(const act_t* q, int heads, kv_rows<__nv_bfloat16> window,
                                kv_rows<__nv_bfloat16> comp, int cap_w, int cap_c,
                                int keys_per_split, int splits, float scale_log2, float* part_o,
-                               float2* part_ml) {
+                               float2* part_ml, const float* sinks, act_t* out) {
   using pool_t = __nv_bfloat16;
   namespace wgm = attention_wgmma;
   extern __shared__ __align__(1024) unsigned char smem[];
@@ -757,11 +791,14 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 
   const int64_t head0 = int64_t(group) * k_rows;
   const int64_t part = (t * splits + split) * heads;
-  if (n_live == 0) {  // uniform over the CTA: before any barrier
-    if (threadIdx.x < k_rows && head0 + threadIdx.x < heads)
-      part_ml[part + head0 + threadIdx.x] = make_float2(-INFINITY, 0.0f);
-    return;
+  if constexpr (!fused) {
+    if (n_live == 0) {  // uniform over the CTA: before any barrier
+      if (threadIdx.x < k_rows && head0 + threadIdx.x < heads)
+        part_ml[part + head0 + threadIdx.x] = make_float2(-INFINITY, 0.0f);
+      return;
+    }
   }
+  // (Fused: a CTA without keys still takes part in its cluster's merge, with m = -inf.)
   if (threadIdx.x == 0) {
     for (int i = 0; i < k_ws_stages; ++i) {
       mbar::init(full_bar + 8 * i, k_ws_producers * k_warp_size);
@@ -822,35 +859,138 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       mbar::arrive(full_bar + 8 * (j % k_ws_stages));
   };
 
+  // Fused (plan.fused): the `splits` CTAs of this (token, head group) form one cluster; each
+  // holds its keys' unnormalized accumulators and (max, sum) per row in registers. They merge
+  // without a second kernel: every CTA publishes its (m, l) rows in its own shared memory, reads
+  // those of the whole cluster (DSMEM) to get M = max(sink, m_i) and the denominator
+  // D = sum_i l_i 2^(m_i - M) + 2^(sink - M), scales its accumulators by 2^(m_i - M) / D, stores
+  // them in its (consumed) key ring, and CTA r then sums channels [r * 512 / splits, +512 /
+  // splits) over the cluster in rank order and writes the output. A single CTA (splits 1) writes
+  // its scaled accumulators straight out. A CTA without keys has m = -inf and weight 0; a token
+  // without keys gets 0 / 2^0 = 0, as the combine kernel gives.
+  auto fused_epilogue = [&](float(&acc)[2][64], const float(&m)[2], const float(&l)[2],
+                            const float(&sink2)[2], int rg, int half, int64_t h0, int64_t h1) {
+    auto acc_at = [&](int n, int e) -> float& { return acc[n >> 4][4 * (n & 15) + e]; };
+    const int rl0 = rg * 16 + lane / 4;  // this thread's rows rl0, rl0 + 8 of the group
+    const int nsplit = splits;           // the cluster size (1, 2, 4 or 8)
+    const uint32_t ml_addr = q_s + k_ws_ml;
+    if (nsplit > 1) {
+      if (half == 0 && lane % 4 == 0) {
+        float2* const ml_s = reinterpret_cast<float2*>(smem + k_ws_ml);
+        ml_s[rl0] = make_float2(m[0], l[0]);
+        ml_s[rl0 + 8] = make_float2(m[1], l[1]);
+      }
+      __syncwarp();
+      cluster::sync();  // (m, l) of every CTA published; every CTA is done with its key ring
+    }
+    float w[2];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      float2 v[k_fused_max_cluster];
+      if (nsplit > 1) {
+#pragma unroll
+        for (int r = 0; r < k_fused_max_cluster; ++r)
+          if (r < nsplit) v[r] = cluster::load_f2(cluster::map(ml_addr + (rl0 + 8 * i) * 8, r));
+      } else {
+        v[0] = make_float2(m[i], l[i]);
+      }
+      float mx = sink2[i];
+#pragma unroll
+      for (int r = 0; r < k_fused_max_cluster; ++r)
+        if (r < nsplit) mx = fmaxf(mx, v[r].x);
+      float den = exp2f(sink2[i] - mx);
+#pragma unroll
+      for (int r = 0; r < k_fused_max_cluster; ++r)
+        if (r < nsplit && v[r].x != -INFINITY) den += v[r].y * exp2f(v[r].x - mx);
+      w[i] = m[i] == -INFINITY ? 0.0f : exp2f(m[i] - mx) / den;
+    }
+    if (nsplit == 1) {
+#pragma unroll
+      for (int n = 0; n < 32; ++n) {
+        const int c = half * 256 + n * 8 + 2 * (lane % 4);
+        if (h0 < heads)
+          store2(out + (t * heads + h0) * k_d + c, acc_at(n, 0) * w[0], acc_at(n, 1) * w[0]);
+        if (h1 < heads)
+          store2(out + (t * heads + h1) * k_d + c, acc_at(n, 2) * w[1], acc_at(n, 3) * w[1]);
+      }
+      return;
+    }
+    // Scaled rows into the key ring as [64][512] f32, the float2 j of row r at j ^ 4 (r & 7)
+    // (the 8 rows of a fragment store hit distinct banks).
+    unsigned char* const red = smem + k_ws_ring;
+    const int sw = (lane / 4) << 2;  // rows rl0 and rl0 + 8 share r & 7 = lane / 4
+#pragma unroll
+    for (int n = 0; n < 32; ++n) {
+      const int j = (half * 128 + 4 * n + lane % 4) ^ sw;
+      *reinterpret_cast<float2*>(red + rl0 * (k_d * 4) + j * 8) =
+          make_float2(acc_at(n, 0) * w[0], acc_at(n, 1) * w[0]);
+      *reinterpret_cast<float2*>(red + (rl0 + 8) * (k_d * 4) + j * 8) =
+          make_float2(acc_at(n, 2) * w[1], acc_at(n, 3) * w[1]);
+    }
+    cluster::sync();  // every CTA's scaled rows are in its shared memory
+    const int me = int(cluster::rank());
+    const int cols4 = k_d / 4 / nsplit;  // float4 columns this CTA sums
+    const uint32_t red_addr = q_s + k_ws_ring;
+#pragma unroll 1
+    for (int i = threadIdx.x; i < k_rows * cols4; i += k_threads) {
+      const int row = i / cols4, f4 = me * cols4 + i % cols4;
+      const uint32_t off = uint32_t(row * (k_d * 4) + (((2 * f4) ^ ((row & 7) << 2)) * 8));
+      float4 v[k_fused_max_cluster];
+#pragma unroll
+      for (int r = 0; r < k_fused_max_cluster; ++r)
+        if (r < nsplit) v[r] = cluster::load_f4(cluster::map(red_addr + off, r));
+      float4 sum = v[0];
+#pragma unroll
+      for (int r = 1; r < k_fused_max_cluster; ++r)
+        if (r < nsplit) {
+          sum.x += v[r].x;
+          sum.y += v[r].y;
+          sum.z += v[r].z;
+          sum.w += v[r].w;
+        }
+      if (head0 + row < heads) store4(out + (t * heads + head0 + row) * k_d + 4 * f4, sum);
+    }
+    cluster::sync();  // no CTA leaves while another may still read its shared memory
+  };
+
   // Consumers: warp w owns query rows 16 rg .. and output channels 256 half .. (as
   // attention_decode_kernel<wg>).
   auto consume = [&] {
     const int rg = warp & 3;
     const int half = warp >> 2;
-    if constexpr (sizeof(act_t) == 2) {
-#pragma unroll
-      for (int i = 0; i < k_rows * k_chunks / k_threads; ++i) {
-        const int x = threadIdx.x + i * k_threads;
-        const int r = x / k_chunks, c = x % k_chunks;
-        const int64_t h = head0 + r;
-        cp_async_16(q_s + wg_offset<k_rows>(r, c),
-                    h < heads ? q + (t * heads + h) * k_d + c * 8 : q, h < heads);
-      }
-      cp_async_commit();
-      cp_async_wait<0>();
-    } else {
-#pragma unroll
-      for (int i = 0; i < k_rows * k_chunks / k_threads; ++i) {
-        const int x = threadIdx.x + i * k_threads;
-        const int r = x / k_chunks, c = x % k_chunks;
-        const int64_t h = head0 + r;
-        uint4 v = make_uint4(0, 0, 0, 0);
-        if (h < heads) v = load8_bf16(q + (t * heads + h) * k_d + c * 8);
-        *reinterpret_cast<uint4*>(smem + wg_offset<k_rows>(r, c)) = v;
-      }
+    const int64_t h0 = head0 + rg * 16 + lane / 4, h1 = h0 + 8;
+    // Fused: the sinks of this thread's two rows (log2 domain), loaded before the key loop.
+    float sink2[2] = {0.0f, 0.0f};
+    if constexpr (fused) {
+      if (h0 < heads) sink2[0] = sinks[h0] * k_log2e;
+      if (h1 < heads) sink2[1] = sinks[h1] * k_log2e;
     }
-    wgm::fence_async_smem();
-    mbar::named_sync(1, k_threads);  // the query tile is complete (consumers only)
+    if (n_live > 0) {  // always in the split kernel; a fused CTA without keys needs no query
+      if constexpr (sizeof(act_t) == 2) {
+#pragma unroll
+        for (int i = 0; i < k_rows * k_chunks / k_threads; ++i) {
+          const int x = threadIdx.x + i * k_threads;
+          const int r = x / k_chunks, c = x % k_chunks;
+          const int64_t h = head0 + r;
+          cp_async_16(q_s + wg_offset<k_rows>(r, c),
+                      h < heads ? q + (t * heads + h) * k_d + c * 8 : q, h < heads);
+        }
+        cp_async_commit();
+        cp_async_wait<0>();
+      } else {
+#pragma unroll
+        for (int i = 0; i < k_rows * k_chunks / k_threads; ++i) {
+          const int x = threadIdx.x + i * k_threads;
+          const int r = x / k_chunks, c = x % k_chunks;
+          const int64_t h = head0 + r;
+          uint4 v = make_uint4(0, 0, 0, 0);
+          if (h < heads) v = load8_bf16(q + (t * heads + h) * k_d + c * 8);
+          *reinterpret_cast<uint4*>(smem + wg_offset<k_rows>(r, c)) = v;
+        }
+      }
+      wgm::fence_async_smem();
+      mbar::named_sync(1, k_threads);  // the query tile is complete (consumers only)
+    }
 
     float acc[2][64];
 #pragma unroll
@@ -1002,7 +1142,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         fence_acc();
         release(k);
       }
-    } else {
+    } else if (n_live > 0) {
       // S of tile k + 1 is issued before P V of tile k, and the exchange and softmax of tile k + 1
       // run while P V of tile k is still on the tensor cores (wait<1>: all but the newest group).
       uint32_t mask;
@@ -1047,37 +1187,42 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
       l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
     }
-    const int64_t h0 = head0 + rg * 16 + lane / 4, h1 = h0 + 8;
+    if constexpr (!fused) {
 #pragma unroll
-    for (int n = 0; n < 32; ++n) {
-      const int c = half * 256 + n * 8 + 2 * (lane % 4);
-      if (h0 < heads)
-        *reinterpret_cast<float2*>(part_o + (part + h0) * k_d + c) =
-            make_float2(acc_at(n, 0), acc_at(n, 1));
-      if (h1 < heads)
-        *reinterpret_cast<float2*>(part_o + (part + h1) * k_d + c) =
-            make_float2(acc_at(n, 2), acc_at(n, 3));
-    }
-    if (half == 0 && lane % 4 == 0) {
-      if (h0 < heads) part_ml[part + h0] = make_float2(m[0], l[0]);
-      if (h1 < heads) part_ml[part + h1] = make_float2(m[1], l[1]);
+      for (int n = 0; n < 32; ++n) {
+        const int c = half * 256 + n * 8 + 2 * (lane % 4);
+        if (h0 < heads)
+          *reinterpret_cast<float2*>(part_o + (part + h0) * k_d + c) =
+              make_float2(acc_at(n, 0), acc_at(n, 1));
+        if (h1 < heads)
+          *reinterpret_cast<float2*>(part_o + (part + h1) * k_d + c) =
+              make_float2(acc_at(n, 2), acc_at(n, 3));
+      }
+      if (half == 0 && lane % 4 == 0) {
+        if (h0 < heads) part_ml[part + h0] = make_float2(m[0], l[0]);
+        if (h1 < heads) part_ml[part + h1] = make_float2(m[1], l[1]);
+      }
+    } else {
+      fused_epilogue(acc, m, l, sink2, rg, half, h0, h1);
     }
   };
 
   if (warp >= k_ws_consumers) {
     mbar::setmaxnreg_dec<k_ws_producer_regs>();
     produce();
+    // Fused over a cluster: the producers take part in the merge's three cluster barriers.
+    if constexpr (fused) {
+      if (splits > 1) {
+        __syncwarp();
+        cluster::sync();
+        cluster::sync();
+        cluster::sync();
+      }
+    }
   } else {
     mbar::setmaxnreg_inc<k_ws_consumer_regs>();
     consume();
   }
-}
-
-__device__ __forceinline__ void store4(float* p, float4 v) {
-  *reinterpret_cast<float4*>(p) = v;
-}
-__device__ __forceinline__ void store4(__nv_bfloat16* p, float4 v) {
-  *reinterpret_cast<uint2*>(p) = make_uint2(pack_bf16x2(v.x, v.y), pack_bf16x2(v.z, v.w));
 }
 
 // One CTA per (token, head); thread i owns channels 4 i .. 4 i + 3. The splits' (max, sum) are
@@ -1185,9 +1330,64 @@ cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode
 
 }  // namespace
 
+attention_decode_plan attention_decode_make_fused_plan(int64_t tokens, int64_t heads,
+                                                       int64_t head_dim, int64_t window_capacity,
+                                                       int64_t comp_capacity, int64_t cluster) {
+  attention_decode_plan p;
+  p.tokens = tokens;
+  p.heads = heads;
+  p.window_capacity = window_capacity;
+  p.comp_capacity = comp_capacity;
+  if (tokens <= 0 || heads <= 0 || head_dim != k_d || cluster < 1 ||
+      cluster > k_fused_max_cluster || (cluster & (cluster - 1)) != 0)
+    return p;
+  const int64_t tiles = std::max<int64_t>(1, ceil_div(window_capacity + comp_capacity, k_tile));
+  p.splits = cluster;
+  p.keys_per_split = ceil_div(tiles, cluster) * k_tile;
+  p.scratch_bytes = size_t(tokens * cluster * heads) * (size_t(k_d) * 4 + 8);  // other pools
+  p.wgmma = true;
+  p.producer = true;
+  p.overlap = false;
+  p.fused = true;
+  return p;
+}
+
 attention_decode_plan attention_decode_make_plan(int64_t tokens, int64_t heads, int64_t head_dim,
                                                  int64_t window_capacity, int64_t comp_capacity,
-                                                 int sm_count, int64_t min_tiles_per_split) {
+                                                 int sm_count, int64_t min_tiles_per_split,
+                                                 int64_t fused) {
+  const attention_decode_plan split = attention_decode_make_split_plan(
+      tokens, heads, head_dim, window_capacity, comp_capacity, sm_count, min_tiles_per_split);
+  if (fused == 0 || split.splits <= 0) return split;
+  // The fused kernel when its CTAs get at most one tile more than the split's (two from 8
+  // CTAs per head group and token up), over the largest cluster of <= 8 CTAs whose clusters fill
+  // at most half the SMs. H200 2026-11-26 (bench_attention --small; per tile of 32 slots a CTA
+  // spends ~2.2 us, the combine 4-5 us at T <= 8 and ~10 us at T = 32): fused / split time
+  // HCA 8K T=1 18.7 / 24.2 us (8 CTAs of 1 tile; split 8 x 1), T=2, 4, 8 17.8-18.0 / 22.1-22.8
+  // (1 / 2 tiles), Flash CSA T=2, 4, 8 22.8-23.2 / 23.4-26.5 (3 / 2), HCA 128K T=8 27.8 / 31.7
+  // (5 / 3), HCA 8K T=32 27.0 / 32.8 (2 CTAs of 4 / 2); split kept: Flash CSA T=1 22.6 / 20.5
+  // (3 / 1), HCA 128K T=1 27.6 / 22.8 (5 / 1), Flash CSA T=32 39.5 / 42.4 (10 / 5, a win the
+  // rule leaves), HCA 1M. Clusters over more than half the SMs did not fit one wave (HCA 8K
+  // T=32 with 4 CTAs: 37.3 us; T=8 with 16: 37.5 us), and 16-CTA clusters were slower at T=1-2.
+  const int64_t tiles = std::max<int64_t>(1, ceil_div(window_capacity + comp_capacity, k_tile));
+  const int64_t ctas = tokens * ceil_div(heads, k_rows);
+  int64_t c = 0;
+  for (int64_t x = 1; x <= k_fused_portable_cluster && ctas * x * 2 <= sm_count; x *= 2) {
+    c = x;
+    if (x >= tiles) break;  // every CTA of a larger cluster would be idle
+  }
+  if (c == 0) return split;
+  const int64_t split_tiles = split.keys_per_split / k_tile;
+  const int64_t slack = ctas >= 8 ? 2 : 1;
+  if (ceil_div(tiles, c) > split_tiles + slack) return split;
+  return attention_decode_make_fused_plan(tokens, heads, head_dim, window_capacity, comp_capacity,
+                                          c);
+}
+
+attention_decode_plan attention_decode_make_split_plan(int64_t tokens, int64_t heads,
+                                                       int64_t head_dim, int64_t window_capacity,
+                                                       int64_t comp_capacity, int sm_count,
+                                                       int64_t min_tiles_per_split) {
   attention_decode_plan p;
   p.tokens = tokens;
   p.heads = heads;
@@ -1258,9 +1458,40 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
   const int64_t groups = ceil_div(heads, k_rows);
   const dim3 grid(unsigned(plan.splits), unsigned(groups), unsigned(tokens));
   if constexpr (std::is_same_v<pool_t, __nv_bfloat16>) {
+    if (plan.fused) {
+      if (plan.splits > k_fused_max_cluster || (plan.splits & (plan.splits - 1)) != 0)
+        return cudaErrorInvalidValue;
+      auto* const ws = plan.overlap ? attention_decode_ws_kernel<true, true, act_t>
+                                    : attention_decode_ws_kernel<false, true, act_t>;
+      static bool fused_configured[2] = {false, false};
+      if (!fused_configured[plan.overlap]) {
+        cudaError_t e =
+            cudaFuncSetAttribute(ws, cudaFuncAttributeMaxDynamicSharedMemorySize, k_ws_smem);
+        if (e == cudaSuccess)
+          e = cudaFuncSetAttribute(ws, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+        if (e != cudaSuccess) return e;
+        fused_configured[plan.overlap] = true;
+      }
+      cudaLaunchAttribute attribute{};
+      attribute.id = cudaLaunchAttributeClusterDimension;
+      attribute.val.clusterDim.x = unsigned(plan.splits);
+      attribute.val.clusterDim.y = 1;
+      attribute.val.clusterDim.z = 1;
+      cudaLaunchConfig_t config{};
+      config.gridDim = grid;
+      config.blockDim = dim3(k_ws_threads);
+      config.dynamicSmemBytes = k_ws_smem;
+      config.stream = stream;
+      config.attrs = &attribute;
+      config.numAttrs = plan.splits > 1 ? 1 : 0;
+      return cudaLaunchKernelEx(&config, ws, q, int(heads), window, comp, int(plan.window_capacity),
+                                int(plan.comp_capacity), int(plan.keys_per_split), int(plan.splits),
+                                scale * k_log2e, static_cast<float*>(nullptr),
+                                static_cast<float2*>(nullptr), sinks, out);
+    }
     if (plan.wgmma && plan.producer) {
-      auto* const ws = plan.overlap ? attention_decode_ws_kernel<true, act_t>
-                                    : attention_decode_ws_kernel<false, act_t>;
+      auto* const ws = plan.overlap ? attention_decode_ws_kernel<true, false, act_t>
+                                    : attention_decode_ws_kernel<false, false, act_t>;
       static bool ws_configured[2] = {false, false};  // one attribute call per instantiation
       if (!ws_configured[plan.overlap]) {
         const cudaError_t e =
@@ -1270,7 +1501,8 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
       }
       ws<<<grid, k_ws_threads, k_ws_smem, stream>>>(
           q, int(heads), window, comp, int(plan.window_capacity), int(plan.comp_capacity),
-          int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o, part_ml);
+          int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o, part_ml, sinks, out);
+      if (!plan.combine) return cudaGetLastError();
       return launch_combine(heads, tokens, plan, part_o, part_ml, sinks, out, stream);
     }
   }
@@ -1289,6 +1521,7 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
   kernel<<<grid, k_threads, smem_bytes<pool_t>(), stream>>>(
       q, int(heads), window, comp, int(plan.window_capacity), int(plan.comp_capacity),
       int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o, part_ml);
+  if (!plan.combine) return cudaGetLastError();
   return launch_combine(heads, tokens, plan, part_o, part_ml, sinks, out, stream);
 }
 

@@ -55,14 +55,42 @@ struct attention_decode_plan {
   // next tile's exchange and softmax while P V is on the tensor cores; false (the plan's
   // choice, measured): S, softmax, P V in turn.
   bool overlap = false;
+  // Fused (bf16 pools): the `splits` CTAs of a (token, head group) run as one thread block
+  // cluster (splits 1, 2, 4, 8 or 16; 16 is a non-portable cluster size) and merge their partial
+  // sums through distributed shared memory, writing the normalized output with the sink themselves:
+  // one kernel, no combine launch, no partials in global memory (attention_decode_make_fused_plan).
+  // Other pools ignore it and run the split kernels over the same `splits` with the combine
+  // (scratch_bytes covers them).
+  bool fused = false;
+  // Benchmark breakdown only: false skips the combine launch (the output is then undefined).
+  bool combine = true;
 };
 
 // sm_count: the device's SMs (one CTA per SM fits). min_tiles_per_split (>= 1) bounds how thin
 // the split gets (each CTA also loads the 64 KB bf16 query tile of its head group).
 // Beyond 64 splits the minimum doubles (fewer partial rows for the combine).
+//
+// Small steps take the fused kernel (plan.fused) where it measured faster: its cluster is the
+// largest of 1, 2, 4 or 8 CTAs per (token, head group) whose clusters fill at most half the SMs,
+// and it is chosen when each of its CTAs gets at most one 32-slot tile more than the split plan's
+// CTAs (two from 8 CTAs per head group and token up). fused = 0: the split plan always.
 attention_decode_plan attention_decode_make_plan(int64_t tokens, int64_t heads, int64_t head_dim,
                                                  int64_t window_capacity, int64_t comp_capacity,
-                                                 int sm_count, int64_t min_tiles_per_split = 2);
+                                                 int sm_count, int64_t min_tiles_per_split = 2,
+                                                 int64_t fused = 1);
+
+// The split plan (the kernels with the combine; never fused) as attention_decode_make_plan
+// would make it.
+attention_decode_plan attention_decode_make_split_plan(int64_t tokens, int64_t heads,
+                                                       int64_t head_dim, int64_t window_capacity,
+                                                       int64_t comp_capacity, int sm_count,
+                                                       int64_t min_tiles_per_split = 2);
+
+// The fused plan with `cluster` CTAs per (token, head group) (1, 2, 4, 8 or 16): every CTA takes
+// ceil(tiles / cluster) tiles of 32 slots (the last ones may get none).
+attention_decode_plan attention_decode_make_fused_plan(int64_t tokens, int64_t heads,
+                                                       int64_t head_dim, int64_t window_capacity,
+                                                       int64_t comp_capacity, int64_t cluster);
 
 // out[t, h*512 : (h+1)*512] = sum_i e^(s_i - m) k_i / (sum_i e^(s_i - m) + e^(sinks[h] - m)),
 // s_i = scale * q[t, h] . k_i over the window slots then the compressed slots (may be null) of

@@ -1,0 +1,57 @@
+// Thread block clusters (sm_90): the CTA's rank, the cluster-wide barrier and loads from another
+// CTA's shared memory (distributed shared memory, DSMEM). Used by the fused decode attention
+// (attention_decode.cu, plan.fused): the CTAs of one (token, head group) meet in a cluster and
+// merge their partial softmax sums through each other's shared memory instead of a second kernel.
+//
+// A CTA's shared memory may be read by the others only while it runs: every CTA of the cluster
+// passes a final sync() after its last remote read, before it exits.
+#pragma once
+
+#include <cstdint>
+
+namespace dsv4::cuda::cluster {
+
+__device__ __forceinline__ uint32_t rank() {
+  uint32_t r;
+  asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+  return r;
+}
+
+// Every thread of every CTA of the cluster arrives (whole warps: .aligned); shared-memory writes
+// before arrive are visible to the threads of the cluster after their wait (release / acquire).
+__device__ __forceinline__ void arrive() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wait() {
+  asm volatile("barrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void sync() {
+  arrive();
+  wait();
+}
+
+// The shared::cluster address of the shared::cta address `addr` in the CTA of rank `r`.
+__device__ __forceinline__ uint32_t map(uint32_t addr, uint32_t r) {
+  uint32_t out;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(out) : "r"(addr), "r"(r));
+  return out;
+}
+
+__device__ __forceinline__ float2 load_f2(uint32_t cluster_addr) {
+  float2 v;
+  asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];\n"
+               : "=f"(v.x), "=f"(v.y)
+               : "r"(cluster_addr)
+               : "memory");
+  return v;
+}
+__device__ __forceinline__ float4 load_f4(uint32_t cluster_addr) {
+  float4 v;
+  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+               : "r"(cluster_addr)
+               : "memory");
+  return v;
+}
+
+}  // namespace dsv4::cuda::cluster
