@@ -506,6 +506,7 @@ __global__ void fill_e8m0_words(uint32_t* p, size_t n, uint64_t seed) {
 }
 
 bool g_indexer_only = false;  // --indexer: the ceilings and the indexer cases only
+bool g_indexer_fp4 = false;   // --indexer-fp4: the ceilings and the FP4-key indexer rows only
 
 // Median time of `launch` (work on `stream`) replayed from a CUDA graph, L2 flushed before each
 // replay like time_ms: no host launch cost inside the timed region, as in the model's decode
@@ -749,6 +750,117 @@ bool run_cases(cublasHandle_t blas, int sms, const char* list) {
   return true;
 }
 
+// --indexer-fp4: FP4 keys only (the official mode), the plan's stage breakdown and the score /
+// select variants, each row a graph replay with the L2 flushed. `profile`: one timed run of the
+// plan's launches (for ncu).
+void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, bool profile) {
+  const int64_t heads = 64, d = 128, bs = 128;
+  const int64_t width = (entries + bs - 1) / bs;
+  // The pool of bench_indexer_case (sized for bf16 keys: >= 4x L2), blocks shuffled.
+  const int64_t pool_blocks = std::max<int64_t>(T * width, int64_t(4 * g_l2 / (bs * d * 2)) + 1);
+  std::vector<int32_t> perm(static_cast<size_t>(pool_blocks));
+  for (int64_t i = 0; i < pool_blocks; ++i) perm[size_t(i)] = int32_t(i);
+  std::shuffle(perm.begin(), perm.end(), g_rng);
+  std::vector<int32_t> table(static_cast<size_t>(T * width));
+  for (int64_t i = 0; i < T * width; ++i) table[size_t(i)] = perm[size_t(i)];
+  int32_t* dtable = upload_i32(table);
+  std::vector<int32_t> sq(static_cast<size_t>(T)), nv(static_cast<size_t>(T), int32_t(entries));
+  for (int64_t i = 0; i < T; ++i) sq[size_t(i)] = int32_t(i);
+  int32_t* dseq = upload_i32(sq);
+  int32_t* dvis = upload_i32(nv);
+  __nv_bfloat16* q16 = random_bf16(size_t(T * heads * d), -1, 1);
+  __nv_bfloat16* w16 = random_bf16(size_t(T * heads), -1, 1);
+  int32_t* out = device_alloc<int32_t>(size_t(T * top_k));
+  const float q_scale = 1.0f / std::sqrt(float(d));
+  char shape[128];
+  std::snprintf(shape, sizeof(shape), "T=%lld entries=%lld top_k=%lld", (long long)T,
+                (long long)entries, (long long)top_k);
+  const double flops = 2.0 * double(T * entries * heads * d);
+  cudaStream_t st;
+  CHECK(cudaStreamCreate(&st));
+  using plan_t = dsv4::cuda::indexer_fast_plan;
+  const plan_t plan = dsv4::cuda::indexer_topk_fast_make_plan(T, width, bs, sms);
+  const size_t scratch_bytes = plan.scratch_bytes;
+  void* scratch = device_alloc<unsigned char>(scratch_bytes);
+  uint8_t* codes = device_alloc<uint8_t>(size_t(pool_blocks * bs * d / 2));
+  fill_e4m3<<<1024, 256>>>(codes, size_t(pool_blocks * bs * d / 2), g_rng());  // any nibble
+  uint32_t* scales4 = device_alloc<uint32_t>(size_t(pool_blocks * bs));
+  fill_e8m0_words<<<1024, 256>>>(scales4, size_t(pool_blocks * bs), g_rng());
+  CHECK(cudaGetLastError());
+  const double bytes4 = double(T * entries * (d / 2 + 4)) + double(T * heads * d * 2);
+  auto run_fp4 = [&](const plan_t& p) {
+    CHECK(dsv4::cuda::indexer_topk_fast_fp4<__nv_bfloat16>(
+        q16, w16, T, heads, d, codes, scales4, pool_blocks * bs, dtable, T, width, dseq, dvis, bs,
+        top_k, q_scale, p, scratch, scratch_bytes, out, st));
+  };
+  run_fp4(plan);  // one-time attribute calls outside the capture
+  CHECK(cudaStreamSynchronize(st));
+  if (profile) {
+    run_fp4(plan);
+    CHECK(cudaStreamSynchronize(st));
+    plan_t p = plan;
+    p.score_bulk = false;
+    run_fp4(p);
+    CHECK(cudaStreamSynchronize(st));
+  } else {
+    // Stages of a plan: scores (memset + score kernel), up to collect, all.
+    const auto stages = [&](const plan_t& p, const char* name) {
+      char label[64];
+      double ms = time_graph_ms(st, [&] { run_fp4(p); });
+      std::snprintf(label, sizeof(label), "%s", name);
+      print_row(label, shape, ms, bytes4, flops);
+      plan_t q = p;
+      q.score_only = true;
+      ms = time_graph_ms(st, [&] { run_fp4(q); });
+      std::snprintf(label, sizeof(label), "  %s scores", name);
+      print_row(label, shape, ms, bytes4, flops);
+      q.score_only = false;
+      q.collect_only = true;
+      ms = time_graph_ms(st, [&] { run_fp4(q); });
+      std::snprintf(label, sizeof(label), "  %s to collect", name);
+      print_row(label, shape, ms, bytes4, flops);
+    };
+    stages(plan, "fp4 plan");
+    for (bool bulk : {false, true})
+      for (bool split : {false, true}) {
+        if (bulk == plan.score_bulk && split == plan.score_split) continue;
+        plan_t p = plan;
+        p.score_bulk = bulk;
+        p.score_split = split;
+        char name[48];
+        std::snprintf(name, sizeof(name), "fp4 %s%s", bulk ? "bulk" : "cp.async",
+                      split ? " split" : "");
+        stages(p, name);
+      }
+    {
+      plan_t p = plan;
+      p.score_warps = plan.score_warps == 8 ? 4 : 8;
+      char name[48];
+      std::snprintf(name, sizeof(name), "fp4 %d-warp", p.score_warps);
+      stages(p, name);
+    }
+    for (int sel : {0, 4, 8, 16, 32}) {
+      plan_t p = plan;
+      p.select_ctas = sel;
+      const double ms = time_graph_ms(st, [&] { run_fp4(p); });
+      char label[64];
+      std::snprintf(label, sizeof(label), "  fp4 select %d CTAs%s", sel,
+                    sel == plan.select_ctas ? " (plan)" : "");
+      print_row(label, shape, ms, bytes4, flops);
+    }
+  }
+  cudaFree(codes);
+  cudaFree(scales4);
+  cudaFree(scratch);
+  cudaFree(out);
+  cudaFree(q16);
+  cudaFree(w16);
+  cudaFree(dtable);
+  cudaFree(dseq);
+  cudaFree(dvis);
+  CHECK(cudaStreamDestroy(st));
+}
+
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // rows survive a timeout
   bool quick = false;    // --quick: two cases, few launches (for a profiler run)
@@ -766,6 +878,8 @@ int main(int argc, char** argv) {
       profile = true;
     else if (std::strcmp(argv[i], "--indexer") == 0)
       g_indexer_only = true;
+    else if (std::strcmp(argv[i], "--indexer-fp4") == 0)
+      g_indexer_fp4 = true;
     else if (std::strcmp(argv[i], "--kv-fp8") == 0)
       g_kv_fp8 = true;
     else if (std::strcmp(argv[i], "--cases") == 0 && i + 1 < argc)
@@ -784,6 +898,10 @@ int main(int argc, char** argv) {
   CHECK(cudaMemset(g_flush, 0x3C, g_flush_bytes));
   CHECK(cudaMalloc(&g_flush_sink, 4));
 
+  if (profile && g_indexer_fp4) {  // --profile --indexer-fp4: T=1 top-512, plan and cp.async
+    bench_indexer_fp4_case(sms, 1, 262144, 512, true);
+    return 0;
+  }
   if (profile) {
     g_runs = 1;
     g_focus = true;
@@ -877,6 +995,14 @@ int main(int argc, char** argv) {
   }
   std::printf("  %-22s %-50s %9s %9s %7s %8s\n", "kernel", "shape", "us", "GB/s", "%read",
               "TFLOP/s");
+  if (g_indexer_fp4) {
+    std::printf("indexer top-k, FP4 keys (64 heads x 128, bf16 activations):\n");
+    bench_indexer_fp4_case(sms, 1, 262144, 512, false);
+    bench_indexer_fp4_case(sms, 1, 262144, 1024, false);
+    bench_indexer_fp4_case(sms, 32, 262144, 512, false);
+    CHECK_CUBLAS(cublasDestroy(blas));
+    return 0;
+  }
   if (g_indexer_only) {
     std::printf("indexer top-k (64 heads x 128, bf16 keys and activations):\n");
     for (int64_t T : {1, 32})

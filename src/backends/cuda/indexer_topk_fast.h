@@ -55,6 +55,13 @@ struct indexer_fast_plan {
   // FP4 keys (indexer_topk_fast_fp4): the score MMAs as warpgroup MMAs (wgmma m64n64k16, the
   // query read from shared memory) instead of mma.sync; same widened keys and products.
   bool score_wgmma = true;
+  // FP4 keys on wgmma with block_size a multiple of 128 (and 16-byte aligned scales): each pass of
+  // 128 keys is one run of pool rows, fetched by one thread as two bulk copies (the TMA engine)
+  // completing on an mbarrier, instead of a cp.async per row chunk by every thread.
+  bool score_bulk = true;
+  // FP4 keys on wgmma: a pass's 8 wgmmas in two commit groups, the second half's widening
+  // overlapping the first half's MMAs.
+  bool score_split = false;
   // CTAs of the select kernel per token (1..64; each ranks a share of the ~top_k keys at or above
   // the threshold), or 0: the last collect CTA of the token selects alone (the earlier scheme).
   int select_ctas = 0;
