@@ -803,50 +803,64 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
     run_fp4(p);
     CHECK(cudaStreamSynchronize(st));
   } else {
-    // Stages of a plan: scores (memset + score kernel), up to collect, all.
-    const auto stages = [&](const plan_t& p, const char* name) {
-      char label[64];
-      double ms = time_graph_ms(st, [&] { run_fp4(p); });
-      std::snprintf(label, sizeof(label), "%s", name);
-      print_row(label, shape, ms, bytes4, flops);
-      plan_t q = p;
-      q.score_only = true;
-      ms = time_graph_ms(st, [&] { run_fp4(q); });
-      std::snprintf(label, sizeof(label), "  %s scores", name);
-      print_row(label, shape, ms, bytes4, flops);
-      q.score_only = false;
-      q.collect_only = true;
-      ms = time_graph_ms(st, [&] { run_fp4(q); });
-      std::snprintf(label, sizeof(label), "  %s to collect", name);
-      print_row(label, shape, ms, bytes4, flops);
+    // Warm-up (clocks): the plan replayed for a while before the first row.
+    for (int i = 0; i < 3; ++i) time_graph_ms(st, [&] { run_fp4(plan); });
+    // Variants, each timed in three interleaved rounds (min of the rounds' medians): all, scores
+    // (zeroing + score kernel), up to collect.
+    struct variant {
+      const char* name;
+      plan_t p;
     };
-    stages(plan, "fp4 plan");
-    for (bool bulk : {false, true})
-      for (bool split : {false, true}) {
-        if (bulk == plan.score_bulk && split == plan.score_split) continue;
-        plan_t p = plan;
-        p.score_bulk = bulk;
-        p.score_split = split;
-        char name[48];
-        std::snprintf(name, sizeof(name), "fp4 %s%s", bulk ? "bulk" : "cp.async",
-                      split ? " split" : "");
-        stages(p, name);
-      }
+    std::vector<variant> vs;
+    vs.push_back({"fp4 plan", plan});
     {
       plan_t p = plan;
+      p.zero_kernel = false;
+      vs.push_back({"fp4 memset", p});
+      p = plan;
+      p.score_decouple = false;
+      vs.push_back({"fp4 no-decouple", p});
+      p = plan;
+      p.score_bulk = false;
+      vs.push_back({"fp4 cp.async", p});
+      p = plan;
+      p.score_split = !plan.score_split;
+      vs.push_back({plan.score_split ? "fp4 no-split" : "fp4 split", p});
+      p = plan;
       p.score_warps = plan.score_warps == 8 ? 4 : 8;
-      char name[48];
-      std::snprintf(name, sizeof(name), "fp4 %d-warp", p.score_warps);
-      stages(p, name);
+      vs.push_back({plan.score_warps == 8 ? "fp4 4-warp" : "fp4 8-warp", p});
+      for (int sel : {0, 16, 32}) {
+        if (sel == plan.select_ctas) continue;
+        p = plan;
+        p.select_ctas = sel;
+        vs.push_back({sel == 0    ? "fp4 select 0"
+                      : sel == 16 ? "fp4 select 16"
+                                  : "fp4 select 32",
+                      p});
+      }
     }
-    for (int sel : {0, 4, 8, 16, 32}) {
-      plan_t p = plan;
-      p.select_ctas = sel;
-      const double ms = time_graph_ms(st, [&] { run_fp4(p); });
+    const size_t nv_ = vs.size();
+    std::vector<double> all(nv_, 1e30), sc(nv_, 1e30), col(nv_, 1e30);
+    for (int round = 0; round < 3; ++round)
+      for (size_t i = 0; i < nv_; ++i) {
+        plan_t p = vs[i].p;
+        all[i] = std::min(all[i], time_graph_ms(st, [&] { run_fp4(p); }));
+        p.score_only = true;
+        sc[i] = std::min(sc[i], time_graph_ms(st, [&] { run_fp4(p); }));
+        p.score_only = false;
+        p.collect_only = true;
+        col[i] = std::min(col[i], time_graph_ms(st, [&] { run_fp4(p); }));
+      }
+    for (size_t i = 0; i < nv_; ++i) {
       char label[64];
-      std::snprintf(label, sizeof(label), "  fp4 select %d CTAs%s", sel,
-                    sel == plan.select_ctas ? " (plan)" : "");
-      print_row(label, shape, ms, bytes4, flops);
+      print_row(vs[i].name, shape, all[i], bytes4, flops);
+      std::snprintf(label, sizeof(label), "  scores");
+      print_row(label, shape, sc[i], bytes4, flops);
+      std::snprintf(label, sizeof(label), "  to collect");
+      print_row(label, shape, col[i], bytes4, flops);
+      std::printf("    stages (us): scores %.2f, collect %.2f, select %.2f (plan select_ctas %d)\n",
+                  sc[i] * 1e3, (col[i] - sc[i]) * 1e3, (all[i] - col[i]) * 1e3,
+                  vs[i].p.select_ctas);
     }
   }
   cudaFree(codes);

@@ -76,6 +76,10 @@ __host__ __device__ constexpr bool fmt_fp4(int fmt) {
 // one run of 128 pool rows, fetched by thread 0 as two bulk copies (codes, scales) that complete
 // on the stage's mbarrier, instead of per-thread cp.async of every row (plan.score_bulk).
 constexpr int k_score_flag_bulk = 1;
+// With bulk passes: every thread releases a stage right after reading it (an arrival on the stage's
+// "empty" mbarrier) and thread 0 waits for that before refilling it, instead of a CTA barrier per
+// pass: warps drift up to stages - 1 passes apart (plan.score_decouple).
+constexpr int k_score_flag_decouple = 2;
 constexpr int k_max_range_blocks = 1025;  // block ids of a CTA's range (keys_per_cta <= 1024 bs)
 // Pool rows of the keys of passes j .. j + 7 (slot j % 8), computed `stages` passes ahead, one key
 // per thread, so the copy loop only reads them (no block division per copied chunk). FP8 keys
@@ -98,10 +102,10 @@ static_assert(k_row_ring > k_stages_fp4 + 1, "row ring shorter than the key ring
 constexpr int score_smem_bytes(int stages, int fmt) {
   const int pass =
       fmt == k_fmt_e4m3 ? k_fp8_pass_bytes : (fmt_fp4(fmt) ? k_fp4_pass_bytes : k_pass_bytes);
-  // ... + the stages' mbarriers (bulk passes), 8-byte aligned.
+  // ... + the stages' full and empty mbarriers (bulk passes), 8-byte aligned.
   return k_q_bytes + stages * pass + k_bins * 4 +
          k_row_ring * k_pass * 4 * (fmt != k_fmt_bf16 ? 2 : 1) + (k_max_range_blocks + 1) / 2 * 8 +
-         stages * 8;
+         stages * 16;
 }
 static_assert(2 * score_smem_bytes(k_stages_fp4, k_fmt_e2m1) <= 227 * 1024, "two CTAs per SM");
 
@@ -419,6 +423,7 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
   // Bulk passes (k_score_flag_bulk; the host sets it only for FP4 keys, block_size % k_pass == 0
   // and 16-byte aligned scales): pass j is pool rows row0 .. row0 + 127 of one block.
   const bool bulk = fp4 && (flags & k_score_flag_bulk) != 0;
+  const bool decouple = bulk && (flags & k_score_flag_decouple) != 0;
   constexpr int k_score_threads = warps * k_warp_size;
   constexpr int tiles = k_pass / 16 / warps;  // 16-key MMA tiles per warp
   const float* key_scales = static_cast<const float*>(key_scales_raw);
@@ -436,6 +441,7 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
   // Bulk passes: stage s's mbarrier (one arrival, thread 0's, plus the copies' bytes); pass j's
   // count of valid rows in pass_rows[j % k_row_ring]; its scales in pass_scales[stage].
   const uint32_t full_s = smem_u32(range_blocks) + (k_max_range_blocks + 1) / 2 * 8;
+  const uint32_t empty_s = full_s + 8 * stages;  // decouple: every thread's arrival per use
   const __nv_bfloat16* keys = static_cast<const __nv_bfloat16*>(key_pool);
   const uint8_t* keys8 = static_cast<const uint8_t*>(key_pool);
 
@@ -464,7 +470,10 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
     range_blocks[i] = id;
   }
   if (bulk && threadIdx.x == 0) {
-    for (int i = 0; i < stages; ++i) mbar::init(full_s + 8 * i, 1);
+    for (int i = 0; i < stages; ++i) {
+      mbar::init(full_s + 8 * i, 1);
+      mbar::init(empty_s + 8 * i, k_score_threads);
+    }
     mbar::fence_init();
   }
   __syncthreads();
@@ -634,11 +643,16 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
     const int stage = int(p % stages);
     const uint32_t kb = k_s + stage * pass_bytes;
     if (bulk) {
-      __syncthreads();  // pass p - 1 consumed by all (its stage free); the query visible
+      // Pass p - 1 consumed by all (its stage free); the query and hist_s's zeros visible.
+      if (!decouple || p == 0) __syncthreads();
       // Pass p + stages - 1 goes into the stage of pass p - 1 (pass_rows slot (p + stages - 1) %
-      // 8, last read by pass p + stages - 9 < p).
-      if (threadIdx.x == 0 && p + stages - 1 < passes)
+      // 8, last read by the epilogue of pass p + stages - 9, which every thread finished before it
+      // released pass p - 1's stage).
+      if (threadIdx.x == 0 && p + stages - 1 < passes) {
+        if (decouple && p > 0)
+          mbar::wait(empty_s + 8 * uint32_t((p - 1) % stages), uint32_t((p - 1) / stages) & 1u);
         issue_bulk(p + stages - 1, int((p + stages - 1) % stages));
+      }
       mbar::wait(full_s + 8 * stage, uint32_t(p / stages) & 1u);  // pass p landed
     } else {
       cp_async_wait<stages - 2>();  // groups 0 .. p complete (p + stages - 1 committed)
@@ -689,6 +703,8 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
               scale2[mt][h][w] = ((bytes >> (8 * w)) & 0xffu) * 0x00800080u;
           }
         }
+      // The stage's codes and scales are in registers: release it (its refill may start).
+      if (decouple) mbar::arrive(empty_s + 8 * stage);
     }
     if constexpr (fp8) {
 #pragma unroll
@@ -866,8 +882,21 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
   }
   cp_async_wait<0>();
   __syncthreads();
+  // Launched as a programmatic dependent of the zeroing kernel (plan.zero_kernel): its zeros of
+  // the histogram first (a no-op otherwise).
+  pdl_wait();
   for (int b = threadIdx.x; b < k_bins; b += k_score_threads)
     if (hist_s[b]) atomicAdd(&hist[t * k_bins + b], hist_s[b]);
+}
+
+// Zeroes n16 16-byte words (the per-token state and histograms) and lets its programmatic
+// dependent (the score kernel) start at once: the scores overlap it, and only their histogram
+// flush waits for it.
+__global__ void __launch_bounds__(256) indexer_zero_kernel(uint4* p, int64_t n16) {
+  pdl_trigger();
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n16;
+       i += int64_t(gridDim.x) * blockDim.x)
+    p[i] = make_uint4(0, 0, 0, 0);
 }
 
 // The chunk blockIdx.x of token blockIdx.y (n > top_k visible entries): finds the token's
@@ -1187,7 +1216,10 @@ indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_widt
   // top-512 628.9 / 632.9 / 642.6 / 667.4, top-1024 645.5 / 662.6 / 677.3 / 712.4. So 16 CTAs for
   // a few tokens (each CTA repeats the threshold search and the list scan; only the ranking is
   // split), the single-CTA select after the collect for larger batches.
-  p.select_ctas = tokens <= 8 ? int(std::clamp<int64_t>(2 * sms / tokens, 1, 16)) : 0;
+  // H200 (session 7, shares by list position): T=1 top-512 / top-1024 in all, us, select 16 / 32
+  // CTAs: 35.2 / 34.4, 37.6 / 35.8; so 32 CTAs up to 4 tokens.
+  p.select_ctas =
+      tokens <= 8 ? int(std::clamp<int64_t>(2 * sms / tokens, 1, tokens <= 4 ? 32 : 16)) : 0;
   const size_t score_bytes = size_t(tokens * score_stride_of(p.capacity)) * 4;
   p.scratch_bytes = score_bytes + size_t(tokens) * (sizeof(token_state) + 2 * k_bins * 4) +
                     size_t(tokens) * size_t(k_candidate_capacity) * 8;
@@ -1281,19 +1313,29 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
   // No entries: no scratch, every position is -1 padding (all bits set).
   if (plan.capacity == 0) return cudaMemsetAsync(out, 0xff, size_t(tokens * top_k) * 4, stream);
   const paged_entries pages{block_table, table_rows, table_width, block_size, pool_rows, 0};
-  cudaError_t e =
-      cudaMemsetAsync(state, 0, size_t(tokens) * (sizeof(token_state) + 2 * k_bins * 4), stream);
+  const size_t zero_bytes = size_t(tokens) * (sizeof(token_state) + 2 * k_bins * 4);
+  cudaError_t e = cudaSuccess;
+  if (plan.zero_kernel) {
+    static_assert((sizeof(token_state) + 2 * k_bins * 4) % 16 == 0, "16-byte words");
+    const int64_t n16 = int64_t(zero_bytes / 16);
+    indexer_zero_kernel<<<unsigned(std::min<int64_t>(ceil_div(n16, 256), 256)), 256, 0, stream>>>(
+        reinterpret_cast<uint4*>(state), n16);
+    e = cudaGetLastError();
+  } else {
+    e = cudaMemsetAsync(state, 0, zero_bytes, stream);
+  }
   if (e != cudaSuccess) return e;
   const dim3 grid(unsigned(plan.ctas_per_token), unsigned(tokens));
   // Bulk passes: FP4 keys on wgmma, each pass inside one block, 16-byte aligned scale rows.
-  const int flags = fmt == k_fmt_e2m1 && plan.score_wgmma && plan.score_bulk &&
-                            block_size % k_pass == 0 && aligned_16(key_scales)
-                        ? k_score_flag_bulk
-                        : 0;
+  const bool bulk = fmt == k_fmt_e2m1 && plan.score_wgmma && plan.score_bulk &&
+                    block_size % k_pass == 0 && aligned_16(key_scales);
+  const int flags =
+      bulk ? k_score_flag_bulk | (plan.score_decouple ? k_score_flag_decouple : 0) : 0;
+  // A programmatic dependent of the zeroing kernel (plan.zero_kernel), else a plain launch.
   const auto launch_score = [&](auto kernel, int threads, int smem) {
-    kernel<<<grid, threads, smem, stream>>>(q, weights, key_pool, key_scales, pages, token_seq,
-                                            n_visible, plan.capacity, plan.keys_per_cta, q_scale,
-                                            scores, stride, hist, flags);
+    e = launch_pdl(plan.zero_kernel, kernel, grid, dim3(unsigned(threads)), size_t(smem), stream, q,
+                   weights, key_pool, key_scales, pages, token_seq, n_visible, plan.capacity,
+                   plan.keys_per_cta, q_scale, scores, stride, hist, flags);
   };
   const bool eight = plan.score_warps == 8;
   if (fmt == k_fmt_e4m3) {
@@ -1327,7 +1369,7 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
     else
       launch_score(indexer_score_kernel<act_t, k_stages_bf16, k_fmt_bf16, 4>, 128, smem);
   }
-  e = cudaGetLastError();
+  if (e == cudaSuccess) e = cudaGetLastError();
   if (e != cudaSuccess || plan.score_only) return e;
   const bool fused_select = plan.select_ctas == 0 && !plan.collect_only;
   e = launch_pdl(true, indexer_collect_select_kernel,

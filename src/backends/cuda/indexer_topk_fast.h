@@ -62,6 +62,11 @@ struct indexer_fast_plan {
   // FP4 keys on wgmma: a pass's 8 wgmmas in two commit groups, the second half's widening
   // overlapping the first half's MMAs.
   bool score_split = false;
+  // FP4 bulk passes: stages released per thread through mbarriers (no CTA barrier per pass).
+  bool score_decouple = true;
+  // The per-token state and histograms zeroed by a kernel that the score kernel follows as a
+  // programmatic dependent (the scores overlap the zeroing) instead of a memset node.
+  bool zero_kernel = true;
   // CTAs of the select kernel per token (1..64; each ranks a share of the ~top_k keys at or above
   // the threshold), or 0: the last collect CTA of the token selects alone (the earlier scheme).
   int select_ctas = 0;
