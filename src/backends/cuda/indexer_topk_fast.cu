@@ -7,6 +7,11 @@
 //    then reduce sum_h w_h relu(s) across the heads they hold. Scores go to scratch and into a
 //    4096-bin histogram of their top 12 bits (shared, then added to the token's global one).
 //    E4M3 keys (indexer_topk_fast_fp8) are widened to bf16 in registers (see k_fp8_dim).
+//    FP4 keys on wgmma with block_size % 128 == 0 (plan.score_bulk): a pass is 128 consecutive
+//    pool rows of one block, fetched by thread 0 as two bulk copies completing on the stage's
+//    mbarrier; with plan.score_decouple every thread releases the stage on an "empty" mbarrier
+//    once its codes are in registers (no CTA barrier per pass). With plan.zero_kernel the state
+//    and histograms are zeroed by a kernel the score kernel follows as a programmatic dependent.
 // 2. indexer_collect_select_kernel, grid (chunk of plan.collect_keys, token), 1024 threads, a
 //    programmatic dependent of 1. Every CTA finds the threshold bin (the bin of the token's k-th
 //    key) from the histogram, lists its chunk's keys at or above it (the token's candidates; one
