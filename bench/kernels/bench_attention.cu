@@ -684,6 +684,7 @@ __global__ void fill_e8m0_words(uint32_t* p, size_t n, uint64_t seed) {
 }
 
 bool g_indexer_only = false;  // --indexer: the ceilings and the indexer cases only
+bool g_indexer_fp4 = false;   // --indexer-fp4: the ceilings and the FP4-key indexer rows only
 
 // Median time of `launch` (work on `stream`) replayed from a CUDA graph, L2 flushed before each
 // replay like time_ms: no host launch cost inside the timed region, as in the model's decode
@@ -927,6 +928,131 @@ bool run_cases(cublasHandle_t blas, int sms, const char* list) {
   return true;
 }
 
+// --indexer-fp4: FP4 keys only (the official mode), the plan's stage breakdown and the score /
+// select variants, each row a graph replay with the L2 flushed. `profile`: one timed run of the
+// plan's launches (for ncu).
+void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, bool profile) {
+  const int64_t heads = 64, d = 128, bs = 128;
+  const int64_t width = (entries + bs - 1) / bs;
+  // The pool of bench_indexer_case (sized for bf16 keys: >= 4x L2), blocks shuffled.
+  const int64_t pool_blocks = std::max<int64_t>(T * width, int64_t(4 * g_l2 / (bs * d * 2)) + 1);
+  std::vector<int32_t> perm(static_cast<size_t>(pool_blocks));
+  for (int64_t i = 0; i < pool_blocks; ++i) perm[size_t(i)] = int32_t(i);
+  std::shuffle(perm.begin(), perm.end(), g_rng);
+  std::vector<int32_t> table(static_cast<size_t>(T * width));
+  for (int64_t i = 0; i < T * width; ++i) table[size_t(i)] = perm[size_t(i)];
+  int32_t* dtable = upload_i32(table);
+  std::vector<int32_t> sq(static_cast<size_t>(T)), nv(static_cast<size_t>(T), int32_t(entries));
+  for (int64_t i = 0; i < T; ++i) sq[size_t(i)] = int32_t(i);
+  int32_t* dseq = upload_i32(sq);
+  int32_t* dvis = upload_i32(nv);
+  __nv_bfloat16* q16 = random_bf16(size_t(T * heads * d), -1, 1);
+  __nv_bfloat16* w16 = random_bf16(size_t(T * heads), -1, 1);
+  int32_t* out = device_alloc<int32_t>(size_t(T * top_k));
+  const float q_scale = 1.0f / std::sqrt(float(d));
+  char shape[128];
+  std::snprintf(shape, sizeof(shape), "T=%lld entries=%lld top_k=%lld", (long long)T,
+                (long long)entries, (long long)top_k);
+  const double flops = 2.0 * double(T * entries * heads * d);
+  cudaStream_t st;
+  CHECK(cudaStreamCreate(&st));
+  using plan_t = dsv4::cuda::indexer_fast_plan;
+  const plan_t plan = dsv4::cuda::indexer_topk_fast_make_plan(T, width, bs, sms);
+  const size_t scratch_bytes = plan.scratch_bytes;
+  void* scratch = device_alloc<unsigned char>(scratch_bytes);
+  uint8_t* codes = device_alloc<uint8_t>(size_t(pool_blocks * bs * d / 2));
+  fill_e4m3<<<1024, 256>>>(codes, size_t(pool_blocks * bs * d / 2), g_rng());  // any nibble
+  uint32_t* scales4 = device_alloc<uint32_t>(size_t(pool_blocks * bs));
+  fill_e8m0_words<<<1024, 256>>>(scales4, size_t(pool_blocks * bs), g_rng());
+  CHECK(cudaGetLastError());
+  const double bytes4 = double(T * entries * (d / 2 + 4)) + double(T * heads * d * 2);
+  auto run_fp4 = [&](const plan_t& p) {
+    CHECK(dsv4::cuda::indexer_topk_fast_fp4<__nv_bfloat16>(
+        q16, w16, T, heads, d, codes, scales4, pool_blocks * bs, dtable, T, width, dseq, dvis, bs,
+        top_k, q_scale, p, scratch, scratch_bytes, out, st));
+  };
+  run_fp4(plan);  // one-time attribute calls outside the capture
+  CHECK(cudaStreamSynchronize(st));
+  if (profile) {
+    run_fp4(plan);
+    CHECK(cudaStreamSynchronize(st));
+    plan_t p = plan;
+    p.score_bulk = false;
+    run_fp4(p);
+    CHECK(cudaStreamSynchronize(st));
+  } else {
+    // Warm-up (clocks): the plan replayed for a while before the first row.
+    for (int i = 0; i < 3; ++i) time_graph_ms(st, [&] { run_fp4(plan); });
+    // Variants, each timed in three interleaved rounds (min of the rounds' medians): all, scores
+    // (zeroing + score kernel), up to collect.
+    struct variant {
+      const char* name;
+      plan_t p;
+    };
+    std::vector<variant> vs;
+    vs.push_back({"fp4 plan", plan});
+    {
+      plan_t p = plan;
+      p.zero_kernel = false;
+      vs.push_back({"fp4 memset", p});
+      p = plan;
+      p.score_decouple = false;
+      vs.push_back({"fp4 no-decouple", p});
+      p = plan;
+      p.score_bulk = false;
+      vs.push_back({"fp4 cp.async", p});
+      p = plan;
+      p.score_split = !plan.score_split;
+      vs.push_back({plan.score_split ? "fp4 no-split" : "fp4 split", p});
+      p = plan;
+      p.score_warps = plan.score_warps == 8 ? 4 : 8;
+      vs.push_back({plan.score_warps == 8 ? "fp4 4-warp" : "fp4 8-warp", p});
+      for (int sel : {0, 16, 32}) {
+        if (sel == plan.select_ctas) continue;
+        p = plan;
+        p.select_ctas = sel;
+        vs.push_back({sel == 0    ? "fp4 select 0"
+                      : sel == 16 ? "fp4 select 16"
+                                  : "fp4 select 32",
+                      p});
+      }
+    }
+    const size_t nv_ = vs.size();
+    std::vector<double> all(nv_, 1e30), sc(nv_, 1e30), col(nv_, 1e30);
+    for (int round = 0; round < 3; ++round)
+      for (size_t i = 0; i < nv_; ++i) {
+        plan_t p = vs[i].p;
+        all[i] = std::min(all[i], time_graph_ms(st, [&] { run_fp4(p); }));
+        p.score_only = true;
+        sc[i] = std::min(sc[i], time_graph_ms(st, [&] { run_fp4(p); }));
+        p.score_only = false;
+        p.collect_only = true;
+        col[i] = std::min(col[i], time_graph_ms(st, [&] { run_fp4(p); }));
+      }
+    for (size_t i = 0; i < nv_; ++i) {
+      char label[64];
+      print_row(vs[i].name, shape, all[i], bytes4, flops);
+      std::snprintf(label, sizeof(label), "  scores");
+      print_row(label, shape, sc[i], bytes4, flops);
+      std::snprintf(label, sizeof(label), "  to collect");
+      print_row(label, shape, col[i], bytes4, flops);
+      std::printf("    stages (us): scores %.2f, collect %.2f, select %.2f (plan select_ctas %d)\n",
+                  sc[i] * 1e3, (col[i] - sc[i]) * 1e3, (all[i] - col[i]) * 1e3,
+                  vs[i].p.select_ctas);
+    }
+  }
+  cudaFree(codes);
+  cudaFree(scales4);
+  cudaFree(scratch);
+  cudaFree(out);
+  cudaFree(q16);
+  cudaFree(w16);
+  cudaFree(dtable);
+  cudaFree(dseq);
+  cudaFree(dvis);
+  CHECK(cudaStreamDestroy(st));
+}
+
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // rows survive a timeout
   bool quick = false;    // --quick: two cases, few launches (for a profiler run)
@@ -944,6 +1070,8 @@ int main(int argc, char** argv) {
       profile = true;
     else if (std::strcmp(argv[i], "--indexer") == 0)
       g_indexer_only = true;
+    else if (std::strcmp(argv[i], "--indexer-fp4") == 0)
+      g_indexer_fp4 = true;
     else if (std::strcmp(argv[i], "--kv-fp8") == 0)
       g_kv_fp8 = true;
     else if (std::strcmp(argv[i], "--cases") == 0 && i + 1 < argc)
@@ -964,6 +1092,10 @@ int main(int argc, char** argv) {
   CHECK(cudaMemset(g_flush, 0x3C, g_flush_bytes));
   CHECK(cudaMalloc(&g_flush_sink, 4));
 
+  if (profile && g_indexer_fp4) {  // --profile --indexer-fp4: T=1 top-512, plan and cp.async
+    bench_indexer_fp4_case(sms, 1, 262144, 512, true);
+    return 0;
+  }
   if (profile) {
     g_runs = 1;
     g_focus = true;
@@ -1057,6 +1189,14 @@ int main(int argc, char** argv) {
   }
   std::printf("  %-22s %-50s %9s %9s %7s %8s\n", "kernel", "shape", "us", "GB/s", "%read",
               "TFLOP/s");
+  if (g_indexer_fp4) {
+    std::printf("indexer top-k, FP4 keys (64 heads x 128, bf16 activations):\n");
+    bench_indexer_fp4_case(sms, 1, 262144, 512, false);
+    bench_indexer_fp4_case(sms, 1, 262144, 1024, false);
+    bench_indexer_fp4_case(sms, 32, 262144, 512, false);
+    CHECK_CUBLAS(cublasDestroy(blas));
+    return 0;
+  }
   if (g_indexer_only) {
     std::printf("indexer top-k (64 heads x 128, bf16 keys and activations):\n");
     for (int64_t T : {1, 32})

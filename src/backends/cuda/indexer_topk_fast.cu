@@ -7,6 +7,11 @@
 //    then reduce sum_h w_h relu(s) across the heads they hold. Scores go to scratch and into a
 //    4096-bin histogram of their top 12 bits (shared, then added to the token's global one).
 //    E4M3 keys (indexer_topk_fast_fp8) are widened to bf16 in registers (see k_fp8_dim).
+//    FP4 keys on wgmma with block_size % 128 == 0 (plan.score_bulk): a pass is 128 consecutive
+//    pool rows of one block, fetched by thread 0 as two bulk copies completing on the stage's
+//    mbarrier; with plan.score_decouple every thread releases the stage on an "empty" mbarrier
+//    once its codes are in registers (no CTA barrier per pass). With plan.zero_kernel the state
+//    and histograms are zeroed by a kernel the score kernel follows as a programmatic dependent.
 // 2. indexer_collect_select_kernel, grid (chunk of plan.collect_keys, token), 1024 threads, a
 //    programmatic dependent of 1. Every CTA finds the threshold bin (the bin of the token's k-th
 //    key) from the histogram, lists its chunk's keys at or above it (the token's candidates; one
@@ -27,10 +32,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <type_traits>
 
 #include "backends/cuda/activation.cuh"
 #include "backends/cuda/indexer_topk_fast.h"
 #include "backends/cuda/kernel_common.cuh"
+#include "backends/cuda/mbarrier.cuh"
 #include "backends/cuda/mma_sm80.cuh"
 #include "backends/cuda/paged_rows.cuh"
 #include "backends/cuda/pdl.cuh"
@@ -64,6 +71,20 @@ constexpr int k_fmt_e2m1 = 2;
 // rows of a k16 step one quarter of a wgmma m64n64k16 whose B (the query) is read from shared
 // memory in the 128-byte-swizzled K-major layout (q_wg_offset).
 constexpr int k_fmt_e2m1_wg = 3;
+// The same with the pass's wgmmas in two commit groups (k-steps 0..3, then 4..7): the widening of
+// k-steps 4..7 overlaps the first group's MMAs (plan.score_split).
+constexpr int k_fmt_e2m1_wg2 = 4;
+__host__ __device__ constexpr bool fmt_fp4(int fmt) {
+  return fmt == k_fmt_e2m1 || fmt == k_fmt_e2m1_wg || fmt == k_fmt_e2m1_wg2;
+}
+// Score kernel flags (runtime). Bulk: FP4 keys with block_size a multiple of k_pass, each pass
+// one run of 128 pool rows, fetched by thread 0 as two bulk copies (codes, scales) that complete
+// on the stage's mbarrier, instead of per-thread cp.async of every row (plan.score_bulk).
+constexpr int k_score_flag_bulk = 1;
+// With bulk passes: every thread releases a stage right after reading it (an arrival on the stage's
+// "empty" mbarrier) and thread 0 waits for that before refilling it, instead of a CTA barrier per
+// pass: warps drift up to stages - 1 passes apart (plan.score_decouple).
+constexpr int k_score_flag_decouple = 2;
 constexpr int k_max_range_blocks = 1025;  // block ids of a CTA's range (keys_per_cta <= 1024 bs)
 // Pool rows of the keys of passes j .. j + 7 (slot j % 8), computed `stages` passes ahead, one key
 // per thread, so the copy loop only reads them (no block division per copied chunk). FP8 keys
@@ -84,11 +105,12 @@ constexpr int k_stages_fp4 = 4;
 static_assert(k_row_ring > k_stages_fp8 + 1, "row ring shorter than the key ring");
 static_assert(k_row_ring > k_stages_fp4 + 1, "row ring shorter than the key ring");
 constexpr int score_smem_bytes(int stages, int fmt) {
-  const int pass = fmt == k_fmt_e4m3 ? k_fp8_pass_bytes
-                                     : (fmt == k_fmt_e2m1 || fmt == k_fmt_e2m1_wg ? k_fp4_pass_bytes
-                                                                                  : k_pass_bytes);
+  const int pass =
+      fmt == k_fmt_e4m3 ? k_fp8_pass_bytes : (fmt_fp4(fmt) ? k_fp4_pass_bytes : k_pass_bytes);
+  // ... + the stages' full and empty mbarriers (bulk passes), 8-byte aligned.
   return k_q_bytes + stages * pass + k_bins * 4 +
-         k_row_ring * k_pass * 4 * (fmt != k_fmt_bf16 ? 2 : 1) + k_max_range_blocks * 4;
+         k_row_ring * k_pass * 4 * (fmt != k_fmt_bf16 ? 2 : 1) + (k_max_range_blocks + 1) / 2 * 8 +
+         stages * 16;
 }
 static_assert(2 * score_smem_bytes(k_stages_fp4, k_fmt_e2m1) <= 227 * 1024, "two CTAs per SM");
 
@@ -194,6 +216,51 @@ __device__ __forceinline__ uint32_t e2m1x2_to_bf16x2(uint32_t word, uint32_t sca
   asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(v) : "r"(v), "r"(two_126), "r"(minus_zero));
   asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(v) : "r"(v), "r"(scale2), "r"(minus_zero));
   return v;
+}
+
+// The same for the wgmma path, with the scale's two products folded into one where the scale
+// allows: `one` (every scale byte b <= 128): m = 2^(b - 1) in both halves (2^126 * 2^(b - 127),
+// a bf16 power of two), one exact product; else m = 2^(b - 127) as above, after 2^126.
+template <int p, bool one>
+__device__ __forceinline__ uint32_t e2m1x2_widen(uint32_t word, uint32_t m) {
+  const uint32_t x = word << (4 * p);
+  uint32_t v = (x & 0x80008000u) | ((x >> 6) & 0x01C001C0u);
+  constexpr uint32_t two_126 = 0x7E807E80u;
+  constexpr uint32_t minus_zero = 0x80008000u;
+  if constexpr (!one)
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(v) : "r"(v), "r"(two_126), "r"(minus_zero));
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(v) : "r"(v), "r"(m), "r"(minus_zero));
+  return v;
+}
+
+// A fragments of k-steps kk0 .. kk1 - 1 of the wgmma path from a lane's code words (raw4[mt][h]:
+// rows g, g + 8 of tile mt; word w holds k-steps 2 w, 2 w + 1) and multipliers m[mt][h][w] of
+// block w (see e2m1x2_widen).
+template <bool one, int kk0, int kk1, int tiles>
+__device__ __forceinline__ void widen_fp4_steps(uint32_t (&a)[8][tiles][4],
+                                                const uint4 (&raw4)[tiles][2],
+                                                const uint32_t (&m)[tiles][2][4]) {
+#pragma unroll
+  for (int kk = kk0; kk < kk1; ++kk)
+#pragma unroll
+    for (int mt = 0; mt < tiles; ++mt) {
+      const uint4& r0 = raw4[mt][0];
+      const uint4& r1 = raw4[mt][1];
+      const int w = kk / 2;
+      const uint32_t w0 = w == 0 ? r0.x : w == 1 ? r0.y : w == 2 ? r0.z : r0.w;
+      const uint32_t w1 = w == 0 ? r1.x : w == 1 ? r1.y : w == 2 ? r1.z : r1.w;
+      if (kk % 2 == 0) {
+        a[kk][mt][0] = e2m1x2_widen<0, one>(w0, m[mt][0][w]);
+        a[kk][mt][1] = e2m1x2_widen<0, one>(w1, m[mt][1][w]);
+        a[kk][mt][2] = e2m1x2_widen<1, one>(w0, m[mt][0][w]);
+        a[kk][mt][3] = e2m1x2_widen<1, one>(w1, m[mt][1][w]);
+      } else {
+        a[kk][mt][0] = e2m1x2_widen<2, one>(w0, m[mt][0][w]);
+        a[kk][mt][1] = e2m1x2_widen<2, one>(w1, m[mt][1][w]);
+        a[kk][mt][2] = e2m1x2_widen<3, one>(w0, m[mt][0][w]);
+        a[kk][mt][3] = e2m1x2_widen<3, one>(w1, m[mt][1][w]);
+      }
+    }
 }
 
 // E4M3 keys feed mma.sync without a shared-memory conversion pass: the reduction dimension is
@@ -352,10 +419,16 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
     indexer_score_kernel(const act_t* q, const act_t* weights, const void* key_pool,
                          const void* key_scales_raw, paged_entries pages, const int32_t* token_seq,
                          const int32_t* n_visible, int64_t capacity, int64_t keys_per_cta,
-                         float q_scale, float* scores, int64_t score_stride, uint32_t* hist) {
+                         float q_scale, float* scores, int64_t score_stride, uint32_t* hist,
+                         int flags) {
   constexpr bool fp8 = fmt == k_fmt_e4m3;
-  constexpr bool wg = fmt == k_fmt_e2m1_wg;
-  constexpr bool fp4 = fmt == k_fmt_e2m1 || wg;
+  constexpr bool wg = fmt == k_fmt_e2m1_wg || fmt == k_fmt_e2m1_wg2;
+  constexpr bool split = fmt == k_fmt_e2m1_wg2;
+  constexpr bool fp4 = fmt_fp4(fmt);
+  // Bulk passes (k_score_flag_bulk; the host sets it only for FP4 keys, block_size % k_pass == 0
+  // and 16-byte aligned scales): pass j is pool rows row0 .. row0 + 127 of one block.
+  const bool bulk = fp4 && (flags & k_score_flag_bulk) != 0;
+  const bool decouple = bulk && (flags & k_score_flag_decouple) != 0;
   constexpr int k_score_threads = warps * k_warp_size;
   constexpr int tiles = k_pass / 16 / warps;  // 16-key MMA tiles per warp
   const float* key_scales = static_cast<const float*>(key_scales_raw);
@@ -370,18 +443,25 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
   float* pass_scales = reinterpret_cast<float*>(pass_rows + k_row_ring * k_pass);
   int32_t* range_blocks = reinterpret_cast<int32_t*>(pass_scales) +
                           (fmt != k_fmt_bf16 ? k_row_ring * k_pass : 0);  // block ids of [lo, hi)
+  // Bulk passes: stage s's mbarrier (one arrival, thread 0's, plus the copies' bytes); pass j's
+  // count of valid rows in pass_rows[j % k_row_ring]; its scales in pass_scales[stage].
+  const uint32_t full_s = smem_u32(range_blocks) + (k_max_range_blocks + 1) / 2 * 8;
+  const uint32_t empty_s = full_s + 8 * stages;  // decouple: every thread's arrival per use
   const __nv_bfloat16* keys = static_cast<const __nv_bfloat16*>(key_pool);
   const uint8_t* keys8 = static_cast<const uint8_t*>(key_pool);
 
   // The collect kernel may be scheduled now: it waits for this grid's completion itself.
   pdl_trigger();
   const int64_t t = blockIdx.y;
-  const int64_t n = clamp_visible(n_visible[t], capacity);
+  // Both loads in flight together (the block table needs the sequence, not the count).
+  const int32_t visible = n_visible[t];
+  const int32_t seq = token_seq[t];
+  const int64_t n = clamp_visible(visible, capacity);
   const int64_t lo = int64_t(blockIdx.x) * keys_per_cta;
   if (lo >= n) return;
   const int64_t hi = min(lo + keys_per_cta, n);
   const int64_t passes = (hi - lo + k_pass - 1) / k_pass;
-  pages.seq = token_seq[t];
+  pages.seq = seq;
   const int lane = threadIdx.x % k_warp_size;
   const int warp = threadIdx.x / k_warp_size;
   // The range's block ids up front (one round of dependent loads per CTA, none in the key loop).
@@ -393,6 +473,13 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
     if (pages.seq >= 0 && pages.seq < pages.table_rows && b < pages.table_width)
       id = pages.block_table[pages.seq * pages.table_width + b];
     range_blocks[i] = id;
+  }
+  if (bulk && threadIdx.x == 0) {
+    for (int i = 0; i < stages; ++i) {
+      mbar::init(full_s + 8 * i, 1);
+      mbar::init(empty_s + 8 * i, k_score_threads);
+    }
+    mbar::fence_init();
   }
   __syncthreads();
   // Entry numbers and block sizes are 32-bit here (the host checks the capacity).
@@ -457,8 +544,39 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
     }
   };
 
-  for (int j = 0; j < stages; ++j)
-    if (j < passes) compute_rows(j);
+  // Bulk pass j into `stage` (thread 0): the rows of the pass's block inside the pool (the
+  // codes, and the scales whole 16-byte groups by the copy engine, the pool's last < 4 by this
+  // thread); pass_rows[j % k_row_ring] = rows of the pass that score (0: no block, or outside the
+  // pool: -inf).
+  auto issue_bulk = [&](int64_t j, int stage) {
+    const uint32_t start = uint32_t(lo + j * k_pass);
+    const uint32_t block = start / bs;
+    const int32_t id = range_blocks[block - uint32_t(block0)];
+    const int64_t row0 = int64_t(id) * bs + (start - block * bs);
+    int copy = 0, valid = 0;
+    if (id >= 0 && row0 < pages.pool_rows) {
+      copy = int(min(int64_t(k_pass), pages.pool_rows - row0));
+      valid = min(copy, int(hi - int64_t(start)));
+    }
+    pass_rows[j % k_row_ring] = valid;
+    const uint32_t bar = full_s + 8 * stage;
+    if (valid == 0) {
+      mbar::arrive(bar);
+      return;
+    }
+    const uint32_t* src_scales = key_scales4 + row0;
+    uint32_t* dst_scales = reinterpret_cast<uint32_t*>(pass_scales) + stage * k_pass;
+    const int copy4 = copy & ~3;
+    for (int i = copy4; i < copy; ++i) dst_scales[i] = src_scales[i];
+    mbar::arrive_expect_tx(bar, uint32_t(copy * k_fp4_row_bytes + copy4 * 4));
+    mbar::bulk_g2s(k_s + stage * k_fp4_pass_bytes, keys8 + row0 * k_fp4_row_bytes,
+                   uint32_t(copy * k_fp4_row_bytes), bar);
+    if (copy4 > 0) mbar::bulk_g2s(smem_u32(dst_scales), src_scales, uint32_t(copy4 * 4), bar);
+  };
+
+  if (!bulk)
+    for (int j = 0; j < stages; ++j)
+      if (j < passes) compute_rows(j);
   // The query (the bf16 cp.async copy joins the first commit group below).
   if constexpr (fp8) {
     // 16-byte chunk c of head r holds MMA k indices 8 c .. 8 c + 7 (k-step c / 2): four pairs of
@@ -499,13 +617,24 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
                    "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w));
     }
   }
-  __syncthreads();  // rows of passes 0 .. stages - 1, the f32 path's query
-  // Passes 0 .. stages - 2 in flight, one commit group each (the q copy joins group 0); empty
-  // groups keep the count uniform.
-#pragma unroll
-  for (int j = 0; j < stages - 1; ++j) {
-    if (j < passes) load_pass(j, j);
+  if (bulk) {
+    // Passes 0 .. stages - 2 in flight while the query lands (one group); wgmma reads it through
+    // the async proxy.
+    if (threadIdx.x == 0)
+      for (int j = 0; j < stages - 1; ++j)
+        if (j < passes) issue_bulk(j, j);
     cp_async_commit();
+    cp_async_wait<0>();
+    wgmma::fence_async_smem();
+  } else {
+    __syncthreads();  // rows of passes 0 .. stages - 1, the f32 path's query
+    // Passes 0 .. stages - 2 in flight, one commit group each (the q copy joins group 0); empty
+    // groups keep the count uniform.
+#pragma unroll
+    for (int j = 0; j < stages - 1; ++j) {
+      if (j < passes) load_pass(j, j);
+      cp_async_commit();
+    }
   }
   for (int b = threadIdx.x; b < k_bins; b += k_score_threads) hist_s[b] = 0;
   float w[8][2];
@@ -516,19 +645,33 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
       w[nt][e] = act_to_f32(weights[t * k_heads + nt * 8 + 2 * (lane % 4) + e]);
 
   for (int64_t p = 0; p < passes; ++p) {
-    cp_async_wait<stages - 2>();  // groups 0 .. p complete (p + stages - 1 committed)
-    // wgmma reads the query through the async proxy: this thread's copies (group 0) made visible.
-    if constexpr (wg)
-      if (p == 0) wgmma::fence_async_smem();
-    __syncthreads();  // pass p landed for all; pass p - 1 consumed by all
-    // Pass p + stages - 1 goes into the stage of pass p - 1.
-    if (p + stages - 1 < passes) load_pass(p + stages - 1, int((p + stages - 1) % stages));
-    cp_async_commit();
-    // Slot (p + stages) % 8 was last read by pass p + stages - 8 <= p - 4 (its load and its
-    // epilogue), before the barrier above.
-    if (p + stages < passes) compute_rows(p + stages);
     const int stage = int(p % stages);
     const uint32_t kb = k_s + stage * pass_bytes;
+    if (bulk) {
+      // Pass p - 1 consumed by all (its stage free); the query and hist_s's zeros visible.
+      if (!decouple || p == 0) __syncthreads();
+      // Pass p + stages - 1 goes into the stage of pass p - 1 (pass_rows slot (p + stages - 1) %
+      // 8, last read by the epilogue of pass p + stages - 9, which every thread finished before it
+      // released pass p - 1's stage).
+      if (threadIdx.x == 0 && p + stages - 1 < passes) {
+        if (decouple && p > 0)
+          mbar::wait(empty_s + 8 * uint32_t((p - 1) % stages), uint32_t((p - 1) / stages) & 1u);
+        issue_bulk(p + stages - 1, int((p + stages - 1) % stages));
+      }
+      mbar::wait(full_s + 8 * stage, uint32_t(p / stages) & 1u);  // pass p landed
+    } else {
+      cp_async_wait<stages - 2>();  // groups 0 .. p complete (p + stages - 1 committed)
+      // wgmma reads the query through the async proxy: this thread's copies (group 0) visible.
+      if constexpr (wg)
+        if (p == 0) wgmma::fence_async_smem();
+      __syncthreads();  // pass p landed for all; pass p - 1 consumed by all
+      // Pass p + stages - 1 goes into the stage of pass p - 1.
+      if (p + stages - 1 < passes) load_pass(p + stages - 1, int((p + stages - 1) % stages));
+      cp_async_commit();
+      // Slot (p + stages) % 8 was last read by pass p + stages - 8 <= p - 4 (its load and its
+      // epilogue), before the barrier above.
+      if (p + stages < passes) compute_rows(p + stages);
+    }
 
     float acc[tiles][8][4];
 #pragma unroll
@@ -543,9 +686,10 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
     // and the rows' scales as bf16x2 multipliers per 32-dim block w.
     uint4 raw4[tiles][2];
     uint32_t scale2[tiles][2][4];
+    uint32_t sbytes[tiles][2];  // the rows' four E8M0 bytes
     if constexpr (fp4) {
-      const uint32_t* ring =
-          reinterpret_cast<const uint32_t*>(pass_scales) + (p % k_row_ring) * k_pass;
+      const uint32_t* ring = reinterpret_cast<const uint32_t*>(pass_scales) +
+                             (bulk ? stage : int(p % k_row_ring)) * k_pass;
 #pragma unroll
       for (int mt = 0; mt < tiles; ++mt)
 #pragma unroll
@@ -557,9 +701,15 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
                        : "r"(kb + r * k_fp4_row_bytes + (lane % 4) * 16));
           raw4[mt][h] = v;
           const uint32_t bytes = ring[r];
+          sbytes[mt][h] = bytes;
+          if constexpr (!wg) {
 #pragma unroll
-          for (int w = 0; w < 4; ++w) scale2[mt][h][w] = ((bytes >> (8 * w)) & 0xffu) * 0x00800080u;
+            for (int w = 0; w < 4; ++w)
+              scale2[mt][h][w] = ((bytes >> (8 * w)) & 0xffu) * 0x00800080u;
+          }
         }
+      // The stage's codes and scales are in registers: release it (its refill may start).
+      if (decouple) mbar::arrive(empty_s + 8 * stage);
     }
     if constexpr (fp8) {
 #pragma unroll
@@ -577,58 +727,50 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
           }
         }
     }
-    // wgmma: every k-step's A fragments first (kept live until the wgmmas complete), then one
-    // fence, the 8 wgmmas (one commit group) and a wait.
-    uint32_t a_wg[wg ? k_dim / 16 : 1][tiles][4];
+    if constexpr (!wg) {
 #pragma unroll
-    for (int kk = 0; kk < k_dim / 16; ++kk) {
-      uint32_t a[tiles][4];
-      if constexpr (fp4) {
+      for (int kk = 0; kk < k_dim / 16; ++kk) {
+        uint32_t a[tiles][4];
+        if constexpr (fp4) {
 #pragma unroll
-        for (int mt = 0; mt < tiles; ++mt) {
-          const uint4& r0 = raw4[mt][0];
-          const uint4& r1 = raw4[mt][1];
-          const int w = kk / 2;
-          const uint32_t w0 = w == 0 ? r0.x : w == 1 ? r0.y : w == 2 ? r0.z : r0.w;
-          const uint32_t w1 = w == 0 ? r1.x : w == 1 ? r1.y : w == 2 ? r1.z : r1.w;
-          // Pairs 2 (kk % 2) (dims 16 kk + 2 t, + 1) and 2 (kk % 2) + 1 (dims + 8, + 9).
-          if (kk % 2 == 0) {
-            a[mt][0] = e2m1x2_to_bf16x2<0>(w0, scale2[mt][0][w]);
-            a[mt][1] = e2m1x2_to_bf16x2<0>(w1, scale2[mt][1][w]);
-            a[mt][2] = e2m1x2_to_bf16x2<1>(w0, scale2[mt][0][w]);
-            a[mt][3] = e2m1x2_to_bf16x2<1>(w1, scale2[mt][1][w]);
-          } else {
-            a[mt][0] = e2m1x2_to_bf16x2<2>(w0, scale2[mt][0][w]);
-            a[mt][1] = e2m1x2_to_bf16x2<2>(w1, scale2[mt][1][w]);
-            a[mt][2] = e2m1x2_to_bf16x2<3>(w0, scale2[mt][0][w]);
-            a[mt][3] = e2m1x2_to_bf16x2<3>(w1, scale2[mt][1][w]);
+          for (int mt = 0; mt < tiles; ++mt) {
+            const uint4& r0 = raw4[mt][0];
+            const uint4& r1 = raw4[mt][1];
+            const int w = kk / 2;
+            const uint32_t w0 = w == 0 ? r0.x : w == 1 ? r0.y : w == 2 ? r0.z : r0.w;
+            const uint32_t w1 = w == 0 ? r1.x : w == 1 ? r1.y : w == 2 ? r1.z : r1.w;
+            // Pairs 2 (kk % 2) (dims 16 kk + 2 t, + 1) and 2 (kk % 2) + 1 (dims + 8, + 9).
+            if (kk % 2 == 0) {
+              a[mt][0] = e2m1x2_to_bf16x2<0>(w0, scale2[mt][0][w]);
+              a[mt][1] = e2m1x2_to_bf16x2<0>(w1, scale2[mt][1][w]);
+              a[mt][2] = e2m1x2_to_bf16x2<1>(w0, scale2[mt][0][w]);
+              a[mt][3] = e2m1x2_to_bf16x2<1>(w1, scale2[mt][1][w]);
+            } else {
+              a[mt][0] = e2m1x2_to_bf16x2<2>(w0, scale2[mt][0][w]);
+              a[mt][1] = e2m1x2_to_bf16x2<2>(w1, scale2[mt][1][w]);
+              a[mt][2] = e2m1x2_to_bf16x2<3>(w0, scale2[mt][0][w]);
+              a[mt][3] = e2m1x2_to_bf16x2<3>(w1, scale2[mt][1][w]);
+            }
           }
+        } else if constexpr (fp8) {
+#pragma unroll
+          for (int mt = 0; mt < tiles; ++mt) {
+            const uint4& r0 = raw[mt][0][kk / 4];
+            const uint4& r1 = raw[mt][1][kk / 4];
+            const uint32_t w0 = kk % 4 == 0 ? r0.x : kk % 4 == 1 ? r0.y : kk % 4 == 2 ? r0.z : r0.w;
+            const uint32_t w1 = kk % 4 == 0 ? r1.x : kk % 4 == 1 ? r1.y : kk % 4 == 2 ? r1.z : r1.w;
+            a[mt][0] = e4m3x2_to_bf16x2(w0);        // row g, k 2t, 2t + 1
+            a[mt][1] = e4m3x2_to_bf16x2(w1);        // row g + 8
+            a[mt][2] = e4m3x2_to_bf16x2(w0 >> 16);  // row g, k 2t + 8, 2t + 9
+            a[mt][3] = e4m3x2_to_bf16x2(w1 >> 16);  // row g + 8
+          }
+        } else {
+#pragma unroll
+          for (int mt = 0; mt < tiles; ++mt)
+            ldmatrix_x4(a[mt],
+                        kb + swizzled((warp * tiles + mt) * 16 + (lane % 8) + ((lane / 8) & 1) * 8,
+                                      kk * 2 + lane / 16));
         }
-      } else if constexpr (fp8) {
-#pragma unroll
-        for (int mt = 0; mt < tiles; ++mt) {
-          const uint4& r0 = raw[mt][0][kk / 4];
-          const uint4& r1 = raw[mt][1][kk / 4];
-          const uint32_t w0 = kk % 4 == 0 ? r0.x : kk % 4 == 1 ? r0.y : kk % 4 == 2 ? r0.z : r0.w;
-          const uint32_t w1 = kk % 4 == 0 ? r1.x : kk % 4 == 1 ? r1.y : kk % 4 == 2 ? r1.z : r1.w;
-          a[mt][0] = e4m3x2_to_bf16x2(w0);        // row g, k 2t, 2t + 1
-          a[mt][1] = e4m3x2_to_bf16x2(w1);        // row g + 8
-          a[mt][2] = e4m3x2_to_bf16x2(w0 >> 16);  // row g, k 2t + 8, 2t + 9
-          a[mt][3] = e4m3x2_to_bf16x2(w1 >> 16);  // row g + 8
-        }
-      } else {
-#pragma unroll
-        for (int mt = 0; mt < tiles; ++mt)
-          ldmatrix_x4(a[mt],
-                      kb + swizzled((warp * tiles + mt) * 16 + (lane % 8) + ((lane / 8) & 1) * 8,
-                                    kk * 2 + lane / 16));
-      }
-      if constexpr (wg) {
-#pragma unroll
-        for (int mt = 0; mt < tiles; ++mt)
-#pragma unroll
-          for (int i = 0; i < 4; ++i) a_wg[kk][mt][i] = a[mt][i];
-      } else {
 #pragma unroll
         for (int np = 0; np < 4; ++np) {
           uint32_t b[4];
@@ -642,17 +784,63 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
         }
       }
     }
+    // wgmma: the A fragments of every k-step (kept live until the wgmmas complete), one fence, the
+    // 8 wgmmas (one commit group) and a wait; split: k-steps 0..3 issued before 4..7 are widened.
+    uint32_t a_wg[wg ? k_dim / 16 : 1][tiles][4];
     if constexpr (wg) {
-      wgmma::fence();  // acc zeroed and the A fragments written by this thread
+      // Scale bytes b <= 128 in all the warp's rows: one product per widened pair (b >= 129 is a
+      // block amax of 12 or more; uniform per warp).
+      uint32_t big = 0;
 #pragma unroll
-      for (int kk = 0; kk < k_dim / 16; ++kk)
+      for (int mt = 0; mt < tiles; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const uint32_t b = sbytes[mt][h];  // byte >= 129: bit 7 and a nonzero low 7 bits
+          big |= b & ((b & 0x7f7f7f7fu) + 0x7f7f7f7fu) & 0x80808080u;
+        }
+      const bool one = __all_sync(0xffffffffu, big == 0);
+      uint32_t m[tiles][2][4];
+      const auto multipliers = [&](bool one_product) {
 #pragma unroll
         for (int mt = 0; mt < tiles; ++mt)
-          // k-step kk: dims 16 kk .., 32 bytes into the rows of the query's block kk / 4.
-          wgmma_rs_n64(reinterpret_cast<float(&)[32]>(acc[mt]), a_wg[kk][mt],
-                       wgmma::sw128_desc(q_s + uint32_t((kk / 4) * (k_heads * 128) + (kk % 4) * 32),
-                                         16, 1024));
-      wgmma::commit();
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+#pragma unroll
+            for (int w = 0; w < 4; ++w) {
+              const uint32_t b = (sbytes[mt][h] >> (8 * w)) & 0xffu;
+              // 2^(b - 1): exponent field b + 126; else 2^(b - 127): field b.
+              m[mt][h][w] = b * 0x00800080u + (one_product ? 0x3F003F00u : 0u);
+            }
+      };
+      multipliers(one);
+      const auto issue = [&](auto kk0_c) {
+        constexpr int kk0 = decltype(kk0_c)::value;
+        constexpr int kk1 = split ? kk0 + 4 : k_dim / 16;
+#pragma unroll
+        for (int kk = kk0; kk < kk1; ++kk)
+#pragma unroll
+          for (int mt = 0; mt < tiles; ++mt)
+            // k-step kk: dims 16 kk .., 32 bytes into the rows of the query's block kk / 4.
+            wgmma_rs_n64(reinterpret_cast<float(&)[32]>(acc[mt]), a_wg[kk][mt],
+                         wgmma::sw128_desc(
+                             q_s + uint32_t((kk / 4) * (k_heads * 128) + (kk % 4) * 32), 16, 1024));
+        wgmma::commit();
+      };
+      constexpr int first_end = split ? 4 : k_dim / 16;
+      if (one)
+        widen_fp4_steps<true, 0, first_end>(a_wg, raw4, m);
+      else
+        widen_fp4_steps<false, 0, first_end>(a_wg, raw4, m);
+      wgmma::fence();  // acc zeroed and the A fragments written by this thread
+      issue(std::integral_constant<int, 0>{});
+      if constexpr (split) {
+        if (one)
+          widen_fp4_steps<true, 4, 8>(a_wg, raw4, m);
+        else
+          widen_fp4_steps<false, 4, 8>(a_wg, raw4, m);
+        wgmma::fence();  // the second half's A fragments
+        issue(std::integral_constant<int, 4>{});
+      }
       wgmma::wait<0>();
       // The A registers stay untouched until the wgmmas have read them; the accumulators are
       // not read before the wait.
@@ -686,7 +874,8 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
         if (lane % 4 == 0 && s < hi) {
           // + 0.0f: a sum of -0 terms is +0 on the CPU (its accumulator starts at +0).
           float v = -INFINITY;
-          if (pass_rows[(p % k_row_ring) * k_pass + r] >= 0) {
+          if (bulk ? r < pass_rows[p % k_row_ring]
+                   : pass_rows[(p % k_row_ring) * k_pass + r] >= 0) {
             // The key's scale after the ReLU: relu(s x) = s relu(x) for s > 0.
             if constexpr (fp8) sc *= pass_scales[(p % k_row_ring) * k_pass + r];
             v = sc * q_scale + 0.0f;
@@ -698,8 +887,21 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
   }
   cp_async_wait<0>();
   __syncthreads();
+  // Launched as a programmatic dependent of the zeroing kernel (plan.zero_kernel): its zeros of
+  // the histogram first (a no-op otherwise).
+  pdl_wait();
   for (int b = threadIdx.x; b < k_bins; b += k_score_threads)
     if (hist_s[b]) atomicAdd(&hist[t * k_bins + b], hist_s[b]);
+}
+
+// Zeroes n16 16-byte words (the per-token state and histograms) and lets its programmatic
+// dependent (the score kernel) start at once: the scores overlap it, and only their histogram
+// flush waits for it.
+__global__ void __launch_bounds__(256) indexer_zero_kernel(uint4* p, int64_t n16) {
+  pdl_trigger();
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n16;
+       i += int64_t(gridDim.x) * blockDim.x)
+    p[i] = make_uint4(0, 0, 0, 0);
 }
 
 // The chunk blockIdx.x of token blockIdx.y (n > top_k visible entries): finds the token's
@@ -884,11 +1086,12 @@ __global__ void __launch_bounds__(k_select_threads)
                                   bool fused_select, int32_t* out) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ bool last_cta;
+  const int64_t t = blockIdx.y;
+  // No launch of the chain writes n_visible: read before the wait.
+  const int64_t n = clamp_visible(n_visible[t], capacity);
   pdl_wait();
   // The separate select kernel may be scheduled now: it waits for this grid's completion.
   pdl_trigger();
-  const int64_t t = blockIdx.y;
-  const int64_t n = clamp_visible(n_visible[t], capacity);
   // n <= top_k: the select takes every entry; past n: nothing to collect.
   if (n > top_k && int64_t(blockIdx.x) * collect_keys < n)
     collect_chunk(reinterpret_cast<uint32_t*>(smem), reinterpret_cast<uint32_t*>(smem) + k_bins,
@@ -908,22 +1111,27 @@ __global__ void __launch_bounds__(k_select_threads)
 // The select of token blockIdx.y over gridDim.x CTAs, after the collect grid (programmatic
 // dependent): every CTA reads the second histogram, resolves the 24-bit threshold prefix and
 // copies the listed keys at or above it (F, about top_k of them: every key above the threshold
-// prefix and the few at it) into shared memory; CTA b then ranks its share of F (entries e with
-// e % gridDim.x == b) against all of F (one warp per key, rank = number of keys of F greater than
-// it) and writes the keys whose rank is below keep straight to out[rank]. A key greater than one of
-// F is in F itself, so the rank in F is the rank among all the token's keys; keys are distinct, so
-// ranks are too, and no sort is needed. Tokens with n <= top_k (everything selected) or a threshold
-// bin too full to list (heavy ties) take the single-CTA select_token in CTA 0.
+// prefix and the few at it) into shared memory, and, into a short list O, those of them whose list
+// position i has i % gridDim.x == blockIdx.x (the list is the same for every CTA, so the shares
+// partition F). Each warp then ranks keys of O against all of F (rank = number of keys of F
+// greater than it; four independent partial counts per lane) and writes the keys whose rank is
+// below keep straight to out[rank]. A key greater than one of F is in F itself, so the rank in F
+// is the rank among all the token's keys; keys are distinct, so ranks are too, and no sort is
+// needed. Tokens with n <= top_k (everything selected) or a threshold bin too full to list (heavy
+// ties) take the single-CTA select_token in CTA 0.
+constexpr int k_select_kernel_smem = k_select_smem + int(k_candidate_capacity) * 8;  // + O
 __global__ void __launch_bounds__(k_select_threads)
     indexer_select_kernel(const float* scores, int64_t score_stride, const token_state* state,
                           const uint32_t* hist2, const unsigned long long* cand_list,
                           paged_entries pages, const int32_t* token_seq, const int32_t* n_visible,
                           int64_t capacity, int top_k, int32_t* out) {
   extern __shared__ __align__(128) unsigned char smem[];
-  __shared__ uint32_t n_f, result[2];
-  pdl_wait();
+  __shared__ uint32_t n_f, n_own, result[2];
   const int64_t t = blockIdx.y;
+  // No launch of the chain writes these: read before the wait.
   const int64_t n = clamp_visible(n_visible[t], capacity);
+  const int32_t seq = token_seq[t];
+  pdl_wait();
   const uint32_t in_bin = n > top_k ? __ldcg(&state[t].in_bin) : 0u;
   if (n <= top_k || in_bin > k_max_candidates) {  // uniform over the token's CTAs
     if (blockIdx.x == 0)
@@ -934,9 +1142,11 @@ __global__ void __launch_bounds__(k_select_threads)
   const int keep = top_k;                                // n > top_k
   uint32_t* counts = reinterpret_cast<uint32_t*>(smem);  // k_bins
   uint32_t* scratch = counts + k_bins;                   // k_select_threads
-  // F: up to k_candidate_capacity keys (the list's capacity), over select_token's sel and cand.
+  // F: up to k_candidate_capacity keys (the list's capacity), over select_token's sel and cand;
+  // O after it (this CTA's share of F, as many at most).
   unsigned long long* f = reinterpret_cast<unsigned long long*>(scratch + k_select_threads);
-  if (threadIdx.x == 0) n_f = 0;
+  unsigned long long* own = f + k_candidate_capacity;
+  if (threadIdx.x == 0) n_f = n_own = 0;
   for (int b = threadIdx.x; b < k_bins; b += k_select_threads)
     counts[b] = __ldcg(&hist2[t * k_bins + b]);
   __syncthreads();
@@ -945,23 +1155,30 @@ __global__ void __launch_bounds__(k_select_threads)
   const unsigned long long prefix = (static_cast<unsigned long long>(bin) << 12) | th.x;
   const uint32_t listed = __ldcg(&state[t].cand_count);
   const unsigned long long* list = cand_list + t * k_candidate_capacity;
+  const uint32_t ctas = gridDim.x;
   for (uint32_t base = 0; base < listed; base += k_select_threads) {
     const uint32_t i = base + threadIdx.x;
     const unsigned long long key = i < listed ? __ldcg(list + i) : 0ull;
-    warp_append(i < listed && (key >> 40) >= prefix, key, &n_f, f);
+    const bool in_f = i < listed && (key >> 40) >= prefix;
+    warp_append(in_f, key, &n_f, f);
+    warp_append(in_f && i % ctas == blockIdx.x, key, &n_own, own);
   }
   __syncthreads();
-  // F's order differs between the CTAs (shared-memory atomics), so the CTAs split the keys by
-  // entry (entry % gridDim.x), not by position in F.
-  const int nf = int(n_f);
+  const int nf = int(n_f), no = int(n_own);
   const int lane = threadIdx.x % k_warp_size, warp = threadIdx.x / k_warp_size;
-  pages.seq = token_seq[t];
-  for (int j = warp; j < nf; j += k_select_threads / k_warp_size) {
-    const unsigned long long x = f[j];
-    if (uint32_t(0xFFFFFFFFull - (x & 0xFFFFFFFFull)) % gridDim.x != blockIdx.x) continue;
-    uint32_t greater = 0;
-    for (int i = lane; i < nf; i += k_warp_size) greater += f[i] > x;
-    greater = __reduce_add_sync(0xffffffffu, greater);
+  pages.seq = seq;
+  for (int j = warp; j < no; j += k_select_threads / k_warp_size) {
+    const unsigned long long x = own[j];
+    uint32_t c0 = 0, c1 = 0, c2 = 0, c3 = 0;
+    int i = lane;
+    for (; i + 3 * k_warp_size < nf; i += 4 * k_warp_size) {
+      c0 += f[i] > x;
+      c1 += f[i + k_warp_size] > x;
+      c2 += f[i + 2 * k_warp_size] > x;
+      c3 += f[i + 3 * k_warp_size] > x;
+    }
+    for (; i < nf; i += k_warp_size) c0 += f[i] > x;
+    const uint32_t greater = __reduce_add_sync(0xffffffffu, c0 + c1 + c2 + c3);
     if (lane == 0 && greater < uint32_t(keep)) {
       const int64_t s = int64_t(0xFFFFFFFFull - (x & 0xFFFFFFFFull));
       out[t * top_k + greater] = int32_t(pages.row(s));
@@ -1004,7 +1221,10 @@ indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_widt
   // top-512 628.9 / 632.9 / 642.6 / 667.4, top-1024 645.5 / 662.6 / 677.3 / 712.4. So 16 CTAs for
   // a few tokens (each CTA repeats the threshold search and the list scan; only the ranking is
   // split), the single-CTA select after the collect for larger batches.
-  p.select_ctas = tokens <= 8 ? int(std::clamp<int64_t>(2 * sms / tokens, 1, 16)) : 0;
+  // H200 (session 7, shares by list position): T=1 top-512 / top-1024 in all, us, select 16 / 32
+  // CTAs: 35.2 / 34.4, 37.6 / 35.8; so 32 CTAs up to 4 tokens.
+  p.select_ctas =
+      tokens <= 8 ? int(std::clamp<int64_t>(2 * sms / tokens, 1, tokens <= 4 ? 32 : 16)) : 0;
   const size_t score_bytes = size_t(tokens * score_stride_of(p.capacity)) * 4;
   p.scratch_bytes = score_bytes + size_t(tokens) * (sizeof(token_state) + 2 * k_bins * 4) +
                     size_t(tokens) * size_t(k_candidate_capacity) * 8;
@@ -1059,7 +1279,9 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
     const auto score_kernels_fp4 = {indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1, 4>,
                                     indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1, 8>,
                                     indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1_wg, 4>,
-                                    indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1_wg, 8>};
+                                    indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1_wg, 8>,
+                                    indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1_wg2, 4>,
+                                    indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1_wg2, 8>};
     for (auto kernel : score_kernels)
       if (e == cudaSuccess) e = set(kernel, score_smem_bytes(k_stages_bf16, k_fmt_bf16));
     for (auto kernel : score_kernels_fp8)
@@ -1067,7 +1289,7 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
     for (auto kernel : score_kernels_fp4)
       if (e == cudaSuccess) e = set(kernel, score_smem_bytes(k_stages_fp4, k_fmt_e2m1));
     if (e == cudaSuccess) e = set(indexer_collect_select_kernel, k_select_smem);
-    if (e == cudaSuccess) e = set(indexer_select_kernel, k_select_smem);
+    if (e == cudaSuccess) e = set(indexer_select_kernel, k_select_kernel_smem);
     // One shared-memory carveout (the largest) for the three kernels: an SM need not drain to
     // reconfigure between them.
     const auto carveout = [](auto kernel) {
@@ -1096,14 +1318,29 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
   // No entries: no scratch, every position is -1 padding (all bits set).
   if (plan.capacity == 0) return cudaMemsetAsync(out, 0xff, size_t(tokens * top_k) * 4, stream);
   const paged_entries pages{block_table, table_rows, table_width, block_size, pool_rows, 0};
-  cudaError_t e =
-      cudaMemsetAsync(state, 0, size_t(tokens) * (sizeof(token_state) + 2 * k_bins * 4), stream);
+  const size_t zero_bytes = size_t(tokens) * (sizeof(token_state) + 2 * k_bins * 4);
+  cudaError_t e = cudaSuccess;
+  if (plan.zero_kernel) {
+    static_assert((sizeof(token_state) + 2 * k_bins * 4) % 16 == 0, "16-byte words");
+    const int64_t n16 = int64_t(zero_bytes / 16);
+    indexer_zero_kernel<<<unsigned(std::min<int64_t>(ceil_div(n16, 256), 256)), 256, 0, stream>>>(
+        reinterpret_cast<uint4*>(state), n16);
+    e = cudaGetLastError();
+  } else {
+    e = cudaMemsetAsync(state, 0, zero_bytes, stream);
+  }
   if (e != cudaSuccess) return e;
   const dim3 grid(unsigned(plan.ctas_per_token), unsigned(tokens));
+  // Bulk passes: FP4 keys on wgmma, each pass inside one block, 16-byte aligned scale rows.
+  const bool bulk = fmt == k_fmt_e2m1 && plan.score_wgmma && plan.score_bulk &&
+                    block_size % k_pass == 0 && aligned_16(key_scales);
+  const int flags =
+      bulk ? k_score_flag_bulk | (plan.score_decouple ? k_score_flag_decouple : 0) : 0;
+  // A programmatic dependent of the zeroing kernel (plan.zero_kernel), else a plain launch.
   const auto launch_score = [&](auto kernel, int threads, int smem) {
-    kernel<<<grid, threads, smem, stream>>>(q, weights, key_pool, key_scales, pages, token_seq,
-                                            n_visible, plan.capacity, plan.keys_per_cta, q_scale,
-                                            scores, stride, hist);
+    e = launch_pdl(plan.zero_kernel, kernel, grid, dim3(unsigned(threads)), size_t(smem), stream, q,
+                   weights, key_pool, key_scales, pages, token_seq, n_visible, plan.capacity,
+                   plan.keys_per_cta, q_scale, scores, stride, hist, flags);
   };
   const bool eight = plan.score_warps == 8;
   if (fmt == k_fmt_e4m3) {
@@ -1112,6 +1349,12 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
       launch_score(indexer_score_kernel<act_t, k_stages_fp8, k_fmt_e4m3, 8>, 256, smem);
     else
       launch_score(indexer_score_kernel<act_t, k_stages_fp8, k_fmt_e4m3, 4>, 128, smem);
+  } else if (fmt == k_fmt_e2m1 && plan.score_wgmma && plan.score_split) {
+    const int smem = score_smem_bytes(k_stages_fp4, fmt);
+    if (eight)
+      launch_score(indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1_wg2, 8>, 256, smem);
+    else
+      launch_score(indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1_wg2, 4>, 128, smem);
   } else if (fmt == k_fmt_e2m1 && plan.score_wgmma) {
     const int smem = score_smem_bytes(k_stages_fp4, fmt);
     if (eight)
@@ -1131,7 +1374,7 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
     else
       launch_score(indexer_score_kernel<act_t, k_stages_bf16, k_fmt_bf16, 4>, 128, smem);
   }
-  e = cudaGetLastError();
+  if (e == cudaSuccess) e = cudaGetLastError();
   if (e != cudaSuccess || plan.score_only) return e;
   const bool fused_select = plan.select_ctas == 0 && !plan.collect_only;
   e = launch_pdl(true, indexer_collect_select_kernel,
@@ -1142,7 +1385,7 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
                  plan.collect_keys, fused_select, out);
   if (e != cudaSuccess || plan.collect_only || plan.select_ctas == 0) return e;
   return launch_pdl(true, indexer_select_kernel, dim3(unsigned(plan.select_ctas), unsigned(tokens)),
-                    dim3(k_select_threads), size_t(k_select_smem), stream,
+                    dim3(k_select_threads), size_t(k_select_kernel_smem), stream,
                     static_cast<const float*>(scores), stride,
                     static_cast<const token_state*>(state), static_cast<const uint32_t*>(hist2),
                     static_cast<const unsigned long long*>(cand_list), pages, token_seq, n_visible,

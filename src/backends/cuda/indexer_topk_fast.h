@@ -26,6 +26,12 @@
 // (indexer_select_kernel) T=1 top-512 40.9 us in all vs 43.2 us with the single-CTA select (no
 // gain at top-1024 or T=32, where the plan keeps the single CTA). FP8 mma.sync (e4m3 k32) for
 // FP4 q x FP4 keys was exact but slower on H100 (scores 45.1 vs 28.1 us): not kept.
+// H200, 2026-11-26 (session 7, bench_attention --indexer-fp4, min of 3 interleaved rounds): FP4
+// T=1 top-512 32.8 us in all (scores 21.5, collect 6.3, select 4.9; the main tree of the same
+// call, d537200: 41.6 us, scores 24.6), top-1024 35.5 us (49.9), T=32 top-512 570 us (633): bulk
+// passes (scores 23.5 -> 21.5 us at T=1, 622 -> 596 us at T=32), decoupled stages (T=32 596 ->
+// 570 us; T=1 even), the zeroing kernel (-0.4 us at T=1), the select's shares by list position
+// (T=1 top-512 select ~9-10 -> 4.9 us at 32 CTAs). score_split measured slower (T=32 583 us).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -55,6 +61,18 @@ struct indexer_fast_plan {
   // FP4 keys (indexer_topk_fast_fp4): the score MMAs as warpgroup MMAs (wgmma m64n64k16, the
   // query read from shared memory) instead of mma.sync; same widened keys and products.
   bool score_wgmma = true;
+  // FP4 keys on wgmma with block_size a multiple of 128 (and 16-byte aligned scales): each pass of
+  // 128 keys is one run of pool rows, fetched by one thread as two bulk copies (the TMA engine)
+  // completing on an mbarrier, instead of a cp.async per row chunk by every thread.
+  bool score_bulk = true;
+  // FP4 keys on wgmma: a pass's 8 wgmmas in two commit groups, the second half's widening
+  // overlapping the first half's MMAs (H200, session 7: T=1 even, T=32 583 vs 570 us: off).
+  bool score_split = false;
+  // FP4 bulk passes: stages released per thread through mbarriers (no CTA barrier per pass).
+  bool score_decouple = true;
+  // The per-token state and histograms zeroed by a kernel that the score kernel follows as a
+  // programmatic dependent (the scores overlap the zeroing) instead of a memset node.
+  bool zero_kernel = true;
   // CTAs of the select kernel per token (1..64; each ranks a share of the ~top_k keys at or above
   // the threshold), or 0: the last collect CTA of the token selects alone (the earlier scheme).
   int select_ctas = 0;

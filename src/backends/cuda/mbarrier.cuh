@@ -37,6 +37,33 @@ __device__ __forceinline__ void wait(uint32_t bar, uint32_t parity) {
   }
 }
 
+// An arrival that also raises the current phase's expected transaction bytes by `bytes` (the
+// phase completes once every arrival is in and that many bytes have landed).
+__device__ __forceinline__ void arrive_expect_tx(uint32_t bar, uint32_t bytes) {
+  asm volatile(
+      "{\n .reg .b64 state;\n mbarrier.arrive.expect_tx.shared::cta.b64 state, [%0], %1;\n}\n" ::
+          "r"(bar),
+      "r"(bytes)
+      : "memory");
+}
+
+// Makes barrier initializations visible to the async proxy (bulk copies completing on them).
+__device__ __forceinline__ void fence_init() {
+  asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
+
+// Bulk copy (the TMA engine, no tensor map) of `bytes` (a multiple of 16; both addresses 16-byte
+// aligned) from global memory to this CTA's shared memory at dst, completing as transaction
+// bytes on `bar`.
+__device__ __forceinline__ void bulk_g2s(uint32_t dst, const void* src, uint32_t bytes,
+                                         uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n" ::
+          "r"(dst),
+      "l"(src), "r"(bytes), "r"(bar)
+      : "memory");
+}
+
 // bar.sync on named barrier `id` (1..15; 0 is __syncthreads) among `threads` threads (a multiple
 // of 32): only the warps that take part wait for each other.
 __device__ __forceinline__ void named_sync(uint32_t id, uint32_t threads) {
