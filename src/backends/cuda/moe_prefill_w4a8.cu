@@ -57,6 +57,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 
+#include <cstdlib>
 #include <type_traits>
 
 #include "backends/cuda/activation.cuh"
@@ -528,10 +529,11 @@ cudaError_t launch_w4a8_gemm(dim3 grid, const w4a8_args& a, cudaStream_t stream)
 constexpr int k_ws_threads = 384;
 constexpr int k_ws_consumer_threads = 256;
 constexpr int k_ws_stages = 8;
-constexpr int k_ws_lead = 4;  // a round is published once k_ws_lead newer ones were issued
-static_assert(k_ws_lead <= k_ws_stages - 2,
-              "the consumers hold round r while they wait for round r + 1");
-constexpr int k_ws_producer_regs = 72, k_ws_consumer_regs = 216;
+// A round is published once LEAD newer ones were issued (LEAD + 1 rounds in flight while the
+// producer waits for the oldest): k_ws_lead by default, 4 with DSV4_W4A8_WS_LEAD=4, the noinc
+// scheme of ws_produce_item with DSV4_W4A8_WS_LEAD=0 (A/B measurements).
+constexpr int k_ws_lead = 6;
+constexpr int k_ws_producer_regs = 104, k_ws_consumer_regs = 200;
 // Stage layout (bytes).
 constexpr int k_ws_b = 0;                           // N token rows x 128 E4M3, swizzled
 constexpr int k_ws_w = k_b_bytes;                   // 2 x 256 x 16 weight bytes
@@ -560,24 +562,47 @@ struct ws_ring {
 // round go to the 4 consumer lanes 4 g .. 4 g + 3 of that warp (slot order of w4a8_tile), its
 // scale bytes to row p of the stage's scale area. B chunk column j = p % 8 of token rows
 // p / 8 + 16 q.
-template <bool UP, int N>
+// LEAD 0: every producer thread arrives twice per round on full (count 256): a plain arrival
+// (publishes the header's stores) and cp.async.mbarrier.arrive.noinc once its copies landed;
+// the consumers then fence the async proxy after each wait (DSV4_W4A8_WS_LEAD=0, A/B only).
+// next: the next item's tile (x < 0: none) and row block, whose scale rows and pair ids are
+// prefetched into L2 during this item's second round.
+template <bool UP, int N, int LEAD>
 __device__ __forceinline__ void ws_produce_item(const w4a8_args& a, const ws_ring& ring, int p,
                                                 int& k, int e, int rb, int tile_y, int ntok,
-                                                int rounds) {
+                                                int rounds, int4 next, int next_rb) {
   const int64_t cols = a.wa.cols;
   const int64_t scols = cols / 128;
-  const int wgw = p >> 4, i = (p >> 3) & 1, g = p & 7, wg = wgw >> 2, warp = wgw & 3;
-  int64_t row;
-  if constexpr (UP)
-    row = int64_t(rb) * k_up_rows + wg * 32 + warp * 8 + g;
-  else
-    row = int64_t(rb) * k_down_rows + wg * 64 + warp * 16 + g + 8 * i;
-  const fp4_weight& w = UP && i == 1 ? a.wb : a.wa;
-  const int64_t r = row < w.rows ? row : w.rows - 1;
-  const uint8_t* wrow = w.data + e * w.matrix_bytes + r * (cols / 2);
   const bool f32_scale = a.wa.scale_f32;
-  const uint8_t* srow = w.scale + (e * w.matrix_scales + r * (cols / 32)) * (f32_scale ? 4 : 1);
-  const uint32_t wdst = k_ws_w + i * (k_threads * 16) + (wgw * 32 + 4 * g) * 16;
+  // Row slot rs (0..127): its global row (clamped: past the end it is read, not stored).
+  const auto slot_row = [&](int rs, const fp4_weight*& w) -> int64_t {
+    const int wgw = rs >> 4, i = (rs >> 3) & 1, g = rs & 7, wg = wgw >> 2, warp = wgw & 3;
+    int64_t row;
+    if constexpr (UP)
+      row = int64_t(rb) * k_up_rows + wg * 32 + warp * 8 + g;
+    else
+      row = int64_t(rb) * k_down_rows + wg * 64 + warp * 16 + g + 8 * i;
+    w = UP && i == 1 ? &a.wb : &a.wa;
+    return row < w->rows ? row : w->rows - 1;
+  };
+  // Weight copies, coalesced: instruction q of producer warp p / 32 copies rows
+  // 32 (p / 32) + 8 q + lane / 4, 16 bytes each (lane % 4), a row's 64 bytes by 4 adjacent lanes.
+  const uint8_t* wsrc[4];
+  uint32_t wdst[4];
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    const int rs = 32 * (p >> 5) + 8 * q + ((p & 31) >> 2), cq = p & 3;
+    const fp4_weight* w;
+    const int64_t r = slot_row(rs, w);
+    wsrc[q] = w->data + e * w->matrix_bytes + r * (cols / 2) + 16 * cq;
+    wdst[q] = k_ws_w + ((rs >> 3) & 1) * (k_threads * 16) + ((rs >> 4) * 32 + 4 * (rs & 7)) * 16 +
+              16 * cq;
+  }
+  // This thread's own row slot p: its scale bytes (per round, and the largest for the header).
+  const fp4_weight* wp;
+  const int64_t rp = slot_row(p, wp);
+  const uint8_t* srow =
+      wp->scale + (e * wp->matrix_scales + rp * (cols / 32)) * (f32_scale ? 4 : 1);
   const uint32_t sdst = k_ws_ws + p * 16;
   // The row's largest scale byte (global loads before the first stage is free).
   int emax = 0;
@@ -585,12 +610,12 @@ __device__ __forceinline__ void ws_produce_item(const w4a8_args& a, const ws_rin
     const uint32_t* s32 = reinterpret_cast<const uint32_t*>(srow);
     if (f32_scale) {
       const int n = int(cols / 32);
-#pragma unroll 8
+#pragma unroll 16
       for (int q = 0; q < n; ++q) emax = max(emax, int((__ldg(s32 + q) >> 23) & 0xFFu));
     } else {
       const int n = int(cols / 128);
       uint32_t m = 0;
-#pragma unroll 8
+#pragma unroll 16
       for (int q = 0; q < n; ++q) m = __vmaxu4(m, __ldg(s32 + q));
       m = __vmaxu4(m, m >> 16);
       m = __vmaxu4(m, m >> 8);
@@ -605,10 +630,10 @@ __device__ __forceinline__ void ws_produce_item(const w4a8_args& a, const ws_rin
   const int j = p & 7;
   for (int rr = 0; rr < rounds; ++rr) {
     const int kk = k + rr;
-    if (kk >= k_ws_lead) {
-      cp_async_wait<k_ws_lead - 1>();
+    if (LEAD > 0 && kk >= LEAD) {
+      cp_async_wait<LEAD - 1>();
       wgmma::fence_async_smem();
-      mbar::arrive(ring.full + 8 * ((kk - k_ws_lead) % k_ws_stages));
+      mbar::arrive(ring.full + 8 * ((kk - LEAD) % k_ws_stages));
     }
     const int stage = kk % k_ws_stages;
     if (kk >= k_ws_stages)
@@ -636,9 +661,9 @@ __device__ __forceinline__ void ws_produce_item(const w4a8_args& a, const ws_rin
       named_sync(3, 128);  // every producer read the pair ids before a later header's writes
     }
     // Weights: 64 bytes of the row (the L2 prefetch as w4a8_tile), its 4 scale bytes (16 f32).
-    const uint8_t* wsrc = wrow + int64_t(rr) * (k_round / 2);
 #pragma unroll
-    for (int c = 0; c < 4; ++c) cp_async_16_l2_256(st + wdst + 16 * c, wsrc + 16 * c);
+    for (int q = 0; q < 4; ++q)
+      cp_async_16_l2_256(st + wdst[q], wsrc[q] + int64_t(rr) * (k_round / 2));
     if (f32_scale)
       cp_async_16_zfill(st + sdst, srow + int64_t(rr) * 16, 16);
     else
@@ -653,12 +678,31 @@ __device__ __forceinline__ void ws_produce_item(const w4a8_args& a, const ws_rin
     if (p < N)
       cp_async_4_zfill(st + k_ws_ts + 4 * p, soff != k_none ? a.bs + soff + rr : a.bs,
                        soff != k_none ? 4 : 0);
-    cp_async_commit();
+    if constexpr (LEAD == 0) {
+      const uint32_t bar = ring.full + 8 * stage;
+      mbar::arrive(bar);
+      asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+    } else {
+      cp_async_commit();
+    }
+    if (rr == 1 && next.x >= 0) {
+      // The next item's scale row of this thread's row slot and its pair id, into L2.
+      const int64_t nrow = UP ? int64_t(next_rb) * k_up_rows + (rp - int64_t(rb) * k_up_rows)
+                              : int64_t(next_rb) * k_down_rows + (rp - int64_t(rb) * k_down_rows);
+      const fp4_weight& nw = *wp;
+      const int64_t nr = nrow < nw.rows ? nrow : nw.rows - 1;
+      const uint8_t* nsrow =
+          nw.scale + (next.x * nw.matrix_scales + nr * (cols / 32)) * (f32_scale ? 4 : 1);
+      const int bytes = int(cols / 32) * (f32_scale ? 4 : 1);
+      for (int off = 0; off < bytes + 127; off += 128)
+        asm volatile("prefetch.global.L2 [%0];\n" ::"l"(nsrow + (off < bytes ? off : bytes - 1)));
+      if (p < next.z) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(a.sorted + next.y + p));
+    }
   }
   k += rounds;
 }
 
-template <bool UP, int N>
+template <bool UP, int N, bool NOINC>
 __device__ __forceinline__ void ws_consume_item(const w4a8_args& a, const ws_ring& ring, int& k,
                                                 int rb, int rounds) {
   const int tid = threadIdx.x, lane = tid % k_warp_size, g = lane / 4, c = lane % 4;
@@ -677,6 +721,7 @@ __device__ __forceinline__ void ws_consume_item(const w4a8_args& a, const ws_rin
   const auto stage_of = [&](int kk) { return kk % k_ws_stages; };
   const auto wait_full = [&](int kk) {
     mbar::wait(ring.full + 8 * stage_of(kk), uint32_t(kk / k_ws_stages) & 1u);
+    if constexpr (NOINC) wgmma::fence_async_smem();
   };
   // The header (stage of round k, already waited for by the caller).
   const uint8_t* hs = ring.gen + stage_of(k) * k_ws_stage_bytes;
@@ -783,9 +828,11 @@ __device__ __forceinline__ void ws_consume_item(const w4a8_args& a, const ws_rin
   }
 }
 
-template <bool UP>
+template <bool UP, int LEAD>
 __global__ void __launch_bounds__(k_ws_threads, 1)
     moe_prefill_w4a8_ws_kernel(w4a8_args a, int row_blocks) {
+  static_assert(LEAD >= 0 && LEAD <= k_ws_stages - 2,
+                "the consumers hold round r while they wait for round r + 1");
 #if DSV4_W4A8_WGMMA
   extern __shared__ uint8_t smem_raw[];
   const uint32_t raw = smem_addr(smem_raw);
@@ -795,7 +842,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
   if (int(blockIdx.x) >= items) return;  // uniform over the block
   if (threadIdx.x == 0) {
     for (int s = 0; s < k_ws_stages; ++s) {
-      mbar::init(ring.full + 8 * s, 128);  // every producer thread
+      mbar::init(ring.full + 8 * s, LEAD == 0 ? 256 : 128);  // every producer thread
       mbar::init(ring.full + 8 * (k_ws_stages + s), k_ws_consumer_threads / k_warp_size);
     }
   }
@@ -805,38 +852,48 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
   if (threadIdx.x >= k_ws_consumer_threads) {
     mbar::setmaxnreg_dec<k_ws_producer_regs>();
     const int p = int(threadIdx.x) - k_ws_consumer_threads;
+    int4 tile = a.tiles[blockIdx.x / row_blocks];
     for (int w = blockIdx.x; w < items; w += gridDim.x) {
-      const int slot = w / row_blocks, rb = w % row_blocks;
-      const int4 tile = a.tiles[slot];
-      const int e = tile.x, ntok = tile.z;
+      const int rb = w % row_blocks;
+      const int4 cur = tile;
+      const int wn = w + int(gridDim.x);
+      // The next item's tile, loaded one item ahead (x = -1: none).
+      tile = wn < items ? a.tiles[wn / row_blocks] : make_int4(-1, 0, 0, 0);
+      const int nrb = wn % row_blocks;
+      const int e = cur.x, ntok = cur.z;
       if (ntok <= 32)
-        ws_produce_item<UP, 32>(a, ring, p, k, e, rb, tile.y, ntok, rounds);
+        ws_produce_item<UP, 32, LEAD>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
       else if (ntok <= 64)
-        ws_produce_item<UP, 64>(a, ring, p, k, e, rb, tile.y, ntok, rounds);
+        ws_produce_item<UP, 64, LEAD>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
       else if (ntok <= 96)
-        ws_produce_item<UP, 96>(a, ring, p, k, e, rb, tile.y, ntok, rounds);
+        ws_produce_item<UP, 96, LEAD>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
       else
-        ws_produce_item<UP, 128>(a, ring, p, k, e, rb, tile.y, ntok, rounds);
+        ws_produce_item<UP, 128, LEAD>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
     }
-    cp_async_wait<0>();
-    wgmma::fence_async_smem();
-    for (int kk = max(0, k - k_ws_lead); kk < k; ++kk)
-      mbar::arrive(ring.full + 8 * (kk % k_ws_stages));
+    if constexpr (LEAD > 0) {
+      cp_async_wait<0>();
+      wgmma::fence_async_smem();
+      for (int kk = max(0, k - LEAD); kk < k; ++kk)
+        mbar::arrive(ring.full + 8 * (kk % k_ws_stages));
+    } else {
+      asm volatile("cp.async.wait_all;\n" ::: "memory");
+    }
   } else {
     mbar::setmaxnreg_inc<k_ws_consumer_regs>();
     for (int w = blockIdx.x; w < items; w += gridDim.x) {
       const int rb = w % row_blocks;
       mbar::wait(ring.full + 8 * (k % k_ws_stages), uint32_t(k / k_ws_stages) & 1u);
+      if constexpr (LEAD == 0) wgmma::fence_async_smem();
       const int ntok = *reinterpret_cast<const int*>(
           ring.gen + (k % k_ws_stages) * k_ws_stage_bytes + k_ws_hdr_ntok);
       if (ntok <= 32)
-        ws_consume_item<UP, 32>(a, ring, k, rb, rounds);
+        ws_consume_item<UP, 32, LEAD == 0>(a, ring, k, rb, rounds);
       else if (ntok <= 64)
-        ws_consume_item<UP, 64>(a, ring, k, rb, rounds);
+        ws_consume_item<UP, 64, LEAD == 0>(a, ring, k, rb, rounds);
       else if (ntok <= 96)
-        ws_consume_item<UP, 96>(a, ring, k, rb, rounds);
+        ws_consume_item<UP, 96, LEAD == 0>(a, ring, k, rb, rounds);
       else
-        ws_consume_item<UP, 128>(a, ring, k, rb, rounds);
+        ws_consume_item<UP, 128, LEAD == 0>(a, ring, k, rb, rounds);
     }
   }
 #else
@@ -854,14 +911,15 @@ int sm_count_of_current_device() {
   return n;
 }
 
-template <bool UP>
-cudaError_t launch_w4a8_ws_gemm(int64_t row_blocks, int64_t tile_slots, const w4a8_args& a,
+template <bool UP, int LEAD>
+cudaError_t launch_w4a8_ws_lead(int64_t row_blocks, int64_t tile_slots, const w4a8_args& a,
                                 cudaStream_t stream) {
   static bool configured = false;
   static int sms = 0;
   if (!configured) {
-    const cudaError_t e = cudaFuncSetAttribute(
-        moe_prefill_w4a8_ws_kernel<UP>, cudaFuncAttributeMaxDynamicSharedMemorySize, k_ws_smem);
+    const cudaError_t e =
+        cudaFuncSetAttribute(moe_prefill_w4a8_ws_kernel<UP, LEAD>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, k_ws_smem);
     if (e != cudaSuccess) return e;
     sms = sm_count_of_current_device();
     configured = true;
@@ -869,8 +927,21 @@ cudaError_t launch_w4a8_ws_gemm(int64_t row_blocks, int64_t tile_slots, const w4
   const int64_t items = row_blocks * tile_slots;
   if (items == 0) return cudaSuccess;
   const unsigned grid = unsigned(items < sms ? items : sms);
-  moe_prefill_w4a8_ws_kernel<UP><<<grid, k_ws_threads, k_ws_smem, stream>>>(a, int(row_blocks));
+  moe_prefill_w4a8_ws_kernel<UP, LEAD>
+      <<<grid, k_ws_threads, k_ws_smem, stream>>>(a, int(row_blocks));
   return cudaGetLastError();
+}
+
+template <bool UP>
+cudaError_t launch_w4a8_ws_gemm(int64_t row_blocks, int64_t tile_slots, const w4a8_args& a,
+                                cudaStream_t stream) {
+  static const int lead = [] {
+    const char* v = std::getenv("DSV4_W4A8_WS_LEAD");
+    return v ? std::atoi(v) : k_ws_lead;
+  }();
+  return lead == 4   ? launch_w4a8_ws_lead<UP, 4>(row_blocks, tile_slots, a, stream)
+         : lead == 0 ? launch_w4a8_ws_lead<UP, 0>(row_blocks, tile_slots, a, stream)
+                     : launch_w4a8_ws_lead<UP, k_ws_lead>(row_blocks, tile_slots, a, stream);
 }
 
 template <typename in_t>
