@@ -526,6 +526,21 @@ cudaError_t launch_w4a8_gemm(dim3 grid, const w4a8_args& a, cudaStream_t stream)
 // slot order, the token scales and the weight rows' scale bytes of the round; the first stage
 // of an item also carries a header: ntok, the tile's pair ids and each weight row's largest
 // E8M0 byte (computed by the producer thread that owns the row).
+//
+// Measured (H200, bench_moe_linear --prefill-w4a8, same runs as the other cores; session 7,
+// bench/kernels/results/h200_2026-11-26_s7_prefill4_*): parity 15/15 and outputs equal to the
+// w4a8 kernel's bit for bit at Flash T = 1024 / 4096 / 8192 and Pro T = 4096; lag 6 (default):
+// 122 / 293 / 299 TFLOP/s at Flash T = 1024 / 4096 / 8192 and 294 at Pro T = 4096 (1.03-1.24x
+// w4a8, 0.93-1.07x w4a8_serial, 22-25% of cuBLASLt FP8 dense); the noinc scheme (parity 14/14,
+// bit for bit at Flash 1024 / 4096 and Pro 4096): 132 / 313 at Flash 1024 / 4096, 313 at Pro
+// 4096 (1.01-1.14x w4a8_serial). ncu (lag 6, Flash T = 4096, unlocked clocks ~1.8 GHz): L1
+// 2.75 ms, L2 1.10 ms; issue slots 33% / 44%, 3 warps and 0.48 / 0.68 eligible per scheduler,
+// DRAM 20% / 30% of peak, tensor ~15% (FLOPs over time), ALU the busiest pipe (21% / 30%); top
+// stall the L1TEX scoreboard (41% of the cycles between issues), i.e. the producer in its
+// cp.async.wait_group, which the noinc scheme removes. Latency-bound, not bandwidth- or
+// issue-bound: each consumer warpgroup still runs wait - expand - 4 wgmma - wait<0> - promote in
+// turn (the promotion per 128 k is fixed by the results bit for bit), and both warpgroups wait
+// for the same stages, so they tend to run in step instead of hiding each other's promotion.
 constexpr int k_ws_threads = 384;
 constexpr int k_ws_consumer_threads = 256;
 constexpr int k_ws_stages = 8;
