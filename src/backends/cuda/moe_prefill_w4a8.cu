@@ -545,8 +545,10 @@ constexpr int k_ws_threads = 384;
 constexpr int k_ws_consumer_threads = 256;
 constexpr int k_ws_stages = 8;
 // A round is published once LEAD newer ones were issued (LEAD + 1 rounds in flight while the
-// producer waits for the oldest): k_ws_lead by default, 4 with DSV4_W4A8_WS_LEAD=4, the noinc
-// scheme of ws_produce_item with DSV4_W4A8_WS_LEAD=0 (A/B measurements).
+// producer waits for the oldest): k_ws_lead by default, the noinc scheme of ws_produce_item
+// with DSV4_W4A8_WS_LEAD=0 in the environment (A/B measurements; session 7 measured lag 4 only
+// in its first version, without coalesced weight copies: 1.05 / 0.99x w4a8_serial at Flash /
+// Pro T = 4096).
 constexpr int k_ws_lead = 6;
 constexpr int k_ws_producer_regs = 104, k_ws_consumer_regs = 200;
 // Stage layout (bytes).
@@ -954,9 +956,8 @@ cudaError_t launch_w4a8_ws_gemm(int64_t row_blocks, int64_t tile_slots, const w4
     const char* v = std::getenv("DSV4_W4A8_WS_LEAD");
     return v ? std::atoi(v) : k_ws_lead;
   }();
-  return lead == 4   ? launch_w4a8_ws_lead<UP, 4>(row_blocks, tile_slots, a, stream)
-         : lead == 0 ? launch_w4a8_ws_lead<UP, 0>(row_blocks, tile_slots, a, stream)
-                     : launch_w4a8_ws_lead<UP, k_ws_lead>(row_blocks, tile_slots, a, stream);
+  return lead == 0 ? launch_w4a8_ws_lead<UP, 0>(row_blocks, tile_slots, a, stream)
+                   : launch_w4a8_ws_lead<UP, k_ws_lead>(row_blocks, tile_slots, a, stream);
 }
 
 template <typename in_t>
