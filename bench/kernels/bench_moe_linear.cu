@@ -1365,8 +1365,22 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
     auto* y8 = reinterpret_cast<__nv_bfloat16*>(in.yf);
     run(0, s, moe_prefill_core::wgmma, y16);
     run(0, s, moe_prefill_core::w4a8, y8);
+    // The warp-specialized kernel (w4a8_ws) must give the w4a8 kernel's y bit for bit.
+    __nv_bfloat16* yws;
+    CK(cudaMalloc(&yws, size_t(T) * D * 2));
+    CK(cudaMemset(yws, 0xFF, size_t(T) * D * 2));
+    run(0, s, moe_prefill_core::w4a8_ws, yws);
     CK(cudaStreamSynchronize(s));
     const double agree = nmse_bf16(y8, y16, size_t(T) * D);
+    size_t ws_differ = 0;
+    {
+      std::vector<uint16_t> ha(size_t(T) * D), hb(size_t(T) * D);
+      CK(cudaMemcpy(ha.data(), y8, ha.size() * 2, cudaMemcpyDeviceToHost));
+      CK(cudaMemcpy(hb.data(), yws, hb.size() * 2, cudaMemcpyDeviceToHost));
+      for (size_t i = 0; i < ha.size(); ++i) ws_differ += ha[i] != hb[i];
+    }
+    std::printf("%-6s   T=%lld: w4a8_ws vs w4a8 outputs: %zu of %zu BF16 values differ\n", sh.name,
+                (long long)T, ws_differ, size_t(T) * D);
     if (g_w4a8_profile) {  // one call of each core was the point (ncu)
       std::printf("%-6s   T=%lld: w4a8 vs wgmma outputs NMSE %.2e (profile run)\n", sh.name,
                   (long long)T, agree);
@@ -1374,6 +1388,7 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
       CK(cudaFree(dq));
       CK(cudaFree(dc));
       CK(cudaFree(ws));
+      CK(cudaFree(yws));
       break;
     }
     const double w16_ms = time_prefill_per_call(
@@ -1383,6 +1398,8 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
     const double w8s_ms = time_prefill_per_call(
         [&](int i, cudaStream_t st) { run(i, st, moe_prefill_core::w4a8_serial, y8); }, calls, 20,
         s);
+    const double wws_ms = time_prefill_per_call(
+        [&](int i, cudaStream_t st) { run(i, st, moe_prefill_core::w4a8_ws, yws); }, calls, 20, s);
     const auto tf = [&](double ms) { return ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0.0; };
     const auto report = [&](const char* kernel, double ms) {
       std::printf("%-6s %-30s %5lld %10.1f %8.1f %8.1f%% %8.1f%% %8.1f%%\n", sh.name, kernel,
@@ -1394,8 +1411,12 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
     report("official wgmma (W4A16)", w16_ms);
     report("official w4a8 (W4A8)", w8_ms);
     report("official w4a8_serial (W4A8)", w8s_ms);
-    std::printf("%-6s   T=%lld: w4a8 vs wgmma outputs NMSE %.2e; w4a8 speed-up %.2fx\n", sh.name,
-                (long long)T, agree, w16_ms / w8_ms);
+    report("official w4a8_ws (W4A8)", wws_ms);
+    std::printf(
+        "%-6s   T=%lld: w4a8 vs wgmma outputs NMSE %.2e; w4a8 speed-up %.2fx; w4a8_ws "
+        "%.2fx w4a8, %.2fx w4a8_serial\n",
+        sh.name, (long long)T, agree, w16_ms / w8_ms, w8_ms / wws_ms, w8s_ms / wws_ms);
+    CK(cudaFree(yws));
     CK(cudaFree(db));
     CK(cudaFree(dq));
     CK(cudaFree(dc));

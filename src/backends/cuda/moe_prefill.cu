@@ -388,7 +388,8 @@ cudaError_t run_prefill(const act_t* x, int64_t tokens, const int32_t* indices,
   if (core == moe_prefill_core::automatic)
     core = moe_prefill_use_wgmma(tokens, top_k, experts) ? moe_prefill_core::wgmma
                                                          : moe_prefill_core::mma_sync;
-  const bool w4a8 = core == moe_prefill_core::w4a8 || core == moe_prefill_core::w4a8_serial;
+  const bool w4a8 = core == moe_prefill_core::w4a8 || core == moe_prefill_core::w4a8_serial ||
+                    core == moe_prefill_core::w4a8_ws;
   const bool wg = core == moe_prefill_core::wgmma || core == moe_prefill_core::wgmma_cp || w4a8;
   if ((wg && !wgmma_device()) || (repacked && core != moe_prefill_core::wgmma))
     return cudaErrorInvalidValue;
@@ -423,9 +424,13 @@ cudaError_t run_prefill(const act_t* x, int64_t tokens, const int32_t* indices,
     }
   }
   if (w4a8)
-    status = launch_w4a8_gemms<act_t>(x, tokens, top_k, w1, w3, w2, swiglu_limit, tile_count, tiles,
-                                      sorted, tile_slots, pair_weights, indices, pairs, h, out,
-                                      base + l.q, core == moe_prefill_core::w4a8, stream);
+    status = launch_w4a8_gemms<act_t>(
+        x, tokens, top_k, w1, w3, w2, swiglu_limit, tile_count, tiles, sorted, tile_slots,
+        pair_weights, indices, pairs, h, out, base + l.q,
+        core == moe_prefill_core::w4a8_ws ? w4a8_kernel::warp_specialized
+        : core == moe_prefill_core::w4a8  ? w4a8_kernel::pipelined
+                                          : w4a8_kernel::serial,
+        stream);
   else if (wg)
     status = mx ? launch_wgmma_gemms<act_t, weight_kind::mxfp4>(
                       x, top_k, w1, w3, w2, swiglu_limit, tile_count, tiles, sorted, tile_slots,

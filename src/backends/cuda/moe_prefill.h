@@ -39,7 +39,15 @@ namespace dsv4::cuda {
 // w4a8_serial 281 / 294 TFLOP/s at Flash T = 4096 / 8192 and 279 at Pro T = 4096 (1.10 /
 // 1.02 / 1.22x the W4A16 wgmma core, 21-25% of a cuBLASLt FP8 dense GEMM of the same FLOPs);
 // w4a8 272 / 276 / 231, the slower of the two (moe_prefill_w4a8.cu).
-enum class moe_prefill_core { automatic, mma_sync, wgmma, wgmma_cp, w4a8, w4a8_serial };
+// w4a8_ws: the same W4A8 arithmetic (identical results) in a warp-specialized persistent kernel:
+// a producer warpgroup stages every round (activations, weight bytes, scale bytes) into an
+// mbarrier ring by cp.async, two consumer warpgroups expand and multiply without CTA-wide
+// barriers (moe_prefill_w4a8.cu); never chosen automatically. Measured (H200, session 7:
+// parity, y bit for bit the w4a8 kernel's at Flash T = 1024 / 4096 / 8192 and Pro T = 4096):
+// 293 / 299 TFLOP/s at Flash T = 4096 / 8192 and 294 at Pro T = 4096 (1.04-1.07x w4a8_serial),
+// 122 at Flash T = 1024 (0.93x w4a8_serial); environment DSV4_W4A8_WS_LEAD=0 selects its
+// cp.async.mbarrier.arrive.noinc variant (313 / 313 / 132, 1.01-1.14x w4a8_serial; A/B only).
+enum class moe_prefill_core { automatic, mma_sync, wgmma, wgmma_cp, w4a8, w4a8_serial, w4a8_ws };
 
 // The automatic choice for a step of `tokens` x `top_k` pairs over `experts` experts: wgmma on
 // a compute capability 9.0 device (it was faster in every measured case), else mma.sync.

@@ -57,10 +57,12 @@
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 
+#include <cstdlib>
 #include <type_traits>
 
 #include "backends/cuda/activation.cuh"
 #include "backends/cuda/kernel_common.cuh"
+#include "backends/cuda/mbarrier.cuh"
 #include "backends/cuda/moe_plan.cuh"
 #include "backends/cuda/moe_prefill_common.cuh"
 #include "backends/cuda/moe_prefill_w4a8.h"
@@ -507,6 +509,457 @@ cudaError_t launch_w4a8_gemm(dim3 grid, const w4a8_args& a, cudaStream_t stream)
   return cudaGetLastError();
 }
 
+// ---- the warp-specialized persistent kernel (moe_prefill_core::w4a8_ws) ----
+//
+// 384 threads: warps 0-7 are the two consumer warpgroups of w4a8_tile (same rows, fragments,
+// k order, block accumulators and promotion, so the same results bit for bit), warps 8-11 a
+// producer warpgroup (setmaxnreg 232 / 40) that fills a ring of k_ws_stages stages with
+// cp.async and publishes each one through an mbarrier (full) k_ws_lead rounds after issuing it
+// (its own cp.async.wait_group, a proxy fence, then the arrival: attention_decode_ws_kernel's
+// pattern); the consumers give a stage back through a second mbarrier (empty, one arrival per
+// consumer warp) and never meet in a CTA-wide barrier, so the two warpgroups drift apart and
+// one's promotion runs under the other's wgmmas. The grid is persistent (one CTA per SM): work
+// items (tile slot, row block), row block fastest, are dealt round-robin over the CTAs and the
+// ring runs on across items, so the producer loads the next item while the consumers finish
+// the current one's epilogue. Every global read of the main loop moves to the producer: a
+// round's stage holds B (token rows, swizzled), the weight bytes in the consumers' per-thread
+// slot order, the token scales and the weight rows' scale bytes of the round; the first stage
+// of an item also carries a header: ntok, the tile's pair ids and each weight row's largest
+// E8M0 byte (computed by the producer thread that owns the row).
+//
+// Measured (H200, bench_moe_linear --prefill-w4a8, same runs as the other cores; session 7,
+// bench/kernels/results/h200_2026-11-26_s7_prefill4_*): parity 15/15 and outputs equal to the
+// w4a8 kernel's bit for bit at Flash T = 1024 / 4096 / 8192 and Pro T = 4096; lag 6 (default):
+// 122 / 293 / 299 TFLOP/s at Flash T = 1024 / 4096 / 8192 and 294 at Pro T = 4096 (1.03-1.24x
+// w4a8, 0.93-1.07x w4a8_serial, 22-25% of cuBLASLt FP8 dense); the noinc scheme (parity 14/14,
+// bit for bit at Flash 1024 / 4096 and Pro 4096): 132 / 313 at Flash 1024 / 4096, 313 at Pro
+// 4096 (1.01-1.14x w4a8_serial). ncu (lag 6, Flash T = 4096, unlocked clocks ~1.8 GHz): L1
+// 2.75 ms, L2 1.10 ms; issue slots 33% / 44%, 3 warps and 0.48 / 0.68 eligible per scheduler,
+// DRAM 20% / 30% of peak, tensor ~15% (FLOPs over time), ALU the busiest pipe (21% / 30%); top
+// stall the L1TEX scoreboard (41% of the cycles between issues), i.e. the producer in its
+// cp.async.wait_group, which the noinc scheme removes. Latency-bound, not bandwidth- or
+// issue-bound: each consumer warpgroup still runs wait - expand - 4 wgmma - wait<0> - promote in
+// turn (the promotion per 128 k is fixed by the results bit for bit), and both warpgroups wait
+// for the same stages, so they tend to run in step instead of hiding each other's promotion.
+constexpr int k_ws_threads = 384;
+constexpr int k_ws_consumer_threads = 256;
+constexpr int k_ws_stages = 8;
+// A round is published once LEAD newer ones were issued (LEAD + 1 rounds in flight while the
+// producer waits for the oldest): k_ws_lead by default, the noinc scheme of ws_produce_item
+// with DSV4_W4A8_WS_LEAD=0 in the environment (A/B measurements; session 7 measured lag 4 only
+// in its first version, without coalesced weight copies: 1.05 / 0.99x w4a8_serial at Flash /
+// Pro T = 4096).
+constexpr int k_ws_lead = 6;
+constexpr int k_ws_producer_regs = 104, k_ws_consumer_regs = 200;
+// Stage layout (bytes).
+constexpr int k_ws_b = 0;                           // N token rows x 128 E4M3, swizzled
+constexpr int k_ws_w = k_b_bytes;                   // 2 x 256 x 16 weight bytes
+constexpr int k_ws_ts = k_ws_w + k_wround_bytes;    // 128 token scales (f32)
+constexpr int k_ws_ws = k_ws_ts + 512;              // 128 rows x 16 bytes of scales
+constexpr int k_ws_hdr_emax = k_ws_ws + 128 * 16;   // 128 ints: largest scale byte per row
+constexpr int k_ws_hdr_pair = k_ws_hdr_emax + 512;  // 128 ints: pair ids (-1 past ntok)
+constexpr int k_ws_hdr_ntok = k_ws_hdr_pair + 512;  // 1 int
+constexpr int k_ws_stage_bytes = (k_ws_hdr_ntok + 16 + 1023) / 1024 * 1024;
+constexpr int k_ws_pbuf = k_ws_stages * k_ws_stage_bytes;          // 2 x 128 ints (per consumer WG)
+constexpr int k_ws_bars = k_ws_pbuf + 2 * 128 * 4;                 // full[stages], empty[stages]
+constexpr int k_ws_smem = k_ws_bars + 2 * k_ws_stages * 8 + 1024;  // + alignment slack
+static_assert(k_ws_stage_bytes == 28 * 1024 && k_ws_smem <= 227 * 1024, "stage layout");
+
+using mbar::named_sync;
+
+// A work item: tile slot w / row_blocks, row block w % row_blocks.
+struct ws_ring {
+  uint32_t smem;  // the 1024-aligned base (stage 0)
+  uint32_t full;  // full[0]; empty[0] = full + 8 * k_ws_stages
+  uint8_t* gen;   // the same base as a generic pointer
+};
+
+// Producer thread p (0..127) owns weight row slot p: consumer warp p / 16 (warpgroup p / 64,
+// warp (p / 16) % 4), fragment row i = (p / 8) % 2 (0: g, 1: g + 8), g = p % 8; its 64 bytes of a
+// round go to the 4 consumer lanes 4 g .. 4 g + 3 of that warp (slot order of w4a8_tile), its
+// scale bytes to row p of the stage's scale area. B chunk column j = p % 8 of token rows
+// p / 8 + 16 q.
+// LEAD 0: every producer thread arrives twice per round on full (count 256): a plain arrival
+// (publishes the header's stores) and cp.async.mbarrier.arrive.noinc once its copies landed;
+// the consumers then fence the async proxy after each wait (DSV4_W4A8_WS_LEAD=0, A/B only).
+// next: the next item's tile (x < 0: none) and row block, whose scale rows and pair ids are
+// prefetched into L2 during this item's second round.
+template <bool UP, int N, int LEAD>
+__device__ __forceinline__ void ws_produce_item(const w4a8_args& a, const ws_ring& ring, int p,
+                                                int& k, int e, int rb, int tile_y, int ntok,
+                                                int rounds, int4 next, int next_rb) {
+  const int64_t cols = a.wa.cols;
+  const int64_t scols = cols / 128;
+  const bool f32_scale = a.wa.scale_f32;
+  // Row slot rs (0..127): its global row (clamped: past the end it is read, not stored).
+  const auto slot_row = [&](int rs, const fp4_weight*& w) -> int64_t {
+    const int wgw = rs >> 4, i = (rs >> 3) & 1, g = rs & 7, wg = wgw >> 2, warp = wgw & 3;
+    int64_t row;
+    if constexpr (UP)
+      row = int64_t(rb) * k_up_rows + wg * 32 + warp * 8 + g;
+    else
+      row = int64_t(rb) * k_down_rows + wg * 64 + warp * 16 + g + 8 * i;
+    w = UP && i == 1 ? &a.wb : &a.wa;
+    return row < w->rows ? row : w->rows - 1;
+  };
+  // Weight copies, coalesced: instruction q of producer warp p / 32 copies rows
+  // 32 (p / 32) + 8 q + lane / 4, 16 bytes each (lane % 4), a row's 64 bytes by 4 adjacent lanes.
+  const uint8_t* wsrc[4];
+  uint32_t wdst[4];
+#pragma unroll
+  for (int q = 0; q < 4; ++q) {
+    const int rs = 32 * (p >> 5) + 8 * q + ((p & 31) >> 2), cq = p & 3;
+    const fp4_weight* w;
+    const int64_t r = slot_row(rs, w);
+    wsrc[q] = w->data + e * w->matrix_bytes + r * (cols / 2) + 16 * cq;
+    wdst[q] = k_ws_w + ((rs >> 3) & 1) * (k_threads * 16) + ((rs >> 4) * 32 + 4 * (rs & 7)) * 16 +
+              16 * cq;
+  }
+  // This thread's own row slot p: its scale bytes (per round, and the largest for the header).
+  const fp4_weight* wp;
+  const int64_t rp = slot_row(p, wp);
+  const uint8_t* srow =
+      wp->scale + (e * wp->matrix_scales + rp * (cols / 32)) * (f32_scale ? 4 : 1);
+  const uint32_t sdst = k_ws_ws + p * 16;
+  // The row's largest scale byte (global loads before the first stage is free).
+  int emax = 0;
+  {
+    const uint32_t* s32 = reinterpret_cast<const uint32_t*>(srow);
+    if (f32_scale) {
+      const int n = int(cols / 32);
+#pragma unroll 16
+      for (int q = 0; q < n; ++q) emax = max(emax, int((__ldg(s32 + q) >> 23) & 0xFFu));
+    } else {
+      const int n = int(cols / 128);
+      uint32_t m = 0;
+#pragma unroll 16
+      for (int q = 0; q < n; ++q) m = __vmaxu4(m, __ldg(s32 + q));
+      m = __vmaxu4(m, m >> 16);
+      m = __vmaxu4(m, m >> 8);
+      emax = int(m & 0xFFu);
+    }
+  }
+  const int pair = p < ntok ? a.sorted[tile_y + p] : -1;
+  constexpr uint32_t k_none = 0xFFFFFFFFu;
+  constexpr int nq = N / 16;
+  uint32_t boff[nq];
+  uint32_t soff = k_none;
+  const int j = p & 7;
+  for (int rr = 0; rr < rounds; ++rr) {
+    const int kk = k + rr;
+    if (LEAD > 0 && kk >= LEAD) {
+      cp_async_wait<LEAD - 1>();
+      wgmma::fence_async_smem();
+      mbar::arrive(ring.full + 8 * ((kk - LEAD) % k_ws_stages));
+    }
+    const int stage = kk % k_ws_stages;
+    if (kk >= k_ws_stages)
+      mbar::wait(ring.full + 8 * (k_ws_stages + stage), uint32_t(kk / k_ws_stages - 1) & 1u);
+    const uint32_t st = ring.smem + uint32_t(stage) * k_ws_stage_bytes;
+    if (rr == 0) {
+      // The header, then this thread's B rows from it (the producers' named barrier 3).
+      uint8_t* hs = ring.gen + stage * k_ws_stage_bytes;
+      reinterpret_cast<int*>(hs + k_ws_hdr_emax)[p] = emax;
+      reinterpret_cast<int*>(hs + k_ws_hdr_pair)[p] = pair;
+      if (p == 0) *reinterpret_cast<int*>(hs + k_ws_hdr_ntok) = ntok;
+      named_sync(3, 128);
+      const int* hp = reinterpret_cast<const int*>(hs + k_ws_hdr_pair);
+#pragma unroll
+      for (int q = 0; q < nq; ++q) {
+        const int pq = hp[(p >> 3) + 16 * q];
+        const int src = pq < 0 ? -1 : UP ? pq / a.top_k : pq;
+        boff[q] = src >= 0 ? uint32_t(src) * uint32_t(cols) + 16u * j : k_none;
+      }
+      if (p < N) {
+        const int pq = hp[p];
+        const int src = pq < 0 ? -1 : UP ? pq / a.top_k : pq;
+        soff = src >= 0 ? uint32_t(src) * uint32_t(scols) : k_none;
+      }
+      named_sync(3, 128);  // every producer read the pair ids before a later header's writes
+    }
+    // Weights: 64 bytes of the row (the L2 prefetch as w4a8_tile), its 4 scale bytes (16 f32).
+#pragma unroll
+    for (int q = 0; q < 4; ++q)
+      cp_async_16_l2_256(st + wdst[q], wsrc[q] + int64_t(rr) * (k_round / 2));
+    if (f32_scale)
+      cp_async_16_zfill(st + sdst, srow + int64_t(rr) * 16, 16);
+    else
+      cp_async_4_zfill(st + sdst, srow + int64_t(rr) * 4, 4);
+#pragma unroll
+    for (int q = 0; q < nq; ++q) {
+      const int n = (p >> 3) + 16 * q;
+      cp_async_16_zfill(st + k_ws_b + n * 128 + ((j ^ (n & 7)) << 4),
+                        boff[q] != k_none ? a.bq + boff[q] + uint32_t(rr) * k_round : a.bq,
+                        boff[q] != k_none ? 16 : 0);
+    }
+    if (p < N)
+      cp_async_4_zfill(st + k_ws_ts + 4 * p, soff != k_none ? a.bs + soff + rr : a.bs,
+                       soff != k_none ? 4 : 0);
+    if constexpr (LEAD == 0) {
+      const uint32_t bar = ring.full + 8 * stage;
+      mbar::arrive(bar);
+      asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+    } else {
+      cp_async_commit();
+    }
+    if (rr == 1 && next.x >= 0) {
+      // The next item's scale row of this thread's row slot and its pair id, into L2.
+      const int64_t nrow = UP ? int64_t(next_rb) * k_up_rows + (rp - int64_t(rb) * k_up_rows)
+                              : int64_t(next_rb) * k_down_rows + (rp - int64_t(rb) * k_down_rows);
+      const fp4_weight& nw = *wp;
+      const int64_t nr = nrow < nw.rows ? nrow : nw.rows - 1;
+      const uint8_t* nsrow =
+          nw.scale + (next.x * nw.matrix_scales + nr * (cols / 32)) * (f32_scale ? 4 : 1);
+      const int bytes = int(cols / 32) * (f32_scale ? 4 : 1);
+      for (int off = 0; off < bytes + 127; off += 128)
+        asm volatile("prefetch.global.L2 [%0];\n" ::"l"(nsrow + (off < bytes ? off : bytes - 1)));
+      if (p < next.z) asm volatile("prefetch.global.L2 [%0];\n" ::"l"(a.sorted + next.y + p));
+    }
+  }
+  k += rounds;
+}
+
+template <bool UP, int N, bool NOINC>
+__device__ __forceinline__ void ws_consume_item(const w4a8_args& a, const ws_ring& ring, int& k,
+                                                int rb, int rounds) {
+  const int tid = threadIdx.x, lane = tid % k_warp_size, g = lane / 4, c = lane % 4;
+  const int wg = tid / 128, warp = (tid / k_warp_size) % 4;
+  const int64_t out_rows = a.wa.rows;
+  int64_t row[2];
+  if constexpr (UP) {
+    row[0] = row[1] = int64_t(rb) * k_up_rows + wg * 32 + warp * 8 + g;
+  } else {
+    row[0] = int64_t(rb) * k_down_rows + wg * 64 + warp * 16 + g;
+    row[1] = row[0] + 8;
+  }
+  // Row slots of the producer's layout: 16 (4 wg + warp) + 8 i + g.
+  const int rs0 = 16 * (wg * 4 + warp) + g;
+  const bool f32_scale = a.wa.scale_f32;
+  const auto stage_of = [&](int kk) { return kk % k_ws_stages; };
+  const auto wait_full = [&](int kk) {
+    mbar::wait(ring.full + 8 * stage_of(kk), uint32_t(kk / k_ws_stages) & 1u);
+    if constexpr (NOINC) wgmma::fence_async_smem();
+  };
+  // The header (stage of round k, already waited for by the caller).
+  const uint8_t* hs = ring.gen + stage_of(k) * k_ws_stage_bytes;
+  const int ntok = *reinterpret_cast<const int*>(hs + k_ws_hdr_ntok);
+  int emax[2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i)
+    emax[i] = reinterpret_cast<const int*>(hs + k_ws_hdr_emax)[rs0 + 8 * i];
+  const int base[2] = {emax[0] - 6, emax[1] - 6};
+  int* pbuf = reinterpret_cast<int*>(ring.gen + k_ws_pbuf) + 128 * wg;
+  named_sync(1 + wg, 128);  // this warpgroup's previous epilogue read its pair ids
+  pbuf[tid % 128] = reinterpret_cast<const int*>(hs + k_ws_hdr_pair)[tid % 128];
+
+  float acc[N / 2], blk[N / 2];
+#pragma unroll
+  for (int jj = 0; jj < N / 2; ++jj) acc[jj] = blk[jj] = 0.0f;
+  const auto scale_of = [&](uint32_t st, int i) -> int {
+    const uint32_t addr = st + k_ws_ws + (rs0 + 8 * i) * 16;
+    if (f32_scale) {
+      uint32_t v;
+      asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(addr + 4 * c) : "memory");
+      return int((v >> 23) & 0xFFu);
+    }
+    uint32_t v;
+    asm volatile("ld.shared.u8 %0, [%1];\n" : "=r"(v) : "r"(addr + c) : "memory");
+    return int(v);
+  };
+  const auto convert = [&](int kk, uint32_t(&am)[4][4]) {
+    const uint32_t st = ring.smem + stage_of(kk) * k_ws_stage_bytes;
+    const uint32_t wl = st + k_ws_w + tid * 16;
+    const uint4 wv[2] = {lds_16(wl), lds_16(wl + k_threads * 16)};
+    const e4m3_table t0 = fold_table(scale_of(st, 0) - base[0]),
+                     t1 = fold_table(scale_of(st, 1) - base[1]);
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+      expand_e2m1x8(word_of(wv[0], s), t0, am[s][0], am[s][2]);
+      expand_e2m1x8(word_of(wv[1], s), t1, am[s][1], am[s][3]);
+    }
+  };
+  const auto mma = [&](int kk, const uint32_t(&am)[4][4]) {
+    const uint32_t st = ring.smem + stage_of(kk) * k_ws_stage_bytes + k_ws_b;
+    __syncwarp();
+    wgmma::fence();
+#pragma unroll
+    for (int s = 0; s < 4; ++s)
+      wgmma_fp8_rs<N>::run(blk, am[s], wgmma::sw128_desc(st + 32 * s, 16, 1024), s);
+    wgmma::commit();
+  };
+  const auto promote_release = [&](int kk) {
+    wgmma::wait<0>();
+#pragma unroll
+    for (int jj = 0; jj < N / 2; ++jj) wgmma::reg_fence(blk[jj]);
+    const float* ts =
+        reinterpret_cast<const float*>(ring.gen + stage_of(kk) * k_ws_stage_bytes + k_ws_ts);
+#pragma unroll
+    for (int q = 0; q < N / 8; ++q) {
+      const float2 sc = *reinterpret_cast<const float2*>(ts + 8 * q + 2 * c);
+      acc[4 * q] = fmaf(blk[4 * q], sc.x, acc[4 * q]);
+      acc[4 * q + 1] = fmaf(blk[4 * q + 1], sc.y, acc[4 * q + 1]);
+      acc[4 * q + 2] = fmaf(blk[4 * q + 2], sc.x, acc[4 * q + 2]);
+      acc[4 * q + 3] = fmaf(blk[4 * q + 3], sc.y, acc[4 * q + 3]);
+    }
+    __syncwarp();
+    if (lane == 0) mbar::arrive(ring.full + 8 * (k_ws_stages + stage_of(kk)));
+  };
+  uint32_t am[2][4][4];
+  convert(k, am[0]);
+  const auto body = [&](int r, auto parity) {
+    constexpr int pp = decltype(parity)::value;
+    mma(k + r, am[pp]);
+    if (r + 1 < rounds) {
+      wait_full(k + r + 1);
+      convert(k + r + 1, am[pp ^ 1]);
+    }
+    promote_release(k + r);
+  };
+  for (int r = 0; r < rounds; r += 2) {
+    body(r, std::integral_constant<int, 0>{});
+    if (r + 1 < rounds) body(r + 1, std::integral_constant<int, 1>{});
+  }
+  k += rounds;
+
+  named_sync(1 + wg, 128);  // the pair ids of this warpgroup are written
+  const float nan = __uint_as_float(0x7fc00000u);
+#pragma unroll
+  for (int jj = 0; jj < N / 2; ++jj) {
+    const int t = 8 * (jj >> 2) + 2 * c + (jj & 1);
+    if (t >= ntok) continue;
+    const int p = pbuf[t];
+    const int i = (jj >> 1) & 1;
+    if constexpr (UP) {
+      if (i == 0 && row[0] < out_rows) {
+        const float gv = emax[0] == 255 ? nan : scale_pow2(acc[jj], base[0] - 127);
+        const float uv = emax[1] == 255 ? nan : scale_pow2(acc[jj + 2], base[1] - 127);
+        const float v = moe_swiglu_value(gv, uv, a.limit);
+        a.dst[int64_t(p) * out_rows + row[0]] =
+            a.pair_weights ? __fmul_rn(v, a.pair_weights[p]) : v;
+      }
+    } else {
+      if (row[i] < out_rows)
+        a.dst[int64_t(p) * out_rows + row[i]] =
+            emax[i] == 255 ? nan : scale_pow2(acc[jj], base[i] - 127);
+    }
+  }
+}
+
+template <bool UP, int LEAD>
+__global__ void __launch_bounds__(k_ws_threads, 1)
+    moe_prefill_w4a8_ws_kernel(w4a8_args a, int row_blocks) {
+  static_assert(LEAD >= 0 && LEAD <= k_ws_stages - 2,
+                "the consumers hold round r while they wait for round r + 1");
+#if DSV4_W4A8_WGMMA
+  extern __shared__ uint8_t smem_raw[];
+  const uint32_t raw = smem_addr(smem_raw);
+  const uint32_t pad = (1024u - (raw & 1023u)) & 1023u;
+  const ws_ring ring{raw + pad, raw + pad + k_ws_bars, smem_raw + pad};
+  const int items = *a.tile_count * row_blocks;
+  if (int(blockIdx.x) >= items) return;  // uniform over the block
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < k_ws_stages; ++s) {
+      mbar::init(ring.full + 8 * s, LEAD == 0 ? 256 : 128);  // every producer thread
+      mbar::init(ring.full + 8 * (k_ws_stages + s), k_ws_consumer_threads / k_warp_size);
+    }
+  }
+  __syncthreads();
+  const int rounds = int(a.wa.cols / k_round);
+  int k = 0;
+  if (threadIdx.x >= k_ws_consumer_threads) {
+    mbar::setmaxnreg_dec<k_ws_producer_regs>();
+    const int p = int(threadIdx.x) - k_ws_consumer_threads;
+    int4 tile = a.tiles[blockIdx.x / row_blocks];
+    for (int w = blockIdx.x; w < items; w += gridDim.x) {
+      const int rb = w % row_blocks;
+      const int4 cur = tile;
+      const int wn = w + int(gridDim.x);
+      // The next item's tile, loaded one item ahead (x = -1: none).
+      tile = wn < items ? a.tiles[wn / row_blocks] : make_int4(-1, 0, 0, 0);
+      const int nrb = wn % row_blocks;
+      const int e = cur.x, ntok = cur.z;
+      if (ntok <= 32)
+        ws_produce_item<UP, 32, LEAD>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
+      else if (ntok <= 64)
+        ws_produce_item<UP, 64, LEAD>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
+      else if (ntok <= 96)
+        ws_produce_item<UP, 96, LEAD>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
+      else
+        ws_produce_item<UP, 128, LEAD>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
+    }
+    if constexpr (LEAD > 0) {
+      cp_async_wait<0>();
+      wgmma::fence_async_smem();
+      for (int kk = max(0, k - LEAD); kk < k; ++kk)
+        mbar::arrive(ring.full + 8 * (kk % k_ws_stages));
+    } else {
+      asm volatile("cp.async.wait_all;\n" ::: "memory");
+    }
+  } else {
+    mbar::setmaxnreg_inc<k_ws_consumer_regs>();
+    for (int w = blockIdx.x; w < items; w += gridDim.x) {
+      const int rb = w % row_blocks;
+      mbar::wait(ring.full + 8 * (k % k_ws_stages), uint32_t(k / k_ws_stages) & 1u);
+      if constexpr (LEAD == 0) wgmma::fence_async_smem();
+      const int ntok = *reinterpret_cast<const int*>(
+          ring.gen + (k % k_ws_stages) * k_ws_stage_bytes + k_ws_hdr_ntok);
+      if (ntok <= 32)
+        ws_consume_item<UP, 32, LEAD == 0>(a, ring, k, rb, rounds);
+      else if (ntok <= 64)
+        ws_consume_item<UP, 64, LEAD == 0>(a, ring, k, rb, rounds);
+      else if (ntok <= 96)
+        ws_consume_item<UP, 96, LEAD == 0>(a, ring, k, rb, rounds);
+      else
+        ws_consume_item<UP, 128, LEAD == 0>(a, ring, k, rb, rounds);
+    }
+  }
+#else
+  (void)a;
+  (void)row_blocks;
+  __trap();
+#endif
+}
+
+int sm_count_of_current_device() {
+  int dev = 0, n = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess ||
+      cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
+    return 132;
+  return n;
+}
+
+template <bool UP, int LEAD>
+cudaError_t launch_w4a8_ws_lead(int64_t row_blocks, int64_t tile_slots, const w4a8_args& a,
+                                cudaStream_t stream) {
+  static bool configured = false;
+  static int sms = 0;
+  if (!configured) {
+    const cudaError_t e =
+        cudaFuncSetAttribute(moe_prefill_w4a8_ws_kernel<UP, LEAD>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, k_ws_smem);
+    if (e != cudaSuccess) return e;
+    sms = sm_count_of_current_device();
+    configured = true;
+  }
+  const int64_t items = row_blocks * tile_slots;
+  if (items == 0) return cudaSuccess;
+  const unsigned grid = unsigned(items < sms ? items : sms);
+  moe_prefill_w4a8_ws_kernel<UP, LEAD>
+      <<<grid, k_ws_threads, k_ws_smem, stream>>>(a, int(row_blocks));
+  return cudaGetLastError();
+}
+
+template <bool UP>
+cudaError_t launch_w4a8_ws_gemm(int64_t row_blocks, int64_t tile_slots, const w4a8_args& a,
+                                cudaStream_t stream) {
+  static const int lead = [] {
+    const char* v = std::getenv("DSV4_W4A8_WS_LEAD");
+    return v ? std::atoi(v) : k_ws_lead;
+  }();
+  return lead == 0 ? launch_w4a8_ws_lead<UP, 0>(row_blocks, tile_slots, a, stream)
+                   : launch_w4a8_ws_lead<UP, k_ws_lead>(row_blocks, tile_slots, a, stream);
+}
+
 template <typename in_t>
 cudaError_t launch_quantize(const in_t* src, int64_t rows, int64_t cols, const int32_t* indices,
                             int64_t experts, uint8_t* q, float* scales, cudaStream_t stream) {
@@ -529,7 +982,10 @@ cudaError_t launch_w4a8_gemms(const act_t* x, int64_t tokens, int64_t top_k,
                               const device_weight& w2, float limit, const int* tile_count,
                               const int4* tiles, const int* sorted, int64_t tile_slots,
                               const float* pair_weights, const int32_t* indices, int64_t pairs,
-                              float* h, float* out, void* q, bool pipelined, cudaStream_t stream) {
+                              float* h, float* out, void* q, w4a8_kernel kernel,
+                              cudaStream_t stream) {
+  const bool pipelined = kernel == w4a8_kernel::pipelined;
+  const bool ws = kernel == w4a8_kernel::warp_specialized;
   const int64_t hidden = w1.cols, inter = w1.rows;
   // B source offsets are 32-bit (w4a8_tile), k_none reserved.
   if (tokens * hidden >= int64_t(UINT32_MAX) || pairs * inter >= int64_t(UINT32_MAX))
@@ -556,8 +1012,9 @@ cudaError_t launch_w4a8_gemms(const act_t* x, int64_t tokens, int64_t top_k,
   a.pair_weights = pair_weights;
   a.dst = h;
   const dim3 grid1(unsigned(ceil_div(inter, k_up_rows)), unsigned(tile_slots));
-  if (const cudaError_t e = pipelined ? launch_w4a8_gemm<true, true>(grid1, a, stream)
-                                      : launch_w4a8_gemm<true, false>(grid1, a, stream);
+  if (const cudaError_t e = ws          ? launch_w4a8_ws_gemm<true>(grid1.x, tile_slots, a, stream)
+                            : pipelined ? launch_w4a8_gemm<true, true>(grid1, a, stream)
+                                        : launch_w4a8_gemm<true, false>(grid1, a, stream);
       e != cudaSuccess)
     return e;
   if (const cudaError_t e =
@@ -570,6 +1027,7 @@ cudaError_t launch_w4a8_gemms(const act_t* x, int64_t tokens, int64_t top_k,
   a.pair_weights = nullptr;
   a.dst = out;
   const dim3 grid2(unsigned(ceil_div(hidden, k_down_rows)), unsigned(tile_slots));
+  if (ws) return launch_w4a8_ws_gemm<false>(grid2.x, tile_slots, a, stream);
   return pipelined ? launch_w4a8_gemm<false, true>(grid2, a, stream)
                    : launch_w4a8_gemm<false, false>(grid2, a, stream);
 }
@@ -578,12 +1036,12 @@ template cudaError_t launch_w4a8_gemms<float>(const float*, int64_t, int64_t, co
                                               const device_weight&, const device_weight&, float,
                                               const int*, const int4*, const int*, int64_t,
                                               const float*, const int32_t*, int64_t, float*, float*,
-                                              void*, bool, cudaStream_t);
+                                              void*, w4a8_kernel, cudaStream_t);
 template cudaError_t launch_w4a8_gemms<__nv_bfloat16>(const __nv_bfloat16*, int64_t, int64_t,
                                                       const device_weight&, const device_weight&,
                                                       const device_weight&, float, const int*,
                                                       const int4*, const int*, int64_t,
                                                       const float*, const int32_t*, int64_t, float*,
-                                                      float*, void*, bool, cudaStream_t);
+                                                      float*, void*, w4a8_kernel, cudaStream_t);
 
 }  // namespace dsv4::cuda::prefill

@@ -24,13 +24,19 @@ size_t w4a8_workspace_bytes(int64_t tokens, int64_t top_k, int64_t hidden, int64
 // multiples of 128). q: w4a8_workspace_bytes bytes, 256-byte aligned. pipelined: each round's
 // A registers expanded while the previous round's wgmmas run, 8 rounds in flight
 // (moe_prefill_core::w4a8), else expand, multiply, promote in turn with 4 rounds in flight
-// (w4a8_serial; same results bit for bit).
+// (w4a8_serial; same results bit for bit). kernel: which of the three GEMM kernels runs (all
+// give the same results bit for bit): serial, pipelined, or the warp-specialized persistent one
+// (moe_prefill_core::w4a8_ws: a producer warpgroup fills an mbarrier ring, two consumer
+// warpgroups expand and multiply; moe_prefill_w4a8.cu).
+enum class w4a8_kernel { serial, pipelined, warp_specialized };
+
 template <typename act_t>
 cudaError_t launch_w4a8_gemms(const act_t* x, int64_t tokens, int64_t top_k,
                               const device_weight& w1, const device_weight& w3,
                               const device_weight& w2, float limit, const int* tile_count,
                               const int4* tiles, const int* sorted, int64_t tile_slots,
                               const float* pair_weights, const int32_t* indices, int64_t pairs,
-                              float* h, float* out, void* q, bool pipelined, cudaStream_t stream);
+                              float* h, float* out, void* q, w4a8_kernel kernel,
+                              cudaStream_t stream);
 
 }  // namespace dsv4::cuda::prefill
