@@ -46,7 +46,9 @@
 // Fused path (plan.fused, bf16 pools; attention_decode_ws_kernel<overlap, true>): the splits of
 // a (token, head group) are one thread block cluster of 1-16 CTAs that merge their partial sums
 // through distributed shared memory and write the normalized output with the sink (no combine
-// launch, no partials in global memory). Where small steps spend their time (H200 2026-11-26,
+// launch, no partials in global memory), in the combine kernel's arithmetic and order, so the
+// output equals the split plan's bit for bit (the FP8-record pools run the split kernels).
+// Where small steps spend their time (H200 2026-11-26,
 // bench_attention --small, L2 flushed): launch floor 2.7 us (the same for an empty grid of this
 // kernel's 384 threads and 224.6 KB of shared memory), a second PDL launch +1.5 us; the combine
 // 4-5 us at T <= 8 and ~10 us at T = 32; the main kernel 16-20 us with one 32-slot tile per CTA,
@@ -861,18 +863,22 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 
   // Fused (plan.fused): the `splits` CTAs of this (token, head group) form one cluster; each
   // holds its keys' unnormalized accumulators and (max, sum) per row in registers. They merge
-  // without a second kernel: every CTA publishes its (m, l) rows in its own shared memory, reads
-  // those of the whole cluster (DSMEM) to get M = max(sink, m_i) and the denominator
-  // D = sum_i l_i 2^(m_i - M) + 2^(sink - M), scales its accumulators by 2^(m_i - M) / D, stores
-  // them in its (consumed) key ring, and CTA r then sums channels [r * 512 / splits, +512 /
-  // splits) over the cluster in rank order and writes the output. A single CTA (splits 1) writes
-  // its scaled accumulators straight out. A CTA without keys has m = -inf and weight 0; a token
+  // without a second kernel, in the combine kernel's arithmetic, so that the output equals the
+  // split plan's bit for bit (the FP8-record pools, which run the split kernels over the same
+  // splits, then give the bf16 pools' logits exactly, as README promises for official mode):
+  //   M = max(max_i m_i, sink); w_i = 2^(m_i - M) (0 for a CTA without keys);
+  //   D = (lane 0's butterfly sum of l_i w_i over the combine's 32 lanes) + 2^(sink - M);
+  //   out = (fma chain over i in rank order of w_i * acc_i, from 0) * (1 / D).
+  // Every CTA publishes its (m, l) rows in its own shared memory and reads the cluster's (DSMEM);
+  // the weights and 1 / D per row go to the consumed query tile, the unscaled accumulators to the
+  // consumed key ring; CTA r then reduces channels [r * 512 / splits, +512 / splits) over the
+  // cluster and writes them. A single CTA (splits 1) writes its own rows straight out. A token
   // without keys gets 0 / 2^0 = 0, as the combine kernel gives.
   auto fused_epilogue = [&](float(&acc)[2][64], const float(&m)[2], const float(&l)[2],
                             const float(&sink2)[2], int rg, int half, int64_t h0, int64_t h1) {
     auto acc_at = [&](int n, int e) -> float& { return acc[n >> 4][4 * (n & 15) + e]; };
     const int rl0 = rg * 16 + lane / 4;  // this thread's rows rl0, rl0 + 8 of the group
-    const int nsplit = splits;           // the cluster size (1, 2, 4 or 8)
+    const int nsplit = splits;           // the cluster size (1, 2, 4, 8 or 16)
     const uint32_t ml_addr = q_s + k_ws_ml;
     if (nsplit > 1) {
       if (half == 0 && lane % 4 == 0) {
@@ -881,9 +887,12 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         ml_s[rl0 + 8] = make_float2(m[1], l[1]);
       }
       __syncwarp();
-      cluster::sync();  // (m, l) of every CTA published; every CTA is done with its key ring
+      cluster::sync();  // (m, l) of every CTA published; every CTA is done with q and its ring
     }
-    float w[2];
+    // Per row: the weights of the cluster's CTAs and 1 / D (combine kernel order).
+    float w_own[2], inv[2];
+    float* const w_s = reinterpret_cast<float*>(smem);  // [64][k_fused_max_cluster + 1]
+    constexpr int w_stride = k_fused_max_cluster + 1;
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       float2 v[k_fused_max_cluster];
@@ -894,28 +903,50 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       } else {
         v[0] = make_float2(m[i], l[i]);
       }
-      float mx = sink2[i];
+      float mx = -INFINITY;
 #pragma unroll
       for (int r = 0; r < k_fused_max_cluster; ++r)
         if (r < nsplit) mx = fmaxf(mx, v[r].x);
-      float den = exp2f(sink2[i] - mx);
+      mx = fmaxf(mx, sink2[i]);
+      float w[k_fused_max_cluster], x[k_fused_max_cluster];
 #pragma unroll
-      for (int r = 0; r < k_fused_max_cluster; ++r)
-        if (r < nsplit && v[r].x != -INFINITY) den += v[r].y * exp2f(v[r].x - mx);
-      w[i] = m[i] == -INFINITY ? 0.0f : exp2f(m[i] - mx) / den;
+      for (int r = 0; r < k_fused_max_cluster; ++r) {
+        w[r] = (r < nsplit && v[r].x != -INFINITY) ? exp2f(v[r].x - mx) : 0.0f;
+        x[r] = w[r] == 0.0f ? 0.0f : __fmul_rn(v[r].y, w[r]);
+      }
+      // The combine's shuffle-xor butterfly as lane 0 sums it (lanes >= splits hold 0, and the
+      // level-16 step and the other warps' zeros add exactly 0).
+#pragma unroll
+      for (int o = k_fused_max_cluster / 2; o > 0; o /= 2)
+#pragma unroll
+        for (int j = 0; j < o; ++j) x[j] = __fadd_rn(x[j], x[j + o]);
+      inv[i] = 1.0f / __fadd_rn(x[0], exp2f(sink2[i] - mx));
+      w_own[i] = w[0];  // nsplit == 1: this CTA's own weight
+      if (nsplit > 1 && half == 0 && lane % 4 == 0) {
+        float* const row_w = w_s + (rl0 + 8 * i) * w_stride;
+#pragma unroll
+        for (int r = 0; r < k_fused_max_cluster; ++r) row_w[r] = w[r];
+        row_w[k_fused_max_cluster] = inv[i];
+      }
     }
     if (nsplit == 1) {
+      // The combine with one split: fma(w, acc, 0) * (1 / D); w == 0 reads no partial (0).
+      auto one = [&](float a, float wv, float iv) {
+        return __fmul_rn(wv == 0.0f ? 0.0f : __fmaf_rn(wv, a, 0.0f), iv);
+      };
 #pragma unroll
       for (int n = 0; n < 32; ++n) {
         const int c = half * 256 + n * 8 + 2 * (lane % 4);
         if (h0 < heads)
-          store2(out + (t * heads + h0) * k_d + c, acc_at(n, 0) * w[0], acc_at(n, 1) * w[0]);
+          store2(out + (t * heads + h0) * k_d + c, one(acc_at(n, 0), w_own[0], inv[0]),
+                 one(acc_at(n, 1), w_own[0], inv[0]));
         if (h1 < heads)
-          store2(out + (t * heads + h1) * k_d + c, acc_at(n, 2) * w[1], acc_at(n, 3) * w[1]);
+          store2(out + (t * heads + h1) * k_d + c, one(acc_at(n, 2), w_own[1], inv[1]),
+                 one(acc_at(n, 3), w_own[1], inv[1]));
       }
       return;
     }
-    // Scaled rows into the key ring as [64][512] f32, the float2 j of row r at j ^ 4 (r & 7)
+    // Unscaled rows into the key ring as [64][512] f32, the float2 j of row r at j ^ 4 (r & 7)
     // (the 8 rows of a fragment store hit distinct banks).
     unsigned char* const red = smem + k_ws_ring;
     const int sw = (lane / 4) << 2;  // rows rl0 and rl0 + 8 share r & 7 = lane / 4
@@ -923,11 +954,11 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     for (int n = 0; n < 32; ++n) {
       const int j = (half * 128 + 4 * n + lane % 4) ^ sw;
       *reinterpret_cast<float2*>(red + rl0 * (k_d * 4) + j * 8) =
-          make_float2(acc_at(n, 0) * w[0], acc_at(n, 1) * w[0]);
+          make_float2(acc_at(n, 0), acc_at(n, 1));
       *reinterpret_cast<float2*>(red + (rl0 + 8) * (k_d * 4) + j * 8) =
-          make_float2(acc_at(n, 2) * w[1], acc_at(n, 3) * w[1]);
+          make_float2(acc_at(n, 2), acc_at(n, 3));
     }
-    cluster::sync();  // every CTA's scaled rows are in its shared memory
+    cluster::sync();  // every CTA's rows (and this CTA's weight table) are in shared memory
     const int me = int(cluster::rank());
     const int cols4 = k_d / 4 / nsplit;  // float4 columns this CTA sums
     const uint32_t red_addr = q_s + k_ws_ring;
@@ -935,20 +966,27 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     for (int i = threadIdx.x; i < k_rows * cols4; i += k_threads) {
       const int row = i / cols4, f4 = me * cols4 + i % cols4;
       const uint32_t off = uint32_t(row * (k_d * 4) + (((2 * f4) ^ ((row & 7) << 2)) * 8));
+      const float* const row_w = w_s + row * w_stride;
       float4 v[k_fused_max_cluster];
 #pragma unroll
       for (int r = 0; r < k_fused_max_cluster; ++r)
-        if (r < nsplit) v[r] = cluster::load_f4(cluster::map(red_addr + off, r));
-      float4 sum = v[0];
+        if (r < nsplit && row_w[r] != 0.0f)
+          v[r] = cluster::load_f4(cluster::map(red_addr + off, r));
+      float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
-      for (int r = 1; r < k_fused_max_cluster; ++r)
-        if (r < nsplit) {
-          sum.x += v[r].x;
-          sum.y += v[r].y;
-          sum.z += v[r].z;
-          sum.w += v[r].w;
+      for (int r = 0; r < k_fused_max_cluster; ++r)
+        if (r < nsplit && row_w[r] != 0.0f) {
+          const float wr = row_w[r];
+          o.x = __fmaf_rn(wr, v[r].x, o.x);
+          o.y = __fmaf_rn(wr, v[r].y, o.y);
+          o.z = __fmaf_rn(wr, v[r].z, o.z);
+          o.w = __fmaf_rn(wr, v[r].w, o.w);
         }
-      if (head0 + row < heads) store4(out + (t * heads + head0 + row) * k_d + 4 * f4, sum);
+      const float iv = row_w[k_fused_max_cluster];
+      if (head0 + row < heads)
+        store4(out + (t * heads + head0 + row) * k_d + 4 * f4,
+               make_float4(__fmul_rn(o.x, iv), __fmul_rn(o.y, iv), __fmul_rn(o.z, iv),
+                           __fmul_rn(o.w, iv)));
     }
     cluster::sync();  // no CTA leaves while another may still read its shared memory
   };
@@ -1286,10 +1324,12 @@ __global__ void __launch_bounds__(k_combine_threads, 1)
       const float w = weight_s[i];
       float4 v = make_float4(0, 0, 0, 0);  // predicated load: unrolled loads stay independent
       if (w != 0.0f) v = *reinterpret_cast<const float4*>(po + int64_t(c0 + i) * heads * k_d);
-      o.x += w * v.x;
-      o.y += w * v.y;
-      o.z += w * v.z;
-      o.w += w * v.w;
+      // Explicit FMAs (what the compiler contracted to before): the fused kernel's merge
+      // repeats this chain bit for bit.
+      o.x = __fmaf_rn(w, v.x, o.x);
+      o.y = __fmaf_rn(w, v.y, o.y);
+      o.z = __fmaf_rn(w, v.z, o.z);
+      o.w = __fmaf_rn(w, v.w, o.w);
     }
   }
   den = combine_block_reduce(den, false, red) + exp2f(sink - mx);
