@@ -33,6 +33,10 @@ int64_t kv_rows_capacity(const kv_rows<pool_t>& s) {
 constexpr int64_t k_attention_decode_head_dim = 512;
 constexpr int64_t k_attention_decode_heads_per_cta = 64;
 constexpr int64_t k_attention_decode_keys_per_tile = 32;
+// Fused plans: clusters of up to 16 CTAs (16 is a non-portable size: one GPC of >= 16 free SMs),
+// a power of two dividing the 128 float4 columns of a row; the plan picks at most 8 by itself.
+constexpr int64_t k_attention_decode_max_cluster = 16;
+constexpr int64_t k_attention_decode_portable_cluster = 8;
 
 struct attention_decode_plan {
   int64_t tokens = 0;
@@ -66,6 +70,7 @@ struct attention_decode_plan {
   bool combine = true;
 };
 
+// The plan functions are host code (attention_decode_plan.cpp; tests/cuda_host checks their rules).
 // sm_count: the device's SMs (one CTA per SM fits). min_tiles_per_split (>= 1) bounds how thin
 // the split gets (each CTA also loads the 64 KB bf16 query tile of its head group).
 // Beyond 64 splits the minimum doubles (fewer partial rows for the combine).

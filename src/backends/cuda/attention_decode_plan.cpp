@@ -1,0 +1,123 @@
+// The attention decode plans (host only; see attention_decode.h): split counts, tiles per CTA and
+// the choice of the fused cluster kernel, from host-known shapes only (graph-capturable steps).
+#include <algorithm>
+#include <cstdint>
+
+#include "backends/cuda/attention_decode.h"
+
+namespace dsv4::cuda {
+
+namespace {
+
+constexpr int64_t k_keys_per_tile = k_attention_decode_keys_per_tile;
+constexpr int64_t k_heads_per_cta = k_attention_decode_heads_per_cta;
+
+int64_t ceil_div(int64_t a, int64_t b) {
+  return (a + b - 1) / b;
+}
+
+}  // namespace
+
+attention_decode_plan attention_decode_make_fused_plan(int64_t tokens, int64_t heads,
+                                                       int64_t head_dim, int64_t window_capacity,
+                                                       int64_t comp_capacity, int64_t cluster) {
+  attention_decode_plan p;
+  p.tokens = tokens;
+  p.heads = heads;
+  p.window_capacity = window_capacity;
+  p.comp_capacity = comp_capacity;
+  if (tokens <= 0 || heads <= 0 || head_dim != k_attention_decode_head_dim || cluster < 1 ||
+      cluster > k_attention_decode_max_cluster || (cluster & (cluster - 1)) != 0)
+    return p;
+  const int64_t tiles =
+      std::max<int64_t>(1, ceil_div(window_capacity + comp_capacity, k_keys_per_tile));
+  p.splits = cluster;
+  p.keys_per_split = ceil_div(tiles, cluster) * k_keys_per_tile;
+  p.scratch_bytes = size_t(tokens * cluster * heads) *
+                    (size_t(k_attention_decode_head_dim) * 4 + 8);  // other pools
+  p.wgmma = true;
+  p.producer = true;
+  p.overlap = false;
+  p.fused = true;
+  return p;
+}
+
+attention_decode_plan attention_decode_make_plan(int64_t tokens, int64_t heads, int64_t head_dim,
+                                                 int64_t window_capacity, int64_t comp_capacity,
+                                                 int sm_count, int64_t min_tiles_per_split,
+                                                 int64_t fused) {
+  const attention_decode_plan split = attention_decode_make_split_plan(
+      tokens, heads, head_dim, window_capacity, comp_capacity, sm_count, min_tiles_per_split);
+  if (fused == 0 || split.splits <= 0) return split;
+  // The fused kernel when its CTAs get at most one tile more than the split's (two from 8
+  // CTAs per head group and token up), over the largest cluster of <= 8 CTAs whose clusters fill
+  // at most half the SMs. H200 2026-11-26 (bench_attention --small; per tile of 32 slots a CTA
+  // spends ~2.2 us, the combine 4-5 us at T <= 8 and ~10 us at T = 32): fused / split time
+  // HCA 8K T=1 18.7 / 24.2 us (8 CTAs of 1 tile; split 8 x 1), T=2, 4, 8 17.8-18.0 / 22.1-22.8
+  // (1 / 2 tiles), Flash CSA T=2, 4, 8 22.8-23.2 / 23.4-26.5 (3 / 2), HCA 128K T=8 27.8 / 31.7
+  // (5 / 3), HCA 8K T=32 27.0 / 32.8 (2 CTAs of 4 / 2); split kept: Flash CSA T=1 22.6 / 20.5
+  // (3 / 1), HCA 128K T=1 27.6 / 22.8 (5 / 1), Flash CSA T=32 39.5 / 42.4 (10 / 5, a win the
+  // rule leaves), HCA 1M. Clusters over more than half the SMs did not fit one wave (HCA 8K
+  // T=32 with 4 CTAs: 37.3 us; T=8 with 16: 37.5 us), and 16-CTA clusters were slower at T=1-2.
+  const int64_t tiles =
+      std::max<int64_t>(1, ceil_div(window_capacity + comp_capacity, k_keys_per_tile));
+  const int64_t ctas = tokens * ceil_div(heads, k_heads_per_cta);
+  int64_t c = 0;
+  for (int64_t x = 1; x <= k_attention_decode_portable_cluster && ctas * x * 2 <= sm_count;
+       x *= 2) {
+    c = x;
+    if (x >= tiles) break;  // every CTA of a larger cluster would be idle
+  }
+  if (c == 0) return split;
+  const int64_t split_tiles = split.keys_per_split / k_keys_per_tile;
+  const int64_t slack = ctas >= 8 ? 2 : 1;
+  if (ceil_div(tiles, c) > split_tiles + slack) return split;
+  return attention_decode_make_fused_plan(tokens, heads, head_dim, window_capacity, comp_capacity,
+                                          c);
+}
+
+attention_decode_plan attention_decode_make_split_plan(int64_t tokens, int64_t heads,
+                                                       int64_t head_dim, int64_t window_capacity,
+                                                       int64_t comp_capacity, int sm_count,
+                                                       int64_t min_tiles_per_split) {
+  attention_decode_plan p;
+  p.tokens = tokens;
+  p.heads = heads;
+  p.window_capacity = window_capacity;
+  p.comp_capacity = comp_capacity;
+  if (tokens <= 0 || heads <= 0 || head_dim != k_attention_decode_head_dim) return p;
+  const int64_t groups = ceil_div(heads, k_heads_per_cta);
+  const int64_t tiles =
+      std::max<int64_t>(1, ceil_div(window_capacity + comp_capacity, k_keys_per_tile));
+  const int64_t thin =
+      std::max<int64_t>(1, ceil_div(tiles, std::max<int64_t>(1, min_tiles_per_split)));
+  // One CTA per SM fits: fill one wave (floor, so T * groups * splits <= SMs when T * groups is
+  // below the SM count, never a second partial wave).
+  int64_t splits = std::clamp<int64_t>(std::max(sm_count, 1) / (tokens * groups), 1, thin);
+  // Past 64 splits (T * groups <= 2, long contexts) the partial rows (2 KB per head and split,
+  // written, then read by the combine) cost more than the extra CTAs gain: splits take twice the
+  // minimum tiles. H100 2026-11-24, HCA 1M T=1 (260 tiles; warp-specialized kernel with the
+  // overlap): 130 splits 42.4 us, 65 splits 32.5 us, 33 splits 38.5 us (bench_attention --cases).
+  if (splits > 64)
+    splits = std::min(
+        splits,
+        std::max<int64_t>(1, ceil_div(tiles, 2 * std::max<int64_t>(1, min_tiles_per_split))));
+  const int64_t per_split = ceil_div(tiles, splits);
+  splits = ceil_div(tiles, per_split);  // every split starts below the capacity
+  p.splits = splits;
+  p.keys_per_split = per_split * k_keys_per_tile;
+  p.scratch_bytes = size_t(tokens * splits * heads) * (size_t(k_attention_decode_head_dim) * 4 + 8);
+  p.wgmma = true;  // H200 2026-11-22: 1.02-1.18x faster than mma.sync at decode shapes
+  // The warp-specialized kernel from 4 tiles per split; below, its fixed costs (384 threads,
+  // mbarrier set-up, the producer's index -> row chain before the first tile) are not repaid.
+  // H100 2026-11-24 (bench_attention --cases), synchronous / warp-specialized time: 1.24x at HCA 1M
+  // T=32 (65 tiles per split), 1.13x T=8 (17), 1.06x HCA 128K T=32 (9), 1.08-1.13x Pro CSA
+  // T=32 / 64 (18 / 36), 1.30-1.32x Pro HCA 1M T=32 / 64 (130 / 260); 0.98x Flash CSA T=32 (5),
+  // 0.91-0.99x at 2-3 tiles per split.
+  p.producer = per_split >= 4;
+  // Same run: the S / P V overlap took 1.00-1.09x the in-turn time (0.995x at Flash CSA T=1).
+  p.overlap = false;
+  return p;
+}
+
+}  // namespace dsv4::cuda
