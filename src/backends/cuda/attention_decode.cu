@@ -888,48 +888,17 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       __syncwarp();
       cluster::sync();  // (m, l) of every CTA published; every CTA is done with q and its ring
     }
-    // Per row: the weights of the cluster's CTAs and 1 / D (combine kernel order).
-    float w_own[2], inv[2];
-    float* const w_s = reinterpret_cast<float*>(smem);  // [64][k_fused_max_cluster + 1]
-    constexpr int w_stride = k_fused_max_cluster + 1;
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      float2 v[k_fused_max_cluster];
-      if (nsplit > 1) {
-#pragma unroll
-        for (int r = 0; r < k_fused_max_cluster; ++r)
-          if (r < nsplit) v[r] = cluster::load_f2(cluster::map(ml_addr + (rl0 + 8 * i) * 8, r));
-      } else {
-        v[0] = make_float2(m[i], l[i]);
-      }
-      float mx = -INFINITY;
-#pragma unroll
-      for (int r = 0; r < k_fused_max_cluster; ++r)
-        if (r < nsplit) mx = fmaxf(mx, v[r].x);
-      mx = fmaxf(mx, sink2[i]);
-      float w[k_fused_max_cluster], x[k_fused_max_cluster];
-#pragma unroll
-      for (int r = 0; r < k_fused_max_cluster; ++r) {
-        w[r] = (r < nsplit && v[r].x != -INFINITY) ? exp2f(v[r].x - mx) : 0.0f;
-        x[r] = w[r] == 0.0f ? 0.0f : __fmul_rn(v[r].y, w[r]);
-      }
-      // The combine's shuffle-xor butterfly as lane 0 sums it (lanes >= splits hold 0, and the
-      // level-16 step and the other warps' zeros add exactly 0).
-#pragma unroll
-      for (int o = k_fused_max_cluster / 2; o > 0; o /= 2)
-#pragma unroll
-        for (int j = 0; j < o; ++j) x[j] = __fadd_rn(x[j], x[j + o]);
-      inv[i] = 1.0f / __fadd_rn(x[0], exp2f(sink2[i] - mx));
-      w_own[i] = w[0];  // nsplit == 1: this CTA's own weight
-      if (nsplit > 1 && half == 0 && lane % 4 == 0) {
-        float* const row_w = w_s + (rl0 + 8 * i) * w_stride;
-#pragma unroll
-        for (int r = 0; r < k_fused_max_cluster; ++r) row_w[r] = w[r];
-        row_w[k_fused_max_cluster] = inv[i];
-      }
-    }
     if (nsplit == 1) {
-      // The combine with one split: fma(w, acc, 0) * (1 / D); w == 0 reads no partial (0).
+      // The combine with one split: M = max(m, sink), w = 2^(m - M) (0 without keys),
+      // D = l w + 2^(sink - M), out = fma(w, acc, 0) * (1 / D).
+      float w1[2], inv1[2];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const float mx = fmaxf(m[i], sink2[i]);
+        w1[i] = m[i] == -INFINITY ? 0.0f : exp2f(m[i] - mx);
+        const float x = w1[i] == 0.0f ? 0.0f : __fmul_rn(l[i], w1[i]);
+        inv1[i] = 1.0f / __fadd_rn(x, exp2f(sink2[i] - mx));
+      }
       auto one = [&](float a, float wv, float iv) {
         return __fmul_rn(wv == 0.0f ? 0.0f : __fmaf_rn(wv, a, 0.0f), iv);
       };
@@ -937,16 +906,17 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       for (int n = 0; n < 32; ++n) {
         const int c = half * 256 + n * 8 + 2 * (lane % 4);
         if (h0 < heads)
-          store2(out + (t * heads + h0) * k_d + c, one(acc_at(n, 0), w_own[0], inv[0]),
-                 one(acc_at(n, 1), w_own[0], inv[0]));
+          store2(out + (t * heads + h0) * k_d + c, one(acc_at(n, 0), w1[0], inv1[0]),
+                 one(acc_at(n, 1), w1[0], inv1[0]));
         if (h1 < heads)
-          store2(out + (t * heads + h1) * k_d + c, one(acc_at(n, 2), w_own[1], inv[1]),
-                 one(acc_at(n, 3), w_own[1], inv[1]));
+          store2(out + (t * heads + h1) * k_d + c, one(acc_at(n, 2), w1[1], inv1[1]),
+                 one(acc_at(n, 3), w1[1], inv1[1]));
       }
       return;
     }
     // Unscaled rows into the key ring as [64][512] f32, the float2 j of row r at j ^ 4 (r & 7)
-    // (the 8 rows of a fragment store hit distinct banks).
+    // (the 8 rows of a fragment store hit distinct banks). First, so that the accumulators are
+    // dead while the weights are computed (no spills).
     unsigned char* const red = smem + k_ws_ring;
     const int sw = (lane / 4) << 2;  // rows rl0 and rl0 + 8 share r & 7 = lane / 4
 #pragma unroll
@@ -957,6 +927,50 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       *reinterpret_cast<float2*>(red + (rl0 + 8) * (k_d * 4) + j * 8) =
           make_float2(acc_at(n, 2), acc_at(n, 3));
     }
+    // Per row (one thread per row writes): the weights of the cluster's CTAs and 1 / D in the
+    // combine kernel's order, into the consumed query tile.
+    float* const w_s = reinterpret_cast<float*>(smem);  // [64][k_fused_max_cluster + 1]
+    constexpr int w_stride = k_fused_max_cluster + 1;
+    if (half == 0 && lane % 4 == 0) {
+      // Both rows' (m, l) of every CTA in one batch of independent DSMEM loads (a serial walk
+      // cost a remote round trip per CTA on the critical path of a one-tile step).
+      float2 v[2][k_fused_max_cluster];
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+#pragma unroll
+        for (int r = 0; r < k_fused_max_cluster; ++r)
+          if (r < nsplit) v[i][r] = cluster::load_f2(cluster::map(ml_addr + (rl0 + 8 * i) * 8, r));
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        float mx = -INFINITY;
+#pragma unroll
+        for (int r = 0; r < k_fused_max_cluster; ++r)
+          if (r < nsplit) mx = fmaxf(mx, v[i][r].x);
+        mx = fmaxf(mx, sink2[i]);
+        float* const row_w = w_s + (rl0 + 8 * i) * w_stride;
+        // x_r = l_r w_r, summed as lane 0 of the combine's shuffle-xor butterfly sums lanes 0..15
+        // (lanes >= splits hold 0; the level-16 step and the other warps add exactly 0).
+        float x[k_fused_max_cluster];
+#pragma unroll
+        for (int r = 0; r < k_fused_max_cluster; ++r) {
+          x[r] = 0.0f;
+          if (r < nsplit) {
+            const float w = v[i][r].x == -INFINITY ? 0.0f : exp2f(v[i][r].x - mx);
+            x[r] = w == 0.0f ? 0.0f : __fmul_rn(v[i][r].y, w);
+            row_w[r] = w;
+          }
+        }
+        static_assert(k_fused_max_cluster == 16, "the butterfly below is written for 16 lanes");
+#pragma unroll
+        for (int j = 0; j < 8; ++j) x[j] = __fadd_rn(x[j], x[j + 8]);
+#pragma unroll
+        for (int j = 0; j < 4; ++j) x[j] = __fadd_rn(x[j], x[j + 4]);
+#pragma unroll
+        for (int j = 0; j < 2; ++j) x[j] = __fadd_rn(x[j], x[j + 2]);
+        x[0] = __fadd_rn(x[0], x[1]);
+        row_w[k_fused_max_cluster] = 1.0f / __fadd_rn(x[0], exp2f(sink2[i] - mx));
+      }
+    }
     cluster::sync();  // every CTA's rows (and this CTA's weight table) are in shared memory
     const int me = int(cluster::rank());
     const int cols4 = k_d / 4 / nsplit;  // float4 columns this CTA sums
@@ -966,21 +980,23 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       const int row = i / cols4, f4 = me * cols4 + i % cols4;
       const uint32_t off = uint32_t(row * (k_d * 4) + (((2 * f4) ^ ((row & 7) << 2)) * 8));
       const float* const row_w = w_s + row * w_stride;
+      // Every CTA stored its rows (zeros without keys), so the loads need not wait for the
+      // weights; a zero weight skips its term as the combine's predicated zero does.
       float4 v[k_fused_max_cluster];
 #pragma unroll
       for (int r = 0; r < k_fused_max_cluster; ++r)
-        if (r < nsplit && row_w[r] != 0.0f)
-          v[r] = cluster::load_f4(cluster::map(red_addr + off, r));
+        if (r < nsplit) v[r] = cluster::load_f4(cluster::map(red_addr + off, r));
       float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
 #pragma unroll
-      for (int r = 0; r < k_fused_max_cluster; ++r)
-        if (r < nsplit && row_w[r] != 0.0f) {
-          const float wr = row_w[r];
+      for (int r = 0; r < k_fused_max_cluster; ++r) {
+        const float wr = r < nsplit ? row_w[r] : 0.0f;
+        if (wr != 0.0f) {
           o.x = __fmaf_rn(wr, v[r].x, o.x);
           o.y = __fmaf_rn(wr, v[r].y, o.y);
           o.z = __fmaf_rn(wr, v[r].z, o.z);
           o.w = __fmaf_rn(wr, v[r].w, o.w);
         }
+      }
       const float iv = row_w[k_fused_max_cluster];
       if (head0 + row < heads)
         store4(out + (t * heads + head0 + row) * k_d + 4 * f4,
