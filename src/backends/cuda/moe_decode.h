@@ -15,9 +15,13 @@
 // those of f32 x within ~2^-17 relative; bf16 activations are exact. Deterministic: no atomics
 // on values; each output is one fixed-order sum.
 //
-// Measured on an H200 (bench/kernels/results/h200_2026-11-22.md): 29-34% of the HBM read
-// ceiling at T = 1, 36-48% at T = 4..64, 1.3-5.2x faster than moe_experts_f32 and 1.9-4.0x
-// faster than a per-expert cuBLAS BF16 loop; issue-bound on the decode at T >= 4 (see there).
+// Where it stands (bench/RESULTS.md, the session-6 and session-7 H200 sections; official order,
+// bf16, the repacked layout the engine reads): Flash T = 1 / 4 / 16 / 64 at 40.5 / 56.7 / 63.7 /
+// 61.2% of the HBM read ceiling, Pro 49.7 / 62.1 / 65.9 / 63.3%; on an H100 86-90% at T = 16 / 64
+// and 54-59% at T = 1. Issue-bound on the H200 (~2.9 instructions per weight); L2 bulk prefetches
+// of W2 during L1, or of each block's own weights, measured slower (session 7). First version
+// (2026-11-22): 29-34% at T = 1, 1.3-5.2x faster than moe_experts_f32 and 1.9-4.0x faster than a
+// per-expert cuBLAS BF16 loop.
 // Official order (moe_decode_experts_official; one run with the exact order, bench/kernels/results/
 // h200_2026-11-22_moe2_bench_moe_linear.txt): 0.5-10% faster than the exact order (W2 reads no
 // lo part), 1.36-1.51x faster than moe_experts_official at T = 1, 4.7-5.6x at T = 64.
