@@ -234,6 +234,38 @@ struct w4a8_args {
   float* dst;                 // L1: h [pairs, inter]; L2: out [pairs, hidden]
 };
 
+// The epilogue of both W4A8 cores: accumulator j is fragment row (j >> 1) & 1 (0: g, 1: g + 8),
+// token 8 (j >> 2) + 2 c + (j & 1) of the tile (pair id pairs[token]); outputs take
+// 2^(base - 127) (NaN for an E8M0 byte 255 in the row). UP: SwiGLU of W1 (rows g) and W3
+// (accumulators j + 2), times the pair weight in the official order; !UP: W2 rows g and g + 8.
+template <bool UP, int N>
+__device__ __forceinline__ void w4a8_store_outputs(const w4a8_args& a, const float (&acc)[N / 2],
+                                                   int c, int ntok, const int* pairs,
+                                                   const int64_t (&row)[2], const int (&emax)[2],
+                                                   const int (&base)[2], int64_t out_rows) {
+  const float nan = __uint_as_float(0x7fc00000u);
+#pragma unroll
+  for (int j = 0; j < N / 2; ++j) {
+    const int t = 8 * (j >> 2) + 2 * c + (j & 1);
+    if (t >= ntok) continue;
+    const int p = pairs[t];
+    const int i = (j >> 1) & 1;
+    if constexpr (UP) {
+      if (i == 0 && row[0] < out_rows) {
+        const float gv = emax[0] == 255 ? nan : scale_pow2(acc[j], base[0] - 127);
+        const float uv = emax[1] == 255 ? nan : scale_pow2(acc[j + 2], base[1] - 127);
+        const float v = moe_swiglu_value(gv, uv, a.limit);
+        a.dst[int64_t(p) * out_rows + row[0]] =
+            a.pair_weights ? __fmul_rn(v, a.pair_weights[p]) : v;
+      }
+    } else {
+      if (row[i] < out_rows)
+        a.dst[int64_t(p) * out_rows + row[i]] =
+            emax[i] == 255 ? nan : scale_pow2(acc[j], base[i] - 127);
+    }
+  }
+}
+
 template <bool UP, int N, bool PIPE>
 __device__ __forceinline__ void w4a8_tile(const w4a8_args& a, int e, int ntok, const int* src_row,
                                           const int* pair_of, uint8_t* smem) {
@@ -437,29 +469,7 @@ __device__ __forceinline__ void w4a8_tile(const w4a8_args& a, int e, int ntok, c
   }
   cp_async_wait<0>();
 
-  // Epilogue: accumulator j is fragment row (j >> 1) & 1 (0: g, 1: g + 8), token 8 (j >> 2) +
-  // 2 c + (j & 1); outputs take 2^(base - 127) (NaN for an E8M0 byte 255 in the row).
-  const float nan = __uint_as_float(0x7fc00000u);
-#pragma unroll
-  for (int j = 0; j < N / 2; ++j) {
-    const int t = 8 * (j >> 2) + 2 * c + (j & 1);
-    if (t >= ntok) continue;
-    const int p = pair_of[t];
-    const int i = (j >> 1) & 1;
-    if constexpr (UP) {
-      if (i == 0 && row[0] < out_rows) {
-        const float gv = emax[0] == 255 ? nan : scale_pow2(acc[j], base[0] - 127);
-        const float uv = emax[1] == 255 ? nan : scale_pow2(acc[j + 2], base[1] - 127);
-        const float v = moe_swiglu_value(gv, uv, a.limit);
-        a.dst[int64_t(p) * out_rows + row[0]] =
-            a.pair_weights ? __fmul_rn(v, a.pair_weights[p]) : v;
-      }
-    } else {
-      if (row[i] < out_rows)
-        a.dst[int64_t(p) * out_rows + row[i]] =
-            emax[i] == 255 ? nan : scale_pow2(acc[j], base[i] - 127);
-    }
-  }
+  w4a8_store_outputs<UP, N>(a, acc, c, ntok, pair_of, row, emax, base, out_rows);
 }
 
 // Grid: x = row blocks (L1 k_up_rows h rows, L2 k_down_rows W2 rows), y = tile slots.
@@ -822,27 +832,7 @@ __device__ __forceinline__ void ws_consume_item(const w4a8_args& a, const ws_rin
   k += rounds;
 
   named_sync(1 + wg, 128);  // the pair ids of this warpgroup are written
-  const float nan = __uint_as_float(0x7fc00000u);
-#pragma unroll
-  for (int jj = 0; jj < N / 2; ++jj) {
-    const int t = 8 * (jj >> 2) + 2 * c + (jj & 1);
-    if (t >= ntok) continue;
-    const int p = pbuf[t];
-    const int i = (jj >> 1) & 1;
-    if constexpr (UP) {
-      if (i == 0 && row[0] < out_rows) {
-        const float gv = emax[0] == 255 ? nan : scale_pow2(acc[jj], base[0] - 127);
-        const float uv = emax[1] == 255 ? nan : scale_pow2(acc[jj + 2], base[1] - 127);
-        const float v = moe_swiglu_value(gv, uv, a.limit);
-        a.dst[int64_t(p) * out_rows + row[0]] =
-            a.pair_weights ? __fmul_rn(v, a.pair_weights[p]) : v;
-      }
-    } else {
-      if (row[i] < out_rows)
-        a.dst[int64_t(p) * out_rows + row[i]] =
-            emax[i] == 255 ? nan : scale_pow2(acc[jj], base[i] - 127);
-    }
-  }
+  w4a8_store_outputs<UP, N>(a, acc, c, ntok, pbuf, row, emax, base, out_rows);
 }
 
 template <bool UP, int LEAD>
