@@ -362,6 +362,30 @@ __device__ __forceinline__ uint4 load8_bf16(const float* p) {
   return make_uint4(pack_bf16x2(a.x, a.y), pack_bf16x2(a.z, a.w), pack_bf16x2(b.x, b.y),
                     pack_bf16x2(b.z, b.w));
 }
+// A split CTA's result (both kernels): the thread's rows h0, h1 (accumulator n of fragment row
+// e / 2 holds channel 256 half + 8 n + 2 (lane % 4) + e % 2), unnormalized, into part_o, and
+// once per row (max, sum) into part_ml for the combine.
+__device__ __forceinline__ void store_split_partial(const float (&acc)[2][64], const float (&m)[2],
+                                                    const float (&l)[2], int half, int lane,
+                                                    int64_t h0, int64_t h1, int heads, int64_t part,
+                                                    float* part_o, float2* part_ml) {
+  auto acc_at = [&](int n, int e) { return acc[n >> 4][4 * (n & 15) + e]; };
+#pragma unroll
+  for (int n = 0; n < 32; ++n) {
+    const int c = half * 256 + n * 8 + 2 * (lane % 4);
+    if (h0 < heads)
+      *reinterpret_cast<float2*>(part_o + (part + h0) * k_d + c) =
+          make_float2(acc_at(n, 0), acc_at(n, 1));
+    if (h1 < heads)
+      *reinterpret_cast<float2*>(part_o + (part + h1) * k_d + c) =
+          make_float2(acc_at(n, 2), acc_at(n, 3));
+  }
+  if (half == 0 && lane % 4 == 0) {
+    if (h0 < heads) part_ml[part + h0] = make_float2(m[0], l[0]);
+    if (h1 < heads) part_ml[part + h1] = make_float2(m[1], l[1]);
+  }
+}
+
 template <bool wg, typename act_t, typename pool_t>
 __global__ void __launch_bounds__(k_threads, 1)
     attention_decode_kernel(const act_t* q, int heads, kv_rows<pool_t> window, kv_rows<pool_t> comp,
@@ -672,20 +696,7 @@ __global__ void __launch_bounds__(k_threads, 1)
     l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
   }
   const int64_t h0 = head0 + rg * 16 + lane / 4, h1 = h0 + 8;
-#pragma unroll
-  for (int n = 0; n < 32; ++n) {
-    const int c = half * 256 + n * 8 + 2 * (lane % 4);
-    if (h0 < heads)
-      *reinterpret_cast<float2*>(part_o + (part + h0) * k_d + c) =
-          make_float2(acc_at(n, 0), acc_at(n, 1));
-    if (h1 < heads)
-      *reinterpret_cast<float2*>(part_o + (part + h1) * k_d + c) =
-          make_float2(acc_at(n, 2), acc_at(n, 3));
-  }
-  if (half == 0 && lane % 4 == 0) {
-    if (h0 < heads) part_ml[part + h0] = make_float2(m[0], l[0]);
-    if (h1 < heads) part_ml[part + h1] = make_float2(m[1], l[1]);
-  }
+  store_split_partial(acc, m, l, half, lane, h0, h1, heads, part, part_o, part_ml);
 }
 
 // ---- Warp-specialized wgmma kernel (plan.producer, bf16 pools) ----
@@ -1241,20 +1252,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
     }
     if constexpr (!fused) {
-#pragma unroll
-      for (int n = 0; n < 32; ++n) {
-        const int c = half * 256 + n * 8 + 2 * (lane % 4);
-        if (h0 < heads)
-          *reinterpret_cast<float2*>(part_o + (part + h0) * k_d + c) =
-              make_float2(acc_at(n, 0), acc_at(n, 1));
-        if (h1 < heads)
-          *reinterpret_cast<float2*>(part_o + (part + h1) * k_d + c) =
-              make_float2(acc_at(n, 2), acc_at(n, 3));
-      }
-      if (half == 0 && lane % 4 == 0) {
-        if (h0 < heads) part_ml[part + h0] = make_float2(m[0], l[0]);
-        if (h1 < heads) part_ml[part + h1] = make_float2(m[1], l[1]);
-      }
+      store_split_partial(acc, m, l, half, lane, h0, h1, heads, part, part_o, part_ml);
     } else {
       fused_epilogue(acc, m, l, sink2, rg, half, h0, h1);
     }
