@@ -2,10 +2,10 @@
 // writing each token's (kv, score + ape) into its sequence's ring and pooling the ring when a
 // window closes. Here:
 //
-//   1. compressor_emit_kernel: a cluster of blocks per token that closes a window (channels split
-//      over the cluster; see the kernel). Each slot of the window
-//      (position p) is read from the step's own kv / score rows (+ ape) when position p is in
-//      this step, and from the ring only when p belongs to an earlier step. Position p of the
+//   1. compressor_emit_kernel: per token that closes a window, one CTA (short windows) or a
+//      cluster of CTAs splitting the channels (long windows; see the kernel). Each slot of the
+//      window (position p) is read from the step's own kv / score rows (+ ape) when position p is
+//      in this step, and from the ring only when p belongs to an earlier step. Position p of the
 //      emitting token t's sequence is in this step iff token i = t - (pos[t] - p) exists, has the
 //      same state_base and position p (a sequence's tokens are contiguous, at consecutive
 //      positions). A ring row read here always still holds position p: p >= pos[t] - ring + 1,
