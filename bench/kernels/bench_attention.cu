@@ -702,22 +702,40 @@ double time_graph_ms(cudaStream_t stream, const std::function<void()>& launch) {
   return ms;
 }
 
-void bench_indexer_case(int sms, int64_t T, int64_t entries, int64_t top_k) {
-  const int64_t heads = 64, d = 128, bs = 128;
-  const int64_t width = (entries + bs - 1) / bs;
-  // T sequences of `entries` each, blocks scattered over a pool >= 4x L2 (bf16).
-  const int64_t pool_blocks = std::max<int64_t>(T * width, int64_t(4 * g_l2 / (bs * d * 2)) + 1);
-  __nv_bfloat16* keys16 = random_bf16(size_t(pool_blocks * bs * d), -1, 1);
+// The indexer benches' key pool: T sequences of `entries` each, blocks of bs keys scattered over
+// a pool of >= 4x L2 of bf16 keys of width d.
+int64_t indexer_pool_blocks(int64_t T, int64_t width, int64_t bs, int64_t d) {
+  return std::max<int64_t>(T * width, int64_t(4 * g_l2 / (bs * d * 2)) + 1);
+}
+
+// Their block table (sequence i's blocks: a shuffle of the pool), token -> sequence map (token i
+// is sequence i) and visible counts, on the device.
+struct indexer_tables {
+  int32_t* table;
+  int32_t* seq;
+  int32_t* visible;
+};
+indexer_tables upload_indexer_tables(int64_t T, int64_t entries, int64_t width,
+                                     int64_t pool_blocks) {
   std::vector<int32_t> perm(static_cast<size_t>(pool_blocks));
   for (int64_t i = 0; i < pool_blocks; ++i) perm[size_t(i)] = int32_t(i);
   std::shuffle(perm.begin(), perm.end(), g_rng);
   std::vector<int32_t> table(static_cast<size_t>(T * width));
   for (int64_t i = 0; i < T * width; ++i) table[size_t(i)] = perm[size_t(i)];
-  int32_t* dtable = upload_i32(table);
   std::vector<int32_t> sq(static_cast<size_t>(T)), nv(static_cast<size_t>(T), int32_t(entries));
   for (int64_t i = 0; i < T; ++i) sq[size_t(i)] = int32_t(i);
-  int32_t* dseq = upload_i32(sq);
-  int32_t* dvis = upload_i32(nv);
+  return {upload_i32(table), upload_i32(sq), upload_i32(nv)};
+}
+
+void bench_indexer_case(int sms, int64_t T, int64_t entries, int64_t top_k) {
+  const int64_t heads = 64, d = 128, bs = 128;
+  const int64_t width = (entries + bs - 1) / bs;
+  const int64_t pool_blocks = indexer_pool_blocks(T, width, bs, d);
+  __nv_bfloat16* keys16 = random_bf16(size_t(pool_blocks * bs * d), -1, 1);
+  const indexer_tables tabs = upload_indexer_tables(T, entries, width, pool_blocks);
+  int32_t* dtable = tabs.table;
+  int32_t* dseq = tabs.seq;
+  int32_t* dvis = tabs.visible;
   float* q32 = random_f32(size_t(T * heads * d), -1, 1);
   float* w32 = random_f32(size_t(T * heads), -1, 1);
   __nv_bfloat16* q16 = random_bf16(size_t(T * heads * d), -1, 1);
@@ -935,17 +953,11 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
   const int64_t heads = 64, d = 128, bs = 128;
   const int64_t width = (entries + bs - 1) / bs;
   // The pool of bench_indexer_case (sized for bf16 keys: >= 4x L2), blocks shuffled.
-  const int64_t pool_blocks = std::max<int64_t>(T * width, int64_t(4 * g_l2 / (bs * d * 2)) + 1);
-  std::vector<int32_t> perm(static_cast<size_t>(pool_blocks));
-  for (int64_t i = 0; i < pool_blocks; ++i) perm[size_t(i)] = int32_t(i);
-  std::shuffle(perm.begin(), perm.end(), g_rng);
-  std::vector<int32_t> table(static_cast<size_t>(T * width));
-  for (int64_t i = 0; i < T * width; ++i) table[size_t(i)] = perm[size_t(i)];
-  int32_t* dtable = upload_i32(table);
-  std::vector<int32_t> sq(static_cast<size_t>(T)), nv(static_cast<size_t>(T), int32_t(entries));
-  for (int64_t i = 0; i < T; ++i) sq[size_t(i)] = int32_t(i);
-  int32_t* dseq = upload_i32(sq);
-  int32_t* dvis = upload_i32(nv);
+  const int64_t pool_blocks = indexer_pool_blocks(T, width, bs, d);
+  const indexer_tables tabs = upload_indexer_tables(T, entries, width, pool_blocks);
+  int32_t* dtable = tabs.table;
+  int32_t* dseq = tabs.seq;
+  int32_t* dvis = tabs.visible;
   __nv_bfloat16* q16 = random_bf16(size_t(T * heads * d), -1, 1);
   __nv_bfloat16* w16 = random_bf16(size_t(T * heads), -1, 1);
   int32_t* out = device_alloc<int32_t>(size_t(T * top_k));
