@@ -357,8 +357,7 @@ void bench_small_rows(cublasHandle_t blas, int sms, int64_t T, int64_t H, bool h
   // The split plans before this change: the benchmark's (2 tiles per split) and the engine's
   // (one tile per split for T = 1 up to 2048 slots), fused off.
   const auto old_bench = dsv4::cuda::attention_decode_make_plan(T, H, d, W, cap_c, sms, 2, 0);
-  const auto old_engine = dsv4::cuda::attention_decode_make_plan(
-      T, H, d, W, cap_c, sms, T == 1 && slots <= 2048 ? 1 : 2, 0);
+  const auto old_engine = dsv4::cuda::attention_decode_make_plan(T, H, d, W, cap_c, sms, 0, 0);
   {
     void* scratch = device_alloc<unsigned char>(old_engine.scratch_bytes);
     run(old_engine, scratch, ref, 0);

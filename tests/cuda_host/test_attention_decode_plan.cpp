@@ -65,6 +65,22 @@ TEST(attention_decode_plan, hca_1m_one_token_halves_splits_past_64) {
   EXPECT_TRUE(p.producer);
 }
 
+TEST(attention_decode_plan, default_tiles_per_split_follow_the_step_size) {
+  // min_tiles 0 (the default the engine passes): 1 for one token with <= 2048 slots, else 2.
+  // HCA 8K T=1 (192 slots): the 6-CTA split of 1 tile each, so the fused cluster of 8.
+  EXPECT_EQ(attention_decode_make_split_plan(1, 64, 512, k_window, 64, k_sms).splits, 6);
+  EXPECT_EQ(attention_decode_make_plan(1, 64, 512, k_window, 64, k_sms).splits, 8);
+  // Flash CSA T=1 (640 slots): 20 splits of 1 tile, split kept.
+  const attention_decode_plan csa = attention_decode_make_plan(1, 64, 512, k_window, 512, k_sms);
+  EXPECT_FALSE(csa.fused);
+  EXPECT_EQ(csa.splits, 20);
+  // HCA 1M T=1 (8320 slots > 2048): 2 tiles minimum, doubled past 64 splits: 65 of 4 tiles.
+  EXPECT_EQ(attention_decode_make_plan(1, 64, 512, k_window, 8192, k_sms).splits, 65);
+  // Two tokens with few slots: 2 tiles per split (HCA 8K T=2: 3 splits of 2; the fused cluster of
+  // 8 then gives its CTAs 1 tile <= 2 + 1).
+  EXPECT_EQ(attention_decode_make_split_plan(2, 64, 512, k_window, 64, k_sms).splits, 3);
+}
+
 TEST(attention_decode_plan, fused_off_gives_the_split_plan) {
   const attention_decode_plan p =
       attention_decode_make_plan(1, 64, 512, k_window, 64, k_sms, 1, /*fused=*/0);

@@ -72,7 +72,8 @@ struct attention_decode_plan {
 
 // The plan functions are host code (attention_decode_plan.cpp; tests/cuda_host checks their rules).
 // sm_count: the device's SMs (one CTA per SM fits). min_tiles_per_split (>= 1) bounds how thin
-// the split gets (each CTA also loads the 64 KB bf16 query tile of its head group).
+// the split gets (each CTA also loads the 64 KB bf16 query tile of its head group); 0 (the
+// default, what the engine runs): 1 for single-token steps with up to 2048 slots, else 2.
 // Beyond 64 splits the minimum doubles (fewer partial rows for the combine).
 //
 // Small steps take the fused kernel (plan.fused) where it measured faster: its cluster is the
@@ -81,7 +82,7 @@ struct attention_decode_plan {
 // CTAs (two from 8 CTAs per head group and token up). fused = 0: the split plan always.
 attention_decode_plan attention_decode_make_plan(int64_t tokens, int64_t heads, int64_t head_dim,
                                                  int64_t window_capacity, int64_t comp_capacity,
-                                                 int sm_count, int64_t min_tiles_per_split = 2,
+                                                 int sm_count, int64_t min_tiles_per_split = 0,
                                                  int64_t fused = 1);
 
 // The split plan (the kernels with the combine; never fused) as attention_decode_make_plan
@@ -89,7 +90,7 @@ attention_decode_plan attention_decode_make_plan(int64_t tokens, int64_t heads, 
 attention_decode_plan attention_decode_make_split_plan(int64_t tokens, int64_t heads,
                                                        int64_t head_dim, int64_t window_capacity,
                                                        int64_t comp_capacity, int sm_count,
-                                                       int64_t min_tiles_per_split = 2);
+                                                       int64_t min_tiles_per_split = 0);
 
 // The fused plan with `cluster` CTAs per (token, head group) (1, 2, 4, 8 or 16): every CTA takes
 // ceil(tiles / cluster) tiles of 32 slots (the last ones may get none).

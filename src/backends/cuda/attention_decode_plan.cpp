@@ -86,6 +86,11 @@ attention_decode_plan attention_decode_make_split_plan(int64_t tokens, int64_t h
   p.window_capacity = window_capacity;
   p.comp_capacity = comp_capacity;
   if (tokens <= 0 || heads <= 0 || head_dim != k_attention_decode_head_dim) return p;
+  // 0: one key tile per split for single-token steps with up to 2048 slots, where the CTAs'
+  // serial latency chain dominates (ATTN2 helper, H200: Flash CSA T=1 22.9 -> 20.8 us, HCA 128K
+  // T=1 29.1 -> 27.2 us); otherwise 2 (more splits make the combine cost more).
+  if (min_tiles_per_split == 0)
+    min_tiles_per_split = tokens == 1 && window_capacity + comp_capacity <= 2048 ? 1 : 2;
   const int64_t groups = ceil_div(heads, k_heads_per_cta);
   const int64_t tiles =
       std::max<int64_t>(1, ceil_div(window_capacity + comp_capacity, k_keys_per_tile));

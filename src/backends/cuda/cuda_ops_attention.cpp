@@ -352,16 +352,11 @@ tensor cuda_ops::sparse_attention(const tensor& q, int64_t heads, const kv_sourc
     using act_t = std::remove_pointer_t<decltype(a)>;
     using pool_t = std::remove_cv_t<std::remove_pointer_t<decltype(w.pool)>>;
     const int64_t chunk = std::min(T, k_fast_kernel_chunk_tokens);
-    // One key tile per split for single-token steps with up to 2048 slots: the CTAs' serial
-    // latency chain dominates there (ATTN2 helper, H200: Flash CSA T=1 22.9 -> 20.8 us, HCA 128K
-    // T=1 29.1 -> 27.2 us); longer contexts keep 2 tiles (more splits make the combine cost more).
-    // attention_decode_make_plan picks the fused cluster kernel (no combine) over this split where
-    // it measured faster (HCA 8K-like capacities, small batches; attention_decode.h).
-    const int64_t slots = kv_rows_capacity(w) + (c ? kv_rows_capacity(*c) : 0);
+    // The plan's own rules (attention_decode_plan.cpp): tiles per split from the step's size,
+    // and the fused cluster kernel (no combine) where it measured faster.
     auto make_plan = [&](int64_t n) {
       return attention_decode_make_plan(n, heads, d, kv_rows_capacity(w),
-                                        c ? kv_rows_capacity(*c) : 0, sm_count_,
-                                        n == 1 && slots <= 2048 ? 1 : 2);
+                                        c ? kv_rows_capacity(*c) : 0, sm_count_);
     };
     const attention_decode_plan full = make_plan(chunk),
                                 tail = make_plan(T % chunk ? T % chunk : chunk);
