@@ -32,6 +32,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
@@ -864,15 +865,19 @@ constexpr int64_t k_flash_moe_inter = 2048, k_pro_moe_inter = 3072, k_vocab = 12
 #include "cases_indexer_fp4.inc"
 #include "cases_linear.inc"
 #include "cases_linear_gemm.inc"
+// clang-format off
 #include "cases_linear_fp8act.inc"
+// clang-format on
 #include "cases_quantize.inc"
 // After cases_quantize.inc (nmse_of, k_tol_moe_official); a separate block so that
 // clang-format keeps the order.
 #include "cases_moe_decode.inc"
 #include "cases_moe_prefill.inc"
-// After cases_quantize.inc (quant_input, distinct_rows).
+// After cases_quantize.inc (quant_input, distinct_rows), in this order.
+// clang-format off
 #include "cases_kv_record.inc"
 #include "cases_attention_fp8.inc"
+// clang-format on
 
 std::vector<test_case> make_eval_cases() {
   std::vector<test_case> cases;
@@ -1030,6 +1035,7 @@ std::vector<test_case> make_perf_cases() {
   append_linear_gemm_perf_cases(cases);
   append_quantize_perf_cases(cases);
   append_kv_record_perf_cases(cases);
+  append_attention_fp8_perf_cases(cases);
   append_moe_decode_perf_cases(cases);
   append_linear_decode_perf_cases(cases);
   return cases;

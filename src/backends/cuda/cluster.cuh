@@ -1,7 +1,9 @@
 // Thread block clusters (sm_90): the CTA's rank, the cluster-wide barrier and loads from another
 // CTA's shared memory (distributed shared memory, DSMEM). Used by the fused decode attention
 // (attention_decode.cu, plan.fused): the CTAs of one (token, head group) meet in a cluster and
-// merge their partial softmax sums through each other's shared memory instead of a second kernel.
+// merge their partial softmax sums through each other's shared memory instead of a second kernel;
+// and the compressor (compressor.cu): the CTAs splitting an entry's channels exchange their RMS
+// sums of squares.
 //
 // A CTA's shared memory may be read by the others only while it runs: every CTA of the cluster
 // passes a final sync() after its last remote read, before it exits.
@@ -37,6 +39,11 @@ __device__ __forceinline__ uint32_t map(uint32_t addr, uint32_t r) {
   return out;
 }
 
+__device__ __forceinline__ float load_f(uint32_t cluster_addr) {
+  float v;
+  asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(cluster_addr) : "memory");
+  return v;
+}
 __device__ __forceinline__ float2 load_f2(uint32_t cluster_addr) {
   float2 v;
   asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];\n"

@@ -15,24 +15,29 @@
 //      writes unless token t + ring (same sequence, position pos[t] + ring) overwrites the same
 //      row later in step order, so the final ring equals the CPU's after its sequential walk.
 //
+// FP8 record caches (compressor_records): kernel 1 writes each entry straight into its record
+// (RECORD): the CTA rounds its channels to act_t (the values the activation-typed pool would
+// hold), then its warps encode the 64-value scale blocks inside its channel range, so the split
+// keeps every block inside one CTA (compressor_emit_split with `block` 64). The bytes are those
+// of the two-pass path (entries into an act_t scratch, then kv_record_pack) by construction:
+// same values, kv_record::encode_block_warp.
+//
 // Ordering invariant: kernel 2 runs after kernel 1 on the same stream, so every ring row that
 // kernel 1 reads (an earlier step's token) is read before kernel 2 can overwrite it. The
 // arithmetic of the pooling follows the CPU operation by operation (max, then sum of e and of
 // e * kv in slot order, explicit roundings); only the RMS sum of squares is reduced in another
 // order.
-#include <cooperative_groups.h>
-
 #include <algorithm>
 
 #include "backends/cuda/activation.cuh"
+#include "backends/cuda/cluster.cuh"
 #include "backends/cuda/compressor.h"
 #include "backends/cuda/kernel_common.cuh"
+#include "backends/cuda/kv_record.cuh"
 
 namespace dsv4::cuda {
 
 namespace {
-
-namespace cg = cooperative_groups;
 
 constexpr int k_emit_max_threads = 512;
 constexpr int k_ring_threads = 256;
@@ -41,10 +46,12 @@ constexpr int k_ring_threads = 256;
 // dependent-free loads per channel) split the channels over 4 CTAs of 128 threads, each range
 // even-sized so that RoPE pairs stay inside one CTA; short windows (CSA, rate 4) keep one CTA
 // per token, one thread per channel, where the per-CTA barriers would outweigh the pooling.
-int compressor_emit_split(int64_t head_dim, int64_t rate) {
+// Record pools need every 64-value scale block of the nope dims inside one CTA: `block` 64
+// makes each CTA's range a multiple of it (the last range may hold the RoPE dims too).
+int compressor_emit_split(int64_t head_dim, int64_t rate, int64_t block = 2) {
   if (rate < 16) return 1;
   for (int split : {4, 2})
-    if (head_dim % (2 * split) == 0 && head_dim / split >= 128) return split;
+    if (head_dim % (block * split) == 0 && head_dim / split >= 128) return split;
   return 1;
 }
 
@@ -69,14 +76,15 @@ constexpr int32_t k_slot_skip = -1;
 // slots of this step follow its ring slots (always, given compressor.h's requirements on the
 // step), ring rows and this step's rows are walked in two straight loops; otherwise the per-slot
 // loop of the first version.
-template <typename act_t>
+// RECORD: out_pool is unused and the entries go to the records of `records` (rows = pool_rows).
+template <typename act_t, bool RECORD>
 __global__ void __launch_bounds__(k_emit_max_threads)
     compressor_emit_kernel(const act_t* kv, const act_t* score, int64_t tokens,
                            const int32_t* positions, const int32_t* state_base,
                            const int32_t* emit_rows, const float* ape, const float* norm_weight,
                            const float* inv_freq, compressor_shape shape, const float* state_kv,
                            const float* state_score, int64_t state_rows, act_t* out_pool,
-                           int64_t pool_rows) {
+                           uint8_t* records, kv_record::dims record_dims, int64_t pool_rows) {
   extern __shared__ float4 smem_raw[];
   __shared__ float scratch[k_warp_size];
   __shared__ float cta_ss;  // this CTA's sum of squares, read by the other CTAs of the cluster
@@ -206,12 +214,13 @@ __global__ void __launch_bounds__(k_emit_max_threads)
   if (split > 1) {
     // Every CTA sums the cluster's partial sums in rank order; the second barrier keeps each
     // CTA's shared memory alive until all have read it.
-    cg::cluster_group cluster = cg::this_cluster();
     if (threadIdx.x == 0) cta_ss = ss;
-    cluster.sync();
+    cluster::sync();
+    const uint32_t local = uint32_t(__cvta_generic_to_shared(&cta_ss));
     ss = 0.0f;
-    for (int r = 0; r < split; ++r) ss = __fadd_rn(ss, *cluster.map_shared_rank(&cta_ss, r));
-    cluster.sync();
+    for (int r = 0; r < split; ++r)
+      ss = __fadd_rn(ss, cluster::load_f(cluster::map(local, uint32_t(r))));
+    cluster::sync();
   }
   const float inv = 1.0f / sqrtf(ss / float(hd) + shape.norm_eps);
   for (int64_t c = c0 + threadIdx.x; c < c1; c += blockDim.x)
@@ -221,11 +230,18 @@ __global__ void __launch_bounds__(k_emit_max_threads)
   // RoPE on the trailing rope_dim channels at position w * rate (interleaved pairs, f32 angle
   // and accurate sinf / cosf as rope.cu and the CPU's rope_rotate). c0, c1 and rope_start are
   // even when split > 1, so this CTA owns both channels of each pair it rotates.
-  act_t* out = out_pool + emit * hd;
+  // Channel c's final value: into the pool, or (RECORD) back into `entry`, rounded to act_t.
+  act_t* out = RECORD ? nullptr : out_pool + emit * hd;
+  auto store = [&](int64_t c, float v) {
+    if constexpr (RECORD)
+      entry[c - c0] = act_to_f32(act_from_f32<act_t>(v));
+    else
+      out[c] = act_from_f32<act_t>(v);
+  };
   const int64_t rope_start = hd - shape.rope_dim;
   const float position = float(int32_t(w * rate));
   for (int64_t c = c0 + threadIdx.x; c < min(c1, rope_start); c += blockDim.x)
-    out[c] = act_from_f32<act_t>(entry[c - c0]);
+    store(c, entry[c - c0]);
   const int64_t pair0 = (max(c0, rope_start) - rope_start) / 2;
   const int64_t pair1 = (max(c1, rope_start) - rope_start) / 2;
   for (int64_t i = pair0 + threadIdx.x; i < pair1; i += blockDim.x) {
@@ -234,9 +250,35 @@ __global__ void __launch_bounds__(k_emit_max_threads)
     const float si = sinf(angle);
     const float a = entry[rope_start + 2 * i - c0];
     const float b = entry[rope_start + 2 * i + 1 - c0];
-    out[rope_start + 2 * i] = act_from_f32<act_t>(__fsub_rn(__fmul_rn(a, co), __fmul_rn(b, si)));
-    out[rope_start + 2 * i + 1] =
-        act_from_f32<act_t>(__fadd_rn(__fmul_rn(b, co), __fmul_rn(a, si)));
+    store(rope_start + 2 * i, __fsub_rn(__fmul_rn(a, co), __fmul_rn(b, si)));
+    store(rope_start + 2 * i + 1, __fadd_rn(__fmul_rn(b, co), __fmul_rn(a, si)));
+  }
+  if constexpr (RECORD) {
+    // nope dims = rope_start (checked on the host); c0 is a multiple of 64 and so is c1 unless
+    // c1 = hd, so the scale blocks of [c0, min(c1, nope)) lie inside this CTA's range.
+    __syncthreads();
+    const kv_record::dims& d = record_dims;
+    uint8_t* data = records + d.data_offset(emit);
+    uint8_t* scales = records + d.scale_offset(emit);
+    const int lane = int(threadIdx.x) % k_warp_size;
+    const int warps = int(blockDim.x) / k_warp_size;
+    const int64_t nope = d.nope;
+    const int64_t block0 = c0 / kv_record::k_quant_block;
+    const int64_t block1 =
+        (min(c1, nope) + kv_record::k_quant_block - 1) / kv_record::k_quant_block;
+    for (int64_t j = block0 + threadIdx.x / k_warp_size; j < block1; j += warps) {
+      const int64_t k = j * kv_record::k_quant_block + 2 * lane;
+      const bool valid = k < nope;
+      const float a = valid ? entry[k - c0] : 0.0f;
+      const float b = valid ? entry[k + 1 - c0] : 0.0f;
+      kv_record::encode_block_warp(a, b, valid, data + j * kv_record::k_quant_block, scales + j,
+                                   lane);
+    }
+    if (c0 == 0 && threadIdx.x < d.scale_bytes() - d.scale_count())
+      scales[d.scale_count() + threadIdx.x] = 0;
+    uint16_t* rope = reinterpret_cast<uint16_t*>(data + nope);
+    for (int64_t c = max(c0, nope) + threadIdx.x; c < c1; c += blockDim.x)
+      rope[c - nope] = kv_record::bf16_bits(entry[c - c0]);
   }
 }
 
@@ -270,15 +312,15 @@ __global__ void __launch_bounds__(k_ring_threads)
   }
 }
 
-}  // namespace
-
-template <typename act_t>
-cudaError_t compressor(const act_t* kv, const act_t* score, int64_t tokens,
-                       const int32_t* positions, const int32_t* state_base,
-                       const int32_t* emit_rows, const float* ape, const float* norm_weight,
-                       const float* inv_freq, const compressor_shape& shape, float* state_kv,
-                       float* state_score, int64_t state_rows, act_t* out_pool, int64_t pool_rows,
-                       cudaStream_t stream) {
+// Both kernels of a step; RECORD: the emit kernel writes FP8 records (out_pool unused).
+template <typename act_t, bool RECORD>
+cudaError_t compressor_launch(const act_t* kv, const act_t* score, int64_t tokens,
+                              const int32_t* positions, const int32_t* state_base,
+                              const int32_t* emit_rows, const float* ape, const float* norm_weight,
+                              const float* inv_freq, const compressor_shape& shape, float* state_kv,
+                              float* state_score, int64_t state_rows, act_t* out_pool,
+                              uint8_t* records, kv_record::dims record_dims, int64_t pool_rows,
+                              cudaStream_t stream) {
   if (tokens < 0 || shape.rate <= 0 || shape.head_dim <= 0 || shape.rope_dim < 0 ||
       shape.rope_dim % 2 != 0 || shape.rope_dim > shape.head_dim || state_rows < 0 ||
       pool_rows < 0 || tokens > INT32_MAX || state_rows > INT32_MAX - 2)
@@ -286,7 +328,8 @@ cudaError_t compressor(const act_t* kv, const act_t* score, int64_t tokens,
   if (tokens == 0) return cudaSuccess;
   const int64_t width = (shape.overlap ? 2 : 1) * shape.head_dim;
   const int64_t ring = (shape.overlap ? 2 : 1) * shape.rate;
-  const int split = compressor_emit_split(shape.head_dim, shape.rate);
+  const int split =
+      compressor_emit_split(shape.head_dim, shape.rate, RECORD ? kv_record::k_quant_block : 2);
   const size_t smem =
       size_t(shape.head_dim / split) * sizeof(float) + size_t(ring) * sizeof(int32_t);
   if (smem > 48 * 1024) return cudaErrorInvalidValue;
@@ -302,9 +345,10 @@ cudaError_t compressor(const act_t* kv, const act_t* score, int64_t tokens,
   config.stream = stream;
   config.attrs = &cluster;
   config.numAttrs = split > 1 ? 1 : 0;
-  cudaError_t status = cudaLaunchKernelEx(
-      &config, compressor_emit_kernel<act_t>, kv, score, tokens, positions, state_base, emit_rows,
-      ape, norm_weight, inv_freq, shape, state_kv, state_score, state_rows, out_pool, pool_rows);
+  cudaError_t status = cudaLaunchKernelEx(&config, compressor_emit_kernel<act_t, RECORD>, kv, score,
+                                          tokens, positions, state_base, emit_rows, ape,
+                                          norm_weight, inv_freq, shape, state_kv, state_score,
+                                          state_rows, out_pool, records, record_dims, pool_rows);
   if (status != cudaSuccess) return status;
   compressor_ring_kernel<<<unsigned(std::min<int64_t>(tokens, 4096)), k_ring_threads, 0, stream>>>(
       kv, score, tokens, positions, state_base, ape, shape.rate, ring, width, state_kv, state_score,
@@ -312,11 +356,45 @@ cudaError_t compressor(const act_t* kv, const act_t* score, int64_t tokens,
   return cudaGetLastError();
 }
 
+}  // namespace
+
+template <typename act_t>
+cudaError_t compressor(const act_t* kv, const act_t* score, int64_t tokens,
+                       const int32_t* positions, const int32_t* state_base,
+                       const int32_t* emit_rows, const float* ape, const float* norm_weight,
+                       const float* inv_freq, const compressor_shape& shape, float* state_kv,
+                       float* state_score, int64_t state_rows, act_t* out_pool, int64_t pool_rows,
+                       cudaStream_t stream) {
+  return compressor_launch<act_t, false>(
+      kv, score, tokens, positions, state_base, emit_rows, ape, norm_weight, inv_freq, shape,
+      state_kv, state_score, state_rows, out_pool, nullptr, kv_record::dims{}, pool_rows, stream);
+}
+
+template <typename act_t>
+cudaError_t compressor_records(const act_t* kv, const act_t* score, int64_t tokens,
+                               const int32_t* positions, const int32_t* state_base,
+                               const int32_t* emit_rows, const float* ape, const float* norm_weight,
+                               const float* inv_freq, const compressor_shape& shape,
+                               float* state_kv, float* state_score, int64_t state_rows,
+                               const compressor_record_pool& out, cudaStream_t stream) {
+  const kv_record::dims d{out.nope_dims, out.rope_dims, out.rows_per_block, out.block_bytes};
+  if (!d.valid() || d.rope != shape.rope_dim || d.nope + d.rope != shape.head_dim ||
+      (tokens > 0 && (!out.pool || reinterpret_cast<uintptr_t>(out.pool) % 16 != 0)))
+    return cudaErrorInvalidValue;
+  return compressor_launch<act_t, true>(kv, score, tokens, positions, state_base, emit_rows, ape,
+                                        norm_weight, inv_freq, shape, state_kv, state_score,
+                                        state_rows, nullptr, out.pool, d, out.rows, stream);
+}
+
 #define DSV4_COMPRESSOR_INSTANTIATE(T)                                                            \
   template cudaError_t compressor<T>(const T*, const T*, int64_t, const int32_t*, const int32_t*, \
                                      const int32_t*, const float*, const float*, const float*,    \
                                      const compressor_shape&, float*, float*, int64_t, T*,        \
-                                     int64_t, cudaStream_t);
+                                     int64_t, cudaStream_t);                                      \
+  template cudaError_t compressor_records<T>(                                                     \
+      const T*, const T*, int64_t, const int32_t*, const int32_t*, const int32_t*, const float*,  \
+      const float*, const float*, const compressor_shape&, float*, float*, int64_t,               \
+      const compressor_record_pool&, cudaStream_t);
 DSV4_COMPRESSOR_INSTANTIATE(float)
 DSV4_COMPRESSOR_INSTANTIATE(__nv_bfloat16)
 #undef DSV4_COMPRESSOR_INSTANTIATE

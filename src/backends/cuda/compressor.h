@@ -38,4 +38,26 @@ cudaError_t compressor(const act_t* kv, const act_t* score, int64_t tokens,
                        float* state_score, int64_t state_rows, act_t* out_pool, int64_t pool_rows,
                        cudaStream_t stream);
 
+// An FP8 KV record pool (layout io/kv_record.h: nope_dims FP8 values with an E8M0 scale per 64,
+// rope_dims BF16 values; rows_per_block records and their scales per block_bytes), 16-byte
+// aligned, `rows` records.
+struct compressor_record_pool {
+  uint8_t* pool = nullptr;
+  int64_t nope_dims = 0, rope_dims = 0, rows_per_block = 1, block_bytes = 0;
+  int64_t rows = 0;
+};
+
+// compressor() into a record pool in the same pass: each emitted entry (the values compressor()
+// would write into an act_t pool) is encoded into record emit_rows[t], byte for byte what
+// kv_record_pack of those act_t rows writes (the scale padding zeroed, no other byte written).
+// Requires nope_dims + rope_dims == shape.head_dim and rope_dims == shape.rope_dim; anything
+// invalid returns cudaErrorInvalidValue.
+template <typename act_t>
+cudaError_t compressor_records(const act_t* kv, const act_t* score, int64_t tokens,
+                               const int32_t* positions, const int32_t* state_base,
+                               const int32_t* emit_rows, const float* ape, const float* norm_weight,
+                               const float* inv_freq, const compressor_shape& shape,
+                               float* state_kv, float* state_score, int64_t state_rows,
+                               const compressor_record_pool& out, cudaStream_t stream);
+
 }  // namespace dsv4::cuda

@@ -132,59 +132,61 @@ void cuda_ops::compressor(const tensor& kv, const tensor& score, const tensor& p
                           const tensor& norm_weight, const tensor& inv_freq,
                           const compressor_params& p, tensor& state_kv, tensor& state_score,
                           tensor& out_pool) {
-  if (is_record_pool(out_pool)) {
-    // A record cache: the entries go to a [T, head_dim] scratch (token t's at row t), then
-    // kv_record_pack moves them into their records.
-    const kv_record_layout l = record_layout(out_pool, p.head_dim, "compressor pool");
-    DSV4_CHECK(l.rope_dims == p.rope_dim, "compressor: records hold {} RoPE dims, entries have {}",
-               l.rope_dims, p.rope_dim);
-    const int64_t T = kv.size(0);
-    DSV4_CHECK(emit_rows.numel() == T, "compressor: {} emit rows for {} tokens", emit_rows.numel(),
-               T);
-    tensor entries = alloc(act_, {std::max<int64_t>(T, 1), p.head_dim});
-    tensor local = alloc(dtype::i32, {std::max<int64_t>(T, 1)});
-    check_cuda(
-        cuda::kv_record_listed_rows(emit_rows.data<int32_t>(), T, local.data<int32_t>(), stream_),
-        "kv_record_listed_rows");
-    compressor(kv, score, positions, state_base, local, ape, norm_weight, inv_freq, p, state_kv,
-               state_score, entries);
-    check_cuda(with_act(act_,
-                        [&](auto* a) {
-                          return cuda::kv_record_pack(
-                              act_ptr(entries, a), p.head_dim, emit_rows.data<int32_t>(),
-                              out_pool.size(0) * l.rows_per_block, T, out_pool.data<uint8_t>(),
-                              l.nope_dims, l.rope_dims, l.rows_per_block, l.block_bytes, stream_);
-                        }),
-               "compressor (kv_record_pack)");
-    return;
-  }
   check_device_type(kv, act_, "compressor kv");
   check_device_type(score, act_, "compressor score");
-  check_device_type(out_pool, act_, "compressor pool");
   check_device_type(state_kv, dtype::f32, "compressor state kv");
   check_device_type(state_score, dtype::f32, "compressor state score");
+  const bool records = is_record_pool(out_pool);
+  if (!records) check_device_type(out_pool, act_, "compressor pool");
   const int64_t width = (p.overlap ? 2 : 1) * p.head_dim;
+  const int64_t T = kv.size(0);
+  DSV4_CHECK(emit_rows.numel() == T && positions.numel() == T && state_base.numel() == T,
+             "compressor: {} emit rows, {} positions, {} state bases for {} tokens",
+             emit_rows.numel(), positions.numel(), state_base.numel(), T);
   DSV4_CHECK(kv.size(1) == width && score.size(1) == width && ape.size(0) == p.rate &&
                  ape.size(1) == width && state_kv.size(1) == width &&
-                 out_pool.size(1) == p.head_dim,
+                 (records || out_pool.size(1) == p.head_dim),
              "compressor: kv {} score {} ape {} state {} pool {} for rate {} head_dim {}",
              kv.shape().str(), score.shape().str(), ape.shape().str(), state_kv.shape().str(),
              out_pool.shape().str(), p.rate, p.head_dim);
-  compressor_shape s;
+  cuda::compressor_shape s;
   s.rate = p.rate;
   s.overlap = p.overlap;
   s.head_dim = p.head_dim;
   s.rope_dim = p.rope_dim;
   s.norm_eps = p.norm_eps;
+  if (records) {
+    // A record cache: the emit kernel encodes each entry into its record (one pass).
+    const kv_record_layout l = record_layout(out_pool, p.head_dim, "compressor pool");
+    DSV4_CHECK(l.rope_dims == p.rope_dim, "compressor: records hold {} RoPE dims, entries have {}",
+               l.rope_dims, p.rope_dim);
+    cuda::compressor_record_pool r;
+    r.pool = out_pool.data<uint8_t>();
+    r.nope_dims = l.nope_dims;
+    r.rope_dims = l.rope_dims;
+    r.rows_per_block = l.rows_per_block;
+    r.block_bytes = l.block_bytes;
+    r.rows = out_pool.size(0) * l.rows_per_block;
+    check_cuda(with_act(act_,
+                        [&](auto* a) {
+                          return cuda::compressor_records(
+                              act_ptr(kv, a), act_ptr(score, a), T, positions.data<int32_t>(),
+                              state_base.data<int32_t>(), emit_rows.data<int32_t>(),
+                              ape.data<float>(), norm_weight.data<float>(), inv_freq.data<float>(),
+                              s, state_kv.data<float>(), state_score.data<float>(),
+                              state_kv.size(0), r, stream_);
+                        }),
+               "compressor (records)");
+    return;
+  }
   check_cuda(with_act(act_,
                       [&](auto* a) {
                         return cuda::compressor(
-                            act_ptr(kv, a), act_ptr(score, a), kv.size(0),
-                            positions.data<int32_t>(), state_base.data<int32_t>(),
-                            emit_rows.data<int32_t>(), ape.data<float>(), norm_weight.data<float>(),
-                            inv_freq.data<float>(), s, state_kv.data<float>(),
-                            state_score.data<float>(), state_kv.size(0), act_ptr(out_pool, a),
-                            out_pool.size(0), stream_);
+                            act_ptr(kv, a), act_ptr(score, a), T, positions.data<int32_t>(),
+                            state_base.data<int32_t>(), emit_rows.data<int32_t>(),
+                            ape.data<float>(), norm_weight.data<float>(), inv_freq.data<float>(), s,
+                            state_kv.data<float>(), state_score.data<float>(), state_kv.size(0),
+                            act_ptr(out_pool, a), out_pool.size(0), stream_);
                       }),
              "compressor");
 }

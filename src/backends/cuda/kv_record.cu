@@ -17,31 +17,9 @@ constexpr int64_t k_block = 64;  // values per scale: two per lane
 static_assert(k_block == dsv4::k_kv_record_quant_block && k_block == 2 * k_warp_size);
 
 using record_dims = kv_record::dims;
+using kv_record::bf16_bits;
 using kv_record::e4m3_value;
 using kv_record::e8m0_value;
-
-// f32_to_e4m3 of a value already on the e4m3 grid (quant::e4m3_round's output) or NaN: the code
-// from the exponent and the top 3 mantissa bits; NaN -> 0x7f, the sign of zero kept.
-__device__ __forceinline__ uint32_t e4m3_code(float y) {
-  if (isnan(y)) return 0x7fu;
-  const uint32_t sign = (__float_as_uint(y) >> 24) & 0x80u;
-  const float a = fabsf(y);
-  uint32_t mag;
-  if (a < 0x1p-6f) {
-    mag = uint32_t(__fmul_rn(a, 512.0f));  // subnormal: m * 2^-9, m in 0..7
-  } else {
-    const uint32_t b = __float_as_uint(a);
-    mag = ((((b >> 23) & 0xffu) - 127u + 7u) << 3) | ((b >> 20) & 0x7u);
-  }
-  return sign | mag;
-}
-
-// f32_to_bf16 bit for bit (RNE; a NaN keeps its top bits and is made quiet).
-__device__ __forceinline__ uint16_t bf16_bits(float v) {
-  const uint32_t u = __float_as_uint(v);
-  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x0040u);
-  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
-}
 
 template <typename act_t>
 __global__ void __launch_bounds__(k_record_threads)
@@ -61,14 +39,7 @@ __global__ void __launch_bounds__(k_record_threads)
     const bool valid = k < d.nope;
     const float a = valid ? act_to_f32(src[k]) : 0.0f;
     const float b = valid ? act_to_f32(src[k + 1]) : 0.0f;
-    const float amax = quant::warp_max(fmaxf(0.0f, fmaxf(fabsf(a), fabsf(b))));  // NaN ignored
-    const float s = quant::pow2_ceil(__fdiv_rn(fmaxf(amax, 1e-4f), 448.0f));
-    if (valid) {
-      const uint32_t lo = e4m3_code(quant::e4m3_round(__fdiv_rn(a, s)));
-      const uint32_t hi = e4m3_code(quant::e4m3_round(__fdiv_rn(b, s)));
-      *reinterpret_cast<uint16_t*>(data + k) = uint16_t(lo | (hi << 8));
-    }
-    if (lane == 0) scales[j] = uint8_t(__float_as_uint(s) >> 23);
+    kv_record::encode_block_warp(a, b, valid, data + j * k_block, scales + j, lane);
   }
   if (lane < d.scale_bytes() - blocks) scales[blocks + lane] = 0;
   uint16_t* rope = reinterpret_cast<uint16_t*>(data + d.nope);
@@ -103,26 +74,13 @@ __global__ void __launch_bounds__(k_record_threads)
     dst[d.nope + k] = act_from_f32<act_t>(__uint_as_float(uint32_t(rope[k]) << 16));
 }
 
-__global__ void listed_rows_kernel(const int32_t* rows, int64_t count, int32_t* out) {
-  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < count) out[i] = rows[i] >= 0 ? int32_t(i) : -1;
-}
-
-bool valid_dims(int64_t nope, int64_t rope, int64_t rows_per_block, int64_t block_bytes) {
-  if (nope < 0 || nope % 16 != 0 || rope < 0 || rope % 8 != 0 || nope + rope == 0 ||
-      rows_per_block <= 0 || block_bytes % 8 != 0)
-    return false;
-  const int64_t scale_bytes = (ceil_div(nope, k_block) + 7) / 8 * 8;
-  return block_bytes >= rows_per_block * (nope + 2 * rope + scale_bytes);
-}
-
 }  // namespace
 
 template <typename act_t>
 cudaError_t kv_record_pack(const act_t* x, int64_t x_stride, const int32_t* rows, int64_t row_limit,
                            int64_t count, uint8_t* pool, int64_t nope_dims, int64_t rope_dims,
                            int64_t rows_per_block, int64_t block_bytes, cudaStream_t stream) {
-  if (count < 0 || !valid_dims(nope_dims, rope_dims, rows_per_block, block_bytes) ||
+  if (count < 0 || !record_dims{nope_dims, rope_dims, rows_per_block, block_bytes}.valid() ||
       x_stride < nope_dims + rope_dims || (count > 0 && (!x || !pool || !aligned_16(pool))))
     return cudaErrorInvalidValue;
   if (count == 0) return cudaSuccess;
@@ -139,7 +97,7 @@ cudaError_t kv_record_gather(const uint8_t* pool, int64_t nope_dims, int64_t rop
                              int64_t rows_per_block, int64_t block_bytes, const int32_t* rows,
                              int64_t row_limit, int64_t count, act_t* out, int64_t out_stride,
                              cudaStream_t stream) {
-  if (count < 0 || !valid_dims(nope_dims, rope_dims, rows_per_block, block_bytes) ||
+  if (count < 0 || !record_dims{nope_dims, rope_dims, rows_per_block, block_bytes}.valid() ||
       out_stride < nope_dims + rope_dims || (count > 0 && (!out || !pool || !aligned_16(pool))))
     return cudaErrorInvalidValue;
   if (count == 0) return cudaSuccess;
@@ -148,15 +106,6 @@ cudaError_t kv_record_gather(const uint8_t* pool, int64_t nope_dims, int64_t rop
   kv_record_gather_kernel<<<unsigned(grid), k_record_threads, 0, stream>>>(
       pool, record_dims{nope_dims, rope_dims, rows_per_block, block_bytes}, rows,
       rows ? row_limit : count, count, out, out_stride);
-  return cudaGetLastError();
-}
-
-cudaError_t kv_record_listed_rows(const int32_t* rows, int64_t count, int32_t* out,
-                                  cudaStream_t stream) {
-  if (count < 0 || count > INT32_MAX || (count > 0 && (!rows || !out)))
-    return cudaErrorInvalidValue;
-  if (count == 0) return cudaSuccess;
-  listed_rows_kernel<<<unsigned(ceil_div(count, 256)), 256, 0, stream>>>(rows, count, out);
   return cudaGetLastError();
 }
 

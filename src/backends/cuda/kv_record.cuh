@@ -8,6 +8,8 @@
 
 #include <cstdint>
 
+#include "backends/cuda/quantize.h"
+
 namespace dsv4::cuda::kv_record {
 
 constexpr int64_t k_quant_block = 64;  // values per E8M0 scale
@@ -26,6 +28,13 @@ struct dims {
   __host__ __device__ int64_t scale_offset(int64_t r) const {
     return r / rows_per_block * block_bytes + rows_per_block * data_bytes() +
            r % rows_per_block * scale_bytes();
+  }
+  // The layout rules of kv_record.h (what the kernels rely on for aligned 2-byte stores).
+  __host__ __device__ bool valid() const {
+    if (nope < 0 || nope % 16 != 0 || rope < 0 || rope % 8 != 0 || nope + rope == 0 ||
+        rows_per_block <= 0 || block_bytes % 8 != 0)
+      return false;
+    return block_bytes >= rows_per_block * (data_bytes() + scale_bytes());
   }
 };
 
@@ -49,6 +58,46 @@ __device__ __forceinline__ float2 e4m3x2_values(uint16_t pair) {
 __device__ __forceinline__ float e8m0_value(uint32_t b) {
   if (b == 0xffu) return __uint_as_float(0x7fc00000u);
   return b == 0 ? __uint_as_float(0x00400000u) : __uint_as_float(b << 23);
+}
+
+// f32_to_e4m3 of a value already on the e4m3 grid (quant::e4m3_round's output) or NaN: the code
+// from the exponent and the top 3 mantissa bits; NaN -> 0x7f, the sign of zero kept.
+__device__ __forceinline__ uint32_t e4m3_code(float y) {
+  if (isnan(y)) return 0x7fu;
+  const uint32_t sign = (__float_as_uint(y) >> 24) & 0x80u;
+  const float a = fabsf(y);
+  uint32_t mag;
+  if (a < 0x1p-6f) {
+    mag = uint32_t(__fmul_rn(a, 512.0f));  // subnormal: m * 2^-9, m in 0..7
+  } else {
+    const uint32_t b = __float_as_uint(a);
+    mag = ((((b >> 23) & 0xffu) - 127u + 7u) << 3) | ((b >> 20) & 0x7u);
+  }
+  return sign | mag;
+}
+
+// f32_to_bf16 bit for bit (RNE; a NaN keeps its top bits and is made quiet).
+__device__ __forceinline__ uint16_t bf16_bits(float v) {
+  const uint32_t u = __float_as_uint(v);
+  if ((u & 0x7fffffffu) > 0x7f800000u) return uint16_t((u >> 16) | 0x0040u);
+  return uint16_t((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+}
+
+// One 64-value scale block of a record, encoded by a whole warp (all 32 lanes call it): lane l
+// holds the block's values 2l and 2l + 1 (a, b; `valid` false past the nope dims, where a = b =
+// 0). The two codes go to block_data[2l] (valid lanes), the E8M0 scale byte to *scale (lane 0).
+// The CPU's kv_record_encode byte for byte: exact amax (NaN ignored), s = 2^ceil(log2(max(amax,
+// 1e-4) / 448)) from one IEEE division, x / s exact, rounded with quant::e4m3_round.
+__device__ __forceinline__ void encode_block_warp(float a, float b, bool valid, uint8_t* block_data,
+                                                  uint8_t* scale, int lane) {
+  const float amax = quant::warp_max(fmaxf(0.0f, fmaxf(fabsf(a), fabsf(b))));
+  const float s = quant::pow2_ceil(__fdiv_rn(fmaxf(amax, 1e-4f), 448.0f));
+  if (valid) {
+    const uint32_t lo = e4m3_code(quant::e4m3_round(__fdiv_rn(a, s)));
+    const uint32_t hi = e4m3_code(quant::e4m3_round(__fdiv_rn(b, s)));
+    *reinterpret_cast<uint16_t*>(block_data + 2 * lane) = uint16_t(lo | (hi << 8));
+  }
+  if (lane == 0) *scale = uint8_t(__float_as_uint(s) >> 23);
 }
 
 }  // namespace dsv4::cuda::kv_record

@@ -54,10 +54,4 @@ cudaError_t kv_record_gather(const uint8_t* pool, int64_t nope_dims, int64_t rop
                              int64_t row_limit, int64_t count, act_t* out, int64_t out_stride,
                              cudaStream_t stream);
 
-// out[i] = rows[i] >= 0 ? i : -1 for i < count: where a step's entries land in a [count, width]
-// scratch written with out as its row list, before kv_record_pack(scratch, rows) moves them into
-// records (the compressor's emitted entries in a record cache).
-cudaError_t kv_record_listed_rows(const int32_t* rows, int64_t count, int32_t* out,
-                                  cudaStream_t stream);
-
 }  // namespace dsv4::cuda
