@@ -60,22 +60,6 @@ __device__ __forceinline__ float e8m0_value(uint32_t b) {
   return b == 0 ? __uint_as_float(0x00400000u) : __uint_as_float(b << 23);
 }
 
-// f32_to_e4m3 of a value already on the e4m3 grid (quant::e4m3_round's output) or NaN: the code
-// from the exponent and the top 3 mantissa bits; NaN -> 0x7f, the sign of zero kept.
-__device__ __forceinline__ uint32_t e4m3_code(float y) {
-  if (isnan(y)) return 0x7fu;
-  const uint32_t sign = (__float_as_uint(y) >> 24) & 0x80u;
-  const float a = fabsf(y);
-  uint32_t mag;
-  if (a < 0x1p-6f) {
-    mag = uint32_t(__fmul_rn(a, 512.0f));  // subnormal: m * 2^-9, m in 0..7
-  } else {
-    const uint32_t b = __float_as_uint(a);
-    mag = ((((b >> 23) & 0xffu) - 127u + 7u) << 3) | ((b >> 20) & 0x7u);
-  }
-  return sign | mag;
-}
-
 // f32_to_bf16 bit for bit (RNE; a NaN keeps its top bits and is made quiet).
 __device__ __forceinline__ uint16_t bf16_bits(float v) {
   const uint32_t u = __float_as_uint(v);
@@ -87,15 +71,20 @@ __device__ __forceinline__ uint16_t bf16_bits(float v) {
 // holds the block's values 2l and 2l + 1 (a, b; `valid` false past the nope dims, where a = b =
 // 0). The two codes go to block_data[2l] (valid lanes), the E8M0 scale byte to *scale (lane 0).
 // The CPU's kv_record_encode byte for byte: exact amax (NaN ignored), s = 2^ceil(log2(max(amax,
-// 1e-4) / 448)) from one IEEE division, x / s exact, rounded with quant::e4m3_round.
+// 1e-4) / 448)) from one IEEE division, x / s exact, then the hardware conversion
+// cvt.rn.satfinite.e4m3x2.f32: round to nearest even onto the e4m3fn grid (subnormals
+// included), +-448 past it, the sign of zero kept; NaN -> 0x7f whatever its sign: f32_to_e4m3
+// exactly (the kv_record_pack cases compare every byte with the CPU encoder).
 __device__ __forceinline__ void encode_block_warp(float a, float b, bool valid, uint8_t* block_data,
                                                   uint8_t* scale, int lane) {
   const float amax = quant::warp_max(fmaxf(0.0f, fmaxf(fabsf(a), fabsf(b))));
   const float s = quant::pow2_ceil(__fdiv_rn(fmaxf(amax, 1e-4f), 448.0f));
   if (valid) {
-    const uint32_t lo = e4m3_code(quant::e4m3_round(__fdiv_rn(a, s)));
-    const uint32_t hi = e4m3_code(quant::e4m3_round(__fdiv_rn(b, s)));
-    *reinterpret_cast<uint16_t*>(block_data + 2 * lane) = uint16_t(lo | (hi << 8));
+    uint32_t codes = __nv_cvt_float2_to_fp8x2(make_float2(__fdiv_rn(a, s), __fdiv_rn(b, s)),
+                                              __NV_SATFINITE, __NV_E4M3);
+    if (isnan(a)) codes = (codes & 0xff00u) | 0x7fu;  // any NaN -> 0x7f, as the CPU
+    if (isnan(b)) codes = (codes & 0x00ffu) | 0x7f00u;
+    *reinterpret_cast<uint16_t*>(block_data + 2 * lane) = uint16_t(codes);
   }
   if (lane == 0) *scale = uint8_t(__float_as_uint(s) >> 23);
 }
