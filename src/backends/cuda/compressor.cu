@@ -2,10 +2,11 @@
 // writing each token's (kv, score + ape) into its sequence's ring and pooling the ring when a
 // window closes. Here:
 //
-//   1. compressor_emit_kernel: per token that closes a window, one CTA (short windows) or a
-//      cluster of CTAs splitting the channels (long windows; see the kernel). Each slot of the
-//      window (position p) is read from the step's own kv / score rows (+ ape) when position p is
-//      in this step, and from the ring only when p belongs to an earlier step. Position p of the
+//   1. compressor_emit_kernel: clusters of 1 CTA (short windows) or of CTAs splitting the
+//      channels (long windows), each scanning a range of the step's tokens and pooling, one after
+//      another, those that close a window (see compressor_emit_tokens_per_cluster). Each slot of
+//      the window (position p) is read from the step's own kv / score rows (+ ape) when position p
+//      is in this step, and from the ring only when p belongs to an earlier step. Position p of the
 //      emitting token t's sequence is in this step iff token i = t - (pos[t] - p) exists, has the
 //      same state_base and position p (a sequence's tokens are contiguous, at consecutive
 //      positions). A ring row read here always still holds position p: p >= pos[t] - ring + 1,
@@ -62,6 +63,20 @@ int compressor_emit_threads(int64_t head_dim, int split) {
   return int(std::min<int64_t>(per_cta, k_emit_max_threads));
 }
 
+// Tokens scanned per cluster. Emitting tokens are about tokens / rate of a step (one per window
+// of a sequence; every token for single-token decode steps at window ends), and a cluster per
+// token made prefill steps launch tokens x split CTAs of which all but ~1 / rate exit at once:
+// at T = 4096, HCA, that launch churn was most of the kernel's time (ncu, H200: 61 us). A cluster
+// now lists the emitting tokens of `per_cluster` consecutive tokens (one load per thread) and
+// pools them one after another: max(4 tokens / rate, 256) clusters (at most one per token), so a
+// prefill cluster gets at most about one emitting token (CSA keeps one cluster per token: one per
+// 4 tokens was 1.2x slower at T = 4096 on the H200) and a decode step of up to 256 tokens one
+// token per cluster.
+int64_t compressor_emit_tokens_per_cluster(int64_t tokens, int64_t rate) {
+  const int64_t clusters = std::min(tokens, std::max<int64_t>(4 * ceil_div(tokens, rate), 256));
+  return ceil_div(tokens, std::max<int64_t>(clusters, 1));
+}
+
 // Slot source encoding in shared memory: >= 0 a token of this step, -1 left out, <= -2 ring row
 // (-2 - code).
 constexpr int32_t k_slot_skip = -1;
@@ -76,25 +91,16 @@ constexpr int32_t k_slot_skip = -1;
 // slots of this step follow its ring slots (always, given compressor.h's requirements on the
 // step), ring rows and this step's rows are walked in two straight loops; otherwise the per-slot
 // loop of the first version.
-// RECORD: out_pool is unused and the entries go to the records of `records` (rows = pool_rows).
+// Token t's entry (t emits; the same t in every CTA of the cluster), by this CTA's channels.
 template <typename act_t, bool RECORD>
-__global__ void __launch_bounds__(k_emit_max_threads)
-    compressor_emit_kernel(const act_t* kv, const act_t* score, int64_t tokens,
-                           const int32_t* positions, const int32_t* state_base,
-                           const int32_t* emit_rows, const float* ape, const float* norm_weight,
-                           const float* inv_freq, compressor_shape shape, const float* state_kv,
-                           const float* state_score, int64_t state_rows, act_t* out_pool,
-                           uint8_t* records, kv_record::dims record_dims, int64_t pool_rows) {
-  extern __shared__ float4 smem_raw[];
-  __shared__ float scratch[k_warp_size];
-  __shared__ float cta_ss;  // this CTA's sum of squares, read by the other CTAs of the cluster
-  const int64_t t = blockIdx.x;
-  const int64_t emit = emit_rows[t];
-  const int64_t pos = positions[t];
+__device__ __forceinline__ void compressor_emit_token(
+    int64_t t, int64_t emit, int64_t pos, const act_t* kv, const act_t* score,
+    const int32_t* positions, const int32_t* state_base, const float* ape, const float* norm_weight,
+    const float* inv_freq, const compressor_shape& shape, const float* state_kv,
+    const float* state_score, int64_t state_rows, act_t* out_pool, uint8_t* records,
+    const kv_record::dims& record_dims, float* smem, float* scratch, float& cta_ss) {
+  __syncthreads();  // the previous token's reads of the shared buffers are done
   const int64_t rate = shape.rate;
-  // Exits uniform over the cluster (all its CTAs have the same token): no window closes here,
-  // or the row / position is invalid.
-  if (emit < 0 || emit >= pool_rows || pos < 0 || (pos + 1) % rate != 0) return;
   const int split = int(gridDim.y);
   const int rank = int(blockIdx.y);  // cluster dims (1, split, 1): the rank in the cluster
   const int64_t hd = shape.head_dim;
@@ -109,7 +115,7 @@ __global__ void __launch_bounds__(k_emit_max_threads)
   const int64_t n_slots = (w - first_window + 1) * rate;
   // Slots from this index on belong to window w (the Cb half with overlap).
   const int64_t cb_from = (w - first_window) * rate;
-  float* entry = reinterpret_cast<float*>(smem_raw);                  // [c1 - c0]
+  float* entry = smem;                                                // [c1 - c0]
   int32_t* slot_src = reinterpret_cast<int32_t*>(entry + (c1 - c0));  // [n_slots]
   for (int64_t i = threadIdx.x; i < n_slots; i += blockDim.x) {
     const int64_t p = first_window * rate + i;
@@ -282,6 +288,59 @@ __global__ void __launch_bounds__(k_emit_max_threads)
   }
 }
 
+// RECORD: out_pool is unused and the entries go to the records of `records` (rows = pool_rows).
+template <typename act_t, bool RECORD>
+__global__ void __launch_bounds__(k_emit_max_threads, 1)
+    compressor_emit_kernel(const act_t* kv, const act_t* score, int64_t tokens,
+                           const int32_t* positions, const int32_t* state_base,
+                           const int32_t* emit_rows, const float* ape, const float* norm_weight,
+                           const float* inv_freq, compressor_shape shape, const float* state_kv,
+                           const float* state_score, int64_t state_rows, act_t* out_pool,
+                           uint8_t* records, kv_record::dims record_dims, int64_t pool_rows,
+                           int64_t tokens_per_cluster) {
+  extern __shared__ float4 smem_raw[];
+  __shared__ float scratch[k_warp_size];
+  __shared__ float cta_ss;  // this CTA's sum of squares, read by the other CTAs of the cluster
+  __shared__ int32_t emitters[k_emit_max_threads], emitter_rows[k_emit_max_threads],
+      emitter_positions[k_emit_max_threads];
+  __shared__ int32_t warp_emitters[k_emit_max_threads / k_warp_size];
+  const int64_t rate = shape.rate;
+  const int64_t t_begin = int64_t(blockIdx.x) * tokens_per_cluster;
+  const int64_t t_end = min(tokens, t_begin + tokens_per_cluster);
+  const int warp = int(threadIdx.x) / k_warp_size, lane = int(threadIdx.x) % k_warp_size;
+  for (int64_t batch = t_begin; batch < t_end; batch += blockDim.x) {
+    // The batch's emitting tokens (a window closes, valid row and position), listed in token
+    // order: every CTA of the cluster lists the same tokens in the same order, so their cluster
+    // barriers below pair up token by token.
+    const int64_t scan = batch + threadIdx.x;
+    bool emits = false;
+    int32_t emit = -1, pos = -1;
+    if (scan < t_end) {
+      emit = emit_rows[scan], pos = positions[scan];
+      emits = emit >= 0 && emit < pool_rows && pos >= 0 && (pos + 1) % rate == 0;
+    }
+    const uint32_t ballot = __ballot_sync(0xffffffffu, emits);
+    __syncthreads();  // the previous batch's reads of `emitters` are done
+    if (lane == 0) warp_emitters[warp] = __popc(ballot);
+    __syncthreads();
+    int n_emitters = 0, offset = 0;
+    for (int w = 0; w < int(blockDim.x) / k_warp_size; ++w) {
+      if (w == warp) offset = n_emitters;
+      n_emitters += warp_emitters[w];
+    }
+    if (emits) {
+      const int i = offset + __popc(ballot & ((1u << lane) - 1u));
+      emitters[i] = int32_t(scan), emitter_rows[i] = emit, emitter_positions[i] = pos;
+    }
+    __syncthreads();
+    for (int e = 0; e < n_emitters; ++e)
+      compressor_emit_token<act_t, RECORD>(
+          emitters[e], emitter_rows[e], emitter_positions[e], kv, score, positions, state_base, ape,
+          norm_weight, inv_freq, shape, state_kv, state_score, state_rows, out_pool, records,
+          record_dims, reinterpret_cast<float*>(smem_raw), scratch, cta_ss);
+  }
+}
+
 // One token per block iteration: whether it writes (and where) is decided once per token; the
 // threads copy its channels. The first version decided per element, with four 64-bit integer
 // divisions per element (most of its time at T = 4096, width 1024).
@@ -339,16 +398,17 @@ cudaError_t compressor_launch(const act_t* kv, const act_t* score, int64_t token
   cluster.val.clusterDim.y = unsigned(split);
   cluster.val.clusterDim.z = 1;
   cudaLaunchConfig_t config{};
-  config.gridDim = dim3(unsigned(tokens), unsigned(split));
+  const int64_t per_cluster = compressor_emit_tokens_per_cluster(tokens, shape.rate);
+  config.gridDim = dim3(unsigned(ceil_div(tokens, per_cluster)), unsigned(split));
   config.blockDim = dim3(unsigned(compressor_emit_threads(shape.head_dim, split)));
   config.dynamicSmemBytes = smem;
   config.stream = stream;
   config.attrs = &cluster;
   config.numAttrs = split > 1 ? 1 : 0;
-  cudaError_t status = cudaLaunchKernelEx(&config, compressor_emit_kernel<act_t, RECORD>, kv, score,
-                                          tokens, positions, state_base, emit_rows, ape,
-                                          norm_weight, inv_freq, shape, state_kv, state_score,
-                                          state_rows, out_pool, records, record_dims, pool_rows);
+  cudaError_t status = cudaLaunchKernelEx(
+      &config, compressor_emit_kernel<act_t, RECORD>, kv, score, tokens, positions, state_base,
+      emit_rows, ape, norm_weight, inv_freq, shape, state_kv, state_score, state_rows, out_pool,
+      records, record_dims, pool_rows, per_cluster);
   if (status != cudaSuccess) return status;
   compressor_ring_kernel<<<unsigned(std::min<int64_t>(tokens, 4096)), k_ring_threads, 0, stream>>>(
       kv, score, tokens, positions, state_base, ape, shape.rate, ring, width, state_kv, state_score,
