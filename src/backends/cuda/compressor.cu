@@ -49,8 +49,10 @@ constexpr int k_ring_threads = 256;
 // per token, one thread per channel, where the per-CTA barriers would outweigh the pooling.
 // Record pools need every 64-value scale block of the nope dims inside one CTA: `block` 64
 // makes each CTA's range a multiple of it (the last range may hold the RoPE dims too).
+constexpr int64_t k_long_window = 16;  // rate from which windows count as long
+
 int compressor_emit_split(int64_t head_dim, int64_t rate, int64_t block = 2) {
-  if (rate < 16) return 1;
+  if (rate < k_long_window) return 1;
   for (int split : {4, 2})
     if (head_dim % (block * split) == 0 && head_dim / split >= 128) return split;
   return 1;
@@ -68,11 +70,12 @@ int compressor_emit_threads(int64_t head_dim, int split) {
 // token made prefill steps launch tokens x split CTAs of which all but ~1 / rate exit at once:
 // at T = 4096, HCA, that launch churn was most of the kernel's time (ncu, H200: 61 us). A cluster
 // now lists the emitting tokens of `per_cluster` consecutive tokens (one load per thread) and
-// pools them one after another: max(4 tokens / rate, 256) clusters (at most one per token), so a
-// prefill cluster gets at most about one emitting token (CSA keeps one cluster per token: one per
-// 4 tokens was 1.2x slower at T = 4096 on the H200) and a decode step of up to 256 tokens one
-// token per cluster.
+// pools them one after another: for long windows max(4 tokens / rate, 256) clusters (at most one
+// per token), so a prefill cluster gets at most about one emitting token and a decode step of up
+// to 256 tokens one token per cluster; short windows keep one cluster (CTA) per token (one per 4
+// tokens was 1.2x slower for CSA at T = 4096 on the H200).
 int64_t compressor_emit_tokens_per_cluster(int64_t tokens, int64_t rate) {
+  if (rate < k_long_window) return 1;
   const int64_t clusters = std::min(tokens, std::max<int64_t>(4 * ceil_div(tokens, rate), 256));
   return ceil_div(tokens, std::max<int64_t>(clusters, 1));
 }
@@ -289,8 +292,12 @@ __device__ __forceinline__ void compressor_emit_token(
 }
 
 // RECORD: out_pool is unused and the entries go to the records of `records` (rows = pool_rows).
-template <typename act_t, bool RECORD>
-__global__ void __launch_bounds__(k_emit_max_threads, 1)
+// LONG (windows of rate >= 16): up to 255 registers per thread, since the long slot loops are
+// unrolled and their CTAs are few (at the default 64 the record variant spilled inside them:
+// HCA T = 4096 54 instead of 34 us on the H200); short windows keep 64 registers and two 512-
+// thread CTAs per SM, which their many CTAs need (128 registers: CSA T = 4096 84 instead of 50).
+template <typename act_t, bool RECORD, bool LONG>
+__global__ void __launch_bounds__(k_emit_max_threads, LONG ? 1 : 2)
     compressor_emit_kernel(const act_t* kv, const act_t* score, int64_t tokens,
                            const int32_t* positions, const int32_t* state_base,
                            const int32_t* emit_rows, const float* ape, const float* norm_weight,
@@ -406,9 +413,11 @@ cudaError_t compressor_launch(const act_t* kv, const act_t* score, int64_t token
   config.attrs = &cluster;
   config.numAttrs = split > 1 ? 1 : 0;
   cudaError_t status = cudaLaunchKernelEx(
-      &config, compressor_emit_kernel<act_t, RECORD>, kv, score, tokens, positions, state_base,
-      emit_rows, ape, norm_weight, inv_freq, shape, state_kv, state_score, state_rows, out_pool,
-      records, record_dims, pool_rows, per_cluster);
+      &config,
+      shape.rate >= k_long_window ? compressor_emit_kernel<act_t, RECORD, true>
+                                  : compressor_emit_kernel<act_t, RECORD, false>,
+      kv, score, tokens, positions, state_base, emit_rows, ape, norm_weight, inv_freq, shape,
+      state_kv, state_score, state_rows, out_pool, records, record_dims, pool_rows, per_cluster);
   if (status != cudaSuccess) return status;
   compressor_ring_kernel<<<unsigned(std::min<int64_t>(tokens, 4096)), k_ring_threads, 0, stream>>>(
       kv, score, tokens, positions, state_base, ape, shape.rate, ring, width, state_kv, state_score,
