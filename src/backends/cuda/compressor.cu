@@ -314,37 +314,51 @@ __global__ void __launch_bounds__(k_emit_max_threads, LONG ? 1 : 2)
   const int64_t rate = shape.rate;
   const int64_t t_begin = int64_t(blockIdx.x) * tokens_per_cluster;
   const int64_t t_end = min(tokens, t_begin + tokens_per_cluster);
+  auto emits = [&](int64_t emit, int64_t pos) {
+    return emit >= 0 && emit < pool_rows && pos >= 0 && (pos + 1) % rate == 0;
+  };
   const int warp = int(threadIdx.x) / k_warp_size, lane = int(threadIdx.x) % k_warp_size;
+  // One call site of the (large) token body: a second inlined copy made every variant 1.2-1.4x
+  // slower on the H200 (instruction fetch).
+  const bool single = tokens_per_cluster == 1;
   for (int64_t batch = t_begin; batch < t_end; batch += blockDim.x) {
-    // The batch's emitting tokens (a window closes, valid row and position), listed in token
-    // order: every CTA of the cluster lists the same tokens in the same order, so their cluster
-    // barriers below pair up token by token.
-    const int64_t scan = batch + threadIdx.x;
-    bool emits = false;
+    int n_emitters;
     int32_t emit = -1, pos = -1;
-    if (scan < t_end) {
-      emit = emit_rows[scan], pos = positions[scan];
-      emits = emit >= 0 && emit < pool_rows && pos >= 0 && (pos + 1) % rate == 0;
+    if (single) {
+      // One token per cluster: no list and no barrier before a non-emitting cluster exits (the
+      // list's barriers in 4096 mostly idle CTAs cost CSA T = 4096 1.25x).
+      emit = emit_rows[batch], pos = positions[batch];
+      if (!emits(emit, pos)) return;
+      n_emitters = 1;
+    } else {
+      // The batch's emitting tokens (a window closes, valid row and position), listed in token
+      // order: every CTA of the cluster lists the same tokens in the same order, so their
+      // cluster barriers below pair up token by token.
+      const int64_t scan = batch + threadIdx.x;
+      if (scan < t_end) emit = emit_rows[scan], pos = positions[scan];
+      const bool listed = scan < t_end && emits(emit, pos);
+      const uint32_t ballot = __ballot_sync(0xffffffffu, listed);
+      __syncthreads();  // the previous batch's reads of `emitters` are done
+      if (lane == 0) warp_emitters[warp] = __popc(ballot);
+      __syncthreads();
+      n_emitters = 0;
+      int offset = 0;
+      for (int w = 0; w < int(blockDim.x) / k_warp_size; ++w) {
+        if (w == warp) offset = n_emitters;
+        n_emitters += warp_emitters[w];
+      }
+      if (listed) {
+        const int i = offset + __popc(ballot & ((1u << lane) - 1u));
+        emitters[i] = int32_t(scan), emitter_rows[i] = emit, emitter_positions[i] = pos;
+      }
+      __syncthreads();
     }
-    const uint32_t ballot = __ballot_sync(0xffffffffu, emits);
-    __syncthreads();  // the previous batch's reads of `emitters` are done
-    if (lane == 0) warp_emitters[warp] = __popc(ballot);
-    __syncthreads();
-    int n_emitters = 0, offset = 0;
-    for (int w = 0; w < int(blockDim.x) / k_warp_size; ++w) {
-      if (w == warp) offset = n_emitters;
-      n_emitters += warp_emitters[w];
-    }
-    if (emits) {
-      const int i = offset + __popc(ballot & ((1u << lane) - 1u));
-      emitters[i] = int32_t(scan), emitter_rows[i] = emit, emitter_positions[i] = pos;
-    }
-    __syncthreads();
     for (int e = 0; e < n_emitters; ++e)
       compressor_emit_token<act_t, RECORD>(
-          emitters[e], emitter_rows[e], emitter_positions[e], kv, score, positions, state_base, ape,
-          norm_weight, inv_freq, shape, state_kv, state_score, state_rows, out_pool, records,
-          record_dims, reinterpret_cast<float*>(smem_raw), scratch, cta_ss);
+          single ? batch : emitters[e], single ? emit : emitter_rows[e],
+          single ? pos : emitter_positions[e], kv, score, positions, state_base, ape, norm_weight,
+          inv_freq, shape, state_kv, state_score, state_rows, out_pool, records, record_dims,
+          reinterpret_cast<float*>(smem_raw), scratch, cta_ss);
   }
 }
 
