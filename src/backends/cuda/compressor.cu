@@ -318,8 +318,9 @@ __global__ void __launch_bounds__(k_emit_max_threads, LONG ? 1 : 2)
     return emit >= 0 && emit < pool_rows && pos >= 0 && (pos + 1) % rate == 0;
   };
   const int warp = int(threadIdx.x) / k_warp_size, lane = int(threadIdx.x) % k_warp_size;
-  // One call site of the (large) token body: a second inlined copy made every variant 1.2-1.4x
-  // slower on the H200 (instruction fetch).
+  // One call site of the (large, inlined) token body: with a second copy for the one-token path
+  // every variant ran 1.2-1.4x slower on the H200, also those that never took it (cause not
+  // broken down: code size or register allocation).
   const bool single = tokens_per_cluster == 1;
   for (int64_t batch = t_begin; batch < t_end; batch += blockDim.x) {
     int n_emitters;
