@@ -75,6 +75,9 @@ namespace {
   } while (0)
 
 int g_runs = 60;
+// --twice (diagnosis): each timed region runs the launch twice back to back after the flush, so
+// (twice - once) is the time of a launch whose code and data are hot in L2.
+bool g_twice = false;
 bool g_focus = false;   // --focus: the decode cases that matter, extra plan rows, no old kernels
 bool g_kv_fp8 = false;  // --kv-fp8: bf16 pools vs FP8 records only
 bool g_lean = false;    // --cases: the attention_decode bf16 kernels only (no other rows)
@@ -166,6 +169,7 @@ double time_ms(const std::function<void()>& launch) {
                                      g_flush_sink);
     CHECK(cudaEventRecord(a, 0));
     launch();
+    if (g_twice) launch();
     CHECK(cudaEventRecord(b, 0));
     CHECK(cudaEventSynchronize(b));
     CHECK(cudaEventElapsedTime(&ms[size_t(r)], a, b));
@@ -1091,6 +1095,8 @@ int main(int argc, char** argv) {
       no_ceilings = true;
     else if (std::strcmp(argv[i], "--small") == 0)
       g_small = true;
+    else if (std::strcmp(argv[i], "--twice") == 0)
+      g_twice = true;
   }
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
