@@ -535,6 +535,19 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
           q16, T, H, d, w16, &c16, sinks, scale, out16, in_turn, scratch, plan.scratch_bytes, 0)));
     });
     print_row("  ws, no S/PV overlap", shape, ms_turn, bytes16, flops);
+    if (g_focus) std::printf("  %-22s %-50s %9.2fx\n", "  in-turn / overlap", shape, ms_turn / ms);
+    // S in two independent wgmma accumulation chains (plan.score_chains), both schedules.
+    for (const bool ov : {true, false}) {
+      auto chains = ws_plan;
+      chains.overlap = ov;
+      chains.score_chains = 2;
+      const double ms_chains = time_ms([&] {
+        CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
+            q16, T, H, d, w16, &c16, sinks, scale, out16, chains, scratch, plan.scratch_bytes, 0)));
+      });
+      print_row(ov ? "  ws, overlap, 2 S chains" : "  ws, in-turn, 2 S chains", shape, ms_chains,
+                bytes16, flops);
+    }
   }
   {
     auto sync = plan;

@@ -750,7 +750,7 @@ __device__ __forceinline__ void store2(__nv_bfloat16* p, float a, float b) {
   *reinterpret_cast<uint32_t*>(p) = pack_bf16x2(a, b);
 }
 
-template <bool overlap, bool fused, typename act_t>
+template <bool overlap, bool fused, int chains, typename act_t>
 __global__ void __launch_bounds__(k_ws_threads, 1)
     attention_decode_ws_kernel(const act_t* q, int heads, kv_rows<__nv_bfloat16> window,
                                kv_rows<__nv_bfloat16> comp, int cap_w, int cap_c,
@@ -1075,18 +1075,36 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       if (lane == 0) mbar::arrive(empty_bar + 8 * (k % k_ws_stages));
     };
     // Issues (commits, does not wait for) this warpgroup's half of S = Q K^T of the tile at kb:
-    // rows 16 rg.., 32 keys, channels 256 half .. in 16 k16 steps.
-    auto issue_scores = [&](float(&sd)[16], uint32_t kb) {
+    // rows 16 rg.., 32 keys, channels 256 half .. in 16 k16 steps; chains 2 (plan.score_chains):
+    // the even and odd steps accumulate in two independent chains, summed by scores_done.
+    auto issue_scores = [&](float(&sd)[chains][16], uint32_t kb) {
+      if constexpr (chains == 1) {
 #pragma unroll
-      for (int i = 0; i < 16; ++i) sd[i] = 0.0f;
+        for (int i = 0; i < 16; ++i) sd[0][i] = 0.0f;
+      }
       wgm::fence();
 #pragma unroll
       for (int kk = 0; kk < 16; ++kk) {
         const uint32_t block = uint32_t(half * 4 + kk / 4), byte = uint32_t(kk % 4) * 32;
-        wgm::mma_ss_n32(sd, wgm::desc(q_s + block * (k_rows * 128) + byte, 16, 1024),
-                        wgm::desc(kb + block * (k_tile * 128) + byte, 16, 1024));
+        const uint64_t a = wgm::desc(q_s + block * (k_rows * 128) + byte, 16, 1024);
+        const uint64_t b = wgm::desc(kb + block * (k_tile * 128) + byte, 16, 1024);
+        if (chains == 2 && kk < chains)
+          wgm::mma_ss_n32_first(sd[kk % chains], a, b);
+        else
+          wgm::mma_ss_n32(sd[kk % chains], a, b);
       }
       wgm::commit();
+    };
+    // After the wait for S: the half scores in sd[0].
+    auto scores_done = [&](float(&sd)[chains][16]) {
+#pragma unroll
+      for (int c = 0; c < chains; ++c)
+#pragma unroll
+        for (int i = 0; i < 16; ++i) wgm::reg_fence(sd[c][i]);
+      if constexpr (chains == 2) {
+#pragma unroll
+        for (int i = 0; i < 16; ++i) sd[0][i] += sd[1][i];
+      }
     };
     // Tile k's completed half scores sd -> the full scores (exchange with warp w ^ 4), online
     // softmax: the probabilities s (f32) and the factor corr the accumulators must be scaled by.
@@ -1184,7 +1202,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       }
     };
 
-    float sd[16];
+    float sd[chains][16];
     float p[4][4];
     uint32_t pas[2][4];
     float corr[2];
@@ -1196,9 +1214,8 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         const uint32_t kb = wait_full(k, mask);
         issue_scores(sd, kb);
         wgm::wait<0>();
-#pragma unroll
-        for (int i = 0; i < 16; ++i) wgm::reg_fence(sd[i]);
-        softmax(k, sd, mask, p, corr);
+        scores_done(sd);
+        softmax(k, sd[0], mask, p, corr);
         rescale(corr);
         pack(p, pas);
         issue_pv(pas, kb);
@@ -1207,34 +1224,51 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         release(k);
       }
     } else if (n_live > 0) {
-      // S of tile k + 1 is issued before P V of tile k, and the exchange and softmax of tile k + 1
-      // run while P V of tile k is still on the tensor cores (wait<1>: all but the newest group).
+      // Per tile k: the exchange and softmax of tile k run while P V of tile k - 1 is on the
+      // tensor cores; then S of tile k + 1 is issued first and the accumulator rescale and the
+      // packing of P run beside it; P V of tile k is queued behind it (a warpgroup's wgmma
+      // groups complete in order: wait<1> then means S of tile k + 1 is done, P V of tile k may
+      // still run). The probabilities are pinned (reg_fence) before the wait for P V of tile
+      // k - 1: without it the compiler sank the exponentials below that wait, and the softmax
+      // no longer overlapped P V. Same products, softmax and order as the in-turn loop, so the
+      // result is the same bit for bit.
+      auto fence_softmax = [&] {
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) wgm::reg_fence(p[j][e]);
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          wgm::reg_fence(corr[i]);
+          wgm::reg_fence(l[i]);
+        }
+      };
       uint32_t mask;
       uint32_t kb = wait_full(0, mask);
       issue_scores(sd, kb);
       wgm::wait<0>();
-#pragma unroll
-      for (int i = 0; i < 16; ++i) wgm::reg_fence(sd[i]);
-        // Tiles 0 .. n_live - 2 with the next tile's S in flight, then the last one (peeled, so no
-        // path of the loop reads an accumulator of an unretired wgmma: ptxas would serialize them).
+      scores_done(sd);
+      // Tiles 0 .. n_live - 2 with the next tile's S in flight, then the last one (peeled, so no
+      // path of the loop reads an accumulator of an unretired wgmma: ptxas would serialize them).
 #pragma unroll 1
       for (int k = 0; k + 1 < n_live; ++k) {
-        softmax(k, sd, mask, p, corr);
+        softmax(k, sd[0], mask, p, corr);
+        fence_softmax();
         // P V of tile k - 1 complete: acc may be rescaled and P overwritten, its stage is free.
         wgm::wait<0>();
         fence_acc();
         if (k > 0) release(k - 1);
-        rescale(corr);
-        pack(p, pas);
         const uint32_t kb_next = wait_full(k + 1, mask);
         issue_scores(sd, kb_next);
+        rescale(corr);
+        pack(p, pas);
         issue_pv(pas, kb);
         wgm::wait<1>();
-#pragma unroll
-        for (int i = 0; i < 16; ++i) wgm::reg_fence(sd[i]);
+        scores_done(sd);
         kb = kb_next;
       }
-      softmax(n_live - 1, sd, mask, p, corr);
+      softmax(n_live - 1, sd[0], mask, p, corr);
+      fence_softmax();
       wgm::wait<0>();
       fence_acc();
       if (n_live > 1) release(n_live - 2);
@@ -1381,6 +1415,24 @@ cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode
                     int(plan.splits), out);
 }
 
+// The warp-specialized kernel a plan runs: (overlap, score chains) -> 0..3.
+int ws_variant(const attention_decode_plan& plan) {
+  return (plan.overlap ? 1 : 0) + (plan.score_chains == 2 ? 2 : 0);
+}
+template <bool fused, typename act_t>
+auto ws_kernel(const attention_decode_plan& plan) {
+  switch (ws_variant(plan)) {
+    case 1:
+      return attention_decode_ws_kernel<true, fused, 1, act_t>;
+    case 2:
+      return attention_decode_ws_kernel<false, fused, 2, act_t>;
+    case 3:
+      return attention_decode_ws_kernel<true, fused, 2, act_t>;
+    default:
+      return attention_decode_ws_kernel<false, fused, 1, act_t>;
+  }
+}
+
 }  // namespace
 
 template <typename act_t, typename pool_t>
@@ -1417,16 +1469,15 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
     if (plan.fused) {
       if (plan.splits > k_fused_max_cluster || (plan.splits & (plan.splits - 1)) != 0)
         return cudaErrorInvalidValue;
-      auto* const ws = plan.overlap ? attention_decode_ws_kernel<true, true, act_t>
-                                    : attention_decode_ws_kernel<false, true, act_t>;
-      static bool fused_configured[2] = {false, false};
-      if (!fused_configured[plan.overlap]) {
+      auto* const ws = ws_kernel<true, act_t>(plan);
+      static bool fused_configured[4] = {false, false, false, false};
+      if (!fused_configured[ws_variant(plan)]) {
         cudaError_t e =
             cudaFuncSetAttribute(ws, cudaFuncAttributeMaxDynamicSharedMemorySize, k_ws_smem);
         if (e == cudaSuccess)
           e = cudaFuncSetAttribute(ws, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
         if (e != cudaSuccess) return e;
-        fused_configured[plan.overlap] = true;
+        fused_configured[ws_variant(plan)] = true;
       }
       cudaLaunchAttribute attribute{};
       attribute.id = cudaLaunchAttributeClusterDimension;
@@ -1446,14 +1497,13 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
                                 static_cast<float2*>(nullptr), sinks, out);
     }
     if (plan.wgmma && plan.producer) {
-      auto* const ws = plan.overlap ? attention_decode_ws_kernel<true, false, act_t>
-                                    : attention_decode_ws_kernel<false, false, act_t>;
-      static bool ws_configured[2] = {false, false};  // one attribute call per instantiation
-      if (!ws_configured[plan.overlap]) {
+      auto* const ws = ws_kernel<false, act_t>(plan);
+      static bool ws_configured[4] = {false, false, false, false};  // one attribute call each
+      if (!ws_configured[ws_variant(plan)]) {
         const cudaError_t e =
             cudaFuncSetAttribute(ws, cudaFuncAttributeMaxDynamicSharedMemorySize, k_ws_smem);
         if (e != cudaSuccess) return e;
-        ws_configured[plan.overlap] = true;
+        ws_configured[ws_variant(plan)] = true;
       }
       ws<<<grid, k_ws_threads, k_ws_smem, stream>>>(
           q, int(heads), window, comp, int(plan.window_capacity), int(plan.comp_capacity),
