@@ -380,6 +380,11 @@ void bench_small_rows(cublasHandle_t blas, int sms, int64_t T, int64_t H, bool h
   }
   const auto now = dsv4::cuda::attention_decode_make_plan(T, H, d, W, cap_c, sms);
   row(now.fused ? "NEW plan fused" : "NEW plan split", now, true, true);
+  if (now.producer) {
+    auto p = now;
+    p.pairs = !p.pairs;
+    row(p.pairs ? "  with tile pairs" : "  without tile pairs", p, false, true);
+  }
   if (now.fused) {
     auto p = now;
     p.overlap = true;
@@ -536,18 +541,17 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
     });
     print_row("  ws, no S/PV overlap", shape, ms_turn, bytes16, flops);
     if (g_focus) std::printf("  %-22s %-50s %9.2fx\n", "  in-turn / overlap", shape, ms_turn / ms);
-    // S in two independent wgmma accumulation chains (plan.score_chains), both schedules.
-    for (const bool ov : {true, false}) {
-      auto chains = ws_plan;
-      chains.overlap = ov;
-      chains.score_chains = 2;
-      const double ms_chains = time_ms([&] {
-        CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
-            q16, T, H, d, w16, &c16, sinks, scale, out16, chains, scratch, plan.scratch_bytes, 0)));
-      });
-      print_row(ov ? "  ws, overlap, 2 S chains" : "  ws, in-turn, 2 S chains", shape, ms_chains,
-                bytes16, flops);
-    }
+    // Two tiles per consumer iteration (plan.pairs; same output bit for bit).
+    auto pairs = ws_plan;
+    pairs.overlap = false;
+    pairs.pairs = true;
+    const double ms_pairs = time_ms([&] {
+      CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
+          q16, T, H, d, w16, &c16, sinks, scale, out16, pairs, scratch, plan.scratch_bytes, 0)));
+    });
+    print_row("  ws, tile pairs", shape, ms_pairs, bytes16, flops);
+    if (g_focus)
+      std::printf("  %-22s %-50s %9.2fx\n", "  in-turn / pairs", shape, ms_turn / ms_pairs);
   }
   {
     auto sync = plan;

@@ -750,7 +750,12 @@ __device__ __forceinline__ void store2(__nv_bfloat16* p, float a, float b) {
   *reinterpret_cast<uint32_t*>(p) = pack_bf16x2(a, b);
 }
 
-template <bool overlap, bool fused, int chains, typename act_t>
+// Consumer schedules of the warp-specialized kernel (plan.overlap, plan.pairs).
+constexpr int k_ws_in_turn = 0;
+constexpr int k_ws_overlap = 1;
+constexpr int k_ws_pairs = 2;
+
+template <int sched, bool fused, typename act_t>
 __global__ void __launch_bounds__(k_ws_threads, 1)
     attention_decode_ws_kernel(const act_t* q, int heads, kv_rows<__nv_bfloat16> window,
                                kv_rows<__nv_bfloat16> comp, int cap_w, int cap_c,
@@ -1075,58 +1080,65 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       if (lane == 0) mbar::arrive(empty_bar + 8 * (k % k_ws_stages));
     };
     // Issues (commits, does not wait for) this warpgroup's half of S = Q K^T of the tile at kb:
-    // rows 16 rg.., 32 keys, channels 256 half .. in 16 k16 steps; chains 2 (plan.score_chains):
-    // the even and odd steps accumulate in two independent chains, summed by scores_done.
-    auto issue_scores = [&](float(&sd)[chains][16], uint32_t kb) {
-      if constexpr (chains == 1) {
+    // rows 16 rg.., 32 keys, channels 256 half .. in 16 k16 steps.
+    auto issue_scores = [&](float(&sd)[16], uint32_t kb) {
 #pragma unroll
-        for (int i = 0; i < 16; ++i) sd[0][i] = 0.0f;
+      for (int i = 0; i < 16; ++i) sd[i] = 0.0f;
+      wgm::fence();
+#pragma unroll
+      for (int kk = 0; kk < 16; ++kk) {
+        const uint32_t block = uint32_t(half * 4 + kk / 4), byte = uint32_t(kk % 4) * 32;
+        wgm::mma_ss_n32(sd, wgm::desc(q_s + block * (k_rows * 128) + byte, 16, 1024),
+                        wgm::desc(kb + block * (k_tile * 128) + byte, 16, 1024));
       }
+      wgm::commit();
+    };
+    // Issues S of two tiles (at kb, kb2) in two independent chains, interleaved, one commit. The
+    // first step of each chain ignores the accumulator's input (as the zeroed chain above does).
+    auto issue_scores2 = [&](float(&sd)[16], float(&sd2)[16], uint32_t kb, uint32_t kb2) {
       wgm::fence();
 #pragma unroll
       for (int kk = 0; kk < 16; ++kk) {
         const uint32_t block = uint32_t(half * 4 + kk / 4), byte = uint32_t(kk % 4) * 32;
         const uint64_t a = wgm::desc(q_s + block * (k_rows * 128) + byte, 16, 1024);
         const uint64_t b = wgm::desc(kb + block * (k_tile * 128) + byte, 16, 1024);
-        if (chains == 2 && kk < chains)
-          wgm::mma_ss_n32_first(sd[kk % chains], a, b);
-        else
-          wgm::mma_ss_n32(sd[kk % chains], a, b);
+        const uint64_t b2 = wgm::desc(kb2 + block * (k_tile * 128) + byte, 16, 1024);
+        if (kk == 0) {
+          wgm::mma_ss_n32_first(sd, a, b);
+          wgm::mma_ss_n32_first(sd2, a, b2);
+        } else {
+          wgm::mma_ss_n32(sd, a, b);
+          wgm::mma_ss_n32(sd2, a, b2);
+        }
       }
       wgm::commit();
     };
-    // After the wait for S: the half scores in sd[0].
-    auto scores_done = [&](float(&sd)[chains][16]) {
-#pragma unroll
-      for (int c = 0; c < chains; ++c)
-#pragma unroll
-        for (int i = 0; i < 16; ++i) wgm::reg_fence(sd[c][i]);
-      if constexpr (chains == 2) {
-#pragma unroll
-        for (int i = 0; i < 16; ++i) sd[0][i] += sd[1][i];
-      }
-    };
     // Tile k's completed half scores sd -> the full scores (exchange with warp w ^ 4), online
     // softmax: the probabilities s (f32) and the factor corr the accumulators must be scaled by.
-    auto softmax = [&](int k, const float(&sd)[16], uint32_t mask, float(&s)[4][4],
-                       float(&corr)[2]) {
-#pragma unroll
-      for (int i = 0; i < 16; ++i) s[i / 4][i % 4] = sd[i];
-      float* const xchg = xchg_base + (k & 1) * (k_xchg_bytes / 4);
-      float* mine = xchg + (warp * k_warp_size + lane) * 16;
-      const float* other = xchg + ((warp ^ 4) * k_warp_size + lane) * 16;
+    // The exchange buffer `buf` (0, 1): this warp writes its half scores, and after the pair's
+    // barrier adds warp w ^ 4's half to its own (a + b == b + a: both warps get the same sums).
+    auto exchange_write = [&](int buf, const float(&sd)[16]) {
+      float* const mine = xchg_base + buf * (k_xchg_bytes / 4) + (warp * k_warp_size + lane) * 16;
 #pragma unroll
       for (int j = 0; j < 4; ++j)
-        reinterpret_cast<float4*>(mine)[j] = make_float4(s[j][0], s[j][1], s[j][2], s[j][3]);
-      mbar::named_sync(2 + rg, 2 * k_warp_size);
+        reinterpret_cast<float4*>(mine)[j] =
+            make_float4(sd[4 * j], sd[4 * j + 1], sd[4 * j + 2], sd[4 * j + 3]);
+    };
+    auto exchange_read = [&](int buf, const float(&sd)[16], float(&s)[4][4]) {
+      const float* const other =
+          xchg_base + buf * (k_xchg_bytes / 4) + ((warp ^ 4) * k_warp_size + lane) * 16;
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const float4 o = reinterpret_cast<const float4*>(other)[j];
-        s[j][0] += o.x;
-        s[j][1] += o.y;
-        s[j][2] += o.z;
-        s[j][3] += o.w;
+        s[j][0] = sd[4 * j] + o.x;
+        s[j][1] = sd[4 * j + 1] + o.y;
+        s[j][2] = sd[4 * j + 2] + o.z;
+        s[j][3] = sd[4 * j + 3] + o.w;
       }
+    };
+    // Online softmax of one tile's full scores s (in place: the probabilities, f32) and the factor
+    // corr the accumulators must be scaled by.
+    auto softmax_local = [&](uint32_t mask, float(&s)[4][4], float(&corr)[2]) {
       // Rows lane / 4 (e = 0, 1) and lane / 4 + 8 (e = 2, 3).
       const bool all_valid = mask == 0xffffffffu;
       float tmax[2] = {-INFINITY, -INFINITY};
@@ -1156,6 +1168,13 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
           s[j][e] = exp2f(s[j][e] - m_use[e >> 1]);
           l[e >> 1] += s[j][e];
         }
+    };
+    auto softmax = [&](int k, const float(&sd)[16], uint32_t mask, float(&s)[4][4],
+                       float(&corr)[2]) {
+      exchange_write(k & 1, sd);
+      mbar::named_sync(2 + rg, 2 * k_warp_size);
+      exchange_read(k & 1, sd, s);
+      softmax_local(mask, s, corr);
     };
     // P rounded to bf16 as the A fragments of the two k16 steps. Written only once no P V is in
     // flight: a wgmma reads its register operands asynchronously.
@@ -1194,6 +1213,23 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
                         k_tile * 128, 1024));
       wgm::commit();
     };
+    // P V of two tiles in one group, tile kb's steps first (the in-turn accumulation order).
+    auto issue_pv2 = [&](const uint32_t(&pas)[2][4], uint32_t kb, const uint32_t(&pas2)[2][4],
+                         uint32_t kb2) {
+      wgm::fence();
+#pragma unroll
+      for (int t2 = 0; t2 < 2; ++t2)
+#pragma unroll
+        for (int ks = 0; ks < 2; ++ks)
+#pragma unroll
+          for (int nh = 0; nh < 2; ++nh)
+            wgm::mma_rs_n128_mn(
+                acc[nh], t2 == 0 ? pas[ks] : pas2[ks],
+                wgm::desc((t2 == 0 ? kb : kb2) + uint32_t(half * 4 + nh * 2) * (k_tile * 128) +
+                              uint32_t(ks) * 16 * 128,
+                          k_tile * 128, 1024));
+      wgm::commit();
+    };
     auto fence_acc = [&] {
 #pragma unroll
       for (int i = 0; i < 64; ++i) {
@@ -1202,11 +1238,11 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       }
     };
 
-    float sd[chains][16];
+    float sd[16];
     float p[4][4];
     uint32_t pas[2][4];
     float corr[2];
-    if constexpr (!overlap) {
+    if constexpr (sched == k_ws_in_turn) {
       // In turn per tile: S, exchange and softmax, P V.
 #pragma unroll 1
       for (int k = 0; k < n_live; ++k) {
@@ -1214,8 +1250,77 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         const uint32_t kb = wait_full(k, mask);
         issue_scores(sd, kb);
         wgm::wait<0>();
-        scores_done(sd);
-        softmax(k, sd[0], mask, p, corr);
+#pragma unroll
+        for (int i = 0; i < 16; ++i) wgm::reg_fence(sd[i]);
+        softmax(k, sd, mask, p, corr);
+        rescale(corr);
+        pack(p, pas);
+        issue_pv(pas, kb);
+        wgm::wait<0>();
+        fence_acc();
+        release(k);
+      }
+    } else if constexpr (sched == k_ws_pairs) {
+      // Two tiles per iteration: S of both in two independent wgmma chains (one commit, one
+      // wait), one exchange barrier, the online softmax of tile k then of tile k + 1 in turn, and
+      // P V of both in one wgmma group unless a row maximum of the warp changed in tile k + 1
+      // (then the accumulators are rescaled between the two, as the in-turn loop does). The same
+      // products, softmax and accumulation order as the in-turn loop: the result is the same bit
+      // for bit (the FP8-record pools, which run the mma.sync kernel, rely on it). The exchange
+      // buffers hold both tiles' halves, so before writing the next pair a warp waits until its
+      // partner has read this one (barrier 6 + rg).
+      float sd2[16], p2[4][4], corr2[2];
+      uint32_t pas2[2][4];
+      int k = 0;
+#pragma unroll 1
+      for (; k + 1 < n_live; k += 2) {
+        uint32_t mask, mask2;
+        const uint32_t kb = wait_full(k, mask);
+        const uint32_t kb2 = wait_full(k + 1, mask2);
+        issue_scores2(sd, sd2, kb, kb2);
+        wgm::wait<0>();
+#pragma unroll
+        for (int i = 0; i < 16; ++i) {
+          wgm::reg_fence(sd[i]);
+          wgm::reg_fence(sd2[i]);
+        }
+        if (k > 0) mbar::named_sync(6 + rg, 2 * k_warp_size);
+        exchange_write(0, sd);
+        exchange_write(1, sd2);
+        mbar::named_sync(2 + rg, 2 * k_warp_size);
+        exchange_read(0, sd, p);
+        softmax_local(mask, p, corr);
+        exchange_read(1, sd2, p2);
+        softmax_local(mask2, p2, corr2);
+        rescale(corr);
+        pack(p, pas);
+        pack(p2, pas2);
+        if (__any_sync(0xffffffffu, corr2[0] != 1.0f || corr2[1] != 1.0f)) {
+          issue_pv(pas, kb);
+          wgm::wait<0>();
+          fence_acc();
+          rescale(corr2);
+          issue_pv(pas2, kb2);
+        } else {
+          issue_pv2(pas, kb, pas2, kb2);
+        }
+        wgm::wait<0>();
+        fence_acc();
+        release(k);
+        release(k + 1);
+      }
+      if (k < n_live) {  // an odd tile count: the last tile alone, in turn
+        uint32_t mask;
+        const uint32_t kb = wait_full(k, mask);
+        issue_scores(sd, kb);
+        wgm::wait<0>();
+#pragma unroll
+        for (int i = 0; i < 16; ++i) wgm::reg_fence(sd[i]);
+        if (k > 0) mbar::named_sync(6 + rg, 2 * k_warp_size);
+        exchange_write(0, sd);
+        mbar::named_sync(2 + rg, 2 * k_warp_size);
+        exchange_read(0, sd, p);
+        softmax_local(mask, p, corr);
         rescale(corr);
         pack(p, pas);
         issue_pv(pas, kb);
@@ -1224,51 +1329,34 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         release(k);
       }
     } else if (n_live > 0) {
-      // Per tile k: the exchange and softmax of tile k run while P V of tile k - 1 is on the
-      // tensor cores; then S of tile k + 1 is issued first and the accumulator rescale and the
-      // packing of P run beside it; P V of tile k is queued behind it (a warpgroup's wgmma
-      // groups complete in order: wait<1> then means S of tile k + 1 is done, P V of tile k may
-      // still run). The probabilities are pinned (reg_fence) before the wait for P V of tile
-      // k - 1: without it the compiler sank the exponentials below that wait, and the softmax
-      // no longer overlapped P V. Same products, softmax and order as the in-turn loop, so the
-      // result is the same bit for bit.
-      auto fence_softmax = [&] {
-#pragma unroll
-        for (int j = 0; j < 4; ++j)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) wgm::reg_fence(p[j][e]);
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          wgm::reg_fence(corr[i]);
-          wgm::reg_fence(l[i]);
-        }
-      };
+      // S of tile k + 1 is issued before P V of tile k, and the exchange and softmax of tile k + 1
+      // run while P V of tile k is still on the tensor cores (wait<1>: all but the newest group).
       uint32_t mask;
       uint32_t kb = wait_full(0, mask);
       issue_scores(sd, kb);
       wgm::wait<0>();
-      scores_done(sd);
-      // Tiles 0 .. n_live - 2 with the next tile's S in flight, then the last one (peeled, so no
-      // path of the loop reads an accumulator of an unretired wgmma: ptxas would serialize them).
+#pragma unroll
+      for (int i = 0; i < 16; ++i) wgm::reg_fence(sd[i]);
+        // Tiles 0 .. n_live - 2 with the next tile's S in flight, then the last one (peeled, so no
+        // path of the loop reads an accumulator of an unretired wgmma: ptxas would serialize them).
 #pragma unroll 1
       for (int k = 0; k + 1 < n_live; ++k) {
-        softmax(k, sd[0], mask, p, corr);
-        fence_softmax();
+        softmax(k, sd, mask, p, corr);
         // P V of tile k - 1 complete: acc may be rescaled and P overwritten, its stage is free.
         wgm::wait<0>();
         fence_acc();
         if (k > 0) release(k - 1);
-        const uint32_t kb_next = wait_full(k + 1, mask);
-        issue_scores(sd, kb_next);
         rescale(corr);
         pack(p, pas);
+        const uint32_t kb_next = wait_full(k + 1, mask);
+        issue_scores(sd, kb_next);
         issue_pv(pas, kb);
         wgm::wait<1>();
-        scores_done(sd);
+#pragma unroll
+        for (int i = 0; i < 16; ++i) wgm::reg_fence(sd[i]);
         kb = kb_next;
       }
-      softmax(n_live - 1, sd[0], mask, p, corr);
-      fence_softmax();
+      softmax(n_live - 1, sd, mask, p, corr);
       wgm::wait<0>();
       fence_acc();
       if (n_live > 1) release(n_live - 2);
@@ -1415,21 +1503,19 @@ cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode
                     int(plan.splits), out);
 }
 
-// The warp-specialized kernel a plan runs: (overlap, score chains) -> 0..3.
-int ws_variant(const attention_decode_plan& plan) {
-  return (plan.overlap ? 1 : 0) + (plan.score_chains == 2 ? 2 : 0);
+// The consumer schedule a plan runs (pairs over overlap).
+int ws_sched(const attention_decode_plan& plan) {
+  return plan.pairs ? k_ws_pairs : plan.overlap ? k_ws_overlap : k_ws_in_turn;
 }
 template <bool fused, typename act_t>
 auto ws_kernel(const attention_decode_plan& plan) {
-  switch (ws_variant(plan)) {
-    case 1:
-      return attention_decode_ws_kernel<true, fused, 1, act_t>;
-    case 2:
-      return attention_decode_ws_kernel<false, fused, 2, act_t>;
-    case 3:
-      return attention_decode_ws_kernel<true, fused, 2, act_t>;
+  switch (ws_sched(plan)) {
+    case k_ws_pairs:
+      return attention_decode_ws_kernel<k_ws_pairs, fused, act_t>;
+    case k_ws_overlap:
+      return attention_decode_ws_kernel<k_ws_overlap, fused, act_t>;
     default:
-      return attention_decode_ws_kernel<false, fused, 1, act_t>;
+      return attention_decode_ws_kernel<k_ws_in_turn, fused, act_t>;
   }
 }
 
@@ -1470,14 +1556,14 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
       if (plan.splits > k_fused_max_cluster || (plan.splits & (plan.splits - 1)) != 0)
         return cudaErrorInvalidValue;
       auto* const ws = ws_kernel<true, act_t>(plan);
-      static bool fused_configured[4] = {false, false, false, false};
-      if (!fused_configured[ws_variant(plan)]) {
+      static bool fused_configured[3] = {false, false, false};
+      if (!fused_configured[ws_sched(plan)]) {
         cudaError_t e =
             cudaFuncSetAttribute(ws, cudaFuncAttributeMaxDynamicSharedMemorySize, k_ws_smem);
         if (e == cudaSuccess)
           e = cudaFuncSetAttribute(ws, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
         if (e != cudaSuccess) return e;
-        fused_configured[ws_variant(plan)] = true;
+        fused_configured[ws_sched(plan)] = true;
       }
       cudaLaunchAttribute attribute{};
       attribute.id = cudaLaunchAttributeClusterDimension;
@@ -1498,12 +1584,12 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
     }
     if (plan.wgmma && plan.producer) {
       auto* const ws = ws_kernel<false, act_t>(plan);
-      static bool ws_configured[4] = {false, false, false, false};  // one attribute call each
-      if (!ws_configured[ws_variant(plan)]) {
+      static bool ws_configured[3] = {false, false, false};  // one attribute call per kernel
+      if (!ws_configured[ws_sched(plan)]) {
         const cudaError_t e =
             cudaFuncSetAttribute(ws, cudaFuncAttributeMaxDynamicSharedMemorySize, k_ws_smem);
         if (e != cudaSuccess) return e;
-        ws_configured[ws_variant(plan)] = true;
+        ws_configured[ws_sched(plan)] = true;
       }
       ws<<<grid, k_ws_threads, k_ws_smem, stream>>>(
           q, int(heads), window, comp, int(plan.window_capacity), int(plan.comp_capacity),
