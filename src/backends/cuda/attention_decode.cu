@@ -1268,7 +1268,8 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       // products, softmax and accumulation order as the in-turn loop: the result is the same bit
       // for bit (the FP8-record pools, which run the mma.sync kernel, rely on it). The exchange
       // buffers hold both tiles' halves, so before writing the next pair a warp waits until its
-      // partner has read this one (barrier 6 + rg).
+      // partner has read this one (barrier 6 + rg). Named barriers: 1 (query tile), 2..5
+      // (exchange), 6..9 (exchange reuse), 10..11 (the split decision per warpgroup).
       float sd2[16], p2[4][4], corr2[2];
       uint32_t pas2[2][4];
       int k = 0;
@@ -1295,7 +1296,10 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         rescale(corr);
         pack(p, pas);
         pack(p2, pas2);
-        if (__any_sync(0xffffffffu, corr2[0] != 1.0f || corr2[1] != 1.0f)) {
+        // The wgmma sequence must be the same in the four warps of the warpgroup: the split
+        // is decided over the warpgroup (barrier 10 + half), each warp then rescales or not as
+        // the in-turn loop would.
+        if (mbar::named_any(10 + half, 4 * k_warp_size, corr2[0] != 1.0f || corr2[1] != 1.0f)) {
           issue_pv(pas, kb);
           wgm::wait<0>();
           fence_acc();
