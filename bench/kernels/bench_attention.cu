@@ -513,6 +513,7 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
   auto ws_plan = plan;
   ws_plan.producer = true;
   ws_plan.overlap = true;
+  ws_plan.pairs = false;
   double ms = time_ms([&] {
     CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
         q16, T, H, d, w16, &c16, sinks, scale, out16, ws_plan, scratch, plan.scratch_bytes, 0)));
@@ -535,6 +536,7 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
   {
     auto in_turn = ws_plan;
     in_turn.overlap = false;
+    in_turn.pairs = false;
     const double ms_turn = time_ms([&] {
       CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
           q16, T, H, d, w16, &c16, sinks, scale, out16, in_turn, scratch, plan.scratch_bytes, 0)));

@@ -35,6 +35,16 @@
 // synchronous kernel above spent most of each tile in its two __syncthreads and in the loads and
 // slot lookups of its own warps (ncu, H100, HCA 1M T=32: 857 instructions per warp per tile,
 // 6.1 cycles per instruction, barrier the largest stall).
+// plan.pairs (off; measured slower) takes the tiles two at a time with the same arithmetic. What
+// the per-tile chain of this kernel measured (H200 2026-11-26, ATTN6 helper, HCA 1M T=32, 65
+// tiles per CTA): ncu (clocks at base) 271 K cycles, ~4.2 K per tile against ~1 K of tensor work
+// (S 2 x 16 m64n32k16 + P V 2 x 4 m64n128k16 per tile); issue slots 38% busy, 0.71 eligible warps
+// per scheduler, L1/shared 61%, DRAM 26%: a latency-bound chain, not a saturated pipe. Tried,
+// same run against in-turn: (a) issuing S of tile k + 1 before the rescale and P V of tile k
+// (rescale beside S, softmax beside P V): 1.09-1.19x slower; (b) S in two independent wgmma
+// chains (even / odd channel steps, summed; not bit-identical): 0.92x at HCA 1M T=32, 0.99-1.00x
+// elsewhere, slower combined with (a) (spills); (c) plan.pairs: 1.15-1.19x slower at HCA 1M T=32
+// / Pro T=64 (the producer publishes a pair's second tile only after issuing two more).
 //
 // Each CTA writes its unnormalized accumulators and (max, sum) per head; the combine kernel
 // merges the splits and adds the sink to the denominator: m = max(sink, m_i),
@@ -56,7 +66,10 @@
 // MFLOP per tile, ~32% of the dense peak per SM, as at the large shapes); graph replay within
 // +-2 us of eager launches. The fused kernel saves the combine where its CTAs get at most a tile
 // or two more than the split's (attention_decode_make_plan); the remaining ~14 us of fixed cost
-// of a 1-tile CTA (prologue chain, query tile, merge) is not broken down yet.
+// of a 1-tile CTA (prologue chain, query tile, merge) is not broken down yet, but it is not cold
+// code or data: launched twice back to back after the L2 flush (bench_attention --twice, H200
+// 2026-11-26), the second launch took 2.0-4.3 us less than the first (HCA 8K T=1 fused: 20.1
+// us, then 15.8 us with code and data hot; the second of two empty launches: 2.2 us).
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
