@@ -855,8 +855,20 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       v0 = v1;
       v1 = v2;
       v2 = index_of_tile(j + 3);
-      // Publish tile j - lead (its group is complete once at most lead - 1 newer ones pend).
-      if (j >= k_ws_lead) {
+      if constexpr (sched == k_ws_pairs) {
+        // Pairs: at the first tile of a pair, publish the previous pair (all groups complete)
+        // before waiting for a free stage. The consumers hold two of the four stages, so with
+        // the lead below the second tile of a pair was published only after the producer had
+        // issued two more, which wait for the previous pair's release: the consumers stalled
+        // for that issue at every pair. UNVERIFIED on a GPU.
+        if (j >= 2 && j % 2 == 0) {
+          cp_async_wait<0>();
+          wgm::fence_async_smem();
+          mbar::arrive(full_bar + 8 * ((j - 2) % k_ws_stages));
+          mbar::arrive(full_bar + 8 * ((j - 1) % k_ws_stages));
+        }
+      } else if (j >= k_ws_lead) {
+        // Publish tile j - lead (its group is complete once at most lead - 1 newer ones pend).
         cp_async_wait<k_ws_lead - 1>();
         wgm::fence_async_smem();
         mbar::arrive(full_bar + 8 * ((j - k_ws_lead) % k_ws_stages));
@@ -884,9 +896,12 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     }
     cp_async_wait<0>();
     wgm::fence_async_smem();
+    // The tiles not yet published: the last lead ones, or (pairs) those from the last pair's
+    // first tile ((n_live - 1) / 2 * 2; none without tiles).
+    const int unpublished =
+        sched == k_ws_pairs ? (n_live > 0 ? (n_live - 1) / 2 * 2 : 0) : max(0, n_live - k_ws_lead);
 #pragma unroll 1
-    for (int j = max(0, n_live - k_ws_lead); j < n_live; ++j)
-      mbar::arrive(full_bar + 8 * (j % k_ws_stages));
+    for (int j = unpublished; j < n_live; ++j) mbar::arrive(full_bar + 8 * (j % k_ws_stages));
   };
 
   // Fused (plan.fused): the `splits` CTAs of this (token, head group) form one cluster; each
