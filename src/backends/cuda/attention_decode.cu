@@ -35,6 +35,16 @@
 // synchronous kernel above spent most of each tile in its two __syncthreads and in the loads and
 // slot lookups of its own warps (ncu, H100, HCA 1M T=32: 857 instructions per warp per tile,
 // 6.1 cycles per instruction, barrier the largest stall).
+// plan.pairs (off; measured slower) takes the tiles two at a time with the same arithmetic. What
+// the per-tile chain of this kernel measured (H200 2026-11-26, ATTN6 helper, HCA 1M T=32, 65
+// tiles per CTA): ncu (clocks at base) 271 K cycles, ~4.2 K per tile against ~1 K of tensor work
+// (S 2 x 16 m64n32k16 + P V 2 x 4 m64n128k16 per tile); issue slots 38% busy, 0.71 eligible warps
+// per scheduler, L1/shared 61%, DRAM 26%: a latency-bound chain, not a saturated pipe. Tried,
+// same run against in-turn: (a) issuing S of tile k + 1 before the rescale and P V of tile k
+// (rescale beside S, softmax beside P V): 1.09-1.19x slower; (b) S in two independent wgmma
+// chains (even / odd channel steps, summed; not bit-identical): 0.92x at HCA 1M T=32, 0.99-1.00x
+// elsewhere, slower combined with (a) (spills); (c) plan.pairs: 1.15-1.19x slower at HCA 1M T=32
+// / Pro T=64 (the producer publishes a pair's second tile only after issuing two more).
 //
 // Each CTA writes its unnormalized accumulators and (max, sum) per head; the combine kernel
 // merges the splits and adds the sink to the denominator: m = max(sink, m_i),
@@ -56,7 +66,10 @@
 // MFLOP per tile, ~32% of the dense peak per SM, as at the large shapes); graph replay within
 // +-2 us of eager launches. The fused kernel saves the combine where its CTAs get at most a tile
 // or two more than the split's (attention_decode_make_plan); the remaining ~14 us of fixed cost
-// of a 1-tile CTA (prologue chain, query tile, merge) is not broken down yet.
+// of a 1-tile CTA (prologue chain, query tile, merge) is not broken down yet, but it is not cold
+// code or data: launched twice back to back after the L2 flush (bench_attention --twice, H200
+// 2026-11-26), the second launch took 2.0-4.3 us less than the first (HCA 8K T=1 fused: 20.1
+// us, then 15.8 us with code and data hot; the second of two empty launches: 2.2 us).
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
@@ -750,7 +763,12 @@ __device__ __forceinline__ void store2(__nv_bfloat16* p, float a, float b) {
   *reinterpret_cast<uint32_t*>(p) = pack_bf16x2(a, b);
 }
 
-template <bool overlap, bool fused, typename act_t>
+// Consumer schedules of the warp-specialized kernel (plan.overlap, plan.pairs).
+constexpr int k_ws_in_turn = 0;
+constexpr int k_ws_overlap = 1;
+constexpr int k_ws_pairs = 2;
+
+template <int sched, bool fused, typename act_t>
 __global__ void __launch_bounds__(k_ws_threads, 1)
     attention_decode_ws_kernel(const act_t* q, int heads, kv_rows<__nv_bfloat16> window,
                                kv_rows<__nv_bfloat16> comp, int cap_w, int cap_c,
@@ -837,8 +855,20 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       v0 = v1;
       v1 = v2;
       v2 = index_of_tile(j + 3);
-      // Publish tile j - lead (its group is complete once at most lead - 1 newer ones pend).
-      if (j >= k_ws_lead) {
+      if constexpr (sched == k_ws_pairs) {
+        // Pairs: at the first tile of a pair, publish the previous pair (all groups complete)
+        // before waiting for a free stage. The consumers hold two of the four stages, so with
+        // the lead below the second tile of a pair was published only after the producer had
+        // issued two more, which wait for the previous pair's release: the consumers stalled
+        // for that issue at every pair. UNVERIFIED on a GPU.
+        if (j >= 2 && j % 2 == 0) {
+          cp_async_wait<0>();
+          wgm::fence_async_smem();
+          mbar::arrive(full_bar + 8 * ((j - 2) % k_ws_stages));
+          mbar::arrive(full_bar + 8 * ((j - 1) % k_ws_stages));
+        }
+      } else if (j >= k_ws_lead) {
+        // Publish tile j - lead (its group is complete once at most lead - 1 newer ones pend).
         cp_async_wait<k_ws_lead - 1>();
         wgm::fence_async_smem();
         mbar::arrive(full_bar + 8 * ((j - k_ws_lead) % k_ws_stages));
@@ -866,9 +896,12 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     }
     cp_async_wait<0>();
     wgm::fence_async_smem();
+    // The tiles not yet published: the last lead ones, or (pairs) those from the last pair's
+    // first tile ((n_live - 1) / 2 * 2; none without tiles).
+    const int unpublished =
+        sched == k_ws_pairs ? (n_live > 0 ? (n_live - 1) / 2 * 2 : 0) : max(0, n_live - k_ws_lead);
 #pragma unroll 1
-    for (int j = max(0, n_live - k_ws_lead); j < n_live; ++j)
-      mbar::arrive(full_bar + 8 * (j % k_ws_stages));
+    for (int j = unpublished; j < n_live; ++j) mbar::arrive(full_bar + 8 * (j % k_ws_stages));
   };
 
   // Fused (plan.fused): the `splits` CTAs of this (token, head group) form one cluster; each
@@ -1088,27 +1121,52 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       }
       wgm::commit();
     };
+    // Issues S of two tiles (at kb, kb2) in two independent chains, interleaved, one commit. The
+    // first step of each chain ignores the accumulator's input (as the zeroed chain above does).
+    auto issue_scores2 = [&](float(&sd)[16], float(&sd2)[16], uint32_t kb, uint32_t kb2) {
+      wgm::fence();
+#pragma unroll
+      for (int kk = 0; kk < 16; ++kk) {
+        const uint32_t block = uint32_t(half * 4 + kk / 4), byte = uint32_t(kk % 4) * 32;
+        const uint64_t a = wgm::desc(q_s + block * (k_rows * 128) + byte, 16, 1024);
+        const uint64_t b = wgm::desc(kb + block * (k_tile * 128) + byte, 16, 1024);
+        const uint64_t b2 = wgm::desc(kb2 + block * (k_tile * 128) + byte, 16, 1024);
+        if (kk == 0) {
+          wgm::mma_ss_n32_first(sd, a, b);
+          wgm::mma_ss_n32_first(sd2, a, b2);
+        } else {
+          wgm::mma_ss_n32(sd, a, b);
+          wgm::mma_ss_n32(sd2, a, b2);
+        }
+      }
+      wgm::commit();
+    };
     // Tile k's completed half scores sd -> the full scores (exchange with warp w ^ 4), online
     // softmax: the probabilities s (f32) and the factor corr the accumulators must be scaled by.
-    auto softmax = [&](int k, const float(&sd)[16], uint32_t mask, float(&s)[4][4],
-                       float(&corr)[2]) {
-#pragma unroll
-      for (int i = 0; i < 16; ++i) s[i / 4][i % 4] = sd[i];
-      float* const xchg = xchg_base + (k & 1) * (k_xchg_bytes / 4);
-      float* mine = xchg + (warp * k_warp_size + lane) * 16;
-      const float* other = xchg + ((warp ^ 4) * k_warp_size + lane) * 16;
+    // The exchange buffer `buf` (0, 1): this warp writes its half scores, and after the pair's
+    // barrier adds warp w ^ 4's half to its own (a + b == b + a: both warps get the same sums).
+    auto exchange_write = [&](int buf, const float(&sd)[16]) {
+      float* const mine = xchg_base + buf * (k_xchg_bytes / 4) + (warp * k_warp_size + lane) * 16;
 #pragma unroll
       for (int j = 0; j < 4; ++j)
-        reinterpret_cast<float4*>(mine)[j] = make_float4(s[j][0], s[j][1], s[j][2], s[j][3]);
-      mbar::named_sync(2 + rg, 2 * k_warp_size);
+        reinterpret_cast<float4*>(mine)[j] =
+            make_float4(sd[4 * j], sd[4 * j + 1], sd[4 * j + 2], sd[4 * j + 3]);
+    };
+    auto exchange_read = [&](int buf, const float(&sd)[16], float(&s)[4][4]) {
+      const float* const other =
+          xchg_base + buf * (k_xchg_bytes / 4) + ((warp ^ 4) * k_warp_size + lane) * 16;
 #pragma unroll
       for (int j = 0; j < 4; ++j) {
         const float4 o = reinterpret_cast<const float4*>(other)[j];
-        s[j][0] += o.x;
-        s[j][1] += o.y;
-        s[j][2] += o.z;
-        s[j][3] += o.w;
+        s[j][0] = sd[4 * j] + o.x;
+        s[j][1] = sd[4 * j + 1] + o.y;
+        s[j][2] = sd[4 * j + 2] + o.z;
+        s[j][3] = sd[4 * j + 3] + o.w;
       }
+    };
+    // Online softmax of one tile's full scores s (in place: the probabilities, f32) and the factor
+    // corr the accumulators must be scaled by.
+    auto softmax_local = [&](uint32_t mask, float(&s)[4][4], float(&corr)[2]) {
       // Rows lane / 4 (e = 0, 1) and lane / 4 + 8 (e = 2, 3).
       const bool all_valid = mask == 0xffffffffu;
       float tmax[2] = {-INFINITY, -INFINITY};
@@ -1138,6 +1196,13 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
           s[j][e] = exp2f(s[j][e] - m_use[e >> 1]);
           l[e >> 1] += s[j][e];
         }
+    };
+    auto softmax = [&](int k, const float(&sd)[16], uint32_t mask, float(&s)[4][4],
+                       float(&corr)[2]) {
+      exchange_write(k & 1, sd);
+      mbar::named_sync(2 + rg, 2 * k_warp_size);
+      exchange_read(k & 1, sd, s);
+      softmax_local(mask, s, corr);
     };
     // P rounded to bf16 as the A fragments of the two k16 steps. Written only once no P V is in
     // flight: a wgmma reads its register operands asynchronously.
@@ -1176,6 +1241,23 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
                         k_tile * 128, 1024));
       wgm::commit();
     };
+    // P V of two tiles in one group, tile kb's steps first (the in-turn accumulation order).
+    auto issue_pv2 = [&](const uint32_t(&pas)[2][4], uint32_t kb, const uint32_t(&pas2)[2][4],
+                         uint32_t kb2) {
+      wgm::fence();
+#pragma unroll
+      for (int t2 = 0; t2 < 2; ++t2)
+#pragma unroll
+        for (int ks = 0; ks < 2; ++ks)
+#pragma unroll
+          for (int nh = 0; nh < 2; ++nh)
+            wgm::mma_rs_n128_mn(
+                acc[nh], t2 == 0 ? pas[ks] : pas2[ks],
+                wgm::desc((t2 == 0 ? kb : kb2) + uint32_t(half * 4 + nh * 2) * (k_tile * 128) +
+                              uint32_t(ks) * 16 * 128,
+                          k_tile * 128, 1024));
+      wgm::commit();
+    };
     auto fence_acc = [&] {
 #pragma unroll
       for (int i = 0; i < 64; ++i) {
@@ -1188,7 +1270,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     float p[4][4];
     uint32_t pas[2][4];
     float corr[2];
-    if constexpr (!overlap) {
+    if constexpr (sched == k_ws_in_turn) {
       // In turn per tile: S, exchange and softmax, P V.
 #pragma unroll 1
       for (int k = 0; k < n_live; ++k) {
@@ -1199,6 +1281,78 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 #pragma unroll
         for (int i = 0; i < 16; ++i) wgm::reg_fence(sd[i]);
         softmax(k, sd, mask, p, corr);
+        rescale(corr);
+        pack(p, pas);
+        issue_pv(pas, kb);
+        wgm::wait<0>();
+        fence_acc();
+        release(k);
+      }
+    } else if constexpr (sched == k_ws_pairs) {
+      // Two tiles per iteration: S of both in two independent wgmma chains (one commit, one
+      // wait), one exchange barrier, the online softmax of tile k then of tile k + 1 in turn, and
+      // P V of both in one wgmma group unless a row maximum of the warp changed in tile k + 1
+      // (then the accumulators are rescaled between the two, as the in-turn loop does). The same
+      // products, softmax and accumulation order as the in-turn loop: the result is the same bit
+      // for bit (the FP8-record pools, which run the mma.sync kernel, rely on it). The exchange
+      // buffers hold both tiles' halves, so before writing the next pair a warp waits until its
+      // partner has read this one (barrier 6 + rg). Named barriers: 1 (query tile), 2..5
+      // (exchange), 6..9 (exchange reuse), 10..11 (the split decision per warpgroup).
+      float sd2[16], p2[4][4], corr2[2];
+      uint32_t pas2[2][4];
+      int k = 0;
+#pragma unroll 1
+      for (; k + 1 < n_live; k += 2) {
+        uint32_t mask, mask2;
+        const uint32_t kb = wait_full(k, mask);
+        const uint32_t kb2 = wait_full(k + 1, mask2);
+        issue_scores2(sd, sd2, kb, kb2);
+        wgm::wait<0>();
+#pragma unroll
+        for (int i = 0; i < 16; ++i) {
+          wgm::reg_fence(sd[i]);
+          wgm::reg_fence(sd2[i]);
+        }
+        if (k > 0) mbar::named_sync(6 + rg, 2 * k_warp_size);
+        exchange_write(0, sd);
+        exchange_write(1, sd2);
+        mbar::named_sync(2 + rg, 2 * k_warp_size);
+        exchange_read(0, sd, p);
+        softmax_local(mask, p, corr);
+        exchange_read(1, sd2, p2);
+        softmax_local(mask2, p2, corr2);
+        rescale(corr);
+        pack(p, pas);
+        pack(p2, pas2);
+        // The wgmma sequence must be the same in the four warps of the warpgroup: the split
+        // is decided over the warpgroup (barrier 10 + half), each warp then rescales or not as
+        // the in-turn loop would.
+        if (mbar::named_any(10 + half, 4 * k_warp_size, corr2[0] != 1.0f || corr2[1] != 1.0f)) {
+          issue_pv(pas, kb);
+          wgm::wait<0>();
+          fence_acc();
+          rescale(corr2);
+          issue_pv(pas2, kb2);
+        } else {
+          issue_pv2(pas, kb, pas2, kb2);
+        }
+        wgm::wait<0>();
+        fence_acc();
+        release(k);
+        release(k + 1);
+      }
+      if (k < n_live) {  // an odd tile count: the last tile alone, in turn
+        uint32_t mask;
+        const uint32_t kb = wait_full(k, mask);
+        issue_scores(sd, kb);
+        wgm::wait<0>();
+#pragma unroll
+        for (int i = 0; i < 16; ++i) wgm::reg_fence(sd[i]);
+        if (k > 0) mbar::named_sync(6 + rg, 2 * k_warp_size);
+        exchange_write(0, sd);
+        mbar::named_sync(2 + rg, 2 * k_warp_size);
+        exchange_read(0, sd, p);
+        softmax_local(mask, p, corr);
         rescale(corr);
         pack(p, pas);
         issue_pv(pas, kb);
@@ -1381,6 +1535,22 @@ cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode
                     int(plan.splits), out);
 }
 
+// The consumer schedule a plan runs (pairs over overlap).
+int ws_sched(const attention_decode_plan& plan) {
+  return plan.pairs ? k_ws_pairs : plan.overlap ? k_ws_overlap : k_ws_in_turn;
+}
+template <bool fused, typename act_t>
+auto ws_kernel(const attention_decode_plan& plan) {
+  switch (ws_sched(plan)) {
+    case k_ws_pairs:
+      return attention_decode_ws_kernel<k_ws_pairs, fused, act_t>;
+    case k_ws_overlap:
+      return attention_decode_ws_kernel<k_ws_overlap, fused, act_t>;
+    default:
+      return attention_decode_ws_kernel<k_ws_in_turn, fused, act_t>;
+  }
+}
+
 }  // namespace
 
 template <typename act_t, typename pool_t>
@@ -1417,16 +1587,15 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
     if (plan.fused) {
       if (plan.splits > k_fused_max_cluster || (plan.splits & (plan.splits - 1)) != 0)
         return cudaErrorInvalidValue;
-      auto* const ws = plan.overlap ? attention_decode_ws_kernel<true, true, act_t>
-                                    : attention_decode_ws_kernel<false, true, act_t>;
-      static bool fused_configured[2] = {false, false};
-      if (!fused_configured[plan.overlap]) {
+      auto* const ws = ws_kernel<true, act_t>(plan);
+      static bool fused_configured[3] = {false, false, false};
+      if (!fused_configured[ws_sched(plan)]) {
         cudaError_t e =
             cudaFuncSetAttribute(ws, cudaFuncAttributeMaxDynamicSharedMemorySize, k_ws_smem);
         if (e == cudaSuccess)
           e = cudaFuncSetAttribute(ws, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
         if (e != cudaSuccess) return e;
-        fused_configured[plan.overlap] = true;
+        fused_configured[ws_sched(plan)] = true;
       }
       cudaLaunchAttribute attribute{};
       attribute.id = cudaLaunchAttributeClusterDimension;
@@ -1446,14 +1615,13 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
                                 static_cast<float2*>(nullptr), sinks, out);
     }
     if (plan.wgmma && plan.producer) {
-      auto* const ws = plan.overlap ? attention_decode_ws_kernel<true, false, act_t>
-                                    : attention_decode_ws_kernel<false, false, act_t>;
-      static bool ws_configured[2] = {false, false};  // one attribute call per instantiation
-      if (!ws_configured[plan.overlap]) {
+      auto* const ws = ws_kernel<false, act_t>(plan);
+      static bool ws_configured[3] = {false, false, false};  // one attribute call per kernel
+      if (!ws_configured[ws_sched(plan)]) {
         const cudaError_t e =
             cudaFuncSetAttribute(ws, cudaFuncAttributeMaxDynamicSharedMemorySize, k_ws_smem);
         if (e != cudaSuccess) return e;
-        ws_configured[plan.overlap] = true;
+        ws_configured[ws_sched(plan)] = true;
       }
       ws<<<grid, k_ws_threads, k_ws_smem, stream>>>(
           q, int(heads), window, comp, int(plan.window_capacity), int(plan.comp_capacity),

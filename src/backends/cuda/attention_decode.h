@@ -59,6 +59,11 @@ struct attention_decode_plan {
   // next tile's exchange and softmax while P V is on the tensor cores; false (the plan's
   // choice, measured): S, softmax, P V in turn.
   bool overlap = false;
+  // With producer: the consumers take the key tiles two at a time (S of both in two independent
+  // wgmma chains, one exchange barrier, P V of both in one wgmma group); same arithmetic and
+  // order as the in-turn loop, so the output is the same bit for bit. Takes precedence over
+  // overlap.
+  bool pairs = false;
   // Fused (bf16 pools): the `splits` CTAs of a (token, head group) run as one thread block
   // cluster (splits 1, 2, 4, 8 or 16; 16 is a non-portable cluster size) and merge their partial
   // sums through distributed shared memory, writing the normalized output with the sink themselves:

@@ -38,6 +38,7 @@ attention_decode_plan attention_decode_make_fused_plan(int64_t tokens, int64_t h
   p.wgmma = true;
   p.producer = true;
   p.overlap = false;
+  p.pairs = false;  // measured slower (see the split plan)
   p.fused = true;
   return p;
 }
@@ -122,6 +123,13 @@ attention_decode_plan attention_decode_make_split_plan(int64_t tokens, int64_t h
   p.producer = per_split >= 4;
   // Same run: the S / P V overlap took 1.00-1.09x the in-turn time (0.995x at Flash CSA T=1).
   p.overlap = false;
+  // Tiles two at a time (plan.pairs, bit-identical to in-turn): off, measured slower. H200
+  // 2026-11-26 (ATTN6 helper, bench_attention --small, same run), pairs / in-turn time: HCA 1M
+  // T=32 187.6 / 163.7 us, Pro HCA 1M T=64 658.0 / 551.4 us, HCA 1M T=1 30.3 / 29.6 us, fused
+  // small steps 0.98-1.03x. Likely cause: with 4 stages a pair holds two, and the producer
+  // publishes tile k + 1 only after issuing tile k + 3, which waits for the previous pair's
+  // release (no slack left between the release and the next pair's wait).
+  p.pairs = false;
   return p;
 }
 

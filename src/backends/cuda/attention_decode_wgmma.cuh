@@ -41,6 +41,20 @@ __device__ __forceinline__ void mma_ss_n32(float (&d)[16], uint64_t a, uint64_t 
       : "l"(a), "l"(b));
 }
 
+// d[16] = A * B as mma_ss_n32, the accumulator's input ignored (scale-d 0): starts a chain
+// without zeroing d first (a non-wgmma write of an accumulator between wgmmas makes ptxas
+// serialize them).
+__device__ __forceinline__ void mma_ss_n32_first(float (&d)[16], uint64_t a, uint64_t b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, 0, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, p, 1, 1, 0, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15])
+      : "l"(a), "l"(b));
+}
+
 // d[64] += A (64 x 16, registers: the mma.sync m16n8k16 A fragment of each warp's 16 rows) *
 // B (16 x 128, descriptor, MN-major).
 __device__ __forceinline__ void mma_rs_n128_mn(float (&d)[64], const uint32_t (&a)[4], uint64_t b) {
