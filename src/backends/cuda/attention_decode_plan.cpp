@@ -38,7 +38,7 @@ attention_decode_plan attention_decode_make_fused_plan(int64_t tokens, int64_t h
   p.wgmma = true;
   p.producer = true;
   p.overlap = false;
-  p.pairs = false;  // measured slower (see the split plan)
+  p.pairs = false;  // not measured on fused CTAs (1-5 tiles each) with the current producer
   p.fused = true;
   return p;
 }
@@ -123,13 +123,13 @@ attention_decode_plan attention_decode_make_split_plan(int64_t tokens, int64_t h
   p.producer = per_split >= 4;
   // Same run: the S / P V overlap took 1.00-1.09x the in-turn time (0.995x at Flash CSA T=1).
   p.overlap = false;
-  // Tiles two at a time (plan.pairs, bit-identical to in-turn): off, measured slower. H200
-  // 2026-11-26 (ATTN6 helper, bench_attention --small, same run), pairs / in-turn time: HCA 1M
-  // T=32 187.6 / 163.7 us, Pro HCA 1M T=64 658.0 / 551.4 us, HCA 1M T=1 30.3 / 29.6 us, fused
-  // small steps 0.98-1.03x. Likely cause: with 4 stages a pair holds two, and the producer
-  // publishes tile k + 1 only after issuing tile k + 3, which waits for the previous pair's
-  // release (no slack left between the release and the next pair's wait).
-  p.pairs = false;
+  // Tiles two at a time (plan.pairs, bit-identical to in-turn) wherever the warp-specialized
+  // kernel runs. H200 2026-11-26 (bench_attention --cases, same run), in-turn / pairs time: HCA 1M
+  // T=32 179.1 / 169.3 us (1.06x), Pro HCA 1M T=64 554.5 / 519.5 (1.07x), HCA 1M T=8 62.4 / 60.3
+  // (1.03x), with the producer publishing the previous pair before it waits for a free stage (the
+  // first version, which published tile k + 1 only after issuing tile k + 3, was 1.15-1.19x
+  // slower).
+  p.pairs = p.producer;
   return p;
 }
 
