@@ -57,6 +57,15 @@ TEST(linear_dispatch, prefill_takes_linear_gemm_or_falls_back) {
   EXPECT_EQ(pick(weight_kind::fp8_block, 4096, 4096, 1, true, false), gemv);
 }
 
+TEST(linear_dispatch, small_bf16_matrices_take_linear_decode_from_two_tokens) {
+  for (int64_t T : {2, 4, 16, 64})
+    for (int64_t rows : {64, 256, 384, 1024, 4096}) {
+      EXPECT_EQ(pick(weight_kind::bf16, rows, T), decode) << rows << " " << T;
+      EXPECT_EQ(pick(weight_kind::bf16, rows, T, 1, false, true), gemv);  // not cuBLAS: unmeasured
+    }
+  EXPECT_EQ(pick(weight_kind::bf16, 256, 1), gemv);  // the GEMV wins at one token
+}
+
 TEST(linear_dispatch, unpacked_or_grouped_weights_keep_the_gemv_at_decode) {
   EXPECT_EQ(pick(weight_kind::bf16, 129280, 8), gemv);  // LM head
   EXPECT_EQ(pick(weight_kind::f32, 64, 8), gemv);

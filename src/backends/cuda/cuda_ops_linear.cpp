@@ -327,19 +327,16 @@ void cuda_ops::moe_route(const tensor& x, const prepared_linear& gate, const ten
   check_device_type(x, act_, "router input");
   check_device_type(indices, dtype::i32, "router indices");
   check_device_type(weights, dtype::f32, "router weights");
-  const auto& cg = static_cast<const cuda_linear&>(gate);
+  // f32 logits through the dense-linear dispatch (linear_decode from 2 tokens on), then the
+  // selection kernel.
+  const tensor logits = run_linear(*this, x, gate, 1, dtype::f32);
   const int64_t T = x.size(0);
-  tensor logits = alloc(dtype::f32, {T, gate.out});
-  check_cuda(
-      with_act(act_,
-               [&](auto* a) {
-                 return cuda::moe_route(
-                     act_ptr(x, a), T, cg.s.w, bias ? bias->data<float>() : nullptr,
-                     tid2eid ? tid2eid->data<int32_t>() : nullptr, tid2eid ? tid2eid->size(0) : 0,
-                     ids.data<int32_t>(), moe_score(uint8_t(score)), top_k, normalize, route_scale,
-                     logits.data<float>(), indices.data<int32_t>(), weights.data<float>(), stream_);
-               }),
-      "moe_route");
+  check_cuda(cuda::moe_route_select(
+                 logits.data<float>(), T, gate.out, bias ? bias->data<float>() : nullptr,
+                 tid2eid ? tid2eid->data<int32_t>() : nullptr, tid2eid ? tid2eid->size(0) : 0,
+                 ids.data<int32_t>(), moe_score(uint8_t(score)), top_k, normalize, route_scale,
+                 indices.data<int32_t>(), weights.data<float>(), stream_),
+             "moe_route");
 }
 
 namespace {

@@ -14,8 +14,13 @@
 //    (wq_a 12.8 vs 23.2 us, wo_b 52.9 vs 81.3 us at T = 64). On 4-bit weights linear_decode wins
 //    to 64 tokens (NVFP4 shared w13 T = 64: 14.6 vs 21.5 us).
 //  * Prefill (> 64 tokens): linear_gemm, 55-96% of cuBLAS BF16 on a pre-expanded copy.
-// BF16/f32 matrices and grouped linears keep the GEMV up to 64 tokens (not measured otherwise),
-// as does a packed matrix at T = 1 that linear_decode does not take.
+//  * BF16 matrices of up to 4096 rows (router gate, compressor wkv / wgate, indexer weights and
+//    compressor) take linear_decode from 2 to 64 tokens: H200 2026-11-26 (test_backend_ops
+//    --perf, single launches, f32 activations), GEMV / linear_decode time at 256 x 4096: T = 1
+//    9.06 / 13.28 us, T = 4 14.91 / 12.80, T = 16 70.30 / 15.20, T = 64 68.26 / 30.11; the same
+//    picture at 64, 1024 x 4096 and 384 x 7168 (T = 16: 66-118 us on the GEMV, 15-19 us).
+// f32 matrices, larger BF16 ones (the LM head: not measured) and grouped linears keep the GEMV up
+// to 64 tokens, as does a packed matrix (or a BF16 one) at T = 1 that linear_decode does not take.
 #pragma once
 
 #include <cstdint>
@@ -33,9 +38,14 @@ inline dense_linear_path choose_dense_linear_path(weight_kind kind, int64_t rows
   constexpr int64_t k_gemv_max_tokens = 64;
   if (tokens > k_gemv_max_tokens)
     return gemm_ok ? dense_linear_path::linear_gemm : dense_linear_path::gemv;
+  constexpr int64_t k_bf16_decode_max_rows = 4096;
   const bool packed =
       kind == weight_kind::fp8_block || kind == weight_kind::mxfp4 || kind == weight_kind::nvfp4;
-  if (groups != 1 || !packed || (tokens == 1 && !decode_ok)) return dense_linear_path::gemv;
+  const bool small_bf16 =
+      kind == weight_kind::bf16 && rows <= k_bf16_decode_max_rows && tokens >= 2;
+  if (groups != 1 || !(packed || small_bf16) || (tokens == 1 && !decode_ok))
+    return dense_linear_path::gemv;
+  if (small_bf16) return decode_ok ? dense_linear_path::linear_decode : dense_linear_path::gemv;
   const bool four_bit = kind != weight_kind::fp8_block;
   const bool decode_wins = four_bit || tokens <= 16 || (tokens <= 32 && rows > 512);
   if (decode_ok && decode_wins) return dense_linear_path::linear_decode;

@@ -26,13 +26,21 @@ constexpr int64_t k_moe_max_top_k = 32;
 // divided by (sum + 1e-20) when `normalize`, times route_scale. Fills indices [tokens, top_k] i32
 // and weights [tokens, top_k] f32. A token id outside [0, vocab) (the CPU backend throws) gives
 // indices -1 and NaN weights; a tid2eid entry outside [0, E) is copied with a NaN weight.
-// Two launches (the linear, then one block per token), no host synchronisation.
+// Two launches (the linear, then moe_route_select), no host synchronisation.
 // x is an activation (act_t: float or __nv_bfloat16); logits, weights and all scoring f32.
 template <typename act_t>
 cudaError_t moe_route(const act_t* x, int64_t tokens, const device_weight& gate, const float* bias,
                       const int32_t* tid2eid, int64_t vocab, const int32_t* ids, moe_score score,
                       int64_t top_k, bool normalize, float route_scale, float* logits,
                       int32_t* indices, float* weights, cudaStream_t stream);
+
+// The selection half of moe_route from logits [tokens, experts] f32 the caller computed (the
+// engine runs the gate through its dense-linear dispatch): one warp per token, experts <= 6144.
+cudaError_t moe_route_select(const float* logits, int64_t tokens, int64_t experts,
+                             const float* bias, const int32_t* tid2eid, int64_t vocab,
+                             const int32_t* ids, moe_score score, int64_t top_k, bool normalize,
+                             float route_scale, int32_t* indices, float* weights,
+                             cudaStream_t stream);
 
 // Device workspace moe_experts needs (bytes) for `tokens` x `top_k` routed pairs.
 size_t moe_experts_workspace_bytes(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidden,
