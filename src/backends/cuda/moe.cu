@@ -11,7 +11,6 @@
 //   4. moe_combine_kernel: y[t] = sum over k in order of weights[t, k] * out[t * top_k + k].
 // Every pair's sums depend only on that pair's data (the order of pairs inside an expert's list
 // comes from atomics, but no arithmetic mixes pairs), so results are bitwise reproducible.
-#include <algorithm>
 #include <cmath>
 
 #include "backends/cuda/moe.h"
@@ -31,7 +30,7 @@ constexpr int k_moe_threads = k_moe_warps * k_warp_size;
 constexpr int k_moe_rows = 4;  // weight rows per warp (L1: 2 rows of W1 + the same 2 of W3)
 constexpr int k_plan_threads = 1024;
 constexpr int64_t k_plan_max_experts = 2048;  // 2 int arrays of E in static shared memory
-constexpr int k_route_warps = 8;              // tokens per block of the router's selection kernel
+constexpr int k_route_threads = 256;
 
 size_t align_256(size_t n) {
   return (n + 255) / 256 * 256;
@@ -162,81 +161,106 @@ __device__ __forceinline__ void argmax_merge(float& v, int& i, float ov, int oi)
   }
 }
 
-// One warp per token (k_route_warps tokens per block), no block barrier: the selection is a
-// chain of top_k warp argmaxes, and the first version (one 256-thread block per token, two
-// __syncthreads and a block-wide merge per pick, the weights in a local array) took ~6.5 us of
-// a 15.6 us route at T = 1 (H200, test_backend_ops --perf moe_route). Dynamic shared memory per
-// warp: scores [E] then keys [E] (score + bias; NaN once picked, so a pick never repeats and, as
-// NaN never wins argmax_merge, NaN scores are never picked).
-__global__ void __launch_bounds__(k_route_warps* k_warp_size)
-    moe_route_select_kernel(const float* logits, int64_t tokens, int experts, const float* bias,
+__device__ float block_max(float v, float* scratch) {
+  const int lane = threadIdx.x % k_warp_size, warp = threadIdx.x / k_warp_size;
+#pragma unroll
+  for (int d = k_warp_size / 2; d > 0; d /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, d));
+  if (lane == 0) scratch[warp] = v;
+  __syncthreads();
+  v = lane < int(blockDim.x / k_warp_size) ? scratch[lane] : -INFINITY;
+#pragma unroll
+  for (int d = k_warp_size / 2; d > 0; d /= 2) v = fmaxf(v, __shfl_xor_sync(0xffffffffu, v, d));
+  __syncthreads();
+  return v;
+}
+
+// One block per token. Dynamic shared memory: scores [E] f32, then taken flags [E] bytes. (A
+// warp-per-token version without block barriers measured 1.1x slower on the H200 at T = 1 and 64,
+// E = 256 / 384: its lanes scan E / 32 shared-memory keys per pick.)
+__global__ void __launch_bounds__(k_route_threads)
+    moe_route_select_kernel(const float* logits, int experts, const float* bias,
                             const int32_t* tid2eid, int64_t vocab, const int32_t* ids, int score,
                             int top_k, bool normalize, float route_scale, int32_t* indices,
                             float* weights) {
-  extern __shared__ float route_smem[];
-  const int lane = int(threadIdx.x) % k_warp_size, warp = int(threadIdx.x) / k_warp_size;
-  const int64_t t = int64_t(blockIdx.x) * (blockDim.x / k_warp_size) + warp;
-  if (t >= tokens) return;  // uniform over the warp
-  float* scores = route_smem + int64_t(warp) * 2 * experts;
-  float* keys = scores + experts;
+  extern __shared__ float scores[];
+  unsigned char* taken = reinterpret_cast<unsigned char*>(scores + experts);
+  __shared__ float scratch[k_warp_size];
+  __shared__ float best_v[k_warp_size];
+  __shared__ int best_i[k_warp_size];
+  __shared__ int chosen[k_moe_max_top_k];
+  const int64_t t = blockIdx.x;
   const float* l = logits + t * experts;
+  const int tid = threadIdx.x;
+  const int lane = tid % k_warp_size, warp = tid / k_warp_size;
+  const int warps = blockDim.x / k_warp_size;
   if (score == int(moe_score::softmax)) {
     float mx = -INFINITY;
-    for (int e = lane; e < experts; e += k_warp_size) mx = fmaxf(mx, l[e]);
-#pragma unroll
-    for (int d = k_warp_size / 2; d > 0; d /= 2)
-      mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, d));
+    for (int e = tid; e < experts; e += blockDim.x) mx = fmaxf(mx, l[e]);
+    mx = block_max(mx, scratch);
     float sum = 0.0f;
-    for (int e = lane; e < experts; e += k_warp_size) {
+    for (int e = tid; e < experts; e += blockDim.x) {
       const float v = expf(l[e] - mx);
       scores[e] = v;
       sum += v;
     }
-#pragma unroll
-    for (int d = k_warp_size / 2; d > 0; d /= 2) sum += __shfl_xor_sync(0xffffffffu, sum, d);
-    for (int e = lane; e < experts; e += k_warp_size) scores[e] /= sum;
+    sum = block_sum(sum, scratch);
+    for (int e = tid; e < experts; e += blockDim.x) scores[e] /= sum;
   } else {
-    for (int e = lane; e < experts; e += k_warp_size) {
+    for (int e = tid; e < experts; e += blockDim.x) {
       const float v = l[e];
       scores[e] = score == int(moe_score::sigmoid)
                       ? 1.0f / (1.0f + expf(-v))
                       : sqrtf(v > 20.0f ? v : log1pf(expf(v)));  // softplus threshold 20
     }
   }
-  // Lane j < top_k ends up holding pick j.
-  int pick = -1;
+  for (int e = tid; e < experts; e += blockDim.x) taken[e] = 0;
+  __syncthreads();
+
   if (tid2eid) {
-    if (lane < top_k) {
+    if (tid < top_k) {
       const int32_t id = ids[t];
-      pick = id >= 0 && id < vocab ? tid2eid[int64_t(id) * top_k + lane] : -1;
+      chosen[tid] = id >= 0 && id < vocab ? tid2eid[int64_t(id) * top_k + tid] : -1;
     }
   } else {
-    for (int e = lane; e < experts; e += k_warp_size) keys[e] = scores[e] + (bias ? bias[e] : 0.0f);
-    __syncwarp();
     for (int j = 0; j < top_k; ++j) {
       float v = -INFINITY;
       int i = INT32_MAX;
-      for (int e = lane; e < experts; e += k_warp_size) argmax_merge(v, i, keys[e], e);
+      for (int e = tid; e < experts; e += blockDim.x)
+        if (!taken[e]) argmax_merge(v, i, scores[e] + (bias ? bias[e] : 0.0f), e);
 #pragma unroll
       for (int d = k_warp_size / 2; d > 0; d /= 2) {
         const float ov = __shfl_xor_sync(0xffffffffu, v, d);
         const int oi = __shfl_xor_sync(0xffffffffu, i, d);
         argmax_merge(v, i, ov, oi);
       }
-      // All remaining scores NaN: nothing to pick (the CPU's order is undefined there too).
-      const int chosen = i < experts ? i : -1;
-      if (lane == j) pick = chosen;
-      if (chosen >= 0 && lane == chosen % k_warp_size) keys[chosen] = __uint_as_float(0x7fc00000u);
-      __syncwarp();
+      if (lane == 0) {
+        best_v[warp] = v;
+        best_i[warp] = i;
+      }
+      __syncthreads();
+      if (tid == 0) {
+        for (int w = 1; w < warps; ++w) argmax_merge(v, i, best_v[w], best_i[w]);
+        // All remaining scores NaN: nothing to pick (the CPU's order is undefined there too).
+        chosen[j] = i < experts ? i : -1;
+        if (i < experts) taken[i] = 1;
+      }
+      __syncthreads();
     }
   }
-  __syncwarp();
-  const float w = pick >= 0 && pick < experts ? scores[pick] : __uint_as_float(0x7fc00000u);
-  float sum = 0.0f;  // in pick order, as the CPU
-  for (int j = 0; j < top_k; ++j) sum += __shfl_sync(0xffffffffu, w, j);
-  if (lane < top_k) {
-    indices[t * top_k + lane] = pick;
-    weights[t * top_k + lane] = (normalize ? w / (sum + 1e-20f) : w) * route_scale;
+  __syncthreads();
+  if (tid == 0) {
+    const float nan = __uint_as_float(0x7fc00000u);
+    float w[k_moe_max_top_k];
+    float sum = 0.0f;
+    for (int j = 0; j < top_k; ++j) {
+      const int e = chosen[j];
+      w[j] = e >= 0 && e < experts ? scores[e] : nan;
+      sum += w[j];
+    }
+    for (int j = 0; j < top_k; ++j) {
+      indices[t * top_k + j] = chosen[j];
+      weights[t * top_k + j] = (normalize ? w[j] / (sum + 1e-20f) : w[j]) * route_scale;
+    }
   }
 }
 
@@ -296,17 +320,12 @@ cudaError_t moe_route_select(const float* logits, int64_t tokens, int64_t expert
       !logits || !indices || !weights || (tid2eid && (!ids || vocab <= 0)) ||
       int(score) > int(moe_score::sigmoid))
     return cudaErrorInvalidValue;
+  const size_t shared = size_t(experts) * (sizeof(float) + 1);
+  if (shared > 48 * 1024 || tokens > INT32_MAX) return cudaErrorInvalidValue;  // > 9900 experts
   if (tokens == 0) return cudaSuccess;
-  // Scores and keys per warp; fewer tokens per block for very wide routers.
-  const size_t per_warp = size_t(experts) * 2 * sizeof(float);
-  const int warps = int(std::min<size_t>(k_route_warps, (48 * 1024) / per_warp));
-  if (warps < 1) return cudaErrorInvalidValue;  // > 6144 experts
-  const int64_t blocks = ceil_div(tokens, int64_t(warps));
-  if (blocks > INT32_MAX) return cudaErrorInvalidValue;
-  moe_route_select_kernel<<<unsigned(blocks), unsigned(warps * k_warp_size), per_warp * warps,
-                            stream>>>(logits, tokens, int(experts), bias, tid2eid, vocab, ids,
-                                      int(score), int(top_k), normalize, route_scale, indices,
-                                      weights);
+  moe_route_select_kernel<<<unsigned(tokens), k_route_threads, shared, stream>>>(
+      logits, int(experts), bias, tid2eid, vocab, ids, int(score), int(top_k), normalize,
+      route_scale, indices, weights);
   return cudaGetLastError();
 }
 
@@ -321,7 +340,7 @@ cudaError_t moe_route(const act_t* x, int64_t tokens, const device_weight& gate,
   // Check the selection's arguments before the linear writes anything.
   if (moe_route_select(logits, 0, gate.rows, bias, tid2eid, vocab, ids, score, top_k, normalize,
                        route_scale, indices, weights, stream) != cudaSuccess ||
-      2 * gate.rows * int64_t(sizeof(float)) > 48 * 1024)
+      tokens > INT32_MAX)
     return cudaErrorInvalidValue;
   if (const cudaError_t e = linear(x, tokens, gate, logits, stream); e != cudaSuccess) return e;
   return moe_route_select(logits, tokens, gate.rows, bias, tid2eid, vocab, ids, score, top_k,

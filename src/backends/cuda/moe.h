@@ -35,7 +35,7 @@ cudaError_t moe_route(const act_t* x, int64_t tokens, const device_weight& gate,
                       int32_t* indices, float* weights, cudaStream_t stream);
 
 // The selection half of moe_route from logits [tokens, experts] f32 the caller computed (the
-// engine runs the gate through its dense-linear dispatch): one warp per token, experts <= 6144.
+// engine runs the gate through its dense-linear dispatch): one block per token, experts <= 9900.
 cudaError_t moe_route_select(const float* logits, int64_t tokens, int64_t experts,
                              const float* bias, const int32_t* tid2eid, int64_t vocab,
                              const int32_t* ids, moe_score score, int64_t top_k, bool normalize,
