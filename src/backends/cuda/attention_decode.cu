@@ -775,7 +775,6 @@ constexpr int k_ws_in_turn = 0;
 constexpr int k_ws_overlap = 1;
 constexpr int k_ws_pairs = 2;
 constexpr int k_ws_alt = 3;
-constexpr int k_ws_alt_late = 4;  // plan.alt == 2 (diagnosis): the partner's tile held longer
 
 template <int sched, bool fused, typename act_t>
 __global__ void __launch_bounds__(k_ws_threads, 1)
@@ -881,7 +880,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         // Publish tile j - lead (its group is complete once at most lead - 1 newer ones pend).
         cp_async_wait<k_ws_lead - 1>();
         wgm::fence_async_smem();
-        if ((sched != k_ws_alt && sched != k_ws_alt_late) || j - k_ws_lead >= published) {
+        if (sched != k_ws_alt || j - k_ws_lead >= published) {
           mbar::arrive(full_bar + 8 * ((j - k_ws_lead) % k_ws_stages));
           published = j - k_ws_lead + 1;
         }
@@ -891,7 +890,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       // Stage reuse: the consumers released tile j - stages (phase j / stages - 1 of `empty`).
       if (j >= k_ws_stages) {
         const uint32_t bar = empty_bar + 8 * stage, parity = uint32_t(j / k_ws_stages - 1) & 1u;
-        if constexpr (sched == k_ws_alt || sched == k_ws_alt_late) {
+        if constexpr (sched == k_ws_alt) {
           // Alternate tiles: a warpgroup waits for tile k + 2 (its next S) while it still holds
           // tile k, whose release this wait may need before the lead would publish tile k + 2.
           // So before blocking, the issued tiles but the newest are published (each thread for
@@ -936,7 +935,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     wgm::fence_async_smem();
     // The tiles not yet published: the last lead ones, or (pairs) those from the last pair's
     // first tile ((n_live - 1) / 2 * 2; none without tiles).
-    const int unpublished = sched == k_ws_alt || sched == k_ws_alt_late ? published
+    const int unpublished = sched == k_ws_alt     ? published
                             : sched == k_ws_pairs ? (n_live > 0 ? (n_live - 1) / 2 * 2 : 0)
                                                   : max(0, n_live - k_ws_lead);
 #pragma unroll 1
@@ -1327,7 +1326,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         fence_acc();
         release(k);
       }
-    } else if constexpr (sched == k_ws_alt || sched == k_ws_alt_late) {
+    } else if constexpr (sched == k_ws_alt) {
       // Alternate tiles (plan.alt): warpgroup `half` owns tiles k == half (mod 2). Tile k's
       // online softmax is one chain over the tiles in order, whichever warpgroup runs it:
       //   m_k = max(m_{k-1}, row max of S_k), corr_k = 2^(m_{k-1} - m_k), P_k = 2^(S_k - m_k),
@@ -1384,8 +1383,8 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       for (int k = 0; k < n_live; ++k) {
         const int buf = k & 1;
         if (buf == half) {
-          // S_k: waited for at step k - 1, or here for k = 0; only P V of tile k - 1 may be in
-          // flight (alt_late). (A plain wait<0> here made ptxas report C7515.)
+          // S_k: waited for at step k - 1 (after its P V), or here for k = 0; nothing else is
+          // in flight. (A plain wait<0> here made ptxas report C7515.)
           if (k == 0)
             wgm::wait<0>();
           else
@@ -1405,11 +1404,6 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
               make_uint4(pas[1][0], pas[1][1], pas[1][2], pas[1][3]);
           hand_s[buf * 128 + tid] = make_float4(m[0], m[1], l[0], l[1]);
           mbar::named_arrive(hand_bar(k), 2 * k_warp_size);
-          if constexpr (sched == k_ws_alt_late) {
-            wgm::wait<0>();  // P V of the partner's tile k - 1
-            fence_acc();
-            if (k > 0) release(k - 1);
-          }
           rescale(corr);
           issue_pv(pas, kb);
           wgm::wait<0>();
@@ -1447,17 +1441,10 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
           fence_acc();
           rescale(corr);
           issue_pv(pas_in, kb);
-          if constexpr (sched == k_ws_alt) {
-            wgm::wait<0>();
-            fence_acc();
-            release(k);
-          }
+          wgm::wait<0>();
+          fence_acc();
+          release(k);
         }
-      }
-      if constexpr (sched == k_ws_alt_late) {
-        wgm::wait<0>();
-        fence_acc();
-        if (((n_live - 1) & 1) != half) release(n_live - 1);
       }
     } else if constexpr (sched == k_ws_pairs) {
       // Two tiles per iteration: S of both in two independent wgmma chains (one commit, one
@@ -1709,18 +1696,15 @@ cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode
 // The consumer schedule a plan runs (alternate tiles over pairs over overlap; fused plans have
 // no alternate-tile kernel).
 int ws_sched(const attention_decode_plan& plan) {
-  return plan.alt && !plan.fused ? (plan.alt == 2 ? k_ws_alt_late : k_ws_alt)
+  return plan.alt && !plan.fused ? k_ws_alt
          : plan.pairs            ? k_ws_pairs
          : plan.overlap          ? k_ws_overlap
                                  : k_ws_in_turn;
 }
 template <bool fused, typename act_t>
 auto ws_kernel(const attention_decode_plan& plan) {
-  if constexpr (!fused) {
+  if constexpr (!fused)
     if (ws_sched(plan) == k_ws_alt) return attention_decode_ws_kernel<k_ws_alt, false, act_t>;
-    if (ws_sched(plan) == k_ws_alt_late)
-      return attention_decode_ws_kernel<k_ws_alt_late, false, act_t>;
-  }
   switch (ws_sched(plan)) {
     case k_ws_pairs:
       return attention_decode_ws_kernel<k_ws_pairs, fused, act_t>;
@@ -1796,8 +1780,7 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
     }
     if (plan.wgmma && plan.producer) {
       auto* const ws = ws_kernel<false, act_t>(plan);
-      static bool ws_configured[5] = {false, false, false, false,
-                                      false};  // one attribute call per kernel
+      static bool ws_configured[4] = {false, false, false, false};  // one attribute call per kernel
       if (!ws_configured[ws_sched(plan)]) {
         const cudaError_t e =
             cudaFuncSetAttribute(ws, cudaFuncAttributeMaxDynamicSharedMemorySize, k_ws_smem);
