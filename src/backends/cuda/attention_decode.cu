@@ -895,8 +895,8 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
           // tile k, whose release this wait may need before the lead would publish tile k + 2.
           // So before blocking, the issued tiles but the newest are published (each thread for
           // itself: a thread arrives for tile i + 4 only after tile i's phase completed, so the
-          // phases stay apart). Not the newest: waiting for a tile issued just now put a whole
-          // load latency on the consumers' chain at every tile (H100: 0.57x the pairs' time).
+          // phases stay apart). Not the newest: waiting for a tile issued just now would put a
+          // whole load latency on the consumers' chain (reasoned, not measured apart).
           // No deadlock: this wait needs the release of tile j - 4, which needs no tile past
           // j - 2 (a warpgroup waits for tile t + 2 only after releasing t - 1).
           if (!mbar::try_wait(bar, parity)) {
@@ -1347,13 +1347,20 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       // (its partner's S, then its own P V) and tile k + 2 (its next S) at once, so each tile is
       // released as soon as this warpgroup's P V of it has completed: the owner waits for P V_k
       // before it issues S_{k+2}, the other warpgroup before its own next softmax (P V_k on the
-      // softmax chain, but the producer can run two tiles ahead). Releasing tile k only after the
-      // next hand-off left the producer one tile ahead, a load latency per tile: 0.57x the pairs'
-      // time at HCA 1M T=32 on an H100 (and 0.33x on an H200 with the producer's flush below).
+      // softmax chain, but the producer can run two tiles ahead; releasing tile k only after the
+      // next hand-off would leave it one tile ahead). UNMEASURED: the two versions measured
+      // (0.57x the pairs' time at HCA 1M T=32 on an H100, 0.33x on an H200) had every wgmma
+      // serialized by ptxas (C7518 / C7514 below), so they say nothing about this schedule.
       // wgmma groups: every step ends with its P V complete; the other steps wait for S_{k+1}
       // before the rescale (an accumulator rescaled while another wgmma is in flight makes ptxas
       // serialize all of them, C7515), so only S of the next owned tile runs beside a softmax.
+      // Check the SASS after any change here: `cuobjdump -sass` of this kernel must show a few
+      // WARPGROUP.DEPBAR (the waits above), not one after every HGMMA.
       const int tid = rg * k_warp_size + lane;
+      // The owner test per step must be visibly warp-uniform to ptxas: with `half` (threadIdx.x /
+      // 128) it inserted a warpgroup wait in the divergent path and serialized every wgmma of
+      // the kernel (C7518; the H100 / H200 figures of the first two versions were measured so).
+      const int own = __shfl_sync(0xffffffffu, half, 0);
       uint4* const hand_p = reinterpret_cast<uint4*>(xchg_base);  // [buffer][k16 step][128]
       float4* const hand_s = reinterpret_cast<float4*>(hand_p + 2 * 2 * 128);  // [buffer][128]
       auto hand_bar = [&](int k) { return uint32_t((k & 1) ? 6 + rg : 2 + rg); };
@@ -1375,20 +1382,18 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       // P of owned tiles (pas) and of the partner's (pas_in).
       uint32_t pas_in[2][4];
       uint32_t mask_s = 0, kb_s = 0;
-      if (half < n_live) {
-        kb_s = wait_full(half, mask_s);
+      if (own < n_live) {
+        kb_s = wait_full(own, mask_s);
         issue_scores_full(sd, kb_s);
       }
 #pragma unroll 1
       for (int k = 0; k < n_live; ++k) {
         const int buf = k & 1;
-        if (buf == half) {
+        if (buf == own) {
           // S_k: waited for at step k - 1 (after its P V), or here for k = 0; nothing else is
-          // in flight. (A plain wait<0> here made ptxas report C7515.)
-          if (k == 0)
-            wgm::wait<0>();
-          else
-            wgm::wait<1>();
+          // in flight. wait<0>, not wait<1>: ptxas cannot see that an owned step never follows
+          // an owned step, and S_{k+2} would be the newest group on that path (C7514).
+          wgm::wait<0>();
 #pragma unroll
           for (int i = 0; i < 16; ++i) wgm::reg_fence(sd[i]);
           const uint32_t kb = kb_s;
