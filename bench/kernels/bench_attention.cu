@@ -389,6 +389,12 @@ void bench_small_rows(cublasHandle_t blas, int sms, int64_t T, int64_t H, bool h
     auto p = now;
     p.overlap = true;
     row("  fused, S/PV overlap", p, false, true);
+  } else {
+    // Alternate tiles per consumer warpgroup on the plan's split (plan.alt; producer kernel).
+    auto p = now;
+    p.producer = true;
+    p.alt = true;
+    row("  alternate tiles", p, false, true);
   }
   const int64_t ctas = T * ((H + 63) / 64);
   for (int64_t c = 1; c <= 16; c *= 2) {
@@ -554,6 +560,25 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
     print_row("  ws, tile pairs", shape, ms_pairs, bytes16, flops);
     if (g_focus)
       std::printf("  %-22s %-50s %9.2fx\n", "  in-turn / pairs", shape, ms_turn / ms_pairs);
+    // Alternate tiles per consumer warpgroup (plan.alt; not bit-equal to the others): the plan
+    // as made (pairs) against it, and its output's distance to the pairs output.
+    {
+      const size_t n_out = size_t(T * H * d);
+      __nv_bfloat16* ref = device_alloc<__nv_bfloat16>(n_out);
+      CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
+          q16, T, H, d, w16, &c16, sinks, scale, ref, pairs, scratch, plan.scratch_bytes, 0)));
+      auto alt = ws_plan;
+      alt.overlap = false;
+      alt.alt = true;
+      const double ms_alt = time_ms([&] {
+        CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
+            q16, T, H, d, w16, &c16, sinks, scale, out16, alt, scratch, plan.scratch_bytes, 0)));
+      });
+      print_row("  ws, alternate tiles", shape, ms_alt, bytes16, flops);
+      std::printf("  %-22s %-50s %9.2fx   max |alt - pairs| / max |pairs| %.3g\n",
+                  "  pairs / alt time", shape, ms_pairs / ms_alt, rel_diff(out16, ref, n_out));
+      cudaFree(ref);
+    }
   }
   {
     auto sync = plan;

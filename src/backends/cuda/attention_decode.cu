@@ -45,6 +45,13 @@
 // chains (even / odd channel steps, summed; not bit-identical): 0.92x at HCA 1M T=32, 0.99-1.00x
 // elsewhere, slower combined with (a) (spills); (c) plan.pairs: 1.15-1.19x slower at HCA 1M T=32
 // / Pro T=64 (the producer publishes a pair's second tile only after issuing two more).
+// plan.alt (off; split plans only): alternate tiles per consumer warpgroup. Warpgroup w computes
+// the full S (512 channels, m64n32k16 with Q as the shared-memory A operand) and the online
+// softmax of tiles w, w + 2, ... and hands P (bf16) and the running (max, sum) to the other
+// warpgroup through shared memory (no S exchange); both run P V of every tile for their 256
+// output channels, so one warpgroup's S of tile k + 1 overlaps the other's softmax of tile k.
+// The softmax chain runs over the tiles in order, as in-turn; only S is summed in one f32 chain
+// of 32 channel steps instead of two halves added: not bit-equal to the other schedules.
 //
 // Each CTA writes its unnormalized accumulators and (max, sum) per head; the combine kernel
 // merges the splits and adds the sink to the denominator: m = max(sink, m_i),
@@ -775,6 +782,7 @@ __device__ __forceinline__ void store2(__nv_bfloat16* p, float a, float b) {
 constexpr int k_ws_in_turn = 0;
 constexpr int k_ws_overlap = 1;
 constexpr int k_ws_pairs = 2;
+constexpr int k_ws_alt = 3;
 
 template <int sched, bool fused, typename act_t>
 __global__ void __launch_bounds__(k_ws_threads, 1)
@@ -857,6 +865,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       return src ? __ldg(src) : -1;  // -1: row_ref gives no row
     };
     int32_t v0 = index_of_tile(0), v1 = index_of_tile(1), v2 = index_of_tile(2);
+    int published = 0;  // alt: this thread has arrived on `full` for tiles [0, published)
 #pragma unroll 1
     for (int j = 0; j < n_live; ++j) {
       const int32_t v = v0;
@@ -879,12 +888,40 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         // Publish tile j - lead (its group is complete once at most lead - 1 newer ones pend).
         cp_async_wait<k_ws_lead - 1>();
         wgm::fence_async_smem();
-        mbar::arrive(full_bar + 8 * ((j - k_ws_lead) % k_ws_stages));
+        if (sched != k_ws_alt || j - k_ws_lead >= published) {
+          mbar::arrive(full_bar + 8 * ((j - k_ws_lead) % k_ws_stages));
+          published = j - k_ws_lead + 1;
+        }
       }
       const pool_t* p = space.row_ref(tile_start(j) + lane, v);
       const int stage = j % k_ws_stages;
       // Stage reuse: the consumers released tile j - stages (phase j / stages - 1 of `empty`).
-      if (j >= k_ws_stages) mbar::wait(empty_bar + 8 * stage, uint32_t(j / k_ws_stages - 1) & 1u);
+      if (j >= k_ws_stages) {
+        const uint32_t bar = empty_bar + 8 * stage, parity = uint32_t(j / k_ws_stages - 1) & 1u;
+        if constexpr (sched == k_ws_alt) {
+          // Alternate tiles: a warpgroup waits for tile k + 2 (its next S) while it still holds
+          // tile k, whose release this wait may need before the lead would publish tile k + 2.
+          // So before blocking, the issued tiles but the newest are published (each thread for
+          // itself: a thread arrives for tile i + 4 only after tile i's phase completed, so the
+          // phases stay apart). Not the newest: waiting for a tile issued just now would put a
+          // whole load latency on the consumers' chain (reasoned, not measured apart).
+          // No deadlock: this wait needs the release of tile j - 4, which needs no tile past
+          // j - 2 (a warpgroup waits for tile t + 2 only after releasing t - 1).
+          if (!mbar::try_wait(bar, parity)) {
+            if (published < j - 1) {
+              cp_async_wait<1>();
+              wgm::fence_async_smem();
+#pragma unroll 1
+              for (int i = published; i < j - 1; ++i)
+                mbar::arrive(full_bar + 8 * (i % k_ws_stages));
+              published = j - 1;
+            }
+            mbar::wait(bar, parity);
+          }
+        } else {
+          mbar::wait(bar, parity);
+        }
+      }
       const uint32_t mask = __ballot_sync(0xffffffffu, p != nullptr);
       const uint32_t dst = k_s + uint32_t(stage) * k_tile_bytes;
 #pragma unroll
@@ -906,8 +943,9 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     wgm::fence_async_smem();
     // The tiles not yet published: the last lead ones, or (pairs) those from the last pair's
     // first tile ((n_live - 1) / 2 * 2; none without tiles).
-    const int unpublished =
-        sched == k_ws_pairs ? (n_live > 0 ? (n_live - 1) / 2 * 2 : 0) : max(0, n_live - k_ws_lead);
+    const int unpublished = sched == k_ws_alt     ? published
+                            : sched == k_ws_pairs ? (n_live > 0 ? (n_live - 1) / 2 * 2 : 0)
+                                                  : max(0, n_live - k_ws_lead);
 #pragma unroll 1
     for (int j = unpublished; j < n_live; ++j) mbar::arrive(full_bar + 8 * (j % k_ws_stages));
   };
@@ -1296,6 +1334,131 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         fence_acc();
         release(k);
       }
+    } else if constexpr (sched == k_ws_alt) {
+      // Alternate tiles (plan.alt): warpgroup `half` owns tiles k == half (mod 2). Tile k's
+      // online softmax is one chain over the tiles in order, whichever warpgroup runs it:
+      //   m_k = max(m_{k-1}, row max of S_k), corr_k = 2^(m_{k-1} - m_k), P_k = 2^(S_k - m_k),
+      //   l_k = l_{k-1} corr_k + (this thread's columns of P_k, summed in key order),
+      // and both warpgroups then take acc = acc corr_k + P_k V_k (bf16 P) for their channels, in
+      // tile order. The owner computes S_k over all 512 channels (32 k16 steps, one f32 chain),
+      // the softmax from the (m, l) after tile k - 1 (its partner's hand-off), and hands P_k and
+      // (m_k, l_k) to the thread of the same row group and lane in the other warpgroup, which
+      // holds the same rows and key columns; that thread derives corr_k from its own m_{k-1}
+      // exactly as the owner did. So each warpgroup's S of tile k + 1 runs on the tensor cores
+      // while the other one runs the softmax of tile k.
+      // Hand-off of tile k: buffer k & 1 in the (unused) exchange area, named barrier 2 + rg
+      // (warpgroup 0 writes) or 6 + rg (warpgroup 1 writes) over the 64 threads of the warp pair:
+      // the owner arrives (bar.arrive), the reader waits (bar.sync). The owner of tile k + 2
+      // rewrites buffer k & 1 only after waiting for the hand-off of tile k + 1, which its
+      // partner makes after reading tile k's; so each barrier also alternates arrive / sync.
+      // Stage lifetime: the key ring has 4 stages, and a warpgroup holds tile k (P V), tile k + 1
+      // (its partner's S, then its own P V) and tile k + 2 (its next S) at once, so each tile is
+      // released as soon as this warpgroup's P V of it has completed: the owner waits for P V_k
+      // before it issues S_{k+2}, the other warpgroup before its own next softmax (P V_k on the
+      // softmax chain, but the producer can run two tiles ahead; releasing tile k only after the
+      // next hand-off would leave it one tile ahead). UNMEASURED: the two versions measured
+      // (0.57x the pairs' time at HCA 1M T=32 on an H100, 0.33x on an H200) had every wgmma
+      // serialized by ptxas (C7518 / C7514 below), so they say nothing about this schedule.
+      // wgmma groups: every step ends with its P V complete; the other steps wait for S_{k+1}
+      // before the rescale (an accumulator rescaled while another wgmma is in flight makes ptxas
+      // serialize all of them, C7515), so only S of the next owned tile runs beside a softmax.
+      // Check the SASS after any change here: `cuobjdump -sass` of this kernel must show a few
+      // WARPGROUP.DEPBAR (the waits above), not one after every HGMMA.
+      const int tid = rg * k_warp_size + lane;
+      // The owner test per step must be visibly warp-uniform to ptxas: with `half` (threadIdx.x /
+      // 128) it inserted a warpgroup wait in the divergent path and serialized every wgmma of
+      // the kernel (C7518; the H100 / H200 figures of the first two versions were measured so).
+      const int own = __shfl_sync(0xffffffffu, half, 0);
+      uint4* const hand_p = reinterpret_cast<uint4*>(xchg_base);  // [buffer][k16 step][128]
+      float4* const hand_s = reinterpret_cast<float4*>(hand_p + 2 * 2 * 128);  // [buffer][128]
+      auto hand_bar = [&](int k) { return uint32_t((k & 1) ? 6 + rg : 2 + rg); };
+      // S of the next owned tile over all 512 channels (32 k16 steps), one commit.
+      auto issue_scores_full = [&](float(&sf)[16], uint32_t kb) {
+        wgm::fence();
+#pragma unroll
+        for (int kk = 0; kk < 32; ++kk) {
+          const uint32_t block = uint32_t(kk / 4), byte = uint32_t(kk % 4) * 32;
+          const uint64_t a = wgm::desc(q_s + block * (k_rows * 128) + byte, 16, 1024);
+          const uint64_t b = wgm::desc(kb + block * (k_tile * 128) + byte, 16, 1024);
+          if (kk == 0)
+            wgm::mma_ss_n32_first(sf, a, b);
+          else
+            wgm::mma_ss_n32(sf, a, b);
+        }
+        wgm::commit();
+      };
+      // P of owned tiles (pas) and of the partner's (pas_in).
+      uint32_t pas_in[2][4];
+      uint32_t mask_s = 0, kb_s = 0;
+      if (own < n_live) {
+        kb_s = wait_full(own, mask_s);
+        issue_scores_full(sd, kb_s);
+      }
+#pragma unroll 1
+      for (int k = 0; k < n_live; ++k) {
+        const int buf = k & 1;
+        if (buf == own) {
+          // S_k: waited for at step k - 1 (after its P V), or here for k = 0; nothing else is
+          // in flight. wait<0>, not wait<1>: ptxas cannot see that an owned step never follows
+          // an owned step, and S_{k+2} would be the newest group on that path (C7514).
+          wgm::wait<0>();
+#pragma unroll
+          for (int i = 0; i < 16; ++i) wgm::reg_fence(sd[i]);
+          const uint32_t kb = kb_s;
+#pragma unroll
+          for (int j = 0; j < 4; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) p[j][e] = sd[4 * j + e];
+          softmax_local(mask_s, p, corr);
+          pack(p, pas);
+          hand_p[(buf * 2 + 0) * 128 + tid] =
+              make_uint4(pas[0][0], pas[0][1], pas[0][2], pas[0][3]);
+          hand_p[(buf * 2 + 1) * 128 + tid] =
+              make_uint4(pas[1][0], pas[1][1], pas[1][2], pas[1][3]);
+          hand_s[buf * 128 + tid] = make_float4(m[0], m[1], l[0], l[1]);
+          mbar::named_arrive(hand_bar(k), 2 * k_warp_size);
+          rescale(corr);
+          issue_pv(pas, kb);
+          wgm::wait<0>();
+          fence_acc();
+          release(k);
+          if (k + 2 < n_live) {
+            kb_s = wait_full(k + 2, mask_s);
+            issue_scores_full(sd, kb_s);
+          }
+        } else {
+          uint32_t unused;
+          const uint32_t kb = wait_full(k, unused);
+          mbar::named_sync(hand_bar(k), 2 * k_warp_size);
+          const uint4 a0 = hand_p[(buf * 2 + 0) * 128 + tid];
+          const uint4 a1 = hand_p[(buf * 2 + 1) * 128 + tid];
+          const float4 st = hand_s[buf * 128 + tid];
+          pas_in[0][0] = a0.x;
+          pas_in[0][1] = a0.y;
+          pas_in[0][2] = a0.z;
+          pas_in[0][3] = a0.w;
+          pas_in[1][0] = a1.x;
+          pas_in[1][1] = a1.y;
+          pas_in[1][2] = a1.z;
+          pas_in[1][3] = a1.w;
+          const float m_new[2] = {st.x, st.y};
+#pragma unroll
+          for (int i = 0; i < 2; ++i) {
+            const float m_use = m_new[i] == -INFINITY ? 0.0f : m_new[i];  // as softmax_local
+            corr[i] = exp2f(m[i] - m_use);
+            m[i] = m_new[i];
+          }
+          l[0] = st.z;
+          l[1] = st.w;
+          wgm::wait<0>();  // S_{k+1} (no accumulator rescale with a wgmma in flight)
+          fence_acc();
+          rescale(corr);
+          issue_pv(pas_in, kb);
+          wgm::wait<0>();
+          fence_acc();
+          release(k);
+        }
+      }
     } else if constexpr (sched == k_ws_pairs) {
       // Two tiles per iteration: S of both in two independent wgmma chains (one commit, one
       // wait), one exchange barrier, the online softmax of tile k then of tile k + 1 in turn, and
@@ -1543,12 +1706,18 @@ cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode
                     int(plan.splits), out);
 }
 
-// The consumer schedule a plan runs (pairs over overlap).
+// The consumer schedule a plan runs (alternate tiles over pairs over overlap; fused plans have
+// no alternate-tile kernel).
 int ws_sched(const attention_decode_plan& plan) {
-  return plan.pairs ? k_ws_pairs : plan.overlap ? k_ws_overlap : k_ws_in_turn;
+  return plan.alt && !plan.fused ? k_ws_alt
+         : plan.pairs            ? k_ws_pairs
+         : plan.overlap          ? k_ws_overlap
+                                 : k_ws_in_turn;
 }
 template <bool fused, typename act_t>
 auto ws_kernel(const attention_decode_plan& plan) {
+  if constexpr (!fused)
+    if (ws_sched(plan) == k_ws_alt) return attention_decode_ws_kernel<k_ws_alt, false, act_t>;
   switch (ws_sched(plan)) {
     case k_ws_pairs:
       return attention_decode_ws_kernel<k_ws_pairs, fused, act_t>;
@@ -1624,7 +1793,7 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
     }
     if (plan.wgmma && plan.producer) {
       auto* const ws = ws_kernel<false, act_t>(plan);
-      static bool ws_configured[3] = {false, false, false};  // one attribute call per kernel
+      static bool ws_configured[4] = {false, false, false, false};  // one attribute call per kernel
       if (!ws_configured[ws_sched(plan)]) {
         const cudaError_t e =
             cudaFuncSetAttribute(ws, cudaFuncAttributeMaxDynamicSharedMemorySize, k_ws_smem);

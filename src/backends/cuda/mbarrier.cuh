@@ -69,6 +69,12 @@ __device__ __forceinline__ void bulk_g2s(uint32_t dst, const void* src, uint32_t
 __device__ __forceinline__ void named_sync(uint32_t id, uint32_t threads) {
   asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
+// bar.arrive on named barrier `id`: counts this warp's arrival without waiting. With named_sync
+// on the other side, a one-way hand-off: the arriving threads' earlier shared-memory writes are
+// visible to the threads that complete the barrier in bar.sync.
+__device__ __forceinline__ void named_arrive(uint32_t id, uint32_t threads) {
+  asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
 // Named barrier `id` over `threads` threads that also returns whether any of them passed true
 // (bar.red.or): a decision every participant takes the same way.
 __device__ __forceinline__ bool named_any(uint32_t id, uint32_t threads, bool v) {
