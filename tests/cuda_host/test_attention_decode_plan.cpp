@@ -45,6 +45,7 @@ TEST(attention_decode_plan, csa_one_token_keeps_the_split) {
   EXPECT_EQ(p.keys_per_split, 32);
   EXPECT_FALSE(p.producer);  // 1 tile per split < 4
   EXPECT_FALSE(p.pairs);     // tile pairs only in the warp-specialized kernel
+  EXPECT_FALSE(p.alt);
 }
 
 TEST(attention_decode_plan, hca_8k_thirty_two_tokens_takes_clusters_of_two) {
@@ -55,6 +56,7 @@ TEST(attention_decode_plan, hca_8k_thirty_two_tokens_takes_clusters_of_two) {
   EXPECT_EQ(p.splits, 2);
   EXPECT_EQ(p.keys_per_split, 3 * 32);
   EXPECT_FALSE(p.pairs);  // fused CTAs: not measured with tile pairs
+  EXPECT_FALSE(p.alt);    // nor with alternate tiles
 }
 
 TEST(attention_decode_plan, hca_1m_one_token_halves_splits_past_64) {
@@ -66,6 +68,7 @@ TEST(attention_decode_plan, hca_1m_one_token_halves_splits_past_64) {
   EXPECT_EQ(p.keys_per_split, 4 * 32);
   EXPECT_TRUE(p.producer);
   EXPECT_TRUE(p.pairs);
+  EXPECT_TRUE(p.alt);  // alternate tiles per consumer warpgroup where the producer kernel runs
 }
 
 TEST(attention_decode_plan, default_tiles_per_split_follow_the_step_size) {

@@ -130,6 +130,14 @@ attention_decode_plan attention_decode_make_split_plan(int64_t tokens, int64_t h
   // first version, which published tile k + 1 only after issuing tile k + 3, was 1.15-1.19x
   // slower).
   p.pairs = p.producer;
+  // Alternate tiles per consumer warpgroup (plan.alt; S summed over all 512 channels in one wgmma
+  // chain, so not bit-equal to in-turn / pairs) wherever the warp-specialized kernel runs; it
+  // supersedes pairs there. H200 2026-11-26 (bench_attention --cases / --small, same run), pairs /
+  // alt time: HCA 1M T=32 178.5 / 156.6 us (1.14x), Pro HCA 1M T=64 518.5 / 451.5 (1.15x), HCA 1M
+  // T=8 60.0 / 54.0 (1.11x), Flash CSA T=32 42.2 / 40.0; one-tile splits within 1-8%. The
+  // FP8-record pools keep their kernels (in-turn arithmetic); DSV4_ATTENTION_ALT=0 turns alt off in
+  // the engine, which the record-vs-bf16 bit-for-bit test uses.
+  p.alt = p.producer;
   return p;
 }
 

@@ -1,5 +1,7 @@
 // cuda_ops: row copies, compressor, lightning indexer and sparse attention.
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 #include <type_traits>
 
 #include "backends/cuda/act_dispatch.h"
@@ -356,9 +358,15 @@ tensor cuda_ops::sparse_attention(const tensor& q, int64_t heads, const kv_sourc
     const int64_t chunk = std::min(T, k_fast_kernel_chunk_tokens);
     // The plan's own rules (attention_decode_plan.cpp): tiles per split from the step's size,
     // and the fused cluster kernel (no combine) where it measured faster.
+    // DSV4_ATTENTION_ALT=0: the in-turn arithmetic of the FP8-record kernels on bf16 pools too
+    // (read per call, so a test can compare both cache types bit for bit in one process).
+    const char* alt_env = std::getenv("DSV4_ATTENTION_ALT");
+    const bool alt_off = alt_env && std::strcmp(alt_env, "0") == 0;
     auto make_plan = [&](int64_t n) {
-      return attention_decode_make_plan(n, heads, d, kv_rows_capacity(w),
-                                        c ? kv_rows_capacity(*c) : 0, sm_count_);
+      attention_decode_plan p = attention_decode_make_plan(n, heads, d, kv_rows_capacity(w),
+                                                           c ? kv_rows_capacity(*c) : 0, sm_count_);
+      if (alt_off) p.alt = false;
+      return p;
     };
     const attention_decode_plan full = make_plan(chunk),
                                 tail = make_plan(T % chunk ? T % chunk : chunk);
