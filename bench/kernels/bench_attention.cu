@@ -381,9 +381,11 @@ void bench_small_rows(cublasHandle_t blas, int sms, int64_t T, int64_t H, bool h
   const auto now = dsv4::cuda::attention_decode_make_plan(T, H, d, W, cap_c, sms);
   row(now.fused ? "NEW plan fused" : "NEW plan split", now, true, true);
   if (now.producer) {
+    // The schedules the plan does not take (alt supersedes pairs where both are set).
     auto p = now;
+    p.alt = false;
     p.pairs = !p.pairs;
-    row(p.pairs ? "  with tile pairs" : "  without tile pairs", p, false, true);
+    row(p.pairs ? "  tile pairs (no alt)" : "  in-turn (no alt)", p, false, true);
   }
   if (now.fused) {
     auto p = now;
@@ -520,6 +522,7 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
   ws_plan.producer = true;
   ws_plan.overlap = true;
   ws_plan.pairs = false;
+  ws_plan.alt = false;
   double ms = time_ms([&] {
     CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
         q16, T, H, d, w16, &c16, sinks, scale, out16, ws_plan, scratch, plan.scratch_bytes, 0)));
@@ -560,8 +563,8 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
     print_row("  ws, tile pairs", shape, ms_pairs, bytes16, flops);
     if (g_focus)
       std::printf("  %-22s %-50s %9.2fx\n", "  in-turn / pairs", shape, ms_turn / ms_pairs);
-    // Alternate tiles per consumer warpgroup (plan.alt; not bit-equal to the others): the plan
-    // as made (pairs) against it, and its output's distance to the pairs output.
+    // Alternate tiles per consumer warpgroup (plan.alt, the plan's choice for these kernels; not
+    // bit-equal to the others): pairs against it, and its output's distance to the pairs output.
     {
       const size_t n_out = size_t(T * H * d);
       __nv_bfloat16* ref = device_alloc<__nv_bfloat16>(n_out);
