@@ -389,8 +389,8 @@ void bench_small_rows(cublasHandle_t blas, int sms, int64_t T, int64_t H, bool h
   }
   if (now.fused) {
     auto p = now;
-    p.overlap = true;
-    row("  fused, S/PV overlap", p, false, true);
+    p.alt = !p.alt;
+    row(p.alt ? "  fused, alternate tiles" : "  fused, in-turn", p, false, true);
   } else {
     // Alternate tiles per consumer warpgroup on the plan's split (plan.alt; producer kernel).
     auto p = now;

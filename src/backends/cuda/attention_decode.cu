@@ -45,9 +45,10 @@
 // chains (even / odd channel steps, summed; not bit-identical): 0.92x at HCA 1M T=32, 0.99-1.00x
 // elsewhere, slower combined with (a) (spills); (c) plan.pairs: 1.15-1.19x slower at HCA 1M T=32
 // / Pro T=64 (the producer publishes a pair's second tile only after issuing two more).
-// plan.alt (off; split plans only): alternate tiles per consumer warpgroup. Warpgroup w computes
-// the full S (512 channels, m64n32k16 with Q as the shared-memory A operand) and the online
-// softmax of tiles w, w + 2, ... and hands P (bf16) and the running (max, sum) to the other
+// plan.alt (the split plans' choice wherever the producer kernel runs; also in the fused kernel,
+// whose merge takes the same final acc / (m, l)): alternate tiles per consumer warpgroup. Warpgroup
+// w computes the full S (512 channels, m64n32k16 with Q as the shared-memory A operand) and the
+// online softmax of tiles w, w + 2, ... and hands P (bf16) and the running (max, sum) to the other
 // warpgroup through shared memory (no S exchange); both run P V of every tile for their 256
 // output channels, so one warpgroup's S of tile k + 1 overlaps the other's softmax of tile k.
 // The softmax chain runs over the tiles in order, as in-turn; only S is summed in one f32 chain
@@ -1706,19 +1707,15 @@ cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode
                     int(plan.splits), out);
 }
 
-// The consumer schedule a plan runs (alternate tiles over pairs over overlap; fused plans have
-// no alternate-tile kernel).
+// The consumer schedule a plan runs (alternate tiles over pairs over overlap).
 int ws_sched(const attention_decode_plan& plan) {
-  return plan.alt && !plan.fused ? k_ws_alt
-         : plan.pairs            ? k_ws_pairs
-         : plan.overlap          ? k_ws_overlap
-                                 : k_ws_in_turn;
+  return plan.alt ? k_ws_alt : plan.pairs ? k_ws_pairs : plan.overlap ? k_ws_overlap : k_ws_in_turn;
 }
 template <bool fused, typename act_t>
 auto ws_kernel(const attention_decode_plan& plan) {
-  if constexpr (!fused)
-    if (ws_sched(plan) == k_ws_alt) return attention_decode_ws_kernel<k_ws_alt, false, act_t>;
   switch (ws_sched(plan)) {
+    case k_ws_alt:
+      return attention_decode_ws_kernel<k_ws_alt, fused, act_t>;
     case k_ws_pairs:
       return attention_decode_ws_kernel<k_ws_pairs, fused, act_t>;
     case k_ws_overlap:

@@ -64,13 +64,13 @@ struct attention_decode_plan {
   // order as the in-turn loop, so the output is the same bit for bit. Takes precedence over
   // overlap.
   bool pairs = false;
-  // With producer, split plans (fused plans ignore it): alternate tiles per consumer warpgroup.
+  // With producer (split or fused plans): alternate tiles per consumer warpgroup.
   // Warpgroup w computes the full S (all 512 channels) and the online softmax of tiles
   // k = w, w + 2, ..., hands P (bf16) and the running (max, sum) to the other warpgroup through
   // shared memory, and both run P V of every tile for their 256 output channels. The f32 sums of
   // S run in one chain of 32 channel steps instead of two halves added, so the output is not the
   // in-turn schedule's bit for bit (within the CPU reference's tolerance). Takes precedence over
-  // pairs and overlap. Off by default (not measured faster yet).
+  // pairs and overlap. On in split plans with the producer (attention_decode_plan.cpp).
   bool alt = false;
   // Fused (bf16 pools): the `splits` CTAs of a (token, head group) run as one thread block
   // cluster (splits 1, 2, 4, 8 or 16; 16 is a non-portable cluster size) and merge their partial
