@@ -784,6 +784,7 @@ constexpr int k_ws_in_turn = 0;
 constexpr int k_ws_overlap = 1;
 constexpr int k_ws_pairs = 2;
 constexpr int k_ws_alt = 3;
+constexpr int k_ws_schedules = 4;  // sizes the per-schedule "attributes set" flags
 
 template <int sched, bool fused, typename act_t>
 __global__ void __launch_bounds__(k_ws_threads, 1)
@@ -1762,7 +1763,7 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
       if (plan.splits > k_fused_max_cluster || (plan.splits & (plan.splits - 1)) != 0)
         return cudaErrorInvalidValue;
       auto* const ws = ws_kernel<true, act_t>(plan);
-      static bool fused_configured[3] = {false, false, false};
+      static bool fused_configured[k_ws_schedules] = {};  // one attribute call per kernel
       if (!fused_configured[ws_sched(plan)]) {
         cudaError_t e =
             cudaFuncSetAttribute(ws, cudaFuncAttributeMaxDynamicSharedMemorySize, k_ws_smem);
@@ -1790,7 +1791,7 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
     }
     if (plan.wgmma && plan.producer) {
       auto* const ws = ws_kernel<false, act_t>(plan);
-      static bool ws_configured[4] = {false, false, false, false};  // one attribute call per kernel
+      static bool ws_configured[k_ws_schedules] = {};  // one attribute call per kernel
       if (!ws_configured[ws_sched(plan)]) {
         const cudaError_t e =
             cudaFuncSetAttribute(ws, cudaFuncAttributeMaxDynamicSharedMemorySize, k_ws_smem);
