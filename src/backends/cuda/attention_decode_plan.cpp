@@ -39,6 +39,10 @@ attention_decode_plan attention_decode_make_fused_plan(int64_t tokens, int64_t h
   p.producer = true;
   p.overlap = false;
   p.pairs = false;  // not measured on fused CTAs (1-5 tiles each) with the current producer
+  // Alternate tiles: H200 2026-11-26 (bench_attention --small, same run), fused in-turn / alt
+  // time: HCA 8K T=1 16.67 / 15.71 us, T=8 15.68 / 15.17, Flash CSA T=2 19.74 / 17.79, T=8
+  // 20.58 / 18.02, HCA 128K T=8 24.99 / 21.95, HCA 8K T=32 (clusters of 2) 25.31 / 22.37.
+  p.alt = true;
   p.fused = true;
   return p;
 }
