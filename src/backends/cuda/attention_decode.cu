@@ -45,8 +45,8 @@
 // chains (even / odd channel steps, summed; not bit-identical): 0.92x at HCA 1M T=32, 0.99-1.00x
 // elsewhere, slower combined with (a) (spills); (c) plan.pairs: 1.15-1.19x slower at HCA 1M T=32
 // / Pro T=64 (the producer publishes a pair's second tile only after issuing two more).
-// plan.alt (the split plans' choice wherever the producer kernel runs; also in the fused kernel,
-// whose merge takes the same final acc / (m, l)): alternate tiles per consumer warpgroup. Warpgroup
+// plan.alt (the plans' choice wherever the producer kernel runs, split and fused: the fused merge
+// takes the same final acc / (m, l)): alternate tiles per consumer warpgroup. Warpgroup
 // w computes the full S (512 channels, m64n32k16 with Q as the shared-memory A operand) and the
 // online softmax of tiles w, w + 2, ... and hands P (bf16) and the running (max, sum) to the other
 // warpgroup through shared memory (no S exchange); both run P V of every tile for their 256
@@ -77,7 +77,9 @@
 // of a 1-tile CTA (prologue chain, query tile, merge) is not broken down yet, but it is not cold
 // code or data: launched twice back to back after the L2 flush (bench_attention --twice, H200
 // 2026-11-26), the second launch took 2.0-4.3 us less than the first (HCA 8K T=1 fused: 20.1
-// us, then 15.8 us with code and data hot; the second of two empty launches: 2.2 us).
+// us, then 15.8 us with code and data hot; the second of two empty launches: 2.2 us). Part of it
+// was local memory (the slot source structs, read per slot from L2; removed, see slot_space):
+// HCA 8K T=1 fused 20.3 -> 16.5 us; with alternate tiles 16.2 us (H200, bench_attention --small).
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
