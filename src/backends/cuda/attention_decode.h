@@ -70,7 +70,8 @@ struct attention_decode_plan {
   // shared memory, and both run P V of every tile for their 256 output channels. The f32 sums of
   // S run in one chain of 32 channel steps instead of two halves added, so the output is not the
   // in-turn schedule's bit for bit (within the CPU reference's tolerance). Takes precedence over
-  // pairs and overlap. On in split plans with the producer (attention_decode_plan.cpp).
+  // pairs and overlap. On in split plans with the producer and in fused plans
+  // (attention_decode_plan.cpp).
   bool alt = false;
   // Fused (bf16 pools): the `splits` CTAs of a (token, head group) run as one thread block
   // cluster (splits 1, 2, 4, 8 or 16; 16 is a non-portable cluster size) and merge their partial
