@@ -949,6 +949,9 @@ std::vector<test_case> make_eval_cases() {
   cases.push_back(hc_pre_case(9, 3, 5, 1));
   cases.push_back(hc_pre_case(2, 1, 16, 20));
   cases.push_back(hc_pre_case(4, k_hc, 130, 3));
+  // Many blocks (25 and 75).
+  cases.push_back(hc_pre_case(100, k_hc, 130, 20));
+  cases.push_back(hc_pre_case(300, k_hc, 64, 20));
 
   for (int64_t T : {1, 5}) {
     cases.push_back(hc_post_case(T, k_hc, k_flash_hidden));
@@ -1023,7 +1026,7 @@ std::vector<test_case> make_perf_cases() {
   cases.push_back(add_perf(4096 * k_hc * k_flash_hidden));
   cases.push_back(embed_perf(32768, k_flash_hidden, 4096));
   cases.push_back(embed_perf(32768, k_pro_hidden, 64));
-  for (int64_t T : {64, 4096}) {
+  for (int64_t T : {1, 4, 64, 4096}) {
     cases.push_back(hc_pre_perf(T, k_hc, k_flash_hidden));
     cases.push_back(hc_post_perf(T, k_hc, k_flash_hidden));
     cases.push_back(hc_head_perf(T, k_hc, k_flash_hidden));

@@ -9,8 +9,16 @@
 // sigmoids and the Sinkhorn projection (a few hundred flops, sequential in the reference's order),
 // and the block writes y = sum_j pre_j x_j.
 //
-// hc_post: one block per token, threads over D; each thread holds the hc stream values of its
+// The collapse runs one CTA per 4 tokens: at decode sizes that streams fn (1.5 MB for Flash)
+// through one SM in 64 dependent rounds and runs the Sinkhorn on one thread, ~280 us per call on
+// an H100 (ncu, flash-dims decode), most of a decode step. A cluster version that keeps every sum's
+// order is on branch wip/mhc-split (not GPU-verified); one that split the inputs measured 3.9x
+// faster at T = 1 but changed the rounding (trained_small bf16 argmax 253 instead of 254 of 256).
+//
+// hc_post: one block per (token, 256 columns); each thread holds the hc stream values of its
 // column and writes the hc outputs, summing in the reference's order (post * f first, then j).
+#include <algorithm>
+
 #include "backends/cuda/activation.cuh"
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/mhc.h"
@@ -156,18 +164,20 @@ __global__ void __launch_bounds__(k_hc_threads)
 
 constexpr int k_hc_post_threads = 256;
 
-// One block per token (grid-stride over tokens).
+// Grid (column blocks, tokens), both grid-strided; the first version's one block per token left
+// a decode step's 1-4 blocks looping over D (H100, test_backend_ops --perf: T=1 14.0 -> 6.2 us).
 template <typename act_t>
 __global__ void __launch_bounds__(k_hc_post_threads)
     hc_post_kernel(const act_t* x, const act_t* f, const float* post, const float* comb,
                    int64_t tokens, int hc, int64_t D, act_t* out) {
-  for (int64_t t = blockIdx.x; t < tokens; t += gridDim.x) {
+  for (int64_t t = blockIdx.y; t < tokens; t += gridDim.y) {
     const act_t* xt = x + t * hc * D;
     const act_t* ft = f + t * D;
     const float* pt = post + t * hc;
     const float* ct = comb + t * hc * hc;
     act_t* ot = out + t * hc * D;
-    for (int64_t i = threadIdx.x; i < D; i += blockDim.x) {
+    for (int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x; i < D;
+         i += int64_t(gridDim.x) * blockDim.x) {
       float xv[k_hc_max_streams];
 #pragma unroll
       for (int j = 0; j < k_hc_max_streams; ++j) xv[j] = j < hc ? act_to_f32(xt[j * D + i]) : 0.0f;
@@ -224,9 +234,9 @@ cudaError_t hc_post(const act_t* x, const act_t* f, const float* post, const flo
                     int64_t tokens, int64_t hc, int64_t D, act_t* out, cudaStream_t stream) {
   if (tokens < 0 || hc <= 0 || hc > k_hc_max_streams || D <= 0) return cudaErrorInvalidValue;
   if (tokens == 0) return cudaSuccess;
-  const unsigned blocks = unsigned(tokens < (1 << 20) ? tokens : (1 << 20));
-  hc_post_kernel<<<blocks, k_hc_post_threads, 0, stream>>>(x, f, post, comb, tokens, int(hc), D,
-                                                           out);
+  const dim3 grid(unsigned(std::min<int64_t>(ceil_div(D, k_hc_post_threads), 1024)),
+                  unsigned(std::min<int64_t>(tokens, 65535)));
+  hc_post_kernel<<<grid, k_hc_post_threads, 0, stream>>>(x, f, post, comb, tokens, int(hc), D, out);
   return cudaGetLastError();
 }
 
