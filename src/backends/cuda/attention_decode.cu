@@ -393,6 +393,35 @@ __device__ __forceinline__ uint4 load8_bf16(const float* p) {
   return make_uint4(pack_bf16x2(a.x, a.y), pack_bf16x2(a.z, a.w), pack_bf16x2(b.x, b.y),
                     pack_bf16x2(b.z, b.w));
 }
+
+// Threads 0 .. k_threads - 1 put token t's query rows head0 .. head0 + k_rows - 1 (zeros past
+// `heads`) into the shared tile at `smem` (shared address q_s) in the tile_offset<wg> layout:
+// bf16 by cp.async (the caller commits and waits), f32 converted to bf16 by the threads.
+template <bool wg, typename act_t>
+__device__ __forceinline__ void load_query_tile(const act_t* q, int64_t t, int64_t heads,
+                                                int64_t head0, unsigned char* smem, uint32_t q_s) {
+  if constexpr (sizeof(act_t) == 2) {
+#pragma unroll
+    for (int i = 0; i < k_rows * k_chunks / k_threads; ++i) {
+      const int x = threadIdx.x + i * k_threads;
+      const int r = x / k_chunks, c = x % k_chunks;
+      const int64_t h = head0 + r;
+      cp_async_16(q_s + tile_offset<wg, k_rows>(r, c),
+                  h < heads ? q + (t * heads + h) * k_d + c * 8 : q, h < heads);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < k_rows * k_chunks / k_threads; ++i) {
+      const int x = threadIdx.x + i * k_threads;
+      const int r = x / k_chunks, c = x % k_chunks;
+      const int64_t h = head0 + r;
+      uint4 v = make_uint4(0, 0, 0, 0);
+      if (h < heads) v = load8_bf16(q + (t * heads + h) * k_d + c * 8);
+      *reinterpret_cast<uint4*>(smem + tile_offset<wg, k_rows>(r, c)) = v;
+    }
+  }
+}
+
 // A split CTA's result (both kernels): the thread's rows h0, h1 (accumulator n of fragment row
 // e / 2 holds channel 256 half + 8 n + 2 (lane % 4) + e % 2), unnormalized, into part_o, and
 // once per row (max, sum) into part_ml for the combine.
@@ -515,26 +544,7 @@ __global__ void __launch_bounds__(k_threads, 1)
   // straight-line SASS, fetched cold into the instruction cache on every launch.
 #pragma unroll 1
   for (int j = 0; j < k_stages + tr::index_lead; ++j) prefetch(j);
-  if constexpr (sizeof(act_t) == 2) {
-#pragma unroll
-    for (int i = 0; i < k_rows * k_chunks / k_threads; ++i) {
-      const int x = threadIdx.x + i * k_threads;
-      const int r = x / k_chunks, c = x % k_chunks;
-      const int64_t h = head0 + r;
-      cp_async_16(q_s + tile_offset<wg, k_rows>(r, c),
-                  h < heads ? q + (t * heads + h) * k_d + c * 8 : q, h < heads);
-    }
-  } else {
-#pragma unroll
-    for (int i = 0; i < k_rows * k_chunks / k_threads; ++i) {
-      const int x = threadIdx.x + i * k_threads;
-      const int r = x / k_chunks, c = x % k_chunks;
-      const int64_t h = head0 + r;
-      uint4 v = make_uint4(0, 0, 0, 0);
-      if (h < heads) v = load8_bf16(q + (t * heads + h) * k_d + c * 8);
-      *reinterpret_cast<uint4*>(smem + tile_offset<wg, k_rows>(r, c)) = v;
-    }
-  }
+  load_query_tile<wg>(q, t, heads, head0, smem, q_s);
   cp_async_commit();
   cp_async_wait<0>();
   if constexpr (wg) wgm::fence_async_smem();
@@ -1113,27 +1123,10 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       if (h1 < heads) sink2[1] = sinks[h1] * k_log2e;
     }
     if (n_live > 0) {  // always in the split kernel; a fused CTA without keys needs no query
+      load_query_tile<true>(q, t, heads, head0, smem, q_s);
       if constexpr (sizeof(act_t) == 2) {
-#pragma unroll
-        for (int i = 0; i < k_rows * k_chunks / k_threads; ++i) {
-          const int x = threadIdx.x + i * k_threads;
-          const int r = x / k_chunks, c = x % k_chunks;
-          const int64_t h = head0 + r;
-          cp_async_16(q_s + wg_offset<k_rows>(r, c),
-                      h < heads ? q + (t * heads + h) * k_d + c * 8 : q, h < heads);
-        }
         cp_async_commit();
         cp_async_wait<0>();
-      } else {
-#pragma unroll
-        for (int i = 0; i < k_rows * k_chunks / k_threads; ++i) {
-          const int x = threadIdx.x + i * k_threads;
-          const int r = x / k_chunks, c = x % k_chunks;
-          const int64_t h = head0 + r;
-          uint4 v = make_uint4(0, 0, 0, 0);
-          if (h < heads) v = load8_bf16(q + (t * heads + h) * k_d + c * 8);
-          *reinterpret_cast<uint4*>(smem + wg_offset<k_rows>(r, c)) = v;
-        }
       }
       wgm::fence_async_smem();
       mbar::named_sync(1, k_threads);  // the query tile is complete (consumers only)
