@@ -1038,7 +1038,6 @@ std::vector<test_case> make_perf_cases() {
   append_linear_gemm_perf_cases(cases);
   append_quantize_perf_cases(cases);
   append_kv_record_perf_cases(cases);
-  append_attention_fp8_perf_cases(cases);
   append_moe_decode_perf_cases(cases);
   append_linear_decode_perf_cases(cases);
   return cases;
