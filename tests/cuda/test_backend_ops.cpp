@@ -832,6 +832,60 @@ test_case hc_head_case(int64_t T, int64_t hc, int64_t D) {
   return c;
 }
 
+// The collapse's two kernels (a cluster per token group at decode sizes, one CTA per group at
+// prefill sizes) keep one order of every sum, so a token's y / post / comb must not depend on how
+// many tokens share the call: the first k_group tokens alone (one group: the cluster kernel)
+// against the same tokens in a call of 600 (150 groups: the one-CTA kernel on any GPU), bit for
+// bit. hc_pre and hc_head (head: mix = hc, no post / comb).
+template <typename act_t = float>
+test_case hc_collapse_kernels_agree_case(bool head, int64_t hc, int64_t D) {
+  constexpr int64_t k_group = 4, k_many = 600;
+  test_case c;
+  c.op = head ? "hc_head_kernels_agree" : "hc_pre_kernels_agree";
+  c.shape = fmt_shape("T=%lld vs %lld hc=%lld D=%lld%s", (long long)k_group, (long long)k_many,
+                      (long long)hc, (long long)D, act_suffix<act_t>());
+  c.check = [=](uint64_t seed) {
+    rng r(seed);
+    const int64_t mix = head ? hc : (2 + hc) * hc;
+    mhc_inputs in = random_mhc(r, k_many, hc, D, mix);
+    act_round<act_t>(in.x);
+    case_result result;
+    device_buffer dx(act_host<act_t>(in.x)), dfn(in.fn), dbase(in.base), dscale(in.scale);
+    // Per token count: y, post, comb.
+    std::vector<float> out[2][3];
+    const int64_t counts[2] = {k_group, k_many};
+    for (int k = 0; k < 2; ++k) {
+      const int64_t T = counts[k];
+      device_buffer dy(act_bytes<act_t>(T * D)), dpost(size_t(T * hc * 4)),
+          dcomb(size_t(T * hc * hc * 4));
+      dy.poison();
+      if (head) {
+        CUDA_CHECK(dsv4::cuda::hc_head(dx.as<act_t>(), dfn.f32(), dbase.f32(), dscale.f32(), T, hc,
+                                       D, 1e-6f, 1e-6f, dy.as<act_t>(), 0));
+      } else {
+        CUDA_CHECK(dsv4::cuda::hc_pre(dx.as<act_t>(), dfn.f32(), dbase.f32(), dscale.f32(), T, hc,
+                                      D, 20, 1e-6f, 1e-6f, dy.as<act_t>(), dpost.f32(),
+                                      dcomb.f32(), 0));
+      }
+      CUDA_CHECK(cudaDeviceSynchronize());
+      out[k][0] = download_act<act_t>("y", dy, result);
+      if (!head) {
+        out[k][1] = download_output("post", dpost, result);
+        out[k][2] = download_output("comb", dcomb, result);
+      }
+    }
+    const char* names[3] = {"y", "post", "comb"};
+    const int64_t per_token[3] = {D, hc, hc * hc};
+    for (int o = 0; o < (head ? 1 : 3); ++o) {
+      tensor many = tensor::empty(dtype::f32, {k_group * per_token[o]});
+      std::memcpy(many.data<float>(), out[1][o].data(), size_t(many.numel()) * 4);
+      compare(names[o], out[0][o], many, k_tol_exact, true, result);
+    }
+    return result;
+  };
+  return c;
+}
+
 test_case hc_head_perf(int64_t T, int64_t hc, int64_t D) {
   test_case c = hc_head_case(T, hc, D);
   c.perf = [=] {
@@ -940,8 +994,9 @@ std::vector<test_case> make_eval_cases() {
   cases.push_back(embed_case(1, 1, 1));
   cases.push_back(embed_case(300, 4097, 3));
 
-  // mHC: Flash and Pro widths with token counts around the kernel's 4 tokens per block, fewer
-  // streams, tiny and odd widths, other Sinkhorn depths.
+  // mHC: Flash and Pro widths with token counts around the collapse's 4 tokens per group (a
+  // cluster of 8 CTAs per group up to 32 tokens on 132 SMs), fewer streams, tiny and odd widths,
+  // other Sinkhorn depths.
   for (int64_t T : {1, 3, 6}) cases.push_back(hc_pre_case(T, k_hc, k_flash_hidden, 20));
   cases.push_back(hc_pre_case(5, k_hc, k_pro_hidden, 20));
   cases.push_back(hc_pre_case(5, k_hc, 64, 20));
@@ -949,9 +1004,12 @@ std::vector<test_case> make_eval_cases() {
   cases.push_back(hc_pre_case(9, 3, 5, 1));
   cases.push_back(hc_pre_case(2, 1, 16, 20));
   cases.push_back(hc_pre_case(4, k_hc, 130, 3));
-  // Many blocks (25 and 75).
+  // Many token groups (25 and 75: the one-CTA kernel on an H100 / H200).
   cases.push_back(hc_pre_case(100, k_hc, 130, 20));
   cases.push_back(hc_pre_case(300, k_hc, 64, 20));
+  cases.push_back(hc_collapse_kernels_agree_case(false, k_hc, k_flash_hidden));
+  cases.push_back(hc_collapse_kernels_agree_case(true, k_hc, k_flash_hidden));
+  cases.push_back(hc_collapse_kernels_agree_case<bf16>(false, k_hc, k_flash_hidden));
 
   for (int64_t T : {1, 5}) {
     cases.push_back(hc_post_case(T, k_hc, k_flash_hidden));
