@@ -5,9 +5,13 @@
 //   test_backend_ops [--filter OPS] [--exclude OPS] [--per-op N] [--seed N]
 //                                   parity: one line per case, exit 1 on any FAIL; --per-op keeps
 //                                   the first N cases of each op (compute-sanitizer runs)
-//   test_backend_ops --perf [--filter OPS] [--exclude OPS]
-//                                   timing: median of 100 runs per case, GB/s against a
-//                                   device-to-device copy measured in the same run
+//   test_backend_ops --perf [--perf-runs N] [--filter OPS] [--exclude OPS]
+//                                   timing: median of N (100) runs per case, GB/s against a
+//                                   device-to-device copy measured in the same run; the
+//                                   event-timed median includes the host's launch latency, so
+//                                   for kernels of a few microseconds run it under
+//                                   `ncu --metrics gpu__time_duration.sum` with a small N and
+//                                   scripts/ncu_launch_medians.py
 // OPS: comma-separated op names (the first column of the output); --filter keeps only those,
 // --exclude drops those (the GPU session splits the ~9-minute parity run into two calls).
 //
@@ -324,7 +328,13 @@ struct perf_result {
 };
 
 // Median of `runs` event-timed launches after warm-up; launch(r) should use input set r % sets.
-double time_median_ms(const std::function<void(int)>& launch, int runs = 100, int warmup = 5) {
+// Timed runs per perf case (--perf-runs): 100 by default; fewer under a profiler that times each
+// launch on the device (the event-timed medians include the host's launch latency, which
+// dominates kernels of a few microseconds).
+int g_perf_runs = 100;
+
+double time_median_ms(const std::function<void(int)>& launch, int runs = -1, int warmup = 5) {
+  if (runs < 0) runs = g_perf_runs;
   for (int r = 0; r < warmup; ++r) launch(r);
   CUDA_CHECK(cudaDeviceSynchronize());
   cudaEvent_t start, stop;
@@ -729,8 +739,16 @@ test_case hc_pre_case(int64_t T, int64_t hc, int64_t D, int64_t iters) {
   return c;
 }
 
-test_case hc_pre_perf(int64_t T, int64_t hc, int64_t D) {
+const char* hc_path_suffix(dsv4::cuda::hc_collapse_path path) {
+  return path == dsv4::cuda::hc_collapse_path::block     ? " block"
+         : path == dsv4::cuda::hc_collapse_path::cluster ? " cluster"
+                                                         : "";
+}
+
+test_case hc_pre_perf(int64_t T, int64_t hc, int64_t D,
+                      dsv4::cuda::hc_collapse_path path = dsv4::cuda::hc_collapse_path::automatic) {
   test_case c = hc_pre_case(T, hc, D, 20);
+  c.shape += hc_path_suffix(path);
   c.perf = [=] {
     rng r(6);
     const int64_t mix = (2 + hc) * hc;
@@ -744,7 +762,7 @@ test_case hc_pre_perf(int64_t T, int64_t hc, int64_t D) {
     device_buffer dfn(in.fn), dbase(in.base), dscale(in.scale);
     p.ms = time_median_ms([&](int i) {
       CUDA_CHECK(dsv4::cuda::hc_pre(dx.f32(i), dfn.f32(), dbase.f32(), dscale.f32(), T, hc, D, 20,
-                                    1e-6f, 1e-6f, dy.f32(i), dpost.f32(i), dcomb.f32(i), 0));
+                                    1e-6f, 1e-6f, dy.f32(i), dpost.f32(i), dcomb.f32(i), 0, path));
     });
     return p;
   };
@@ -832,40 +850,39 @@ test_case hc_head_case(int64_t T, int64_t hc, int64_t D) {
   return c;
 }
 
-// The collapse's two kernels (a cluster per token group at decode sizes, one CTA per group at
-// prefill sizes) keep one order of every sum, so a token's y / post / comb must not depend on how
-// many tokens share the call: the first k_group tokens alone (one group: the cluster kernel)
-// against the same tokens in a call of 600 (150 groups: the one-CTA kernel on any GPU), bit for
-// bit. hc_pre and hc_head (head: mix = hc, no post / comb).
+// The collapse's two kernels (a cluster of 8 CTAs per token group, one CTA per group) keep one
+// order of every sum: the same inputs through both must give y, post and comb bit for bit.
+// hc_pre and hc_head (head: mix = hc, no post / comb).
 template <typename act_t = float>
-test_case hc_collapse_kernels_agree_case(bool head, int64_t hc, int64_t D) {
-  constexpr int64_t k_group = 4, k_many = 600;
+test_case hc_collapse_kernels_agree_case(bool head, int64_t T, int64_t hc, int64_t D) {
   test_case c;
   c.op = head ? "hc_head_kernels_agree" : "hc_pre_kernels_agree";
-  c.shape = fmt_shape("T=%lld vs %lld hc=%lld D=%lld%s", (long long)k_group, (long long)k_many,
-                      (long long)hc, (long long)D, act_suffix<act_t>());
+  c.shape = fmt_shape("T=%lld hc=%lld D=%lld%s", (long long)T, (long long)hc, (long long)D,
+                      act_suffix<act_t>());
   c.check = [=](uint64_t seed) {
     rng r(seed);
     const int64_t mix = head ? hc : (2 + hc) * hc;
-    mhc_inputs in = random_mhc(r, k_many, hc, D, mix);
+    mhc_inputs in = random_mhc(r, T, hc, D, mix);
     act_round<act_t>(in.x);
     case_result result;
     device_buffer dx(act_host<act_t>(in.x)), dfn(in.fn), dbase(in.base), dscale(in.scale);
-    // Per token count: y, post, comb.
+    // Per kernel: y, post, comb.
     std::vector<float> out[2][3];
-    const int64_t counts[2] = {k_group, k_many};
+    const dsv4::cuda::hc_collapse_path paths[2] = {dsv4::cuda::hc_collapse_path::block,
+                                                   dsv4::cuda::hc_collapse_path::cluster};
     for (int k = 0; k < 2; ++k) {
-      const int64_t T = counts[k];
       device_buffer dy(act_bytes<act_t>(T * D)), dpost(size_t(T * hc * 4)),
           dcomb(size_t(T * hc * hc * 4));
       dy.poison();
+      dpost.poison();
+      dcomb.poison();
       if (head) {
         CUDA_CHECK(dsv4::cuda::hc_head(dx.as<act_t>(), dfn.f32(), dbase.f32(), dscale.f32(), T, hc,
-                                       D, 1e-6f, 1e-6f, dy.as<act_t>(), 0));
+                                       D, 1e-6f, 1e-6f, dy.as<act_t>(), 0, paths[k]));
       } else {
         CUDA_CHECK(dsv4::cuda::hc_pre(dx.as<act_t>(), dfn.f32(), dbase.f32(), dscale.f32(), T, hc,
-                                      D, 20, 1e-6f, 1e-6f, dy.as<act_t>(), dpost.f32(),
-                                      dcomb.f32(), 0));
+                                      D, 20, 1e-6f, 1e-6f, dy.as<act_t>(), dpost.f32(), dcomb.f32(),
+                                      0, paths[k]));
       }
       CUDA_CHECK(cudaDeviceSynchronize());
       out[k][0] = download_act<act_t>("y", dy, result);
@@ -875,19 +892,23 @@ test_case hc_collapse_kernels_agree_case(bool head, int64_t hc, int64_t D) {
       }
     }
     const char* names[3] = {"y", "post", "comb"};
-    const int64_t per_token[3] = {D, hc, hc * hc};
     for (int o = 0; o < (head ? 1 : 3); ++o) {
-      tensor many = tensor::empty(dtype::f32, {k_group * per_token[o]});
-      std::memcpy(many.data<float>(), out[1][o].data(), size_t(many.numel()) * 4);
-      compare(names[o], out[0][o], many, k_tol_exact, true, result);
+      tensor block = tensor::empty(dtype::f32, {int64_t(out[0][o].size())});
+      std::memcpy(block.data<float>(), out[0][o].data(), out[0][o].size() * 4);
+      compare(names[o], out[1][o], block, k_tol_exact, true, result);
     }
+    check_guards("x", dx, result);
+    check_guards("fn", dfn, result);
     return result;
   };
   return c;
 }
 
-test_case hc_head_perf(int64_t T, int64_t hc, int64_t D) {
+test_case hc_head_perf(
+    int64_t T, int64_t hc, int64_t D,
+    dsv4::cuda::hc_collapse_path path = dsv4::cuda::hc_collapse_path::automatic) {
   test_case c = hc_head_case(T, hc, D);
+  c.shape += hc_path_suffix(path);
   c.perf = [=] {
     rng r(8);
     mhc_inputs in = random_mhc(r, T, hc, D, hc);
@@ -899,7 +920,7 @@ test_case hc_head_perf(int64_t T, int64_t hc, int64_t D) {
     device_buffer dfn(in.fn), dbase(in.base), dscale(in.scale);
     p.ms = time_median_ms([&](int i) {
       CUDA_CHECK(dsv4::cuda::hc_head(dx.f32(i), dfn.f32(), dbase.f32(), dscale.f32(), T, hc, D,
-                                     1e-6f, 1e-6f, dy.f32(i), 0));
+                                     1e-6f, 1e-6f, dy.f32(i), 0, path));
     });
     return p;
   };
@@ -1004,12 +1025,22 @@ std::vector<test_case> make_eval_cases() {
   cases.push_back(hc_pre_case(9, 3, 5, 1));
   cases.push_back(hc_pre_case(2, 1, 16, 20));
   cases.push_back(hc_pre_case(4, k_hc, 130, 3));
-  // Many token groups (25 and 75: the one-CTA kernel on an H100 / H200).
+  // Many token groups: 25 and 75 (the cluster kernel, several waves), 150 (more than the 132
+  // SMs of an H100 / H200: the one-CTA kernel).
   cases.push_back(hc_pre_case(100, k_hc, 130, 20));
   cases.push_back(hc_pre_case(300, k_hc, 64, 20));
-  cases.push_back(hc_collapse_kernels_agree_case(false, k_hc, k_flash_hidden));
-  cases.push_back(hc_collapse_kernels_agree_case(true, k_hc, k_flash_hidden));
-  cases.push_back(hc_collapse_kernels_agree_case<bf16>(false, k_hc, k_flash_hidden));
+  cases.push_back(hc_pre_case(600, k_hc, 64, 20));
+  // Both collapse kernels on the same inputs: partial token groups, Pro width, fewer streams,
+  // widths that leave lanes idle (hc * D not a multiple of 256), one stream.
+  cases.push_back(hc_collapse_kernels_agree_case(false, 6, k_hc, k_flash_hidden));
+  cases.push_back(hc_collapse_kernels_agree_case(true, 6, k_hc, k_flash_hidden));
+  cases.push_back(hc_collapse_kernels_agree_case<bf16>(false, 6, k_hc, k_flash_hidden));
+  cases.push_back(hc_collapse_kernels_agree_case<bf16>(true, 1, k_hc, k_flash_hidden));
+  cases.push_back(hc_collapse_kernels_agree_case(false, 5, k_hc, k_pro_hidden));
+  cases.push_back(hc_collapse_kernels_agree_case(false, 37, k_hc, 130));
+  cases.push_back(hc_collapse_kernels_agree_case(false, 7, 2, 33));
+  cases.push_back(hc_collapse_kernels_agree_case(true, 3, 1, 1));
+  cases.push_back(hc_collapse_kernels_agree_case(false, 2, 3, 5));
 
   for (int64_t T : {1, 5}) {
     cases.push_back(hc_post_case(T, k_hc, k_flash_hidden));
@@ -1089,6 +1120,15 @@ std::vector<test_case> make_perf_cases() {
     cases.push_back(hc_post_perf(T, k_hc, k_flash_hidden));
     cases.push_back(hc_head_perf(T, k_hc, k_flash_hidden));
   }
+  // The collapse's two kernels at sizes around the automatic choice.
+  for (int64_t T : {1, 4, 16, 64, 128, 512, 2048}) {
+    for (auto path : {dsv4::cuda::hc_collapse_path::block, dsv4::cuda::hc_collapse_path::cluster}) {
+      cases.push_back(hc_pre_perf(T, k_hc, k_flash_hidden, path));
+      if (T <= 64) cases.push_back(hc_head_perf(T, k_hc, k_flash_hidden, path));
+    }
+  }
+  cases.push_back(hc_pre_perf(4, k_hc, k_pro_hidden, dsv4::cuda::hc_collapse_path::block));
+  cases.push_back(hc_pre_perf(4, k_hc, k_pro_hidden, dsv4::cuda::hc_collapse_path::cluster));
   cases.push_back(hc_pre_perf(4096, k_hc, k_pro_hidden));
   cases.push_back(hc_post_perf(4096, k_hc, k_pro_hidden));
   append_attention_perf_cases(cases);
@@ -1204,11 +1244,14 @@ int main(int argc, char** argv) {
       filter.exclude = op_filter::split(argv[++i]);
     } else if (arg == "--seed" && i + 1 < argc) {
       seed = std::strtoull(argv[++i], nullptr, 10);
+    } else if (arg == "--perf-runs" && i + 1 < argc) {
+      g_perf_runs = std::max(1, int(std::strtol(argv[++i], nullptr, 10)));
     } else if (arg == "--per-op" && i + 1 < argc) {
       filter.per_op = std::strtoll(argv[++i], nullptr, 10);
     } else {
       std::fprintf(stderr,
-                   "usage: %s [--perf] [--filter OPS] [--exclude OPS] [--per-op N] [--seed N]\n",
+                   "usage: %s [--perf [--perf-runs N]] [--filter OPS] [--exclude OPS] [--per-op N] "
+                   "[--seed N]\n",
                    argv[0]);
       return 2;
     }

@@ -9,15 +9,12 @@
 //    them. m_j = inv_rms * (x . fn_j) equals the reference's (x * inv_rms) . fn_j up to rounding.
 //    One thread per token does the sigmoids and the Sinkhorn projection (sequential, in the
 //    reference's order), and the CTA writes y.
-//  * hc_collapse_split_kernel (decode sizes, where the token groups leave most SMs idle: the
+//  * hc_collapse_cluster_kernel (decode sizes, where the token groups leave most SMs idle: the
 //    block kernel streamed fn through one SM in 64 dependent rounds and ran the Sinkhorn on one
 //    thread, ~280 us per call on an H100 (ncu, flash-dims decode), most of a decode step): a
-//    cluster of 8 CTAs per token group, CTA r computes the dot products j in [3r, 3r + 3) (and
-//    each CTA the sum of squares) in the block kernel's per-thread / warp / CTA order, with 8
-//    rounds of loads in flight, so every m_j is the block kernel's bit for bit; the CTAs copy
-//    each other's m_j through distributed shared memory; rank 0 runs the Sinkhorn on the lanes
-//    of a warp per token (lane j * hc + k owns comb[j][k]; each row / column sum is formed from
-//    shuffles in index order: the sequential version's values); every CTA writes its share of y.
+//    cluster of 8 CTAs per token group, CTA w in the role of the block kernel's warp w and its
+//    warp s computing sum s for those lanes (see the kernel), so every m_j is the block kernel's
+//    bit for bit (test_backend_ops *_kernels_agree).
 //
 // hc_post: one block per (token, 256 columns); each thread holds the hc stream values of its
 // column and writes the hc outputs, summing in the reference's order (post * f first, then j).
@@ -37,12 +34,78 @@ constexpr int k_hc_max_mix = (2 + k_hc_max_streams) * k_hc_max_streams;
 constexpr int k_hc_threads = 256;
 constexpr int k_hc_warps = k_hc_threads / k_warp_size;
 constexpr int k_hc_sums = k_hc_max_mix + 1;  // mix dot products + the sum of squares
-constexpr int k_hc_max_cluster = 8;  // CTAs sharing a token group at decode sizes (portable)
-constexpr int k_hc_split_mix = (k_hc_max_mix + k_hc_max_cluster - 1) / k_hc_max_cluster;
 static_assert(k_hc_tokens <= k_hc_warps && k_hc_max_streams * k_hc_max_streams <= k_warp_size);
 
 __device__ __forceinline__ float sigmoid(float v) {
   return 1.0f / (1.0f + expf(-v));
+}
+
+// One token's gates from its sums (sums[j] = x . fn_j for j < mix, sums[k_hc_max_mix] = x . x),
+// on the 32 lanes of one warp; both collapse kernels call these, so their gates agree bit for bit.
+__device__ __forceinline__ float hc_inv_rms(const float* sums, int64_t n, float norm_eps) {
+  return 1.0f / sqrtf(sums[k_hc_max_mix] / float(n) + norm_eps);
+}
+
+// pre_j = sigmoid(inv * m_j * scale[0] + base_j) + hc_eps (lane j).
+__device__ __forceinline__ void hc_token_pre(const float* sums, int64_t n, int hc,
+                                             const float* base, const float* scale, float hc_eps,
+                                             float norm_eps, float* pre) {
+  const int lane = threadIdx.x % k_warp_size;
+  const float inv = hc_inv_rms(sums, n, norm_eps);
+  if (lane < hc) pre[lane] = sigmoid(inv * sums[lane] * scale[0] + base[lane]) + hc_eps;
+}
+
+// post_j = 2 sigmoid(inv * m_{hc+j} * scale[1] + base_{hc+j}) (lane j) and comb, the Sinkhorn
+// projection of the remaining logits (lane e = j * hc + k owns comb[j][k]): softmax over k of
+// each row j, + eps; then column normalisation; then (iters - 1) rounds of row and column
+// normalisation, + eps in each denominator. Row / column values come by shuffles and are summed
+// in ascending index order: the reference's sequential values, with one division per lane per
+// step (one thread doing all 16 took ~22 us more per call: the IEEE divisions do not overlap).
+__device__ __forceinline__ void hc_token_post_comb(const float* sums, int64_t n, int hc,
+                                                   const float* base, const float* scale,
+                                                   int sinkhorn_iters, float hc_eps, float norm_eps,
+                                                   float* post, float* comb) {
+  const int lane = threadIdx.x % k_warp_size;
+  const float inv = hc_inv_rms(sums, n, norm_eps);
+  if (lane < hc) post[lane] = 2.0f * sigmoid(inv * sums[hc + lane] * scale[1] + base[hc + lane]);
+  const int e = lane < hc * hc ? lane : 0;
+  const int j = e / hc, k = e % hc;
+  const int m = 2 * hc + e;
+  float ct = inv * sums[m] * scale[2] + base[m];
+  // Unrolled to k_hc_max_streams (the shuffles issue together; the sums stay in q order).
+  auto row_sum = [&](float v) {
+    float sum = 0.0f;
+#pragma unroll
+    for (int q = 0; q < k_hc_max_streams; ++q) {
+      const float o = __shfl_sync(0xffffffffu, v, (j * hc + q) & (k_warp_size - 1));
+      if (q < hc) sum += o;
+    }
+    return sum;
+  };
+  auto col_sum = [&](float v) {
+    float sum = 0.0f;
+#pragma unroll
+    for (int q = 0; q < k_hc_max_streams; ++q) {
+      const float o = __shfl_sync(0xffffffffu, v, (q * hc + k) & (k_warp_size - 1));
+      if (q < hc) sum += o;
+    }
+    return sum;
+  };
+  float mx = -INFINITY;
+#pragma unroll
+  for (int q = 0; q < k_hc_max_streams; ++q) {
+    const float o = __shfl_sync(0xffffffffu, ct, (j * hc + q) & (k_warp_size - 1));
+    if (q < hc) mx = fmaxf(mx, o);
+  }
+  ct = expf(ct - mx);
+  ct = ct / row_sum(ct) + hc_eps;
+  // As the reference: the first column normalisation happens even for sinkhorn_iters 0.
+  const int rounds = sinkhorn_iters > 1 ? sinkhorn_iters : 1;
+  for (int it = 0; it < rounds; ++it) {
+    if (it > 0) ct /= row_sum(ct) + hc_eps;  // rows, from the second round on
+    ct /= col_sum(ct) + hc_eps;
+  }
+  if (lane < hc * hc) comb[lane] = ct;
 }
 
 // One CTA per group of k_hc_tokens tokens (prefill sizes; the first version, kept as it was:
@@ -56,7 +119,6 @@ __global__ void __launch_bounds__(k_hc_threads)
   __shared__ float partial[k_hc_warps][k_hc_tokens][k_hc_sums];
   __shared__ float total[k_hc_tokens][k_hc_sums];
   __shared__ float pre[k_hc_tokens][k_hc_max_streams];
-  __shared__ float c[k_hc_tokens][k_hc_max_streams * k_hc_max_streams];
 
   const int64_t t0 = int64_t(blockIdx.x) * k_hc_tokens;
   const int64_t n = int64_t(hc) * D;
@@ -113,48 +175,13 @@ __global__ void __launch_bounds__(k_hc_threads)
   }
   __syncthreads();
 
-  // Gates and Sinkhorn: thread tt owns token t0 + tt.
-  if (threadIdx.x < k_hc_tokens && t0 + threadIdx.x < tokens) {
-    const int tt = threadIdx.x;
-    const int64_t t = t0 + tt;
-    const float inv = 1.0f / sqrtf(total[tt][k_hc_max_mix] / float(n) + norm_eps);
-    for (int j = 0; j < hc; ++j)
-      pre[tt][j] = sigmoid(inv * total[tt][j] * scale[0] + base[j]) + hc_eps;
-    if (!head) {
-      for (int j = 0; j < hc; ++j)
-        post[t * hc + j] = 2.0f * sigmoid(inv * total[tt][hc + j] * scale[1] + base[hc + j]);
-      float* ct = c[tt];
-      // comb[j][k]: softmax over k of each row j, + eps; then column normalisation; then
-      // (iters - 1) rounds of row and column normalisation, + eps in each denominator.
-      for (int j = 0; j < hc; ++j) {
-        float mx = -INFINITY;
-        for (int k = 0; k < hc; ++k) {
-          const int m = 2 * hc + j * hc + k;
-          ct[j * hc + k] = inv * total[tt][m] * scale[2] + base[m];
-          mx = fmaxf(mx, ct[j * hc + k]);
-        }
-        float sum = 0.0f;
-        for (int k = 0; k < hc; ++k) sum += (ct[j * hc + k] = expf(ct[j * hc + k] - mx));
-        for (int k = 0; k < hc; ++k) ct[j * hc + k] = ct[j * hc + k] / sum + hc_eps;
-      }
-      // As the reference: the first column normalisation happens even for sinkhorn_iters 0.
-      const int rounds = sinkhorn_iters > 1 ? sinkhorn_iters : 1;
-      for (int it = 0; it < rounds; ++it) {
-        if (it > 0) {  // rows, from the second round on
-          for (int j = 0; j < hc; ++j) {
-            float sum = 0.0f;
-            for (int k = 0; k < hc; ++k) sum += ct[j * hc + k];
-            for (int k = 0; k < hc; ++k) ct[j * hc + k] /= sum + hc_eps;
-          }
-        }
-        for (int k = 0; k < hc; ++k) {
-          float sum = 0.0f;
-          for (int j = 0; j < hc; ++j) sum += ct[j * hc + k];
-          for (int j = 0; j < hc; ++j) ct[j * hc + k] /= sum + hc_eps;
-        }
-      }
-      for (int e = 0; e < hc * hc; ++e) comb[t * hc * hc + e] = ct[e];
-    }
+  // Gates and Sinkhorn: warp tt owns token t0 + tt.
+  if (warp < k_hc_tokens && t0 + warp < tokens) {
+    const int64_t t = t0 + warp;
+    hc_token_pre(total[warp], n, hc, base, scale, hc_eps, norm_eps, pre[warp]);
+    if (!head)
+      hc_token_post_comb(total[warp], n, hc, base, scale, sinkhorn_iters, hc_eps, norm_eps,
+                         post + t * hc, comb + t * hc * hc);
   }
   __syncthreads();
 
@@ -172,171 +199,170 @@ __global__ void __launch_bounds__(k_hc_threads)
   }
 }
 
-// head: no post / comb (mix = hc); otherwise mix = (2 + hc) * hc. Grid: cs CTAs (a cluster of
-// cs, rank = blockIdx.x % cs) per group of k_hc_tokens tokens; CTA r computes the dot products
-// j in [r * JPC, (r + 1) * JPC) (and, every CTA, the sum of squares) over all hc*D inputs, in
-// the one-CTA kernel's order: thread t sums i = t, t + 256, ... in ascending order (UNROLL rounds'
-// loads issued together), the warps reduce by shuffles, the CTA adds the warps in order. So every
-// m_j is the one-CTA kernel's bit for bit, whatever cs.
-template <typename act_t, int JPC, int UNROLL>
-__global__ void __launch_bounds__(k_hc_threads)
-    hc_collapse_split_kernel(const act_t* x, const float* fn, const float* base, const float* scale,
-                             int64_t tokens, int hc, int64_t D, int mix, bool head,
-                             int sinkhorn_iters, float hc_eps, float norm_eps, act_t* y,
-                             float* post, float* comb, int cs) {
-  __shared__ float partial[k_hc_warps][k_hc_tokens][JPC + 1];
-  __shared__ float total[k_hc_tokens][JPC + 1];   // this CTA's sums, read by the cluster
+// Decode and small prefill sizes: a cluster of k_hc_vwarps CTAs per group of k_hc_tokens
+// tokens. CTA w plays the block kernel's warp w: that kernel's thread t = 32 w + lane sums
+// i = t, t + 256, ... in ascending order, so lane `lane` of every warp here sums the same i.
+// Warp s of CTA w computes sum s (s < mix: x . fn_s; s == mix: x . x) of those lanes in that
+// order (the same FFMA chain), reduces it with the same warp_sum, and the CTAs add the 8 warp
+// partials of each sum in warp order through distributed shared memory: every m_j and the sum
+// of squares are the block kernel's bit for bit. The x values of the CTA's lanes (k_hc_tokens x
+// ceil(n / 256) x 32) are staged once in shared memory; each warp streams its own fn row (8 KB of
+// the 64 KB for Flash) with two batches of k_hc_batch loads in flight per lane, so a CTA reads
+// ~200 KB instead of the block kernel's 1.5 MB + x. Then every CTA forms pre (its share of y
+// needs it); in rank 0 the gate warps go on to post and the Sinkhorn projection while the other
+// warps write y.
+// Measured (H100, clock64 phase stamps, T = 6 hc_pre, cycles): x staging ~7.8K, fn stream
+// ~14.8K, cluster barrier + remote sums ~1.8K, Sinkhorn ~7.8K of ~34.5K. Staging fn through
+// 4-byte cp.async instead (all in flight) measured 1.6x slower.
+constexpr int k_hc_vwarps = k_hc_threads / k_warp_size;  // the block kernel's warps
+constexpr int k_hc_cluster_threads = k_hc_sums * k_warp_size;
+constexpr int k_hc_batch = 16;
+constexpr int k_hc_stage_rows = 4;
+static_assert(k_hc_vwarps <= 8, "a portable cluster");
+
+// Shared memory of the cluster kernel for n = hc * D inputs: x of the CTA's lanes as f32.
+inline size_t hc_cluster_smem_bytes(int64_t n) {
+  return size_t(k_hc_tokens) * size_t(ceil_div(n, int64_t(k_hc_threads))) * k_warp_size * 4;
+}
+
+template <typename act_t>
+__global__ void __launch_bounds__(k_hc_cluster_threads, 1)
+    hc_collapse_cluster_kernel(const act_t* x, const float* fn, const float* base,
+                               const float* scale, int64_t tokens, int hc, int64_t D, int mix,
+                               bool head, int sinkhorn_iters, float hc_eps, float norm_eps,
+                               act_t* y, float* post, float* comb) {
+  extern __shared__ float xs[];                   // [k_hc_tokens][rounds][32]
+  __shared__ float part[k_hc_tokens][k_hc_sums];  // this CTA's (virtual warp's) partials
   __shared__ float sums[k_hc_tokens][k_hc_sums];  // all of them (sum of squares last)
   __shared__ float pre[k_hc_tokens][k_hc_max_streams];
 
-  const int rank = int(blockIdx.x) % cs;
-  const int64_t t0 = int64_t(blockIdx.x / cs) * k_hc_tokens;
+  const int w = int(blockIdx.x) % k_hc_vwarps;  // == the cluster rank
+  const int64_t t0 = int64_t(blockIdx.x / k_hc_vwarps) * k_hc_tokens;
   const int64_t n = int64_t(hc) * D;
+  const int rounds = int((n + k_hc_threads - 1) / k_hc_threads);
   const int lane = threadIdx.x % k_warp_size;
-  const int warp = threadIdx.x / k_warp_size;
-  const int j0 = rank * JPC;
+  const int s = threadIdx.x / k_warp_size;  // the sum this warp computes (mix: sum of squares)
+  const bool sums_one = s <= mix;           // hc_head: warps past mix only stage x and write y
+  const int64_t i0 = int64_t(w) * k_warp_size + lane;
 
-  float acc[k_hc_tokens][JPC];
-  float ss[k_hc_tokens];
+  // This warp's first fn batch is independent of the x staging: issue it first.
+  const float* f_row = fn + int64_t(s < mix ? s : 0) * n + i0;
+  float fb[2][k_hc_batch];
+  auto load_batch = [&](float(&f)[k_hc_batch], int m0) {
 #pragma unroll
-  for (int tt = 0; tt < k_hc_tokens; ++tt) {
-    ss[tt] = 0.0f;
-#pragma unroll
-    for (int j = 0; j < JPC; ++j) acc[tt][j] = 0.0f;
-  }
-  const int64_t step = int64_t(blockDim.x);
-  for (int64_t i = threadIdx.x; i < n; i += step * UNROLL) {
-    float xv[UNROLL][k_hc_tokens], fv[UNROLL][JPC];
-#pragma unroll
-    for (int u = 0; u < UNROLL; ++u) {
-      const int64_t iu = i + u * step;
-#pragma unroll
-      for (int tt = 0; tt < k_hc_tokens; ++tt)
-        xv[u][tt] = iu < n && t0 + tt < tokens ? act_to_f32(x[(t0 + tt) * n + iu]) : 0.0f;
-#pragma unroll
-      for (int j = 0; j < JPC; ++j)
-        fv[u][j] = iu < n && j0 + j < mix ? fn[(j0 + j) * n + iu] : 0.0f;
+    for (int b = 0; b < k_hc_batch; ++b) {
+      const int64_t i = i0 + int64_t(m0 + b) * k_hc_threads;
+      f[b] = s < mix && i < n ? __ldg(f_row + int64_t(m0 + b) * k_hc_threads) : 0.0f;
     }
+  };
+  load_batch(fb[0], 0);
+  // Stage x: row r = tt * rounds + m is the 32 values at m * 256 + 32 w of token t0 + tt (one
+  // 128-byte load per warp); k_hc_stage_rows rows per warp in flight (a loop that stored each
+  // value before loading the next waited one memory latency per row).
+  {
+    const int valid = int(min(int64_t(k_hc_tokens), tokens - t0));
+    const int rows = valid * rounds;
+    const int warps = int(blockDim.x) / k_warp_size;
+    for (int r0 = s; r0 < rows; r0 += warps * k_hc_stage_rows) {
+      float v[k_hc_stage_rows];
 #pragma unroll
-    for (int u = 0; u < UNROLL; ++u) {
-      if (i + u * step >= n) break;
+      for (int u = 0; u < k_hc_stage_rows; ++u) {
+        const int r = r0 + u * warps;
+        const int tt = r / rounds, m = r % rounds;
+        const int64_t i = int64_t(m) * k_hc_threads + i0;
+        v[u] = r < rows && i < n ? act_to_f32(x[(t0 + tt) * n + i]) : 0.0f;
+      }
 #pragma unroll
-      for (int tt = 0; tt < k_hc_tokens; ++tt) ss[tt] += xv[u][tt] * xv[u][tt];
-#pragma unroll
-      for (int j = 0; j < JPC; ++j) {
-        if (j0 + j < mix) {
-#pragma unroll
-          for (int tt = 0; tt < k_hc_tokens; ++tt) acc[tt][j] += xv[u][tt] * fv[u][j];
-        }
+      for (int u = 0; u < k_hc_stage_rows; ++u) {
+        const int r = r0 + u * warps;
+        if (r < rows) xs[r * k_warp_size + lane] = v[u];
       }
     }
-  }
-
-  // Block reduction: warp shuffles, then one thread per (token, sum) adds the warps' partials.
-#pragma unroll
-  for (int tt = 0; tt < k_hc_tokens; ++tt) {
-#pragma unroll
-    for (int j = 0; j < JPC; ++j) {
-      if (j0 + j < mix) {
-        const float v = warp_sum(acc[tt][j]);
-        if (lane == 0) partial[warp][tt][j] = v;
-      }
-    }
-    const float v = warp_sum(ss[tt]);
-    if (lane == 0) partial[warp][tt][JPC] = v;
+    // Rows of absent tokens (the last group's) read as zeros, as in the block kernel.
+    for (int e = rows * k_warp_size + int(threadIdx.x); e < k_hc_tokens * rounds * k_warp_size;
+         e += blockDim.x)
+      xs[e] = 0.0f;
   }
   __syncthreads();
-  for (int s = threadIdx.x; s < k_hc_tokens * (JPC + 1); s += blockDim.x) {
-    const int tt = s / (JPC + 1);
-    const int j = s % (JPC + 1);
-    if (j0 + j < mix || j == JPC) {
+
+  float acc[k_hc_tokens];
+#pragma unroll
+  for (int tt = 0; tt < k_hc_tokens; ++tt) acc[tt] = 0.0f;
+  // The block kernel's order: i ascending, acc += x * f (ss += x * x), one FFMA per step.
+  auto consume = [&](const float(&f)[k_hc_batch], int m0) {
+#pragma unroll
+    for (int b = 0; b < k_hc_batch; ++b) {
+      const int m = m0 + b;
+      if (i0 + int64_t(m) * k_hc_threads >= n) break;
+#pragma unroll
+      for (int tt = 0; tt < k_hc_tokens; ++tt) {
+        const float xv = xs[(tt * rounds + m) * k_warp_size + lane];
+        if (s < mix)
+          acc[tt] += xv * f[b];
+        else
+          acc[tt] += xv * xv;
+      }
+    }
+  };
+  for (int m0 = 0; sums_one && m0 < rounds; m0 += 2 * k_hc_batch) {
+    if (m0 + k_hc_batch < rounds) load_batch(fb[1], m0 + k_hc_batch);
+    consume(fb[0], m0);
+    if (m0 + 2 * k_hc_batch < rounds) load_batch(fb[0], m0 + 2 * k_hc_batch);
+    if (m0 + k_hc_batch < rounds) consume(fb[1], m0 + k_hc_batch);
+  }
+#pragma unroll
+  for (int tt = 0; tt < k_hc_tokens; ++tt) {
+    const float v = warp_sum(acc[tt]);
+    if (lane == 0 && sums_one) part[tt][s == mix ? k_hc_max_mix : s] = v;
+  }
+  cluster::sync();
+
+  // The sums this CTA needs (rank 0: all; the others: pre's and the sum of squares), each the
+  // block kernel's in-order sum of the 8 warp partials.
+  for (int e = threadIdx.x; e < k_hc_tokens * k_hc_sums; e += blockDim.x) {
+    const int tt = e / k_hc_sums;
+    const int j = e % k_hc_sums;
+    if (j == k_hc_max_mix || j < (w == 0 ? mix : hc)) {
+      const uint32_t local = uint32_t(__cvta_generic_to_shared(&part[tt][j]));
       float v = 0.0f;
-      for (int w = 0; w < k_hc_warps; ++w) v += partial[w][tt][j];
-      total[tt][j] = v;
-    }
-  }
-  if (cs > 1)
-    cluster::sync();
-  else
-    __syncthreads();
-  // Every m_j from the CTA that computed it (a copy: no arithmetic), the sum of squares from this
-  // CTA (every CTA computed the same one).
-  for (int s = threadIdx.x; s < k_hc_tokens * k_hc_sums; s += blockDim.x) {
-    const int tt = s / k_hc_sums;
-    const int j = s % k_hc_sums;
-    if (j == k_hc_max_mix) {
-      sums[tt][j] = total[tt][JPC];
-    } else if (j < mix) {
-      const int owner = j / JPC;
-      if (owner == rank) {
-        sums[tt][j] = total[tt][j - j0];
-      } else {
-        const uint32_t local = uint32_t(__cvta_generic_to_shared(&total[tt][j - owner * JPC]));
-        sums[tt][j] = cluster::load_f(cluster::map(local, uint32_t(owner)));
-      }
+      for (int r = 0; r < k_hc_vwarps; ++r)
+        v += r == w ? part[tt][j] : cluster::load_f(cluster::map(local, uint32_t(r)));
+      sums[tt][j] = v;
     }
   }
   __syncthreads();
 
-  // Gates (every CTA: its share of y needs pre) and, in rank 0, post and the Sinkhorn projection:
-  // warp tt owns token t0 + tt.
-  if (warp < k_hc_tokens && t0 + warp < tokens) {
-    const int tt = warp;
-    const int64_t t = t0 + tt;
-    const float inv = 1.0f / sqrtf(sums[tt][k_hc_max_mix] / float(n) + norm_eps);
-    if (lane < hc) pre[tt][lane] = sigmoid(inv * sums[tt][lane] * scale[0] + base[lane]) + hc_eps;
-    if (!head && rank == 0) {
-      if (lane < hc)
-        post[t * hc + lane] =
-            2.0f * sigmoid(inv * sums[tt][hc + lane] * scale[1] + base[hc + lane]);
-      // comb[j][k] (lane e = j * hc + k): softmax over k of each row j, + eps; then column
-      // normalisation; then (iters - 1) rounds of row and column normalisation, + eps in each
-      // denominator. Row / column values come by shuffles and are summed in index order.
-      const int e = lane < hc * hc ? lane : 0;
-      const int j = e / hc, k = e % hc;
-      const int m = 2 * hc + e;
-      float ct = inv * sums[tt][m] * scale[2] + base[m];
-      auto row_sum = [&](float v) {
-        float sum = 0.0f;
-        for (int q = 0; q < hc; ++q) sum += __shfl_sync(0xffffffffu, v, j * hc + q);
-        return sum;
-      };
-      auto col_sum = [&](float v) {
-        float sum = 0.0f;
-        for (int q = 0; q < hc; ++q) sum += __shfl_sync(0xffffffffu, v, q * hc + k);
-        return sum;
-      };
-      float mx = -INFINITY;
-      for (int q = 0; q < hc; ++q) mx = fmaxf(mx, __shfl_sync(0xffffffffu, ct, j * hc + q));
-      ct = expf(ct - mx);
-      ct = ct / row_sum(ct) + hc_eps;
-      // As the reference: the first column normalisation happens even for sinkhorn_iters 0.
-      const int rounds = sinkhorn_iters > 1 ? sinkhorn_iters : 1;
-      for (int it = 0; it < rounds; ++it) {
-        if (it > 0) ct /= row_sum(ct) + hc_eps;  // rows, from the second round on
-        ct /= col_sum(ct) + hc_eps;
-      }
-      if (lane < hc * hc) comb[t * hc * hc + lane] = ct;
-    }
-  }
+  // Gates: warp tt for token t0 + tt; in rank 0 the same warps then compute post and the
+  // Sinkhorn projection (a serial chain of ~40 divisions) while the other warps write y.
+  const bool gate_warp = s < k_hc_tokens && t0 + s < tokens;
+  if (gate_warp) hc_token_pre(sums[s], n, hc, base, scale, hc_eps, norm_eps, pre[s]);
   __syncthreads();
-
-  // This CTA's share of y[t] = sum_j pre_j x[t, j] (x re-read: mostly cached).
-  const int64_t dchunk = (D + cs - 1) / cs;
-  const int64_t d0 = rank * dchunk, d1 = min(D, d0 + dchunk);
-#pragma unroll
-  for (int tt = 0; tt < k_hc_tokens; ++tt) {
-    const int64_t t = t0 + tt;
-    if (t >= tokens) break;
-    const act_t* xt = x + t * n;
-    for (int64_t i = d0 + threadIdx.x; i < d1; i += blockDim.x) {
-      float v = 0.0f;
-      for (int j = 0; j < hc; ++j) v += pre[tt][j] * act_to_f32(xt[j * D + i]);
-      y[t * D + i] = act_from_f32<act_t>(v);
+  if (!head && w == 0 && s < k_hc_tokens) {
+    if (gate_warp) {
+      const int64_t t = t0 + s;
+      hc_token_post_comb(sums[s], n, hc, base, scale, sinkhorn_iters, hc_eps, norm_eps,
+                         post + t * hc, comb + t * hc * hc);
+    }
+  } else {
+    // This CTA's share of y[t] = sum_j pre_j x[t, j] (x re-read: mostly cached), on the threads
+    // that are not computing a Sinkhorn projection.
+    const int workers = int(blockDim.x) - (!head && w == 0 ? k_hc_tokens * k_warp_size : 0);
+    const int me = int(threadIdx.x) - (!head && w == 0 ? k_hc_tokens * k_warp_size : 0);
+    const int64_t dchunk = (D + k_hc_vwarps - 1) / k_hc_vwarps;
+    const int64_t d0 = w * dchunk, d1 = min(D, d0 + dchunk);
+    for (int tt = 0; tt < k_hc_tokens; ++tt) {
+      const int64_t t = t0 + tt;
+      if (t >= tokens) break;
+      const act_t* xt = x + t * n;
+      for (int64_t i = d0 + me; i < d1; i += workers) {
+        float v = 0.0f;
+        for (int j = 0; j < hc; ++j) v += pre[tt][j] * act_to_f32(xt[j * D + i]);
+        y[t * D + i] = act_from_f32<act_t>(v);
+      }
     }
   }
-  // No CTA leaves while another may still read its `total`.
-  if (cs > 1) cluster::sync();
+  // No CTA leaves while another may still read its `part`.
+  cluster::sync();
 }
 
 constexpr int k_hc_post_threads = 256;
@@ -374,37 +400,50 @@ template <typename act_t>
 cudaError_t hc_collapse(const act_t* x, const float* fn, const float* base, const float* scale,
                         int64_t tokens, int64_t hc, int64_t D, bool head, int64_t sinkhorn_iters,
                         float hc_eps, float norm_eps, act_t* y, float* post, float* comb,
-                        cudaStream_t stream) {
+                        hc_collapse_path path, cudaStream_t stream) {
   if (tokens < 0 || hc <= 0 || hc > k_hc_max_streams || D <= 0 || sinkhorn_iters < 0 ||
       sinkhorn_iters > INT32_MAX)
     return cudaErrorInvalidValue;
   if (tokens == 0) return cudaSuccess;
-  const int64_t blocks = ceil_div(tokens, k_hc_tokens);
-  if (blocks > INT32_MAX) return cudaErrorInvalidValue;
+  const int64_t groups = ceil_div(tokens, k_hc_tokens);
   const int mix = head ? int(hc) : int((2 + hc) * hc);
-  // Decode sizes (the token groups leave most SMs idle): a cluster of 8 CTAs per group, 3 of the
-  // <= 24 dot products each, 8 rounds of loads in flight; else one CTA computes all of them.
-  const bool split = blocks * k_hc_max_cluster * 2 <= int64_t(current_device_sm_count());
-  const int cs = split ? k_hc_max_cluster : 1;
-  if (blocks * cs > INT32_MAX) return cudaErrorInvalidValue;
+  const size_t smem = hc_cluster_smem_bytes(hc * D);
+  const bool cluster_fits = smem <= size_t(200) << 10;
+  if (path == hc_collapse_path::cluster && !cluster_fits) return cudaErrorInvalidValue;
+  // The cluster kernel up to one token group per SM (8 waves of its one-per-SM CTAs): H100, ncu
+  // device times, hc_pre T = 512 166 us vs the block kernel's 215, T = 2048 637 vs 459.
+  const bool use_cluster =
+      path == hc_collapse_path::cluster || (path == hc_collapse_path::automatic && cluster_fits &&
+                                            groups <= int64_t(current_device_sm_count()));
+  if (!use_cluster) {
+    if (groups > INT32_MAX) return cudaErrorInvalidValue;
+    hc_collapse_block_kernel<act_t><<<unsigned(groups), k_hc_threads, 0, stream>>>(
+        x, fn, base, scale, tokens, int(hc), D, mix, head, int(sinkhorn_iters), hc_eps, norm_eps, y,
+        post, comb);
+    return cudaGetLastError();
+  }
+  if (groups * k_hc_vwarps > INT32_MAX) return cudaErrorInvalidValue;
+  if (smem > (size_t(48) << 10)) {
+    const cudaError_t e = cudaFuncSetAttribute(
+        hc_collapse_cluster_kernel<act_t>, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem));
+    if (e != cudaSuccess) return e;
+  }
   cudaLaunchAttribute cluster{};
   cluster.id = cudaLaunchAttributeClusterDimension;
-  cluster.val.clusterDim.x = unsigned(cs);
+  cluster.val.clusterDim.x = unsigned(k_hc_vwarps);
   cluster.val.clusterDim.y = 1;
   cluster.val.clusterDim.z = 1;
   cudaLaunchConfig_t config{};
-  config.gridDim = dim3(unsigned(blocks * cs));
-  config.blockDim = dim3(k_hc_threads);
+  config.gridDim = dim3(unsigned(groups * k_hc_vwarps));
+  // Always k_hc_sums warps (also for hc_head's mix + 1 = 5 sums): the others stage x.
+  config.blockDim = dim3(unsigned(k_hc_cluster_threads));
+  config.dynamicSmemBytes = smem;
   config.stream = stream;
   config.attrs = &cluster;
-  config.numAttrs = cs > 1 ? 1 : 0;
-  const cudaError_t e =
-      split ? cudaLaunchKernelEx(&config, hc_collapse_split_kernel<act_t, k_hc_split_mix, 8>, x, fn,
-                                 base, scale, tokens, int(hc), D, mix, head, int(sinkhorn_iters),
-                                 hc_eps, norm_eps, y, post, comb, cs)
-            : cudaLaunchKernelEx(&config, hc_collapse_block_kernel<act_t>, x, fn, base, scale,
-                                 tokens, int(hc), D, mix, head, int(sinkhorn_iters), hc_eps,
-                                 norm_eps, y, post, comb);
+  config.numAttrs = 1;
+  const cudaError_t e = cudaLaunchKernelEx(&config, hc_collapse_cluster_kernel<act_t>, x, fn, base,
+                                           scale, tokens, int(hc), D, mix, head,
+                                           int(sinkhorn_iters), hc_eps, norm_eps, y, post, comb);
   if (e != cudaSuccess) return e;
   return cudaGetLastError();
 }
@@ -414,17 +453,18 @@ cudaError_t hc_collapse(const act_t* x, const float* fn, const float* base, cons
 template <typename act_t>
 cudaError_t hc_pre(const act_t* x, const float* fn, const float* base, const float* scale,
                    int64_t tokens, int64_t hc, int64_t D, int64_t sinkhorn_iters, float hc_eps,
-                   float norm_eps, act_t* y, float* post, float* comb, cudaStream_t stream) {
+                   float norm_eps, act_t* y, float* post, float* comb, cudaStream_t stream,
+                   hc_collapse_path path) {
   return hc_collapse(x, fn, base, scale, tokens, hc, D, false, sinkhorn_iters, hc_eps, norm_eps, y,
-                     post, comb, stream);
+                     post, comb, path, stream);
 }
 
 template <typename act_t>
 cudaError_t hc_head(const act_t* x, const float* fn, const float* base, const float* scale,
                     int64_t tokens, int64_t hc, int64_t D, float hc_eps, float norm_eps, act_t* y,
-                    cudaStream_t stream) {
+                    cudaStream_t stream, hc_collapse_path path) {
   return hc_collapse(x, fn, base, scale, tokens, hc, D, true, 0, hc_eps, norm_eps, y, nullptr,
-                     nullptr, stream);
+                     nullptr, path, stream);
 }
 
 template <typename act_t>
@@ -441,9 +481,10 @@ cudaError_t hc_post(const act_t* x, const act_t* f, const float* post, const flo
 #define DSV4_MHC_INSTANTIATE(T)                                                                \
   template cudaError_t hc_pre<T>(const T*, const float*, const float*, const float*, int64_t,  \
                                  int64_t, int64_t, int64_t, float, float, T*, float*, float*,  \
-                                 cudaStream_t);                                                \
+                                 cudaStream_t, hc_collapse_path);                              \
   template cudaError_t hc_head<T>(const T*, const float*, const float*, const float*, int64_t, \
-                                  int64_t, int64_t, float, float, T*, cudaStream_t);           \
+                                  int64_t, int64_t, float, float, T*, cudaStream_t,            \
+                                  hc_collapse_path);                                           \
   template cudaError_t hc_post<T>(const T*, const T*, const float*, const float*, int64_t,     \
                                   int64_t, int64_t, T*, cudaStream_t);
 DSV4_MHC_INSTANTIATE(float)

@@ -12,6 +12,11 @@ namespace dsv4::cuda {
 
 constexpr int k_hc_max_streams = 4;
 
+// Which kernel computes hc_pre / hc_head's collapse (both give the same values bit for bit):
+// automatic picks by size; the others are for tests and benchmarks (cluster fails with
+// cudaErrorInvalidValue where its shared memory, 4 x hc * D floats of 8 x 8 lanes, does not fit).
+enum class hc_collapse_path { automatic, block, cluster };
+
 // Per token t of x [tokens, hc, D]: m = (x_t / rms(x_t)) . fn^T with fn [(2+hc)*hc, hc*D];
 // pre_j = sigmoid(m_j * scale[0] + base_j) + hc_eps, post[t, j] = 2 sigmoid(m_{hc+j} * scale[1] +
 // base_{hc+j}), comb[t] = Sinkhorn(m_{2hc..} * scale[2] + base_{2hc..}) with sinkhorn_iters
@@ -22,7 +27,8 @@ constexpr int k_hc_max_streams = 4;
 template <typename act_t>
 cudaError_t hc_pre(const act_t* x, const float* fn, const float* base, const float* scale,
                    int64_t tokens, int64_t hc, int64_t D, int64_t sinkhorn_iters, float hc_eps,
-                   float norm_eps, act_t* y, float* post, float* comb, cudaStream_t stream);
+                   float norm_eps, act_t* y, float* post, float* comb, cudaStream_t stream,
+                   hc_collapse_path path = hc_collapse_path::automatic);
 // out[t, k] = post[t, k] * f[t] + sum_j comb[t, j, k] * x[t, j] for x [tokens, hc, D], f
 // [tokens, D], post [tokens, hc], comb [tokens, hc, hc]; out [tokens, hc, D].
 // x, f and out are activations; post and comb f32.
@@ -34,6 +40,6 @@ cudaError_t hc_post(const act_t* x, const act_t* f, const float* post, const flo
 template <typename act_t>
 cudaError_t hc_head(const act_t* x, const float* fn, const float* base, const float* scale,
                     int64_t tokens, int64_t hc, int64_t D, float hc_eps, float norm_eps, act_t* y,
-                    cudaStream_t stream);
+                    cudaStream_t stream, hc_collapse_path path = hc_collapse_path::automatic);
 
 }  // namespace dsv4::cuda
