@@ -278,10 +278,7 @@ __global__ void __launch_bounds__(k_hc_cluster_threads, 1)
         if (r < rows) xs[r * k_warp_size + lane] = v[u];
       }
     }
-    // Rows of absent tokens (the last group's) read as zeros, as in the block kernel.
-    for (int e = rows * k_warp_size + int(threadIdx.x); e < k_hc_tokens * rounds * k_warp_size;
-         e += blockDim.x)
-      xs[e] = 0.0f;
+    // Rows of absent tokens (the last group's) are never read (see VT below).
   }
   __syncthreads();
 
@@ -289,26 +286,42 @@ __global__ void __launch_bounds__(k_hc_cluster_threads, 1)
 #pragma unroll
   for (int tt = 0; tt < k_hc_tokens; ++tt) acc[tt] = 0.0f;
   // The block kernel's order: i ascending, acc += x * f (ss += x * x), one FFMA per step.
-  auto consume = [&](const float(&f)[k_hc_batch], int m0) {
+  // VT: the group's tokens present (the last group may have fewer): the other accumulators stay
+  // zero, and a T = 1 step does a quarter of the shared-memory reads and FFMAs.
+  auto stream = [&]<int VT>() {
+    auto consume = [&](const float(&f)[k_hc_batch], int m0) {
 #pragma unroll
-    for (int b = 0; b < k_hc_batch; ++b) {
-      const int m = m0 + b;
-      if (i0 + int64_t(m) * k_hc_threads >= n) break;
+      for (int b = 0; b < k_hc_batch; ++b) {
+        const int m = m0 + b;
+        if (i0 + int64_t(m) * k_hc_threads >= n) break;
 #pragma unroll
-      for (int tt = 0; tt < k_hc_tokens; ++tt) {
-        const float xv = xs[(tt * rounds + m) * k_warp_size + lane];
-        if (s < mix)
-          acc[tt] += xv * f[b];
-        else
-          acc[tt] += xv * xv;
+        for (int tt = 0; tt < VT; ++tt) {
+          const float xv = xs[(tt * rounds + m) * k_warp_size + lane];
+          if (s < mix)
+            acc[tt] += xv * f[b];
+          else
+            acc[tt] += xv * xv;
+        }
       }
+    };
+    for (int m0 = 0; m0 < rounds; m0 += 2 * k_hc_batch) {
+      if (m0 + k_hc_batch < rounds) load_batch(fb[1], m0 + k_hc_batch);
+      consume(fb[0], m0);
+      if (m0 + 2 * k_hc_batch < rounds) load_batch(fb[0], m0 + 2 * k_hc_batch);
+      if (m0 + k_hc_batch < rounds) consume(fb[1], m0 + k_hc_batch);
     }
   };
-  for (int m0 = 0; sums_one && m0 < rounds; m0 += 2 * k_hc_batch) {
-    if (m0 + k_hc_batch < rounds) load_batch(fb[1], m0 + k_hc_batch);
-    consume(fb[0], m0);
-    if (m0 + 2 * k_hc_batch < rounds) load_batch(fb[0], m0 + 2 * k_hc_batch);
-    if (m0 + k_hc_batch < rounds) consume(fb[1], m0 + k_hc_batch);
+  static_assert(k_hc_tokens == 4, "the dispatch below");
+  if (sums_one) {
+    const int64_t present = tokens - t0;
+    if (present >= 4)
+      stream.template operator()<4>();
+    else if (present == 3)
+      stream.template operator()<3>();
+    else if (present == 2)
+      stream.template operator()<2>();
+    else
+      stream.template operator()<1>();
   }
 #pragma unroll
   for (int tt = 0; tt < k_hc_tokens; ++tt) {
