@@ -796,15 +796,26 @@ constexpr int k_ws_in_turn = 0;
 constexpr int k_ws_overlap = 1;
 constexpr int k_ws_pairs = 2;
 constexpr int k_ws_alt = 3;
-constexpr int k_ws_schedules = 4;  // sizes the per-schedule "attributes set" flags
+constexpr int k_ws_alt_defer = 4;  // plan.alt with plan.alt_defer
+constexpr int k_ws_schedules = 5;  // sizes the per-schedule "attributes set" flags
+// Tiles whose slot indices the producer loads ahead (registers): covers plan.l2_prefetch.
+constexpr int k_ws_index_lead = 7;
+constexpr int k_ws_max_l2_prefetch = k_ws_index_lead - 1;
+
+// One 128-byte line into L2 (per-thread addresses; cp.async.bulk.prefetch takes a warp-uniform
+// address, so per-lane rows would be issued one lane at a time).
+__device__ __forceinline__ void prefetch_l2_line(const void* p) {
+  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
+}
 
 template <int sched, bool fused, typename act_t>
 __global__ void __launch_bounds__(k_ws_threads, 1)
     attention_decode_ws_kernel(const act_t* q, int heads, kv_rows<__nv_bfloat16> window,
                                kv_rows<__nv_bfloat16> comp, int cap_w, int cap_c,
                                int keys_per_split, int splits, float scale_log2, float* part_o,
-                               float2* part_ml, const float* sinks, act_t* out) {
+                               float2* part_ml, const float* sinks, act_t* out, int l2_ahead) {
   using pool_t = __nv_bfloat16;
+  constexpr bool alt_like = sched == k_ws_alt || sched == k_ws_alt_defer;
   namespace wgm = attention_wgmma;
   extern __shared__ __align__(1024) unsigned char smem[];
   const uint32_t q_s = smem_u32(smem);
@@ -878,14 +889,35 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       const int32_t* src = space.index_src(tile_start(j) + lane);
       return src ? __ldg(src) : -1;  // -1: row_ref gives no row
     };
-    int32_t v0 = index_of_tile(0), v1 = index_of_tile(1), v2 = index_of_tile(2);
+    // vq[i]: the index of slot `lane` of tile j + i (loaded k_ws_index_lead tiles ahead).
+    int32_t vq[k_ws_index_lead];
+#pragma unroll
+    for (int i = 0; i < k_ws_index_lead; ++i) vq[i] = index_of_tile(i);
     int published = 0;  // alt: this thread has arrived on `full` for tiles [0, published)
 #pragma unroll 1
     for (int j = 0; j < n_live; ++j) {
-      const int32_t v = v0;
-      v0 = v1;
-      v1 = v2;
-      v2 = index_of_tile(j + 3);
+      const int32_t v = vq[0];
+#pragma unroll
+      for (int i = 0; i + 1 < k_ws_index_lead; ++i) vq[i] = vq[i + 1];
+      vq[k_ws_index_lead - 1] = index_of_tile(j + k_ws_index_lead);
+      // plan.l2_prefetch: tile j + l2_ahead's rows into L2 before this tile may wait for a stage
+      // (vq[i] is now tile j + 1 + i's index; the select chain keeps vq in registers).
+      if (l2_ahead > 0 && j + l2_ahead < n_live) {
+        int32_t vp = vq[0];
+#pragma unroll
+        for (int i = 1; i < k_ws_index_lead; ++i) vp = l2_ahead == i + 1 ? vq[i] : vp;
+        const pool_t* pp = space.row_ref(tile_start(j + l2_ahead) + lane, vp);
+        // Producer warp pw takes rows 8 pw .. 8 pw + 7 of the tile (as its copies), lane l two of
+        // the eight 128-byte lines of row 8 pw + l / 4.
+        const char* pr = reinterpret_cast<const char*>(__shfl_sync(
+            0xffffffffu, reinterpret_cast<unsigned long long>(pp),
+            pw * k_ws_rows_per_producer + lane / (k_warp_size / k_ws_rows_per_producer)));
+        if (pr) {
+          const char* line = pr + (lane % 4) * 256;
+          prefetch_l2_line(line);
+          prefetch_l2_line(line + 128);
+        }
+      }
       if constexpr (sched == k_ws_pairs) {
         // Pairs: at the first tile of a pair, publish the previous pair (all groups complete)
         // before waiting for a free stage. The consumers hold two of the four stages, so with
@@ -902,7 +934,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         // Publish tile j - lead (its group is complete once at most lead - 1 newer ones pend).
         cp_async_wait<k_ws_lead - 1>();
         wgm::fence_async_smem();
-        if (sched != k_ws_alt || j - k_ws_lead >= published) {
+        if (!alt_like || j - k_ws_lead >= published) {
           mbar::arrive(full_bar + 8 * ((j - k_ws_lead) % k_ws_stages));
           published = j - k_ws_lead + 1;
         }
@@ -912,7 +944,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       // Stage reuse: the consumers released tile j - stages (phase j / stages - 1 of `empty`).
       if (j >= k_ws_stages) {
         const uint32_t bar = empty_bar + 8 * stage, parity = uint32_t(j / k_ws_stages - 1) & 1u;
-        if constexpr (sched == k_ws_alt) {
+        if constexpr (alt_like) {
           // Alternate tiles: a warpgroup waits for tile k + 2 (its next S) while it still holds
           // tile k, whose release this wait may need before the lead would publish tile k + 2.
           // So before blocking, the issued tiles but the newest are published (each thread for
@@ -957,7 +989,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     wgm::fence_async_smem();
     // The tiles not yet published: the last lead ones, or (pairs) those from the last pair's
     // first tile ((n_live - 1) / 2 * 2; none without tiles).
-    const int unpublished = sched == k_ws_alt     ? published
+    const int unpublished = alt_like              ? published
                             : sched == k_ws_pairs ? (n_live > 0 ? (n_live - 1) / 2 * 2 : 0)
                                                   : max(0, n_live - k_ws_lead);
 #pragma unroll 1
@@ -1331,7 +1363,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         fence_acc();
         release(k);
       }
-    } else if constexpr (sched == k_ws_alt) {
+    } else if constexpr (alt_like) {
       // Alternate tiles (plan.alt): warpgroup `half` owns tiles k == half (mod 2). Tile k's
       // online softmax is one chain over the tiles in order, whichever warpgroup runs it:
       //   m_k = max(m_{k-1}, row max of S_k), corr_k = 2^(m_{k-1} - m_k), P_k = 2^(S_k - m_k),
@@ -1391,31 +1423,86 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         kb_s = wait_full(own, mask_s);
         issue_scores_full(sd, kb_s);
       }
-#pragma unroll 1
-      for (int k = 0; k < n_live; ++k) {
+      // The partner's tile k: its hand-off (P_k, m_k, l_k) -> corr_k, (m, l) (as the owner's
+      // softmax_local set them).
+      auto take_hand_off = [&](int k) {
         const int buf = k & 1;
-        if (buf == own) {
-          // S_k: waited for at step k - 1 (after its P V), or here for k = 0; nothing else is
-          // in flight. wait<0>, not wait<1>: ptxas cannot see that an owned step never follows
-          // an owned step, and S_{k+2} would be the newest group on that path (C7514).
-          wgm::wait<0>();
+        mbar::named_sync(hand_bar(k), 2 * k_warp_size);
+        const uint4 a0 = hand_p[(buf * 2 + 0) * 128 + tid];
+        const uint4 a1 = hand_p[(buf * 2 + 1) * 128 + tid];
+        const float4 st = hand_s[buf * 128 + tid];
+        pas_in[0][0] = a0.x;
+        pas_in[0][1] = a0.y;
+        pas_in[0][2] = a0.z;
+        pas_in[0][3] = a0.w;
+        pas_in[1][0] = a1.x;
+        pas_in[1][1] = a1.y;
+        pas_in[1][2] = a1.z;
+        pas_in[1][3] = a1.w;
+        const float m_new[2] = {st.x, st.y};
+#pragma unroll
+        for (int i = 0; i < 2; ++i) {
+          const float m_use = m_new[i] == -INFINITY ? 0.0f : m_new[i];  // as softmax_local
+          corr[i] = exp2f(m[i] - m_use);
+          m[i] = m_new[i];
+        }
+        l[0] = st.z;
+        l[1] = st.w;
+      };
+      // Owned tile k's softmax from the completed S in sd, and its hand-off to the partner.
+      auto own_softmax = [&](int k) {
+        const int buf = k & 1;
+#pragma unroll
+        for (int j = 0; j < 4; ++j)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) p[j][e] = sd[4 * j + e];
+        softmax_local(mask_s, p, corr);
+        pack(p, pas);
+        hand_p[(buf * 2 + 0) * 128 + tid] = make_uint4(pas[0][0], pas[0][1], pas[0][2], pas[0][3]);
+        hand_p[(buf * 2 + 1) * 128 + tid] = make_uint4(pas[1][0], pas[1][1], pas[1][2], pas[1][3]);
+        hand_s[buf * 128 + tid] = make_float4(m[0], m[1], l[0], l[1]);
+        mbar::named_arrive(hand_bar(k), 2 * k_warp_size);
+      };
+      if constexpr (sched == k_ws_alt_defer) {
+        // plan.alt_defer: the partner's tile k: hand-off, wait for S of the next owned tile
+        // (the only wgmma in flight; no accumulator rescale with a wgmma in flight), rescale,
+        // issue P V_k and leave it in flight through the next owned step's softmax and hand-off.
+        // Owned tile k: softmax of S_k (complete: the step before waited for it), hand-off, then
+        // wait for P V_{k-1}, release its stage, rescale, P V_k (waited for: the stage of tile
+        // k + 2 needs this warpgroup's release of k), S_{k+2}. Every path into the loop head has
+        // waited for S (wait<0> after the partner's step, or in the prologue / the last owned
+        // step), so the softmax reads sd with only a P V in flight (C7514 otherwise).
+        int pending = -1;  // the partner tile whose P V is in flight (stage not yet released)
+        auto partner_step = [&](int k) {
+          uint32_t unused;
+          const uint32_t kb = wait_full(k, unused);
+          take_hand_off(k);
+          wgm::wait<0>();  // S_{k+1}
 #pragma unroll
           for (int i = 0; i < 16; ++i) wgm::reg_fence(sd[i]);
-          const uint32_t kb = kb_s;
-#pragma unroll
-          for (int j = 0; j < 4; ++j)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) p[j][e] = sd[4 * j + e];
-          softmax_local(mask_s, p, corr);
-          pack(p, pas);
-          hand_p[(buf * 2 + 0) * 128 + tid] =
-              make_uint4(pas[0][0], pas[0][1], pas[0][2], pas[0][3]);
-          hand_p[(buf * 2 + 1) * 128 + tid] =
-              make_uint4(pas[1][0], pas[1][1], pas[1][2], pas[1][3]);
-          hand_s[buf * 128 + tid] = make_float4(m[0], m[1], l[0], l[1]);
-          mbar::named_arrive(hand_bar(k), 2 * k_warp_size);
+          fence_acc();
           rescale(corr);
-          issue_pv(pas, kb);
+          issue_pv(pas_in, kb);
+          pending = k;
+        };
+        // Both paths wait for S (an S in flight at the loop head on a path ptxas cannot rule
+        // out, such as own == 1 without tiles, serializes every wgmma: C7514).
+        if (own == 1 && n_live > 0) {
+          partner_step(0);
+        } else {
+          wgm::wait<0>();  // S_0 (or nothing)
+#pragma unroll
+          for (int i = 0; i < 16; ++i) wgm::reg_fence(sd[i]);
+        }
+#pragma unroll 1
+        for (int k = own; k < n_live; k += 2) {
+          own_softmax(k);
+          wgm::wait<0>();  // P V of the partner's tile k - 1
+          fence_acc();
+          if (pending >= 0) release(pending);
+          pending = -1;
+          rescale(corr);
+          issue_pv(pas, kb_s);
           wgm::wait<0>();
           fence_acc();
           release(k);
@@ -1423,37 +1510,50 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
             kb_s = wait_full(k + 2, mask_s);
             issue_scores_full(sd, kb_s);
           }
-        } else {
-          uint32_t unused;
-          const uint32_t kb = wait_full(k, unused);
-          mbar::named_sync(hand_bar(k), 2 * k_warp_size);
-          const uint4 a0 = hand_p[(buf * 2 + 0) * 128 + tid];
-          const uint4 a1 = hand_p[(buf * 2 + 1) * 128 + tid];
-          const float4 st = hand_s[buf * 128 + tid];
-          pas_in[0][0] = a0.x;
-          pas_in[0][1] = a0.y;
-          pas_in[0][2] = a0.z;
-          pas_in[0][3] = a0.w;
-          pas_in[1][0] = a1.x;
-          pas_in[1][1] = a1.y;
-          pas_in[1][2] = a1.z;
-          pas_in[1][3] = a1.w;
-          const float m_new[2] = {st.x, st.y};
+          if (k + 1 < n_live) {
+            partner_step(k + 1);
+          } else {
+            wgm::wait<0>();
 #pragma unroll
-          for (int i = 0; i < 2; ++i) {
-            const float m_use = m_new[i] == -INFINITY ? 0.0f : m_new[i];  // as softmax_local
-            corr[i] = exp2f(m[i] - m_use);
-            m[i] = m_new[i];
+            for (int i = 0; i < 16; ++i) wgm::reg_fence(sd[i]);
           }
-          l[0] = st.z;
-          l[1] = st.w;
-          wgm::wait<0>();  // S_{k+1} (no accumulator rescale with a wgmma in flight)
-          fence_acc();
-          rescale(corr);
-          issue_pv(pas_in, kb);
-          wgm::wait<0>();
-          fence_acc();
-          release(k);
+        }
+        wgm::wait<0>();
+        fence_acc();
+        if (pending >= 0) release(pending);
+      } else {
+#pragma unroll 1
+        for (int k = 0; k < n_live; ++k) {
+          if ((k & 1) == own) {
+            // S_k: waited for at step k - 1 (after its P V), or here for k = 0; nothing else is
+            // in flight. wait<0>, not wait<1>: ptxas cannot see that an owned step never follows
+            // an owned step, and S_{k+2} would be the newest group on that path (C7514).
+            wgm::wait<0>();
+#pragma unroll
+            for (int i = 0; i < 16; ++i) wgm::reg_fence(sd[i]);
+            const uint32_t kb = kb_s;
+            own_softmax(k);
+            rescale(corr);
+            issue_pv(pas, kb);
+            wgm::wait<0>();
+            fence_acc();
+            release(k);
+            if (k + 2 < n_live) {
+              kb_s = wait_full(k + 2, mask_s);
+              issue_scores_full(sd, kb_s);
+            }
+          } else {
+            uint32_t unused;
+            const uint32_t kb = wait_full(k, unused);
+            take_hand_off(k);
+            wgm::wait<0>();  // S_{k+1} (no accumulator rescale with a wgmma in flight)
+            fence_acc();
+            rescale(corr);
+            issue_pv(pas_in, kb);
+            wgm::wait<0>();
+            fence_acc();
+            release(k);
+          }
         }
       }
     } else if constexpr (sched == k_ws_pairs) {
@@ -1705,11 +1805,14 @@ cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode
 
 // The consumer schedule a plan runs (alternate tiles over pairs over overlap).
 int ws_sched(const attention_decode_plan& plan) {
-  return plan.alt ? k_ws_alt : plan.pairs ? k_ws_pairs : plan.overlap ? k_ws_overlap : k_ws_in_turn;
+  if (plan.alt) return plan.alt_defer ? k_ws_alt_defer : k_ws_alt;
+  return plan.pairs ? k_ws_pairs : plan.overlap ? k_ws_overlap : k_ws_in_turn;
 }
 template <bool fused, typename act_t>
 auto ws_kernel(const attention_decode_plan& plan) {
   switch (ws_sched(plan)) {
+    case k_ws_alt_defer:
+      return attention_decode_ws_kernel<k_ws_alt_defer, fused, act_t>;
     case k_ws_alt:
       return attention_decode_ws_kernel<k_ws_alt, fused, act_t>;
     case k_ws_pairs:
@@ -1754,6 +1857,9 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
   const int64_t groups = ceil_div(heads, k_rows);
   const dim3 grid(unsigned(plan.splits), unsigned(groups), unsigned(tokens));
   if constexpr (std::is_same_v<pool_t, __nv_bfloat16>) {
+    if (plan.l2_prefetch < 0 || plan.l2_prefetch > k_ws_max_l2_prefetch)
+      return cudaErrorInvalidValue;
+    const int l2_ahead = int(plan.l2_prefetch);
     if (plan.fused) {
       if (plan.splits > k_fused_max_cluster || (plan.splits & (plan.splits - 1)) != 0)
         return cudaErrorInvalidValue;
@@ -1782,7 +1888,7 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
       return cudaLaunchKernelEx(&config, ws, q, int(heads), window, comp, int(plan.window_capacity),
                                 int(plan.comp_capacity), int(plan.keys_per_split), int(plan.splits),
                                 scale * k_log2e, static_cast<float*>(nullptr),
-                                static_cast<float2*>(nullptr), sinks, out);
+                                static_cast<float2*>(nullptr), sinks, out, l2_ahead);
     }
     if (plan.wgmma && plan.producer) {
       auto* const ws = ws_kernel<false, act_t>(plan);
@@ -1795,7 +1901,8 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
       }
       ws<<<grid, k_ws_threads, k_ws_smem, stream>>>(
           q, int(heads), window, comp, int(plan.window_capacity), int(plan.comp_capacity),
-          int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o, part_ml, sinks, out);
+          int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o, part_ml, sinks, out,
+          l2_ahead);
       if (!plan.combine) return cudaGetLastError();
       return launch_combine(heads, tokens, plan, part_o, part_ml, sinks, out, stream);
     }
