@@ -796,11 +796,9 @@ constexpr int k_ws_in_turn = 0;
 constexpr int k_ws_overlap = 1;
 constexpr int k_ws_pairs = 2;
 constexpr int k_ws_alt = 3;
-constexpr int k_ws_alt_defer = 4;  // plan.alt with plan.alt_defer
-constexpr int k_ws_schedules = 5;  // sizes the per-schedule "attributes set" flags
-// Tiles whose slot indices the producer loads ahead (registers): covers plan.l2_prefetch.
-constexpr int k_ws_index_lead = 7;
-constexpr int k_ws_max_l2_prefetch = k_ws_index_lead - 1;
+constexpr int k_ws_alt_defer = 4;        // plan.alt with plan.alt_defer
+constexpr int k_ws_schedules = 5;        // sizes the per-schedule "attributes set" flags
+constexpr int k_ws_max_l2_prefetch = 6;  // plan.l2_prefetch's bound
 
 // One 128-byte line into L2 (per-thread addresses; cp.async.bulk.prefetch takes a warp-uniform
 // address, so per-lane rows would be issued one lane at a time).
@@ -889,34 +887,33 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       const int32_t* src = space.index_src(tile_start(j) + lane);
       return src ? __ldg(src) : -1;  // -1: row_ref gives no row
     };
-    // vq[i]: the index of slot `lane` of tile j + i (loaded k_ws_index_lead tiles ahead).
-    int32_t vq[k_ws_index_lead];
-#pragma unroll
-    for (int i = 0; i < k_ws_index_lead; ++i) vq[i] = index_of_tile(i);
+    int32_t v0 = index_of_tile(0), v1 = index_of_tile(1), v2 = index_of_tile(2);
+    // plan.l2_prefetch: the index of tile j + l2_ahead, loaded one iteration before its use (a
+    // register queue as deep as the distance spilled to local memory at 56 registers).
+    int32_t vpf = l2_ahead > 0 ? index_of_tile(l2_ahead) : -1;
     int published = 0;  // alt: this thread has arrived on `full` for tiles [0, published)
 #pragma unroll 1
     for (int j = 0; j < n_live; ++j) {
-      const int32_t v = vq[0];
-#pragma unroll
-      for (int i = 0; i + 1 < k_ws_index_lead; ++i) vq[i] = vq[i + 1];
-      vq[k_ws_index_lead - 1] = index_of_tile(j + k_ws_index_lead);
-      // plan.l2_prefetch: tile j + l2_ahead's rows into L2 before this tile may wait for a stage
-      // (vq[i] is now tile j + 1 + i's index; the select chain keeps vq in registers).
-      if (l2_ahead > 0 && j + l2_ahead < n_live) {
-        int32_t vp = vq[0];
-#pragma unroll
-        for (int i = 1; i < k_ws_index_lead; ++i) vp = l2_ahead == i + 1 ? vq[i] : vp;
-        const pool_t* pp = space.row_ref(tile_start(j + l2_ahead) + lane, vp);
-        // Producer warp pw takes rows 8 pw .. 8 pw + 7 of the tile (as its copies), lane l two of
-        // the eight 128-byte lines of row 8 pw + l / 4.
-        const char* pr = reinterpret_cast<const char*>(__shfl_sync(
-            0xffffffffu, reinterpret_cast<unsigned long long>(pp),
-            pw * k_ws_rows_per_producer + lane / (k_warp_size / k_ws_rows_per_producer)));
-        if (pr) {
-          const char* line = pr + (lane % 4) * 256;
-          prefetch_l2_line(line);
-          prefetch_l2_line(line + 128);
+      const int32_t v = v0;
+      v0 = v1;
+      v1 = v2;
+      v2 = index_of_tile(j + 3);
+      // Tile j + l2_ahead's rows into L2 before this tile may wait for a stage.
+      if (l2_ahead > 0) {
+        if (j + l2_ahead < n_live) {
+          const pool_t* pp = space.row_ref(tile_start(j + l2_ahead) + lane, vpf);
+          // Producer warp pw takes rows 8 pw .. 8 pw + 7 of the tile (as its copies), lane l two
+          // of the eight 128-byte lines of row 8 pw + l / 4.
+          const char* pr = reinterpret_cast<const char*>(__shfl_sync(
+              0xffffffffu, reinterpret_cast<unsigned long long>(pp),
+              pw * k_ws_rows_per_producer + lane / (k_warp_size / k_ws_rows_per_producer)));
+          if (pr) {
+            const char* line = pr + (lane % 4) * 256;
+            prefetch_l2_line(line);
+            prefetch_l2_line(line + 128);
+          }
         }
+        vpf = index_of_tile(j + 1 + l2_ahead);
       }
       if constexpr (sched == k_ws_pairs) {
         // Pairs: at the first tile of a pair, publish the previous pair (all groups complete)
