@@ -796,8 +796,9 @@ constexpr int k_ws_in_turn = 0;
 constexpr int k_ws_overlap = 1;
 constexpr int k_ws_pairs = 2;
 constexpr int k_ws_alt = 3;
-constexpr int k_ws_alt_defer = 4;        // plan.alt with plan.alt_defer
-constexpr int k_ws_schedules = 5;        // sizes the per-schedule "attributes set" flags
+constexpr int k_ws_alt_defer = 4;        // plan.alt with plan.alt_defer 1
+constexpr int k_ws_alt_defer_own = 5;    // plan.alt with plan.alt_defer 2
+constexpr int k_ws_schedules = 6;        // sizes the per-schedule "attributes set" flags
 constexpr int k_ws_max_l2_prefetch = 6;  // plan.l2_prefetch's bound
 
 // One 128-byte line into L2 (per-thread addresses; cp.async.bulk.prefetch takes a warp-uniform
@@ -813,7 +814,8 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
                                int keys_per_split, int splits, float scale_log2, float* part_o,
                                float2* part_ml, const float* sinks, act_t* out, int l2_ahead) {
   using pool_t = __nv_bfloat16;
-  constexpr bool alt_like = sched == k_ws_alt || sched == k_ws_alt_defer;
+  constexpr bool alt_like =
+      sched == k_ws_alt || sched == k_ws_alt_defer || sched == k_ws_alt_defer_own;
   namespace wgm = attention_wgmma;
   extern __shared__ __align__(1024) unsigned char smem[];
   const uint32_t q_s = smem_u32(smem);
@@ -1460,7 +1462,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         hand_s[buf * 128 + tid] = make_float4(m[0], m[1], l[0], l[1]);
         mbar::named_arrive(hand_bar(k), 2 * k_warp_size);
       };
-      if constexpr (sched == k_ws_alt_defer) {
+      if constexpr (sched == k_ws_alt_defer || sched == k_ws_alt_defer_own) {
         // plan.alt_defer: the partner's tile k: hand-off, wait for S of the next owned tile
         // (the only wgmma in flight; no accumulator rescale with a wgmma in flight), rescale,
         // issue P V_k and leave it in flight through the next owned step's softmax and hand-off.
@@ -1469,15 +1471,27 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         // k + 2 needs this warpgroup's release of k), S_{k+2}. Every path into the loop head has
         // waited for S (wait<0> after the partner's step, or in the prologue / the last owned
         // step), so the softmax reads sd with only a P V in flight (C7514 otherwise).
-        int pending = -1;  // the partner tile whose P V is in flight (stage not yet released)
+        // plan.alt_defer 2 (k_ws_alt_defer_own): the owned P V_k is not waited for either; S_{k+2}
+        // is issued behind it and the partner step's wait covers both (tile k's stage is then
+        // released there: the producer's tile k + 4 waits that much longer).
+        constexpr bool defer_own = sched == k_ws_alt_defer_own;
+        int pending = -1;      // the partner tile whose P V is in flight (stage not yet released)
+        int pending_own = -1;  // defer_own: the owned tile whose P V is in flight
+        auto release_pending = [&] {
+          if (pending >= 0) release(pending);
+          pending = -1;
+          if (defer_own && pending_own >= 0) release(pending_own);
+          pending_own = -1;
+        };
         auto partner_step = [&](int k) {
           uint32_t unused;
           const uint32_t kb = wait_full(k, unused);
           take_hand_off(k);
-          wgm::wait<0>();  // S_{k+1}
+          wgm::wait<0>();  // S_{k+1} (and, defer_own, P V of the owned tile k - 1)
 #pragma unroll
           for (int i = 0; i < 16; ++i) wgm::reg_fence(sd[i]);
           fence_acc();
+          release_pending();
           rescale(corr);
           issue_pv(pas_in, kb);
           pending = k;
@@ -1496,13 +1510,16 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
           own_softmax(k);
           wgm::wait<0>();  // P V of the partner's tile k - 1
           fence_acc();
-          if (pending >= 0) release(pending);
-          pending = -1;
+          release_pending();
           rescale(corr);
           issue_pv(pas, kb_s);
-          wgm::wait<0>();
-          fence_acc();
-          release(k);
+          if constexpr (defer_own) {
+            pending_own = k;
+          } else {
+            wgm::wait<0>();
+            fence_acc();
+            release(k);
+          }
           if (k + 2 < n_live) {
             kb_s = wait_full(k + 2, mask_s);
             issue_scores_full(sd, kb_s);
@@ -1517,7 +1534,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         }
         wgm::wait<0>();
         fence_acc();
-        if (pending >= 0) release(pending);
+        release_pending();
       } else {
 #pragma unroll 1
         for (int k = 0; k < n_live; ++k) {
@@ -1802,12 +1819,15 @@ cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode
 
 // The consumer schedule a plan runs (alternate tiles over pairs over overlap).
 int ws_sched(const attention_decode_plan& plan) {
-  if (plan.alt) return plan.alt_defer ? k_ws_alt_defer : k_ws_alt;
+  if (plan.alt)
+    return plan.alt_defer == 2 ? k_ws_alt_defer_own : plan.alt_defer ? k_ws_alt_defer : k_ws_alt;
   return plan.pairs ? k_ws_pairs : plan.overlap ? k_ws_overlap : k_ws_in_turn;
 }
 template <bool fused, typename act_t>
 auto ws_kernel(const attention_decode_plan& plan) {
   switch (ws_sched(plan)) {
+    case k_ws_alt_defer_own:
+      return attention_decode_ws_kernel<k_ws_alt_defer_own, fused, act_t>;
     case k_ws_alt_defer:
       return attention_decode_ws_kernel<k_ws_alt_defer, fused, act_t>;
     case k_ws_alt:
@@ -1854,7 +1874,8 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
   const int64_t groups = ceil_div(heads, k_rows);
   const dim3 grid(unsigned(plan.splits), unsigned(groups), unsigned(tokens));
   if constexpr (std::is_same_v<pool_t, __nv_bfloat16>) {
-    if (plan.l2_prefetch < 0 || plan.l2_prefetch > k_ws_max_l2_prefetch)
+    if (plan.l2_prefetch < 0 || plan.l2_prefetch > k_ws_max_l2_prefetch || plan.alt_defer < 0 ||
+        plan.alt_defer > 2)
       return cudaErrorInvalidValue;
     const int l2_ahead = int(plan.l2_prefetch);
     if (plan.fused) {

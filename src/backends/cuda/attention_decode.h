@@ -76,8 +76,9 @@ struct attention_decode_plan {
   // With alt: the warpgroup that takes the partner's tile k issues its P V and does not wait
   // for it; it runs the softmax of its own tile k + 1 (and the hand-off) while that P V is on the
   // tensor cores, and waits only before rescaling the accumulators for tile k + 1. Same products
-  // in the same order as alt: the output is alt's bit for bit.
-  bool alt_defer = false;
+  // in the same order as alt: the output is alt's bit for bit. 2: also the warpgroup's P V of its
+  // own tile stays in flight while it issues S of its next tile (released one step later).
+  int alt_defer = 0;
   // With producer: the producer also prefetches the rows of tile j + l2_prefetch into L2
   // (prefetch.global.L2 of its 128-byte lines) when it issues tile j into the key ring, so
   // more bytes are in flight than the ring's free stages hold (0: off; at most 6). Timing only.
