@@ -462,11 +462,15 @@ void bench_alt_rows(int sms, int64_t T, int64_t H, int64_t d, int64_t W, int64_t
     int defer;
     int l2;
     bool hot;
+    bool early;
   };
+  // "try_wait": plan.publish_early off (the producer as before this branch).
   const variant variants[] = {
-      {"alt", 0, 0, false},          {"alt_defer", 1, 0, false},       {"alt_defer2", 2, 0, false},
-      {"alt l2=3", 0, 3, false},     {"alt_defer2 l2=3", 2, 3, false}, {"hot alt", 0, 0, true},
-      {"hot alt_defer", 1, 0, true}, {"hot alt_defer2", 2, 0, true}};
+      {"alt try_wait", 0, 0, false, false},  {"alt", 0, 0, false, true},
+      {"alt_defer", 1, 0, false, true},      {"alt_defer2", 2, 0, false, true},
+      {"alt l2=2", 0, 2, false, true},       {"alt l2=4", 0, 4, false, true},
+      {"alt_defer l2=2", 1, 2, false, true}, {"hot alt try_wait", 0, 0, true, false},
+      {"hot alt", 0, 0, true, true}};
   // A discarded warm-up, then two rounds over the variants (the first timed row of a case has
   // measured up to ~10% slower than the same kernel timed next).
   (void)time_ms([&] { run(made, w16, c16, out16); });
@@ -480,6 +484,7 @@ void bench_alt_rows(int sms, int64_t T, int64_t H, int64_t d, int64_t W, int64_t
       p.alt = true;
       p.alt_defer = v.defer;
       p.l2_prefetch = v.l2;
+      p.publish_early = v.early;
       const auto& w = v.hot ? w_hot : w16;
       const auto& c = v.hot ? c_hot : c16;
       const double ms = time_ms([&] { run(p, w, c, out16); });
@@ -492,33 +497,12 @@ void bench_alt_rows(int sms, int64_t T, int64_t H, int64_t d, int64_t W, int64_t
                     rel_diff(out16, ref, n_out));
     }
   }
-  // The main kernel alone (no combine launch), and a fused plan over clusters of 4 CTAs where
-  // the split plan has 4 splits (the merge in DSMEM instead of the combine kernel).
+  // The main kernel alone (no combine launch).
   if (!made.fused) {
     auto p = made;
     p.combine = false;
     const double ms = time_ms([&] { run(p, w16, c16, out16); });
     print_row("  plan, no combine", shape, ms, bytes16, flops);
-  }
-  for (const int64_t c : {int64_t(4), int64_t(8)}) {
-    if (made.fused || made.splits != c) continue;
-    for (const int defer : {0, 1, 2}) {
-      auto p = dsv4::cuda::attention_decode_make_fused_plan(T, H, d, W, cap_c, c);
-      p.alt_defer = defer;
-      const cudaError_t e = dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
-          q16, T, H, d, w16, &c16, sinks, scale, out16, p, scratch, p.scratch_bytes, 0);
-      if (e != cudaSuccess) {
-        std::printf("  fused c=%lld: launch refused: %s\n", (long long)c, cudaGetErrorString(e));
-        (void)cudaGetLastError();
-        break;
-      }
-      CHECK(cudaDeviceSynchronize());
-      const double ms = time_ms([&] { run(p, w16, c16, out16); });
-      char l[64];
-      std::snprintf(l, sizeof(l), "  fused c=%lld defer=%d", (long long)c, defer);
-      print_row(l, shape, ms, bytes16, flops);
-      std::printf("    max |out - plan out| / max |plan out| %.3g\n", rel_diff(out16, ref, n_out));
-    }
   }
   cudaFree(ref);
   cudaFree(scratch);

@@ -812,10 +812,13 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     attention_decode_ws_kernel(const act_t* q, int heads, kv_rows<__nv_bfloat16> window,
                                kv_rows<__nv_bfloat16> comp, int cap_w, int cap_c,
                                int keys_per_split, int splits, float scale_log2, float* part_o,
-                               float2* part_ml, const float* sinks, act_t* out, int l2_ahead) {
+                               float2* part_ml, const float* sinks, act_t* out, int opts) {
   using pool_t = __nv_bfloat16;
   constexpr bool alt_like =
       sched == k_ws_alt || sched == k_ws_alt_defer || sched == k_ws_alt_defer_own;
+  // opts: plan.l2_prefetch in bits 0-7, plan.publish_early in bit 8.
+  const int l2_ahead = opts & 0xff;
+  const bool publish_early = (opts >> 8) & 1;
   namespace wgm = attention_wgmma;
   extern __shared__ __align__(1024) unsigned char smem[];
   const uint32_t q_s = smem_u32(smem);
@@ -890,9 +893,10 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       return src ? __ldg(src) : -1;  // -1: row_ref gives no row
     };
     int32_t v0 = index_of_tile(0), v1 = index_of_tile(1), v2 = index_of_tile(2);
-    // plan.l2_prefetch: the index of tile j + l2_ahead, loaded one iteration before its use (a
-    // register queue as deep as the distance spilled to local memory at 56 registers).
-    int32_t vpf = l2_ahead > 0 ? index_of_tile(l2_ahead) : -1;
+    // plan.l2_prefetch: after issuing tile j, the rows of tile j + 1 + l2_ahead go to L2; vpf is
+    // that tile's index, loaded one iteration before its use (a register queue as deep as the
+    // distance spilled to local memory at 56 registers).
+    int32_t vpf = l2_ahead > 0 ? index_of_tile(1 + l2_ahead) : -1;
     int published = 0;  // alt: this thread has arrived on `full` for tiles [0, published)
 #pragma unroll 1
     for (int j = 0; j < n_live; ++j) {
@@ -900,23 +904,6 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       v0 = v1;
       v1 = v2;
       v2 = index_of_tile(j + 3);
-      // Tile j + l2_ahead's rows into L2 before this tile may wait for a stage.
-      if (l2_ahead > 0) {
-        if (j + l2_ahead < n_live) {
-          const pool_t* pp = space.row_ref(tile_start(j + l2_ahead) + lane, vpf);
-          // Producer warp pw takes rows 8 pw .. 8 pw + 7 of the tile (as its copies), lane l two
-          // of the eight 128-byte lines of row 8 pw + l / 4.
-          const char* pr = reinterpret_cast<const char*>(__shfl_sync(
-              0xffffffffu, reinterpret_cast<unsigned long long>(pp),
-              pw * k_ws_rows_per_producer + lane / (k_warp_size / k_ws_rows_per_producer)));
-          if (pr) {
-            const char* line = pr + (lane % 4) * 256;
-            prefetch_l2_line(line);
-            prefetch_l2_line(line + 128);
-          }
-        }
-        vpf = index_of_tile(j + 1 + l2_ahead);
-      }
       if constexpr (sched == k_ws_pairs) {
         // Pairs: at the first tile of a pair, publish the previous pair (all groups complete)
         // before waiting for a free stage. The consumers hold two of the four stages, so with
@@ -952,7 +939,10 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
           // whole load latency on the consumers' chain (reasoned, not measured apart).
           // No deadlock: this wait needs the release of tile j - 4, which needs no tile past
           // j - 2 (a warpgroup waits for tile t + 2 only after releasing t - 1).
-          if (!mbar::try_wait(bar, parity)) {
+          // plan.publish_early: a non-blocking test first (try_wait may suspend the thread for a
+          // system-dependent time before it fails, with the landed tiles still unpublished;
+          // ncu, H100, HCA 1M T=32: the owner's wait for tile k + 2 took 32% of the samples).
+          if (!(publish_early ? mbar::test_wait(bar, parity) : mbar::try_wait(bar, parity))) {
             if (published < j - 1) {
               cp_async_wait<1>();
               wgm::fence_async_smem();
@@ -983,6 +973,22 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       }
       if (pw == 0 && lane == 0) masks[stage] = mask;  // published by this lane's arrival
       cp_async_commit();
+      if (l2_ahead > 0) {
+        if (j + 1 + l2_ahead < n_live) {
+          const pool_t* pp = space.row_ref(tile_start(j + 1 + l2_ahead) + lane, vpf);
+          // Producer warp pw takes rows 8 pw .. 8 pw + 7 of the tile (as its copies), lane l two
+          // of the eight 128-byte lines of row 8 pw + l / 4.
+          const char* pl = reinterpret_cast<const char*>(__shfl_sync(
+              0xffffffffu, reinterpret_cast<unsigned long long>(pp),
+              pw * k_ws_rows_per_producer + lane / (k_warp_size / k_ws_rows_per_producer)));
+          if (pl) {
+            const char* line = pl + (lane % 4) * 256;
+            prefetch_l2_line(line);
+            prefetch_l2_line(line + 128);
+          }
+        }
+        vpf = index_of_tile(j + 2 + l2_ahead);
+      }
     }
     cp_async_wait<0>();
     wgm::fence_async_smem();
@@ -1877,7 +1883,7 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
     if (plan.l2_prefetch < 0 || plan.l2_prefetch > k_ws_max_l2_prefetch || plan.alt_defer < 0 ||
         plan.alt_defer > 2)
       return cudaErrorInvalidValue;
-    const int l2_ahead = int(plan.l2_prefetch);
+    const int opts = int(plan.l2_prefetch) | (plan.publish_early ? 1 << 8 : 0);
     if (plan.fused) {
       if (plan.splits > k_fused_max_cluster || (plan.splits & (plan.splits - 1)) != 0)
         return cudaErrorInvalidValue;
@@ -1906,7 +1912,7 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
       return cudaLaunchKernelEx(&config, ws, q, int(heads), window, comp, int(plan.window_capacity),
                                 int(plan.comp_capacity), int(plan.keys_per_split), int(plan.splits),
                                 scale * k_log2e, static_cast<float*>(nullptr),
-                                static_cast<float2*>(nullptr), sinks, out, l2_ahead);
+                                static_cast<float2*>(nullptr), sinks, out, opts);
     }
     if (plan.wgmma && plan.producer) {
       auto* const ws = ws_kernel<false, act_t>(plan);
@@ -1920,7 +1926,7 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
       ws<<<grid, k_ws_threads, k_ws_smem, stream>>>(
           q, int(heads), window, comp, int(plan.window_capacity), int(plan.comp_capacity),
           int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o, part_ml, sinks, out,
-          l2_ahead);
+          opts);
       if (!plan.combine) return cudaGetLastError();
       return launch_combine(heads, tokens, plan, part_o, part_ml, sinks, out, stream);
     }

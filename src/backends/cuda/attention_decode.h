@@ -83,6 +83,11 @@ struct attention_decode_plan {
   // (prefetch.global.L2 of its 128-byte lines) when it issues tile j into the key ring, so
   // more bytes are in flight than the ring's free stages hold (0: off; at most 6). Timing only.
   int l2_prefetch = 0;
+  // With alt (producer kernels): when the stage for the next tile is not free yet, the producer
+  // publishes the tiles it has issued but the newest before it blocks. true: it finds that out
+  // with a non-blocking mbarrier.test_wait; false: with mbarrier.try_wait, which may suspend the
+  // producer for a while first, tiles landed but unpublished. Timing only.
+  bool publish_early = false;
   // Fused (bf16 pools): the `splits` CTAs of a (token, head group) run as one thread block
   // cluster (splits 1, 2, 4, 8 or 16; 16 is a non-portable cluster size) and merge their partial
   // sums through distributed shared memory, writing the normalized output with the sink themselves:
