@@ -53,6 +53,18 @@
 // output channels, so one warpgroup's S of tile k + 1 overlaps the other's softmax of tile k.
 // The softmax chain runs over the tiles in order, as in-turn; only S is summed in one f32 chain
 // of 32 channel steps instead of two halves added: not bit-equal to the other schedules.
+// Where alt's time goes (ATTN8 helper, H100 2026-11-26, ncu source counters, HCA 1M T=32, 65
+// tiles per CTA): 44% of the warp stall samples sit in mbarrier waits: the owner's wait for the
+// rows of tile k + 2 32% (20.5% with plan.publish_early), the producer's wait for a free stage
+// 8.8%; hand-off and wgmma waits 5-7% each. The kernel takes the same time on the H100 and the
+// H200 (~2.1 TB/s at HCA 1M T=32), so DRAM bandwidth is not the limit; the consumers wait for the
+// ring (4 stages of 32 KB, up to 3 held by the consumers under alt). Every token reading token
+// 0's rows was 1-6% faster (the CTAs read the shared rows at about the same time, so this removes
+// little latency). Tried, same process (bench_attention --alt-rows; branch wip/attn8 994c299 ..
+// 3d03581), and dropped: leaving the partner tile's P V in flight through the next owned softmax
+// 0.97-1.00x alt; also leaving the owned P V in flight 0.88-0.89x; prefetching the rows of tiles
+// 2-6 ahead into L2 (prefetch.global.L2 per 128-byte line) 0.78-0.80x (its requests compete
+// with the ring's cp.async).
 //
 // Each CTA writes its unnormalized accumulators and (max, sum) per head; the combine kernel
 // merges the splits and adds the sink to the denominator: m = max(sink, m_i),
@@ -796,29 +808,16 @@ constexpr int k_ws_in_turn = 0;
 constexpr int k_ws_overlap = 1;
 constexpr int k_ws_pairs = 2;
 constexpr int k_ws_alt = 3;
-constexpr int k_ws_alt_defer = 4;        // plan.alt with plan.alt_defer 1
-constexpr int k_ws_alt_defer_own = 5;    // plan.alt with plan.alt_defer 2
-constexpr int k_ws_schedules = 6;        // sizes the per-schedule "attributes set" flags
-constexpr int k_ws_max_l2_prefetch = 6;  // plan.l2_prefetch's bound
-
-// One 128-byte line into L2 (per-thread addresses; cp.async.bulk.prefetch takes a warp-uniform
-// address, so per-lane rows would be issued one lane at a time).
-__device__ __forceinline__ void prefetch_l2_line(const void* p) {
-  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
-}
+constexpr int k_ws_schedules = 4;  // sizes the per-schedule "attributes set" flags
 
 template <int sched, bool fused, typename act_t>
 __global__ void __launch_bounds__(k_ws_threads, 1)
     attention_decode_ws_kernel(const act_t* q, int heads, kv_rows<__nv_bfloat16> window,
                                kv_rows<__nv_bfloat16> comp, int cap_w, int cap_c,
                                int keys_per_split, int splits, float scale_log2, float* part_o,
-                               float2* part_ml, const float* sinks, act_t* out, int opts) {
+                               float2* part_ml, const float* sinks, act_t* out,
+                               bool publish_early) {
   using pool_t = __nv_bfloat16;
-  constexpr bool alt_like =
-      sched == k_ws_alt || sched == k_ws_alt_defer || sched == k_ws_alt_defer_own;
-  // opts: plan.l2_prefetch in bits 0-7, plan.publish_early in bit 8.
-  const int l2_ahead = opts & 0xff;
-  const bool publish_early = (opts >> 8) & 1;
   namespace wgm = attention_wgmma;
   extern __shared__ __align__(1024) unsigned char smem[];
   const uint32_t q_s = smem_u32(smem);
@@ -893,10 +892,6 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       return src ? __ldg(src) : -1;  // -1: row_ref gives no row
     };
     int32_t v0 = index_of_tile(0), v1 = index_of_tile(1), v2 = index_of_tile(2);
-    // plan.l2_prefetch: after issuing tile j, the rows of tile j + 1 + l2_ahead go to L2; vpf is
-    // that tile's index, loaded one iteration before its use (a register queue as deep as the
-    // distance spilled to local memory at 56 registers).
-    int32_t vpf = l2_ahead > 0 ? index_of_tile(1 + l2_ahead) : -1;
     int published = 0;  // alt: this thread has arrived on `full` for tiles [0, published)
 #pragma unroll 1
     for (int j = 0; j < n_live; ++j) {
@@ -920,7 +915,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         // Publish tile j - lead (its group is complete once at most lead - 1 newer ones pend).
         cp_async_wait<k_ws_lead - 1>();
         wgm::fence_async_smem();
-        if (!alt_like || j - k_ws_lead >= published) {
+        if (sched != k_ws_alt || j - k_ws_lead >= published) {
           mbar::arrive(full_bar + 8 * ((j - k_ws_lead) % k_ws_stages));
           published = j - k_ws_lead + 1;
         }
@@ -930,7 +925,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       // Stage reuse: the consumers released tile j - stages (phase j / stages - 1 of `empty`).
       if (j >= k_ws_stages) {
         const uint32_t bar = empty_bar + 8 * stage, parity = uint32_t(j / k_ws_stages - 1) & 1u;
-        if constexpr (alt_like) {
+        if constexpr (sched == k_ws_alt) {
           // Alternate tiles: a warpgroup waits for tile k + 2 (its next S) while it still holds
           // tile k, whose release this wait may need before the lead would publish tile k + 2.
           // So before blocking, the issued tiles but the newest are published (each thread for
@@ -939,9 +934,11 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
           // whole load latency on the consumers' chain (reasoned, not measured apart).
           // No deadlock: this wait needs the release of tile j - 4, which needs no tile past
           // j - 2 (a warpgroup waits for tile t + 2 only after releasing t - 1).
-          // plan.publish_early: a non-blocking test first (try_wait may suspend the thread for a
-          // system-dependent time before it fails, with the landed tiles still unpublished;
-          // ncu, H100, HCA 1M T=32: the owner's wait for tile k + 2 took 32% of the samples).
+          // plan.publish_early: the stage is tested without blocking (mbarrier.test_wait);
+          // try_wait may suspend the producer for a while before it fails, the landed tiles
+          // unpublished meanwhile. ncu (H100, HCA 1M T=32, ATTN8 helper): with try_wait the
+          // owner's wait for tile k + 2 held 32% of the kernel's warp stall samples, with
+          // test_wait 20.5% (the producer's empty wait 8.8% -> 7.7%).
           if (!(publish_early ? mbar::test_wait(bar, parity) : mbar::try_wait(bar, parity))) {
             if (published < j - 1) {
               cp_async_wait<1>();
@@ -973,28 +970,12 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       }
       if (pw == 0 && lane == 0) masks[stage] = mask;  // published by this lane's arrival
       cp_async_commit();
-      if (l2_ahead > 0) {
-        if (j + 1 + l2_ahead < n_live) {
-          const pool_t* pp = space.row_ref(tile_start(j + 1 + l2_ahead) + lane, vpf);
-          // Producer warp pw takes rows 8 pw .. 8 pw + 7 of the tile (as its copies), lane l two
-          // of the eight 128-byte lines of row 8 pw + l / 4.
-          const char* pl = reinterpret_cast<const char*>(__shfl_sync(
-              0xffffffffu, reinterpret_cast<unsigned long long>(pp),
-              pw * k_ws_rows_per_producer + lane / (k_warp_size / k_ws_rows_per_producer)));
-          if (pl) {
-            const char* line = pl + (lane % 4) * 256;
-            prefetch_l2_line(line);
-            prefetch_l2_line(line + 128);
-          }
-        }
-        vpf = index_of_tile(j + 2 + l2_ahead);
-      }
     }
     cp_async_wait<0>();
     wgm::fence_async_smem();
     // The tiles not yet published: the last lead ones, or (pairs) those from the last pair's
     // first tile ((n_live - 1) / 2 * 2; none without tiles).
-    const int unpublished = alt_like              ? published
+    const int unpublished = sched == k_ws_alt     ? published
                             : sched == k_ws_pairs ? (n_live > 0 ? (n_live - 1) / 2 * 2 : 0)
                                                   : max(0, n_live - k_ws_lead);
 #pragma unroll 1
@@ -1368,7 +1349,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         fence_acc();
         release(k);
       }
-    } else if constexpr (alt_like) {
+    } else if constexpr (sched == k_ws_alt) {
       // Alternate tiles (plan.alt): warpgroup `half` owns tiles k == half (mod 2). Tile k's
       // online softmax is one chain over the tiles in order, whichever warpgroup runs it:
       //   m_k = max(m_{k-1}, row max of S_k), corr_k = 2^(m_{k-1} - m_k), P_k = 2^(S_k - m_k),
@@ -1428,152 +1409,69 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         kb_s = wait_full(own, mask_s);
         issue_scores_full(sd, kb_s);
       }
-      // The partner's tile k: its hand-off (P_k, m_k, l_k) -> corr_k, (m, l) (as the owner's
-      // softmax_local set them).
-      auto take_hand_off = [&](int k) {
-        const int buf = k & 1;
-        mbar::named_sync(hand_bar(k), 2 * k_warp_size);
-        const uint4 a0 = hand_p[(buf * 2 + 0) * 128 + tid];
-        const uint4 a1 = hand_p[(buf * 2 + 1) * 128 + tid];
-        const float4 st = hand_s[buf * 128 + tid];
-        pas_in[0][0] = a0.x;
-        pas_in[0][1] = a0.y;
-        pas_in[0][2] = a0.z;
-        pas_in[0][3] = a0.w;
-        pas_in[1][0] = a1.x;
-        pas_in[1][1] = a1.y;
-        pas_in[1][2] = a1.z;
-        pas_in[1][3] = a1.w;
-        const float m_new[2] = {st.x, st.y};
-#pragma unroll
-        for (int i = 0; i < 2; ++i) {
-          const float m_use = m_new[i] == -INFINITY ? 0.0f : m_new[i];  // as softmax_local
-          corr[i] = exp2f(m[i] - m_use);
-          m[i] = m_new[i];
-        }
-        l[0] = st.z;
-        l[1] = st.w;
-      };
-      // Owned tile k's softmax from the completed S in sd, and its hand-off to the partner.
-      auto own_softmax = [&](int k) {
-        const int buf = k & 1;
-#pragma unroll
-        for (int j = 0; j < 4; ++j)
-#pragma unroll
-          for (int e = 0; e < 4; ++e) p[j][e] = sd[4 * j + e];
-        softmax_local(mask_s, p, corr);
-        pack(p, pas);
-        hand_p[(buf * 2 + 0) * 128 + tid] = make_uint4(pas[0][0], pas[0][1], pas[0][2], pas[0][3]);
-        hand_p[(buf * 2 + 1) * 128 + tid] = make_uint4(pas[1][0], pas[1][1], pas[1][2], pas[1][3]);
-        hand_s[buf * 128 + tid] = make_float4(m[0], m[1], l[0], l[1]);
-        mbar::named_arrive(hand_bar(k), 2 * k_warp_size);
-      };
-      if constexpr (sched == k_ws_alt_defer || sched == k_ws_alt_defer_own) {
-        // plan.alt_defer: the partner's tile k: hand-off, wait for S of the next owned tile
-        // (the only wgmma in flight; no accumulator rescale with a wgmma in flight), rescale,
-        // issue P V_k and leave it in flight through the next owned step's softmax and hand-off.
-        // Owned tile k: softmax of S_k (complete: the step before waited for it), hand-off, then
-        // wait for P V_{k-1}, release its stage, rescale, P V_k (waited for: the stage of tile
-        // k + 2 needs this warpgroup's release of k), S_{k+2}. Every path into the loop head has
-        // waited for S (wait<0> after the partner's step, or in the prologue / the last owned
-        // step), so the softmax reads sd with only a P V in flight (C7514 otherwise).
-        // plan.alt_defer 2 (k_ws_alt_defer_own): the owned P V_k is not waited for either; S_{k+2}
-        // is issued behind it and the partner step's wait covers both (tile k's stage is then
-        // released there: the producer's tile k + 4 waits that much longer).
-        constexpr bool defer_own = sched == k_ws_alt_defer_own;
-        int pending = -1;      // the partner tile whose P V is in flight (stage not yet released)
-        int pending_own = -1;  // defer_own: the owned tile whose P V is in flight
-        auto release_pending = [&] {
-          if (pending >= 0) release(pending);
-          pending = -1;
-          if (defer_own && pending_own >= 0) release(pending_own);
-          pending_own = -1;
-        };
-        auto partner_step = [&](int k) {
-          uint32_t unused;
-          const uint32_t kb = wait_full(k, unused);
-          take_hand_off(k);
-          wgm::wait<0>();  // S_{k+1} (and, defer_own, P V of the owned tile k - 1)
-#pragma unroll
-          for (int i = 0; i < 16; ++i) wgm::reg_fence(sd[i]);
-          fence_acc();
-          release_pending();
-          rescale(corr);
-          issue_pv(pas_in, kb);
-          pending = k;
-        };
-        // Both paths wait for S (an S in flight at the loop head on a path ptxas cannot rule
-        // out, such as own == 1 without tiles, serializes every wgmma: C7514).
-        if (own == 1 && n_live > 0) {
-          partner_step(0);
-        } else {
-          wgm::wait<0>();  // S_0 (or nothing)
-#pragma unroll
-          for (int i = 0; i < 16; ++i) wgm::reg_fence(sd[i]);
-        }
 #pragma unroll 1
-        for (int k = own; k < n_live; k += 2) {
-          own_softmax(k);
-          wgm::wait<0>();  // P V of the partner's tile k - 1
-          fence_acc();
-          release_pending();
+      for (int k = 0; k < n_live; ++k) {
+        const int buf = k & 1;
+        if (buf == own) {
+          // S_k: waited for at step k - 1 (after its P V), or here for k = 0; nothing else is
+          // in flight. wait<0>, not wait<1>: ptxas cannot see that an owned step never follows
+          // an owned step, and S_{k+2} would be the newest group on that path (C7514).
+          wgm::wait<0>();
+#pragma unroll
+          for (int i = 0; i < 16; ++i) wgm::reg_fence(sd[i]);
+          const uint32_t kb = kb_s;
+#pragma unroll
+          for (int j = 0; j < 4; ++j)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) p[j][e] = sd[4 * j + e];
+          softmax_local(mask_s, p, corr);
+          pack(p, pas);
+          hand_p[(buf * 2 + 0) * 128 + tid] =
+              make_uint4(pas[0][0], pas[0][1], pas[0][2], pas[0][3]);
+          hand_p[(buf * 2 + 1) * 128 + tid] =
+              make_uint4(pas[1][0], pas[1][1], pas[1][2], pas[1][3]);
+          hand_s[buf * 128 + tid] = make_float4(m[0], m[1], l[0], l[1]);
+          mbar::named_arrive(hand_bar(k), 2 * k_warp_size);
           rescale(corr);
-          issue_pv(pas, kb_s);
-          if constexpr (defer_own) {
-            pending_own = k;
-          } else {
-            wgm::wait<0>();
-            fence_acc();
-            release(k);
-          }
+          issue_pv(pas, kb);
+          wgm::wait<0>();
+          fence_acc();
+          release(k);
           if (k + 2 < n_live) {
             kb_s = wait_full(k + 2, mask_s);
             issue_scores_full(sd, kb_s);
           }
-          if (k + 1 < n_live) {
-            partner_step(k + 1);
-          } else {
-            wgm::wait<0>();
+        } else {
+          uint32_t unused;
+          const uint32_t kb = wait_full(k, unused);
+          mbar::named_sync(hand_bar(k), 2 * k_warp_size);
+          const uint4 a0 = hand_p[(buf * 2 + 0) * 128 + tid];
+          const uint4 a1 = hand_p[(buf * 2 + 1) * 128 + tid];
+          const float4 st = hand_s[buf * 128 + tid];
+          pas_in[0][0] = a0.x;
+          pas_in[0][1] = a0.y;
+          pas_in[0][2] = a0.z;
+          pas_in[0][3] = a0.w;
+          pas_in[1][0] = a1.x;
+          pas_in[1][1] = a1.y;
+          pas_in[1][2] = a1.z;
+          pas_in[1][3] = a1.w;
+          const float m_new[2] = {st.x, st.y};
 #pragma unroll
-            for (int i = 0; i < 16; ++i) wgm::reg_fence(sd[i]);
+          for (int i = 0; i < 2; ++i) {
+            const float m_use = m_new[i] == -INFINITY ? 0.0f : m_new[i];  // as softmax_local
+            corr[i] = exp2f(m[i] - m_use);
+            m[i] = m_new[i];
           }
-        }
-        wgm::wait<0>();
-        fence_acc();
-        release_pending();
-      } else {
-#pragma unroll 1
-        for (int k = 0; k < n_live; ++k) {
-          if ((k & 1) == own) {
-            // S_k: waited for at step k - 1 (after its P V), or here for k = 0; nothing else is
-            // in flight. wait<0>, not wait<1>: ptxas cannot see that an owned step never follows
-            // an owned step, and S_{k+2} would be the newest group on that path (C7514).
-            wgm::wait<0>();
-#pragma unroll
-            for (int i = 0; i < 16; ++i) wgm::reg_fence(sd[i]);
-            const uint32_t kb = kb_s;
-            own_softmax(k);
-            rescale(corr);
-            issue_pv(pas, kb);
-            wgm::wait<0>();
-            fence_acc();
-            release(k);
-            if (k + 2 < n_live) {
-              kb_s = wait_full(k + 2, mask_s);
-              issue_scores_full(sd, kb_s);
-            }
-          } else {
-            uint32_t unused;
-            const uint32_t kb = wait_full(k, unused);
-            take_hand_off(k);
-            wgm::wait<0>();  // S_{k+1} (no accumulator rescale with a wgmma in flight)
-            fence_acc();
-            rescale(corr);
-            issue_pv(pas_in, kb);
-            wgm::wait<0>();
-            fence_acc();
-            release(k);
-          }
+          l[0] = st.z;
+          l[1] = st.w;
+          wgm::wait<0>();  // S_{k+1} (no accumulator rescale with a wgmma in flight)
+          fence_acc();
+          rescale(corr);
+          issue_pv(pas_in, kb);
+          wgm::wait<0>();
+          fence_acc();
+          release(k);
         }
       }
     } else if constexpr (sched == k_ws_pairs) {
@@ -1825,17 +1723,11 @@ cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode
 
 // The consumer schedule a plan runs (alternate tiles over pairs over overlap).
 int ws_sched(const attention_decode_plan& plan) {
-  if (plan.alt)
-    return plan.alt_defer == 2 ? k_ws_alt_defer_own : plan.alt_defer ? k_ws_alt_defer : k_ws_alt;
-  return plan.pairs ? k_ws_pairs : plan.overlap ? k_ws_overlap : k_ws_in_turn;
+  return plan.alt ? k_ws_alt : plan.pairs ? k_ws_pairs : plan.overlap ? k_ws_overlap : k_ws_in_turn;
 }
 template <bool fused, typename act_t>
 auto ws_kernel(const attention_decode_plan& plan) {
   switch (ws_sched(plan)) {
-    case k_ws_alt_defer_own:
-      return attention_decode_ws_kernel<k_ws_alt_defer_own, fused, act_t>;
-    case k_ws_alt_defer:
-      return attention_decode_ws_kernel<k_ws_alt_defer, fused, act_t>;
     case k_ws_alt:
       return attention_decode_ws_kernel<k_ws_alt, fused, act_t>;
     case k_ws_pairs:
@@ -1880,10 +1772,6 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
   const int64_t groups = ceil_div(heads, k_rows);
   const dim3 grid(unsigned(plan.splits), unsigned(groups), unsigned(tokens));
   if constexpr (std::is_same_v<pool_t, __nv_bfloat16>) {
-    if (plan.l2_prefetch < 0 || plan.l2_prefetch > k_ws_max_l2_prefetch || plan.alt_defer < 0 ||
-        plan.alt_defer > 2)
-      return cudaErrorInvalidValue;
-    const int opts = int(plan.l2_prefetch) | (plan.publish_early ? 1 << 8 : 0);
     if (plan.fused) {
       if (plan.splits > k_fused_max_cluster || (plan.splits & (plan.splits - 1)) != 0)
         return cudaErrorInvalidValue;
@@ -1912,7 +1800,7 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
       return cudaLaunchKernelEx(&config, ws, q, int(heads), window, comp, int(plan.window_capacity),
                                 int(plan.comp_capacity), int(plan.keys_per_split), int(plan.splits),
                                 scale * k_log2e, static_cast<float*>(nullptr),
-                                static_cast<float2*>(nullptr), sinks, out, opts);
+                                static_cast<float2*>(nullptr), sinks, out, plan.publish_early);
     }
     if (plan.wgmma && plan.producer) {
       auto* const ws = ws_kernel<false, act_t>(plan);
@@ -1926,7 +1814,7 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
       ws<<<grid, k_ws_threads, k_ws_smem, stream>>>(
           q, int(heads), window, comp, int(plan.window_capacity), int(plan.comp_capacity),
           int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o, part_ml, sinks, out,
-          opts);
+          plan.publish_early);
       if (!plan.combine) return cudaGetLastError();
       return launch_combine(heads, tokens, plan, part_o, part_ml, sinks, out, stream);
     }

@@ -73,20 +73,11 @@ struct attention_decode_plan {
   // pairs and overlap. On in split plans with the producer and in fused plans
   // (attention_decode_plan.cpp).
   bool alt = false;
-  // With alt: the warpgroup that takes the partner's tile k issues its P V and does not wait
-  // for it; it runs the softmax of its own tile k + 1 (and the hand-off) while that P V is on the
-  // tensor cores, and waits only before rescaling the accumulators for tile k + 1. Same products
-  // in the same order as alt: the output is alt's bit for bit. 2: also the warpgroup's P V of its
-  // own tile stays in flight while it issues S of its next tile (released one step later).
-  int alt_defer = 0;
-  // With producer: the producer also prefetches the rows of tile j + l2_prefetch into L2
-  // (prefetch.global.L2 of its 128-byte lines) when it issues tile j into the key ring, so
-  // more bytes are in flight than the ring's free stages hold (0: off; at most 6). Timing only.
-  int l2_prefetch = 0;
-  // With alt (producer kernels): when the stage for the next tile is not free yet, the producer
-  // publishes the tiles it has issued but the newest before it blocks. true: it finds that out
-  // with a non-blocking mbarrier.test_wait; false: with mbarrier.try_wait, which may suspend the
-  // producer for a while first, tiles landed but unpublished. Timing only.
+  // With alt (split or fused): when the stage for its next tile is not free yet, the producer
+  // publishes the tiles it has issued but the newest before it blocks. true: it tests the stage
+  // with mbarrier.test_wait (no blocking); false: with mbarrier.try_wait, which may suspend the
+  // producer for a while first, landed tiles unpublished meanwhile. Timing only (the output is
+  // the same bit for bit). On in the split and fused plans (attention_decode_plan.cpp).
   bool publish_early = false;
   // Fused (bf16 pools): the `splits` CTAs of a (token, head group) run as one thread block
   // cluster (splits 1, 2, 4, 8 or 16; 16 is a non-portable cluster size) and merge their partial
