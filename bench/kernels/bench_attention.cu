@@ -81,6 +81,11 @@ bool g_twice = false;
 bool g_focus = false;   // --focus: the decode cases that matter, extra plan rows, no old kernels
 bool g_kv_fp8 = false;  // --kv-fp8: bf16 pools vs FP8 records only
 bool g_lean = false;    // --cases: the attention_decode bf16 kernels only (no other rows)
+// --alt-rows (with --cases): only the alternate-tile schedule's rows: the plan as made, alt with
+// and without plan.publish_early (two rounds), the same with every token reading token 0's key
+// rows ("hot": rows another CTA has read already come from L2; H100 2026-11-26: within 1-3% of
+// the cold rows at HCA 1M), and the plan without its combine launch.
+bool g_alt_rows = false;
 size_t g_l2 = 60u << 20;
 void* g_flush = nullptr;
 size_t g_flush_bytes = 0;
@@ -415,6 +420,91 @@ void bench_small_rows(cublasHandle_t blas, int sms, int64_t T, int64_t H, bool h
   CHECK(cudaStreamDestroy(st));
 }
 
+// ---- --alt-rows: the alternate-tile schedule's producer variants (plan.publish_early) ----
+void bench_alt_rows(int sms, int64_t T, int64_t H, int64_t d, int64_t W, int64_t cap_c,
+                    const __nv_bfloat16* q16, const float* sinks, __nv_bfloat16* out16,
+                    const dsv4::cuda::kv_rows<__nv_bfloat16>& w16,
+                    const dsv4::cuda::kv_rows<__nv_bfloat16>& c16, const std::vector<int32_t>& wr,
+                    int64_t table_width, const char* shape, double bytes16, double flops) {
+  const float scale = 1.0f / std::sqrt(float(d));
+  const size_t n_out = size_t(T * H * d);
+  const auto made = dsv4::cuda::attention_decode_make_plan(T, H, d, W, cap_c, sms);
+  void* scratch = device_alloc<unsigned char>(std::max<size_t>(made.scratch_bytes, 16));
+  __nv_bfloat16* ref = device_alloc<__nv_bfloat16>(n_out);
+  auto run = [&](const dsv4::cuda::attention_decode_plan& p,
+                 const dsv4::cuda::kv_rows<__nv_bfloat16>& w,
+                 const dsv4::cuda::kv_rows<__nv_bfloat16>& c, __nv_bfloat16* o) {
+    CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
+        q16, T, H, d, w, &c, sinks, scale, o, p, scratch, p.scratch_bytes, 0)));
+  };
+  // Hot sources: every token reads token 0's window rows and block table row.
+  std::vector<int32_t> wr_hot(wr.size());
+  for (size_t i = 0; i < wr.size(); ++i) wr_hot[i] = wr[i % size_t(W)];
+  int32_t* wrows_hot = upload_i32(wr_hot);
+  int32_t* seq_hot = nullptr;
+  auto w_hot = w16;
+  w_hot.rows = wrows_hot;
+  auto c_hot = c16;
+  if (!c16.rows && c16.pool) {
+    seq_hot = upload_i32(std::vector<int32_t>(size_t(T), 0));
+    c_hot.token_seq = seq_hot;
+  } else if (c16.rows) {
+    std::vector<int32_t> cr(size_t(T * c16.rows_width));
+    CHECK(cudaMemcpy(cr.data(), c16.rows, cr.size() * 4, cudaMemcpyDeviceToHost));
+    for (size_t i = 0; i < cr.size(); ++i) cr[i] = cr[i % size_t(c16.rows_width)];
+    c_hot.rows = upload_i32(cr);
+  }
+  (void)table_width;
+  run(made, w16, c16, ref);
+  CHECK(cudaDeviceSynchronize());
+  struct variant {
+    const char* label;
+    bool hot;
+    bool early;
+  };
+  // "try_wait": plan.publish_early off (the producer's blocking stage test).
+  const variant variants[] = {{"alt try_wait", false, false},
+                              {"alt", false, true},
+                              {"hot alt try_wait", true, false},
+                              {"hot alt", true, true}};
+  // A discarded warm-up, then two rounds over the variants (the first timed row of a case has
+  // measured up to ~10% slower than the same kernel timed next).
+  (void)time_ms([&] { run(made, w16, c16, out16); });
+  const double ms_made = time_ms([&] { run(made, w16, c16, out16); });
+  print_row(made.fused ? "plan: fused" : "plan: split", shape, ms_made, bytes16, flops);
+  for (int round = 1; round <= 2; ++round) {
+    double base = 0;
+    for (const variant& v : variants) {
+      auto p = made;
+      p.producer = true;
+      p.alt = true;
+      p.publish_early = v.early;
+      const auto& w = v.hot ? w_hot : w16;
+      const auto& c = v.hot ? c_hot : c16;
+      const double ms = time_ms([&] { run(p, w, c, out16); });
+      char l[64];
+      std::snprintf(l, sizeof(l), "  r%d %s", round, v.label);
+      print_row(l, shape, ms, bytes16, flops);
+      if (base == 0) base = ms;
+      if (!v.hot)
+        std::printf("    alt / this %.3fx; max |out - plan out| / max |plan out| %.3g\n", base / ms,
+                    rel_diff(out16, ref, n_out));
+    }
+  }
+  // The main kernel alone (no combine launch).
+  if (!made.fused) {
+    auto p = made;
+    p.combine = false;
+    const double ms = time_ms([&] { run(p, w16, c16, out16); });
+    print_row("  plan, no combine", shape, ms, bytes16, flops);
+  }
+  cudaFree(ref);
+  cudaFree(scratch);
+  cudaFree(wrows_hot);
+  if (seq_hot) cudaFree(seq_hot);
+  if (c16.rows) cudaFree(const_cast<int32_t*>(c_hot.rows));
+}
+
 // ---- attention cases ----
 // CSA: window 128 + top-k rows (explicit); HCA: window 128 + all n / 128 entries (paged).
 void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bool hca,
@@ -518,6 +608,23 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
   // The plan's tiles and split on the warp-specialized wgmma kernel with the S / P V overlap,
   // without it, on the synchronous wgmma kernel and on mma.sync (whatever the plan would pick);
   // the other rows run the plan as made.
+  if (g_alt_rows) {
+    bench_alt_rows(sms, T, H, d, W, hca ? table_width * 128 : top_k, q16, sinks, out16, w16, c16,
+                   wr, hca ? table_width : 0, shape, bytes16, flops);
+    cudaFree(q32);
+    cudaFree(q16);
+    cudaFree(sinks);
+    cudaFree(out32);
+    cudaFree(out16);
+    cudaFree(wrows);
+    cudaFree(crows);
+    cudaFree(table);
+    cudaFree(seq);
+    cudaFree(vis);
+    cudaFree(gather_idx);
+    cudaFree(scratch);
+    return;
+  }
   auto ws_plan = plan;
   ws_plan.producer = true;
   ws_plan.overlap = true;
@@ -1144,6 +1251,8 @@ int main(int argc, char** argv) {
       g_small = true;
     else if (std::strcmp(argv[i], "--twice") == 0)
       g_twice = true;
+    else if (std::strcmp(argv[i], "--alt-rows") == 0)
+      g_alt_rows = true;
   }
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));

@@ -57,6 +57,7 @@ TEST(attention_decode_plan, hca_8k_thirty_two_tokens_takes_clusters_of_two) {
   EXPECT_EQ(p.keys_per_split, 3 * 32);
   EXPECT_FALSE(p.pairs);  // fused CTAs: not measured with tile pairs
   EXPECT_TRUE(p.alt);     // alternate tiles measured faster in every fused shape
+  EXPECT_TRUE(p.publish_early);
 }
 
 TEST(attention_decode_plan, hca_1m_one_token_halves_splits_past_64) {
@@ -69,6 +70,7 @@ TEST(attention_decode_plan, hca_1m_one_token_halves_splits_past_64) {
   EXPECT_TRUE(p.producer);
   EXPECT_TRUE(p.pairs);
   EXPECT_TRUE(p.alt);  // alternate tiles per consumer warpgroup where the producer kernel runs
+  EXPECT_TRUE(p.publish_early);  // the producer's non-blocking stage test before it publishes
 }
 
 TEST(attention_decode_plan, default_tiles_per_split_follow_the_step_size) {

@@ -53,6 +53,18 @@
 // output channels, so one warpgroup's S of tile k + 1 overlaps the other's softmax of tile k.
 // The softmax chain runs over the tiles in order, as in-turn; only S is summed in one f32 chain
 // of 32 channel steps instead of two halves added: not bit-equal to the other schedules.
+// Where alt's time goes (ATTN8 helper, H100 2026-11-26, ncu source counters, HCA 1M T=32, 65
+// tiles per CTA): 44% of the warp stall samples sit in mbarrier waits: the owner's wait for the
+// rows of tile k + 2 32% (20.5% with plan.publish_early), the producer's wait for a free stage
+// 8.8%; hand-off and wgmma waits 5-7% each. The kernel takes the same time on the H100 and the
+// H200 (~2.1 TB/s at HCA 1M T=32), so DRAM bandwidth is not the limit; the consumers wait for the
+// ring (4 stages of 32 KB, up to 3 held by the consumers under alt). Every token reading token
+// 0's rows was 1-6% faster (the CTAs read the shared rows at about the same time, so this removes
+// little latency). Tried, same process (bench_attention --alt-rows; branch wip/attn8 994c299 ..
+// 3d03581), and dropped: leaving the partner tile's P V in flight through the next owned softmax
+// 0.97-1.00x alt; also leaving the owned P V in flight 0.88-0.89x; prefetching the rows of tiles
+// 2-6 ahead into L2 (prefetch.global.L2 per 128-byte line) 0.78-0.80x (its requests compete
+// with the ring's cp.async).
 //
 // Each CTA writes its unnormalized accumulators and (max, sum) per head; the combine kernel
 // merges the splits and adds the sink to the denominator: m = max(sink, m_i),
@@ -803,7 +815,8 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     attention_decode_ws_kernel(const act_t* q, int heads, kv_rows<__nv_bfloat16> window,
                                kv_rows<__nv_bfloat16> comp, int cap_w, int cap_c,
                                int keys_per_split, int splits, float scale_log2, float* part_o,
-                               float2* part_ml, const float* sinks, act_t* out) {
+                               float2* part_ml, const float* sinks, act_t* out,
+                               bool publish_early) {
   using pool_t = __nv_bfloat16;
   namespace wgm = attention_wgmma;
   extern __shared__ __align__(1024) unsigned char smem[];
@@ -921,7 +934,12 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
           // whole load latency on the consumers' chain (reasoned, not measured apart).
           // No deadlock: this wait needs the release of tile j - 4, which needs no tile past
           // j - 2 (a warpgroup waits for tile t + 2 only after releasing t - 1).
-          if (!mbar::try_wait(bar, parity)) {
+          // plan.publish_early: the stage is tested without blocking (mbarrier.test_wait);
+          // try_wait may suspend the producer for a while before it fails, the landed tiles
+          // unpublished meanwhile. ncu (H100, HCA 1M T=32, ATTN8 helper): with try_wait the
+          // owner's wait for tile k + 2 held 32% of the kernel's warp stall samples, with
+          // test_wait 20.5% (the producer's empty wait 8.8% -> 7.7%).
+          if (!(publish_early ? mbar::test_wait(bar, parity) : mbar::try_wait(bar, parity))) {
             if (published < j - 1) {
               cp_async_wait<1>();
               wgm::fence_async_smem();
@@ -1782,7 +1800,7 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
       return cudaLaunchKernelEx(&config, ws, q, int(heads), window, comp, int(plan.window_capacity),
                                 int(plan.comp_capacity), int(plan.keys_per_split), int(plan.splits),
                                 scale * k_log2e, static_cast<float*>(nullptr),
-                                static_cast<float2*>(nullptr), sinks, out);
+                                static_cast<float2*>(nullptr), sinks, out, plan.publish_early);
     }
     if (plan.wgmma && plan.producer) {
       auto* const ws = ws_kernel<false, act_t>(plan);
@@ -1795,7 +1813,8 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
       }
       ws<<<grid, k_ws_threads, k_ws_smem, stream>>>(
           q, int(heads), window, comp, int(plan.window_capacity), int(plan.comp_capacity),
-          int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o, part_ml, sinks, out);
+          int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o, part_ml, sinks, out,
+          plan.publish_early);
       if (!plan.combine) return cudaGetLastError();
       return launch_combine(heads, tokens, plan, part_o, part_ml, sinks, out, stream);
     }

@@ -73,6 +73,12 @@ struct attention_decode_plan {
   // pairs and overlap. On in split plans with the producer and in fused plans
   // (attention_decode_plan.cpp).
   bool alt = false;
+  // With alt (split or fused): when the stage for its next tile is not free yet, the producer
+  // publishes the tiles it has issued but the newest before it blocks. true: it tests the stage
+  // with mbarrier.test_wait (no blocking); false: with mbarrier.try_wait, which may suspend the
+  // producer for a while first, landed tiles unpublished meanwhile. Timing only (the output is
+  // the same bit for bit). On in the split and fused plans (attention_decode_plan.cpp).
+  bool publish_early = false;
   // Fused (bf16 pools): the `splits` CTAs of a (token, head group) run as one thread block
   // cluster (splits 1, 2, 4, 8 or 16; 16 is a non-portable cluster size) and merge their partial
   // sums through distributed shared memory, writing the normalized output with the sink themselves:
