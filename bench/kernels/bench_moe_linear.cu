@@ -62,6 +62,11 @@ using bench::median;
 using bench::read_kernel;
 
 bool g_decode_only = false;
+// --decode-ab: per (shape, format, T) only the repacked layout (the engine's), bf16 activations,
+// official and exact order, each timed with the shift expansion off (decode_pairs, before MOE7)
+// and on (decode_pairs_shift) in alternation: rows "rp ... rot" / "rp ... shift" and their ratio;
+// with --profile, the repacked official call with each expansion (no checkpoint layout).
+bool g_decode_ab = false;
 // Decode-section selection (--shapes flash,pro --formats mxfp4,nvfp4 --tokens 1,4,16,64): which
 // rows run; all of them by default.
 std::string g_shapes = "flash,pro", g_formats = "mxfp4,nvfp4";
@@ -617,6 +622,31 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
               ws, wsb, y, st));
       };
     };
+    if (g_decode_ab) {
+      const repacked_copy r1(w1, {}), r3(w3, {}), r2(w2, {});
+      for (int official = 1; official >= 0; --official) {
+        const auto fn = official ? dc::moe_decode_experts_official_repacked<__nv_bfloat16>
+                                 : dc::moe_decode_experts_repacked<__nv_bfloat16>;
+        const auto body = [=, &r1, &r3, &r2](int i, cudaStream_t st) {
+          CK(fn(xb, T, idx + size_t(i) * T * K, wts + size_t(i) * T * K, K, r1.w, r3.w, r2.w,
+                10.0f, ws, ws_new, yb, st));
+        };
+        // Alternate rot / shift twice, each its own graph; the rows report the second pair.
+        double ms[2] = {0, 0};
+        for (int rep = 0; rep < 2; ++rep)
+          for (int v = 0; v < 2; ++v) {
+            dc::moe_decode_set_shift_decode(v == 1);
+            ms[v] = time_graph_per_call(body, k_calls, s);
+          }
+        dc::moe_decode_set_shift_decode(true);
+        report(official ? "rp official rot" : "rp exact rot", "bf16", ms[0], 4.0 * T * D);
+        report(official ? "rp official shift" : "rp exact shift", "bf16", ms[1], 4.0 * T * D);
+        std::printf("%-6s %-6s   T=%lld %s: shift vs rot %.3fx\n", sh.name, kname, (long long)T,
+                    official ? "official" : "exact", ms[0] / ms[1]);
+      }
+      CK(cudaFree(ws));
+      continue;
+    }
     const auto body_new_f = decode_body(dc::moe_decode_experts<float>, xf, yf, ws_new);
     double old_ms = 0, off_old = 0, loop_ms = 0;
     if (!g_decode_only) {
@@ -798,14 +828,18 @@ void profile_decode(cudaStream_t s) {
         void* ws;
         CK(cudaMalloc(&ws, wsb));
         for (int v = 0; v < 2; ++v) {
-          const auto fn = v ? dc::moe_decode_experts_official_repacked<__nv_bfloat16>
-                            : dc::moe_decode_experts_official<__nv_bfloat16>;
+          const bool rp = v == 1 || g_decode_ab;  // --decode-ab: repacked rot, then shift
+          if (g_decode_ab) dc::moe_decode_set_shift_decode(v == 1);
+          const auto fn = rp ? dc::moe_decode_experts_official_repacked<__nv_bfloat16>
+                             : dc::moe_decode_experts_official<__nv_bfloat16>;
           CK(fn(xb, T, idx, wts, K, w1.w, w3.w, w2.w, 10.0f, ws, wsb, yb, s));
           CK(cudaStreamSynchronize(s));
           std::printf("profiled %s %s T=%lld %s\n", sh.name,
                       kind == weight_kind::mxfp4 ? "mxfp4" : "nvfp4", (long long)T,
-                      v ? "repacked" : "current");
+                      g_decode_ab ? (v ? "repacked shift" : "repacked rot")
+                                  : (v ? "repacked" : "current"));
         }
+        dc::moe_decode_set_shift_decode(true);
         CK(cudaFree(ws));
         CK(cudaFree(idx));
         CK(cudaFree(wts));
@@ -1478,6 +1512,7 @@ int main(int argc, char** argv) {
       }
     }
     if (a == "--profile") profile = true;
+    if (a == "--decode-ab") g_decode_ab = g_decode_only = only_moe = true;
   }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // rows survive a run cut short by a time limit
   int dev = 0;

@@ -205,7 +205,7 @@ struct round_w {
 // g + 8 and their scales, straight into registers. RP: the weight bytes come from the repacked
 // layout instead, `rp_lane` = this lane's 16 bytes of row g in the tile's round 0 (row g + 8 at
 // +512, rounds 1 KB apart).
-template <weight_kind K, bool RP = false>
+template <weight_kind K, int RP = 0>
 __device__ __forceinline__ void load_round(round_w<K>& r, const uint8_t* row0, const uint8_t* srow0,
                                            int64_t row_bytes, int64_t srow, bool scale_f32,
                                            int64_t k, const uint8_t* rp_lane = nullptr) {
@@ -232,17 +232,21 @@ __device__ __forceinline__ void load_round(round_w<K>& r, const uint8_t* row0, c
 // longer (MXFP4 f32, Flash T = 1 and 64); the cp.async ring gained with it.
 
 // One 32-bit word of eight E2M1 codes to four unscaled BF16 pairs, in the checkpoint's nibble
-// order or the repacked one (RP).
-template <bool RP>
+// order (RP = 0) or the repacked one: RP = 1 with fp4_repack::decode_pairs (rotations on the
+// integer ALU pipe), RP = 2 with decode_pairs_shift (4 of the 5 rotations as IMAD shifts on the
+// FMA pipe; the same pairs bit for bit). Every use of RP as a flag means "repacked layout".
+template <int RP>
 __device__ __forceinline__ void expand_word(uint32_t word, uint32_t (&p)[4]) {
-  if constexpr (RP) {
+  if constexpr (RP == 2) {
+    fp4_repack::decode_pairs_shift(word, p);
+  } else if constexpr (RP) {
     fp4_repack::decode_pairs(word, p);
   } else {
     p[0] = fp4mma::e2m1_pair<0>(word), p[1] = fp4mma::e2m1_pair<1>(word);
     p[2] = fp4mma::e2m1_pair<2>(word), p[3] = fp4mma::e2m1_pair<3>(word);
   }
 }
-template <weight_kind K, bool SPLIT, bool RP>
+template <weight_kind K, bool SPLIT, int RP>
 __device__ __forceinline__ void mma_round_per_word(float (&acc)[4], const round_w<K>& r,
                                                    const uint4 (&xh)[4], const uint4 (&xl)[4]) {
   uint32_t m1[2][2], m2[2];
@@ -297,7 +301,7 @@ __device__ __forceinline__ void mma_round_per_word(float (&acc)[4], const round_
 // every lane takes mx_scale_of, whose m2 is 1.0 for e <= 128, so lanes without a large scale
 // compute the same values as in the fast variant: every product, scale step and sum is the
 // first version's (bit-identical outputs).
-template <weight_kind K, bool SPLIT, bool TWO, bool RP>
+template <weight_kind K, bool SPLIT, bool TWO, int RP>
 __device__ __forceinline__ void mma_round(float (&acc)[4], const round_w<K>& r,
                                           const uint4 (&xh)[4], const uint4 (&xl)[4]) {
   uint32_t m1[2][2], m2[2] = {0x3F803F80u, 0x3F803F80u};
@@ -344,7 +348,7 @@ __device__ __forceinline__ void mma_round(float (&acc)[4], const round_w<K>& r,
 
 // All NM matrices of one round: the ring's mma_round (with the warp-wide choice of its TWO variant
 // for MXFP4) or the register pipeline's mma_round_per_word. All lanes of the warp.
-template <weight_kind K, bool SPLIT, bool RP, int NM, bool RING = true>
+template <weight_kind K, bool SPLIT, int RP, int NM, bool RING = true>
 __device__ __forceinline__ void mma_rounds(float (&acc)[NM][4], const round_w<K> (&cur)[NM],
                                            const uint4 (&xh)[4], const uint4 (&xl)[4]) {
   if constexpr (!RING) {
@@ -388,7 +392,7 @@ __device__ __forceinline__ void load_x(uint4 (&xh)[4], uint4 (&xl)[4], const uin
 // RP: the weights are repacked (moe_repack.h): a lane's 16 bytes of rows g and g + 8 of a round
 // are at tile * 1024 + lane * 16 and + 512 (each warp-wide load one contiguous 512 bytes),
 // rounds of a row tile 1024 bytes apart; both pipelines read them.
-template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, bool RP = false>
+template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP = 0>
 __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ? 4 : 1)
     moe_decode_gemm_kernel(const uint16_t* ain_hi, const uint16_t* ain_lo, int64_t kdim,
                            int64_t rows, int top_k, const int* chunk_count, const int4* chunks,
@@ -691,7 +695,7 @@ int pick_rt(int64_t rows, int64_t chunks_bound, int sms) {
   return 1;
 }
 
-template <weight_kind K, bool UP, bool SPLIT, bool RING, bool RP>
+template <weight_kind K, bool UP, bool SPLIT, bool RING, int RP>
 cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int64_t kdim,
                         int64_t rows, int top_k, const int* chunk_count, const int4* chunks,
                         const int* sorted, int64_t chunks_bound, const fp4_weight& wa,
@@ -715,7 +719,7 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
   return e;
 }
 
-template <weight_kind K, bool RP, typename act_t>
+template <weight_kind K, int RP, typename act_t>
 cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const float* weights,
                 int64_t top_k, const device_weight& w1, const device_weight& w3,
                 const device_weight& w2, float limit, const layout& l, unsigned char* base,
@@ -780,6 +784,17 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
 
 }  // namespace
 
+namespace {
+bool g_shift_decode = true;
+}  // namespace
+
+void moe_decode_set_shift_decode(bool on) {
+  g_shift_decode = on;
+}
+bool moe_decode_shift_decode() {
+  return g_shift_decode;
+}
+
 bool moe_decode_supported(const device_weight& w1, const device_weight& w3,
                           const device_weight& w2) {
   if (w1.kind != weight_kind::mxfp4 && w1.kind != weight_kind::nvfp4) return false;
@@ -822,9 +837,12 @@ cudaError_t run_decode(const act_t* x, int64_t tokens, const int32_t* indices, c
 #define DSV4_RUN(K, RP)                                                                          \
   run<K, RP>(x, tokens, indices, weights, top_k, w1, w3, w2, swiglu_limit, l, base, y, official, \
              stream)
+  const bool shift = moe_decode_shift_decode();
   if (w1.kind == weight_kind::mxfp4)
-    return repacked ? DSV4_RUN(weight_kind::mxfp4, true) : DSV4_RUN(weight_kind::mxfp4, false);
-  return repacked ? DSV4_RUN(weight_kind::nvfp4, true) : DSV4_RUN(weight_kind::nvfp4, false);
+    return repacked ? (shift ? DSV4_RUN(weight_kind::mxfp4, 2) : DSV4_RUN(weight_kind::mxfp4, 1))
+                    : DSV4_RUN(weight_kind::mxfp4, 0);
+  return repacked ? (shift ? DSV4_RUN(weight_kind::nvfp4, 2) : DSV4_RUN(weight_kind::nvfp4, 1))
+                  : DSV4_RUN(weight_kind::nvfp4, 0);
 #undef DSV4_RUN
 }
 

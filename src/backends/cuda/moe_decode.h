@@ -66,6 +66,12 @@ bool moe_decode_supported(const device_weight& w1, const device_weight& w3,
                           const device_weight& w2);
 
 // Device workspace (bytes) for `tokens` x `top_k` pairs; 256-byte aligned pointer expected.
+// E2M1 expansion of the repacked kernels (process-wide; benches and A/B runs switch it between
+// calls, not during one): true (default) fp4_repack::decode_pairs_shift, false decode_pairs.
+// Both give the same pairs, hence the same outputs bit for bit.
+void moe_decode_set_shift_decode(bool on);
+bool moe_decode_shift_decode();
+
 size_t moe_decode_workspace_bytes(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidden,
                                   int64_t inter);
 
