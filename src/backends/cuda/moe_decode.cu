@@ -689,9 +689,10 @@ __global__ void moe_decode_combine_kernel(const float* out, const int32_t* indic
 // Row tiles per block (RT; 4 / RT warps split K): the most that still gives >= 4 blocks per SM
 // for the chunk upper bound (measured on an H200: at T = 1 the K split over more, shorter
 // warps beats one wave of fewer, longer ones by 1.4x in L1; the decode is issue-bound).
-int pick_rt(int64_t rows, int64_t chunks_bound, int sms) {
+// min_blocks_per_sm: moe_decode_rt_blocks_per_sm() (4 unless a bench sets another).
+int pick_rt(int64_t rows, int64_t chunks_bound, int sms, int min_blocks_per_sm) {
   for (int rt : {4, 2})
-    if ((rows / (16 * rt)) * chunks_bound >= 4 * int64_t(sms)) return rt;
+    if ((rows / (16 * rt)) * chunks_bound >= min_blocks_per_sm * int64_t(sms)) return rt;
   return 1;
 }
 
@@ -702,7 +703,7 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
                         const fp4_weight& wb, float limit, const float* pair_weights,
                         uint16_t* h_hi, uint16_t* h_lo, float* hf, float* out,
                         cudaStream_t stream) {
-  const int rt = pick_rt(rows, chunks_bound, sms);
+  const int rt = pick_rt(rows, chunks_bound, sms, moe_decode_rt_blocks_per_sm());
   const dim3 grid(unsigned(rows / (16 * rt)), unsigned(chunks_bound));
 #define DSV4_GEMM(RT)                                                                            \
   launch_pdl(RING, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP>, grid, dim3(k_threads), 0, \
@@ -786,7 +787,15 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
 
 namespace {
 bool g_shift_decode = true;
+int g_rt_blocks_per_sm = 4;
 }  // namespace
+
+void moe_decode_set_rt_blocks_per_sm(int n) {
+  g_rt_blocks_per_sm = std::max(1, n);
+}
+int moe_decode_rt_blocks_per_sm() {
+  return g_rt_blocks_per_sm;
+}
 
 void moe_decode_set_shift_decode(bool on) {
   g_shift_decode = on;
