@@ -63,20 +63,21 @@ using bench::read_kernel;
 
 bool g_decode_only = false;
 // --decode-ab: per (shape, format, T) only the repacked layout (the engine's), bf16 activations,
-// official and exact order, timed under each configuration of --ab (default "r4,s4"): r / s =
+// official and exact order, timed under each configuration of --ab (default "r4,s0"): r / s =
 // E2M1 expansion decode_pairs (rotations, before MOE7) / decode_pairs_shift, then the blocks
-// per SM of the RT choice (moe_decode_set_rt_blocks_per_sm). Two alternating passes over the
+// per SM of the RT choice (moe_decode_set_rt_blocks_per_sm; 0 = the wave model, the default;
+// "r4" = the defaults before MOE7). Two alternating passes over the
 // configurations, each its own graph; the rows report the second pass and each configuration's
 // speed against the first one. With --profile: the repacked official call per configuration.
 bool g_decode_ab = false;
-std::vector<std::string> g_ab_configs = {"r4", "s4"};
+std::vector<std::string> g_ab_configs = {"r4", "s0"};
 void apply_ab_config(const std::string& c) {
   dsv4::cuda::moe_decode_set_shift_decode(c[0] == 's');
   dsv4::cuda::moe_decode_set_rt_blocks_per_sm(std::atoi(c.c_str() + 1));
 }
 void reset_ab_config() {
   dsv4::cuda::moe_decode_set_shift_decode(true);
-  dsv4::cuda::moe_decode_set_rt_blocks_per_sm(4);
+  dsv4::cuda::moe_decode_set_rt_blocks_per_sm(0);
 }
 // Decode-section selection (--shapes flash,pro --formats mxfp4,nvfp4 --tokens 1,4,16,64): which
 // rows run; all of them by default.

@@ -686,24 +686,68 @@ __global__ void moe_decode_combine_kernel(const float* out, const int32_t* indic
   }
 }
 
-// Row tiles per block (RT; 4 / RT warps split K): the most that still gives >= 4 blocks per SM
-// for the chunk upper bound (measured on an H200: at T = 1 the K split over more, shorter
-// warps beats one wave of fewer, longer ones by 1.4x in L1; the decode is issue-bound).
-// min_blocks_per_sm: moe_decode_rt_blocks_per_sm() (4 unless a bench sets another).
-int pick_rt(int64_t rows, int64_t chunks_bound, int sms, int min_blocks_per_sm) {
-  for (int rt : {4, 2})
-    if ((rows / (16 * rt)) * chunks_bound >= min_blocks_per_sm * int64_t(sms)) return rt;
-  return 1;
+// Row tiles per block (RT; 4 / RT warps split K). Old rule (min_blocks_per_sm > 0, set by
+// moe_decode_set_rt_blocks_per_sm): the largest RT whose grid has that many blocks per SM for
+// the chunk upper bound. Default (0): the RT of least modelled time
+//   waves(RT) * (rounds per warp + k_block_overhead_rounds),
+//   waves = ceil(expected chunks * row tiles / RT / resident blocks),
+// with the expected chunk count of uniform routing, E * (1 - (1 - k / E)^T) (the distinct
+// experts; chunks of 8 pairs rarely split at T <= 64), ties to the larger RT. The old rule at 4
+// blocks per SM left T = 1 and 4 with 1.1-1.6 waves of long blocks (Flash W1/W3 at T = 1: 768
+// blocks of 8 rounds per warp on 528 slots; Pro W1/W3: 576); measured on an H100 (MOE7 run 2,
+// same run): Flash T = 1 48.1 -> 44.6 us, Pro T = 1 117.2 -> 101.2 us, Flash T = 4 146.6 ->
+// 133.7 us, Pro T = 4 345.0 -> 323.5 us with the RTs this model picks; from T = 16 it picks 4,
+// as the old rule did. The overhead constant (prologue of the ring, K-part reduction, launch
+// of a block) is the one of 8..12 that reproduces every best-measured choice of that run.
+constexpr int k_block_overhead_rounds = 12;
+
+int pick_rt(int64_t rows, int64_t rounds, int64_t tokens, int64_t top_k, int64_t experts,
+            int64_t chunks_bound, int sms, const int (&blocks_per_sm)[3], int min_blocks_per_sm) {
+  if (min_blocks_per_sm > 0) {
+    for (int rt : {4, 2})
+      if ((rows / (16 * rt)) * chunks_bound >= min_blocks_per_sm * int64_t(sms)) return rt;
+    return 1;
+  }
+  const double e = double(experts), pk = std::min(1.0, double(top_k) / e);
+  const double chunks =
+      std::clamp(e * (1.0 - std::pow(1.0 - pk, double(tokens))), 1.0, double(chunks_bound));
+  int best = 4;
+  double best_cost = 0;
+  for (int i = 0; i < 3; ++i) {
+    const int rt = 4 >> i;
+    const double slots = double(std::max(1, blocks_per_sm[i])) * sms;
+    const double waves = std::ceil(double(rows / (16 * rt)) * chunks / slots - 1e-9);
+    const double cost = waves * (double(rounds) * rt / 4.0 + k_block_overhead_rounds);
+    if (i == 0 || cost < best_cost) best = rt, best_cost = cost;
+  }
+  return best;
+}
+
+// Resident blocks per SM of one GEMM instantiation (queried once).
+template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP>
+int gemm_blocks_per_sm() {
+  static const int n = [] {
+    int b = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &b, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP>, k_threads, 0) != cudaSuccess)
+      b = 1;
+    return std::max(b, 1);
+  }();
+  return n;
 }
 
 template <weight_kind K, bool UP, bool SPLIT, bool RING, int RP>
 cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int64_t kdim,
-                        int64_t rows, int top_k, const int* chunk_count, const int4* chunks,
-                        const int* sorted, int64_t chunks_bound, const fp4_weight& wa,
-                        const fp4_weight& wb, float limit, const float* pair_weights,
-                        uint16_t* h_hi, uint16_t* h_lo, float* hf, float* out,
-                        cudaStream_t stream) {
-  const int rt = pick_rt(rows, chunks_bound, sms, moe_decode_rt_blocks_per_sm());
+                        int64_t rows, int64_t tokens, int64_t experts, int top_k,
+                        const int* chunk_count, const int4* chunks, const int* sorted,
+                        int64_t chunks_bound, const fp4_weight& wa, const fp4_weight& wb,
+                        float limit, const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo,
+                        float* hf, float* out, cudaStream_t stream) {
+  const int blocks_per_sm[3] = {gemm_blocks_per_sm<K, UP, SPLIT, 4, RING, RP>(),
+                                gemm_blocks_per_sm<K, UP, SPLIT, 2, RING, RP>(),
+                                gemm_blocks_per_sm<K, UP, SPLIT, 1, RING, RP>()};
+  const int rt = pick_rt(rows, kdim / k_round, tokens, top_k, experts, chunks_bound, sms,
+                         blocks_per_sm, moe_decode_rt_blocks_per_sm());
   const dim3 grid(unsigned(rows / (16 * rt)), unsigned(chunks_bound));
 #define DSV4_GEMM(RT)                                                                            \
   launch_pdl(RING, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP>, grid, dim3(k_threads), 0, \
@@ -753,8 +797,8 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   const int sms = current_device_sm_count();
   const fp4_weight f1 = make_fp4_weight(w1), f3 = make_fp4_weight(w3), f2 = make_fp4_weight(w2);
   if (const cudaError_t e = launch_gemm<K, true, x_split, ring, RP>(
-          sms, xhi, xlo, hidden, inter, int(top_k), chunk_count, chunks, sorted, bound, f1, f3,
-          limit, official ? weights : nullptr, hhi, hlo, hf, nullptr, stream);
+          sms, xhi, xlo, hidden, inter, tokens, experts, int(top_k), chunk_count, chunks, sorted,
+          bound, f1, f3, limit, official ? weights : nullptr, hhi, hlo, hf, nullptr, stream);
       e != cudaSuccess)
     return e;
   if (official) {
@@ -766,13 +810,13 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
       return e;
     // The quantized h is exact in BF16: no lo part.
     if (const cudaError_t e = launch_gemm<K, false, false, ring, RP>(
-            sms, hhi, hlo, inter, hidden, int(top_k), chunk_count, chunks, sorted, bound, f2, f2,
-            limit, nullptr, nullptr, nullptr, nullptr, out, stream);
+            sms, hhi, hlo, inter, hidden, tokens, experts, int(top_k), chunk_count, chunks, sorted,
+            bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, stream);
         e != cudaSuccess)
       return e;
   } else if (const cudaError_t e = launch_gemm<K, false, true, ring, RP>(
-                 sms, hhi, hlo, inter, hidden, int(top_k), chunk_count, chunks, sorted, bound, f2,
-                 f2, limit, nullptr, nullptr, nullptr, nullptr, out, stream);
+                 sms, hhi, hlo, inter, hidden, tokens, experts, int(top_k), chunk_count, chunks,
+                 sorted, bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, stream);
              e != cudaSuccess) {
     return e;
   }
@@ -787,11 +831,11 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
 
 namespace {
 bool g_shift_decode = true;
-int g_rt_blocks_per_sm = 4;
+int g_rt_blocks_per_sm = 0;
 }  // namespace
 
 void moe_decode_set_rt_blocks_per_sm(int n) {
-  g_rt_blocks_per_sm = std::max(1, n);
+  g_rt_blocks_per_sm = std::max(0, n);
 }
 int moe_decode_rt_blocks_per_sm() {
   return g_rt_blocks_per_sm;

@@ -71,11 +71,12 @@ bool moe_decode_supported(const device_weight& w1, const device_weight& w3,
 // Both give the same pairs, hence the same outputs bit for bit.
 void moe_decode_set_shift_decode(bool on);
 bool moe_decode_shift_decode();
-// Row tiles per block (RT = 4, 2, 1; 4 / RT warps split K): the largest RT whose grid still has
-// n blocks per SM for the chunk upper bound (default n = 4: at most 4 blocks of the MXFP4 ring
-// kernel fit an SM). Process-wide, for benches and A/B runs. Another n can change RT and with
-// it the K split, hence the f32 summation order (outputs within the parity tolerances, not
-// bit-equal to n = 4).
+// Row tiles per block (RT = 4, 2, 1; 4 / RT warps split K). n = 0 (default): the RT of least
+// modelled time from the expected chunk count, resident blocks and rounds per warp (moe_decode.cu
+// pick_rt); n > 0: the rule before MOE7, the largest RT whose grid has n blocks per SM for the
+// chunk upper bound (n = 4 was the default). Process-wide, for benches and A/B runs. RT sets the
+// K split and with it the f32 summation order: outputs within the parity tolerances, not
+// bit-equal across n.
 void moe_decode_set_rt_blocks_per_sm(int n);
 int moe_decode_rt_blocks_per_sm();
 
