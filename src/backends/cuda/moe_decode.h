@@ -65,7 +65,6 @@ constexpr int64_t k_moe_decode_max_tokens = 64;
 bool moe_decode_supported(const device_weight& w1, const device_weight& w3,
                           const device_weight& w2);
 
-// Device workspace (bytes) for `tokens` x `top_k` pairs; 256-byte aligned pointer expected.
 // E2M1 expansion of the repacked kernels (process-wide; benches and A/B runs switch it between
 // calls, not during one): true (default) fp4_repack::decode_pairs_shift, false decode_pairs.
 // Both give the same pairs, hence the same outputs bit for bit.
@@ -80,6 +79,7 @@ bool moe_decode_shift_decode();
 void moe_decode_set_rt_blocks_per_sm(int n);
 int moe_decode_rt_blocks_per_sm();
 
+// Device workspace (bytes) for `tokens` x `top_k` pairs; 256-byte aligned pointer expected.
 size_t moe_decode_workspace_bytes(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidden,
                                   int64_t inter);
 
