@@ -62,6 +62,23 @@ using bench::median;
 using bench::read_kernel;
 
 bool g_decode_only = false;
+// --decode-ab: per (shape, format, T) only the repacked layout (the engine's), bf16 activations,
+// official and exact order, timed under each configuration of --ab (default "r4,s0"): r / s =
+// E2M1 expansion decode_pairs (rotations, before MOE7) / decode_pairs_shift, then the blocks
+// per SM of the RT choice (moe_decode_set_rt_blocks_per_sm; 0 = the wave model, the default;
+// "r4" = the defaults before MOE7). Two alternating passes over the
+// configurations, each its own graph; the rows report the second pass and each configuration's
+// speed against the first one. With --profile: the repacked official call per configuration.
+bool g_decode_ab = false;
+std::vector<std::string> g_ab_configs = {"r4", "s0"};
+void apply_ab_config(const std::string& c) {
+  dsv4::cuda::moe_decode_set_shift_decode(c[0] == 's');
+  dsv4::cuda::moe_decode_set_rt_blocks_per_sm(std::atoi(c.c_str() + 1));
+}
+void reset_ab_config() {
+  dsv4::cuda::moe_decode_set_shift_decode(true);
+  dsv4::cuda::moe_decode_set_rt_blocks_per_sm(0);
+}
 // Decode-section selection (--shapes flash,pro --formats mxfp4,nvfp4 --tokens 1,4,16,64): which
 // rows run; all of them by default.
 std::string g_shapes = "flash,pro", g_formats = "mxfp4,nvfp4";
@@ -617,6 +634,38 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
               ws, wsb, y, st));
       };
     };
+    if (g_decode_ab) {
+      const repacked_copy r1(w1, {}), r3(w3, {}), r2(w2, {});
+      for (int official = 1; official >= 0; --official) {
+        const auto fn = official ? dc::moe_decode_experts_official_repacked<__nv_bfloat16>
+                                 : dc::moe_decode_experts_repacked<__nv_bfloat16>;
+        const auto body = [=, &r1, &r3, &r2](int i, cudaStream_t st) {
+          CK(fn(xb, T, idx + size_t(i) * T * K, wts + size_t(i) * T * K, K, r1.w, r3.w, r2.w, 10.0f,
+                ws, ws_new, yb, st));
+        };
+        const size_t nc = g_ab_configs.size();
+        std::vector<double> ms(nc, 0.0);
+        for (int rep = 0; rep < 2; ++rep)
+          for (size_t v = 0; v < nc; ++v) {
+            apply_ab_config(g_ab_configs[v]);
+            ms[v] = time_graph_per_call(body, k_calls, s);
+          }
+        reset_ab_config();
+        std::string line;
+        for (size_t v = 0; v < nc; ++v) {
+          const std::string name =
+              std::string(official ? "rp official " : "rp exact ") + g_ab_configs[v];
+          report(name.c_str(), "bf16", ms[v], 4.0 * T * D);
+          char buf[64];
+          std::snprintf(buf, sizeof buf, " %s %.3fx", g_ab_configs[v].c_str(), ms[0] / ms[v]);
+          line += buf;
+        }
+        std::printf("%-6s %-6s   T=%lld %s: speed vs %s:%s\n", sh.name, kname, (long long)T,
+                    official ? "official" : "exact", g_ab_configs[0].c_str(), line.c_str());
+      }
+      CK(cudaFree(ws));
+      continue;
+    }
     const auto body_new_f = decode_body(dc::moe_decode_experts<float>, xf, yf, ws_new);
     double old_ms = 0, off_old = 0, loop_ms = 0;
     if (!g_decode_only) {
@@ -797,15 +846,27 @@ void profile_decode(cudaStream_t s) {
         const size_t wsb = dc::moe_decode_workspace_bytes(T, K, E, D, I);
         void* ws;
         CK(cudaMalloc(&ws, wsb));
-        for (int v = 0; v < 2; ++v) {
-          const auto fn = v ? dc::moe_decode_experts_official_repacked<__nv_bfloat16>
-                            : dc::moe_decode_experts_official<__nv_bfloat16>;
-          CK(fn(xb, T, idx, wts, K, w1.w, w3.w, w2.w, 10.0f, ws, wsb, yb, s));
+        // The same random bytes read as the repacked layout (the work does not depend on the
+        // values; the repacked entry points insist on the layout flag).
+        device_weight r1 = w1.w, r3 = w3.w, r2 = w2.w;
+        r1.layout = r3.layout = r2.layout = dc::weight_layout::repacked;
+        const int nv = g_decode_ab ? int(g_ab_configs.size()) : 2;
+        for (int v = 0; v < nv; ++v) {
+          const bool rp = v == 1 || g_decode_ab;  // --decode-ab: repacked, each configuration
+          if (g_decode_ab) apply_ab_config(g_ab_configs[size_t(v)]);
+          if (rp)
+            CK(dc::moe_decode_experts_official_repacked<__nv_bfloat16>(xb, T, idx, wts, K, r1, r3,
+                                                                       r2, 10.0f, ws, wsb, yb, s));
+          else
+            CK(dc::moe_decode_experts_official<__nv_bfloat16>(xb, T, idx, wts, K, w1.w, w3.w, w2.w,
+                                                              10.0f, ws, wsb, yb, s));
           CK(cudaStreamSynchronize(s));
           std::printf("profiled %s %s T=%lld %s\n", sh.name,
                       kind == weight_kind::mxfp4 ? "mxfp4" : "nvfp4", (long long)T,
-                      v ? "repacked" : "current");
+                      g_decode_ab ? ("repacked " + g_ab_configs[size_t(v)]).c_str()
+                                  : (v ? "repacked" : "current"));
         }
+        reset_ab_config();
         CK(cudaFree(ws));
         CK(cudaFree(idx));
         CK(cudaFree(wts));
@@ -1478,6 +1539,15 @@ int main(int argc, char** argv) {
       }
     }
     if (a == "--profile") profile = true;
+    if (a == "--decode-ab") g_decode_ab = g_decode_only = only_moe = true;
+    if (a == "--ab" && i + 1 < argc) {
+      g_ab_configs.clear();
+      for (std::string t = argv[++i]; !t.empty();) {
+        const size_t comma = t.find(',');
+        g_ab_configs.push_back(t.substr(0, comma));
+        t = comma == std::string::npos ? "" : t.substr(comma + 1);
+      }
+    }
   }
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // rows survive a run cut short by a time limit
   int dev = 0;

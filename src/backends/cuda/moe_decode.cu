@@ -205,7 +205,7 @@ struct round_w {
 // g + 8 and their scales, straight into registers. RP: the weight bytes come from the repacked
 // layout instead, `rp_lane` = this lane's 16 bytes of row g in the tile's round 0 (row g + 8 at
 // +512, rounds 1 KB apart).
-template <weight_kind K, bool RP = false>
+template <weight_kind K, int RP = 0>
 __device__ __forceinline__ void load_round(round_w<K>& r, const uint8_t* row0, const uint8_t* srow0,
                                            int64_t row_bytes, int64_t srow, bool scale_f32,
                                            int64_t k, const uint8_t* rp_lane = nullptr) {
@@ -232,17 +232,21 @@ __device__ __forceinline__ void load_round(round_w<K>& r, const uint8_t* row0, c
 // longer (MXFP4 f32, Flash T = 1 and 64); the cp.async ring gained with it.
 
 // One 32-bit word of eight E2M1 codes to four unscaled BF16 pairs, in the checkpoint's nibble
-// order or the repacked one (RP).
-template <bool RP>
+// order (RP = 0) or the repacked one: RP = 1 with fp4_repack::decode_pairs (rotations on the
+// integer ALU pipe), RP = 2 with decode_pairs_shift (4 of the 5 rotations as IMAD shifts on the
+// FMA pipe; the same pairs bit for bit). Every use of RP as a flag means "repacked layout".
+template <int RP>
 __device__ __forceinline__ void expand_word(uint32_t word, uint32_t (&p)[4]) {
-  if constexpr (RP) {
+  if constexpr (RP == 2) {
+    fp4_repack::decode_pairs_shift(word, p);
+  } else if constexpr (RP) {
     fp4_repack::decode_pairs(word, p);
   } else {
     p[0] = fp4mma::e2m1_pair<0>(word), p[1] = fp4mma::e2m1_pair<1>(word);
     p[2] = fp4mma::e2m1_pair<2>(word), p[3] = fp4mma::e2m1_pair<3>(word);
   }
 }
-template <weight_kind K, bool SPLIT, bool RP>
+template <weight_kind K, bool SPLIT, int RP>
 __device__ __forceinline__ void mma_round_per_word(float (&acc)[4], const round_w<K>& r,
                                                    const uint4 (&xh)[4], const uint4 (&xl)[4]) {
   uint32_t m1[2][2], m2[2];
@@ -297,7 +301,7 @@ __device__ __forceinline__ void mma_round_per_word(float (&acc)[4], const round_
 // every lane takes mx_scale_of, whose m2 is 1.0 for e <= 128, so lanes without a large scale
 // compute the same values as in the fast variant: every product, scale step and sum is the
 // first version's (bit-identical outputs).
-template <weight_kind K, bool SPLIT, bool TWO, bool RP>
+template <weight_kind K, bool SPLIT, bool TWO, int RP>
 __device__ __forceinline__ void mma_round(float (&acc)[4], const round_w<K>& r,
                                           const uint4 (&xh)[4], const uint4 (&xl)[4]) {
   uint32_t m1[2][2], m2[2] = {0x3F803F80u, 0x3F803F80u};
@@ -344,7 +348,7 @@ __device__ __forceinline__ void mma_round(float (&acc)[4], const round_w<K>& r,
 
 // All NM matrices of one round: the ring's mma_round (with the warp-wide choice of its TWO variant
 // for MXFP4) or the register pipeline's mma_round_per_word. All lanes of the warp.
-template <weight_kind K, bool SPLIT, bool RP, int NM, bool RING = true>
+template <weight_kind K, bool SPLIT, int RP, int NM, bool RING = true>
 __device__ __forceinline__ void mma_rounds(float (&acc)[NM][4], const round_w<K> (&cur)[NM],
                                            const uint4 (&xh)[4], const uint4 (&xl)[4]) {
   if constexpr (!RING) {
@@ -388,7 +392,7 @@ __device__ __forceinline__ void load_x(uint4 (&xh)[4], uint4 (&xl)[4], const uin
 // RP: the weights are repacked (moe_repack.h): a lane's 16 bytes of rows g and g + 8 of a round
 // are at tile * 1024 + lane * 16 and + 512 (each warp-wide load one contiguous 512 bytes),
 // rounds of a row tile 1024 bytes apart; both pipelines read them.
-template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, bool RP = false>
+template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP = 0>
 __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ? 4 : 1)
     moe_decode_gemm_kernel(const uint16_t* ain_hi, const uint16_t* ain_lo, int64_t kdim,
                            int64_t rows, int top_k, const int* chunk_count, const int4* chunks,
@@ -682,23 +686,68 @@ __global__ void moe_decode_combine_kernel(const float* out, const int32_t* indic
   }
 }
 
-// Row tiles per block (RT; 4 / RT warps split K): the most that still gives >= 4 blocks per SM
-// for the chunk upper bound (measured on an H200: at T = 1 the K split over more, shorter
-// warps beats one wave of fewer, longer ones by 1.4x in L1; the decode is issue-bound).
-int pick_rt(int64_t rows, int64_t chunks_bound, int sms) {
-  for (int rt : {4, 2})
-    if ((rows / (16 * rt)) * chunks_bound >= 4 * int64_t(sms)) return rt;
-  return 1;
+// Row tiles per block (RT; 4 / RT warps split K). Old rule (min_blocks_per_sm > 0, set by
+// moe_decode_set_rt_blocks_per_sm): the largest RT whose grid has that many blocks per SM for
+// the chunk upper bound. Default (0): the RT of least modelled time
+//   waves(RT) * (rounds per warp + k_block_overhead_rounds),
+//   waves = ceil(expected chunks * row tiles / RT / resident blocks),
+// with the expected chunk count of uniform routing, E * (1 - (1 - k / E)^T) (the distinct
+// experts; chunks of 8 pairs rarely split at T <= 64), ties to the larger RT. The old rule at 4
+// blocks per SM left T = 1 and 4 with 1.1-1.6 waves of long blocks (Flash W1/W3 at T = 1: 768
+// blocks of 8 rounds per warp on 528 slots; Pro W1/W3: 576); measured on an H100 (MOE7 run 2,
+// same run): Flash T = 1 48.1 -> 44.6 us, Pro T = 1 117.2 -> 101.2 us, Flash T = 4 146.6 ->
+// 133.7 us, Pro T = 4 345.0 -> 323.5 us with the RTs this model picks; from T = 16 it picks 4,
+// as the old rule did. The overhead constant (prologue of the ring, K-part reduction, launch
+// of a block) is the one of 8..12 that reproduces every best-measured choice of that run.
+constexpr int k_block_overhead_rounds = 12;
+
+int pick_rt(int64_t rows, int64_t rounds, int64_t tokens, int64_t top_k, int64_t experts,
+            int64_t chunks_bound, int sms, const int (&blocks_per_sm)[3], int min_blocks_per_sm) {
+  if (min_blocks_per_sm > 0) {
+    for (int rt : {4, 2})
+      if ((rows / (16 * rt)) * chunks_bound >= min_blocks_per_sm * int64_t(sms)) return rt;
+    return 1;
+  }
+  const double e = double(experts), pk = std::min(1.0, double(top_k) / e);
+  const double chunks =
+      std::clamp(e * (1.0 - std::pow(1.0 - pk, double(tokens))), 1.0, double(chunks_bound));
+  int best = 4;
+  double best_cost = 0;
+  for (int i = 0; i < 3; ++i) {
+    const int rt = 4 >> i;
+    const double slots = double(std::max(1, blocks_per_sm[i])) * sms;
+    const double waves = std::ceil(double(rows / (16 * rt)) * chunks / slots - 1e-9);
+    const double cost = waves * (double(rounds) * rt / 4.0 + k_block_overhead_rounds);
+    if (i == 0 || cost < best_cost) best = rt, best_cost = cost;
+  }
+  return best;
 }
 
-template <weight_kind K, bool UP, bool SPLIT, bool RING, bool RP>
+// Resident blocks per SM of one GEMM instantiation (queried once).
+template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP>
+int gemm_blocks_per_sm() {
+  static const int n = [] {
+    int b = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &b, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP>, k_threads, 0) != cudaSuccess)
+      b = 1;
+    return std::max(b, 1);
+  }();
+  return n;
+}
+
+template <weight_kind K, bool UP, bool SPLIT, bool RING, int RP>
 cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int64_t kdim,
-                        int64_t rows, int top_k, const int* chunk_count, const int4* chunks,
-                        const int* sorted, int64_t chunks_bound, const fp4_weight& wa,
-                        const fp4_weight& wb, float limit, const float* pair_weights,
-                        uint16_t* h_hi, uint16_t* h_lo, float* hf, float* out,
-                        cudaStream_t stream) {
-  const int rt = pick_rt(rows, chunks_bound, sms);
+                        int64_t rows, int64_t tokens, int64_t experts, int top_k,
+                        const int* chunk_count, const int4* chunks, const int* sorted,
+                        int64_t chunks_bound, const fp4_weight& wa, const fp4_weight& wb,
+                        float limit, const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo,
+                        float* hf, float* out, cudaStream_t stream) {
+  const int blocks_per_sm[3] = {gemm_blocks_per_sm<K, UP, SPLIT, 4, RING, RP>(),
+                                gemm_blocks_per_sm<K, UP, SPLIT, 2, RING, RP>(),
+                                gemm_blocks_per_sm<K, UP, SPLIT, 1, RING, RP>()};
+  const int rt = pick_rt(rows, kdim / k_round, tokens, top_k, experts, chunks_bound, sms,
+                         blocks_per_sm, moe_decode_rt_blocks_per_sm());
   const dim3 grid(unsigned(rows / (16 * rt)), unsigned(chunks_bound));
 #define DSV4_GEMM(RT)                                                                            \
   launch_pdl(RING, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP>, grid, dim3(k_threads), 0, \
@@ -715,7 +764,7 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
   return e;
 }
 
-template <weight_kind K, bool RP, typename act_t>
+template <weight_kind K, int RP, typename act_t>
 cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const float* weights,
                 int64_t top_k, const device_weight& w1, const device_weight& w3,
                 const device_weight& w2, float limit, const layout& l, unsigned char* base,
@@ -748,8 +797,8 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   const int sms = current_device_sm_count();
   const fp4_weight f1 = make_fp4_weight(w1), f3 = make_fp4_weight(w3), f2 = make_fp4_weight(w2);
   if (const cudaError_t e = launch_gemm<K, true, x_split, ring, RP>(
-          sms, xhi, xlo, hidden, inter, int(top_k), chunk_count, chunks, sorted, bound, f1, f3,
-          limit, official ? weights : nullptr, hhi, hlo, hf, nullptr, stream);
+          sms, xhi, xlo, hidden, inter, tokens, experts, int(top_k), chunk_count, chunks, sorted,
+          bound, f1, f3, limit, official ? weights : nullptr, hhi, hlo, hf, nullptr, stream);
       e != cudaSuccess)
     return e;
   if (official) {
@@ -761,13 +810,13 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
       return e;
     // The quantized h is exact in BF16: no lo part.
     if (const cudaError_t e = launch_gemm<K, false, false, ring, RP>(
-            sms, hhi, hlo, inter, hidden, int(top_k), chunk_count, chunks, sorted, bound, f2, f2,
-            limit, nullptr, nullptr, nullptr, nullptr, out, stream);
+            sms, hhi, hlo, inter, hidden, tokens, experts, int(top_k), chunk_count, chunks, sorted,
+            bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, stream);
         e != cudaSuccess)
       return e;
   } else if (const cudaError_t e = launch_gemm<K, false, true, ring, RP>(
-                 sms, hhi, hlo, inter, hidden, int(top_k), chunk_count, chunks, sorted, bound, f2,
-                 f2, limit, nullptr, nullptr, nullptr, nullptr, out, stream);
+                 sms, hhi, hlo, inter, hidden, tokens, experts, int(top_k), chunk_count, chunks,
+                 sorted, bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, stream);
              e != cudaSuccess) {
     return e;
   }
@@ -779,6 +828,25 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
 }
 
 }  // namespace
+
+namespace {
+bool g_shift_decode = true;
+int g_rt_blocks_per_sm = 0;
+}  // namespace
+
+void moe_decode_set_rt_blocks_per_sm(int n) {
+  g_rt_blocks_per_sm = std::max(0, n);
+}
+int moe_decode_rt_blocks_per_sm() {
+  return g_rt_blocks_per_sm;
+}
+
+void moe_decode_set_shift_decode(bool on) {
+  g_shift_decode = on;
+}
+bool moe_decode_shift_decode() {
+  return g_shift_decode;
+}
 
 bool moe_decode_supported(const device_weight& w1, const device_weight& w3,
                           const device_weight& w2) {
@@ -822,9 +890,12 @@ cudaError_t run_decode(const act_t* x, int64_t tokens, const int32_t* indices, c
 #define DSV4_RUN(K, RP)                                                                          \
   run<K, RP>(x, tokens, indices, weights, top_k, w1, w3, w2, swiglu_limit, l, base, y, official, \
              stream)
+  const bool shift = moe_decode_shift_decode();
   if (w1.kind == weight_kind::mxfp4)
-    return repacked ? DSV4_RUN(weight_kind::mxfp4, true) : DSV4_RUN(weight_kind::mxfp4, false);
-  return repacked ? DSV4_RUN(weight_kind::nvfp4, true) : DSV4_RUN(weight_kind::nvfp4, false);
+    return repacked ? (shift ? DSV4_RUN(weight_kind::mxfp4, 2) : DSV4_RUN(weight_kind::mxfp4, 1))
+                    : DSV4_RUN(weight_kind::mxfp4, 0);
+  return repacked ? (shift ? DSV4_RUN(weight_kind::nvfp4, 2) : DSV4_RUN(weight_kind::nvfp4, 1))
+                  : DSV4_RUN(weight_kind::nvfp4, 0);
 #undef DSV4_RUN
 }
 

@@ -65,6 +65,20 @@ constexpr int64_t k_moe_decode_max_tokens = 64;
 bool moe_decode_supported(const device_weight& w1, const device_weight& w3,
                           const device_weight& w2);
 
+// E2M1 expansion of the repacked kernels (process-wide; benches and A/B runs switch it between
+// calls, not during one): true (default) fp4_repack::decode_pairs_shift, false decode_pairs.
+// Both give the same pairs, hence the same outputs bit for bit.
+void moe_decode_set_shift_decode(bool on);
+bool moe_decode_shift_decode();
+// Row tiles per block (RT = 4, 2, 1; 4 / RT warps split K). n = 0 (default): the RT of least
+// modelled time from the expected chunk count, resident blocks and rounds per warp (moe_decode.cu
+// pick_rt); n > 0: the rule before MOE7, the largest RT whose grid has n blocks per SM for the
+// chunk upper bound (n = 4 was the default). Process-wide, for benches and A/B runs. RT sets the
+// K split and with it the f32 summation order: outputs within the parity tolerances, not
+// bit-equal across n.
+void moe_decode_set_rt_blocks_per_sm(int n);
+int moe_decode_rt_blocks_per_sm();
+
 // Device workspace (bytes) for `tokens` x `top_k` pairs; 256-byte aligned pointer expected.
 size_t moe_decode_workspace_bytes(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidden,
                                   int64_t inter);

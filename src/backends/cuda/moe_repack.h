@@ -78,6 +78,18 @@ DSV4_REPACK_HD void decode_pairs(uint32_t u, uint32_t (&p)[4]) {
   p[3] = rotl(u, 6) & k_pair_mask;
 }
 
+// decode_pairs with the rotations whose wrapped-around bits the mask drops written as left
+// shifts by multiplication (u * 2^r: the masks S, G and M have no bit below r there), so that
+// the compiler may issue them as IMAD.SHL on the FMA pipe instead of SHF on the integer ALU
+// pipe, which the LOP3s also use: per word 6 LOP3 + 1 SHF (rotl by 12, whose wrapped bits 6..8
+// are kept) on the ALU pipe and 4 IMAD, against 6 LOP3 + 5 SHF. The same pairs bit for bit.
+DSV4_REPACK_HD void decode_pairs_shift(uint32_t u, uint32_t (&p)[4]) {
+  p[0] = u & k_pair_mask;
+  p[1] = ((u * 2u) & k_sign_mask) | ((u * 8u) & k_mag_mask);
+  p[2] = ((u * 4u) & k_sign_mask) | (rotl(u, 12) & k_mag_mask);
+  p[3] = (u * 64u) & k_pair_mask;
+}
+
 // Pair i alone (the same expressions as decode_pairs), for kernels that consume a word's pairs
 // in separate steps (the prefill wgmma core takes P_0, P_1 at one step and P_2, P_3 at the next).
 template <int i>
