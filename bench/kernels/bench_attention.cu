@@ -1067,6 +1067,9 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
       p.score_split = !plan.score_split;
       vs.push_back({plan.score_split ? "fp4 no-split" : "fp4 split", p});
       p = plan;
+      p.lean_select = !plan.lean_select;
+      vs.push_back({plan.lean_select ? "fp4 no-lean" : "fp4 lean", p});
+      p = plan;
       p.score_warps = plan.score_warps == 8 ? 4 : 8;
       vs.push_back({plan.score_warps == 8 ? "fp4 4-warp" : "fp4 8-warp", p});
       for (int sel : {0, 16, 32}) {

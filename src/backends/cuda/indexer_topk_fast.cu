@@ -913,10 +913,23 @@ __device__ __forceinline__ void collect_chunk(uint32_t* sub, uint32_t* scan_scra
                                               uint32_t* scan_result, const float* scores,
                                               int64_t score_stride, const uint32_t* hist, int64_t n,
                                               int top_k, int64_t collect_keys, token_state* state,
-                                              uint32_t* hist2, unsigned long long* cand_list) {
+                                              uint32_t* hist2, unsigned long long* cand_list,
+                                              bool lean) {
   const int64_t t = blockIdx.y;
   const int64_t lo = int64_t(blockIdx.x) * collect_keys;
   const int64_t hi = min(lo + collect_keys, n);
+  const float* sc = scores + t * score_stride;
+  float v[k_collect_unroll];
+  const auto load_scores = [&](int64_t base) {
+#pragma unroll
+    for (int u = 0; u < k_collect_unroll; ++u) {
+      const int64_t s = base + threadIdx.x + u * k_collect_threads;
+      v[u] = s < hi ? __ldcg(sc + s) : -INFINITY;
+    }
+  };
+  // plan.lean_select: the first round's scores requested with the histogram (one round trip
+  // instead of two before the first keys are listed).
+  if (lean) load_scores(lo);
   for (int b = threadIdx.x; b < k_bins; b += k_collect_threads)
     sub[b] = __ldcg(&hist[t * k_bins + b]);
   __syncthreads();
@@ -931,15 +944,9 @@ __device__ __forceinline__ void collect_chunk(uint32_t* sub, uint32_t* scan_scra
   __syncthreads();                        // every thread has read sub[th.x]
   for (int b = threadIdx.x; b < k_bins; b += k_collect_threads) sub[b] = 0;
   __syncthreads();
-  const float* sc = scores + t * score_stride;
   unsigned long long* list = cand_list + t * k_candidate_capacity;
   for (int64_t base = lo; base < hi; base += k_collect_threads * k_collect_unroll) {
-    float v[k_collect_unroll];
-#pragma unroll
-    for (int u = 0; u < k_collect_unroll; ++u) {
-      const int64_t s = base + threadIdx.x + u * k_collect_threads;
-      v[u] = s < hi ? __ldcg(sc + s) : -INFINITY;
-    }
+    if (!lean || base != lo) load_scores(base);
 #pragma unroll
     for (int u = 0; u < k_collect_unroll; ++u) {
       const int64_t s = base + threadIdx.x + u * k_collect_threads;
@@ -1083,7 +1090,7 @@ __global__ void __launch_bounds__(k_select_threads)
                                   unsigned long long* cand_list, paged_entries pages,
                                   const int32_t* token_seq, const int32_t* n_visible,
                                   int64_t capacity, int top_k, int64_t collect_keys,
-                                  bool fused_select, int32_t* out) {
+                                  bool fused_select, bool lean, int32_t* out) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ bool last_cta;
   const int64_t t = blockIdx.y;
@@ -1096,7 +1103,7 @@ __global__ void __launch_bounds__(k_select_threads)
   if (n > top_k && int64_t(blockIdx.x) * collect_keys < n)
     collect_chunk(reinterpret_cast<uint32_t*>(smem), reinterpret_cast<uint32_t*>(smem) + k_bins,
                   reinterpret_cast<uint32_t*>(smem) + k_bins + 32, scores, score_stride, hist, n,
-                  top_k, collect_keys, state, hist2, cand_list);
+                  top_k, collect_keys, state, hist2, cand_list, lean);
   if (!fused_select) return;
   __threadfence();
   __syncthreads();
@@ -1119,20 +1126,46 @@ __global__ void __launch_bounds__(k_select_threads)
 // is the rank among all the token's keys; keys are distinct, so ranks are too, and no sort is
 // needed. Tokens with n <= top_k (everything selected) or a threshold bin too full to list (heavy
 // ties) take the single-CTA select_token in CTA 0.
+// plan.lean_select: the token's block-table row (up to k_select_prefetch_blocks ids) is copied
+// into shared memory (after O) before the wait, so the output rows need no global round trip;
+// the token state and the second histogram are requested together right after the wait.
 constexpr int k_select_kernel_smem = k_select_smem + int(k_candidate_capacity) * 8;  // + O
+constexpr int k_select_prefetch_blocks = 8192;
+constexpr int k_select_kernel_smem_lean = k_select_kernel_smem + k_select_prefetch_blocks * 4;
+static_assert(k_bins % k_select_threads == 0, "histogram words per select thread");
 __global__ void __launch_bounds__(k_select_threads)
     indexer_select_kernel(const float* scores, int64_t score_stride, const token_state* state,
                           const uint32_t* hist2, const unsigned long long* cand_list,
                           paged_entries pages, const int32_t* token_seq, const int32_t* n_visible,
-                          int64_t capacity, int top_k, int32_t* out) {
+                          int64_t capacity, int top_k, bool lean, int32_t* out) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ uint32_t n_f, n_own, result[2];
   const int64_t t = blockIdx.y;
   // No launch of the chain writes these: read before the wait.
   const int64_t n = clamp_visible(n_visible[t], capacity);
   const int32_t seq = token_seq[t];
+  int32_t* blocks_s = reinterpret_cast<int32_t*>(smem + k_select_kernel_smem);
+  const bool blocks_in_smem = lean && pages.table_width <= k_select_prefetch_blocks;
+  if (blocks_in_smem) {
+    const int32_t* row =
+        paged_table_row(pages.block_table, pages.table_rows, pages.table_width, seq);
+    for (int i = threadIdx.x; i < pages.table_width; i += k_select_threads)
+      blocks_s[i] = row ? row[i] : -1;
+  }
   pdl_wait();
-  const uint32_t in_bin = n > top_k ? __ldcg(&state[t].in_bin) : 0u;
+  uint32_t in_bin = 0, bin = 0, above = 0, listed = 0;
+  uint32_t hist_words[k_bins / k_select_threads];
+  if (lean && n > top_k) {
+    in_bin = __ldcg(&state[t].in_bin);
+    bin = __ldcg(&state[t].bin);
+    above = __ldcg(&state[t].above);
+    listed = __ldcg(&state[t].cand_count);
+#pragma unroll
+    for (int u = 0; u < k_bins / k_select_threads; ++u)
+      hist_words[u] = __ldcg(&hist2[t * k_bins + threadIdx.x + u * k_select_threads]);
+  } else if (n > top_k) {
+    in_bin = __ldcg(&state[t].in_bin);
+  }
   if (n <= top_k || in_bin > k_max_candidates) {  // uniform over the token's CTAs
     if (blockIdx.x == 0)
       select_token(smem, scores, score_stride, state, hist2, pages, token_seq, n_visible, capacity,
@@ -1147,13 +1180,22 @@ __global__ void __launch_bounds__(k_select_threads)
   unsigned long long* f = reinterpret_cast<unsigned long long*>(scratch + k_select_threads);
   unsigned long long* own = f + k_candidate_capacity;
   if (threadIdx.x == 0) n_f = n_own = 0;
-  for (int b = threadIdx.x; b < k_bins; b += k_select_threads)
-    counts[b] = __ldcg(&hist2[t * k_bins + b]);
+  if (lean) {
+#pragma unroll
+    for (int u = 0; u < k_bins / k_select_threads; ++u)
+      counts[threadIdx.x + u * k_select_threads] = hist_words[u];
+  } else {
+    for (int b = threadIdx.x; b < k_bins; b += k_select_threads)
+      counts[b] = __ldcg(&hist2[t * k_bins + b]);
+  }
   __syncthreads();
-  const uint32_t bin = __ldcg(&state[t].bin), above = __ldcg(&state[t].above);
+  if (!lean) {
+    bin = __ldcg(&state[t].bin);
+    above = __ldcg(&state[t].above);
+  }
   const uint2 th = find_threshold(counts, k_bins, uint32_t(keep) - above, scratch, result);
   const unsigned long long prefix = (static_cast<unsigned long long>(bin) << 12) | th.x;
-  const uint32_t listed = __ldcg(&state[t].cand_count);
+  if (!lean) listed = __ldcg(&state[t].cand_count);
   const unsigned long long* list = cand_list + t * k_candidate_capacity;
   const uint32_t ctas = gridDim.x;
   for (uint32_t base = 0; base < listed; base += k_select_threads) {
@@ -1181,7 +1223,16 @@ __global__ void __launch_bounds__(k_select_threads)
     const uint32_t greater = __reduce_add_sync(0xffffffffu, c0 + c1 + c2 + c3);
     if (lane == 0 && greater < uint32_t(keep)) {
       const int64_t s = int64_t(0xFFFFFFFFull - (x & 0xFFFFFFFFull));
-      out[t * top_k + greater] = int32_t(pages.row(s));
+      int64_t row;
+      if (blocks_in_smem) {  // pages.row(s) from the copied block ids
+        const int64_t block = s / pages.block_size;
+        const int64_t b = block < pages.table_width ? int64_t(blocks_s[block]) : -1;
+        row = b < 0 ? -1 : b * pages.block_size + s % pages.block_size;
+        if (row >= pages.pool_rows) row = -1;
+      } else {
+        row = pages.row(s);
+      }
+      out[t * top_k + greater] = int32_t(row);
     }
   }
 }
@@ -1289,7 +1340,7 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
     for (auto kernel : score_kernels_fp4)
       if (e == cudaSuccess) e = set(kernel, score_smem_bytes(k_stages_fp4, k_fmt_e2m1));
     if (e == cudaSuccess) e = set(indexer_collect_select_kernel, k_select_smem);
-    if (e == cudaSuccess) e = set(indexer_select_kernel, k_select_kernel_smem);
+    if (e == cudaSuccess) e = set(indexer_select_kernel, k_select_kernel_smem_lean);
     // One shared-memory carveout (the largest) for the three kernels: an SM need not drain to
     // reconfigure between them.
     const auto carveout = [](auto kernel) {
@@ -1382,14 +1433,15 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
                  dim3(k_select_threads), size_t(k_select_smem), stream,
                  static_cast<const float*>(scores), stride, static_cast<const uint32_t*>(hist),
                  state, hist2, cand_list, pages, token_seq, n_visible, plan.capacity, int(top_k),
-                 plan.collect_keys, fused_select, out);
+                 plan.collect_keys, fused_select, plan.lean_select, out);
   if (e != cudaSuccess || plan.collect_only || plan.select_ctas == 0) return e;
   return launch_pdl(true, indexer_select_kernel, dim3(unsigned(plan.select_ctas), unsigned(tokens)),
-                    dim3(k_select_threads), size_t(k_select_kernel_smem), stream,
-                    static_cast<const float*>(scores), stride,
+                    dim3(k_select_threads),
+                    size_t(plan.lean_select ? k_select_kernel_smem_lean : k_select_kernel_smem),
+                    stream, static_cast<const float*>(scores), stride,
                     static_cast<const token_state*>(state), static_cast<const uint32_t*>(hist2),
                     static_cast<const unsigned long long*>(cand_list), pages, token_seq, n_visible,
-                    plan.capacity, int(top_k), out);
+                    plan.capacity, int(top_k), plan.lean_select, out);
 }
 
 }  // namespace

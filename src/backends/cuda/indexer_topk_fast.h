@@ -76,6 +76,11 @@ struct indexer_fast_plan {
   // CTAs of the select kernel per token (1..64; each ranks a share of the ~top_k keys at or above
   // the threshold), or 0: the last collect CTA of the token selects alone (the earlier scheme).
   int select_ctas = 0;
+  // Collect and select with fewer dependent global round trips (same rows): the collect CTA
+  // requests its first scores with the histogram; the select kernel copies the token's block-table
+  // row into shared memory before its programmatic wait (up to 8192 blocks) and requests the token
+  // state and the second histogram together.
+  bool lean_select = true;
   size_t scratch_bytes = 0;   // scores, per-token state and two histograms, candidate lists
   bool score_only = false;    // benchmarks: stop after the scores (out is not written)
   bool collect_only = false;  // benchmarks: skip the select (out is not written)
