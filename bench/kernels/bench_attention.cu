@@ -1067,6 +1067,12 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
       p.score_split = !plan.score_split;
       vs.push_back({plan.score_split ? "fp4 no-split" : "fp4 split", p});
       p = plan;
+      p.score_rotate = !plan.score_rotate;
+      vs.push_back({plan.score_rotate ? "fp4 no-rotate" : "fp4 rotate", p});
+      p = plan;
+      p.score_quad = !plan.score_quad;
+      vs.push_back({plan.score_quad ? "fp4 no-quad" : "fp4 quad", p});
+      p = plan;
       p.lean_select = !plan.lean_select;
       vs.push_back({plan.lean_select ? "fp4 no-lean" : "fp4 lean", p});
       p = plan;

@@ -85,6 +85,15 @@ constexpr int k_score_flag_bulk = 1;
 // "empty" mbarrier) and thread 0 waits for that before refilling it, instead of a CTA barrier per
 // pass: warps drift up to stages - 1 passes apart (plan.score_decouple).
 constexpr int k_score_flag_decouple = 2;
+// The epilogue's lane-quad reduction of both 8-row halves at once (plan.score_quad): lanes
+// exchange the half their partner keeps, so 2 shuffles and adds instead of 4, and lanes t = 0 and
+// t = 1 of each quad store rows g and g + 8 (one predicated store block instead of two). The sums
+// are the same additions in the same order ((a0 + a1) + (a2 + a3), fp addition commutes), so the
+// scores are bit for bit the two-reduction epilogue's.
+constexpr int k_score_flag_quad = 4;
+// Bulk passes: the copies of pass p + stages - 1 issued by lane 0 of warp p % warps instead of
+// thread 0 (plan.score_rotate).
+constexpr int k_score_flag_rotate = 8;
 constexpr int k_max_range_blocks = 1025;  // block ids of a CTA's range (keys_per_cta <= 1024 bs)
 // Pool rows of the keys of passes j .. j + 7 (slot j % 8), computed `stages` passes ahead, one key
 // per thread, so the copy loop only reads them (no block division per copied chunk). FP8 keys
@@ -429,6 +438,8 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
   // and 16-byte aligned scales): pass j is pool rows row0 .. row0 + 127 of one block.
   const bool bulk = fp4 && (flags & k_score_flag_bulk) != 0;
   const bool decouple = bulk && (flags & k_score_flag_decouple) != 0;
+  const bool quad = (flags & k_score_flag_quad) != 0;
+  const bool rotate = bulk && (flags & k_score_flag_rotate) != 0;
   constexpr int k_score_threads = warps * k_warp_size;
   constexpr int tiles = k_pass / 16 / warps;  // 16-key MMA tiles per warp
   const float* key_scales = static_cast<const float*>(key_scales_raw);
@@ -653,7 +664,11 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
       // Pass p + stages - 1 goes into the stage of pass p - 1 (pass_rows slot (p + stages - 1) %
       // 8, last read by the epilogue of pass p + stages - 9, which every thread finished before it
       // released pass p - 1's stage).
-      if (threadIdx.x == 0 && p + stages - 1 < passes) {
+      // The issuing thread: thread 0, or (plan.score_rotate) lane 0 of warp p % warps, so the
+      // issue work (block lookup, division, copies, the wait for the stage's release) does not
+      // make one warp the CTA's straggler.
+      const int issuer = rotate ? int(p % warps) * k_warp_size : 0;
+      if (int(threadIdx.x) == issuer && p + stages - 1 < passes) {
         if (decouple && p > 0)
           mbar::wait(empty_s + 8 * uint32_t((p - 1) % stages), uint32_t((p - 1) / stages) & 1u);
         issue_bulk(p + stages - 1, int((p + stages - 1) % stages));
@@ -858,32 +873,55 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
 #pragma unroll
           for (int e = 0; e < 4; ++e) wgmma::reg_fence(acc[mt][nt][e]);
     }
+    // Stores pass p's score of tile mt, half `half` (row g + 8 half of the lane's quad): scales,
+    // -inf for rows without a key, the histogram.
+    const auto store_score = [&](int mt, int half, float sc) {
+      const int r = (warp * tiles + mt) * 16 + half * 8 + lane / 4;
+      const int64_t s = lo + p * k_pass + r;
+      if (s < hi) {
+        // + 0.0f: a sum of -0 terms is +0 on the CPU (its accumulator starts at +0).
+        float v = -INFINITY;
+        if (bulk ? r < pass_rows[p % k_row_ring] : pass_rows[(p % k_row_ring) * k_pass + r] >= 0) {
+          // The key's scale after the ReLU: relu(s x) = s relu(x) for s > 0.
+          if constexpr (fp8) sc *= pass_scales[(p % k_row_ring) * k_pass + r];
+          v = sc * q_scale + 0.0f;
+        }
+        scores[t * score_stride + s] = v;
+        atomicAdd(&hist_s[ordered_float_bits(v) >> 20], 1u);
+      }
+    };
+    if (quad) {
 #pragma unroll
-    for (int mt = 0; mt < tiles; ++mt)
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        float sc = 0.0f;
+      for (int mt = 0; mt < tiles; ++mt) {
+        float h0 = 0.0f, h1 = 0.0f;  // the lane's partial sums of rows g and g + 8
 #pragma unroll
         for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
-          for (int e = 0; e < 2; ++e) sc += w[nt][e] * fmaxf(acc[mt][nt][2 * half + e], 0.0f);
-        sc += __shfl_xor_sync(0xffffffffu, sc, 1);
-        sc += __shfl_xor_sync(0xffffffffu, sc, 2);
-        const int r = (warp * tiles + mt) * 16 + half * 8 + lane / 4;
-        const int64_t s = lo + p * k_pass + r;
-        if (lane % 4 == 0 && s < hi) {
-          // + 0.0f: a sum of -0 terms is +0 on the CPU (its accumulator starts at +0).
-          float v = -INFINITY;
-          if (bulk ? r < pass_rows[p % k_row_ring]
-                   : pass_rows[(p % k_row_ring) * k_pass + r] >= 0) {
-            // The key's scale after the ReLU: relu(s x) = s relu(x) for s > 0.
-            if constexpr (fp8) sc *= pass_scales[(p % k_row_ring) * k_pass + r];
-            v = sc * q_scale + 0.0f;
+          for (int e = 0; e < 2; ++e) {
+            h0 += w[nt][e] * fmaxf(acc[mt][nt][e], 0.0f);
+            h1 += w[nt][e] * fmaxf(acc[mt][nt][2 + e], 0.0f);
           }
-          scores[t * score_stride + s] = v;
-          atomicAdd(&hist_s[ordered_float_bits(v) >> 20], 1u);
-        }
+        const bool odd = (lane & 1) != 0;  // keeps half 1, hands half 0 to its even partner
+        float mine = odd ? h1 : h0;
+        mine += __shfl_xor_sync(0xffffffffu, odd ? h0 : h1, 1);
+        mine += __shfl_xor_sync(0xffffffffu, mine, 2);
+        if ((lane & 2) == 0) store_score(mt, lane & 1, mine);
       }
+    } else {
+#pragma unroll
+      for (int mt = 0; mt < tiles; ++mt)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          float sc = 0.0f;
+#pragma unroll
+          for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) sc += w[nt][e] * fmaxf(acc[mt][nt][2 * half + e], 0.0f);
+          sc += __shfl_xor_sync(0xffffffffu, sc, 1);
+          sc += __shfl_xor_sync(0xffffffffu, sc, 2);
+          if (lane % 4 == 0) store_score(mt, half, sc);
+        }
+    }
   }
   cp_async_wait<0>();
   __syncthreads();
@@ -1386,7 +1424,8 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
   const bool bulk = fmt == k_fmt_e2m1 && plan.score_wgmma && plan.score_bulk &&
                     block_size % k_pass == 0 && aligned_16(key_scales);
   const int flags =
-      bulk ? k_score_flag_bulk | (plan.score_decouple ? k_score_flag_decouple : 0) : 0;
+      (bulk ? k_score_flag_bulk | (plan.score_decouple ? k_score_flag_decouple : 0) : 0) |
+      (plan.score_quad ? k_score_flag_quad : 0) | (plan.score_rotate ? k_score_flag_rotate : 0);
   // A programmatic dependent of the zeroing kernel (plan.zero_kernel), else a plain launch.
   const auto launch_score = [&](auto kernel, int threads, int smem) {
     e = launch_pdl(plan.zero_kernel, kernel, grid, dim3(unsigned(threads)), size_t(smem), stream, q,

@@ -70,6 +70,12 @@ struct indexer_fast_plan {
   bool score_split = false;
   // FP4 bulk passes: stages released per thread through mbarriers (no CTA barrier per pass).
   bool score_decouple = true;
+  // The score epilogue reduces both 8-row halves of a lane quad in one exchange (2 shuffles, one
+  // store block; the same sums bit for bit) instead of one reduction per half.
+  bool score_quad = true;
+  // Bulk passes: the copies issued by each warp in turn (lane 0 of warp p % warps at pass p)
+  // rather than always by thread 0, whose warp otherwise carries ~100 more instructions per pass.
+  bool score_rotate = true;
   // The per-token state and histograms zeroed by a kernel that the score kernel follows as a
   // programmatic dependent (the scores overlap the zeroing) instead of a memset node.
   bool zero_kernel = true;
