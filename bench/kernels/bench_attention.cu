@@ -1054,6 +1054,12 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
     std::vector<variant> vs;
     vs.push_back({"fp4 plan", plan});
     {
+      // Main's kernels before session 9 (the session's plan flags off).
+      plan_t p0 = plan;
+      p0.lean_select = p0.score_quad = p0.score_rotate = false;
+      vs.push_back({"fp4 s8 (flags off)", p0});
+    }
+    {
       plan_t p = plan;
       p.zero_kernel = false;
       vs.push_back({"fp4 memset", p});
@@ -1088,6 +1094,7 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
                       p});
       }
     }
+    vs.push_back({"fp4 plan again", plan});  // the first rows run colder: the plan once more
     const size_t nv_ = vs.size();
     std::vector<double> all(nv_, 1e30), sc(nv_, 1e30), col(nv_, 1e30);
     for (int round = 0; round < 3; ++round)
