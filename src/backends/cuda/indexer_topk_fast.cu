@@ -35,6 +35,7 @@
 #include <type_traits>
 
 #include "backends/cuda/activation.cuh"
+#include "backends/cuda/cluster.cuh"
 #include "backends/cuda/indexer_topk_fast.h"
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/mbarrier.cuh"
@@ -1275,6 +1276,159 @@ __global__ void __launch_bounds__(k_select_threads)
   }
 }
 
+// plan.cluster_select: collect and select of token blockIdx.y in one launch, a cluster of
+// k_csel_ctas CTAs (a programmatic dependent of the score kernel). CTA r scans entries
+// [r chunk, (r + 1) chunk): every CTA finds the threshold bin from the token's histogram, lists
+// its keys at or above it in its own shared memory (L) and histograms the next 12 bits of the
+// bin's keys (sub). After a cluster barrier, CTA r adds bins [512 r, 512 r + 512) of every CTA's
+// sub (red), and after a second barrier every CTA reads the summed histogram from the 8 CTAs,
+// resolves the 24-bit threshold prefix and copies the listed keys at or above it from every CTA's
+// L into its F (about top_k keys). Each CTA ranks its own listed keys of F against all of F (as
+// indexer_select_kernel) and writes rank < top_k to out[rank]. No global list, second histogram,
+// atomic ticket or third launch. Tokens with n <= top_k or a threshold bin too full to list (heavy
+// ties) take the single-CTA select_token in CTA 0 (the state's bin, above and in_bin written by
+// it first). Every CTA passes a final cluster barrier (its L and red are read by the others).
+constexpr int k_csel_ctas = 8;     // a portable cluster size
+constexpr int k_csel_unroll = 16;  // score loads in flight per thread
+constexpr int k_csel_share = k_bins / k_csel_ctas;
+static_assert(k_csel_share <= k_select_threads, "one summed bin per thread");
+// counts [k_bins] | sub [k_bins] | red [k_csel_share] | scratch [k_select_threads] | L | F.
+constexpr int k_csel_smem =
+    (2 * k_bins + k_csel_share + k_select_threads) * 4 + 2 * int(k_candidate_capacity) * 8;
+static_assert(k_csel_smem >= k_select_smem, "select_token's shared memory inside");
+__global__ void __launch_bounds__(k_select_threads)
+    indexer_cluster_select_kernel(const float* scores, int64_t score_stride, const uint32_t* hist,
+                                  token_state* state, paged_entries pages, const int32_t* token_seq,
+                                  const int32_t* n_visible, int64_t capacity, int top_k,
+                                  int64_t chunk, int32_t* out) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ uint32_t n_list, n_f, list_counts[k_csel_ctas], result[2];
+  const int64_t t = blockIdx.y;
+  const uint32_t rank = cluster::rank();
+  // No launch of the chain writes these: read before the wait.
+  const int64_t n = clamp_visible(n_visible[t], capacity);
+  const int32_t seq = token_seq[t];
+  pdl_wait();
+  if (n <= top_k) {  // uniform over the cluster (no shared memory of another CTA is read)
+    if (rank == 0)
+      select_token(smem, scores, score_stride, state, nullptr, pages, token_seq, n_visible,
+                   capacity, top_k, nullptr, out, t);
+    return;
+  }
+  uint32_t* counts = reinterpret_cast<uint32_t*>(smem);
+  uint32_t* sub = counts + k_bins;
+  uint32_t* red = sub + k_bins;
+  uint32_t* scratch = red + k_csel_share;
+  unsigned long long* list = reinterpret_cast<unsigned long long*>(scratch + k_select_threads);
+  unsigned long long* f = list + k_candidate_capacity;
+  const int64_t lo = int64_t(rank) * chunk;
+  const int64_t hi = min(lo + chunk, n);
+  const float* sc = scores + t * score_stride;
+  float v[k_csel_unroll];
+  const auto load_scores = [&](int64_t base) {
+#pragma unroll
+    for (int u = 0; u < k_csel_unroll; ++u) {
+      const int64_t s = base + threadIdx.x + u * k_select_threads;
+      v[u] = s < hi ? __ldcg(sc + s) : -INFINITY;
+    }
+  };
+  load_scores(lo);  // with the histogram
+  for (int b = threadIdx.x; b < k_bins; b += k_select_threads) {
+    counts[b] = __ldcg(&hist[t * k_bins + b]);
+    sub[b] = 0;
+  }
+  if (threadIdx.x == 0) n_list = n_f = 0;
+  __syncthreads();
+  const uint2 th = find_threshold(counts, k_bins, uint32_t(top_k), scratch, result);
+  const uint32_t bin = th.x, above = th.y, in_bin = counts[th.x];
+  if (in_bin > k_max_candidates) {  // heavy ties (uniform over the cluster)
+    if (rank == 0) {
+      if (threadIdx.x == 0) {
+        state[t].bin = bin;
+        state[t].above = above;
+        state[t].in_bin = in_bin;
+      }
+      __syncthreads();  // select_token reads them back
+      select_token(smem, scores, score_stride, state, nullptr, pages, token_seq, n_visible,
+                   capacity, top_k, nullptr, out, t);
+    }
+    return;
+  }
+  for (int64_t base = lo; base < hi; base += int64_t(k_select_threads) * k_csel_unroll) {
+    if (base != lo) load_scores(base);
+#pragma unroll
+    for (int u = 0; u < k_csel_unroll; ++u) {
+      const int64_t s = base + threadIdx.x + u * k_select_threads;
+      const unsigned long long key = entry_key(v[u], s);
+      const uint32_t top = uint32_t(key >> 52);
+      if (s < hi && top == bin) atomicAdd(&sub[uint32_t(key >> 40) & (k_bins - 1)], 1u);
+      warp_append(s < hi && top >= bin, key, &n_list, list);
+    }
+  }
+  __syncthreads();
+  cluster::sync();  // every CTA's sub, list and n_list complete
+  if (threadIdx.x < k_csel_share) {
+    const uint32_t addr = smem_u32(sub + rank * k_csel_share + threadIdx.x);
+    uint32_t sum = 0;
+#pragma unroll
+    for (uint32_t r = 0; r < k_csel_ctas; ++r) sum += cluster::load_u32(cluster::map(addr, r));
+    red[threadIdx.x] = sum;
+  }
+  if (threadIdx.x < k_csel_ctas)
+    list_counts[threadIdx.x] = cluster::load_u32(cluster::map(smem_u32(&n_list), threadIdx.x));
+  cluster::sync();  // every CTA's red complete
+  for (int b = threadIdx.x; b < k_bins; b += k_select_threads)
+    counts[b] = cluster::load_u32(
+        cluster::map(smem_u32(red + b % k_csel_share), uint32_t(b / k_csel_share)));
+  __syncthreads();
+  const uint2 th2 = find_threshold(counts, k_bins, uint32_t(top_k) - above, scratch, result);
+  const unsigned long long prefix = (static_cast<unsigned long long>(bin) << 12) | th2.x;
+  // F: the listed keys at or above the prefix of every CTA, one flat index over the lists.
+  uint32_t starts[k_csel_ctas + 1];
+  starts[0] = 0;
+#pragma unroll
+  for (int r = 0; r < k_csel_ctas; ++r) starts[r + 1] = starts[r] + list_counts[r];
+  const uint32_t total = starts[k_csel_ctas];
+  for (uint32_t base = 0; base < total; base += k_select_threads) {
+    const uint32_t i = base + threadIdx.x;
+    unsigned long long key = 0;
+    if (i < total) {
+      uint32_t r = 0, start = 0;  // the list holding flat index i (empty lists skipped)
+#pragma unroll
+      for (int q = 1; q < k_csel_ctas; ++q)
+        if (i >= starts[q]) {
+          r = uint32_t(q);
+          start = starts[q];
+        }
+      key = cluster::load_u64(cluster::map(smem_u32(list + (i - start)), r));
+    }
+    warp_append(i < total && (key >> 40) >= prefix, key, &n_f, f);
+  }
+  __syncthreads();
+  const int nf = int(n_f), own = int(list_counts[rank]);
+  const int lane = threadIdx.x % k_warp_size, warp = threadIdx.x / k_warp_size;
+  pages.seq = seq;
+  for (int j = warp; j < own; j += k_select_threads / k_warp_size) {
+    const unsigned long long x = list[j];
+    if ((x >> 40) < prefix) continue;  // (uniform over the warp)
+    uint32_t c0 = 0, c1 = 0, c2 = 0, c3 = 0;
+    int i = lane;
+    for (; i + 3 * k_warp_size < nf; i += 4 * k_warp_size) {
+      c0 += f[i] > x;
+      c1 += f[i + k_warp_size] > x;
+      c2 += f[i + 2 * k_warp_size] > x;
+      c3 += f[i + 3 * k_warp_size] > x;
+    }
+    for (; i < nf; i += k_warp_size) c0 += f[i] > x;
+    const uint32_t greater = __reduce_add_sync(0xffffffffu, c0 + c1 + c2 + c3);
+    if (lane == 0 && greater < uint32_t(top_k)) {
+      const int64_t s = int64_t(0xFFFFFFFFull - (x & 0xFFFFFFFFull));
+      out[t * top_k + greater] = int32_t(pages.row(s));
+    }
+  }
+  cluster::sync();  // no CTA exits while another may still read its list, red or n_list
+}
+
 int64_t score_stride_of(int64_t capacity) {
   return ceil_div(capacity, 4) * 4;
 }
@@ -1314,6 +1468,9 @@ indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_widt
   // CTAs: 35.2 / 34.4, 37.6 / 35.8; so 32 CTAs up to 4 tokens.
   p.select_ctas =
       tokens <= 8 ? int(std::clamp<int64_t>(2 * sms / tokens, 1, tokens <= 4 ? 32 : 16)) : 0;
+  // Collect and select in one cluster launch for a few tokens (a cluster of 8 CTAs per token,
+  // one CTA per SM).
+  p.cluster_select = tokens <= 8;
   const size_t score_bytes = size_t(tokens * score_stride_of(p.capacity)) * 4;
   p.scratch_bytes = score_bytes + size_t(tokens) * (sizeof(token_state) + 2 * k_bins * 4) +
                     size_t(tokens) * size_t(k_candidate_capacity) * 8;
@@ -1379,6 +1536,7 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
       if (e == cudaSuccess) e = set(kernel, score_smem_bytes(k_stages_fp4, k_fmt_e2m1));
     if (e == cudaSuccess) e = set(indexer_collect_select_kernel, k_select_smem);
     if (e == cudaSuccess) e = set(indexer_select_kernel, k_select_kernel_smem_lean);
+    if (e == cudaSuccess) e = set(indexer_cluster_select_kernel, k_csel_smem);
     // One shared-memory carveout (the largest) for the three kernels: an SM need not drain to
     // reconfigure between them.
     const auto carveout = [](auto kernel) {
@@ -1393,6 +1551,7 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
       if (e == cudaSuccess) e = carveout(kernel);
     if (e == cudaSuccess) e = carveout(indexer_collect_select_kernel);
     if (e == cudaSuccess) e = carveout(indexer_select_kernel);
+    if (e == cudaSuccess) e = carveout(indexer_cluster_select_kernel);
     if (e != cudaSuccess) return e;
     configured = true;
   }
@@ -1466,6 +1625,28 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
   }
   if (e == cudaSuccess) e = cudaGetLastError();
   if (e != cudaSuccess || plan.score_only) return e;
+  if (plan.cluster_select) {
+    // Benchmarks: collect_only stops after the scores here (collect and select are one launch).
+    if (plan.collect_only) return e;
+    cudaLaunchAttribute attributes[2]{};
+    attributes[0].id = cudaLaunchAttributeClusterDimension;
+    attributes[0].val.clusterDim.x = unsigned(k_csel_ctas);
+    attributes[0].val.clusterDim.y = 1;
+    attributes[0].val.clusterDim.z = 1;
+    attributes[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attributes[1].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(unsigned(k_csel_ctas), unsigned(tokens));
+    config.blockDim = dim3(k_select_threads);
+    config.dynamicSmemBytes = size_t(k_csel_smem);
+    config.stream = stream;
+    config.attrs = attributes;
+    config.numAttrs = 2;
+    return cudaLaunchKernelEx(
+        &config, indexer_cluster_select_kernel, static_cast<const float*>(scores), stride,
+        static_cast<const uint32_t*>(hist), state, pages, token_seq, n_visible, plan.capacity,
+        int(top_k), ceil_div(plan.capacity, int64_t(k_csel_ctas)), out);
+  }
   const bool fused_select = plan.select_ctas == 0 && !plan.collect_only;
   e = launch_pdl(true, indexer_collect_select_kernel,
                  dim3(unsigned(plan.collect_ctas_per_token), unsigned(tokens)),

@@ -87,6 +87,10 @@ struct indexer_fast_plan {
   // row into shared memory before its programmatic wait (up to 8192 blocks) and requests the token
   // state and the second histogram together.
   bool lean_select = true;
+  // Collect and select in one launch: a cluster of 8 CTAs per token that share the second
+  // histogram and the candidate lists through distributed shared memory (no global list, no third
+  // launch); collect_keys, select_ctas and lean_select are then unused. make_plan: tokens <= 8.
+  bool cluster_select = false;
   size_t scratch_bytes = 0;   // scores, per-token state and two histograms, candidate lists
   bool score_only = false;    // benchmarks: stop after the scores (out is not written)
   bool collect_only = false;  // benchmarks: skip the select (out is not written)
