@@ -1071,6 +1071,20 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
       p = plan;
       p.cluster_select = !plan.cluster_select;
       vs.push_back({plan.cluster_select ? "fp4 no-cluster" : "fp4 cluster", p});
+      if (T <= 8) {  // the cluster select's probes (results wrong, but for the no-pdl row)
+        static const char* const probe_names[] = {"",
+                                                  "fp4 cluster probe 1",
+                                                  "fp4 cluster probe 2",
+                                                  "fp4 cluster probe 3",
+                                                  "fp4 cluster probe 4",
+                                                  "fp4 cluster no-pdl"};
+        for (int probe = 1; probe <= 5; ++probe) {
+          p = plan;
+          p.cluster_select = true;
+          p.cluster_probe = probe;
+          vs.push_back({probe_names[probe], p});
+        }
+      }
       p = plan;
       p.lean_select = !plan.lean_select;
       p.cluster_select = false;

@@ -1300,7 +1300,7 @@ __global__ void __launch_bounds__(k_select_threads)
     indexer_cluster_select_kernel(const float* scores, int64_t score_stride, const uint32_t* hist,
                                   token_state* state, paged_entries pages, const int32_t* token_seq,
                                   const int32_t* n_visible, int64_t capacity, int top_k,
-                                  int64_t chunk, int32_t* out) {
+                                  int64_t chunk, int probe, int32_t* out) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ uint32_t n_list, n_f, list_counts[k_csel_ctas], result[2];
   const int64_t t = blockIdx.y;
@@ -1309,7 +1309,8 @@ __global__ void __launch_bounds__(k_select_threads)
   const int64_t n = clamp_visible(n_visible[t], capacity);
   const int32_t seq = token_seq[t];
   pdl_wait();
-  if (n <= top_k) {  // uniform over the cluster (no shared memory of another CTA is read)
+  if (probe == 1) return;  // (benchmark probes, plan.cluster_probe: results wrong)
+  if (n <= top_k) {        // uniform over the cluster (no shared memory of another CTA is read)
     if (rank == 0)
       select_token(smem, scores, score_stride, state, nullptr, pages, token_seq, n_visible,
                    capacity, top_k, nullptr, out, t);
@@ -1366,6 +1367,7 @@ __global__ void __launch_bounds__(k_select_threads)
     }
   }
   __syncthreads();
+  if (probe == 2) return;
   cluster::sync();  // every CTA's sub, list and n_list complete
   if (threadIdx.x < k_csel_share) {
     const uint32_t addr = smem_u32(sub + rank * k_csel_share + threadIdx.x);
@@ -1383,6 +1385,10 @@ __global__ void __launch_bounds__(k_select_threads)
   __syncthreads();
   const uint2 th2 = find_threshold(counts, k_bins, uint32_t(top_k) - above, scratch, result);
   const unsigned long long prefix = (static_cast<unsigned long long>(bin) << 12) | th2.x;
+  if (probe == 3) {
+    cluster::sync();
+    return;
+  }
   // F: the listed keys at or above the prefix of every CTA, one flat index over the lists.
   uint32_t starts[k_csel_ctas + 1];
   starts[0] = 0;
@@ -1405,7 +1411,7 @@ __global__ void __launch_bounds__(k_select_threads)
     warp_append(i < total && (key >> 40) >= prefix, key, &n_f, f);
   }
   __syncthreads();
-  const int nf = int(n_f), own = int(list_counts[rank]);
+  const int nf = int(n_f), own = probe == 4 ? 0 : int(list_counts[rank]);
   const int lane = threadIdx.x % k_warp_size, warp = threadIdx.x / k_warp_size;
   pages.seq = seq;
   for (int j = warp; j < own; j += k_select_threads / k_warp_size) {
@@ -1468,9 +1474,7 @@ indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_widt
   // CTAs: 35.2 / 34.4, 37.6 / 35.8; so 32 CTAs up to 4 tokens.
   p.select_ctas =
       tokens <= 8 ? int(std::clamp<int64_t>(2 * sms / tokens, 1, tokens <= 4 ? 32 : 16)) : 0;
-  // Collect and select in one cluster launch for a few tokens (a cluster of 8 CTAs per token,
-  // one CTA per SM).
-  p.cluster_select = tokens <= 8;
+  // cluster_select stays off: slower (H100, session 9: T=1 top-512 39.6 vs 33.7 us in all).
   const size_t score_bytes = size_t(tokens * score_stride_of(p.capacity)) * 4;
   p.scratch_bytes = score_bytes + size_t(tokens) * (sizeof(token_state) + 2 * k_bins * 4) +
                     size_t(tokens) * size_t(k_candidate_capacity) * 8;
@@ -1641,11 +1645,11 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
     config.dynamicSmemBytes = size_t(k_csel_smem);
     config.stream = stream;
     config.attrs = attributes;
-    config.numAttrs = 2;
+    config.numAttrs = plan.cluster_probe == 5 ? 1 : 2;  // probe 5: a plain (non-PDL) launch
     return cudaLaunchKernelEx(
         &config, indexer_cluster_select_kernel, static_cast<const float*>(scores), stride,
         static_cast<const uint32_t*>(hist), state, pages, token_seq, n_visible, plan.capacity,
-        int(top_k), ceil_div(plan.capacity, int64_t(k_csel_ctas)), out);
+        int(top_k), ceil_div(plan.capacity, int64_t(k_csel_ctas)), plan.cluster_probe, out);
   }
   const bool fused_select = plan.select_ctas == 0 && !plan.collect_only;
   e = launch_pdl(true, indexer_collect_select_kernel,

@@ -89,8 +89,14 @@ struct indexer_fast_plan {
   bool lean_select = true;
   // Collect and select in one launch: a cluster of 8 CTAs per token that share the second
   // histogram and the candidate lists through distributed shared memory (no global list, no third
-  // launch); collect_keys, select_ctas and lean_select are then unused. make_plan: tokens <= 8.
+  // launch); collect_keys, select_ctas and lean_select are then unused. Opt-in: measured slower
+  // (H100, session 9, T=1 256K entries: top-512 39.6 us in all vs 33.7 with collect + select,
+  // top-1024 44.7 vs 35.2; parity 100/100 with it on for up to 8 tokens).
   bool cluster_select = false;
+  // Benchmarks: cluster_select probes (results wrong): 1 return after the programmatic wait, 2
+  // after the scan (no cluster barrier), 3 after the summed histogram's threshold, 4 no ranking;
+  // 5: the launch without the programmatic dependence (results right).
+  int cluster_probe = 0;
   size_t scratch_bytes = 0;   // scores, per-token state and two histograms, candidate lists
   bool score_only = false;    // benchmarks: stop after the scores (out is not written)
   bool collect_only = false;  // benchmarks: skip the select (out is not written)
