@@ -1066,6 +1066,9 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
       p.score_rotate = !plan.score_rotate;
       vs.push_back({plan.score_rotate ? "fp4 no-rotate" : "fp4 rotate", p});
       p = plan;
+      p.score_pingpong = !plan.score_pingpong;
+      vs.push_back({plan.score_pingpong ? "fp4 no-pingpong" : "fp4 pingpong", p});
+      p = plan;
       p.score_quad = !plan.score_quad;
       vs.push_back({plan.score_quad ? "fp4 no-quad" : "fp4 quad", p});
       p = plan;

@@ -95,7 +95,8 @@ constexpr int k_score_flag_quad = 4;
 // Bulk passes: the copies of pass p + stages - 1 issued by lane 0 of warp p % warps instead of
 // thread 0 (plan.score_rotate).
 constexpr int k_score_flag_rotate = 8;
-constexpr int k_max_range_blocks = 1025;  // block ids of a CTA's range (keys_per_cta <= 1024 bs)
+constexpr int k_score_flag_pingpong = 16;  // plan.score_pingpong
+constexpr int k_max_range_blocks = 1025;   // block ids of a CTA's range (keys_per_cta <= 1024 bs)
 // Pool rows of the keys of passes j .. j + 7 (slot j % 8), computed `stages` passes ahead, one key
 // per thread, so the copy loop only reads them (no block division per copied chunk). FP8 keys
 // keep their scales in a ring alike.
@@ -441,6 +442,10 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
   const bool decouple = bulk && (flags & k_score_flag_decouple) != 0;
   const bool quad = (flags & k_score_flag_quad) != 0;
   const bool rotate = bulk && (flags & k_score_flag_rotate) != 0;
+  // Warpgroups take turns at the tensor cores (plan.score_pingpong, 8-warp wgmma CTAs): one
+  // issues a pass's MMAs while the other widens or runs its epilogue. Named barriers 1 and 2.
+  const bool pingpong = wg && !split && warps == 8 && (flags & k_score_flag_pingpong);
+  const int wgi = int(threadIdx.x) / (4 * k_warp_size);  // warpgroup
   constexpr int k_score_threads = warps * k_warp_size;
   constexpr int tiles = k_pass / 16 / warps;  // 16-key MMA tiles per warp
   const float* key_scales = static_cast<const float*>(key_scales_raw);
@@ -656,6 +661,7 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
     for (int e = 0; e < 2; ++e)
       w[nt][e] = act_to_f32(weights[t * k_heads + nt * 8 + 2 * (lane % 4) + e]);
 
+  if (pingpong && wgi == 1) mbar::named_arrive(1, 2 * 128);  // warpgroup 0 goes first
   for (int64_t p = 0; p < passes; ++p) {
     const int stage = int(p % stages);
     const uint32_t kb = k_s + stage * pass_bytes;
@@ -663,11 +669,10 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
       // Pass p - 1 consumed by all (its stage free); the query and hist_s's zeros visible.
       if (!decouple || p == 0) __syncthreads();
       // Pass p + stages - 1 goes into the stage of pass p - 1 (pass_rows slot (p + stages - 1) %
-      // 8, last read by the epilogue of pass p + stages - 9, which every thread finished before it
-      // released pass p - 1's stage).
-      // The issuing thread: thread 0, or (plan.score_rotate) lane 0 of warp p % warps, so the
-      // issue work (block lookup, division, copies, the wait for the stage's release) does not
-      // make one warp the CTA's straggler.
+      // 8, last read by the epilogue of pass p + stages - 9, which every thread finished before
+      // it released pass p - 1's stage). The issuing thread: thread 0, or (plan.score_rotate)
+      // lane 0 of warp p % warps, so the issue work (block lookup, division, copies, the wait for
+      // the stage's release) does not make one warp the CTA's straggler.
       const int issuer = rotate ? int(p % warps) * k_warp_size : 0;
       if (int(threadIdx.x) == issuer && p + stages - 1 < passes) {
         if (decouple && p > 0)
@@ -800,8 +805,9 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
         }
       }
     }
-    // wgmma: the A fragments of every k-step (kept live until the wgmmas complete), one fence, the
-    // 8 wgmmas (one commit group) and a wait; split: k-steps 0..3 issued before 4..7 are widened.
+    // wgmma: the A fragments of every k-step (kept live until the wgmmas complete), one fence,
+    // the 8 wgmmas (one commit group) and a wait; split: k-steps 0..3 issued before 4..7 are
+    // widened.
     uint32_t a_wg[wg ? k_dim / 16 : 1][tiles][4];
     if constexpr (wg) {
       // Scale bytes b <= 128 in all the warp's rows: one product per widened pair (b >= 129 is a
@@ -847,8 +853,14 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
         widen_fp4_steps<true, 0, first_end>(a_wg, raw4, m);
       else
         widen_fp4_steps<false, 0, first_end>(a_wg, raw4, m);
+      // pingpong: wait for this warpgroup's turn (the other one has issued its MMAs of the
+      // previous pass, or, for warpgroup 0's first pass, arrived once up front).
+      if (pingpong) mbar::named_sync(1 + wgi, 2 * 128);
       wgmma::fence();  // acc zeroed and the A fragments written by this thread
       issue(std::integral_constant<int, 0>{});
+      // pingpong: the other warpgroup's turn (warpgroup 1 leaves its last turn unpassed, so
+      // every barrier completes as often as it is waited on).
+      if (pingpong && (wgi == 0 || p + 1 < passes)) mbar::named_arrive(2 - wgi, 2 * 128);
       if constexpr (split) {
         if (one)
           widen_fp4_steps<true, 4, 8>(a_wg, raw4, m);
@@ -1194,6 +1206,9 @@ __global__ void __launch_bounds__(k_select_threads)
   pdl_wait();
   uint32_t in_bin = 0, bin = 0, above = 0, listed = 0;
   uint32_t hist_words[k_bins / k_select_threads];
+  // lean: the list's first k_select_threads entries requested with the state (entries past the
+  // count are stale scratch, never used), so the usual list of < 1024 keys needs no third trip.
+  unsigned long long first_key = 0;
   if (lean && n > top_k) {
     in_bin = __ldcg(&state[t].in_bin);
     bin = __ldcg(&state[t].bin);
@@ -1202,6 +1217,7 @@ __global__ void __launch_bounds__(k_select_threads)
 #pragma unroll
     for (int u = 0; u < k_bins / k_select_threads; ++u)
       hist_words[u] = __ldcg(&hist2[t * k_bins + threadIdx.x + u * k_select_threads]);
+    first_key = __ldcg(cand_list + t * k_candidate_capacity + threadIdx.x);
   } else if (n > top_k) {
     in_bin = __ldcg(&state[t].in_bin);
   }
@@ -1239,7 +1255,8 @@ __global__ void __launch_bounds__(k_select_threads)
   const uint32_t ctas = gridDim.x;
   for (uint32_t base = 0; base < listed; base += k_select_threads) {
     const uint32_t i = base + threadIdx.x;
-    const unsigned long long key = i < listed ? __ldcg(list + i) : 0ull;
+    const unsigned long long key =
+        i < listed ? (lean && base == 0 ? first_key : __ldcg(list + i)) : 0ull;
     const bool in_f = i < listed && (key >> 40) >= prefix;
     warp_append(in_f, key, &n_f, f);
     warp_append(in_f && i % ctas == blockIdx.x, key, &n_own, own);
@@ -1588,7 +1605,8 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
                     block_size % k_pass == 0 && aligned_16(key_scales);
   const int flags =
       (bulk ? k_score_flag_bulk | (plan.score_decouple ? k_score_flag_decouple : 0) : 0) |
-      (plan.score_quad ? k_score_flag_quad : 0) | (plan.score_rotate ? k_score_flag_rotate : 0);
+      (plan.score_quad ? k_score_flag_quad : 0) | (plan.score_rotate ? k_score_flag_rotate : 0) |
+      (plan.score_pingpong ? k_score_flag_pingpong : 0);
   // A programmatic dependent of the zeroing kernel (plan.zero_kernel), else a plain launch.
   const auto launch_score = [&](auto kernel, int threads, int smem) {
     e = launch_pdl(plan.zero_kernel, kernel, grid, dim3(unsigned(threads)), size_t(smem), stream, q,

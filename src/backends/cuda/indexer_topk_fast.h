@@ -76,6 +76,9 @@ struct indexer_fast_plan {
   // Bulk passes: the copies issued by each warp in turn (lane 0 of warp p % warps at pass p)
   // rather than always by thread 0, whose warp otherwise carries ~100 more instructions per pass.
   bool score_rotate = true;
+  // FP4 on wgmma, 8 warps: the two warpgroups take turns issuing their MMAs (named barriers), so
+  // one warpgroup's MMAs overlap the other's widening and epilogue; the same scores bit for bit.
+  bool score_pingpong = false;
   // The per-token state and histograms zeroed by a kernel that the score kernel follows as a
   // programmatic dependent (the scores overlap the zeroing) instead of a memset node.
   bool zero_kernel = true;
