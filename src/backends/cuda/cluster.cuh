@@ -61,4 +61,15 @@ __device__ __forceinline__ float4 load_f4(uint32_t cluster_addr) {
   return v;
 }
 
+__device__ __forceinline__ uint32_t load_u32(uint32_t cluster_addr) {
+  uint32_t v;
+  asm volatile("ld.shared::cluster.u32 %0, [%1];\n" : "=r"(v) : "r"(cluster_addr) : "memory");
+  return v;
+}
+__device__ __forceinline__ unsigned long long load_u64(uint32_t cluster_addr) {
+  unsigned long long v;
+  asm volatile("ld.shared::cluster.u64 %0, [%1];\n" : "=l"(v) : "r"(cluster_addr) : "memory");
+  return v;
+}
+
 }  // namespace dsv4::cuda::cluster

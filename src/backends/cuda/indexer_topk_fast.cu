@@ -35,6 +35,7 @@
 #include <type_traits>
 
 #include "backends/cuda/activation.cuh"
+#include "backends/cuda/cluster.cuh"
 #include "backends/cuda/indexer_topk_fast.h"
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/mbarrier.cuh"
@@ -85,7 +86,17 @@ constexpr int k_score_flag_bulk = 1;
 // "empty" mbarrier) and thread 0 waits for that before refilling it, instead of a CTA barrier per
 // pass: warps drift up to stages - 1 passes apart (plan.score_decouple).
 constexpr int k_score_flag_decouple = 2;
-constexpr int k_max_range_blocks = 1025;  // block ids of a CTA's range (keys_per_cta <= 1024 bs)
+// The epilogue's lane-quad reduction of both 8-row halves at once (plan.score_quad): lanes
+// exchange the half their partner keeps, so 2 shuffles and adds instead of 4, and lanes t = 0 and
+// t = 1 of each quad store rows g and g + 8 (one predicated store block instead of two). The sums
+// are the same additions in the same order ((a0 + a1) + (a2 + a3), fp addition commutes), so the
+// scores are bit for bit the two-reduction epilogue's.
+constexpr int k_score_flag_quad = 4;
+// Bulk passes: the copies of pass p + stages - 1 issued by lane 0 of warp p % warps instead of
+// thread 0 (plan.score_rotate).
+constexpr int k_score_flag_rotate = 8;
+constexpr int k_score_flag_pingpong = 16;  // plan.score_pingpong
+constexpr int k_max_range_blocks = 1025;   // block ids of a CTA's range (keys_per_cta <= 1024 bs)
 // Pool rows of the keys of passes j .. j + 7 (slot j % 8), computed `stages` passes ahead, one key
 // per thread, so the copy loop only reads them (no block division per copied chunk). FP8 keys
 // keep their scales in a ring alike.
@@ -429,6 +440,12 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
   // and 16-byte aligned scales): pass j is pool rows row0 .. row0 + 127 of one block.
   const bool bulk = fp4 && (flags & k_score_flag_bulk) != 0;
   const bool decouple = bulk && (flags & k_score_flag_decouple) != 0;
+  const bool quad = (flags & k_score_flag_quad) != 0;
+  const bool rotate = bulk && (flags & k_score_flag_rotate) != 0;
+  // Warpgroups take turns at the tensor cores (plan.score_pingpong, 8-warp wgmma CTAs): one
+  // issues a pass's MMAs while the other widens or runs its epilogue. Named barriers 1 and 2.
+  const bool pingpong = wg && !split && warps == 8 && (flags & k_score_flag_pingpong);
+  const int wgi = int(threadIdx.x) / (4 * k_warp_size);  // warpgroup
   constexpr int k_score_threads = warps * k_warp_size;
   constexpr int tiles = k_pass / 16 / warps;  // 16-key MMA tiles per warp
   const float* key_scales = static_cast<const float*>(key_scales_raw);
@@ -644,6 +661,7 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
     for (int e = 0; e < 2; ++e)
       w[nt][e] = act_to_f32(weights[t * k_heads + nt * 8 + 2 * (lane % 4) + e]);
 
+  if (pingpong && wgi == 1) mbar::named_arrive(1, 2 * 128);  // warpgroup 0 goes first
   for (int64_t p = 0; p < passes; ++p) {
     const int stage = int(p % stages);
     const uint32_t kb = k_s + stage * pass_bytes;
@@ -651,9 +669,12 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
       // Pass p - 1 consumed by all (its stage free); the query and hist_s's zeros visible.
       if (!decouple || p == 0) __syncthreads();
       // Pass p + stages - 1 goes into the stage of pass p - 1 (pass_rows slot (p + stages - 1) %
-      // 8, last read by the epilogue of pass p + stages - 9, which every thread finished before it
-      // released pass p - 1's stage).
-      if (threadIdx.x == 0 && p + stages - 1 < passes) {
+      // 8, last read by the epilogue of pass p + stages - 9, which every thread finished before
+      // it released pass p - 1's stage). The issuing thread: thread 0, or (plan.score_rotate)
+      // lane 0 of warp p % warps, so the issue work (block lookup, division, copies, the wait for
+      // the stage's release) does not make one warp the CTA's straggler.
+      const int issuer = rotate ? int(p % warps) * k_warp_size : 0;
+      if (int(threadIdx.x) == issuer && p + stages - 1 < passes) {
         if (decouple && p > 0)
           mbar::wait(empty_s + 8 * uint32_t((p - 1) % stages), uint32_t((p - 1) / stages) & 1u);
         issue_bulk(p + stages - 1, int((p + stages - 1) % stages));
@@ -784,8 +805,9 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
         }
       }
     }
-    // wgmma: the A fragments of every k-step (kept live until the wgmmas complete), one fence, the
-    // 8 wgmmas (one commit group) and a wait; split: k-steps 0..3 issued before 4..7 are widened.
+    // wgmma: the A fragments of every k-step (kept live until the wgmmas complete), one fence,
+    // the 8 wgmmas (one commit group) and a wait; split: k-steps 0..3 issued before 4..7 are
+    // widened.
     uint32_t a_wg[wg ? k_dim / 16 : 1][tiles][4];
     if constexpr (wg) {
       // Scale bytes b <= 128 in all the warp's rows: one product per widened pair (b >= 129 is a
@@ -831,8 +853,14 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
         widen_fp4_steps<true, 0, first_end>(a_wg, raw4, m);
       else
         widen_fp4_steps<false, 0, first_end>(a_wg, raw4, m);
+      // pingpong: wait for this warpgroup's turn (the other one has issued its MMAs of the
+      // previous pass, or, for warpgroup 0's first pass, arrived once up front).
+      if (pingpong) mbar::named_sync(1 + wgi, 2 * 128);
       wgmma::fence();  // acc zeroed and the A fragments written by this thread
       issue(std::integral_constant<int, 0>{});
+      // pingpong: the other warpgroup's turn (warpgroup 1 leaves its last turn unpassed, so
+      // every barrier completes as often as it is waited on).
+      if (pingpong && (wgi == 0 || p + 1 < passes)) mbar::named_arrive(2 - wgi, 2 * 128);
       if constexpr (split) {
         if (one)
           widen_fp4_steps<true, 4, 8>(a_wg, raw4, m);
@@ -858,32 +886,55 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
 #pragma unroll
           for (int e = 0; e < 4; ++e) wgmma::reg_fence(acc[mt][nt][e]);
     }
+    // Stores pass p's score of tile mt, half `half` (row g + 8 half of the lane's quad): scales,
+    // -inf for rows without a key, the histogram.
+    const auto store_score = [&](int mt, int half, float sc) {
+      const int r = (warp * tiles + mt) * 16 + half * 8 + lane / 4;
+      const int64_t s = lo + p * k_pass + r;
+      if (s < hi) {
+        // + 0.0f: a sum of -0 terms is +0 on the CPU (its accumulator starts at +0).
+        float v = -INFINITY;
+        if (bulk ? r < pass_rows[p % k_row_ring] : pass_rows[(p % k_row_ring) * k_pass + r] >= 0) {
+          // The key's scale after the ReLU: relu(s x) = s relu(x) for s > 0.
+          if constexpr (fp8) sc *= pass_scales[(p % k_row_ring) * k_pass + r];
+          v = sc * q_scale + 0.0f;
+        }
+        scores[t * score_stride + s] = v;
+        atomicAdd(&hist_s[ordered_float_bits(v) >> 20], 1u);
+      }
+    };
+    if (quad) {
 #pragma unroll
-    for (int mt = 0; mt < tiles; ++mt)
-#pragma unroll
-      for (int half = 0; half < 2; ++half) {
-        float sc = 0.0f;
+      for (int mt = 0; mt < tiles; ++mt) {
+        float h0 = 0.0f, h1 = 0.0f;  // the lane's partial sums of rows g and g + 8
 #pragma unroll
         for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
-          for (int e = 0; e < 2; ++e) sc += w[nt][e] * fmaxf(acc[mt][nt][2 * half + e], 0.0f);
-        sc += __shfl_xor_sync(0xffffffffu, sc, 1);
-        sc += __shfl_xor_sync(0xffffffffu, sc, 2);
-        const int r = (warp * tiles + mt) * 16 + half * 8 + lane / 4;
-        const int64_t s = lo + p * k_pass + r;
-        if (lane % 4 == 0 && s < hi) {
-          // + 0.0f: a sum of -0 terms is +0 on the CPU (its accumulator starts at +0).
-          float v = -INFINITY;
-          if (bulk ? r < pass_rows[p % k_row_ring]
-                   : pass_rows[(p % k_row_ring) * k_pass + r] >= 0) {
-            // The key's scale after the ReLU: relu(s x) = s relu(x) for s > 0.
-            if constexpr (fp8) sc *= pass_scales[(p % k_row_ring) * k_pass + r];
-            v = sc * q_scale + 0.0f;
+          for (int e = 0; e < 2; ++e) {
+            h0 += w[nt][e] * fmaxf(acc[mt][nt][e], 0.0f);
+            h1 += w[nt][e] * fmaxf(acc[mt][nt][2 + e], 0.0f);
           }
-          scores[t * score_stride + s] = v;
-          atomicAdd(&hist_s[ordered_float_bits(v) >> 20], 1u);
-        }
+        const bool odd = (lane & 1) != 0;  // keeps half 1, hands half 0 to its even partner
+        float mine = odd ? h1 : h0;
+        mine += __shfl_xor_sync(0xffffffffu, odd ? h0 : h1, 1);
+        mine += __shfl_xor_sync(0xffffffffu, mine, 2);
+        if ((lane & 2) == 0) store_score(mt, lane & 1, mine);
       }
+    } else {
+#pragma unroll
+      for (int mt = 0; mt < tiles; ++mt)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          float sc = 0.0f;
+#pragma unroll
+          for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) sc += w[nt][e] * fmaxf(acc[mt][nt][2 * half + e], 0.0f);
+          sc += __shfl_xor_sync(0xffffffffu, sc, 1);
+          sc += __shfl_xor_sync(0xffffffffu, sc, 2);
+          if (lane % 4 == 0) store_score(mt, half, sc);
+        }
+    }
   }
   cp_async_wait<0>();
   __syncthreads();
@@ -913,10 +964,23 @@ __device__ __forceinline__ void collect_chunk(uint32_t* sub, uint32_t* scan_scra
                                               uint32_t* scan_result, const float* scores,
                                               int64_t score_stride, const uint32_t* hist, int64_t n,
                                               int top_k, int64_t collect_keys, token_state* state,
-                                              uint32_t* hist2, unsigned long long* cand_list) {
+                                              uint32_t* hist2, unsigned long long* cand_list,
+                                              bool lean) {
   const int64_t t = blockIdx.y;
   const int64_t lo = int64_t(blockIdx.x) * collect_keys;
   const int64_t hi = min(lo + collect_keys, n);
+  const float* sc = scores + t * score_stride;
+  float v[k_collect_unroll];
+  const auto load_scores = [&](int64_t base) {
+#pragma unroll
+    for (int u = 0; u < k_collect_unroll; ++u) {
+      const int64_t s = base + threadIdx.x + u * k_collect_threads;
+      v[u] = s < hi ? __ldcg(sc + s) : -INFINITY;
+    }
+  };
+  // plan.lean_select: the first round's scores requested with the histogram (one round trip
+  // instead of two before the first keys are listed).
+  if (lean) load_scores(lo);
   for (int b = threadIdx.x; b < k_bins; b += k_collect_threads)
     sub[b] = __ldcg(&hist[t * k_bins + b]);
   __syncthreads();
@@ -931,15 +995,9 @@ __device__ __forceinline__ void collect_chunk(uint32_t* sub, uint32_t* scan_scra
   __syncthreads();                        // every thread has read sub[th.x]
   for (int b = threadIdx.x; b < k_bins; b += k_collect_threads) sub[b] = 0;
   __syncthreads();
-  const float* sc = scores + t * score_stride;
   unsigned long long* list = cand_list + t * k_candidate_capacity;
   for (int64_t base = lo; base < hi; base += k_collect_threads * k_collect_unroll) {
-    float v[k_collect_unroll];
-#pragma unroll
-    for (int u = 0; u < k_collect_unroll; ++u) {
-      const int64_t s = base + threadIdx.x + u * k_collect_threads;
-      v[u] = s < hi ? __ldcg(sc + s) : -INFINITY;
-    }
+    if (!lean || base != lo) load_scores(base);
 #pragma unroll
     for (int u = 0; u < k_collect_unroll; ++u) {
       const int64_t s = base + threadIdx.x + u * k_collect_threads;
@@ -1083,7 +1141,7 @@ __global__ void __launch_bounds__(k_select_threads)
                                   unsigned long long* cand_list, paged_entries pages,
                                   const int32_t* token_seq, const int32_t* n_visible,
                                   int64_t capacity, int top_k, int64_t collect_keys,
-                                  bool fused_select, int32_t* out) {
+                                  bool fused_select, bool lean, int32_t* out) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ bool last_cta;
   const int64_t t = blockIdx.y;
@@ -1096,7 +1154,7 @@ __global__ void __launch_bounds__(k_select_threads)
   if (n > top_k && int64_t(blockIdx.x) * collect_keys < n)
     collect_chunk(reinterpret_cast<uint32_t*>(smem), reinterpret_cast<uint32_t*>(smem) + k_bins,
                   reinterpret_cast<uint32_t*>(smem) + k_bins + 32, scores, score_stride, hist, n,
-                  top_k, collect_keys, state, hist2, cand_list);
+                  top_k, collect_keys, state, hist2, cand_list, lean);
   if (!fused_select) return;
   __threadfence();
   __syncthreads();
@@ -1119,20 +1177,50 @@ __global__ void __launch_bounds__(k_select_threads)
 // is the rank among all the token's keys; keys are distinct, so ranks are too, and no sort is
 // needed. Tokens with n <= top_k (everything selected) or a threshold bin too full to list (heavy
 // ties) take the single-CTA select_token in CTA 0.
+// plan.lean_select: the token's block-table row (up to k_select_prefetch_blocks ids) is copied
+// into shared memory (after O) before the wait, so the output rows need no global round trip;
+// the token state and the second histogram are requested together right after the wait.
 constexpr int k_select_kernel_smem = k_select_smem + int(k_candidate_capacity) * 8;  // + O
+constexpr int k_select_prefetch_blocks = 8192;
+constexpr int k_select_kernel_smem_lean = k_select_kernel_smem + k_select_prefetch_blocks * 4;
+static_assert(k_bins % k_select_threads == 0, "histogram words per select thread");
 __global__ void __launch_bounds__(k_select_threads)
     indexer_select_kernel(const float* scores, int64_t score_stride, const token_state* state,
                           const uint32_t* hist2, const unsigned long long* cand_list,
                           paged_entries pages, const int32_t* token_seq, const int32_t* n_visible,
-                          int64_t capacity, int top_k, int32_t* out) {
+                          int64_t capacity, int top_k, bool lean, int32_t* out) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ uint32_t n_f, n_own, result[2];
   const int64_t t = blockIdx.y;
   // No launch of the chain writes these: read before the wait.
   const int64_t n = clamp_visible(n_visible[t], capacity);
   const int32_t seq = token_seq[t];
+  int32_t* blocks_s = reinterpret_cast<int32_t*>(smem + k_select_kernel_smem);
+  const bool blocks_in_smem = lean && pages.table_width <= k_select_prefetch_blocks;
+  if (blocks_in_smem) {
+    const int32_t* row =
+        paged_table_row(pages.block_table, pages.table_rows, pages.table_width, seq);
+    for (int i = threadIdx.x; i < pages.table_width; i += k_select_threads)
+      blocks_s[i] = row ? row[i] : -1;
+  }
   pdl_wait();
-  const uint32_t in_bin = n > top_k ? __ldcg(&state[t].in_bin) : 0u;
+  uint32_t in_bin = 0, bin = 0, above = 0, listed = 0;
+  uint32_t hist_words[k_bins / k_select_threads];
+  // lean: the list's first k_select_threads entries requested with the state (entries past the
+  // count are stale scratch, never used), so the usual list of < 1024 keys needs no third trip.
+  unsigned long long first_key = 0;
+  if (lean && n > top_k) {
+    in_bin = __ldcg(&state[t].in_bin);
+    bin = __ldcg(&state[t].bin);
+    above = __ldcg(&state[t].above);
+    listed = __ldcg(&state[t].cand_count);
+#pragma unroll
+    for (int u = 0; u < k_bins / k_select_threads; ++u)
+      hist_words[u] = __ldcg(&hist2[t * k_bins + threadIdx.x + u * k_select_threads]);
+    first_key = __ldcg(cand_list + t * k_candidate_capacity + threadIdx.x);
+  } else if (n > top_k) {
+    in_bin = __ldcg(&state[t].in_bin);
+  }
   if (n <= top_k || in_bin > k_max_candidates) {  // uniform over the token's CTAs
     if (blockIdx.x == 0)
       select_token(smem, scores, score_stride, state, hist2, pages, token_seq, n_visible, capacity,
@@ -1147,18 +1235,28 @@ __global__ void __launch_bounds__(k_select_threads)
   unsigned long long* f = reinterpret_cast<unsigned long long*>(scratch + k_select_threads);
   unsigned long long* own = f + k_candidate_capacity;
   if (threadIdx.x == 0) n_f = n_own = 0;
-  for (int b = threadIdx.x; b < k_bins; b += k_select_threads)
-    counts[b] = __ldcg(&hist2[t * k_bins + b]);
+  if (lean) {
+#pragma unroll
+    for (int u = 0; u < k_bins / k_select_threads; ++u)
+      counts[threadIdx.x + u * k_select_threads] = hist_words[u];
+  } else {
+    for (int b = threadIdx.x; b < k_bins; b += k_select_threads)
+      counts[b] = __ldcg(&hist2[t * k_bins + b]);
+  }
   __syncthreads();
-  const uint32_t bin = __ldcg(&state[t].bin), above = __ldcg(&state[t].above);
+  if (!lean) {
+    bin = __ldcg(&state[t].bin);
+    above = __ldcg(&state[t].above);
+  }
   const uint2 th = find_threshold(counts, k_bins, uint32_t(keep) - above, scratch, result);
   const unsigned long long prefix = (static_cast<unsigned long long>(bin) << 12) | th.x;
-  const uint32_t listed = __ldcg(&state[t].cand_count);
+  if (!lean) listed = __ldcg(&state[t].cand_count);
   const unsigned long long* list = cand_list + t * k_candidate_capacity;
   const uint32_t ctas = gridDim.x;
   for (uint32_t base = 0; base < listed; base += k_select_threads) {
     const uint32_t i = base + threadIdx.x;
-    const unsigned long long key = i < listed ? __ldcg(list + i) : 0ull;
+    const unsigned long long key =
+        i < listed ? (lean && base == 0 ? first_key : __ldcg(list + i)) : 0ull;
     const bool in_f = i < listed && (key >> 40) >= prefix;
     warp_append(in_f, key, &n_f, f);
     warp_append(in_f && i % ctas == blockIdx.x, key, &n_own, own);
@@ -1181,9 +1279,177 @@ __global__ void __launch_bounds__(k_select_threads)
     const uint32_t greater = __reduce_add_sync(0xffffffffu, c0 + c1 + c2 + c3);
     if (lane == 0 && greater < uint32_t(keep)) {
       const int64_t s = int64_t(0xFFFFFFFFull - (x & 0xFFFFFFFFull));
+      int64_t row;
+      if (blocks_in_smem) {  // pages.row(s) from the copied block ids
+        const int64_t block = s / pages.block_size;
+        const int64_t b = block < pages.table_width ? int64_t(blocks_s[block]) : -1;
+        row = b < 0 ? -1 : b * pages.block_size + s % pages.block_size;
+        if (row >= pages.pool_rows) row = -1;
+      } else {
+        row = pages.row(s);
+      }
+      out[t * top_k + greater] = int32_t(row);
+    }
+  }
+}
+
+// plan.cluster_select: collect and select of token blockIdx.y in one launch, a cluster of
+// k_csel_ctas CTAs (a programmatic dependent of the score kernel). CTA r scans entries
+// [r chunk, (r + 1) chunk): every CTA finds the threshold bin from the token's histogram, lists
+// its keys at or above it in its own shared memory (L) and histograms the next 12 bits of the
+// bin's keys (sub). After a cluster barrier, CTA r adds bins [512 r, 512 r + 512) of every CTA's
+// sub (red), and after a second barrier every CTA reads the summed histogram from the 8 CTAs,
+// resolves the 24-bit threshold prefix and copies the listed keys at or above it from every CTA's
+// L into its F (about top_k keys). Each CTA ranks its own listed keys of F against all of F (as
+// indexer_select_kernel) and writes rank < top_k to out[rank]. No global list, second histogram,
+// atomic ticket or third launch. Tokens with n <= top_k or a threshold bin too full to list (heavy
+// ties) take the single-CTA select_token in CTA 0 (the state's bin, above and in_bin written by
+// it first). Every CTA passes a final cluster barrier (its L and red are read by the others).
+constexpr int k_csel_ctas = 8;     // a portable cluster size
+constexpr int k_csel_unroll = 16;  // score loads in flight per thread
+constexpr int k_csel_share = k_bins / k_csel_ctas;
+static_assert(k_csel_share <= k_select_threads, "one summed bin per thread");
+// counts [k_bins] | sub [k_bins] | red [k_csel_share] | scratch [k_select_threads] | L | F.
+constexpr int k_csel_smem =
+    (2 * k_bins + k_csel_share + k_select_threads) * 4 + 2 * int(k_candidate_capacity) * 8;
+static_assert(k_csel_smem >= k_select_smem, "select_token's shared memory inside");
+__global__ void __launch_bounds__(k_select_threads)
+    indexer_cluster_select_kernel(const float* scores, int64_t score_stride, const uint32_t* hist,
+                                  token_state* state, paged_entries pages, const int32_t* token_seq,
+                                  const int32_t* n_visible, int64_t capacity, int top_k,
+                                  int64_t chunk, int probe, int32_t* out) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  __shared__ uint32_t n_list, n_f, list_counts[k_csel_ctas], result[2];
+  const int64_t t = blockIdx.y;
+  const uint32_t rank = cluster::rank();
+  // No launch of the chain writes these: read before the wait.
+  const int64_t n = clamp_visible(n_visible[t], capacity);
+  const int32_t seq = token_seq[t];
+  pdl_wait();
+  if (probe == 1) return;  // (benchmark probes, plan.cluster_probe: results wrong)
+  if (n <= top_k) {        // uniform over the cluster (no shared memory of another CTA is read)
+    if (rank == 0)
+      select_token(smem, scores, score_stride, state, nullptr, pages, token_seq, n_visible,
+                   capacity, top_k, nullptr, out, t);
+    return;
+  }
+  uint32_t* counts = reinterpret_cast<uint32_t*>(smem);
+  uint32_t* sub = counts + k_bins;
+  uint32_t* red = sub + k_bins;
+  uint32_t* scratch = red + k_csel_share;
+  unsigned long long* list = reinterpret_cast<unsigned long long*>(scratch + k_select_threads);
+  unsigned long long* f = list + k_candidate_capacity;
+  const int64_t lo = int64_t(rank) * chunk;
+  const int64_t hi = min(lo + chunk, n);
+  const float* sc = scores + t * score_stride;
+  float v[k_csel_unroll];
+  const auto load_scores = [&](int64_t base) {
+#pragma unroll
+    for (int u = 0; u < k_csel_unroll; ++u) {
+      const int64_t s = base + threadIdx.x + u * k_select_threads;
+      v[u] = s < hi ? __ldcg(sc + s) : -INFINITY;
+    }
+  };
+  load_scores(lo);  // with the histogram
+  for (int b = threadIdx.x; b < k_bins; b += k_select_threads) {
+    counts[b] = __ldcg(&hist[t * k_bins + b]);
+    sub[b] = 0;
+  }
+  if (threadIdx.x == 0) n_list = n_f = 0;
+  __syncthreads();
+  const uint2 th = find_threshold(counts, k_bins, uint32_t(top_k), scratch, result);
+  const uint32_t bin = th.x, above = th.y, in_bin = counts[th.x];
+  if (in_bin > k_max_candidates) {  // heavy ties (uniform over the cluster)
+    if (rank == 0) {
+      if (threadIdx.x == 0) {
+        state[t].bin = bin;
+        state[t].above = above;
+        state[t].in_bin = in_bin;
+      }
+      __syncthreads();  // select_token reads them back
+      select_token(smem, scores, score_stride, state, nullptr, pages, token_seq, n_visible,
+                   capacity, top_k, nullptr, out, t);
+    }
+    return;
+  }
+  for (int64_t base = lo; base < hi; base += int64_t(k_select_threads) * k_csel_unroll) {
+    if (base != lo) load_scores(base);
+#pragma unroll
+    for (int u = 0; u < k_csel_unroll; ++u) {
+      const int64_t s = base + threadIdx.x + u * k_select_threads;
+      const unsigned long long key = entry_key(v[u], s);
+      const uint32_t top = uint32_t(key >> 52);
+      if (s < hi && top == bin) atomicAdd(&sub[uint32_t(key >> 40) & (k_bins - 1)], 1u);
+      warp_append(s < hi && top >= bin, key, &n_list, list);
+    }
+  }
+  __syncthreads();
+  if (probe == 2) return;
+  cluster::sync();  // every CTA's sub, list and n_list complete
+  if (threadIdx.x < k_csel_share) {
+    const uint32_t addr = smem_u32(sub + rank * k_csel_share + threadIdx.x);
+    uint32_t sum = 0;
+#pragma unroll
+    for (uint32_t r = 0; r < k_csel_ctas; ++r) sum += cluster::load_u32(cluster::map(addr, r));
+    red[threadIdx.x] = sum;
+  }
+  if (threadIdx.x < k_csel_ctas)
+    list_counts[threadIdx.x] = cluster::load_u32(cluster::map(smem_u32(&n_list), threadIdx.x));
+  cluster::sync();  // every CTA's red complete
+  for (int b = threadIdx.x; b < k_bins; b += k_select_threads)
+    counts[b] = cluster::load_u32(
+        cluster::map(smem_u32(red + b % k_csel_share), uint32_t(b / k_csel_share)));
+  __syncthreads();
+  const uint2 th2 = find_threshold(counts, k_bins, uint32_t(top_k) - above, scratch, result);
+  const unsigned long long prefix = (static_cast<unsigned long long>(bin) << 12) | th2.x;
+  if (probe == 3) {
+    cluster::sync();
+    return;
+  }
+  // F: the listed keys at or above the prefix of every CTA, one flat index over the lists.
+  uint32_t starts[k_csel_ctas + 1];
+  starts[0] = 0;
+#pragma unroll
+  for (int r = 0; r < k_csel_ctas; ++r) starts[r + 1] = starts[r] + list_counts[r];
+  const uint32_t total = starts[k_csel_ctas];
+  for (uint32_t base = 0; base < total; base += k_select_threads) {
+    const uint32_t i = base + threadIdx.x;
+    unsigned long long key = 0;
+    if (i < total) {
+      uint32_t r = 0, start = 0;  // the list holding flat index i (empty lists skipped)
+#pragma unroll
+      for (int q = 1; q < k_csel_ctas; ++q)
+        if (i >= starts[q]) {
+          r = uint32_t(q);
+          start = starts[q];
+        }
+      key = cluster::load_u64(cluster::map(smem_u32(list + (i - start)), r));
+    }
+    warp_append(i < total && (key >> 40) >= prefix, key, &n_f, f);
+  }
+  __syncthreads();
+  const int nf = int(n_f), own = probe == 4 ? 0 : int(list_counts[rank]);
+  const int lane = threadIdx.x % k_warp_size, warp = threadIdx.x / k_warp_size;
+  pages.seq = seq;
+  for (int j = warp; j < own; j += k_select_threads / k_warp_size) {
+    const unsigned long long x = list[j];
+    if ((x >> 40) < prefix) continue;  // (uniform over the warp)
+    uint32_t c0 = 0, c1 = 0, c2 = 0, c3 = 0;
+    int i = lane;
+    for (; i + 3 * k_warp_size < nf; i += 4 * k_warp_size) {
+      c0 += f[i] > x;
+      c1 += f[i + k_warp_size] > x;
+      c2 += f[i + 2 * k_warp_size] > x;
+      c3 += f[i + 3 * k_warp_size] > x;
+    }
+    for (; i < nf; i += k_warp_size) c0 += f[i] > x;
+    const uint32_t greater = __reduce_add_sync(0xffffffffu, c0 + c1 + c2 + c3);
+    if (lane == 0 && greater < uint32_t(top_k)) {
+      const int64_t s = int64_t(0xFFFFFFFFull - (x & 0xFFFFFFFFull));
       out[t * top_k + greater] = int32_t(pages.row(s));
     }
   }
+  cluster::sync();  // no CTA exits while another may still read its list, red or n_list
 }
 
 int64_t score_stride_of(int64_t capacity) {
@@ -1225,6 +1491,7 @@ indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_widt
   // CTAs: 35.2 / 34.4, 37.6 / 35.8; so 32 CTAs up to 4 tokens.
   p.select_ctas =
       tokens <= 8 ? int(std::clamp<int64_t>(2 * sms / tokens, 1, tokens <= 4 ? 32 : 16)) : 0;
+  // cluster_select stays off: slower (H100, session 9: T=1 top-512 39.6 vs 33.7 us in all).
   const size_t score_bytes = size_t(tokens * score_stride_of(p.capacity)) * 4;
   p.scratch_bytes = score_bytes + size_t(tokens) * (sizeof(token_state) + 2 * k_bins * 4) +
                     size_t(tokens) * size_t(k_candidate_capacity) * 8;
@@ -1289,7 +1556,8 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
     for (auto kernel : score_kernels_fp4)
       if (e == cudaSuccess) e = set(kernel, score_smem_bytes(k_stages_fp4, k_fmt_e2m1));
     if (e == cudaSuccess) e = set(indexer_collect_select_kernel, k_select_smem);
-    if (e == cudaSuccess) e = set(indexer_select_kernel, k_select_kernel_smem);
+    if (e == cudaSuccess) e = set(indexer_select_kernel, k_select_kernel_smem_lean);
+    if (e == cudaSuccess) e = set(indexer_cluster_select_kernel, k_csel_smem);
     // One shared-memory carveout (the largest) for the three kernels: an SM need not drain to
     // reconfigure between them.
     const auto carveout = [](auto kernel) {
@@ -1304,6 +1572,7 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
       if (e == cudaSuccess) e = carveout(kernel);
     if (e == cudaSuccess) e = carveout(indexer_collect_select_kernel);
     if (e == cudaSuccess) e = carveout(indexer_select_kernel);
+    if (e == cudaSuccess) e = carveout(indexer_cluster_select_kernel);
     if (e != cudaSuccess) return e;
     configured = true;
   }
@@ -1335,7 +1604,9 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
   const bool bulk = fmt == k_fmt_e2m1 && plan.score_wgmma && plan.score_bulk &&
                     block_size % k_pass == 0 && aligned_16(key_scales);
   const int flags =
-      bulk ? k_score_flag_bulk | (plan.score_decouple ? k_score_flag_decouple : 0) : 0;
+      (bulk ? k_score_flag_bulk | (plan.score_decouple ? k_score_flag_decouple : 0) : 0) |
+      (plan.score_quad ? k_score_flag_quad : 0) | (plan.score_rotate ? k_score_flag_rotate : 0) |
+      (plan.score_pingpong ? k_score_flag_pingpong : 0);
   // A programmatic dependent of the zeroing kernel (plan.zero_kernel), else a plain launch.
   const auto launch_score = [&](auto kernel, int threads, int smem) {
     e = launch_pdl(plan.zero_kernel, kernel, grid, dim3(unsigned(threads)), size_t(smem), stream, q,
@@ -1376,20 +1647,43 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
   }
   if (e == cudaSuccess) e = cudaGetLastError();
   if (e != cudaSuccess || plan.score_only) return e;
+  if (plan.cluster_select) {
+    // Benchmarks: collect_only stops after the scores here (collect and select are one launch).
+    if (plan.collect_only) return e;
+    cudaLaunchAttribute attributes[2]{};
+    attributes[0].id = cudaLaunchAttributeClusterDimension;
+    attributes[0].val.clusterDim.x = unsigned(k_csel_ctas);
+    attributes[0].val.clusterDim.y = 1;
+    attributes[0].val.clusterDim.z = 1;
+    attributes[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+    attributes[1].val.programmaticStreamSerializationAllowed = 1;
+    cudaLaunchConfig_t config{};
+    config.gridDim = dim3(unsigned(k_csel_ctas), unsigned(tokens));
+    config.blockDim = dim3(k_select_threads);
+    config.dynamicSmemBytes = size_t(k_csel_smem);
+    config.stream = stream;
+    config.attrs = attributes;
+    config.numAttrs = plan.cluster_probe == 5 ? 1 : 2;  // probe 5: a plain (non-PDL) launch
+    return cudaLaunchKernelEx(
+        &config, indexer_cluster_select_kernel, static_cast<const float*>(scores), stride,
+        static_cast<const uint32_t*>(hist), state, pages, token_seq, n_visible, plan.capacity,
+        int(top_k), ceil_div(plan.capacity, int64_t(k_csel_ctas)), plan.cluster_probe, out);
+  }
   const bool fused_select = plan.select_ctas == 0 && !plan.collect_only;
   e = launch_pdl(true, indexer_collect_select_kernel,
                  dim3(unsigned(plan.collect_ctas_per_token), unsigned(tokens)),
                  dim3(k_select_threads), size_t(k_select_smem), stream,
                  static_cast<const float*>(scores), stride, static_cast<const uint32_t*>(hist),
                  state, hist2, cand_list, pages, token_seq, n_visible, plan.capacity, int(top_k),
-                 plan.collect_keys, fused_select, out);
+                 plan.collect_keys, fused_select, plan.lean_select, out);
   if (e != cudaSuccess || plan.collect_only || plan.select_ctas == 0) return e;
   return launch_pdl(true, indexer_select_kernel, dim3(unsigned(plan.select_ctas), unsigned(tokens)),
-                    dim3(k_select_threads), size_t(k_select_kernel_smem), stream,
-                    static_cast<const float*>(scores), stride,
+                    dim3(k_select_threads),
+                    size_t(plan.lean_select ? k_select_kernel_smem_lean : k_select_kernel_smem),
+                    stream, static_cast<const float*>(scores), stride,
                     static_cast<const token_state*>(state), static_cast<const uint32_t*>(hist2),
                     static_cast<const unsigned long long*>(cand_list), pages, token_seq, n_visible,
-                    plan.capacity, int(top_k), out);
+                    plan.capacity, int(top_k), plan.lean_select, out);
 }
 
 }  // namespace

@@ -32,6 +32,9 @@
 // passes (scores 23.5 -> 21.5 us at T=1, 622 -> 596 us at T=32), decoupled stages (T=32 596 ->
 // 570 us; T=1 even), the zeroing kernel (-0.4 us at T=1), the select's shares by list position
 // (T=1 top-512 select ~9-10 -> 4.9 us at 32 CTAs). score_split measured slower (T=32 583 us).
+// H100, 2026-11-26 (session 9, same call, flags off / on): T=1 top-512 34.43 -> 33.44 us (scores
+// 22.27 -> 21.54, collect 6.66, select 5.25), top-1024 36.48 -> 35.39, T=32 588 -> 553-570 us
+// (score_quad, score_rotate, lean_select); cluster_select and score_pingpong measured slower.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -70,12 +73,43 @@ struct indexer_fast_plan {
   bool score_split = false;
   // FP4 bulk passes: stages released per thread through mbarriers (no CTA barrier per pass).
   bool score_decouple = true;
+  // The score epilogue reduces both 8-row halves of a lane quad in one exchange (2 shuffles, one
+  // store block; the same sums bit for bit) instead of one reduction per half. H100 (session 9,
+  // same calls): T=1 x 256K scores 0.3-0.5 us faster, T=32 20-40 us (3-7%).
+  bool score_quad = true;
+  // Bulk passes: the copies issued by each warp in turn (lane 0 of warp p % warps at pass p)
+  // rather than always by thread 0, whose warp otherwise carries ~100 more instructions per pass.
+  // H100 (session 9): T=1 0.1-0.25 us faster in all; T=32 within run-to-run noise.
+  bool score_rotate = true;
+  // FP4 on wgmma, 8 warps: the two warpgroups take turns issuing their MMAs (named barriers), so
+  // one warpgroup's MMAs overlap the other's widening and epilogue; the same scores bit for bit.
+  // Opt-in: slower (H100, session 9: T=1 top-512 33.89 vs 33.44 us, T=32 591 vs 553-570 us).
+  bool score_pingpong = false;
   // The per-token state and histograms zeroed by a kernel that the score kernel follows as a
   // programmatic dependent (the scores overlap the zeroing) instead of a memset node.
   bool zero_kernel = true;
   // CTAs of the select kernel per token (1..64; each ranks a share of the ~top_k keys at or above
   // the threshold), or 0: the last collect CTA of the token selects alone (the earlier scheme).
   int select_ctas = 0;
+  // Collect and select with fewer dependent global round trips (same rows): the collect CTA
+  // requests its first scores with the histogram; the select kernel copies the token's block-table
+  // row into shared memory before its programmatic wait (up to 8192 blocks) and requests the token
+  // state, the second histogram and the list's first 1024 keys together. H100 (session 9): T=1
+  // top-512 0.05-0.25 us faster (select 5.2 vs 5.4 us): the round trips were not the select's cost.
+  bool lean_select = true;
+  // Collect and select in one launch: a cluster of 8 CTAs per token that share the second
+  // histogram and the candidate lists through distributed shared memory (no global list, no third
+  // launch); collect_keys, select_ctas and lean_select are then unused. Opt-in: measured slower
+  // (H100, session 9, T=1 256K entries: top-512 39.6 us in all vs 33.7 with collect + select,
+  // top-1024 44.7 vs 35.2; parity with it on for up to 8 tokens). Its probes (T=1 top-512, us
+  // past the scores): 0.4 at the programmatic wait, 9.2 after the scan (32K scores and list appends
+  // per CTA: 8 CTAs scan what the collect spreads over 64), 14.7 after two cluster barriers, the
+  // DSMEM histogram sum and the second threshold, 15.2 after gathering F, 18.1 in all.
+  bool cluster_select = false;
+  // Benchmarks: cluster_select probes (results wrong): 1 return after the programmatic wait, 2
+  // after the scan (no cluster barrier), 3 after the summed histogram's threshold, 4 no ranking;
+  // 5: the launch without the programmatic dependence (results right).
+  int cluster_probe = 0;
   size_t scratch_bytes = 0;   // scores, per-token state and two histograms, candidate lists
   bool score_only = false;    // benchmarks: stop after the scores (out is not written)
   bool collect_only = false;  // benchmarks: skip the select (out is not written)
