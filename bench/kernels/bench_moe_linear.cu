@@ -71,13 +71,19 @@ bool g_decode_only = false;
 // speed against the first one. With --profile: the repacked official call per configuration.
 bool g_decode_ab = false;
 std::vector<std::string> g_ab_configs = {"r4", "s0"};
+// An optional suffix xN stages the activation rows of one-pair chunks in shared memory for
+// T <= N (moe_decode_set_stage_x_tokens; "s0x4"); without it, staging is off.
 void apply_ab_config(const std::string& c) {
   dsv4::cuda::moe_decode_set_shift_decode(c[0] == 's');
   dsv4::cuda::moe_decode_set_rt_blocks_per_sm(std::atoi(c.c_str() + 1));
+  const size_t x = c.find('x');
+  dsv4::cuda::moe_decode_set_stage_x_tokens(x == std::string::npos ? 0
+                                                                   : std::atoi(c.c_str() + x + 1));
 }
 void reset_ab_config() {
   dsv4::cuda::moe_decode_set_shift_decode(true);
   dsv4::cuda::moe_decode_set_rt_blocks_per_sm(0);
+  dsv4::cuda::moe_decode_set_stage_x_tokens(0);
 }
 // Decode-section selection (--shapes flash,pro --formats mxfp4,nvfp4 --tokens 1,4,16,64): which
 // rows run; all of them by default.

@@ -398,7 +398,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
                            int64_t rows, int top_k, const int* chunk_count, const int4* chunks,
                            const int* sorted, fp4_weight wa, fp4_weight wb, float limit,
                            const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo, float* hf,
-                           float* out) {
+                           float* out, int stage_x) {
   constexpr int NM = UP ? 2 : 1;
   constexpr int KS = k_warps / RT;
   __shared__ int pair_of[k_chunk];
@@ -501,7 +501,21 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
 
     if constexpr (!UP) pdl_wait();  // h from the launch before
     pdl_trigger();
-    __syncthreads();  // pair_of
+    // Staged activations (stage_x: the launch gave kdim * 2 bytes of dynamic shared memory; bf16
+    // x or quantized h, no lo part): a chunk of one pair reads its single activation row from
+    // shared memory, copied once per block here, instead of per-warp global loads one round
+    // ahead. Those loads shared one scoreboard, so every other round's first HMMA waited for the
+    // loads just issued for the next round (SASS of MOE7's W1/W3 kernel): a load latency per two
+    // rounds, the long-scoreboard stall that dominated T = 1. Block-uniform (c.z).
+    extern __shared__ uint4 xs_row[];
+    const bool staged = !SPLIT && stage_x != 0 && c.z == 1;
+    if (staged) {
+      const int p0 = sorted[c.y];
+      const int64_t srow_i = UP ? int64_t(p0 / top_k) : int64_t(p0);
+      const uint4* src = reinterpret_cast<const uint4*>(ain_hi + srow_i * kdim);
+      for (int i = threadIdx.x; i < int(kdim / 8); i += k_threads) xs_row[i] = __ldg(src + i);
+    }
+    __syncthreads();  // pair_of, xs_row
 
     // Activation row of token / pair g of the chunk (clamped: lanes past the count compute
     // columns that are never stored).
@@ -512,12 +526,9 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     const int scale_shift = moe_scales::shift_of(enc, q);
     const uint32_t scale_mask = moe_scales::mask_of(enc);
 
-    uint4 xh[4], xl[4], nxh[4], nxl[4];
-    if (nr > 0) load_x(xh, xl, xh_p, xl_p, 0, SPLIT);
-    // Round j with activations `cx` (loaded one round ahead into `nx`).
-    const auto step = [&](int j, uint4(&cxh)[4], uint4(&cxl)[4], uint4(&nxh_)[4], uint4(&nxl_)[4]) {
+    // Round j's weights times the activation fragments cxh / cxl, then the refill of its stage.
+    const auto round_math = [&](int j, const uint4(&cxh)[4], const uint4(&cxl)[4]) {
       const int u = j % k_stages;
-      if (j + 1 < nr) load_x(nxh_, nxl_, xh_p, xl_p, j + 1, SPLIT);
       cp_async_wait<k_stages - 1>();  // round j (this lane's copies) has landed
       __syncwarp();                   // and the scale chunks the lanes q == 0 copied for it
       const stage_buf<NM>& b = my_ring[u];
@@ -538,11 +549,29 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       // shared loads have returned), so the asynchronous copy cannot overtake them.
       issue(j + k_stages, u);
     };
-    // Two rounds per iteration with the activation buffers swapping roles: no register copies
-    // between rounds.
-    for (int j = 0; j < nr; j += 2) {
-      step(j, xh, xl, nxh, nxl);
-      if (j + 1 < nr) step(j + 1, nxh, nxl, xh, xl);
+    if (staged) {
+      if constexpr (!SPLIT) {
+        const uint4* xs_lane = xs_row + rb * 16 + q;  // all lanes g read the same 64 bytes
+        for (int j = 0; j < nr; ++j) {
+          uint4 cx[4];
+#pragma unroll
+          for (int i = 0; i < 4; ++i) cx[i] = xs_lane[j * 16 + 4 * i];
+          round_math(j, cx, cx);
+        }
+      }
+    } else {
+      uint4 xh[4], xl[4], nxh[4], nxl[4];
+      if (nr > 0) load_x(xh, xl, xh_p, xl_p, 0, SPLIT);
+      // Activations loaded one round ahead; two rounds per iteration with the buffers swapping
+      // roles: no register copies between rounds.
+      for (int j = 0; j < nr; j += 2) {
+        if (j + 1 < nr) load_x(nxh, nxl, xh_p, xl_p, j + 1, SPLIT);
+        round_math(j, xh, xl);
+        if (j + 1 < nr) {
+          if (j + 2 < nr) load_x(xh, xl, xh_p, xl_p, j + 2, SPLIT);
+          round_math(j + 1, nxh, nxl);
+        }
+      }
     }
     cp_async_wait<0>();
   } else {  // the first version's register double buffer (two rounds in flight), plain launches
@@ -723,17 +752,33 @@ int pick_rt(int64_t rows, int64_t rounds, int64_t tokens, int64_t top_k, int64_t
   return best;
 }
 
-// Resident blocks per SM of one GEMM instantiation (queried once).
+// Resident blocks per SM of one GEMM instantiation with `smem` bytes of dynamic shared memory
+// (queried once without; with, per launch: the staged row length varies with the shapes).
 template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP>
-int gemm_blocks_per_sm() {
-  static const int n = [] {
+int gemm_blocks_per_sm(size_t smem) {
+  const auto query = [](size_t bytes) {
     int b = 0;
     if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &b, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP>, k_threads, 0) != cudaSuccess)
+            &b, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP>, k_threads, bytes) !=
+        cudaSuccess)
       b = 1;
     return std::max(b, 1);
-  }();
-  return n;
+  };
+  static const int n0 = query(0);
+  return smem == 0 ? n0 : query(smem);
+}
+
+// Dynamic shared memory above the default 48 KB limit (static + dynamic) must be opted into
+// per kernel; done once per instantiation for the largest size seen.
+template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP>
+cudaError_t allow_dynamic_smem(size_t bytes) {
+  static size_t allowed = 0;
+  if (bytes <= allowed) return cudaSuccess;
+  const cudaError_t e =
+      cudaFuncSetAttribute(moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP>,
+                           cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
+  if (e == cudaSuccess) allowed = bytes;
+  return e;
 }
 
 template <weight_kind K, bool UP, bool SPLIT, bool RING, int RP>
@@ -743,16 +788,24 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
                         int64_t chunks_bound, const fp4_weight& wa, const fp4_weight& wb,
                         float limit, const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo,
                         float* hf, float* out, cudaStream_t stream) {
-  const int blocks_per_sm[3] = {gemm_blocks_per_sm<K, UP, SPLIT, 4, RING, RP>(),
-                                gemm_blocks_per_sm<K, UP, SPLIT, 2, RING, RP>(),
-                                gemm_blocks_per_sm<K, UP, SPLIT, 1, RING, RP>()};
+  // Staged activation rows (moe_decode_set_stage_x_tokens): the ring kernels without a lo part.
+  const int stage_max = moe_decode_stage_x_tokens();
+  const size_t stage_bytes =
+      RING && !SPLIT && stage_max > 0 && tokens <= stage_max ? size_t(kdim) * 2 : 0;
+  const int blocks_per_sm[3] = {gemm_blocks_per_sm<K, UP, SPLIT, 4, RING, RP>(stage_bytes),
+                                gemm_blocks_per_sm<K, UP, SPLIT, 2, RING, RP>(stage_bytes),
+                                gemm_blocks_per_sm<K, UP, SPLIT, 1, RING, RP>(stage_bytes)};
   const int rt = pick_rt(rows, kdim / k_round, tokens, top_k, experts, chunks_bound, sms,
                          blocks_per_sm, moe_decode_rt_blocks_per_sm());
   const dim3 grid(unsigned(rows / (16 * rt)), unsigned(chunks_bound));
-#define DSV4_GEMM(RT)                                                                            \
-  launch_pdl(RING, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP>, grid, dim3(k_threads), 0, \
-             stream, a_hi, a_lo, kdim, rows, top_k, chunk_count, chunks, sorted, wa, wb, limit,  \
-             pair_weights, h_hi, h_lo, hf, out)
+#define DSV4_GEMM(RT)                                                                             \
+  (stage_bytes ? allow_dynamic_smem<K, UP, SPLIT, RT, RING, RP>(stage_bytes) : cudaSuccess) !=    \
+          cudaSuccess                                                                             \
+      ? cudaErrorInvalidValue                                                                     \
+      : launch_pdl(RING, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP>, grid,                \
+                   dim3(k_threads), stage_bytes, stream, a_hi, a_lo, kdim, rows, top_k,           \
+                   chunk_count, chunks, sorted, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, \
+                   int(stage_bytes > 0))
   cudaError_t e;
   if (rt == 4)
     e = DSV4_GEMM(4);
@@ -832,7 +885,15 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
 namespace {
 bool g_shift_decode = true;
 int g_rt_blocks_per_sm = 0;
+int g_stage_x_tokens = 0;
 }  // namespace
+
+void moe_decode_set_stage_x_tokens(int n) {
+  g_stage_x_tokens = std::max(0, n);
+}
+int moe_decode_stage_x_tokens() {
+  return g_stage_x_tokens;
+}
 
 void moe_decode_set_rt_blocks_per_sm(int n) {
   g_rt_blocks_per_sm = std::max(0, n);
