@@ -71,19 +71,30 @@ bool g_decode_only = false;
 // speed against the first one. With --profile: the repacked official call per configuration.
 bool g_decode_ab = false;
 std::vector<std::string> g_ab_configs = {"r4", "s0"};
-// An optional suffix xN stages the activation rows of one-pair chunks in shared memory for
-// T <= N (moe_decode_set_stage_x_tokens; "s0x4"); without it, staging is off.
+// An optional suffix xU[.Dmin.Dmax] stages the activation rows of one-pair chunks in shared
+// memory (moe_decode_set_stage_x_tokens): W1/W3 for T <= U, W2 for Dmin <= T <= Dmax ("s0x4":
+// both for T <= 4, "s0x4.2.4": W2 from T = 2, the library default); without it, staging is off
+// (main before MOE8).
 void apply_ab_config(const std::string& c) {
   dsv4::cuda::moe_decode_set_shift_decode(c[0] == 's');
   dsv4::cuda::moe_decode_set_rt_blocks_per_sm(std::atoi(c.c_str() + 1));
-  const size_t x = c.find('x');
-  dsv4::cuda::moe_decode_set_stage_x_tokens(x == std::string::npos ? 0
-                                                                   : std::atoi(c.c_str() + x + 1));
+  int up = 0, dmin = 1, dmax = 0;
+  if (const size_t x = c.find('x'); x != std::string::npos) {
+    up = dmax = std::atoi(c.c_str() + x + 1);
+    if (const size_t d = c.find('.', x); d != std::string::npos) {
+      dmin = std::atoi(c.c_str() + d + 1);
+      const size_t d2 = c.find('.', d + 1);
+      dmax = d2 == std::string::npos ? dmin : std::atoi(c.c_str() + d2 + 1);
+    }
+  }
+  dsv4::cuda::moe_decode_set_stage_x_tokens(up, dmin, dmax);
 }
+const dsv4::cuda::moe_decode_stage_x g_stage_x_default = dsv4::cuda::moe_decode_stage_x_tokens();
 void reset_ab_config() {
   dsv4::cuda::moe_decode_set_shift_decode(true);
   dsv4::cuda::moe_decode_set_rt_blocks_per_sm(0);
-  dsv4::cuda::moe_decode_set_stage_x_tokens(0);
+  const auto d = g_stage_x_default;
+  dsv4::cuda::moe_decode_set_stage_x_tokens(d.up_max, d.down_min, d.down_max);
 }
 // Decode-section selection (--shapes flash,pro --formats mxfp4,nvfp4 --tokens 1,4,16,64): which
 // rows run; all of them by default.

@@ -24,6 +24,7 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <type_traits>
 #include <utility>
@@ -765,7 +766,13 @@ int gemm_blocks_per_sm(size_t smem) {
     return std::max(b, 1);
   };
   static const int n0 = query(0);
-  return smem == 0 ? n0 : query(smem);
+  if (smem == 0) return n0;
+  static std::atomic<uint64_t> last{0};  // (bytes << 32) | blocks of the latest query
+  const uint64_t v = last.load(std::memory_order_relaxed);
+  if ((v >> 32) == smem) return int(v & 0xFFFFFFFFu);
+  const int n = query(smem);
+  last.store((uint64_t(smem) << 32) | uint32_t(n), std::memory_order_relaxed);
+  return n;
 }
 
 // Dynamic shared memory above the default 48 KB limit (static + dynamic) must be opted into
@@ -789,9 +796,9 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
                         float limit, const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo,
                         float* hf, float* out, cudaStream_t stream) {
   // Staged activation rows (moe_decode_set_stage_x_tokens): the ring kernels without a lo part.
-  const int stage_max = moe_decode_stage_x_tokens();
-  const size_t stage_bytes =
-      RING && !SPLIT && stage_max > 0 && tokens <= stage_max ? size_t(kdim) * 2 : 0;
+  const moe_decode_stage_x sx = moe_decode_stage_x_tokens();
+  const bool stage = UP ? tokens <= sx.up_max : tokens >= sx.down_min && tokens <= sx.down_max;
+  const size_t stage_bytes = RING && !SPLIT && stage ? size_t(kdim) * 2 : 0;
   const int blocks_per_sm[3] = {gemm_blocks_per_sm<K, UP, SPLIT, 4, RING, RP>(stage_bytes),
                                 gemm_blocks_per_sm<K, UP, SPLIT, 2, RING, RP>(stage_bytes),
                                 gemm_blocks_per_sm<K, UP, SPLIT, 1, RING, RP>(stage_bytes)};
@@ -885,14 +892,18 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
 namespace {
 bool g_shift_decode = true;
 int g_rt_blocks_per_sm = 0;
-int g_stage_x_tokens = 0;
+// Default from MOE8 run 1 (H100, bench/kernels/results/h100_2026-11-26_s9_moe8_run1_*): W1/W3
+// staged gained at T = 1 (Flash 1.027x) and T = 4 (Pro 1.036x); W2 staged lost at T = 1 (Pro
+// 0.973x: the six h rows stay in L1 anyway, the block pays the copy) and gained at T = 4 (Flash
+// ~1.035x, Pro ~1.026x), where the ~23 pair rows no longer fit in L1.
+moe_decode_stage_x g_stage_x = {4, 2, 4};
 }  // namespace
 
-void moe_decode_set_stage_x_tokens(int n) {
-  g_stage_x_tokens = std::max(0, n);
+void moe_decode_set_stage_x_tokens(int up_max, int down_min, int down_max) {
+  g_stage_x = {std::max(0, up_max), std::max(1, down_min), std::max(0, down_max)};
 }
-int moe_decode_stage_x_tokens() {
-  return g_stage_x_tokens;
+moe_decode_stage_x moe_decode_stage_x_tokens() {
+  return g_stage_x;
 }
 
 void moe_decode_set_rt_blocks_per_sm(int n) {

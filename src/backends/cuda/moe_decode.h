@@ -78,15 +78,19 @@ bool moe_decode_shift_decode();
 // bit-equal across n.
 void moe_decode_set_rt_blocks_per_sm(int n);
 int moe_decode_rt_blocks_per_sm();
-// Staged activations (MOE8): when tokens <= n (n = 0, the default: never), the cp.async-ring
-// GEMM launches without a lo part (bf16 x into W1/W3, the official order's quantized h into W2)
-// get kdim * 2 bytes of dynamic shared memory, and a block whose chunk holds one pair copies that
-// pair's activation row there once and reads its fragments with shared loads, instead of global
-// loads one round ahead. Same products and sums in the same order: outputs bit-equal to n = 0
-// for the same RT (the extra shared memory may change the resident blocks, hence the wave
-// model's RT). Process-wide, for benches and A/B runs.
-void moe_decode_set_stage_x_tokens(int n);
-int moe_decode_stage_x_tokens();
+// Staged activations (MOE8): the cp.async-ring GEMM launches without a lo part (bf16 x into
+// W1/W3, "up"; the official order's quantized h into W2, "down") get kdim * 2 bytes of dynamic
+// shared memory when tokens <= up_max (up) or down_min <= tokens <= down_max (down), and a
+// block whose chunk holds one pair copies that pair's activation row there once and reads its
+// fragments with shared loads instead of global loads one round ahead. Same products and sums
+// in the same order: outputs bit-equal for the same RT (the extra shared memory may change the
+// resident blocks, hence the wave model's RT). Process-wide, for benches and A/B runs; default
+// 4, 2, 4 (up at T <= 4, down at T = 2..4; moe_decode.cu says why); 0, 1, 0 = never.
+void moe_decode_set_stage_x_tokens(int up_max, int down_min, int down_max);
+struct moe_decode_stage_x {
+  int up_max, down_min, down_max;
+};
+moe_decode_stage_x moe_decode_stage_x_tokens();
 
 // Device workspace (bytes) for `tokens` x `top_k` pairs; 256-byte aligned pointer expected.
 size_t moe_decode_workspace_bytes(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidden,
