@@ -21,6 +21,8 @@
 // drains and L2 fetches its first W2 rounds before L1 has finished; !RING is the first
 // version's register double buffer with plain launches. Both compute the same sums in the same
 // order (the same outputs bit for bit).
+// MOE8: at T <= 4 a block whose chunk holds one pair may stage that pair's activation row in
+// dynamic shared memory (moe_decode_set_stage_x_tokens; the GEMM kernel's stage_x).
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -892,10 +894,13 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
 namespace {
 bool g_shift_decode = true;
 int g_rt_blocks_per_sm = 0;
-// Default from MOE8 run 1 (H100, bench/kernels/results/h100_2026-11-26_s9_moe8_run1_*): W1/W3
-// staged gained at T = 1 (Flash 1.027x) and T = 4 (Pro 1.036x); W2 staged lost at T = 1 (Pro
-// 0.973x: the six h rows stay in L1 anyway, the block pays the copy) and gained at T = 4 (Flash
-// ~1.035x, Pro ~1.026x), where the ~23 pair rows no longer fit in L1.
+// Default (MOE8, H100, official order bf16 MXFP4, speed vs staging off in the same process;
+// bench/kernels/results/h100_2026-11-26_s9_moe8_run{1,2}_*): this one (run 2) Flash T = 1 / 4
+// 1.003 / 1.019x, Pro 0.988 / 1.067x (NVFP4 1.001 / 1.010x, 1.019 / 1.053x). W2 staged gains
+// from T = 2 (~23 pair rows of h no longer fit in L1; W2 alone at T = 4: Pro 0.993 -> 1.067x);
+// at T = 1 it is a trade: with W2 also staged (4, 1, 4) Flash T = 1 measured 1.034-1.036x but
+// Pro T = 1 0.973-0.978x (three runs). W1/W3 staged alone: 0.99-1.00x official, 1.00-1.03x
+// exact order.
 moe_decode_stage_x g_stage_x = {4, 2, 4};
 }  // namespace
 
