@@ -47,4 +47,24 @@ cudaError_t linear_decode_fp8act(const act_t* x, int64_t tokens, const device_we
                                  void* workspace, size_t workspace_bytes, cudaStream_t stream,
                                  bool pdl = true);
 
+// How a call runs. quantize_in_gemm (<= 8 tokens, 16-byte aligned x): no quantize launch, the
+// GEMM's warps quantize their 128-k blocks of x themselves after the PDL wait (one launch less
+// on the dependency chain). l2_prefetch_rounds > 0: before its PDL wait, each warp bulk-prefetches
+// that many more 128-k rounds of its 16 rows into L2 (beyond the two rounds it loads).
+// Anything else out of range returns cudaErrorInvalidValue.
+struct linear_decode_fp8act_plan {
+  bool quantize_in_gemm = false;
+  int l2_prefetch_rounds = 0;
+  int k_parts = 0;  // > 0: K parts per 16-row tile instead of linear_decode_make_split's (a power
+                    // of two, <= 16 at <= 8 tokens, else <= 8; one row tile per block)
+};
+linear_decode_fp8act_plan linear_decode_fp8act_default_plan(const device_weight& w, int64_t tokens);
+
+// linear_decode_fp8act with the plan given (null: the default plan; benchmarks and tests pick).
+template <typename act_t, typename out_t>
+cudaError_t linear_decode_fp8act_with_plan(const act_t* x, int64_t tokens, const device_weight& w,
+                                           out_t* y, void* workspace, size_t workspace_bytes,
+                                           const linear_decode_fp8act_plan* plan,
+                                           cudaStream_t stream, bool pdl = true);
+
 }  // namespace dsv4::cuda
