@@ -340,7 +340,8 @@ void bench_decode_split_sweep(const shape& sh, weight_kind kind, const std::vect
 
 // W8A8 decode plans on one shape, same process and operands (bf16 x and y, graphs of 16 calls
 // chained with PDL as decode steps run): the default plan against quantize_in_gemm and L2
-// prefetch variants; "base2" repeats the first plan last (run-to-run spread).
+// prefetch variants ("default": linear_decode_fp8act_default_plan); "base2" repeats the first
+// plan last (run-to-run spread).
 void bench_w8a8_ab(const shape& sh, const std::vector<int64_t>& tokens, double read_gbps,
                    cudaStream_t s) {
   using dsv4::cuda::linear_decode_fp8act_plan;
@@ -357,16 +358,19 @@ void bench_w8a8_ab(const shape& sh, const std::vector<int64_t>& tokens, double r
     CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     const int ks =
         int(dsv4::cuda::linear_decode_make_split(sh.rows, sh.cols / 128, 1, sms).k_parts);
-    const variant variants[] = {{"base", {false, 0, 0}},
-                                {"inwarp", {true, 0, 0}},
-                                {"pf4", {false, 4, 0}},
-                                {"inwarp+pf4", {true, 4, 0}},
-                                {"inwarp+pf16", {true, 16, 0}},
-                                {"inwarp ks/2", {true, 0, ks / 2}},
-                                {"inwarp ks*2", {true, 0, ks * 2}},
-                                {"base2", {false, 0, 0}}};
-    std::printf("ab %-10s %6lld %6lld T=%lld ks=%d", sh.name, (long long)sh.rows,
-                (long long)sh.cols, (long long)T, ks);
+    const variant variants[] = {
+        {"base", {false, 0, 0}},
+        {"default", dsv4::cuda::linear_decode_fp8act_default_plan(op.w(0), T)},
+        {"pf2", {false, 2, 0}},
+        {"pf8", {false, 8, 0}},
+        {"inwarp+pf4", {true, 4, 0}},
+        {"inwarp+pf8", {true, 8, 0}},
+        {"base2", {false, 0, 0}}};
+    const dsv4::cuda::linear_decode_fp8act_plan def =
+        dsv4::cuda::linear_decode_fp8act_default_plan(op.w(0), T);
+    std::printf("ab %-10s %6lld %6lld T=%lld ks=%d default=%s/pf%d", sh.name, (long long)sh.rows,
+                (long long)sh.cols, (long long)T, ks, def.quantize_in_gemm ? "inwarp" : "kernel",
+                def.l2_prefetch_rounds);
     for (const variant& v : variants) {
       const bool split_variant = std::string(v.name).find("ks") != std::string::npos;
       if (split_variant &&

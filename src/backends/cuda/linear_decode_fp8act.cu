@@ -284,8 +284,32 @@ size_t linear_decode_fp8act_workspace_bytes(int64_t tokens, int64_t cols) {
   return x8_bytes(tokens, cols) + size_t(std::max<int64_t>(tokens, 1) * (cols / k_block)) * 4;
 }
 
-linear_decode_fp8act_plan linear_decode_fp8act_default_plan(const device_weight&, int64_t) {
-  return {};
+linear_decode_fp8act_plan linear_decode_fp8act_default_plan(const device_weight& w,
+                                                            int64_t tokens) {
+  // Measured on the H100 (bench_linear_gemm --w8a8-ab, bench/RESULTS.md session 9 LIN8): both
+  // variants lose on most shapes (in-GEMM quantization: +4-16%, e.g. Flash wq_b T=1 12.85 ->
+  // 13.69 us, Pro wq_a 7.01 -> 8.09 us; prefetches: up to +12% where the grid fills the GPU)
+  // and win only where
+  //  * a K part is long (>= 16 rounds): in-GEMM quantization + 4 rounds of L2 prefetch, Pro wo_b
+  //    T = 1-8 46.3 -> 45.4 us, 47.2 -> 45.0 (the quantize launch's x round trip then costs more
+  //    than the per-round quantization, which hides behind the long weight stream);
+  //  * the grid has fewer blocks than SMs and a K part has > 2 rounds: 4 rounds of L2 prefetch
+  //    (more bytes in flight than the registers of the few busy SMs hold), Pro wq_a T = 1-8
+  //    7.01 -> 6.47 us, 7.54 -> 7.32.
+  linear_decode_fp8act_plan p;
+  if (tokens > 8 || !linear_decode_fp8act_supported(w)) return p;
+  const int sms = current_device_sm_count();
+  const int64_t rounds = w.cols / k_block;
+  const linear_decode_split sp = linear_decode_make_split(w.rows, rounds, 1, sms);
+  const int64_t per_part = rounds / sp.k_parts;
+  const int64_t blocks = w.rows / (16 * sp.row_tiles);
+  if (per_part >= 16) {
+    p.quantize_in_gemm = true;
+    p.l2_prefetch_rounds = 4;
+  } else if (blocks < sms && per_part > 2) {
+    p.l2_prefetch_rounds = 4;
+  }
+  return p;
 }
 
 template <typename act_t, typename out_t>

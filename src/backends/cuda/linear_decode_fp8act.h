@@ -58,6 +58,7 @@ struct linear_decode_fp8act_plan {
   int k_parts = 0;  // > 0: K parts per 16-row tile instead of linear_decode_make_split's (a power
                     // of two, <= 16 at <= 8 tokens, else <= 8; one row tile per block)
 };
+// The plan linear_decode_fp8act takes (the rule and its measurements: the .cu).
 linear_decode_fp8act_plan linear_decode_fp8act_default_plan(const device_weight& w, int64_t tokens);
 
 // linear_decode_fp8act with the plan given (null: the default plan; benchmarks and tests pick).
