@@ -286,28 +286,29 @@ size_t linear_decode_fp8act_workspace_bytes(int64_t tokens, int64_t cols) {
 
 linear_decode_fp8act_plan linear_decode_fp8act_default_plan(const device_weight& w,
                                                             int64_t tokens) {
-  // Measured on the H100 (bench_linear_gemm --w8a8-ab, bench/RESULTS.md session 9 LIN8): both
-  // variants lose on most shapes (in-GEMM quantization: +4-16%, e.g. Flash wq_b T=1 12.85 ->
-  // 13.69 us, Pro wq_a 7.01 -> 8.09 us; prefetches: up to +12% where the grid fills the GPU)
-  // and win only where
-  //  * a K part is long (>= 16 rounds): in-GEMM quantization + 4 rounds of L2 prefetch, Pro wo_b
-  //    T = 1-8 46.3 -> 45.4 us, 47.2 -> 45.0 (the quantize launch's x round trip then costs more
-  //    than the per-round quantization, which hides behind the long weight stream);
-  //  * the grid has fewer blocks than SMs and a K part has > 2 rounds: 4 rounds of L2 prefetch
-  //    (more bytes in flight than the registers of the few busy SMs hold), Pro wq_a T = 1-8
-  //    7.01 -> 6.47 us, 7.54 -> 7.32.
+  // Measured on the H100 (bench_linear_gemm --w8a8-ab, two runs, bench/RESULTS.md session 9
+  // LIN8), against the two-launch plan without prefetch:
+  //  * in-GEMM quantization loses on K parts of <= 8 rounds (+4-16%: Flash wq_b T=1 12.85 ->
+  //    13.69 us, Pro wq_a 7.01 -> 8.09) and wins on long ones: with 4 rounds of L2 prefetch,
+  //    Pro wo_b (32 rounds a part) T=1-8 45.72 -> 44.90, 46.88 -> 44.71, 46.94 -> 44.97,
+  //    45.74 -> 45.54 us (the per-round quantization hides behind the long weight stream);
+  //  * 2 rounds of L2 prefetch (rounds 3-4 of a part, requested before the PDL wait) win on K
+  //    parts of 3-8 rounds: Pro sh_w13 (7) 10.17 -> 9.79 us, Pro sh_w2 (6) 9.38 -> 9.15, Pro
+  //    wq_a (3.5) 6.94 -> 6.47, Flash wo_b (8) 13.39 -> 13.22 at T=1 (T=8 14.26 -> 14.36), Flash
+  //    wq_b (8) 12.79 -> 12.76; at 12 rounds (Pro wq_b) it was mixed (+1.2% at T=1, -1.4% at
+  //    T=8), and deeper prefetches (4-16 rounds) lose wherever the grid fills the GPU (Flash wo_b
+  //    pf8 +14%): the extra requests compete with the demand loads.
   linear_decode_fp8act_plan p;
   if (tokens > 8 || !linear_decode_fp8act_supported(w)) return p;
-  const int sms = current_device_sm_count();
   const int64_t rounds = w.cols / k_block;
-  const linear_decode_split sp = linear_decode_make_split(w.rows, rounds, 1, sms);
+  const linear_decode_split sp =
+      linear_decode_make_split(w.rows, rounds, 1, current_device_sm_count());
   const int64_t per_part = rounds / sp.k_parts;
-  const int64_t blocks = w.rows / (16 * sp.row_tiles);
   if (per_part >= 16) {
     p.quantize_in_gemm = true;
     p.l2_prefetch_rounds = 4;
-  } else if (blocks < sms && per_part > 2) {
-    p.l2_prefetch_rounds = 4;
+  } else if (per_part >= 3 && per_part <= 8) {
+    p.l2_prefetch_rounds = 2;
   }
   return p;
 }

@@ -21,6 +21,9 @@
 // Launches (programmatic dependent launch, pdl.cuh): one quantize of x (a warp per token and
 // 128-k block), one GEMM in linear_decode's shape (16-row tiles, K split over up to 16 warps by
 // linear_decode_make_split, partials summed in K-part order: deterministic). Graph-capturable.
+// The plan (linear_decode_fp8act_plan) may instead quantize x inside the GEMM (one launch) and
+// prefetch weight rounds into L2 before the PDL wait; every plan gives bit-equal y for the
+// same K split.
 #pragma once
 
 #include <cuda_runtime.h>
