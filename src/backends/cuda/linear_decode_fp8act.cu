@@ -139,7 +139,8 @@ struct x_blocks {
 // Activations quantized inside the GEMM (one n-tile: <= 8 tokens), with fp8act_quantize_kernel's
 // rule: the four lanes of quad g hold token g's 128-k block of a round (32 values each), so the
 // block's amax is two shuffles away, and the lane's 32 bytes are exactly its B fragments. Every
-// warp of a K range quantizes the same blocks again: cheap next to a launch at <= 8 tokens.
+// warp of a K range quantizes the same blocks again, on each round's critical path: slower than
+// the quantize launch unless K parts are long (linear_decode_fp8act_default_plan).
 template <typename act_t>
 struct x_in_warp {
   const act_t* x;
