@@ -338,6 +338,61 @@ void bench_decode_split_sweep(const shape& sh, weight_kind kind, const std::vect
   cudaFree(ws);
 }
 
+// W8A8 decode plans on one shape, same process and operands (bf16 x and y, graphs of 16 calls
+// chained with PDL as decode steps run): the default plan against quantize_in_gemm and L2
+// prefetch variants ("default": linear_decode_fp8act_default_plan); "base2" repeats the first
+// plan last (run-to-run spread).
+void bench_w8a8_ab(const shape& sh, const std::vector<int64_t>& tokens, double read_gbps,
+                   cudaStream_t s) {
+  using dsv4::cuda::linear_decode_fp8act_plan;
+  const int64_t tmax = *std::max_element(tokens.begin(), tokens.end());
+  const shape_operands op(weight_kind::fp8_block, sh.rows, sh.cols, tmax, 24, 300, 0, 78);
+  const size_t ws_bytes = dsv4::cuda::linear_decode_fp8act_workspace_bytes(tmax, sh.cols);
+  void* ws = dmalloc(ws_bytes);
+  struct variant {
+    const char* name;
+    linear_decode_fp8act_plan plan;
+  };
+  for (int64_t T : tokens) {
+    int sms = 132;
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    const int ks =
+        int(dsv4::cuda::linear_decode_make_split(sh.rows, sh.cols / 128, 1, sms).k_parts);
+    const variant variants[] = {
+        {"base", {false, 0, 0}},
+        {"default", dsv4::cuda::linear_decode_fp8act_default_plan(op.w(0), T)},
+        {"pf2", {false, 2, 0}},
+        {"pf8", {false, 8, 0}},
+        {"inwarp+pf4", {true, 4, 0}},
+        {"inwarp+pf8", {true, 8, 0}},
+        {"base2", {false, 0, 0}}};
+    const dsv4::cuda::linear_decode_fp8act_plan def =
+        dsv4::cuda::linear_decode_fp8act_default_plan(op.w(0), T);
+    std::printf("ab %-10s %6lld %6lld T=%lld ks=%d default=%s/pf%d", sh.name, (long long)sh.rows,
+                (long long)sh.cols, (long long)T, ks, def.quantize_in_gemm ? "inwarp" : "kernel",
+                def.l2_prefetch_rounds);
+    for (const variant& v : variants) {
+      const bool split_variant = std::string(v.name).find("ks") != std::string::npos;
+      if (split_variant &&
+          (v.plan.k_parts < 1 || v.plan.k_parts > 16 || v.plan.k_parts > sh.cols / 128)) {
+        std::printf(" | %s -", v.name);
+        continue;
+      }
+      const double t = time_graph_per_call(
+          [&](int i) {
+            CK(dsv4::cuda::linear_decode_fp8act_with_plan(op.x, T, op.w(i), op.y, ws, ws_bytes,
+                                                          &v.plan, s));
+          },
+          s);
+      std::printf(" | %s %6.2f us %5.1f%%", v.name, t * 1e3,
+                  100.0 * double(op.packed_bytes) / (t * 1e-3) * 1e-9 / read_gbps);
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  cudaFree(ws);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -382,6 +437,15 @@ int main(int argc, char** argv) {
       cudaFree(ws);
       std::printf("profiled %s T=%lld\n", sh.name, (long long)T);
     }
+    return 0;
+  }
+  if (argc > 1 && std::string(argv[1]) == "--w8a8-ab") {
+    std::printf("\n## W8A8 decode plans (fp8 blocks, bf16 x, graph of %d calls, %% of read)\n",
+                k_graph_calls);
+    const std::vector<int64_t> ts{1, 2, 4, 8};
+    for (const shape& sh : flash) bench_w8a8_ab(sh, ts, read_gbps, s);
+    for (const shape& sh : pro) bench_w8a8_ab(sh, ts, read_gbps, s);
+    std::printf("HBM read ceiling again: %.1f GB/s\n", read_ceiling_gbps(s));
     return 0;
   }
   if (split_sweep) {

@@ -105,22 +105,105 @@ __device__ __forceinline__ void load_round(round_w& r, const uint8_t* w0, const 
   r.s = detail::load_block_scale(scale_row, round, e8m0);
 }
 
-template <int NT>
-__device__ __forceinline__ void mma_round(float (&acc)[NT][4], const round_w& r,
-                                          const uint8_t* const (&xr)[NT],
-                                          const float* const (&sx)[NT][2], int64_t k,
-                                          int64_t block) {
+// Activations in FP8 blocks, written by fp8act_quantize_kernel into the workspace.
+struct x_blocks {
+  const uint8_t* x8;
+  const float* sx;  // [tokens][rounds]
+
+  template <int NT>
+  struct warp_view {
+    const uint8_t* xr[NT];
+    const float* sx[NT][2];
+    __device__ __forceinline__ warp_view(const x_blocks& p, int tokens, int64_t cols,
+                                         int64_t rounds, int g, int q) {
+#pragma unroll
+      for (int j = 0; j < NT; ++j) {
+        // Clamped token rows and columns are computed but never stored.
+        xr[j] = p.x8 + int64_t(min(8 * j + g, tokens - 1)) * cols + q * 32;
+        sx[j][0] = p.sx + int64_t(min(8 * j + 2 * q, tokens - 1)) * rounds;
+        sx[j][1] = p.sx + int64_t(min(8 * j + 2 * q + 1, tokens - 1)) * rounds;
+      }
+    }
+    // B fragments of n-tile j for round `round` (bytes [q * 32, q * 32 + 32) of token g) and the
+    // activation scales of token columns 2q / 2q + 1.
+    __device__ __forceinline__ void get(int j, int64_t round, uint4& xa, uint4& xb, float& s0,
+                                        float& s1) const {
+      xa = __ldg(reinterpret_cast<const uint4*>(xr[j] + round * k_block));
+      xb = __ldg(reinterpret_cast<const uint4*>(xr[j] + round * k_block + 16));
+      s0 = __ldg(sx[j][0] + round);
+      s1 = __ldg(sx[j][1] + round);
+    }
+  };
+};
+
+// Activations quantized inside the GEMM (one n-tile: <= 8 tokens), with fp8act_quantize_kernel's
+// rule: the four lanes of quad g hold token g's 128-k block of a round (32 values each), so the
+// block's amax is two shuffles away, and the lane's 32 bytes are exactly its B fragments. Every
+// warp of a K range quantizes the same blocks again, on each round's critical path: slower than
+// the quantize launch unless K parts are long (linear_decode_fp8act_default_plan).
+template <typename act_t>
+struct x_in_warp {
+  const act_t* x;
+
+  template <int NT>
+  struct warp_view {
+    static_assert(NT == 1, "in-warp quantization covers one n-tile");
+    const act_t* xr;
+    int q;
+    __device__ __forceinline__ warp_view(const x_in_warp& p, int tokens, int64_t cols, int64_t,
+                                         int g, int q_)
+        : xr(p.x + int64_t(min(g, tokens - 1)) * cols + q_ * 32), q(q_) {}
+    __device__ __forceinline__ void get(int, int64_t round, uint4& xa, uint4& xb, float& s0,
+                                        float& s1) const {
+      // Raw loads first (bf16: 16 registers, f32: 32), converted twice (amax, then scaling).
+      constexpr int per16 = 16 / sizeof(act_t);
+      uint4 raw[32 / per16];
+#pragma unroll
+      for (int i = 0; i < 32 / per16; ++i)
+        raw[i] = __ldg(reinterpret_cast<const uint4*>(xr + round * k_block) + i);
+      auto value = [&](int i) {
+        const uint32_t word = reinterpret_cast<const uint32_t*>(raw)[i * sizeof(act_t) / 4];
+        if constexpr (std::is_same_v<act_t, float>)
+          return __uint_as_float(word);
+        else
+          return __uint_as_float((i & 1) ? (word & 0xffff0000u) : (word << 16));
+      };
+      float amax = 0.0f;
+#pragma unroll
+      for (int i = 0; i < 32; ++i) amax = fmaxf(amax, fabsf(value(i)));  // NaN ignored
+      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+      const float s = quant::pow2_ceil(__fdiv_rn(fmaxf(amax, 1e-4f), 448.0f));
+      // v * (1 / s) == v / s: s is a power of two, 1 / s exact (2^-127 a subnormal), one rounding.
+      const float inv = __frcp_rn(s);
+      uint32_t u[8];
+#pragma unroll
+      for (int i = 0; i < 8; ++i)
+        u[i] = e4m3x2(__fmul_rn(value(4 * i), inv), __fmul_rn(value(4 * i + 1), inv)) |
+               (e4m3x2(__fmul_rn(value(4 * i + 2), inv), __fmul_rn(value(4 * i + 3), inv)) << 16);
+      xa = make_uint4(u[0], u[1], u[2], u[3]);
+      xb = make_uint4(u[4], u[5], u[6], u[7]);
+      s0 = __shfl_sync(0xffffffffu, s, 8 * q);  // token 2q lives in quad 2q
+      s1 = __shfl_sync(0xffffffffu, s, 8 * q + 4);
+    }
+  };
+};
+
+template <int NT, typename view_t>
+__device__ __forceinline__ void mma_round(float (&acc)[NT][4], const round_w& r, const view_t& xv,
+                                          int64_t round) {
 #pragma unroll
   for (int j = 0; j < NT; ++j) {
-    const uint4 xa = __ldg(reinterpret_cast<const uint4*>(xr[j] + k));
-    const uint4 xb = __ldg(reinterpret_cast<const uint4*>(xr[j] + k + 16));
+    uint4 xa, xb;
+    float sx0, sx1;
+    xv.get(j, round, xa, xb, sx0, sx1);
     float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     mma_e4m3(t, r.v[0][0].x, r.v[1][0].x, r.v[0][0].y, r.v[1][0].y, xa.x, xa.y);
     mma_e4m3(t, r.v[0][0].z, r.v[1][0].z, r.v[0][0].w, r.v[1][0].w, xa.z, xa.w);
     mma_e4m3(t, r.v[0][1].x, r.v[1][1].x, r.v[0][1].y, r.v[1][1].y, xb.x, xb.y);
     mma_e4m3(t, r.v[0][1].z, r.v[1][1].z, r.v[0][1].w, r.v[1][1].w, xb.z, xb.w);
-    const float s0 = __fmul_rn(r.s, __ldg(sx[j][0] + block));
-    const float s1 = __fmul_rn(r.s, __ldg(sx[j][1] + block));
+    const float s0 = __fmul_rn(r.s, sx0);
+    const float s1 = __fmul_rn(r.s, sx1);
     acc[j][0] = fmaf(t[0], s0, acc[j][0]);
     acc[j][1] = fmaf(t[1], s1, acc[j][1]);
     acc[j][2] = fmaf(t[2], s0, acc[j][2]);
@@ -128,13 +211,21 @@ __device__ __forceinline__ void mma_round(float (&acc)[NT][4], const round_w& r,
   }
 }
 
+// Asks the TMA unit to bring [p, p + bytes) into L2 (no data returned; bytes % 16 == 0).
+__device__ __forceinline__ void prefetch_l2_bulk(const void* p, uint32_t bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+}
+
 // A block is rt x ks warps: rt 16-row tiles, each split into ks K parts (linear_decode_make_split);
-// a warp carries NT n-tiles of 8 tokens and three rounds of weights in flight.
-template <int NT>
+// a warp carries NT n-tiles of 8 tokens and three rounds of weights in flight. x_t: x_blocks or
+// x_in_warp<act_t> (NT == 1). l2_rounds > 0: before waiting on the launch before, the warp asks
+// for that many more rounds of its rows (after the two it loads) to be brought into L2, so that
+// HBM keeps streaming this call's weights while the dependency resolves.
+template <int NT, typename x_t>
 __global__ void __launch_bounds__(max_threads<NT>())
-    fp8act_gemm_kernel(const uint8_t* x8, const float* sx_base, int tokens, fp8_matrix w, int rt,
-                       int ks, void* y, bool y_bf16) {
-  pdl_trigger();  // the next call's quantize waits for this grid before it touches anything
+    fp8act_gemm_kernel(x_t xp, int tokens, fp8_matrix w, int rt, int ks, int l2_rounds, void* y,
+                       bool y_bf16) {
+  pdl_trigger();  // the next call's first launch waits for this grid before it touches anything
   extern __shared__ float partial[];  // [ks - 1][rt][NT][4][32]
   const int warp = threadIdx.x / k_warp_size, lane = threadIdx.x % k_warp_size;
   const int tile = warp % rt, kpart = warp / rt;
@@ -142,15 +233,6 @@ __global__ void __launch_bounds__(max_threads<NT>())
   const int64_t r0 = (int64_t(blockIdx.x) * rt + tile) * 16;
   const int64_t rounds = w.cols / k_block;
   const int64_t rb = rounds * kpart / ks, re = rounds * (kpart + 1) / ks;
-  const uint8_t* xr[NT];
-  const float* sx[NT][2];
-#pragma unroll
-  for (int j = 0; j < NT; ++j) {
-    // Clamped token rows and columns are computed but never stored.
-    xr[j] = x8 + int64_t(min(8 * j + g, tokens - 1)) * w.cols + q * 32;
-    sx[j][0] = sx_base + int64_t(min(8 * j + 2 * q, tokens - 1)) * rounds;
-    sx[j][1] = sx_base + int64_t(min(8 * j + 2 * q + 1, tokens - 1)) * rounds;
-  }
   float acc[NT][4];
 #pragma unroll
   for (int j = 0; j < NT; ++j)
@@ -165,16 +247,22 @@ __global__ void __launch_bounds__(max_threads<NT>())
   round_w a, b, c;  // three named buffers (an array indexed by r % 3 would go to local memory)
   if (rb < re) load_round(a, w0, w1, scale_row, e8m0, rb);
   if (rb + 1 < re) load_round(b, w0, w1, scale_row, e8m0, rb + 1);
-  pdl_wait();  // weights never depend on earlier launches; x8, sx and y do
+  if (l2_rounds > 0 && lane < 16) {
+    const int64_t pb = rb + 2, pe = min(re, pb + int64_t(l2_rounds));
+    if (pb < pe)
+      prefetch_l2_bulk(w.data + (r0 + lane) * w.cols + pb * k_block, uint32_t((pe - pb) * k_block));
+  }
+  pdl_wait();  // weights never depend on earlier launches; x, x8, sx and y do
+  const typename x_t::template warp_view<NT> xv(xp, tokens, w.cols, rounds, g, q);
   for (int64_t r = rb; r < re; r += 3) {
     if (r + 2 < re) load_round(c, w0, w1, scale_row, e8m0, r + 2);
-    mma_round<NT>(acc, a, xr, sx, r * k_block, r);
+    mma_round<NT>(acc, a, xv, r);
     if (r + 1 >= re) break;
     if (r + 3 < re) load_round(a, w0, w1, scale_row, e8m0, r + 3);
-    mma_round<NT>(acc, b, xr, sx, (r + 1) * k_block, r + 1);
+    mma_round<NT>(acc, b, xv, r + 1);
     if (r + 2 >= re) break;
     if (r + 4 < re) load_round(b, w0, w1, scale_row, e8m0, r + 4);
-    mma_round<NT>(acc, c, xr, sx, (r + 2) * k_block, r + 2);
+    mma_round<NT>(acc, c, xv, r + 2);
   }
   if (!decode_tail::sum_k_parts<NT>(acc, partial, rt, ks, tile, kpart, lane)) return;
   decode_tail::store<NT>(
@@ -197,10 +285,40 @@ size_t linear_decode_fp8act_workspace_bytes(int64_t tokens, int64_t cols) {
   return x8_bytes(tokens, cols) + size_t(std::max<int64_t>(tokens, 1) * (cols / k_block)) * 4;
 }
 
+linear_decode_fp8act_plan linear_decode_fp8act_default_plan(const device_weight& w,
+                                                            int64_t tokens) {
+  // Measured on the H100 (bench_linear_gemm --w8a8-ab, two runs, bench/RESULTS.md session 9
+  // LIN8), against the two-launch plan without prefetch:
+  //  * in-GEMM quantization loses on K parts of <= 8 rounds (+4-16%: Flash wq_b T=1 12.85 ->
+  //    13.69 us, Pro wq_a 7.01 -> 8.09) and wins on long ones: with 4 rounds of L2 prefetch,
+  //    Pro wo_b (32 rounds a part) T=1-8 45.72 -> 44.90, 46.88 -> 44.71, 46.94 -> 44.97,
+  //    45.74 -> 45.54 us (the per-round quantization hides behind the long weight stream);
+  //  * 2 rounds of L2 prefetch (rounds 3-4 of a part, requested before the PDL wait) win on K
+  //    parts of 3-8 rounds: Pro sh_w13 (7) 10.17 -> 9.79 us, Pro sh_w2 (6) 9.38 -> 9.15, Pro
+  //    wq_a (3.5) 6.94 -> 6.47, Flash wo_b (8) 13.39 -> 13.22 at T=1 (T=8 14.26 -> 14.36), Flash
+  //    wq_b (8) 12.79 -> 12.76; at 12 rounds (Pro wq_b) it was mixed (+1.2% at T=1, -1.4% at
+  //    T=8), and deeper prefetches (4-16 rounds) lose wherever the grid fills the GPU (Flash wo_b
+  //    pf8 +14%): the extra requests compete with the demand loads.
+  linear_decode_fp8act_plan p;
+  if (tokens > 8 || !linear_decode_fp8act_supported(w)) return p;
+  const int64_t rounds = w.cols / k_block;
+  const linear_decode_split sp =
+      linear_decode_make_split(w.rows, rounds, 1, current_device_sm_count());
+  const int64_t per_part = rounds / sp.k_parts;
+  if (per_part >= 16) {
+    p.quantize_in_gemm = true;
+    p.l2_prefetch_rounds = 4;
+  } else if (per_part >= 3 && per_part <= 8) {
+    p.l2_prefetch_rounds = 2;
+  }
+  return p;
+}
+
 template <typename act_t, typename out_t>
-cudaError_t linear_decode_fp8act(const act_t* x, int64_t tokens, const device_weight& w, out_t* y,
-                                 void* workspace, size_t workspace_bytes, cudaStream_t stream,
-                                 bool pdl) {
+cudaError_t linear_decode_fp8act_with_plan(const act_t* x, int64_t tokens, const device_weight& w,
+                                           out_t* y, void* workspace, size_t workspace_bytes,
+                                           const linear_decode_fp8act_plan* plan,
+                                           cudaStream_t stream, bool pdl) {
   static_assert(std::is_same_v<out_t, float> || std::is_same_v<out_t, __nv_bfloat16>);
   if (tokens < 0 || !x || !y || !workspace) return cudaErrorInvalidValue;
   if (tokens > k_linear_decode_fp8act_max_tokens || !linear_decode_fp8act_supported(w))
@@ -209,31 +327,53 @@ cudaError_t linear_decode_fp8act(const act_t* x, int64_t tokens, const device_we
   if (workspace_bytes < linear_decode_fp8act_workspace_bytes(tokens, w.cols) ||
       !aligned_16(workspace))
     return cudaErrorInvalidValue;
+  const linear_decode_fp8act_plan pl = plan ? *plan : linear_decode_fp8act_default_plan(w, tokens);
+  if (pl.l2_prefetch_rounds < 0) return cudaErrorInvalidValue;
+  const int nt = tokens <= 8 ? 1 : tokens <= 16 ? 2 : 4;
+  const bool in_warp = pl.quantize_in_gemm && nt == 1 && aligned_16(x);
   auto* x8 = static_cast<uint8_t*>(workspace);
   auto* sx = reinterpret_cast<float*>(x8 + x8_bytes(tokens, w.cols));
-  const int64_t items = tokens * (w.cols / k_block);
-  const int threads = 256;
-  if (const cudaError_t e = launch_pdl(pdl, fp8act_quantize_kernel<act_t>,
-                                       dim3(unsigned(ceil_div(items * k_warp_size, threads))),
-                                       dim3(threads), 0, stream, x, tokens, w.cols, x8, sx);
-      e != cudaSuccess)
-    return e;
+  if (!in_warp) {
+    const int64_t items = tokens * (w.cols / k_block);
+    const int threads = 256;
+    if (const cudaError_t e = launch_pdl(pdl, fp8act_quantize_kernel<act_t>,
+                                         dim3(unsigned(ceil_div(items * k_warp_size, threads))),
+                                         dim3(threads), 0, stream, x, tokens, w.cols, x8, sx);
+        e != cudaSuccess)
+      return e;
+  }
   const fp8_matrix m{static_cast<const uint8_t*>(w.data), w.scale, w.rows, w.cols, w.scale_e8m0};
-  const int nt = tokens <= 8 ? 1 : tokens <= 16 ? 2 : 4;
   // One wave of up to 16 warps per SM; at most 8 K parts from two n-tiles on (max_threads).
-  const linear_decode_split sp = linear_decode_make_split(w.rows, w.cols / k_block, nt == 1 ? 1 : 4,
-                                                          current_device_sm_count());
+  linear_decode_split sp = linear_decode_make_split(w.rows, w.cols / k_block, nt == 1 ? 1 : 4,
+                                                    current_device_sm_count());
+  if (pl.k_parts > 0) {
+    const int max_parts = nt == 1 ? k_linear_decode_max_warps : k_linear_decode_max_warps / 2;
+    if ((pl.k_parts & (pl.k_parts - 1)) != 0 || pl.k_parts > max_parts ||
+        pl.k_parts > w.cols / k_block)
+      return cudaErrorInvalidValue;
+    sp = {1, pl.k_parts};
+  }
   const dim3 grid(unsigned(w.rows / (16 * sp.row_tiles)));
   const dim3 block(unsigned(sp.row_tiles * sp.k_parts * k_warp_size));
   const size_t smem = size_t(sp.k_parts - 1) * sp.row_tiles * nt * 4 * k_warp_size * sizeof(float);
   constexpr bool y_bf16 = std::is_same_v<out_t, __nv_bfloat16>;
-  auto run = [&](auto kernel) {
-    return launch_pdl(pdl, kernel, grid, block, smem, stream, x8, sx, int(tokens), m,
-                      int(sp.row_tiles), int(sp.k_parts), static_cast<void*>(y), y_bf16);
+  auto run = [&](auto kernel, auto xp) {
+    return launch_pdl(pdl, kernel, grid, block, smem, stream, xp, int(tokens), m, int(sp.row_tiles),
+                      int(sp.k_parts), pl.l2_prefetch_rounds, static_cast<void*>(y), y_bf16);
   };
-  if (nt == 1) return run(fp8act_gemm_kernel<1>);
-  if (nt == 2) return run(fp8act_gemm_kernel<2>);
-  return run(fp8act_gemm_kernel<4>);
+  if (in_warp) return run(fp8act_gemm_kernel<1, x_in_warp<act_t>>, x_in_warp<act_t>{x});
+  const x_blocks xb{x8, sx};
+  if (nt == 1) return run(fp8act_gemm_kernel<1, x_blocks>, xb);
+  if (nt == 2) return run(fp8act_gemm_kernel<2, x_blocks>, xb);
+  return run(fp8act_gemm_kernel<4, x_blocks>, xb);
+}
+
+template <typename act_t, typename out_t>
+cudaError_t linear_decode_fp8act(const act_t* x, int64_t tokens, const device_weight& w, out_t* y,
+                                 void* workspace, size_t workspace_bytes, cudaStream_t stream,
+                                 bool pdl) {
+  return linear_decode_fp8act_with_plan(x, tokens, w, y, workspace, workspace_bytes, nullptr,
+                                        stream, pdl);
 }
 
 template cudaError_t linear_decode_fp8act<float, float>(const float*, int64_t, const device_weight&,
@@ -246,5 +386,14 @@ template cudaError_t linear_decode_fp8act<__nv_bfloat16, __nv_bfloat16>(const __
                                                                         const device_weight&,
                                                                         __nv_bfloat16*, void*,
                                                                         size_t, cudaStream_t, bool);
+
+#define DSV4_FP8ACT_PLAN_INST(act_t, out_t)                               \
+  template cudaError_t linear_decode_fp8act_with_plan<act_t, out_t>(      \
+      const act_t*, int64_t, const device_weight&, out_t*, void*, size_t, \
+      const linear_decode_fp8act_plan*, cudaStream_t, bool);
+DSV4_FP8ACT_PLAN_INST(float, float)
+DSV4_FP8ACT_PLAN_INST(__nv_bfloat16, float)
+DSV4_FP8ACT_PLAN_INST(__nv_bfloat16, __nv_bfloat16)
+#undef DSV4_FP8ACT_PLAN_INST
 
 }  // namespace dsv4::cuda

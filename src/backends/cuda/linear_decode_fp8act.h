@@ -21,6 +21,9 @@
 // Launches (programmatic dependent launch, pdl.cuh): one quantize of x (a warp per token and
 // 128-k block), one GEMM in linear_decode's shape (16-row tiles, K split over up to 16 warps by
 // linear_decode_make_split, partials summed in K-part order: deterministic). Graph-capturable.
+// The plan (linear_decode_fp8act_plan) may instead quantize x inside the GEMM (one launch) and
+// prefetch weight rounds into L2 before the PDL wait; every plan gives bit-equal y for the
+// same K split.
 #pragma once
 
 #include <cuda_runtime.h>
@@ -46,5 +49,26 @@ template <typename act_t, typename out_t>
 cudaError_t linear_decode_fp8act(const act_t* x, int64_t tokens, const device_weight& w, out_t* y,
                                  void* workspace, size_t workspace_bytes, cudaStream_t stream,
                                  bool pdl = true);
+
+// How a call runs. quantize_in_gemm (<= 8 tokens, 16-byte aligned x): no quantize launch, the
+// GEMM's warps quantize their 128-k blocks of x themselves after the PDL wait (one launch less
+// on the dependency chain). l2_prefetch_rounds > 0: before its PDL wait, each warp bulk-prefetches
+// that many more 128-k rounds of its 16 rows into L2 (beyond the two rounds it loads).
+// Anything else out of range returns cudaErrorInvalidValue.
+struct linear_decode_fp8act_plan {
+  bool quantize_in_gemm = false;
+  int l2_prefetch_rounds = 0;
+  int k_parts = 0;  // > 0: K parts per 16-row tile instead of linear_decode_make_split's (a power
+                    // of two, <= 16 at <= 8 tokens, else <= 8; one row tile per block)
+};
+// The plan linear_decode_fp8act takes (the rule and its measurements: the .cu).
+linear_decode_fp8act_plan linear_decode_fp8act_default_plan(const device_weight& w, int64_t tokens);
+
+// linear_decode_fp8act with the plan given (null: the default plan; benchmarks and tests pick).
+template <typename act_t, typename out_t>
+cudaError_t linear_decode_fp8act_with_plan(const act_t* x, int64_t tokens, const device_weight& w,
+                                           out_t* y, void* workspace, size_t workspace_bytes,
+                                           const linear_decode_fp8act_plan* plan,
+                                           cudaStream_t stream, bool pdl = true);
 
 }  // namespace dsv4::cuda
