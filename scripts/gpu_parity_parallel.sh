@@ -6,18 +6,23 @@
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-build-gpu/logs}"
+# Log of a filter list: its first op and a hash of the whole list (a name built from a long list
+# exceeded the file-name limit; commas keep a file from coming back from the device tool).
+log_of() {
+  local first="${1%%,*}"
+  echo "$out/parity_${first}_$(printf '%s' "$1" | md5sum | cut -c1-8).txt"
+}
 limit="$1"
 shift
 for spec in "$@"; do
   read -r -a words <<<"$spec"
-  name="${words[0]//,/_}"
-  timeout "$limit" build-gpu/test_backend_ops --filter "${words[@]}" >"$out/parity_$name.txt" 2>&1 &
+  timeout "$limit" build-gpu/test_backend_ops --filter "${words[@]}" >"$(log_of "${words[0]}")" 2>&1 &
 done
 wait
 status=0
 for spec in "$@"; do
   read -r -a words <<<"$spec"
-  f="$out/parity_${words[0]//,/_}.txt"
+  f="$(log_of "${words[0]}")"
   echo "== ${words[0]}: $(grep -cE " OK" "$f") OK, $(grep -cE "FAIL" "$f") FAIL; $(tail -1 "$f")"
   grep -E "FAIL" "$f" | head -5
   # A filter passes only with its summary line (a timeout leaves none) and no FAIL.
