@@ -72,31 +72,22 @@ __device__ __forceinline__ void hc_token_post_comb(const float* sums, int64_t n,
   const int j = e / hc, k = e % hc;
   const int m = 2 * hc + e;
   float ct = inv * sums[m] * scale[2] + base[m];
-  // Unrolled to k_hc_max_streams (the shuffles issue together; the sums stay in q order).
-  auto row_sum = [&](float v) {
-    float sum = 0.0f;
+  // fold(v, first, step, f, init): f over v of lanes first + q * step, q = 0 .. hc - 1 in order.
+  // Unrolled to k_hc_max_streams (the shuffles issue together; the folds stay in q order).
+  auto fold = [&](float v, int first, int step, auto f, float init) {
+    float acc = init;
 #pragma unroll
     for (int q = 0; q < k_hc_max_streams; ++q) {
-      const float o = __shfl_sync(0xffffffffu, v, (j * hc + q) & (k_warp_size - 1));
-      if (q < hc) sum += o;
+      const float o = __shfl_sync(0xffffffffu, v, (first + q * step) & (k_warp_size - 1));
+      if (q < hc) acc = f(acc, o);
     }
-    return sum;
+    return acc;
   };
-  auto col_sum = [&](float v) {
-    float sum = 0.0f;
-#pragma unroll
-    for (int q = 0; q < k_hc_max_streams; ++q) {
-      const float o = __shfl_sync(0xffffffffu, v, (q * hc + k) & (k_warp_size - 1));
-      if (q < hc) sum += o;
-    }
-    return sum;
-  };
-  float mx = -INFINITY;
-#pragma unroll
-  for (int q = 0; q < k_hc_max_streams; ++q) {
-    const float o = __shfl_sync(0xffffffffu, ct, (j * hc + q) & (k_warp_size - 1));
-    if (q < hc) mx = fmaxf(mx, o);
-  }
+  const auto add = [](float a, float b) { return a + b; };
+  auto row_sum = [&](float v) { return fold(v, j * hc, 1, add, 0.0f); };
+  auto col_sum = [&](float v) { return fold(v, k, hc, add, 0.0f); };
+  const float mx = fold(
+      ct, j * hc, 1, [](float a, float b) { return fmaxf(a, b); }, -INFINITY);
   ct = expf(ct - mx);
   ct = ct / row_sum(ct) + hc_eps;
   // As the reference: the first column normalisation happens even for sinkhorn_iters 0.
