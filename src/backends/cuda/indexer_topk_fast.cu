@@ -422,6 +422,22 @@ __device__ __forceinline__ void warp_append(bool take, unsigned long long key, c
   if (take) list[slot + __popc(mask & ((1u << lane) - 1u))] = key;
 }
 
+// How many of the nf keys f[0..nf) exceed x, on every lane of the warp (four independent
+// counters per lane keep the shared-memory loads in flight).
+__device__ __forceinline__ uint32_t warp_count_greater(const unsigned long long* f, int nf,
+                                                       unsigned long long x) {
+  uint32_t c0 = 0, c1 = 0, c2 = 0, c3 = 0;
+  int i = threadIdx.x % k_warp_size;
+  for (; i + 3 * k_warp_size < nf; i += 4 * k_warp_size) {
+    c0 += f[i] > x;
+    c1 += f[i + k_warp_size] > x;
+    c2 += f[i + 2 * k_warp_size] > x;
+    c3 += f[i + 3 * k_warp_size] > x;
+  }
+  for (; i < nf; i += k_warp_size) c0 += f[i] > x;
+  return __reduce_add_sync(0xffffffffu, c0 + c1 + c2 + c3);
+}
+
 // fmt e4m3: key_pool holds e4m3 bytes [pool_rows, 128] and key_scales one positive f32 per row;
 // e2m1: key_pool codes [pool_rows, 64] bytes and key_scales one u32 of E8M0 bytes per row
 // (io/indexer_fp4_key.h); bf16: key_pool bf16 [pool_rows, 128] (key_scales unused).
@@ -1267,16 +1283,7 @@ __global__ void __launch_bounds__(k_select_threads)
   pages.seq = seq;
   for (int j = warp; j < no; j += k_select_threads / k_warp_size) {
     const unsigned long long x = own[j];
-    uint32_t c0 = 0, c1 = 0, c2 = 0, c3 = 0;
-    int i = lane;
-    for (; i + 3 * k_warp_size < nf; i += 4 * k_warp_size) {
-      c0 += f[i] > x;
-      c1 += f[i + k_warp_size] > x;
-      c2 += f[i + 2 * k_warp_size] > x;
-      c3 += f[i + 3 * k_warp_size] > x;
-    }
-    for (; i < nf; i += k_warp_size) c0 += f[i] > x;
-    const uint32_t greater = __reduce_add_sync(0xffffffffu, c0 + c1 + c2 + c3);
+    const uint32_t greater = warp_count_greater(f, nf, x);
     if (lane == 0 && greater < uint32_t(keep)) {
       const int64_t s = int64_t(0xFFFFFFFFull - (x & 0xFFFFFFFFull));
       int64_t row;
@@ -1434,16 +1441,7 @@ __global__ void __launch_bounds__(k_select_threads)
   for (int j = warp; j < own; j += k_select_threads / k_warp_size) {
     const unsigned long long x = list[j];
     if ((x >> 40) < prefix) continue;  // (uniform over the warp)
-    uint32_t c0 = 0, c1 = 0, c2 = 0, c3 = 0;
-    int i = lane;
-    for (; i + 3 * k_warp_size < nf; i += 4 * k_warp_size) {
-      c0 += f[i] > x;
-      c1 += f[i + k_warp_size] > x;
-      c2 += f[i + 2 * k_warp_size] > x;
-      c3 += f[i + 3 * k_warp_size] > x;
-    }
-    for (; i < nf; i += k_warp_size) c0 += f[i] > x;
-    const uint32_t greater = __reduce_add_sync(0xffffffffu, c0 + c1 + c2 + c3);
+    const uint32_t greater = warp_count_greater(f, nf, x);
     if (lane == 0 && greater < uint32_t(top_k)) {
       const int64_t s = int64_t(0xFFFFFFFFull - (x & 0xFFFFFFFFull));
       out[t * top_k + greater] = int32_t(pages.row(s));
