@@ -588,9 +588,7 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
   const double bytes16 = double(T * keys * d * 2) + double(T * H * d * 2);
   const double bytes32 = double(T * keys * d * 4) + double(T * H * d * 4);
 
-  if (g_small) {
-    bench_small_rows(blas, sms, T, H, hca, context, top_k, W, table_width, pool16, pool_rows, q16,
-                     sinks, out16, w16, c16, gather_idx, shape, bytes16, flops);
+  auto release = [&] {
     cudaFree(q32);
     cudaFree(q16);
     cudaFree(sinks);
@@ -603,28 +601,23 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
     cudaFree(vis);
     cudaFree(gather_idx);
     cudaFree(scratch);
+  };
+  if (g_small) {
+    bench_small_rows(blas, sms, T, H, hca, context, top_k, W, table_width, pool16, pool_rows, q16,
+                     sinks, out16, w16, c16, gather_idx, shape, bytes16, flops);
+    release();
+    return;
+  }
+  // --alt-rows: the alternate-tile kernel's variants alone (bench_alt_rows).
+  if (g_alt_rows) {
+    bench_alt_rows(sms, T, H, d, W, hca ? table_width * 128 : top_k, q16, sinks, out16, w16, c16,
+                   wr, hca ? table_width : 0, shape, bytes16, flops);
+    release();
     return;
   }
   // The plan's tiles and split on the warp-specialized wgmma kernel with the S / P V overlap,
   // without it, on the synchronous wgmma kernel and on mma.sync (whatever the plan would pick);
   // the other rows run the plan as made.
-  if (g_alt_rows) {
-    bench_alt_rows(sms, T, H, d, W, hca ? table_width * 128 : top_k, q16, sinks, out16, w16, c16,
-                   wr, hca ? table_width : 0, shape, bytes16, flops);
-    cudaFree(q32);
-    cudaFree(q16);
-    cudaFree(sinks);
-    cudaFree(out32);
-    cudaFree(out16);
-    cudaFree(wrows);
-    cudaFree(crows);
-    cudaFree(table);
-    cudaFree(seq);
-    cudaFree(vis);
-    cudaFree(gather_idx);
-    cudaFree(scratch);
-    return;
-  }
   auto ws_plan = plan;
   ws_plan.producer = true;
   ws_plan.overlap = true;
@@ -709,20 +702,6 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
     });
     print_row("mma.sync bf16 pool/act", shape, ms_sync, bytes16, flops);
   }
-  auto release = [&] {
-    cudaFree(q32);
-    cudaFree(q16);
-    cudaFree(sinks);
-    cudaFree(out32);
-    cudaFree(out16);
-    cudaFree(wrows);
-    cudaFree(crows);
-    cudaFree(table);
-    cudaFree(seq);
-    cudaFree(vis);
-    cudaFree(gather_idx);
-    cudaFree(scratch);
-  };
   if (g_lean) {
     // Fewer, longer splits (fewer partial rows for the combine to read), default kernel.
     for (const int64_t min_tiles : {4, 8, 16}) {
