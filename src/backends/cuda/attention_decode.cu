@@ -1182,6 +1182,13 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       }
       wgm::commit();
     };
+    // S of the tile at kb, waited for (every wgmma group of this warpgroup retired).
+    auto scores_now = [&](float(&sd)[16], uint32_t kb) {
+      issue_scores(sd, kb);
+      wgm::wait<0>();
+#pragma unroll
+      for (int i = 0; i < 16; ++i) wgm::reg_fence(sd[i]);
+    };
     // Issues S of two tiles (at kb, kb2) in two independent chains, interleaved, one commit. The
     // first step of each chain ignores the accumulator's input (as the zeroed chain above does).
     auto issue_scores2 = [&](float(&sd)[16], float(&sd2)[16], uint32_t kb, uint32_t kb2) {
@@ -1337,10 +1344,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       for (int k = 0; k < n_live; ++k) {
         uint32_t mask;
         const uint32_t kb = wait_full(k, mask);
-        issue_scores(sd, kb);
-        wgm::wait<0>();
-#pragma unroll
-        for (int i = 0; i < 16; ++i) wgm::reg_fence(sd[i]);
+        scores_now(sd, kb);
         softmax(k, sd, mask, p, corr);
         rescale(corr);
         pack(p, pas);
@@ -1530,10 +1534,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       if (k < n_live) {  // an odd tile count: the last tile alone, in turn
         uint32_t mask;
         const uint32_t kb = wait_full(k, mask);
-        issue_scores(sd, kb);
-        wgm::wait<0>();
-#pragma unroll
-        for (int i = 0; i < 16; ++i) wgm::reg_fence(sd[i]);
+        scores_now(sd, kb);
         if (k > 0) mbar::named_sync(6 + rg, 2 * k_warp_size);
         exchange_write(0, sd);
         mbar::named_sync(2 + rg, 2 * k_warp_size);
@@ -1551,12 +1552,9 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       // run while P V of tile k is still on the tensor cores (wait<1>: all but the newest group).
       uint32_t mask;
       uint32_t kb = wait_full(0, mask);
-      issue_scores(sd, kb);
-      wgm::wait<0>();
-#pragma unroll
-      for (int i = 0; i < 16; ++i) wgm::reg_fence(sd[i]);
-        // Tiles 0 .. n_live - 2 with the next tile's S in flight, then the last one (peeled, so no
-        // path of the loop reads an accumulator of an unretired wgmma: ptxas would serialize them).
+      scores_now(sd, kb);
+      // Tiles 0 .. n_live - 2 with the next tile's S in flight, then the last one (peeled, so no
+      // path of the loop reads an accumulator of an unretired wgmma: ptxas would serialize them).
 #pragma unroll 1
       for (int k = 0; k + 1 < n_live; ++k) {
         softmax(k, sd, mask, p, corr);
