@@ -22,7 +22,9 @@
 // and argmax >= 90% (a wrong op gives KL ~1 and argmax near 1 / vocab).
 //
 // usage: test_gpu_model [--only FIXTURE] [--no-synthetic] [--no-oracle] [--only-kv-fp8]
-//                       [--only-index-fp4] [--only-repacked]
+//                       [--only-index-fp4] [--only-repacked] [--profile-step N]
+#include <cuda_profiler_api.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -72,6 +74,10 @@ double median(std::vector<double> v) {
 // Three sequences, prompts `prompt` (prefilled one step each), then `decode` one-token steps of
 // every live sequence; the last sequence leaves after half of them. Token ids are drawn from a
 // fixed generator (not sampled), so graphs on and off see the same inputs.
+// --profile-step N: decode step N of the run (and only it) lies between cudaProfilerStart and
+// cudaProfilerStop, so `ncu --profile-from-start off` measures that step's kernels alone.
+int g_profile_step = -1;
+
 schedule_result run_schedule(const std::string& dir, precision_mode precision, bool graphs,
                              const std::vector<size_t>& prompt, size_t decode, int64_t max_context,
                              const std::string& activations = "", bool decode_kernels = true,
@@ -121,9 +127,12 @@ schedule_result run_schedule(const std::string& dir, precision_mode precision, b
     if (step == 2) mallocs_before = backend.allocator().malloc_count();
     std::vector<sequence_chunk> chunks;
     for (size_t s = 0; s < live; ++s) chunks.push_back({seqs[s], {int32_t(rng() % vocab)}});
+    const bool profiled = int64_t(step) == g_profile_step;
+    if (profiled) DSV4_CHECK(cudaProfilerStart() == cudaSuccess, "cudaProfilerStart failed");
     const auto t0 = std::chrono::steady_clock::now();
     const tensor l = runner->step(chunks);
     const auto t1 = std::chrono::steady_clock::now();
+    if (profiled) DSV4_CHECK(cudaProfilerStop() == cudaSuccess, "cudaProfilerStop failed");
     // The first step of each batch size captures (graphs on) or warms the cache (off).
     const bool first_of_size = step == 0 || step == decode / 2;
     if (!first_of_size && live < 4)
@@ -470,6 +479,22 @@ int main(int argc, char** argv) {
     if (a == "--only-index-fp4") index_fp4_only = true;
     if (a == "--only-repacked") repacked_only = true;
     if (a == "--no-oracle") oracle = false;
+    if (a == "--profile-step" && i + 1 < argc) g_profile_step = std::atoi(argv[++i]);
+  }
+  if (g_profile_step >= 0) {  // one official bf16 run on the flash-dims checkpoint, graphs on
+    try {
+      const std::string dir = make_flash_dims_checkpoint();
+      const schedule_result r =
+          run_schedule(dir, precision_mode::official, true, {300, 140, 20}, 24, 1024, "bf16", true);
+      std::printf(
+          "[gpu-profile] flash-dims-3-layers official bf16: decode step %d profiled; "
+          "batch 3 step median %.3f ms (graph)\n",
+          g_profile_step, r.step_ms[3].empty() ? 0.0 : median(r.step_ms[3]));
+      return 0;
+    } catch (const std::exception& e) {
+      std::printf("[gpu-profile] FAIL: %s\n", e.what());
+      return 1;
+    }
   }
   int failures = 0, cases = 1;
   failures += !allocator_checks();

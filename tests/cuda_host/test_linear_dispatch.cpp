@@ -66,10 +66,20 @@ TEST(linear_dispatch, small_bf16_matrices_take_linear_decode_from_two_tokens) {
   EXPECT_EQ(pick(weight_kind::bf16, 256, 1), gemv);  // the GEMV wins at one token
 }
 
-TEST(linear_dispatch, unpacked_or_grouped_weights_keep_the_gemv_at_decode) {
+TEST(linear_dispatch, unpacked_weights_keep_the_gemv_at_decode) {
   EXPECT_EQ(pick(weight_kind::bf16, 129280, 8), gemv);  // LM head
   EXPECT_EQ(pick(weight_kind::f32, 64, 8), gemv);
-  EXPECT_EQ(pick(weight_kind::fp8_block, 8192, 8, 8), gemv);  // grouped (wo_a form)
+}
+
+TEST(linear_dispatch, grouped_weights_take_linear_decode_from_two_or_four_tokens) {
+  EXPECT_EQ(pick(weight_kind::fp8_block, 8192, 1, 8), gemv);       // wo_a, Flash FP8: GEMV 18.3 us
+  EXPECT_EQ(pick(weight_kind::fp8_block, 8192, 2, 8), decode);     // 22.7 vs 26.1 us
+  EXPECT_EQ(pick(weight_kind::fp8_block, 16384, 64, 16), decode);  // Pro: 178 vs 900 us
+  EXPECT_EQ(pick(weight_kind::bf16, 8192, 2, 8), gemv);    // BF16 (convert.py): 25.9 vs 28.5
+  EXPECT_EQ(pick(weight_kind::bf16, 8192, 4, 8), decode);  // 29.8 vs 31.9 us
+  EXPECT_EQ(pick(weight_kind::f32, 8192, 4, 8), gemv);
+  EXPECT_EQ(pick(weight_kind::fp8_block, 8192, 8, 8, false, true), gemv);  // out_g % 16 != 0
+  EXPECT_EQ(pick(weight_kind::fp8_block, 8192, 100, 8), gemm);             // prefill
 }
 
 TEST(linear_dispatch, unsupported_kernels_are_never_chosen) {

@@ -257,7 +257,7 @@ tensor run_linear(cuda_ops& o, const tensor& x, const prepared_linear& w, int64_
                         const device_weight& dw = cw.s.w;
                         const dense_linear_path path = choose_dense_linear_path(
                             dw.kind, dw.rows, T, groups,
-                            o.decode_kernels() && linear_decode_supported(dw),
+                            o.decode_kernels() && linear_decode_grouped_supported(dw, groups),
                             linear_gemm_supported<act_t>(dw));
                         auto call = [&](auto* out) {
                           if (path == dense_linear_path::linear_gemm) {
@@ -267,10 +267,10 @@ tensor run_linear(cuda_ops& o, const tensor& x, const prepared_linear& w, int64_
                                                workspace.data<uint8_t>(), ws, o.stream());
                           }
                           if (path == dense_linear_path::linear_decode) {
-                            const size_t ws = linear_decode_workspace_bytes(T, dw.cols);
+                            const size_t ws = linear_decode_workspace_bytes(T, groups * dw.cols);
                             tensor workspace = o.alloc(dtype::u8, {int64_t(ws)});
-                            return linear_decode(act_ptr(x, a), T, dw, out,
-                                                 workspace.data<uint8_t>(), ws, o.stream());
+                            return linear_decode_grouped(act_ptr(x, a), T, dw, groups, out,
+                                                         workspace.data<uint8_t>(), ws, o.stream());
                           }
                           return grouped_linear(act_ptr(x, a), T, dw, groups, out, o.stream());
                         };

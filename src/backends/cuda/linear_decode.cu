@@ -91,6 +91,9 @@ struct dense_weight {
   const float* global_p;  // nvfp4 global scale (null reads as 1)
   int64_t rows, cols;
   bool scale_f32;  // fp8_block / mxfp4 f32 scales
+  // Activations: row t of group g starts at x + t * x_stride + g * cols, g = row / out_g
+  // (ungrouped: x_stride = cols, out_g = rows).
+  int64_t x_stride, out_g;
 };
 
 template <weight_kind K>
@@ -279,11 +282,12 @@ __global__ void __launch_bounds__(max_threads<NT>())
   const int64_t rb = rounds * kpart / ks, re = rounds * (kpart + 1) / ks;
   const uint4* xh[NT];
   const uint4* xl[NT];
+  const int64_t x_group = (r0 / w.out_g) * w.cols;  // out_g % 16 == 0: one group per tile
 #pragma unroll
   for (int j = 0; j < NT; ++j) {
     const int64_t t = min(8 * j + g, tokens - 1);  // clamped columns are never stored
-    xh[j] = reinterpret_cast<const uint4*>(x_hi + t * w.cols);
-    xl[j] = reinterpret_cast<const uint4*>(x_lo + t * w.cols);
+    xh[j] = reinterpret_cast<const uint4*>(x_hi + t * w.x_stride + x_group);
+    xl[j] = reinterpret_cast<const uint4*>(x_lo + t * w.x_stride + x_group);
   }
   float acc[NT][4];
 #pragma unroll
@@ -413,38 +417,48 @@ size_t linear_decode_workspace_bytes(int64_t tokens, int64_t cols) {
   return size_t(2) * ((size_t(std::max<int64_t>(tokens, 1) * cols) * 2 + 255) / 256 * 256);
 }
 
+bool linear_decode_grouped_supported(const device_weight& w, int64_t groups) {
+  return groups >= 1 && linear_decode_supported(w) && w.rows % groups == 0 &&
+         (w.rows / groups) % 16 == 0;
+}
+
+namespace {
+
 template <typename act_t, typename out_t>
-cudaError_t linear_decode_with_split(const act_t* x, int64_t tokens, const device_weight& w,
-                                     out_t* y, void* workspace, size_t workspace_bytes,
-                                     const linear_decode_split* split_arg, cudaStream_t stream,
-                                     bool pdl) {
+cudaError_t run_linear_decode(const act_t* x, int64_t tokens, const device_weight& w,
+                              int64_t groups, out_t* y, void* workspace, size_t workspace_bytes,
+                              const linear_decode_split* forced_split, cudaStream_t stream,
+                              bool pdl) {
   static_assert(std::is_same_v<out_t, float> || std::is_same_v<out_t, __nv_bfloat16>);
   constexpr bool y_bf16 = std::is_same_v<out_t, __nv_bfloat16>;
   if (tokens < 0 || !x || !y || !workspace) return cudaErrorInvalidValue;
-  if (tokens > k_linear_decode_max_tokens || !linear_decode_supported(w))
+  if (tokens > k_linear_decode_max_tokens || !linear_decode_grouped_supported(w, groups))
     return cudaErrorNotSupported;
   if (tokens == 0) return cudaSuccess;
-  if (workspace_bytes < linear_decode_workspace_bytes(tokens, w.cols) || !aligned_16(workspace))
+  const int64_t x_cols = groups * w.cols;  // one token's activations
+  if (workspace_bytes < linear_decode_workspace_bytes(tokens, x_cols) || !aligned_16(workspace))
     return cudaErrorInvalidValue;
   auto* hi = static_cast<uint16_t*>(workspace);
-  auto* lo = hi + (size_t(tokens * w.cols) * 2 + 255) / 256 * 256 / 2;
+  auto* lo = hi + (size_t(tokens * x_cols) * 2 + 255) / 256 * 256 / 2;
   const dense_weight dw{
       static_cast<const uint8_t*>(w.data),
       static_cast<const uint8_t*>(w.scale),
       w.global_scale,
       w.rows,
       w.cols,
-      (w.kind == weight_kind::fp8_block || w.kind == weight_kind::mxfp4) && !w.scale_e8m0};
+      (w.kind == weight_kind::fp8_block || w.kind == weight_kind::mxfp4) && !w.scale_e8m0,
+      x_cols,
+      w.rows / groups};
   constexpr bool split = std::is_same_v<act_t, float>;
-  const linear_decode_split* forced_split = split_arg;
-  const int64_t groups = tokens * w.cols / 8;
+  // The prepare kernel's permutation acts on runs of 8 k, which never straddle two groups.
+  const int64_t runs = tokens * x_cols / 8;
   const int threads = 256;
 #define DSV4_LD_CASE(KIND)                                                                       \
   case weight_kind::KIND:                                                                        \
     if (const cudaError_t e =                                                                    \
             launch_pdl(pdl, linear_decode_prepare_kernel<weight_kind::KIND, act_t>,              \
-                       dim3(unsigned(ceil_div(groups, threads))), dim3(threads), 0, stream, x,   \
-                       tokens * w.cols, hi, lo);                                                 \
+                       dim3(unsigned(ceil_div(runs, threads))), dim3(threads), 0, stream, x,     \
+                       tokens * x_cols, hi, lo);                                                 \
         e != cudaSuccess)                                                                        \
       return e;                                                                                  \
     return launch<weight_kind::KIND, split>(hi, lo, tokens, dw, y, y_bf16, forced_split, stream, \
@@ -460,15 +474,35 @@ cudaError_t linear_decode_with_split(const act_t* x, int64_t tokens, const devic
 #undef DSV4_LD_CASE
 }
 
+}  // namespace
+
+template <typename act_t, typename out_t>
+cudaError_t linear_decode_with_split(const act_t* x, int64_t tokens, const device_weight& w,
+                                     out_t* y, void* workspace, size_t workspace_bytes,
+                                     const linear_decode_split* split, cudaStream_t stream,
+                                     bool pdl) {
+  return run_linear_decode(x, tokens, w, 1, y, workspace, workspace_bytes, split, stream, pdl);
+}
+
 template <typename act_t, typename out_t>
 cudaError_t linear_decode(const act_t* x, int64_t tokens, const device_weight& w, out_t* y,
                           void* workspace, size_t workspace_bytes, cudaStream_t stream) {
-  return linear_decode_with_split(x, tokens, w, y, workspace, workspace_bytes, nullptr, stream);
+  return run_linear_decode(x, tokens, w, 1, y, workspace, workspace_bytes, nullptr, stream, true);
+}
+
+template <typename act_t, typename out_t>
+cudaError_t linear_decode_grouped(const act_t* x, int64_t tokens, const device_weight& w,
+                                  int64_t groups, out_t* y, void* workspace, size_t workspace_bytes,
+                                  cudaStream_t stream) {
+  return run_linear_decode(x, tokens, w, groups, y, workspace, workspace_bytes, nullptr, stream,
+                           true);
 }
 
 #define DSV4_LD_INSTANTIATE(ACT, OUT)                                                             \
   template cudaError_t linear_decode<ACT, OUT>(const ACT*, int64_t, const device_weight&, OUT*,   \
                                                void*, size_t, cudaStream_t);                      \
+  template cudaError_t linear_decode_grouped<ACT, OUT>(                                           \
+      const ACT*, int64_t, const device_weight&, int64_t, OUT*, void*, size_t, cudaStream_t);     \
   template cudaError_t linear_decode_with_split<ACT, OUT>(                                        \
       const ACT*, int64_t, const device_weight&, OUT*, void*, size_t, const linear_decode_split*, \
       cudaStream_t, bool);

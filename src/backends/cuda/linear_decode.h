@@ -57,6 +57,17 @@ template <typename act_t, typename out_t>
 cudaError_t linear_decode(const act_t* x, int64_t tokens, const device_weight& w, out_t* y,
                           void* workspace, size_t workspace_bytes, cudaStream_t stream);
 
+// Block-diagonal form (wo_a): x [tokens, groups * cols], W [groups * out_g, cols] (rows =
+// groups * out_g), y [tokens, rows]; output row r reads x's columns (r / out_g) * cols ..
+// + cols - 1. Needs out_g a multiple of 16 (a 16-row tile never straddles two groups); the
+// workspace is linear_decode_workspace_bytes(tokens, groups * cols). groups == 1 is
+// linear_decode. cudaErrorNotSupported where !linear_decode_grouped_supported(w, groups).
+bool linear_decode_grouped_supported(const device_weight& w, int64_t groups);
+template <typename act_t, typename out_t>
+cudaError_t linear_decode_grouped(const act_t* x, int64_t tokens, const device_weight& w,
+                                  int64_t groups, out_t* y, void* workspace, size_t workspace_bytes,
+                                  cudaStream_t stream);
+
 // linear_decode with the split given instead of linear_decode_make_split's (benchmarks sweep it;
 // null: the planner's). row_tiles and k_parts powers of two, row_tiles dividing rows / 16, at most
 // 16 warps in all (8 above 16 tokens); anything else returns cudaErrorInvalidValue. pdl false:

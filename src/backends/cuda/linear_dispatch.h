@@ -19,8 +19,14 @@
 //    --perf, single launches, f32 activations), GEMV / linear_decode time at 256 x 4096: T = 1
 //    9.06 / 13.28 us, T = 4 14.91 / 12.80, T = 16 70.30 / 15.20, T = 64 68.26 / 30.11; the same
 //    picture at 64, 1024 x 4096 and 384 x 7168 (T = 16: 66-118 us on the GEMV, 15-19 us).
-// f32 matrices, larger BF16 ones (the LM head: not measured) and grouped linears keep the GEMV up
-// to 64 tokens, as does a packed matrix (or a BF16 one) at T = 1 that linear_decode does not take.
+//  * Grouped linears (wo_a: Flash 8 x 1024 rows, Pro 16 x 1024, 4096 columns) take
+//    linear_decode_grouped from 2 tokens (FP8) or 4 (BF16): H200 2026-11-26 (test_backend_ops
+//    --perf, single launches, bf16 activations), GEMV / linear_decode us, Flash FP8 T = 1 18.3 /
+//    21.7, T = 2 26.1 / 22.7, T = 4 33.9 / 23.7, T = 8 108.3 / 25.9, T = 64 481 / 94; Pro FP8
+//    T = 1 25.6 / 32.5, T = 2 46.5 / 31.7; Flash BF16 T = 2 25.9 / 28.5, T = 4 31.9 / 29.8, T = 8
+//    66.7 / 30.4; Pro BF16 T = 2 50.0 / 47.1, T = 4 60.8 / 46.7.
+// f32 matrices and larger BF16 ones (the LM head: not measured) keep the GEMV up to 64 tokens, as
+// does a packed matrix (or a BF16 one) at T = 1 that linear_decode does not take.
 #pragma once
 
 #include <cstdint>
@@ -43,8 +49,13 @@ inline dense_linear_path choose_dense_linear_path(weight_kind kind, int64_t rows
       kind == weight_kind::fp8_block || kind == weight_kind::mxfp4 || kind == weight_kind::nvfp4;
   const bool small_bf16 =
       kind == weight_kind::bf16 && rows <= k_bf16_decode_max_rows && tokens >= 2;
-  if (groups != 1 || !(packed || small_bf16) || (tokens == 1 && !decode_ok))
-    return dense_linear_path::gemv;
+  if (groups != 1) {  // wo_a (decode_ok: linear_decode_grouped_supported)
+    const int64_t min_tokens = kind == weight_kind::bf16 ? 4 : 2;
+    return decode_ok && (packed || kind == weight_kind::bf16) && tokens >= min_tokens
+               ? dense_linear_path::linear_decode
+               : dense_linear_path::gemv;
+  }
+  if (!(packed || small_bf16) || (tokens == 1 && !decode_ok)) return dense_linear_path::gemv;
   if (small_bf16) return decode_ok ? dense_linear_path::linear_decode : dense_linear_path::gemv;
   const bool four_bit = kind != weight_kind::fp8_block;
   const bool decode_wins = four_bit || tokens <= 16 || (tokens <= 32 && rows > 512);
