@@ -1201,7 +1201,12 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
   auto fold_epilogue = [&](float(&acc)[2][64], const float(&m)[2], const float(&l)[2],
                            const float(&sink2)[2], int rg, int half, int64_t h0, int64_t h1) {
     if (splits == 1) {
-      fused_epilogue(acc, m, l, sink2, rg, half, h0, h1);
+      // The sinks are read here, not before the key loop as the fused kernel does: two more
+      // registers live across the loop changed its code (and time: H200, Pro HCA 1M T=64).
+      float sink1[2] = {sink2[0], sink2[1]};
+      if (h0 < heads) sink1[0] = sinks[h0] * k_log2e;
+      if (h1 < heads) sink1[1] = sinks[h1] * k_log2e;
+      fused_epilogue(acc, m, l, sink1, rg, half, h0, h1);
       return;
     }
     store_split_partial(acc, m, l, half, lane, h0, h1, heads, part, part_o, part_ml);
@@ -1269,7 +1274,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     const int64_t h0 = head0 + rg * 16 + lane / 4, h1 = h0 + 8;
     // Fused: the sinks of this thread's two rows (log2 domain), loaded before the key loop.
     float sink2[2] = {0.0f, 0.0f};
-    if (fused || (fold && splits == 1)) {  // (fold: a run-time test, one split)
+    if constexpr (fused) {
       if (h0 < heads) sink2[0] = sinks[h0] * k_log2e;
       if (h1 < heads) sink2[1] = sinks[h1] * k_log2e;
     }
@@ -1307,11 +1312,12 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 #pragma unroll
       for (int i = 0; i < 16; ++i) sd[i] = 0.0f;
       wgm::fence();
+      const uint64_t a0 = wgm::desc(q_s, 16, 1024), b0 = wgm::desc(kb, 16, 1024);
 #pragma unroll
       for (int kk = 0; kk < 16; ++kk) {
         const uint32_t block = uint32_t(half * 4 + kk / 4), byte = uint32_t(kk % 4) * 32;
-        wgm::mma_ss_n32(sd, wgm::desc(q_s + block * (k_rows * 128) + byte, 16, 1024),
-                        wgm::desc(kb + block * (k_tile * 128) + byte, 16, 1024));
+        wgm::mma_ss_n32(sd, wgm::desc_at(a0, block * (k_rows * 128) + byte),
+                        wgm::desc_at(b0, block * (k_tile * 128) + byte));
       }
       wgm::commit();
     };
@@ -1326,12 +1332,14 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     // first step of each chain ignores the accumulator's input (as the zeroed chain above does).
     auto issue_scores2 = [&](float(&sd)[16], float(&sd2)[16], uint32_t kb, uint32_t kb2) {
       wgm::fence();
+      const uint64_t a0 = wgm::desc(q_s, 16, 1024), b0 = wgm::desc(kb, 16, 1024),
+                     b20 = wgm::desc(kb2, 16, 1024);
 #pragma unroll
       for (int kk = 0; kk < 16; ++kk) {
         const uint32_t block = uint32_t(half * 4 + kk / 4), byte = uint32_t(kk % 4) * 32;
-        const uint64_t a = wgm::desc(q_s + block * (k_rows * 128) + byte, 16, 1024);
-        const uint64_t b = wgm::desc(kb + block * (k_tile * 128) + byte, 16, 1024);
-        const uint64_t b2 = wgm::desc(kb2 + block * (k_tile * 128) + byte, 16, 1024);
+        const uint64_t a = wgm::desc_at(a0, block * (k_rows * 128) + byte);
+        const uint64_t b = wgm::desc_at(b0, block * (k_tile * 128) + byte);
+        const uint64_t b2 = wgm::desc_at(b20, block * (k_tile * 128) + byte);
         if (kk == 0) {
           wgm::mma_ss_n32_first(sd, a, b);
           wgm::mma_ss_n32_first(sd2, a, b2);
@@ -1432,14 +1440,14 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     // tile read MN-major, as attention_decode_kernel<wg>).
     auto issue_pv = [&](const uint32_t(&pas)[2][4], uint32_t kb) {
       wgm::fence();  // acc rescaled and P written by this thread
+      const uint64_t v0 = wgm::desc(kb, k_tile * 128, 1024);
 #pragma unroll
       for (int ks = 0; ks < 2; ++ks)
 #pragma unroll
         for (int nh = 0; nh < 2; ++nh)
-          wgm::mma_rs_n128_mn(
-              acc[nh], pas[ks],
-              wgm::desc(kb + uint32_t(half * 4 + nh * 2) * (k_tile * 128) + uint32_t(ks) * 16 * 128,
-                        k_tile * 128, 1024));
+          wgm::mma_rs_n128_mn(acc[nh], pas[ks],
+                              wgm::desc_at(v0, uint32_t(half * 4 + nh * 2) * (k_tile * 128) +
+                                                   uint32_t(ks) * 16 * 128));
       wgm::commit();
     };
     // P V of two tiles in one group, tile kb's steps first (the in-turn accumulation order).
@@ -1527,11 +1535,12 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       // S of the next owned tile over all 512 channels (32 k16 steps), one commit.
       auto issue_scores_full = [&](float(&sf)[16], uint32_t kb) {
         wgm::fence();
+        const uint64_t a0 = wgm::desc(q_s, 16, 1024), b0 = wgm::desc(kb, 16, 1024);
 #pragma unroll
         for (int kk = 0; kk < 32; ++kk) {
           const uint32_t block = uint32_t(kk / 4), byte = uint32_t(kk % 4) * 32;
-          const uint64_t a = wgm::desc(q_s + block * (k_rows * 128) + byte, 16, 1024);
-          const uint64_t b = wgm::desc(kb + block * (k_tile * 128) + byte, 16, 1024);
+          const uint64_t a = wgm::desc_at(a0, block * (k_rows * 128) + byte);
+          const uint64_t b = wgm::desc_at(b0, block * (k_tile * 128) + byte);
           if (kk == 0)
             wgm::mma_ss_n32_first(sf, a, b);
           else
