@@ -862,8 +862,7 @@ constexpr int k_ws_in_turn = 0;
 constexpr int k_ws_overlap = 1;
 constexpr int k_ws_pairs = 2;
 constexpr int k_ws_alt = 3;
-constexpr int k_ws_alt_s = 4;      // alt with plan.alt_early_s
-constexpr int k_ws_schedules = 5;  // sizes the per-schedule "attributes set" flags
+constexpr int k_ws_schedules = 4;  // sizes the per-schedule "attributes set" flags
 // Kernel modes: split (partials for the combine kernel), fused (cluster merge), split with
 // plan.fold (a template mode, so that the split and fused kernels' code is not touched by it).
 constexpr int k_ws_split = 0;
@@ -879,7 +878,6 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
                                bool publish_early) {
   constexpr bool fused = mode == k_ws_fused;
   constexpr bool fold = mode == k_ws_fold;
-  constexpr bool alt_like = sched == k_ws_alt || sched == k_ws_alt_s;
   using pool_t = __nv_bfloat16;
   namespace wgm = attention_wgmma;
   extern __shared__ __align__(1024) unsigned char smem[];
@@ -979,7 +977,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         // Publish tile j - lead (its group is complete once at most lead - 1 newer ones pend).
         cp_async_wait<k_ws_lead - 1>();
         wgm::fence_async_smem();
-        if (!alt_like || j - k_ws_lead >= published) {
+        if (sched != k_ws_alt || j - k_ws_lead >= published) {
           mbar::arrive(full_bar + 8 * ((j - k_ws_lead) % k_ws_stages));
           published = j - k_ws_lead + 1;
         }
@@ -989,7 +987,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       // Stage reuse: the consumers released tile j - stages (phase j / stages - 1 of `empty`).
       if (j >= k_ws_stages) {
         const uint32_t bar = empty_bar + 8 * stage, parity = uint32_t(j / k_ws_stages - 1) & 1u;
-        if constexpr (alt_like) {
+        if constexpr (sched == k_ws_alt) {
           // Alternate tiles: a warpgroup waits for tile k + 2 (its next S) while it still holds
           // tile k, whose release this wait may need before the lead would publish tile k + 2.
           // So before blocking, the issued tiles but the newest are published (each thread for
@@ -1039,7 +1037,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     wgm::fence_async_smem();
     // The tiles not yet published: the last lead ones, or (pairs) those from the last pair's
     // first tile ((n_live - 1) / 2 * 2; none without tiles).
-    const int unpublished = alt_like              ? published
+    const int unpublished = sched == k_ws_alt     ? published
                             : sched == k_ws_pairs ? (n_live > 0 ? (n_live - 1) / 2 * 2 : 0)
                                                   : max(0, n_live - k_ws_lead);
 #pragma unroll 1
@@ -1496,7 +1494,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         fence_acc();
         release(k);
       }
-    } else if constexpr (alt_like) {
+    } else if constexpr (sched == k_ws_alt) {
       // Alternate tiles (plan.alt): warpgroup `half` owns tiles k == half (mod 2). Tile k's
       // online softmax is one chain over the tiles in order, whichever warpgroup runs it:
       //   m_k = max(m_{k-1}, row max of S_k), corr_k = 2^(m_{k-1} - m_k), P_k = 2^(S_k - m_k),
@@ -1582,29 +1580,12 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
           mbar::named_arrive(hand_bar(k), 2 * k_warp_size);
           rescale(corr);
           issue_pv(pas, kb);
-          if constexpr (sched == k_ws_alt_s) {
-            // plan.alt_early_s: S_{k+2} queued right behind P V_k (no tensor-pipe gap for the
-            // wait, the release and the stage wait); tile k is released once P V_k retired
-            // (wait<1>: all but S_{k+2}). The stage wait now holds tile k: the producer
-            // publishes tile k + 2 without that release (it publishes up to j - 2 before it
-            // blocks on the stage of tile j - 4 = k), so no deadlock.
-            if (k + 2 < n_live) {
-              kb_s = wait_full(k + 2, mask_s);
-              issue_scores_full(sd, kb_s);
-              wgm::wait<1>();
-            } else {
-              wgm::wait<0>();
-            }
-            fence_acc();
-            release(k);
-          } else {
-            wgm::wait<0>();
-            fence_acc();
-            release(k);
-            if (k + 2 < n_live) {
-              kb_s = wait_full(k + 2, mask_s);
-              issue_scores_full(sd, kb_s);
-            }
+          wgm::wait<0>();
+          fence_acc();
+          release(k);
+          if (k + 2 < n_live) {
+            kb_s = wait_full(k + 2, mask_s);
+            issue_scores_full(sd, kb_s);
           }
         } else {
           uint32_t unused;
@@ -1885,16 +1866,13 @@ cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode
 
 // The consumer schedule a plan runs (alternate tiles over pairs over overlap).
 int ws_sched(const attention_decode_plan& plan) {
-  if (plan.alt) return plan.alt_early_s ? k_ws_alt_s : k_ws_alt;
-  return plan.pairs ? k_ws_pairs : plan.overlap ? k_ws_overlap : k_ws_in_turn;
+  return plan.alt ? k_ws_alt : plan.pairs ? k_ws_pairs : plan.overlap ? k_ws_overlap : k_ws_in_turn;
 }
 template <int mode, typename act_t>
 auto ws_kernel(const attention_decode_plan& plan) {
   switch (ws_sched(plan)) {
     case k_ws_alt:
       return attention_decode_ws_kernel<k_ws_alt, mode, act_t>;
-    case k_ws_alt_s:
-      return attention_decode_ws_kernel<k_ws_alt_s, mode, act_t>;
     case k_ws_pairs:
       return attention_decode_ws_kernel<k_ws_pairs, mode, act_t>;
     case k_ws_overlap:

@@ -83,10 +83,6 @@ struct attention_decode_plan {
   // producer for a while first, landed tiles unpublished meanwhile. Timing only (the output is
   // the same bit for bit). On in the split and fused plans (attention_decode_plan.cpp).
   bool publish_early = false;
-  // With alt: the owner issues S of its next tile right behind P V of this one and releases this
-  // tile once P V retired (instead of waiting for P V, releasing, then issuing S). Same
-  // products and order (the output is alt's bit for bit). Off by default (measuring).
-  bool alt_early_s = false;
   // Fused (bf16 pools): the `splits` CTAs of a (token, head group) run as one thread block
   // cluster (splits 1, 2, 4, 8 or 16; 16 is a non-portable cluster size) and merge their partial
   // sums through distributed shared memory, writing the normalized output with the sink themselves:
