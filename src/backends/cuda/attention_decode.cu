@@ -65,6 +65,27 @@
 // 0.97-1.00x alt; also leaving the owned P V in flight 0.88-0.89x; prefetching the rows of tiles
 // 2-6 ahead into L2 (prefetch.global.L2 per 128-byte line) 0.78-0.80x (its requests compete
 // with the ring's cp.async).
+// ATTN9 helper (2026-11-26): the S issue loop rebuilt both wgmma descriptors from the shared
+// address at every one of its 32 steps (~12 uniform instructions per HGMMA, in dependent
+// chains; ~45% of a consumer warp's instructions per tile). The descriptors are now advanced by
+// one 32-bit add from a base (attention_wgmma::desc_at; same values): H100, same call, main /
+// this (bench_attention --focus, plan rows): HCA 1M T=32 128.1 / 122.4 us, Pro HCA 1M T=32
+// 224.5 / 213.1, HCA 1M T=8 50.7 / 49.8; the kernel alone (no combine) 1.03-1.07x; short steps
+// unchanged. ncu (H200, main's alt kernel, HCA 1M T=32): 208.8 K cycles at 1.76 GHz, hgmma ops
+// 31.2% of the tensor peak, issue slots 38.7%, DRAM 42.6%; top stalls per issue: long
+// scoreboard 2.15, wait 1.18, barrier 0.89. Tried and dropped (H100, same process, bit-equal):
+// the owner issuing S of its next tile right behind P V of this one and releasing the tile after
+// wait<1> (the tensor pipe without the gap of wait, release, stage wait): 0.91-0.97x (Pro HCA 1M
+// T=64 442.4 vs 402.7 us; ncu HCA 1M T=32 219.0 K vs 201.8 K cycles): the later release holds
+// the ring.
+// plan.fold (the ws kernel's k_ws_fold mode): no combine launch. One split per (token, head
+// group): the CTA writes the normalized rows with the sink (the fused kernel's one-CTA write),
+// on by default there (H100 Pro HCA 1M T=64: 402.7 -> 394.8 us, = the kernel without any combine;
+// H200 428.6 -> 409.4). 2-16 splits (opt-in): every CTA stores its partials, counts itself on a
+// per-group device counter, and the last one merges in the combine's arithmetic; its merge is a
+// one-SM tail of splits x 128 KB from L2: faster than the combine at 2 splits in Pro CSA T=32
+// (58.9 -> 55.7 us, H100) but slower at 2 splits in Pro HCA 1M T=32 (216.8 -> 220.5), 4 splits
+// (HCA 1M T=32 126.8 -> 129.7, Flash CSA T=32 37.8 -> 39.1) and 16 (HCA 1M T=8 50.0 -> 73.0).
 //
 // Each CTA writes its unnormalized accumulators and (max, sum) per head; the combine kernel
 // merges the splits and adds the sink to the denominator: m = max(sink, m_i),
