@@ -81,10 +81,11 @@ bool g_twice = false;
 bool g_focus = false;   // --focus: the decode cases that matter, extra plan rows, no old kernels
 bool g_kv_fp8 = false;  // --kv-fp8: bf16 pools vs FP8 records only
 bool g_lean = false;    // --cases: the attention_decode bf16 kernels only (no other rows)
-// --alt-rows (with --cases): only the alternate-tile schedule's rows: the plan as made, alt with
-// and without plan.publish_early (two rounds), the same with every token reading token 0's key
-// rows ("hot": rows another CTA has read already come from L2; H100 2026-11-26: within 1-3% of
-// the cold rows at HCA 1M), and the plan without its combine launch.
+// --alt-rows (with --cases): only the alternate-tile schedule's rows: the plan as made, then two
+// rounds of alt (the plan's schedule), alt with plan.fold (no combine launch), alt without
+// plan.publish_early, alt with every token reading token 0's key rows ("hot": rows another CTA
+// has read already come from L2; H100 2026-11-26: within 1-3% of the cold rows at HCA 1M); and
+// the plan without its combine launch.
 bool g_alt_rows = false;
 size_t g_l2 = 60u << 20;
 void* g_flush = nullptr;
@@ -461,12 +462,14 @@ void bench_alt_rows(int sms, int64_t T, int64_t H, int64_t d, int64_t W, int64_t
     const char* label;
     bool hot;
     bool early;
+    bool fold;
   };
-  // "try_wait": plan.publish_early off (the producer's blocking stage test).
-  const variant variants[] = {{"alt try_wait", false, false},
-                              {"alt", false, true},
-                              {"hot alt try_wait", true, false},
-                              {"hot alt", true, true}};
+  // "try_wait": plan.publish_early off (the producer's blocking stage test); "fold": plan.fold
+  // (no combine launch: one split writes its rows, the last CTA of a group merges; split plans).
+  const variant variants[] = {{"alt", false, true, false},
+                              {"alt fold", false, true, true},
+                              {"alt try_wait", false, false, false},
+                              {"hot alt", true, true, false}};
   // A discarded warm-up, then two rounds over the variants (the first timed row of a case has
   // measured up to ~10% slower than the same kernel timed next).
   (void)time_ms([&] { run(made, w16, c16, out16); });
@@ -479,6 +482,7 @@ void bench_alt_rows(int sms, int64_t T, int64_t H, int64_t d, int64_t W, int64_t
       p.producer = true;
       p.alt = true;
       p.publish_early = v.early;
+      p.fold = v.fold;
       const auto& w = v.hot ? w_hot : w16;
       const auto& c = v.hot ? c_hot : c16;
       const double ms = time_ms([&] { run(p, w, c, out16); });

@@ -73,6 +73,24 @@ TEST(attention_decode_plan, hca_1m_one_token_halves_splits_past_64) {
   EXPECT_TRUE(p.publish_early);  // the producer's non-blocking stage test before it publishes
 }
 
+TEST(attention_decode_plan, one_split_folds_the_combine) {
+  // Pro heads (2 groups) at 64 tokens: 132 / 128 = 1 split of 260 tiles (HCA 1M): the producer
+  // kernel writes the output itself (plan.fold). 32 tokens of one group: 4 splits, combine kept.
+  const attention_decode_plan pro = plan(64, 8192, 2, 128);
+  EXPECT_FALSE(pro.fused);
+  EXPECT_EQ(pro.splits, 1);
+  EXPECT_TRUE(pro.producer);
+  EXPECT_TRUE(pro.fold);
+  const attention_decode_plan flash = plan(32, 8192, 2);
+  EXPECT_EQ(flash.splits, 4);
+  EXPECT_FALSE(flash.fold);
+  // One split of fewer than 4 tiles (64 window slots: 2; the synchronous kernel): no fold.
+  const attention_decode_plan small = attention_decode_make_split_plan(64, 128, 512, 64, 0, k_sms);
+  EXPECT_EQ(small.splits, 1);
+  EXPECT_FALSE(small.producer);
+  EXPECT_FALSE(small.fold);
+}
+
 TEST(attention_decode_plan, default_tiles_per_split_follow_the_step_size) {
   // min_tiles 0 (the default the engine passes): 1 for one token with <= 2048 slots, else 2.
   // HCA 8K T=1 (192 slots): the 6-CTA split of 1 tile each, so the fused cluster of 8.

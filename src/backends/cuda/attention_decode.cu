@@ -65,6 +65,27 @@
 // 0.97-1.00x alt; also leaving the owned P V in flight 0.88-0.89x; prefetching the rows of tiles
 // 2-6 ahead into L2 (prefetch.global.L2 per 128-byte line) 0.78-0.80x (its requests compete
 // with the ring's cp.async).
+// ATTN9 helper (2026-11-26): the S issue loop rebuilt both wgmma descriptors from the shared
+// address at every one of its 32 steps (~12 uniform instructions per HGMMA, in dependent
+// chains; ~45% of a consumer warp's instructions per tile). The descriptors are now advanced by
+// one 32-bit add from a base (attention_wgmma::desc_at; same values): H100, same call, main /
+// this (bench_attention --focus, plan rows): HCA 1M T=32 128.1 / 122.4 us, Pro HCA 1M T=32
+// 224.5 / 213.1, HCA 1M T=8 50.7 / 49.8; the kernel alone (no combine) 1.03-1.07x; short steps
+// unchanged. ncu (H200, main's alt kernel, HCA 1M T=32): 208.8 K cycles at 1.76 GHz, hgmma ops
+// 31.2% of the tensor peak, issue slots 38.7%, DRAM 42.6%; top stalls per issue: long
+// scoreboard 2.15, wait 1.18, barrier 0.89. Tried and dropped (H100, same process, bit-equal):
+// the owner issuing S of its next tile right behind P V of this one and releasing the tile after
+// wait<1> (the tensor pipe without the gap of wait, release, stage wait): 0.91-0.97x (Pro HCA 1M
+// T=64 442.4 vs 402.7 us; ncu HCA 1M T=32 219.0 K vs 201.8 K cycles): the later release holds
+// the ring.
+// plan.fold (the ws kernel's k_ws_fold mode): no combine launch. One split per (token, head
+// group): the CTA writes the normalized rows with the sink (the fused kernel's one-CTA write),
+// on by default there (H100 Pro HCA 1M T=64: 402.7 -> 394.8 us, = the kernel without any combine;
+// H200 428.6 -> 409.4). 2-16 splits (opt-in): every CTA stores its partials, counts itself on a
+// per-group device counter, and the last one merges in the combine's arithmetic; its merge is a
+// one-SM tail of splits x 128 KB from L2: faster than the combine at 2 splits in Pro CSA T=32
+// (58.9 -> 55.7 us, H100) but slower at 2 splits in Pro HCA 1M T=32 (216.8 -> 220.5), 4 splits
+// (HCA 1M T=32 126.8 -> 129.7, Flash CSA T=32 37.8 -> 39.1) and 16 (HCA 1M T=8 50.0 -> 73.0).
 //
 // Each CTA writes its unnormalized accumulators and (max, sum) per head; the combine kernel
 // merges the splits and adds the sink to the denominator: m = max(sink, m_i),
@@ -803,20 +824,81 @@ __device__ __forceinline__ void store2(__nv_bfloat16* p, float a, float b) {
   *reinterpret_cast<uint32_t*>(p) = pack_bf16x2(a, b);
 }
 
+// plan.fold: one counter per (token, head group), zero at module load; the last CTA of a group
+// resets its counter, so every launch starts from zero (launches that fold must not overlap).
+__device__ unsigned int g_fold_counters[k_attention_decode_fold_counters];
+constexpr int k_fold_bar = 12;  // named barrier of the consumers' fold epilogue
+
+// plan.fold, the last CTA of a (token, head group): out = (fma chain over the splits in rank
+// order of w_r * partial_r, from 0) * (1 / D) per element, with the weights and 1 / D per row in
+// w_s ([64][k_fused_max_cluster + 1], as the fused merge's table). `unroll` rows' worth of loads
+// per thread are in flight at once (the partials come from L2).
+template <int max_splits, int unroll, typename act_t>
+__device__ __forceinline__ void fold_merge_rows(const float* part_o, const float* w_s, int splits,
+                                                int64_t t, int heads, int64_t head0, act_t* out) {
+  constexpr int cols4 = k_d / 4;
+  constexpr int w_stride = int(k_attention_decode_max_cluster) + 1;
+  static_assert(k_rows * cols4 % (k_threads * unroll) == 0);
+#pragma unroll 1
+  for (int i0 = threadIdx.x; i0 < k_rows * cols4; i0 += k_threads * unroll) {
+    float4 v[unroll][max_splits];
+#pragma unroll
+    for (int u = 0; u < unroll; ++u) {
+      const int i = i0 + u * k_threads;
+      const int row = i / cols4, f4 = i % cols4;
+#pragma unroll
+      for (int r = 0; r < max_splits; ++r)
+        if (r < splits && head0 + row < heads)
+          v[u][r] = __ldcg(reinterpret_cast<const float4*>(
+                               part_o + ((t * splits + r) * heads + head0 + row) * k_d) +
+                           f4);
+    }
+#pragma unroll
+    for (int u = 0; u < unroll; ++u) {
+      const int i = i0 + u * k_threads;
+      const int row = i / cols4, f4 = i % cols4;
+      const float* const row_w = w_s + row * w_stride;
+      float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+      for (int r = 0; r < max_splits; ++r) {
+        const float wr = r < splits ? row_w[r] : 0.0f;
+        if (wr != 0.0f) {
+          o.x = __fmaf_rn(wr, v[u][r].x, o.x);
+          o.y = __fmaf_rn(wr, v[u][r].y, o.y);
+          o.z = __fmaf_rn(wr, v[u][r].z, o.z);
+          o.w = __fmaf_rn(wr, v[u][r].w, o.w);
+        }
+      }
+      const float iv = row_w[w_stride - 1];
+      if (head0 + row < heads)
+        store4(out + (t * heads + head0 + row) * k_d + 4 * f4,
+               make_float4(__fmul_rn(o.x, iv), __fmul_rn(o.y, iv), __fmul_rn(o.z, iv),
+                           __fmul_rn(o.w, iv)));
+    }
+  }
+}
+
 // Consumer schedules of the warp-specialized kernel (plan.overlap, plan.pairs).
 constexpr int k_ws_in_turn = 0;
 constexpr int k_ws_overlap = 1;
 constexpr int k_ws_pairs = 2;
 constexpr int k_ws_alt = 3;
 constexpr int k_ws_schedules = 4;  // sizes the per-schedule "attributes set" flags
+// Kernel modes: split (partials for the combine kernel), fused (cluster merge), split with
+// plan.fold (a template mode, so that the split and fused kernels' code is not touched by it).
+constexpr int k_ws_split = 0;
+constexpr int k_ws_fused = 1;
+constexpr int k_ws_fold = 2;
 
-template <int sched, bool fused, typename act_t>
+template <int sched, int mode, typename act_t>
 __global__ void __launch_bounds__(k_ws_threads, 1)
     attention_decode_ws_kernel(const act_t* q, int heads, kv_rows<__nv_bfloat16> window,
                                kv_rows<__nv_bfloat16> comp, int cap_w, int cap_c,
                                int keys_per_split, int splits, float scale_log2, float* part_o,
                                float2* part_ml, const float* sinks, act_t* out,
                                bool publish_early) {
+  constexpr bool fused = mode == k_ws_fused;
+  constexpr bool fold = mode == k_ws_fold;
   using pool_t = __nv_bfloat16;
   namespace wgm = attention_wgmma;
   extern __shared__ __align__(1024) unsigned char smem[];
@@ -865,7 +947,8 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
   const int64_t head0 = int64_t(group) * k_rows;
   const int64_t part = (t * splits + split) * heads;
   if constexpr (!fused) {
-    if (n_live == 0) {  // uniform over the CTA: before any barrier
+    // (fold: a CTA without keys still counts itself and may be the one that merges.)
+    if (n_live == 0 && !fold) {  // uniform over the CTA: before any barrier
       if (threadIdx.x < k_rows && head0 + threadIdx.x < heads)
         part_ml[part + head0 + threadIdx.x] = make_float2(-INFINITY, 0.0f);
       return;
@@ -1128,6 +1211,82 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     cluster::sync();  // no CTA leaves while another may still read its shared memory
   };
 
+  // plan.fold (split kernel, no combine launch). One split: the fused kernel's one-CTA write.
+  // Otherwise every CTA stores its partials; after the consumers' barrier one thread makes them
+  // visible at device scope (fence), then counts the CTA on its group's counter; the CTA that
+  // completes the count (fence again, so the others' partials are visible to its L2 loads) merges
+  // the group in the combine kernel's arithmetic, as the fused merge spells it out: per row
+  //   M = max(max_r m_r, sink); w_r = 2^(m_r - M) (0 for a split without keys);
+  //   D = (lane 0's butterfly sum of l_r w_r over the combine's lanes) + 2^(sink - M);
+  // then fold_merge_rows. The consumed query tile holds the weight table.
+  auto fold_epilogue = [&](float(&acc)[2][64], const float(&m)[2], const float(&l)[2],
+                           const float(&sink2)[2], int rg, int half, int64_t h0, int64_t h1) {
+    if (splits == 1) {
+      // The sinks are read here, not before the key loop as the fused kernel does: two more
+      // registers live across the loop changed its code (and time: H200, Pro HCA 1M T=64).
+      float sink1[2] = {sink2[0], sink2[1]};
+      if (h0 < heads) sink1[0] = sinks[h0] * k_log2e;
+      if (h1 < heads) sink1[1] = sinks[h1] * k_log2e;
+      fused_epilogue(acc, m, l, sink1, rg, half, h0, h1);
+      return;
+    }
+    store_split_partial(acc, m, l, half, lane, h0, h1, heads, part, part_o, part_ml);
+    uint32_t* const last_s = reinterpret_cast<uint32_t*>(smem + k_ws_ml);
+    mbar::named_sync(k_fold_bar, k_threads);  // every consumer's partial stores are issued
+    if (threadIdx.x == 0) {
+      __threadfence();
+      unsigned int* const counter = g_fold_counters + (t * gridDim.y + group);
+      const bool last = atomicAdd(counter, 1u) == unsigned(splits - 1);
+      if (last) {
+        *counter = 0u;  // the next launch is ordered after this grid
+        __threadfence();
+      }
+      *last_s = last ? 1u : 0u;
+    }
+    mbar::named_sync(k_fold_bar, k_threads);
+    if (*last_s == 0u) return;
+    float* const w_s = reinterpret_cast<float*>(smem);
+    constexpr int w_stride = k_fused_max_cluster + 1;
+    if (threadIdx.x < k_rows && head0 + threadIdx.x < heads) {
+      const int64_t h = head0 + threadIdx.x;
+      const float sink = sinks[h] * k_log2e;
+      float2 v[k_fused_max_cluster];
+#pragma unroll
+      for (int r = 0; r < k_fused_max_cluster; ++r)
+        if (r < splits) v[r] = __ldcg(part_ml + (t * splits + r) * heads + h);
+      float mx = -INFINITY;
+#pragma unroll
+      for (int r = 0; r < k_fused_max_cluster; ++r)
+        if (r < splits) mx = fmaxf(mx, v[r].x);
+      mx = fmaxf(mx, sink);
+      float* const row_w = w_s + threadIdx.x * w_stride;
+      float x[k_fused_max_cluster];
+#pragma unroll
+      for (int r = 0; r < k_fused_max_cluster; ++r) {
+        x[r] = 0.0f;
+        if (r < splits) {
+          const float w = v[r].x == -INFINITY ? 0.0f : exp2f(v[r].x - mx);
+          x[r] = w == 0.0f ? 0.0f : __fmul_rn(v[r].y, w);
+          row_w[r] = w;
+        }
+      }
+      static_assert(k_fused_max_cluster == 16, "the butterfly below is written for 16 lanes");
+#pragma unroll
+      for (int j = 0; j < 8; ++j) x[j] = __fadd_rn(x[j], x[j + 8]);
+#pragma unroll
+      for (int j = 0; j < 4; ++j) x[j] = __fadd_rn(x[j], x[j + 4]);
+#pragma unroll
+      for (int j = 0; j < 2; ++j) x[j] = __fadd_rn(x[j], x[j + 2]);
+      x[0] = __fadd_rn(x[0], x[1]);
+      row_w[k_fused_max_cluster] = 1.0f / __fadd_rn(x[0], exp2f(sink - mx));
+    }
+    mbar::named_sync(k_fold_bar, k_threads);  // the weight table is complete
+    if (splits <= 4)
+      fold_merge_rows<4, 4>(part_o, w_s, splits, t, heads, head0, out);
+    else
+      fold_merge_rows<k_fused_max_cluster, 1>(part_o, w_s, splits, t, heads, head0, out);
+  };
+
   // Consumers: warp w owns query rows 16 rg .. and output channels 256 half .. (as
   // attention_decode_kernel<wg>).
   auto consume = [&] {
@@ -1174,11 +1333,12 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 #pragma unroll
       for (int i = 0; i < 16; ++i) sd[i] = 0.0f;
       wgm::fence();
+      const uint64_t a0 = wgm::desc(q_s, 16, 1024), b0 = wgm::desc(kb, 16, 1024);
 #pragma unroll
       for (int kk = 0; kk < 16; ++kk) {
         const uint32_t block = uint32_t(half * 4 + kk / 4), byte = uint32_t(kk % 4) * 32;
-        wgm::mma_ss_n32(sd, wgm::desc(q_s + block * (k_rows * 128) + byte, 16, 1024),
-                        wgm::desc(kb + block * (k_tile * 128) + byte, 16, 1024));
+        wgm::mma_ss_n32(sd, wgm::desc_at(a0, block * (k_rows * 128) + byte),
+                        wgm::desc_at(b0, block * (k_tile * 128) + byte));
       }
       wgm::commit();
     };
@@ -1193,12 +1353,14 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     // first step of each chain ignores the accumulator's input (as the zeroed chain above does).
     auto issue_scores2 = [&](float(&sd)[16], float(&sd2)[16], uint32_t kb, uint32_t kb2) {
       wgm::fence();
+      const uint64_t a0 = wgm::desc(q_s, 16, 1024), b0 = wgm::desc(kb, 16, 1024),
+                     b20 = wgm::desc(kb2, 16, 1024);
 #pragma unroll
       for (int kk = 0; kk < 16; ++kk) {
         const uint32_t block = uint32_t(half * 4 + kk / 4), byte = uint32_t(kk % 4) * 32;
-        const uint64_t a = wgm::desc(q_s + block * (k_rows * 128) + byte, 16, 1024);
-        const uint64_t b = wgm::desc(kb + block * (k_tile * 128) + byte, 16, 1024);
-        const uint64_t b2 = wgm::desc(kb2 + block * (k_tile * 128) + byte, 16, 1024);
+        const uint64_t a = wgm::desc_at(a0, block * (k_rows * 128) + byte);
+        const uint64_t b = wgm::desc_at(b0, block * (k_tile * 128) + byte);
+        const uint64_t b2 = wgm::desc_at(b20, block * (k_tile * 128) + byte);
         if (kk == 0) {
           wgm::mma_ss_n32_first(sd, a, b);
           wgm::mma_ss_n32_first(sd2, a, b2);
@@ -1299,14 +1461,14 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     // tile read MN-major, as attention_decode_kernel<wg>).
     auto issue_pv = [&](const uint32_t(&pas)[2][4], uint32_t kb) {
       wgm::fence();  // acc rescaled and P written by this thread
+      const uint64_t v0 = wgm::desc(kb, k_tile * 128, 1024);
 #pragma unroll
       for (int ks = 0; ks < 2; ++ks)
 #pragma unroll
         for (int nh = 0; nh < 2; ++nh)
-          wgm::mma_rs_n128_mn(
-              acc[nh], pas[ks],
-              wgm::desc(kb + uint32_t(half * 4 + nh * 2) * (k_tile * 128) + uint32_t(ks) * 16 * 128,
-                        k_tile * 128, 1024));
+          wgm::mma_rs_n128_mn(acc[nh], pas[ks],
+                              wgm::desc_at(v0, uint32_t(half * 4 + nh * 2) * (k_tile * 128) +
+                                                   uint32_t(ks) * 16 * 128));
       wgm::commit();
     };
     // P V of two tiles in one group, tile kb's steps first (the in-turn accumulation order).
@@ -1394,11 +1556,12 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       // S of the next owned tile over all 512 channels (32 k16 steps), one commit.
       auto issue_scores_full = [&](float(&sf)[16], uint32_t kb) {
         wgm::fence();
+        const uint64_t a0 = wgm::desc(q_s, 16, 1024), b0 = wgm::desc(kb, 16, 1024);
 #pragma unroll
         for (int kk = 0; kk < 32; ++kk) {
           const uint32_t block = uint32_t(kk / 4), byte = uint32_t(kk % 4) * 32;
-          const uint64_t a = wgm::desc(q_s + block * (k_rows * 128) + byte, 16, 1024);
-          const uint64_t b = wgm::desc(kb + block * (k_tile * 128) + byte, 16, 1024);
+          const uint64_t a = wgm::desc_at(a0, block * (k_rows * 128) + byte);
+          const uint64_t b = wgm::desc_at(b0, block * (k_tile * 128) + byte);
           if (kk == 0)
             wgm::mma_ss_n32_first(sf, a, b);
           else
@@ -1590,7 +1753,10 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
     }
     if constexpr (!fused) {
-      store_split_partial(acc, m, l, half, lane, h0, h1, heads, part, part_o, part_ml);
+      if constexpr (fold)
+        fold_epilogue(acc, m, l, sink2, rg, half, h0, h1);
+      else
+        store_split_partial(acc, m, l, half, lane, h0, h1, heads, part, part_o, part_ml);
     } else {
       fused_epilogue(acc, m, l, sink2, rg, half, h0, h1);
     }
@@ -1723,17 +1889,17 @@ cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode
 int ws_sched(const attention_decode_plan& plan) {
   return plan.alt ? k_ws_alt : plan.pairs ? k_ws_pairs : plan.overlap ? k_ws_overlap : k_ws_in_turn;
 }
-template <bool fused, typename act_t>
+template <int mode, typename act_t>
 auto ws_kernel(const attention_decode_plan& plan) {
   switch (ws_sched(plan)) {
     case k_ws_alt:
-      return attention_decode_ws_kernel<k_ws_alt, fused, act_t>;
+      return attention_decode_ws_kernel<k_ws_alt, mode, act_t>;
     case k_ws_pairs:
-      return attention_decode_ws_kernel<k_ws_pairs, fused, act_t>;
+      return attention_decode_ws_kernel<k_ws_pairs, mode, act_t>;
     case k_ws_overlap:
-      return attention_decode_ws_kernel<k_ws_overlap, fused, act_t>;
+      return attention_decode_ws_kernel<k_ws_overlap, mode, act_t>;
     default:
-      return attention_decode_ws_kernel<k_ws_in_turn, fused, act_t>;
+      return attention_decode_ws_kernel<k_ws_in_turn, mode, act_t>;
   }
 }
 
@@ -1773,7 +1939,7 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
     if (plan.fused) {
       if (plan.splits > k_fused_max_cluster || (plan.splits & (plan.splits - 1)) != 0)
         return cudaErrorInvalidValue;
-      auto* const ws = ws_kernel<true, act_t>(plan);
+      auto* const ws = ws_kernel<k_ws_fused, act_t>(plan);
       static bool fused_configured[k_ws_schedules] = {};  // one attribute call per kernel
       if (!fused_configured[ws_sched(plan)]) {
         cudaError_t e =
@@ -1801,19 +1967,23 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
                                 static_cast<float2*>(nullptr), sinks, out, plan.publish_early);
     }
     if (plan.wgmma && plan.producer) {
-      auto* const ws = ws_kernel<false, act_t>(plan);
-      static bool ws_configured[k_ws_schedules] = {};  // one attribute call per kernel
-      if (!ws_configured[ws_sched(plan)]) {
+      // plan.fold where its merge applies; otherwise the combine kernel as without it.
+      const bool fold = plan.fold && plan.splits <= k_attention_decode_max_fold_splits &&
+                        tokens * groups <= k_attention_decode_fold_counters;
+      auto* const ws =
+          fold ? ws_kernel<k_ws_fold, act_t>(plan) : ws_kernel<k_ws_split, act_t>(plan);
+      static bool ws_configured[2][k_ws_schedules] = {};  // one attribute call per kernel
+      if (!ws_configured[fold][ws_sched(plan)]) {
         const cudaError_t e =
             cudaFuncSetAttribute(ws, cudaFuncAttributeMaxDynamicSharedMemorySize, k_ws_smem);
         if (e != cudaSuccess) return e;
-        ws_configured[ws_sched(plan)] = true;
+        ws_configured[fold][ws_sched(plan)] = true;
       }
       ws<<<grid, k_ws_threads, k_ws_smem, stream>>>(
           q, int(heads), window, comp, int(plan.window_capacity), int(plan.comp_capacity),
           int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o, part_ml, sinks, out,
           plan.publish_early);
-      if (!plan.combine) return cudaGetLastError();
+      if (fold || !plan.combine) return cudaGetLastError();
       return launch_combine(heads, tokens, plan, part_o, part_ml, sinks, out, stream);
     }
   }

@@ -26,6 +26,15 @@ using wgmma::wait;
 __device__ __forceinline__ uint64_t desc(uint32_t addr, uint32_t lbo, uint32_t sbo) {
   return wgmma::sw128_desc(addr, lbo, sbo);
 }
+// The descriptor of the operand `bytes` (a multiple of 16) past the one `d` describes: only the
+// start address field (bits 0-13: shared address >> 4) changes, and every operand lies inside
+// the CTA's shared memory (< 256 KB), so the 32-bit add never carries out of that field. One
+// add per wgmma instead of rebuilding the descriptor from the address (a chain of ~5 uniform
+// operations per operand in the issue loop of S).
+__device__ __forceinline__ uint64_t desc_at(uint64_t d, uint32_t bytes) {
+  const uint32_t lo = uint32_t(d) + (bytes >> 4), hi = uint32_t(d >> 32);
+  return (uint64_t(hi) << 32) | lo;
+}
 __device__ __forceinline__ void wait_all() {
   wgmma::wait<0>();
 }
