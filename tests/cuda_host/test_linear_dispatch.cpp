@@ -66,17 +66,29 @@ TEST(linear_dispatch, small_bf16_matrices_take_linear_decode_from_two_tokens) {
   EXPECT_EQ(pick(weight_kind::bf16, 256, 1), gemv);  // the GEMV wins at one token
 }
 
-TEST(linear_dispatch, unpacked_weights_keep_the_gemv_at_decode) {
-  EXPECT_EQ(pick(weight_kind::bf16, 129280, 8), gemv);  // LM head
+TEST(linear_dispatch, f32_weights_keep_the_gemv_at_decode) {
   EXPECT_EQ(pick(weight_kind::f32, 64, 8), gemv);
+  EXPECT_EQ(pick(weight_kind::f32, 129280, 16), gemv);
+}
+
+TEST(linear_dispatch, large_bf16_matrices_take_cublas_from_five_tokens) {
+  const auto head = [](int64_t T, bool plain = true) {
+    return choose_dense_linear_path(weight_kind::bf16, 129280, T, 1, true, true, plain);
+  };
+  EXPECT_EQ(head(1), gemv);            // 350 vs 388 us (H100): the GEMV at 98% of read
+  EXPECT_EQ(head(4), gemv);            // 368 vs 389
+  EXPECT_EQ(head(8), gemm);            // 419 vs 902 on the GEMV
+  EXPECT_EQ(head(64), gemm);           // 410 vs 3912
+  EXPECT_EQ(head(16, false), decode);  // f32 activations: no expansion of the head to f32
+  EXPECT_EQ(choose_dense_linear_path(weight_kind::bf16, 8192, 8, 8, true, true, true), gemm);
+  EXPECT_EQ(choose_dense_linear_path(weight_kind::bf16, 8192, 4, 8, true, true, true), gemv);
 }
 
 TEST(linear_dispatch, grouped_weights_take_linear_decode_from_two_or_four_tokens) {
   EXPECT_EQ(pick(weight_kind::fp8_block, 8192, 1, 8), gemv);       // wo_a, Flash FP8: GEMV 18.3 us
   EXPECT_EQ(pick(weight_kind::fp8_block, 8192, 2, 8), decode);     // 22.7 vs 26.1 us
   EXPECT_EQ(pick(weight_kind::fp8_block, 16384, 64, 16), decode);  // Pro: 178 vs 900 us
-  EXPECT_EQ(pick(weight_kind::bf16, 8192, 2, 8), gemv);    // BF16 (convert.py): 25.9 vs 28.5
-  EXPECT_EQ(pick(weight_kind::bf16, 8192, 4, 8), decode);  // 29.8 vs 31.9 us
+  EXPECT_EQ(pick(weight_kind::bf16, 8192, 2, 8), gemv);  // BF16 (convert.py): 25.9 vs 28.5
   EXPECT_EQ(pick(weight_kind::f32, 8192, 4, 8), gemv);
   EXPECT_EQ(pick(weight_kind::fp8_block, 8192, 8, 8, false, true), gemv);  // out_g % 16 != 0
   EXPECT_EQ(pick(weight_kind::fp8_block, 8192, 100, 8), gemm);             // prefill

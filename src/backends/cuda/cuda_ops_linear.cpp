@@ -258,7 +258,8 @@ tensor run_linear(cuda_ops& o, const tensor& x, const prepared_linear& w, int64_
                         const dense_linear_path path = choose_dense_linear_path(
                             dw.kind, dw.rows, T, groups,
                             o.decode_kernels() && linear_decode_grouped_supported(dw, groups),
-                            linear_gemm_supported<act_t>(dw));
+                            linear_gemm_supported<act_t>(dw),
+                            std::is_same_v<act_t, __nv_bfloat16> && dw.kind == weight_kind::bf16);
                         auto call = [&](auto* out) {
                           if (path == dense_linear_path::linear_gemm) {
                             const size_t ws = linear_gemm_workspace_bytes<act_t>(dw);

@@ -19,14 +19,19 @@
 //    --perf, single launches, f32 activations), GEMV / linear_decode time at 256 x 4096: T = 1
 //    9.06 / 13.28 us, T = 4 14.91 / 12.80, T = 16 70.30 / 15.20, T = 64 68.26 / 30.11; the same
 //    picture at 64, 1024 x 4096 and 384 x 7168 (T = 16: 66-118 us on the GEMV, 15-19 us).
-//  * Grouped linears (wo_a: Flash 8 x 1024 rows, Pro 16 x 1024, 4096 columns) take
-//    linear_decode_grouped from 2 tokens (FP8) or 4 (BF16): H200 2026-11-26 (test_backend_ops
-//    --perf, single launches, bf16 activations), GEMV / linear_decode us, Flash FP8 T = 1 18.3 /
-//    21.7, T = 2 26.1 / 22.7, T = 4 33.9 / 23.7, T = 8 108.3 / 25.9, T = 64 481 / 94; Pro FP8
-//    T = 1 25.6 / 32.5, T = 2 46.5 / 31.7; Flash BF16 T = 2 25.9 / 28.5, T = 4 31.9 / 29.8, T = 8
-//    66.7 / 30.4; Pro BF16 T = 2 50.0 / 47.1, T = 4 60.8 / 46.7.
-// f32 matrices and larger BF16 ones (the LM head: not measured) keep the GEMV up to 64 tokens, as
-// does a packed matrix (or a BF16 one) at T = 1 that linear_decode does not take.
+//  * Grouped FP8 linears (wo_a: Flash 8 x 1024 rows, Pro 16 x 1024, 4096 columns) take
+//    linear_decode_grouped from 2 tokens: H200 2026-11-26 (test_backend_ops --perf, single
+//    launches, bf16 activations), GEMV / linear_decode us, Flash T = 1 18.3 / 21.7, T = 2 26.1 /
+//    22.7, T = 4 33.9 / 23.7, T = 8 108.3 / 25.9, T = 64 481 / 94; Pro T = 1 25.6 / 32.5, T = 2
+//    46.5 / 31.7.
+//  * Large BF16 matrices (LM head 129280 rows; wo_a in convert.py's BF16 form) keep the GEMV to 4
+//    tokens and take plain cuBLAS (linear_gemm) from 5: H100 2026-11-26 (same harness, bf16 x),
+//    GEMV / cuBLAS / linear_decode us, Flash head T = 1 350 / 388 / 375 (the GEMV at 98% of
+//    read), T = 4 368 / 389 / 379, T = 8 902 / 419 / 383, T = 16 982 / 392 / 541, T = 64 3912 /
+//    410 / 614 (Pro head alike); BF16 wo_a T = 4 35.4 / 35.7 / 37.2, T = 8 66.4 / 35.3 / 36.8,
+//    T = 64 270 / 38.2 / 52.5.
+// f32 matrices keep the GEMV up to 64 tokens, as does a packed matrix (or a BF16 one) at T = 1
+// that linear_decode does not take.
 #pragma once
 
 #include <cstdint>
@@ -38,9 +43,11 @@ namespace dsv4::cuda {
 enum class dense_linear_path { gemv, linear_decode, linear_gemm };
 
 // decode_ok / gemm_ok: linear_decode_supported(w) / linear_gemm_supported<act_t>(w) for this
-// matrix (both false falls back to the GEMV / tiled kernel of linear.h).
+// matrix (both false falls back to the GEMV / tiled kernel of linear.h). plain_gemm: linear_gemm
+// needs no expansion (BF16 weights with BF16 activations: cuBLAS on the weights themselves).
 inline dense_linear_path choose_dense_linear_path(weight_kind kind, int64_t rows, int64_t tokens,
-                                                  int64_t groups, bool decode_ok, bool gemm_ok) {
+                                                  int64_t groups, bool decode_ok, bool gemm_ok,
+                                                  bool plain_gemm = false) {
   constexpr int64_t k_gemv_max_tokens = 64;
   if (tokens > k_gemv_max_tokens)
     return gemm_ok ? dense_linear_path::linear_gemm : dense_linear_path::gemv;
@@ -49,12 +56,17 @@ inline dense_linear_path choose_dense_linear_path(weight_kind kind, int64_t rows
       kind == weight_kind::fp8_block || kind == weight_kind::mxfp4 || kind == weight_kind::nvfp4;
   const bool small_bf16 =
       kind == weight_kind::bf16 && rows <= k_bf16_decode_max_rows && tokens >= 2;
-  if (groups != 1) {  // wo_a (decode_ok: linear_decode_grouped_supported)
-    const int64_t min_tokens = kind == weight_kind::bf16 ? 4 : 2;
-    return decode_ok && (packed || kind == weight_kind::bf16) && tokens >= min_tokens
-               ? dense_linear_path::linear_decode
-               : dense_linear_path::gemv;
+  // Large BF16 matrices (the LM head, BF16 wo_a): the GEMV to 4 tokens, then cuBLAS.
+  constexpr int64_t k_bf16_gemv_max_tokens = 4;
+  const bool large_bf16 =
+      kind == weight_kind::bf16 && (rows > k_bf16_decode_max_rows || groups != 1);
+  if (large_bf16 && tokens > k_bf16_gemv_max_tokens) {
+    if (gemm_ok && plain_gemm) return dense_linear_path::linear_gemm;
+    if (decode_ok) return dense_linear_path::linear_decode;
   }
+  if (groups != 1)  // wo_a (decode_ok: linear_decode_grouped_supported)
+    return decode_ok && packed && tokens >= 2 ? dense_linear_path::linear_decode
+                                              : dense_linear_path::gemv;
   if (!(packed || small_bf16) || (tokens == 1 && !decode_ok)) return dense_linear_path::gemv;
   if (small_bf16) return decode_ok ? dense_linear_path::linear_decode : dense_linear_path::gemv;
   const bool four_bit = kind != weight_kind::fp8_block;
