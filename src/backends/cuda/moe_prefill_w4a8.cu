@@ -238,12 +238,26 @@ struct w4a8_args {
 // token 8 (j >> 2) + 2 c + (j & 1) of the tile (pair id pairs[token]); outputs take
 // 2^(base - 127) (NaN for an E8M0 byte 255 in the row). UP: SwiGLU of W1 (rows g) and W3
 // (accumulators j + 2), times the pair weight in the official order; !UP: W2 rows g and g + 8.
+// UP's pair weights are all loaded before the first store: loaded next to each store (until
+// session 10), every load waited one global round trip, as the stores may alias them as far as
+// the compiler knows (SASS: LDG, STG, LDG, ... one chain of N / 4 loads per thread and item).
 template <bool UP, int N>
 __device__ __forceinline__ void w4a8_store_outputs(const w4a8_args& a, const float (&acc)[N / 2],
                                                    int c, int ntok, const int* pairs,
                                                    const int64_t (&row)[2], const int (&emax)[2],
                                                    const int (&base)[2], int64_t out_rows) {
   const float nan = __uint_as_float(0x7fc00000u);
+  float pw[UP ? N / 4 : 1];  // UP: the pair weight of accumulator j = 4 q + b at 2 q + b
+  if constexpr (UP) {
+#pragma unroll
+    for (int q = 0; q < N / 8; ++q)
+#pragma unroll
+      for (int b = 0; b < 2; ++b) {
+        const int t = 8 * q + 2 * c + b;
+        pw[2 * q + b] =
+            a.pair_weights && t < ntok && row[0] < out_rows ? a.pair_weights[pairs[t]] : 1.0f;
+      }
+  }
 #pragma unroll
   for (int j = 0; j < N / 2; ++j) {
     const int t = 8 * (j >> 2) + 2 * c + (j & 1);
@@ -256,7 +270,7 @@ __device__ __forceinline__ void w4a8_store_outputs(const w4a8_args& a, const flo
         const float uv = emax[1] == 255 ? nan : scale_pow2(acc[j + 2], base[1] - 127);
         const float v = moe_swiglu_value(gv, uv, a.limit);
         a.dst[int64_t(p) * out_rows + row[0]] =
-            a.pair_weights ? __fmul_rn(v, a.pair_weights[p]) : v;
+            a.pair_weights ? __fmul_rn(v, pw[2 * (j >> 2) + (j & 1)]) : v;
       }
     } else {
       if (row[i] < out_rows)
