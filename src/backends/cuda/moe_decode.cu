@@ -395,7 +395,10 @@ __device__ __forceinline__ void load_x(uint4 (&xh)[4], uint4 (&xl)[4], const uin
 // RP: the weights are repacked (moe_repack.h): a lane's 16 bytes of rows g and g + 8 of a round
 // are at tile * 1024 + lane * 16 and + 512 (each warp-wide load one contiguous 512 bytes),
 // rounds of a row tile 1024 bytes apart; both pipelines read them.
-template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP = 0>
+// ST: rounds in flight per warp (the ring depth; moe_decode_set_ring_stages). ST == k_stages: the
+// ring in static shared memory; otherwise at the start of the dynamic shared memory (static
+// shared memory stops at 48 KB), the staged activation row after it.
+template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP = 0, int ST = k_stages>
 __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ? 4 : 1)
     moe_decode_gemm_kernel(const uint16_t* ain_hi, const uint16_t* ain_lo, int64_t kdim,
                            int64_t rows, int top_k, const int* chunk_count, const int4* chunks,
@@ -404,10 +407,15 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
                            float* out, int stage_x) {
   constexpr int NM = UP ? 2 : 1;
   constexpr int KS = k_warps / RT;
+  constexpr bool dyn_ring = RING && ST != k_stages;
+  // Scale chunks of the rounds in flight (at least one round per chunk) fit the slots.
+  static_assert(ST <= k_scale_slots, "ring deeper than the scale slots");
   __shared__ int pair_of[k_chunk];
   __shared__ float partial[KS > 1 ? (KS - 1) * RT : 1][NM][4][k_warp_size];
-  __shared__ stage_buf<NM> ring[RING ? k_warps : 1][RING ? k_stages : 1];
+  __shared__ stage_buf<NM> ring_static[RING && !dyn_ring ? k_warps : 1]
+                                      [RING && !dyn_ring ? k_stages : 1];
   __shared__ scale_buf<NM> scale_ring[RING ? k_warps : 1];
+  extern __shared__ uint4 dyn_smem[];
   // UP: the plan comes from the launch right before this one.
   if constexpr (UP) pdl_wait();
   const int slot = blockIdx.y;
@@ -465,9 +473,10 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
         src_s[m][i] = srow_p[m] + i * 8 * srow * (scale_f32 ? 4 : 1);
       }
     const int nr = int(re - rb);  // this warp's rounds
-    stage_buf<NM>(&my_ring)[k_stages] = ring[warp];
+    stage_buf<NM>* const my_ring =
+        (dyn_ring ? reinterpret_cast<stage_buf<NM>*>(dyn_smem) : &ring_static[0][0]) + warp * ST;
     scale_buf<NM>& my_scales = scale_ring[warp];
-    // Round j (of this warp's) into stage j % k_stages, then commit (an empty group past the end
+    // Round j (of this warp's) into stage j % ST, then commit (an empty group past the end
     // keeps one group per round for wait_group).
     const auto issue = [&](int j, int stage) {
       if (j < nr) {
@@ -500,7 +509,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       cp_async_commit();
     };
 #pragma unroll
-    for (int j = 0; j < k_stages; ++j) issue(j, j);
+    for (int j = 0; j < ST; ++j) issue(j, j);
 
     if constexpr (!UP) pdl_wait();  // h from the launch before
     pdl_trigger();
@@ -510,7 +519,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     // ahead. Those loads shared one scoreboard, so every other round's first HMMA waited for the
     // loads just issued for the next round (SASS of MOE7's W1/W3 kernel): a load latency per two
     // rounds, the long-scoreboard stall that dominated T = 1. Block-uniform (c.z).
-    extern __shared__ uint4 xs_row[];
+    uint4* const xs_row = dyn_smem + (dyn_ring ? k_warps * ST * sizeof(stage_buf<NM>) / 16 : 0);
     const bool staged = !SPLIT && stage_x != 0 && c.z == 1;
     if (staged) {
       const int p0 = sorted[c.y];
@@ -531,9 +540,9 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
 
     // Round j's weights times the activation fragments cxh / cxl, then the refill of its stage.
     const auto round_math = [&](int j, const uint4(&cxh)[4], const uint4(&cxl)[4]) {
-      const int u = j % k_stages;
-      cp_async_wait<k_stages - 1>();  // round j (this lane's copies) has landed
-      __syncwarp();                   // and the scale chunks the lanes q == 0 copied for it
+      const int u = j % ST;
+      cp_async_wait<ST - 1>();  // round j (this lane's copies) has landed
+      __syncwarp();             // and the scale chunks the lanes q == 0 copied for it
       const stage_buf<NM>& b = my_ring[u];
       const int64_t r = rb + j;
       const int word = moe_scales::word_of(geo, enc, r, q);
@@ -549,8 +558,11 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
         }
       mma_rounds<K, SPLIT, RP, NM>(acc, cur, cxh, cxl);
       // Refill the stage just read only after the math consumed what was read from it (the
-      // shared loads have returned), so the asynchronous copy cannot overtake them.
-      issue(j + k_stages, u);
+      // shared loads have returned), so the asynchronous copy cannot overtake them. With as
+      // many rounds in flight as scale slots, the refill's scale chunk may take the slot this
+      // round's chunk was read from by the other lanes of its row: wait for the whole warp.
+      if constexpr (ST >= k_scale_slots) __syncwarp();
+      issue(j + ST, u);
     };
     if (staged) {
       if constexpr (!SPLIT) {
@@ -665,11 +677,16 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
 // Official order: FP8 quantize-dequantize of each 128-block of every valid pair's hf row (block
 // maxima, scale and e4m3 rounding of quant::fp8_block_warp, i.e. fake_quant_fp8_values), written
 // as BF16 (exact) in the paired layout. One warp per (pair, block), 4 values per lane.
+// early (moe_decode_set_early_w2): trigger W2 before the wait. W2 reads only the plan and the
+// weights before its own wait, and the plan is complete once W2 runs: every block of this grid
+// has started, so W1/W3 had triggered, after its wait on the plan. W2's wait still covers W1/W3
+// (this grid completes only after its wait).
 __global__ void __launch_bounds__(256)
     moe_decode_quantize_h_kernel(const float* hf, const int32_t* indices, int64_t pairs,
-                                 int64_t experts, int64_t inter, uint16_t* h_hi) {
+                                 int64_t experts, int64_t inter, uint16_t* h_hi, int early) {
+  if (early) pdl_trigger();
   pdl_wait();
-  pdl_trigger();
+  if (!early) pdl_trigger();
   const int64_t blocks_per_row = inter / k_round;
   const int64_t item = int64_t(blockIdx.x) * (256 / k_warp_size) + threadIdx.x / k_warp_size;
   if (item >= pairs * blocks_per_row) return;  // uniform over the warp
@@ -757,12 +774,12 @@ int pick_rt(int64_t rows, int64_t rounds, int64_t tokens, int64_t top_k, int64_t
 
 // Resident blocks per SM of one GEMM instantiation with `smem` bytes of dynamic shared memory
 // (queried once without; with, per launch: the staged row length varies with the shapes).
-template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP>
+template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP, int ST>
 int gemm_blocks_per_sm(size_t smem) {
   const auto query = [](size_t bytes) {
     int b = 0;
     if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &b, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP>, k_threads, bytes) !=
+            &b, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, ST>, k_threads, bytes) !=
         cudaSuccess)
       b = 1;
     return std::max(b, 1);
@@ -779,41 +796,45 @@ int gemm_blocks_per_sm(size_t smem) {
 
 // Dynamic shared memory above the default 48 KB limit (static + dynamic) must be opted into
 // per kernel; done once per instantiation for the largest size seen.
-template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP>
+template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP, int ST>
 cudaError_t allow_dynamic_smem(size_t bytes) {
   static size_t allowed = 0;
   if (bytes <= allowed) return cudaSuccess;
   const cudaError_t e =
-      cudaFuncSetAttribute(moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP>,
+      cudaFuncSetAttribute(moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, ST>,
                            cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
   if (e == cudaSuccess) allowed = bytes;
   return e;
 }
 
-template <weight_kind K, bool UP, bool SPLIT, bool RING, int RP>
-cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int64_t kdim,
-                        int64_t rows, int64_t tokens, int64_t experts, int top_k,
-                        const int* chunk_count, const int4* chunks, const int* sorted,
-                        int64_t chunks_bound, const fp4_weight& wa, const fp4_weight& wb,
-                        float limit, const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo,
-                        float* hf, float* out, cudaStream_t stream) {
+template <weight_kind K, bool UP, bool SPLIT, bool RING, int RP, int ST>
+cudaError_t launch_gemm_st(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int64_t kdim,
+                           int64_t rows, int64_t tokens, int64_t experts, int top_k,
+                           const int* chunk_count, const int4* chunks, const int* sorted,
+                           int64_t chunks_bound, const fp4_weight& wa, const fp4_weight& wb,
+                           float limit, const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo,
+                           float* hf, float* out, cudaStream_t stream) {
   // Staged activation rows (moe_decode_set_stage_x_tokens): the ring kernels without a lo part.
   const moe_decode_stage_x sx = moe_decode_stage_x_tokens();
   const bool stage = UP ? tokens <= sx.up_max : tokens >= sx.down_min && tokens <= sx.down_max;
   const size_t stage_bytes = RING && !SPLIT && stage ? size_t(kdim) * 2 : 0;
-  const int blocks_per_sm[3] = {gemm_blocks_per_sm<K, UP, SPLIT, 4, RING, RP>(stage_bytes),
-                                gemm_blocks_per_sm<K, UP, SPLIT, 2, RING, RP>(stage_bytes),
-                                gemm_blocks_per_sm<K, UP, SPLIT, 1, RING, RP>(stage_bytes)};
+  // A ring deeper than k_stages lives in dynamic shared memory, before the staged row.
+  constexpr size_t ring_bytes =
+      RING && ST != k_stages ? size_t(k_warps) * ST * sizeof(stage_buf < UP ? 2 : 1 >) : 0;
+  const size_t dyn_bytes = ring_bytes + stage_bytes;
+  const int blocks_per_sm[3] = {gemm_blocks_per_sm<K, UP, SPLIT, 4, RING, RP, ST>(dyn_bytes),
+                                gemm_blocks_per_sm<K, UP, SPLIT, 2, RING, RP, ST>(dyn_bytes),
+                                gemm_blocks_per_sm<K, UP, SPLIT, 1, RING, RP, ST>(dyn_bytes)};
   const int rt = pick_rt(rows, kdim / k_round, tokens, top_k, experts, chunks_bound, sms,
                          blocks_per_sm, moe_decode_rt_blocks_per_sm());
   const dim3 grid(unsigned(rows / (16 * rt)), unsigned(chunks_bound));
-#define DSV4_GEMM(RT)                                                                             \
-  (stage_bytes ? allow_dynamic_smem<K, UP, SPLIT, RT, RING, RP>(stage_bytes) : cudaSuccess) !=    \
-          cudaSuccess                                                                             \
-      ? cudaErrorInvalidValue                                                                     \
-      : launch_pdl(RING, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP>, grid,                \
-                   dim3(k_threads), stage_bytes, stream, a_hi, a_lo, kdim, rows, top_k,           \
-                   chunk_count, chunks, sorted, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, \
+#define DSV4_GEMM(RT)                                                                              \
+  (dyn_bytes ? allow_dynamic_smem<K, UP, SPLIT, RT, RING, RP, ST>(dyn_bytes) : cudaSuccess) !=     \
+          cudaSuccess                                                                              \
+      ? cudaErrorInvalidValue                                                                      \
+      : launch_pdl(RING, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, ST>, grid,             \
+                   dim3(k_threads), dyn_bytes, stream, a_hi, a_lo, kdim, rows, top_k, chunk_count, \
+                   chunks, sorted, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out,               \
                    int(stage_bytes > 0))
   cudaError_t e;
   if (rt == 4)
@@ -824,6 +845,28 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
     e = DSV4_GEMM(1);
 #undef DSV4_GEMM
   return e;
+}
+
+// The ring depth of moe_decode_set_ring_stages for the engine's path (ring, no lo part, repacked
+// with the shift expansion); every other combination keeps k_stages (fewer instantiations).
+template <weight_kind K, bool UP, bool SPLIT, bool RING, int RP>
+cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int64_t kdim,
+                        int64_t rows, int64_t tokens, int64_t experts, int top_k,
+                        const int* chunk_count, const int4* chunks, const int* sorted,
+                        int64_t chunks_bound, const fp4_weight& wa, const fp4_weight& wb,
+                        float limit, const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo,
+                        float* hf, float* out, cudaStream_t stream) {
+#define DSV4_GEMM_ST(ST)                                                                          \
+  launch_gemm_st<K, UP, SPLIT, RING, RP, ST>(sms, a_hi, a_lo, kdim, rows, tokens, experts, top_k, \
+                                             chunk_count, chunks, sorted, chunks_bound, wa, wb,   \
+                                             limit, pair_weights, h_hi, h_lo, hf, out, stream)
+  if constexpr (RING && !SPLIT && RP == 2) {
+    const int st = moe_decode_ring_stages();
+    if (st == 6) return DSV4_GEMM_ST(6);
+    if (st == 8) return DSV4_GEMM_ST(8);
+  }
+  return DSV4_GEMM_ST(k_stages);
+#undef DSV4_GEMM_ST
 }
 
 template <weight_kind K, int RP, typename act_t>
@@ -865,9 +908,10 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
     return e;
   if (official) {
     const int64_t items = pairs * (inter / k_round);
-    if (const cudaError_t e = launch_pdl(
-            ring, moe_decode_quantize_h_kernel, dim3(unsigned(ceil_div(items, 256 / k_warp_size))),
-            dim3(256), 0, stream, hf, indices, pairs, experts, inter, hhi);
+    if (const cudaError_t e =
+            launch_pdl(ring, moe_decode_quantize_h_kernel,
+                       dim3(unsigned(ceil_div(items, 256 / k_warp_size))), dim3(256), 0, stream, hf,
+                       indices, pairs, experts, inter, hhi, int(ring && moe_decode_early_w2()));
         e != cudaSuccess)
       return e;
     // The quantized h is exact in BF16: no lo part.
@@ -909,6 +953,23 @@ void moe_decode_set_stage_x_tokens(int up_max, int down_min, int down_max) {
 }
 moe_decode_stage_x moe_decode_stage_x_tokens() {
   return g_stage_x;
+}
+
+namespace {
+int g_ring_stages = k_stages;
+bool g_early_w2 = false;
+}  // namespace
+void moe_decode_set_ring_stages(int stages) {
+  g_ring_stages = stages == 6 || stages == 8 ? stages : k_stages;
+}
+int moe_decode_ring_stages() {
+  return g_ring_stages;
+}
+void moe_decode_set_early_w2(bool on) {
+  g_early_w2 = on;
+}
+bool moe_decode_early_w2() {
+  return g_early_w2;
 }
 
 void moe_decode_set_rt_blocks_per_sm(int n) {
