@@ -73,13 +73,14 @@ bool g_decode_ab = false;
 // --breakdown (with --decode-ab): at T = 1 and 4, the stage breakdown of the official call under
 // the first and the last configuration of --ab.
 bool g_ab_breakdown = false;
+bool g_ab_official_only = false;  // --ab-official: the official order only (the engine's)
 std::vector<std::string> g_ab_configs = {"r4", "s0"};
 // An optional suffix xU[.Dmin.Dmax] stages the activation rows of one-pair chunks in shared
 // memory (moe_decode_set_stage_x_tokens): W1/W3 for T <= U, W2 for Dmin <= T <= Dmax ("s0x4":
 // both for T <= 4, "s0x4.2.4": W2 from T = 2, the library default); without it, staging is off
 // (main before MOE8). MOE9 suffixes, anywhere after the digits: "dN" ring depth N
 // (moe_decode_set_ring_stages: 4, 6, 8; default 4), "e" early W2 (moe_decode_set_early_w2),
-// e.g. "s0x4.2.4d6e".
+// "pN" predicted plan at T <= N (moe_decode_set_predict_tokens), e.g. "s0x4.2.4d6ep4".
 void apply_ab_config(const std::string& c) {
   dsv4::cuda::moe_decode_set_shift_decode(c[0] == 's');
   dsv4::cuda::moe_decode_set_rt_blocks_per_sm(std::atoi(c.c_str() + 1));
@@ -87,6 +88,9 @@ void apply_ab_config(const std::string& c) {
   dsv4::cuda::moe_decode_set_ring_stages(
       dpos == std::string::npos ? 4 : std::atoi(c.c_str() + dpos + 1));
   dsv4::cuda::moe_decode_set_early_w2(c.find('e') != std::string::npos);
+  const size_t ppos = c.find('p');
+  dsv4::cuda::moe_decode_set_predict_tokens(
+      ppos == std::string::npos ? 0 : std::atoi(c.c_str() + ppos + 1));
   int up = 0, dmin = 1, dmax = 0;
   if (const size_t x = c.find('x'); x != std::string::npos) {
     up = dmax = std::atoi(c.c_str() + x + 1);
@@ -101,11 +105,13 @@ void apply_ab_config(const std::string& c) {
 const dsv4::cuda::moe_decode_stage_x g_stage_x_default = dsv4::cuda::moe_decode_stage_x_tokens();
 const int g_ring_stages_default = dsv4::cuda::moe_decode_ring_stages();
 const bool g_early_w2_default = dsv4::cuda::moe_decode_early_w2();
+const int g_predict_default = dsv4::cuda::moe_decode_predict_tokens();
 void reset_ab_config() {
   dsv4::cuda::moe_decode_set_shift_decode(true);
   dsv4::cuda::moe_decode_set_rt_blocks_per_sm(0);
   dsv4::cuda::moe_decode_set_ring_stages(g_ring_stages_default);
   dsv4::cuda::moe_decode_set_early_w2(g_early_w2_default);
+  dsv4::cuda::moe_decode_set_predict_tokens(g_predict_default);
   const auto d = g_stage_x_default;
   dsv4::cuda::moe_decode_set_stage_x_tokens(d.up_max, d.down_min, d.down_max);
 }
@@ -666,7 +672,7 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
     };
     if (g_decode_ab) {
       const repacked_copy r1(w1, {}), r3(w3, {}), r2(w2, {});
-      for (int official = 1; official >= 0; --official) {
+      for (int official = 1; official >= (g_ab_official_only ? 1 : 0); --official) {
         const auto fn = official ? dc::moe_decode_experts_official_repacked<__nv_bfloat16>
                                  : dc::moe_decode_experts_repacked<__nv_bfloat16>;
         const auto body = [=, &r1, &r3, &r2](int i, cudaStream_t st) {
@@ -1579,6 +1585,7 @@ int main(int argc, char** argv) {
     if (a == "--profile") profile = true;
     if (a == "--decode-ab") g_decode_ab = g_decode_only = only_moe = true;
     if (a == "--breakdown") g_ab_breakdown = true;
+    if (a == "--ab-official") g_ab_official_only = true;
     if (a == "--ab" && i + 1 < argc) {
       g_ab_configs.clear();
       for (std::string t = argv[++i]; !t.empty();) {

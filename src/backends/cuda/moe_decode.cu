@@ -192,10 +192,18 @@ struct stage_buf {
 // Geometry and slots: moe_decode_scales.h; k_scale_slots is enough that no chunk is overwritten
 // before its last round is read (k_stages rounds in flight, >= 1 round per chunk).
 using moe_scales::k_scale_slots;
-template <int NM>
+template <int NM, int SS = k_scale_slots>
 struct scale_buf {
-  uint4 s[k_scale_slots][NM][2][8];  // [slot][matrix][row half][g]
+  uint4 s[SS][NM][2][8];  // [slot][matrix][row half][g]
 };
+// Scale slots of a ring of ST rounds: k_scale_slots, except 4 at depth 6, which the launch takes
+// only where a scale chunk spans >= 2 rounds (E8M0 / E4M3 rows of 16-byte chunks; launch_gemm)
+// or a row has <= 4 rounds: the refill after round j writes the chunk of round j + 6, at most 3
+// chunks past that of round j + 1, the oldest still to be read.
+// Frees 8 KB per W1/W3 block, so that the depth-6 ring with a staged row keeps 3 blocks per SM.
+__host__ __device__ constexpr int scale_slots_for(int st) {
+  return st == 6 ? 4 : k_scale_slots;
+}
 
 // One round's weights of one matrix for rows g and g + 8 as mma_round takes them.
 template <weight_kind K>
@@ -386,6 +394,34 @@ __device__ __forceinline__ void load_x(uint4 (&xh)[4], uint4 (&xl)[4], const uin
   }
 }
 
+// The expert of the plan's chunk `slot` computed from the routing itself (MOE9; pairs <= 32, all
+// lanes of the calling warp): when every valid expert holds <= k_chunk pairs,
+// moe_group_pairs_by_expert cuts one chunk per distinct valid expert, in increasing expert
+// order, so chunk `slot` is the slot-th smallest of them. Returns that expert, -1 when the plan
+// has no such chunk, -2 when an expert holds more pairs (no prediction).
+__device__ __forceinline__ int predict_chunk_expert(const int32_t* indices, int pairs, int experts,
+                                                    int slot) {
+  const int lane = threadIdx.x % k_warp_size;
+  const int e = lane < pairs ? __ldg(indices + lane) : -1;
+  const bool valid = lane < pairs && e >= 0 && e < experts;
+  int same = 0, before = 0;
+  for (int j = 0; j < pairs; ++j) {
+    const int ej = __shfl_sync(0xffffffffu, e, j);
+    same += valid && ej == e;
+    before += valid && ej == e && j < lane;
+  }
+  if (__any_sync(0xffffffffu, same > k_chunk)) return -2;
+  const bool first = valid && before == 0;  // one lane per distinct valid expert
+  const unsigned firsts = __ballot_sync(0xffffffffu, first);
+  int rank = 0;  // distinct valid experts below e
+  for (int j = 0; j < pairs; ++j) {
+    const int ej = __shfl_sync(0xffffffffu, e, j);
+    rank += ((firsts >> j) & 1u) && ej < e;
+  }
+  const unsigned hit = __ballot_sync(0xffffffffu, first && rank == slot);
+  return hit ? __shfl_sync(0xffffffffu, e, __ffs(int(hit)) - 1) : -1;
+}
+
 // UP: W1 and W3 (NM = 2), SwiGLU epilogue into paired hi/lo h, or (pair_weights non-null, the
 // official order) h * pair_weights[pair] into hf [pairs, rows] f32. !UP: W2 into out (f32).
 // ain_hi / ain_lo: paired activations, one row of `kdim` per token (UP) or per pair (!UP).
@@ -404,27 +440,45 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
                            int64_t rows, int top_k, const int* chunk_count, const int4* chunks,
                            const int* sorted, fp4_weight wa, fp4_weight wb, float limit,
                            const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo, float* hf,
-                           float* out, int stage_x) {
+                           float* out, int stage_x, const int32_t* route, int route_pairs,
+                           int route_experts) {
   constexpr int NM = UP ? 2 : 1;
   constexpr int KS = k_warps / RT;
   constexpr bool dyn_ring = RING && ST != k_stages;
   // Scale chunks of the rounds in flight (at least one round per chunk) fit the slots.
+  constexpr int SS = scale_slots_for(ST);
   static_assert(ST <= k_scale_slots, "ring deeper than the scale slots");
   __shared__ int pair_of[k_chunk];
   __shared__ float partial[KS > 1 ? (KS - 1) * RT : 1][NM][4][k_warp_size];
   __shared__ stage_buf<NM> ring_static[RING && !dyn_ring ? k_warps : 1]
                                       [RING && !dyn_ring ? k_stages : 1];
-  __shared__ scale_buf<NM> scale_ring[RING ? k_warps : 1];
+  __shared__ scale_buf<NM, SS> scale_ring[RING ? k_warps : 1];
   extern __shared__ uint4 dyn_smem[];
-  // UP: the plan comes from the launch right before this one.
-  if constexpr (UP) pdl_wait();
   const int slot = blockIdx.y;
-  if (slot >= *chunk_count) {  // uniform over the block
-    if constexpr (!UP) pdl_wait();
+  // UP with route_pairs > 0 (ring only; moe_decode_set_predict_tokens): the chunk's expert from
+  // the routing (complete: the plan launch started after it), so that the weight stream starts
+  // before the wait for the plan; the chunk itself is read after that wait. Every warp computes
+  // the same value (no barrier).
+  int pred = -2;
+  if constexpr (UP && RING)
+    if (route_pairs > 0) pred = predict_chunk_expert(route, route_pairs, route_experts, slot);
+  if (pred == -1) {  // no chunk at this slot: uniform over the block
+    pdl_wait();
     return;
   }
-  const int4 c = chunks[slot];
-  if (threadIdx.x < k_chunk) pair_of[threadIdx.x] = sorted[c.y + min(int(threadIdx.x), c.z - 1)];
+  const bool predicted = pred >= 0;
+  // UP: the plan comes from the launch right before this one.
+  if constexpr (UP)
+    if (!predicted) pdl_wait();
+  int4 c = make_int4(pred, 0, 0, 0);
+  if (!predicted) {
+    if (slot >= *chunk_count) {  // uniform over the block
+      if constexpr (!UP) pdl_wait();
+      return;
+    }
+    c = chunks[slot];
+    if (threadIdx.x < k_chunk) pair_of[threadIdx.x] = sorted[c.y + min(int(threadIdx.x), c.z - 1)];
+  }
   const int warp = threadIdx.x / k_warp_size, lane = threadIdx.x % k_warp_size;
   const int tile = warp % RT, kpart = warp / RT;
   const int g = lane / 4, q = lane % 4;
@@ -475,7 +529,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     const int nr = int(re - rb);  // this warp's rounds
     stage_buf<NM>* const my_ring =
         (dyn_ring ? reinterpret_cast<stage_buf<NM>*>(dyn_smem) : &ring_static[0][0]) + warp * ST;
-    scale_buf<NM>& my_scales = scale_ring[warp];
+    scale_buf<NM, SS>& my_scales = scale_ring[warp];
     // Round j (of this warp's) into stage j % ST, then commit (an empty group past the end
     // keeps one group per round for wait_group).
     const auto issue = [&](int j, int stage) {
@@ -495,7 +549,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
           for (int m = 0; m < NM; ++m)
 #pragma unroll
             for (int i = 0; i < 2; ++i) {
-              void* dst = &my_scales.s[chunk % k_scale_slots][m][i][g];
+              void* dst = &my_scales.s[chunk % SS][m][i][g];
               const uint8_t* src = src_s[m][i] + (chunk << geo.cb_shift);
               if (geo.cb_shift == 4)
                 cp_async_16(dst, src);
@@ -511,7 +565,14 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
 #pragma unroll
     for (int j = 0; j < ST; ++j) issue(j, j);
 
-    if constexpr (!UP) pdl_wait();  // h from the launch before
+    if constexpr (!UP) {
+      pdl_wait();            // h from the launch before
+    } else if (predicted) {  // the plan; c.x == pred by the prediction's rule
+      pdl_wait();
+      c = chunks[slot];
+      if (threadIdx.x < k_chunk)
+        pair_of[threadIdx.x] = sorted[c.y + min(int(threadIdx.x), c.z - 1)];
+    }
     pdl_trigger();
     // Staged activations (stage_x: the launch gave kdim * 2 bytes of dynamic shared memory; bf16
     // x or quantized h, no lo part): a chunk of one pair reads its single activation row from
@@ -546,7 +607,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       const stage_buf<NM>& b = my_ring[u];
       const int64_t r = rb + j;
       const int word = moe_scales::word_of(geo, enc, r, q);
-      const auto& sc = my_scales.s[moe_scales::chunk_of(geo, r) % k_scale_slots];
+      const auto& sc = my_scales.s[moe_scales::chunk_of(geo, r) % SS];
       round_w<K> cur[NM];
 #pragma unroll
       for (int m = 0; m < NM; ++m)
@@ -813,7 +874,13 @@ cudaError_t launch_gemm_st(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
                            const int* chunk_count, const int4* chunks, const int* sorted,
                            int64_t chunks_bound, const fp4_weight& wa, const fp4_weight& wb,
                            float limit, const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo,
-                           float* hf, float* out, cudaStream_t stream) {
+                           float* hf, float* out, const int32_t* route, cudaStream_t stream) {
+  // Chunk experts predicted from the routing (moe_decode_set_predict_tokens; W1/W3 ring only).
+  const int64_t pairs = tokens * top_k;
+  const int route_pairs =
+      UP && RING && route && tokens <= moe_decode_predict_tokens() && pairs <= k_warp_size
+          ? int(pairs)
+          : 0;
   // Staged activation rows (moe_decode_set_stage_x_tokens): the ring kernels without a lo part.
   const moe_decode_stage_x sx = moe_decode_stage_x_tokens();
   const bool stage = UP ? tokens <= sx.up_max : tokens >= sx.down_min && tokens <= sx.down_max;
@@ -835,7 +902,7 @@ cudaError_t launch_gemm_st(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
       : launch_pdl(RING, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, ST>, grid,             \
                    dim3(k_threads), dyn_bytes, stream, a_hi, a_lo, kdim, rows, top_k, chunk_count, \
                    chunks, sorted, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out,               \
-                   int(stage_bytes > 0))
+                   int(stage_bytes > 0), route, route_pairs, int(experts))
   cudaError_t e;
   if (rt == 4)
     e = DSV4_GEMM(4);
@@ -855,14 +922,23 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
                         const int* chunk_count, const int4* chunks, const int* sorted,
                         int64_t chunks_bound, const fp4_weight& wa, const fp4_weight& wb,
                         float limit, const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo,
-                        float* hf, float* out, cudaStream_t stream) {
-#define DSV4_GEMM_ST(ST)                                                                          \
-  launch_gemm_st<K, UP, SPLIT, RING, RP, ST>(sms, a_hi, a_lo, kdim, rows, tokens, experts, top_k, \
-                                             chunk_count, chunks, sorted, chunks_bound, wa, wb,   \
-                                             limit, pair_weights, h_hi, h_lo, hf, out, stream)
+                        float* hf, float* out, const int32_t* route, cudaStream_t stream) {
+#define DSV4_GEMM_ST(ST)                                                                \
+  launch_gemm_st<K, UP, SPLIT, RING, RP, ST>(                                           \
+      sms, a_hi, a_lo, kdim, rows, tokens, experts, top_k, chunk_count, chunks, sorted, \
+      chunks_bound, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, route, stream)
   if constexpr (RING && !SPLIT && RP == 2) {
     const int st = moe_decode_ring_stages();
-    if (st == 6) return DSV4_GEMM_ST(6);
+    if (st == 6) {  // 4 scale slots: needs >= 2 rounds per scale chunk, or <= 4 rounds in all
+      const moe_scales::encoding enc = K == weight_kind::nvfp4 ? moe_scales::encoding::e4m3
+                                       : wa.scale_f32          ? moe_scales::encoding::f32
+                                                               : moe_scales::encoding::e8m0;
+      const int64_t srow_bytes =
+          (K == weight_kind::mxfp4 ? kdim / 32 : kdim / 16) * (wa.scale_f32 ? 4 : 1);
+      if (moe_scales::make_geometry(srow_bytes, enc).rpc_shift >= 1 ||
+          kdim / k_round <= scale_slots_for(6))
+        return DSV4_GEMM_ST(6);
+    }
     if (st == 8) return DSV4_GEMM_ST(8);
   }
   return DSV4_GEMM_ST(k_stages);
@@ -903,7 +979,8 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   const fp4_weight f1 = make_fp4_weight(w1), f3 = make_fp4_weight(w3), f2 = make_fp4_weight(w2);
   if (const cudaError_t e = launch_gemm<K, true, x_split, ring, RP>(
           sms, xhi, xlo, hidden, inter, tokens, experts, int(top_k), chunk_count, chunks, sorted,
-          bound, f1, f3, limit, official ? weights : nullptr, hhi, hlo, hf, nullptr, stream);
+          bound, f1, f3, limit, official ? weights : nullptr, hhi, hlo, hf, nullptr, indices,
+          stream);
       e != cudaSuccess)
     return e;
   if (official) {
@@ -917,12 +994,13 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
     // The quantized h is exact in BF16: no lo part.
     if (const cudaError_t e = launch_gemm<K, false, false, ring, RP>(
             sms, hhi, hlo, inter, hidden, tokens, experts, int(top_k), chunk_count, chunks, sorted,
-            bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, stream);
+            bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, nullptr, stream);
         e != cudaSuccess)
       return e;
   } else if (const cudaError_t e = launch_gemm<K, false, true, ring, RP>(
                  sms, hhi, hlo, inter, hidden, tokens, experts, int(top_k), chunk_count, chunks,
-                 sorted, bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, stream);
+                 sorted, bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, nullptr,
+                 stream);
              e != cudaSuccess) {
     return e;
   }
@@ -958,7 +1036,14 @@ moe_decode_stage_x moe_decode_stage_x_tokens() {
 namespace {
 int g_ring_stages = k_stages;
 bool g_early_w2 = false;
+int g_predict_tokens = 0;
 }  // namespace
+void moe_decode_set_predict_tokens(int n) {
+  g_predict_tokens = std::max(0, n);
+}
+int moe_decode_predict_tokens() {
+  return g_predict_tokens;
+}
 void moe_decode_set_ring_stages(int stages) {
   g_ring_stages = stages == 6 || stages == 8 ? stages : k_stages;
 }

@@ -105,6 +105,12 @@ int moe_decode_ring_stages();
 // has no launch in between and already does so). Changes no value. Process-wide; default off.
 void moe_decode_set_early_w2(bool on);
 bool moe_decode_early_w2();
+// Predicted plan (MOE9): at T <= n (and T * top_k <= 32) the W1/W3 ring launch derives each
+// chunk's expert from the routing (valid when every expert holds <= 8 pairs; otherwise it waits
+// as before) and starts its weight stream before waiting for the plan launch. Changes no value.
+// Process-wide; default 0 (off).
+void moe_decode_set_predict_tokens(int n);
+int moe_decode_predict_tokens();
 
 // Device workspace (bytes) for `tokens` x `top_k` pairs; 256-byte aligned pointer expected.
 size_t moe_decode_workspace_bytes(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidden,
