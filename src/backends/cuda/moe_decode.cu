@@ -527,6 +527,11 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
         src_s[m][i] = srow_p[m] + i * 8 * srow * (scale_f32 ? 4 : 1);
       }
     const int nr = int(re - rb);  // this warp's rounds
+    // Scale-chunk bookkeeping in 32 bits (rounds < 2^31) with the power-of-two slot count: the
+    // values of moe_scales::chunk_of / copies_chunk / word_of and chunk % SS, without the 64-bit
+    // shifts and signed-remainder fix-ups ptxas otherwise recomputes every round (MOE9).
+    static_assert((SS & (SS - 1)) == 0, "scale slots: a power of two");
+    const int rb32 = int(rb), rpc_shift = geo.rpc_shift, rpc_mask = (1 << geo.rpc_shift) - 1;
     stage_buf<NM>* const my_ring =
         (dyn_ring ? reinterpret_cast<stage_buf<NM>*>(dyn_smem) : &ring_static[0][0]) + warp * ST;
     scale_buf<NM, SS>& my_scales = scale_ring[warp];
@@ -542,15 +547,15 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
             cp_async_16(&b.w[m][i][lane], src_w[m][i]);
             src_w[m][i] += RP ? fp4_repack::k_tile_bytes : k_round / 2;
           }
-        const int64_t r = rb + j;
-        if (q == 0 && moe_scales::copies_chunk(geo, r, j == 0)) {
-          const int64_t chunk = moe_scales::chunk_of(geo, r);
+        const int r = rb32 + j;
+        if (q == 0 && (j == 0 || (r & rpc_mask) == 0)) {  // copies_chunk
+          const int chunk = r >> rpc_shift;
 #pragma unroll
           for (int m = 0; m < NM; ++m)
 #pragma unroll
             for (int i = 0; i < 2; ++i) {
-              void* dst = &my_scales.s[chunk % SS][m][i][g];
-              const uint8_t* src = src_s[m][i] + (chunk << geo.cb_shift);
+              void* dst = &my_scales.s[chunk & (SS - 1)][m][i][g];
+              const uint8_t* src = src_s[m][i] + (uint32_t(chunk) << geo.cb_shift);
               if (geo.cb_shift == 4)
                 cp_async_16(dst, src);
               else if (geo.cb_shift == 3)
@@ -605,9 +610,11 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       cp_async_wait<ST - 1>();  // round j (this lane's copies) has landed
       __syncwarp();             // and the scale chunks the lanes q == 0 copied for it
       const stage_buf<NM>& b = my_ring[u];
-      const int64_t r = rb + j;
-      const int word = moe_scales::word_of(geo, enc, r, q);
-      const auto& sc = my_scales.s[moe_scales::chunk_of(geo, r) % SS];
+      const int r = rb32 + j, in_chunk = r & rpc_mask;
+      const int word = K == weight_kind::nvfp4 ? in_chunk * 2 + (q >> 1)  // word_of
+                       : scale_f32             ? q
+                                               : in_chunk;
+      const auto& sc = my_scales.s[(r >> rpc_shift) & (SS - 1)];
       round_w<K> cur[NM];
 #pragma unroll
       for (int m = 0; m < NM; ++m)
