@@ -80,7 +80,9 @@ std::vector<std::string> g_ab_configs = {"r4", "s0"};
 // both for T <= 4, "s0x4.2.4": W2 from T = 2, the library default); without it, staging is off
 // (main before MOE8). MOE9 suffixes, anywhere after the digits: "dN" ring depth N
 // (moe_decode_set_ring_stages: 4, 6, 8; default 4), "e" early W2 (moe_decode_set_early_w2),
-// "pN" predicted plan at T <= N (moe_decode_set_predict_tokens), e.g. "s0x4.2.4d6ep4".
+// "pN" predicted plan at T <= N (moe_decode_set_predict_tokens), "q" 4 scale slots
+// (moe_decode_set_scale_slots), "uN" / "vN" staged chunks of up to N pairs in W1/W3 / W2
+// (moe_decode_set_stage_pairs), e.g. "s0x4.2.4d6ep4", "s0x64.2.64qv2".
 void apply_ab_config(const std::string& c) {
   dsv4::cuda::moe_decode_set_shift_decode(c[0] == 's');
   dsv4::cuda::moe_decode_set_rt_blocks_per_sm(std::atoi(c.c_str() + 1));
@@ -88,6 +90,11 @@ void apply_ab_config(const std::string& c) {
   dsv4::cuda::moe_decode_set_ring_stages(
       dpos == std::string::npos ? 4 : std::atoi(c.c_str() + dpos + 1));
   dsv4::cuda::moe_decode_set_early_w2(c.find('e') != std::string::npos);
+  dsv4::cuda::moe_decode_set_scale_slots(c.find('q') != std::string::npos ? 4 : 8);
+  const size_t upos = c.find('u'), vpos = c.find('v');
+  dsv4::cuda::moe_decode_set_stage_pairs(
+      upos == std::string::npos ? 1 : std::atoi(c.c_str() + upos + 1),
+      vpos == std::string::npos ? 1 : std::atoi(c.c_str() + vpos + 1));
   const size_t ppos = c.find('p');
   dsv4::cuda::moe_decode_set_predict_tokens(
       ppos == std::string::npos ? 0 : std::atoi(c.c_str() + ppos + 1));
@@ -106,12 +113,17 @@ const dsv4::cuda::moe_decode_stage_x g_stage_x_default = dsv4::cuda::moe_decode_
 const int g_ring_stages_default = dsv4::cuda::moe_decode_ring_stages();
 const bool g_early_w2_default = dsv4::cuda::moe_decode_early_w2();
 const int g_predict_default = dsv4::cuda::moe_decode_predict_tokens();
+const int g_scale_slots_default = dsv4::cuda::moe_decode_scale_slots();
+const dsv4::cuda::moe_decode_stage_pairs_t g_stage_pairs_default =
+    dsv4::cuda::moe_decode_stage_pairs();
 void reset_ab_config() {
   dsv4::cuda::moe_decode_set_shift_decode(true);
   dsv4::cuda::moe_decode_set_rt_blocks_per_sm(0);
   dsv4::cuda::moe_decode_set_ring_stages(g_ring_stages_default);
   dsv4::cuda::moe_decode_set_early_w2(g_early_w2_default);
   dsv4::cuda::moe_decode_set_predict_tokens(g_predict_default);
+  dsv4::cuda::moe_decode_set_scale_slots(g_scale_slots_default);
+  dsv4::cuda::moe_decode_set_stage_pairs(g_stage_pairs_default.up, g_stage_pairs_default.down);
   const auto d = g_stage_x_default;
   dsv4::cuda::moe_decode_set_stage_x_tokens(d.up_max, d.down_min, d.down_max);
 }

@@ -196,6 +196,11 @@ template <int NM, int SS = k_scale_slots>
 struct scale_buf {
   uint4 s[SS][NM][2][8];  // [slot][matrix][row half][g]
 };
+// Slots = ST (moe_decode_set_scale_slots(4) at depth 4) hold the chunks of ST rounds in flight
+// for every geometry: the refill after round j writes the chunk of round j + ST, at most ST - 1
+// past that of round j + 1 (one round per chunk); it may take round j's slot, hence the
+// __syncwarp before the refill whenever ST >= slots. Frees 8 KB of a W1/W3 block (4 KB of W2):
+// with a staged row, 4 W1/W3 blocks per SM instead of 3.
 // Scale slots of a ring of ST rounds: k_scale_slots, except 4 at depth 6, which the launch takes
 // only where a scale chunk spans >= 2 rounds (E8M0 / E4M3 rows of 16-byte chunks; launch_gemm)
 // or a row has <= 4 rounds: the refill after round j writes the chunk of round j + 6, at most 3
@@ -434,7 +439,9 @@ __device__ __forceinline__ int predict_chunk_expert(const int32_t* indices, int 
 // ST: rounds in flight per warp (the ring depth; moe_decode_set_ring_stages). ST == k_stages: the
 // ring in static shared memory; otherwise at the start of the dynamic shared memory (static
 // shared memory stops at 48 KB), the staged activation row after it.
-template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP = 0, int ST = k_stages>
+// SSO: scale slots (0: scale_slots_for(ST); moe_decode_set_scale_slots).
+template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP = 0, int ST = k_stages,
+          int SSO = 0>
 __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ? 4 : 1)
     moe_decode_gemm_kernel(const uint16_t* ain_hi, const uint16_t* ain_lo, int64_t kdim,
                            int64_t rows, int top_k, const int* chunk_count, const int4* chunks,
@@ -446,7 +453,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
   constexpr int KS = k_warps / RT;
   constexpr bool dyn_ring = RING && ST != k_stages;
   // Scale chunks of the rounds in flight (at least one round per chunk) fit the slots.
-  constexpr int SS = scale_slots_for(ST);
+  constexpr int SS = SSO ? SSO : scale_slots_for(ST);
   static_assert(ST <= k_scale_slots, "ring deeper than the scale slots");
   __shared__ int pair_of[k_chunk];
   __shared__ float partial[KS > 1 ? (KS - 1) * RT : 1][NM][4][k_warp_size];
@@ -585,13 +592,20 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     // ahead. Those loads shared one scoreboard, so every other round's first HMMA waited for the
     // loads just issued for the next round (SASS of MOE7's W1/W3 kernel): a load latency per two
     // rounds, the long-scoreboard stall that dominated T = 1. Block-uniform (c.z).
+    // MOE9: stage_x = the most pairs a staged chunk may hold (moe_decode_set_stage_pairs; 1
+    // before), one row each, rows 64 bytes apart modulo 128 when several (lanes g of two rows
+    // read different banks).
     uint4* const xs_row = dyn_smem + (dyn_ring ? k_warps * ST * sizeof(stage_buf<NM>) / 16 : 0);
-    const bool staged = !SPLIT && stage_x != 0 && c.z == 1;
+    const int xs_stride = int(kdim / 8) + (stage_x > 1 ? 4 : 0);  // uint4 per staged row
+    const bool staged = !SPLIT && c.z <= stage_x;
     if (staged) {
-      const int p0 = sorted[c.y];
-      const int64_t srow_i = UP ? int64_t(p0 / top_k) : int64_t(p0);
-      const uint4* src = reinterpret_cast<const uint4*>(ain_hi + srow_i * kdim);
-      for (int i = threadIdx.x; i < int(kdim / 8); i += k_threads) xs_row[i] = __ldg(src + i);
+      for (int p = 0; p < c.z; ++p) {
+        const int pp = sorted[c.y + p];
+        const int64_t srow_i = UP ? int64_t(pp / top_k) : int64_t(pp);
+        const uint4* src = reinterpret_cast<const uint4*>(ain_hi + srow_i * kdim);
+        for (int i = threadIdx.x; i < int(kdim / 8); i += k_threads)
+          xs_row[p * xs_stride + i] = __ldg(src + i);
+      }
     }
     __syncthreads();  // pair_of, xs_row
 
@@ -629,12 +643,13 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       // shared loads have returned), so the asynchronous copy cannot overtake them. With as
       // many rounds in flight as scale slots, the refill's scale chunk may take the slot this
       // round's chunk was read from by the other lanes of its row: wait for the whole warp.
-      if constexpr (ST >= k_scale_slots) __syncwarp();
+      if constexpr (ST >= SS) __syncwarp();
       issue(j + ST, u);
     };
     if (staged) {
       if constexpr (!SPLIT) {
-        const uint4* xs_lane = xs_row + rb * 16 + q;  // all lanes g read the same 64 bytes
+        // Lanes g of one pair read the same 64 bytes (lanes past the count: the last pair's).
+        const uint4* xs_lane = xs_row + min(g, c.z - 1) * xs_stride + rb * 16 + q;
         for (int j = 0; j < nr; ++j) {
           uint4 cx[4];
 #pragma unroll
@@ -842,12 +857,12 @@ int pick_rt(int64_t rows, int64_t rounds, int64_t tokens, int64_t top_k, int64_t
 
 // Resident blocks per SM of one GEMM instantiation with `smem` bytes of dynamic shared memory
 // (queried once without; with, per launch: the staged row length varies with the shapes).
-template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP, int ST>
+template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP, int ST, int SSO>
 int gemm_blocks_per_sm(size_t smem) {
   const auto query = [](size_t bytes) {
     int b = 0;
     if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &b, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, ST>, k_threads, bytes) !=
+            &b, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, ST, SSO>, k_threads, bytes) !=
         cudaSuccess)
       b = 1;
     return std::max(b, 1);
@@ -864,18 +879,18 @@ int gemm_blocks_per_sm(size_t smem) {
 
 // Dynamic shared memory above the default 48 KB limit (static + dynamic) must be opted into
 // per kernel; done once per instantiation for the largest size seen.
-template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP, int ST>
+template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP, int ST, int SSO>
 cudaError_t allow_dynamic_smem(size_t bytes) {
   static size_t allowed = 0;
   if (bytes <= allowed) return cudaSuccess;
   const cudaError_t e =
-      cudaFuncSetAttribute(moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, ST>,
+      cudaFuncSetAttribute(moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, ST, SSO>,
                            cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
   if (e == cudaSuccess) allowed = bytes;
   return e;
 }
 
-template <weight_kind K, bool UP, bool SPLIT, bool RING, int RP, int ST>
+template <weight_kind K, bool UP, bool SPLIT, bool RING, int RP, int ST, int SSO>
 cudaError_t launch_gemm_st(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int64_t kdim,
                            int64_t rows, int64_t tokens, int64_t experts, int top_k,
                            const int* chunk_count, const int4* chunks, const int* sorted,
@@ -891,25 +906,27 @@ cudaError_t launch_gemm_st(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
   // Staged activation rows (moe_decode_set_stage_x_tokens): the ring kernels without a lo part.
   const moe_decode_stage_x sx = moe_decode_stage_x_tokens();
   const bool stage = UP ? tokens <= sx.up_max : tokens >= sx.down_min && tokens <= sx.down_max;
-  const size_t stage_bytes = RING && !SPLIT && stage ? size_t(kdim) * 2 : 0;
+  const int stage_pairs = UP ? moe_decode_stage_pairs().up : moe_decode_stage_pairs().down;
+  const size_t stage_bytes =
+      RING && !SPLIT && stage ? size_t(stage_pairs) * (kdim * 2 + (stage_pairs > 1 ? 64 : 0)) : 0;
   // A ring deeper than k_stages lives in dynamic shared memory, before the staged row.
   constexpr size_t ring_bytes =
       RING && ST != k_stages ? size_t(k_warps) * ST * sizeof(stage_buf < UP ? 2 : 1 >) : 0;
   const size_t dyn_bytes = ring_bytes + stage_bytes;
-  const int blocks_per_sm[3] = {gemm_blocks_per_sm<K, UP, SPLIT, 4, RING, RP, ST>(dyn_bytes),
-                                gemm_blocks_per_sm<K, UP, SPLIT, 2, RING, RP, ST>(dyn_bytes),
-                                gemm_blocks_per_sm<K, UP, SPLIT, 1, RING, RP, ST>(dyn_bytes)};
+  const int blocks_per_sm[3] = {gemm_blocks_per_sm<K, UP, SPLIT, 4, RING, RP, ST, SSO>(dyn_bytes),
+                                gemm_blocks_per_sm<K, UP, SPLIT, 2, RING, RP, ST, SSO>(dyn_bytes),
+                                gemm_blocks_per_sm<K, UP, SPLIT, 1, RING, RP, ST, SSO>(dyn_bytes)};
   const int rt = pick_rt(rows, kdim / k_round, tokens, top_k, experts, chunks_bound, sms,
                          blocks_per_sm, moe_decode_rt_blocks_per_sm());
   const dim3 grid(unsigned(rows / (16 * rt)), unsigned(chunks_bound));
 #define DSV4_GEMM(RT)                                                                              \
-  (dyn_bytes ? allow_dynamic_smem<K, UP, SPLIT, RT, RING, RP, ST>(dyn_bytes) : cudaSuccess) !=     \
-          cudaSuccess                                                                              \
+  (dyn_bytes ? allow_dynamic_smem<K, UP, SPLIT, RT, RING, RP, ST, SSO>(dyn_bytes)                  \
+             : cudaSuccess) != cudaSuccess                                                         \
       ? cudaErrorInvalidValue                                                                      \
-      : launch_pdl(RING, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, ST>, grid,             \
+      : launch_pdl(RING, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, ST, SSO>, grid,        \
                    dim3(k_threads), dyn_bytes, stream, a_hi, a_lo, kdim, rows, top_k, chunk_count, \
                    chunks, sorted, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out,               \
-                   int(stage_bytes > 0), route, route_pairs, int(experts))
+                   stage_bytes > 0 ? stage_pairs : 0, route, route_pairs, int(experts))
   cudaError_t e;
   if (rt == 4)
     e = DSV4_GEMM(4);
@@ -930,8 +947,8 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
                         int64_t chunks_bound, const fp4_weight& wa, const fp4_weight& wb,
                         float limit, const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo,
                         float* hf, float* out, const int32_t* route, cudaStream_t stream) {
-#define DSV4_GEMM_ST(ST)                                                                \
-  launch_gemm_st<K, UP, SPLIT, RING, RP, ST>(                                           \
+#define DSV4_GEMM_ST(ST, SSO)                                                           \
+  launch_gemm_st<K, UP, SPLIT, RING, RP, ST, SSO>(                                      \
       sms, a_hi, a_lo, kdim, rows, tokens, experts, top_k, chunk_count, chunks, sorted, \
       chunks_bound, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, route, stream)
   if constexpr (RING && !SPLIT && RP == 2) {
@@ -944,11 +961,12 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
           (K == weight_kind::mxfp4 ? kdim / 32 : kdim / 16) * (wa.scale_f32 ? 4 : 1);
       if (moe_scales::make_geometry(srow_bytes, enc).rpc_shift >= 1 ||
           kdim / k_round <= scale_slots_for(6))
-        return DSV4_GEMM_ST(6);
+        return DSV4_GEMM_ST(6, 0);
     }
-    if (st == 8) return DSV4_GEMM_ST(8);
+    if (st == 8) return DSV4_GEMM_ST(8, 0);
+    if (moe_decode_scale_slots() == k_stages) return DSV4_GEMM_ST(k_stages, k_stages);
   }
-  return DSV4_GEMM_ST(k_stages);
+  return DSV4_GEMM_ST(k_stages, 0);
 #undef DSV4_GEMM_ST
 }
 
@@ -1044,7 +1062,21 @@ namespace {
 int g_ring_stages = k_stages;
 bool g_early_w2 = false;
 int g_predict_tokens = 0;
+int g_scale_slots = k_scale_slots;
+moe_decode_stage_pairs_t g_stage_pairs = {1, 1};
 }  // namespace
+void moe_decode_set_stage_pairs(int up, int down) {
+  g_stage_pairs = {std::clamp(up, 1, k_chunk), std::clamp(down, 1, k_chunk)};
+}
+moe_decode_stage_pairs_t moe_decode_stage_pairs() {
+  return g_stage_pairs;
+}
+void moe_decode_set_scale_slots(int n) {
+  g_scale_slots = n == k_stages ? k_stages : k_scale_slots;
+}
+int moe_decode_scale_slots() {
+  return g_scale_slots;
+}
 void moe_decode_set_predict_tokens(int n) {
   g_predict_tokens = std::max(0, n);
 }

@@ -111,6 +111,19 @@ bool moe_decode_early_w2();
 // Process-wide; default 0 (off).
 void moe_decode_set_predict_tokens(int n);
 int moe_decode_predict_tokens();
+// Scale slots (MOE9) of the depth-4 ring on the engine's path: 8 (default) or 4 (one per round
+// in flight; 8 KB less shared memory per W1/W3 block, so that a staged activation row keeps 4
+// blocks per SM). Changes no value. Process-wide, for benches and A/B runs.
+void moe_decode_set_scale_slots(int n);
+int moe_decode_scale_slots();
+// Staged chunks of several pairs (MOE9): where moe_decode_set_stage_x_tokens stages a launch,
+// chunks of up to `up` (W1/W3) / `down` (W2) pairs (1..8; default 1, 1 as before) stage one
+// row per pair (up * (kdim * 2 + 64) bytes of dynamic shared memory). Same sums.
+void moe_decode_set_stage_pairs(int up, int down);
+struct moe_decode_stage_pairs_t {
+  int up, down;
+};
+moe_decode_stage_pairs_t moe_decode_stage_pairs();
 
 // Device workspace (bytes) for `tokens` x `top_k` pairs; 256-byte aligned pointer expected.
 size_t moe_decode_workspace_bytes(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidden,
