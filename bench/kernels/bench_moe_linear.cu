@@ -77,12 +77,14 @@ bool g_ab_official_only = false;  // --ab-official: the official order only (the
 std::vector<std::string> g_ab_configs = {"r4", "s0"};
 // An optional suffix xU[.Dmin.Dmax] stages the activation rows of one-pair chunks in shared
 // memory (moe_decode_set_stage_x_tokens): W1/W3 for T <= U, W2 for Dmin <= T <= Dmax ("s0x4":
-// both for T <= 4, "s0x4.2.4": W2 from T = 2, the library default); without it, staging is off
+// both for T <= 4, "s0x4.2.4": W2 from T = 2, the default of MOE8); without it, staging is off
 // (main before MOE8). MOE9 suffixes, anywhere after the digits: "dN" ring depth N
 // (moe_decode_set_ring_stages: 4, 6, 8; default 4), "e" early W2 (moe_decode_set_early_w2),
-// "pN" predicted plan at T <= N (moe_decode_set_predict_tokens), "q" 4 scale slots
-// (moe_decode_set_scale_slots), "uN" / "vN" staged chunks of up to N pairs in W1/W3 / W2
-// (moe_decode_set_stage_pairs), e.g. "s0x4.2.4d6ep4", "s0x64.2.64qv2".
+// "pN" predicted plan at T <= N (moe_decode_set_predict_tokens), "q" 4 scale slots from T = 1
+// ("qN": from T = N; moe_decode_set_scale_slots_from), "uN" / "vN" staged chunks of up to N
+// pairs in W1/W3 / W2 (moe_decode_set_stage_pairs). A config without a suffix takes its "off"
+// value (4 stages, no early W2, no prediction, 8 scale slots, 1-pair chunks), so "s0x4.2.4" is
+// the default before MOE9 and "s0x64.2.64q2v2" the MOE9 default.
 void apply_ab_config(const std::string& c) {
   dsv4::cuda::moe_decode_set_shift_decode(c[0] == 's');
   dsv4::cuda::moe_decode_set_rt_blocks_per_sm(std::atoi(c.c_str() + 1));
@@ -90,7 +92,9 @@ void apply_ab_config(const std::string& c) {
   dsv4::cuda::moe_decode_set_ring_stages(
       dpos == std::string::npos ? 4 : std::atoi(c.c_str() + dpos + 1));
   dsv4::cuda::moe_decode_set_early_w2(c.find('e') != std::string::npos);
-  dsv4::cuda::moe_decode_set_scale_slots(c.find('q') != std::string::npos ? 4 : 8);
+  const size_t qpos = c.find('q');
+  dsv4::cuda::moe_decode_set_scale_slots_from(
+      qpos == std::string::npos ? 0 : std::max(1, std::atoi(c.c_str() + qpos + 1)));
   const size_t upos = c.find('u'), vpos = c.find('v');
   dsv4::cuda::moe_decode_set_stage_pairs(
       upos == std::string::npos ? 1 : std::atoi(c.c_str() + upos + 1),
@@ -113,7 +117,7 @@ const dsv4::cuda::moe_decode_stage_x g_stage_x_default = dsv4::cuda::moe_decode_
 const int g_ring_stages_default = dsv4::cuda::moe_decode_ring_stages();
 const bool g_early_w2_default = dsv4::cuda::moe_decode_early_w2();
 const int g_predict_default = dsv4::cuda::moe_decode_predict_tokens();
-const int g_scale_slots_default = dsv4::cuda::moe_decode_scale_slots();
+const int g_scale_slots_default = dsv4::cuda::moe_decode_scale_slots_from();
 const dsv4::cuda::moe_decode_stage_pairs_t g_stage_pairs_default =
     dsv4::cuda::moe_decode_stage_pairs();
 void reset_ab_config() {
@@ -122,7 +126,7 @@ void reset_ab_config() {
   dsv4::cuda::moe_decode_set_ring_stages(g_ring_stages_default);
   dsv4::cuda::moe_decode_set_early_w2(g_early_w2_default);
   dsv4::cuda::moe_decode_set_predict_tokens(g_predict_default);
-  dsv4::cuda::moe_decode_set_scale_slots(g_scale_slots_default);
+  dsv4::cuda::moe_decode_set_scale_slots_from(g_scale_slots_default);
   dsv4::cuda::moe_decode_set_stage_pairs(g_stage_pairs_default.up, g_stage_pairs_default.down);
   const auto d = g_stage_x_default;
   dsv4::cuda::moe_decode_set_stage_x_tokens(d.up_max, d.down_min, d.down_max);

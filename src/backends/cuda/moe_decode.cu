@@ -21,8 +21,10 @@
 // drains and L2 fetches its first W2 rounds before L1 has finished; !RING is the first
 // version's register double buffer with plain launches. Both compute the same sums in the same
 // order (the same outputs bit for bit).
-// MOE8: at T <= 4 a block whose chunk holds one pair may stage that pair's activation row in
-// dynamic shared memory (moe_decode_set_stage_x_tokens; the GEMM kernel's stage_x).
+// MOE8: a block whose chunk holds one pair may stage that pair's activation row in dynamic
+// shared memory (moe_decode_set_stage_x_tokens; the GEMM kernel's stage_x). MOE9: at every T
+// (W2 from T = 2), W2 chunks of up to 2 pairs (moe_decode_set_stage_pairs), 4 scale slots from
+// T = 2 so that W1/W3 keeps 4 blocks per SM (moe_decode_set_scale_slots_from).
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -196,7 +198,7 @@ template <int NM, int SS = k_scale_slots>
 struct scale_buf {
   uint4 s[SS][NM][2][8];  // [slot][matrix][row half][g]
 };
-// Slots = ST (moe_decode_set_scale_slots(4) at depth 4) hold the chunks of ST rounds in flight
+// Slots = ST (moe_decode_set_scale_slots_from: 4 at depth 4) hold the chunks of ST rounds in flight
 // for every geometry: the refill after round j writes the chunk of round j + ST, at most ST - 1
 // past that of round j + 1 (one round per chunk); it may take round j's slot, hence the
 // __syncwarp before the refill whenever ST >= slots. Frees 8 KB of a W1/W3 block (4 KB of W2):
@@ -964,7 +966,8 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
         return DSV4_GEMM_ST(6, 0);
     }
     if (st == 8) return DSV4_GEMM_ST(8, 0);
-    if (moe_decode_scale_slots() == k_stages) return DSV4_GEMM_ST(k_stages, k_stages);
+    if (const int from = moe_decode_scale_slots_from(); from > 0 && tokens >= from)
+      return DSV4_GEMM_ST(k_stages, k_stages);
   }
   return DSV4_GEMM_ST(k_stages, 0);
 #undef DSV4_GEMM_ST
@@ -1048,7 +1051,16 @@ int g_rt_blocks_per_sm = 0;
 // at T = 1 it is a trade: with W2 also staged (4, 1, 4) Flash T = 1 measured 1.034-1.036x but
 // Pro T = 1 0.973-0.978x (three runs). W1/W3 staged alone: 0.99-1.00x official, 1.00-1.03x
 // exact order.
-moe_decode_stage_x g_stage_x = {4, 2, 4};
+//
+// MOE9 (bench/kernels/results/h100_2026-11-26_s10_moe9_run3_bench.txt, H100, same process,
+// against 4, 2, 4 with 1-pair chunks and 8 scale slots): staging at every T (64, 2, 64) with
+// 2-pair W2 chunks and 4 scale slots (4 W1/W3 blocks per SM with the staged row) measured Flash
+// T = 1 / 4 / 16 / 64 1.005 / 1.017 / 1.038 / 1.044x, Pro 0.990 / 1.045 / 1.074 / 1.037x; at
+// T >= 16 the x loads one round ahead had been the largest stall (ncu, run 2: 38% of the W1/W3
+// kernel's samples on the HMMA that waits for them at Flash T = 16). The 4 slots cost Pro T = 1
+// 1.3% (every 4-slot configuration, the __syncwarp per round) and gain nothing there (one wave
+// either way), so they start at T = 2; T = 1 stays as before. Not measured on an H200.
+moe_decode_stage_x g_stage_x = {64, 2, 64};
 }  // namespace
 
 void moe_decode_set_stage_x_tokens(int up_max, int down_min, int down_max) {
@@ -1062,8 +1074,8 @@ namespace {
 int g_ring_stages = k_stages;
 bool g_early_w2 = false;
 int g_predict_tokens = 0;
-int g_scale_slots = k_scale_slots;
-moe_decode_stage_pairs_t g_stage_pairs = {1, 1};
+int g_scale_slots_from = 2;
+moe_decode_stage_pairs_t g_stage_pairs = {1, 2};
 }  // namespace
 void moe_decode_set_stage_pairs(int up, int down) {
   g_stage_pairs = {std::clamp(up, 1, k_chunk), std::clamp(down, 1, k_chunk)};
@@ -1071,11 +1083,11 @@ void moe_decode_set_stage_pairs(int up, int down) {
 moe_decode_stage_pairs_t moe_decode_stage_pairs() {
   return g_stage_pairs;
 }
-void moe_decode_set_scale_slots(int n) {
-  g_scale_slots = n == k_stages ? k_stages : k_scale_slots;
+void moe_decode_set_scale_slots_from(int tokens) {
+  g_scale_slots_from = std::max(0, tokens);
 }
-int moe_decode_scale_slots() {
-  return g_scale_slots;
+int moe_decode_scale_slots_from() {
+  return g_scale_slots_from;
 }
 void moe_decode_set_predict_tokens(int n) {
   g_predict_tokens = std::max(0, n);
