@@ -21,8 +21,10 @@
 // drains and L2 fetches its first W2 rounds before L1 has finished; !RING is the first
 // version's register double buffer with plain launches. Both compute the same sums in the same
 // order (the same outputs bit for bit).
-// MOE8: at T <= 4 a block whose chunk holds one pair may stage that pair's activation row in
-// dynamic shared memory (moe_decode_set_stage_x_tokens; the GEMM kernel's stage_x).
+// MOE8: a block whose chunk holds one pair may stage that pair's activation row in dynamic
+// shared memory (moe_decode_set_stage_x_tokens; the GEMM kernel's stage_x). MOE9: at every T
+// (W2 from T = 2), W2 chunks of up to 2 pairs (moe_decode_set_stage_pairs), 4 scale slots from
+// T = 2 so that W1/W3 keeps 4 blocks per SM (moe_decode_set_scale_slots_from).
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -192,10 +194,23 @@ struct stage_buf {
 // Geometry and slots: moe_decode_scales.h; k_scale_slots is enough that no chunk is overwritten
 // before its last round is read (k_stages rounds in flight, >= 1 round per chunk).
 using moe_scales::k_scale_slots;
-template <int NM>
+template <int NM, int SS = k_scale_slots>
 struct scale_buf {
-  uint4 s[k_scale_slots][NM][2][8];  // [slot][matrix][row half][g]
+  uint4 s[SS][NM][2][8];  // [slot][matrix][row half][g]
 };
+// Slots = ST (moe_decode_set_scale_slots_from: 4 at depth 4) hold the chunks of ST rounds in flight
+// for every geometry: the refill after round j writes the chunk of round j + ST, at most ST - 1
+// past that of round j + 1 (one round per chunk); it may take round j's slot, hence the
+// __syncwarp before the refill whenever ST >= slots. Frees 8 KB of a W1/W3 block (4 KB of W2):
+// with a staged row, 4 W1/W3 blocks per SM instead of 3.
+// Scale slots of a ring of ST rounds: k_scale_slots, except 4 at depth 6, which the launch takes
+// only where a scale chunk spans >= 2 rounds (E8M0 / E4M3 rows of 16-byte chunks; launch_gemm)
+// or a row has <= 4 rounds: the refill after round j writes the chunk of round j + 6, at most 3
+// chunks past that of round j + 1, the oldest still to be read.
+// Frees 8 KB per W1/W3 block, so that the depth-6 ring with a staged row keeps 3 blocks per SM.
+__host__ __device__ constexpr int scale_slots_for(int st) {
+  return st == 6 ? 4 : k_scale_slots;
+}
 
 // One round's weights of one matrix for rows g and g + 8 as mma_round takes them.
 template <weight_kind K>
@@ -386,6 +401,34 @@ __device__ __forceinline__ void load_x(uint4 (&xh)[4], uint4 (&xl)[4], const uin
   }
 }
 
+// The expert of the plan's chunk `slot` computed from the routing itself (MOE9; pairs <= 32, all
+// lanes of the calling warp): when every valid expert holds <= k_chunk pairs,
+// moe_group_pairs_by_expert cuts one chunk per distinct valid expert, in increasing expert
+// order, so chunk `slot` is the slot-th smallest of them. Returns that expert, -1 when the plan
+// has no such chunk, -2 when an expert holds more pairs (no prediction).
+__device__ __forceinline__ int predict_chunk_expert(const int32_t* indices, int pairs, int experts,
+                                                    int slot) {
+  const int lane = threadIdx.x % k_warp_size;
+  const int e = lane < pairs ? __ldg(indices + lane) : -1;
+  const bool valid = lane < pairs && e >= 0 && e < experts;
+  int same = 0, before = 0;
+  for (int j = 0; j < pairs; ++j) {
+    const int ej = __shfl_sync(0xffffffffu, e, j);
+    same += valid && ej == e;
+    before += valid && ej == e && j < lane;
+  }
+  if (__any_sync(0xffffffffu, same > k_chunk)) return -2;
+  const bool first = valid && before == 0;  // one lane per distinct valid expert
+  const unsigned firsts = __ballot_sync(0xffffffffu, first);
+  int rank = 0;  // distinct valid experts below e
+  for (int j = 0; j < pairs; ++j) {
+    const int ej = __shfl_sync(0xffffffffu, e, j);
+    rank += ((firsts >> j) & 1u) && ej < e;
+  }
+  const unsigned hit = __ballot_sync(0xffffffffu, first && rank == slot);
+  return hit ? __shfl_sync(0xffffffffu, e, __ffs(int(hit)) - 1) : -1;
+}
+
 // UP: W1 and W3 (NM = 2), SwiGLU epilogue into paired hi/lo h, or (pair_weights non-null, the
 // official order) h * pair_weights[pair] into hf [pairs, rows] f32. !UP: W2 into out (f32).
 // ain_hi / ain_lo: paired activations, one row of `kdim` per token (UP) or per pair (!UP).
@@ -395,28 +438,56 @@ __device__ __forceinline__ void load_x(uint4 (&xh)[4], uint4 (&xl)[4], const uin
 // RP: the weights are repacked (moe_repack.h): a lane's 16 bytes of rows g and g + 8 of a round
 // are at tile * 1024 + lane * 16 and + 512 (each warp-wide load one contiguous 512 bytes),
 // rounds of a row tile 1024 bytes apart; both pipelines read them.
-template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP = 0>
+// ST: rounds in flight per warp (the ring depth; moe_decode_set_ring_stages). ST == k_stages: the
+// ring in static shared memory; otherwise at the start of the dynamic shared memory (static
+// shared memory stops at 48 KB), the staged activation row after it.
+// SSO: scale slots (0: scale_slots_for(ST); moe_decode_set_scale_slots).
+template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP = 0, int ST = k_stages,
+          int SSO = 0>
 __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ? 4 : 1)
     moe_decode_gemm_kernel(const uint16_t* ain_hi, const uint16_t* ain_lo, int64_t kdim,
                            int64_t rows, int top_k, const int* chunk_count, const int4* chunks,
                            const int* sorted, fp4_weight wa, fp4_weight wb, float limit,
                            const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo, float* hf,
-                           float* out, int stage_x) {
+                           float* out, int stage_x, const int32_t* route, int route_pairs,
+                           int route_experts) {
   constexpr int NM = UP ? 2 : 1;
   constexpr int KS = k_warps / RT;
+  constexpr bool dyn_ring = RING && ST != k_stages;
+  // Scale chunks of the rounds in flight (at least one round per chunk) fit the slots.
+  constexpr int SS = SSO ? SSO : scale_slots_for(ST);
+  static_assert(ST <= k_scale_slots, "ring deeper than the scale slots");
   __shared__ int pair_of[k_chunk];
   __shared__ float partial[KS > 1 ? (KS - 1) * RT : 1][NM][4][k_warp_size];
-  __shared__ stage_buf<NM> ring[RING ? k_warps : 1][RING ? k_stages : 1];
-  __shared__ scale_buf<NM> scale_ring[RING ? k_warps : 1];
-  // UP: the plan comes from the launch right before this one.
-  if constexpr (UP) pdl_wait();
+  __shared__ stage_buf<NM> ring_static[RING && !dyn_ring ? k_warps : 1]
+                                      [RING && !dyn_ring ? k_stages : 1];
+  __shared__ scale_buf<NM, SS> scale_ring[RING ? k_warps : 1];
+  extern __shared__ uint4 dyn_smem[];
   const int slot = blockIdx.y;
-  if (slot >= *chunk_count) {  // uniform over the block
-    if constexpr (!UP) pdl_wait();
+  // UP with route_pairs > 0 (ring only; moe_decode_set_predict_tokens): the chunk's expert from
+  // the routing (complete: the plan launch started after it), so that the weight stream starts
+  // before the wait for the plan; the chunk itself is read after that wait. Every warp computes
+  // the same value (no barrier).
+  int pred = -2;
+  if constexpr (UP && RING)
+    if (route_pairs > 0) pred = predict_chunk_expert(route, route_pairs, route_experts, slot);
+  if (pred == -1) {  // no chunk at this slot: uniform over the block
+    pdl_wait();
     return;
   }
-  const int4 c = chunks[slot];
-  if (threadIdx.x < k_chunk) pair_of[threadIdx.x] = sorted[c.y + min(int(threadIdx.x), c.z - 1)];
+  const bool predicted = pred >= 0;
+  // UP: the plan comes from the launch right before this one.
+  if constexpr (UP)
+    if (!predicted) pdl_wait();
+  int4 c = make_int4(pred, 0, 0, 0);
+  if (!predicted) {
+    if (slot >= *chunk_count) {  // uniform over the block
+      if constexpr (!UP) pdl_wait();
+      return;
+    }
+    c = chunks[slot];
+    if (threadIdx.x < k_chunk) pair_of[threadIdx.x] = sorted[c.y + min(int(threadIdx.x), c.z - 1)];
+  }
   const int warp = threadIdx.x / k_warp_size, lane = threadIdx.x % k_warp_size;
   const int tile = warp % RT, kpart = warp / RT;
   const int g = lane / 4, q = lane % 4;
@@ -465,9 +536,15 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
         src_s[m][i] = srow_p[m] + i * 8 * srow * (scale_f32 ? 4 : 1);
       }
     const int nr = int(re - rb);  // this warp's rounds
-    stage_buf<NM>(&my_ring)[k_stages] = ring[warp];
-    scale_buf<NM>& my_scales = scale_ring[warp];
-    // Round j (of this warp's) into stage j % k_stages, then commit (an empty group past the end
+    // Scale-chunk bookkeeping in 32 bits (rounds < 2^31) with the power-of-two slot count: the
+    // values of moe_scales::chunk_of / copies_chunk / word_of and chunk % SS, without the 64-bit
+    // shifts and signed-remainder fix-ups ptxas otherwise recomputes every round (MOE9).
+    static_assert((SS & (SS - 1)) == 0, "scale slots: a power of two");
+    const int rb32 = int(rb), rpc_shift = geo.rpc_shift, rpc_mask = (1 << geo.rpc_shift) - 1;
+    stage_buf<NM>* const my_ring =
+        (dyn_ring ? reinterpret_cast<stage_buf<NM>*>(dyn_smem) : &ring_static[0][0]) + warp * ST;
+    scale_buf<NM, SS>& my_scales = scale_ring[warp];
+    // Round j (of this warp's) into stage j % ST, then commit (an empty group past the end
     // keeps one group per round for wait_group).
     const auto issue = [&](int j, int stage) {
       if (j < nr) {
@@ -479,15 +556,15 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
             cp_async_16(&b.w[m][i][lane], src_w[m][i]);
             src_w[m][i] += RP ? fp4_repack::k_tile_bytes : k_round / 2;
           }
-        const int64_t r = rb + j;
-        if (q == 0 && moe_scales::copies_chunk(geo, r, j == 0)) {
-          const int64_t chunk = moe_scales::chunk_of(geo, r);
+        const int r = rb32 + j;
+        if (q == 0 && (j == 0 || (r & rpc_mask) == 0)) {  // copies_chunk
+          const int chunk = r >> rpc_shift;
 #pragma unroll
           for (int m = 0; m < NM; ++m)
 #pragma unroll
             for (int i = 0; i < 2; ++i) {
-              void* dst = &my_scales.s[chunk % k_scale_slots][m][i][g];
-              const uint8_t* src = src_s[m][i] + (chunk << geo.cb_shift);
+              void* dst = &my_scales.s[chunk & (SS - 1)][m][i][g];
+              const uint8_t* src = src_s[m][i] + (uint32_t(chunk) << geo.cb_shift);
               if (geo.cb_shift == 4)
                 cp_async_16(dst, src);
               else if (geo.cb_shift == 3)
@@ -500,9 +577,16 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       cp_async_commit();
     };
 #pragma unroll
-    for (int j = 0; j < k_stages; ++j) issue(j, j);
+    for (int j = 0; j < ST; ++j) issue(j, j);
 
-    if constexpr (!UP) pdl_wait();  // h from the launch before
+    if constexpr (!UP) {
+      pdl_wait();            // h from the launch before
+    } else if (predicted) {  // the plan; c.x == pred by the prediction's rule
+      pdl_wait();
+      c = chunks[slot];
+      if (threadIdx.x < k_chunk)
+        pair_of[threadIdx.x] = sorted[c.y + min(int(threadIdx.x), c.z - 1)];
+    }
     pdl_trigger();
     // Staged activations (stage_x: the launch gave kdim * 2 bytes of dynamic shared memory; bf16
     // x or quantized h, no lo part): a chunk of one pair reads its single activation row from
@@ -510,13 +594,20 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     // ahead. Those loads shared one scoreboard, so every other round's first HMMA waited for the
     // loads just issued for the next round (SASS of MOE7's W1/W3 kernel): a load latency per two
     // rounds, the long-scoreboard stall that dominated T = 1. Block-uniform (c.z).
-    extern __shared__ uint4 xs_row[];
-    const bool staged = !SPLIT && stage_x != 0 && c.z == 1;
+    // MOE9: stage_x = the most pairs a staged chunk may hold (moe_decode_set_stage_pairs; 1
+    // before), one row each, rows 64 bytes apart modulo 128 when several (lanes g of two rows
+    // read different banks).
+    uint4* const xs_row = dyn_smem + (dyn_ring ? k_warps * ST * sizeof(stage_buf<NM>) / 16 : 0);
+    const int xs_stride = int(kdim / 8) + (stage_x > 1 ? 4 : 0);  // uint4 per staged row
+    const bool staged = !SPLIT && c.z <= stage_x;
     if (staged) {
-      const int p0 = sorted[c.y];
-      const int64_t srow_i = UP ? int64_t(p0 / top_k) : int64_t(p0);
-      const uint4* src = reinterpret_cast<const uint4*>(ain_hi + srow_i * kdim);
-      for (int i = threadIdx.x; i < int(kdim / 8); i += k_threads) xs_row[i] = __ldg(src + i);
+      for (int p = 0; p < c.z; ++p) {
+        const int pp = sorted[c.y + p];
+        const int64_t srow_i = UP ? int64_t(pp / top_k) : int64_t(pp);
+        const uint4* src = reinterpret_cast<const uint4*>(ain_hi + srow_i * kdim);
+        for (int i = threadIdx.x; i < int(kdim / 8); i += k_threads)
+          xs_row[p * xs_stride + i] = __ldg(src + i);
+      }
     }
     __syncthreads();  // pair_of, xs_row
 
@@ -531,13 +622,15 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
 
     // Round j's weights times the activation fragments cxh / cxl, then the refill of its stage.
     const auto round_math = [&](int j, const uint4(&cxh)[4], const uint4(&cxl)[4]) {
-      const int u = j % k_stages;
-      cp_async_wait<k_stages - 1>();  // round j (this lane's copies) has landed
-      __syncwarp();                   // and the scale chunks the lanes q == 0 copied for it
+      const int u = j % ST;
+      cp_async_wait<ST - 1>();  // round j (this lane's copies) has landed
+      __syncwarp();             // and the scale chunks the lanes q == 0 copied for it
       const stage_buf<NM>& b = my_ring[u];
-      const int64_t r = rb + j;
-      const int word = moe_scales::word_of(geo, enc, r, q);
-      const auto& sc = my_scales.s[moe_scales::chunk_of(geo, r) % k_scale_slots];
+      const int r = rb32 + j, in_chunk = r & rpc_mask;
+      const int word = K == weight_kind::nvfp4 ? in_chunk * 2 + (q >> 1)  // word_of
+                       : scale_f32             ? q
+                                               : in_chunk;
+      const auto& sc = my_scales.s[(r >> rpc_shift) & (SS - 1)];
       round_w<K> cur[NM];
 #pragma unroll
       for (int m = 0; m < NM; ++m)
@@ -549,12 +642,16 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
         }
       mma_rounds<K, SPLIT, RP, NM>(acc, cur, cxh, cxl);
       // Refill the stage just read only after the math consumed what was read from it (the
-      // shared loads have returned), so the asynchronous copy cannot overtake them.
-      issue(j + k_stages, u);
+      // shared loads have returned), so the asynchronous copy cannot overtake them. With as
+      // many rounds in flight as scale slots, the refill's scale chunk may take the slot this
+      // round's chunk was read from by the other lanes of its row: wait for the whole warp.
+      if constexpr (ST >= SS) __syncwarp();
+      issue(j + ST, u);
     };
     if (staged) {
       if constexpr (!SPLIT) {
-        const uint4* xs_lane = xs_row + rb * 16 + q;  // all lanes g read the same 64 bytes
+        // Lanes g of one pair read the same 64 bytes (lanes past the count: the last pair's).
+        const uint4* xs_lane = xs_row + min(g, c.z - 1) * xs_stride + rb * 16 + q;
         for (int j = 0; j < nr; ++j) {
           uint4 cx[4];
 #pragma unroll
@@ -665,11 +762,16 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
 // Official order: FP8 quantize-dequantize of each 128-block of every valid pair's hf row (block
 // maxima, scale and e4m3 rounding of quant::fp8_block_warp, i.e. fake_quant_fp8_values), written
 // as BF16 (exact) in the paired layout. One warp per (pair, block), 4 values per lane.
+// early (moe_decode_set_early_w2): trigger W2 before the wait. W2 reads only the plan and the
+// weights before its own wait, and the plan is complete once W2 runs: every block of this grid
+// has started, so W1/W3 had triggered, after its wait on the plan. W2's wait still covers W1/W3
+// (this grid completes only after its wait).
 __global__ void __launch_bounds__(256)
     moe_decode_quantize_h_kernel(const float* hf, const int32_t* indices, int64_t pairs,
-                                 int64_t experts, int64_t inter, uint16_t* h_hi) {
+                                 int64_t experts, int64_t inter, uint16_t* h_hi, int early) {
+  if (early) pdl_trigger();
   pdl_wait();
-  pdl_trigger();
+  if (!early) pdl_trigger();
   const int64_t blocks_per_row = inter / k_round;
   const int64_t item = int64_t(blockIdx.x) * (256 / k_warp_size) + threadIdx.x / k_warp_size;
   if (item >= pairs * blocks_per_row) return;  // uniform over the warp
@@ -757,12 +859,12 @@ int pick_rt(int64_t rows, int64_t rounds, int64_t tokens, int64_t top_k, int64_t
 
 // Resident blocks per SM of one GEMM instantiation with `smem` bytes of dynamic shared memory
 // (queried once without; with, per launch: the staged row length varies with the shapes).
-template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP>
+template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP, int ST, int SSO>
 int gemm_blocks_per_sm(size_t smem) {
   const auto query = [](size_t bytes) {
     int b = 0;
     if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &b, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP>, k_threads, bytes) !=
+            &b, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, ST, SSO>, k_threads, bytes) !=
         cudaSuccess)
       b = 1;
     return std::max(b, 1);
@@ -779,42 +881,54 @@ int gemm_blocks_per_sm(size_t smem) {
 
 // Dynamic shared memory above the default 48 KB limit (static + dynamic) must be opted into
 // per kernel; done once per instantiation for the largest size seen.
-template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP>
+template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP, int ST, int SSO>
 cudaError_t allow_dynamic_smem(size_t bytes) {
   static size_t allowed = 0;
   if (bytes <= allowed) return cudaSuccess;
   const cudaError_t e =
-      cudaFuncSetAttribute(moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP>,
+      cudaFuncSetAttribute(moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, ST, SSO>,
                            cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
   if (e == cudaSuccess) allowed = bytes;
   return e;
 }
 
-template <weight_kind K, bool UP, bool SPLIT, bool RING, int RP>
-cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int64_t kdim,
-                        int64_t rows, int64_t tokens, int64_t experts, int top_k,
-                        const int* chunk_count, const int4* chunks, const int* sorted,
-                        int64_t chunks_bound, const fp4_weight& wa, const fp4_weight& wb,
-                        float limit, const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo,
-                        float* hf, float* out, cudaStream_t stream) {
+template <weight_kind K, bool UP, bool SPLIT, bool RING, int RP, int ST, int SSO>
+cudaError_t launch_gemm_st(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int64_t kdim,
+                           int64_t rows, int64_t tokens, int64_t experts, int top_k,
+                           const int* chunk_count, const int4* chunks, const int* sorted,
+                           int64_t chunks_bound, const fp4_weight& wa, const fp4_weight& wb,
+                           float limit, const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo,
+                           float* hf, float* out, const int32_t* route, cudaStream_t stream) {
+  // Chunk experts predicted from the routing (moe_decode_set_predict_tokens; W1/W3 ring only).
+  const int64_t pairs = tokens * top_k;
+  const int route_pairs =
+      UP && RING && route && tokens <= moe_decode_predict_tokens() && pairs <= k_warp_size
+          ? int(pairs)
+          : 0;
   // Staged activation rows (moe_decode_set_stage_x_tokens): the ring kernels without a lo part.
   const moe_decode_stage_x sx = moe_decode_stage_x_tokens();
   const bool stage = UP ? tokens <= sx.up_max : tokens >= sx.down_min && tokens <= sx.down_max;
-  const size_t stage_bytes = RING && !SPLIT && stage ? size_t(kdim) * 2 : 0;
-  const int blocks_per_sm[3] = {gemm_blocks_per_sm<K, UP, SPLIT, 4, RING, RP>(stage_bytes),
-                                gemm_blocks_per_sm<K, UP, SPLIT, 2, RING, RP>(stage_bytes),
-                                gemm_blocks_per_sm<K, UP, SPLIT, 1, RING, RP>(stage_bytes)};
+  const int stage_pairs = UP ? moe_decode_stage_pairs().up : moe_decode_stage_pairs().down;
+  const size_t stage_bytes =
+      RING && !SPLIT && stage ? size_t(stage_pairs) * (kdim * 2 + (stage_pairs > 1 ? 64 : 0)) : 0;
+  // A ring deeper than k_stages lives in dynamic shared memory, before the staged row.
+  constexpr size_t ring_bytes =
+      RING && ST != k_stages ? size_t(k_warps) * ST * sizeof(stage_buf < UP ? 2 : 1 >) : 0;
+  const size_t dyn_bytes = ring_bytes + stage_bytes;
+  const int blocks_per_sm[3] = {gemm_blocks_per_sm<K, UP, SPLIT, 4, RING, RP, ST, SSO>(dyn_bytes),
+                                gemm_blocks_per_sm<K, UP, SPLIT, 2, RING, RP, ST, SSO>(dyn_bytes),
+                                gemm_blocks_per_sm<K, UP, SPLIT, 1, RING, RP, ST, SSO>(dyn_bytes)};
   const int rt = pick_rt(rows, kdim / k_round, tokens, top_k, experts, chunks_bound, sms,
                          blocks_per_sm, moe_decode_rt_blocks_per_sm());
   const dim3 grid(unsigned(rows / (16 * rt)), unsigned(chunks_bound));
-#define DSV4_GEMM(RT)                                                                             \
-  (stage_bytes ? allow_dynamic_smem<K, UP, SPLIT, RT, RING, RP>(stage_bytes) : cudaSuccess) !=    \
-          cudaSuccess                                                                             \
-      ? cudaErrorInvalidValue                                                                     \
-      : launch_pdl(RING, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP>, grid,                \
-                   dim3(k_threads), stage_bytes, stream, a_hi, a_lo, kdim, rows, top_k,           \
-                   chunk_count, chunks, sorted, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, \
-                   int(stage_bytes > 0))
+#define DSV4_GEMM(RT)                                                                              \
+  (dyn_bytes ? allow_dynamic_smem<K, UP, SPLIT, RT, RING, RP, ST, SSO>(dyn_bytes)                  \
+             : cudaSuccess) != cudaSuccess                                                         \
+      ? cudaErrorInvalidValue                                                                      \
+      : launch_pdl(RING, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, ST, SSO>, grid,        \
+                   dim3(k_threads), dyn_bytes, stream, a_hi, a_lo, kdim, rows, top_k, chunk_count, \
+                   chunks, sorted, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out,               \
+                   stage_bytes > 0 ? stage_pairs : 0, route, route_pairs, int(experts))
   cudaError_t e;
   if (rt == 4)
     e = DSV4_GEMM(4);
@@ -824,6 +938,39 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
     e = DSV4_GEMM(1);
 #undef DSV4_GEMM
   return e;
+}
+
+// The ring depth of moe_decode_set_ring_stages for the engine's path (ring, no lo part, repacked
+// with the shift expansion); every other combination keeps k_stages (fewer instantiations).
+template <weight_kind K, bool UP, bool SPLIT, bool RING, int RP>
+cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int64_t kdim,
+                        int64_t rows, int64_t tokens, int64_t experts, int top_k,
+                        const int* chunk_count, const int4* chunks, const int* sorted,
+                        int64_t chunks_bound, const fp4_weight& wa, const fp4_weight& wb,
+                        float limit, const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo,
+                        float* hf, float* out, const int32_t* route, cudaStream_t stream) {
+#define DSV4_GEMM_ST(ST, SSO)                                                           \
+  launch_gemm_st<K, UP, SPLIT, RING, RP, ST, SSO>(                                      \
+      sms, a_hi, a_lo, kdim, rows, tokens, experts, top_k, chunk_count, chunks, sorted, \
+      chunks_bound, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, route, stream)
+  if constexpr (RING && !SPLIT && RP == 2) {
+    const int st = moe_decode_ring_stages();
+    if (st == 6) {  // 4 scale slots: needs >= 2 rounds per scale chunk, or <= 4 rounds in all
+      const moe_scales::encoding enc = K == weight_kind::nvfp4 ? moe_scales::encoding::e4m3
+                                       : wa.scale_f32          ? moe_scales::encoding::f32
+                                                               : moe_scales::encoding::e8m0;
+      const int64_t srow_bytes =
+          (K == weight_kind::mxfp4 ? kdim / 32 : kdim / 16) * (wa.scale_f32 ? 4 : 1);
+      if (moe_scales::make_geometry(srow_bytes, enc).rpc_shift >= 1 ||
+          kdim / k_round <= scale_slots_for(6))
+        return DSV4_GEMM_ST(6, 0);
+    }
+    if (st == 8) return DSV4_GEMM_ST(8, 0);
+    if (const int from = moe_decode_scale_slots_from(); from > 0 && tokens >= from)
+      return DSV4_GEMM_ST(k_stages, k_stages);
+  }
+  return DSV4_GEMM_ST(k_stages, 0);
+#undef DSV4_GEMM_ST
 }
 
 template <weight_kind K, int RP, typename act_t>
@@ -860,25 +1007,28 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   const fp4_weight f1 = make_fp4_weight(w1), f3 = make_fp4_weight(w3), f2 = make_fp4_weight(w2);
   if (const cudaError_t e = launch_gemm<K, true, x_split, ring, RP>(
           sms, xhi, xlo, hidden, inter, tokens, experts, int(top_k), chunk_count, chunks, sorted,
-          bound, f1, f3, limit, official ? weights : nullptr, hhi, hlo, hf, nullptr, stream);
+          bound, f1, f3, limit, official ? weights : nullptr, hhi, hlo, hf, nullptr, indices,
+          stream);
       e != cudaSuccess)
     return e;
   if (official) {
     const int64_t items = pairs * (inter / k_round);
-    if (const cudaError_t e = launch_pdl(
-            ring, moe_decode_quantize_h_kernel, dim3(unsigned(ceil_div(items, 256 / k_warp_size))),
-            dim3(256), 0, stream, hf, indices, pairs, experts, inter, hhi);
+    if (const cudaError_t e =
+            launch_pdl(ring, moe_decode_quantize_h_kernel,
+                       dim3(unsigned(ceil_div(items, 256 / k_warp_size))), dim3(256), 0, stream, hf,
+                       indices, pairs, experts, inter, hhi, int(ring && moe_decode_early_w2()));
         e != cudaSuccess)
       return e;
     // The quantized h is exact in BF16: no lo part.
     if (const cudaError_t e = launch_gemm<K, false, false, ring, RP>(
             sms, hhi, hlo, inter, hidden, tokens, experts, int(top_k), chunk_count, chunks, sorted,
-            bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, stream);
+            bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, nullptr, stream);
         e != cudaSuccess)
       return e;
   } else if (const cudaError_t e = launch_gemm<K, false, true, ring, RP>(
                  sms, hhi, hlo, inter, hidden, tokens, experts, int(top_k), chunk_count, chunks,
-                 sorted, bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, stream);
+                 sorted, bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, nullptr,
+                 stream);
              e != cudaSuccess) {
     return e;
   }
@@ -901,7 +1051,16 @@ int g_rt_blocks_per_sm = 0;
 // at T = 1 it is a trade: with W2 also staged (4, 1, 4) Flash T = 1 measured 1.034-1.036x but
 // Pro T = 1 0.973-0.978x (three runs). W1/W3 staged alone: 0.99-1.00x official, 1.00-1.03x
 // exact order.
-moe_decode_stage_x g_stage_x = {4, 2, 4};
+//
+// MOE9 (bench/kernels/results/h100_2026-11-26_s10_moe9_run3_bench.txt, H100, same process,
+// against 4, 2, 4 with 1-pair chunks and 8 scale slots): staging at every T (64, 2, 64) with
+// 2-pair W2 chunks and 4 scale slots (4 W1/W3 blocks per SM with the staged row) measured Flash
+// T = 1 / 4 / 16 / 64 1.005 / 1.017 / 1.038 / 1.044x, Pro 0.990 / 1.045 / 1.074 / 1.037x; at
+// T >= 16 the x loads one round ahead had been the largest stall (ncu, run 2: 38% of the W1/W3
+// kernel's samples on the HMMA that waits for them at Flash T = 16). The 4 slots cost Pro T = 1
+// 1.3% (every 4-slot configuration, the __syncwarp per round) and gain nothing there (one wave
+// either way), so they start at T = 2; T = 1 stays as before. Not measured on an H200.
+moe_decode_stage_x g_stage_x = {64, 2, 64};
 }  // namespace
 
 void moe_decode_set_stage_x_tokens(int up_max, int down_min, int down_max) {
@@ -909,6 +1068,44 @@ void moe_decode_set_stage_x_tokens(int up_max, int down_min, int down_max) {
 }
 moe_decode_stage_x moe_decode_stage_x_tokens() {
   return g_stage_x;
+}
+
+namespace {
+int g_ring_stages = k_stages;
+bool g_early_w2 = false;
+int g_predict_tokens = 0;
+int g_scale_slots_from = 2;
+moe_decode_stage_pairs_t g_stage_pairs = {1, 2};
+}  // namespace
+void moe_decode_set_stage_pairs(int up, int down) {
+  g_stage_pairs = {std::clamp(up, 1, k_chunk), std::clamp(down, 1, k_chunk)};
+}
+moe_decode_stage_pairs_t moe_decode_stage_pairs() {
+  return g_stage_pairs;
+}
+void moe_decode_set_scale_slots_from(int tokens) {
+  g_scale_slots_from = std::max(0, tokens);
+}
+int moe_decode_scale_slots_from() {
+  return g_scale_slots_from;
+}
+void moe_decode_set_predict_tokens(int n) {
+  g_predict_tokens = std::max(0, n);
+}
+int moe_decode_predict_tokens() {
+  return g_predict_tokens;
+}
+void moe_decode_set_ring_stages(int stages) {
+  g_ring_stages = stages == 6 || stages == 8 ? stages : k_stages;
+}
+int moe_decode_ring_stages() {
+  return g_ring_stages;
+}
+void moe_decode_set_early_w2(bool on) {
+  g_early_w2 = on;
+}
+bool moe_decode_early_w2() {
+  return g_early_w2;
 }
 
 void moe_decode_set_rt_blocks_per_sm(int n) {

@@ -15,13 +15,14 @@
 // those of f32 x within ~2^-17 relative; bf16 activations are exact. Deterministic: no atomics
 // on values; each output is one fixed-order sum.
 //
-// Where it stands (bench/RESULTS.md, the session-6 and session-7 H200 sections; official order,
-// bf16, the repacked layout the engine reads): Flash T = 1 / 4 / 16 / 64 at 40.5 / 56.7 / 63.7 /
-// 61.2% of the HBM read ceiling, Pro 49.7 / 62.1 / 65.9 / 63.3%; on an H100 86-90% at T = 16 / 64
-// and 54-59% at T = 1. Issue-bound on the H200 (~2.9 instructions per weight); L2 bulk prefetches
-// of W2 during L1, or of each block's own weights, measured slower (session 7). First version
-// (2026-11-22): 29-34% at T = 1, 1.3-5.2x faster than moe_experts_f32 and 1.9-4.0x faster than a
-// per-expert cuBLAS BF16 loop.
+// Where it stands (bench/RESULTS.md, official order, bf16, the repacked layout the engine reads):
+// H200 (session 10, MOE9 run 1, the MOE8 defaults) Flash T = 1 / 4 / 16 / 64 at 42.9 / 62.2 /
+// 66.8 / 65.0% of the HBM read ceiling (4638 GB/s), Pro 52.9 / 65.9 / 68.4 / 66.9%; H100 (MOE9
+// run 3, the MOE9 defaults) Flash 58.1 / 78.3 / 89.6 / 91.4%, Pro 66.7 / 87.6 / 94.4 / 93.4%.
+// Issue-bound on the H200 (~2.9 instructions per weight at 43-60% issue efficiency); deeper
+// rings, L2 bulk prefetches of W2 during L1 or of each block's own weights measured slower.
+// First version (2026-11-22): 29-34% at T = 1, 1.3-5.2x faster than moe_experts_f32 and
+// 1.9-4.0x faster than a per-expert cuBLAS BF16 loop.
 // Official order (moe_decode_experts_official; one run with the exact order, bench/kernels/results/
 // h200_2026-11-22_moe2_bench_moe_linear.txt): 0.5-10% faster than the exact order (W2 reads no
 // lo part), 1.36-1.51x faster than moe_experts_official at T = 1, 4.7-5.6x at T = 64.
@@ -85,12 +86,48 @@ int moe_decode_rt_blocks_per_sm();
 // fragments with shared loads instead of global loads one round ahead. Same products and sums
 // in the same order: outputs bit-equal for the same RT (the extra shared memory may change the
 // resident blocks, hence the wave model's RT). Process-wide, for benches and A/B runs; default
-// 4, 2, 4 (up at T <= 4, down at T = 2..4; moe_decode.cu says why); 0, 1, 0 = never.
+// 64, 2, 64 (MOE9: every T but W2 at T = 1; 4, 2, 4 before; moe_decode.cu says why); 0, 1, 0 =
+// never.
 void moe_decode_set_stage_x_tokens(int up_max, int down_min, int down_max);
 struct moe_decode_stage_x {
   int up_max, down_min, down_max;
 };
 moe_decode_stage_x moe_decode_stage_x_tokens();
+// Ring depth (MOE9): rounds in flight per warp of the cp.async-ring launches without a lo part on
+// the repacked layout with the shift expansion (the engine's bf16 path): 4 (default: the ring in
+// static shared memory, as before), 6 or 8 (the ring in dynamic shared memory; fewer resident
+// blocks where shared memory binds, which the wave model sees). Same products and sums in the
+// same order: outputs bit-equal for the same RT. Other values read as 4. Process-wide, for
+// benches and A/B runs.
+void moe_decode_set_ring_stages(int stages);
+int moe_decode_ring_stages();
+// Early W2 (MOE9, official order): the FP8 quantize launch between W1/W3 and W2 lets W2 launch
+// before its own grid-dependency wait (it triggered after it), so W2 blocks become resident
+// while W1/W3 drains and fill their rings with W2 rounds before they wait for h (the exact order
+// has no launch in between and already does so). Changes no value. Process-wide; default off.
+void moe_decode_set_early_w2(bool on);
+bool moe_decode_early_w2();
+// Predicted plan (MOE9): at T <= n (and T * top_k <= 32) the W1/W3 ring launch derives each
+// chunk's expert from the routing (valid when every expert holds <= 8 pairs; otherwise it waits
+// as before) and starts its weight stream before waiting for the plan launch. Changes no value.
+// Process-wide; default 0 (off).
+void moe_decode_set_predict_tokens(int n);
+int moe_decode_predict_tokens();
+// Scale slots (MOE9) of the depth-4 ring on the engine's path: 4 (one per round in flight; 8 KB
+// less shared memory per W1/W3 block, so that a staged activation row keeps 4 blocks per SM) at
+// T >= tokens, 8 below; 0 = never (8, as before MOE9). Default 2. Changes no value.
+// Process-wide, for benches and A/B runs.
+void moe_decode_set_scale_slots_from(int tokens);
+int moe_decode_scale_slots_from();
+// Staged chunks of several pairs (MOE9): where moe_decode_set_stage_x_tokens stages a launch,
+// chunks of up to `up` (W1/W3) / `down` (W2) pairs (1..8; 1, 1 as before MOE9) stage one
+// row per pair (up * (kdim * 2 + 64) bytes of dynamic shared memory). Same sums. Default 1, 2
+// (MOE9: 2-pair W2 chunks staged; W1/W3 rows of 2 pairs would cost a resident block).
+void moe_decode_set_stage_pairs(int up, int down);
+struct moe_decode_stage_pairs_t {
+  int up, down;
+};
+moe_decode_stage_pairs_t moe_decode_stage_pairs();
 
 // Device workspace (bytes) for `tokens` x `top_k` pairs; 256-byte aligned pointer expected.
 size_t moe_decode_workspace_bytes(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidden,
