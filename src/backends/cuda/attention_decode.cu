@@ -121,6 +121,7 @@
 #include "backends/cuda/attention_decode.h"
 #include "backends/cuda/attention_decode_wgmma.cuh"
 #include "backends/cuda/cluster.cuh"
+#include "backends/cuda/kernel_attributes.h"
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/kv_record.cuh"
 #include "backends/cuda/mbarrier.cuh"
@@ -883,7 +884,6 @@ constexpr int k_ws_in_turn = 0;
 constexpr int k_ws_overlap = 1;
 constexpr int k_ws_pairs = 2;
 constexpr int k_ws_alt = 3;
-constexpr int k_ws_schedules = 4;  // sizes the per-schedule "attributes set" flags
 // Kernel modes: split (partials for the combine kernel), fused (cluster merge), split with
 // plan.fold (a template mode, so that the split and fused kernels' code is not touched by it).
 constexpr int k_ws_split = 0;
@@ -1940,15 +1940,18 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
       if (plan.splits > k_fused_max_cluster || (plan.splits & (plan.splits - 1)) != 0)
         return cudaErrorInvalidValue;
       auto* const ws = ws_kernel<k_ws_fused, act_t>(plan);
-      static bool fused_configured[k_ws_schedules] = {};  // one attribute call per kernel
-      if (!fused_configured[ws_sched(plan)]) {
-        cudaError_t e =
-            cudaFuncSetAttribute(ws, cudaFuncAttributeMaxDynamicSharedMemorySize, k_ws_smem);
-        if (e == cudaSuccess)
-          e = cudaFuncSetAttribute(ws, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-        if (e != cudaSuccess) return e;
-        fused_configured[ws_sched(plan)] = true;
-      }
+      if (const cudaError_t e = configure_kernel_once(
+              reinterpret_cast<const void*>(ws),
+              [ws] {
+                const cudaError_t s = cudaFuncSetAttribute(
+                    ws, cudaFuncAttributeMaxDynamicSharedMemorySize, k_ws_smem);
+                return s != cudaSuccess
+                           ? s
+                           : cudaFuncSetAttribute(
+                                 ws, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
+              });
+          e != cudaSuccess)
+        return e;
       cudaLaunchAttribute attribute{};
       attribute.id = cudaLaunchAttributeClusterDimension;
       attribute.val.clusterDim.x = unsigned(plan.splits);
@@ -1972,13 +1975,7 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
                         tokens * groups <= k_attention_decode_fold_counters;
       auto* const ws =
           fold ? ws_kernel<k_ws_fold, act_t>(plan) : ws_kernel<k_ws_split, act_t>(plan);
-      static bool ws_configured[2][k_ws_schedules] = {};  // one attribute call per kernel
-      if (!ws_configured[fold][ws_sched(plan)]) {
-        const cudaError_t e =
-            cudaFuncSetAttribute(ws, cudaFuncAttributeMaxDynamicSharedMemorySize, k_ws_smem);
-        if (e != cudaSuccess) return e;
-        ws_configured[fold][ws_sched(plan)] = true;
-      }
+      if (const cudaError_t e = allow_dynamic_smem(ws, k_ws_smem); e != cudaSuccess) return e;
       ws<<<grid, k_ws_threads, k_ws_smem, stream>>>(
           q, int(heads), window, comp, int(plan.window_capacity), int(plan.comp_capacity),
           int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o, part_ml, sinks, out,
@@ -1992,13 +1989,8 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
   const bool wg = plan.wgmma && !pool_traits<pool_t>::records;
   auto* const kernel = wg ? attention_decode_kernel<!pool_traits<pool_t>::records, act_t, pool_t>
                           : attention_decode_kernel<false, act_t, pool_t>;
-  static bool configured[2] = {false, false};  // one attribute call per instantiation
-  if (!configured[wg]) {
-    const cudaError_t e = cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                               smem_bytes<pool_t>());
-    if (e != cudaSuccess) return e;
-    configured[wg] = true;
-  }
+  if (const cudaError_t e = allow_dynamic_smem(kernel, smem_bytes<pool_t>()); e != cudaSuccess)
+    return e;
   kernel<<<grid, k_threads, smem_bytes<pool_t>(), stream>>>(
       q, int(heads), window, comp, int(plan.window_capacity), int(plan.comp_capacity),
       int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o, part_ml);

@@ -35,6 +35,7 @@
 
 #include "backends/cuda/activation.cuh"
 #include "backends/cuda/fp4_mma.cuh"
+#include "backends/cuda/kernel_attributes.h"
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/moe_decode.h"
 #include "backends/cuda/moe_decode_scales.h"
@@ -879,19 +880,6 @@ int gemm_blocks_per_sm(size_t smem) {
   return n;
 }
 
-// Dynamic shared memory above the default 48 KB limit (static + dynamic) must be opted into
-// per kernel; done once per instantiation for the largest size seen.
-template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP, int ST, int SSO>
-cudaError_t allow_dynamic_smem(size_t bytes) {
-  static size_t allowed = 0;
-  if (bytes <= allowed) return cudaSuccess;
-  const cudaError_t e =
-      cudaFuncSetAttribute(moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, ST, SSO>,
-                           cudaFuncAttributeMaxDynamicSharedMemorySize, int(bytes));
-  if (e == cudaSuccess) allowed = bytes;
-  return e;
-}
-
 template <weight_kind K, bool UP, bool SPLIT, bool RING, int RP, int ST, int SSO>
 cudaError_t launch_gemm_st(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int64_t kdim,
                            int64_t rows, int64_t tokens, int64_t experts, int top_k,
@@ -922,7 +910,8 @@ cudaError_t launch_gemm_st(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
                          blocks_per_sm, moe_decode_rt_blocks_per_sm());
   const dim3 grid(unsigned(rows / (16 * rt)), unsigned(chunks_bound));
 #define DSV4_GEMM(RT)                                                                              \
-  (dyn_bytes ? allow_dynamic_smem<K, UP, SPLIT, RT, RING, RP, ST, SSO>(dyn_bytes)                  \
+  (dyn_bytes ? allow_dynamic_smem(moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, ST, SSO>,     \
+                                  dyn_bytes)                                                       \
              : cudaSuccess) != cudaSuccess                                                         \
       ? cudaErrorInvalidValue                                                                      \
       : launch_pdl(RING, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, ST, SSO>, grid,        \

@@ -61,6 +61,7 @@
 #include <type_traits>
 
 #include "backends/cuda/activation.cuh"
+#include "backends/cuda/kernel_attributes.h"
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/mbarrier.cuh"
 #include "backends/cuda/moe_plan.cuh"
@@ -521,14 +522,10 @@ __global__ void __launch_bounds__(k_threads, 1) moe_prefill_w4a8_kernel(w4a8_arg
 
 template <bool UP, bool PIPE>
 cudaError_t launch_w4a8_gemm(dim3 grid, const w4a8_args& a, cudaStream_t stream) {
-  static bool configured = false;  // one attribute call per instantiation
-  if (!configured) {
-    const cudaError_t e =
-        cudaFuncSetAttribute(moe_prefill_w4a8_kernel<UP, PIPE>,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize, smem_bytes_for(PIPE));
-    if (e != cudaSuccess) return e;
-    configured = true;
-  }
+  if (const cudaError_t e =
+          allow_dynamic_smem(moe_prefill_w4a8_kernel<UP, PIPE>, smem_bytes_for(PIPE));
+      e != cudaSuccess)
+    return e;
   moe_prefill_w4a8_kernel<UP, PIPE><<<grid, k_threads, smem_bytes_for(PIPE), stream>>>(a);
   return cudaGetLastError();
 }
@@ -924,27 +921,13 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 #endif
 }
 
-int sm_count_of_current_device() {
-  int dev = 0, n = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess ||
-      cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess)
-    return 132;
-  return n;
-}
-
 template <bool UP, int LEAD>
 cudaError_t launch_w4a8_ws_lead(int64_t row_blocks, int64_t tile_slots, const w4a8_args& a,
                                 cudaStream_t stream) {
-  static bool configured = false;
-  static int sms = 0;
-  if (!configured) {
-    const cudaError_t e =
-        cudaFuncSetAttribute(moe_prefill_w4a8_ws_kernel<UP, LEAD>,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize, k_ws_smem);
-    if (e != cudaSuccess) return e;
-    sms = sm_count_of_current_device();
-    configured = true;
-  }
+  if (const cudaError_t e = allow_dynamic_smem(moe_prefill_w4a8_ws_kernel<UP, LEAD>, k_ws_smem);
+      e != cudaSuccess)
+    return e;
+  const int sms = current_device_sm_count();
   const int64_t items = row_blocks * tile_slots;
   if (items == 0) return cudaSuccess;
   const unsigned grid = unsigned(items < sms ? items : sms);

@@ -52,6 +52,7 @@
 
 #include "backends/cuda/activation.cuh"
 #include "backends/cuda/fp4_mma.cuh"
+#include "backends/cuda/kernel_attributes.h"
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/mma_sm80.cuh"
 #include "backends/cuda/moe_plan.cuh"
@@ -427,14 +428,10 @@ cudaError_t launch_one(dim3 grid, const in_t* src, int top_k, const int* tile_co
                        const int4* tiles, const int* sorted, const fp4_weight& wa,
                        const fp4_weight& wb, float limit, const float* pair_weights, out_t* dst,
                        cudaStream_t stream) {
-  static bool configured = false;  // one attribute call per instantiation
-  if (!configured) {
-    const cudaError_t e =
-        cudaFuncSetAttribute(moe_prefill_wgmma_kernel<in_t, out_t, K, UP, RP>,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize, k_smem_bytes);
-    if (e != cudaSuccess) return e;
-    configured = true;
-  }
+  if (const cudaError_t e =
+          allow_dynamic_smem(moe_prefill_wgmma_kernel<in_t, out_t, K, UP, RP>, k_smem_bytes);
+      e != cudaSuccess)
+    return e;
   moe_prefill_wgmma_kernel<in_t, out_t, K, UP, RP><<<grid, k_threads, k_smem_bytes, stream>>>(
       src, top_k, tile_count, tiles, sorted, wa, wb, limit, pair_weights, dst);
   return cudaGetLastError();
@@ -641,14 +638,10 @@ cudaError_t launch_one_cp(dim3 grid, const __nv_bfloat16* src, int top_k, const 
                           const int4* tiles, const int* sorted, const fp4_weight& wa,
                           const fp4_weight& wb, float limit, const float* pair_weights, out_t* dst,
                           cudaStream_t stream) {
-  static bool configured = false;  // one attribute call per instantiation
-  if (!configured) {
-    const cudaError_t e =
-        cudaFuncSetAttribute(moe_prefill_wgmma_cp_kernel<out_t, K, UP>,
-                             cudaFuncAttributeMaxDynamicSharedMemorySize, k_cp_smem_bytes);
-    if (e != cudaSuccess) return e;
-    configured = true;
-  }
+  if (const cudaError_t e =
+          allow_dynamic_smem(moe_prefill_wgmma_cp_kernel<out_t, K, UP>, k_cp_smem_bytes);
+      e != cudaSuccess)
+    return e;
   moe_prefill_wgmma_cp_kernel<out_t, K, UP><<<grid, k_threads, k_cp_smem_bytes, stream>>>(
       src, top_k, tile_count, tiles, sorted, wa, wb, limit, pair_weights, dst);
   return cudaGetLastError();
