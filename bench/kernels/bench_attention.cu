@@ -1140,6 +1140,11 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
     std::vector<variant> vs;
     vs.push_back({"fp4 plan", plan});
     {
+      plan_t p = plan;
+      p.score_ss = !plan.score_ss;
+      vs.push_back({plan.score_ss ? "fp4 no-ss" : "fp4 ss", p});
+    }
+    {
       // Main's kernels before session 9 (the session's plan flags off).
       plan_t p0 = plan;
       p0.lean_select = p0.score_quad = p0.score_rotate = p0.cluster_select = false;

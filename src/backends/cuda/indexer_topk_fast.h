@@ -85,6 +85,11 @@ struct indexer_fast_plan {
   // one warpgroup's MMAs overlap the other's widening and epilogue; the same scores bit for bit.
   // Opt-in: slower (H100, session 9: T=1 top-512 33.89 vs 33.44 us, T=32 591 vs 553-570 us).
   bool score_pingpong = false;
+  // FP4 bulk decoupled passes, 8 warps: the keys widened into shared memory (stmatrix, the wgmma
+  // K-major layout) and the MMAs taking both operands from shared memory, so a warpgroup holds two
+  // accumulators and pass p's MMAs run while pass p - 1's epilogue and pass p + 1's key loads do
+  // (indexer_score_ss_kernel). The same scores bit for bit. Opt-in until measured faster.
+  bool score_ss = false;
   // The per-token state and histograms zeroed by a kernel that the score kernel follows as a
   // programmatic dependent (the scores overlap the zeroing) instead of a memset node.
   bool zero_kernel = true;
