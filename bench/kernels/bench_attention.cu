@@ -1143,6 +1143,9 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
       plan_t p = plan;
       p.score_ss = !plan.score_ss;
       vs.push_back({plan.score_ss ? "fp4 no-ss" : "fp4 ss", p});
+      p.score_ss = true;
+      p.score_ss_wsmem = !plan.score_ss_wsmem;
+      vs.push_back({plan.score_ss_wsmem ? "fp4 ss no-wsmem" : "fp4 ss wsmem", p});
     }
     {
       // Main's kernels before session 9 (the session's plan flags off).

@@ -994,7 +994,7 @@ __device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t
 constexpr int k_ss_a_bytes = 64 * k_row_bytes;  // one warpgroup's widened pass
 constexpr int score_ss_smem_bytes(int stages) {
   return k_q_bytes + 2 * k_ss_a_bytes + stages * k_fp4_pass_bytes + k_bins * 4 + k_row_ring * 4 +
-         stages * k_pass * 4 + (k_max_range_blocks + 1) / 2 * 8 + stages * 16;
+         stages * k_pass * 4 + (k_max_range_blocks + 1) / 2 * 8 + stages * 16 + 8 * 4 * 8;
 }
 static_assert(2 * (score_ss_smem_bytes(k_stages_fp4) + 1024) <= 228 * 1024, "two CTAs per SM");
 
@@ -1007,7 +1007,9 @@ static_assert(2 * (score_ss_smem_bytes(k_stages_fp4) + 1024) <= 228 * 1024, "two
 // Loop per warpgroup: [A = pass p] issue MMAs p (acc p % 2) | epilogue p - 1 (other acc) | issue
 // bulk pass p + stages, wait pass p + 1's codes, registers, release its stage | wait MMAs p | widen
 // p + 1 into A, proxy fence, warpgroup barrier.
-template <typename act_t, int stages>
+// w_smem (plan.score_ss_wsmem): the head weights read from shared memory in each epilogue instead
+// of 16 registers held through the loop (room for both accumulators under the 128-register cap).
+template <typename act_t, int stages, bool w_smem>
 __global__ void __launch_bounds__(256, 2)
     indexer_score_ss_kernel(const act_t* q, const act_t* weights, const void* key_pool,
                             const void* key_scales_raw, paged_entries pages,
@@ -1030,6 +1032,9 @@ __global__ void __launch_bounds__(256, 2)
   int32_t* range_blocks = reinterpret_cast<int32_t*>(pass_scales + stages * k_pass);
   const uint32_t full_s = smem_u32(range_blocks) + (k_max_range_blocks + 1) / 2 * 8;
   const uint32_t empty_s = full_s + 8 * stages;
+  // w_smem: lane quad t's weight pair of n-tile nt at w_pairs[nt * 4 + t].
+  float2* w_pairs =
+      reinterpret_cast<float2*>(range_blocks + (k_max_range_blocks + 1) / 2 * 2 + 4 * stages);
 
   pdl_trigger();
   const int64_t t = blockIdx.y;
@@ -1113,12 +1118,20 @@ __global__ void __launch_bounds__(256, 2)
   wgmma::fence_async_smem();
   for (int b = threadIdx.x; b < k_bins; b += k_score_threads) hist_s[b] = 0;
   float w[8][2];
+  if constexpr (w_smem) {
+    if (threadIdx.x < 32) {
+      const int nt = int(threadIdx.x) / 4, tq = int(threadIdx.x) % 4;
+      w_pairs[threadIdx.x] = make_float2(act_to_f32(weights[t * k_heads + nt * 8 + 2 * tq]),
+                                         act_to_f32(weights[t * k_heads + nt * 8 + 2 * tq + 1]));
+    }
+  } else {
 #pragma unroll
-  for (int nt = 0; nt < 8; ++nt)
+    for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
-    for (int e = 0; e < 2; ++e)
-      w[nt][e] = act_to_f32(weights[t * k_heads + nt * 8 + 2 * (lane % 4) + e]);
-  __syncthreads();  // the query, hist_s's zeros
+      for (int e = 0; e < 2; ++e)
+        w[nt][e] = act_to_f32(weights[t * k_heads + nt * 8 + 2 * (lane % 4) + e]);
+  }
+  __syncthreads();  // the query, hist_s's zeros (and w_pairs)
 
   // This lane's stmatrix row of its warp's 16 (row l % 8 of matrix l / 8: matrices 1 and 3 are
   // rows 8..15, matrices 2 and 3 the k-step's second 16-byte chunk) and the chunk swizzle: chunk
@@ -1227,12 +1240,22 @@ __global__ void __launch_bounds__(256, 2)
   auto epilogue = [&](const float(&acc)[32], int64_t pp) {
     float h0 = 0.0f, h1 = 0.0f;
 #pragma unroll
-    for (int nt = 0; nt < 8; ++nt)
+    for (int nt = 0; nt < 8; ++nt) {
+      float wt[2];
+      if constexpr (w_smem) {
+        const float2 v = w_pairs[nt * 4 + lane % 4];
+        wt[0] = v.x;
+        wt[1] = v.y;
+      } else {
+        wt[0] = w[nt][0];
+        wt[1] = w[nt][1];
+      }
 #pragma unroll
       for (int e = 0; e < 2; ++e) {
-        h0 += w[nt][e] * fmaxf(acc[4 * nt + e], 0.0f);
-        h1 += w[nt][e] * fmaxf(acc[4 * nt + 2 + e], 0.0f);
+        h0 += wt[e] * fmaxf(acc[4 * nt + e], 0.0f);
+        h1 += wt[e] * fmaxf(acc[4 * nt + 2 + e], 0.0f);
       }
+    }
     const bool odd = (lane & 1) != 0;
     float mine = odd ? h1 : h0;
     mine += __shfl_xor_sync(0xffffffffu, odd ? h0 : h1, 1);
@@ -1883,8 +1906,9 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
       if (e == cudaSuccess) e = set(kernel, score_smem_bytes(k_stages_fp8, k_fmt_e4m3));
     for (auto kernel : score_kernels_fp4)
       if (e == cudaSuccess) e = set(kernel, score_smem_bytes(k_stages_fp4, k_fmt_e2m1));
-    if (e == cudaSuccess)
-      e = set(indexer_score_ss_kernel<act_t, k_stages_fp4>, score_ss_smem_bytes(k_stages_fp4));
+    for (auto kernel : {indexer_score_ss_kernel<act_t, k_stages_fp4, false>,
+                        indexer_score_ss_kernel<act_t, k_stages_fp4, true>})
+      if (e == cudaSuccess) e = set(kernel, score_ss_smem_bytes(k_stages_fp4));
     if (e == cudaSuccess) e = set(indexer_collect_select_kernel, k_select_smem);
     if (e == cudaSuccess) e = set(indexer_select_kernel, k_select_kernel_smem_lean);
     if (e == cudaSuccess) e = set(indexer_cluster_select_kernel, k_csel_smem);
@@ -1900,7 +1924,9 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
       if (e == cudaSuccess) e = carveout(kernel);
     for (auto kernel : score_kernels_fp4)
       if (e == cudaSuccess) e = carveout(kernel);
-    if (e == cudaSuccess) e = carveout(indexer_score_ss_kernel<act_t, k_stages_fp4>);
+    for (auto kernel : {indexer_score_ss_kernel<act_t, k_stages_fp4, false>,
+                        indexer_score_ss_kernel<act_t, k_stages_fp4, true>})
+      if (e == cudaSuccess) e = carveout(kernel);
     if (e == cudaSuccess) e = carveout(indexer_collect_select_kernel);
     if (e == cudaSuccess) e = carveout(indexer_select_kernel);
     if (e == cudaSuccess) e = carveout(indexer_cluster_select_kernel);
@@ -1952,8 +1978,12 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
     else
       launch_score(indexer_score_kernel<act_t, k_stages_fp8, k_fmt_e4m3, 4>, 128, smem);
   } else if (bulk && plan.score_ss && plan.score_decouple && eight && !plan.score_split) {
-    launch_score(indexer_score_ss_kernel<act_t, k_stages_fp4>, 256,
-                 score_ss_smem_bytes(k_stages_fp4));
+    if (plan.score_ss_wsmem)
+      launch_score(indexer_score_ss_kernel<act_t, k_stages_fp4, true>, 256,
+                   score_ss_smem_bytes(k_stages_fp4));
+    else
+      launch_score(indexer_score_ss_kernel<act_t, k_stages_fp4, false>, 256,
+                   score_ss_smem_bytes(k_stages_fp4));
   } else if (fmt == k_fmt_e2m1 && plan.score_wgmma && plan.score_split) {
     const int smem = score_smem_bytes(k_stages_fp4, fmt);
     if (eight)

@@ -90,6 +90,9 @@ struct indexer_fast_plan {
   // accumulators and pass p's MMAs run while pass p - 1's epilogue and pass p + 1's key loads do
   // (indexer_score_ss_kernel). The same scores bit for bit. Opt-in until measured faster.
   bool score_ss = false;
+  // With score_ss: the head weights read from shared memory by each epilogue instead of held in 16
+  // registers (the kernel sits at the 128-register cap of two 256-thread CTAs per SM).
+  bool score_ss_wsmem = false;
   // The per-token state and histograms zeroed by a kernel that the score kernel follows as a
   // programmatic dependent (the scores overlap the zeroing) instead of a memset node.
   bool zero_kernel = true;
