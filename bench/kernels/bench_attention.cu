@@ -1146,6 +1146,12 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
       p.score_ss = true;
       p.score_ss_wsmem = !plan.score_ss_wsmem;
       vs.push_back({plan.score_ss_wsmem ? "fp4 ss no-wsmem" : "fp4 ss wsmem", p});
+      // Three CTAs per SM (plan.score_three), with its grid and with the plan's (two per SM).
+      p = plan;
+      p.score_three = true;
+      vs.push_back({"fp4 three grid2", p});
+      dsv4::cuda::indexer_fast_plan_set_ctas_per_sm(p, 3, sms, bs);
+      vs.push_back({"fp4 three", p});
     }
     {
       // Main's kernels before session 9 (the session's plan flags off).

@@ -93,6 +93,11 @@ struct indexer_fast_plan {
   // With score_ss: the head weights read from shared memory by each epilogue instead of held in 16
   // registers (the kernel sits at the 128-register cap of two 256-thread CTAs per SM).
   bool score_ss_wsmem = false;
+  // FP4 bulk passes on wgmma, 8 warps: the register-A kernel bounded for three CTAs per SM (80
+  // registers, three key stages), 24 warps per SM instead of 16 to hide the per-pass latency
+  // chain. Use with indexer_fast_plan_set_ctas_per_sm(plan, 3, sms) (the grid of three CTAs per
+  // SM). The same scores bit for bit.
+  bool score_three = false;
   // The per-token state and histograms zeroed by a kernel that the score kernel follows as a
   // programmatic dependent (the scores overlap the zeroing) instead of a memset node.
   bool zero_kernel = true;
@@ -125,6 +130,10 @@ struct indexer_fast_plan {
 
 indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_width,
                                               int64_t block_size, int sm_count);
+// The score grid (keys_per_cta, ctas_per_token) for `ctas_per_sm` score CTAs per SM (the plan's:
+// 2; 3 for score_three). The scratch does not depend on it.
+void indexer_fast_plan_set_ctas_per_sm(indexer_fast_plan& plan, int ctas_per_sm, int sm_count,
+                                       int64_t block_size);
 
 // score(t, s) = sum_h weights[t, h] * relu(q[t, h] . key[s]) * q_scale over the
 // first n_visible[t] entries of block-table row token_seq[t]; out[t, 0 : top_k]
