@@ -2288,7 +2288,8 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
     else
       launch_score(indexer_score_ss_kernel<act_t, k_stages_fp4, false>, 256,
                    score_ss_smem_bytes(k_stages_fp4));
-  } else if (bulk && plan.score_three && plan.score_decouple && eight && !plan.score_split) {
+  } else if (bulk && plan.score_three && plan.score_decouple && plan.score_quad &&
+             !plan.score_pingpong && eight && !plan.score_split) {
     launch_score(indexer_score_three_kernel<act_t, k_stages_fp4_three>, 256,
                  score_three_smem_bytes(k_stages_fp4_three));
   } else if (fmt == k_fmt_e2m1 && plan.score_wgmma && plan.score_split) {
