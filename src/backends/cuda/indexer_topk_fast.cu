@@ -12,6 +12,10 @@
 //    mbarrier; with plan.score_decouple every thread releases the stage on an "empty" mbarrier
 //    once its codes are in registers (no CTA barrier per pass). With plan.zero_kernel the state
 //    and histograms are zeroed by a kernel the score kernel follows as a programmatic dependent.
+//    Those bulk passes on 8 warps run in indexer_score_three_kernel (plan.score_three, default):
+//    the same passes with the A fragments widened one k-step ahead of the wgmmas and the weights
+//    in shared memory (70 registers), so three CTAs fit an SM; indexer_score_ss_kernel
+//    (plan.score_ss, opt-in, slower) widens the keys into shared memory for SS wgmmas.
 // 2. indexer_collect_select_kernel, grid (chunk of plan.collect_keys, token), 1024 threads, a
 //    programmatic dependent of 1. Every CTA finds the threshold bin (the bin of the token's k-th
 //    key) from the histogram, lists its chunk's keys at or above it (the token's candidates; one
