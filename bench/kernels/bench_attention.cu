@@ -1144,9 +1144,25 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
     std::vector<variant> vs;
     vs.push_back({"fp4 plan", plan});
     {
+      plan_t p = plan;
+      p.score_ss = !plan.score_ss;
+      vs.push_back({plan.score_ss ? "fp4 no-ss" : "fp4 ss", p});
+      p.score_ss = true;
+      p.score_ss_wsmem = !plan.score_ss_wsmem;
+      vs.push_back({plan.score_ss_wsmem ? "fp4 ss no-wsmem" : "fp4 ss wsmem", p});
+      // The three-CTA score kernel (plan.score_three) off, and on with a grid of three CTAs per
+      // SM (the plan's grid has two per SM when one wave suffices).
+      p = plan;
+      p.score_three = !plan.score_three;
+      vs.push_back({plan.score_three ? "fp4 no-three" : "fp4 three", p});
+      p.score_three = true;
+      dsv4::cuda::indexer_fast_plan_set_ctas_per_sm(p, 3, sms, bs);
+      vs.push_back({"fp4 three grid3", p});
+    }
+    {
       // Main's kernels before session 9 (the session's plan flags off).
       plan_t p0 = plan;
-      p0.lean_select = p0.score_quad = p0.score_rotate = p0.cluster_select = false;
+      p0.lean_select = p0.score_quad = p0.score_rotate = p0.cluster_select = p0.score_three = false;
       vs.push_back({"fp4 s8 (flags off)", p0});
     }
     {

@@ -35,6 +35,10 @@
 // H100, 2026-11-26 (session 9, same call, flags off / on): T=1 top-512 34.43 -> 33.44 us (scores
 // 22.27 -> 21.54, collect 6.66, select 5.25), top-1024 36.48 -> 35.39, T=32 588 -> 553-570 us
 // (score_quad, score_rotate, lean_select); cluster_select and score_pingpong measured slower.
+// H100, 2026-11-26 (session 10, same call, off / on): score_three (three score CTAs per SM where
+// the grid has more than two per SM): T=32 top-512 556-562 -> 495 us (scores 513-517 -> 460), T=1
+// top-512 32.8 us (scores 21.5 -> 21.3); score_ss (keys widened into shared memory, SS wgmma, two
+// accumulators) measured slower.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -85,6 +89,26 @@ struct indexer_fast_plan {
   // one warpgroup's MMAs overlap the other's widening and epilogue; the same scores bit for bit.
   // Opt-in: slower (H100, session 9: T=1 top-512 33.89 vs 33.44 us, T=32 591 vs 553-570 us).
   bool score_pingpong = false;
+  // FP4 bulk decoupled passes, 8 warps: the keys widened into shared memory (stmatrix, the wgmma
+  // K-major layout) and the MMAs taking both operands from shared memory, so a warpgroup holds two
+  // accumulators and pass p's MMAs run while pass p - 1's epilogue and pass p + 1's key loads do
+  // (indexer_score_ss_kernel). The same scores bit for bit. Opt-in until measured faster.
+  // Opt-in: slower (H100, session 10: T=1 top-512 scores 22.56 vs 21.54 us, T=32 553 vs 513 us;
+  // the A tile's stmatrix writes and wgmma reads triple the shared-memory traffic per pass).
+  bool score_ss = false;
+  // With score_ss: the head weights read from shared memory by each epilogue instead of held in 16
+  // registers (the kernel sits at the 128-register cap of two 256-thread CTAs per SM; with this,
+  // ptxas overlaps the epilogue with the MMAs, but spills). Slower still (T=1 scores 23.26 us).
+  bool score_ss_wsmem = false;
+  // FP4 bulk decoupled passes on wgmma, 8 warps, quad epilogue, no pingpong
+  // (indexer_score_three_kernel): the register-A path with each k-step's A fragment widened while
+  // the previous k-step's wgmma runs (8 live A registers instead of 32) and the weights in shared
+  // memory: 70 registers and three key stages, so three CTAs fit an SM (24 warps instead of 16)
+  // wherever the grid has more than two CTAs per SM. The same scores bit for bit. H100 (session
+  // 10, same call, plan's grid): T=32 x 256K scores 460 vs 513-517 us (all 495 vs 556-562 us),
+  // T=1 scores 21.31 vs 21.50-21.54 us. indexer_fast_plan_set_ctas_per_sm(plan, 3, ...) gives T=1
+  // a grid of three CTAs per SM: slower (22.66 us; 6 passes per CTA, 18 per SM against 16).
+  bool score_three = true;
   // The per-token state and histograms zeroed by a kernel that the score kernel follows as a
   // programmatic dependent (the scores overlap the zeroing) instead of a memset node.
   bool zero_kernel = true;
@@ -117,6 +141,10 @@ struct indexer_fast_plan {
 
 indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_width,
                                               int64_t block_size, int sm_count);
+// The score grid (keys_per_cta, ctas_per_token) for `ctas_per_sm` score CTAs per SM (the plan's:
+// 2; 3 for score_three). The scratch does not depend on it.
+void indexer_fast_plan_set_ctas_per_sm(indexer_fast_plan& plan, int ctas_per_sm, int sm_count,
+                                       int64_t block_size);
 
 // score(t, s) = sum_h weights[t, h] * relu(q[t, h] . key[s]) * q_scale over the
 // first n_visible[t] entries of block-table row token_seq[t]; out[t, 0 : top_k]
