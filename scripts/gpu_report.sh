@@ -4,15 +4,21 @@
 # (CPU references on the other cores), then the benchmarks one at a time (each alone on the GPU),
 # every step under its own time limit so that the call ends inside the device tool's limit.
 #   PARITY="filterA filterB,filterC" BENCHES="..." bash scripts/gpu_report.sh
-# PREBUILT=file.tgz (scripts/pack_gpu_binaries.sh, carried): unpack those binaries into build-gpu
-# instead of building there.
+# PREBUILT=file.tgz or file.tar.xz (scripts/pack_gpu_binaries.sh, carried): unpack those binaries
+# into build-gpu instead of building there.
 # Logs in $OUT (or build-gpu/logs); a summary on stdout.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-build-gpu/logs}"
 mkdir -p "$out"
 if [ -n "${PREBUILT:-}" ]; then
-  mkdir -p build-gpu && tar xzf "$PREBUILT" -C build-gpu || { echo "cannot unpack $PREBUILT"; exit 1; }
+  mkdir -p build-gpu
+  if [[ "$PREBUILT" == *.xz ]]; then  # python's lzma: the GPU machine may lack the xz tool
+    python3 -c 'import sys, tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' \
+      "$PREBUILT" build-gpu || { echo "cannot unpack $PREBUILT"; exit 1; }
+  else
+    tar xzf "$PREBUILT" -C build-gpu || { echo "cannot unpack $PREBUILT"; exit 1; }
+  fi
   export LD_LIBRARY_PATH="$PWD/.deps/root/usr/lib/x86_64-linux-gnu:${LD_LIBRARY_PATH:-}"
   # test_gpu_model reads its fixtures through the source root it was compiled in.
   root="$(cat build-gpu/source_root.txt)"
