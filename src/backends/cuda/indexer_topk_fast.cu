@@ -42,6 +42,7 @@
 #include "backends/cuda/activation.cuh"
 #include "backends/cuda/cluster.cuh"
 #include "backends/cuda/indexer_topk_fast.h"
+#include "backends/cuda/kernel_attributes.h"
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/mbarrier.cuh"
 #include "backends/cuda/mma_sm80.cuh"
@@ -1836,53 +1837,62 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
                             ceil_div(plan.keys_per_cta, block_size) + 1 > k_max_range_blocks ||
                             plan.ctas_per_token * plan.keys_per_cta < plan.capacity))
     return cudaErrorInvalidValue;
-  static bool configured = false;  // one attribute call per instantiation (both key formats)
-  if (!configured) {
-    const auto set = [](auto kernel, int smem) {
-      return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    };
-    cudaError_t e = cudaSuccess;
-    const auto score_kernels = {indexer_score_kernel<act_t, k_stages_bf16, k_fmt_bf16, 4>,
-                                indexer_score_kernel<act_t, k_stages_bf16, k_fmt_bf16, 8>};
-    const auto score_kernels_fp8 = {indexer_score_kernel<act_t, k_stages_fp8, k_fmt_e4m3, 4>,
-                                    indexer_score_kernel<act_t, k_stages_fp8, k_fmt_e4m3, 8>};
-    const auto score_kernels_fp4 = {indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1, 4>,
-                                    indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1, 8>,
-                                    indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1_wg, 4>,
-                                    indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1_wg, 8>,
-                                    indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1_wg2, 4>,
-                                    indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1_wg2, 8>};
-    for (auto kernel : score_kernels)
-      if (e == cudaSuccess) e = set(kernel, score_smem_bytes(k_stages_bf16, k_fmt_bf16));
-    for (auto kernel : score_kernels_fp8)
-      if (e == cudaSuccess) e = set(kernel, score_smem_bytes(k_stages_fp8, k_fmt_e4m3));
-    for (auto kernel : score_kernels_fp4)
-      if (e == cudaSuccess) e = set(kernel, score_smem_bytes(k_stages_fp4, k_fmt_e2m1));
-    if (e == cudaSuccess)
-      e = set(indexer_score_three_kernel<act_t, k_stages_fp4_three>,
-              score_three_smem_bytes(k_stages_fp4_three));
-    if (e == cudaSuccess) e = set(indexer_collect_select_kernel, k_select_smem);
-    if (e == cudaSuccess) e = set(indexer_select_kernel, k_select_kernel_smem_lean);
-    if (e == cudaSuccess) e = set(indexer_cluster_select_kernel, k_csel_smem);
-    // One shared-memory carveout (the largest) for the three kernels: an SM need not drain to
-    // reconfigure between them.
-    const auto carveout = [](auto kernel) {
-      return cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                  int(cudaSharedmemCarveoutMaxShared));
-    };
-    for (auto kernel : score_kernels)
-      if (e == cudaSuccess) e = carveout(kernel);
-    for (auto kernel : score_kernels_fp8)
-      if (e == cudaSuccess) e = carveout(kernel);
-    for (auto kernel : score_kernels_fp4)
-      if (e == cudaSuccess) e = carveout(kernel);
-    if (e == cudaSuccess) e = carveout(indexer_score_three_kernel<act_t, k_stages_fp4_three>);
-    if (e == cudaSuccess) e = carveout(indexer_collect_select_kernel);
-    if (e == cudaSuccess) e = carveout(indexer_select_kernel);
-    if (e == cudaSuccess) e = carveout(indexer_cluster_select_kernel);
-    if (e != cudaSuccess) return e;
-    configured = true;
-  }
+  // Attributes per (kernel, device) (kernel_attributes.h), keyed on this instantiation's
+  // score_three kernel; the lambda sets them on every kernel of the instantiation (all key
+  // formats) at once.
+  if (const cudaError_t e = configure_kernel_once(
+          reinterpret_cast<const void*>(indexer_score_three_kernel<act_t, k_stages_fp4_three>),
+          [] {
+            const auto set = [](auto kernel, int smem) {
+              return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          smem);
+            };
+            cudaError_t e = cudaSuccess;
+            const auto score_kernels = {indexer_score_kernel<act_t, k_stages_bf16, k_fmt_bf16, 4>,
+                                        indexer_score_kernel<act_t, k_stages_bf16, k_fmt_bf16, 8>};
+            const auto score_kernels_fp8 = {
+                indexer_score_kernel<act_t, k_stages_fp8, k_fmt_e4m3, 4>,
+                indexer_score_kernel<act_t, k_stages_fp8, k_fmt_e4m3, 8>};
+            const auto score_kernels_fp4 = {
+                indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1, 4>,
+                indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1, 8>,
+                indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1_wg, 4>,
+                indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1_wg, 8>,
+                indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1_wg2, 4>,
+                indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1_wg2, 8>};
+            for (auto kernel : score_kernels)
+              if (e == cudaSuccess) e = set(kernel, score_smem_bytes(k_stages_bf16, k_fmt_bf16));
+            for (auto kernel : score_kernels_fp8)
+              if (e == cudaSuccess) e = set(kernel, score_smem_bytes(k_stages_fp8, k_fmt_e4m3));
+            for (auto kernel : score_kernels_fp4)
+              if (e == cudaSuccess) e = set(kernel, score_smem_bytes(k_stages_fp4, k_fmt_e2m1));
+            if (e == cudaSuccess)
+              e = set(indexer_score_three_kernel<act_t, k_stages_fp4_three>,
+                      score_three_smem_bytes(k_stages_fp4_three));
+            if (e == cudaSuccess) e = set(indexer_collect_select_kernel, k_select_smem);
+            if (e == cudaSuccess) e = set(indexer_select_kernel, k_select_kernel_smem_lean);
+            if (e == cudaSuccess) e = set(indexer_cluster_select_kernel, k_csel_smem);
+            // One shared-memory carveout (the largest) for the three kernels: an SM need not drain
+            // to reconfigure between them.
+            const auto carveout = [](auto kernel) {
+              return cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                          int(cudaSharedmemCarveoutMaxShared));
+            };
+            for (auto kernel : score_kernels)
+              if (e == cudaSuccess) e = carveout(kernel);
+            for (auto kernel : score_kernels_fp8)
+              if (e == cudaSuccess) e = carveout(kernel);
+            for (auto kernel : score_kernels_fp4)
+              if (e == cudaSuccess) e = carveout(kernel);
+            if (e == cudaSuccess)
+              e = carveout(indexer_score_three_kernel<act_t, k_stages_fp4_three>);
+            if (e == cudaSuccess) e = carveout(indexer_collect_select_kernel);
+            if (e == cudaSuccess) e = carveout(indexer_select_kernel);
+            if (e == cudaSuccess) e = carveout(indexer_cluster_select_kernel);
+            return e;
+          });
+      e != cudaSuccess)
+    return e;
   const int64_t stride = score_stride_of(plan.capacity);
   unsigned char* base = static_cast<unsigned char*>(scratch);
   float* scores = reinterpret_cast<float*>(base);
