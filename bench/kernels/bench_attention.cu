@@ -1144,15 +1144,9 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
     std::vector<variant> vs;
     vs.push_back({"fp4 plan", plan});
     {
-      plan_t p = plan;
-      p.score_ss = !plan.score_ss;
-      vs.push_back({plan.score_ss ? "fp4 no-ss" : "fp4 ss", p});
-      p.score_ss = true;
-      p.score_ss_wsmem = !plan.score_ss_wsmem;
-      vs.push_back({plan.score_ss_wsmem ? "fp4 ss no-wsmem" : "fp4 ss wsmem", p});
       // The three-CTA score kernel (plan.score_three) off, and on with a grid of three CTAs per
       // SM (the plan's grid has two per SM when one wave suffices).
-      p = plan;
+      plan_t p = plan;
       p.score_three = !plan.score_three;
       vs.push_back({plan.score_three ? "fp4 no-three" : "fp4 three", p});
       p.score_three = true;

@@ -14,8 +14,9 @@
 //    and histograms are zeroed by a kernel the score kernel follows as a programmatic dependent.
 //    Those bulk passes on 8 warps run in indexer_score_three_kernel (plan.score_three, default):
 //    the same passes with the A fragments widened one k-step ahead of the wgmmas and the weights
-//    in shared memory (70 registers), so three CTAs fit an SM; indexer_score_ss_kernel
-//    (plan.score_ss, opt-in, slower) widens the keys into shared memory for SS wgmmas.
+//    in shared memory (70 registers), so three CTAs fit an SM. Keys widened into shared memory
+//    for SS wgmmas with two accumulators (score_ss, session 10) measured slower and were removed
+//    (bench/kernels/results/2026-11-26_s10_idx8_NOTES.md).
 // 2. indexer_collect_select_kernel, grid (chunk of plan.collect_keys, token), 1024 threads, a
 //    programmatic dependent of 1. Every CTA finds the threshold bin (the bin of the token's k-th
 //    key) from the histogram, lists its chunk's keys at or above it (the token's candidates; one
@@ -41,6 +42,7 @@
 #include "backends/cuda/activation.cuh"
 #include "backends/cuda/cluster.cuh"
 #include "backends/cuda/indexer_topk_fast.h"
+#include "backends/cuda/kernel_attributes.h"
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/mbarrier.cuh"
 #include "backends/cuda/mma_sm80.cuh"
@@ -985,359 +987,6 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
     if (hist_s[b]) atomicAdd(&hist[t * k_bins + b], hist_s[b]);
 }
 
-// d[32] = A * B (first k-step: the accumulator's input ignored, so no zeroing writes between the
-// wgmmas) or d[32] += A * B; A (64 x 16) and B (16 x 64) both K-major SW128 in shared memory.
-template <bool accumulate>
-__device__ __forceinline__ void wgmma_ss_n64(float (&d)[32], uint64_t a, uint64_t b) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
-      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,"
-      "%24,%25,%26,%27,%28,%29,%30,%31}, %32, %33, p, 1, 1, 0, 0;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
-        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
-        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "l"(a), "l"(b), "n"(accumulate ? 1 : 0));
-}
-
-// Four 8x8 bf16 matrices from their mma.sync fragments (register j: matrix j, lane l holds row
-// l / 4, columns 2 (l % 4), +1); lane l gives the address of row l % 8 of matrix l / 8.
-__device__ __forceinline__ void stmatrix_x4(uint32_t addr, uint32_t r0, uint32_t r1, uint32_t r2,
-                                            uint32_t r3) {
-  asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(addr),
-               "r"(r0), "r"(r1), "r"(r2), "r"(r3)
-               : "memory");
-}
-
-// plan.score_ss: FP4 keys, bulk decoupled passes, 8 warps. Shared memory: the query (SW128, as
-// k_fmt_e2m1_wg) | each warpgroup's widened keys of one pass (64 rows x 128 bf16 dims, the same
-// K-major SW128 layout, 16 KB) | the FP4 key stages | histogram | pass counts | scales | block ids
-// | full and empty mbarriers.
-constexpr int k_ss_a_bytes = 64 * k_row_bytes;  // one warpgroup's widened pass
-constexpr int score_ss_smem_bytes(int stages) {
-  return k_q_bytes + 2 * k_ss_a_bytes + stages * k_fp4_pass_bytes + k_bins * 4 + k_row_ring * 4 +
-         stages * k_pass * 4 + (k_max_range_blocks + 1) / 2 * 8 + stages * 16 + 8 * 4 * 8;
-}
-static_assert(2 * (score_ss_smem_bytes(k_stages_fp4) + 1024) <= 228 * 1024, "two CTAs per SM");
-
-// The FP4 bulk score pass with the widened keys in shared memory (plan.score_ss): each warp widens
-// its 16 rows of pass p + 1 (the same bf16 values as k_fmt_e2m1_wg's A fragments) and stores them
-// with stmatrix into its warpgroup's A tile, and the warpgroup's 8 wgmmas of a pass take A and B
-// from shared memory, so no A fragment stays live across the MMAs and two accumulators fit: the
-// MMAs of pass p run while the epilogue of pass p - 1 and the key loads of pass p + 1 do. Same
-// products, same K order and same epilogue sums as the register-A path (the quad epilogue).
-// Loop per warpgroup: [A = pass p] issue MMAs p (acc p % 2) | epilogue p - 1 (other acc) | issue
-// bulk pass p + stages, wait pass p + 1's codes, registers, release its stage | wait MMAs p | widen
-// p + 1 into A, proxy fence, warpgroup barrier.
-// w_smem (plan.score_ss_wsmem): the head weights read from shared memory in each epilogue instead
-// of 16 registers held through the loop (room for both accumulators under the 128-register cap).
-template <typename act_t, int stages, bool w_smem>
-__global__ void __launch_bounds__(256, 2)
-    indexer_score_ss_kernel(const act_t* q, const act_t* weights, const void* key_pool,
-                            const void* key_scales_raw, paged_entries pages,
-                            const int32_t* token_seq, const int32_t* n_visible, int64_t capacity,
-                            int64_t keys_per_cta, float q_scale, float* scores,
-                            int64_t score_stride, uint32_t* hist, int flags) {
-  constexpr int warps = 8;
-  constexpr int k_score_threads = warps * k_warp_size;
-  const bool rotate = (flags & k_score_flag_rotate) != 0;
-  const uint32_t* key_scales4 = static_cast<const uint32_t*>(key_scales_raw);
-  const uint8_t* keys8 = static_cast<const uint8_t*>(key_pool);
-  extern __shared__ __align__(1024) unsigned char smem[];
-  const uint32_t q_s = smem_u32(smem);
-  const uint32_t a_s = q_s + k_q_bytes;  // warpgroup g's tile at a_s + g * k_ss_a_bytes
-  const uint32_t k_s = a_s + 2 * k_ss_a_bytes;
-  uint32_t* hist_s =
-      reinterpret_cast<uint32_t*>(smem + k_q_bytes + 2 * k_ss_a_bytes + stages * k_fp4_pass_bytes);
-  int32_t* pass_rows = reinterpret_cast<int32_t*>(hist_s + k_bins);  // [k_row_ring] counts
-  uint32_t* pass_scales = reinterpret_cast<uint32_t*>(pass_rows + k_row_ring);  // [stages][k_pass]
-  int32_t* range_blocks = reinterpret_cast<int32_t*>(pass_scales + stages * k_pass);
-  const uint32_t full_s = smem_u32(range_blocks) + (k_max_range_blocks + 1) / 2 * 8;
-  const uint32_t empty_s = full_s + 8 * stages;
-  // w_smem: lane quad t's weight pair of n-tile nt at w_pairs[nt * 4 + t].
-  float2* w_pairs =
-      reinterpret_cast<float2*>(range_blocks + (k_max_range_blocks + 1) / 2 * 2 + 4 * stages);
-
-  pdl_trigger();
-  const int64_t t = blockIdx.y;
-  const int32_t visible = n_visible[t];
-  const int32_t seq = token_seq[t];
-  const int64_t n = clamp_visible(visible, capacity);
-  const int64_t lo = int64_t(blockIdx.x) * keys_per_cta;
-  if (lo >= n) return;
-  const int64_t hi = min(lo + keys_per_cta, n);
-  const int64_t passes = (hi - lo + k_pass - 1) / k_pass;
-  pages.seq = seq;
-  const int lane = threadIdx.x % k_warp_size;
-  const int warp = threadIdx.x / k_warp_size;
-  const int wgi = warp / 4;
-  const int64_t block0 = lo / pages.block_size;
-  const int n_blocks = int((hi - 1) / pages.block_size - block0 + 1);
-  for (int i = threadIdx.x; i < n_blocks; i += k_score_threads) {
-    const int64_t b = block0 + i;
-    int32_t id = -1;
-    if (pages.seq >= 0 && pages.seq < pages.table_rows && b < pages.table_width)
-      id = pages.block_table[pages.seq * pages.table_width + b];
-    range_blocks[i] = id;
-  }
-  if (threadIdx.x == 0) {
-    for (int i = 0; i < stages; ++i) {
-      mbar::init(full_s + 8 * i, 1);
-      mbar::init(empty_s + 8 * i, k_score_threads);
-    }
-    mbar::fence_init();
-  }
-  __syncthreads();
-  const uint32_t bs = uint32_t(pages.block_size);
-  // As indexer_score_kernel's issue_bulk.
-  auto issue_bulk = [&](int64_t j, int stage) {
-    const uint32_t start = uint32_t(lo + j * k_pass);
-    const uint32_t block = start / bs;
-    const int32_t id = range_blocks[block - uint32_t(block0)];
-    const int64_t row0 = int64_t(id) * bs + (start - block * bs);
-    int copy = 0, valid = 0;
-    if (id >= 0 && row0 < pages.pool_rows) {
-      copy = int(min(int64_t(k_pass), pages.pool_rows - row0));
-      valid = min(copy, int(hi - int64_t(start)));
-    }
-    pass_rows[j % k_row_ring] = valid;
-    const uint32_t bar = full_s + 8 * stage;
-    if (valid == 0) {
-      mbar::arrive(bar);
-      return;
-    }
-    const uint32_t* src_scales = key_scales4 + row0;
-    uint32_t* dst_scales = pass_scales + stage * k_pass;
-    const int copy4 = copy & ~3;
-    for (int i = copy4; i < copy; ++i) dst_scales[i] = src_scales[i];
-    mbar::arrive_expect_tx(bar, uint32_t(copy * k_fp4_row_bytes + copy4 * 4));
-    mbar::bulk_g2s(k_s + stage * k_fp4_pass_bytes, keys8 + row0 * k_fp4_row_bytes,
-                   uint32_t(copy * k_fp4_row_bytes), bar);
-    if (copy4 > 0) mbar::bulk_g2s(smem_u32(dst_scales), src_scales, uint32_t(copy4 * 4), bar);
-  };
-  if constexpr (sizeof(act_t) == 2) {
-#pragma unroll
-    for (int i = 0; i < k_heads * k_chunks / k_score_threads; ++i) {
-      const int x = int(threadIdx.x) + i * k_score_threads;
-      const int r = x / k_chunks, c = x % k_chunks;
-      cp_async_16(q_s + q_wg_offset(r, c), q + (t * k_heads + r) * k_dim + c * 8, true);
-    }
-  } else {
-#pragma unroll
-    for (int i = 0; i < k_heads * k_chunks / k_score_threads; ++i) {
-      const int x = int(threadIdx.x) + i * k_score_threads;
-      const int r = x / k_chunks, c = x % k_chunks;
-      const uint4 v = load8_bf16(q + (t * k_heads + r) * k_dim + c * 8);
-      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(q_s + q_wg_offset(r, c)),
-                   "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w));
-    }
-  }
-  if (threadIdx.x == 0)
-    for (int j = 0; j < stages - 1; ++j)
-      if (j < passes) issue_bulk(j, j);
-  cp_async_commit();
-  cp_async_wait<0>();
-  wgmma::fence_async_smem();
-  for (int b = threadIdx.x; b < k_bins; b += k_score_threads) hist_s[b] = 0;
-  float w[8][2];
-  if constexpr (w_smem) {
-    if (threadIdx.x < 32) {
-      const int nt = int(threadIdx.x) / 4, tq = int(threadIdx.x) % 4;
-      w_pairs[threadIdx.x] = make_float2(act_to_f32(weights[t * k_heads + nt * 8 + 2 * tq]),
-                                         act_to_f32(weights[t * k_heads + nt * 8 + 2 * tq + 1]));
-    }
-  } else {
-#pragma unroll
-    for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-      for (int e = 0; e < 2; ++e)
-        w[nt][e] = act_to_f32(weights[t * k_heads + nt * 8 + 2 * (lane % 4) + e]);
-  }
-  __syncthreads();  // the query, hist_s's zeros (and w_pairs)
-
-  // This lane's stmatrix row of its warp's 16 (row l % 8 of matrix l / 8: matrices 1 and 3 are
-  // rows 8..15, matrices 2 and 3 the k-step's second 16-byte chunk) and the chunk swizzle: chunk
-  // 2 (kk % 4) + l / 16 of row R sits at ((2 (kk % 4)) ^ y) with y = (l / 16) ^ (R & 7).
-  const int st_row = (warp % 4) * 16 + ((lane / 8) & 1) * 8 + lane % 8;
-  const uint32_t a_wg = a_s + uint32_t(wgi) * k_ss_a_bytes;
-  const uint32_t st_base = a_wg + uint32_t(st_row) * 128;
-  const uint32_t st_y = uint32_t((lane / 16) ^ (lane % 8));
-
-  // Pass j's codes: issue pass j + stages - 1 (into the stage of pass j - 1, once every thread
-  // released it; its count slot was last read by the epilogue of pass j + stages - 9, which every
-  // thread finished before releasing pass j - 1), wait for pass j, read this lane's rows g, g + 8
-  // of its warp (16 code bytes each) and their scale words, release the stage.
-  uint4 raw4[2];
-  uint32_t sbytes[2];
-  auto load_pass = [&](int64_t j) {
-    const int issuer = rotate ? int(j % warps) * k_warp_size : 0;
-    if (int(threadIdx.x) == issuer && j + stages - 1 < passes) {
-      if (j > 0)
-        mbar::wait(empty_s + 8 * uint32_t((j - 1) % stages), uint32_t((j - 1) / stages) & 1u);
-      issue_bulk(j + stages - 1, int((j + stages - 1) % stages));
-    }
-    const int stage = int(j % stages);
-    mbar::wait(full_s + 8 * stage, uint32_t(j / stages) & 1u);
-    const uint32_t kb = k_s + stage * k_fp4_pass_bytes;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const int r = warp * 16 + h * 8 + lane / 4;
-      uint4 v;
-      asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                   : "r"(kb + r * k_fp4_row_bytes + (lane % 4) * 16));
-      raw4[h] = v;
-      sbytes[h] = pass_scales[stage * k_pass + r];
-    }
-    mbar::arrive(empty_s + 8 * stage);
-  };
-  // The registers' 16 rows widened (k_fmt_e2m1_wg's values) into the warpgroup's A tile, made
-  // visible to the async proxy, then the warpgroup's barrier (all four warps' rows written).
-  auto widen_store = [&]() {
-    uint32_t big = 0;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const uint32_t b = sbytes[h];
-      big |= b & ((b & 0x7f7f7f7fu) + 0x7f7f7f7fu) & 0x80808080u;
-    }
-    const bool one = __all_sync(0xffffffffu, big == 0);
-    uint32_t m[2][4];
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-#pragma unroll
-      for (int k = 0; k < 4; ++k)
-        m[h][k] = ((sbytes[h] >> (8 * k)) & 0xffu) * 0x00800080u + (one ? 0x3F003F00u : 0u);
-    const auto store = [&](auto one_c) {
-      constexpr bool o = decltype(one_c)::value;
-#pragma unroll
-      for (int kk = 0; kk < k_dim / 16; ++kk) {
-        const int k = kk / 2;
-        const uint32_t w0 = k == 0   ? raw4[0].x
-                            : k == 1 ? raw4[0].y
-                            : k == 2 ? raw4[0].z
-                                     : raw4[0].w;
-        const uint32_t w1 = k == 0   ? raw4[1].x
-                            : k == 1 ? raw4[1].y
-                            : k == 2 ? raw4[1].z
-                                     : raw4[1].w;
-        uint32_t a0, a1, a2, a3;
-        if (kk % 2 == 0) {
-          a0 = e2m1x2_widen<0, o>(w0, m[0][k]);
-          a1 = e2m1x2_widen<0, o>(w1, m[1][k]);
-          a2 = e2m1x2_widen<1, o>(w0, m[0][k]);
-          a3 = e2m1x2_widen<1, o>(w1, m[1][k]);
-        } else {
-          a0 = e2m1x2_widen<2, o>(w0, m[0][k]);
-          a1 = e2m1x2_widen<2, o>(w1, m[1][k]);
-          a2 = e2m1x2_widen<3, o>(w0, m[0][k]);
-          a3 = e2m1x2_widen<3, o>(w1, m[1][k]);
-        }
-        stmatrix_x4(
-            st_base + uint32_t((kk / 4) * (64 * 128)) + ((uint32_t(2 * (kk % 4)) ^ st_y) << 4), a0,
-            a1, a2, a3);
-      }
-    };
-    if (one)
-      store(std::true_type{});
-    else
-      store(std::false_type{});
-    wgmma::fence_async_smem();
-    mbar::named_sync(1 + uint32_t(wgi), 128);
-  };
-  auto issue_mma = [&](float(&acc)[32]) {
-    wgmma::fence();
-#pragma unroll
-    for (int kk = 0; kk < k_dim / 16; ++kk) {
-      const uint32_t off = uint32_t((kk / 4) * (64 * 128) + (kk % 4) * 32);
-      const uint64_t da = wgmma::sw128_desc(a_wg + off, 16, 1024);
-      const uint64_t db = wgmma::sw128_desc(q_s + off, 16, 1024);
-      if (kk == 0)
-        wgmma_ss_n64<false>(acc, da, db);
-      else
-        wgmma_ss_n64<true>(acc, da, db);
-    }
-    wgmma::commit();
-  };
-  // indexer_score_kernel's quad epilogue of pass pp (the same sums in the same order).
-  auto epilogue = [&](const float(&acc)[32], int64_t pp) {
-    float h0 = 0.0f, h1 = 0.0f;
-#pragma unroll
-    for (int nt = 0; nt < 8; ++nt) {
-      float wt[2];
-      if constexpr (w_smem) {
-        const float2 v = w_pairs[nt * 4 + lane % 4];
-        wt[0] = v.x;
-        wt[1] = v.y;
-      } else {
-        wt[0] = w[nt][0];
-        wt[1] = w[nt][1];
-      }
-#pragma unroll
-      for (int e = 0; e < 2; ++e) {
-        h0 += wt[e] * fmaxf(acc[4 * nt + e], 0.0f);
-        h1 += wt[e] * fmaxf(acc[4 * nt + 2 + e], 0.0f);
-      }
-    }
-    const bool odd = (lane & 1) != 0;
-    float mine = odd ? h1 : h0;
-    mine += __shfl_xor_sync(0xffffffffu, odd ? h0 : h1, 1);
-    mine += __shfl_xor_sync(0xffffffffu, mine, 2);
-    if ((lane & 2) == 0) {
-      const int r = warp * 16 + (lane & 1) * 8 + lane / 4;
-      const int64_t s = lo + pp * k_pass + r;
-      if (s < hi) {
-        float v = -INFINITY;
-        if (r < pass_rows[pp % k_row_ring]) v = mine * q_scale + 0.0f;
-        scores[t * score_stride + s] = v;
-        atomicAdd(&hist_s[ordered_float_bits(v) >> 20], 1u);
-      }
-    }
-  };
-  // Pass p's MMAs issued into `cur`: pass p + 1's codes, the wait, pass p + 1 widened into A.
-  // Every epilogue reads an accumulator that a wgmma and a wait defined on every path (ptxas
-  // otherwise injects a wait right after the MMAs' issue).
-  const auto finish = [&](float(&cur)[32], int64_t p) {
-    const bool more = p + 1 < passes;
-    if (more) load_pass(p + 1);
-    wgmma::wait<0>();
-#pragma unroll
-    for (int i = 0; i < 32; ++i) wgmma::reg_fence(cur[i]);
-    if (more) widen_store();
-  };
-  // The epilogue of pass p - 1 after pass p's MMAs are issued (the compiler would otherwise hoist
-  // its arithmetic above the issue, ahead of the wgmmas it is meant to overlap).
-  const auto after_issue = [&](float(&prev)[32]) {
-#pragma unroll
-    for (int i = 0; i < 32; ++i) wgmma::reg_fence(prev[i]);
-  };
-  float acc0[32], acc1[32];
-  load_pass(0);
-  widen_store();
-  issue_mma(acc0);
-  finish(acc0, 0);
-  for (int64_t p = 1; p < passes; p += 2) {
-    issue_mma(acc1);
-    after_issue(acc0);
-    epilogue(acc0, p - 1);
-    finish(acc1, p);
-    if (p + 1 >= passes) break;
-    issue_mma(acc0);
-    after_issue(acc1);
-    epilogue(acc1, p);
-    finish(acc0, p + 1);
-  }
-  if ((passes - 1) % 2 == 0)
-    epilogue(acc0, passes - 1);
-  else
-    epilogue(acc1, passes - 1);
-  __syncthreads();
-  pdl_wait();
-  for (int b = threadIdx.x; b < k_bins; b += k_score_threads)
-    if (hist_s[b]) atomicAdd(&hist[t * k_bins + b], hist_s[b]);
-}
-
 // plan.score_three: FP4 bulk decoupled passes, 8 warps, three CTAs per SM (24 warps per SM to
 // hide the per-pass latency chain; 16 with two). The register-A wgmma path with its A fragments
 // widened one k-step ahead of the MMAs (8 live A registers instead of 32) so that the kernel fits
@@ -2188,59 +1837,62 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
                             ceil_div(plan.keys_per_cta, block_size) + 1 > k_max_range_blocks ||
                             plan.ctas_per_token * plan.keys_per_cta < plan.capacity))
     return cudaErrorInvalidValue;
-  static bool configured = false;  // one attribute call per instantiation (both key formats)
-  if (!configured) {
-    const auto set = [](auto kernel, int smem) {
-      return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem);
-    };
-    cudaError_t e = cudaSuccess;
-    const auto score_kernels = {indexer_score_kernel<act_t, k_stages_bf16, k_fmt_bf16, 4>,
-                                indexer_score_kernel<act_t, k_stages_bf16, k_fmt_bf16, 8>};
-    const auto score_kernels_fp8 = {indexer_score_kernel<act_t, k_stages_fp8, k_fmt_e4m3, 4>,
-                                    indexer_score_kernel<act_t, k_stages_fp8, k_fmt_e4m3, 8>};
-    const auto score_kernels_fp4 = {indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1, 4>,
-                                    indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1, 8>,
-                                    indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1_wg, 4>,
-                                    indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1_wg, 8>,
-                                    indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1_wg2, 4>,
-                                    indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1_wg2, 8>};
-    for (auto kernel : score_kernels)
-      if (e == cudaSuccess) e = set(kernel, score_smem_bytes(k_stages_bf16, k_fmt_bf16));
-    for (auto kernel : score_kernels_fp8)
-      if (e == cudaSuccess) e = set(kernel, score_smem_bytes(k_stages_fp8, k_fmt_e4m3));
-    for (auto kernel : score_kernels_fp4)
-      if (e == cudaSuccess) e = set(kernel, score_smem_bytes(k_stages_fp4, k_fmt_e2m1));
-    for (auto kernel : {indexer_score_ss_kernel<act_t, k_stages_fp4, false>,
-                        indexer_score_ss_kernel<act_t, k_stages_fp4, true>})
-      if (e == cudaSuccess) e = set(kernel, score_ss_smem_bytes(k_stages_fp4));
-    if (e == cudaSuccess)
-      e = set(indexer_score_three_kernel<act_t, k_stages_fp4_three>,
-              score_three_smem_bytes(k_stages_fp4_three));
-    if (e == cudaSuccess) e = set(indexer_collect_select_kernel, k_select_smem);
-    if (e == cudaSuccess) e = set(indexer_select_kernel, k_select_kernel_smem_lean);
-    if (e == cudaSuccess) e = set(indexer_cluster_select_kernel, k_csel_smem);
-    // One shared-memory carveout (the largest) for the three kernels: an SM need not drain to
-    // reconfigure between them.
-    const auto carveout = [](auto kernel) {
-      return cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
-                                  int(cudaSharedmemCarveoutMaxShared));
-    };
-    for (auto kernel : score_kernels)
-      if (e == cudaSuccess) e = carveout(kernel);
-    for (auto kernel : score_kernels_fp8)
-      if (e == cudaSuccess) e = carveout(kernel);
-    for (auto kernel : score_kernels_fp4)
-      if (e == cudaSuccess) e = carveout(kernel);
-    for (auto kernel : {indexer_score_ss_kernel<act_t, k_stages_fp4, false>,
-                        indexer_score_ss_kernel<act_t, k_stages_fp4, true>})
-      if (e == cudaSuccess) e = carveout(kernel);
-    if (e == cudaSuccess) e = carveout(indexer_score_three_kernel<act_t, k_stages_fp4_three>);
-    if (e == cudaSuccess) e = carveout(indexer_collect_select_kernel);
-    if (e == cudaSuccess) e = carveout(indexer_select_kernel);
-    if (e == cudaSuccess) e = carveout(indexer_cluster_select_kernel);
-    if (e != cudaSuccess) return e;
-    configured = true;
-  }
+  // Attributes per (kernel, device) (kernel_attributes.h), keyed on this instantiation's
+  // score_three kernel; the lambda sets them on every kernel of the instantiation (all key
+  // formats) at once.
+  if (const cudaError_t e = configure_kernel_once(
+          reinterpret_cast<const void*>(indexer_score_three_kernel<act_t, k_stages_fp4_three>),
+          [] {
+            const auto set = [](auto kernel, int smem) {
+              return cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                          smem);
+            };
+            cudaError_t e = cudaSuccess;
+            const auto score_kernels = {indexer_score_kernel<act_t, k_stages_bf16, k_fmt_bf16, 4>,
+                                        indexer_score_kernel<act_t, k_stages_bf16, k_fmt_bf16, 8>};
+            const auto score_kernels_fp8 = {
+                indexer_score_kernel<act_t, k_stages_fp8, k_fmt_e4m3, 4>,
+                indexer_score_kernel<act_t, k_stages_fp8, k_fmt_e4m3, 8>};
+            const auto score_kernels_fp4 = {
+                indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1, 4>,
+                indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1, 8>,
+                indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1_wg, 4>,
+                indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1_wg, 8>,
+                indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1_wg2, 4>,
+                indexer_score_kernel<act_t, k_stages_fp4, k_fmt_e2m1_wg2, 8>};
+            for (auto kernel : score_kernels)
+              if (e == cudaSuccess) e = set(kernel, score_smem_bytes(k_stages_bf16, k_fmt_bf16));
+            for (auto kernel : score_kernels_fp8)
+              if (e == cudaSuccess) e = set(kernel, score_smem_bytes(k_stages_fp8, k_fmt_e4m3));
+            for (auto kernel : score_kernels_fp4)
+              if (e == cudaSuccess) e = set(kernel, score_smem_bytes(k_stages_fp4, k_fmt_e2m1));
+            if (e == cudaSuccess)
+              e = set(indexer_score_three_kernel<act_t, k_stages_fp4_three>,
+                      score_three_smem_bytes(k_stages_fp4_three));
+            if (e == cudaSuccess) e = set(indexer_collect_select_kernel, k_select_smem);
+            if (e == cudaSuccess) e = set(indexer_select_kernel, k_select_kernel_smem_lean);
+            if (e == cudaSuccess) e = set(indexer_cluster_select_kernel, k_csel_smem);
+            // One shared-memory carveout (the largest) for the three kernels: an SM need not drain
+            // to reconfigure between them.
+            const auto carveout = [](auto kernel) {
+              return cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout,
+                                          int(cudaSharedmemCarveoutMaxShared));
+            };
+            for (auto kernel : score_kernels)
+              if (e == cudaSuccess) e = carveout(kernel);
+            for (auto kernel : score_kernels_fp8)
+              if (e == cudaSuccess) e = carveout(kernel);
+            for (auto kernel : score_kernels_fp4)
+              if (e == cudaSuccess) e = carveout(kernel);
+            if (e == cudaSuccess)
+              e = carveout(indexer_score_three_kernel<act_t, k_stages_fp4_three>);
+            if (e == cudaSuccess) e = carveout(indexer_collect_select_kernel);
+            if (e == cudaSuccess) e = carveout(indexer_select_kernel);
+            if (e == cudaSuccess) e = carveout(indexer_cluster_select_kernel);
+            return e;
+          });
+      e != cudaSuccess)
+    return e;
   const int64_t stride = score_stride_of(plan.capacity);
   unsigned char* base = static_cast<unsigned char*>(scratch);
   float* scores = reinterpret_cast<float*>(base);
@@ -2285,13 +1937,6 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
       launch_score(indexer_score_kernel<act_t, k_stages_fp8, k_fmt_e4m3, 8>, 256, smem);
     else
       launch_score(indexer_score_kernel<act_t, k_stages_fp8, k_fmt_e4m3, 4>, 128, smem);
-  } else if (bulk && plan.score_ss && plan.score_decouple && eight && !plan.score_split) {
-    if (plan.score_ss_wsmem)
-      launch_score(indexer_score_ss_kernel<act_t, k_stages_fp4, true>, 256,
-                   score_ss_smem_bytes(k_stages_fp4));
-    else
-      launch_score(indexer_score_ss_kernel<act_t, k_stages_fp4, false>, 256,
-                   score_ss_smem_bytes(k_stages_fp4));
   } else if (bulk && plan.score_three && plan.score_decouple && plan.score_quad &&
              !plan.score_pingpong && eight && !plan.score_split) {
     launch_score(indexer_score_three_kernel<act_t, k_stages_fp4_three>, 256,

@@ -38,7 +38,8 @@
 // H100, 2026-11-26 (session 10, same call, off / on): score_three (three score CTAs per SM where
 // the grid has more than two per SM): T=32 top-512 556-562 -> 495 us (scores 513-517 -> 460), T=1
 // top-512 32.8 us (scores 21.5 -> 21.3); score_ss (keys widened into shared memory, SS wgmma, two
-// accumulators) measured slower.
+// accumulators) measured slower (T=1 scores 22.56 vs 21.54 us, T=32 553 vs 513 us) and was removed
+// (bench/kernels/results/2026-11-26_s10_idx8_NOTES.md).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -89,17 +90,6 @@ struct indexer_fast_plan {
   // one warpgroup's MMAs overlap the other's widening and epilogue; the same scores bit for bit.
   // Opt-in: slower (H100, session 9: T=1 top-512 33.89 vs 33.44 us, T=32 591 vs 553-570 us).
   bool score_pingpong = false;
-  // FP4 bulk decoupled passes, 8 warps: the keys widened into shared memory (stmatrix, the wgmma
-  // K-major layout) and the MMAs taking both operands from shared memory, so a warpgroup holds two
-  // accumulators and pass p's MMAs run while pass p - 1's epilogue and pass p + 1's key loads do
-  // (indexer_score_ss_kernel). The same scores bit for bit. Opt-in until measured faster.
-  // Opt-in: slower (H100, session 10: T=1 top-512 scores 22.56 vs 21.54 us, T=32 553 vs 513 us;
-  // the A tile's stmatrix writes and wgmma reads triple the shared-memory traffic per pass).
-  bool score_ss = false;
-  // With score_ss: the head weights read from shared memory by each epilogue instead of held in 16
-  // registers (the kernel sits at the 128-register cap of two 256-thread CTAs per SM; with this,
-  // ptxas overlaps the epilogue with the MMAs, but spills). Slower still (T=1 scores 23.26 us).
-  bool score_ss_wsmem = false;
   // FP4 bulk decoupled passes on wgmma, 8 warps, quad epilogue, no pingpong
   // (indexer_score_three_kernel): the register-A path with each k-step's A fragment widened while
   // the previous k-step's wgmma runs (8 live A registers instead of 32) and the weights in shared
