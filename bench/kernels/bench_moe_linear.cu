@@ -88,9 +88,6 @@ std::vector<std::string> g_ab_configs = {"r4", "s0"};
 void apply_ab_config(const std::string& c) {
   dsv4::cuda::moe_decode_set_shift_decode(c[0] == 's');
   dsv4::cuda::moe_decode_set_rt_blocks_per_sm(std::atoi(c.c_str() + 1));
-  const size_t dpos = c.find('d');
-  dsv4::cuda::moe_decode_set_ring_stages(
-      dpos == std::string::npos ? 4 : std::atoi(c.c_str() + dpos + 1));
   dsv4::cuda::moe_decode_set_early_w2(c.find('e') != std::string::npos);
   const size_t qpos = c.find('q');
   dsv4::cuda::moe_decode_set_scale_slots_from(
@@ -114,7 +111,6 @@ void apply_ab_config(const std::string& c) {
   dsv4::cuda::moe_decode_set_stage_x_tokens(up, dmin, dmax);
 }
 const dsv4::cuda::moe_decode_stage_x g_stage_x_default = dsv4::cuda::moe_decode_stage_x_tokens();
-const int g_ring_stages_default = dsv4::cuda::moe_decode_ring_stages();
 const bool g_early_w2_default = dsv4::cuda::moe_decode_early_w2();
 const int g_predict_default = dsv4::cuda::moe_decode_predict_tokens();
 const int g_scale_slots_default = dsv4::cuda::moe_decode_scale_slots_from();
@@ -123,7 +119,6 @@ const dsv4::cuda::moe_decode_stage_pairs_t g_stage_pairs_default =
 void reset_ab_config() {
   dsv4::cuda::moe_decode_set_shift_decode(true);
   dsv4::cuda::moe_decode_set_rt_blocks_per_sm(0);
-  dsv4::cuda::moe_decode_set_ring_stages(g_ring_stages_default);
   dsv4::cuda::moe_decode_set_early_w2(g_early_w2_default);
   dsv4::cuda::moe_decode_set_predict_tokens(g_predict_default);
   dsv4::cuda::moe_decode_set_scale_slots_from(g_scale_slots_default);

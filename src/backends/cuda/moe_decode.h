@@ -93,14 +93,6 @@ struct moe_decode_stage_x {
   int up_max, down_min, down_max;
 };
 moe_decode_stage_x moe_decode_stage_x_tokens();
-// Ring depth (MOE9): rounds in flight per warp of the cp.async-ring launches without a lo part on
-// the repacked layout with the shift expansion (the engine's bf16 path): 4 (default: the ring in
-// static shared memory, as before), 6 or 8 (the ring in dynamic shared memory; fewer resident
-// blocks where shared memory binds, which the wave model sees). Same products and sums in the
-// same order: outputs bit-equal for the same RT. Other values read as 4. Process-wide, for
-// benches and A/B runs.
-void moe_decode_set_ring_stages(int stages);
-int moe_decode_ring_stages();
 // Early W2 (MOE9, official order): the FP8 quantize launch between W1/W3 and W2 lets W2 launch
 // before its own grid-dependency wait (it triggered after it), so W2 blocks become resident
 // while W1/W3 drains and fill their rings with W2 rounds before they wait for h (the exact order
