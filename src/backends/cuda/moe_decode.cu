@@ -451,7 +451,9 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
   __shared__ scale_buf<NM, SS> scale_ring[RING ? k_warps : 1];
   extern __shared__ uint4 dyn_smem[];
   const int slot = blockIdx.y;
-  // UP with route_pairs > 0 (ring only; moe_decode_set_predict_tokens): the chunk's expert from
+  // UP with route_pairs > 0 (ring only; MOE9's predicted plan, whose switch is gone: every launch
+  // now passes route_pairs = 0, so this path is dead code kept until a GPU run verifies its
+  // removal, which changes the SASS of the W1/W3 ring kernels): the chunk's expert from
   // the routing (complete: the plan launch started after it), so that the weight stream starts
   // before the wait for the plan; the chunk itself is read after that wait. Every warp computes
   // the same value (no barrier).
@@ -748,10 +750,11 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
 // Official order: FP8 quantize-dequantize of each 128-block of every valid pair's hf row (block
 // maxima, scale and e4m3 rounding of quant::fp8_block_warp, i.e. fake_quant_fp8_values), written
 // as BF16 (exact) in the paired layout. One warp per (pair, block), 4 values per lane.
-// early (moe_decode_set_early_w2): trigger W2 before the wait. W2 reads only the plan and the
-// weights before its own wait, and the plan is complete once W2 runs: every block of this grid
-// has started, so W1/W3 had triggered, after its wait on the plan. W2's wait still covers W1/W3
-// (this grid completes only after its wait).
+// early (MOE9's early W2, whose switch is gone: the launch passes 0; the parameter stays until a
+// GPU run verifies its removal, which changes this kernel's SASS): trigger W2 before the wait. W2
+// reads only the plan and the weights before its own wait, and the plan is complete once W2 runs:
+// every block of this grid has started, so W1/W3 had triggered, after its wait on the plan. W2's
+// wait still covers W1/W3 (this grid completes only after its wait).
 __global__ void __launch_bounds__(256)
     moe_decode_quantize_h_kernel(const float* hf, const int32_t* indices, int64_t pairs,
                                  int64_t experts, int64_t inter, uint16_t* h_hi, int early) {
@@ -871,13 +874,7 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
                            const int* chunk_count, const int4* chunks, const int* sorted,
                            int64_t chunks_bound, const fp4_weight& wa, const fp4_weight& wb,
                            float limit, const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo,
-                           float* hf, float* out, const int32_t* route, cudaStream_t stream) {
-  // Chunk experts predicted from the routing (moe_decode_set_predict_tokens; W1/W3 ring only).
-  const int64_t pairs = tokens * top_k;
-  const int route_pairs =
-      UP && RING && route && tokens <= moe_decode_predict_tokens() && pairs <= k_warp_size
-          ? int(pairs)
-          : 0;
+                           float* hf, float* out, cudaStream_t stream) {
   // Staged activation rows (moe_decode_set_stage_x_tokens): the ring kernels without a lo part.
   const moe_decode_stage_x sx = moe_decode_stage_x_tokens();
   const bool stage = UP ? tokens <= sx.up_max : tokens >= sx.down_min && tokens <= sx.down_max;
@@ -899,7 +896,7 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
       : launch_pdl(RING, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO>, grid,            \
                    dim3(k_threads), dyn_bytes, stream, a_hi, a_lo, kdim, rows, top_k, chunk_count, \
                    chunks, sorted, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out,               \
-                   stage_bytes > 0 ? stage_pairs : 0, route, route_pairs, int(experts))
+                   stage_bytes > 0 ? stage_pairs : 0, nullptr, 0, 0)
   cudaError_t e;
   if (rt == 4)
     e = DSV4_GEMM(4);
@@ -920,11 +917,11 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
                         const int* chunk_count, const int4* chunks, const int* sorted,
                         int64_t chunks_bound, const fp4_weight& wa, const fp4_weight& wb,
                         float limit, const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo,
-                        float* hf, float* out, const int32_t* route, cudaStream_t stream) {
-#define DSV4_GEMM_SS(SSO)                                                               \
-  launch_gemm_ss<K, UP, SPLIT, RING, RP, SSO>(                                          \
-      sms, a_hi, a_lo, kdim, rows, tokens, experts, top_k, chunk_count, chunks, sorted, \
-      chunks_bound, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, route, stream)
+                        float* hf, float* out, cudaStream_t stream) {
+#define DSV4_GEMM_SS(SSO)                                                                          \
+  launch_gemm_ss<K, UP, SPLIT, RING, RP, SSO>(sms, a_hi, a_lo, kdim, rows, tokens, experts, top_k, \
+                                              chunk_count, chunks, sorted, chunks_bound, wa, wb,   \
+                                              limit, pair_weights, h_hi, h_lo, hf, out, stream)
   if constexpr (RING && !SPLIT && RP == 2)
     if (const int from = moe_decode_scale_slots_from(); from > 0 && tokens >= from)
       return DSV4_GEMM_SS(k_stages);
@@ -966,28 +963,25 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   const fp4_weight f1 = make_fp4_weight(w1), f3 = make_fp4_weight(w3), f2 = make_fp4_weight(w2);
   if (const cudaError_t e = launch_gemm<K, true, x_split, ring, RP>(
           sms, xhi, xlo, hidden, inter, tokens, experts, int(top_k), chunk_count, chunks, sorted,
-          bound, f1, f3, limit, official ? weights : nullptr, hhi, hlo, hf, nullptr, indices,
-          stream);
+          bound, f1, f3, limit, official ? weights : nullptr, hhi, hlo, hf, nullptr, stream);
       e != cudaSuccess)
     return e;
   if (official) {
     const int64_t items = pairs * (inter / k_round);
-    if (const cudaError_t e =
-            launch_pdl(ring, moe_decode_quantize_h_kernel,
-                       dim3(unsigned(ceil_div(items, 256 / k_warp_size))), dim3(256), 0, stream, hf,
-                       indices, pairs, experts, inter, hhi, int(ring && moe_decode_early_w2()));
+    if (const cudaError_t e = launch_pdl(
+            ring, moe_decode_quantize_h_kernel, dim3(unsigned(ceil_div(items, 256 / k_warp_size))),
+            dim3(256), 0, stream, hf, indices, pairs, experts, inter, hhi, 0);
         e != cudaSuccess)
       return e;
     // The quantized h is exact in BF16: no lo part.
     if (const cudaError_t e = launch_gemm<K, false, false, ring, RP>(
             sms, hhi, hlo, inter, hidden, tokens, experts, int(top_k), chunk_count, chunks, sorted,
-            bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, nullptr, stream);
+            bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, stream);
         e != cudaSuccess)
       return e;
   } else if (const cudaError_t e = launch_gemm<K, false, true, ring, RP>(
                  sms, hhi, hlo, inter, hidden, tokens, experts, int(top_k), chunk_count, chunks,
-                 sorted, bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, nullptr,
-                 stream);
+                 sorted, bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, stream);
              e != cudaSuccess) {
     return e;
   }
@@ -1030,8 +1024,6 @@ moe_decode_stage_x moe_decode_stage_x_tokens() {
 }
 
 namespace {
-bool g_early_w2 = false;
-int g_predict_tokens = 0;
 int g_scale_slots_from = 2;
 moe_decode_stage_pairs_t g_stage_pairs = {1, 2};
 }  // namespace
@@ -1046,18 +1038,6 @@ void moe_decode_set_scale_slots_from(int tokens) {
 }
 int moe_decode_scale_slots_from() {
   return g_scale_slots_from;
-}
-void moe_decode_set_predict_tokens(int n) {
-  g_predict_tokens = std::max(0, n);
-}
-int moe_decode_predict_tokens() {
-  return g_predict_tokens;
-}
-void moe_decode_set_early_w2(bool on) {
-  g_early_w2 = on;
-}
-bool moe_decode_early_w2() {
-  return g_early_w2;
 }
 
 void moe_decode_set_rt_blocks_per_sm(int n) {

@@ -93,18 +93,10 @@ struct moe_decode_stage_x {
   int up_max, down_min, down_max;
 };
 moe_decode_stage_x moe_decode_stage_x_tokens();
-// Early W2 (MOE9, official order): the FP8 quantize launch between W1/W3 and W2 lets W2 launch
-// before its own grid-dependency wait (it triggered after it), so W2 blocks become resident
-// while W1/W3 drains and fill their rings with W2 rounds before they wait for h (the exact order
-// has no launch in between and already does so). Changes no value. Process-wide; default off.
-void moe_decode_set_early_w2(bool on);
-bool moe_decode_early_w2();
-// Predicted plan (MOE9): at T <= n (and T * top_k <= 32) the W1/W3 ring launch derives each
-// chunk's expert from the routing (valid when every expert holds <= 8 pairs; otherwise it waits
-// as before) and starts its weight stream before waiting for the plan launch. Changes no value.
-// Process-wide; default 0 (off).
-void moe_decode_set_predict_tokens(int n);
-int moe_decode_predict_tokens();
+// Ring depths 6 / 8, an early W2 launch and W1/W3 streaming from a plan predicted from the
+// routing (MOE9 switches, removed) measured 0.77-0.98x, 0.95-1.02x and 0.90-1.01x of these kernels
+// on an H200 (bench/RESULTS.md, session 10 MOE9 helper; bench/kernels/results/
+// h200_2026-11-26_s10_moe9_run1_*).
 // Scale slots (MOE9) of the depth-4 ring on the engine's path: 4 (one per round in flight; 8 KB
 // less shared memory per W1/W3 block, so that a staged activation row keeps 4 blocks per SM) at
 // T >= tokens, 8 below; 0 = never (8, as before MOE9). Default 2. Changes no value.
