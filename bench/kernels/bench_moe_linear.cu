@@ -78,20 +78,14 @@ std::vector<std::string> g_ab_configs = {"r4", "s0"};
 // An optional suffix xU[.Dmin.Dmax] stages the activation rows of one-pair chunks in shared
 // memory (moe_decode_set_stage_x_tokens): W1/W3 for T <= U, W2 for Dmin <= T <= Dmax ("s0x4":
 // both for T <= 4, "s0x4.2.4": W2 from T = 2, the default of MOE8); without it, staging is off
-// (main before MOE8). MOE9 suffixes, anywhere after the digits: "dN" ring depth N
-// (moe_decode_set_ring_stages: 4, 6, 8; default 4), "e" early W2 (moe_decode_set_early_w2),
-// "pN" predicted plan at T <= N (moe_decode_set_predict_tokens), "q" 4 scale slots from T = 1
+// (main before MOE8). MOE9 suffixes, anywhere after the digits: "q" 4 scale slots from T = 1
 // ("qN": from T = N; moe_decode_set_scale_slots_from), "uN" / "vN" staged chunks of up to N
 // pairs in W1/W3 / W2 (moe_decode_set_stage_pairs). A config without a suffix takes its "off"
-// value (4 stages, no early W2, no prediction, 8 scale slots, 1-pair chunks), so "s0x4.2.4" is
-// the default before MOE9 and "s0x64.2.64q2v2" the MOE9 default.
+// value (8 scale slots, 1-pair chunks), so "s0x4.2.4" is the default before MOE9 and
+// "s0x64.2.64q2v2" the MOE9 default. (MOE9's suffixes dN, e and pN went with their switches.)
 void apply_ab_config(const std::string& c) {
   dsv4::cuda::moe_decode_set_shift_decode(c[0] == 's');
   dsv4::cuda::moe_decode_set_rt_blocks_per_sm(std::atoi(c.c_str() + 1));
-  const size_t dpos = c.find('d');
-  dsv4::cuda::moe_decode_set_ring_stages(
-      dpos == std::string::npos ? 4 : std::atoi(c.c_str() + dpos + 1));
-  dsv4::cuda::moe_decode_set_early_w2(c.find('e') != std::string::npos);
   const size_t qpos = c.find('q');
   dsv4::cuda::moe_decode_set_scale_slots_from(
       qpos == std::string::npos ? 0 : std::max(1, std::atoi(c.c_str() + qpos + 1)));
@@ -99,9 +93,6 @@ void apply_ab_config(const std::string& c) {
   dsv4::cuda::moe_decode_set_stage_pairs(
       upos == std::string::npos ? 1 : std::atoi(c.c_str() + upos + 1),
       vpos == std::string::npos ? 1 : std::atoi(c.c_str() + vpos + 1));
-  const size_t ppos = c.find('p');
-  dsv4::cuda::moe_decode_set_predict_tokens(
-      ppos == std::string::npos ? 0 : std::atoi(c.c_str() + ppos + 1));
   int up = 0, dmin = 1, dmax = 0;
   if (const size_t x = c.find('x'); x != std::string::npos) {
     up = dmax = std::atoi(c.c_str() + x + 1);
@@ -114,18 +105,12 @@ void apply_ab_config(const std::string& c) {
   dsv4::cuda::moe_decode_set_stage_x_tokens(up, dmin, dmax);
 }
 const dsv4::cuda::moe_decode_stage_x g_stage_x_default = dsv4::cuda::moe_decode_stage_x_tokens();
-const int g_ring_stages_default = dsv4::cuda::moe_decode_ring_stages();
-const bool g_early_w2_default = dsv4::cuda::moe_decode_early_w2();
-const int g_predict_default = dsv4::cuda::moe_decode_predict_tokens();
 const int g_scale_slots_default = dsv4::cuda::moe_decode_scale_slots_from();
 const dsv4::cuda::moe_decode_stage_pairs_t g_stage_pairs_default =
     dsv4::cuda::moe_decode_stage_pairs();
 void reset_ab_config() {
   dsv4::cuda::moe_decode_set_shift_decode(true);
   dsv4::cuda::moe_decode_set_rt_blocks_per_sm(0);
-  dsv4::cuda::moe_decode_set_ring_stages(g_ring_stages_default);
-  dsv4::cuda::moe_decode_set_early_w2(g_early_w2_default);
-  dsv4::cuda::moe_decode_set_predict_tokens(g_predict_default);
   dsv4::cuda::moe_decode_set_scale_slots_from(g_scale_slots_default);
   dsv4::cuda::moe_decode_set_stage_pairs(g_stage_pairs_default.up, g_stage_pairs_default.down);
   const auto d = g_stage_x_default;

@@ -199,19 +199,11 @@ template <int NM, int SS = k_scale_slots>
 struct scale_buf {
   uint4 s[SS][NM][2][8];  // [slot][matrix][row half][g]
 };
-// Slots = ST (moe_decode_set_scale_slots_from: 4 at depth 4) hold the chunks of ST rounds in flight
-// for every geometry: the refill after round j writes the chunk of round j + ST, at most ST - 1
-// past that of round j + 1 (one round per chunk); it may take round j's slot, hence the
-// __syncwarp before the refill whenever ST >= slots. Frees 8 KB of a W1/W3 block (4 KB of W2):
-// with a staged row, 4 W1/W3 blocks per SM instead of 3.
-// Scale slots of a ring of ST rounds: k_scale_slots, except 4 at depth 6, which the launch takes
-// only where a scale chunk spans >= 2 rounds (E8M0 / E4M3 rows of 16-byte chunks; launch_gemm)
-// or a row has <= 4 rounds: the refill after round j writes the chunk of round j + 6, at most 3
-// chunks past that of round j + 1, the oldest still to be read.
-// Frees 8 KB per W1/W3 block, so that the depth-6 ring with a staged row keeps 3 blocks per SM.
-__host__ __device__ constexpr int scale_slots_for(int st) {
-  return st == 6 ? 4 : k_scale_slots;
-}
+// Slots = k_stages (moe_decode_set_scale_slots_from) hold the chunks of k_stages rounds in flight
+// for every geometry: the refill after round j writes the chunk of round j + k_stages, at most
+// k_stages - 1 past that of round j + 1 (one round per chunk); it may take round j's slot, hence
+// the __syncwarp before the refill whenever k_stages >= slots. Frees 8 KB of a W1/W3 block (4 KB
+// of W2): with a staged row, 4 W1/W3 blocks per SM instead of 3.
 
 // One round's weights of one matrix for rows g and g + 8 as mma_round takes them.
 template <weight_kind K>
@@ -439,12 +431,8 @@ __device__ __forceinline__ int predict_chunk_expert(const int32_t* indices, int 
 // RP: the weights are repacked (moe_repack.h): a lane's 16 bytes of rows g and g + 8 of a round
 // are at tile * 1024 + lane * 16 and + 512 (each warp-wide load one contiguous 512 bytes),
 // rounds of a row tile 1024 bytes apart; both pipelines read them.
-// ST: rounds in flight per warp (the ring depth; moe_decode_set_ring_stages). ST == k_stages: the
-// ring in static shared memory; otherwise at the start of the dynamic shared memory (static
-// shared memory stops at 48 KB), the staged activation row after it.
-// SSO: scale slots (0: scale_slots_for(ST); moe_decode_set_scale_slots).
-template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP = 0, int ST = k_stages,
-          int SSO = 0>
+// SSO: scale slots (0: k_scale_slots; moe_decode_set_scale_slots_from).
+template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP = 0, int SSO = 0>
 __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ? 4 : 1)
     moe_decode_gemm_kernel(const uint16_t* ain_hi, const uint16_t* ain_lo, int64_t kdim,
                            int64_t rows, int top_k, const int* chunk_count, const int4* chunks,
@@ -454,18 +442,18 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
                            int route_experts) {
   constexpr int NM = UP ? 2 : 1;
   constexpr int KS = k_warps / RT;
-  constexpr bool dyn_ring = RING && ST != k_stages;
   // Scale chunks of the rounds in flight (at least one round per chunk) fit the slots.
-  constexpr int SS = SSO ? SSO : scale_slots_for(ST);
-  static_assert(ST <= k_scale_slots, "ring deeper than the scale slots");
+  constexpr int SS = SSO ? SSO : k_scale_slots;
+  static_assert(k_stages <= SS, "ring deeper than the scale slots");
   __shared__ int pair_of[k_chunk];
   __shared__ float partial[KS > 1 ? (KS - 1) * RT : 1][NM][4][k_warp_size];
-  __shared__ stage_buf<NM> ring_static[RING && !dyn_ring ? k_warps : 1]
-                                      [RING && !dyn_ring ? k_stages : 1];
+  __shared__ stage_buf<NM> ring[RING ? k_warps : 1][RING ? k_stages : 1];
   __shared__ scale_buf<NM, SS> scale_ring[RING ? k_warps : 1];
   extern __shared__ uint4 dyn_smem[];
   const int slot = blockIdx.y;
-  // UP with route_pairs > 0 (ring only; moe_decode_set_predict_tokens): the chunk's expert from
+  // UP with route_pairs > 0 (ring only; MOE9's predicted plan, whose switch is gone: every launch
+  // now passes route_pairs = 0, so this path is dead code kept until a GPU run verifies its
+  // removal, which changes the SASS of the W1/W3 ring kernels): the chunk's expert from
   // the routing (complete: the plan launch started after it), so that the weight stream starts
   // before the wait for the plan; the chunk itself is read after that wait. Every warp computes
   // the same value (no barrier).
@@ -542,10 +530,9 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     // shifts and signed-remainder fix-ups ptxas otherwise recomputes every round (MOE9).
     static_assert((SS & (SS - 1)) == 0, "scale slots: a power of two");
     const int rb32 = int(rb), rpc_shift = geo.rpc_shift, rpc_mask = (1 << geo.rpc_shift) - 1;
-    stage_buf<NM>* const my_ring =
-        (dyn_ring ? reinterpret_cast<stage_buf<NM>*>(dyn_smem) : &ring_static[0][0]) + warp * ST;
+    stage_buf<NM>* const my_ring = &ring[0][0] + warp * k_stages;
     scale_buf<NM, SS>& my_scales = scale_ring[warp];
-    // Round j (of this warp's) into stage j % ST, then commit (an empty group past the end
+    // Round j (of this warp's) into stage j % k_stages, then commit (an empty group past the end
     // keeps one group per round for wait_group).
     const auto issue = [&](int j, int stage) {
       if (j < nr) {
@@ -578,7 +565,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       cp_async_commit();
     };
 #pragma unroll
-    for (int j = 0; j < ST; ++j) issue(j, j);
+    for (int j = 0; j < k_stages; ++j) issue(j, j);
 
     if constexpr (!UP) {
       pdl_wait();            // h from the launch before
@@ -598,7 +585,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     // MOE9: stage_x = the most pairs a staged chunk may hold (moe_decode_set_stage_pairs; 1
     // before), one row each, rows 64 bytes apart modulo 128 when several (lanes g of two rows
     // read different banks).
-    uint4* const xs_row = dyn_smem + (dyn_ring ? k_warps * ST * sizeof(stage_buf<NM>) / 16 : 0);
+    uint4* const xs_row = dyn_smem;
     const int xs_stride = int(kdim / 8) + (stage_x > 1 ? 4 : 0);  // uint4 per staged row
     const bool staged = !SPLIT && c.z <= stage_x;
     if (staged) {
@@ -623,9 +610,9 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
 
     // Round j's weights times the activation fragments cxh / cxl, then the refill of its stage.
     const auto round_math = [&](int j, const uint4(&cxh)[4], const uint4(&cxl)[4]) {
-      const int u = j % ST;
-      cp_async_wait<ST - 1>();  // round j (this lane's copies) has landed
-      __syncwarp();             // and the scale chunks the lanes q == 0 copied for it
+      const int u = j % k_stages;
+      cp_async_wait<k_stages - 1>();  // round j (this lane's copies) has landed
+      __syncwarp();                   // and the scale chunks the lanes q == 0 copied for it
       const stage_buf<NM>& b = my_ring[u];
       const int r = rb32 + j, in_chunk = r & rpc_mask;
       const int word = K == weight_kind::nvfp4 ? in_chunk * 2 + (q >> 1)  // word_of
@@ -646,8 +633,8 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       // shared loads have returned), so the asynchronous copy cannot overtake them. With as
       // many rounds in flight as scale slots, the refill's scale chunk may take the slot this
       // round's chunk was read from by the other lanes of its row: wait for the whole warp.
-      if constexpr (ST >= SS) __syncwarp();
-      issue(j + ST, u);
+      if constexpr (k_stages >= SS) __syncwarp();
+      issue(j + k_stages, u);
     };
     if (staged) {
       if constexpr (!SPLIT) {
@@ -763,10 +750,11 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
 // Official order: FP8 quantize-dequantize of each 128-block of every valid pair's hf row (block
 // maxima, scale and e4m3 rounding of quant::fp8_block_warp, i.e. fake_quant_fp8_values), written
 // as BF16 (exact) in the paired layout. One warp per (pair, block), 4 values per lane.
-// early (moe_decode_set_early_w2): trigger W2 before the wait. W2 reads only the plan and the
-// weights before its own wait, and the plan is complete once W2 runs: every block of this grid
-// has started, so W1/W3 had triggered, after its wait on the plan. W2's wait still covers W1/W3
-// (this grid completes only after its wait).
+// early (MOE9's early W2, whose switch is gone: the launch passes 0; the parameter stays until a
+// GPU run verifies its removal, which changes this kernel's SASS): trigger W2 before the wait. W2
+// reads only the plan and the weights before its own wait, and the plan is complete once W2 runs:
+// every block of this grid has started, so W1/W3 had triggered, after its wait on the plan. W2's
+// wait still covers W1/W3 (this grid completes only after its wait).
 __global__ void __launch_bounds__(256)
     moe_decode_quantize_h_kernel(const float* hf, const int32_t* indices, int64_t pairs,
                                  int64_t experts, int64_t inter, uint16_t* h_hi, int early) {
@@ -860,12 +848,12 @@ int pick_rt(int64_t rows, int64_t rounds, int64_t tokens, int64_t top_k, int64_t
 
 // Resident blocks per SM of one GEMM instantiation with `smem` bytes of dynamic shared memory
 // (queried once without; with, per launch: the staged row length varies with the shapes).
-template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP, int ST, int SSO>
+template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP, int SSO>
 int gemm_blocks_per_sm(size_t smem) {
   const auto query = [](size_t bytes) {
     int b = 0;
     if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &b, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, ST, SSO>, k_threads, bytes) !=
+            &b, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO>, k_threads, bytes) !=
         cudaSuccess)
       b = 1;
     return std::max(b, 1);
@@ -880,44 +868,35 @@ int gemm_blocks_per_sm(size_t smem) {
   return n;
 }
 
-template <weight_kind K, bool UP, bool SPLIT, bool RING, int RP, int ST, int SSO>
-cudaError_t launch_gemm_st(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int64_t kdim,
+template <weight_kind K, bool UP, bool SPLIT, bool RING, int RP, int SSO>
+cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int64_t kdim,
                            int64_t rows, int64_t tokens, int64_t experts, int top_k,
                            const int* chunk_count, const int4* chunks, const int* sorted,
                            int64_t chunks_bound, const fp4_weight& wa, const fp4_weight& wb,
                            float limit, const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo,
-                           float* hf, float* out, const int32_t* route, cudaStream_t stream) {
-  // Chunk experts predicted from the routing (moe_decode_set_predict_tokens; W1/W3 ring only).
-  const int64_t pairs = tokens * top_k;
-  const int route_pairs =
-      UP && RING && route && tokens <= moe_decode_predict_tokens() && pairs <= k_warp_size
-          ? int(pairs)
-          : 0;
+                           float* hf, float* out, cudaStream_t stream) {
   // Staged activation rows (moe_decode_set_stage_x_tokens): the ring kernels without a lo part.
   const moe_decode_stage_x sx = moe_decode_stage_x_tokens();
   const bool stage = UP ? tokens <= sx.up_max : tokens >= sx.down_min && tokens <= sx.down_max;
   const int stage_pairs = UP ? moe_decode_stage_pairs().up : moe_decode_stage_pairs().down;
   const size_t stage_bytes =
       RING && !SPLIT && stage ? size_t(stage_pairs) * (kdim * 2 + (stage_pairs > 1 ? 64 : 0)) : 0;
-  // A ring deeper than k_stages lives in dynamic shared memory, before the staged row.
-  constexpr size_t ring_bytes =
-      RING && ST != k_stages ? size_t(k_warps) * ST * sizeof(stage_buf < UP ? 2 : 1 >) : 0;
-  const size_t dyn_bytes = ring_bytes + stage_bytes;
-  const int blocks_per_sm[3] = {gemm_blocks_per_sm<K, UP, SPLIT, 4, RING, RP, ST, SSO>(dyn_bytes),
-                                gemm_blocks_per_sm<K, UP, SPLIT, 2, RING, RP, ST, SSO>(dyn_bytes),
-                                gemm_blocks_per_sm<K, UP, SPLIT, 1, RING, RP, ST, SSO>(dyn_bytes)};
+  const size_t dyn_bytes = stage_bytes;
+  const int blocks_per_sm[3] = {gemm_blocks_per_sm<K, UP, SPLIT, 4, RING, RP, SSO>(dyn_bytes),
+                                gemm_blocks_per_sm<K, UP, SPLIT, 2, RING, RP, SSO>(dyn_bytes),
+                                gemm_blocks_per_sm<K, UP, SPLIT, 1, RING, RP, SSO>(dyn_bytes)};
   const int rt = pick_rt(rows, kdim / k_round, tokens, top_k, experts, chunks_bound, sms,
                          blocks_per_sm, moe_decode_rt_blocks_per_sm());
   const dim3 grid(unsigned(rows / (16 * rt)), unsigned(chunks_bound));
 #define DSV4_GEMM(RT)                                                                              \
-  (dyn_bytes ? allow_dynamic_smem(moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, ST, SSO>,     \
-                                  dyn_bytes)                                                       \
-             : cudaSuccess) != cudaSuccess                                                         \
+  (dyn_bytes                                                                                       \
+       ? allow_dynamic_smem(moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO>, dyn_bytes)    \
+       : cudaSuccess) != cudaSuccess                                                               \
       ? cudaErrorInvalidValue                                                                      \
-      : launch_pdl(RING, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, ST, SSO>, grid,        \
+      : launch_pdl(RING, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO>, grid,            \
                    dim3(k_threads), dyn_bytes, stream, a_hi, a_lo, kdim, rows, top_k, chunk_count, \
                    chunks, sorted, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out,               \
-                   stage_bytes > 0 ? stage_pairs : 0, route, route_pairs, int(experts))
+                   stage_bytes > 0 ? stage_pairs : 0, nullptr, 0, 0)
   cudaError_t e;
   if (rt == 4)
     e = DSV4_GEMM(4);
@@ -929,37 +908,25 @@ cudaError_t launch_gemm_st(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
   return e;
 }
 
-// The ring depth of moe_decode_set_ring_stages for the engine's path (ring, no lo part, repacked
-// with the shift expansion); every other combination keeps k_stages (fewer instantiations).
+// The scale slots of moe_decode_set_scale_slots_from for the engine's path (ring, no lo part,
+// repacked with the shift expansion); every other combination keeps k_scale_slots (fewer
+// instantiations).
 template <weight_kind K, bool UP, bool SPLIT, bool RING, int RP>
 cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int64_t kdim,
                         int64_t rows, int64_t tokens, int64_t experts, int top_k,
                         const int* chunk_count, const int4* chunks, const int* sorted,
                         int64_t chunks_bound, const fp4_weight& wa, const fp4_weight& wb,
                         float limit, const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo,
-                        float* hf, float* out, const int32_t* route, cudaStream_t stream) {
-#define DSV4_GEMM_ST(ST, SSO)                                                           \
-  launch_gemm_st<K, UP, SPLIT, RING, RP, ST, SSO>(                                      \
-      sms, a_hi, a_lo, kdim, rows, tokens, experts, top_k, chunk_count, chunks, sorted, \
-      chunks_bound, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, route, stream)
-  if constexpr (RING && !SPLIT && RP == 2) {
-    const int st = moe_decode_ring_stages();
-    if (st == 6) {  // 4 scale slots: needs >= 2 rounds per scale chunk, or <= 4 rounds in all
-      const moe_scales::encoding enc = K == weight_kind::nvfp4 ? moe_scales::encoding::e4m3
-                                       : wa.scale_f32          ? moe_scales::encoding::f32
-                                                               : moe_scales::encoding::e8m0;
-      const int64_t srow_bytes =
-          (K == weight_kind::mxfp4 ? kdim / 32 : kdim / 16) * (wa.scale_f32 ? 4 : 1);
-      if (moe_scales::make_geometry(srow_bytes, enc).rpc_shift >= 1 ||
-          kdim / k_round <= scale_slots_for(6))
-        return DSV4_GEMM_ST(6, 0);
-    }
-    if (st == 8) return DSV4_GEMM_ST(8, 0);
+                        float* hf, float* out, cudaStream_t stream) {
+#define DSV4_GEMM_SS(SSO)                                                                          \
+  launch_gemm_ss<K, UP, SPLIT, RING, RP, SSO>(sms, a_hi, a_lo, kdim, rows, tokens, experts, top_k, \
+                                              chunk_count, chunks, sorted, chunks_bound, wa, wb,   \
+                                              limit, pair_weights, h_hi, h_lo, hf, out, stream)
+  if constexpr (RING && !SPLIT && RP == 2)
     if (const int from = moe_decode_scale_slots_from(); from > 0 && tokens >= from)
-      return DSV4_GEMM_ST(k_stages, k_stages);
-  }
-  return DSV4_GEMM_ST(k_stages, 0);
-#undef DSV4_GEMM_ST
+      return DSV4_GEMM_SS(k_stages);
+  return DSV4_GEMM_SS(0);
+#undef DSV4_GEMM_SS
 }
 
 template <weight_kind K, int RP, typename act_t>
@@ -996,28 +963,25 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   const fp4_weight f1 = make_fp4_weight(w1), f3 = make_fp4_weight(w3), f2 = make_fp4_weight(w2);
   if (const cudaError_t e = launch_gemm<K, true, x_split, ring, RP>(
           sms, xhi, xlo, hidden, inter, tokens, experts, int(top_k), chunk_count, chunks, sorted,
-          bound, f1, f3, limit, official ? weights : nullptr, hhi, hlo, hf, nullptr, indices,
-          stream);
+          bound, f1, f3, limit, official ? weights : nullptr, hhi, hlo, hf, nullptr, stream);
       e != cudaSuccess)
     return e;
   if (official) {
     const int64_t items = pairs * (inter / k_round);
-    if (const cudaError_t e =
-            launch_pdl(ring, moe_decode_quantize_h_kernel,
-                       dim3(unsigned(ceil_div(items, 256 / k_warp_size))), dim3(256), 0, stream, hf,
-                       indices, pairs, experts, inter, hhi, int(ring && moe_decode_early_w2()));
+    if (const cudaError_t e = launch_pdl(
+            ring, moe_decode_quantize_h_kernel, dim3(unsigned(ceil_div(items, 256 / k_warp_size))),
+            dim3(256), 0, stream, hf, indices, pairs, experts, inter, hhi, 0);
         e != cudaSuccess)
       return e;
     // The quantized h is exact in BF16: no lo part.
     if (const cudaError_t e = launch_gemm<K, false, false, ring, RP>(
             sms, hhi, hlo, inter, hidden, tokens, experts, int(top_k), chunk_count, chunks, sorted,
-            bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, nullptr, stream);
+            bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, stream);
         e != cudaSuccess)
       return e;
   } else if (const cudaError_t e = launch_gemm<K, false, true, ring, RP>(
                  sms, hhi, hlo, inter, hidden, tokens, experts, int(top_k), chunk_count, chunks,
-                 sorted, bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, nullptr,
-                 stream);
+                 sorted, bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, stream);
              e != cudaSuccess) {
     return e;
   }
@@ -1060,9 +1024,6 @@ moe_decode_stage_x moe_decode_stage_x_tokens() {
 }
 
 namespace {
-int g_ring_stages = k_stages;
-bool g_early_w2 = false;
-int g_predict_tokens = 0;
 int g_scale_slots_from = 2;
 moe_decode_stage_pairs_t g_stage_pairs = {1, 2};
 }  // namespace
@@ -1077,24 +1038,6 @@ void moe_decode_set_scale_slots_from(int tokens) {
 }
 int moe_decode_scale_slots_from() {
   return g_scale_slots_from;
-}
-void moe_decode_set_predict_tokens(int n) {
-  g_predict_tokens = std::max(0, n);
-}
-int moe_decode_predict_tokens() {
-  return g_predict_tokens;
-}
-void moe_decode_set_ring_stages(int stages) {
-  g_ring_stages = stages == 6 || stages == 8 ? stages : k_stages;
-}
-int moe_decode_ring_stages() {
-  return g_ring_stages;
-}
-void moe_decode_set_early_w2(bool on) {
-  g_early_w2 = on;
-}
-bool moe_decode_early_w2() {
-  return g_early_w2;
 }
 
 void moe_decode_set_rt_blocks_per_sm(int n) {

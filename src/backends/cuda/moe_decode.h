@@ -93,26 +93,10 @@ struct moe_decode_stage_x {
   int up_max, down_min, down_max;
 };
 moe_decode_stage_x moe_decode_stage_x_tokens();
-// Ring depth (MOE9): rounds in flight per warp of the cp.async-ring launches without a lo part on
-// the repacked layout with the shift expansion (the engine's bf16 path): 4 (default: the ring in
-// static shared memory, as before), 6 or 8 (the ring in dynamic shared memory; fewer resident
-// blocks where shared memory binds, which the wave model sees). Same products and sums in the
-// same order: outputs bit-equal for the same RT. Other values read as 4. Process-wide, for
-// benches and A/B runs.
-void moe_decode_set_ring_stages(int stages);
-int moe_decode_ring_stages();
-// Early W2 (MOE9, official order): the FP8 quantize launch between W1/W3 and W2 lets W2 launch
-// before its own grid-dependency wait (it triggered after it), so W2 blocks become resident
-// while W1/W3 drains and fill their rings with W2 rounds before they wait for h (the exact order
-// has no launch in between and already does so). Changes no value. Process-wide; default off.
-void moe_decode_set_early_w2(bool on);
-bool moe_decode_early_w2();
-// Predicted plan (MOE9): at T <= n (and T * top_k <= 32) the W1/W3 ring launch derives each
-// chunk's expert from the routing (valid when every expert holds <= 8 pairs; otherwise it waits
-// as before) and starts its weight stream before waiting for the plan launch. Changes no value.
-// Process-wide; default 0 (off).
-void moe_decode_set_predict_tokens(int n);
-int moe_decode_predict_tokens();
+// Ring depths 6 / 8, an early W2 launch and W1/W3 streaming from a plan predicted from the
+// routing (MOE9 switches, removed) measured 0.77-0.98x, 0.95-1.02x and 0.90-1.01x of these kernels
+// on an H200 (bench/RESULTS.md, session 10 MOE9 helper; bench/kernels/results/
+// h200_2026-11-26_s10_moe9_run1_*).
 // Scale slots (MOE9) of the depth-4 ring on the engine's path: 4 (one per round in flight; 8 KB
 // less shared memory per W1/W3 block, so that a staged activation row keeps 4 blocks per SM) at
 // T >= tokens, 8 below; 0 = never (8, as before MOE9). Default 2. Changes no value.
