@@ -18,7 +18,8 @@
 // Where it stands (bench/RESULTS.md, official order, bf16, the repacked layout the engine reads):
 // H200 (session 10, MOE9 run 1, the MOE8 defaults) Flash T = 1 / 4 / 16 / 64 at 42.9 / 62.2 /
 // 66.8 / 65.0% of the HBM read ceiling (4638 GB/s), Pro 52.9 / 65.9 / 68.4 / 66.9%; H100 (MOE9
-// run 3, the MOE9 defaults) Flash 58.1 / 78.3 / 89.6 / 91.4%, Pro 66.7 / 87.6 / 94.4 / 93.4%.
+// run 3, the MOE9 configuration, not the default: see moe_decode.cu) Flash 58.1 / 78.3 / 89.6 /
+// 91.4%, Pro 66.7 / 87.6 / 94.4 / 93.4%.
 // Issue-bound on the H200 (~2.9 instructions per weight at 43-60% issue efficiency); deeper
 // rings, L2 bulk prefetches of W2 during L1 or of each block's own weights measured slower.
 // First version (2026-11-22): 29-34% at T = 1, 1.3-5.2x faster than moe_experts_f32 and
@@ -86,8 +87,8 @@ int moe_decode_rt_blocks_per_sm();
 // fragments with shared loads instead of global loads one round ahead. Same products and sums
 // in the same order: outputs bit-equal for the same RT (the extra shared memory may change the
 // resident blocks, hence the wave model's RT). Process-wide, for benches and A/B runs; default
-// 64, 2, 64 (MOE9: every T but W2 at T = 1; 4, 2, 4 before; moe_decode.cu says why); 0, 1, 0 =
-// never.
+// 4, 2, 4 (up at T <= 4, down at T = 2..4; MOE9's 64, 2, 64 measured mixed, moe_decode.cu); 0, 1, 0
+// = never.
 void moe_decode_set_stage_x_tokens(int up_max, int down_min, int down_max);
 struct moe_decode_stage_x {
   int up_max, down_min, down_max;
@@ -99,13 +100,13 @@ moe_decode_stage_x moe_decode_stage_x_tokens();
 // h200_2026-11-26_s10_moe9_run1_*).
 // Scale slots (MOE9) of the depth-4 ring on the engine's path: 4 (one per round in flight; 8 KB
 // less shared memory per W1/W3 block, so that a staged activation row keeps 4 blocks per SM) at
-// T >= tokens, 8 below; 0 = never (8, as before MOE9). Default 2. Changes no value.
-// Process-wide, for benches and A/B runs.
+// T >= tokens, 8 below; 0 = never (8, as before MOE9). Default 0 (MOE9 measured 2, moe_decode.cu).
+// Changes no value. Process-wide, for benches and A/B runs.
 void moe_decode_set_scale_slots_from(int tokens);
 int moe_decode_scale_slots_from();
 // Staged chunks of several pairs (MOE9): where moe_decode_set_stage_x_tokens stages a launch,
 // chunks of up to `up` (W1/W3) / `down` (W2) pairs (1..8; 1, 1 as before MOE9) stage one
-// row per pair (up * (kdim * 2 + 64) bytes of dynamic shared memory). Same sums. Default 1, 2
+// row per pair (up * (kdim * 2 + 64) bytes of dynamic shared memory). Same sums. Default 1, 1
 // (MOE9: 2-pair W2 chunks staged; W1/W3 rows of 2 pairs would cost a resident block).
 void moe_decode_set_stage_pairs(int up, int down);
 struct moe_decode_stage_pairs_t {
