@@ -209,6 +209,10 @@ const tensor& model_forward::linear_input(const tensor& x, weight_format f, tens
 tensor model_forward::project(const tensor& x, const prepared_linear& w, tensor& quantized,
                               const step_tensors& st) {
   if (!quantizes_input(w.source_format)) return ops_.linear(x, w);
+  // A backend that quantizes x itself gives the same y from x as from its quantized copy; the
+  // copy (gather + fake quantization) is then made only if another consumer needs it.
+  if (!quantized.defined() && ops_.linear_fp8_input_quantizes(x, w))
+    return ops_.linear_fp8_input(x, w);
   return ops_.linear_fp8_input(linear_input(x, w.source_format, quantized, st), w);
 }
 

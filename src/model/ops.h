@@ -135,6 +135,17 @@ class ops {
   virtual tensor linear_fp8_input(const tensor& x, const prepared_linear& w) {
     return linear(x, w);
   }
+  // True when linear_fp8_input(x, w) would itself quantize x to FP8 blocks of 128 with
+  // fake_quant_fp8_act's rounding (e4m3(x / s), s = 2^ceil(log2(max(amax, 1e-4) / 448))): it may
+  // then be given x unquantized, with the same result bit for bit (re-quantizing fake-quantized
+  // values returns them with the same or a halved power-of-two scale, and such a scale factor
+  // passes exactly through the exact FP8 products and their f32 sums), so the caller can skip
+  // its quantized copy of x.
+  virtual bool linear_fp8_input_quantizes(const tensor& x, const prepared_linear& w) const {
+    (void)x;
+    (void)w;
+    return false;
+  }
   // Block-diagonal: x [T, G*in_g], w [G*out_g, in_g]; group g maps x[:, g*in_g:] to y[:, g*out_g:].
   virtual tensor grouped_linear(const tensor& x, const prepared_linear& w, int64_t groups) = 0;
   // y = x * rsqrt(mean(x^2) + eps) * weight over the last dim of x [T, n]; weight may be null

@@ -292,6 +292,37 @@ bool compare_repacked_experts(const std::string& label, const std::string& dir, 
 // decode. Also the record pools' bytes (584 vs 1024 per row) in the reserved memory, and the
 // general-kernel fallback (decode kernels off: records gathered to bf16) against bf16 pools with
 // the general kernels, also bit for bit (the gather gives the same bf16 rows).
+// Official precision, bf16, graphs: the FP8 projections that read the attention input x and qr
+// unquantized (cuda_ops::linear_fp8_input_quantizes: linear_decode_fp8act quantizes them itself)
+// against the quantized copies made first (DSV4_FP8_INPUT_COPY=1, the path before): the same
+// logits bit for bit (ops.h says why), and the decode step times of both.
+bool compare_fp8_input_copy(const std::string& label, const std::string& dir) {
+  const std::vector<size_t> prompt{300, 140, 20};
+  const auto official = precision_mode::official;
+  setenv("DSV4_FP8_INPUT_COPY", "1", 1);
+  const schedule_result copy = run_schedule(dir, official, true, prompt, 24, 1024, "bf16", true);
+  unsetenv("DSV4_FP8_INPUT_COPY");
+  const schedule_result direct = run_schedule(dir, official, true, prompt, 24, 1024, "bf16", true);
+  size_t differing = copy.logits.size() == direct.logits.size() ? 0 : 1;
+  for (size_t i = 0; i < copy.logits.size() && i < direct.logits.size(); ++i)
+    differing +=
+        copy.logits[i].size() != direct.logits[i].size() ||
+        std::memcmp(copy.logits[i].data(), direct.logits[i].data(), copy.logits[i].size() * 4) != 0;
+  const bool ok = differing == 0 && direct.graphs == 2 && direct.mallocs_in_warm_decode == 0;
+  std::printf(
+      "[gpu-fp8-input] %-22s official bf16: x / qr unquantized into the FP8 projections vs "
+      "quantized copies, %zu steps (3 prefills + decode, graphs): %zu bitwise-differing %s\n",
+      label.c_str(), direct.logits.size(), differing, ok ? "OK" : "FAIL");
+  for (int b = 1; b < 4; ++b)
+    if (!direct.step_ms[b].empty())
+      std::printf(
+          "[gpu-fp8-input] %-22s decode step (batch %d, graph, median of %zu): copies %.3f ms, "
+          "direct %.3f ms\n",
+          label.c_str(), b, direct.step_ms[b].size(), median(copy.step_ms[b]),
+          median(direct.step_ms[b]));
+  return ok;
+}
+
 bool compare_kv_records(const std::string& label, const std::string& dir, int64_t vocab) {
   const std::vector<size_t> prompt{300, 140, 20};
   const auto official = precision_mode::official;
@@ -501,6 +532,8 @@ int main(int argc, char** argv) {
   if (repacked_only) {  // the routed-expert layouts alone (timings without other GPU work)
     try {
       const std::string dir = make_flash_dims_checkpoint();
+      ++cases;
+      failures += !compare_fp8_input_copy("flash-dims-3-layers", dir);
       for (precision_mode p : {precision_mode::official, precision_mode::exact}) {
         ++cases;
         failures += !compare_repacked_experts("flash-dims-3-layers", dir, 16384, p);
@@ -634,6 +667,8 @@ int main(int argc, char** argv) {
       failures += !compare_kv_records("flash-dims-3-layers", dir, 16384);
       ++cases;
       failures += !compare_indexer_fp4("flash-dims-3-layers", dir, 16384);
+      ++cases;
+      failures += !compare_fp8_input_copy("flash-dims-3-layers", dir);
     } catch (const std::exception& e) {
       ++failures;
       std::printf("[gpu-graph] flash-dims FAIL: %s\n", e.what());

@@ -77,6 +77,7 @@ class cuda_ops final : public ops {
   // FP8-block weights at <= 8 tokens: linear_decode_fp8act (W8A8 on FP8 tensor cores); else
   // linear.
   tensor linear_fp8_input(const tensor& x, const prepared_linear& w) override;
+  bool linear_fp8_input_quantizes(const tensor& x, const prepared_linear& w) const override;
   tensor grouped_linear(const tensor& x, const prepared_linear& w, int64_t groups) override;
   tensor rms_norm(const tensor& x, const tensor* weight, float eps, int64_t groups) override;
   void rope(tensor& x, int64_t heads, int64_t head_dim, int64_t rope_dim, const tensor& positions,

@@ -292,16 +292,34 @@ tensor cuda_ops::linear_f32out(const tensor& x, const prepared_linear& w) {
   return run_linear(*this, x, w, 1, dtype::f32);
 }
 
+namespace {
+
+// Up to 8 tokens, where linear_decode_fp8act beat linear_decode on every DeepSeek-V4 FP8
+// projection (H200, bench/RESULTS.md session 5: 1.0-1.13x, e.g. Pro wq_b T = 1 28.6 vs 31.4 us);
+// at 16-32 tokens it won on some shapes and lost on others (its 2- and 4-n-tile kernels run 8
+// warps a block).
+bool takes_fp8act(bool decode_kernels, const tensor& x, const device_weight& dw) {
+  constexpr int64_t k_max_tokens = 8;
+  const int64_t T = x.shape().rank() == 2 ? x.size(0) : 0;
+  return decode_kernels && T >= 1 && T <= k_max_tokens && linear_decode_fp8act_supported(dw);
+}
+
+}  // namespace
+
+bool cuda_ops::linear_fp8_input_quantizes(const tensor& x, const prepared_linear& w) const {
+  // fp8act_quantize_kernel: the block amax, the same power-of-two scale and e4m3 rounding as
+  // fake_quant_fp8_act (quantize.h fp8_block_warp). DSV4_FP8_INPUT_COPY=1 (read per call): the
+  // caller's quantized copy as before, so a test can compare both in one process bit for bit.
+  const char* copy = std::getenv("DSV4_FP8_INPUT_COPY");
+  if (copy && std::strcmp(copy, "1") == 0) return false;
+  return takes_fp8act(decode_kernels(), x, static_cast<const cuda_linear&>(w).s.w);
+}
+
 tensor cuda_ops::linear_fp8_input(const tensor& x, const prepared_linear& w) {
   const auto& cw = static_cast<const cuda_linear&>(w);
   const device_weight& dw = cw.s.w;
-  const int64_t T = x.shape().rank() == 2 ? x.size(0) : 0;
-  // Up to 8 tokens, where it beat linear_decode on every DeepSeek-V4 FP8 projection (H200,
-  // bench/RESULTS.md session 5: 1.0-1.13x, e.g. Pro wq_b T = 1 28.6 vs 31.4 us); at 16-32 tokens
-  // it won on some shapes and lost on others (its 2- and 4-n-tile kernels run 8 warps a block).
-  constexpr int64_t k_max_tokens = 8;
-  if (!decode_kernels() || T < 1 || T > k_max_tokens || !linear_decode_fp8act_supported(dw))
-    return linear(x, w);
+  if (!takes_fp8act(decode_kernels(), x, dw)) return linear(x, w);
+  const int64_t T = x.size(0);
   check_device_type(x, activation_type(), "linear input");
   DSV4_CHECK(x.size(1) == w.in, "linear {}: input {} for weight [{}, {}]", w.name, x.shape().str(),
              w.out, w.in);
