@@ -310,7 +310,8 @@ tensor model_forward::attention(int layer, const tensor& x, const step_tensors& 
   // wo_a stays unquantized in both modes (the official convert.py dequantizes it to BF16).
   tensor z = ops_.grouped_linear(o, *aw.wo_a, cfg_.o_groups);
   if (!quantizes_input(aw.wo_b->source_format)) return ops_.linear(z, *aw.wo_b);
-  ops_.fake_quant_fp8_act(z, 128);  // z feeds wo_b only
+  // z feeds wo_b only: quantized in place, unless wo_b's path quantizes it itself (ops.h).
+  if (!ops_.linear_fp8_input_quantizes(z, *aw.wo_b)) ops_.fake_quant_fp8_act(z, 128);
   return ops_.linear_fp8_input(z, *aw.wo_b);
 }
 
@@ -339,7 +340,8 @@ tensor model_forward::ffn(int layer, const tensor& x, const step_tensors& st) {
       ops_.swiglu(project(x, *fw.shared_w1, xq, st), project(x, *fw.shared_w3, xq, st), limit);
   tensor shared;
   if (quantizes_input(fw.shared_w2->source_format)) {
-    ops_.fake_quant_fp8_act(h, 128);
+    // h feeds shared_w2 only (as z above).
+    if (!ops_.linear_fp8_input_quantizes(h, *fw.shared_w2)) ops_.fake_quant_fp8_act(h, 128);
     shared = ops_.linear_fp8_input(h, *fw.shared_w2);
   } else {
     shared = ops_.linear(h, *fw.shared_w2);

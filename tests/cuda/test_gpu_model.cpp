@@ -292,10 +292,11 @@ bool compare_repacked_experts(const std::string& label, const std::string& dir, 
 // decode. Also the record pools' bytes (584 vs 1024 per row) in the reserved memory, and the
 // general-kernel fallback (decode kernels off: records gathered to bf16) against bf16 pools with
 // the general kernels, also bit for bit (the gather gives the same bf16 rows).
-// Official precision, bf16, graphs: the FP8 projections that read the attention input x and qr
-// unquantized (cuda_ops::linear_fp8_input_quantizes: linear_decode_fp8act quantizes them itself)
-// against the quantized copies made first (DSV4_FP8_INPUT_COPY=1, the path before): the same
-// logits bit for bit (ops.h says why), and the decode step times of both.
+// Official precision, bf16, graphs: the FP8 projections whose path quantizes its input itself
+// (cuda_ops::linear_fp8_input_quantizes: linear_decode_fp8act) reading x, qr, z (wo_b) and h
+// (shared w2) unquantized, against the quantized copies / in-place fake quantization made first
+// (DSV4_FP8_INPUT_COPY=1, the path before): the same logits bit for bit (ops.h says why), and
+// the decode step times of both.
 bool compare_fp8_input_copy(const std::string& label, const std::string& dir) {
   const std::vector<size_t> prompt{300, 140, 20};
   const auto official = precision_mode::official;
@@ -310,8 +311,8 @@ bool compare_fp8_input_copy(const std::string& label, const std::string& dir) {
         std::memcmp(copy.logits[i].data(), direct.logits[i].data(), copy.logits[i].size() * 4) != 0;
   const bool ok = differing == 0 && direct.graphs == 2 && direct.mallocs_in_warm_decode == 0;
   std::printf(
-      "[gpu-fp8-input] %-22s official bf16: x / qr unquantized into the FP8 projections vs "
-      "quantized copies, %zu steps (3 prefills + decode, graphs): %zu bitwise-differing %s\n",
+      "[gpu-fp8-input] %-22s official bf16: x, qr, z, h unquantized into the FP8 projections "
+      "vs quantized first, %zu steps (3 prefills + decode, graphs): %zu bitwise-differing %s\n",
       label.c_str(), direct.logits.size(), differing, ok ? "OK" : "FAIL");
   for (int b = 1; b < 4; ++b)
     if (!direct.step_ms[b].empty())
