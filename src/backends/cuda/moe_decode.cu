@@ -22,9 +22,10 @@
 // version's register double buffer with plain launches. Both compute the same sums in the same
 // order (the same outputs bit for bit).
 // MOE8: a block whose chunk holds one pair may stage that pair's activation row in dynamic
-// shared memory (moe_decode_set_stage_x_tokens; the GEMM kernel's stage_x). MOE9: at every T
-// (W2 from T = 2), W2 chunks of up to 2 pairs (moe_decode_set_stage_pairs), 4 scale slots from
-// T = 2 so that W1/W3 keeps 4 blocks per SM (moe_decode_set_scale_slots_from).
+// shared memory (moe_decode_set_stage_x_tokens; the GEMM kernel's stage_x). MOE9 (switches, not
+// the default, see g_stage_x below): staging at every T (W2 from T = 2), W2 chunks of up to 2
+// pairs (moe_decode_set_stage_pairs), 4 scale slots so that W1/W3 keeps 4 blocks per SM
+// (moe_decode_set_scale_slots_from).
 #include <cuda_bf16.h>
 
 #include <algorithm>

@@ -17,9 +17,8 @@
 //
 // Where it stands (bench/RESULTS.md, official order, bf16, the repacked layout the engine reads):
 // H200 (session 10, MOE9 run 1, the MOE8 defaults) Flash T = 1 / 4 / 16 / 64 at 42.9 / 62.2 /
-// 66.8 / 65.0% of the HBM read ceiling (4638 GB/s), Pro 52.9 / 65.9 / 68.4 / 66.9%; H100 (MOE9
-// run 3, the MOE9 configuration, not the default: see moe_decode.cu) Flash 58.1 / 78.3 / 89.6 /
-// 91.4%, Pro 66.7 / 87.6 / 94.4 / 93.4%.
+// 66.8 / 65.0% of the HBM read ceiling (4638 GB/s), Pro 52.9 / 65.9 / 68.4 / 66.9%; H100 (session
+// 10 final1, the same defaults) Flash 57.8 / 77.2 / 87.0 / 88.7%, Pro 67.2 / 88.7 / 87.8 / 90.4%.
 // Issue-bound on the H200 (~2.9 instructions per weight at 43-60% issue efficiency); deeper
 // rings, L2 bulk prefetches of W2 during L1 or of each block's own weights measured slower.
 // First version (2026-11-22): 29-34% at T = 1, 1.3-5.2x faster than moe_experts_f32 and
