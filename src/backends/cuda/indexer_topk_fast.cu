@@ -464,6 +464,102 @@ __device__ __forceinline__ uint32_t warp_count_greater(const unsigned long long*
   return __reduce_add_sync(0xffffffffu, c0 + c1 + c2 + c3);
 }
 
+// ---- pieces shared by indexer_score_kernel and indexer_score_three_kernel ----
+
+// The sequence's block ids of keys [lo, hi) into range_blocks (one round of dependent loads per
+// CTA, none in the key loops); returns the range's first block.
+template <int threads>
+__device__ __forceinline__ int64_t score_range_blocks(const paged_entries& pages, int64_t lo,
+                                                      int64_t hi, int32_t* range_blocks) {
+  const int64_t block0 = lo / pages.block_size;
+  const int n_blocks = int((hi - 1) / pages.block_size - block0 + 1);
+  for (int i = threadIdx.x; i < n_blocks; i += threads) {
+    const int64_t b = block0 + i;
+    int32_t id = -1;
+    if (pages.seq >= 0 && pages.seq < pages.table_rows && b < pages.table_width)
+      id = pages.block_table[pages.seq * pages.table_width + b];
+    range_blocks[i] = id;
+  }
+  return block0;
+}
+
+// One thread: stage s's full barrier (one arrival plus the copies' bytes) and empty barrier
+// (every thread's arrival).
+template <int threads>
+__device__ __forceinline__ void score_init_barriers(uint32_t full_s, uint32_t empty_s, int stages) {
+  for (int i = 0; i < stages; ++i) {
+    mbar::init(full_s + 8 * i, 1);
+    mbar::init(empty_s + 8 * i, threads);
+  }
+  mbar::fence_init();
+}
+
+// Bulk pass j of FP4 keys into `stage` (one thread): the rows of the pass's block inside the pool
+// (the codes, and the scales whole 16-byte groups by the copy engine, the pool's last < 4 by this
+// thread); pass_rows[j % k_row_ring] = rows of the pass that score (0: no block, or outside the
+// pool: -inf).
+struct fp4_bulk_source {
+  const paged_entries* pages;
+  const int32_t* range_blocks;
+  int64_t block0, lo, hi;
+  uint32_t bs;  // pages->block_size
+  const uint8_t* keys8;
+  const uint32_t* key_scales4;
+};
+__device__ __forceinline__ void score_issue_fp4_bulk(const fp4_bulk_source& src, int64_t j,
+                                                     int stage, int32_t* pass_rows,
+                                                     uint32_t* pass_scales, uint32_t full_s,
+                                                     uint32_t k_s) {
+  const uint32_t start = uint32_t(src.lo + j * k_pass);
+  const uint32_t block = start / src.bs;
+  const int32_t id = src.range_blocks[block - uint32_t(src.block0)];
+  const int64_t row0 = int64_t(id) * src.bs + (start - block * src.bs);
+  int copy = 0, valid = 0;
+  if (id >= 0 && row0 < src.pages->pool_rows) {
+    copy = int(min(int64_t(k_pass), src.pages->pool_rows - row0));
+    valid = min(copy, int(src.hi - int64_t(start)));
+  }
+  pass_rows[j % k_row_ring] = valid;
+  const uint32_t bar = full_s + 8 * stage;
+  if (valid == 0) {
+    mbar::arrive(bar);
+    return;
+  }
+  const uint32_t* src_scales = src.key_scales4 + row0;
+  uint32_t* dst_scales = pass_scales + stage * k_pass;
+  const int copy4 = copy & ~3;
+  for (int i = copy4; i < copy; ++i) dst_scales[i] = src_scales[i];
+  mbar::arrive_expect_tx(bar, uint32_t(copy * k_fp4_row_bytes + copy4 * 4));
+  mbar::bulk_g2s(k_s + stage * k_fp4_pass_bytes, src.keys8 + row0 * k_fp4_row_bytes,
+                 uint32_t(copy * k_fp4_row_bytes), bar);
+  if (copy4 > 0) mbar::bulk_g2s(smem_u32(dst_scales), src_scales, uint32_t(copy4 * 4), bar);
+}
+
+// The token's query (bf16 or f32 activations) into shared memory for wgmma: the wgmma layout
+// (wg) or the swizzled mma.sync one. bf16: cp.async copies the caller commits.
+template <bool wg, int threads, typename act_t>
+__device__ __forceinline__ void score_stage_query(uint32_t q_s, const act_t* q, int64_t t) {
+  if constexpr (sizeof(act_t) == 2) {
+#pragma unroll
+    for (int i = 0; i < k_heads * k_chunks / threads; ++i) {
+      const int x = int(threadIdx.x) + i * threads;
+      const int r = x / k_chunks, c = x % k_chunks;
+      cp_async_16(q_s + (wg ? q_wg_offset(r, c) : swizzled(r, c)),
+                  q + (t * k_heads + r) * k_dim + c * 8, true);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < k_heads * k_chunks / threads; ++i) {
+      const int x = int(threadIdx.x) + i * threads;
+      const int r = x / k_chunks, c = x % k_chunks;
+      const uint4 v = load8_bf16(q + (t * k_heads + r) * k_dim + c * 8);
+      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(
+                       q_s + (wg ? q_wg_offset(r, c) : swizzled(r, c))),
+                   "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w));
+    }
+  }
+}
+
 // fmt e4m3: key_pool holds e4m3 bytes [pool_rows, 128] and key_scales one positive f32 per row;
 // e2m1: key_pool codes [pool_rows, 64] bytes and key_scales one u32 of E8M0 bytes per row
 // (io/indexer_fp4_key.h); bf16: key_pool bf16 [pool_rows, 128] (key_scales unused).
@@ -523,23 +619,8 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
   pages.seq = seq;
   const int lane = threadIdx.x % k_warp_size;
   const int warp = threadIdx.x / k_warp_size;
-  // The range's block ids up front (one round of dependent loads per CTA, none in the key loop).
-  const int64_t block0 = lo / pages.block_size;
-  const int n_blocks = int((hi - 1) / pages.block_size - block0 + 1);
-  for (int i = threadIdx.x; i < n_blocks; i += k_score_threads) {
-    const int64_t b = block0 + i;
-    int32_t id = -1;
-    if (pages.seq >= 0 && pages.seq < pages.table_rows && b < pages.table_width)
-      id = pages.block_table[pages.seq * pages.table_width + b];
-    range_blocks[i] = id;
-  }
-  if (bulk && threadIdx.x == 0) {
-    for (int i = 0; i < stages; ++i) {
-      mbar::init(full_s + 8 * i, 1);
-      mbar::init(empty_s + 8 * i, k_score_threads);
-    }
-    mbar::fence_init();
-  }
+  const int64_t block0 = score_range_blocks<k_score_threads>(pages, lo, hi, range_blocks);
+  if (bulk && threadIdx.x == 0) score_init_barriers<k_score_threads>(full_s, empty_s, stages);
   __syncthreads();
   // Entry numbers and block sizes are 32-bit here (the host checks the capacity).
   const uint32_t bs = uint32_t(pages.block_size);
@@ -603,34 +684,11 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
     }
   };
 
-  // Bulk pass j into `stage` (thread 0): the rows of the pass's block inside the pool (the
-  // codes, and the scales whole 16-byte groups by the copy engine, the pool's last < 4 by this
-  // thread); pass_rows[j % k_row_ring] = rows of the pass that score (0: no block, or outside the
-  // pool: -inf).
+  // Bulk pass j into `stage` (thread 0; score_issue_fp4_bulk).
+  const fp4_bulk_source bulk_src{&pages, range_blocks, block0, lo, hi, bs, keys8, key_scales4};
   auto issue_bulk = [&](int64_t j, int stage) {
-    const uint32_t start = uint32_t(lo + j * k_pass);
-    const uint32_t block = start / bs;
-    const int32_t id = range_blocks[block - uint32_t(block0)];
-    const int64_t row0 = int64_t(id) * bs + (start - block * bs);
-    int copy = 0, valid = 0;
-    if (id >= 0 && row0 < pages.pool_rows) {
-      copy = int(min(int64_t(k_pass), pages.pool_rows - row0));
-      valid = min(copy, int(hi - int64_t(start)));
-    }
-    pass_rows[j % k_row_ring] = valid;
-    const uint32_t bar = full_s + 8 * stage;
-    if (valid == 0) {
-      mbar::arrive(bar);
-      return;
-    }
-    const uint32_t* src_scales = key_scales4 + row0;
-    uint32_t* dst_scales = reinterpret_cast<uint32_t*>(pass_scales) + stage * k_pass;
-    const int copy4 = copy & ~3;
-    for (int i = copy4; i < copy; ++i) dst_scales[i] = src_scales[i];
-    mbar::arrive_expect_tx(bar, uint32_t(copy * k_fp4_row_bytes + copy4 * 4));
-    mbar::bulk_g2s(k_s + stage * k_fp4_pass_bytes, keys8 + row0 * k_fp4_row_bytes,
-                   uint32_t(copy * k_fp4_row_bytes), bar);
-    if (copy4 > 0) mbar::bulk_g2s(smem_u32(dst_scales), src_scales, uint32_t(copy4 * 4), bar);
+    score_issue_fp4_bulk(bulk_src, j, stage, pass_rows, reinterpret_cast<uint32_t*>(pass_scales),
+                         full_s, k_s);
   };
 
   if (!bulk)
@@ -657,24 +715,8 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
       asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(q_s + swizzled(r, c)),
                    "r"(v[0]), "r"(v[1]), "r"(v[2]), "r"(v[3]));
     }
-  } else if constexpr (sizeof(act_t) == 2) {
-#pragma unroll
-    for (int i = 0; i < k_heads * k_chunks / k_score_threads; ++i) {
-      const int x = int(threadIdx.x) + i * k_score_threads;
-      const int r = x / k_chunks, c = x % k_chunks;
-      cp_async_16(q_s + (wg ? q_wg_offset(r, c) : swizzled(r, c)),
-                  q + (t * k_heads + r) * k_dim + c * 8, true);
-    }
   } else {
-#pragma unroll
-    for (int i = 0; i < k_heads * k_chunks / k_score_threads; ++i) {
-      const int x = int(threadIdx.x) + i * k_score_threads;
-      const int r = x / k_chunks, c = x % k_chunks;
-      const uint4 v = load8_bf16(q + (t * k_heads + r) * k_dim + c * 8);
-      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(
-                       q_s + (wg ? q_wg_offset(r, c) : swizzled(r, c))),
-                   "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w));
-    }
+    score_stage_query<wg, k_score_threads>(q_s, q, t);
   }
   if (bulk) {
     // Passes 0 .. stages - 2 in flight while the query lands (one group); wgmma reads it through
@@ -1035,67 +1077,15 @@ __global__ void __launch_bounds__(256, 3)
   pages.seq = seq;
   const int lane = threadIdx.x % k_warp_size;
   const int warp = threadIdx.x / k_warp_size;
-  const int64_t block0 = lo / pages.block_size;
-  const int n_blocks = int((hi - 1) / pages.block_size - block0 + 1);
-  for (int i = threadIdx.x; i < n_blocks; i += k_score_threads) {
-    const int64_t b = block0 + i;
-    int32_t id = -1;
-    if (pages.seq >= 0 && pages.seq < pages.table_rows && b < pages.table_width)
-      id = pages.block_table[pages.seq * pages.table_width + b];
-    range_blocks[i] = id;
-  }
-  if (threadIdx.x == 0) {
-    for (int i = 0; i < stages; ++i) {
-      mbar::init(full_s + 8 * i, 1);
-      mbar::init(empty_s + 8 * i, k_score_threads);
-    }
-    mbar::fence_init();
-  }
+  const int64_t block0 = score_range_blocks<k_score_threads>(pages, lo, hi, range_blocks);
+  if (threadIdx.x == 0) score_init_barriers<k_score_threads>(full_s, empty_s, stages);
   __syncthreads();
   const uint32_t bs = uint32_t(pages.block_size);
-  // As indexer_score_kernel's issue_bulk.
+  const fp4_bulk_source bulk_src{&pages, range_blocks, block0, lo, hi, bs, keys8, key_scales4};
   auto issue_bulk = [&](int64_t j, int stage) {
-    const uint32_t start = uint32_t(lo + j * k_pass);
-    const uint32_t block = start / bs;
-    const int32_t id = range_blocks[block - uint32_t(block0)];
-    const int64_t row0 = int64_t(id) * bs + (start - block * bs);
-    int copy = 0, valid = 0;
-    if (id >= 0 && row0 < pages.pool_rows) {
-      copy = int(min(int64_t(k_pass), pages.pool_rows - row0));
-      valid = min(copy, int(hi - int64_t(start)));
-    }
-    pass_rows[j % k_row_ring] = valid;
-    const uint32_t bar = full_s + 8 * stage;
-    if (valid == 0) {
-      mbar::arrive(bar);
-      return;
-    }
-    const uint32_t* src_scales = key_scales4 + row0;
-    uint32_t* dst_scales = pass_scales + stage * k_pass;
-    const int copy4 = copy & ~3;
-    for (int i = copy4; i < copy; ++i) dst_scales[i] = src_scales[i];
-    mbar::arrive_expect_tx(bar, uint32_t(copy * k_fp4_row_bytes + copy4 * 4));
-    mbar::bulk_g2s(k_s + stage * k_fp4_pass_bytes, keys8 + row0 * k_fp4_row_bytes,
-                   uint32_t(copy * k_fp4_row_bytes), bar);
-    if (copy4 > 0) mbar::bulk_g2s(smem_u32(dst_scales), src_scales, uint32_t(copy4 * 4), bar);
+    score_issue_fp4_bulk(bulk_src, j, stage, pass_rows, pass_scales, full_s, k_s);
   };
-  if constexpr (sizeof(act_t) == 2) {
-#pragma unroll
-    for (int i = 0; i < k_heads * k_chunks / k_score_threads; ++i) {
-      const int x = int(threadIdx.x) + i * k_score_threads;
-      const int r = x / k_chunks, c = x % k_chunks;
-      cp_async_16(q_s + q_wg_offset(r, c), q + (t * k_heads + r) * k_dim + c * 8, true);
-    }
-  } else {
-#pragma unroll
-    for (int i = 0; i < k_heads * k_chunks / k_score_threads; ++i) {
-      const int x = int(threadIdx.x) + i * k_score_threads;
-      const int r = x / k_chunks, c = x % k_chunks;
-      const uint4 v = load8_bf16(q + (t * k_heads + r) * k_dim + c * 8);
-      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(q_s + q_wg_offset(r, c)),
-                   "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w));
-    }
-  }
+  score_stage_query<true, k_score_threads>(q_s, q, t);
   if (threadIdx.x == 0)
     for (int j = 0; j < stages - 1; ++j)
       if (j < passes) issue_bulk(j, j);
