@@ -812,6 +812,39 @@ static_assert(k_ws_stages * k_tile_bytes >= k_rows * k_d * 4);
 // two dividing 128 (the float4 columns of a row).
 constexpr int k_fused_max_cluster = int(k_attention_decode_max_cluster);
 
+// One row's merge weights in the combine kernel's arithmetic (shared by the fused cluster merge
+// and plan.fold's last-CTA merge, so both stay bit for bit the combine's): M = max(m_r, sink2)
+// over the n splits' (m, l) in v (log2 domain), row_w[r] = 2^(m_r - M), and row_w[16] = 1 / D,
+// D = sum_r l_r w_r + 2^(sink2 - M) summed as lane 0 of the combine's shuffle-xor butterfly sums
+// lanes 0..15 (lanes >= n hold 0; the level-16 step and the other warps add exactly 0).
+__device__ __forceinline__ void merge_row_weights(const float2 (&v)[k_fused_max_cluster], int n,
+                                                  float sink2, float* row_w) {
+  float mx = -INFINITY;
+#pragma unroll
+  for (int r = 0; r < k_fused_max_cluster; ++r)
+    if (r < n) mx = fmaxf(mx, v[r].x);
+  mx = fmaxf(mx, sink2);
+  float x[k_fused_max_cluster];
+#pragma unroll
+  for (int r = 0; r < k_fused_max_cluster; ++r) {
+    x[r] = 0.0f;
+    if (r < n) {
+      const float w = v[r].x == -INFINITY ? 0.0f : exp2f(v[r].x - mx);
+      x[r] = w == 0.0f ? 0.0f : __fmul_rn(v[r].y, w);
+      row_w[r] = w;
+    }
+  }
+  static_assert(k_fused_max_cluster == 16, "the butterfly below is written for 16 lanes");
+#pragma unroll
+  for (int j = 0; j < 8; ++j) x[j] = __fadd_rn(x[j], x[j + 8]);
+#pragma unroll
+  for (int j = 0; j < 4; ++j) x[j] = __fadd_rn(x[j], x[j + 4]);
+#pragma unroll
+  for (int j = 0; j < 2; ++j) x[j] = __fadd_rn(x[j], x[j + 2]);
+  x[0] = __fadd_rn(x[0], x[1]);
+  row_w[k_fused_max_cluster] = 1.0f / __fadd_rn(x[0], exp2f(sink2 - mx));
+}
+
 __device__ __forceinline__ void store4(float* p, float4 v) {
   *reinterpret_cast<float4*>(p) = v;
 }
@@ -1146,35 +1179,8 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         for (int r = 0; r < k_fused_max_cluster; ++r)
           if (r < nsplit) v[i][r] = cluster::load_f2(cluster::map(ml_addr + (rl0 + 8 * i) * 8, r));
 #pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        float mx = -INFINITY;
-#pragma unroll
-        for (int r = 0; r < k_fused_max_cluster; ++r)
-          if (r < nsplit) mx = fmaxf(mx, v[i][r].x);
-        mx = fmaxf(mx, sink2[i]);
-        float* const row_w = w_s + (rl0 + 8 * i) * w_stride;
-        // x_r = l_r w_r, summed as lane 0 of the combine's shuffle-xor butterfly sums lanes 0..15
-        // (lanes >= splits hold 0; the level-16 step and the other warps add exactly 0).
-        float x[k_fused_max_cluster];
-#pragma unroll
-        for (int r = 0; r < k_fused_max_cluster; ++r) {
-          x[r] = 0.0f;
-          if (r < nsplit) {
-            const float w = v[i][r].x == -INFINITY ? 0.0f : exp2f(v[i][r].x - mx);
-            x[r] = w == 0.0f ? 0.0f : __fmul_rn(v[i][r].y, w);
-            row_w[r] = w;
-          }
-        }
-        static_assert(k_fused_max_cluster == 16, "the butterfly below is written for 16 lanes");
-#pragma unroll
-        for (int j = 0; j < 8; ++j) x[j] = __fadd_rn(x[j], x[j + 8]);
-#pragma unroll
-        for (int j = 0; j < 4; ++j) x[j] = __fadd_rn(x[j], x[j + 4]);
-#pragma unroll
-        for (int j = 0; j < 2; ++j) x[j] = __fadd_rn(x[j], x[j + 2]);
-        x[0] = __fadd_rn(x[0], x[1]);
-        row_w[k_fused_max_cluster] = 1.0f / __fadd_rn(x[0], exp2f(sink2[i] - mx));
-      }
+      for (int i = 0; i < 2; ++i)
+        merge_row_weights(v[i], nsplit, sink2[i], w_s + (rl0 + 8 * i) * w_stride);
     }
     cluster::sync();  // every CTA's rows (and this CTA's weight table) are in shared memory
     const int me = int(cluster::rank());
@@ -1254,31 +1260,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 #pragma unroll
       for (int r = 0; r < k_fused_max_cluster; ++r)
         if (r < splits) v[r] = __ldcg(part_ml + (t * splits + r) * heads + h);
-      float mx = -INFINITY;
-#pragma unroll
-      for (int r = 0; r < k_fused_max_cluster; ++r)
-        if (r < splits) mx = fmaxf(mx, v[r].x);
-      mx = fmaxf(mx, sink);
-      float* const row_w = w_s + threadIdx.x * w_stride;
-      float x[k_fused_max_cluster];
-#pragma unroll
-      for (int r = 0; r < k_fused_max_cluster; ++r) {
-        x[r] = 0.0f;
-        if (r < splits) {
-          const float w = v[r].x == -INFINITY ? 0.0f : exp2f(v[r].x - mx);
-          x[r] = w == 0.0f ? 0.0f : __fmul_rn(v[r].y, w);
-          row_w[r] = w;
-        }
-      }
-      static_assert(k_fused_max_cluster == 16, "the butterfly below is written for 16 lanes");
-#pragma unroll
-      for (int j = 0; j < 8; ++j) x[j] = __fadd_rn(x[j], x[j + 8]);
-#pragma unroll
-      for (int j = 0; j < 4; ++j) x[j] = __fadd_rn(x[j], x[j + 4]);
-#pragma unroll
-      for (int j = 0; j < 2; ++j) x[j] = __fadd_rn(x[j], x[j + 2]);
-      x[0] = __fadd_rn(x[0], x[1]);
-      row_w[k_fused_max_cluster] = 1.0f / __fadd_rn(x[0], exp2f(sink - mx));
+      merge_row_weights(v, splits, sink, w_s + threadIdx.x * w_stride);
     }
     mbar::named_sync(k_fold_bar, k_threads);  // the weight table is complete
     if (splits <= 4)
