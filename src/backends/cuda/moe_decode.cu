@@ -882,21 +882,20 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
   const int stage_pairs = UP ? moe_decode_stage_pairs().up : moe_decode_stage_pairs().down;
   const size_t stage_bytes =
       RING && !SPLIT && stage ? size_t(stage_pairs) * (kdim * 2 + (stage_pairs > 1 ? 64 : 0)) : 0;
-  const size_t dyn_bytes = stage_bytes;
-  const int blocks_per_sm[3] = {gemm_blocks_per_sm<K, UP, SPLIT, 4, RING, RP, SSO>(dyn_bytes),
-                                gemm_blocks_per_sm<K, UP, SPLIT, 2, RING, RP, SSO>(dyn_bytes),
-                                gemm_blocks_per_sm<K, UP, SPLIT, 1, RING, RP, SSO>(dyn_bytes)};
+  const int blocks_per_sm[3] = {gemm_blocks_per_sm<K, UP, SPLIT, 4, RING, RP, SSO>(stage_bytes),
+                                gemm_blocks_per_sm<K, UP, SPLIT, 2, RING, RP, SSO>(stage_bytes),
+                                gemm_blocks_per_sm<K, UP, SPLIT, 1, RING, RP, SSO>(stage_bytes)};
   const int rt = pick_rt(rows, kdim / k_round, tokens, top_k, experts, chunks_bound, sms,
                          blocks_per_sm, moe_decode_rt_blocks_per_sm());
   const dim3 grid(unsigned(rows / (16 * rt)), unsigned(chunks_bound));
-#define DSV4_GEMM(RT)                                                                              \
-  (dyn_bytes                                                                                       \
-       ? allow_dynamic_smem(moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO>, dyn_bytes)    \
-       : cudaSuccess) != cudaSuccess                                                               \
-      ? cudaErrorInvalidValue                                                                      \
-      : launch_pdl(RING, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO>, grid,            \
-                   dim3(k_threads), dyn_bytes, stream, a_hi, a_lo, kdim, rows, top_k, chunk_count, \
-                   chunks, sorted, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out,               \
+#define DSV4_GEMM(RT)                                                                             \
+  (stage_bytes                                                                                    \
+       ? allow_dynamic_smem(moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO>, stage_bytes) \
+       : cudaSuccess) != cudaSuccess                                                              \
+      ? cudaErrorInvalidValue                                                                     \
+      : launch_pdl(RING, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO>, grid,           \
+                   dim3(k_threads), stage_bytes, stream, a_hi, a_lo, kdim, rows, top_k,           \
+                   chunk_count, chunks, sorted, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, \
                    stage_bytes > 0 ? stage_pairs : 0, nullptr, 0, 0)
   cudaError_t e;
   if (rt == 4)
