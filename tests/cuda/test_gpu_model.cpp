@@ -146,6 +146,16 @@ schedule_result run_schedule(const std::string& dir, precision_mode precision, b
 }
 
 // Graphs on vs off on one model: returns false on any difference.
+// Steps whose logits differ in any bit between two runs of the same schedule (a length mismatch
+// counts once).
+size_t bitwise_differing_steps(const schedule_result& a, const schedule_result& b) {
+  size_t n = a.logits.size() == b.logits.size() ? 0 : 1;
+  for (size_t i = 0; i < a.logits.size() && i < b.logits.size(); ++i)
+    n += a.logits[i].size() != b.logits[i].size() ||
+         std::memcmp(a.logits[i].data(), b.logits[i].data(), a.logits[i].size() * 4) != 0;
+  return n;
+}
+
 bool compare_graph_decode(const std::string& label, const std::string& dir,
                           precision_mode precision, const std::vector<size_t>& prompt,
                           size_t decode, int64_t max_context) {
@@ -252,11 +262,7 @@ bool compare_repacked_experts(const std::string& label, const std::string& dir, 
                                           kv_cache_dtype::activations, true, true);
   const schedule_result cp = run_schedule(dir, precision, true, prompt, 24, 1024, "bf16", true,
                                           kv_cache_dtype::activations, true, false);
-  size_t differing = rp.logits.size() == cp.logits.size() ? 0 : 1;
-  for (size_t i = 0; i < rp.logits.size() && i < cp.logits.size(); ++i)
-    differing +=
-        rp.logits[i].size() != cp.logits[i].size() ||
-        std::memcmp(rp.logits[i].data(), cp.logits[i].data(), rp.logits[i].size() * 4) != 0;
+  const size_t differing = bitwise_differing_steps(rp, cp);
   const logits_distance dist = distance(rp, cp, vocab);
   const bool ok = differing == 0 && rp.expert_sets > 0 &&
                   rp.repacked_expert_sets == rp.expert_sets && cp.repacked_expert_sets == 0 &&
@@ -304,11 +310,7 @@ bool compare_fp8_input_copy(const std::string& label, const std::string& dir) {
   const schedule_result copy = run_schedule(dir, official, true, prompt, 24, 1024, "bf16", true);
   unsetenv("DSV4_FP8_INPUT_COPY");
   const schedule_result direct = run_schedule(dir, official, true, prompt, 24, 1024, "bf16", true);
-  size_t differing = copy.logits.size() == direct.logits.size() ? 0 : 1;
-  for (size_t i = 0; i < copy.logits.size() && i < direct.logits.size(); ++i)
-    differing +=
-        copy.logits[i].size() != direct.logits[i].size() ||
-        std::memcmp(copy.logits[i].data(), direct.logits[i].data(), copy.logits[i].size() * 4) != 0;
+  const size_t differing = bitwise_differing_steps(copy, direct);
   const bool ok = differing == 0 && direct.graphs == 2 && direct.mallocs_in_warm_decode == 0;
   std::printf(
       "[gpu-fp8-input] %-22s official bf16: x, qr, z, h unquantized into the FP8 projections "
@@ -338,14 +340,8 @@ bool compare_kv_records(const std::string& label, const std::string& dir, int64_
   const schedule_result fp8_off =
       run_schedule(dir, official, false, prompt, 8, 1024, "bf16", false, kv_cache_dtype::fp8);
   unsetenv("DSV4_ATTENTION_ALT");
-  auto differing = [](const schedule_result& a, const schedule_result& b) {
-    size_t n = a.logits.size() == b.logits.size() ? 0 : 1;
-    for (size_t i = 0; i < a.logits.size() && i < b.logits.size(); ++i)
-      n += a.logits[i].size() != b.logits[i].size() ||
-           std::memcmp(a.logits[i].data(), b.logits[i].data(), a.logits[i].size() * 4) != 0;
-    return n;
-  };
-  const size_t fast = differing(fp8, bf16), general = differing(fp8_off, bf16_off);
+  const size_t fast = bitwise_differing_steps(fp8, bf16),
+               general = bitwise_differing_steps(fp8_off, bf16_off);
   const logits_distance dist = distance(fp8, bf16, vocab);
   const bool ok = fast == 0 && general == 0 && fp8.graphs == 2 && fp8.mallocs_in_warm_decode == 0;
   std::printf(
@@ -381,11 +377,7 @@ bool compare_indexer_fp4(const std::string& label, const std::string& dir, int64
   const schedule_result fp4 = run_schedule(dir, official, true, prompt, 24, 1024, "bf16", true);
   const schedule_result bf16 = run_schedule(dir, official, true, prompt, 24, 1024, "bf16", true,
                                             kv_cache_dtype::activations, false);
-  size_t differing = fp4.logits.size() == bf16.logits.size() ? 0 : 1;
-  for (size_t i = 0; i < fp4.logits.size() && i < bf16.logits.size(); ++i)
-    differing +=
-        fp4.logits[i].size() != bf16.logits[i].size() ||
-        std::memcmp(fp4.logits[i].data(), bf16.logits[i].data(), fp4.logits[i].size() * 4) != 0;
+  const size_t differing = bitwise_differing_steps(fp4, bf16);
   const logits_distance dist = distance(fp4, bf16, vocab);
   const bool ok = differing == 0 && fp4.index_fp4_bytes > 0 && bf16.index_fp4_bytes == 0 &&
                   fp4.graphs == 2 && fp4.mallocs_in_warm_decode == 0;
