@@ -9,9 +9,10 @@ the host launch latency that the event-timed medians of a few-microsecond kernel
   python3 scripts/ncu_launch_medians.py NCU.csv --per-case 15
 """
 import argparse
-import csv
 import statistics
 import sys
+
+from ncu_csv import kernel_durations_us
 
 
 def main() -> int:
@@ -19,17 +20,7 @@ def main() -> int:
     ap.add_argument("csv_file")
     ap.add_argument("--per-case", type=int, required=True)
     args = ap.parse_args()
-    rows = []
-    with open(args.csv_file, newline="") as f:
-        lines = [l for l in f if l.startswith('"')]
-    for r in csv.DictReader(lines):
-        if r.get("Metric Name") != "gpu__time_duration.sum":
-            continue
-        value = float(r["Metric Value"].replace(",", ""))
-        unit = r.get("Metric Unit", "")
-        scale = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3,
-                 "ms": 1e3}[unit]
-        rows.append((r["Kernel Name"], value * scale))
+    rows = kernel_durations_us(args.csv_file)
     if not rows:
         print("no gpu__time_duration rows", file=sys.stderr)
         return 1

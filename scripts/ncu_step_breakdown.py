@@ -12,8 +12,9 @@ time that test_gpu_model prints.
 """
 import argparse
 import collections
-import csv
 import sys
+
+from ncu_csv import kernel_durations_us
 
 
 def main() -> int:
@@ -21,16 +22,7 @@ def main() -> int:
     ap.add_argument("csv_file")
     ap.add_argument("--list", action="store_true", help="also print every launch in order")
     args = ap.parse_args()
-    rows = []
-    with open(args.csv_file, newline="") as f:
-        lines = [l for l in f if l.startswith('"')]
-    for r in csv.DictReader(lines):
-        if r.get("Metric Name") != "gpu__time_duration.sum":
-            continue
-        scale = {"nsecond": 1e-3, "ns": 1e-3, "usecond": 1.0, "us": 1.0, "msecond": 1e3,
-                 "ms": 1e3}[r.get("Metric Unit", "")]
-        name = r["Kernel Name"].split("(")[0]
-        rows.append((name, float(r["Metric Value"].replace(",", "")) * scale))
+    rows = [(name.split("(")[0], t) for name, t in kernel_durations_us(args.csv_file)]
     if not rows:
         print("no gpu__time_duration rows", file=sys.stderr)
         return 1
