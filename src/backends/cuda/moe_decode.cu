@@ -395,34 +395,6 @@ __device__ __forceinline__ void load_x(uint4 (&xh)[4], uint4 (&xl)[4], const uin
   }
 }
 
-// The expert of the plan's chunk `slot` computed from the routing itself (MOE9; pairs <= 32, all
-// lanes of the calling warp): when every valid expert holds <= k_chunk pairs,
-// moe_group_pairs_by_expert cuts one chunk per distinct valid expert, in increasing expert
-// order, so chunk `slot` is the slot-th smallest of them. Returns that expert, -1 when the plan
-// has no such chunk, -2 when an expert holds more pairs (no prediction).
-__device__ __forceinline__ int predict_chunk_expert(const int32_t* indices, int pairs, int experts,
-                                                    int slot) {
-  const int lane = threadIdx.x % k_warp_size;
-  const int e = lane < pairs ? __ldg(indices + lane) : -1;
-  const bool valid = lane < pairs && e >= 0 && e < experts;
-  int same = 0, before = 0;
-  for (int j = 0; j < pairs; ++j) {
-    const int ej = __shfl_sync(0xffffffffu, e, j);
-    same += valid && ej == e;
-    before += valid && ej == e && j < lane;
-  }
-  if (__any_sync(0xffffffffu, same > k_chunk)) return -2;
-  const bool first = valid && before == 0;  // one lane per distinct valid expert
-  const unsigned firsts = __ballot_sync(0xffffffffu, first);
-  int rank = 0;  // distinct valid experts below e
-  for (int j = 0; j < pairs; ++j) {
-    const int ej = __shfl_sync(0xffffffffu, e, j);
-    rank += ((firsts >> j) & 1u) && ej < e;
-  }
-  const unsigned hit = __ballot_sync(0xffffffffu, first && rank == slot);
-  return hit ? __shfl_sync(0xffffffffu, e, __ffs(int(hit)) - 1) : -1;
-}
-
 // UP: W1 and W3 (NM = 2), SwiGLU epilogue into paired hi/lo h, or (pair_weights non-null, the
 // official order) h * pair_weights[pair] into hf [pairs, rows] f32. !UP: W2 into out (f32).
 // ain_hi / ain_lo: paired activations, one row of `kdim` per token (UP) or per pair (!UP).
@@ -439,8 +411,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
                            int64_t rows, int top_k, const int* chunk_count, const int4* chunks,
                            const int* sorted, fp4_weight wa, fp4_weight wb, float limit,
                            const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo, float* hf,
-                           float* out, int stage_x, const int32_t* route, int route_pairs,
-                           int route_experts) {
+                           float* out, int stage_x) {
   constexpr int NM = UP ? 2 : 1;
   constexpr int KS = k_warps / RT;
   // Scale chunks of the rounds in flight (at least one round per chunk) fit the slots.
@@ -451,33 +422,15 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
   __shared__ stage_buf<NM> ring[RING ? k_warps : 1][RING ? k_stages : 1];
   __shared__ scale_buf<NM, SS> scale_ring[RING ? k_warps : 1];
   extern __shared__ uint4 dyn_smem[];
+  // UP: the plan comes from the launch right before this one.
+  if constexpr (UP) pdl_wait();
   const int slot = blockIdx.y;
-  // UP with route_pairs > 0 (ring only; MOE9's predicted plan, whose switch is gone: every launch
-  // now passes route_pairs = 0, so this path is dead code kept until a GPU run verifies its
-  // removal, which changes the SASS of the W1/W3 ring kernels): the chunk's expert from
-  // the routing (complete: the plan launch started after it), so that the weight stream starts
-  // before the wait for the plan; the chunk itself is read after that wait. Every warp computes
-  // the same value (no barrier).
-  int pred = -2;
-  if constexpr (UP && RING)
-    if (route_pairs > 0) pred = predict_chunk_expert(route, route_pairs, route_experts, slot);
-  if (pred == -1) {  // no chunk at this slot: uniform over the block
-    pdl_wait();
+  if (slot >= *chunk_count) {  // uniform over the block
+    if constexpr (!UP) pdl_wait();
     return;
   }
-  const bool predicted = pred >= 0;
-  // UP: the plan comes from the launch right before this one.
-  if constexpr (UP)
-    if (!predicted) pdl_wait();
-  int4 c = make_int4(pred, 0, 0, 0);
-  if (!predicted) {
-    if (slot >= *chunk_count) {  // uniform over the block
-      if constexpr (!UP) pdl_wait();
-      return;
-    }
-    c = chunks[slot];
-    if (threadIdx.x < k_chunk) pair_of[threadIdx.x] = sorted[c.y + min(int(threadIdx.x), c.z - 1)];
-  }
+  const int4 c = chunks[slot];
+  if (threadIdx.x < k_chunk) pair_of[threadIdx.x] = sorted[c.y + min(int(threadIdx.x), c.z - 1)];
   const int warp = threadIdx.x / k_warp_size, lane = threadIdx.x % k_warp_size;
   const int tile = warp % RT, kpart = warp / RT;
   const int g = lane / 4, q = lane % 4;
@@ -568,14 +521,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
 #pragma unroll
     for (int j = 0; j < k_stages; ++j) issue(j, j);
 
-    if constexpr (!UP) {
-      pdl_wait();            // h from the launch before
-    } else if (predicted) {  // the plan; c.x == pred by the prediction's rule
-      pdl_wait();
-      c = chunks[slot];
-      if (threadIdx.x < k_chunk)
-        pair_of[threadIdx.x] = sorted[c.y + min(int(threadIdx.x), c.z - 1)];
-    }
+    if constexpr (!UP) pdl_wait();  // h from the launch before
     pdl_trigger();
     // Staged activations (stage_x: the launch gave kdim * 2 bytes of dynamic shared memory; bf16
     // x or quantized h, no lo part): a chunk of one pair reads its single activation row from
@@ -751,17 +697,11 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
 // Official order: FP8 quantize-dequantize of each 128-block of every valid pair's hf row (block
 // maxima, scale and e4m3 rounding of quant::fp8_block_warp, i.e. fake_quant_fp8_values), written
 // as BF16 (exact) in the paired layout. One warp per (pair, block), 4 values per lane.
-// early (MOE9's early W2, whose switch is gone: the launch passes 0; the parameter stays until a
-// GPU run verifies its removal, which changes this kernel's SASS): trigger W2 before the wait. W2
-// reads only the plan and the weights before its own wait, and the plan is complete once W2 runs:
-// every block of this grid has started, so W1/W3 had triggered, after its wait on the plan. W2's
-// wait still covers W1/W3 (this grid completes only after its wait).
 __global__ void __launch_bounds__(256)
     moe_decode_quantize_h_kernel(const float* hf, const int32_t* indices, int64_t pairs,
-                                 int64_t experts, int64_t inter, uint16_t* h_hi, int early) {
-  if (early) pdl_trigger();
+                                 int64_t experts, int64_t inter, uint16_t* h_hi) {
   pdl_wait();
-  if (!early) pdl_trigger();
+  pdl_trigger();
   const int64_t blocks_per_row = inter / k_round;
   const int64_t item = int64_t(blockIdx.x) * (256 / k_warp_size) + threadIdx.x / k_warp_size;
   if (item >= pairs * blocks_per_row) return;  // uniform over the warp
@@ -896,7 +836,7 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
       : launch_pdl(RING, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO>, grid,           \
                    dim3(k_threads), stage_bytes, stream, a_hi, a_lo, kdim, rows, top_k,           \
                    chunk_count, chunks, sorted, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, \
-                   stage_bytes > 0 ? stage_pairs : 0, nullptr, 0, 0)
+                   stage_bytes > 0 ? stage_pairs : 0)
   cudaError_t e;
   if (rt == 4)
     e = DSV4_GEMM(4);
@@ -970,7 +910,7 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
     const int64_t items = pairs * (inter / k_round);
     if (const cudaError_t e = launch_pdl(
             ring, moe_decode_quantize_h_kernel, dim3(unsigned(ceil_div(items, 256 / k_warp_size))),
-            dim3(256), 0, stream, hf, indices, pairs, experts, inter, hhi, 0);
+            dim3(256), 0, stream, hf, indices, pairs, experts, inter, hhi);
         e != cudaSuccess)
       return e;
     // The quantized h is exact in BF16: no lo part.
