@@ -812,21 +812,24 @@ static_assert(k_ws_stages * k_tile_bytes >= k_rows * k_d * 4);
 // two dividing 128 (the float4 columns of a row).
 constexpr int k_fused_max_cluster = int(k_attention_decode_max_cluster);
 
-// One row's merge weights in the combine kernel's arithmetic (shared by the fused cluster merge
-// and plan.fold's last-CTA merge, so both stay bit for bit the combine's): M = max(m_r, sink2)
-// over the n splits' (m, l) in v (log2 domain), row_w[r] = 2^(m_r - M), and row_w[16] = 1 / D,
-// D = sum_r l_r w_r + 2^(sink2 - M) summed as lane 0 of the combine's shuffle-xor butterfly sums
-// lanes 0..15 (lanes >= n hold 0; the level-16 step and the other warps add exactly 0).
-__device__ __forceinline__ void merge_row_weights(const float2 (&v)[k_fused_max_cluster], int n,
-                                                  float sink2, float* row_w) {
+// One row's merge weights in the combine kernel's arithmetic (shared by the fused cluster merge,
+// plan.fold's last-CTA merge and the row combine, so all stay bit for bit the combine's):
+// M = max(m_r, sink2) over the n <= lanes splits' (m, l) in v (log2 domain), row_w[r] =
+// 2^(m_r - M), and row_w[lanes] = 1 / D, D = sum_r l_r w_r + 2^(sink2 - M) summed as lane 0 of
+// the combine's shuffle-xor butterfly sums lanes 0..lanes-1 (lanes >= n hold 0; the butterfly
+// levels above lanes / 2 and the other warps add exactly 0, so any lanes >= n gives the same D).
+template <int lanes = k_fused_max_cluster>
+__device__ __forceinline__ void merge_row_weights(const float2 (&v)[lanes], int n, float sink2,
+                                                  float* row_w) {
+  static_assert(lanes >= 1 && lanes <= 16 && (lanes & (lanes - 1)) == 0);
   float mx = -INFINITY;
 #pragma unroll
-  for (int r = 0; r < k_fused_max_cluster; ++r)
+  for (int r = 0; r < lanes; ++r)
     if (r < n) mx = fmaxf(mx, v[r].x);
   mx = fmaxf(mx, sink2);
-  float x[k_fused_max_cluster];
+  float x[lanes];
 #pragma unroll
-  for (int r = 0; r < k_fused_max_cluster; ++r) {
+  for (int r = 0; r < lanes; ++r) {
     x[r] = 0.0f;
     if (r < n) {
       const float w = v[r].x == -INFINITY ? 0.0f : exp2f(v[r].x - mx);
@@ -834,15 +837,21 @@ __device__ __forceinline__ void merge_row_weights(const float2 (&v)[k_fused_max_
       row_w[r] = w;
     }
   }
-  static_assert(k_fused_max_cluster == 16, "the butterfly below is written for 16 lanes");
+  // The levels spelled out (a halving loop was left rolled: x went to the stack).
+  if constexpr (lanes >= 16) {
 #pragma unroll
-  for (int j = 0; j < 8; ++j) x[j] = __fadd_rn(x[j], x[j + 8]);
+    for (int j = 0; j < 8; ++j) x[j] = __fadd_rn(x[j], x[j + 8]);
+  }
+  if constexpr (lanes >= 8) {
 #pragma unroll
-  for (int j = 0; j < 4; ++j) x[j] = __fadd_rn(x[j], x[j + 4]);
+    for (int j = 0; j < 4; ++j) x[j] = __fadd_rn(x[j], x[j + 4]);
+  }
+  if constexpr (lanes >= 4) {
 #pragma unroll
-  for (int j = 0; j < 2; ++j) x[j] = __fadd_rn(x[j], x[j + 2]);
-  x[0] = __fadd_rn(x[0], x[1]);
-  row_w[k_fused_max_cluster] = 1.0f / __fadd_rn(x[0], exp2f(sink2 - mx));
+    for (int j = 0; j < 2; ++j) x[j] = __fadd_rn(x[j], x[j + 2]);
+  }
+  if constexpr (lanes >= 2) x[0] = __fadd_rn(x[0], x[1]);
+  row_w[lanes] = 1.0f / __fadd_rn(x[0], exp2f(sink2 - mx));
 }
 
 __device__ __forceinline__ void store4(float* p, float4 v) {
@@ -1837,6 +1846,83 @@ __global__ void __launch_bounds__(k_combine_threads, 1)
          make_float4(o.x * inv, o.y * inv, o.z * inv, o.w * inv));
 }
 
+// plan.combine_rows: one warp per (token, head) row, lane l owning the float4 columns l + 32 j
+// (j < 4), the splits' (m, l) read by every lane and merged by merge_row_weights (the combine's
+// arithmetic: the output equals attention_decode_combine's bit for bit). No shared memory or
+// barrier; up to 4 splits' partial loads (16 per lane) in flight at once. The block combine
+// above takes 122 registers for its 16-deep load window, so 4 CTAs (512 rows) fit an SM and
+// T = 32 (2048 rows) ran in four waves of its latency chain.
+constexpr int k_combine_rows_warps = 4;
+constexpr int k_combine_rows_chunk = 4;  // splits whose partial loads are in flight together
+
+template <int max_splits>
+constexpr int combine_rows_min_blocks() {
+  // Register budget per thread 65536 / (128 * blocks): 2 splits 56 (T = 32 with 128 heads: 4096
+  // rows in one wave), 4 splits 92 (T = 32, 64 heads: 2048 rows); more than 4 splits come with
+  // few rows (T <= 16), and 4 blocks (128 registers) put the 16-split weights on the stack.
+  return max_splits <= 2 ? 8 : max_splits <= 4 ? 5 : 2;
+}
+
+template <int max_splits, typename act_t>
+__global__ void __launch_bounds__(k_combine_rows_warps* k_warp_size,
+                                  combine_rows_min_blocks<max_splits>())
+    attention_decode_combine_rows(const float* part_o, const float2* part_ml, const float* sinks,
+                                  int64_t rows, int heads, int splits, act_t* out) {
+  constexpr int chunk = max_splits < k_combine_rows_chunk ? max_splits : k_combine_rows_chunk;
+  constexpr int cols = k_d / 4 / k_warp_size;  // float4 columns per lane
+  static_assert(max_splits % chunk == 0 && cols == 4);
+  pdl_wait();  // the main grid's partials (PDL, as attention_decode_combine)
+  const int lane = threadIdx.x % k_warp_size;
+  const int64_t row = int64_t(blockIdx.x) * k_combine_rows_warps + threadIdx.x / k_warp_size;
+  if (row >= rows) return;  // warp-uniform; no barrier follows
+  const int64_t t = row / heads;
+  const int h = int(row % heads);
+  float2 v[max_splits];
+#pragma unroll
+  for (int r = 0; r < max_splits; ++r)
+    v[r] = r < splits ? part_ml[(t * splits + r) * heads + h] : make_float2(-INFINITY, 0.0f);
+  float w[max_splits + 1];
+  merge_row_weights<max_splits>(v, splits, sinks[h] * k_log2e, w);
+  const float* const po = part_o + (t * splits * heads + h) * k_d + 4 * lane;
+  const int64_t split_stride = int64_t(heads) * k_d;
+  float4 o[cols];
+#pragma unroll
+  for (int j = 0; j < cols; ++j) o[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+#pragma unroll
+  for (int r0 = 0; r0 < max_splits; r0 += chunk) {
+    if (r0 >= splits) break;  // warp-uniform
+    float4 x[chunk][cols];
+#pragma unroll
+    for (int u = 0; u < chunk; ++u) {
+      const int r = r0 + u;
+      // A split without keys (weight 0) wrote no partial row: skipped, as the combine does.
+      if (r < splits && w[r] != 0.0f)
+#pragma unroll
+        for (int j = 0; j < cols; ++j)
+          x[u][j] = __ldcg(reinterpret_cast<const float4*>(po + r * split_stride + 128 * j));
+    }
+    // The fma chain in split order, as the combine's (a zero weight adds exactly nothing).
+#pragma unroll
+    for (int u = 0; u < chunk; ++u) {
+      const int r = r0 + u;
+      if (r < splits && w[r] != 0.0f)
+#pragma unroll
+        for (int j = 0; j < cols; ++j) {
+          o[j].x = __fmaf_rn(w[r], x[u][j].x, o[j].x);
+          o[j].y = __fmaf_rn(w[r], x[u][j].y, o[j].y);
+          o[j].z = __fmaf_rn(w[r], x[u][j].z, o[j].z);
+          o[j].w = __fmaf_rn(w[r], x[u][j].w, o[j].w);
+        }
+    }
+  }
+  const float inv = w[max_splits];
+  act_t* const dst = out + row * k_d + 4 * lane;
+#pragma unroll
+  for (int j = 0; j < cols; ++j)
+    store4(dst + 128 * j, make_float4(__fmul_rn(o[j].x, inv), __fmul_rn(o[j].y, inv),
+                                      __fmul_rn(o[j].z, inv), __fmul_rn(o[j].w, inv)));
+}
+
 template <typename pool_t>
 bool valid_source(const kv_rows<pool_t>& s) {
   if (!s.pool || s.pool_rows < 0 || !aligned_16(s.pool)) return false;
@@ -1860,9 +1946,22 @@ cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode
                            act_t* out, cudaStream_t stream) {
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
-  const int64_t blocks = tokens * heads;
-  if (blocks > INT32_MAX) return cudaErrorInvalidValue;
-  return launch_pdl(true, attention_decode_combine<act_t>, dim3(unsigned(blocks)),
+  const int64_t rows = tokens * heads;
+  if (rows > INT32_MAX) return cudaErrorInvalidValue;
+  if (plan.combine_rows && plan.splits <= k_attention_decode_max_combine_rows_splits) {
+    const dim3 grid(unsigned(ceil_div(rows, k_combine_rows_warps)));
+    const dim3 block(k_combine_rows_warps * k_warp_size);
+    const int splits = int(plan.splits);
+    if (splits <= 2)
+      return launch_pdl(true, attention_decode_combine_rows<2, act_t>, grid, block, 0, stream,
+                        part_o, part_ml, sinks, rows, int(heads), splits, out);
+    if (splits <= 4)
+      return launch_pdl(true, attention_decode_combine_rows<4, act_t>, grid, block, 0, stream,
+                        part_o, part_ml, sinks, rows, int(heads), splits, out);
+    return launch_pdl(true, attention_decode_combine_rows<16, act_t>, grid, block, 0, stream,
+                      part_o, part_ml, sinks, rows, int(heads), splits, out);
+  }
+  return launch_pdl(true, attention_decode_combine<act_t>, dim3(unsigned(rows)),
                     dim3(k_combine_threads), 0, stream, part_o, part_ml, sinks, int(heads),
                     int(plan.splits), out);
 }

@@ -159,6 +159,8 @@ attention_decode_plan attention_decode_make_split_plan(int64_t tokens, int64_t h
   // T=32, 2 splits, 56.9 / 52.9 us; but HCA 1M T=32, 4 splits, 128.3 / 131.3; Flash CSA T=32, 4
   // splits, 34.7 / 36.2; HCA 1M T=8, 16 splits, 48.0 / 71.7).
   p.fold = p.producer && splits == 1;
+  // The row combine (one warp per row) wherever it applies; to be measured per shape.
+  p.combine_rows = splits <= k_attention_decode_max_combine_rows_splits;
   return p;
 }
 
