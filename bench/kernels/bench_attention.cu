@@ -552,6 +552,17 @@ void bench_combine_rows(int sms, int64_t T, int64_t H, int64_t d, int64_t W, int
       print_row(l, shape, ms_rows, bytes16, flops);
       std::printf("    block / rows %.3fx; max |rows - block| / max |block| %.3g\n",
                   ms_block / ms_rows, rel_diff(out16, ref, n_out));
+      // plan.partials_l2: the partials kept in L2 (1), and discarded after the combine (2).
+      if (made.splits <= 4 && made.alt)
+        for (const int l2 : {1, 2}) {
+          auto kept = rows;
+          kept.partials_l2 = l2;
+          const double ms_kept = time_ms([&] { run(kept, out16); });
+          std::snprintf(l, sizeof(l), "  r%d rows, l2 %s", round, l2 == 1 ? "keep" : "discard");
+          print_row(l, shape, ms_kept, bytes16, flops);
+          std::printf("    rows / this %.3fx; max |this - block| / max |block| %.3g\n",
+                      ms_rows / ms_kept, rel_diff(out16, ref, n_out));
+        }
     }
   }
   auto none = made;

@@ -459,20 +459,51 @@ __device__ __forceinline__ void load_query_tile(const act_t* q, int64_t t, int64
 // A split CTA's result (both kernels): the thread's rows h0, h1 (accumulator n of fragment row
 // e / 2 holds channel 256 half + 8 n + 2 (lane % 4) + e % 2), unnormalized, into part_o, and
 // once per row (max, sum) into part_ml for the combine.
+// plan.partials_l2: the partial rows are stored with the L2 evict_last priority, so that the keys
+// streamed by the CTAs still running do not push them out before the row combine reads them.
+__device__ __forceinline__ uint64_t l2_policy_evict_last() {
+  uint64_t p;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+__device__ __forceinline__ uint64_t l2_policy_evict_first() {
+  uint64_t p;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+__device__ __forceinline__ void store2_policy(float* p, float a, float b, uint64_t policy) {
+  asm volatile("st.global.L2::cache_hint.v2.f32 [%0], {%1, %2}, %3;" ::"l"(p), "f"(a), "f"(b),
+               "l"(policy)
+               : "memory");
+}
+
+template <bool keep_l2 = false>
 __device__ __forceinline__ void store_split_partial(const float (&acc)[2][64], const float (&m)[2],
                                                     const float (&l)[2], int half, int lane,
                                                     int64_t h0, int64_t h1, int heads, int64_t part,
                                                     float* part_o, float2* part_ml) {
   auto acc_at = [&](int n, int e) { return acc[n >> 4][4 * (n & 15) + e]; };
+  if constexpr (keep_l2) {
+    const uint64_t policy = l2_policy_evict_last();
 #pragma unroll
-  for (int n = 0; n < 32; ++n) {
-    const int c = half * 256 + n * 8 + 2 * (lane % 4);
-    if (h0 < heads)
-      *reinterpret_cast<float2*>(part_o + (part + h0) * k_d + c) =
-          make_float2(acc_at(n, 0), acc_at(n, 1));
-    if (h1 < heads)
-      *reinterpret_cast<float2*>(part_o + (part + h1) * k_d + c) =
-          make_float2(acc_at(n, 2), acc_at(n, 3));
+    for (int n = 0; n < 32; ++n) {
+      const int c = half * 256 + n * 8 + 2 * (lane % 4);
+      if (h0 < heads)
+        store2_policy(part_o + (part + h0) * k_d + c, acc_at(n, 0), acc_at(n, 1), policy);
+      if (h1 < heads)
+        store2_policy(part_o + (part + h1) * k_d + c, acc_at(n, 2), acc_at(n, 3), policy);
+    }
+  } else {
+#pragma unroll
+    for (int n = 0; n < 32; ++n) {
+      const int c = half * 256 + n * 8 + 2 * (lane % 4);
+      if (h0 < heads)
+        *reinterpret_cast<float2*>(part_o + (part + h0) * k_d + c) =
+            make_float2(acc_at(n, 0), acc_at(n, 1));
+      if (h1 < heads)
+        *reinterpret_cast<float2*>(part_o + (part + h1) * k_d + c) =
+            make_float2(acc_at(n, 2), acc_at(n, 3));
+    }
   }
   if (half == 0 && lane % 4 == 0) {
     if (h0 < heads) part_ml[part + h0] = make_float2(m[0], l[0]);
@@ -931,6 +962,8 @@ constexpr int k_ws_alt = 3;
 constexpr int k_ws_split = 0;
 constexpr int k_ws_fused = 1;
 constexpr int k_ws_fold = 2;
+// plan.partials_l2 (split, alternate tiles): the partials stored with L2 evict_last.
+constexpr int k_ws_split_keep = 3;
 
 template <int sched, int mode, typename act_t>
 __global__ void __launch_bounds__(k_ws_threads, 1)
@@ -941,6 +974,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
                                bool publish_early) {
   constexpr bool fused = mode == k_ws_fused;
   constexpr bool fold = mode == k_ws_fold;
+  constexpr bool keep_l2 = mode == k_ws_split_keep;
   using pool_t = __nv_bfloat16;
   namespace wgm = attention_wgmma;
   extern __shared__ __align__(1024) unsigned char smem[];
@@ -1747,7 +1781,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       if constexpr (fold)
         fold_epilogue(acc, m, l, sink2, rg, half, h0, h1);
       else
-        store_split_partial(acc, m, l, half, lane, h0, h1, heads, part, part_o, part_ml);
+        store_split_partial<keep_l2>(acc, m, l, half, lane, h0, h1, heads, part, part_o, part_ml);
     } else {
       fused_epilogue(acc, m, l, sink2, rg, half, h0, h1);
     }
@@ -1863,7 +1897,11 @@ constexpr int combine_rows_min_blocks() {
   return max_splits <= 2 ? 8 : max_splits <= 4 ? 5 : 2;
 }
 
-template <int max_splits, typename act_t>
+// l2: 0 plain loads (ld.global.cg); 1 (plan.partials_l2) loads with L2 evict_first (the lines
+// the main kernel kept with evict_last are not kept past their one read); 2 the same, then each
+// 128-byte line is discarded from L2 once its warp has it (no write-back of the partials to
+// DRAM; part_o 128-byte aligned, so a line holds one row's data only).
+template <int max_splits, typename act_t, int l2 = 0>
 __global__ void __launch_bounds__(k_combine_rows_warps* k_warp_size,
                                   combine_rows_min_blocks<max_splits>())
     attention_decode_combine_rows(const float* part_o, const float2* part_ml, const float* sinks,
@@ -1888,6 +1926,8 @@ __global__ void __launch_bounds__(k_combine_rows_warps* k_warp_size,
   float4 o[cols];
 #pragma unroll
   for (int j = 0; j < cols; ++j) o[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  uint64_t policy = 0;
+  if constexpr (l2 != 0) policy = l2_policy_evict_first();
 #pragma unroll
   for (int r0 = 0; r0 < max_splits; r0 += chunk) {
     if (r0 >= splits) break;  // warp-uniform
@@ -1898,8 +1938,16 @@ __global__ void __launch_bounds__(k_combine_rows_warps* k_warp_size,
       // A split without keys (weight 0) wrote no partial row: skipped, as the combine does.
       if (r < splits && w[r] != 0.0f)
 #pragma unroll
-        for (int j = 0; j < cols; ++j)
-          x[u][j] = __ldcg(reinterpret_cast<const float4*>(po + r * split_stride + 128 * j));
+        for (int j = 0; j < cols; ++j) {
+          const float* const src = po + r * split_stride + 128 * j;
+          if constexpr (l2 == 0) {
+            x[u][j] = __ldcg(reinterpret_cast<const float4*>(src));
+          } else {
+            asm volatile("ld.global.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
+                         : "=f"(x[u][j].x), "=f"(x[u][j].y), "=f"(x[u][j].z), "=f"(x[u][j].w)
+                         : "l"(src), "l"(policy));
+          }
+        }
     }
     // The fma chain in split order, as the combine's (a zero weight adds exactly nothing).
 #pragma unroll
@@ -1913,6 +1961,20 @@ __global__ void __launch_bounds__(k_combine_rows_warps* k_warp_size,
           o[j].z = __fmaf_rn(w[r], x[u][j].z, o[j].z);
           o[j].w = __fmaf_rn(w[r], x[u][j].w, o[j].w);
         }
+    }
+    if constexpr (l2 == 2) {
+      // The warp's load of a line has completed once this lane's part of it is in a register
+      // (one scoreboard per warp instruction): the discard takes that register as an input.
+#pragma unroll
+      for (int u = 0; u < chunk; ++u) {
+        const int r = r0 + u;
+        if (lane % 8 == 0 && r < splits && w[r] != 0.0f)
+#pragma unroll
+          for (int j = 0; j < cols; ++j)
+            asm volatile("discard.global.L2 [%0], 128;" ::"l"(po + r * split_stride + 128 * j),
+                         "f"(x[u][j].x)
+                         : "memory");
+      }
     }
   }
   const float inv = w[max_splits];
@@ -1952,14 +2014,27 @@ cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode
     const dim3 grid(unsigned(ceil_div(rows, k_combine_rows_warps)));
     const dim3 block(k_combine_rows_warps * k_warp_size);
     const int splits = int(plan.splits);
+    if (plan.partials_l2 && splits <= 4) {
+      const bool discard = plan.partials_l2 == 2 && reinterpret_cast<uintptr_t>(part_o) % 128 == 0;
+      if (splits <= 2)
+        return discard
+                   ? launch_pdl(true, attention_decode_combine_rows<2, act_t, 2>, grid, block, 0,
+                                stream, part_o, part_ml, sinks, rows, int(heads), splits, out)
+                   : launch_pdl(true, attention_decode_combine_rows<2, act_t, 1>, grid, block, 0,
+                                stream, part_o, part_ml, sinks, rows, int(heads), splits, out);
+      return discard ? launch_pdl(true, attention_decode_combine_rows<4, act_t, 2>, grid, block, 0,
+                                  stream, part_o, part_ml, sinks, rows, int(heads), splits, out)
+                     : launch_pdl(true, attention_decode_combine_rows<4, act_t, 1>, grid, block, 0,
+                                  stream, part_o, part_ml, sinks, rows, int(heads), splits, out);
+    }
     if (splits <= 2)
       return launch_pdl(true, attention_decode_combine_rows<2, act_t>, grid, block, 0, stream,
                         part_o, part_ml, sinks, rows, int(heads), splits, out);
     if (splits <= 4)
       return launch_pdl(true, attention_decode_combine_rows<4, act_t>, grid, block, 0, stream,
                         part_o, part_ml, sinks, rows, int(heads), splits, out);
-    return launch_pdl(true, attention_decode_combine_rows<16, act_t>, grid, block, 0, stream,
-                      part_o, part_ml, sinks, rows, int(heads), splits, out);
+    return launch_pdl(true, attention_decode_combine_rows<8, act_t>, grid, block, 0, stream, part_o,
+                      part_ml, sinks, rows, int(heads), splits, out);
   }
   return launch_pdl(true, attention_decode_combine<act_t>, dim3(unsigned(rows)),
                     dim3(k_combine_threads), 0, stream, part_o, part_ml, sinks, int(heads),
@@ -2054,8 +2129,13 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
       // plan.fold where its merge applies; otherwise the combine kernel as without it.
       const bool fold = plan.fold && plan.splits <= k_attention_decode_max_fold_splits &&
                         tokens * groups <= k_attention_decode_fold_counters;
-      auto* const ws =
-          fold ? ws_kernel<k_ws_fold, act_t>(plan) : ws_kernel<k_ws_split, act_t>(plan);
+      // plan.partials_l2: the alternate-tile split kernel keeping its partials in L2, for the
+      // row combine (up to 4 splits).
+      const bool keep = !fold && plan.partials_l2 && plan.combine && plan.combine_rows &&
+                        plan.splits <= 4 && ws_sched(plan) == k_ws_alt;
+      auto* const ws = fold   ? ws_kernel<k_ws_fold, act_t>(plan)
+                       : keep ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_keep, act_t>
+                              : ws_kernel<k_ws_split, act_t>(plan);
       if (const cudaError_t e = allow_dynamic_smem(ws, k_ws_smem); e != cudaSuccess) return e;
       ws<<<grid, k_ws_threads, k_ws_smem, stream>>>(
           q, int(heads), window, comp, int(plan.window_capacity), int(plan.comp_capacity),

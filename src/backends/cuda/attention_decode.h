@@ -42,7 +42,7 @@ constexpr int64_t k_attention_decode_portable_cluster = 8;
 constexpr int64_t k_attention_decode_max_fold_splits = 16;
 constexpr int64_t k_attention_decode_fold_counters = int64_t(1) << 17;
 // plan.combine_rows: the most splits the row combine merges.
-constexpr int64_t k_attention_decode_max_combine_rows_splits = 16;
+constexpr int64_t k_attention_decode_max_combine_rows_splits = 8;
 
 struct attention_decode_plan {
   int64_t tokens = 0;
@@ -109,6 +109,11 @@ struct attention_decode_plan {
   // same arithmetic and order, so the same output bit for bit. Set by the split plan where it
   // measured faster (attention_decode_plan.cpp).
   bool combine_rows = false;
+  // With combine_rows, up to 4 splits and alternate tiles (experiment): 1: the split kernel
+  // stores its partials with the L2 evict_last priority and the row combine reads them with
+  // evict_first; 2: the row combine also discards each partial line from L2 after its read (no
+  // write-back; part_o 128-byte aligned, else as 1). Same output bit for bit.
+  int partials_l2 = 0;
   // Benchmark breakdown only: false skips the combine launch (the output is then undefined).
   bool combine = true;
 };

@@ -159,7 +159,12 @@ attention_decode_plan attention_decode_make_split_plan(int64_t tokens, int64_t h
   // T=32, 2 splits, 56.9 / 52.9 us; but HCA 1M T=32, 4 splits, 128.3 / 131.3; Flash CSA T=32, 4
   // splits, 34.7 / 36.2; HCA 1M T=8, 16 splits, 48.0 / 71.7).
   p.fold = p.producer && splits == 1;
-  // The row combine (one warp per row) wherever it applies; to be measured per shape.
+  // The row combine (one warp per (token, head) row, attention_decode_combine_rows; the block
+  // combine's output bit for bit) up to 8 splits. H100 2026-11-26 (ATTN10 helper,
+  // bench_attention --combine-rows, same process, second round), block / row combine time: HCA
+  // 1M T=32 (4 splits) 127.1 / 121.8 us, Flash CSA T=32 (4) 38.0 / 32.8, Pro CSA T=32 (2) 60.1 /
+  // 50.0, Pro HCA 1M T=32 (2) 218.5 / 208.3, HCA 128K T=32 (4) 43.4 / 38.6, HCA 1M T=16 (8) 74.8
+  // / 73.1; but HCA 1M T=8 (16 splits, 512 rows: 4 warps per SM) 50.1 / 53.2: the block combine.
   p.combine_rows = splits <= k_attention_decode_max_combine_rows_splits;
   return p;
 }
