@@ -27,6 +27,10 @@
 //                                the combine, producer toggled), the plan as made, the fused
 //                                kernel at clusters of 1-16 CTAs (max output difference to the
 //                                split plan printed), the naive reference
+//   bench_attention --combine-rows --cases "..."   the split plan's combine: block / row
+//                                combine (plan.combine_rows), each with and without the partials
+//                                kept in L2 (plan.partials_l2), outputs against the block
+//                                combine's; and the plan without its combine launch
 //   bench_attention --kv-fp8     FP8 KV records (584 bytes per key: 448 e4m3 + 7 E8M0 scales +
 //                                pad + 64 BF16 RoPE) against bf16 pools (1024 bytes per key) in
 //                                attention_decode, on Flash CSA T=1, HCA 1M T=1 / 8, Pro HCA 1M
@@ -513,7 +517,7 @@ void bench_alt_rows(int sms, int64_t T, int64_t H, int64_t d, int64_t W, int64_t
   if (c16.rows) cudaFree(const_cast<int32_t*>(c_hot.rows));
 }
 
-// ---- --combine-rows: block combine vs row combine (plan.combine_rows) ----
+// ---- --combine-rows: the combine kernels (plan.combine_rows, plan.partials_l2) ----
 void bench_combine_rows(int sms, int64_t T, int64_t H, int64_t d, int64_t W, int64_t cap_c,
                         const __nv_bfloat16* q16, const float* sinks, __nv_bfloat16* out16,
                         const dsv4::cuda::kv_rows<__nv_bfloat16>& w16,
@@ -528,41 +532,36 @@ void bench_combine_rows(int sms, int64_t T, int64_t H, int64_t d, int64_t W, int
     CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
         q16, T, H, d, w16, &c16, sinks, scale, o, p, scratch, p.scratch_bytes, 0)));
   };
-  auto block = made;
-  block.combine_rows = false;
-  auto rows = made;
-  rows.combine_rows = true;
-  run(block, ref);
+  auto base = made;  // the session-10 combine: block, partials through DRAM
+  base.combine_rows = false;
+  base.partials_l2 = false;
+  run(base, ref);
   CHECK(cudaDeviceSynchronize());
   (void)time_ms([&] { run(made, out16); });  // discarded warm-up
   const double ms_made = time_ms([&] { run(made, out16); });
-  print_row(made.combine_rows ? "plan: split, rows" : "plan: split, block", shape, ms_made, bytes16,
-            flops);
-  if (made.fold || made.splits > dsv4::cuda::k_attention_decode_max_combine_rows_splits) {
-    std::printf("    (no row combine here: fold %d, splits %lld)\n", int(made.fold),
-                (long long)made.splits);
+  char l[64];
+  std::snprintf(l, sizeof(l), "plan: split%s%s", made.combine_rows ? ", rows" : ", block",
+                made.partials_l2 ? ", l2" : "");
+  print_row(l, shape, ms_made, bytes16, flops);
+  if (made.fold) {
+    std::printf("    (no combine here: fold)\n");
   } else {
+    const bool rows_apply = made.splits <= dsv4::cuda::k_attention_decode_max_combine_rows_splits;
     for (int round = 1; round <= 2; ++round) {
-      const double ms_block = time_ms([&] { run(block, out16); });
-      char l[64];
-      std::snprintf(l, sizeof(l), "  r%d block combine", round);
-      print_row(l, shape, ms_block, bytes16, flops);
-      const double ms_rows = time_ms([&] { run(rows, out16); });
-      std::snprintf(l, sizeof(l), "  r%d row combine", round);
-      print_row(l, shape, ms_rows, bytes16, flops);
-      std::printf("    block / rows %.3fx; max |rows - block| / max |block| %.3g\n",
-                  ms_block / ms_rows, rel_diff(out16, ref, n_out));
-      // plan.partials_l2: the partials kept in L2 (1), and discarded after the combine (2).
-      if (made.splits <= 4 && made.alt)
-        for (const int l2 : {1, 2}) {
-          auto kept = rows;
-          kept.partials_l2 = l2;
-          const double ms_kept = time_ms([&] { run(kept, out16); });
-          std::snprintf(l, sizeof(l), "  r%d rows, l2 %s", round, l2 == 1 ? "keep" : "discard");
-          print_row(l, shape, ms_kept, bytes16, flops);
-          std::printf("    rows / this %.3fx; max |this - block| / max |block| %.3g\n",
-                      ms_rows / ms_kept, rel_diff(out16, ref, n_out));
-        }
+      double ms_base = 0;
+      for (int v = 0; v < 4; ++v) {
+        auto p = base;
+        p.combine_rows = v >= 2;
+        p.partials_l2 = (v & 1) != 0;
+        if ((p.combine_rows && !rows_apply) || (p.partials_l2 && !made.alt)) continue;
+        const double ms = time_ms([&] { run(p, out16); });
+        std::snprintf(l, sizeof(l), "  r%d %s%s", round, p.combine_rows ? "rows" : "block",
+                      p.partials_l2 ? ", l2" : "");
+        print_row(l, shape, ms, bytes16, flops);
+        if (v == 0) ms_base = ms;
+        std::printf("    block / this %.3fx; max |this - block| / max |block| %.3g\n", ms_base / ms,
+                    rel_diff(out16, ref, n_out));
+      }
     }
   }
   auto none = made;

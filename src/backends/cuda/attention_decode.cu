@@ -459,8 +459,10 @@ __device__ __forceinline__ void load_query_tile(const act_t* q, int64_t t, int64
 // A split CTA's result (both kernels): the thread's rows h0, h1 (accumulator n of fragment row
 // e / 2 holds channel 256 half + 8 n + 2 (lane % 4) + e % 2), unnormalized, into part_o, and
 // once per row (max, sum) into part_ml for the combine.
-// plan.partials_l2: the partial rows are stored with the L2 evict_last priority, so that the keys
-// streamed by the CTAs still running do not push them out before the row combine reads them.
+// plan.partials_l2: the split kernel stores its partial rows with the L2 evict_last priority, so
+// that the keys the CTAs still running stream through L2 do not push them out before the combine
+// reads them (otherwise from DRAM: ~16 MB at T = 32 with 4 splits); the combine reads them with
+// evict_first, so they are not kept past that one read. Cache hints only: the same values.
 __device__ __forceinline__ uint64_t l2_policy_evict_last() {
   uint64_t p;
   asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
@@ -470,6 +472,13 @@ __device__ __forceinline__ uint64_t l2_policy_evict_first() {
   uint64_t p;
   asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
   return p;
+}
+__device__ __forceinline__ float4 load4_policy(const float* p, uint64_t policy) {
+  float4 v;
+  asm("ld.global.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
+      : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+      : "l"(p), "l"(policy));
+  return v;
 }
 __device__ __forceinline__ void store2_policy(float* p, float a, float b, uint64_t policy) {
   asm volatile("st.global.L2::cache_hint.v2.f32 [%0], {%1, %2}, %3;" ::"l"(p), "f"(a), "f"(b),
@@ -1827,7 +1836,7 @@ __device__ __forceinline__ float combine_block_reduce(float v, bool is_max, floa
   return v;
 }
 
-template <typename act_t>
+template <typename act_t, bool l2 = false>  // l2: as attention_decode_combine_rows
 __global__ void __launch_bounds__(k_combine_threads, 1)
     attention_decode_combine(const float* part_o, const float2* part_ml, const float* sinks,
                              int heads, int splits, act_t* out) {
@@ -1841,6 +1850,8 @@ __global__ void __launch_bounds__(k_combine_threads, 1)
   const float2* ml = part_ml + t * splits * heads + h;  // split i at ml[i * heads]
   const float* po = part_o + (t * splits * heads + h) * k_d + threadIdx.x * 4;
   const float sink = sinks[h] * k_log2e;
+  uint64_t policy = 0;
+  if constexpr (l2) policy = l2_policy_evict_first();
   float mx = -INFINITY;
   for (int i = threadIdx.x; i < splits; i += k_combine_threads)
     mx = fmaxf(mx, ml[int64_t(i) * heads].x);
@@ -1865,7 +1876,11 @@ __global__ void __launch_bounds__(k_combine_threads, 1)
     for (int i = 0; i < n; ++i) {
       const float w = weight_s[i];
       float4 v = make_float4(0, 0, 0, 0);  // predicated load: unrolled loads stay independent
-      if (w != 0.0f) v = *reinterpret_cast<const float4*>(po + int64_t(c0 + i) * heads * k_d);
+      if constexpr (l2) {
+        if (w != 0.0f) v = load4_policy(po + int64_t(c0 + i) * heads * k_d, policy);
+      } else {
+        if (w != 0.0f) v = *reinterpret_cast<const float4*>(po + int64_t(c0 + i) * heads * k_d);
+      }
       // Explicit FMAs (what the compiler contracted to before): the fused kernel's merge
       // repeats this chain bit for bit.
       o.x = __fmaf_rn(w, v.x, o.x);
@@ -1897,11 +1912,9 @@ constexpr int combine_rows_min_blocks() {
   return max_splits <= 2 ? 8 : max_splits <= 4 ? 5 : 2;
 }
 
-// l2: 0 plain loads (ld.global.cg); 1 (plan.partials_l2) loads with L2 evict_first (the lines
-// the main kernel kept with evict_last are not kept past their one read); 2 the same, then each
-// 128-byte line is discarded from L2 once its warp has it (no write-back of the partials to
-// DRAM; part_o 128-byte aligned, so a line holds one row's data only).
-template <int max_splits, typename act_t, int l2 = 0>
+// l2 (plan.partials_l2): the partials are read with the L2 evict_first priority (the main kernel
+// stored them with evict_last; they are not kept past their one read).
+template <int max_splits, typename act_t, bool l2 = false>
 __global__ void __launch_bounds__(k_combine_rows_warps* k_warp_size,
                                   combine_rows_min_blocks<max_splits>())
     attention_decode_combine_rows(const float* part_o, const float2* part_ml, const float* sinks,
@@ -1927,7 +1940,7 @@ __global__ void __launch_bounds__(k_combine_rows_warps* k_warp_size,
 #pragma unroll
   for (int j = 0; j < cols; ++j) o[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
   uint64_t policy = 0;
-  if constexpr (l2 != 0) policy = l2_policy_evict_first();
+  if constexpr (l2) policy = l2_policy_evict_first();
 #pragma unroll
   for (int r0 = 0; r0 < max_splits; r0 += chunk) {
     if (r0 >= splits) break;  // warp-uniform
@@ -1940,13 +1953,10 @@ __global__ void __launch_bounds__(k_combine_rows_warps* k_warp_size,
 #pragma unroll
         for (int j = 0; j < cols; ++j) {
           const float* const src = po + r * split_stride + 128 * j;
-          if constexpr (l2 == 0) {
+          if constexpr (l2)
+            x[u][j] = load4_policy(src, policy);
+          else
             x[u][j] = __ldcg(reinterpret_cast<const float4*>(src));
-          } else {
-            asm volatile("ld.global.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
-                         : "=f"(x[u][j].x), "=f"(x[u][j].y), "=f"(x[u][j].z), "=f"(x[u][j].w)
-                         : "l"(src), "l"(policy));
-          }
         }
     }
     // The fma chain in split order, as the combine's (a zero weight adds exactly nothing).
@@ -1961,20 +1971,6 @@ __global__ void __launch_bounds__(k_combine_rows_warps* k_warp_size,
           o[j].z = __fmaf_rn(w[r], x[u][j].z, o[j].z);
           o[j].w = __fmaf_rn(w[r], x[u][j].w, o[j].w);
         }
-    }
-    if constexpr (l2 == 2) {
-      // The warp's load of a line has completed once this lane's part of it is in a register
-      // (one scoreboard per warp instruction): the discard takes that register as an input.
-#pragma unroll
-      for (int u = 0; u < chunk; ++u) {
-        const int r = r0 + u;
-        if (lane % 8 == 0 && r < splits && w[r] != 0.0f)
-#pragma unroll
-          for (int j = 0; j < cols; ++j)
-            asm volatile("discard.global.L2 [%0], 128;" ::"l"(po + r * split_stride + 128 * j),
-                         "f"(x[u][j].x)
-                         : "memory");
-      }
     }
   }
   const float inv = w[max_splits];
@@ -2002,43 +1998,35 @@ bool valid_record_source(const kv_rows<kv_fp8_record>& s) {
 }
 
 // After the main kernel's launch on `stream`: its launch status, then the combine kernel (PDL).
-template <typename act_t>
-cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode_plan& plan,
-                           const float* part_o, const float2* part_ml, const float* sinks,
-                           act_t* out, cudaStream_t stream) {
+// l2: the main kernel stored the partials with L2 evict_last (plan.partials_l2).
+template <bool l2, typename act_t>
+cudaError_t launch_combine_as(int64_t heads, int64_t tokens, const attention_decode_plan& plan,
+                              const float* part_o, const float2* part_ml, const float* sinks,
+                              act_t* out, cudaStream_t stream) {
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
   const int64_t rows = tokens * heads;
   if (rows > INT32_MAX) return cudaErrorInvalidValue;
-  if (plan.combine_rows && plan.splits <= k_attention_decode_max_combine_rows_splits) {
+  const int splits = int(plan.splits);
+  if (plan.combine_rows && splits <= k_attention_decode_max_combine_rows_splits) {
     const dim3 grid(unsigned(ceil_div(rows, k_combine_rows_warps)));
     const dim3 block(k_combine_rows_warps * k_warp_size);
-    const int splits = int(plan.splits);
-    if (plan.partials_l2 && splits <= 4) {
-      const bool discard = plan.partials_l2 == 2 && reinterpret_cast<uintptr_t>(part_o) % 128 == 0;
-      if (splits <= 2)
-        return discard
-                   ? launch_pdl(true, attention_decode_combine_rows<2, act_t, 2>, grid, block, 0,
-                                stream, part_o, part_ml, sinks, rows, int(heads), splits, out)
-                   : launch_pdl(true, attention_decode_combine_rows<2, act_t, 1>, grid, block, 0,
-                                stream, part_o, part_ml, sinks, rows, int(heads), splits, out);
-      return discard ? launch_pdl(true, attention_decode_combine_rows<4, act_t, 2>, grid, block, 0,
-                                  stream, part_o, part_ml, sinks, rows, int(heads), splits, out)
-                     : launch_pdl(true, attention_decode_combine_rows<4, act_t, 1>, grid, block, 0,
-                                  stream, part_o, part_ml, sinks, rows, int(heads), splits, out);
-    }
-    if (splits <= 2)
-      return launch_pdl(true, attention_decode_combine_rows<2, act_t>, grid, block, 0, stream,
-                        part_o, part_ml, sinks, rows, int(heads), splits, out);
-    if (splits <= 4)
-      return launch_pdl(true, attention_decode_combine_rows<4, act_t>, grid, block, 0, stream,
-                        part_o, part_ml, sinks, rows, int(heads), splits, out);
-    return launch_pdl(true, attention_decode_combine_rows<8, act_t>, grid, block, 0, stream, part_o,
-                      part_ml, sinks, rows, int(heads), splits, out);
+    auto* const kernel = splits <= 2   ? attention_decode_combine_rows<2, act_t, l2>
+                         : splits <= 4 ? attention_decode_combine_rows<4, act_t, l2>
+                                       : attention_decode_combine_rows<8, act_t, l2>;
+    return launch_pdl(true, kernel, grid, block, 0, stream, part_o, part_ml, sinks, rows,
+                      int(heads), splits, out);
   }
-  return launch_pdl(true, attention_decode_combine<act_t>, dim3(unsigned(rows)),
-                    dim3(k_combine_threads), 0, stream, part_o, part_ml, sinks, int(heads),
-                    int(plan.splits), out);
+  return launch_pdl(true, attention_decode_combine<act_t, l2>, dim3(unsigned(rows)),
+                    dim3(k_combine_threads), 0, stream, part_o, part_ml, sinks, int(heads), splits,
+                    out);
+}
+template <typename act_t>
+cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode_plan& plan,
+                           const float* part_o, const float2* part_ml, const float* sinks,
+                           act_t* out, cudaStream_t stream, bool l2 = false) {
+  return l2 ? launch_combine_as<true>(heads, tokens, plan, part_o, part_ml, sinks, out, stream)
+            : launch_combine_as<false>(heads, tokens, plan, part_o, part_ml, sinks, out, stream);
 }
 
 // The consumer schedule a plan runs (alternate tiles over pairs over overlap).
@@ -2129,10 +2117,9 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
       // plan.fold where its merge applies; otherwise the combine kernel as without it.
       const bool fold = plan.fold && plan.splits <= k_attention_decode_max_fold_splits &&
                         tokens * groups <= k_attention_decode_fold_counters;
-      // plan.partials_l2: the alternate-tile split kernel keeping its partials in L2, for the
-      // row combine (up to 4 splits).
-      const bool keep = !fold && plan.partials_l2 && plan.combine && plan.combine_rows &&
-                        plan.splits <= 4 && ws_sched(plan) == k_ws_alt;
+      // plan.partials_l2: the alternate-tile split kernel keeps its partials in L2 for the
+      // combine.
+      const bool keep = !fold && plan.partials_l2 && plan.combine && ws_sched(plan) == k_ws_alt;
       auto* const ws = fold   ? ws_kernel<k_ws_fold, act_t>(plan)
                        : keep ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_keep, act_t>
                               : ws_kernel<k_ws_split, act_t>(plan);
@@ -2142,7 +2129,7 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
           int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o, part_ml, sinks, out,
           plan.publish_early);
       if (fold || !plan.combine) return cudaGetLastError();
-      return launch_combine(heads, tokens, plan, part_o, part_ml, sinks, out, stream);
+      return launch_combine(heads, tokens, plan, part_o, part_ml, sinks, out, stream, keep);
     }
   }
   // wgmma for bf16 / f32 pools; FP8 records run the mma.sync kernel (their dequantization

@@ -109,11 +109,11 @@ struct attention_decode_plan {
   // same arithmetic and order, so the same output bit for bit. Set by the split plan where it
   // measured faster (attention_decode_plan.cpp).
   bool combine_rows = false;
-  // With combine_rows, up to 4 splits and alternate tiles (experiment): 1: the split kernel
-  // stores its partials with the L2 evict_last priority and the row combine reads them with
-  // evict_first; 2: the row combine also discards each partial line from L2 after its read (no
-  // write-back; part_o 128-byte aligned, else as 1). Same output bit for bit.
-  int partials_l2 = 0;
+  // Split plans on the alternate-tile kernel (plan.alt) with the combine: the partials are stored
+  // with the L2 evict_last priority and the combine reads them with evict_first, so they come
+  // from L2 rather than DRAM (cache hints only: the same output bit for bit). Set by the split
+  // plan wherever it runs alt (attention_decode_plan.cpp).
+  bool partials_l2 = false;
   // Benchmark breakdown only: false skips the combine launch (the output is then undefined).
   bool combine = true;
 };

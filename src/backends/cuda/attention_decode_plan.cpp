@@ -166,6 +166,11 @@ attention_decode_plan attention_decode_make_split_plan(int64_t tokens, int64_t h
   // 50.0, Pro HCA 1M T=32 (2) 218.5 / 208.3, HCA 128K T=32 (4) 43.4 / 38.6, HCA 1M T=16 (8) 74.8
   // / 73.1; but HCA 1M T=8 (16 splits, 512 rows: 4 warps per SM) 50.1 / 53.2: the block combine.
   p.combine_rows = splits <= k_attention_decode_max_combine_rows_splits;
+  // Partials kept in L2 for the combine (plan.partials_l2). H100 2026-11-26 (ATTN10 helper, same
+  // process, second round), row combine without / with: HCA 1M T=32 120.6 / 114.8 us (the kernel
+  // without any combine 113.6), Flash CSA T=32 33.4 / 27.7 (28.2), Pro HCA 1M T=32 207.4 / 201.2
+  // (201.8), Pro CSA T=32 50.1 / 44.1 (44.2), HCA 128K T=32 38.5 / 32.8 (32.3).
+  p.partials_l2 = p.alt;
   return p;
 }
 
