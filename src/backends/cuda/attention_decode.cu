@@ -93,6 +93,19 @@
 // has m_i = -inf and is skipped, so a token without keys gets 0 / 2^0 = 0. The combine kernel is
 // a programmatic dependent launch (PDL, graph-capturable): its CTAs are scheduled while the main
 // grid runs and wait in griddepcontrol.wait, which hides its launch latency.
+// What the combine cost and why (ATTN10 helper, H100 2026-11-26, bench_attention --combine-rows,
+// same process; logs h100_2026-11-26_s11_attn10_*): at T = 32 the combine added 10-15 us to a
+// 27-114 us main kernel. Two causes: (1) the block combine (one 128-thread CTA per row) takes 122
+// registers for its 16-deep load window, so 4 CTAs fit an SM and 2048 rows ran in four waves of
+// its latency chain: the row combine (plan.combine_rows, one warp per row, up to 8 splits; the
+// same arithmetic) runs them in one (ncu, HCA 1M T=32: 16.6 -> 9.3-10.1 us); (2) the 16 MB of
+// partials came back from DRAM (ncu: 16.9 MB read, L2 hit 20%): the CTAs still running stream
+// their keys through L2 past the partials of those done. plan.partials_l2 stores them with L2
+// evict_last and the combines read them with evict_first; then the combine costs 0-2 us (HCA 1M
+// T=32: block 127.6, rows 121.2, rows + L2 115.5, no combine 114.7 us). Discarding the lines
+// after the read (discard.global.L2, no write-back) measured 1-4% slower than evict_first alone
+// in this benchmark (which does not time the write-back) and was dropped. Row combine at 16
+// splits (512 rows, 4 warps per SM): 53.2 vs the block combine's 50.1 us, so up to 8 only.
 //
 // Fused path (plan.fused, bf16 pools; attention_decode_ws_kernel<overlap, true>): the splits of
 // a (token, head group) are one thread block cluster of 1-16 CTAs that merge their partial sums

@@ -166,10 +166,13 @@ attention_decode_plan attention_decode_make_split_plan(int64_t tokens, int64_t h
   // 50.0, Pro HCA 1M T=32 (2) 218.5 / 208.3, HCA 128K T=32 (4) 43.4 / 38.6, HCA 1M T=16 (8) 74.8
   // / 73.1; but HCA 1M T=8 (16 splits, 512 rows: 4 warps per SM) 50.1 / 53.2: the block combine.
   p.combine_rows = splits <= k_attention_decode_max_combine_rows_splits;
-  // Partials kept in L2 for the combine (plan.partials_l2). H100 2026-11-26 (ATTN10 helper, same
-  // process, second round), row combine without / with: HCA 1M T=32 120.6 / 114.8 us (the kernel
-  // without any combine 113.6), Flash CSA T=32 33.4 / 27.7 (28.2), Pro HCA 1M T=32 207.4 / 201.2
-  // (201.8), Pro CSA T=32 50.1 / 44.1 (44.2), HCA 128K T=32 38.5 / 32.8 (32.3).
+  // Partials kept in L2 for the combine (plan.partials_l2). H100 2026-11-26 (ATTN10 helper,
+  // bench_attention --combine-rows, same process, second round; the kernel with no combine in
+  // brackets), block / block + L2 / rows / rows + L2 time: HCA 1M T=32 127.6 / 121.4 / 121.2 /
+  // 115.5 us (114.7), Flash CSA T=32 38.2 / 32.6 / 33.3 / 27.7, Pro HCA 1M T=32 217.1 / 210.8 /
+  // 207.6 / 201.2 (201.7), Pro CSA T=32 59.4 / 54.1 / 49.9 / 44.5, HCA 128K T=32 43.3 / 37.6 /
+  // 38.6 / 32.6, HCA 1M T=16 74.7 / 69.6 / 73.2 / 68.1; block / block + L2: HCA 1M T=8 50.2 / 44.5,
+  // T=4 38.4 / 32.6, T=1 25.7 / 22.0.
   p.partials_l2 = p.alt;
   return p;
 }
