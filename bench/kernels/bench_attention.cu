@@ -27,6 +27,10 @@
 //                                the combine, producer toggled), the plan as made, the fused
 //                                kernel at clusters of 1-16 CTAs (max output difference to the
 //                                split plan printed), the naive reference
+//   bench_attention --combine-rows --cases "..."   the split plan's combine: block / row
+//                                combine (plan.combine_rows), each with and without the partials
+//                                kept in L2 (plan.partials_l2), outputs against the block
+//                                combine's; and the plan without its combine launch
 //   bench_attention --kv-fp8     FP8 KV records (584 bytes per key: 448 e4m3 + 7 E8M0 scales +
 //                                pad + 64 BF16 RoPE) against bf16 pools (1024 bytes per key) in
 //                                attention_decode, on Flash CSA T=1, HCA 1M T=1 / 8, Pro HCA 1M
@@ -87,6 +91,10 @@ bool g_lean = false;    // --cases: the attention_decode bf16 kernels only (no o
 // has read already come from L2; H100 2026-11-26: within 1-3% of the cold rows at HCA 1M); and
 // the plan without its combine launch.
 bool g_alt_rows = false;
+// --combine-rows (with --cases): the split plan's combine kernels: the plan as made, then two
+// rounds of the block combine (one 128-thread CTA per row) and the row combine (plan.combine_rows,
+// one warp per row; outputs compared bit for bit), and the plan without its combine launch.
+bool g_combine_rows = false;
 size_t g_l2 = 60u << 20;
 void* g_flush = nullptr;
 size_t g_flush_bytes = 0;
@@ -509,6 +517,61 @@ void bench_alt_rows(int sms, int64_t T, int64_t H, int64_t d, int64_t W, int64_t
   if (c16.rows) cudaFree(const_cast<int32_t*>(c_hot.rows));
 }
 
+// ---- --combine-rows: the combine kernels (plan.combine_rows, plan.partials_l2) ----
+void bench_combine_rows(int sms, int64_t T, int64_t H, int64_t d, int64_t W, int64_t cap_c,
+                        const __nv_bfloat16* q16, const float* sinks, __nv_bfloat16* out16,
+                        const dsv4::cuda::kv_rows<__nv_bfloat16>& w16,
+                        const dsv4::cuda::kv_rows<__nv_bfloat16>& c16, const char* shape,
+                        double bytes16, double flops) {
+  const float scale = 1.0f / std::sqrt(float(d));
+  const size_t n_out = size_t(T * H * d);
+  const auto made = dsv4::cuda::attention_decode_make_split_plan(T, H, d, W, cap_c, sms);
+  void* scratch = device_alloc<unsigned char>(std::max<size_t>(made.scratch_bytes, 16));
+  __nv_bfloat16* ref = device_alloc<__nv_bfloat16>(n_out);
+  auto run = [&](const dsv4::cuda::attention_decode_plan& p, __nv_bfloat16* o) {
+    CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
+        q16, T, H, d, w16, &c16, sinks, scale, o, p, scratch, p.scratch_bytes, 0)));
+  };
+  auto base = made;  // the session-10 combine: block, partials through DRAM
+  base.combine_rows = false;
+  base.partials_l2 = false;
+  run(base, ref);
+  CHECK(cudaDeviceSynchronize());
+  (void)time_ms([&] { run(made, out16); });  // discarded warm-up
+  const double ms_made = time_ms([&] { run(made, out16); });
+  char l[64];
+  std::snprintf(l, sizeof(l), "plan: split%s%s", made.combine_rows ? ", rows" : ", block",
+                made.partials_l2 ? ", l2" : "");
+  print_row(l, shape, ms_made, bytes16, flops);
+  if (made.fold) {
+    std::printf("    (no combine here: fold)\n");
+  } else {
+    const bool rows_apply = made.splits <= dsv4::cuda::k_attention_decode_max_combine_rows_splits;
+    for (int round = 1; round <= 2; ++round) {
+      double ms_base = 0;
+      for (int v = 0; v < 4; ++v) {
+        auto p = base;
+        p.combine_rows = v >= 2;
+        p.partials_l2 = (v & 1) != 0;
+        if ((p.combine_rows && !rows_apply) || (p.partials_l2 && !made.alt)) continue;
+        const double ms = time_ms([&] { run(p, out16); });
+        std::snprintf(l, sizeof(l), "  r%d %s%s", round, p.combine_rows ? "rows" : "block",
+                      p.partials_l2 ? ", l2" : "");
+        print_row(l, shape, ms, bytes16, flops);
+        if (v == 0) ms_base = ms;
+        std::printf("    block / this %.3fx; max |this - block| / max |block| %.3g\n", ms_base / ms,
+                    rel_diff(out16, ref, n_out));
+      }
+    }
+  }
+  auto none = made;
+  none.combine = false;
+  const double ms_none = time_ms([&] { run(none, out16); });
+  print_row("  plan, no combine", shape, ms_none, bytes16, flops);
+  cudaFree(ref);
+  cudaFree(scratch);
+}
+
 // ---- attention cases ----
 // CSA: window 128 + top-k rows (explicit); HCA: window 128 + all n / 128 entries (paged).
 void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bool hca,
@@ -609,6 +672,12 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
   if (g_small) {
     bench_small_rows(blas, sms, T, H, hca, context, top_k, W, table_width, pool16, pool_rows, q16,
                      sinks, out16, w16, c16, gather_idx, shape, bytes16, flops);
+    release();
+    return;
+  }
+  if (g_combine_rows) {
+    bench_combine_rows(sms, T, H, d, W, hca ? table_width * 128 : top_k, q16, sinks, out16, w16,
+                       c16, shape, bytes16, flops);
     release();
     return;
   }
@@ -1271,6 +1340,8 @@ int main(int argc, char** argv) {
       g_twice = true;
     else if (std::strcmp(argv[i], "--alt-rows") == 0)
       g_alt_rows = true;
+    else if (std::strcmp(argv[i], "--combine-rows") == 0)
+      g_combine_rows = true;
   }
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));

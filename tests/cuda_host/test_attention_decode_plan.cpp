@@ -91,6 +91,26 @@ TEST(attention_decode_plan, one_split_folds_the_combine) {
   EXPECT_FALSE(small.fold);
 }
 
+TEST(attention_decode_plan, combine_rows_up_to_8_splits_and_partials_in_l2_with_alt) {
+  // HCA 1M T=32: 4 splits of 65 tiles: the row combine, partials kept in L2 (alt).
+  const attention_decode_plan t32 = plan(32, 8192, 2);
+  EXPECT_EQ(t32.splits, 4);
+  EXPECT_TRUE(t32.combine_rows);
+  EXPECT_TRUE(t32.partials_l2);
+  // HCA 1M T=16: 8 splits, row combine; T=8: 16 splits, the block combine (measured faster).
+  EXPECT_EQ(plan(16, 8192, 2).splits, 8);
+  EXPECT_TRUE(plan(16, 8192, 2).combine_rows);
+  const attention_decode_plan t8 = plan(8, 8192, 2);
+  EXPECT_EQ(t8.splits, 16);
+  EXPECT_FALSE(t8.combine_rows);
+  EXPECT_TRUE(t8.partials_l2);
+  // Flash CSA T=1: 20 one-tile splits on the synchronous kernel: no alt, so no L2 hints.
+  const attention_decode_plan csa =
+      attention_decode_make_split_plan(1, 64, 512, k_window, 512, k_sms);
+  EXPECT_FALSE(csa.alt);
+  EXPECT_FALSE(csa.partials_l2);
+}
+
 TEST(attention_decode_plan, default_tiles_per_split_follow_the_step_size) {
   // min_tiles 0 (the default the engine passes): 1 for one token with <= 2048 slots, else 2.
   // HCA 8K T=1 (192 slots): the 6-CTA split of 1 tile each, so the fused cluster of 8.

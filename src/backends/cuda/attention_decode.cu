@@ -93,6 +93,19 @@
 // has m_i = -inf and is skipped, so a token without keys gets 0 / 2^0 = 0. The combine kernel is
 // a programmatic dependent launch (PDL, graph-capturable): its CTAs are scheduled while the main
 // grid runs and wait in griddepcontrol.wait, which hides its launch latency.
+// What the combine cost and why (ATTN10 helper, H100 2026-11-26, bench_attention --combine-rows,
+// same process; logs h100_2026-11-26_s11_attn10_*): at T = 32 the combine added 10-15 us to a
+// 27-114 us main kernel. Two causes: (1) the block combine (one 128-thread CTA per row) takes 122
+// registers for its 16-deep load window, so 4 CTAs fit an SM and 2048 rows ran in four waves of
+// its latency chain: the row combine (plan.combine_rows, one warp per row, up to 8 splits; the
+// same arithmetic) runs them in one (ncu, HCA 1M T=32: 16.6 -> 9.3-10.1 us); (2) the 16 MB of
+// partials came back from DRAM (ncu: 16.9 MB read, L2 hit 20%): the CTAs still running stream
+// their keys through L2 past the partials of those done. plan.partials_l2 stores them with L2
+// evict_last and the combines read them with evict_first; then the combine costs 0-2 us (HCA 1M
+// T=32: block 127.6, rows 121.2, rows + L2 115.5, no combine 114.7 us). Discarding the lines
+// after the read (discard.global.L2, no write-back) measured 1-4% slower than evict_first alone
+// in this benchmark (which does not time the write-back) and was dropped. Row combine at 16
+// splits (512 rows, 4 warps per SM): 53.2 vs the block combine's 50.1 us, so up to 8 only.
 //
 // Fused path (plan.fused, bf16 pools; attention_decode_ws_kernel<overlap, true>): the splits of
 // a (token, head group) are one thread block cluster of 1-16 CTAs that merge their partial sums
@@ -459,20 +472,60 @@ __device__ __forceinline__ void load_query_tile(const act_t* q, int64_t t, int64
 // A split CTA's result (both kernels): the thread's rows h0, h1 (accumulator n of fragment row
 // e / 2 holds channel 256 half + 8 n + 2 (lane % 4) + e % 2), unnormalized, into part_o, and
 // once per row (max, sum) into part_ml for the combine.
+// plan.partials_l2: the split kernel stores its partial rows with the L2 evict_last priority, so
+// that the keys the CTAs still running stream through L2 do not push them out before the combine
+// reads them (otherwise from DRAM: ~16 MB at T = 32 with 4 splits); the combine reads them with
+// evict_first, so they are not kept past that one read. Cache hints only: the same values.
+__device__ __forceinline__ uint64_t l2_policy_evict_last() {
+  uint64_t p;
+  asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+__device__ __forceinline__ uint64_t l2_policy_evict_first() {
+  uint64_t p;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(p));
+  return p;
+}
+__device__ __forceinline__ float4 load4_policy(const float* p, uint64_t policy) {
+  float4 v;
+  asm("ld.global.L2::cache_hint.v4.f32 {%0, %1, %2, %3}, [%4], %5;"
+      : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
+      : "l"(p), "l"(policy));
+  return v;
+}
+__device__ __forceinline__ void store2_policy(float* p, float a, float b, uint64_t policy) {
+  asm volatile("st.global.L2::cache_hint.v2.f32 [%0], {%1, %2}, %3;" ::"l"(p), "f"(a), "f"(b),
+               "l"(policy)
+               : "memory");
+}
+
+template <bool keep_l2 = false>
 __device__ __forceinline__ void store_split_partial(const float (&acc)[2][64], const float (&m)[2],
                                                     const float (&l)[2], int half, int lane,
                                                     int64_t h0, int64_t h1, int heads, int64_t part,
                                                     float* part_o, float2* part_ml) {
   auto acc_at = [&](int n, int e) { return acc[n >> 4][4 * (n & 15) + e]; };
+  if constexpr (keep_l2) {
+    const uint64_t policy = l2_policy_evict_last();
 #pragma unroll
-  for (int n = 0; n < 32; ++n) {
-    const int c = half * 256 + n * 8 + 2 * (lane % 4);
-    if (h0 < heads)
-      *reinterpret_cast<float2*>(part_o + (part + h0) * k_d + c) =
-          make_float2(acc_at(n, 0), acc_at(n, 1));
-    if (h1 < heads)
-      *reinterpret_cast<float2*>(part_o + (part + h1) * k_d + c) =
-          make_float2(acc_at(n, 2), acc_at(n, 3));
+    for (int n = 0; n < 32; ++n) {
+      const int c = half * 256 + n * 8 + 2 * (lane % 4);
+      if (h0 < heads)
+        store2_policy(part_o + (part + h0) * k_d + c, acc_at(n, 0), acc_at(n, 1), policy);
+      if (h1 < heads)
+        store2_policy(part_o + (part + h1) * k_d + c, acc_at(n, 2), acc_at(n, 3), policy);
+    }
+  } else {
+#pragma unroll
+    for (int n = 0; n < 32; ++n) {
+      const int c = half * 256 + n * 8 + 2 * (lane % 4);
+      if (h0 < heads)
+        *reinterpret_cast<float2*>(part_o + (part + h0) * k_d + c) =
+            make_float2(acc_at(n, 0), acc_at(n, 1));
+      if (h1 < heads)
+        *reinterpret_cast<float2*>(part_o + (part + h1) * k_d + c) =
+            make_float2(acc_at(n, 2), acc_at(n, 3));
+    }
   }
   if (half == 0 && lane % 4 == 0) {
     if (h0 < heads) part_ml[part + h0] = make_float2(m[0], l[0]);
@@ -812,21 +865,24 @@ static_assert(k_ws_stages * k_tile_bytes >= k_rows * k_d * 4);
 // two dividing 128 (the float4 columns of a row).
 constexpr int k_fused_max_cluster = int(k_attention_decode_max_cluster);
 
-// One row's merge weights in the combine kernel's arithmetic (shared by the fused cluster merge
-// and plan.fold's last-CTA merge, so both stay bit for bit the combine's): M = max(m_r, sink2)
-// over the n splits' (m, l) in v (log2 domain), row_w[r] = 2^(m_r - M), and row_w[16] = 1 / D,
-// D = sum_r l_r w_r + 2^(sink2 - M) summed as lane 0 of the combine's shuffle-xor butterfly sums
-// lanes 0..15 (lanes >= n hold 0; the level-16 step and the other warps add exactly 0).
-__device__ __forceinline__ void merge_row_weights(const float2 (&v)[k_fused_max_cluster], int n,
-                                                  float sink2, float* row_w) {
+// One row's merge weights in the combine kernel's arithmetic (shared by the fused cluster merge,
+// plan.fold's last-CTA merge and the row combine, so all stay bit for bit the combine's):
+// M = max(m_r, sink2) over the n <= lanes splits' (m, l) in v (log2 domain), row_w[r] =
+// 2^(m_r - M), and row_w[lanes] = 1 / D, D = sum_r l_r w_r + 2^(sink2 - M) summed as lane 0 of
+// the combine's shuffle-xor butterfly sums lanes 0..lanes-1 (lanes >= n hold 0; the butterfly
+// levels above lanes / 2 and the other warps add exactly 0, so any lanes >= n gives the same D).
+template <int lanes = k_fused_max_cluster>
+__device__ __forceinline__ void merge_row_weights(const float2 (&v)[lanes], int n, float sink2,
+                                                  float* row_w) {
+  static_assert(lanes >= 1 && lanes <= 16 && (lanes & (lanes - 1)) == 0);
   float mx = -INFINITY;
 #pragma unroll
-  for (int r = 0; r < k_fused_max_cluster; ++r)
+  for (int r = 0; r < lanes; ++r)
     if (r < n) mx = fmaxf(mx, v[r].x);
   mx = fmaxf(mx, sink2);
-  float x[k_fused_max_cluster];
+  float x[lanes];
 #pragma unroll
-  for (int r = 0; r < k_fused_max_cluster; ++r) {
+  for (int r = 0; r < lanes; ++r) {
     x[r] = 0.0f;
     if (r < n) {
       const float w = v[r].x == -INFINITY ? 0.0f : exp2f(v[r].x - mx);
@@ -834,15 +890,21 @@ __device__ __forceinline__ void merge_row_weights(const float2 (&v)[k_fused_max_
       row_w[r] = w;
     }
   }
-  static_assert(k_fused_max_cluster == 16, "the butterfly below is written for 16 lanes");
+  // The levels spelled out (a halving loop was left rolled: x went to the stack).
+  if constexpr (lanes >= 16) {
 #pragma unroll
-  for (int j = 0; j < 8; ++j) x[j] = __fadd_rn(x[j], x[j + 8]);
+    for (int j = 0; j < 8; ++j) x[j] = __fadd_rn(x[j], x[j + 8]);
+  }
+  if constexpr (lanes >= 8) {
 #pragma unroll
-  for (int j = 0; j < 4; ++j) x[j] = __fadd_rn(x[j], x[j + 4]);
+    for (int j = 0; j < 4; ++j) x[j] = __fadd_rn(x[j], x[j + 4]);
+  }
+  if constexpr (lanes >= 4) {
 #pragma unroll
-  for (int j = 0; j < 2; ++j) x[j] = __fadd_rn(x[j], x[j + 2]);
-  x[0] = __fadd_rn(x[0], x[1]);
-  row_w[k_fused_max_cluster] = 1.0f / __fadd_rn(x[0], exp2f(sink2 - mx));
+    for (int j = 0; j < 2; ++j) x[j] = __fadd_rn(x[j], x[j + 2]);
+  }
+  if constexpr (lanes >= 2) x[0] = __fadd_rn(x[0], x[1]);
+  row_w[lanes] = 1.0f / __fadd_rn(x[0], exp2f(sink2 - mx));
 }
 
 __device__ __forceinline__ void store4(float* p, float4 v) {
@@ -922,6 +984,8 @@ constexpr int k_ws_alt = 3;
 constexpr int k_ws_split = 0;
 constexpr int k_ws_fused = 1;
 constexpr int k_ws_fold = 2;
+// plan.partials_l2 (split, alternate tiles): the partials stored with L2 evict_last.
+constexpr int k_ws_split_keep = 3;
 
 template <int sched, int mode, typename act_t>
 __global__ void __launch_bounds__(k_ws_threads, 1)
@@ -932,6 +996,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
                                bool publish_early) {
   constexpr bool fused = mode == k_ws_fused;
   constexpr bool fold = mode == k_ws_fold;
+  constexpr bool keep_l2 = mode == k_ws_split_keep;
   using pool_t = __nv_bfloat16;
   namespace wgm = attention_wgmma;
   extern __shared__ __align__(1024) unsigned char smem[];
@@ -1738,7 +1803,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       if constexpr (fold)
         fold_epilogue(acc, m, l, sink2, rg, half, h0, h1);
       else
-        store_split_partial(acc, m, l, half, lane, h0, h1, heads, part, part_o, part_ml);
+        store_split_partial<keep_l2>(acc, m, l, half, lane, h0, h1, heads, part, part_o, part_ml);
     } else {
       fused_epilogue(acc, m, l, sink2, rg, half, h0, h1);
     }
@@ -1784,7 +1849,7 @@ __device__ __forceinline__ float combine_block_reduce(float v, bool is_max, floa
   return v;
 }
 
-template <typename act_t>
+template <typename act_t, bool l2 = false>  // l2: as attention_decode_combine_rows
 __global__ void __launch_bounds__(k_combine_threads, 1)
     attention_decode_combine(const float* part_o, const float2* part_ml, const float* sinks,
                              int heads, int splits, act_t* out) {
@@ -1798,6 +1863,8 @@ __global__ void __launch_bounds__(k_combine_threads, 1)
   const float2* ml = part_ml + t * splits * heads + h;  // split i at ml[i * heads]
   const float* po = part_o + (t * splits * heads + h) * k_d + threadIdx.x * 4;
   const float sink = sinks[h] * k_log2e;
+  uint64_t policy = 0;
+  if constexpr (l2) policy = l2_policy_evict_first();
   float mx = -INFINITY;
   for (int i = threadIdx.x; i < splits; i += k_combine_threads)
     mx = fmaxf(mx, ml[int64_t(i) * heads].x);
@@ -1822,7 +1889,11 @@ __global__ void __launch_bounds__(k_combine_threads, 1)
     for (int i = 0; i < n; ++i) {
       const float w = weight_s[i];
       float4 v = make_float4(0, 0, 0, 0);  // predicated load: unrolled loads stay independent
-      if (w != 0.0f) v = *reinterpret_cast<const float4*>(po + int64_t(c0 + i) * heads * k_d);
+      if constexpr (l2) {
+        if (w != 0.0f) v = load4_policy(po + int64_t(c0 + i) * heads * k_d, policy);
+      } else {
+        if (w != 0.0f) v = *reinterpret_cast<const float4*>(po + int64_t(c0 + i) * heads * k_d);
+      }
       // Explicit FMAs (what the compiler contracted to before): the fused kernel's merge
       // repeats this chain bit for bit.
       o.x = __fmaf_rn(w, v.x, o.x);
@@ -1835,6 +1906,92 @@ __global__ void __launch_bounds__(k_combine_threads, 1)
   const float inv = 1.0f / den;
   store4(out + (t * heads + h) * k_d + threadIdx.x * 4,
          make_float4(o.x * inv, o.y * inv, o.z * inv, o.w * inv));
+}
+
+// plan.combine_rows: one warp per (token, head) row, lane l owning the float4 columns l + 32 j
+// (j < 4), the splits' (m, l) read by every lane and merged by merge_row_weights (the combine's
+// arithmetic: the output equals attention_decode_combine's bit for bit). No shared memory or
+// barrier; up to 4 splits' partial loads (16 per lane) in flight at once. The block combine
+// above takes 122 registers for its 16-deep load window, so 4 CTAs (512 rows) fit an SM and
+// T = 32 (2048 rows) ran in four waves of its latency chain.
+constexpr int k_combine_rows_warps = 4;
+constexpr int k_combine_rows_chunk = 4;  // splits whose partial loads are in flight together
+
+template <int max_splits>
+constexpr int combine_rows_min_blocks() {
+  // Register budget per thread 65536 / (128 * blocks): 2 splits 56 (T = 32 with 128 heads: 4096
+  // rows in one wave), 4 splits 92 (T = 32, 64 heads: 2048 rows); more than 4 splits come with
+  // few rows (T <= 16), and 4 blocks (128 registers) put the 16-split weights on the stack.
+  return max_splits <= 2 ? 8 : max_splits <= 4 ? 5 : 2;
+}
+
+// l2 (plan.partials_l2): the partials are read with the L2 evict_first priority (the main kernel
+// stored them with evict_last; they are not kept past their one read).
+template <int max_splits, typename act_t, bool l2 = false>
+__global__ void __launch_bounds__(k_combine_rows_warps* k_warp_size,
+                                  combine_rows_min_blocks<max_splits>())
+    attention_decode_combine_rows(const float* part_o, const float2* part_ml, const float* sinks,
+                                  int64_t rows, int heads, int splits, act_t* out) {
+  constexpr int chunk = max_splits < k_combine_rows_chunk ? max_splits : k_combine_rows_chunk;
+  constexpr int cols = k_d / 4 / k_warp_size;  // float4 columns per lane
+  static_assert(max_splits % chunk == 0 && cols == 4);
+  pdl_wait();  // the main grid's partials (PDL, as attention_decode_combine)
+  const int lane = threadIdx.x % k_warp_size;
+  const int64_t row = int64_t(blockIdx.x) * k_combine_rows_warps + threadIdx.x / k_warp_size;
+  if (row >= rows) return;  // warp-uniform; no barrier follows
+  const int64_t t = row / heads;
+  const int h = int(row % heads);
+  float2 v[max_splits];
+#pragma unroll
+  for (int r = 0; r < max_splits; ++r)
+    v[r] = r < splits ? part_ml[(t * splits + r) * heads + h] : make_float2(-INFINITY, 0.0f);
+  float w[max_splits + 1];
+  merge_row_weights<max_splits>(v, splits, sinks[h] * k_log2e, w);
+  const float* const po = part_o + (t * splits * heads + h) * k_d + 4 * lane;
+  const int64_t split_stride = int64_t(heads) * k_d;
+  float4 o[cols];
+#pragma unroll
+  for (int j = 0; j < cols; ++j) o[j] = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+  uint64_t policy = 0;
+  if constexpr (l2) policy = l2_policy_evict_first();
+#pragma unroll
+  for (int r0 = 0; r0 < max_splits; r0 += chunk) {
+    if (r0 >= splits) break;  // warp-uniform
+    float4 x[chunk][cols];
+#pragma unroll
+    for (int u = 0; u < chunk; ++u) {
+      const int r = r0 + u;
+      // A split without keys (weight 0) wrote no partial row: skipped, as the combine does.
+      if (r < splits && w[r] != 0.0f)
+#pragma unroll
+        for (int j = 0; j < cols; ++j) {
+          const float* const src = po + r * split_stride + 128 * j;
+          if constexpr (l2)
+            x[u][j] = load4_policy(src, policy);
+          else
+            x[u][j] = __ldcg(reinterpret_cast<const float4*>(src));
+        }
+    }
+    // The fma chain in split order, as the combine's (a zero weight adds exactly nothing).
+#pragma unroll
+    for (int u = 0; u < chunk; ++u) {
+      const int r = r0 + u;
+      if (r < splits && w[r] != 0.0f)
+#pragma unroll
+        for (int j = 0; j < cols; ++j) {
+          o[j].x = __fmaf_rn(w[r], x[u][j].x, o[j].x);
+          o[j].y = __fmaf_rn(w[r], x[u][j].y, o[j].y);
+          o[j].z = __fmaf_rn(w[r], x[u][j].z, o[j].z);
+          o[j].w = __fmaf_rn(w[r], x[u][j].w, o[j].w);
+        }
+    }
+  }
+  const float inv = w[max_splits];
+  act_t* const dst = out + row * k_d + 4 * lane;
+#pragma unroll
+  for (int j = 0; j < cols; ++j)
+    store4(dst + 128 * j, make_float4(__fmul_rn(o[j].x, inv), __fmul_rn(o[j].y, inv),
+                                      __fmul_rn(o[j].z, inv), __fmul_rn(o[j].w, inv)));
 }
 
 template <typename pool_t>
@@ -1854,17 +2011,35 @@ bool valid_record_source(const kv_rows<kv_fp8_record>& s) {
 }
 
 // After the main kernel's launch on `stream`: its launch status, then the combine kernel (PDL).
+// l2: the main kernel stored the partials with L2 evict_last (plan.partials_l2).
+template <bool l2, typename act_t>
+cudaError_t launch_combine_as(int64_t heads, int64_t tokens, const attention_decode_plan& plan,
+                              const float* part_o, const float2* part_ml, const float* sinks,
+                              act_t* out, cudaStream_t stream) {
+  cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return e;
+  const int64_t rows = tokens * heads;
+  if (rows > INT32_MAX) return cudaErrorInvalidValue;
+  const int splits = int(plan.splits);
+  if (plan.combine_rows && splits <= k_attention_decode_max_combine_rows_splits) {
+    const dim3 grid(unsigned(ceil_div(rows, k_combine_rows_warps)));
+    const dim3 block(k_combine_rows_warps * k_warp_size);
+    auto* const kernel = splits <= 2   ? attention_decode_combine_rows<2, act_t, l2>
+                         : splits <= 4 ? attention_decode_combine_rows<4, act_t, l2>
+                                       : attention_decode_combine_rows<8, act_t, l2>;
+    return launch_pdl(true, kernel, grid, block, 0, stream, part_o, part_ml, sinks, rows,
+                      int(heads), splits, out);
+  }
+  return launch_pdl(true, attention_decode_combine<act_t, l2>, dim3(unsigned(rows)),
+                    dim3(k_combine_threads), 0, stream, part_o, part_ml, sinks, int(heads), splits,
+                    out);
+}
 template <typename act_t>
 cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode_plan& plan,
                            const float* part_o, const float2* part_ml, const float* sinks,
-                           act_t* out, cudaStream_t stream) {
-  cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) return e;
-  const int64_t blocks = tokens * heads;
-  if (blocks > INT32_MAX) return cudaErrorInvalidValue;
-  return launch_pdl(true, attention_decode_combine<act_t>, dim3(unsigned(blocks)),
-                    dim3(k_combine_threads), 0, stream, part_o, part_ml, sinks, int(heads),
-                    int(plan.splits), out);
+                           act_t* out, cudaStream_t stream, bool l2 = false) {
+  return l2 ? launch_combine_as<true>(heads, tokens, plan, part_o, part_ml, sinks, out, stream)
+            : launch_combine_as<false>(heads, tokens, plan, part_o, part_ml, sinks, out, stream);
 }
 
 // The consumer schedule a plan runs (alternate tiles over pairs over overlap).
@@ -1955,15 +2130,19 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
       // plan.fold where its merge applies; otherwise the combine kernel as without it.
       const bool fold = plan.fold && plan.splits <= k_attention_decode_max_fold_splits &&
                         tokens * groups <= k_attention_decode_fold_counters;
-      auto* const ws =
-          fold ? ws_kernel<k_ws_fold, act_t>(plan) : ws_kernel<k_ws_split, act_t>(plan);
+      // plan.partials_l2: the alternate-tile split kernel keeps its partials in L2 for the
+      // combine.
+      const bool keep = !fold && plan.partials_l2 && plan.combine && ws_sched(plan) == k_ws_alt;
+      auto* const ws = fold   ? ws_kernel<k_ws_fold, act_t>(plan)
+                       : keep ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_keep, act_t>
+                              : ws_kernel<k_ws_split, act_t>(plan);
       if (const cudaError_t e = allow_dynamic_smem(ws, k_ws_smem); e != cudaSuccess) return e;
       ws<<<grid, k_ws_threads, k_ws_smem, stream>>>(
           q, int(heads), window, comp, int(plan.window_capacity), int(plan.comp_capacity),
           int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o, part_ml, sinks, out,
           plan.publish_early);
       if (fold || !plan.combine) return cudaGetLastError();
-      return launch_combine(heads, tokens, plan, part_o, part_ml, sinks, out, stream);
+      return launch_combine(heads, tokens, plan, part_o, part_ml, sinks, out, stream, keep);
     }
   }
   // wgmma for bf16 / f32 pools; FP8 records run the mma.sync kernel (their dequantization

@@ -41,6 +41,8 @@ constexpr int64_t k_attention_decode_portable_cluster = 8;
 // counters available.
 constexpr int64_t k_attention_decode_max_fold_splits = 16;
 constexpr int64_t k_attention_decode_fold_counters = int64_t(1) << 17;
+// plan.combine_rows: the most splits the row combine merges.
+constexpr int64_t k_attention_decode_max_combine_rows_splits = 8;
 
 struct attention_decode_plan {
   int64_t tokens = 0;
@@ -102,6 +104,16 @@ struct attention_decode_plan {
   // sets it where one split covers a (token, head group) (no counter involved); the merge of 2-16
   // splits is opt-in (measured slower than the combine at 4 and 16 splits).
   bool fold = false;
+  // The combine kernel with one warp per (token, head) row (attention_decode_combine_rows; up to
+  // k_attention_decode_max_combine_rows_splits splits) instead of one 128-thread CTA per row; the
+  // same arithmetic and order, so the same output bit for bit. Set by the split plan where it
+  // measured faster (attention_decode_plan.cpp).
+  bool combine_rows = false;
+  // Split plans on the alternate-tile kernel (plan.alt) with the combine: the partials are stored
+  // with the L2 evict_last priority and the combine reads them with evict_first, so they come
+  // from L2 rather than DRAM (cache hints only: the same output bit for bit). Set by the split
+  // plan wherever it runs alt (attention_decode_plan.cpp).
+  bool partials_l2 = false;
   // Benchmark breakdown only: false skips the combine launch (the output is then undefined).
   bool combine = true;
 };

@@ -159,6 +159,21 @@ attention_decode_plan attention_decode_make_split_plan(int64_t tokens, int64_t h
   // T=32, 2 splits, 56.9 / 52.9 us; but HCA 1M T=32, 4 splits, 128.3 / 131.3; Flash CSA T=32, 4
   // splits, 34.7 / 36.2; HCA 1M T=8, 16 splits, 48.0 / 71.7).
   p.fold = p.producer && splits == 1;
+  // The row combine (one warp per (token, head) row, attention_decode_combine_rows; the block
+  // combine's output bit for bit) up to 8 splits. H100 2026-11-26 (ATTN10 helper,
+  // bench_attention --combine-rows, same process, second round), block / row combine time: HCA
+  // 1M T=32 (4 splits) 127.1 / 121.8 us, Flash CSA T=32 (4) 38.0 / 32.8, Pro CSA T=32 (2) 60.1 /
+  // 50.0, Pro HCA 1M T=32 (2) 218.5 / 208.3, HCA 128K T=32 (4) 43.4 / 38.6, HCA 1M T=16 (8) 74.8
+  // / 73.1; but HCA 1M T=8 (16 splits, 512 rows: 4 warps per SM) 50.1 / 53.2: the block combine.
+  p.combine_rows = splits <= k_attention_decode_max_combine_rows_splits;
+  // Partials kept in L2 for the combine (plan.partials_l2). H100 2026-11-26 (ATTN10 helper,
+  // bench_attention --combine-rows, same process, second round; the kernel with no combine in
+  // brackets), block / block + L2 / rows / rows + L2 time: HCA 1M T=32 127.6 / 121.4 / 121.2 /
+  // 115.5 us (114.7), Flash CSA T=32 38.2 / 32.6 / 33.3 / 27.7, Pro HCA 1M T=32 217.1 / 210.8 /
+  // 207.6 / 201.2 (201.7), Pro CSA T=32 59.4 / 54.1 / 49.9 / 44.5, HCA 128K T=32 43.3 / 37.6 /
+  // 38.6 / 32.6, HCA 1M T=16 74.7 / 69.6 / 73.2 / 68.1; block / block + L2: HCA 1M T=8 50.2 / 44.5,
+  // T=4 38.4 / 32.6, T=1 25.7 / 22.0.
+  p.partials_l2 = p.alt;
   return p;
 }
 
