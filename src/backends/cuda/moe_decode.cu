@@ -65,8 +65,18 @@ int64_t max_chunks(int64_t pairs, int64_t experts) {
 }
 
 struct layout {
-  size_t count = 0, sorted, chunks, xhi, xlo, hhi, hlo, hf, out, total;
+  size_t count = 0, sorted, chunks, xhi, xlo, hhi, hlo, hf, out, qcnt, ccnt, total;
 };
+
+// Counters of the folded launches (moe_decode_set_fold), zeroed by the prepare launch of every
+// call: one per (chunk slot, 128-row group of h) for the FP8 quantization of h in the W1/W3
+// launch, one per (token, 16-row tile of y) for the combine in the W2 launch.
+int64_t qfold_counters(int64_t chunks_bound, int64_t inter) {
+  return chunks_bound * (inter / 128);
+}
+int64_t cfold_counters(int64_t tokens, int64_t hidden) {
+  return tokens * (hidden / 16);
+}
 
 layout make_layout(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidden, int64_t inter) {
   const int64_t pairs = tokens * top_k;
@@ -79,7 +89,9 @@ layout make_layout(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidde
   l.hlo = l.hhi + align_256(size_t(pairs * inter) * 2);
   l.hf = l.hlo + align_256(size_t(pairs * inter) * 2);  // official order only
   l.out = l.hf + align_256(size_t(pairs * inter) * 4);
-  l.total = l.out + align_256(size_t(pairs * hidden) * 4);
+  l.qcnt = l.out + align_256(size_t(pairs * hidden) * 4);
+  l.ccnt = l.qcnt + align_256(size_t(qfold_counters(max_chunks(pairs, experts), inter)) * 4);
+  l.total = l.ccnt + align_256(size_t(cfold_counters(tokens, hidden)) * 4);
   return l;
 }
 
@@ -123,11 +135,15 @@ __host__ __device__ __forceinline__ int64_t act_u16_index(int64_t k) {
 }
 
 // ---- 1. plan + activation prepare ----
+// Folded launches (moe_decode_set_fold): block 0 also zeroes the `n_zero` counters at `zero`
+// and, with the combine folded into W2 (nan_rows), writes the NaN row of every token none of
+// whose experts is valid (no W2 block arrives for it; the combine kernel wrote NaN there).
 template <typename act_t>
 __global__ void __launch_bounds__(k_plan_threads)
     moe_decode_prepare_kernel(const int32_t* indices, int pairs, int experts, int* chunk_count,
                               int* sorted, int4* chunks, const act_t* x, int64_t x_count,
-                              uint16_t* xhi, uint16_t* xlo) {
+                              uint16_t* xhi, uint16_t* xlo, int* zero, int n_zero, int top_k,
+                              act_t* nan_rows) {
   pdl_trigger();  // L1 may start; it waits for this grid before reading the plan
   if (blockIdx.x > 0) {
     // Groups of 8 activations of one row (cols % 8 == 0): 4 paired words of hi (and lo).
@@ -149,6 +165,21 @@ __global__ void __launch_bounds__(k_plan_threads)
   __shared__ int counts[k_max_experts];
   __shared__ int offset[k_max_experts];
   __shared__ int warp_sums[2][32];
+  for (int i = threadIdx.x; i < n_zero; i += blockDim.x) zero[i] = 0;
+  if (nan_rows) {
+    const int tokens = pairs / top_k;
+    const int64_t cols = x_count / tokens;
+    for (int t = threadIdx.x; t < tokens; t += blockDim.x) {
+      bool any = false;
+      for (int k = 0; k < top_k; ++k) {
+        const int32_t e = indices[t * top_k + k];
+        any |= e >= 0 && e < experts;
+      }
+      if (!any)  // a malformed routing: one thread writes the row
+        for (int64_t o = 0; o < cols; ++o)
+          nan_rows[t * cols + o] = act_from_f32<act_t>(__uint_as_float(0x7fc00000u));
+    }
+  }
   moe_group_pairs_by_expert(indices, pairs, experts, k_chunk, chunk_count, sorted, chunks, counts,
                             offset, warp_sums);
 }
@@ -395,6 +426,53 @@ __device__ __forceinline__ void load_x(uint4 (&xh)[4], uint4 (&xl)[4], const uin
   }
 }
 
+// Official order: FP8 quantize-dequantize of one 128-block of one pair's hf row (block maximum,
+// scale and e4m3 rounding of quant::fp8_block_warp, i.e. fake_quant_fp8_values), written as BF16
+// (exact) into the pair's paired-layout h row. One whole warp, 4 values per lane; hf_block at
+// k_base of the pair's row. L2 loads: with the fold the row was written by other blocks of the
+// running grid (visible through their fences and the counter).
+__device__ __forceinline__ void quantize_h_block(const float* hf_block, uint16_t* h_row,
+                                                 int64_t k_base, int lane) {
+  const int64_t k0 = k_base + lane * 4;
+  const float4 v4 = __ldcg(reinterpret_cast<const float4*>(hf_block) + lane);
+  const float v[4] = {v4.x, v4.y, v4.z, v4.w};
+  float amax = 0.0f;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) amax = fmaxf(amax, fabsf(v[j]));  // NaN ignored
+  amax = quant::warp_max(amax);
+  const float s = quant::pow2_ceil(__fdiv_rn(fmaxf(amax, 1e-4f), 448.0f));
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const float q = __fmul_rn(quant::e4m3_round(__fdiv_rn(v[j], s)), s);
+    h_row[act_u16_index(k0 + j)] = __bfloat16_as_ushort(__float2bfloat16_rn(q));
+  }
+}
+
+// One term of the combine, y[t] += weights[p] * out[p] (exact order) or out[p] (official order,
+// weights null): the FFMA / FADD the combine kernel compiled to before the fold (session 10
+// SASS), spelled out so that the kernel and the fold round alike.
+__device__ __forceinline__ float combine_term(float acc, const float* weights, int64_t p, float v) {
+  return weights ? __fmaf_rn(weights[p], v, acc) : __fadd_rn(acc, v);
+}
+
+// Folded launches (moe_decode_set_fold): cnt null = not folded. UP (official order): the last
+// block of a (chunk, 128-row group of h) quantizes that group of the chunk's hf rows (the
+// quantize launch's work). !UP: the last block of a (token, row tile) of y sums it (the combine
+// launch's work; weights null in the official order). "Last": a counter per group / tile that
+// every block increments after its stores and a fence; counters zeroed by the prepare launch.
+struct fold_args {
+  int* cnt;
+  const int32_t* indices;
+  const float* weights;
+  void* y;
+  int y_bf16;
+  int experts;
+};
+
+__device__ __forceinline__ void bar_sync_threads(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
 // UP: W1 and W3 (NM = 2), SwiGLU epilogue into paired hi/lo h, or (pair_weights non-null, the
 // official order) h * pair_weights[pair] into hf [pairs, rows] f32. !UP: W2 into out (f32).
 // ain_hi / ain_lo: paired activations, one row of `kdim` per token (UP) or per pair (!UP).
@@ -411,13 +489,14 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
                            int64_t rows, int top_k, const int* chunk_count, const int4* chunks,
                            const int* sorted, fp4_weight wa, fp4_weight wb, float limit,
                            const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo, float* hf,
-                           float* out, int stage_x) {
+                           float* out, int stage_x, fold_args fold) {
   constexpr int NM = UP ? 2 : 1;
   constexpr int KS = k_warps / RT;
   // Scale chunks of the rounds in flight (at least one round per chunk) fit the slots.
   constexpr int SS = SSO ? SSO : k_scale_slots;
   static_assert(k_stages <= SS, "ring deeper than the scale slots");
   __shared__ int pair_of[k_chunk];
+  __shared__ int fold_last[k_chunk];
   __shared__ float partial[KS > 1 ? (KS - 1) * RT : 1][NM][4][k_warp_size];
   __shared__ stage_buf<NM> ring[RING ? k_warps : 1][RING ? k_stages : 1];
   __shared__ scale_buf<NM, SS> scale_ring[RING ? k_warps : 1];
@@ -692,6 +771,65 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       out[int64_t(p) * rows + row] = acc[0][i] * post[0];
     }
   }
+  if (!fold.cnt) return;
+  // The folded launch's work (warps kpart 0, threads 0 .. RT * 32 - 1, are the ones left):
+  // stores, fence, barrier, counter, barrier; the last block fences again and reads with L2 loads.
+  constexpr int active = RT * k_warp_size;
+  __threadfence();
+  bar_sync_threads(1, active);
+  if constexpr (UP) {
+    // One 128-row group per block (16 * RT divides 128), 128 / (16 * RT) blocks per group.
+    const int64_t grp = r0 / 128;
+    if (threadIdx.x == 0)
+      fold_last[0] =
+          atomicAdd(fold.cnt + int64_t(slot) * (rows / 128) + grp, 1) == 128 / (16 * RT) - 1;
+    bar_sync_threads(1, active);
+    if (!fold_last[0]) return;
+    __threadfence();
+    for (int i = warp; i < c.z; i += RT) {
+      const int p = pair_of[i];
+      quantize_h_block(hf + int64_t(p) * rows + grp * 128, h_hi + int64_t(p) * rows, grp * 128,
+                       lane);
+    }
+  } else {
+    const int tid = threadIdx.x;
+    if (tid < c.z) {
+      const int p = pair_of[tid], t = p / top_k;
+      int valid = 0;
+      for (int k = 0; k < top_k; ++k) {
+        const int32_t ek = fold.indices[t * top_k + k];
+        valid += ek >= 0 && ek < fold.experts;
+      }
+      fold_last[tid] =
+          atomicAdd(fold.cnt + int64_t(t) * gridDim.x + blockIdx.x, 1) == valid - 1 ? t : -1;
+    }
+    bar_sync_threads(1, active);
+    const int64_t row0 = int64_t(blockIdx.x) * RT * 16;
+    for (int i = 0; i < c.z; ++i) {  // block-uniform
+      const int t = fold_last[i];
+      if (t < 0) continue;
+      __threadfence();
+      if (tid < RT * 16) {  // combine_kernel's sum for (t, row0 + tid)
+        const int64_t o = row0 + tid;
+        float a = 0.0f;
+        bool bad = false;
+        for (int k = 0; k < top_k; ++k) {
+          const int64_t p = int64_t(t) * top_k + k;
+          const int32_t ek = fold.indices[p];
+          if (ek < 0 || ek >= fold.experts) {
+            bad = true;
+            continue;
+          }
+          a = combine_term(a, fold.weights, p, __ldcg(out + p * rows + o));
+        }
+        const float v = bad ? __uint_as_float(0x7fc00000u) : a;
+        if (fold.y_bf16)
+          static_cast<__nv_bfloat16*>(fold.y)[int64_t(t) * rows + o] = __float2bfloat16_rn(v);
+        else
+          static_cast<float*>(fold.y)[int64_t(t) * rows + o] = v;
+      }
+    }
+  }
 }
 
 // Official order: FP8 quantize-dequantize of each 128-block of every valid pair's hf row (block
@@ -708,20 +846,8 @@ __global__ void __launch_bounds__(256)
   const int64_t p = item / blocks_per_row, b = item % blocks_per_row;
   const int32_t e = indices[p];
   if (e < 0 || e >= experts) return;  // hf row never written; its output row is NaN anyway
-  const int lane = threadIdx.x % k_warp_size;
-  const int64_t k0 = b * k_round + lane * 4;
-  const float4 v4 = *reinterpret_cast<const float4*>(hf + p * inter + k0);
-  const float v[4] = {v4.x, v4.y, v4.z, v4.w};
-  float amax = 0.0f;
-#pragma unroll
-  for (int j = 0; j < 4; ++j) amax = fmaxf(amax, fabsf(v[j]));  // NaN ignored
-  amax = quant::warp_max(amax);
-  const float s = quant::pow2_ceil(__fdiv_rn(fmaxf(amax, 1e-4f), 448.0f));
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const float q = __fmul_rn(quant::e4m3_round(__fdiv_rn(v[j], s)), s);
-    h_hi[p * inter + act_u16_index(k0 + j)] = __bfloat16_as_ushort(__float2bfloat16_rn(q));
-  }
+  quantize_h_block(hf + p * inter + b * k_round, h_hi + p * inter, b * k_round,
+                   threadIdx.x % k_warp_size);
 }
 
 // weights null: the official order (already applied to h).
@@ -744,7 +870,7 @@ __global__ void moe_decode_combine_kernel(const float* out, const int32_t* indic
         bad = true;
         continue;
       }
-      acc += weights ? weights[p] * out[p * hidden + o] : out[p * hidden + o];
+      acc = combine_term(acc, weights, p, out[p * hidden + o]);
     }
     y[i] = act_from_f32<act_t>(bad ? __uint_as_float(0x7fc00000u) : acc);
   }
@@ -815,7 +941,7 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
                            const int* chunk_count, const int4* chunks, const int* sorted,
                            int64_t chunks_bound, const fp4_weight& wa, const fp4_weight& wb,
                            float limit, const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo,
-                           float* hf, float* out, cudaStream_t stream) {
+                           float* hf, float* out, const fold_args& fold, cudaStream_t stream) {
   // Staged activation rows (moe_decode_set_stage_x_tokens): the ring kernels without a lo part.
   const moe_decode_stage_x sx = moe_decode_stage_x_tokens();
   const bool stage = UP ? tokens <= sx.up_max : tokens >= sx.down_min && tokens <= sx.down_max;
@@ -836,7 +962,7 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
       : launch_pdl(RING, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO>, grid,           \
                    dim3(k_threads), stage_bytes, stream, a_hi, a_lo, kdim, rows, top_k,           \
                    chunk_count, chunks, sorted, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, \
-                   stage_bytes > 0 ? stage_pairs : 0)
+                   stage_bytes > 0 ? stage_pairs : 0, fold)
   cudaError_t e;
   if (rt == 4)
     e = DSV4_GEMM(4);
@@ -857,11 +983,11 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
                         const int* chunk_count, const int4* chunks, const int* sorted,
                         int64_t chunks_bound, const fp4_weight& wa, const fp4_weight& wb,
                         float limit, const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo,
-                        float* hf, float* out, cudaStream_t stream) {
-#define DSV4_GEMM_SS(SSO)                                                                          \
-  launch_gemm_ss<K, UP, SPLIT, RING, RP, SSO>(sms, a_hi, a_lo, kdim, rows, tokens, experts, top_k, \
-                                              chunk_count, chunks, sorted, chunks_bound, wa, wb,   \
-                                              limit, pair_weights, h_hi, h_lo, hf, out, stream)
+                        float* hf, float* out, const fold_args& fold, cudaStream_t stream) {
+#define DSV4_GEMM_SS(SSO)                                                               \
+  launch_gemm_ss<K, UP, SPLIT, RING, RP, SSO>(                                          \
+      sms, a_hi, a_lo, kdim, rows, tokens, experts, top_k, chunk_count, chunks, sorted, \
+      chunks_bound, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, fold, stream)
   if constexpr (RING && !SPLIT && RP == 2)
     if (const int from = moe_decode_scale_slots_from(); from > 0 && tokens >= from)
       return DSV4_GEMM_SS(k_stages);
@@ -892,39 +1018,61 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   auto* hlo = reinterpret_cast<uint16_t*>(base + l.hlo);
   auto* hf = reinterpret_cast<float*>(base + l.hf);
   auto* out = reinterpret_cast<float*>(base + l.out);
+  // Folded launches (moe_decode_set_fold): the quantize launch's work in W1/W3's last block per
+  // (chunk, 128-row group), the combine's in W2's last block per (token, row tile).
+  const int fold = moe_decode_fold();
+  const bool qfold = official && (fold & 1), cfold = (fold & 2) != 0;
+  auto* qcnt = reinterpret_cast<int*>(base + l.qcnt);
+  auto* ccnt = reinterpret_cast<int*>(base + l.ccnt);
+  // The two counter regions are adjacent (ccnt right after qcnt): one zeroing loop.
+  const int64_t n_zero = qfold || cfold ? int64_t(l.total - l.qcnt) / 4 : 0;
+  const fold_args no_fold{nullptr, indices, nullptr, nullptr, 0, int(experts)};
+  fold_args up_fold = no_fold, down_fold = no_fold;
+  if (qfold) up_fold.cnt = qcnt;
+  if (cfold) {
+    down_fold.cnt = ccnt;
+    down_fold.weights = official ? nullptr : weights;
+    down_fold.y = y;
+    down_fold.y_bf16 = std::is_same_v<act_t, __nv_bfloat16>;
+  }
 
   const int64_t groups = tokens * hidden / 8;
   moe_decode_prepare_kernel<act_t>
       <<<unsigned(1 + ceil_div(groups, k_plan_threads)), k_plan_threads, 0, stream>>>(
           indices, int(pairs), int(experts), chunk_count, sorted, chunks, x, tokens * hidden, xhi,
-          xlo);
+          xlo, qcnt, int(n_zero), int(top_k), cfold ? y : nullptr);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   const int sms = current_device_sm_count();
   const fp4_weight f1 = make_fp4_weight(w1), f3 = make_fp4_weight(w3), f2 = make_fp4_weight(w2);
   if (const cudaError_t e = launch_gemm<K, true, x_split, ring, RP>(
           sms, xhi, xlo, hidden, inter, tokens, experts, int(top_k), chunk_count, chunks, sorted,
-          bound, f1, f3, limit, official ? weights : nullptr, hhi, hlo, hf, nullptr, stream);
+          bound, f1, f3, limit, official ? weights : nullptr, hhi, hlo, hf, nullptr, up_fold,
+          stream);
       e != cudaSuccess)
     return e;
   if (official) {
     const int64_t items = pairs * (inter / k_round);
-    if (const cudaError_t e = launch_pdl(
-            ring, moe_decode_quantize_h_kernel, dim3(unsigned(ceil_div(items, 256 / k_warp_size))),
-            dim3(256), 0, stream, hf, indices, pairs, experts, inter, hhi);
-        e != cudaSuccess)
-      return e;
+    if (!qfold)  // else W1/W3 quantized h
+      if (const cudaError_t e =
+              launch_pdl(ring, moe_decode_quantize_h_kernel,
+                         dim3(unsigned(ceil_div(items, 256 / k_warp_size))), dim3(256), 0, stream,
+                         hf, indices, pairs, experts, inter, hhi);
+          e != cudaSuccess)
+        return e;
     // The quantized h is exact in BF16: no lo part.
     if (const cudaError_t e = launch_gemm<K, false, false, ring, RP>(
             sms, hhi, hlo, inter, hidden, tokens, experts, int(top_k), chunk_count, chunks, sorted,
-            bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, stream);
+            bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, down_fold, stream);
         e != cudaSuccess)
       return e;
   } else if (const cudaError_t e = launch_gemm<K, false, true, ring, RP>(
                  sms, hhi, hlo, inter, hidden, tokens, experts, int(top_k), chunk_count, chunks,
-                 sorted, bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, stream);
+                 sorted, bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, down_fold,
+                 stream);
              e != cudaSuccess) {
     return e;
   }
+  if (cfold) return cudaSuccess;
   const int threads = 256;
   return launch_pdl(ring, moe_decode_combine_kernel<act_t>,
                     dim3(grid_stride_blocks(tokens * hidden, threads)), dim3(threads), 0, stream,
@@ -967,6 +1115,16 @@ void moe_decode_set_stage_x_tokens(int up_max, int down_min, int down_max) {
 }
 moe_decode_stage_x moe_decode_stage_x_tokens() {
   return g_stage_x;
+}
+
+namespace {
+int g_fold = 0;
+}  // namespace
+void moe_decode_set_fold(int mask) {
+  g_fold = mask & 3;
+}
+int moe_decode_fold() {
+  return g_fold;
 }
 
 namespace {

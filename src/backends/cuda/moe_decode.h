@@ -112,6 +112,14 @@ struct moe_decode_stage_pairs_t {
   int up, down;
 };
 moe_decode_stage_pairs_t moe_decode_stage_pairs();
+// Folded launches (MOE10), a mask: 1 = the official order's FP8 quantization of h in the W1/W3
+// launch (the last block of each (chunk, 128-row group) quantizes it), 2 = the combine in the W2
+// launch (the last block of each (token, 16 * RT-row tile) of y sums it in k order); a per-call
+// counter region of the workspace, zeroed by the prepare launch, says which block is last. One
+// or two launches fewer per call; the same arithmetic (outputs bit-equal). Default 0.
+// Process-wide, for benches and A/B runs.
+void moe_decode_set_fold(int mask);
+int moe_decode_fold();
 
 // Device workspace (bytes) for `tokens` x `top_k` pairs; 256-byte aligned pointer expected.
 size_t moe_decode_workspace_bytes(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidden,
