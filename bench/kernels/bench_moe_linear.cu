@@ -84,11 +84,13 @@ std::vector<std::string> g_ab_configs = {"r4", "s0"};
 // value (8 scale slots, 1-pair chunks), so "s0x4.2.4" is the default before MOE9 and
 // "s0x64.2.64q2v2" the MOE9 default. (MOE9's suffixes dN, e and pN went with their switches.)
 // MOE10 (moe_decode_set_fold): "h" quantizes h in the W1/W3 launch, "c" combines in the W2
-// launch (no suffix: neither, the separate launches).
+// launch, "w" plans by one warp at tokens * top_k <= 32 (no suffix: the separate launches and
+// the block plan).
 void apply_ab_config(const std::string& c) {
   dsv4::cuda::moe_decode_set_shift_decode(c[0] == 's');
   dsv4::cuda::moe_decode_set_fold((c.find('h') != std::string::npos ? 1 : 0) |
-                                  (c.find('c') != std::string::npos ? 2 : 0));
+                                  (c.find('c') != std::string::npos ? 2 : 0) |
+                                  (c.find('w') != std::string::npos ? 4 : 0));
   dsv4::cuda::moe_decode_set_rt_blocks_per_sm(std::atoi(c.c_str() + 1));
   const size_t qpos = c.find('q');
   dsv4::cuda::moe_decode_set_scale_slots_from(

@@ -135,6 +135,44 @@ __host__ __device__ __forceinline__ int64_t act_u16_index(int64_t k) {
 }
 
 // ---- 1. plan + activation prepare ----
+// moe_plan.cuh's moe_group_pairs_by_expert for pairs <= 32, run by one whole warp (lane p holds
+// pair p): the same sorted[] / chunks[] / *chunk_count (pairs of one expert in increasing p),
+// without shared memory or block barriers. Pair p's position: the valid pairs of smaller experts,
+// then those of its own expert before it; its expert's first chunk: the chunks of the smaller
+// experts.
+__device__ __forceinline__ void moe_group_pairs_by_expert_warp(const int32_t* indices, int pairs,
+                                                               int experts, int chunk_pairs,
+                                                               int* chunk_count, int* sorted,
+                                                               int4* chunks) {
+  const unsigned full = 0xffffffffu;
+  const int lane = threadIdx.x % k_warp_size;
+  const int e = lane < pairs ? indices[lane] : -1;
+  const bool valid = e >= 0 && e < experts;
+  const unsigned vmask = __ballot_sync(full, valid);
+  // Invalid lanes get keys of their own above every expert, so they match no other lane.
+  const int key = valid ? e : experts + lane;
+  const unsigned same = __match_any_sync(full, key) & vmask;
+  const int count = __popc(same);
+  const bool leader = valid && lane == __ffs(same) - 1;
+  const int my_chunks = leader ? (count + chunk_pairs - 1) / chunk_pairs : 0;
+  int pairs_before = 0, chunks_before = 0;
+#pragma unroll
+  for (int j = 0; j < k_warp_size; ++j) {
+    const int kj = __shfl_sync(full, key, j);
+    const int cj = __shfl_sync(full, my_chunks, j);
+    if (kj < key) {
+      pairs_before += (vmask >> j) & 1u;
+      chunks_before += cj;
+    }
+  }
+  if (valid) sorted[pairs_before + __popc(same & ((1u << lane) - 1u))] = lane;
+  for (int j = 0; j < my_chunks; ++j)
+    chunks[chunks_before + j] =
+        make_int4(e, pairs_before + j * chunk_pairs, min(chunk_pairs, count - j * chunk_pairs), 0);
+  const int total = __reduce_add_sync(full, my_chunks);
+  if (lane == 0) *chunk_count = total;
+}
+
 // Folded launches (moe_decode_set_fold): block 0 also zeroes the `n_zero` counters at `zero`
 // and, with the combine folded into W2 (nan_rows), writes the NaN row of every token none of
 // whose experts is valid (no W2 block arrives for it; the combine kernel wrote NaN there).
@@ -143,7 +181,7 @@ __global__ void __launch_bounds__(k_plan_threads)
     moe_decode_prepare_kernel(const int32_t* indices, int pairs, int experts, int* chunk_count,
                               int* sorted, int4* chunks, const act_t* x, int64_t x_count,
                               uint16_t* xhi, uint16_t* xlo, int* zero, int n_zero, int top_k,
-                              act_t* nan_rows) {
+                              act_t* nan_rows, int warp_plan) {
   pdl_trigger();  // L1 may start; it waits for this grid before reading the plan
   if (blockIdx.x > 0) {
     // Groups of 8 activations of one row (cols % 8 == 0): 4 paired words of hi (and lo).
@@ -179,6 +217,11 @@ __global__ void __launch_bounds__(k_plan_threads)
         for (int64_t o = 0; o < cols; ++o)
           nan_rows[t * cols + o] = act_from_f32<act_t>(__uint_as_float(0x7fc00000u));
     }
+  }
+  if (warp_plan) {  // pairs <= 32 (run())
+    if (threadIdx.x < k_warp_size)
+      moe_group_pairs_by_expert_warp(indices, pairs, experts, k_chunk, chunk_count, sorted, chunks);
+    return;
   }
   moe_group_pairs_by_expert(indices, pairs, experts, k_chunk, chunk_count, sorted, chunks, counts,
                             offset, warp_sums);
@@ -1040,7 +1083,8 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   moe_decode_prepare_kernel<act_t>
       <<<unsigned(1 + ceil_div(groups, k_plan_threads)), k_plan_threads, 0, stream>>>(
           indices, int(pairs), int(experts), chunk_count, sorted, chunks, x, tokens * hidden, xhi,
-          xlo, qcnt, int(n_zero), int(top_k), cfold ? y : nullptr);
+          xlo, qcnt, int(n_zero), int(top_k), cfold ? y : nullptr,
+          (fold & 4) && pairs <= k_warp_size);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   const int sms = current_device_sm_count();
   const fp4_weight f1 = make_fp4_weight(w1), f3 = make_fp4_weight(w3), f2 = make_fp4_weight(w2);
@@ -1121,7 +1165,7 @@ namespace {
 int g_fold = 0;
 }  // namespace
 void moe_decode_set_fold(int mask) {
-  g_fold = mask & 3;
+  g_fold = mask & 7;
 }
 int moe_decode_fold() {
   return g_fold;

@@ -116,8 +116,9 @@ moe_decode_stage_pairs_t moe_decode_stage_pairs();
 // launch (the last block of each (chunk, 128-row group) quantizes it), 2 = the combine in the W2
 // launch (the last block of each (token, 16 * RT-row tile) of y sums it in k order); a per-call
 // counter region of the workspace, zeroed by the prepare launch, says which block is last. One
-// or two launches fewer per call; the same arithmetic (outputs bit-equal). Default 0.
-// Process-wide, for benches and A/B runs.
+// or two launches fewer per call; the same arithmetic (outputs bit-equal). 4 = the plan by one
+// warp instead of the prepare launch's whole block when tokens * top_k <= 32 (same chunks; pairs
+// of one expert in increasing order). Default 0. Process-wide, for benches and A/B runs.
 void moe_decode_set_fold(int mask);
 int moe_decode_fold();
 
