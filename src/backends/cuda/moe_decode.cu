@@ -65,17 +65,13 @@ int64_t max_chunks(int64_t pairs, int64_t experts) {
 }
 
 struct layout {
-  size_t count = 0, sorted, chunks, xhi, xlo, hhi, hlo, hf, out, qcnt, ccnt, total;
+  size_t count = 0, sorted, chunks, xhi, xlo, hhi, hlo, hf, out, qcnt, total;
 };
 
-// Counters of the folded launches (moe_decode_set_fold), zeroed by the prepare launch of every
-// call: one per (chunk slot, 128-row group of h) for the FP8 quantization of h in the W1/W3
-// launch, one per (token, 16-row tile of y) for the combine in the W2 launch.
+// Counters of the quantization folded into W1/W3 (moe_decode_set_chain), zeroed by the prepare
+// launch of every call: one per (chunk slot, 128-row group of h).
 int64_t qfold_counters(int64_t chunks_bound, int64_t inter) {
   return chunks_bound * (inter / 128);
-}
-int64_t cfold_counters(int64_t tokens, int64_t hidden) {
-  return tokens * (hidden / 16);
 }
 
 layout make_layout(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidden, int64_t inter) {
@@ -90,8 +86,7 @@ layout make_layout(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidde
   l.hf = l.hlo + align_256(size_t(pairs * inter) * 2);  // official order only
   l.out = l.hf + align_256(size_t(pairs * inter) * 4);
   l.qcnt = l.out + align_256(size_t(pairs * hidden) * 4);
-  l.ccnt = l.qcnt + align_256(size_t(qfold_counters(max_chunks(pairs, experts), inter)) * 4);
-  l.total = l.ccnt + align_256(size_t(cfold_counters(tokens, hidden)) * 4);
+  l.total = l.qcnt + align_256(size_t(qfold_counters(max_chunks(pairs, experts), inter)) * 4);
   return l;
 }
 
@@ -173,15 +168,13 @@ __device__ __forceinline__ void moe_group_pairs_by_expert_warp(const int32_t* in
   if (lane == 0) *chunk_count = total;
 }
 
-// Folded launches (moe_decode_set_fold): block 0 also zeroes the `n_zero` counters at `zero`
-// and, with the combine folded into W2 (nan_rows), writes the NaN row of every token none of
-// whose experts is valid (no W2 block arrives for it; the combine kernel wrote NaN there).
+// moe_decode_set_chain: block 0 also zeroes the `n_zero` counters at `zero` (quantization folded
+// into W1/W3) and plans with one warp (warp_plan: pairs <= 32).
 template <typename act_t>
 __global__ void __launch_bounds__(k_plan_threads)
     moe_decode_prepare_kernel(const int32_t* indices, int pairs, int experts, int* chunk_count,
                               int* sorted, int4* chunks, const act_t* x, int64_t x_count,
-                              uint16_t* xhi, uint16_t* xlo, int* zero, int n_zero, int top_k,
-                              act_t* nan_rows, int warp_plan) {
+                              uint16_t* xhi, uint16_t* xlo, int* zero, int n_zero, int warp_plan) {
   pdl_trigger();  // L1 may start; it waits for this grid before reading the plan
   if (blockIdx.x > 0) {
     // Groups of 8 activations of one row (cols % 8 == 0): 4 paired words of hi (and lo).
@@ -204,20 +197,6 @@ __global__ void __launch_bounds__(k_plan_threads)
   __shared__ int offset[k_max_experts];
   __shared__ int warp_sums[2][32];
   for (int i = threadIdx.x; i < n_zero; i += blockDim.x) zero[i] = 0;
-  if (nan_rows) {
-    const int tokens = pairs / top_k;
-    const int64_t cols = x_count / tokens;
-    for (int t = threadIdx.x; t < tokens; t += blockDim.x) {
-      bool any = false;
-      for (int k = 0; k < top_k; ++k) {
-        const int32_t e = indices[t * top_k + k];
-        any |= e >= 0 && e < experts;
-      }
-      if (!any)  // a malformed routing: one thread writes the row
-        for (int64_t o = 0; o < cols; ++o)
-          nan_rows[t * cols + o] = act_from_f32<act_t>(__uint_as_float(0x7fc00000u));
-    }
-  }
   if (warp_plan) {  // pairs <= 32 (run())
     if (threadIdx.x < k_warp_size)
       moe_group_pairs_by_expert_warp(indices, pairs, experts, k_chunk, chunk_count, sorted, chunks);
@@ -471,13 +450,17 @@ __device__ __forceinline__ void load_x(uint4 (&xh)[4], uint4 (&xl)[4], const uin
 
 // Official order: FP8 quantize-dequantize of one 128-block of one pair's hf row (block maximum,
 // scale and e4m3 rounding of quant::fp8_block_warp, i.e. fake_quant_fp8_values), written as BF16
-// (exact) into the pair's paired-layout h row. One whole warp, 4 values per lane; hf_block at
-// k_base of the pair's row. L2 loads: with the fold the row was written by other blocks of the
-// running grid (visible through their fences and the counter).
-__device__ __forceinline__ void quantize_h_block(const float* hf_block, uint16_t* h_row,
-                                                 int64_t k_base, int lane) {
+// (exact) into the pair's paired-layout h row. One whole warp, 4 values per lane (v4, loaded by
+// load_h_block from the block at k_base of the pair's row; L2 loads in the fold, where other
+// blocks of the running grid wrote the row, visible through their fence and the counter).
+template <bool L2 = false>
+__device__ __forceinline__ float4 load_h_block(const float* hf_block, int lane) {
+  const float4* p = reinterpret_cast<const float4*>(hf_block) + lane;
+  return L2 ? __ldcg(p) : *p;
+}
+__device__ __forceinline__ void quantize_h_block(float4 v4, uint16_t* h_row, int64_t k_base,
+                                                 int lane, bool store = true) {
   const int64_t k0 = k_base + lane * 4;
-  const float4 v4 = __ldcg(reinterpret_cast<const float4*>(hf_block) + lane);
   const float v[4] = {v4.x, v4.y, v4.z, v4.w};
   float amax = 0.0f;
 #pragma unroll
@@ -487,29 +470,26 @@ __device__ __forceinline__ void quantize_h_block(const float* hf_block, uint16_t
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
     const float q = __fmul_rn(quant::e4m3_round(__fdiv_rn(v[j], s)), s);
-    h_row[act_u16_index(k0 + j)] = __bfloat16_as_ushort(__float2bfloat16_rn(q));
+    if (store) h_row[act_u16_index(k0 + j)] = __bfloat16_as_ushort(__float2bfloat16_rn(q));
   }
 }
 
-// One term of the combine, y[t] += weights[p] * out[p] (exact order) or out[p] (official order,
-// weights null): the FFMA / FADD the combine kernel compiled to before the fold (session 10
-// SASS), spelled out so that the kernel and the fold round alike.
-__device__ __forceinline__ float combine_term(float acc, const float* weights, int64_t p, float v) {
-  return weights ? __fmaf_rn(weights[p], v, acc) : __fadd_rn(acc, v);
+// One term of the combine, y[t] += weight * out[p] (exact order) or out[p] (official order,
+// weighted false): the FFMA / FADD the combine kernel compiled to before MOE10 (SASS of
+// 023a8fe), spelled out so that both combine variants round alike.
+__device__ __forceinline__ float combine_term(float acc, bool weighted, float weight, float v) {
+  return weighted ? __fmaf_rn(weight, v, acc) : __fadd_rn(acc, v);
 }
 
-// Folded launches (moe_decode_set_fold): cnt null = not folded. UP (official order): the last
-// block of a (chunk, 128-row group of h) quantizes that group of the chunk's hf rows (the
-// quantize launch's work). !UP: the last block of a (token, row tile) of y sums it (the combine
-// launch's work; weights null in the official order). "Last": a counter per group / tile that
-// every block increments after its stores and a fence; counters zeroed by the prepare launch.
-struct fold_args {
-  int* cnt;
-  const int32_t* indices;
-  const float* weights;
-  void* y;
-  int y_bf16;
-  int experts;
+// moe_decode_set_chain, per GEMM launch. qcnt (UP, official order; null = the quantize launch
+// runs): the last block of a (chunk, 128-row group of h) quantizes that group of the chunk's hf
+// rows, "last" by a counter per group that every block increments after its stores, a barrier
+// and a fence (the release of cooperative groups' grid sync); counters zeroed by the prepare
+// launch. early_chunk: the chunk is read together with the chunk count (one dependent L2 load
+// fewer before the weight stream; a slot past the count reads a stale entry and exits).
+struct chain_args {
+  int* qcnt;
+  int early_chunk;
 };
 
 __device__ __forceinline__ void bar_sync_threads(int id, int threads) {
@@ -532,14 +512,14 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
                            int64_t rows, int top_k, const int* chunk_count, const int4* chunks,
                            const int* sorted, fp4_weight wa, fp4_weight wb, float limit,
                            const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo, float* hf,
-                           float* out, int stage_x, fold_args fold) {
+                           float* out, int stage_x, chain_args chain) {
   constexpr int NM = UP ? 2 : 1;
   constexpr int KS = k_warps / RT;
   // Scale chunks of the rounds in flight (at least one round per chunk) fit the slots.
   constexpr int SS = SSO ? SSO : k_scale_slots;
   static_assert(k_stages <= SS, "ring deeper than the scale slots");
   __shared__ int pair_of[k_chunk];
-  __shared__ int fold_last[k_chunk];
+  __shared__ int fold_last;
   __shared__ float partial[KS > 1 ? (KS - 1) * RT : 1][NM][4][k_warp_size];
   __shared__ stage_buf<NM> ring[RING ? k_warps : 1][RING ? k_stages : 1];
   __shared__ scale_buf<NM, SS> scale_ring[RING ? k_warps : 1];
@@ -547,11 +527,13 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
   // UP: the plan comes from the launch right before this one.
   if constexpr (UP) pdl_wait();
   const int slot = blockIdx.y;
+  int4 c;
+  if (chain.early_chunk) c = chunks[slot];
   if (slot >= *chunk_count) {  // uniform over the block
     if constexpr (!UP) pdl_wait();
     return;
   }
-  const int4 c = chunks[slot];
+  if (!chain.early_chunk) c = chunks[slot];
   if (threadIdx.x < k_chunk) pair_of[threadIdx.x] = sorted[c.y + min(int(threadIdx.x), c.z - 1)];
   const int warp = threadIdx.x / k_warp_size, lane = threadIdx.x % k_warp_size;
   const int tile = warp % RT, kpart = warp / RT;
@@ -814,70 +796,36 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       out[int64_t(p) * rows + row] = acc[0][i] * post[0];
     }
   }
-  if (!fold.cnt) return;
-  // The folded launch's work (warps kpart 0, threads 0 .. RT * 32 - 1, are the ones left):
-  // stores, fence, barrier, counter, barrier; the last block fences again and reads with L2 loads.
-  constexpr int active = RT * k_warp_size;
-  __threadfence();
-  bar_sync_threads(1, active);
   if constexpr (UP) {
-    // One 128-row group per block (16 * RT divides 128), 128 / (16 * RT) blocks per group.
+    if (!chain.qcnt) return;
+    // The quantize launch's work, by the last block of each (chunk, 128-row group): one group per
+    // block (16 * RT divides 128), 128 / (16 * RT) blocks per group. The warps left are kpart 0,
+    // threads 0 .. RT * 32 - 1.
+    constexpr int active = RT * k_warp_size;
     const int64_t grp = r0 / 128;
-    if (threadIdx.x == 0)
-      fold_last[0] =
-          atomicAdd(fold.cnt + int64_t(slot) * (rows / 128) + grp, 1) == 128 / (16 * RT) - 1;
+    bar_sync_threads(1, active);  // every hf store of the block
+    if (threadIdx.x == 0) {
+      __threadfence();
+      fold_last =
+          atomicAdd(chain.qcnt + int64_t(slot) * (rows / 128) + grp, 1) == 128 / (16 * RT) - 1;
+      __threadfence();
+    }
     bar_sync_threads(1, active);
-    if (!fold_last[0]) return;
-    __threadfence();
+    if (!fold_last) return;
     for (int i = warp; i < c.z; i += RT) {
       const int p = pair_of[i];
-      quantize_h_block(hf + int64_t(p) * rows + grp * 128, h_hi + int64_t(p) * rows, grp * 128,
-                       lane);
-    }
-  } else {
-    const int tid = threadIdx.x;
-    if (tid < c.z) {
-      const int p = pair_of[tid], t = p / top_k;
-      int valid = 0;
-      for (int k = 0; k < top_k; ++k) {
-        const int32_t ek = fold.indices[t * top_k + k];
-        valid += ek >= 0 && ek < fold.experts;
-      }
-      fold_last[tid] =
-          atomicAdd(fold.cnt + int64_t(t) * gridDim.x + blockIdx.x, 1) == valid - 1 ? t : -1;
-    }
-    bar_sync_threads(1, active);
-    const int64_t row0 = int64_t(blockIdx.x) * RT * 16;
-    for (int i = 0; i < c.z; ++i) {  // block-uniform
-      const int t = fold_last[i];
-      if (t < 0) continue;
-      __threadfence();
-      if (tid < RT * 16) {  // combine_kernel's sum for (t, row0 + tid)
-        const int64_t o = row0 + tid;
-        float a = 0.0f;
-        bool bad = false;
-        for (int k = 0; k < top_k; ++k) {
-          const int64_t p = int64_t(t) * top_k + k;
-          const int32_t ek = fold.indices[p];
-          if (ek < 0 || ek >= fold.experts) {
-            bad = true;
-            continue;
-          }
-          a = combine_term(a, fold.weights, p, __ldcg(out + p * rows + o));
-        }
-        const float v = bad ? __uint_as_float(0x7fc00000u) : a;
-        if (fold.y_bf16)
-          static_cast<__nv_bfloat16*>(fold.y)[int64_t(t) * rows + o] = __float2bfloat16_rn(v);
-        else
-          static_cast<float*>(fold.y)[int64_t(t) * rows + o] = v;
-      }
+      quantize_h_block(load_h_block<true>(hf + int64_t(p) * rows + grp * 128, lane),
+                       h_hi + int64_t(p) * rows, grp * 128, lane);
     }
   }
 }
 
 // Official order: FP8 quantize-dequantize of each 128-block of every valid pair's hf row (block
 // maxima, scale and e4m3 rounding of quant::fp8_block_warp, i.e. fake_quant_fp8_values), written
-// as BF16 (exact) in the paired layout. One warp per (pair, block), 4 values per lane.
+// as BF16 (exact) in the paired layout. One warp per (pair, block), 4 values per lane. EARLY
+// (moe_decode_set_chain 4): the hf block is loaded together with the pair's expert index instead
+// of after its check (a row of a bad pair is read, never used).
+template <bool EARLY>
 __global__ void __launch_bounds__(256)
     moe_decode_quantize_h_kernel(const float* hf, const int32_t* indices, int64_t pairs,
                                  int64_t experts, int64_t inter, uint16_t* h_hi) {
@@ -887,33 +835,68 @@ __global__ void __launch_bounds__(256)
   const int64_t item = int64_t(blockIdx.x) * (256 / k_warp_size) + threadIdx.x / k_warp_size;
   if (item >= pairs * blocks_per_row) return;  // uniform over the warp
   const int64_t p = item / blocks_per_row, b = item % blocks_per_row;
+  const int lane = threadIdx.x % k_warp_size;
   const int32_t e = indices[p];
-  if (e < 0 || e >= experts) return;  // hf row never written; its output row is NaN anyway
-  quantize_h_block(hf + p * inter + b * k_round, h_hi + p * inter, b * k_round,
-                   threadIdx.x % k_warp_size);
+  const bool valid = e >= 0 && e < experts;  // else: hf row never written, its output row NaN
+  if constexpr (EARLY) {  // no branch on the index before the load (ptxas would sink the load)
+    quantize_h_block(load_h_block(hf + p * inter + b * k_round, lane), h_hi + p * inter,
+                     b * k_round, lane, valid);
+  } else {
+    if (!valid) return;
+    quantize_h_block(load_h_block(hf + p * inter + b * k_round, lane), h_hi + p * inter,
+                     b * k_round, lane);
+  }
 }
 
-// weights null: the official order (already applied to h).
-template <typename act_t>
+// weights null: the official order (already applied to h). EARLY (moe_decode_set_chain 4): the
+// top_k indices, weights and out values of an element are loaded in groups of 8 before they are
+// used (one L2 latency per group instead of one per k); the same sum in the same order.
+template <typename act_t, bool EARLY>
 __global__ void moe_decode_combine_kernel(const float* out, const int32_t* indices,
                                           const float* weights, int64_t tokens, int top_k,
                                           int64_t experts, int64_t hidden, act_t* y) {
   pdl_wait();
   pdl_trigger();
   const int64_t n = tokens * hidden;
+  const bool weighted = weights != nullptr;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t t = i / hidden, o = i % hidden;
     float acc = 0.0f;
     bool bad = false;
-    for (int k = 0; k < top_k; ++k) {
-      const int64_t p = t * top_k + k;
-      const int32_t e = indices[p];
-      if (e < 0 || e >= experts) {
-        bad = true;
-        continue;
+    if constexpr (EARLY) {
+      for (int k0 = 0; k0 < top_k; k0 += 8) {
+        int32_t e[8];
+        float w[8], v[8];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const int64_t p = t * top_k + k0 + j;
+          if (k0 + j < top_k) {
+            e[j] = indices[p];
+            w[j] = weighted ? weights[p] : 0.0f;
+            v[j] = out[p * hidden + o];
+          }
+        }
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          if (k0 + j >= top_k) break;
+          if (e[j] < 0 || e[j] >= experts) {
+            bad = true;
+            continue;
+          }
+          acc = combine_term(acc, weighted, w[j], v[j]);
+        }
       }
-      acc = combine_term(acc, weights, p, out[p * hidden + o]);
+    } else {
+      for (int k = 0; k < top_k; ++k) {
+        const int64_t p = t * top_k + k;
+        const int32_t e = indices[p];
+        if (e < 0 || e >= experts) {
+          bad = true;
+          continue;
+        }
+        acc = combine_term(acc, weighted, weighted ? weights[p] : 0.0f, out[p * hidden + o]);
+      }
     }
     y[i] = act_from_f32<act_t>(bad ? __uint_as_float(0x7fc00000u) : acc);
   }
@@ -984,7 +967,7 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
                            const int* chunk_count, const int4* chunks, const int* sorted,
                            int64_t chunks_bound, const fp4_weight& wa, const fp4_weight& wb,
                            float limit, const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo,
-                           float* hf, float* out, const fold_args& fold, cudaStream_t stream) {
+                           float* hf, float* out, const chain_args& chain, cudaStream_t stream) {
   // Staged activation rows (moe_decode_set_stage_x_tokens): the ring kernels without a lo part.
   const moe_decode_stage_x sx = moe_decode_stage_x_tokens();
   const bool stage = UP ? tokens <= sx.up_max : tokens >= sx.down_min && tokens <= sx.down_max;
@@ -1005,7 +988,7 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
       : launch_pdl(RING, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO>, grid,           \
                    dim3(k_threads), stage_bytes, stream, a_hi, a_lo, kdim, rows, top_k,           \
                    chunk_count, chunks, sorted, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, \
-                   stage_bytes > 0 ? stage_pairs : 0, fold)
+                   stage_bytes > 0 ? stage_pairs : 0, chain)
   cudaError_t e;
   if (rt == 4)
     e = DSV4_GEMM(4);
@@ -1026,11 +1009,11 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
                         const int* chunk_count, const int4* chunks, const int* sorted,
                         int64_t chunks_bound, const fp4_weight& wa, const fp4_weight& wb,
                         float limit, const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo,
-                        float* hf, float* out, const fold_args& fold, cudaStream_t stream) {
+                        float* hf, float* out, const chain_args& chain, cudaStream_t stream) {
 #define DSV4_GEMM_SS(SSO)                                                               \
   launch_gemm_ss<K, UP, SPLIT, RING, RP, SSO>(                                          \
       sms, a_hi, a_lo, kdim, rows, tokens, experts, top_k, chunk_count, chunks, sorted, \
-      chunks_bound, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, fold, stream)
+      chunks_bound, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, chain, stream)
   if constexpr (RING && !SPLIT && RP == 2)
     if (const int from = moe_decode_scale_slots_from(); from > 0 && tokens >= from)
       return DSV4_GEMM_SS(k_stages);
@@ -1061,67 +1044,58 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   auto* hlo = reinterpret_cast<uint16_t*>(base + l.hlo);
   auto* hf = reinterpret_cast<float*>(base + l.hf);
   auto* out = reinterpret_cast<float*>(base + l.out);
-  // Folded launches (moe_decode_set_fold): the quantize launch's work in W1/W3's last block per
-  // (chunk, 128-row group), the combine's in W2's last block per (token, row tile).
-  const int fold = moe_decode_fold();
-  const bool qfold = official && (fold & 1), cfold = (fold & 2) != 0;
+  // moe_decode_set_chain: 1 = the quantize launch's work in W1/W3's last block per (chunk,
+  // 128-row group), 2 = the plan by one warp, 4 = chunk with its count, quantize / combine loads
+  // issued together.
+  const int chain = moe_decode_chain();
+  const bool qfold = official && (chain & 1), early = (chain & 4) != 0;
   auto* qcnt = reinterpret_cast<int*>(base + l.qcnt);
-  auto* ccnt = reinterpret_cast<int*>(base + l.ccnt);
-  // The two counter regions are adjacent (ccnt right after qcnt): one zeroing loop.
-  const int64_t n_zero = qfold || cfold ? int64_t(l.total - l.qcnt) / 4 : 0;
-  const fold_args no_fold{nullptr, indices, nullptr, nullptr, 0, int(experts)};
-  fold_args up_fold = no_fold, down_fold = no_fold;
-  if (qfold) up_fold.cnt = qcnt;
-  if (cfold) {
-    down_fold.cnt = ccnt;
-    down_fold.weights = official ? nullptr : weights;
-    down_fold.y = y;
-    down_fold.y_bf16 = std::is_same_v<act_t, __nv_bfloat16>;
-  }
+  const chain_args up_chain{qfold ? qcnt : nullptr, early}, down_chain{nullptr, early};
 
   const int64_t groups = tokens * hidden / 8;
   moe_decode_prepare_kernel<act_t>
       <<<unsigned(1 + ceil_div(groups, k_plan_threads)), k_plan_threads, 0, stream>>>(
           indices, int(pairs), int(experts), chunk_count, sorted, chunks, x, tokens * hidden, xhi,
-          xlo, qcnt, int(n_zero), int(top_k), cfold ? y : nullptr,
-          (fold & 4) && pairs <= k_warp_size);
+          xlo, qcnt, qfold ? int(qfold_counters(bound, inter)) : 0,
+          (chain & 2) && pairs <= k_warp_size);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   const int sms = current_device_sm_count();
   const fp4_weight f1 = make_fp4_weight(w1), f3 = make_fp4_weight(w3), f2 = make_fp4_weight(w2);
   if (const cudaError_t e = launch_gemm<K, true, x_split, ring, RP>(
           sms, xhi, xlo, hidden, inter, tokens, experts, int(top_k), chunk_count, chunks, sorted,
-          bound, f1, f3, limit, official ? weights : nullptr, hhi, hlo, hf, nullptr, up_fold,
+          bound, f1, f3, limit, official ? weights : nullptr, hhi, hlo, hf, nullptr, up_chain,
           stream);
       e != cudaSuccess)
     return e;
   if (official) {
     const int64_t items = pairs * (inter / k_round);
     if (!qfold)  // else W1/W3 quantized h
-      if (const cudaError_t e =
-              launch_pdl(ring, moe_decode_quantize_h_kernel,
-                         dim3(unsigned(ceil_div(items, 256 / k_warp_size))), dim3(256), 0, stream,
-                         hf, indices, pairs, experts, inter, hhi);
+      if (const cudaError_t e = launch_pdl(
+              ring,
+              early ? moe_decode_quantize_h_kernel<true> : moe_decode_quantize_h_kernel<false>,
+              dim3(unsigned(ceil_div(items, 256 / k_warp_size))), dim3(256), 0, stream, hf, indices,
+              pairs, experts, inter, hhi);
           e != cudaSuccess)
         return e;
     // The quantized h is exact in BF16: no lo part.
     if (const cudaError_t e = launch_gemm<K, false, false, ring, RP>(
             sms, hhi, hlo, inter, hidden, tokens, experts, int(top_k), chunk_count, chunks, sorted,
-            bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, down_fold, stream);
+            bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, down_chain, stream);
         e != cudaSuccess)
       return e;
   } else if (const cudaError_t e = launch_gemm<K, false, true, ring, RP>(
                  sms, hhi, hlo, inter, hidden, tokens, experts, int(top_k), chunk_count, chunks,
-                 sorted, bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, down_fold,
+                 sorted, bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, down_chain,
                  stream);
              e != cudaSuccess) {
     return e;
   }
-  if (cfold) return cudaSuccess;
   const int threads = 256;
-  return launch_pdl(ring, moe_decode_combine_kernel<act_t>,
-                    dim3(grid_stride_blocks(tokens * hidden, threads)), dim3(threads), 0, stream,
-                    out, indices, official ? nullptr : weights, tokens, int(top_k), experts, hidden,
-                    y);
+  return launch_pdl(
+      ring,
+      early ? moe_decode_combine_kernel<act_t, true> : moe_decode_combine_kernel<act_t, false>,
+      dim3(grid_stride_blocks(tokens * hidden, threads)), dim3(threads), 0, stream, out, indices,
+      official ? nullptr : weights, tokens, int(top_k), experts, hidden, y);
 }
 
 }  // namespace
@@ -1162,13 +1136,13 @@ moe_decode_stage_x moe_decode_stage_x_tokens() {
 }
 
 namespace {
-int g_fold = 0;
+int g_chain = 0;
 }  // namespace
-void moe_decode_set_fold(int mask) {
-  g_fold = mask & 7;
+void moe_decode_set_chain(int mask) {
+  g_chain = mask & 7;
 }
-int moe_decode_fold() {
-  return g_fold;
+int moe_decode_chain() {
+  return g_chain;
 }
 
 namespace {

@@ -112,15 +112,16 @@ struct moe_decode_stage_pairs_t {
   int up, down;
 };
 moe_decode_stage_pairs_t moe_decode_stage_pairs();
-// Folded launches (MOE10), a mask: 1 = the official order's FP8 quantization of h in the W1/W3
-// launch (the last block of each (chunk, 128-row group) quantizes it), 2 = the combine in the W2
-// launch (the last block of each (token, 16 * RT-row tile) of y sums it in k order); a per-call
-// counter region of the workspace, zeroed by the prepare launch, says which block is last. One
-// or two launches fewer per call; the same arithmetic (outputs bit-equal). 4 = the plan by one
-// warp instead of the prepare launch's whole block when tokens * top_k <= 32 (same chunks; pairs
-// of one expert in increasing order). Default 0. Process-wide, for benches and A/B runs.
-void moe_decode_set_fold(int mask);
-int moe_decode_fold();
+// The launch chain around the two GEMMs (MOE10), a mask: 1 = the official order's FP8
+// quantization of h in the W1/W3 launch (the last block of each (chunk, 128-row group) quantizes
+// it; a counter region of the workspace, zeroed by the prepare launch, says which block is last):
+// one launch fewer; 2 = the plan by one warp instead of the prepare launch's whole block when
+// tokens * top_k <= 32 (the same chunks; pairs of one expert in increasing order); 4 = shorter
+// dependent-load chains (the GEMM launches read their chunk together with the chunk count, the
+// quantize and combine launches issue their loads before the index checks). The same arithmetic
+// in every combination (outputs bit-equal). Default 0. Process-wide, for benches and A/B runs.
+void moe_decode_set_chain(int mask);
+int moe_decode_chain();
 
 // Device workspace (bytes) for `tokens` x `top_k` pairs; 256-byte aligned pointer expected.
 size_t moe_decode_workspace_bytes(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidden,
