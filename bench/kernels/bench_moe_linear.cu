@@ -84,7 +84,8 @@ std::vector<std::string> g_ab_configs = {"r4", "s0"};
 // value (8 scale slots, 1-pair chunks), so "s0x4.2.4" is the default before MOE9 and
 // "s0x64.2.64q2v2" the MOE9 default. (MOE9's suffixes dN, e and pN went with their switches.)
 // MOE10 (moe_decode_set_chain): "h" quantizes h in the W1/W3 launch, "w" plans by one warp at
-// tokens * top_k <= 32, "l" shortens the dependent-load chains (no suffix: the default chain).
+// tokens * top_k <= 8, "l" shortens the dependent-load chains; no suffix = chain 0 (before
+// MOE10), "hwl" = the default (7).
 void apply_ab_config(const std::string& c) {
   dsv4::cuda::moe_decode_set_shift_decode(c[0] == 's');
   dsv4::cuda::moe_decode_set_chain((c.find('h') != std::string::npos ? 1 : 0) |

@@ -169,7 +169,7 @@ __device__ __forceinline__ void moe_group_pairs_by_expert_warp(const int32_t* in
 }
 
 // moe_decode_set_chain: block 0 also zeroes the `n_zero` counters at `zero` (quantization folded
-// into W1/W3) and plans with one warp (warp_plan: pairs <= 32).
+// into W1/W3) and plans with one warp (warp_plan: pairs <= 32; run() takes it up to 8).
 template <typename act_t>
 __global__ void __launch_bounds__(k_plan_threads)
     moe_decode_prepare_kernel(const int32_t* indices, int pairs, int experts, int* chunk_count,
@@ -197,7 +197,7 @@ __global__ void __launch_bounds__(k_plan_threads)
   __shared__ int offset[k_max_experts];
   __shared__ int warp_sums[2][32];
   for (int i = threadIdx.x; i < n_zero; i += blockDim.x) zero[i] = 0;
-  if (warp_plan) {  // pairs <= 32 (run())
+  if (warp_plan) {  // pairs <= 8 (run())
     if (threadIdx.x < k_warp_size)
       moe_group_pairs_by_expert_warp(indices, pairs, experts, k_chunk, chunk_count, sorted, chunks);
     return;
@@ -967,7 +967,7 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
                            const int* chunk_count, const int4* chunks, const int* sorted,
                            int64_t chunks_bound, const fp4_weight& wa, const fp4_weight& wb,
                            float limit, const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo,
-                           float* hf, float* out, const chain_args& chain, cudaStream_t stream) {
+                           float* hf, float* out, chain_args& chain, cudaStream_t stream) {
   // Staged activation rows (moe_decode_set_stage_x_tokens): the ring kernels without a lo part.
   const moe_decode_stage_x sx = moe_decode_stage_x_tokens();
   const bool stage = UP ? tokens <= sx.up_max : tokens >= sx.down_min && tokens <= sx.down_max;
@@ -980,6 +980,15 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
   const int rt = pick_rt(rows, kdim / k_round, tokens, top_k, experts, chunks_bound, sms,
                          blocks_per_sm, moe_decode_rt_blocks_per_sm());
   const dim3 grid(unsigned(rows / (16 * rt)), unsigned(chunks_bound));
+  // The quantization folded into W1/W3 only where the grid is one wave: each block's counter
+  // round trip at its exit then delays nothing but the last blocks, less than the quantize
+  // launch it replaces; over several waves it delays every wave (run 2: Pro T = 1, 3 waves,
+  // 0.96x; Flash T = 1, one wave, 1.035x).
+  if (chain.qcnt && int64_t(grid.x) * grid.y > int64_t(blocks_per_sm[rt == 4   ? 0
+                                                                     : rt == 2 ? 1
+                                                                               : 2]) *
+                                                   sms)
+    chain.qcnt = nullptr;
 #define DSV4_GEMM(RT)                                                                             \
   (stage_bytes                                                                                    \
        ? allow_dynamic_smem(moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO>, stage_bytes) \
@@ -1009,7 +1018,7 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
                         const int* chunk_count, const int4* chunks, const int* sorted,
                         int64_t chunks_bound, const fp4_weight& wa, const fp4_weight& wb,
                         float limit, const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo,
-                        float* hf, float* out, const chain_args& chain, cudaStream_t stream) {
+                        float* hf, float* out, chain_args& chain, cudaStream_t stream) {
 #define DSV4_GEMM_SS(SSO)                                                               \
   launch_gemm_ss<K, UP, SPLIT, RING, RP, SSO>(                                          \
       sms, a_hi, a_lo, kdim, rows, tokens, experts, top_k, chunk_count, chunks, sorted, \
@@ -1045,19 +1054,19 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   auto* hf = reinterpret_cast<float*>(base + l.hf);
   auto* out = reinterpret_cast<float*>(base + l.out);
   // moe_decode_set_chain: 1 = the quantize launch's work in W1/W3's last block per (chunk,
-  // 128-row group), 2 = the plan by one warp, 4 = chunk with its count, quantize / combine loads
-  // issued together.
+  // 128-row group) at one wave, 2 = the plan by one warp at <= 8 pairs, 4 = chunk with its
+  // count, quantize / combine loads issued together.
   const int chain = moe_decode_chain();
   const bool qfold = official && (chain & 1), early = (chain & 4) != 0;
   auto* qcnt = reinterpret_cast<int*>(base + l.qcnt);
-  const chain_args up_chain{qfold ? qcnt : nullptr, early}, down_chain{nullptr, early};
+  chain_args up_chain{qfold ? qcnt : nullptr, early}, down_chain{nullptr, early};
 
   const int64_t groups = tokens * hidden / 8;
   moe_decode_prepare_kernel<act_t>
       <<<unsigned(1 + ceil_div(groups, k_plan_threads)), k_plan_threads, 0, stream>>>(
           indices, int(pairs), int(experts), chunk_count, sorted, chunks, x, tokens * hidden, xhi,
           xlo, qcnt, qfold ? int(qfold_counters(bound, inter)) : 0,
-          (chain & 2) && pairs <= k_warp_size);
+          (chain & 2) && pairs <= k_chunk);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   const int sms = current_device_sm_count();
   const fp4_weight f1 = make_fp4_weight(w1), f3 = make_fp4_weight(w3), f2 = make_fp4_weight(w2);
@@ -1069,7 +1078,7 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
     return e;
   if (official) {
     const int64_t items = pairs * (inter / k_round);
-    if (!qfold)  // else W1/W3 quantized h
+    if (!up_chain.qcnt)  // else W1/W3 quantized h (launch_gemm_ss keeps the fold at one wave)
       if (const cudaError_t e = launch_pdl(
               ring,
               early ? moe_decode_quantize_h_kernel<true> : moe_decode_quantize_h_kernel<false>,
@@ -1136,7 +1145,11 @@ moe_decode_stage_x moe_decode_stage_x_tokens() {
 }
 
 namespace {
-int g_chain = 0;
+// MOE10 (H100, bench/kernels/results/h100_2026-11-26_s11_moe10_run2_bench.txt, same process, vs
+// 0): 4 alone Flash T = 1 / 4 / 16 / 64 1.018 / 1.008 / 1.011 / 0.995x, Pro 1.010 / 1.005 /
+// 1.003 / 0.999x; 1 + 2 + 4 Flash T = 1 1.066x. The one-warp plan at 24 pairs (Pro T = 4)
+// measured 0.976 and 0.991x in two runs (not understood), hence only up to 8 pairs (T = 1).
+int g_chain = 7;
 }  // namespace
 void moe_decode_set_chain(int mask) {
   g_chain = mask & 7;
