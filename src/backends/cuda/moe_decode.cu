@@ -1055,9 +1055,11 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   auto* out = reinterpret_cast<float*>(base + l.out);
   // moe_decode_set_chain: 1 = the quantize launch's work in W1/W3's last block per (chunk,
   // 128-row group) at one wave, 2 = the plan by one warp at <= 8 pairs, 4 = chunk with its
-  // count, quantize / combine loads issued together.
+  // count, quantize / combine loads issued together at T <= 4.
   const int chain = moe_decode_chain();
-  const bool qfold = official && (chain & 1), early = (chain & 4) != 0;
+  // Bit 4 at T <= 4 only: T = 64 measured 0.994-0.996x with it (runs 2 and 3, controls
+  // 0.997-1.000x), T = 16 noise.
+  const bool qfold = official && (chain & 1), early = (chain & 4) && tokens <= 4;
   auto* qcnt = reinterpret_cast<int*>(base + l.qcnt);
   chain_args up_chain{qfold ? qcnt : nullptr, early}, down_chain{nullptr, early};
 
@@ -1145,10 +1147,11 @@ moe_decode_stage_x moe_decode_stage_x_tokens() {
 }
 
 namespace {
-// MOE10 (H100, bench/kernels/results/h100_2026-11-26_s11_moe10_run2_bench.txt, same process, vs
-// 0): 4 alone Flash T = 1 / 4 / 16 / 64 1.018 / 1.008 / 1.011 / 0.995x, Pro 1.010 / 1.005 /
-// 1.003 / 0.999x; 1 + 2 + 4 Flash T = 1 1.066x. The one-warp plan at 24 pairs (Pro T = 4)
-// measured 0.976 and 0.991x in two runs (not understood), hence only up to 8 pairs (T = 1).
+// MOE10 (H100, official bf16 MXFP4, same process, vs 0; bench/kernels/results/
+// h100_2026-11-26_s11_moe10_run{2,3}_bench.txt): 4 alone Flash T = 1 / 4 / 16 / 64 1.018 /
+// 1.008 / 1.011 / 0.995x, Pro 1.010 / 1.005 / 1.003 / 0.999x (run 2); 7 Flash T = 1 1.066x (run
+// 2), 1.068x (run 3), Pro T = 1 1.012x, Flash T = 4 1.010x (run 3). The one-warp plan at 24 pairs
+// (Pro T = 4) measured 0.976 and 0.991x in two runs (not understood), hence only up to 8 pairs.
 int g_chain = 7;
 }  // namespace
 void moe_decode_set_chain(int mask) {

@@ -117,11 +117,12 @@ moe_decode_stage_pairs_t moe_decode_stage_pairs();
 // (chunk, 128-row group) quantizes it; a counter region of the workspace, zeroed by the prepare
 // launch, says which block is last): one launch fewer; 2 = the plan by one warp instead of the
 // prepare launch's whole block when tokens * top_k <= 8 (the same chunks; pairs of one expert in
-// increasing order); 4 = shorter dependent-load chains (the GEMM launches read their chunk
-// together with the chunk count, the quantize and combine launches issue their loads before the
-// index checks). The same arithmetic in every combination (outputs bit-equal). Default 7 (H100,
-// official bf16 MXFP4: Flash T = 1 1.066x, T = 4 1.01x, T >= 16 unchanged; moe_decode.cu); 0 =
-// the chain before MOE10. Process-wide, for benches and A/B runs.
+// increasing order); 4 = shorter dependent-load chains at T <= 4 (the GEMM launches read their
+// chunk together with the chunk count, the quantize and combine launches issue their loads
+// before the index checks). The same arithmetic in every combination (outputs bit-equal).
+// Default 7 (H100, official bf16 MXFP4, vs 0: Flash T = 1 1.068x, Pro T = 1 1.012x, Flash T = 4
+// 1.010x; T >= 16 runs chain 0's launches; moe_decode.cu); 0 = the chain before MOE10.
+// Process-wide, for benches and A/B runs.
 void moe_decode_set_chain(int mask);
 int moe_decode_chain();
 
