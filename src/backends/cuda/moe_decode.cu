@@ -26,6 +26,10 @@
 // the default, see g_stage_x below): staging at every T (W2 from T = 2), W2 chunks of up to 2
 // pairs (moe_decode_set_stage_pairs), 4 scale slots so that W1/W3 keeps 4 blocks per SM
 // (moe_decode_set_scale_slots_from).
+// MOE10 (moe_decode_set_chain, default 7): where the W1/W3 grid is one wave its last block per
+// (chunk, 128-row group) quantizes h (no quantize launch); up to 8 pairs the prepare launch plans
+// with one warp; at T <= 4 the GEMM blocks read their chunk with the count and the quantize /
+// combine launches issue their loads before the index checks. Same sums (bit-equal to chain 0).
 #include <cuda_bf16.h>
 
 #include <algorithm>
