@@ -83,8 +83,14 @@ std::vector<std::string> g_ab_configs = {"r4", "s0"};
 // pairs in W1/W3 / W2 (moe_decode_set_stage_pairs). A config without a suffix takes its "off"
 // value (8 scale slots, 1-pair chunks), so "s0x4.2.4" is the default before MOE9 and
 // "s0x64.2.64q2v2" the MOE9 default. (MOE9's suffixes dN, e and pN went with their switches.)
+// MOE10 (moe_decode_set_chain): "h" quantizes h in the W1/W3 launch, "w" plans by one warp at
+// tokens * top_k <= 8, "l" shortens the dependent-load chains; no suffix = chain 0 (before
+// MOE10), "hwl" = the default (7).
 void apply_ab_config(const std::string& c) {
   dsv4::cuda::moe_decode_set_shift_decode(c[0] == 's');
+  dsv4::cuda::moe_decode_set_chain((c.find('h') != std::string::npos ? 1 : 0) |
+                                   (c.find('w') != std::string::npos ? 2 : 0) |
+                                   (c.find('l') != std::string::npos ? 4 : 0));
   dsv4::cuda::moe_decode_set_rt_blocks_per_sm(std::atoi(c.c_str() + 1));
   const size_t qpos = c.find('q');
   dsv4::cuda::moe_decode_set_scale_slots_from(
@@ -106,12 +112,14 @@ void apply_ab_config(const std::string& c) {
 }
 const dsv4::cuda::moe_decode_stage_x g_stage_x_default = dsv4::cuda::moe_decode_stage_x_tokens();
 const int g_scale_slots_default = dsv4::cuda::moe_decode_scale_slots_from();
+const int g_chain_default = dsv4::cuda::moe_decode_chain();
 const dsv4::cuda::moe_decode_stage_pairs_t g_stage_pairs_default =
     dsv4::cuda::moe_decode_stage_pairs();
 void reset_ab_config() {
   dsv4::cuda::moe_decode_set_shift_decode(true);
   dsv4::cuda::moe_decode_set_rt_blocks_per_sm(0);
   dsv4::cuda::moe_decode_set_scale_slots_from(g_scale_slots_default);
+  dsv4::cuda::moe_decode_set_chain(g_chain_default);
   dsv4::cuda::moe_decode_set_stage_pairs(g_stage_pairs_default.up, g_stage_pairs_default.down);
   const auto d = g_stage_x_default;
   dsv4::cuda::moe_decode_set_stage_x_tokens(d.up_max, d.down_min, d.down_max);

@@ -26,6 +26,10 @@
 // the default, see g_stage_x below): staging at every T (W2 from T = 2), W2 chunks of up to 2
 // pairs (moe_decode_set_stage_pairs), 4 scale slots so that W1/W3 keeps 4 blocks per SM
 // (moe_decode_set_scale_slots_from).
+// MOE10 (moe_decode_set_chain, default 7): where the W1/W3 grid is one wave its last block per
+// (chunk, 128-row group) quantizes h (no quantize launch); up to 8 pairs the prepare launch plans
+// with one warp; at T <= 4 the GEMM blocks read their chunk with the count and the quantize /
+// combine launches issue their loads before the index checks. Same sums (bit-equal to chain 0).
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -65,8 +69,14 @@ int64_t max_chunks(int64_t pairs, int64_t experts) {
 }
 
 struct layout {
-  size_t count = 0, sorted, chunks, xhi, xlo, hhi, hlo, hf, out, total;
+  size_t count = 0, sorted, chunks, xhi, xlo, hhi, hlo, hf, out, qcnt, total;
 };
+
+// Counters of the quantization folded into W1/W3 (moe_decode_set_chain), zeroed by the prepare
+// launch of every call: one per (chunk slot, 128-row group of h).
+int64_t qfold_counters(int64_t chunks_bound, int64_t inter) {
+  return chunks_bound * (inter / 128);
+}
 
 layout make_layout(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidden, int64_t inter) {
   const int64_t pairs = tokens * top_k;
@@ -79,7 +89,8 @@ layout make_layout(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidde
   l.hlo = l.hhi + align_256(size_t(pairs * inter) * 2);
   l.hf = l.hlo + align_256(size_t(pairs * inter) * 2);  // official order only
   l.out = l.hf + align_256(size_t(pairs * inter) * 4);
-  l.total = l.out + align_256(size_t(pairs * hidden) * 4);
+  l.qcnt = l.out + align_256(size_t(pairs * hidden) * 4);
+  l.total = l.qcnt + align_256(size_t(qfold_counters(max_chunks(pairs, experts), inter)) * 4);
   return l;
 }
 
@@ -123,11 +134,51 @@ __host__ __device__ __forceinline__ int64_t act_u16_index(int64_t k) {
 }
 
 // ---- 1. plan + activation prepare ----
+// moe_plan.cuh's moe_group_pairs_by_expert for pairs <= 32, run by one whole warp (lane p holds
+// pair p): the same sorted[] / chunks[] / *chunk_count (pairs of one expert in increasing p),
+// without shared memory or block barriers. Pair p's position: the valid pairs of smaller experts,
+// then those of its own expert before it; its expert's first chunk: the chunks of the smaller
+// experts.
+__device__ __forceinline__ void moe_group_pairs_by_expert_warp(const int32_t* indices, int pairs,
+                                                               int experts, int chunk_pairs,
+                                                               int* chunk_count, int* sorted,
+                                                               int4* chunks) {
+  const unsigned full = 0xffffffffu;
+  const int lane = threadIdx.x % k_warp_size;
+  const int e = lane < pairs ? indices[lane] : -1;
+  const bool valid = e >= 0 && e < experts;
+  const unsigned vmask = __ballot_sync(full, valid);
+  // Invalid lanes get keys of their own above every expert, so they match no other lane.
+  const int key = valid ? e : experts + lane;
+  const unsigned same = __match_any_sync(full, key) & vmask;
+  const int count = __popc(same);
+  const bool leader = valid && lane == __ffs(same) - 1;
+  const int my_chunks = leader ? (count + chunk_pairs - 1) / chunk_pairs : 0;
+  int pairs_before = 0, chunks_before = 0;
+#pragma unroll
+  for (int j = 0; j < k_warp_size; ++j) {
+    const int kj = __shfl_sync(full, key, j);
+    const int cj = __shfl_sync(full, my_chunks, j);
+    if (kj < key) {
+      pairs_before += (vmask >> j) & 1u;
+      chunks_before += cj;
+    }
+  }
+  if (valid) sorted[pairs_before + __popc(same & ((1u << lane) - 1u))] = lane;
+  for (int j = 0; j < my_chunks; ++j)
+    chunks[chunks_before + j] =
+        make_int4(e, pairs_before + j * chunk_pairs, min(chunk_pairs, count - j * chunk_pairs), 0);
+  const int total = __reduce_add_sync(full, my_chunks);
+  if (lane == 0) *chunk_count = total;
+}
+
+// moe_decode_set_chain: block 0 also zeroes the `n_zero` counters at `zero` (quantization folded
+// into W1/W3) and plans with one warp (warp_plan: pairs <= 32; run() takes it up to 8).
 template <typename act_t>
 __global__ void __launch_bounds__(k_plan_threads)
     moe_decode_prepare_kernel(const int32_t* indices, int pairs, int experts, int* chunk_count,
                               int* sorted, int4* chunks, const act_t* x, int64_t x_count,
-                              uint16_t* xhi, uint16_t* xlo) {
+                              uint16_t* xhi, uint16_t* xlo, int* zero, int n_zero, int warp_plan) {
   pdl_trigger();  // L1 may start; it waits for this grid before reading the plan
   if (blockIdx.x > 0) {
     // Groups of 8 activations of one row (cols % 8 == 0): 4 paired words of hi (and lo).
@@ -149,6 +200,12 @@ __global__ void __launch_bounds__(k_plan_threads)
   __shared__ int counts[k_max_experts];
   __shared__ int offset[k_max_experts];
   __shared__ int warp_sums[2][32];
+  for (int i = threadIdx.x; i < n_zero; i += blockDim.x) zero[i] = 0;
+  if (warp_plan) {  // pairs <= 8 (run())
+    if (threadIdx.x < k_warp_size)
+      moe_group_pairs_by_expert_warp(indices, pairs, experts, k_chunk, chunk_count, sorted, chunks);
+    return;
+  }
   moe_group_pairs_by_expert(indices, pairs, experts, k_chunk, chunk_count, sorted, chunks, counts,
                             offset, warp_sums);
 }
@@ -395,6 +452,54 @@ __device__ __forceinline__ void load_x(uint4 (&xh)[4], uint4 (&xl)[4], const uin
   }
 }
 
+// Official order: FP8 quantize-dequantize of one 128-block of one pair's hf row (block maximum,
+// scale and e4m3 rounding of quant::fp8_block_warp, i.e. fake_quant_fp8_values), written as BF16
+// (exact) into the pair's paired-layout h row. One whole warp, 4 values per lane (v4, loaded by
+// load_h_block from the block at k_base of the pair's row; L2 loads in the fold, where other
+// blocks of the running grid wrote the row, visible through their fence and the counter).
+template <bool L2 = false>
+__device__ __forceinline__ float4 load_h_block(const float* hf_block, int lane) {
+  const float4* p = reinterpret_cast<const float4*>(hf_block) + lane;
+  return L2 ? __ldcg(p) : *p;
+}
+__device__ __forceinline__ void quantize_h_block(float4 v4, uint16_t* h_row, int64_t k_base,
+                                                 int lane, bool store = true) {
+  const int64_t k0 = k_base + lane * 4;
+  const float v[4] = {v4.x, v4.y, v4.z, v4.w};
+  float amax = 0.0f;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) amax = fmaxf(amax, fabsf(v[j]));  // NaN ignored
+  amax = quant::warp_max(amax);
+  const float s = quant::pow2_ceil(__fdiv_rn(fmaxf(amax, 1e-4f), 448.0f));
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const float q = __fmul_rn(quant::e4m3_round(__fdiv_rn(v[j], s)), s);
+    if (store) h_row[act_u16_index(k0 + j)] = __bfloat16_as_ushort(__float2bfloat16_rn(q));
+  }
+}
+
+// One term of the combine, y[t] += weight * out[p] (exact order) or out[p] (official order,
+// weighted false): the FFMA / FADD the combine kernel compiled to before MOE10 (SASS of
+// 023a8fe), spelled out so that both combine variants round alike.
+__device__ __forceinline__ float combine_term(float acc, bool weighted, float weight, float v) {
+  return weighted ? __fmaf_rn(weight, v, acc) : __fadd_rn(acc, v);
+}
+
+// moe_decode_set_chain, per GEMM launch. qcnt (UP, official order; null = the quantize launch
+// runs): the last block of a (chunk, 128-row group of h) quantizes that group of the chunk's hf
+// rows, "last" by a counter per group that every block increments after its stores, a barrier
+// and a fence (the release of cooperative groups' grid sync); counters zeroed by the prepare
+// launch. early_chunk: the chunk is read together with the chunk count (one dependent L2 load
+// fewer before the weight stream; a slot past the count reads a stale entry and exits).
+struct chain_args {
+  int* qcnt;
+  int early_chunk;
+};
+
+__device__ __forceinline__ void bar_sync_threads(int id, int threads) {
+  asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
+}
+
 // UP: W1 and W3 (NM = 2), SwiGLU epilogue into paired hi/lo h, or (pair_weights non-null, the
 // official order) h * pair_weights[pair] into hf [pairs, rows] f32. !UP: W2 into out (f32).
 // ain_hi / ain_lo: paired activations, one row of `kdim` per token (UP) or per pair (!UP).
@@ -411,13 +516,14 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
                            int64_t rows, int top_k, const int* chunk_count, const int4* chunks,
                            const int* sorted, fp4_weight wa, fp4_weight wb, float limit,
                            const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo, float* hf,
-                           float* out, int stage_x) {
+                           float* out, int stage_x, chain_args chain) {
   constexpr int NM = UP ? 2 : 1;
   constexpr int KS = k_warps / RT;
   // Scale chunks of the rounds in flight (at least one round per chunk) fit the slots.
   constexpr int SS = SSO ? SSO : k_scale_slots;
   static_assert(k_stages <= SS, "ring deeper than the scale slots");
   __shared__ int pair_of[k_chunk];
+  __shared__ int fold_last;
   __shared__ float partial[KS > 1 ? (KS - 1) * RT : 1][NM][4][k_warp_size];
   __shared__ stage_buf<NM> ring[RING ? k_warps : 1][RING ? k_stages : 1];
   __shared__ scale_buf<NM, SS> scale_ring[RING ? k_warps : 1];
@@ -425,11 +531,13 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
   // UP: the plan comes from the launch right before this one.
   if constexpr (UP) pdl_wait();
   const int slot = blockIdx.y;
+  int4 c;
+  if (chain.early_chunk) c = chunks[slot];
   if (slot >= *chunk_count) {  // uniform over the block
     if constexpr (!UP) pdl_wait();
     return;
   }
-  const int4 c = chunks[slot];
+  if (!chain.early_chunk) c = chunks[slot];
   if (threadIdx.x < k_chunk) pair_of[threadIdx.x] = sorted[c.y + min(int(threadIdx.x), c.z - 1)];
   const int warp = threadIdx.x / k_warp_size, lane = threadIdx.x % k_warp_size;
   const int tile = warp % RT, kpart = warp / RT;
@@ -692,11 +800,36 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       out[int64_t(p) * rows + row] = acc[0][i] * post[0];
     }
   }
+  if constexpr (UP) {
+    if (!chain.qcnt) return;
+    // The quantize launch's work, by the last block of each (chunk, 128-row group): one group per
+    // block (16 * RT divides 128), 128 / (16 * RT) blocks per group. The warps left are kpart 0,
+    // threads 0 .. RT * 32 - 1.
+    constexpr int active = RT * k_warp_size;
+    const int64_t grp = r0 / 128;
+    bar_sync_threads(1, active);  // every hf store of the block
+    if (threadIdx.x == 0) {
+      __threadfence();
+      fold_last =
+          atomicAdd(chain.qcnt + int64_t(slot) * (rows / 128) + grp, 1) == 128 / (16 * RT) - 1;
+      __threadfence();
+    }
+    bar_sync_threads(1, active);
+    if (!fold_last) return;
+    for (int i = warp; i < c.z; i += RT) {
+      const int p = pair_of[i];
+      quantize_h_block(load_h_block<true>(hf + int64_t(p) * rows + grp * 128, lane),
+                       h_hi + int64_t(p) * rows, grp * 128, lane);
+    }
+  }
 }
 
 // Official order: FP8 quantize-dequantize of each 128-block of every valid pair's hf row (block
 // maxima, scale and e4m3 rounding of quant::fp8_block_warp, i.e. fake_quant_fp8_values), written
-// as BF16 (exact) in the paired layout. One warp per (pair, block), 4 values per lane.
+// as BF16 (exact) in the paired layout. One warp per (pair, block), 4 values per lane. EARLY
+// (moe_decode_set_chain 4): the hf block is loaded together with the pair's expert index instead
+// of after its check (a row of a bad pair is read, never used).
+template <bool EARLY>
 __global__ void __launch_bounds__(256)
     moe_decode_quantize_h_kernel(const float* hf, const int32_t* indices, int64_t pairs,
                                  int64_t experts, int64_t inter, uint16_t* h_hi) {
@@ -706,45 +839,68 @@ __global__ void __launch_bounds__(256)
   const int64_t item = int64_t(blockIdx.x) * (256 / k_warp_size) + threadIdx.x / k_warp_size;
   if (item >= pairs * blocks_per_row) return;  // uniform over the warp
   const int64_t p = item / blocks_per_row, b = item % blocks_per_row;
-  const int32_t e = indices[p];
-  if (e < 0 || e >= experts) return;  // hf row never written; its output row is NaN anyway
   const int lane = threadIdx.x % k_warp_size;
-  const int64_t k0 = b * k_round + lane * 4;
-  const float4 v4 = *reinterpret_cast<const float4*>(hf + p * inter + k0);
-  const float v[4] = {v4.x, v4.y, v4.z, v4.w};
-  float amax = 0.0f;
-#pragma unroll
-  for (int j = 0; j < 4; ++j) amax = fmaxf(amax, fabsf(v[j]));  // NaN ignored
-  amax = quant::warp_max(amax);
-  const float s = quant::pow2_ceil(__fdiv_rn(fmaxf(amax, 1e-4f), 448.0f));
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    const float q = __fmul_rn(quant::e4m3_round(__fdiv_rn(v[j], s)), s);
-    h_hi[p * inter + act_u16_index(k0 + j)] = __bfloat16_as_ushort(__float2bfloat16_rn(q));
+  const int32_t e = indices[p];
+  const bool valid = e >= 0 && e < experts;  // else: hf row never written, its output row NaN
+  if constexpr (EARLY) {  // no branch on the index before the load (ptxas would sink the load)
+    quantize_h_block(load_h_block(hf + p * inter + b * k_round, lane), h_hi + p * inter,
+                     b * k_round, lane, valid);
+  } else {
+    if (!valid) return;
+    quantize_h_block(load_h_block(hf + p * inter + b * k_round, lane), h_hi + p * inter,
+                     b * k_round, lane);
   }
 }
 
-// weights null: the official order (already applied to h).
-template <typename act_t>
+// weights null: the official order (already applied to h). EARLY (moe_decode_set_chain 4): the
+// top_k indices, weights and out values of an element are loaded in groups of 8 before they are
+// used (one L2 latency per group instead of one per k); the same sum in the same order.
+template <typename act_t, bool EARLY>
 __global__ void moe_decode_combine_kernel(const float* out, const int32_t* indices,
                                           const float* weights, int64_t tokens, int top_k,
                                           int64_t experts, int64_t hidden, act_t* y) {
   pdl_wait();
   pdl_trigger();
   const int64_t n = tokens * hidden;
+  const bool weighted = weights != nullptr;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
        i += int64_t(gridDim.x) * blockDim.x) {
     const int64_t t = i / hidden, o = i % hidden;
     float acc = 0.0f;
     bool bad = false;
-    for (int k = 0; k < top_k; ++k) {
-      const int64_t p = t * top_k + k;
-      const int32_t e = indices[p];
-      if (e < 0 || e >= experts) {
-        bad = true;
-        continue;
+    if constexpr (EARLY) {
+      for (int k0 = 0; k0 < top_k; k0 += 8) {
+        int32_t e[8];
+        float w[8], v[8];
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const int64_t p = t * top_k + k0 + j;
+          if (k0 + j < top_k) {
+            e[j] = indices[p];
+            w[j] = weighted ? weights[p] : 0.0f;
+            v[j] = out[p * hidden + o];
+          }
+        }
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          if (k0 + j >= top_k) break;
+          if (e[j] < 0 || e[j] >= experts) {
+            bad = true;
+            continue;
+          }
+          acc = combine_term(acc, weighted, w[j], v[j]);
+        }
       }
-      acc += weights ? weights[p] * out[p * hidden + o] : out[p * hidden + o];
+    } else {
+      for (int k = 0; k < top_k; ++k) {
+        const int64_t p = t * top_k + k;
+        const int32_t e = indices[p];
+        if (e < 0 || e >= experts) {
+          bad = true;
+          continue;
+        }
+        acc = combine_term(acc, weighted, weighted ? weights[p] : 0.0f, out[p * hidden + o]);
+      }
     }
     y[i] = act_from_f32<act_t>(bad ? __uint_as_float(0x7fc00000u) : acc);
   }
@@ -815,7 +971,7 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
                            const int* chunk_count, const int4* chunks, const int* sorted,
                            int64_t chunks_bound, const fp4_weight& wa, const fp4_weight& wb,
                            float limit, const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo,
-                           float* hf, float* out, cudaStream_t stream) {
+                           float* hf, float* out, chain_args& chain, cudaStream_t stream) {
   // Staged activation rows (moe_decode_set_stage_x_tokens): the ring kernels without a lo part.
   const moe_decode_stage_x sx = moe_decode_stage_x_tokens();
   const bool stage = UP ? tokens <= sx.up_max : tokens >= sx.down_min && tokens <= sx.down_max;
@@ -828,6 +984,15 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
   const int rt = pick_rt(rows, kdim / k_round, tokens, top_k, experts, chunks_bound, sms,
                          blocks_per_sm, moe_decode_rt_blocks_per_sm());
   const dim3 grid(unsigned(rows / (16 * rt)), unsigned(chunks_bound));
+  // The quantization folded into W1/W3 only where the grid is one wave: each block's counter
+  // round trip at its exit then delays nothing but the last blocks, less than the quantize
+  // launch it replaces; over several waves it delays every wave (run 2: Pro T = 1, 3 waves,
+  // 0.96x; Flash T = 1, one wave, 1.035x).
+  if (chain.qcnt && int64_t(grid.x) * grid.y > int64_t(blocks_per_sm[rt == 4   ? 0
+                                                                     : rt == 2 ? 1
+                                                                               : 2]) *
+                                                   sms)
+    chain.qcnt = nullptr;
 #define DSV4_GEMM(RT)                                                                             \
   (stage_bytes                                                                                    \
        ? allow_dynamic_smem(moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO>, stage_bytes) \
@@ -836,7 +1001,7 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
       : launch_pdl(RING, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO>, grid,           \
                    dim3(k_threads), stage_bytes, stream, a_hi, a_lo, kdim, rows, top_k,           \
                    chunk_count, chunks, sorted, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, \
-                   stage_bytes > 0 ? stage_pairs : 0)
+                   stage_bytes > 0 ? stage_pairs : 0, chain)
   cudaError_t e;
   if (rt == 4)
     e = DSV4_GEMM(4);
@@ -857,11 +1022,11 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
                         const int* chunk_count, const int4* chunks, const int* sorted,
                         int64_t chunks_bound, const fp4_weight& wa, const fp4_weight& wb,
                         float limit, const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo,
-                        float* hf, float* out, cudaStream_t stream) {
-#define DSV4_GEMM_SS(SSO)                                                                          \
-  launch_gemm_ss<K, UP, SPLIT, RING, RP, SSO>(sms, a_hi, a_lo, kdim, rows, tokens, experts, top_k, \
-                                              chunk_count, chunks, sorted, chunks_bound, wa, wb,   \
-                                              limit, pair_weights, h_hi, h_lo, hf, out, stream)
+                        float* hf, float* out, chain_args& chain, cudaStream_t stream) {
+#define DSV4_GEMM_SS(SSO)                                                               \
+  launch_gemm_ss<K, UP, SPLIT, RING, RP, SSO>(                                          \
+      sms, a_hi, a_lo, kdim, rows, tokens, experts, top_k, chunk_count, chunks, sorted, \
+      chunks_bound, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, chain, stream)
   if constexpr (RING && !SPLIT && RP == 2)
     if (const int from = moe_decode_scale_slots_from(); from > 0 && tokens >= from)
       return DSV4_GEMM_SS(k_stages);
@@ -892,44 +1057,60 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   auto* hlo = reinterpret_cast<uint16_t*>(base + l.hlo);
   auto* hf = reinterpret_cast<float*>(base + l.hf);
   auto* out = reinterpret_cast<float*>(base + l.out);
+  // moe_decode_set_chain: 1 = the quantize launch's work in W1/W3's last block per (chunk,
+  // 128-row group) at one wave, 2 = the plan by one warp at <= 8 pairs, 4 = chunk with its
+  // count, quantize / combine loads issued together at T <= 4.
+  const int chain = moe_decode_chain();
+  // Bit 4 at T <= 4 only: T = 64 measured 0.994-0.996x with it (runs 2 and 3, controls
+  // 0.997-1.000x), T = 16 noise.
+  const bool qfold = official && (chain & 1), early = (chain & 4) && tokens <= 4;
+  auto* qcnt = reinterpret_cast<int*>(base + l.qcnt);
+  chain_args up_chain{qfold ? qcnt : nullptr, early}, down_chain{nullptr, early};
 
   const int64_t groups = tokens * hidden / 8;
   moe_decode_prepare_kernel<act_t>
       <<<unsigned(1 + ceil_div(groups, k_plan_threads)), k_plan_threads, 0, stream>>>(
           indices, int(pairs), int(experts), chunk_count, sorted, chunks, x, tokens * hidden, xhi,
-          xlo);
+          xlo, qcnt, qfold ? int(qfold_counters(bound, inter)) : 0,
+          (chain & 2) && pairs <= k_chunk);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   const int sms = current_device_sm_count();
   const fp4_weight f1 = make_fp4_weight(w1), f3 = make_fp4_weight(w3), f2 = make_fp4_weight(w2);
   if (const cudaError_t e = launch_gemm<K, true, x_split, ring, RP>(
           sms, xhi, xlo, hidden, inter, tokens, experts, int(top_k), chunk_count, chunks, sorted,
-          bound, f1, f3, limit, official ? weights : nullptr, hhi, hlo, hf, nullptr, stream);
+          bound, f1, f3, limit, official ? weights : nullptr, hhi, hlo, hf, nullptr, up_chain,
+          stream);
       e != cudaSuccess)
     return e;
   if (official) {
     const int64_t items = pairs * (inter / k_round);
-    if (const cudaError_t e = launch_pdl(
-            ring, moe_decode_quantize_h_kernel, dim3(unsigned(ceil_div(items, 256 / k_warp_size))),
-            dim3(256), 0, stream, hf, indices, pairs, experts, inter, hhi);
-        e != cudaSuccess)
-      return e;
+    if (!up_chain.qcnt)  // else W1/W3 quantized h (launch_gemm_ss keeps the fold at one wave)
+      if (const cudaError_t e = launch_pdl(
+              ring,
+              early ? moe_decode_quantize_h_kernel<true> : moe_decode_quantize_h_kernel<false>,
+              dim3(unsigned(ceil_div(items, 256 / k_warp_size))), dim3(256), 0, stream, hf, indices,
+              pairs, experts, inter, hhi);
+          e != cudaSuccess)
+        return e;
     // The quantized h is exact in BF16: no lo part.
     if (const cudaError_t e = launch_gemm<K, false, false, ring, RP>(
             sms, hhi, hlo, inter, hidden, tokens, experts, int(top_k), chunk_count, chunks, sorted,
-            bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, stream);
+            bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, down_chain, stream);
         e != cudaSuccess)
       return e;
   } else if (const cudaError_t e = launch_gemm<K, false, true, ring, RP>(
                  sms, hhi, hlo, inter, hidden, tokens, experts, int(top_k), chunk_count, chunks,
-                 sorted, bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, stream);
+                 sorted, bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, down_chain,
+                 stream);
              e != cudaSuccess) {
     return e;
   }
   const int threads = 256;
-  return launch_pdl(ring, moe_decode_combine_kernel<act_t>,
-                    dim3(grid_stride_blocks(tokens * hidden, threads)), dim3(threads), 0, stream,
-                    out, indices, official ? nullptr : weights, tokens, int(top_k), experts, hidden,
-                    y);
+  return launch_pdl(
+      ring,
+      early ? moe_decode_combine_kernel<act_t, true> : moe_decode_combine_kernel<act_t, false>,
+      dim3(grid_stride_blocks(tokens * hidden, threads)), dim3(threads), 0, stream, out, indices,
+      official ? nullptr : weights, tokens, int(top_k), experts, hidden, y);
 }
 
 }  // namespace
@@ -967,6 +1148,21 @@ void moe_decode_set_stage_x_tokens(int up_max, int down_min, int down_max) {
 }
 moe_decode_stage_x moe_decode_stage_x_tokens() {
   return g_stage_x;
+}
+
+namespace {
+// MOE10 (H100, official bf16 MXFP4, same process, vs 0; bench/kernels/results/
+// h100_2026-11-26_s11_moe10_run{2,3}_bench.txt): 4 alone Flash T = 1 / 4 / 16 / 64 1.018 /
+// 1.008 / 1.011 / 0.995x, Pro 1.010 / 1.005 / 1.003 / 0.999x (run 2); 7 Flash T = 1 1.066x (run
+// 2), 1.068x (run 3), Pro T = 1 1.012x, Flash T = 4 1.010x (run 3). The one-warp plan at 24 pairs
+// (Pro T = 4) measured 0.976 and 0.991x in two runs (not understood), hence only up to 8 pairs.
+int g_chain = 7;
+}  // namespace
+void moe_decode_set_chain(int mask) {
+  g_chain = mask & 7;
+}
+int moe_decode_chain() {
+  return g_chain;
 }
 
 namespace {

@@ -112,6 +112,19 @@ struct moe_decode_stage_pairs_t {
   int up, down;
 };
 moe_decode_stage_pairs_t moe_decode_stage_pairs();
+// The launch chain around the two GEMMs (MOE10), a mask: 1 = the official order's FP8
+// quantization of h in the W1/W3 launch where its grid is one wave (the last block of each
+// (chunk, 128-row group) quantizes it; a counter region of the workspace, zeroed by the prepare
+// launch, says which block is last): one launch fewer; 2 = the plan by one warp instead of the
+// prepare launch's whole block when tokens * top_k <= 8 (the same chunks; pairs of one expert in
+// increasing order); 4 = shorter dependent-load chains at T <= 4 (the GEMM launches read their
+// chunk together with the chunk count, the quantize and combine launches issue their loads
+// before the index checks). The same arithmetic in every combination (outputs bit-equal).
+// Default 7 (H100, official bf16 MXFP4, vs 0: Flash T = 1 1.068x, Pro T = 1 1.012x, Flash T = 4
+// 1.010x; T >= 16 runs chain 0's launches; moe_decode.cu); 0 = the chain before MOE10.
+// Process-wide, for benches and A/B runs.
+void moe_decode_set_chain(int mask);
+int moe_decode_chain();
 
 // Device workspace (bytes) for `tokens` x `top_k` pairs; 256-byte aligned pointer expected.
 size_t moe_decode_workspace_bytes(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidden,
