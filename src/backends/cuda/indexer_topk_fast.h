@@ -120,6 +120,15 @@ struct indexer_fast_plan {
   // per CTA: 8 CTAs scan what the collect spreads over 64), 14.7 after two cluster barriers, the
   // DSMEM histogram sum and the second threshold, 15.2 after gathering F, 18.1 in all.
   bool cluster_select = false;
+  // FP4 keys on the three-CTA score kernel, lean select over select_ctas > 0 CTAs: each score CTA
+  // lists its own keys at or above a lower bound of the threshold bin (from a snapshot of the
+  // token's histogram after its flush) and the select kernel resolves both histogram levels from
+  // the first histogram and that list: no collect launch. The plan sets it where the score grid is
+  // resident at once (one wave at two CTAs per SM).
+  bool score_list = false;
+  // Tests and benchmarks: with score_list, every score CTA lists from its first snapshot (no waits
+  // for a fuller one; longer lists, overflows with large top_k).
+  bool list_once = false;
   // Benchmarks: cluster_select probes (results wrong): 1 return after the programmatic wait, 2
   // after the scan (no cluster barrier), 3 after the summed histogram's threshold, 4 no ranking;
   // 5: the launch without the programmatic dependence (results right).
@@ -131,6 +140,10 @@ struct indexer_fast_plan {
 
 indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_width,
                                               int64_t block_size, int sm_count);
+// Benchmarks: %globaltimer stamps of token 0's score, collect and select CTAs into `buffer`
+// (24576 u64: score CTA c at 8 c, collect CTA c at 8192 + 8 c, select CTA c at 16384 + 8 c;
+// slots in indexer_topk_fast.cu's trace_stamp calls), or null (the default) for none.
+cudaError_t indexer_fast_set_trace(unsigned long long* buffer);
 // The score grid (keys_per_cta, ctas_per_token) for `ctas_per_sm` score CTAs per SM (the plan's:
 // 2; 3 for score_three). The scratch does not depend on it.
 void indexer_fast_plan_set_ctas_per_sm(indexer_fast_plan& plan, int ctas_per_sm, int sm_count,
