@@ -1239,6 +1239,11 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
       plan_t p = plan;
       p.score_list = !plan.score_list;
       vs.push_back({plan.score_list ? "fp4 no-list" : "fp4 list", p});
+      if (plan.score_list) {
+        p = plan;
+        p.list_once = true;  // every CTA lists from its first snapshot
+        vs.push_back({"fp4 list-once", p});
+      }
     }
     {
       // The three-CTA score kernel (plan.score_three) off, and on with a grid of three CTAs per
