@@ -1243,6 +1243,9 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
         p = plan;
         p.list_once = true;  // every CTA lists from its first snapshot
         vs.push_back({"fp4 list-once", p});
+        p = plan;
+        p.list_direct = !plan.list_direct;
+        vs.push_back({plan.list_direct ? "fp4 list no-direct" : "fp4 list direct", p});
       }
     }
     {

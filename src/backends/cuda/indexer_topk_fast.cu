@@ -1079,6 +1079,9 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
 // sleep while it is that thin (bounded tries: the CTA never depends on others making progress,
 // only the list's length does). `scratch` >= 36 words of shared memory.
 constexpr int k_list_tries = 24;
+// plan.list_direct: the select ranks the listed keys in or above the threshold bin directly when
+// there are at most this many (each CTA's share against all of them), else resolves 12 more bits.
+constexpr int k_list_direct_max = 4096;
 constexpr unsigned k_list_sleep_ns = 256;
 template <int threads>
 __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* scratch,
@@ -1636,7 +1639,8 @@ __global__ void __launch_bounds__(k_select_threads)
     indexer_select_kernel(const float* scores, int64_t score_stride, const token_state* state,
                           const uint32_t* hist2, const unsigned long long* cand_list,
                           paged_entries pages, const int32_t* token_seq, const int32_t* n_visible,
-                          int64_t capacity, int top_k, bool lean, bool from_list, int32_t* out) {
+                          int64_t capacity, int top_k, bool lean, bool from_list,
+                          uint32_t direct_max, int32_t* out) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ uint32_t n_f, n_own, result[2], given[3];
   trace_stamp(k_trace_select, 0);
@@ -1707,7 +1711,11 @@ __global__ void __launch_bounds__(k_select_threads)
   unsigned long long* f = reinterpret_cast<unsigned long long*>(scratch + k_select_threads);
   unsigned long long* own = f + k_candidate_capacity;
   if (threadIdx.x == 0) n_f = n_own = 0;
-  if (from_list) {
+  // plan.list_direct: F = the listed keys in or above the threshold bin (at most direct_max of
+  // them), ranked without the second histogram (F is closed upwards, so ranks in F are exact).
+  const bool direct = from_list && above + in_bin <= direct_max;  // (uniform)
+  if (direct) {
+  } else if (from_list) {
     // The second histogram (next 12 bits of the bin's keys) from the list.
 #pragma unroll
     for (int u = 0; u < k_bins / k_select_threads; ++u)
@@ -1734,7 +1742,8 @@ __global__ void __launch_bounds__(k_select_threads)
     bin = __ldcg(&state[t].bin);
     above = __ldcg(&state[t].above);
   }
-  const uint2 th = find_threshold(counts, k_bins, uint32_t(keep) - above, scratch, result);
+  const uint2 th = direct ? make_uint2(0u, 0u)
+                          : find_threshold(counts, k_bins, uint32_t(keep) - above, scratch, result);
   trace_stamp(k_trace_select, 2);
   const unsigned long long prefix = (static_cast<unsigned long long>(bin) << 12) | th.x;
   if (!lean) listed = __ldcg(&state[t].cand_count);
@@ -2178,7 +2187,8 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
         dim3(k_select_threads), size_t(k_select_kernel_smem_lean), stream,
         static_cast<const float*>(scores), stride, static_cast<const token_state*>(state),
         static_cast<const uint32_t*>(hist), static_cast<const unsigned long long*>(cand_list),
-        pages, token_seq, n_visible, plan.capacity, int(top_k), true, true, out);
+        pages, token_seq, n_visible, plan.capacity, int(top_k), true, true,
+        plan.list_direct ? uint32_t(k_list_direct_max) : 0u, out);
   }
   if (plan.cluster_select) {
     // Benchmarks: collect_only stops after the scores here (collect and select are one launch).
@@ -2216,7 +2226,7 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
                     stream, static_cast<const float*>(scores), stride,
                     static_cast<const token_state*>(state), static_cast<const uint32_t*>(hist2),
                     static_cast<const unsigned long long*>(cand_list), pages, token_seq, n_visible,
-                    plan.capacity, int(top_k), plan.lean_select, false, out);
+                    plan.capacity, int(top_k), plan.lean_select, false, 0u, out);
 }
 
 }  // namespace

@@ -129,6 +129,9 @@ struct indexer_fast_plan {
   // Tests and benchmarks: with score_list, every score CTA lists from its first snapshot (no waits
   // for a fuller one; longer lists, overflows with large top_k).
   bool list_once = false;
+  // score_list: the select ranks the listed keys in or above the threshold bin directly (no second
+  // histogram level) while they are few (<= 4096).
+  bool list_direct = true;
   // Benchmarks: cluster_select probes (results wrong): 1 return after the programmatic wait, 2
   // after the scan (no cluster barrier), 3 after the summed histogram's threshold, 4 no ranking;
   // 5: the launch without the programmatic dependence (results right).
