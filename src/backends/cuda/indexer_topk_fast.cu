@@ -445,24 +445,6 @@ __device__ __forceinline__ int pow2_at_least(int n) {
   return p;
 }
 
-// The token's first histogram (every score CTA adds its counts) holds bin b = 32 q + r at word
-// hist_word(b) = 32 ((q + r) % 128) + r: neighbouring bins, the few that every CTA adds to, lie in
-// different 128-byte lines (L2 slices) instead of queueing their atomics on one or two lines, and
-// the 32 words of a line hold bins of 32 distinct banks, so a coalesced load of the histogram
-// stores into a shared bin-ordered copy without bank conflicts (hist_bin inverts hist_word).
-static_assert(k_bins == 128 * 32, "hist_word's layout");
-__device__ __forceinline__ uint32_t hist_word(uint32_t b) {
-  const uint32_t q = b >> 5, r = b & 31u;
-  return (((q + r) & 127u) << 5) | r;
-}
-__device__ __forceinline__ uint32_t hist_bin(uint32_t w) {
-  const uint32_t line = w >> 5, r = w & 31u;
-  return (((line - r) & 127u) << 5) | r;
-}
-// plan.score_list's coarse histogram (256 bins of the top 8 key bits) in the token's second
-// histogram: bin c at word 16 c (two bins per line).
-constexpr int k_coarse_stride = 16;
-
 __device__ __forceinline__ unsigned long long entry_key(float score, int64_t s) {
   return (static_cast<unsigned long long>(ordered_float_bits(score)) << 32) |
          (0xFFFFFFFFull - static_cast<unsigned long long>(s));
@@ -1076,7 +1058,7 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
   // the histogram first (a no-op otherwise).
   pdl_wait();
   for (int b = threadIdx.x; b < k_bins; b += k_score_threads)
-    if (hist_s[b]) atomicAdd(&hist[t * k_bins + hist_word(uint32_t(b))], hist_s[b]);
+    if (hist_s[b]) atomicAdd(&hist[t * k_bins + b], hist_s[b]);
 }
 
 // plan.score_three: FP4 bulk decoupled passes, 8 warps, three CTAs per SM (24 warps per SM to
@@ -1113,7 +1095,7 @@ __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* s
   uint32_t mine = 0;
 #pragma unroll
   for (int j = 0; j < 16; ++j) mine += hist_s[16 * threadIdx.x + ((j + threadIdx.x) & 15)];
-  if (mine) atomicAdd(&coarse[threadIdx.x * k_coarse_stride], mine);
+  if (mine) atomicAdd(&coarse[threadIdx.x], mine);
   // The CTA's first scores requested now (the rest, if any, in the listing loop).
   constexpr int pre = 4;
   float v[pre];
@@ -1130,7 +1112,7 @@ __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* s
     uint32_t c;
     asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];"
                  : "=r"(c)
-                 : "l"(coarse + (threads - 1 - threadIdx.x) * k_coarse_stride));
+                 : "l"(coarse + (threads - 1 - threadIdx.x)));
     const uint32_t before = block_exclusive_scan(c, scratch);
     if (threadIdx.x == threads - 1) res[0] = before + c;
     if (before < k && before + c >= k) {
@@ -1150,7 +1132,7 @@ __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* s
       if (lane < 16)
         asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];"
                      : "=r"(f)
-                     : "l"(hist + hist_word(16 * cb + 15 - lane)));
+                     : "l"(hist + 16 * cb + 15 - lane));
 #pragma unroll
       for (int o = 1; o < 16; o *= 2) {
         const uint32_t y = __shfl_up_sync(0xffffffffu, f, o);
@@ -1391,7 +1373,7 @@ __global__ void __launch_bounds__(256, 3)
   __syncthreads();
   pdl_wait();
   for (int b = threadIdx.x; b < k_bins; b += k_score_threads)
-    if (hist_s[b]) atomicAdd(&hist[t * k_bins + hist_word(uint32_t(b))], hist_s[b]);
+    if (hist_s[b]) atomicAdd(&hist[t * k_bins + b], hist_s[b]);
   if constexpr (list) {
     if (n > top_k)  // (n <= top_k: the select takes every entry)
       score_list_keys<k_score_threads>(hist_s, pass_scales, scores + t * score_stride, lo, hi, n,
@@ -1438,8 +1420,8 @@ __device__ __forceinline__ void collect_chunk(uint32_t* sub, uint32_t* scan_scra
   // plan.lean_select: the first round's scores requested with the histogram (one round trip
   // instead of two before the first keys are listed).
   if (lean) load_scores(lo);
-  for (int w = threadIdx.x; w < k_bins; w += k_collect_threads)
-    sub[hist_bin(uint32_t(w))] = __ldcg(&hist[t * k_bins + w]);
+  for (int b = threadIdx.x; b < k_bins; b += k_collect_threads)
+    sub[b] = __ldcg(&hist[t * k_bins + b]);
   __syncthreads();
   const uint2 th = find_threshold(sub, k_bins, uint32_t(top_k), scan_scratch, scan_result);
   trace_stamp(k_trace_collect, 2);
@@ -1702,7 +1684,7 @@ __global__ void __launch_bounds__(k_select_threads)
     // above the threshold bin, or overflowed): the threshold bin first.
 #pragma unroll
     for (int u = 0; u < k_bins / k_select_threads; ++u)
-      counts[hist_bin(threadIdx.x + u * k_select_threads)] = hist_words[u];
+      counts[threadIdx.x + u * k_select_threads] = hist_words[u];
     __syncthreads();
     const uint2 th = find_threshold(counts, k_bins, uint32_t(top_k), scratch, result);
     bin = th.x;
@@ -1859,7 +1841,7 @@ __global__ void __launch_bounds__(k_select_threads)
   };
   load_scores(lo);  // with the histogram
   for (int b = threadIdx.x; b < k_bins; b += k_select_threads) {
-    counts[hist_bin(uint32_t(b))] = __ldcg(&hist[t * k_bins + b]);
+    counts[b] = __ldcg(&hist[t * k_bins + b]);
     sub[b] = 0;
   }
   if (threadIdx.x == 0) n_list = n_f = 0;
