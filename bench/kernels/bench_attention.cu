@@ -1246,6 +1246,9 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
         p = plan;
         p.list_direct = !plan.list_direct;
         vs.push_back({plan.list_direct ? "fp4 list no-direct" : "fp4 list direct", p});
+        p = plan;
+        p.list_rank = !plan.list_rank;
+        vs.push_back({plan.list_rank ? "fp4 list no-rank" : "fp4 list rank", p});
       }
     }
     {

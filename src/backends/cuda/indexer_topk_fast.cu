@@ -1082,6 +1082,8 @@ constexpr int k_list_tries = 24;
 // plan.list_direct: the select ranks the listed keys in or above the threshold bin directly when
 // there are at most this many (each CTA's share against all of them), else resolves 12 more bits.
 constexpr int k_list_direct_max = 4096;
+// plan.list_rank: the select ranks the whole list (no histogram) when it holds at most this many.
+constexpr int k_list_rank_max = 4096;
 constexpr unsigned k_list_sleep_ns = 256;
 template <int threads>
 __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* scratch,
@@ -1640,7 +1642,7 @@ __global__ void __launch_bounds__(k_select_threads)
                           const uint32_t* hist2, const unsigned long long* cand_list,
                           paged_entries pages, const int32_t* token_seq, const int32_t* n_visible,
                           int64_t capacity, int top_k, bool lean, bool from_list,
-                          uint32_t direct_max, int32_t* out) {
+                          uint32_t direct_max, uint32_t rank_max, int32_t* out) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ uint32_t n_f, n_own, result[2], given[3];
   trace_stamp(k_trace_select, 0);
@@ -1670,15 +1672,52 @@ __global__ void __launch_bounds__(k_select_threads)
       above = __ldcg(&state[t].above);
     }
     listed = __ldcg(&state[t].cand_count);
-#pragma unroll
-    for (int u = 0; u < k_bins / k_select_threads; ++u)
-      hist_words[u] = __ldcg(&hist2[t * k_bins + threadIdx.x + u * k_select_threads]);
     first_key = __ldcg(cand_list + t * k_candidate_capacity + threadIdx.x);
+    // (plan.list_rank with a short list needs no histogram.)
+    if (!from_list || listed > rank_max) {
+#pragma unroll
+      for (int u = 0; u < k_bins / k_select_threads; ++u)
+        hist_words[u] = __ldcg(&hist2[t * k_bins + threadIdx.x + u * k_select_threads]);
+    }
   } else if (n > top_k) {
     in_bin = __ldcg(&state[t].in_bin);
   }
   uint32_t* counts = reinterpret_cast<uint32_t*>(smem);  // k_bins
   uint32_t* scratch = counts + k_bins;                   // k_select_threads
+  const int lane = threadIdx.x % k_warp_size, warp = threadIdx.x / k_warp_size;
+  pages.seq = seq;
+  // Output row of entry s: pages.row(s), from the copied block ids where they fit.
+  const auto row_of = [&](int64_t s) {
+    if (!blocks_in_smem) return pages.row(s);
+    const int64_t block = s / pages.block_size;
+    const int64_t b = block < pages.table_width ? int64_t(blocks_s[block]) : -1;
+    const int64_t row = b < 0 ? -1 : b * pages.block_size + s % pages.block_size;
+    return row >= pages.pool_rows ? int64_t(-1) : row;
+  };
+  if (from_list && n > top_k && listed <= rank_max) {  // (uniform over the token's CTAs)
+    // plan.list_rank: every key at or above the threshold is listed, and a listed key x with a
+    // greater key y unlisted is not selected (y below the threshold bin), so the number of listed
+    // keys greater than x is x's rank wherever that rank is below top_k: each CTA ranks its share
+    // (list positions i % gridDim.x == blockIdx.x) against the whole list, no histogram.
+    unsigned long long* f = reinterpret_cast<unsigned long long*>(scratch + k_select_threads);
+    const unsigned long long* list = cand_list + t * k_candidate_capacity;
+    for (uint32_t base = 0; base < listed; base += k_select_threads) {
+      const uint32_t i = base + threadIdx.x;
+      if (i < listed) f[i] = base == 0 ? first_key : __ldcg(list + i);
+    }
+    __syncthreads();
+    trace_stamp(k_trace_select, 3);
+    const uint32_t ctas = gridDim.x;
+    for (uint32_t j = blockIdx.x + ctas * uint32_t(warp); j < listed;
+         j += ctas * uint32_t(k_select_threads / k_warp_size)) {
+      const unsigned long long x = f[j];
+      const uint32_t greater = warp_count_greater(f, int(listed), x);
+      if (lane == 0 && greater < uint32_t(top_k))
+        out[t * top_k + greater] = int32_t(row_of(int64_t(0xFFFFFFFFull - (x & 0xFFFFFFFFull))));
+    }
+    trace_stamp(k_trace_select, 4);
+    return;
+  }
   if (from_list && n > top_k) {
     // plan.score_list (`hist2` is the token's first histogram; the list holds every key in or
     // above the threshold bin, or overflowed): the threshold bin first.
@@ -1760,24 +1799,11 @@ __global__ void __launch_bounds__(k_select_threads)
   __syncthreads();
   trace_stamp(k_trace_select, 3);
   const int nf = int(n_f), no = int(n_own);
-  const int lane = threadIdx.x % k_warp_size, warp = threadIdx.x / k_warp_size;
-  pages.seq = seq;
   for (int j = warp; j < no; j += k_select_threads / k_warp_size) {
     const unsigned long long x = own[j];
     const uint32_t greater = warp_count_greater(f, nf, x);
-    if (lane == 0 && greater < uint32_t(keep)) {
-      const int64_t s = int64_t(0xFFFFFFFFull - (x & 0xFFFFFFFFull));
-      int64_t row;
-      if (blocks_in_smem) {  // pages.row(s) from the copied block ids
-        const int64_t block = s / pages.block_size;
-        const int64_t b = block < pages.table_width ? int64_t(blocks_s[block]) : -1;
-        row = b < 0 ? -1 : b * pages.block_size + s % pages.block_size;
-        if (row >= pages.pool_rows) row = -1;
-      } else {
-        row = pages.row(s);
-      }
-      out[t * top_k + greater] = int32_t(row);
-    }
+    if (lane == 0 && greater < uint32_t(keep))
+      out[t * top_k + greater] = int32_t(row_of(int64_t(0xFFFFFFFFull - (x & 0xFFFFFFFFull))));
   }
   trace_stamp(k_trace_select, 4);
 }
@@ -2188,7 +2214,8 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
         static_cast<const float*>(scores), stride, static_cast<const token_state*>(state),
         static_cast<const uint32_t*>(hist), static_cast<const unsigned long long*>(cand_list),
         pages, token_seq, n_visible, plan.capacity, int(top_k), true, true,
-        plan.list_direct ? uint32_t(k_list_direct_max) : 0u, out);
+        plan.list_direct ? uint32_t(k_list_direct_max) : 0u,
+        plan.list_rank ? uint32_t(k_list_rank_max) : 0u, out);
   }
   if (plan.cluster_select) {
     // Benchmarks: collect_only stops after the scores here (collect and select are one launch).
@@ -2226,7 +2253,7 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
                     stream, static_cast<const float*>(scores), stride,
                     static_cast<const token_state*>(state), static_cast<const uint32_t*>(hist2),
                     static_cast<const unsigned long long*>(cand_list), pages, token_seq, n_visible,
-                    plan.capacity, int(top_k), plan.lean_select, false, 0u, out);
+                    plan.capacity, int(top_k), plan.lean_select, false, 0u, 0u, out);
 }
 
 }  // namespace

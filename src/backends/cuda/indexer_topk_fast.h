@@ -132,6 +132,10 @@ struct indexer_fast_plan {
   // score_list: the select ranks the listed keys in or above the threshold bin directly (no second
   // histogram level) while they are few (<= 4096).
   bool list_direct = true;
+  // score_list: the select ranks the whole candidate list (every key at or above the threshold is
+  // in it, and a listed key ranked below top_k has every greater key listed) while it holds <= 4096
+  // keys: no histogram read, no threshold search; longer lists take the list_direct path.
+  bool list_rank = true;
   // Benchmarks: cluster_select probes (results wrong): 1 return after the programmatic wait, 2
   // after the scan (no cluster barrier), 3 after the summed histogram's threshold, 4 no ranking;
   // 5: the launch without the programmatic dependence (results right).
