@@ -1249,9 +1249,6 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
         p = plan;
         p.list_rank = !plan.list_rank;
         vs.push_back({plan.list_rank ? "fp4 list no-rank" : "fp4 list rank", p});
-        p = plan;
-        p.list_coarse = !plan.list_coarse;
-        vs.push_back({plan.list_coarse ? "fp4 list fine" : "fp4 list coarse", p});
       }
     }
     {

@@ -101,10 +101,9 @@ constexpr int k_score_flag_quad = 4;
 // Bulk passes: the copies of pass p + stages - 1 issued by lane 0 of warp p % warps instead of
 // thread 0 (plan.score_rotate).
 constexpr int k_score_flag_rotate = 8;
-constexpr int k_score_flag_pingpong = 16;     // plan.score_pingpong
-constexpr int k_score_flag_list_once = 32;    // plan.list_once (score_list: one snapshot, no waits)
-constexpr int k_score_flag_list_coarse = 64;  // plan.list_coarse (score_list: two-level snapshot)
-constexpr int k_max_range_blocks = 1025;  // block ids of a CTA's range (keys_per_cta <= 1024 bs)
+constexpr int k_score_flag_pingpong = 16;   // plan.score_pingpong
+constexpr int k_score_flag_list_once = 32;  // plan.list_once (score_list: one snapshot, no waits)
+constexpr int k_max_range_blocks = 1025;    // block ids of a CTA's range (keys_per_cta <= 1024 bs)
 // Pool rows of the keys of passes j .. j + 7 (slot j % 8), computed `stages` passes ahead, one key
 // per thread, so the copy loop only reads them (no block division per copied chunk). FP8 keys
 // keep their scales in a ring alike.
@@ -166,8 +165,7 @@ struct token_state {
   uint32_t bin;         // threshold bin (top 12 bits of the k-th key)
   uint32_t above;       // keys in higher bins (< top_k)
   uint32_t in_bin;      // keys in the threshold bin
-  uint32_t flushed;     // plan.score_list: keys of the score CTAs past their histogram flush
-  uint32_t pad[2];
+  uint32_t pad[3];
 };
 static_assert(sizeof(token_state) == 32, "token_state keeps 16-byte alignment");
 
@@ -1092,119 +1090,63 @@ __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* s
                                              const float* sc, int64_t lo, int64_t hi, int64_t n,
                                              uint32_t k, const uint32_t* hist, uint32_t* coarse,
                                              uint32_t* count, unsigned long long* list,
-                                             int tries_max, uint32_t* flushed, bool two_level) {
+                                             int tries_max) {
   static_assert(threads == k_bins / 16, "one coarse bin per thread");
   const int lane = threadIdx.x % k_warp_size, warp = threadIdx.x / k_warp_size;
-  uint32_t* res = scratch + 32;  // [0] total, [1] coarse bin, [2] keys above it, [3] fine bin L
-  const uint32_t target = uint32_t((n + 1) / 2);
+  // This CTA's coarse bin threadIdx.x (rotated reads: 2-way bank conflicts instead of 16).
+  uint32_t mine = 0;
+#pragma unroll
+  for (int j = 0; j < 16; ++j) mine += hist_s[16 * threadIdx.x + ((j + threadIdx.x) & 15)];
+  if (mine) atomicAdd(&coarse[threadIdx.x], mine);
+  // The CTA's first scores requested now (the rest, if any, in the listing loop).
   constexpr int pre = 4;
   float v[pre];
-  if (!two_level) {
-    // One snapshot of the whole histogram (one round trip): thread i sums the 16 fine bins of
-    // coarse bin 255 - i in registers; the thread where the count from the top reaches k finds the
-    // fine bin among its own 16. A thin snapshot: thread 0 polls the token's flushed-key count
-    // (cheaper than re-reading 16 KB) before one more snapshot.
-    if (threadIdx.x == 0) atomicAdd(flushed, uint32_t(hi - lo));
 #pragma unroll
-    for (int u = 0; u < pre; ++u) {
-      const int64_t e = lo + threadIdx.x + u * threads;
-      v[u] = e < hi ? sc[e] : -INFINITY;
-    }
-    const uint4* seg_src =
-        reinterpret_cast<const uint4*>(hist + 16 * (threads - 1 - int(threadIdx.x)));
-    for (int read = 0;; ++read) {
-      uint32_t seg[16];
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const uint4 x = __ldcg(seg_src + i);
-        seg[4 * i] = x.x;
-        seg[4 * i + 1] = x.y;
-        seg[4 * i + 2] = x.z;
-        seg[4 * i + 3] = x.w;
-      }
-      uint32_t c = 0;
-#pragma unroll
-      for (int i = 0; i < 16; ++i) c += seg[i];
-      if (threadIdx.x == 0) res[3] = 0;  // fewer than k keys in the snapshot: every key listed
-      const uint32_t before = block_exclusive_scan(c, scratch);
-      if (threadIdx.x == threads - 1) res[0] = before + c;
-      if (before < k && before + c >= k) {
-        const uint32_t cb = uint32_t(threads - 1 - threadIdx.x);
-        uint32_t cum = before, fine = 16 * cb;
-        bool found = false;
-#pragma unroll
-        for (int i = 15; i >= 0; --i) {
-          cum += seg[i];
-          if (!found && cum >= k) {
-            fine = 16 * cb + uint32_t(i);
-            found = true;
-          }
-        }
-        res[3] = fine;
-      }
-      __syncthreads();
-      if (res[0] >= target || read >= 1 || tries_max <= 1) break;
-      if (threadIdx.x == 0)
-        for (int tries = 1; tries < tries_max; ++tries) {
-          __nanosleep(k_list_sleep_ns);
-          uint32_t f;
-          asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(f) : "l"(flushed));
-          if (f >= target) break;
-        }
-      __syncthreads();
-    }
-    trace_stamp(k_trace_score, 3);
-  } else {
-    // This CTA's coarse bin threadIdx.x (rotated reads: 2-way bank conflicts instead of 16).
-    uint32_t mine = 0;
-#pragma unroll
-    for (int j = 0; j < 16; ++j) mine += hist_s[16 * threadIdx.x + ((j + threadIdx.x) & 15)];
-    if (mine) atomicAdd(&coarse[threadIdx.x], mine);
-#pragma unroll  // the CTA's first scores requested now (the rest, if any, in the listing loop)
-    for (int u = 0; u < pre; ++u) {
-      const int64_t e = lo + threadIdx.x + u * threads;
-      v[u] = e < hi ? sc[e] : -INFINITY;
-    }
-    for (int tries = 0;; ++tries) {
-      if (threadIdx.x == 0) res[1] = res[2] = 0;
-      // Thread i holds coarse bin 255 - i: the exclusive scan counts the keys in higher bins.
-      uint32_t c;
-      asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];"
-                   : "=r"(c)
-                   : "l"(coarse + (threads - 1 - threadIdx.x)));
-      const uint32_t before = block_exclusive_scan(c, scratch);
-      if (threadIdx.x == threads - 1) res[0] = before + c;
-      if (before < k && before + c >= k) {
-        res[1] = uint32_t(threads - 1 - threadIdx.x);
-        res[2] = before;
-      }
-      __syncthreads();
-      if (res[0] >= target || tries + 1 >= tries_max) break;
-      __nanosleep(k_list_sleep_ns);
-    }
-    trace_stamp(k_trace_score, 3);
-    if (warp == 0) {
-      const uint32_t total = res[0], cb = res[1], above = res[2];
-      uint32_t fine = 16 * cb;  // fewer than k keys in the snapshot: cb = 0, every key listed
-      if (total >= k) {
-        uint32_t f = 0;
-        if (lane < 16)
-          asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];"
-                       : "=r"(f)
-                       : "l"(hist + 16 * cb + 15 - lane));
-#pragma unroll
-        for (int o = 1; o < 16; o *= 2) {
-          const uint32_t y = __shfl_up_sync(0xffffffffu, f, o);
-          if (lane >= o) f += y;
-        }
-        // (The fine bins were read after the coarse ones: if they hold fewer keys, cb's lowest.)
-        const unsigned hit = __ballot_sync(0xffffffffu, lane < 16 && above + f >= k);
-        if (hit) fine = 16 * cb + 15 - uint32_t(__ffs(hit) - 1);
-      }
-      if (lane == 0) res[3] = fine;
+  for (int u = 0; u < pre; ++u) {
+    const int64_t e = lo + threadIdx.x + u * threads;
+    v[u] = e < hi ? sc[e] : -INFINITY;
+  }
+  uint32_t* res = scratch + 32;  // [0] total, [1] coarse bin, [2] keys above it, [3] fine bin L
+  const uint32_t target = uint32_t((n + 1) / 2);
+  for (int tries = 0;; ++tries) {
+    if (threadIdx.x == 0) res[1] = res[2] = 0;
+    // Thread i holds coarse bin 255 - i: the exclusive scan counts the keys in higher bins.
+    uint32_t c;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];"
+                 : "=r"(c)
+                 : "l"(coarse + (threads - 1 - threadIdx.x)));
+    const uint32_t before = block_exclusive_scan(c, scratch);
+    if (threadIdx.x == threads - 1) res[0] = before + c;
+    if (before < k && before + c >= k) {
+      res[1] = uint32_t(threads - 1 - threadIdx.x);
+      res[2] = before;
     }
     __syncthreads();
+    if (res[0] >= target || tries + 1 >= tries_max) break;
+    __nanosleep(k_list_sleep_ns);
   }
+  trace_stamp(k_trace_score, 3);
+  if (warp == 0) {
+    const uint32_t total = res[0], cb = res[1], above = res[2];
+    uint32_t fine = 16 * cb;  // fewer than k keys in the snapshot: cb = 0, every key listed
+    if (total >= k) {
+      uint32_t f = 0;
+      if (lane < 16)
+        asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];"
+                     : "=r"(f)
+                     : "l"(hist + 16 * cb + 15 - lane));
+#pragma unroll
+      for (int o = 1; o < 16; o *= 2) {
+        const uint32_t y = __shfl_up_sync(0xffffffffu, f, o);
+        if (lane >= o) f += y;
+      }
+      // (The fine bins were read after the coarse ones: if they hold fewer keys, cb's lowest.)
+      const unsigned hit = __ballot_sync(0xffffffffu, lane < 16 && above + f >= k);
+      if (hit) fine = 16 * cb + 15 - uint32_t(__ffs(hit) - 1);
+    }
+    if (lane == 0) res[3] = fine;
+  }
+  __syncthreads();
   const uint32_t fine = res[3];
   for (int64_t base = lo; base < hi; base += pre * threads) {
 #pragma unroll
@@ -1439,8 +1381,7 @@ __global__ void __launch_bounds__(256, 3)
       score_list_keys<k_score_threads>(hist_s, pass_scales, scores + t * score_stride, lo, hi, n,
                                        uint32_t(top_k), hist + t * k_bins, coarse + t * k_bins,
                                        &state[t].cand_count, cand_list + t * k_candidate_capacity,
-                                       (flags & k_score_flag_list_once) != 0 ? 1 : k_list_tries,
-                                       &state[t].flushed, (flags & k_score_flag_list_coarse) != 0);
+                                       (flags & k_score_flag_list_once) != 0 ? 1 : k_list_tries);
   }
   trace_stamp(k_trace_score, 2);
 }
@@ -2207,8 +2148,7 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
       (bulk ? k_score_flag_bulk | (plan.score_decouple ? k_score_flag_decouple : 0) : 0) |
       (plan.score_quad ? k_score_flag_quad : 0) | (plan.score_rotate ? k_score_flag_rotate : 0) |
       (plan.score_pingpong ? k_score_flag_pingpong : 0) |
-      (plan.list_once ? k_score_flag_list_once : 0) |
-      (plan.list_coarse ? k_score_flag_list_coarse : 0);
+      (plan.list_once ? k_score_flag_list_once : 0);
   // A programmatic dependent of the zeroing kernel (plan.zero_kernel), else a plain launch.
   const auto launch_score = [&](auto kernel, int threads, int smem) {
     e = launch_pdl(plan.zero_kernel, kernel, grid, dim3(unsigned(threads)), size_t(smem), stream, q,

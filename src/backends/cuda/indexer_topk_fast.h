@@ -136,10 +136,6 @@ struct indexer_fast_plan {
   // in it, and a listed key ranked below top_k has every greater key listed) while it holds <= 4096
   // keys: no histogram read, no threshold search; longer lists take the list_direct path.
   bool list_rank = true;
-  // score_list: each CTA's snapshot read as the 256-bin coarse histogram (kept beside the fine
-  // one) and then the 16 fine bins of the threshold's coarse bin (two round trips) instead of the
-  // whole fine histogram at once.
-  bool list_coarse = false;
   // Benchmarks: cluster_select probes (results wrong): 1 return after the programmatic wait, 2
   // after the scan (no cluster barrier), 3 after the summed histogram's threshold, 4 no ranking;
   // 5: the launch without the programmatic dependence (results right).
