@@ -29,6 +29,13 @@
 //    programmatic dependent of 2: every CTA resolves the 24-bit prefix and keeps the listed keys at
 //    or above it (about k); each CTA ranks a share of them against all (rank = keys greater) and
 //    writes rank < k straight to its output position, so no sort and no single-CTA tail.
+// With plan.score_list (one-wave grids, FP4 keys on indexer_score_three_kernel) there is no
+// collect launch: after its histogram flush each score CTA reads a snapshot of the token's coarse
+// (top 8 bits) and fine histograms, whose counts are counts of real keys, so the bin where the
+// snapshot's count from the top reaches k is at or below the true threshold bin; the CTA appends
+// its keys at or above that bin to the token's list (score_list_keys). The select kernel then ranks
+// the whole list when it is short (list_rank), else resolves the threshold from the first
+// histogram; an overflowing list or heavy ties rescan the scores in CTA 0.
 // Keys are 64-bit (ordered score bits << 32 | ~entry), unique per entry, so "higher score first,
 // equal scores lower entry first" is plain descending key order. When the threshold bin holds
 // more keys than the candidate buffer (heavy ties), nothing is listed: the selecting CTA resolves
@@ -169,9 +176,9 @@ struct token_state {
 };
 static_assert(sizeof(token_state) == 32, "token_state keeps 16-byte alignment");
 
-// Benchmarks (indexer_fast_set_trace): %globaltimer stamps of token 0's CTAs, thread 0, at
-// fixed points of the score, collect and select kernels (k_trace_* regions, 8 words per CTA);
-// null (the default) records nothing.
+// Benchmarks (indexer_fast_set_trace, bench_attention --indexer-trace): %globaltimer stamps of
+// token 0's CTAs, thread 0, at fixed points of the score, collect and select kernels (k_trace_*
+// regions, 8 words per CTA); null (the default) records nothing.
 __constant__ unsigned long long* g_indexer_trace;
 constexpr int k_trace_score = 0;       // CTA c of the score kernel at 8 c
 constexpr int k_trace_collect = 8192;  // CTA c of the collect kernel at k_trace_collect + 8 c
