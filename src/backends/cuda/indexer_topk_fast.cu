@@ -1252,6 +1252,7 @@ __global__ void __launch_bounds__(256, 3)
   // of its warp (16 code bytes each) and their scale words, release the stage.
   uint4 raw4[2];
   uint32_t sbytes[2];
+  uint32_t wg_big = 0;  // scale bytes >= 129 among the 64 rows of this warp's warpgroup
   auto load_pass = [&](int64_t j) {
     const int issuer = rotate ? int(j % warps) * k_warp_size : 0;
     if (int(threadIdx.x) == issuer && j + stages - 1 < passes) {
@@ -1272,6 +1273,12 @@ __global__ void __launch_bounds__(256, 3)
       raw4[h] = v;
       sbytes[h] = pass_scales[stage * k_pass + r];
     }
+    wg_big = 0;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint32_t b = pass_scales[stage * k_pass + (warp / 4) * 64 + h * 32 + lane];
+      wg_big |= b & ((b & 0x7f7f7f7fu) + 0x7f7f7f7fu) & 0x80808080u;
+    }
     mbar::arrive(empty_s + 8 * stage);
   };
   // Pass p's MMAs, one k-step per commit group: k-step kk's A fragment widened into a[kk % 2]
@@ -1279,13 +1286,13 @@ __global__ void __launch_bounds__(256, 3)
   // the widening of kk + 1 overlaps the MMA of kk. The same fragments, products and K order as
   // k_fmt_e2m1_wg, so the same scores bit for bit.
   auto mma_pass = [&](float(&acc)[32]) {
-    uint32_t big = 0;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const uint32_t b = sbytes[h];
-      big |= b & ((b & 0x7f7f7f7fu) + 0x7f7f7f7fu) & 0x80808080u;
-    }
-    const bool one = __all_sync(0xffffffffu, big == 0);
+    // Uniform over the warpgroup, not only the warp (every warp of it votes on the same 64 scale
+    // words): the two branches below are separate wgmma instruction sites, each with its own A
+    // registers, and the four warps of a warpgroup must issue the same wgmma (.sync.aligned). A
+    // per-warp vote let the warps of one warpgroup diverge when only some of their rows had scale
+    // bytes >= 129; the scores were right only while ptxas gave both branches the same A
+    // registers (session 11: a 72-register build did not; the wide-scale parity cases failed).
+    const bool one = !__any_sync(0xffffffffu, wg_big != 0);
     const uint32_t add = one ? 0x3F003F00u : 0u;
     const auto run = [&](auto one_c) {
       constexpr bool o = decltype(one_c)::value;
