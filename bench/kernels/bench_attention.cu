@@ -892,8 +892,9 @@ __global__ void fill_e8m0_words(uint32_t* p, size_t n, uint64_t seed) {
   }
 }
 
-bool g_indexer_only = false;  // --indexer: the ceilings and the indexer cases only
-bool g_indexer_fp4 = false;   // --indexer-fp4: the ceilings and the FP4-key indexer rows only
+bool g_indexer_only = false;   // --indexer: the ceilings and the indexer cases only
+bool g_indexer_fp4 = false;    // --indexer-fp4: the ceilings and the FP4-key indexer rows only
+bool g_indexer_trace = false;  // --indexer-trace (with --indexer-fp4): %globaltimer phase stamps
 
 // Median time of `launch` (work on `stream`) replayed from a CUDA graph, L2 flushed before each
 // replay like time_ms: no host launch cost inside the timed region, as in the model's decode
@@ -1155,6 +1156,96 @@ bool run_cases(cublasHandle_t blas, int sms, const char* list) {
   return true;
 }
 
+// --indexer-trace: token 0's CTAs stamp %globaltimer at fixed points (indexer_fast_set_trace);
+// `launch` (one call of the plan) replayed from a graph `reps` times, L2 flushed before each;
+// prints the median over the replays of each phase's earliest / latest stamp (us after the first
+// score CTA started).
+void trace_indexer_phases(const char* name, cudaStream_t st, int64_t score_ctas,
+                          int64_t collect_ctas, int64_t select_ctas,
+                          const std::function<void()>& launch) {
+  constexpr int words = 24576, reps = 31;
+  unsigned long long* tr = device_alloc<unsigned long long>(words);
+  CHECK(dsv4::cuda::indexer_fast_set_trace(tr));
+  cudaGraph_t graph;
+  cudaGraphExec_t exec;
+  CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
+  launch();
+  CHECK(cudaStreamEndCapture(st, &graph));
+  CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  struct stat_t {
+    const char* label;
+    int region, slot;
+    int64_t ctas;
+    int which;  // 0 min, 1 median, 2 max
+  };
+  const stat_t stats[] = {
+      {"score start max", 0, 0, score_ctas, 2},
+      {"score loop end min", 0, 1, score_ctas, 0},
+      {"score loop end med", 0, 1, score_ctas, 1},
+      {"score loop end max", 0, 1, score_ctas, 2},
+      {"score snapshot med", 0, 3, score_ctas, 1},
+      {"score snapshot max", 0, 3, score_ctas, 2},
+      {"score listed max", 0, 4, score_ctas, 2},
+      {"score end max", 0, 2, score_ctas, 2},
+      {"collect entry min", 8192, 0, collect_ctas, 0},
+      {"collect entry max", 8192, 0, collect_ctas, 2},
+      {"collect wait min", 8192, 1, collect_ctas, 0},
+      {"collect wait max", 8192, 1, collect_ctas, 2},
+      {"collect threshold max", 8192, 2, collect_ctas, 2},
+      {"collect scan max", 8192, 3, collect_ctas, 2},
+      {"collect end min", 8192, 4, collect_ctas, 0},
+      {"collect end max", 8192, 4, collect_ctas, 2},
+      {"select entry min", 16384, 0, select_ctas, 0},
+      {"select entry max", 16384, 0, select_ctas, 2},
+      {"select wait min", 16384, 1, select_ctas, 0},
+      {"select wait max", 16384, 1, select_ctas, 2},
+      {"select threshold max", 16384, 2, select_ctas, 2},
+      {"select F max", 16384, 3, select_ctas, 2},
+      {"select end max", 16384, 4, select_ctas, 2},
+  };
+  constexpr int n_stats = int(sizeof(stats) / sizeof(stats[0]));
+  std::vector<std::vector<double>> vals(n_stats);
+  std::vector<unsigned long long> h(words);
+  for (int r = 0; r < reps + 2; ++r) {
+    CHECK(cudaMemset(tr, 0, words * sizeof(unsigned long long)));
+    flush_read_kernel<<<1024, 512>>>(static_cast<const float4*>(g_flush), g_flush_bytes / 16,
+                                     g_flush_sink);
+    CHECK(cudaDeviceSynchronize());
+    CHECK(cudaGraphLaunch(exec, st));
+    CHECK(cudaStreamSynchronize(st));
+    CHECK(cudaMemcpy(h.data(), tr, words * sizeof(unsigned long long), cudaMemcpyDeviceToHost));
+    if (r < 2) continue;  // warm-up
+    unsigned long long t0 = ~0ull;
+    for (int64_t c = 0; c < score_ctas && c < 1024; ++c)
+      if (h[size_t(8 * c)]) t0 = std::min(t0, h[size_t(8 * c)]);
+    for (int i = 0; i < n_stats; ++i) {
+      std::vector<double> v;
+      for (int64_t c = 0; c < stats[i].ctas && c < 1024; ++c) {
+        const unsigned long long x = h[size_t(stats[i].region + 8 * c + stats[i].slot)];
+        if (x) v.push_back(double(int64_t(x - t0)) * 1e-3);
+      }
+      if (v.empty()) continue;
+      std::sort(v.begin(), v.end());
+      vals[size_t(i)].push_back(stats[i].which == 0   ? v.front()
+                                : stats[i].which == 1 ? v[v.size() / 2]
+                                                      : v.back());
+    }
+  }
+  std::printf("  trace %s (median of %d replays, us after the first score CTA's start):\n", name,
+              reps);
+  for (int i = 0; i < n_stats; ++i) {
+    std::vector<double>& v = vals[size_t(i)];
+    if (v.empty()) continue;
+    std::sort(v.begin(), v.end());
+    std::printf("    %-24s %8.2f  (min %.2f, max %.2f)\n", stats[i].label, v[v.size() / 2],
+                v.front(), v.back());
+  }
+  CHECK(dsv4::cuda::indexer_fast_set_trace(nullptr));
+  CHECK(cudaGraphExecDestroy(exec));
+  CHECK(cudaGraphDestroy(graph));
+  cudaFree(tr);
+}
+
 // --indexer-fp4: FP4 keys only (the official mode), the plan's stage breakdown and the score /
 // select variants, each row a graph replay with the L2 flushed. `profile`: one timed run of the
 // plan's launches (for ncu).
@@ -1212,6 +1303,23 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
     };
     std::vector<variant> vs;
     vs.push_back({"fp4 plan", plan});
+    {
+      // The score kernel listing the candidates (plan.score_list) off: the collect launch.
+      plan_t p = plan;
+      p.score_list = !plan.score_list;
+      vs.push_back({plan.score_list ? "fp4 no-list" : "fp4 list", p});
+      if (plan.score_list) {
+        p = plan;
+        p.list_once = true;  // every CTA lists from its first snapshot
+        vs.push_back({"fp4 list-once", p});
+        p = plan;
+        p.list_direct = !plan.list_direct;
+        vs.push_back({plan.list_direct ? "fp4 list no-direct" : "fp4 list direct", p});
+        p = plan;
+        p.list_rank = !plan.list_rank;
+        vs.push_back({plan.list_rank ? "fp4 list no-rank" : "fp4 list rank", p});
+      }
+    }
     {
       // The three-CTA score kernel (plan.score_three) off, and on with a grid of three CTAs per
       // SM (the plan's grid has two per SM when one wave suffices).
@@ -1297,6 +1405,23 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
                   vs[i].p.select_ctas);
     }
   }
+  if (g_indexer_trace && T == 1) {
+    std::printf("indexer phase trace, %s:\n", shape);
+    plan_t other = plan;
+    other.score_list = !plan.score_list;
+    for (const plan_t& p : {plan, other}) {
+      trace_indexer_phases(p.score_list ? "score_list" : "collect launch", st, p.ctas_per_token,
+                           p.collect_ctas_per_token, p.select_ctas, [&] { run_fp4(p); });
+      // The token's candidate count (token_state after the scores in the scratch).
+      run_fp4(p);
+      uint32_t state_words[8];
+      CHECK(cudaMemcpy(state_words,
+                       static_cast<unsigned char*>(scratch) + size_t((entries + 3) / 4 * 4) * 4 * T,
+                       sizeof(state_words), cudaMemcpyDeviceToHost));
+      std::printf("    listed candidates %u (threshold bin %u, above %u, in bin %u)\n",
+                  state_words[1], state_words[2], state_words[3], state_words[4]);
+    }
+  }
   cudaFree(codes);
   cudaFree(scales4);
   cudaFree(scratch);
@@ -1328,6 +1453,8 @@ int main(int argc, char** argv) {
       g_indexer_only = true;
     else if (std::strcmp(argv[i], "--indexer-fp4") == 0)
       g_indexer_fp4 = true;
+    else if (std::strcmp(argv[i], "--indexer-trace") == 0)
+      g_indexer_trace = g_indexer_fp4 = true;
     else if (std::strcmp(argv[i], "--kv-fp8") == 0)
       g_kv_fp8 = true;
     else if (std::strcmp(argv[i], "--cases") == 0 && i + 1 < argc)

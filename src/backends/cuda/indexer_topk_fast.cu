@@ -29,6 +29,13 @@
 //    programmatic dependent of 2: every CTA resolves the 24-bit prefix and keeps the listed keys at
 //    or above it (about k); each CTA ranks a share of them against all (rank = keys greater) and
 //    writes rank < k straight to its output position, so no sort and no single-CTA tail.
+// With plan.score_list (one-wave grids, FP4 keys on indexer_score_three_kernel) there is no
+// collect launch: after its histogram flush each score CTA reads a snapshot of the token's coarse
+// (top 8 bits) and fine histograms, whose counts are counts of real keys, so the bin where the
+// snapshot's count from the top reaches k is at or below the true threshold bin; the CTA appends
+// its keys at or above that bin to the token's list (score_list_keys). The select kernel then ranks
+// the whole list when it is short (list_rank), else resolves the threshold from the first
+// histogram; an overflowing list or heavy ties rescan the scores in CTA 0.
 // Keys are 64-bit (ordered score bits << 32 | ~entry), unique per entry, so "higher score first,
 // equal scores lower entry first" is plain descending key order. When the threshold bin holds
 // more keys than the candidate buffer (heavy ties), nothing is listed: the selecting CTA resolves
@@ -101,8 +108,9 @@ constexpr int k_score_flag_quad = 4;
 // Bulk passes: the copies of pass p + stages - 1 issued by lane 0 of warp p % warps instead of
 // thread 0 (plan.score_rotate).
 constexpr int k_score_flag_rotate = 8;
-constexpr int k_score_flag_pingpong = 16;  // plan.score_pingpong
-constexpr int k_max_range_blocks = 1025;   // block ids of a CTA's range (keys_per_cta <= 1024 bs)
+constexpr int k_score_flag_pingpong = 16;   // plan.score_pingpong
+constexpr int k_score_flag_list_once = 32;  // plan.list_once (score_list: one snapshot, no waits)
+constexpr int k_max_range_blocks = 1025;    // block ids of a CTA's range (keys_per_cta <= 1024 bs)
 // Pool rows of the keys of passes j .. j + 7 (slot j % 8), computed `stages` passes ahead, one key
 // per thread, so the copy loop only reads them (no block division per copied chunk). FP8 keys
 // keep their scales in a ring alike.
@@ -167,6 +175,21 @@ struct token_state {
   uint32_t pad[3];
 };
 static_assert(sizeof(token_state) == 32, "token_state keeps 16-byte alignment");
+
+// Benchmarks (indexer_fast_set_trace, bench_attention --indexer-trace): %globaltimer stamps of
+// token 0's CTAs, thread 0, at fixed points of the score, collect and select kernels (k_trace_*
+// regions, 8 words per CTA); null (the default) records nothing.
+__constant__ unsigned long long* g_indexer_trace;
+constexpr int k_trace_score = 0;       // CTA c of the score kernel at 8 c
+constexpr int k_trace_collect = 8192;  // CTA c of the collect kernel at k_trace_collect + 8 c
+constexpr int k_trace_select = 16384;  // CTA c of the select kernel at k_trace_select + 8 c
+__device__ __forceinline__ void trace_stamp(int region, int slot) {
+  unsigned long long* tr = g_indexer_trace;
+  if (tr == nullptr || blockIdx.y != 0 || threadIdx.x != 0 || blockIdx.x >= 1024) return;
+  unsigned long long now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  tr[region + 8 * int(blockIdx.x) + slot] = now;
+}
 
 // Programmatic dependent launch (pdl.cuh): the collect-select kernel is launched with
 // programmatic stream serialization. Every block waits (the predecessor's grid complete and its
@@ -446,6 +469,22 @@ __device__ __forceinline__ void warp_append(bool take, unsigned long long key, c
   if (lane == leader) slot = atomicAdd(count, uint32_t(__popc(mask)));
   slot = __shfl_sync(0xffffffffu, slot, leader);
   if (take) list[slot + __popc(mask & ((1u << lane) - 1u))] = key;
+}
+
+// warp_append into a list of `cap` entries: the count still advances past cap (so the reader
+// knows the list overflowed) but nothing is written there.
+__device__ __forceinline__ void warp_append_bounded(bool take, unsigned long long key,
+                                                    uint32_t* count, unsigned long long* list,
+                                                    uint32_t cap) {
+  const unsigned mask = __ballot_sync(0xffffffffu, take);
+  if (!mask) return;
+  const int lane = threadIdx.x % k_warp_size;
+  const int leader = __ffs(mask) - 1;
+  uint32_t slot = 0;
+  if (lane == leader) slot = atomicAdd(count, uint32_t(__popc(mask)));
+  slot = __shfl_sync(0xffffffffu, slot, leader);
+  const uint32_t i = slot + uint32_t(__popc(mask & ((1u << lane) - 1u)));
+  if (take && i < cap) list[i] = key;
 }
 
 // How many of the nf keys f[0..nf) exceed x, on every lane of the warp (four independent
@@ -1033,19 +1072,116 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
 // hide the per-pass latency chain; 16 with two). The register-A wgmma path with its A fragments
 // widened one k-step ahead of the MMAs (8 live A registers instead of 32) so that the kernel fits
 // 80 registers, and three key stages so that three CTAs fit the shared memory.
+// plan.score_list: the score CTA lists its own keys (entries [lo, hi) of the token's scores, this
+// CTA's writes) that may be among the token's top k, so that no collect launch is needed. After
+// the CTA's histogram flush it adds its 256 coarse bins (top 8 key bits: 16 fine bins each) to the
+// token's coarse histogram and reads back a snapshot of the coarse histogram, then the 16 fine
+// bins of the coarse bin where the snapshot's count from the top reaches k. Every snapshot count is
+// a count of real keys (other CTAs' flushes land in any order, so each bin may miss some, never
+// over-count), hence the bin found, L, is at or below the token's true threshold bin, and the keys
+// with top 12 bits >= L include every key of this CTA at or above the threshold. They are appended
+// to the token's candidate list (bounded: the count runs on past the capacity so the select sees
+// an overflow and rescans the scores). A snapshot holding fewer than half the token's keys gives a
+// loose L (the first CTAs to finish would list ~k keys each), so the CTA re-reads it after a short
+// sleep while it is that thin (bounded tries: the CTA never depends on others making progress,
+// only the list's length does). `scratch` >= 36 words of shared memory.
+constexpr int k_list_tries = 24;
+// plan.list_direct: the select ranks the listed keys in or above the threshold bin directly when
+// there are at most this many (each CTA's share against all of them), else resolves 12 more bits.
+constexpr int k_list_direct_max = 4096;
+// plan.list_rank: the select ranks the whole list (no histogram) when it holds at most this many.
+constexpr int k_list_rank_max = 4096;
+constexpr unsigned k_list_sleep_ns = 256;
+template <int threads>
+__device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* scratch,
+                                             const float* sc, int64_t lo, int64_t hi, int64_t n,
+                                             uint32_t k, const uint32_t* hist, uint32_t* coarse,
+                                             uint32_t* count, unsigned long long* list,
+                                             int tries_max) {
+  static_assert(threads == k_bins / 16, "one coarse bin per thread");
+  const int lane = threadIdx.x % k_warp_size, warp = threadIdx.x / k_warp_size;
+  // This CTA's coarse bin threadIdx.x (rotated reads: 2-way bank conflicts instead of 16).
+  uint32_t mine = 0;
+#pragma unroll
+  for (int j = 0; j < 16; ++j) mine += hist_s[16 * threadIdx.x + ((j + threadIdx.x) & 15)];
+  if (mine) atomicAdd(&coarse[threadIdx.x], mine);
+  // The CTA's first scores requested now (the rest, if any, in the listing loop).
+  constexpr int pre = 4;
+  float v[pre];
+#pragma unroll
+  for (int u = 0; u < pre; ++u) {
+    const int64_t e = lo + threadIdx.x + u * threads;
+    v[u] = e < hi ? sc[e] : -INFINITY;
+  }
+  uint32_t* res = scratch + 32;  // [0] total, [1] coarse bin, [2] keys above it, [3] fine bin L
+  const uint32_t target = uint32_t((n + 1) / 2);
+  for (int tries = 0;; ++tries) {
+    if (threadIdx.x == 0) res[1] = res[2] = 0;
+    // Thread i holds coarse bin 255 - i: the exclusive scan counts the keys in higher bins.
+    uint32_t c;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];"
+                 : "=r"(c)
+                 : "l"(coarse + (threads - 1 - threadIdx.x)));
+    const uint32_t before = block_exclusive_scan(c, scratch);
+    if (threadIdx.x == threads - 1) res[0] = before + c;
+    if (before < k && before + c >= k) {
+      res[1] = uint32_t(threads - 1 - threadIdx.x);
+      res[2] = before;
+    }
+    __syncthreads();
+    if (res[0] >= target || tries + 1 >= tries_max) break;
+    __nanosleep(k_list_sleep_ns);
+  }
+  trace_stamp(k_trace_score, 3);
+  if (warp == 0) {
+    const uint32_t total = res[0], cb = res[1], above = res[2];
+    uint32_t fine = 16 * cb;  // fewer than k keys in the snapshot: cb = 0, every key listed
+    if (total >= k) {
+      uint32_t f = 0;
+      if (lane < 16)
+        asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];"
+                     : "=r"(f)
+                     : "l"(hist + 16 * cb + 15 - lane));
+#pragma unroll
+      for (int o = 1; o < 16; o *= 2) {
+        const uint32_t y = __shfl_up_sync(0xffffffffu, f, o);
+        if (lane >= o) f += y;
+      }
+      // (The fine bins were read after the coarse ones: if they hold fewer keys, cb's lowest.)
+      const unsigned hit = __ballot_sync(0xffffffffu, lane < 16 && above + f >= k);
+      if (hit) fine = 16 * cb + 15 - uint32_t(__ffs(hit) - 1);
+    }
+    if (lane == 0) res[3] = fine;
+  }
+  __syncthreads();
+  const uint32_t fine = res[3];
+  for (int64_t base = lo; base < hi; base += pre * threads) {
+#pragma unroll
+    for (int u = 0; u < pre; ++u) {
+      const int64_t e = base + threadIdx.x + u * threads;
+      const float x = base == lo ? v[u] : (e < hi ? sc[e] : -INFINITY);
+      const unsigned long long key = entry_key(x, e);
+      warp_append_bounded(e < hi && uint32_t(key >> 52) >= fine, key, count, list,
+                          uint32_t(k_candidate_capacity));
+    }
+  }
+  trace_stamp(k_trace_score, 4);
+}
+
 constexpr int score_three_smem_bytes(int stages) {
   return k_q_bytes + stages * k_fp4_pass_bytes + k_bins * 4 + k_row_ring * 4 + stages * k_pass * 4 +
          (k_max_range_blocks + 1) / 2 * 8 + stages * 16 + 8 * 4 * 8;
 }
 static_assert(3 * (score_three_smem_bytes(k_stages_fp4_three) + 1024) <= 228 * 1024,
               "three CTAs per SM");
-template <typename act_t, int stages>
+template <typename act_t, int stages, bool list = false>
 __global__ void __launch_bounds__(256, 3)
     indexer_score_three_kernel(const act_t* q, const act_t* weights, const void* key_pool,
                                const void* key_scales_raw, paged_entries pages,
                                const int32_t* token_seq, const int32_t* n_visible, int64_t capacity,
                                int64_t keys_per_cta, float q_scale, float* scores,
-                               int64_t score_stride, uint32_t* hist, int flags) {
+                               int64_t score_stride, uint32_t* hist, int flags, token_state* state,
+                               uint32_t* coarse, unsigned long long* cand_list, int top_k) {
   constexpr int warps = 8;
   constexpr bool w_smem = true;  // the weights in shared memory (16 registers)
   constexpr int k_score_threads = warps * k_warp_size;
@@ -1066,6 +1202,7 @@ __global__ void __launch_bounds__(256, 3)
       reinterpret_cast<float2*>(range_blocks + (k_max_range_blocks + 1) / 2 * 2 + 4 * stages);
 
   pdl_trigger();
+  trace_stamp(k_trace_score, 0);
   const int64_t t = blockIdx.y;
   const int32_t visible = n_visible[t];
   const int32_t seq = token_seq[t];
@@ -1115,6 +1252,7 @@ __global__ void __launch_bounds__(256, 3)
   // of its warp (16 code bytes each) and their scale words, release the stage.
   uint4 raw4[2];
   uint32_t sbytes[2];
+  uint32_t wg_big = 0;  // scale bytes >= 129 among the 64 rows of this warp's warpgroup
   auto load_pass = [&](int64_t j) {
     const int issuer = rotate ? int(j % warps) * k_warp_size : 0;
     if (int(threadIdx.x) == issuer && j + stages - 1 < passes) {
@@ -1135,6 +1273,12 @@ __global__ void __launch_bounds__(256, 3)
       raw4[h] = v;
       sbytes[h] = pass_scales[stage * k_pass + r];
     }
+    wg_big = 0;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint32_t b = pass_scales[stage * k_pass + (warp / 4) * 64 + h * 32 + lane];
+      wg_big |= b & ((b & 0x7f7f7f7fu) + 0x7f7f7f7fu) & 0x80808080u;
+    }
     mbar::arrive(empty_s + 8 * stage);
   };
   // Pass p's MMAs, one k-step per commit group: k-step kk's A fragment widened into a[kk % 2]
@@ -1142,13 +1286,13 @@ __global__ void __launch_bounds__(256, 3)
   // the widening of kk + 1 overlaps the MMA of kk. The same fragments, products and K order as
   // k_fmt_e2m1_wg, so the same scores bit for bit.
   auto mma_pass = [&](float(&acc)[32]) {
-    uint32_t big = 0;
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      const uint32_t b = sbytes[h];
-      big |= b & ((b & 0x7f7f7f7fu) + 0x7f7f7f7fu) & 0x80808080u;
-    }
-    const bool one = __all_sync(0xffffffffu, big == 0);
+    // Uniform over the warpgroup, not only the warp (every warp of it votes on the same 64 scale
+    // words): the two branches below are separate wgmma instruction sites, each with its own A
+    // registers, and the four warps of a warpgroup must issue the same wgmma (.sync.aligned). A
+    // per-warp vote let the warps of one warpgroup diverge when only some of their rows had scale
+    // bytes >= 129; the scores were right only while ptxas gave both branches the same A
+    // registers (session 11: a 72-register build did not; the wide-scale parity cases failed).
+    const bool one = !__any_sync(0xffffffffu, wg_big != 0);
     const uint32_t add = one ? 0x3F003F00u : 0u;
     const auto run = [&](auto one_c) {
       constexpr bool o = decltype(one_c)::value;
@@ -1241,10 +1385,19 @@ __global__ void __launch_bounds__(256, 3)
     mma_pass(acc);
     epilogue(acc, p);
   }
+  trace_stamp(k_trace_score, 1);
   __syncthreads();
   pdl_wait();
   for (int b = threadIdx.x; b < k_bins; b += k_score_threads)
     if (hist_s[b]) atomicAdd(&hist[t * k_bins + b], hist_s[b]);
+  if constexpr (list) {
+    if (n > top_k)  // (n <= top_k: the select takes every entry)
+      score_list_keys<k_score_threads>(hist_s, pass_scales, scores + t * score_stride, lo, hi, n,
+                                       uint32_t(top_k), hist + t * k_bins, coarse + t * k_bins,
+                                       &state[t].cand_count, cand_list + t * k_candidate_capacity,
+                                       (flags & k_score_flag_list_once) != 0 ? 1 : k_list_tries);
+  }
+  trace_stamp(k_trace_score, 2);
 }
 
 // Zeroes n16 16-byte words (the per-token state and histograms) and lets its programmatic
@@ -1287,6 +1440,7 @@ __device__ __forceinline__ void collect_chunk(uint32_t* sub, uint32_t* scan_scra
     sub[b] = __ldcg(&hist[t * k_bins + b]);
   __syncthreads();
   const uint2 th = find_threshold(sub, k_bins, uint32_t(top_k), scan_scratch, scan_result);
+  trace_stamp(k_trace_collect, 2);
   const uint32_t bin = th.x, in_bin = sub[th.x];
   if (blockIdx.x == 0 && threadIdx.x == 0) {
     state[t].bin = bin;
@@ -1310,17 +1464,25 @@ __device__ __forceinline__ void collect_chunk(uint32_t* sub, uint32_t* scan_scra
       warp_append(take, key, &state[t].cand_count, list);
     }
   }
+  trace_stamp(k_trace_collect, 3);
   __syncthreads();
   for (int b = threadIdx.x; b < k_bins; b += k_collect_threads)
     if (sub[b]) atomicAdd(&hist2[t * k_bins + b], sub[b]);
+  trace_stamp(k_trace_collect, 4);
 }
 
 // The selection of token t by one CTA of k_select_threads over its k_select_smem bytes of shared
 // memory, after every collect CTA of the token is done.
-__device__ __forceinline__ void select_token(
-    unsigned char* smem, const float* scores, int64_t score_stride, const token_state* state,
-    const uint32_t* hist2, paged_entries pages, const int32_t* token_seq, const int32_t* n_visible,
-    int64_t capacity, int top_k, const unsigned long long* cand_list, int32_t* out, int64_t t) {
+// `given` (plan.score_list, no collect launch): the threshold bin, the keys above it and in it
+// (given[0..2]) come from the caller, and the keys are collected by a scan of the scores (the
+// candidate list is not the collect's).
+__device__ __forceinline__ void select_token(unsigned char* smem, const float* scores,
+                                             int64_t score_stride, const token_state* state,
+                                             const uint32_t* hist2, paged_entries pages,
+                                             const int32_t* token_seq, const int32_t* n_visible,
+                                             int64_t capacity, int top_k,
+                                             const unsigned long long* cand_list, int32_t* out,
+                                             int64_t t, const uint32_t* given = nullptr) {
   uint32_t* counts = reinterpret_cast<uint32_t*>(smem);  // k_bins
   uint32_t* scratch = counts + k_bins;                   // k_select_threads
   unsigned long long* sel = reinterpret_cast<unsigned long long*>(scratch + k_select_threads);
@@ -1338,10 +1500,10 @@ __device__ __forceinline__ void select_token(
   if (keep > 0 && n <= top_k) {  // every visible entry is selected
     for (int64_t s = threadIdx.x; s < n; s += k_select_threads) sel[s] = entry_key(sc[s], s);
   } else if (keep > 0) {
-    const uint32_t bin = __ldcg(&state[t].bin);
-    uint32_t above = __ldcg(&state[t].above);
-    uint32_t in_bin = __ldcg(&state[t].in_bin);
-    if (in_bin <= k_max_candidates) {
+    const uint32_t bin = given ? given[0] : __ldcg(&state[t].bin);
+    uint32_t above = given ? given[1] : __ldcg(&state[t].above);
+    uint32_t in_bin = given ? given[2] : __ldcg(&state[t].in_bin);
+    if (in_bin <= k_max_candidates && !given) {
       // The collect kernel listed the keys at or above the bin and histogrammed
       // the bin's keys on their next 12 bits: the 24-bit threshold prefix, then
       // one pass over the list.
@@ -1360,8 +1522,9 @@ __device__ __forceinline__ void select_token(
         warp_append(i < listed && pre == prefix, key, &n_cand, cand);
       }
     } else {
-      // Heavy ties: resolve up to 8 more bits at a time with passes over the scores, then collect
-      // the keys above the prefix (selected) and at it (candidates) in one pass.
+      // Heavy ties (or `given`): resolve up to 8 more bits at a time with passes over the scores
+      // while the bin holds too many keys, then collect the keys above the prefix (selected) and at
+      // it (candidates) in one pass.
       unsigned long long prefix = bin;
       int bits = 12;  // resolved leading bits of the key
       while (in_bin > k_max_candidates) {
@@ -1448,8 +1611,10 @@ __global__ void __launch_bounds__(k_select_threads)
   __shared__ bool last_cta;
   const int64_t t = blockIdx.y;
   // No launch of the chain writes n_visible: read before the wait.
+  trace_stamp(k_trace_collect, 0);
   const int64_t n = clamp_visible(n_visible[t], capacity);
   pdl_wait();
+  trace_stamp(k_trace_collect, 1);
   // The separate select kernel may be scheduled now: it waits for this grid's completion.
   pdl_trigger();
   // n <= top_k: the select takes every entry; past n: nothing to collect.
@@ -1490,9 +1655,11 @@ __global__ void __launch_bounds__(k_select_threads)
     indexer_select_kernel(const float* scores, int64_t score_stride, const token_state* state,
                           const uint32_t* hist2, const unsigned long long* cand_list,
                           paged_entries pages, const int32_t* token_seq, const int32_t* n_visible,
-                          int64_t capacity, int top_k, bool lean, int32_t* out) {
+                          int64_t capacity, int top_k, bool lean, bool from_list,
+                          uint32_t direct_max, uint32_t rank_max, int32_t* out) {
   extern __shared__ __align__(128) unsigned char smem[];
-  __shared__ uint32_t n_f, n_own, result[2];
+  __shared__ uint32_t n_f, n_own, result[2], given[3];
+  trace_stamp(k_trace_select, 0);
   const int64_t t = blockIdx.y;
   // No launch of the chain writes these: read before the wait.
   const int64_t n = clamp_visible(n_visible[t], capacity);
@@ -1506,38 +1673,116 @@ __global__ void __launch_bounds__(k_select_threads)
       blocks_s[i] = row ? row[i] : -1;
   }
   pdl_wait();
+  trace_stamp(k_trace_select, 1);
   uint32_t in_bin = 0, bin = 0, above = 0, listed = 0;
   uint32_t hist_words[k_bins / k_select_threads];
   // lean: the list's first k_select_threads entries requested with the state (entries past the
   // count are stale scratch, never used), so the usual list of < 1024 keys needs no third trip.
   unsigned long long first_key = 0;
   if (lean && n > top_k) {
-    in_bin = __ldcg(&state[t].in_bin);
-    bin = __ldcg(&state[t].bin);
-    above = __ldcg(&state[t].above);
+    if (!from_list) {
+      in_bin = __ldcg(&state[t].in_bin);
+      bin = __ldcg(&state[t].bin);
+      above = __ldcg(&state[t].above);
+    }
     listed = __ldcg(&state[t].cand_count);
-#pragma unroll
-    for (int u = 0; u < k_bins / k_select_threads; ++u)
-      hist_words[u] = __ldcg(&hist2[t * k_bins + threadIdx.x + u * k_select_threads]);
     first_key = __ldcg(cand_list + t * k_candidate_capacity + threadIdx.x);
+    // (plan.list_rank with a short list needs no histogram.)
+    if (!from_list || listed > rank_max) {
+#pragma unroll
+      for (int u = 0; u < k_bins / k_select_threads; ++u)
+        hist_words[u] = __ldcg(&hist2[t * k_bins + threadIdx.x + u * k_select_threads]);
+    }
   } else if (n > top_k) {
     in_bin = __ldcg(&state[t].in_bin);
+  }
+  uint32_t* counts = reinterpret_cast<uint32_t*>(smem);  // k_bins
+  uint32_t* scratch = counts + k_bins;                   // k_select_threads
+  const int lane = threadIdx.x % k_warp_size, warp = threadIdx.x / k_warp_size;
+  pages.seq = seq;
+  // Output row of entry s: pages.row(s), from the copied block ids where they fit.
+  const auto row_of = [&](int64_t s) {
+    if (!blocks_in_smem) return pages.row(s);
+    const int64_t block = s / pages.block_size;
+    const int64_t b = block < pages.table_width ? int64_t(blocks_s[block]) : -1;
+    const int64_t row = b < 0 ? -1 : b * pages.block_size + s % pages.block_size;
+    return row >= pages.pool_rows ? int64_t(-1) : row;
+  };
+  if (from_list && n > top_k && listed <= rank_max) {  // (uniform over the token's CTAs)
+    // plan.list_rank: every key at or above the threshold is listed, and a listed key x with a
+    // greater key y unlisted is not selected (y below the threshold bin), so the number of listed
+    // keys greater than x is x's rank wherever that rank is below top_k: each CTA ranks its share
+    // (list positions i % gridDim.x == blockIdx.x) against the whole list, no histogram.
+    unsigned long long* f = reinterpret_cast<unsigned long long*>(scratch + k_select_threads);
+    const unsigned long long* list = cand_list + t * k_candidate_capacity;
+    for (uint32_t base = 0; base < listed; base += k_select_threads) {
+      const uint32_t i = base + threadIdx.x;
+      if (i < listed) f[i] = base == 0 ? first_key : __ldcg(list + i);
+    }
+    __syncthreads();
+    trace_stamp(k_trace_select, 3);
+    const uint32_t ctas = gridDim.x;
+    for (uint32_t j = blockIdx.x + ctas * uint32_t(warp); j < listed;
+         j += ctas * uint32_t(k_select_threads / k_warp_size)) {
+      const unsigned long long x = f[j];
+      const uint32_t greater = warp_count_greater(f, int(listed), x);
+      if (lane == 0 && greater < uint32_t(top_k))
+        out[t * top_k + greater] = int32_t(row_of(int64_t(0xFFFFFFFFull - (x & 0xFFFFFFFFull))));
+    }
+    trace_stamp(k_trace_select, 4);
+    return;
+  }
+  if (from_list && n > top_k) {
+    // plan.score_list (`hist2` is the token's first histogram; the list holds every key in or
+    // above the threshold bin, or overflowed): the threshold bin first.
+#pragma unroll
+    for (int u = 0; u < k_bins / k_select_threads; ++u)
+      counts[threadIdx.x + u * k_select_threads] = hist_words[u];
+    __syncthreads();
+    const uint2 th = find_threshold(counts, k_bins, uint32_t(top_k), scratch, result);
+    bin = th.x;
+    above = th.y;
+    in_bin = counts[th.x];
+    if (listed > uint32_t(k_candidate_capacity) && in_bin <= k_max_candidates)
+      in_bin = k_max_candidates + 1;  // (the select_token scan below)
+    if (threadIdx.x == 0) {
+      given[0] = bin;
+      given[1] = above;
+      given[2] = counts[th.x];
+    }
+    __syncthreads();  // every thread read counts[th.x]
   }
   if (n <= top_k || in_bin > k_max_candidates) {  // uniform over the token's CTAs
     if (blockIdx.x == 0)
       select_token(smem, scores, score_stride, state, hist2, pages, token_seq, n_visible, capacity,
-                   top_k, cand_list, out, t);
+                   top_k, cand_list, out, t, from_list && n > top_k ? given : nullptr);
     return;
   }
-  const int keep = top_k;                                // n > top_k
-  uint32_t* counts = reinterpret_cast<uint32_t*>(smem);  // k_bins
-  uint32_t* scratch = counts + k_bins;                   // k_select_threads
+  const int keep = top_k;  // n > top_k
   // F: up to k_candidate_capacity keys (the list's capacity), over select_token's sel and cand;
   // O after it (this CTA's share of F, as many at most).
   unsigned long long* f = reinterpret_cast<unsigned long long*>(scratch + k_select_threads);
   unsigned long long* own = f + k_candidate_capacity;
   if (threadIdx.x == 0) n_f = n_own = 0;
-  if (lean) {
+  // plan.list_direct: F = the listed keys in or above the threshold bin (at most direct_max of
+  // them), ranked without the second histogram (F is closed upwards, so ranks in F are exact).
+  const bool direct = from_list && above + in_bin <= direct_max;  // (uniform)
+  if (direct) {
+  } else if (from_list) {
+    // The second histogram (next 12 bits of the bin's keys) from the list.
+#pragma unroll
+    for (int u = 0; u < k_bins / k_select_threads; ++u)
+      counts[threadIdx.x + u * k_select_threads] = 0;
+    __syncthreads();
+    for (uint32_t base = 0; base < listed; base += k_select_threads) {
+      const uint32_t i = base + threadIdx.x;
+      const unsigned long long key =
+          i < listed ? (base == 0 ? first_key : __ldcg(cand_list + t * k_candidate_capacity + i))
+                     : 0ull;
+      if (i < listed && uint32_t(key >> 52) == bin)
+        atomicAdd(&counts[uint32_t(key >> 40) & (k_bins - 1)], 1u);
+    }
+  } else if (lean) {
 #pragma unroll
     for (int u = 0; u < k_bins / k_select_threads; ++u)
       counts[threadIdx.x + u * k_select_threads] = hist_words[u];
@@ -1550,7 +1795,9 @@ __global__ void __launch_bounds__(k_select_threads)
     bin = __ldcg(&state[t].bin);
     above = __ldcg(&state[t].above);
   }
-  const uint2 th = find_threshold(counts, k_bins, uint32_t(keep) - above, scratch, result);
+  const uint2 th = direct ? make_uint2(0u, 0u)
+                          : find_threshold(counts, k_bins, uint32_t(keep) - above, scratch, result);
+  trace_stamp(k_trace_select, 2);
   const unsigned long long prefix = (static_cast<unsigned long long>(bin) << 12) | th.x;
   if (!lean) listed = __ldcg(&state[t].cand_count);
   const unsigned long long* list = cand_list + t * k_candidate_capacity;
@@ -1564,26 +1811,15 @@ __global__ void __launch_bounds__(k_select_threads)
     warp_append(in_f && i % ctas == blockIdx.x, key, &n_own, own);
   }
   __syncthreads();
+  trace_stamp(k_trace_select, 3);
   const int nf = int(n_f), no = int(n_own);
-  const int lane = threadIdx.x % k_warp_size, warp = threadIdx.x / k_warp_size;
-  pages.seq = seq;
   for (int j = warp; j < no; j += k_select_threads / k_warp_size) {
     const unsigned long long x = own[j];
     const uint32_t greater = warp_count_greater(f, nf, x);
-    if (lane == 0 && greater < uint32_t(keep)) {
-      const int64_t s = int64_t(0xFFFFFFFFull - (x & 0xFFFFFFFFull));
-      int64_t row;
-      if (blocks_in_smem) {  // pages.row(s) from the copied block ids
-        const int64_t block = s / pages.block_size;
-        const int64_t b = block < pages.table_width ? int64_t(blocks_s[block]) : -1;
-        row = b < 0 ? -1 : b * pages.block_size + s % pages.block_size;
-        if (row >= pages.pool_rows) row = -1;
-      } else {
-        row = pages.row(s);
-      }
-      out[t * top_k + greater] = int32_t(row);
-    }
+    if (lane == 0 && greater < uint32_t(keep))
+      out[t * top_k + greater] = int32_t(row_of(int64_t(0xFFFFFFFFull - (x & 0xFFFFFFFFull))));
   }
+  trace_stamp(k_trace_select, 4);
 }
 
 // plan.cluster_select: collect and select of token blockIdx.y in one launch, a cluster of
@@ -1763,6 +1999,10 @@ void indexer_fast_plan_set_ctas_per_sm(indexer_fast_plan& p, int ctas_per_sm, in
   p.ctas_per_token = ceil_div(p.capacity, p.keys_per_cta);
 }
 
+cudaError_t indexer_fast_set_trace(unsigned long long* buffer) {
+  return cudaMemcpyToSymbol(g_indexer_trace, &buffer, sizeof(buffer));
+}
+
 indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_width,
                                               int64_t block_size, int sm_count) {
   indexer_fast_plan p;
@@ -1786,6 +2026,9 @@ indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_widt
   p.select_ctas =
       tokens <= 8 ? int(std::clamp<int64_t>(2 * sms / tokens, 1, tokens <= 4 ? 32 : 16)) : 0;
   // cluster_select stays off: slower (H100, session 9: T=1 top-512 39.6 vs 33.7 us in all).
+  // score_list where the score grid is resident at once (two CTAs per SM: the CTAs that wait for
+  // a fuller histogram snapshot never hold back a later wave) and the select is split.
+  p.score_list = tokens * p.ctas_per_token <= 2 * sms && p.select_ctas > 0;
   const size_t score_bytes = size_t(tokens * score_stride_of(p.capacity)) * 4;
   p.scratch_bytes = score_bytes + size_t(tokens) * (sizeof(token_state) + 2 * k_bins * 4) +
                     size_t(tokens) * size_t(k_candidate_capacity) * 8;
@@ -1859,6 +2102,9 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
             if (e == cudaSuccess)
               e = set(indexer_score_three_kernel<act_t, k_stages_fp4_three>,
                       score_three_smem_bytes(k_stages_fp4_three));
+            if (e == cudaSuccess)
+              e = set(indexer_score_three_kernel<act_t, k_stages_fp4_three, true>,
+                      score_three_smem_bytes(k_stages_fp4_three));
             if (e == cudaSuccess) e = set(indexer_collect_select_kernel, k_select_smem);
             if (e == cudaSuccess) e = set(indexer_select_kernel, k_select_kernel_smem_lean);
             if (e == cudaSuccess) e = set(indexer_cluster_select_kernel, k_csel_smem);
@@ -1876,6 +2122,8 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
               if (e == cudaSuccess) e = carveout(kernel);
             if (e == cudaSuccess)
               e = carveout(indexer_score_three_kernel<act_t, k_stages_fp4_three>);
+            if (e == cudaSuccess)
+              e = carveout(indexer_score_three_kernel<act_t, k_stages_fp4_three, true>);
             if (e == cudaSuccess) e = carveout(indexer_collect_select_kernel);
             if (e == cudaSuccess) e = carveout(indexer_select_kernel);
             if (e == cudaSuccess) e = carveout(indexer_cluster_select_kernel);
@@ -1913,7 +2161,8 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
   const int flags =
       (bulk ? k_score_flag_bulk | (plan.score_decouple ? k_score_flag_decouple : 0) : 0) |
       (plan.score_quad ? k_score_flag_quad : 0) | (plan.score_rotate ? k_score_flag_rotate : 0) |
-      (plan.score_pingpong ? k_score_flag_pingpong : 0);
+      (plan.score_pingpong ? k_score_flag_pingpong : 0) |
+      (plan.list_once ? k_score_flag_list_once : 0);
   // A programmatic dependent of the zeroing kernel (plan.zero_kernel), else a plain launch.
   const auto launch_score = [&](auto kernel, int threads, int smem) {
     e = launch_pdl(plan.zero_kernel, kernel, grid, dim3(unsigned(threads)), size_t(smem), stream, q,
@@ -1921,16 +2170,28 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
                    plan.keys_per_cta, q_scale, scores, stride, hist, flags);
   };
   const bool eight = plan.score_warps == 8;
+  const bool three = bulk && plan.score_three && plan.score_decouple && plan.score_quad &&
+                     !plan.score_pingpong && eight && !plan.score_split;
+  // plan.score_list: the three-CTA score kernel lists the candidates itself (no collect launch);
+  // the select kernel (lean, over select_ctas CTAs) resolves both threshold levels.
+  const bool list_mode =
+      three && plan.score_list && plan.select_ctas > 0 && plan.lean_select && !plan.cluster_select;
   if (fmt == k_fmt_e4m3) {
     const int smem = score_smem_bytes(k_stages_fp8, fmt);
     if (eight)
       launch_score(indexer_score_kernel<act_t, k_stages_fp8, k_fmt_e4m3, 8>, 256, smem);
     else
       launch_score(indexer_score_kernel<act_t, k_stages_fp8, k_fmt_e4m3, 4>, 128, smem);
-  } else if (bulk && plan.score_three && plan.score_decouple && plan.score_quad &&
-             !plan.score_pingpong && eight && !plan.score_split) {
-    launch_score(indexer_score_three_kernel<act_t, k_stages_fp4_three>, 256,
-                 score_three_smem_bytes(k_stages_fp4_three));
+  } else if (three) {
+    // (The token's coarse histogram of plan.score_list in its second histogram's first 256 words:
+    // zeroed with it, otherwise unused on that path.)
+    e = launch_pdl(plan.zero_kernel,
+                   list_mode ? indexer_score_three_kernel<act_t, k_stages_fp4_three, true>
+                             : indexer_score_three_kernel<act_t, k_stages_fp4_three, false>,
+                   grid, dim3(256), size_t(score_three_smem_bytes(k_stages_fp4_three)), stream, q,
+                   weights, key_pool, key_scales, pages, token_seq, n_visible, plan.capacity,
+                   plan.keys_per_cta, q_scale, scores, stride, hist, flags, state, hist2, cand_list,
+                   int(top_k));
   } else if (fmt == k_fmt_e2m1 && plan.score_wgmma && plan.score_split) {
     const int smem = score_smem_bytes(k_stages_fp4, fmt);
     if (eight)
@@ -1958,6 +2219,18 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
   }
   if (e == cudaSuccess) e = cudaGetLastError();
   if (e != cudaSuccess || plan.score_only) return e;
+  if (list_mode) {
+    // Benchmarks: collect_only stops after the scores here (the score kernel collects).
+    if (plan.collect_only) return e;
+    return launch_pdl(
+        true, indexer_select_kernel, dim3(unsigned(plan.select_ctas), unsigned(tokens)),
+        dim3(k_select_threads), size_t(k_select_kernel_smem_lean), stream,
+        static_cast<const float*>(scores), stride, static_cast<const token_state*>(state),
+        static_cast<const uint32_t*>(hist), static_cast<const unsigned long long*>(cand_list),
+        pages, token_seq, n_visible, plan.capacity, int(top_k), true, true,
+        plan.list_direct ? uint32_t(k_list_direct_max) : 0u,
+        plan.list_rank ? uint32_t(k_list_rank_max) : 0u, out);
+  }
   if (plan.cluster_select) {
     // Benchmarks: collect_only stops after the scores here (collect and select are one launch).
     if (plan.collect_only) return e;
@@ -1994,7 +2267,7 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
                     stream, static_cast<const float*>(scores), stride,
                     static_cast<const token_state*>(state), static_cast<const uint32_t*>(hist2),
                     static_cast<const unsigned long long*>(cand_list), pages, token_seq, n_visible,
-                    plan.capacity, int(top_k), plan.lean_select, out);
+                    plan.capacity, int(top_k), plan.lean_select, false, 0u, 0u, out);
 }
 
 }  // namespace

@@ -35,6 +35,9 @@
 // H100, 2026-11-26 (session 9, same call, flags off / on): T=1 top-512 34.43 -> 33.44 us (scores
 // 22.27 -> 21.54, collect 6.66, select 5.25), top-1024 36.48 -> 35.39, T=32 588 -> 553-570 us
 // (score_quad, score_rotate, lean_select); cluster_select and score_pingpong measured slower.
+// H100, 2026-11-26 (session 11, same call, off / on): score_list (the score CTAs list the
+// candidates, no collect launch; the select ranks the list): T=1 x 256K top-512 34.56 -> 27.39 us,
+// top-1024 36.54 -> 30.37 us; T=32 unchanged (off: two waves of score CTAs).
 // H100, 2026-11-26 (session 10, same call, off / on): score_three (three score CTAs per SM where
 // the grid has more than two per SM): T=32 top-512 556-562 -> 495 us (scores 513-517 -> 460), T=1
 // top-512 32.8 us (scores 21.5 -> 21.3); score_ss (keys widened into shared memory, SS wgmma, two
@@ -120,6 +123,27 @@ struct indexer_fast_plan {
   // per CTA: 8 CTAs scan what the collect spreads over 64), 14.7 after two cluster barriers, the
   // DSMEM histogram sum and the second threshold, 15.2 after gathering F, 18.1 in all.
   bool cluster_select = false;
+  // FP4 keys on the three-CTA score kernel, lean select over select_ctas > 0 CTAs: each score CTA
+  // lists its own keys at or above a lower bound of the threshold bin (from a snapshot of the
+  // token's coarse and fine histograms after its flush) and the select kernel works from that list
+  // alone (list_rank) or with the first histogram: no collect launch. The plan sets it where the
+  // score grid is resident at once (one wave at two CTAs per SM: T = 1 at 256K entries on 132
+  // SMs). H100 (session 11, same call, T=1 x 256K): top-512 34.56 -> 27.39 us in all (scores +
+  // listing 24.70, select 2.66; without: scores 22.37, collect 6.78, select 5.41), top-1024 36.54
+  // -> 30.37 us; ~570 keys listed for top-512.
+  bool score_list = false;
+  // Tests: with score_list, every score CTA lists from its first snapshot (no waits for a fuller
+  // one): longer lists, and overflows with top_k 2048 (the select's rescan path). Slower (H100,
+  // session 11: T=1 top-512 30.40 vs 29.73 us before list_rank).
+  bool list_once = false;
+  // score_list, lists longer than list_rank takes: the select ranks the listed keys in or above
+  // the threshold bin directly (no second histogram level) while they are <= 4096 (H100, session
+  // 11, before list_rank: T=1 top-512 29.73 vs 30.82 us with the second level).
+  bool list_direct = true;
+  // score_list: the select ranks the whole candidate list (every key at or above the threshold is
+  // in it, and a listed key ranked below top_k has every greater key listed) while it holds <= 4096
+  // keys: no histogram read, no threshold search (H100, session 11: select 2.66-3.2 vs 4.8 us).
+  bool list_rank = true;
   // Benchmarks: cluster_select probes (results wrong): 1 return after the programmatic wait, 2
   // after the scan (no cluster barrier), 3 after the summed histogram's threshold, 4 no ranking;
   // 5: the launch without the programmatic dependence (results right).
@@ -131,6 +155,10 @@ struct indexer_fast_plan {
 
 indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_width,
                                               int64_t block_size, int sm_count);
+// Benchmarks: %globaltimer stamps of token 0's score, collect and select CTAs into `buffer`
+// (24576 u64: score CTA c at 8 c, collect CTA c at 8192 + 8 c, select CTA c at 16384 + 8 c;
+// slots in indexer_topk_fast.cu's trace_stamp calls), or null (the default) for none.
+cudaError_t indexer_fast_set_trace(unsigned long long* buffer);
 // The score grid (keys_per_cta, ctas_per_token) for `ctas_per_sm` score CTAs per SM (the plan's:
 // 2; 3 for score_three). The scratch does not depend on it.
 void indexer_fast_plan_set_ctas_per_sm(indexer_fast_plan& plan, int ctas_per_sm, int sm_count,
