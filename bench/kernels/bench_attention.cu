@@ -16,8 +16,8 @@
 //                                -DDSV4_BENCH_PREV_API and run both)
 //   bench_attention --profile    the T=1 cases, one timed launch each (under ncu)
 //   bench_attention --cases "T,H,hca|csa,CTX,TOPK;..."   those cases only, the attention_decode
-//                                kernels alone (warp-specialized with and without the S / P V
-//                                overlap, synchronous wgmma); with --no-ceilings none are
+//                                kernels alone (warp-specialized in turn and with alternate
+//                                tiles, synchronous wgmma); with --no-ceilings none are
 //                                measured (under ncu)
 //   bench_attention --indexer    the ceilings and the indexer cases only (T=1 and 32, 256K
 //                                entries, top-512 and top-1024; graph-replay rows)
@@ -395,11 +395,10 @@ void bench_small_rows(cublasHandle_t blas, int sms, int64_t T, int64_t H, bool h
   const auto now = dsv4::cuda::attention_decode_make_plan(T, H, d, W, cap_c, sms);
   row(now.fused ? "NEW plan fused" : "NEW plan split", now, true, true);
   if (now.producer) {
-    // The schedules the plan does not take (alt supersedes pairs where both are set).
+    // The schedule the plan does not take (DSV4_ATTENTION_ALT=0).
     auto p = now;
     p.alt = false;
-    p.pairs = !p.pairs;
-    row(p.pairs ? "  tile pairs (no alt)" : "  in-turn (no alt)", p, false, true);
+    row("  in-turn (no alt)", p, false, true);
   }
   if (now.fused) {
     auto p = now;
@@ -688,19 +687,17 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
     release();
     return;
   }
-  // The plan's tiles and split on the warp-specialized wgmma kernel with the S / P V overlap,
-  // without it, on the synchronous wgmma kernel and on mma.sync (whatever the plan would pick);
-  // the other rows run the plan as made.
+  // The plan's tiles and split on the warp-specialized wgmma kernel in turn (alt off), with
+  // alternate tiles, on the synchronous wgmma kernel and on mma.sync (whatever the plan would
+  // pick); the other rows run the plan as made.
   auto ws_plan = plan;
   ws_plan.producer = true;
-  ws_plan.overlap = true;
-  ws_plan.pairs = false;
   ws_plan.alt = false;
   double ms = time_ms([&] {
     CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
         q16, T, H, d, w16, &c16, sinks, scale, out16, ws_plan, scratch, plan.scratch_bytes, 0)));
   });
-  print_row("wgmma-ws bf16 pool/act", shape, ms, bytes16, flops);
+  print_row("wgmma-ws in-turn bf16", shape, ms, bytes16, flops);
   if (g_focus) {
     const auto made =
         dsv4::cuda::attention_decode_make_plan(T, H, d, W, hca ? table_width * 128 : top_k, sms);
@@ -716,45 +713,22 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
     cudaFree(made_scratch);
   }
   {
-    auto in_turn = ws_plan;
-    in_turn.overlap = false;
-    in_turn.pairs = false;
-    const double ms_turn = time_ms([&] {
-      CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
-          q16, T, H, d, w16, &c16, sinks, scale, out16, in_turn, scratch, plan.scratch_bytes, 0)));
-    });
-    print_row("  ws, no S/PV overlap", shape, ms_turn, bytes16, flops);
-    if (g_focus) std::printf("  %-22s %-50s %9.2fx\n", "  in-turn / overlap", shape, ms_turn / ms);
-    // Two tiles per consumer iteration (plan.pairs; same output bit for bit).
-    auto pairs = ws_plan;
-    pairs.overlap = false;
-    pairs.pairs = true;
-    const double ms_pairs = time_ms([&] {
-      CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
-          q16, T, H, d, w16, &c16, sinks, scale, out16, pairs, scratch, plan.scratch_bytes, 0)));
-    });
-    print_row("  ws, tile pairs", shape, ms_pairs, bytes16, flops);
-    if (g_focus)
-      std::printf("  %-22s %-50s %9.2fx\n", "  in-turn / pairs", shape, ms_turn / ms_pairs);
     // Alternate tiles per consumer warpgroup (plan.alt, the plan's choice for these kernels; not
-    // bit-equal to the others): pairs against it, and its output's distance to the pairs output.
-    {
-      const size_t n_out = size_t(T * H * d);
-      __nv_bfloat16* ref = device_alloc<__nv_bfloat16>(n_out);
+    // bit-equal to in-turn): in-turn against it, and its output's distance to the in-turn output.
+    const size_t n_out = size_t(T * H * d);
+    __nv_bfloat16* ref = device_alloc<__nv_bfloat16>(n_out);
+    CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
+        q16, T, H, d, w16, &c16, sinks, scale, ref, ws_plan, scratch, plan.scratch_bytes, 0)));
+    auto alt = ws_plan;
+    alt.alt = true;
+    const double ms_alt = time_ms([&] {
       CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
-          q16, T, H, d, w16, &c16, sinks, scale, ref, pairs, scratch, plan.scratch_bytes, 0)));
-      auto alt = ws_plan;
-      alt.overlap = false;
-      alt.alt = true;
-      const double ms_alt = time_ms([&] {
-        CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
-            q16, T, H, d, w16, &c16, sinks, scale, out16, alt, scratch, plan.scratch_bytes, 0)));
-      });
-      print_row("  ws, alternate tiles", shape, ms_alt, bytes16, flops);
-      std::printf("  %-22s %-50s %9.2fx   max |alt - pairs| / max |pairs| %.3g\n",
-                  "  pairs / alt time", shape, ms_pairs / ms_alt, rel_diff(out16, ref, n_out));
-      cudaFree(ref);
-    }
+          q16, T, H, d, w16, &c16, sinks, scale, out16, alt, scratch, plan.scratch_bytes, 0)));
+    });
+    print_row("  ws, alternate tiles", shape, ms_alt, bytes16, flops);
+    std::printf("  %-22s %-50s %9.2fx   max |alt - in-turn| / max |in-turn| %.3g\n",
+                "  in-turn / alt time", shape, ms / ms_alt, rel_diff(out16, ref, n_out));
+    cudaFree(ref);
   }
   {
     auto sync = plan;
@@ -781,8 +755,7 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
       auto fewer = dsv4::cuda::attention_decode_make_split_plan(
           T, H, d, W, hca ? table_width * 128 : top_k, sms, min_tiles);
       if (fewer.splits >= plan.splits) continue;
-      fewer.producer = true;  // the rows of the 2026-11-24 run: warp-specialized, overlap
-      fewer.overlap = true;
+      fewer.producer = true;  // warp-specialized (from 4 tiles per split the plan's choice too)
       void* fewer_scratch = device_alloc<unsigned char>(fewer.scratch_bytes);
       const double ms_fewer = time_ms([&] {
         CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(

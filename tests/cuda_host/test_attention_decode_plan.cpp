@@ -44,7 +44,6 @@ TEST(attention_decode_plan, csa_one_token_keeps_the_split) {
   EXPECT_EQ(p.splits, 20);
   EXPECT_EQ(p.keys_per_split, 32);
   EXPECT_FALSE(p.producer);  // 1 tile per split < 4
-  EXPECT_FALSE(p.pairs);     // tile pairs only in the warp-specialized kernel
   EXPECT_FALSE(p.alt);
 }
 
@@ -55,8 +54,7 @@ TEST(attention_decode_plan, hca_8k_thirty_two_tokens_takes_clusters_of_two) {
   EXPECT_TRUE(p.fused);
   EXPECT_EQ(p.splits, 2);
   EXPECT_EQ(p.keys_per_split, 3 * 32);
-  EXPECT_FALSE(p.pairs);  // fused CTAs: not measured with tile pairs
-  EXPECT_TRUE(p.alt);     // alternate tiles measured faster in every fused shape
+  EXPECT_TRUE(p.alt);  // alternate tiles measured faster in every fused shape
   EXPECT_TRUE(p.publish_early);
 }
 
@@ -68,7 +66,6 @@ TEST(attention_decode_plan, hca_1m_one_token_halves_splits_past_64) {
   EXPECT_EQ(p.splits, 65);
   EXPECT_EQ(p.keys_per_split, 4 * 32);
   EXPECT_TRUE(p.producer);
-  EXPECT_TRUE(p.pairs);
   EXPECT_TRUE(p.alt);  // alternate tiles per consumer warpgroup where the producer kernel runs
   EXPECT_TRUE(p.publish_early);  // the producer's non-blocking stage test before it publishes
 }

@@ -31,20 +31,24 @@
 // Warp-specialized wgmma path (plan.producer, which the plan sets for bf16 pools from 4 tiles per
 // split; attention_decode_ws_kernel): the same tiles and products, with a producer warpgroup that
 // loads the key ring (mbarriers, setmaxnreg) and consumers that never meet in a CTA-wide
-// barrier; plan.overlap runs the next tile's S and softmax beside this tile's P V. The
-// synchronous kernel above spent most of each tile in its two __syncthreads and in the loads and
-// slot lookups of its own warps (ncu, H100, HCA 1M T=32: 857 instructions per warp per tile,
-// 6.1 cycles per instruction, barrier the largest stall).
-// plan.pairs (off; measured slower) takes the tiles two at a time with the same arithmetic. What
-// the per-tile chain of this kernel measured (H200 2026-11-26, ATTN6 helper, HCA 1M T=32, 65
+// barrier. The synchronous kernel above spent most of each tile in its two __syncthreads and in
+// the loads and slot lookups of its own warps (ncu, H100, HCA 1M T=32: 857 instructions per warp
+// per tile, 6.1 cycles per instruction, barrier the largest stall). Consumer schedules: in turn
+// (S, softmax, P V per tile; alt off, the FP8-record kernels' order) and alternate tiles (alt).
+// What the per-tile chain of this kernel measured (H200 2026-11-26, ATTN6 helper, HCA 1M T=32, 65
 // tiles per CTA): ncu (clocks at base) 271 K cycles, ~4.2 K per tile against ~1 K of tensor work
 // (S 2 x 16 m64n32k16 + P V 2 x 4 m64n128k16 per tile); issue slots 38% busy, 0.71 eligible warps
 // per scheduler, L1/shared 61%, DRAM 26%: a latency-bound chain, not a saturated pipe. Tried,
 // same run against in-turn: (a) issuing S of tile k + 1 before the rescale and P V of tile k
 // (rescale beside S, softmax beside P V): 1.09-1.19x slower; (b) S in two independent wgmma
 // chains (even / odd channel steps, summed; not bit-identical): 0.92x at HCA 1M T=32, 0.99-1.00x
-// elsewhere, slower combined with (a) (spills); (c) plan.pairs: 1.15-1.19x slower at HCA 1M T=32
-// / Pro T=64 (the producer publishes a pair's second tile only after issuing two more).
+// elsewhere, slower combined with (a) (spills); (c) tiles two at a time (plan.pairs: S of both
+// in two chains, P V of both in one group, bit-equal to in-turn): 1.15-1.19x slower at HCA 1M
+// T=32 / Pro T=64 while the producer published a pair's second tile only after issuing two more;
+// publishing the previous pair first, 1.03-1.07x faster than in-turn but 1.11-1.15x slower than
+// alt (attention_decode_plan.cpp). Removed in session 11 with plan.overlap (S of tile k + 1 issued
+// before P V of tile k, its exchange and softmax beside that P V: 1.00-1.09x the in-turn time,
+// H100 2026-11-24), two opt-in schedules that no plan chose.
 // plan.alt (the plans' choice wherever the producer kernel runs, split and fused: the fused merge
 // takes the same final acc / (m, l)): alternate tiles per consumer warpgroup. Warpgroup
 // w computes the full S (512 channels, m64n32k16 with Q as the shared-memory A operand) and the
@@ -52,7 +56,7 @@
 // warpgroup through shared memory (no S exchange); both run P V of every tile for their 256
 // output channels, so one warpgroup's S of tile k + 1 overlaps the other's softmax of tile k.
 // The softmax chain runs over the tiles in order, as in-turn; only S is summed in one f32 chain
-// of 32 channel steps instead of two halves added: not bit-equal to the other schedules.
+// of 32 channel steps instead of two halves added: not bit-equal to the in-turn schedule.
 // Where alt's time goes (ATTN8 helper, H100 2026-11-26, ncu source counters, HCA 1M T=32, 65
 // tiles per CTA): 44% of the warp stall samples sit in mbarrier waits: the owner's wait for the
 // rows of tile k + 2 32% (20.5% with plan.publish_early), the producer's wait for a free stage
@@ -107,7 +111,7 @@
 // in this benchmark (which does not time the write-back) and was dropped. Row combine at 16
 // splits (512 rows, 4 warps per SM): 53.2 vs the block combine's 50.1 us, so up to 8 only.
 //
-// Fused path (plan.fused, bf16 pools; attention_decode_ws_kernel<overlap, true>): the splits of
+// Fused path (plan.fused, bf16 pools; attention_decode_ws_kernel<sched, k_ws_fused>): the splits of
 // a (token, head group) are one thread block cluster of 1-16 CTAs that merge their partial sums
 // through distributed shared memory and write the normalized output with the sink (no combine
 // launch, no partials in global memory), in the combine kernel's arithmetic and order, so the
@@ -974,11 +978,9 @@ __device__ __forceinline__ void fold_merge_rows(const float* part_o, const float
   }
 }
 
-// Consumer schedules of the warp-specialized kernel (plan.overlap, plan.pairs).
+// Consumer schedules of the warp-specialized kernel: in turn, alternate tiles (plan.alt).
 constexpr int k_ws_in_turn = 0;
-constexpr int k_ws_overlap = 1;
-constexpr int k_ws_pairs = 2;
-constexpr int k_ws_alt = 3;
+constexpr int k_ws_alt = 1;
 // Kernel modes: split (partials for the combine kernel), fused (cluster merge), split with
 // plan.fold (a template mode, so that the split and fused kernels' code is not touched by it).
 constexpr int k_ws_split = 0;
@@ -1080,19 +1082,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       v0 = v1;
       v1 = v2;
       v2 = index_of_tile(j + 3);
-      if constexpr (sched == k_ws_pairs) {
-        // Pairs: at the first tile of a pair, publish the previous pair (all groups complete)
-        // before waiting for a free stage. The consumers hold two of the four stages, so with
-        // the lead below the second tile of a pair was published only after the producer had
-        // issued two more, which wait for the previous pair's release: the consumers stalled
-        // for that issue at every pair. UNVERIFIED on a GPU.
-        if (j >= 2 && j % 2 == 0) {
-          cp_async_wait<0>();
-          wgm::fence_async_smem();
-          mbar::arrive(full_bar + 8 * ((j - 2) % k_ws_stages));
-          mbar::arrive(full_bar + 8 * ((j - 1) % k_ws_stages));
-        }
-      } else if (j >= k_ws_lead) {
+      if (j >= k_ws_lead) {
         // Publish tile j - lead (its group is complete once at most lead - 1 newer ones pend).
         cp_async_wait<k_ws_lead - 1>();
         wgm::fence_async_smem();
@@ -1154,11 +1144,8 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     }
     cp_async_wait<0>();
     wgm::fence_async_smem();
-    // The tiles not yet published: the last lead ones, or (pairs) those from the last pair's
-    // first tile ((n_live - 1) / 2 * 2; none without tiles).
-    const int unpublished = sched == k_ws_alt     ? published
-                            : sched == k_ws_pairs ? (n_live > 0 ? (n_live - 1) / 2 * 2 : 0)
-                                                  : max(0, n_live - k_ws_lead);
+    // The tiles not yet published: the last lead ones (alt: from `published` on).
+    const int unpublished = sched == k_ws_alt ? published : max(0, n_live - k_ws_lead);
 #pragma unroll 1
     for (int j = unpublished; j < n_live; ++j) mbar::arrive(full_bar + 8 * (j % k_ws_stages));
   };
@@ -1396,28 +1383,6 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 #pragma unroll
       for (int i = 0; i < 16; ++i) wgm::reg_fence(sd[i]);
     };
-    // Issues S of two tiles (at kb, kb2) in two independent chains, interleaved, one commit. The
-    // first step of each chain ignores the accumulator's input (as the zeroed chain above does).
-    auto issue_scores2 = [&](float(&sd)[16], float(&sd2)[16], uint32_t kb, uint32_t kb2) {
-      wgm::fence();
-      const uint64_t a0 = wgm::desc(q_s, 16, 1024), b0 = wgm::desc(kb, 16, 1024),
-                     b20 = wgm::desc(kb2, 16, 1024);
-#pragma unroll
-      for (int kk = 0; kk < 16; ++kk) {
-        const uint32_t block = uint32_t(half * 4 + kk / 4), byte = uint32_t(kk % 4) * 32;
-        const uint64_t a = wgm::desc_at(a0, block * (k_rows * 128) + byte);
-        const uint64_t b = wgm::desc_at(b0, block * (k_tile * 128) + byte);
-        const uint64_t b2 = wgm::desc_at(b20, block * (k_tile * 128) + byte);
-        if (kk == 0) {
-          wgm::mma_ss_n32_first(sd, a, b);
-          wgm::mma_ss_n32_first(sd2, a, b2);
-        } else {
-          wgm::mma_ss_n32(sd, a, b);
-          wgm::mma_ss_n32(sd2, a, b2);
-        }
-      }
-      wgm::commit();
-    };
     // Tile k's completed half scores sd -> the full scores (exchange with warp w ^ 4), online
     // softmax: the probabilities s (f32) and the factor corr the accumulators must be scaled by.
     // The exchange buffer `buf` (0, 1): this warp writes its half scores, and after the pair's
@@ -1518,23 +1483,6 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
                                                    uint32_t(ks) * 16 * 128));
       wgm::commit();
     };
-    // P V of two tiles in one group, tile kb's steps first (the in-turn accumulation order).
-    auto issue_pv2 = [&](const uint32_t(&pas)[2][4], uint32_t kb, const uint32_t(&pas2)[2][4],
-                         uint32_t kb2) {
-      wgm::fence();
-#pragma unroll
-      for (int t2 = 0; t2 < 2; ++t2)
-#pragma unroll
-        for (int ks = 0; ks < 2; ++ks)
-#pragma unroll
-          for (int nh = 0; nh < 2; ++nh)
-            wgm::mma_rs_n128_mn(
-                acc[nh], t2 == 0 ? pas[ks] : pas2[ks],
-                wgm::desc((t2 == 0 ? kb : kb2) + uint32_t(half * 4 + nh * 2) * (k_tile * 128) +
-                              uint32_t(ks) * 16 * 128,
-                          k_tile * 128, 1024));
-      wgm::commit();
-    };
     auto fence_acc = [&] {
 #pragma unroll
       for (int i = 0; i < 64; ++i) {
@@ -1585,7 +1533,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       // before it issues S_{k+2}, the other warpgroup before its own next softmax (P V_k on the
       // softmax chain, but the producer can run two tiles ahead; releasing tile k only after the
       // next hand-off would leave it one tile ahead). UNMEASURED: the two versions measured
-      // (0.57x the pairs' time at HCA 1M T=32 on an H100, 0.33x on an H200) had every wgmma
+      // (0.57x the tile pairs' time at HCA 1M T=32 on an H100, 0.33x on an H200) had every wgmma
       // serialized by ptxas (C7518 / C7514 below), so they say nothing about this schedule.
       // wgmma groups: every step ends with its P V complete; the other steps wait for S_{k+1}
       // before the rescale (an accumulator rescaled while another wgmma is in flight makes ptxas
@@ -1688,110 +1636,6 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
           release(k);
         }
       }
-    } else if constexpr (sched == k_ws_pairs) {
-      // Two tiles per iteration: S of both in two independent wgmma chains (one commit, one
-      // wait), one exchange barrier, the online softmax of tile k then of tile k + 1 in turn, and
-      // P V of both in one wgmma group unless a row maximum of the warp changed in tile k + 1
-      // (then the accumulators are rescaled between the two, as the in-turn loop does). The same
-      // products, softmax and accumulation order as the in-turn loop: the result is the same bit
-      // for bit (the FP8-record pools, which run the mma.sync kernel, rely on it). The exchange
-      // buffers hold both tiles' halves, so before writing the next pair a warp waits until its
-      // partner has read this one (barrier 6 + rg). Named barriers: 1 (query tile), 2..5
-      // (exchange), 6..9 (exchange reuse), 10..11 (the split decision per warpgroup).
-      float sd2[16], p2[4][4], corr2[2];
-      uint32_t pas2[2][4];
-      int k = 0;
-#pragma unroll 1
-      for (; k + 1 < n_live; k += 2) {
-        uint32_t mask, mask2;
-        const uint32_t kb = wait_full(k, mask);
-        const uint32_t kb2 = wait_full(k + 1, mask2);
-        issue_scores2(sd, sd2, kb, kb2);
-        wgm::wait<0>();
-#pragma unroll
-        for (int i = 0; i < 16; ++i) {
-          wgm::reg_fence(sd[i]);
-          wgm::reg_fence(sd2[i]);
-        }
-        if (k > 0) mbar::named_sync(6 + rg, 2 * k_warp_size);
-        exchange_write(0, sd);
-        exchange_write(1, sd2);
-        mbar::named_sync(2 + rg, 2 * k_warp_size);
-        exchange_read(0, sd, p);
-        softmax_local(mask, p, corr);
-        exchange_read(1, sd2, p2);
-        softmax_local(mask2, p2, corr2);
-        rescale(corr);
-        pack(p, pas);
-        pack(p2, pas2);
-        // The wgmma sequence must be the same in the four warps of the warpgroup: the split
-        // is decided over the warpgroup (barrier 10 + half), each warp then rescales or not as
-        // the in-turn loop would.
-        if (mbar::named_any(10 + half, 4 * k_warp_size, corr2[0] != 1.0f || corr2[1] != 1.0f)) {
-          issue_pv(pas, kb);
-          wgm::wait<0>();
-          fence_acc();
-          rescale(corr2);
-          issue_pv(pas2, kb2);
-        } else {
-          issue_pv2(pas, kb, pas2, kb2);
-        }
-        wgm::wait<0>();
-        fence_acc();
-        release(k);
-        release(k + 1);
-      }
-      if (k < n_live) {  // an odd tile count: the last tile alone, in turn
-        uint32_t mask;
-        const uint32_t kb = wait_full(k, mask);
-        scores_now(sd, kb);
-        if (k > 0) mbar::named_sync(6 + rg, 2 * k_warp_size);
-        exchange_write(0, sd);
-        mbar::named_sync(2 + rg, 2 * k_warp_size);
-        exchange_read(0, sd, p);
-        softmax_local(mask, p, corr);
-        rescale(corr);
-        pack(p, pas);
-        issue_pv(pas, kb);
-        wgm::wait<0>();
-        fence_acc();
-        release(k);
-      }
-    } else if (n_live > 0) {
-      // S of tile k + 1 is issued before P V of tile k, and the exchange and softmax of tile k + 1
-      // run while P V of tile k is still on the tensor cores (wait<1>: all but the newest group).
-      uint32_t mask;
-      uint32_t kb = wait_full(0, mask);
-      scores_now(sd, kb);
-      // Tiles 0 .. n_live - 2 with the next tile's S in flight, then the last one (peeled, so no
-      // path of the loop reads an accumulator of an unretired wgmma: ptxas would serialize them).
-#pragma unroll 1
-      for (int k = 0; k + 1 < n_live; ++k) {
-        softmax(k, sd, mask, p, corr);
-        // P V of tile k - 1 complete: acc may be rescaled and P overwritten, its stage is free.
-        wgm::wait<0>();
-        fence_acc();
-        if (k > 0) release(k - 1);
-        rescale(corr);
-        pack(p, pas);
-        const uint32_t kb_next = wait_full(k + 1, mask);
-        issue_scores(sd, kb_next);
-        issue_pv(pas, kb);
-        wgm::wait<1>();
-#pragma unroll
-        for (int i = 0; i < 16; ++i) wgm::reg_fence(sd[i]);
-        kb = kb_next;
-      }
-      softmax(n_live - 1, sd, mask, p, corr);
-      wgm::wait<0>();
-      fence_acc();
-      if (n_live > 1) release(n_live - 2);
-      rescale(corr);
-      pack(p, pas);
-      issue_pv(pas, kb);
-      wgm::wait<0>();
-      fence_acc();
-      release(n_live - 1);
     }
 
 #pragma unroll
@@ -2042,19 +1886,15 @@ cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode
             : launch_combine_as<false>(heads, tokens, plan, part_o, part_ml, sinks, out, stream);
 }
 
-// The consumer schedule a plan runs (alternate tiles over pairs over overlap).
+// The consumer schedule a plan runs.
 int ws_sched(const attention_decode_plan& plan) {
-  return plan.alt ? k_ws_alt : plan.pairs ? k_ws_pairs : plan.overlap ? k_ws_overlap : k_ws_in_turn;
+  return plan.alt ? k_ws_alt : k_ws_in_turn;
 }
 template <int mode, typename act_t>
 auto ws_kernel(const attention_decode_plan& plan) {
   switch (ws_sched(plan)) {
     case k_ws_alt:
       return attention_decode_ws_kernel<k_ws_alt, mode, act_t>;
-    case k_ws_pairs:
-      return attention_decode_ws_kernel<k_ws_pairs, mode, act_t>;
-    case k_ws_overlap:
-      return attention_decode_ws_kernel<k_ws_overlap, mode, act_t>;
     default:
       return attention_decode_ws_kernel<k_ws_in_turn, mode, act_t>;
   }

@@ -61,23 +61,15 @@ struct attention_decode_plan {
   // tiles, split, products and softmax; f32 pools always take the synchronous kernel. The plan
   // sets it from 4 tiles per split (measured, attention_decode_make_plan).
   bool producer = true;
-  // With producer: the consumers issue S of the next tile before P V of this one and run the
-  // next tile's exchange and softmax while P V is on the tensor cores; false (the plan's
-  // choice, measured): S, softmax, P V in turn.
-  bool overlap = false;
-  // With producer: the consumers take the key tiles two at a time (S of both in two independent
-  // wgmma chains, one exchange barrier, P V of both in one wgmma group); same arithmetic and
-  // order as the in-turn loop, so the output is the same bit for bit. Takes precedence over
-  // overlap.
-  bool pairs = false;
   // With producer (split or fused plans): alternate tiles per consumer warpgroup.
   // Warpgroup w computes the full S (all 512 channels) and the online softmax of tiles
   // k = w, w + 2, ..., hands P (bf16) and the running (max, sum) to the other warpgroup through
   // shared memory, and both run P V of every tile for their 256 output channels. The f32 sums of
   // S run in one chain of 32 channel steps instead of two halves added, so the output is not the
-  // in-turn schedule's bit for bit (within the CPU reference's tolerance). Takes precedence over
-  // pairs and overlap. On in split plans with the producer and in fused plans
-  // (attention_decode_plan.cpp).
+  // in-turn schedule's bit for bit (within the CPU reference's tolerance). false: S (each
+  // warpgroup its 256 channels, the halves exchanged), softmax, P V per tile in turn, the order
+  // of the FP8-record and synchronous kernels (DSV4_ATTENTION_ALT=0 in the engine). On in split
+  // plans with the producer and in fused plans (attention_decode_plan.cpp).
   bool alt = false;
   // With alt (split or fused): when the stage for its next tile is not free yet, the producer
   // publishes the tiles it has issued but the newest before it blocks. true: it tests the stage

@@ -37,8 +37,6 @@ attention_decode_plan attention_decode_make_fused_plan(int64_t tokens, int64_t h
                     (size_t(k_attention_decode_head_dim) * 4 + 8);  // other pools
   p.wgmma = true;
   p.producer = true;
-  p.overlap = false;
-  p.pairs = false;  // not measured on fused CTAs (1-5 tiles each) with the current producer
   // Alternate tiles: H200 2026-11-26 (bench_attention --small, same run), fused in-turn / alt
   // time: HCA 8K T=1 16.67 / 15.71 us, T=8 15.68 / 15.17, Flash CSA T=2 19.74 / 17.79, T=8
   // 20.58 / 18.02, HCA 128K T=8 24.99 / 21.95, HCA 8K T=32 (clusters of 2) 25.31 / 22.37.
@@ -108,7 +106,8 @@ attention_decode_plan attention_decode_make_split_plan(int64_t tokens, int64_t h
   // Past 64 splits (T * groups <= 2, long contexts) the partial rows (2 KB per head and split,
   // written, then read by the combine) cost more than the extra CTAs gain: splits take twice the
   // minimum tiles. H100 2026-11-24, HCA 1M T=1 (260 tiles; warp-specialized kernel with the
-  // overlap): 130 splits 42.4 us, 65 splits 32.5 us, 33 splits 38.5 us (bench_attention --cases).
+  // S / P V overlap, a schedule since removed): 130 splits 42.4 us, 65 splits 32.5 us, 33
+  // splits 38.5 us (bench_attention --cases).
   if (splits > 64)
     splits = std::min(
         splits,
@@ -126,22 +125,15 @@ attention_decode_plan attention_decode_make_split_plan(int64_t tokens, int64_t h
   // T=32 / 64 (18 / 36), 1.30-1.32x Pro HCA 1M T=32 / 64 (130 / 260); 0.98x Flash CSA T=32 (5),
   // 0.91-0.99x at 2-3 tiles per split.
   p.producer = per_split >= 4;
-  // Same run: the S / P V overlap took 1.00-1.09x the in-turn time (0.995x at Flash CSA T=1).
-  p.overlap = false;
-  // Tiles two at a time (plan.pairs, bit-identical to in-turn) wherever the warp-specialized
-  // kernel runs. H200 2026-11-26 (bench_attention --cases, same run), in-turn / pairs time: HCA 1M
-  // T=32 179.1 / 169.3 us (1.06x), Pro HCA 1M T=64 554.5 / 519.5 (1.07x), HCA 1M T=8 62.4 / 60.3
-  // (1.03x), with the producer publishing the previous pair before it waits for a free stage (the
-  // first version, which published tile k + 1 only after issuing tile k + 3, was 1.15-1.19x
-  // slower).
-  p.pairs = p.producer;
   // Alternate tiles per consumer warpgroup (plan.alt; S summed over all 512 channels in one wgmma
-  // chain, so not bit-equal to in-turn / pairs) wherever the warp-specialized kernel runs; it
-  // supersedes pairs there. H200 2026-11-26 (bench_attention --cases / --small, same run), pairs /
-  // alt time: HCA 1M T=32 178.5 / 156.6 us (1.14x), Pro HCA 1M T=64 518.5 / 451.5 (1.15x), HCA 1M
-  // T=8 60.0 / 54.0 (1.11x), Flash CSA T=32 42.2 / 40.0; one-tile splits within 1-8%. The
-  // FP8-record pools keep their kernels (in-turn arithmetic); DSV4_ATTENTION_ALT=0 turns alt off in
-  // the engine, which the record-vs-bf16 bit-for-bit test uses.
+  // chain, so not bit-equal to in-turn) wherever the warp-specialized kernel runs. H200
+  // 2026-11-26 (bench_attention --cases / --small, same run), time with tiles two at a time (a
+  // schedule bit-equal to in-turn and 1.03-1.07x faster than it, removed in session 11) / alt:
+  // HCA 1M T=32 178.5 / 156.6 us (1.14x), Pro HCA 1M T=64 518.5 / 451.5 (1.15x), HCA 1M T=8
+  // 60.0 / 54.0 (1.11x), Flash CSA T=32 42.2 / 40.0; one-tile splits within 1-8%. The S / P V
+  // overlap (also removed) took 1.00-1.09x the in-turn time (H100 2026-11-24). The FP8-record
+  // pools keep their kernels (in-turn arithmetic); DSV4_ATTENTION_ALT=0 turns alt off in the
+  // engine (the in-turn schedule), which the record-vs-bf16 bit-for-bit test uses.
   p.alt = p.producer;
   // The producer's non-blocking stage test before it publishes (plan.publish_early). H100
   // 2026-11-26 (ATTN8 helper, bench_attention --alt-rows, same process, two rounds; binary of

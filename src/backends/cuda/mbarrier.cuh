@@ -88,18 +88,6 @@ __device__ __forceinline__ void named_sync(uint32_t id, uint32_t threads) {
 __device__ __forceinline__ void named_arrive(uint32_t id, uint32_t threads) {
   asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
-// Named barrier `id` over `threads` threads that also returns whether any of them passed true
-// (bar.red.or): a decision every participant takes the same way.
-__device__ __forceinline__ bool named_any(uint32_t id, uint32_t threads, bool v) {
-  uint32_t r;
-  asm volatile(
-      "{\n.reg .pred p, q;\nsetp.ne.u32 p, %1, 0;\nbar.red.or.pred q, %2, %3, p;\n"
-      "selp.u32 %0, 1, 0, q;\n}\n"
-      : "=r"(r)
-      : "r"(uint32_t(v)), "r"(id), "r"(threads)
-      : "memory");
-  return r != 0;
-}
 
 // Warp-specialized register split (sm_90a): every warp of a warpgroup executes the same one; the
 // kernel needs a register cap at entry (__launch_bounds__(threads, 1)), and each role should be
