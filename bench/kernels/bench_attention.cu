@@ -86,10 +86,9 @@ bool g_focus = false;   // --focus: the decode cases that matter, extra plan row
 bool g_kv_fp8 = false;  // --kv-fp8: bf16 pools vs FP8 records only
 bool g_lean = false;    // --cases: the attention_decode bf16 kernels only (no other rows)
 // --alt-rows (with --cases): only the alternate-tile schedule's rows: the plan as made, then two
-// rounds of alt (the plan's schedule), alt with plan.fold (no combine launch), alt without
-// plan.publish_early, alt with every token reading token 0's key rows ("hot": rows another CTA
-// has read already come from L2; H100 2026-11-26: within 1-3% of the cold rows at HCA 1M); and
-// the plan without its combine launch.
+// rounds of alt (the plan's schedule), alt without plan.publish_early, alt with every token reading
+// token 0's key rows ("hot": rows another CTA has read already come from L2; H100 2026-11-26:
+// within 1-3% of the cold rows at HCA 1M); and the plan without its combine launch.
 bool g_alt_rows = false;
 // --combine-rows (with --cases): the split plan's combine kernels: the plan as made, then two
 // rounds of the block combine (one 128-thread CTA per row) and the row combine (plan.combine_rows,
@@ -469,14 +468,10 @@ void bench_alt_rows(int sms, int64_t T, int64_t H, int64_t d, int64_t W, int64_t
     const char* label;
     bool hot;
     bool early;
-    bool fold;
   };
-  // "try_wait": plan.publish_early off (the producer's blocking stage test); "fold": plan.fold
-  // (no combine launch: one split writes its rows, the last CTA of a group merges; split plans).
-  const variant variants[] = {{"alt", false, true, false},
-                              {"alt fold", false, true, true},
-                              {"alt try_wait", false, false, false},
-                              {"hot alt", true, true, false}};
+  // "try_wait": plan.publish_early off (the producer's blocking stage test).
+  const variant variants[] = {
+      {"alt", false, true}, {"alt try_wait", false, false}, {"hot alt", true, true}};
   // A discarded warm-up, then two rounds over the variants (the first timed row of a case has
   // measured up to ~10% slower than the same kernel timed next).
   (void)time_ms([&] { run(made, w16, c16, out16); });
@@ -489,7 +484,6 @@ void bench_alt_rows(int sms, int64_t T, int64_t H, int64_t d, int64_t W, int64_t
       p.producer = true;
       p.alt = true;
       p.publish_early = v.early;
-      p.fold = v.fold;
       const auto& w = v.hot ? w_hot : w16;
       const auto& c = v.hot ? c_hot : c16;
       const double ms = time_ms([&] { run(p, w, c, out16); });

@@ -82,12 +82,12 @@
 // wait<1> (the tensor pipe without the gap of wait, release, stage wait): 0.91-0.97x (Pro HCA 1M
 // T=64 442.4 vs 402.7 us; ncu HCA 1M T=32 219.0 K vs 201.8 K cycles): the later release holds
 // the ring.
-// plan.fold (the ws kernel's k_ws_fold mode): no combine launch. One split per (token, head
-// group): the CTA writes the normalized rows with the sink (the fused kernel's one-CTA write),
-// on by default there (H100 Pro HCA 1M T=64: 402.7 -> 394.8 us, = the kernel without any combine;
-// H200 428.6 -> 409.4). 2-16 splits (opt-in): every CTA stores its partials, counts itself on a
-// per-group device counter, and the last one merges in the combine's arithmetic; its merge is a
-// one-SM tail of splits x 128 KB from L2: faster than the combine at 2 splits in Pro CSA T=32
+// plan.fold (the ws kernel's k_ws_fold mode), one split per (token, head group): no combine
+// launch; the CTA writes the normalized rows with the sink (the fused kernel's one-CTA write), on
+// by default there (H100 Pro HCA 1M T=64: 402.7 -> 394.8 us, = the kernel without any combine;
+// H200 428.6 -> 409.4). Tried and removed (session 11): the merge of 2-16 splits by the last CTA
+// of a group (every CTA stored its partials and counted itself on a per-group device counter);
+// a one-SM tail of splits x 128 KB from L2, faster than the combine at 2 splits in Pro CSA T=32
 // (58.9 -> 55.7 us, H100) but slower at 2 splits in Pro HCA 1M T=32 (216.8 -> 220.5), 4 splits
 // (HCA 1M T=32 126.8 -> 129.7, Flash CSA T=32 37.8 -> 39.1) and 16 (HCA 1M T=8 50.0 -> 73.0).
 //
@@ -869,8 +869,8 @@ static_assert(k_ws_stages * k_tile_bytes >= k_rows * k_d * 4);
 // two dividing 128 (the float4 columns of a row).
 constexpr int k_fused_max_cluster = int(k_attention_decode_max_cluster);
 
-// One row's merge weights in the combine kernel's arithmetic (shared by the fused cluster merge,
-// plan.fold's last-CTA merge and the row combine, so all stay bit for bit the combine's):
+// One row's merge weights in the combine kernel's arithmetic (shared by the fused cluster merge
+// and the row combine, so both stay bit for bit the combine's):
 // M = max(m_r, sink2) over the n <= lanes splits' (m, l) in v (log2 domain), row_w[r] =
 // 2^(m_r - M), and row_w[lanes] = 1 / D, D = sum_r l_r w_r + 2^(sink2 - M) summed as lane 0 of
 // the combine's shuffle-xor butterfly sums lanes 0..lanes-1 (lanes >= n hold 0; the butterfly
@@ -924,65 +924,12 @@ __device__ __forceinline__ void store2(__nv_bfloat16* p, float a, float b) {
   *reinterpret_cast<uint32_t*>(p) = pack_bf16x2(a, b);
 }
 
-// plan.fold: one counter per (token, head group), zero at module load; the last CTA of a group
-// resets its counter, so every launch starts from zero (launches that fold must not overlap).
-__device__ unsigned int g_fold_counters[k_attention_decode_fold_counters];
-constexpr int k_fold_bar = 12;  // named barrier of the consumers' fold epilogue
-
-// plan.fold, the last CTA of a (token, head group): out = (fma chain over the splits in rank
-// order of w_r * partial_r, from 0) * (1 / D) per element, with the weights and 1 / D per row in
-// w_s ([64][k_fused_max_cluster + 1], as the fused merge's table). `unroll` rows' worth of loads
-// per thread are in flight at once (the partials come from L2).
-template <int max_splits, int unroll, typename act_t>
-__device__ __forceinline__ void fold_merge_rows(const float* part_o, const float* w_s, int splits,
-                                                int64_t t, int heads, int64_t head0, act_t* out) {
-  constexpr int cols4 = k_d / 4;
-  constexpr int w_stride = int(k_attention_decode_max_cluster) + 1;
-  static_assert(k_rows * cols4 % (k_threads * unroll) == 0);
-#pragma unroll 1
-  for (int i0 = threadIdx.x; i0 < k_rows * cols4; i0 += k_threads * unroll) {
-    float4 v[unroll][max_splits];
-#pragma unroll
-    for (int u = 0; u < unroll; ++u) {
-      const int i = i0 + u * k_threads;
-      const int row = i / cols4, f4 = i % cols4;
-#pragma unroll
-      for (int r = 0; r < max_splits; ++r)
-        if (r < splits && head0 + row < heads)
-          v[u][r] = __ldcg(reinterpret_cast<const float4*>(
-                               part_o + ((t * splits + r) * heads + head0 + row) * k_d) +
-                           f4);
-    }
-#pragma unroll
-    for (int u = 0; u < unroll; ++u) {
-      const int i = i0 + u * k_threads;
-      const int row = i / cols4, f4 = i % cols4;
-      const float* const row_w = w_s + row * w_stride;
-      float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll
-      for (int r = 0; r < max_splits; ++r) {
-        const float wr = r < splits ? row_w[r] : 0.0f;
-        if (wr != 0.0f) {
-          o.x = __fmaf_rn(wr, v[u][r].x, o.x);
-          o.y = __fmaf_rn(wr, v[u][r].y, o.y);
-          o.z = __fmaf_rn(wr, v[u][r].z, o.z);
-          o.w = __fmaf_rn(wr, v[u][r].w, o.w);
-        }
-      }
-      const float iv = row_w[w_stride - 1];
-      if (head0 + row < heads)
-        store4(out + (t * heads + head0 + row) * k_d + 4 * f4,
-               make_float4(__fmul_rn(o.x, iv), __fmul_rn(o.y, iv), __fmul_rn(o.z, iv),
-                           __fmul_rn(o.w, iv)));
-    }
-  }
-}
-
 // Consumer schedules of the warp-specialized kernel: in turn, alternate tiles (plan.alt).
 constexpr int k_ws_in_turn = 0;
 constexpr int k_ws_alt = 1;
 // Kernel modes: split (partials for the combine kernel), fused (cluster merge), split with
-// plan.fold (a template mode, so that the split and fused kernels' code is not touched by it).
+// plan.fold, one split only (a template mode, so that the split and fused kernels' code is not
+// touched by it).
 constexpr int k_ws_split = 0;
 constexpr int k_ws_fused = 1;
 constexpr int k_ws_fold = 2;
@@ -1047,7 +994,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
   const int64_t head0 = int64_t(group) * k_rows;
   const int64_t part = (t * splits + split) * heads;
   if constexpr (!fused) {
-    // (fold: a CTA without keys still counts itself and may be the one that merges.)
+    // (fold: a CTA without keys still writes its rows, 0.)
     if (n_live == 0 && !fold) {  // uniform over the CTA: before any barrier
       if (threadIdx.x < k_rows && head0 + threadIdx.x < heads)
         part_ml[part + head0 + threadIdx.x] = make_float2(-INFINITY, 0.0f);
@@ -1167,7 +1114,9 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
                             const float(&sink2)[2], int rg, int half, int64_t h0, int64_t h1) {
     auto acc_at = [&](int n, int e) -> float& { return acc[n >> 4][4 * (n & 15) + e]; };
     const int rl0 = rg * 16 + lane / 4;  // this thread's rows rl0, rl0 + 8 of the group
-    const int nsplit = splits;           // the cluster size (1, 2, 4, 8 or 16)
+    // The cluster size (1, 2, 4, 8 or 16); fold kernels run one split, known at compile time
+    // (no cluster merge code in them).
+    const int nsplit = fold ? 1 : splits;
     const uint32_t ml_addr = q_s + k_ws_ml;
     if (nsplit > 1) {
       if (half == 0 && lane % 4 == 0) {
@@ -1269,56 +1218,16 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     cluster::sync();  // no CTA leaves while another may still read its shared memory
   };
 
-  // plan.fold (split kernel, no combine launch). One split: the fused kernel's one-CTA write.
-  // Otherwise every CTA stores its partials; after the consumers' barrier one thread makes them
-  // visible at device scope (fence), then counts the CTA on its group's counter; the CTA that
-  // completes the count (fence again, so the others' partials are visible to its L2 loads) merges
-  // the group in the combine kernel's arithmetic, as the fused merge spells it out: per row
-  //   M = max(max_r m_r, sink); w_r = 2^(m_r - M) (0 for a split without keys);
-  //   D = (lane 0's butterfly sum of l_r w_r over the combine's lanes) + 2^(sink - M);
-  // then fold_merge_rows. The consumed query tile holds the weight table.
+  // plan.fold (split kernel, launched with one split only; no combine launch): the fused
+  // kernel's one-CTA write. The sinks are read here, not before the key loop as the fused kernel
+  // does: two more registers live across the loop changed its code (and time: H200, Pro HCA 1M
+  // T=64).
   auto fold_epilogue = [&](float(&acc)[2][64], const float(&m)[2], const float(&l)[2],
                            const float(&sink2)[2], int rg, int half, int64_t h0, int64_t h1) {
-    if (splits == 1) {
-      // The sinks are read here, not before the key loop as the fused kernel does: two more
-      // registers live across the loop changed its code (and time: H200, Pro HCA 1M T=64).
-      float sink1[2] = {sink2[0], sink2[1]};
-      if (h0 < heads) sink1[0] = sinks[h0] * k_log2e;
-      if (h1 < heads) sink1[1] = sinks[h1] * k_log2e;
-      fused_epilogue(acc, m, l, sink1, rg, half, h0, h1);
-      return;
-    }
-    store_split_partial(acc, m, l, half, lane, h0, h1, heads, part, part_o, part_ml);
-    uint32_t* const last_s = reinterpret_cast<uint32_t*>(smem + k_ws_ml);
-    mbar::named_sync(k_fold_bar, k_threads);  // every consumer's partial stores are issued
-    if (threadIdx.x == 0) {
-      __threadfence();
-      unsigned int* const counter = g_fold_counters + (t * gridDim.y + group);
-      const bool last = atomicAdd(counter, 1u) == unsigned(splits - 1);
-      if (last) {
-        *counter = 0u;  // the next launch is ordered after this grid
-        __threadfence();
-      }
-      *last_s = last ? 1u : 0u;
-    }
-    mbar::named_sync(k_fold_bar, k_threads);
-    if (*last_s == 0u) return;
-    float* const w_s = reinterpret_cast<float*>(smem);
-    constexpr int w_stride = k_fused_max_cluster + 1;
-    if (threadIdx.x < k_rows && head0 + threadIdx.x < heads) {
-      const int64_t h = head0 + threadIdx.x;
-      const float sink = sinks[h] * k_log2e;
-      float2 v[k_fused_max_cluster];
-#pragma unroll
-      for (int r = 0; r < k_fused_max_cluster; ++r)
-        if (r < splits) v[r] = __ldcg(part_ml + (t * splits + r) * heads + h);
-      merge_row_weights(v, splits, sink, w_s + threadIdx.x * w_stride);
-    }
-    mbar::named_sync(k_fold_bar, k_threads);  // the weight table is complete
-    if (splits <= 4)
-      fold_merge_rows<4, 4>(part_o, w_s, splits, t, heads, head0, out);
-    else
-      fold_merge_rows<k_fused_max_cluster, 1>(part_o, w_s, splits, t, heads, head0, out);
+    float sink1[2] = {sink2[0], sink2[1]};
+    if (h0 < heads) sink1[0] = sinks[h0] * k_log2e;
+    if (h1 < heads) sink1[1] = sinks[h1] * k_log2e;
+    fused_epilogue(acc, m, l, sink1, rg, half, h0, h1);
   };
 
   // Consumers: warp w owns query rows 16 rg .. and output channels 256 half .. (as
@@ -1967,9 +1876,8 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
                                 static_cast<float2*>(nullptr), sinks, out, plan.publish_early);
     }
     if (plan.wgmma && plan.producer) {
-      // plan.fold where its merge applies; otherwise the combine kernel as without it.
-      const bool fold = plan.fold && plan.splits <= k_attention_decode_max_fold_splits &&
-                        tokens * groups <= k_attention_decode_fold_counters;
+      // plan.fold with one split; more splits run the combine kernel as without it.
+      const bool fold = plan.fold && plan.splits == 1;
       // plan.partials_l2: the alternate-tile split kernel keeps its partials in L2 for the
       // combine.
       const bool keep = !fold && plan.partials_l2 && plan.combine && ws_sched(plan) == k_ws_alt;

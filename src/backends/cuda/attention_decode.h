@@ -37,10 +37,6 @@ constexpr int64_t k_attention_decode_keys_per_tile = 32;
 // a power of two dividing the 128 float4 columns of a row; the plan picks at most 8 by itself.
 constexpr int64_t k_attention_decode_max_cluster = 16;
 constexpr int64_t k_attention_decode_portable_cluster = 8;
-// plan.fold: the most splits whose partials the last CTA merges, and the (token, head group)
-// counters available.
-constexpr int64_t k_attention_decode_max_fold_splits = 16;
-constexpr int64_t k_attention_decode_fold_counters = int64_t(1) << 17;
 // plan.combine_rows: the most splits the row combine merges.
 constexpr int64_t k_attention_decode_max_combine_rows_splits = 8;
 
@@ -84,17 +80,10 @@ struct attention_decode_plan {
   // Other pools ignore it and run the split kernels over the same `splits` with the combine
   // (scratch_bytes covers them).
   bool fused = false;
-  // Split plans on the warp-specialized kernel (plan.producer, bf16 pools, not fused): no combine
-  // launch. One split: each CTA writes its normalized rows with the sink itself (the fused
-  // kernel's one-CTA arithmetic). 2 .. k_attention_decode_max_fold_splits splits: every CTA
-  // writes its partials, then counts itself on a per-(token, head group) counter in device
-  // memory; the last one merges the group's partials in the combine kernel's arithmetic and order
-  // (the output equals the combine's bit for bit) and resets the counter. The counters are static
-  // device memory shared by every launch: folded launches must not run concurrently on one
-  // device (one stream, or ordered streams). More splits or more (token, group) pairs than
-  // k_attention_decode_fold_counters: the combine kernel runs as without fold. The split plan
-  // sets it where one split covers a (token, head group) (no counter involved); the merge of 2-16
-  // splits is opt-in (measured slower than the combine at 4 and 16 splits).
+  // Split plans on the warp-specialized kernel (plan.producer, bf16 pools, not fused) with one
+  // split: no combine launch; each CTA writes its normalized rows with the sink itself (the fused
+  // kernel's one-CTA arithmetic, so the combine's output bit for bit). More splits: ignored (the
+  // combine kernel runs). The split plan sets it where one split covers a (token, head group).
   bool fold = false;
   // The combine kernel with one warp per (token, head) row (attention_decode_combine_rows; up to
   // k_attention_decode_max_combine_rows_splits splits) instead of one 128-thread CTA per row; the

@@ -146,10 +146,10 @@ attention_decode_plan attention_decode_make_split_plan(int64_t tokens, int64_t h
   // normalized rows with the sink itself (plan.fold; the combine's output bit for bit). H200
   // 2026-11-26 (ATTN9 helper, bench_attention --cases --alt-rows, same process, two rounds),
   // combine / fold time: Pro HCA 1M T=64 428.8 / 413.1 and 428.6 / 409.4 us (H100: 402.7 /
-  // 394.8, the kernel without a combine 394.5). The merge by the
-  // last CTA of 2-16 splits stays opt-in (a device-wide counter per group; same run: Pro CSA
-  // T=32, 2 splits, 56.9 / 52.9 us; but HCA 1M T=32, 4 splits, 128.3 / 131.3; Flash CSA T=32, 4
-  // splits, 34.7 / 36.2; HCA 1M T=8, 16 splits, 48.0 / 71.7).
+  // 394.8, the kernel without a combine 394.5). A merge of 2-16 splits by the last CTA of a group
+  // (a device-wide counter per group; same run: Pro CSA T=32, 2 splits, 56.9 / 52.9 us; but HCA
+  // 1M T=32, 4 splits, 128.3 / 131.3; Flash CSA T=32, 4 splits, 34.7 / 36.2; HCA 1M T=8, 16
+  // splits, 48.0 / 71.7) was removed in session 11.
   p.fold = p.producer && splits == 1;
   // The row combine (one warp per (token, head) row, attention_decode_combine_rows; the block
   // combine's output bit for bit) up to 8 splits. H100 2026-11-26 (ATTN10 helper,
