@@ -491,10 +491,46 @@ __device__ __forceinline__ float combine_term(float acc, bool weighted, float we
 // and a fence (the release of cooperative groups' grid sync); counters zeroed by the prepare
 // launch. early_chunk: the chunk is read together with the chunk count (one dependent L2 load
 // fewer before the weight stream; a slot past the count reads a stale entry and exits).
+// self_indices (chain 8, T = 1, pairs <= 8, bf16 x, the ring): no prepare launch; every warp
+// derives its block's chunk from the routing (moe_decode_self_chunk) and the W1/W3 blocks read x
+// itself (ain_hi: the raw bf16 row), converted into the staged row as the prepare launch would.
+// cluster_fold (chain 16, with qcnt): the fold's "last block" is replaced by a cluster of the
+// 128 / (16 RT) blocks of each 128-row group and its barrier: no counters, nothing to zero.
 struct chain_args {
   int* qcnt;
   int early_chunk;
+  const int32_t* self_indices;
+  int self_pairs, self_experts;
+  int cluster_fold;
 };
+
+// Chain 8: the chunk of slot `slot` from the routing of one token (pairs <= 8, so one chunk per
+// distinct valid expert), as moe_group_pairs_by_expert_warp / moe_group_pairs_by_expert cut it:
+// chunks in increasing expert, pairs of one expert in increasing position. One whole warp;
+// false (uniform) when the slot is past the chunk count. mask: the chunk's pair positions.
+__device__ __forceinline__ bool moe_decode_self_chunk(const int32_t* indices, int pairs,
+                                                      int experts, int slot, int& e,
+                                                      unsigned& mask) {
+  const unsigned full = 0xffffffffu;
+  const int lane = threadIdx.x % k_warp_size;
+  const int ei = lane < pairs ? indices[lane] : -1;
+  const bool valid = ei >= 0 && ei < experts;
+  const unsigned vmask = __ballot_sync(full, valid);
+  const int key = valid ? ei : experts + lane;  // invalid lanes match no other lane
+  const unsigned same = __match_any_sync(full, key) & vmask;
+  const bool leader = valid && lane == __ffs(same) - 1;
+  const unsigned leaders = __ballot_sync(full, leader);
+  int before = 0;  // chunks (distinct valid experts) below this lane's expert
+#pragma unroll
+  for (int j = 0; j < k_chunk; ++j)
+    before += ((leaders >> j) & 1u) && __shfl_sync(full, key, j) < key;
+  const unsigned hit = __ballot_sync(full, leader && before == slot);
+  if (!hit) return false;
+  const int at = __ffs(hit) - 1;
+  e = __shfl_sync(full, key, at);
+  mask = __shfl_sync(full, same, at);
+  return true;
+}
 
 __device__ __forceinline__ void bar_sync_threads(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
@@ -532,13 +568,28 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
   if constexpr (UP) pdl_wait();
   const int slot = blockIdx.y;
   int4 c;
-  if (chain.early_chunk) c = chunks[slot];
-  if (slot >= *chunk_count) {  // uniform over the block
-    if constexpr (!UP) pdl_wait();
-    return;
+  unsigned self_mask = 0;  // chain 8: the chunk's pair positions
+  if (chain.self_indices) {
+    // !UP: W2 runs only once every W1/W3 block has passed its wait, so the routing is complete.
+    int e_self;
+    if (!moe_decode_self_chunk(chain.self_indices, chain.self_pairs, chain.self_experts, slot,
+                               e_self, self_mask)) {
+      if constexpr (!UP) pdl_wait();
+      return;
+    }
+    c = make_int4(e_self, 0, __popc(self_mask), 0);
+    if (threadIdx.x < k_chunk)
+      pair_of[threadIdx.x] = int(threadIdx.x) < c.z ? int(__fns(self_mask, 0, threadIdx.x + 1))
+                                                    : 31 - __clz(int(self_mask));
+  } else {
+    if (chain.early_chunk) c = chunks[slot];
+    if (slot >= *chunk_count) {  // uniform over the block
+      if constexpr (!UP) pdl_wait();
+      return;
+    }
+    if (!chain.early_chunk) c = chunks[slot];
+    if (threadIdx.x < k_chunk) pair_of[threadIdx.x] = sorted[c.y + min(int(threadIdx.x), c.z - 1)];
   }
-  if (!chain.early_chunk) c = chunks[slot];
-  if (threadIdx.x < k_chunk) pair_of[threadIdx.x] = sorted[c.y + min(int(threadIdx.x), c.z - 1)];
   const int warp = threadIdx.x / k_warp_size, lane = threadIdx.x % k_warp_size;
   const int tile = warp % RT, kpart = warp / RT;
   const int g = lane / 4, q = lane % 4;
@@ -642,10 +693,32 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     // read different banks).
     uint4* const xs_row = dyn_smem;
     const int xs_stride = int(kdim / 8) + (stage_x > 1 ? 4 : 0);  // uint4 per staged row
-    const bool staged = !SPLIT && c.z <= stage_x;
-    if (staged) {
+    // Chain 8, W1/W3: one token, so every pair of the chunk reads the one row of x, staged
+    // whatever the chunk's pair count (the launch gave at least one row).
+    const bool self_up = UP && chain.self_indices != nullptr;
+    const bool staged = !SPLIT && (c.z <= stage_x || self_up);
+    if (self_up && !SPLIT) {
+      // ain_hi is x (bf16): each 16-byte group of 8 values becomes the prepare launch's paired
+      // words (split_bf16's hi part of the f32 value) at its transposed slot (act_u16_index).
+      const uint4* src = reinterpret_cast<const uint4*>(ain_hi);
+      for (int i = threadIdx.x; i < int(kdim / 8); i += k_threads) {
+        const uint4 v = __ldg(src + i);
+        const uint32_t wv[4] = {v.x, v.y, v.z, v.w};
+        uint16_t hi[8], lo;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const uint16_t b = uint16_t(j & 1 ? wv[j >> 1] >> 16 : wv[j >> 1] & 0xFFFFu);
+          fp4mma::split_bf16(__bfloat162float(__ushort_as_bfloat16(b)), hi[j], lo);
+        }
+        uint4 h;
+        h.x = hi[0] | (uint32_t(hi[4]) << 16), h.y = hi[1] | (uint32_t(hi[5]) << 16);
+        h.z = hi[2] | (uint32_t(hi[6]) << 16), h.w = hi[3] | (uint32_t(hi[7]) << 16);
+        const int w = i & 15;
+        xs_row[i - w + (w & 3) * 4 + (w >> 2)] = h;
+      }
+    } else if (staged) {
       for (int p = 0; p < c.z; ++p) {
-        const int pp = sorted[c.y + p];
+        const int pp = chain.self_indices ? int(__fns(self_mask, 0, p + 1)) : sorted[c.y + p];
         const int64_t srow_i = UP ? int64_t(pp / top_k) : int64_t(pp);
         const uint4* src = reinterpret_cast<const uint4*>(ain_hi + srow_i * kdim);
         for (int i = threadIdx.x; i < int(kdim / 8); i += k_threads)
@@ -694,7 +767,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     if (staged) {
       if constexpr (!SPLIT) {
         // Lanes g of one pair read the same 64 bytes (lanes past the count: the last pair's).
-        const uint4* xs_lane = xs_row + min(g, c.z - 1) * xs_stride + rb * 16 + q;
+        const uint4* xs_lane = xs_row + (self_up ? 0 : min(g, c.z - 1)) * xs_stride + rb * 16 + q;
         for (int j = 0; j < nr; ++j) {
           uint4 cx[4];
 #pragma unroll
@@ -807,6 +880,23 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     // threads 0 .. RT * 32 - 1.
     constexpr int active = RT * k_warp_size;
     const int64_t grp = r0 / 128;
+    if (chain.cluster_fold) {
+      // The cluster is the group's n blocks (cluster rank = blockIdx.x % n); its barrier (release
+      // / acquire at cluster scope) orders every hf store of the group before the loads below.
+      // The warps kpart > 0 have exited (the barrier waits for the non-exited threads only).
+      // Pair i of the chunk: block i % n, warp (i / n) % RT; blocks without a pair leave.
+      constexpr int n = 128 / (16 * RT);
+      const int rank = int(blockIdx.x % n);
+      asm volatile("barrier.cluster.arrive.release;" ::: "memory");
+      if (rank >= c.z) return;
+      asm volatile("barrier.cluster.wait.acquire;" ::: "memory");
+      for (int i = rank + n * warp; i < c.z; i += n * RT) {
+        const int p = pair_of[i];
+        quantize_h_block(load_h_block<true>(hf + int64_t(p) * rows + grp * 128, lane),
+                         h_hi + int64_t(p) * rows, grp * 128, lane);
+      }
+      return;
+    }
     bar_sync_threads(1, active);  // every hf store of the block
     if (threadIdx.x == 0) {
       __threadfence();
@@ -965,6 +1055,30 @@ int gemm_blocks_per_sm(size_t smem) {
   return n;
 }
 
+// launch_pdl with a cluster of `cluster_x` blocks along x (1: none), for chain 16.
+template <typename... Params, typename... Args>
+cudaError_t launch_cluster_pdl(bool pdl, int cluster_x, void (*kernel)(Params...), dim3 grid,
+                               dim3 block, size_t dynamic_smem, cudaStream_t stream,
+                               Args&&... args) {
+  if (cluster_x <= 1)
+    return launch_pdl(pdl, kernel, grid, block, dynamic_smem, stream, std::forward<Args>(args)...);
+  cudaLaunchAttribute attribute[2] = {};
+  attribute[0].id = cudaLaunchAttributeClusterDimension;
+  attribute[0].val.clusterDim.x = unsigned(cluster_x);
+  attribute[0].val.clusterDim.y = 1;
+  attribute[0].val.clusterDim.z = 1;
+  attribute[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[1].val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = dynamic_smem;
+  config.stream = stream;
+  config.attrs = attribute;
+  config.numAttrs = pdl ? 2 : 1;
+  return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+}
+
 template <weight_kind K, bool UP, bool SPLIT, bool RING, int RP, int SSO>
 cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int64_t kdim,
                            int64_t rows, int64_t tokens, int64_t experts, int top_k,
@@ -998,10 +1112,11 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
        ? allow_dynamic_smem(moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO>, stage_bytes) \
        : cudaSuccess) != cudaSuccess                                                              \
       ? cudaErrorInvalidValue                                                                     \
-      : launch_pdl(RING, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO>, grid,           \
-                   dim3(k_threads), stage_bytes, stream, a_hi, a_lo, kdim, rows, top_k,           \
-                   chunk_count, chunks, sorted, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, \
-                   stage_bytes > 0 ? stage_pairs : 0, chain)
+      : launch_cluster_pdl(RING, (chain.qcnt && chain.cluster_fold) ? 128 / (16 * RT) : 1,        \
+                           moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO>, grid,         \
+                           dim3(k_threads), stage_bytes, stream, a_hi, a_lo, kdim, rows, top_k,   \
+                           chunk_count, chunks, sorted, wa, wb, limit, pair_weights, h_hi, h_lo,  \
+                           hf, out, stage_bytes > 0 ? stage_pairs : 0, chain)
   cudaError_t e;
   if (rt == 4)
     e = DSV4_GEMM(4);
@@ -1063,21 +1178,36 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   const int chain = moe_decode_chain();
   // Bit 4 at T <= 4 only: T = 64 measured 0.994-0.996x with it (runs 2 and 3, controls
   // 0.997-1.000x), T = 16 noise.
-  const bool qfold = official && (chain & 1), early = (chain & 4) && tokens <= 4;
+  // 8: no prepare launch at T = 1 (bf16 x, the ring, W1/W3 staged, <= 8 pairs): the GEMM blocks
+  // plan their own chunk and W1/W3 stages x itself; then the fold needs 16 (nothing zeroes the
+  // counters). 16: the fold by clusters (no counters).
+  const bool self_plan = (chain & 8) && tokens == 1 && !x_split && ring && pairs <= k_chunk &&
+                         moe_decode_stage_x_tokens().up_max >= 1;
+  const bool cluster_fold = (chain & 16) != 0;
+  const bool qfold = official && (chain & 1) && (!self_plan || cluster_fold),
+             early = (chain & 4) && tokens <= 4;
   auto* qcnt = reinterpret_cast<int*>(base + l.qcnt);
-  chain_args up_chain{qfold ? qcnt : nullptr, early}, down_chain{nullptr, early};
+  const int32_t* self_indices = self_plan ? indices : nullptr;
+  chain_args up_chain{qfold ? qcnt : nullptr, early, self_indices, int(pairs), int(experts), 0};
+  up_chain.cluster_fold = cluster_fold;
+  chain_args down_chain{nullptr, early, self_indices, int(pairs), int(experts), 0};
 
-  const int64_t groups = tokens * hidden / 8;
-  moe_decode_prepare_kernel<act_t>
-      <<<unsigned(1 + ceil_div(groups, k_plan_threads)), k_plan_threads, 0, stream>>>(
-          indices, int(pairs), int(experts), chunk_count, sorted, chunks, x, tokens * hidden, xhi,
-          xlo, qcnt, qfold ? int(qfold_counters(bound, inter)) : 0,
-          (chain & 2) && pairs <= k_chunk);
-  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  if (!self_plan) {
+    const int64_t groups = tokens * hidden / 8;
+    moe_decode_prepare_kernel<act_t>
+        <<<unsigned(1 + ceil_div(groups, k_plan_threads)), k_plan_threads, 0, stream>>>(
+            indices, int(pairs), int(experts), chunk_count, sorted, chunks, x, tokens * hidden, xhi,
+            xlo, qcnt, qfold && !cluster_fold ? int(qfold_counters(bound, inter)) : 0,
+            (chain & 2) && pairs <= k_chunk);
+    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  }
   const int sms = current_device_sm_count();
   const fp4_weight f1 = make_fp4_weight(w1), f3 = make_fp4_weight(w3), f2 = make_fp4_weight(w2);
+  // Chain 8: W1/W3 is the call's first launch (PDL: its blocks wait for the previous kernel
+  // before reading anything) and reads x itself.
+  const uint16_t* up_hi = self_plan ? reinterpret_cast<const uint16_t*>(x) : xhi;
   if (const cudaError_t e = launch_gemm<K, true, x_split, ring, RP>(
-          sms, xhi, xlo, hidden, inter, tokens, experts, int(top_k), chunk_count, chunks, sorted,
+          sms, up_hi, xlo, hidden, inter, tokens, experts, int(top_k), chunk_count, chunks, sorted,
           bound, f1, f3, limit, official ? weights : nullptr, hhi, hlo, hf, nullptr, up_chain,
           stream);
       e != cudaSuccess)
@@ -1159,7 +1289,7 @@ namespace {
 int g_chain = 7;
 }  // namespace
 void moe_decode_set_chain(int mask) {
-  g_chain = mask & 7;
+  g_chain = mask & 31;
 }
 int moe_decode_chain() {
   return g_chain;
