@@ -497,24 +497,19 @@ __device__ __forceinline__ float combine_term(float acc, bool weighted, float we
 // self_indices (chain 8, T = 1, pairs <= 8, bf16 x, the ring): no prepare launch; every warp
 // derives its block's chunk from the routing (moe_decode_self_chunk) and the W1/W3 blocks read x
 // itself (ain_hi: the raw bf16 row), converted into the staged row as the prepare launch would.
-// w2_quant (chain 16 with 8, official order, W2 only): chunks of one pair (slot s = the s-th valid
-// pair in (expert, position) order; the grid has a slot per pair), and each block FP8-quantizes
-// its pair's hf row into its staged row (no quantize launch).
 struct chain_args {
   int* qcnt;
   int early_chunk;
   const int32_t* self_indices;
   int self_pairs, self_experts;
-  int w2_quant;
 };
 
 // Chain 8: the chunk of slot `slot` from the routing of one token (pairs <= 8, so one chunk per
 // distinct valid expert), as moe_group_pairs_by_expert_warp / moe_group_pairs_by_expert cut it:
 // chunks in increasing expert, pairs of one expert in increasing position. One whole warp;
 // false (uniform) when the slot is past the chunk count. mask: the chunk's pair positions.
-// one_pair: chunks of one pair instead (slot s: the pair at position s of that order).
 __device__ __forceinline__ bool moe_decode_self_chunk(const int32_t* indices, int pairs,
-                                                      int experts, int slot, bool one_pair, int& e,
+                                                      int experts, int slot, int& e,
                                                       unsigned& mask) {
   const unsigned full = 0xffffffffu;
   const int lane = threadIdx.x % k_warp_size;
@@ -523,18 +518,6 @@ __device__ __forceinline__ bool moe_decode_self_chunk(const int32_t* indices, in
   const unsigned vmask = __ballot_sync(full, valid);
   const int key = valid ? ei : experts + lane;  // invalid lanes match no other lane
   const unsigned same = __match_any_sync(full, key) & vmask;
-  if (one_pair) {
-    int rank = __popc(same & ((1u << lane) - 1u));  // pairs of its expert before it
-#pragma unroll
-    for (int j = 0; j < k_chunk; ++j)
-      rank += ((vmask >> j) & 1u) && __shfl_sync(full, key, j) < key;
-    const unsigned hit = __ballot_sync(full, valid && rank == slot);
-    if (!hit) return false;
-    const int at = __ffs(hit) - 1;
-    e = __shfl_sync(full, key, at);
-    mask = 1u << at;
-    return true;
-  }
   const bool leader = valid && lane == __ffs(same) - 1;
   const unsigned leaders = __ballot_sync(full, leader);
   int before = 0;  // chunks (distinct valid experts) below this lane's expert
@@ -590,7 +573,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     // !UP: W2 runs only once every W1/W3 block has passed its wait, so the routing is complete.
     int e_self;
     if (!moe_decode_self_chunk(chain.self_indices, chain.self_pairs, chain.self_experts, slot,
-                               !UP && chain.w2_quant, e_self, self_mask)) {
+                               e_self, self_mask)) {
       if constexpr (!UP) pdl_wait();
       return;
     }
@@ -733,14 +716,6 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
         const int w = i & 15;
         xs_row[i - w + (w & 3) * 4 + (w >> 2)] = h;
       }
-    } else if (!UP && chain.w2_quant) {
-      // The quantize launch's work for this block's one pair, into the staged row: the same
-      // quantize_h_block on the same hf values (W1/W3 has completed: the wait above).
-      const float* src = hf + int64_t(__ffs(self_mask) - 1) * kdim;
-      uint16_t* const dst = reinterpret_cast<uint16_t*>(xs_row);
-      for (int b = warp; b < int(kdim / k_round); b += k_warps)
-        quantize_h_block(load_h_block<true>(src + b * k_round, lane), dst, int64_t(b) * k_round,
-                         lane);
     } else if (staged) {
       for (int p = 0; p < c.z; ++p) {
         const int pp = chain.self_indices ? int(__fns(self_mask, 0, p + 1)) : sorted[c.y + p];
@@ -1072,12 +1047,8 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
                            float* hf, float* out, chain_args& chain, cudaStream_t stream) {
   // Staged activation rows (moe_decode_set_stage_x_tokens): the ring kernels without a lo part.
   const moe_decode_stage_x sx = moe_decode_stage_x_tokens();
-  const bool w2q = !UP && chain.w2_quant;  // one staged row, quantized by the block
-  const bool stage =
-      UP ? tokens <= sx.up_max : (tokens >= sx.down_min && tokens <= sx.down_max) || w2q;
-  const int stage_pairs = w2q  ? 1
-                          : UP ? moe_decode_stage_pairs().up
-                               : moe_decode_stage_pairs().down;
+  const bool stage = UP ? tokens <= sx.up_max : tokens >= sx.down_min && tokens <= sx.down_max;
+  const int stage_pairs = UP ? moe_decode_stage_pairs().up : moe_decode_stage_pairs().down;
   const size_t stage_bytes =
       RING && !SPLIT && stage ? size_t(stage_pairs) * (kdim * 2 + (stage_pairs > 1 ? 64 : 0)) : 0;
   const int blocks_per_sm[3] = {gemm_blocks_per_sm<K, UP, SPLIT, 4, RING, RP, SSO>(stage_bytes),
@@ -1085,9 +1056,7 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
                                 gemm_blocks_per_sm<K, UP, SPLIT, 1, RING, RP, SSO>(stage_bytes)};
   const int rt = pick_rt(rows, kdim / k_round, tokens, top_k, experts, chunks_bound, sms,
                          blocks_per_sm, moe_decode_rt_blocks_per_sm());
-  // w2q: a slot per pair (chunks of one pair); RT as for the chunk bound.
-  const dim3 grid(unsigned(rows / (16 * rt)),
-                  unsigned(w2q ? std::max(chunks_bound, tokens * top_k) : chunks_bound));
+  const dim3 grid(unsigned(rows / (16 * rt)), unsigned(chunks_bound));
   // The quantization folded into W1/W3 only where the grid is one wave: each block's counter
   // round trip at its exit then delays nothing but the last blocks, less than the quantize
   // launch it replaces; over several waves it delays every wave (run 2: Pro T = 1, 3 waves,
@@ -1170,17 +1139,15 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   // 8: no prepare launch at T = 1 (bf16 x, the ring, W1/W3 staged, <= 8 pairs): the GEMM blocks
   // plan their own chunk and W1/W3 stages x itself. The fold of 1 is then off: nothing of the
   // call runs before W1/W3 to zero its counters, and the workspace keeps nothing between calls
-  // (the engine allocates it per call). MOE11 run 1 (H100, same process): 8 without the fold vs
-  // 7 Flash T = 1 1.005-1.019x (two controls), Pro T = 1 (no fold there: 3 waves) 1.022x.
+  // (the engine allocates it per call). Measured (g_chain): Pro T = 1 1.02-1.03x, Flash T = 1
+  // within noise.
   const bool self_plan = (chain & 8) && tokens == 1 && !x_split && ring && pairs <= k_chunk &&
                          moe_decode_stage_x_tokens().up_max >= 1;
-  // 16 (with 8, official order): W2 quantizes h itself, in one-pair chunks (no quantize launch).
   const bool qfold = official && (chain & 1) && !self_plan, early = (chain & 4) && tokens <= 4;
-  const bool w2_quant = self_plan && official && (chain & 16);
   auto* qcnt = reinterpret_cast<int*>(base + l.qcnt);
   const int32_t* self_indices = self_plan ? indices : nullptr;
-  chain_args up_chain{qfold ? qcnt : nullptr, early, self_indices, int(pairs), int(experts), 0},
-      down_chain{nullptr, early, self_indices, int(pairs), int(experts), w2_quant};
+  chain_args up_chain{qfold ? qcnt : nullptr, early, self_indices, int(pairs), int(experts)},
+      down_chain{nullptr, early, self_indices, int(pairs), int(experts)};
 
   if (!self_plan) {
     const int64_t groups = tokens * hidden / 8;
@@ -1204,7 +1171,7 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
     return e;
   if (official) {
     const int64_t items = pairs * (inter / k_round);
-    if (!up_chain.qcnt && !w2_quant)  // else W1/W3 (the fold at one wave) or W2 quantizes h
+    if (!up_chain.qcnt)  // else W1/W3 quantized h (launch_gemm_ss keeps the fold at one wave)
       if (const cudaError_t e = launch_pdl(
               ring,
               early ? moe_decode_quantize_h_kernel<true> : moe_decode_quantize_h_kernel<false>,
@@ -1212,11 +1179,10 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
               pairs, experts, inter, hhi);
           e != cudaSuccess)
         return e;
-    // The quantized h is exact in BF16: no lo part. W2 reads hf only with w2_quant.
+    // The quantized h is exact in BF16: no lo part.
     if (const cudaError_t e = launch_gemm<K, false, false, ring, RP>(
             sms, hhi, hlo, inter, hidden, tokens, experts, int(top_k), chunk_count, chunks, sorted,
-            bound, f2, f2, limit, nullptr, nullptr, nullptr, w2_quant ? hf : nullptr, out,
-            down_chain, stream);
+            bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, down_chain, stream);
         e != cudaSuccess)
       return e;
   } else if (const cudaError_t e = launch_gemm<K, false, true, ring, RP>(
@@ -1277,15 +1243,17 @@ namespace {
 // 1.008 / 1.011 / 0.995x, Pro 1.010 / 1.005 / 1.003 / 0.999x (run 2); 7 Flash T = 1 1.066x (run
 // 2), 1.068x (run 3), Pro T = 1 1.012x, Flash T = 4 1.010x (run 3). The one-warp plan at 24 pairs
 // (Pro T = 4) measured 0.976 and 0.991x in two runs (not understood), hence only up to 8 pairs.
-// MOE11 (H100, same process, vs 7; bench/kernels/results/h100_2026-11-26_s11_moe11_run1_bench.txt):
-// 15 (no prepare launch at T = 1) Flash T = 1 1.019x (1.005x against the second control), Pro
-// T = 1 1.022x; T >= 2 runs 7's launches. The fold by thread-block clusters instead of the
-// counters (then the fold would survive without the prepare launch) measured 0.84x at Flash
-// T = 1 (clusters of 4 blocks): removed.
-int g_chain = 31;
+// MOE11 (H100, same process, vs 7; bench/kernels/results/h100_2026-11-26_s11_moe11_run{1,2}_
+// bench.txt): 15 (no prepare launch at T = 1) Pro T = 1 1.022 / 1.030x (controls 0.998 / 1.004x),
+// Flash T = 1 1.019 / 1.005x (controls 1.014 / 1.008x: no gain beyond noise there, where 15 also
+// gives up 7's fold); T >= 2 runs 7's launches. Measured slower and removed: the fold by
+// thread-block clusters instead of the counters (it would survive without the prepare launch;
+// Flash T = 1 0.84x), and W2 quantizing its own pair's h row into its staged row in one-pair
+// chunks (no quantize launch; Flash T = 1 1.007x, Pro T = 1 0.916x).
+int g_chain = 15;
 }  // namespace
 void moe_decode_set_chain(int mask) {
-  g_chain = mask & 31;
+  g_chain = mask & 15;
 }
 int moe_decode_chain() {
   return g_chain;
