@@ -85,12 +85,13 @@ std::vector<std::string> g_ab_configs = {"r4", "s0"};
 // "s0x64.2.64q2v2" the MOE9 default. (MOE9's suffixes dN, e and pN went with their switches.)
 // MOE10 (moe_decode_set_chain): "h" quantizes h in the W1/W3 launch, "w" plans by one warp at
 // tokens * top_k <= 8, "l" shortens the dependent-load chains; no suffix = chain 0 (before
-// MOE10), "hwl" = the default (7).
+// MOE10), "hwl" = MOE10's chain (7). MOE11: "p" no prepare launch at T = 1 (8); "hwlp" = the
+// default (15).
 void apply_ab_config(const std::string& c) {
   dsv4::cuda::moe_decode_set_shift_decode(c[0] == 's');
-  dsv4::cuda::moe_decode_set_chain((c.find('h') != std::string::npos ? 1 : 0) |
-                                   (c.find('w') != std::string::npos ? 2 : 0) |
-                                   (c.find('l') != std::string::npos ? 4 : 0));
+  dsv4::cuda::moe_decode_set_chain(
+      (c.find('h') != std::string::npos ? 1 : 0) | (c.find('w') != std::string::npos ? 2 : 0) |
+      (c.find('l') != std::string::npos ? 4 : 0) | (c.find('p') != std::string::npos ? 8 : 0));
   dsv4::cuda::moe_decode_set_rt_blocks_per_sm(std::atoi(c.c_str() + 1));
   const size_t qpos = c.find('q');
   dsv4::cuda::moe_decode_set_scale_slots_from(

@@ -26,10 +26,13 @@
 // the default, see g_stage_x below): staging at every T (W2 from T = 2), W2 chunks of up to 2
 // pairs (moe_decode_set_stage_pairs), 4 scale slots so that W1/W3 keeps 4 blocks per SM
 // (moe_decode_set_scale_slots_from).
-// MOE10 (moe_decode_set_chain, default 7): where the W1/W3 grid is one wave its last block per
+// MOE10 (moe_decode_set_chain): where the W1/W3 grid is one wave its last block per
 // (chunk, 128-row group) quantizes h (no quantize launch); up to 8 pairs the prepare launch plans
 // with one warp; at T <= 4 the GEMM blocks read their chunk with the count and the quantize /
-// combine launches issue their loads before the index checks. Same sums (bit-equal to chain 0).
+// combine launches issue their loads before the index checks. MOE11 (chain bit 8; default 15):
+// at T = 1 with bf16 x no prepare launch: each GEMM warp derives its block's chunk from the
+// routing and W1/W3 converts x into its staged row itself (then the quantize launch runs: the
+// fold's counters have nobody to zero them). Same sums (bit-equal to chain 0).
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -491,10 +494,43 @@ __device__ __forceinline__ float combine_term(float acc, bool weighted, float we
 // and a fence (the release of cooperative groups' grid sync); counters zeroed by the prepare
 // launch. early_chunk: the chunk is read together with the chunk count (one dependent L2 load
 // fewer before the weight stream; a slot past the count reads a stale entry and exits).
+// self_indices (chain 8, T = 1, pairs <= 8, bf16 x, the ring): no prepare launch; every warp
+// derives its block's chunk from the routing (moe_decode_self_chunk) and the W1/W3 blocks read x
+// itself (ain_hi: the raw bf16 row), converted into the staged row as the prepare launch would.
 struct chain_args {
   int* qcnt;
   int early_chunk;
+  const int32_t* self_indices;
+  int self_pairs, self_experts;
 };
+
+// Chain 8: the chunk of slot `slot` from the routing of one token (pairs <= 8, so one chunk per
+// distinct valid expert), as moe_group_pairs_by_expert_warp / moe_group_pairs_by_expert cut it:
+// chunks in increasing expert, pairs of one expert in increasing position. One whole warp;
+// false (uniform) when the slot is past the chunk count. mask: the chunk's pair positions.
+__device__ __forceinline__ bool moe_decode_self_chunk(const int32_t* indices, int pairs,
+                                                      int experts, int slot, int& e,
+                                                      unsigned& mask) {
+  const unsigned full = 0xffffffffu;
+  const int lane = threadIdx.x % k_warp_size;
+  const int ei = lane < pairs ? indices[lane] : -1;
+  const bool valid = ei >= 0 && ei < experts;
+  const unsigned vmask = __ballot_sync(full, valid);
+  const int key = valid ? ei : experts + lane;  // invalid lanes match no other lane
+  const unsigned same = __match_any_sync(full, key) & vmask;
+  const bool leader = valid && lane == __ffs(same) - 1;
+  const unsigned leaders = __ballot_sync(full, leader);
+  int before = 0;  // chunks (distinct valid experts) below this lane's expert
+#pragma unroll
+  for (int j = 0; j < k_chunk; ++j)
+    before += ((leaders >> j) & 1u) && __shfl_sync(full, key, j) < key;
+  const unsigned hit = __ballot_sync(full, leader && before == slot);
+  if (!hit) return false;
+  const int at = __ffs(hit) - 1;
+  e = __shfl_sync(full, key, at);
+  mask = __shfl_sync(full, same, at);
+  return true;
+}
 
 __device__ __forceinline__ void bar_sync_threads(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
@@ -532,13 +568,28 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
   if constexpr (UP) pdl_wait();
   const int slot = blockIdx.y;
   int4 c;
-  if (chain.early_chunk) c = chunks[slot];
-  if (slot >= *chunk_count) {  // uniform over the block
-    if constexpr (!UP) pdl_wait();
-    return;
+  unsigned self_mask = 0;  // chain 8: the chunk's pair positions
+  if (chain.self_indices) {
+    // !UP: W2 runs only once every W1/W3 block has passed its wait, so the routing is complete.
+    int e_self;
+    if (!moe_decode_self_chunk(chain.self_indices, chain.self_pairs, chain.self_experts, slot,
+                               e_self, self_mask)) {
+      if constexpr (!UP) pdl_wait();
+      return;
+    }
+    c = make_int4(e_self, 0, __popc(self_mask), 0);
+    if (threadIdx.x < k_chunk)
+      pair_of[threadIdx.x] = int(threadIdx.x) < c.z ? int(__fns(self_mask, 0, threadIdx.x + 1))
+                                                    : 31 - __clz(int(self_mask));
+  } else {
+    if (chain.early_chunk) c = chunks[slot];
+    if (slot >= *chunk_count) {  // uniform over the block
+      if constexpr (!UP) pdl_wait();
+      return;
+    }
+    if (!chain.early_chunk) c = chunks[slot];
+    if (threadIdx.x < k_chunk) pair_of[threadIdx.x] = sorted[c.y + min(int(threadIdx.x), c.z - 1)];
   }
-  if (!chain.early_chunk) c = chunks[slot];
-  if (threadIdx.x < k_chunk) pair_of[threadIdx.x] = sorted[c.y + min(int(threadIdx.x), c.z - 1)];
   const int warp = threadIdx.x / k_warp_size, lane = threadIdx.x % k_warp_size;
   const int tile = warp % RT, kpart = warp / RT;
   const int g = lane / 4, q = lane % 4;
@@ -642,10 +693,32 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     // read different banks).
     uint4* const xs_row = dyn_smem;
     const int xs_stride = int(kdim / 8) + (stage_x > 1 ? 4 : 0);  // uint4 per staged row
-    const bool staged = !SPLIT && c.z <= stage_x;
-    if (staged) {
+    // Chain 8, W1/W3: one token, so every pair of the chunk reads the one row of x, staged
+    // whatever the chunk's pair count (the launch gave at least one row).
+    const bool self_up = UP && chain.self_indices != nullptr;
+    const bool staged = !SPLIT && (c.z <= stage_x || self_up);
+    if (self_up && !SPLIT) {
+      // ain_hi is x (bf16): each 16-byte group of 8 values becomes the prepare launch's paired
+      // words (split_bf16's hi part of the f32 value) at its transposed slot (act_u16_index).
+      const uint4* src = reinterpret_cast<const uint4*>(ain_hi);
+      for (int i = threadIdx.x; i < int(kdim / 8); i += k_threads) {
+        const uint4 v = __ldg(src + i);
+        const uint32_t wv[4] = {v.x, v.y, v.z, v.w};
+        uint16_t hi[8], lo;
+#pragma unroll
+        for (int j = 0; j < 8; ++j) {
+          const uint16_t b = uint16_t(j & 1 ? wv[j >> 1] >> 16 : wv[j >> 1] & 0xFFFFu);
+          fp4mma::split_bf16(__bfloat162float(__ushort_as_bfloat16(b)), hi[j], lo);
+        }
+        uint4 h;
+        h.x = hi[0] | (uint32_t(hi[4]) << 16), h.y = hi[1] | (uint32_t(hi[5]) << 16);
+        h.z = hi[2] | (uint32_t(hi[6]) << 16), h.w = hi[3] | (uint32_t(hi[7]) << 16);
+        const int w = i & 15;
+        xs_row[i - w + (w & 3) * 4 + (w >> 2)] = h;
+      }
+    } else if (staged) {
       for (int p = 0; p < c.z; ++p) {
-        const int pp = sorted[c.y + p];
+        const int pp = chain.self_indices ? int(__fns(self_mask, 0, p + 1)) : sorted[c.y + p];
         const int64_t srow_i = UP ? int64_t(pp / top_k) : int64_t(pp);
         const uint4* src = reinterpret_cast<const uint4*>(ain_hi + srow_i * kdim);
         for (int i = threadIdx.x; i < int(kdim / 8); i += k_threads)
@@ -694,7 +767,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     if (staged) {
       if constexpr (!SPLIT) {
         // Lanes g of one pair read the same 64 bytes (lanes past the count: the last pair's).
-        const uint4* xs_lane = xs_row + min(g, c.z - 1) * xs_stride + rb * 16 + q;
+        const uint4* xs_lane = xs_row + (self_up ? 0 : min(g, c.z - 1)) * xs_stride + rb * 16 + q;
         for (int j = 0; j < nr; ++j) {
           uint4 cx[4];
 #pragma unroll
@@ -1063,21 +1136,35 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   const int chain = moe_decode_chain();
   // Bit 4 at T <= 4 only: T = 64 measured 0.994-0.996x with it (runs 2 and 3, controls
   // 0.997-1.000x), T = 16 noise.
-  const bool qfold = official && (chain & 1), early = (chain & 4) && tokens <= 4;
+  // 8: no prepare launch at T = 1 (bf16 x, the ring, W1/W3 staged, <= 8 pairs): the GEMM blocks
+  // plan their own chunk and W1/W3 stages x itself. The fold of 1 is then off: nothing of the
+  // call runs before W1/W3 to zero its counters, and the workspace keeps nothing between calls
+  // (the engine allocates it per call). Measured (g_chain): Pro T = 1 1.02-1.03x, Flash T = 1
+  // within noise.
+  const bool self_plan = (chain & 8) && tokens == 1 && !x_split && ring && pairs <= k_chunk &&
+                         moe_decode_stage_x_tokens().up_max >= 1;
+  const bool qfold = official && (chain & 1) && !self_plan, early = (chain & 4) && tokens <= 4;
   auto* qcnt = reinterpret_cast<int*>(base + l.qcnt);
-  chain_args up_chain{qfold ? qcnt : nullptr, early}, down_chain{nullptr, early};
+  const int32_t* self_indices = self_plan ? indices : nullptr;
+  chain_args up_chain{qfold ? qcnt : nullptr, early, self_indices, int(pairs), int(experts)},
+      down_chain{nullptr, early, self_indices, int(pairs), int(experts)};
 
-  const int64_t groups = tokens * hidden / 8;
-  moe_decode_prepare_kernel<act_t>
-      <<<unsigned(1 + ceil_div(groups, k_plan_threads)), k_plan_threads, 0, stream>>>(
-          indices, int(pairs), int(experts), chunk_count, sorted, chunks, x, tokens * hidden, xhi,
-          xlo, qcnt, qfold ? int(qfold_counters(bound, inter)) : 0,
-          (chain & 2) && pairs <= k_chunk);
-  if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  if (!self_plan) {
+    const int64_t groups = tokens * hidden / 8;
+    moe_decode_prepare_kernel<act_t>
+        <<<unsigned(1 + ceil_div(groups, k_plan_threads)), k_plan_threads, 0, stream>>>(
+            indices, int(pairs), int(experts), chunk_count, sorted, chunks, x, tokens * hidden, xhi,
+            xlo, qcnt, qfold ? int(qfold_counters(bound, inter)) : 0,
+            (chain & 2) && pairs <= k_chunk);
+    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+  }
   const int sms = current_device_sm_count();
   const fp4_weight f1 = make_fp4_weight(w1), f3 = make_fp4_weight(w3), f2 = make_fp4_weight(w2);
+  // Chain 8: W1/W3 is the call's first launch (PDL: its blocks wait for the previous kernel
+  // before reading anything) and reads x itself.
+  const uint16_t* up_hi = self_plan ? reinterpret_cast<const uint16_t*>(x) : xhi;
   if (const cudaError_t e = launch_gemm<K, true, x_split, ring, RP>(
-          sms, xhi, xlo, hidden, inter, tokens, experts, int(top_k), chunk_count, chunks, sorted,
+          sms, up_hi, xlo, hidden, inter, tokens, experts, int(top_k), chunk_count, chunks, sorted,
           bound, f1, f3, limit, official ? weights : nullptr, hhi, hlo, hf, nullptr, up_chain,
           stream);
       e != cudaSuccess)
@@ -1156,10 +1243,17 @@ namespace {
 // 1.008 / 1.011 / 0.995x, Pro 1.010 / 1.005 / 1.003 / 0.999x (run 2); 7 Flash T = 1 1.066x (run
 // 2), 1.068x (run 3), Pro T = 1 1.012x, Flash T = 4 1.010x (run 3). The one-warp plan at 24 pairs
 // (Pro T = 4) measured 0.976 and 0.991x in two runs (not understood), hence only up to 8 pairs.
-int g_chain = 7;
+// MOE11 (H100, same process, vs 7; bench/kernels/results/h100_2026-11-26_s11_moe11_run{1,2}_
+// bench.txt): 15 (no prepare launch at T = 1) Pro T = 1 1.022 / 1.030x (controls 0.998 / 1.004x),
+// Flash T = 1 1.019 / 1.005x (controls 1.014 / 1.008x: no gain beyond noise there, where 15 also
+// gives up 7's fold); T >= 2 runs 7's launches. Measured slower and removed: the fold by
+// thread-block clusters instead of the counters (it would survive without the prepare launch;
+// Flash T = 1 0.84x), and W2 quantizing its own pair's h row into its staged row in one-pair
+// chunks (no quantize launch; Flash T = 1 1.007x, Pro T = 1 0.916x).
+int g_chain = 15;
 }  // namespace
 void moe_decode_set_chain(int mask) {
-  g_chain = mask & 7;
+  g_chain = mask & 15;
 }
 int moe_decode_chain() {
   return g_chain;

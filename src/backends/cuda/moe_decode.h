@@ -120,8 +120,12 @@ moe_decode_stage_pairs_t moe_decode_stage_pairs();
 // increasing order); 4 = shorter dependent-load chains at T <= 4 (the GEMM launches read their
 // chunk together with the chunk count, the quantize and combine launches issue their loads
 // before the index checks). The same arithmetic in every combination (outputs bit-equal).
-// Default 7 (H100, official bf16 MXFP4, vs 0: Flash T = 1 1.068x, Pro T = 1 1.012x, Flash T = 4
+// 7 (H100, official bf16 MXFP4, vs 0: Flash T = 1 1.068x, Pro T = 1 1.012x, Flash T = 4
 // 1.010x; T >= 16 runs chain 0's launches; moe_decode.cu); 0 = the chain before MOE10.
+// MOE11: 8 = no prepare launch at T = 1 with bf16 x and <= 8 pairs (the GEMM blocks derive their
+// chunk from the routing, W1/W3 stages x itself and is the call's first launch, with PDL; the
+// fold of 1 is then off at T = 1). Default 15 (H100, vs 7, two runs: Pro T = 1 1.022 / 1.030x,
+// Flash T = 1 1.019 / 1.005x with controls at 1.014 / 1.008x; T >= 2 unchanged).
 // Process-wide, for benches and A/B runs.
 void moe_decode_set_chain(int mask);
 int moe_decode_chain();
