@@ -896,9 +896,6 @@ __global__ void fill_e8m0_words(uint32_t* p, size_t n, uint64_t seed) {
 bool g_indexer_only = false;   // --indexer: the ceilings and the indexer cases only
 bool g_indexer_fp4 = false;    // --indexer-fp4: the ceilings and the FP4-key indexer rows only
 bool g_indexer_trace = false;  // --indexer-trace (with --indexer-fp4): %globaltimer phase stamps
-// --indexer-steal: T=1 x 256K top-512 / top-1024 only, the plan against plan.score_steal 1..3
-// (and their traces with --indexer-trace).
-bool g_indexer_steal = false;
 
 // Median time of `launch` (work on `stream`) replayed from a CUDA graph, L2 flushed before each
 // replay like time_ms: no host launch cost inside the timed region, as in the model's decode
@@ -1238,8 +1235,8 @@ void trace_indexer_phases(const char* name, cudaStream_t st, int64_t score_ctas,
   std::printf("  trace %s (median of %d replays, us after the first score CTA's start):\n", name,
               reps);
   {
-    // The last replay's score CTAs: passes scored (slot 5) per CTA and per SM (slot 6), and the
-    // loop end of the SMs by CTAs and passes.
+    // The last replay's score CTAs (three-CTA kernel): passes per CTA (slot 5) and the SMs by
+    // their CTAs and passes (slot 6: the SM), with the SM's last loop end.
     std::vector<int> ctas_on(1024, 0), passes_on(1024, 0);
     std::vector<double> end_on(1024, 0.0);
     unsigned long long t0 = ~0ull;
@@ -1255,16 +1252,18 @@ void trace_indexer_phases(const char* name, cudaStream_t st, int64_t score_ctas,
       pmax = std::max(pmax, int(ps));
       end_on[sm] = std::max(end_on[sm], double(int64_t(h[size_t(8 * c + 1)] - t0)) * 1e-3);
     }
-    std::map<std::pair<int, int>, std::vector<double>> by;  // (ctas, passes) -> SM loop ends
+    std::map<std::pair<int, int>, std::vector<double>> by;  // (CTAs, passes) -> SMs' loop ends
     for (int sm = 0; sm < 1024; ++sm)
       if (ctas_on[sm]) by[{ctas_on[sm], passes_on[sm]}].push_back(end_on[sm]);
-    std::printf(
-        "    last replay: passes per CTA %d..%d; SMs by (CTAs, passes): loop end min/max us\n",
-        pmin, pmax);
-    for (auto& [k, v] : by) {
+    if (!by.empty())
+      std::printf(
+          "    last replay: passes per CTA %d..%d; SMs by (CTAs, passes): loop end min / max"
+          " us\n",
+          pmin, pmax);
+    for (auto& [key, v] : by) {
       std::sort(v.begin(), v.end());
-      std::printf("      %d CTAs %3d passes: %3zu SMs, %.2f / %.2f\n", k.first, k.second, v.size(),
-                  v.front(), v.back());
+      std::printf("      %d CTAs %3d passes: %3zu SMs, %.2f / %.2f\n", key.first, key.second,
+                  v.size(), v.front(), v.back());
     }
   }
   for (int i = 0; i < n_stats; ++i) {
@@ -1337,103 +1336,84 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
     };
     std::vector<variant> vs;
     vs.push_back({"fp4 plan", plan});
-    if (plan.score_list) {
-      // plan.score_steal: passes per CTA moved to the token's pool.
-      static const char* const steal_names[] = {"fp4 steal 0", "fp4 steal 1", "fp4 steal 2",
-                                                "fp4 steal 3"};
-      for (int r = 0; r <= 3; ++r) {
-        if (r == plan.score_steal) continue;
-        plan_t p = plan;
-        p.score_steal = r;
-        vs.push_back({steal_names[r], p});
+    {
+      // The score kernel listing the candidates (plan.score_list) off: the collect launch.
+      plan_t p = plan;
+      p.score_list = !plan.score_list;
+      vs.push_back({plan.score_list ? "fp4 no-list" : "fp4 list", p});
+      if (plan.score_list) {
+        p = plan;
+        p.list_once = true;  // every CTA lists from its first snapshot
+        vs.push_back({"fp4 list-once", p});
+        p = plan;
+        p.list_direct = !plan.list_direct;
+        vs.push_back({plan.list_direct ? "fp4 list no-direct" : "fp4 list direct", p});
+        p = plan;
+        p.list_rank = !plan.list_rank;
+        vs.push_back({plan.list_rank ? "fp4 list no-rank" : "fp4 list rank", p});
       }
     }
-    if (!g_indexer_steal) {  // (--indexer-steal: the plan and the steal rows only)
-      {
-        // The score kernel listing the candidates (plan.score_list) off: the collect launch.
-        plan_t p = plan;
-        p.score_list = !plan.score_list;
-        vs.push_back({plan.score_list ? "fp4 no-list" : "fp4 list", p});
-        if (plan.score_list) {
+    {
+      // The three-CTA score kernel (plan.score_three) off, and on with a grid of three CTAs per
+      // SM (the plan's grid has two per SM when one wave suffices).
+      plan_t p = plan;
+      p.score_three = !plan.score_three;
+      vs.push_back({plan.score_three ? "fp4 no-three" : "fp4 three", p});
+      p.score_three = true;
+      dsv4::cuda::indexer_fast_plan_set_ctas_per_sm(p, 3, sms, bs);
+      vs.push_back({"fp4 three grid3", p});
+    }
+    {
+      // Main's kernels before session 9 (the session's plan flags off).
+      plan_t p0 = plan;
+      p0.lean_select = p0.score_quad = p0.score_rotate = p0.cluster_select = p0.score_three = false;
+      vs.push_back({"fp4 s8 (flags off)", p0});
+    }
+    {
+      // (Session 7-8 rows, memset / no-decouple / cp.async / split / 4-warp, dropped to keep the
+      // bench short; their outcomes are in bench/RESULTS.md.)
+      plan_t p = plan;
+      p.score_rotate = !plan.score_rotate;
+      vs.push_back({plan.score_rotate ? "fp4 no-rotate" : "fp4 rotate", p});
+      p = plan;
+      p.score_pingpong = !plan.score_pingpong;
+      vs.push_back({plan.score_pingpong ? "fp4 no-pingpong" : "fp4 pingpong", p});
+      p = plan;
+      p.score_quad = !plan.score_quad;
+      vs.push_back({plan.score_quad ? "fp4 no-quad" : "fp4 quad", p});
+      p = plan;
+      p.cluster_select = !plan.cluster_select;
+      vs.push_back({plan.cluster_select ? "fp4 no-cluster" : "fp4 cluster", p});
+      if (T <= 8) {  // the cluster select's probes (results wrong, but for the no-pdl row)
+        static const char* const probe_names[] = {"",
+                                                  "fp4 cluster probe 1",
+                                                  "fp4 cluster probe 2",
+                                                  "fp4 cluster probe 3",
+                                                  "fp4 cluster probe 4",
+                                                  "fp4 cluster no-pdl"};
+        for (int probe = 1; probe <= 5; ++probe) {
           p = plan;
-          p.list_once = true;  // every CTA lists from its first snapshot
-          vs.push_back({"fp4 list-once", p});
-          p = plan;
-          p.list_direct = !plan.list_direct;
-          vs.push_back({plan.list_direct ? "fp4 list no-direct" : "fp4 list direct", p});
-          p = plan;
-          p.list_rank = !plan.list_rank;
-          vs.push_back({plan.list_rank ? "fp4 list no-rank" : "fp4 list rank", p});
+          p.cluster_select = true;
+          p.cluster_probe = probe;
+          vs.push_back({probe_names[probe], p});
         }
       }
-      {
-        // The three-CTA score kernel (plan.score_three) off, and on with a grid of three CTAs per
-        // SM (the plan's grid has two per SM when one wave suffices).
-        plan_t p = plan;
-        p.score_three = !plan.score_three;
-        vs.push_back({plan.score_three ? "fp4 no-three" : "fp4 three", p});
-        p.score_three = true;
-        dsv4::cuda::indexer_fast_plan_set_ctas_per_sm(p, 3, sms, bs);
-        vs.push_back({"fp4 three grid3", p});
-      }
-      {
-        // Main's kernels before session 9 (the session's plan flags off).
-        plan_t p0 = plan;
-        p0.lean_select = p0.score_quad = p0.score_rotate = p0.cluster_select = p0.score_three =
-            false;
-        vs.push_back({"fp4 s8 (flags off)", p0});
-      }
-      {
-        // (Session 7-8 rows, memset / no-decouple / cp.async / split / 4-warp, dropped to keep the
-        // bench short; their outcomes are in bench/RESULTS.md.)
-        plan_t p = plan;
-        p.score_rotate = !plan.score_rotate;
-        vs.push_back({plan.score_rotate ? "fp4 no-rotate" : "fp4 rotate", p});
+      p = plan;
+      p.lean_select = !plan.lean_select;
+      p.cluster_select = false;
+      vs.push_back({plan.lean_select ? "fp4 no-lean" : "fp4 lean", p});
+      for (int sel : {0, 16, 32}) {
+        if (sel == plan.select_ctas) continue;
         p = plan;
-        p.score_pingpong = !plan.score_pingpong;
-        vs.push_back({plan.score_pingpong ? "fp4 no-pingpong" : "fp4 pingpong", p});
-        p = plan;
-        p.score_quad = !plan.score_quad;
-        vs.push_back({plan.score_quad ? "fp4 no-quad" : "fp4 quad", p});
-        p = plan;
-        p.cluster_select = !plan.cluster_select;
-        vs.push_back({plan.cluster_select ? "fp4 no-cluster" : "fp4 cluster", p});
-        if (T <= 8) {  // the cluster select's probes (results wrong, but for the no-pdl row)
-          static const char* const probe_names[] = {"",
-                                                    "fp4 cluster probe 1",
-                                                    "fp4 cluster probe 2",
-                                                    "fp4 cluster probe 3",
-                                                    "fp4 cluster probe 4",
-                                                    "fp4 cluster no-pdl"};
-          for (int probe = 1; probe <= 5; ++probe) {
-            p = plan;
-            p.cluster_select = true;
-            p.cluster_probe = probe;
-            vs.push_back({probe_names[probe], p});
-          }
-        }
-        p = plan;
-        p.lean_select = !plan.lean_select;
+        p.select_ctas = sel;
         p.cluster_select = false;
-        vs.push_back({plan.lean_select ? "fp4 no-lean" : "fp4 lean", p});
-        for (int sel : {0, 16, 32}) {
-          if (sel == plan.select_ctas) continue;
-          p = plan;
-          p.select_ctas = sel;
-          p.cluster_select = false;
-          vs.push_back({sel == 0    ? "fp4 select 0"
-                        : sel == 16 ? "fp4 select 16"
-                                    : "fp4 select 32",
-                        p});
-        }
+        vs.push_back({sel == 0    ? "fp4 select 0"
+                      : sel == 16 ? "fp4 select 16"
+                                  : "fp4 select 32",
+                      p});
       }
     }
     vs.push_back({"fp4 plan again", plan});  // the first rows run colder: the plan once more
-    if (g_indexer_steal && plan.score_list) {
-      plan_t p = plan;
-      p.score_steal = plan.score_steal == 2 ? 0 : 2;
-      vs.push_back({p.score_steal == 2 ? "fp4 steal 2 again" : "fp4 steal 0 again", p});
-    }
     const size_t nv_ = vs.size();
     std::vector<double> all(nv_, 1e30), sc(nv_, 1e30), col(nv_, 1e30);
     for (int round = 0; round < 3; ++round)
@@ -1462,13 +1442,9 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
     std::printf("indexer phase trace, %s:\n", shape);
     plan_t other = plan;
     other.score_list = !plan.score_list;
-    if (g_indexer_steal) other.score_steal = plan.score_steal == 2 ? 0 : 2;
     for (const plan_t& p : {plan, other}) {
-      char name[64];
-      std::snprintf(name, sizeof(name), "%s steal %d",
-                    p.score_list ? "score_list" : "collect launch", p.score_steal);
-      trace_indexer_phases(name, st, p.ctas_per_token, p.collect_ctas_per_token, p.select_ctas,
-                           [&] { run_fp4(p); });
+      trace_indexer_phases(p.score_list ? "score_list" : "collect launch", st, p.ctas_per_token,
+                           p.collect_ctas_per_token, p.select_ctas, [&] { run_fp4(p); });
       // The token's candidate count (token_state after the scores in the scratch).
       run_fp4(p);
       uint32_t state_words[8];
@@ -1512,8 +1488,6 @@ int main(int argc, char** argv) {
       g_indexer_fp4 = true;
     else if (std::strcmp(argv[i], "--indexer-trace") == 0)
       g_indexer_trace = g_indexer_fp4 = true;
-    else if (std::strcmp(argv[i], "--indexer-steal") == 0)
-      g_indexer_steal = g_indexer_fp4 = true;
     else if (std::strcmp(argv[i], "--kv-fp8") == 0)
       g_kv_fp8 = true;
     else if (std::strcmp(argv[i], "--cases") == 0 && i + 1 < argc)
@@ -1641,7 +1615,7 @@ int main(int argc, char** argv) {
     std::printf("indexer top-k, FP4 keys (64 heads x 128, bf16 activations):\n");
     bench_indexer_fp4_case(sms, 1, 262144, 512, false);
     bench_indexer_fp4_case(sms, 1, 262144, 1024, false);
-    if (!g_indexer_steal) bench_indexer_fp4_case(sms, 32, 262144, 512, false);
+    bench_indexer_fp4_case(sms, 32, 262144, 512, false);
     CHECK_CUBLAS(cublasDestroy(blas));
     return 0;
   }

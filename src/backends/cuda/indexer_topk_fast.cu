@@ -172,8 +172,7 @@ struct token_state {
   uint32_t bin;         // threshold bin (top 12 bits of the k-th key)
   uint32_t above;       // keys in higher bins (< top_k)
   uint32_t in_bin;      // keys in the threshold bin
-  uint32_t claimed;     // plan.score_steal: pool passes claimed
-  uint32_t pad[2];
+  uint32_t pad[3];
 };
 static_assert(sizeof(token_state) == 32, "token_state keeps 16-byte alignment");
 
@@ -184,7 +183,7 @@ __constant__ unsigned long long* g_indexer_trace;
 constexpr int k_trace_score = 0;       // CTA c of the score kernel at 8 c
 constexpr int k_trace_collect = 8192;  // CTA c of the collect kernel at k_trace_collect + 8 c
 constexpr int k_trace_select = 16384;  // CTA c of the select kernel at k_trace_select + 8 c
-// A value (not a time) at the slot, alike.
+// A value (not a time) at the slot, alike (the score kernel's passes and SM: slots 5 and 6).
 __device__ __forceinline__ void trace_value(int region, int slot, uint64_t value) {
   unsigned long long* tr = g_indexer_trace;
   if (tr == nullptr || blockIdx.y != 0 || threadIdx.x != 0 || blockIdx.x >= 1024) return;
@@ -557,16 +556,18 @@ struct fp4_bulk_source {
   const uint8_t* keys8;
   const uint32_t* key_scales4;
 };
-// The pass of entries start .. start + 127 (< hi) of block `id` (one thread).
-__device__ __forceinline__ void score_issue_fp4_rows(const fp4_bulk_source& src, uint32_t start,
-                                                     int64_t hi, int32_t id, int64_t j, int stage,
-                                                     int32_t* pass_rows, uint32_t* pass_scales,
-                                                     uint32_t full_s, uint32_t k_s) {
-  const int64_t row0 = int64_t(id) * src.bs + (start % src.bs);
+__device__ __forceinline__ void score_issue_fp4_bulk(const fp4_bulk_source& src, int64_t j,
+                                                     int stage, int32_t* pass_rows,
+                                                     uint32_t* pass_scales, uint32_t full_s,
+                                                     uint32_t k_s) {
+  const uint32_t start = uint32_t(src.lo + j * k_pass);
+  const uint32_t block = start / src.bs;
+  const int32_t id = src.range_blocks[block - uint32_t(src.block0)];
+  const int64_t row0 = int64_t(id) * src.bs + (start - block * src.bs);
   int copy = 0, valid = 0;
   if (id >= 0 && row0 < src.pages->pool_rows) {
     copy = int(min(int64_t(k_pass), src.pages->pool_rows - row0));
-    valid = min(copy, int(hi - int64_t(start)));
+    valid = min(copy, int(src.hi - int64_t(start)));
   }
   pass_rows[j % k_row_ring] = valid;
   const uint32_t bar = full_s + 8 * stage;
@@ -582,14 +583,6 @@ __device__ __forceinline__ void score_issue_fp4_rows(const fp4_bulk_source& src,
   mbar::bulk_g2s(k_s + stage * k_fp4_pass_bytes, src.keys8 + row0 * k_fp4_row_bytes,
                  uint32_t(copy * k_fp4_row_bytes), bar);
   if (copy4 > 0) mbar::bulk_g2s(smem_u32(dst_scales), src_scales, uint32_t(copy4 * 4), bar);
-}
-__device__ __forceinline__ void score_issue_fp4_bulk(const fp4_bulk_source& src, int64_t j,
-                                                     int stage, int32_t* pass_rows,
-                                                     uint32_t* pass_scales, uint32_t full_s,
-                                                     uint32_t k_s) {
-  const uint32_t start = uint32_t(src.lo + j * k_pass);
-  const int32_t id = src.range_blocks[start / src.bs - uint32_t(src.block0)];
-  score_issue_fp4_rows(src, start, src.hi, id, j, stage, pass_rows, pass_scales, full_s, k_s);
 }
 
 // The token's query (bf16 or f32 activations) into shared memory for wgmma: the wgmma layout
@@ -1110,15 +1103,12 @@ constexpr int k_list_direct_max = 4096;
 // plan.list_rank: the select ranks the whole list (no histogram) when it holds at most this many.
 constexpr int k_list_rank_max = 4096;
 constexpr unsigned k_list_sleep_ns = 256;
-// `steal` (plan.score_steal): the CTA also scored the n_stolen passes stolen[] (pass i: entries
-// 128 i .. 128 i + 127, < n), listed after [lo, hi) in the same way.
-template <int threads, bool steal = false>
+template <int threads>
 __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* scratch,
                                              const float* sc, int64_t lo, int64_t hi, int64_t n,
                                              uint32_t k, const uint32_t* hist, uint32_t* coarse,
                                              uint32_t* count, unsigned long long* list,
-                                             int tries_max, const int32_t* stolen = nullptr,
-                                             int n_stolen = 0) {
+                                             int tries_max) {
   static_assert(threads == k_bins / 16, "one coarse bin per thread");
   const int lane = threadIdx.x % k_warp_size, warp = threadIdx.x / k_warp_size;
   // This CTA's coarse bin threadIdx.x (rotated reads: 2-way bank conflicts instead of 16).
@@ -1128,19 +1118,11 @@ __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* s
   if (mine) atomicAdd(&coarse[threadIdx.x], mine);
   // The CTA's first scores requested now (the rest, if any, in the listing loop).
   constexpr int pre = 4;
-  // Local index i of the CTA's keys: [lo, hi) first, then the stolen passes; entry(i) < 0: none.
-  const int64_t own = hi - lo, local_n = own + (steal ? int64_t(n_stolen) * k_pass : 0);
-  const auto entry = [&](int64_t i) -> int64_t {
-    if (!steal || i < own) return i < own ? lo + i : -1;
-    if (i >= local_n) return -1;
-    const int64_t e = int64_t(stolen[(i - own) / k_pass]) * k_pass + (i - own) % k_pass;
-    return e < n ? e : -1;
-  };
   float v[pre];
 #pragma unroll
   for (int u = 0; u < pre; ++u) {
-    const int64_t e = entry(threadIdx.x + u * threads);
-    v[u] = e >= 0 ? sc[e] : -INFINITY;
+    const int64_t e = lo + threadIdx.x + u * threads;
+    v[u] = e < hi ? sc[e] : -INFINITY;
   }
   uint32_t* res = scratch + 32;  // [0] total, [1] coarse bin, [2] keys above it, [3] fine bin L
   const uint32_t target = uint32_t((n + 1) / 2);
@@ -1184,39 +1166,26 @@ __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* s
   }
   __syncthreads();
   const uint32_t fine = res[3];
-  for (int64_t base = 0; base < local_n; base += pre * threads) {
+  for (int64_t base = lo; base < hi; base += pre * threads) {
 #pragma unroll
     for (int u = 0; u < pre; ++u) {
-      const int64_t e = entry(base + threadIdx.x + u * threads);
-      const float x = base == 0 ? v[u] : (e >= 0 ? sc[e] : -INFINITY);
+      const int64_t e = base + threadIdx.x + u * threads;
+      const float x = base == lo ? v[u] : (e < hi ? sc[e] : -INFINITY);
       const unsigned long long key = entry_key(x, e);
-      warp_append_bounded(e >= 0 && uint32_t(key >> 52) >= fine, key, count, list,
+      warp_append_bounded(e < hi && uint32_t(key >> 52) >= fine, key, count, list,
                           uint32_t(k_candidate_capacity));
     }
   }
   trace_stamp(k_trace_score, 4);
 }
 
-// plan.score_steal: a CTA records at most this many passes taken from the token's pool.
-constexpr int k_steal_max = 16;
 constexpr int score_three_smem_bytes(int stages) {
-  // ... + the steal rings (pass start, span, claim: k_row_ring each), stolen passes and count.
   return k_q_bytes + stages * k_fp4_pass_bytes + k_bins * 4 + k_row_ring * 4 + stages * k_pass * 4 +
-         (k_max_range_blocks + 1) / 2 * 8 + stages * 16 + 8 * 4 * 8 +
-         (3 * k_row_ring + k_steal_max + 12) * 4;
+         (k_max_range_blocks + 1) / 2 * 8 + stages * 16 + 8 * 4 * 8;
 }
 static_assert(3 * (score_three_smem_bytes(k_stages_fp4_three) + 1024) <= 228 * 1024,
               "three CTAs per SM");
-// plan.score_steal (`steal`, with `list`): CTA c scores its static passes [c s, c s + s) (s =
-// keys_per_cta / k_pass), then passes of the token's pool [gridDim.x s, passes of n) claimed one
-// at a time from a per-token counter (token_state::claimed), so that CTAs that run ahead (an SM
-// with fewer CTAs, an earlier start) take more of them; the scores are the same per key, only
-// which CTA computes a pass changes. Thread 0 requests the claim of pass q + 1 when it records
-// pass q's (one pass ahead, so no warp waits on the atomic), at pass q - stages, and the issuer
-// of pass q reads it after the empty barrier that thread 0 arrives on after its record. A claim
-// past the pool (or the k_steal_max-th) ends the CTA's passes: the issuer then arrives on the
-// full barrier without copies and pass_rows = -1 tells every thread to leave the loop.
-template <typename act_t, int stages, bool list = false, bool steal = false>
+template <typename act_t, int stages, bool list = false>
 __global__ void __launch_bounds__(256, 3)
     indexer_score_three_kernel(const act_t* q, const act_t* weights, const void* key_pool,
                                const void* key_scales_raw, paged_entries pages,
@@ -1242,18 +1211,6 @@ __global__ void __launch_bounds__(256, 3)
   // w_smem: lane quad t's weight pair of n-tile nt at w_pairs[nt * 4 + t].
   float2* w_pairs =
       reinterpret_cast<float2*>(range_blocks + (k_max_range_blocks + 1) / 2 * 2 + 4 * stages);
-  // steal: pass q's first entry, entries in range and claimed pool pass at [q % k_row_ring].
-  int32_t* ring_start = reinterpret_cast<int32_t*>(w_pairs + 32);
-  int32_t* ring_span = ring_start + k_row_ring;
-  int32_t* ring_claim = ring_span + k_row_ring;
-  int32_t* stolen = ring_claim + k_row_ring;  // [k_steal_max], then the count
-  // steal: the pool's first pass and end, the pool's block ids at range_blocks[pool_off] from
-  // block pool_block0; thread 0's claims recorded (count) and whether they are over. In shared
-  // memory, not registers (loaded where used, off the MMA loop's register budget).
-  int32_t* claim_state = stolen + k_steal_max;  // [2]: claims recorded (the count), claims over
-  // [0] pool0, [1] pool_end, [2] pool_off, [3] pool_block0, [4] lo, [5] hi, [6] passes (static),
-  // [7] n, [8] block0.
-  int32_t* steal_info = claim_state + 2;
 
   pdl_trigger();
   trace_stamp(k_trace_score, 0);
@@ -1269,68 +1226,17 @@ __global__ void __launch_bounds__(256, 3)
   const int lane = threadIdx.x % k_warp_size;
   const int warp = threadIdx.x / k_warp_size;
   const int64_t block0 = score_range_blocks<k_score_threads>(pages, lo, hi, range_blocks);
-  if constexpr (steal) {
-    // The pool's passes and their block ids after the static range's (every CTA has s static
-    // passes when the pool is not empty).
-    const int32_t pool0 = int32_t(gridDim.x) * int32_t(keys_per_cta / k_pass);
-    const int32_t pool_end = int32_t((n + k_pass - 1) / k_pass);
-    const int32_t pool_off = int32_t((hi - 1) / pages.block_size - block0 + 1);
-    int32_t pool_block0 = 0;
-    if (pool0 < pool_end)
-      pool_block0 = int32_t(score_range_blocks<k_score_threads>(pages, int64_t(pool0) * k_pass, n,
-                                                                range_blocks + pool_off));
-    if (threadIdx.x == 0) {
-      steal_info[0] = pool0;
-      steal_info[1] = pool_end;
-      steal_info[2] = pool_off;
-      steal_info[3] = pool_block0;
-      steal_info[4] = int32_t(lo);
-      steal_info[5] = int32_t(hi);
-      steal_info[6] = int32_t(passes);
-      steal_info[7] = int32_t(n);
-      steal_info[8] = int32_t(block0);
-      claim_state[0] = 0;
-      claim_state[1] = pool0 >= pool_end;
-    }
-  }
   if (threadIdx.x == 0) score_init_barriers<k_score_threads>(full_s, empty_s, stages);
   __syncthreads();
   const uint32_t bs = uint32_t(pages.block_size);
   const fp4_bulk_source bulk_src{&pages, range_blocks, block0, lo, hi, bs, keys8, key_scales4};
   auto issue_bulk = [&](int64_t j, int stage) {
-    if constexpr (steal) {
-      // (From shared memory: no register of the MMA loop holds the ranges.)
-      const int jj = int(j);
-      int32_t start = -1, end = steal_info[5];
-      int32_t id = -1;
-      if (jj < steal_info[6]) {
-        start = steal_info[4] + jj * k_pass;
-        id = range_blocks[int32_t(uint32_t(start) / bs) - steal_info[8]];
-      } else if (steal_info[0] < steal_info[1]) {
-        const int32_t g = ring_claim[jj % k_row_ring];
-        if (g >= 0) {
-          start = g * k_pass;
-          end = steal_info[7];
-          id = range_blocks[steal_info[2] + (int32_t(uint32_t(start) / bs) - steal_info[3])];
-        }
-      }
-      if (start < 0) {  // past the CTA's last pass
-        pass_rows[jj % k_row_ring] = -1;
-        mbar::arrive(full_s + 8 * stage);
-        return;
-      }
-      ring_start[jj % k_row_ring] = start;
-      ring_span[jj % k_row_ring] = min(k_pass, end - start);
-      score_issue_fp4_rows(bulk_src, uint32_t(start), end, id, jj, stage, pass_rows, pass_scales,
-                           full_s, k_s);
-    } else {
-      score_issue_fp4_bulk(bulk_src, j, stage, pass_rows, pass_scales, full_s, k_s);
-    }
+    score_issue_fp4_bulk(bulk_src, j, stage, pass_rows, pass_scales, full_s, k_s);
   };
   score_stage_query<true, k_score_threads>(q_s, q, t);
   if (threadIdx.x == 0)
     for (int j = 0; j < stages - 1; ++j)
-      if (steal || j < passes) issue_bulk(j, j);
+      if (j < passes) issue_bulk(j, j);
   cp_async_commit();
   cp_async_wait<0>();
   wgmma::fence_async_smem();
@@ -1358,48 +1264,15 @@ __global__ void __launch_bounds__(256, 3)
   uint4 raw4[2];
   uint32_t sbytes[2];
   uint32_t wg_big = 0;  // scale bytes >= 129 among the 64 rows of this warp's warpgroup
-  // steal, thread 0: the claim requested for the next pool pass (its counter value), claims
-  // recorded, whether the CTA's passes have ended.
-  uint32_t claim = 0;
-  auto load_pass = [&](int64_t j) -> bool {
+  auto load_pass = [&](int64_t j) {
     const int issuer = rotate ? int(j % warps) * k_warp_size : 0;
-    if (int(threadIdx.x) == issuer && (steal || j + stages - 1 < passes)) {
+    if (int(threadIdx.x) == issuer && j + stages - 1 < passes) {
       if (j > 0)
         mbar::wait(empty_s + 8 * uint32_t((j - 1) % stages), uint32_t((j - 1) / stages) & 1u);
       issue_bulk(j + stages - 1, int((j + stages - 1) % stages));
     }
     const int stage = int(j % stages);
     mbar::wait(full_s + 8 * stage, uint32_t(j / stages) & 1u);
-    if constexpr (steal) {
-      if (pass_rows[j % k_row_ring] < 0) return false;  // (uniform: no release needed)
-      const int32_t s_passes = steal_info[6];
-      if (threadIdx.x == 0 && int32_t(j) + stages + 1 >= s_passes) {
-        // Record pass q = j + stages (issued at pass j + 1, after this thread's release of j).
-        const int32_t q = int32_t(j) + stages;
-        bool over = claim_state[1] != 0;
-        if (q >= s_passes) {
-          int32_t g = -1;
-          if (!over) {
-            const int32_t c = steal_info[0] + int32_t(claim), pool_end = steal_info[1];
-            int32_t count = claim_state[0];
-            if (c < pool_end) {
-              g = c;
-              stolen[count++] = g;
-              claim_state[0] = count;
-            }
-            over = c >= pool_end || count >= k_steal_max;
-            claim_state[1] = over;
-          }
-          ring_claim[q % k_row_ring] = g;
-        }
-        // Request pass q + 1's claim (the counter was zeroed by the zeroing kernel: wait for it
-        // before the first).
-        if (!over) {
-          if (q + 1 == s_passes) pdl_wait();
-          claim = atomicAdd(&state[t].claimed, 1u);
-        }
-      }
-    }
     const uint32_t kb = k_s + stage * k_fp4_pass_bytes;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -1418,7 +1291,6 @@ __global__ void __launch_bounds__(256, 3)
       wg_big |= b & ((b & 0x7f7f7f7fu) + 0x7f7f7f7fu) & 0x80808080u;
     }
     mbar::arrive(empty_s + 8 * stage);
-    return true;
   };
   // Pass p's MMAs, one k-step per commit group: k-step kk's A fragment widened into a[kk % 2]
   // once k-step kk - 2's wgmma completed (wait<1>), so 8 A registers are live instead of 32 and
@@ -1509,13 +1381,8 @@ __global__ void __launch_bounds__(256, 3)
     mine += __shfl_xor_sync(0xffffffffu, mine, 2);
     if ((lane & 2) == 0) {
       const int r = warp * 16 + (lane & 1) * 8 + lane / 4;
-      int64_t s = lo + pp * k_pass + r;
-      bool in_range = s < hi;
-      if constexpr (steal) {
-        s = ring_start[pp % k_row_ring] + r;
-        in_range = r < ring_span[pp % k_row_ring];
-      }
-      if (in_range) {
+      const int64_t s = lo + pp * k_pass + r;
+      if (s < hi) {
         float v = -INFINITY;
         if (r < pass_rows[pp % k_row_ring]) v = mine * q_scale + 0.0f;
         scores[t * score_stride + s] = v;
@@ -1524,39 +1391,24 @@ __global__ void __launch_bounds__(256, 3)
     }
   };
   float acc[32];
-  int64_t done = 0;  // passes scored
-  if constexpr (steal) {
-    for (;; ++done) {
-      if (!load_pass(done)) break;
-      mma_pass(acc);
-      epilogue(acc, done);
-    }
-  } else {
-    for (; done < passes; ++done) {
-      load_pass(done);
-      mma_pass(acc);
-      epilogue(acc, done);
-    }
+  for (int64_t p = 0; p < passes; ++p) {
+    load_pass(p);
+    mma_pass(acc);
+    epilogue(acc, p);
   }
   trace_stamp(k_trace_score, 1);
-  trace_value(k_trace_score, 5, uint64_t(done));
+  trace_value(k_trace_score, 5, uint64_t(passes));
   trace_value(k_trace_score, 6, smid());
   __syncthreads();
   pdl_wait();
   for (int b = threadIdx.x; b < k_bins; b += k_score_threads)
     if (hist_s[b]) atomicAdd(&hist[t * k_bins + b], hist_s[b]);
   if constexpr (list) {
-    // (steal: the ranges from shared memory, not kept in registers through the passes.)
-    const int64_t n_ = steal ? int64_t(steal_info[7]) : n;
-    const int64_t lo_ = steal ? int64_t(steal_info[4]) : lo;
-    const int64_t hi_ = steal ? int64_t(steal_info[5]) : hi;
-    if (n_ > top_k)  // (n <= top_k: the select takes every entry)
-      score_list_keys<k_score_threads, steal>(
-          hist_s, pass_scales, scores + t * score_stride, lo_, hi_, n_, uint32_t(top_k),
-          hist + t * k_bins, coarse + t * k_bins, &state[t].cand_count,
-          cand_list + t * k_candidate_capacity,
-          (flags & k_score_flag_list_once) != 0 ? 1 : k_list_tries, stolen,
-          steal ? int(stolen[k_steal_max]) : 0);
+    if (n > top_k)  // (n <= top_k: the select takes every entry)
+      score_list_keys<k_score_threads>(hist_s, pass_scales, scores + t * score_stride, lo, hi, n,
+                                       uint32_t(top_k), hist + t * k_bins, coarse + t * k_bins,
+                                       &state[t].cand_count, cand_list + t * k_candidate_capacity,
+                                       (flags & k_score_flag_list_once) != 0 ? 1 : k_list_tries);
   }
   trace_stamp(k_trace_score, 2);
 }
@@ -2266,9 +2118,6 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
             if (e == cudaSuccess)
               e = set(indexer_score_three_kernel<act_t, k_stages_fp4_three, true>,
                       score_three_smem_bytes(k_stages_fp4_three));
-            if (e == cudaSuccess)
-              e = set(indexer_score_three_kernel<act_t, k_stages_fp4_three, true, true>,
-                      score_three_smem_bytes(k_stages_fp4_three));
             if (e == cudaSuccess) e = set(indexer_collect_select_kernel, k_select_smem);
             if (e == cudaSuccess) e = set(indexer_select_kernel, k_select_kernel_smem_lean);
             if (e == cudaSuccess) e = set(indexer_cluster_select_kernel, k_csel_smem);
@@ -2288,8 +2137,6 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
               e = carveout(indexer_score_three_kernel<act_t, k_stages_fp4_three>);
             if (e == cudaSuccess)
               e = carveout(indexer_score_three_kernel<act_t, k_stages_fp4_three, true>);
-            if (e == cudaSuccess)
-              e = carveout(indexer_score_three_kernel<act_t, k_stages_fp4_three, true, true>);
             if (e == cudaSuccess) e = carveout(indexer_collect_select_kernel);
             if (e == cudaSuccess) e = carveout(indexer_select_kernel);
             if (e == cudaSuccess) e = carveout(indexer_cluster_select_kernel);
@@ -2342,16 +2189,6 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
   // the select kernel (lean, over select_ctas CTAs) resolves both threshold levels.
   const bool list_mode =
       three && plan.score_list && plan.select_ctas > 0 && plan.lean_select && !plan.cluster_select;
-  // plan.score_steal: s = keys_per_cta / k_pass - score_steal static passes per CTA (at least
-  // stages + 1: thread 0 claims one pass ahead of its record, stages passes ahead of the issue),
-  // the pool within what the CTAs may record, and the static and pool block ids in the CTA's list.
-  const int64_t steal_s = plan.keys_per_cta / k_pass - plan.score_steal;
-  const int64_t steal_pool = ceil_div(plan.capacity, k_pass) - plan.ctas_per_token * steal_s;
-  const bool steal_mode =
-      list_mode && plan.score_steal > 0 && steal_s >= k_stages_fp4_three + 1 &&
-      steal_pool <= plan.ctas_per_token * k_steal_max &&
-      ceil_div(steal_s * k_pass, block_size) + 1 + ceil_div(steal_pool * k_pass, block_size) + 1 <=
-          k_max_range_blocks;
   if (fmt == k_fmt_e4m3) {
     const int smem = score_smem_bytes(k_stages_fp8, fmt);
     if (eight)
@@ -2362,13 +2199,12 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
     // (The token's coarse histogram of plan.score_list in its second histogram's first 256 words:
     // zeroed with it, otherwise unused on that path.)
     e = launch_pdl(plan.zero_kernel,
-                   steal_mode  ? indexer_score_three_kernel<act_t, k_stages_fp4_three, true, true>
-                   : list_mode ? indexer_score_three_kernel<act_t, k_stages_fp4_three, true>
-                               : indexer_score_three_kernel<act_t, k_stages_fp4_three, false>,
+                   list_mode ? indexer_score_three_kernel<act_t, k_stages_fp4_three, true>
+                             : indexer_score_three_kernel<act_t, k_stages_fp4_three, false>,
                    grid, dim3(256), size_t(score_three_smem_bytes(k_stages_fp4_three)), stream, q,
                    weights, key_pool, key_scales, pages, token_seq, n_visible, plan.capacity,
-                   steal_mode ? steal_s * k_pass : plan.keys_per_cta, q_scale, scores, stride, hist,
-                   flags, state, hist2, cand_list, int(top_k));
+                   plan.keys_per_cta, q_scale, scores, stride, hist, flags, state, hist2, cand_list,
+                   int(top_k));
   } else if (fmt == k_fmt_e2m1 && plan.score_wgmma && plan.score_split) {
     const int smem = score_smem_bytes(k_stages_fp4, fmt);
     if (eight)

@@ -132,11 +132,6 @@ struct indexer_fast_plan {
   // listing 24.70, select 2.66; without: scores 22.37, collect 6.78, select 5.41), top-1024 36.54
   // -> 30.37 us; ~570 keys listed for top-512.
   bool score_list = false;
-  // With score_list: each score CTA's last score_steal passes of its static share go to a
-  // per-token pool (the grid's last passes) that the CTAs claim one pass at a time as they run
-  // (indexer_score_three_kernel), so that the CTAs that run ahead score more; 0: static shares.
-  // Applies where the static share keeps >= 4 passes and the pool fits the CTAs' records.
-  int score_steal = 0;
   // Tests: with score_list, every score CTA lists from its first snapshot (no waits for a fuller
   // one): longer lists, and overflows with top_k 2048 (the select's rescan path). Slower (H100,
   // session 11: T=1 top-512 30.40 vs 29.73 us before list_rank).
