@@ -1245,7 +1245,7 @@ void trace_indexer_phases(const char* name, cudaStream_t st, int64_t score_ctas,
     int pmin = 1 << 30, pmax = 0;
     for (int64_t c = 0; c < score_ctas && c < 1024; ++c) {
       const unsigned long long sm = h[size_t(8 * c + 6)], ps = h[size_t(8 * c + 5)];
-      if (sm >= 1024 || h[size_t(8 * c + 1)] == 0) continue;
+      if (ps == 0 || sm >= 1024 || h[size_t(8 * c + 1)] == 0) continue;  // (0: not stamped)
       ++ctas_on[sm];
       passes_on[sm] += int(ps);
       pmin = std::min(pmin, int(ps));
