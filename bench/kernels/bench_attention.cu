@@ -46,6 +46,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -1200,6 +1201,38 @@ void trace_indexer_phases(const char* name, cudaStream_t st, int64_t score_ctas,
   }
   std::printf("  trace %s (median of %d replays, us after the first score CTA's start):\n", name,
               reps);
+  {
+    // The last replay's score CTAs (three-CTA kernel): passes per CTA (slot 5) and the SMs by
+    // their CTAs and passes (slot 6: the SM), with the SM's last loop end.
+    std::vector<int> ctas_on(1024, 0), passes_on(1024, 0);
+    std::vector<double> end_on(1024, 0.0);
+    unsigned long long t0 = ~0ull;
+    for (int64_t c = 0; c < score_ctas && c < 1024; ++c)
+      if (h[size_t(8 * c)]) t0 = std::min(t0, h[size_t(8 * c)]);
+    int pmin = 1 << 30, pmax = 0;
+    for (int64_t c = 0; c < score_ctas && c < 1024; ++c) {
+      const unsigned long long sm = h[size_t(8 * c + 6)], ps = h[size_t(8 * c + 5)];
+      if (ps == 0 || sm >= 1024 || h[size_t(8 * c + 1)] == 0) continue;  // (0: not stamped)
+      ++ctas_on[sm];
+      passes_on[sm] += int(ps);
+      pmin = std::min(pmin, int(ps));
+      pmax = std::max(pmax, int(ps));
+      end_on[sm] = std::max(end_on[sm], double(int64_t(h[size_t(8 * c + 1)] - t0)) * 1e-3);
+    }
+    std::map<std::pair<int, int>, std::vector<double>> by;  // (CTAs, passes) -> SMs' loop ends
+    for (int sm = 0; sm < 1024; ++sm)
+      if (ctas_on[sm]) by[{ctas_on[sm], passes_on[sm]}].push_back(end_on[sm]);
+    if (!by.empty())
+      std::printf(
+          "    last replay: passes per CTA %d..%d; SMs by (CTAs, passes): loop end min / max"
+          " us\n",
+          pmin, pmax);
+    for (auto& [key, v] : by) {
+      std::sort(v.begin(), v.end());
+      std::printf("      %d CTAs %3d passes: %3zu SMs, %.2f / %.2f\n", key.first, key.second,
+                  v.size(), v.front(), v.back());
+    }
+  }
   for (int i = 0; i < n_stats; ++i) {
     std::vector<double>& v = vals[size_t(i)];
     if (v.empty()) continue;
@@ -1285,6 +1318,9 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
         p = plan;
         p.list_rank = !plan.list_rank;
         vs.push_back({plan.list_rank ? "fp4 list no-rank" : "fp4 list rank", p});
+        p = plan;
+        p.list_spec = !plan.list_spec;
+        vs.push_back({plan.list_spec ? "fp4 list no-spec" : "fp4 list spec", p});
       }
     }
     {
