@@ -1318,9 +1318,6 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
         p = plan;
         p.list_rank = !plan.list_rank;
         vs.push_back({plan.list_rank ? "fp4 list no-rank" : "fp4 list rank", p});
-        p = plan;
-        p.list_spec = !plan.list_spec;
-        vs.push_back({plan.list_spec ? "fp4 list no-spec" : "fp4 list spec", p});
       }
     }
     {

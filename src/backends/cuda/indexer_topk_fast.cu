@@ -110,7 +110,6 @@ constexpr int k_score_flag_quad = 4;
 constexpr int k_score_flag_rotate = 8;
 constexpr int k_score_flag_pingpong = 16;   // plan.score_pingpong
 constexpr int k_score_flag_list_once = 32;  // plan.list_once (score_list: one snapshot, no waits)
-constexpr int k_score_flag_list_spec = 64;  // plan.list_spec (score_list: speculative fine read)
 constexpr int k_max_range_blocks = 1025;    // block ids of a CTA's range (keys_per_cta <= 1024 bs)
 // Pool rows of the keys of passes j .. j + 7 (slot j % 8), computed `stages` passes ahead, one key
 // per thread, so the copy loop only reads them (no block division per copied chunk). FP8 keys
@@ -1108,23 +1107,15 @@ template <int threads>
 __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* scratch,
                                              const float* sc, int64_t lo, int64_t hi, int64_t n,
                                              uint32_t k, const uint32_t* hist, uint32_t* coarse,
-                                             uint32_t* count, unsigned long long* list, int flags) {
+                                             uint32_t* count, unsigned long long* list,
+                                             int tries_max) {
   static_assert(threads == k_bins / 16, "one coarse bin per thread");
-  const int tries_max = (flags & k_score_flag_list_once) != 0 ? 1 : k_list_tries;
-  const bool spec = (flags & k_score_flag_list_spec) != 0;
   const int lane = threadIdx.x % k_warp_size, warp = threadIdx.x / k_warp_size;
-  // This CTA's coarse bin b: threadIdx.x, or with spec 255 - threadIdx.x (the snapshot's order
-  // below, for the local scan) (rotated reads: 2-way bank conflicts instead of 16).
-  const uint32_t b = spec ? uint32_t(threads - 1 - threadIdx.x) : threadIdx.x;
+  // This CTA's coarse bin threadIdx.x (rotated reads: 2-way bank conflicts instead of 16).
   uint32_t mine = 0;
 #pragma unroll
-  for (int j = 0; j < 16; ++j) mine += hist_s[16 * b + ((j + b) & 15)];
-  if (mine) atomicAdd(&coarse[b], mine);
-  uint32_t c = 0;  // the snapshot's coarse bin 255 - threadIdx.x (spec: its first read here)
-  if (spec)
-    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];"
-                 : "=r"(c)
-                 : "l"(coarse + (threads - 1 - threadIdx.x)));
+  for (int j = 0; j < 16; ++j) mine += hist_s[16 * threadIdx.x + ((j + threadIdx.x) & 15)];
+  if (mine) atomicAdd(&coarse[threadIdx.x], mine);
   // The CTA's first scores requested now (the rest, if any, in the listing loop).
   constexpr int pre = 4;
   float v[pre];
@@ -1133,51 +1124,15 @@ __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* s
     const int64_t e = lo + threadIdx.x + u * threads;
     v[u] = e < hi ? sc[e] : -INFINITY;
   }
-  // [0] total, [1] coarse bin, [2] keys above it, [3] fine bin L, [4] spec's guess
-  uint32_t* res = scratch + 32;
-  // plan.list_spec: the fine bins of three coarse bins around a guess (window bins wb .. wb + 2,
-  // 48 words at scratch[64..111]) read with the coarse snapshot by warp 0, so that when the
-  // snapshot's coarse bin falls inside, no second dependent read. The guess: the coarse bin where
-  // this CTA's own count from the top reaches its share of k (its keys are a sample of the
-  // token's). The window counts are lower bounds of real keys like the snapshot's. (Kept in shared
-  // memory, not registers: the score kernel is at its register bound.)
-  uint32_t* window = scratch + 64;
-  const auto window_bin = [&]() -> uint32_t {
-    const uint32_t g = res[4];
-    return g == ~0u ? g : min(max(g, 1u) - 1u, uint32_t(threads - 3));
-  };
-  const auto read_window = [&] {
-    const uint32_t wb = window_bin();
-    if (warp == 0 && wb != ~0u) {
-      uint32_t x0, x1 = 0;
-      asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(x0) : "l"(hist + 16 * wb + lane));
-      if (lane < 16)
-        asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];"
-                     : "=r"(x1)
-                     : "l"(hist + 16 * wb + 32 + lane));
-      window[lane] = x0;
-      if (lane < 16) window[32 + lane] = x1;
-    }
-  };
-  if (spec) {
-    if (threadIdx.x == 0) res[4] = ~0u;
-    // This CTA's share of k (a guess: float math, no 64-bit division in this function).
-    const uint32_t want = max(1u, uint32_t(ceilf(float(k) * float(hi - lo) / float(n))));
-    const uint32_t lb = block_exclusive_scan(mine, scratch);  // local keys in higher bins
-    if (lb < want && lb + mine >= want) res[4] = b;
-    __syncthreads();
-    read_window();
-  }
+  uint32_t* res = scratch + 32;  // [0] total, [1] coarse bin, [2] keys above it, [3] fine bin L
   const uint32_t target = uint32_t((n + 1) / 2);
   for (int tries = 0;; ++tries) {
     if (threadIdx.x == 0) res[1] = res[2] = 0;
     // Thread i holds coarse bin 255 - i: the exclusive scan counts the keys in higher bins.
-    if (tries > 0 || !spec) {
-      asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];"
-                   : "=r"(c)
-                   : "l"(coarse + (threads - 1 - threadIdx.x)));
-      if (tries > 0) read_window();
-    }
+    uint32_t c;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];"
+                 : "=r"(c)
+                 : "l"(coarse + (threads - 1 - threadIdx.x)));
     const uint32_t before = block_exclusive_scan(c, scratch);
     if (threadIdx.x == threads - 1) res[0] = before + c;
     if (before < k && before + c >= k) {
@@ -1194,21 +1149,16 @@ __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* s
     uint32_t fine = 16 * cb;  // fewer than k keys in the snapshot: cb = 0, every key listed
     if (total >= k) {
       uint32_t f = 0;
-      const uint32_t wb = spec ? window_bin() : ~0u;
-      if (wb != ~0u && cb >= wb && cb < wb + 3) {  // (uniform over the warp)
-        // Lane l < 16 takes fine bin 16 cb + 15 - l (warp 0 wrote the window).
-        if (lane < 16) f = window[16 * (cb - wb) + 15 - lane];
-      } else if (lane < 16) {
+      if (lane < 16)
         asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];"
                      : "=r"(f)
                      : "l"(hist + 16 * cb + 15 - lane));
-      }
 #pragma unroll
       for (int o = 1; o < 16; o *= 2) {
         const uint32_t y = __shfl_up_sync(0xffffffffu, f, o);
         if (lane >= o) f += y;
       }
-      // (Fine bins read after (or, spec, with) the coarse ones may hold fewer keys: cb's lowest.)
+      // (The fine bins were read after the coarse ones: if they hold fewer keys, cb's lowest.)
       const unsigned hit = __ballot_sync(0xffffffffu, lane < 16 && above + f >= k);
       if (hit) fine = 16 * cb + 15 - uint32_t(__ffs(hit) - 1);
     }
@@ -1458,7 +1408,7 @@ __global__ void __launch_bounds__(256, 3)
       score_list_keys<k_score_threads>(hist_s, pass_scales, scores + t * score_stride, lo, hi, n,
                                        uint32_t(top_k), hist + t * k_bins, coarse + t * k_bins,
                                        &state[t].cand_count, cand_list + t * k_candidate_capacity,
-                                       flags);
+                                       (flags & k_score_flag_list_once) != 0 ? 1 : k_list_tries);
   }
   trace_stamp(k_trace_score, 2);
 }
@@ -2225,7 +2175,7 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
       (bulk ? k_score_flag_bulk | (plan.score_decouple ? k_score_flag_decouple : 0) : 0) |
       (plan.score_quad ? k_score_flag_quad : 0) | (plan.score_rotate ? k_score_flag_rotate : 0) |
       (plan.score_pingpong ? k_score_flag_pingpong : 0) |
-      (plan.list_once ? k_score_flag_list_once : 0) | (plan.list_spec ? k_score_flag_list_spec : 0);
+      (plan.list_once ? k_score_flag_list_once : 0);
   // A programmatic dependent of the zeroing kernel (plan.zero_kernel), else a plain launch.
   const auto launch_score = [&](auto kernel, int threads, int smem) {
     e = launch_pdl(plan.zero_kernel, kernel, grid, dim3(unsigned(threads)), size_t(smem), stream, q,

@@ -132,11 +132,6 @@ struct indexer_fast_plan {
   // listing 24.70, select 2.66; without: scores 22.37, collect 6.78, select 5.41), top-1024 36.54
   // -> 30.37 us; ~570 keys listed for top-512.
   bool score_list = false;
-  // score_list: each CTA reads the fine bins of three coarse bins around a guess (from its own
-  // histogram) together with the coarse snapshot, instead of the fine bins of the snapshot's coarse
-  // bin after it (one dependent global read less when the guess holds; the same lower-bound
-  // argument). Opt-in, NOT GPU-verified (session 11, IDX10: no device time left).
-  bool list_spec = false;
   // Tests: with score_list, every score CTA lists from its first snapshot (no waits for a fuller
   // one): longer lists, and overflows with top_k 2048 (the select's rescan path). Slower (H100,
   // session 11: T=1 top-512 30.40 vs 29.73 us before list_rank).
