@@ -137,42 +137,86 @@ __host__ __device__ __forceinline__ int64_t act_u16_index(int64_t k) {
 }
 
 // ---- 1. plan + activation prepare ----
-// moe_plan.cuh's moe_group_pairs_by_expert for pairs <= 32, run by one whole warp (lane p holds
-// pair p): the same sorted[] / chunks[] / *chunk_count (pairs of one expert in increasing p),
-// without shared memory or block barriers. Pair p's position: the valid pairs of smaller experts,
-// then those of its own expert before it; its expert's first chunk: the chunks of the smaller
-// experts.
+// The routing of up to 32 pairs as one whole warp sees it (lane p holds pair p): lanes grouped
+// by expert with __match_any_sync. Shared by the one-warp plan and the chain-8 chunk derivation,
+// so that both group (and so cut chunks) alike.
+struct warp_expert_groups {
+  int e;           // indices[lane] (-1 past `pairs`)
+  int key;         // e, or for an invalid lane a key of its own above every expert
+  bool valid;      // e in [0, experts)
+  unsigned vmask;  // lanes with a valid expert
+  unsigned same;   // valid lanes of this lane's expert
+};
+__device__ __forceinline__ warp_expert_groups group_lanes_by_expert(const int32_t* indices,
+                                                                    int pairs, int experts) {
+  const unsigned full = 0xffffffffu;
+  const int lane = threadIdx.x % k_warp_size;
+  const int e = lane < pairs ? indices[lane] : -1;
+  const bool valid = e >= 0 && e < experts;
+  const unsigned vmask = __ballot_sync(full, valid);
+  const int key = valid ? e : experts + lane;  // so invalid lanes match no other lane
+  const unsigned same = __match_any_sync(full, key) & vmask;
+  return {e, key, valid, vmask, same};
+}
+// The lowest lane of its expert (valid lanes only): the lane that writes its expert's chunks.
+__device__ __forceinline__ bool expert_leader(const warp_expert_groups& g) {
+  return g.valid && int(threadIdx.x % k_warp_size) == __ffs(g.same) - 1;
+}
+
+// moe_plan.cuh's moe_group_pairs_by_expert for pairs <= 32, run by one whole warp: the same
+// sorted[] / chunks[] / *chunk_count (pairs of one expert in increasing p), without shared memory
+// or block barriers. Pair p's position: the valid pairs of smaller experts, then those of its own
+// expert before it; its expert's first chunk: the chunks of the smaller experts.
 __device__ __forceinline__ void moe_group_pairs_by_expert_warp(const int32_t* indices, int pairs,
                                                                int experts, int chunk_pairs,
                                                                int* chunk_count, int* sorted,
                                                                int4* chunks) {
   const unsigned full = 0xffffffffu;
   const int lane = threadIdx.x % k_warp_size;
-  const int e = lane < pairs ? indices[lane] : -1;
-  const bool valid = e >= 0 && e < experts;
-  const unsigned vmask = __ballot_sync(full, valid);
-  // Invalid lanes get keys of their own above every expert, so they match no other lane.
-  const int key = valid ? e : experts + lane;
-  const unsigned same = __match_any_sync(full, key) & vmask;
-  const int count = __popc(same);
-  const bool leader = valid && lane == __ffs(same) - 1;
+  const warp_expert_groups g = group_lanes_by_expert(indices, pairs, experts);
+  const int count = __popc(g.same);
+  const bool leader = expert_leader(g);
   const int my_chunks = leader ? (count + chunk_pairs - 1) / chunk_pairs : 0;
   int pairs_before = 0, chunks_before = 0;
 #pragma unroll
   for (int j = 0; j < k_warp_size; ++j) {
-    const int kj = __shfl_sync(full, key, j);
+    const int kj = __shfl_sync(full, g.key, j);
     const int cj = __shfl_sync(full, my_chunks, j);
-    if (kj < key) {
-      pairs_before += (vmask >> j) & 1u;
+    if (kj < g.key) {
+      pairs_before += (g.vmask >> j) & 1u;
       chunks_before += cj;
     }
   }
-  if (valid) sorted[pairs_before + __popc(same & ((1u << lane) - 1u))] = lane;
+  if (g.valid) sorted[pairs_before + __popc(g.same & ((1u << lane) - 1u))] = lane;
   for (int j = 0; j < my_chunks; ++j)
-    chunks[chunks_before + j] =
-        make_int4(e, pairs_before + j * chunk_pairs, min(chunk_pairs, count - j * chunk_pairs), 0);
+    chunks[chunks_before + j] = make_int4(g.e, pairs_before + j * chunk_pairs,
+                                          min(chunk_pairs, count - j * chunk_pairs), 0);
   const int total = __reduce_add_sync(full, my_chunks);
   if (lane == 0) *chunk_count = total;
+}
+
+// Chain 8: the chunk of slot `slot`, derived by one whole warp from the routing of one token
+// instead of read from a plan. pairs <= k_chunk, so each distinct valid expert is one chunk and
+// slot s is the expert of rank s among them, the chunks[] order of both plans. mask: the chunk's
+// pair positions (the block plan's sorted[] may list them in another order, which changes no
+// sum: each pair is an mma column of its own). False (warp-uniform) past the chunk count.
+__device__ __forceinline__ bool moe_decode_self_chunk(const int32_t* indices, int pairs,
+                                                      int experts, int slot, int& e,
+                                                      unsigned& mask) {
+  const unsigned full = 0xffffffffu;
+  const warp_expert_groups g = group_lanes_by_expert(indices, pairs, experts);
+  const bool leader = expert_leader(g);
+  const unsigned leaders = __ballot_sync(full, leader);
+  int before = 0;  // chunks (distinct valid experts) below this lane's expert
+#pragma unroll
+  for (int j = 0; j < k_chunk; ++j)
+    before += ((leaders >> j) & 1u) && __shfl_sync(full, g.key, j) < g.key;
+  const unsigned hit = __ballot_sync(full, leader && before == slot);
+  if (!hit) return false;
+  const int at = __ffs(hit) - 1;
+  e = __shfl_sync(full, g.key, at);
+  mask = __shfl_sync(full, g.same, at);
+  return true;
 }
 
 // moe_decode_set_chain: block 0 also zeroes the `n_zero` counters at `zero` (quantization folded
@@ -503,34 +547,6 @@ struct chain_args {
   const int32_t* self_indices;
   int self_pairs, self_experts;
 };
-
-// Chain 8: the chunk of slot `slot` from the routing of one token (pairs <= 8, so one chunk per
-// distinct valid expert), as moe_group_pairs_by_expert_warp / moe_group_pairs_by_expert cut it:
-// chunks in increasing expert, pairs of one expert in increasing position. One whole warp;
-// false (uniform) when the slot is past the chunk count. mask: the chunk's pair positions.
-__device__ __forceinline__ bool moe_decode_self_chunk(const int32_t* indices, int pairs,
-                                                      int experts, int slot, int& e,
-                                                      unsigned& mask) {
-  const unsigned full = 0xffffffffu;
-  const int lane = threadIdx.x % k_warp_size;
-  const int ei = lane < pairs ? indices[lane] : -1;
-  const bool valid = ei >= 0 && ei < experts;
-  const unsigned vmask = __ballot_sync(full, valid);
-  const int key = valid ? ei : experts + lane;  // invalid lanes match no other lane
-  const unsigned same = __match_any_sync(full, key) & vmask;
-  const bool leader = valid && lane == __ffs(same) - 1;
-  const unsigned leaders = __ballot_sync(full, leader);
-  int before = 0;  // chunks (distinct valid experts) below this lane's expert
-#pragma unroll
-  for (int j = 0; j < k_chunk; ++j)
-    before += ((leaders >> j) & 1u) && __shfl_sync(full, key, j) < key;
-  const unsigned hit = __ballot_sync(full, leader && before == slot);
-  if (!hit) return false;
-  const int at = __ffs(hit) - 1;
-  e = __shfl_sync(full, key, at);
-  mask = __shfl_sync(full, same, at);
-  return true;
-}
 
 __device__ __forceinline__ void bar_sync_threads(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
