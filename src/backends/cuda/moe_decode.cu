@@ -129,11 +129,30 @@ fp4_weight make_fp4_weight(const device_weight& w) {
 // layout with the 16-byte groups of each 128-k round transposed, group i (k 8 i .. 8 i + 7) of
 // lane q's 32 k at 16-byte slot 4 i + q of the round, so that each warp-wide 16-byte load of
 // load_x covers 64 contiguous bytes (whole sectors of one line) per activation row; in the
-// paired order it covered 16 of every 64 bytes over two lines. u16 index of activation k of a
-// row (the row length a multiple of 128).
+// paired order it covered 16 of every 64 bytes over two lines. act_group_slot: the 16-byte slot
+// (u16 index / 8) of 8-group j of a row; act_u16_index: the u16 index of activation k of a row
+// (the row length a multiple of 128).
+template <typename I>
+__host__ __device__ __forceinline__ I act_group_slot(I j) {
+  const I w = j & 15;  // the group's place in its round; its slot there: 4 (w % 4) + w / 4
+  return j - w + (w & 3) * 4 + (w >> 2);
+}
 __host__ __device__ __forceinline__ int64_t act_u16_index(int64_t k) {
-  const int64_t j = k >> 3, w = j & 15;  // 8-group, its slot 4 q + i in the round
-  return (j - w + (w & 3) * 4 + (w >> 2)) * 8 + (fp4mma::paired_u16_index(k) & 7);
+  return act_group_slot(k >> 3) * 8 + (fp4mma::paired_u16_index(k) & 7);
+}
+
+// 8 consecutive activations of a row, v(0) .. v(7) (f32), as the paired BF16 hi and lo words of
+// their 16-byte group (word i: activation i in the low half, i + 4 in the high half). v is a
+// function of j, not an array: with an array ptxas unrolled W1/W3's conversion loop differently.
+template <typename F>
+__device__ __forceinline__ void split_group8(F&& v, uint4& h, uint4& l) {
+  uint16_t hi[8], lo[8];
+#pragma unroll
+  for (int j = 0; j < 8; ++j) fp4mma::split_bf16(v(j), hi[j], lo[j]);
+  h.x = hi[0] | (uint32_t(hi[4]) << 16), h.y = hi[1] | (uint32_t(hi[5]) << 16);
+  h.z = hi[2] | (uint32_t(hi[6]) << 16), h.w = hi[3] | (uint32_t(hi[7]) << 16);
+  l.x = lo[0] | (uint32_t(lo[4]) << 16), l.y = lo[1] | (uint32_t(lo[5]) << 16);
+  l.z = lo[2] | (uint32_t(lo[6]) << 16), l.w = lo[3] | (uint32_t(lo[7]) << 16);
 }
 
 // ---- 1. plan + activation prepare ----
@@ -146,7 +165,7 @@ struct warp_expert_groups {
   bool valid;      // e in [0, experts)
   unsigned vmask;  // lanes with a valid expert
   unsigned same;   // valid lanes of this lane's expert
-};
+};  // the leader: expert_leader (computed in the struct, it changed the prepare kernel's SASS)
 __device__ __forceinline__ warp_expert_groups group_lanes_by_expert(const int32_t* indices,
                                                                     int pairs, int experts) {
   const unsigned full = 0xffffffffu;
@@ -231,15 +250,9 @@ __global__ void __launch_bounds__(k_plan_threads)
     // Groups of 8 activations of one row (cols % 8 == 0): 4 paired words of hi (and lo).
     const int64_t grp = (int64_t(blockIdx.x) - 1) * blockDim.x + threadIdx.x;
     if (grp * 8 >= x_count) return;
-    uint16_t hi[8], lo[8];
-#pragma unroll
-    for (int j = 0; j < 8; ++j) fp4mma::split_bf16(act_to_f32(x[grp * 8 + j]), hi[j], lo[j]);
     uint4 h, l;
-    h.x = hi[0] | (uint32_t(hi[4]) << 16), h.y = hi[1] | (uint32_t(hi[5]) << 16);
-    h.z = hi[2] | (uint32_t(hi[6]) << 16), h.w = hi[3] | (uint32_t(hi[7]) << 16);
-    l.x = lo[0] | (uint32_t(lo[4]) << 16), l.y = lo[1] | (uint32_t(lo[5]) << 16);
-    l.z = lo[2] | (uint32_t(lo[6]) << 16), l.w = lo[3] | (uint32_t(lo[7]) << 16);
-    const int64_t w = grp & 15, at = grp - w + (w & 3) * 4 + (w >> 2);  // act_u16_index / 8
+    split_group8([&](int j) { return act_to_f32(x[grp * 8 + j]); }, h, l);
+    const int64_t at = act_group_slot(grp);
     reinterpret_cast<uint4*>(xhi)[at] = h;
     reinterpret_cast<uint4*>(xlo)[at] = l;
     return;
@@ -714,23 +727,20 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     const bool self_up = UP && chain.self_indices != nullptr;
     const bool staged = !SPLIT && (c.z <= stage_x || self_up);
     if (self_up && !SPLIT) {
-      // ain_hi is x (bf16): each 16-byte group of 8 values becomes the prepare launch's paired
-      // words (split_bf16's hi part of the f32 value) at its transposed slot (act_u16_index).
+      // ain_hi is x (bf16): each 16-byte group of 8 values converted as the prepare launch does
+      // (split_group8 at act_group_slot), the hi part only: the lo part of a bf16 value is zero.
       const uint4* src = reinterpret_cast<const uint4*>(ain_hi);
       for (int i = threadIdx.x; i < int(kdim / 8); i += k_threads) {
         const uint4 v = __ldg(src + i);
         const uint32_t wv[4] = {v.x, v.y, v.z, v.w};
-        uint16_t hi[8], lo;
-#pragma unroll
-        for (int j = 0; j < 8; ++j) {
-          const uint16_t b = uint16_t(j & 1 ? wv[j >> 1] >> 16 : wv[j >> 1] & 0xFFFFu);
-          fp4mma::split_bf16(__bfloat162float(__ushort_as_bfloat16(b)), hi[j], lo);
-        }
-        uint4 h;
-        h.x = hi[0] | (uint32_t(hi[4]) << 16), h.y = hi[1] | (uint32_t(hi[5]) << 16);
-        h.z = hi[2] | (uint32_t(hi[6]) << 16), h.w = hi[3] | (uint32_t(hi[7]) << 16);
-        const int w = i & 15;
-        xs_row[i - w + (w & 3) * 4 + (w >> 2)] = h;
+        uint4 h, unused_lo;
+        split_group8(
+            [&](int j) {
+              return __bfloat162float(
+                  __ushort_as_bfloat16(uint16_t(j & 1 ? wv[j >> 1] >> 16 : wv[j >> 1] & 0xFFFFu)));
+            },
+            h, unused_lo);
+        xs_row[act_group_slot(i)] = h;
       }
     } else if (staged) {
       for (int p = 0; p < c.z; ++p) {
