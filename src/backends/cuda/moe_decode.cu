@@ -238,6 +238,11 @@ __device__ __forceinline__ bool moe_decode_self_chunk(const int32_t* indices, in
   return true;
 }
 
+// Chain 8: position i (< the chunk's pair count) of the chunk whose pairs are `mask`'s bits.
+__device__ __forceinline__ int self_chunk_pair(unsigned mask, int i) {
+  return int(__fns(mask, 0, i + 1));
+}
+
 // moe_decode_set_chain: block 0 also zeroes the `n_zero` counters at `zero` (quantization folded
 // into W1/W3) and plans with one warp (warp_plan: pairs <= 32; run() takes it up to 8).
 template <typename act_t>
@@ -568,9 +573,9 @@ __device__ __forceinline__ void bar_sync_threads(int id, int threads) {
 // UP: W1 and W3 (NM = 2), SwiGLU epilogue into paired hi/lo h, or (pair_weights non-null, the
 // official order) h * pair_weights[pair] into hf [pairs, rows] f32. !UP: W2 into out (f32).
 // ain_hi / ain_lo: paired activations, one row of `kdim` per token (UP) or per pair (!UP).
-// Before its grid-dependency wait the kernel reads only the plan (complete: see
-// pdl_wait) and the weights, so with RING, !UP streams its first k_stages rounds of
-// W2 while the L1 launch still finishes.
+// Before its grid-dependency wait the kernel reads only the plan (chain 8: the routing), complete
+// (see pdl_wait), and the weights, so with RING, !UP streams its first k_stages rounds of W2
+// while the L1 launch still finishes.
 // RP: the weights are repacked (moe_repack.h): a lane's 16 bytes of rows g and g + 8 of a round
 // are at tile * 1024 + lane * 16 and + 512 (each warp-wide load one contiguous 512 bytes),
 // rounds of a row tile 1024 bytes apart; both pipelines read them.
@@ -593,7 +598,8 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
   __shared__ stage_buf<NM> ring[RING ? k_warps : 1][RING ? k_stages : 1];
   __shared__ scale_buf<NM, SS> scale_ring[RING ? k_warps : 1];
   extern __shared__ uint4 dyn_smem[];
-  // UP: the plan comes from the launch right before this one.
+  // UP: the plan comes from the launch right before this one (chain 8: the routing and x, from
+  // launches before the call).
   if constexpr (UP) pdl_wait();
   const int slot = blockIdx.y;
   int4 c;
@@ -607,8 +613,11 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       return;
     }
     c = make_int4(e_self, 0, __popc(self_mask), 0);
+    // Positions past the count: the last pair, as the plan's clamp below (the value of
+    // self_chunk_pair at the clamped position; spelled so, the SASS is MOE11's: the clamp changed
+    // it).
     if (threadIdx.x < k_chunk)
-      pair_of[threadIdx.x] = int(threadIdx.x) < c.z ? int(__fns(self_mask, 0, threadIdx.x + 1))
+      pair_of[threadIdx.x] = int(threadIdx.x) < c.z ? self_chunk_pair(self_mask, threadIdx.x)
                                                     : 31 - __clz(int(self_mask));
   } else {
     if (chain.early_chunk) c = chunks[slot];
@@ -744,7 +753,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       }
     } else if (staged) {
       for (int p = 0; p < c.z; ++p) {
-        const int pp = chain.self_indices ? int(__fns(self_mask, 0, p + 1)) : sorted[c.y + p];
+        const int pp = chain.self_indices ? self_chunk_pair(self_mask, p) : sorted[c.y + p];
         const int64_t srow_i = UP ? int64_t(pp / top_k) : int64_t(pp);
         const uint4* src = reinterpret_cast<const uint4*>(ain_hi + srow_i * kdim);
         for (int i = threadIdx.x; i < int(kdim / 8); i += k_threads)
