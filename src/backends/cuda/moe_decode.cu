@@ -932,11 +932,9 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
   }
 }
 
-// Official order: FP8 quantize-dequantize of each 128-block of every valid pair's hf row (block
-// maxima, scale and e4m3 rounding of quant::fp8_block_warp, i.e. fake_quant_fp8_values), written
-// as BF16 (exact) in the paired layout. One warp per (pair, block), 4 values per lane. EARLY
-// (moe_decode_set_chain 4): the hf block is loaded together with the pair's expert index instead
-// of after its check (a row of a bad pair is read, never used).
+// Official order: quantize_h_block of each 128-block of every valid pair's hf row, one warp per
+// (pair, block). EARLY (moe_decode_set_chain 4): the hf block is loaded together with the pair's
+// expert index instead of after its check (a row of a bad pair is read, never stored).
 template <bool EARLY>
 __global__ void __launch_bounds__(256)
     moe_decode_quantize_h_kernel(const float* hf, const int32_t* indices, int64_t pairs,
@@ -950,14 +948,11 @@ __global__ void __launch_bounds__(256)
   const int lane = threadIdx.x % k_warp_size;
   const int32_t e = indices[p];
   const bool valid = e >= 0 && e < experts;  // else: hf row never written, its output row NaN
-  if constexpr (EARLY) {  // no branch on the index before the load (ptxas would sink the load)
-    quantize_h_block(load_h_block(hf + p * inter + b * k_round, lane), h_hi + p * inter,
-                     b * k_round, lane, valid);
-  } else {
-    if (!valid) return;
-    quantize_h_block(load_h_block(hf + p * inter + b * k_round, lane), h_hi + p * inter,
-                     b * k_round, lane);
-  }
+  // EARLY: no branch on the index before the load (ptxas would sink the load), the store
+  // predicated instead.
+  if (!EARLY && !valid) return;
+  quantize_h_block(load_h_block(hf + p * inter + b * k_round, lane), h_hi + p * inter, b * k_round,
+                   lane, valid);
 }
 
 // weights null: the official order (already applied to h). EARLY (moe_decode_set_chain 4): the
