@@ -1091,10 +1091,8 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
   // round trip at its exit then delays nothing but the last blocks, less than the quantize
   // launch it replaces; over several waves it delays every wave (run 2: Pro T = 1, 3 waves,
   // 0.96x; Flash T = 1, one wave, 1.035x).
-  if (chain.qcnt && int64_t(grid.x) * grid.y > int64_t(blocks_per_sm[rt == 4   ? 0
-                                                                     : rt == 2 ? 1
-                                                                               : 2]) *
-                                                   sms)
+  const int rt_index = rt == 4 ? 0 : rt == 2 ? 1 : 2;  // blocks_per_sm's order
+  if (chain.qcnt && int64_t(grid.x) * grid.y > int64_t(blocks_per_sm[rt_index]) * sms)
     chain.qcnt = nullptr;
 #define DSV4_GEMM(RT)                                                                             \
   (stage_bytes                                                                                    \
