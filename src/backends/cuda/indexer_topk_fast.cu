@@ -468,6 +468,19 @@ __device__ __forceinline__ unsigned long long entry_key(float score, int64_t s) 
          (0xFFFFFFFFull - static_cast<unsigned long long>(s));
 }
 
+// The entry of a key (entry_key's inverse).
+__device__ __forceinline__ int64_t key_entry(unsigned long long key) {
+  return int64_t(0xFFFFFFFFull - (key & 0xFFFFFFFFull));
+}
+// The key's histogram bins: its top 12 bits (first level), and its next 12 bits (second level,
+// for the keys of the first level's threshold bin).
+__device__ __forceinline__ uint32_t key_bin(unsigned long long key) {
+  return uint32_t(key >> 52);
+}
+__device__ __forceinline__ uint32_t key_sub_bin(unsigned long long key) {
+  return uint32_t(key >> 40) & (k_bins - 1);
+}
+
 // Appends `key` where `take` (warp-uniform call): one shared or global atomic per warp.
 template <typename counter_t>
 __device__ __forceinline__ void warp_append(bool take, unsigned long long key, counter_t* count,
@@ -1172,7 +1185,7 @@ __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* s
       const int64_t e = base + threadIdx.x + u * threads;
       const float x = base == lo ? v[u] : (e < hi ? sc[e] : -INFINITY);
       const unsigned long long key = entry_key(x, e);
-      warp_append_bounded(e < hi && uint32_t(key >> 52) >= fine, key, count, list,
+      warp_append_bounded(e < hi && key_bin(key) >= fine, key, count, list,
                           uint32_t(k_candidate_capacity));
     }
   }
@@ -1471,9 +1484,9 @@ __device__ __forceinline__ void collect_chunk(uint32_t* sub, uint32_t* scan_scra
     for (int u = 0; u < k_collect_unroll; ++u) {
       const int64_t s = base + threadIdx.x + u * k_collect_threads;
       const unsigned long long key = entry_key(v[u], s);
-      const uint32_t top = uint32_t(key >> 52);
+      const uint32_t top = key_bin(key);
       const bool take = s < hi && top >= bin;
-      if (s < hi && top == bin) atomicAdd(&sub[uint32_t(key >> 40) & (k_bins - 1)], 1u);
+      if (s < hi && top == bin) atomicAdd(&sub[key_sub_bin(key)], 1u);
       warp_append(take, key, &state[t].cand_count, list);
     }
   }
@@ -1602,7 +1615,7 @@ __device__ __forceinline__ void select_token(unsigned char* smem, const float* s
   for (int i = threadIdx.x; i < top_k; i += k_select_threads) {
     int32_t row = -1;
     if (i < keep) {
-      const int64_t s = int64_t(0xFFFFFFFFull - (sel[i] & 0xFFFFFFFFull));
+      const int64_t s = key_entry(sel[i]);
       row = int32_t(pages.row(s));
     }
     out[t * top_k + i] = row;
@@ -1740,7 +1753,7 @@ __global__ void __launch_bounds__(k_select_threads)
       const unsigned long long x = f[j];
       const uint32_t greater = warp_count_greater(f, int(listed), x);
       if (lane == 0 && greater < uint32_t(top_k))
-        out[t * top_k + greater] = int32_t(row_of(int64_t(0xFFFFFFFFull - (x & 0xFFFFFFFFull))));
+        out[t * top_k + greater] = int32_t(row_of(key_entry(x)));
     }
     trace_stamp(k_trace_select, 4);
     return;
@@ -1792,8 +1805,7 @@ __global__ void __launch_bounds__(k_select_threads)
       const unsigned long long key =
           i < listed ? (base == 0 ? first_key : __ldcg(cand_list + t * k_candidate_capacity + i))
                      : 0ull;
-      if (i < listed && uint32_t(key >> 52) == bin)
-        atomicAdd(&counts[uint32_t(key >> 40) & (k_bins - 1)], 1u);
+      if (i < listed && uint32_t(key >> 52) == bin) atomicAdd(&counts[key_sub_bin(key)], 1u);
     }
   } else if (lean) {
 #pragma unroll
@@ -1830,7 +1842,7 @@ __global__ void __launch_bounds__(k_select_threads)
     const unsigned long long x = own[j];
     const uint32_t greater = warp_count_greater(f, nf, x);
     if (lane == 0 && greater < uint32_t(keep))
-      out[t * top_k + greater] = int32_t(row_of(int64_t(0xFFFFFFFFull - (x & 0xFFFFFFFFull))));
+      out[t * top_k + greater] = int32_t(row_of(key_entry(x)));
   }
   trace_stamp(k_trace_select, 4);
 }
@@ -1920,8 +1932,8 @@ __global__ void __launch_bounds__(k_select_threads)
     for (int u = 0; u < k_csel_unroll; ++u) {
       const int64_t s = base + threadIdx.x + u * k_select_threads;
       const unsigned long long key = entry_key(v[u], s);
-      const uint32_t top = uint32_t(key >> 52);
-      if (s < hi && top == bin) atomicAdd(&sub[uint32_t(key >> 40) & (k_bins - 1)], 1u);
+      const uint32_t top = key_bin(key);
+      if (s < hi && top == bin) atomicAdd(&sub[key_sub_bin(key)], 1u);
       warp_append(s < hi && top >= bin, key, &n_list, list);
     }
   }
@@ -1978,7 +1990,7 @@ __global__ void __launch_bounds__(k_select_threads)
     if ((x >> 40) < prefix) continue;  // (uniform over the warp)
     const uint32_t greater = warp_count_greater(f, nf, x);
     if (lane == 0 && greater < uint32_t(top_k)) {
-      const int64_t s = int64_t(0xFFFFFFFFull - (x & 0xFFFFFFFFull));
+      const int64_t s = key_entry(x);
       out[t * top_k + greater] = int32_t(pages.row(s));
     }
   }
