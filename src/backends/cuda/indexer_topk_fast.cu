@@ -1726,6 +1726,12 @@ __global__ void __launch_bounds__(k_select_threads)
   uint32_t* scratch = counts + k_bins;                   // k_select_threads
   const int lane = threadIdx.x % k_warp_size, warp = threadIdx.x / k_warp_size;
   pages.seq = seq;
+  // (lean) The histogram words read with the state, into counts.
+  const auto counts_from_hist_words = [&] {
+#pragma unroll
+    for (int u = 0; u < k_bins / k_select_threads; ++u)
+      counts[threadIdx.x + u * k_select_threads] = hist_words[u];
+  };
   // Output row of entry s: pages.row(s), from the copied block ids where they fit.
   const auto row_of = [&](int64_t s) {
     if (!blocks_in_smem) return pages.row(s);
@@ -1733,6 +1739,13 @@ __global__ void __launch_bounds__(k_select_threads)
     const int64_t b = block < pages.table_width ? int64_t(blocks_s[block]) : -1;
     const int64_t row = b < 0 ? -1 : b * pages.block_size + s % pages.block_size;
     return row >= pages.pool_rows ? int64_t(-1) : row;
+  };
+  // Key x of the nf keys f (a set closed upwards within the token's first top_k keys): its rank is
+  // the number of keys of f greater than it; lane 0 writes its row there when below top_k.
+  const auto rank_and_write = [&](unsigned long long x, const unsigned long long* f, int nf) {
+    const uint32_t greater = warp_count_greater(f, nf, x);
+    if (lane == 0 && greater < uint32_t(top_k))
+      out[t * top_k + greater] = int32_t(row_of(key_entry(x)));
   };
   if (from_list && n > top_k && listed <= rank_max) {  // (uniform over the token's CTAs)
     // plan.list_rank: every key at or above the threshold is listed, and a listed key x with a
@@ -1750,10 +1763,7 @@ __global__ void __launch_bounds__(k_select_threads)
     const uint32_t ctas = gridDim.x;
     for (uint32_t j = blockIdx.x + ctas * uint32_t(warp); j < listed;
          j += ctas * uint32_t(k_select_threads / k_warp_size)) {
-      const unsigned long long x = f[j];
-      const uint32_t greater = warp_count_greater(f, int(listed), x);
-      if (lane == 0 && greater < uint32_t(top_k))
-        out[t * top_k + greater] = int32_t(row_of(key_entry(x)));
+      rank_and_write(f[j], f, int(listed));
     }
     trace_stamp(k_trace_select, 4);
     return;
@@ -1761,9 +1771,7 @@ __global__ void __launch_bounds__(k_select_threads)
   if (from_list && n > top_k) {
     // plan.score_list (`hist2` is the token's first histogram; the list holds every key in or
     // above the threshold bin, or overflowed): the threshold bin first.
-#pragma unroll
-    for (int u = 0; u < k_bins / k_select_threads; ++u)
-      counts[threadIdx.x + u * k_select_threads] = hist_words[u];
+    counts_from_hist_words();
     __syncthreads();
     const uint2 th = find_threshold(counts, k_bins, uint32_t(top_k), scratch, result);
     bin = th.x;
@@ -1808,9 +1816,7 @@ __global__ void __launch_bounds__(k_select_threads)
       if (i < listed && uint32_t(key >> 52) == bin) atomicAdd(&counts[key_sub_bin(key)], 1u);
     }
   } else if (lean) {
-#pragma unroll
-    for (int u = 0; u < k_bins / k_select_threads; ++u)
-      counts[threadIdx.x + u * k_select_threads] = hist_words[u];
+    counts_from_hist_words();
   } else {
     for (int b = threadIdx.x; b < k_bins; b += k_select_threads)
       counts[b] = __ldcg(&hist2[t * k_bins + b]);
@@ -1838,12 +1844,7 @@ __global__ void __launch_bounds__(k_select_threads)
   __syncthreads();
   trace_stamp(k_trace_select, 3);
   const int nf = int(n_f), no = int(n_own);
-  for (int j = warp; j < no; j += k_select_threads / k_warp_size) {
-    const unsigned long long x = own[j];
-    const uint32_t greater = warp_count_greater(f, nf, x);
-    if (lane == 0 && greater < uint32_t(keep))
-      out[t * top_k + greater] = int32_t(row_of(key_entry(x)));
-  }
+  for (int j = warp; j < no; j += k_select_threads / k_warp_size) rank_and_write(own[j], f, nf);
   trace_stamp(k_trace_select, 4);
 }
 
