@@ -1,4 +1,7 @@
-// Indexer top-k in two launches (plus one memset of the per-token state and histograms):
+// Indexer top-k in two or three launches after zeroing the per-token state and histograms (a
+// memset, or indexer_zero_kernel with plan.zero_kernel): the scores, then the collect with its
+// last CTA selecting (select_ctas == 0) or the collect and a split select, or (plan.score_list)
+// the scores listing their own candidates and the split select.
 //
 // 1. indexer_score_kernel, grid (key chunk, token), 4 warps, two CTAs per SM: the token's
 //    64 x 128 query in shared memory (bf16), keys streamed 128 rows per pass through a ring of
@@ -164,11 +167,12 @@ static_assert(k_max_candidates >= 2 * k_select_threads, "sort buffer inside cand
 
 static_assert(k_pass * k_chunks % 256 == 0, "pass load must divide evenly");
 
-// Per-token state, zeroed by the call's memset. bin / above / in_bin are written by the token's
-// first collect CTA when more entries are visible than top_k.
+// Per-token state, zeroed before the score launch. bin / above / in_bin are written by the token's
+// first collect CTA (or, heavy ties, the cluster select's CTA 0) when more entries are visible
+// than top_k; plan.score_list leaves them zero (its select resolves the bin itself).
 struct token_state {
   uint32_t ticket;      // collect CTAs of the token done
-  uint32_t cand_count;  // keys listed by the collect kernel
+  uint32_t cand_count;  // keys listed (by the collect kernel, or plan.score_list's score CTAs)
   uint32_t bin;         // threshold bin (top 12 bits of the k-th key)
   uint32_t above;       // keys in higher bins (< top_k)
   uint32_t in_bin;      // keys in the threshold bin
@@ -1092,10 +1096,15 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
     if (hist_s[b]) atomicAdd(&hist[t * k_bins + b], hist_s[b]);
 }
 
-// plan.score_three: FP4 bulk decoupled passes, 8 warps, three CTAs per SM (24 warps per SM to
-// hide the per-pass latency chain; 16 with two). The register-A wgmma path with its A fragments
-// widened one k-step ahead of the MMAs (8 live A registers instead of 32) so that the kernel fits
-// 80 registers, and three key stages so that three CTAs fit the shared memory.
+// plan.score_list: snapshot reads of the coarse histogram before the listing proceeds with a thin
+// one (plan.list_once: one), k_list_sleep_ns apart.
+constexpr int k_list_tries = 24;
+constexpr unsigned k_list_sleep_ns = 256;
+// plan.list_direct: the select ranks the listed keys in or above the threshold bin directly when
+// there are at most this many (each CTA's share against all of them), else resolves 12 more bits.
+constexpr int k_list_direct_max = 4096;
+// plan.list_rank: the select ranks the whole list (no histogram) when it holds at most this many.
+constexpr int k_list_rank_max = 4096;
 // plan.score_list: the score CTA lists its own keys (entries [lo, hi) of the token's scores, this
 // CTA's writes) that may be among the token's top k, so that no collect launch is needed. After
 // the CTA's histogram flush it adds its 256 coarse bins (top 8 key bits: 16 fine bins each) to the
@@ -1109,13 +1118,6 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
 // loose L (the first CTAs to finish would list ~k keys each), so the CTA re-reads it after a short
 // sleep while it is that thin (bounded tries: the CTA never depends on others making progress,
 // only the list's length does). `scratch` >= 36 words of shared memory.
-constexpr int k_list_tries = 24;
-// plan.list_direct: the select ranks the listed keys in or above the threshold bin directly when
-// there are at most this many (each CTA's share against all of them), else resolves 12 more bits.
-constexpr int k_list_direct_max = 4096;
-// plan.list_rank: the select ranks the whole list (no histogram) when it holds at most this many.
-constexpr int k_list_rank_max = 4096;
-constexpr unsigned k_list_sleep_ns = 256;
 template <int threads>
 __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* scratch,
                                              const float* sc, int64_t lo, int64_t hi, int64_t n,
@@ -1192,6 +1194,11 @@ __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* s
   trace_stamp(k_trace_score, 4);
 }
 
+// plan.score_three: FP4 bulk decoupled passes, 8 warps, three CTAs per SM (24 warps per SM to
+// hide the per-pass latency chain; 16 with two). The register-A wgmma path with its A fragments
+// widened one k-step ahead of the MMAs (8 live A registers instead of 32) so that the kernel fits
+// 80 registers, and three key stages so that three CTAs fit the shared memory.
+// With `list` (plan.score_list) each CTA then lists its candidates (score_list_keys).
 constexpr int score_three_smem_bytes(int stages) {
   return k_q_bytes + stages * k_fp4_pass_bytes + k_bins * 4 + k_row_ring * 4 + stages * k_pass * 4 +
          (k_max_range_blocks + 1) / 2 * 8 + stages * 16 + 8 * 4 * 8;
@@ -1673,6 +1680,13 @@ __global__ void __launch_bounds__(k_select_threads)
 // plan.lean_select: the token's block-table row (up to k_select_prefetch_blocks ids) is copied
 // into shared memory (after O) before the wait, so the output rows need no global round trip;
 // the token state and the second histogram are requested together right after the wait.
+// from_list (plan.score_list, lean): the list is the score CTAs' (every key in or above the
+// threshold bin, or an overflowing count) and `hist2` is the token's first histogram. A list of at
+// most rank_max keys is ranked whole, each CTA its share of list positions (plan.list_rank, no
+// histogram); else the CTAs resolve the threshold bin from the histogram, and with at most
+// direct_max keys in or above it F is those keys (plan.list_direct, no second histogram), else the
+// second histogram is built from the list as the collect would have. An overflowing list goes to
+// select_token's scan of the scores.
 constexpr int k_select_kernel_smem = k_select_smem + int(k_candidate_capacity) * 8;  // + O
 constexpr int k_select_prefetch_blocks = 8192;
 constexpr int k_select_kernel_smem_lean = k_select_kernel_smem + k_select_prefetch_blocks * 4;
