@@ -104,6 +104,13 @@ __device__ __forceinline__ void select_token(unsigned char* smem, const float* s
   const float* sc = scores + t * score_stride;
   if (threadIdx.x == 0) n_sel = n_cand = 0;
   __syncthreads();
+  // keys[0, n) sorted descending, padded with zero keys (below every real key) to a power of two.
+  const auto sort_padded = [&](unsigned long long* keys, int n) {
+    const int padded = pow2_at_least(n);
+    for (int i = n + int(threadIdx.x); i < padded; i += k_select_threads) keys[i] = 0;
+    __syncthreads();
+    bitonic_sort_desc(keys, padded);
+  };
 
   if (keep > 0 && n <= top_k) {  // every visible entry is selected
     for (int64_t s = threadIdx.x; s < n; s += k_select_threads) sel[s] = entry_key(sc[s], s);
@@ -177,10 +184,7 @@ __device__ __forceinline__ void select_token(unsigned char* smem, const float* s
         if (rank < need) sel[ns + rank] = key;
       }
     } else {
-      const int padded = pow2_at_least(nc);
-      for (int i = nc + int(threadIdx.x); i < padded; i += k_select_threads) cand[i] = 0;
-      __syncthreads();
-      bitonic_sort_desc(cand, padded);
+      sort_padded(cand, nc);
       for (int i = threadIdx.x; i < need; i += k_select_threads) sel[ns + i] = cand[i];
     }
   }
@@ -189,10 +193,7 @@ __device__ __forceinline__ void select_token(unsigned char* smem, const float* s
   if (keep <= k_select_threads) {
     sort_desc_in_registers(sel, keep, sort_buf);
   } else {
-    const int padded = pow2_at_least(keep);
-    for (int i = keep + int(threadIdx.x); i < padded; i += k_select_threads) sel[i] = 0;
-    __syncthreads();
-    bitonic_sort_desc(sel, padded);
+    sort_padded(sel, keep);
   }
   for (int i = threadIdx.x; i < top_k; i += k_select_threads) {
     int32_t row = -1;
