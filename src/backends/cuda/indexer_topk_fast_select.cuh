@@ -104,6 +104,13 @@ __device__ __forceinline__ void select_token(unsigned char* smem, const float* s
   const float* sc = scores + t * score_stride;
   if (threadIdx.x == 0) n_sel = n_cand = 0;
   __syncthreads();
+  // A key (warp-uniform call, `valid` false past the keys) whose leading bits `pre` are above the
+  // threshold prefix is selected, one with exactly the prefix a candidate.
+  const auto sel_or_cand = [&](bool valid, unsigned long long key, unsigned long long pre,
+                               unsigned long long prefix) {
+    warp_append(valid && pre > prefix, key, &n_sel, sel);
+    warp_append(valid && pre == prefix, key, &n_cand, cand);
+  };
   // keys[0, n) sorted descending, padded with zero keys (below every real key) to a power of two.
   const auto sort_padded = [&](unsigned long long* keys, int n) {
     const int padded = pow2_at_least(n);
@@ -133,8 +140,7 @@ __device__ __forceinline__ void select_token(unsigned char* smem, const float* s
         const uint32_t i = base + threadIdx.x;
         const unsigned long long key = i < listed ? __ldcg(list + i) : 0ull;
         const unsigned long long pre = key >> 40;
-        warp_append(i < listed && pre > prefix, key, &n_sel, sel);
-        warp_append(i < listed && pre == prefix, key, &n_cand, cand);
+        sel_or_cand(i < listed, key, pre, prefix);
       }
     } else {
       // Heavy ties (or `given`): resolve up to 8 more bits at a time with passes over the scores
@@ -166,8 +172,7 @@ __device__ __forceinline__ void select_token(unsigned char* smem, const float* s
         const int64_t s = base + threadIdx.x;
         const unsigned long long key = s < n ? entry_key(sc[s], s) : 0ull;
         const unsigned long long pre = shift == 64 ? 0 : key >> shift;
-        warp_append(s < n && pre > prefix, key, &n_sel, sel);
-        warp_append(s < n && pre == prefix, key, &n_cand, cand);
+        sel_or_cand(s < n, key, pre, prefix);
       }
     }
     __syncthreads();
