@@ -18,6 +18,18 @@ namespace dsv4::cuda {
 
 namespace {
 
+// v[u]: the score of entry base + threadIdx.x + u k_select_threads (-inf at hi and past it), the
+// loads in flight together (L2: the scores were written by another launch).
+template <int unroll>
+__device__ __forceinline__ void load_chunk_scores(float (&v)[unroll], const float* sc, int64_t base,
+                                                  int64_t hi) {
+#pragma unroll
+  for (int u = 0; u < unroll; ++u) {
+    const int64_t s = base + threadIdx.x + u * k_select_threads;
+    v[u] = s < hi ? __ldcg(sc + s) : -INFINITY;
+  }
+}
+
 // The chunk blockIdx.x of token blockIdx.y (n > top_k visible entries): finds the token's
 // threshold bin from its histogram, lists the chunk's keys at or above it (warp-aggregated
 // atomics) and histograms the next 12 bits of the keys inside the bin (`sub`: k_bins words of
@@ -34,13 +46,7 @@ __device__ __forceinline__ void collect_chunk(uint32_t* sub, uint32_t* scan_scra
   const int64_t hi = min(lo + collect_keys, n);
   const float* sc = scores + t * score_stride;
   float v[k_collect_unroll];
-  const auto load_scores = [&](int64_t base) {
-#pragma unroll
-    for (int u = 0; u < k_collect_unroll; ++u) {
-      const int64_t s = base + threadIdx.x + u * k_collect_threads;
-      v[u] = s < hi ? __ldcg(sc + s) : -INFINITY;
-    }
-  };
+  const auto load_scores = [&](int64_t base) { load_chunk_scores(v, sc, base, hi); };
   // plan.lean_select: the first round's scores requested with the histogram (one round trip
   // instead of two before the first keys are listed).
   if (lean) load_scores(lo);
@@ -493,13 +499,7 @@ __global__ void __launch_bounds__(k_select_threads)
   const int64_t hi = min(lo + chunk, n);
   const float* sc = scores + t * score_stride;
   float v[k_csel_unroll];
-  const auto load_scores = [&](int64_t base) {
-#pragma unroll
-    for (int u = 0; u < k_csel_unroll; ++u) {
-      const int64_t s = base + threadIdx.x + u * k_select_threads;
-      v[u] = s < hi ? __ldcg(sc + s) : -INFINITY;
-    }
-  };
+  const auto load_scores = [&](int64_t base) { load_chunk_scores(v, sc, base, hi); };
   load_scores(lo);  // with the histogram
   for (int b = threadIdx.x; b < k_bins; b += k_select_threads) {
     counts[b] = __ldcg(&hist[t * k_bins + b]);
