@@ -18,6 +18,19 @@ namespace dsv4::cuda {
 
 namespace {
 
+// Key x of the nf keys f (a set closed upwards within token t's first top_k keys; warp-uniform
+// call): its rank is the number of keys of f greater than it, and lane 0 writes its row there when
+// below top_k.
+template <typename row_fn>
+__device__ __forceinline__ void rank_and_write_row(unsigned long long x,
+                                                   const unsigned long long* f, int nf, int lane,
+                                                   int top_k, int32_t* out, int64_t t,
+                                                   const row_fn& row_of) {
+  const uint32_t greater = warp_count_greater(f, nf, x);
+  if (lane == 0 && greater < uint32_t(top_k))
+    out[t * top_k + greater] = int32_t(row_of(key_entry(x)));
+}
+
 // v[u]: the score of entry base + threadIdx.x + u k_select_threads (-inf at hi and past it), the
 // loads in flight together (L2: the scores were written by another launch).
 template <int unroll>
@@ -341,13 +354,6 @@ __global__ void __launch_bounds__(k_select_threads)
     const int64_t row = b < 0 ? -1 : b * pages.block_size + s % pages.block_size;
     return row >= pages.pool_rows ? int64_t(-1) : row;
   };
-  // Key x of the nf keys f (a set closed upwards within the token's first top_k keys): its rank is
-  // the number of keys of f greater than it; lane 0 writes its row there when below top_k.
-  const auto rank_and_write = [&](unsigned long long x, const unsigned long long* f, int nf) {
-    const uint32_t greater = warp_count_greater(f, nf, x);
-    if (lane == 0 && greater < uint32_t(top_k))
-      out[t * top_k + greater] = int32_t(row_of(key_entry(x)));
-  };
   if (from_list && n > top_k && listed <= rank_max) {  // (uniform over the token's CTAs)
     // plan.list_rank: every key at or above the threshold is listed, and a listed key x with a
     // greater key y unlisted is not selected (y below the threshold bin), so the number of listed
@@ -364,7 +370,7 @@ __global__ void __launch_bounds__(k_select_threads)
     const uint32_t ctas = gridDim.x;
     for (uint32_t j = blockIdx.x + ctas * uint32_t(warp); j < listed;
          j += ctas * uint32_t(k_select_threads / k_warp_size)) {
-      rank_and_write(f[j], f, int(listed));
+      rank_and_write_row(f[j], f, int(listed), lane, top_k, out, t, row_of);
     }
     trace_stamp(k_trace_select, 4);
     return;
@@ -445,7 +451,8 @@ __global__ void __launch_bounds__(k_select_threads)
   __syncthreads();
   trace_stamp(k_trace_select, 3);
   const int nf = int(n_f), no = int(n_own);
-  for (int j = warp; j < no; j += k_select_threads / k_warp_size) rank_and_write(own[j], f, nf);
+  for (int j = warp; j < no; j += k_select_threads / k_warp_size)
+    rank_and_write_row(own[j], f, nf, lane, top_k, out, t, row_of);
   trace_stamp(k_trace_select, 4);
 }
 
@@ -584,11 +591,7 @@ __global__ void __launch_bounds__(k_select_threads)
   for (int j = warp; j < own; j += k_select_threads / k_warp_size) {
     const unsigned long long x = list[j];
     if ((x >> 40) < prefix) continue;  // (uniform over the warp)
-    const uint32_t greater = warp_count_greater(f, nf, x);
-    if (lane == 0 && greater < uint32_t(top_k)) {
-      const int64_t s = key_entry(x);
-      out[t * top_k + greater] = int32_t(pages.row(s));
-    }
+    rank_and_write_row(x, f, nf, lane, top_k, out, t, [&](int64_t s) { return pages.row(s); });
   }
   cluster::sync();  // no CTA exits while another may still read its list, red or n_list
 }
