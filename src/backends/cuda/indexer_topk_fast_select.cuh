@@ -31,6 +31,12 @@ __device__ __forceinline__ void rank_and_write_row(unsigned long long x,
     out[t * top_k + greater] = int32_t(row_of(key_entry(x)));
 }
 
+// Token t's histogram (k_bins words, L2: written by another launch) into shared memory.
+__device__ __forceinline__ void load_hist(uint32_t* dst, const uint32_t* hist, int64_t t) {
+  for (int b = threadIdx.x; b < k_bins; b += k_select_threads)
+    dst[b] = __ldcg(&hist[t * k_bins + b]);
+}
+
 // v[u]: the score of entry base + threadIdx.x + u k_select_threads (-inf at hi and past it), the
 // loads in flight together (L2: the scores were written by another launch).
 template <int unroll>
@@ -63,8 +69,7 @@ __device__ __forceinline__ void collect_chunk(uint32_t* sub, uint32_t* scan_scra
   // plan.lean_select: the first round's scores requested with the histogram (one round trip
   // instead of two before the first keys are listed).
   if (lean) load_scores(lo);
-  for (int b = threadIdx.x; b < k_bins; b += k_collect_threads)
-    sub[b] = __ldcg(&hist[t * k_bins + b]);
+  load_hist(sub, hist, t);
   __syncthreads();
   const uint2 th = find_threshold(sub, k_bins, uint32_t(top_k), scan_scratch, scan_result);
   trace_stamp(k_trace_collect, 2);
@@ -148,8 +153,7 @@ __device__ __forceinline__ void select_token(unsigned char* smem, const float* s
       // The collect kernel listed the keys at or above the bin and histogrammed
       // the bin's keys on their next 12 bits: the 24-bit threshold prefix, then
       // one pass over the list.
-      for (int b = threadIdx.x; b < k_bins; b += k_select_threads)
-        counts[b] = __ldcg(&hist2[t * k_bins + b]);
+      load_hist(counts, hist2, t);
       __syncthreads();
       const uint2 th = find_threshold(counts, k_bins, uint32_t(keep) - above, scratch, result);
       const unsigned long long prefix = (static_cast<unsigned long long>(bin) << 12) | th.x;
@@ -425,8 +429,7 @@ __global__ void __launch_bounds__(k_select_threads)
   } else if (lean) {
     counts_from_hist_words();
   } else {
-    for (int b = threadIdx.x; b < k_bins; b += k_select_threads)
-      counts[b] = __ldcg(&hist2[t * k_bins + b]);
+    load_hist(counts, hist2, t);
   }
   __syncthreads();
   if (!lean) {
