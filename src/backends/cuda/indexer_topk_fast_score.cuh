@@ -1,0 +1,1153 @@
+// The score kernels of the indexer top-k (step 1 of indexer_topk_fast.cu's overview):
+// indexer_score_kernel (bf16 / e4m3 / e2m1 keys, mma.sync or wgmma), indexer_score_three_kernel
+// (plan.score_three, with plan.score_list's candidate listing, score_list_keys) and the zeroing
+// kernel they may follow. Included by indexer_topk_fast.cu only.
+#pragma once
+
+#include <cuda_fp8.h>
+
+#include <type_traits>
+
+#include "backends/cuda/activation.cuh"
+#include "backends/cuda/indexer_topk_fast_common.cuh"
+#include "backends/cuda/mbarrier.cuh"
+#include "backends/cuda/mma_sm80.cuh"
+#include "backends/cuda/wgmma_common.cuh"
+
+namespace dsv4::cuda {
+
+namespace {
+
+constexpr int k_heads = int(k_indexer_fast_heads);
+constexpr int k_dim = int(k_indexer_fast_head_dim);
+constexpr int k_row_bytes = k_dim * 2;
+constexpr int k_chunks = k_row_bytes / 16;
+constexpr int k_pass = 128;  // keys per pass: 4 warps x 32
+// Score CTAs have 4 or 8 warps (`warps`; 32 or 16 keys of a pass each); all of them issue the
+// pass's copies.
+constexpr int k_q_bytes = k_heads * k_row_bytes;
+constexpr int k_pass_bytes = k_pass * k_row_bytes;
+constexpr int k_fp8_row_bytes = k_dim;  // e4m3 keys: one byte per dim (+ an f32 scale per key)
+constexpr int k_fp8_pass_bytes = k_pass * k_fp8_row_bytes;
+// E2M1 keys (io/indexer_fp4_key.h): 64 code bytes per row in the order the A fragments are read
+// (lane quad t: bytes 16 t .. +15 of its rows), and a u32 of four E8M0 scales per row.
+constexpr int k_fp4_row_bytes = k_dim / 2;
+constexpr int k_fp4_pass_bytes = k_pass * k_fp4_row_bytes;
+// Key formats of the score kernel.
+constexpr int k_fmt_bf16 = 0;
+constexpr int k_fmt_e4m3 = 1;
+constexpr int k_fmt_e2m1 = 2;
+// E2M1 keys on warpgroup MMAs (plan.score_wgmma): the same widened A fragments, each warp's 16 key
+// rows of a k16 step one quarter of a wgmma m64n64k16 whose B (the query) is read from shared
+// memory in the 128-byte-swizzled K-major layout (q_wg_offset).
+constexpr int k_fmt_e2m1_wg = 3;
+// The same with the pass's wgmmas in two commit groups (k-steps 0..3, then 4..7): the widening of
+// k-steps 4..7 overlaps the first group's MMAs (plan.score_split).
+constexpr int k_fmt_e2m1_wg2 = 4;
+__host__ __device__ constexpr bool fmt_fp4(int fmt) {
+  return fmt == k_fmt_e2m1 || fmt == k_fmt_e2m1_wg || fmt == k_fmt_e2m1_wg2;
+}
+// Score kernel flags (runtime). Bulk: FP4 keys with block_size a multiple of k_pass, each pass
+// one run of 128 pool rows, fetched by thread 0 as two bulk copies (codes, scales) that complete
+// on the stage's mbarrier, instead of per-thread cp.async of every row (plan.score_bulk).
+constexpr int k_score_flag_bulk = 1;
+// With bulk passes: every thread releases a stage right after reading it (an arrival on the stage's
+// "empty" mbarrier) and thread 0 waits for that before refilling it, instead of a CTA barrier per
+// pass: warps drift up to stages - 1 passes apart (plan.score_decouple).
+constexpr int k_score_flag_decouple = 2;
+// The epilogue's lane-quad reduction of both 8-row halves at once (plan.score_quad): lanes
+// exchange the half their partner keeps, so 2 shuffles and adds instead of 4, and lanes t = 0 and
+// t = 1 of each quad store rows g and g + 8 (one predicated store block instead of two). The sums
+// are the same additions in the same order ((a0 + a1) + (a2 + a3), fp addition commutes), so the
+// scores are bit for bit the two-reduction epilogue's.
+constexpr int k_score_flag_quad = 4;
+// Bulk passes: the copies of pass p + stages - 1 issued by lane 0 of warp p % warps instead of
+// thread 0 (plan.score_rotate).
+constexpr int k_score_flag_rotate = 8;
+constexpr int k_score_flag_pingpong = 16;   // plan.score_pingpong
+constexpr int k_score_flag_list_once = 32;  // plan.list_once (score_list: one snapshot, no waits)
+constexpr int k_max_range_blocks = 1025;    // block ids of a CTA's range (keys_per_cta <= 1024 bs)
+// Pool rows of the keys of passes j .. j + 7 (slot j % 8), computed `stages` passes ahead, one key
+// per thread, so the copy loop only reads them (no block division per copied chunk). FP8 keys
+// keep their scales in a ring alike.
+constexpr int k_row_ring = 8;
+// Key ring depth of the score kernel: two passes of bf16 keys or three of e4m3 keys (half the
+// bytes each), so that two CTAs fit an SM. Deeper rings with one CTA per SM were slower (H200,
+// T=1 x 256K entries, 4 warps: 2 stages 39.5 us, 4 stages 54 us, 5 stages 63 us for the scores):
+// the time per pass of a CTA did not shrink with more passes in flight, and e4m3 keys (half the
+// bytes) score in about the same time as bf16 ones, so the scan is bound by the CTAs' per-pass
+// latency, not by the bytes in flight.
+constexpr int k_stages_bf16 = 2;
+constexpr int k_stages_fp8 = 3;
+// E2M1 keys: a quarter of the bf16 bytes per pass; four passes in flight still fit two CTAs.
+// (H200, T=1 x 256K entries: FP4 scores 28-29 us against bf16's 33-34 us with 4x fewer bytes: the
+// per-pass latency still bounds them; T=32: 661 vs 783 us.)
+constexpr int k_stages_fp4 = 4;
+// plan.score_three: three 8-warp CTAs per SM (24 warps to hide the per-pass latency chain instead
+// of 16): registers bounded at 85 per thread (ptxas: 80) and three stages so the shared memory
+// fits.
+constexpr int k_stages_fp4_three = 3;
+static_assert(k_row_ring > k_stages_fp8 + 1, "row ring shorter than the key ring");
+static_assert(k_row_ring > k_stages_fp4 + 1, "row ring shorter than the key ring");
+constexpr int score_smem_bytes(int stages, int fmt) {
+  const int pass =
+      fmt == k_fmt_e4m3 ? k_fp8_pass_bytes : (fmt_fp4(fmt) ? k_fp4_pass_bytes : k_pass_bytes);
+  // ... + the stages' full and empty mbarriers (bulk passes), 8-byte aligned.
+  return k_q_bytes + stages * pass + k_bins * 4 +
+         k_row_ring * k_pass * 4 * (fmt != k_fmt_bf16 ? 2 : 1) + (k_max_range_blocks + 1) / 2 * 8 +
+         stages * 16;
+}
+static_assert(2 * score_smem_bytes(k_stages_fp4, k_fmt_e2m1) <= 227 * 1024, "two CTAs per SM");
+
+static_assert(k_pass * k_chunks % 256 == 0, "pass load must divide evenly");
+
+__device__ __forceinline__ uint32_t swizzled(int row, int chunk) {
+  return uint32_t(row * k_row_bytes + ((chunk ^ (row & 7)) << 4));
+}
+
+// The query for wgmma (k_fmt_e2m1_wg): two blocks of 64 dims, each 64 heads x 128 bytes with the
+// 16-byte chunk c of head r at c ^ (r & 7) (the SW128 atom of 8 rows x 128 bytes; 8-row groups
+// 1024 bytes apart), 1024-byte aligned (the dynamic shared memory's start).
+__device__ __forceinline__ uint32_t q_wg_offset(int row, int chunk) {
+  return uint32_t((chunk / 8) * (k_heads * 128) + row * 128 + (((chunk % 8) ^ (row & 7)) << 4));
+}
+
+// d[32] += A (64 x 16, registers: the mma.sync m16n8k16 A fragment of each warp's 16 rows) *
+// B (16 x 64, descriptor, K-major), bf16 in, f32 accumulate (d[4 j + e]: the m16n8k16
+// accumulator e of n-tile j).
+__device__ __forceinline__ void wgmma_rs_n64(float (&d)[32], const uint32_t (&a)[4], uint64_t b) {
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,"
+      "%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, 1, 1, 1, 0;\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+
+// d[32] = A * B as wgmma_rs_n64, the accumulator's input ignored (scale-d 0).
+__device__ __forceinline__ void wgmma_rs_n64_first(float (&d)[32], const uint32_t (&a)[4],
+                                                   uint64_t b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, 0, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,"
+      "%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+
+__device__ __forceinline__ uint4 load8_bf16(const float* p) {
+  const float4 a = reinterpret_cast<const float4*>(p)[0];
+  const float4 b = reinterpret_cast<const float4*>(p)[1];
+  return make_uint4(pack_bf16x2(a.x, a.y), pack_bf16x2(a.z, a.w), pack_bf16x2(b.x, b.y),
+                    pack_bf16x2(b.z, b.w));
+}
+
+// E4M3 tiles: 16-byte chunk c (of 8) of row r stored at c ^ (r & 7).
+__device__ __forceinline__ uint32_t swizzled_fp8(int row, int chunk) {
+  return uint32_t(row * k_fp8_row_bytes + ((chunk ^ (row & 7)) << 4));
+}
+
+// Two e4m3 values (low byte first) as bf16x2, exactly (e4m3 has 3 mantissa bits, and its range and
+// subnormals fit both f16 and bf16).
+__device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint32_t two_bytes) {
+  const __half2_raw h =
+      __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(two_bytes & 0xffffu), __NV_E4M3);
+  const float2 f = __half22float2(*reinterpret_cast<const __half2*>(&h));
+  return pack_bf16x2(f.x, f.y);
+}
+
+// Pair p (0..3) of a word of E2M1 codes (io/indexer_fp4_key.h: the pair's codes at bits
+// [12 - 4 p, 16 - 4 p) and [28 - 4 p, 32 - 4 p)) as bf16x2 times the block scale, exactly. The
+// codes are first placed in bf16's lowest exponent bits (sign -> bit 15, exponent-mantissa -> bits
+// 8..6), which is the e2m1 value times 2^-126 (code 1, 0.5, lands on the subnormal 2^-127), then
+// multiplied by 2^126 and by the scale 2^(byte - 127) (scale2 = byte << 7 in both halves): powers
+// of two, so both products are exact (bf16 FMA keeps subnormal inputs) and equal the bf16 rounding
+// of e2m1 * s that a bf16 key pool holds.
+template <int p>
+__device__ __forceinline__ uint32_t e2m1x2_to_bf16x2(uint32_t word, uint32_t scale2) {
+  const uint32_t x = word << (4 * p);
+  uint32_t v = (x & 0x80008000u) | ((x >> 6) & 0x01C001C0u);
+  constexpr uint32_t two_126 = 0x7E807E80u;  // bf16 2^126 in both halves
+  constexpr uint32_t minus_zero = 0x80008000u;
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(v) : "r"(v), "r"(two_126), "r"(minus_zero));
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(v) : "r"(v), "r"(scale2), "r"(minus_zero));
+  return v;
+}
+
+// The same for the wgmma path, with the scale's two products folded into one where the scale
+// allows: `one` (every scale byte b <= 128): m = 2^(b - 1) in both halves (2^126 * 2^(b - 127),
+// a bf16 power of two), one exact product; else m = 2^(b - 127) as above, after 2^126.
+template <int p, bool one>
+__device__ __forceinline__ uint32_t e2m1x2_widen(uint32_t word, uint32_t m) {
+  const uint32_t x = word << (4 * p);
+  uint32_t v = (x & 0x80008000u) | ((x >> 6) & 0x01C001C0u);
+  constexpr uint32_t two_126 = 0x7E807E80u;
+  constexpr uint32_t minus_zero = 0x80008000u;
+  if constexpr (!one)
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(v) : "r"(v), "r"(two_126), "r"(minus_zero));
+  asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(v) : "r"(v), "r"(m), "r"(minus_zero));
+  return v;
+}
+
+// A fragments of k-steps kk0 .. kk1 - 1 of the wgmma path from a lane's code words (raw4[mt][h]:
+// rows g, g + 8 of tile mt; word w holds k-steps 2 w, 2 w + 1) and multipliers m[mt][h][w] of
+// block w (see e2m1x2_widen).
+template <bool one, int kk0, int kk1, int tiles>
+__device__ __forceinline__ void widen_fp4_steps(uint32_t (&a)[8][tiles][4],
+                                                const uint4 (&raw4)[tiles][2],
+                                                const uint32_t (&m)[tiles][2][4]) {
+#pragma unroll
+  for (int kk = kk0; kk < kk1; ++kk)
+#pragma unroll
+    for (int mt = 0; mt < tiles; ++mt) {
+      const uint4& r0 = raw4[mt][0];
+      const uint4& r1 = raw4[mt][1];
+      const int w = kk / 2;
+      const uint32_t w0 = w == 0 ? r0.x : w == 1 ? r0.y : w == 2 ? r0.z : r0.w;
+      const uint32_t w1 = w == 0 ? r1.x : w == 1 ? r1.y : w == 2 ? r1.z : r1.w;
+      if (kk % 2 == 0) {
+        a[kk][mt][0] = e2m1x2_widen<0, one>(w0, m[mt][0][w]);
+        a[kk][mt][1] = e2m1x2_widen<0, one>(w1, m[mt][1][w]);
+        a[kk][mt][2] = e2m1x2_widen<1, one>(w0, m[mt][0][w]);
+        a[kk][mt][3] = e2m1x2_widen<1, one>(w1, m[mt][1][w]);
+      } else {
+        a[kk][mt][0] = e2m1x2_widen<2, one>(w0, m[mt][0][w]);
+        a[kk][mt][1] = e2m1x2_widen<2, one>(w1, m[mt][1][w]);
+        a[kk][mt][2] = e2m1x2_widen<3, one>(w0, m[mt][0][w]);
+        a[kk][mt][3] = e2m1x2_widen<3, one>(w1, m[mt][1][w]);
+      }
+    }
+}
+
+// E4M3 keys feed mma.sync without a shared-memory conversion pass: the reduction dimension is
+// permuted so that lane quad t holds key bytes 32 t .. 32 t + 31 of its rows for all eight k-steps
+// (two 16-byte loads per row). MMA k index 16 kk + j takes the key's (and the query's) dimension
+// k_fp8_dim(kk, j); the query is stored in shared memory in the same order.
+__device__ __forceinline__ int k_fp8_dim(int kk, int j) {
+  return 32 * ((j % 8) / 2) + 4 * kk + 2 * (j / 8) + (j % 2);
+}
+
+// ---- pieces shared by indexer_score_kernel and indexer_score_three_kernel ----
+
+// The sequence's block ids of keys [lo, hi) into range_blocks (one round of dependent loads per
+// CTA, none in the key loops); returns the range's first block.
+template <int threads>
+__device__ __forceinline__ int64_t score_range_blocks(const paged_entries& pages, int64_t lo,
+                                                      int64_t hi, int32_t* range_blocks) {
+  const int64_t block0 = lo / pages.block_size;
+  const int n_blocks = int((hi - 1) / pages.block_size - block0 + 1);
+  for (int i = threadIdx.x; i < n_blocks; i += threads) {
+    const int64_t b = block0 + i;
+    int32_t id = -1;
+    if (pages.seq >= 0 && pages.seq < pages.table_rows && b < pages.table_width)
+      id = pages.block_table[pages.seq * pages.table_width + b];
+    range_blocks[i] = id;
+  }
+  return block0;
+}
+
+// One thread: stage s's full barrier (one arrival plus the copies' bytes) and empty barrier
+// (every thread's arrival).
+template <int threads>
+__device__ __forceinline__ void score_init_barriers(uint32_t full_s, uint32_t empty_s, int stages) {
+  for (int i = 0; i < stages; ++i) {
+    mbar::init(full_s + 8 * i, 1);
+    mbar::init(empty_s + 8 * i, threads);
+  }
+  mbar::fence_init();
+}
+
+// Bulk pass j of FP4 keys into `stage` (one thread): the rows of the pass's block inside the pool
+// (the codes, and the scales whole 16-byte groups by the copy engine, the pool's last < 4 by this
+// thread); pass_rows[j % k_row_ring] = rows of the pass that score (0: no block, or outside the
+// pool: -inf).
+struct fp4_bulk_source {
+  const paged_entries* pages;
+  const int32_t* range_blocks;
+  int64_t block0, lo, hi;
+  uint32_t bs;  // pages->block_size
+  const uint8_t* keys8;
+  const uint32_t* key_scales4;
+};
+__device__ __forceinline__ void score_issue_fp4_bulk(const fp4_bulk_source& src, int64_t j,
+                                                     int stage, int32_t* pass_rows,
+                                                     uint32_t* pass_scales, uint32_t full_s,
+                                                     uint32_t k_s) {
+  const uint32_t start = uint32_t(src.lo + j * k_pass);
+  const uint32_t block = start / src.bs;
+  const int32_t id = src.range_blocks[block - uint32_t(src.block0)];
+  const int64_t row0 = int64_t(id) * src.bs + (start - block * src.bs);
+  int copy = 0, valid = 0;
+  if (id >= 0 && row0 < src.pages->pool_rows) {
+    copy = int(min(int64_t(k_pass), src.pages->pool_rows - row0));
+    valid = min(copy, int(src.hi - int64_t(start)));
+  }
+  pass_rows[j % k_row_ring] = valid;
+  const uint32_t bar = full_s + 8 * stage;
+  if (valid == 0) {
+    mbar::arrive(bar);
+    return;
+  }
+  const uint32_t* src_scales = src.key_scales4 + row0;
+  uint32_t* dst_scales = pass_scales + stage * k_pass;
+  const int copy4 = copy & ~3;
+  for (int i = copy4; i < copy; ++i) dst_scales[i] = src_scales[i];
+  mbar::arrive_expect_tx(bar, uint32_t(copy * k_fp4_row_bytes + copy4 * 4));
+  mbar::bulk_g2s(k_s + stage * k_fp4_pass_bytes, src.keys8 + row0 * k_fp4_row_bytes,
+                 uint32_t(copy * k_fp4_row_bytes), bar);
+  if (copy4 > 0) mbar::bulk_g2s(smem_u32(dst_scales), src_scales, uint32_t(copy4 * 4), bar);
+}
+
+// The token's query (bf16 or f32 activations) into shared memory for wgmma: the wgmma layout
+// (wg) or the swizzled mma.sync one. bf16: cp.async copies the caller commits.
+template <bool wg, int threads, typename act_t>
+__device__ __forceinline__ void score_stage_query(uint32_t q_s, const act_t* q, int64_t t) {
+  if constexpr (sizeof(act_t) == 2) {
+#pragma unroll
+    for (int i = 0; i < k_heads * k_chunks / threads; ++i) {
+      const int x = int(threadIdx.x) + i * threads;
+      const int r = x / k_chunks, c = x % k_chunks;
+      cp_async_16(q_s + (wg ? q_wg_offset(r, c) : swizzled(r, c)),
+                  q + (t * k_heads + r) * k_dim + c * 8, true);
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < k_heads * k_chunks / threads; ++i) {
+      const int x = int(threadIdx.x) + i * threads;
+      const int r = x / k_chunks, c = x % k_chunks;
+      const uint4 v = load8_bf16(q + (t * k_heads + r) * k_dim + c * 8);
+      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(
+                       q_s + (wg ? q_wg_offset(r, c) : swizzled(r, c))),
+                   "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w));
+    }
+  }
+}
+
+// fmt e4m3: key_pool holds e4m3 bytes [pool_rows, 128] and key_scales one positive f32 per row;
+// e2m1: key_pool codes [pool_rows, 64] bytes and key_scales one u32 of E8M0 bytes per row
+// (io/indexer_fp4_key.h); bf16: key_pool bf16 [pool_rows, 128] (key_scales unused).
+template <typename act_t, int stages, int fmt, int warps>
+__global__ void __launch_bounds__(warps* k_warp_size, 2)
+    indexer_score_kernel(const act_t* q, const act_t* weights, const void* key_pool,
+                         const void* key_scales_raw, paged_entries pages, const int32_t* token_seq,
+                         const int32_t* n_visible, int64_t capacity, int64_t keys_per_cta,
+                         float q_scale, float* scores, int64_t score_stride, uint32_t* hist,
+                         int flags) {
+  constexpr bool fp8 = fmt == k_fmt_e4m3;
+  constexpr bool wg = fmt == k_fmt_e2m1_wg || fmt == k_fmt_e2m1_wg2;
+  constexpr bool split = fmt == k_fmt_e2m1_wg2;
+  constexpr bool fp4 = fmt_fp4(fmt);
+  // Bulk passes (k_score_flag_bulk; the host sets it only for FP4 keys, block_size % k_pass == 0
+  // and 16-byte aligned scales): pass j is pool rows row0 .. row0 + 127 of one block.
+  const bool bulk = fp4 && (flags & k_score_flag_bulk) != 0;
+  const bool decouple = bulk && (flags & k_score_flag_decouple) != 0;
+  const bool quad = (flags & k_score_flag_quad) != 0;
+  const bool rotate = bulk && (flags & k_score_flag_rotate) != 0;
+  // Warpgroups take turns at the tensor cores (plan.score_pingpong, 8-warp wgmma CTAs): one
+  // issues a pass's MMAs while the other widens or runs its epilogue. Named barriers 1 and 2.
+  const bool pingpong = wg && !split && warps == 8 && (flags & k_score_flag_pingpong);
+  const int wgi = int(threadIdx.x) / (4 * k_warp_size);  // warpgroup
+  constexpr int k_score_threads = warps * k_warp_size;
+  constexpr int tiles = k_pass / 16 / warps;  // 16-key MMA tiles per warp
+  const float* key_scales = static_cast<const float*>(key_scales_raw);
+  const uint32_t* key_scales4 = static_cast<const uint32_t*>(key_scales_raw);
+  extern __shared__ __align__(1024) unsigned char smem[];  // wgmma: the query's SW128 atoms
+  const uint32_t q_s = smem_u32(smem);
+  const uint32_t k_s = q_s + k_q_bytes;
+  constexpr int pass_bytes = fp8 ? k_fp8_pass_bytes : (fp4 ? k_fp4_pass_bytes : k_pass_bytes);
+  uint32_t* hist_s = reinterpret_cast<uint32_t*>(smem + k_q_bytes + stages * pass_bytes);
+  int32_t* pass_rows = reinterpret_cast<int32_t*>(hist_s + k_bins);  // [k_row_ring][k_pass]
+  // fp8: f32 scales; fp4: u32 of 4 E8M0 bytes.
+  float* pass_scales = reinterpret_cast<float*>(pass_rows + k_row_ring * k_pass);
+  int32_t* range_blocks = reinterpret_cast<int32_t*>(pass_scales) +
+                          (fmt != k_fmt_bf16 ? k_row_ring * k_pass : 0);  // block ids of [lo, hi)
+  // Bulk passes: stage s's mbarrier (one arrival, thread 0's, plus the copies' bytes); pass j's
+  // count of valid rows in pass_rows[j % k_row_ring]; its scales in pass_scales[stage].
+  const uint32_t full_s = smem_u32(range_blocks) + (k_max_range_blocks + 1) / 2 * 8;
+  const uint32_t empty_s = full_s + 8 * stages;  // decouple: every thread's arrival per use
+  const __nv_bfloat16* keys = static_cast<const __nv_bfloat16*>(key_pool);
+  const uint8_t* keys8 = static_cast<const uint8_t*>(key_pool);
+
+  // The collect kernel may be scheduled now: it waits for this grid's completion itself.
+  pdl_trigger();
+  const int64_t t = blockIdx.y;
+  // Both loads in flight together (the block table needs the sequence, not the count).
+  const int32_t visible = n_visible[t];
+  const int32_t seq = token_seq[t];
+  const int64_t n = clamp_visible(visible, capacity);
+  const int64_t lo = int64_t(blockIdx.x) * keys_per_cta;
+  if (lo >= n) return;
+  const int64_t hi = min(lo + keys_per_cta, n);
+  const int64_t passes = (hi - lo + k_pass - 1) / k_pass;
+  pages.seq = seq;
+  const int lane = threadIdx.x % k_warp_size;
+  const int warp = threadIdx.x / k_warp_size;
+  const int64_t block0 = score_range_blocks<k_score_threads>(pages, lo, hi, range_blocks);
+  if (bulk && threadIdx.x == 0) score_init_barriers<k_score_threads>(full_s, empty_s, stages);
+  __syncthreads();
+  // Entry numbers and block sizes are 32-bit here (the host checks the capacity).
+  const uint32_t bs = uint32_t(pages.block_size);
+  auto compute_rows = [&](int64_t j) {  // thread x: the pool row of key x of pass j, or -1
+    const int64_t s = lo + j * k_pass + threadIdx.x;
+    int32_t row = -1;
+    if (s < hi) {
+      const uint32_t block = uint32_t(s) / bs;
+      const int32_t id = range_blocks[block - uint32_t(block0)];
+      const int64_t r = int64_t(id) * bs + (uint32_t(s) - block * bs);
+      if (id >= 0 && r < pages.pool_rows) row = int32_t(r);
+    }
+    if (threadIdx.x < k_pass) pass_rows[(j % k_row_ring) * k_pass + threadIdx.x] = row;
+  };
+
+  auto load_pass = [&](int64_t p, int stage) {
+    const int32_t* rows = pass_rows + (p % k_row_ring) * k_pass;
+    if constexpr (fp4) {
+      // Rows are 64 bytes, unswizzled: a quarter-warp's 16-byte reads (rows g, g + 1, chunks
+      // 0..3) cover 128 contiguous bytes.
+      constexpr int chunks = k_fp4_row_bytes / 16;
+      const int chunk = threadIdx.x % chunks;
+      const uint32_t dst = k_s + stage * k_fp4_pass_bytes;
+#pragma unroll
+      for (int i = 0; i < k_pass * chunks / k_score_threads; ++i) {
+        const int r = threadIdx.x / chunks + (k_score_threads / chunks) * i;
+        const int32_t row = rows[r];
+        cp_async_16(dst + r * k_fp4_row_bytes + chunk * 16,
+                    row >= 0 ? keys8 + int64_t(row) * k_fp4_row_bytes + chunk * 16 : keys8,
+                    row >= 0);
+      }
+      const int32_t row = threadIdx.x < k_pass ? rows[threadIdx.x] : -1;
+      if (threadIdx.x < k_pass)
+        cp_async_4(smem_u32(pass_scales + (p % k_row_ring) * k_pass + threadIdx.x),
+                   row >= 0 ? key_scales4 + row : key_scales4, row >= 0);
+    } else if constexpr (fp8) {
+      constexpr int chunks = k_fp8_row_bytes / 16;
+      const int chunk = threadIdx.x % chunks;
+      const uint32_t dst = k_s + stage * k_fp8_pass_bytes;
+#pragma unroll
+      for (int i = 0; i < k_pass * chunks / k_score_threads; ++i) {
+        const int r = threadIdx.x / chunks + (k_score_threads / chunks) * i;
+        const int32_t row = rows[r];
+        cp_async_16(dst + swizzled_fp8(r, chunk),
+                    row >= 0 ? keys8 + int64_t(row) * k_dim + chunk * 16 : keys8, row >= 0);
+      }
+      const int32_t row = threadIdx.x < k_pass ? rows[threadIdx.x] : -1;
+      if (threadIdx.x < k_pass)
+        cp_async_4(smem_u32(pass_scales + (p % k_row_ring) * k_pass + threadIdx.x),
+                   row >= 0 ? key_scales + row : key_scales, row >= 0);
+    } else {
+      const int chunk = threadIdx.x % k_chunks;
+      const uint32_t dst = k_s + stage * k_pass_bytes;
+#pragma unroll
+      for (int i = 0; i < k_pass * k_chunks / k_score_threads; ++i) {
+        const int r = threadIdx.x / k_chunks + (k_score_threads / k_chunks) * i;
+        const int32_t row = rows[r];
+        cp_async_16(dst + swizzled(r, chunk),
+                    row >= 0 ? keys + int64_t(row) * k_dim + chunk * 8 : keys, row >= 0);
+      }
+    }
+  };
+
+  // Bulk pass j into `stage` (thread 0; score_issue_fp4_bulk).
+  const fp4_bulk_source bulk_src{&pages, range_blocks, block0, lo, hi, bs, keys8, key_scales4};
+  auto issue_bulk = [&](int64_t j, int stage) {
+    score_issue_fp4_bulk(bulk_src, j, stage, pass_rows, reinterpret_cast<uint32_t*>(pass_scales),
+                         full_s, k_s);
+  };
+
+  if (!bulk)
+    for (int j = 0; j < stages; ++j)
+      if (j < passes) compute_rows(j);
+  // The query (the bf16 cp.async copy joins the first commit group below).
+  if constexpr (fp8) {
+    // 16-byte chunk c of head r holds MMA k indices 8 c .. 8 c + 7 (k-step c / 2): four pairs of
+    // adjacent dimensions in the permuted order.
+#pragma unroll 2
+    for (int i = 0; i < k_heads * k_chunks / k_score_threads; ++i) {
+      const int x = int(threadIdx.x) + i * k_score_threads;
+      const int r = x / k_chunks, c = x % k_chunks;
+      const act_t* src = q + (t * k_heads + r) * k_dim;
+      uint32_t v[4];
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int dim = k_fp8_dim(c / 2, (c % 2) * 8 + 2 * u);
+        if constexpr (sizeof(act_t) == 2)
+          v[u] = *reinterpret_cast<const uint32_t*>(src + dim);
+        else
+          v[u] = pack_bf16x2(float(src[dim]), float(src[dim + 1]));
+      }
+      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(q_s + swizzled(r, c)),
+                   "r"(v[0]), "r"(v[1]), "r"(v[2]), "r"(v[3]));
+    }
+  } else {
+    score_stage_query<wg, k_score_threads>(q_s, q, t);
+  }
+  if (bulk) {
+    // Passes 0 .. stages - 2 in flight while the query lands (one group); wgmma reads it through
+    // the async proxy.
+    if (threadIdx.x == 0)
+      for (int j = 0; j < stages - 1; ++j)
+        if (j < passes) issue_bulk(j, j);
+    cp_async_commit();
+    cp_async_wait<0>();
+    wgmma::fence_async_smem();
+  } else {
+    __syncthreads();  // rows of passes 0 .. stages - 1, the f32 path's query
+    // Passes 0 .. stages - 2 in flight, one commit group each (the q copy joins group 0); empty
+    // groups keep the count uniform.
+#pragma unroll
+    for (int j = 0; j < stages - 1; ++j) {
+      if (j < passes) load_pass(j, j);
+      cp_async_commit();
+    }
+  }
+  for (int b = threadIdx.x; b < k_bins; b += k_score_threads) hist_s[b] = 0;
+  float w[8][2];
+#pragma unroll
+  for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+    for (int e = 0; e < 2; ++e)
+      w[nt][e] = act_to_f32(weights[t * k_heads + nt * 8 + 2 * (lane % 4) + e]);
+
+  if (pingpong && wgi == 1) mbar::named_arrive(1, 2 * 128);  // warpgroup 0 goes first
+  for (int64_t p = 0; p < passes; ++p) {
+    const int stage = int(p % stages);
+    const uint32_t kb = k_s + stage * pass_bytes;
+    if (bulk) {
+      // Pass p - 1 consumed by all (its stage free); the query and hist_s's zeros visible.
+      if (!decouple || p == 0) __syncthreads();
+      // Pass p + stages - 1 goes into the stage of pass p - 1 (pass_rows slot (p + stages - 1) %
+      // 8, last read by the epilogue of pass p + stages - 9, which every thread finished before
+      // it released pass p - 1's stage). The issuing thread: thread 0, or (plan.score_rotate)
+      // lane 0 of warp p % warps, so the issue work (block lookup, division, copies, the wait for
+      // the stage's release) does not make one warp the CTA's straggler.
+      const int issuer = rotate ? int(p % warps) * k_warp_size : 0;
+      if (int(threadIdx.x) == issuer && p + stages - 1 < passes) {
+        if (decouple && p > 0)
+          mbar::wait(empty_s + 8 * uint32_t((p - 1) % stages), uint32_t((p - 1) / stages) & 1u);
+        issue_bulk(p + stages - 1, int((p + stages - 1) % stages));
+      }
+      mbar::wait(full_s + 8 * stage, uint32_t(p / stages) & 1u);  // pass p landed
+    } else {
+      cp_async_wait<stages - 2>();  // groups 0 .. p complete (p + stages - 1 committed)
+      // wgmma reads the query through the async proxy: this thread's copies (group 0) visible.
+      if constexpr (wg)
+        if (p == 0) wgmma::fence_async_smem();
+      __syncthreads();  // pass p landed for all; pass p - 1 consumed by all
+      // Pass p + stages - 1 goes into the stage of pass p - 1.
+      if (p + stages - 1 < passes) load_pass(p + stages - 1, int((p + stages - 1) % stages));
+      cp_async_commit();
+      // Slot (p + stages) % 8 was last read by pass p + stages - 8 <= p - 4 (its load and its
+      // epilogue), before the barrier above.
+      if (p + stages < passes) compute_rows(p + stages);
+    }
+
+    float acc[tiles][8][4];
+#pragma unroll
+    for (int mt = 0; mt < tiles; ++mt)
+#pragma unroll
+      for (int nt = 0; nt < 8; ++nt)
+        acc[mt][nt][0] = acc[mt][nt][1] = acc[mt][nt][2] = acc[mt][nt][3] = 0.0f;
+    // FP8: lane (g, t) = (lane / 4, lane % 4) holds bytes 32 t .. +31 of rows g
+    // and g + 8 of each 16-row tile: 8 k-steps x 4 bytes (see k_fp8_dim).
+    uint4 raw[tiles][2][2];  // [mt][row g / g + 8][16-byte half]
+    // FP4: lane (g, t) reads bytes 16 t .. +15 of rows g and g + 8 (word w: k-steps 2 w, 2 w + 1)
+    // and the rows' scales as bf16x2 multipliers per 32-dim block w.
+    uint4 raw4[tiles][2];
+    uint32_t scale2[tiles][2][4];
+    uint32_t sbytes[tiles][2];  // the rows' four E8M0 bytes
+    if constexpr (fp4) {
+      const uint32_t* ring = reinterpret_cast<const uint32_t*>(pass_scales) +
+                             (bulk ? stage : int(p % k_row_ring)) * k_pass;
+#pragma unroll
+      for (int mt = 0; mt < tiles; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = (warp * tiles + mt) * 16 + h * 8 + lane / 4;
+          uint4 v;
+          asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                       : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                       : "r"(kb + r * k_fp4_row_bytes + (lane % 4) * 16));
+          raw4[mt][h] = v;
+          const uint32_t bytes = ring[r];
+          sbytes[mt][h] = bytes;
+          if constexpr (!wg) {
+#pragma unroll
+            for (int w = 0; w < 4; ++w)
+              scale2[mt][h][w] = ((bytes >> (8 * w)) & 0xffu) * 0x00800080u;
+          }
+        }
+      // The stage's codes and scales are in registers: release it (its refill may start).
+      if (decouple) mbar::arrive(empty_s + 8 * stage);
+    }
+    if constexpr (fp8) {
+#pragma unroll
+      for (int mt = 0; mt < tiles; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int r = (warp * tiles + mt) * 16 + h * 8 + lane / 4;
+#pragma unroll
+          for (int half = 0; half < 2; ++half) {
+            uint4 v;
+            asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                         : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                         : "r"(kb + swizzled_fp8(r, 2 * (lane % 4) + half)));
+            raw[mt][h][half] = v;
+          }
+        }
+    }
+    if constexpr (!wg) {
+#pragma unroll
+      for (int kk = 0; kk < k_dim / 16; ++kk) {
+        uint32_t a[tiles][4];
+        if constexpr (fp4) {
+#pragma unroll
+          for (int mt = 0; mt < tiles; ++mt) {
+            const uint4& r0 = raw4[mt][0];
+            const uint4& r1 = raw4[mt][1];
+            const int w = kk / 2;
+            const uint32_t w0 = w == 0 ? r0.x : w == 1 ? r0.y : w == 2 ? r0.z : r0.w;
+            const uint32_t w1 = w == 0 ? r1.x : w == 1 ? r1.y : w == 2 ? r1.z : r1.w;
+            // Pairs 2 (kk % 2) (dims 16 kk + 2 t, + 1) and 2 (kk % 2) + 1 (dims + 8, + 9).
+            if (kk % 2 == 0) {
+              a[mt][0] = e2m1x2_to_bf16x2<0>(w0, scale2[mt][0][w]);
+              a[mt][1] = e2m1x2_to_bf16x2<0>(w1, scale2[mt][1][w]);
+              a[mt][2] = e2m1x2_to_bf16x2<1>(w0, scale2[mt][0][w]);
+              a[mt][3] = e2m1x2_to_bf16x2<1>(w1, scale2[mt][1][w]);
+            } else {
+              a[mt][0] = e2m1x2_to_bf16x2<2>(w0, scale2[mt][0][w]);
+              a[mt][1] = e2m1x2_to_bf16x2<2>(w1, scale2[mt][1][w]);
+              a[mt][2] = e2m1x2_to_bf16x2<3>(w0, scale2[mt][0][w]);
+              a[mt][3] = e2m1x2_to_bf16x2<3>(w1, scale2[mt][1][w]);
+            }
+          }
+        } else if constexpr (fp8) {
+#pragma unroll
+          for (int mt = 0; mt < tiles; ++mt) {
+            const uint4& r0 = raw[mt][0][kk / 4];
+            const uint4& r1 = raw[mt][1][kk / 4];
+            const uint32_t w0 = kk % 4 == 0 ? r0.x : kk % 4 == 1 ? r0.y : kk % 4 == 2 ? r0.z : r0.w;
+            const uint32_t w1 = kk % 4 == 0 ? r1.x : kk % 4 == 1 ? r1.y : kk % 4 == 2 ? r1.z : r1.w;
+            a[mt][0] = e4m3x2_to_bf16x2(w0);        // row g, k 2t, 2t + 1
+            a[mt][1] = e4m3x2_to_bf16x2(w1);        // row g + 8
+            a[mt][2] = e4m3x2_to_bf16x2(w0 >> 16);  // row g, k 2t + 8, 2t + 9
+            a[mt][3] = e4m3x2_to_bf16x2(w1 >> 16);  // row g + 8
+          }
+        } else {
+#pragma unroll
+          for (int mt = 0; mt < tiles; ++mt)
+            ldmatrix_x4(a[mt],
+                        kb + swizzled((warp * tiles + mt) * 16 + (lane % 8) + ((lane / 8) & 1) * 8,
+                                      kk * 2 + lane / 16));
+        }
+#pragma unroll
+        for (int np = 0; np < 4; ++np) {
+          uint32_t b[4];
+          ldmatrix_x4(
+              b, q_s + swizzled(np * 16 + (lane / 16) * 8 + lane % 8, kk * 2 + ((lane / 8) & 1)));
+#pragma unroll
+          for (int mt = 0; mt < tiles; ++mt) {
+            mma_bf16_16816(acc[mt][2 * np], a[mt], b[0], b[1]);
+            mma_bf16_16816(acc[mt][2 * np + 1], a[mt], b[2], b[3]);
+          }
+        }
+      }
+    }
+    // wgmma: the A fragments of every k-step (kept live until the wgmmas complete), one fence,
+    // the 8 wgmmas (one commit group) and a wait; split: k-steps 0..3 issued before 4..7 are
+    // widened.
+    uint32_t a_wg[wg ? k_dim / 16 : 1][tiles][4];
+    if constexpr (wg) {
+      // Scale bytes b <= 128 in all the warp's rows: one product per widened pair (b >= 129 is a
+      // block amax of 12 or more; uniform per warp).
+      uint32_t big = 0;
+#pragma unroll
+      for (int mt = 0; mt < tiles; ++mt)
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const uint32_t b = sbytes[mt][h];  // byte >= 129: bit 7 and a nonzero low 7 bits
+          big |= b & ((b & 0x7f7f7f7fu) + 0x7f7f7f7fu) & 0x80808080u;
+        }
+      const bool one = __all_sync(0xffffffffu, big == 0);
+      uint32_t m[tiles][2][4];
+      const auto multipliers = [&](bool one_product) {
+#pragma unroll
+        for (int mt = 0; mt < tiles; ++mt)
+#pragma unroll
+          for (int h = 0; h < 2; ++h)
+#pragma unroll
+            for (int w = 0; w < 4; ++w) {
+              const uint32_t b = (sbytes[mt][h] >> (8 * w)) & 0xffu;
+              // 2^(b - 1): exponent field b + 126; else 2^(b - 127): field b.
+              m[mt][h][w] = b * 0x00800080u + (one_product ? 0x3F003F00u : 0u);
+            }
+      };
+      multipliers(one);
+      const auto issue = [&](auto kk0_c) {
+        constexpr int kk0 = decltype(kk0_c)::value;
+        constexpr int kk1 = split ? kk0 + 4 : k_dim / 16;
+#pragma unroll
+        for (int kk = kk0; kk < kk1; ++kk)
+#pragma unroll
+          for (int mt = 0; mt < tiles; ++mt)
+            // k-step kk: dims 16 kk .., 32 bytes into the rows of the query's block kk / 4.
+            wgmma_rs_n64(reinterpret_cast<float(&)[32]>(acc[mt]), a_wg[kk][mt],
+                         wgmma::sw128_desc(
+                             q_s + uint32_t((kk / 4) * (k_heads * 128) + (kk % 4) * 32), 16, 1024));
+        wgmma::commit();
+      };
+      constexpr int first_end = split ? 4 : k_dim / 16;
+      if (one)
+        widen_fp4_steps<true, 0, first_end>(a_wg, raw4, m);
+      else
+        widen_fp4_steps<false, 0, first_end>(a_wg, raw4, m);
+      // pingpong: wait for this warpgroup's turn (the other one has issued its MMAs of the
+      // previous pass, or, for warpgroup 0's first pass, arrived once up front).
+      if (pingpong) mbar::named_sync(1 + wgi, 2 * 128);
+      wgmma::fence();  // acc zeroed and the A fragments written by this thread
+      issue(std::integral_constant<int, 0>{});
+      // pingpong: the other warpgroup's turn (warpgroup 1 leaves its last turn unpassed, so
+      // every barrier completes as often as it is waited on).
+      if (pingpong && (wgi == 0 || p + 1 < passes)) mbar::named_arrive(2 - wgi, 2 * 128);
+      if constexpr (split) {
+        if (one)
+          widen_fp4_steps<true, 4, 8>(a_wg, raw4, m);
+        else
+          widen_fp4_steps<false, 4, 8>(a_wg, raw4, m);
+        wgmma::fence();  // the second half's A fragments
+        issue(std::integral_constant<int, 4>{});
+      }
+      wgmma::wait<0>();
+      // The A registers stay untouched until the wgmmas have read them; the accumulators are
+      // not read before the wait.
+#pragma unroll
+      for (int kk = 0; kk < k_dim / 16; ++kk)
+#pragma unroll
+        for (int mt = 0; mt < tiles; ++mt)
+          asm volatile("" ::"r"(a_wg[kk][mt][0]), "r"(a_wg[kk][mt][1]), "r"(a_wg[kk][mt][2]),
+                       "r"(a_wg[kk][mt][3])
+                       : "memory");
+#pragma unroll
+      for (int mt = 0; mt < tiles; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) wgmma::reg_fence(acc[mt][nt][e]);
+    }
+    // Stores pass p's score of tile mt, half `half` (row g + 8 half of the lane's quad): scales,
+    // -inf for rows without a key, the histogram.
+    const auto store_score = [&](int mt, int half, float sc) {
+      const int r = (warp * tiles + mt) * 16 + half * 8 + lane / 4;
+      const int64_t s = lo + p * k_pass + r;
+      if (s < hi) {
+        // + 0.0f: a sum of -0 terms is +0 on the CPU (its accumulator starts at +0).
+        float v = -INFINITY;
+        if (bulk ? r < pass_rows[p % k_row_ring] : pass_rows[(p % k_row_ring) * k_pass + r] >= 0) {
+          // The key's scale after the ReLU: relu(s x) = s relu(x) for s > 0.
+          if constexpr (fp8) sc *= pass_scales[(p % k_row_ring) * k_pass + r];
+          v = sc * q_scale + 0.0f;
+        }
+        scores[t * score_stride + s] = v;
+        atomicAdd(&hist_s[ordered_float_bits(v) >> 20], 1u);
+      }
+    };
+    if (quad) {
+#pragma unroll
+      for (int mt = 0; mt < tiles; ++mt) {
+        float h0 = 0.0f, h1 = 0.0f;  // the lane's partial sums of rows g and g + 8
+#pragma unroll
+        for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+          for (int e = 0; e < 2; ++e) {
+            h0 += w[nt][e] * fmaxf(acc[mt][nt][e], 0.0f);
+            h1 += w[nt][e] * fmaxf(acc[mt][nt][2 + e], 0.0f);
+          }
+        const bool odd = (lane & 1) != 0;  // keeps half 1, hands half 0 to its even partner
+        float mine = odd ? h1 : h0;
+        mine += __shfl_xor_sync(0xffffffffu, odd ? h0 : h1, 1);
+        mine += __shfl_xor_sync(0xffffffffu, mine, 2);
+        if ((lane & 2) == 0) store_score(mt, lane & 1, mine);
+      }
+    } else {
+#pragma unroll
+      for (int mt = 0; mt < tiles; ++mt)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+          float sc = 0.0f;
+#pragma unroll
+          for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) sc += w[nt][e] * fmaxf(acc[mt][nt][2 * half + e], 0.0f);
+          sc += __shfl_xor_sync(0xffffffffu, sc, 1);
+          sc += __shfl_xor_sync(0xffffffffu, sc, 2);
+          if (lane % 4 == 0) store_score(mt, half, sc);
+        }
+    }
+  }
+  cp_async_wait<0>();
+  __syncthreads();
+  // Launched as a programmatic dependent of the zeroing kernel (plan.zero_kernel): its zeros of
+  // the histogram first (a no-op otherwise).
+  pdl_wait();
+  for (int b = threadIdx.x; b < k_bins; b += k_score_threads)
+    if (hist_s[b]) atomicAdd(&hist[t * k_bins + b], hist_s[b]);
+}
+
+// plan.score_list: snapshot reads of the coarse histogram before the listing proceeds with a thin
+// one (plan.list_once: one), k_list_sleep_ns apart.
+constexpr int k_list_tries = 24;
+constexpr unsigned k_list_sleep_ns = 256;
+// plan.list_direct: the select ranks the listed keys in or above the threshold bin directly when
+// there are at most this many (each CTA's share against all of them), else resolves 12 more bits.
+constexpr int k_list_direct_max = 4096;
+// plan.list_rank: the select ranks the whole list (no histogram) when it holds at most this many.
+constexpr int k_list_rank_max = 4096;
+// plan.score_list: the score CTA lists its own keys (entries [lo, hi) of the token's scores, this
+// CTA's writes) that may be among the token's top k, so that no collect launch is needed. After
+// the CTA's histogram flush it adds its 256 coarse bins (top 8 key bits: 16 fine bins each) to the
+// token's coarse histogram and reads back a snapshot of the coarse histogram, then the 16 fine
+// bins of the coarse bin where the snapshot's count from the top reaches k. Every snapshot count is
+// a count of real keys (other CTAs' flushes land in any order, so each bin may miss some, never
+// over-count), hence the bin found, L, is at or below the token's true threshold bin, and the keys
+// with top 12 bits >= L include every key of this CTA at or above the threshold. They are appended
+// to the token's candidate list (bounded: the count runs on past the capacity so the select sees
+// an overflow and rescans the scores). A snapshot holding fewer than half the token's keys gives a
+// loose L (the first CTAs to finish would list ~k keys each), so the CTA re-reads it after a short
+// sleep while it is that thin (bounded tries: the CTA never depends on others making progress,
+// only the list's length does). `scratch` >= 36 words of shared memory.
+template <int threads>
+__device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* scratch,
+                                             const float* sc, int64_t lo, int64_t hi, int64_t n,
+                                             uint32_t k, const uint32_t* hist, uint32_t* coarse,
+                                             uint32_t* count, unsigned long long* list,
+                                             int tries_max) {
+  static_assert(threads == k_bins / 16, "one coarse bin per thread");
+  const int lane = threadIdx.x % k_warp_size, warp = threadIdx.x / k_warp_size;
+  // This CTA's coarse bin threadIdx.x (rotated reads: 2-way bank conflicts instead of 16).
+  uint32_t mine = 0;
+#pragma unroll
+  for (int j = 0; j < 16; ++j) mine += hist_s[16 * threadIdx.x + ((j + threadIdx.x) & 15)];
+  if (mine) atomicAdd(&coarse[threadIdx.x], mine);
+  // The CTA's first scores requested now (the rest, if any, in the listing loop).
+  constexpr int pre = 4;
+  float v[pre];
+#pragma unroll
+  for (int u = 0; u < pre; ++u) {
+    const int64_t e = lo + threadIdx.x + u * threads;
+    v[u] = e < hi ? sc[e] : -INFINITY;
+  }
+  uint32_t* res = scratch + 32;  // [0] total, [1] coarse bin, [2] keys above it, [3] fine bin L
+  const uint32_t target = uint32_t((n + 1) / 2);
+  for (int tries = 0;; ++tries) {
+    if (threadIdx.x == 0) res[1] = res[2] = 0;
+    // Thread i holds coarse bin 255 - i: the exclusive scan counts the keys in higher bins.
+    uint32_t c;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];"
+                 : "=r"(c)
+                 : "l"(coarse + (threads - 1 - threadIdx.x)));
+    const uint32_t before = block_exclusive_scan(c, scratch);
+    if (threadIdx.x == threads - 1) res[0] = before + c;
+    if (before < k && before + c >= k) {
+      res[1] = uint32_t(threads - 1 - threadIdx.x);
+      res[2] = before;
+    }
+    __syncthreads();
+    if (res[0] >= target || tries + 1 >= tries_max) break;
+    __nanosleep(k_list_sleep_ns);
+  }
+  trace_stamp(k_trace_score, 3);
+  if (warp == 0) {
+    const uint32_t total = res[0], cb = res[1], above = res[2];
+    uint32_t fine = 16 * cb;  // fewer than k keys in the snapshot: cb = 0, every key listed
+    if (total >= k) {
+      uint32_t f = 0;
+      if (lane < 16)
+        asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];"
+                     : "=r"(f)
+                     : "l"(hist + 16 * cb + 15 - lane));
+#pragma unroll
+      for (int o = 1; o < 16; o *= 2) {
+        const uint32_t y = __shfl_up_sync(0xffffffffu, f, o);
+        if (lane >= o) f += y;
+      }
+      // (The fine bins were read after the coarse ones: if they hold fewer keys, cb's lowest.)
+      const unsigned hit = __ballot_sync(0xffffffffu, lane < 16 && above + f >= k);
+      if (hit) fine = 16 * cb + 15 - uint32_t(__ffs(hit) - 1);
+    }
+    if (lane == 0) res[3] = fine;
+  }
+  __syncthreads();
+  const uint32_t fine = res[3];
+  for (int64_t base = lo; base < hi; base += pre * threads) {
+#pragma unroll
+    for (int u = 0; u < pre; ++u) {
+      const int64_t e = base + threadIdx.x + u * threads;
+      const float x = base == lo ? v[u] : (e < hi ? sc[e] : -INFINITY);
+      const unsigned long long key = entry_key(x, e);
+      warp_append_bounded(e < hi && key_bin(key) >= fine, key, count, list,
+                          uint32_t(k_candidate_capacity));
+    }
+  }
+  trace_stamp(k_trace_score, 4);
+}
+
+// plan.score_three: FP4 bulk decoupled passes, 8 warps, three CTAs per SM (24 warps per SM to
+// hide the per-pass latency chain; 16 with two). The register-A wgmma path with its A fragments
+// widened one k-step ahead of the MMAs (8 live A registers instead of 32) so that the kernel fits
+// 80 registers, and three key stages so that three CTAs fit the shared memory.
+// With `list` (plan.score_list) each CTA then lists its candidates (score_list_keys).
+constexpr int score_three_smem_bytes(int stages) {
+  return k_q_bytes + stages * k_fp4_pass_bytes + k_bins * 4 + k_row_ring * 4 + stages * k_pass * 4 +
+         (k_max_range_blocks + 1) / 2 * 8 + stages * 16 + 8 * 4 * 8;
+}
+static_assert(3 * (score_three_smem_bytes(k_stages_fp4_three) + 1024) <= 228 * 1024,
+              "three CTAs per SM");
+template <typename act_t, int stages, bool list = false>
+__global__ void __launch_bounds__(256, 3)
+    indexer_score_three_kernel(const act_t* q, const act_t* weights, const void* key_pool,
+                               const void* key_scales_raw, paged_entries pages,
+                               const int32_t* token_seq, const int32_t* n_visible, int64_t capacity,
+                               int64_t keys_per_cta, float q_scale, float* scores,
+                               int64_t score_stride, uint32_t* hist, int flags, token_state* state,
+                               uint32_t* coarse, unsigned long long* cand_list, int top_k) {
+  constexpr int warps = 8;
+  constexpr bool w_smem = true;  // the weights in shared memory (16 registers)
+  constexpr int k_score_threads = warps * k_warp_size;
+  const bool rotate = (flags & k_score_flag_rotate) != 0;
+  const uint32_t* key_scales4 = static_cast<const uint32_t*>(key_scales_raw);
+  const uint8_t* keys8 = static_cast<const uint8_t*>(key_pool);
+  extern __shared__ __align__(1024) unsigned char smem[];
+  const uint32_t q_s = smem_u32(smem);
+  const uint32_t k_s = q_s + k_q_bytes;
+  uint32_t* hist_s = reinterpret_cast<uint32_t*>(smem + k_q_bytes + stages * k_fp4_pass_bytes);
+  int32_t* pass_rows = reinterpret_cast<int32_t*>(hist_s + k_bins);  // [k_row_ring] counts
+  uint32_t* pass_scales = reinterpret_cast<uint32_t*>(pass_rows + k_row_ring);  // [stages][k_pass]
+  int32_t* range_blocks = reinterpret_cast<int32_t*>(pass_scales + stages * k_pass);
+  const uint32_t full_s = smem_u32(range_blocks) + (k_max_range_blocks + 1) / 2 * 8;
+  const uint32_t empty_s = full_s + 8 * stages;
+  // w_smem: lane quad t's weight pair of n-tile nt at w_pairs[nt * 4 + t].
+  float2* w_pairs =
+      reinterpret_cast<float2*>(range_blocks + (k_max_range_blocks + 1) / 2 * 2 + 4 * stages);
+
+  pdl_trigger();
+  trace_stamp(k_trace_score, 0);
+  const int64_t t = blockIdx.y;
+  const int32_t visible = n_visible[t];
+  const int32_t seq = token_seq[t];
+  const int64_t n = clamp_visible(visible, capacity);
+  const int64_t lo = int64_t(blockIdx.x) * keys_per_cta;
+  if (lo >= n) return;
+  const int64_t hi = min(lo + keys_per_cta, n);
+  const int64_t passes = (hi - lo + k_pass - 1) / k_pass;
+  pages.seq = seq;
+  const int lane = threadIdx.x % k_warp_size;
+  const int warp = threadIdx.x / k_warp_size;
+  const int64_t block0 = score_range_blocks<k_score_threads>(pages, lo, hi, range_blocks);
+  if (threadIdx.x == 0) score_init_barriers<k_score_threads>(full_s, empty_s, stages);
+  __syncthreads();
+  const uint32_t bs = uint32_t(pages.block_size);
+  const fp4_bulk_source bulk_src{&pages, range_blocks, block0, lo, hi, bs, keys8, key_scales4};
+  auto issue_bulk = [&](int64_t j, int stage) {
+    score_issue_fp4_bulk(bulk_src, j, stage, pass_rows, pass_scales, full_s, k_s);
+  };
+  score_stage_query<true, k_score_threads>(q_s, q, t);
+  if (threadIdx.x == 0)
+    for (int j = 0; j < stages - 1; ++j)
+      if (j < passes) issue_bulk(j, j);
+  cp_async_commit();
+  cp_async_wait<0>();
+  wgmma::fence_async_smem();
+  for (int b = threadIdx.x; b < k_bins; b += k_score_threads) hist_s[b] = 0;
+  float w[8][2];
+  if constexpr (w_smem) {
+    if (threadIdx.x < 32) {
+      const int nt = int(threadIdx.x) / 4, tq = int(threadIdx.x) % 4;
+      w_pairs[threadIdx.x] = make_float2(act_to_f32(weights[t * k_heads + nt * 8 + 2 * tq]),
+                                         act_to_f32(weights[t * k_heads + nt * 8 + 2 * tq + 1]));
+    }
+  } else {
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt)
+#pragma unroll
+      for (int e = 0; e < 2; ++e)
+        w[nt][e] = act_to_f32(weights[t * k_heads + nt * 8 + 2 * (lane % 4) + e]);
+  }
+  __syncthreads();  // the query, hist_s's zeros (and w_pairs)
+
+  // Pass j's codes: issue pass j + stages - 1 (into the stage of pass j - 1, once every thread
+  // released it; its count slot was last read by the epilogue of pass j + stages - 9, which every
+  // thread finished before releasing pass j - 1), wait for pass j, read this lane's rows g, g + 8
+  // of its warp (16 code bytes each) and their scale words, release the stage.
+  uint4 raw4[2];
+  uint32_t sbytes[2];
+  uint32_t wg_big = 0;  // scale bytes >= 129 among the 64 rows of this warp's warpgroup
+  auto load_pass = [&](int64_t j) {
+    const int issuer = rotate ? int(j % warps) * k_warp_size : 0;
+    if (int(threadIdx.x) == issuer && j + stages - 1 < passes) {
+      if (j > 0)
+        mbar::wait(empty_s + 8 * uint32_t((j - 1) % stages), uint32_t((j - 1) / stages) & 1u);
+      issue_bulk(j + stages - 1, int((j + stages - 1) % stages));
+    }
+    const int stage = int(j % stages);
+    mbar::wait(full_s + 8 * stage, uint32_t(j / stages) & 1u);
+    const uint32_t kb = k_s + stage * k_fp4_pass_bytes;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const int r = warp * 16 + h * 8 + lane / 4;
+      uint4 v;
+      asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
+                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                   : "r"(kb + r * k_fp4_row_bytes + (lane % 4) * 16));
+      raw4[h] = v;
+      sbytes[h] = pass_scales[stage * k_pass + r];
+    }
+    wg_big = 0;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      const uint32_t b = pass_scales[stage * k_pass + (warp / 4) * 64 + h * 32 + lane];
+      wg_big |= b & ((b & 0x7f7f7f7fu) + 0x7f7f7f7fu) & 0x80808080u;
+    }
+    mbar::arrive(empty_s + 8 * stage);
+  };
+  // Pass p's MMAs, one k-step per commit group: k-step kk's A fragment widened into a[kk % 2]
+  // once k-step kk - 2's wgmma completed (wait<1>), so 8 A registers are live instead of 32 and
+  // the widening of kk + 1 overlaps the MMA of kk. The same fragments, products and K order as
+  // k_fmt_e2m1_wg, so the same scores bit for bit.
+  auto mma_pass = [&](float(&acc)[32]) {
+    // Uniform over the warpgroup, not only the warp (every warp of it votes on the same 64 scale
+    // words): the two branches below are separate wgmma instruction sites, each with its own A
+    // registers, and the four warps of a warpgroup must issue the same wgmma (.sync.aligned). A
+    // per-warp vote let the warps of one warpgroup diverge when only some of their rows had scale
+    // bytes >= 129; the scores were right only while ptxas gave both branches the same A
+    // registers (session 11: a 72-register build did not; the wide-scale parity cases failed).
+    const bool one = !__any_sync(0xffffffffu, wg_big != 0);
+    const uint32_t add = one ? 0x3F003F00u : 0u;
+    const auto run = [&](auto one_c) {
+      constexpr bool o = decltype(one_c)::value;
+      uint32_t a[2][4];
+#pragma unroll
+      for (int kk = 0; kk < k_dim / 16; ++kk) {
+        const int k = kk / 2;
+        const uint32_t w0 = k == 0   ? raw4[0].x
+                            : k == 1 ? raw4[0].y
+                            : k == 2 ? raw4[0].z
+                                     : raw4[0].w;
+        const uint32_t w1 = k == 0   ? raw4[1].x
+                            : k == 1 ? raw4[1].y
+                            : k == 2 ? raw4[1].z
+                                     : raw4[1].w;
+        const uint32_t m0 = ((sbytes[0] >> (8 * k)) & 0xffu) * 0x00800080u + add;
+        const uint32_t m1 = ((sbytes[1] >> (8 * k)) & 0xffu) * 0x00800080u + add;
+        if (kk >= 2) wgmma::wait<1>();  // k-step kk - 2 done: a[kk % 2] free
+        uint32_t(&f)[4] = a[kk % 2];
+        if (kk % 2 == 0) {
+          f[0] = e2m1x2_widen<0, o>(w0, m0);
+          f[1] = e2m1x2_widen<0, o>(w1, m1);
+          f[2] = e2m1x2_widen<1, o>(w0, m0);
+          f[3] = e2m1x2_widen<1, o>(w1, m1);
+        } else {
+          f[0] = e2m1x2_widen<2, o>(w0, m0);
+          f[1] = e2m1x2_widen<2, o>(w1, m1);
+          f[2] = e2m1x2_widen<3, o>(w0, m0);
+          f[3] = e2m1x2_widen<3, o>(w1, m1);
+        }
+        wgmma::fence();
+        const uint64_t db =
+            wgmma::sw128_desc(q_s + uint32_t((kk / 4) * (k_heads * 128) + (kk % 4) * 32), 16, 1024);
+        if (kk == 0)
+          wgmma_rs_n64_first(acc, f, db);
+        else
+          wgmma_rs_n64(acc, f, db);
+        wgmma::commit();
+      }
+      wgmma::wait<0>();
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+        asm volatile("" ::"r"(a[i][0]), "r"(a[i][1]), "r"(a[i][2]), "r"(a[i][3]) : "memory");
+    };
+    if (one)
+      run(std::true_type{});
+    else
+      run(std::false_type{});
+#pragma unroll
+    for (int i = 0; i < 32; ++i) wgmma::reg_fence(acc[i]);
+  };
+  // indexer_score_kernel's quad epilogue of pass pp (the same sums in the same order).
+  auto epilogue = [&](const float(&acc)[32], int64_t pp) {
+    float h0 = 0.0f, h1 = 0.0f;
+#pragma unroll
+    for (int nt = 0; nt < 8; ++nt) {
+      float wt[2];
+      if constexpr (w_smem) {
+        const float2 v = w_pairs[nt * 4 + lane % 4];
+        wt[0] = v.x;
+        wt[1] = v.y;
+      } else {
+        wt[0] = w[nt][0];
+        wt[1] = w[nt][1];
+      }
+#pragma unroll
+      for (int e = 0; e < 2; ++e) {
+        h0 += wt[e] * fmaxf(acc[4 * nt + e], 0.0f);
+        h1 += wt[e] * fmaxf(acc[4 * nt + 2 + e], 0.0f);
+      }
+    }
+    const bool odd = (lane & 1) != 0;
+    float mine = odd ? h1 : h0;
+    mine += __shfl_xor_sync(0xffffffffu, odd ? h0 : h1, 1);
+    mine += __shfl_xor_sync(0xffffffffu, mine, 2);
+    if ((lane & 2) == 0) {
+      const int r = warp * 16 + (lane & 1) * 8 + lane / 4;
+      const int64_t s = lo + pp * k_pass + r;
+      if (s < hi) {
+        float v = -INFINITY;
+        if (r < pass_rows[pp % k_row_ring]) v = mine * q_scale + 0.0f;
+        scores[t * score_stride + s] = v;
+        atomicAdd(&hist_s[ordered_float_bits(v) >> 20], 1u);
+      }
+    }
+  };
+  float acc[32];
+  for (int64_t p = 0; p < passes; ++p) {
+    load_pass(p);
+    mma_pass(acc);
+    epilogue(acc, p);
+  }
+  trace_stamp(k_trace_score, 1);
+  trace_value(k_trace_score, 5, uint64_t(passes));
+  trace_value(k_trace_score, 6, smid());
+  __syncthreads();
+  pdl_wait();
+  for (int b = threadIdx.x; b < k_bins; b += k_score_threads)
+    if (hist_s[b]) atomicAdd(&hist[t * k_bins + b], hist_s[b]);
+  if constexpr (list) {
+    if (n > top_k)  // (n <= top_k: the select takes every entry)
+      score_list_keys<k_score_threads>(hist_s, pass_scales, scores + t * score_stride, lo, hi, n,
+                                       uint32_t(top_k), hist + t * k_bins, coarse + t * k_bins,
+                                       &state[t].cand_count, cand_list + t * k_candidate_capacity,
+                                       (flags & k_score_flag_list_once) != 0 ? 1 : k_list_tries);
+  }
+  trace_stamp(k_trace_score, 2);
+}
+
+// Zeroes n16 16-byte words (the per-token state and histograms) and lets its programmatic
+// dependent (the score kernel) start at once: the scores overlap it, and only their histogram
+// flush waits for it.
+__global__ void __launch_bounds__(256) indexer_zero_kernel(uint4* p, int64_t n16) {
+  pdl_trigger();
+  for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n16;
+       i += int64_t(gridDim.x) * blockDim.x)
+    p[i] = make_uint4(0, 0, 0, 0);
+}
+
+}  // namespace
+
+}  // namespace dsv4::cuda
