@@ -867,17 +867,27 @@ bool g_indexer_trace = false;  // --indexer-trace (with --indexer-fp4): %globalt
 // Median time of `launch` (work on `stream`) replayed from a CUDA graph, L2 flushed before each
 // replay like time_ms: no host launch cost inside the timed region, as in the model's decode
 // graphs.
+// `launch` (work on `stream`) captured into an instantiated graph; freed by its destructor.
+struct captured_launch {
+  cudaGraph_t graph = nullptr;
+  cudaGraphExec_t exec = nullptr;
+  captured_launch(cudaStream_t stream, const std::function<void()>& launch) {
+    CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+    launch();
+    CHECK(cudaStreamEndCapture(stream, &graph));
+    CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  }
+  ~captured_launch() {
+    CHECK(cudaGraphExecDestroy(exec));
+    CHECK(cudaGraphDestroy(graph));
+  }
+  captured_launch(const captured_launch&) = delete;
+  captured_launch& operator=(const captured_launch&) = delete;
+};
+
 double time_graph_ms(cudaStream_t stream, const std::function<void()>& launch) {
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  launch();
-  CHECK(cudaStreamEndCapture(stream, &graph));
-  CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  const double ms = time_ms([&] { CHECK(cudaGraphLaunch(exec, stream)); });
-  CHECK(cudaGraphExecDestroy(exec));
-  CHECK(cudaGraphDestroy(graph));
-  return ms;
+  const captured_launch g(stream, launch);
+  return time_ms([&] { CHECK(cudaGraphLaunch(g.exec, stream)); });
 }
 
 // The indexer benches' key pool: T sequences of `entries` each, blocks of bs keys scattered over
@@ -1134,12 +1144,8 @@ void trace_indexer_phases(const char* name, cudaStream_t st, int64_t score_ctas,
   constexpr int words = 24576, reps = 31;
   unsigned long long* tr = device_alloc<unsigned long long>(words);
   CHECK(dsv4::cuda::indexer_fast_set_trace(tr));
-  cudaGraph_t graph;
-  cudaGraphExec_t exec;
-  CHECK(cudaStreamBeginCapture(st, cudaStreamCaptureModeThreadLocal));
-  launch();
-  CHECK(cudaStreamEndCapture(st, &graph));
-  CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  const captured_launch g(st, launch);
+  const cudaGraphExec_t exec = g.exec;
   struct stat_t {
     const char* label;
     int region, slot;
@@ -1241,8 +1247,6 @@ void trace_indexer_phases(const char* name, cudaStream_t st, int64_t score_ctas,
                 v.front(), v.back());
   }
   CHECK(dsv4::cuda::indexer_fast_set_trace(nullptr));
-  CHECK(cudaGraphExecDestroy(exec));
-  CHECK(cudaGraphDestroy(graph));
   cudaFree(tr);
 }
 
