@@ -238,6 +238,28 @@ __device__ __forceinline__ int k_fp8_dim(int kk, int j) {
 
 // ---- pieces shared by indexer_score_kernel and indexer_score_three_kernel ----
 
+// The score CTA's keys: token t = blockIdx.y, its visible entries n (clamped to the capacity),
+// keys [lo, hi) of this CTA in `passes` passes of k_pass; pages.seq set. False: no keys here.
+struct score_cta_keys {
+  int64_t t, n, lo, hi, passes;
+};
+__device__ __forceinline__ bool score_cta_keys_of(const int32_t* n_visible,
+                                                  const int32_t* token_seq, int64_t capacity,
+                                                  int64_t keys_per_cta, paged_entries& pages,
+                                                  score_cta_keys& k) {
+  k.t = blockIdx.y;
+  // Both loads in flight together (the block table needs the sequence, not the count).
+  const int32_t visible = n_visible[k.t];
+  const int32_t seq = token_seq[k.t];
+  k.n = clamp_visible(visible, capacity);
+  k.lo = int64_t(blockIdx.x) * keys_per_cta;
+  if (k.lo >= k.n) return false;
+  k.hi = min(k.lo + keys_per_cta, k.n);
+  k.passes = (k.hi - k.lo + k_pass - 1) / k_pass;
+  pages.seq = seq;
+  return true;
+}
+
 // The sequence's block ids of keys [lo, hi) into range_blocks (one round of dependent loads per
 // CTA, none in the key loops); returns the range's first block.
 template <int threads>
@@ -379,16 +401,9 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
 
   // The collect kernel may be scheduled now: it waits for this grid's completion itself.
   pdl_trigger();
-  const int64_t t = blockIdx.y;
-  // Both loads in flight together (the block table needs the sequence, not the count).
-  const int32_t visible = n_visible[t];
-  const int32_t seq = token_seq[t];
-  const int64_t n = clamp_visible(visible, capacity);
-  const int64_t lo = int64_t(blockIdx.x) * keys_per_cta;
-  if (lo >= n) return;
-  const int64_t hi = min(lo + keys_per_cta, n);
-  const int64_t passes = (hi - lo + k_pass - 1) / k_pass;
-  pages.seq = seq;
+  score_cta_keys ck;
+  if (!score_cta_keys_of(n_visible, token_seq, capacity, keys_per_cta, pages, ck)) return;
+  const int64_t t = ck.t, lo = ck.lo, hi = ck.hi, passes = ck.passes;
   const int lane = threadIdx.x % k_warp_size;
   const int warp = threadIdx.x / k_warp_size;
   const int64_t block0 = score_range_blocks<k_score_threads>(pages, lo, hi, range_blocks);
@@ -939,15 +954,9 @@ __global__ void __launch_bounds__(256, 3)
 
   pdl_trigger();
   trace_stamp(k_trace_score, 0);
-  const int64_t t = blockIdx.y;
-  const int32_t visible = n_visible[t];
-  const int32_t seq = token_seq[t];
-  const int64_t n = clamp_visible(visible, capacity);
-  const int64_t lo = int64_t(blockIdx.x) * keys_per_cta;
-  if (lo >= n) return;
-  const int64_t hi = min(lo + keys_per_cta, n);
-  const int64_t passes = (hi - lo + k_pass - 1) / k_pass;
-  pages.seq = seq;
+  score_cta_keys ck;
+  if (!score_cta_keys_of(n_visible, token_seq, capacity, keys_per_cta, pages, ck)) return;
+  const int64_t t = ck.t, n = ck.n, lo = ck.lo, hi = ck.hi, passes = ck.passes;
   const int lane = threadIdx.x % k_warp_size;
   const int warp = threadIdx.x / k_warp_size;
   const int64_t block0 = score_range_blocks<k_score_threads>(pages, lo, hi, range_blocks);
