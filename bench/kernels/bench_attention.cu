@@ -469,10 +469,25 @@ void bench_alt_rows(int sms, int64_t T, int64_t H, int64_t d, int64_t W, int64_t
     const char* label;
     bool hot;
     bool early;
+    bool noinc = false;    // plan.arrive_noinc
+    int l2 = 0;            // plan.l2_ahead
+    int diag = 0;          // plan.diag (output undefined)
+    bool in_turn = false;  // plan.alt off
   };
-  // "try_wait": plan.publish_early off (the producer's blocking stage test).
-  const variant variants[] = {
-      {"alt", false, true}, {"alt try_wait", false, false}, {"hot alt", true, true}};
+  // "try_wait": plan.publish_early off (the producer's blocking stage test). "noinc":
+  // plan.arrive_noinc; "l2+d": plan.l2_ahead d; "no rows" / "no products": plan.diag 1 / 2.
+  const variant variants[] = {{"alt", false, true},
+                              {"alt noinc", false, true, true},
+                              {"alt l2+1", false, true, false, 1},
+                              {"alt l2+2", false, true, false, 2},
+                              {"alt noinc l2+1", false, true, true, 1},
+                              {"alt noinc l2+2", false, true, true, 2},
+                              {"hot alt", true, true},
+                              {"diag no rows", false, true, false, 0, 1},
+                              {"diag no products", false, true, false, 0, 2},
+                              {"diag noinc no products", false, true, true, 0, 2},
+                              {"in-turn", false, true, false, 0, 0, true},
+                              {"in-turn diag no rows", false, true, false, 0, 1, true}};
   // A discarded warm-up, then two rounds over the variants (the first timed row of a case has
   // measured up to ~10% slower than the same kernel timed next).
   (void)time_ms([&] { run(made, w16, c16, out16); });
@@ -483,8 +498,11 @@ void bench_alt_rows(int sms, int64_t T, int64_t H, int64_t d, int64_t W, int64_t
     for (const variant& v : variants) {
       auto p = made;
       p.producer = true;
-      p.alt = true;
+      p.alt = !v.in_turn;
       p.publish_early = v.early;
+      p.arrive_noinc = v.noinc;
+      p.l2_ahead = v.l2;
+      p.diag = v.diag;
       const auto& w = v.hot ? w_hot : w16;
       const auto& c = v.hot ? c_hot : c16;
       const double ms = time_ms([&] { run(p, w, c, out16); });
@@ -492,7 +510,7 @@ void bench_alt_rows(int sms, int64_t T, int64_t H, int64_t d, int64_t W, int64_t
       std::snprintf(l, sizeof(l), "  r%d %s", round, v.label);
       print_row(l, shape, ms, bytes16, flops);
       if (base == 0) base = ms;
-      if (!v.hot)
+      if (!v.hot && v.diag == 0)
         std::printf("    alt / this %.3fx; max |out - plan out| / max |plan out| %.3g\n", base / ms,
                     rel_diff(out16, ref, n_out));
     }

@@ -935,15 +935,37 @@ constexpr int k_ws_fused = 1;
 constexpr int k_ws_fold = 2;
 // plan.partials_l2 (split, alternate tiles): the partials stored with L2 evict_last.
 constexpr int k_ws_split_keep = 3;
+// Run-time options of the ws kernel (`opts`): plan.publish_early; plan.arrive_noinc (tiles
+// published by cp.async.mbarrier.arrive.noinc as their rows land); plan.l2_ahead (0-3: the TMA
+// unit brings the rows of tile j + l2_ahead into L2 while the producer issues tile j); bench
+// diagnoses (plan.diag): no row copies (the consumers' chain alone) / no products (the ring
+// alone).
+constexpr int k_ws_opt_publish_early = 1;
+constexpr int k_ws_opt_noinc = 2;
+constexpr int k_ws_opt_l2_shift = 2;
+constexpr int k_ws_opt_no_load = 16;
+constexpr int k_ws_opt_no_compute = 32;
+
+// Asks the TMA unit to bring [p, p + bytes) into L2 (no data returned; bytes % 16 == 0).
+__device__ __forceinline__ void prefetch_l2_bulk(const void* p, uint32_t bytes) {
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
+}
+// Arrives on `bar` once every cp.async this thread issued before has landed (noinc: the arrival
+// is one of the barrier's expected count).
+__device__ __forceinline__ void cp_async_arrive_noinc(uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
 
 template <int sched, int mode, typename act_t>
 __global__ void __launch_bounds__(k_ws_threads, 1)
     attention_decode_ws_kernel(const act_t* q, int heads, kv_rows<__nv_bfloat16> window,
                                kv_rows<__nv_bfloat16> comp, int cap_w, int cap_c,
                                int keys_per_split, int splits, float scale_log2, float* part_o,
-                               float2* part_ml, const float* sinks, act_t* out,
-                               bool publish_early) {
+                               float2* part_ml, const float* sinks, act_t* out, int opts) {
   constexpr bool fused = mode == k_ws_fused;
+  const bool publish_early = (opts & k_ws_opt_publish_early) != 0;
+  const bool noinc = (opts & k_ws_opt_noinc) != 0;
+  const int l2_ahead = (opts >> k_ws_opt_l2_shift) & 3;
   constexpr bool fold = mode == k_ws_fold;
   constexpr bool keep_l2 = mode == k_ws_split_keep;
   using pool_t = __nv_bfloat16;
@@ -1004,7 +1026,8 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
   // (Fused: a CTA without keys still takes part in its cluster's merge, with m = -inf.)
   if (threadIdx.x == 0) {
     for (int i = 0; i < k_ws_stages; ++i) {
-      mbar::init(full_bar + 8 * i, k_ws_producers * k_warp_size);
+      // noinc: the producers' 128 cp.async arrivals and one release arrival (the mask).
+      mbar::init(full_bar + 8 * i, k_ws_producers * k_warp_size + (noinc ? 1 : 0));
       mbar::init(empty_bar + 8 * i, k_ws_consumers);
     }
   }
@@ -1022,6 +1045,57 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       return src ? __ldg(src) : -1;  // -1: row_ref gives no row
     };
     int32_t v0 = index_of_tile(0), v1 = index_of_tile(1), v2 = index_of_tile(2);
+    const bool no_load = (opts & k_ws_opt_no_load) != 0;
+    // plan.l2_ahead: producer warp 0 asks the TMA unit for the rows of tile j + l2_ahead (one
+    // bulk L2 prefetch per 1 KB row), before it may block on the stage of tile j.
+    auto prefetch_ahead = [&](int j) {
+      if (l2_ahead == 0 || pw != 0) return;
+      const int jt = j + l2_ahead;
+      if (jt >= n_live) return;
+      const pool_t* r = space.row_ref(tile_start(jt) + lane, l2_ahead == 1 ? v0 : v1);
+      if (r) prefetch_l2_bulk(r, k_row_bytes);
+    };
+    auto issue_rows = [&](const pool_t* p, uint32_t dst) {
+      if (no_load) return;
+#pragma unroll
+      for (int i = 0; i < k_ws_rows_per_producer; ++i) {
+        const int r = pw * k_ws_rows_per_producer + i;
+        const pool_t* pr = reinterpret_cast<const pool_t*>(
+            __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p), r));
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int c = lane + k_warp_size * h;
+          cp_async_16(dst + wg_offset<k_tile>(r, c),
+                      pr ? static_cast<const void*>(pr + c * 8) : any_global, pr != nullptr);
+        }
+      }
+    };
+    if (noinc) {
+      // plan.arrive_noinc: each producer thread's arrival on `full` is triggered by the hardware
+      // once its copies of the tile have landed (no wait in the producer); lane 0 of warp 0
+      // arrives once more after writing the mask (release: the consumers see it). The consumers
+      // fence the async proxy after their wait (the rows were written by the generic proxy).
+#pragma unroll 1
+      for (int j = 0; j < n_live; ++j) {
+        const int32_t v = v0;
+        v0 = v1;
+        v1 = v2;
+        v2 = index_of_tile(j + 3);
+        const pool_t* p = space.row_ref(tile_start(j) + lane, v);
+        prefetch_ahead(j);
+        const int stage = j % k_ws_stages;
+        if (j >= k_ws_stages) mbar::wait(empty_bar + 8 * stage, uint32_t(j / k_ws_stages - 1) & 1u);
+        const uint32_t mask = __ballot_sync(0xffffffffu, p != nullptr);
+        issue_rows(p, k_s + uint32_t(stage) * k_tile_bytes);
+        cp_async_arrive_noinc(full_bar + 8 * stage);
+        if (pw == 0 && lane == 0) {
+          masks[stage] = mask;
+          mbar::arrive(full_bar + 8 * stage);
+        }
+      }
+      cp_async_wait<0>();
+      return;
+    }
     int published = 0;  // alt: this thread has arrived on `full` for tiles [0, published)
 #pragma unroll 1
     for (int j = 0; j < n_live; ++j) {
@@ -1029,6 +1103,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       v0 = v1;
       v1 = v2;
       v2 = index_of_tile(j + 3);
+      prefetch_ahead(j);
       if (j >= k_ws_lead) {
         // Publish tile j - lead (its group is complete once at most lead - 1 newer ones pend).
         cp_async_wait<k_ws_lead - 1>();
@@ -1073,19 +1148,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         }
       }
       const uint32_t mask = __ballot_sync(0xffffffffu, p != nullptr);
-      const uint32_t dst = k_s + uint32_t(stage) * k_tile_bytes;
-#pragma unroll
-      for (int i = 0; i < k_ws_rows_per_producer; ++i) {
-        const int r = pw * k_ws_rows_per_producer + i;
-        const pool_t* pr = reinterpret_cast<const pool_t*>(
-            __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p), r));
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int c = lane + k_warp_size * h;
-          cp_async_16(dst + wg_offset<k_tile>(r, c),
-                      pr ? static_cast<const void*>(pr + c * 8) : any_global, pr != nullptr);
-        }
-      }
+      issue_rows(p, k_s + uint32_t(stage) * k_tile_bytes);
       if (pw == 0 && lane == 0) masks[stage] = mask;  // published by this lane's arrival
       cp_async_commit();
     }
@@ -1262,6 +1325,13 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     auto wait_full = [&](int k, uint32_t& mask) -> uint32_t {
       const int stage = k % k_ws_stages;
       mbar::wait(full_bar + 8 * stage, uint32_t(k / k_ws_stages) & 1u);
+      // noinc: the async proxy (wgmma) after the rows' generic-proxy writes. Predicated, not
+      // branched: a branch here (S of the next tile in flight) made ptxas serialize the wgmmas
+      // (C7517).
+      asm volatile(
+          "{\n.reg .pred p;\nsetp.ne.b32 p, %0, 0;\n@p fence.proxy.async.shared::cta;\n}\n" ::"r"(
+              int(noinc))
+          : "memory");
       mask = masks[stage];
       return k_s + uint32_t(stage) * k_tile_bytes;
     };
@@ -1404,7 +1474,15 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     float p[4][4];
     uint32_t pas[2][4];
     float corr[2];
-    if constexpr (sched == k_ws_in_turn) {
+    if (opts & k_ws_opt_no_compute) {
+      // Diagnosis (plan.diag 2): the ring alone, every tile released as soon as it landed.
+#pragma unroll 1
+      for (int k = 0; k < n_live; ++k) {
+        uint32_t unused;
+        (void)wait_full(k, unused);
+        release(k);
+      }
+    } else if constexpr (sched == k_ws_in_turn) {
       // In turn per tile: S, exchange and softmax, P V.
 #pragma unroll 1
       for (int k = 0; k < n_live; ++k) {
@@ -1795,6 +1873,13 @@ cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode
             : launch_combine_as<false>(heads, tokens, plan, part_o, part_ml, sinks, out, stream);
 }
 
+// The ws kernel's run-time options (k_ws_opt_*).
+int ws_opts(const attention_decode_plan& plan) {
+  return (plan.publish_early ? k_ws_opt_publish_early : 0) |
+         (plan.arrive_noinc ? k_ws_opt_noinc : 0) |
+         (std::clamp(plan.l2_ahead, 0, 3) << k_ws_opt_l2_shift) |
+         (plan.diag == 1 ? k_ws_opt_no_load : 0) | (plan.diag == 2 ? k_ws_opt_no_compute : 0);
+}
 // The consumer schedule a plan runs.
 int ws_sched(const attention_decode_plan& plan) {
   return plan.alt ? k_ws_alt : k_ws_in_turn;
@@ -1873,7 +1958,7 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
       return cudaLaunchKernelEx(&config, ws, q, int(heads), window, comp, int(plan.window_capacity),
                                 int(plan.comp_capacity), int(plan.keys_per_split), int(plan.splits),
                                 scale * k_log2e, static_cast<float*>(nullptr),
-                                static_cast<float2*>(nullptr), sinks, out, plan.publish_early);
+                                static_cast<float2*>(nullptr), sinks, out, ws_opts(plan));
     }
     if (plan.wgmma && plan.producer) {
       // plan.fold with one split; more splits run the combine kernel as without it.
@@ -1888,7 +1973,7 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
       ws<<<grid, k_ws_threads, k_ws_smem, stream>>>(
           q, int(heads), window, comp, int(plan.window_capacity), int(plan.comp_capacity),
           int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o, part_ml, sinks, out,
-          plan.publish_early);
+          ws_opts(plan));
       if (fold || !plan.combine) return cudaGetLastError();
       return launch_combine(heads, tokens, plan, part_o, part_ml, sinks, out, stream, keep);
     }

@@ -95,6 +95,16 @@ struct attention_decode_plan {
   // from L2 rather than DRAM (cache hints only: the same output bit for bit). Set by the split
   // plan wherever it runs alt (attention_decode_plan.cpp).
   bool partials_l2 = false;
+  // Warp-specialized kernel (split or fused): each producer thread's arrival on a stage's `full`
+  // barrier is made by the hardware once its copies have landed (cp.async.mbarrier.arrive.noinc),
+  // so the producer never waits for its rows; it only waits for free stages. Timing only.
+  bool arrive_noinc = false;
+  // Warp-specialized kernel: 0-3; > 0: while issuing tile j the producer asks the TMA unit to
+  // bring the rows of tile j + l2_ahead into L2 (cp.async.bulk.prefetch.L2). Timing only.
+  int l2_ahead = 0;
+  // Benchmark diagnosis only (the output is then undefined): 1 the warp-specialized kernel
+  // copies no rows (its consumers' chain alone), 2 its consumers compute nothing (the ring alone).
+  int diag = 0;
   // Benchmark breakdown only: false skips the combine launch (the output is then undefined).
   bool combine = true;
 };
