@@ -87,9 +87,10 @@ bool g_focus = false;   // --focus: the decode cases that matter, extra plan row
 bool g_kv_fp8 = false;  // --kv-fp8: bf16 pools vs FP8 records only
 bool g_lean = false;    // --cases: the attention_decode bf16 kernels only (no other rows)
 // --alt-rows (with --cases): only the alternate-tile schedule's rows: the plan as made, then two
-// rounds of alt (the plan's schedule), alt without plan.publish_early, alt with every token reading
-// token 0's key rows ("hot": rows another CTA has read already come from L2; H100 2026-11-26:
-// within 1-3% of the cold rows at HCA 1M); and the plan without its combine launch.
+// rounds of alt (the plan's schedule), alt with every token reading token 0's key rows ("hot": rows
+// another CTA has read already come from L2; H100 2026-11-26: within 1-3% of the cold rows at HCA
+// 1M), the bounds of alt (plan.diag: no row copies, the consumers' chain alone; no products, the
+// ring alone), in-turn and its consumers' chain; and the plan without its combine launch.
 bool g_alt_rows = false;
 // --combine-rows (with --cases): the split plan's combine kernels: the plan as made, then two
 // rounds of the block combine (one 128-thread CTA per row) and the row combine (plan.combine_rows,
@@ -428,7 +429,7 @@ void bench_small_rows(cublasHandle_t blas, int sms, int64_t T, int64_t H, bool h
   CHECK(cudaStreamDestroy(st));
 }
 
-// ---- --alt-rows: the alternate-tile schedule's producer variants (plan.publish_early) ----
+// ---- --alt-rows: the alternate-tile schedule, its bounds (plan.diag) and in-turn ----
 void bench_alt_rows(int sms, int64_t T, int64_t H, int64_t d, int64_t W, int64_t cap_c,
                     const __nv_bfloat16* q16, const float* sinks, __nv_bfloat16* out16,
                     const dsv4::cuda::kv_rows<__nv_bfloat16>& w16,
@@ -468,26 +469,15 @@ void bench_alt_rows(int sms, int64_t T, int64_t H, int64_t d, int64_t W, int64_t
   struct variant {
     const char* label;
     bool hot;
-    bool early;
-    bool noinc = false;    // plan.arrive_noinc
-    int l2 = 0;            // plan.l2_ahead
     int diag = 0;          // plan.diag (output undefined)
     bool in_turn = false;  // plan.alt off
   };
-  // "try_wait": plan.publish_early off (the producer's blocking stage test). "noinc":
-  // plan.arrive_noinc; "l2+d": plan.l2_ahead d; "no rows" / "no products": plan.diag 1 / 2.
-  const variant variants[] = {{"alt", false, true},
-                              {"alt noinc", false, true, true},
-                              {"alt l2+1", false, true, false, 1},
-                              {"alt l2+2", false, true, false, 2},
-                              {"alt noinc l2+1", false, true, true, 1},
-                              {"alt noinc l2+2", false, true, true, 2},
-                              {"hot alt", true, true},
-                              {"diag no rows", false, true, false, 0, 1},
-                              {"diag no products", false, true, false, 0, 2},
-                              {"diag noinc no products", false, true, true, 0, 2},
-                              {"in-turn", false, true, false, 0, 0, true},
-                              {"in-turn diag no rows", false, true, false, 0, 1, true}};
+  const variant variants[] = {{"alt", false},
+                              {"hot alt", true},
+                              {"diag no rows", false, 1},
+                              {"diag no products", false, 2},
+                              {"in-turn", false, 0, true},
+                              {"in-turn diag no rows", false, 1, true}};
   // A discarded warm-up, then two rounds over the variants (the first timed row of a case has
   // measured up to ~10% slower than the same kernel timed next).
   (void)time_ms([&] { run(made, w16, c16, out16); });
@@ -499,9 +489,6 @@ void bench_alt_rows(int sms, int64_t T, int64_t H, int64_t d, int64_t W, int64_t
       auto p = made;
       p.producer = true;
       p.alt = !v.in_turn;
-      p.publish_early = v.early;
-      p.arrive_noinc = v.noinc;
-      p.l2_ahead = v.l2;
       p.diag = v.diag;
       const auto& w = v.hot ? w_hot : w16;
       const auto& c = v.hot ? c_hot : c16;
