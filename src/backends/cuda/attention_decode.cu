@@ -846,9 +846,24 @@ __global__ void __launch_bounds__(k_threads, 1)
 // alt, the issued tiles but the newest before blocking on a stage, plan.publish_early), so it
 // waited for its rows in order and issued the next tile late; arrive.noinc: HCA 1M T=32 120.1 ->
 // 101.8 us, Pro HCA 1M T=64 404.4 -> 344.4, HCA 1M T=8 45.4 -> 41.0, Flash CSA T=32 27.3 ->
-// 26.6, bit-identical outputs. Tried and dropped there: the rows of tile j + 1 or j + 2 brought
-// into L2 by the TMA unit (cp.async.bulk.prefetch.L2, one per 1 KB row) while issuing tile j,
+// 26.6, bit-identical outputs (main's / this binary, same call, plan rows of --cases: 139.1 ->
+// 117.2, 371.0 -> 338.2). Tried and dropped there: the rows of tile j + 1 or j + 2 brought into
+// L2 by the TMA unit (cp.async.bulk.prefetch.L2, one per 1 KB row) while issuing tile j,
 // 0.59-0.75x at the HCA 1M shapes, 0.93x at Flash CSA T=32 (with arrive.noinc 0.73-0.86x).
+// Where the time goes after it (same helper, H100, --alt-rows with plan.diag, second round):
+// alt / consumers alone (no row copies) / ring alone (no products): HCA 1M T=32 102.9 / 78.9 /
+// 95.7 us, Pro HCA 1M T=64 333.0 / 256.8 / 199.2, HCA 1M T=8 41.3 / 33.5 / 35.2, Flash CSA T=32
+// 26.4 / 22.3 / 21.7: neither bound alone, the consumers' chain the larger. wgmma issue rates
+// (bench_attention --wgmma-rates, one CTA per SM, two warpgroups sharing the pipe; cycles per
+// wgmma of the SM): S's SS m64n32k16 24 (shared-memory bound: A 2 KB + B 1 KB at 128 B per
+// cycle, 67% of the tensor peak), SS m64n64k16 32 (100%), RS m64n32k16 18.5 (87%), P V's RS
+// m64n128k16 64 (100%): a tile costs >= 32 x 24 + 8 x 64 = 1280 pipe cycles, and the consumers
+// alone take ~1.8-2.0 K (Pro HCA 1M T=64: 0.99 us per tile). S on m64n64k16 over tile pairs (the
+// ring in a paired layout: column blocks of 64 rows, two adjacent stages one B operand) measured
+// in the in-turn schedule (bit-equal to it): 1.02-1.11x in-turn but 0.74-0.76x alt (HCA 1M T=32
+// 139.1 vs 102.9 us, Pro HCA 1M T=64 440.1 vs 333.0); dropped. Under alt it cannot fit: the
+// owner of pair p + 2 issues its S while pairs p (the partner's P V) and p + 1 are held, 6 stages
+// of 32 KB beside the 64 KB query tile.
 // The consumers never meet in a CTA-wide barrier inside the loop: the two warps of a row group
 // (w, w + 4) meet on a named barrier of 64 threads for the score exchange, double-buffered by
 // tile parity (the partner reads tile k's half before it arrives at tile k + 1's barrier, which
@@ -937,10 +952,6 @@ __device__ __forceinline__ void store2(__nv_bfloat16* p, float a, float b) {
 // Consumer schedules of the warp-specialized kernel: in turn, alternate tiles (plan.alt).
 constexpr int k_ws_in_turn = 0;
 constexpr int k_ws_alt = 1;
-// plan.s_n64 (experimental, ATTN11): in turn over tile pairs, S of both tiles in one m64n64k16
-// chain (stages 2i, 2i + 1 of the ring form one 64-row operand: the ring in the paired layout,
-// column blocks 64 rows x 128 bytes), exchange / softmax / P V per tile as in-turn.
-constexpr int k_ws_pairs = 2;
 // Kernel modes: split (partials for the combine kernel), fused (cluster merge), split with
 // plan.fold, one split only (a template mode, so that the split and fused kernels' code is not
 // touched by it).
@@ -1068,9 +1079,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
             const int c = lane + k_warp_size * h;
-            cp_async_16(sched == k_ws_pairs ? k_s + uint32_t(stage >> 1) * (2 * k_tile_bytes) +
-                                                  wg_offset<2 * k_tile>((stage & 1) * k_tile + r, c)
-                                            : dst + wg_offset<k_tile>(r, c),
+            cp_async_16(dst + wg_offset<k_tile>(r, c),
                         pr ? static_cast<const void*>(pr + c * 8) : any_global, pr != nullptr);
           }
         }
@@ -1418,73 +1427,6 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         wgm::wait<0>();
         fence_acc();
         release(k);
-      }
-    } else if constexpr (sched == k_ws_pairs) {
-      // Tile pairs (plan.s_n64): S of tiles k, k + 1 (k even: ring stages k % 4, + 1, one paired
-      // operand of 64 rows) in one chain of 16 m64n64k16 over this warpgroup's channels; then per
-      // tile the in-turn exchange, softmax and P V. A last odd tile takes the pair's S too (the
-      // other half of the operand holds rows of an older tile or nothing: its scores unused).
-      const uint32_t col_stride = 2 * k_tile * 128;  // column blocks of the paired ring
-      auto issue_scores64 = [&](float(&sf)[32], uint32_t pb) {
-        wgm::fence();
-        const uint64_t a0 = wgm::desc(q_s, 16, 1024), b0 = wgm::desc(pb, 16, 1024);
-#pragma unroll
-        for (int kk = 0; kk < 16; ++kk) {
-          const uint32_t block = uint32_t(half * 4 + kk / 4), byte = uint32_t(kk % 4) * 32;
-          const uint64_t a = wgm::desc_at(a0, block * (k_rows * 128) + byte);
-          const uint64_t b = wgm::desc_at(b0, block * col_stride + byte);
-          if (kk == 0)
-            wgm::mma_ss_n64_first(sf, a, b);
-          else
-            wgm::mma_ss_n64(sf, a, b);
-        }
-        wgm::commit();
-      };
-      auto issue_pv_paired = [&](const uint32_t(&pa)[2][4], uint32_t tb) {
-        wgm::fence();
-        const uint64_t v0 = wgm::desc(tb, col_stride, 1024);
-#pragma unroll
-        for (int ks = 0; ks < 2; ++ks)
-#pragma unroll
-          for (int nh = 0; nh < 2; ++nh)
-            wgm::mma_rs_n128_mn(acc[nh], pa[ks],
-                                wgm::desc_at(v0, uint32_t(half * 4 + nh * 2) * col_stride +
-                                                     uint32_t(ks) * 16 * 128));
-        wgm::commit();
-      };
-      float s64[32];
-#pragma unroll 1
-      for (int k = 0; k < n_live; k += 2) {
-        const bool two = k + 1 < n_live;
-        uint32_t mask0, mask1 = 0;
-        const uint32_t kb0 = wait_full(k, mask0);  // the pair's base (k even: stage 0 or 2)
-        const uint32_t pb = k_s + uint32_t((k % k_ws_stages) >> 1) * (2 * k_tile_bytes);
-        (void)kb0;
-        if (two) (void)wait_full(k + 1, mask1);
-        issue_scores64(s64, pb);
-        wgm::wait<0>();
-#pragma unroll
-        for (int i = 0; i < 32; ++i) wgm::reg_fence(s64[i]);
-#pragma unroll
-        for (int i = 0; i < 16; ++i) sd[i] = s64[i];
-        softmax(k, sd, mask0, p, corr);
-        rescale(corr);
-        pack(p, pas);
-        issue_pv_paired(pas, pb);
-        wgm::wait<0>();
-        fence_acc();
-        if (two) {
-#pragma unroll
-          for (int i = 0; i < 16; ++i) sd[i] = s64[16 + i];
-          softmax(k + 1, sd, mask1, p, corr);
-          rescale(corr);
-          pack(p, pas);
-          issue_pv_paired(pas, pb + uint32_t(k_tile) * 128);
-          wgm::wait<0>();
-          fence_acc();
-        }
-        release(k);
-        if (two) release(k + 1);
       }
     } else if constexpr (sched == k_ws_alt) {
       // Alternate tiles (plan.alt): warpgroup `half` owns tiles k == half (mod 2). Tile k's
@@ -1868,15 +1810,13 @@ int ws_opts(const attention_decode_plan& plan) {
 }
 // The consumer schedule a plan runs.
 int ws_sched(const attention_decode_plan& plan) {
-  return plan.alt ? k_ws_alt : plan.s_n64 ? k_ws_pairs : k_ws_in_turn;
+  return plan.alt ? k_ws_alt : k_ws_in_turn;
 }
 template <int mode, typename act_t>
 auto ws_kernel(const attention_decode_plan& plan) {
   switch (ws_sched(plan)) {
     case k_ws_alt:
       return attention_decode_ws_kernel<k_ws_alt, mode, act_t>;
-    case k_ws_pairs:
-      return attention_decode_ws_kernel<k_ws_pairs, mode, act_t>;
     default:
       return attention_decode_ws_kernel<k_ws_in_turn, mode, act_t>;
   }

@@ -67,9 +67,6 @@ struct attention_decode_plan {
   // of the FP8-record and synchronous kernels (DSV4_ATTENTION_ALT=0 in the engine). On in split
   // plans with the producer and in fused plans (attention_decode_plan.cpp).
   bool alt = false;
-  // Experimental (ATTN11; alt off): in turn over tile pairs, S of two tiles in one m64n64k16
-  // chain instead of two m64n32k16 chains (the ring in a paired layout).
-  bool s_n64 = false;
   // Fused (bf16 pools): the `splits` CTAs of a (token, head group) run as one thread block
   // cluster (splits 1, 2, 4, 8 or 16; 16 is a non-portable cluster size) and merge their partial
   // sums through distributed shared memory, writing the normalized output with the sink themselves:
