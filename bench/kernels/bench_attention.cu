@@ -31,6 +31,8 @@
 //                                combine (plan.combine_rows), each with and without the partials
 //                                kept in L2 (plan.partials_l2), outputs against the block
 //                                combine's; and the plan without its combine launch
+//   bench_attention --wgmma-rates  cycles per wgmma of the decode kernel's S and P V shapes (and
+//                                SS / RS at N = 32, 64, 128), one and two warpgroups per SM
 //   bench_attention --kv-fp8     FP8 KV records (584 bytes per key: 448 e4m3 + 7 E8M0 scales +
 //                                pad + 64 BF16 RoPE) against bf16 pools (1024 bytes per key) in
 //                                attention_decode, on Flash CSA T=1, HCA 1M T=1 / 8, Pro HCA 1M
@@ -53,6 +55,7 @@
 
 #include "backends/cuda/attention.h"
 #include "backends/cuda/attention_decode.h"
+#include "backends/cuda/attention_decode_wgmma.cuh"
 #include "backends/cuda/indexer.h"
 #include "backends/cuda/indexer_topk_fast.h"
 #include "backends/cuda/kv_record.h"
@@ -87,9 +90,10 @@ bool g_focus = false;   // --focus: the decode cases that matter, extra plan row
 bool g_kv_fp8 = false;  // --kv-fp8: bf16 pools vs FP8 records only
 bool g_lean = false;    // --cases: the attention_decode bf16 kernels only (no other rows)
 // --alt-rows (with --cases): only the alternate-tile schedule's rows: the plan as made, then two
-// rounds of alt (the plan's schedule), alt without plan.publish_early, alt with every token reading
-// token 0's key rows ("hot": rows another CTA has read already come from L2; H100 2026-11-26:
-// within 1-3% of the cold rows at HCA 1M); and the plan without its combine launch.
+// rounds of alt (the plan's schedule), alt with every token reading token 0's key rows ("hot": rows
+// another CTA has read already come from L2; H100 2026-11-26: within 1-3% of the cold rows at HCA
+// 1M), the bounds of alt (plan.diag: no row copies, the consumers' chain alone; no products, the
+// ring alone), in-turn and its consumers' chain; and the plan without its combine launch.
 bool g_alt_rows = false;
 // --combine-rows (with --cases): the split plan's combine kernels: the plan as made, then two
 // rounds of the block combine (one 128-thread CTA per row) and the row combine (plan.combine_rows,
@@ -428,7 +432,7 @@ void bench_small_rows(cublasHandle_t blas, int sms, int64_t T, int64_t H, bool h
   CHECK(cudaStreamDestroy(st));
 }
 
-// ---- --alt-rows: the alternate-tile schedule's producer variants (plan.publish_early) ----
+// ---- --alt-rows: the alternate-tile schedule, its bounds (plan.diag) and in-turn ----
 void bench_alt_rows(int sms, int64_t T, int64_t H, int64_t d, int64_t W, int64_t cap_c,
                     const __nv_bfloat16* q16, const float* sinks, __nv_bfloat16* out16,
                     const dsv4::cuda::kv_rows<__nv_bfloat16>& w16,
@@ -468,11 +472,15 @@ void bench_alt_rows(int sms, int64_t T, int64_t H, int64_t d, int64_t W, int64_t
   struct variant {
     const char* label;
     bool hot;
-    bool early;
+    int diag = 0;          // plan.diag (output undefined)
+    bool in_turn = false;  // plan.alt off
   };
-  // "try_wait": plan.publish_early off (the producer's blocking stage test).
-  const variant variants[] = {
-      {"alt", false, true}, {"alt try_wait", false, false}, {"hot alt", true, true}};
+  const variant variants[] = {{"alt", false},
+                              {"hot alt", true},
+                              {"diag no rows", false, 1},
+                              {"diag no products", false, 2},
+                              {"in-turn", false, 0, true},
+                              {"in-turn diag no rows", false, 1, true}};
   // A discarded warm-up, then two rounds over the variants (the first timed row of a case has
   // measured up to ~10% slower than the same kernel timed next).
   (void)time_ms([&] { run(made, w16, c16, out16); });
@@ -483,8 +491,8 @@ void bench_alt_rows(int sms, int64_t T, int64_t H, int64_t d, int64_t W, int64_t
     for (const variant& v : variants) {
       auto p = made;
       p.producer = true;
-      p.alt = true;
-      p.publish_early = v.early;
+      p.alt = !v.in_turn;
+      p.diag = v.diag;
       const auto& w = v.hot ? w_hot : w16;
       const auto& c = v.hot ? c_hot : c16;
       const double ms = time_ms([&] { run(p, w, c, out16); });
@@ -492,7 +500,7 @@ void bench_alt_rows(int sms, int64_t T, int64_t H, int64_t d, int64_t W, int64_t
       std::snprintf(l, sizeof(l), "  r%d %s", round, v.label);
       print_row(l, shape, ms, bytes16, flops);
       if (base == 0) base = ms;
-      if (!v.hot)
+      if (!v.hot && v.diag == 0)
         std::printf("    alt / this %.3fx; max |out - plan out| / max |plan out| %.3g\n", base / ms,
                     rel_diff(out16, ref, n_out));
     }
@@ -1438,12 +1446,196 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
   CHECK(cudaStreamDestroy(st));
 }
 
+// wgmma issue-rate probes (--wgmma-rates): the S and P V shapes of attention_decode_ws_kernel.
+namespace wgrate {
+__device__ __forceinline__ void ss_n32(float (&d)[16], uint64_t a, uint64_t b) {
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, 1, 1, 1, 0, 0;\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15])
+      : "l"(a), "l"(b));
+}
+__device__ __forceinline__ void ss_n64(float (&d)[32], uint64_t a, uint64_t b) {
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%"
+      "25,%26,%27,%28,%29,%30,%31}, %32, %33, 1, 1, 1, 0, 0;\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "l"(a), "l"(b));
+}
+__device__ __forceinline__ void ss_n128(float (&d)[64], uint64_t a, uint64_t b) {
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%"
+      "25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%"
+      "48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, %64, %65, 1, 1, 1, 0, 0;\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+        "+f"(d[63])
+      : "l"(a), "l"(b));
+}
+__device__ __forceinline__ void rs_n32(float (&d)[16], const uint32_t (&a)[4], uint64_t b) {
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, {%16,%17,%18,%19}, %20, 1, 1, 1, "
+      "0;\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+__device__ __forceinline__ void rs_n64(float (&d)[32], const uint32_t (&a)[4], uint64_t b) {
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%"
+      "25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, 1, 1, 1, 0;\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+__device__ __forceinline__ void rs_n128_mn(float (&d)[64], const uint32_t (&a)[4], uint64_t b) {
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%"
+      "25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%"
+      "48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, {%64,%65,%66,%67}, %68, 1, "
+      "1, 1, 1;\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
+        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
+        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
+        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
+        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
+        "+f"(d[63])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+}  // namespace wgrate
+
+// One CTA per SM; `wgs` warpgroups each issue `reps` chains of 32 wgmmas (one commit and wait per
+// chain, as the S chain of the alternate-tile kernel) of one shape, operands in the kernel's
+// layouts: A = 64 query rows x 512 channels (SW128, K-major) or registers, B = the key rows
+// (K-major for S, MN-major for P V). Thread 0 of each warpgroup records the cycles of its loop.
+// kind: 0 SS n32 (S now), 1 SS n64, 2 SS n128, 3 RS n32 (A from registers), 4 RS n64,
+// 5 RS n128 MN-major B (P V now).
+template <int kind>
+__global__ void __launch_bounds__(256, 1)
+    wgmma_rate_kernel(int reps, long long* cycles, float* sink) {
+  namespace wgm = dsv4::cuda::attention_wgmma;
+  extern __shared__ __align__(1024) unsigned char smem[];
+  constexpr int n = kind == 0 || kind == 3 ? 32 : kind == 1 || kind == 4 ? 64 : 128;
+  constexpr int acc = n / 2;
+  const uint32_t a_s = static_cast<uint32_t>(__cvta_generic_to_shared(smem));
+  const uint32_t b_s = a_s + 64 * 1024;
+  for (int i = threadIdx.x; i < (64 + 128) * 1024 / 4; i += blockDim.x)
+    reinterpret_cast<uint32_t*>(smem)[i] = 0x3c003c00u ^ uint32_t(i * 0x9E3779B1u & 0x00ff00ffu);
+  wgm::fence_async_smem();
+  __syncthreads();
+  float d[acc];
+#pragma unroll
+  for (int i = 0; i < acc; ++i) d[i] = 0.0f;
+  uint32_t a[4] = {0x3c003c00u + threadIdx.x, 0x3c003c01u, 0x3c003c02u, 0x3c003c03u};
+  const uint64_t a0 = wgm::desc(a_s, 16, 1024);
+  const uint64_t b0 = kind == 5 ? wgm::desc(b_s, 32 * 128, 1024) : wgm::desc(b_s, 16, 1024);
+  const long long t0 = clock64();
+#pragma unroll 1
+  for (int r = 0; r < reps; ++r) {
+    wgm::fence();
+#pragma unroll
+    for (int kk = 0; kk < 32; ++kk) {
+      const uint32_t block = uint32_t(kk / 4), byte = uint32_t(kk % 4) * 32;
+      const uint64_t ad = wgm::desc_at(a0, block * (64 * 128) + byte);
+      if constexpr (kind == 0) wgrate::ss_n32(d, ad, wgm::desc_at(b0, block * (32 * 128) + byte));
+      if constexpr (kind == 1) wgrate::ss_n64(d, ad, wgm::desc_at(b0, block * (64 * 128) + byte));
+      if constexpr (kind == 2) wgrate::ss_n128(d, ad, wgm::desc_at(b0, block * (128 * 128) + byte));
+      if constexpr (kind == 3) wgrate::rs_n32(d, a, wgm::desc_at(b0, block * (32 * 128) + byte));
+      if constexpr (kind == 4) wgrate::rs_n64(d, a, wgm::desc_at(b0, block * (64 * 128) + byte));
+      if constexpr (kind == 5)
+        wgrate::rs_n128_mn(d, a,
+                           wgm::desc_at(b0, uint32_t((kk % 4) * 2) * (32 * 128) +
+                                                uint32_t((kk / 4) % 2) * 16 * 128));
+    }
+    wgm::commit();
+    wgm::wait<0>();
+#pragma unroll
+    for (int i = 0; i < acc; ++i) wgm::reg_fence(d[i]);
+  }
+  const long long t1 = clock64();
+  float x = 0.0f;
+#pragma unroll
+  for (int i = 0; i < acc; ++i) x += d[i];
+  if (x == 1234.5f) sink[0] = x;  // keeps the products
+  if (threadIdx.x % 128 == 0) cycles[blockIdx.x * 2 + threadIdx.x / 128] = t1 - t0;
+}
+
+// --wgmma-rates: cycles per wgmma of each shape, one and two warpgroups per SM (two: the pipe's
+// cost per wgmma is the per-warpgroup figure / 2 if the warpgroups share it evenly).
+void bench_wgmma_rates(int sms) {
+  const int reps = 400;
+  long long* cycles = device_alloc<long long>(size_t(2 * sms));
+  float* sink = device_alloc<float>(1);
+  const int smem = (64 + 128) * 1024;
+  const char* names[] = {"SS m64n32k16 (S)", "SS m64n64k16", "SS m64n128k16",
+                         "RS m64n32k16",     "RS m64n64k16", "RS m64n128k16 MN (PV)"};
+  const double flop[] = {64.0 * 32 * 16 * 2, 64.0 * 64 * 16 * 2, 64.0 * 128 * 16 * 2,
+                         64.0 * 32 * 16 * 2, 64.0 * 64 * 16 * 2, 64.0 * 128 * 16 * 2};
+  auto run = [&](auto kernel, int kind) {
+    CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+    for (const int wgs : {1, 2}) {
+      kernel<<<sms, 128 * wgs, smem>>>(reps, cycles, sink);  // warm-up
+      CHECK(cudaMemset(cycles, 0, size_t(2 * sms) * 8));
+      kernel<<<sms, 128 * wgs, smem>>>(reps, cycles, sink);
+      CHECK(cudaDeviceSynchronize());
+      std::vector<long long> c(size_t(2 * sms));
+      CHECK(cudaMemcpy(c.data(), cycles, c.size() * 8, cudaMemcpyDeviceToHost));
+      std::vector<double> per;
+      for (int b = 0; b < sms; ++b)
+        for (int w = 0; w < wgs; ++w) per.push_back(double(c[size_t(2 * b + w)]) / (reps * 32.0));
+      std::sort(per.begin(), per.end());
+      const double med = per[per.size() / 2];
+      // FLOP per cycle per SM over the peak (4096 dense bf16 FLOP per cycle per SM on sm_90).
+      std::printf(
+          "  %-24s %d warpgroup(s): %7.1f cycles per wgmma per warpgroup, %5.1f%% of the "
+          "SM's tensor peak\n",
+          names[kind], wgs, med, 100.0 * flop[kind] * wgs / med / 4096.0);
+    }
+  };
+  std::printf("wgmma issue rates (%d CTAs, %d chains of 32 per warpgroup, clock64):\n", sms, reps);
+  run(wgmma_rate_kernel<0>, 0);
+  run(wgmma_rate_kernel<1>, 1);
+  run(wgmma_rate_kernel<2>, 2);
+  run(wgmma_rate_kernel<3>, 3);
+  run(wgmma_rate_kernel<4>, 4);
+  run(wgmma_rate_kernel<5>, 5);
+  cudaFree(cycles);
+  cudaFree(sink);
+}
+
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // rows survive a timeout
   bool quick = false;    // --quick: two cases, few launches (for a profiler run)
   bool profile = false;  // --profile: the small decode cases, one timed launch each (for ncu)
   const char* cases = nullptr;  // --cases "T,H,hca|csa,CTX,TOPK;...": those cases, lean rows
   bool no_ceilings = false;     // --no-ceilings: with --cases (for ncu)
+  bool wgmma_rates = false;     // --wgmma-rates: the S / P V wgmma shapes' issue rates only
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
       g_runs = std::max(50, std::atoi(argv[++i]));
@@ -1473,6 +1665,8 @@ int main(int argc, char** argv) {
       g_alt_rows = true;
     else if (std::strcmp(argv[i], "--combine-rows") == 0)
       g_combine_rows = true;
+    else if (std::strcmp(argv[i], "--wgmma-rates") == 0)
+      wgmma_rates = true;
   }
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
@@ -1485,6 +1679,10 @@ int main(int argc, char** argv) {
   CHECK(cudaMemset(g_flush, 0x3C, g_flush_bytes));
   CHECK(cudaMalloc(&g_flush_sink, 4));
 
+  if (wgmma_rates) {
+    bench_wgmma_rates(sms);
+    return 0;
+  }
   if (profile && g_indexer_fp4) {  // --profile --indexer-fp4: T=1 top-512, plan and cp.async
     bench_indexer_fp4_case(sms, 1, 262144, 512, true);
     return 0;

@@ -55,7 +55,6 @@ TEST(attention_decode_plan, hca_8k_thirty_two_tokens_takes_clusters_of_two) {
   EXPECT_EQ(p.splits, 2);
   EXPECT_EQ(p.keys_per_split, 3 * 32);
   EXPECT_TRUE(p.alt);  // alternate tiles measured faster in every fused shape
-  EXPECT_TRUE(p.publish_early);
 }
 
 TEST(attention_decode_plan, hca_1m_one_token_halves_splits_past_64) {
@@ -67,7 +66,6 @@ TEST(attention_decode_plan, hca_1m_one_token_halves_splits_past_64) {
   EXPECT_EQ(p.keys_per_split, 4 * 32);
   EXPECT_TRUE(p.producer);
   EXPECT_TRUE(p.alt);  // alternate tiles per consumer warpgroup where the producer kernel runs
-  EXPECT_TRUE(p.publish_early);  // the producer's non-blocking stage test before it publishes
 }
 
 TEST(attention_decode_plan, one_split_folds_the_combine) {

@@ -59,7 +59,8 @@
 // of 32 channel steps instead of two halves added: not bit-equal to the in-turn schedule.
 // Where alt's time goes (ATTN8 helper, H100 2026-11-26, ncu source counters, HCA 1M T=32, 65
 // tiles per CTA): 44% of the warp stall samples sit in mbarrier waits: the owner's wait for the
-// rows of tile k + 2 32% (20.5% with plan.publish_early), the producer's wait for a free stage
+// rows of tile k + 2 32% (20.5% with the producer's test_wait, since replaced: arrive.noinc,
+// below), the producer's wait for a free stage
 // 8.8%; hand-off and wgmma waits 5-7% each. The kernel takes the same time on the H100 and the
 // H200 (~2.1 TB/s at HCA 1M T=32), so DRAM bandwidth is not the limit; the consumers wait for the
 // ring (4 stages of 32 KB, up to 3 held by the consumers under alt). Every token reading token
@@ -835,9 +836,34 @@ __global__ void __launch_bounds__(k_threads, 1)
 // The same tiles, products, exchange, softmax and partial outputs as attention_decode_kernel<wg>,
 // with the loads moved to a producer warpgroup (warps 8..11): it turns slot indices into row
 // pointers (indices register-prefetched 3 tiles ahead), issues each tile's 32 rows with cp.async
-// into a 4-stage ring and publishes a stage on its `full` mbarrier once the rows have landed
-// (each thread's cp.async.wait_group + proxy fence, then 128 arrivals); the 8 consumer warps wait
-// on `full`, compute, and release the stage on its `empty` mbarrier (one arrival per warp).
+// into a 4-stage ring and publishes a stage on its `full` mbarrier as the rows land (each
+// thread's cp.async.mbarrier.arrive.noinc: the hardware arrives for the thread once its copies
+// are complete, so the producer never waits for its own rows, only for free stages; 128 such
+// arrivals + one release arrival for the validity mask); the 8 consumer warps wait on `full`,
+// fence the async proxy, compute, and release the stage on its `empty` mbarrier (one arrival per
+// warp). ATTN11 helper (H100 2026-11-26, bench_attention --alt-rows, same process): the
+// producer used to publish tile j - 3 after cp.async.wait_group while issuing tile j (and, under
+// alt, the issued tiles but the newest before blocking on a stage, plan.publish_early), so it
+// waited for its rows in order and issued the next tile late; arrive.noinc: HCA 1M T=32 120.1 ->
+// 101.8 us, Pro HCA 1M T=64 404.4 -> 344.4, HCA 1M T=8 45.4 -> 41.0, Flash CSA T=32 27.3 ->
+// 26.6, bit-identical outputs (main's / this binary, same call, plan rows of --cases: 139.1 ->
+// 117.2, 371.0 -> 338.2). Tried and dropped there: the rows of tile j + 1 or j + 2 brought into
+// L2 by the TMA unit (cp.async.bulk.prefetch.L2, one per 1 KB row) while issuing tile j,
+// 0.59-0.75x at the HCA 1M shapes, 0.93x at Flash CSA T=32 (with arrive.noinc 0.73-0.86x).
+// Where the time goes after it (same helper, H100, --alt-rows with plan.diag, second round):
+// alt / consumers alone (no row copies) / ring alone (no products): HCA 1M T=32 102.9 / 78.9 /
+// 95.7 us, Pro HCA 1M T=64 333.0 / 256.8 / 199.2, HCA 1M T=8 41.3 / 33.5 / 35.2, Flash CSA T=32
+// 26.4 / 22.3 / 21.7: neither bound alone, the consumers' chain the larger. wgmma issue rates
+// (bench_attention --wgmma-rates, one CTA per SM, two warpgroups sharing the pipe; cycles per
+// wgmma of the SM): S's SS m64n32k16 24 (shared-memory bound: A 2 KB + B 1 KB at 128 B per
+// cycle, 67% of the tensor peak), SS m64n64k16 32 (100%), RS m64n32k16 18.5 (87%), P V's RS
+// m64n128k16 64 (100%): a tile costs >= 32 x 24 + 8 x 64 = 1280 pipe cycles, and the consumers
+// alone take ~1.8-2.0 K (Pro HCA 1M T=64: 0.99 us per tile). S on m64n64k16 over tile pairs (the
+// ring in a paired layout: column blocks of 64 rows, two adjacent stages one B operand) measured
+// in the in-turn schedule (bit-equal to it): 1.02-1.11x in-turn but 0.74-0.76x alt (HCA 1M T=32
+// 139.1 vs 102.9 us, Pro HCA 1M T=64 440.1 vs 333.0); dropped. Under alt it cannot fit: the
+// owner of pair p + 2 issues its S while pairs p (the partner's P V) and p + 1 are held, 6 stages
+// of 32 KB beside the 64 KB query tile.
 // The consumers never meet in a CTA-wide barrier inside the loop: the two warps of a row group
 // (w, w + 4) meet on a named barrier of 64 threads for the score exchange, double-buffered by
 // tile parity (the partner reads tile k's half before it arrives at tile k + 1's barrier, which
@@ -845,9 +871,8 @@ __global__ void __launch_bounds__(k_threads, 1)
 // flags, and the accumulator rescale is skipped when no row maximum of the warp changed
 // (multiplying by 1 is the identity, so the result is the same bit for bit).
 constexpr int k_ws_stages = 4;
-constexpr int k_ws_lead = k_ws_stages - 1;  // tiles whose rows may be in flight
-constexpr int k_ws_consumers = k_warps;     // warps 0..7 compute, warps 8..11 load
-constexpr int k_ws_producers = 4;           // one warpgroup (setmaxnreg works per warpgroup)
+constexpr int k_ws_consumers = k_warps;  // warps 0..7 compute, warps 8..11 load
+constexpr int k_ws_producers = 4;        // one warpgroup (setmaxnreg works per warpgroup)
 constexpr int k_ws_threads = (k_ws_consumers + k_ws_producers) * k_warp_size;
 // Registers: 384 threads give 168 each at entry; the producers drop to 56 (40 spilled), the
 // consumers take 224 (as the synchronous kernel: 128 accumulators of 256 output channels per
@@ -935,14 +960,23 @@ constexpr int k_ws_fused = 1;
 constexpr int k_ws_fold = 2;
 // plan.partials_l2 (split, alternate tiles): the partials stored with L2 evict_last.
 constexpr int k_ws_split_keep = 3;
+// Run-time options of the ws kernel (`opts`), bench diagnoses (plan.diag): no row copies (the
+// consumers' chain alone) / no products (the ring alone).
+constexpr int k_ws_opt_no_load = 1;
+constexpr int k_ws_opt_no_compute = 2;
+
+// Arrives on `bar` once every cp.async this thread issued before has landed (noinc: the arrival
+// is one of the barrier's expected count).
+__device__ __forceinline__ void cp_async_arrive_noinc(uint32_t bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+}
 
 template <int sched, int mode, typename act_t>
 __global__ void __launch_bounds__(k_ws_threads, 1)
     attention_decode_ws_kernel(const act_t* q, int heads, kv_rows<__nv_bfloat16> window,
                                kv_rows<__nv_bfloat16> comp, int cap_w, int cap_c,
                                int keys_per_split, int splits, float scale_log2, float* part_o,
-                               float2* part_ml, const float* sinks, act_t* out,
-                               bool publish_early) {
+                               float2* part_ml, const float* sinks, act_t* out, int opts) {
   constexpr bool fused = mode == k_ws_fused;
   constexpr bool fold = mode == k_ws_fold;
   constexpr bool keep_l2 = mode == k_ws_split_keep;
@@ -1004,7 +1038,8 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
   // (Fused: a CTA without keys still takes part in its cluster's merge, with m = -inf.)
   if (threadIdx.x == 0) {
     for (int i = 0; i < k_ws_stages; ++i) {
-      mbar::init(full_bar + 8 * i, k_ws_producers * k_warp_size);
+      // The producers' 128 cp.async arrivals and one release arrival (the mask).
+      mbar::init(full_bar + 8 * i, k_ws_producers * k_warp_size + 1);
       mbar::init(empty_bar + 8 * i, k_ws_consumers);
     }
   }
@@ -1022,79 +1057,42 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       return src ? __ldg(src) : -1;  // -1: row_ref gives no row
     };
     int32_t v0 = index_of_tile(0), v1 = index_of_tile(1), v2 = index_of_tile(2);
-    int published = 0;  // alt: this thread has arrived on `full` for tiles [0, published)
+    const bool no_load = (opts & k_ws_opt_no_load) != 0;
 #pragma unroll 1
     for (int j = 0; j < n_live; ++j) {
       const int32_t v = v0;
       v0 = v1;
       v1 = v2;
       v2 = index_of_tile(j + 3);
-      if (j >= k_ws_lead) {
-        // Publish tile j - lead (its group is complete once at most lead - 1 newer ones pend).
-        cp_async_wait<k_ws_lead - 1>();
-        wgm::fence_async_smem();
-        if (sched != k_ws_alt || j - k_ws_lead >= published) {
-          mbar::arrive(full_bar + 8 * ((j - k_ws_lead) % k_ws_stages));
-          published = j - k_ws_lead + 1;
-        }
-      }
       const pool_t* p = space.row_ref(tile_start(j) + lane, v);
       const int stage = j % k_ws_stages;
       // Stage reuse: the consumers released tile j - stages (phase j / stages - 1 of `empty`).
-      if (j >= k_ws_stages) {
-        const uint32_t bar = empty_bar + 8 * stage, parity = uint32_t(j / k_ws_stages - 1) & 1u;
-        if constexpr (sched == k_ws_alt) {
-          // Alternate tiles: a warpgroup waits for tile k + 2 (its next S) while it still holds
-          // tile k, whose release this wait may need before the lead would publish tile k + 2.
-          // So before blocking, the issued tiles but the newest are published (each thread for
-          // itself: a thread arrives for tile i + 4 only after tile i's phase completed, so the
-          // phases stay apart). Not the newest: waiting for a tile issued just now would put a
-          // whole load latency on the consumers' chain (reasoned, not measured apart).
-          // No deadlock: this wait needs the release of tile j - 4, which needs no tile past
-          // j - 2 (a warpgroup waits for tile t + 2 only after releasing t - 1).
-          // plan.publish_early: the stage is tested without blocking (mbarrier.test_wait);
-          // try_wait may suspend the producer for a while before it fails, the landed tiles
-          // unpublished meanwhile. ncu (H100, HCA 1M T=32, ATTN8 helper): with try_wait the
-          // owner's wait for tile k + 2 held 32% of the kernel's warp stall samples, with
-          // test_wait 20.5% (the producer's empty wait 8.8% -> 7.7%).
-          if (!(publish_early ? mbar::test_wait(bar, parity) : mbar::try_wait(bar, parity))) {
-            if (published < j - 1) {
-              cp_async_wait<1>();
-              wgm::fence_async_smem();
-#pragma unroll 1
-              for (int i = published; i < j - 1; ++i)
-                mbar::arrive(full_bar + 8 * (i % k_ws_stages));
-              published = j - 1;
-            }
-            mbar::wait(bar, parity);
-          }
-        } else {
-          mbar::wait(bar, parity);
-        }
-      }
+      if (j >= k_ws_stages) mbar::wait(empty_bar + 8 * stage, uint32_t(j / k_ws_stages - 1) & 1u);
       const uint32_t mask = __ballot_sync(0xffffffffu, p != nullptr);
-      const uint32_t dst = k_s + uint32_t(stage) * k_tile_bytes;
+      if (!no_load) {
+        const uint32_t dst = k_s + uint32_t(stage) * k_tile_bytes;
 #pragma unroll
-      for (int i = 0; i < k_ws_rows_per_producer; ++i) {
-        const int r = pw * k_ws_rows_per_producer + i;
-        const pool_t* pr = reinterpret_cast<const pool_t*>(
-            __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p), r));
+        for (int i = 0; i < k_ws_rows_per_producer; ++i) {
+          const int r = pw * k_ws_rows_per_producer + i;
+          const pool_t* pr = reinterpret_cast<const pool_t*>(
+              __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p), r));
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int c = lane + k_warp_size * h;
-          cp_async_16(dst + wg_offset<k_tile>(r, c),
-                      pr ? static_cast<const void*>(pr + c * 8) : any_global, pr != nullptr);
+          for (int h = 0; h < 2; ++h) {
+            const int c = lane + k_warp_size * h;
+            cp_async_16(dst + wg_offset<k_tile>(r, c),
+                        pr ? static_cast<const void*>(pr + c * 8) : any_global, pr != nullptr);
+          }
         }
       }
-      if (pw == 0 && lane == 0) masks[stage] = mask;  // published by this lane's arrival
-      cp_async_commit();
+      // Published as the rows land: the hardware makes this thread's arrival once its copies
+      // are complete. Lane 0 of warp 0 also arrives after writing the mask (release).
+      cp_async_arrive_noinc(full_bar + 8 * stage);
+      if (pw == 0 && lane == 0) {
+        masks[stage] = mask;
+        mbar::arrive(full_bar + 8 * stage);
+      }
     }
     cp_async_wait<0>();
-    wgm::fence_async_smem();
-    // The tiles not yet published: the last lead ones (alt: from `published` on).
-    const int unpublished = sched == k_ws_alt ? published : max(0, n_live - k_ws_lead);
-#pragma unroll 1
-    for (int j = unpublished; j < n_live; ++j) mbar::arrive(full_bar + 8 * (j % k_ws_stages));
   };
 
   // Fused (plan.fused): the `splits` CTAs of this (token, head group) form one cluster; each
@@ -1262,6 +1260,9 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     auto wait_full = [&](int k, uint32_t& mask) -> uint32_t {
       const int stage = k % k_ws_stages;
       mbar::wait(full_bar + 8 * stage, uint32_t(k / k_ws_stages) & 1u);
+      // The rows were written by cp.async (generic proxy) and the wgmmas read them through the
+      // async proxy.
+      wgm::fence_async_smem();
       mask = masks[stage];
       return k_s + uint32_t(stage) * k_tile_bytes;
     };
@@ -1404,7 +1405,15 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     float p[4][4];
     uint32_t pas[2][4];
     float corr[2];
-    if constexpr (sched == k_ws_in_turn) {
+    if (opts & k_ws_opt_no_compute) {
+      // Diagnosis (plan.diag 2): the ring alone, every tile released as soon as it landed.
+#pragma unroll 1
+      for (int k = 0; k < n_live; ++k) {
+        uint32_t unused;
+        (void)wait_full(k, unused);
+        release(k);
+      }
+    } else if constexpr (sched == k_ws_in_turn) {
       // In turn per tile: S, exchange and softmax, P V.
 #pragma unroll 1
       for (int k = 0; k < n_live; ++k) {
@@ -1795,6 +1804,10 @@ cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode
             : launch_combine_as<false>(heads, tokens, plan, part_o, part_ml, sinks, out, stream);
 }
 
+// The ws kernel's run-time options (k_ws_opt_*: bench diagnoses).
+int ws_opts(const attention_decode_plan& plan) {
+  return plan.diag == 1 ? k_ws_opt_no_load : plan.diag == 2 ? k_ws_opt_no_compute : 0;
+}
 // The consumer schedule a plan runs.
 int ws_sched(const attention_decode_plan& plan) {
   return plan.alt ? k_ws_alt : k_ws_in_turn;
@@ -1873,7 +1886,7 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
       return cudaLaunchKernelEx(&config, ws, q, int(heads), window, comp, int(plan.window_capacity),
                                 int(plan.comp_capacity), int(plan.keys_per_split), int(plan.splits),
                                 scale * k_log2e, static_cast<float*>(nullptr),
-                                static_cast<float2*>(nullptr), sinks, out, plan.publish_early);
+                                static_cast<float2*>(nullptr), sinks, out, ws_opts(plan));
     }
     if (plan.wgmma && plan.producer) {
       // plan.fold with one split; more splits run the combine kernel as without it.
@@ -1888,7 +1901,7 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
       ws<<<grid, k_ws_threads, k_ws_smem, stream>>>(
           q, int(heads), window, comp, int(plan.window_capacity), int(plan.comp_capacity),
           int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o, part_ml, sinks, out,
-          plan.publish_early);
+          ws_opts(plan));
       if (fold || !plan.combine) return cudaGetLastError();
       return launch_combine(heads, tokens, plan, part_o, part_ml, sinks, out, stream, keep);
     }

@@ -67,12 +67,6 @@ struct attention_decode_plan {
   // of the FP8-record and synchronous kernels (DSV4_ATTENTION_ALT=0 in the engine). On in split
   // plans with the producer and in fused plans (attention_decode_plan.cpp).
   bool alt = false;
-  // With alt (split or fused): when the stage for its next tile is not free yet, the producer
-  // publishes the tiles it has issued but the newest before it blocks. true: it tests the stage
-  // with mbarrier.test_wait (no blocking); false: with mbarrier.try_wait, which may suspend the
-  // producer for a while first, landed tiles unpublished meanwhile. Timing only (the output is
-  // the same bit for bit). On in the split and fused plans (attention_decode_plan.cpp).
-  bool publish_early = false;
   // Fused (bf16 pools): the `splits` CTAs of a (token, head group) run as one thread block
   // cluster (splits 1, 2, 4, 8 or 16; 16 is a non-portable cluster size) and merge their partial
   // sums through distributed shared memory, writing the normalized output with the sink themselves:
@@ -95,6 +89,9 @@ struct attention_decode_plan {
   // from L2 rather than DRAM (cache hints only: the same output bit for bit). Set by the split
   // plan wherever it runs alt (attention_decode_plan.cpp).
   bool partials_l2 = false;
+  // Benchmark diagnosis only (the output is then undefined): 1 the warp-specialized kernel
+  // copies no rows (its consumers' chain alone), 2 its consumers compute nothing (the ring alone).
+  int diag = 0;
   // Benchmark breakdown only: false skips the combine launch (the output is then undefined).
   bool combine = true;
 };

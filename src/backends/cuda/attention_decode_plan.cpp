@@ -41,7 +41,6 @@ attention_decode_plan attention_decode_make_fused_plan(int64_t tokens, int64_t h
   // time: HCA 8K T=1 16.67 / 15.71 us, T=8 15.68 / 15.17, Flash CSA T=2 19.74 / 17.79, T=8
   // 20.58 / 18.02, HCA 128K T=8 24.99 / 21.95, HCA 8K T=32 (clusters of 2) 25.31 / 22.37.
   p.alt = true;
-  p.publish_early = true;  // see attention_decode_make_split_plan
   p.fused = true;
   return p;
 }
@@ -135,13 +134,6 @@ attention_decode_plan attention_decode_make_split_plan(int64_t tokens, int64_t h
   // pools keep their kernels (in-turn arithmetic); DSV4_ATTENTION_ALT=0 turns alt off in the
   // engine (the in-turn schedule), which the record-vs-bf16 bit-for-bit test uses.
   p.alt = p.producer;
-  // The producer's non-blocking stage test before it publishes (plan.publish_early). H100
-  // 2026-11-26 (ATTN8 helper, bench_attention --alt-rows, same process, two rounds; binary of
-  // wip/attn8 3d03581, whose producer also carried an L2 prefetch path, off), try_wait /
-  // test_wait time: HCA 1M T=32 142.6 / 134.0 and 136.7 / 132.3 us, Pro HCA 1M T=64 472.9 / 457.3
-  // and 461.7 / 456.0, HCA 1M T=8 51.5 / 50.6 and 51.8 / 50.5, Flash CSA T=32 39.0 / 38.0 and
-  // 38.9 / 37.8; fused and one-tile steps within noise.
-  p.publish_early = p.producer;
   // No combine launch where one split covers a (token, head group): its CTA writes the
   // normalized rows with the sink itself (plan.fold; the combine's output bit for bit). H200
   // 2026-11-26 (ATTN9 helper, bench_attention --cases --alt-rows, same process, two rounds),
