@@ -1138,11 +1138,12 @@ constexpr int k_fused_down_stages = 12;  // W2's ring depth in the fused kernel 
 constexpr int k_fused_partial = 3;       // K-part sums: (KS - 1) * RT rows at most (RT = 1)
 
 struct fused_args {
-  int n_up, nbx_up, rt_up;        // W1/W3 items (slot-major, nbx_up row blocks per slot), RT
-  int n_down, nbx_down, rt_down;  // W2 items
-  int* next;                      // the item queue (blocks' items after their first)
-  int* exit;                      // blocks that have left
-  int* zero;                      // the call's counters (next, exit, ready, fold), n_zero of them
+  int slots;              // chunk slots (the bound; with a plan, its chunk count if smaller)
+  int nbx_up, rt_up;      // W1/W3 items: slot-major, nbx_up row blocks per slot; RT
+  int nbx_down, rt_down;  // W2 items
+  int* next;              // the item queue (blocks' items after their first)
+  int* exit;              // blocks that have left
+  int* zero;              // the call's counters (next, exit, ready, fold), n_zero of them
   int n_zero;
   fused_sync fz;
 };
@@ -1167,17 +1168,19 @@ __global__ void __launch_bounds__(k_threads, 3)
   extern __shared__ uint4 dyn_smem[];
   pdl_wait();     // x, the routing / plan, and the counters the previous call zeroed
   pdl_trigger();  // every block is resident before the dependents may launch
-  const int total = fa.n_up + fa.n_down;
+  // With a plan, only its chunks (slots past the count would be items that exit at once).
+  const int slots = up_chain.self_indices ? fa.slots : min(fa.slots, *chunk_count);
+  const int n_up = slots * fa.nbx_up, total = n_up + slots * fa.nbx_down;
   int item = int(blockIdx.x);
   for (int it = 0; item < total; ++it) {
     if (threadIdx.x == 0) next_item[it & 1] = int(gridDim.x) + atomicAdd(fa.next, 1);
-    if (item < fa.n_up) {
+    if (item < n_up) {
       gemm_item<K, true, false, 0, true, RP, k_scale_slots, k_stages, true>(
           ref_of(sm.up), dyn_smem, unsigned(item % fa.nbx_up), item / fa.nbx_up, fa.rt_up, x_hi,
           x_hi, hidden, inter, top_k, chunk_count, chunks, sorted, w1, w3, limit, pair_weights,
           h_hi, nullptr, hf, nullptr, stage_up, up_chain, fa.fz);
     } else {
-      const int d = item - fa.n_up;
+      const int d = item - n_up;
       gemm_item<K, false, false, 0, true, RP, k_scale_slots, DST, true>(
           ref_of(sm.down), dyn_smem, unsigned(d % fa.nbx_down), d / fa.nbx_down, fa.rt_down, h_hi,
           h_hi, inter, hidden, top_k, chunk_count, chunks, sorted, w2, w2, limit, nullptr, nullptr,
@@ -1445,11 +1448,10 @@ cudaError_t launch_fused(int sms, const uint16_t* up_hi, int64_t tokens, int64_t
                             : fused_blocks_per_sm<K, RP, k_fused_down_stages>(dyn);
     if (bps < 1) return cudaErrorNotSupported;
     fused_args fa;
+    fa.slots = int(bound);
     fa.nbx_up = int(inter / (16 * rt_up));
-    fa.n_up = int(bound) * fa.nbx_up;
     fa.rt_up = rt_up;
     fa.nbx_down = int(hidden / (16 * rt_down));
-    fa.n_down = int(bound) * fa.nbx_down;
     fa.rt_down = rt_down;
     fa.next = counters;
     fa.exit = counters + 1;
@@ -1624,7 +1626,7 @@ namespace {
 // thread-block clusters instead of the counters (it would survive without the prepare launch;
 // Flash T = 1 0.84x), and W2 quantizing its own pair's h row into its staged row in one-pair
 // chunks (no quantize launch; Flash T = 1 1.007x, Pro T = 1 0.916x).
-int g_chain = 15;
+int g_chain = 31;
 }  // namespace
 void moe_decode_set_chain(int mask) {
   g_chain = mask & 63;
