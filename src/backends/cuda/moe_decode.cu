@@ -620,9 +620,19 @@ __device__ __forceinline__ gemm_smem_ref<NM, PR, SS, ST, RW> ref_of(
 // 128-row groups of the slot's h quantized (W1/W3 items increment it after their fold, W2 items
 // wait for `groups`).
 struct fused_sync {
-  int* ready;
+  int* ready;  // slot s at ready[s * k_counter_stride]
   int groups;
+  unsigned long long* slot_time;  // trace (chain 128): when each slot became ready; else null
+  int wait_first;                 // chain 256: W2 waits before its first copies
 };
+// Counters polled or taken by many blocks each own a 128-byte line.
+constexpr int k_counter_stride = 32;
+
+__device__ __forceinline__ unsigned long long global_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
+  return t;
+}
 
 // Thread 0 waits (acquire, with backoff) until *counter reaches `target`, then the block
 // proceeds: the pattern of cooperative groups' grid sync (fence after the spin, then the block
@@ -637,7 +647,7 @@ __device__ __forceinline__ void wait_counter(const int* counter, int target) {
       // co-resident). Fail the launch rather than hang the device.
       if (spins == (1 << 24)) __trap();
       __nanosleep(ns);
-      ns = min(ns * 2, 256);
+      ns = min(ns * 2, 512);
     }
     __threadfence();
   }
@@ -781,14 +791,19 @@ __device__ __forceinline__ void gemm_item(
       }
       cp_async_commit();
     };
+    // FUSED, W2 (chain 256): the wait before the first copies instead (no weights in flight
+    // while the W1/W3 items drain).
+    if constexpr (!UP && FUSED)
+      if (fz.wait_first) wait_counter(fz.ready + slot * k_counter_stride, fz.groups);
 #pragma unroll
     for (int j = 0; j < ST; ++j) issue(j, j);
 
     if constexpr (!UP) {  // h from the launch before, or (FUSED) the slot's h of this grid
-      if constexpr (FUSED)
-        wait_counter(fz.ready + slot, fz.groups);
-      else
+      if constexpr (FUSED) {
+        if (!fz.wait_first) wait_counter(fz.ready + slot * k_counter_stride, fz.groups);
+      } else {
         pdl_wait();
+      }
     }
     if constexpr (!FUSED) pdl_trigger();
     // Staged activations (stage_x: the launch gave kdim * 2 bytes of dynamic shared memory; bf16
@@ -1005,7 +1020,8 @@ __device__ __forceinline__ void gemm_item(
       bar_sync_threads(1, active);
       if (threadIdx.x == 0) {
         __threadfence();
-        atomicAdd(fz.ready + slot, 1);
+        const int before = atomicAdd(fz.ready + slot * k_counter_stride, 1);
+        if (fz.slot_time && before == fz.groups - 1) fz.slot_time[slot] = global_ns();
       }
     }
   }
@@ -1035,7 +1051,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       gemm_smem_ref<NM, PR, SS, ST, RW>{pair_of, fold_last, partial, ring, scale_ring}, dyn_smem,
       blockIdx.x, int(blockIdx.y), RT, ain_hi, ain_lo, kdim, rows, top_k, chunk_count, chunks,
       sorted, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, stage_x, chain,
-      fused_sync{nullptr, 0});
+      fused_sync{nullptr, 0, nullptr, 0});
 }
 
 // Official order: quantize_h_block of each 128-block of every valid pair's hf row, one warp per
@@ -1145,8 +1161,13 @@ struct fused_args {
   int* exit;              // blocks that have left
   int* zero;              // the call's counters (next, exit, ready, fold), n_zero of them
   int n_zero;
+  int static_items;  // chain 64: item i to block i % grid, in order (no queue)
+  // chain 128 (trace): per block 4 stamps (after the grid wait, its W1/W3 items done, its first
+  // W2 item done, its exit), printed by the last block of the first calls; else null
+  unsigned long long* stamps;
   fused_sync fz;
 };
+__device__ unsigned g_fused_trace_calls = 0;
 
 template <weight_kind K, int RP, int DST>
 __global__ void __launch_bounds__(k_threads, 3)
@@ -1171,9 +1192,18 @@ __global__ void __launch_bounds__(k_threads, 3)
   // With a plan, only its chunks (slots past the count would be items that exit at once).
   const int slots = up_chain.self_indices ? fa.slots : min(fa.slots, *chunk_count);
   const int n_up = slots * fa.nbx_up, total = n_up + slots * fa.nbx_down;
+  unsigned long long* const stamp = fa.stamps ? fa.stamps + 4 * blockIdx.x : nullptr;
+  if (stamp && threadIdx.x == 0) {
+    stamp[0] = global_ns();
+    stamp[1] = stamp[2] = 0;
+  }
   int item = int(blockIdx.x);
   for (int it = 0; item < total; ++it) {
-    if (threadIdx.x == 0) next_item[it & 1] = int(gridDim.x) + atomicAdd(fa.next, 1);
+    // The next item is taken now and used after this one: the atomic's latency overlaps the item
+    // (its result is first read after gemm_item).
+    int taken = 0;
+    if (threadIdx.x == 0 && !fa.static_items) taken = atomicAdd(fa.next, 1);
+    if (stamp && threadIdx.x == 0 && item >= n_up && stamp[1] == 0) stamp[1] = global_ns();
     if (item < n_up) {
       gemm_item<K, true, false, 0, true, RP, k_scale_slots, k_stages, true>(
           ref_of(sm.up), dyn_smem, unsigned(item % fa.nbx_up), item / fa.nbx_up, fa.rt_up, x_hi,
@@ -1186,15 +1216,46 @@ __global__ void __launch_bounds__(k_threads, 3)
           h_hi, inter, hidden, top_k, chunk_count, chunks, sorted, w2, w2, limit, nullptr, nullptr,
           nullptr, nullptr, out, 1, down_chain, fa.fz);
     }
+    if (threadIdx.x == 0)
+      next_item[it & 1] = fa.static_items ? item + int(gridDim.x) : int(gridDim.x) + taken;
+    if (stamp && threadIdx.x == 0 && item >= n_up && stamp[2] == 0) stamp[2] = global_ns();
     __syncthreads();  // every warp has left the item (its shared memory is free); next_item
     item = next_item[it & 1];
   }
   if (threadIdx.x == 0) {
+    if (stamp) {
+      if (stamp[1] == 0) stamp[1] = global_ns();
+      stamp[3] = global_ns();
+    }
     __threadfence();  // this block's counter updates before its exit count
     last_block = atomicAdd(fa.exit, 1) == int(gridDim.x) - 1;
     if (last_block) __threadfence();
   }
   __syncthreads();
+  if (last_block && fa.stamps && threadIdx.x == 0 && g_fused_trace_calls++ < 2) {
+    // Phase times (us after the earliest grid-wait exit): min / mean / max over the blocks.
+    const int nb = int(gridDim.x);
+    unsigned long long t0 = ~0ull;
+    for (int b = 0; b < nb; ++b) t0 = min(t0, fa.stamps[4 * b]);
+    printf("fused trace: grid %d, items %d W1/W3 + %d W2 (slots %d, RT %d / %d)\n", nb, n_up,
+           total - n_up, slots, fa.rt_up, fa.rt_down);
+    const char* names[4] = {"start", "W1/W3 done", "first W2 done", "exit"};
+    for (int k = 0; k < 4; ++k) {
+      double lo = 1e30, hi = 0, sum = 0;
+      int n = 0;
+      for (int b = 0; b < nb; ++b) {
+        const unsigned long long v = fa.stamps[4 * b + k];
+        if (v == 0) continue;
+        const double us = double(v - t0) * 1e-3;
+        lo = min(lo, us), hi = max(hi, us), sum += us, ++n;
+      }
+      printf("fused trace: %-14s %4d blocks  min %7.2f  mean %7.2f  max %7.2f us\n", names[k], n,
+             lo, n ? sum / n : 0.0, hi);
+    }
+    for (int sl = 0; sl < slots && sl < 32; ++sl)
+      printf("fused trace: slot %2d ready at %7.2f us\n", sl,
+             fa.fz.slot_time[sl] ? double(fa.fz.slot_time[sl] - t0) * 1e-3 : -1.0);
+  }
   if (last_block)
     for (int i = threadIdx.x; i < fa.n_zero; i += k_threads) fa.zero[i] = 0;
 }
@@ -1363,6 +1424,10 @@ int planned_rt(int sms, int64_t kdim, int64_t rows, int64_t tokens, int64_t expe
 // step eagerly first); null while capturing before that, or when allocation fails (the call then
 // takes the separate launches). Kept for the process.
 constexpr int64_t k_fused_counters = 4096;
+// After them, the trace's stamps (chain 128): 4 per block and one per slot (u64).
+constexpr int64_t k_fused_trace_blocks = 2048;
+constexpr int64_t k_fused_buffer_bytes =
+    k_fused_counters * sizeof(int) + (4 * k_fused_trace_blocks + 64) * 8;
 int* fused_counters(cudaStream_t stream) {
   static std::mutex mu;
   static std::map<std::pair<int, cudaStream_t>, int*> buffers;
@@ -1378,11 +1443,11 @@ int* fused_counters(cudaStream_t stream) {
     return nullptr;
   }
   int* p = nullptr;
-  if (cudaMalloc(&p, k_fused_counters * sizeof(int)) != cudaSuccess) {
+  if (cudaMalloc(&p, k_fused_buffer_bytes) != cudaSuccess) {
     cudaGetLastError();
     return nullptr;
   }
-  if (cudaMemsetAsync(p, 0, k_fused_counters * sizeof(int), stream) != cudaSuccess) {
+  if (cudaMemsetAsync(p, 0, k_fused_buffer_bytes, stream) != cudaSuccess) {
     cudaGetLastError();
     cudaFree(p);
     return nullptr;
@@ -1432,7 +1497,9 @@ cudaError_t launch_fused(int sms, const uint16_t* up_hi, int64_t tokens, int64_t
     const int rpc = 1 << moe_scales::make_geometry(srow * (scale_f32 ? 4 : 1), enc).rpc_shift;
     const int dst = shallow ? k_stages : k_fused_down_stages;
     const int64_t groups = inter / 128;
-    const int64_t n_zero = 2 + bound + bound * groups;
+    // next, exit and each slot's ready counter on lines of their own, then the fold's counters.
+    const int64_t fold_at = (2 + bound) * k_counter_stride;
+    const int64_t n_zero = fold_at + bound * groups;
     if ((dst + rpc - 1) / rpc + 1 > moe_scales::k_scale_slots || n_zero > k_fused_counters)
       return cudaErrorNotSupported;
     int* const counters = fused_counters(stream);
@@ -1454,12 +1521,18 @@ cudaError_t launch_fused(int sms, const uint16_t* up_hi, int64_t tokens, int64_t
     fa.nbx_down = int(hidden / (16 * rt_down));
     fa.rt_down = rt_down;
     fa.next = counters;
-    fa.exit = counters + 1;
+    fa.exit = counters + k_counter_stride;
     fa.zero = counters;
     fa.n_zero = int(n_zero);
-    fa.fz = fused_sync{counters + 2, int(groups)};
+    fa.static_items = (moe_decode_chain() & 64) != 0;
+    const bool trace = (moe_decode_chain() & 128) != 0 && bps * sms <= k_fused_trace_blocks;
+    auto* const trace_at = reinterpret_cast<unsigned long long*>(counters + k_fused_counters);
+    fa.stamps = trace ? trace_at : nullptr;
+    fa.fz = fused_sync{counters + 2 * k_counter_stride, int(groups),
+                       trace ? trace_at + 4 * k_fused_trace_blocks : nullptr,
+                       (moe_decode_chain() & 256) != 0};
     chain_args uc = up_chain;
-    uc.qcnt = counters + 2 + bound;  // the fold, always (the kernel's W2 waits for it)
+    uc.qcnt = counters + fold_at;  // the fold, always (the kernel's W2 waits for it)
     return launch_pdl(true, kernel, dim3(unsigned(bps * sms)), dim3(k_threads), dyn, stream, up_hi,
                       hidden, inter, int(top_k), chunk_count, chunks, sorted, f1, f3, f2, limit,
                       weights, hhi, hf, out, 1, uc, down_chain, fa);
@@ -1629,7 +1702,7 @@ namespace {
 int g_chain = 31;
 }  // namespace
 void moe_decode_set_chain(int mask) {
-  g_chain = mask & 63;
+  g_chain = mask & 511;
 }
 int moe_decode_chain() {
   return g_chain;
