@@ -634,14 +634,15 @@ __device__ __forceinline__ unsigned long long global_ns() {
   return t;
 }
 
-// Thread 0 waits (acquire, with backoff) until *counter reaches `target`, then the block
-// proceeds: the pattern of cooperative groups' grid sync (fence after the spin, then the block
-// barrier), so every thread's later L2 loads see what the producers stored before their release.
+// Thread 0 waits (relaxed loads with backoff: an acquire load per poll would also invalidate the
+// SM's L1 each time) until *counter reaches `target`, then the block proceeds: the pattern of
+// cooperative groups' grid sync (a fence after the spin, then the block barrier), so every
+// thread's later L2 loads see what the producers stored before their release.
 __device__ __forceinline__ void wait_counter(const int* counter, int target) {
   if (threadIdx.x == 0) {
     int v, ns = 32;
     for (int spins = 0;; ++spins) {
-      asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(counter) : "memory");
+      asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(counter) : "memory");
       if (v >= target) break;
       // Seconds without progress: a broken invariant (counters not zero at the start, blocks not
       // co-resident). Fail the launch rather than hang the device.
@@ -1162,12 +1163,12 @@ struct fused_args {
   int* zero;              // the call's counters (next, exit, ready, fold), n_zero of them
   int n_zero;
   int static_items;  // chain 64: item i to block i % grid, in order (no queue)
-  // chain 128 (trace): per block 4 stamps (after the grid wait, its W1/W3 items done, its first
-  // W2 item done, its exit), printed by the last block of the first calls; else null
+  // chain 128 (trace; calls outside stream capture only): per block 4 stamps (after the grid
+  // wait, its W1/W3 items done, its first W2 item done, its exit), printed by the last block;
+  // else null
   unsigned long long* stamps;
   fused_sync fz;
 };
-__device__ unsigned g_fused_trace_calls = 0;
 
 template <weight_kind K, int RP, int DST>
 __global__ void __launch_bounds__(k_threads, 3)
@@ -1232,7 +1233,7 @@ __global__ void __launch_bounds__(k_threads, 3)
     if (last_block) __threadfence();
   }
   __syncthreads();
-  if (last_block && fa.stamps && threadIdx.x == 0 && g_fused_trace_calls++ < 2) {
+  if (last_block && fa.stamps && threadIdx.x == 0) {
     // Phase times (us after the earliest grid-wait exit): min / mean / max over the blocks.
     const int nb = int(gridDim.x);
     unsigned long long t0 = ~0ull;
@@ -1525,7 +1526,10 @@ cudaError_t launch_fused(int sms, const uint16_t* up_hi, int64_t tokens, int64_t
     fa.zero = counters;
     fa.n_zero = int(n_zero);
     fa.static_items = (moe_decode_chain() & 64) != 0;
-    const bool trace = (moe_decode_chain() & 128) != 0 && bps * sms <= k_fused_trace_blocks;
+    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+    const bool trace = (moe_decode_chain() & 128) != 0 && bps * sms <= k_fused_trace_blocks &&
+                       cudaStreamIsCapturing(stream, &capture) == cudaSuccess &&
+                       capture == cudaStreamCaptureStatusNone;
     auto* const trace_at = reinterpret_cast<unsigned long long*>(counters + k_fused_counters);
     fa.stamps = trace ? trace_at : nullptr;
     fa.fz = fused_sync{counters + 2 * k_counter_stride, int(groups),
