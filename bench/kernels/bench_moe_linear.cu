@@ -86,18 +86,12 @@ std::vector<std::string> g_ab_configs = {"r4", "s0"};
 // MOE10 (moe_decode_set_chain): "h" quantizes h in the W1/W3 launch, "w" plans by one warp at
 // tokens * top_k <= 8, "l" shortens the dependent-load chains; no suffix = chain 0 (before
 // MOE10), "hwl" = MOE10's chain (7). MOE11: "p" no prepare launch at T = 1 (8); "hwlp" = the
-// default (15). MOE12: "f" W1/W3, h's quantization and W2 as one persistent launch at T <= 4 (16),
-// "e" with W2's ring there k_stages deep instead of 12 (32), "g" its items assigned statically
-// (64), "t" its phase trace printed (128), "n" its W2 items waiting for h before their first
-// copies (256).
+// default (15).
 void apply_ab_config(const std::string& c) {
   dsv4::cuda::moe_decode_set_shift_decode(c[0] == 's');
   dsv4::cuda::moe_decode_set_chain(
       (c.find('h') != std::string::npos ? 1 : 0) | (c.find('w') != std::string::npos ? 2 : 0) |
-      (c.find('l') != std::string::npos ? 4 : 0) | (c.find('p') != std::string::npos ? 8 : 0) |
-      (c.find('f') != std::string::npos ? 16 : 0) | (c.find('e') != std::string::npos ? 32 : 0) |
-      (c.find('g') != std::string::npos ? 64 : 0) | (c.find('t') != std::string::npos ? 128 : 0) |
-      (c.find('n') != std::string::npos ? 256 : 0));
+      (c.find('l') != std::string::npos ? 4 : 0) | (c.find('p') != std::string::npos ? 8 : 0));
   dsv4::cuda::moe_decode_set_rt_blocks_per_sm(std::atoi(c.c_str() + 1));
   const size_t qpos = c.find('q');
   dsv4::cuda::moe_decode_set_scale_slots_from(
@@ -700,11 +694,6 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
         for (int rep = 0; rep < 2; ++rep)
           for (size_t v = 0; v < nc; ++v) {
             apply_ab_config(g_ab_configs[v]);
-            if (rep ==
-                0) {  // one eager call first (chain 16 allocates its counters outside capture)
-              body(0, s);
-              CK(cudaStreamSynchronize(s));
-            }
             ms[v] = time_graph_per_call(body, k_calls, s);
           }
         reset_ab_config();

@@ -38,8 +38,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <map>
-#include <mutex>
 #include <type_traits>
 #include <utility>
 
@@ -509,20 +507,13 @@ __device__ __forceinline__ void mma_rounds(float (&acc)[NM][4], const round_w<K>
 
 // A lane's 32 activations of round `round` (act_u16_index layout): 4 groups of 8 = 4 x 16 bytes
 // per part; hi / lo point at the lane's group 0 of round 0 (row start + q).
-// L2: loads through L2 only (ld.global.cg), for rows written by other blocks of the running grid
-// (the fused kernel's h; the non-coherent path may return stale lines there).
-template <bool L2 = false>
-__device__ __forceinline__ uint4 load_act16(const uint4* p) {
-  return L2 ? __ldcg(p) : __ldg(p);
-}
-template <bool L2 = false>
 __device__ __forceinline__ void load_x(uint4 (&xh)[4], uint4 (&xl)[4], const uint4* hi,
                                        const uint4* lo, int64_t round, bool split) {
 #pragma unroll
-  for (int i = 0; i < 4; ++i) xh[i] = load_act16<L2>(hi + round * 16 + 4 * i);
+  for (int i = 0; i < 4; ++i) xh[i] = __ldg(hi + round * 16 + 4 * i);
   if (split) {
 #pragma unroll
-    for (int i = 0; i < 4; ++i) xl[i] = load_act16<L2>(lo + round * 16 + 4 * i);
+    for (int i = 0; i < 4; ++i) xl[i] = __ldg(lo + round * 16 + 4 * i);
   }
 }
 
@@ -589,96 +580,28 @@ __device__ __forceinline__ void bar_sync_threads(int id, int threads) {
 // are at tile * 1024 + lane * 16 and + 512 (each warp-wide load one contiguous 512 bytes),
 // rounds of a row tile 1024 bytes apart; both pipelines read them.
 // SSO: scale slots (0: k_scale_slots; moe_decode_set_scale_slots_from).
-// The shared memory of one GEMM item (ST ring stages, SS scale slots, PR rows of K-part sums; RW
-// warps with a ring: 1 for the register pipeline).
-template <int NM, int PR, int SS, int ST, int RW>
-struct gemm_smem {
-  int pair_of[k_chunk];
-  int fold_last;
-  float partial[PR][NM][4][k_warp_size];
-  stage_buf<NM> ring[RW][ST];
-  scale_buf<NM, SS> scale_ring[RW];
-};
-// gemm_item's view of it: the launch kernel keeps its separate __shared__ arrays (ptxas drops
-// the ones an instantiation does not use, so its shared memory and occupancy stay as before).
-template <int NM, int PR, int SS, int ST, int RW>
-struct gemm_smem_ref {
-  int (&pair_of)[k_chunk];
-  int& fold_last;
-  float (&partial)[PR][NM][4][k_warp_size];
-  stage_buf<NM> (&ring)[RW][ST];
-  scale_buf<NM, SS> (&scale_ring)[RW];
-};
-template <int NM, int PR, int SS, int ST, int RW>
-__device__ __forceinline__ gemm_smem_ref<NM, PR, SS, ST, RW> ref_of(
-    gemm_smem<NM, PR, SS, ST, RW>& m) {
-  return {m.pair_of, m.fold_last, m.partial, m.ring, m.scale_ring};
-}
-
-// The fused decode launch (moe_decode_set_chain 16, moe_decode_fused_kernel): its blocks hand
-// each other h through counters in global memory instead of launch boundaries. ready[slot]: the
-// 128-row groups of the slot's h quantized (W1/W3 items increment it after their fold, W2 items
-// wait for `groups`).
-struct fused_sync {
-  int* ready;  // slot s at ready[s * k_counter_stride]
-  int groups;
-  unsigned long long* slot_time;  // trace (chain 128): when each slot became ready; else null
-  int wait_first;                 // chain 256: W2 waits before its first copies
-};
-// Counters polled or taken by many blocks each own a 128-byte line.
-constexpr int k_counter_stride = 32;
-
-__device__ __forceinline__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
-  return t;
-}
-
-// Thread 0 waits (relaxed loads with backoff: an acquire load per poll would also invalidate the
-// SM's L1 each time) until *counter reaches `target`, then the block proceeds: the pattern of
-// cooperative groups' grid sync (a fence after the spin, then the block barrier), so every
-// thread's later L2 loads see what the producers stored before their release.
-__device__ __forceinline__ void wait_counter(const int* counter, int target) {
-  if (threadIdx.x == 0) {
-    int v, ns = 32;
-    for (int spins = 0;; ++spins) {
-      asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(counter) : "memory");
-      if (v >= target) break;
-      // Seconds without progress: a broken invariant (counters not zero at the start, blocks not
-      // co-resident). Fail the launch rather than hang the device.
-      if (spins == (1 << 24)) __trap();
-      __nanosleep(ns);
-      ns = min(ns * 2, 512);
-    }
-    __threadfence();
-  }
-  __syncthreads();
-}
-
-// One (chunk slot, row block) item of moe_decode_gemm_kernel (the launch: blockIdx.y, blockIdx.x)
-// or of the fused kernel (FUSED: no grid-dependency wait or trigger here, the kernel did both; W2
-// waits for its slot's h on fz.ready after issuing its first ST rounds and reads h through L2;
-// W1/W3's fold then releases the slot's group on fz.ready). rt_dyn: the row tiles when RT = 0
-// (the fused kernel's: runtime, the value of the separate launches' pick_rt); the K split and so
-// every sum is that of the launch with RT = rt_dyn. A warp that returns early (K parts > 0) leaves
-// the block's shared memory to the others: the fused kernel's barrier before its next item.
-template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP, int SS, int ST, bool FUSED,
-          typename Smem>
-__device__ __forceinline__ void gemm_item(
-    const Smem& sm, uint4* dyn_smem, unsigned bx, int slot, int rt_dyn, const uint16_t* ain_hi,
-    const uint16_t* ain_lo, int64_t kdim, int64_t rows, int top_k, const int* chunk_count,
-    const int4* chunks, const int* sorted, const fp4_weight& wa, const fp4_weight& wb, float limit,
-    const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo, float* hf, float* out, int stage_x,
-    const chain_args& chain, const fused_sync& fz) {
+template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP = 0, int SSO = 0>
+__global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ? 4 : 1)
+    moe_decode_gemm_kernel(const uint16_t* ain_hi, const uint16_t* ain_lo, int64_t kdim,
+                           int64_t rows, int top_k, const int* chunk_count, const int4* chunks,
+                           const int* sorted, fp4_weight wa, fp4_weight wb, float limit,
+                           const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo, float* hf,
+                           float* out, int stage_x, chain_args chain) {
   constexpr int NM = UP ? 2 : 1;
-  const int rt = RT ? RT : rt_dyn;
-  const int ks = k_warps / rt;
-  auto& pair_of = sm.pair_of;
-  auto& fold_last = sm.fold_last;
-  auto& partial = sm.partial;
+  constexpr int KS = k_warps / RT;
+  // Scale chunks of the rounds in flight (at least one round per chunk) fit the slots.
+  constexpr int SS = SSO ? SSO : k_scale_slots;
+  static_assert(k_stages <= SS, "ring deeper than the scale slots");
+  __shared__ int pair_of[k_chunk];
+  __shared__ int fold_last;
+  __shared__ float partial[KS > 1 ? (KS - 1) * RT : 1][NM][4][k_warp_size];
+  __shared__ stage_buf<NM> ring[RING ? k_warps : 1][RING ? k_stages : 1];
+  __shared__ scale_buf<NM, SS> scale_ring[RING ? k_warps : 1];
+  extern __shared__ uint4 dyn_smem[];
   // UP: the plan comes from the launch right before this one (chain 8: the routing and x, from
   // launches before the call).
-  if constexpr (UP && !FUSED) pdl_wait();
+  if constexpr (UP) pdl_wait();
+  const int slot = blockIdx.y;
   int4 c;
   unsigned self_mask = 0;  // chain 8: the chunk's pair positions
   if (chain.self_indices) {
@@ -686,7 +609,7 @@ __device__ __forceinline__ void gemm_item(
     int e_self;
     if (!moe_decode_self_chunk(chain.self_indices, chain.self_pairs, chain.self_experts, slot,
                                e_self, self_mask)) {
-      if constexpr (!UP && !FUSED) pdl_wait();
+      if constexpr (!UP) pdl_wait();
       return;
     }
     c = make_int4(e_self, 0, __popc(self_mask), 0);
@@ -699,18 +622,18 @@ __device__ __forceinline__ void gemm_item(
   } else {
     if (chain.early_chunk) c = chunks[slot];
     if (slot >= *chunk_count) {  // uniform over the block
-      if constexpr (!UP && !FUSED) pdl_wait();
+      if constexpr (!UP) pdl_wait();
       return;
     }
     if (!chain.early_chunk) c = chunks[slot];
     if (threadIdx.x < k_chunk) pair_of[threadIdx.x] = sorted[c.y + min(int(threadIdx.x), c.z - 1)];
   }
   const int warp = threadIdx.x / k_warp_size, lane = threadIdx.x % k_warp_size;
-  const int tile = warp % rt, kpart = warp / rt;
+  const int tile = warp % RT, kpart = warp / RT;
   const int g = lane / 4, q = lane % 4;
-  const int64_t r0 = (int64_t(bx) * rt + tile) * 16;
+  const int64_t r0 = (int64_t(blockIdx.x) * RT + tile) * 16;
   const int64_t rounds = kdim / k_round;
-  const int64_t rb = rounds * kpart / ks, re = rounds * (kpart + 1) / ks;
+  const int64_t rb = rounds * kpart / KS, re = rounds * (kpart + 1) / KS;
 
   const int64_t e = c.x;
   const int64_t row_bytes = kdim / 2;
@@ -758,9 +681,9 @@ __device__ __forceinline__ void gemm_item(
     // shifts and signed-remainder fix-ups ptxas otherwise recomputes every round (MOE9).
     static_assert((SS & (SS - 1)) == 0, "scale slots: a power of two");
     const int rb32 = int(rb), rpc_shift = geo.rpc_shift, rpc_mask = (1 << geo.rpc_shift) - 1;
-    stage_buf<NM>* const my_ring = &sm.ring[0][0] + warp * ST;
-    auto& my_scales = sm.scale_ring[warp];
-    // Round j (of this warp's) into stage j % ST, then commit (an empty group past the end
+    stage_buf<NM>* const my_ring = &ring[0][0] + warp * k_stages;
+    scale_buf<NM, SS>& my_scales = scale_ring[warp];
+    // Round j (of this warp's) into stage j % k_stages, then commit (an empty group past the end
     // keeps one group per round for wait_group).
     const auto issue = [&](int j, int stage) {
       if (j < nr) {
@@ -792,21 +715,11 @@ __device__ __forceinline__ void gemm_item(
       }
       cp_async_commit();
     };
-    // FUSED, W2 (chain 256): the wait before the first copies instead (no weights in flight
-    // while the W1/W3 items drain).
-    if constexpr (!UP && FUSED)
-      if (fz.wait_first) wait_counter(fz.ready + slot * k_counter_stride, fz.groups);
 #pragma unroll
-    for (int j = 0; j < ST; ++j) issue(j, j);
+    for (int j = 0; j < k_stages; ++j) issue(j, j);
 
-    if constexpr (!UP) {  // h from the launch before, or (FUSED) the slot's h of this grid
-      if constexpr (FUSED) {
-        if (!fz.wait_first) wait_counter(fz.ready + slot * k_counter_stride, fz.groups);
-      } else {
-        pdl_wait();
-      }
-    }
-    if constexpr (!FUSED) pdl_trigger();
+    if constexpr (!UP) pdl_wait();  // h from the launch before
+    pdl_trigger();
     // Staged activations (stage_x: the launch gave kdim * 2 bytes of dynamic shared memory; bf16
     // x or quantized h, no lo part): a chunk of one pair reads its single activation row from
     // shared memory, copied once per block here, instead of per-warp global loads one round
@@ -844,7 +757,7 @@ __device__ __forceinline__ void gemm_item(
         const int64_t srow_i = UP ? int64_t(pp / top_k) : int64_t(pp);
         const uint4* src = reinterpret_cast<const uint4*>(ain_hi + srow_i * kdim);
         for (int i = threadIdx.x; i < int(kdim / 8); i += k_threads)
-          xs_row[p * xs_stride + i] = load_act16 < FUSED && !UP > (src + i);
+          xs_row[p * xs_stride + i] = __ldg(src + i);
       }
     }
     __syncthreads();  // pair_of, xs_row
@@ -860,9 +773,9 @@ __device__ __forceinline__ void gemm_item(
 
     // Round j's weights times the activation fragments cxh / cxl, then the refill of its stage.
     const auto round_math = [&](int j, const uint4(&cxh)[4], const uint4(&cxl)[4]) {
-      const int u = j % ST;
-      cp_async_wait<ST - 1>();  // round j (this lane's copies) has landed
-      __syncwarp();             // and the scale chunks the lanes q == 0 copied for it
+      const int u = j % k_stages;
+      cp_async_wait<k_stages - 1>();  // round j (this lane's copies) has landed
+      __syncwarp();                   // and the scale chunks the lanes q == 0 copied for it
       const stage_buf<NM>& b = my_ring[u];
       const int r = rb32 + j, in_chunk = r & rpc_mask;
       const int word = K == weight_kind::nvfp4 ? in_chunk * 2 + (q >> 1)  // word_of
@@ -883,8 +796,8 @@ __device__ __forceinline__ void gemm_item(
       // shared loads have returned), so the asynchronous copy cannot overtake them. With as
       // many rounds in flight as scale slots, the refill's scale chunk may take the slot this
       // round's chunk was read from by the other lanes of its row: wait for the whole warp.
-      if constexpr (ST >= SS) __syncwarp();
-      issue(j + ST, u);
+      if constexpr (k_stages >= SS) __syncwarp();
+      issue(j + k_stages, u);
     };
     if (staged) {
       if constexpr (!SPLIT) {
@@ -899,15 +812,14 @@ __device__ __forceinline__ void gemm_item(
       }
     } else {
       uint4 xh[4], xl[4], nxh[4], nxl[4];
-      constexpr bool l2 = FUSED && !UP;
-      if (nr > 0) load_x<l2>(xh, xl, xh_p, xl_p, 0, SPLIT);
+      if (nr > 0) load_x(xh, xl, xh_p, xl_p, 0, SPLIT);
       // Activations loaded one round ahead; two rounds per iteration with the buffers swapping
       // roles: no register copies between rounds.
       for (int j = 0; j < nr; j += 2) {
-        if (j + 1 < nr) load_x<l2>(nxh, nxl, xh_p, xl_p, j + 1, SPLIT);
+        if (j + 1 < nr) load_x(nxh, nxl, xh_p, xl_p, j + 1, SPLIT);
         round_math(j, xh, xl);
         if (j + 1 < nr) {
-          if (j + 2 < nr) load_x<l2>(xh, xl, xh_p, xl_p, j + 2, SPLIT);
+          if (j + 2 < nr) load_x(xh, xl, xh_p, xl_p, j + 2, SPLIT);
           round_math(j + 1, nxh, nxl);
         }
       }
@@ -954,19 +866,19 @@ __device__ __forceinline__ void gemm_item(
     }
   }
 
-  if (ks > 1) {  // K parts: warps kpart > 0 hand their sums to kpart 0, added in order
+  if constexpr (KS > 1) {  // K parts: warps kpart > 0 hand their sums to kpart 0, added in order
     if (kpart > 0)
 #pragma unroll
       for (int m = 0; m < NM; ++m)
 #pragma unroll
-        for (int i = 0; i < 4; ++i) partial[(kpart - 1) * rt + tile][m][i][lane] = acc[m][i];
+        for (int i = 0; i < 4; ++i) partial[(kpart - 1) * RT + tile][m][i][lane] = acc[m][i];
     __syncthreads();
     if (kpart > 0) return;
-    for (int p = 1; p < ks; ++p)
+    for (int p = 1; p < KS; ++p)
 #pragma unroll
       for (int m = 0; m < NM; ++m)
 #pragma unroll
-        for (int i = 0; i < 4; ++i) acc[m][i] += partial[(p - 1) * rt + tile][m][i][lane];
+        for (int i = 0; i < 4; ++i) acc[m][i] += partial[(p - 1) * RT + tile][m][i][lane];
   }
 
   // Accumulator i: row r0 + g + 8 * (i / 2), chunk column 2q + i % 2.
@@ -1001,58 +913,23 @@ __device__ __forceinline__ void gemm_item(
     // The quantize launch's work, by the last block of each (chunk, 128-row group): one group per
     // block (16 * RT divides 128), 128 / (16 * RT) blocks per group. The warps left are kpart 0,
     // threads 0 .. RT * 32 - 1.
-    const int active = rt * k_warp_size;
+    constexpr int active = RT * k_warp_size;
     const int64_t grp = r0 / 128;
     bar_sync_threads(1, active);  // every hf store of the block
     if (threadIdx.x == 0) {
       __threadfence();
       fold_last =
-          atomicAdd(chain.qcnt + int64_t(slot) * (rows / 128) + grp, 1) == 128 / (16 * rt) - 1;
+          atomicAdd(chain.qcnt + int64_t(slot) * (rows / 128) + grp, 1) == 128 / (16 * RT) - 1;
       __threadfence();
     }
     bar_sync_threads(1, active);
     if (!fold_last) return;
-    for (int i = warp; i < c.z; i += rt) {
+    for (int i = warp; i < c.z; i += RT) {
       const int p = pair_of[i];
       quantize_h_block(load_h_block<true>(hf + int64_t(p) * rows + grp * 128, lane),
                        h_hi + int64_t(p) * rows, grp * 128, lane);
     }
-    if constexpr (FUSED) {  // the group is quantized: release it to the slot's W2 items
-      bar_sync_threads(1, active);
-      if (threadIdx.x == 0) {
-        __threadfence();
-        const int before = atomicAdd(fz.ready + slot * k_counter_stride, 1);
-        if (fz.slot_time && before == fz.groups - 1) fz.slot_time[slot] = global_ns();
-      }
-    }
   }
-}
-
-template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP = 0, int SSO = 0>
-__global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ? 4 : 1)
-    moe_decode_gemm_kernel(const uint16_t* ain_hi, const uint16_t* ain_lo, int64_t kdim,
-                           int64_t rows, int top_k, const int* chunk_count, const int4* chunks,
-                           const int* sorted, fp4_weight wa, fp4_weight wb, float limit,
-                           const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo, float* hf,
-                           float* out, int stage_x, chain_args chain) {
-  constexpr int NM = UP ? 2 : 1;
-  constexpr int KS = k_warps / RT;
-  // Scale chunks of the rounds in flight (at least one round per chunk) fit the slots.
-  constexpr int SS = SSO ? SSO : k_scale_slots;
-  static_assert(k_stages <= SS, "ring deeper than the scale slots");
-  constexpr int PR = KS > 1 ? (KS - 1) * RT : 1;  // K-part sums
-  constexpr int ST = RING ? k_stages : 1, RW = RING ? k_warps : 1;
-  __shared__ int pair_of[k_chunk];
-  __shared__ int fold_last;
-  __shared__ float partial[PR][NM][4][k_warp_size];
-  __shared__ stage_buf<NM> ring[RW][ST];
-  __shared__ scale_buf<NM, SS> scale_ring[RW];
-  extern __shared__ uint4 dyn_smem[];
-  gemm_item<K, UP, SPLIT, RT, RING, RP, SS, k_stages, false>(
-      gemm_smem_ref<NM, PR, SS, ST, RW>{pair_of, fold_last, partial, ring, scale_ring}, dyn_smem,
-      blockIdx.x, int(blockIdx.y), RT, ain_hi, ain_lo, kdim, rows, top_k, chunk_count, chunks,
-      sorted, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, stage_x, chain,
-      fused_sync{nullptr, 0, nullptr, 0});
 }
 
 // Official order: quantize_h_block of each 128-block of every valid pair's hf row, one warp per
@@ -1132,135 +1009,6 @@ __global__ void moe_decode_combine_kernel(const float* out, const int32_t* indic
   }
 }
 
-// ---- chain 16: W1/W3, the quantization of h and W2 as one persistent launch ----
-// One launch of resident blocks (the grid is the occupancy of this kernel, so every block is
-// resident at once) over the items of both GEMMs: first every W1/W3 item (chunk slot, row block),
-// then every W2 item, slot-major. A block takes item blockIdx.x first, then the next free one from
-// a queue counter (taken while it works on the current one); W1/W3 items never wait and every
-// W1/W3 item is taken before any W2 item, so the W2 items' waits end. A W2 item issues its first
-// DST rounds of weights (a deeper ring than the launches': a block's W2 share at T = 1 is small)
-// and only then waits for its slot's h: ready[slot] counts the 128-row groups of h that W1/W3's
-// fold has quantized (the last block of each (slot, group) quantizes, as chain bit 1 does, then
-// releases the group). So the W2 stream starts as each block leaves its W1/W3 share, while the
-// other blocks' W1/W3 streams drain, instead of after the whole W1/W3 grid and a quantize launch.
-// Every item runs gemm_item with the RT of the separate launches' plan (runtime here), so every
-// sum is theirs: outputs bit-equal to chain 0.
-// Counters: one small buffer per (device, stream) owned by the decode path (fused_counters),
-// zeroed once at allocation (outside capture) and then by the last block of every call to leave
-// (an exit counter: when it counts the whole grid, no block reads or increments any counter of
-// this call any more). The next call's blocks touch them only after their grid-dependency wait,
-// i.e. after this grid completed (the launches between wait too), so every call, replayed graphs
-// included, starts from zero. Calls on one stream only (two streams have two buffers).
-constexpr int k_fused_down_stages = 12;  // W2's ring depth in the fused kernel (chain 32: 4)
-constexpr int k_fused_partial = 3;       // K-part sums: (KS - 1) * RT rows at most (RT = 1)
-
-struct fused_args {
-  int slots;              // chunk slots (the bound; with a plan, its chunk count if smaller)
-  int nbx_up, rt_up;      // W1/W3 items: slot-major, nbx_up row blocks per slot; RT
-  int nbx_down, rt_down;  // W2 items
-  int* next;              // the item queue (blocks' items after their first)
-  int* exit;              // blocks that have left
-  int* zero;              // the call's counters (next, exit, ready, fold), n_zero of them
-  int n_zero;
-  int static_items;  // chain 64: item i to block i % grid, in order (no queue)
-  // chain 128 (trace; calls outside stream capture only): per block 4 stamps (after the grid
-  // wait, its W1/W3 items done, its first W2 item done, its exit), printed by the last block;
-  // else null
-  unsigned long long* stamps;
-  fused_sync fz;
-};
-
-template <weight_kind K, int RP, int DST>
-__global__ void __launch_bounds__(k_threads, 3)
-    moe_decode_fused_kernel(const uint16_t* x_hi, int64_t hidden, int64_t inter, int top_k,
-                            const int* chunk_count, const int4* chunks, const int* sorted,
-                            fp4_weight w1, fp4_weight w3, fp4_weight w2, float limit,
-                            const float* pair_weights, uint16_t* h_hi, float* hf, float* out,
-                            int stage_up, chain_args up_chain, chain_args down_chain,
-                            fused_args fa) {
-  // The W2 ring's scale chunks in flight fit the slots: the host takes this kernel only where
-  // DST + 1 consecutive rounds span at most k_scale_slots chunks of W2's scales.
-  union smem_t {
-    gemm_smem<2, k_fused_partial, k_scale_slots, k_stages, k_warps> up;
-    gemm_smem<1, k_fused_partial, k_scale_slots, DST, k_warps> down;
-  };
-  __shared__ smem_t sm;
-  __shared__ int next_item[2];
-  __shared__ int last_block;
-  extern __shared__ uint4 dyn_smem[];
-  pdl_wait();     // x, the routing / plan, and the counters the previous call zeroed
-  pdl_trigger();  // every block is resident before the dependents may launch
-  // With a plan, only its chunks (slots past the count would be items that exit at once).
-  const int slots = up_chain.self_indices ? fa.slots : min(fa.slots, *chunk_count);
-  const int n_up = slots * fa.nbx_up, total = n_up + slots * fa.nbx_down;
-  unsigned long long* const stamp = fa.stamps ? fa.stamps + 4 * blockIdx.x : nullptr;
-  if (stamp && threadIdx.x == 0) {
-    stamp[0] = global_ns();
-    stamp[1] = stamp[2] = 0;
-  }
-  int item = int(blockIdx.x);
-  for (int it = 0; item < total; ++it) {
-    // The next item is taken now and used after this one: the atomic's latency overlaps the item
-    // (its result is first read after gemm_item).
-    int taken = 0;
-    if (threadIdx.x == 0 && !fa.static_items) taken = atomicAdd(fa.next, 1);
-    if (stamp && threadIdx.x == 0 && item >= n_up && stamp[1] == 0) stamp[1] = global_ns();
-    if (item < n_up) {
-      gemm_item<K, true, false, 0, true, RP, k_scale_slots, k_stages, true>(
-          ref_of(sm.up), dyn_smem, unsigned(item % fa.nbx_up), item / fa.nbx_up, fa.rt_up, x_hi,
-          x_hi, hidden, inter, top_k, chunk_count, chunks, sorted, w1, w3, limit, pair_weights,
-          h_hi, nullptr, hf, nullptr, stage_up, up_chain, fa.fz);
-    } else {
-      const int d = item - n_up;
-      gemm_item<K, false, false, 0, true, RP, k_scale_slots, DST, true>(
-          ref_of(sm.down), dyn_smem, unsigned(d % fa.nbx_down), d / fa.nbx_down, fa.rt_down, h_hi,
-          h_hi, inter, hidden, top_k, chunk_count, chunks, sorted, w2, w2, limit, nullptr, nullptr,
-          nullptr, nullptr, out, 1, down_chain, fa.fz);
-    }
-    if (threadIdx.x == 0)
-      next_item[it & 1] = fa.static_items ? item + int(gridDim.x) : int(gridDim.x) + taken;
-    if (stamp && threadIdx.x == 0 && item >= n_up && stamp[2] == 0) stamp[2] = global_ns();
-    __syncthreads();  // every warp has left the item (its shared memory is free); next_item
-    item = next_item[it & 1];
-  }
-  if (threadIdx.x == 0) {
-    if (stamp) {
-      if (stamp[1] == 0) stamp[1] = global_ns();
-      stamp[3] = global_ns();
-    }
-    __threadfence();  // this block's counter updates before its exit count
-    last_block = atomicAdd(fa.exit, 1) == int(gridDim.x) - 1;
-    if (last_block) __threadfence();
-  }
-  __syncthreads();
-  if (last_block && fa.stamps && threadIdx.x == 0) {
-    // Phase times (us after the earliest grid-wait exit): min / mean / max over the blocks.
-    const int nb = int(gridDim.x);
-    unsigned long long t0 = ~0ull;
-    for (int b = 0; b < nb; ++b) t0 = min(t0, fa.stamps[4 * b]);
-    printf("fused trace: grid %d, items %d W1/W3 + %d W2 (slots %d, RT %d / %d)\n", nb, n_up,
-           total - n_up, slots, fa.rt_up, fa.rt_down);
-    const char* names[4] = {"start", "W1/W3 done", "first W2 done", "exit"};
-    for (int k = 0; k < 4; ++k) {
-      double lo = 1e30, hi = 0, sum = 0;
-      int n = 0;
-      for (int b = 0; b < nb; ++b) {
-        const unsigned long long v = fa.stamps[4 * b + k];
-        if (v == 0) continue;
-        const double us = double(v - t0) * 1e-3;
-        lo = min(lo, us), hi = max(hi, us), sum += us, ++n;
-      }
-      printf("fused trace: %-14s %4d blocks  min %7.2f  mean %7.2f  max %7.2f us\n", names[k], n,
-             lo, n ? sum / n : 0.0, hi);
-    }
-    for (int sl = 0; sl < slots && sl < 32; ++sl)
-      printf("fused trace: slot %2d ready at %7.2f us\n", sl,
-             fa.fz.slot_time[sl] ? double(fa.fz.slot_time[sl] - t0) * 1e-3 : -1.0);
-  }
-  if (last_block)
-    for (int i = threadIdx.x; i < fa.n_zero; i += k_threads) fa.zero[i] = 0;
-}
-
 // Row tiles per block (RT; 4 / RT warps split K). Old rule (min_blocks_per_sm > 0, set by
 // moe_decode_set_rt_blocks_per_sm): the largest RT whose grid has that many blocks per SM for
 // the chunk upper bound. Default (0): the RT of least modelled time
@@ -1320,32 +1068,6 @@ int gemm_blocks_per_sm(size_t smem) {
   return n;
 }
 
-// One GEMM launch's staging and row tiles (pick_rt over the resident blocks of its instantiations).
-struct gemm_plan {
-  size_t stage_bytes;
-  int stage_pairs;
-  int rt;
-  int blocks_per_sm[3];  // RT = 4, 2, 1
-};
-template <weight_kind K, bool UP, bool SPLIT, bool RING, int RP, int SSO>
-gemm_plan plan_gemm(int sms, int64_t kdim, int64_t rows, int64_t tokens, int64_t experts, int top_k,
-                    int64_t chunks_bound) {
-  gemm_plan p;
-  // Staged activation rows (moe_decode_set_stage_x_tokens): the ring kernels without a lo part.
-  const moe_decode_stage_x sx = moe_decode_stage_x_tokens();
-  const bool stage = UP ? tokens <= sx.up_max : tokens >= sx.down_min && tokens <= sx.down_max;
-  p.stage_pairs = UP ? moe_decode_stage_pairs().up : moe_decode_stage_pairs().down;
-  p.stage_bytes = RING && !SPLIT && stage
-                      ? size_t(p.stage_pairs) * (kdim * 2 + (p.stage_pairs > 1 ? 64 : 0))
-                      : 0;
-  p.blocks_per_sm[0] = gemm_blocks_per_sm<K, UP, SPLIT, 4, RING, RP, SSO>(p.stage_bytes);
-  p.blocks_per_sm[1] = gemm_blocks_per_sm<K, UP, SPLIT, 2, RING, RP, SSO>(p.stage_bytes);
-  p.blocks_per_sm[2] = gemm_blocks_per_sm<K, UP, SPLIT, 1, RING, RP, SSO>(p.stage_bytes);
-  p.rt = pick_rt(rows, kdim / k_round, tokens, top_k, experts, chunks_bound, sms, p.blocks_per_sm,
-                 moe_decode_rt_blocks_per_sm());
-  return p;
-}
-
 template <weight_kind K, bool UP, bool SPLIT, bool RING, int RP, int SSO>
 cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int64_t kdim,
                            int64_t rows, int64_t tokens, int64_t experts, int top_k,
@@ -1353,11 +1075,17 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
                            int64_t chunks_bound, const fp4_weight& wa, const fp4_weight& wb,
                            float limit, const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo,
                            float* hf, float* out, chain_args& chain, cudaStream_t stream) {
-  const gemm_plan plan =
-      plan_gemm<K, UP, SPLIT, RING, RP, SSO>(sms, kdim, rows, tokens, experts, top_k, chunks_bound);
-  const size_t stage_bytes = plan.stage_bytes;
-  const int stage_pairs = plan.stage_pairs, rt = plan.rt;
-  const int(&blocks_per_sm)[3] = plan.blocks_per_sm;
+  // Staged activation rows (moe_decode_set_stage_x_tokens): the ring kernels without a lo part.
+  const moe_decode_stage_x sx = moe_decode_stage_x_tokens();
+  const bool stage = UP ? tokens <= sx.up_max : tokens >= sx.down_min && tokens <= sx.down_max;
+  const int stage_pairs = UP ? moe_decode_stage_pairs().up : moe_decode_stage_pairs().down;
+  const size_t stage_bytes =
+      RING && !SPLIT && stage ? size_t(stage_pairs) * (kdim * 2 + (stage_pairs > 1 ? 64 : 0)) : 0;
+  const int blocks_per_sm[3] = {gemm_blocks_per_sm<K, UP, SPLIT, 4, RING, RP, SSO>(stage_bytes),
+                                gemm_blocks_per_sm<K, UP, SPLIT, 2, RING, RP, SSO>(stage_bytes),
+                                gemm_blocks_per_sm<K, UP, SPLIT, 1, RING, RP, SSO>(stage_bytes)};
+  const int rt = pick_rt(rows, kdim / k_round, tokens, top_k, experts, chunks_bound, sms,
+                         blocks_per_sm, moe_decode_rt_blocks_per_sm());
   const dim3 grid(unsigned(rows / (16 * rt)), unsigned(chunks_bound));
   // The quantization folded into W1/W3 only where the grid is one wave: each block's counter
   // round trip at its exit then delays nothing but the last blocks, less than the quantize
@@ -1407,142 +1135,6 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
 #undef DSV4_GEMM_SS
 }
 
-// The RT that launch_gemm would launch with (the same scale-slot choice).
-template <weight_kind K, bool UP, bool SPLIT, bool RING, int RP>
-int planned_rt(int sms, int64_t kdim, int64_t rows, int64_t tokens, int64_t experts, int top_k,
-               int64_t chunks_bound) {
-  if constexpr (RING && !SPLIT && RP == 2)
-    if (const int from = moe_decode_scale_slots_from(); from > 0 && tokens >= from)
-      return plan_gemm<K, UP, SPLIT, RING, RP, k_stages>(sms, kdim, rows, tokens, experts, top_k,
-                                                         chunks_bound)
-          .rt;
-  return plan_gemm<K, UP, SPLIT, RING, RP, 0>(sms, kdim, rows, tokens, experts, top_k, chunks_bound)
-      .rt;
-}
-
-// Chain 16's counters (moe_decode_fused_kernel): k_fused_counters ints per (device, stream),
-// allocated and zeroed on the first call outside stream capture (the engine's graphs run their
-// step eagerly first); null while capturing before that, or when allocation fails (the call then
-// takes the separate launches). Kept for the process.
-constexpr int64_t k_fused_counters = 4096;
-// After them, the trace's stamps (chain 128): 4 per block and one per slot (u64).
-constexpr int64_t k_fused_trace_blocks = 2048;
-constexpr int64_t k_fused_buffer_bytes =
-    k_fused_counters * sizeof(int) + (4 * k_fused_trace_blocks + 64) * 8;
-int* fused_counters(cudaStream_t stream) {
-  static std::mutex mu;
-  static std::map<std::pair<int, cudaStream_t>, int*> buffers;
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) return nullptr;
-  const std::lock_guard<std::mutex> lock(mu);
-  const auto key = std::make_pair(device, stream);
-  if (const auto it = buffers.find(key); it != buffers.end()) return it->second;
-  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess ||
-      capture != cudaStreamCaptureStatusNone) {
-    cudaGetLastError();
-    return nullptr;
-  }
-  int* p = nullptr;
-  if (cudaMalloc(&p, k_fused_buffer_bytes) != cudaSuccess) {
-    cudaGetLastError();
-    return nullptr;
-  }
-  if (cudaMemsetAsync(p, 0, k_fused_buffer_bytes, stream) != cudaSuccess) {
-    cudaGetLastError();
-    cudaFree(p);
-    return nullptr;
-  }
-  buffers.emplace(key, p);
-  return p;
-}
-
-// Resident blocks per SM of the fused kernel with `dyn` bytes of dynamic shared memory (which it
-// is then allowed); 0 where the query fails. The latest query is kept (one size per model).
-template <weight_kind K, int RP, int DST>
-int fused_blocks_per_sm(size_t dyn) {
-  static std::atomic<uint64_t> last{0};  // (bytes << 32) | blocks
-  const uint64_t v = last.load(std::memory_order_relaxed);
-  if (v != 0 && (v >> 32) == dyn) return int(v & 0xFFFFFFFFu);
-  int b = 0;
-  if (allow_dynamic_smem(moe_decode_fused_kernel<K, RP, DST>, dyn) != cudaSuccess ||
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, moe_decode_fused_kernel<K, RP, DST>,
-                                                    k_threads, dyn) != cudaSuccess) {
-    cudaGetLastError();
-    return 0;
-  }
-  last.store((uint64_t(dyn) << 32) | uint32_t(b), std::memory_order_relaxed);
-  return b;
-}
-
-// Chain 16: W1/W3, the quantization of h and W2 of the official order as one launch
-// (moe_decode_fused_kernel; up_hi: bf16 x with chain 8's self plan, else the prepare launch's
-// paired x). cudaErrorNotSupported (nothing launched) where it does not apply.
-template <weight_kind K, int RP>
-cudaError_t launch_fused(int sms, const uint16_t* up_hi, int64_t tokens, int64_t top_k,
-                         int64_t experts, int64_t hidden, int64_t inter, const float* weights,
-                         const int* chunk_count, const int4* chunks, const int* sorted,
-                         int64_t bound, const fp4_weight& f1, const fp4_weight& f3,
-                         const fp4_weight& f2, float limit, uint16_t* hhi, float* hf, float* out,
-                         const chain_args& up_chain, const chain_args& down_chain, bool shallow,
-                         cudaStream_t stream) {
-  if constexpr (RP != 2) {
-    return cudaErrorNotSupported;
-  } else {
-    // W2's scale chunks of DST + 1 consecutive rounds within the slots (see the kernel).
-    const bool scale_f32 = f2.scale_f32;
-    const moe_scales::encoding enc = K == weight_kind::nvfp4 ? moe_scales::encoding::e4m3
-                                     : scale_f32             ? moe_scales::encoding::f32
-                                                             : moe_scales::encoding::e8m0;
-    const int64_t srow = K == weight_kind::mxfp4 ? inter / 32 : inter / 16;
-    const int rpc = 1 << moe_scales::make_geometry(srow * (scale_f32 ? 4 : 1), enc).rpc_shift;
-    const int dst = shallow ? k_stages : k_fused_down_stages;
-    const int64_t groups = inter / 128;
-    // next, exit and each slot's ready counter on lines of their own, then the fold's counters.
-    const int64_t fold_at = (2 + bound) * k_counter_stride;
-    const int64_t n_zero = fold_at + bound * groups;
-    if ((dst + rpc - 1) / rpc + 1 > moe_scales::k_scale_slots || n_zero > k_fused_counters)
-      return cudaErrorNotSupported;
-    int* const counters = fused_counters(stream);
-    if (!counters) return cudaErrorNotSupported;
-    const int rt_up = planned_rt<K, true, false, true, RP>(sms, hidden, inter, tokens, experts,
-                                                           int(top_k), bound);
-    const int rt_down = planned_rt<K, false, false, true, RP>(sms, inter, hidden, tokens, experts,
-                                                              int(top_k), bound);
-    const auto kernel = shallow ? moe_decode_fused_kernel<K, RP, k_stages>
-                                : moe_decode_fused_kernel<K, RP, k_fused_down_stages>;
-    const size_t dyn = size_t(std::max(hidden, inter)) * 2;  // one staged row (x or h)
-    const int bps = shallow ? fused_blocks_per_sm<K, RP, k_stages>(dyn)
-                            : fused_blocks_per_sm<K, RP, k_fused_down_stages>(dyn);
-    if (bps < 1) return cudaErrorNotSupported;
-    fused_args fa;
-    fa.slots = int(bound);
-    fa.nbx_up = int(inter / (16 * rt_up));
-    fa.rt_up = rt_up;
-    fa.nbx_down = int(hidden / (16 * rt_down));
-    fa.rt_down = rt_down;
-    fa.next = counters;
-    fa.exit = counters + k_counter_stride;
-    fa.zero = counters;
-    fa.n_zero = int(n_zero);
-    fa.static_items = (moe_decode_chain() & 64) != 0;
-    cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
-    const bool trace = (moe_decode_chain() & 128) != 0 && bps * sms <= k_fused_trace_blocks &&
-                       cudaStreamIsCapturing(stream, &capture) == cudaSuccess &&
-                       capture == cudaStreamCaptureStatusNone;
-    auto* const trace_at = reinterpret_cast<unsigned long long*>(counters + k_fused_counters);
-    fa.stamps = trace ? trace_at : nullptr;
-    fa.fz = fused_sync{counters + 2 * k_counter_stride, int(groups),
-                       trace ? trace_at + 4 * k_fused_trace_blocks : nullptr,
-                       (moe_decode_chain() & 256) != 0};
-    chain_args uc = up_chain;
-    uc.qcnt = counters + fold_at;  // the fold, always (the kernel's W2 waits for it)
-    return launch_pdl(true, kernel, dim3(unsigned(bps * sms)), dim3(k_threads), dyn, stream, up_hi,
-                      hidden, inter, int(top_k), chunk_count, chunks, sorted, f1, f3, f2, limit,
-                      weights, hhi, hf, out, 1, uc, down_chain, fa);
-  }
-}
-
 template <weight_kind K, int RP, typename act_t>
 cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const float* weights,
                 int64_t top_k, const device_weight& w1, const device_weight& w3,
@@ -1579,12 +1171,7 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   // within noise.
   const bool self_plan = (chain & 8) && tokens == 1 && !x_split && ring && pairs <= k_chunk &&
                          moe_decode_stage_x_tokens().up_max >= 1;
-  // 16: W1/W3, the quantization of h and W2 in one persistent launch (launch_fused) at T <= 4,
-  // official order, bf16 x, the repacked layout with the shift expansion; the separate launches
-  // where it does not apply. 32 (with 16): W2's ring in that launch k_stages deep (A/B).
-  const bool try_fused = (chain & 16) && official && ring && !x_split && RP == 2 && tokens <= 4;
-  const bool qfold = official && (chain & 1) && !self_plan && !try_fused,
-             early = (chain & 4) && tokens <= 4;
+  const bool qfold = official && (chain & 1) && !self_plan, early = (chain & 4) && tokens <= 4;
   auto* qcnt = reinterpret_cast<int*>(base + l.qcnt);
   const int32_t* self_indices = self_plan ? indices : nullptr;
   chain_args up_chain{qfold ? qcnt : nullptr, early, self_indices, int(pairs), int(experts)},
@@ -1604,18 +1191,6 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   // Chain 8: W1/W3 is the call's first launch (PDL: its blocks wait for the previous kernel
   // before reading anything) and reads x itself.
   const uint16_t* up_hi = self_plan ? reinterpret_cast<const uint16_t*>(x) : xhi;
-  if (try_fused) {
-    const cudaError_t e = launch_fused<K, RP>(
-        sms, up_hi, tokens, top_k, experts, hidden, inter, weights, chunk_count, chunks, sorted,
-        bound, f1, f3, f2, limit, hhi, hf, out, up_chain, down_chain, (chain & 32) != 0, stream);
-    if (e == cudaSuccess)
-      return launch_pdl(
-          true,
-          early ? moe_decode_combine_kernel<act_t, true> : moe_decode_combine_kernel<act_t, false>,
-          dim3(grid_stride_blocks(tokens * hidden, 256)), dim3(256), 0, stream, out, indices,
-          nullptr, tokens, int(top_k), experts, hidden, y);
-    if (e != cudaErrorNotSupported) return e;
-  }
   if (const cudaError_t e = launch_gemm<K, true, x_split, ring, RP>(
           sms, up_hi, xlo, hidden, inter, tokens, experts, int(top_k), chunk_count, chunks, sorted,
           bound, f1, f3, limit, official ? weights : nullptr, hhi, hlo, hf, nullptr, up_chain,
@@ -1703,10 +1278,18 @@ namespace {
 // thread-block clusters instead of the counters (it would survive without the prepare launch;
 // Flash T = 1 0.84x), and W2 quantizing its own pair's h row into its staged row in one-pair
 // chunks (no quantize launch; Flash T = 1 1.007x, Pro T = 1 0.916x).
-int g_chain = 31;
+// MOE12 (H100, same process, vs 15; bench/kernels/results/h100_2026-11-26_s12_moe12_run{1,2}_*,
+// 2026-11-26_moe12_NOTES.md), measured slower and removed: W1/W3, h's quantization (the fold of 1)
+// and W2 as one persistent launch at T <= 4 (resident blocks over a queue of (slot, row block)
+// items, W2 items prefetching before they wait on per-slot readiness counters kept in a buffer
+// that the last block zeroes; bit-equal to chain 0: 39 parity cases, test_gpu_model 66/66).
+// Flash T = 1 0.80-0.95x (best with W2's ring 4 deep and static items), Pro T = 1 0.84-1.02x,
+// T = 4 0.80-0.98x; a phase trace (Flash T = 1) put its W1/W3 items' tail at 35-37 us and its W2
+// phase 16-19 us past h's readiness. The code: branch wip/moe12 at 2a00904.
+int g_chain = 15;
 }  // namespace
 void moe_decode_set_chain(int mask) {
-  g_chain = mask & 511;
+  g_chain = mask & 15;
 }
 int moe_decode_chain() {
   return g_chain;
