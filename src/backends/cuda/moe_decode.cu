@@ -1278,6 +1278,14 @@ namespace {
 // thread-block clusters instead of the counters (it would survive without the prepare launch;
 // Flash T = 1 0.84x), and W2 quantizing its own pair's h row into its staged row in one-pair
 // chunks (no quantize launch; Flash T = 1 1.007x, Pro T = 1 0.916x).
+// MOE12 (H100, same process, vs 15; bench/kernels/results/h100_2026-11-26_s12_moe12_run{1,2}_*,
+// 2026-11-26_moe12_NOTES.md), measured slower and removed: W1/W3, h's quantization (the fold of 1)
+// and W2 as one persistent launch at T <= 4 (resident blocks over a queue of (slot, row block)
+// items, W2 items prefetching before they wait on per-slot readiness counters kept in a buffer
+// that the last block zeroes; bit-equal to chain 0: 39 parity cases, test_gpu_model 66/66).
+// Flash T = 1 0.80-0.95x (best with W2's ring 4 deep and static items), Pro T = 1 0.84-1.02x,
+// T = 4 0.80-0.98x; a phase trace (Flash T = 1) put its W1/W3 items' tail at 35-37 us and its W2
+// phase 16-19 us past h's readiness. The code: branch wip/moe12 at 2a00904.
 int g_chain = 15;
 }  // namespace
 void moe_decode_set_chain(int mask) {

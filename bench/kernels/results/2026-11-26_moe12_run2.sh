@@ -1,0 +1,32 @@
+#!/bin/bash
+# MOE12 run 2: the fused launch (chain 16) after run 1's 0.82-0.87x at Flash T = 1: counters on
+# lines of their own, the next item taken without stalling warp 0, relaxed polling; variants e
+# (W2 ring 4 deep), g (static items), n (W2 waits before its copies), t (phase trace of the eager
+# call, printed by the kernel) against 15 (main's default) in the same process, 15 twice; then
+# in parallel: parity of the MOE12 cases, the default families under the binary's default 31,
+# the older chain cases, and test_gpu_model.
+set -o pipefail
+export LD_LIBRARY_PATH=$PWD/.deps/root/usr/lib/x86_64-linux-gnu:$LD_LIBRARY_PATH
+B=/tmp/b; mkdir -p $B && tar xJf .wt/moe12/bins.tar.xz -C $B || exit 1
+mkdir -p /work/wt && ln -sfn $PWD /work/wt/moe12
+nvidia-smi -L; cat $B/commit.txt
+echo "== bench"
+timeout 65 $B/bench_kernels/bench_moe_linear --decode-ab --ab-official --ab s0x4.2.4hwlp,s0x4.2.4hwlpf,s0x4.2.4hwlpfe,s0x4.2.4hwlpfg,s0x4.2.4hwlpfeg,s0x4.2.4hwlpfn,s0x4.2.4hwlpft,s0x4.2.4hwlpfet,s0x4.2.4lwhp --formats mxfp4 --tokens 1,4 --replays 20 > $OUT/bench.txt 2>&1
+echo "bench exit $?"
+grep -E "read-only kernel  4096|launch floor|rp official|speed vs|rror|differ|trap|illegal" $OUT/bench.txt
+grep -E "fused trace" $OUT/bench.txt | head -60
+O=moe_decode_official_repacked
+F1=${O}_chain31,${O}_chain95,${O}_chain127,${O}_chain287,${O}_chain159
+F2=${O}_chain63,${O}_chain16,${O}_chain48,${O}_rt2_chain31,${O}_rt8_chain31,${O}_xs_chain31,moe_decode_repacked_chain31,moe_decode_official_chain31
+F3=${O},${O}_chain15,${O}_chain7
+F4=${O}_chain5,${O}_chain2,${O}_chain8,${O}_rt2_chain15,${O}_rt8_chain15,${O}_xs_chain15,moe_decode_repacked_chain15,moe_decode_official_chain15
+(timeout 70 $B/test_backend_ops --filter $F1 > $OUT/parity_fused1.txt 2>&1; echo "exit $?" >> $OUT/parity_fused1.txt) &
+(timeout 70 $B/test_backend_ops --filter $F2 > $OUT/parity_fused2.txt 2>&1; echo "exit $?" >> $OUT/parity_fused2.txt) &
+(timeout 70 $B/test_backend_ops --filter $F3 > $OUT/parity_default.txt 2>&1; echo "exit $?" >> $OUT/parity_default.txt) &
+(timeout 70 $B/test_backend_ops --filter $F4 > $OUT/parity_chain.txt 2>&1; echo "exit $?" >> $OUT/parity_chain.txt) &
+(timeout 75 $B/test_gpu_model > $OUT/gpu_model.txt 2>&1; echo "exit $?" >> $OUT/gpu_model.txt) &
+wait
+for f in parity_fused1 parity_fused2 parity_default parity_chain; do echo "== $f: $(grep -c ' OK' $OUT/$f.txt) OK, $(grep -c FAIL $OUT/$f.txt) FAIL; $(grep -E 'passed' $OUT/$f.txt) $(tail -1 $OUT/$f.txt)"; done
+grep -E "FAIL|rror|trap" $OUT/parity_*.txt | head -12
+echo "== gpu_model: $(grep -E 'passed, [0-9]+ failed' $OUT/gpu_model.txt | tail -1); $(tail -1 $OUT/gpu_model.txt)"
+grep -E "repacked-experts.*(bitwise|decode step)|FAIL|rror" $OUT/gpu_model.txt | head -8
