@@ -94,6 +94,32 @@ struct attention_decode_plan {
   int diag = 0;
   // Benchmark breakdown only: false skips the combine launch (the output is then undefined).
   bool combine = true;
+  // The main kernel launched as a programmatic dependent of the previous kernel on the stream
+  // (PDL: its CTAs are placed and set up while that kernel finishes; they wait in
+  // griddepcontrol.wait before their first global read). The kernels wait either way, so this is a
+  // launch attribute only.
+  bool pdl = false;
+  // Benchmark diagnosis only: %globaltimer stamps of each CTA (thread 0) at fixed points of the
+  // main kernel (region 0) and the combine (region 1): word (region * 1024 + cta) * 16 + slot for
+  // the first 1024 CTAs (attention_decode_trace_slot); null records nothing.
+  unsigned long long* trace = nullptr;
+};
+
+// plan.trace slots (bench_attention --trace).
+enum attention_decode_trace_slot : int {
+  k_adt_entry = 0,   // main and combine: kernel entry
+  k_adt_setup = 1,   // main: mbarriers initialized (ws) / combine: after griddepcontrol.wait
+  k_adt_index = 2,   // ws producer: the first tile's row references (index chain done)
+  k_adt_issued = 3,  // ws producer: every tile issued
+  k_adt_landed = 4,  // ws producer: every row landed
+  k_adt_query = 5,   // consumers: query tile in shared memory
+  k_adt_tile0 = 6,   // consumers: first tile's rows in shared memory
+  k_adt_s0 = 7,      // consumers: first tile's S complete
+  k_adt_loop = 8,    // consumers: key loop done
+  k_adt_end = 9,     // main and combine: thread 0 done (outputs / partials stored)
+  k_adt_smid = 10,   // value: the SM
+  k_adt_slots = 16,
+  k_adt_max_ctas = 1024,
 };
 
 // The plan functions are host code (attention_decode_plan.cpp; tests/cuda_host checks their rules).
