@@ -539,6 +539,35 @@ void trace_plan(const char* label, const dsv4::cuda::attention_decode_plan& plan
   cudaFree(tr);
 }
 
+// The plan as attention_decode_make_plan made it before ATTN12 (the baseline of --steps): one tile
+// per split for one token with <= 2048 slots, else 2; the warp-specialized kernel from 4 tiles per
+// split (alt, partials in L2 with the fragments' stores; fold at one split), else the synchronous
+// kernel; the fused cluster kernel where the session-8 rule holds; no PDL.
+dsv4::cuda::attention_decode_plan plan_before_attn12(int64_t T, int64_t H, int64_t W, int64_t cap_c,
+                                                     int sms) {
+  using namespace dsv4::cuda;
+  const int64_t tiles = std::max<int64_t>(1, (W + cap_c + 31) / 32);
+  auto split = attention_decode_make_split_plan(T, H, 512, W, cap_c, sms,
+                                                T == 1 && W + cap_c <= 2048 ? 1 : 2);
+  const int64_t per = split.keys_per_split / 32;
+  split.producer = split.alt = split.partials_l2 = per >= 4;
+  split.fold = split.producer && split.splits == 1;
+  split.stage_partials = 0;
+  split.pdl = false;
+  const int64_t ctas = T * ((H + 63) / 64);
+  int64_t c = 0;
+  for (int64_t x = 1; x <= 8 && ctas * x * 2 <= sms; x *= 2) {
+    c = x;
+    if (x >= tiles) break;
+  }
+  if (c == 0) return split;
+  const int64_t slack = ctas >= 8 ? 2 : 1;
+  if ((tiles + c - 1) / c > per + slack) return split;
+  auto f = attention_decode_make_fused_plan(T, H, 512, W, cap_c, c);
+  f.pdl = false;
+  return f;
+}
+
 void bench_step_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t cap_c, __nv_bfloat16* q16,
                      const float* sinks, __nv_bfloat16* out16,
                      const dsv4::cuda::kv_rows<__nv_bfloat16>& w16,
@@ -593,15 +622,30 @@ void bench_step_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t cap_c, __
     if (trace) trace_plan(l.c_str(), p, run);
     return ms;
   };
+  const auto before = plan_before_attn12(T, H, W, cap_c, sms);
+  row("before", before, true);
   row("plan", made, true);
   {
-    const double gms = time_graph_ms(st, [&] { CHECK(run_on(made, out16, st)); });
-    print_row((label_of("plan", made) + " graph").c_str(), shape, gms, bytes16, flops);
+    const double gms = time_graph_ms(st, [&] { CHECK(run_on(before, out16, st)); });
+    print_row((label_of("before", before) + " graph").c_str(), shape, gms, bytes16, flops);
+    const double pms = time_graph_ms(st, [&] { CHECK(run_on(made, out16, st)); });
+    print_row((label_of("plan", made) + " graph").c_str(), shape, pms, bytes16, flops);
+    std::printf("    before / plan (graph): %.3fx\n", gms / pms);
   }
-  if (!made.fused) {
+  if (!made.fused && !made.fold) {
     auto p = made;
     p.combine = false;
     row("  no combine", p, false);
+    for (const int stage : {0, 2}) {
+      p = made;
+      p.stage_partials = stage;
+      row(stage == 0 ? "  stage 0" : "  stage 2", p, true);
+    }
+  }
+  {
+    auto p = made;
+    p.pdl = false;
+    row("  no pdl", p, false);
   }
   // Chained behind a predecessor that writes the query (graph replay): without / with plan.pdl.
   {
@@ -628,27 +672,20 @@ void bench_step_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t cap_c, __
       if (diff != 0) std::printf("    max |out - plan out| / max |out|: %.3g\n", diff);
     }
   }
-  // Splits of k tiles, on the synchronous kernel and the warp-specialized alternate-tile kernel
-  // (partials in L2; row combine up to 8 splits).
+  // Splits of k tiles on the plan's kernel (warp-specialized, alternate tiles, partials in L2).
   int64_t last_splits = -1;
-  for (const int64_t k : {1, 2, 3, 4, 6, 8, 12, 16}) {
+  for (const int64_t k : {1, 2, 3, 4, 5, 6, 8}) {
     auto p = dsv4::cuda::attention_decode_make_split_plan(T, H, d, W, cap_c, sms, k);
-    if (p.splits == last_splits || p.keys_per_split / 32 > 2 * tiles) continue;
+    if (p.splits == last_splits || p.splits == made.splits || p.keys_per_split / 32 > tiles)
+      continue;
     last_splits = p.splits;
-    for (const bool ws : {false, true}) {
-      auto q = p;
-      q.producer = q.alt = q.partials_l2 = ws;
-      q.fold = ws && q.splits == 1;
-      const bool same = !made.fused && q.splits == made.splits && q.producer == made.producer;
-      if (same) continue;
-      row("split", q, k == 1 || (ws && k <= 4));
-    }
+    row("split", p, false);
   }
-  for (int64_t c = 1; c <= 16; c *= 2) {
-    if (T * ((H + 63) / 64) * c > sms || (made.fused && made.splits == c)) continue;
+  for (int64_t c = 4; c <= 16; c *= 2) {
+    if (T * ((H + 63) / 64) * c > sms || (before.fused && before.splits == c)) continue;
     if ((tiles + c - 1) / c > 12) continue;  // far too serial
     const auto p = dsv4::cuda::attention_decode_make_fused_plan(T, H, d, W, cap_c, c);
-    row("fused", p, c == 8 || c == 16);
+    row("fused", p, false);
   }
   cudaFree(scratch);
   cudaFree(q_src);
@@ -2038,10 +2075,12 @@ int main(int argc, char** argv) {
         bench_attention_case(blas, sms, 1, 64, true, ctx, 0);
       bench_attention_case(blas, sms, 1, 64, false, 1 << 20, 512);
       bench_attention_case(blas, sms, 1, 128, false, 1 << 20, 1024);
-      bench_attention_case(blas, sms, 4, 64, false, 1 << 20, 512);
-      bench_attention_case(blas, sms, 8, 64, true, 1 << 20, 0);
-      bench_attention_case(blas, sms, 8, 64, false, 1 << 20, 512);
+      for (int64_t T : {2, 4, 8, 32}) bench_attention_case(blas, sms, T, 64, true, 8192, 0);
+      for (int64_t T : {4, 8, 32}) bench_attention_case(blas, sms, T, 64, false, 1 << 20, 512);
       bench_attention_case(blas, sms, 8, 64, true, 131072, 0);
+      bench_attention_case(blas, sms, 8, 64, true, 1 << 20, 0);
+      bench_attention_case(blas, sms, 32, 64, true, 1 << 20, 0);
+      bench_attention_case(blas, sms, 64, 128, true, 1 << 20, 0);
     }
     CHECK_CUBLAS(cublasDestroy(blas));
     return 0;

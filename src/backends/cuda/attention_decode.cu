@@ -524,6 +524,11 @@ __device__ __forceinline__ void store2_policy(float* p, float a, float b, uint64
                "l"(policy)
                : "memory");
 }
+__device__ __forceinline__ void store4_policy(float* p, float4 v, uint64_t policy) {
+  asm volatile("st.global.L2::cache_hint.v4.f32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(p), "f"(v.x),
+               "f"(v.y), "f"(v.z), "f"(v.w), "l"(policy)
+               : "memory");
+}
 
 template <bool keep_l2 = false>
 __device__ __forceinline__ void store_split_partial(const float (&acc)[2][64], const float (&m)[2],
@@ -991,6 +996,11 @@ constexpr int k_ws_fused = 1;
 constexpr int k_ws_fold = 2;
 // plan.partials_l2 (split, alternate tiles): the partials stored with L2 evict_last.
 constexpr int k_ws_split_keep = 3;
+// plan.partials_l2 with plan.stage_partials (split, alternate tiles): the rows go through the
+// consumed key ring first, then out in whole lines: 4 by STG.128 of 512 contiguous bytes per
+// warp (stage 1), or one 2 KB bulk copy per row by the TMA unit (stage 2).
+constexpr int k_ws_split_stage = 4;
+constexpr int k_ws_split_bulk = 5;
 // Run-time options of the ws kernel (`opts`), bench diagnoses (plan.diag): no row copies (the
 // consumers' chain alone) / no products (the ring alone).
 constexpr int k_ws_opt_no_load = 1;
@@ -1012,7 +1022,9 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
   if (threadIdx.x == 0) trace_stamp(trace, 0, k_adt_entry);
   constexpr bool fused = mode == k_ws_fused;
   constexpr bool fold = mode == k_ws_fold;
-  constexpr bool keep_l2 = mode == k_ws_split_keep;
+  constexpr bool stage_bulk = mode == k_ws_split_bulk;
+  constexpr bool stage_lines = mode == k_ws_split_stage;
+  constexpr bool keep_l2 = mode == k_ws_split_keep || stage_lines || stage_bulk;
   using pool_t = __nv_bfloat16;
   namespace wgm = attention_wgmma;
   extern __shared__ __align__(1024) unsigned char smem[];
@@ -1267,6 +1279,74 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     if (h0 < heads) sink1[0] = sinks[h0] * k_log2e;
     if (h1 < heads) sink1[1] = sinks[h1] * k_log2e;
     fused_epilogue(acc, m, l, sink1, rg, half, h0, h1);
+  };
+
+  // plan.stage_partials (split kernel; the values of store_split_partial, bit for bit): the 128 KB
+  // of partial rows leave the SM as whole lines instead of 8-byte pieces of 8 rows per store
+  // (ncu, the synchronous kernel's direct stores at Flash CSA T=1: 40% of the warps' cycles in
+  // LG throttle). Every consumer warp first passes its last P V (the ring is then free: all
+  // tiles consumed); the rows go into the ring, then out:
+  //   stage_lines: as the fused merge's [64][512] f32 (float2 j of row r at j ^ 4 (r & 7), no bank
+  //   conflict), each warp copying 512 contiguous bytes of a row per STG.128;
+  //   stage_bulk: rows 2080 bytes apart (no bank conflict for a half-warp's STS.64), one 2 KB bulk
+  //   copy (TMA) per row, issued by the 32 lanes of warp 0.
+  auto staged_partial = [&](const float(&acc)[2][64], const float(&m)[2], const float(&l)[2],
+                            int rg, int half, int64_t h0, int64_t h1) {
+    auto acc_at = [&](int n, int e) { return acc[n >> 4][4 * (n & 15) + e]; };
+    mbar::named_sync(1, k_threads);  // every consumer warp is done with the ring
+    unsigned char* const red = smem + k_ws_ring;
+    const int rl0 = rg * 16 + lane / 4;
+    constexpr int bulk_stride = k_d * 4 + 32;
+    static_assert(k_rows * bulk_stride <= k_ws_masks - k_ws_ring);  // ring + exchange buffers
+    if constexpr (stage_lines) {
+      const int sw = (lane / 4) << 2;  // rows rl0 and rl0 + 8 share r & 7 = lane / 4
+#pragma unroll
+      for (int n = 0; n < 32; ++n) {
+        const int j = (half * 128 + 4 * n + lane % 4) ^ sw;
+        *reinterpret_cast<float2*>(red + rl0 * (k_d * 4) + j * 8) =
+            make_float2(acc_at(n, 0), acc_at(n, 1));
+        *reinterpret_cast<float2*>(red + (rl0 + 8) * (k_d * 4) + j * 8) =
+            make_float2(acc_at(n, 2), acc_at(n, 3));
+      }
+    } else {
+#pragma unroll
+      for (int n = 0; n < 32; ++n) {
+        const int c = half * 256 + n * 8 + 2 * (lane % 4);
+        *reinterpret_cast<float2*>(red + rl0 * bulk_stride + c * 4) =
+            make_float2(acc_at(n, 0), acc_at(n, 1));
+        *reinterpret_cast<float2*>(red + (rl0 + 8) * bulk_stride + c * 4) =
+            make_float2(acc_at(n, 2), acc_at(n, 3));
+      }
+    }
+    if (half == 0 && lane % 4 == 0) {
+      if (h0 < heads) part_ml[part + h0] = make_float2(m[0], l[0]);
+      if (h1 < heads) part_ml[part + h1] = make_float2(m[1], l[1]);
+    }
+    if constexpr (stage_bulk) wgm::fence_async_smem();  // the rows, for the bulk copies
+    mbar::named_sync(1, k_threads);
+    const uint64_t policy = l2_policy_evict_last();
+    float* const dst = part_o + (part + head0) * k_d;
+    const int n_rows = int(min(int64_t(k_rows), int64_t(heads) - head0));
+    if constexpr (stage_lines) {
+#pragma unroll 8
+      for (int i = int(threadIdx.x); i < n_rows * (k_d / 4); i += k_threads) {
+        const int row = i / (k_d / 4), f4 = i % (k_d / 4);
+        const float4 v = *reinterpret_cast<const float4*>(red + row * (k_d * 4) +
+                                                          (((2 * f4) ^ ((row & 7) << 2)) * 8));
+        store4_policy(dst + row * k_d + 4 * f4, v, policy);
+      }
+    } else if (warp == 0) {
+      const uint32_t red_s = q_s + k_ws_ring;
+      for (int row = lane; row < n_rows; row += k_warp_size)
+        asm volatile(
+            "cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint [%0], [%1], %2, %3;\n" ::
+                "l"(dst + row * k_d),
+            "r"(red_s + uint32_t(row * bulk_stride)), "n"(k_d * 4), "l"(policy)
+            : "memory");
+      asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
+      // Complete (not only read) before the CTA exits: the combine reads them after this grid.
+      asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
+    }
   };
 
   // Consumers: warp w owns query rows 16 rg .. and output channels 256 half .. (as
@@ -1611,6 +1691,8 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     if constexpr (!fused) {
       if constexpr (fold)
         fold_epilogue(acc, m, l, sink2, rg, half, h0, h1);
+      else if constexpr (stage_lines || stage_bulk)
+        staged_partial(acc, m, l, rg, half, h0, h1);
       else
         store_split_partial<keep_l2>(acc, m, l, half, lane, h0, h1, heads, part, part_o, part_ml);
     } else {
@@ -1959,7 +2041,11 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
       // plan.partials_l2: the alternate-tile split kernel keeps its partials in L2 for the
       // combine.
       const bool keep = !fold && plan.partials_l2 && plan.combine && ws_sched(plan) == k_ws_alt;
-      auto* const ws = fold   ? ws_kernel<k_ws_fold, act_t>(plan)
+      auto* const ws = fold ? ws_kernel<k_ws_fold, act_t>(plan)
+                       : keep && plan.stage_partials == 1
+                           ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_stage, act_t>
+                       : keep && plan.stage_partials == 2
+                           ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_bulk, act_t>
                        : keep ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_keep, act_t>
                               : ws_kernel<k_ws_split, act_t>(plan);
       if (const cudaError_t e = allow_dynamic_smem(ws, k_ws_smem); e != cudaSuccess) return e;

@@ -89,6 +89,10 @@ struct attention_decode_plan {
   // from L2 rather than DRAM (cache hints only: the same output bit for bit). Set by the split
   // plan wherever it runs alt (attention_decode_plan.cpp).
   bool partials_l2 = false;
+  // With partials_l2: the split kernel's partial rows leave through shared memory as whole lines
+  // (1: STG.128 of 512 contiguous bytes per warp; 2: one bulk copy per row by the TMA unit)
+  // instead of 8-byte stores from the accumulator fragments; the same values bit for bit.
+  int stage_partials = 0;
   // Benchmark diagnosis only (the output is then undefined): 1 the warp-specialized kernel
   // copies no rows (its consumers' chain alone), 2 its consumers compute nothing (the ring alone).
   int diag = 0;
@@ -128,14 +132,17 @@ enum attention_decode_trace_slot : int {
 // default, what the engine runs): 1 for single-token steps with up to 2048 slots, else 2.
 // Beyond 64 splits the minimum doubles (fewer partial rows for the combine).
 //
-// Small steps take the fused kernel (plan.fused) where it measured faster: its cluster is the
-// largest of 1, 2, 4 or 8 CTAs per (token, head group) whose clusters fill at most half the SMs,
-// and it is chosen when each of its CTAs gets at most one 32-slot tile more than the split plan's
-// CTAs (two from 8 CTAs per head group and token up). fused = 0: the split plan always.
+// fused = 1: small steps take the fused kernel (plan.fused) where the session-8 rule holds: its
+// cluster is the largest of 1, 2, 4 or 8 CTAs per (token, head group) whose clusters fill at most
+// half the SMs, and it is chosen when each of its CTAs gets at most one 32-slot tile more than the
+// split plan's CTAs (two from 8 CTAs per head group and token up). fused = 0 (the default since
+// ATTN12): the split plan always; the warp-specialized split kernel measured faster than the
+// fused kernel at every shape that rule picked (its cluster merge moves each CTA's 128 KB of rows
+// through distributed shared memory: 8-10 us after the key loop, attention_decode_plan.cpp).
 attention_decode_plan attention_decode_make_plan(int64_t tokens, int64_t heads, int64_t head_dim,
                                                  int64_t window_capacity, int64_t comp_capacity,
                                                  int sm_count, int64_t min_tiles_per_split = 0,
-                                                 int64_t fused = 1);
+                                                 int64_t fused = 0);
 
 // The split plan (the kernels with the combine; never fused) as attention_decode_make_plan
 // would make it.
