@@ -646,6 +646,9 @@ void bench_step_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t cap_c, __
     auto p = made;
     p.pdl = false;
     row("  no pdl", p, false);
+    p = made;
+    p.diag = 3;  // the first index and query reads after the set-up barrier (the order before)
+    row("  late prologue", p, true);
   }
   // Chained behind a predecessor that writes the query (graph replay): without / with plan.pdl.
   {

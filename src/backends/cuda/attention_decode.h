@@ -94,7 +94,9 @@ struct attention_decode_plan {
   // instead of 8-byte stores from the accumulator fragments; the same values bit for bit.
   int stage_partials = 0;
   // Benchmark diagnosis only (the output is then undefined): 1 the warp-specialized kernel
-  // copies no rows (its consumers' chain alone), 2 its consumers compute nothing (the ring alone).
+  // copies no rows (its consumers' chain alone), 2 its consumers compute nothing (the ring alone),
+  // 3 its first index and query reads wait for the set-up barrier (the order before ATTN12; the
+  // output is then correct).
   int diag = 0;
   // Benchmark breakdown only: false skips the combine launch (the output is then undefined).
   bool combine = true;
