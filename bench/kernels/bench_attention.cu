@@ -641,6 +641,11 @@ void bench_step_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t cap_c, __
       p.stage_partials = stage;
       row(stage == 0 ? "  stage 0" : "  stage 2", p, true);
     }
+    if (made.combine_prefetch && !made.combine_rows) {
+      p = made;
+      p.combine_prefetch = false;
+      row("  no prefetch", p, true);
+    }
   }
   {
     auto p = made;

@@ -1763,7 +1763,14 @@ __device__ __forceinline__ float combine_block_reduce(float v, bool is_max, floa
   return v;
 }
 
-template <typename act_t, bool l2 = false>  // l2: as attention_decode_combine_rows
+// plan.combine_prefetch (pre): the partial loads of the first k_combine_prefetch splits go out
+// right after pdl_wait, beside the (max, sum) loads, instead of after the weights (a split without
+// keys wrote no partial row: its stale value is read and replaced by 0, as the predicated load
+// gives); the same fma chain, so the same output bit for bit. 64 more registers per thread.
+constexpr int k_combine_prefetch = 16;
+
+template <typename act_t, bool l2 = false,
+          bool pre = false>  // l2: as attention_decode_combine_rows
 __global__ void __launch_bounds__(k_combine_threads, 1)
     attention_decode_combine(const float* part_o, const float2* part_ml, const float* sinks,
                              int heads, int splits, act_t* out, unsigned long long* trace) {
@@ -1781,6 +1788,18 @@ __global__ void __launch_bounds__(k_combine_threads, 1)
   const float sink = sinks[h] * k_log2e;
   uint64_t policy = 0;
   if constexpr (l2) policy = l2_policy_evict_first();
+  auto load_part = [&](int i) {
+    if constexpr (l2)
+      return load4_policy(po + int64_t(i) * heads * k_d, policy);
+    else
+      return *reinterpret_cast<const float4*>(po + int64_t(i) * heads * k_d);
+  };
+  float4 pv[pre ? k_combine_prefetch : 1];
+  if constexpr (pre) {
+#pragma unroll
+    for (int i = 0; i < k_combine_prefetch; ++i)
+      if (i < splits) pv[i] = load_part(i);
+  }
   float mx = -INFINITY;
   for (int i = threadIdx.x; i < splits; i += k_combine_threads)
     mx = fmaxf(mx, ml[int64_t(i) * heads].x);
@@ -1798,18 +1817,31 @@ __global__ void __launch_bounds__(k_combine_threads, 1)
       den += w == 0.0f ? 0.0f : v.y * w;
     }
     __syncthreads();
+    int i0 = 0;
+    if constexpr (pre) {
+      if (c0 == 0) {
+#pragma unroll
+        for (int i = 0; i < k_combine_prefetch; ++i) {
+          if (i < n) {
+            const float w = weight_s[i];
+            const float4 v = w != 0.0f ? pv[i] : make_float4(0, 0, 0, 0);
+            o.x = __fmaf_rn(w, v.x, o.x);
+            o.y = __fmaf_rn(w, v.y, o.y);
+            o.z = __fmaf_rn(w, v.z, o.z);
+            o.w = __fmaf_rn(w, v.w, o.w);
+          }
+        }
+        i0 = min(n, k_combine_prefetch);
+      }
+    }
     // 16 independent 16-byte loads in flight per thread (8 left the HBM mostly idle at T = 1 with
     // ~130 splits: 128 threads x 8 x 16 B per CTA, one CTA per head). The sum runs in split
     // order either way.
 #pragma unroll 16
-    for (int i = 0; i < n; ++i) {
+    for (int i = i0; i < n; ++i) {
       const float w = weight_s[i];
       float4 v = make_float4(0, 0, 0, 0);  // predicated load: unrolled loads stay independent
-      if constexpr (l2) {
-        if (w != 0.0f) v = load4_policy(po + int64_t(c0 + i) * heads * k_d, policy);
-      } else {
-        if (w != 0.0f) v = *reinterpret_cast<const float4*>(po + int64_t(c0 + i) * heads * k_d);
-      }
+      if (w != 0.0f) v = load_part(c0 + i);
       // Explicit FMAs (what the compiler contracted to before): the fused kernel's merge
       // repeats this chain bit for bit.
       o.x = __fmaf_rn(w, v.x, o.x);
@@ -1951,9 +1983,11 @@ cudaError_t launch_combine_as(int64_t heads, int64_t tokens, const attention_dec
     return launch_pdl(true, kernel, grid, block, 0, stream, part_o, part_ml, sinks, rows,
                       int(heads), splits, out, plan.trace);
   }
-  return launch_pdl(true, attention_decode_combine<act_t, l2>, dim3(unsigned(rows)),
-                    dim3(k_combine_threads), 0, stream, part_o, part_ml, sinks, int(heads), splits,
-                    out, plan.trace);
+  return launch_pdl(true,
+                    plan.combine_prefetch ? attention_decode_combine<act_t, l2, true>
+                                          : attention_decode_combine<act_t, l2, false>,
+                    dim3(unsigned(rows)), dim3(k_combine_threads), 0, stream, part_o, part_ml,
+                    sinks, int(heads), splits, out, plan.trace);
 }
 template <typename act_t>
 cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode_plan& plan,

@@ -93,6 +93,11 @@ struct attention_decode_plan {
   // (1: STG.128 of 512 contiguous bytes per warp; 2: one bulk copy per row by the TMA unit)
   // instead of 8-byte stores from the accumulator fragments; the same values bit for bit.
   int stage_partials = 0;
+  // The block combine (more splits than the row combine takes) loads the first 16 splits' partial
+  // rows beside their (max, sum) instead of after the weights (attention_decode_combine<.., pre>;
+  // the same output bit for bit, 64 more registers per thread). Set by the split plan for steps
+  // of few rows (attention_decode_plan.cpp).
+  bool combine_prefetch = false;
   // Benchmark diagnosis only (the output is then undefined): 1 the warp-specialized kernel
   // copies no rows (its consumers' chain alone), 2 its consumers compute nothing (the ring alone),
   // 3 its first index and query reads wait for the set-up barrier (the order before ATTN12; the

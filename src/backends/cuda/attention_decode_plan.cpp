@@ -177,6 +177,9 @@ attention_decode_plan attention_decode_make_split_plan(int64_t tokens, int64_t h
   // T=4 38.4 / 32.6, T=1 25.7 / 22.0.
   p.partials_l2 = true;
   p.stage_partials = 1;
+  // Few rows (one wave of the block combine's CTAs even at 2 per SM): its partial loads beside
+  // the (max, sum) loads (plan.combine_prefetch).
+  p.combine_prefetch = tokens * heads <= 2 * int64_t(std::max(sm_count, 1));
   // Launched as a programmatic dependent of the step's previous kernel (the CTAs' set-up overlaps
   // its end). H100 2026-11-26 (ATTN12 helper, bench_attention --steps: graph of a kernel writing
   // the query, then the attention; the difference to that kernel alone), without / with: Flash CSA
