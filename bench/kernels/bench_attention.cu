@@ -552,7 +552,6 @@ dsv4::cuda::attention_decode_plan plan_before_attn12(int64_t T, int64_t H, int64
   const int64_t per = split.keys_per_split / 32;
   split.producer = split.alt = split.partials_l2 = per >= 4;
   split.fold = split.producer && split.splits == 1;
-  split.stage_partials = 0;
   split.pdl = false;
   const int64_t ctas = T * ((H + 63) / 64);
   int64_t c = 0;
@@ -636,24 +635,11 @@ void bench_step_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t cap_c, __
     auto p = made;
     p.combine = false;
     row("  no combine", p, false);
-    for (const int stage : {0, 2}) {
-      p = made;
-      p.stage_partials = stage;
-      row(stage == 0 ? "  stage 0" : "  stage 2", p, true);
-    }
-    if (made.combine_prefetch && !made.combine_rows) {
-      p = made;
-      p.combine_prefetch = false;
-      row("  no prefetch", p, true);
-    }
   }
   {
     auto p = made;
     p.pdl = false;
     row("  no pdl", p, false);
-    p = made;
-    p.diag = 3;  // the first index and query reads after the set-up barrier (the order before)
-    row("  late prologue", p, true);
   }
   // Chained behind a predecessor that writes the query (graph replay): without / with plan.pdl.
   {

@@ -22,7 +22,7 @@ attention_decode_plan plan(int64_t tokens, int64_t comp, int64_t min_tiles, int6
 
 TEST(attention_decode_plan, hca_8k_one_token_takes_one_tile_splits) {
   // 128 + 64 slots = 6 tiles, 6 tiles of step work <= 48: 6 splits of 1 tile on the
-  // warp-specialized kernel (alternate tiles, partials in L2 through shared memory, the row combine
+  // warp-specialized kernel (alternate tiles, partials in L2, the row combine
   // with <= 8 splits; ATTN12: the fused cluster of 8 is no longer the default).
   const attention_decode_plan p = plan(1, 64, 0);
   EXPECT_FALSE(p.fused);
@@ -31,9 +31,7 @@ TEST(attention_decode_plan, hca_8k_one_token_takes_one_tile_splits) {
   EXPECT_TRUE(p.producer);
   EXPECT_TRUE(p.alt);
   EXPECT_TRUE(p.partials_l2);
-  EXPECT_EQ(p.stage_partials, 1);
   EXPECT_TRUE(p.combine_rows);
-  EXPECT_TRUE(p.combine_prefetch);  // 64 rows
   EXPECT_TRUE(p.pdl);
   EXPECT_FALSE(p.fold);
   // 1 token x 6 splits x 64 heads x (512 f32 + 8).
@@ -53,8 +51,7 @@ TEST(attention_decode_plan, fused_on_request_keeps_the_session_8_rule) {
 }
 
 TEST(attention_decode_plan, one_token_csa_takes_one_tile_splits_on_the_producer_kernel) {
-  // 128 + 512 = 640 slots = 20 tiles <= 48: 20 splits of 1 tile, the block combine (> 8 splits)
-  // with its partial loads prefetched (64 rows).
+  // 128 + 512 = 640 slots = 20 tiles <= 48: 20 splits of 1 tile, the block combine (> 8 splits).
   const attention_decode_plan p = plan(1, 512, 0);
   EXPECT_FALSE(p.fused);
   EXPECT_EQ(p.splits, 20);
@@ -62,7 +59,6 @@ TEST(attention_decode_plan, one_token_csa_takes_one_tile_splits_on_the_producer_
   EXPECT_TRUE(p.producer);
   EXPECT_TRUE(p.alt);
   EXPECT_FALSE(p.combine_rows);
-  EXPECT_TRUE(p.combine_prefetch);
   // Pro CSA T=1 (128 heads: 2 groups, 1152 slots = 36 tiles): 72 tiles of work > 48, so 2 tiles
   // per split: 18 splits.
   const attention_decode_plan pro = plan(1, 1024, 0, 128);
@@ -82,12 +78,11 @@ TEST(attention_decode_plan, short_multi_token_splits_stop_at_eight) {
   EXPECT_EQ(hca128.splits, 8);
   EXPECT_EQ(hca128.keys_per_split, 5 * 32);
   // HCA 1M T=8 (260 tiles): ceil(260 / 8) = 33 > 6, 16 splits of 17 kept (block combine, 512
-  // rows: no prefetch).
+  // rows).
   const attention_decode_plan hca1m = plan(8, 8192, 0);
   EXPECT_EQ(hca1m.splits, 16);
   EXPECT_EQ(hca1m.keys_per_split, 17 * 32);
   EXPECT_FALSE(hca1m.combine_rows);
-  EXPECT_FALSE(hca1m.combine_prefetch);
   // An explicit minimum keeps the plain rule: HCA 8K T=32, 2 tiles: 132 / 32 = 4 capped by 3.
   const attention_decode_plan hca8k = plan(32, 64, 2);
   EXPECT_FALSE(hca8k.fused);

@@ -131,6 +131,19 @@
 // us, then 15.8 us with code and data hot; the second of two empty launches: 2.2 us). Part of it
 // was local memory (the slot source structs, read per slot from L2; removed, see slot_space):
 // HCA 8K T=1 fused 20.3 -> 16.5 us; with alternate tiles 16.2 us (H200, bench_attention --small).
+// Where they go now (ATTN12 helper, H100 2026-11-26, bench_attention --steps: plan.trace stamps
+// of every CTA, medians of 31 launches after the L2 flush, us after the first CTA's entry; logs
+// h100_2026-11-26_s12_attn12_run{1,2}_steps.txt). Flash CSA T=1 on 20 one-tile splits of this
+// warp-specialized kernel, 14.1 us event-timed: set-up barrier 0.6, first slot indices 1.8, query
+// tile 2.1, first tile's rows 2.4, its S 3.3 (0.8 us for the 32 m64n32k16 of one tile), softmax
+// and P V 4.0, the 128 KB of partial rows stored 6.5 (2.5 us: 8-byte stores from the fragments,
+// ncu on the synchronous kernel: 40% of the cycles in LG throttle), the combine's wait returns
+// 7.6 (the grid's end and flush), its end 10.5; the remaining ~3.5 us are the launch before the
+// first entry and the event after the last exit (empty-kernel floor 3.1-3.4 us). The fused
+// kernel's cluster merge took 8-10 us from the key loop's end to the CTAs' exit (HCA 8K T=1, 8
+// CTAs: 4.5 -> 13.4; Flash CSA T=1, 16 CTAs of 2 tiles: 5.3 -> 15.6): every CTA writes its
+// 128 KB of rows into shared memory and reads 128 KB back over distributed shared memory. So
+// the plans take the split kernel (attention_decode_plan.cpp).
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
@@ -522,11 +535,6 @@ __device__ __forceinline__ float4 load4_policy(const float* p, uint64_t policy) 
 __device__ __forceinline__ void store2_policy(float* p, float a, float b, uint64_t policy) {
   asm volatile("st.global.L2::cache_hint.v2.f32 [%0], {%1, %2}, %3;" ::"l"(p), "f"(a), "f"(b),
                "l"(policy)
-               : "memory");
-}
-__device__ __forceinline__ void store4_policy(float* p, float4 v, uint64_t policy) {
-  asm volatile("st.global.L2::cache_hint.v4.f32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(p), "f"(v.x),
-               "f"(v.y), "f"(v.z), "f"(v.w), "l"(policy)
                : "memory");
 }
 
@@ -996,16 +1004,10 @@ constexpr int k_ws_fused = 1;
 constexpr int k_ws_fold = 2;
 // plan.partials_l2 (split, alternate tiles): the partials stored with L2 evict_last.
 constexpr int k_ws_split_keep = 3;
-// plan.partials_l2 with plan.stage_partials (split, alternate tiles): the rows go through the
-// consumed key ring first, then out in whole lines: 4 by STG.128 of 512 contiguous bytes per
-// warp (stage 1), or one 2 KB bulk copy per row by the TMA unit (stage 2).
-constexpr int k_ws_split_stage = 4;
-constexpr int k_ws_split_bulk = 5;
 // Run-time options of the ws kernel (`opts`), bench diagnoses (plan.diag): no row copies (the
 // consumers' chain alone) / no products (the ring alone).
 constexpr int k_ws_opt_no_load = 1;
 constexpr int k_ws_opt_no_compute = 2;
-constexpr int k_ws_opt_late_prologue = 4;  // plan.diag 3
 
 // Arrives on `bar` once every cp.async this thread issued before has landed (noinc: the arrival
 // is one of the barrier's expected count).
@@ -1023,9 +1025,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
   if (threadIdx.x == 0) trace_stamp(trace, 0, k_adt_entry);
   constexpr bool fused = mode == k_ws_fused;
   constexpr bool fold = mode == k_ws_fold;
-  constexpr bool stage_bulk = mode == k_ws_split_bulk;
-  constexpr bool stage_lines = mode == k_ws_split_stage;
-  constexpr bool keep_l2 = mode == k_ws_split_keep || stage_lines || stage_bulk;
+  constexpr bool keep_l2 = mode == k_ws_split_keep;
   using pool_t = __nv_bfloat16;
   namespace wgm = attention_wgmma;
   extern __shared__ __align__(1024) unsigned char smem[];
@@ -1083,27 +1083,6 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     }
   }
   // (Fused: a CTA without keys still takes part in its cluster's merge, with m = -inf.)
-  // The first global reads go out before the set-up barrier: the producers' slot indices of tiles
-  // 0-2 (lane l: slot l of each), the consumers' query tile (cp.async, waited for after the
-  // barrier). H100 2026-11-26 (ATTN12 helper, bench_attention --steps traces, Flash CSA T=1, one
-  // tile per CTA): both used to start after the barrier, ~0.6 us after the CTA's entry.
-  // (plan.diag 3: after it, the order before; benchmarks only.)
-  const bool early = (opts & k_ws_opt_late_prologue) == 0;
-  auto index_of_tile = [&](int j) -> int32_t {
-    if (j >= n_live) return -1;
-    const int32_t* src = space.index_src(tile_start(j) + lane);
-    return src ? __ldg(src) : -1;  // -1: row_ref gives no row
-  };
-  int32_t first_index[3] = {-1, -1, -1};
-  if (early) {
-    if (warp >= k_ws_consumers) {
-#pragma unroll
-      for (int j = 0; j < 3; ++j) first_index[j] = index_of_tile(j);
-    } else if (n_live > 0) {
-      load_query_tile<true>(q, t, heads, head0, smem, q_s);
-      if constexpr (sizeof(act_t) == 2) cp_async_commit();
-    }
-  }
   if (threadIdx.x == 0) {
     for (int i = 0; i < k_ws_stages; ++i) {
       // The producers' 128 cp.async arrivals and one release arrival (the mask).
@@ -1123,12 +1102,12 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
   auto produce = [&] {
     const int pw = warp - k_ws_consumers;
     const void* any_global = q;
-    int32_t v0 = first_index[0], v1 = first_index[1], v2 = first_index[2];
-    if (!early) {
-      v0 = index_of_tile(0);
-      v1 = index_of_tile(1);
-      v2 = index_of_tile(2);
-    }
+    auto index_of_tile = [&](int j) -> int32_t {
+      if (j >= n_live) return -1;
+      const int32_t* src = space.index_src(tile_start(j) + lane);
+      return src ? __ldg(src) : -1;  // -1: row_ref gives no row
+    };
+    int32_t v0 = index_of_tile(0), v1 = index_of_tile(1), v2 = index_of_tile(2);
     const bool no_load = (opts & k_ws_opt_no_load) != 0;
 #pragma unroll 1
     for (int j = 0; j < n_live; ++j) {
@@ -1303,74 +1282,6 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     fused_epilogue(acc, m, l, sink1, rg, half, h0, h1);
   };
 
-  // plan.stage_partials (split kernel; the values of store_split_partial, bit for bit): the 128 KB
-  // of partial rows leave the SM as whole lines instead of 8-byte pieces of 8 rows per store
-  // (ncu, the synchronous kernel's direct stores at Flash CSA T=1: 40% of the warps' cycles in
-  // LG throttle). Every consumer warp first passes its last P V (the ring is then free: all
-  // tiles consumed); the rows go into the ring, then out:
-  //   stage_lines: as the fused merge's [64][512] f32 (float2 j of row r at j ^ 4 (r & 7), no bank
-  //   conflict), each warp copying 512 contiguous bytes of a row per STG.128;
-  //   stage_bulk: rows 2080 bytes apart (no bank conflict for a half-warp's STS.64), one 2 KB bulk
-  //   copy (TMA) per row, issued by the 32 lanes of warp 0.
-  auto staged_partial = [&](const float(&acc)[2][64], const float(&m)[2], const float(&l)[2],
-                            int rg, int half, int64_t h0, int64_t h1) {
-    auto acc_at = [&](int n, int e) { return acc[n >> 4][4 * (n & 15) + e]; };
-    mbar::named_sync(1, k_threads);  // every consumer warp is done with the ring
-    unsigned char* const red = smem + k_ws_ring;
-    const int rl0 = rg * 16 + lane / 4;
-    constexpr int bulk_stride = k_d * 4 + 32;
-    static_assert(k_rows * bulk_stride <= k_ws_masks - k_ws_ring);  // ring + exchange buffers
-    if constexpr (stage_lines) {
-      const int sw = (lane / 4) << 2;  // rows rl0 and rl0 + 8 share r & 7 = lane / 4
-#pragma unroll
-      for (int n = 0; n < 32; ++n) {
-        const int j = (half * 128 + 4 * n + lane % 4) ^ sw;
-        *reinterpret_cast<float2*>(red + rl0 * (k_d * 4) + j * 8) =
-            make_float2(acc_at(n, 0), acc_at(n, 1));
-        *reinterpret_cast<float2*>(red + (rl0 + 8) * (k_d * 4) + j * 8) =
-            make_float2(acc_at(n, 2), acc_at(n, 3));
-      }
-    } else {
-#pragma unroll
-      for (int n = 0; n < 32; ++n) {
-        const int c = half * 256 + n * 8 + 2 * (lane % 4);
-        *reinterpret_cast<float2*>(red + rl0 * bulk_stride + c * 4) =
-            make_float2(acc_at(n, 0), acc_at(n, 1));
-        *reinterpret_cast<float2*>(red + (rl0 + 8) * bulk_stride + c * 4) =
-            make_float2(acc_at(n, 2), acc_at(n, 3));
-      }
-    }
-    if (half == 0 && lane % 4 == 0) {
-      if (h0 < heads) part_ml[part + h0] = make_float2(m[0], l[0]);
-      if (h1 < heads) part_ml[part + h1] = make_float2(m[1], l[1]);
-    }
-    if constexpr (stage_bulk) wgm::fence_async_smem();  // the rows, for the bulk copies
-    mbar::named_sync(1, k_threads);
-    const uint64_t policy = l2_policy_evict_last();
-    float* const dst = part_o + (part + head0) * k_d;
-    const int n_rows = int(min(int64_t(k_rows), int64_t(heads) - head0));
-    if constexpr (stage_lines) {
-#pragma unroll 8
-      for (int i = int(threadIdx.x); i < n_rows * (k_d / 4); i += k_threads) {
-        const int row = i / (k_d / 4), f4 = i % (k_d / 4);
-        const float4 v = *reinterpret_cast<const float4*>(red + row * (k_d * 4) +
-                                                          (((2 * f4) ^ ((row & 7) << 2)) * 8));
-        store4_policy(dst + row * k_d + 4 * f4, v, policy);
-      }
-    } else if (warp == 0) {
-      const uint32_t red_s = q_s + k_ws_ring;
-      for (int row = lane; row < n_rows; row += k_warp_size)
-        asm volatile(
-            "cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint [%0], [%1], %2, %3;\n" ::
-                "l"(dst + row * k_d),
-            "r"(red_s + uint32_t(row * bulk_stride)), "n"(k_d * 4), "l"(policy)
-            : "memory");
-      asm volatile("cp.async.bulk.commit_group;\n" ::: "memory");
-      // Complete (not only read) before the CTA exits: the combine reads them after this grid.
-      asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory");
-    }
-  };
-
   // Consumers: warp w owns query rows 16 rg .. and output channels 256 half .. (as
   // attention_decode_kernel<wg>).
   auto consume = [&] {
@@ -1384,11 +1295,11 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       if (h1 < heads) sink2[1] = sinks[h1] * k_log2e;
     }
     if (n_live > 0) {  // always in the split kernel; a fused CTA without keys needs no query
-      if (!early) {
-        load_query_tile<true>(q, t, heads, head0, smem, q_s);
-        if constexpr (sizeof(act_t) == 2) cp_async_commit();
+      load_query_tile<true>(q, t, heads, head0, smem, q_s);
+      if constexpr (sizeof(act_t) == 2) {
+        cp_async_commit();
+        cp_async_wait<0>();
       }
-      if constexpr (sizeof(act_t) == 2) cp_async_wait<0>();
       wgm::fence_async_smem();
       mbar::named_sync(1, k_threads);  // the query tile is complete (consumers only)
       if (threadIdx.x == 0) trace_stamp(trace, 0, k_adt_query);
@@ -1713,8 +1624,6 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     if constexpr (!fused) {
       if constexpr (fold)
         fold_epilogue(acc, m, l, sink2, rg, half, h0, h1);
-      else if constexpr (stage_lines || stage_bulk)
-        staged_partial(acc, m, l, rg, half, h0, h1);
       else
         store_split_partial<keep_l2>(acc, m, l, half, lane, h0, h1, heads, part, part_o, part_ml);
     } else {
@@ -1763,14 +1672,7 @@ __device__ __forceinline__ float combine_block_reduce(float v, bool is_max, floa
   return v;
 }
 
-// plan.combine_prefetch (pre): the partial loads of the first k_combine_prefetch splits go out
-// right after pdl_wait, beside the (max, sum) loads, instead of after the weights (a split without
-// keys wrote no partial row: its stale value is read and replaced by 0, as the predicated load
-// gives); the same fma chain, so the same output bit for bit. 64 more registers per thread.
-constexpr int k_combine_prefetch = 16;
-
-template <typename act_t, bool l2 = false,
-          bool pre = false>  // l2: as attention_decode_combine_rows
+template <typename act_t, bool l2 = false>  // l2: as attention_decode_combine_rows
 __global__ void __launch_bounds__(k_combine_threads, 1)
     attention_decode_combine(const float* part_o, const float2* part_ml, const float* sinks,
                              int heads, int splits, act_t* out, unsigned long long* trace) {
@@ -1788,18 +1690,6 @@ __global__ void __launch_bounds__(k_combine_threads, 1)
   const float sink = sinks[h] * k_log2e;
   uint64_t policy = 0;
   if constexpr (l2) policy = l2_policy_evict_first();
-  auto load_part = [&](int i) {
-    if constexpr (l2)
-      return load4_policy(po + int64_t(i) * heads * k_d, policy);
-    else
-      return *reinterpret_cast<const float4*>(po + int64_t(i) * heads * k_d);
-  };
-  float4 pv[pre ? k_combine_prefetch : 1];
-  if constexpr (pre) {
-#pragma unroll
-    for (int i = 0; i < k_combine_prefetch; ++i)
-      if (i < splits) pv[i] = load_part(i);
-  }
   float mx = -INFINITY;
   for (int i = threadIdx.x; i < splits; i += k_combine_threads)
     mx = fmaxf(mx, ml[int64_t(i) * heads].x);
@@ -1817,31 +1707,18 @@ __global__ void __launch_bounds__(k_combine_threads, 1)
       den += w == 0.0f ? 0.0f : v.y * w;
     }
     __syncthreads();
-    int i0 = 0;
-    if constexpr (pre) {
-      if (c0 == 0) {
-#pragma unroll
-        for (int i = 0; i < k_combine_prefetch; ++i) {
-          if (i < n) {
-            const float w = weight_s[i];
-            const float4 v = w != 0.0f ? pv[i] : make_float4(0, 0, 0, 0);
-            o.x = __fmaf_rn(w, v.x, o.x);
-            o.y = __fmaf_rn(w, v.y, o.y);
-            o.z = __fmaf_rn(w, v.z, o.z);
-            o.w = __fmaf_rn(w, v.w, o.w);
-          }
-        }
-        i0 = min(n, k_combine_prefetch);
-      }
-    }
     // 16 independent 16-byte loads in flight per thread (8 left the HBM mostly idle at T = 1 with
     // ~130 splits: 128 threads x 8 x 16 B per CTA, one CTA per head). The sum runs in split
     // order either way.
 #pragma unroll 16
-    for (int i = i0; i < n; ++i) {
+    for (int i = 0; i < n; ++i) {
       const float w = weight_s[i];
       float4 v = make_float4(0, 0, 0, 0);  // predicated load: unrolled loads stay independent
-      if (w != 0.0f) v = load_part(c0 + i);
+      if constexpr (l2) {
+        if (w != 0.0f) v = load4_policy(po + int64_t(c0 + i) * heads * k_d, policy);
+      } else {
+        if (w != 0.0f) v = *reinterpret_cast<const float4*>(po + int64_t(c0 + i) * heads * k_d);
+      }
       // Explicit FMAs (what the compiler contracted to before): the fused kernel's merge
       // repeats this chain bit for bit.
       o.x = __fmaf_rn(w, v.x, o.x);
@@ -1983,11 +1860,9 @@ cudaError_t launch_combine_as(int64_t heads, int64_t tokens, const attention_dec
     return launch_pdl(true, kernel, grid, block, 0, stream, part_o, part_ml, sinks, rows,
                       int(heads), splits, out, plan.trace);
   }
-  return launch_pdl(true,
-                    plan.combine_prefetch ? attention_decode_combine<act_t, l2, true>
-                                          : attention_decode_combine<act_t, l2, false>,
-                    dim3(unsigned(rows)), dim3(k_combine_threads), 0, stream, part_o, part_ml,
-                    sinks, int(heads), splits, out, plan.trace);
+  return launch_pdl(true, attention_decode_combine<act_t, l2>, dim3(unsigned(rows)),
+                    dim3(k_combine_threads), 0, stream, part_o, part_ml, sinks, int(heads), splits,
+                    out, plan.trace);
 }
 template <typename act_t>
 cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode_plan& plan,
@@ -1999,10 +1874,7 @@ cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode
 
 // The ws kernel's run-time options (k_ws_opt_*: bench diagnoses).
 int ws_opts(const attention_decode_plan& plan) {
-  return plan.diag == 1   ? k_ws_opt_no_load
-         : plan.diag == 2 ? k_ws_opt_no_compute
-         : plan.diag == 3 ? k_ws_opt_late_prologue
-                          : 0;
+  return plan.diag == 1 ? k_ws_opt_no_load : plan.diag == 2 ? k_ws_opt_no_compute : 0;
 }
 // The consumer schedule a plan runs.
 int ws_sched(const attention_decode_plan& plan) {
@@ -2100,11 +1972,7 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
       // plan.partials_l2: the alternate-tile split kernel keeps its partials in L2 for the
       // combine.
       const bool keep = !fold && plan.partials_l2 && plan.combine && ws_sched(plan) == k_ws_alt;
-      auto* const ws = fold ? ws_kernel<k_ws_fold, act_t>(plan)
-                       : keep && plan.stage_partials == 1
-                           ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_stage, act_t>
-                       : keep && plan.stage_partials == 2
-                           ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_bulk, act_t>
+      auto* const ws = fold   ? ws_kernel<k_ws_fold, act_t>(plan)
                        : keep ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_keep, act_t>
                               : ws_kernel<k_ws_split, act_t>(plan);
       if (const cudaError_t e = allow_dynamic_smem(ws, k_ws_smem); e != cudaSuccess) return e;

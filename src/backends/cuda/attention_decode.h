@@ -55,7 +55,8 @@ struct attention_decode_plan {
   // ring through mbarriers while 8 consumer warps compute; no CTA-wide barrier per tile). false:
   // the synchronous kernel (every warp loads and computes, two __syncthreads per tile). Same
   // tiles, split, products and softmax; f32 pools always take the synchronous kernel. The plan
-  // sets it from 4 tiles per split (measured, attention_decode_make_plan).
+  // sets it at every split (measured, attention_decode_make_plan; from 4 tiles per split only
+  // before ATTN12).
   bool producer = true;
   // With producer (split or fused plans): alternate tiles per consumer warpgroup.
   // Warpgroup w computes the full S (all 512 channels) and the online softmax of tiles
@@ -89,19 +90,8 @@ struct attention_decode_plan {
   // from L2 rather than DRAM (cache hints only: the same output bit for bit). Set by the split
   // plan wherever it runs alt (attention_decode_plan.cpp).
   bool partials_l2 = false;
-  // With partials_l2: the split kernel's partial rows leave through shared memory as whole lines
-  // (1: STG.128 of 512 contiguous bytes per warp; 2: one bulk copy per row by the TMA unit)
-  // instead of 8-byte stores from the accumulator fragments; the same values bit for bit.
-  int stage_partials = 0;
-  // The block combine (more splits than the row combine takes) loads the first 16 splits' partial
-  // rows beside their (max, sum) instead of after the weights (attention_decode_combine<.., pre>;
-  // the same output bit for bit, 64 more registers per thread). Set by the split plan for steps
-  // of few rows (attention_decode_plan.cpp).
-  bool combine_prefetch = false;
   // Benchmark diagnosis only (the output is then undefined): 1 the warp-specialized kernel
-  // copies no rows (its consumers' chain alone), 2 its consumers compute nothing (the ring alone),
-  // 3 its first index and query reads wait for the set-up barrier (the order before ATTN12; the
-  // output is then correct).
+  // copies no rows (its consumers' chain alone), 2 its consumers compute nothing (the ring alone).
   int diag = 0;
   // Benchmark breakdown only: false skips the combine launch (the output is then undefined).
   bool combine = true;
@@ -136,7 +126,8 @@ enum attention_decode_trace_slot : int {
 // The plan functions are host code (attention_decode_plan.cpp; tests/cuda_host checks their rules).
 // sm_count: the device's SMs (one CTA per SM fits). min_tiles_per_split (>= 1) bounds how thin
 // the split gets (each CTA also loads the 64 KB bf16 query tile of its head group); 0 (the
-// default, what the engine runs): 1 for single-token steps with up to 2048 slots, else 2.
+// default, what the engine runs): 1 while the step has at most 48 tiles of (token, head group)
+// work, else 2, and multi-token steps take at most 8 splits where that means <= 6 tiles each.
 // Beyond 64 splits the minimum doubles (fewer partial rows for the combine).
 //
 // fused = 1: small steps take the fused kernel (plan.fused) where the session-8 rule holds: its
@@ -144,8 +135,8 @@ enum attention_decode_trace_slot : int {
 // half the SMs, and it is chosen when each of its CTAs gets at most one 32-slot tile more than the
 // split plan's CTAs (two from 8 CTAs per head group and token up). fused = 0 (the default since
 // ATTN12): the split plan always; the warp-specialized split kernel measured faster than the
-// fused kernel at every shape that rule picked (its cluster merge moves each CTA's 128 KB of rows
-// through distributed shared memory: 8-10 us after the key loop, attention_decode_plan.cpp).
+// fused kernel at every shape that rule picks (the cluster merge moves each CTA's 128 KB of rows
+// through distributed shared memory: 8-10 us after the key loop; attention_decode_plan.cpp).
 attention_decode_plan attention_decode_make_plan(int64_t tokens, int64_t heads, int64_t head_dim,
                                                  int64_t window_capacity, int64_t comp_capacity,
                                                  int sm_count, int64_t min_tiles_per_split = 0,

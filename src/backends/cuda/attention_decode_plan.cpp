@@ -52,6 +52,12 @@ attention_decode_plan attention_decode_make_plan(int64_t tokens, int64_t heads, 
                                                  int64_t fused) {
   const attention_decode_plan split = attention_decode_make_split_plan(
       tokens, heads, head_dim, window_capacity, comp_capacity, sm_count, min_tiles_per_split);
+  // fused = 0 (the default since ATTN12): the split plan. H100 2026-11-26 (ATTN12 helper,
+  // bench_attention --steps, same process; the split plan of this file on the warp-specialized
+  // kernel), fused / split time: HCA 8K T=1 17.28 / 13.44 us (fused 8 x 1 tile, split 6 x 1),
+  // Flash CSA T=4 18.34 / 16.00 (8 x 3, 7 x 3), T=8 18.66 / 17.25; second call, the plans before
+  // / after: HCA 8K T=2 15.71 / 14.30, T=4 15.84 / 14.66, T=8 16.00 / 15.04, T=32 22.53 / 20.26
+  // (fused 2 x 4, split 4 x 2), HCA 128K T=8 21.95 / 20.61. The rule below is kept for fused = 1.
   if (fused == 0 || split.splits <= 0) return split;
   // The fused kernel when its CTAs get at most one tile more than the split's (two from 8
   // CTAs per head group and token up), over the largest cluster of <= 8 CTAs whose clusters fill
@@ -176,14 +182,20 @@ attention_decode_plan attention_decode_make_split_plan(int64_t tokens, int64_t h
   // 38.6 / 32.6, HCA 1M T=16 74.7 / 69.6 / 73.2 / 68.1; block / block + L2: HCA 1M T=8 50.2 / 44.5,
   // T=4 38.4 / 32.6, T=1 25.7 / 22.0.
   p.partials_l2 = true;
-  p.stage_partials = 1;
-  // Few rows (one wave of the block combine's CTAs even at 2 per SM): its partial loads beside
-  // the (max, sum) loads (plan.combine_prefetch).
-  p.combine_prefetch = tokens * heads <= 2 * int64_t(std::max(sm_count, 1));
-  // Launched as a programmatic dependent of the step's previous kernel (the CTAs' set-up overlaps
-  // its end). H100 2026-11-26 (ATTN12 helper, bench_attention --steps: graph of a kernel writing
-  // the query, then the attention; the difference to that kernel alone), without / with: Flash CSA
-  // T=1 18.11 / 17.95 us ... (0.1-0.3 us at every shape measured).
+  // Tried and dropped (ATTN12 helper, H100 2026-11-26, same process, per-CTA traces): the partial
+  // rows out through the consumed key ring as whole lines (STG.128 of 512 bytes per warp, or one
+  // TMA bulk copy per row) instead of the fragments' 8-byte stores: 3.1-3.2 vs 2.6 us from the
+  // key loop's end to the CTA's end at Flash CSA T=1 (0.3-0.6 us slower at every step of <= 8
+  // tokens, neutral at T=32); the block combine loading its first 16 splits' partials beside
+  // their (max, sum): no faster (3.2 vs 3.1 us from its wait to its end); the first slot indices
+  // and the query tile read before the set-up barrier: the rows of the first tile landed 0.3 us
+  // later (the index loads queued behind the 64 KB query).
+  // Launched as a programmatic dependent of the step's previous kernel (its CTAs are placed and
+  // set up while that kernel ends). H100 2026-11-26 (ATTN12 helper, bench_attention --steps: a
+  // graph of a kernel writing the query, then the attention; minus that kernel alone), without /
+  // with: HCA 8K T=1 11.17 / 11.04 us, HCA 128K T=1 14.14 / 13.92, HCA 1M T=1 18.75 / 18.30, Pro
+  // CSA T=1 13.98 / 13.82, HCA 8K T=32 16.42 / 16.16, Flash CSA T=4 14.08 / 13.82, HCA 1M T=8
+  // 37.92 / 37.86; Flash CSA T=1 12.58 / 12.74 and HCA 1M T=32 100.77 / 100.83 the exceptions.
   p.pdl = true;
   return p;
 }
