@@ -33,6 +33,10 @@
 // at T = 1 with bf16 x no prepare launch: each GEMM warp derives its block's chunk from the
 // routing and W1/W3 converts x into its staged row itself (then the quantize launch runs: the
 // fold's counters have nobody to zero them). Same sums (bit-equal to chain 0).
+// MOE13 (chain bits 16, 32; default 63): at T <= 4 on the engine's path the fold runs at every
+// wave count and at T = 1, its counters in a per-stream buffer that the combine zeroes, and W2
+// waits per chunk for its h (readiness counters released by the fold) instead of for the whole
+// W1/W3 grid (chain_args; the SLOTS kernels).
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -578,9 +582,10 @@ __device__ __forceinline__ float combine_term(float acc, bool weighted, float we
 // 128-row group of h on ready[slot * k_ready_stride] (after its stores, a barrier and a fence);
 // the W2 blocks, once their first ring rounds are in flight, wait for their own slot's
 // `ready_target` groups instead of griddepcontrol.wait for the whole W1/W3 grid (see
-// wait_counter) and read h with coherent loads (load_act16). exit_wait: W2 blocks still execute
-// griddepcontrol.wait before they exit (pdl.cuh's contract; chain 32 drops it). fold_waves: the
-// fold at any wave count (its counters then live in the per-stream buffer, not in the workspace).
+// wait_counter) and read h with coherent loads (load_act16); they exit without
+// griddepcontrol.wait (the exception to pdl.cuh's contract, argued at the kernel's end).
+// fold_waves: the fold at any wave count (its counters then live in the per-stream buffer, not in
+// the workspace). stage_h1 (host side, chain 32): W2 stages h at T = 1 too.
 struct chain_args {
   int* qcnt;
   int early_chunk;
@@ -588,8 +593,8 @@ struct chain_args {
   int self_pairs, self_experts;
   int* ready;
   int ready_target;
-  int exit_wait;
   int fold_waves;
+  int stage_h1;
 };
 
 // Counters polled by many blocks each own a 128-byte line.
@@ -649,8 +654,6 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
   static_assert(k_stages <= SS, "ring deeper than the scale slots");
   static_assert(!SLOTS || (RING && !SPLIT && RP == 2), "SLOTS: the engine's path only");
   constexpr bool HL2 = SLOTS && !UP;  // W2: h of the running W1/W3 grid (load_act16<true>)
-  // W2 blocks execute griddepcontrol.wait before they exit, unless chain 32 (see chain_args).
-  const bool exit_wait = !HL2 || chain.exit_wait;
   __shared__ int pair_of[k_chunk];
   __shared__ int fold_last;
   __shared__ float partial[KS > 1 ? (KS - 1) * RT : 1][NM][4][k_warp_size];
@@ -668,8 +671,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     int e_self;
     if (!moe_decode_self_chunk(chain.self_indices, chain.self_pairs, chain.self_experts, slot,
                                e_self, self_mask)) {
-      if constexpr (!UP)
-        if (exit_wait) pdl_wait();
+      if constexpr (!UP && !HL2) pdl_wait();
       return;
     }
     c = make_int4(e_self, 0, __popc(self_mask), 0);
@@ -682,8 +684,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
   } else {
     if (chain.early_chunk) c = chunks[slot];
     if (slot >= *chunk_count) {  // uniform over the block
-      if constexpr (!UP)
-        if (exit_wait) pdl_wait();
+      if constexpr (!UP && !HL2) pdl_wait();
       return;
     }
     if (!chain.early_chunk) c = chunks[slot];
@@ -982,8 +983,15 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       out[int64_t(p) * rows + row] = acc[0][i] * post[0];
     }
   }
-  if constexpr (HL2)
-    if (exit_wait) pdl_wait();  // this grid completes only after W1/W3's (pdl.cuh)
+  // HL2: no griddepcontrol.wait before the exit, so this grid may complete before W1/W3's (its
+  // blocks of other slots may still be leaving): measured 1.06x at Flash T = 4 over waiting
+  // (finished W2 blocks otherwise hold their SM slots until W1/W3 completes). What pdl.cuh's
+  // contract gives the later launches still holds for memory: every W1/W3 block of a valid slot
+  // stored hf, then counted on its fold counter after a fence; the last of each group quantized
+  // h, then released the group after a fence; blocks of other slots store nothing; so every
+  // W1/W3 memory operation precedes a release that some W2 block observed before it completed
+  // (a slot's last release follows every fold count of its groups), hence precedes W2's
+  // completion, which the combine's griddepcontrol.wait covers.
   if constexpr (UP) {
     if (!chain.qcnt) return;
     // The quantize launch's work, by the last block of each (chunk, 128-row group): one group per
@@ -1041,7 +1049,7 @@ __global__ void __launch_bounds__(256)
 // weights null: the official order (already applied to h). EARLY (moe_decode_set_chain 4): the
 // top_k indices, weights and out values of an element are loaded in groups of 8 before they are
 // used (one L2 latency per group instead of one per k); the same sum in the same order.
-// zero / n_zero (chain 16 / 64): block 0 zeroes the call's counters in the per-stream buffer
+// zero / n_zero (chain 16): block 0 zeroes the call's counters in the per-stream buffer
 // after its wait, i.e. once W2 has completed; every counter update of the call precedes W2's
 // completion (W2's blocks waited on the slots' last releases, each after every fold count of its
 // slot), and the next call touches the counters only after its own waits (pdl.cuh).
@@ -1168,7 +1176,9 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
                            float* hf, float* out, chain_args& chain, cudaStream_t stream) {
   // Staged activation rows (moe_decode_set_stage_x_tokens): the ring kernels without a lo part.
   const moe_decode_stage_x sx = moe_decode_stage_x_tokens();
-  const bool stage = UP ? tokens <= sx.up_max : tokens >= sx.down_min && tokens <= sx.down_max;
+  const bool stage =
+      UP ? tokens <= sx.up_max
+         : (tokens >= sx.down_min || (chain.ready && chain.stage_h1)) && tokens <= sx.down_max;
   const int stage_pairs = UP ? moe_decode_stage_pairs().up : moe_decode_stage_pairs().down;
   const size_t stage_bytes =
       RING && !SPLIT && stage ? size_t(stage_pairs) * (kdim * 2 + (stage_pairs > 1 ? 64 : 0)) : 0;
@@ -1182,7 +1192,7 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
   // round trip at its exit then delays nothing but the last blocks, less than the quantize
   // launch it replaces; over several waves it delays every wave (run 2: Pro T = 1, 3 waves,
   // 0.96x; Flash T = 1, one wave, 1.035x).
-  // (Chain 16 / 64: at any wave count, fold_waves; W2 then waits for it per slot.)
+  // (Chain 16: at any wave count, fold_waves; W2 then waits for it per slot.)
   const int rt_index = rt == 4 ? 0 : rt == 2 ? 1 : 2;  // blocks_per_sm's order
   if (chain.qcnt && !chain.fold_waves &&
       int64_t(grid.x) * grid.y > int64_t(blocks_per_sm[rt_index]) * sms)
@@ -1233,7 +1243,7 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
 #undef DSV4_GEMM_SS
 }
 
-// Chain 16 / 64's counters: k_slot_counters ints per (device, stream), allocated and zeroed on
+// Chain 16's counters: k_slot_counters ints per (device, stream), allocated and zeroed on
 // the first call outside stream capture (the engine's graphs run their step eagerly first); null
 // while capturing before that, or when allocation fails (the call then runs chain 15's launches).
 // Kept for the process. Each call leaves them zero (the combine zeroes them), so calls, replayed
@@ -1307,20 +1317,18 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   // 16 (MOE13, official order, T <= 4, the engine's path: bf16 x, ring, repacked, shift decode):
   // the fold at every wave count and with 8's self plan, its counters in a per-stream buffer
   // (slot_counters) that the combine zeroes; W2 waits per slot for its h (chain_args) instead of
-  // for the whole W1/W3 grid, and still waits for the grid before it exits unless 32 is set. 64:
-  // the same fold and counters, W2 waiting for the whole grid (the quantize launch's removal
-  // alone).
+  // for the whole W1/W3 grid; 32: with 16, W2 stages h at T = 1 too (stage_x's down_min).
   const int64_t groups = inter / 128;
   const int64_t ready_ints = bound * k_ready_stride, n_slot = ready_ints + bound * groups;
-  int* const slots_buf = official && ring && !x_split && RP == 2 && tokens <= 4 &&
-                                 (chain & (16 | 64)) && n_slot <= k_slot_counters
+  int* const slots_buf = official && ring && !x_split && RP == 2 && tokens <= 4 && (chain & 16) &&
+                                 n_slot <= k_slot_counters
                              ? slot_counters(stream)
                              : nullptr;
   const bool qfold = official && (slots_buf || ((chain & 1) && !self_plan)),
              early = (chain & 4) && tokens <= 4;
   auto* qcnt = slots_buf ? slots_buf + ready_ints : reinterpret_cast<int*>(base + l.qcnt);
-  int* const ready = slots_buf && (chain & 16) ? slots_buf : nullptr;
-  const int exit_wait = (chain & 32) ? 0 : 1, fold_waves = slots_buf ? 1 : 0;
+  int* const ready = slots_buf;
+  const int fold_waves = slots_buf ? 1 : 0, stage_h1 = (chain & 32) ? 1 : 0;
   const int32_t* self_indices = self_plan ? indices : nullptr;
   chain_args up_chain{qfold ? qcnt : nullptr,
                       early,
@@ -1329,10 +1337,10 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
                       int(experts),
                       ready,
                       int(groups),
-                      exit_wait,
-                      fold_waves},
+                      fold_waves,
+                      stage_h1},
       down_chain{nullptr, early,       self_indices, int(pairs), int(experts),
-                 ready,   int(groups), exit_wait,    fold_waves};
+                 ready,   int(groups), fold_waves,   stage_h1};
 
   if (!self_plan) {
     const int64_t groups = tokens * hidden / 8;
@@ -1446,7 +1454,15 @@ namespace {
 // Flash T = 1 0.80-0.95x (best with W2's ring 4 deep and static items), Pro T = 1 0.84-1.02x,
 // T = 4 0.80-0.98x; a phase trace (Flash T = 1) put its W1/W3 items' tail at 35-37 us and its W2
 // phase 16-19 us past h's readiness. The code: branch wip/moe12 at 2a00904.
-int g_chain = 31;
+// MOE13 (H100, official bf16 MXFP4, same process, vs 15; bench/kernels/results/
+// h100_2026-11-26_s12_moe13_run{1,2}_*): 16 (W2 waits per chunk for its h, no quantize launch)
+// run 1, with W2's griddepcontrol.wait before its exit (then dropped): Flash T = 1 / 4 1.019 /
+// 1.039x, Pro 1.050 / 0.994x; without that exit wait (now 16's behaviour) 1.020 / 1.102x, 1.048 /
+// 1.011x; with W2 staging h at T = 1 too (now 32) Flash T = 1 1.039x, Pro T = 1 1.047x; controls
+// (15 again) 1.004 / 1.000x, 1.003 / 1.026x. Measured slower and removed: the fold of 16 with
+// W2 waiting for the whole grid (Flash T = 1 1.031x, but Pro T = 1 / 4 0.946 / 0.936x: the fold
+// over several waves).
+int g_chain = 63;
 }  // namespace
 void moe_decode_set_chain(int mask) {
   g_chain = mask & 127;
