@@ -595,6 +595,7 @@ struct chain_args {
   int ready_target;
   int fold_waves;
   int stage_h1;
+  int light_fences;  // chain 64, with 16: the fold's and the release's fences (see the kernel)
 };
 
 // Counters polled by many blocks each own a 128-byte line.
@@ -1000,11 +1001,22 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     constexpr int active = RT * k_warp_size;
     const int64_t grp = r0 / 128;
     bar_sync_threads(1, active);  // every hf store of the block
+    int* const fold_counter = chain.qcnt + int64_t(slot) * (rows / 128) + grp;
     if (threadIdx.x == 0) {
-      __threadfence();
-      fold_last =
-          atomicAdd(chain.qcnt + int64_t(slot) * (rows / 128) + grp, 1) == 128 / (16 * RT) - 1;
-      __threadfence();
+      if (SLOTS && chain.light_fences) {
+        // One acq_rel RMW instead of fence.sc, RMW, fence.sc (MEMBAR.SC.GPU twice): release of
+        // the block's stores (ordered before thread 0 by the barrier), acquire of the others'.
+        int before;
+        asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;"
+                     : "=r"(before)
+                     : "l"(fold_counter)
+                     : "memory");
+        fold_last = before == 128 / (16 * RT) - 1;
+      } else {
+        __threadfence();
+        fold_last = atomicAdd(fold_counter, 1) == 128 / (16 * RT) - 1;
+        __threadfence();
+      }
     }
     bar_sync_threads(1, active);
     if (!fold_last) return;
@@ -1016,8 +1028,13 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     if constexpr (SLOTS) {  // the group is quantized: release it to the slot's W2 blocks
       bar_sync_threads(1, active);
       if (threadIdx.x == 0) {
-        __threadfence();
-        atomicAdd(chain.ready + int64_t(slot) * k_ready_stride, 1);
+        int* const r = chain.ready + int64_t(slot) * k_ready_stride;
+        if (chain.light_fences) {
+          asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(r) : "memory");
+        } else {
+          __threadfence();
+          atomicAdd(r, 1);
+        }
       }
     }
   }
@@ -1317,7 +1334,9 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   // 16 (MOE13, official order, T <= 4, the engine's path: bf16 x, ring, repacked, shift decode):
   // the fold at every wave count and with 8's self plan, its counters in a per-stream buffer
   // (slot_counters) that the combine zeroes; W2 waits per slot for its h (chain_args) instead of
-  // for the whole W1/W3 grid; 32: with 16, W2 stages h at T = 1 too (stage_x's down_min).
+  // for the whole W1/W3 grid; 32: with 16, W2 stages h at T = 1 too (stage_x's down_min); 64: with
+  // 16, one acq_rel RMW per fold count and a release reduction per readiness release instead of
+  // fence.sc around plain atomics.
   const int64_t groups = inter / 128;
   const int64_t ready_ints = bound * k_ready_stride, n_slot = ready_ints + bound * groups;
   int* const slots_buf = official && ring && !x_split && RP == 2 && tokens <= 4 && (chain & 16) &&
@@ -1328,7 +1347,8 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
              early = (chain & 4) && tokens <= 4;
   auto* qcnt = slots_buf ? slots_buf + ready_ints : reinterpret_cast<int*>(base + l.qcnt);
   int* const ready = slots_buf;
-  const int fold_waves = slots_buf ? 1 : 0, stage_h1 = (chain & 32) ? 1 : 0;
+  const int fold_waves = slots_buf ? 1 : 0, stage_h1 = (chain & 32) ? 1 : 0,
+            light_fences = (chain & 64) ? 1 : 0;
   const int32_t* self_indices = self_plan ? indices : nullptr;
   chain_args up_chain{qfold ? qcnt : nullptr,
                       early,
@@ -1338,9 +1358,10 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
                       ready,
                       int(groups),
                       fold_waves,
-                      stage_h1},
+                      stage_h1,
+                      light_fences},
       down_chain{nullptr, early,       self_indices, int(pairs), int(experts),
-                 ready,   int(groups), fold_waves,   stage_h1};
+                 ready,   int(groups), fold_waves,   stage_h1,   light_fences};
 
   if (!self_plan) {
     const int64_t groups = tokens * hidden / 8;
