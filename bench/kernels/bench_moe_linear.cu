@@ -88,7 +88,7 @@ std::vector<std::string> g_ab_configs = {"r4", "s0"};
 // MOE10), "hwl" = MOE10's chain (7). MOE11: "p" no prepare launch at T = 1 (8); "hwlp" = the
 // default (15). MOE13: "f" W2 waits per slot for h released by the fold of W1/W3 (16, at T <= 4
 // with the engine's path), "g" with it W2 stages h at T = 1 too (32), "m" with it the fold's
-// fences as one acq_rel RMW (64); "hwlpfg" = the default (63).
+// fences as one acq_rel RMW (64); "hwlpfgm" = the default (127).
 void apply_ab_config(const std::string& c) {
   dsv4::cuda::moe_decode_set_shift_decode(c[0] == 's');
   dsv4::cuda::moe_decode_set_chain(

@@ -33,7 +33,7 @@
 // at T = 1 with bf16 x no prepare launch: each GEMM warp derives its block's chunk from the
 // routing and W1/W3 converts x into its staged row itself (then the quantize launch runs: the
 // fold's counters have nobody to zero them). Same sums (bit-equal to chain 0).
-// MOE13 (chain bits 16, 32; default 63): at T <= 4 on the engine's path the fold runs at every
+// MOE13 (chain bits 16, 32, 64; default 127): at T <= 4 on the engine's path the fold runs at every
 // wave count and at T = 1, its counters in a per-stream buffer that the combine zeroes, and W2
 // waits per chunk for its h (readiness counters released by the fold) instead of for the whole
 // W1/W3 grid (chain_args; the SLOTS kernels).
@@ -1476,14 +1476,20 @@ namespace {
 // T = 4 0.80-0.98x; a phase trace (Flash T = 1) put its W1/W3 items' tail at 35-37 us and its W2
 // phase 16-19 us past h's readiness. The code: branch wip/moe12 at 2a00904.
 // MOE13 (H100, official bf16 MXFP4, same process, vs 15; bench/kernels/results/
-// h100_2026-11-26_s12_moe13_run{1,2}_*): 16 (W2 waits per chunk for its h, no quantize launch)
-// run 1, with W2's griddepcontrol.wait before its exit (then dropped): Flash T = 1 / 4 1.019 /
-// 1.039x, Pro 1.050 / 0.994x; without that exit wait (now 16's behaviour) 1.020 / 1.102x, 1.048 /
-// 1.011x; with W2 staging h at T = 1 too (now 32) Flash T = 1 1.039x, Pro T = 1 1.047x; controls
-// (15 again) 1.004 / 1.000x, 1.003 / 1.026x. Measured slower and removed: the fold of 16 with
-// W2 waiting for the whole grid (Flash T = 1 1.031x, but Pro T = 1 / 4 0.946 / 0.936x: the fold
-// over several waves).
-int g_chain = 63;
+// h100_2026-11-26_s12_moe13_run{1,2}_*, 2026-11-26_moe13_NOTES.md): 16 (W2 waits per chunk for its
+// h, no quantize launch, the fold at every wave count) with 32 (W2 stages h at T = 1) and 64 (the
+// fold's fences as one acq_rel RMW), i.e. 127, run 2: Flash T = 1 / 4 1.040 / 1.108x, Pro 1.069 /
+// 1.011x (controls, 15 again: 1.005 / 1.000x, 1.001 / 1.016x: at Pro T = 4 the first
+// configuration of each pass measures ~1.5-2.5% slow in both runs, so 127 is 0.995x there
+// against the second control). Without 64 (fence.sc around the fold's atomics: MEMBAR.SC.GPU
+// delays each W1/W3 block's exit, i.e. every later wave) Pro T = 4 lost: 63 0.924x, 31 0.970x
+// against the second control (run 1, fold without 16: 0.936x); 32 gained 0.7-1.8% at T = 1 in
+// both pairs. Measured slower and removed: W2's griddepcontrol.wait before its exit (run 1:
+// Flash T = 4 1.039x vs 1.102x without), the fold of 16 with W2 waiting for the whole grid
+// (Flash T = 1 1.031x, Pro T = 1 / 4 0.946 / 0.936x). 16 without 64 stays a switch only because
+// the GPU-verified binaries (db904c9) carry it: folding 64 into 16 is a one-branch edit that
+// needs its own parity run.
+int g_chain = 127;
 }  // namespace
 void moe_decode_set_chain(int mask) {
   g_chain = mask & 127;

@@ -131,7 +131,9 @@ moe_decode_stage_pairs_t moe_decode_stage_pairs();
 // allocated on the first call outside stream capture and zeroed by the combine launch; the W2
 // blocks wait for their own chunk's h (a readiness counter per chunk that the fold releases
 // group by group) instead of for the whole W1/W3 grid. 32 = with 16, W2 stages h at T = 1 too.
-// Default 63 (see moe_decode.cu's g_chain for the measurements).
+// 64 = with 16, the fold's count as one acq_rel RMW and the release as a release reduction
+// (instead of fence.sc around plain atomics). Default 127 (H100: Flash T = 1 / 4 1.040 / 1.108x,
+// Pro 1.069 / ~1.00x vs 15; see moe_decode.cu's g_chain).
 // Process-wide, for benches and A/B runs.
 void moe_decode_set_chain(int mask);
 int moe_decode_chain();
