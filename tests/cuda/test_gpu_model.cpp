@@ -23,6 +23,7 @@
 //
 // usage: test_gpu_model [--only FIXTURE] [--no-synthetic] [--no-oracle] [--only-kv-fp8]
 //                       [--only-index-fp4] [--only-repacked] [--profile-step N]
+//                       [--moe-decode-chain N]
 #include <cuda_profiler_api.h>
 
 #include <algorithm>
@@ -40,6 +41,7 @@
 
 #include "backends/cuda/cuda_ops.h"
 #include "backends/cuda/device_info.h"
+#include "backends/cuda/moe_decode.h"
 #include "core/error.h"
 #include "engine/model_runner.h"
 #include "io/synthetic_checkpoint.h"
@@ -498,6 +500,9 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--only" && i + 1 < argc) only = argv[++i];
+    // The routed-MoE decode's launch chain (moe_decode_set_chain) for this run: A/B of a
+    // non-default chain under graph replay.
+    if (a == "--moe-decode-chain" && i + 1 < argc) cuda::moe_decode_set_chain(std::atoi(argv[++i]));
     if (a == "--no-synthetic") synthetic = false;
     if (a == "--only-kv-fp8") kv_fp8_only = true;
     if (a == "--only-index-fp4") index_fp4_only = true;

@@ -33,11 +33,17 @@
 // at T = 1 with bf16 x no prepare launch: each GEMM warp derives its block's chunk from the
 // routing and W1/W3 converts x into its staged row itself (then the quantize launch runs: the
 // fold's counters have nobody to zero them). Same sums (bit-equal to chain 0).
+// MOE13 (chain bits 16, 32, 64; default 127): at T <= 4 on the engine's path the fold runs at every
+// wave count and at T = 1, its counters in a per-stream buffer that the combine zeroes, and W2
+// waits per chunk for its h (readiness counters released by the fold) instead of for the whole
+// W1/W3 grid (chain_args; the SLOTS kernels).
 #include <cuda_bf16.h>
 
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <map>
+#include <mutex>
 #include <type_traits>
 #include <utility>
 
@@ -507,13 +513,26 @@ __device__ __forceinline__ void mma_rounds(float (&acc)[NM][4], const round_w<K>
 
 // A lane's 32 activations of round `round` (act_u16_index layout): 4 groups of 8 = 4 x 16 bytes
 // per part; hi / lo point at the lane's group 0 of round 0 (row start + q).
+// COH: plain (weak, coherent) loads instead of the non-coherent path, which is for data
+// read-only over the kernel's lifetime: chain 16's W2 reads h that the W1/W3 grid, still
+// running, released after the kernel started. wait_counter's fence (MEMBAR.SC.GPU + CCTL.IVALL
+// in the SASS) orders them after the release; they still hit L1 (the block's 4 warps read the
+// same h row), which ld.global.cg would bypass.
+template <bool COH = false>
+__device__ __forceinline__ uint4 load_act16(const uint4* p) {
+  if constexpr (COH)
+    return *p;
+  else
+    return __ldg(p);
+}
+template <bool COH = false>
 __device__ __forceinline__ void load_x(uint4 (&xh)[4], uint4 (&xl)[4], const uint4* hi,
                                        const uint4* lo, int64_t round, bool split) {
 #pragma unroll
-  for (int i = 0; i < 4; ++i) xh[i] = __ldg(hi + round * 16 + 4 * i);
+  for (int i = 0; i < 4; ++i) xh[i] = load_act16<COH>(hi + round * 16 + 4 * i);
   if (split) {
 #pragma unroll
-    for (int i = 0; i < 4; ++i) xl[i] = __ldg(lo + round * 16 + 4 * i);
+    for (int i = 0; i < 4; ++i) xl[i] = load_act16<COH>(lo + round * 16 + 4 * i);
   }
 }
 
@@ -559,12 +578,49 @@ __device__ __forceinline__ float combine_term(float acc, bool weighted, float we
 // self_indices (chain 8, T = 1, pairs <= 8, bf16 x, the ring): no prepare launch; every warp
 // derives its block's chunk from the routing (moe_decode_self_chunk) and the W1/W3 blocks read x
 // itself (ain_hi: the raw bf16 row), converted into the staged row as the prepare launch would.
+// Chain 16 (ready non-null; the GEMM kernels with SLOTS): W1/W3's fold releases each quantized
+// 128-row group of h on ready[slot * k_ready_stride] (after its stores, a barrier and a fence);
+// the W2 blocks, once their first ring rounds are in flight, wait for their own slot's
+// `ready_target` groups instead of griddepcontrol.wait for the whole W1/W3 grid (see
+// wait_counter) and read h with coherent loads (load_act16); they exit without
+// griddepcontrol.wait (the exception to pdl.cuh's contract, argued at the kernel's end).
+// fold_waves: the fold at any wave count (its counters then live in the per-stream buffer, not in
+// the workspace). stage_h1 (host side, chain 32): W2 stages h at T = 1 too.
 struct chain_args {
   int* qcnt;
   int early_chunk;
   const int32_t* self_indices;
   int self_pairs, self_experts;
+  int* ready;
+  int ready_target;
+  int fold_waves;
+  int stage_h1;
+  int light_fences;  // chain 64, with 16: the fold's and the release's fences (see the kernel)
 };
+
+// Counters polled by many blocks each own a 128-byte line.
+constexpr int k_ready_stride = 32;
+
+// Thread 0 waits (relaxed loads with backoff: an acquire load per poll would also invalidate the
+// SM's L1 each time) until *counter reaches `target`, then the block proceeds: the pattern of
+// cooperative groups' grid sync (a fence after the spin, then the block barrier), so every
+// thread's later L2 loads see what the producers stored before their release.
+__device__ __forceinline__ void wait_counter(const int* counter, int target) {
+  if (threadIdx.x == 0) {
+    int v, ns = 32;
+    for (int spins = 0;; ++spins) {
+      asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(counter) : "memory");
+      if (v >= target) break;
+      // Seconds without progress: a broken invariant (counters not zero at the start, producer
+      // blocks not resident). Fail the launch rather than hang the device.
+      if (spins == (1 << 24)) __trap();
+      __nanosleep(ns);
+      ns = min(ns * 2, 512);
+    }
+    __threadfence();
+  }
+  __syncthreads();
+}
 
 __device__ __forceinline__ void bar_sync_threads(int id, int threads) {
   asm volatile("bar.sync %0, %1;" ::"r"(id), "r"(threads) : "memory");
@@ -580,7 +636,12 @@ __device__ __forceinline__ void bar_sync_threads(int id, int threads) {
 // are at tile * 1024 + lane * 16 and + 512 (each warp-wide load one contiguous 512 bytes),
 // rounds of a row tile 1024 bytes apart; both pipelines read them.
 // SSO: scale slots (0: k_scale_slots; moe_decode_set_scale_slots_from).
-template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP = 0, int SSO = 0>
+// SLOTS (chain 16; the ring without a lo part, RP = 2): W1/W3 releases each quantized group of
+// h on chain.ready; W2 waits for its slot's h there instead of the grid dependency and reads h
+// with coherent loads (see chain_args). A template parameter so that the other instantiations keep
+// their SASS.
+template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP = 0, int SSO = 0,
+          bool SLOTS = false>
 __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ? 4 : 1)
     moe_decode_gemm_kernel(const uint16_t* ain_hi, const uint16_t* ain_lo, int64_t kdim,
                            int64_t rows, int top_k, const int* chunk_count, const int4* chunks,
@@ -592,6 +653,8 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
   // Scale chunks of the rounds in flight (at least one round per chunk) fit the slots.
   constexpr int SS = SSO ? SSO : k_scale_slots;
   static_assert(k_stages <= SS, "ring deeper than the scale slots");
+  static_assert(!SLOTS || (RING && !SPLIT && RP == 2), "SLOTS: the engine's path only");
+  constexpr bool HL2 = SLOTS && !UP;  // W2: h of the running W1/W3 grid (load_act16<true>)
   __shared__ int pair_of[k_chunk];
   __shared__ int fold_last;
   __shared__ float partial[KS > 1 ? (KS - 1) * RT : 1][NM][4][k_warp_size];
@@ -609,7 +672,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     int e_self;
     if (!moe_decode_self_chunk(chain.self_indices, chain.self_pairs, chain.self_experts, slot,
                                e_self, self_mask)) {
-      if constexpr (!UP) pdl_wait();
+      if constexpr (!UP && !HL2) pdl_wait();
       return;
     }
     c = make_int4(e_self, 0, __popc(self_mask), 0);
@@ -622,7 +685,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
   } else {
     if (chain.early_chunk) c = chunks[slot];
     if (slot >= *chunk_count) {  // uniform over the block
-      if constexpr (!UP) pdl_wait();
+      if constexpr (!UP && !HL2) pdl_wait();
       return;
     }
     if (!chain.early_chunk) c = chunks[slot];
@@ -718,7 +781,20 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
 #pragma unroll
     for (int j = 0; j < k_stages; ++j) issue(j, j);
 
-    if constexpr (!UP) pdl_wait();  // h from the launch before
+    // h from the launch before; HL2: the slot's h, released group by group by W1/W3's fold. The
+    // spin cannot starve its producers: this grid launches only once every W1/W3 block has
+    // executed pdl_trigger() or exited, and W1/W3 triggers only from inside its running blocks
+    // (after its own wait and first copies, never after a wait on this grid), so every W1/W3
+    // block is resident or done before any W2 block spins. What the whole-grid wait protected
+    // besides h: the plan (chain 8: the routing), read above, complete once every W1/W3 block has
+    // passed its own wait (the prepare launch is W1/W3's predecessor); out, last read by the
+    // previous call's combine, complete for the same reason; nothing else of W1/W3 is read here.
+    if constexpr (!UP) {
+      if constexpr (HL2)
+        wait_counter(chain.ready + slot * k_ready_stride, chain.ready_target);
+      else
+        pdl_wait();
+    }
     pdl_trigger();
     // Staged activations (stage_x: the launch gave kdim * 2 bytes of dynamic shared memory; bf16
     // x or quantized h, no lo part): a chunk of one pair reads its single activation row from
@@ -757,7 +833,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
         const int64_t srow_i = UP ? int64_t(pp / top_k) : int64_t(pp);
         const uint4* src = reinterpret_cast<const uint4*>(ain_hi + srow_i * kdim);
         for (int i = threadIdx.x; i < int(kdim / 8); i += k_threads)
-          xs_row[p * xs_stride + i] = __ldg(src + i);
+          xs_row[p * xs_stride + i] = load_act16<HL2>(src + i);
       }
     }
     __syncthreads();  // pair_of, xs_row
@@ -812,14 +888,14 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       }
     } else {
       uint4 xh[4], xl[4], nxh[4], nxl[4];
-      if (nr > 0) load_x(xh, xl, xh_p, xl_p, 0, SPLIT);
+      if (nr > 0) load_x<HL2>(xh, xl, xh_p, xl_p, 0, SPLIT);
       // Activations loaded one round ahead; two rounds per iteration with the buffers swapping
       // roles: no register copies between rounds.
       for (int j = 0; j < nr; j += 2) {
-        if (j + 1 < nr) load_x(nxh, nxl, xh_p, xl_p, j + 1, SPLIT);
+        if (j + 1 < nr) load_x<HL2>(nxh, nxl, xh_p, xl_p, j + 1, SPLIT);
         round_math(j, xh, xl);
         if (j + 1 < nr) {
-          if (j + 2 < nr) load_x(xh, xl, xh_p, xl_p, j + 2, SPLIT);
+          if (j + 2 < nr) load_x<HL2>(xh, xl, xh_p, xl_p, j + 2, SPLIT);
           round_math(j + 1, nxh, nxl);
         }
       }
@@ -908,6 +984,15 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       out[int64_t(p) * rows + row] = acc[0][i] * post[0];
     }
   }
+  // HL2: no griddepcontrol.wait before the exit, so this grid may complete before W1/W3's (its
+  // blocks of other slots may still be leaving): measured 1.06x at Flash T = 4 over waiting
+  // (finished W2 blocks otherwise hold their SM slots until W1/W3 completes). What pdl.cuh's
+  // contract gives the later launches still holds for memory: every W1/W3 block of a valid slot
+  // stored hf, then counted on its fold counter after a fence; the last of each group quantized
+  // h, then released the group after a fence; blocks of other slots store nothing; so every
+  // W1/W3 memory operation precedes a release that some W2 block observed before it completed
+  // (a slot's last release follows every fold count of its groups), hence precedes W2's
+  // completion, which the combine's griddepcontrol.wait covers.
   if constexpr (UP) {
     if (!chain.qcnt) return;
     // The quantize launch's work, by the last block of each (chunk, 128-row group): one group per
@@ -916,11 +1001,22 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     constexpr int active = RT * k_warp_size;
     const int64_t grp = r0 / 128;
     bar_sync_threads(1, active);  // every hf store of the block
+    int* const fold_counter = chain.qcnt + int64_t(slot) * (rows / 128) + grp;
     if (threadIdx.x == 0) {
-      __threadfence();
-      fold_last =
-          atomicAdd(chain.qcnt + int64_t(slot) * (rows / 128) + grp, 1) == 128 / (16 * RT) - 1;
-      __threadfence();
+      if (SLOTS && chain.light_fences) {
+        // One acq_rel RMW instead of fence.sc, RMW, fence.sc (MEMBAR.SC.GPU twice): release of
+        // the block's stores (ordered before thread 0 by the barrier), acquire of the others'.
+        int before;
+        asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;"
+                     : "=r"(before)
+                     : "l"(fold_counter)
+                     : "memory");
+        fold_last = before == 128 / (16 * RT) - 1;
+      } else {
+        __threadfence();
+        fold_last = atomicAdd(fold_counter, 1) == 128 / (16 * RT) - 1;
+        __threadfence();
+      }
     }
     bar_sync_threads(1, active);
     if (!fold_last) return;
@@ -928,6 +1024,18 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       const int p = pair_of[i];
       quantize_h_block(load_h_block<true>(hf + int64_t(p) * rows + grp * 128, lane),
                        h_hi + int64_t(p) * rows, grp * 128, lane);
+    }
+    if constexpr (SLOTS) {  // the group is quantized: release it to the slot's W2 blocks
+      bar_sync_threads(1, active);
+      if (threadIdx.x == 0) {
+        int* const r = chain.ready + int64_t(slot) * k_ready_stride;
+        if (chain.light_fences) {
+          asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(r) : "memory");
+        } else {
+          __threadfence();
+          atomicAdd(r, 1);
+        }
+      }
     }
   }
 }
@@ -958,12 +1066,20 @@ __global__ void __launch_bounds__(256)
 // weights null: the official order (already applied to h). EARLY (moe_decode_set_chain 4): the
 // top_k indices, weights and out values of an element are loaded in groups of 8 before they are
 // used (one L2 latency per group instead of one per k); the same sum in the same order.
-template <typename act_t, bool EARLY>
+// zero / n_zero (chain 16): block 0 zeroes the call's counters in the per-stream buffer
+// after its wait, i.e. once W2 has completed; every counter update of the call precedes W2's
+// completion (W2's blocks waited on the slots' last releases, each after every fold count of its
+// slot), and the next call touches the counters only after its own waits (pdl.cuh).
+template <typename act_t, bool EARLY, bool ZERO = false>
 __global__ void moe_decode_combine_kernel(const float* out, const int32_t* indices,
                                           const float* weights, int64_t tokens, int top_k,
-                                          int64_t experts, int64_t hidden, act_t* y) {
+                                          int64_t experts, int64_t hidden, act_t* y, int* zero,
+                                          int n_zero) {
   pdl_wait();
   pdl_trigger();
+  if constexpr (ZERO)
+    if (blockIdx.x == 0)
+      for (int i = threadIdx.x; i < n_zero; i += blockDim.x) zero[i] = 0;
   const int64_t n = tokens * hidden;
   const bool weighted = weights != nullptr;
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n;
@@ -1077,7 +1193,9 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
                            float* hf, float* out, chain_args& chain, cudaStream_t stream) {
   // Staged activation rows (moe_decode_set_stage_x_tokens): the ring kernels without a lo part.
   const moe_decode_stage_x sx = moe_decode_stage_x_tokens();
-  const bool stage = UP ? tokens <= sx.up_max : tokens >= sx.down_min && tokens <= sx.down_max;
+  const bool stage =
+      UP ? tokens <= sx.up_max
+         : (tokens >= sx.down_min || (chain.ready && chain.stage_h1)) && tokens <= sx.down_max;
   const int stage_pairs = UP ? moe_decode_stage_pairs().up : moe_decode_stage_pairs().down;
   const size_t stage_bytes =
       RING && !SPLIT && stage ? size_t(stage_pairs) * (kdim * 2 + (stage_pairs > 1 ? 64 : 0)) : 0;
@@ -1091,18 +1209,24 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
   // round trip at its exit then delays nothing but the last blocks, less than the quantize
   // launch it replaces; over several waves it delays every wave (run 2: Pro T = 1, 3 waves,
   // 0.96x; Flash T = 1, one wave, 1.035x).
+  // (Chain 16: at any wave count, fold_waves; W2 then waits for it per slot.)
   const int rt_index = rt == 4 ? 0 : rt == 2 ? 1 : 2;  // blocks_per_sm's order
-  if (chain.qcnt && int64_t(grid.x) * grid.y > int64_t(blocks_per_sm[rt_index]) * sms)
+  if (chain.qcnt && !chain.fold_waves &&
+      int64_t(grid.x) * grid.y > int64_t(blocks_per_sm[rt_index]) * sms)
     chain.qcnt = nullptr;
-#define DSV4_GEMM(RT)                                                                             \
-  (stage_bytes                                                                                    \
-       ? allow_dynamic_smem(moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO>, stage_bytes) \
-       : cudaSuccess) != cudaSuccess                                                              \
+  // SLOTS (chain 16) only on the engine's path (run() sets ready only there).
+  constexpr bool slots_ok = RING && !SPLIT && RP == 2;
+#define DSV4_GEMM_K(RT, SL)                                                                       \
+  (stage_bytes ? allow_dynamic_smem(moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO, SL>,  \
+                                    stage_bytes)                                                  \
+               : cudaSuccess) != cudaSuccess                                                      \
       ? cudaErrorInvalidValue                                                                     \
-      : launch_pdl(RING, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO>, grid,           \
+      : launch_pdl(RING, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO, SL>, grid,       \
                    dim3(k_threads), stage_bytes, stream, a_hi, a_lo, kdim, rows, top_k,           \
                    chunk_count, chunks, sorted, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, \
                    stage_bytes > 0 ? stage_pairs : 0, chain)
+#define DSV4_GEMM(RT) (slots_ok && chain.ready ? DSV4_GEMM_K(RT, slots_ok) : DSV4_GEMM_K(RT, false))
+  if (!slots_ok && chain.ready) return cudaErrorInvalidValue;
   cudaError_t e;
   if (rt == 4)
     e = DSV4_GEMM(4);
@@ -1111,6 +1235,7 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
   else
     e = DSV4_GEMM(1);
 #undef DSV4_GEMM
+#undef DSV4_GEMM_K
   return e;
 }
 
@@ -1133,6 +1258,41 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
       return DSV4_GEMM_SS(k_stages);
   return DSV4_GEMM_SS(0);
 #undef DSV4_GEMM_SS
+}
+
+// Chain 16's counters: k_slot_counters ints per (device, stream), allocated and zeroed on
+// the first call outside stream capture (the engine's graphs run their step eagerly first); null
+// while capturing before that, or when allocation fails (the call then runs chain 15's launches).
+// Kept for the process. Each call leaves them zero (the combine zeroes them), so calls, replayed
+// graphs included, start from zero; calls on one stream only (two streams have two buffers), and
+// graphs captured on one stream are not replayed concurrently on others.
+constexpr int64_t k_slot_counters = 8192;
+int* slot_counters(cudaStream_t stream) {
+  static std::mutex mu;
+  static std::map<std::pair<int, cudaStream_t>, int*> buffers;
+  int device = 0;
+  if (cudaGetDevice(&device) != cudaSuccess) return nullptr;
+  const std::lock_guard<std::mutex> lock(mu);
+  const auto key = std::make_pair(device, stream);
+  if (const auto it = buffers.find(key); it != buffers.end()) return it->second;
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(stream, &capture) != cudaSuccess ||
+      capture != cudaStreamCaptureStatusNone) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  int* p = nullptr;
+  if (cudaMalloc(&p, k_slot_counters * sizeof(int)) != cudaSuccess) {
+    cudaGetLastError();
+    return nullptr;
+  }
+  if (cudaMemsetAsync(p, 0, k_slot_counters * sizeof(int), stream) != cudaSuccess) {
+    cudaGetLastError();
+    cudaFree(p);
+    return nullptr;
+  }
+  buffers.emplace(key, p);
+  return p;
 }
 
 template <weight_kind K, int RP, typename act_t>
@@ -1171,18 +1331,44 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   // within noise.
   const bool self_plan = (chain & 8) && tokens == 1 && !x_split && ring && pairs <= k_chunk &&
                          moe_decode_stage_x_tokens().up_max >= 1;
-  const bool qfold = official && (chain & 1) && !self_plan, early = (chain & 4) && tokens <= 4;
-  auto* qcnt = reinterpret_cast<int*>(base + l.qcnt);
+  // 16 (MOE13, official order, T <= 4, the engine's path: bf16 x, ring, repacked, shift decode):
+  // the fold at every wave count and with 8's self plan, its counters in a per-stream buffer
+  // (slot_counters) that the combine zeroes; W2 waits per slot for its h (chain_args) instead of
+  // for the whole W1/W3 grid; 32: with 16, W2 stages h at T = 1 too (stage_x's down_min); 64: with
+  // 16, one acq_rel RMW per fold count and a release reduction per readiness release instead of
+  // fence.sc around plain atomics.
+  const int64_t groups = inter / 128;
+  const int64_t ready_ints = bound * k_ready_stride, n_slot = ready_ints + bound * groups;
+  int* const slots_buf = official && ring && !x_split && RP == 2 && tokens <= 4 && (chain & 16) &&
+                                 n_slot <= k_slot_counters
+                             ? slot_counters(stream)
+                             : nullptr;
+  const bool qfold = official && (slots_buf || ((chain & 1) && !self_plan)),
+             early = (chain & 4) && tokens <= 4;
+  auto* qcnt = slots_buf ? slots_buf + ready_ints : reinterpret_cast<int*>(base + l.qcnt);
+  int* const ready = slots_buf;
+  const int fold_waves = slots_buf ? 1 : 0, stage_h1 = (chain & 32) ? 1 : 0,
+            light_fences = (chain & 64) ? 1 : 0;
   const int32_t* self_indices = self_plan ? indices : nullptr;
-  chain_args up_chain{qfold ? qcnt : nullptr, early, self_indices, int(pairs), int(experts)},
-      down_chain{nullptr, early, self_indices, int(pairs), int(experts)};
+  chain_args up_chain{qfold ? qcnt : nullptr,
+                      early,
+                      self_indices,
+                      int(pairs),
+                      int(experts),
+                      ready,
+                      int(groups),
+                      fold_waves,
+                      stage_h1,
+                      light_fences},
+      down_chain{nullptr, early,       self_indices, int(pairs), int(experts),
+                 ready,   int(groups), fold_waves,   stage_h1,   light_fences};
 
   if (!self_plan) {
     const int64_t groups = tokens * hidden / 8;
     moe_decode_prepare_kernel<act_t>
         <<<unsigned(1 + ceil_div(groups, k_plan_threads)), k_plan_threads, 0, stream>>>(
             indices, int(pairs), int(experts), chunk_count, sorted, chunks, x, tokens * hidden, xhi,
-            xlo, qcnt, qfold ? int(qfold_counters(bound, inter)) : 0,
+            xlo, qcnt, qfold && !slots_buf ? int(qfold_counters(bound, inter)) : 0,
             (chain & 2) && pairs <= k_chunk);
     if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   }
@@ -1221,11 +1407,14 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
     return e;
   }
   const int threads = 256;
-  return launch_pdl(
-      ring,
-      early ? moe_decode_combine_kernel<act_t, true> : moe_decode_combine_kernel<act_t, false>,
-      dim3(grid_stride_blocks(tokens * hidden, threads)), dim3(threads), 0, stream, out, indices,
-      official ? nullptr : weights, tokens, int(top_k), experts, hidden, y);
+  return launch_pdl(ring,
+                    slots_buf ? (early ? moe_decode_combine_kernel<act_t, true, true>
+                                       : moe_decode_combine_kernel<act_t, false, true>)
+                    : early   ? moe_decode_combine_kernel<act_t, true>
+                              : moe_decode_combine_kernel<act_t, false>,
+                    dim3(grid_stride_blocks(tokens * hidden, threads)), dim3(threads), 0, stream,
+                    out, indices, official ? nullptr : weights, tokens, int(top_k), experts, hidden,
+                    y, slots_buf, slots_buf ? int(n_slot) : 0);
 }
 
 }  // namespace
@@ -1286,10 +1475,24 @@ namespace {
 // Flash T = 1 0.80-0.95x (best with W2's ring 4 deep and static items), Pro T = 1 0.84-1.02x,
 // T = 4 0.80-0.98x; a phase trace (Flash T = 1) put its W1/W3 items' tail at 35-37 us and its W2
 // phase 16-19 us past h's readiness. The code: branch wip/moe12 at 2a00904.
-int g_chain = 15;
+// MOE13 (H100, official bf16 MXFP4, same process, vs 15; bench/kernels/results/
+// h100_2026-11-26_s12_moe13_run{1,2}_*, 2026-11-26_moe13_NOTES.md): 16 (W2 waits per chunk for its
+// h, no quantize launch, the fold at every wave count) with 32 (W2 stages h at T = 1) and 64 (the
+// fold's fences as one acq_rel RMW), i.e. 127, run 2: Flash T = 1 / 4 1.040 / 1.108x, Pro 1.069 /
+// 1.011x (controls, 15 again: 1.005 / 1.000x, 1.001 / 1.016x: at Pro T = 4 the first
+// configuration of each pass measures ~1.5-2.5% slow in both runs, so 127 is 0.995x there
+// against the second control). Without 64 (fence.sc around the fold's atomics: MEMBAR.SC.GPU
+// delays each W1/W3 block's exit, i.e. every later wave) Pro T = 4 lost: 63 0.924x, 31 0.970x
+// against the second control (run 1, fold without 16: 0.936x); 32 gained 0.7-1.8% at T = 1 in
+// both pairs. Measured slower and removed: W2's griddepcontrol.wait before its exit (run 1:
+// Flash T = 4 1.039x vs 1.102x without), the fold of 16 with W2 waiting for the whole grid
+// (Flash T = 1 1.031x, Pro T = 1 / 4 0.946 / 0.936x). 16 without 64 stays a switch only because
+// the GPU-verified binaries (db904c9) carry it: folding 64 into 16 is a one-branch edit that
+// needs its own parity run.
+int g_chain = 127;
 }  // namespace
 void moe_decode_set_chain(int mask) {
-  g_chain = mask & 15;
+  g_chain = mask & 127;
 }
 int moe_decode_chain() {
   return g_chain;
