@@ -413,6 +413,21 @@ __device__ __forceinline__ void load_record_tile(const pool_traits<kv_fp8_record
 // their block's power-of-two scale (e4m3 x 2^k has 4 significant bits: the f32 product and its
 // bf16 rounding are exact for every scale a pack writes, and otherwise round exactly as
 // kv_record_gather's bf16 output does), chunks 56.. copy the BF16 RoPE values.
+// 8 e4m3 codes times their block's scale byte -> 8 bf16 values (one 16-byte chunk of a key row).
+// The one dequantization of record codes in this file: the synchronous kernel's tile and the
+// warp-specialized kernel's producer both call it, so both give the same bf16 tile.
+__device__ __forceinline__ uint4 dequant_codes8(uint2 codes, uint8_t scale_byte) {
+  const float s = kv_record::e8m0_value(scale_byte);
+  uint32_t w[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const uint32_t word = j < 2 ? codes.x : codes.y;
+    const float2 f = kv_record::e4m3x2_values(uint16_t(word >> (16 * (j & 1))));
+    w[j] = pack_bf16x2(__fmul_rn(f.x, s), __fmul_rn(f.y, s));
+  }
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
 __device__ __forceinline__ void dequant_record_tile(const unsigned char* raw, unsigned char* tile) {
   const int chunk = threadIdx.x % k_chunks;
 #pragma unroll
@@ -421,17 +436,9 @@ __device__ __forceinline__ void dequant_record_tile(const unsigned char* raw, un
     const unsigned char* row = raw + r * k_rec_data;
     uint4 v;
     if (chunk < k_rec_nope_chunks) {
-      const uint2 codes = *reinterpret_cast<const uint2*>(row + chunk * 8);
-      const float s = kv_record::e8m0_value(
+      v = dequant_codes8(
+          *reinterpret_cast<const uint2*>(row + chunk * 8),
           raw[k_tile * k_rec_data + r * k_rec_scale + chunk * 8 / int(kv_record::k_quant_block)]);
-      uint32_t w[4];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const uint32_t word = j < 2 ? codes.x : codes.y;
-        const float2 f = kv_record::e4m3x2_values(uint16_t(word >> (16 * (j & 1))));
-        w[j] = pack_bf16x2(__fmul_rn(f.x, s), __fmul_rn(f.y, s));
-      }
-      v = make_uint4(w[0], w[1], w[2], w[3]);
     } else {
       v = *reinterpret_cast<const uint4*>(row + k_nope + (chunk - k_rec_nope_chunks) * 16);
     }
@@ -888,6 +895,16 @@ constexpr int k_ws_bars = k_ws_masks + k_ws_stages * 4;   // full[stages], empty
 constexpr int k_ws_ml = k_ws_bars + 2 * k_ws_stages * 8;  // fused: (m, l) of the 64 rows
 constexpr int k_ws_smem = k_ws_ml + k_rows * 8;
 static_assert(k_ws_smem <= 227 * 1024 && k_ws_bars % 8 == 0);
+// FP8-record pools (alternate tiles only): each producer warp stages the raw records of its 8
+// rows of a tile in 8 one-row slots (576 data bytes, the 8 scale bytes at 576, 16-byte stride)
+// in the part of the exchange area the alternate-tile hand-off leaves free (it takes P in 2
+// buffers x 2 k16 steps x 128 threads x 16 bytes, then (m, l) in 2 x 128 x 16 bytes).
+constexpr int k_ws_hand_bytes = 2 * 2 * 128 * 16 + 2 * 128 * 16;
+constexpr int k_ws_raw = k_ws_xchg + k_ws_hand_bytes;
+constexpr int k_ws_raw_slot = k_rec_data + 16;
+constexpr int k_ws_raw_warp = k_ws_rows_per_producer * k_ws_raw_slot;
+static_assert(k_ws_raw + k_ws_producers * k_ws_raw_warp <= k_ws_masks && k_ws_raw % 16 == 0 &&
+              k_ws_raw_slot % 16 == 0 && k_ws_rows_per_producer == 8);
 // Fused: the scaled f32 rows of the merge ([64][512]) take the key ring's place.
 static_assert(k_ws_stages * k_tile_bytes >= k_rows * k_d * 4);
 // Clusters of up to 16 CTAs (16: a non-portable size, one GPC of >= 16 free SMs); a power of
@@ -971,16 +988,20 @@ __device__ __forceinline__ void cp_async_arrive_noinc(uint32_t bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
 
-template <int sched, int mode, typename act_t>
+// pool_t: bf16 rows, or FP8 records (kv_fp8_record: alternate tiles, split / fold modes).
+template <int sched, int mode, typename act_t, typename pool_t = __nv_bfloat16>
 __global__ void __launch_bounds__(k_ws_threads, 1)
-    attention_decode_ws_kernel(const act_t* q, int heads, kv_rows<__nv_bfloat16> window,
-                               kv_rows<__nv_bfloat16> comp, int cap_w, int cap_c,
-                               int keys_per_split, int splits, float scale_log2, float* part_o,
-                               float2* part_ml, const float* sinks, act_t* out, int opts) {
+    attention_decode_ws_kernel(const act_t* q, int heads, kv_rows<pool_t> window,
+                               kv_rows<pool_t> comp, int cap_w, int cap_c, int keys_per_split,
+                               int splits, float scale_log2, float* part_o, float2* part_ml,
+                               const float* sinks, act_t* out, int opts) {
   constexpr bool fused = mode == k_ws_fused;
   constexpr bool fold = mode == k_ws_fold;
   constexpr bool keep_l2 = mode == k_ws_split_keep;
-  using pool_t = __nv_bfloat16;
+  constexpr bool records = pool_traits<pool_t>::records;
+  static_assert(std::is_same_v<pool_t, __nv_bfloat16> || records);
+  // Records stage their raw rows in the exchange area's part that only alt leaves free.
+  static_assert(!records || (sched == k_ws_alt && !fused));
   namespace wgm = attention_wgmma;
   extern __shared__ __align__(1024) unsigned char smem[];
   const uint32_t q_s = smem_u32(smem);
@@ -1058,41 +1079,129 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     };
     int32_t v0 = index_of_tile(0), v1 = index_of_tile(1), v2 = index_of_tile(2);
     const bool no_load = (opts & k_ws_opt_no_load) != 0;
+    if constexpr (records) {
+      // FP8 records: warp pw copies the records of rows 8 pw .. 8 pw + 7 of each tile into its 8
+      // raw slots (one cp.async group per row: lane l data chunk l, lanes 0-3 chunks 32-35, lane
+      // 4 the scale bytes; missing rows zero-filled, which dequantize to 0), then turns them into
+      // the bf16 stage (dequant_codes8: the synchronous kernel's values) and publishes it. Row i
+      // of tile j + 1 is issued as soon as row i of tile j is dequantized, so a tile's records
+      // stay in flight while the warp waits for a free stage and converts the tile before.
+      using ref_t = typename pool_traits<pool_t>::ref;
+      const uint32_t raw_s = q_s + k_ws_raw + uint32_t(pw * k_ws_raw_warp);
+      const unsigned char* const raw_p = smem + k_ws_raw + pw * k_ws_raw_warp;
+      auto ref_of_tile = [&](int j, int32_t v) -> ref_t {
+        return j < n_live ? space.row_ref(tile_start(j) + lane, v) : ref_t{};
+      };
+      // Row i of the warp (tile row 8 pw + i) from lane r's reference into slot i; commits.
+      auto issue_row = [&](const ref_t& p, int i) {
+        const int r = pw * k_ws_rows_per_producer + i;
+        const uint8_t* const d = reinterpret_cast<const uint8_t*>(
+            __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p.data), r));
+        const uint8_t* const sc = reinterpret_cast<const uint8_t*>(
+            __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p.scales), r));
+        const uint32_t slot = raw_s + uint32_t(i * k_ws_raw_slot);
+        if (!no_load) {
+          cp_async_16(slot + lane * 16, d ? static_cast<const void*>(d + lane * 16) : any_global,
+                      d != nullptr);
+          if (lane < k_rec_data_chunks - k_warp_size)
+            cp_async_16(slot + (k_warp_size + lane) * 16,
+                        d ? static_cast<const void*>(d + (k_warp_size + lane) * 16) : any_global,
+                        d != nullptr);
+          else if (lane == k_rec_data_chunks - k_warp_size)
+            cp_async_8(slot + k_rec_data, d ? static_cast<const void*>(sc) : any_global,
+                       d != nullptr);
+        }
+        cp_async_commit();
+      };
+      // Slot i -> row 8 pw + i of the bf16 stage at `dst`: lane l chunks l, l + 32.
+      auto dequant_row = [&](int i, unsigned char* dst) {
+        const int r = pw * k_ws_rows_per_producer + i;
+        const unsigned char* const row = raw_p + i * k_ws_raw_slot;
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+          const int c = lane + k_warp_size * h;
+          uint4 val;
+          if (c < k_rec_nope_chunks)
+            val = dequant_codes8(*reinterpret_cast<const uint2*>(row + c * 8),
+                                 row[k_rec_data + c * 8 / int(kv_record::k_quant_block)]);
+          else
+            val = *reinterpret_cast<const uint4*>(row + k_nope + (c - k_rec_nope_chunks) * 16);
+          *reinterpret_cast<uint4*>(dst + wg_offset<k_tile>(r, c)) = val;
+        }
+      };
+      ref_t p = ref_of_tile(0, v0);
+      uint32_t mask = __ballot_sync(0xffffffffu, pool_traits<pool_t>::valid(p));
+#pragma unroll
+      for (int i = 0; i < k_ws_rows_per_producer; ++i) issue_row(p, i);
 #pragma unroll 1
-    for (int j = 0; j < n_live; ++j) {
-      const int32_t v = v0;
-      v0 = v1;
-      v1 = v2;
-      v2 = index_of_tile(j + 3);
-      const pool_t* p = space.row_ref(tile_start(j) + lane, v);
-      const int stage = j % k_ws_stages;
-      // Stage reuse: the consumers released tile j - stages (phase j / stages - 1 of `empty`).
-      if (j >= k_ws_stages) mbar::wait(empty_bar + 8 * stage, uint32_t(j / k_ws_stages - 1) & 1u);
-      const uint32_t mask = __ballot_sync(0xffffffffu, p != nullptr);
-      if (!no_load) {
-        const uint32_t dst = k_s + uint32_t(stage) * k_tile_bytes;
+      for (int j = 0; j < n_live; ++j) {
+        v0 = v1;
+        v1 = v2;
+        v2 = index_of_tile(j + 3);
+        const ref_t pn = ref_of_tile(j + 1, v0);
+        const uint32_t mask_n = __ballot_sync(0xffffffffu, pool_traits<pool_t>::valid(pn));
+        const int stage = j % k_ws_stages;
+        if (j >= k_ws_stages) mbar::wait(empty_bar + 8 * stage, uint32_t(j / k_ws_stages - 1) & 1u);
+        unsigned char* const dst = smem + k_ws_ring + stage * k_tile_bytes;
 #pragma unroll
         for (int i = 0; i < k_ws_rows_per_producer; ++i) {
-          const int r = pw * k_ws_rows_per_producer + i;
-          const pool_t* pr = reinterpret_cast<const pool_t*>(
-              __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p), r));
+          // 8 groups pending: rows i .. 7 of tile j, rows 0 .. i - 1 of tile j + 1.
+          cp_async_wait<k_ws_rows_per_producer - 1>();
+          __syncwarp();  // every lane's copies of slot i are visible to the warp
+          if (!no_load) dequant_row(i, dst);
+          __syncwarp();  // slot i is read: it may take row i of tile j + 1
+          if (j + 1 < n_live)
+            issue_row(pn, i);
+          else
+            cp_async_commit();  // an empty group keeps the count
+        }
+        // Written by the generic proxy, read by the consumers' wgmmas (async proxy).
+        wgm::fence_async_smem();
+        mbar::arrive(full_bar + 8 * stage);
+        if (pw == 0 && lane == 0) {
+          masks[stage] = mask;
+          mbar::arrive(full_bar + 8 * stage);
+        }
+        mask = mask_n;
+      }
+      cp_async_wait<0>();
+    } else {
+#pragma unroll 1
+      for (int j = 0; j < n_live; ++j) {
+        const int32_t v = v0;
+        v0 = v1;
+        v1 = v2;
+        v2 = index_of_tile(j + 3);
+        const pool_t* p = space.row_ref(tile_start(j) + lane, v);
+        const int stage = j % k_ws_stages;
+        // Stage reuse: the consumers released tile j - stages (phase j / stages - 1 of `empty`).
+        if (j >= k_ws_stages) mbar::wait(empty_bar + 8 * stage, uint32_t(j / k_ws_stages - 1) & 1u);
+        const uint32_t mask = __ballot_sync(0xffffffffu, p != nullptr);
+        if (!no_load) {
+          const uint32_t dst = k_s + uint32_t(stage) * k_tile_bytes;
 #pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int c = lane + k_warp_size * h;
-            cp_async_16(dst + wg_offset<k_tile>(r, c),
-                        pr ? static_cast<const void*>(pr + c * 8) : any_global, pr != nullptr);
+          for (int i = 0; i < k_ws_rows_per_producer; ++i) {
+            const int r = pw * k_ws_rows_per_producer + i;
+            const pool_t* pr = reinterpret_cast<const pool_t*>(
+                __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p), r));
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const int c = lane + k_warp_size * h;
+              cp_async_16(dst + wg_offset<k_tile>(r, c),
+                          pr ? static_cast<const void*>(pr + c * 8) : any_global, pr != nullptr);
+            }
           }
         }
+        // Published as the rows land: the hardware makes this thread's arrival once its copies
+        // are complete. Lane 0 of warp 0 also arrives after writing the mask (release).
+        cp_async_arrive_noinc(full_bar + 8 * stage);
+        if (pw == 0 && lane == 0) {
+          masks[stage] = mask;
+          mbar::arrive(full_bar + 8 * stage);
+        }
       }
-      // Published as the rows land: the hardware makes this thread's arrival once its copies
-      // are complete. Lane 0 of warp 0 also arrives after writing the mask (release).
-      cp_async_arrive_noinc(full_bar + 8 * stage);
-      if (pw == 0 && lane == 0) {
-        masks[stage] = mask;
-        mbar::arrive(full_bar + 8 * stage);
-      }
+      cp_async_wait<0>();
     }
-    cp_async_wait<0>();
   };
 
   // Fused (plan.fused): the `splits` CTAs of this (token, head group) form one cluster; each
@@ -1906,8 +2015,27 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
       return launch_combine(heads, tokens, plan, part_o, part_ml, sinks, out, stream, keep);
     }
   }
-  // wgmma for bf16 / f32 pools; FP8 records run the mma.sync kernel (their dequantization
-  // into the swizzled tile is not ported yet).
+  if constexpr (pool_traits<pool_t>::records) {
+    // FP8 records on the warp-specialized kernel wherever the plan runs it with alternate tiles
+    // (the producer warpgroup dequantizes; fused plans run its split kernel with the combine),
+    // so records take the bf16 pools' schedule and arithmetic; in turn (plan.alt off) they keep
+    // the synchronous kernel below.
+    if (plan.wgmma && plan.producer && plan.alt) {
+      const bool fold = !plan.fused && plan.fold && plan.splits == 1;
+      const bool keep = !fold && plan.partials_l2 && plan.combine;
+      auto* const ws = fold   ? attention_decode_ws_kernel<k_ws_alt, k_ws_fold, act_t, pool_t>
+                       : keep ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_keep, act_t, pool_t>
+                              : attention_decode_ws_kernel<k_ws_alt, k_ws_split, act_t, pool_t>;
+      if (const cudaError_t e = allow_dynamic_smem(ws, k_ws_smem); e != cudaSuccess) return e;
+      ws<<<grid, k_ws_threads, k_ws_smem, stream>>>(
+          q, int(heads), window, comp, int(plan.window_capacity), int(plan.comp_capacity),
+          int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o, part_ml, sinks, out,
+          ws_opts(plan));
+      if (fold || !plan.combine) return cudaGetLastError();
+      return launch_combine(heads, tokens, plan, part_o, part_ml, sinks, out, stream, keep);
+    }
+  }
+  // wgmma for bf16 / f32 pools; FP8 records in turn run the mma.sync kernel.
   const bool wg = plan.wgmma && !pool_traits<pool_t>::records;
   auto* const kernel = wg ? attention_decode_kernel<!pool_traits<pool_t>::records, act_t, pool_t>
                           : attention_decode_kernel<false, act_t, pool_t>;
