@@ -413,11 +413,11 @@ __device__ __forceinline__ void load_record_tile(const pool_traits<kv_fp8_record
 // their block's power-of-two scale (e4m3 x 2^k has 4 significant bits: the f32 product and its
 // bf16 rounding are exact for every scale a pack writes, and otherwise round exactly as
 // kv_record_gather's bf16 output does), chunks 56.. copy the BF16 RoPE values.
-// 8 e4m3 codes times their block's scale byte -> 8 bf16 values (one 16-byte chunk of a key row).
-// The one dequantization of record codes in this file: the synchronous kernel's tile and the
-// warp-specialized kernel's producer both call it, so both give the same bf16 tile.
-__device__ __forceinline__ uint4 dequant_codes8(uint2 codes, uint8_t scale_byte) {
-  const float s = kv_record::e8m0_value(scale_byte);
+// 8 e4m3 codes times their block's scale (kv_record::e8m0_value of its byte) -> 8 bf16 values
+// (one 16-byte chunk of a key row). The one dequantization of record codes in this file: the
+// synchronous kernel's tile and the warp-specialized kernel's producer both call it, so both
+// give the same bf16 tile.
+__device__ __forceinline__ uint4 dequant_codes8(uint2 codes, float s) {
   uint32_t w[4];
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
@@ -428,6 +428,12 @@ __device__ __forceinline__ uint4 dequant_codes8(uint2 codes, uint8_t scale_byte)
   return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
+// kv_record::e8m0_value with selects instead of branches (the same value for every byte: 0xff
+// NaN, 0 -> 2^-127, else 2^(b - 127)), so the producer's loads and conversions can interleave.
+__device__ __forceinline__ float e8m0_value_sel(uint32_t b) {
+  return __uint_as_float(b == 0xffu ? 0x7fc00000u : b == 0u ? 0x00400000u : b << 23);
+}
+
 __device__ __forceinline__ void dequant_record_tile(const unsigned char* raw, unsigned char* tile) {
   const int chunk = threadIdx.x % k_chunks;
 #pragma unroll
@@ -436,9 +442,9 @@ __device__ __forceinline__ void dequant_record_tile(const unsigned char* raw, un
     const unsigned char* row = raw + r * k_rec_data;
     uint4 v;
     if (chunk < k_rec_nope_chunks) {
-      v = dequant_codes8(
-          *reinterpret_cast<const uint2*>(row + chunk * 8),
-          raw[k_tile * k_rec_data + r * k_rec_scale + chunk * 8 / int(kv_record::k_quant_block)]);
+      v = dequant_codes8(*reinterpret_cast<const uint2*>(row + chunk * 8),
+                         kv_record::e8m0_value(raw[k_tile * k_rec_data + r * k_rec_scale +
+                                                   chunk * 8 / int(kv_record::k_quant_block)]));
     } else {
       v = *reinterpret_cast<const uint4*>(row + k_nope + (chunk - k_rec_nope_chunks) * 16);
     }
@@ -903,6 +909,8 @@ constexpr int k_ws_hand_bytes = 2 * 2 * 128 * 16 + 2 * 128 * 16;
 constexpr int k_ws_raw = k_ws_xchg + k_ws_hand_bytes;
 constexpr int k_ws_raw_slot = k_rec_data + 16;
 constexpr int k_ws_raw_warp = k_ws_rows_per_producer * k_ws_raw_slot;
+// Rows per cp.async group and conversion step of a producer warp (ILP of the conversion).
+constexpr int k_ws_rec_group = 4;
 static_assert(k_ws_raw + k_ws_producers * k_ws_raw_warp <= k_ws_masks && k_ws_raw % 16 == 0 &&
               k_ws_raw_slot % 16 == 0 && k_ws_rows_per_producer == 8);
 // Fused: the scaled f32 rows of the merge ([64][512]) take the key ring's place.
@@ -1081,58 +1089,84 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     const bool no_load = (opts & k_ws_opt_no_load) != 0;
     if constexpr (records) {
       // FP8 records: warp pw copies the records of rows 8 pw .. 8 pw + 7 of each tile into its 8
-      // raw slots (one cp.async group per row: lane l data chunk l, lanes 0-3 chunks 32-35, lane
-      // 4 the scale bytes; missing rows zero-filled, which dequantize to 0), then turns them into
-      // the bf16 stage (dequant_codes8: the synchronous kernel's values) and publishes it. Row i
-      // of tile j + 1 is issued as soon as row i of tile j is dequantized, so a tile's records
-      // stay in flight while the warp waits for a free stage and converts the tile before.
+      // raw slots (576 data bytes, then the 8 scale bytes; missing rows zero-filled, which
+      // dequantize to 0) in groups of G rows (one cp.async group each), turns each group into
+      // the bf16 stage (dequant_codes8: the synchronous kernel's values) and publishes the tile.
+      // Group g of tile j + 1 is issued as soon as group g of tile j is converted, so a tile's
+      // records stay in flight while the warp waits for a free stage and converts the tile
+      // before. G rows at once give the conversion G times the independent loads (ILP).
       using ref_t = typename pool_traits<pool_t>::ref;
       const uint32_t raw_s = q_s + k_ws_raw + uint32_t(pw * k_ws_raw_warp);
       const unsigned char* const raw_p = smem + k_ws_raw + pw * k_ws_raw_warp;
       auto ref_of_tile = [&](int j, int32_t v) -> ref_t {
         return j < n_live ? space.row_ref(tile_start(j) + lane, v) : ref_t{};
       };
-      // Row i of the warp (tile row 8 pw + i) from lane r's reference into slot i; commits.
-      auto issue_row = [&](const ref_t& p, int i) {
-        const int r = pw * k_ws_rows_per_producer + i;
-        const uint8_t* const d = reinterpret_cast<const uint8_t*>(
-            __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p.data), r));
-        const uint8_t* const sc = reinterpret_cast<const uint8_t*>(
-            __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p.scales), r));
-        const uint32_t slot = raw_s + uint32_t(i * k_ws_raw_slot);
-        if (!no_load) {
-          cp_async_16(slot + lane * 16, d ? static_cast<const void*>(d + lane * 16) : any_global,
-                      d != nullptr);
-          if (lane < k_rec_data_chunks - k_warp_size)
-            cp_async_16(slot + (k_warp_size + lane) * 16,
-                        d ? static_cast<const void*>(d + (k_warp_size + lane) * 16) : any_global,
+      constexpr int G = k_ws_rec_group;
+      constexpr int groups = k_ws_rows_per_producer / G;
+      // Rows G g .. G g + G - 1 of the warp (tile rows 8 pw + ..) from the lanes holding their
+      // references into slots G g ..; one commit.
+      auto issue_group = [&](const ref_t& p, int g) {
+#pragma unroll
+        for (int i = 0; i < G; ++i) {
+          const int r = pw * k_ws_rows_per_producer + G * g + i;
+          const uint8_t* const d = reinterpret_cast<const uint8_t*>(
+              __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p.data), r));
+          const uint8_t* const sc = reinterpret_cast<const uint8_t*>(
+              __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p.scales), r));
+          if (!no_load) {
+            const uint32_t slot = raw_s + uint32_t((G * g + i) * k_ws_raw_slot);
+            cp_async_16(slot + lane * 16, d ? static_cast<const void*>(d + lane * 16) : any_global,
                         d != nullptr);
-          else if (lane == k_rec_data_chunks - k_warp_size)
-            cp_async_8(slot + k_rec_data, d ? static_cast<const void*>(sc) : any_global,
-                       d != nullptr);
+            if (lane < k_rec_data_chunks - k_warp_size)
+              cp_async_16(slot + (k_warp_size + lane) * 16,
+                          d ? static_cast<const void*>(d + (k_warp_size + lane) * 16) : any_global,
+                          d != nullptr);
+            else if (lane == k_rec_data_chunks - k_warp_size)
+              cp_async_8(slot + k_rec_data, d ? static_cast<const void*>(sc) : any_global,
+                         d != nullptr);
+          }
         }
         cp_async_commit();
       };
-      // Slot i -> row 8 pw + i of the bf16 stage at `dst`: lane l chunks l, l + 32.
-      auto dequant_row = [&](int i, unsigned char* dst) {
-        const int r = pw * k_ws_rows_per_producer + i;
-        const unsigned char* const row = raw_p + i * k_ws_raw_slot;
+      // Slots G g .. -> their rows of the bf16 stage at `dst`, all loads first (independent):
+      // lane l converts chunk l (codes) and chunk 32 + l (codes for l < 24, else RoPE chunk
+      // l - 24 copied) of each row; lane-constant offsets, so the addresses are immediates.
+      auto convert_group = [&](int g, unsigned char* dst) {
+        constexpr int hi_nope = k_rec_nope_chunks - k_warp_size;  // lanes with codes at 32 + l
+        const bool codes_hi = lane < hi_nope;
+        const unsigned char* const raw = raw_p + G * g * k_ws_raw_slot;
+        const int q8 = int(kv_record::k_quant_block) / 8;  // chunks per scale block
+        uint2 c0[G];
+        uint4 c1[G];
+        uint32_t s0[G], s1[G];
 #pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const int c = lane + k_warp_size * h;
-          uint4 val;
-          if (c < k_rec_nope_chunks)
-            val = dequant_codes8(*reinterpret_cast<const uint2*>(row + c * 8),
-                                 row[k_rec_data + c * 8 / int(kv_record::k_quant_block)]);
-          else
-            val = *reinterpret_cast<const uint4*>(row + k_nope + (c - k_rec_nope_chunks) * 16);
-          *reinterpret_cast<uint4*>(dst + wg_offset<k_tile>(r, c)) = val;
+        for (int i = 0; i < G; ++i) {
+          const unsigned char* const row = raw + i * k_ws_raw_slot;
+          c0[i] = *reinterpret_cast<const uint2*>(row + lane * 8);
+          s0[i] = row[k_rec_data + lane / q8];
+          if (codes_hi) {
+            const uint2 t = *reinterpret_cast<const uint2*>(row + (k_warp_size + lane) * 8);
+            c1[i] = make_uint4(t.x, t.y, 0u, 0u);
+            s1[i] = row[k_rec_data + (k_warp_size + lane) / q8];
+          } else {
+            c1[i] = *reinterpret_cast<const uint4*>(row + k_nope + (lane - hi_nope) * 16);
+            s1[i] = 0u;
+          }
+        }
+#pragma unroll
+        for (int i = 0; i < G; ++i) {
+          const int r = pw * k_ws_rows_per_producer + G * g + i;
+          *reinterpret_cast<uint4*>(dst + wg_offset<k_tile>(r, lane)) =
+              dequant_codes8(c0[i], e8m0_value_sel(s0[i]));
+          *reinterpret_cast<uint4*>(dst + wg_offset<k_tile>(r, k_warp_size + lane)) =
+              codes_hi ? dequant_codes8(make_uint2(c1[i].x, c1[i].y), e8m0_value_sel(s1[i]))
+                       : c1[i];
         }
       };
       ref_t p = ref_of_tile(0, v0);
       uint32_t mask = __ballot_sync(0xffffffffu, pool_traits<pool_t>::valid(p));
 #pragma unroll
-      for (int i = 0; i < k_ws_rows_per_producer; ++i) issue_row(p, i);
+      for (int g = 0; g < groups; ++g) issue_group(p, g);
 #pragma unroll 1
       for (int j = 0; j < n_live; ++j) {
         v0 = v1;
@@ -1144,14 +1178,14 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         if (j >= k_ws_stages) mbar::wait(empty_bar + 8 * stage, uint32_t(j / k_ws_stages - 1) & 1u);
         unsigned char* const dst = smem + k_ws_ring + stage * k_tile_bytes;
 #pragma unroll
-        for (int i = 0; i < k_ws_rows_per_producer; ++i) {
-          // 8 groups pending: rows i .. 7 of tile j, rows 0 .. i - 1 of tile j + 1.
-          cp_async_wait<k_ws_rows_per_producer - 1>();
-          __syncwarp();  // every lane's copies of slot i are visible to the warp
-          if (!no_load) dequant_row(i, dst);
-          __syncwarp();  // slot i is read: it may take row i of tile j + 1
+        for (int g = 0; g < groups; ++g) {
+          // `groups` groups pending: g .. of tile j, 0 .. g - 1 of tile j + 1.
+          cp_async_wait<groups - 1>();
+          __syncwarp();  // every lane's copies of the group's slots are visible to the warp
+          if (!no_load) convert_group(g, dst);
+          __syncwarp();  // the slots are read: they may take group g of tile j + 1
           if (j + 1 < n_live)
-            issue_row(pn, i);
+            issue_group(pn, g);
           else
             cp_async_commit();  // an empty group keeps the count
         }
