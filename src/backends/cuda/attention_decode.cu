@@ -19,6 +19,17 @@
 // above (one extra barrier), then runs the same products. H200 (2026-11-22): 1.05-1.41x the bf16
 // pools' time at Flash / Pro decode shapes (bench_attention --kv-fp8): the dequantization is ALU
 // work serialized with the MMAs, and these shapes are not bound by the bytes they read.
+// With alternate tiles (plan.alt with plan.producer, as for bf16 pools) records run the
+// warp-specialized kernel instead (ATTN13 helper, session 12): its producer warpgroup copies
+// each tile's records into per-warp raw slots and converts them into the bf16 stage itself
+// (dequant_codes8, the same values), so records take the bf16 pools' schedule and arithmetic
+// bit for bit. H100 2026-11-26 (bench_attention --kv-fp8, same process), sync / ws / bf16-pool
+// alt time: HCA 1M T=1 36.5 / 28.1 / 21.4 us, T=8 96.4 / 69.0 / 40.9, Pro HCA 1M T=32 602.3 /
+// 391.7 / 175.8, Flash CSA T=32 42.9 / 32.6 / 26.3. Still not bound by the bytes: with the
+// consumers computing nothing the records' ring alone takes 1.5-2.9x the bf16 ring's time
+// (HCA 1M T=8 53.8 vs 35.5 us, Pro T=32 304.2 vs 104.1): the 4 producer warps' conversion
+// (8 e4m3 -> f16 -> f32 conversions, multiplies and bf16 packs per 16-byte chunk, 16 chunks
+// per lane and tile) is the limit, not the one tile of records in flight per CTA.
 //
 // wgmma path (plan.wgmma, the default for bf16 / f32 pools): the same CTA, ring, exchange and
 // softmax; the query and key tiles are stored in the wgmma SW128 layout (wg_offset) instead, and
@@ -910,7 +921,11 @@ constexpr int k_ws_raw = k_ws_xchg + k_ws_hand_bytes;
 constexpr int k_ws_raw_slot = k_rec_data + 16;
 constexpr int k_ws_raw_warp = k_ws_rows_per_producer * k_ws_raw_slot;
 // Rows per cp.async group and conversion step of a producer warp (ILP of the conversion).
-constexpr int k_ws_rec_group = 4;
+// H100 2026-11-26 (bench_attention --kv-fp8, same call), 1 / 2 / 4 rows (4 spills 112 bytes at
+// the producers' 56 registers) and the first version (1 row, branchy E8M0 decode): HCA 1M T=8
+// 69.8 / 69.0 / 78.8 / 80.3 us, Pro HCA 1M T=32 399.9 / 391.7 / 459.1 / 483.2, Flash CSA T=32
+// 32.1 / 32.6 / 37.9 / 35.0, HCA 1M T=1 76.4 (once) / 28.1 / 31.0 / 30.2.
+constexpr int k_ws_rec_group = 2;
 static_assert(k_ws_raw + k_ws_producers * k_ws_raw_warp <= k_ws_masks && k_ws_raw % 16 == 0 &&
               k_ws_raw_slot % 16 == 0 && k_ws_rows_per_producer == 8);
 // Fused: the scaled f32 rows of the merge ([64][512]) take the key ring's place.
