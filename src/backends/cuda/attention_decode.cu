@@ -27,9 +27,11 @@
 // alt time: HCA 1M T=1 36.5 / 28.1 / 21.4 us, T=8 96.4 / 69.0 / 40.9, Pro HCA 1M T=32 602.3 /
 // 391.7 / 175.8, Flash CSA T=32 42.9 / 32.6 / 26.3. Still not bound by the bytes: with the
 // consumers computing nothing the records' ring alone takes 1.5-2.9x the bf16 ring's time
-// (HCA 1M T=8 53.8 vs 35.5 us, Pro T=32 304.2 vs 104.1): the 4 producer warps' conversion
-// (8 e4m3 -> f16 -> f32 conversions, multiplies and bf16 packs per 16-byte chunk, 16 chunks
-// per lane and tile) is the limit, not the one tile of records in flight per CTA.
+// (HCA 1M T=8 53.8 vs 35.5 us, Pro T=32 304.2 vs 104.1): the producer's per-tile path is the
+// limit (~2.3 us per tile there for ~1.5 K instructions per warp: per lane 128 each of the
+// e4m3 -> f16 unpacks and bf16 packs (F2FP), f16 -> f32 (HADD2.F32) and FMUL, with its waits;
+// about 0.35 instructions per cycle). Which part dominates (conversion issue, the waits on one
+// tile of records in flight per CTA) is not measured yet.
 //
 // wgmma path (plan.wgmma, the default for bf16 / f32 pools): the same CTA, ring, exchange and
 // softmax; the query and key tiles are stored in the wgmma SW128 layout (wg_offset) instead, and
