@@ -436,6 +436,257 @@ void bench_small_rows(cublasHandle_t blas, int sms, int64_t T, int64_t H, bool h
   CHECK(cudaStreamDestroy(st));
 }
 
+// ---- --steps: small decode steps (T <= 8): where a step's time goes, and its alternatives ----
+bool g_steps = false;
+
+// A kernel of the shape of the step's predecessor in the engine (it writes the query: one CTA per
+// 4 (token, head) rows, a copy), for the chained rows: the attention launch after it with and
+// without plan.pdl.
+__global__ void prev_write_q(const uint4* src, uint4* dst, int64_t n) {
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) dst[i] = src[i];
+}
+
+// plan.trace: the median over replays (L2 flushed before each) of the CTAs' stamps, us after the
+// first CTA's entry: per slot the median and the latest CTA; the combine's first entry, latest
+// wait return and latest end.
+void trace_plan(const char* label, const dsv4::cuda::attention_decode_plan& plan,
+                const std::function<void(const dsv4::cuda::attention_decode_plan&)>& run) {
+  using namespace dsv4::cuda;
+  constexpr int reps = 31;
+  const size_t words = size_t(2) * k_adt_max_ctas * k_adt_slots;
+  unsigned long long* tr = device_alloc<unsigned long long>(words);
+  auto p = plan;
+  p.trace = tr;
+  std::vector<unsigned long long> h(words);
+  static const int slots[] = {k_adt_setup, k_adt_index, k_adt_issued, k_adt_landed, k_adt_query,
+                              k_adt_tile0, k_adt_s0,    k_adt_loop,   k_adt_end};
+  static const char* const names[] = {"setup", "index", "issued", "landed", "query",
+                                      "tile0", "s0",    "loop",   "end"};
+  constexpr int n_slots = int(sizeof(slots) / sizeof(slots[0]));
+  std::vector<std::vector<double>> med(n_slots), mx(n_slots), comb(3), span(1);
+  int ctas = 0;
+  for (int r = 0; r < reps + 2; ++r) {
+    CHECK(cudaMemset(tr, 0, words * 8));
+    flush_read_kernel<<<1024, 512>>>(static_cast<const float4*>(g_flush), g_flush_bytes / 16,
+                                     g_flush_sink);
+    CHECK(cudaDeviceSynchronize());
+    run(p);
+    CHECK(cudaDeviceSynchronize());
+    CHECK(cudaMemcpy(h.data(), tr, words * 8, cudaMemcpyDeviceToHost));
+    if (r < 2) continue;
+    unsigned long long t0 = ~0ull;
+    ctas = 0;
+    for (int c = 0; c < k_adt_max_ctas; ++c) {
+      const unsigned long long e = h[size_t(c) * k_adt_slots + k_adt_entry];
+      if (e) {
+        t0 = std::min(t0, e);
+        ++ctas;
+      }
+    }
+    if (ctas == 0) continue;
+    auto rel = [&](unsigned long long x) { return double(int64_t(x - t0)) * 1e-3; };
+    for (int i = 0; i < n_slots; ++i) {
+      std::vector<double> v;
+      for (int c = 0; c < k_adt_max_ctas; ++c) {
+        const unsigned long long x = h[size_t(c) * k_adt_slots + slots[i]];
+        if (x) v.push_back(rel(x));
+      }
+      if (v.empty()) continue;
+      std::sort(v.begin(), v.end());
+      med[size_t(i)].push_back(v[v.size() / 2]);
+      mx[size_t(i)].push_back(v.back());
+    }
+    double c_entry = 1e30, c_wait = -1e30, c_end = -1e30;
+    bool any = false;
+    for (int c = 0; c < k_adt_max_ctas; ++c) {
+      const size_t b = (size_t(k_adt_max_ctas) + size_t(c)) * k_adt_slots;
+      if (!h[b + k_adt_entry]) continue;
+      any = true;
+      c_entry = std::min(c_entry, rel(h[b + k_adt_entry]));
+      if (h[b + k_adt_setup]) c_wait = std::max(c_wait, rel(h[b + k_adt_setup]));
+      if (h[b + k_adt_end]) c_end = std::max(c_end, rel(h[b + k_adt_end]));
+    }
+    if (any) {
+      comb[0].push_back(c_entry);
+      comb[1].push_back(c_wait);
+      comb[2].push_back(c_end);
+    }
+    double last_entry = 0;
+    for (int c = 0; c < k_adt_max_ctas; ++c) {
+      const unsigned long long e = h[size_t(c) * k_adt_slots + k_adt_entry];
+      if (e) last_entry = std::max(last_entry, rel(e));
+    }
+    span[0].push_back(last_entry);
+  }
+  auto median = [](std::vector<double>& v) {
+    if (v.empty()) return -1.0;
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  std::printf(
+      "    trace %s (%d CTAs; us after the first entry, median of %d; med/last CTA):\n"
+      "     ",
+      label, ctas, reps);
+  std::printf(" entry last %.2f;", median(span[0]));
+  for (int i = 0; i < n_slots; ++i)
+    if (!med[size_t(i)].empty())
+      std::printf(" %s %.2f/%.2f;", names[i], median(med[size_t(i)]), median(mx[size_t(i)]));
+  if (!comb[0].empty())
+    std::printf(" combine entry %.2f, wait %.2f, end %.2f", median(comb[0]), median(comb[1]),
+                median(comb[2]));
+  std::printf("\n");
+  cudaFree(tr);
+}
+
+// The plan as attention_decode_make_plan made it before ATTN12 (the baseline of --steps): one tile
+// per split for one token with <= 2048 slots, else 2; the warp-specialized kernel from 4 tiles per
+// split (alt, partials in L2 with the fragments' stores; fold at one split), else the synchronous
+// kernel; the fused cluster kernel where the session-8 rule holds; no PDL.
+dsv4::cuda::attention_decode_plan plan_before_attn12(int64_t T, int64_t H, int64_t W, int64_t cap_c,
+                                                     int sms) {
+  using namespace dsv4::cuda;
+  const int64_t tiles = std::max<int64_t>(1, (W + cap_c + 31) / 32);
+  auto split = attention_decode_make_split_plan(T, H, 512, W, cap_c, sms,
+                                                T == 1 && W + cap_c <= 2048 ? 1 : 2);
+  const int64_t per = split.keys_per_split / 32;
+  split.producer = split.alt = split.partials_l2 = per >= 4;
+  split.fold = split.producer && split.splits == 1;
+  split.pdl = false;
+  const int64_t ctas = T * ((H + 63) / 64);
+  int64_t c = 0;
+  for (int64_t x = 1; x <= 8 && ctas * x * 2 <= sms; x *= 2) {
+    c = x;
+    if (x >= tiles) break;
+  }
+  if (c == 0) return split;
+  const int64_t slack = ctas >= 8 ? 2 : 1;
+  if ((tiles + c - 1) / c > per + slack) return split;
+  auto f = attention_decode_make_fused_plan(T, H, 512, W, cap_c, c);
+  f.pdl = false;
+  return f;
+}
+
+void bench_step_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t cap_c, __nv_bfloat16* q16,
+                     const float* sinks, __nv_bfloat16* out16,
+                     const dsv4::cuda::kv_rows<__nv_bfloat16>& w16,
+                     const dsv4::cuda::kv_rows<__nv_bfloat16>& c16, const char* shape,
+                     double bytes16, double flops) {
+  using dsv4::cuda::attention_decode_plan;
+  const int64_t d = 512;
+  const int64_t slots = W + cap_c;
+  const int64_t tiles = (slots + 31) / 32;
+  const size_t n_out = size_t(T * H * d);
+  cudaStream_t st;
+  CHECK(cudaStreamCreate(&st));  // blocking: ordered with the legacy stream of the events
+  __nv_bfloat16* ref = device_alloc<__nv_bfloat16>(n_out);
+  __nv_bfloat16* q_src = device_alloc<__nv_bfloat16>(n_out);
+  CHECK(cudaMemcpy(q_src, q16, n_out * 2, cudaMemcpyDeviceToDevice));
+  size_t scratch_bytes = 16;
+  for (int64_t k = 1; k <= 64; ++k)
+    scratch_bytes = std::max(
+        scratch_bytes,
+        dsv4::cuda::attention_decode_make_split_plan(T, H, d, W, cap_c, sms, k).scratch_bytes);
+  void* scratch = device_alloc<unsigned char>(scratch_bytes);
+  auto run_on = [&](const attention_decode_plan& p, __nv_bfloat16* o, cudaStream_t s) {
+    return dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
+        q16, T, H, d, w16, &c16, sinks, 1.0f / std::sqrt(float(d)), o, p, scratch, p.scratch_bytes,
+        s);
+  };
+  auto run = [&](const attention_decode_plan& p) { CHECK(run_on(p, out16, 0)); };
+  const auto made = dsv4::cuda::attention_decode_make_plan(T, H, d, W, cap_c, sms);
+  CHECK(run_on(made, ref, 0));
+  CHECK(cudaDeviceSynchronize());
+  auto label_of = [&](const char* base, const attention_decode_plan& p) {
+    char l[96];
+    std::snprintf(l, sizeof(l), "%s %s%lldx%lld%s", base, p.fused ? "F" : "S", (long long)p.splits,
+                  (long long)(p.keys_per_split / 32),
+                  p.fused ? "" : (p.producer ? (p.alt ? " ws" : " ws-it") : " sync"));
+    return std::string(l);
+  };
+  // One row: event-timed (eager launch), output distance to the plan as made.
+  auto row = [&](const char* base, const attention_decode_plan& p, bool trace) {
+    const cudaError_t e = run_on(p, out16, 0);
+    const std::string l = label_of(base, p);
+    if (e != cudaSuccess) {
+      std::printf("  %-26s launch refused: %s\n", l.c_str(), cudaGetErrorString(e));
+      (void)cudaGetLastError();
+      return 0.0;
+    }
+    CHECK(cudaDeviceSynchronize());
+    const double ms = time_ms([&] { run(p); });
+    print_row(l.c_str(), shape, ms, bytes16, flops);
+    const double diff = rel_diff(out16, ref, n_out);
+    if (diff != 0) std::printf("    max |out - plan out| / max |out|: %.3g\n", diff);
+    if (trace) trace_plan(l.c_str(), p, run);
+    return ms;
+  };
+  const auto before = plan_before_attn12(T, H, W, cap_c, sms);
+  row("before", before, true);
+  row("plan", made, true);
+  {
+    const double gms = time_graph_ms(st, [&] { CHECK(run_on(before, out16, st)); });
+    print_row((label_of("before", before) + " graph").c_str(), shape, gms, bytes16, flops);
+    const double pms = time_graph_ms(st, [&] { CHECK(run_on(made, out16, st)); });
+    print_row((label_of("plan", made) + " graph").c_str(), shape, pms, bytes16, flops);
+    std::printf("    before / plan (graph): %.3fx\n", gms / pms);
+  }
+  if (!made.fused && !made.fold) {
+    auto p = made;
+    p.combine = false;
+    row("  no combine", p, false);
+  }
+  {
+    auto p = made;
+    p.pdl = false;
+    row("  no pdl", p, false);
+  }
+  // Chained behind a predecessor that writes the query (graph replay): without / with plan.pdl.
+  {
+    const int64_t n16 = int64_t(n_out / 8);
+    const unsigned blocks = unsigned((n16 + 127) / 128);
+    auto prev = [&](cudaStream_t s) {
+      prev_write_q<<<blocks, 128, 0, s>>>(reinterpret_cast<const uint4*>(q_src),
+                                          reinterpret_cast<uint4*>(q16), n16);
+    };
+    const double ms_prev = time_graph_ms(st, [&] { prev(st); });
+    print_row("chain: predecessor alone", shape, ms_prev, bytes16, flops);
+    for (const bool pdl : {false, true}) {
+      auto p = made;
+      p.pdl = pdl;
+      const double ms = time_graph_ms(st, [&] {
+        prev(st);
+        CHECK(run_on(p, out16, st));
+      });
+      char l[96];
+      std::snprintf(l, sizeof(l), "chain: + plan%s", pdl ? " pdl" : "");
+      print_row(l, shape, ms, bytes16, flops);
+      std::printf("    chain - predecessor: %.2f us\n", (ms - ms_prev) * 1e3);
+      const double diff = rel_diff(out16, ref, n_out);
+      if (diff != 0) std::printf("    max |out - plan out| / max |out|: %.3g\n", diff);
+    }
+  }
+  // Splits of k tiles on the plan's kernel (warp-specialized, alternate tiles, partials in L2).
+  int64_t last_splits = -1;
+  for (const int64_t k : {1, 2, 3, 4, 5, 6, 8}) {
+    auto p = dsv4::cuda::attention_decode_make_split_plan(T, H, d, W, cap_c, sms, k);
+    if (p.splits == last_splits || p.splits == made.splits || p.keys_per_split / 32 > tiles)
+      continue;
+    last_splits = p.splits;
+    row("split", p, false);
+  }
+  for (int64_t c = 4; c <= 16; c *= 2) {
+    if (T * ((H + 63) / 64) * c > sms || (before.fused && before.splits == c)) continue;
+    if ((tiles + c - 1) / c > 12) continue;  // far too serial
+    const auto p = dsv4::cuda::attention_decode_make_fused_plan(T, H, d, W, cap_c, c);
+    row("fused", p, false);
+  }
+  cudaFree(scratch);
+  cudaFree(q_src);
+  cudaFree(ref);
+  CHECK(cudaStreamDestroy(st));
+}
+
 // ---- --alt-rows: the alternate-tile schedule, its bounds (plan.diag) and in-turn ----
 void bench_alt_rows(int sms, int64_t T, int64_t H, int64_t d, int64_t W, int64_t cap_c,
                     const __nv_bfloat16* q16, const float* sinks, __nv_bfloat16* out16,
@@ -678,6 +929,12 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
   if (g_small) {
     bench_small_rows(blas, sms, T, H, hca, context, top_k, W, table_width, pool16, pool_rows, q16,
                      sinks, out16, w16, c16, gather_idx, shape, bytes16, flops);
+    release();
+    return;
+  }
+  if (g_steps) {
+    bench_step_rows(sms, T, H, W, hca ? table_width * 128 : top_k, q16, sinks, out16, w16, c16,
+                    shape, bytes16, flops);
     release();
     return;
   }
@@ -1696,6 +1953,8 @@ int main(int argc, char** argv) {
       no_ceilings = true;
     else if (std::strcmp(argv[i], "--small") == 0)
       g_small = true;
+    else if (std::strcmp(argv[i], "--steps") == 0)
+      g_steps = true;
     else if (std::strcmp(argv[i], "--twice") == 0)
       g_twice = true;
     else if (std::strcmp(argv[i], "--alt-rows") == 0)
@@ -1806,7 +2065,7 @@ int main(int argc, char** argv) {
     const double ms = time_ms([] { empty_kernel<<<1, 32>>>(); });
     std::printf("launch floor (empty kernel, event-timed): %.2f us\n", ms * 1e3);
   }
-  if (cases) {
+  if (cases && !g_steps) {
     g_focus = true;
     g_lean = true;
     std::printf("  %-22s %-50s %9s %9s %7s %8s\n", "kernel", "shape", "us", "GB/s", "%read",
@@ -1833,6 +2092,26 @@ int main(int argc, char** argv) {
     return 0;
   }
   std::printf("sparse attention (decode), head_dim 512, window 128:\n");
+  if (g_steps) {
+    // (T, H, hca, context, top-k); --cases replaces the list.
+    bench_small_floors();
+    if (cases) {
+      if (!run_cases(blas, sms, cases)) return 2;
+    } else {
+      for (int64_t ctx : {8192, 131072, 1048576})
+        bench_attention_case(blas, sms, 1, 64, true, ctx, 0);
+      bench_attention_case(blas, sms, 1, 64, false, 1 << 20, 512);
+      bench_attention_case(blas, sms, 1, 128, false, 1 << 20, 1024);
+      for (int64_t T : {2, 4, 8, 32}) bench_attention_case(blas, sms, T, 64, true, 8192, 0);
+      for (int64_t T : {4, 8, 32}) bench_attention_case(blas, sms, T, 64, false, 1 << 20, 512);
+      bench_attention_case(blas, sms, 8, 64, true, 131072, 0);
+      bench_attention_case(blas, sms, 8, 64, true, 1 << 20, 0);
+      bench_attention_case(blas, sms, 32, 64, true, 1 << 20, 0);
+      bench_attention_case(blas, sms, 64, 128, true, 1 << 20, 0);
+    }
+    CHECK_CUBLAS(cublasDestroy(blas));
+    return 0;
+  }
   if (g_small) {
     bench_small_floors();
     for (int64_t ctx : {8192, 131072, 1048576})

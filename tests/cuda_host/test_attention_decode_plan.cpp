@@ -1,9 +1,9 @@
 // The attention decode plan rules (src/backends/cuda/attention_decode_plan.cpp; host logic, runs
 // without a GPU). Expected values are worked out by hand from the rules as attention_decode.h
 // states them, at the shapes the H200 measurements behind them used (bench/RESULTS.md, session 7
-// ATTN5): a window of 128 slots, HCA compressed entries every 128 tokens, CSA top-512, 64 heads
-// per CTA, 32 slots per tile, 132 SMs. A change of rule must come with new measurements and a
-// change here.
+// ATTN5; ATTN12 for the split rules, H100): a window of 128 slots, HCA compressed entries every 128
+// tokens, CSA top-512, 64 heads per CTA, 32 slots per tile, 132 SMs. A change of rule must come
+// with new measurements and a change here.
 #include <gtest/gtest.h>
 
 #include <cstdint>
@@ -20,52 +20,85 @@ attention_decode_plan plan(int64_t tokens, int64_t comp, int64_t min_tiles, int6
   return attention_decode_make_plan(tokens, heads, 512, k_window, comp, k_sms, min_tiles);
 }
 
-TEST(attention_decode_plan, hca_8k_one_token_takes_a_fused_cluster_of_eight) {
-  // 128 + 64 slots = 6 tiles; split with 1 tile per CTA: 6 CTAs. Fused: clusters 1, 2, 4, 8 all
-  // fit half the SMs (one head group), 8 >= 6 tiles stops; 1 tile per CTA <= 1 + slack 1.
-  const attention_decode_plan p = plan(1, 64, 1);
+TEST(attention_decode_plan, hca_8k_one_token_takes_one_tile_splits) {
+  // 128 + 64 slots = 6 tiles, 6 tiles of step work <= 48: 6 splits of 1 tile on the
+  // warp-specialized kernel (alternate tiles, partials in L2, the row combine
+  // with <= 8 splits; ATTN12: the fused cluster of 8 is no longer the default).
+  const attention_decode_plan p = plan(1, 64, 0);
+  EXPECT_FALSE(p.fused);
+  EXPECT_EQ(p.splits, 6);
+  EXPECT_EQ(p.keys_per_split, 32);
+  EXPECT_TRUE(p.producer);
+  EXPECT_TRUE(p.alt);
+  EXPECT_TRUE(p.partials_l2);
+  EXPECT_TRUE(p.combine_rows);
+  EXPECT_TRUE(p.pdl);
+  EXPECT_FALSE(p.fold);
+  // 1 token x 6 splits x 64 heads x (512 f32 + 8).
+  EXPECT_EQ(p.scratch_bytes, size_t(6 * 64) * (512 * 4 + 8));
+}
+
+TEST(attention_decode_plan, fused_on_request_keeps_the_session_8_rule) {
+  // fused = 1: clusters 1, 2, 4, 8 fit half the SMs (one head group), 8 >= 6 tiles stops; 1 tile
+  // per CTA <= 1 + slack 1.
+  const attention_decode_plan p =
+      attention_decode_make_plan(1, 64, 512, k_window, 64, k_sms, 0, /*fused=*/1);
   EXPECT_TRUE(p.fused);
   EXPECT_EQ(p.splits, 8);
   EXPECT_EQ(p.keys_per_split, 32);
-  // The split kernels' scratch (other pools): 1 token x 8 splits x 64 heads x (512 f32 + 8).
-  EXPECT_EQ(p.scratch_bytes, size_t(8 * 64) * (512 * 4 + 8));
-  const attention_decode_plan s =
-      attention_decode_make_split_plan(1, 64, 512, k_window, 64, k_sms, 1);
-  EXPECT_FALSE(s.fused);
-  EXPECT_EQ(s.splits, 6);
-  EXPECT_EQ(s.keys_per_split, 32);
+  EXPECT_TRUE(p.alt);
+  EXPECT_TRUE(p.pdl);
 }
 
-TEST(attention_decode_plan, csa_one_token_keeps_the_split) {
-  // 128 + 512 = 640 slots = 20 tiles; split 20 CTAs of 1 tile; the largest cluster is 8, whose
-  // CTAs would take 3 tiles > 1 + 1: split.
-  const attention_decode_plan p = plan(1, 512, 1);
+TEST(attention_decode_plan, one_token_csa_takes_one_tile_splits_on_the_producer_kernel) {
+  // 128 + 512 = 640 slots = 20 tiles <= 48: 20 splits of 1 tile, the block combine (> 8 splits).
+  const attention_decode_plan p = plan(1, 512, 0);
   EXPECT_FALSE(p.fused);
   EXPECT_EQ(p.splits, 20);
   EXPECT_EQ(p.keys_per_split, 32);
-  EXPECT_FALSE(p.producer);  // 1 tile per split < 4
-  EXPECT_FALSE(p.alt);
+  EXPECT_TRUE(p.producer);
+  EXPECT_TRUE(p.alt);
+  EXPECT_FALSE(p.combine_rows);
+  // Pro CSA T=1 (128 heads: 2 groups, 1152 slots = 36 tiles): 72 tiles of work > 48, so 2 tiles
+  // per split: 18 splits.
+  const attention_decode_plan pro = plan(1, 1024, 0, 128);
+  EXPECT_EQ(pro.splits, 18);
+  EXPECT_EQ(pro.keys_per_split, 2 * 32);
 }
 
-TEST(attention_decode_plan, hca_8k_thirty_two_tokens_takes_clusters_of_two) {
-  // 32 CTA groups: clusters of 2 fill 64 <= 66 SMs, 4 would not. Split: 132 / 32 = 4 splits
-  // capped by ceil(6 / 2) = 3, 2 tiles each; fused CTAs take 3 tiles <= 2 + slack 2 (>= 8 groups).
-  const attention_decode_plan p = plan(32, 64, 2);
-  EXPECT_TRUE(p.fused);
-  EXPECT_EQ(p.splits, 2);
-  EXPECT_EQ(p.keys_per_split, 3 * 32);
-  EXPECT_TRUE(p.alt);  // alternate tiles measured faster in every fused shape
+TEST(attention_decode_plan, short_multi_token_splits_stop_at_eight) {
+  // Flash CSA T=4: 80 tiles of work > 48: 2 per split, 132 / 4 = 33 capped by 10 splits; 10 > 8
+  // and ceil(20 / 8) = 3 <= 6: 7 splits of 3 (row combine).
+  const attention_decode_plan csa4 = plan(4, 512, 0);
+  EXPECT_EQ(csa4.splits, 7);
+  EXPECT_EQ(csa4.keys_per_split, 3 * 32);
+  EXPECT_TRUE(csa4.combine_rows);
+  // HCA 128K T=8 (36 tiles): 16 splits -> 8 of 5.
+  const attention_decode_plan hca128 = plan(8, 1024, 0);
+  EXPECT_EQ(hca128.splits, 8);
+  EXPECT_EQ(hca128.keys_per_split, 5 * 32);
+  // HCA 1M T=8 (260 tiles): ceil(260 / 8) = 33 > 6, 16 splits of 17 kept (block combine, 512
+  // rows).
+  const attention_decode_plan hca1m = plan(8, 8192, 0);
+  EXPECT_EQ(hca1m.splits, 16);
+  EXPECT_EQ(hca1m.keys_per_split, 17 * 32);
+  EXPECT_FALSE(hca1m.combine_rows);
+  // An explicit minimum keeps the plain rule: HCA 8K T=32, 2 tiles: 132 / 32 = 4 capped by 3.
+  const attention_decode_plan hca8k = plan(32, 64, 2);
+  EXPECT_FALSE(hca8k.fused);
+  EXPECT_EQ(hca8k.splits, 3);
+  EXPECT_EQ(hca8k.keys_per_split, 2 * 32);
 }
 
 TEST(attention_decode_plan, hca_1m_one_token_halves_splits_past_64) {
-  // 128 + 8192 slots = 260 tiles, 2 per split: 130 splits > 64, so twice the minimum: 65 splits of
-  // 4 tiles, the warp-specialized kernel (>= 4 tiles); fused CTAs would take 33 tiles: split.
-  const attention_decode_plan p = plan(1, 8192, 2);
+  // 128 + 8192 slots = 260 tiles > 48, 2 per split: 130 splits > 64, so twice the minimum: 65
+  // splits of 4 tiles.
+  const attention_decode_plan p = plan(1, 8192, 0);
   EXPECT_FALSE(p.fused);
   EXPECT_EQ(p.splits, 65);
   EXPECT_EQ(p.keys_per_split, 4 * 32);
   EXPECT_TRUE(p.producer);
-  EXPECT_TRUE(p.alt);  // alternate tiles per consumer warpgroup where the producer kernel runs
+  EXPECT_TRUE(p.alt);
 }
 
 TEST(attention_decode_plan, one_split_folds_the_combine) {
@@ -79,15 +112,15 @@ TEST(attention_decode_plan, one_split_folds_the_combine) {
   const attention_decode_plan flash = plan(32, 8192, 2);
   EXPECT_EQ(flash.splits, 4);
   EXPECT_FALSE(flash.fold);
-  // One split of fewer than 4 tiles (64 window slots: 2; the synchronous kernel): no fold.
+  // One split of 2 tiles (64 window slots, 64 tokens x 2 groups): the producer kernel folds too.
   const attention_decode_plan small = attention_decode_make_split_plan(64, 128, 512, 64, 0, k_sms);
   EXPECT_EQ(small.splits, 1);
-  EXPECT_FALSE(small.producer);
-  EXPECT_FALSE(small.fold);
+  EXPECT_TRUE(small.producer);
+  EXPECT_TRUE(small.fold);
 }
 
-TEST(attention_decode_plan, combine_rows_up_to_8_splits_and_partials_in_l2_with_alt) {
-  // HCA 1M T=32: 4 splits of 65 tiles: the row combine, partials kept in L2 (alt).
+TEST(attention_decode_plan, combine_rows_up_to_8_splits_and_partials_in_l2) {
+  // HCA 1M T=32: 4 splits of 65 tiles: the row combine, partials kept in L2.
   const attention_decode_plan t32 = plan(32, 8192, 2);
   EXPECT_EQ(t32.splits, 4);
   EXPECT_TRUE(t32.combine_rows);
@@ -99,27 +132,18 @@ TEST(attention_decode_plan, combine_rows_up_to_8_splits_and_partials_in_l2_with_
   EXPECT_EQ(t8.splits, 16);
   EXPECT_FALSE(t8.combine_rows);
   EXPECT_TRUE(t8.partials_l2);
-  // Flash CSA T=1: 20 one-tile splits on the synchronous kernel: no alt, so no L2 hints.
-  const attention_decode_plan csa =
-      attention_decode_make_split_plan(1, 64, 512, k_window, 512, k_sms);
-  EXPECT_FALSE(csa.alt);
-  EXPECT_FALSE(csa.partials_l2);
 }
 
 TEST(attention_decode_plan, default_tiles_per_split_follow_the_step_size) {
-  // min_tiles 0 (the default the engine passes): 1 for one token with <= 2048 slots, else 2.
-  // HCA 8K T=1 (192 slots): the 6-CTA split of 1 tile each, so the fused cluster of 8.
+  // min_tiles 0 (the default the engine passes): 1 while tokens x groups x tiles <= 48, else 2.
   EXPECT_EQ(attention_decode_make_split_plan(1, 64, 512, k_window, 64, k_sms).splits, 6);
-  EXPECT_EQ(attention_decode_make_plan(1, 64, 512, k_window, 64, k_sms).splits, 8);
-  // Flash CSA T=1 (640 slots): 20 splits of 1 tile, split kept.
-  const attention_decode_plan csa = attention_decode_make_plan(1, 64, 512, k_window, 512, k_sms);
-  EXPECT_FALSE(csa.fused);
-  EXPECT_EQ(csa.splits, 20);
-  // HCA 1M T=1 (8320 slots > 2048): 2 tiles minimum, doubled past 64 splits: 65 of 4 tiles.
+  EXPECT_EQ(attention_decode_make_plan(1, 64, 512, k_window, 64, k_sms).splits, 6);
+  EXPECT_EQ(attention_decode_make_plan(1, 64, 512, k_window, 512, k_sms).splits, 20);
   EXPECT_EQ(attention_decode_make_plan(1, 64, 512, k_window, 8192, k_sms).splits, 65);
-  // Two tokens with few slots: 2 tiles per split (HCA 8K T=2: 3 splits of 2; the fused cluster of
-  // 8 then gives its CTAs 1 tile <= 2 + 1).
-  EXPECT_EQ(attention_decode_make_split_plan(2, 64, 512, k_window, 64, k_sms).splits, 3);
+  // HCA 8K T=2 (12 tiles of work): 6 splits of 1; T=8 (48): 6 of 1; T=32 (192): 3 of 2.
+  EXPECT_EQ(attention_decode_make_split_plan(2, 64, 512, k_window, 64, k_sms).splits, 6);
+  EXPECT_EQ(attention_decode_make_split_plan(8, 64, 512, k_window, 64, k_sms).splits, 6);
+  EXPECT_EQ(attention_decode_make_split_plan(32, 64, 512, k_window, 64, k_sms).splits, 3);
 }
 
 TEST(attention_decode_plan, fused_off_gives_the_split_plan) {

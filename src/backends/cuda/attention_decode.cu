@@ -144,6 +144,19 @@
 // us, then 15.8 us with code and data hot; the second of two empty launches: 2.2 us). Part of it
 // was local memory (the slot source structs, read per slot from L2; removed, see slot_space):
 // HCA 8K T=1 fused 20.3 -> 16.5 us; with alternate tiles 16.2 us (H200, bench_attention --small).
+// Where they go now (ATTN12 helper, H100 2026-11-26, bench_attention --steps: plan.trace stamps
+// of every CTA, medians of 31 launches after the L2 flush, us after the first CTA's entry; logs
+// h100_2026-11-26_s12_attn12_run{1,2}_steps.txt). Flash CSA T=1 on 20 one-tile splits of this
+// warp-specialized kernel, 14.1 us event-timed: set-up barrier 0.6, first slot indices 1.8, query
+// tile 2.1, first tile's rows 2.4, its S 3.3 (0.8 us for the 32 m64n32k16 of one tile), softmax
+// and P V 4.0, the 128 KB of partial rows stored 6.5 (2.5 us: 8-byte stores from the fragments,
+// ncu on the synchronous kernel: 40% of the cycles in LG throttle), the combine's wait returns
+// 7.6 (the grid's end and flush), its end 10.5; the remaining ~3.5 us are the launch before the
+// first entry and the event after the last exit (empty-kernel floor 3.1-3.4 us). The fused
+// kernel's cluster merge took 8-10 us from the key loop's end to the CTAs' exit (HCA 8K T=1, 8
+// CTAs: 4.5 -> 13.4; Flash CSA T=1, 16 CTAs of 2 tiles: 5.3 -> 15.6): every CTA writes its
+// 128 KB of rows into shared memory and reads 128 KB back over distributed shared memory. So
+// the plans take the split kernel (attention_decode_plan.cpp).
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
@@ -249,6 +262,27 @@ static_assert(k_rows * k_chunks % k_threads == 0, "query load must divide evenly
 
 __device__ __forceinline__ int ceil_div_dev(int a, int b) {
   return (a + b - 1) / b;
+}
+
+// plan.trace (benchmarks): the caller's thread stamps %globaltimer (or a value) at `slot` of this
+// CTA in `region` (0 main kernel, 1 combine); null records nothing.
+__device__ __forceinline__ void trace_put(unsigned long long* tr, int region, int slot,
+                                          unsigned long long value) {
+  const unsigned cta = blockIdx.x + gridDim.x * (blockIdx.y + gridDim.y * blockIdx.z);
+  if (cta < unsigned(k_adt_max_ctas))
+    tr[(size_t(region) * k_adt_max_ctas + cta) * k_adt_slots + slot] = value;
+}
+__device__ __forceinline__ void trace_stamp(unsigned long long* tr, int region, int slot) {
+  if (tr == nullptr) return;
+  unsigned long long now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  trace_put(tr, region, slot, now);
+}
+__device__ __forceinline__ void trace_smid(unsigned long long* tr) {
+  if (tr == nullptr) return;
+  uint32_t id;
+  asm volatile("mov.u32 %0, %%smid;" : "=r"(id));
+  trace_put(tr, 0, k_adt_smid, id);
 }
 
 __device__ __forceinline__ uint32_t swizzled(int row, int chunk) {
@@ -568,8 +602,9 @@ template <bool wg, typename act_t, typename pool_t>
 __global__ void __launch_bounds__(k_threads, 1)
     attention_decode_kernel(const act_t* q, int heads, kv_rows<pool_t> window, kv_rows<pool_t> comp,
                             int cap_w, int cap_c, int keys_per_split, int splits, float scale_log2,
-                            float* part_o, float2* part_ml) {
+                            float* part_o, float2* part_ml, unsigned long long* trace) {
   extern __shared__ __align__(1024) unsigned char smem[];  // wgmma: SW128 atoms 1024-aligned
+  if (threadIdx.x == 0) trace_stamp(trace, 0, k_adt_entry);
   using tr = pool_traits<pool_t>;
   static_assert(!(wg && tr::records), "the wgmma path takes bf16 / f32 pools");
   namespace wgm = attention_wgmma;
@@ -586,6 +621,9 @@ __global__ void __launch_bounds__(k_threads, 1)
   // The combine kernel is launched as a programmatic dependent (pdl.cuh): let it start (and wait
   // in pdl_wait for this grid's completion and memory) on the SMs this grid leaves free.
   pdl_trigger();
+  // plan.pdl: this grid may start before the previous kernel has finished; nothing global is read
+  // before its completion.
+  pdl_wait();
   const int split = blockIdx.x;
   const int group = blockIdx.y;
   const int64_t t = blockIdx.z;
@@ -632,6 +670,7 @@ __global__ void __launch_bounds__(k_threads, 1)
       part_ml[part + head0 + threadIdx.x] = make_float2(-INFINITY, 0.0f);
     return;
   }
+  if (threadIdx.x == 0) trace_smid(trace);
 
   // Prologue: the indices of tiles 0 .. k_stages + index_lead - 1 and the query rows (rows past
   // `heads` are zero and never written out); references of tiles 0 .. k_stages - 1; the rows of
@@ -667,6 +706,7 @@ __global__ void __launch_bounds__(k_threads, 1)
   cp_async_wait<0>();
   if constexpr (wg) wgm::fence_async_smem();
   __syncthreads();
+  if (threadIdx.x == 0) trace_stamp(trace, 0, k_adt_query);
 #pragma unroll 1
   for (int j = 0; j < k_stages; ++j) convert(j);
   __syncthreads();
@@ -693,6 +733,7 @@ __global__ void __launch_bounds__(k_threads, 1)
     cp_async_wait<k_stages - 2>();
     if constexpr (wg) wgm::fence_async_smem();
     __syncthreads();  // tile k landed for every thread; tile k - 1 is consumed
+    if (k == 0 && threadIdx.x == 0) trace_stamp(trace, 0, k_adt_tile0);
     // (The group of iteration k - index_lead, which prefetched tile k + k_stages's indices, is
     // complete: at most k_stages - 2 newer groups are pending.)
     if (warp == 0) {
@@ -759,6 +800,7 @@ __global__ void __launch_bounds__(k_threads, 1)
     for (int j = 0; j < 4; ++j)
       reinterpret_cast<float4*>(mine)[j] = make_float4(s[j][0], s[j][1], s[j][2], s[j][3]);
     __syncthreads();
+    if (k == 0 && threadIdx.x == 0) trace_stamp(trace, 0, k_adt_s0);
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       const float4 o = reinterpret_cast<const float4*>(other)[j];
@@ -848,6 +890,7 @@ __global__ void __launch_bounds__(k_threads, 1)
     }
   }
   cp_async_wait<0>();
+  if (threadIdx.x == 0) trace_stamp(trace, 0, k_adt_loop);
 
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
@@ -856,6 +899,7 @@ __global__ void __launch_bounds__(k_threads, 1)
   }
   const int64_t h0 = head0 + rg * 16 + lane / 4, h1 = h0 + 8;
   store_split_partial(acc, m, l, half, lane, h0, h1, heads, part, part_o, part_ml);
+  if (threadIdx.x == 0) trace_stamp(trace, 0, k_adt_end);
 }
 
 // ---- Warp-specialized wgmma kernel (plan.producer, bf16 pools) ----
@@ -1019,7 +1063,9 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     attention_decode_ws_kernel(const act_t* q, int heads, kv_rows<pool_t> window,
                                kv_rows<pool_t> comp, int cap_w, int cap_c, int keys_per_split,
                                int splits, float scale_log2, float* part_o, float2* part_ml,
-                               const float* sinks, act_t* out, int opts) {
+                               const float* sinks, act_t* out, int opts,
+                               unsigned long long* trace) {
+  if (threadIdx.x == 0) trace_stamp(trace, 0, k_adt_entry);
   constexpr bool fused = mode == k_ws_fused;
   constexpr bool fold = mode == k_ws_fold;
   constexpr bool keep_l2 = mode == k_ws_split_keep;
@@ -1036,6 +1082,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
   const uint32_t full_bar = q_s + k_ws_bars, empty_bar = full_bar + 8 * k_ws_stages;
 
   pdl_trigger();  // the combine kernel may start (it waits for this grid in pdl_wait)
+  pdl_wait();     // plan.pdl: the previous kernel's outputs (q, indices) are complete
   const int split = blockIdx.x;
   const int group = blockIdx.y;
   const int64_t t = blockIdx.z;
@@ -1090,6 +1137,10 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     }
   }
   __syncthreads();  // the only CTA-wide barrier: the mbarriers are initialized
+  if (threadIdx.x == 0) {
+    trace_stamp(trace, 0, k_adt_setup);
+    trace_smid(trace);
+  }
 
   // Producer warp pw (warps 8..11). Lane l of every producer warp handles slot l of each tile:
   // its index (loaded 3 tiles ahead) and row pointer; the warp then copies rows
@@ -1212,10 +1263,10 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         if (pw == 0 && lane == 0) {
           masks[stage] = mask;
           mbar::arrive(full_bar + 8 * stage);
+          if (j == 0) trace_stamp(trace, 0, k_adt_index);
         }
         mask = mask_n;
       }
-      cp_async_wait<0>();
     } else {
 #pragma unroll 1
       for (int j = 0; j < n_live; ++j) {
@@ -1249,10 +1300,13 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         if (pw == 0 && lane == 0) {
           masks[stage] = mask;
           mbar::arrive(full_bar + 8 * stage);
+          if (j == 0) trace_stamp(trace, 0, k_adt_index);
         }
       }
-      cp_async_wait<0>();
     }
+    if (pw == 0 && lane == 0) trace_stamp(trace, 0, k_adt_issued);
+    cp_async_wait<0>();
+    if (pw == 0 && lane == 0) trace_stamp(trace, 0, k_adt_landed);
   };
 
   // Fused (plan.fused): the `splits` CTAs of this (token, head group) form one cluster; each
@@ -1408,6 +1462,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       }
       wgm::fence_async_smem();
       mbar::named_sync(1, k_threads);  // the query tile is complete (consumers only)
+      if (threadIdx.x == 0) trace_stamp(trace, 0, k_adt_query);
     }
 
     float acc[2][64];
@@ -1579,7 +1634,9 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       for (int k = 0; k < n_live; ++k) {
         uint32_t mask;
         const uint32_t kb = wait_full(k, mask);
+        if (k == 0 && threadIdx.x == 0) trace_stamp(trace, 0, k_adt_tile0);
         scores_now(sd, kb);
+        if (k == 0 && threadIdx.x == 0) trace_stamp(trace, 0, k_adt_s0);
         softmax(k, sd, mask, p, corr);
         rescale(corr);
         pack(p, pas);
@@ -1647,6 +1704,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       uint32_t mask_s = 0, kb_s = 0;
       if (own < n_live) {
         kb_s = wait_full(own, mask_s);
+        if (threadIdx.x == 0) trace_stamp(trace, 0, k_adt_tile0);
         issue_scores_full(sd, kb_s);
       }
 #pragma unroll 1
@@ -1659,6 +1717,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
           wgm::wait<0>();
 #pragma unroll
           for (int i = 0; i < 16; ++i) wgm::reg_fence(sd[i]);
+          if (k == 0 && threadIdx.x == 0) trace_stamp(trace, 0, k_adt_s0);
           const uint32_t kb = kb_s;
 #pragma unroll
           for (int j = 0; j < 4; ++j)
@@ -1716,6 +1775,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       }
     }
 
+    if (threadIdx.x == 0) trace_stamp(trace, 0, k_adt_loop);
 #pragma unroll
     for (int i = 0; i < 2; ++i) {
       l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
@@ -1729,6 +1789,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     } else {
       fused_epilogue(acc, m, l, sink2, rg, half, h0, h1);
     }
+    if (threadIdx.x == 0) trace_stamp(trace, 0, k_adt_end);
   };
 
   if (warp >= k_ws_consumers) {
@@ -1774,12 +1835,14 @@ __device__ __forceinline__ float combine_block_reduce(float v, bool is_max, floa
 template <typename act_t, bool l2 = false>  // l2: as attention_decode_combine_rows
 __global__ void __launch_bounds__(k_combine_threads, 1)
     attention_decode_combine(const float* part_o, const float2* part_ml, const float* sinks,
-                             int heads, int splits, act_t* out) {
+                             int heads, int splits, act_t* out, unsigned long long* trace) {
   __shared__ float weight_s[k_combine_chunk];
   __shared__ float red[k_combine_threads / k_warp_size];
+  if (threadIdx.x == 0) trace_stamp(trace, 1, k_adt_entry);
   // Launched with programmatic stream serialization: wait for the partials of the main kernel
   // (pdl_wait returns once that grid has completed and its writes are visible).
   pdl_wait();
+  if (threadIdx.x == 0) trace_stamp(trace, 1, k_adt_setup);
   const int64_t t = blockIdx.x / heads;
   const int h = int(blockIdx.x % heads);
   const float2* ml = part_ml + t * splits * heads + h;  // split i at ml[i * heads]
@@ -1828,6 +1891,7 @@ __global__ void __launch_bounds__(k_combine_threads, 1)
   const float inv = 1.0f / den;
   store4(out + (t * heads + h) * k_d + threadIdx.x * 4,
          make_float4(o.x * inv, o.y * inv, o.z * inv, o.w * inv));
+  if (threadIdx.x == 0) trace_stamp(trace, 1, k_adt_end);
 }
 
 // plan.combine_rows: one warp per (token, head) row, lane l owning the float4 columns l + 32 j
@@ -1853,11 +1917,14 @@ template <int max_splits, typename act_t, bool l2 = false>
 __global__ void __launch_bounds__(k_combine_rows_warps* k_warp_size,
                                   combine_rows_min_blocks<max_splits>())
     attention_decode_combine_rows(const float* part_o, const float2* part_ml, const float* sinks,
-                                  int64_t rows, int heads, int splits, act_t* out) {
+                                  int64_t rows, int heads, int splits, act_t* out,
+                                  unsigned long long* trace) {
   constexpr int chunk = max_splits < k_combine_rows_chunk ? max_splits : k_combine_rows_chunk;
   constexpr int cols = k_d / 4 / k_warp_size;  // float4 columns per lane
   static_assert(max_splits % chunk == 0 && cols == 4);
+  if (threadIdx.x == 0) trace_stamp(trace, 1, k_adt_entry);
   pdl_wait();  // the main grid's partials (PDL, as attention_decode_combine)
+  if (threadIdx.x == 0) trace_stamp(trace, 1, k_adt_setup);
   const int lane = threadIdx.x % k_warp_size;
   const int64_t row = int64_t(blockIdx.x) * k_combine_rows_warps + threadIdx.x / k_warp_size;
   if (row >= rows) return;  // warp-uniform; no barrier follows
@@ -1914,6 +1981,7 @@ __global__ void __launch_bounds__(k_combine_rows_warps* k_warp_size,
   for (int j = 0; j < cols; ++j)
     store4(dst + 128 * j, make_float4(__fmul_rn(o[j].x, inv), __fmul_rn(o[j].y, inv),
                                       __fmul_rn(o[j].z, inv), __fmul_rn(o[j].w, inv)));
+  if (threadIdx.x == 0) trace_stamp(trace, 1, k_adt_end);
 }
 
 template <typename pool_t>
@@ -1950,11 +2018,11 @@ cudaError_t launch_combine_as(int64_t heads, int64_t tokens, const attention_dec
                          : splits <= 4 ? attention_decode_combine_rows<4, act_t, l2>
                                        : attention_decode_combine_rows<8, act_t, l2>;
     return launch_pdl(true, kernel, grid, block, 0, stream, part_o, part_ml, sinks, rows,
-                      int(heads), splits, out);
+                      int(heads), splits, out, plan.trace);
   }
   return launch_pdl(true, attention_decode_combine<act_t, l2>, dim3(unsigned(rows)),
                     dim3(k_combine_threads), 0, stream, part_o, part_ml, sinks, int(heads), splits,
-                    out);
+                    out, plan.trace);
 }
 template <typename act_t>
 cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode_plan& plan,
@@ -2031,22 +2099,32 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
               });
           e != cudaSuccess)
         return e;
-      cudaLaunchAttribute attribute{};
-      attribute.id = cudaLaunchAttributeClusterDimension;
-      attribute.val.clusterDim.x = unsigned(plan.splits);
-      attribute.val.clusterDim.y = 1;
-      attribute.val.clusterDim.z = 1;
+      cudaLaunchAttribute attributes[2]{};
+      unsigned n_attributes = 0;
+      if (plan.splits > 1) {
+        cudaLaunchAttribute& a = attributes[n_attributes++];
+        a.id = cudaLaunchAttributeClusterDimension;
+        a.val.clusterDim.x = unsigned(plan.splits);
+        a.val.clusterDim.y = 1;
+        a.val.clusterDim.z = 1;
+      }
+      if (plan.pdl) {
+        cudaLaunchAttribute& a = attributes[n_attributes++];
+        a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+        a.val.programmaticStreamSerializationAllowed = 1;
+      }
       cudaLaunchConfig_t config{};
       config.gridDim = grid;
       config.blockDim = dim3(k_ws_threads);
       config.dynamicSmemBytes = k_ws_smem;
       config.stream = stream;
-      config.attrs = &attribute;
-      config.numAttrs = plan.splits > 1 ? 1 : 0;
+      config.attrs = attributes;
+      config.numAttrs = n_attributes;
       return cudaLaunchKernelEx(&config, ws, q, int(heads), window, comp, int(plan.window_capacity),
                                 int(plan.comp_capacity), int(plan.keys_per_split), int(plan.splits),
                                 scale * k_log2e, static_cast<float*>(nullptr),
-                                static_cast<float2*>(nullptr), sinks, out, ws_opts(plan));
+                                static_cast<float2*>(nullptr), sinks, out, ws_opts(plan),
+                                plan.trace);
     }
     if (plan.wgmma && plan.producer) {
       // plan.fold with one split; more splits run the combine kernel as without it.
@@ -2058,10 +2136,13 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
                        : keep ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_keep, act_t>
                               : ws_kernel<k_ws_split, act_t>(plan);
       if (const cudaError_t e = allow_dynamic_smem(ws, k_ws_smem); e != cudaSuccess) return e;
-      ws<<<grid, k_ws_threads, k_ws_smem, stream>>>(
-          q, int(heads), window, comp, int(plan.window_capacity), int(plan.comp_capacity),
-          int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o, part_ml, sinks, out,
-          ws_opts(plan));
+      if (const cudaError_t e =
+              launch_pdl(plan.pdl, ws, grid, dim3(k_ws_threads), k_ws_smem, stream, q, int(heads),
+                         window, comp, int(plan.window_capacity), int(plan.comp_capacity),
+                         int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o,
+                         part_ml, sinks, out, ws_opts(plan), plan.trace);
+          e != cudaSuccess)
+        return e;
       if (fold || !plan.combine) return cudaGetLastError();
       return launch_combine(heads, tokens, plan, part_o, part_ml, sinks, out, stream, keep);
     }
@@ -2078,10 +2159,13 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
                        : keep ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_keep, act_t, pool_t>
                               : attention_decode_ws_kernel<k_ws_alt, k_ws_split, act_t, pool_t>;
       if (const cudaError_t e = allow_dynamic_smem(ws, k_ws_smem); e != cudaSuccess) return e;
-      ws<<<grid, k_ws_threads, k_ws_smem, stream>>>(
-          q, int(heads), window, comp, int(plan.window_capacity), int(plan.comp_capacity),
-          int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o, part_ml, sinks, out,
-          ws_opts(plan));
+      if (const cudaError_t e =
+              launch_pdl(plan.pdl, ws, grid, dim3(k_ws_threads), k_ws_smem, stream, q, int(heads),
+                         window, comp, int(plan.window_capacity), int(plan.comp_capacity),
+                         int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o,
+                         part_ml, sinks, out, ws_opts(plan), plan.trace);
+          e != cudaSuccess)
+        return e;
       if (fold || !plan.combine) return cudaGetLastError();
       return launch_combine(heads, tokens, plan, part_o, part_ml, sinks, out, stream, keep);
     }
@@ -2092,9 +2176,12 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
                           : attention_decode_kernel<false, act_t, pool_t>;
   if (const cudaError_t e = allow_dynamic_smem(kernel, smem_bytes<pool_t>()); e != cudaSuccess)
     return e;
-  kernel<<<grid, k_threads, smem_bytes<pool_t>(), stream>>>(
-      q, int(heads), window, comp, int(plan.window_capacity), int(plan.comp_capacity),
-      int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o, part_ml);
+  if (const cudaError_t e = launch_pdl(
+          plan.pdl, kernel, grid, dim3(k_threads), smem_bytes<pool_t>(), stream, q, int(heads),
+          window, comp, int(plan.window_capacity), int(plan.comp_capacity),
+          int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o, part_ml, plan.trace);
+      e != cudaSuccess)
+    return e;
   if (!plan.combine) return cudaGetLastError();
   return launch_combine(heads, tokens, plan, part_o, part_ml, sinks, out, stream);
 }

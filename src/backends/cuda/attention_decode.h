@@ -56,7 +56,8 @@ struct attention_decode_plan {
   // ring through mbarriers while 8 consumer warps compute; no CTA-wide barrier per tile). false:
   // the synchronous kernel (every warp loads and computes, two __syncthreads per tile). Same
   // tiles, split, products and softmax; f32 pools always take the synchronous kernel. The plan
-  // sets it from 4 tiles per split (measured, attention_decode_make_plan).
+  // sets it at every split (measured, attention_decode_make_plan; from 4 tiles per split only
+  // before ATTN12).
   bool producer = true;
   // With producer (split or fused plans): alternate tiles per consumer warpgroup.
   // Warpgroup w computes the full S (all 512 channels) and the online softmax of tiles
@@ -95,22 +96,52 @@ struct attention_decode_plan {
   int diag = 0;
   // Benchmark breakdown only: false skips the combine launch (the output is then undefined).
   bool combine = true;
+  // The main kernel launched as a programmatic dependent of the previous kernel on the stream
+  // (PDL: its CTAs are placed and set up while that kernel finishes; they wait in
+  // griddepcontrol.wait before their first global read). The kernels wait either way, so this is a
+  // launch attribute only.
+  bool pdl = false;
+  // Benchmark diagnosis only: %globaltimer stamps of each CTA (thread 0) at fixed points of the
+  // main kernel (region 0) and the combine (region 1): word (region * 1024 + cta) * 16 + slot for
+  // the first 1024 CTAs (attention_decode_trace_slot); null records nothing.
+  unsigned long long* trace = nullptr;
+};
+
+// plan.trace slots (bench_attention --trace).
+enum attention_decode_trace_slot : int {
+  k_adt_entry = 0,   // main and combine: kernel entry
+  k_adt_setup = 1,   // main: mbarriers initialized (ws) / combine: after griddepcontrol.wait
+  k_adt_index = 2,   // ws producer: the first tile's row references (index chain done)
+  k_adt_issued = 3,  // ws producer: every tile issued
+  k_adt_landed = 4,  // ws producer: every row landed
+  k_adt_query = 5,   // consumers: query tile in shared memory
+  k_adt_tile0 = 6,   // consumers: first tile's rows in shared memory
+  k_adt_s0 = 7,      // consumers: first tile's S complete
+  k_adt_loop = 8,    // consumers: key loop done
+  k_adt_end = 9,     // main and combine: thread 0 done (outputs / partials stored)
+  k_adt_smid = 10,   // value: the SM
+  k_adt_slots = 16,
+  k_adt_max_ctas = 1024,
 };
 
 // The plan functions are host code (attention_decode_plan.cpp; tests/cuda_host checks their rules).
 // sm_count: the device's SMs (one CTA per SM fits). min_tiles_per_split (>= 1) bounds how thin
 // the split gets (each CTA also loads the 64 KB bf16 query tile of its head group); 0 (the
-// default, what the engine runs): 1 for single-token steps with up to 2048 slots, else 2.
+// default, what the engine runs): 1 while the step has at most 48 tiles of (token, head group)
+// work, else 2, and multi-token steps take at most 8 splits where that means <= 6 tiles each.
 // Beyond 64 splits the minimum doubles (fewer partial rows for the combine).
 //
-// Small steps take the fused kernel (plan.fused) where it measured faster: its cluster is the
-// largest of 1, 2, 4 or 8 CTAs per (token, head group) whose clusters fill at most half the SMs,
-// and it is chosen when each of its CTAs gets at most one 32-slot tile more than the split plan's
-// CTAs (two from 8 CTAs per head group and token up). fused = 0: the split plan always.
+// fused = 1: small steps take the fused kernel (plan.fused) where the session-8 rule holds: its
+// cluster is the largest of 1, 2, 4 or 8 CTAs per (token, head group) whose clusters fill at most
+// half the SMs, and it is chosen when each of its CTAs gets at most one 32-slot tile more than the
+// split plan's CTAs (two from 8 CTAs per head group and token up). fused = 0 (the default since
+// ATTN12): the split plan always; the warp-specialized split kernel measured faster than the
+// fused kernel at every shape that rule picks (the cluster merge moves each CTA's 128 KB of rows
+// through distributed shared memory: 8-10 us after the key loop; attention_decode_plan.cpp).
 attention_decode_plan attention_decode_make_plan(int64_t tokens, int64_t heads, int64_t head_dim,
                                                  int64_t window_capacity, int64_t comp_capacity,
                                                  int sm_count, int64_t min_tiles_per_split = 0,
-                                                 int64_t fused = 1);
+                                                 int64_t fused = 0);
 
 // The split plan (the kernels with the combine; never fused) as attention_decode_make_plan
 // would make it.

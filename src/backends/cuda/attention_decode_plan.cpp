@@ -42,6 +42,7 @@ attention_decode_plan attention_decode_make_fused_plan(int64_t tokens, int64_t h
   // 20.58 / 18.02, HCA 128K T=8 24.99 / 21.95, HCA 8K T=32 (clusters of 2) 25.31 / 22.37.
   p.alt = true;
   p.fused = true;
+  p.pdl = true;  // as the split plan's
   return p;
 }
 
@@ -51,6 +52,12 @@ attention_decode_plan attention_decode_make_plan(int64_t tokens, int64_t heads, 
                                                  int64_t fused) {
   const attention_decode_plan split = attention_decode_make_split_plan(
       tokens, heads, head_dim, window_capacity, comp_capacity, sm_count, min_tiles_per_split);
+  // fused = 0 (the default since ATTN12): the split plan. H100 2026-11-26 (ATTN12 helper,
+  // bench_attention --steps, same process; the split plan of this file on the warp-specialized
+  // kernel), fused / split time: HCA 8K T=1 17.28 / 13.44 us (fused 8 x 1 tile, split 6 x 1),
+  // Flash CSA T=4 18.34 / 16.00 (8 x 3, 7 x 3), T=8 18.66 / 17.25; second call, the plans before
+  // / after: HCA 8K T=2 15.71 / 14.30, T=4 15.84 / 14.66, T=8 16.00 / 15.04, T=32 22.53 / 20.26
+  // (fused 2 x 4, split 4 x 2), HCA 128K T=8 21.95 / 20.61. The rule below is kept for fused = 1.
   if (fused == 0 || split.splits <= 0) return split;
   // The fused kernel when its CTAs get at most one tile more than the split's (two from 8
   // CTAs per head group and token up), over the largest cluster of <= 8 CTAs whose clusters fill
@@ -92,11 +99,16 @@ attention_decode_plan attention_decode_make_split_plan(int64_t tokens, int64_t h
   // 0: one key tile per split for single-token steps with up to 2048 slots, where the CTAs'
   // serial latency chain dominates (ATTN2 helper, H200: Flash CSA T=1 22.9 -> 20.8 us, HCA 128K
   // T=1 29.1 -> 27.2 us); otherwise 2 (more splits make the combine cost more).
-  if (min_tiles_per_split == 0)
-    min_tiles_per_split = tokens == 1 && window_capacity + comp_capacity <= 2048 ? 1 : 2;
+  const bool engine_rule = min_tiles_per_split == 0;
   const int64_t groups = ceil_div(heads, k_heads_per_cta);
   const int64_t tiles =
       std::max<int64_t>(1, ceil_div(window_capacity + comp_capacity, k_keys_per_tile));
+  // One tile per split while the step has at most 48 tiles of (token, head group) work in all,
+  // else 2. H100 2026-11-26 (ATTN12 helper, bench_attention --steps, same process; the
+  // warp-specialized alternate-tile kernel, partials in L2), splits x tiles: Flash CSA T=1 20x1
+  // 14.08 us / 10x2 15.74, HCA 8K T=1 8x1 13.44 / 4x2 14.24, HCA 128K T=1 36x1 15.68 / 18x2 15.65;
+  // Pro CSA T=1 (2 head groups, 72 tiles) 36x1 17.25 / 18x2 15.46.
+  if (engine_rule) min_tiles_per_split = tokens * groups * tiles <= 48 ? 1 : 2;
   const int64_t thin =
       std::max<int64_t>(1, ceil_div(tiles, std::max<int64_t>(1, min_tiles_per_split)));
   // One CTA per SM fits: fill one wave (floor, so T * groups * splits <= SMs when T * groups is
@@ -111,19 +123,31 @@ attention_decode_plan attention_decode_make_split_plan(int64_t tokens, int64_t h
     splits = std::min(
         splits,
         std::max<int64_t>(1, ceil_div(tiles, 2 * std::max<int64_t>(1, min_tiles_per_split))));
+  // Multi-token steps whose splits stay short: at most 8 splits (the row combine, one warp per
+  // row, instead of the block combine) when that takes at most 6 tiles per split. H100 2026-11-26
+  // (ATTN12 helper, same run as above), splits x tiles: Flash CSA T=4 10x2 16.96 us / 7x3 16.00,
+  // T=8 10x2 19.01 / 7x3 17.25; HCA 128K T=8 12x3 22.14 / 9x4 21.22 / 6x6 21.02. HCA 1M T=8 (260
+  // tiles) keeps 16 splits of 17.
+  if (engine_rule && tokens >= 2 && splits > k_attention_decode_max_combine_rows_splits &&
+      ceil_div(tiles, k_attention_decode_max_combine_rows_splits) <= 6)
+    splits = k_attention_decode_max_combine_rows_splits;
   const int64_t per_split = ceil_div(tiles, splits);
   splits = ceil_div(tiles, per_split);  // every split starts below the capacity
   p.splits = splits;
   p.keys_per_split = per_split * k_keys_per_tile;
   p.scratch_bytes = size_t(tokens * splits * heads) * (size_t(k_attention_decode_head_dim) * 4 + 8);
   p.wgmma = true;  // H200 2026-11-22: 1.02-1.18x faster than mma.sync at decode shapes
-  // The warp-specialized kernel from 4 tiles per split; below, its fixed costs (384 threads,
-  // mbarrier set-up, the producer's index -> row chain before the first tile) are not repaid.
-  // H100 2026-11-24 (bench_attention --cases), synchronous / warp-specialized time: 1.24x at HCA 1M
-  // T=32 (65 tiles per split), 1.13x T=8 (17), 1.06x HCA 128K T=32 (9), 1.08-1.13x Pro CSA
-  // T=32 / 64 (18 / 36), 1.30-1.32x Pro HCA 1M T=32 / 64 (130 / 260); 0.98x Flash CSA T=32 (5),
-  // 0.91-0.99x at 2-3 tiles per split.
-  p.producer = per_split >= 4;
+  // The warp-specialized kernel at every split (bf16 pools; f32 pools take the synchronous kernel
+  // whatever this says). It was used from 4 tiles per split only (H100 2026-11-24: 0.91-0.99x the
+  // synchronous kernel's time at 2-3 tiles per split); since its producer publishes by
+  // cp.async.mbarrier.arrive.noinc it is faster at one tile too. H100 2026-11-26 (ATTN12 helper,
+  // bench_attention --steps, same process), synchronous / warp-specialized time with the same
+  // splits: Flash CSA T=1 20x1 19.20 / 14.08 us, HCA 128K T=1 36x1 21.12 / 15.68, HCA 8K T=1 8x1
+  // 18.53 / 13.44, Flash CSA T=4 7x3 23.97 / 16.00, HCA 128K T=8 12x3 32.42 / 22.14, HCA 1M T=1
+  // 65x4 31.20 / 21.09. (The per-CTA trace of Flash CSA T=1, 20x1: rows of the first tile in
+  // shared memory 2.4 us after the CTA's entry, S 0.8 us, softmax and P V 0.7 us, the 128 KB of
+  // partials 2.5 us, the combine from 1.1 us after the last CTA's end for 3 us.)
+  p.producer = true;
   // Alternate tiles per consumer warpgroup (plan.alt; S summed over all 512 channels in one wgmma
   // chain, so not bit-equal to in-turn) wherever the warp-specialized kernel runs. H200
   // 2026-11-26 (bench_attention --cases / --small, same run), time with tiles two at a time (a
@@ -133,7 +157,7 @@ attention_decode_plan attention_decode_make_split_plan(int64_t tokens, int64_t h
   // overlap (also removed) took 1.00-1.09x the in-turn time (H100 2026-11-24). The FP8-record
   // pools run alt too (the ws kernel dequantizes them, ATTN13); DSV4_ATTENTION_ALT=0 turns alt
   // off in the engine (the in-turn schedule), as one of the record-vs-bf16 bit-for-bit tests does.
-  p.alt = p.producer;
+  p.alt = true;
   // No combine launch where one split covers a (token, head group): its CTA writes the
   // normalized rows with the sink itself (plan.fold; the combine's output bit for bit). H200
   // 2026-11-26 (ATTN9 helper, bench_attention --cases --alt-rows, same process, two rounds),
@@ -142,7 +166,7 @@ attention_decode_plan attention_decode_make_split_plan(int64_t tokens, int64_t h
   // (a device-wide counter per group; same run: Pro CSA T=32, 2 splits, 56.9 / 52.9 us; but HCA
   // 1M T=32, 4 splits, 128.3 / 131.3; Flash CSA T=32, 4 splits, 34.7 / 36.2; HCA 1M T=8, 16
   // splits, 48.0 / 71.7) was removed in session 11.
-  p.fold = p.producer && splits == 1;
+  p.fold = splits == 1;
   // The row combine (one warp per (token, head) row, attention_decode_combine_rows; the block
   // combine's output bit for bit) up to 8 splits. H100 2026-11-26 (ATTN10 helper,
   // bench_attention --combine-rows, same process, second round), block / row combine time: HCA
@@ -157,7 +181,22 @@ attention_decode_plan attention_decode_make_split_plan(int64_t tokens, int64_t h
   // 207.6 / 201.2 (201.7), Pro CSA T=32 59.4 / 54.1 / 49.9 / 44.5, HCA 128K T=32 43.3 / 37.6 /
   // 38.6 / 32.6, HCA 1M T=16 74.7 / 69.6 / 73.2 / 68.1; block / block + L2: HCA 1M T=8 50.2 / 44.5,
   // T=4 38.4 / 32.6, T=1 25.7 / 22.0.
-  p.partials_l2 = p.alt;
+  p.partials_l2 = true;
+  // Tried and dropped (ATTN12 helper, H100 2026-11-26, same process, per-CTA traces): the partial
+  // rows out through the consumed key ring as whole lines (STG.128 of 512 bytes per warp, or one
+  // TMA bulk copy per row) instead of the fragments' 8-byte stores: 3.1-3.2 vs 2.6 us from the
+  // key loop's end to the CTA's end at Flash CSA T=1 (0.3-0.6 us slower at every step of <= 8
+  // tokens, neutral at T=32); the block combine loading its first 16 splits' partials beside
+  // their (max, sum): no faster (3.2 vs 3.1 us from its wait to its end); the first slot indices
+  // and the query tile read before the set-up barrier: the rows of the first tile landed 0.3 us
+  // later (the index loads queued behind the 64 KB query).
+  // Launched as a programmatic dependent of the step's previous kernel (its CTAs are placed and
+  // set up while that kernel ends). H100 2026-11-26 (ATTN12 helper, bench_attention --steps: a
+  // graph of a kernel writing the query, then the attention; minus that kernel alone), without /
+  // with: HCA 8K T=1 11.17 / 11.04 us, HCA 128K T=1 14.14 / 13.92, HCA 1M T=1 18.75 / 18.30, Pro
+  // CSA T=1 13.98 / 13.82, HCA 8K T=32 16.42 / 16.16, Flash CSA T=4 14.08 / 13.82, HCA 1M T=8
+  // 37.92 / 37.86; Flash CSA T=1 12.58 / 12.74 and HCA 1M T=32 100.77 / 100.83 the exceptions.
+  p.pdl = true;
   return p;
 }
 
