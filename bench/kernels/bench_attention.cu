@@ -1058,6 +1058,39 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
     print_row("new fp8 records", shape, ms8,
               double(T * keys * rec_row_bytes) + double(T * H * d * 2), flops);
     if (g_kv_fp8) std::printf("  %-22s %-50s %9.2fx\n", "  fp8 / bf16 time", shape, ms8 / ms);
+    if (g_kv_fp8) {
+      // The records' synchronous kernel (in turn; what they ran before the warp-specialized one).
+      auto sync = plan;
+      sync.producer = false;
+      sync.alt = false;
+      const double ms8s = time_ms([&] {
+        CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, kv_fp8_record>(
+            q16, T, H, d, w8, &c8, sinks, scale, out16, sync, scratch, plan.scratch_bytes, 0)));
+      });
+      print_row("  fp8 records sync", shape, ms8s,
+                double(T * keys * rec_row_bytes) + double(T * H * d * 2), flops);
+      std::printf("  %-22s %-50s %9.2fx\n", "  fp8 sync / fp8 time", shape, ms8s / ms8);
+      // The ring alone (diag 2: the consumers compute nothing), records and bf16 rows.
+      {
+        auto v = plan;
+        v.diag = 2;
+        const double msv = time_ms([&] {
+          CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, kv_fp8_record>(
+              q16, T, H, d, w8, &c8, sinks, scale, out16, v, scratch, plan.scratch_bytes, 0)));
+        });
+        print_row("  fp8 ws ring alone", shape, msv,
+                  double(T * keys * rec_row_bytes) + double(T * H * d * 2), flops);
+      }
+      {
+        auto v = plan;
+        v.diag = 2;
+        const double msv = time_ms([&] {
+          CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
+              q16, T, H, d, w16, &c16, sinks, scale, out16, v, scratch, plan.scratch_bytes, 0)));
+        });
+        print_row("  bf16 ws ring alone", shape, msv, bytes16, flops);
+      }
+    }
   }
   if (g_kv_fp8) {
     release();

@@ -19,6 +19,19 @@
 // above (one extra barrier), then runs the same products. H200 (2026-11-22): 1.05-1.41x the bf16
 // pools' time at Flash / Pro decode shapes (bench_attention --kv-fp8): the dequantization is ALU
 // work serialized with the MMAs, and these shapes are not bound by the bytes they read.
+// With alternate tiles (plan.alt with plan.producer, as for bf16 pools) records run the
+// warp-specialized kernel instead (ATTN13 helper, session 12): its producer warpgroup copies
+// each tile's records into per-warp raw slots and converts them into the bf16 stage itself
+// (dequant_codes8, the same values), so records take the bf16 pools' schedule and arithmetic
+// bit for bit. H100 2026-11-26 (bench_attention --kv-fp8, same process), sync / ws / bf16-pool
+// alt time: HCA 1M T=1 36.5 / 28.1 / 21.4 us, T=8 96.4 / 69.0 / 40.9, Pro HCA 1M T=32 602.3 /
+// 391.7 / 175.8, Flash CSA T=32 42.9 / 32.6 / 26.3. Still not bound by the bytes: with the
+// consumers computing nothing the records' ring alone takes 1.5-2.9x the bf16 ring's time
+// (HCA 1M T=8 53.8 vs 35.5 us, Pro T=32 304.2 vs 104.1): the producer's per-tile path is the
+// limit (~2.3 us per tile there for ~1.5 K instructions per warp: per lane 128 each of the
+// e4m3 -> f16 unpacks and bf16 packs (F2FP), f16 -> f32 (HADD2.F32) and FMUL, with its waits;
+// about 0.35 instructions per cycle). Which part dominates (conversion issue, the waits on one
+// tile of records in flight per CTA) is not measured yet.
 //
 // wgmma path (plan.wgmma, the default for bf16 / f32 pools): the same CTA, ring, exchange and
 // softmax; the query and key tiles are stored in the wgmma SW128 layout (wg_offset) instead, and
@@ -447,6 +460,27 @@ __device__ __forceinline__ void load_record_tile(const pool_traits<kv_fp8_record
 // their block's power-of-two scale (e4m3 x 2^k has 4 significant bits: the f32 product and its
 // bf16 rounding are exact for every scale a pack writes, and otherwise round exactly as
 // kv_record_gather's bf16 output does), chunks 56.. copy the BF16 RoPE values.
+// 8 e4m3 codes times their block's scale (kv_record::e8m0_value of its byte) -> 8 bf16 values
+// (one 16-byte chunk of a key row). The one dequantization of record codes in this file: the
+// synchronous kernel's tile and the warp-specialized kernel's producer both call it, so both
+// give the same bf16 tile.
+__device__ __forceinline__ uint4 dequant_codes8(uint2 codes, float s) {
+  uint32_t w[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const uint32_t word = j < 2 ? codes.x : codes.y;
+    const float2 f = kv_record::e4m3x2_values(uint16_t(word >> (16 * (j & 1))));
+    w[j] = pack_bf16x2(__fmul_rn(f.x, s), __fmul_rn(f.y, s));
+  }
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+// kv_record::e8m0_value with selects instead of branches (the same value for every byte: 0xff
+// NaN, 0 -> 2^-127, else 2^(b - 127)), so the producer's loads and conversions can interleave.
+__device__ __forceinline__ float e8m0_value_sel(uint32_t b) {
+  return __uint_as_float(b == 0xffu ? 0x7fc00000u : b == 0u ? 0x00400000u : b << 23);
+}
+
 __device__ __forceinline__ void dequant_record_tile(const unsigned char* raw, unsigned char* tile) {
   const int chunk = threadIdx.x % k_chunks;
 #pragma unroll
@@ -455,17 +489,9 @@ __device__ __forceinline__ void dequant_record_tile(const unsigned char* raw, un
     const unsigned char* row = raw + r * k_rec_data;
     uint4 v;
     if (chunk < k_rec_nope_chunks) {
-      const uint2 codes = *reinterpret_cast<const uint2*>(row + chunk * 8);
-      const float s = kv_record::e8m0_value(
-          raw[k_tile * k_rec_data + r * k_rec_scale + chunk * 8 / int(kv_record::k_quant_block)]);
-      uint32_t w[4];
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        const uint32_t word = j < 2 ? codes.x : codes.y;
-        const float2 f = kv_record::e4m3x2_values(uint16_t(word >> (16 * (j & 1))));
-        w[j] = pack_bf16x2(__fmul_rn(f.x, s), __fmul_rn(f.y, s));
-      }
-      v = make_uint4(w[0], w[1], w[2], w[3]);
+      v = dequant_codes8(*reinterpret_cast<const uint2*>(row + chunk * 8),
+                         kv_record::e8m0_value(raw[k_tile * k_rec_data + r * k_rec_scale +
+                                                   chunk * 8 / int(kv_record::k_quant_block)]));
     } else {
       v = *reinterpret_cast<const uint4*>(row + k_nope + (chunk - k_rec_nope_chunks) * 16);
     }
@@ -932,6 +958,22 @@ constexpr int k_ws_bars = k_ws_masks + k_ws_stages * 4;   // full[stages], empty
 constexpr int k_ws_ml = k_ws_bars + 2 * k_ws_stages * 8;  // fused: (m, l) of the 64 rows
 constexpr int k_ws_smem = k_ws_ml + k_rows * 8;
 static_assert(k_ws_smem <= 227 * 1024 && k_ws_bars % 8 == 0);
+// FP8-record pools (alternate tiles only): each producer warp stages the raw records of its 8
+// rows of a tile in 8 one-row slots (576 data bytes, the 8 scale bytes at 576, 16-byte stride)
+// in the part of the exchange area the alternate-tile hand-off leaves free (it takes P in 2
+// buffers x 2 k16 steps x 128 threads x 16 bytes, then (m, l) in 2 x 128 x 16 bytes).
+constexpr int k_ws_hand_bytes = 2 * 2 * 128 * 16 + 2 * 128 * 16;
+constexpr int k_ws_raw = k_ws_xchg + k_ws_hand_bytes;
+constexpr int k_ws_raw_slot = k_rec_data + 16;
+constexpr int k_ws_raw_warp = k_ws_rows_per_producer * k_ws_raw_slot;
+// Rows per cp.async group and conversion step of a producer warp (ILP of the conversion).
+// H100 2026-11-26 (bench_attention --kv-fp8, same call), 1 / 2 / 4 rows (4 spills 112 bytes at
+// the producers' 56 registers) and the first version (1 row, branchy E8M0 decode): HCA 1M T=8
+// 69.8 / 69.0 / 78.8 / 80.3 us, Pro HCA 1M T=32 399.9 / 391.7 / 459.1 / 483.2, Flash CSA T=32
+// 32.1 / 32.6 / 37.9 / 35.0, HCA 1M T=1 76.4 (once) / 28.1 / 31.0 / 30.2.
+constexpr int k_ws_rec_group = 2;
+static_assert(k_ws_raw + k_ws_producers * k_ws_raw_warp <= k_ws_masks && k_ws_raw % 16 == 0 &&
+              k_ws_raw_slot % 16 == 0 && k_ws_rows_per_producer == 8);
 // Fused: the scaled f32 rows of the merge ([64][512]) take the key ring's place.
 static_assert(k_ws_stages * k_tile_bytes >= k_rows * k_d * 4);
 // Clusters of up to 16 CTAs (16: a non-portable size, one GPC of >= 16 free SMs); a power of
@@ -1015,18 +1057,22 @@ __device__ __forceinline__ void cp_async_arrive_noinc(uint32_t bar) {
   asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
 
-template <int sched, int mode, typename act_t>
+// pool_t: bf16 rows, or FP8 records (kv_fp8_record: alternate tiles, split / fold modes).
+template <int sched, int mode, typename act_t, typename pool_t = __nv_bfloat16>
 __global__ void __launch_bounds__(k_ws_threads, 1)
-    attention_decode_ws_kernel(const act_t* q, int heads, kv_rows<__nv_bfloat16> window,
-                               kv_rows<__nv_bfloat16> comp, int cap_w, int cap_c,
-                               int keys_per_split, int splits, float scale_log2, float* part_o,
-                               float2* part_ml, const float* sinks, act_t* out, int opts,
+    attention_decode_ws_kernel(const act_t* q, int heads, kv_rows<pool_t> window,
+                               kv_rows<pool_t> comp, int cap_w, int cap_c, int keys_per_split,
+                               int splits, float scale_log2, float* part_o, float2* part_ml,
+                               const float* sinks, act_t* out, int opts,
                                unsigned long long* trace) {
   if (threadIdx.x == 0) trace_stamp(trace, 0, k_adt_entry);
   constexpr bool fused = mode == k_ws_fused;
   constexpr bool fold = mode == k_ws_fold;
   constexpr bool keep_l2 = mode == k_ws_split_keep;
-  using pool_t = __nv_bfloat16;
+  constexpr bool records = pool_traits<pool_t>::records;
+  static_assert(std::is_same_v<pool_t, __nv_bfloat16> || records);
+  // Records stage their raw rows in the exchange area's part that only alt leaves free.
+  static_assert(!records || (sched == k_ws_alt && !fused));
   namespace wgm = attention_wgmma;
   extern __shared__ __align__(1024) unsigned char smem[];
   const uint32_t q_s = smem_u32(smem);
@@ -1109,39 +1155,153 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     };
     int32_t v0 = index_of_tile(0), v1 = index_of_tile(1), v2 = index_of_tile(2);
     const bool no_load = (opts & k_ws_opt_no_load) != 0;
-#pragma unroll 1
-    for (int j = 0; j < n_live; ++j) {
-      const int32_t v = v0;
-      v0 = v1;
-      v1 = v2;
-      v2 = index_of_tile(j + 3);
-      const pool_t* p = space.row_ref(tile_start(j) + lane, v);
-      const int stage = j % k_ws_stages;
-      // Stage reuse: the consumers released tile j - stages (phase j / stages - 1 of `empty`).
-      if (j >= k_ws_stages) mbar::wait(empty_bar + 8 * stage, uint32_t(j / k_ws_stages - 1) & 1u);
-      const uint32_t mask = __ballot_sync(0xffffffffu, p != nullptr);
-      if (!no_load) {
-        const uint32_t dst = k_s + uint32_t(stage) * k_tile_bytes;
+    if constexpr (records) {
+      // FP8 records: warp pw copies the records of rows 8 pw .. 8 pw + 7 of each tile into its 8
+      // raw slots (576 data bytes, then the 8 scale bytes; missing rows zero-filled, which
+      // dequantize to 0) in groups of G rows (one cp.async group each), turns each group into
+      // the bf16 stage (dequant_codes8: the synchronous kernel's values) and publishes the tile.
+      // Group g of tile j + 1 is issued as soon as group g of tile j is converted, so a tile's
+      // records stay in flight while the warp waits for a free stage and converts the tile
+      // before. G rows at once give the conversion G times the independent loads (ILP).
+      using ref_t = typename pool_traits<pool_t>::ref;
+      const uint32_t raw_s = q_s + k_ws_raw + uint32_t(pw * k_ws_raw_warp);
+      const unsigned char* const raw_p = smem + k_ws_raw + pw * k_ws_raw_warp;
+      auto ref_of_tile = [&](int j, int32_t v) -> ref_t {
+        return j < n_live ? space.row_ref(tile_start(j) + lane, v) : ref_t{};
+      };
+      constexpr int G = k_ws_rec_group;
+      constexpr int groups = k_ws_rows_per_producer / G;
+      // Rows G g .. G g + G - 1 of the warp (tile rows 8 pw + ..) from the lanes holding their
+      // references into slots G g ..; one commit.
+      auto issue_group = [&](const ref_t& p, int g) {
 #pragma unroll
-        for (int i = 0; i < k_ws_rows_per_producer; ++i) {
-          const int r = pw * k_ws_rows_per_producer + i;
-          const pool_t* pr = reinterpret_cast<const pool_t*>(
-              __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p), r));
-#pragma unroll
-          for (int h = 0; h < 2; ++h) {
-            const int c = lane + k_warp_size * h;
-            cp_async_16(dst + wg_offset<k_tile>(r, c),
-                        pr ? static_cast<const void*>(pr + c * 8) : any_global, pr != nullptr);
+        for (int i = 0; i < G; ++i) {
+          const int r = pw * k_ws_rows_per_producer + G * g + i;
+          const uint8_t* const d = reinterpret_cast<const uint8_t*>(
+              __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p.data), r));
+          const uint8_t* const sc = reinterpret_cast<const uint8_t*>(
+              __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p.scales), r));
+          if (!no_load) {
+            const uint32_t slot = raw_s + uint32_t((G * g + i) * k_ws_raw_slot);
+            cp_async_16(slot + lane * 16, d ? static_cast<const void*>(d + lane * 16) : any_global,
+                        d != nullptr);
+            if (lane < k_rec_data_chunks - k_warp_size)
+              cp_async_16(slot + (k_warp_size + lane) * 16,
+                          d ? static_cast<const void*>(d + (k_warp_size + lane) * 16) : any_global,
+                          d != nullptr);
+            else if (lane == k_rec_data_chunks - k_warp_size)
+              cp_async_8(slot + k_rec_data, d ? static_cast<const void*>(sc) : any_global,
+                         d != nullptr);
           }
         }
-      }
-      // Published as the rows land: the hardware makes this thread's arrival once its copies
-      // are complete. Lane 0 of warp 0 also arrives after writing the mask (release).
-      cp_async_arrive_noinc(full_bar + 8 * stage);
-      if (pw == 0 && lane == 0) {
-        masks[stage] = mask;
+        cp_async_commit();
+      };
+      // Slots G g .. -> their rows of the bf16 stage at `dst`, all loads first (independent):
+      // lane l converts chunk l (codes) and chunk 32 + l (codes for l < 24, else RoPE chunk
+      // l - 24 copied) of each row; lane-constant offsets, so the addresses are immediates.
+      auto convert_group = [&](int g, unsigned char* dst) {
+        constexpr int hi_nope = k_rec_nope_chunks - k_warp_size;  // lanes with codes at 32 + l
+        const bool codes_hi = lane < hi_nope;
+        const unsigned char* const raw = raw_p + G * g * k_ws_raw_slot;
+        const int q8 = int(kv_record::k_quant_block) / 8;  // chunks per scale block
+        uint2 c0[G];
+        uint4 c1[G];
+        uint32_t s0[G], s1[G];
+#pragma unroll
+        for (int i = 0; i < G; ++i) {
+          const unsigned char* const row = raw + i * k_ws_raw_slot;
+          c0[i] = *reinterpret_cast<const uint2*>(row + lane * 8);
+          s0[i] = row[k_rec_data + lane / q8];
+          if (codes_hi) {
+            const uint2 t = *reinterpret_cast<const uint2*>(row + (k_warp_size + lane) * 8);
+            c1[i] = make_uint4(t.x, t.y, 0u, 0u);
+            s1[i] = row[k_rec_data + (k_warp_size + lane) / q8];
+          } else {
+            c1[i] = *reinterpret_cast<const uint4*>(row + k_nope + (lane - hi_nope) * 16);
+            s1[i] = 0u;
+          }
+        }
+#pragma unroll
+        for (int i = 0; i < G; ++i) {
+          const int r = pw * k_ws_rows_per_producer + G * g + i;
+          *reinterpret_cast<uint4*>(dst + wg_offset<k_tile>(r, lane)) =
+              dequant_codes8(c0[i], e8m0_value_sel(s0[i]));
+          *reinterpret_cast<uint4*>(dst + wg_offset<k_tile>(r, k_warp_size + lane)) =
+              codes_hi ? dequant_codes8(make_uint2(c1[i].x, c1[i].y), e8m0_value_sel(s1[i]))
+                       : c1[i];
+        }
+      };
+      ref_t p = ref_of_tile(0, v0);
+      uint32_t mask = __ballot_sync(0xffffffffu, pool_traits<pool_t>::valid(p));
+#pragma unroll
+      for (int g = 0; g < groups; ++g) issue_group(p, g);
+#pragma unroll 1
+      for (int j = 0; j < n_live; ++j) {
+        v0 = v1;
+        v1 = v2;
+        v2 = index_of_tile(j + 3);
+        const ref_t pn = ref_of_tile(j + 1, v0);
+        const uint32_t mask_n = __ballot_sync(0xffffffffu, pool_traits<pool_t>::valid(pn));
+        const int stage = j % k_ws_stages;
+        if (j >= k_ws_stages) mbar::wait(empty_bar + 8 * stage, uint32_t(j / k_ws_stages - 1) & 1u);
+        unsigned char* const dst = smem + k_ws_ring + stage * k_tile_bytes;
+#pragma unroll
+        for (int g = 0; g < groups; ++g) {
+          // `groups` groups pending: g .. of tile j, 0 .. g - 1 of tile j + 1.
+          cp_async_wait<groups - 1>();
+          __syncwarp();  // every lane's copies of the group's slots are visible to the warp
+          if (!no_load) convert_group(g, dst);
+          __syncwarp();  // the slots are read: they may take group g of tile j + 1
+          if (j + 1 < n_live)
+            issue_group(pn, g);
+          else
+            cp_async_commit();  // an empty group keeps the count
+        }
+        // Written by the generic proxy, read by the consumers' wgmmas (async proxy).
+        wgm::fence_async_smem();
         mbar::arrive(full_bar + 8 * stage);
-        if (j == 0) trace_stamp(trace, 0, k_adt_index);
+        if (pw == 0 && lane == 0) {
+          masks[stage] = mask;
+          mbar::arrive(full_bar + 8 * stage);
+          if (j == 0) trace_stamp(trace, 0, k_adt_index);
+        }
+        mask = mask_n;
+      }
+    } else {
+#pragma unroll 1
+      for (int j = 0; j < n_live; ++j) {
+        const int32_t v = v0;
+        v0 = v1;
+        v1 = v2;
+        v2 = index_of_tile(j + 3);
+        const pool_t* p = space.row_ref(tile_start(j) + lane, v);
+        const int stage = j % k_ws_stages;
+        // Stage reuse: the consumers released tile j - stages (phase j / stages - 1 of `empty`).
+        if (j >= k_ws_stages) mbar::wait(empty_bar + 8 * stage, uint32_t(j / k_ws_stages - 1) & 1u);
+        const uint32_t mask = __ballot_sync(0xffffffffu, p != nullptr);
+        if (!no_load) {
+          const uint32_t dst = k_s + uint32_t(stage) * k_tile_bytes;
+#pragma unroll
+          for (int i = 0; i < k_ws_rows_per_producer; ++i) {
+            const int r = pw * k_ws_rows_per_producer + i;
+            const pool_t* pr = reinterpret_cast<const pool_t*>(
+                __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p), r));
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+              const int c = lane + k_warp_size * h;
+              cp_async_16(dst + wg_offset<k_tile>(r, c),
+                          pr ? static_cast<const void*>(pr + c * 8) : any_global, pr != nullptr);
+            }
+          }
+        }
+        // Published as the rows land: the hardware makes this thread's arrival once its copies
+        // are complete. Lane 0 of warp 0 also arrives after writing the mask (release).
+        cp_async_arrive_noinc(full_bar + 8 * stage);
+        if (pw == 0 && lane == 0) {
+          masks[stage] = mask;
+          mbar::arrive(full_bar + 8 * stage);
+          if (j == 0) trace_stamp(trace, 0, k_adt_index);
+        }
       }
     }
     if (pw == 0 && lane == 0) trace_stamp(trace, 0, k_adt_issued);
@@ -1987,8 +2147,30 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
       return launch_combine(heads, tokens, plan, part_o, part_ml, sinks, out, stream, keep);
     }
   }
-  // wgmma for bf16 / f32 pools; FP8 records run the mma.sync kernel (their dequantization
-  // into the swizzled tile is not ported yet).
+  if constexpr (pool_traits<pool_t>::records) {
+    // FP8 records on the warp-specialized kernel wherever the plan runs it with alternate tiles
+    // (the producer warpgroup dequantizes; fused plans run its split kernel with the combine),
+    // so records take the bf16 pools' schedule and arithmetic; in turn (plan.alt off) they keep
+    // the synchronous kernel below.
+    if (plan.wgmma && plan.producer && plan.alt) {
+      const bool fold = !plan.fused && plan.fold && plan.splits == 1;
+      const bool keep = !fold && plan.partials_l2 && plan.combine;
+      auto* const ws = fold   ? attention_decode_ws_kernel<k_ws_alt, k_ws_fold, act_t, pool_t>
+                       : keep ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_keep, act_t, pool_t>
+                              : attention_decode_ws_kernel<k_ws_alt, k_ws_split, act_t, pool_t>;
+      if (const cudaError_t e = allow_dynamic_smem(ws, k_ws_smem); e != cudaSuccess) return e;
+      if (const cudaError_t e =
+              launch_pdl(plan.pdl, ws, grid, dim3(k_ws_threads), k_ws_smem, stream, q, int(heads),
+                         window, comp, int(plan.window_capacity), int(plan.comp_capacity),
+                         int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o,
+                         part_ml, sinks, out, ws_opts(plan), plan.trace);
+          e != cudaSuccess)
+        return e;
+      if (fold || !plan.combine) return cudaGetLastError();
+      return launch_combine(heads, tokens, plan, part_o, part_ml, sinks, out, stream, keep);
+    }
+  }
+  // wgmma for bf16 / f32 pools; FP8 records in turn run the mma.sync kernel.
   const bool wg = plan.wgmma && !pool_traits<pool_t>::records;
   auto* const kernel = wg ? attention_decode_kernel<!pool_traits<pool_t>::records, act_t, pool_t>
                           : attention_decode_kernel<false, act_t, pool_t>;

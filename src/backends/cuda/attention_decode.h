@@ -49,7 +49,8 @@ struct attention_decode_plan {
   int64_t keys_per_split = 0;   // multiple of k_attention_decode_keys_per_tile
   size_t scratch_bytes = 0;     // partial outputs + (max, sum) per (token, split, head)
   // The products on wgmma (sm_90a, attention_decode_wgmma.cuh; the default) or on mma.sync
-  // (false): same tiles, split, softmax and combine. FP8 record pools always run mma.sync.
+  // (false): same tiles, split, softmax and combine. FP8 record pools run mma.sync in turn
+  // and the warp-specialized wgmma kernel with alt (its producer dequantizes the records).
   bool wgmma = true;
   // With wgmma on bf16 pools: the warp-specialized kernel (a producer warpgroup loads the key
   // ring through mbarriers while 8 consumer warps compute; no CTA-wide barrier per tile). false:

@@ -155,8 +155,8 @@ attention_decode_plan attention_decode_make_split_plan(int64_t tokens, int64_t h
   // HCA 1M T=32 178.5 / 156.6 us (1.14x), Pro HCA 1M T=64 518.5 / 451.5 (1.15x), HCA 1M T=8
   // 60.0 / 54.0 (1.11x), Flash CSA T=32 42.2 / 40.0; one-tile splits within 1-8%. The S / P V
   // overlap (also removed) took 1.00-1.09x the in-turn time (H100 2026-11-24). The FP8-record
-  // pools keep their kernels (in-turn arithmetic); DSV4_ATTENTION_ALT=0 turns alt off in the
-  // engine (the in-turn schedule), which the record-vs-bf16 bit-for-bit test uses.
+  // pools run alt too (the ws kernel dequantizes them, ATTN13); DSV4_ATTENTION_ALT=0 turns alt
+  // off in the engine (the in-turn schedule), as one of the record-vs-bf16 bit-for-bit tests does.
   p.alt = true;
   // No combine launch where one split covers a (token, head group): its CTA writes the
   // normalized rows with the sink itself (plan.fold; the combine's output bit for bit). H200

@@ -358,8 +358,8 @@ tensor cuda_ops::sparse_attention(const tensor& q, int64_t heads, const kv_sourc
     const int64_t chunk = std::min(T, k_fast_kernel_chunk_tokens);
     // The plan's own rules (attention_decode_plan.cpp): tiles per split from the step's size,
     // and the fused cluster kernel (no combine) where it measured faster.
-    // DSV4_ATTENTION_ALT=0: the in-turn arithmetic of the FP8-record kernels on bf16 pools too
-    // (read per call, so a test can compare both cache types bit for bit in one process).
+    // DSV4_ATTENTION_ALT=0: the in-turn arithmetic on both pool types (records: the synchronous
+    // kernel; read per call, so a test can compare both cache types bit for bit in one process).
     const char* alt_env = std::getenv("DSV4_ATTENTION_ALT");
     const bool alt_off = alt_env && std::strcmp(alt_env, "0") == 0;
     auto make_plan = [&](int64_t n) {
