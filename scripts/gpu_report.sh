@@ -48,7 +48,7 @@ IFS=';' read -r -a benches <<<"${BENCHES:-}"
 for b in "${benches[@]}"; do
   read -r -a cmd <<<"$b"
   [ "${#cmd[@]}" -gt 0 ] || continue
-  log="$out/$(echo "${cmd[*]}" | tr ' ' '_' | tr -d '-').txt"
+  log="$out/$(echo "${cmd[*]}" | tr ' ,' '__' | tr -d '-' | cut -c1-120).txt"  # no commas: the device tool drops such names
   timeout "${BENCH_TIMEOUT:-120}" "build-gpu/bench_kernels/${cmd[0]}" "${cmd[@]:1}" >"$log" 2>&1
   echo "== ${cmd[*]}: exit $?, $(wc -l <"$log") lines"
 done
