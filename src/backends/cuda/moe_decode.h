@@ -132,8 +132,9 @@ moe_decode_stage_pairs_t moe_decode_stage_pairs();
 // blocks wait for their own chunk's h (a readiness counter per chunk that the fold releases
 // group by group) instead of for the whole W1/W3 grid. 32 = with 16, W2 stages h at T = 1 too.
 // 64 = with 16, the fold's count as one acq_rel RMW and the release as a release reduction
-// (instead of fence.sc around plain atomics). Default 127 (H100: Flash T = 1 / 4 1.040 / 1.108x,
-// Pro 1.069 / ~1.00x vs 15; see moe_decode.cu's g_chain).
+// (instead of fence.sc around plain atomics); since MOE14 16 always does so and 64 is ignored.
+// Default 127 (H100: Flash T = 1 / 4 1.040 / 1.108x, Pro 1.069 / ~1.00x vs 15; see
+// moe_decode.cu's g_chain). 128 (MOE14, A/B) = 16 at T > 4 too.
 // Process-wide, for benches and A/B runs.
 void moe_decode_set_chain(int mask);
 int moe_decode_chain();
