@@ -89,7 +89,7 @@ std::vector<std::string> g_ab_configs = {"r4", "s0"};
 // default (15). MOE13: "f" W2 waits per slot for h released by the fold of W1/W3 (16, at T <= 4
 // with the engine's path), "g" with it W2 stages h at T = 1 too (32), "m" with it the fold's
 // fences as one acq_rel RMW (64; since MOE14 part of 16, "m" a no-op); "hwlpfgm" = the default
-// (127). MOE14: "t" 16 at T > 4 too (128).
+// (127). MOE14: 16 up to T = 16 (was 4); "t" 16 at every T (128).
 void apply_ab_config(const std::string& c) {
   dsv4::cuda::moe_decode_set_shift_decode(c[0] == 's');
   dsv4::cuda::moe_decode_set_chain(

@@ -1264,6 +1264,8 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
 // graphs captured on one stream are not replayed concurrently on others.
 // 32768: chain 128's T = 64 (Pro: 432 slots, 24 groups: 24192).
 constexpr int64_t k_slot_counters = 32768;
+// Chain 16's largest T without bit 128 (MOE13: 4; MOE14: 16, see run()).
+constexpr int64_t k_slots_max_tokens = 16;
 int* slot_counters(cudaStream_t stream) {
   static std::mutex mu;
   static std::map<std::pair<int, cudaStream_t>, int*> buffers;
@@ -1328,16 +1330,19 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   // within noise.
   const bool self_plan = (chain & 8) && tokens == 1 && !x_split && ring && pairs <= k_chunk &&
                          moe_decode_stage_x_tokens().up_max >= 1;
-  // 16 (MOE13, official order, T <= 4, the engine's path: bf16 x, ring, repacked, shift decode):
-  // the fold at every wave count and with 8's self plan, its counters in a per-stream buffer
-  // (slot_counters) that the combine zeroes; W2 waits per slot for its h (chain_args) instead of
-  // for the whole W1/W3 grid; its fold counts with one acq_rel RMW and releases with a release
-  // reduction (bit 64 chose that over fence.sc around plain atomics until MOE14; now a no-op);
-  // 32: with 16, W2 stages h at T = 1 too (stage_x's down_min); 128 (MOE14, A/B): 16 at T > 4 too.
+  // 16 (MOE13, official order, T <= 16 since MOE14, the engine's path: bf16 x, ring, repacked,
+  // shift decode): the fold at every wave count and with 8's self plan, its counters in a
+  // per-stream buffer (slot_counters) that the combine zeroes; W2 waits per slot for its h
+  // (chain_args) instead of for the whole W1/W3 grid; its fold counts with one acq_rel RMW and
+  // releases with a release reduction (bit 64 chose that over fence.sc around plain atomics until
+  // MOE14; now a no-op); 32: with 16, W2 stages h at T = 1 too (stage_x's down_min); 128 (MOE14,
+  // A/B): 16 at every T. MOE14 (H100, same process, vs 16 at T <= 4 only): Flash T = 16 1.029
+  // / 1.032x against three controls within 1.9%; Pro T = 16 +1.5% on the controls' mean (controls
+  // spread 4.5%); T = 64 1.004x (Flash) / 1.000x (Pro), so 128 stays a switch.
   const int64_t groups = inter / 128;
   const int64_t ready_ints = bound * k_ready_stride, n_slot = ready_ints + bound * groups;
   int* const slots_buf = official && ring && !x_split && RP == 2 &&
-                                 (tokens <= 4 || (chain & 128)) && (chain & 16) &&
+                                 (tokens <= k_slots_max_tokens || (chain & 128)) && (chain & 16) &&
                                  n_slot <= k_slot_counters
                              ? slot_counters(stream)
                              : nullptr;
@@ -1485,7 +1490,7 @@ namespace {
 // (Flash T = 1 1.031x, Pro T = 1 / 4 0.946 / 0.936x).
 // MOE14: 64 folded into 16 (16 always counts with acq_rel and releases with red.release; the
 // fence.sc path is gone, bit 64 is accepted and ignored, so 127 is still the default's mask).
-// 128 (A/B): 16 at T > 4 too.
+// 16 at T <= 16 (was 4; H100: Flash T = 16 1.03x); 128 (A/B): 16 at every T (T = 64 neutral).
 int g_chain = 127;
 }  // namespace
 void moe_decode_set_chain(int mask) {
