@@ -1336,9 +1336,11 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   // (chain_args) instead of for the whole W1/W3 grid; its fold counts with one acq_rel RMW and
   // releases with a release reduction (bit 64 chose that over fence.sc around plain atomics until
   // MOE14; now a no-op); 32: with 16, W2 stages h at T = 1 too (stage_x's down_min); 128 (MOE14,
-  // A/B): 16 at every T. MOE14 (H100, same process, vs 16 at T <= 4 only): Flash T = 16 1.029
-  // / 1.032x against three controls within 1.9%; Pro T = 16 +1.5% on the controls' mean (controls
-  // spread 4.5%); T = 64 1.004x (Flash) / 1.000x (Pro), so 128 stays a switch.
+  // A/B): 16 at every T.
+  // MOE14 (H100, same process, two runs, controls bracketing; 2026-11-26_moe14_NOTES.md): 16 up
+  // to T = 16 vs without, Flash T = 8 / 16 1.080 / 1.038-1.042x, Pro T = 8 1.041x, Pro T = 16
+  // 1.002-1.005x (against the controls past the first position, which measured 3-4% slow there);
+  // 128 at T = 64 1.004x (Flash) / 1.001x (Pro): neutral, so it stays a switch (T = 32, H200).
   const int64_t groups = inter / 128;
   const int64_t ready_ints = bound * k_ready_stride, n_slot = ready_ints + bound * groups;
   int* const slots_buf = official && ring && !x_split && RP == 2 &&
@@ -1490,7 +1492,8 @@ namespace {
 // (Flash T = 1 1.031x, Pro T = 1 / 4 0.946 / 0.936x).
 // MOE14: 64 folded into 16 (16 always counts with acq_rel and releases with red.release; the
 // fence.sc path is gone, bit 64 is accepted and ignored, so 127 is still the default's mask).
-// 16 at T <= 16 (was 4; H100: Flash T = 16 1.03x); 128 (A/B): 16 at every T (T = 64 neutral).
+// 16 at T <= 16 (was 4; H100: Flash T = 8 / 16 1.08 / 1.04x, Pro T = 8 1.04x, Pro T = 16
+// neutral); 128 (A/B): 16 at every T (T = 64 neutral).
 int g_chain = 127;
 }  // namespace
 void moe_decode_set_chain(int mask) {
