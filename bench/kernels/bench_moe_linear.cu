@@ -88,14 +88,15 @@ std::vector<std::string> g_ab_configs = {"r4", "s0"};
 // MOE10), "hwl" = MOE10's chain (7). MOE11: "p" no prepare launch at T = 1 (8); "hwlp" = the
 // default (15). MOE13: "f" W2 waits per slot for h released by the fold of W1/W3 (16, at T <= 4
 // with the engine's path), "g" with it W2 stages h at T = 1 too (32), "m" with it the fold's
-// fences as one acq_rel RMW (64); "hwlpfgm" = the default (127).
+// fences as one acq_rel RMW (64; since MOE14 part of 16, "m" a no-op); "hwlpfgm" = the default
+// (127). MOE14: 16 up to T = 16 (was 4); "t" 16 at every T (128).
 void apply_ab_config(const std::string& c) {
   dsv4::cuda::moe_decode_set_shift_decode(c[0] == 's');
   dsv4::cuda::moe_decode_set_chain(
       (c.find('h') != std::string::npos ? 1 : 0) | (c.find('w') != std::string::npos ? 2 : 0) |
       (c.find('l') != std::string::npos ? 4 : 0) | (c.find('p') != std::string::npos ? 8 : 0) |
       (c.find('f') != std::string::npos ? 16 : 0) | (c.find('g') != std::string::npos ? 32 : 0) |
-      (c.find('m') != std::string::npos ? 64 : 0));
+      (c.find('m') != std::string::npos ? 64 : 0) | (c.find('t') != std::string::npos ? 128 : 0));
   dsv4::cuda::moe_decode_set_rt_blocks_per_sm(std::atoi(c.c_str() + 1));
   const size_t qpos = c.find('q');
   dsv4::cuda::moe_decode_set_scale_slots_from(

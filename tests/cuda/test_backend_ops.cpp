@@ -3,6 +3,7 @@
 // machine through scripts/gpu_session.sh.
 //
 //   test_backend_ops [--filter OPS] [--exclude OPS] [--per-op N] [--seed N]
+//   test_backend_ops --list   (op names and case counts, no device needed)
 //                                   parity: one line per case, exit 1 on any FAIL; --per-op keeps
 //                                   the first N cases of each op (compute-sanitizer runs)
 //   test_backend_ops --perf [--perf-runs N] [--filter OPS] [--exclude OPS]
@@ -1248,10 +1249,17 @@ int main(int argc, char** argv) {
       g_perf_runs = std::max(1, int(std::strtol(argv[++i], nullptr, 10)));
     } else if (arg == "--per-op" && i + 1 < argc) {
       filter.per_op = std::strtoll(argv[++i], nullptr, 10);
+    } else if (arg == "--list") {  // op names and case counts of the parity cases; no device
+      std::map<std::string, int> count;
+      std::vector<std::string> order;
+      for (const test_case& c : make_eval_cases())
+        if (count[c.op]++ == 0) order.push_back(c.op);
+      for (const std::string& op : order) std::printf("%s %d\n", op.c_str(), count[op]);
+      return 0;
     } else {
       std::fprintf(stderr,
                    "usage: %s [--perf [--perf-runs N]] [--filter OPS] [--exclude OPS] [--per-op N] "
-                   "[--seed N]\n",
+                   "[--seed N] | --list\n",
                    argv[0]);
       return 2;
     }

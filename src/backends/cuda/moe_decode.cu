@@ -579,7 +579,8 @@ __device__ __forceinline__ float combine_term(float acc, bool weighted, float we
 // derives its block's chunk from the routing (moe_decode_self_chunk) and the W1/W3 blocks read x
 // itself (ain_hi: the raw bf16 row), converted into the staged row as the prepare launch would.
 // Chain 16 (ready non-null; the GEMM kernels with SLOTS): W1/W3's fold releases each quantized
-// 128-row group of h on ready[slot * k_ready_stride] (after its stores, a barrier and a fence);
+// 128-row group of h on ready[slot * k_ready_stride] (after its stores and a barrier, by a release
+// reduction; the fold's count is an acq_rel RMW);
 // the W2 blocks, once their first ring rounds are in flight, wait for their own slot's
 // `ready_target` groups instead of griddepcontrol.wait for the whole W1/W3 grid (see
 // wait_counter) and read h with coherent loads (load_act16); they exit without
@@ -595,7 +596,6 @@ struct chain_args {
   int ready_target;
   int fold_waves;
   int stage_h1;
-  int light_fences;  // chain 64, with 16: the fold's and the release's fences (see the kernel)
 };
 
 // Counters polled by many blocks each own a 128-byte line.
@@ -988,8 +988,8 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
   // blocks of other slots may still be leaving): measured 1.06x at Flash T = 4 over waiting
   // (finished W2 blocks otherwise hold their SM slots until W1/W3 completes). What pdl.cuh's
   // contract gives the later launches still holds for memory: every W1/W3 block of a valid slot
-  // stored hf, then counted on its fold counter after a fence; the last of each group quantized
-  // h, then released the group after a fence; blocks of other slots store nothing; so every
+  // stored hf, then counted on its fold counter (acq_rel); the last of each group quantized h,
+  // then released the group (release reduction); blocks of other slots store nothing; so every
   // W1/W3 memory operation precedes a release that some W2 block observed before it completed
   // (a slot's last release follows every fold count of its groups), hence precedes W2's
   // completion, which the combine's griddepcontrol.wait covers.
@@ -1003,9 +1003,10 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     bar_sync_threads(1, active);  // every hf store of the block
     int* const fold_counter = chain.qcnt + int64_t(slot) * (rows / 128) + grp;
     if (threadIdx.x == 0) {
-      if (SLOTS && chain.light_fences) {
+      if constexpr (SLOTS) {
         // One acq_rel RMW instead of fence.sc, RMW, fence.sc (MEMBAR.SC.GPU twice): release of
         // the block's stores (ordered before thread 0 by the barrier), acquire of the others'.
+        // fence.sc at each block's exit delays every later wave (MOE13: Pro T = 4 0.92-0.97x).
         int before;
         asm volatile("atom.acq_rel.gpu.global.add.u32 %0, [%1], 1;"
                      : "=r"(before)
@@ -1029,12 +1030,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       bar_sync_threads(1, active);
       if (threadIdx.x == 0) {
         int* const r = chain.ready + int64_t(slot) * k_ready_stride;
-        if (chain.light_fences) {
-          asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(r) : "memory");
-        } else {
-          __threadfence();
-          atomicAdd(r, 1);
-        }
+        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(r) : "memory");
       }
     }
   }
@@ -1266,7 +1262,10 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
 // Kept for the process. Each call leaves them zero (the combine zeroes them), so calls, replayed
 // graphs included, start from zero; calls on one stream only (two streams have two buffers), and
 // graphs captured on one stream are not replayed concurrently on others.
-constexpr int64_t k_slot_counters = 8192;
+// 32768: chain 128's T = 64 (Pro: 432 slots, 24 groups: 24192).
+constexpr int64_t k_slot_counters = 32768;
+// Chain 16's largest T without bit 128 (MOE13: 4; MOE14: 16, see run()).
+constexpr int64_t k_slots_max_tokens = 16;
 int* slot_counters(cudaStream_t stream) {
   static std::mutex mu;
   static std::map<std::pair<int, cudaStream_t>, int*> buffers;
@@ -1331,15 +1330,21 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   // within noise.
   const bool self_plan = (chain & 8) && tokens == 1 && !x_split && ring && pairs <= k_chunk &&
                          moe_decode_stage_x_tokens().up_max >= 1;
-  // 16 (MOE13, official order, T <= 4, the engine's path: bf16 x, ring, repacked, shift decode):
-  // the fold at every wave count and with 8's self plan, its counters in a per-stream buffer
-  // (slot_counters) that the combine zeroes; W2 waits per slot for its h (chain_args) instead of
-  // for the whole W1/W3 grid; 32: with 16, W2 stages h at T = 1 too (stage_x's down_min); 64: with
-  // 16, one acq_rel RMW per fold count and a release reduction per readiness release instead of
-  // fence.sc around plain atomics.
+  // 16 (MOE13, official order, T <= 16 since MOE14, the engine's path: bf16 x, ring, repacked,
+  // shift decode): the fold at every wave count and with 8's self plan, its counters in a
+  // per-stream buffer (slot_counters) that the combine zeroes; W2 waits per slot for its h
+  // (chain_args) instead of for the whole W1/W3 grid; its fold counts with one acq_rel RMW and
+  // releases with a release reduction (bit 64 chose that over fence.sc around plain atomics until
+  // MOE14; now a no-op); 32: with 16, W2 stages h at T = 1 too (stage_x's down_min); 128 (MOE14,
+  // A/B): 16 at every T.
+  // MOE14 (H100, same process, two runs, controls bracketing; 2026-11-26_moe14_NOTES.md): 16 up
+  // to T = 16 vs without, Flash T = 8 / 16 1.080 / 1.038-1.042x, Pro T = 8 1.041x, Pro T = 16
+  // 1.002-1.005x (against the controls past the first position, which measured 3-4% slow there);
+  // 128 at T = 64 1.004x (Flash) / 1.001x (Pro): neutral, so it stays a switch (T = 32, H200).
   const int64_t groups = inter / 128;
   const int64_t ready_ints = bound * k_ready_stride, n_slot = ready_ints + bound * groups;
-  int* const slots_buf = official && ring && !x_split && RP == 2 && tokens <= 4 && (chain & 16) &&
+  int* const slots_buf = official && ring && !x_split && RP == 2 &&
+                                 (tokens <= k_slots_max_tokens || (chain & 128)) && (chain & 16) &&
                                  n_slot <= k_slot_counters
                              ? slot_counters(stream)
                              : nullptr;
@@ -1347,8 +1352,7 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
              early = (chain & 4) && tokens <= 4;
   auto* qcnt = slots_buf ? slots_buf + ready_ints : reinterpret_cast<int*>(base + l.qcnt);
   int* const ready = slots_buf;
-  const int fold_waves = slots_buf ? 1 : 0, stage_h1 = (chain & 32) ? 1 : 0,
-            light_fences = (chain & 64) ? 1 : 0;
+  const int fold_waves = slots_buf ? 1 : 0, stage_h1 = (chain & 32) ? 1 : 0;
   const int32_t* self_indices = self_plan ? indices : nullptr;
   chain_args up_chain{qfold ? qcnt : nullptr,
                       early,
@@ -1358,10 +1362,9 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
                       ready,
                       int(groups),
                       fold_waves,
-                      stage_h1,
-                      light_fences},
+                      stage_h1},
       down_chain{nullptr, early,       self_indices, int(pairs), int(experts),
-                 ready,   int(groups), fold_waves,   stage_h1,   light_fences};
+                 ready,   int(groups), fold_waves,   stage_h1};
 
   if (!self_plan) {
     const int64_t groups = tokens * hidden / 8;
@@ -1486,13 +1489,15 @@ namespace {
 // against the second control (run 1, fold without 16: 0.936x); 32 gained 0.7-1.8% at T = 1 in
 // both pairs. Measured slower and removed: W2's griddepcontrol.wait before its exit (run 1:
 // Flash T = 4 1.039x vs 1.102x without), the fold of 16 with W2 waiting for the whole grid
-// (Flash T = 1 1.031x, Pro T = 1 / 4 0.946 / 0.936x). 16 without 64 stays a switch only because
-// the GPU-verified binaries (db904c9) carry it: folding 64 into 16 is a one-branch edit that
-// needs its own parity run.
+// (Flash T = 1 1.031x, Pro T = 1 / 4 0.946 / 0.936x).
+// MOE14: 64 folded into 16 (16 always counts with acq_rel and releases with red.release; the
+// fence.sc path is gone, bit 64 is accepted and ignored, so 127 is still the default's mask).
+// 16 at T <= 16 (was 4; H100: Flash T = 8 / 16 1.08 / 1.04x, Pro T = 8 1.04x, Pro T = 16
+// neutral); 128 (A/B): 16 at every T (T = 64 neutral).
 int g_chain = 127;
 }  // namespace
 void moe_decode_set_chain(int mask) {
-  g_chain = mask & 127;
+  g_chain = mask & 255;
 }
 int moe_decode_chain() {
   return g_chain;

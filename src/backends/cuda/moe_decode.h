@@ -126,14 +126,15 @@ moe_decode_stage_pairs_t moe_decode_stage_pairs();
 // chunk from the routing, W1/W3 stages x itself and is the call's first launch, with PDL; the
 // fold of 1 is then off at T = 1). Default 15 (H100, vs 7, two runs: Pro T = 1 1.022 / 1.030x,
 // Flash T = 1 1.019 / 1.005x with controls at 1.014 / 1.008x; T >= 2 unchanged).
-// MOE13: 16 = at T <= 4 (official order, bf16 x, the repacked layout with the shift decode) the
-// fold of 1 at every wave count and at T = 1, its counters in a buffer per (device, stream)
-// allocated on the first call outside stream capture and zeroed by the combine launch; the W2
-// blocks wait for their own chunk's h (a readiness counter per chunk that the fold releases
-// group by group) instead of for the whole W1/W3 grid. 32 = with 16, W2 stages h at T = 1 too.
-// 64 = with 16, the fold's count as one acq_rel RMW and the release as a release reduction
-// (instead of fence.sc around plain atomics). Default 127 (H100: Flash T = 1 / 4 1.040 / 1.108x,
-// Pro 1.069 / ~1.00x vs 15; see moe_decode.cu's g_chain).
+// MOE13: 16 = at T <= 4 (T <= 16 since MOE14; official order, bf16 x, the repacked layout with the
+// shift decode) the fold of 1 at every wave count and at T = 1, its counters in a buffer per
+// (device, stream) allocated on the first call outside stream capture and zeroed by the combine
+// launch; the W2 blocks wait for their own chunk's h (a readiness counter per chunk that the fold
+// releases group by group) instead of for the whole W1/W3 grid. 32 = with 16, W2 stages h at T = 1
+// too. 64 = with 16, the fold's count as one acq_rel RMW and the release as a release reduction
+// (instead of fence.sc around plain atomics); since MOE14 16 always does so and 64 is ignored.
+// Default 127 (H100: Flash T = 1 / 4 1.040 / 1.108x, Pro 1.069 / ~1.00x vs 15; see
+// moe_decode.cu's g_chain). MOE14: 16 applies up to T = 16; 128 (A/B) = 16 at every T.
 // Process-wide, for benches and A/B runs.
 void moe_decode_set_chain(int mask);
 int moe_decode_chain();
