@@ -492,16 +492,16 @@ __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
 }
 
 // Codes `hi` ? bytes 2, 3 : bytes 0, 1 of w -> bf16x2 bits of their values times 2^-120.
-// e = the two codes at bytes 1 and 3 (else 0), so e >> 4 has each magnitude at bits 4..10 of
+// e = the two codes at bytes 0 and 2 (else 0), so e * 16 has each magnitude at bits 4..10 of
 // its half and the code's sign at bit 11; f = each code's sign replicated over bytes 1 and 3.
-// Bits 11 and 15 of a half (0 in c) take f & ~(e >> 4): 0 at bit 11, the sign at bit 15 (where
-// e >> 4 is 0); the other bits take e >> 4. One LOP3 (c ? b : a & ~b = 0x98).
+// Bits 11 and 15 of a half (0 in c) take f & ~(e * 16): 0 at bit 11, the sign at bit 15 (where
+// e * 16 is 0); the other bits take e * 16 (IMAD: the FMA pipe). One LOP3 (c ? b : a & ~b).
 template <bool hi>
 __device__ __forceinline__ uint32_t e4m3x2_bf16_scaled_bits(uint32_t w) {
-  const uint32_t e = prmt(w, 0u, hi ? 0x3424u : 0x1404u);
+  const uint32_t e = prmt(w, 0u, hi ? 0x4342u : 0x4140u);
   const uint32_t f = prmt(w, 0u, hi ? 0xb4a4u : 0x9484u);  // nibble bit 3: sign replication
   uint32_t r;
-  asm("lop3.b32 %0, %1, %2, %3, 0x98;" : "=r"(r) : "r"(f), "r"(e >> 4), "n"(0x77ff77ff));
+  asm("lop3.b32 %0, %1, %2, %3, 0x98;" : "=r"(r) : "r"(f), "r"(e * 16u), "n"(0x77ff77ff));
   return r;
 }
 
