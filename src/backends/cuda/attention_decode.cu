@@ -475,66 +475,6 @@ __device__ __forceinline__ uint4 dequant_codes8(uint2 codes, float s) {
   return make_uint4(w[0], w[1], w[2], w[3]);
 }
 
-// The producer's conversion (ws kernel, records): the same bf16 values as dequant_codes8 for
-// every code, from bit placement and one bf16x2 multiply per 2 values. An e4m3 byte s.eeee.mmm
-// put at bf16 bits 15 (sign) and 10..4 (exponent field eeee, mantissa mmm0000) is the bf16 of
-// its value times 2^-120 exactly (bias 127 vs 7; e4m3 subnormals become bf16 subnormals with the
-// same significand); times the bf16 2^(b - 7) of scale byte b it is value * 2^(b - 127), exact
-// for b in [7, 134] (|value| in [2^-9, 448]: results from 2^-129, a multiple of bf16's least
-// subnormal 2^-133, to 1.75 * 2^15), so the multiply's rounding is exact as dequant_codes8's f32
-// product and its bf16 rounding are (the multiply keeps subnormal inputs and results: parity
-// cases with subnormal codes and scale byte 8). NaN codes (0x7f / 0xff) and other scale bytes
-// take dequant_codes8 (fast_flags, checked warp-uniformly per conversion step).
-__device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
-  uint32_t r;
-  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(r) : "r"(a), "r"(b), "r"(sel));
-  return r;
-}
-
-// Codes `hi` ? bytes 2, 3 : bytes 0, 1 of w -> bf16x2 bits of their values times 2^-120.
-// e = the two codes at bytes 0 and 2 (else 0), so e * 16 has each magnitude at bits 4..10 of
-// its half and the code's sign at bit 11; f = each code's sign replicated over bytes 1 and 3.
-// Bits 11 and 15 of a half (0 in c) take f & ~(e * 16): 0 at bit 11, the sign at bit 15 (where
-// e * 16 is 0); the other bits take e * 16 (IMAD: the FMA pipe). One LOP3 (c ? b : a & ~b).
-template <bool hi>
-__device__ __forceinline__ uint32_t e4m3x2_bf16_scaled_bits(uint32_t w) {
-  const uint32_t e = prmt(w, 0u, hi ? 0x4342u : 0x4140u);
-  const uint32_t f = prmt(w, 0u, hi ? 0xb4a4u : 0x9484u);  // nibble bit 3: sign replication
-  uint32_t r;
-  asm("lop3.b32 %0, %1, %2, %3, 0x98;" : "=r"(r) : "r"(f), "r"(e * 16u), "n"(0x77ff77ff));
-  return r;
-}
-
-__device__ __forceinline__ uint32_t mul_bf16x2(uint32_t a, uint32_t b) {
-  uint32_t r;
-  asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(b));
-  return r;
-}
-
-// bf16x2 of 2^(b - 7) (both halves), scale byte b in [7, 134].
-__device__ __forceinline__ uint32_t fast_scale2(uint32_t b) {
-  return b * 0x00800080u + 0x3c003c00u;
-}
-
-// Flags for the bit-placement conversion, OR-ed over a step's code words and scale bytes; it
-// applies iff (flags & 0x80808080) == 0. A code word adds (w + 0x01010101) ^ w: bit 7 of a byte
-// flips iff its low 7 bits are all ones (0x7f / 0xff; carries start only at 0xff). A scale byte
-// adds b - 7: bit 7 (or every bit from 7 up) is set iff b is outside [7, 134].
-__device__ __forceinline__ uint32_t fast_code_flags(uint32_t w) {
-  return (w + 0x01010101u) ^ w;
-}
-__device__ __forceinline__ uint32_t fast_scale_flags(uint32_t b) {
-  return b - 7u;
-}
-
-// dequant_codes8's values where the flags allow; s2 = fast_scale2(scale byte).
-__device__ __forceinline__ uint4 dequant_codes8_fast(uint2 codes, uint32_t s2) {
-  return make_uint4(mul_bf16x2(e4m3x2_bf16_scaled_bits<false>(codes.x), s2),
-                    mul_bf16x2(e4m3x2_bf16_scaled_bits<true>(codes.x), s2),
-                    mul_bf16x2(e4m3x2_bf16_scaled_bits<false>(codes.y), s2),
-                    mul_bf16x2(e4m3x2_bf16_scaled_bits<true>(codes.y), s2));
-}
-
 // kv_record::e8m0_value with selects instead of branches (the same value for every byte: 0xff
 // NaN, 0 -> 2^-127, else 2^(b - 127)), so the producer's loads and conversions can interleave.
 __device__ __forceinline__ float e8m0_value_sel(uint32_t b) {
@@ -1281,37 +1221,14 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
             s1[i] = 0u;
           }
         }
-        // The bit-placement conversion unless a code is NaN or a scale byte is outside its
-        // range anywhere in the warp's G rows (then all of them take dequant_codes8). Lanes
-        // whose second chunk is RoPE flag nothing for it.
-        uint32_t flags = 0u;
 #pragma unroll
         for (int i = 0; i < G; ++i) {
-          flags |= fast_code_flags(c0[i].x) | fast_code_flags(c0[i].y) | fast_scale_flags(s0[i]);
-          const uint32_t f1 =
-              fast_code_flags(c1[i].x) | fast_code_flags(c1[i].y) | fast_scale_flags(s1[i]);
-          flags |= codes_hi ? f1 : 0u;
-        }
-        if (__all_sync(0xffffffffu, (flags & 0x80808080u) == 0u)) {
-#pragma unroll
-          for (int i = 0; i < G; ++i) {
-            const int r = pw * k_ws_rows_per_producer + G * g + i;
-            *reinterpret_cast<uint4*>(dst + wg_offset<k_tile>(r, lane)) =
-                dequant_codes8_fast(c0[i], fast_scale2(s0[i]));
-            *reinterpret_cast<uint4*>(dst + wg_offset<k_tile>(r, k_warp_size + lane)) =
-                codes_hi ? dequant_codes8_fast(make_uint2(c1[i].x, c1[i].y), fast_scale2(s1[i]))
-                         : c1[i];
-          }
-        } else {
-#pragma unroll
-          for (int i = 0; i < G; ++i) {
-            const int r = pw * k_ws_rows_per_producer + G * g + i;
-            *reinterpret_cast<uint4*>(dst + wg_offset<k_tile>(r, lane)) =
-                dequant_codes8(c0[i], e8m0_value_sel(s0[i]));
-            *reinterpret_cast<uint4*>(dst + wg_offset<k_tile>(r, k_warp_size + lane)) =
-                codes_hi ? dequant_codes8(make_uint2(c1[i].x, c1[i].y), e8m0_value_sel(s1[i]))
-                         : c1[i];
-          }
+          const int r = pw * k_ws_rows_per_producer + G * g + i;
+          *reinterpret_cast<uint4*>(dst + wg_offset<k_tile>(r, lane)) =
+              dequant_codes8(c0[i], e8m0_value_sel(s0[i]));
+          *reinterpret_cast<uint4*>(dst + wg_offset<k_tile>(r, k_warp_size + lane)) =
+              codes_hi ? dequant_codes8(make_uint2(c1[i].x, c1[i].y), e8m0_value_sel(s1[i]))
+                       : c1[i];
         }
       };
       ref_t p = ref_of_tile(0, v0);
