@@ -31,7 +31,12 @@
 // limit (~2.3 us per tile there for ~1.5 K instructions per warp: per lane 128 each of the
 // e4m3 -> f16 unpacks and bf16 packs (F2FP), f16 -> f32 (HADD2.F32) and FMUL, with its waits;
 // about 0.35 instructions per cycle). Which part dominates (conversion issue, the waits on one
-// tile of records in flight per CTA) is not measured yet.
+// tile of records in flight per CTA) is not measured yet. Not the conversion's instruction count
+// (ATTN14, session 12, H100, same call): an exact bit-placement conversion (each e4m3 byte put
+// into a bf16 as value * 2^-120 by 2 PRMT + shift + LOP3, then one bf16x2 multiply by 2^(b - 7)
+// per 2 values; 21 instead of 31 instructions per 8 codes) took HCA 1M T=8 70.9-71.3 us vs
+// 70.7-70.9, Pro HCA 1M T=32 410-415 vs 398 even without the NaN-code / scale-range check it
+// needs (unsafe), and 75.5 / 444 with it; removed (bench/RESULTS.md, 2026-11-26 ATTN14).
 //
 // wgmma path (plan.wgmma, the default for bf16 / f32 pools): the same CTA, ring, exchange and
 // softmax; the query and key tiles are stored in the wgmma SW128 layout (wg_offset) instead, and
