@@ -1740,17 +1740,10 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
   CHECK(cudaStreamDestroy(st));
 }
 
-// wgmma issue-rate probes (--wgmma-rates): the S and P V shapes of attention_decode_ws_kernel.
+// wgmma issue-rate probes (--wgmma-rates): the S and P V shapes of attention_decode_ws_kernel
+// (those two from attention_decode_wgmma.cuh: wgm::mma_ss_n32, wgm::mma_rs_n128_mn) and the
+// other N / operand-source variants it compares them with.
 namespace wgrate {
-__device__ __forceinline__ void ss_n32(float (&d)[16], uint64_t a, uint64_t b) {
-  asm volatile(
-      "wgmma.mma_async.sync.aligned.m64n32k16.f32.bf16.bf16 "
-      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, %16, %17, 1, 1, 1, 0, 0;\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-        "+f"(d[14]), "+f"(d[15])
-      : "l"(a), "l"(b));
-}
 __device__ __forceinline__ void ss_n64(float (&d)[32], uint64_t a, uint64_t b) {
   asm volatile(
       "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
@@ -1803,25 +1796,6 @@ __device__ __forceinline__ void rs_n64(float (&d)[32], const uint32_t (&a)[4], u
         "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
 }
-__device__ __forceinline__ void rs_n128_mn(float (&d)[64], const uint32_t (&a)[4], uint64_t b) {
-  asm volatile(
-      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
-      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%24,%"
-      "25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%46,%47,%"
-      "48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, {%64,%65,%66,%67}, %68, 1, "
-      "1, 1, 1;\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
-        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
-        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
-        "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
-        "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
-        "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-        "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
-        "+f"(d[63])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
-}
 }  // namespace wgrate
 
 // One CTA per SM; `wgs` warpgroups each issue `reps` chains of 32 wgmmas (one commit and wait per
@@ -1857,15 +1831,15 @@ __global__ void __launch_bounds__(256, 1)
     for (int kk = 0; kk < 32; ++kk) {
       const uint32_t block = uint32_t(kk / 4), byte = uint32_t(kk % 4) * 32;
       const uint64_t ad = wgm::desc_at(a0, block * (64 * 128) + byte);
-      if constexpr (kind == 0) wgrate::ss_n32(d, ad, wgm::desc_at(b0, block * (32 * 128) + byte));
+      if constexpr (kind == 0) wgm::mma_ss_n32(d, ad, wgm::desc_at(b0, block * (32 * 128) + byte));
       if constexpr (kind == 1) wgrate::ss_n64(d, ad, wgm::desc_at(b0, block * (64 * 128) + byte));
       if constexpr (kind == 2) wgrate::ss_n128(d, ad, wgm::desc_at(b0, block * (128 * 128) + byte));
       if constexpr (kind == 3) wgrate::rs_n32(d, a, wgm::desc_at(b0, block * (32 * 128) + byte));
       if constexpr (kind == 4) wgrate::rs_n64(d, a, wgm::desc_at(b0, block * (64 * 128) + byte));
       if constexpr (kind == 5)
-        wgrate::rs_n128_mn(d, a,
-                           wgm::desc_at(b0, uint32_t((kk % 4) * 2) * (32 * 128) +
-                                                uint32_t((kk / 4) % 2) * 16 * 128));
+        wgm::mma_rs_n128_mn(d, a,
+                            wgm::desc_at(b0, uint32_t((kk % 4) * 2) * (32 * 128) +
+                                                 uint32_t((kk / 4) % 2) * 16 * 128));
     }
     wgm::commit();
     wgm::wait<0>();

@@ -2087,6 +2087,20 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
   float2* part_ml = reinterpret_cast<float2*>(part_o + tokens * plan.splits * heads * k_d);
   const int64_t groups = ceil_div(heads, k_rows);
   const dim3 grid(unsigned(plan.splits), unsigned(groups), unsigned(tokens));
+  // The warp-specialized split kernel `ws` (bf16 pools or FP8 records), then the combine unless
+  // its one split folded the output (fold) or the bench skips it (plan.combine).
+  const auto launch_ws_split = [&](auto* ws, bool fold, bool keep) -> cudaError_t {
+    if (const cudaError_t e = allow_dynamic_smem(ws, k_ws_smem); e != cudaSuccess) return e;
+    if (const cudaError_t e =
+            launch_pdl(plan.pdl, ws, grid, dim3(k_ws_threads), k_ws_smem, stream, q, int(heads),
+                       window, comp, int(plan.window_capacity), int(plan.comp_capacity),
+                       int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o, part_ml,
+                       sinks, out, ws_opts(plan), plan.trace);
+        e != cudaSuccess)
+      return e;
+    if (fold || !plan.combine) return cudaGetLastError();
+    return launch_combine(heads, tokens, plan, part_o, part_ml, sinks, out, stream, keep);
+  };
   if constexpr (std::is_same_v<pool_t, __nv_bfloat16>) {
     if (plan.fused) {
       if (plan.splits > k_fused_max_cluster || (plan.splits & (plan.splits - 1)) != 0)
@@ -2140,16 +2154,7 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
       auto* const ws = fold   ? ws_kernel<k_ws_fold, act_t>(plan)
                        : keep ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_keep, act_t>
                               : ws_kernel<k_ws_split, act_t>(plan);
-      if (const cudaError_t e = allow_dynamic_smem(ws, k_ws_smem); e != cudaSuccess) return e;
-      if (const cudaError_t e =
-              launch_pdl(plan.pdl, ws, grid, dim3(k_ws_threads), k_ws_smem, stream, q, int(heads),
-                         window, comp, int(plan.window_capacity), int(plan.comp_capacity),
-                         int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o,
-                         part_ml, sinks, out, ws_opts(plan), plan.trace);
-          e != cudaSuccess)
-        return e;
-      if (fold || !plan.combine) return cudaGetLastError();
-      return launch_combine(heads, tokens, plan, part_o, part_ml, sinks, out, stream, keep);
+      return launch_ws_split(ws, fold, keep);
     }
   }
   if constexpr (pool_traits<pool_t>::records) {
@@ -2163,16 +2168,7 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
       auto* const ws = fold   ? attention_decode_ws_kernel<k_ws_alt, k_ws_fold, act_t, pool_t>
                        : keep ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_keep, act_t, pool_t>
                               : attention_decode_ws_kernel<k_ws_alt, k_ws_split, act_t, pool_t>;
-      if (const cudaError_t e = allow_dynamic_smem(ws, k_ws_smem); e != cudaSuccess) return e;
-      if (const cudaError_t e =
-              launch_pdl(plan.pdl, ws, grid, dim3(k_ws_threads), k_ws_smem, stream, q, int(heads),
-                         window, comp, int(plan.window_capacity), int(plan.comp_capacity),
-                         int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o,
-                         part_ml, sinks, out, ws_opts(plan), plan.trace);
-          e != cudaSuccess)
-        return e;
-      if (fold || !plan.combine) return cudaGetLastError();
-      return launch_combine(heads, tokens, plan, part_o, part_ml, sinks, out, stream, keep);
+      return launch_ws_split(ws, fold, keep);
     }
   }
   // wgmma for bf16 / f32 pools; FP8 records in turn run the mma.sync kernel.
