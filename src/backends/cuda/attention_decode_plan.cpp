@@ -200,4 +200,20 @@ attention_decode_plan attention_decode_make_split_plan(int64_t tokens, int64_t h
   return p;
 }
 
+int64_t attention_decode_chunk_tokens(int64_t tokens, int64_t heads, int64_t head_dim,
+                                      int64_t window_capacity, int64_t comp_capacity, int sm_count,
+                                      bool fold_kernel) {
+  const int64_t step = k_attention_decode_step_chunk;
+  if (tokens <= step || !fold_kernel) return std::min(tokens, step);
+  // Prefill: one split per (token, head group) CTA, so the CTAs run every tile of their token
+  // (the per-CTA set-up and epilogue, ~4 us, amortized over all of them), fold writes the output
+  // (no partials, no combine launch, no scratch), and a launch covers many waves of CTAs, the
+  // tokens in order (the CTAs of neighbouring tokens, which share their window and compressed
+  // rows, run at the same time).
+  const int64_t chunk = std::min(tokens, k_attention_decode_prefill_chunk);
+  const attention_decode_plan p = attention_decode_make_split_plan(
+      chunk, heads, head_dim, window_capacity, comp_capacity, sm_count);
+  return p.splits == 1 ? chunk : step;
+}
+
 }  // namespace dsv4::cuda
