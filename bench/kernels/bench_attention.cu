@@ -33,9 +33,10 @@
 //                                combine's; and the plan without its combine launch
 //   bench_attention --wgmma-rates  cycles per wgmma of the decode kernel's S and P V shapes (and
 //                                SS / RS at N = 32, 64, 128), one and two warpgroups per SM
-//   bench_attention --prefill [--prefill-cases "T,H,hca|csau|csas,CTX,TOPK;..."]   prefill
-//                                sizes (T = 256-4096 tokens of one sequence) through the engine's
-//                                chunk loop at chunks of 64-4096 tokens; what each row models:
+//   bench_attention --prefill [--prefill-cases "T,H,hca|csau|csas,CTX,TOPK;..."]
+//                   [--prefill-chunks "N,N,..."] [--prefill-rounds R]   prefill sizes (T = 256-4096
+//                                tokens of one sequence) through the engine's chunk loop at
+//                                chunks of 64 tokens up to the rule's; what each row models:
 //                                bench_prefill_case
 //   bench_attention --kv-fp8     FP8 KV records (584 bytes per key: 448 e4m3 + 7 E8M0 scales +
 //                                pad + 64 BF16 RoPE) against bf16 pools (1024 bytes per key) in
@@ -1923,6 +1924,8 @@ void bench_wgmma_rates(int sms) {
 // FLOPs: 4 x heads x 512 x (visible keys summed over the tokens); bytes: the distinct key rows
 // (1 KB each) + q + out. Eager launches, event-timed, L2 flushed before each timed loop.
 bool g_prefill = false;
+std::vector<int64_t> g_prefill_chunks;  // --prefill-chunks "a,b,...": the chunk rows, in order
+int g_prefill_rounds = 1;               // --prefill-rounds N
 
 __global__ void fill_bf16_hash(__nv_bfloat16* p, size_t n, uint64_t seed) {
   for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
@@ -2153,33 +2156,52 @@ void bench_prefill_case(int sms, int64_t T, int64_t H, const char* kind, int64_t
   s.bytes = bytes;
   s.rule_chunk = attention_decode_chunk_tokens(T, H, d, W, cap_c, sms, true);
   s.best_us = 1e30;
+  s.main_us = s.rule_us = 1e30;
+  // Rows: --prefill-chunks (in that order; >= T means T), else 64, 128, ... below T, and T; the
+  // first row's output is the reference of the others' diff. --prefill-rounds repeats the list
+  // (the summary takes each chunk's fastest round).
   std::vector<int64_t> chunks;
-  for (int64_t n = 64; n < T && n <= 4096; n *= 2) chunks.push_back(n);
-  chunks.push_back(T);
-  for (const int64_t n : chunks) {
-    int64_t splits = 0;
-    const double ms = loop(n, engine, n == 64 ? ref : out, &splits);
-    char l[80];
-    std::snprintf(l, sizeof(l), "chunk %lld s=%lld%s%s", (long long)n, (long long)splits,
-                  n == 64 ? " (main)" : "", n == s.rule_chunk ? " <- rule" : "");
-    row(l, ms, n != 64);
-    if (n == 64) s.main_us = ms * 1e3;
-    if (n == s.rule_chunk) s.rule_us = ms * 1e3;
-    if (ms * 1e3 < s.best_us) {
-      s.best_us = ms * 1e3;
-      s.best_chunk = n;
-    }
+  if (!g_prefill_chunks.empty()) {
+    for (const int64_t n : g_prefill_chunks)
+      if (std::find(chunks.begin(), chunks.end(), std::min(n, T)) == chunks.end())
+        chunks.push_back(std::min(n, T));
+  } else {
+    for (int64_t n = 64; n < T && n <= k_attention_decode_prefill_chunk; n *= 2)
+      chunks.push_back(n);
+    chunks.push_back(T);
   }
+  for (int round = 0; round < g_prefill_rounds; ++round)
+    for (const int64_t n : chunks) {
+      int64_t splits = 0;
+      const bool first = round == 0 && n == chunks.front();
+      const double ms = loop(n, engine, first ? ref : out, &splits);
+      char l[80];
+      std::snprintf(l, sizeof(l), "chunk %lld s=%lld%s%s", (long long)n, (long long)splits,
+                    n == 64 ? " (main)" : "", n == s.rule_chunk ? " <- rule" : "");
+      row(l, ms, !first);
+      if (n == 64) s.main_us = std::min(s.main_us, ms * 1e3);
+      if (n == s.rule_chunk) s.rule_us = std::min(s.rule_us, ms * 1e3);
+      if (ms * 1e3 < s.best_us) {
+        s.best_us = ms * 1e3;
+        s.best_chunk = n;
+      }
+    }
   {
-    // The rule's chunk on 2 splits per (token, head group) with the combine.
+    // The rule's chunk on 2 splits per (token, head group) with the combine, and on 1 split
+    // where its plan has more (fold: fewer CTAs than the SMs, each with all of its tiles).
     const int64_t n = s.rule_chunk;
+    const int64_t groups = (H + 63) / 64;
     auto two = [&](int64_t m) {
-      const int64_t groups = (H + 63) / 64;
       return attention_decode_make_split_plan(m, H, d, W, cap_c, int(2 * m * groups));
     };
     int64_t splits = 0;
-    const double ms = loop(n, two, out, &splits);
+    double ms = loop(n, two, out, &splits);
     row("chunk " + std::to_string(n) + " s=" + std::to_string(splits) + " (combine)", ms, true);
+    if (engine(n).splits > 1) {
+      auto one = [&](int64_t m) { return attention_decode_make_split_plan(m, H, d, W, cap_c, 1); };
+      ms = loop(n, one, out, &splits);
+      row("chunk " + std::to_string(n) + " s=" + std::to_string(splits) + " (fold)", ms, true);
+    }
     for (const int diag : {1, 2}) {
       auto bound = [&](int64_t m) {
         auto p = engine(m);
@@ -2204,10 +2226,11 @@ void bench_prefill_case(int sms, int64_t T, int64_t H, const char* kind, int64_t
 void print_prefill_line(const char* prefix, const prefill_summary& s) {
   const double tf = s.flops / (s.rule_us * 1e-6) / 1e12;
   const double gb = s.bytes / (s.rule_us * 1e-6) / 1e9;
-  const double tf64 = s.flops / (s.main_us * 1e-6) / 1e12;
+  const double main_us = s.main_us < 1e29 ? s.main_us : NAN;  // NaN: no 64-token row
+  const double tf64 = s.flops / (main_us * 1e-6) / 1e12;
   std::printf("%s%-34s %9.1f %5.1f%% %9.1f %6lld %5.2fx %6.1f %5.1f%% %5.1f%% %6lld %9.1f %9.1f\n",
-              prefix, s.name.c_str(), s.main_us, 100.0 * tf64 / g_peak_tflops, s.rule_us,
-              (long long)s.rule_chunk, s.main_us / s.rule_us, tf, 100.0 * tf / g_peak_tflops,
+              prefix, s.name.c_str(), main_us, 100.0 * tf64 / g_peak_tflops, s.rule_us,
+              (long long)s.rule_chunk, main_us / s.rule_us, tf, 100.0 * tf / g_peak_tflops,
               100.0 * gb / g_read_gbps, (long long)s.best_chunk, s.consumers_us, s.ring_us);
 }
 
@@ -2303,6 +2326,16 @@ int main(int argc, char** argv) {
       g_prefill = true;
     else if (std::strcmp(argv[i], "--prefill-cases") == 0 && i + 1 < argc)
       g_prefill = true, prefill_cases = argv[++i];
+    else if (std::strcmp(argv[i], "--prefill-chunks") == 0 && i + 1 < argc)
+      for (const char* p = argv[++i]; *p;) {
+        char* end = nullptr;
+        const long long n = std::strtoll(p, &end, 10);
+        if (end == p) break;
+        if (n > 0) g_prefill_chunks.push_back(n);
+        p = *end == ',' ? end + 1 : end;
+      }
+    else if (std::strcmp(argv[i], "--prefill-rounds") == 0 && i + 1 < argc)
+      g_prefill_rounds = std::max(1, std::atoi(argv[++i]));
   }
   // Prefill rows take up to milliseconds each: fewer launches unless --runs says otherwise.
   if (g_prefill && !runs_given) g_runs = 20;

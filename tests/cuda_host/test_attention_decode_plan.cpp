@@ -160,11 +160,12 @@ TEST(attention_decode_plan, prefill_steps_run_in_long_one_split_chunks) {
   // Decode-sized steps: one launch, the decode plans.
   EXPECT_EQ(chunk(1, 64, true), 1);
   EXPECT_EQ(chunk(64, 128, true), 64);
-  // Prefill where one-split plans fold: chunks of up to 4096 tokens, each plan one split.
+  // Prefill where one-split plans fold: chunks of up to 16384 tokens, each plan one split.
   EXPECT_EQ(chunk(67, 64, true), 67);
   EXPECT_EQ(chunk(1024, 64, true), 1024);
   EXPECT_EQ(chunk(4096, 128, true), 4096);
-  EXPECT_EQ(chunk(10000, 64, true), 4096);
+  EXPECT_EQ(chunk(10000, 64, true), 10000);
+  EXPECT_EQ(chunk(40000, 128, true), 16384);
   EXPECT_EQ(attention_decode_make_plan(1024, 64, 512, k_window, 1024, k_sms).splits, 1);
   EXPECT_TRUE(attention_decode_make_plan(1024, 64, 512, k_window, 1024, k_sms).fold);
   // No fold kernel (in-turn records: the synchronous kernel's scratch), or a chunk whose plan

@@ -160,7 +160,7 @@ attention_decode_plan attention_decode_make_split_plan(int64_t tokens, int64_t h
 // of up to k_attention_decode_prefill_chunk tokens on one split each (fold: no combine, no
 // partials; attention_decode_plan.cpp has the measurements).
 constexpr int64_t k_attention_decode_step_chunk = 64;
-constexpr int64_t k_attention_decode_prefill_chunk = 4096;
+constexpr int64_t k_attention_decode_prefill_chunk = 16384;
 int64_t attention_decode_chunk_tokens(int64_t tokens, int64_t heads, int64_t head_dim,
                                       int64_t window_capacity, int64_t comp_capacity, int sm_count,
                                       bool fold_kernel);

@@ -205,11 +205,20 @@ int64_t attention_decode_chunk_tokens(int64_t tokens, int64_t heads, int64_t hea
                                       bool fold_kernel) {
   const int64_t step = k_attention_decode_step_chunk;
   if (tokens <= step || !fold_kernel) return std::min(tokens, step);
-  // Prefill: one split per (token, head group) CTA, so the CTAs run every tile of their token
-  // (the per-CTA set-up and epilogue, ~4 us, amortized over all of them), fold writes the output
-  // (no partials, no combine launch, no scratch), and a launch covers many waves of CTAs, the
-  // tokens in order (the CTAs of neighbouring tokens, which share their window and compressed
-  // rows, run at the same time).
+  // Prefill: one split per (token, head group) CTA, so each CTA runs every tile of its token
+  // (its fixed cost, ~9 us of set-up, first rows, query tile and epilogue, is paid once per
+  // token and head group), fold writes the output (no partials, no combine launch, no scratch),
+  // and a launch covers many waves of CTAs, tokens in order (the CTAs of neighbouring tokens,
+  // which share their window and compressed rows, run at the same time); every launch boundary
+  // costs about one CTA's time (the last wave drains). H100 2026-11-26 (ATTN16 helper,
+  // bench_attention --prefill, same process; one sequence's T tokens ending at ctx, bf16),
+  // 64-token chunks (Flash: 2 splits + combine; Pro: 1 split) / this rule: Flash HCA 8K T=4096
+  // 1193 / 496 us (2.41x), Flash HCA 128K T=4096 2418 / 1630 (1.48x, 49.7% of dense BF16),
+  // Flash CSA top-512 T=4096 (candidates shared per 64 tokens) 1746 / 1000 (1.75x), Pro HCA 8K
+  // T=4096 1468 / 939 (1.56x), Pro HCA 128K T=4096 3736 / 3378 (1.11x), Pro CSA top-1024 shared
+  // T=4096 3517 / 3311 (1.06x), T=1024 900 / 806; Flash HCA 128K T=4096 at chunks of 128 / 512
+  // / 1024 / 2048: 1866 / 1744 / 1768 / 1689 us; 2 splits per CTA with the combine at 4096:
+  // 2267 us.
   const int64_t chunk = std::min(tokens, k_attention_decode_prefill_chunk);
   const attention_decode_plan p = attention_decode_make_split_plan(
       chunk, heads, head_dim, window_capacity, comp_capacity, sm_count);
