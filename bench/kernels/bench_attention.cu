@@ -1918,9 +1918,10 @@ void bench_wgmma_rates(int sms) {
 //         paged in scattered blocks): heavy overlap, compute-bound.
 // Rows: the cuda_ops loop (chunks of N tokens, attention_decode_make_plan of each chunk's size,
 // as the engine makes it; fold plans get no scratch) at N = 64 (main before this change: every
-// step in 64-token chunks), 128 ... 4096 and T; the rule's chunk (attention_decode_chunk_tokens)
-// marked; on the rule's chunk: 2 splits per CTA instead of 1 (the combine), and the bounds
-// plan.diag 1 (no row copies: the consumers alone) and 2 (no products: the row ring alone).
+// step in 64-token chunks), 128, 256, ... up to k_attention_decode_prefill_chunk, and T; the
+// rule's chunk (attention_decode_chunk_tokens) marked; on the rule's chunk: 2 splits per (token,
+// head group) with the combine, 1 split where the rule's plan has more, and the bounds plan.diag
+// 1 (no row copies: the consumers alone) and 2 (no products: the row ring alone).
 // FLOPs: 4 x heads x 512 x (visible keys summed over the tokens); bytes: the distinct key rows
 // (1 KB each) + q + out. Eager launches, event-timed, L2 flushed before each timed loop.
 bool g_prefill = false;

@@ -155,12 +155,13 @@ attention_decode_plan attention_decode_make_split_plan(int64_t tokens, int64_t h
 // attention_decode_make_plan of its token count). fold_kernel: the pools run the
 // warp-specialized kernel's fold mode where a plan has one split (bf16 pools; FP8 records with
 // alternate tiles), which needs no scratch. Steps of <= k_attention_decode_step_chunk tokens: one
-// launch. Longer steps: chunks of k_attention_decode_step_chunk where fold_kernel is false or the
-// longer chunk's plan would split (token x head-group CTAs at most half the SMs); else chunks
-// of up to k_attention_decode_prefill_chunk tokens on one split each (fold: no combine, no
-// partials; attention_decode_plan.cpp has the measurements).
+// launch. Longer steps: chunks of k_attention_decode_step_chunk where fold_kernel is false, where
+// the longer chunk's plan would split (token x head-group CTAs at most half the SMs), or where
+// the step has at most two waves of CTAs and the 64-token chunks already run one split; else
+// chunks of up to k_attention_decode_prefill_chunk tokens on one split each (fold: no combine,
+// no partials; attention_decode_plan.cpp has the measurements).
 constexpr int64_t k_attention_decode_step_chunk = 64;
-constexpr int64_t k_attention_decode_prefill_chunk = 16384;
+constexpr int64_t k_attention_decode_prefill_chunk = 8192;
 int64_t attention_decode_chunk_tokens(int64_t tokens, int64_t heads, int64_t head_dim,
                                       int64_t window_capacity, int64_t comp_capacity, int sm_count,
                                       bool fold_kernel);

@@ -211,14 +211,29 @@ int64_t attention_decode_chunk_tokens(int64_t tokens, int64_t heads, int64_t hea
   // and a launch covers many waves of CTAs, tokens in order (the CTAs of neighbouring tokens,
   // which share their window and compressed rows, run at the same time); every launch boundary
   // costs about one CTA's time (the last wave drains). H100 2026-11-26 (ATTN16 helper,
-  // bench_attention --prefill, same process; one sequence's T tokens ending at ctx, bf16),
-  // 64-token chunks (Flash: 2 splits + combine; Pro: 1 split) / this rule: Flash HCA 8K T=4096
-  // 1193 / 496 us (2.41x), Flash HCA 128K T=4096 2418 / 1630 (1.48x, 49.7% of dense BF16),
-  // Flash CSA top-512 T=4096 (candidates shared per 64 tokens) 1746 / 1000 (1.75x), Pro HCA 8K
-  // T=4096 1468 / 939 (1.56x), Pro HCA 128K T=4096 3736 / 3378 (1.11x), Pro CSA top-1024 shared
-  // T=4096 3517 / 3311 (1.06x), T=1024 900 / 806; Flash HCA 128K T=4096 at chunks of 128 / 512
-  // / 1024 / 2048: 1866 / 1744 / 1768 / 1689 us; 2 splits per CTA with the combine at 4096:
-  // 2267 us.
+  // bench_attention --prefill; one sequence's T tokens ending at ctx, bf16; two calls, figures
+  // of the second), 64-token chunks (Flash: 2 splits + combine; Pro: 1 split) / this rule: Flash
+  // HCA 8K T=4096 1195 / 487 us (2.46x), Flash HCA 128K T=4096 2402 / 1684 (1.43x; 1625 in a
+  // second process, 50.5% of dense BF16), Flash CSA top-512 T=4096 (candidates shared per 64
+  // tokens) 1752 / 993 (1.76x), T=256 113 / 76, Flash HCA 8K T=100 35.9 / 23.2; Pro HCA 8K
+  // T=4096 1464 / 937 (1.56x), Pro HCA 128K T=4096 3756 / 3405 (1.10x; 3741 / 3190-3369 in a
+  // second process), Pro CSA top-1024 shared T=4096 3522 / 3251 (1.08x), T=1024 894 / 784, T=256
+  // 225 / 212. Pro rows vary by up to ~8% with the row's place in the process (the GPU at its
+  // 700 W limit, SM clock 1830-1980 MHz). 2 splits per CTA with the combine: Flash HCA 128K
+  // T=4096 2205 us, Pro 4391.
+  // The longest chunk: Flash HCA 128K T=16384 at chunks of 4096 / 8192 / 16384: 6490 / 6162 /
+  // 6151 us; Flash CSA shared T=16384 3902 / 3859 / 3821; Pro CSA shared 1M T=16384 12244 /
+  // 12237 / 14156.
+  // Steps of at most two waves of CTAs whose 64-token chunks already run one split (Pro heads):
+  // those chunks. One launch quantizes into whole waves of CTAs (Pro HCA 128K T=96, 192 CTAs on
+  // 132 SMs: 112.7 us; 64 + 32 tokens, the second launch on 2 splits: 104.5 us). From 3.9
+  // waves on (Pro T=256) one launch measured faster; between 2 and 3.9 waves it is not measured.
+  const int64_t groups = ceil_div(heads, k_heads_per_cta);
+  if (tokens * groups <= 2 * int64_t(sm_count) &&
+      attention_decode_make_split_plan(step, heads, head_dim, window_capacity, comp_capacity,
+                                       sm_count)
+              .splits == 1)
+    return step;
   const int64_t chunk = std::min(tokens, k_attention_decode_prefill_chunk);
   const attention_decode_plan p = attention_decode_make_split_plan(
       chunk, heads, head_dim, window_capacity, comp_capacity, sm_count);
