@@ -33,6 +33,11 @@
 //                                combine's; and the plan without its combine launch
 //   bench_attention --wgmma-rates  cycles per wgmma of the decode kernel's S and P V shapes (and
 //                                SS / RS at N = 32, 64, 128), one and two warpgroups per SM
+//   bench_attention --prefill [--prefill-cases "T,H,hca|csau|csas,CTX,TOPK;..."]
+//                   [--prefill-chunks "N,N,..."] [--prefill-rounds R]   prefill sizes (T = 256-4096
+//                                tokens of one sequence) through the engine's chunk loop at
+//                                chunks of 64 tokens up to the rule's; what each row models:
+//                                bench_prefill_case
 //   bench_attention --kv-fp8     FP8 KV records (584 bytes per key: 448 e4m3 + 7 E8M0 scales +
 //                                pad + 64 BF16 RoPE) against bf16 pools (1024 bytes per key) in
 //                                attention_decode, on Flash CSA T=1, HCA 1M T=1 / 8, Pro HCA 1M
@@ -1897,6 +1902,385 @@ void bench_wgmma_rates(int sms) {
   cudaFree(sink);
 }
 
+// ---- --prefill: sparse attention at prefill sizes, as cuda_ops::sparse_attention runs it ----
+// One sequence's chunk of T query tokens at positions ctx - T .. ctx - 1 (a prefill of T tokens
+// ending at context ctx), bf16 q / pools / out, head_dim 512, window 128, the engine's layouts
+// (kv_cache.cpp): window rows of position q at block(q / 128) * 128 + q % 128 (blocks scattered
+// over the pool), so the windows of consecutive tokens share 127 of their 128 rows. Kinds:
+//   hca   window + every visible HCA entry, paged (one block-table row of ceil(ctx / 128 / 128)
+//         blocks, n_visible = (pos + 1) / 128): all tokens of the chunk read the same entries
+//         (L2-resident after the first); compute-bound.
+//   csau  window + top-k rows drawn independently per token, uniformly from a pool of >= 2 x
+//         T x top-k rows (little reuse: memory-bound; % of read on the distinct bytes); the
+//         context only labels the row (every token sees top-k entries from ctx >= 4 top-k).
+//   csas  window + top-k distinct entries per token drawn from a candidate set of 2048 entries
+//         shared by each 64 consecutive tokens (the candidates drawn from the ctx / 4 CSA entries,
+//         paged in scattered blocks): heavy overlap, compute-bound.
+// Rows: the cuda_ops loop (chunks of N tokens, attention_decode_make_plan of each chunk's size,
+// as the engine makes it; fold plans get no scratch) at N = 64 (main before this change: every
+// step in 64-token chunks), 128, 256, ... up to k_attention_decode_prefill_chunk, and T; the
+// rule's chunk (attention_decode_chunk_tokens) marked; on the rule's chunk: 2 splits per (token,
+// head group) with the combine, 1 split where the rule's plan has more, and the bounds plan.diag
+// 1 (no row copies: the consumers alone) and 2 (no products: the row ring alone).
+// FLOPs: 4 x heads x 512 x (visible keys summed over the tokens); bytes: the distinct key rows
+// (1 KB each) + q + out. Eager launches, event-timed, L2 flushed before each timed loop.
+bool g_prefill = false;
+std::vector<int64_t> g_prefill_chunks;  // --prefill-chunks "a,b,...": the chunk rows, in order
+int g_prefill_rounds = 1;               // --prefill-rounds N
+
+__global__ void fill_bf16_hash(__nv_bfloat16* p, size_t n, uint64_t seed) {
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x) {
+    uint64_t z = (i + 1) * 0x9E3779B97F4A7C15ull + seed;
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    z ^= z >> 31;
+    p[i] = __float2bfloat16_rn(-1.0f + 2.0f * float(z >> 40) * 0x1p-24f);
+  }
+}
+
+// Max |a - b| and max |b| over two bf16 arrays into m[0], m[1] (non-negative floats compare as
+// their bits).
+__global__ void max_diff_bf16(const __nv_bfloat16* a, const __nv_bfloat16* b, size_t n,
+                              unsigned* m) {
+  float d = 0, x = 0;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x) {
+    const float u = __bfloat162float(a[i]), v = __bfloat162float(b[i]);
+    d = fmaxf(d, fabsf(u - v));
+    x = fmaxf(x, fabsf(v));
+  }
+  atomicMax(m, __float_as_uint(d));
+  atomicMax(m + 1, __float_as_uint(x));
+}
+
+double rel_diff_gpu(const __nv_bfloat16* a, const __nv_bfloat16* b, size_t n) {
+  static unsigned* m = device_alloc<unsigned>(2);
+  CHECK(cudaMemset(m, 0, 8));
+  max_diff_bf16<<<1024, 256>>>(a, b, n, m);
+  unsigned h[2];
+  CHECK(cudaMemcpy(h, m, 8, cudaMemcpyDeviceToHost));
+  float d, x;
+  std::memcpy(&d, &h[0], 4);
+  std::memcpy(&x, &h[1], 4);
+  return x > 0 ? double(d) / double(x) : double(d);
+}
+
+struct prefill_summary {
+  std::string name;
+  double main_us = 0, rule_us = 0, best_us = 0, flops = 0, bytes = 0;
+  int64_t rule_chunk = 0, best_chunk = 0;
+  double ring_us = 0, consumers_us = 0;
+};
+std::vector<prefill_summary> g_prefill_summary;
+void print_prefill_line(const char* prefix, const prefill_summary& s);
+
+void bench_prefill_case(int sms, int64_t T, int64_t H, const char* kind, int64_t ctx,
+                        int64_t top_k) {
+  using namespace dsv4::cuda;
+  const int64_t d = 512, W = 128, bs = 128, group = 64, candidates = 2048;
+  const bool hca = std::strcmp(kind, "hca") == 0, unique = std::strcmp(kind, "csau") == 0;
+  if (ctx < T || (!hca && top_k > candidates) || T > 65535) {
+    std::printf("  prefill %s T=%lld ctx=%lld top-k=%lld: skipped (bad shape)\n", kind,
+                (long long)T, (long long)ctx, (long long)top_k);
+    return;
+  }
+  const int64_t p0 = ctx - T;
+  const int64_t q_lo = std::max<int64_t>(0, p0 - (W - 1));
+  const int64_t win_blocks = (ctx - 1) / bs - q_lo / bs + 1;
+  const int64_t hca_entries = ctx / 128, csa_entries = ctx / 4;
+  const int64_t comp_blocks = hca      ? (hca_entries + bs - 1) / bs
+                              : unique ? 0
+                                       : (csa_entries + bs - 1) / bs;
+  const int64_t need_rows = (win_blocks + comp_blocks + 1) * bs + (unique ? 2 * T * top_k : 0);
+  int64_t pool_rows = std::max<int64_t>(int64_t(4 * g_l2 / 1024), need_rows);
+  pool_rows = (pool_rows + bs - 1) / bs * bs;
+  static __nv_bfloat16* pool = nullptr;
+  static int64_t pool_have = 0;
+  if (pool_have < pool_rows) {
+    if (pool) CHECK(cudaFree(pool));
+    pool = device_alloc<__nv_bfloat16>(size_t(pool_rows * d));
+    fill_bf16_hash<<<4096, 256>>>(pool, size_t(pool_rows * d), g_rng());
+    CHECK(cudaGetLastError());
+    pool_have = pool_rows;
+  }
+  // Distinct blocks for the window and the compressed entries.
+  std::vector<int32_t> perm(size_t(pool_rows / bs));
+  for (size_t i = 0; i < perm.size(); ++i) perm[i] = int32_t(i);
+  for (size_t i = 0; i < size_t(win_blocks + comp_blocks); ++i)
+    std::swap(perm[i], perm[i + size_t(g_rng() % (perm.size() - i))]);
+  auto window_row = [&](int64_t q) {
+    return int32_t(perm[size_t(q / bs - q_lo / bs)] * bs + q % bs);
+  };
+  auto comp_row = [&](int64_t e) {
+    return int32_t(perm[size_t(win_blocks + e / bs)] * bs + e % bs);
+  };
+  std::vector<int32_t> wr(size_t(T * W)), cr, table, seq, vis;
+  std::vector<int32_t> all;  // every key row read, for the distinct count
+  double keys = 0;
+  for (int64_t t = 0; t < T; ++t) {
+    const int64_t p = p0 + t;
+    for (int64_t j = 0; j < W; ++j) {
+      const int64_t q = p - (W - 1) + j;
+      wr[size_t(t * W + j)] = q >= 0 ? window_row(q) : -1;
+      if (q >= 0) {
+        all.push_back(wr[size_t(t * W + j)]);
+        keys += 1;
+      }
+    }
+  }
+  int64_t cap_c = 0;
+  if (hca) {
+    table.resize(size_t(comp_blocks));
+    for (int64_t b = 0; b < comp_blocks; ++b) table[size_t(b)] = perm[size_t(win_blocks + b)];
+    seq.assign(size_t(T), 0);
+    vis.resize(size_t(T));
+    for (int64_t t = 0; t < T; ++t) {
+      vis[size_t(t)] = int32_t((p0 + t + 1) / 128);
+      keys += double(vis[size_t(t)]);
+    }
+    for (int64_t e = 0; e < int64_t(vis.back()); ++e) all.push_back(comp_row(e));
+    cap_c = comp_blocks * bs;
+  } else {
+    cr.resize(size_t(T * top_k));
+    if (unique) {
+      for (auto& r : cr) r = int32_t(g_rng() % uint64_t(pool_rows));
+    } else {
+      std::vector<int32_t> cand(static_cast<size_t>(candidates));
+      for (int64_t t = 0; t < T; ++t) {
+        if (t % group == 0) {  // a new candidate set: 2048 distinct entries of the visible ones
+          const int64_t visible = std::min(csa_entries, (p0 + t + 1) / 4);
+          std::map<int64_t, bool> seen;
+          for (auto& e : cand) {
+            int64_t x;
+            do x = int64_t(g_rng() % uint64_t(visible));
+            while (seen.count(x));
+            seen[x] = true;
+            e = int32_t(x);
+          }
+        }
+        for (int64_t i = 0; i < top_k; ++i) {  // partial shuffle: top-k distinct candidates
+          std::swap(cand[size_t(i)], cand[size_t(i) + size_t(g_rng() % uint64_t(candidates - i))]);
+          cr[size_t(t * top_k + i)] = comp_row(cand[size_t(i)]);
+        }
+      }
+    }
+    for (auto r : cr) all.push_back(r);
+    keys += double(T * top_k);
+    cap_c = top_k;
+  }
+  std::sort(all.begin(), all.end());
+  const double distinct = double(std::unique(all.begin(), all.end()) - all.begin());
+  const double flops = 4.0 * double(H * d) * keys;
+  const double bytes = distinct * double(d * 2) + 2.0 * double(T * H * d * 2);
+
+  int32_t* d_wr = upload_i32(wr);
+  int32_t* d_cr = cr.empty() ? nullptr : upload_i32(cr);
+  int32_t* d_table = table.empty() ? nullptr : upload_i32(table);
+  int32_t* d_seq = seq.empty() ? nullptr : upload_i32(seq);
+  int32_t* d_vis = vis.empty() ? nullptr : upload_i32(vis);
+  __nv_bfloat16* q = device_alloc<__nv_bfloat16>(size_t(T * H * d));
+  fill_bf16_hash<<<1024, 256>>>(q, size_t(T * H * d), g_rng());
+  float* sinks = random_f32(size_t(H), -1, 1);
+  __nv_bfloat16* out = device_alloc<__nv_bfloat16>(size_t(T * H * d));
+  __nv_bfloat16* ref = device_alloc<__nv_bfloat16>(size_t(T * H * d));
+  const kv_rows<__nv_bfloat16> w{pool, pool_rows, d_wr, W};
+  kv_rows<__nv_bfloat16> c{pool, pool_rows, d_cr, d_cr ? top_k : 0};
+  if (hca) {
+    c.block_table = d_table;
+    c.table_rows = 1;
+    c.table_width = comp_blocks;
+    c.token_seq = d_seq;
+    c.n_visible = d_vis;
+    c.block_size = bs;
+  }
+  const float scale = 1.0f / std::sqrt(float(d));
+
+  char name[96];
+  std::snprintf(name, sizeof(name), "%s %s T=%lld ctx=%lld%s", H == 64 ? "Flash" : "Pro",
+                hca      ? "HCA"
+                : unique ? "CSA-uniq"
+                         : "CSA-shared",
+                (long long)T, (long long)ctx, hca ? "" : (" k=" + std::to_string(top_k)).c_str());
+  std::printf("%s: %.0f keys (%.1f per token), %.0f distinct rows, %.1f GFLOP, %.1f MB\n", name,
+              keys, keys / double(T), distinct, flops * 1e-9, bytes * 1e-6);
+
+  // The engine's loop (cuda_ops::sparse_attention) over chunks of `chunk` tokens with plans from
+  // make(n); fold plans read no scratch.
+  auto folds = [](const attention_decode_plan& p) {
+    return p.wgmma && p.producer && p.fold && p.splits == 1 && !p.fused;
+  };
+  auto loop = [&](int64_t chunk, const std::function<attention_decode_plan(int64_t)>& make,
+                  __nv_bfloat16* o, int64_t* splits) {
+    attention_decode_plan full = make(chunk), tail = make(T % chunk ? T % chunk : chunk);
+    size_t sb = 16;
+    for (auto* p : {&full, &tail}) {
+      if (folds(*p)) p->scratch_bytes = 0;
+      sb = std::max(sb, p->scratch_bytes);
+    }
+    if (splits) *splits = full.splits;
+    void* scratch = device_alloc<unsigned char>(sb);
+    auto run = [&] {
+      for (int64_t t0 = 0; t0 < T; t0 += chunk) {
+        const int64_t n = std::min(chunk, T - t0);
+        const attention_decode_plan& plan = n == chunk ? full : tail;
+        kv_rows<__nv_bfloat16> wc = w, cc = c;
+        wc.rows += t0 * W;
+        if (hca) {
+          cc.token_seq += t0;
+          cc.n_visible += t0;
+        } else {
+          cc.rows += t0 * top_k;
+        }
+        CHECK((sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
+            q + t0 * H * d, n, H, d, wc, &cc, sinks, scale, o + t0 * H * d, plan, scratch, sb, 0)));
+      }
+    };
+    run();
+    CHECK(cudaDeviceSynchronize());
+    const double ms = time_ms(run);
+    CHECK(cudaFree(scratch));
+    return ms;
+  };
+  auto engine = [&](int64_t n) { return attention_decode_make_plan(n, H, d, W, cap_c, sms); };
+  auto row = [&](const std::string& label, double ms, bool check) {
+    const double tf = flops / (ms * 1e-3) / 1e12, gbps = bytes / (ms * 1e-3) / 1e9;
+    std::printf("  %-34s %9.2f us %7.1f TFLOP/s %5.1f%% dense %7.1f GB/s %5.1f%% read",
+                label.c_str(), ms * 1e3, tf, 100.0 * tf / g_peak_tflops, gbps,
+                100.0 * gbps / g_read_gbps);
+    if (check) std::printf("  diff %.2g", rel_diff_gpu(out, ref, size_t(T * H * d)));
+    std::printf("\n");
+  };
+  prefill_summary s;
+  s.name = name;
+  s.flops = flops;
+  s.bytes = bytes;
+  s.rule_chunk = attention_decode_chunk_tokens(T, H, d, W, cap_c, sms, true);
+  s.best_us = 1e30;
+  s.main_us = s.rule_us = 1e30;
+  // Rows: --prefill-chunks (in that order; >= T means T), else 64, 128, ... below T, and T; the
+  // first row's output is the reference of the others' diff. --prefill-rounds repeats the list
+  // (the summary takes each chunk's fastest round).
+  std::vector<int64_t> chunks;
+  if (!g_prefill_chunks.empty()) {
+    for (const int64_t n : g_prefill_chunks)
+      if (std::find(chunks.begin(), chunks.end(), std::min(n, T)) == chunks.end())
+        chunks.push_back(std::min(n, T));
+  } else {
+    for (int64_t n = 64; n < T && n <= k_attention_decode_prefill_chunk; n *= 2)
+      chunks.push_back(n);
+    chunks.push_back(T);
+  }
+  for (int round = 0; round < g_prefill_rounds; ++round)
+    for (const int64_t n : chunks) {
+      int64_t splits = 0;
+      const bool first = round == 0 && n == chunks.front();
+      const double ms = loop(n, engine, first ? ref : out, &splits);
+      char l[80];
+      std::snprintf(l, sizeof(l), "chunk %lld s=%lld%s%s", (long long)n, (long long)splits,
+                    n == 64 ? " (main)" : "", n == s.rule_chunk ? " <- rule" : "");
+      row(l, ms, !first);
+      if (n == 64) s.main_us = std::min(s.main_us, ms * 1e3);
+      if (n == s.rule_chunk) s.rule_us = std::min(s.rule_us, ms * 1e3);
+      if (ms * 1e3 < s.best_us) {
+        s.best_us = ms * 1e3;
+        s.best_chunk = n;
+      }
+    }
+  {
+    // The rule's chunk on 2 splits per (token, head group) with the combine, and on 1 split
+    // where its plan has more (fold: fewer CTAs than the SMs, each with all of its tiles).
+    const int64_t n = s.rule_chunk;
+    const int64_t groups = (H + 63) / 64;
+    auto two = [&](int64_t m) {
+      return attention_decode_make_split_plan(m, H, d, W, cap_c, int(2 * m * groups));
+    };
+    int64_t splits = 0;
+    double ms = loop(n, two, out, &splits);
+    row("chunk " + std::to_string(n) + " s=" + std::to_string(splits) + " (combine)", ms, true);
+    if (engine(n).splits > 1) {
+      auto one = [&](int64_t m) { return attention_decode_make_split_plan(m, H, d, W, cap_c, 1); };
+      ms = loop(n, one, out, &splits);
+      row("chunk " + std::to_string(n) + " s=" + std::to_string(splits) + " (fold)", ms, true);
+    }
+    for (const int diag : {1, 2}) {
+      auto bound = [&](int64_t m) {
+        auto p = engine(m);
+        p.diag = diag;
+        return p;
+      };
+      const double bms = loop(n, bound, out, nullptr);
+      row(diag == 1 ? "  bound: consumers alone (diag 1)" : "  bound: ring alone (diag 2)", bms,
+          false);
+      (diag == 1 ? s.consumers_us : s.ring_us) = bms * 1e3;
+    }
+  }
+  g_prefill_summary.push_back(s);
+  print_prefill_line("SUM ", s);
+  for (void* p : {(void*)d_wr, (void*)d_cr, (void*)d_table, (void*)d_seq, (void*)d_vis, (void*)q,
+                  (void*)sinks, (void*)out, (void*)ref})
+    if (p) CHECK(cudaFree(p));
+}
+
+// One summary line: main's 64-token chunks, the rule's chunk (TFLOP/s, % of the dense and read
+// ceilings), the fastest chunk, and the bounds on the rule's chunk.
+void print_prefill_line(const char* prefix, const prefill_summary& s) {
+  const double tf = s.flops / (s.rule_us * 1e-6) / 1e12;
+  const double gb = s.bytes / (s.rule_us * 1e-6) / 1e9;
+  const double main_us = s.main_us < 1e29 ? s.main_us : NAN;  // NaN: no 64-token row
+  const double tf64 = s.flops / (main_us * 1e-6) / 1e12;
+  std::printf("%s%-34s %9.1f %5.1f%% %9.1f %6lld %5.2fx %6.1f %5.1f%% %5.1f%% %6lld %9.1f %9.1f\n",
+              prefix, s.name.c_str(), main_us, 100.0 * tf64 / g_peak_tflops, s.rule_us,
+              (long long)s.rule_chunk, main_us / s.rule_us, tf, 100.0 * tf / g_peak_tflops,
+              100.0 * gb / g_read_gbps, (long long)s.best_chunk, s.consumers_us, s.ring_us);
+}
+
+void print_prefill_summary() {
+  std::printf(
+      "prefill summary (us; TFLOP/s and %% of the dense BF16 ceiling %.1f; %% of read %.1f GB/s "
+      "on distinct bytes + q + out; consumers / ring: the bounds on the rule's chunk):\n",
+      g_peak_tflops, g_read_gbps);
+  std::printf("  %-34s %9s %6s %9s %6s %6s %6s %6s %6s %6s %9s %9s\n", "case", "main(64)", "%dense",
+              "rule", "chunk", "x", "TF/s", "%dense", "%read", "best", "consumers", "ring");
+  for (const auto& s : g_prefill_summary) print_prefill_line("  ", s);
+}
+
+bool run_prefill_cases(int sms, const char* list) {
+  std::string all(list);
+  size_t at = 0;
+  while (at < all.size()) {
+    size_t end = all.find(';', at);
+    if (end == std::string::npos) end = all.size();
+    const std::string spec = all.substr(at, end - at);
+    at = end + 1;
+    if (spec.empty()) continue;
+    long long T = 0, H = 0, ctx = 0, top_k = 0;
+    char kind[8] = {};
+    if (std::sscanf(spec.c_str(), "%lld,%lld,%4[a-z],%lld,%lld", &T, &H, kind, &ctx, &top_k) != 5 ||
+        T <= 0 || H <= 0 || ctx <= 0 ||
+        (std::strcmp(kind, "hca") && std::strcmp(kind, "csau") && std::strcmp(kind, "csas"))) {
+      std::fprintf(stderr, "--prefill-cases \"T,H,hca|csau|csas,CTX,TOPK;...\": bad entry '%s'\n",
+                   spec.c_str());
+      return false;
+    }
+    bench_prefill_case(sms, T, H, kind, ctx, top_k);
+  }
+  return true;
+}
+
+void bench_prefill_default(int sms) {
+  for (const int64_t T : {256, 1024, 4096}) {
+    for (const int64_t ctx : {8192, 131072})
+      for (const int64_t H : {64, 128}) bench_prefill_case(sms, T, H, "hca", ctx, 0);
+    bench_prefill_case(sms, T, 64, "csau", 1 << 20, 512);
+    bench_prefill_case(sms, T, 128, "csau", 1 << 20, 1024);
+    for (const int64_t ctx : {131072, 1 << 20}) {
+      bench_prefill_case(sms, T, 64, "csas", ctx, 512);
+      bench_prefill_case(sms, T, 128, "csas", ctx, 1024);
+    }
+  }
+}
+
 int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // rows survive a timeout
   bool quick = false;    // --quick: two cases, few launches (for a profiler run)
@@ -1904,9 +2288,11 @@ int main(int argc, char** argv) {
   const char* cases = nullptr;  // --cases "T,H,hca|csa,CTX,TOPK;...": those cases, lean rows
   bool no_ceilings = false;     // --no-ceilings: with --cases (for ncu)
   bool wgmma_rates = false;     // --wgmma-rates: the S / P V wgmma shapes' issue rates only
+  bool runs_given = false;
+  const char* prefill_cases = nullptr;  // --prefill-cases "T,H,hca|csau|csas,CTX,TOPK;..."
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--runs") == 0 && i + 1 < argc)
-      g_runs = std::max(50, std::atoi(argv[++i]));
+      g_runs = std::max(50, std::atoi(argv[++i])), runs_given = true;
     else if (std::strcmp(argv[i], "--quick") == 0)
       quick = true;
     else if (std::strcmp(argv[i], "--focus") == 0)
@@ -1937,7 +2323,23 @@ int main(int argc, char** argv) {
       g_combine_rows = true;
     else if (std::strcmp(argv[i], "--wgmma-rates") == 0)
       wgmma_rates = true;
+    else if (std::strcmp(argv[i], "--prefill") == 0)
+      g_prefill = true;
+    else if (std::strcmp(argv[i], "--prefill-cases") == 0 && i + 1 < argc)
+      g_prefill = true, prefill_cases = argv[++i];
+    else if (std::strcmp(argv[i], "--prefill-chunks") == 0 && i + 1 < argc)
+      for (const char* p = argv[++i]; *p;) {
+        char* end = nullptr;
+        const long long n = std::strtoll(p, &end, 10);
+        if (end == p) break;
+        if (n > 0) g_prefill_chunks.push_back(n);
+        p = *end == ',' ? end + 1 : end;
+      }
+    else if (std::strcmp(argv[i], "--prefill-rounds") == 0 && i + 1 < argc)
+      g_prefill_rounds = std::max(1, std::atoi(argv[++i]));
   }
+  // Prefill rows take up to milliseconds each: fewer launches unless --runs says otherwise.
+  if (g_prefill && !runs_given) g_runs = 20;
   cudaDeviceProp prop;
   CHECK(cudaGetDeviceProperties(&prop, 0));
   g_l2 = size_t(prop.l2CacheSize);
@@ -2038,6 +2440,16 @@ int main(int argc, char** argv) {
   {
     const double ms = time_ms([] { empty_kernel<<<1, 32>>>(); });
     std::printf("launch floor (empty kernel, event-timed): %.2f us\n", ms * 1e3);
+  }
+  if (g_prefill) {
+    if (prefill_cases) {
+      if (!run_prefill_cases(sms, prefill_cases)) return 2;
+    } else {
+      bench_prefill_default(sms);
+    }
+    print_prefill_summary();
+    CHECK_CUBLAS(cublasDestroy(blas));
+    return 0;
   }
   if (cases && !g_steps) {
     g_focus = true;

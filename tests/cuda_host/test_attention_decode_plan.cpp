@@ -153,6 +153,37 @@ TEST(attention_decode_plan, fused_off_gives_the_split_plan) {
   EXPECT_EQ(p.splits, 6);
 }
 
+TEST(attention_decode_plan, prefill_steps_run_in_long_one_split_chunks) {
+  auto chunk = [](int64_t tokens, int64_t heads, bool fold_kernel, int sms = k_sms) {
+    return attention_decode_chunk_tokens(tokens, heads, 512, k_window, 1024, sms, fold_kernel);
+  };
+  // Decode-sized steps: one launch, the decode plans.
+  EXPECT_EQ(chunk(1, 64, true), 1);
+  EXPECT_EQ(chunk(64, 128, true), 64);
+  // Prefill where one-split plans fold: chunks of up to 8192 tokens, each plan one split.
+  EXPECT_EQ(chunk(67, 64, true), 67);
+  EXPECT_EQ(chunk(1024, 64, true), 1024);
+  EXPECT_EQ(chunk(4096, 128, true), 4096);
+  EXPECT_EQ(chunk(8192, 64, true), 8192);
+  EXPECT_EQ(chunk(10000, 64, true), 8192);
+  EXPECT_EQ(attention_decode_make_plan(1024, 64, 512, k_window, 1024, k_sms).splits, 1);
+  EXPECT_TRUE(attention_decode_make_plan(1024, 64, 512, k_window, 1024, k_sms).fold);
+  // No fold kernel (in-turn records: the synchronous kernel's scratch), or a chunk whose plan
+  // would still split (token x head-group CTAs at most half the SMs): 64-token chunks.
+  EXPECT_EQ(chunk(1024, 64, false), 64);
+  EXPECT_EQ(chunk(100, 64, true, 1000), 64);
+  EXPECT_EQ(chunk(66, 64, true), 64);  // 66 CTAs: 2 splits at 132 SMs
+  EXPECT_EQ(chunk(100, 64, false), 64);
+  // Pro heads (64-token chunks already on one split): 64-token chunks up to two waves of CTAs
+  // (132 tokens x 2 head groups), one launch beyond.
+  EXPECT_EQ(chunk(96, 128, true), 64);
+  EXPECT_EQ(chunk(132, 128, true), 64);
+  EXPECT_EQ(chunk(133, 128, true), 133);
+  EXPECT_EQ(chunk(256, 128, true), 256);
+  // Flash heads (64-token chunks on 2 splits + combine): one launch from 67 tokens.
+  EXPECT_EQ(chunk(96, 64, true), 96);
+}
+
 TEST(attention_decode_plan, invalid_shapes_and_clusters_give_no_plan) {
   EXPECT_EQ(attention_decode_make_plan(1, 64, 256, k_window, 64, k_sms).splits, 0);
   EXPECT_EQ(attention_decode_make_plan(0, 64, 512, k_window, 64, k_sms).splits, 0);

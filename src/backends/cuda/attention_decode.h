@@ -150,6 +150,22 @@ attention_decode_plan attention_decode_make_split_plan(int64_t tokens, int64_t h
                                                        int64_t comp_capacity, int sm_count,
                                                        int64_t min_tiles_per_split = 0);
 
+// Tokens per sparse_attention_decode launch when a step of `tokens` query tokens (a prefill) runs
+// in chunks (cuda_ops::sparse_attention; every token is independent, and a chunk's plan is
+// attention_decode_make_plan of its token count). fold_kernel: the pools run the
+// warp-specialized kernel's fold mode where a plan has one split (bf16 pools; FP8 records with
+// alternate tiles), which needs no scratch. Steps of <= k_attention_decode_step_chunk tokens: one
+// launch. Longer steps: chunks of k_attention_decode_step_chunk where fold_kernel is false, where
+// the longer chunk's plan would split (token x head-group CTAs at most half the SMs), or where
+// the step has at most two waves of CTAs and the 64-token chunks already run one split; else
+// chunks of up to k_attention_decode_prefill_chunk tokens on one split each (fold: no combine,
+// no partials; attention_decode_plan.cpp has the measurements).
+constexpr int64_t k_attention_decode_step_chunk = 64;
+constexpr int64_t k_attention_decode_prefill_chunk = 8192;
+int64_t attention_decode_chunk_tokens(int64_t tokens, int64_t heads, int64_t head_dim,
+                                      int64_t window_capacity, int64_t comp_capacity, int sm_count,
+                                      bool fold_kernel);
+
 // The fused plan with `cluster` CTAs per (token, head group) (1, 2, 4, 8 or 16): every CTA takes
 // ceil(tiles / cluster) tiles of 32 slots (the last ones may get none).
 attention_decode_plan attention_decode_make_fused_plan(int64_t tokens, int64_t heads,

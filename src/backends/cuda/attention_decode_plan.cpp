@@ -200,4 +200,44 @@ attention_decode_plan attention_decode_make_split_plan(int64_t tokens, int64_t h
   return p;
 }
 
+int64_t attention_decode_chunk_tokens(int64_t tokens, int64_t heads, int64_t head_dim,
+                                      int64_t window_capacity, int64_t comp_capacity, int sm_count,
+                                      bool fold_kernel) {
+  const int64_t step = k_attention_decode_step_chunk;
+  if (tokens <= step || !fold_kernel) return std::min(tokens, step);
+  // Prefill: one split per (token, head group) CTA, so each CTA runs every tile of its token
+  // (its fixed cost, ~9 us of set-up, first rows, query tile and epilogue, is paid once per
+  // token and head group), fold writes the output (no partials, no combine launch, no scratch),
+  // and a launch covers many waves of CTAs, tokens in order (the CTAs of neighbouring tokens,
+  // which share their window and compressed rows, run at the same time); every launch boundary
+  // costs about one CTA's time (the last wave drains). H100 2026-11-26 (ATTN16 helper,
+  // bench_attention --prefill; one sequence's T tokens ending at ctx, bf16; two calls, figures
+  // of the second), 64-token chunks (Flash: 2 splits + combine; Pro: 1 split) / this rule: Flash
+  // HCA 8K T=4096 1195 / 487 us (2.46x), Flash HCA 128K T=4096 2402 / 1684 (1.43x; 1625 in a
+  // second process, 50.5% of dense BF16), Flash CSA top-512 T=4096 (candidates shared per 64
+  // tokens) 1752 / 993 (1.76x), T=256 113 / 76, Flash HCA 8K T=100 35.9 / 23.2; Pro HCA 8K
+  // T=4096 1464 / 937 (1.56x), Pro HCA 128K T=4096 3756 / 3405 (1.10x; 3741 / 3190-3369 in a
+  // second process), Pro CSA top-1024 shared T=4096 3522 / 3251 (1.08x), T=1024 894 / 784, T=256
+  // 225 / 212. Pro rows vary by up to ~8% with the row's place in the process (the GPU at its
+  // 700 W limit, SM clock 1830-1980 MHz). 2 splits per CTA with the combine: Flash HCA 128K
+  // T=4096 2205 us, Pro 4391.
+  // The longest chunk: Flash HCA 128K T=16384 at chunks of 4096 / 8192 / 16384: 6490 / 6162 /
+  // 6151 us; Flash CSA shared T=16384 3902 / 3859 / 3821; Pro CSA shared 1M T=16384 12244 /
+  // 12237 / 14156.
+  // Steps of at most two waves of CTAs whose 64-token chunks already run one split (Pro heads):
+  // those chunks. One launch quantizes into whole waves of CTAs (Pro HCA 128K T=96, 192 CTAs on
+  // 132 SMs: 112.7 us; 64 + 32 tokens, the second launch on 2 splits: 104.5 us). From 3.9
+  // waves on (Pro T=256) one launch measured faster; between 2 and 3.9 waves it is not measured.
+  const int64_t groups = ceil_div(heads, k_heads_per_cta);
+  if (tokens * groups <= 2 * int64_t(sm_count) &&
+      attention_decode_make_split_plan(step, heads, head_dim, window_capacity, comp_capacity,
+                                       sm_count)
+              .splits == 1)
+    return step;
+  const int64_t chunk = std::min(tokens, k_attention_decode_prefill_chunk);
+  const attention_decode_plan p = attention_decode_make_split_plan(
+      chunk, heads, head_dim, window_capacity, comp_capacity, sm_count);
+  return p.splits == 1 ? chunk : step;
+}
+
 }  // namespace dsv4::cuda

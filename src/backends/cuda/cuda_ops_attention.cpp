@@ -23,9 +23,10 @@ namespace {
 
 // Scratch for the indexer's scores is capped; the kernel walks the step in token chunks that fit.
 constexpr size_t k_indexer_scratch_cap = size_t(256) << 20;
-// The tensor-core kernels (attention_decode, indexer_topk_fast) run at most this many tokens per
-// launch: their scratch grows with tokens x capacity, sized for decode batches. Longer steps
-// (prefill) go through them in chunks of this many tokens (every query token is independent).
+// indexer_topk_fast runs at most this many tokens per launch: its scratch grows with tokens x
+// capacity, sized for decode batches. Longer steps (prefill) go through it in chunks of this many
+// tokens (every query token is independent). attention_decode chunks by
+// attention_decode_chunk_tokens (the same 64 unless a chunk runs one split per CTA and folds).
 constexpr int64_t k_fast_kernel_chunk_tokens = 64;
 
 // The source seen from token t0 on: per-token arrays start t0 tokens later.
@@ -355,7 +356,6 @@ tensor cuda_ops::sparse_attention(const tensor& q, int64_t heads, const kv_sourc
   auto run_decode = [&](auto* a, const auto& w, const auto* c) {
     using act_t = std::remove_pointer_t<decltype(a)>;
     using pool_t = std::remove_cv_t<std::remove_pointer_t<decltype(w.pool)>>;
-    const int64_t chunk = std::min(T, k_fast_kernel_chunk_tokens);
     // The plan's own rules (attention_decode_plan.cpp): tiles per split from the step's size,
     // and the fused cluster kernel (no combine) where it measured faster.
     // DSV4_ATTENTION_ALT=0: the in-turn arithmetic on both pool types (records: the synchronous
@@ -368,10 +368,27 @@ tensor cuda_ops::sparse_attention(const tensor& q, int64_t heads, const kv_sourc
       if (alt_off) p.alt = false;
       return p;
     };
-    const attention_decode_plan full = make_plan(chunk),
-                                tail = make_plan(T % chunk ? T % chunk : chunk);
+    // One-split plans on the warp-specialized kernel write their rows themselves (fold: bf16
+    // pools; records with alternate tiles) and read no scratch.
+    auto folds = [&](const attention_decode_plan& p) {
+      return p.wgmma && p.producer && p.fold && p.splits == 1 && !p.fused &&
+             (std::is_same_v<pool_t, __nv_bfloat16> || p.alt);
+    };
+    // make_plan's plans run the warp-specialized kernel with alternate tiles unless alt_off; both
+    // pool types fold there. alt_off keeps 64-token chunks on both (the records' synchronous
+    // kernel needs scratch, and the two pool types must keep the same plans: the tests compare
+    // them bit for bit).
+    const bool fold_kernel = !alt_off;
+    const int64_t chunk = attention_decode_chunk_tokens(
+        T, heads, d, kv_rows_capacity(w), c ? kv_rows_capacity(*c) : 0, sm_count_, fold_kernel);
+    auto scratch_of = [&](const attention_decode_plan& p) {
+      return folds(p) ? size_t(0) : p.scratch_bytes;
+    };
+    attention_decode_plan full = make_plan(chunk), tail = make_plan(T % chunk ? T % chunk : chunk);
     tensor scratch =
-        alloc(dtype::u8, {int64_t(std::max({full.scratch_bytes, tail.scratch_bytes, size_t(16)}))});
+        alloc(dtype::u8, {int64_t(std::max({scratch_of(full), scratch_of(tail), size_t(16)}))});
+    for (attention_decode_plan* p : {&full, &tail})
+      if (folds(*p)) p->scratch_bytes = 0;
     for (int64_t t0 = 0; t0 < T; t0 += chunk) {
       const int64_t n = std::min(chunk, T - t0);
       const attention_decode_plan& plan = n == chunk ? full : tail;
