@@ -1151,12 +1151,28 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
           CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, kv_fp8_record>(
               q16, T, H, d, w8, &c8, sinks, scale, out16, pp, scratch, plan.scratch_bytes, 0)));
         };
-        for (const int dg : {0, 2, 8, 10}) {
+        v.diag = 16;
+        const double ms2 = time_ms([&] {
+          CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, kv_fp8_record>(
+              q16, T, H, d, w8, &c8, sinks, scale, out16, v, scratch, plan.scratch_bytes, 0)));
+        });
+        print_row("  fp8 lead-2 producer", shape, ms2,
+                  double(T * keys * rec_row_bytes) + double(T * H * d * 2), flops);
+        v.diag = 16 | 2;
+        const double ms2v = time_ms([&] {
+          CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, kv_fp8_record>(
+              q16, T, H, d, w8, &c8, sinks, scale, out16, v, scratch, plan.scratch_bytes, 0)));
+        });
+        print_row("  fp8 lead-2 ring alone", shape, ms2v,
+                  double(T * keys * rec_row_bytes) + double(T * H * d * 2), flops);
+        for (const int dg : {0, 2, 16, 18, 8, 10}) {
           v.diag = dg;
-          trace_producer(dg == 0   ? "new"
-                         : dg == 2 ? "new, ring alone"
-                         : dg == 8 ? "legacy"
-                                   : "legacy, ring alone",
+          trace_producer(dg == 0    ? "new"
+                         : dg == 2  ? "new, ring alone"
+                         : dg == 16 ? "lead 2"
+                         : dg == 18 ? "lead 2, ring alone"
+                         : dg == 8  ? "legacy"
+                                    : "legacy, ring alone",
                          v, run8);
         }
       }

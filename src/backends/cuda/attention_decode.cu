@@ -1327,8 +1327,6 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         static_assert(codes_blocks == 7 && k_rec_data_chunks == 36 &&
                       int(kv_record::k_quant_block) == 64 && k_rope * 2 == 128);
         const int wbase = pw * wblk;
-        const int lead = 3;
-        static_assert(lead == k_ws_stages - 1);
         // The copy of chunk `lane` of a row's 36 data chunks: codes (block lane / 4, piece
         // lane % 4) or RoPE chunk lane - 28, and for lanes 0..3 RoPE chunk 4 + lane. A RoPE chunk
         // k of row rr goes to 7 * 4096 + (8 pw + rr) * 128 + ((k ^ rr) << 4) = (base_k + 128 rr)
@@ -1341,8 +1339,8 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         const int off_step = codes_lane ? 64 : 128, off_flip = codes_lane ? 0 : 16;
         const int rope2_base = 7 * blk + wbase + (4 + lane) * 16;
         auto issue_tile = [&](const ref_t& p, uint32_t st) {
-          // Rolled: unrolled, ptxas hoisted the 8 rows' offsets out of the tile loop and spilled
-          // them.
+        // Rolled: unrolled, ptxas hoisted the 8 rows' offsets out of the tile loop and spilled
+        // them.
 #pragma unroll 1
           for (int rr = 0; rr < k_ws_rows_per_producer; ++rr) {
             const int r = pw * k_ws_rows_per_producer + rr;
@@ -1394,53 +1392,62 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
           put(5, a5);
           put(6, a6);
         };
-        int32_t v3 = index_of_tile(3), v4 = index_of_tile(4);
+        auto run = [&](auto lead_c) {
+          constexpr int lead = decltype(lead_c)::value;
+          static_assert(lead >= 2 && lead <= k_ws_stages - 1);
+          int32_t v3 = lead == 2 ? v2 : index_of_tile(lead), v4 = index_of_tile(lead + 1);
 #pragma unroll
-        for (int j = 0; j < lead; ++j) {
-          if (j < n_live) {
-            const ref_t p = ref_of_tile(j, j == 0 ? v0 : j == 1 ? v1 : v2);
-            const uint32_t mask = __ballot_sync(0xffffffffu, pool_traits<pool_t>::valid(p));
-            if (pw == 0 && lane == 0) masks[j] = mask;
-            issue_tile(p, k_s + uint32_t(j * k_tile_bytes));
-          } else {
-            cp_async_commit();  // an empty group keeps the count
-          }
-        }
-        tick(3);
-#pragma unroll 1
-        for (int j = 0; j < n_live; ++j) {
-          const int stage = j % k_ws_stages;
-          cp_async_wait<lead - 1>();  // tile j's group (j + 1, j + 2 may be pending)
-          __syncwarp();               // every lane's copies are visible to the warp
-          tick(0);
-          if (!no_load) convert_tile(smem + k_ws_ring + stage * k_tile_bytes);
-          // Written by the generic proxy (and cp.async), read by the consumers' wgmmas.
-          wgm::fence_async_smem();
-          mbar::arrive(full_bar + 8 * stage);
-          if (pw == 0 && lane == 0) {
-            mbar::arrive(full_bar + 8 * stage);  // masks[stage] was written at its issue
-            if (j == 0) trace_stamp(trace, 0, k_adt_index);
-          }
-          tick(1);
-          const int jn = j + lead;
-          if (jn < n_live) {
-            const ref_t p = ref_of_tile(jn, v3);
-            const uint32_t mask = __ballot_sync(0xffffffffu, pool_traits<pool_t>::valid(p));
-            const int sn = jn % k_ws_stages;
-            // Stage reuse: the consumers released tile jn - stages = j - 1.
-            if (jn >= k_ws_stages) {
-              mbar::wait(empty_bar + 8 * sn, uint32_t(jn / k_ws_stages - 1) & 1u);
-              tick(2);
+          for (int j = 0; j < lead; ++j) {
+            if (j < n_live) {
+              const ref_t p = ref_of_tile(j, j == 0 ? v0 : j == 1 ? v1 : v2);
+              const uint32_t mask = __ballot_sync(0xffffffffu, pool_traits<pool_t>::valid(p));
+              if (pw == 0 && lane == 0) masks[j] = mask;
+              issue_tile(p, k_s + uint32_t(j * k_tile_bytes));
+            } else {
+              cp_async_commit();  // an empty group keeps the count
             }
-            if (pw == 0 && lane == 0) masks[sn] = mask;
-            issue_tile(p, k_s + uint32_t(sn * k_tile_bytes));
-          } else {
-            cp_async_commit();
           }
-          v3 = v4;
-          v4 = index_of_tile(j + lead + 2);
           tick(3);
-        }
+#pragma unroll 1
+          for (int j = 0; j < n_live; ++j) {
+            const int stage = j % k_ws_stages;
+            cp_async_wait<lead - 1>();  // tile j's group (j + 1, j + 2 may be pending)
+            __syncwarp();               // every lane's copies are visible to the warp
+            tick(0);
+            if (!no_load) convert_tile(smem + k_ws_ring + stage * k_tile_bytes);
+            // Written by the generic proxy (and cp.async), read by the consumers' wgmmas.
+            wgm::fence_async_smem();
+            mbar::arrive(full_bar + 8 * stage);
+            if (pw == 0 && lane == 0) {
+              mbar::arrive(full_bar + 8 * stage);  // masks[stage] was written at its issue
+              if (j == 0) trace_stamp(trace, 0, k_adt_index);
+            }
+            tick(1);
+            const int jn = j + lead;
+            if (jn < n_live) {
+              const ref_t p = ref_of_tile(jn, v3);
+              const uint32_t mask = __ballot_sync(0xffffffffu, pool_traits<pool_t>::valid(p));
+              const int sn = jn % k_ws_stages;
+              // Stage reuse: the consumers released tile jn - stages = j - 1.
+              if (jn >= k_ws_stages) {
+                mbar::wait(empty_bar + 8 * sn, uint32_t(jn / k_ws_stages - 1) & 1u);
+                tick(2);
+              }
+              if (pw == 0 && lane == 0) masks[sn] = mask;
+              issue_tile(p, k_s + uint32_t(sn * k_tile_bytes));
+            } else {
+              cp_async_commit();
+            }
+            v3 = v4;
+            v4 = index_of_tile(j + lead + 2);
+            tick(3);
+          }
+        };
+        // ATTN15 A/B: opts bit 8 (plan.diag 16): a lead of 2 tiles.
+        if (opts & 8)
+          run(std::integral_constant<int, 2>{});
+        else
+          run(std::integral_constant<int, 3>{});
       }
       if (prof) {
         trace_put(trace, 0, k_adt_rec_wait, prof_s[0]);
@@ -2220,7 +2227,7 @@ int ws_opts(const attention_decode_plan& plan) {
   return (d == 1   ? k_ws_opt_no_load
           : d == 2 ? k_ws_opt_no_compute
                    : 0) |
-         ((plan.diag & 8) ? k_ws_opt_rec_legacy : 0);
+         ((plan.diag & 8) ? k_ws_opt_rec_legacy : 0) | ((plan.diag & 16) ? 8 : 0);
 }
 // The consumer schedule a plan runs.
 int ws_sched(const attention_decode_plan& plan) {
