@@ -963,22 +963,6 @@ constexpr int k_ws_bars = k_ws_masks + k_ws_stages * 4;   // full[stages], empty
 constexpr int k_ws_ml = k_ws_bars + 2 * k_ws_stages * 8;  // fused: (m, l) of the 64 rows
 constexpr int k_ws_smem = k_ws_ml + k_rows * 8;
 static_assert(k_ws_smem <= 227 * 1024 && k_ws_bars % 8 == 0);
-// FP8-record pools (alternate tiles only): each producer warp stages the raw records of its 8
-// rows of a tile in 8 one-row slots (576 data bytes, the 8 scale bytes at 576, 16-byte stride)
-// in the part of the exchange area the alternate-tile hand-off leaves free (it takes P in 2
-// buffers x 2 k16 steps x 128 threads x 16 bytes, then (m, l) in 2 x 128 x 16 bytes).
-constexpr int k_ws_hand_bytes = 2 * 2 * 128 * 16 + 2 * 128 * 16;
-constexpr int k_ws_raw = k_ws_xchg + k_ws_hand_bytes;
-constexpr int k_ws_raw_slot = k_rec_data + 16;
-constexpr int k_ws_raw_warp = k_ws_rows_per_producer * k_ws_raw_slot;
-// Rows per cp.async group and conversion step of a producer warp (ILP of the conversion).
-// H100 2026-11-26 (bench_attention --kv-fp8, same call), 1 / 2 / 4 rows (4 spills 112 bytes at
-// the producers' 56 registers) and the first version (1 row, branchy E8M0 decode): HCA 1M T=8
-// 69.8 / 69.0 / 78.8 / 80.3 us, Pro HCA 1M T=32 399.9 / 391.7 / 459.1 / 483.2, Flash CSA T=32
-// 32.1 / 32.6 / 37.9 / 35.0, HCA 1M T=1 76.4 (once) / 28.1 / 31.0 / 30.2.
-constexpr int k_ws_rec_group = 2;
-static_assert(k_ws_raw + k_ws_producers * k_ws_raw_warp <= k_ws_masks && k_ws_raw % 16 == 0 &&
-              k_ws_raw_slot % 16 == 0 && k_ws_rows_per_producer == 8);
 // Fused: the scaled f32 rows of the merge ([64][512]) take the key ring's place.
 static_assert(k_ws_stages * k_tile_bytes >= k_rows * k_d * 4);
 // Clusters of up to 16 CTAs (16: a non-portable size, one GPC of >= 16 free SMs); a power of
@@ -1055,14 +1039,6 @@ constexpr int k_ws_split_keep = 3;
 // consumers' chain alone) / no products (the ring alone).
 constexpr int k_ws_opt_no_load = 1;
 constexpr int k_ws_opt_no_compute = 2;
-// ATTN15 A/B (bench only): records run the previous producer (raw slots in the exchange area).
-constexpr int k_ws_opt_rec_legacy = 4;
-// Records' producer profile (plan.trace): warp 8 lane 0 sums clock() cycles per phase into these
-// trace slots (waiting for raw rows, converting + publishing, waiting for a free stage, reference
-// + copy issue, the whole loop).
-constexpr int k_adt_rec_wait = 11, k_adt_rec_conv = 12, k_adt_rec_empty = 13, k_adt_rec_issue = 14,
-              k_adt_rec_total = 15;
-static_assert(k_adt_rec_total < int(k_adt_slots));
 
 // Arrives on `bar` once every cp.async this thread issued before has landed (noinc: the arrival
 // is one of the barrier's expected count).
@@ -1169,292 +1145,134 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     int32_t v0 = index_of_tile(0), v1 = index_of_tile(1), v2 = index_of_tile(2);
     const bool no_load = (opts & k_ws_opt_no_load) != 0;
     if constexpr (records) {
-      // FP8 records: warp pw copies the records of rows 8 pw .. 8 pw + 7 of each tile into its 8
-      // raw slots (576 data bytes, then the 8 scale bytes; missing rows zero-filled, which
-      // dequantize to 0) in groups of G rows (one cp.async group each), turns each group into
-      // the bf16 stage (dequant_codes8: the synchronous kernel's values) and publishes the tile.
-      // Group g of tile j + 1 is issued as soon as group g of tile j is converted, so a tile's
-      // records stay in flight while the warp waits for a free stage and converts the tile
-      // before. G rows at once give the conversion G times the independent loads (ILP).
       using ref_t = typename pool_traits<pool_t>::ref;
       auto ref_of_tile = [&](int j, int32_t v) -> ref_t {
         return j < n_live ? space.row_ref(tile_start(j) + lane, v) : ref_t{};
       };
-      // Profile (plan.trace): warp 8 lane 0 sums the cycles of each phase in the fused-merge
-      // area (unused by records) and stores the sums at the end.
-      const bool prof = trace != nullptr && pw == 0 && lane == 0;
-      uint32_t* const prof_s = reinterpret_cast<uint32_t*>(smem + k_ws_ml);
-      uint32_t prof_t = 0;
-      if (prof) {
-        for (int i = 0; i < 4; ++i) prof_s[i] = 0;
-        prof_t = uint32_t(clock());
-      }
-      auto tick = [&](int i) {
-        if (prof) {
-          const uint32_t now = uint32_t(clock());
-          prof_s[i] += now - prof_t;
-          prof_t = now;
+      // FP8 records land in the bf16 stage itself (cp.async; missing rows zero-filled, which
+      // dequantize to 0), so each tile's copies are issued as soon as its stage is free (the
+      // bf16 path's ring depth) and the producer warps convert in place (dequant_codes8: the
+      // synchronous kernel's values) before publishing the tile. Warp pw owns
+      // rows 8 pw .. 8 pw + 7, i.e. the 1 KB at b * 4096 + 1024 pw of every 64-channel column
+      // block b of the stage (wg_offset). Raw layout per warp and block b < 7: the 8 rows'
+      // codes of channels 64 b .. 64 b + 63 (64 bytes each, one E8M0 block) in the upper
+      // 512 bytes of that 1 KB; the 8 rows' scale bytes (8 each) at the start of block 6's
+      // 1 KB; the RoPE values (bf16) copied straight to their place in block 7. Lane l converts
+      // codes 16 (l % 4) .. + 15 of row l / 4 in each block: it loads those 16 bytes of every
+      // block (and the row's scales) before the warp meets in __syncwarp, after which any lane
+      // may overwrite that block; only this warp touches its 1 KB of each block.
+      // Depth: tiles j + 1 .. j + 3 are in flight while tile j is converted; tile j + 3 is
+      // issued after tile j is published, into tile j - 1's stage (the consumers release
+      // tile k once tile k + 1 is full, so the wait cannot block on an unpublished tile).
+      constexpr int blk = k_tile * 128;                   // a column block of the tile
+      constexpr int wblk = k_ws_rows_per_producer * 128;  // a warp's rows of a block
+      constexpr int codes_blocks = k_nope / int(kv_record::k_quant_block);
+      static_assert(codes_blocks == 7 && k_rec_data_chunks == 36 &&
+                    int(kv_record::k_quant_block) == 64 && k_rope * 2 == 128);
+      const int wbase = pw * wblk;
+      // The copy of chunk `lane` of a row's 36 data chunks: codes (block lane / 4, piece
+      // lane % 4) or RoPE chunk lane - 28, and for lanes 0..3 RoPE chunk 4 + lane. A RoPE chunk
+      // k of row rr goes to 7 * 4096 + (8 pw + rr) * 128 + ((k ^ rr) << 4) = (base_k + 128 rr)
+      // ^ (16 rr), base_k = 7 * 4096 + 1024 pw + 16 k (the row term leaves bits 4..6 alone),
+      // so per row every offset is (base + step rr) ^ (flip rr) with lane constants: no
+      // per-row constants for ptxas to hoist (it spilled them).
+      const bool codes_lane = lane < 4 * codes_blocks;
+      const int off_base = codes_lane ? (lane >> 2) * blk + wbase + wblk / 2 + (lane & 3) * 16
+                                      : 7 * blk + wbase + (lane - 28) * 16;
+      const int off_step = codes_lane ? 64 : 128, off_flip = codes_lane ? 0 : 16;
+      const int rope2_base = 7 * blk + wbase + (4 + lane) * 16;
+      // The row loop is rolled: unrolled, ptxas hoisted the 8 rows' offsets out of the tile loop
+      // and spilled them.
+      auto issue_tile = [&](const ref_t& p, uint32_t st) {
+#pragma unroll 1
+        for (int rr = 0; rr < k_ws_rows_per_producer; ++rr) {
+          const int r = pw * k_ws_rows_per_producer + rr;
+          const uint8_t* const d = reinterpret_cast<const uint8_t*>(
+              __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p.data), r));
+          const uint8_t* const sc = reinterpret_cast<const uint8_t*>(
+              __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p.scales), r));
+          if (!no_load) {
+            cp_async_16(st + uint32_t((off_base + off_step * rr) ^ (off_flip * rr)),
+                        d ? static_cast<const void*>(d + lane * 16) : any_global, d != nullptr);
+            if (lane < 4)
+              cp_async_16(st + uint32_t((rope2_base + 128 * rr) ^ (16 * rr)),
+                          d ? static_cast<const void*>(d + (k_warp_size + lane) * 16) : any_global,
+                          d != nullptr);
+            else if (lane == 4)
+              cp_async_8(st + uint32_t(6 * blk + wbase + rr * 8),
+                         d ? static_cast<const void*>(sc) : any_global, d != nullptr);
+          }
         }
+        cp_async_commit();
       };
-      const uint32_t prof_t0 = prof_t;
-      if (opts & k_ws_opt_rec_legacy) {
-        const uint32_t raw_s = q_s + k_ws_raw + uint32_t(pw * k_ws_raw_warp);
-        const unsigned char* const raw_p = smem + k_ws_raw + pw * k_ws_raw_warp;
-        constexpr int G = k_ws_rec_group;
-        constexpr int groups = k_ws_rows_per_producer / G;
-        // Rows G g .. G g + G - 1 of the warp (tile rows 8 pw + ..) from the lanes holding their
-        // references into slots G g ..; one commit.
-        auto issue_group = [&](const ref_t& p, int g) {
-#pragma unroll
-          for (int i = 0; i < G; ++i) {
-            const int r = pw * k_ws_rows_per_producer + G * g + i;
-            const uint8_t* const d = reinterpret_cast<const uint8_t*>(
-                __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p.data), r));
-            const uint8_t* const sc = reinterpret_cast<const uint8_t*>(
-                __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p.scales), r));
-            if (!no_load) {
-              const uint32_t slot = raw_s + uint32_t((G * g + i) * k_ws_raw_slot);
-              cp_async_16(slot + lane * 16,
-                          d ? static_cast<const void*>(d + lane * 16) : any_global, d != nullptr);
-              if (lane < k_rec_data_chunks - k_warp_size)
-                cp_async_16(
-                    slot + (k_warp_size + lane) * 16,
-                    d ? static_cast<const void*>(d + (k_warp_size + lane) * 16) : any_global,
-                    d != nullptr);
-              else if (lane == k_rec_data_chunks - k_warp_size)
-                cp_async_8(slot + k_rec_data, d ? static_cast<const void*>(sc) : any_global,
-                           d != nullptr);
-            }
-          }
-          cp_async_commit();
+      // Lane l: row rr = l / 4 of the warp, output chunks 2 (l % 4), + 1 of each block.
+      const int crr = lane >> 2, cq = lane & 3;
+      const int out0 = (pw * k_ws_rows_per_producer + crr) * 128 + (((2 * cq) ^ crr) << 4);
+      const int out1 = (pw * k_ws_rows_per_producer + crr) * 128 + (((2 * cq + 1) ^ crr) << 4);
+      auto convert_tile = [&](unsigned char* st) {
+        const unsigned char* const raw = st + wbase + wblk / 2 + lane * 16;
+        const uint2 sc = *reinterpret_cast<const uint2*>(st + 6 * blk + wbase + crr * 8);
+        auto put = [&](int b, uint4 c) {
+          const float s = e8m0_value_sel(((b < 4 ? sc.x : sc.y) >> (8 * (b & 3))) & 0xffu);
+          *reinterpret_cast<uint4*>(st + b * blk + out0) = dequant_codes8(make_uint2(c.x, c.y), s);
+          *reinterpret_cast<uint4*>(st + b * blk + out1) = dequant_codes8(make_uint2(c.z, c.w), s);
         };
-        // Slots G g .. -> their rows of the bf16 stage at `dst`, all loads first (independent):
-        // lane l converts chunk l (codes) and chunk 32 + l (codes for l < 24, else RoPE chunk
-        // l - 24 copied) of each row; lane-constant offsets, so the addresses are immediates.
-        auto convert_group = [&](int g, unsigned char* dst) {
-          constexpr int hi_nope = k_rec_nope_chunks - k_warp_size;  // lanes with codes at 32 + l
-          const bool codes_hi = lane < hi_nope;
-          const unsigned char* const raw = raw_p + G * g * k_ws_raw_slot;
-          const int q8 = int(kv_record::k_quant_block) / 8;  // chunks per scale block
-          uint2 c0[G];
-          uint4 c1[G];
-          uint32_t s0[G], s1[G];
+        auto get = [&](int b) { return *reinterpret_cast<const uint4*>(raw + b * blk); };
+        const uint4 a0 = get(0), a1 = get(1), a2 = get(2);
+        __syncwarp();  // blocks 0..2 (and the scales) read by every lane
+        const uint4 a3 = get(3), a4 = get(4);
+        put(0, a0);
+        put(1, a1);
+        put(2, a2);
+        __syncwarp();  // blocks 3, 4 read
+        const uint4 a5 = get(5), a6 = get(6);
+        put(3, a3);
+        put(4, a4);
+        __syncwarp();  // blocks 5, 6 read
+        put(5, a5);
+        put(6, a6);
+      };
+      constexpr int lead = k_ws_stages - 1;
+      int32_t v3 = index_of_tile(lead), v4 = index_of_tile(lead + 1);
 #pragma unroll
-          for (int i = 0; i < G; ++i) {
-            const unsigned char* const row = raw + i * k_ws_raw_slot;
-            c0[i] = *reinterpret_cast<const uint2*>(row + lane * 8);
-            s0[i] = row[k_rec_data + lane / q8];
-            if (codes_hi) {
-              const uint2 t = *reinterpret_cast<const uint2*>(row + (k_warp_size + lane) * 8);
-              c1[i] = make_uint4(t.x, t.y, 0u, 0u);
-              s1[i] = row[k_rec_data + (k_warp_size + lane) / q8];
-            } else {
-              c1[i] = *reinterpret_cast<const uint4*>(row + k_nope + (lane - hi_nope) * 16);
-              s1[i] = 0u;
-            }
-          }
-#pragma unroll
-          for (int i = 0; i < G; ++i) {
-            const int r = pw * k_ws_rows_per_producer + G * g + i;
-            *reinterpret_cast<uint4*>(dst + wg_offset<k_tile>(r, lane)) =
-                dequant_codes8(c0[i], e8m0_value_sel(s0[i]));
-            *reinterpret_cast<uint4*>(dst + wg_offset<k_tile>(r, k_warp_size + lane)) =
-                codes_hi ? dequant_codes8(make_uint2(c1[i].x, c1[i].y), e8m0_value_sel(s1[i]))
-                         : c1[i];
-          }
-        };
-        ref_t p = ref_of_tile(0, v0);
-        uint32_t mask = __ballot_sync(0xffffffffu, pool_traits<pool_t>::valid(p));
-#pragma unroll
-        for (int g = 0; g < groups; ++g) issue_group(p, g);
-        tick(3);
-#pragma unroll 1
-        for (int j = 0; j < n_live; ++j) {
-          v0 = v1;
-          v1 = v2;
-          v2 = index_of_tile(j + 3);
-          const ref_t pn = ref_of_tile(j + 1, v0);
-          const uint32_t mask_n = __ballot_sync(0xffffffffu, pool_traits<pool_t>::valid(pn));
-          const int stage = j % k_ws_stages;
-          tick(3);
-          if (j >= k_ws_stages)
-            mbar::wait(empty_bar + 8 * stage, uint32_t(j / k_ws_stages - 1) & 1u);
-          tick(2);
-          unsigned char* const dst = smem + k_ws_ring + stage * k_tile_bytes;
-#pragma unroll
-          for (int g = 0; g < groups; ++g) {
-            // `groups` groups pending: g .. of tile j, 0 .. g - 1 of tile j + 1.
-            cp_async_wait<groups - 1>();
-            __syncwarp();  // every lane's copies of the group's slots are visible to the warp
-            tick(0);
-            if (!no_load) convert_group(g, dst);
-            __syncwarp();  // the slots are read: they may take group g of tile j + 1
-            tick(1);
-            if (j + 1 < n_live)
-              issue_group(pn, g);
-            else
-              cp_async_commit();  // an empty group keeps the count
-            tick(3);
-          }
-          // Written by the generic proxy, read by the consumers' wgmmas (async proxy).
-          wgm::fence_async_smem();
-          mbar::arrive(full_bar + 8 * stage);
-          if (pw == 0 && lane == 0) {
-            masks[stage] = mask;
-            mbar::arrive(full_bar + 8 * stage);
-            if (j == 0) trace_stamp(trace, 0, k_adt_index);
-          }
-          tick(1);
-          mask = mask_n;
+      for (int j = 0; j < lead; ++j) {
+        if (j < n_live) {
+          const ref_t p = ref_of_tile(j, j == 0 ? v0 : j == 1 ? v1 : v2);
+          const uint32_t mask = __ballot_sync(0xffffffffu, pool_traits<pool_t>::valid(p));
+          if (pw == 0 && lane == 0) masks[j] = mask;
+          issue_tile(p, k_s + uint32_t(j * k_tile_bytes));
+        } else {
+          cp_async_commit();  // an empty group keeps the count
         }
-      } else {
-        // Records land in the bf16 stage itself, so each tile's copies are issued as soon as its
-        // stage is free (the bf16 path's ring depth) and the warp converts in place. Warp pw owns
-        // rows 8 pw .. 8 pw + 7, i.e. the 1 KB at b * 4096 + 1024 pw of every 64-channel column
-        // block b of the stage (wg_offset). Raw layout per warp and block b < 7: the 8 rows'
-        // codes of channels 64 b .. 64 b + 63 (64 bytes each, one E8M0 block) in the upper
-        // 512 bytes of that 1 KB; the 8 rows' scale bytes (8 each) at the start of block 6's
-        // 1 KB; the RoPE values (bf16) copied straight to their place in block 7. Lane l converts
-        // codes 16 (l % 4) .. + 15 of row l / 4 in each block: it loads those 16 bytes of every
-        // block (and the row's scales) before the warp meets in __syncwarp, after which any lane
-        // may overwrite that block; only this warp touches its 1 KB of each block.
-        // Depth: tiles j + 1 .. j + 3 are in flight while tile j is converted; tile j + 3 is
-        // issued after tile j is published, into tile j - 1's stage (the consumers release
-        // tile k once tile k + 1 is full, so the wait cannot block on an unpublished tile).
-        constexpr int blk = k_tile * 128;                   // a column block of the tile
-        constexpr int wblk = k_ws_rows_per_producer * 128;  // a warp's rows of a block
-        constexpr int codes_blocks = k_nope / int(kv_record::k_quant_block);
-        static_assert(codes_blocks == 7 && k_rec_data_chunks == 36 &&
-                      int(kv_record::k_quant_block) == 64 && k_rope * 2 == 128);
-        const int wbase = pw * wblk;
-        // The copy of chunk `lane` of a row's 36 data chunks: codes (block lane / 4, piece
-        // lane % 4) or RoPE chunk lane - 28, and for lanes 0..3 RoPE chunk 4 + lane. A RoPE chunk
-        // k of row rr goes to 7 * 4096 + (8 pw + rr) * 128 + ((k ^ rr) << 4) = (base_k + 128 rr)
-        // ^ (16 rr), base_k = 7 * 4096 + 1024 pw + 16 k (the row term leaves bits 4..6 alone),
-        // so per row every offset is (base + step rr) ^ (flip rr) with lane constants: no
-        // per-row constants for ptxas to hoist (it spilled them).
-        const bool codes_lane = lane < 4 * codes_blocks;
-        const int off_base = codes_lane ? (lane >> 2) * blk + wbase + wblk / 2 + (lane & 3) * 16
-                                        : 7 * blk + wbase + (lane - 28) * 16;
-        const int off_step = codes_lane ? 64 : 128, off_flip = codes_lane ? 0 : 16;
-        const int rope2_base = 7 * blk + wbase + (4 + lane) * 16;
-        auto issue_tile = [&](const ref_t& p, uint32_t st) {
-        // Rolled: unrolled, ptxas hoisted the 8 rows' offsets out of the tile loop and spilled
-        // them.
-#pragma unroll 1
-          for (int rr = 0; rr < k_ws_rows_per_producer; ++rr) {
-            const int r = pw * k_ws_rows_per_producer + rr;
-            const uint8_t* const d = reinterpret_cast<const uint8_t*>(
-                __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p.data), r));
-            const uint8_t* const sc = reinterpret_cast<const uint8_t*>(
-                __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p.scales), r));
-            if (!no_load) {
-              cp_async_16(st + uint32_t((off_base + off_step * rr) ^ (off_flip * rr)),
-                          d ? static_cast<const void*>(d + lane * 16) : any_global, d != nullptr);
-              if (lane < 4)
-                cp_async_16(
-                    st + uint32_t((rope2_base + 128 * rr) ^ (16 * rr)),
-                    d ? static_cast<const void*>(d + (k_warp_size + lane) * 16) : any_global,
-                    d != nullptr);
-              else if (lane == 4)
-                cp_async_8(st + uint32_t(6 * blk + wbase + rr * 8),
-                           d ? static_cast<const void*>(sc) : any_global, d != nullptr);
-            }
-          }
-          cp_async_commit();
-        };
-        // Lane l: row rr = l / 4 of the warp, output chunks 2 (l % 4), + 1 of each block.
-        const int crr = lane >> 2, cq = lane & 3;
-        const int out0 = (pw * k_ws_rows_per_producer + crr) * 128 + (((2 * cq) ^ crr) << 4);
-        const int out1 = (pw * k_ws_rows_per_producer + crr) * 128 + (((2 * cq + 1) ^ crr) << 4);
-        auto convert_tile = [&](unsigned char* st) {
-          const unsigned char* const raw = st + wbase + wblk / 2 + lane * 16;
-          const uint2 sc = *reinterpret_cast<const uint2*>(st + 6 * blk + wbase + crr * 8);
-          auto put = [&](int b, uint4 c) {
-            const float s = e8m0_value_sel(((b < 4 ? sc.x : sc.y) >> (8 * (b & 3))) & 0xffu);
-            *reinterpret_cast<uint4*>(st + b * blk + out0) =
-                dequant_codes8(make_uint2(c.x, c.y), s);
-            *reinterpret_cast<uint4*>(st + b * blk + out1) =
-                dequant_codes8(make_uint2(c.z, c.w), s);
-          };
-          auto get = [&](int b) { return *reinterpret_cast<const uint4*>(raw + b * blk); };
-          const uint4 a0 = get(0), a1 = get(1), a2 = get(2);
-          __syncwarp();  // blocks 0..2 (and the scales) read by every lane
-          const uint4 a3 = get(3), a4 = get(4);
-          put(0, a0);
-          put(1, a1);
-          put(2, a2);
-          __syncwarp();  // blocks 3, 4 read
-          const uint4 a5 = get(5), a6 = get(6);
-          put(3, a3);
-          put(4, a4);
-          __syncwarp();  // blocks 5, 6 read
-          put(5, a5);
-          put(6, a6);
-        };
-        auto run = [&](auto lead_c) {
-          constexpr int lead = decltype(lead_c)::value;
-          static_assert(lead >= 2 && lead <= k_ws_stages - 1);
-          int32_t v3 = lead == 2 ? v2 : index_of_tile(lead), v4 = index_of_tile(lead + 1);
-#pragma unroll
-          for (int j = 0; j < lead; ++j) {
-            if (j < n_live) {
-              const ref_t p = ref_of_tile(j, j == 0 ? v0 : j == 1 ? v1 : v2);
-              const uint32_t mask = __ballot_sync(0xffffffffu, pool_traits<pool_t>::valid(p));
-              if (pw == 0 && lane == 0) masks[j] = mask;
-              issue_tile(p, k_s + uint32_t(j * k_tile_bytes));
-            } else {
-              cp_async_commit();  // an empty group keeps the count
-            }
-          }
-          tick(3);
-#pragma unroll 1
-          for (int j = 0; j < n_live; ++j) {
-            const int stage = j % k_ws_stages;
-            cp_async_wait<lead - 1>();  // tile j's group (j + 1, j + 2 may be pending)
-            __syncwarp();               // every lane's copies are visible to the warp
-            tick(0);
-            if (!no_load) convert_tile(smem + k_ws_ring + stage * k_tile_bytes);
-            // Written by the generic proxy (and cp.async), read by the consumers' wgmmas.
-            wgm::fence_async_smem();
-            mbar::arrive(full_bar + 8 * stage);
-            if (pw == 0 && lane == 0) {
-              mbar::arrive(full_bar + 8 * stage);  // masks[stage] was written at its issue
-              if (j == 0) trace_stamp(trace, 0, k_adt_index);
-            }
-            tick(1);
-            const int jn = j + lead;
-            if (jn < n_live) {
-              const ref_t p = ref_of_tile(jn, v3);
-              const uint32_t mask = __ballot_sync(0xffffffffu, pool_traits<pool_t>::valid(p));
-              const int sn = jn % k_ws_stages;
-              // Stage reuse: the consumers released tile jn - stages = j - 1.
-              if (jn >= k_ws_stages) {
-                mbar::wait(empty_bar + 8 * sn, uint32_t(jn / k_ws_stages - 1) & 1u);
-                tick(2);
-              }
-              if (pw == 0 && lane == 0) masks[sn] = mask;
-              issue_tile(p, k_s + uint32_t(sn * k_tile_bytes));
-            } else {
-              cp_async_commit();
-            }
-            v3 = v4;
-            v4 = index_of_tile(j + lead + 2);
-            tick(3);
-          }
-        };
-        // ATTN15 A/B: opts bit 8 (plan.diag 16): a lead of 2 tiles.
-        if (opts & 8)
-          run(std::integral_constant<int, 2>{});
-        else
-          run(std::integral_constant<int, 3>{});
       }
-      if (prof) {
-        trace_put(trace, 0, k_adt_rec_wait, prof_s[0]);
-        trace_put(trace, 0, k_adt_rec_conv, prof_s[1]);
-        trace_put(trace, 0, k_adt_rec_empty, prof_s[2]);
-        trace_put(trace, 0, k_adt_rec_issue, prof_s[3]);
-        trace_put(trace, 0, k_adt_rec_total, uint32_t(clock()) - prof_t0);
+#pragma unroll 1
+      for (int j = 0; j < n_live; ++j) {
+        const int stage = j % k_ws_stages;
+        cp_async_wait<lead - 1>();  // tile j's group (j + 1, j + 2 may be pending)
+        __syncwarp();               // every lane's copies are visible to the warp
+        if (!no_load) convert_tile(smem + k_ws_ring + stage * k_tile_bytes);
+        // Written by the generic proxy (and cp.async), read by the consumers' wgmmas.
+        wgm::fence_async_smem();
+        mbar::arrive(full_bar + 8 * stage);
+        if (pw == 0 && lane == 0) {
+          mbar::arrive(full_bar + 8 * stage);  // masks[stage] was written at its issue
+          if (j == 0) trace_stamp(trace, 0, k_adt_index);
+        }
+        const int jn = j + lead;
+        if (jn < n_live) {
+          const ref_t p = ref_of_tile(jn, v3);
+          const uint32_t mask = __ballot_sync(0xffffffffu, pool_traits<pool_t>::valid(p));
+          const int sn = jn % k_ws_stages;
+          // Stage reuse: the consumers released tile jn - stages = j - 1.
+          if (jn >= k_ws_stages)
+            mbar::wait(empty_bar + 8 * sn, uint32_t(jn / k_ws_stages - 1) & 1u);
+          if (pw == 0 && lane == 0) masks[sn] = mask;
+          issue_tile(p, k_s + uint32_t(sn * k_tile_bytes));
+        } else {
+          cp_async_commit();  // an empty group keeps the count
+        }
+        v3 = v4;
+        v4 = index_of_tile(j + lead + 2);
       }
     } else {
 #pragma unroll 1
@@ -2223,11 +2041,7 @@ cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode
 
 // The ws kernel's run-time options (k_ws_opt_*: bench diagnoses).
 int ws_opts(const attention_decode_plan& plan) {
-  const int d = plan.diag & 7;
-  return (d == 1   ? k_ws_opt_no_load
-          : d == 2 ? k_ws_opt_no_compute
-                   : 0) |
-         ((plan.diag & 8) ? k_ws_opt_rec_legacy : 0) | ((plan.diag & 16) ? 8 : 0);
+  return plan.diag == 1 ? k_ws_opt_no_load : plan.diag == 2 ? k_ws_opt_no_compute : 0;
 }
 // The consumer schedule a plan runs.
 int ws_sched(const attention_decode_plan& plan) {
