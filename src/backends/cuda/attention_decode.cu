@@ -21,22 +21,20 @@
 // work serialized with the MMAs, and these shapes are not bound by the bytes they read.
 // With alternate tiles (plan.alt with plan.producer, as for bf16 pools) records run the
 // warp-specialized kernel instead (ATTN13 helper, session 12): its producer warpgroup copies
-// each tile's records into per-warp raw slots and converts them into the bf16 stage itself
-// (dequant_codes8, the same values), so records take the bf16 pools' schedule and arithmetic
-// bit for bit. H100 2026-11-26 (bench_attention --kv-fp8, same process), sync / ws / bf16-pool
-// alt time: HCA 1M T=1 36.5 / 28.1 / 21.4 us, T=8 96.4 / 69.0 / 40.9, Pro HCA 1M T=32 602.3 /
-// 391.7 / 175.8, Flash CSA T=32 42.9 / 32.6 / 26.3. Still not bound by the bytes: with the
-// consumers computing nothing the records' ring alone takes 1.5-2.9x the bf16 ring's time
-// (HCA 1M T=8 53.8 vs 35.5 us, Pro T=32 304.2 vs 104.1): the producer's per-tile path is the
-// limit (~2.3 us per tile there for ~1.5 K instructions per warp: per lane 128 each of the
-// e4m3 -> f16 unpacks and bf16 packs (F2FP), f16 -> f32 (HADD2.F32) and FMUL, with its waits;
-// about 0.35 instructions per cycle). Which part dominates (conversion issue, the waits on one
-// tile of records in flight per CTA) is not measured yet. Not the conversion's instruction count
-// (ATTN14, session 12, H100, same call): an exact bit-placement conversion (each e4m3 byte put
-// into a bf16 as value * 2^-120 by 2 PRMT + shift + LOP3, then one bf16x2 multiply by 2^(b - 7)
-// per 2 values; 21 instead of 31 instructions per 8 codes) took HCA 1M T=8 70.9-71.3 us vs
-// 70.7-70.9, Pro HCA 1M T=32 410-415 vs 398 even without the NaN-code / scale-range check it
-// needs (unsafe), and 75.5 / 444 with it; removed (bench/RESULTS.md, 2026-11-26 ATTN14).
+// each tile's records and converts them into the bf16 stage itself (dequant_codes8, the same
+// values), so records take the bf16 pools' schedule and arithmetic bit for bit. Session 12's
+// producer staged one tile of records in per-warp raw slots (20 KB of the exchange area); the
+// records' ring alone (consumers computing nothing) took 1.5-2.9x the bf16 ring's time. ATTN15
+// (session 13): the records now land in the bf16 stage itself (the codes in the half of each
+// warp's rows that the conversion writes last, RoPE copied to its final place) and are converted
+// in place, so the copies are issued as soon as a stage is free. Its clock() profile (H200, the
+// A/B build) showed the latency guess wrong: the old producer waited on its copies for only
+// 4-5% of its loop; converting took 39-47% and issuing the copies (with the next index load)
+// 44-54%. In place, converting is 17-33%; 1.06-1.11x faster (H200), but records still take
+// 1.58x (HCA 1M T=8) and 1.98x (Pro HCA 1M T=32) the bf16 pools' alt time: the copy issue
+// path is the wall now (bench/RESULTS.md, 2026-11-26 ATTN15). Not the
+// conversion's instruction count (ATTN14, session 12): an exact bit-placement conversion (21
+// instead of 31 instructions per 8 codes) was not faster and needs a NaN / scale-range check.
 //
 // wgmma path (plan.wgmma, the default for bf16 / f32 pools): the same CTA, ring, exchange and
 // softmax; the query and key tiles are stored in the wgmma SW128 layout (wg_offset) instead, and
@@ -1232,6 +1230,9 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         put(5, a5);
         put(6, a6);
       };
+      // Lead 2 (tile j - 2's stage) measured 1.02-1.13x faster than 3 in the whole kernel and
+      // equal in the ring alone (H200, ATTN15's A/B build with a profile; the consumers hold
+      // tile j - 1 longer than j - 2), not parity-checked yet: branch wip/attn15-next.
       constexpr int lead = k_ws_stages - 1;
       int32_t v3 = index_of_tile(lead), v4 = index_of_tile(lead + 1);
 #pragma unroll
