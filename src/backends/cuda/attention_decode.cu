@@ -21,22 +21,20 @@
 // work serialized with the MMAs, and these shapes are not bound by the bytes they read.
 // With alternate tiles (plan.alt with plan.producer, as for bf16 pools) records run the
 // warp-specialized kernel instead (ATTN13 helper, session 12): its producer warpgroup copies
-// each tile's records into per-warp raw slots and converts them into the bf16 stage itself
-// (dequant_codes8, the same values), so records take the bf16 pools' schedule and arithmetic
-// bit for bit. H100 2026-11-26 (bench_attention --kv-fp8, same process), sync / ws / bf16-pool
-// alt time: HCA 1M T=1 36.5 / 28.1 / 21.4 us, T=8 96.4 / 69.0 / 40.9, Pro HCA 1M T=32 602.3 /
-// 391.7 / 175.8, Flash CSA T=32 42.9 / 32.6 / 26.3. Still not bound by the bytes: with the
-// consumers computing nothing the records' ring alone takes 1.5-2.9x the bf16 ring's time
-// (HCA 1M T=8 53.8 vs 35.5 us, Pro T=32 304.2 vs 104.1): the producer's per-tile path is the
-// limit (~2.3 us per tile there for ~1.5 K instructions per warp: per lane 128 each of the
-// e4m3 -> f16 unpacks and bf16 packs (F2FP), f16 -> f32 (HADD2.F32) and FMUL, with its waits;
-// about 0.35 instructions per cycle). Which part dominates (conversion issue, the waits on one
-// tile of records in flight per CTA) is not measured yet. Not the conversion's instruction count
-// (ATTN14, session 12, H100, same call): an exact bit-placement conversion (each e4m3 byte put
-// into a bf16 as value * 2^-120 by 2 PRMT + shift + LOP3, then one bf16x2 multiply by 2^(b - 7)
-// per 2 values; 21 instead of 31 instructions per 8 codes) took HCA 1M T=8 70.9-71.3 us vs
-// 70.7-70.9, Pro HCA 1M T=32 410-415 vs 398 even without the NaN-code / scale-range check it
-// needs (unsafe), and 75.5 / 444 with it; removed (bench/RESULTS.md, 2026-11-26 ATTN14).
+// each tile's records and converts them into the bf16 stage itself (dequant_codes8, the same
+// values), so records take the bf16 pools' schedule and arithmetic bit for bit. Session 12's
+// producer staged one tile of records in per-warp raw slots (20 KB of the exchange area); the
+// records' ring alone (consumers computing nothing) took 1.5-2.9x the bf16 ring's time. ATTN15
+// (session 13): the records now land in the bf16 stage itself (the codes in the half of each
+// warp's rows that the conversion writes last, RoPE copied to its final place) and are converted
+// in place, so the copies are issued as soon as a stage is free. Its clock() profile (H200, the
+// A/B build) showed the latency guess wrong: the old producer waited on its copies for only
+// 4-5% of its loop; converting took 39-47% and issuing the copies (with the next index load)
+// 44-54%. In place, converting is 17-33%; 1.06-1.11x faster (H200), but records still take
+// 1.58x (HCA 1M T=8) and 1.98x (Pro HCA 1M T=32) the bf16 pools' alt time: the copy issue
+// path is the wall now (bench/RESULTS.md, 2026-11-26 ATTN15). Not the
+// conversion's instruction count (ATTN14, session 12): an exact bit-placement conversion (21
+// instead of 31 instructions per 8 codes) was not faster and needs a NaN / scale-range check.
 //
 // wgmma path (plan.wgmma, the default for bf16 / f32 pools): the same CTA, ring, exchange and
 // softmax; the query and key tiles are stored in the wgmma SW128 layout (wg_offset) instead, and
@@ -963,22 +961,6 @@ constexpr int k_ws_bars = k_ws_masks + k_ws_stages * 4;   // full[stages], empty
 constexpr int k_ws_ml = k_ws_bars + 2 * k_ws_stages * 8;  // fused: (m, l) of the 64 rows
 constexpr int k_ws_smem = k_ws_ml + k_rows * 8;
 static_assert(k_ws_smem <= 227 * 1024 && k_ws_bars % 8 == 0);
-// FP8-record pools (alternate tiles only): each producer warp stages the raw records of its 8
-// rows of a tile in 8 one-row slots (576 data bytes, the 8 scale bytes at 576, 16-byte stride)
-// in the part of the exchange area the alternate-tile hand-off leaves free (it takes P in 2
-// buffers x 2 k16 steps x 128 threads x 16 bytes, then (m, l) in 2 x 128 x 16 bytes).
-constexpr int k_ws_hand_bytes = 2 * 2 * 128 * 16 + 2 * 128 * 16;
-constexpr int k_ws_raw = k_ws_xchg + k_ws_hand_bytes;
-constexpr int k_ws_raw_slot = k_rec_data + 16;
-constexpr int k_ws_raw_warp = k_ws_rows_per_producer * k_ws_raw_slot;
-// Rows per cp.async group and conversion step of a producer warp (ILP of the conversion).
-// H100 2026-11-26 (bench_attention --kv-fp8, same call), 1 / 2 / 4 rows (4 spills 112 bytes at
-// the producers' 56 registers) and the first version (1 row, branchy E8M0 decode): HCA 1M T=8
-// 69.8 / 69.0 / 78.8 / 80.3 us, Pro HCA 1M T=32 399.9 / 391.7 / 459.1 / 483.2, Flash CSA T=32
-// 32.1 / 32.6 / 37.9 / 35.0, HCA 1M T=1 76.4 (once) / 28.1 / 31.0 / 30.2.
-constexpr int k_ws_rec_group = 2;
-static_assert(k_ws_raw + k_ws_producers * k_ws_raw_warp <= k_ws_masks && k_ws_raw % 16 == 0 &&
-              k_ws_raw_slot % 16 == 0 && k_ws_rows_per_producer == 8);
 // Fused: the scaled f32 rows of the merge ([64][512]) take the key ring's place.
 static_assert(k_ws_stages * k_tile_bytes >= k_rows * k_d * 4);
 // Clusters of up to 16 CTAs (16: a non-portable size, one GPC of >= 16 free SMs); a power of
@@ -1161,116 +1143,137 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     int32_t v0 = index_of_tile(0), v1 = index_of_tile(1), v2 = index_of_tile(2);
     const bool no_load = (opts & k_ws_opt_no_load) != 0;
     if constexpr (records) {
-      // FP8 records: warp pw copies the records of rows 8 pw .. 8 pw + 7 of each tile into its 8
-      // raw slots (576 data bytes, then the 8 scale bytes; missing rows zero-filled, which
-      // dequantize to 0) in groups of G rows (one cp.async group each), turns each group into
-      // the bf16 stage (dequant_codes8: the synchronous kernel's values) and publishes the tile.
-      // Group g of tile j + 1 is issued as soon as group g of tile j is converted, so a tile's
-      // records stay in flight while the warp waits for a free stage and converts the tile
-      // before. G rows at once give the conversion G times the independent loads (ILP).
       using ref_t = typename pool_traits<pool_t>::ref;
-      const uint32_t raw_s = q_s + k_ws_raw + uint32_t(pw * k_ws_raw_warp);
-      const unsigned char* const raw_p = smem + k_ws_raw + pw * k_ws_raw_warp;
       auto ref_of_tile = [&](int j, int32_t v) -> ref_t {
         return j < n_live ? space.row_ref(tile_start(j) + lane, v) : ref_t{};
       };
-      constexpr int G = k_ws_rec_group;
-      constexpr int groups = k_ws_rows_per_producer / G;
-      // Rows G g .. G g + G - 1 of the warp (tile rows 8 pw + ..) from the lanes holding their
-      // references into slots G g ..; one commit.
-      auto issue_group = [&](const ref_t& p, int g) {
-#pragma unroll
-        for (int i = 0; i < G; ++i) {
-          const int r = pw * k_ws_rows_per_producer + G * g + i;
+      // FP8 records land in the bf16 stage itself (cp.async; missing rows zero-filled, which
+      // dequantize to 0), so each tile's copies are issued as soon as its stage is free (the
+      // bf16 path's ring depth) and the producer warps convert in place (dequant_codes8: the
+      // synchronous kernel's values) before publishing the tile. Warp pw owns
+      // rows 8 pw .. 8 pw + 7, i.e. the 1 KB at b * 4096 + 1024 pw of every 64-channel column
+      // block b of the stage (wg_offset). Raw layout per warp and block b < 7: the 8 rows'
+      // codes of channels 64 b .. 64 b + 63 (64 bytes each, one E8M0 block) in the upper
+      // 512 bytes of that 1 KB; the 8 rows' scale bytes (8 each) at the start of block 6's
+      // 1 KB; the RoPE values (bf16) copied straight to their place in block 7. Lane l converts
+      // codes 16 (l % 4) .. + 15 of row l / 4 in each block: it loads those 16 bytes of every
+      // block (and the row's scales) before the warp meets in __syncwarp, after which any lane
+      // may overwrite that block; only this warp touches its 1 KB of each block.
+      // Depth: tiles j + 1 .. j + 3 are in flight while tile j is converted; tile j + 3 is
+      // issued after tile j is published, into tile j - 1's stage (the consumers release
+      // tile k once tile k + 1 is full, so the wait cannot block on an unpublished tile).
+      constexpr int blk = k_tile * 128;                   // a column block of the tile
+      constexpr int wblk = k_ws_rows_per_producer * 128;  // a warp's rows of a block
+      constexpr int codes_blocks = k_nope / int(kv_record::k_quant_block);
+      static_assert(codes_blocks == 7 && k_rec_data_chunks == 36 &&
+                    int(kv_record::k_quant_block) == 64 && k_rope * 2 == 128);
+      const int wbase = pw * wblk;
+      // The copy of chunk `lane` of a row's 36 data chunks: codes (block lane / 4, piece
+      // lane % 4) or RoPE chunk lane - 28, and for lanes 0..3 RoPE chunk 4 + lane. A RoPE chunk
+      // k of row rr goes to 7 * 4096 + (8 pw + rr) * 128 + ((k ^ rr) << 4) = (base_k + 128 rr)
+      // ^ (16 rr), base_k = 7 * 4096 + 1024 pw + 16 k (the row term leaves bits 4..6 alone),
+      // so per row every offset is (base + step rr) ^ (flip rr) with lane constants: no
+      // per-row constants for ptxas to hoist (it spilled them).
+      const bool codes_lane = lane < 4 * codes_blocks;
+      const int off_base = codes_lane ? (lane >> 2) * blk + wbase + wblk / 2 + (lane & 3) * 16
+                                      : 7 * blk + wbase + (lane - 28) * 16;
+      const int off_step = codes_lane ? 64 : 128, off_flip = codes_lane ? 0 : 16;
+      const int rope2_base = 7 * blk + wbase + (4 + lane) * 16;
+      // The row loop is rolled: unrolled, ptxas hoisted the 8 rows' offsets out of the tile loop
+      // and spilled them.
+      auto issue_tile = [&](const ref_t& p, uint32_t st) {
+#pragma unroll 1
+        for (int rr = 0; rr < k_ws_rows_per_producer; ++rr) {
+          const int r = pw * k_ws_rows_per_producer + rr;
           const uint8_t* const d = reinterpret_cast<const uint8_t*>(
               __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p.data), r));
           const uint8_t* const sc = reinterpret_cast<const uint8_t*>(
               __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p.scales), r));
           if (!no_load) {
-            const uint32_t slot = raw_s + uint32_t((G * g + i) * k_ws_raw_slot);
-            cp_async_16(slot + lane * 16, d ? static_cast<const void*>(d + lane * 16) : any_global,
-                        d != nullptr);
-            if (lane < k_rec_data_chunks - k_warp_size)
-              cp_async_16(slot + (k_warp_size + lane) * 16,
+            cp_async_16(st + uint32_t((off_base + off_step * rr) ^ (off_flip * rr)),
+                        d ? static_cast<const void*>(d + lane * 16) : any_global, d != nullptr);
+            if (lane < 4)
+              cp_async_16(st + uint32_t((rope2_base + 128 * rr) ^ (16 * rr)),
                           d ? static_cast<const void*>(d + (k_warp_size + lane) * 16) : any_global,
                           d != nullptr);
-            else if (lane == k_rec_data_chunks - k_warp_size)
-              cp_async_8(slot + k_rec_data, d ? static_cast<const void*>(sc) : any_global,
-                         d != nullptr);
+            else if (lane == 4)
+              cp_async_8(st + uint32_t(6 * blk + wbase + rr * 8),
+                         d ? static_cast<const void*>(sc) : any_global, d != nullptr);
           }
         }
         cp_async_commit();
       };
-      // Slots G g .. -> their rows of the bf16 stage at `dst`, all loads first (independent):
-      // lane l converts chunk l (codes) and chunk 32 + l (codes for l < 24, else RoPE chunk
-      // l - 24 copied) of each row; lane-constant offsets, so the addresses are immediates.
-      auto convert_group = [&](int g, unsigned char* dst) {
-        constexpr int hi_nope = k_rec_nope_chunks - k_warp_size;  // lanes with codes at 32 + l
-        const bool codes_hi = lane < hi_nope;
-        const unsigned char* const raw = raw_p + G * g * k_ws_raw_slot;
-        const int q8 = int(kv_record::k_quant_block) / 8;  // chunks per scale block
-        uint2 c0[G];
-        uint4 c1[G];
-        uint32_t s0[G], s1[G];
-#pragma unroll
-        for (int i = 0; i < G; ++i) {
-          const unsigned char* const row = raw + i * k_ws_raw_slot;
-          c0[i] = *reinterpret_cast<const uint2*>(row + lane * 8);
-          s0[i] = row[k_rec_data + lane / q8];
-          if (codes_hi) {
-            const uint2 t = *reinterpret_cast<const uint2*>(row + (k_warp_size + lane) * 8);
-            c1[i] = make_uint4(t.x, t.y, 0u, 0u);
-            s1[i] = row[k_rec_data + (k_warp_size + lane) / q8];
-          } else {
-            c1[i] = *reinterpret_cast<const uint4*>(row + k_nope + (lane - hi_nope) * 16);
-            s1[i] = 0u;
-          }
-        }
-#pragma unroll
-        for (int i = 0; i < G; ++i) {
-          const int r = pw * k_ws_rows_per_producer + G * g + i;
-          *reinterpret_cast<uint4*>(dst + wg_offset<k_tile>(r, lane)) =
-              dequant_codes8(c0[i], e8m0_value_sel(s0[i]));
-          *reinterpret_cast<uint4*>(dst + wg_offset<k_tile>(r, k_warp_size + lane)) =
-              codes_hi ? dequant_codes8(make_uint2(c1[i].x, c1[i].y), e8m0_value_sel(s1[i]))
-                       : c1[i];
-        }
+      // Lane l: row rr = l / 4 of the warp, output chunks 2 (l % 4), + 1 of each block.
+      const int crr = lane >> 2, cq = lane & 3;
+      const int out0 = (pw * k_ws_rows_per_producer + crr) * 128 + (((2 * cq) ^ crr) << 4);
+      const int out1 = (pw * k_ws_rows_per_producer + crr) * 128 + (((2 * cq + 1) ^ crr) << 4);
+      auto convert_tile = [&](unsigned char* st) {
+        const unsigned char* const raw = st + wbase + wblk / 2 + lane * 16;
+        const uint2 sc = *reinterpret_cast<const uint2*>(st + 6 * blk + wbase + crr * 8);
+        auto put = [&](int b, uint4 c) {
+          const float s = e8m0_value_sel(((b < 4 ? sc.x : sc.y) >> (8 * (b & 3))) & 0xffu);
+          *reinterpret_cast<uint4*>(st + b * blk + out0) = dequant_codes8(make_uint2(c.x, c.y), s);
+          *reinterpret_cast<uint4*>(st + b * blk + out1) = dequant_codes8(make_uint2(c.z, c.w), s);
+        };
+        auto get = [&](int b) { return *reinterpret_cast<const uint4*>(raw + b * blk); };
+        const uint4 a0 = get(0), a1 = get(1), a2 = get(2);
+        __syncwarp();  // blocks 0..2 (and the scales) read by every lane
+        const uint4 a3 = get(3), a4 = get(4);
+        put(0, a0);
+        put(1, a1);
+        put(2, a2);
+        __syncwarp();  // blocks 3, 4 read
+        const uint4 a5 = get(5), a6 = get(6);
+        put(3, a3);
+        put(4, a4);
+        __syncwarp();  // blocks 5, 6 read
+        put(5, a5);
+        put(6, a6);
       };
-      ref_t p = ref_of_tile(0, v0);
-      uint32_t mask = __ballot_sync(0xffffffffu, pool_traits<pool_t>::valid(p));
+      // Lead 2 (tile j - 2's stage) measured 1.02-1.13x faster than 3 in the whole kernel and
+      // equal in the ring alone (H200, ATTN15's A/B build with a profile; the consumers hold
+      // tile j - 1 longer than j - 2), not parity-checked yet: branch wip/attn15-next.
+      constexpr int lead = k_ws_stages - 1;
+      int32_t v3 = index_of_tile(lead), v4 = index_of_tile(lead + 1);
 #pragma unroll
-      for (int g = 0; g < groups; ++g) issue_group(p, g);
+      for (int j = 0; j < lead; ++j) {
+        if (j < n_live) {
+          const ref_t p = ref_of_tile(j, j == 0 ? v0 : j == 1 ? v1 : v2);
+          const uint32_t mask = __ballot_sync(0xffffffffu, pool_traits<pool_t>::valid(p));
+          if (pw == 0 && lane == 0) masks[j] = mask;
+          issue_tile(p, k_s + uint32_t(j * k_tile_bytes));
+        } else {
+          cp_async_commit();  // an empty group keeps the count
+        }
+      }
 #pragma unroll 1
       for (int j = 0; j < n_live; ++j) {
-        v0 = v1;
-        v1 = v2;
-        v2 = index_of_tile(j + 3);
-        const ref_t pn = ref_of_tile(j + 1, v0);
-        const uint32_t mask_n = __ballot_sync(0xffffffffu, pool_traits<pool_t>::valid(pn));
         const int stage = j % k_ws_stages;
-        if (j >= k_ws_stages) mbar::wait(empty_bar + 8 * stage, uint32_t(j / k_ws_stages - 1) & 1u);
-        unsigned char* const dst = smem + k_ws_ring + stage * k_tile_bytes;
-#pragma unroll
-        for (int g = 0; g < groups; ++g) {
-          // `groups` groups pending: g .. of tile j, 0 .. g - 1 of tile j + 1.
-          cp_async_wait<groups - 1>();
-          __syncwarp();  // every lane's copies of the group's slots are visible to the warp
-          if (!no_load) convert_group(g, dst);
-          __syncwarp();  // the slots are read: they may take group g of tile j + 1
-          if (j + 1 < n_live)
-            issue_group(pn, g);
-          else
-            cp_async_commit();  // an empty group keeps the count
-        }
-        // Written by the generic proxy, read by the consumers' wgmmas (async proxy).
+        cp_async_wait<lead - 1>();  // tile j's group (j + 1, j + 2 may be pending)
+        __syncwarp();               // every lane's copies are visible to the warp
+        if (!no_load) convert_tile(smem + k_ws_ring + stage * k_tile_bytes);
+        // Written by the generic proxy (and cp.async), read by the consumers' wgmmas.
         wgm::fence_async_smem();
         mbar::arrive(full_bar + 8 * stage);
         if (pw == 0 && lane == 0) {
-          masks[stage] = mask;
-          mbar::arrive(full_bar + 8 * stage);
+          mbar::arrive(full_bar + 8 * stage);  // masks[stage] was written at its issue
           if (j == 0) trace_stamp(trace, 0, k_adt_index);
         }
-        mask = mask_n;
+        const int jn = j + lead;
+        if (jn < n_live) {
+          const ref_t p = ref_of_tile(jn, v3);
+          const uint32_t mask = __ballot_sync(0xffffffffu, pool_traits<pool_t>::valid(p));
+          const int sn = jn % k_ws_stages;
+          // Stage reuse: the consumers released tile jn - stages = j - 1.
+          if (jn >= k_ws_stages)
+            mbar::wait(empty_bar + 8 * sn, uint32_t(jn / k_ws_stages - 1) & 1u);
+          if (pw == 0 && lane == 0) masks[sn] = mask;
+          issue_tile(p, k_s + uint32_t(sn * k_tile_bytes));
+        } else {
+          cp_async_commit();  // an empty group keeps the count
+        }
+        v3 = v4;
+        v4 = index_of_tile(j + lead + 2);
       }
     } else {
 #pragma unroll 1
