@@ -1161,9 +1161,9 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       // codes 16 (l % 4) .. + 15 of row l / 4 in each block: it loads those 16 bytes of every
       // block (and the row's scales) before the warp meets in __syncwarp, after which any lane
       // may overwrite that block; only this warp touches its 1 KB of each block.
-      // Depth: tiles j + 1 .. j + 3 are in flight while tile j is converted; tile j + 3 is
-      // issued after tile j is published, into tile j - 1's stage (the consumers release
-      // tile k once tile k + 1 is full, so the wait cannot block on an unpublished tile).
+      // Depth: tile j + 1 is in flight while tile j is converted; tile j + 2 is issued after
+      // tile j is published, into tile j - 2's stage (the consumers release tile k once tile
+      // k + 1 is full, so the wait cannot block on an unpublished tile).
       constexpr int blk = k_tile * 128;                   // a column block of the tile
       constexpr int wblk = k_ws_rows_per_producer * 128;  // a warp's rows of a block
       constexpr int codes_blocks = k_nope / int(kv_record::k_quant_block);
@@ -1183,7 +1183,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       const int rope2_base = 7 * blk + wbase + (4 + lane) * 16;
       // The row loop is rolled: unrolled, ptxas hoisted the 8 rows' offsets out of the tile loop
       // and spilled them.
-      auto issue_tile = [&](const ref_t& p, uint32_t st) {
+      auto issue_rows = [&](const ref_t& p, uint32_t st) {
 #pragma unroll 1
         for (int rr = 0; rr < k_ws_rows_per_producer; ++rr) {
           const int r = pw * k_ws_rows_per_producer + rr;
@@ -1202,6 +1202,36 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
               cp_async_8(st + uint32_t(6 * blk + wbase + rr * 8),
                          d ? static_cast<const void*>(sc) : any_global, d != nullptr);
           }
+        }
+        cp_async_commit();
+      };
+      // Flat: the warp's 8 rows x 36 data chunks are 9 copies per lane (x = lane + 32 i: row
+      // x / 36, chunk x % 36, the row's reference from its lane by shuffle), then lanes 0..7 copy
+      // the 8 rows' scale bytes: 10 cp.async per lane and tile, no divergent branch. Rolled, as
+      // the per-row loop (ptxas would hoist and spill the 9 offsets).
+      auto issue_tile = [&](const ref_t& p, uint32_t st) {
+        if (!no_load) {
+#pragma unroll 1
+          for (int i = 0; i < k_ws_rows_per_producer * k_rec_data_chunks / k_warp_size; ++i) {
+            const int x = lane + k_warp_size * i;
+            const int rr = x / k_rec_data_chunks, c = x - k_rec_data_chunks * rr;
+            const int r = pw * k_ws_rows_per_producer + rr;
+            const uint8_t* const d = reinterpret_cast<const uint8_t*>(
+                __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p.data), r));
+            const int off = c < 4 * codes_blocks
+                                ? (c >> 2) * blk + wbase + wblk / 2 + rr * 64 + (c & 3) * 16
+                                : 7 * blk + r * 128 + (((c - 4 * codes_blocks) ^ rr) << 4);
+            cp_async_16(st + uint32_t(off), d ? static_cast<const void*>(d + c * 16) : any_global,
+                        d != nullptr);
+          }
+          const int r = pw * k_ws_rows_per_producer + (lane & 7);
+          const uint8_t* const d = reinterpret_cast<const uint8_t*>(
+              __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p.data), r));
+          const uint8_t* const sc = reinterpret_cast<const uint8_t*>(
+              __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p.scales), r));
+          if (lane < k_ws_rows_per_producer)
+            cp_async_8(st + uint32_t(6 * blk + wbase + lane * 8),
+                       d ? static_cast<const void*>(sc) : any_global, d != nullptr);
         }
         cp_async_commit();
       };
@@ -1232,24 +1262,54 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         put(5, a5);
         put(6, a6);
       };
-      constexpr int lead = k_ws_stages - 1;
-      int32_t v3 = index_of_tile(lead), v4 = index_of_tile(lead + 1);
+      // Profile (ATTN15 A/B, plan.trace): warp 8 lane 0 sums clock() cycles per phase (raw rows
+      // wait, convert + publish, stage wait, references + index loads, copy issue) into trace
+      // slots 11..15.
+      const bool prof = trace != nullptr && pw == 0 && lane == 0;
+      uint32_t* const prof_s = reinterpret_cast<uint32_t*>(smem + k_ws_ml);
+      uint32_t prof_t = 0;
+      if (prof) {
+        for (int i = 0; i < 5; ++i) prof_s[i] = 0;
+        prof_t = uint32_t(clock());
+      }
+      auto tick = [&](int i) {
+        if (prof) {
+          const uint32_t now = uint32_t(clock());
+          prof_s[i] += now - prof_t;
+          prof_t = now;
+        }
+      };
+      const bool rows_issue = (opts & 8) != 0;
+      auto issue = [&](const ref_t& p, uint32_t st) {
+        if (rows_issue)
+          issue_rows(p, st);
+        else
+          issue_tile(p, st);
+      };
+      // Depth 2 (H200, ATTN15 call 1): a third tile in flight left the ring alone as fast and
+      // the whole kernel slower (the producer then waits for tile j - 1's release, which needs
+      // the consumers' P V of it, instead of tile j - 2's).
+      constexpr int lead = 2;
+      static_assert(lead <= k_ws_stages - 1);
+      int32_t v3 = v2, v4 = index_of_tile(lead + 1);
 #pragma unroll
       for (int j = 0; j < lead; ++j) {
         if (j < n_live) {
-          const ref_t p = ref_of_tile(j, j == 0 ? v0 : j == 1 ? v1 : v2);
+          const ref_t p = ref_of_tile(j, j == 0 ? v0 : v1);
           const uint32_t mask = __ballot_sync(0xffffffffu, pool_traits<pool_t>::valid(p));
           if (pw == 0 && lane == 0) masks[j] = mask;
-          issue_tile(p, k_s + uint32_t(j * k_tile_bytes));
+          issue(p, k_s + uint32_t(j * k_tile_bytes));
         } else {
           cp_async_commit();  // an empty group keeps the count
         }
       }
+      tick(3);
 #pragma unroll 1
       for (int j = 0; j < n_live; ++j) {
         const int stage = j % k_ws_stages;
-        cp_async_wait<lead - 1>();  // tile j's group (j + 1, j + 2 may be pending)
+        cp_async_wait<lead - 1>();  // tile j's group (later ones may be pending)
         __syncwarp();               // every lane's copies are visible to the warp
+        tick(0);
         if (!no_load) convert_tile(smem + k_ws_ring + stage * k_tile_bytes);
         // Written by the generic proxy (and cp.async), read by the consumers' wgmmas.
         wgm::fence_async_smem();
@@ -1258,22 +1318,29 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
           mbar::arrive(full_bar + 8 * stage);  // masks[stage] was written at its issue
           if (j == 0) trace_stamp(trace, 0, k_adt_index);
         }
+        tick(1);
         const int jn = j + lead;
         if (jn < n_live) {
           const ref_t p = ref_of_tile(jn, v3);
           const uint32_t mask = __ballot_sync(0xffffffffu, pool_traits<pool_t>::valid(p));
           const int sn = jn % k_ws_stages;
-          // Stage reuse: the consumers released tile jn - stages = j - 1.
+          tick(3);
+          // Stage reuse: the consumers released tile jn - stages.
           if (jn >= k_ws_stages)
             mbar::wait(empty_bar + 8 * sn, uint32_t(jn / k_ws_stages - 1) & 1u);
+          tick(2);
           if (pw == 0 && lane == 0) masks[sn] = mask;
-          issue_tile(p, k_s + uint32_t(sn * k_tile_bytes));
+          issue(p, k_s + uint32_t(sn * k_tile_bytes));
+          tick(4);
         } else {
           cp_async_commit();  // an empty group keeps the count
         }
         v3 = v4;
         v4 = index_of_tile(j + lead + 2);
+        tick(3);
       }
+      if (prof)
+        for (int i = 0; i < 5; ++i) trace_put(trace, 0, 11 + i, prof_s[i]);
     } else {
 #pragma unroll 1
       for (int j = 0; j < n_live; ++j) {
@@ -2041,7 +2108,9 @@ cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode
 
 // The ws kernel's run-time options (k_ws_opt_*: bench diagnoses).
 int ws_opts(const attention_decode_plan& plan) {
-  return plan.diag == 1 ? k_ws_opt_no_load : plan.diag == 2 ? k_ws_opt_no_compute : 0;
+  const int d = plan.diag & 7;  // ATTN15 A/B: diag 16 = records copied per row (opts 8)
+  return (d == 1 ? k_ws_opt_no_load : d == 2 ? k_ws_opt_no_compute : 0) |
+         ((plan.diag & 16) ? 8 : 0);
 }
 // The consumer schedule a plan runs.
 int ws_sched(const attention_decode_plan& plan) {
