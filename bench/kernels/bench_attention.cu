@@ -539,54 +539,6 @@ void trace_plan(const char* label, const dsv4::cuda::attention_decode_plan& plan
   cudaFree(tr);
 }
 
-// --kv-fp8: the records' producer profile (plan.trace; warp 8 lane 0 of each CTA sums clock()
-// cycles per phase into trace slots 11..15): medians over the CTAs, then over replays (L2
-// flushed before each): waiting for raw rows, converting and publishing, waiting for a free
-// stage, references and index loads, copy issue; the total is their sum.
-void trace_producer(const char* label, const dsv4::cuda::attention_decode_plan& plan,
-                    const std::function<void(const dsv4::cuda::attention_decode_plan&)>& run) {
-  using namespace dsv4::cuda;
-  constexpr int reps = 9;
-  const size_t words = size_t(2) * k_adt_max_ctas * k_adt_slots;
-  unsigned long long* tr = device_alloc<unsigned long long>(words);
-  auto p = plan;
-  p.trace = tr;
-  std::vector<unsigned long long> h(words);
-  std::vector<std::vector<double>> med(5);
-  for (int r = 0; r < reps + 1; ++r) {
-    CHECK(cudaMemset(tr, 0, words * 8));
-    flush_read_kernel<<<1024, 512>>>(static_cast<const float4*>(g_flush), g_flush_bytes / 16,
-                                     g_flush_sink);
-    CHECK(cudaDeviceSynchronize());
-    run(p);
-    CHECK(cudaDeviceSynchronize());
-    CHECK(cudaMemcpy(h.data(), tr, words * 8, cudaMemcpyDeviceToHost));
-    if (r < 1) continue;
-    for (int i = 0; i < 5; ++i) {
-      std::vector<double> v;
-      for (int c = 0; c < k_adt_max_ctas; ++c)
-        if (h[size_t(c) * k_adt_slots + k_adt_entry])
-          v.push_back(double(h[size_t(c) * k_adt_slots + 11 + size_t(i)]));
-      if (v.empty()) continue;
-      std::sort(v.begin(), v.end());
-      med[size_t(i)].push_back(v[v.size() / 2]);
-    }
-  }
-  auto median = [](std::vector<double>& v) {
-    if (v.empty()) return -1.0;
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
-  double m[5], tot = 0;
-  for (int i = 0; i < 5; ++i) tot += (m[i] = median(med[size_t(i)]));
-  std::printf(
-      "    producer %-26s %8.0f cyc: raw wait %5.1f%%  convert %5.1f%%  stage wait %5.1f%%  "
-      "refs %5.1f%%  issue %5.1f%%\n",
-      label, tot, 100 * m[0] / tot, 100 * m[1] / tot, 100 * m[2] / tot, 100 * m[3] / tot,
-      100 * m[4] / tot);
-  cudaFree(tr);
-}
-
 // The plan as attention_decode_make_plan made it before ATTN12 (the baseline of --steps): one tile
 // per split for one token with <= 2048 slots, else 2; the warp-specialized kernel from 4 tiles per
 // split (alt, partials in L2 with the fragments' stores; fold at one split), else the synchronous
@@ -1128,38 +1080,6 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
         });
         print_row("  fp8 ws ring alone", shape, msv,
                   double(T * keys * rec_row_bytes) + double(T * H * d * 2), flops);
-      }
-      // ATTN15 A/B: records copied per row (diag 16), full and ring alone, and the producer's
-      // phase profiles.
-      {
-        auto v = plan;
-        v.diag = 16;
-        const double msl = time_ms([&] {
-          CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, kv_fp8_record>(
-              q16, T, H, d, w8, &c8, sinks, scale, out16, v, scratch, plan.scratch_bytes, 0)));
-        });
-        print_row("  fp8 per-row issue", shape, msl,
-                  double(T * keys * rec_row_bytes) + double(T * H * d * 2), flops);
-        std::printf("  %-22s %-50s %9.2fx\n", "  per-row / flat time", shape, msl / ms8);
-        v.diag = 16 | 2;
-        const double msv = time_ms([&] {
-          CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, kv_fp8_record>(
-              q16, T, H, d, w8, &c8, sinks, scale, out16, v, scratch, plan.scratch_bytes, 0)));
-        });
-        print_row("  fp8 per-row ring alone", shape, msv,
-                  double(T * keys * rec_row_bytes) + double(T * H * d * 2), flops);
-        auto run8 = [&](const dsv4::cuda::attention_decode_plan& pp) {
-          CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, kv_fp8_record>(
-              q16, T, H, d, w8, &c8, sinks, scale, out16, pp, scratch, plan.scratch_bytes, 0)));
-        };
-        for (const int dg : {0, 2, 16, 18}) {
-          v.diag = dg;
-          trace_producer(dg == 0    ? "flat"
-                         : dg == 2  ? "flat, ring alone"
-                         : dg == 16 ? "per-row"
-                                    : "per-row, ring alone",
-                         v, run8);
-        }
       }
       {
         auto v = plan;

@@ -21,22 +21,20 @@
 // work serialized with the MMAs, and these shapes are not bound by the bytes they read.
 // With alternate tiles (plan.alt with plan.producer, as for bf16 pools) records run the
 // warp-specialized kernel instead (ATTN13 helper, session 12): its producer warpgroup copies
-// each tile's records into per-warp raw slots and converts them into the bf16 stage itself
-// (dequant_codes8, the same values), so records take the bf16 pools' schedule and arithmetic
-// bit for bit. H100 2026-11-26 (bench_attention --kv-fp8, same process), sync / ws / bf16-pool
-// alt time: HCA 1M T=1 36.5 / 28.1 / 21.4 us, T=8 96.4 / 69.0 / 40.9, Pro HCA 1M T=32 602.3 /
-// 391.7 / 175.8, Flash CSA T=32 42.9 / 32.6 / 26.3. Still not bound by the bytes: with the
-// consumers computing nothing the records' ring alone takes 1.5-2.9x the bf16 ring's time
-// (HCA 1M T=8 53.8 vs 35.5 us, Pro T=32 304.2 vs 104.1): the producer's per-tile path is the
-// limit (~2.3 us per tile there for ~1.5 K instructions per warp: per lane 128 each of the
-// e4m3 -> f16 unpacks and bf16 packs (F2FP), f16 -> f32 (HADD2.F32) and FMUL, with its waits;
-// about 0.35 instructions per cycle). Which part dominates (conversion issue, the waits on one
-// tile of records in flight per CTA) is not measured yet. Not the conversion's instruction count
-// (ATTN14, session 12, H100, same call): an exact bit-placement conversion (each e4m3 byte put
-// into a bf16 as value * 2^-120 by 2 PRMT + shift + LOP3, then one bf16x2 multiply by 2^(b - 7)
-// per 2 values; 21 instead of 31 instructions per 8 codes) took HCA 1M T=8 70.9-71.3 us vs
-// 70.7-70.9, Pro HCA 1M T=32 410-415 vs 398 even without the NaN-code / scale-range check it
-// needs (unsafe), and 75.5 / 444 with it; removed (bench/RESULTS.md, 2026-11-26 ATTN14).
+// each tile's records and converts them into the bf16 stage itself (dequant_codes8, the same
+// values), so records take the bf16 pools' schedule and arithmetic bit for bit. Session 12's
+// producer staged one tile of records in per-warp raw slots (20 KB of the exchange area); the
+// records' ring alone (consumers computing nothing) took 1.5-2.9x the bf16 ring's time. ATTN15
+// (session 13): the records now land in the bf16 stage itself (the codes in the half of each
+// warp's rows that the conversion writes last, RoPE copied to its final place) and are converted
+// in place, so the copies are issued as soon as a stage is free. Its clock() profile (H200, the
+// A/B build) showed the latency guess wrong: the old producer waited on its copies for only
+// 4-5% of its loop; converting took 39-47% and issuing copies + references 44-53%. In place,
+// converting is 17-33% (no raw-slot round trip, RoPE not touched); records / bf16-pool alt time
+// is still 1.17x (HCA 1M T=8) - 1.40x (Pro HCA 1M T=32): the producer's issue path (references,
+// shuffles, cp.async) is the wall now (bench/RESULTS.md, 2026-11-26 ATTN15). Not the
+// conversion's instruction count (ATTN14, session 12): an exact bit-placement conversion (21
+// instead of 31 instructions per 8 codes) was not faster and needs a NaN / scale-range check.
 //
 // wgmma path (plan.wgmma, the default for bf16 / f32 pools): the same CTA, ring, exchange and
 // softmax; the query and key tiles are stored in the wgmma SW128 layout (wg_offset) instead, and
@@ -1170,45 +1168,10 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       static_assert(codes_blocks == 7 && k_rec_data_chunks == 36 &&
                     int(kv_record::k_quant_block) == 64 && k_rope * 2 == 128);
       const int wbase = pw * wblk;
-      // The copy of chunk `lane` of a row's 36 data chunks: codes (block lane / 4, piece
-      // lane % 4) or RoPE chunk lane - 28, and for lanes 0..3 RoPE chunk 4 + lane. A RoPE chunk
-      // k of row rr goes to 7 * 4096 + (8 pw + rr) * 128 + ((k ^ rr) << 4) = (base_k + 128 rr)
-      // ^ (16 rr), base_k = 7 * 4096 + 1024 pw + 16 k (the row term leaves bits 4..6 alone),
-      // so per row every offset is (base + step rr) ^ (flip rr) with lane constants: no
-      // per-row constants for ptxas to hoist (it spilled them).
-      const bool codes_lane = lane < 4 * codes_blocks;
-      const int off_base = codes_lane ? (lane >> 2) * blk + wbase + wblk / 2 + (lane & 3) * 16
-                                      : 7 * blk + wbase + (lane - 28) * 16;
-      const int off_step = codes_lane ? 64 : 128, off_flip = codes_lane ? 0 : 16;
-      const int rope2_base = 7 * blk + wbase + (4 + lane) * 16;
-      // The row loop is rolled: unrolled, ptxas hoisted the 8 rows' offsets out of the tile loop
-      // and spilled them.
-      auto issue_rows = [&](const ref_t& p, uint32_t st) {
-#pragma unroll 1
-        for (int rr = 0; rr < k_ws_rows_per_producer; ++rr) {
-          const int r = pw * k_ws_rows_per_producer + rr;
-          const uint8_t* const d = reinterpret_cast<const uint8_t*>(
-              __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p.data), r));
-          const uint8_t* const sc = reinterpret_cast<const uint8_t*>(
-              __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p.scales), r));
-          if (!no_load) {
-            cp_async_16(st + uint32_t((off_base + off_step * rr) ^ (off_flip * rr)),
-                        d ? static_cast<const void*>(d + lane * 16) : any_global, d != nullptr);
-            if (lane < 4)
-              cp_async_16(st + uint32_t((rope2_base + 128 * rr) ^ (16 * rr)),
-                          d ? static_cast<const void*>(d + (k_warp_size + lane) * 16) : any_global,
-                          d != nullptr);
-            else if (lane == 4)
-              cp_async_8(st + uint32_t(6 * blk + wbase + rr * 8),
-                         d ? static_cast<const void*>(sc) : any_global, d != nullptr);
-          }
-        }
-        cp_async_commit();
-      };
       // Flat: the warp's 8 rows x 36 data chunks are 9 copies per lane (x = lane + 32 i: row
       // x / 36, chunk x % 36, the row's reference from its lane by shuffle), then lanes 0..7 copy
-      // the 8 rows' scale bytes: 10 cp.async per lane and tile, no divergent branch. Rolled, as
-      // the per-row loop (ptxas would hoist and spill the 9 offsets).
+      // the 8 rows' scale bytes: 10 cp.async per lane and tile, no divergent branch. Rolled:
+      // unrolled, ptxas hoists the copies' offsets out of the tile loop and spills them.
       auto issue_tile = [&](const ref_t& p, uint32_t st) {
         if (!no_load) {
 #pragma unroll 1
@@ -1262,30 +1225,6 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         put(5, a5);
         put(6, a6);
       };
-      // Profile (ATTN15 A/B, plan.trace): warp 8 lane 0 sums clock() cycles per phase (raw rows
-      // wait, convert + publish, stage wait, references + index loads, copy issue) into trace
-      // slots 11..15.
-      const bool prof = trace != nullptr && pw == 0 && lane == 0;
-      uint32_t* const prof_s = reinterpret_cast<uint32_t*>(smem + k_ws_ml);
-      uint32_t prof_t = 0;
-      if (prof) {
-        for (int i = 0; i < 5; ++i) prof_s[i] = 0;
-        prof_t = uint32_t(clock());
-      }
-      auto tick = [&](int i) {
-        if (prof) {
-          const uint32_t now = uint32_t(clock());
-          prof_s[i] += now - prof_t;
-          prof_t = now;
-        }
-      };
-      const bool rows_issue = (opts & 8) != 0;
-      auto issue = [&](const ref_t& p, uint32_t st) {
-        if (rows_issue)
-          issue_rows(p, st);
-        else
-          issue_tile(p, st);
-      };
       // Depth 2 (H200, ATTN15 call 1): a third tile in flight left the ring alone as fast and
       // the whole kernel slower (the producer then waits for tile j - 1's release, which needs
       // the consumers' P V of it, instead of tile j - 2's).
@@ -1298,18 +1237,16 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
           const ref_t p = ref_of_tile(j, j == 0 ? v0 : v1);
           const uint32_t mask = __ballot_sync(0xffffffffu, pool_traits<pool_t>::valid(p));
           if (pw == 0 && lane == 0) masks[j] = mask;
-          issue(p, k_s + uint32_t(j * k_tile_bytes));
+          issue_tile(p, k_s + uint32_t(j * k_tile_bytes));
         } else {
           cp_async_commit();  // an empty group keeps the count
         }
       }
-      tick(3);
 #pragma unroll 1
       for (int j = 0; j < n_live; ++j) {
         const int stage = j % k_ws_stages;
         cp_async_wait<lead - 1>();  // tile j's group (later ones may be pending)
         __syncwarp();               // every lane's copies are visible to the warp
-        tick(0);
         if (!no_load) convert_tile(smem + k_ws_ring + stage * k_tile_bytes);
         // Written by the generic proxy (and cp.async), read by the consumers' wgmmas.
         wgm::fence_async_smem();
@@ -1318,29 +1255,22 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
           mbar::arrive(full_bar + 8 * stage);  // masks[stage] was written at its issue
           if (j == 0) trace_stamp(trace, 0, k_adt_index);
         }
-        tick(1);
         const int jn = j + lead;
         if (jn < n_live) {
           const ref_t p = ref_of_tile(jn, v3);
           const uint32_t mask = __ballot_sync(0xffffffffu, pool_traits<pool_t>::valid(p));
           const int sn = jn % k_ws_stages;
-          tick(3);
           // Stage reuse: the consumers released tile jn - stages.
           if (jn >= k_ws_stages)
             mbar::wait(empty_bar + 8 * sn, uint32_t(jn / k_ws_stages - 1) & 1u);
-          tick(2);
           if (pw == 0 && lane == 0) masks[sn] = mask;
-          issue(p, k_s + uint32_t(sn * k_tile_bytes));
-          tick(4);
+          issue_tile(p, k_s + uint32_t(sn * k_tile_bytes));
         } else {
           cp_async_commit();  // an empty group keeps the count
         }
         v3 = v4;
         v4 = index_of_tile(j + lead + 2);
-        tick(3);
       }
-      if (prof)
-        for (int i = 0; i < 5; ++i) trace_put(trace, 0, 11 + i, prof_s[i]);
     } else {
 #pragma unroll 1
       for (int j = 0; j < n_live; ++j) {
@@ -2108,9 +2038,7 @@ cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode
 
 // The ws kernel's run-time options (k_ws_opt_*: bench diagnoses).
 int ws_opts(const attention_decode_plan& plan) {
-  const int d = plan.diag & 7;  // ATTN15 A/B: diag 16 = records copied per row (opts 8)
-  return (d == 1 ? k_ws_opt_no_load : d == 2 ? k_ws_opt_no_compute : 0) |
-         ((plan.diag & 16) ? 8 : 0);
+  return plan.diag == 1 ? k_ws_opt_no_load : plan.diag == 2 ? k_ws_opt_no_compute : 0;
 }
 // The consumer schedule a plan runs.
 int ws_sched(const attention_decode_plan& plan) {
