@@ -29,10 +29,11 @@
 // warp's rows that the conversion writes last, RoPE copied to its final place) and are converted
 // in place, so the copies are issued as soon as a stage is free. Its clock() profile (H200, the
 // A/B build) showed the latency guess wrong: the old producer waited on its copies for only
-// 4-5% of its loop; converting took 39-47% and issuing copies + references 44-53%. In place,
-// converting is 17-33% (no raw-slot round trip, RoPE not touched); records / bf16-pool alt time
-// is still 1.17x (HCA 1M T=8) - 1.40x (Pro HCA 1M T=32): the producer's issue path (references,
-// shuffles, cp.async) is the wall now (bench/RESULTS.md, 2026-11-26 ATTN15). Not the
+// 4-5% of its loop; converting took 39-47% and issuing the copies (with the next index load)
+// 44-54%. In place (3 tiles ahead), converting is 17-33%; 1.06-1.11x faster (H200), but records
+// still took 1.58x (HCA 1M T=8) and 1.98x (Pro HCA 1M T=32) the bf16 pools' alt time: the copy
+// issue path is the wall now (bench/RESULTS.md, 2026-11-26 ATTN15). This version (2 tiles
+// ahead, copies issued flat) is not GPU-verified yet. Not the
 // conversion's instruction count (ATTN14, session 12): an exact bit-placement conversion (21
 // instead of 31 instructions per 8 codes) was not faster and needs a NaN / scale-range check.
 //
