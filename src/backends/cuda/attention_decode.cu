@@ -30,9 +30,11 @@
 // in place, so the copies are issued as soon as a stage is free. Its clock() profile (H200, the
 // A/B build) showed the latency guess wrong: the old producer waited on its copies for only
 // 4-5% of its loop; converting took 39-47% and issuing the copies (with the next index load)
-// 44-54%. In place, converting is 17-33%; 1.06-1.11x faster (H200), but records still take
-// 1.58x (HCA 1M T=8) and 1.98x (Pro HCA 1M T=32) the bf16 pools' alt time: the copy issue
-// path is the wall now (bench/RESULTS.md, 2026-11-26 ATTN15). Not the
+// 44-54%. In place (3 tiles ahead), converting is 17-33%; 1.06-1.11x faster (H200), but records
+// still took 1.58x (HCA 1M T=8) and 1.98x (Pro HCA 1M T=32) the bf16 pools' alt time: the copy
+// issue path is the wall now (bench/RESULTS.md, 2026-11-26 ATTN15). This version (2 tiles
+// ahead, copies issued flat; verified by the lead's H200 call): 1.10-1.37x main's session-12
+// producer (HCA 1M T=8 70.4 -> 55.0 us, Pro HCA 1M T=32 402.9 -> 294.4). Not the
 // conversion's instruction count (ATTN14, session 12): an exact bit-placement conversion (21
 // instead of 31 instructions per 8 codes) was not faster and needs a NaN / scale-range check.
 //
@@ -1159,47 +1161,42 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       // codes 16 (l % 4) .. + 15 of row l / 4 in each block: it loads those 16 bytes of every
       // block (and the row's scales) before the warp meets in __syncwarp, after which any lane
       // may overwrite that block; only this warp touches its 1 KB of each block.
-      // Depth: tiles j + 1 .. j + 3 are in flight while tile j is converted; tile j + 3 is
-      // issued after tile j is published, into tile j - 1's stage (the consumers release
-      // tile k once tile k + 1 is full, so the wait cannot block on an unpublished tile).
+      // Depth: tile j + 1 is in flight while tile j is converted; tile j + 2 is issued after
+      // tile j is published, into tile j - 2's stage (the consumers release tile k once tile
+      // k + 1 is full, so the wait cannot block on an unpublished tile).
       constexpr int blk = k_tile * 128;                   // a column block of the tile
       constexpr int wblk = k_ws_rows_per_producer * 128;  // a warp's rows of a block
       constexpr int codes_blocks = k_nope / int(kv_record::k_quant_block);
       static_assert(codes_blocks == 7 && k_rec_data_chunks == 36 &&
                     int(kv_record::k_quant_block) == 64 && k_rope * 2 == 128);
       const int wbase = pw * wblk;
-      // The copy of chunk `lane` of a row's 36 data chunks: codes (block lane / 4, piece
-      // lane % 4) or RoPE chunk lane - 28, and for lanes 0..3 RoPE chunk 4 + lane. A RoPE chunk
-      // k of row rr goes to 7 * 4096 + (8 pw + rr) * 128 + ((k ^ rr) << 4) = (base_k + 128 rr)
-      // ^ (16 rr), base_k = 7 * 4096 + 1024 pw + 16 k (the row term leaves bits 4..6 alone),
-      // so per row every offset is (base + step rr) ^ (flip rr) with lane constants: no
-      // per-row constants for ptxas to hoist (it spilled them).
-      const bool codes_lane = lane < 4 * codes_blocks;
-      const int off_base = codes_lane ? (lane >> 2) * blk + wbase + wblk / 2 + (lane & 3) * 16
-                                      : 7 * blk + wbase + (lane - 28) * 16;
-      const int off_step = codes_lane ? 64 : 128, off_flip = codes_lane ? 0 : 16;
-      const int rope2_base = 7 * blk + wbase + (4 + lane) * 16;
-      // The row loop is rolled: unrolled, ptxas hoisted the 8 rows' offsets out of the tile loop
-      // and spilled them.
+      // Flat: the warp's 8 rows x 36 data chunks are 9 copies per lane (x = lane + 32 i: row
+      // x / 36, chunk x % 36, the row's reference from its lane by shuffle), then lanes 0..7 copy
+      // the 8 rows' scale bytes: 10 cp.async per lane and tile, no divergent branch. Rolled:
+      // unrolled, ptxas hoists the copies' offsets out of the tile loop and spills them.
       auto issue_tile = [&](const ref_t& p, uint32_t st) {
+        if (!no_load) {
 #pragma unroll 1
-        for (int rr = 0; rr < k_ws_rows_per_producer; ++rr) {
-          const int r = pw * k_ws_rows_per_producer + rr;
+          for (int i = 0; i < k_ws_rows_per_producer * k_rec_data_chunks / k_warp_size; ++i) {
+            const int x = lane + k_warp_size * i;
+            const int rr = x / k_rec_data_chunks, c = x - k_rec_data_chunks * rr;
+            const int r = pw * k_ws_rows_per_producer + rr;
+            const uint8_t* const d = reinterpret_cast<const uint8_t*>(
+                __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p.data), r));
+            const int off = c < 4 * codes_blocks
+                                ? (c >> 2) * blk + wbase + wblk / 2 + rr * 64 + (c & 3) * 16
+                                : 7 * blk + r * 128 + (((c - 4 * codes_blocks) ^ rr) << 4);
+            cp_async_16(st + uint32_t(off), d ? static_cast<const void*>(d + c * 16) : any_global,
+                        d != nullptr);
+          }
+          const int r = pw * k_ws_rows_per_producer + (lane & 7);
           const uint8_t* const d = reinterpret_cast<const uint8_t*>(
               __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p.data), r));
           const uint8_t* const sc = reinterpret_cast<const uint8_t*>(
               __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p.scales), r));
-          if (!no_load) {
-            cp_async_16(st + uint32_t((off_base + off_step * rr) ^ (off_flip * rr)),
-                        d ? static_cast<const void*>(d + lane * 16) : any_global, d != nullptr);
-            if (lane < 4)
-              cp_async_16(st + uint32_t((rope2_base + 128 * rr) ^ (16 * rr)),
-                          d ? static_cast<const void*>(d + (k_warp_size + lane) * 16) : any_global,
-                          d != nullptr);
-            else if (lane == 4)
-              cp_async_8(st + uint32_t(6 * blk + wbase + rr * 8),
-                         d ? static_cast<const void*>(sc) : any_global, d != nullptr);
-          }
+          if (lane < k_ws_rows_per_producer)
+            cp_async_8(st + uint32_t(6 * blk + wbase + lane * 8),
+                       d ? static_cast<const void*>(sc) : any_global, d != nullptr);
         }
         cp_async_commit();
       };
@@ -1230,15 +1227,16 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         put(5, a5);
         put(6, a6);
       };
-      // Lead 2 (tile j - 2's stage) measured 1.02-1.13x faster than 3 in the whole kernel and
-      // equal in the ring alone (H200, ATTN15's A/B build with a profile; the consumers hold
-      // tile j - 1 longer than j - 2), not parity-checked yet: branch wip/attn15-next.
-      constexpr int lead = k_ws_stages - 1;
-      int32_t v3 = index_of_tile(lead), v4 = index_of_tile(lead + 1);
+      // Depth 2 (H200, ATTN15 call 1): a third tile in flight left the ring alone as fast and
+      // the whole kernel slower (the producer then waits for tile j - 1's release, which needs
+      // the consumers' P V of it, instead of tile j - 2's).
+      constexpr int lead = 2;
+      static_assert(lead <= k_ws_stages - 1);
+      int32_t v3 = v2, v4 = index_of_tile(lead + 1);
 #pragma unroll
       for (int j = 0; j < lead; ++j) {
         if (j < n_live) {
-          const ref_t p = ref_of_tile(j, j == 0 ? v0 : j == 1 ? v1 : v2);
+          const ref_t p = ref_of_tile(j, j == 0 ? v0 : v1);
           const uint32_t mask = __ballot_sync(0xffffffffu, pool_traits<pool_t>::valid(p));
           if (pw == 0 && lane == 0) masks[j] = mask;
           issue_tile(p, k_s + uint32_t(j * k_tile_bytes));
@@ -1249,7 +1247,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 #pragma unroll 1
       for (int j = 0; j < n_live; ++j) {
         const int stage = j % k_ws_stages;
-        cp_async_wait<lead - 1>();  // tile j's group (j + 1, j + 2 may be pending)
+        cp_async_wait<lead - 1>();  // tile j's group (later ones may be pending)
         __syncwarp();               // every lane's copies are visible to the warp
         if (!no_load) convert_tile(smem + k_ws_ring + stage * k_tile_bytes);
         // Written by the generic proxy (and cp.async), read by the consumers' wgmmas.
@@ -1264,7 +1262,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
           const ref_t p = ref_of_tile(jn, v3);
           const uint32_t mask = __ballot_sync(0xffffffffu, pool_traits<pool_t>::valid(p));
           const int sn = jn % k_ws_stages;
-          // Stage reuse: the consumers released tile jn - stages = j - 1.
+          // Stage reuse: the consumers released tile jn - stages.
           if (jn >= k_ws_stages)
             mbar::wait(empty_bar + 8 * sn, uint32_t(jn / k_ws_stages - 1) & 1u);
           if (pw == 0 && lane == 0) masks[sn] = mask;
