@@ -89,14 +89,16 @@ std::vector<std::string> g_ab_configs = {"r4", "s0"};
 // default (15). MOE13: "f" W2 waits per slot for h released by the fold of W1/W3 (16, at T <= 4
 // with the engine's path), "g" with it W2 stages h at T = 1 too (32), "m" with it the fold's
 // fences as one acq_rel RMW (64; since MOE14 part of 16, "m" a no-op); "hwlpfgm" = the default
-// (127). MOE14: 16 up to T = 16 (was 4); "t" 16 at every T (128).
+// (127). MOE14: 16 up to T = 16 (was 4); "t" 16 at every T (128). MOE15: with 16, "d" W2's ring
+// 8 rounds deep (256), "e" W1/W3's 5 deep (512).
 void apply_ab_config(const std::string& c) {
   dsv4::cuda::moe_decode_set_shift_decode(c[0] == 's');
   dsv4::cuda::moe_decode_set_chain(
       (c.find('h') != std::string::npos ? 1 : 0) | (c.find('w') != std::string::npos ? 2 : 0) |
       (c.find('l') != std::string::npos ? 4 : 0) | (c.find('p') != std::string::npos ? 8 : 0) |
       (c.find('f') != std::string::npos ? 16 : 0) | (c.find('g') != std::string::npos ? 32 : 0) |
-      (c.find('m') != std::string::npos ? 64 : 0) | (c.find('t') != std::string::npos ? 128 : 0));
+      (c.find('m') != std::string::npos ? 64 : 0) | (c.find('t') != std::string::npos ? 128 : 0) |
+      (c.find('d') != std::string::npos ? 256 : 0) | (c.find('e') != std::string::npos ? 512 : 0));
   dsv4::cuda::moe_decode_set_rt_blocks_per_sm(std::atoi(c.c_str() + 1));
   const size_t qpos = c.find('q');
   dsv4::cuda::moe_decode_set_scale_slots_from(
@@ -595,6 +597,201 @@ void draw_routes(std::mt19937_64& rng, int64_t tokens, int64_t experts, int64_t 
   }
 }
 
+// ---- the short dependent read (--short-read, with --decode-ab) ----
+// The plain-read ceiling of one decode call: exactly the bytes of the experts a routing touches
+// (W1 + W3 data and scales: "up"; W2: "down"), read by the read-only pattern of the HBM ceiling
+// (16-byte evict-first loads, U in flight per thread), each block a contiguous share of the
+// launch's bytes. Graphs of k_calls calls with the decode bench's own routings (the pools are far
+// past L2), so the rows compare with the decode rows of the same T: one launch of the up bytes,
+// one of the down bytes, both in one launch, and the two as a dependent pair (down after up:
+// plain stream order, or PDL with griddepcontrol.wait before the first load, up then waiting on
+// the previous call's down the same way). At T = 1 the 1 GiB ceiling's rate is out of reach for
+// ~20-80 MB: ramp and tail of each launch, and the dependency between the two.
+struct read_seg {
+  const uint4* p;
+  uint64_t begin, n;  // 16-byte words [begin, begin + n) of the launch's range
+};
+
+// mode 1: griddepcontrol.wait, then launch_dependents, before the first load (PDL chains).
+template <int U>
+__global__ void seg_read_kernel(const read_seg* segs, int count, uint64_t total, int mode,
+                                uint32_t* sink) {
+  if (mode & 1) {
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  }
+  const uint64_t per = (total + gridDim.x - 1) / gridDim.x;
+  const uint64_t b0 = blockIdx.x * per, b1 = min(total, b0 + per);
+  uint32_t acc = 0;
+  for (int k = 0; k < count && b0 < b1; ++k) {
+    const read_seg sg = segs[k];
+    const uint64_t s0 = max(b0, sg.begin), s1 = min(b1, sg.begin + sg.n);
+    if (s0 >= s1) continue;
+    const uint4* p = sg.p + (s0 - sg.begin);
+    const uint64_t n = s1 - s0;
+    uint64_t i = threadIdx.x;
+    for (; i + (U - 1) * blockDim.x < n; i += U * blockDim.x) {
+      uint4 v[U];
+#pragma unroll
+      for (int j = 0; j < U; ++j) v[j] = __ldcs(p + i + j * blockDim.x);
+#pragma unroll
+      for (int j = 0; j < U; ++j) acc ^= v[j].x ^ v[j].y ^ v[j].z ^ v[j].w;
+    }
+    for (; i < n; i += blockDim.x) {
+      const uint4 v = __ldcs(p + i);
+      acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+  }
+  if (acc == 0x9e3779b9u) *sink = acc;  // keeps the loads
+}
+
+// The segments of one routing's touched experts: part 0 up (W1, W3), 1 down (W2), 2 both.
+struct seg_set {
+  read_seg* dev = nullptr;
+  int count = 0;
+  uint64_t total = 0;
+};
+seg_set make_segs(const std::vector<int32_t>& route, const device_weight* const* mats, int nmat) {
+  std::vector<int32_t> ex = route;
+  std::sort(ex.begin(), ex.end());
+  ex.erase(std::unique(ex.begin(), ex.end()), ex.end());
+  std::vector<read_seg> v;
+  uint64_t at = 0;
+  for (int32_t e : ex)
+    for (int m = 0; m < nmat; ++m) {
+      const device_weight& w = *mats[m];
+      const size_t mb = size_t(w.rows) * size_t(w.cols) / 2;
+      const size_t sb =
+          size_t(dsv4::cuda::scale_matrix_count(w.kind, w.rows, w.cols)) *
+          (w.kind == weight_kind::mxfp4 && !w.scale_e8m0 ? 4 : 1);
+      const auto* d = static_cast<const uint8_t*>(w.data) + size_t(e) * mb;
+      const auto* sc = static_cast<const uint8_t*>(w.scale) + size_t(e) * sb;
+      for (auto [ptr, bytes] : {std::pair{d, mb}, std::pair{sc, sb}}) {
+        v.push_back({reinterpret_cast<const uint4*>(ptr), at, bytes / 16});
+        at += bytes / 16;
+      }
+    }
+  seg_set s;
+  s.count = int(v.size());
+  s.total = at;
+  CK(cudaMalloc(&s.dev, v.size() * sizeof(read_seg)));
+  CK(cudaMemcpy(s.dev, v.data(), v.size() * sizeof(read_seg), cudaMemcpyHostToDevice));
+  return s;
+}
+
+struct read_cfg {
+  int blocks_per_sm, threads, u;
+};
+
+void launch_seg_read(const read_cfg& c, int sms, const seg_set& s, bool pdl, uint32_t* sink,
+                     cudaStream_t st) {
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(unsigned(sms * c.blocks_per_sm));
+  config.blockDim = dim3(unsigned(c.threads));
+  config.stream = st;
+  config.attrs = &attribute;
+  config.numAttrs = pdl ? 1 : 0;
+  const int mode = pdl ? 1 : 0;
+  if (c.u == 8)
+    CK(cudaLaunchKernelEx(&config, seg_read_kernel<8>, (const read_seg*)s.dev, s.count, s.total,
+                          mode, sink));
+  else if (c.u == 2)
+    CK(cudaLaunchKernelEx(&config, seg_read_kernel<2>, (const read_seg*)s.dev, s.count, s.total,
+                          mode, sink));
+  else
+    CK(cudaLaunchKernelEx(&config, seg_read_kernel<4>, (const read_seg*)s.dev, s.count, s.total,
+                          mode, sink));
+}
+
+bool g_short_read = false;
+
+// Rows of the short-read ceiling for one (shape, format, T) and the decode's times beside it
+// (moe: the --ab configurations' times of the same process, ms per call).
+void short_read_rows(const char* shape, const char* kname, int64_t T,
+                     const std::vector<std::vector<int32_t>>& routes, const device_weight& w1,
+                     const device_weight& w3, const device_weight& w2,
+                     const std::vector<std::pair<std::string, double>>& moe, double read_gbps,
+                     cudaStream_t s) {
+  int sms = 0;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  uint32_t* sink;
+  CK(cudaMalloc(&sink, 4));
+  const device_weight* up_m[2] = {&w1, &w3};
+  const device_weight* dn_m[1] = {&w2};
+  const device_weight* all_m[3] = {&w1, &w3, &w2};
+  std::vector<seg_set> up, dn, all;
+  double up_b = 0, dn_b = 0;
+  for (const auto& r : routes) {
+    up.push_back(make_segs(r, up_m, 2));
+    dn.push_back(make_segs(r, dn_m, 1));
+    all.push_back(make_segs(r, all_m, 3));
+    up_b += 16.0 * double(up.back().total) / double(routes.size());
+    dn_b += 16.0 * double(dn.back().total) / double(routes.size());
+  }
+  const read_cfg cfgs[] = {{1, 512, 4}, {1, 1024, 4}, {2, 512, 4}, {2, 512, 8},
+                           {4, 512, 2}, {4, 512, 4}, {4, 256, 8}, {8, 256, 4}};
+  const int ncfg = int(sizeof cfgs / sizeof cfgs[0]);
+  const auto time_one = [&](const std::vector<seg_set>& set, const read_cfg& c) {
+    return 1e3 * time_graph_per_call(
+                     [&](int i, cudaStream_t st) {
+                       launch_seg_read(c, sms, set[size_t(i) % set.size()], false, sink, st);
+                     },
+                     k_calls, s);
+  };
+  const auto gbps = [](double bytes, double us) { return bytes / (us * 1e-6) / 1e9; };
+  std::printf("short-read %s %s T=%lld: up (W1+W3) %.2f MB, down (W2) %.2f MB per call\n", shape,
+              kname, (long long)T, up_b / 1e6, dn_b / 1e6);
+  int best[3] = {0, 0, 0};
+  double best_us[3] = {1e30, 1e30, 1e30};
+  const std::vector<seg_set>* sets[3] = {&up, &dn, &all};
+  const double bytes3[3] = {up_b, dn_b, up_b + dn_b};
+  const char* names[3] = {"up", "down", "up+down"};
+  for (int k = 0; k < ncfg; ++k) {
+    std::printf("  cfg %d/SM x %4d thr, %d in flight:", cfgs[k].blocks_per_sm, cfgs[k].threads,
+                cfgs[k].u);
+    for (int part = 0; part < 3; ++part) {
+      const double us = time_one(*sets[part], cfgs[k]);
+      std::printf("  %s %7.2f us (%5.1f%%)", names[part], us,
+                  100 * gbps(bytes3[part], us) / read_gbps);
+      if (us < best_us[part]) best_us[part] = us, best[part] = k;
+    }
+    std::printf("\n");
+  }
+  for (int part = 0; part < 3; ++part)
+    std::printf("short-read %s %s T=%lld %-8s one launch: %7.2f us, %7.1f GB/s, %5.1f%% of read "
+                "(cfg %d)\n",
+                shape, kname, (long long)T, names[part], best_us[part],
+                gbps(bytes3[part], best_us[part]), 100 * gbps(bytes3[part], best_us[part]) / read_gbps,
+                best[part]);
+  double pair_us[2];
+  for (int pdl = 0; pdl < 2; ++pdl) {
+    pair_us[pdl] = 1e3 * time_graph_per_call(
+                             [&](int i, cudaStream_t st) {
+                               launch_seg_read(cfgs[best[0]], sms, up[size_t(i) % up.size()],
+                                               pdl != 0, sink, st);
+                               launch_seg_read(cfgs[best[1]], sms, dn[size_t(i) % dn.size()],
+                                               pdl != 0, sink, st);
+                             },
+                             k_calls, s);
+    std::printf("short-read %s %s T=%lld pair %-5s (up, then down): %7.2f us, %7.1f GB/s, %5.1f%% "
+                "of read\n",
+                shape, kname, (long long)T, pdl ? "PDL" : "plain", pair_us[pdl],
+                gbps(up_b + dn_b, pair_us[pdl]), 100 * gbps(up_b + dn_b, pair_us[pdl]) / read_gbps);
+  }
+  const double pair_best = std::min(pair_us[0], pair_us[1]);
+  for (const auto& [name, ms] : moe)
+    std::printf("short-read %s %s T=%lld moe_decode %-26s %7.2f us = %5.1f%% of the dependent "
+                "pair (%.2f us), %5.1f%% of one launch of both (%.2f us)\n",
+                shape, kname, (long long)T, name.c_str(), ms * 1e3, 100 * pair_best / (ms * 1e3),
+                pair_best, 100 * best_us[2] / (ms * 1e3), best_us[2]);
+  for (auto* v : {&up, &dn, &all})
+    for (seg_set& x : *v) CK(cudaFree(x.dev));
+  CK(cudaFree(sink));
+}
+
 // Device inputs of routed-MoE steps: the routes as given, a routing weight per pair in
 // [0.05, 1.05), and T x D activations in [-1, 1] as f32 and the same values in bf16 (weights
 // drawn before activations); outputs yf / yb of the same size.
@@ -718,6 +915,11 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
         }
         std::printf("%-6s %-6s   T=%lld %s: speed vs %s:%s\n", sh.name, kname, (long long)T,
                     official ? "official" : "exact", g_ab_configs[0].c_str(), line.c_str());
+        if (g_short_read && official && T <= 4) {
+          std::vector<std::pair<std::string, double>> moe;
+          for (size_t v = 0; v < nc; ++v) moe.emplace_back(g_ab_configs[v], ms[v]);
+          short_read_rows(sh.name, kname, T, routes, r1.w, r3.w, r2.w, moe, c.read_gbps, s);
+        }
         if (g_ab_breakdown && official && T <= 4)
           for (size_t v : {size_t(0), nc - 1}) {
             apply_ab_config(g_ab_configs[v]);
@@ -1605,6 +1807,7 @@ int main(int argc, char** argv) {
     if (a == "--profile") profile = true;
     if (a == "--decode-ab") g_decode_ab = g_decode_only = only_moe = true;
     if (a == "--breakdown") g_ab_breakdown = true;
+    if (a == "--short-read") g_short_read = true;
     if (a == "--ab-official") g_ab_official_only = true;
     if (a == "--ab" && i + 1 < argc) {
       g_ab_configs.clear();

@@ -641,7 +641,7 @@ __device__ __forceinline__ void bar_sync_threads(int id, int threads) {
 // with coherent loads (see chain_args). A template parameter so that the other instantiations keep
 // their SASS.
 template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP = 0, int SSO = 0,
-          bool SLOTS = false>
+          bool SLOTS = false, int KST = k_stages>
 __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ? 4 : 1)
     moe_decode_gemm_kernel(const uint16_t* ain_hi, const uint16_t* ain_lo, int64_t kdim,
                            int64_t rows, int top_k, const int* chunk_count, const int4* chunks,
@@ -652,13 +652,14 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
   constexpr int KS = k_warps / RT;
   // Scale chunks of the rounds in flight (at least one round per chunk) fit the slots.
   constexpr int SS = SSO ? SSO : k_scale_slots;
-  static_assert(k_stages <= SS, "ring deeper than the scale slots");
+  static_assert(KST <= SS, "ring deeper than the scale slots");
   static_assert(!SLOTS || (RING && !SPLIT && RP == 2), "SLOTS: the engine's path only");
+  static_assert(KST == k_stages || SLOTS, "ring depth: k_stages except on the SLOTS path");
   constexpr bool HL2 = SLOTS && !UP;  // W2: h of the running W1/W3 grid (load_act16<true>)
   __shared__ int pair_of[k_chunk];
   __shared__ int fold_last;
   __shared__ float partial[KS > 1 ? (KS - 1) * RT : 1][NM][4][k_warp_size];
-  __shared__ stage_buf<NM> ring[RING ? k_warps : 1][RING ? k_stages : 1];
+  __shared__ stage_buf<NM> ring[RING ? k_warps : 1][RING ? KST : 1];
   __shared__ scale_buf<NM, SS> scale_ring[RING ? k_warps : 1];
   extern __shared__ uint4 dyn_smem[];
   // UP: the plan comes from the launch right before this one (chain 8: the routing and x, from
@@ -744,7 +745,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     // shifts and signed-remainder fix-ups ptxas otherwise recomputes every round (MOE9).
     static_assert((SS & (SS - 1)) == 0, "scale slots: a power of two");
     const int rb32 = int(rb), rpc_shift = geo.rpc_shift, rpc_mask = (1 << geo.rpc_shift) - 1;
-    stage_buf<NM>* const my_ring = &ring[0][0] + warp * k_stages;
+    stage_buf<NM>* const my_ring = &ring[0][0] + warp * KST;
     scale_buf<NM, SS>& my_scales = scale_ring[warp];
     // Round j (of this warp's) into stage j % k_stages, then commit (an empty group past the end
     // keeps one group per round for wait_group).
@@ -779,7 +780,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       cp_async_commit();
     };
 #pragma unroll
-    for (int j = 0; j < k_stages; ++j) issue(j, j);
+    for (int j = 0; j < KST; ++j) issue(j, j);
 
     // h from the launch before; HL2: the slot's h, released group by group by W1/W3's fold. The
     // spin cannot starve its producers: this grid launches only once every W1/W3 block has
@@ -849,8 +850,8 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
 
     // Round j's weights times the activation fragments cxh / cxl, then the refill of its stage.
     const auto round_math = [&](int j, const uint4(&cxh)[4], const uint4(&cxl)[4]) {
-      const int u = j % k_stages;
-      cp_async_wait<k_stages - 1>();  // round j (this lane's copies) has landed
+      const int u = j % KST;
+      cp_async_wait<KST - 1>();  // round j (this lane's copies) has landed
       __syncwarp();                   // and the scale chunks the lanes q == 0 copied for it
       const stage_buf<NM>& b = my_ring[u];
       const int r = rb32 + j, in_chunk = r & rpc_mask;
@@ -872,8 +873,8 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       // shared loads have returned), so the asynchronous copy cannot overtake them. With as
       // many rounds in flight as scale slots, the refill's scale chunk may take the slot this
       // round's chunk was read from by the other lanes of its row: wait for the whole warp.
-      if constexpr (k_stages >= SS) __syncwarp();
-      issue(j + k_stages, u);
+      if constexpr (KST >= SS) __syncwarp();
+      issue(j + KST, u);
     };
     if (staged) {
       if constexpr (!SPLIT) {
@@ -1160,13 +1161,14 @@ int pick_rt(int64_t rows, int64_t rounds, int64_t tokens, int64_t top_k, int64_t
 
 // Resident blocks per SM of one GEMM instantiation with `smem` bytes of dynamic shared memory
 // (queried once without; with, per launch: the staged row length varies with the shapes).
-template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP, int SSO>
+template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP, int SSO,
+          int KST = k_stages>
 int gemm_blocks_per_sm(size_t smem) {
   const auto query = [](size_t bytes) {
     int b = 0;
     if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &b, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO>, k_threads, bytes) !=
-        cudaSuccess)
+            &b, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO, KST != k_stages, KST>,
+            k_threads, bytes) != cudaSuccess)
       b = 1;
     return std::max(b, 1);
   };
@@ -1180,7 +1182,7 @@ int gemm_blocks_per_sm(size_t smem) {
   return n;
 }
 
-template <weight_kind K, bool UP, bool SPLIT, bool RING, int RP, int SSO>
+template <weight_kind K, bool UP, bool SPLIT, bool RING, int RP, int SSO, int KST = k_stages>
 cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int64_t kdim,
                            int64_t rows, int64_t tokens, int64_t experts, int top_k,
                            const int* chunk_count, const int4* chunks, const int* sorted,
@@ -1195,9 +1197,10 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
   const int stage_pairs = UP ? moe_decode_stage_pairs().up : moe_decode_stage_pairs().down;
   const size_t stage_bytes =
       RING && !SPLIT && stage ? size_t(stage_pairs) * (kdim * 2 + (stage_pairs > 1 ? 64 : 0)) : 0;
-  const int blocks_per_sm[3] = {gemm_blocks_per_sm<K, UP, SPLIT, 4, RING, RP, SSO>(stage_bytes),
-                                gemm_blocks_per_sm<K, UP, SPLIT, 2, RING, RP, SSO>(stage_bytes),
-                                gemm_blocks_per_sm<K, UP, SPLIT, 1, RING, RP, SSO>(stage_bytes)};
+  const int blocks_per_sm[3] = {
+      gemm_blocks_per_sm<K, UP, SPLIT, 4, RING, RP, SSO, KST>(stage_bytes),
+      gemm_blocks_per_sm<K, UP, SPLIT, 2, RING, RP, SSO, KST>(stage_bytes),
+      gemm_blocks_per_sm<K, UP, SPLIT, 1, RING, RP, SSO, KST>(stage_bytes)};
   const int rt = pick_rt(rows, kdim / k_round, tokens, top_k, experts, chunks_bound, sms,
                          blocks_per_sm, moe_decode_rt_blocks_per_sm());
   const dim3 grid(unsigned(rows / (16 * rt)), unsigned(chunks_bound));
@@ -1212,24 +1215,33 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
     chain.qcnt = nullptr;
   // SLOTS (chain 16) only on the engine's path (run() sets ready only there).
   constexpr bool slots_ok = RING && !SPLIT && RP == 2;
-#define DSV4_GEMM_K(RT, SL)                                                                       \
-  (stage_bytes ? allow_dynamic_smem(moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO, SL>,  \
-                                    stage_bytes)                                                  \
-               : cudaSuccess) != cudaSuccess                                                      \
-      ? cudaErrorInvalidValue                                                                     \
-      : launch_pdl(RING, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO, SL>, grid,       \
+#define DSV4_GEMM_K(RT, SL)                                                                      \
+  (stage_bytes                                                                                   \
+       ? allow_dynamic_smem(moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO, SL, KST>,    \
+                            stage_bytes)                                                         \
+       : cudaSuccess) != cudaSuccess                                                             \
+      ? cudaErrorInvalidValue                                                                    \
+      : launch_pdl(RING, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO, SL, KST>, grid, \
                    dim3(k_threads), stage_bytes, stream, a_hi, a_lo, kdim, rows, top_k,           \
                    chunk_count, chunks, sorted, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, \
                    stage_bytes > 0 ? stage_pairs : 0, chain)
 #define DSV4_GEMM(RT) (slots_ok && chain.ready ? DSV4_GEMM_K(RT, slots_ok) : DSV4_GEMM_K(RT, false))
   if (!slots_ok && chain.ready) return cudaErrorInvalidValue;
   cudaError_t e;
-  if (rt == 4)
+  if constexpr (KST != k_stages) {  // the SLOTS path only (launch_gemm)
+    if (rt == 4)
+      e = DSV4_GEMM_K(4, true);
+    else if (rt == 2)
+      e = DSV4_GEMM_K(2, true);
+    else
+      e = DSV4_GEMM_K(1, true);
+  } else if (rt == 4) {
     e = DSV4_GEMM(4);
-  else if (rt == 2)
+  } else if (rt == 2) {
     e = DSV4_GEMM(2);
-  else
+  } else {
     e = DSV4_GEMM(1);
+  }
 #undef DSV4_GEMM
 #undef DSV4_GEMM_K
   return e;
@@ -1249,9 +1261,17 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
   launch_gemm_ss<K, UP, SPLIT, RING, RP, SSO>(                                          \
       sms, a_hi, a_lo, kdim, rows, tokens, experts, top_k, chunk_count, chunks, sorted, \
       chunks_bound, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, chain, stream)
-  if constexpr (RING && !SPLIT && RP == 2)
+  if constexpr (RING && !SPLIT && RP == 2) {
+    // Chain 256 / 512 (MOE15, A/B): on the SLOTS path, W2's ring 8 rounds deep (W2 then copies 8
+    // rounds before it waits for its h) / W1/W3's 5 rounds deep (3 blocks per SM; 6 leaves 2 at
+    // RT = 2); 8 scale slots.
+    if (chain.ready && (moe_decode_chain() & (UP ? 512 : 256)))
+      return launch_gemm_ss<K, UP, SPLIT, RING, RP, 0, UP ? 5 : 8>(
+          sms, a_hi, a_lo, kdim, rows, tokens, experts, top_k, chunk_count, chunks, sorted,
+          chunks_bound, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, chain, stream);
     if (const int from = moe_decode_scale_slots_from(); from > 0 && tokens >= from)
       return DSV4_GEMM_SS(k_stages);
+  }
   return DSV4_GEMM_SS(0);
 #undef DSV4_GEMM_SS
 }
@@ -1497,7 +1517,7 @@ namespace {
 int g_chain = 127;
 }  // namespace
 void moe_decode_set_chain(int mask) {
-  g_chain = mask & 255;
+  g_chain = mask & 1023;
 }
 int moe_decode_chain() {
   return g_chain;
