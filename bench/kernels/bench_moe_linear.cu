@@ -43,6 +43,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -661,9 +662,8 @@ seg_set make_segs(const std::vector<int32_t>& route, const device_weight* const*
     for (int m = 0; m < nmat; ++m) {
       const device_weight& w = *mats[m];
       const size_t mb = size_t(w.rows) * size_t(w.cols) / 2;
-      const size_t sb =
-          size_t(dsv4::cuda::scale_matrix_count(w.kind, w.rows, w.cols)) *
-          (w.kind == weight_kind::mxfp4 && !w.scale_e8m0 ? 4 : 1);
+      const size_t sb = size_t(dsv4::cuda::scale_matrix_count(w.kind, w.rows, w.cols)) *
+                        (w.kind == weight_kind::mxfp4 && !w.scale_e8m0 ? 4 : 1);
       const auto* d = static_cast<const uint8_t*>(w.data) + size_t(e) * mb;
       const auto* sc = static_cast<const uint8_t*>(w.scale) + size_t(e) * sb;
       for (auto [ptr, bytes] : {std::pair{d, mb}, std::pair{sc, sb}}) {
@@ -708,6 +708,74 @@ void launch_seg_read(const read_cfg& c, int sms, const seg_set& s, bool pdl, uin
 
 bool g_short_read = false;
 
+#ifdef DSV4_MOE_TRACE
+}  // namespace
+namespace dsv4::cuda {
+void moe_decode_trace_enable(bool on);
+int moe_decode_trace_copy(unsigned long long* t4, int* info4, int max);
+}  // namespace dsv4::cuda
+namespace {
+// --trace (the diagnostic build bench_moe_linear_trace): per configuration, eager calls after a
+// warm-up, each traced on its own (%globaltimer stamps of every block, moe_decode.cu), printed as
+// us after the first W1/W3 block's entry: min / median / max over blocks.
+void trace_rows(const std::string& label, const std::function<void(int, cudaStream_t)>& body,
+                cudaStream_t s) {
+  namespace dc = dsv4::cuda;
+  for (int i = 0; i < k_calls; ++i) body(i, s);
+  CK(cudaStreamSynchronize(s));
+  const int maxr = 8192;
+  std::vector<unsigned long long> t(4 * maxr);
+  std::vector<int> info(4 * maxr);
+  for (int call = 0; call < 4; ++call) {
+    for (int i = 0; i < 4; ++i) body((call * 5 + i) % k_calls, s);  // other experts first
+    dc::moe_decode_trace_enable(true);
+    body((call * 5 + 4) % k_calls, s);
+    CK(cudaStreamSynchronize(s));
+    const int n = dc::moe_decode_trace_copy(t.data(), info.data(), maxr);
+    dc::moe_decode_trace_enable(false);
+    unsigned long long t0 = ~0ull;
+    for (int r = 0; r < n; ++r)
+      if (info[4 * r] == 0) t0 = std::min(t0, t[4 * r]);
+    const auto us = [&](unsigned long long v) { return v ? double(v - t0) * 1e-3 : -1.0; };
+    std::printf("trace %s call %d: %d blocks\n", label.c_str(), call, n);
+    const char* kinds[3] = {"W1/W3", "W2", "combine"};
+    const char* stamps[4] = {"entry", "waited", "loop end", "exit"};
+    for (int k = 0; k < 3; ++k) {
+      std::vector<std::vector<double>> v(4);
+      std::vector<double> fold_exit;
+      std::map<int, double> sm_exit;
+      int cnt = 0;
+      for (int r = 0; r < n; ++r) {
+        if (info[4 * r] != k) continue;
+        ++cnt;
+        for (int j = 0; j < 4; ++j)
+          if (t[4 * r + j]) v[size_t(j)].push_back(us(t[4 * r + j]));
+        if (k == 0 && info[4 * r + 2] >= 1000) fold_exit.push_back(us(t[4 * r + 3]));
+        double& m = sm_exit[info[4 * r + 1]];
+        m = std::max(m, us(t[4 * r + 3]));
+      }
+      if (!cnt) continue;
+      std::printf("  %-7s %4d blocks on %3zu SMs:", kinds[k], cnt, sm_exit.size());
+      for (int j = 0; j < 4; ++j) {
+        auto& x = v[size_t(j)];
+        if (x.empty()) continue;
+        std::sort(x.begin(), x.end());
+        std::printf("  %s %.2f/%.2f/%.2f", stamps[j], x.front(), x[x.size() / 2], x.back());
+      }
+      if (!fold_exit.empty()) {
+        std::sort(fold_exit.begin(), fold_exit.end());
+        std::printf("  fold exits (%zu) %.2f/%.2f/%.2f", fold_exit.size(), fold_exit.front(),
+                    fold_exit[fold_exit.size() / 2], fold_exit.back());
+      }
+      std::vector<double> se;
+      for (auto& [sm, e] : sm_exit) se.push_back(e);
+      std::sort(se.begin(), se.end());
+      std::printf("  per-SM last exit %.2f/%.2f/%.2f\n", se.front(), se[se.size() / 2], se.back());
+    }
+  }
+}
+#endif
+
 // Rows of the short-read ceiling for one (shape, format, T) and the decode's times beside it
 // (moe: the --ab configurations' times of the same process, ms per call).
 void short_read_rows(const char* shape, const char* kname, int64_t T,
@@ -732,7 +800,7 @@ void short_read_rows(const char* shape, const char* kname, int64_t T,
     dn_b += 16.0 * double(dn.back().total) / double(routes.size());
   }
   const read_cfg cfgs[] = {{1, 512, 4}, {1, 1024, 4}, {2, 512, 4}, {2, 512, 8},
-                           {4, 512, 2}, {4, 512, 4}, {4, 256, 8}, {8, 256, 4}};
+                           {4, 512, 2}, {4, 512, 4},  {4, 256, 8}, {8, 256, 4}};
   const int ncfg = int(sizeof cfgs / sizeof cfgs[0]);
   const auto time_one = [&](const std::vector<seg_set>& set, const read_cfg& c) {
     return 1e3 * time_graph_per_call(
@@ -761,32 +829,68 @@ void short_read_rows(const char* shape, const char* kname, int64_t T,
     std::printf("\n");
   }
   for (int part = 0; part < 3; ++part)
-    std::printf("short-read %s %s T=%lld %-8s one launch: %7.2f us, %7.1f GB/s, %5.1f%% of read "
-                "(cfg %d)\n",
-                shape, kname, (long long)T, names[part], best_us[part],
-                gbps(bytes3[part], best_us[part]), 100 * gbps(bytes3[part], best_us[part]) / read_gbps,
-                best[part]);
-  double pair_us[2];
+    std::printf(
+        "short-read %s %s T=%lld %-8s one launch: %7.2f us, %7.1f GB/s, %5.1f%% of read "
+        "(cfg %d)\n",
+        shape, kname, (long long)T, names[part], best_us[part], gbps(bytes3[part], best_us[part]),
+        100 * gbps(bytes3[part], best_us[part]) / read_gbps, best[part]);
+  double pair_us[2], triple_us = 0;
   for (int pdl = 0; pdl < 2; ++pdl) {
-    pair_us[pdl] = 1e3 * time_graph_per_call(
-                             [&](int i, cudaStream_t st) {
-                               launch_seg_read(cfgs[best[0]], sms, up[size_t(i) % up.size()],
-                                               pdl != 0, sink, st);
-                               launch_seg_read(cfgs[best[1]], sms, dn[size_t(i) % dn.size()],
-                                               pdl != 0, sink, st);
-                             },
-                             k_calls, s);
-    std::printf("short-read %s %s T=%lld pair %-5s (up, then down): %7.2f us, %7.1f GB/s, %5.1f%% "
-                "of read\n",
-                shape, kname, (long long)T, pdl ? "PDL" : "plain", pair_us[pdl],
-                gbps(up_b + dn_b, pair_us[pdl]), 100 * gbps(up_b + dn_b, pair_us[pdl]) / read_gbps);
+    pair_us[pdl] =
+        1e3 *
+        time_graph_per_call(
+            [&](int i, cudaStream_t st) {
+              launch_seg_read(cfgs[best[0]], sms, up[size_t(i) % up.size()], pdl != 0, sink, st);
+              launch_seg_read(cfgs[best[1]], sms, dn[size_t(i) % dn.size()], pdl != 0, sink, st);
+            },
+            k_calls, s);
+    std::printf(
+        "short-read %s %s T=%lld pair %-5s (up, then down): %7.2f us, %7.1f GB/s, %5.1f%% "
+        "of read\n",
+        shape, kname, (long long)T, pdl ? "PDL" : "plain", pair_us[pdl],
+        gbps(up_b + dn_b, pair_us[pdl]), 100 * gbps(up_b + dn_b, pair_us[pdl]) / read_gbps);
+  }
+  // The decode's third launch (the combine) as a read of its input, out (T * top_k rows of f32),
+  // after the pair: one block per 8 KB, PDL.
+  {
+    const int64_t K = int64_t(routes[0].size()) / T, D = w2.rows;
+    const uint64_t words = uint64_t(T * K * D * 4) / 16;
+    void* outb;
+    CK(cudaMalloc(&outb, words * 16));
+    fill(outb, words * 16, 5, 0);
+    const read_seg one{static_cast<const uint4*>(outb), 0, words};
+    seg_set small;
+    small.count = 1;
+    small.total = words;
+    CK(cudaMalloc(&small.dev, sizeof(read_seg)));
+    CK(cudaMemcpy(small.dev, &one, sizeof(read_seg), cudaMemcpyHostToDevice));
+    const int small_blocks = int(std::max<uint64_t>(1, words / 512));
+    const read_cfg sc{1, 256, 2};
+    const double tri =
+        1e3 * time_graph_per_call(
+                  [&](int i, cudaStream_t st) {
+                    launch_seg_read(cfgs[best[0]], sms, up[size_t(i) % up.size()], true, sink, st);
+                    launch_seg_read(cfgs[best[1]], sms, dn[size_t(i) % dn.size()], true, sink, st);
+                    launch_seg_read(sc, small_blocks, small, true, sink, st);
+                  },
+                  k_calls, s);
+    std::printf(
+        "short-read %s %s T=%lld triple PDL (up, down, then %llu KB like the combine): "
+        "%7.2f us, %5.1f%% of read on the weights\n",
+        shape, kname, (long long)T, (unsigned long long)(words * 16 / 1024), tri,
+        100 * gbps(up_b + dn_b, tri) / read_gbps);
+    CK(cudaFree(small.dev));
+    CK(cudaFree(outb));
+    triple_us = tri;
   }
   const double pair_best = std::min(pair_us[0], pair_us[1]);
   for (const auto& [name, ms] : moe)
-    std::printf("short-read %s %s T=%lld moe_decode %-26s %7.2f us = %5.1f%% of the dependent "
-                "pair (%.2f us), %5.1f%% of one launch of both (%.2f us)\n",
-                shape, kname, (long long)T, name.c_str(), ms * 1e3, 100 * pair_best / (ms * 1e3),
-                pair_best, 100 * best_us[2] / (ms * 1e3), best_us[2]);
+    std::printf(
+        "short-read %s %s T=%lld moe_decode %-26s %7.2f us = %5.1f%% of the dependent "
+        "pair (%.2f us), %5.1f%% of the triple (%.2f us), %5.1f%% of one launch of both "
+        "(%.2f us)\n",
+        shape, kname, (long long)T, name.c_str(), ms * 1e3, 100 * pair_best / (ms * 1e3), pair_best,
+        100 * triple_us / (ms * 1e3), triple_us, 100 * best_us[2] / (ms * 1e3), best_us[2]);
   for (auto* v : {&up, &dn, &all})
     for (seg_set& x : *v) CK(cudaFree(x.dev));
   CK(cudaFree(sink));
@@ -920,6 +1024,16 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
           for (size_t v = 0; v < nc; ++v) moe.emplace_back(g_ab_configs[v], ms[v]);
           short_read_rows(sh.name, kname, T, routes, r1.w, r3.w, r2.w, moe, c.read_gbps, s);
         }
+#ifdef DSV4_MOE_TRACE
+        if (official && T <= 4)
+          for (size_t v = 0; v < nc; ++v) {
+            apply_ab_config(g_ab_configs[v]);
+            trace_rows(std::string(sh.name) + " " + kname + " T=" + std::to_string(T) + " " +
+                           g_ab_configs[v],
+                       body, s);
+            reset_ab_config();
+          }
+#endif
         if (g_ab_breakdown && official && T <= 4)
           for (size_t v : {size_t(0), nc - 1}) {
             apply_ab_config(g_ab_configs[v]);

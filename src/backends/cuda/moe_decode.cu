@@ -46,6 +46,7 @@
 #include <mutex>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "backends/cuda/activation.cuh"
 #include "backends/cuda/fp4_mma.cuh"
@@ -598,6 +599,52 @@ struct chain_args {
   int stage_h1;
 };
 
+#ifdef DSV4_MOE_TRACE
+// Diagnostic build only (bench_moe_linear_trace; never the library's default): %globaltimer
+// stamps of thread 0 of every block of the traced calls: t[0] entry, t[1] after the wait for the
+// predecessor (W2: its slot's h), t[2] after the weight loop, t[3] exit.
+struct moe_trace_rec {
+  unsigned long long t[4];
+  int kind, sm, slot, bx;  // kind 0 W1/W3, 1 W2, 2 combine
+};
+constexpr int k_trace_max = 8192;
+__device__ moe_trace_rec g_trace[k_trace_max];
+__device__ unsigned g_trace_n;
+__device__ int g_trace_on;
+__device__ __forceinline__ unsigned long long trace_now() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+struct trace_block {  // stamps in shared memory: no registers taken from the kernel
+  unsigned long long* t;
+  __device__ trace_block() {
+    __shared__ unsigned long long stamps[4];
+    t = stamps;
+    if (threadIdx.x == 0)
+      for (int i = 0; i < 4; ++i) t[i] = 0;
+  }
+  __device__ void stamp(int i) {
+    if (threadIdx.x == 0) t[i] = trace_now();
+  }
+  __device__ void flush(int kind, int slot) {
+    if (threadIdx.x != 0 || !g_trace_on) return;
+    t[3] = trace_now();
+    const unsigned k = atomicAdd(&g_trace_n, 1u);
+    if (k >= unsigned(k_trace_max)) return;
+    unsigned sm;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    moe_trace_rec r;
+    for (int i = 0; i < 4; ++i) r.t[i] = t[i];
+    r.kind = kind, r.sm = int(sm), r.slot = slot, r.bx = int(blockIdx.x);
+    g_trace[k] = r;
+  }
+};
+#define DSV4_TRACE(...) __VA_ARGS__
+#else
+#define DSV4_TRACE(...)
+#endif
+
 // Counters polled by many blocks each own a 128-byte line.
 constexpr int k_ready_stride = 32;
 
@@ -662,9 +709,11 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
   __shared__ stage_buf<NM> ring[RING ? k_warps : 1][RING ? KST : 1];
   __shared__ scale_buf<NM, SS> scale_ring[RING ? k_warps : 1];
   extern __shared__ uint4 dyn_smem[];
+  DSV4_TRACE(trace_block tr; tr.stamp(0));
   // UP: the plan comes from the launch right before this one (chain 8: the routing and x, from
   // launches before the call).
   if constexpr (UP) pdl_wait();
+  DSV4_TRACE(if constexpr (UP) tr.stamp(1));
   const int slot = blockIdx.y;
   int4 c;
   unsigned self_mask = 0;  // chain 8: the chunk's pair positions
@@ -795,6 +844,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
         wait_counter(chain.ready + slot * k_ready_stride, chain.ready_target);
       else
         pdl_wait();
+      DSV4_TRACE(tr.stamp(1));
     }
     pdl_trigger();
     // Staged activations (stage_x: the launch gave kdim * 2 bytes of dynamic shared memory; bf16
@@ -852,7 +902,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     const auto round_math = [&](int j, const uint4(&cxh)[4], const uint4(&cxl)[4]) {
       const int u = j % KST;
       cp_async_wait<KST - 1>();  // round j (this lane's copies) has landed
-      __syncwarp();                   // and the scale chunks the lanes q == 0 copied for it
+      __syncwarp();              // and the scale chunks the lanes q == 0 copied for it
       const stage_buf<NM>& b = my_ring[u];
       const int r = rb32 + j, in_chunk = r & rpc_mask;
       const int word = K == weight_kind::nvfp4 ? in_chunk * 2 + (q >> 1)  // word_of
@@ -902,6 +952,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       }
     }
     cp_async_wait<0>();
+    DSV4_TRACE(tr.stamp(2));
   } else {  // the first version's register double buffer (two rounds in flight), plain launches
     if constexpr (!UP) pdl_wait();  // no-op without PDL
     __syncthreads();                // pair_of
@@ -950,7 +1001,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
 #pragma unroll
         for (int i = 0; i < 4; ++i) partial[(kpart - 1) * RT + tile][m][i][lane] = acc[m][i];
     __syncthreads();
-    if (kpart > 0) return;
+    if (kpart > 0) return;  // (thread 0 is kpart 0)
     for (int p = 1; p < KS; ++p)
 #pragma unroll
       for (int m = 0; m < NM; ++m)
@@ -994,8 +1045,12 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
   // W1/W3 memory operation precedes a release that some W2 block observed before it completed
   // (a slot's last release follows every fold count of its groups), hence precedes W2's
   // completion, which the combine's griddepcontrol.wait covers.
+  DSV4_TRACE(if constexpr (!UP) tr.flush(1, slot));
   if constexpr (UP) {
-    if (!chain.qcnt) return;
+    if (!chain.qcnt) {
+      DSV4_TRACE(tr.flush(0, slot));
+      return;
+    }
     // The quantize launch's work, by the last block of each (chunk, 128-row group): one group per
     // block (16 * RT divides 128), 128 / (16 * RT) blocks per group. The warps left are kpart 0,
     // threads 0 .. RT * 32 - 1.
@@ -1021,7 +1076,10 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       }
     }
     bar_sync_threads(1, active);
-    if (!fold_last) return;
+    if (!fold_last) {
+      DSV4_TRACE(tr.flush(0, slot));
+      return;
+    }
     for (int i = warp; i < c.z; i += RT) {
       const int p = pair_of[i];
       quantize_h_block(load_h_block<true>(hf + int64_t(p) * rows + grp * 128, lane),
@@ -1034,6 +1092,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
         asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(r) : "memory");
       }
     }
+    DSV4_TRACE(tr.flush(0, slot + 1000));  // a folding block
   }
 }
 
@@ -1072,7 +1131,9 @@ __global__ void moe_decode_combine_kernel(const float* out, const int32_t* indic
                                           const float* weights, int64_t tokens, int top_k,
                                           int64_t experts, int64_t hidden, act_t* y, int* zero,
                                           int n_zero) {
+  DSV4_TRACE(trace_block tr; tr.stamp(0));
   pdl_wait();
+  DSV4_TRACE(tr.stamp(1));
   pdl_trigger();
   if constexpr (ZERO)
     if (blockIdx.x == 0)
@@ -1120,6 +1181,7 @@ __global__ void moe_decode_combine_kernel(const float* out, const int32_t* indic
     }
     y[i] = act_from_f32<act_t>(bad ? __uint_as_float(0x7fc00000u) : acc);
   }
+  DSV4_TRACE(tr.stamp(2); tr.flush(2, 0));
 }
 
 // Row tiles per block (RT; 4 / RT warps split K). Old rule (min_blocks_per_sm > 0, set by
@@ -1215,13 +1277,13 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
     chain.qcnt = nullptr;
   // SLOTS (chain 16) only on the engine's path (run() sets ready only there).
   constexpr bool slots_ok = RING && !SPLIT && RP == 2;
-#define DSV4_GEMM_K(RT, SL)                                                                      \
-  (stage_bytes                                                                                   \
-       ? allow_dynamic_smem(moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO, SL, KST>,    \
-                            stage_bytes)                                                         \
-       : cudaSuccess) != cudaSuccess                                                             \
-      ? cudaErrorInvalidValue                                                                    \
-      : launch_pdl(RING, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO, SL, KST>, grid, \
+#define DSV4_GEMM_K(RT, SL)                                                                       \
+  (stage_bytes                                                                                    \
+       ? allow_dynamic_smem(moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO, SL, KST>,     \
+                            stage_bytes)                                                          \
+       : cudaSuccess) != cudaSuccess                                                              \
+      ? cudaErrorInvalidValue                                                                     \
+      : launch_pdl(RING, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO, SL, KST>, grid,  \
                    dim3(k_threads), stage_bytes, stream, a_hi, a_lo, kdim, rows, top_k,           \
                    chunk_count, chunks, sorted, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, \
                    stage_bytes > 0 ? stage_pairs : 0, chain)
@@ -1266,9 +1328,11 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
     // rounds before it waits for its h) / W1/W3's 5 rounds deep (3 blocks per SM; 6 leaves 2 at
     // RT = 2); 8 scale slots.
     if (chain.ready && (moe_decode_chain() & (UP ? 512 : 256)))
-      return launch_gemm_ss<K, UP, SPLIT, RING, RP, 0, UP ? 5 : 8>(
-          sms, a_hi, a_lo, kdim, rows, tokens, experts, top_k, chunk_count, chunks, sorted,
-          chunks_bound, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, chain, stream);
+      return launch_gemm_ss < K, UP, SPLIT, RING, RP, 0,
+             UP ? 5
+                : 8 > (sms, a_hi, a_lo, kdim, rows, tokens, experts, top_k, chunk_count, chunks,
+                       sorted, chunks_bound, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out,
+                       chain, stream);
     if (const int from = moe_decode_scale_slots_from(); from > 0 && tokens >= from)
       return DSV4_GEMM_SS(k_stages);
   }
@@ -1516,6 +1580,32 @@ namespace {
 // neutral); 128 (A/B): 16 at every T (T = 64 neutral).
 int g_chain = 127;
 }  // namespace
+#ifdef DSV4_MOE_TRACE
+// Trace control for the diagnostic build: on (clears the records) / off; copy out (returns the
+// count, at most k_trace_max).
+void moe_decode_trace_enable(bool on) {
+  const unsigned zero = 0;
+  const int v = on ? 1 : 0;
+  cudaDeviceSynchronize();
+  cudaMemcpyToSymbol(g_trace_n, &zero, sizeof zero);
+  cudaMemcpyToSymbol(g_trace_on, &v, sizeof v);
+  cudaDeviceSynchronize();
+}
+int moe_decode_trace_copy(unsigned long long* t4, int* info4, int max) {
+  unsigned n = 0;
+  cudaDeviceSynchronize();
+  cudaMemcpyFromSymbol(&n, g_trace_n, sizeof n);
+  n = std::min<unsigned>(n, std::min<unsigned>(unsigned(max), unsigned(k_trace_max)));
+  std::vector<moe_trace_rec> r(n);
+  if (n) cudaMemcpyFromSymbol(r.data(), g_trace, n * sizeof(moe_trace_rec));
+  for (unsigned i = 0; i < n; ++i) {
+    for (int j = 0; j < 4; ++j) t4[4 * i + j] = r[i].t[j];
+    info4[4 * i] = r[i].kind, info4[4 * i + 1] = r[i].sm, info4[4 * i + 2] = r[i].slot,
+              info4[4 * i + 3] = r[i].bx;
+  }
+  return int(n);
+}
+#endif
 void moe_decode_set_chain(int mask) {
   g_chain = mask & 1023;
 }
