@@ -90,8 +90,11 @@ std::vector<std::string> g_ab_configs = {"r4", "s0"};
 // default (15). MOE13: "f" W2 waits per slot for h released by the fold of W1/W3 (16, at T <= 4
 // with the engine's path), "g" with it W2 stages h at T = 1 too (32), "m" with it the fold's
 // fences as one acq_rel RMW (64; since MOE14 part of 16, "m" a no-op); "hwlpfgm" = the default
-// (127). MOE14: 16 up to T = 16 (was 4); "t" 16 at every T (128). MOE15: with 16, "d" W2's ring
-// 8 rounds deep (256), "e" W1/W3's 5 deep (512).
+// (127). MOE14: 16 up to T = 16 (was 4); "t" 16 at every T (128). MOE15: "c" a one-wave W2 grid
+// of 16 at most ceil(blocks / SMs) blocks per SM (256; "hwlpfgmc" = 383, the default); a negative
+// number after the first letter forces row tiles, -(10 u + d): u for W1/W3, d for W2 (1, 2 or 4;
+// 0 = the model), e.g. "s-20x4.2.4hwlpfgm" (MOE15's ring-depth switches, "d" / "e", measured
+// no faster and were removed: 2026-11-26_s13_moe15_NOTES.md).
 void apply_ab_config(const std::string& c) {
   dsv4::cuda::moe_decode_set_shift_decode(c[0] == 's');
   dsv4::cuda::moe_decode_set_chain(
@@ -99,7 +102,7 @@ void apply_ab_config(const std::string& c) {
       (c.find('l') != std::string::npos ? 4 : 0) | (c.find('p') != std::string::npos ? 8 : 0) |
       (c.find('f') != std::string::npos ? 16 : 0) | (c.find('g') != std::string::npos ? 32 : 0) |
       (c.find('m') != std::string::npos ? 64 : 0) | (c.find('t') != std::string::npos ? 128 : 0) |
-      (c.find('d') != std::string::npos ? 256 : 0) | (c.find('e') != std::string::npos ? 512 : 0));
+      (c.find('c') != std::string::npos ? 256 : 0));
   dsv4::cuda::moe_decode_set_rt_blocks_per_sm(std::atoi(c.c_str() + 1));
   const size_t qpos = c.find('q');
   dsv4::cuda::moe_decode_set_scale_slots_from(
@@ -1034,8 +1037,14 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
             reset_ab_config();
           }
 #endif
+        // (Chain 16's W2 waits for counters that only W1/W3 releases: with W1/W3 replaced by an
+        // empty kernel it would spin until its trap, so the breakdown skips such configurations.)
         if (g_ab_breakdown && official && T <= 4)
           for (size_t v : {size_t(0), nc - 1}) {
+            if (g_ab_configs[v].find('f') != std::string::npos) {
+              std::printf("breakdown %s: skipped (chain 16)\n", g_ab_configs[v].c_str());
+              continue;
+            }
             apply_ab_config(g_ab_configs[v]);
             const std::string label = std::string(sh.name) + " " + kname +
                                       " T=" + std::to_string(T) + " " + g_ab_configs[v];
@@ -1144,13 +1153,16 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
                       decode_body(dc::moe_decode_experts_official<__nv_bfloat16>, xb, yb, ws_new),
                       k_calls, s);
       const repacked_copy r1(w1, {}), r3(w3, {}), r2(w2, {});
-      stage_breakdown(("flash mxfp4 bf16 official repacked" + tl).c_str(),
+      // Without chain 16 (see the --decode-ab breakdown): 15's launches.
+      dsv4::cuda::moe_decode_set_chain(g_chain_default & 15);
+      stage_breakdown(("flash mxfp4 bf16 official repacked chain 15" + tl).c_str(),
                       [=, &r1, &r3, &r2](int i, cudaStream_t st) {
                         CK(dc::moe_decode_experts_official_repacked<__nv_bfloat16>(
                             xb, T, idx + size_t(i) * T * K, wts + size_t(i) * T * K, K, r1.w, r3.w,
                             r2.w, 10.0f, ws, ws_new, yb, st));
                       },
                       k_calls, s);
+      dsv4::cuda::moe_decode_set_chain(g_chain_default);
     }
     // Per-expert cuBLAS BF16 loop (host-known routing; 3 GEMMs per touched expert).
     void *hb1 = nullptr, *hb2 = nullptr;

@@ -688,7 +688,7 @@ __device__ __forceinline__ void bar_sync_threads(int id, int threads) {
 // with coherent loads (see chain_args). A template parameter so that the other instantiations keep
 // their SASS.
 template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP = 0, int SSO = 0,
-          bool SLOTS = false, int KST = k_stages>
+          bool SLOTS = false>
 __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ? 4 : 1)
     moe_decode_gemm_kernel(const uint16_t* ain_hi, const uint16_t* ain_lo, int64_t kdim,
                            int64_t rows, int top_k, const int* chunk_count, const int4* chunks,
@@ -699,14 +699,13 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
   constexpr int KS = k_warps / RT;
   // Scale chunks of the rounds in flight (at least one round per chunk) fit the slots.
   constexpr int SS = SSO ? SSO : k_scale_slots;
-  static_assert(KST <= SS, "ring deeper than the scale slots");
+  static_assert(k_stages <= SS, "ring deeper than the scale slots");
   static_assert(!SLOTS || (RING && !SPLIT && RP == 2), "SLOTS: the engine's path only");
-  static_assert(KST == k_stages || SLOTS, "ring depth: k_stages except on the SLOTS path");
   constexpr bool HL2 = SLOTS && !UP;  // W2: h of the running W1/W3 grid (load_act16<true>)
   __shared__ int pair_of[k_chunk];
   __shared__ int fold_last;
   __shared__ float partial[KS > 1 ? (KS - 1) * RT : 1][NM][4][k_warp_size];
-  __shared__ stage_buf<NM> ring[RING ? k_warps : 1][RING ? KST : 1];
+  __shared__ stage_buf<NM> ring[RING ? k_warps : 1][RING ? k_stages : 1];
   __shared__ scale_buf<NM, SS> scale_ring[RING ? k_warps : 1];
   extern __shared__ uint4 dyn_smem[];
   DSV4_TRACE(trace_block tr; tr.stamp(0));
@@ -794,7 +793,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     // shifts and signed-remainder fix-ups ptxas otherwise recomputes every round (MOE9).
     static_assert((SS & (SS - 1)) == 0, "scale slots: a power of two");
     const int rb32 = int(rb), rpc_shift = geo.rpc_shift, rpc_mask = (1 << geo.rpc_shift) - 1;
-    stage_buf<NM>* const my_ring = &ring[0][0] + warp * KST;
+    stage_buf<NM>* const my_ring = &ring[0][0] + warp * k_stages;
     scale_buf<NM, SS>& my_scales = scale_ring[warp];
     // Round j (of this warp's) into stage j % k_stages, then commit (an empty group past the end
     // keeps one group per round for wait_group).
@@ -829,7 +828,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       cp_async_commit();
     };
 #pragma unroll
-    for (int j = 0; j < KST; ++j) issue(j, j);
+    for (int j = 0; j < k_stages; ++j) issue(j, j);
 
     // h from the launch before; HL2: the slot's h, released group by group by W1/W3's fold. The
     // spin cannot starve its producers: this grid launches only once every W1/W3 block has
@@ -900,9 +899,9 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
 
     // Round j's weights times the activation fragments cxh / cxl, then the refill of its stage.
     const auto round_math = [&](int j, const uint4(&cxh)[4], const uint4(&cxl)[4]) {
-      const int u = j % KST;
-      cp_async_wait<KST - 1>();  // round j (this lane's copies) has landed
-      __syncwarp();              // and the scale chunks the lanes q == 0 copied for it
+      const int u = j % k_stages;
+      cp_async_wait<k_stages - 1>();  // round j (this lane's copies) has landed
+      __syncwarp();                   // and the scale chunks the lanes q == 0 copied for it
       const stage_buf<NM>& b = my_ring[u];
       const int r = rb32 + j, in_chunk = r & rpc_mask;
       const int word = K == weight_kind::nvfp4 ? in_chunk * 2 + (q >> 1)  // word_of
@@ -923,8 +922,8 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       // shared loads have returned), so the asynchronous copy cannot overtake them. With as
       // many rounds in flight as scale slots, the refill's scale chunk may take the slot this
       // round's chunk was read from by the other lanes of its row: wait for the whole warp.
-      if constexpr (KST >= SS) __syncwarp();
-      issue(j + KST, u);
+      if constexpr (k_stages >= SS) __syncwarp();
+      issue(j + k_stages, u);
     };
     if (staged) {
       if constexpr (!SPLIT) {
@@ -1199,8 +1198,15 @@ __global__ void moe_decode_combine_kernel(const float* out, const int32_t* indic
 // of a block) is the one of 8..12 that reproduces every best-measured choice of that run.
 constexpr int k_block_overhead_rounds = 12;
 
-int pick_rt(int64_t rows, int64_t rounds, int64_t tokens, int64_t top_k, int64_t experts,
+int pick_rt(bool up, int64_t rows, int64_t rounds, int64_t tokens, int64_t top_k, int64_t experts,
             int64_t chunks_bound, int sms, const int (&blocks_per_sm)[3], int min_blocks_per_sm) {
+  // A/B codes (MOE15, moe_decode_set_rt_blocks_per_sm(-(10 u + d))): RT u for W1/W3 and d for
+  // W2 where it is 1, 2 or 4, else the model below.
+  if (min_blocks_per_sm < 0) {
+    const int f = up ? (-min_blocks_per_sm / 10) % 10 : -min_blocks_per_sm % 10;
+    if (f == 1 || f == 2 || f == 4) return f;
+    min_blocks_per_sm = 0;
+  }
   if (min_blocks_per_sm > 0) {
     for (int rt : {4, 2})
       if ((rows / (16 * rt)) * chunks_bound >= min_blocks_per_sm * int64_t(sms)) return rt;
@@ -1223,14 +1229,13 @@ int pick_rt(int64_t rows, int64_t rounds, int64_t tokens, int64_t top_k, int64_t
 
 // Resident blocks per SM of one GEMM instantiation with `smem` bytes of dynamic shared memory
 // (queried once without; with, per launch: the staged row length varies with the shapes).
-template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP, int SSO,
-          int KST = k_stages>
+template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP, int SSO>
 int gemm_blocks_per_sm(size_t smem) {
   const auto query = [](size_t bytes) {
     int b = 0;
     if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &b, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO, KST != k_stages, KST>,
-            k_threads, bytes) != cudaSuccess)
+            &b, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO>, k_threads, bytes) !=
+        cudaSuccess)
       b = 1;
     return std::max(b, 1);
   };
@@ -1244,7 +1249,54 @@ int gemm_blocks_per_sm(size_t smem) {
   return n;
 }
 
-template <weight_kind K, bool UP, bool SPLIT, bool RING, int RP, int SSO, int KST = k_stages>
+// Dynamic shared memory (at least `base`) that leaves `kernel` at most `cap` resident blocks per
+// SM (never fewer than `base` allows), or `base` where that is already so. Cached per kernel
+// for the latest (base, cap).
+size_t dyn_smem_for_cap(const void* kernel, size_t base, int cap) {
+  static std::mutex mu;
+  static std::map<const void*, std::pair<uint64_t, size_t>> cache;
+  const uint64_t key = (uint64_t(base) << 8) | uint64_t(cap);
+  {
+    const std::lock_guard<std::mutex> lock(mu);
+    if (const auto it = cache.find(kernel); it != cache.end() && it->second.first == key)
+      return it->second.second;
+  }
+  const auto blocks = [&](size_t bytes) {
+    int b = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, kernel, k_threads, bytes) !=
+        cudaSuccess) {
+      cudaGetLastError();
+      return -1;
+    }
+    return b;
+  };
+  size_t bytes = base;
+  cudaFuncAttributes a{};
+  int device = 0, per_sm = 0, reserved = 0;
+  if (cap > 0 && blocks(base) > cap && cudaFuncGetAttributes(&a, kernel) == cudaSuccess &&
+      cudaGetDevice(&device) == cudaSuccess &&
+      cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device) ==
+          cudaSuccess &&
+      cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device) ==
+          cudaSuccess) {
+    // Per block: static + dynamic + reserved > per_sm / (cap + 1).
+    const int64_t want =
+        int64_t(per_sm) / (cap + 1) + 1 - int64_t(a.sharedSizeBytes) - int64_t(reserved);
+    size_t pad = size_t(std::max<int64_t>(int64_t(base), (want + 127) / 128 * 128));
+    if (allow_dynamic_smem(kernel, pad) == cudaSuccess) {
+      for (int i = 0; i < 8 && blocks(pad) > cap; ++i) pad += 128;
+      const int b = blocks(pad);
+      if (b == cap) bytes = pad;
+    } else {
+      cudaGetLastError();
+    }
+  }
+  const std::lock_guard<std::mutex> lock(mu);
+  cache[kernel] = {key, bytes};
+  return bytes;
+}
+
+template <weight_kind K, bool UP, bool SPLIT, bool RING, int RP, int SSO>
 cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int64_t kdim,
                            int64_t rows, int64_t tokens, int64_t experts, int top_k,
                            const int* chunk_count, const int4* chunks, const int* sorted,
@@ -1259,11 +1311,10 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
   const int stage_pairs = UP ? moe_decode_stage_pairs().up : moe_decode_stage_pairs().down;
   const size_t stage_bytes =
       RING && !SPLIT && stage ? size_t(stage_pairs) * (kdim * 2 + (stage_pairs > 1 ? 64 : 0)) : 0;
-  const int blocks_per_sm[3] = {
-      gemm_blocks_per_sm<K, UP, SPLIT, 4, RING, RP, SSO, KST>(stage_bytes),
-      gemm_blocks_per_sm<K, UP, SPLIT, 2, RING, RP, SSO, KST>(stage_bytes),
-      gemm_blocks_per_sm<K, UP, SPLIT, 1, RING, RP, SSO, KST>(stage_bytes)};
-  const int rt = pick_rt(rows, kdim / k_round, tokens, top_k, experts, chunks_bound, sms,
+  const int blocks_per_sm[3] = {gemm_blocks_per_sm<K, UP, SPLIT, 4, RING, RP, SSO>(stage_bytes),
+                                gemm_blocks_per_sm<K, UP, SPLIT, 2, RING, RP, SSO>(stage_bytes),
+                                gemm_blocks_per_sm<K, UP, SPLIT, 1, RING, RP, SSO>(stage_bytes)};
+  const int rt = pick_rt(UP, rows, kdim / k_round, tokens, top_k, experts, chunks_bound, sms,
                          blocks_per_sm, moe_decode_rt_blocks_per_sm());
   const dim3 grid(unsigned(rows / (16 * rt)), unsigned(chunks_bound));
   // The quantization folded into W1/W3 only where the grid is one wave: each block's counter
@@ -1277,33 +1328,39 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
     chain.qcnt = nullptr;
   // SLOTS (chain 16) only on the engine's path (run() sets ready only there).
   constexpr bool slots_ok = RING && !SPLIT && RP == 2;
-#define DSV4_GEMM_K(RT, SL)                                                                       \
-  (stage_bytes                                                                                    \
-       ? allow_dynamic_smem(moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO, SL, KST>,     \
-                            stage_bytes)                                                          \
-       : cudaSuccess) != cudaSuccess                                                              \
-      ? cudaErrorInvalidValue                                                                     \
-      : launch_pdl(RING, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO, SL, KST>, grid,  \
-                   dim3(k_threads), stage_bytes, stream, a_hi, a_lo, kdim, rows, top_k,           \
-                   chunk_count, chunks, sorted, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, \
-                   stage_bytes > 0 ? stage_pairs : 0, chain)
+  // Chain 256 (MOE15): a one-wave W2 grid of the SLOTS path at most ceil(blocks / SMs) blocks per
+  // SM (padded dynamic shared memory). Its blocks take the SM slots that W1/W3's blocks free,
+  // first on the SMs whose W1/W3 blocks end first: at Flash T = 1 (384 blocks, 4 per SM) they
+  // piled 4 deep on ~110 SMs (trace), each SM then issue-bound on 16 warps' E2M1 expansion while
+  // ~20 SMs ran no W2 block. Same kernels and row tiles (the same sums).
+  int pad_cap = 0;
+  if constexpr (!UP && slots_ok)
+    if (chain.ready && (moe_decode_chain() & 256)) {
+      const int64_t blocks = int64_t(grid.x) * grid.y;
+      if (blocks <= int64_t(blocks_per_sm[rt_index]) * sms) pad_cap = int((blocks + sms - 1) / sms);
+      if (pad_cap >= blocks_per_sm[rt_index]) pad_cap = 0;
+    }
+#define DSV4_GEMM_K(RT, SL)                                                                        \
+  [&] {                                                                                            \
+    const auto kernel = moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO, SL>;               \
+    const size_t dyn =                                                                             \
+        pad_cap ? dyn_smem_for_cap(reinterpret_cast<const void*>(kernel), stage_bytes, pad_cap)    \
+                : stage_bytes;                                                                     \
+    return (dyn ? allow_dynamic_smem(kernel, dyn) : cudaSuccess) != cudaSuccess                    \
+               ? cudaErrorInvalidValue                                                             \
+               : launch_pdl(RING, kernel, grid, dim3(k_threads), dyn, stream, a_hi, a_lo, kdim,    \
+                            rows, top_k, chunk_count, chunks, sorted, wa, wb, limit, pair_weights, \
+                            h_hi, h_lo, hf, out, stage_bytes > 0 ? stage_pairs : 0, chain);        \
+  }()
 #define DSV4_GEMM(RT) (slots_ok && chain.ready ? DSV4_GEMM_K(RT, slots_ok) : DSV4_GEMM_K(RT, false))
   if (!slots_ok && chain.ready) return cudaErrorInvalidValue;
   cudaError_t e;
-  if constexpr (KST != k_stages) {  // the SLOTS path only (launch_gemm)
-    if (rt == 4)
-      e = DSV4_GEMM_K(4, true);
-    else if (rt == 2)
-      e = DSV4_GEMM_K(2, true);
-    else
-      e = DSV4_GEMM_K(1, true);
-  } else if (rt == 4) {
+  if (rt == 4)
     e = DSV4_GEMM(4);
-  } else if (rt == 2) {
+  else if (rt == 2)
     e = DSV4_GEMM(2);
-  } else {
+  else
     e = DSV4_GEMM(1);
-  }
 #undef DSV4_GEMM
 #undef DSV4_GEMM_K
   return e;
@@ -1323,19 +1380,9 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
   launch_gemm_ss<K, UP, SPLIT, RING, RP, SSO>(                                          \
       sms, a_hi, a_lo, kdim, rows, tokens, experts, top_k, chunk_count, chunks, sorted, \
       chunks_bound, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, chain, stream)
-  if constexpr (RING && !SPLIT && RP == 2) {
-    // Chain 256 / 512 (MOE15, A/B): on the SLOTS path, W2's ring 8 rounds deep (W2 then copies 8
-    // rounds before it waits for its h) / W1/W3's 5 rounds deep (3 blocks per SM; 6 leaves 2 at
-    // RT = 2); 8 scale slots.
-    if (chain.ready && (moe_decode_chain() & (UP ? 512 : 256)))
-      return launch_gemm_ss < K, UP, SPLIT, RING, RP, 0,
-             UP ? 5
-                : 8 > (sms, a_hi, a_lo, kdim, rows, tokens, experts, top_k, chunk_count, chunks,
-                       sorted, chunks_bound, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out,
-                       chain, stream);
+  if constexpr (RING && !SPLIT && RP == 2)
     if (const int from = moe_decode_scale_slots_from(); from > 0 && tokens >= from)
       return DSV4_GEMM_SS(k_stages);
-  }
   return DSV4_GEMM_SS(0);
 #undef DSV4_GEMM_SS
 }
@@ -1578,7 +1625,8 @@ namespace {
 // fence.sc path is gone, bit 64 is accepted and ignored, so 127 is still the default's mask).
 // 16 at T <= 16 (was 4; H100: Flash T = 8 / 16 1.08 / 1.04x, Pro T = 8 1.04x, Pro T = 16
 // neutral); 128 (A/B): 16 at every T (T = 64 neutral).
-int g_chain = 127;
+// MOE15: 256 (a one-wave W2 grid capped at ceil(blocks / SMs) blocks per SM); 383 the default.
+int g_chain = 383;
 }  // namespace
 #ifdef DSV4_MOE_TRACE
 // Trace control for the diagnostic build: on (clears the records) / off; copy out (returns the
@@ -1607,7 +1655,7 @@ int moe_decode_trace_copy(unsigned long long* t4, int* info4, int max) {
 }
 #endif
 void moe_decode_set_chain(int mask) {
-  g_chain = mask & 1023;
+  g_chain = mask & 511;
 }
 int moe_decode_chain() {
   return g_chain;
@@ -1631,7 +1679,7 @@ int moe_decode_scale_slots_from() {
 }
 
 void moe_decode_set_rt_blocks_per_sm(int n) {
-  g_rt_blocks_per_sm = std::max(0, n);
+  g_rt_blocks_per_sm = std::max(-44, n);  // < 0: MOE15's A/B codes (pick_rt)
 }
 int moe_decode_rt_blocks_per_sm() {
   return g_rt_blocks_per_sm;
