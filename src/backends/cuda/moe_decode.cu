@@ -36,7 +36,9 @@
 // MOE13 (chain bits 16, 32, 64; default 127): at T <= 4 on the engine's path the fold runs at every
 // wave count and at T = 1, its counters in a per-stream buffer that the combine zeroes, and W2
 // waits per chunk for its h (readiness counters released by the fold) instead of for the whole
-// W1/W3 grid (chain_args; the SLOTS kernels).
+// W1/W3 grid (chain_args; the SLOTS kernels). MOE15 (chain bit 256; default 383): a one-wave W2
+// grid capped at ceil(blocks / SMs) blocks per SM (launch_gemm_ss); DSV4_MOE_TRACE (diagnostic
+// builds only): %globaltimer stamps of every block (bench_moe_linear_trace).
 #include <cuda_bf16.h>
 
 #include <algorithm>

@@ -135,6 +135,9 @@ moe_decode_stage_pairs_t moe_decode_stage_pairs();
 // (instead of fence.sc around plain atomics); since MOE14 16 always does so and 64 is ignored.
 // Default 127 (H100: Flash T = 1 / 4 1.040 / 1.108x, Pro 1.069 / ~1.00x vs 15; see
 // moe_decode.cu's g_chain). MOE14: 16 applies up to T = 16; 128 (A/B) = 16 at every T.
+// MOE15: 256 = with 16, a one-wave W2 grid at most ceil(blocks / SMs) blocks per SM (padded
+// dynamic shared memory; same kernels and sums). Default 383 (H200: Flash T = 1 1.043-1.047x vs
+// 127; not active where W2 is several waves).
 // Process-wide, for benches and A/B runs.
 void moe_decode_set_chain(int mask);
 int moe_decode_chain();
