@@ -43,6 +43,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -89,14 +90,19 @@ std::vector<std::string> g_ab_configs = {"r4", "s0"};
 // default (15). MOE13: "f" W2 waits per slot for h released by the fold of W1/W3 (16, at T <= 4
 // with the engine's path), "g" with it W2 stages h at T = 1 too (32), "m" with it the fold's
 // fences as one acq_rel RMW (64; since MOE14 part of 16, "m" a no-op); "hwlpfgm" = the default
-// (127). MOE14: 16 up to T = 16 (was 4); "t" 16 at every T (128).
+// (127). MOE14: 16 up to T = 16 (was 4); "t" 16 at every T (128). MOE15: "c" a one-wave W2 grid
+// of 16 at most ceil(blocks / SMs) blocks per SM (256; "hwlpfgmc" = 383, the default); a negative
+// number after the first letter forces row tiles, -(10 u + d): u for W1/W3, d for W2 (1, 2 or 4;
+// 0 = the model), e.g. "s-20x4.2.4hwlpfgm" (MOE15's ring-depth switches, "d" / "e", measured
+// no faster and were removed: 2026-11-26_s13_moe15_NOTES.md).
 void apply_ab_config(const std::string& c) {
   dsv4::cuda::moe_decode_set_shift_decode(c[0] == 's');
   dsv4::cuda::moe_decode_set_chain(
       (c.find('h') != std::string::npos ? 1 : 0) | (c.find('w') != std::string::npos ? 2 : 0) |
       (c.find('l') != std::string::npos ? 4 : 0) | (c.find('p') != std::string::npos ? 8 : 0) |
       (c.find('f') != std::string::npos ? 16 : 0) | (c.find('g') != std::string::npos ? 32 : 0) |
-      (c.find('m') != std::string::npos ? 64 : 0) | (c.find('t') != std::string::npos ? 128 : 0));
+      (c.find('m') != std::string::npos ? 64 : 0) | (c.find('t') != std::string::npos ? 128 : 0) |
+      (c.find('c') != std::string::npos ? 256 : 0));
   dsv4::cuda::moe_decode_set_rt_blocks_per_sm(std::atoi(c.c_str() + 1));
   const size_t qpos = c.find('q');
   dsv4::cuda::moe_decode_set_scale_slots_from(
@@ -595,6 +601,304 @@ void draw_routes(std::mt19937_64& rng, int64_t tokens, int64_t experts, int64_t 
   }
 }
 
+// ---- the short dependent read (--short-read, with --decode-ab) ----
+// The plain-read ceiling of one decode call: exactly the bytes of the experts a routing touches
+// (W1 + W3 data and scales: "up"; W2: "down"), read by the read-only pattern of the HBM ceiling
+// (16-byte evict-first loads, U in flight per thread), each block a contiguous share of the
+// launch's bytes. Graphs of k_calls calls with the decode bench's own routings (the pools are far
+// past L2), so the rows compare with the decode rows of the same T: one launch of the up bytes,
+// one of the down bytes, both in one launch, and the two as a dependent pair (down after up:
+// plain stream order, or PDL with griddepcontrol.wait before the first load, up then waiting on
+// the previous call's down the same way). At T = 1 the 1 GiB ceiling's rate is out of reach for
+// ~20-80 MB: ramp and tail of each launch, and the dependency between the two.
+struct read_seg {
+  const uint4* p;
+  uint64_t begin, n;  // 16-byte words [begin, begin + n) of the launch's range
+};
+
+// mode 1: griddepcontrol.wait, then launch_dependents, before the first load (PDL chains).
+template <int U>
+__global__ void seg_read_kernel(const read_seg* segs, int count, uint64_t total, int mode,
+                                uint32_t* sink) {
+  if (mode & 1) {
+    asm volatile("griddepcontrol.wait;" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+  }
+  const uint64_t per = (total + gridDim.x - 1) / gridDim.x;
+  const uint64_t b0 = blockIdx.x * per, b1 = min(total, b0 + per);
+  uint32_t acc = 0;
+  for (int k = 0; k < count && b0 < b1; ++k) {
+    const read_seg sg = segs[k];
+    const uint64_t s0 = max(b0, sg.begin), s1 = min(b1, sg.begin + sg.n);
+    if (s0 >= s1) continue;
+    const uint4* p = sg.p + (s0 - sg.begin);
+    const uint64_t n = s1 - s0;
+    uint64_t i = threadIdx.x;
+    for (; i + (U - 1) * blockDim.x < n; i += U * blockDim.x) {
+      uint4 v[U];
+#pragma unroll
+      for (int j = 0; j < U; ++j) v[j] = __ldcs(p + i + j * blockDim.x);
+#pragma unroll
+      for (int j = 0; j < U; ++j) acc ^= v[j].x ^ v[j].y ^ v[j].z ^ v[j].w;
+    }
+    for (; i < n; i += blockDim.x) {
+      const uint4 v = __ldcs(p + i);
+      acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    }
+  }
+  if (acc == 0x9e3779b9u) *sink = acc;  // keeps the loads
+}
+
+// The segments of one routing's touched experts: part 0 up (W1, W3), 1 down (W2), 2 both.
+struct seg_set {
+  read_seg* dev = nullptr;
+  int count = 0;
+  uint64_t total = 0;
+};
+seg_set make_segs(const std::vector<int32_t>& route, const device_weight* const* mats, int nmat) {
+  std::vector<int32_t> ex = route;
+  std::sort(ex.begin(), ex.end());
+  ex.erase(std::unique(ex.begin(), ex.end()), ex.end());
+  std::vector<read_seg> v;
+  uint64_t at = 0;
+  for (int32_t e : ex)
+    for (int m = 0; m < nmat; ++m) {
+      const device_weight& w = *mats[m];
+      const size_t mb = size_t(w.rows) * size_t(w.cols) / 2;
+      const size_t sb = size_t(dsv4::cuda::scale_matrix_count(w.kind, w.rows, w.cols)) *
+                        (w.kind == weight_kind::mxfp4 && !w.scale_e8m0 ? 4 : 1);
+      const auto* d = static_cast<const uint8_t*>(w.data) + size_t(e) * mb;
+      const auto* sc = static_cast<const uint8_t*>(w.scale) + size_t(e) * sb;
+      for (auto [ptr, bytes] : {std::pair{d, mb}, std::pair{sc, sb}}) {
+        v.push_back({reinterpret_cast<const uint4*>(ptr), at, bytes / 16});
+        at += bytes / 16;
+      }
+    }
+  seg_set s;
+  s.count = int(v.size());
+  s.total = at;
+  CK(cudaMalloc(&s.dev, v.size() * sizeof(read_seg)));
+  CK(cudaMemcpy(s.dev, v.data(), v.size() * sizeof(read_seg), cudaMemcpyHostToDevice));
+  return s;
+}
+
+struct read_cfg {
+  int blocks_per_sm, threads, u;
+};
+
+void launch_seg_read(const read_cfg& c, int sms, const seg_set& s, bool pdl, uint32_t* sink,
+                     cudaStream_t st) {
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  cudaLaunchConfig_t config{};
+  config.gridDim = dim3(unsigned(sms * c.blocks_per_sm));
+  config.blockDim = dim3(unsigned(c.threads));
+  config.stream = st;
+  config.attrs = &attribute;
+  config.numAttrs = pdl ? 1 : 0;
+  const int mode = pdl ? 1 : 0;
+  if (c.u == 8)
+    CK(cudaLaunchKernelEx(&config, seg_read_kernel<8>, (const read_seg*)s.dev, s.count, s.total,
+                          mode, sink));
+  else if (c.u == 2)
+    CK(cudaLaunchKernelEx(&config, seg_read_kernel<2>, (const read_seg*)s.dev, s.count, s.total,
+                          mode, sink));
+  else
+    CK(cudaLaunchKernelEx(&config, seg_read_kernel<4>, (const read_seg*)s.dev, s.count, s.total,
+                          mode, sink));
+}
+
+bool g_short_read = false;
+
+#ifdef DSV4_MOE_TRACE
+}  // namespace
+namespace dsv4::cuda {
+void moe_decode_trace_enable(bool on);
+int moe_decode_trace_copy(unsigned long long* t4, int* info4, int max);
+}  // namespace dsv4::cuda
+namespace {
+// --trace (the diagnostic build bench_moe_linear_trace): per configuration, eager calls after a
+// warm-up, each traced on its own (%globaltimer stamps of every block, moe_decode.cu), printed as
+// us after the first W1/W3 block's entry: min / median / max over blocks.
+void trace_rows(const std::string& label, const std::function<void(int, cudaStream_t)>& body,
+                cudaStream_t s) {
+  namespace dc = dsv4::cuda;
+  for (int i = 0; i < k_calls; ++i) body(i, s);
+  CK(cudaStreamSynchronize(s));
+  const int maxr = 8192;
+  std::vector<unsigned long long> t(4 * maxr);
+  std::vector<int> info(4 * maxr);
+  for (int call = 0; call < 4; ++call) {
+    for (int i = 0; i < 4; ++i) body((call * 5 + i) % k_calls, s);  // other experts first
+    dc::moe_decode_trace_enable(true);
+    body((call * 5 + 4) % k_calls, s);
+    CK(cudaStreamSynchronize(s));
+    const int n = dc::moe_decode_trace_copy(t.data(), info.data(), maxr);
+    dc::moe_decode_trace_enable(false);
+    unsigned long long t0 = ~0ull;
+    for (int r = 0; r < n; ++r)
+      if (info[4 * r] == 0) t0 = std::min(t0, t[4 * r]);
+    const auto us = [&](unsigned long long v) { return v ? double(v - t0) * 1e-3 : -1.0; };
+    std::printf("trace %s call %d: %d blocks\n", label.c_str(), call, n);
+    const char* kinds[3] = {"W1/W3", "W2", "combine"};
+    const char* stamps[4] = {"entry", "waited", "loop end", "exit"};
+    for (int k = 0; k < 3; ++k) {
+      std::vector<std::vector<double>> v(4);
+      std::vector<double> fold_exit;
+      std::map<int, double> sm_exit;
+      int cnt = 0;
+      for (int r = 0; r < n; ++r) {
+        if (info[4 * r] != k) continue;
+        ++cnt;
+        for (int j = 0; j < 4; ++j)
+          if (t[4 * r + j]) v[size_t(j)].push_back(us(t[4 * r + j]));
+        if (k == 0 && info[4 * r + 2] >= 1000) fold_exit.push_back(us(t[4 * r + 3]));
+        double& m = sm_exit[info[4 * r + 1]];
+        m = std::max(m, us(t[4 * r + 3]));
+      }
+      if (!cnt) continue;
+      std::printf("  %-7s %4d blocks on %3zu SMs:", kinds[k], cnt, sm_exit.size());
+      for (int j = 0; j < 4; ++j) {
+        auto& x = v[size_t(j)];
+        if (x.empty()) continue;
+        std::sort(x.begin(), x.end());
+        std::printf("  %s %.2f/%.2f/%.2f", stamps[j], x.front(), x[x.size() / 2], x.back());
+      }
+      if (!fold_exit.empty()) {
+        std::sort(fold_exit.begin(), fold_exit.end());
+        std::printf("  fold exits (%zu) %.2f/%.2f/%.2f", fold_exit.size(), fold_exit.front(),
+                    fold_exit[fold_exit.size() / 2], fold_exit.back());
+      }
+      std::vector<double> se;
+      for (auto& [sm, e] : sm_exit) se.push_back(e);
+      std::sort(se.begin(), se.end());
+      std::printf("  per-SM last exit %.2f/%.2f/%.2f\n", se.front(), se[se.size() / 2], se.back());
+    }
+  }
+}
+#endif
+
+// Rows of the short-read ceiling for one (shape, format, T) and the decode's times beside it
+// (moe: the --ab configurations' times of the same process, ms per call).
+void short_read_rows(const char* shape, const char* kname, int64_t T,
+                     const std::vector<std::vector<int32_t>>& routes, const device_weight& w1,
+                     const device_weight& w3, const device_weight& w2,
+                     const std::vector<std::pair<std::string, double>>& moe, double read_gbps,
+                     cudaStream_t s) {
+  int sms = 0;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  uint32_t* sink;
+  CK(cudaMalloc(&sink, 4));
+  const device_weight* up_m[2] = {&w1, &w3};
+  const device_weight* dn_m[1] = {&w2};
+  const device_weight* all_m[3] = {&w1, &w3, &w2};
+  std::vector<seg_set> up, dn, all;
+  double up_b = 0, dn_b = 0;
+  for (const auto& r : routes) {
+    up.push_back(make_segs(r, up_m, 2));
+    dn.push_back(make_segs(r, dn_m, 1));
+    all.push_back(make_segs(r, all_m, 3));
+    up_b += 16.0 * double(up.back().total) / double(routes.size());
+    dn_b += 16.0 * double(dn.back().total) / double(routes.size());
+  }
+  const read_cfg cfgs[] = {{1, 512, 4}, {1, 1024, 4}, {2, 512, 4}, {2, 512, 8},
+                           {4, 512, 2}, {4, 512, 4},  {4, 256, 8}, {8, 256, 4}};
+  const int ncfg = int(sizeof cfgs / sizeof cfgs[0]);
+  const auto time_one = [&](const std::vector<seg_set>& set, const read_cfg& c) {
+    return 1e3 * time_graph_per_call(
+                     [&](int i, cudaStream_t st) {
+                       launch_seg_read(c, sms, set[size_t(i) % set.size()], false, sink, st);
+                     },
+                     k_calls, s);
+  };
+  const auto gbps = [](double bytes, double us) { return bytes / (us * 1e-6) / 1e9; };
+  std::printf("short-read %s %s T=%lld: up (W1+W3) %.2f MB, down (W2) %.2f MB per call\n", shape,
+              kname, (long long)T, up_b / 1e6, dn_b / 1e6);
+  int best[3] = {0, 0, 0};
+  double best_us[3] = {1e30, 1e30, 1e30};
+  const std::vector<seg_set>* sets[3] = {&up, &dn, &all};
+  const double bytes3[3] = {up_b, dn_b, up_b + dn_b};
+  const char* names[3] = {"up", "down", "up+down"};
+  for (int k = 0; k < ncfg; ++k) {
+    std::printf("  cfg %d/SM x %4d thr, %d in flight:", cfgs[k].blocks_per_sm, cfgs[k].threads,
+                cfgs[k].u);
+    for (int part = 0; part < 3; ++part) {
+      const double us = time_one(*sets[part], cfgs[k]);
+      std::printf("  %s %7.2f us (%5.1f%%)", names[part], us,
+                  100 * gbps(bytes3[part], us) / read_gbps);
+      if (us < best_us[part]) best_us[part] = us, best[part] = k;
+    }
+    std::printf("\n");
+  }
+  for (int part = 0; part < 3; ++part)
+    std::printf(
+        "short-read %s %s T=%lld %-8s one launch: %7.2f us, %7.1f GB/s, %5.1f%% of read "
+        "(cfg %d)\n",
+        shape, kname, (long long)T, names[part], best_us[part], gbps(bytes3[part], best_us[part]),
+        100 * gbps(bytes3[part], best_us[part]) / read_gbps, best[part]);
+  double pair_us[2], triple_us = 0;
+  for (int pdl = 0; pdl < 2; ++pdl) {
+    pair_us[pdl] =
+        1e3 *
+        time_graph_per_call(
+            [&](int i, cudaStream_t st) {
+              launch_seg_read(cfgs[best[0]], sms, up[size_t(i) % up.size()], pdl != 0, sink, st);
+              launch_seg_read(cfgs[best[1]], sms, dn[size_t(i) % dn.size()], pdl != 0, sink, st);
+            },
+            k_calls, s);
+    std::printf(
+        "short-read %s %s T=%lld pair %-5s (up, then down): %7.2f us, %7.1f GB/s, %5.1f%% "
+        "of read\n",
+        shape, kname, (long long)T, pdl ? "PDL" : "plain", pair_us[pdl],
+        gbps(up_b + dn_b, pair_us[pdl]), 100 * gbps(up_b + dn_b, pair_us[pdl]) / read_gbps);
+  }
+  // The decode's third launch (the combine) as a read of its input, out (T * top_k rows of f32),
+  // after the pair: one block per 8 KB, PDL.
+  {
+    const int64_t K = int64_t(routes[0].size()) / T, D = w2.rows;
+    const uint64_t words = uint64_t(T * K * D * 4) / 16;
+    void* outb;
+    CK(cudaMalloc(&outb, words * 16));
+    fill(outb, words * 16, 5, 0);
+    const read_seg one{static_cast<const uint4*>(outb), 0, words};
+    seg_set small;
+    small.count = 1;
+    small.total = words;
+    CK(cudaMalloc(&small.dev, sizeof(read_seg)));
+    CK(cudaMemcpy(small.dev, &one, sizeof(read_seg), cudaMemcpyHostToDevice));
+    const int small_blocks = int(std::max<uint64_t>(1, words / 512));
+    const read_cfg sc{1, 256, 2};
+    const double tri =
+        1e3 * time_graph_per_call(
+                  [&](int i, cudaStream_t st) {
+                    launch_seg_read(cfgs[best[0]], sms, up[size_t(i) % up.size()], true, sink, st);
+                    launch_seg_read(cfgs[best[1]], sms, dn[size_t(i) % dn.size()], true, sink, st);
+                    launch_seg_read(sc, small_blocks, small, true, sink, st);
+                  },
+                  k_calls, s);
+    std::printf(
+        "short-read %s %s T=%lld triple PDL (up, down, then %llu KB like the combine): "
+        "%7.2f us, %5.1f%% of read on the weights\n",
+        shape, kname, (long long)T, (unsigned long long)(words * 16 / 1024), tri,
+        100 * gbps(up_b + dn_b, tri) / read_gbps);
+    CK(cudaFree(small.dev));
+    CK(cudaFree(outb));
+    triple_us = tri;
+  }
+  const double pair_best = std::min(pair_us[0], pair_us[1]);
+  for (const auto& [name, ms] : moe)
+    std::printf(
+        "short-read %s %s T=%lld moe_decode %-26s %7.2f us = %5.1f%% of the dependent "
+        "pair (%.2f us), %5.1f%% of the triple (%.2f us), %5.1f%% of one launch of both "
+        "(%.2f us)\n",
+        shape, kname, (long long)T, name.c_str(), ms * 1e3, 100 * pair_best / (ms * 1e3), pair_best,
+        100 * triple_us / (ms * 1e3), triple_us, 100 * best_us[2] / (ms * 1e3), best_us[2]);
+  for (auto* v : {&up, &dn, &all})
+    for (seg_set& x : *v) CK(cudaFree(x.dev));
+  CK(cudaFree(sink));
+}
+
 // Device inputs of routed-MoE steps: the routes as given, a routing weight per pair in
 // [0.05, 1.05), and T x D activations in [-1, 1] as f32 and the same values in bf16 (weights
 // drawn before activations); outputs yf / yb of the same size.
@@ -718,8 +1022,29 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
         }
         std::printf("%-6s %-6s   T=%lld %s: speed vs %s:%s\n", sh.name, kname, (long long)T,
                     official ? "official" : "exact", g_ab_configs[0].c_str(), line.c_str());
+        if (g_short_read && official && T <= 4) {
+          std::vector<std::pair<std::string, double>> moe;
+          for (size_t v = 0; v < nc; ++v) moe.emplace_back(g_ab_configs[v], ms[v]);
+          short_read_rows(sh.name, kname, T, routes, r1.w, r3.w, r2.w, moe, c.read_gbps, s);
+        }
+#ifdef DSV4_MOE_TRACE
+        if (official && T <= 4)
+          for (size_t v = 0; v < nc; ++v) {
+            apply_ab_config(g_ab_configs[v]);
+            trace_rows(std::string(sh.name) + " " + kname + " T=" + std::to_string(T) + " " +
+                           g_ab_configs[v],
+                       body, s);
+            reset_ab_config();
+          }
+#endif
+        // (Chain 16's W2 waits for counters that only W1/W3 releases: with W1/W3 replaced by an
+        // empty kernel it would spin until its trap, so the breakdown skips such configurations.)
         if (g_ab_breakdown && official && T <= 4)
           for (size_t v : {size_t(0), nc - 1}) {
+            if (g_ab_configs[v].find('f') != std::string::npos) {
+              std::printf("breakdown %s: skipped (chain 16)\n", g_ab_configs[v].c_str());
+              continue;
+            }
             apply_ab_config(g_ab_configs[v]);
             const std::string label = std::string(sh.name) + " " + kname +
                                       " T=" + std::to_string(T) + " " + g_ab_configs[v];
@@ -828,13 +1153,16 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
                       decode_body(dc::moe_decode_experts_official<__nv_bfloat16>, xb, yb, ws_new),
                       k_calls, s);
       const repacked_copy r1(w1, {}), r3(w3, {}), r2(w2, {});
-      stage_breakdown(("flash mxfp4 bf16 official repacked" + tl).c_str(),
+      // Without chain 16 (see the --decode-ab breakdown): 15's launches.
+      dsv4::cuda::moe_decode_set_chain(g_chain_default & 15);
+      stage_breakdown(("flash mxfp4 bf16 official repacked chain 15" + tl).c_str(),
                       [=, &r1, &r3, &r2](int i, cudaStream_t st) {
                         CK(dc::moe_decode_experts_official_repacked<__nv_bfloat16>(
                             xb, T, idx + size_t(i) * T * K, wts + size_t(i) * T * K, K, r1.w, r3.w,
                             r2.w, 10.0f, ws, ws_new, yb, st));
                       },
                       k_calls, s);
+      dsv4::cuda::moe_decode_set_chain(g_chain_default);
     }
     // Per-expert cuBLAS BF16 loop (host-known routing; 3 GEMMs per touched expert).
     void *hb1 = nullptr, *hb2 = nullptr;
@@ -1605,6 +1933,7 @@ int main(int argc, char** argv) {
     if (a == "--profile") profile = true;
     if (a == "--decode-ab") g_decode_ab = g_decode_only = only_moe = true;
     if (a == "--breakdown") g_ab_breakdown = true;
+    if (a == "--short-read") g_short_read = true;
     if (a == "--ab-official") g_ab_official_only = true;
     if (a == "--ab" && i + 1 < argc) {
       g_ab_configs.clear();

@@ -36,7 +36,9 @@
 // MOE13 (chain bits 16, 32, 64; default 127): at T <= 4 on the engine's path the fold runs at every
 // wave count and at T = 1, its counters in a per-stream buffer that the combine zeroes, and W2
 // waits per chunk for its h (readiness counters released by the fold) instead of for the whole
-// W1/W3 grid (chain_args; the SLOTS kernels).
+// W1/W3 grid (chain_args; the SLOTS kernels). MOE15 (chain bit 256; default 383): a one-wave W2
+// grid capped at ceil(blocks / SMs) blocks per SM (launch_gemm_ss); DSV4_MOE_TRACE (diagnostic
+// builds only): %globaltimer stamps of every block (bench_moe_linear_trace).
 #include <cuda_bf16.h>
 
 #include <algorithm>
@@ -46,6 +48,7 @@
 #include <mutex>
 #include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "backends/cuda/activation.cuh"
 #include "backends/cuda/fp4_mma.cuh"
@@ -598,6 +601,52 @@ struct chain_args {
   int stage_h1;
 };
 
+#ifdef DSV4_MOE_TRACE
+// Diagnostic build only (bench_moe_linear_trace; never the library's default): %globaltimer
+// stamps of thread 0 of every block of the traced calls: t[0] entry, t[1] after the wait for the
+// predecessor (W2: its slot's h), t[2] after the weight loop, t[3] exit.
+struct moe_trace_rec {
+  unsigned long long t[4];
+  int kind, sm, slot, bx;  // kind 0 W1/W3, 1 W2, 2 combine
+};
+constexpr int k_trace_max = 8192;
+__device__ moe_trace_rec g_trace[k_trace_max];
+__device__ unsigned g_trace_n;
+__device__ int g_trace_on;
+__device__ __forceinline__ unsigned long long trace_now() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+struct trace_block {  // stamps in shared memory: no registers taken from the kernel
+  unsigned long long* t;
+  __device__ trace_block() {
+    __shared__ unsigned long long stamps[4];
+    t = stamps;
+    if (threadIdx.x == 0)
+      for (int i = 0; i < 4; ++i) t[i] = 0;
+  }
+  __device__ void stamp(int i) {
+    if (threadIdx.x == 0) t[i] = trace_now();
+  }
+  __device__ void flush(int kind, int slot) {
+    if (threadIdx.x != 0 || !g_trace_on) return;
+    t[3] = trace_now();
+    const unsigned k = atomicAdd(&g_trace_n, 1u);
+    if (k >= unsigned(k_trace_max)) return;
+    unsigned sm;
+    asm volatile("mov.u32 %0, %%smid;" : "=r"(sm));
+    moe_trace_rec r;
+    for (int i = 0; i < 4; ++i) r.t[i] = t[i];
+    r.kind = kind, r.sm = int(sm), r.slot = slot, r.bx = int(blockIdx.x);
+    g_trace[k] = r;
+  }
+};
+#define DSV4_TRACE(...) __VA_ARGS__
+#else
+#define DSV4_TRACE(...)
+#endif
+
 // Counters polled by many blocks each own a 128-byte line.
 constexpr int k_ready_stride = 32;
 
@@ -661,9 +710,11 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
   __shared__ stage_buf<NM> ring[RING ? k_warps : 1][RING ? k_stages : 1];
   __shared__ scale_buf<NM, SS> scale_ring[RING ? k_warps : 1];
   extern __shared__ uint4 dyn_smem[];
+  DSV4_TRACE(trace_block tr; tr.stamp(0));
   // UP: the plan comes from the launch right before this one (chain 8: the routing and x, from
   // launches before the call).
   if constexpr (UP) pdl_wait();
+  DSV4_TRACE(if constexpr (UP) tr.stamp(1));
   const int slot = blockIdx.y;
   int4 c;
   unsigned self_mask = 0;  // chain 8: the chunk's pair positions
@@ -794,6 +845,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
         wait_counter(chain.ready + slot * k_ready_stride, chain.ready_target);
       else
         pdl_wait();
+      DSV4_TRACE(tr.stamp(1));
     }
     pdl_trigger();
     // Staged activations (stage_x: the launch gave kdim * 2 bytes of dynamic shared memory; bf16
@@ -901,6 +953,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       }
     }
     cp_async_wait<0>();
+    DSV4_TRACE(tr.stamp(2));
   } else {  // the first version's register double buffer (two rounds in flight), plain launches
     if constexpr (!UP) pdl_wait();  // no-op without PDL
     __syncthreads();                // pair_of
@@ -949,7 +1002,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
 #pragma unroll
         for (int i = 0; i < 4; ++i) partial[(kpart - 1) * RT + tile][m][i][lane] = acc[m][i];
     __syncthreads();
-    if (kpart > 0) return;
+    if (kpart > 0) return;  // (thread 0 is kpart 0)
     for (int p = 1; p < KS; ++p)
 #pragma unroll
       for (int m = 0; m < NM; ++m)
@@ -993,8 +1046,12 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
   // W1/W3 memory operation precedes a release that some W2 block observed before it completed
   // (a slot's last release follows every fold count of its groups), hence precedes W2's
   // completion, which the combine's griddepcontrol.wait covers.
+  DSV4_TRACE(if constexpr (!UP) tr.flush(1, slot));
   if constexpr (UP) {
-    if (!chain.qcnt) return;
+    if (!chain.qcnt) {
+      DSV4_TRACE(tr.flush(0, slot));
+      return;
+    }
     // The quantize launch's work, by the last block of each (chunk, 128-row group): one group per
     // block (16 * RT divides 128), 128 / (16 * RT) blocks per group. The warps left are kpart 0,
     // threads 0 .. RT * 32 - 1.
@@ -1020,7 +1077,10 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       }
     }
     bar_sync_threads(1, active);
-    if (!fold_last) return;
+    if (!fold_last) {
+      DSV4_TRACE(tr.flush(0, slot));
+      return;
+    }
     for (int i = warp; i < c.z; i += RT) {
       const int p = pair_of[i];
       quantize_h_block(load_h_block<true>(hf + int64_t(p) * rows + grp * 128, lane),
@@ -1033,6 +1093,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
         asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(r) : "memory");
       }
     }
+    DSV4_TRACE(tr.flush(0, slot + 1000));  // a folding block
   }
 }
 
@@ -1071,7 +1132,9 @@ __global__ void moe_decode_combine_kernel(const float* out, const int32_t* indic
                                           const float* weights, int64_t tokens, int top_k,
                                           int64_t experts, int64_t hidden, act_t* y, int* zero,
                                           int n_zero) {
+  DSV4_TRACE(trace_block tr; tr.stamp(0));
   pdl_wait();
+  DSV4_TRACE(tr.stamp(1));
   pdl_trigger();
   if constexpr (ZERO)
     if (blockIdx.x == 0)
@@ -1119,6 +1182,7 @@ __global__ void moe_decode_combine_kernel(const float* out, const int32_t* indic
     }
     y[i] = act_from_f32<act_t>(bad ? __uint_as_float(0x7fc00000u) : acc);
   }
+  DSV4_TRACE(tr.stamp(2); tr.flush(2, 0));
 }
 
 // Row tiles per block (RT; 4 / RT warps split K). Old rule (min_blocks_per_sm > 0, set by
@@ -1134,10 +1198,32 @@ __global__ void moe_decode_combine_kernel(const float* out, const int32_t* indic
 // 133.7 us, Pro T = 4 345.0 -> 323.5 us with the RTs this model picks; from T = 16 it picks 4,
 // as the old rule did. The overhead constant (prologue of the ring, K-part reduction, launch
 // of a block) is the one of 8..12 that reproduces every best-measured choice of that run.
+// MOE15 (default; -99 = without it): where that choice is one wave, the RT of least work on the
+// busiest SM,
+//   ceil(expected blocks / SMs) * (rounds * RT + 4 * k_block_overhead_rounds)
+// (a block's warp-rounds plus its overhead), ties to the larger RT. A one-wave grid never
+// rebalances: its blocks run where they were placed, and with blocks / SMs not an integer the SMs
+// holding one block more finish last (trace, Pro T = 1 W1/W3 at RT 4, 288 blocks on 132 SMs:
+// loop ends 39-60 us on an H200, 40-76 us on an H100). Same run (H200, s13 MOE15 run 2, forced
+// row tiles): Pro T = 1 W1/W3 RT 2 instead of 4 80.99 vs 87.90 us (1.085x; controls 0.997-0.999x),
+// RT 1 0.990x; at Flash T = 1 RT 2 (unchanged) beat 4 and 1 by 1.04 / 1.14x; W2's RT 4 (unchanged)
+// beat 2 at Flash and Pro T = 1. Of the model shapes (Flash, Pro; T = 1..64) only Pro T = 1's
+// W1/W3 changes (multi-wave grids keep MOE7's choice).
 constexpr int k_block_overhead_rounds = 12;
 
-int pick_rt(int64_t rows, int64_t rounds, int64_t tokens, int64_t top_k, int64_t experts,
+int pick_rt(bool up, int64_t rows, int64_t rounds, int64_t tokens, int64_t top_k, int64_t experts,
             int64_t chunks_bound, int sms, const int (&blocks_per_sm)[3], int min_blocks_per_sm) {
+  // A/B codes (MOE15, moe_decode_set_rt_blocks_per_sm(-(10 u + d))): RT u for W1/W3 and d for
+  // W2 where it is 1, 2 or 4, else the model below; -99: the model without the one-wave balance.
+  bool balance = true;
+  if (min_blocks_per_sm < 0) {
+    const int f = up ? (-min_blocks_per_sm / 10) % 10 : -min_blocks_per_sm % 10;
+    if (min_blocks_per_sm == -99)
+      balance = false;
+    else if (f == 1 || f == 2 || f == 4)
+      return f;
+    min_blocks_per_sm = 0;
+  }
   if (min_blocks_per_sm > 0) {
     for (int rt : {4, 2})
       if ((rows / (16 * rt)) * chunks_bound >= min_blocks_per_sm * int64_t(sms)) return rt;
@@ -1147,12 +1233,19 @@ int pick_rt(int64_t rows, int64_t rounds, int64_t tokens, int64_t top_k, int64_t
   const double chunks =
       std::clamp(e * (1.0 - std::pow(1.0 - pk, double(tokens))), 1.0, double(chunks_bound));
   int best = 4;
-  double best_cost = 0;
+  double best_cost = 0, best_waves = 0;
   for (int i = 0; i < 3; ++i) {
     const int rt = 4 >> i;
     const double slots = double(std::max(1, blocks_per_sm[i])) * sms;
     const double waves = std::ceil(double(rows / (16 * rt)) * chunks / slots - 1e-9);
     const double cost = waves * (double(rounds) * rt / 4.0 + k_block_overhead_rounds);
+    if (i == 0 || cost < best_cost) best = rt, best_cost = cost, best_waves = waves;
+  }
+  if (!balance || best_waves > 1) return best;
+  for (int i = 0; i < 3; ++i) {
+    const int rt = 4 >> i;
+    const double per_sm = std::ceil(double(rows / (16 * rt)) * chunks / sms - 1e-9);
+    const double cost = per_sm * (double(rounds) * rt + 4.0 * k_block_overhead_rounds);
     if (i == 0 || cost < best_cost) best = rt, best_cost = cost;
   }
   return best;
@@ -1180,6 +1273,53 @@ int gemm_blocks_per_sm(size_t smem) {
   return n;
 }
 
+// Dynamic shared memory (at least `base`) that leaves `kernel` at most `cap` resident blocks per
+// SM (never fewer than `base` allows), or `base` where that is already so. Cached per kernel
+// for the latest (base, cap).
+size_t dyn_smem_for_cap(const void* kernel, size_t base, int cap) {
+  static std::mutex mu;
+  static std::map<const void*, std::pair<uint64_t, size_t>> cache;
+  const uint64_t key = (uint64_t(base) << 8) | uint64_t(cap);
+  {
+    const std::lock_guard<std::mutex> lock(mu);
+    if (const auto it = cache.find(kernel); it != cache.end() && it->second.first == key)
+      return it->second.second;
+  }
+  const auto blocks = [&](size_t bytes) {
+    int b = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, kernel, k_threads, bytes) !=
+        cudaSuccess) {
+      cudaGetLastError();
+      return -1;
+    }
+    return b;
+  };
+  size_t bytes = base;
+  cudaFuncAttributes a{};
+  int device = 0, per_sm = 0, reserved = 0;
+  if (cap > 0 && blocks(base) > cap && cudaFuncGetAttributes(&a, kernel) == cudaSuccess &&
+      cudaGetDevice(&device) == cudaSuccess &&
+      cudaDeviceGetAttribute(&per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device) ==
+          cudaSuccess &&
+      cudaDeviceGetAttribute(&reserved, cudaDevAttrReservedSharedMemoryPerBlock, device) ==
+          cudaSuccess) {
+    // Per block: static + dynamic + reserved > per_sm / (cap + 1).
+    const int64_t want =
+        int64_t(per_sm) / (cap + 1) + 1 - int64_t(a.sharedSizeBytes) - int64_t(reserved);
+    size_t pad = size_t(std::max<int64_t>(int64_t(base), (want + 127) / 128 * 128));
+    if (allow_dynamic_smem(kernel, pad) == cudaSuccess) {
+      for (int i = 0; i < 8 && blocks(pad) > cap; ++i) pad += 128;
+      const int b = blocks(pad);
+      if (b == cap) bytes = pad;
+    } else {
+      cudaGetLastError();
+    }
+  }
+  const std::lock_guard<std::mutex> lock(mu);
+  cache[kernel] = {key, bytes};
+  return bytes;
+}
+
 template <weight_kind K, bool UP, bool SPLIT, bool RING, int RP, int SSO>
 cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int64_t kdim,
                            int64_t rows, int64_t tokens, int64_t experts, int top_k,
@@ -1198,7 +1338,7 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
   const int blocks_per_sm[3] = {gemm_blocks_per_sm<K, UP, SPLIT, 4, RING, RP, SSO>(stage_bytes),
                                 gemm_blocks_per_sm<K, UP, SPLIT, 2, RING, RP, SSO>(stage_bytes),
                                 gemm_blocks_per_sm<K, UP, SPLIT, 1, RING, RP, SSO>(stage_bytes)};
-  const int rt = pick_rt(rows, kdim / k_round, tokens, top_k, experts, chunks_bound, sms,
+  const int rt = pick_rt(UP, rows, kdim / k_round, tokens, top_k, experts, chunks_bound, sms,
                          blocks_per_sm, moe_decode_rt_blocks_per_sm());
   const dim3 grid(unsigned(rows / (16 * rt)), unsigned(chunks_bound));
   // The quantization folded into W1/W3 only where the grid is one wave: each block's counter
@@ -1212,15 +1352,30 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
     chain.qcnt = nullptr;
   // SLOTS (chain 16) only on the engine's path (run() sets ready only there).
   constexpr bool slots_ok = RING && !SPLIT && RP == 2;
-#define DSV4_GEMM_K(RT, SL)                                                                       \
-  (stage_bytes ? allow_dynamic_smem(moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO, SL>,  \
-                                    stage_bytes)                                                  \
-               : cudaSuccess) != cudaSuccess                                                      \
-      ? cudaErrorInvalidValue                                                                     \
-      : launch_pdl(RING, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO, SL>, grid,       \
-                   dim3(k_threads), stage_bytes, stream, a_hi, a_lo, kdim, rows, top_k,           \
-                   chunk_count, chunks, sorted, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, \
-                   stage_bytes > 0 ? stage_pairs : 0, chain)
+  // Chain 256 (MOE15): a one-wave W2 grid of the SLOTS path at most ceil(blocks / SMs) blocks per
+  // SM (padded dynamic shared memory). Its blocks take the SM slots that W1/W3's blocks free,
+  // first on the SMs whose W1/W3 blocks end first: at Flash T = 1 (384 blocks, 4 per SM) they
+  // piled 4 deep on ~110 SMs (trace), each SM then issue-bound on 16 warps' E2M1 expansion while
+  // ~20 SMs ran no W2 block. Same kernels and row tiles (the same sums).
+  int pad_cap = 0;
+  if constexpr (!UP && slots_ok)
+    if (chain.ready && (moe_decode_chain() & 256)) {
+      const int64_t blocks = int64_t(grid.x) * grid.y;
+      if (blocks <= int64_t(blocks_per_sm[rt_index]) * sms) pad_cap = int((blocks + sms - 1) / sms);
+      if (pad_cap >= blocks_per_sm[rt_index]) pad_cap = 0;
+    }
+#define DSV4_GEMM_K(RT, SL)                                                                        \
+  [&] {                                                                                            \
+    const auto kernel = moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO, SL>;               \
+    const size_t dyn =                                                                             \
+        pad_cap ? dyn_smem_for_cap(reinterpret_cast<const void*>(kernel), stage_bytes, pad_cap)    \
+                : stage_bytes;                                                                     \
+    return (dyn ? allow_dynamic_smem(kernel, dyn) : cudaSuccess) != cudaSuccess                    \
+               ? cudaErrorInvalidValue                                                             \
+               : launch_pdl(RING, kernel, grid, dim3(k_threads), dyn, stream, a_hi, a_lo, kdim,    \
+                            rows, top_k, chunk_count, chunks, sorted, wa, wb, limit, pair_weights, \
+                            h_hi, h_lo, hf, out, stage_bytes > 0 ? stage_pairs : 0, chain);        \
+  }()
 #define DSV4_GEMM(RT) (slots_ok && chain.ready ? DSV4_GEMM_K(RT, slots_ok) : DSV4_GEMM_K(RT, false))
   if (!slots_ok && chain.ready) return cudaErrorInvalidValue;
   cudaError_t e;
@@ -1494,10 +1649,37 @@ namespace {
 // fence.sc path is gone, bit 64 is accepted and ignored, so 127 is still the default's mask).
 // 16 at T <= 16 (was 4; H100: Flash T = 8 / 16 1.08 / 1.04x, Pro T = 8 1.04x, Pro T = 16
 // neutral); 128 (A/B): 16 at every T (T = 64 neutral).
-int g_chain = 127;
+// MOE15: 256 (a one-wave W2 grid capped at ceil(blocks / SMs) blocks per SM); 383 the default.
+int g_chain = 383;
 }  // namespace
+#ifdef DSV4_MOE_TRACE
+// Trace control for the diagnostic build: on (clears the records) / off; copy out (returns the
+// count, at most k_trace_max).
+void moe_decode_trace_enable(bool on) {
+  const unsigned zero = 0;
+  const int v = on ? 1 : 0;
+  cudaDeviceSynchronize();
+  cudaMemcpyToSymbol(g_trace_n, &zero, sizeof zero);
+  cudaMemcpyToSymbol(g_trace_on, &v, sizeof v);
+  cudaDeviceSynchronize();
+}
+int moe_decode_trace_copy(unsigned long long* t4, int* info4, int max) {
+  unsigned n = 0;
+  cudaDeviceSynchronize();
+  cudaMemcpyFromSymbol(&n, g_trace_n, sizeof n);
+  n = std::min<unsigned>(n, std::min<unsigned>(unsigned(max), unsigned(k_trace_max)));
+  std::vector<moe_trace_rec> r(n);
+  if (n) cudaMemcpyFromSymbol(r.data(), g_trace, n * sizeof(moe_trace_rec));
+  for (unsigned i = 0; i < n; ++i) {
+    for (int j = 0; j < 4; ++j) t4[4 * i + j] = r[i].t[j];
+    info4[4 * i] = r[i].kind, info4[4 * i + 1] = r[i].sm, info4[4 * i + 2] = r[i].slot,
+              info4[4 * i + 3] = r[i].bx;
+  }
+  return int(n);
+}
+#endif
 void moe_decode_set_chain(int mask) {
-  g_chain = mask & 255;
+  g_chain = mask & 511;
 }
 int moe_decode_chain() {
   return g_chain;
@@ -1521,7 +1703,7 @@ int moe_decode_scale_slots_from() {
 }
 
 void moe_decode_set_rt_blocks_per_sm(int n) {
-  g_rt_blocks_per_sm = std::max(0, n);
+  g_rt_blocks_per_sm = std::max(-99, n);  // < 0: MOE15's A/B codes (pick_rt)
 }
 int moe_decode_rt_blocks_per_sm() {
   return g_rt_blocks_per_sm;

@@ -72,11 +72,13 @@ bool moe_decode_supported(const device_weight& w1, const device_weight& w3,
 void moe_decode_set_shift_decode(bool on);
 bool moe_decode_shift_decode();
 // Row tiles per block (RT = 4, 2, 1; 4 / RT warps split K). n = 0 (default): the RT of least
-// modelled time from the expected chunk count, resident blocks and rounds per warp (moe_decode.cu
-// pick_rt); n > 0: the rule before MOE7, the largest RT whose grid has n blocks per SM for the
-// chunk upper bound (n = 4 was the default). Process-wide, for benches and A/B runs. RT sets the
-// K split and with it the f32 summation order: outputs within the parity tolerances, not
-// bit-equal across n.
+// modelled time from the expected chunk count, resident blocks and rounds per warp, and for a
+// one-wave choice the least work on the busiest SM (moe_decode.cu pick_rt); n > 0: the rule
+// before MOE7, the largest RT whose grid has n blocks per SM for the chunk upper bound (n = 4 was
+// the default); A/B codes (MOE15): n = -99 the model without the one-wave balance (before
+// MOE15), n = -(10 u + d) RT u for W1/W3 and d for W2 (1, 2 or 4; 0 = the model). Process-wide,
+// for benches and A/B runs. RT sets the K split and with it the f32 summation order: outputs
+// within the parity tolerances, not bit-equal across n.
 void moe_decode_set_rt_blocks_per_sm(int n);
 int moe_decode_rt_blocks_per_sm();
 // Staged activations (MOE8): the cp.async-ring GEMM launches without a lo part (bf16 x into
@@ -135,6 +137,9 @@ moe_decode_stage_pairs_t moe_decode_stage_pairs();
 // (instead of fence.sc around plain atomics); since MOE14 16 always does so and 64 is ignored.
 // Default 127 (H100: Flash T = 1 / 4 1.040 / 1.108x, Pro 1.069 / ~1.00x vs 15; see
 // moe_decode.cu's g_chain). MOE14: 16 applies up to T = 16; 128 (A/B) = 16 at every T.
+// MOE15: 256 = with 16, a one-wave W2 grid at most ceil(blocks / SMs) blocks per SM (padded
+// dynamic shared memory; same kernels and sums). Default 383 (H200: Flash T = 1 1.043-1.047x vs
+// 127; not active where W2 is several waves).
 // Process-wide, for benches and A/B runs.
 void moe_decode_set_chain(int mask);
 int moe_decode_chain();
