@@ -47,7 +47,21 @@ namespace dsv4::cuda {
 // 293 / 299 TFLOP/s at Flash T = 4096 / 8192 and 294 at Pro T = 4096 (1.04-1.07x w4a8_serial),
 // 122 at Flash T = 1024 (0.93x w4a8_serial); environment DSV4_W4A8_WS_LEAD=0 selects its
 // cp.async.mbarrier.arrive.noinc variant (313 / 313 / 132, 1.01-1.14x w4a8_serial; A/B only).
-enum class moe_prefill_core { automatic, mma_sync, wgmma, wgmma_cp, w4a8, w4a8_serial, w4a8_ws };
+// wgmma_ws: the wgmma core's arithmetic (identical results, exact and official order, checkpoint
+// and repacked layouts) in a warp-specialized persistent kernel: a producer warpgroup stages every
+// round (B pre-permuted to BF16 in the core's logical k order, weight bytes, scale rows) into an
+// mbarrier ring by cp.async, two consumer warpgroups expand and multiply without CTA-wide barriers
+// (moe_prefill_wgmma_ws.cu); weights and scales 16-byte aligned, else cudaErrorInvalidValue.
+enum class moe_prefill_core {
+  automatic,
+  mma_sync,
+  wgmma,
+  wgmma_cp,
+  w4a8,
+  w4a8_serial,
+  w4a8_ws,
+  wgmma_ws
+};
 
 // The automatic choice for a step of `tokens` x `top_k` pairs over `experts` experts: wgmma on
 // a compute capability 9.0 device (it was faster in every measured case), else mma.sync.
