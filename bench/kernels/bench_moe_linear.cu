@@ -1334,8 +1334,12 @@ void bench_prefill_section(cudaStream_t s, cublasHandle_t h) {
 
 // --prefill-ws: the warp-specialized W4A16 core (moe_prefill_core::wgmma_ws) against the wgmma
 // core, bf16 x, exact and official order, checkpoint and repacked layouts (the engine's), at
-// Flash T = 4096 / 8192 and Pro T = 4096 (both formats), with the cuBLAS BF16 dense ceiling of
-// the same FLOPs measured in the same run; outputs compared bit for bit with the wgmma core's.
+// Flash T = 1024 / 4096 / 8192 and Pro T = 4096 (both formats), with the cuBLAS BF16 dense ceiling
+// of the same FLOPs measured in the same run; outputs compared bit for bit with the wgmma core's.
+// --ws-profile: instead, one eager exact-order call on repacked weights per variant (wgmma_ws
+// with 1, then 2 steps per group) at Flash MXFP4 T = 4096, for ncu.
+bool g_ws_profile = false;
+
 void bench_prefill_ws_case(const moe_shape& sh, weight_kind kind, const std::vector<int64_t>& ts,
                            cudaStream_t s, cublasHandle_t h) {
   const int64_t D = sh.hidden, I = sh.inter, E = sh.experts, K = sh.top_k;
@@ -1364,21 +1368,25 @@ void bench_prefill_ws_case(const moe_shape& sh, weight_kind kind, const std::vec
     CK(cudaMalloc(&dc, size_t(P) * std::max(D, I) * 4));
     fill(db, size_t(P) * std::max(D, I) * 2, 900, 3);
     const float one = 1.0f, zero = 0.0f;
-    const double dense_ms = time_prefill_per_call(
-        [&](int i, cudaStream_t st) {
-          CB(cublasSetStream(h, st));
-          const uint8_t* base = static_cast<const uint8_t*>(bf) + size_t(i % bf_pool) * bf_expert;
-          for (int m = 0; m < 2; ++m)
-            CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(I), int(P), int(D), &one,
-                            base + size_t(m) * I * D * 2, CUDA_R_16BF, int(D), db, CUDA_R_16BF,
-                            int(D), &zero, dc, CUDA_R_32F, int(I), CUBLAS_COMPUTE_32F,
-                            CUBLAS_GEMM_DEFAULT));
-          CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(D), int(P), int(I), &one,
-                          base + size_t(2) * I * D * 2, CUDA_R_16BF, int(I), db, CUDA_R_16BF,
-                          int(I), &zero, dc, CUDA_R_32F, int(D), CUBLAS_COMPUTE_32F,
-                          CUBLAS_GEMM_DEFAULT));
-        },
-        calls, 10, s);
+    const double dense_ms =
+        g_ws_profile
+            ? 1.0
+            : time_prefill_per_call(
+                  [&](int i, cudaStream_t st) {
+                    CB(cublasSetStream(h, st));
+                    const uint8_t* base =
+                        static_cast<const uint8_t*>(bf) + size_t(i % bf_pool) * bf_expert;
+                    for (int m = 0; m < 2; ++m)
+                      CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(I), int(P), int(D), &one,
+                                      base + size_t(m) * I * D * 2, CUDA_R_16BF, int(D), db,
+                                      CUDA_R_16BF, int(D), &zero, dc, CUDA_R_32F, int(I),
+                                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                    CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(D), int(P), int(I), &one,
+                                    base + size_t(2) * I * D * 2, CUDA_R_16BF, int(I), db,
+                                    CUDA_R_16BF, int(I), &zero, dc, CUDA_R_32F, int(D),
+                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                  },
+                  calls, 10, s);
     const auto report = [&](const char* kernel, double ms) {
       std::printf("%-6s %-6s %-30s %5lld %10.1f %8.1f %8.1f%%\n", sh.name, kname, kernel,
                   (long long)T, ms * 1e3, flops / (ms * 1e-3) / 1e12, 100 * dense_ms / ms);
@@ -1394,42 +1402,71 @@ void bench_prefill_ws_case(const moe_shape& sh, weight_kind kind, const std::vec
         CK(dsv4::cuda::moe_prefill_experts(in.xb, T, in.idx + sl(i), in.wts + sl(i), K, a, b, c,
                                            10.0f, ws, ws_bytes, in.yb, st, core));
     };
+    if (g_ws_profile) {
+      for (const char* g : {"1", "2"}) {
+        setenv("DSV4_WGMMA_WS_GROUP", g, 1);
+        call(0, s, true, false, moe_prefill_core::wgmma_ws);
+      }
+      CK(cudaStreamSynchronize(s));
+      unsetenv("DSV4_WGMMA_WS_GROUP");
+      CK(cudaFree(db));
+      CK(cudaFree(dc));
+      CK(cudaFree(ws));
+      continue;
+    }
+    // Variants: the wgmma core, then wgmma_ws with 1 and 2 steps per wgmma commit group
+    // (DSV4_WGMMA_WS_GROUP, read by each launch). All compared bit for bit with the first on both
+    // layouts; timed on the repacked layout (the engine's; call 1 of PREFILL7 timed both).
+    struct variant {
+      moe_prefill_core core;
+      const char* group;
+      const char* name;
+    };
+    const variant vs[3] = {{moe_prefill_core::wgmma, "1", "wgmma"},
+                           {moe_prefill_core::wgmma_ws, "1", "wgmma_ws"},
+                           {moe_prefill_core::wgmma_ws, "2", "wgmma_ws g2"}};
     for (bool rp : {false, true}) {
       for (bool official : {false, true}) {
-        std::vector<uint16_t> ys[2];
-        const moe_prefill_core cores[2] = {moe_prefill_core::wgmma, moe_prefill_core::wgmma_ws};
-        for (int ci = 0; ci < 2; ++ci) {
+        std::vector<uint16_t> ys[3];
+        for (int ci = 0; ci < 3; ++ci) {
+          setenv("DSV4_WGMMA_WS_GROUP", vs[ci].group, 1);
           ys[ci].resize(size_t(T * D));
           CK(cudaMemsetAsync(in.yb, 0xFF, ys[ci].size() * 2, s));
-          call(0, s, rp, official, cores[ci]);
+          call(0, s, rp, official, vs[ci].core);
           CK(cudaStreamSynchronize(s));
           CK(cudaMemcpy(ys[ci].data(), in.yb, ys[ci].size() * 2, cudaMemcpyDeviceToHost));
         }
-        size_t differ = 0, unwritten = 0;
-        for (size_t j = 0; j < ys[0].size(); ++j) {
-          differ += ys[0][j] != ys[1][j];
-          unwritten += ys[1][j] == 0xFFFF;
+        for (int ci = 1; ci < 3; ++ci) {
+          size_t differ = 0, unwritten = 0;
+          for (size_t j = 0; j < ys[0].size(); ++j) {
+            differ += ys[0][j] != ys[ci][j];
+            unwritten += ys[ci][j] == 0xFFFF;
+          }
+          std::printf("%-6s %-6s   T=%lld %s %s: %s vs wgmma y: %zu of %zu differ, %zu unwritten\n",
+                      sh.name, kname, (long long)T, rp ? "repacked" : "checkpoint",
+                      official ? "official" : "exact", vs[ci].name, differ, ys[0].size(),
+                      unwritten);
         }
-        std::printf(
-            "%-6s %-6s   T=%lld %s %s: wgmma_ws vs wgmma y: %zu of %zu differ, %zu "
-            "unwritten\n",
-            sh.name, kname, (long long)T, rp ? "repacked" : "checkpoint",
-            official ? "official" : "exact", differ, ys[0].size(), unwritten);
-        double ms[2];
-        for (int ci = 0; ci < 2; ++ci)
+        if (!rp) continue;
+        double ms[3];
+        for (int ci = 0; ci < 3; ++ci) {
+          setenv("DSV4_WGMMA_WS_GROUP", vs[ci].group, 1);
           ms[ci] = time_prefill_per_call(
-              [&](int i, cudaStream_t st) { call(i, st, rp, official, cores[ci]); }, calls, 20, s);
+              [&](int i, cudaStream_t st) { call(i, st, rp, official, vs[ci].core); }, calls, 20,
+              s);
+        }
         char name[64];
-        for (int ci = 0; ci < 2; ++ci) {
-          std::snprintf(name, sizeof name, "%s%s %s", official ? "official " : "",
-                        ci ? "wgmma_ws" : "wgmma", rp ? "rp" : "ckpt");
+        for (int ci = 0; ci < 3; ++ci) {
+          std::snprintf(name, sizeof name, "%s%s rp", official ? "official " : "", vs[ci].name);
           report(name, ms[ci]);
         }
-        std::printf("%-6s %-6s   T=%lld %s %s: wgmma_ws speed-up %.3fx\n", sh.name, kname,
-                    (long long)T, rp ? "repacked" : "checkpoint", official ? "official" : "exact",
-                    ms[0] / ms[1]);
+        std::printf(
+            "%-6s %-6s   T=%lld repacked %s: speed-up over wgmma: wgmma_ws %.3fx, g2 %.3fx\n",
+            sh.name, kname, (long long)T, official ? "official" : "exact", ms[0] / ms[1],
+            ms[0] / ms[2]);
       }
     }
+    unsetenv("DSV4_WGMMA_WS_GROUP");
     CK(cudaFree(db));
     CK(cudaFree(dc));
     CK(cudaFree(ws));
@@ -1445,9 +1482,13 @@ void bench_prefill_ws_section(cudaStream_t s, cublasHandle_t h) {
   std::printf("%-6s %-6s %-30s %5s %10s %8s %9s\n", "model", "format", "kernel", "T", "us",
               "TFLOP/s", "%dense");
   const moe_shape flash{"flash", 4096, 2048, 256, 6}, pro{"pro", 7168, 3072, 384, 6};
+  if (g_ws_profile) {
+    bench_prefill_ws_case(flash, weight_kind::mxfp4, {4096}, s, h);
+    return;
+  }
   for (weight_kind k : {weight_kind::mxfp4, weight_kind::nvfp4}) {
     if (!listed(g_formats, k == weight_kind::mxfp4 ? "mxfp4" : "nvfp4")) continue;
-    if (listed(g_shapes, "flash")) bench_prefill_ws_case(flash, k, {4096, 8192}, s, h);
+    if (listed(g_shapes, "flash")) bench_prefill_ws_case(flash, k, {1024, 4096, 8192}, s, h);
     if (listed(g_shapes, "pro")) bench_prefill_ws_case(pro, k, {4096}, s, h);
   }
 }
@@ -1709,6 +1750,7 @@ int main(int argc, char** argv) {
     if (a == "--prefill-cp") g_prefill_cp = true;
     if (a == "--prefill-w4a8") w4a8 = true;
     if (a == "--prefill-ws") pws = true;
+    if (a == "--ws-profile") pws = g_ws_profile = true;
     if (a == "--w4a8-flash-t" && i + 1 < argc) g_w4a8_flash_t = parse_list(argv[++i]);
     if (a == "--w4a8-pro-t" && i + 1 < argc) g_w4a8_pro_t = parse_list(argv[++i]);
     if (a == "--w4a8-profile") g_w4a8_profile = true;

@@ -387,9 +387,15 @@ cudaError_t run_prefill(const act_t* x, int64_t tokens, const int32_t* indices,
   float* h = reinterpret_cast<float*>(base + l.h);
   float* out = reinterpret_cast<float*>(base + l.out);
 
-  if (core == moe_prefill_core::automatic)
-    core = moe_prefill_use_wgmma(tokens, top_k, experts) ? moe_prefill_core::wgmma
-                                                         : moe_prefill_core::mma_sync;
+  if (core == moe_prefill_core::automatic) {
+    // The wgmma core's warp-specialized variant where its cp.async copies are aligned.
+    bool ws_aligned = true;
+    for (const device_weight* w : {&w1, &w3, &w2})
+      ws_aligned = ws_aligned && aligned_16(w->data) && aligned_16(w->scale);
+    core = !moe_prefill_use_wgmma(tokens, top_k, experts) ? moe_prefill_core::mma_sync
+           : ws_aligned                                   ? moe_prefill_core::wgmma_ws
+                                                          : moe_prefill_core::wgmma;
+  }
   const bool w4a8 = core == moe_prefill_core::w4a8 || core == moe_prefill_core::w4a8_serial ||
                     core == moe_prefill_core::w4a8_ws;
   const bool ws = core == moe_prefill_core::wgmma_ws;

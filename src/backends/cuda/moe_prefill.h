@@ -63,8 +63,10 @@ enum class moe_prefill_core {
   wgmma_ws
 };
 
-// The automatic choice for a step of `tokens` x `top_k` pairs over `experts` experts: wgmma on
-// a compute capability 9.0 device (it was faster in every measured case), else mma.sync.
+// The automatic choice for a step of `tokens` x `top_k` pairs over `experts` experts: the wgmma
+// core on a compute capability 9.0 device (it was faster in every measured case), else
+// mma.sync. moe_prefill_experts then runs its wgmma_ws variant when the weight bytes and scales
+// are 16-byte aligned (moe_prefill_wgmma_ws.cu has the measurements), else wgmma.
 bool moe_prefill_use_wgmma(int64_t tokens, int64_t top_k, int64_t experts);
 
 // Whether moe_prefill_experts takes these weights for a step of `tokens` x `top_k` pairs (the

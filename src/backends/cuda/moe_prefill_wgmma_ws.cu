@@ -22,6 +22,8 @@
 // (ws_permute_kernel: x' from x; h' from L1's epilogue with PERMUTE_H in the exact order, from the
 // FP8-rounded f32 h in the official order), BF16 as the core stages it: so B in shared memory is
 // byte for byte the core's.
+#include <cstdlib>
+
 #include "backends/cuda/mbarrier.cuh"
 #include "backends/cuda/moe_prefill_wgmma_kernel.cuh"
 #include "backends/cuda/moe_prefill_wgmma_ws.h"
@@ -167,7 +169,7 @@ __device__ __forceinline__ void ws_produce_item(const ws_args& a, const ws_ring&
 
 // One consumer warpgroup's item: the core's gemm_tile main loop and epilogue with A's bytes and
 // scales and B from the ring.
-template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, int N>
+template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, int G, int N>
 __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring& ring, int& k,
                                                 int4 tile, int rb, int rounds) {
   const int tid = threadIdx.x, lane = tid % k_warp_size, g = lane / 4, c = lane % 4;
@@ -184,7 +186,8 @@ __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring&
   // Whether a round's last wgmmas stay in flight into the next round (its wait for the stage,
   // scale loads and first expansion). MXFP4 only: with NVFP4 ptxas then serializes every wgmma of
   // the kernel (C7513), so those drain at the end of each round and the other warpgroup covers.
-  constexpr bool k_carry = K == weight_kind::mxfp4;
+  // Likewise with two steps per group (G = 2) for MXFP4 (SASS: every wgmma waited for).
+  constexpr bool k_carry = K == weight_kind::mxfp4 && G == 1;
 
   float acc[2][N / 2];
 #pragma unroll
@@ -221,32 +224,45 @@ __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring&
       }
     }
     const tile_scale sc[2] = {scale_of<K>(cur[0]), scale_of<K>(cur[1])};
-    // [step & 1][accumulator][reg]: step s rewrites the set of step s - 2, retired by the
-    // wait_group 1 that followed step s - 1.
-    uint32_t am[2][2][4];
-    const auto step = [&](auto s_const) {
+    // One commit group per G steps (k 16 G). am[group & 1][step in group][accumulator][reg]:
+    // group q rewrites the set of group q - 2, retired by the wait_group 1 after group q - 1.
+    // Every accumulator still takes its 8 steps of the round in order (same sums).
+    uint32_t am[2][G][2][4];
+    const auto expand = [&](auto s_const, uint32_t(&a0)[4], uint32_t(&a1)[4]) {
       constexpr int s = decltype(s_const)::value;
-      expand_step<K, s, RP>(cur[0], sc[0], am[s & 1][0]);
-      expand_step<K, s, RP>(cur[1], sc[1], am[s & 1][1]);
+      expand_step<K, s, RP>(cur[0], sc[0], a0);
+      expand_step<K, s, RP>(cur[1], sc[1], a1);
+    };
+    const auto mma = [&](int s, const uint32_t(&a0)[4], const uint32_t(&a1)[4]) {
+      const uint64_t d = smem_desc(st + k_ws_b + (s >> 2) * k_atom_bytes + (s & 3) * 32);
+      wgmma_rs<N>::run(acc[0], a0, d);
+      wgmma_rs<N>::run(acc[1], a1, d);
+    };
+    const auto group = [&](auto q_const) {
+      constexpr int q = decltype(q_const)::value;
+      expand(std::integral_constant<int, G * q>{}, am[q & 1][0][0], am[q & 1][0][1]);
+      if constexpr (G == 2)
+        expand(std::integral_constant<int, G * q + 1>{}, am[q & 1][G - 1][0], am[q & 1][G - 1][1]);
       __syncwarp();
       wgmma::fence();
-      const uint64_t d = smem_desc(st + k_ws_b + (s >> 2) * k_atom_bytes + (s & 3) * 32);
-      wgmma_rs<N>::run(acc[0], am[s & 1][0], d);
-      wgmma_rs<N>::run(acc[1], am[s & 1][1], d);
+      mma(G * q, am[q & 1][0][0], am[q & 1][0][1]);
+      if constexpr (G == 2) mma(G * q + 1, am[q & 1][G - 1][0], am[q & 1][G - 1][1]);
       wgmma::commit();
       wgmma::wait<1>();
-      // Only this step is left in flight: the previous round's wgmmas read their stage last.
-      if constexpr (s == 0 && k_carry)
+      // Only this group is left in flight: the previous round's wgmmas read their stage last.
+      if constexpr (q == 0 && k_carry)
         if (r > 0) release(kk - 1);
     };
-    step(std::integral_constant<int, 0>{});
-    step(std::integral_constant<int, 1>{});
-    step(std::integral_constant<int, 2>{});
-    step(std::integral_constant<int, 3>{});
-    step(std::integral_constant<int, 4>{});
-    step(std::integral_constant<int, 5>{});
-    step(std::integral_constant<int, 6>{});
-    step(std::integral_constant<int, 7>{});
+    group(std::integral_constant<int, 0>{});
+    group(std::integral_constant<int, 1>{});
+    group(std::integral_constant<int, 2>{});
+    group(std::integral_constant<int, 3>{});
+    if constexpr (G == 1) {
+      group(std::integral_constant<int, 4>{});
+      group(std::integral_constant<int, 5>{});
+      group(std::integral_constant<int, 6>{});
+      group(std::integral_constant<int, 7>{});
+    }
     if constexpr (!k_carry) {
       wgmma::wait<0>();
       release(kk);
@@ -272,7 +288,7 @@ __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring&
 
 // UP: src = x' (rows by token), wa = W1, wb = W3, dst = h (PERMUTE_H: BF16 h' in the logical k
 // order). Down: src = h' (rows by pair), wa = wb = W2, dst = out [pairs, hidden] f32.
-template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H>
+template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, int G>
 __global__ void __launch_bounds__(k_ws_threads, 1)
     moe_prefill_wgmma_ws_kernel(ws_args a, int row_blocks) {
 #if DSV4_PREFILL_WGMMA
@@ -318,13 +334,13 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       if (wn < items) tile = a.tiles[wn / row_blocks];
       const int rb = w % row_blocks;
       if (cur.z <= 32)
-        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 32>(a, ring, k, cur, rb, rounds);
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, G, 32>(a, ring, k, cur, rb, rounds);
       else if (cur.z <= 64)
-        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 64>(a, ring, k, cur, rb, rounds);
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, G, 64>(a, ring, k, cur, rb, rounds);
       else if (cur.z <= 96)
-        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 96>(a, ring, k, cur, rb, rounds);
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, G, 96>(a, ring, k, cur, rb, rounds);
       else
-        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 128>(a, ring, k, cur, rb, rounds);
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, G, 128>(a, ring, k, cur, rb, rounds);
     }
   }
 #else
@@ -334,10 +350,17 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 #endif
 }
 
+// Steps per commit group (A/B, DSV4_WGMMA_WS_GROUP=1 or 2, read on each call; default 1).
+int ws_group() {
+  const char* v = std::getenv("DSV4_WGMMA_WS_GROUP");
+  return v && std::atoi(v) == 2 ? 2 : 1;
+}
+
 template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H>
 cudaError_t launch_ws(int64_t row_blocks, int64_t tile_slots, const ws_args& a,
                       cudaStream_t stream) {
-  const auto kernel = moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H>;
+  const auto kernel = ws_group() == 2 ? moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, 2>
+                                      : moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, 1>;
   if (const cudaError_t e = allow_dynamic_smem(kernel, k_ws_smem); e != cudaSuccess) return e;
   const int64_t items = row_blocks * tile_slots;
   if (items == 0) return cudaSuccess;
