@@ -19,9 +19,9 @@
 // item while the consumers store the current one.
 //
 // B needs no register staging because it arrives pre-permuted into the logical k order
-// (ws_permute_kernel: x' from x; h' from L1's epilogue with PERMUTE_H in the exact order, from the
-// FP8-rounded f32 h in the official order), BF16 as the core stages it: so B in shared memory is
-// byte for byte the core's.
+// (ws_permute_kernel: x' from x; h' from L1's epilogue with PERMUTE_H in the exact order, from
+// L1's f32 h by ws_quantize_permute_kernel, which also does the FP8 rounding, in the official
+// order), BF16 as the core stages it: so B in shared memory is byte for byte the core's.
 #include <cstdlib>
 
 #include "backends/cuda/mbarrier.cuh"
@@ -407,6 +407,40 @@ __global__ void __launch_bounds__(256)
   }
 }
 
+// Official order: h (f32, SwiGLU times the routing weight) FP8 quantize-dequantized per 128
+// values of a pair's row with quant::fp8_block_warp's arithmetic (amax over the block, NaN
+// ignored; s = pow2_ceil(max(amax, 1e-4) / 448); e4m3(v / s) * s), i.e. moe_quantize_h_kernel's
+// values, written as BF16 (exact: FP8 values times a power of two) straight into h' in the logical
+// k order: moe_quantize_h_kernel then ws_permute_kernel<float> in one pass. One warp per (pair,
+// 128-value block); pairs with a bad expert index skipped (L1 never wrote them, no tile reads
+// them).
+__global__ void __launch_bounds__(256)
+    ws_quantize_permute_kernel(const float* h, const int32_t* indices, int64_t pairs,
+                               int64_t experts, int64_t inter, __nv_bfloat16* hp) {
+  __shared__ __align__(16) __nv_bfloat16 buf[256 / k_warp_size][k_round];
+  const int warp = int(threadIdx.x) / k_warp_size, lane = int(threadIdx.x) % k_warp_size;
+  const int64_t blocks = inter / k_round;
+  const int64_t item = int64_t(blockIdx.x) * (256 / k_warp_size) + warp;
+  if (item >= pairs * blocks) return;  // uniform over the warp
+  const int64_t p = item / blocks, b = item % blocks;
+  const int32_t e = indices[p];
+  if (e < 0 || e >= experts) return;
+  const float4 v = reinterpret_cast<const float4*>(h + p * inter + b * k_round)[lane];
+  const float vals[4] = {v.x, v.y, v.z, v.w};  // physical k 4 lane .. 4 lane + 3
+  float amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) amax = fmaxf(amax, fabsf(vals[i]));
+  amax = quant::warp_max(amax);
+  const float sc = quant::pow2_ceil(__fdiv_rn(fmaxf(amax, 1e-4f), 448.0f));
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    buf[warp][permuted_k(4 * lane + i)] =
+        __float2bfloat16_rn(__fmul_rn(quant::e4m3_round(__fdiv_rn(vals[i], sc)), sc));
+  __syncwarp();
+  reinterpret_cast<uint2*>(hp + p * inter + b * k_round)[lane] =
+      reinterpret_cast<const uint2*>(buf[warp])[lane];
+}
+
 template <typename in_t>
 cudaError_t launch_permute(const in_t* src, int64_t rows, int64_t cols, __nv_bfloat16* dst,
                            cudaStream_t stream) {
@@ -449,17 +483,17 @@ cudaError_t launch_wgmma_ws_gemms(const act_t* x, int64_t tokens, int64_t top_k,
       return e;
     a.src = reinterpret_cast<const __nv_bfloat16*>(h);
   } else {
-    // Official order: f32 h, its FP8 rounding per 128 values (exact in BF16), then h' into the
-    // scratch (x' is dead once L1 ran).
+    // Official order: f32 h, then its FP8 rounding per 128 values (exact in BF16) written as h'
+    // into the scratch (x' is dead once L1 ran).
     if (const cudaError_t e = launch_ws<float, K, true, RP, false>(rb1, tile_slots, a, stream);
         e != cudaSuccess)
       return e;
-    const int64_t items = pairs * ceil_div(inter, 128);
-    moe_quantize_h_kernel<128><<<unsigned(ceil_div(items, 256 / k_warp_size)), 256, 0, stream>>>(
-        h, indices, pairs, w1.count, inter);
-    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
-    if (const cudaError_t e = launch_permute<float>(h, pairs, inter, xp, stream); e != cudaSuccess)
-      return e;
+    const int64_t items = pairs * (inter / k_round);
+    if (items > 0) {
+      ws_quantize_permute_kernel<<<unsigned(ceil_div(items, 256 / k_warp_size)), 256, 0, stream>>>(
+          h, indices, pairs, w1.count, inter, xp);
+      if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+    }
     a.src = xp;
   }
   a.wa = a.wb = f2;
