@@ -1334,8 +1334,9 @@ void bench_prefill_section(cudaStream_t s, cublasHandle_t h) {
 
 // --prefill-ws: the warp-specialized W4A16 core (moe_prefill_core::wgmma_ws) against the wgmma
 // core, bf16 x, exact and official order, checkpoint and repacked layouts (the engine's), at
-// Flash T = 1024 / 4096 / 8192 and Pro T = 4096 (both formats), with the cuBLAS BF16 dense ceiling
-// of the same FLOPs measured in the same run; outputs compared bit for bit with the wgmma core's.
+// Flash T = 256 / 1024 / 4096 / 8192 and Pro T = 4096 (both formats), with the cuBLAS BF16 dense
+// ceiling of the same FLOPs measured in the same run; outputs compared bit for bit with the wgmma
+// core's.
 // --ws-profile: instead, one eager exact-order call on repacked weights per variant (wgmma_ws
 // with 1, then 2 steps per group) at Flash MXFP4 T = 4096, for ncu.
 bool g_ws_profile = false;
@@ -1488,7 +1489,7 @@ void bench_prefill_ws_section(cudaStream_t s, cublasHandle_t h) {
   }
   for (weight_kind k : {weight_kind::mxfp4, weight_kind::nvfp4}) {
     if (!listed(g_formats, k == weight_kind::mxfp4 ? "mxfp4" : "nvfp4")) continue;
-    if (listed(g_shapes, "flash")) bench_prefill_ws_case(flash, k, {1024, 4096, 8192}, s, h);
+    if (listed(g_shapes, "flash")) bench_prefill_ws_case(flash, k, {256, 1024, 4096, 8192}, s, h);
     if (listed(g_shapes, "pro")) bench_prefill_ws_case(pro, k, {4096}, s, h);
   }
 }
