@@ -1337,8 +1337,8 @@ void bench_prefill_section(cudaStream_t s, cublasHandle_t h) {
 // Flash T = 256 / 1024 / 4096 / 8192 and Pro T = 4096 (both formats), with the cuBLAS BF16 dense
 // ceiling of the same FLOPs measured in the same run; outputs compared bit for bit with the wgmma
 // core's.
-// --ws-profile: instead, one eager exact-order call on repacked weights per variant (wgmma_ws
-// with 1, then 2 steps per group) at Flash MXFP4 T = 4096, for ncu.
+// --ws-profile: instead, one eager exact-order wgmma_ws call on repacked weights at Flash MXFP4
+// T = 4096, for ncu.
 bool g_ws_profile = false;
 
 void bench_prefill_ws_case(const moe_shape& sh, weight_kind kind, const std::vector<int64_t>& ts,
@@ -1404,70 +1404,50 @@ void bench_prefill_ws_case(const moe_shape& sh, weight_kind kind, const std::vec
                                            10.0f, ws, ws_bytes, in.yb, st, core));
     };
     if (g_ws_profile) {
-      for (const char* g : {"1", "2"}) {
-        setenv("DSV4_WGMMA_WS_GROUP", g, 1);
-        call(0, s, true, false, moe_prefill_core::wgmma_ws);
-      }
+      call(0, s, true, false, moe_prefill_core::wgmma_ws);
       CK(cudaStreamSynchronize(s));
-      unsetenv("DSV4_WGMMA_WS_GROUP");
       CK(cudaFree(db));
       CK(cudaFree(dc));
       CK(cudaFree(ws));
       continue;
     }
-    // Variants: the wgmma core, then wgmma_ws with 1 and 2 steps per wgmma commit group
-    // (DSV4_WGMMA_WS_GROUP, read by each launch). All compared bit for bit with the first on both
-    // layouts; timed on the repacked layout (the engine's; call 1 of PREFILL7 timed both).
-    struct variant {
-      moe_prefill_core core;
-      const char* group;
-      const char* name;
-    };
-    const variant vs[3] = {{moe_prefill_core::wgmma, "1", "wgmma"},
-                           {moe_prefill_core::wgmma_ws, "1", "wgmma_ws"},
-                           {moe_prefill_core::wgmma_ws, "2", "wgmma_ws g2"}};
+    // The wgmma core and wgmma_ws, compared bit for bit on both layouts, timed on the repacked
+    // layout (the engine's; PREFILL7's first call timed both layouts).
+    const moe_prefill_core cores[2] = {moe_prefill_core::wgmma, moe_prefill_core::wgmma_ws};
     for (bool rp : {false, true}) {
       for (bool official : {false, true}) {
-        std::vector<uint16_t> ys[3];
-        for (int ci = 0; ci < 3; ++ci) {
-          setenv("DSV4_WGMMA_WS_GROUP", vs[ci].group, 1);
+        std::vector<uint16_t> ys[2];
+        for (int ci = 0; ci < 2; ++ci) {
           ys[ci].resize(size_t(T * D));
           CK(cudaMemsetAsync(in.yb, 0xFF, ys[ci].size() * 2, s));
-          call(0, s, rp, official, vs[ci].core);
+          call(0, s, rp, official, cores[ci]);
           CK(cudaStreamSynchronize(s));
           CK(cudaMemcpy(ys[ci].data(), in.yb, ys[ci].size() * 2, cudaMemcpyDeviceToHost));
         }
-        for (int ci = 1; ci < 3; ++ci) {
-          size_t differ = 0, unwritten = 0;
-          for (size_t j = 0; j < ys[0].size(); ++j) {
-            differ += ys[0][j] != ys[ci][j];
-            unwritten += ys[ci][j] == 0xFFFF;
-          }
-          std::printf("%-6s %-6s   T=%lld %s %s: %s vs wgmma y: %zu of %zu differ, %zu unwritten\n",
-                      sh.name, kname, (long long)T, rp ? "repacked" : "checkpoint",
-                      official ? "official" : "exact", vs[ci].name, differ, ys[0].size(),
-                      unwritten);
-        }
-        if (!rp) continue;
-        double ms[3];
-        for (int ci = 0; ci < 3; ++ci) {
-          setenv("DSV4_WGMMA_WS_GROUP", vs[ci].group, 1);
-          ms[ci] = time_prefill_per_call(
-              [&](int i, cudaStream_t st) { call(i, st, rp, official, vs[ci].core); }, calls, 20,
-              s);
-        }
-        char name[64];
-        for (int ci = 0; ci < 3; ++ci) {
-          std::snprintf(name, sizeof name, "%s%s rp", official ? "official " : "", vs[ci].name);
-          report(name, ms[ci]);
+        size_t differ = 0, unwritten = 0;
+        for (size_t j = 0; j < ys[0].size(); ++j) {
+          differ += ys[0][j] != ys[1][j];
+          unwritten += ys[1][j] == 0xFFFF;
         }
         std::printf(
-            "%-6s %-6s   T=%lld repacked %s: speed-up over wgmma: wgmma_ws %.3fx, g2 %.3fx\n",
-            sh.name, kname, (long long)T, official ? "official" : "exact", ms[0] / ms[1],
-            ms[0] / ms[2]);
+            "%-6s %-6s   T=%lld %s %s: wgmma_ws vs wgmma y: %zu of %zu differ, %zu unwritten\n",
+            sh.name, kname, (long long)T, rp ? "repacked" : "checkpoint",
+            official ? "official" : "exact", differ, ys[0].size(), unwritten);
+        if (!rp) continue;
+        double ms[2];
+        for (int ci = 0; ci < 2; ++ci)
+          ms[ci] = time_prefill_per_call(
+              [&](int i, cudaStream_t st) { call(i, st, rp, official, cores[ci]); }, calls, 20, s);
+        char name[64];
+        for (int ci = 0; ci < 2; ++ci) {
+          std::snprintf(name, sizeof name, "%s%s rp", official ? "official " : "",
+                        ci ? "wgmma_ws" : "wgmma");
+          report(name, ms[ci]);
+        }
+        std::printf("%-6s %-6s   T=%lld repacked %s: wgmma_ws speed-up over wgmma %.3fx\n", sh.name,
+                    kname, (long long)T, official ? "official" : "exact", ms[0] / ms[1]);
       }
     }
-    unsetenv("DSV4_WGMMA_WS_GROUP");
     CK(cudaFree(db));
     CK(cudaFree(dc));
     CK(cudaFree(ws));

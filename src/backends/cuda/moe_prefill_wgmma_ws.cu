@@ -11,8 +11,9 @@
 // the weight rows' scale bytes. Each producer thread arrives on the stage's full barrier twice,
 // a plain arrival and cp.async.mbarrier.arrive.noinc (count 256: w4a8_ws's noinc scheme, its
 // faster one); the consumers fence the async proxy after each wait and give a stage back through
-// its empty barrier (one arrival per consumer warp) once the wgmmas that read it retired, which
-// they learn from the wait_group 1 of the next round's first step. No CTA-wide barrier: the two
+// its empty barrier (one arrival per consumer warp) once the wgmmas that read it retired (MXFP4:
+// at the wait_group 1 of the next round's first step; NVFP4: at the end of the round, see
+// k_carry). No CTA-wide barrier: the two
 // consumer warpgroups drift apart and one's expansion or epilogue runs under the other's
 // wgmmas. The grid is persistent (one CTA per SM; work items (tile slot, row block), row block
 // fastest, dealt round-robin) and the ring runs on across items, so the producer loads the next
@@ -22,8 +23,20 @@
 // (ws_permute_kernel: x' from x; h' from L1's epilogue with PERMUTE_H in the exact order, from
 // L1's f32 h by ws_quantize_permute_kernel, which also does the FP8 rounding, in the official
 // order), BF16 as the core stages it: so B in shared memory is byte for byte the core's.
-#include <cstdlib>
-
+//
+// Measured (H200, bench_moe_linear --prefill-ws, PREFILL7 session 13; results
+// bench/kernels/results/h200_2026-11-26_s13_prefill7_*): outputs equal to the wgmma core's bit for
+// bit in all 104 comparisons of two runs (Flash T = 256 .. 8192, Pro T = 4096, both formats, both
+// orders, both layouts). Repacked layout, speed-up over the wgmma core: Flash T = 256 /
+// 1024 1.25-1.40x; T = 4096 exact 1.01-1.02x (322 / 310 TFLOP/s MXFP4 / NVFP4, 43% / 37% of cuBLAS
+// BF16 dense), official 1.11x; T = 8192 exact 0.96-0.97x, official 1.04x; Pro T = 4096 1.08x
+// exact, 1.12x official (298 / 291 TFLOP/s, 38-39% of dense). Checkpoint layout (first
+// run): 1.02-1.23x. ncu (Flash MXFP4 T = 4096, repacked, exact): 0.42 instructions issued per
+// scheduler and cycle, 2.98 warps and 0.69 eligible per scheduler, SM throughput 40-44%:
+// latency-bound, not issue- or bandwidth-bound; each consumer warpgroup has one or two commit
+// groups (2-4 wgmma k16) in flight. Tried and dropped: two k16 steps per commit group (0.94-1.04x
+// of one, 1.00x geomean); two groups in flight (ptxas serializes every wgmma, as it does when NVFP4
+// carries a round's last wgmmas over the ring wait, see k_carry).
 #include "backends/cuda/mbarrier.cuh"
 #include "backends/cuda/moe_prefill_wgmma_kernel.cuh"
 #include "backends/cuda/moe_prefill_wgmma_ws.h"
@@ -169,7 +182,7 @@ __device__ __forceinline__ void ws_produce_item(const ws_args& a, const ws_ring&
 
 // One consumer warpgroup's item: the core's gemm_tile main loop and epilogue with A's bytes and
 // scales and B from the ring.
-template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, int G, int N>
+template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, int N>
 __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring& ring, int& k,
                                                 int4 tile, int rb, int rounds) {
   const int tid = threadIdx.x, lane = tid % k_warp_size, g = lane / 4, c = lane % 4;
@@ -186,8 +199,7 @@ __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring&
   // Whether a round's last wgmmas stay in flight into the next round (its wait for the stage,
   // scale loads and first expansion). MXFP4 only: with NVFP4 ptxas then serializes every wgmma of
   // the kernel (C7513), so those drain at the end of each round and the other warpgroup covers.
-  // Likewise with two steps per group (G = 2) for MXFP4 (SASS: every wgmma waited for).
-  constexpr bool k_carry = K == weight_kind::mxfp4 && G == 1;
+  constexpr bool k_carry = K == weight_kind::mxfp4;
 
   float acc[2][N / 2];
 #pragma unroll
@@ -224,45 +236,32 @@ __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring&
       }
     }
     const tile_scale sc[2] = {scale_of<K>(cur[0]), scale_of<K>(cur[1])};
-    // One commit group per G steps (k 16 G). am[group & 1][step in group][accumulator][reg]:
-    // group q rewrites the set of group q - 2, retired by the wait_group 1 after group q - 1.
-    // Every accumulator still takes its 8 steps of the round in order (same sums).
-    uint32_t am[2][G][2][4];
-    const auto expand = [&](auto s_const, uint32_t(&a0)[4], uint32_t(&a1)[4]) {
+    // [step & 1][accumulator][reg]: step s rewrites the set of step s - 2, retired by the
+    // wait_group 1 that followed step s - 1.
+    uint32_t am[2][2][4];
+    const auto step = [&](auto s_const) {
       constexpr int s = decltype(s_const)::value;
-      expand_step<K, s, RP>(cur[0], sc[0], a0);
-      expand_step<K, s, RP>(cur[1], sc[1], a1);
-    };
-    const auto mma = [&](int s, const uint32_t(&a0)[4], const uint32_t(&a1)[4]) {
-      const uint64_t d = smem_desc(st + k_ws_b + (s >> 2) * k_atom_bytes + (s & 3) * 32);
-      wgmma_rs<N>::run(acc[0], a0, d);
-      wgmma_rs<N>::run(acc[1], a1, d);
-    };
-    const auto group = [&](auto q_const) {
-      constexpr int q = decltype(q_const)::value;
-      expand(std::integral_constant<int, G * q>{}, am[q & 1][0][0], am[q & 1][0][1]);
-      if constexpr (G == 2)
-        expand(std::integral_constant<int, G * q + 1>{}, am[q & 1][G - 1][0], am[q & 1][G - 1][1]);
+      expand_step<K, s, RP>(cur[0], sc[0], am[s & 1][0]);
+      expand_step<K, s, RP>(cur[1], sc[1], am[s & 1][1]);
       __syncwarp();
       wgmma::fence();
-      mma(G * q, am[q & 1][0][0], am[q & 1][0][1]);
-      if constexpr (G == 2) mma(G * q + 1, am[q & 1][G - 1][0], am[q & 1][G - 1][1]);
+      const uint64_t d = smem_desc(st + k_ws_b + (s >> 2) * k_atom_bytes + (s & 3) * 32);
+      wgmma_rs<N>::run(acc[0], am[s & 1][0], d);
+      wgmma_rs<N>::run(acc[1], am[s & 1][1], d);
       wgmma::commit();
       wgmma::wait<1>();
-      // Only this group is left in flight: the previous round's wgmmas read their stage last.
-      if constexpr (q == 0 && k_carry)
+      // Only this step is left in flight: the previous round's wgmmas read their stage last.
+      if constexpr (s == 0 && k_carry)
         if (r > 0) release(kk - 1);
     };
-    group(std::integral_constant<int, 0>{});
-    group(std::integral_constant<int, 1>{});
-    group(std::integral_constant<int, 2>{});
-    group(std::integral_constant<int, 3>{});
-    if constexpr (G == 1) {
-      group(std::integral_constant<int, 4>{});
-      group(std::integral_constant<int, 5>{});
-      group(std::integral_constant<int, 6>{});
-      group(std::integral_constant<int, 7>{});
-    }
+    step(std::integral_constant<int, 0>{});
+    step(std::integral_constant<int, 1>{});
+    step(std::integral_constant<int, 2>{});
+    step(std::integral_constant<int, 3>{});
+    step(std::integral_constant<int, 4>{});
+    step(std::integral_constant<int, 5>{});
+    step(std::integral_constant<int, 6>{});
+    step(std::integral_constant<int, 7>{});
     if constexpr (!k_carry) {
       wgmma::wait<0>();
       release(kk);
@@ -288,7 +287,7 @@ __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring&
 
 // UP: src = x' (rows by token), wa = W1, wb = W3, dst = h (PERMUTE_H: BF16 h' in the logical k
 // order). Down: src = h' (rows by pair), wa = wb = W2, dst = out [pairs, hidden] f32.
-template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, int G>
+template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H>
 __global__ void __launch_bounds__(k_ws_threads, 1)
     moe_prefill_wgmma_ws_kernel(ws_args a, int row_blocks) {
 #if DSV4_PREFILL_WGMMA
@@ -334,13 +333,13 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       if (wn < items) tile = a.tiles[wn / row_blocks];
       const int rb = w % row_blocks;
       if (cur.z <= 32)
-        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, G, 32>(a, ring, k, cur, rb, rounds);
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 32>(a, ring, k, cur, rb, rounds);
       else if (cur.z <= 64)
-        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, G, 64>(a, ring, k, cur, rb, rounds);
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 64>(a, ring, k, cur, rb, rounds);
       else if (cur.z <= 96)
-        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, G, 96>(a, ring, k, cur, rb, rounds);
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 96>(a, ring, k, cur, rb, rounds);
       else
-        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, G, 128>(a, ring, k, cur, rb, rounds);
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 128>(a, ring, k, cur, rb, rounds);
     }
   }
 #else
@@ -350,17 +349,10 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 #endif
 }
 
-// Steps per commit group (A/B, DSV4_WGMMA_WS_GROUP=1 or 2, read on each call; default 1).
-int ws_group() {
-  const char* v = std::getenv("DSV4_WGMMA_WS_GROUP");
-  return v && std::atoi(v) == 2 ? 2 : 1;
-}
-
 template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H>
 cudaError_t launch_ws(int64_t row_blocks, int64_t tile_slots, const ws_args& a,
                       cudaStream_t stream) {
-  const auto kernel = ws_group() == 2 ? moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, 2>
-                                      : moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, 1>;
+  const auto kernel = moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H>;
   if (const cudaError_t e = allow_dynamic_smem(kernel, k_ws_smem); e != cudaSuccess) return e;
   const int64_t items = row_blocks * tile_slots;
   if (items == 0) return cudaSuccess;
