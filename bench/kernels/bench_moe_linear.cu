@@ -1660,6 +1660,148 @@ void bench_prefill_section(cudaStream_t s, cublasHandle_t h) {
   }
 }
 
+// --prefill-ws: the warp-specialized W4A16 core (moe_prefill_core::wgmma_ws) against the wgmma
+// core, bf16 x, exact and official order, checkpoint and repacked layouts (the engine's), at
+// Flash T = 256 / 1024 / 4096 / 8192 and Pro T = 4096 (both formats), with the cuBLAS BF16 dense
+// ceiling of the same FLOPs measured in the same run; outputs compared bit for bit with the wgmma
+// core's.
+// --ws-profile: instead, one eager exact-order wgmma_ws call on repacked weights at Flash MXFP4
+// T = 4096, for ncu.
+bool g_ws_profile = false;
+
+void bench_prefill_ws_case(const moe_shape& sh, weight_kind kind, const std::vector<int64_t>& ts,
+                           cudaStream_t s, cublasHandle_t h) {
+  const int64_t D = sh.hidden, I = sh.inter, E = sh.experts, K = sh.top_k;
+  stacked w1(kind, I, D, E, 500), w3(kind, I, D, E, 600), w2(kind, D, I, E, 700);
+  const device_repacked r1(w1), r3(w3), r2(w2);
+  const size_t bf_expert = size_t(3) * I * D * 2;
+  const int64_t bf_pool = std::min<int64_t>(E, std::max<int64_t>(8, (1536ull << 20) / bf_expert));
+  void* bf;
+  CK(cudaMalloc(&bf, bf_expert * bf_pool));
+  fill(bf, bf_expert * bf_pool, 800, 3);
+  std::mt19937_64 rng(4321);
+  const char* kname = kind == weight_kind::mxfp4 ? "mxfp4" : "nvfp4";
+  constexpr int calls = 4;
+  using dsv4::cuda::moe_prefill_core;
+  for (int64_t T : ts) {
+    const int64_t P = T * K;
+    std::vector<int32_t> routes;
+    draw_routes(rng, calls * T, E, K, routes);
+    const moe_step_inputs in(routes, T, D, rng);
+    const size_t ws_bytes = dsv4::cuda::moe_prefill_workspace_bytes(T, K, E, D, I);
+    void* ws;
+    CK(cudaMalloc(&ws, ws_bytes));
+    const double flops = 2.0 * double(P) * 3.0 * double(D) * double(I);
+    void *db, *dc;
+    CK(cudaMalloc(&db, size_t(P) * std::max(D, I) * 2));
+    CK(cudaMalloc(&dc, size_t(P) * std::max(D, I) * 4));
+    fill(db, size_t(P) * std::max(D, I) * 2, 900, 3);
+    const float one = 1.0f, zero = 0.0f;
+    const double dense_ms =
+        g_ws_profile
+            ? 1.0
+            : time_prefill_per_call(
+                  [&](int i, cudaStream_t st) {
+                    CB(cublasSetStream(h, st));
+                    const uint8_t* base =
+                        static_cast<const uint8_t*>(bf) + size_t(i % bf_pool) * bf_expert;
+                    for (int m = 0; m < 2; ++m)
+                      CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(I), int(P), int(D), &one,
+                                      base + size_t(m) * I * D * 2, CUDA_R_16BF, int(D), db,
+                                      CUDA_R_16BF, int(D), &zero, dc, CUDA_R_32F, int(I),
+                                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                    CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(D), int(P), int(I), &one,
+                                    base + size_t(2) * I * D * 2, CUDA_R_16BF, int(I), db,
+                                    CUDA_R_16BF, int(I), &zero, dc, CUDA_R_32F, int(D),
+                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+                  },
+                  calls, 10, s);
+    const auto report = [&](const char* kernel, double ms) {
+      std::printf("%-6s %-6s %-30s %5lld %10.1f %8.1f %8.1f%%\n", sh.name, kname, kernel,
+                  (long long)T, ms * 1e3, flops / (ms * 1e-3) / 1e12, 100 * dense_ms / ms);
+    };
+    report("cublas bf16 dense (ceil)", dense_ms);
+    const auto sl = [&](int i) { return size_t(i) * P; };
+    const auto call = [&](int i, cudaStream_t st, bool rp, bool official, moe_prefill_core core) {
+      const device_weight &a = rp ? r1.w : w1.w, &b = rp ? r3.w : w3.w, &c = rp ? r2.w : w2.w;
+      if (official)
+        CK(dsv4::cuda::moe_prefill_experts_official(in.xb, T, in.idx + sl(i), in.wts + sl(i), K, a,
+                                                    b, c, 10.0f, ws, ws_bytes, in.yb, st, core));
+      else
+        CK(dsv4::cuda::moe_prefill_experts(in.xb, T, in.idx + sl(i), in.wts + sl(i), K, a, b, c,
+                                           10.0f, ws, ws_bytes, in.yb, st, core));
+    };
+    if (g_ws_profile) {
+      call(0, s, true, false, moe_prefill_core::wgmma_ws);
+      CK(cudaStreamSynchronize(s));
+      CK(cudaFree(db));
+      CK(cudaFree(dc));
+      CK(cudaFree(ws));
+      continue;
+    }
+    // The wgmma core and wgmma_ws, compared bit for bit on both layouts, timed on the repacked
+    // layout (the engine's; PREFILL7's first call timed both layouts).
+    const moe_prefill_core cores[2] = {moe_prefill_core::wgmma, moe_prefill_core::wgmma_ws};
+    for (bool rp : {false, true}) {
+      for (bool official : {false, true}) {
+        std::vector<uint16_t> ys[2];
+        for (int ci = 0; ci < 2; ++ci) {
+          ys[ci].resize(size_t(T * D));
+          CK(cudaMemsetAsync(in.yb, 0xFF, ys[ci].size() * 2, s));
+          call(0, s, rp, official, cores[ci]);
+          CK(cudaStreamSynchronize(s));
+          CK(cudaMemcpy(ys[ci].data(), in.yb, ys[ci].size() * 2, cudaMemcpyDeviceToHost));
+        }
+        size_t differ = 0, unwritten = 0;
+        for (size_t j = 0; j < ys[0].size(); ++j) {
+          differ += ys[0][j] != ys[1][j];
+          unwritten += ys[1][j] == 0xFFFF;
+        }
+        std::printf(
+            "%-6s %-6s   T=%lld %s %s: wgmma_ws vs wgmma y: %zu of %zu differ, %zu unwritten\n",
+            sh.name, kname, (long long)T, rp ? "repacked" : "checkpoint",
+            official ? "official" : "exact", differ, ys[0].size(), unwritten);
+        if (!rp) continue;
+        double ms[2];
+        for (int ci = 0; ci < 2; ++ci)
+          ms[ci] = time_prefill_per_call(
+              [&](int i, cudaStream_t st) { call(i, st, rp, official, cores[ci]); }, calls, 20, s);
+        char name[64];
+        for (int ci = 0; ci < 2; ++ci) {
+          std::snprintf(name, sizeof name, "%s%s rp", official ? "official " : "",
+                        ci ? "wgmma_ws" : "wgmma");
+          report(name, ms[ci]);
+        }
+        std::printf("%-6s %-6s   T=%lld repacked %s: wgmma_ws speed-up over wgmma %.3fx\n", sh.name,
+                    kname, (long long)T, official ? "official" : "exact", ms[0] / ms[1]);
+      }
+    }
+    CK(cudaFree(db));
+    CK(cudaFree(dc));
+    CK(cudaFree(ws));
+  }
+  CK(cudaFree(bf));
+}
+
+void bench_prefill_ws_section(cudaStream_t s, cublasHandle_t h) {
+  std::printf(
+      "\n## routed MoE prefill, wgmma_ws vs wgmma (graph of 4 calls, fresh routing each, median "
+      "replay; bf16 x; TFLOP/s = 2*T*top_k*3*D*I / time; %%dense = cuBLAS BF16 dense-GEMM time "
+      "of the same FLOPs over this time)\n");
+  std::printf("%-6s %-6s %-30s %5s %10s %8s %9s\n", "model", "format", "kernel", "T", "us",
+              "TFLOP/s", "%dense");
+  const moe_shape flash{"flash", 4096, 2048, 256, 6}, pro{"pro", 7168, 3072, 384, 6};
+  if (g_ws_profile) {
+    bench_prefill_ws_case(flash, weight_kind::mxfp4, {4096}, s, h);
+    return;
+  }
+  for (weight_kind k : {weight_kind::mxfp4, weight_kind::nvfp4}) {
+    if (!listed(g_formats, k == weight_kind::mxfp4 ? "mxfp4" : "nvfp4")) continue;
+    if (listed(g_shapes, "flash")) bench_prefill_ws_case(flash, k, {256, 1024, 4096, 8192}, s, h);
+    if (listed(g_shapes, "pro")) bench_prefill_ws_case(pro, k, {4096}, s, h);
+  }
+}
+
 // ---- W4A8 prefill (moe_prefill_core::w4a8) ----
 // --prefill-w4a8: the official-order prefill of MXFP4 experts, W4A8 core against the W4A16
 // wgmma core (same official semantics) and two dense ceilings of the same FLOPs measured in the
@@ -1905,6 +2047,7 @@ int main(int argc, char** argv) {
   bool only_prefill = false;
   bool profile = false;  // --profile: one eager call per decode variant, for ncu
   bool w4a8 = false;     // --prefill-w4a8: only the W4A8 prefill section
+  bool pws = false;      // --prefill-ws: only the wgmma_ws section
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--moe-only") only_moe = true;
@@ -1915,6 +2058,8 @@ int main(int argc, char** argv) {
       only_prefill = true, g_prefill_t = std::stoll(argv[++i]);
     if (a == "--prefill-cp") g_prefill_cp = true;
     if (a == "--prefill-w4a8") w4a8 = true;
+    if (a == "--prefill-ws") pws = true;
+    if (a == "--ws-profile") pws = g_ws_profile = true;
     if (a == "--w4a8-flash-t" && i + 1 < argc) g_w4a8_flash_t = parse_list(argv[++i]);
     if (a == "--w4a8-pro-t" && i + 1 < argc) g_w4a8_pro_t = parse_list(argv[++i]);
     if (a == "--w4a8-profile") g_w4a8_profile = true;
@@ -1958,6 +2103,13 @@ int main(int argc, char** argv) {
   CB(cublasSetStream(h, s));
   cublasLtHandle_t lt;
   CB(cublasLtCreate(&lt));
+  if (pws) {
+    bench_prefill_ws_section(s, h);
+    cublasLtDestroy(lt);
+    cublasDestroy(h);
+    CK(cudaStreamDestroy(s));
+    return 0;
+  }
   if (w4a8) {
     bench_w4a8_section(s, h, lt);
     cublasLtDestroy(lt);

@@ -43,6 +43,7 @@
 #include "backends/cuda/moe_prefill_common.cuh"
 #include "backends/cuda/moe_prefill_w4a8.h"
 #include "backends/cuda/moe_prefill_wgmma.h"
+#include "backends/cuda/moe_prefill_wgmma_ws.h"
 #include "backends/cuda/quantize.h"
 
 namespace dsv4::cuda {
@@ -82,8 +83,9 @@ layout make_layout(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidde
   l.tiles = l.sorted + align_256(size_t(pairs) * 4);
   l.h = l.tiles + align_256(size_t(max_tiles(pairs, experts)) * sizeof(int4));
   l.out = l.h + align_256(size_t(pairs) * size_t(inter) * 4);
-  l.xp = l.out + align_256(size_t(pairs) * size_t(hidden) * 4);  // wgmma_cp: x' (BF16)
-  l.q = l.xp + align_256(size_t(tokens) * size_t(hidden) * 2);   // w4a8: E4M3 x and h
+  l.xp = l.out + align_256(size_t(pairs) * size_t(hidden) * 4);  // wgmma_cp / _ws: x', h' (BF16)
+  l.q = l.xp + align_256(std::max(size_t(tokens) * size_t(hidden), size_t(pairs) * size_t(inter)) *
+                         2);  // w4a8: E4M3 x and h
   l.total = l.q + align_256(w4a8_workspace_bytes(tokens, top_k, hidden, inter));
   return l;
 }
@@ -385,22 +387,35 @@ cudaError_t run_prefill(const act_t* x, int64_t tokens, const int32_t* indices,
   float* h = reinterpret_cast<float*>(base + l.h);
   float* out = reinterpret_cast<float*>(base + l.out);
 
-  if (core == moe_prefill_core::automatic)
-    core = moe_prefill_use_wgmma(tokens, top_k, experts) ? moe_prefill_core::wgmma
-                                                         : moe_prefill_core::mma_sync;
+  if (core == moe_prefill_core::automatic) {
+    // The wgmma core's warp-specialized variant where its cp.async copies are aligned.
+    bool ws_aligned = true;
+    for (const device_weight* w : {&w1, &w3, &w2})
+      ws_aligned = ws_aligned && aligned_16(w->data) && aligned_16(w->scale);
+    core = !moe_prefill_use_wgmma(tokens, top_k, experts) ? moe_prefill_core::mma_sync
+           : ws_aligned                                   ? moe_prefill_core::wgmma_ws
+                                                          : moe_prefill_core::wgmma;
+  }
   const bool w4a8 = core == moe_prefill_core::w4a8 || core == moe_prefill_core::w4a8_serial ||
                     core == moe_prefill_core::w4a8_ws;
-  const bool wg = core == moe_prefill_core::wgmma || core == moe_prefill_core::wgmma_cp || w4a8;
-  if ((wg && !wgmma_device()) || (repacked && core != moe_prefill_core::wgmma))
+  const bool ws = core == moe_prefill_core::wgmma_ws;
+  const bool wg =
+      core == moe_prefill_core::wgmma || core == moe_prefill_core::wgmma_cp || ws || w4a8;
+  if ((wg && !wgmma_device()) || (repacked && core != moe_prefill_core::wgmma && !ws))
     return cudaErrorInvalidValue;
+  // wgmma_ws copies weight bytes and scale rows by cp.async of up to 16 bytes.
+  if (ws)
+    for (const device_weight* w : {&w1, &w3, &w2})
+      if (!aligned_16(w->data) || !aligned_16(w->scale)) return cudaErrorInvalidValue;
   // The w4a8 core: official order, MXFP4 in the checkpoint layout (repacked refused above), E8M0
   // scale rows read as 32-bit words.
   if (w4a8 && (!official || w1.kind != weight_kind::mxfp4)) return cudaErrorInvalidValue;
   if (w4a8)
     for (const device_weight* w : {&w1, &w3, &w2})
       if ((reinterpret_cast<uintptr_t>(w->scale) & 3u) != 0) return cudaErrorInvalidValue;
-  auto* xp =
-      core == moe_prefill_core::wgmma_cp ? reinterpret_cast<__nv_bfloat16*>(base + l.xp) : nullptr;
+  auto* xp = core == moe_prefill_core::wgmma_cp || ws
+                 ? reinterpret_cast<__nv_bfloat16*>(base + l.xp)
+                 : nullptr;
   const int tile = wg ? k_wgmma_tile : k_tile;
   const int64_t tile_slots = max_tiles(pairs, experts, tile);
 
@@ -411,6 +426,17 @@ cudaError_t run_prefill(const act_t* x, int64_t tokens, const int32_t* indices,
   const bool mx = w1.kind == weight_kind::mxfp4;
   cudaError_t status;
   if constexpr (std::is_same_v<act_t, __nv_bfloat16>) {
+    if (repacked && ws) {
+      status = mx ? launch_wgmma_ws_gemms<__nv_bfloat16, weight_kind::mxfp4, true>(
+                        x, tokens, top_k, w1, w3, w2, swiglu_limit, tile_count, tiles, sorted,
+                        tile_slots, pair_weights, indices, pairs, h, out, xp, stream)
+                  : launch_wgmma_ws_gemms<__nv_bfloat16, weight_kind::nvfp4, true>(
+                        x, tokens, top_k, w1, w3, w2, swiglu_limit, tile_count, tiles, sorted,
+                        tile_slots, pair_weights, indices, pairs, h, out, xp, stream);
+      if (status != cudaSuccess) return status;
+      return launch_moe_combine(official, out, indices, weights, tokens, top_k, experts, hidden, y,
+                                stream);
+    }
     if (repacked) {
       status = mx ? launch_wgmma_gemms_repacked<weight_kind::mxfp4>(
                         x, top_k, w1, w3, w2, swiglu_limit, tile_count, tiles, sorted, tile_slots,
@@ -431,6 +457,13 @@ cudaError_t run_prefill(const act_t* x, int64_t tokens, const int32_t* indices,
         : core == moe_prefill_core::w4a8  ? w4a8_kernel::pipelined
                                           : w4a8_kernel::serial,
         stream);
+  else if (ws)
+    status = mx ? launch_wgmma_ws_gemms<act_t, weight_kind::mxfp4, false>(
+                      x, tokens, top_k, w1, w3, w2, swiglu_limit, tile_count, tiles, sorted,
+                      tile_slots, pair_weights, indices, pairs, h, out, xp, stream)
+                : launch_wgmma_ws_gemms<act_t, weight_kind::nvfp4, false>(
+                      x, tokens, top_k, w1, w3, w2, swiglu_limit, tile_count, tiles, sorted,
+                      tile_slots, pair_weights, indices, pairs, h, out, xp, stream);
   else if (wg)
     status = mx ? launch_wgmma_gemms<act_t, weight_kind::mxfp4>(
                       x, top_k, w1, w3, w2, swiglu_limit, tile_count, tiles, sorted, tile_slots,

@@ -47,10 +47,30 @@ namespace dsv4::cuda {
 // 293 / 299 TFLOP/s at Flash T = 4096 / 8192 and 294 at Pro T = 4096 (1.04-1.07x w4a8_serial),
 // 122 at Flash T = 1024 (0.93x w4a8_serial); environment DSV4_W4A8_WS_LEAD=0 selects its
 // cp.async.mbarrier.arrive.noinc variant (313 / 313 / 132, 1.01-1.14x w4a8_serial; A/B only).
-enum class moe_prefill_core { automatic, mma_sync, wgmma, wgmma_cp, w4a8, w4a8_serial, w4a8_ws };
+// wgmma_ws: the wgmma core's arithmetic (identical results, exact and official order, checkpoint
+// and repacked layouts) in a warp-specialized persistent kernel: a producer warpgroup stages every
+// round (B pre-permuted to BF16 in the core's logical k order, weight bytes, scale rows) into an
+// mbarrier ring by cp.async, two consumer warpgroups expand and multiply without CTA-wide barriers
+// (moe_prefill_wgmma_ws.cu); weights and scales 16-byte aligned, else cudaErrorInvalidValue.
+// The automatic choice on compute capability 9.0. Measured (H200; parity, and every output bit
+// for bit the wgmma core's): on repacked weights 1.25-1.40x the wgmma core at Flash T = 256 and
+// 1024, 1.01-1.11x at T = 4096 (322 TFLOP/s MXFP4 exact, 43% of cuBLAS BF16 dense), 0.96-0.97x
+// exact and 1.04x official at T = 8192, 1.08-1.13x at Pro T = 4096; checkpoint layout 1.02-1.23x.
+enum class moe_prefill_core {
+  automatic,
+  mma_sync,
+  wgmma,
+  wgmma_cp,
+  w4a8,
+  w4a8_serial,
+  w4a8_ws,
+  wgmma_ws
+};
 
-// The automatic choice for a step of `tokens` x `top_k` pairs over `experts` experts: wgmma on
-// a compute capability 9.0 device (it was faster in every measured case), else mma.sync.
+// The automatic choice for a step of `tokens` x `top_k` pairs over `experts` experts: the wgmma
+// core on a compute capability 9.0 device (it was faster in every measured case), else
+// mma.sync. moe_prefill_experts then runs its wgmma_ws variant when the weight bytes and scales
+// are 16-byte aligned (moe_prefill_wgmma_ws.cu has the measurements), else wgmma.
 bool moe_prefill_use_wgmma(int64_t tokens, int64_t top_k, int64_t experts);
 
 // Whether moe_prefill_experts takes these weights for a step of `tokens` x `top_k` pairs (the

@@ -1,0 +1,510 @@
+// The warp-specialized persistent variant of the W4A16 wgmma core (moe_prefill_core::wgmma_ws,
+// moe_prefill_wgmma_ws.h): the arithmetic of moe_prefill_wgmma_kernel.cuh (same rows per warp,
+// same A fragments from expand_step, same logical k order, same wgmma m64nNk16 sequence per
+// accumulator, same epilogue store_tile), so the same results bit for bit; what changes is who
+// moves the data and how the warps meet.
+//
+// 384 threads: warps 0-7 are two consumer warpgroups (the core's 2 x 64 weight rows of a block),
+// warps 8-11 a producer warpgroup (setmaxnreg k_ws_producer_regs / k_ws_consumer_regs) that
+// fills a ring of k_ws_stages stages by cp.async: per 128-k round the token tile (B, N rows of
+// 256 bytes, 128-byte swizzle), the consumers' weight bytes in their per-thread slot order and
+// the weight rows' scale bytes. Each producer thread arrives on the stage's full barrier twice,
+// a plain arrival and cp.async.mbarrier.arrive.noinc (count 256: w4a8_ws's noinc scheme, its
+// faster one); the consumers fence the async proxy after each wait and give a stage back through
+// its empty barrier (one arrival per consumer warp) once the wgmmas that read it retired (MXFP4:
+// at the wait_group 1 of the next round's first step; NVFP4: at the end of the round, see
+// k_carry). No CTA-wide barrier: the two
+// consumer warpgroups drift apart and one's expansion or epilogue runs under the other's
+// wgmmas. The grid is persistent (one CTA per SM; work items (tile slot, row block), row block
+// fastest, dealt round-robin) and the ring runs on across items, so the producer loads the next
+// item while the consumers store the current one.
+//
+// B needs no register staging because it arrives pre-permuted into the logical k order
+// (ws_permute_kernel: x' from x; h' from L1's epilogue with PERMUTE_H in the exact order, from
+// L1's f32 h by ws_quantize_permute_kernel, which also does the FP8 rounding, in the official
+// order), BF16 as the core stages it: so B in shared memory is byte for byte the core's.
+//
+// Measured (H200, bench_moe_linear --prefill-ws, PREFILL7 session 13; results
+// bench/kernels/results/h200_2026-11-26_s13_prefill7_*): outputs equal to the wgmma core's bit for
+// bit in all 104 comparisons of two runs (Flash T = 256 .. 8192, Pro T = 4096, both formats, both
+// orders, both layouts). Repacked layout, speed-up over the wgmma core: Flash T = 256 /
+// 1024 1.25-1.40x; T = 4096 exact 1.01-1.02x (322 / 310 TFLOP/s MXFP4 / NVFP4, 43% / 37% of cuBLAS
+// BF16 dense), official 1.11x; T = 8192 exact 0.96-0.97x, official 1.04x; Pro T = 4096 1.08x
+// exact, 1.12x official (298 / 291 TFLOP/s, 38-39% of dense). Checkpoint layout (first
+// run): 1.02-1.23x. ncu (Flash MXFP4 T = 4096, repacked, exact): 0.42 instructions issued per
+// scheduler and cycle, 2.98 warps and 0.69 eligible per scheduler, SM throughput 40-44%:
+// latency-bound, not issue- or bandwidth-bound; each consumer warpgroup has one or two commit
+// groups (2-4 wgmma k16) in flight. Tried and dropped: two k16 steps per commit group (0.94-1.04x
+// of one, 1.00x geomean); two groups in flight (ptxas serializes every wgmma, as it does when NVFP4
+// carries a round's last wgmmas over the ring wait, see k_carry).
+#include "backends/cuda/mbarrier.cuh"
+#include "backends/cuda/moe_prefill_wgmma_kernel.cuh"
+#include "backends/cuda/moe_prefill_wgmma_ws.h"
+
+namespace dsv4::cuda::prefill {
+
+namespace {
+
+constexpr int k_ws_threads = 384;
+constexpr int k_ws_consumers = 256;  // = k_threads of the core: its rows per block
+constexpr int k_ws_stages = 4;
+// 232 * 256 + 40 * 128 = 168 * 384, the launch cap of __launch_bounds__(384, 1).
+constexpr int k_ws_consumer_regs = 232, k_ws_producer_regs = 40;
+// Stage layout (bytes; each stage 1024-aligned for the swizzle atoms).
+constexpr int k_ws_b = 0;                                  // 2 atoms of 128 rows x 128 bytes
+constexpr int k_ws_w = 2 * k_atom_bytes;                   // [m][i][consumer thread] x 16
+constexpr int k_ws_s = k_ws_w + 4 * k_ws_consumers * 16;   // [256 row slots] x 16
+constexpr int k_ws_stage_bytes = k_ws_s + 256 * 16;        // 53248
+constexpr int k_ws_pbuf = k_ws_stages * k_ws_stage_bytes;  // 2 x 128 pair ids (per consumer WG)
+constexpr int k_ws_rowtab = k_ws_pbuf + 2 * 128 * 4;       // 128 B source rows (producer)
+constexpr int k_ws_bars = k_ws_rowtab + 128 * 4;           // full[stages], empty[stages]
+constexpr int k_ws_smem = k_ws_bars + 2 * k_ws_stages * 8 + 1024;  // + alignment slack
+static_assert(k_ws_stage_bytes % 1024 == 0 && k_ws_smem <= 227 * 1024, "stage layout");
+
+struct ws_args {
+  const __nv_bfloat16* src;  // x' (L1, rows by token) or h' (L2, rows by pair)
+  int top_k;
+  const int* tile_count;
+  const int4* tiles;
+  const int* sorted;
+  fp4_weight wa, wb;  // L1: W1, W3; L2: W2 twice
+  float limit;
+  const float* pair_weights;
+  void* dst;
+};
+
+struct ws_ring {
+  uint32_t smem;  // the 1024-aligned base (stage 0)
+  uint32_t full;  // full[0]; empty[0] = full + 8 * k_ws_stages
+  uint8_t* gen;   // the same base as a generic pointer
+};
+
+__device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(src) : "memory");
+}
+__device__ __forceinline__ void cp_async_8(uint32_t dst, const void* src) {
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(dst), "l"(src) : "memory");
+}
+// 16 weight bytes with the aligned 256 bytes around them prefetched into L2 (a checkpoint row's
+// next rounds; a repacked tile's other lanes).
+__device__ __forceinline__ void cp_async_16_l2(uint32_t dst, const void* src) {
+  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n" ::"r"(dst), "l"(src)
+               : "memory");
+}
+
+// First row (fragment row g, i = 0) of consumer warpgroup h, warp `warp`, accumulator m: the
+// core's block_args r0 (plus b_offset for m = 1 in L2).
+template <bool UP>
+__device__ __forceinline__ int64_t ws_row0(int rb, int h, int warp, int m) {
+  return UP ? int64_t(rb) * k_up_rows + h * 64 + warp * 16
+            : int64_t(rb) * k_down_rows + h * 128 + warp * 16 + 64 * m;
+}
+
+// Producer thread p (0..127) serves consumer threads p and p + 128 (warpgroup h = 0, 1; warp
+// p / 32, lane p % 32): their weight slots of both accumulators, 16 bytes each per round
+// (coalesced: a warp's copies are 8 rows x 64 bytes, or 512 contiguous repacked bytes); the scale
+// row slots p and p + 128 (R = 64 (2 m + h) + 16 warp + 8 i + g); B chunk column p % 16 (16
+// bytes of the 256 of a token row's round) of token rows p / 16 + 8 q.
+template <weight_kind K, bool UP, bool RP, int N>
+__device__ __forceinline__ void ws_produce_item(const ws_args& a, const ws_ring& ring, int p,
+                                                int& k, int4 tile, int rb, int rounds) {
+  const int e = tile.x, ntok = tile.z;
+  const int64_t cols = a.wa.cols;
+  int* rowtab = reinterpret_cast<int*>(ring.gen + k_ws_rowtab);
+  const int pair = p < ntok ? __ldg(a.sorted + tile.y + p) : -1;
+  mbar::named_sync(3, 128);  // every producer thread issued the previous item's B copies
+  rowtab[p] = pair < 0 ? -1 : UP ? pair / a.top_k : pair;
+  mbar::named_sync(3, 128);
+  const int warp = p >> 5, lane = p & 31, g = lane >> 2, c = lane & 3;
+  // Weight rows: warpgroup h and fragment row i are fixed offsets from the (h, i) = (0, 0) row
+  // in both layouts (row + 8 i and + 64 h (L1) / 128 h (L2), all within the matrix's 16-row tile
+  // grid); L2's second half block may lie past the last row (hidden % 256 == 128): not copied
+  // (its accumulators are never stored).
+  const uint8_t* wbase[2];
+#pragma unroll
+  for (int m = 0; m < 2; ++m)
+    wbase[m] =
+        locate_tile<K, RP>(m ? a.wb : a.wa, e, ws_row0<UP>(rb, 0, warp, m) + g).w[0] + c * 16;
+  constexpr int hrows = UP ? 64 : 128;
+  const uint32_t di = RP ? uint32_t(fp4_repack::k_tile_bytes / 2) : uint32_t(4 * cols);
+  const uint32_t dh = RP ? uint32_t(hrows / 16 * (cols / 128) * fp4_repack::k_tile_bytes)
+                         : uint32_t(hrows * cols / 2);
+  const bool upper = ws_row0<UP>(rb, 1, 0, 0) < a.wa.rows;
+  const uint8_t* ssrc[2];  // scale row slots p and p + 128 (rows past the end clamped)
+  {
+    const int h = p >> 6, sw = (p >> 4) & 3, i = (p >> 3) & 1, sg = p & 7;
+#pragma unroll
+    for (int m = 0; m < 2; ++m)
+      ssrc[m] = locate_tile<K, RP>(m ? a.wb : a.wa, e, ws_row0<UP>(rb, h, sw, m) + sg).s[i];
+  }
+  constexpr int64_t wround = RP ? fp4_repack::k_tile_bytes : 64;
+  // Scale bytes per row and round: E8M0 4, f32 16, E4M3 (NVFP4) 8.
+  const bool f32_scale = a.wa.scale_f32;
+  const int j = p & 15;
+  for (int rr = 0; rr < rounds; ++rr) {
+    const int kk = k + rr;
+    const int stage = kk % k_ws_stages;
+    if (kk >= k_ws_stages)
+      mbar::wait(ring.full + 8 * (k_ws_stages + stage), uint32_t(kk / k_ws_stages - 1) & 1u);
+    const uint32_t st = ring.smem + uint32_t(stage) * k_ws_stage_bytes;
+#pragma unroll
+    for (int m = 0; m < 2; ++m)
+#pragma unroll
+      for (int h = 0; h < 2; ++h)
+#pragma unroll
+        for (int i = 0; i < 2; ++i)
+          if (h == 0 || upper)
+            cp_async_16_l2(st + k_ws_w + ((2 * m + i) * k_ws_consumers + 128 * h + p) * 16,
+                           wbase[m] + (h * dh + i * di) + rr * wround);
+#pragma unroll
+    for (int m = 0; m < 2; ++m) {
+      const uint32_t sd = st + k_ws_s + (p + 128 * m) * 16;
+      if constexpr (K == weight_kind::nvfp4)
+        cp_async_8(sd, ssrc[m] + rr * 8);
+      else if (f32_scale)
+        cp_async_16(sd, ssrc[m] + rr * 16);
+      else
+        cp_async_4(sd, ssrc[m] + rr * 4);
+    }
+#pragma unroll
+    for (int q = 0; q < N / 8; ++q) {
+      const int n = (p >> 4) + 8 * q;
+      if (n < ntok)
+        cp_async_16(st + k_ws_b + (j >> 3) * k_atom_bytes + n * 128 + (((j & 7) ^ (n & 7)) << 4),
+                    a.src + int64_t(rowtab[n]) * cols + int64_t(rr) * k_round + 8 * j);
+    }
+    const uint32_t bar = ring.full + 8 * stage;
+    mbar::arrive(bar);
+    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+  }
+  k += rounds;
+}
+
+// One consumer warpgroup's item: the core's gemm_tile main loop and epilogue with A's bytes and
+// scales and B from the ring.
+template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, int N>
+__device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring& ring, int& k,
+                                                int4 tile, int rb, int rounds) {
+  const int tid = threadIdx.x, lane = tid % k_warp_size, g = lane / 4, c = lane % 4;
+  const int wg = tid / 128, warp = (tid / k_warp_size) % 4;
+  const int pair = tid % 128 < tile.z ? __ldg(a.sorted + tile.y + tid % 128) : -1;
+  block_args ba;
+  ba.e = tile.x;
+  ba.ntok = tile.z;
+  ba.cols = a.wa.cols;
+  ba.out_rows = a.wa.rows;
+  ba.r0 = ws_row0<UP>(rb, wg, warp, 0);
+  ba.b_offset = UP ? 0 : 64;
+  const bool f32_scale = a.wa.scale_f32;
+  // Whether a round's last wgmmas stay in flight into the next round (its wait for the stage,
+  // scale loads and first expansion). MXFP4 only: with NVFP4 ptxas then serializes every wgmma of
+  // the kernel (C7513), so those drain at the end of each round and the other warpgroup covers.
+  constexpr bool k_carry = K == weight_kind::mxfp4;
+
+  float acc[2][N / 2];
+#pragma unroll
+  for (int m = 0; m < 2; ++m)
+#pragma unroll
+    for (int jj = 0; jj < N / 2; ++jj) acc[m][jj] = 0.0f;
+
+  const auto release = [&](int kk) {
+    __syncwarp();
+    if (lane == 0) mbar::arrive(ring.full + 8 * (k_ws_stages + kk % k_ws_stages));
+  };
+  for (int r = 0; r < rounds; ++r) {
+    const int kk = k + r;
+    mbar::wait(ring.full + 8 * (kk % k_ws_stages), uint32_t(kk / k_ws_stages) & 1u);
+    wgmma::fence_async_smem();  // cp.async (generic proxy) writes before wgmma's async reads
+    const uint32_t st = ring.smem + uint32_t(kk % k_ws_stages) * k_ws_stage_bytes;
+    tile_round cur[2];
+#pragma unroll
+    for (int m = 0; m < 2; ++m) {
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        cur[m].v[i] = lds_16(st + k_ws_w + ((2 * m + i) * k_ws_consumers + tid) * 16);
+        const uint32_t sa = st + k_ws_s + (64 * (2 * m + wg) + 16 * warp + 8 * i + g) * 16;
+        uint32_t v;
+        if constexpr (K == weight_kind::nvfp4) {
+          asm volatile("ld.shared.u16 %0, [%1];\n" : "=r"(v) : "r"(sa + 2 * c) : "memory");
+        } else if (f32_scale) {
+          asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(sa + 4 * c) : "memory");
+          v = (v >> 23) & 0xFFu;
+        } else {
+          asm volatile("ld.shared.u8 %0, [%1];\n" : "=r"(v) : "r"(sa + c) : "memory");
+        }
+        cur[m].s[i] = v;
+      }
+    }
+    const tile_scale sc[2] = {scale_of<K>(cur[0]), scale_of<K>(cur[1])};
+    // [step & 1][accumulator][reg]: step s rewrites the set of step s - 2, retired by the
+    // wait_group 1 that followed step s - 1.
+    uint32_t am[2][2][4];
+    const auto step = [&](auto s_const) {
+      constexpr int s = decltype(s_const)::value;
+      expand_step<K, s, RP>(cur[0], sc[0], am[s & 1][0]);
+      expand_step<K, s, RP>(cur[1], sc[1], am[s & 1][1]);
+      __syncwarp();
+      wgmma::fence();
+      const uint64_t d = smem_desc(st + k_ws_b + (s >> 2) * k_atom_bytes + (s & 3) * 32);
+      wgmma_rs<N>::run(acc[0], am[s & 1][0], d);
+      wgmma_rs<N>::run(acc[1], am[s & 1][1], d);
+      wgmma::commit();
+      wgmma::wait<1>();
+      // Only this step is left in flight: the previous round's wgmmas read their stage last.
+      if constexpr (s == 0 && k_carry)
+        if (r > 0) release(kk - 1);
+    };
+    step(std::integral_constant<int, 0>{});
+    step(std::integral_constant<int, 1>{});
+    step(std::integral_constant<int, 2>{});
+    step(std::integral_constant<int, 3>{});
+    step(std::integral_constant<int, 4>{});
+    step(std::integral_constant<int, 5>{});
+    step(std::integral_constant<int, 6>{});
+    step(std::integral_constant<int, 7>{});
+    if constexpr (!k_carry) {
+      wgmma::wait<0>();
+      release(kk);
+    }
+  }
+  if constexpr (k_carry) {
+    wgmma::wait<0>();
+    release(k + rounds - 1);
+  }
+  k += rounds;
+#pragma unroll
+  for (int m = 0; m < 2; ++m)
+#pragma unroll
+    for (int jj = 0; jj < N / 2; ++jj) wgmma::reg_fence(acc[m][jj]);
+
+  int* pbuf = reinterpret_cast<int*>(ring.gen + k_ws_pbuf) + 128 * wg;
+  mbar::named_sync(1 + wg, 128);  // this warpgroup's previous epilogue read its pair ids
+  pbuf[tid % 128] = pair;
+  mbar::named_sync(1 + wg, 128);
+  store_tile<out_t, K, UP, N, PERMUTE_H>(acc, ba, a.wa, a.wb, pbuf, g, c, a.limit, a.pair_weights,
+                                         static_cast<out_t*>(a.dst));
+}
+
+// UP: src = x' (rows by token), wa = W1, wb = W3, dst = h (PERMUTE_H: BF16 h' in the logical k
+// order). Down: src = h' (rows by pair), wa = wb = W2, dst = out [pairs, hidden] f32.
+template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H>
+__global__ void __launch_bounds__(k_ws_threads, 1)
+    moe_prefill_wgmma_ws_kernel(ws_args a, int row_blocks) {
+#if DSV4_PREFILL_WGMMA
+  extern __shared__ uint8_t smem_raw[];
+  const uint32_t raw = smem_addr(smem_raw);
+  const uint32_t pad = (1024u - (raw & 1023u)) & 1023u;
+  const ws_ring ring{raw + pad, raw + pad + k_ws_bars, smem_raw + pad};
+  const int items = *a.tile_count * row_blocks;
+  if (int(blockIdx.x) >= items) return;  // uniform over the block
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < k_ws_stages; ++s) {
+      mbar::init(ring.full + 8 * s, 256);  // a plain and a noinc arrival per producer thread
+      mbar::init(ring.full + 8 * (k_ws_stages + s), k_ws_consumers / k_warp_size);
+    }
+  }
+  __syncthreads();
+  const int rounds = int(a.wa.cols / k_round);
+  int k = 0;
+  int4 tile = a.tiles[blockIdx.x / row_blocks];
+  if (threadIdx.x >= k_ws_consumers) {
+    mbar::setmaxnreg_dec<k_ws_producer_regs>();
+    const int p = int(threadIdx.x) - k_ws_consumers;
+    for (int w = blockIdx.x; w < items; w += gridDim.x) {
+      const int4 cur = tile;
+      const int wn = w + int(gridDim.x);
+      if (wn < items) tile = a.tiles[wn / row_blocks];
+      const int rb = w % row_blocks;
+      if (cur.z <= 32)
+        ws_produce_item<K, UP, RP, 32>(a, ring, p, k, cur, rb, rounds);
+      else if (cur.z <= 64)
+        ws_produce_item<K, UP, RP, 64>(a, ring, p, k, cur, rb, rounds);
+      else if (cur.z <= 96)
+        ws_produce_item<K, UP, RP, 96>(a, ring, p, k, cur, rb, rounds);
+      else
+        ws_produce_item<K, UP, RP, 128>(a, ring, p, k, cur, rb, rounds);
+    }
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+  } else {
+    mbar::setmaxnreg_inc<k_ws_consumer_regs>();
+    for (int w = blockIdx.x; w < items; w += gridDim.x) {
+      const int4 cur = tile;
+      const int wn = w + int(gridDim.x);
+      if (wn < items) tile = a.tiles[wn / row_blocks];
+      const int rb = w % row_blocks;
+      if (cur.z <= 32)
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 32>(a, ring, k, cur, rb, rounds);
+      else if (cur.z <= 64)
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 64>(a, ring, k, cur, rb, rounds);
+      else if (cur.z <= 96)
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 96>(a, ring, k, cur, rb, rounds);
+      else
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 128>(a, ring, k, cur, rb, rounds);
+    }
+  }
+#else
+  (void)a;
+  (void)row_blocks;
+  __trap();
+#endif
+}
+
+template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H>
+cudaError_t launch_ws(int64_t row_blocks, int64_t tile_slots, const ws_args& a,
+                      cudaStream_t stream) {
+  const auto kernel = moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H>;
+  if (const cudaError_t e = allow_dynamic_smem(kernel, k_ws_smem); e != cudaSuccess) return e;
+  const int64_t items = row_blocks * tile_slots;
+  if (items == 0) return cudaSuccess;
+  const int sms = current_device_sm_count();
+  const unsigned grid = unsigned(items < sms ? items : sms);
+  kernel<<<grid, k_ws_threads, k_ws_smem, stream>>>(a, int(row_blocks));
+  return cudaGetLastError();
+}
+
+// x' (or h') = src rounded to BF16 with every 128-wide round in the core's logical k order: the
+// map of moe_prefill_wgmma.cu's moe_prefill_permute_kernel (task (row, round, w) reads physical
+// k 32 c + 8 w, c = 0..3, and writes logical chunk 4 w + i = (X_i of c = 0..3)), which is what
+// task_store puts in shared memory. Grid-stride.
+template <typename in_t>
+__global__ void __launch_bounds__(256)
+    ws_permute_kernel(const in_t* src, int64_t rows, int64_t cols, __nv_bfloat16* dst) {
+  const int64_t rounds = cols / k_round, tasks = rows * rounds * 4;
+  for (int64_t task = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; task < tasks;
+       task += int64_t(gridDim.x) * blockDim.x) {
+    const int w = int(task & 3);
+    const int64_t rr = task >> 2, row = rr / rounds, k0 = (rr % rounds) * k_round;
+    task_regs<in_t> t;
+    task_load(t, src + row * cols, k0, w);
+    uint32_t v[4][4];  // v[c][i] = X_i of physical chunk c
+#pragma unroll
+    for (int cc = 0; cc < 4; ++cc) {
+      if constexpr (std::is_same_v<in_t, float>) {
+        const float4 lo = t.v[cc][0], hi = t.v[cc][1];
+        v[cc][0] = pack_bf16x2(lo.x, hi.x);
+        v[cc][1] = pack_bf16x2(lo.y, hi.y);
+        v[cc][2] = pack_bf16x2(lo.z, hi.z);
+        v[cc][3] = pack_bf16x2(lo.w, hi.w);
+      } else {
+        const uint4 q = t.v[cc];
+        v[cc][0] = __byte_perm(q.x, q.z, 0x5410);
+        v[cc][1] = __byte_perm(q.x, q.z, 0x7632);
+        v[cc][2] = __byte_perm(q.y, q.w, 0x5410);
+        v[cc][3] = __byte_perm(q.y, q.w, 0x7632);
+      }
+    }
+    auto* out = reinterpret_cast<uint4*>(dst + row * cols + k0 + 32 * w);
+#pragma unroll
+    for (int i = 0; i < 4; ++i) out[i] = make_uint4(v[0][i], v[1][i], v[2][i], v[3][i]);
+  }
+}
+
+// Official order: h (f32, SwiGLU times the routing weight) FP8 quantize-dequantized per 128
+// values of a pair's row with quant::fp8_block_warp's arithmetic (amax over the block, NaN
+// ignored; s = pow2_ceil(max(amax, 1e-4) / 448); e4m3(v / s) * s), i.e. moe_quantize_h_kernel's
+// values, written as BF16 (exact: FP8 values times a power of two) straight into h' in the logical
+// k order: moe_quantize_h_kernel then ws_permute_kernel<float> in one pass. One warp per (pair,
+// 128-value block); pairs with a bad expert index skipped (L1 never wrote them, no tile reads
+// them).
+__global__ void __launch_bounds__(256)
+    ws_quantize_permute_kernel(const float* h, const int32_t* indices, int64_t pairs,
+                               int64_t experts, int64_t inter, __nv_bfloat16* hp) {
+  __shared__ __align__(16) __nv_bfloat16 buf[256 / k_warp_size][k_round];
+  const int warp = int(threadIdx.x) / k_warp_size, lane = int(threadIdx.x) % k_warp_size;
+  const int64_t blocks = inter / k_round;
+  const int64_t item = int64_t(blockIdx.x) * (256 / k_warp_size) + warp;
+  if (item >= pairs * blocks) return;  // uniform over the warp
+  const int64_t p = item / blocks, b = item % blocks;
+  const int32_t e = indices[p];
+  if (e < 0 || e >= experts) return;
+  const float4 v = reinterpret_cast<const float4*>(h + p * inter + b * k_round)[lane];
+  const float vals[4] = {v.x, v.y, v.z, v.w};  // physical k 4 lane .. 4 lane + 3
+  float amax = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) amax = fmaxf(amax, fabsf(vals[i]));
+  amax = quant::warp_max(amax);
+  const float sc = quant::pow2_ceil(__fdiv_rn(fmaxf(amax, 1e-4f), 448.0f));
+#pragma unroll
+  for (int i = 0; i < 4; ++i)
+    buf[warp][permuted_k(4 * lane + i)] =
+        __float2bfloat16_rn(__fmul_rn(quant::e4m3_round(__fdiv_rn(vals[i], sc)), sc));
+  __syncwarp();
+  reinterpret_cast<uint2*>(hp + p * inter + b * k_round)[lane] =
+      reinterpret_cast<const uint2*>(buf[warp])[lane];
+}
+
+template <typename in_t>
+cudaError_t launch_permute(const in_t* src, int64_t rows, int64_t cols, __nv_bfloat16* dst,
+                           cudaStream_t stream) {
+  const int64_t tasks = rows * (cols / k_round) * 4;
+  if (tasks == 0) return cudaSuccess;
+  ws_permute_kernel<in_t><<<grid_stride_blocks(tasks, 256), 256, 0, stream>>>(src, rows, cols, dst);
+  return cudaGetLastError();
+}
+
+}  // namespace
+
+template <typename act_t, weight_kind K, bool RP>
+cudaError_t launch_wgmma_ws_gemms(const act_t* x, int64_t tokens, int64_t top_k,
+                                  const device_weight& w1, const device_weight& w3,
+                                  const device_weight& w2, float limit, const int* tile_count,
+                                  const int4* tiles, const int* sorted, int64_t tile_slots,
+                                  const float* pair_weights, const int32_t* indices, int64_t pairs,
+                                  float* h, float* out, __nv_bfloat16* xp, cudaStream_t stream) {
+  const int64_t hidden = w1.cols, inter = w1.rows;
+  const int64_t rb1 = ceil_div(inter, k_up_rows), rb2 = ceil_div(hidden, k_down_rows);
+  if (const cudaError_t e = launch_permute<act_t>(x, tokens, hidden, xp, stream); e != cudaSuccess)
+    return e;
+  ws_args a{};
+  a.src = xp;
+  a.top_k = int(top_k);
+  a.tile_count = tile_count;
+  a.tiles = tiles;
+  a.sorted = sorted;
+  a.wa = make_fp4_weight(w1);
+  a.wb = make_fp4_weight(w3);
+  a.limit = limit;
+  a.pair_weights = pair_weights;
+  a.dst = h;
+  const fp4_weight f2 = make_fp4_weight(w2);
+  if (!pair_weights) {
+    // Exact order: L1 writes BF16 h' (the h region) in L2's logical k order.
+    if (const cudaError_t e =
+            launch_ws<__nv_bfloat16, K, true, RP, true>(rb1, tile_slots, a, stream);
+        e != cudaSuccess)
+      return e;
+    a.src = reinterpret_cast<const __nv_bfloat16*>(h);
+  } else {
+    // Official order: f32 h, then its FP8 rounding per 128 values (exact in BF16) written as h'
+    // into the scratch (x' is dead once L1 ran).
+    if (const cudaError_t e = launch_ws<float, K, true, RP, false>(rb1, tile_slots, a, stream);
+        e != cudaSuccess)
+      return e;
+    const int64_t items = pairs * (inter / k_round);
+    if (items > 0) {
+      ws_quantize_permute_kernel<<<unsigned(ceil_div(items, 256 / k_warp_size)), 256, 0, stream>>>(
+          h, indices, pairs, w1.count, inter, xp);
+      if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+    }
+    a.src = xp;
+  }
+  a.wa = a.wb = f2;
+  a.pair_weights = nullptr;
+  a.dst = out;
+  return launch_ws<float, K, false, RP, false>(rb2, tile_slots, a, stream);
+}
+
+#define DSV4_PREFILL_WGMMA_WS_INSTANTIATE(T, K, RP)                                            \
+  template cudaError_t launch_wgmma_ws_gemms<T, K, RP>(                                        \
+      const T*, int64_t, int64_t, const device_weight&, const device_weight&,                  \
+      const device_weight&, float, const int*, const int4*, const int*, int64_t, const float*, \
+      const int32_t*, int64_t, float*, float*, __nv_bfloat16*, cudaStream_t);
+DSV4_PREFILL_WGMMA_WS_INSTANTIATE(float, weight_kind::mxfp4, false)
+DSV4_PREFILL_WGMMA_WS_INSTANTIATE(float, weight_kind::nvfp4, false)
+DSV4_PREFILL_WGMMA_WS_INSTANTIATE(__nv_bfloat16, weight_kind::mxfp4, false)
+DSV4_PREFILL_WGMMA_WS_INSTANTIATE(__nv_bfloat16, weight_kind::nvfp4, false)
+DSV4_PREFILL_WGMMA_WS_INSTANTIATE(__nv_bfloat16, weight_kind::mxfp4, true)
+DSV4_PREFILL_WGMMA_WS_INSTANTIATE(__nv_bfloat16, weight_kind::nvfp4, true)
+#undef DSV4_PREFILL_WGMMA_WS_INSTANTIATE
+
+}  // namespace dsv4::cuda::prefill
