@@ -132,11 +132,11 @@
 //
 // Where small steps spend their time (H200 2026-11-26, bench_attention --small, L2 flushed; the
 // since-removed fused cluster plan, so without a combine): launch floor 2.7 us (the same for an
-// empty grid of this kernel's 384 threads and 224.6 KB of shared memory), a second PDL launch
-// +1.5 us; the combine 4-5 us at T <= 8 and ~10 us at T = 32; the main kernel 16-20 us with one
-// 32-slot tile per CTA, each further tile in a CTA ~2.2 us (the S -> softmax -> P V chain on the
-// tensor cores: 4.2 MFLOP per tile, ~32% of the dense peak per SM, as at the large shapes); graph
-// replay within +-2 us of eager launches. The fixed cost of a 1-tile CTA is not cold code or
+// empty grid of this kernel's 384 threads and its 224.6 KB of shared memory then), a second PDL
+// launch +1.5 us; the combine 4-5 us at T <= 8 and ~10 us at T = 32; the main kernel 16-20 us with
+// one 32-slot tile per CTA, each further tile in a CTA ~2.2 us (the S -> softmax -> P V chain on
+// the tensor cores: 4.2 MFLOP per tile, ~32% of the dense peak per SM, as at the large shapes);
+// graph replay within +-2 us of eager launches. The fixed cost of a 1-tile CTA is not cold code or
 // data: launched twice back to back after the L2 flush (bench_attention --twice, H200
 // 2026-11-26), the second launch took 2.0-4.3 us less than the first (HCA 8K T=1: 20.1 us, then
 // 15.8 us with code and data hot; the second of two empty launches: 2.2 us). Part of it was
