@@ -130,30 +130,29 @@
 // in this benchmark (which does not time the write-back) and was dropped. Row combine at 16
 // splits (512 rows, 4 warps per SM): 53.2 vs the block combine's 50.1 us, so up to 8 only.
 //
-// Where small steps spend their time (H200 2026-11-26, bench_attention --small, L2 flushed; the
-// since-removed fused cluster plan, so without a combine): launch floor 2.7 us (the same for an
-// empty grid of this kernel's 384 threads and its 224.6 KB of shared memory then), a second PDL
-// launch +1.5 us; the combine 4-5 us at T <= 8 and ~10 us at T = 32; the main kernel 16-20 us with
-// one 32-slot tile per CTA, each further tile in a CTA ~2.2 us (the S -> softmax -> P V chain on
-// the tensor cores: 4.2 MFLOP per tile, ~32% of the dense peak per SM, as at the large shapes);
-// graph replay within +-2 us of eager launches. The fixed cost of a 1-tile CTA is not cold code or
-// data: launched twice back to back after the L2 flush (bench_attention --twice, H200
-// 2026-11-26), the second launch took 2.0-4.3 us less than the first (HCA 8K T=1: 20.1 us, then
-// 15.8 us with code and data hot; the second of two empty launches: 2.2 us). Part of it was
-// local memory (the slot source structs, read per slot from L2; removed, see slot_space): HCA 8K
-// T=1 20.3 -> 16.5 us; with alternate tiles 16.2 us (H200, bench_attention --small).
-// Where they go now (ATTN12 helper, H100 2026-11-26, bench_attention --steps: plan.trace stamps
-// of every CTA, medians of 31 launches after the L2 flush, us after the first CTA's entry; logs
-// h100_2026-11-26_s12_attn12_run{1,2}_steps.txt). Flash CSA T=1 on 20 one-tile splits of this
-// warp-specialized kernel, 14.1 us event-timed: set-up barrier 0.6, first slot indices 1.8, query
-// tile 2.1, first tile's rows 2.4, its S 3.3 (0.8 us for the 32 m64n32k16 of one tile), softmax
-// and P V 4.0, the 128 KB of partial rows stored 6.5 (2.5 us: 8-byte stores from the fragments,
-// ncu on the synchronous kernel: 40% of the cycles in LG throttle), the combine's wait returns
-// 7.6 (the grid's end and flush), its end 10.5; the remaining ~3.5 us are the launch before the
-// first entry and the event after the last exit (empty-kernel floor 3.1-3.4 us). The fused
-// cluster plan (removed in session 13; attention_decode_plan.cpp has its figures) merged the
-// splits over distributed shared memory instead of the combine: 8-10 us from the key loop's end
-// to the CTAs' exit.
+// Where small steps spend their time (H200 2026-11-26, bench_attention --small, L2 flushed; split
+// plans and the since-removed fused plans): launch floor 2.7 us (the same for an empty grid of
+// this kernel's 384 threads and 224.6 KB of shared memory), a second PDL launch +1.5 us; the
+// combine 4-5 us at T <= 8 and ~10 us at T = 32; the main kernel 16-20 us with one 32-slot tile per
+// CTA, each further tile in a CTA ~2.2 us (the S -> softmax -> P V chain on the tensor cores: 4.2
+// MFLOP per tile, ~32% of the dense peak per SM, as at the large shapes); graph replay within +-2
+// us of eager launches. The fixed cost of a 1-tile CTA is not cold code or data: launched twice
+// back to back after the L2 flush (bench_attention --twice, H200 2026-11-26), the second launch
+// took 2.0-4.3 us less than the first (HCA 8K T=1: 20.1 us, then 15.8 us with code and data hot;
+// the second of two empty launches: 2.2 us). Part of it was local memory (the slot source structs,
+// read per slot from L2; removed, see slot_space): HCA 8K T=1 20.3 -> 16.5 us; with alternate
+// tiles 16.2 us (H200, bench_attention --small). Where they go now (ATTN12 helper, H100 2026-11-26,
+// bench_attention --steps: plan.trace stamps of every CTA, medians of 31 launches after the L2
+// flush, us after the first CTA's entry; logs h100_2026-11-26_s12_attn12_run{1,2}_steps.txt). Flash
+// CSA T=1 on 20 one-tile splits of this warp-specialized kernel, 14.1 us event-timed: set-up
+// barrier 0.6, first slot indices 1.8, query tile 2.1, first tile's rows 2.4, its S 3.3 (0.8 us for
+// the 32 m64n32k16 of one tile), softmax and P V 4.0, the 128 KB of partial rows stored 6.5 (2.5
+// us: 8-byte stores from the fragments, ncu on the synchronous kernel: 40% of the cycles in LG
+// throttle), the combine's wait returns 7.6 (the grid's end and flush), its end 10.5; the remaining
+// ~3.5 us are the launch before the first entry and the event after the last exit (empty-kernel
+// floor 3.1-3.4 us). The fused cluster plan (removed in session 13; attention_decode_plan.cpp has
+// its figures) merged the splits over distributed shared memory instead of the combine: 8-10 us
+// from the key loop's end to the CTAs' exit.
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
@@ -951,8 +950,9 @@ constexpr int k_ws_rows_per_producer = k_tile / k_ws_producers;
 constexpr int k_ws_ring = k_q_bytes;  // offsets in shared memory
 constexpr int k_ws_xchg = k_ws_ring + k_ws_stages * k_tile_bytes;
 constexpr int k_ws_masks = k_ws_xchg + 2 * k_xchg_bytes;
-constexpr int k_ws_bars = k_ws_masks + k_ws_stages * 4;  // full[stages], empty[stages]
-constexpr int k_ws_smem = k_ws_bars + 2 * k_ws_stages * 8;
+constexpr int k_ws_bars = k_ws_masks + k_ws_stages * 4;   // full[stages], empty[stages]
+constexpr int k_ws_ml = k_ws_bars + 2 * k_ws_stages * 8;  // spare 512 B (was the fused (m, l))
+constexpr int k_ws_smem = k_ws_ml + k_rows * 8;
 static_assert(k_ws_smem <= 227 * 1024 && k_ws_bars % 8 == 0);
 
 // One row's merge weights in the combine kernel's arithmetic (the row combine's, so that it stays
