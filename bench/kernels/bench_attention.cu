@@ -23,10 +23,10 @@
 //                                entries, top-512 and top-1024; graph-replay rows)
 //   bench_attention --small      where small decode steps spend their time: launch floors (an
 //                                empty grid shaped like the kernel, + a PDL launch), per case the
-//                                split plans before the fused kernel (eager, graph replay, without
-//                                the combine, producer toggled), the plan as made, the fused
-//                                kernel at clusters of 1-16 CTAs (max output difference to the
-//                                split plan printed), the naive reference
+//                                split plans of 2 tiles and the engine's (eager, graph replay,
+//                                without the combine, producer toggled), the plan as made with
+//                                and without alternate tiles (max output difference to the
+//                                engine's split plan printed), the naive reference
 //   bench_attention --combine-rows --cases "..."   the split plan's combine: block / row
 //                                combine (plan.combine_rows), each with and without the partials
 //                                kept in L2 (plan.partials_l2), outputs against the block
@@ -292,7 +292,7 @@ struct naive_attention {
   }
 };
 
-// ---- --small: where the time of small decode steps goes, and the fused (cluster) kernel ----
+// ---- --small: where the time of small decode steps goes ----
 bool g_small = false;
 
 __global__ void empty_smem_kernel() {
@@ -359,7 +359,7 @@ void bench_small_rows(cublasHandle_t blas, int sms, int64_t T, int64_t H, bool h
                  bool check) {
     void* scratch = device_alloc<unsigned char>(std::max<size_t>(p.scratch_bytes, 16));
     // One launch first (its one-time attribute calls outside any capture); a configuration the
-    // device refuses (a cluster size it cannot place) is reported and skipped.
+    // device refuses is reported and skipped.
     const cudaError_t e = dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
         q16, T, H, d, w16, &c16, sinks, 1.0f / std::sqrt(float(d)), out16, p, scratch,
         p.scratch_bytes, 0);
@@ -385,10 +385,10 @@ void bench_small_rows(cublasHandle_t blas, int sms, int64_t T, int64_t H, bool h
     cudaFree(scratch);
     return ms;
   };
-  // The split plans before this change: the benchmark's (2 tiles per split) and the engine's
-  // (one tile per split for T = 1 up to 2048 slots), fused off.
-  const auto old_bench = dsv4::cuda::attention_decode_make_plan(T, H, d, W, cap_c, sms, 2, 0);
-  const auto old_engine = dsv4::cuda::attention_decode_make_plan(T, H, d, W, cap_c, sms, 0, 0);
+  // The split plans: the benchmark's (2 tiles per split) and the engine's (one tile per split
+  // for small steps).
+  const auto old_bench = dsv4::cuda::attention_decode_make_plan(T, H, d, W, cap_c, sms, 2);
+  const auto old_engine = dsv4::cuda::attention_decode_make_plan(T, H, d, W, cap_c, sms);
   {
     void* scratch = device_alloc<unsigned char>(old_engine.scratch_bytes);
     run(old_engine, scratch, ref, 0);
@@ -406,31 +406,19 @@ void bench_small_rows(cublasHandle_t blas, int sms, int64_t T, int64_t H, bool h
     row(p.producer ? "  with producer" : "  no producer", p, false, false);
   }
   const auto now = dsv4::cuda::attention_decode_make_plan(T, H, d, W, cap_c, sms);
-  row(now.fused ? "NEW plan fused" : "NEW plan split", now, true, true);
+  row("NEW plan split", now, true, true);
   if (now.producer) {
     // The schedule the plan does not take (DSV4_ATTENTION_ALT=0).
     auto p = now;
     p.alt = false;
     row("  in-turn (no alt)", p, false, true);
   }
-  if (now.fused) {
-    auto p = now;
-    p.alt = !p.alt;
-    row(p.alt ? "  fused, alternate tiles" : "  fused, in-turn", p, false, true);
-  } else {
+  {
     // Alternate tiles per consumer warpgroup on the plan's split (plan.alt; producer kernel).
     auto p = now;
     p.producer = true;
     p.alt = true;
     row("  alternate tiles", p, false, true);
-  }
-  const int64_t ctas = T * ((H + 63) / 64);
-  for (int64_t c = 1; c <= 16; c *= 2) {
-    if (ctas * c > sms || (now.fused && now.splits == c)) continue;
-    const int64_t tiles_per = ((slots + 31) / 32 + c - 1) / c;
-    if (tiles_per > 40) continue;  // far too serial
-    const auto p = dsv4::cuda::attention_decode_make_fused_plan(T, H, d, W, cap_c, c);
-    row("fused", p, c >= 4, true);
   }
   if (T * slots <= 64 * 8320) {
     naive_attention naive(blas, T, H, slots - (hca ? cap_c - context / 128 : 0), q16);
@@ -544,32 +532,21 @@ void trace_plan(const char* label, const dsv4::cuda::attention_decode_plan& plan
   cudaFree(tr);
 }
 
-// The plan as attention_decode_make_plan made it before ATTN12 (the baseline of --steps): one tile
-// per split for one token with <= 2048 slots, else 2; the warp-specialized kernel from 4 tiles per
-// split (alt, partials in L2 with the fragments' stores; fold at one split), else the synchronous
-// kernel; the fused cluster kernel where the session-8 rule holds; no PDL.
+// The split plan as attention_decode_make_plan made it before ATTN12 (the baseline of --steps):
+// one tile per split for one token with <= 2048 slots, else 2; the warp-specialized kernel from 4
+// tiles per split (alt, partials in L2 with the fragments' stores; fold at one split), else the
+// synchronous kernel; no PDL. (Before session 13 this baseline took the fused cluster plan where
+// the session-8 rule chose it; that plan is removed, attention_decode_plan.cpp.)
 dsv4::cuda::attention_decode_plan plan_before_attn12(int64_t T, int64_t H, int64_t W, int64_t cap_c,
                                                      int sms) {
   using namespace dsv4::cuda;
-  const int64_t tiles = std::max<int64_t>(1, (W + cap_c + 31) / 32);
-  auto split = attention_decode_make_split_plan(T, H, 512, W, cap_c, sms,
-                                                T == 1 && W + cap_c <= 2048 ? 1 : 2);
+  auto split =
+      attention_decode_make_plan(T, H, 512, W, cap_c, sms, T == 1 && W + cap_c <= 2048 ? 1 : 2);
   const int64_t per = split.keys_per_split / 32;
   split.producer = split.alt = split.partials_l2 = per >= 4;
   split.fold = split.producer && split.splits == 1;
   split.pdl = false;
-  const int64_t ctas = T * ((H + 63) / 64);
-  int64_t c = 0;
-  for (int64_t x = 1; x <= 8 && ctas * x * 2 <= sms; x *= 2) {
-    c = x;
-    if (x >= tiles) break;
-  }
-  if (c == 0) return split;
-  const int64_t slack = ctas >= 8 ? 2 : 1;
-  if ((tiles + c - 1) / c > per + slack) return split;
-  auto f = attention_decode_make_fused_plan(T, H, 512, W, cap_c, c);
-  f.pdl = false;
-  return f;
+  return split;
 }
 
 void bench_step_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t cap_c, __nv_bfloat16* q16,
@@ -589,9 +566,9 @@ void bench_step_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t cap_c, __
   CHECK(cudaMemcpy(q_src, q16, n_out * 2, cudaMemcpyDeviceToDevice));
   size_t scratch_bytes = 16;
   for (int64_t k = 1; k <= 64; ++k)
-    scratch_bytes = std::max(
-        scratch_bytes,
-        dsv4::cuda::attention_decode_make_split_plan(T, H, d, W, cap_c, sms, k).scratch_bytes);
+    scratch_bytes =
+        std::max(scratch_bytes,
+                 dsv4::cuda::attention_decode_make_plan(T, H, d, W, cap_c, sms, k).scratch_bytes);
   void* scratch = device_alloc<unsigned char>(scratch_bytes);
   auto run_on = [&](const attention_decode_plan& p, __nv_bfloat16* o, cudaStream_t s) {
     return dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
@@ -604,9 +581,9 @@ void bench_step_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t cap_c, __
   CHECK(cudaDeviceSynchronize());
   auto label_of = [&](const char* base, const attention_decode_plan& p) {
     char l[96];
-    std::snprintf(l, sizeof(l), "%s %s%lldx%lld%s", base, p.fused ? "F" : "S", (long long)p.splits,
+    std::snprintf(l, sizeof(l), "%s S%lldx%lld%s", base, (long long)p.splits,
                   (long long)(p.keys_per_split / 32),
-                  p.fused ? "" : (p.producer ? (p.alt ? " ws" : " ws-it") : " sync"));
+                  p.producer ? (p.alt ? " ws" : " ws-it") : " sync");
     return std::string(l);
   };
   // One row: event-timed (eager launch), output distance to the plan as made.
@@ -636,7 +613,7 @@ void bench_step_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t cap_c, __
     print_row((label_of("plan", made) + " graph").c_str(), shape, pms, bytes16, flops);
     std::printf("    before / plan (graph): %.3fx\n", gms / pms);
   }
-  if (!made.fused && !made.fold) {
+  if (!made.fold) {
     auto p = made;
     p.combine = false;
     row("  no combine", p, false);
@@ -674,17 +651,11 @@ void bench_step_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t cap_c, __
   // Splits of k tiles on the plan's kernel (warp-specialized, alternate tiles, partials in L2).
   int64_t last_splits = -1;
   for (const int64_t k : {1, 2, 3, 4, 5, 6, 8}) {
-    auto p = dsv4::cuda::attention_decode_make_split_plan(T, H, d, W, cap_c, sms, k);
+    auto p = dsv4::cuda::attention_decode_make_plan(T, H, d, W, cap_c, sms, k);
     if (p.splits == last_splits || p.splits == made.splits || p.keys_per_split / 32 > tiles)
       continue;
     last_splits = p.splits;
     row("split", p, false);
-  }
-  for (int64_t c = 4; c <= 16; c *= 2) {
-    if (T * ((H + 63) / 64) * c > sms || (before.fused && before.splits == c)) continue;
-    if ((tiles + c - 1) / c > 12) continue;  // far too serial
-    const auto p = dsv4::cuda::attention_decode_make_fused_plan(T, H, d, W, cap_c, c);
-    row("fused", p, false);
   }
   cudaFree(scratch);
   cudaFree(q_src);
@@ -745,7 +716,7 @@ void bench_alt_rows(int sms, int64_t T, int64_t H, int64_t d, int64_t W, int64_t
   // measured up to ~10% slower than the same kernel timed next).
   (void)time_ms([&] { run(made, w16, c16, out16); });
   const double ms_made = time_ms([&] { run(made, w16, c16, out16); });
-  print_row(made.fused ? "plan: fused" : "plan: split", shape, ms_made, bytes16, flops);
+  print_row("plan: split", shape, ms_made, bytes16, flops);
   for (int round = 1; round <= 2; ++round) {
     double base = 0;
     for (const variant& v : variants) {
@@ -766,7 +737,7 @@ void bench_alt_rows(int sms, int64_t T, int64_t H, int64_t d, int64_t W, int64_t
     }
   }
   // The main kernel alone (no combine launch).
-  if (!made.fused) {
+  {
     auto p = made;
     p.combine = false;
     const double ms = time_ms([&] { run(p, w16, c16, out16); });
@@ -787,7 +758,7 @@ void bench_combine_rows(int sms, int64_t T, int64_t H, int64_t d, int64_t W, int
                         double bytes16, double flops) {
   const float scale = 1.0f / std::sqrt(float(d));
   const size_t n_out = size_t(T * H * d);
-  const auto made = dsv4::cuda::attention_decode_make_split_plan(T, H, d, W, cap_c, sms);
+  const auto made = dsv4::cuda::attention_decode_make_plan(T, H, d, W, cap_c, sms);
   void* scratch = device_alloc<unsigned char>(std::max<size_t>(made.scratch_bytes, 16));
   __nv_bfloat16* ref = device_alloc<__nv_bfloat16>(n_out);
   auto run = [&](const dsv4::cuda::attention_decode_plan& p, __nv_bfloat16* o) {
@@ -902,10 +873,10 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
   auto w16 = dsv4::cuda::kv_rows<__nv_bfloat16>{pool16, pool_rows, wrows, W};
   auto c16 = dsv4::cuda::kv_rows<__nv_bfloat16>{
       pool16, pool_rows, crows, crows ? top_k : 0, table, T, table_width, seq, vis, 128};
-  // The split plan (fused off): the rows below compare its kernels; --focus adds the plan as
-  // attention_decode_make_plan makes it (fused for small steps).
-  const auto plan = dsv4::cuda::attention_decode_make_plan(
-      T, H, d, W, hca ? table_width * 128 : top_k, sms, 2, 0);
+  // The split plan of 2 tiles per split: the rows below compare its kernels; --focus adds the
+  // plan as attention_decode_make_plan makes it for the engine.
+  const auto plan =
+      dsv4::cuda::attention_decode_make_plan(T, H, d, W, hca ? table_width * 128 : top_k, sms, 2);
   void* scratch = device_alloc<unsigned char>(plan.scratch_bytes);
   const float scale = 1.0f / std::sqrt(float(d));
 
@@ -976,9 +947,7 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
           q16, T, H, d, w16, &c16, sinks, scale, out16, made, made_scratch, made.scratch_bytes,
           0)));
     });
-    print_row(
-        made.fused ? ("  plan: fused s=" + std::to_string(made.splits)).c_str() : "  plan: split",
-        shape, ms_made, bytes16, flops);
+    print_row("  plan: split", shape, ms_made, bytes16, flops);
     cudaFree(made_scratch);
   }
   {
@@ -1021,7 +990,7 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
   if (g_lean) {
     // Fewer, longer splits (fewer partial rows for the combine to read), default kernel.
     for (const int64_t min_tiles : {4, 8, 16}) {
-      auto fewer = dsv4::cuda::attention_decode_make_split_plan(
+      auto fewer = dsv4::cuda::attention_decode_make_plan(
           T, H, d, W, hca ? table_width * 128 : top_k, sms, min_tiles);
       if (fewer.splits >= plan.splits) continue;
       fewer.producer = true;  // warp-specialized (from 4 tiles per split the plan's choice too)
@@ -1103,8 +1072,8 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
   }
   if (g_focus) {
     // Thinner splits (one 32-key tile per CTA where the SMs allow).
-    const auto thin = dsv4::cuda::attention_decode_make_split_plan(
-        T, H, d, W, hca ? table_width * 128 : top_k, sms, 1);
+    const auto thin =
+        dsv4::cuda::attention_decode_make_plan(T, H, d, W, hca ? table_width * 128 : top_k, sms, 1);
     void* thin_scratch = device_alloc<unsigned char>(thin.scratch_bytes);
     ms = time_ms([&] {
       CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
@@ -2108,7 +2077,7 @@ void bench_prefill_case(int sms, int64_t T, int64_t H, const char* kind, int64_t
   // The engine's loop (cuda_ops::sparse_attention) over chunks of `chunk` tokens with plans from
   // make(n); fold plans read no scratch.
   auto folds = [](const attention_decode_plan& p) {
-    return p.wgmma && p.producer && p.fold && p.splits == 1 && !p.fused;
+    return p.wgmma && p.producer && p.fold && p.splits == 1;
   };
   auto loop = [&](int64_t chunk, const std::function<attention_decode_plan(int64_t)>& make,
                   __nv_bfloat16* o, int64_t* splits) {
@@ -2193,13 +2162,13 @@ void bench_prefill_case(int sms, int64_t T, int64_t H, const char* kind, int64_t
     const int64_t n = s.rule_chunk;
     const int64_t groups = (H + 63) / 64;
     auto two = [&](int64_t m) {
-      return attention_decode_make_split_plan(m, H, d, W, cap_c, int(2 * m * groups));
+      return attention_decode_make_plan(m, H, d, W, cap_c, int(2 * m * groups));
     };
     int64_t splits = 0;
     double ms = loop(n, two, out, &splits);
     row("chunk " + std::to_string(n) + " s=" + std::to_string(splits) + " (combine)", ms, true);
     if (engine(n).splits > 1) {
-      auto one = [&](int64_t m) { return attention_decode_make_split_plan(m, H, d, W, cap_c, 1); };
+      auto one = [&](int64_t m) { return attention_decode_make_plan(m, H, d, W, cap_c, 1); };
       ms = loop(n, one, out, &splits);
       row("chunk " + std::to_string(n) + " s=" + std::to_string(splits) + " (fold)", ms, true);
     }

@@ -1,7 +1,7 @@
 // The attention decode plan rules (src/backends/cuda/attention_decode_plan.cpp; host logic, runs
 // without a GPU). Expected values are worked out by hand from the rules as attention_decode.h
-// states them, at the shapes the H200 measurements behind them used (bench/RESULTS.md, session 7
-// ATTN5; ATTN12 for the split rules, H100): a window of 128 slots, HCA compressed entries every 128
+// states them, at the shapes the measurements behind them used (bench/RESULTS.md; ATTN12 for the
+// split rules, H100): a window of 128 slots, HCA compressed entries every 128
 // tokens, CSA top-512, 64 heads per CTA, 32 slots per tile, 132 SMs. A change of rule must come
 // with new measurements and a change here.
 #include <gtest/gtest.h>
@@ -23,9 +23,8 @@ attention_decode_plan plan(int64_t tokens, int64_t comp, int64_t min_tiles, int6
 TEST(attention_decode_plan, hca_8k_one_token_takes_one_tile_splits) {
   // 128 + 64 slots = 6 tiles, 6 tiles of step work <= 48: 6 splits of 1 tile on the
   // warp-specialized kernel (alternate tiles, partials in L2, the row combine
-  // with <= 8 splits; ATTN12: the fused cluster of 8 is no longer the default).
+  // with <= 8 splits).
   const attention_decode_plan p = plan(1, 64, 0);
-  EXPECT_FALSE(p.fused);
   EXPECT_EQ(p.splits, 6);
   EXPECT_EQ(p.keys_per_split, 32);
   EXPECT_TRUE(p.producer);
@@ -38,22 +37,9 @@ TEST(attention_decode_plan, hca_8k_one_token_takes_one_tile_splits) {
   EXPECT_EQ(p.scratch_bytes, size_t(6 * 64) * (512 * 4 + 8));
 }
 
-TEST(attention_decode_plan, fused_on_request_keeps_the_session_8_rule) {
-  // fused = 1: clusters 1, 2, 4, 8 fit half the SMs (one head group), 8 >= 6 tiles stops; 1 tile
-  // per CTA <= 1 + slack 1.
-  const attention_decode_plan p =
-      attention_decode_make_plan(1, 64, 512, k_window, 64, k_sms, 0, /*fused=*/1);
-  EXPECT_TRUE(p.fused);
-  EXPECT_EQ(p.splits, 8);
-  EXPECT_EQ(p.keys_per_split, 32);
-  EXPECT_TRUE(p.alt);
-  EXPECT_TRUE(p.pdl);
-}
-
 TEST(attention_decode_plan, one_token_csa_takes_one_tile_splits_on_the_producer_kernel) {
   // 128 + 512 = 640 slots = 20 tiles <= 48: 20 splits of 1 tile, the block combine (> 8 splits).
   const attention_decode_plan p = plan(1, 512, 0);
-  EXPECT_FALSE(p.fused);
   EXPECT_EQ(p.splits, 20);
   EXPECT_EQ(p.keys_per_split, 32);
   EXPECT_TRUE(p.producer);
@@ -85,7 +71,6 @@ TEST(attention_decode_plan, short_multi_token_splits_stop_at_eight) {
   EXPECT_FALSE(hca1m.combine_rows);
   // An explicit minimum keeps the plain rule: HCA 8K T=32, 2 tiles: 132 / 32 = 4 capped by 3.
   const attention_decode_plan hca8k = plan(32, 64, 2);
-  EXPECT_FALSE(hca8k.fused);
   EXPECT_EQ(hca8k.splits, 3);
   EXPECT_EQ(hca8k.keys_per_split, 2 * 32);
 }
@@ -94,7 +79,6 @@ TEST(attention_decode_plan, hca_1m_one_token_halves_splits_past_64) {
   // 128 + 8192 slots = 260 tiles > 48, 2 per split: 130 splits > 64, so twice the minimum: 65
   // splits of 4 tiles.
   const attention_decode_plan p = plan(1, 8192, 0);
-  EXPECT_FALSE(p.fused);
   EXPECT_EQ(p.splits, 65);
   EXPECT_EQ(p.keys_per_split, 4 * 32);
   EXPECT_TRUE(p.producer);
@@ -105,7 +89,6 @@ TEST(attention_decode_plan, one_split_folds_the_combine) {
   // Pro heads (2 groups) at 64 tokens: 132 / 128 = 1 split of 260 tiles (HCA 1M): the producer
   // kernel writes the output itself (plan.fold). 32 tokens of one group: 4 splits, combine kept.
   const attention_decode_plan pro = plan(64, 8192, 2, 128);
-  EXPECT_FALSE(pro.fused);
   EXPECT_EQ(pro.splits, 1);
   EXPECT_TRUE(pro.producer);
   EXPECT_TRUE(pro.fold);
@@ -113,7 +96,7 @@ TEST(attention_decode_plan, one_split_folds_the_combine) {
   EXPECT_EQ(flash.splits, 4);
   EXPECT_FALSE(flash.fold);
   // One split of 2 tiles (64 window slots, 64 tokens x 2 groups): the producer kernel folds too.
-  const attention_decode_plan small = attention_decode_make_split_plan(64, 128, 512, 64, 0, k_sms);
+  const attention_decode_plan small = attention_decode_make_plan(64, 128, 512, 64, 0, k_sms);
   EXPECT_EQ(small.splits, 1);
   EXPECT_TRUE(small.producer);
   EXPECT_TRUE(small.fold);
@@ -136,21 +119,13 @@ TEST(attention_decode_plan, combine_rows_up_to_8_splits_and_partials_in_l2) {
 
 TEST(attention_decode_plan, default_tiles_per_split_follow_the_step_size) {
   // min_tiles 0 (the default the engine passes): 1 while tokens x groups x tiles <= 48, else 2.
-  EXPECT_EQ(attention_decode_make_split_plan(1, 64, 512, k_window, 64, k_sms).splits, 6);
   EXPECT_EQ(attention_decode_make_plan(1, 64, 512, k_window, 64, k_sms).splits, 6);
   EXPECT_EQ(attention_decode_make_plan(1, 64, 512, k_window, 512, k_sms).splits, 20);
   EXPECT_EQ(attention_decode_make_plan(1, 64, 512, k_window, 8192, k_sms).splits, 65);
   // HCA 8K T=2 (12 tiles of work): 6 splits of 1; T=8 (48): 6 of 1; T=32 (192): 3 of 2.
-  EXPECT_EQ(attention_decode_make_split_plan(2, 64, 512, k_window, 64, k_sms).splits, 6);
-  EXPECT_EQ(attention_decode_make_split_plan(8, 64, 512, k_window, 64, k_sms).splits, 6);
-  EXPECT_EQ(attention_decode_make_split_plan(32, 64, 512, k_window, 64, k_sms).splits, 3);
-}
-
-TEST(attention_decode_plan, fused_off_gives_the_split_plan) {
-  const attention_decode_plan p =
-      attention_decode_make_plan(1, 64, 512, k_window, 64, k_sms, 1, /*fused=*/0);
-  EXPECT_FALSE(p.fused);
-  EXPECT_EQ(p.splits, 6);
+  EXPECT_EQ(attention_decode_make_plan(2, 64, 512, k_window, 64, k_sms).splits, 6);
+  EXPECT_EQ(attention_decode_make_plan(8, 64, 512, k_window, 64, k_sms).splits, 6);
+  EXPECT_EQ(attention_decode_make_plan(32, 64, 512, k_window, 64, k_sms).splits, 3);
 }
 
 TEST(attention_decode_plan, prefill_steps_run_in_long_one_split_chunks) {
@@ -184,18 +159,10 @@ TEST(attention_decode_plan, prefill_steps_run_in_long_one_split_chunks) {
   EXPECT_EQ(chunk(96, 64, true), 96);
 }
 
-TEST(attention_decode_plan, invalid_shapes_and_clusters_give_no_plan) {
+TEST(attention_decode_plan, invalid_shapes_give_no_plan) {
   EXPECT_EQ(attention_decode_make_plan(1, 64, 256, k_window, 64, k_sms).splits, 0);
   EXPECT_EQ(attention_decode_make_plan(0, 64, 512, k_window, 64, k_sms).splits, 0);
   EXPECT_EQ(attention_decode_make_plan(1, 0, 512, k_window, 64, k_sms).splits, 0);
-  EXPECT_EQ(attention_decode_make_fused_plan(1, 64, 512, k_window, 64, 3).splits, 0);
-  EXPECT_EQ(attention_decode_make_fused_plan(1, 64, 512, k_window, 64, 32).splits, 0);
-  EXPECT_EQ(attention_decode_make_fused_plan(1, 64, 512, k_window, 64, 0).splits, 0);
-  // 16 is accepted when asked for explicitly (never picked by the plan).
-  const attention_decode_plan p = attention_decode_make_fused_plan(2, 128, 512, k_window, 64, 16);
-  EXPECT_EQ(p.splits, 16);
-  EXPECT_EQ(p.keys_per_split, 32);  // 6 tiles over 16 CTAs: the last 10 get none
-  EXPECT_TRUE(p.fused);
 }
 
 }  // namespace

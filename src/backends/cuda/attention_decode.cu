@@ -67,8 +67,8 @@
 // alt (attention_decode_plan.cpp). Removed in session 11 with plan.overlap (S of tile k + 1 issued
 // before P V of tile k, its exchange and softmax beside that P V: 1.00-1.09x the in-turn time,
 // H100 2026-11-24), two opt-in schedules that no plan chose.
-// plan.alt (the plans' choice wherever the producer kernel runs, split and fused: the fused merge
-// takes the same final acc / (m, l)): alternate tiles per consumer warpgroup. Warpgroup
+// plan.alt (the plans' choice wherever the producer kernel runs): alternate tiles per consumer
+// warpgroup. Warpgroup
 // w computes the full S (512 channels, m64n32k16 with Q as the shared-memory A operand) and the
 // online softmax of tiles w, w + 2, ... and hands P (bf16) and the running (max, sum) to the other
 // warpgroup through shared memory (no S exchange); both run P V of every tile for their 256
@@ -102,7 +102,7 @@
 // T=64 442.4 vs 402.7 us; ncu HCA 1M T=32 219.0 K vs 201.8 K cycles): the later release holds
 // the ring.
 // plan.fold (the ws kernel's k_ws_fold mode), one split per (token, head group): no combine
-// launch; the CTA writes the normalized rows with the sink (the fused kernel's one-CTA write), on
+// launch; the CTA writes the normalized rows with the sink (the combine's one-split arithmetic), on
 // by default there (H100 Pro HCA 1M T=64: 402.7 -> 394.8 us, = the kernel without any combine;
 // H200 428.6 -> 409.4). Tried and removed (session 11): the merge of 2-16 splits by the last CTA
 // of a group (every CTA stored its partials and counted itself on a per-group device counter);
@@ -130,38 +130,29 @@
 // in this benchmark (which does not time the write-back) and was dropped. Row combine at 16
 // splits (512 rows, 4 warps per SM): 53.2 vs the block combine's 50.1 us, so up to 8 only.
 //
-// Fused path (plan.fused, bf16 pools; attention_decode_ws_kernel<sched, k_ws_fused>): the splits of
-// a (token, head group) are one thread block cluster of 1-16 CTAs that merge their partial sums
-// through distributed shared memory and write the normalized output with the sink (no combine
-// launch, no partials in global memory), in the combine kernel's arithmetic and order, so the
-// output equals the split plan's bit for bit (the FP8-record pools run the split kernels).
-// Where small steps spend their time (H200 2026-11-26,
-// bench_attention --small, L2 flushed): launch floor 2.7 us (the same for an empty grid of this
-// kernel's 384 threads and 224.6 KB of shared memory), a second PDL launch +1.5 us; the combine
-// 4-5 us at T <= 8 and ~10 us at T = 32; the main kernel 16-20 us with one 32-slot tile per CTA,
-// each further tile in a CTA ~2.2 us (the S -> softmax -> P V chain on the tensor cores: 4.2
-// MFLOP per tile, ~32% of the dense peak per SM, as at the large shapes); graph replay within
-// +-2 us of eager launches. The fused kernel saves the combine where its CTAs get at most a tile
-// or two more than the split's (attention_decode_make_plan); the remaining ~14 us of fixed cost
-// of a 1-tile CTA (prologue chain, query tile, merge) is not broken down yet, but it is not cold
-// code or data: launched twice back to back after the L2 flush (bench_attention --twice, H200
-// 2026-11-26), the second launch took 2.0-4.3 us less than the first (HCA 8K T=1 fused: 20.1
-// us, then 15.8 us with code and data hot; the second of two empty launches: 2.2 us). Part of it
-// was local memory (the slot source structs, read per slot from L2; removed, see slot_space):
-// HCA 8K T=1 fused 20.3 -> 16.5 us; with alternate tiles 16.2 us (H200, bench_attention --small).
-// Where they go now (ATTN12 helper, H100 2026-11-26, bench_attention --steps: plan.trace stamps
-// of every CTA, medians of 31 launches after the L2 flush, us after the first CTA's entry; logs
-// h100_2026-11-26_s12_attn12_run{1,2}_steps.txt). Flash CSA T=1 on 20 one-tile splits of this
-// warp-specialized kernel, 14.1 us event-timed: set-up barrier 0.6, first slot indices 1.8, query
-// tile 2.1, first tile's rows 2.4, its S 3.3 (0.8 us for the 32 m64n32k16 of one tile), softmax
-// and P V 4.0, the 128 KB of partial rows stored 6.5 (2.5 us: 8-byte stores from the fragments,
-// ncu on the synchronous kernel: 40% of the cycles in LG throttle), the combine's wait returns
-// 7.6 (the grid's end and flush), its end 10.5; the remaining ~3.5 us are the launch before the
-// first entry and the event after the last exit (empty-kernel floor 3.1-3.4 us). The fused
-// kernel's cluster merge took 8-10 us from the key loop's end to the CTAs' exit (HCA 8K T=1, 8
-// CTAs: 4.5 -> 13.4; Flash CSA T=1, 16 CTAs of 2 tiles: 5.3 -> 15.6): every CTA writes its
-// 128 KB of rows into shared memory and reads 128 KB back over distributed shared memory. So
-// the plans take the split kernel (attention_decode_plan.cpp).
+// Where small steps spend their time (H200 2026-11-26, bench_attention --small, L2 flushed; split
+// plans and the since-removed fused plans): launch floor 2.7 us (the same for an empty grid of
+// this kernel's 384 threads and 224.6 KB of shared memory), a second PDL launch +1.5 us; the
+// combine 4-5 us at T <= 8 and ~10 us at T = 32; the main kernel 16-20 us with one 32-slot tile per
+// CTA, each further tile in a CTA ~2.2 us (the S -> softmax -> P V chain on the tensor cores: 4.2
+// MFLOP per tile, ~32% of the dense peak per SM, as at the large shapes); graph replay within +-2
+// us of eager launches. The fixed cost of a 1-tile CTA is not cold code or data: launched twice
+// back to back after the L2 flush (bench_attention --twice, H200 2026-11-26), the second launch
+// took 2.0-4.3 us less than the first (HCA 8K T=1: 20.1 us, then 15.8 us with code and data hot;
+// the second of two empty launches: 2.2 us). Part of it was local memory (the slot source structs,
+// read per slot from L2; removed, see slot_space): HCA 8K T=1 20.3 -> 16.5 us; with alternate
+// tiles 16.2 us (H200, bench_attention --small). Where they go now (ATTN12 helper, H100 2026-11-26,
+// bench_attention --steps: plan.trace stamps of every CTA, medians of 31 launches after the L2
+// flush, us after the first CTA's entry; logs h100_2026-11-26_s12_attn12_run{1,2}_steps.txt). Flash
+// CSA T=1 on 20 one-tile splits of this warp-specialized kernel, 14.1 us event-timed: set-up
+// barrier 0.6, first slot indices 1.8, query tile 2.1, first tile's rows 2.4, its S 3.3 (0.8 us for
+// the 32 m64n32k16 of one tile), softmax and P V 4.0, the 128 KB of partial rows stored 6.5 (2.5
+// us: 8-byte stores from the fragments, ncu on the synchronous kernel: 40% of the cycles in LG
+// throttle), the combine's wait returns 7.6 (the grid's end and flush), its end 10.5; the remaining
+// ~3.5 us are the launch before the first entry and the event after the last exit (empty-kernel
+// floor 3.1-3.4 us). The fused cluster plan (removed in session 13; attention_decode_plan.cpp has
+// its figures) merged the splits over distributed shared memory instead of the combine: 8-10 us
+// from the key loop's end to the CTAs' exit.
 #include <algorithm>
 #include <cmath>
 #include <type_traits>
@@ -169,7 +160,6 @@
 #include "backends/cuda/activation.cuh"
 #include "backends/cuda/attention_decode.h"
 #include "backends/cuda/attention_decode_wgmma.cuh"
-#include "backends/cuda/cluster.cuh"
 #include "backends/cuda/kernel_attributes.h"
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/kv_record.cuh"
@@ -346,7 +336,8 @@ struct slot_space {
   // The source's fields are selected one by one: a reference chosen at run time between
   // `window` and `comp` made both structs addressable, i.e. copied to local memory in the
   // prologue and read back per slot (232 bytes of stack; with ~230 KB of shared memory those
-  // loads went to L2: ncu, fused HCA 8K T=1, 44K local sectors against 23K global ones).
+  // loads went to L2: ncu, HCA 8K T=1 (fused cluster plan), 44K local sectors against 23K global
+  // ones).
   __device__ __forceinline__ typename pool_traits<pool_t>::ref row_ref(int s, int32_t v) const {
     const bool in_window = s < cap_w;
     const int i = in_window ? s : s - cap_w;
@@ -960,22 +951,17 @@ constexpr int k_ws_ring = k_q_bytes;  // offsets in shared memory
 constexpr int k_ws_xchg = k_ws_ring + k_ws_stages * k_tile_bytes;
 constexpr int k_ws_masks = k_ws_xchg + 2 * k_xchg_bytes;
 constexpr int k_ws_bars = k_ws_masks + k_ws_stages * 4;   // full[stages], empty[stages]
-constexpr int k_ws_ml = k_ws_bars + 2 * k_ws_stages * 8;  // fused: (m, l) of the 64 rows
+constexpr int k_ws_ml = k_ws_bars + 2 * k_ws_stages * 8;  // spare 512 B (was the fused (m, l))
 constexpr int k_ws_smem = k_ws_ml + k_rows * 8;
 static_assert(k_ws_smem <= 227 * 1024 && k_ws_bars % 8 == 0);
-// Fused: the scaled f32 rows of the merge ([64][512]) take the key ring's place.
-static_assert(k_ws_stages * k_tile_bytes >= k_rows * k_d * 4);
-// Clusters of up to 16 CTAs (16: a non-portable size, one GPC of >= 16 free SMs); a power of
-// two dividing 128 (the float4 columns of a row).
-constexpr int k_fused_max_cluster = int(k_attention_decode_max_cluster);
 
-// One row's merge weights in the combine kernel's arithmetic (shared by the fused cluster merge
-// and the row combine, so both stay bit for bit the combine's):
+// One row's merge weights in the combine kernel's arithmetic (the row combine's, so that it stays
+// bit for bit the block combine's):
 // M = max(m_r, sink2) over the n <= lanes splits' (m, l) in v (log2 domain), row_w[r] =
 // 2^(m_r - M), and row_w[lanes] = 1 / D, D = sum_r l_r w_r + 2^(sink2 - M) summed as lane 0 of
 // the combine's shuffle-xor butterfly sums lanes 0..lanes-1 (lanes >= n hold 0; the butterfly
 // levels above lanes / 2 and the other warps add exactly 0, so any lanes >= n gives the same D).
-template <int lanes = k_fused_max_cluster>
+template <int lanes>
 __device__ __forceinline__ void merge_row_weights(const float2 (&v)[lanes], int n, float sink2,
                                                   float* row_w) {
   static_assert(lanes >= 1 && lanes <= 16 && (lanes & (lanes - 1)) == 0);
@@ -1027,11 +1013,10 @@ __device__ __forceinline__ void store2(__nv_bfloat16* p, float a, float b) {
 // Consumer schedules of the warp-specialized kernel: in turn, alternate tiles (plan.alt).
 constexpr int k_ws_in_turn = 0;
 constexpr int k_ws_alt = 1;
-// Kernel modes: split (partials for the combine kernel), fused (cluster merge), split with
-// plan.fold, one split only (a template mode, so that the split and fused kernels' code is not
-// touched by it).
+// Kernel modes: split (partials for the combine kernel), split with plan.fold, one split only (a
+// template mode, so that the split kernel's code is not touched by it). (Mode 1 was the fused
+// cluster kernel, removed in session 13; the numbers are kept.)
 constexpr int k_ws_split = 0;
-constexpr int k_ws_fused = 1;
 constexpr int k_ws_fold = 2;
 // plan.partials_l2 (split, alternate tiles): the partials stored with L2 evict_last.
 constexpr int k_ws_split_keep = 3;
@@ -1055,13 +1040,12 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
                                const float* sinks, act_t* out, int opts,
                                unsigned long long* trace) {
   if (threadIdx.x == 0) trace_stamp(trace, 0, k_adt_entry);
-  constexpr bool fused = mode == k_ws_fused;
   constexpr bool fold = mode == k_ws_fold;
   constexpr bool keep_l2 = mode == k_ws_split_keep;
   constexpr bool records = pool_traits<pool_t>::records;
   static_assert(std::is_same_v<pool_t, __nv_bfloat16> || records);
   // Records stage their raw rows in the exchange area's part that only alt leaves free.
-  static_assert(!records || (sched == k_ws_alt && !fused));
+  static_assert(!records || sched == k_ws_alt);
   namespace wgm = attention_wgmma;
   extern __shared__ __align__(1024) unsigned char smem[];
   const uint32_t q_s = smem_u32(smem);
@@ -1109,15 +1093,12 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 
   const int64_t head0 = int64_t(group) * k_rows;
   const int64_t part = (t * splits + split) * heads;
-  if constexpr (!fused) {
-    // (fold: a CTA without keys still writes its rows, 0.)
-    if (n_live == 0 && !fold) {  // uniform over the CTA: before any barrier
-      if (threadIdx.x < k_rows && head0 + threadIdx.x < heads)
-        part_ml[part + head0 + threadIdx.x] = make_float2(-INFINITY, 0.0f);
-      return;
-    }
+  // (fold: a CTA without keys still writes its rows, 0.)
+  if (n_live == 0 && !fold) {  // uniform over the CTA: before any barrier
+    if (threadIdx.x < k_rows && head0 + threadIdx.x < heads)
+      part_ml[part + head0 + threadIdx.x] = make_float2(-INFINITY, 0.0f);
+    return;
   }
-  // (Fused: a CTA without keys still takes part in its cluster's merge, with m = -inf.)
   if (threadIdx.x == 0) {
     for (int i = 0; i < k_ws_stages; ++i) {
       // The producers' 128 cp.async arrivals and one release arrival (the mask).
@@ -1315,137 +1296,46 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     if (pw == 0 && lane == 0) trace_stamp(trace, 0, k_adt_landed);
   };
 
-  // Fused (plan.fused): the `splits` CTAs of this (token, head group) form one cluster; each
-  // holds its keys' unnormalized accumulators and (max, sum) per row in registers. They merge
-  // without a second kernel, in the combine kernel's arithmetic, so that the output equals the
-  // split plan's bit for bit (the FP8-record pools, which run the split kernels over the same
-  // splits, then give the bf16 pools' logits exactly, as README promises for official mode):
-  //   M = max(max_i m_i, sink); w_i = 2^(m_i - M) (0 for a CTA without keys);
-  //   D = (lane 0's butterfly sum of l_i w_i over the combine's 32 lanes) + 2^(sink - M);
-  //   out = (fma chain over i in rank order of w_i * acc_i, from 0) * (1 / D).
-  // Every CTA publishes its (m, l) rows in its own shared memory and reads the cluster's (DSMEM);
-  // the weights and 1 / D per row go to the consumed query tile, the unscaled accumulators to the
-  // consumed key ring; CTA r then reduces channels [r * 512 / splits, +512 / splits) over the
-  // cluster and writes them. A single CTA (splits 1) writes its own rows straight out. A token
-  // without keys gets 0 / 2^0 = 0, as the combine kernel gives.
-  auto fused_epilogue = [&](float(&acc)[2][64], const float(&m)[2], const float(&l)[2],
-                            const float(&sink2)[2], int rg, int half, int64_t h0, int64_t h1) {
+  // plan.fold (split kernel, launched with one split only; no combine launch): the CTA writes
+  // its normalized rows in the combine's arithmetic with one split, so the output equals the
+  // combine's bit for bit:
+  //   M = max(m, sink), w = 2^(m - M) (0 without keys), D = l w + 2^(sink - M),
+  //   out = fma(w, acc, 0) * (1 / D).
+  // A token without keys gets 0 / 2^0 = 0, as the combine gives. sink2: the rows' sinks (log2).
+  auto fold_write = [&](float(&acc)[2][64], const float(&m)[2], const float(&l)[2],
+                        const float(&sink2)[2], int half, int64_t h0, int64_t h1) {
     auto acc_at = [&](int n, int e) -> float& { return acc[n >> 4][4 * (n & 15) + e]; };
-    const int rl0 = rg * 16 + lane / 4;  // this thread's rows rl0, rl0 + 8 of the group
-    // The cluster size (1, 2, 4, 8 or 16); fold kernels run one split, known at compile time
-    // (no cluster merge code in them).
-    const int nsplit = fold ? 1 : splits;
-    const uint32_t ml_addr = q_s + k_ws_ml;
-    if (nsplit > 1) {
-      if (half == 0 && lane % 4 == 0) {
-        float2* const ml_s = reinterpret_cast<float2*>(smem + k_ws_ml);
-        ml_s[rl0] = make_float2(m[0], l[0]);
-        ml_s[rl0 + 8] = make_float2(m[1], l[1]);
-      }
-      __syncwarp();
-      cluster::sync();  // (m, l) of every CTA published; every CTA is done with q and its ring
-    }
-    if (nsplit == 1) {
-      // The combine with one split: M = max(m, sink), w = 2^(m - M) (0 without keys),
-      // D = l w + 2^(sink - M), out = fma(w, acc, 0) * (1 / D).
-      float w1[2], inv1[2];
+    float w1[2], inv1[2];
 #pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        const float mx = fmaxf(m[i], sink2[i]);
-        w1[i] = m[i] == -INFINITY ? 0.0f : exp2f(m[i] - mx);
-        const float x = w1[i] == 0.0f ? 0.0f : __fmul_rn(l[i], w1[i]);
-        inv1[i] = 1.0f / __fadd_rn(x, exp2f(sink2[i] - mx));
-      }
-      auto one = [&](float a, float wv, float iv) {
-        return __fmul_rn(wv == 0.0f ? 0.0f : __fmaf_rn(wv, a, 0.0f), iv);
-      };
-#pragma unroll
-      for (int n = 0; n < 32; ++n) {
-        const int c = half * 256 + n * 8 + 2 * (lane % 4);
-        if (h0 < heads)
-          store2(out + (t * heads + h0) * k_d + c, one(acc_at(n, 0), w1[0], inv1[0]),
-                 one(acc_at(n, 1), w1[0], inv1[0]));
-        if (h1 < heads)
-          store2(out + (t * heads + h1) * k_d + c, one(acc_at(n, 2), w1[1], inv1[1]),
-                 one(acc_at(n, 3), w1[1], inv1[1]));
-      }
-      return;
+    for (int i = 0; i < 2; ++i) {
+      const float mx = fmaxf(m[i], sink2[i]);
+      w1[i] = m[i] == -INFINITY ? 0.0f : exp2f(m[i] - mx);
+      const float x = w1[i] == 0.0f ? 0.0f : __fmul_rn(l[i], w1[i]);
+      inv1[i] = 1.0f / __fadd_rn(x, exp2f(sink2[i] - mx));
     }
-    // Unscaled rows into the key ring as [64][512] f32, the float2 j of row r at j ^ 4 (r & 7)
-    // (the 8 rows of a fragment store hit distinct banks). First, so that the accumulators are
-    // dead while the weights are computed (no spills).
-    unsigned char* const red = smem + k_ws_ring;
-    const int sw = (lane / 4) << 2;  // rows rl0 and rl0 + 8 share r & 7 = lane / 4
+    auto one = [&](float a, float wv, float iv) {
+      return __fmul_rn(wv == 0.0f ? 0.0f : __fmaf_rn(wv, a, 0.0f), iv);
+    };
 #pragma unroll
     for (int n = 0; n < 32; ++n) {
-      const int j = (half * 128 + 4 * n + lane % 4) ^ sw;
-      *reinterpret_cast<float2*>(red + rl0 * (k_d * 4) + j * 8) =
-          make_float2(acc_at(n, 0), acc_at(n, 1));
-      *reinterpret_cast<float2*>(red + (rl0 + 8) * (k_d * 4) + j * 8) =
-          make_float2(acc_at(n, 2), acc_at(n, 3));
+      const int c = half * 256 + n * 8 + 2 * (lane % 4);
+      if (h0 < heads)
+        store2(out + (t * heads + h0) * k_d + c, one(acc_at(n, 0), w1[0], inv1[0]),
+               one(acc_at(n, 1), w1[0], inv1[0]));
+      if (h1 < heads)
+        store2(out + (t * heads + h1) * k_d + c, one(acc_at(n, 2), w1[1], inv1[1]),
+               one(acc_at(n, 3), w1[1], inv1[1]));
     }
-    // Per row (one thread per row writes): the weights of the cluster's CTAs and 1 / D in the
-    // combine kernel's order, into the consumed query tile.
-    float* const w_s = reinterpret_cast<float*>(smem);  // [64][k_fused_max_cluster + 1]
-    constexpr int w_stride = k_fused_max_cluster + 1;
-    if (half == 0 && lane % 4 == 0) {
-      // Both rows' (m, l) of every CTA in one batch of independent DSMEM loads (a serial walk
-      // cost a remote round trip per CTA on the critical path of a one-tile step).
-      float2 v[2][k_fused_max_cluster];
-#pragma unroll
-      for (int i = 0; i < 2; ++i)
-#pragma unroll
-        for (int r = 0; r < k_fused_max_cluster; ++r)
-          if (r < nsplit) v[i][r] = cluster::load_f2(cluster::map(ml_addr + (rl0 + 8 * i) * 8, r));
-#pragma unroll
-      for (int i = 0; i < 2; ++i)
-        merge_row_weights(v[i], nsplit, sink2[i], w_s + (rl0 + 8 * i) * w_stride);
-    }
-    cluster::sync();  // every CTA's rows (and this CTA's weight table) are in shared memory
-    const int me = int(cluster::rank());
-    const int cols4 = k_d / 4 / nsplit;  // float4 columns this CTA sums
-    const uint32_t red_addr = q_s + k_ws_ring;
-#pragma unroll 1
-    for (int i = threadIdx.x; i < k_rows * cols4; i += k_threads) {
-      const int row = i / cols4, f4 = me * cols4 + i % cols4;
-      const uint32_t off = uint32_t(row * (k_d * 4) + (((2 * f4) ^ ((row & 7) << 2)) * 8));
-      const float* const row_w = w_s + row * w_stride;
-      // Every CTA stored its rows (zeros without keys), so the loads need not wait for the
-      // weights; a zero weight skips its term as the combine's predicated zero does.
-      float4 v[k_fused_max_cluster];
-#pragma unroll
-      for (int r = 0; r < k_fused_max_cluster; ++r)
-        if (r < nsplit) v[r] = cluster::load_f4(cluster::map(red_addr + off, r));
-      float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll
-      for (int r = 0; r < k_fused_max_cluster; ++r) {
-        const float wr = r < nsplit ? row_w[r] : 0.0f;
-        if (wr != 0.0f) {
-          o.x = __fmaf_rn(wr, v[r].x, o.x);
-          o.y = __fmaf_rn(wr, v[r].y, o.y);
-          o.z = __fmaf_rn(wr, v[r].z, o.z);
-          o.w = __fmaf_rn(wr, v[r].w, o.w);
-        }
-      }
-      const float iv = row_w[k_fused_max_cluster];
-      if (head0 + row < heads)
-        store4(out + (t * heads + head0 + row) * k_d + 4 * f4,
-               make_float4(__fmul_rn(o.x, iv), __fmul_rn(o.y, iv), __fmul_rn(o.z, iv),
-                           __fmul_rn(o.w, iv)));
-    }
-    cluster::sync();  // no CTA leaves while another may still read its shared memory
   };
-
-  // plan.fold (split kernel, launched with one split only; no combine launch): the fused
-  // kernel's one-CTA write. The sinks are read here, not before the key loop as the fused kernel
-  // does: two more registers live across the loop changed its code (and time: H200, Pro HCA 1M
-  // T=64).
-  auto fold_epilogue = [&](float(&acc)[2][64], const float(&m)[2], const float(&l)[2],
-                           const float(&sink2)[2], int rg, int half, int64_t h0, int64_t h1) {
-    float sink1[2] = {sink2[0], sink2[1]};
+  // The sinks are read after the key loop: two more registers live across the loop changed its
+  // code (and time: H200, Pro HCA 1M T=64). (Folding this into fold_write changes the register
+  // allocation of the fold kernels; kept apart, their SASS is that of main db1a561.)
+  auto fold_epilogue = [&](float(&acc)[2][64], const float(&m)[2], const float(&l)[2], int half,
+                           int64_t h0, int64_t h1) {
+    float sink1[2] = {0.0f, 0.0f};
     if (h0 < heads) sink1[0] = sinks[h0] * k_log2e;
     if (h1 < heads) sink1[1] = sinks[h1] * k_log2e;
-    fused_epilogue(acc, m, l, sink1, rg, half, h0, h1);
+    fold_write(acc, m, l, sink1, half, h0, h1);
   };
 
   // Consumers: warp w owns query rows 16 rg .. and output channels 256 half .. (as
@@ -1454,13 +1344,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     const int rg = warp & 3;
     const int half = warp >> 2;
     const int64_t h0 = head0 + rg * 16 + lane / 4, h1 = h0 + 8;
-    // Fused: the sinks of this thread's two rows (log2 domain), loaded before the key loop.
-    float sink2[2] = {0.0f, 0.0f};
-    if constexpr (fused) {
-      if (h0 < heads) sink2[0] = sinks[h0] * k_log2e;
-      if (h1 < heads) sink2[1] = sinks[h1] * k_log2e;
-    }
-    if (n_live > 0) {  // always in the split kernel; a fused CTA without keys needs no query
+    if (n_live > 0) {  // always in the split kernel; a fold CTA without keys needs no query
       load_query_tile<true>(q, t, heads, head0, smem, q_s);
       if constexpr (sizeof(act_t) == 2) {
         cp_async_commit();
@@ -1787,29 +1671,16 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
       l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
     }
-    if constexpr (!fused) {
-      if constexpr (fold)
-        fold_epilogue(acc, m, l, sink2, rg, half, h0, h1);
-      else
-        store_split_partial<keep_l2>(acc, m, l, half, lane, h0, h1, heads, part, part_o, part_ml);
-    } else {
-      fused_epilogue(acc, m, l, sink2, rg, half, h0, h1);
-    }
+    if constexpr (fold)
+      fold_epilogue(acc, m, l, half, h0, h1);
+    else
+      store_split_partial<keep_l2>(acc, m, l, half, lane, h0, h1, heads, part, part_o, part_ml);
     if (threadIdx.x == 0) trace_stamp(trace, 0, k_adt_end);
   };
 
   if (warp >= k_ws_consumers) {
     mbar::setmaxnreg_dec<k_ws_producer_regs>();
     produce();
-    // Fused over a cluster: the producers take part in the merge's three cluster barriers.
-    if constexpr (fused) {
-      if (splits > 1) {
-        __syncwarp();
-        cluster::sync();
-        cluster::sync();
-        cluster::sync();
-      }
-    }
   } else {
     mbar::setmaxnreg_inc<k_ws_consumer_regs>();
     consume();
@@ -1885,8 +1756,8 @@ __global__ void __launch_bounds__(k_combine_threads, 1)
       } else {
         if (w != 0.0f) v = *reinterpret_cast<const float4*>(po + int64_t(c0 + i) * heads * k_d);
       }
-      // Explicit FMAs (what the compiler contracted to before): the fused kernel's merge
-      // repeats this chain bit for bit.
+      // Explicit FMAs (what the compiler contracted to before): the row combine repeats this
+      // chain bit for bit.
       o.x = __fmaf_rn(w, v.x, o.x);
       o.y = __fmaf_rn(w, v.y, o.y);
       o.z = __fmaf_rn(w, v.z, o.z);
@@ -2103,49 +1974,6 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
     return launch_combine(heads, tokens, plan, part_o, part_ml, sinks, out, stream, keep);
   };
   if constexpr (std::is_same_v<pool_t, __nv_bfloat16>) {
-    if (plan.fused) {
-      if (plan.splits > k_fused_max_cluster || (plan.splits & (plan.splits - 1)) != 0)
-        return cudaErrorInvalidValue;
-      auto* const ws = ws_kernel<k_ws_fused, act_t>(plan);
-      if (const cudaError_t e = configure_kernel_once(
-              reinterpret_cast<const void*>(ws),
-              [ws] {
-                const cudaError_t s = cudaFuncSetAttribute(
-                    ws, cudaFuncAttributeMaxDynamicSharedMemorySize, k_ws_smem);
-                return s != cudaSuccess
-                           ? s
-                           : cudaFuncSetAttribute(
-                                 ws, cudaFuncAttributeNonPortableClusterSizeAllowed, 1);
-              });
-          e != cudaSuccess)
-        return e;
-      cudaLaunchAttribute attributes[2]{};
-      unsigned n_attributes = 0;
-      if (plan.splits > 1) {
-        cudaLaunchAttribute& a = attributes[n_attributes++];
-        a.id = cudaLaunchAttributeClusterDimension;
-        a.val.clusterDim.x = unsigned(plan.splits);
-        a.val.clusterDim.y = 1;
-        a.val.clusterDim.z = 1;
-      }
-      if (plan.pdl) {
-        cudaLaunchAttribute& a = attributes[n_attributes++];
-        a.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-        a.val.programmaticStreamSerializationAllowed = 1;
-      }
-      cudaLaunchConfig_t config{};
-      config.gridDim = grid;
-      config.blockDim = dim3(k_ws_threads);
-      config.dynamicSmemBytes = k_ws_smem;
-      config.stream = stream;
-      config.attrs = attributes;
-      config.numAttrs = n_attributes;
-      return cudaLaunchKernelEx(&config, ws, q, int(heads), window, comp, int(plan.window_capacity),
-                                int(plan.comp_capacity), int(plan.keys_per_split), int(plan.splits),
-                                scale * k_log2e, static_cast<float*>(nullptr),
-                                static_cast<float2*>(nullptr), sinks, out, ws_opts(plan),
-                                plan.trace);
-    }
     if (plan.wgmma && plan.producer) {
       // plan.fold with one split; more splits run the combine kernel as without it.
       const bool fold = plan.fold && plan.splits == 1;
@@ -2160,11 +1988,10 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
   }
   if constexpr (pool_traits<pool_t>::records) {
     // FP8 records on the warp-specialized kernel wherever the plan runs it with alternate tiles
-    // (the producer warpgroup dequantizes; fused plans run its split kernel with the combine),
-    // so records take the bf16 pools' schedule and arithmetic; in turn (plan.alt off) they keep
-    // the synchronous kernel below.
+    // (the producer warpgroup dequantizes), so records take the bf16 pools' schedule and
+    // arithmetic; in turn (plan.alt off) they keep the synchronous kernel below.
     if (plan.wgmma && plan.producer && plan.alt) {
-      const bool fold = !plan.fused && plan.fold && plan.splits == 1;
+      const bool fold = plan.fold && plan.splits == 1;
       const bool keep = !fold && plan.partials_l2 && plan.combine;
       auto* const ws = fold   ? attention_decode_ws_kernel<k_ws_alt, k_ws_fold, act_t, pool_t>
                        : keep ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_keep, act_t, pool_t>

@@ -33,10 +33,6 @@ int64_t kv_rows_capacity(const kv_rows<pool_t>& s) {
 constexpr int64_t k_attention_decode_head_dim = 512;
 constexpr int64_t k_attention_decode_heads_per_cta = 64;
 constexpr int64_t k_attention_decode_keys_per_tile = 32;
-// Fused plans: clusters of up to 16 CTAs (16 is a non-portable size: one GPC of >= 16 free SMs),
-// a power of two dividing the 128 float4 columns of a row; the plan picks at most 8 by itself.
-constexpr int64_t k_attention_decode_max_cluster = 16;
-constexpr int64_t k_attention_decode_portable_cluster = 8;
 // plan.combine_rows: the most splits the row combine merges.
 constexpr int64_t k_attention_decode_max_combine_rows_splits = 8;
 
@@ -59,27 +55,21 @@ struct attention_decode_plan {
   // sets it at every split (measured, attention_decode_make_plan; from 4 tiles per split only
   // before ATTN12).
   bool producer = true;
-  // With producer (split or fused plans): alternate tiles per consumer warpgroup.
+  // With producer: alternate tiles per consumer warpgroup.
   // Warpgroup w computes the full S (all 512 channels) and the online softmax of tiles
   // k = w, w + 2, ..., hands P (bf16) and the running (max, sum) to the other warpgroup through
   // shared memory, and both run P V of every tile for their 256 output channels. The f32 sums of
   // S run in one chain of 32 channel steps instead of two halves added, so the output is not the
   // in-turn schedule's bit for bit (within the CPU reference's tolerance). false: S (each
   // warpgroup its 256 channels, the halves exchanged), softmax, P V per tile in turn, the order
-  // of the FP8-record and synchronous kernels (DSV4_ATTENTION_ALT=0 in the engine). On in split
-  // plans with the producer and in fused plans (attention_decode_plan.cpp).
+  // of the FP8-record and synchronous kernels (DSV4_ATTENTION_ALT=0 in the engine). On in the
+  // plans with the producer (attention_decode_plan.cpp).
   bool alt = false;
-  // Fused (bf16 pools): the `splits` CTAs of a (token, head group) run as one thread block
-  // cluster (splits 1, 2, 4, 8 or 16; 16 is a non-portable cluster size) and merge their partial
-  // sums through distributed shared memory, writing the normalized output with the sink themselves:
-  // one kernel, no combine launch, no partials in global memory (attention_decode_make_fused_plan).
-  // Other pools ignore it and run the split kernels over the same `splits` with the combine
-  // (scratch_bytes covers them).
-  bool fused = false;
-  // Split plans on the warp-specialized kernel (plan.producer, bf16 pools, not fused) with one
-  // split: no combine launch; each CTA writes its normalized rows with the sink itself (the fused
-  // kernel's one-CTA arithmetic, so the combine's output bit for bit). More splits: ignored (the
-  // combine kernel runs). The split plan sets it where one split covers a (token, head group).
+  // Plans on the warp-specialized kernel (plan.producer; bf16 pools, or FP8 records with alt)
+  // with one split: no combine launch; each CTA writes its normalized rows with the sink itself
+  // (the combine's arithmetic with one split, so the combine's output bit for bit). More splits:
+  // ignored (the combine kernel runs). The plan sets it where one split covers a (token, head
+  // group).
   bool fold = false;
   // The combine kernel with one warp per (token, head) row (attention_decode_combine_rows; up to
   // k_attention_decode_max_combine_rows_splits splits) instead of one 128-thread CTA per row; the
@@ -130,25 +120,9 @@ enum attention_decode_trace_slot : int {
 // default, what the engine runs): 1 while the step has at most 48 tiles of (token, head group)
 // work, else 2, and multi-token steps take at most 8 splits where that means <= 6 tiles each.
 // Beyond 64 splits the minimum doubles (fewer partial rows for the combine).
-//
-// fused = 1: small steps take the fused kernel (plan.fused) where the session-8 rule holds: its
-// cluster is the largest of 1, 2, 4 or 8 CTAs per (token, head group) whose clusters fill at most
-// half the SMs, and it is chosen when each of its CTAs gets at most one 32-slot tile more than the
-// split plan's CTAs (two from 8 CTAs per head group and token up). fused = 0 (the default since
-// ATTN12): the split plan always; the warp-specialized split kernel measured faster than the
-// fused kernel at every shape that rule picks (the cluster merge moves each CTA's 128 KB of rows
-// through distributed shared memory: 8-10 us after the key loop; attention_decode_plan.cpp).
 attention_decode_plan attention_decode_make_plan(int64_t tokens, int64_t heads, int64_t head_dim,
                                                  int64_t window_capacity, int64_t comp_capacity,
-                                                 int sm_count, int64_t min_tiles_per_split = 0,
-                                                 int64_t fused = 0);
-
-// The split plan (the kernels with the combine; never fused) as attention_decode_make_plan
-// would make it.
-attention_decode_plan attention_decode_make_split_plan(int64_t tokens, int64_t heads,
-                                                       int64_t head_dim, int64_t window_capacity,
-                                                       int64_t comp_capacity, int sm_count,
-                                                       int64_t min_tiles_per_split = 0);
+                                                 int sm_count, int64_t min_tiles_per_split = 0);
 
 // Tokens per sparse_attention_decode launch when a step of `tokens` query tokens (a prefill) runs
 // in chunks (cuda_ops::sparse_attention; every token is independent, and a chunk's plan is
@@ -165,12 +139,6 @@ constexpr int64_t k_attention_decode_prefill_chunk = 8192;
 int64_t attention_decode_chunk_tokens(int64_t tokens, int64_t heads, int64_t head_dim,
                                       int64_t window_capacity, int64_t comp_capacity, int sm_count,
                                       bool fold_kernel);
-
-// The fused plan with `cluster` CTAs per (token, head group) (1, 2, 4, 8 or 16): every CTA takes
-// ceil(tiles / cluster) tiles of 32 slots (the last ones may get none).
-attention_decode_plan attention_decode_make_fused_plan(int64_t tokens, int64_t heads,
-                                                       int64_t head_dim, int64_t window_capacity,
-                                                       int64_t comp_capacity, int64_t cluster);
 
 // out[t, h*512 : (h+1)*512] = sum_i e^(s_i - m) k_i / (sum_i e^(s_i - m) + e^(sinks[h] - m)),
 // s_i = scale * q[t, h] . k_i over the window slots then the compressed slots (may be null) of

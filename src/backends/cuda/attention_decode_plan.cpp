@@ -1,5 +1,14 @@
 // The attention decode plans (host only; see attention_decode.h): split counts, tiles per CTA and
-// the choice of the fused cluster kernel, from host-known shapes only (graph-capturable steps).
+// the kernel options, from host-known shapes only (graph-capturable steps).
+//
+// Removed in session 13: the fused cluster plan (the splits of a (token, head group) as one
+// thread block cluster of 1-16 CTAs merging their partial sums over distributed shared memory,
+// no combine launch; session 7, opt-in since ATTN12). Its cluster merge took 8-10 us from the key
+// loop's end to the CTAs' exit (every CTA moved its 128 KB of rows through shared memory). H100
+// 2026-11-26 (ATTN12 helper, bench_attention --steps, same process), fused / split time: HCA 8K
+// T=1 17.28 / 13.44 us, Flash CSA T=4 18.34 / 16.00, HCA 8K T=32 22.53 / 20.26; H200 2026-11-26
+// (session 13 lead call 1, --steps): fused / split 1.08-1.43x at every small step (HCA 8K T=1
+// 16.54 / 13.22 us, Pro CSA T=1 1.43x), equal at the large ones (both split).
 #include <algorithm>
 #include <cstdint>
 
@@ -18,78 +27,9 @@ int64_t ceil_div(int64_t a, int64_t b) {
 
 }  // namespace
 
-attention_decode_plan attention_decode_make_fused_plan(int64_t tokens, int64_t heads,
-                                                       int64_t head_dim, int64_t window_capacity,
-                                                       int64_t comp_capacity, int64_t cluster) {
-  attention_decode_plan p;
-  p.tokens = tokens;
-  p.heads = heads;
-  p.window_capacity = window_capacity;
-  p.comp_capacity = comp_capacity;
-  if (tokens <= 0 || heads <= 0 || head_dim != k_attention_decode_head_dim || cluster < 1 ||
-      cluster > k_attention_decode_max_cluster || (cluster & (cluster - 1)) != 0)
-    return p;
-  const int64_t tiles =
-      std::max<int64_t>(1, ceil_div(window_capacity + comp_capacity, k_keys_per_tile));
-  p.splits = cluster;
-  p.keys_per_split = ceil_div(tiles, cluster) * k_keys_per_tile;
-  p.scratch_bytes = size_t(tokens * cluster * heads) *
-                    (size_t(k_attention_decode_head_dim) * 4 + 8);  // other pools
-  p.wgmma = true;
-  p.producer = true;
-  // Alternate tiles: H200 2026-11-26 (bench_attention --small, same run), fused in-turn / alt
-  // time: HCA 8K T=1 16.67 / 15.71 us, T=8 15.68 / 15.17, Flash CSA T=2 19.74 / 17.79, T=8
-  // 20.58 / 18.02, HCA 128K T=8 24.99 / 21.95, HCA 8K T=32 (clusters of 2) 25.31 / 22.37.
-  p.alt = true;
-  p.fused = true;
-  p.pdl = true;  // as the split plan's
-  return p;
-}
-
 attention_decode_plan attention_decode_make_plan(int64_t tokens, int64_t heads, int64_t head_dim,
                                                  int64_t window_capacity, int64_t comp_capacity,
-                                                 int sm_count, int64_t min_tiles_per_split,
-                                                 int64_t fused) {
-  const attention_decode_plan split = attention_decode_make_split_plan(
-      tokens, heads, head_dim, window_capacity, comp_capacity, sm_count, min_tiles_per_split);
-  // fused = 0 (the default since ATTN12): the split plan. H100 2026-11-26 (ATTN12 helper,
-  // bench_attention --steps, same process; the split plan of this file on the warp-specialized
-  // kernel), fused / split time: HCA 8K T=1 17.28 / 13.44 us (fused 8 x 1 tile, split 6 x 1),
-  // Flash CSA T=4 18.34 / 16.00 (8 x 3, 7 x 3), T=8 18.66 / 17.25; second call, the plans before
-  // / after: HCA 8K T=2 15.71 / 14.30, T=4 15.84 / 14.66, T=8 16.00 / 15.04, T=32 22.53 / 20.26
-  // (fused 2 x 4, split 4 x 2), HCA 128K T=8 21.95 / 20.61. The rule below is kept for fused = 1.
-  if (fused == 0 || split.splits <= 0) return split;
-  // The fused kernel when its CTAs get at most one tile more than the split's (two from 8
-  // CTAs per head group and token up), over the largest cluster of <= 8 CTAs whose clusters fill
-  // at most half the SMs. H200 2026-11-26 (bench_attention --small; per tile of 32 slots a CTA
-  // spends ~2.2 us, the combine 4-5 us at T <= 8 and ~10 us at T = 32): fused / split time
-  // HCA 8K T=1 18.7 / 24.2 us (8 CTAs of 1 tile; split 8 x 1), T=2, 4, 8 17.8-18.0 / 22.1-22.8
-  // (1 / 2 tiles), Flash CSA T=2, 4, 8 22.8-23.2 / 23.4-26.5 (3 / 2), HCA 128K T=8 27.8 / 31.7
-  // (5 / 3), HCA 8K T=32 27.0 / 32.8 (2 CTAs of 4 / 2); split kept: Flash CSA T=1 22.6 / 20.5
-  // (3 / 1), HCA 128K T=1 27.6 / 22.8 (5 / 1), Flash CSA T=32 39.5 / 42.4 (10 / 5, a win the
-  // rule leaves), HCA 1M. Clusters over more than half the SMs did not fit one wave (HCA 8K
-  // T=32 with 4 CTAs: 37.3 us; T=8 with 16: 37.5 us), and 16-CTA clusters were slower at T=1-2.
-  const int64_t tiles =
-      std::max<int64_t>(1, ceil_div(window_capacity + comp_capacity, k_keys_per_tile));
-  const int64_t ctas = tokens * ceil_div(heads, k_heads_per_cta);
-  int64_t c = 0;
-  for (int64_t x = 1; x <= k_attention_decode_portable_cluster && ctas * x * 2 <= sm_count;
-       x *= 2) {
-    c = x;
-    if (x >= tiles) break;  // every CTA of a larger cluster would be idle
-  }
-  if (c == 0) return split;
-  const int64_t split_tiles = split.keys_per_split / k_keys_per_tile;
-  const int64_t slack = ctas >= 8 ? 2 : 1;
-  if (ceil_div(tiles, c) > split_tiles + slack) return split;
-  return attention_decode_make_fused_plan(tokens, heads, head_dim, window_capacity, comp_capacity,
-                                          c);
-}
-
-attention_decode_plan attention_decode_make_split_plan(int64_t tokens, int64_t heads,
-                                                       int64_t head_dim, int64_t window_capacity,
-                                                       int64_t comp_capacity, int sm_count,
-                                                       int64_t min_tiles_per_split) {
+                                                 int sm_count, int64_t min_tiles_per_split) {
   attention_decode_plan p;
   p.tokens = tokens;
   p.heads = heads;
@@ -230,13 +170,12 @@ int64_t attention_decode_chunk_tokens(int64_t tokens, int64_t heads, int64_t hea
   // waves on (Pro T=256) one launch measured faster; between 2 and 3.9 waves it is not measured.
   const int64_t groups = ceil_div(heads, k_heads_per_cta);
   if (tokens * groups <= 2 * int64_t(sm_count) &&
-      attention_decode_make_split_plan(step, heads, head_dim, window_capacity, comp_capacity,
-                                       sm_count)
+      attention_decode_make_plan(step, heads, head_dim, window_capacity, comp_capacity, sm_count)
               .splits == 1)
     return step;
   const int64_t chunk = std::min(tokens, k_attention_decode_prefill_chunk);
-  const attention_decode_plan p = attention_decode_make_split_plan(
-      chunk, heads, head_dim, window_capacity, comp_capacity, sm_count);
+  const attention_decode_plan p =
+      attention_decode_make_plan(chunk, heads, head_dim, window_capacity, comp_capacity, sm_count);
   return p.splits == 1 ? chunk : step;
 }
 

@@ -1,9 +1,7 @@
 // Thread block clusters (sm_90): the CTA's rank, the cluster-wide barrier and loads from another
-// CTA's shared memory (distributed shared memory, DSMEM). Used by the fused decode attention
-// (attention_decode.cu, plan.fused): the CTAs of one (token, head group) meet in a cluster and
-// merge their partial softmax sums through each other's shared memory instead of a second kernel;
-// and the compressor (compressor.cu): the CTAs splitting an entry's channels exchange their RMS
-// sums of squares.
+// CTA's shared memory (distributed shared memory, DSMEM). Used by the compressor (compressor.cu)
+// and mhc.cu, whose CTAs splitting a row's channels exchange their partial sums, and by the
+// indexer's cluster select (indexer_topk_fast_select.cuh).
 //
 // A CTA's shared memory may be read by the others only while it runs: every CTA of the cluster
 // passes a final sync() after its last remote read, before it exits.
@@ -44,23 +42,6 @@ __device__ __forceinline__ float load_f(uint32_t cluster_addr) {
   asm volatile("ld.shared::cluster.f32 %0, [%1];\n" : "=f"(v) : "r"(cluster_addr) : "memory");
   return v;
 }
-__device__ __forceinline__ float2 load_f2(uint32_t cluster_addr) {
-  float2 v;
-  asm volatile("ld.shared::cluster.v2.f32 {%0, %1}, [%2];\n"
-               : "=f"(v.x), "=f"(v.y)
-               : "r"(cluster_addr)
-               : "memory");
-  return v;
-}
-__device__ __forceinline__ float4 load_f4(uint32_t cluster_addr) {
-  float4 v;
-  asm volatile("ld.shared::cluster.v4.f32 {%0, %1, %2, %3}, [%4];\n"
-               : "=f"(v.x), "=f"(v.y), "=f"(v.z), "=f"(v.w)
-               : "r"(cluster_addr)
-               : "memory");
-  return v;
-}
-
 __device__ __forceinline__ uint32_t load_u32(uint32_t cluster_addr) {
   uint32_t v;
   asm volatile("ld.shared::cluster.u32 %0, [%1];\n" : "=r"(v) : "r"(cluster_addr) : "memory");

@@ -356,8 +356,7 @@ tensor cuda_ops::sparse_attention(const tensor& q, int64_t heads, const kv_sourc
   auto run_decode = [&](auto* a, const auto& w, const auto* c) {
     using act_t = std::remove_pointer_t<decltype(a)>;
     using pool_t = std::remove_cv_t<std::remove_pointer_t<decltype(w.pool)>>;
-    // The plan's own rules (attention_decode_plan.cpp): tiles per split from the step's size,
-    // and the fused cluster kernel (no combine) where it measured faster.
+    // The plan's own rules (attention_decode_plan.cpp): tiles per split from the step's size.
     // DSV4_ATTENTION_ALT=0: the in-turn arithmetic on both pool types (records: the synchronous
     // kernel; read per call, so a test can compare both cache types bit for bit in one process).
     const char* alt_env = std::getenv("DSV4_ATTENTION_ALT");
@@ -371,7 +370,7 @@ tensor cuda_ops::sparse_attention(const tensor& q, int64_t heads, const kv_sourc
     // One-split plans on the warp-specialized kernel write their rows themselves (fold: bf16
     // pools; records with alternate tiles) and read no scratch.
     auto folds = [&](const attention_decode_plan& p) {
-      return p.wgmma && p.producer && p.fold && p.splits == 1 && !p.fused &&
+      return p.wgmma && p.producer && p.fold && p.splits == 1 &&
              (std::is_same_v<pool_t, __nv_bfloat16> || p.alt);
     };
     // make_plan's plans run the warp-specialized kernel with alternate tiles unless alt_off; both
