@@ -32,11 +32,16 @@
 // 4-5% of its loop; converting took 39-47% and issuing the copies (with the next index load)
 // 44-54%. In place (3 tiles ahead), converting is 17-33%; 1.06-1.11x faster (H200), but records
 // still took 1.58x (HCA 1M T=8) and 1.98x (Pro HCA 1M T=32) the bf16 pools' alt time: the copy
-// issue path is the wall now (bench/RESULTS.md, 2026-11-26 ATTN15). This version (2 tiles
-// ahead, copies issued flat; verified by the lead's H200 call): 1.10-1.37x main's session-12
-// producer (HCA 1M T=8 70.4 -> 55.0 us, Pro HCA 1M T=32 402.9 -> 294.4). Not the
-// conversion's instruction count (ATTN14, session 12): an exact bit-placement conversion (21
-// instead of 31 instructions per 8 codes) was not faster and needs a NaN / scale-range check.
+// issue path is the wall now (bench/RESULTS.md, 2026-11-26 ATTN15). 2 tiles ahead, copies
+// issued flat (verified by the lead's H200 call): 1.10-1.37x main's session-12 producer (HCA 1M
+// T=8 70.4 -> 55.0 us, Pro HCA 1M T=32 402.9 -> 294.4). This version (ATTN17): each warp
+// computes only its 8 rows' references (shifts for power-of-two block sizes) and copies a row's
+// codes with one bulk copy (TMA) instead of 28 16-byte cp.async issued from shuffled references;
+// H200: HCA 1M T=8 54.9 -> 49.9 us, Pro HCA 1M T=32 294.2 -> 250.5 (ring alone 42.0 -> 37.7
+// and 224.9 -> 182.8; bf16 ring 29.7 and 117.0), Flash CSA T=32 28.1 -> 27.3, T = 1 within
+// +-0.5 us (bench/RESULTS.md, 2026-11-26 ATTN17). Not the conversion's instruction count
+// (ATTN14, session 12): an exact bit-placement conversion (21 instead of 31 instructions per 8
+// codes) was not faster and needs a NaN / scale-range check.
 //
 // wgmma path (plan.wgmma, the default for bf16 / f32 pools): the same CTA, ring, exchange and
 // softmax; the query and key tiles are stored in the wgmma SW128 layout (wg_offset) instead, and
