@@ -1056,6 +1056,18 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
                   double(T * keys * rec_row_bytes) + double(T * H * d * 2), flops);
       }
       {
+        // The records' references by 32-bit divisions (diag 4; the path of block sizes that are
+        // not powers of two): what the shifts save.
+        auto v = plan;
+        v.diag = 4;
+        const double msv = time_ms([&] {
+          CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, kv_fp8_record>(
+              q16, T, H, d, w8, &c8, sinks, scale, out16, v, scratch, plan.scratch_bytes, 0)));
+        });
+        print_row("  fp8 refs by division", shape, msv,
+                  double(T * keys * rec_row_bytes) + double(T * H * d * 2), flops);
+      }
+      {
         auto v = plan;
         v.diag = 2;
         const double msv = time_ms([&] {

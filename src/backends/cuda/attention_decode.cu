@@ -32,11 +32,16 @@
 // 4-5% of its loop; converting took 39-47% and issuing the copies (with the next index load)
 // 44-54%. In place (3 tiles ahead), converting is 17-33%; 1.06-1.11x faster (H200), but records
 // still took 1.58x (HCA 1M T=8) and 1.98x (Pro HCA 1M T=32) the bf16 pools' alt time: the copy
-// issue path is the wall now (bench/RESULTS.md, 2026-11-26 ATTN15). This version (2 tiles
-// ahead, copies issued flat; verified by the lead's H200 call): 1.10-1.37x main's session-12
-// producer (HCA 1M T=8 70.4 -> 55.0 us, Pro HCA 1M T=32 402.9 -> 294.4). Not the
-// conversion's instruction count (ATTN14, session 12): an exact bit-placement conversion (21
-// instead of 31 instructions per 8 codes) was not faster and needs a NaN / scale-range check.
+// issue path is the wall now (bench/RESULTS.md, 2026-11-26 ATTN15). 2 tiles ahead, copies
+// issued flat (verified by the lead's H200 call): 1.10-1.37x main's session-12 producer (HCA 1M
+// T=8 70.4 -> 55.0 us, Pro HCA 1M T=32 402.9 -> 294.4). This version (ATTN17): each warp
+// computes only its 8 rows' references (shifts for power-of-two block sizes) and copies a row's
+// codes with one bulk copy (TMA) instead of 28 16-byte cp.async issued from shuffled references;
+// H200: HCA 1M T=8 54.9 -> 49.9 us, Pro HCA 1M T=32 294.2 -> 250.5 (ring alone 42.0 -> 37.7
+// and 224.9 -> 182.8; bf16 ring 29.7 and 117.0), Flash CSA T=32 28.1 -> 27.3, T = 1 within
+// +-0.5 us (bench/RESULTS.md, 2026-11-26 ATTN17). Not the conversion's instruction count
+// (ATTN14, session 12): an exact bit-placement conversion (21 instead of 31 instructions per 8
+// codes) was not faster and needs a NaN / scale-range check.
 //
 // wgmma path (plan.wgmma, the default for bf16 / f32 pools): the same CTA, ring, exchange and
 // softmax; the query and key tiles are stored in the wgmma SW128 layout (wg_offset) instead, and
@@ -953,6 +958,9 @@ constexpr int k_ws_masks = k_ws_xchg + 2 * k_xchg_bytes;
 constexpr int k_ws_bars = k_ws_masks + k_ws_stages * 4;   // full[stages], empty[stages]
 constexpr int k_ws_ml = k_ws_bars + 2 * k_ws_stages * 8;  // spare 512 B (was the fused (m, l))
 constexpr int k_ws_smem = k_ws_ml + k_rows * 8;
+// FP8 records (never fused): the (m, l) area holds the producer warps' raw-copy barriers.
+constexpr int k_ws_raw_bars = k_ws_ml;
+static_assert(k_ws_stages * 4 * 8 <= k_rows * 8);
 static_assert(k_ws_smem <= 227 * 1024 && k_ws_bars % 8 == 0);
 
 // One row's merge weights in the combine kernel's arithmetic (the row combine's, so that it stays
@@ -1024,6 +1032,8 @@ constexpr int k_ws_split_keep = 3;
 // consumers' chain alone) / no products (the ring alone).
 constexpr int k_ws_opt_no_load = 1;
 constexpr int k_ws_opt_no_compute = 2;
+// FP8 records (plan.diag 4): references by 32-bit divisions even for power-of-two block sizes.
+constexpr int k_ws_opt_divisions = 4;
 
 // Arrives on `bar` once every cp.async this thread issued before has landed (noinc: the arrival
 // is one of the barrier's expected count).
@@ -1105,6 +1115,12 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       mbar::init(full_bar + 8 * i, k_ws_producers * k_warp_size + 1);
       mbar::init(empty_bar + 8 * i, k_ws_consumers);
     }
+    if constexpr (records) {
+      // Records: one barrier per (stage, producer warp) on which the warp's bulk copies complete.
+      for (int i = 0; i < k_ws_stages * k_ws_producers; ++i)
+        mbar::init(q_s + k_ws_raw_bars + 8 * i, 1);
+      mbar::fence_init();
+    }
   }
   __syncthreads();  // the only CTA-wide barrier: the mbarriers are initialized
   if (threadIdx.x == 0) {
@@ -1127,84 +1143,70 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     const bool no_load = (opts & k_ws_opt_no_load) != 0;
     if constexpr (records) {
       using ref_t = typename pool_traits<pool_t>::ref;
-      auto ref_of_tile = [&](int j, int32_t v) -> ref_t {
-        return j < n_live ? space.row_ref(tile_start(j) + lane, v) : ref_t{};
-      };
-      // FP8 records land in the bf16 stage itself (cp.async; missing rows zero-filled, which
-      // dequantize to 0), so each tile's copies are issued as soon as its stage is free (the
-      // bf16 path's ring depth) and the producer warps convert in place (dequant_codes8: the
-      // synchronous kernel's values) before publishing the tile. Warp pw owns
-      // rows 8 pw .. 8 pw + 7, i.e. the 1 KB at b * 4096 + 1024 pw of every 64-channel column
-      // block b of the stage (wg_offset). Raw layout per warp and block b < 7: the 8 rows'
-      // codes of channels 64 b .. 64 b + 63 (64 bytes each, one E8M0 block) in the upper
-      // 512 bytes of that 1 KB; the 8 rows' scale bytes (8 each) at the start of block 6's
-      // 1 KB; the RoPE values (bf16) copied straight to their place in block 7. Lane l converts
-      // codes 16 (l % 4) .. + 15 of row l / 4 in each block: it loads those 16 bytes of every
-      // block (and the row's scales) before the warp meets in __syncwarp, after which any lane
-      // may overwrite that block; only this warp touches its 1 KB of each block.
+      // FP8 records land in the bf16 stage of their tile and are converted there in place
+      // (dequant_codes8: the synchronous kernel's values) before the tile is published. Warp pw
+      // owns rows 8 pw .. 8 pw + 7, i.e. the 1 KB chunk at b * 4096 + 1024 pw of every
+      // 64-channel column block b of the stage (wg_offset): only this warp touches its chunks.
+      // Copies: lane rr < 8 copies row rr's 448 code bytes with one bulk copy (the TMA engine,
+      // completing on the warp's barrier of the stage) to chunk 3 + rr / 2 at 448 (rr % 2), and
+      // its 8 scale bytes (cp.async) to chunk 6 at 896 + 8 rr; every lane copies two 16-byte
+      // chunks of RoPE (bf16) of row l / 4 straight to their swizzled place in chunk 7 (cp.async:
+      // missing rows zero-filled there and in the scales; their codes are taken as zeros). Was
+      // 36 16-byte copies per row, each with its reference by shuffle: ATTN15's profile had the
+      // references and the copy issue at 35-75% of the producer's loop. Conversion: lane l
+      // converts codes 16 (l % 4) .. + 15 of row l / 4 in each code block; chunks 0..2 hold no
+      // raw bytes, so blocks 0..2 are written at once, blocks 3..6 after every lane has read its
+      // row (__syncwarp).
       // Depth: tile j + 1 is in flight while tile j is converted; tile j + 2 is issued after
       // tile j is published, into tile j - 2's stage (the consumers release tile k once tile
       // k + 1 is full, so the wait cannot block on an unpublished tile).
       constexpr int blk = k_tile * 128;                   // a column block of the tile
       constexpr int wblk = k_ws_rows_per_producer * 128;  // a warp's rows of a block
       constexpr int codes_blocks = k_nope / int(kv_record::k_quant_block);
-      static_assert(codes_blocks == 7 && k_rec_data_chunks == 36 &&
-                    int(kv_record::k_quant_block) == 64 && k_rope * 2 == 128);
+      constexpr int scale_off = 6 * blk + 2 * k_nope;  // the 8 rows' scale bytes (chunk 6)
+      static_assert(codes_blocks == 7 && int(kv_record::k_quant_block) == 64 && k_rope * 2 == 128 &&
+                    k_ws_rows_per_producer == 8 && 2 * k_nope + 8 * k_rec_scale <= wblk &&
+                    k_nope % 16 == 0);
       const int wbase = pw * wblk;
-      // Flat: the warp's 8 rows x 36 data chunks are 9 copies per lane (x = lane + 32 i: row
-      // x / 36, chunk x % 36, the row's reference from its lane by shuffle), then lanes 0..7 copy
-      // the 8 rows' scale bytes: 10 cp.async per lane and tile, no divergent branch. Rolled:
-      // unrolled, ptxas hoists the copies' offsets out of the tile loop and spills them.
-      auto issue_tile = [&](const ref_t& p, uint32_t st) {
-        if (!no_load) {
-#pragma unroll 1
-          for (int i = 0; i < k_ws_rows_per_producer * k_rec_data_chunks / k_warp_size; ++i) {
-            const int x = lane + k_warp_size * i;
-            const int rr = x / k_rec_data_chunks, c = x - k_rec_data_chunks * rr;
-            const int r = pw * k_ws_rows_per_producer + rr;
-            const uint8_t* const d = reinterpret_cast<const uint8_t*>(
-                __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p.data), r));
-            const int off = c < 4 * codes_blocks
-                                ? (c >> 2) * blk + wbase + wblk / 2 + rr * 64 + (c & 3) * 16
-                                : 7 * blk + r * 128 + (((c - 4 * codes_blocks) ^ rr) << 4);
-            cp_async_16(st + uint32_t(off), d ? static_cast<const void*>(d + c * 16) : any_global,
-                        d != nullptr);
-          }
-          const int r = pw * k_ws_rows_per_producer + (lane & 7);
-          const uint8_t* const d = reinterpret_cast<const uint8_t*>(
-              __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p.data), r));
-          const uint8_t* const sc = reinterpret_cast<const uint8_t*>(
-              __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p.scales), r));
-          if (lane < k_ws_rows_per_producer)
-            cp_async_8(st + uint32_t(6 * blk + wbase + lane * 8),
-                       d ? static_cast<const void*>(sc) : any_global, d != nullptr);
-        }
-        cp_async_commit();
-      };
-      // Lane l: row rr = l / 4 of the warp, output chunks 2 (l % 4), + 1 of each block.
+      // Lane l holds the index and reference of warp row l % 8.
+      const int rr_i = lane & 7;
+      const int slot_i = pw * k_ws_rows_per_producer + rr_i;
+      // Power-of-two block sizes (the engine's: rows_per_block = the cache's block size): the
+      // references by shifts (row_ref's 32-bit divisions otherwise).
+      auto log2_or = [](int64_t x) { return x > 0 && (x & (x - 1)) == 0 ? __ffsll(x) - 1 : -1; };
+      const int w_bs = window.rows ? 0 : log2_or(window.block_size);
+      const int c_bs = comp.rows || !comp.pool ? 0 : log2_or(comp.block_size);
+      const int w_rpb = log2_or(window.record_rows_per_block);
+      const int c_rpb = comp.pool ? log2_or(comp.record_rows_per_block) : 0;
+      const bool pow2 =
+          w_bs >= 0 && c_bs >= 0 && w_rpb >= 0 && c_rpb >= 0 && (opts & k_ws_opt_divisions) == 0;
+      const uint32_t raw_bar = q_s + k_ws_raw_bars + 8 * pw;  // + 8 * 4 * stage
+      uint8_t* const mask_bytes = reinterpret_cast<uint8_t*>(masks);
+      // Lane l: row crr = l / 4 of the warp, output chunks 2 (l % 4), + 1 of each block.
       const int crr = lane >> 2, cq = lane & 3;
-      const int out0 = (pw * k_ws_rows_per_producer + crr) * 128 + (((2 * cq) ^ crr) << 4);
-      const int out1 = (pw * k_ws_rows_per_producer + crr) * 128 + (((2 * cq + 1) ^ crr) << 4);
-      auto convert_tile = [&](unsigned char* st) {
-        const unsigned char* const raw = st + wbase + wblk / 2 + lane * 16;
-        const uint2 sc = *reinterpret_cast<const uint2*>(st + 6 * blk + wbase + crr * 8);
+      const int orow = (pw * k_ws_rows_per_producer + crr) * 128;
+      const int out0 = orow + (((2 * cq) ^ crr) << 4);
+      const int out1 = orow + (((2 * cq + 1) ^ crr) << 4);
+      auto convert_tile = [&](unsigned char* st, bool ok) {
+        unsigned char* const w = st + wbase;
+        const unsigned char* const raw = w + (3 + (crr >> 1)) * blk + (crr & 1) * k_nope + cq * 16;
+        const uint2 sc = *reinterpret_cast<const uint2*>(w + scale_off + crr * k_rec_scale);
+        auto get = [&](int b) {
+          const uint4 c = *reinterpret_cast<const uint4*>(raw + b * 64);
+          return ok ? c : make_uint4(0, 0, 0, 0);
+        };
         auto put = [&](int b, uint4 c) {
           const float s = e8m0_value_sel(((b < 4 ? sc.x : sc.y) >> (8 * (b & 3))) & 0xffu);
           *reinterpret_cast<uint4*>(st + b * blk + out0) = dequant_codes8(make_uint2(c.x, c.y), s);
           *reinterpret_cast<uint4*>(st + b * blk + out1) = dequant_codes8(make_uint2(c.z, c.w), s);
         };
-        auto get = [&](int b) { return *reinterpret_cast<const uint4*>(raw + b * blk); };
-        const uint4 a0 = get(0), a1 = get(1), a2 = get(2);
-        __syncwarp();  // blocks 0..2 (and the scales) read by every lane
-        const uint4 a3 = get(3), a4 = get(4);
-        put(0, a0);
-        put(1, a1);
-        put(2, a2);
-        __syncwarp();  // blocks 3, 4 read
-        const uint4 a5 = get(5), a6 = get(6);
+        put(0, get(0));
+        put(1, get(1));
+        put(2, get(2));
+        const uint4 a3 = get(3), a4 = get(4), a5 = get(5), a6 = get(6);
+        __syncwarp();  // every lane has read its row's codes and scales (chunks 3..6)
         put(3, a3);
         put(4, a4);
-        __syncwarp();  // blocks 5, 6 read
         put(5, a5);
         put(6, a6);
       };
@@ -1213,47 +1215,131 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       // the consumers' P V of it, instead of tile j - 2's).
       constexpr int lead = 2;
       static_assert(lead <= k_ws_stages - 1);
-      int32_t v3 = v2, v4 = index_of_tile(lead + 1);
+      // The loop, compiled once for power-of-two block sizes and once for any.
+      auto run = [&](auto pow2_c) {
+        constexpr bool shifts = decltype(pow2_c)::value;
+        auto index_of_row = [&](int j) -> int32_t {
+          if (j >= n_live) return -1;
+          int s = tile_start(j) + slot_i;
+          const int32_t* src = nullptr;
+          if constexpr (!shifts) {
+            src = space.index_src(s);
+          } else if (s < hi) {  // space.index_src with shifts
+            const bool in_window = s < cap_w;
+            if (!in_window) s -= cap_w;
+            // (Fields selected one by one: a reference to either struct puts both in local
+            // memory, as row_ref notes.)
+            const int64_t seq = in_window ? space.seq_w : space.seq_c;
+            const int32_t* const rows = in_window ? window.rows : comp.rows;
+            if (s < (in_window ? space.n_w : space.n_c)) {
+              if (rows) {
+                src = rows + t * (in_window ? window.rows_width : comp.rows_width) + s;
+              } else if (seq >= 0 && seq < (in_window ? window.table_rows : comp.table_rows)) {
+                const int64_t width = in_window ? window.table_width : comp.table_width;
+                const uint32_t block = uint32_t(s) >> (in_window ? w_bs : c_bs);
+                if (block < width)
+                  src = (in_window ? window.block_table : comp.block_table) + seq * width + block;
+              }
+            }
+          }
+          return src ? __ldg(src) : -1;  // -1: no row
+        };
+        auto ref_of_row = [&](int j, int32_t v) -> ref_t {
+          if (j >= n_live) return ref_t{};
+          const int s = tile_start(j) + slot_i;
+          if constexpr (!shifts) {
+            return space.row_ref(s, v);
+          } else {
+            const bool in_window = s < cap_w;
+            const uint32_t i = uint32_t(in_window ? s : s - cap_w);
+            const bool explicit_rows = in_window ? window.rows != nullptr : comp.rows != nullptr;
+            const int bs = in_window ? w_bs : c_bs, rpb = in_window ? w_rpb : c_rpb;
+            const int64_t pool_rows = in_window ? window.pool_rows : comp.pool_rows;
+            const int64_t block_bytes =
+                in_window ? window.record_block_bytes : comp.record_block_bytes;
+            const uint8_t* pool =
+                reinterpret_cast<const uint8_t*>(in_window ? window.pool : comp.pool);
+            int64_t row = v;
+            if (!explicit_rows && v >= 0) row = (int64_t(v) << bs) + (i & ((1u << bs) - 1u));
+            if (row < 0 || row >= pool_rows) return ref_t{};
+            const uint32_t block = uint32_t(row) >> rpb, slot = uint32_t(row) & ((1u << rpb) - 1u);
+            const uint8_t* base = pool + int64_t(block) * block_bytes;
+            return {base + int64_t(slot) * k_rec_data,
+                    base + (int64_t(k_rec_data) << rpb) + int64_t(slot) * k_rec_scale};
+          }
+        };
+        // Tile into stage sn: this warp's byte of the tile's mask, then its copies.
+        auto issue_tile = [&](const ref_t& p, int sn) {
+          const uint32_t st = k_s + uint32_t(sn * k_tile_bytes);
+          const uint32_t bar = raw_bar + uint32_t(8 * k_ws_producers * sn);
+          const bool ok = p.data != nullptr;
+          const uint32_t valid8 = __ballot_sync(0xffffffffu, ok) & 0xffu;
+          if (lane == 0) {
+            mask_bytes[4 * sn + pw] = uint8_t(valid8);
+            mbar::arrive_expect_tx(bar, no_load ? 0u : uint32_t(__popc(valid8) * k_nope));
+          }
+          if (!no_load) {
+            const uint8_t* const d = reinterpret_cast<const uint8_t*>(
+                __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p.data), crr));
+            cp_async_16(st + uint32_t(7 * blk + out0),
+                        d ? static_cast<const void*>(d + k_nope + 32 * cq) : any_global, d);
+            cp_async_16(st + uint32_t(7 * blk + out1),
+                        d ? static_cast<const void*>(d + k_nope + 32 * cq + 16) : any_global, d);
+            if (lane < k_ws_rows_per_producer) {
+              cp_async_8(st + uint32_t(scale_off + wbase + lane * k_rec_scale),
+                         ok ? static_cast<const void*>(p.scales) : any_global, ok);
+              if (ok)
+                mbar::bulk_g2s(st + uint32_t((3 + (lane >> 1)) * blk + wbase + (lane & 1) * k_nope),
+                               p.data, k_nope, bar);
+            }
+          }
+          cp_async_commit();
+        };
+        int32_t u0 = index_of_row(0), u1 = index_of_row(1), u2 = index_of_row(2),
+                u3 = index_of_row(3);
 #pragma unroll
-      for (int j = 0; j < lead; ++j) {
-        if (j < n_live) {
-          const ref_t p = ref_of_tile(j, j == 0 ? v0 : v1);
-          const uint32_t mask = __ballot_sync(0xffffffffu, pool_traits<pool_t>::valid(p));
-          if (pw == 0 && lane == 0) masks[j] = mask;
-          issue_tile(p, k_s + uint32_t(j * k_tile_bytes));
-        } else {
-          cp_async_commit();  // an empty group keeps the count
+        for (int j = 0; j < lead; ++j) {
+          if (j < n_live)
+            issue_tile(ref_of_row(j, j == 0 ? u0 : u1), j);
+          else
+            cp_async_commit();  // an empty group keeps the count
         }
-      }
 #pragma unroll 1
-      for (int j = 0; j < n_live; ++j) {
-        const int stage = j % k_ws_stages;
-        cp_async_wait<lead - 1>();  // tile j's group (later ones may be pending)
-        __syncwarp();               // every lane's copies are visible to the warp
-        if (!no_load) convert_tile(smem + k_ws_ring + stage * k_tile_bytes);
-        // Written by the generic proxy (and cp.async), read by the consumers' wgmmas.
-        wgm::fence_async_smem();
-        mbar::arrive(full_bar + 8 * stage);
-        if (pw == 0 && lane == 0) {
-          mbar::arrive(full_bar + 8 * stage);  // masks[stage] was written at its issue
-          if (j == 0) trace_stamp(trace, 0, k_adt_index);
+        for (int j = 0; j < n_live; ++j) {
+          const int stage = j % k_ws_stages;
+          cp_async_wait<lead - 1>();  // tile j's scales and RoPE (later groups may be pending)
+          __syncwarp();               // every lane's copies are visible to the warp
+          mbar::wait(raw_bar + uint32_t(8 * k_ws_producers * stage),
+                     uint32_t(j / k_ws_stages) & 1u);  // tile j's codes
+          if (!no_load)
+            convert_tile(smem + k_ws_ring + stage * k_tile_bytes,
+                         (mask_bytes[4 * stage + pw] >> crr) & 1u);
+          // Written by the generic proxy (and the copies), read by the consumers' wgmmas.
+          wgm::fence_async_smem();
+          mbar::arrive(full_bar + 8 * stage);
+          if (pw == 0 && lane == 0) {
+            mbar::arrive(full_bar + 8 * stage);  // masks[stage] was written at its issue
+            if (j == 0) trace_stamp(trace, 0, k_adt_index);
+          }
+          const int jn = j + lead;
+          if (jn < n_live) {
+            const ref_t p = ref_of_row(jn, u2);
+            const int sn = jn % k_ws_stages;
+            // Stage reuse: the consumers released tile jn - stages.
+            if (jn >= k_ws_stages)
+              mbar::wait(empty_bar + 8 * sn, uint32_t(jn / k_ws_stages - 1) & 1u);
+            issue_tile(p, sn);
+          } else {
+            cp_async_commit();  // an empty group keeps the count
+          }
+          u2 = u3;
+          u3 = index_of_row(j + lead + 2);
         }
-        const int jn = j + lead;
-        if (jn < n_live) {
-          const ref_t p = ref_of_tile(jn, v3);
-          const uint32_t mask = __ballot_sync(0xffffffffu, pool_traits<pool_t>::valid(p));
-          const int sn = jn % k_ws_stages;
-          // Stage reuse: the consumers released tile jn - stages.
-          if (jn >= k_ws_stages)
-            mbar::wait(empty_bar + 8 * sn, uint32_t(jn / k_ws_stages - 1) & 1u);
-          if (pw == 0 && lane == 0) masks[sn] = mask;
-          issue_tile(p, k_s + uint32_t(sn * k_tile_bytes));
-        } else {
-          cp_async_commit();  // an empty group keeps the count
-        }
-        v3 = v4;
-        v4 = index_of_tile(j + lead + 2);
-      }
+      };
+      if (pow2)
+        run(std::true_type{});
+      else
+        run(std::false_type{});
     } else {
 #pragma unroll 1
       for (int j = 0; j < n_live; ++j) {
@@ -1911,7 +1997,10 @@ cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode
 
 // The ws kernel's run-time options (k_ws_opt_*: bench diagnoses).
 int ws_opts(const attention_decode_plan& plan) {
-  return plan.diag == 1 ? k_ws_opt_no_load : plan.diag == 2 ? k_ws_opt_no_compute : 0;
+  return plan.diag == 1   ? k_ws_opt_no_load
+         : plan.diag == 2 ? k_ws_opt_no_compute
+         : plan.diag == 4 ? k_ws_opt_divisions
+                          : 0;
 }
 // The consumer schedule a plan runs.
 int ws_sched(const attention_decode_plan& plan) {
