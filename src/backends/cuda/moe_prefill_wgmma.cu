@@ -2,7 +2,7 @@
 // (moe_prefill_wgmma.h); the kernel and its design notes are in moe_prefill_wgmma_kernel.cuh,
 // the L1 instantiations in moe_prefill_wgmma_up.cu, the repacked-layout kernels in
 // moe_prefill_wgmma_rp_up.cu / moe_prefill_wgmma_rp_down.cu. With xp set it runs the
-// cp.async-staged variant (wgmma_cp, NOT GPU-VERIFIED): x pre-permuted here, kernels at the end of
+// cp.async-staged variant (wgmma_cp, not the default): x pre-permuted here, kernels at the end of
 // moe_prefill_wgmma_kernel.cuh.
 #include "backends/cuda/moe_prefill_wgmma_kernel.cuh"
 #include "backends/cuda/moe_prefill_wgmma_permute.cuh"
@@ -20,7 +20,7 @@ cudaError_t launch_wgmma_gemms(const act_t* x, int64_t top_k, const device_weigh
   const dim3 grid1(unsigned(ceil_div(inter, k_up_rows)), unsigned(tile_slots));
   const dim3 grid2(unsigned(ceil_div(hidden, k_down_rows)), unsigned(tile_slots));
   const fp4_weight f1 = make_fp4_weight(w1), f3 = make_fp4_weight(w3), f2 = make_fp4_weight(w2);
-  if (xp) {  // the cp.async-staged variant (NOT GPU-VERIFIED)
+  if (xp) {  // the cp.async-staged variant
     const int64_t tokens = pairs / top_k;
     if (const cudaError_t e = launch_permute<act_t>(x, tokens, hidden, xp, stream);
         e != cudaSuccess)

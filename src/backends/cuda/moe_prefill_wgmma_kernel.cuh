@@ -460,7 +460,7 @@ cudaError_t launch_wgmma_down_rp(dim3 grid, const in_t* h, int top_k, const int*
 
 }  // namespace dsv4::cuda::prefill
 
-// ---- The cp.async-staged variant (moe_prefill_core::wgmma_cp). NOT GPU-VERIFIED. ----
+// ---- The cp.async-staged variant (moe_prefill_core::wgmma_cp). ----
 //
 // The activations come pre-permuted into the logical k order above, as BF16 (x by
 // moe_prefill_permute_kernel, h by L1's epilogue), so B is staged by plain 16-byte cp.async
