@@ -86,12 +86,6 @@ __device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src) {
 __device__ __forceinline__ void cp_async_8(uint32_t dst, const void* src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(dst), "l"(src) : "memory");
 }
-// 16 weight bytes with the aligned 256 bytes around them prefetched into L2 (a checkpoint row's
-// next rounds; a repacked tile's other lanes).
-__device__ __forceinline__ void cp_async_16_l2(uint32_t dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n" ::"r"(dst), "l"(src)
-               : "memory");
-}
 
 // First row (fragment row g, i = 0) of consumer warpgroup h, warp `warp`, accumulator m: the
 // core's block_args r0 (plus b_offset for m = 1 in L2).
@@ -155,8 +149,8 @@ __device__ __forceinline__ void ws_produce_item(const ws_args& a, const ws_ring&
 #pragma unroll
         for (int i = 0; i < 2; ++i)
           if (h == 0 || upper)
-            cp_async_16_l2(st + k_ws_w + ((2 * m + i) * k_ws_consumers + 128 * h + p) * 16,
-                           wbase[m] + (h * dh + i * di) + rr * wround);
+            cp_async_16_l2_256(st + k_ws_w + ((2 * m + i) * k_ws_consumers + 128 * h + p) * 16,
+                               wbase[m] + (h * dh + i * di) + rr * wround);
 #pragma unroll
     for (int m = 0; m < 2; ++m) {
       const uint32_t sd = st + k_ws_s + (p + 128 * m) * 16;
