@@ -1035,12 +1035,6 @@ constexpr int k_ws_opt_no_compute = 2;
 // FP8 records (plan.diag 4): references by 32-bit divisions even for power-of-two block sizes.
 constexpr int k_ws_opt_divisions = 4;
 
-// Arrives on `bar` once every cp.async this thread issued before has landed (noinc: the arrival
-// is one of the barrier's expected count).
-__device__ __forceinline__ void cp_async_arrive_noinc(uint32_t bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
-}
-
 // pool_t: bf16 rows, or FP8 records (kv_fp8_record: alternate tiles, split / fold modes).
 template <int sched, int mode, typename act_t, typename pool_t = __nv_bfloat16>
 __global__ void __launch_bounds__(k_ws_threads, 1)
@@ -1369,7 +1363,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         }
         // Published as the rows land: the hardware makes this thread's arrival once its copies
         // are complete. Lane 0 of warp 0 also arrives after writing the mask (release).
-        cp_async_arrive_noinc(full_bar + 8 * stage);
+        mbar::cp_async_arrive_noinc(full_bar + 8 * stage);
         if (pw == 0 && lane == 0) {
           masks[stage] = mask;
           mbar::arrive(full_bar + 8 * stage);

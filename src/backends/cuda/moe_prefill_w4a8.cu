@@ -697,7 +697,7 @@ __device__ __forceinline__ void ws_produce_item(const w4a8_args& a, const ws_rin
     if constexpr (LEAD == 0) {
       const uint32_t bar = ring.full + 8 * stage;
       mbar::arrive(bar);
-      asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+      mbar::cp_async_arrive_noinc(bar);
     } else {
       cp_async_commit();
     }

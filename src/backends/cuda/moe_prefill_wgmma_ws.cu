@@ -170,7 +170,7 @@ __device__ __forceinline__ void ws_produce_item(const ws_args& a, const ws_ring&
     }
     const uint32_t bar = ring.full + 8 * stage;
     mbar::arrive(bar);
-    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+    mbar::cp_async_arrive_noinc(bar);
   }
   k += rounds;
 }
