@@ -958,7 +958,7 @@ constexpr int k_ws_masks = k_ws_xchg + 2 * k_xchg_bytes;
 constexpr int k_ws_bars = k_ws_masks + k_ws_stages * 4;   // full[stages], empty[stages]
 constexpr int k_ws_ml = k_ws_bars + 2 * k_ws_stages * 8;  // spare 512 B (was the fused (m, l))
 constexpr int k_ws_smem = k_ws_ml + k_rows * 8;
-// FP8 records (never fused): the (m, l) area holds the producer warps' raw-copy barriers.
+// FP8 records: the spare area holds the barriers of the codes' bulk copies (stage, producer warp).
 constexpr int k_ws_raw_bars = k_ws_ml;
 static_assert(k_ws_stages * 4 * 8 <= k_rows * 8);
 static_assert(k_ws_smem <= 227 * 1024 && k_ws_bars % 8 == 0);
@@ -1034,12 +1034,6 @@ constexpr int k_ws_opt_no_load = 1;
 constexpr int k_ws_opt_no_compute = 2;
 // FP8 records (plan.diag 4): references by 32-bit divisions even for power-of-two block sizes.
 constexpr int k_ws_opt_divisions = 4;
-
-// Arrives on `bar` once every cp.async this thread issued before has landed (noinc: the arrival
-// is one of the barrier's expected count).
-__device__ __forceinline__ void cp_async_arrive_noinc(uint32_t bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
-}
 
 // pool_t: bf16 rows, or FP8 records (kv_fp8_record: alternate tiles, split / fold modes).
 template <int sched, int mode, typename act_t, typename pool_t = __nv_bfloat16>
@@ -1369,7 +1363,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         }
         // Published as the rows land: the hardware makes this thread's arrival once its copies
         // are complete. Lane 0 of warp 0 also arrives after writing the mask (release).
-        cp_async_arrive_noinc(full_bar + 8 * stage);
+        mbar::cp_async_arrive_noinc(full_bar + 8 * stage);
         if (pw == 0 && lane == 0) {
           masks[stage] = mask;
           mbar::arrive(full_bar + 8 * stage);

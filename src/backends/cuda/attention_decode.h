@@ -81,8 +81,10 @@ struct attention_decode_plan {
   // from L2 rather than DRAM (cache hints only: the same output bit for bit). Set by the split
   // plan wherever it runs alt (attention_decode_plan.cpp).
   bool partials_l2 = false;
-  // Benchmark diagnosis only (the output is then undefined): 1 the warp-specialized kernel
-  // copies no rows (its consumers' chain alone), 2 its consumers compute nothing (the ring alone).
+  // Benchmark diagnosis only: 1 the warp-specialized kernel copies no rows (its consumers' chain
+  // alone), 2 its consumers compute nothing (the ring alone), both with an undefined output; 4 the
+  // FP8-record producer finds rows by 32-bit divisions even for power-of-two block sizes (the path
+  // of other block sizes: the same output; bench_attention --kv-fp8's 'refs by division' row).
   int diag = 0;
   // Benchmark breakdown only: false skips the combine launch (the output is then undefined).
   bool combine = true;

@@ -27,8 +27,8 @@ namespace dsv4::cuda {
 // automatic asks moe_prefill_use_wgmma. Both sum every output over k in the same order (their
 // outputs compared bit for bit equal at Flash and Pro sizes).
 // wgmma_cp: the wgmma core with the activations pre-permuted to BF16 and staged by cp.async
-// (moe_prefill_wgmma_kernel.cuh), NOT GPU-VERIFIED and never chosen automatically: parity cases
-// moe_prefill[_official]_wgmma_cp and bench rows are there for the next device session.
+// (moe_prefill_wgmma_kernel.cuh), never chosen automatically; GPU-verified by its parity cases
+// moe_prefill[_official]_wgmma_cp (H200, session 4 final: 24/24).
 // w4a8 (official order and MXFP4 weights only, compute capability 9.0; moe_prefill_w4a8.cu):
 // x and h quantized to E4M3 per 128 values (the official values), weights expanded to E4M3 with
 // the group exponent folded in, FP8 wgmma with f32 promotion per 128 k; never chosen

@@ -179,22 +179,8 @@ __global__ void __launch_bounds__(256)
 
 // ---- the GEMM ----
 
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-// Weight bytes: 16 bytes of a row, with the aligned 256 bytes around them prefetched into L2 (a
-// row's next 3 rounds for this lane quad): the weight stream reaches HBM in 256-byte pieces
-// instead of 64-byte ones (one per row per round, 2 KB or more apart).
-__device__ __forceinline__ void cp_async_16_l2_256(uint32_t dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n" ::"r"(dst), "l"(src)
-               : "memory");
-}
-// 16 / 4 bytes, or zeros when src_bytes is 0 (src is then not read).
-__device__ __forceinline__ void cp_async_16_zfill(uint32_t dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(src_bytes)
-               : "memory");
-}
+// 4 bytes, or zeros when src_bytes is 0 (src is then not read); 16 bytes: cp_async_16_zfill
+// (moe_prefill_common.cuh).
 __device__ __forceinline__ void cp_async_4_zfill(uint32_t dst, const void* src, int src_bytes) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
                : "memory");
@@ -205,14 +191,6 @@ __device__ __forceinline__ void cp_async_commit() {
 template <int n>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(n) : "memory");
-}
-__device__ __forceinline__ uint4 lds_16(uint32_t addr) {
-  uint4 v;
-  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "r"(addr)
-               : "memory");
-  return v;
 }
 
 // v * 2^e for e in [-133, 122] (two exact power-of-two steps, one rounding at most).
@@ -719,7 +697,7 @@ __device__ __forceinline__ void ws_produce_item(const w4a8_args& a, const ws_rin
     if constexpr (LEAD == 0) {
       const uint32_t bar = ring.full + 8 * stage;
       mbar::arrive(bar);
-      asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+      mbar::cp_async_arrive_noinc(bar);
     } else {
       cp_async_commit();
     }

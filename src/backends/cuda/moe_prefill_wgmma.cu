@@ -2,53 +2,12 @@
 // (moe_prefill_wgmma.h); the kernel and its design notes are in moe_prefill_wgmma_kernel.cuh,
 // the L1 instantiations in moe_prefill_wgmma_up.cu, the repacked-layout kernels in
 // moe_prefill_wgmma_rp_up.cu / moe_prefill_wgmma_rp_down.cu. With xp set it runs the
-// cp.async-staged variant (wgmma_cp, NOT GPU-VERIFIED): x pre-permuted here, kernels at the end of
+// cp.async-staged variant (wgmma_cp, not the default): x pre-permuted here, kernels at the end of
 // moe_prefill_wgmma_kernel.cuh.
 #include "backends/cuda/moe_prefill_wgmma_kernel.cuh"
+#include "backends/cuda/moe_prefill_wgmma_permute.cuh"
 
 namespace dsv4::cuda::prefill {
-
-namespace {
-
-// x' = x rounded to BF16 with every 128-wide round in the logical k order of the wgmma core
-// (moe_prefill_wgmma_kernel.cuh): task (row, round, w) reads physical k 32 c + 8 w (c = 0..3)
-// and writes logical k 32 w + 8 i .. + 7 (i = 0..3) = (X_i of c = 0..3), X_i = (v_i, v_{i+4}).
-// Grid-stride. NOT GPU-VERIFIED (wgmma_cp variant).
-template <typename in_t>
-__global__ void __launch_bounds__(256)
-    moe_prefill_permute_kernel(const in_t* x, int64_t rows, int64_t cols, __nv_bfloat16* xp) {
-  const int64_t tasks = rows * (cols / k_round) * 4;
-  for (int64_t task = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; task < tasks;
-       task += int64_t(gridDim.x) * blockDim.x) {
-    const int w = int(task & 3);
-    const int64_t rr = task >> 2;  // row * rounds + round
-    const int64_t rounds = cols / k_round, row = rr / rounds, k0 = (rr % rounds) * k_round;
-    task_regs<in_t> t;
-    task_load(t, x + row * cols, k0, w);
-    uint32_t v[4][4];  // v[c][i] = X_i of physical chunk c
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      if constexpr (std::is_same_v<in_t, float>) {
-        const float4 a = t.v[c][0], b = t.v[c][1];
-        v[c][0] = pack_bf16x2(a.x, b.x);
-        v[c][1] = pack_bf16x2(a.y, b.y);
-        v[c][2] = pack_bf16x2(a.z, b.z);
-        v[c][3] = pack_bf16x2(a.w, b.w);
-      } else {
-        const uint4 q = t.v[c];
-        v[c][0] = __byte_perm(q.x, q.z, 0x5410);
-        v[c][1] = __byte_perm(q.x, q.z, 0x7632);
-        v[c][2] = __byte_perm(q.y, q.w, 0x5410);
-        v[c][3] = __byte_perm(q.y, q.w, 0x7632);
-      }
-    }
-    auto* out = reinterpret_cast<uint4*>(xp + row * cols + k0 + 32 * w);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) out[i] = make_uint4(v[0][i], v[1][i], v[2][i], v[3][i]);
-  }
-}
-
-}  // namespace
 
 template <typename act_t, weight_kind K>
 cudaError_t launch_wgmma_gemms(const act_t* x, int64_t top_k, const device_weight& w1,
@@ -61,12 +20,11 @@ cudaError_t launch_wgmma_gemms(const act_t* x, int64_t top_k, const device_weigh
   const dim3 grid1(unsigned(ceil_div(inter, k_up_rows)), unsigned(tile_slots));
   const dim3 grid2(unsigned(ceil_div(hidden, k_down_rows)), unsigned(tile_slots));
   const fp4_weight f1 = make_fp4_weight(w1), f3 = make_fp4_weight(w3), f2 = make_fp4_weight(w2);
-  if (xp) {  // the cp.async-staged variant (NOT GPU-VERIFIED)
+  if (xp) {  // the cp.async-staged variant
     const int64_t tokens = pairs / top_k;
-    moe_prefill_permute_kernel<act_t>
-        <<<grid_stride_blocks(tokens * (hidden / k_round) * 4, 256), 256, 0, stream>>>(x, tokens,
-                                                                                       hidden, xp);
-    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+    if (const cudaError_t e = launch_permute<act_t>(x, tokens, hidden, xp, stream);
+        e != cudaSuccess)
+      return e;
     if (!pair_weights) {  // h' in BF16, permuted by L1's epilogue
       auto* hb = reinterpret_cast<__nv_bfloat16*>(h);
       if (const cudaError_t e = launch_wgmma_cp_up<__nv_bfloat16, K>(

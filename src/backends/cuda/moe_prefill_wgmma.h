@@ -23,7 +23,7 @@ constexpr int k_wgmma_tile = 128;
 // / tiles / sorted: the plan (moe_plan.cuh) with tiles of up to k_wgmma_tile pairs; tile_slots its
 // upper bound. Weights validated by the caller (4-bit kind K, hidden and inter multiples of 128).
 // xp null: the GPU-verified core (activations staged through registers). xp set (tokens x hidden
-// BF16 scratch): the cp.async-staged variant, NOT GPU-VERIFIED (moe_prefill_core::wgmma_cp).
+// BF16 scratch): the cp.async-staged variant (moe_prefill_core::wgmma_cp).
 template <typename act_t, weight_kind K>
 cudaError_t launch_wgmma_gemms(const act_t* x, int64_t top_k, const device_weight& w1,
                                const device_weight& w3, const device_weight& w2, float limit,

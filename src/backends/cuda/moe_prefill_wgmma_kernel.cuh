@@ -86,10 +86,6 @@ constexpr int k_smem_bytes =
 constexpr int k_up_rows = 128;                                    // W1 (and W3) rows per L1 block
 constexpr int k_down_rows = 256;                                  // W2 rows per L2 block
 
-__device__ __forceinline__ uint32_t smem_addr(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
 // K-major operand, 128-byte swizzle, 8-row groups 1024 bytes apart (LBO unused: 16).
 __device__ __forceinline__ uint64_t smem_desc(uint32_t addr) {
   return wgmma::sw128_desc(addr, 16, 1024);
@@ -104,14 +100,6 @@ __device__ __forceinline__ void cp_async_commit() {
 template <int n>
 __device__ __forceinline__ void cp_async_wait() {
   asm volatile("cp.async.wait_group %0;\n" ::"n"(n) : "memory");
-}
-__device__ __forceinline__ uint4 lds_16(uint32_t addr) {
-  uint4 v;
-  asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-               : "r"(addr)
-               : "memory");
-  return v;
 }
 
 // A registers of step s (0..7) of a round for one matrix: regs 0 / 1 = P_i of rows g / g + 8,
@@ -460,7 +448,7 @@ cudaError_t launch_wgmma_down_rp(dim3 grid, const in_t* h, int top_k, const int*
 
 }  // namespace dsv4::cuda::prefill
 
-// ---- The cp.async-staged variant (moe_prefill_core::wgmma_cp). NOT GPU-VERIFIED. ----
+// ---- The cp.async-staged variant (moe_prefill_core::wgmma_cp). ----
 //
 // The activations come pre-permuted into the logical k order above, as BF16 (x by
 // moe_prefill_permute_kernel, h by L1's epilogue), so B is staged by plain 16-byte cp.async
@@ -475,13 +463,6 @@ namespace {
 
 constexpr int k_cp_stages = 4;
 constexpr int k_cp_smem_bytes = k_cp_stages * k_stage_bytes + k_wdepth * k_wround_bytes + 1024;
-
-// 16 bytes, or 16 zero bytes when src_bytes is 0 (src is then not read).
-__device__ __forceinline__ void cp_async_16_zfill(uint32_t dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(src_bytes)
-               : "memory");
-}
 
 template <typename out_t, weight_kind K, bool UP, int N>
 __device__ __forceinline__ void gemm_tile_cp(const block_args& ba, const fp4_weight& wa,

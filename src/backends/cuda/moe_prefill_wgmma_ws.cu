@@ -20,8 +20,8 @@
 // item while the consumers store the current one.
 //
 // B needs no register staging because it arrives pre-permuted into the logical k order
-// (ws_permute_kernel: x' from x; h' from L1's epilogue with PERMUTE_H in the exact order, from
-// L1's f32 h by ws_quantize_permute_kernel, which also does the FP8 rounding, in the official
+// (moe_prefill_permute_kernel: x' from x; h' from L1's epilogue with PERMUTE_H in the exact order,
+// from L1's f32 h by ws_quantize_permute_kernel, which also does the FP8 rounding, in the official
 // order), BF16 as the core stages it: so B in shared memory is byte for byte the core's.
 //
 // Measured (H200, bench_moe_linear --prefill-ws, PREFILL7 session 13; results
@@ -39,6 +39,7 @@
 // carries a round's last wgmmas over the ring wait, see k_carry).
 #include "backends/cuda/mbarrier.cuh"
 #include "backends/cuda/moe_prefill_wgmma_kernel.cuh"
+#include "backends/cuda/moe_prefill_wgmma_permute.cuh"
 #include "backends/cuda/moe_prefill_wgmma_ws.h"
 
 namespace dsv4::cuda::prefill {
@@ -84,12 +85,6 @@ __device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src) {
 }
 __device__ __forceinline__ void cp_async_8(uint32_t dst, const void* src) {
   asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(dst), "l"(src) : "memory");
-}
-// 16 weight bytes with the aligned 256 bytes around them prefetched into L2 (a checkpoint row's
-// next rounds; a repacked tile's other lanes).
-__device__ __forceinline__ void cp_async_16_l2(uint32_t dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n" ::"r"(dst), "l"(src)
-               : "memory");
 }
 
 // First row (fragment row g, i = 0) of consumer warpgroup h, warp `warp`, accumulator m: the
@@ -154,8 +149,8 @@ __device__ __forceinline__ void ws_produce_item(const ws_args& a, const ws_ring&
 #pragma unroll
         for (int i = 0; i < 2; ++i)
           if (h == 0 || upper)
-            cp_async_16_l2(st + k_ws_w + ((2 * m + i) * k_ws_consumers + 128 * h + p) * 16,
-                           wbase[m] + (h * dh + i * di) + rr * wround);
+            cp_async_16_l2_256(st + k_ws_w + ((2 * m + i) * k_ws_consumers + 128 * h + p) * 16,
+                               wbase[m] + (h * dh + i * di) + rr * wround);
 #pragma unroll
     for (int m = 0; m < 2; ++m) {
       const uint32_t sd = st + k_ws_s + (p + 128 * m) * 16;
@@ -175,7 +170,7 @@ __device__ __forceinline__ void ws_produce_item(const ws_args& a, const ws_ring&
     }
     const uint32_t bar = ring.full + 8 * stage;
     mbar::arrive(bar);
-    asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
+    mbar::cp_async_arrive_noinc(bar);
   }
   k += rounds;
 }
@@ -362,50 +357,13 @@ cudaError_t launch_ws(int64_t row_blocks, int64_t tile_slots, const ws_args& a,
   return cudaGetLastError();
 }
 
-// x' (or h') = src rounded to BF16 with every 128-wide round in the core's logical k order: the
-// map of moe_prefill_wgmma.cu's moe_prefill_permute_kernel (task (row, round, w) reads physical
-// k 32 c + 8 w, c = 0..3, and writes logical chunk 4 w + i = (X_i of c = 0..3)), which is what
-// task_store puts in shared memory. Grid-stride.
-template <typename in_t>
-__global__ void __launch_bounds__(256)
-    ws_permute_kernel(const in_t* src, int64_t rows, int64_t cols, __nv_bfloat16* dst) {
-  const int64_t rounds = cols / k_round, tasks = rows * rounds * 4;
-  for (int64_t task = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; task < tasks;
-       task += int64_t(gridDim.x) * blockDim.x) {
-    const int w = int(task & 3);
-    const int64_t rr = task >> 2, row = rr / rounds, k0 = (rr % rounds) * k_round;
-    task_regs<in_t> t;
-    task_load(t, src + row * cols, k0, w);
-    uint32_t v[4][4];  // v[c][i] = X_i of physical chunk c
-#pragma unroll
-    for (int cc = 0; cc < 4; ++cc) {
-      if constexpr (std::is_same_v<in_t, float>) {
-        const float4 lo = t.v[cc][0], hi = t.v[cc][1];
-        v[cc][0] = pack_bf16x2(lo.x, hi.x);
-        v[cc][1] = pack_bf16x2(lo.y, hi.y);
-        v[cc][2] = pack_bf16x2(lo.z, hi.z);
-        v[cc][3] = pack_bf16x2(lo.w, hi.w);
-      } else {
-        const uint4 q = t.v[cc];
-        v[cc][0] = __byte_perm(q.x, q.z, 0x5410);
-        v[cc][1] = __byte_perm(q.x, q.z, 0x7632);
-        v[cc][2] = __byte_perm(q.y, q.w, 0x5410);
-        v[cc][3] = __byte_perm(q.y, q.w, 0x7632);
-      }
-    }
-    auto* out = reinterpret_cast<uint4*>(dst + row * cols + k0 + 32 * w);
-#pragma unroll
-    for (int i = 0; i < 4; ++i) out[i] = make_uint4(v[0][i], v[1][i], v[2][i], v[3][i]);
-  }
-}
-
 // Official order: h (f32, SwiGLU times the routing weight) FP8 quantize-dequantized per 128
 // values of a pair's row with quant::fp8_block_warp's arithmetic (amax over the block, NaN
 // ignored; s = pow2_ceil(max(amax, 1e-4) / 448); e4m3(v / s) * s), i.e. moe_quantize_h_kernel's
 // values, written as BF16 (exact: FP8 values times a power of two) straight into h' in the logical
-// k order: moe_quantize_h_kernel then ws_permute_kernel<float> in one pass. One warp per (pair,
-// 128-value block); pairs with a bad expert index skipped (L1 never wrote them, no tile reads
-// them).
+// k order: moe_quantize_h_kernel then moe_prefill_permute_kernel<float> in one pass. One warp per
+// (pair, 128-value block); pairs with a bad expert index skipped (L1 never wrote them, no tile
+// reads them).
 __global__ void __launch_bounds__(256)
     ws_quantize_permute_kernel(const float* h, const int32_t* indices, int64_t pairs,
                                int64_t experts, int64_t inter, __nv_bfloat16* hp) {
@@ -431,15 +389,6 @@ __global__ void __launch_bounds__(256)
   __syncwarp();
   reinterpret_cast<uint2*>(hp + p * inter + b * k_round)[lane] =
       reinterpret_cast<const uint2*>(buf[warp])[lane];
-}
-
-template <typename in_t>
-cudaError_t launch_permute(const in_t* src, int64_t rows, int64_t cols, __nv_bfloat16* dst,
-                           cudaStream_t stream) {
-  const int64_t tasks = rows * (cols / k_round) * 4;
-  if (tasks == 0) return cudaSuccess;
-  ws_permute_kernel<in_t><<<grid_stride_blocks(tasks, 256), 256, 0, stream>>>(src, rows, cols, dst);
-  return cudaGetLastError();
 }
 
 }  // namespace
