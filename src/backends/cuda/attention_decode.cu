@@ -1028,12 +1028,6 @@ constexpr int k_ws_split = 0;
 constexpr int k_ws_fold = 2;
 // plan.partials_l2 (split, alternate tiles): the partials stored with L2 evict_last.
 constexpr int k_ws_split_keep = 3;
-// Persistent fold (prefill chunks): a grid of at most SM-count CTAs, each running the (token,
-// head group) items blockIdx.x + i gridDim.x (token-major) in fold's arithmetic; the key ring, its
-// mbarriers and their phases carry over items (tile numbers count on over a CTA's items), so the
-// producer loads the next item's first tiles while the consumers finish the current one. The
-// kernel's `splits` argument is then the token count (one split).
-constexpr int k_ws_fold_persist = 4;
 // Run-time options of the ws kernel (`opts`), bench diagnoses (plan.diag): no row copies (the
 // consumers' chain alone) / no products (the ring alone).
 constexpr int k_ws_opt_no_load = 1;
@@ -1056,8 +1050,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
                                const float* sinks, act_t* out, int opts,
                                unsigned long long* trace) {
   if (threadIdx.x == 0) trace_stamp(trace, 0, k_adt_entry);
-  constexpr bool persist = mode == k_ws_fold_persist;
-  constexpr bool fold = mode == k_ws_fold || persist;
+  constexpr bool fold = mode == k_ws_fold;
   constexpr bool keep_l2 = mode == k_ws_split_keep;
   constexpr bool records = pool_traits<pool_t>::records;
   static_assert(std::is_same_v<pool_t, __nv_bfloat16> || records);
@@ -1073,56 +1066,43 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 
   pdl_trigger();  // the combine kernel may start (it waits for this grid in pdl_wait)
   pdl_wait();     // plan.pdl: the previous kernel's outputs (q, indices) are complete
-  const int split = persist ? 0 : int(blockIdx.x);
+  const int split = blockIdx.x;
+  const int group = blockIdx.y;
+  const int64_t t = blockIdx.z;
   const int lane = threadIdx.x % k_warp_size;
   const int warp = threadIdx.x / k_warp_size;
-  // The item's token, live tiles and rows (persist: set per item).
-  int64_t t = 0;
-  slot_space<pool_t> space;
-  int lo = 0, hi = 0, len1 = 0, j2a = 0, len2 = 0, n_live = 0;
-  int64_t head0 = 0, part = 0;
-  auto item_setup = [&](int group, int64_t t_item) {
-    t = t_item;
-    space = slot_space<pool_t>{.window = window,
-                               .comp = comp,
-                               .t = t,
-                               .cap_w = cap_w,
-                               .n_w = 0,
-                               .n_c = 0,
-                               .hi = 0,
-                               .seq_w = -1,
-                               .seq_c = -1};
-    if (!window.rows) space.seq_w = window.token_seq[t];
-    if (comp.pool && !comp.rows) space.seq_c = comp.token_seq[t];
-    space.n_w = int(min(visible_slots(window, t), int64_t(cap_w)));
-    space.n_c = int(min(visible_slots(comp, t), int64_t(cap_c)));
-    lo = split * keys_per_split;
-    hi = min(lo + keys_per_split, cap_w + cap_c);
-    space.hi = hi;
-    // Live tiles: as attention_decode_kernel.
-    len1 = 0;
-    j2a = 0;
-    len2 = 0;
-    if (space.n_w > lo) len1 = ceil_div_dev(min(space.n_w, hi) - lo, k_tile);
-    {
-      const int c_lo = max(cap_w, lo), c_hi = min(cap_w + space.n_c, hi);
-      if (c_hi > c_lo) {
-        j2a = max((c_lo - lo) / k_tile, len1);
-        len2 = max(ceil_div_dev(c_hi - lo, k_tile) - j2a, 0);
-      }
+
+  slot_space<pool_t> space{.window = window,
+                           .comp = comp,
+                           .t = t,
+                           .cap_w = cap_w,
+                           .n_w = 0,
+                           .n_c = 0,
+                           .hi = 0,
+                           .seq_w = -1,
+                           .seq_c = -1};
+  if (!window.rows) space.seq_w = window.token_seq[t];
+  if (comp.pool && !comp.rows) space.seq_c = comp.token_seq[t];
+  space.n_w = int(min(visible_slots(window, t), int64_t(cap_w)));
+  space.n_c = int(min(visible_slots(comp, t), int64_t(cap_c)));
+  const int lo = split * keys_per_split;
+  const int hi = min(lo + keys_per_split, cap_w + cap_c);
+  space.hi = hi;
+  // Live tiles: as attention_decode_kernel.
+  int len1 = 0, j2a = 0, len2 = 0;
+  if (space.n_w > lo) len1 = ceil_div_dev(min(space.n_w, hi) - lo, k_tile);
+  {
+    const int c_lo = max(cap_w, lo), c_hi = min(cap_w + space.n_c, hi);
+    if (c_hi > c_lo) {
+      j2a = max((c_lo - lo) / k_tile, len1);
+      len2 = max(ceil_div_dev(c_hi - lo, k_tile) - j2a, 0);
     }
-    n_live = len1 + len2;
-    head0 = int64_t(group) * k_rows;
-    part = (t * splits + split) * heads;
-  };
-  // persist: this CTA's items and the tiles of its earlier items (tile j of the current item is
-  // ring tile tile_base + j: its stage and mbarrier phases).
-  const int groups = ceil_div_dev(heads, k_rows);
-  const int n_items = persist ? groups * splits : 1;
-  int tile_base = 0;
-  if constexpr (!persist) item_setup(int(blockIdx.y), int64_t(blockIdx.z));
+  }
+  const int n_live = len1 + len2;
   auto tile_start = [&](int k) { return lo + k_tile * (k < len1 ? k : j2a + (k - len1)); };
 
+  const int64_t head0 = int64_t(group) * k_rows;
+  const int64_t part = (t * splits + split) * heads;
   // (fold: a CTA without keys still writes its rows, 0.)
   if (n_live == 0 && !fold) {  // uniform over the CTA: before any barrier
     if (threadIdx.x < k_rows && head0 + threadIdx.x < heads)
@@ -1319,27 +1299,18 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
                 u3 = index_of_row(3);
 #pragma unroll
         for (int j = 0; j < lead; ++j) {
-          if (j < n_live) {
-            if constexpr (persist) {
-              const ref_t p = ref_of_row(j, j == 0 ? u0 : u1);
-              const int g = tile_base + j, sn = g % k_ws_stages;
-              // The stage's tile of an earlier item was released.
-              if (g >= k_ws_stages)
-                mbar::wait(empty_bar + 8 * sn, uint32_t(g / k_ws_stages - 1) & 1u);
-              issue_tile(p, sn);
-            } else {
-              issue_tile(ref_of_row(j, j == 0 ? u0 : u1), j);
-            }
-          } else
+          if (j < n_live)
+            issue_tile(ref_of_row(j, j == 0 ? u0 : u1), j);
+          else
             cp_async_commit();  // an empty group keeps the count
         }
 #pragma unroll 1
         for (int j = 0; j < n_live; ++j) {
-          const int stage = (tile_base + j) % k_ws_stages;
+          const int stage = j % k_ws_stages;
           cp_async_wait<lead - 1>();  // tile j's scales and RoPE (later groups may be pending)
           __syncwarp();               // every lane's copies are visible to the warp
           mbar::wait(raw_bar + uint32_t(8 * k_ws_producers * stage),
-                     uint32_t((tile_base + j) / k_ws_stages) & 1u);  // tile j's codes
+                     uint32_t(j / k_ws_stages) & 1u);  // tile j's codes
           if (!no_load)
             convert_tile(smem + k_ws_ring + stage * k_tile_bytes,
                          (mask_bytes[4 * stage + pw] >> crr) & 1u);
@@ -1353,10 +1324,10 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
           const int jn = j + lead;
           if (jn < n_live) {
             const ref_t p = ref_of_row(jn, u2);
-            const int gn = tile_base + jn, sn = gn % k_ws_stages;
+            const int sn = jn % k_ws_stages;
             // Stage reuse: the consumers released tile jn - stages.
-            if (gn >= k_ws_stages)
-              mbar::wait(empty_bar + 8 * sn, uint32_t(gn / k_ws_stages - 1) & 1u);
+            if (jn >= k_ws_stages)
+              mbar::wait(empty_bar + 8 * sn, uint32_t(jn / k_ws_stages - 1) & 1u);
             issue_tile(p, sn);
           } else {
             cp_async_commit();  // an empty group keeps the count
@@ -1377,9 +1348,9 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         v1 = v2;
         v2 = index_of_tile(j + 3);
         const pool_t* p = space.row_ref(tile_start(j) + lane, v);
-        const int g = tile_base + j, stage = g % k_ws_stages;
+        const int stage = j % k_ws_stages;
         // Stage reuse: the consumers released tile j - stages (phase j / stages - 1 of `empty`).
-        if (g >= k_ws_stages) mbar::wait(empty_bar + 8 * stage, uint32_t(g / k_ws_stages - 1) & 1u);
+        if (j >= k_ws_stages) mbar::wait(empty_bar + 8 * stage, uint32_t(j / k_ws_stages - 1) & 1u);
         const uint32_t mask = __ballot_sync(0xffffffffu, p != nullptr);
         if (!no_load) {
           const uint32_t dst = k_s + uint32_t(stage) * k_tile_bytes;
@@ -1407,7 +1378,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       }
     }
     if (pw == 0 && lane == 0) trace_stamp(trace, 0, k_adt_issued);
-    if constexpr (!persist) cp_async_wait<0>();  // persist: after the last item
+    cp_async_wait<0>();
     if (pw == 0 && lane == 0) trace_stamp(trace, 0, k_adt_landed);
   };
 
@@ -1459,8 +1430,6 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     const int rg = warp & 3;
     const int half = warp >> 2;
     const int64_t h0 = head0 + rg * 16 + lane / 4, h1 = h0 + 8;
-    // persist: every consumer is done with the previous item's S (the query tile) and hand-offs.
-    if (persist && tile_base > 0) mbar::named_sync(1, k_threads);
     if (n_live > 0) {  // always in the split kernel; a fold CTA without keys needs no query
       load_query_tile<true>(q, t, heads, head0, smem, q_s);
       if constexpr (sizeof(act_t) == 2) {
@@ -1480,8 +1449,8 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 
     // Tile k's stage (shared address) once its rows have landed; its validity mask.
     auto wait_full = [&](int k, uint32_t& mask) -> uint32_t {
-      const int g = tile_base + k, stage = g % k_ws_stages;
-      mbar::wait(full_bar + 8 * stage, uint32_t(g / k_ws_stages) & 1u);
+      const int stage = k % k_ws_stages;
+      mbar::wait(full_bar + 8 * stage, uint32_t(k / k_ws_stages) & 1u);
       // The rows were written by cp.async (generic proxy) and the wgmmas read them through the
       // async proxy.
       wgm::fence_async_smem();
@@ -1491,7 +1460,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     // This warp is done with tile k's stage (its S and P V products have completed).
     auto release = [&](int k) {
       __syncwarp();
-      if (lane == 0) mbar::arrive(empty_bar + 8 * ((tile_base + k) % k_ws_stages));
+      if (lane == 0) mbar::arrive(empty_bar + 8 * (k % k_ws_stages));
     };
     // Issues (commits, does not wait for) this warpgroup's half of S = Q K^T of the tile at kb:
     // rows 16 rg.., 32 keys, channels 256 half .. in 16 k16 steps.
@@ -1797,29 +1766,10 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 
   if (warp >= k_ws_consumers) {
     mbar::setmaxnreg_dec<k_ws_producer_regs>();
-    if constexpr (persist) {
-#pragma unroll 1
-      for (int item = blockIdx.x; item < n_items; item += gridDim.x) {
-        item_setup(item % groups, item / groups);
-        produce();
-        tile_base += n_live;
-      }
-      cp_async_wait<0>();
-    } else {
-      produce();
-    }
+    produce();
   } else {
     mbar::setmaxnreg_inc<k_ws_consumer_regs>();
-    if constexpr (persist) {
-#pragma unroll 1
-      for (int item = blockIdx.x; item < n_items; item += gridDim.x) {
-        item_setup(item % groups, item / groups);
-        consume();
-        tile_base += n_live;
-      }
-    } else {
-      consume();
-    }
+    consume();
   }
 }
 
@@ -2100,27 +2050,13 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
   const dim3 grid(unsigned(plan.splits), unsigned(groups), unsigned(tokens));
   // The warp-specialized split kernel `ws` (bf16 pools or FP8 records), then the combine unless
   // its one split folded the output (fold) or the bench skips it (plan.combine).
-  // Prefill chunks (more tokens than a decode step: attention_decode_chunk_tokens) with fold run
-  // the persistent fold kernel: at most one CTA per SM over the (token, head group) items.
-  const bool persist = plan.fold && plan.splits == 1 && tokens > k_attention_decode_step_chunk;
-  int sm_count = 0;
-  if (persist) {
-    int dev = 0;
-    if (const cudaError_t e = cudaGetDevice(&dev); e != cudaSuccess) return e;
-    if (const cudaError_t e =
-            cudaDeviceGetAttribute(&sm_count, cudaDevAttrMultiProcessorCount, dev);
-        e != cudaSuccess)
-      return e;
-  }
   const auto launch_ws_split = [&](auto* ws, bool fold, bool keep) -> cudaError_t {
     if (const cudaError_t e = allow_dynamic_smem(ws, k_ws_smem); e != cudaSuccess) return e;
-    const dim3 ws_grid =
-        persist ? dim3(unsigned(std::min<int64_t>(sm_count, tokens * groups))) : grid;
     if (const cudaError_t e =
-            launch_pdl(plan.pdl, ws, ws_grid, dim3(k_ws_threads), k_ws_smem, stream, q, int(heads),
+            launch_pdl(plan.pdl, ws, grid, dim3(k_ws_threads), k_ws_smem, stream, q, int(heads),
                        window, comp, int(plan.window_capacity), int(plan.comp_capacity),
-                       int(plan.keys_per_split), int(persist ? tokens : plan.splits),
-                       scale * k_log2e, part_o, part_ml, sinks, out, ws_opts(plan), plan.trace);
+                       int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o, part_ml,
+                       sinks, out, ws_opts(plan), plan.trace);
         e != cudaSuccess)
       return e;
     if (fold || !plan.combine) return cudaGetLastError();
@@ -2133,10 +2069,9 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
       // plan.partials_l2: the alternate-tile split kernel keeps its partials in L2 for the
       // combine.
       const bool keep = !fold && plan.partials_l2 && plan.combine && ws_sched(plan) == k_ws_alt;
-      auto* const ws = persist ? ws_kernel<k_ws_fold_persist, act_t>(plan)
-                       : fold  ? ws_kernel<k_ws_fold, act_t>(plan)
-                       : keep  ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_keep, act_t>
-                               : ws_kernel<k_ws_split, act_t>(plan);
+      auto* const ws = fold   ? ws_kernel<k_ws_fold, act_t>(plan)
+                       : keep ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_keep, act_t>
+                              : ws_kernel<k_ws_split, act_t>(plan);
       return launch_ws_split(ws, fold, keep);
     }
   }
@@ -2147,9 +2082,7 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
     if (plan.wgmma && plan.producer && plan.alt) {
       const bool fold = plan.fold && plan.splits == 1;
       const bool keep = !fold && plan.partials_l2 && plan.combine;
-      auto* const ws = persist
-                           ? attention_decode_ws_kernel<k_ws_alt, k_ws_fold_persist, act_t, pool_t>
-                       : fold ? attention_decode_ws_kernel<k_ws_alt, k_ws_fold, act_t, pool_t>
+      auto* const ws = fold   ? attention_decode_ws_kernel<k_ws_alt, k_ws_fold, act_t, pool_t>
                        : keep ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_keep, act_t, pool_t>
                               : attention_decode_ws_kernel<k_ws_alt, k_ws_split, act_t, pool_t>;
       return launch_ws_split(ws, fold, keep);
