@@ -1394,6 +1394,21 @@ double time_grouped_ceiling(cublasHandle_t h, cudaStream_t s,
 // shapes), the per-expert cuBLAS BF16 loop (3 GEMMs per expert with that expert's token count on
 // expanded BF16 weights; no gather, SwiGLU or combine, so a lower bound on that approach) and the
 // old moe_experts (T = 1024 only: it runs at f32-FMA speed).
+// The dense BF16 ceiling of one routed-MoE call: W1 and W3 ([I, D] each) then W2 ([D, I]) of one
+// BF16 expert at `base` (w1 | w3 | w2, row-major) against P activation columns in `db`, f32 into
+// `dc` (cuBLAS on the stream set by the caller).
+void dense_bf16_expert_gemms(cublasHandle_t h, const uint8_t* base, int64_t P, int64_t D, int64_t I,
+                             const void* db, void* dc) {
+  const float one = 1.0f, zero = 0.0f;
+  for (int m = 0; m < 2; ++m)
+    CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(I), int(P), int(D), &one,
+                    base + size_t(m) * I * D * 2, CUDA_R_16BF, int(D), db, CUDA_R_16BF, int(D),
+                    &zero, dc, CUDA_R_32F, int(I), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(D), int(P), int(I), &one,
+                  base + size_t(2) * I * D * 2, CUDA_R_16BF, int(I), db, CUDA_R_16BF, int(I), &zero,
+                  dc, CUDA_R_32F, int(D), CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
 void bench_moe_prefill(const moe_shape& sh, weight_kind kind, cudaStream_t s, cublasHandle_t h) {
   const int64_t D = sh.hidden, I = sh.inter, E = sh.experts, K = sh.top_k;
   stacked w1(kind, I, D, E, 500), w3(kind, I, D, E, 600), w2(kind, D, I, E, 700);
@@ -1432,15 +1447,7 @@ void bench_moe_prefill(const moe_shape& sh, weight_kind kind, cudaStream_t s, cu
         [&](int i, cudaStream_t st) {
           CB(cublasSetStream(h, st));
           const uint8_t* base = static_cast<const uint8_t*>(bf) + size_t(i % bf_pool) * bf_expert;
-          for (int m = 0; m < 2; ++m)
-            CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(I), int(P), int(D), &one,
-                            base + size_t(m) * I * D * 2, CUDA_R_16BF, int(D), db, CUDA_R_16BF,
-                            int(D), &zero, dc, CUDA_R_32F, int(I), CUBLAS_COMPUTE_32F,
-                            CUBLAS_GEMM_DEFAULT));
-          CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(D), int(P), int(I), &one,
-                          base + size_t(2) * I * D * 2, CUDA_R_16BF, int(I), db, CUDA_R_16BF,
-                          int(I), &zero, dc, CUDA_R_32F, int(D), CUBLAS_COMPUTE_32F,
-                          CUBLAS_GEMM_DEFAULT));
+          dense_bf16_expert_gemms(h, base, P, D, I, db, dc);
         },
         calls, 10, s);
     const double loop_ms = time_prefill_per_call(
@@ -1696,26 +1703,16 @@ void bench_prefill_ws_case(const moe_shape& sh, weight_kind kind, const std::vec
     CK(cudaMalloc(&db, size_t(P) * std::max(D, I) * 2));
     CK(cudaMalloc(&dc, size_t(P) * std::max(D, I) * 4));
     fill(db, size_t(P) * std::max(D, I) * 2, 900, 3);
-    const float one = 1.0f, zero = 0.0f;
-    const double dense_ms =
-        g_ws_profile
-            ? 1.0
-            : time_prefill_per_call(
-                  [&](int i, cudaStream_t st) {
-                    CB(cublasSetStream(h, st));
-                    const uint8_t* base =
-                        static_cast<const uint8_t*>(bf) + size_t(i % bf_pool) * bf_expert;
-                    for (int m = 0; m < 2; ++m)
-                      CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(I), int(P), int(D), &one,
-                                      base + size_t(m) * I * D * 2, CUDA_R_16BF, int(D), db,
-                                      CUDA_R_16BF, int(D), &zero, dc, CUDA_R_32F, int(I),
-                                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-                    CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(D), int(P), int(I), &one,
-                                    base + size_t(2) * I * D * 2, CUDA_R_16BF, int(I), db,
-                                    CUDA_R_16BF, int(I), &zero, dc, CUDA_R_32F, int(D),
-                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-                  },
-                  calls, 10, s);
+    const double dense_ms = g_ws_profile
+                                ? 1.0
+                                : time_prefill_per_call(
+                                      [&](int i, cudaStream_t st) {
+                                        CB(cublasSetStream(h, st));
+                                        const uint8_t* base = static_cast<const uint8_t*>(bf) +
+                                                              size_t(i % bf_pool) * bf_expert;
+                                        dense_bf16_expert_gemms(h, base, P, D, I, db, dc);
+                                      },
+                                      calls, 10, s);
     const auto report = [&](const char* kernel, double ms) {
       std::printf("%-6s %-6s %-30s %5lld %10.1f %8.1f %8.1f%%\n", sh.name, kname, kernel,
                   (long long)T, ms * 1e3, flops / (ms * 1e-3) / 1e12, 100 * dense_ms / ms);
@@ -1871,25 +1868,16 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
     fill(db, size_t(P) * std::max(D, I) * 2, 900, 3);
     fill(dq, size_t(P) * std::max(D, I), 901, 4);
     const float one = 1.0f, zero = 0.0f;
-    const double bf16_ms =
-        g_w4a8_profile
-            ? -1.0
-            : time_prefill_per_call(
-                  [&](int i, cudaStream_t st) {
-                    CB(cublasSetStream(h, st));
-                    const uint8_t* base =
-                        static_cast<const uint8_t*>(bf) + size_t(i % pool) * bf_expert;
-                    for (int m = 0; m < 2; ++m)
-                      CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(I), int(P), int(D), &one,
-                                      base + size_t(m) * I * D * 2, CUDA_R_16BF, int(D), db,
-                                      CUDA_R_16BF, int(D), &zero, dc, CUDA_R_32F, int(I),
-                                      CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-                    CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, int(D), int(P), int(I), &one,
-                                    base + size_t(2) * I * D * 2, CUDA_R_16BF, int(I), db,
-                                    CUDA_R_16BF, int(I), &zero, dc, CUDA_R_32F, int(D),
-                                    CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-                  },
-                  calls, 10, s);
+    const double bf16_ms = g_w4a8_profile
+                               ? -1.0
+                               : time_prefill_per_call(
+                                     [&](int i, cudaStream_t st) {
+                                       CB(cublasSetStream(h, st));
+                                       const uint8_t* base = static_cast<const uint8_t*>(bf) +
+                                                             size_t(i % pool) * bf_expert;
+                                       dense_bf16_expert_gemms(h, base, P, D, I, db, dc);
+                                     },
+                                     calls, 10, s);
     // cuBLASLt FP8: one heuristic algorithm per GEMM shape (L1: M = I, K = D; L2: M = D, K = I),
     // probed outside capture.
     struct lt_gemm {
