@@ -1044,29 +1044,22 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
       print_row("  fp8 records sync", shape, ms8s,
                 double(T * keys * rec_row_bytes) + double(T * H * d * 2), flops);
       std::printf("  %-22s %-50s %9.2fx\n", "  fp8 sync / fp8 time", shape, ms8s / ms8);
-      // The ring alone (diag 2: the consumers compute nothing), records and bf16 rows.
-      {
+      // The records under a plan.diag value: 2 = the ring alone (the consumers compute nothing),
+      // 4 = the references by 32-bit divisions (the path of block sizes that are not powers of
+      // two: what the shifts save).
+      auto records_diag_row = [&](int diag, const char* label) {
         auto v = plan;
-        v.diag = 2;
+        v.diag = diag;
         const double msv = time_ms([&] {
           CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, kv_fp8_record>(
               q16, T, H, d, w8, &c8, sinks, scale, out16, v, scratch, plan.scratch_bytes, 0)));
         });
-        print_row("  fp8 ws ring alone", shape, msv,
-                  double(T * keys * rec_row_bytes) + double(T * H * d * 2), flops);
-      }
-      {
-        // The records' references by 32-bit divisions (diag 4; the path of block sizes that are
-        // not powers of two): what the shifts save.
-        auto v = plan;
-        v.diag = 4;
-        const double msv = time_ms([&] {
-          CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, kv_fp8_record>(
-              q16, T, H, d, w8, &c8, sinks, scale, out16, v, scratch, plan.scratch_bytes, 0)));
-        });
-        print_row("  fp8 refs by division", shape, msv,
-                  double(T * keys * rec_row_bytes) + double(T * H * d * 2), flops);
-      }
+        print_row(label, shape, msv, double(T * keys * rec_row_bytes) + double(T * H * d * 2),
+                  flops);
+      };
+      records_diag_row(2, "  fp8 ws ring alone");
+      records_diag_row(4, "  fp8 refs by division");
+      // The bf16 rows' ring alone.
       {
         auto v = plan;
         v.diag = 2;
