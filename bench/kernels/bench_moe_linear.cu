@@ -1736,43 +1736,60 @@ void bench_prefill_ws_case(const moe_shape& sh, weight_kind kind, const std::vec
       CK(cudaFree(ws));
       continue;
     }
-    // The wgmma core and wgmma_ws, compared bit for bit on both layouts, timed on the repacked
-    // layout (the engine's; PREFILL7's first call timed both layouts).
-    const moe_prefill_core cores[2] = {moe_prefill_core::wgmma, moe_prefill_core::wgmma_ws};
+    // Variants: the wgmma core, then wgmma_ws with 1 and 2 wgmma groups in flight per consumer
+    // warpgroup (DSV4_WGMMA_WS_DEPTH, read by each launch), compared bit for bit with the first
+    // on both layouts, timed on the repacked layout (the engine's).
+    struct variant {
+      moe_prefill_core core;
+      const char* depth;
+      const char* name;
+    };
+    const variant vs[3] = {{moe_prefill_core::wgmma, "1", "wgmma"},
+                           {moe_prefill_core::wgmma_ws, "1", "wgmma_ws"},
+                           {moe_prefill_core::wgmma_ws, "2", "wgmma_ws d2"}};
     for (bool rp : {false, true}) {
       for (bool official : {false, true}) {
-        std::vector<uint16_t> ys[2];
-        for (int ci = 0; ci < 2; ++ci) {
+        std::vector<uint16_t> ys[3];
+        for (int ci = 0; ci < 3; ++ci) {
+          setenv("DSV4_WGMMA_WS_DEPTH", vs[ci].depth, 1);
           ys[ci].resize(size_t(T * D));
           CK(cudaMemsetAsync(in.yb, 0xFF, ys[ci].size() * 2, s));
-          call(0, s, rp, official, cores[ci]);
+          call(0, s, rp, official, vs[ci].core);
           CK(cudaStreamSynchronize(s));
           CK(cudaMemcpy(ys[ci].data(), in.yb, ys[ci].size() * 2, cudaMemcpyDeviceToHost));
         }
-        size_t differ = 0, unwritten = 0;
-        for (size_t j = 0; j < ys[0].size(); ++j) {
-          differ += ys[0][j] != ys[1][j];
-          unwritten += ys[1][j] == 0xFFFF;
+        for (int ci = 1; ci < 3; ++ci) {
+          size_t differ = 0, unwritten = 0;
+          for (size_t j = 0; j < ys[0].size(); ++j) {
+            differ += ys[0][j] != ys[ci][j];
+            unwritten += ys[ci][j] == 0xFFFF;
+          }
+          std::printf("%-6s %-6s   T=%lld %s %s: %s vs wgmma y: %zu of %zu differ, %zu unwritten\n",
+                      sh.name, kname, (long long)T, rp ? "repacked" : "checkpoint",
+                      official ? "official" : "exact", vs[ci].name, differ, ys[0].size(),
+                      unwritten);
         }
-        std::printf(
-            "%-6s %-6s   T=%lld %s %s: wgmma_ws vs wgmma y: %zu of %zu differ, %zu unwritten\n",
-            sh.name, kname, (long long)T, rp ? "repacked" : "checkpoint",
-            official ? "official" : "exact", differ, ys[0].size(), unwritten);
         if (!rp) continue;
-        double ms[2];
-        for (int ci = 0; ci < 2; ++ci)
+        double ms[3];
+        for (int ci = 0; ci < 3; ++ci) {
+          setenv("DSV4_WGMMA_WS_DEPTH", vs[ci].depth, 1);
           ms[ci] = time_prefill_per_call(
-              [&](int i, cudaStream_t st) { call(i, st, rp, official, cores[ci]); }, calls, 20, s);
+              [&](int i, cudaStream_t st) { call(i, st, rp, official, vs[ci].core); }, calls, 20,
+              s);
+        }
         char name[64];
-        for (int ci = 0; ci < 2; ++ci) {
-          std::snprintf(name, sizeof name, "%s%s rp", official ? "official " : "",
-                        ci ? "wgmma_ws" : "wgmma");
+        for (int ci = 0; ci < 3; ++ci) {
+          std::snprintf(name, sizeof name, "%s%s rp", official ? "official " : "", vs[ci].name);
           report(name, ms[ci]);
         }
-        std::printf("%-6s %-6s   T=%lld repacked %s: wgmma_ws speed-up over wgmma %.3fx\n", sh.name,
-                    kname, (long long)T, official ? "official" : "exact", ms[0] / ms[1]);
+        std::printf(
+            "%-6s %-6s   T=%lld repacked %s: wgmma_ws speed-up over wgmma %.3fx, d2 over d1 "
+            "%.3fx\n",
+            sh.name, kname, (long long)T, official ? "official" : "exact", ms[0] / ms[1],
+            ms[1] / ms[2]);
       }
     }
+    unsetenv("DSV4_WGMMA_WS_DEPTH");
     CK(cudaFree(db));
     CK(cudaFree(dc));
     CK(cudaFree(ws));

@@ -37,6 +37,8 @@
 // groups (2-4 wgmma k16) in flight. Tried and dropped: two k16 steps per commit group (0.94-1.04x
 // of one, 1.00x geomean); two groups in flight (ptxas serializes every wgmma, as it does when NVFP4
 // carries a round's last wgmmas over the ring wait, see k_carry).
+#include <cstdlib>
+
 #include "backends/cuda/mbarrier.cuh"
 #include "backends/cuda/moe_prefill_wgmma_kernel.cuh"
 #include "backends/cuda/moe_prefill_wgmma_permute.cuh"
@@ -177,9 +179,12 @@ __device__ __forceinline__ void ws_produce_item(const ws_args& a, const ws_ring&
 
 // One consumer warpgroup's item: the core's gemm_tile main loop and epilogue with A's bytes and
 // scales and B from the ring.
-template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, int N>
+template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, int D0, int N>
 __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring& ring, int& k,
                                                 int4 tile, int rb, int rounds) {
+  // Two groups in flight: ptxas serializes every wgmma (C7511 / C7512, insufficient registers)
+  // for NVFP4 and for N = 128; those keep one.
+  constexpr int D = K == weight_kind::nvfp4 || N == 128 ? 1 : D0;
   const int tid = threadIdx.x, lane = tid % k_warp_size, g = lane / 4, c = lane % 4;
   const int wg = tid / 128, warp = (tid / k_warp_size) % 4;
   const int pair = tid % 128 < tile.z ? __ldg(a.sorted + tile.y + tid % 128) : -1;
@@ -231,22 +236,25 @@ __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring&
       }
     }
     const tile_scale sc[2] = {scale_of<K>(cur[0]), scale_of<K>(cur[1])};
-    // [step & 1][accumulator][reg]: step s rewrites the set of step s - 2, retired by the
-    // wait_group 1 that followed step s - 1.
-    uint32_t am[2][2][4];
+    // [step % (2 D)][accumulator][reg]: step s rewrites the set of step s - 2 D, retired by the
+    // wait_group D that followed step s - 1 (D groups of two wgmmas left in flight).
+    constexpr int sets = 2 * D;
+    static_assert(8 % sets == 0, "a round's steps cycle through whole sets");
+    uint32_t am[sets][2][4];
     const auto step = [&](auto s_const) {
       constexpr int s = decltype(s_const)::value;
-      expand_step<K, s, RP>(cur[0], sc[0], am[s & 1][0]);
-      expand_step<K, s, RP>(cur[1], sc[1], am[s & 1][1]);
+      expand_step<K, s, RP>(cur[0], sc[0], am[s % sets][0]);
+      expand_step<K, s, RP>(cur[1], sc[1], am[s % sets][1]);
       __syncwarp();
       wgmma::fence();
       const uint64_t d = smem_desc(st + k_ws_b + (s >> 2) * k_atom_bytes + (s & 3) * 32);
-      wgmma_rs<N>::run(acc[0], am[s & 1][0], d);
-      wgmma_rs<N>::run(acc[1], am[s & 1][1], d);
+      wgmma_rs<N>::run(acc[0], am[s % sets][0], d);
+      wgmma_rs<N>::run(acc[1], am[s % sets][1], d);
       wgmma::commit();
-      wgmma::wait<1>();
-      // Only this step is left in flight: the previous round's wgmmas read their stage last.
-      if constexpr (s == 0 && k_carry)
+      wgmma::wait<D>();
+      // Only this round's steps 0 .. D - 1 are left in flight: the previous round's wgmmas read
+      // their stage last.
+      if constexpr (s == D - 1 && k_carry)
         if (r > 0) release(kk - 1);
     };
     step(std::integral_constant<int, 0>{});
@@ -282,7 +290,7 @@ __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring&
 
 // UP: src = x' (rows by token), wa = W1, wb = W3, dst = h (PERMUTE_H: BF16 h' in the logical k
 // order). Down: src = h' (rows by pair), wa = wb = W2, dst = out [pairs, hidden] f32.
-template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H>
+template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, int D>
 __global__ void __launch_bounds__(k_ws_threads, 1)
     moe_prefill_wgmma_ws_kernel(ws_args a, int row_blocks) {
 #if DSV4_PREFILL_WGMMA
@@ -328,13 +336,13 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       if (wn < items) tile = a.tiles[wn / row_blocks];
       const int rb = w % row_blocks;
       if (cur.z <= 32)
-        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 32>(a, ring, k, cur, rb, rounds);
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, D, 32>(a, ring, k, cur, rb, rounds);
       else if (cur.z <= 64)
-        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 64>(a, ring, k, cur, rb, rounds);
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, D, 64>(a, ring, k, cur, rb, rounds);
       else if (cur.z <= 96)
-        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 96>(a, ring, k, cur, rb, rounds);
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, D, 96>(a, ring, k, cur, rb, rounds);
       else
-        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 128>(a, ring, k, cur, rb, rounds);
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, D, 128>(a, ring, k, cur, rb, rounds);
     }
   }
 #else
@@ -344,10 +352,18 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 #endif
 }
 
+// wgmma groups in flight per consumer warpgroup (A/B, DSV4_WGMMA_WS_DEPTH=1 or 2, read on each
+// call; default 1).
+int ws_depth() {
+  const char* v = std::getenv("DSV4_WGMMA_WS_DEPTH");
+  return v && std::atoi(v) == 2 ? 2 : 1;
+}
+
 template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H>
 cudaError_t launch_ws(int64_t row_blocks, int64_t tile_slots, const ws_args& a,
                       cudaStream_t stream) {
-  const auto kernel = moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H>;
+  const auto kernel = ws_depth() == 2 ? moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, 2>
+                                      : moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, 1>;
   if (const cudaError_t e = allow_dynamic_smem(kernel, k_ws_smem); e != cudaSuccess) return e;
   const int64_t items = row_blocks * tile_slots;
   if (items == 0) return cudaSuccess;
