@@ -1736,22 +1736,22 @@ void bench_prefill_ws_case(const moe_shape& sh, weight_kind kind, const std::vec
       CK(cudaFree(ws));
       continue;
     }
-    // Variants: the wgmma core, then wgmma_ws with 1 and 2 wgmma groups in flight per consumer
-    // warpgroup (DSV4_WGMMA_WS_DEPTH, read by each launch), compared bit for bit with the first
-    // on both layouts, timed on the repacked layout (the engine's).
+    // Variants: the wgmma core, then wgmma_ws with session 13's producer and with the default one
+    // (DSV4_WGMMA_WS_PRODUCER, read by each launch), compared bit for bit with the first on both
+    // layouts, timed on the repacked layout (the engine's).
     struct variant {
       moe_prefill_core core;
-      const char* depth;
+      const char* producer;
       const char* name;
     };
     const variant vs[3] = {{moe_prefill_core::wgmma, "1", "wgmma"},
-                           {moe_prefill_core::wgmma_ws, "1", "wgmma_ws"},
-                           {moe_prefill_core::wgmma_ws, "2", "wgmma_ws d2"}};
+                           {moe_prefill_core::wgmma_ws, "0", "wgmma_ws s13"},
+                           {moe_prefill_core::wgmma_ws, "1", "wgmma_ws"}};
     for (bool rp : {false, true}) {
       for (bool official : {false, true}) {
         std::vector<uint16_t> ys[3];
         for (int ci = 0; ci < 3; ++ci) {
-          setenv("DSV4_WGMMA_WS_DEPTH", vs[ci].depth, 1);
+          setenv("DSV4_WGMMA_WS_PRODUCER", vs[ci].producer, 1);
           ys[ci].resize(size_t(T * D));
           CK(cudaMemsetAsync(in.yb, 0xFF, ys[ci].size() * 2, s));
           call(0, s, rp, official, vs[ci].core);
@@ -1772,7 +1772,7 @@ void bench_prefill_ws_case(const moe_shape& sh, weight_kind kind, const std::vec
         if (!rp) continue;
         double ms[3];
         for (int ci = 0; ci < 3; ++ci) {
-          setenv("DSV4_WGMMA_WS_DEPTH", vs[ci].depth, 1);
+          setenv("DSV4_WGMMA_WS_PRODUCER", vs[ci].producer, 1);
           ms[ci] = time_prefill_per_call(
               [&](int i, cudaStream_t st) { call(i, st, rp, official, vs[ci].core); }, calls, 20,
               s);
@@ -1783,13 +1783,13 @@ void bench_prefill_ws_case(const moe_shape& sh, weight_kind kind, const std::vec
           report(name, ms[ci]);
         }
         std::printf(
-            "%-6s %-6s   T=%lld repacked %s: wgmma_ws speed-up over wgmma %.3fx, d2 over d1 "
+            "%-6s %-6s   T=%lld repacked %s: wgmma_ws speed-up over wgmma %.3fx, over wgmma_ws s13 "
             "%.3fx\n",
-            sh.name, kname, (long long)T, official ? "official" : "exact", ms[0] / ms[1],
+            sh.name, kname, (long long)T, official ? "official" : "exact", ms[0] / ms[2],
             ms[1] / ms[2]);
       }
     }
-    unsetenv("DSV4_WGMMA_WS_DEPTH");
+    unsetenv("DSV4_WGMMA_WS_PRODUCER");
     CK(cudaFree(db));
     CK(cudaFree(dc));
     CK(cudaFree(ws));

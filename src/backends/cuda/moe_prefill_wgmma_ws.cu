@@ -51,8 +51,16 @@ namespace {
 constexpr int k_ws_threads = 384;
 constexpr int k_ws_consumers = 256;  // = k_threads of the core: its rows per block
 constexpr int k_ws_stages = 4;
-// 232 * 256 + 40 * 128 = 168 * 384, the launch cap of __launch_bounds__(384, 1).
-constexpr int k_ws_consumer_regs = 232, k_ws_producer_regs = 40;
+// Register split (setmaxnreg), consumers x 256 + producer x 128 <= 168 x 384, the launch cap of
+// __launch_bounds__(384, 1): PR (the producer with its B rows in registers) 224 / 56, else
+// 232 / 40.
+template <bool PR>
+constexpr int k_ws_consumer_regs = PR ? 224 : 232;
+template <bool PR>
+constexpr int k_ws_producer_regs = PR ? 56 : 40;
+static_assert(k_ws_consumer_regs<true> * 256 + k_ws_producer_regs<true> * 128 <= 168 * 384 &&
+                  k_ws_consumer_regs<false> * 256 + k_ws_producer_regs<false> * 128 <= 168 * 384,
+              "register split");
 // Stage layout (bytes; each stage 1024-aligned for the swizzle atoms).
 constexpr int k_ws_b = 0;                                  // 2 atoms of 128 rows x 128 bytes
 constexpr int k_ws_w = 2 * k_atom_bytes;                   // [m][i][consumer thread] x 16
@@ -102,7 +110,7 @@ __device__ __forceinline__ int64_t ws_row0(int rb, int h, int warp, int m) {
 // (coalesced: a warp's copies are 8 rows x 64 bytes, or 512 contiguous repacked bytes); the scale
 // row slots p and p + 128 (R = 64 (2 m + h) + 16 warp + 8 i + g); B chunk column p % 16 (16
 // bytes of the 256 of a token row's round) of token rows p / 16 + 8 q.
-template <weight_kind K, bool UP, bool RP, int N>
+template <weight_kind K, bool UP, bool RP, bool PR, int N>
 __device__ __forceinline__ void ws_produce_item(const ws_args& a, const ws_ring& ring, int p,
                                                 int& k, int4 tile, int rb, int rounds) {
   const int e = tile.x, ntok = tile.z;
@@ -138,6 +146,24 @@ __device__ __forceinline__ void ws_produce_item(const ws_args& a, const ws_ring&
   // Scale bytes per row and round: E8M0 4, f32 16, E4M3 (NVFP4) 8.
   const bool f32_scale = a.wa.scale_f32;
   const int j = p & 15;
+  // PR: this thread's B rows n = p / 16 + 8 q read from rowtab once per item; n & 7 = p / 16, so
+  // every row's destination is one per-thread offset plus 1024 q, and a copy costs one IMAD.WIDE.
+  // (Without, the 40-register producer re-derived each copy's addresses from rowtab, the
+  // parameters and the thread index: ~28 instructions a copy, 16 copies a round.)
+  // Kept as 32-bit 16-byte chunk indices (row * cols / 8; launch_ws checks the range, ~0u: past
+  // the tile) and widened by one mad.wide per copy: 64-bit products hoisted out of the round loop
+  // would not fit the producer's registers.
+  constexpr int nq = N / 8;
+  uint32_t bchunk[nq];
+  if constexpr (PR) {
+#pragma unroll
+    for (int q = 0; q < nq; ++q) {
+      const int row = rowtab[(p >> 4) + 8 * q];
+      bchunk[q] = row < 0 ? ~0u : uint32_t(row) * uint32_t(cols / 8);
+    }
+  }
+  const uint32_t bdst =
+      k_ws_b + (j >> 3) * k_atom_bytes + (p >> 4) * 128 + (((j & 7) ^ (p >> 4)) << 4);
   for (int rr = 0; rr < rounds; ++rr) {
     const int kk = k + rr;
     const int stage = kk % k_ws_stages;
@@ -163,12 +189,23 @@ __device__ __forceinline__ void ws_produce_item(const ws_args& a, const ws_ring&
       else
         cp_async_4(sd, ssrc[m] + rr * 4);
     }
+    if constexpr (PR) {
+      const uint64_t bs = reinterpret_cast<uint64_t>(a.src + (rr * k_round + 8 * j));
 #pragma unroll
-    for (int q = 0; q < N / 8; ++q) {
-      const int n = (p >> 4) + 8 * q;
-      if (n < ntok)
-        cp_async_16(st + k_ws_b + (j >> 3) * k_atom_bytes + n * 128 + (((j & 7) ^ (n & 7)) << 4),
-                    a.src + int64_t(rowtab[n]) * cols + int64_t(rr) * k_round + 8 * j);
+      for (int q = 0; q < nq; ++q)
+        if (bchunk[q] != ~0u) {
+          uint64_t src;
+          asm volatile("mad.wide.u32 %0, %1, 16, %2;\n" : "=l"(src) : "r"(bchunk[q]), "l"(bs));
+          cp_async_16(st + bdst + q * 1024, reinterpret_cast<const void*>(src));
+        }
+    } else {
+#pragma unroll
+      for (int q = 0; q < N / 8; ++q) {
+        const int n = (p >> 4) + 8 * q;
+        if (n < ntok)
+          cp_async_16(st + k_ws_b + (j >> 3) * k_atom_bytes + n * 128 + (((j & 7) ^ (n & 7)) << 4),
+                      a.src + int64_t(rowtab[n]) * cols + int64_t(rr) * k_round + 8 * j);
+      }
     }
     const uint32_t bar = ring.full + 8 * stage;
     mbar::arrive(bar);
@@ -179,12 +216,9 @@ __device__ __forceinline__ void ws_produce_item(const ws_args& a, const ws_ring&
 
 // One consumer warpgroup's item: the core's gemm_tile main loop and epilogue with A's bytes and
 // scales and B from the ring.
-template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, int D0, int N>
+template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, int N>
 __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring& ring, int& k,
                                                 int4 tile, int rb, int rounds) {
-  // Two groups in flight: ptxas serializes every wgmma (C7511 / C7512, insufficient registers)
-  // for NVFP4 and for N = 128; those keep one.
-  constexpr int D = K == weight_kind::nvfp4 || N == 128 ? 1 : D0;
   const int tid = threadIdx.x, lane = tid % k_warp_size, g = lane / 4, c = lane % 4;
   const int wg = tid / 128, warp = (tid / k_warp_size) % 4;
   const int pair = tid % 128 < tile.z ? __ldg(a.sorted + tile.y + tid % 128) : -1;
@@ -236,25 +270,22 @@ __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring&
       }
     }
     const tile_scale sc[2] = {scale_of<K>(cur[0]), scale_of<K>(cur[1])};
-    // [step % (2 D)][accumulator][reg]: step s rewrites the set of step s - 2 D, retired by the
-    // wait_group D that followed step s - 1 (D groups of two wgmmas left in flight).
-    constexpr int sets = 2 * D;
-    static_assert(8 % sets == 0, "a round's steps cycle through whole sets");
-    uint32_t am[sets][2][4];
+    // [step & 1][accumulator][reg]: step s rewrites the set of step s - 2, retired by the
+    // wait_group 1 that followed step s - 1.
+    uint32_t am[2][2][4];
     const auto step = [&](auto s_const) {
       constexpr int s = decltype(s_const)::value;
-      expand_step<K, s, RP>(cur[0], sc[0], am[s % sets][0]);
-      expand_step<K, s, RP>(cur[1], sc[1], am[s % sets][1]);
+      expand_step<K, s, RP>(cur[0], sc[0], am[s & 1][0]);
+      expand_step<K, s, RP>(cur[1], sc[1], am[s & 1][1]);
       __syncwarp();
       wgmma::fence();
       const uint64_t d = smem_desc(st + k_ws_b + (s >> 2) * k_atom_bytes + (s & 3) * 32);
-      wgmma_rs<N>::run(acc[0], am[s % sets][0], d);
-      wgmma_rs<N>::run(acc[1], am[s % sets][1], d);
+      wgmma_rs<N>::run(acc[0], am[s & 1][0], d);
+      wgmma_rs<N>::run(acc[1], am[s & 1][1], d);
       wgmma::commit();
-      wgmma::wait<D>();
-      // Only this round's steps 0 .. D - 1 are left in flight: the previous round's wgmmas read
-      // their stage last.
-      if constexpr (s == D - 1 && k_carry)
+      wgmma::wait<1>();
+      // Only this step is left in flight: the previous round's wgmmas read their stage last.
+      if constexpr (s == 0 && k_carry)
         if (r > 0) release(kk - 1);
     };
     step(std::integral_constant<int, 0>{});
@@ -290,7 +321,7 @@ __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring&
 
 // UP: src = x' (rows by token), wa = W1, wb = W3, dst = h (PERMUTE_H: BF16 h' in the logical k
 // order). Down: src = h' (rows by pair), wa = wb = W2, dst = out [pairs, hidden] f32.
-template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, int D>
+template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, bool PR>
 __global__ void __launch_bounds__(k_ws_threads, 1)
     moe_prefill_wgmma_ws_kernel(ws_args a, int row_blocks) {
 #if DSV4_PREFILL_WGMMA
@@ -311,7 +342,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
   int k = 0;
   int4 tile = a.tiles[blockIdx.x / row_blocks];
   if (threadIdx.x >= k_ws_consumers) {
-    mbar::setmaxnreg_dec<k_ws_producer_regs>();
+    mbar::setmaxnreg_dec<k_ws_producer_regs<PR>>();
     const int p = int(threadIdx.x) - k_ws_consumers;
     for (int w = blockIdx.x; w < items; w += gridDim.x) {
       const int4 cur = tile;
@@ -319,30 +350,30 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       if (wn < items) tile = a.tiles[wn / row_blocks];
       const int rb = w % row_blocks;
       if (cur.z <= 32)
-        ws_produce_item<K, UP, RP, 32>(a, ring, p, k, cur, rb, rounds);
+        ws_produce_item<K, UP, RP, PR, 32>(a, ring, p, k, cur, rb, rounds);
       else if (cur.z <= 64)
-        ws_produce_item<K, UP, RP, 64>(a, ring, p, k, cur, rb, rounds);
+        ws_produce_item<K, UP, RP, PR, 64>(a, ring, p, k, cur, rb, rounds);
       else if (cur.z <= 96)
-        ws_produce_item<K, UP, RP, 96>(a, ring, p, k, cur, rb, rounds);
+        ws_produce_item<K, UP, RP, PR, 96>(a, ring, p, k, cur, rb, rounds);
       else
-        ws_produce_item<K, UP, RP, 128>(a, ring, p, k, cur, rb, rounds);
+        ws_produce_item<K, UP, RP, PR, 128>(a, ring, p, k, cur, rb, rounds);
     }
     asm volatile("cp.async.wait_all;\n" ::: "memory");
   } else {
-    mbar::setmaxnreg_inc<k_ws_consumer_regs>();
+    mbar::setmaxnreg_inc<k_ws_consumer_regs<PR>>();
     for (int w = blockIdx.x; w < items; w += gridDim.x) {
       const int4 cur = tile;
       const int wn = w + int(gridDim.x);
       if (wn < items) tile = a.tiles[wn / row_blocks];
       const int rb = w % row_blocks;
       if (cur.z <= 32)
-        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, D, 32>(a, ring, k, cur, rb, rounds);
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 32>(a, ring, k, cur, rb, rounds);
       else if (cur.z <= 64)
-        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, D, 64>(a, ring, k, cur, rb, rounds);
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 64>(a, ring, k, cur, rb, rounds);
       else if (cur.z <= 96)
-        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, D, 96>(a, ring, k, cur, rb, rounds);
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 96>(a, ring, k, cur, rb, rounds);
       else
-        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, D, 128>(a, ring, k, cur, rb, rounds);
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 128>(a, ring, k, cur, rb, rounds);
     }
   }
 #else
@@ -352,18 +383,18 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 #endif
 }
 
-// wgmma groups in flight per consumer warpgroup (A/B, DSV4_WGMMA_WS_DEPTH=1 or 2, read on each
-// call; default 1).
-int ws_depth() {
-  const char* v = std::getenv("DSV4_WGMMA_WS_DEPTH");
-  return v && std::atoi(v) == 2 ? 2 : 1;
+// Producer (A/B, DSV4_WGMMA_WS_PRODUCER=0: session 13's, read on each call; default the new one).
+bool ws_new_producer() {
+  const char* v = std::getenv("DSV4_WGMMA_WS_PRODUCER");
+  return !(v && std::atoi(v) == 0);
 }
 
 template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H>
 cudaError_t launch_ws(int64_t row_blocks, int64_t tile_slots, const ws_args& a,
                       cudaStream_t stream) {
-  const auto kernel = ws_depth() == 2 ? moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, 2>
-                                      : moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, 1>;
+  const auto kernel = ws_new_producer()
+                          ? moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, true>
+                          : moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, false>;
   if (const cudaError_t e = allow_dynamic_smem(kernel, k_ws_smem); e != cudaSuccess) return e;
   const int64_t items = row_blocks * tile_slots;
   if (items == 0) return cudaSuccess;
@@ -418,6 +449,9 @@ cudaError_t launch_wgmma_ws_gemms(const act_t* x, int64_t tokens, int64_t top_k,
                                   float* h, float* out, __nv_bfloat16* xp, cudaStream_t stream) {
   const int64_t hidden = w1.cols, inter = w1.rows;
   const int64_t rb1 = ceil_div(inter, k_up_rows), rb2 = ceil_div(hidden, k_down_rows);
+  // The producer's 32-bit 16-byte chunk indices of x' and h' rows (ws_produce_item).
+  if ((tokens * hidden > pairs * inter ? tokens * hidden : pairs * inter) / 8 >= int64_t(~0u))
+    return cudaErrorInvalidValue;
   if (const cudaError_t e = launch_permute<act_t>(x, tokens, hidden, xp, stream); e != cudaSuccess)
     return e;
   ws_args a{};
