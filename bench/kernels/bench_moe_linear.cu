@@ -1667,8 +1667,9 @@ void bench_prefill_section(cudaStream_t s, cublasHandle_t h) {
   }
 }
 
-// --prefill-ws: the warp-specialized W4A16 core (moe_prefill_core::wgmma_ws) against the wgmma
-// core, bf16 x, exact and official order, checkpoint and repacked layouts (the engine's), at
+// --prefill-ws: the warp-specialized W4A16 core (moe_prefill_core::wgmma_ws; with session 13's
+// producer and with the B-rows-in-registers one, forced by DSV4_WGMMA_WS_PRODUCER) against the
+// wgmma core, bf16 x, exact and official order, checkpoint and repacked layouts (the engine's), at
 // Flash T = 256 / 1024 / 4096 / 8192 and Pro T = 4096 (both formats), with the cuBLAS BF16 dense
 // ceiling of the same FLOPs measured in the same run; outputs compared bit for bit with the wgmma
 // core's.

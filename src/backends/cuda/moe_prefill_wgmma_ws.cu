@@ -37,6 +37,19 @@
 // groups (2-4 wgmma k16) in flight. Tried and dropped: two k16 steps per commit group (0.94-1.04x
 // of one, 1.00x geomean); two groups in flight (ptxas serializes every wgmma, as it does when NVFP4
 // carries a round's last wgmmas over the ring wait, see k_carry).
+//
+// PREFILL8 (session 14; bench/kernels/results/h200_2026-11-26_s14_prefill8_*): ncu's source
+// counters (same case) put 13.5% of all warp samples, ~20% of the consumers', on the consumers'
+// full-barrier wait, and the producer waited on its empty barrier only ~12% of its time: the
+// 40-register producer was the limit, ~530 SASS instructions a round at N = 128 (each B copy
+// re-derived its addresses: ~28 instructions, spills). The producer PR (ws_produce_item) keeps its
+// B rows as 32-bit chunk indices in registers with a 224 / 56 split: ~110 instructions a round, no
+// spills in the loop; tensor pipe active 44% -> 58%, L1 kernel 3.2 -> 2.4 ms under ncu. Bench
+// (repacked, over session 13's producer): MXFP4 1.12-1.22x at T >= 4096 (Flash T = 8192 exact
+// 399 TFLOP/s, 53% of cuBLAS BF16 dense; T = 4096 363, 47%; Pro 333, 43%), NVFP4 1.10-1.17x at
+// Flash T >= 4096 but 0.91-0.93x at T <= 1024 (cause not measured; ws_use_pr keeps session 13's
+// producer there). Also dropped: two wgmma groups in flight for MXFP4 N <= 96 (the only
+// instantiations ptxas keeps pipelined: C7511 / C7512 otherwise), 0.94-1.01x.
 #include <cstdlib>
 
 #include "backends/cuda/mbarrier.cuh"
@@ -383,18 +396,23 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 #endif
 }
 
-// Producer (A/B, DSV4_WGMMA_WS_PRODUCER=0: session 13's, read on each call; default the new one).
-bool ws_new_producer() {
-  const char* v = std::getenv("DSV4_WGMMA_WS_PRODUCER");
-  return !(v && std::atoi(v) == 0);
+// Which producer (PR: B rows in registers, or session 13's). Measured (H200, PREFILL8 run 2,
+// repacked layout, PR over session 13's): MXFP4 1.01-1.05x at Flash T = 256 / 1024 and
+// 1.12-1.22x at T = 4096 / 8192 and Pro T = 4096; NVFP4 0.91-0.93x at Flash T = 256 / 1024,
+// 1.01-1.02x at Pro T = 4096 (64 pairs per expert), 1.10-1.17x at Flash T = 4096 / 8192. So PR
+// for MXFP4 and for NVFP4 from 64 pairs per expert on. DSV4_WGMMA_WS_PRODUCER=0 / 1 (read on
+// each call) forces one, for the bench's A/B.
+template <weight_kind K>
+bool ws_use_pr(int64_t pairs, int64_t experts) {
+  if (const char* v = std::getenv("DSV4_WGMMA_WS_PRODUCER")) return std::atoi(v) != 0;
+  return K == weight_kind::mxfp4 || pairs >= 64 * experts;
 }
 
 template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H>
-cudaError_t launch_ws(int64_t row_blocks, int64_t tile_slots, const ws_args& a,
+cudaError_t launch_ws(int64_t row_blocks, int64_t tile_slots, const ws_args& a, bool pr,
                       cudaStream_t stream) {
-  const auto kernel = ws_new_producer()
-                          ? moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, true>
-                          : moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, false>;
+  const auto kernel = pr ? moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, true>
+                         : moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, false>;
   if (const cudaError_t e = allow_dynamic_smem(kernel, k_ws_smem); e != cudaSuccess) return e;
   const int64_t items = row_blocks * tile_slots;
   if (items == 0) return cudaSuccess;
@@ -452,6 +470,7 @@ cudaError_t launch_wgmma_ws_gemms(const act_t* x, int64_t tokens, int64_t top_k,
   // The producer's 32-bit 16-byte chunk indices of x' and h' rows (ws_produce_item).
   if ((tokens * hidden > pairs * inter ? tokens * hidden : pairs * inter) / 8 >= int64_t(~0u))
     return cudaErrorInvalidValue;
+  const bool pr = ws_use_pr<K>(pairs, w1.count);
   if (const cudaError_t e = launch_permute<act_t>(x, tokens, hidden, xp, stream); e != cudaSuccess)
     return e;
   ws_args a{};
@@ -469,14 +488,14 @@ cudaError_t launch_wgmma_ws_gemms(const act_t* x, int64_t tokens, int64_t top_k,
   if (!pair_weights) {
     // Exact order: L1 writes BF16 h' (the h region) in L2's logical k order.
     if (const cudaError_t e =
-            launch_ws<__nv_bfloat16, K, true, RP, true>(rb1, tile_slots, a, stream);
+            launch_ws<__nv_bfloat16, K, true, RP, true>(rb1, tile_slots, a, pr, stream);
         e != cudaSuccess)
       return e;
     a.src = reinterpret_cast<const __nv_bfloat16*>(h);
   } else {
     // Official order: f32 h, then its FP8 rounding per 128 values (exact in BF16) written as h'
     // into the scratch (x' is dead once L1 ran).
-    if (const cudaError_t e = launch_ws<float, K, true, RP, false>(rb1, tile_slots, a, stream);
+    if (const cudaError_t e = launch_ws<float, K, true, RP, false>(rb1, tile_slots, a, pr, stream);
         e != cudaSuccess)
       return e;
     const int64_t items = pairs * (inter / k_round);
@@ -490,7 +509,7 @@ cudaError_t launch_wgmma_ws_gemms(const act_t* x, int64_t tokens, int64_t top_k,
   a.wa = a.wb = f2;
   a.pair_weights = nullptr;
   a.dst = out;
-  return launch_ws<float, K, false, RP, false>(rb2, tile_slots, a, stream);
+  return launch_ws<float, K, false, RP, false>(rb2, tile_slots, a, pr, stream);
 }
 
 #define DSV4_PREFILL_WGMMA_WS_INSTANTIATE(T, K, RP)                                            \
