@@ -1667,8 +1667,9 @@ void bench_prefill_section(cudaStream_t s, cublasHandle_t h) {
   }
 }
 
-// --prefill-ws: the warp-specialized W4A16 core (moe_prefill_core::wgmma_ws) against the wgmma
-// core, bf16 x, exact and official order, checkpoint and repacked layouts (the engine's), at
+// --prefill-ws: the warp-specialized W4A16 core (moe_prefill_core::wgmma_ws; with session 13's
+// producer and with the B-rows-in-registers one, forced by DSV4_WGMMA_WS_PRODUCER) against the
+// wgmma core, bf16 x, exact and official order, checkpoint and repacked layouts (the engine's), at
 // Flash T = 256 / 1024 / 4096 / 8192 and Pro T = 4096 (both formats), with the cuBLAS BF16 dense
 // ceiling of the same FLOPs measured in the same run; outputs compared bit for bit with the wgmma
 // core's.
@@ -1736,43 +1737,60 @@ void bench_prefill_ws_case(const moe_shape& sh, weight_kind kind, const std::vec
       CK(cudaFree(ws));
       continue;
     }
-    // The wgmma core and wgmma_ws, compared bit for bit on both layouts, timed on the repacked
-    // layout (the engine's; PREFILL7's first call timed both layouts).
-    const moe_prefill_core cores[2] = {moe_prefill_core::wgmma, moe_prefill_core::wgmma_ws};
+    // Variants: the wgmma core, then wgmma_ws with session 13's producer and with the default one
+    // (DSV4_WGMMA_WS_PRODUCER, read by each launch), compared bit for bit with the first on both
+    // layouts, timed on the repacked layout (the engine's).
+    struct variant {
+      moe_prefill_core core;
+      const char* producer;
+      const char* name;
+    };
+    const variant vs[3] = {{moe_prefill_core::wgmma, "1", "wgmma"},
+                           {moe_prefill_core::wgmma_ws, "0", "wgmma_ws s13"},
+                           {moe_prefill_core::wgmma_ws, "1", "wgmma_ws"}};
     for (bool rp : {false, true}) {
       for (bool official : {false, true}) {
-        std::vector<uint16_t> ys[2];
-        for (int ci = 0; ci < 2; ++ci) {
+        std::vector<uint16_t> ys[3];
+        for (int ci = 0; ci < 3; ++ci) {
+          setenv("DSV4_WGMMA_WS_PRODUCER", vs[ci].producer, 1);
           ys[ci].resize(size_t(T * D));
           CK(cudaMemsetAsync(in.yb, 0xFF, ys[ci].size() * 2, s));
-          call(0, s, rp, official, cores[ci]);
+          call(0, s, rp, official, vs[ci].core);
           CK(cudaStreamSynchronize(s));
           CK(cudaMemcpy(ys[ci].data(), in.yb, ys[ci].size() * 2, cudaMemcpyDeviceToHost));
         }
-        size_t differ = 0, unwritten = 0;
-        for (size_t j = 0; j < ys[0].size(); ++j) {
-          differ += ys[0][j] != ys[1][j];
-          unwritten += ys[1][j] == 0xFFFF;
+        for (int ci = 1; ci < 3; ++ci) {
+          size_t differ = 0, unwritten = 0;
+          for (size_t j = 0; j < ys[0].size(); ++j) {
+            differ += ys[0][j] != ys[ci][j];
+            unwritten += ys[ci][j] == 0xFFFF;
+          }
+          std::printf("%-6s %-6s   T=%lld %s %s: %s vs wgmma y: %zu of %zu differ, %zu unwritten\n",
+                      sh.name, kname, (long long)T, rp ? "repacked" : "checkpoint",
+                      official ? "official" : "exact", vs[ci].name, differ, ys[0].size(),
+                      unwritten);
         }
-        std::printf(
-            "%-6s %-6s   T=%lld %s %s: wgmma_ws vs wgmma y: %zu of %zu differ, %zu unwritten\n",
-            sh.name, kname, (long long)T, rp ? "repacked" : "checkpoint",
-            official ? "official" : "exact", differ, ys[0].size(), unwritten);
         if (!rp) continue;
-        double ms[2];
-        for (int ci = 0; ci < 2; ++ci)
+        double ms[3];
+        for (int ci = 0; ci < 3; ++ci) {
+          setenv("DSV4_WGMMA_WS_PRODUCER", vs[ci].producer, 1);
           ms[ci] = time_prefill_per_call(
-              [&](int i, cudaStream_t st) { call(i, st, rp, official, cores[ci]); }, calls, 20, s);
+              [&](int i, cudaStream_t st) { call(i, st, rp, official, vs[ci].core); }, calls, 20,
+              s);
+        }
         char name[64];
-        for (int ci = 0; ci < 2; ++ci) {
-          std::snprintf(name, sizeof name, "%s%s rp", official ? "official " : "",
-                        ci ? "wgmma_ws" : "wgmma");
+        for (int ci = 0; ci < 3; ++ci) {
+          std::snprintf(name, sizeof name, "%s%s rp", official ? "official " : "", vs[ci].name);
           report(name, ms[ci]);
         }
-        std::printf("%-6s %-6s   T=%lld repacked %s: wgmma_ws speed-up over wgmma %.3fx\n", sh.name,
-                    kname, (long long)T, official ? "official" : "exact", ms[0] / ms[1]);
+        std::printf(
+            "%-6s %-6s   T=%lld repacked %s: wgmma_ws speed-up over wgmma %.3fx, over wgmma_ws s13 "
+            "%.3fx\n",
+            sh.name, kname, (long long)T, official ? "official" : "exact", ms[0] / ms[2],
+            ms[1] / ms[2]);
       }
     }
+    unsetenv("DSV4_WGMMA_WS_PRODUCER");
     CK(cudaFree(db));
     CK(cudaFree(dc));
     CK(cudaFree(ws));

@@ -37,6 +37,21 @@
 // groups (2-4 wgmma k16) in flight. Tried and dropped: two k16 steps per commit group (0.94-1.04x
 // of one, 1.00x geomean); two groups in flight (ptxas serializes every wgmma, as it does when NVFP4
 // carries a round's last wgmmas over the ring wait, see k_carry).
+//
+// PREFILL8 (session 14; bench/kernels/results/h200_2026-11-26_s14_prefill8_*): ncu's source
+// counters (same case) put 13.5% of all warp samples, ~20% of the consumers', on the consumers'
+// full-barrier wait, and the producer waited on its empty barrier only ~12% of its time: the
+// 40-register producer was the limit, ~530 SASS instructions a round at N = 128 (each B copy
+// re-derived its addresses: ~28 instructions, spills). The producer PR (ws_produce_item) keeps its
+// B rows as 32-bit chunk indices in registers with a 224 / 56 split: ~110 instructions a round, no
+// spills in the loop; tensor pipe active 44% -> 58%, L1 kernel 3.2 -> 2.4 ms under ncu. Bench
+// (repacked, over session 13's producer): MXFP4 1.12-1.22x at T >= 4096 (Flash T = 8192 exact
+// 399 TFLOP/s, 53% of cuBLAS BF16 dense; T = 4096 363, 47%; Pro 333, 43%), NVFP4 1.10-1.17x at
+// Flash T >= 4096 but 0.91-0.93x at T <= 1024 (cause not measured; ws_use_pr keeps session 13's
+// producer there). Also dropped: two wgmma groups in flight for MXFP4 N <= 96 (the only
+// instantiations ptxas keeps pipelined: C7511 / C7512 otherwise), 0.94-1.01x.
+#include <cstdlib>
+
 #include "backends/cuda/mbarrier.cuh"
 #include "backends/cuda/moe_prefill_wgmma_kernel.cuh"
 #include "backends/cuda/moe_prefill_wgmma_permute.cuh"
@@ -49,8 +64,16 @@ namespace {
 constexpr int k_ws_threads = 384;
 constexpr int k_ws_consumers = 256;  // = k_threads of the core: its rows per block
 constexpr int k_ws_stages = 4;
-// 232 * 256 + 40 * 128 = 168 * 384, the launch cap of __launch_bounds__(384, 1).
-constexpr int k_ws_consumer_regs = 232, k_ws_producer_regs = 40;
+// Register split (setmaxnreg), consumers x 256 + producer x 128 <= 168 x 384, the launch cap of
+// __launch_bounds__(384, 1): PR (the producer with its B rows in registers) 224 / 56, else
+// 232 / 40.
+template <bool PR>
+constexpr int k_ws_consumer_regs = PR ? 224 : 232;
+template <bool PR>
+constexpr int k_ws_producer_regs = PR ? 56 : 40;
+static_assert(k_ws_consumer_regs<true> * 256 + k_ws_producer_regs<true> * 128 <= 168 * 384 &&
+                  k_ws_consumer_regs<false> * 256 + k_ws_producer_regs<false> * 128 <= 168 * 384,
+              "register split");
 // Stage layout (bytes; each stage 1024-aligned for the swizzle atoms).
 constexpr int k_ws_b = 0;                                  // 2 atoms of 128 rows x 128 bytes
 constexpr int k_ws_w = 2 * k_atom_bytes;                   // [m][i][consumer thread] x 16
@@ -100,7 +123,7 @@ __device__ __forceinline__ int64_t ws_row0(int rb, int h, int warp, int m) {
 // (coalesced: a warp's copies are 8 rows x 64 bytes, or 512 contiguous repacked bytes); the scale
 // row slots p and p + 128 (R = 64 (2 m + h) + 16 warp + 8 i + g); B chunk column p % 16 (16
 // bytes of the 256 of a token row's round) of token rows p / 16 + 8 q.
-template <weight_kind K, bool UP, bool RP, int N>
+template <weight_kind K, bool UP, bool RP, bool PR, int N>
 __device__ __forceinline__ void ws_produce_item(const ws_args& a, const ws_ring& ring, int p,
                                                 int& k, int4 tile, int rb, int rounds) {
   const int e = tile.x, ntok = tile.z;
@@ -136,6 +159,24 @@ __device__ __forceinline__ void ws_produce_item(const ws_args& a, const ws_ring&
   // Scale bytes per row and round: E8M0 4, f32 16, E4M3 (NVFP4) 8.
   const bool f32_scale = a.wa.scale_f32;
   const int j = p & 15;
+  // PR: this thread's B rows n = p / 16 + 8 q read from rowtab once per item; n & 7 = p / 16, so
+  // every row's destination is one per-thread offset plus 1024 q, and a copy costs one IMAD.WIDE.
+  // (Without, the 40-register producer re-derived each copy's addresses from rowtab, the
+  // parameters and the thread index: ~28 instructions a copy, 16 copies a round.)
+  // Kept as 32-bit 16-byte chunk indices (row * cols / 8; launch_ws checks the range, ~0u: past
+  // the tile) and widened by one mad.wide per copy: 64-bit products hoisted out of the round loop
+  // would not fit the producer's registers.
+  constexpr int nq = N / 8;
+  uint32_t bchunk[nq];
+  if constexpr (PR) {
+#pragma unroll
+    for (int q = 0; q < nq; ++q) {
+      const int row = rowtab[(p >> 4) + 8 * q];
+      bchunk[q] = row < 0 ? ~0u : uint32_t(row) * uint32_t(cols / 8);
+    }
+  }
+  const uint32_t bdst =
+      k_ws_b + (j >> 3) * k_atom_bytes + (p >> 4) * 128 + (((j & 7) ^ (p >> 4)) << 4);
   for (int rr = 0; rr < rounds; ++rr) {
     const int kk = k + rr;
     const int stage = kk % k_ws_stages;
@@ -161,12 +202,23 @@ __device__ __forceinline__ void ws_produce_item(const ws_args& a, const ws_ring&
       else
         cp_async_4(sd, ssrc[m] + rr * 4);
     }
+    if constexpr (PR) {
+      const uint64_t bs = reinterpret_cast<uint64_t>(a.src + (rr * k_round + 8 * j));
 #pragma unroll
-    for (int q = 0; q < N / 8; ++q) {
-      const int n = (p >> 4) + 8 * q;
-      if (n < ntok)
-        cp_async_16(st + k_ws_b + (j >> 3) * k_atom_bytes + n * 128 + (((j & 7) ^ (n & 7)) << 4),
-                    a.src + int64_t(rowtab[n]) * cols + int64_t(rr) * k_round + 8 * j);
+      for (int q = 0; q < nq; ++q)
+        if (bchunk[q] != ~0u) {
+          uint64_t src;
+          asm volatile("mad.wide.u32 %0, %1, 16, %2;\n" : "=l"(src) : "r"(bchunk[q]), "l"(bs));
+          cp_async_16(st + bdst + q * 1024, reinterpret_cast<const void*>(src));
+        }
+    } else {
+#pragma unroll
+      for (int q = 0; q < N / 8; ++q) {
+        const int n = (p >> 4) + 8 * q;
+        if (n < ntok)
+          cp_async_16(st + k_ws_b + (j >> 3) * k_atom_bytes + n * 128 + (((j & 7) ^ (n & 7)) << 4),
+                      a.src + int64_t(rowtab[n]) * cols + int64_t(rr) * k_round + 8 * j);
+      }
     }
     const uint32_t bar = ring.full + 8 * stage;
     mbar::arrive(bar);
@@ -282,7 +334,7 @@ __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring&
 
 // UP: src = x' (rows by token), wa = W1, wb = W3, dst = h (PERMUTE_H: BF16 h' in the logical k
 // order). Down: src = h' (rows by pair), wa = wb = W2, dst = out [pairs, hidden] f32.
-template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H>
+template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, bool PR>
 __global__ void __launch_bounds__(k_ws_threads, 1)
     moe_prefill_wgmma_ws_kernel(ws_args a, int row_blocks) {
 #if DSV4_PREFILL_WGMMA
@@ -303,7 +355,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
   int k = 0;
   int4 tile = a.tiles[blockIdx.x / row_blocks];
   if (threadIdx.x >= k_ws_consumers) {
-    mbar::setmaxnreg_dec<k_ws_producer_regs>();
+    mbar::setmaxnreg_dec<k_ws_producer_regs<PR>>();
     const int p = int(threadIdx.x) - k_ws_consumers;
     for (int w = blockIdx.x; w < items; w += gridDim.x) {
       const int4 cur = tile;
@@ -311,17 +363,17 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       if (wn < items) tile = a.tiles[wn / row_blocks];
       const int rb = w % row_blocks;
       if (cur.z <= 32)
-        ws_produce_item<K, UP, RP, 32>(a, ring, p, k, cur, rb, rounds);
+        ws_produce_item<K, UP, RP, PR, 32>(a, ring, p, k, cur, rb, rounds);
       else if (cur.z <= 64)
-        ws_produce_item<K, UP, RP, 64>(a, ring, p, k, cur, rb, rounds);
+        ws_produce_item<K, UP, RP, PR, 64>(a, ring, p, k, cur, rb, rounds);
       else if (cur.z <= 96)
-        ws_produce_item<K, UP, RP, 96>(a, ring, p, k, cur, rb, rounds);
+        ws_produce_item<K, UP, RP, PR, 96>(a, ring, p, k, cur, rb, rounds);
       else
-        ws_produce_item<K, UP, RP, 128>(a, ring, p, k, cur, rb, rounds);
+        ws_produce_item<K, UP, RP, PR, 128>(a, ring, p, k, cur, rb, rounds);
     }
     asm volatile("cp.async.wait_all;\n" ::: "memory");
   } else {
-    mbar::setmaxnreg_inc<k_ws_consumer_regs>();
+    mbar::setmaxnreg_inc<k_ws_consumer_regs<PR>>();
     for (int w = blockIdx.x; w < items; w += gridDim.x) {
       const int4 cur = tile;
       const int wn = w + int(gridDim.x);
@@ -344,10 +396,23 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 #endif
 }
 
+// Which producer (PR: B rows in registers, or session 13's). Measured (H200, PREFILL8 run 2,
+// repacked layout, PR over session 13's): MXFP4 1.01-1.05x at Flash T = 256 / 1024 and
+// 1.12-1.22x at T = 4096 / 8192 and Pro T = 4096; NVFP4 0.91-0.93x at Flash T = 256 / 1024,
+// 1.01-1.02x at Pro T = 4096 (64 pairs per expert), 1.10-1.17x at Flash T = 4096 / 8192. So PR
+// for MXFP4 and for NVFP4 from 64 pairs per expert on. DSV4_WGMMA_WS_PRODUCER=0 / 1 (read on
+// each call) forces one, for the bench's A/B.
+template <weight_kind K>
+bool ws_use_pr(int64_t pairs, int64_t experts) {
+  if (const char* v = std::getenv("DSV4_WGMMA_WS_PRODUCER")) return std::atoi(v) != 0;
+  return K == weight_kind::mxfp4 || pairs >= 64 * experts;
+}
+
 template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H>
-cudaError_t launch_ws(int64_t row_blocks, int64_t tile_slots, const ws_args& a,
+cudaError_t launch_ws(int64_t row_blocks, int64_t tile_slots, const ws_args& a, bool pr,
                       cudaStream_t stream) {
-  const auto kernel = moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H>;
+  const auto kernel = pr ? moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, true>
+                         : moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, false>;
   if (const cudaError_t e = allow_dynamic_smem(kernel, k_ws_smem); e != cudaSuccess) return e;
   const int64_t items = row_blocks * tile_slots;
   if (items == 0) return cudaSuccess;
@@ -402,6 +467,10 @@ cudaError_t launch_wgmma_ws_gemms(const act_t* x, int64_t tokens, int64_t top_k,
                                   float* h, float* out, __nv_bfloat16* xp, cudaStream_t stream) {
   const int64_t hidden = w1.cols, inter = w1.rows;
   const int64_t rb1 = ceil_div(inter, k_up_rows), rb2 = ceil_div(hidden, k_down_rows);
+  // The producer's 32-bit 16-byte chunk indices of x' and h' rows (ws_produce_item).
+  if ((tokens * hidden > pairs * inter ? tokens * hidden : pairs * inter) / 8 >= int64_t(~0u))
+    return cudaErrorInvalidValue;
+  const bool pr = ws_use_pr<K>(pairs, w1.count);
   if (const cudaError_t e = launch_permute<act_t>(x, tokens, hidden, xp, stream); e != cudaSuccess)
     return e;
   ws_args a{};
@@ -419,14 +488,14 @@ cudaError_t launch_wgmma_ws_gemms(const act_t* x, int64_t tokens, int64_t top_k,
   if (!pair_weights) {
     // Exact order: L1 writes BF16 h' (the h region) in L2's logical k order.
     if (const cudaError_t e =
-            launch_ws<__nv_bfloat16, K, true, RP, true>(rb1, tile_slots, a, stream);
+            launch_ws<__nv_bfloat16, K, true, RP, true>(rb1, tile_slots, a, pr, stream);
         e != cudaSuccess)
       return e;
     a.src = reinterpret_cast<const __nv_bfloat16*>(h);
   } else {
     // Official order: f32 h, then its FP8 rounding per 128 values (exact in BF16) written as h'
     // into the scratch (x' is dead once L1 ran).
-    if (const cudaError_t e = launch_ws<float, K, true, RP, false>(rb1, tile_slots, a, stream);
+    if (const cudaError_t e = launch_ws<float, K, true, RP, false>(rb1, tile_slots, a, pr, stream);
         e != cudaSuccess)
       return e;
     const int64_t items = pairs * (inter / k_round);
@@ -440,7 +509,7 @@ cudaError_t launch_wgmma_ws_gemms(const act_t* x, int64_t tokens, int64_t top_k,
   a.wa = a.wb = f2;
   a.pair_weights = nullptr;
   a.dst = out;
-  return launch_ws<float, K, false, RP, false>(rb2, tile_slots, a, stream);
+  return launch_ws<float, K, false, RP, false>(rb2, tile_slots, a, pr, stream);
 }
 
 #define DSV4_PREFILL_WGMMA_WS_INSTANTIATE(T, K, RP)                                            \
