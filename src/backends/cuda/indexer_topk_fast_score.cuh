@@ -1155,10 +1155,18 @@ __global__ void __launch_bounds__(256, 3)
         wgmma::fence();
         const uint64_t db =
             wgmma::sw128_desc(q_s + uint32_t((kk / 4) * (k_heads * 128) + (kk % 4) * 32), 16, 1024);
+#if DSV4_IDX_DIAG == 4
+        // Diagnostic: the widening without the MMAs (wrong scores).
+        (void)db;
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          acc[4 * kk + e] = (kk < 4 ? 0.0f : acc[4 * kk + e - 16]) + __uint_as_float(f[e]);
+#else
         if (kk == 0)
           wgmma_rs_n64_first(acc, f, db);
         else
           wgmma_rs_n64(acc, f, db);
+#endif
         wgmma::commit();
       }
       wgmma::wait<0>();
