@@ -5,10 +5,10 @@
 // power-of-two query scale folded into the codes); chained: the four k32 blocks in one accumulator
 // (scale-d 1). Prints mismatches against the exact (double) sums per mode.
 // Build: nvcc -std=c++20 -O2 -arch=sm_90a -I src bench/kernels/fp8_exact_probe.cu
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cmath>
 #include <random>
 #include <vector>
 
@@ -121,7 +121,8 @@ int main() {
         }
         return uint8_t((s << 7) | ((e + shift) << 3) | (m << 2));
       };
-      const bool maxc = mode == 1 || mode == 3, sparse = mode == 4, shifted = mode >= 2 && mode <= 3;
+      const bool maxc = mode == 1 || mode == 3, sparse = mode == 4,
+                 shifted = mode >= 2 && mode <= 3;
       for (int r = 0; r < 64; ++r)
         for (int k = 0; k < 128; ++k) a[r * 128 + k] = place(code(maxc, sparse), 0);
       for (int h = 0; h < 64; ++h) {
@@ -152,18 +153,22 @@ int main() {
             const float got = out[k * 4096 + r * 64 + h];
             if (double(got) != s) {
               ++bad[k];
-              worst[k] = std::max(worst[k], std::fabs(double(got) - s) / std::max(std::fabs(s), 1e-30));
+              worst[k] =
+                  std::max(worst[k], std::fabs(double(got) - s) / std::max(std::fabs(s), 1e-30));
             }
           }
           const float got = out[4 * 4096 + r * 64 + h];
           if (double(got) != all) {
             ++bad[4];
-            worst[4] = std::max(worst[4], std::fabs(double(got) - all) / std::max(std::fabs(all), 1e-30));
+            worst[4] =
+                std::max(worst[4], std::fabs(double(got) - all) / std::max(std::fabs(all), 1e-30));
           }
         }
-      std::printf("mode %d trial %d: block mismatches %d %d %d %d (worst rel %.3g), chained %d (worst rel %.3g)\n",
-                  mode, trial, bad[0], bad[1], bad[2], bad[3],
-                  std::max(std::max(worst[0], worst[1]), std::max(worst[2], worst[3])), bad[4], worst[4]);
+      std::printf(
+          "mode %d trial %d: block mismatches %d %d %d %d (worst rel %.3g), chained %d (worst rel "
+          "%.3g)\n",
+          mode, trial, bad[0], bad[1], bad[2], bad[3],
+          std::max(std::max(worst[0], worst[1]), std::max(worst[2], worst[3])), bad[4], worst[4]);
       if (mode != 2 && mode != 3) bad_total += bad[0] + bad[1] + bad[2] + bad[3];
     }
   std::printf("fp8 exact probe: unshifted block mismatches %d -> %s\n", bad_total,

@@ -1069,8 +1069,14 @@ __global__ void __launch_bounds__(256, 3)
 #endif
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
-        const uint32_t w0 = k == 0 ? raw4[0].x : k == 1 ? raw4[0].y : k == 2 ? raw4[0].z : raw4[0].w;
-        const uint32_t w1 = k == 0 ? raw4[1].x : k == 1 ? raw4[1].y : k == 2 ? raw4[1].z : raw4[1].w;
+        const uint32_t w0 = k == 0   ? raw4[0].x
+                            : k == 1 ? raw4[0].y
+                            : k == 2 ? raw4[0].z
+                                     : raw4[0].w;
+        const uint32_t w1 = k == 0   ? raw4[1].x
+                            : k == 1 ? raw4[1].y
+                            : k == 2 ? raw4[1].z
+                                     : raw4[1].w;
         if (k >= 2) wgmma::wait<1>();
         uint32_t(&f)[4] = a[k % 2];
         f[0] = w0 & 0x9C9C9C9Cu;
