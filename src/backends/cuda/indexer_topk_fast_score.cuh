@@ -1058,7 +1058,7 @@ __global__ void __launch_bounds__(256, 3)
     // per-warp vote let the warps of one warpgroup diverge when only some of their rows had scale
     // bytes >= 129; the scores were right only while ptxas gave both branches the same A
     // registers (session 11: a 72-register build did not; the wide-scale parity cases failed).
-#if DSV4_IDX_DIAG == 2 || DSV4_IDX_DIAG == 3
+#if DSV4_IDX_DIAG == 2 || DSV4_IDX_DIAG == 3 || DSV4_IDX_DIAG == 5
     // Diagnostic: the FP8 path's tensor and widening work (wrong scores). 2: one accumulator
     // (scale-d 1 across blocks); 3: a fresh accumulator per 32-dim block, then
     // acc += blk * scale (one FFMA per element and block).
@@ -1079,13 +1079,34 @@ __global__ void __launch_bounds__(256, 3)
                                      : raw4[1].w;
         if (k >= 2) wgmma::wait<1>();
         uint32_t(&f)[4] = a[k % 2];
+#if DSV4_IDX_DIAG == 5
+        // The instruction mix of an exact FP8 widening for per-(row, block) scales (values
+        // wrong): a byte LUT of the 8 magnitudes x 2^s per row and block, PRMT for 4 codes at a
+        // time, the signs spread to bit 7 of each byte by a byte-doubling PRMT and a shift.
+        const auto widen4 = [](uint32_t w, uint32_t lo, uint32_t hi, int half) {
+          const uint32_t sel = (half ? (w >> 16) : w) & 0x7777u;
+          uint32_t mag, tt;
+          asm("prmt.b32 %0, %1, %2, %3;" : "=r"(mag) : "r"(lo), "r"(hi), "r"(sel));
+          asm("prmt.b32 %0, %1, %2, %3;"
+              : "=r"(tt)
+              : "r"(w), "r"(0u), "r"(half ? 0x3322u : 0x1100u));
+          return mag | ((tt << 4) & 0x00800080u) | (tt & 0x80008000u);
+        };
+        const uint32_t s0 = (((sbytes[0] >> (8 * k)) & 7u) << 3) * 0x01010100u;
+        const uint32_t s1 = (((sbytes[1] >> (8 * k)) & 7u) << 3) * 0x01010100u;
+        f[0] = widen4(w0, 0x0C080400u + s0, 0x1C181410u + s0, 0);
+        f[1] = widen4(w1, 0x0C080400u + s1, 0x1C181410u + s1, 0);
+        f[2] = widen4(w0, 0x0C080400u + s0, 0x1C181410u + s0, 1);
+        f[3] = widen4(w1, 0x0C080400u + s1, 0x1C181410u + s1, 1);
+#else
         f[0] = w0 & 0x9C9C9C9Cu;
         f[1] = w1 & 0x9C9C9C9Cu;
         f[2] = ((w0 << 1) & 0x80808080u) | ((w0 << 2) & 0x1C1C1C1Cu);
         f[3] = ((w1 << 1) & 0x80808080u) | ((w1 << 2) & 0x1C1C1C1Cu);
+#endif
         wgmma::fence();
         const uint64_t db = wgmma::sw128_desc(q_s + uint32_t(k * 32), 16, 1024);
-#if DSV4_IDX_DIAG == 2
+#if DSV4_IDX_DIAG == 2 || DSV4_IDX_DIAG == 5
         if (k == 0)
           wgmma_rs_n64_e4m3<true>(acc, f, db);
         else
@@ -1111,6 +1132,14 @@ __global__ void __launch_bounds__(256, 3)
         asm volatile("" ::"r"(a[i][0]), "r"(a[i][1]), "r"(a[i][2]), "r"(a[i][3]) : "memory");
 #pragma unroll
       for (int i = 0; i < 32; ++i) wgmma::reg_fence(acc[i]);
+#if DSV4_IDX_DIAG == 5
+      {  // the row's base scale (one FMUL per accumulator)
+        const float r0 = __uint_as_float((sbytes[0] & 0xffu) << 23);
+        const float r1 = __uint_as_float((sbytes[1] & 0xffu) << 23);
+#pragma unroll
+        for (int i = 0; i < 32; ++i) acc[i] *= (i & 2) ? r1 : r0;
+      }
+#endif
       return;
     }
 #endif
