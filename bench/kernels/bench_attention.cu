@@ -1144,6 +1144,7 @@ __global__ void fill_e8m0_words(uint32_t* p, size_t n, uint64_t seed) {
 bool g_indexer_only = false;   // --indexer: the ceilings and the indexer cases only
 bool g_indexer_fp4 = false;    // --indexer-fp4: the ceilings and the FP4-key indexer rows only
 bool g_indexer_trace = false;  // --indexer-trace (with --indexer-fp4): %globaltimer phase stamps
+bool g_indexer_plan_only = false;  // --indexer-plan-only (with --indexer-fp4): the plan rows only
 
 // Median time of `launch` (work on `stream`) replayed from a CUDA graph, L2 flushed before each
 // replay like time_ms: no host launch cost inside the timed region, as in the model's decode
@@ -1588,7 +1589,7 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
     };
     std::vector<variant> vs;
     vs.push_back({"fp4 plan", plan});
-    {
+    if (!g_indexer_plan_only) {
       // The score kernel listing the candidates (plan.score_list) off: the collect launch.
       plan_t p = plan;
       p.score_list = !plan.score_list;
@@ -1605,7 +1606,7 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
         vs.push_back({plan.list_rank ? "fp4 list no-rank" : "fp4 list rank", p});
       }
     }
-    {
+    if (!g_indexer_plan_only) {
       // The three-CTA score kernel (plan.score_three) off, and on with a grid of three CTAs per
       // SM (the plan's grid has two per SM when one wave suffices).
       plan_t p = plan;
@@ -1615,13 +1616,13 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
       dsv4::cuda::indexer_fast_plan_set_ctas_per_sm(p, 3, sms, bs);
       vs.push_back({"fp4 three grid3", p});
     }
-    {
+    if (!g_indexer_plan_only) {
       // Main's kernels before session 9 (the session's plan flags off).
       plan_t p0 = plan;
       p0.lean_select = p0.score_quad = p0.score_rotate = p0.cluster_select = p0.score_three = false;
       vs.push_back({"fp4 s8 (flags off)", p0});
     }
-    {
+    if (!g_indexer_plan_only) {
       // (Session 7-8 rows, memset / no-decouple / cp.async / split / 4-warp, dropped to keep the
       // bench short; their outcomes are in bench/RESULTS.md.)
       plan_t p = plan;
@@ -2279,6 +2280,8 @@ int main(int argc, char** argv) {
       g_indexer_fp4 = true;
     else if (std::strcmp(argv[i], "--indexer-trace") == 0)
       g_indexer_trace = g_indexer_fp4 = true;
+    else if (std::strcmp(argv[i], "--indexer-plan-only") == 0)
+      g_indexer_plan_only = g_indexer_fp4 = true;
     else if (std::strcmp(argv[i], "--kv-fp8") == 0)
       g_kv_fp8 = true;
     else if (std::strcmp(argv[i], "--cases") == 0 && i + 1 < argc)
@@ -2440,7 +2443,7 @@ int main(int argc, char** argv) {
     std::printf("indexer top-k, FP4 keys (64 heads x 128, bf16 activations):\n");
     bench_indexer_fp4_case(sms, 1, 262144, 512, false);
     bench_indexer_fp4_case(sms, 1, 262144, 1024, false);
-    bench_indexer_fp4_case(sms, 32, 262144, 512, false);
+    if (!g_indexer_plan_only) bench_indexer_fp4_case(sms, 32, 262144, 512, false);
     CHECK_CUBLAS(cublasDestroy(blas));
     return 0;
   }

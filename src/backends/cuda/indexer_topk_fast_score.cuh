@@ -144,6 +144,27 @@ __device__ __forceinline__ void wgmma_rs_n64_first(float (&d)[32], const uint32_
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
 }
 
+#ifndef DSV4_IDX_DIAG
+#define DSV4_IDX_DIAG 0
+#endif
+// Diagnostic only (DSV4_IDX_DIAG 2/3, wrong scores): d (+)= A * B, m64n64k32 e4m3 x e4m3, A from
+// registers (the mma.sync m16n8k32 8-bit A fragment), B by descriptor (K-major SW128).
+template <bool first>
+__device__ __forceinline__ void wgmma_rs_n64_e4m3(float (&d)[32], const uint32_t (&a)[4],
+                                                  uint64_t b) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,"
+      "%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1;\n}\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(first ? 0 : 1));
+}
+
 __device__ __forceinline__ uint4 load8_bf16(const float* p) {
   const float4 a = reinterpret_cast<const float4*>(p)[0];
   const float4 b = reinterpret_cast<const float4*>(p)[1];
@@ -1037,6 +1058,91 @@ __global__ void __launch_bounds__(256, 3)
     // per-warp vote let the warps of one warpgroup diverge when only some of their rows had scale
     // bytes >= 129; the scores were right only while ptxas gave both branches the same A
     // registers (session 11: a 72-register build did not; the wide-scale parity cases failed).
+#if DSV4_IDX_DIAG == 2 || DSV4_IDX_DIAG == 3 || DSV4_IDX_DIAG == 5
+    // Diagnostic: the FP8 path's tensor and widening work (wrong scores). 2: one accumulator
+    // (scale-d 1 across blocks); 3: a fresh accumulator per 32-dim block, then
+    // acc += blk * scale (one FFMA per element and block).
+    {
+      uint32_t a[2][4];
+#if DSV4_IDX_DIAG == 3
+      float blk[32];
+#endif
+#pragma unroll
+      for (int k = 0; k < 4; ++k) {
+        const uint32_t w0 = k == 0   ? raw4[0].x
+                            : k == 1 ? raw4[0].y
+                            : k == 2 ? raw4[0].z
+                                     : raw4[0].w;
+        const uint32_t w1 = k == 0   ? raw4[1].x
+                            : k == 1 ? raw4[1].y
+                            : k == 2 ? raw4[1].z
+                                     : raw4[1].w;
+        if (k >= 2) wgmma::wait<1>();
+        uint32_t(&f)[4] = a[k % 2];
+#if DSV4_IDX_DIAG == 5
+        // The instruction mix of an exact FP8 widening for per-(row, block) scales (values
+        // wrong): a byte LUT of the 8 magnitudes x 2^s per row and block, PRMT for 4 codes at a
+        // time, the signs spread to bit 7 of each byte by a byte-doubling PRMT and a shift.
+        const auto widen4 = [](uint32_t w, uint32_t lo, uint32_t hi, int half) {
+          const uint32_t sel = (half ? (w >> 16) : w) & 0x7777u;
+          uint32_t mag, tt;
+          asm("prmt.b32 %0, %1, %2, %3;" : "=r"(mag) : "r"(lo), "r"(hi), "r"(sel));
+          asm("prmt.b32 %0, %1, %2, %3;"
+              : "=r"(tt)
+              : "r"(w), "r"(0u), "r"(half ? 0x3322u : 0x1100u));
+          return mag | ((tt << 4) & 0x00800080u) | (tt & 0x80008000u);
+        };
+        const uint32_t s0 = (((sbytes[0] >> (8 * k)) & 7u) << 3) * 0x01010100u;
+        const uint32_t s1 = (((sbytes[1] >> (8 * k)) & 7u) << 3) * 0x01010100u;
+        f[0] = widen4(w0, 0x0C080400u + s0, 0x1C181410u + s0, 0);
+        f[1] = widen4(w1, 0x0C080400u + s1, 0x1C181410u + s1, 0);
+        f[2] = widen4(w0, 0x0C080400u + s0, 0x1C181410u + s0, 1);
+        f[3] = widen4(w1, 0x0C080400u + s1, 0x1C181410u + s1, 1);
+#else
+        f[0] = w0 & 0x9C9C9C9Cu;
+        f[1] = w1 & 0x9C9C9C9Cu;
+        f[2] = ((w0 << 1) & 0x80808080u) | ((w0 << 2) & 0x1C1C1C1Cu);
+        f[3] = ((w1 << 1) & 0x80808080u) | ((w1 << 2) & 0x1C1C1C1Cu);
+#endif
+        wgmma::fence();
+        const uint64_t db = wgmma::sw128_desc(q_s + uint32_t(k * 32), 16, 1024);
+#if DSV4_IDX_DIAG == 2 || DSV4_IDX_DIAG == 5
+        if (k == 0)
+          wgmma_rs_n64_e4m3<true>(acc, f, db);
+        else
+          wgmma_rs_n64_e4m3<false>(acc, f, db);
+        wgmma::commit();
+#else
+        wgmma_rs_n64_e4m3<true>(blk, f, db);
+        wgmma::commit();
+        wgmma::wait<0>();
+        const float s0 = __uint_as_float(((sbytes[0] >> (8 * k)) & 0xffu) << 23);
+        const float s1 = __uint_as_float(((sbytes[1] >> (8 * k)) & 0xffu) << 23);
+#pragma unroll
+        for (int i = 0; i < 32; ++i) {
+          wgmma::reg_fence(blk[i]);
+          const float sc = (i & 2) ? s1 : s0;
+          acc[i] = k == 0 ? blk[i] * sc : fmaf(blk[i], sc, acc[i]);
+        }
+#endif
+      }
+      wgmma::wait<0>();
+#pragma unroll
+      for (int i = 0; i < 2; ++i)
+        asm volatile("" ::"r"(a[i][0]), "r"(a[i][1]), "r"(a[i][2]), "r"(a[i][3]) : "memory");
+#pragma unroll
+      for (int i = 0; i < 32; ++i) wgmma::reg_fence(acc[i]);
+#if DSV4_IDX_DIAG == 5
+      {  // the row's base scale (one FMUL per accumulator)
+        const float r0 = __uint_as_float((sbytes[0] & 0xffu) << 23);
+        const float r1 = __uint_as_float((sbytes[1] & 0xffu) << 23);
+#pragma unroll
+        for (int i = 0; i < 32; ++i) acc[i] *= (i & 2) ? r1 : r0;
+      }
+#endif
+      return;
+    }
+#endif
     const bool one = !__any_sync(0xffffffffu, wg_big != 0);
     const uint32_t add = one ? 0x3F003F00u : 0u;
     const auto run = [&](auto one_c) {
@@ -1057,12 +1163,25 @@ __global__ void __launch_bounds__(256, 3)
         const uint32_t m1 = ((sbytes[1] >> (8 * k)) & 0xffu) * 0x00800080u + add;
         if (kk >= 2) wgmma::wait<1>();  // k-step kk - 2 done: a[kk % 2] free
         uint32_t(&f)[4] = a[kk % 2];
+#if DSV4_IDX_DIAG == 1
+        // Diagnostic: no widening (the raw code words as bf16 pairs; wrong scores).
+        f[0] = w0 ^ uint32_t(kk);
+        f[1] = w1 ^ uint32_t(kk);
+        f[2] = w0 + m0;
+        f[3] = w1 + m1;
+        if (false) {
+#else
         if (kk % 2 == 0) {
+#endif
           f[0] = e2m1x2_widen<0, o>(w0, m0);
           f[1] = e2m1x2_widen<0, o>(w1, m1);
           f[2] = e2m1x2_widen<1, o>(w0, m0);
           f[3] = e2m1x2_widen<1, o>(w1, m1);
+#if DSV4_IDX_DIAG == 1
+        } else if (false) {
+#else
         } else {
+#endif
           f[0] = e2m1x2_widen<2, o>(w0, m0);
           f[1] = e2m1x2_widen<2, o>(w1, m1);
           f[2] = e2m1x2_widen<3, o>(w0, m0);
@@ -1071,10 +1190,18 @@ __global__ void __launch_bounds__(256, 3)
         wgmma::fence();
         const uint64_t db =
             wgmma::sw128_desc(q_s + uint32_t((kk / 4) * (k_heads * 128) + (kk % 4) * 32), 16, 1024);
+#if DSV4_IDX_DIAG == 4
+        // Diagnostic: the widening without the MMAs (wrong scores).
+        (void)db;
+#pragma unroll
+        for (int e = 0; e < 4; ++e)
+          acc[4 * kk + e] = (kk < 4 ? 0.0f : acc[4 * kk + e - 16]) + __uint_as_float(f[e]);
+#else
         if (kk == 0)
           wgmma_rs_n64_first(acc, f, db);
         else
           wgmma_rs_n64(acc, f, db);
+#endif
         wgmma::commit();
       }
       wgmma::wait<0>();
