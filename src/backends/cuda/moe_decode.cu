@@ -707,8 +707,14 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
   __shared__ int pair_of[k_chunk];
   __shared__ int fold_last;
   __shared__ float partial[KS > 1 ? (KS - 1) * RT : 1][NM][4][k_warp_size];
-  __shared__ stage_buf<NM> ring[RING ? k_warps : 1][RING ? k_stages : 1];
-  __shared__ scale_buf<NM, SS> scale_ring[RING ? k_warps : 1];
+  // 128-byte aligned (MOE18): each warp's cp.async of a matrix-round half writes 512 contiguous
+  // bytes here. With the ring only 16-byte aligned (W1/W3 had it at shared offset 48 after
+  // pair_of / fold_last), every 32-byte global sector lands across two 32-byte shared chunks and
+  // L1 requested each sector twice: ncu (H200, Flash T = 16) counted 32 L2 sectors per weight
+  // LDGSTS instead of 16, twice the weights' bytes through L2 (L2 tag requests 86% of peak, the
+  // "Mem Busy") and 4x the ideal shared wavefronts. W2 had it at 32 (sectors ideal).
+  __shared__ alignas(128) stage_buf<NM> ring[RING ? k_warps : 1][RING ? k_stages : 1];
+  __shared__ alignas(128) scale_buf<NM, SS> scale_ring[RING ? k_warps : 1];
   extern __shared__ uint4 dyn_smem[];
   DSV4_TRACE(trace_block tr; tr.stamp(0));
   // UP: the plan comes from the launch right before this one (chain 8: the routing and x, from
