@@ -805,15 +805,14 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     scale_buf<NM, SS>& my_scales = scale_ring[warp];
     // Round j (of this warp's) into stage j % k_stages, then commit (an empty group past the end
     // keeps one group per round for wait_group).
-    // z: 0 (DSV4_MOE17_EARLY: a run-time 0 the compiler cannot fold, see round_math).
-    const auto issue = [&](int j, int stage, uint32_t z = 0) {
+    const auto issue = [&](int j, int stage) {
       if (j < nr) {
         stage_buf<NM>& b = my_ring[stage];
 #pragma unroll
         for (int m = 0; m < NM; ++m)
 #pragma unroll
           for (int i = 0; i < 2; ++i) {
-            cp_async_16(&b.w[m][i][lane], src_w[m][i] + z);
+            cp_async_16(&b.w[m][i][lane], src_w[m][i]);
             src_w[m][i] += RP ? fp4_repack::k_tile_bytes : k_round / 2;
           }
         const int r = rb32 + j;
@@ -906,9 +905,6 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     const int scale_shift = moe_scales::shift_of(enc, q);
     const uint32_t scale_mask = moe_scales::mask_of(enc);
 
-#ifdef DSV4_MOE17_EARLY
-    const uint32_t early_zero = uint32_t(uint64_t(kdim) >> 40);  // 0: kdim < 2^40
-#endif
     // Round j's weights times the activation fragments cxh / cxl, then the refill of its stage.
     const auto round_math = [&](int j, const uint4(&cxh)[4], const uint4(&cxl)[4]) {
       const int u = j % k_stages;
@@ -929,25 +925,6 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
           cur[m].s[i] =
               (reinterpret_cast<const uint32_t*>(&sc[m][i][g])[word] >> scale_shift) & scale_mask;
         }
-#if defined(DSV4_MOE17_EARLY) && !defined(DSV4_MOE17_DIAG)
-      // Experiment (MOE17, not measured): refill the stage before the math instead of after
-      // it, so the round's math does not add to the stage's copy cycle (latency + math per
-      // k_stages rounds). The copy may overwrite the stage only after this lane's shared loads
-      // of it returned: its source address depends on every word read (XOR, then AND with
-      // early_zero, 0 at run time), so the copy waits on their scoreboards. Scale slots: only
-      // with more slots than stages (else the other lanes' scale reads would need the warp).
-      if constexpr (k_stages < SS) {
-        uint32_t d = 0;
-#pragma unroll
-        for (int m = 0; m < NM; ++m)
-#pragma unroll
-          for (int i = 0; i < 2; ++i)
-            d ^= cur[m].v[i].x ^ cur[m].v[i].y ^ cur[m].v[i].z ^ cur[m].v[i].w ^ cur[m].s[i];
-        issue(j + k_stages, u, d & early_zero);
-        mma_rounds<K, SPLIT, RP, NM>(acc, cur, cxh, cxl);
-        return;
-      }
-#endif
 #ifdef DSV4_MOE17_DIAG
       // Diagnostic (wrong y): the round's math replaced by one XOR fold of what it read (the
       // ring words, scales and activation fragments stay loaded): the kernel's memory pipeline
