@@ -1,29 +1,25 @@
 #!/usr/bin/env bash
-# MOE17 call (prepared in session 14; not run there: device budget_left_s < 600 at 23:02-23:07).
-# One call, ~120-150 s. Binaries (bins.tar.xz): bench_kernels/bench_moe_linear = main (ae1ea32
-# tree), diag/ = -DDSV4_MOE17_DIAG (copies-only round, WRONG y), early/ = -DDSV4_MOE17_EARLY
-# (ring refill before the math) + early/test_backend_ops.
-# (1) parity of the early refill (engine path: RING, repacked, official; checkpoint layout too).
-# (2) main / diag / early / main: engine default config, Flash + Pro MXFP4 T = 4, 16, 64; SM clock
+# MOE17 call (prepared in session 14; not run there: device budget_left_s < 600 from 23:02).
+# One call, ~100-130 s. Binaries (bins.tar.xz): bench_kernels/bench_moe_linear = main (wip/moe17
+# 1bb135f default build, SASS-identical to main 8e4397d: MOE18's aligned ring), diag/ =
+# -DDSV4_MOE17_DIAG (copies-only round, WRONG y; no parity needed: the default is unchanged).
+# (1) main / diag / main: engine default config, Flash + Pro MXFP4 T = 4, 16, 64; SM clock
 #     and power sampled during the first main run. Reading of diag: ~ the pure-read pair (lead
 #     call 2: Flash 84-90%, Pro 92-94%) => the SM work + its coupling to the ring is the gap;
 #     ~ main => the kernel's memory pipeline caps it whatever the math costs.
-# (3) ncu of main's W1/W3 + W2 at Flash T = 16 under real and base clocks (time vs SM clock).
+# (2) ncu of main's W1/W3 + W2 at Flash T = 16 under real and base clocks (time vs SM clock).
 set -uo pipefail
 W=.wt/moe17n
 export LD_LIBRARY_PATH=$PWD/.deps/root/usr/lib/x86_64-linux-gnu
 B=/tmp/b17n; mkdir -p $B && python3 -c 'import sys,tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' $W/bins.tar.xz $B || exit 1
 nvidia-smi -L; cat $B/commit.txt
-timeout 50 $B/early/test_backend_ops --filter moe_decode_repacked,moe_decode_official_repacked,moe_decode_official_repacked_xs,moe_decode_official,moe_decode --per-op 6 >$OUT/parity_early.txt 2>&1
-echo "parity exit $?"; grep -E "FAIL|passed" $OUT/parity_early.txt | head -5
 A="--decode-ab --ab-official --ab s0x4.2.4hwlpfgmc --formats mxfp4 --tokens 4,16,64 --replays 15"
 nvidia-smi --query-gpu=clocks.sm,clocks.mem,power.draw --format=csv,noheader -lms 250 >$OUT/clk.txt 2>&1 &
 CP=$!
 timeout 30 $B/bench_kernels/bench_moe_linear $A >$OUT/bench_main.txt 2>&1; echo "main exit $?"; kill $CP
 timeout 30 $B/diag/bench_moe_linear $A >$OUT/bench_diag.txt 2>&1; echo "diag exit $?"
-timeout 30 $B/early/bench_moe_linear $A >$OUT/bench_early.txt 2>&1; echo "early exit $?"
 timeout 30 $B/bench_kernels/bench_moe_linear $A >$OUT/bench_main2.txt 2>&1; echo "main2 exit $?"
-for v in main diag early main2; do echo "== $v"; grep -E "read-only kernel  4096|rp official" $OUT/bench_$v.txt | sed -E 's/ +/ /g' | cut -c1-120; done
+for v in main diag main2; do echo "== $v"; grep -E "read-only kernel  4096|rp official" $OUT/bench_$v.txt | sed -E 's/ +/ /g' | cut -c1-120; done
 echo "SM MHz during main:"; awk -F, '{print $1}' $OUT/clk.txt | sort | uniq -c | sort -rn | head -4
 awk -F, '{print $3}' $OUT/clk.txt | sort -n | awk '{a[NR]=$1} END{print "power W min/med/max", a[1], a[int(NR/2)], a[NR]}'
 NCU=$(which ncu 2>/dev/null || ls /usr/local/cuda*/bin/ncu 2>/dev/null | head -1)
