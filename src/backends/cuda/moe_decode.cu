@@ -925,7 +925,24 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
           cur[m].s[i] =
               (reinterpret_cast<const uint32_t*>(&sc[m][i][g])[word] >> scale_shift) & scale_mask;
         }
+#ifdef DSV4_MOE17_DIAG
+      // Diagnostic (wrong y): the round's math replaced by one XOR fold of what it read (the
+      // ring words, scales and activation fragments stay loaded): the kernel's memory pipeline
+      // (grid, ring, copies, waits, x loads) without the expansion / scale / HMMA work.
+      {
+        uint32_t f = 0;
+#pragma unroll
+        for (int m = 0; m < NM; ++m)
+#pragma unroll
+          for (int i = 0; i < 2; ++i)
+            f ^= cur[m].v[i].x ^ cur[m].v[i].y ^ cur[m].v[i].z ^ cur[m].v[i].w ^ cur[m].s[i];
+#pragma unroll
+        for (int i = 0; i < 4; ++i) f ^= cxh[i].x ^ cxh[i].y ^ cxh[i].z ^ cxh[i].w ^ cxl[i].w;
+        acc[0][0] += __uint_as_float(f & 0x807FFFFFu);  // |value| < 2^-126: no inf / NaN
+      }
+#else
       mma_rounds<K, SPLIT, RP, NM>(acc, cur, cxh, cxl);
+#endif
       // Refill the stage just read only after the math consumed what was read from it (the
       // shared loads have returned), so the asynchronous copy cannot overtake them. With as
       // many rounds in flight as scale slots, the refill's scale chunk may take the slot this
