@@ -317,7 +317,7 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
         static_cast<const uint32_t*>(hist), static_cast<const unsigned long long*>(cand_list),
         pages, token_seq, n_visible, plan.capacity, int(top_k), true, true,
         plan.list_direct ? uint32_t(k_list_direct_max) : 0u,
-        plan.list_rank ? uint32_t(k_list_rank_max) : 0u, plan.keys_per_cta, out);
+        plan.list_rank ? uint32_t(k_list_rank_max) : 0u, out);
   }
   if (plan.cluster_select) {
     // Benchmarks: collect_only stops after the scores here (collect and select are one launch).
@@ -355,7 +355,7 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
                     stream, static_cast<const float*>(scores), stride,
                     static_cast<const token_state*>(state), static_cast<const uint32_t*>(hist2),
                     static_cast<const unsigned long long*>(cand_list), pages, token_seq, n_visible,
-                    plan.capacity, int(top_k), plan.lean_select, false, 0u, 0u, int64_t(0), out);
+                    plan.capacity, int(top_k), plan.lean_select, false, 0u, 0u, out);
 }
 
 }  // namespace

@@ -46,8 +46,7 @@ struct token_state {
   uint32_t bin;         // threshold bin (top 12 bits of the k-th key)
   uint32_t above;       // keys in higher bins (< top_k)
   uint32_t in_bin;      // keys in the threshold bin
-  uint32_t listed;      // plan.score_list: score CTAs of the token done (scores, flush, listing)
-  uint32_t pad[2];
+  uint32_t pad[3];
 };
 static_assert(sizeof(token_state) == 32, "token_state keeps 16-byte alignment");
 

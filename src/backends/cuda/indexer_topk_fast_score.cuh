@@ -973,9 +973,7 @@ __global__ void __launch_bounds__(256, 3)
   float2* w_pairs =
       reinterpret_cast<float2*>(range_blocks + (k_max_range_blocks + 1) / 2 * 2 + 4 * stages);
 
-  // list: the trigger comes after the programmatic wait below, so that the select kernel, which
-  // polls state[t].listed instead of waiting for this grid's completion, starts after the zeroing.
-  if constexpr (!list) pdl_trigger();
+  pdl_trigger();
   trace_stamp(k_trace_score, 0);
   score_cta_keys ck;
   if (!score_cta_keys_of(n_visible, token_seq, capacity, keys_per_cta, pages, ck)) return;
@@ -1054,12 +1052,12 @@ __global__ void __launch_bounds__(256, 3)
   // the widening of kk + 1 overlaps the MMA of kk. The same fragments, products and K order as
   // k_fmt_e2m1_wg, so the same scores bit for bit.
   auto mma_pass = [&](float(&acc)[32]) {
-  // Uniform over the warpgroup, not only the warp (every warp of it votes on the same 64 scale
-  // words): the two branches below are separate wgmma instruction sites, each with its own A
-  // registers, and the four warps of a warpgroup must issue the same wgmma (.sync.aligned). A
-  // per-warp vote let the warps of one warpgroup diverge when only some of their rows had scale
-  // bytes >= 129; the scores were right only while ptxas gave both branches the same A
-  // registers (session 11: a 72-register build did not; the wide-scale parity cases failed).
+    // Uniform over the warpgroup, not only the warp (every warp of it votes on the same 64 scale
+    // words): the two branches below are separate wgmma instruction sites, each with its own A
+    // registers, and the four warps of a warpgroup must issue the same wgmma (.sync.aligned). A
+    // per-warp vote let the warps of one warpgroup diverge when only some of their rows had scale
+    // bytes >= 129; the scores were right only while ptxas gave both branches the same A
+    // registers (session 11: a 72-register build did not; the wide-scale parity cases failed).
 #if DSV4_IDX_DIAG == 2 || DSV4_IDX_DIAG == 3 || DSV4_IDX_DIAG == 5
     // Diagnostic: the FP8 path's tensor and widening work (wrong scores). 2: one accumulator
     // (scale-d 1 across blocks); 3: a fresh accumulator per 32-dim block, then
@@ -1264,7 +1262,6 @@ __global__ void __launch_bounds__(256, 3)
   trace_value(k_trace_score, 6, smid());
   __syncthreads();
   pdl_wait();
-  if constexpr (list) pdl_trigger();
   for (int b = threadIdx.x; b < k_bins; b += k_score_threads)
     if (hist_s[b]) atomicAdd(&hist[t * k_bins + b], hist_s[b]);
   if constexpr (list) {
@@ -1273,13 +1270,6 @@ __global__ void __launch_bounds__(256, 3)
                                        uint32_t(top_k), hist + t * k_bins, coarse + t * k_bins,
                                        &state[t].cand_count, cand_list + t * k_candidate_capacity,
                                        (flags & k_score_flag_list_once) != 0 ? 1 : k_list_tries);
-    // Every thread's scores, histogram adds and list appends, then one release (cumulative over
-    // the CTA through the barrier): the select CTAs acquire state[t].listed.
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      __threadfence();
-      asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(&state[t].listed) : "memory");
-    }
   }
   trace_stamp(k_trace_score, 2);
 }

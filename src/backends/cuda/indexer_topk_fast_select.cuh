@@ -295,11 +295,12 @@ constexpr int k_select_kernel_smem = k_select_smem + int(k_candidate_capacity) *
 constexpr int k_select_prefetch_blocks = 8192;
 constexpr int k_select_kernel_smem_lean = k_select_kernel_smem + k_select_prefetch_blocks * 4;
 static_assert(k_bins % k_select_threads == 0, "histogram words per select thread");
-__device__ __forceinline__ void select_kernel_body(
-    const float* scores, int64_t score_stride, const token_state* state, const uint32_t* hist2,
-    const unsigned long long* cand_list, paged_entries pages, const int32_t* token_seq,
-    const int32_t* n_visible, int64_t capacity, int top_k, bool lean, bool from_list,
-    uint32_t direct_max, uint32_t rank_max, int64_t listed_keys_per_cta, int32_t* out) {
+__global__ void __launch_bounds__(k_select_threads)
+    indexer_select_kernel(const float* scores, int64_t score_stride, const token_state* state,
+                          const uint32_t* hist2, const unsigned long long* cand_list,
+                          paged_entries pages, const int32_t* token_seq, const int32_t* n_visible,
+                          int64_t capacity, int top_k, bool lean, bool from_list,
+                          uint32_t direct_max, uint32_t rank_max, int32_t* out) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ uint32_t n_f, n_own, result[2], given[3];
   trace_stamp(k_trace_select, 0);
@@ -315,27 +316,7 @@ __device__ __forceinline__ void select_kernel_body(
     for (int i = threadIdx.x; i < pages.table_width; i += k_select_threads)
       blocks_s[i] = row ? row[i] : -1;
   }
-  if (listed_keys_per_cta > 0) {
-    // plan.score_list: the token's score CTAs that hold keys (ceil(n / keys_per_cta)) each release
-    // state[t].listed once their scores, flush and list are written; the score grid triggered this
-    // launch only after its zeroing predecessor completed, so the count read is this call's.
-    const uint32_t want = uint32_t((n + listed_keys_per_cta - 1) / listed_keys_per_cta);
-    if (threadIdx.x == 0) {
-      uint32_t got;
-      for (;;) {
-        asm volatile("ld.acquire.gpu.global.u32 %0, [%1];"
-                     : "=r"(got)
-                     : "l"(&state[t].listed)
-                     : "memory");
-        if (got >= want) break;
-        __nanosleep(32);
-      }
-      __threadfence();
-    }
-    __syncthreads();
-  } else {
-    pdl_wait();
-  }
+  pdl_wait();
   trace_stamp(k_trace_select, 1);
   uint32_t in_bin = 0, bin = 0, above = 0, listed = 0;
   uint32_t hist_words[k_bins / k_select_threads];
@@ -476,22 +457,6 @@ __device__ __forceinline__ void select_kernel_body(
   for (int j = warp; j < no; j += k_select_threads / k_warp_size)
     rank_and_write_row(own[j], f, nf, lane, top_k, out, t, row_of);
   trace_stamp(k_trace_select, 4);
-}
-
-// listed_keys_per_cta > 0 (plan.score_list): the select starts once the token's score CTAs have
-// released their lists (state[t].listed) rather than at the score grid's completion, and waits for
-// that completion only before it exits, so a dependent of this grid still follows the whole chain.
-__global__ void __launch_bounds__(k_select_threads)
-    indexer_select_kernel(const float* scores, int64_t score_stride, const token_state* state,
-                          const uint32_t* hist2, const unsigned long long* cand_list,
-                          paged_entries pages, const int32_t* token_seq, const int32_t* n_visible,
-                          int64_t capacity, int top_k, bool lean, bool from_list,
-                          uint32_t direct_max, uint32_t rank_max, int64_t listed_keys_per_cta,
-                          int32_t* out) {
-  select_kernel_body(scores, score_stride, state, hist2, cand_list, pages, token_seq, n_visible,
-                     capacity, top_k, lean, from_list, direct_max, rank_max, listed_keys_per_cta,
-                     out);
-  if (listed_keys_per_cta > 0) pdl_wait();
 }
 
 // plan.cluster_select: collect and select of token blockIdx.y in one launch, a cluster of
