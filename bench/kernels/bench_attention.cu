@@ -1435,10 +1435,6 @@ void trace_indexer_phases(const char* name, cudaStream_t st, int64_t score_ctas,
     int which;  // 0 min, 1 median, 2 max
   };
   const stat_t stats[] = {
-      // The zeroing kernel (plan.zero_kernel; the score kernel is its programmatic dependent):
-      // negative, before the first score CTA.
-      {"zero start min", 20480, 0, 256, 0},
-      {"zero end max", 20480, 1, 256, 2},
       {"score start max", 0, 0, score_ctas, 2},
       {"score loop end min", 0, 1, score_ctas, 0},
       {"score loop end med", 0, 1, score_ctas, 1},

@@ -57,7 +57,6 @@ __constant__ unsigned long long* g_indexer_trace;
 constexpr int k_trace_score = 0;       // CTA c of the score kernel at 8 c
 constexpr int k_trace_collect = 8192;  // CTA c of the collect kernel at k_trace_collect + 8 c
 constexpr int k_trace_select = 16384;  // CTA c of the select kernel at k_trace_select + 8 c
-constexpr int k_trace_zero = 20480;    // CTA c < 512 of the zeroing kernel at k_trace_zero + 8 c
 // A value (not a time) at the slot, alike (the score kernel's passes and SM: slots 5 and 6).
 __device__ __forceinline__ void trace_value(int region, int slot, uint64_t value) {
   unsigned long long* tr = g_indexer_trace;

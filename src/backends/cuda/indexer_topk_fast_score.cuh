@@ -1278,12 +1278,10 @@ __global__ void __launch_bounds__(256, 3)
 // dependent (the score kernel) start at once: the scores overlap it, and only their histogram
 // flush waits for it.
 __global__ void __launch_bounds__(256) indexer_zero_kernel(uint4* p, int64_t n16) {
-  if (blockIdx.x < 512) trace_stamp(k_trace_zero, 0);
   pdl_trigger();
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n16;
        i += int64_t(gridDim.x) * blockDim.x)
     p[i] = make_uint4(0, 0, 0, 0);
-  if (blockIdx.x < 512) trace_stamp(k_trace_zero, 1);
 }
 
 }  // namespace
