@@ -4,7 +4,7 @@
 // 2^-14 below 2^-1. Modes: `shift` puts B's codes up to 2^6 higher (E4M3 exponent bits 6..5: a
 // power-of-two query scale folded into the codes); chained: the four k32 blocks in one accumulator
 // (scale-d 1). Prints mismatches against the exact (double) sums per mode.
-// Build: nvcc -std=c++20 -O2 -arch=sm_90a -I src bench/kernels/fp8_exact_probe.cu
+// Built as the bench target fp8_exact_probe (bench/kernels/CMakeLists.txt).
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
