@@ -13,23 +13,9 @@
 #include <vector>
 
 #include "backends/cuda/wgmma_common.cuh"
+#include "backends/cuda/wgmma_fp8.cuh"
 
 using namespace dsv4::cuda;
-
-template <bool first>
-__device__ __forceinline__ void wg_e4m3(float (&d)[32], const uint32_t (&a)[4], uint64_t b) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 "
-      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,"
-      "%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
-        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
-        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(first ? 0 : 1));
-}
 
 // a: [64][128] e4m3 bytes (row = key), b: [64][128] (row = head), out: [5][64][64] (blocks 0..3
 // each with a fresh accumulator, then the four chained).
@@ -65,7 +51,7 @@ __global__ void __launch_bounds__(128) probe(const uint8_t* a, const uint8_t* b,
 #pragma unroll
     for (int i = 0; i < 32; ++i) d[i] = 0.0f;
     wgmma::fence();
-    wg_e4m3<true>(d, f, wgmma::sw128_desc(b_s + 32 * k, 16, 1024));
+    wgmma::fp8_rs<64>::run(d, f, wgmma::sw128_desc(b_s + 32 * k, 16, 1024), 0);
     wgmma::commit();
     wgmma::wait<0>();
     for (int i = 0; i < 32; ++i) wgmma::reg_fence(d[i]);
@@ -76,9 +62,9 @@ __global__ void __launch_bounds__(128) probe(const uint8_t* a, const uint8_t* b,
     frag(k, f);
     wgmma::fence();
     if (k == 0)
-      wg_e4m3<true>(d, f, wgmma::sw128_desc(b_s + 32 * k, 16, 1024));
+      wgmma::fp8_rs<64>::run(d, f, wgmma::sw128_desc(b_s + 32 * k, 16, 1024), 0);
     else
-      wg_e4m3<false>(d, f, wgmma::sw128_desc(b_s + 32 * k, 16, 1024));
+      wgmma::fp8_rs<64>::run(d, f, wgmma::sw128_desc(b_s + 32 * k, 16, 1024), 1);
     wgmma::commit();
     wgmma::wait<0>();
     for (int i = 0; i < 32; ++i) wgmma::reg_fence(d[i]);

@@ -13,6 +13,7 @@
 #include "backends/cuda/mbarrier.cuh"
 #include "backends/cuda/mma_sm80.cuh"
 #include "backends/cuda/wgmma_common.cuh"
+#include "backends/cuda/wgmma_fp8.cuh"
 
 namespace dsv4::cuda {
 
@@ -147,24 +148,6 @@ __device__ __forceinline__ void wgmma_rs_n64_first(float (&d)[32], const uint32_
 #ifndef DSV4_IDX_DIAG
 #define DSV4_IDX_DIAG 0
 #endif
-// Diagnostic only (DSV4_IDX_DIAG 2/3, wrong scores): d (+)= A * B, m64n64k32 e4m3 x e4m3, A from
-// registers (the mma.sync m16n8k32 8-bit A fragment), B by descriptor (K-major SW128).
-template <bool first>
-__device__ __forceinline__ void wgmma_rs_n64_e4m3(float (&d)[32], const uint32_t (&a)[4],
-                                                  uint64_t b) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-      "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 "
-      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,"
-      "%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, p, 1, 1;\n}\n"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
-        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
-        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b), "n"(first ? 0 : 1));
-}
-
 __device__ __forceinline__ uint4 load8_bf16(const float* p) {
   const float4 a = reinterpret_cast<const float4*>(p)[0];
   const float4 b = reinterpret_cast<const float4*>(p)[1];
@@ -1052,12 +1035,12 @@ __global__ void __launch_bounds__(256, 3)
   // the widening of kk + 1 overlaps the MMA of kk. The same fragments, products and K order as
   // k_fmt_e2m1_wg, so the same scores bit for bit.
   auto mma_pass = [&](float(&acc)[32]) {
-    // Uniform over the warpgroup, not only the warp (every warp of it votes on the same 64 scale
-    // words): the two branches below are separate wgmma instruction sites, each with its own A
-    // registers, and the four warps of a warpgroup must issue the same wgmma (.sync.aligned). A
-    // per-warp vote let the warps of one warpgroup diverge when only some of their rows had scale
-    // bytes >= 129; the scores were right only while ptxas gave both branches the same A
-    // registers (session 11: a 72-register build did not; the wide-scale parity cases failed).
+  // Uniform over the warpgroup, not only the warp (every warp of it votes on the same 64 scale
+  // words): the two branches below are separate wgmma instruction sites, each with its own A
+  // registers, and the four warps of a warpgroup must issue the same wgmma (.sync.aligned). A
+  // per-warp vote let the warps of one warpgroup diverge when only some of their rows had scale
+  // bytes >= 129; the scores were right only while ptxas gave both branches the same A
+  // registers (session 11: a 72-register build did not; the wide-scale parity cases failed).
 #if DSV4_IDX_DIAG == 2 || DSV4_IDX_DIAG == 3 || DSV4_IDX_DIAG == 5
     // Diagnostic: the FP8 path's tensor and widening work (wrong scores). 2: one accumulator
     // (scale-d 1 across blocks); 3: a fresh accumulator per 32-dim block, then
@@ -1108,12 +1091,12 @@ __global__ void __launch_bounds__(256, 3)
         const uint64_t db = wgmma::sw128_desc(q_s + uint32_t(k * 32), 16, 1024);
 #if DSV4_IDX_DIAG == 2 || DSV4_IDX_DIAG == 5
         if (k == 0)
-          wgmma_rs_n64_e4m3<true>(acc, f, db);
+          wgmma::fp8_rs<64>::run(acc, f, db, 0);
         else
-          wgmma_rs_n64_e4m3<false>(acc, f, db);
+          wgmma::fp8_rs<64>::run(acc, f, db, 1);
         wgmma::commit();
 #else
-        wgmma_rs_n64_e4m3<true>(blk, f, db);
+        wgmma::fp8_rs<64>::run(blk, f, db, 0);
         wgmma::commit();
         wgmma::wait<0>();
         const float s0 = __uint_as_float(((sbytes[0] >> (8 * k)) & 0xffu) << 23);
