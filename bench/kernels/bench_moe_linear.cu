@@ -1668,7 +1668,7 @@ void bench_prefill_section(cudaStream_t s, cublasHandle_t h) {
 }
 
 // --prefill-ws: the warp-specialized W4A16 core (moe_prefill_core::wgmma_ws; with session 13's
-// producer and with the B-rows-in-registers one, forced by DSV4_WGMMA_WS_PRODUCER) against the
+// producer and with the B-rows-in-registers one, forced by moe_prefill_set_ws_producer) against the
 // wgmma core, bf16 x, exact and official order, checkpoint and repacked layouts (the engine's), at
 // Flash T = 256 / 1024 / 4096 / 8192 and Pro T = 4096 (both formats), with the cuBLAS BF16 dense
 // ceiling of the same FLOPs measured in the same run; outputs compared bit for bit with the wgmma
@@ -1738,21 +1738,21 @@ void bench_prefill_ws_case(const moe_shape& sh, weight_kind kind, const std::vec
       continue;
     }
     // Variants: the wgmma core, then wgmma_ws with session 13's producer and with the default one
-    // (DSV4_WGMMA_WS_PRODUCER, read by each launch), compared bit for bit with the first on both
+    // (moe_prefill_set_ws_producer), compared bit for bit with the first on both
     // layouts, timed on the repacked layout (the engine's).
     struct variant {
       moe_prefill_core core;
-      const char* producer;
+      int producer;
       const char* name;
     };
-    const variant vs[3] = {{moe_prefill_core::wgmma, "1", "wgmma"},
-                           {moe_prefill_core::wgmma_ws, "0", "wgmma_ws s13"},
-                           {moe_prefill_core::wgmma_ws, "1", "wgmma_ws"}};
+    const variant vs[3] = {{moe_prefill_core::wgmma, 1, "wgmma"},
+                           {moe_prefill_core::wgmma_ws, 0, "wgmma_ws s13"},
+                           {moe_prefill_core::wgmma_ws, 1, "wgmma_ws"}};
     for (bool rp : {false, true}) {
       for (bool official : {false, true}) {
         std::vector<uint16_t> ys[3];
         for (int ci = 0; ci < 3; ++ci) {
-          setenv("DSV4_WGMMA_WS_PRODUCER", vs[ci].producer, 1);
+          dsv4::cuda::moe_prefill_set_ws_producer(vs[ci].producer);
           ys[ci].resize(size_t(T * D));
           CK(cudaMemsetAsync(in.yb, 0xFF, ys[ci].size() * 2, s));
           call(0, s, rp, official, vs[ci].core);
@@ -1773,7 +1773,7 @@ void bench_prefill_ws_case(const moe_shape& sh, weight_kind kind, const std::vec
         if (!rp) continue;
         double ms[3];
         for (int ci = 0; ci < 3; ++ci) {
-          setenv("DSV4_WGMMA_WS_PRODUCER", vs[ci].producer, 1);
+          dsv4::cuda::moe_prefill_set_ws_producer(vs[ci].producer);
           ms[ci] = time_prefill_per_call(
               [&](int i, cudaStream_t st) { call(i, st, rp, official, vs[ci].core); }, calls, 20,
               s);
@@ -1790,7 +1790,7 @@ void bench_prefill_ws_case(const moe_shape& sh, weight_kind kind, const std::vec
             ms[1] / ms[2]);
       }
     }
-    unsetenv("DSV4_WGMMA_WS_PRODUCER");
+    dsv4::cuda::moe_prefill_set_ws_producer(-1);
     CK(cudaFree(db));
     CK(cudaFree(dc));
     CK(cudaFree(ws));

@@ -50,8 +50,6 @@
 // Flash T >= 4096 but 0.91-0.93x at T <= 1024 (cause not measured; ws_use_pr keeps session 13's
 // producer there). Also dropped: two wgmma groups in flight for MXFP4 N <= 96 (the only
 // instantiations ptxas keeps pipelined: C7511 / C7512 otherwise), 0.94-1.01x.
-#include <cstdlib>
-
 #include "backends/cuda/mbarrier.cuh"
 #include "backends/cuda/moe_prefill_wgmma_kernel.cuh"
 #include "backends/cuda/moe_prefill_wgmma_permute.cuh"
@@ -400,11 +398,13 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 // repacked layout, PR over session 13's): MXFP4 1.01-1.05x at Flash T = 256 / 1024 and
 // 1.12-1.22x at T = 4096 / 8192 and Pro T = 4096; NVFP4 0.91-0.93x at Flash T = 256 / 1024,
 // 1.01-1.02x at Pro T = 4096 (64 pairs per expert), 1.10-1.17x at Flash T = 4096 / 8192. So PR
-// for MXFP4 and for NVFP4 from 64 pairs per expert on. DSV4_WGMMA_WS_PRODUCER=0 / 1 (read on
-// each call) forces one, for the bench's A/B.
+// for MXFP4 and for NVFP4 from 64 pairs per expert on. moe_prefill_set_ws_producer forces one,
+// for the bench's A/B.
+int g_ws_producer = -1;
+
 template <weight_kind K>
 bool ws_use_pr(int64_t pairs, int64_t experts) {
-  if (const char* v = std::getenv("DSV4_WGMMA_WS_PRODUCER")) return std::atoi(v) != 0;
+  if (g_ws_producer >= 0) return g_ws_producer != 0;
   return K == weight_kind::mxfp4 || pairs >= 64 * experts;
 }
 
@@ -526,3 +526,11 @@ DSV4_PREFILL_WGMMA_WS_INSTANTIATE(__nv_bfloat16, weight_kind::nvfp4, true)
 #undef DSV4_PREFILL_WGMMA_WS_INSTANTIATE
 
 }  // namespace dsv4::cuda::prefill
+
+namespace dsv4::cuda {
+
+void moe_prefill_set_ws_producer(int mode) {
+  prefill::g_ws_producer = mode;
+}
+
+}  // namespace dsv4::cuda
