@@ -1589,81 +1589,84 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
     };
     std::vector<variant> vs;
     vs.push_back({"fp4 plan", plan});
-    if (!g_indexer_plan_only) {
-      // The score kernel listing the candidates (plan.score_list) off: the collect launch.
-      plan_t p = plan;
-      p.score_list = !plan.score_list;
-      vs.push_back({plan.score_list ? "fp4 no-list" : "fp4 list", p});
-      if (plan.score_list) {
-        p = plan;
-        p.list_once = true;  // every CTA lists from its first snapshot
-        vs.push_back({"fp4 list-once", p});
-        p = plan;
-        p.list_direct = !plan.list_direct;
-        vs.push_back({plan.list_direct ? "fp4 list no-direct" : "fp4 list direct", p});
-        p = plan;
-        p.list_rank = !plan.list_rank;
-        vs.push_back({plan.list_rank ? "fp4 list no-rank" : "fp4 list rank", p});
-      }
-    }
-    if (!g_indexer_plan_only) {
-      // The three-CTA score kernel (plan.score_three) off, and on with a grid of three CTAs per
-      // SM (the plan's grid has two per SM when one wave suffices).
-      plan_t p = plan;
-      p.score_three = !plan.score_three;
-      vs.push_back({plan.score_three ? "fp4 no-three" : "fp4 three", p});
-      p.score_three = true;
-      dsv4::cuda::indexer_fast_plan_set_ctas_per_sm(p, 3, sms, bs);
-      vs.push_back({"fp4 three grid3", p});
-    }
-    if (!g_indexer_plan_only) {
-      // Main's kernels before session 9 (the session's plan flags off).
-      plan_t p0 = plan;
-      p0.lean_select = p0.score_quad = p0.score_rotate = p0.cluster_select = p0.score_three = false;
-      vs.push_back({"fp4 s8 (flags off)", p0});
-    }
-    if (!g_indexer_plan_only) {
-      // (Session 7-8 rows, memset / no-decouple / cp.async / split / 4-warp, dropped to keep the
-      // bench short; their outcomes are in bench/RESULTS.md.)
-      plan_t p = plan;
-      p.score_rotate = !plan.score_rotate;
-      vs.push_back({plan.score_rotate ? "fp4 no-rotate" : "fp4 rotate", p});
-      p = plan;
-      p.score_pingpong = !plan.score_pingpong;
-      vs.push_back({plan.score_pingpong ? "fp4 no-pingpong" : "fp4 pingpong", p});
-      p = plan;
-      p.score_quad = !plan.score_quad;
-      vs.push_back({plan.score_quad ? "fp4 no-quad" : "fp4 quad", p});
-      p = plan;
-      p.cluster_select = !plan.cluster_select;
-      vs.push_back({plan.cluster_select ? "fp4 no-cluster" : "fp4 cluster", p});
-      if (T <= 8) {  // the cluster select's probes (results wrong, but for the no-pdl row)
-        static const char* const probe_names[] = {"",
-                                                  "fp4 cluster probe 1",
-                                                  "fp4 cluster probe 2",
-                                                  "fp4 cluster probe 3",
-                                                  "fp4 cluster probe 4",
-                                                  "fp4 cluster no-pdl"};
-        for (int probe = 1; probe <= 5; ++probe) {
+    if (!g_indexer_plan_only) {  // the A/B rows
+      {
+        // The score kernel listing the candidates (plan.score_list) off: the collect launch.
+        plan_t p = plan;
+        p.score_list = !plan.score_list;
+        vs.push_back({plan.score_list ? "fp4 no-list" : "fp4 list", p});
+        if (plan.score_list) {
           p = plan;
-          p.cluster_select = true;
-          p.cluster_probe = probe;
-          vs.push_back({probe_names[probe], p});
+          p.list_once = true;  // every CTA lists from its first snapshot
+          vs.push_back({"fp4 list-once", p});
+          p = plan;
+          p.list_direct = !plan.list_direct;
+          vs.push_back({plan.list_direct ? "fp4 list no-direct" : "fp4 list direct", p});
+          p = plan;
+          p.list_rank = !plan.list_rank;
+          vs.push_back({plan.list_rank ? "fp4 list no-rank" : "fp4 list rank", p});
         }
       }
-      p = plan;
-      p.lean_select = !plan.lean_select;
-      p.cluster_select = false;
-      vs.push_back({plan.lean_select ? "fp4 no-lean" : "fp4 lean", p});
-      for (int sel : {0, 16, 32}) {
-        if (sel == plan.select_ctas) continue;
+      {
+        // The three-CTA score kernel (plan.score_three) off, and on with a grid of three CTAs per
+        // SM (the plan's grid has two per SM when one wave suffices).
+        plan_t p = plan;
+        p.score_three = !plan.score_three;
+        vs.push_back({plan.score_three ? "fp4 no-three" : "fp4 three", p});
+        p.score_three = true;
+        dsv4::cuda::indexer_fast_plan_set_ctas_per_sm(p, 3, sms, bs);
+        vs.push_back({"fp4 three grid3", p});
+      }
+      {
+        // Main's kernels before session 9 (the session's plan flags off).
+        plan_t p0 = plan;
+        p0.lean_select = p0.score_quad = p0.score_rotate = p0.cluster_select = p0.score_three =
+            false;
+        vs.push_back({"fp4 s8 (flags off)", p0});
+      }
+      {
+        // (Session 7-8 rows, memset / no-decouple / cp.async / split / 4-warp, dropped to keep the
+        // bench short; their outcomes are in bench/RESULTS.md.)
+        plan_t p = plan;
+        p.score_rotate = !plan.score_rotate;
+        vs.push_back({plan.score_rotate ? "fp4 no-rotate" : "fp4 rotate", p});
         p = plan;
-        p.select_ctas = sel;
+        p.score_pingpong = !plan.score_pingpong;
+        vs.push_back({plan.score_pingpong ? "fp4 no-pingpong" : "fp4 pingpong", p});
+        p = plan;
+        p.score_quad = !plan.score_quad;
+        vs.push_back({plan.score_quad ? "fp4 no-quad" : "fp4 quad", p});
+        p = plan;
+        p.cluster_select = !plan.cluster_select;
+        vs.push_back({plan.cluster_select ? "fp4 no-cluster" : "fp4 cluster", p});
+        if (T <= 8) {  // the cluster select's probes (results wrong, but for the no-pdl row)
+          static const char* const probe_names[] = {"",
+                                                    "fp4 cluster probe 1",
+                                                    "fp4 cluster probe 2",
+                                                    "fp4 cluster probe 3",
+                                                    "fp4 cluster probe 4",
+                                                    "fp4 cluster no-pdl"};
+          for (int probe = 1; probe <= 5; ++probe) {
+            p = plan;
+            p.cluster_select = true;
+            p.cluster_probe = probe;
+            vs.push_back({probe_names[probe], p});
+          }
+        }
+        p = plan;
+        p.lean_select = !plan.lean_select;
         p.cluster_select = false;
-        vs.push_back({sel == 0    ? "fp4 select 0"
-                      : sel == 16 ? "fp4 select 16"
-                                  : "fp4 select 32",
-                      p});
+        vs.push_back({plan.lean_select ? "fp4 no-lean" : "fp4 lean", p});
+        for (int sel : {0, 16, 32}) {
+          if (sel == plan.select_ctas) continue;
+          p = plan;
+          p.select_ctas = sel;
+          p.cluster_select = false;
+          vs.push_back({sel == 0    ? "fp4 select 0"
+                        : sel == 16 ? "fp4 select 16"
+                                    : "fp4 select 32",
+                        p});
+        }
       }
     }
     vs.push_back({"fp4 plan again", plan});  // the first rows run colder: the plan once more
