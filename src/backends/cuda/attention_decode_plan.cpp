@@ -122,6 +122,10 @@ attention_decode_plan attention_decode_make_plan(int64_t tokens, int64_t heads, 
   // 38.6 / 32.6, HCA 1M T=16 74.7 / 69.6 / 73.2 / 68.1; block / block + L2: HCA 1M T=8 50.2 / 44.5,
   // T=4 38.4 / 32.6, T=1 25.7 / 22.0.
   p.partials_l2 = true;
+  // bf16 partial rows (plan.partials_bf16) in every split plan. UNMEASURED at the time of writing
+  // (ATTN19, session 15): the T = 32 / HCA 1M T = 8 steps spend ~3 us storing 16 MB of f32
+  // partials and ~3.4 us in the combine reading them (H200 2026-11-26 trace of HCA 8K T = 32).
+  p.partials_bf16 = splits > 1;
   // Tried and dropped (ATTN12 helper, H100 2026-11-26, same process, per-CTA traces): the partial
   // rows out through the consumed key ring as whole lines (STG.128 of 512 bytes per warp, or one
   // TMA bulk copy per row) instead of the fragments' 8-byte stores: 3.1-3.2 vs 2.6 us from the
