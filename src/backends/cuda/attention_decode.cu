@@ -578,12 +578,16 @@ __device__ __forceinline__ float4 widen_bf16x4(uint32_t lo, uint32_t hi) {
   return make_float4(__uint_as_float(lo << 16), __uint_as_float(lo & 0xffff0000u),
                      __uint_as_float(hi << 16), __uint_as_float(hi & 0xffff0000u));
 }
+__device__ __forceinline__ uint2 load_raw4_policy(const __nv_bfloat16* p, uint64_t policy) {
+  uint2 v;
+  asm volatile("ld.global.L2::cache_hint.v2.b32 {%0, %1}, [%2], %3;"
+               : "=r"(v.x), "=r"(v.y)
+               : "l"(p), "l"(policy));
+  return v;
+}
 __device__ __forceinline__ float4 load4_policy(const __nv_bfloat16* p, uint64_t policy) {
-  uint32_t lo, hi;
-  asm("ld.global.L2::cache_hint.v2.b32 {%0, %1}, [%2], %3;"
-      : "=r"(lo), "=r"(hi)
-      : "l"(p), "l"(policy));
-  return widen_bf16x4(lo, hi);
+  const uint2 v = load_raw4_policy(p, policy);
+  return widen_bf16x4(v.x, v.y);
 }
 __device__ __forceinline__ float4 load4_cg(const float* p) {
   return __ldcg(reinterpret_cast<const float4*>(p));
@@ -1875,6 +1879,18 @@ __global__ void __launch_bounds__(k_combine_threads, 1)
   const float sink = sinks[h] * k_log2e;
   uint64_t policy = 0;
   if constexpr (l2) policy = l2_policy_evict_first();
+  // bf16 partials: the first 16 splits' rows are loaded before the (max, sum) reduction (their
+  // weights unknown; rows of splits without keys are loaded but not used), so that their L2
+  // round trip overlaps the reduction's.
+  constexpr bool p16 = !std::is_same_v<part_t, float>;
+  constexpr int n_pre = p16 ? 16 : 1;
+  uint2 pre[n_pre];
+  if constexpr (p16) {
+#pragma unroll
+    for (int i = 0; i < n_pre; ++i)
+      pre[i] =
+          i < splits ? load_raw4_policy(po + int64_t(i) * heads * k_d, policy) : make_uint2(0u, 0u);
+  }
   float mx = -INFINITY;
   for (int i = threadIdx.x; i < splits; i += k_combine_threads)
     mx = fmaxf(mx, ml[int64_t(i) * heads].x);
@@ -1892,11 +1908,28 @@ __global__ void __launch_bounds__(k_combine_threads, 1)
       den += w == 0.0f ? 0.0f : v.y * w;
     }
     __syncthreads();
+    int i0 = 0;
+    if constexpr (p16) {
+      if (c0 == 0) {  // the preloaded splits, the same chain as below
+#pragma unroll
+        for (int i = 0; i < n_pre; ++i) {
+          if (i < n) {
+            const float w = weight_s[i];
+            const float4 v = w != 0.0f ? widen_bf16x4(pre[i].x, pre[i].y) : make_float4(0, 0, 0, 0);
+            o.x = __fmaf_rn(w, v.x, o.x);
+            o.y = __fmaf_rn(w, v.y, o.y);
+            o.z = __fmaf_rn(w, v.z, o.z);
+            o.w = __fmaf_rn(w, v.w, o.w);
+          }
+        }
+        i0 = min(n_pre, n);
+      }
+    }
     // 16 independent 16-byte loads in flight per thread (8 left the HBM mostly idle at T = 1 with
     // ~130 splits: 128 threads x 8 x 16 B per CTA, one CTA per head). The sum runs in split
     // order either way.
 #pragma unroll 16
-    for (int i = 0; i < n; ++i) {
+    for (int i = i0; i < n; ++i) {
       const float w = weight_s[i];
       float4 v = make_float4(0, 0, 0, 0);  // predicated load: unrolled loads stay independent
       if constexpr (l2) {
@@ -1961,6 +1994,21 @@ __global__ void __launch_bounds__(k_combine_rows_warps* k_warp_size,
   if (row >= rows) return;  // warp-uniform; no barrier follows
   const int64_t t = row / heads;
   const int h = int(row % heads);
+  constexpr bool p16 = !std::is_same_v<part_t, float>;
+  // bf16 partials: the first chunk's rows are loaded beside the (m, l), before their weights are
+  // known (a split without keys wrote no row: its bytes are loaded but not used), so the row's
+  // two L2 round trips overlap instead of following each other.
+  uint2 pre[p16 ? chunk : 1][cols];
+  if constexpr (p16) {
+    const part_t* const src = part_o + (t * splits * heads + h) * k_d + 4 * lane;
+    const uint64_t first = l2_policy_evict_first();
+#pragma unroll
+    for (int u = 0; u < chunk; ++u)
+      if (u < splits)
+#pragma unroll
+        for (int j = 0; j < cols; ++j)
+          pre[u][j] = load_raw4_policy(src + u * int64_t(heads) * k_d + 128 * j, first);
+  }
   float2 v[max_splits];
 #pragma unroll
   for (int r = 0; r < max_splits; ++r)
@@ -1986,10 +2034,16 @@ __global__ void __launch_bounds__(k_combine_rows_warps* k_warp_size,
 #pragma unroll
         for (int j = 0; j < cols; ++j) {
           const part_t* const src = po + r * split_stride + 128 * j;
-          if constexpr (l2)
+          if constexpr (p16) {
+            if (r0 == 0)
+              x[u][j] = widen_bf16x4(pre[u][j].x, pre[u][j].y);
+            else
+              x[u][j] = load4_policy(src, policy);
+          } else if constexpr (l2) {
             x[u][j] = load4_policy(src, policy);
-          else
+          } else {
             x[u][j] = load4_cg(src);
+          }
         }
     }
     // The fma chain in split order, as the combine's (a zero weight adds exactly nothing).
