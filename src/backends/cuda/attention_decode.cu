@@ -578,6 +578,7 @@ __device__ __forceinline__ float4 widen_bf16x4(uint32_t lo, uint32_t hi) {
   return make_float4(__uint_as_float(lo << 16), __uint_as_float(lo & 0xffff0000u),
                      __uint_as_float(hi << 16), __uint_as_float(hi & 0xffff0000u));
 }
+// The row combine's early loads (volatile: issued where written, ahead of the (m, l) loads).
 __device__ __forceinline__ uint2 load_raw4_policy(const __nv_bfloat16* p, uint64_t policy) {
   uint2 v;
   asm volatile("ld.global.L2::cache_hint.v2.b32 {%0, %1}, [%2], %3;"
@@ -586,8 +587,11 @@ __device__ __forceinline__ uint2 load_raw4_policy(const __nv_bfloat16* p, uint64
   return v;
 }
 __device__ __forceinline__ float4 load4_policy(const __nv_bfloat16* p, uint64_t policy) {
-  const uint2 v = load_raw4_policy(p, policy);
-  return widen_bf16x4(v.x, v.y);
+  uint32_t lo, hi;
+  asm("ld.global.L2::cache_hint.v2.b32 {%0, %1}, [%2], %3;"
+      : "=r"(lo), "=r"(hi)
+      : "l"(p), "l"(policy));
+  return widen_bf16x4(lo, hi);
 }
 __device__ __forceinline__ float4 load4_cg(const float* p) {
   return __ldcg(reinterpret_cast<const float4*>(p));
@@ -1879,18 +1883,6 @@ __global__ void __launch_bounds__(k_combine_threads, 1)
   const float sink = sinks[h] * k_log2e;
   uint64_t policy = 0;
   if constexpr (l2) policy = l2_policy_evict_first();
-  // bf16 partials: the first 16 splits' rows are loaded before the (max, sum) reduction (their
-  // weights unknown; rows of splits without keys are loaded but not used), so that their L2
-  // round trip overlaps the reduction's.
-  constexpr bool p16 = !std::is_same_v<part_t, float>;
-  constexpr int n_pre = p16 ? 16 : 1;
-  uint2 pre[n_pre];
-  if constexpr (p16) {
-#pragma unroll
-    for (int i = 0; i < n_pre; ++i)
-      pre[i] =
-          i < splits ? load_raw4_policy(po + int64_t(i) * heads * k_d, policy) : make_uint2(0u, 0u);
-  }
   float mx = -INFINITY;
   for (int i = threadIdx.x; i < splits; i += k_combine_threads)
     mx = fmaxf(mx, ml[int64_t(i) * heads].x);
@@ -1908,28 +1900,11 @@ __global__ void __launch_bounds__(k_combine_threads, 1)
       den += w == 0.0f ? 0.0f : v.y * w;
     }
     __syncthreads();
-    int i0 = 0;
-    if constexpr (p16) {
-      if (c0 == 0) {  // the preloaded splits, the same chain as below
-#pragma unroll
-        for (int i = 0; i < n_pre; ++i) {
-          if (i < n) {
-            const float w = weight_s[i];
-            const float4 v = w != 0.0f ? widen_bf16x4(pre[i].x, pre[i].y) : make_float4(0, 0, 0, 0);
-            o.x = __fmaf_rn(w, v.x, o.x);
-            o.y = __fmaf_rn(w, v.y, o.y);
-            o.z = __fmaf_rn(w, v.z, o.z);
-            o.w = __fmaf_rn(w, v.w, o.w);
-          }
-        }
-        i0 = min(n_pre, n);
-      }
-    }
     // 16 independent 16-byte loads in flight per thread (8 left the HBM mostly idle at T = 1 with
     // ~130 splits: 128 threads x 8 x 16 B per CTA, one CTA per head). The sum runs in split
     // order either way.
 #pragma unroll 16
-    for (int i = i0; i < n; ++i) {
+    for (int i = 0; i < n; ++i) {
       const float w = weight_s[i];
       float4 v = make_float4(0, 0, 0, 0);  // predicated load: unrolled loads stay independent
       if constexpr (l2) {
