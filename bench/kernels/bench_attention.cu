@@ -40,8 +40,10 @@
 //                                bench_prefill_case
 //   bench_attention --kv-fp8     FP8 KV records (584 bytes per key: 448 e4m3 + 7 E8M0 scales +
 //                                pad + 64 BF16 RoPE) against bf16 pools (1024 bytes per key) in
-//                                attention_decode, on Flash CSA T=1, HCA 1M T=1 / 8, Pro HCA 1M
-//                                T=32; % of the read ceiling on the bytes each actually reads
+//                                attention_decode, on Flash CSA T=1 / 32, HCA 1M T=1 / 8, Pro HCA
+//                                1M T=32, HCA 128K T=1 / 32; % of the read ceiling on the bytes
+//                                each actually reads; split plans also with plan.partials_bf16
+//                                toggled (two rounds, alternating with the plan)
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
