@@ -40,8 +40,10 @@
 //                                bench_prefill_case
 //   bench_attention --kv-fp8     FP8 KV records (584 bytes per key: 448 e4m3 + 7 E8M0 scales +
 //                                pad + 64 BF16 RoPE) against bf16 pools (1024 bytes per key) in
-//                                attention_decode, on Flash CSA T=1, HCA 1M T=1 / 8, Pro HCA 1M
-//                                T=32; % of the read ceiling on the bytes each actually reads
+//                                attention_decode, on Flash CSA T=1 / 32, HCA 1M T=1 / 8, Pro HCA
+//                                1M T=32, HCA 128K T=1 / 32; % of the read ceiling on the bytes
+//                                each actually reads; split plans also with plan.partials_bf16
+//                                toggled (two rounds, alternating with the plan)
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -606,12 +608,29 @@ void bench_step_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t cap_c, __
   const auto before = plan_before_attn12(T, H, W, cap_c, sms);
   row("before", before, true);
   row("plan", made, true);
+  // The plan with plan.partials_bf16 toggled (f32 / bf16 partial rows), twice, alternating with
+  // the plan as made; traced once.
+  auto toggled = made;
+  toggled.partials_bf16 = !made.partials_bf16;
+  const char* const tog_label = toggled.partials_bf16 ? "bf16 part" : "f32 part";
+  if (made.splits > 1) {
+    row(tog_label, toggled, true);
+    row("plan r2", made, false);
+    row((std::string(tog_label) + " r2").c_str(), toggled, false);
+  }
   {
     const double gms = time_graph_ms(st, [&] { CHECK(run_on(before, out16, st)); });
     print_row((label_of("before", before) + " graph").c_str(), shape, gms, bytes16, flops);
     const double pms = time_graph_ms(st, [&] { CHECK(run_on(made, out16, st)); });
     print_row((label_of("plan", made) + " graph").c_str(), shape, pms, bytes16, flops);
     std::printf("    before / plan (graph): %.3fx\n", gms / pms);
+    if (made.splits > 1) {
+      const double tms = time_graph_ms(st, [&] { CHECK(run_on(toggled, out16, st)); });
+      print_row((label_of(tog_label, toggled) + " graph").c_str(), shape, tms, bytes16, flops);
+      const double pms2 = time_graph_ms(st, [&] { CHECK(run_on(made, out16, st)); });
+      print_row((label_of("plan", made) + " graph r2").c_str(), shape, pms2, bytes16, flops);
+      std::printf("    %s / plan (graph): %.3fx\n", tog_label, tms / std::min(pms, pms2));
+    }
   }
   if (!made.fold) {
     auto p = made;
@@ -650,7 +669,7 @@ void bench_step_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t cap_c, __
   }
   // Splits of k tiles on the plan's kernel (warp-specialized, alternate tiles, partials in L2).
   int64_t last_splits = -1;
-  for (const int64_t k : {1, 2, 3, 4, 5, 6, 8}) {
+  for (const int64_t k : {1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 20, 24, 33}) {
     auto p = dsv4::cuda::attention_decode_make_plan(T, H, d, W, cap_c, sms, k);
     if (p.splits == last_splits || p.splits == made.splits || p.keys_per_split / 32 > tiles)
       continue;
@@ -1032,6 +1051,25 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
     print_row("new fp8 records", shape, ms8,
               double(T * keys * rec_row_bytes) + double(T * H * d * 2), flops);
     if (g_kv_fp8) std::printf("  %-22s %-50s %9.2fx\n", "  fp8 / bf16 time", shape, ms8 / ms);
+    if (g_kv_fp8 && plan.splits > 1) {
+      // The records with plan.partials_bf16 toggled, alternating with the plan.
+      auto tog = plan;
+      tog.partials_bf16 = !plan.partials_bf16;
+      for (int r = 0; r < 2; ++r) {
+        const double mst = time_ms([&] {
+          CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, kv_fp8_record>(
+              q16, T, H, d, w8, &c8, sinks, scale, out16, tog, scratch, plan.scratch_bytes, 0)));
+        });
+        print_row(tog.partials_bf16 ? "  fp8 bf16 partials" : "  fp8 f32 partials", shape, mst,
+                  double(T * keys * rec_row_bytes) + double(T * H * d * 2), flops);
+        const double msp = time_ms([&] {
+          CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, kv_fp8_record>(
+              q16, T, H, d, w8, &c8, sinks, scale, out16, plan, scratch, plan.scratch_bytes, 0)));
+        });
+        print_row(plan.partials_bf16 ? "  fp8 plan (bf16 part)" : "  fp8 plan (f32 part)", shape,
+                  msp, double(T * keys * rec_row_bytes) + double(T * H * d * 2), flops);
+      }
+    }
     if (g_kv_fp8) {
       // The records' synchronous kernel (in turn; what they ran before the warp-specialized one).
       auto sync = plan;
@@ -2397,6 +2435,7 @@ int main(int argc, char** argv) {
     bench_attention_case(blas, sms, 32, 128, true, 1 << 20, 0);
     bench_attention_case(blas, sms, 32, 64, false, 1 << 20, 512);
     bench_attention_case(blas, sms, 1, 64, true, 131072, 0);
+    bench_attention_case(blas, sms, 32, 64, true, 131072, 0);
     CHECK_CUBLAS(cublasDestroy(blas));
     return 0;
   }

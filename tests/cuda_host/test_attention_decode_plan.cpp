@@ -115,6 +115,13 @@ TEST(attention_decode_plan, combine_rows_up_to_8_splits_and_partials_in_l2) {
   EXPECT_EQ(t8.splits, 16);
   EXPECT_FALSE(t8.combine_rows);
   EXPECT_TRUE(t8.partials_l2);
+  // bf16 partial rows with 2-32 splits: not with one split (no combine) nor HCA 1M T=1's 65.
+  EXPECT_TRUE(t32.partials_bf16);
+  EXPECT_TRUE(t8.partials_bf16);
+  EXPECT_FALSE(attention_decode_make_plan(64, 128, 512, 64, 0, k_sms).partials_bf16);
+  const attention_decode_plan t1 = attention_decode_make_plan(1, 64, 512, k_window, 8192, k_sms);
+  EXPECT_EQ(t1.splits, 65);
+  EXPECT_FALSE(t1.partials_bf16);
 }
 
 TEST(attention_decode_plan, default_tiles_per_split_follow_the_step_size) {

@@ -565,6 +565,74 @@ __device__ __forceinline__ void store2_policy(float* p, float a, float b, uint64
                : "memory");
 }
 
+// plan.partials_bf16: four bf16 of a partial row (rounded to nearest) in one 8-byte store with
+// the L2 policy, and widened back to f32 (exactly) from one 8-byte load with the policy (bf16
+// partials always take the L2 hints; load4_cg / load4_plain: the f32 combines' loads without).
+__device__ __forceinline__ void store4_bf16_policy(__nv_bfloat16* p, float a, float b, float c,
+                                                   float d, uint64_t policy) {
+  asm volatile("st.global.L2::cache_hint.v2.b32 [%0], {%1, %2}, %3;" ::"l"(p),
+               "r"(pack_bf16x2(a, b)), "r"(pack_bf16x2(c, d)), "l"(policy)
+               : "memory");
+}
+__device__ __forceinline__ float4 widen_bf16x4(uint32_t lo, uint32_t hi) {
+  return make_float4(__uint_as_float(lo << 16), __uint_as_float(lo & 0xffff0000u),
+                     __uint_as_float(hi << 16), __uint_as_float(hi & 0xffff0000u));
+}
+// The row combine's early loads (volatile: issued where written, ahead of the (m, l) loads).
+__device__ __forceinline__ uint2 load_raw4_policy(const __nv_bfloat16* p, uint64_t policy) {
+  uint2 v;
+  asm volatile("ld.global.L2::cache_hint.v2.b32 {%0, %1}, [%2], %3;"
+               : "=r"(v.x), "=r"(v.y)
+               : "l"(p), "l"(policy));
+  return v;
+}
+__device__ __forceinline__ float4 load4_policy(const __nv_bfloat16* p, uint64_t policy) {
+  uint32_t lo, hi;
+  asm("ld.global.L2::cache_hint.v2.b32 {%0, %1}, [%2], %3;"
+      : "=r"(lo), "=r"(hi)
+      : "l"(p), "l"(policy));
+  return widen_bf16x4(lo, hi);
+}
+__device__ __forceinline__ float4 load4_cg(const float* p) {
+  return __ldcg(reinterpret_cast<const float4*>(p));
+}
+__device__ __forceinline__ float4 load4_plain(const float* p) {
+  return *reinterpret_cast<const float4*>(p);
+}
+
+// plan.partials_bf16: store_split_partial's rows as bf16 with the evict_last policy, in a layout
+// of their own: each thread stores the 4 values of accumulator column pairs n, n + 1 (channels
+// c, c + 1, c + 8, c + 9 with c = 16 g + 2 j, g = n / 2, j = lane % 4) as one 8-byte store at
+// position 16 g + 4 j of the row, so that a warp's store covers whole 32-byte sectors (8 rows x
+// 4 lanes x 8 bytes) with half the f32 rows' store instructions. part_channel maps a position of
+// 4 values back to its first channel; the combines read 4 values per load and write the channel
+// pairs (c, c + 1) and (c + 8, c + 9).
+__device__ __forceinline__ int part_channel(int pos) {
+  return (pos & ~15) + ((pos & 15) >> 1);
+}
+__device__ __forceinline__ void store_split_partial_bf16(const float (&acc)[2][64],
+                                                         const float (&m)[2], const float (&l)[2],
+                                                         int half, int lane, int64_t h0, int64_t h1,
+                                                         int heads, int64_t part,
+                                                         __nv_bfloat16* part_o, float2* part_ml) {
+  auto acc_at = [&](int n, int e) { return acc[n >> 4][4 * (n & 15) + e]; };
+  const uint64_t policy = l2_policy_evict_last();
+#pragma unroll
+  for (int n = 0; n < 32; n += 2) {
+    const int pos = half * 256 + (n >> 1) * 16 + 4 * (lane % 4);
+    if (h0 < heads)
+      store4_bf16_policy(part_o + (part + h0) * k_d + pos, acc_at(n, 0), acc_at(n, 1),
+                         acc_at(n + 1, 0), acc_at(n + 1, 1), policy);
+    if (h1 < heads)
+      store4_bf16_policy(part_o + (part + h1) * k_d + pos, acc_at(n, 2), acc_at(n, 3),
+                         acc_at(n + 1, 2), acc_at(n + 1, 3), policy);
+  }
+  if (half == 0 && lane % 4 == 0) {
+    if (h0 < heads) part_ml[part + h0] = make_float2(m[0], l[0]);
+    if (h1 < heads) part_ml[part + h1] = make_float2(m[1], l[1]);
+  }
+}
+
 template <bool keep_l2 = false>
 __device__ __forceinline__ void store_split_partial(const float (&acc)[2][64], const float (&m)[2],
                                                     const float (&l)[2], int half, int lane,
@@ -1028,6 +1096,8 @@ constexpr int k_ws_split = 0;
 constexpr int k_ws_fold = 2;
 // plan.partials_l2 (split, alternate tiles): the partials stored with L2 evict_last.
 constexpr int k_ws_split_keep = 3;
+// plan.partials_bf16 (split, alternate tiles): the partials stored as bf16 with L2 evict_last.
+constexpr int k_ws_split_bf16 = 4;
 // Run-time options of the ws kernel (`opts`), bench diagnoses (plan.diag): no row copies (the
 // consumers' chain alone) / no products (the ring alone).
 constexpr int k_ws_opt_no_load = 1;
@@ -1046,6 +1116,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
   if (threadIdx.x == 0) trace_stamp(trace, 0, k_adt_entry);
   constexpr bool fold = mode == k_ws_fold;
   constexpr bool keep_l2 = mode == k_ws_split_keep;
+  constexpr bool part_bf16 = mode == k_ws_split_bf16;
   constexpr bool records = pool_traits<pool_t>::records;
   static_assert(std::is_same_v<pool_t, __nv_bfloat16> || records);
   // Records stage their raw rows in the exchange area's part that only alt leaves free.
@@ -1753,6 +1824,9 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     }
     if constexpr (fold)
       fold_epilogue(acc, m, l, half, h0, h1);
+    else if constexpr (part_bf16)
+      store_split_partial_bf16(acc, m, l, half, lane, h0, h1, heads, part,
+                               reinterpret_cast<__nv_bfloat16*>(part_o), part_ml);
     else
       store_split_partial<keep_l2>(acc, m, l, half, lane, h0, h1, heads, part, part_o, part_ml);
     if (threadIdx.x == 0) trace_stamp(trace, 0, k_adt_end);
@@ -1789,9 +1863,11 @@ __device__ __forceinline__ float combine_block_reduce(float v, bool is_max, floa
   return v;
 }
 
-template <typename act_t, bool l2 = false>  // l2: as attention_decode_combine_rows
+// part_t: float, or __nv_bfloat16 (plan.partials_bf16: widened exactly, then the same arithmetic).
+template <typename act_t, bool l2 = false,
+          typename part_t = float>  // l2: as attention_decode_combine_rows
 __global__ void __launch_bounds__(k_combine_threads, 1)
-    attention_decode_combine(const float* part_o, const float2* part_ml, const float* sinks,
+    attention_decode_combine(const part_t* part_o, const float2* part_ml, const float* sinks,
                              int heads, int splits, act_t* out, unsigned long long* trace) {
   __shared__ float weight_s[k_combine_chunk];
   __shared__ float red[k_combine_threads / k_warp_size];
@@ -1803,7 +1879,7 @@ __global__ void __launch_bounds__(k_combine_threads, 1)
   const int64_t t = blockIdx.x / heads;
   const int h = int(blockIdx.x % heads);
   const float2* ml = part_ml + t * splits * heads + h;  // split i at ml[i * heads]
-  const float* po = part_o + (t * splits * heads + h) * k_d + threadIdx.x * 4;
+  const part_t* po = part_o + (t * splits * heads + h) * k_d + threadIdx.x * 4;
   const float sink = sinks[h] * k_log2e;
   uint64_t policy = 0;
   if constexpr (l2) policy = l2_policy_evict_first();
@@ -1834,7 +1910,7 @@ __global__ void __launch_bounds__(k_combine_threads, 1)
       if constexpr (l2) {
         if (w != 0.0f) v = load4_policy(po + int64_t(c0 + i) * heads * k_d, policy);
       } else {
-        if (w != 0.0f) v = *reinterpret_cast<const float4*>(po + int64_t(c0 + i) * heads * k_d);
+        if (w != 0.0f) v = load4_plain(po + int64_t(c0 + i) * heads * k_d);
       }
       // Explicit FMAs (what the compiler contracted to before): the row combine repeats this
       // chain bit for bit.
@@ -1846,8 +1922,14 @@ __global__ void __launch_bounds__(k_combine_threads, 1)
   }
   den = combine_block_reduce(den, false, red) + exp2f(sink - mx);
   const float inv = 1.0f / den;
-  store4(out + (t * heads + h) * k_d + threadIdx.x * 4,
-         make_float4(o.x * inv, o.y * inv, o.z * inv, o.w * inv));
+  if constexpr (std::is_same_v<part_t, float>) {
+    store4(out + (t * heads + h) * k_d + threadIdx.x * 4,
+           make_float4(o.x * inv, o.y * inv, o.z * inv, o.w * inv));
+  } else {  // channels c, c + 1, c + 8, c + 9 (store_split_partial_bf16)
+    act_t* const dst = out + (t * heads + h) * k_d + part_channel(threadIdx.x * 4);
+    store2(dst, o.x * inv, o.y * inv);
+    store2(dst + 8, o.z * inv, o.w * inv);
+  }
   if (threadIdx.x == 0) trace_stamp(trace, 1, k_adt_end);
 }
 
@@ -1870,10 +1952,10 @@ constexpr int combine_rows_min_blocks() {
 
 // l2 (plan.partials_l2): the partials are read with the L2 evict_first priority (the main kernel
 // stored them with evict_last; they are not kept past their one read).
-template <int max_splits, typename act_t, bool l2 = false>
+template <int max_splits, typename act_t, bool l2 = false, typename part_t = float>
 __global__ void __launch_bounds__(k_combine_rows_warps* k_warp_size,
                                   combine_rows_min_blocks<max_splits>())
-    attention_decode_combine_rows(const float* part_o, const float2* part_ml, const float* sinks,
+    attention_decode_combine_rows(const part_t* part_o, const float2* part_ml, const float* sinks,
                                   int64_t rows, int heads, int splits, act_t* out,
                                   unsigned long long* trace) {
   constexpr int chunk = max_splits < k_combine_rows_chunk ? max_splits : k_combine_rows_chunk;
@@ -1887,13 +1969,28 @@ __global__ void __launch_bounds__(k_combine_rows_warps* k_warp_size,
   if (row >= rows) return;  // warp-uniform; no barrier follows
   const int64_t t = row / heads;
   const int h = int(row % heads);
+  constexpr bool p16 = !std::is_same_v<part_t, float>;
+  // bf16 partials: the first chunk's rows are loaded beside the (m, l), before their weights are
+  // known (a split without keys wrote no row: its bytes are loaded but not used), so the row's
+  // two L2 round trips overlap instead of following each other.
+  uint2 pre[p16 ? chunk : 1][cols];
+  if constexpr (p16) {
+    const part_t* const src = part_o + (t * splits * heads + h) * k_d + 4 * lane;
+    const uint64_t first = l2_policy_evict_first();
+#pragma unroll
+    for (int u = 0; u < chunk; ++u)
+      if (u < splits)
+#pragma unroll
+        for (int j = 0; j < cols; ++j)
+          pre[u][j] = load_raw4_policy(src + u * int64_t(heads) * k_d + 128 * j, first);
+  }
   float2 v[max_splits];
 #pragma unroll
   for (int r = 0; r < max_splits; ++r)
     v[r] = r < splits ? part_ml[(t * splits + r) * heads + h] : make_float2(-INFINITY, 0.0f);
   float w[max_splits + 1];
   merge_row_weights<max_splits>(v, splits, sinks[h] * k_log2e, w);
-  const float* const po = part_o + (t * splits * heads + h) * k_d + 4 * lane;
+  const part_t* const po = part_o + (t * splits * heads + h) * k_d + 4 * lane;
   const int64_t split_stride = int64_t(heads) * k_d;
   float4 o[cols];
 #pragma unroll
@@ -1911,11 +2008,17 @@ __global__ void __launch_bounds__(k_combine_rows_warps* k_warp_size,
       if (r < splits && w[r] != 0.0f)
 #pragma unroll
         for (int j = 0; j < cols; ++j) {
-          const float* const src = po + r * split_stride + 128 * j;
-          if constexpr (l2)
+          const part_t* const src = po + r * split_stride + 128 * j;
+          if constexpr (p16) {
+            if (r0 == 0)
+              x[u][j] = widen_bf16x4(pre[u][j].x, pre[u][j].y);
+            else
+              x[u][j] = load4_policy(src, policy);
+          } else if constexpr (l2) {
             x[u][j] = load4_policy(src, policy);
-          else
-            x[u][j] = __ldcg(reinterpret_cast<const float4*>(src));
+          } else {
+            x[u][j] = load4_cg(src);
+          }
         }
     }
     // The fma chain in split order, as the combine's (a zero weight adds exactly nothing).
@@ -1933,11 +2036,20 @@ __global__ void __launch_bounds__(k_combine_rows_warps* k_warp_size,
     }
   }
   const float inv = w[max_splits];
-  act_t* const dst = out + row * k_d + 4 * lane;
+  if constexpr (std::is_same_v<part_t, float>) {
+    act_t* const dst = out + row * k_d + 4 * lane;
 #pragma unroll
-  for (int j = 0; j < cols; ++j)
-    store4(dst + 128 * j, make_float4(__fmul_rn(o[j].x, inv), __fmul_rn(o[j].y, inv),
-                                      __fmul_rn(o[j].z, inv), __fmul_rn(o[j].w, inv)));
+    for (int j = 0; j < cols; ++j)
+      store4(dst + 128 * j, make_float4(__fmul_rn(o[j].x, inv), __fmul_rn(o[j].y, inv),
+                                        __fmul_rn(o[j].z, inv), __fmul_rn(o[j].w, inv)));
+  } else {  // channels c, c + 1, c + 8, c + 9 (store_split_partial_bf16)
+#pragma unroll
+    for (int j = 0; j < cols; ++j) {
+      act_t* const dst = out + row * k_d + part_channel(4 * lane + 128 * j);
+      store2(dst, __fmul_rn(o[j].x, inv), __fmul_rn(o[j].y, inv));
+      store2(dst + 8, __fmul_rn(o[j].z, inv), __fmul_rn(o[j].w, inv));
+    }
+  }
   if (threadIdx.x == 0) trace_stamp(trace, 1, k_adt_end);
 }
 
@@ -1959,9 +2071,9 @@ bool valid_record_source(const kv_rows<kv_fp8_record>& s) {
 
 // After the main kernel's launch on `stream`: its launch status, then the combine kernel (PDL).
 // l2: the main kernel stored the partials with L2 evict_last (plan.partials_l2).
-template <bool l2, typename act_t>
+template <bool l2, typename act_t, typename part_t = float>
 cudaError_t launch_combine_as(int64_t heads, int64_t tokens, const attention_decode_plan& plan,
-                              const float* part_o, const float2* part_ml, const float* sinks,
+                              const part_t* part_o, const float2* part_ml, const float* sinks,
                               act_t* out, cudaStream_t stream) {
   cudaError_t e = cudaGetLastError();
   if (e != cudaSuccess) return e;
@@ -1971,13 +2083,13 @@ cudaError_t launch_combine_as(int64_t heads, int64_t tokens, const attention_dec
   if (plan.combine_rows && splits <= k_attention_decode_max_combine_rows_splits) {
     const dim3 grid(unsigned(ceil_div(rows, k_combine_rows_warps)));
     const dim3 block(k_combine_rows_warps * k_warp_size);
-    auto* const kernel = splits <= 2   ? attention_decode_combine_rows<2, act_t, l2>
-                         : splits <= 4 ? attention_decode_combine_rows<4, act_t, l2>
-                                       : attention_decode_combine_rows<8, act_t, l2>;
+    auto* const kernel = splits <= 2   ? attention_decode_combine_rows<2, act_t, l2, part_t>
+                         : splits <= 4 ? attention_decode_combine_rows<4, act_t, l2, part_t>
+                                       : attention_decode_combine_rows<8, act_t, l2, part_t>;
     return launch_pdl(true, kernel, grid, block, 0, stream, part_o, part_ml, sinks, rows,
                       int(heads), splits, out, plan.trace);
   }
-  return launch_pdl(true, attention_decode_combine<act_t, l2>, dim3(unsigned(rows)),
+  return launch_pdl(true, attention_decode_combine<act_t, l2, part_t>, dim3(unsigned(rows)),
                     dim3(k_combine_threads), 0, stream, part_o, part_ml, sinks, int(heads), splits,
                     out, plan.trace);
 }
@@ -2044,7 +2156,8 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
   const dim3 grid(unsigned(plan.splits), unsigned(groups), unsigned(tokens));
   // The warp-specialized split kernel `ws` (bf16 pools or FP8 records), then the combine unless
   // its one split folded the output (fold) or the bench skips it (plan.combine).
-  const auto launch_ws_split = [&](auto* ws, bool fold, bool keep) -> cudaError_t {
+  const auto launch_ws_split = [&](auto* ws, bool fold, bool keep,
+                                   bool p16 = false) -> cudaError_t {
     if (const cudaError_t e = allow_dynamic_smem(ws, k_ws_smem); e != cudaSuccess) return e;
     if (const cudaError_t e =
             launch_pdl(plan.pdl, ws, grid, dim3(k_ws_threads), k_ws_smem, stream, q, int(heads),
@@ -2054,6 +2167,10 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
         e != cudaSuccess)
       return e;
     if (fold || !plan.combine) return cudaGetLastError();
+    if (p16)
+      return launch_combine_as<true>(heads, tokens, plan,
+                                     reinterpret_cast<const __nv_bfloat16*>(part_o), part_ml, sinks,
+                                     out, stream);
     return launch_combine(heads, tokens, plan, part_o, part_ml, sinks, out, stream, keep);
   };
   if constexpr (std::is_same_v<pool_t, __nv_bfloat16>) {
@@ -2062,11 +2179,14 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
       const bool fold = plan.fold && plan.splits == 1;
       // plan.partials_l2: the alternate-tile split kernel keeps its partials in L2 for the
       // combine.
+      // plan.partials_bf16: bf16 partials (with the L2 hints) on the same kernel and combine.
+      const bool p16 = !fold && plan.partials_bf16 && plan.combine && ws_sched(plan) == k_ws_alt;
       const bool keep = !fold && plan.partials_l2 && plan.combine && ws_sched(plan) == k_ws_alt;
       auto* const ws = fold   ? ws_kernel<k_ws_fold, act_t>(plan)
+                       : p16  ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_bf16, act_t>
                        : keep ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_keep, act_t>
                               : ws_kernel<k_ws_split, act_t>(plan);
-      return launch_ws_split(ws, fold, keep);
+      return launch_ws_split(ws, fold, keep, p16);
     }
   }
   if constexpr (pool_traits<pool_t>::records) {
@@ -2075,11 +2195,13 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
     // arithmetic; in turn (plan.alt off) they keep the synchronous kernel below.
     if (plan.wgmma && plan.producer && plan.alt) {
       const bool fold = plan.fold && plan.splits == 1;
+      const bool p16 = !fold && plan.partials_bf16 && plan.combine;
       const bool keep = !fold && plan.partials_l2 && plan.combine;
       auto* const ws = fold   ? attention_decode_ws_kernel<k_ws_alt, k_ws_fold, act_t, pool_t>
+                       : p16  ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_bf16, act_t, pool_t>
                        : keep ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_keep, act_t, pool_t>
                               : attention_decode_ws_kernel<k_ws_alt, k_ws_split, act_t, pool_t>;
-      return launch_ws_split(ws, fold, keep);
+      return launch_ws_split(ws, fold, keep, p16);
     }
   }
   // wgmma for bf16 / f32 pools; FP8 records in turn run the mma.sync kernel.

@@ -81,6 +81,16 @@ struct attention_decode_plan {
   // from L2 rather than DRAM (cache hints only: the same output bit for bit). Set by the split
   // plan wherever it runs alt (attention_decode_plan.cpp).
   bool partials_l2 = false;
+  // Split plans on the alternate-tile kernel (plan.alt) with the combine: the partial rows are
+  // stored as bf16 (rounded to nearest; half the f32 rows' bytes written and read) with the L2
+  // hints of partials_l2 whatever that says; the (max, sum) stay f32 and the combine's arithmetic
+  // is the same on the widened values, so block and row combine still agree bit for bit. Not the
+  // f32 partials' output bit for bit (one more bf16 rounding of each split's unnormalized row,
+  // relative 2^-9: parity NMSE 3.6e-6 -> 6.0e-6 at Flash CSA T=32 with bf16 activations, under
+  // the 2e-5 tolerance). The rows are stored in a layout of their own (store_split_partial_bf16:
+  // 8-byte stores filling 32-byte sectors). Set by the split plan with 2-32 splits, where it
+  // measured faster (attention_decode_plan.cpp).
+  bool partials_bf16 = false;
   // Benchmark diagnosis only: 1 the warp-specialized kernel copies no rows (its consumers' chain
   // alone), 2 its consumers compute nothing (the ring alone), both with an undefined output; 4 the
   // FP8-record producer finds rows by 32-bit divisions even for power-of-two block sizes (the path

@@ -122,6 +122,19 @@ attention_decode_plan attention_decode_make_plan(int64_t tokens, int64_t heads, 
   // 38.6 / 32.6, HCA 1M T=16 74.7 / 69.6 / 73.2 / 68.1; block / block + L2: HCA 1M T=8 50.2 / 44.5,
   // T=4 38.4 / 32.6, T=1 25.7 / 22.0.
   p.partials_l2 = true;
+  // bf16 partial rows (plan.partials_bf16) in the split plans of 2-32 splits. H200 2026-11-27
+  // (ATTN19 helper, bench_attention --steps, same process, the f32 rows toggled in alternation;
+  // event-timed, graph replay in brackets), f32 / bf16 partials: Flash CSA T=32 (4 splits) 24.80
+  // / 20.67 us (19.42), HCA 128K T=32 (4) 29.76 / 25.66 (26.46), HCA 1M T=8 (16) 40.13 / 36.58
+  // (36.54), HCA 1M T=32 (4) 104.06 / 100.51, Flash CSA T=1 (20) 14.27 / 13.41; FP8 records
+  // (--kv-fp8) Flash CSA T=32 27.14 / 22.88, HCA 128K T=32 34.72 / 30.56, HCA 1M T=8 49.57 /
+  // 45.95, HCA 128K T=1 (18) 17.12 / 16.61. The traces: the f32 rows' 16 MB at T = 32 took 4.3 us
+  // from the key loop's end to the CTAs' end, the bf16 rows 2.1 (both ~3.9 TB/s into L2), and the
+  // row combine 4.1 -> 2.6 us (with its first loads beside the (m, l)). HCA 1M T=1 (65 splits,
+  // 4 MB of bf16 rows): 0.1-0.4 us slower in three rounds (bf16 / f32 20.51 / 20.22, 20.61 / 20.51,
+  // 20.58 / 20.16 us), so f32 past 32 splits. Storing the bf16 pairs as they sit in the accumulator
+  // (4 bytes per thread, half sectors) was slower than f32 (Flash CSA T=32 26.59 vs 24.83 us).
+  p.partials_bf16 = splits > 1 && splits <= 32;
   // Tried and dropped (ATTN12 helper, H100 2026-11-26, same process, per-CTA traces): the partial
   // rows out through the consumed key ring as whole lines (STG.128 of 512 bytes per warp, or one
   // TMA bulk copy per row) instead of the fragments' 8-byte stores: 3.1-3.2 vs 2.6 us from the
