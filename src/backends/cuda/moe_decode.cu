@@ -444,9 +444,15 @@ __device__ __forceinline__ void mma_round_per_word(float (&acc)[4], const round_
 // every lane takes mx_scale_of, whose m2 is 1.0 for e <= 128, so lanes without a large scale
 // compute the same values as in the fast variant: every product, scale step and sum is the
 // first version's (bit-identical outputs).
-template <weight_kind K, bool SPLIT, bool TWO, int RP>
+// after_word0: called once, after word 0's HMMAs (the ring's next-round activation loads, see
+// round_math; a no-op elsewhere).
+struct no_hook {
+  __device__ __forceinline__ void operator()() const {}
+};
+template <weight_kind K, bool SPLIT, bool TWO, int RP, typename H = no_hook>
 __device__ __forceinline__ void mma_round(float (&acc)[4], const round_w<K>& r,
-                                          const uint4 (&xh)[4], const uint4 (&xl)[4]) {
+                                          const uint4 (&xh)[4], const uint4 (&xl)[4],
+                                          const H& after_word0 = H{}) {
   uint32_t m1[2][2], m2[2] = {0x3F803F80u, 0x3F803F80u};
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
@@ -486,14 +492,17 @@ __device__ __forceinline__ void mma_round(float (&acc)[4], const round_w<K>& r,
       fp4mma::mma_bf16(acc, p0[0], p1[0], p0[1], p1[1], xl[w].x, xl[w].y);
       fp4mma::mma_bf16(acc, p0[2], p1[2], p0[3], p1[3], xl[w].z, xl[w].w);
     }
+    if (w == 0) after_word0();
   }
 }
 
 // All NM matrices of one round: the ring's mma_round (with the warp-wide choice of its TWO variant
 // for MXFP4) or the register pipeline's mma_round_per_word. All lanes of the warp.
-template <weight_kind K, bool SPLIT, int RP, int NM, bool RING = true>
+// H (the ring): after_word0 of matrix 0's round.
+template <weight_kind K, bool SPLIT, int RP, int NM, bool RING = true, typename H = no_hook>
 __device__ __forceinline__ void mma_rounds(float (&acc)[NM][4], const round_w<K> (&cur)[NM],
-                                           const uint4 (&xh)[4], const uint4 (&xl)[4]) {
+                                           const uint4 (&xh)[4], const uint4 (&xl)[4],
+                                           const H& after_word0 = H{}) {
   if constexpr (!RING) {
 #pragma unroll
     for (int m = 0; m < NM; ++m) mma_round_per_word<K, SPLIT, RP>(acc[m], cur[m], xh, xl);
@@ -502,15 +511,18 @@ __device__ __forceinline__ void mma_rounds(float (&acc)[NM][4], const round_w<K>
 #pragma unroll
     for (int m = 0; m < NM; ++m) emax = max(emax, max(cur[m].s[0], cur[m].s[1]));
     if (__any_sync(0xffffffffu, emax > 128u)) {
+      mma_round<K, SPLIT, true, RP>(acc[0], cur[0], xh, xl, after_word0);
 #pragma unroll
-      for (int m = 0; m < NM; ++m) mma_round<K, SPLIT, true, RP>(acc[m], cur[m], xh, xl);
+      for (int m = 1; m < NM; ++m) mma_round<K, SPLIT, true, RP>(acc[m], cur[m], xh, xl);
     } else {
+      mma_round<K, SPLIT, false, RP>(acc[0], cur[0], xh, xl, after_word0);
 #pragma unroll
-      for (int m = 0; m < NM; ++m) mma_round<K, SPLIT, false, RP>(acc[m], cur[m], xh, xl);
+      for (int m = 1; m < NM; ++m) mma_round<K, SPLIT, false, RP>(acc[m], cur[m], xh, xl);
     }
   } else {
+    mma_round<K, SPLIT, false, RP>(acc[0], cur[0], xh, xl, after_word0);
 #pragma unroll
-    for (int m = 0; m < NM; ++m) mma_round<K, SPLIT, false, RP>(acc[m], cur[m], xh, xl);
+    for (int m = 1; m < NM; ++m) mma_round<K, SPLIT, false, RP>(acc[m], cur[m], xh, xl);
   }
 }
 
@@ -906,7 +918,9 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     const uint32_t scale_mask = moe_scales::mask_of(enc);
 
     // Round j's weights times the activation fragments cxh / cxl, then the refill of its stage.
-    const auto round_math = [&](int j, const uint4(&cxh)[4], const uint4(&cxl)[4]) {
+    // after_word0: see mma_round (the unstaged path's next-round activation loads).
+    const auto round_math = [&](int j, const uint4(&cxh)[4], const uint4(&cxl)[4],
+                                const auto& after_word0) {
       const int u = j % k_stages;
       cp_async_wait<k_stages - 1>();  // round j (this lane's copies) has landed
       __syncwarp();                   // and the scale chunks the lanes q == 0 copied for it
@@ -939,9 +953,10 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
 #pragma unroll
         for (int i = 0; i < 4; ++i) f ^= cxh[i].x ^ cxh[i].y ^ cxh[i].z ^ cxh[i].w ^ cxl[i].w;
         acc[0][0] += __uint_as_float(f & 0x807FFFFFu);  // |value| < 2^-126: no inf / NaN
+        after_word0();
       }
 #else
-      mma_rounds<K, SPLIT, RP, NM>(acc, cur, cxh, cxl);
+      mma_rounds<K, SPLIT, RP, NM>(acc, cur, cxh, cxl, after_word0);
 #endif
       // Refill the stage just read only after the math consumed what was read from it (the
       // shared loads have returned), so the asynchronous copy cannot overtake them. With as
@@ -958,20 +973,36 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
           uint4 cx[4];
 #pragma unroll
           for (int i = 0; i < 4; ++i) cx[i] = xs_lane[j * 16 + 4 * i];
-          round_math(j, cx, cx);
+          round_math(j, cx, cx, no_hook{});
         }
       }
     } else {
       uint4 xh[4], xl[4], nxh[4], nxl[4];
       if (nr > 0) load_x<HL2>(xh, xl, xh_p, xl_p, 0, SPLIT);
       // Activations loaded one round ahead; two rounds per iteration with the buffers swapping
-      // roles: no register copies between rounds.
+      // roles: no register copies between rounds. Round j + 1's loads are issued inside round j,
+      // after its word 0's HMMAs, and their address depends on round j's fragments (+ 0 through
+      // `opaque0`, which ptxas cannot fold): all activation loads share one variable-latency
+      // scoreboard, so loads issued before round j's first HMMA made it wait for them too (a
+      // full load latency every other round: MOE18's 20.7% of W1/W3's stall samples); issued
+      // after round j's fragments arrived, round j + 1's loads have a whole round to land.
+      // Without the address dependency ptxas hoists the loads above the first HMMA, which then
+      // waits for them in every round (SASS of the engine's W1/W3 kernel, MOE19).
+      const uint32_t opaque0 = uint32_t(uint64_t(kdim) >> 62);  // 0: kdim < 2^62
       for (int j = 0; j < nr; j += 2) {
-        if (j + 1 < nr) load_x<HL2>(nxh, nxl, xh_p, xl_p, j + 1, SPLIT);
-        round_math(j, xh, xl);
+        round_math(j, xh, xl, [&] {
+          if (j + 1 < nr) {
+            const uint32_t z = xh[0].x & opaque0;
+            load_x<HL2>(nxh, nxl, xh_p + z, xl_p + z, j + 1, SPLIT);
+          }
+        });
         if (j + 1 < nr) {
-          if (j + 2 < nr) load_x<HL2>(xh, xl, xh_p, xl_p, j + 2, SPLIT);
-          round_math(j + 1, nxh, nxl);
+          round_math(j + 1, nxh, nxl, [&] {
+            if (j + 2 < nr) {
+              const uint32_t z = nxh[0].x & opaque0;
+              load_x<HL2>(xh, xl, xh_p + z, xl_p + z, j + 2, SPLIT);
+            }
+          });
         }
       }
     }
