@@ -1597,9 +1597,6 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
       p.zero_fold = false;
       vs.push_back({"fp4 zero-kernel", p});
       p = plan;
-      p.zero_fold_prefetch = false;
-      vs.push_back({"fp4 fold-wait", p});
-      p = plan;
       p.list_fine_early = false;
       vs.push_back({"fp4 fine-late", p});
       p.zero_fold = false;

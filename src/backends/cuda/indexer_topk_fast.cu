@@ -292,8 +292,7 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
       (plan.score_quad ? k_score_flag_quad : 0) | (plan.score_rotate ? k_score_flag_rotate : 0) |
       (plan.score_pingpong ? k_score_flag_pingpong : 0) |
       (plan.list_once ? k_score_flag_list_once : 0) | (fold ? k_score_flag_zero_fold : 0) |
-      (plan.list_fine_early ? k_score_flag_fine_early : 0) |
-      (plan.zero_fold_prefetch ? k_score_flag_fold_prefetch : 0);
+      (plan.list_fine_early ? k_score_flag_fine_early : 0);
   // A programmatic dependent of the zeroing kernel (plan.zero_kernel), else a plain launch.
   const auto launch_score = [&](auto kernel, int threads, int smem) {
     e = launch_pdl(plan.zero_kernel, kernel, grid, dim3(unsigned(threads)), size_t(smem), stream, q,

@@ -114,9 +114,6 @@ struct indexer_fast_plan {
   // back to the zeroing launch where the grid would not fit. Calls on one device must not overlap
   // (one stream, or streams ordered by events): concurrent calls would share the barrier words.
   bool zero_fold = true;
-  // zero_fold: the barrier's generation fetched into shared memory (cp.async) during each score
-  // CTA's last pass, so the check before the flush needs no global round trip once it has moved.
-  bool zero_fold_prefetch = true;
   // plan.score_list: each score CTA reads the 16 fine bins of every coarse bin with its coarse
   // snapshot (one round trip) instead of the 16 of the snapshot's bin after it (a second one).
   bool list_fine_early = true;

@@ -68,8 +68,7 @@ constexpr int k_score_flag_rotate = 8;
 constexpr int k_score_flag_pingpong = 16;   // plan.score_pingpong
 constexpr int k_score_flag_list_once = 32;  // plan.list_once (score_list: one snapshot, no waits)
 constexpr int k_score_flag_zero_fold = 64;  // plan.zero_fold (score_list: the CTAs zero the token)
-constexpr int k_score_flag_fine_early = 128;     // plan.list_fine_early
-constexpr int k_score_flag_fold_prefetch = 256;  // plan.zero_fold_prefetch
+constexpr int k_score_flag_fine_early = 128;  // plan.list_fine_early
 constexpr int k_max_range_blocks = 1025;  // block ids of a CTA's range (keys_per_cta <= 1024 bs)
 // Pool rows of the keys of passes j .. j + 7 (slot j % 8), computed `stages` passes ahead, one key
 // per thread, so the copy loop only reads them (no block division per copied chunk). FP8 keys
@@ -942,13 +941,12 @@ __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* s
   trace_stamp(k_trace_score, 4);
 }
 
-// plan.zero_fold: per token t, g_indexer_fold_bar[4 t] counts the score CTAs of the current call
-// that zeroed their share of the token's state and histograms, and g_indexer_fold_bar[4 t + 1] is
+// plan.zero_fold: per token t, g_indexer_fold_bar[2 t] counts the score CTAs of the current call
+// that zeroed their share of the token's state and histograms, and g_indexer_fold_bar[2 t + 1] is
 // a generation the last of them advances (after resetting the count to 0, so that every call
 // starts from a zero count: the words are zero at module load and no other code writes them).
-// 16 bytes per token: one 16-byte copy fetches the pair (plan.zero_fold_prefetch).
 constexpr int k_fold_max_tokens = 1024;
-__device__ __align__(16) uint32_t g_indexer_fold_bar[4 * k_fold_max_tokens];
+__device__ uint32_t g_indexer_fold_bar[2 * k_fold_max_tokens];
 
 // plan.zero_fold, every CTA of the score grid at its start (before any early exit): zeroes its
 // share of token blockIdx.y's first histogram, coarse histogram (the first k_bins / 16 words of the
@@ -974,7 +972,7 @@ __device__ __forceinline__ uint32_t fold_zero_and_arrive(token_state* state, uin
   __syncthreads();  // the CTA's zeros before thread 0's release
   uint32_t gen = 0;
   if (threadIdx.x == 0) {
-    uint32_t* bar = g_indexer_fold_bar + 4 * t;
+    uint32_t* bar = g_indexer_fold_bar + 2 * t;
     // The generation first (acquire: the arrival cannot overtake it), so it is the one before
     // this call's advance, which needs this CTA's arrival.
     asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(gen) : "l"(bar + 1) : "memory");
@@ -993,7 +991,7 @@ __device__ __forceinline__ uint32_t fold_zero_and_arrive(token_state* state, uin
 // dispatch checks it), so the wait ends; one that lasts seconds means that contract was broken
 // (an overlapping call on another stream): trap rather than hang.
 __device__ __forceinline__ void fold_wait(uint32_t gen) {
-  const uint32_t* g = g_indexer_fold_bar + 4 * int64_t(blockIdx.y) + 1;
+  const uint32_t* g = g_indexer_fold_bar + 2 * int64_t(blockIdx.y) + 1;
   unsigned long long start, now;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
   for (;;) {
@@ -1006,20 +1004,6 @@ __device__ __forceinline__ void fold_wait(uint32_t gen) {
   }
 }
 
-// plan.zero_fold_prefetch, thread 0 at the start of its last pass: the token's barrier words
-// copied into `dst` (16 bytes of shared memory) by cp.async, so the check after the loop reads
-// shared memory instead of waiting for a global round trip. A copy showing the generation past
-// `gen` observed the last arrival's release (every CTA's zeros at L2 before it); the flush's
-// atomics, issued only after that value came back, act at L2 after those zeros. (No acquire
-// fence: it would wait for thread 0's outstanding score stores, the round trip this avoids.)
-// Otherwise fold_wait.
-__device__ __forceinline__ void fold_prefetch(uint32_t* dst) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(smem_u32(dst)),
-               "l"(g_indexer_fold_bar + 4 * int64_t(blockIdx.y))
-               : "memory");
-  cp_async_commit();
-}
-
 // plan.score_three: FP4 bulk decoupled passes, 8 warps, three CTAs per SM (24 warps per SM to
 // hide the per-pass latency chain; 16 with two). The register-A wgmma path with its A fragments
 // widened one k-step ahead of the MMAs (8 live A registers instead of 32) so that the kernel fits
@@ -1027,7 +1011,7 @@ __device__ __forceinline__ void fold_prefetch(uint32_t* dst) {
 // With `list` (plan.score_list) each CTA then lists its candidates (score_list_keys).
 constexpr int score_three_smem_bytes(int stages) {
   return k_q_bytes + stages * k_fp4_pass_bytes + k_bins * 4 + k_row_ring * 4 + stages * k_pass * 4 +
-         (k_max_range_blocks + 1) / 2 * 8 + stages * 16 + 8 * 4 * 8 + 32;
+         (k_max_range_blocks + 1) / 2 * 8 + stages * 16 + 8 * 4 * 8;
 }
 static_assert(3 * (score_three_smem_bytes(k_stages_fp4_three) + 1024) <= 228 * 1024,
               "three CTAs per SM");
@@ -1057,9 +1041,6 @@ __global__ void __launch_bounds__(256, 3)
   // w_smem: lane quad t's weight pair of n-tile nt at w_pairs[nt * 4 + t].
   float2* w_pairs =
       reinterpret_cast<float2*>(range_blocks + (k_max_range_blocks + 1) / 2 * 2 + 4 * stages);
-  // plan.zero_fold_prefetch: the barrier words' copy (16-byte aligned, in the last 32 bytes).
-  uint32_t* fold_s = reinterpret_cast<uint32_t*>((reinterpret_cast<uintptr_t>(w_pairs + 32) + 15) &
-                                                 ~uintptr_t(15));
 
   pdl_trigger();
   trace_stamp(k_trace_score, 0);
@@ -1342,10 +1323,8 @@ __global__ void __launch_bounds__(256, 3)
       }
     }
   };
-  const bool fold_early = fold && (flags & k_score_flag_fold_prefetch) != 0;
   float acc[32];
   for (int64_t p = 0; p < passes; ++p) {
-    if (fold_early && p == passes - 1 && threadIdx.x == 0) fold_prefetch(fold_s);
     load_pass(p);
     mma_pass(acc);
     epilogue(acc, p);
@@ -1356,12 +1335,7 @@ __global__ void __launch_bounds__(256, 3)
   // fold: the token's zeros (every CTA's share) before the flush; else the zeroing kernel's
   // (pdl_wait: a no-op without the programmatic launch).
   if (fold && threadIdx.x == 0) {
-    bool passed = false;
-    if (fold_early) {
-      cp_async_wait<0>();
-      passed = *static_cast<volatile uint32_t*>(fold_s + 1) != fold_gen;
-    }
-    if (!passed) fold_wait(fold_gen);
+    fold_wait(fold_gen);
     trace_stamp(k_trace_score, 7);
   }
   __syncthreads();
