@@ -1439,7 +1439,6 @@ void trace_indexer_phases(const char* name, cudaStream_t st, int64_t score_ctas,
       {"score loop end min", 0, 1, score_ctas, 0},
       {"score loop end med", 0, 1, score_ctas, 1},
       {"score loop end max", 0, 1, score_ctas, 2},
-      {"score fold wait max", 0, 7, score_ctas, 2},
       {"score snapshot med", 0, 3, score_ctas, 1},
       {"score snapshot max", 0, 3, score_ctas, 2},
       {"score listed max", 0, 4, score_ctas, 2},
@@ -1590,18 +1589,6 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
     };
     std::vector<variant> vs;
     vs.push_back({"fp4 plan", plan});
-    if (plan.score_list) {
-      // Session 15: the zeroing launch folded into the score CTAs (plan.zero_fold) and the fine
-      // bins read with the coarse snapshot (plan.list_fine_early), each off, and both (s14's).
-      plan_t p = plan;
-      p.zero_fold = false;
-      vs.push_back({"fp4 zero-kernel", p});
-      p = plan;
-      p.list_fine_early = false;
-      vs.push_back({"fp4 fine-late", p});
-      p.zero_fold = false;
-      vs.push_back({"fp4 s14 listing", p});
-    }
     if (!g_indexer_plan_only) {  // the A/B rows
       {
         // The score kernel listing the candidates (plan.score_list) off: the collect launch.
@@ -1711,15 +1698,9 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
     std::printf("indexer phase trace, %s:\n", shape);
     plan_t other = plan;
     other.score_list = !plan.score_list;
-    plan_t s14 = plan;  // the zeroing launch, the fine bins after the coarse snapshot
-    s14.zero_fold = s14.list_fine_early = false;
-    for (const plan_t& p : {plan, s14, other}) {
-      if (g_indexer_plan_only && !p.score_list) continue;
-      trace_indexer_phases(!p.score_list ? "collect launch"
-                           : p.zero_fold ? "score_list"
-                                         : "score_list, zero kernel + fine bins late (s14)",
-                           st, p.ctas_per_token, p.collect_ctas_per_token, p.select_ctas,
-                           [&] { run_fp4(p); });
+    for (const plan_t& p : {plan, other}) {
+      trace_indexer_phases(p.score_list ? "score_list" : "collect launch", st, p.ctas_per_token,
+                           p.collect_ctas_per_token, p.select_ctas, [&] { run_fp4(p); });
       // The token's candidate count (token_state after the scores in the scratch).
       run_fp4(p);
       uint32_t state_words[8];

@@ -38,10 +38,7 @@
 // snapshot's count from the top reaches k is at or below the true threshold bin; the CTA appends
 // its keys at or above that bin to the token's list (score_list_keys). The select kernel then ranks
 // the whole list when it is short (list_rank), else resolves the threshold from the first
-// histogram; an overflowing list or heavy ties rescan the scores in CTA 0. With plan.zero_fold
-// there is no zeroing launch in front: the score CTAs zero their token's state and histograms and
-// meet on a per-token barrier before their flush (fold_zero_and_arrive, fold_wait), where the
-// grid is resident at once.
+// histogram; an overflowing list or heavy ties rescan the scores in CTA 0.
 // Keys are 64-bit (ordered score bits << 32 | ~entry), unique per entry, so "higher score first,
 // equal scores lower entry first" is plain descending key order. When the threshold bin holds
 // more keys than the candidate buffer (heavy ties), nothing is listed: the selecting CTA resolves
@@ -52,7 +49,6 @@
 // the one __constant__ g_indexer_trace (without separable compilation each unit would hold its
 // own, each to be set by indexer_fast_set_trace).
 #include <algorithm>
-#include <atomic>
 
 #include "backends/cuda/indexer_topk_fast.h"
 #include "backends/cuda/indexer_topk_fast_common.cuh"
@@ -66,31 +62,6 @@ namespace {
 
 int64_t score_stride_of(int64_t capacity) {
   return ceil_div(capacity, 4) * 4;
-}
-
-// CTAs of the listing score kernel (plan.score_list's) resident at once on the current device,
-// computed once per device (0 on an error: nothing fits, no fold).
-template <typename act_t>
-int64_t list_kernel_resident_ctas() {
-  constexpr int k_devices = 64;
-  static std::atomic<int64_t> cache[k_devices] = {};
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return 0;
-  if (dev >= 0 && dev < k_devices) {
-    const int64_t known = cache[dev].load(std::memory_order_relaxed);
-    if (known > 0) return known;
-  }
-  int per_sm = 0, sms = 0;
-  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-          &per_sm, indexer_score_three_kernel<act_t, k_stages_fp4_three, true>, 256,
-          size_t(score_three_smem_bytes(k_stages_fp4_three))) != cudaSuccess ||
-      cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
-    cudaGetLastError();  // (not sticky; the caller's own launches report real errors)
-    return 0;
-  }
-  const int64_t r = int64_t(per_sm) * sms;
-  if (dev >= 0 && dev < k_devices && r > 0) cache[dev].store(r, std::memory_order_relaxed);
-  return r;
 }
 
 }  // namespace
@@ -260,24 +231,8 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
   if (plan.capacity == 0) return cudaMemsetAsync(out, 0xff, size_t(tokens * top_k) * 4, stream);
   const paged_entries pages{block_table, table_rows, table_width, block_size, pool_rows, 0};
   const size_t zero_bytes = size_t(tokens) * (sizeof(token_state) + 2 * k_bins * 4);
-  // Bulk passes: FP4 keys on wgmma, each pass inside one block, 16-byte aligned scale rows.
-  const bool bulk = fmt == k_fmt_e2m1 && plan.score_wgmma && plan.score_bulk &&
-                    block_size % k_pass == 0 && aligned_16(key_scales);
-  const bool eight = plan.score_warps == 8;
-  const bool three = bulk && plan.score_three && plan.score_decouple && plan.score_quad &&
-                     !plan.score_pingpong && eight && !plan.score_split;
-  // plan.score_list: the three-CTA score kernel lists the candidates itself (no collect launch);
-  // the select kernel (lean, over select_ctas CTAs) resolves both threshold levels.
-  const bool list_mode =
-      three && plan.score_list && plan.select_ctas > 0 && plan.lean_select && !plan.cluster_select;
-  const dim3 grid(unsigned(plan.ctas_per_token), unsigned(tokens));
-  // plan.zero_fold: the score CTAs zero their tokens (no zeroing launch) where the whole grid is
-  // resident at once on this device (their barrier needs it).
-  const bool fold = list_mode && plan.zero_fold && tokens <= k_fold_max_tokens &&
-                    plan.ctas_per_token * tokens <= list_kernel_resident_ctas<act_t>();
   cudaError_t e = cudaSuccess;
-  if (fold) {
-  } else if (plan.zero_kernel) {
+  if (plan.zero_kernel) {
     static_assert((sizeof(token_state) + 2 * k_bins * 4) % 16 == 0, "16-byte words");
     const int64_t n16 = int64_t(zero_bytes / 16);
     indexer_zero_kernel<<<unsigned(std::min<int64_t>(ceil_div(n16, 256), 256)), 256, 0, stream>>>(
@@ -287,18 +242,28 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
     e = cudaMemsetAsync(state, 0, zero_bytes, stream);
   }
   if (e != cudaSuccess) return e;
+  const dim3 grid(unsigned(plan.ctas_per_token), unsigned(tokens));
+  // Bulk passes: FP4 keys on wgmma, each pass inside one block, 16-byte aligned scale rows.
+  const bool bulk = fmt == k_fmt_e2m1 && plan.score_wgmma && plan.score_bulk &&
+                    block_size % k_pass == 0 && aligned_16(key_scales);
   const int flags =
       (bulk ? k_score_flag_bulk | (plan.score_decouple ? k_score_flag_decouple : 0) : 0) |
       (plan.score_quad ? k_score_flag_quad : 0) | (plan.score_rotate ? k_score_flag_rotate : 0) |
       (plan.score_pingpong ? k_score_flag_pingpong : 0) |
-      (plan.list_once ? k_score_flag_list_once : 0) | (fold ? k_score_flag_zero_fold : 0) |
-      (plan.list_fine_early ? k_score_flag_fine_early : 0);
+      (plan.list_once ? k_score_flag_list_once : 0);
   // A programmatic dependent of the zeroing kernel (plan.zero_kernel), else a plain launch.
   const auto launch_score = [&](auto kernel, int threads, int smem) {
     e = launch_pdl(plan.zero_kernel, kernel, grid, dim3(unsigned(threads)), size_t(smem), stream, q,
                    weights, key_pool, key_scales, pages, token_seq, n_visible, plan.capacity,
                    plan.keys_per_cta, q_scale, scores, stride, hist, flags);
   };
+  const bool eight = plan.score_warps == 8;
+  const bool three = bulk && plan.score_three && plan.score_decouple && plan.score_quad &&
+                     !plan.score_pingpong && eight && !plan.score_split;
+  // plan.score_list: the three-CTA score kernel lists the candidates itself (no collect launch);
+  // the select kernel (lean, over select_ctas CTAs) resolves both threshold levels.
+  const bool list_mode =
+      three && plan.score_list && plan.select_ctas > 0 && plan.lean_select && !plan.cluster_select;
   if (fmt == k_fmt_e4m3) {
     const int smem = score_smem_bytes(k_stages_fp8, fmt);
     if (eight)
@@ -308,8 +273,7 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
   } else if (three) {
     // (The token's coarse histogram of plan.score_list in its second histogram's first 256 words:
     // zeroed with it, otherwise unused on that path.)
-    // fold: the call's first launch, plain (it reads q and weights at once).
-    e = launch_pdl(plan.zero_kernel && !fold,
+    e = launch_pdl(plan.zero_kernel,
                    list_mode ? indexer_score_three_kernel<act_t, k_stages_fp4_three, true>
                              : indexer_score_three_kernel<act_t, k_stages_fp4_three, false>,
                    grid, dim3(256), size_t(score_three_smem_bytes(k_stages_fp4_three)), stream, q,

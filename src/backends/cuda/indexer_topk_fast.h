@@ -13,8 +13,7 @@
 //                            q_scale, plan, scratch, scratch_bytes, out, stream);
 // The plan depends only on the token count and the table capacity (never on n_visible): the
 // launches (a memset and three kernels, each a programmatic dependent of the one before; two with
-// select_ctas == 0; with score_list and zero_fold only the score and select kernels) can be
-// graph-captured, and CTAs past a token's visible entries exit at once.
+// select_ctas == 0) can be graph-captured, and CTAs past a token's visible entries exit at once.
 //
 // Status (H200, 2026-11-22, bench_attention --indexer, graph replay, L2 flushed): 256K entries,
 // T=1 top-512: bf16 keys 59.7 us, FP4 keys 46.6 us (scores 28.9 us, collect 5.5 us, select
@@ -106,17 +105,6 @@ struct indexer_fast_plan {
   // The per-token state and histograms zeroed by a kernel that the score kernel follows as a
   // programmatic dependent (the scores overlap the zeroing) instead of a memset node.
   bool zero_kernel = true;
-  // plan.score_list on the three-CTA kernel: no zeroing launch; the score CTAs zero their token's
-  // state and histograms themselves at their start, and wait (before their histogram flush) on a
-  // per-token count of the token's CTAs that have zeroed (a generation barrier in static device
-  // words, zero at module load, left zero by every call). So every score CTA of the grid must be
-  // resident at once: the dispatch checks the kernel's occupancy on the current device and falls
-  // back to the zeroing launch where the grid would not fit. Calls on one device must not overlap
-  // (one stream, or streams ordered by events): concurrent calls would share the barrier words.
-  bool zero_fold = true;
-  // plan.score_list: each score CTA reads the 16 fine bins of every coarse bin with its coarse
-  // snapshot (one round trip) instead of the 16 of the snapshot's bin after it (a second one).
-  bool list_fine_early = true;
   // CTAs of the select kernel per token (1..64; each ranks a share of the ~top_k keys at or above
   // the threshold), or 0: the last collect CTA of the token selects alone (the earlier scheme).
   int select_ctas = 0;

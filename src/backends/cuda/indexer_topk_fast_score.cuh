@@ -67,9 +67,7 @@ constexpr int k_score_flag_quad = 4;
 constexpr int k_score_flag_rotate = 8;
 constexpr int k_score_flag_pingpong = 16;   // plan.score_pingpong
 constexpr int k_score_flag_list_once = 32;  // plan.list_once (score_list: one snapshot, no waits)
-constexpr int k_score_flag_zero_fold = 64;  // plan.zero_fold (score_list: the CTAs zero the token)
-constexpr int k_score_flag_fine_early = 128;  // plan.list_fine_early
-constexpr int k_max_range_blocks = 1025;  // block ids of a CTA's range (keys_per_cta <= 1024 bs)
+constexpr int k_max_range_blocks = 1025;    // block ids of a CTA's range (keys_per_cta <= 1024 bs)
 // Pool rows of the keys of passes j .. j + 7 (slot j % 8), computed `stages` passes ahead, one key
 // per thread, so the copy loop only reads them (no block division per copied chunk). FP8 keys
 // keep their scales in a ring alike.
@@ -849,7 +847,7 @@ __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* s
                                              const float* sc, int64_t lo, int64_t hi, int64_t n,
                                              uint32_t k, const uint32_t* hist, uint32_t* coarse,
                                              uint32_t* count, unsigned long long* list,
-                                             int tries_max, bool fine_early) {
+                                             int tries_max) {
   static_assert(threads == k_bins / 16, "one coarse bin per thread");
   const int lane = threadIdx.x % k_warp_size, warp = threadIdx.x / k_warp_size;
   // This CTA's coarse bin threadIdx.x (rotated reads: 2-way bank conflicts instead of 16).
@@ -868,45 +866,24 @@ __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* s
   uint32_t* res = scratch + 32;  // [0] total, [1] coarse bin, [2] keys above it, [3] fine bin L
   const uint32_t target = uint32_t((n + 1) / 2);
   for (int tries = 0;; ++tries) {
-    if (threadIdx.x == 0) res[1] = res[2] = res[3] = 0;
+    if (threadIdx.x == 0) res[1] = res[2] = 0;
     // Thread i holds coarse bin 255 - i: the exclusive scan counts the keys in higher bins.
-    const uint32_t my_cb = uint32_t(threads - 1 - threadIdx.x);
     uint32_t c;
-    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];" : "=r"(c) : "l"(coarse + my_cb));
-    // fine_early: the coarse bin's 16 fine bins in the same round trip. Any mix of reads is a
-    // snapshot of counts of real keys (each may miss keys, none over-counts), which is all the
-    // bound L below needs; the order of the reads does not matter.
-    uint32_t f[16];
-    if (fine_early) {
-#pragma unroll
-      for (int j = 0; j < 4; ++j)
-        asm volatile("ld.relaxed.gpu.global.v4.u32 {%0, %1, %2, %3}, [%4];"
-                     : "=r"(f[4 * j]), "=r"(f[4 * j + 1]), "=r"(f[4 * j + 2]), "=r"(f[4 * j + 3])
-                     : "l"(hist + 16 * my_cb + 4 * j));
-    }
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];"
+                 : "=r"(c)
+                 : "l"(coarse + (threads - 1 - threadIdx.x)));
     const uint32_t before = block_exclusive_scan(c, scratch);
     if (threadIdx.x == threads - 1) res[0] = before + c;
     if (before < k && before + c >= k) {
-      res[1] = my_cb;
+      res[1] = uint32_t(threads - 1 - threadIdx.x);
       res[2] = before;
-      if (fine_early) {
-        // The highest fine bin of my_cb where the count from the top reaches k (else my_cb's
-        // lowest: the fine snapshot holds fewer keys than the coarse one).
-        uint32_t fine = 16 * my_cb, cum = before;
-#pragma unroll
-        for (int j = 15; j >= 0; --j) {
-          cum += f[j];
-          if (cum >= k && fine == 16 * my_cb) fine = 16 * my_cb + uint32_t(j);
-        }
-        res[3] = fine;
-      }
     }
     __syncthreads();
     if (res[0] >= target || tries + 1 >= tries_max) break;
     __nanosleep(k_list_sleep_ns);
   }
   trace_stamp(k_trace_score, 3);
-  if (!fine_early && warp == 0) {
+  if (warp == 0) {
     const uint32_t total = res[0], cb = res[1], above = res[2];
     uint32_t fine = 16 * cb;  // fewer than k keys in the snapshot: cb = 0, every key listed
     if (total >= k) {
@@ -926,7 +903,7 @@ __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* s
     }
     if (lane == 0) res[3] = fine;
   }
-  if (!fine_early) __syncthreads();
+  __syncthreads();
   const uint32_t fine = res[3];
   for (int64_t base = lo; base < hi; base += pre * threads) {
 #pragma unroll
@@ -939,69 +916,6 @@ __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* s
     }
   }
   trace_stamp(k_trace_score, 4);
-}
-
-// plan.zero_fold: per token t, g_indexer_fold_bar[2 t] counts the score CTAs of the current call
-// that zeroed their share of the token's state and histograms, and g_indexer_fold_bar[2 t + 1] is
-// a generation the last of them advances (after resetting the count to 0, so that every call
-// starts from a zero count: the words are zero at module load and no other code writes them).
-constexpr int k_fold_max_tokens = 1024;
-__device__ uint32_t g_indexer_fold_bar[2 * k_fold_max_tokens];
-
-// plan.zero_fold, every CTA of the score grid at its start (before any early exit): zeroes its
-// share of token blockIdx.y's first histogram, coarse histogram (the first k_bins / 16 words of the
-// second) and state, then arrives on the token's count. Returns (thread 0) the generation read
-// before the arrival, for fold_wait.
-__device__ __forceinline__ uint32_t fold_zero_and_arrive(token_state* state, uint32_t* hist,
-                                                         uint32_t* coarse) {
-  const int64_t t = blockIdx.y;
-  constexpr int n_hist4 = k_bins / 4, n_coarse4 = k_bins / 16 / 4;
-  constexpr int n_state = int(sizeof(token_state) / 4);
-  uint4* h4 = reinterpret_cast<uint4*>(hist + t * k_bins);
-  uint4* c4 = reinterpret_cast<uint4*>(coarse + t * k_bins);
-  uint32_t* st = reinterpret_cast<uint32_t*>(state + t);
-  for (int i = int(blockIdx.x * blockDim.x + threadIdx.x); i < n_hist4 + n_coarse4 + n_state;
-       i += int(gridDim.x * blockDim.x)) {
-    if (i < n_hist4)
-      h4[i] = make_uint4(0, 0, 0, 0);
-    else if (i < n_hist4 + n_coarse4)
-      c4[i - n_hist4] = make_uint4(0, 0, 0, 0);
-    else
-      st[i - n_hist4 - n_coarse4] = 0;
-  }
-  __syncthreads();  // the CTA's zeros before thread 0's release
-  uint32_t gen = 0;
-  if (threadIdx.x == 0) {
-    uint32_t* bar = g_indexer_fold_bar + 2 * t;
-    // The generation first (acquire: the arrival cannot overtake it), so it is the one before
-    // this call's advance, which needs this CTA's arrival.
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(gen) : "l"(bar + 1) : "memory");
-    __threadfence();
-    if (atomicAdd(bar, 1u) == gridDim.x - 1) {
-      atomicExch(bar, 0u);
-      __threadfence();
-      asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(bar + 1) : "memory");
-    }
-  }
-  return gen;
-}
-
-// plan.zero_fold, thread 0 before the histogram flush: waits until the token's generation moves
-// past `gen` (every CTA of the token has zeroed its share). The CTAs are resident together (the
-// dispatch checks it), so the wait ends; one that lasts seconds means that contract was broken
-// (an overlapping call on another stream): trap rather than hang.
-__device__ __forceinline__ void fold_wait(uint32_t gen) {
-  const uint32_t* g = g_indexer_fold_bar + 2 * int64_t(blockIdx.y) + 1;
-  unsigned long long start, now;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-  for (;;) {
-    uint32_t v;
-    asm volatile("ld.acquire.gpu.global.u32 %0, [%1];" : "=r"(v) : "l"(g) : "memory");
-    if (v != gen) return;
-    __nanosleep(32);
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    if (now - start > 4000000000ull) __trap();
-  }
 }
 
 // plan.score_three: FP4 bulk decoupled passes, 8 warps, three CTAs per SM (24 warps per SM to
@@ -1044,9 +958,6 @@ __global__ void __launch_bounds__(256, 3)
 
   pdl_trigger();
   trace_stamp(k_trace_score, 0);
-  const bool fold = list && (flags & k_score_flag_zero_fold) != 0;
-  uint32_t fold_gen = 0;
-  if (fold) fold_gen = fold_zero_and_arrive(state, hist, coarse);
   score_cta_keys ck;
   if (!score_cta_keys_of(n_visible, token_seq, capacity, keys_per_cta, pages, ck)) return;
   const int64_t t = ck.t, n = ck.n, lo = ck.lo, hi = ck.hi, passes = ck.passes;
@@ -1332,12 +1243,6 @@ __global__ void __launch_bounds__(256, 3)
   trace_stamp(k_trace_score, 1);
   trace_value(k_trace_score, 5, uint64_t(passes));
   trace_value(k_trace_score, 6, smid());
-  // fold: the token's zeros (every CTA's share) before the flush; else the zeroing kernel's
-  // (pdl_wait: a no-op without the programmatic launch).
-  if (fold && threadIdx.x == 0) {
-    fold_wait(fold_gen);
-    trace_stamp(k_trace_score, 7);
-  }
   __syncthreads();
   pdl_wait();
   for (int b = threadIdx.x; b < k_bins; b += k_score_threads)
@@ -1347,8 +1252,7 @@ __global__ void __launch_bounds__(256, 3)
       score_list_keys<k_score_threads>(hist_s, pass_scales, scores + t * score_stride, lo, hi, n,
                                        uint32_t(top_k), hist + t * k_bins, coarse + t * k_bins,
                                        &state[t].cand_count, cand_list + t * k_candidate_capacity,
-                                       (flags & k_score_flag_list_once) != 0 ? 1 : k_list_tries,
-                                       (flags & k_score_flag_fine_early) != 0);
+                                       (flags & k_score_flag_list_once) != 0 ? 1 : k_list_tries);
   }
   trace_stamp(k_trace_score, 2);
 }
