@@ -1556,10 +1556,7 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
   CHECK(cudaStreamCreate(&st));
   using plan_t = dsv4::cuda::indexer_fast_plan;
   const plan_t plan = dsv4::cuda::indexer_topk_fast_make_plan(T, width, bs, sms);
-  // (Scratch for the rows with the most histogram copies, plan.list_hist_copies.)
-  plan_t plan_max = plan;
-  dsv4::cuda::indexer_fast_plan_set_hist_copies(plan_max, 16);
-  const size_t scratch_bytes = std::max(plan.scratch_bytes, plan_max.scratch_bytes);
+  const size_t scratch_bytes = plan.scratch_bytes;
   void* scratch = device_alloc<unsigned char>(scratch_bytes);
   uint8_t* codes = device_alloc<uint8_t>(size_t(pool_blocks * bs * d / 2));
   fill_e4m3<<<1024, 256>>>(codes, size_t(pool_blocks * bs * d / 2), g_rng());  // any nibble
@@ -1592,17 +1589,6 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
     };
     std::vector<variant> vs;
     vs.push_back({"fp4 plan", plan});
-    if (plan.score_list) {
-      // Session 15: the histogram flushes spread over copies (plan.list_hist_copies).
-      static const char* const names[] = {"fp4 copies 1", "fp4 copies 2", "fp4 copies 4",
-                                          "fp4 copies 8", "fp4 copies 16"};
-      for (int i = 0; i < 5; ++i) {
-        if ((1 << i) == plan.list_hist_copies) continue;
-        plan_t p = plan;
-        dsv4::cuda::indexer_fast_plan_set_hist_copies(p, 1 << i);
-        vs.push_back({names[i], p});
-      }
-    }
     if (!g_indexer_plan_only) {  // the A/B rows
       {
         // The score kernel listing the candidates (plan.score_list) off: the collect launch.
@@ -1712,15 +1698,8 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
     std::printf("indexer phase trace, %s:\n", shape);
     plan_t other = plan;
     other.score_list = !plan.score_list;
-    plan_t copies4 = plan, copies8 = plan;
-    dsv4::cuda::indexer_fast_plan_set_hist_copies(copies4, plan.list_hist_copies == 4 ? 1 : 4);
-    dsv4::cuda::indexer_fast_plan_set_hist_copies(copies8, plan.list_hist_copies == 8 ? 1 : 8);
-    for (const plan_t& p : {plan, copies4, copies8, other}) {
-      if (!p.score_list && g_indexer_plan_only) continue;
-      char trace_name[64];
-      std::snprintf(trace_name, sizeof(trace_name), "score_list, %d histogram copies",
-                    p.list_hist_copies);
-      trace_indexer_phases(p.score_list ? trace_name : "collect launch", st, p.ctas_per_token,
+    for (const plan_t& p : {plan, other}) {
+      trace_indexer_phases(p.score_list ? "score_list" : "collect launch", st, p.ctas_per_token,
                            p.collect_ctas_per_token, p.select_ctas, [&] { run_fp4(p); });
       // The token's candidate count (token_state after the scores in the scratch).
       run_fp4(p);

@@ -64,18 +64,6 @@ int64_t score_stride_of(int64_t capacity) {
   return ceil_div(capacity, 4) * 4;
 }
 
-int hist_copies_of(const indexer_fast_plan& p) {
-  return int(std::clamp<int64_t>(p.list_hist_copies, 1, k_max_hist_copies));
-}
-
-// scores | state [tokens] | first histograms [tokens][copies][k_bins] | second histograms
-// [tokens][k_bins] | candidate lists [tokens][k_candidate_capacity].
-size_t scratch_bytes_of(const indexer_fast_plan& p) {
-  return size_t(p.tokens * score_stride_of(p.capacity)) * 4 +
-         size_t(p.tokens) * (sizeof(token_state) + size_t(hist_copies_of(p) + 1) * k_bins * 4) +
-         size_t(p.tokens) * size_t(k_candidate_capacity) * 8;
-}
-
 }  // namespace
 
 void indexer_fast_plan_set_ctas_per_sm(indexer_fast_plan& p, int ctas_per_sm, int sm_count,
@@ -129,16 +117,10 @@ indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_widt
   // score_list where the score grid is resident at once (two CTAs per SM: the CTAs that wait for
   // a fuller histogram snapshot never hold back a later wave) and the select is split.
   p.score_list = tokens * p.ctas_per_token <= 2 * sms && p.select_ctas > 0;
-  // The listing's histogram flushes spread over 8 copies: every score CTA adds into a token's
-  // histograms at about the same moment, and each line of them took all of the grid's atomics.
-  if (p.score_list) p.list_hist_copies = 8;
-  p.scratch_bytes = scratch_bytes_of(p);
+  const size_t score_bytes = size_t(tokens * score_stride_of(p.capacity)) * 4;
+  p.scratch_bytes = score_bytes + size_t(tokens) * (sizeof(token_state) + 2 * k_bins * 4) +
+                    size_t(tokens) * size_t(k_candidate_capacity) * 8;
   return p;
-}
-
-void indexer_fast_plan_set_hist_copies(indexer_fast_plan& p, int copies) {
-  p.list_hist_copies = int(std::clamp<int64_t>(copies, 1, k_max_hist_copies));
-  if (p.tokens > 0 && p.capacity > 0) p.scratch_bytes = scratch_bytes_of(p);
 }
 
 namespace {
@@ -166,8 +148,6 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
                              plan.collect_ctas_per_token * plan.collect_keys < plan.capacity ||
                              plan.collect_ctas_per_token > INT32_MAX)) ||
       (plan.score_warps != 4 && plan.score_warps != 8) || plan.select_ctas < 0 ||
-      plan.list_hist_copies < 1 || plan.list_hist_copies > k_max_hist_copies ||
-      (plan.capacity > 0 && scratch_bytes < scratch_bytes_of(plan)) ||
       plan.select_ctas > k_max_select_ctas)
     return cudaErrorInvalidValue;
   // The score kernel keeps entry numbers and pool rows in 32 bits.
@@ -243,16 +223,14 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
   unsigned char* base = static_cast<unsigned char*>(scratch);
   float* scores = reinterpret_cast<float*>(base);
   base += size_t(tokens * stride) * 4;
-  const int copies = hist_copies_of(plan);
   token_state* state = reinterpret_cast<token_state*>(base);
-  uint32_t* hist = reinterpret_cast<uint32_t*>(state + tokens);  // [tokens, copies, k_bins]
-  uint32_t* hist2 = hist + tokens * copies * k_bins;             // [tokens, k_bins]
+  uint32_t* hist = reinterpret_cast<uint32_t*>(state + tokens);  // [tokens, k_bins]
+  uint32_t* hist2 = hist + tokens * k_bins;                      // [tokens, k_bins]
   unsigned long long* cand_list = reinterpret_cast<unsigned long long*>(hist2 + tokens * k_bins);
   // No entries: no scratch, every position is -1 padding (all bits set).
   if (plan.capacity == 0) return cudaMemsetAsync(out, 0xff, size_t(tokens * top_k) * 4, stream);
   const paged_entries pages{block_table, table_rows, table_width, block_size, pool_rows, 0};
-  const size_t zero_bytes =
-      size_t(tokens) * (sizeof(token_state) + size_t(copies + 1) * k_bins * 4);
+  const size_t zero_bytes = size_t(tokens) * (sizeof(token_state) + 2 * k_bins * 4);
   cudaError_t e = cudaSuccess;
   if (plan.zero_kernel) {
     static_assert((sizeof(token_state) + 2 * k_bins * 4) % 16 == 0, "16-byte words");
@@ -272,7 +250,7 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
       (bulk ? k_score_flag_bulk | (plan.score_decouple ? k_score_flag_decouple : 0) : 0) |
       (plan.score_quad ? k_score_flag_quad : 0) | (plan.score_rotate ? k_score_flag_rotate : 0) |
       (plan.score_pingpong ? k_score_flag_pingpong : 0) |
-      (plan.list_once ? k_score_flag_list_once : 0) | ((copies - 1) << k_score_copies_shift);
+      (plan.list_once ? k_score_flag_list_once : 0);
   // A programmatic dependent of the zeroing kernel (plan.zero_kernel), else a plain launch.
   const auto launch_score = [&](auto kernel, int threads, int smem) {
     e = launch_pdl(plan.zero_kernel, kernel, grid, dim3(unsigned(threads)), size_t(smem), stream, q,
@@ -339,7 +317,7 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
         static_cast<const uint32_t*>(hist), static_cast<const unsigned long long*>(cand_list),
         pages, token_seq, n_visible, plan.capacity, int(top_k), true, true,
         plan.list_direct ? uint32_t(k_list_direct_max) : 0u,
-        plan.list_rank ? uint32_t(k_list_rank_max) : 0u, copies, out);
+        plan.list_rank ? uint32_t(k_list_rank_max) : 0u, out);
   }
   if (plan.cluster_select) {
     // Benchmarks: collect_only stops after the scores here (collect and select are one launch).
@@ -377,7 +355,7 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
                     stream, static_cast<const float*>(scores), stride,
                     static_cast<const token_state*>(state), static_cast<const uint32_t*>(hist2),
                     static_cast<const unsigned long long*>(cand_list), pages, token_seq, n_visible,
-                    plan.capacity, int(top_k), plan.lean_select, false, 0u, 0u, 1, out);
+                    plan.capacity, int(top_k), plan.lean_select, false, 0u, 0u, out);
 }
 
 }  // namespace

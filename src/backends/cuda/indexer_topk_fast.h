@@ -144,10 +144,6 @@ struct indexer_fast_plan {
   // in it, and a listed key ranked below top_k has every greater key listed) while it holds <= 4096
   // keys: no histogram read, no threshold search (H100, session 11: select 2.66-3.2 vs 4.8 us).
   bool list_rank = true;
-  // score_list: the token's first (fine) and coarse histograms in this many copies (1..16); score
-  // CTA c flushes into copy c % copies, the snapshot reads and the select sum them. Set through
-  // indexer_fast_plan_set_hist_copies (the scratch grows by a histogram per copy and token).
-  int list_hist_copies = 1;
   // Benchmarks: cluster_select probes (results wrong): 1 return after the programmatic wait, 2
   // after the scan (no cluster barrier), 3 after the summed histogram's threshold, 4 no ranking;
   // 5: the launch without the programmatic dependence (results right).
@@ -168,8 +164,6 @@ cudaError_t indexer_fast_set_trace(unsigned long long* buffer);
 // 2; 3 for score_three). The scratch does not depend on it.
 void indexer_fast_plan_set_ctas_per_sm(indexer_fast_plan& plan, int ctas_per_sm, int sm_count,
                                        int64_t block_size);
-// plan.list_hist_copies (clamped to 1..16) and the scratch size it needs.
-void indexer_fast_plan_set_hist_copies(indexer_fast_plan& plan, int copies);
 
 // score(t, s) = sum_h weights[t, h] * relu(q[t, h] . key[s]) * q_scale over the
 // first n_visible[t] entries of block-table row token_seq[t]; out[t, 0 : top_k]

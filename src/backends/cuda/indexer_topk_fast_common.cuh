@@ -28,8 +28,6 @@ constexpr int64_t k_collect_keys_long = 16384;
 
 constexpr int k_max_candidates = 8192;
 constexpr int k_max_select_ctas = 64;  // plan.select_ctas bound (each CTA repeats the list scan)
-// plan.list_hist_copies bound: the coarse copies (k_bins / 16 words each) share a second histogram.
-constexpr int k_max_hist_copies = 16;
 // Per token, the collect kernel lists the keys at or above the threshold bin: fewer than top_k
 // above it plus at most k_max_candidates in it.
 constexpr int64_t k_candidate_capacity = k_indexer_fast_max_top_k + k_max_candidates;

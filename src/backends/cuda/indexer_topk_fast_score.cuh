@@ -67,13 +67,7 @@ constexpr int k_score_flag_quad = 4;
 constexpr int k_score_flag_rotate = 8;
 constexpr int k_score_flag_pingpong = 16;   // plan.score_pingpong
 constexpr int k_score_flag_list_once = 32;  // plan.list_once (score_list: one snapshot, no waits)
-// plan.list_hist_copies - 1 in bits 8..11 (score_list: the CTAs' histogram flushes spread over
-// that many copies of the token's histograms).
-constexpr int k_score_copies_shift = 8;
-__host__ __device__ constexpr int score_flags_copies(int flags) {
-  return ((flags >> k_score_copies_shift) & 15) + 1;
-}
-constexpr int k_max_range_blocks = 1025;  // block ids of a CTA's range (keys_per_cta <= 1024 bs)
+constexpr int k_max_range_blocks = 1025;    // block ids of a CTA's range (keys_per_cta <= 1024 bs)
 // Pool rows of the keys of passes j .. j + 7 (slot j % 8), computed `stages` passes ahead, one key
 // per thread, so the copy loop only reads them (no block division per copied chunk). FP8 keys
 // keep their scales in a ring alike.
@@ -848,23 +842,19 @@ constexpr int k_list_rank_max = 4096;
 // loose L (the first CTAs to finish would list ~k keys each), so the CTA re-reads it after a short
 // sleep while it is that thin (bounded tries: the CTA never depends on others making progress,
 // only the list's length does). `scratch` >= 36 words of shared memory.
-// plan.list_hist_copies (`copies` > 1): the token has that many fine and coarse histograms (fine
-// copy r at hist + r k_bins, coarse copy r at coarse + r k_bins / 16); CTA c adds into copy
-// c % copies, so each histogram line takes 1 / copies of the grid's atomics, and a snapshot bin is
-// the sum of its copies (still a count of real keys).
 template <int threads>
 __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* scratch,
                                              const float* sc, int64_t lo, int64_t hi, int64_t n,
                                              uint32_t k, const uint32_t* hist, uint32_t* coarse,
                                              uint32_t* count, unsigned long long* list,
-                                             int tries_max, int copies) {
+                                             int tries_max) {
   static_assert(threads == k_bins / 16, "one coarse bin per thread");
   const int lane = threadIdx.x % k_warp_size, warp = threadIdx.x / k_warp_size;
   // This CTA's coarse bin threadIdx.x (rotated reads: 2-way bank conflicts instead of 16).
   uint32_t mine = 0;
 #pragma unroll
   for (int j = 0; j < 16; ++j) mine += hist_s[16 * threadIdx.x + ((j + threadIdx.x) & 15)];
-  if (mine) atomicAdd(&coarse[(blockIdx.x % copies) * (k_bins / 16) + threadIdx.x], mine);
+  if (mine) atomicAdd(&coarse[threadIdx.x], mine);
   // The CTA's first scores requested now (the rest, if any, in the listing loop).
   constexpr int pre = 4;
   float v[pre];
@@ -878,14 +868,10 @@ __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* s
   for (int tries = 0;; ++tries) {
     if (threadIdx.x == 0) res[1] = res[2] = 0;
     // Thread i holds coarse bin 255 - i: the exclusive scan counts the keys in higher bins.
-    uint32_t c = 0;
-    for (int r = 0; r < copies; ++r) {
-      uint32_t x;
-      asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];"
-                   : "=r"(x)
-                   : "l"(coarse + r * (k_bins / 16) + (threads - 1 - threadIdx.x)));
-      c += x;
-    }
+    uint32_t c;
+    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];"
+                 : "=r"(c)
+                 : "l"(coarse + (threads - 1 - threadIdx.x)));
     const uint32_t before = block_exclusive_scan(c, scratch);
     if (threadIdx.x == threads - 1) res[0] = before + c;
     if (before < k && before + c >= k) {
@@ -903,13 +889,9 @@ __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* s
     if (total >= k) {
       uint32_t f = 0;
       if (lane < 16)
-        for (int r = 0; r < copies; ++r) {
-          uint32_t x;
-          asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];"
-                       : "=r"(x)
-                       : "l"(hist + r * k_bins + 16 * cb + 15 - lane));
-          f += x;
-        }
+        asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];"
+                     : "=r"(f)
+                     : "l"(hist + 16 * cb + 15 - lane));
 #pragma unroll
       for (int o = 1; o < 16; o *= 2) {
         const uint32_t y = __shfl_up_sync(0xffffffffu, f, o);
@@ -1263,18 +1245,14 @@ __global__ void __launch_bounds__(256, 3)
   trace_value(k_trace_score, 6, smid());
   __syncthreads();
   pdl_wait();
-  // (The token's histogram copies, plan.list_hist_copies: copy blockIdx.x % copies.)
-  const int copies = list ? score_flags_copies(flags) : 1;
-  uint32_t* hist_t = hist + t * copies * k_bins;
-  uint32_t* hist_mine = hist_t + int(blockIdx.x % copies) * k_bins;
   for (int b = threadIdx.x; b < k_bins; b += k_score_threads)
-    if (hist_s[b]) atomicAdd(&hist_mine[b], hist_s[b]);
+    if (hist_s[b]) atomicAdd(&hist[t * k_bins + b], hist_s[b]);
   if constexpr (list) {
     if (n > top_k)  // (n <= top_k: the select takes every entry)
-      score_list_keys<k_score_threads>(
-          hist_s, pass_scales, scores + t * score_stride, lo, hi, n, uint32_t(top_k), hist_t,
-          coarse + t * k_bins, &state[t].cand_count, cand_list + t * k_candidate_capacity,
-          (flags & k_score_flag_list_once) != 0 ? 1 : k_list_tries, copies);
+      score_list_keys<k_score_threads>(hist_s, pass_scales, scores + t * score_stride, lo, hi, n,
+                                       uint32_t(top_k), hist + t * k_bins, coarse + t * k_bins,
+                                       &state[t].cand_count, cand_list + t * k_candidate_capacity,
+                                       (flags & k_score_flag_list_once) != 0 ? 1 : k_list_tries);
   }
   trace_stamp(k_trace_score, 2);
 }

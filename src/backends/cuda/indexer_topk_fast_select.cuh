@@ -300,7 +300,7 @@ __global__ void __launch_bounds__(k_select_threads)
                           const uint32_t* hist2, const unsigned long long* cand_list,
                           paged_entries pages, const int32_t* token_seq, const int32_t* n_visible,
                           int64_t capacity, int top_k, bool lean, bool from_list,
-                          uint32_t direct_max, uint32_t rank_max, int hist_copies, int32_t* out) {
+                          uint32_t direct_max, uint32_t rank_max, int32_t* out) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ uint32_t n_f, n_own, result[2], given[3];
   trace_stamp(k_trace_select, 0);
@@ -333,13 +333,9 @@ __global__ void __launch_bounds__(k_select_threads)
     first_key = __ldcg(cand_list + t * k_candidate_capacity + threadIdx.x);
     // (plan.list_rank with a short list needs no histogram.)
     if (!from_list || listed > rank_max) {
-      // (from_list: the sum of the token's hist_copies first histograms, plan.list_hist_copies.)
 #pragma unroll
-      for (int u = 0; u < k_bins / k_select_threads; ++u) {
-        const uint32_t* h = hist2 + t * hist_copies * k_bins + threadIdx.x + u * k_select_threads;
-        hist_words[u] = __ldcg(h);
-        for (int r = 1; r < hist_copies; ++r) hist_words[u] += __ldcg(h + r * k_bins);
-      }
+      for (int u = 0; u < k_bins / k_select_threads; ++u)
+        hist_words[u] = __ldcg(&hist2[t * k_bins + threadIdx.x + u * k_select_threads]);
     }
   } else if (n > top_k) {
     in_bin = __ldcg(&state[t].in_bin);
