@@ -160,7 +160,6 @@
 // from the key loop's end to the CTAs' exit.
 #include <algorithm>
 #include <cmath>
-#include <cstdio>
 #include <cstdlib>
 #include <mutex>
 #include <type_traits>
@@ -2305,8 +2304,6 @@ int ws_max_clusters(const void* kernel, int c) {
     n = 0;
   }
   cache.push_back({{kernel, c}, n});
-  if (std::getenv("DSV4_ATTENTION_PROLOGUE"))  // bench A/B: what the occupancy query said
-    std::fprintf(stderr, "attention_decode qcast: %d clusters of %d resident\n", n, c);
   return n;
 }
 int device_sms() {
