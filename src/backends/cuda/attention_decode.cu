@@ -160,11 +160,7 @@
 // from the key loop's end to the CTAs' exit.
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
-#include <mutex>
 #include <type_traits>
-#include <utility>
-#include <vector>
 
 #include "backends/cuda/activation.cuh"
 #include "backends/cuda/attention_decode.h"
@@ -1109,66 +1105,8 @@ constexpr int k_ws_opt_no_compute = 2;
 // FP8 records (plan.diag 4): references by 32-bit divisions even for power-of-two block sizes.
 constexpr int k_ws_opt_divisions = 4;
 
-// Prologue variants of the ws kernel (`pro`, bits; 0 = main's prologue):
-// k_ws_pro_qcast: the kernel runs in clusters of n = 2 or 4 CTAs along x (splits of one token and
-//   head group, so one query tile): each CTA loads 1/n of the 64 KB query tile from global memory
-//   and stores every 16-byte chunk into all n CTAs' tiles (st.async, completing as transaction
-//   bytes on each CTA's query barrier), so the query is read once per cluster instead of once per
-//   split. The tile's bytes are those load_query_tile writes (bf16 act only): the same arithmetic.
-//   Every CTA takes part, with or without keys (a CTA must not exit while its tile is written).
-// k_ws_pro_early: the producers load their first three slot indices before the set-up barrier
-//   (bf16 pools).
-constexpr int k_ws_pro_qcast = 1;
-constexpr int k_ws_pro_early = 2;
-constexpr int k_ws_qbar = k_ws_ml + 256;  // the query barrier (qcast): in the spare area
-static_assert(k_ws_qbar + 8 <= k_ws_smem && k_ws_raw_bars + k_ws_stages * 4 * 8 <= k_ws_qbar);
-
-__device__ __forceinline__ uint32_t cluster_rank() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r));
-  return r;
-}
-__device__ __forceinline__ uint32_t cluster_size() {
-  uint32_t r;
-  asm volatile("mov.u32 %0, %%cluster_nctarank;" : "=r"(r));
-  return r;
-}
-// This CTA's shared address a as CTA `rank`'s of the cluster (shared::cluster window).
-__device__ __forceinline__ uint32_t cluster_map(uint32_t a, uint32_t rank) {
-  uint32_t r;
-  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(r) : "r"(a), "r"(rank));
-  return r;
-}
-__device__ __forceinline__ void cluster_sync_all() {
-  asm volatile(
-      "barrier.cluster.arrive.release.aligned;\n"
-      "barrier.cluster.wait.acquire.aligned;\n" ::
-          : "memory");
-}
-// 16 bytes into a cluster CTA's shared memory, completing as 16 transaction bytes on its barrier
-// (both shared::cluster addresses of that CTA).
-__device__ __forceinline__ void st_async16(uint32_t dst, uint4 v, uint32_t bar) {
-  asm volatile(
-      "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, "
-      "[%5];" ::"r"(dst),
-      "r"(v.x), "r"(v.y), "r"(v.z), "r"(v.w), "r"(bar)
-      : "memory");
-}
-// mbarrier wait with cluster-scope acquire (the phase was completed by other CTAs' writes).
-__device__ __forceinline__ void wait_cluster(uint32_t bar, uint32_t parity) {
-  uint32_t done = 0;
-  while (!done)
-    asm volatile(
-        "{\n .reg .pred p;\n mbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], "
-        "%2;\n"
-        " selp.u32 %0, 1, 0, p;\n}\n"
-        : "=r"(done)
-        : "r"(bar), "r"(parity)
-        : "memory");
-}
-
 // pool_t: bf16 rows, or FP8 records (kv_fp8_record: alternate tiles, split / fold modes).
-template <int sched, int mode, typename act_t, typename pool_t = __nv_bfloat16, int pro = 0>
+template <int sched, int mode, typename act_t, typename pool_t = __nv_bfloat16>
 __global__ void __launch_bounds__(k_ws_threads, 1)
     attention_decode_ws_kernel(const act_t* q, int heads, kv_rows<pool_t> window,
                                kv_rows<pool_t> comp, int cap_w, int cap_c, int keys_per_split,
@@ -1183,10 +1121,6 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
   static_assert(std::is_same_v<pool_t, __nv_bfloat16> || records);
   // Records stage their raw rows in the exchange area's part that only alt leaves free.
   static_assert(!records || sched == k_ws_alt);
-  constexpr bool qcast = (pro & k_ws_pro_qcast) != 0;
-  constexpr bool early = (pro & k_ws_pro_early) != 0;
-  static_assert(!qcast || (sizeof(act_t) == 2 && !fold));
-  static_assert(!early || !records);
   namespace wgm = attention_wgmma;
   extern __shared__ __align__(1024) unsigned char smem[];
   const uint32_t q_s = smem_u32(smem);
@@ -1235,7 +1169,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
   const int64_t head0 = int64_t(group) * k_rows;
   const int64_t part = (t * splits + split) * heads;
   // (fold: a CTA without keys still writes its rows, 0.)
-  if (n_live == 0 && !fold && !qcast) {  // uniform over the CTA: before any barrier
+  if (n_live == 0 && !fold) {  // uniform over the CTA: before any barrier
     if (threadIdx.x < k_rows && head0 + threadIdx.x < heads)
       part_ml[part + head0 + threadIdx.x] = make_float2(-INFINITY, 0.0f);
     return;
@@ -1252,81 +1186,11 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         mbar::init(q_s + k_ws_raw_bars + 8 * i, 1);
       mbar::fence_init();
     }
-    if constexpr (qcast) {
-      // One arrival (here) and the tile's bytes from the cluster's st.async writes.
-      mbar::init(q_s + k_ws_qbar, 1);
-      mbar::fence_init();
-      mbar::arrive_expect_tx(q_s + k_ws_qbar, uint32_t(k_q_bytes));
-    }
   }
-  // early: the producers' first indices (as produce's index_of_tile), loaded before the barrier.
-  int32_t ei0 = -1, ei1 = -1, ei2 = -1;
-  if constexpr (early) {
-    if (warp >= k_ws_consumers) {
-      auto first_index = [&](int j) -> int32_t {
-        if (j >= n_live) return -1;
-        const int32_t* src = space.index_src(tile_start(j) + lane);
-        return src ? __ldg(src) : -1;
-      };
-      ei0 = first_index(0);
-      ei1 = first_index(1);
-      ei2 = first_index(2);
-    }
-  }
-  if constexpr (qcast)
-    cluster_sync_all();  // every CTA's query barrier is initialized and expects the tile
-  else
-    __syncthreads();  // the only CTA-wide barrier: the mbarriers are initialized
+  __syncthreads();  // the only CTA-wide barrier: the mbarriers are initialized
   if (threadIdx.x == 0) {
     trace_stamp(trace, 0, k_adt_setup);
     trace_smid(trace);
-  }
-
-  // qcast: consumer thread x sends chunks x + 256 i (i = rank, rank + n, ...) of the query tile
-  // (load_query_tile's values, zeros past `heads`) to the n CTAs of the cluster (its loads first,
-  // then its stores; n a template constant so that the loops unroll), before the roles split;
-  // the consumers wait for their own tile in consume (or below, without keys).
-  if constexpr (qcast) {
-    if (warp < k_ws_consumers) {
-      const uint32_t rank = cluster_rank();
-      auto send = [&](auto n_c) {
-        constexpr int n = decltype(n_c)::value;
-        constexpr int per = k_rows * k_chunks / k_threads / n;
-        uint4 v[per];
-#pragma unroll
-        for (int j = 0; j < per; ++j) {
-          const int x = threadIdx.x + (int(rank) + n * j) * k_threads;
-          const int r = x / k_chunks, c = x % k_chunks;
-          const int64_t h = head0 + r;
-          v[j] = make_uint4(0, 0, 0, 0);
-          if (h < heads)
-            v[j] = __ldg(reinterpret_cast<const uint4*>(q + (t * heads + h) * k_d + c * 8));
-        }
-#pragma unroll
-        for (int d = 0; d < n; ++d) {
-          const uint32_t base = cluster_map(q_s, uint32_t(d));
-#pragma unroll
-          for (int j = 0; j < per; ++j) {
-            const int x = threadIdx.x + (int(rank) + n * j) * k_threads;
-            const int r = x / k_chunks, c = x % k_chunks;
-            st_async16(base + tile_offset<true, k_rows>(r, c), v[j], base + k_ws_qbar);
-          }
-        }
-      };
-      // (ws_cluster_size launches clusters of 2 or 4.)
-      if (cluster_size() == 2)
-        send(std::integral_constant<int, 2>{});
-      else
-        send(std::integral_constant<int, 4>{});
-    }
-    if (n_live == 0) {  // uniform over the CTA: main's early exit once the tile has landed
-      if (warp < k_ws_consumers) {
-        wait_cluster(q_s + k_ws_qbar, 0);
-        if (threadIdx.x < k_rows && head0 + threadIdx.x < heads)
-          part_ml[part + head0 + threadIdx.x] = make_float2(-INFINITY, 0.0f);
-      }
-      return;
-    }
   }
 
   // Producer warp pw (warps 8..11). Lane l of every producer warp handles slot l of each tile:
@@ -1340,16 +1204,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       const int32_t* src = space.index_src(tile_start(j) + lane);
       return src ? __ldg(src) : -1;  // -1: row_ref gives no row
     };
-    int32_t v0, v1, v2;
-    if constexpr (early) {
-      v0 = ei0;
-      v1 = ei1;
-      v2 = ei2;
-    } else {
-      v0 = index_of_tile(0);
-      v1 = index_of_tile(1);
-      v2 = index_of_tile(2);
-    }
+    int32_t v0 = index_of_tile(0), v1 = index_of_tile(1), v2 = index_of_tile(2);
     const bool no_load = (opts & k_ws_opt_no_load) != 0;
     if constexpr (records) {
       using ref_t = typename pool_traits<pool_t>::ref;
@@ -1640,11 +1495,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     const int rg = warp & 3;
     const int half = warp >> 2;
     const int64_t h0 = head0 + rg * 16 + lane / 4, h1 = h0 + 8;
-    if constexpr (qcast) {
-      wait_cluster(q_s + k_ws_qbar, 0);
-      wgm::fence_async_smem();  // written by st.async, read by the wgmmas
-      if (threadIdx.x == 0) trace_stamp(trace, 0, k_adt_query);
-    } else if (n_live > 0) {  // always in the split kernel; a fold CTA without keys needs no query
+    if (n_live > 0) {  // always in the split kernel; a fold CTA without keys needs no query
       load_query_tile<true>(q, t, heads, head0, smem, q_s);
       if constexpr (sizeof(act_t) == 2) {
         cp_async_commit();
@@ -2271,90 +2122,6 @@ auto ws_kernel(const attention_decode_plan& plan) {
   }
 }
 
-// The ws kernel's prologue variant (k_ws_pro_*): DSV4_ATTENTION_PROLOGUE (bench A/B), else
-// k_ws_pro_qcast.
-int ws_prologue() {
-  static const int v = [] {
-    const char* e = std::getenv("DSV4_ATTENTION_PROLOGUE");
-    return e ? std::atoi(e) & 3 : k_ws_pro_qcast;
-  }();
-  return v;
-}
-// Clusters of `c` CTAs of `kernel` (k_ws_smem, k_ws_threads) resident at once (cached).
-int ws_max_clusters(const void* kernel, int c) {
-  static std::mutex mu;
-  static std::vector<std::pair<std::pair<const void*, int>, int>> cache;
-  const std::lock_guard<std::mutex> lock(mu);
-  for (const auto& e : cache)
-    if (e.first.first == kernel && e.first.second == c) return e.second;
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeClusterDimension;
-  attribute.val.clusterDim.x = unsigned(c);
-  attribute.val.clusterDim.y = 1;
-  attribute.val.clusterDim.z = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = dim3(unsigned(c), 1, 1);
-  config.blockDim = dim3(k_ws_threads);
-  config.dynamicSmemBytes = k_ws_smem;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
-  int n = 0;
-  if (cudaOccupancyMaxActiveClusters(&n, kernel, &config) != cudaSuccess) {
-    (void)cudaGetLastError();
-    n = 0;
-  }
-  cache.push_back({{kernel, c}, n});
-  return n;
-}
-int device_sms() {
-  static const int v = [] {
-    int dev = 0, n = 0;
-    if (cudaGetDevice(&dev) != cudaSuccess ||
-        cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, dev) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return 0;
-    }
-    return n;
-  }();
-  return v;
-}
-// The cluster size for the qcast kernel over `grid` (splits along x): 4 or 2 dividing the
-// splits, where the clusters take no more residency waves than the CTAs alone (one per SM); 0:
-// none (main's kernel).
-int ws_cluster_size(const void* kernel, dim3 grid) {
-  const int64_t ctas = int64_t(grid.x) * grid.y * grid.z;
-  const int sms = device_sms();
-  if (sms <= 0) return 0;
-  const int64_t waves = (ctas + sms - 1) / sms;
-  for (const int c : {4, 2}) {
-    if (grid.x % unsigned(c) != 0) continue;
-    const int maxc = ws_max_clusters(kernel, c);
-    if (maxc <= 0) continue;
-    if ((ctas / c + maxc - 1) / maxc <= waves) return c;
-  }
-  return 0;
-}
-// launch_pdl with clusters of `c` CTAs along x.
-template <typename... Params, typename... Args>
-cudaError_t launch_cluster_pdl(bool pdl, int c, void (*kernel)(Params...), dim3 grid, dim3 block,
-                               size_t dynamic_smem, cudaStream_t stream, Args&&... args) {
-  cudaLaunchAttribute attributes[2]{};
-  attributes[0].id = cudaLaunchAttributeClusterDimension;
-  attributes[0].val.clusterDim.x = unsigned(c);
-  attributes[0].val.clusterDim.y = 1;
-  attributes[0].val.clusterDim.z = 1;
-  attributes[1].id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attributes[1].val.programmaticStreamSerializationAllowed = 1;
-  cudaLaunchConfig_t config{};
-  config.gridDim = grid;
-  config.blockDim = block;
-  config.dynamicSmemBytes = dynamic_smem;
-  config.stream = stream;
-  config.attrs = attributes;
-  config.numAttrs = pdl ? 2 : 1;
-  return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
-}
-
 }  // namespace
 
 template <typename act_t, typename pool_t>
@@ -2389,29 +2156,16 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
   const dim3 grid(unsigned(plan.splits), unsigned(groups), unsigned(tokens));
   // The warp-specialized split kernel `ws` (bf16 pools or FP8 records), then the combine unless
   // its one split folded the output (fold) or the bench skips it (plan.combine).
-  // qcast (a kernel with k_ws_pro_qcast): launched in clusters where ws_cluster_size finds a
-  // size, else `plain` (the same kernel without it) runs.
-  const auto launch_ws_split = [&](auto* ws, bool fold, bool keep, bool p16 = false,
-                                   bool qcast = false,
-                                   decltype(ws) plain = nullptr) -> cudaError_t {
-    int c = 0;
-    if (qcast) {
-      if (const cudaError_t e = allow_dynamic_smem(ws, k_ws_smem); e != cudaSuccess) return e;
-      c = ws_cluster_size(reinterpret_cast<const void*>(ws), grid);
-      if (c == 0) ws = plain;
-    }
+  const auto launch_ws_split = [&](auto* ws, bool fold, bool keep,
+                                   bool p16 = false) -> cudaError_t {
     if (const cudaError_t e = allow_dynamic_smem(ws, k_ws_smem); e != cudaSuccess) return e;
-    const cudaError_t e =
-        c > 0 ? launch_cluster_pdl(plan.pdl, c, ws, grid, dim3(k_ws_threads), k_ws_smem, stream, q,
-                                   int(heads), window, comp, int(plan.window_capacity),
-                                   int(plan.comp_capacity), int(plan.keys_per_split),
-                                   int(plan.splits), scale * k_log2e, part_o, part_ml, sinks, out,
-                                   ws_opts(plan), plan.trace)
-              : launch_pdl(plan.pdl, ws, grid, dim3(k_ws_threads), k_ws_smem, stream, q, int(heads),
-                           window, comp, int(plan.window_capacity), int(plan.comp_capacity),
-                           int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o,
-                           part_ml, sinks, out, ws_opts(plan), plan.trace);
-    if (e != cudaSuccess) return e;
+    if (const cudaError_t e =
+            launch_pdl(plan.pdl, ws, grid, dim3(k_ws_threads), k_ws_smem, stream, q, int(heads),
+                       window, comp, int(plan.window_capacity), int(plan.comp_capacity),
+                       int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o, part_ml,
+                       sinks, out, ws_opts(plan), plan.trace);
+        e != cudaSuccess)
+      return e;
     if (fold || !plan.combine) return cudaGetLastError();
     if (p16)
       return launch_combine_as<true>(heads, tokens, plan,
@@ -2432,17 +2186,6 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
                        : p16  ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_bf16, act_t>
                        : keep ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_keep, act_t>
                               : ws_kernel<k_ws_split, act_t>(plan);
-      if constexpr (sizeof(act_t) == 2) {
-        // The prologue variants (k_ws_pro_*) of the bf16-partials kernel.
-        const int pro = p16 ? ws_prologue() : 0;
-        using k_t = decltype(ws);
-        const k_t v[4] = {ws,
-                          attention_decode_ws_kernel<k_ws_alt, k_ws_split_bf16, act_t, pool_t, 1>,
-                          attention_decode_ws_kernel<k_ws_alt, k_ws_split_bf16, act_t, pool_t, 2>,
-                          attention_decode_ws_kernel<k_ws_alt, k_ws_split_bf16, act_t, pool_t, 3>};
-        const k_t plain = (pro & k_ws_pro_early) ? v[2] : ws;
-        return launch_ws_split(v[pro], fold, keep, p16, (pro & k_ws_pro_qcast) != 0, plain);
-      }
       return launch_ws_split(ws, fold, keep, p16);
     }
   }
@@ -2458,12 +2201,6 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
                        : p16  ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_bf16, act_t, pool_t>
                        : keep ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_keep, act_t, pool_t>
                               : attention_decode_ws_kernel<k_ws_alt, k_ws_split, act_t, pool_t>;
-      if constexpr (sizeof(act_t) == 2) {
-        if (p16 && (ws_prologue() & k_ws_pro_qcast))
-          return launch_ws_split(
-              attention_decode_ws_kernel<k_ws_alt, k_ws_split_bf16, act_t, pool_t, 1>, fold, keep,
-              p16, true, ws);
-      }
       return launch_ws_split(ws, fold, keep, p16);
     }
   }
