@@ -56,6 +56,12 @@
 #include "backends/cuda/quantize.h"
 #include "bench_common.cuh"
 
+namespace dsv4::cuda {
+// The wgmma_ws consumers' expansion (moe_prefill_wgmma_ws.cu; bench A/B only, process-wide): 0
+// session 14's, 1 PREFILL9's (the default). Same results bit for bit.
+void moe_prefill_set_ws_consumer(int mode);
+}  // namespace dsv4::cuda
+
 namespace {
 
 using bench::fill;
@@ -1667,12 +1673,12 @@ void bench_prefill_section(cudaStream_t s, cublasHandle_t h) {
   }
 }
 
-// --prefill-ws: the warp-specialized W4A16 core (moe_prefill_core::wgmma_ws; with session 13's
-// producer and with the B-rows-in-registers one, forced by moe_prefill_set_ws_producer) against the
-// wgmma core, bf16 x, exact and official order, checkpoint and repacked layouts (the engine's), at
-// Flash T = 256 / 1024 / 4096 / 8192 and Pro T = 4096 (both formats), with the cuBLAS BF16 dense
-// ceiling of the same FLOPs measured in the same run; outputs compared bit for bit with the wgmma
-// core's.
+// --prefill-ws: the warp-specialized W4A16 core (moe_prefill_core::wgmma_ws, the automatic
+// producer) with session 14's consumers and with PREFILL9's (moe_prefill_set_ws_consumer), bf16 x,
+// exact and official order, checkpoint and repacked layouts (the engine's), at Flash T = 1024 /
+// 4096 / 8192 and Pro T = 4096 (both formats), with the cuBLAS BF16 dense ceiling of the same FLOPs
+// measured in the same run; outputs compared bit for bit with the wgmma core's; timed on the
+// repacked layout, the two consumers alternating (s14, new, s14, new).
 // --ws-profile: instead, one eager exact-order wgmma_ws call on repacked weights at Flash MXFP4
 // T = 4096, for ncu.
 bool g_ws_profile = false;
@@ -1737,22 +1743,22 @@ void bench_prefill_ws_case(const moe_shape& sh, weight_kind kind, const std::vec
       CK(cudaFree(ws));
       continue;
     }
-    // Variants: the wgmma core, then wgmma_ws with session 13's producer and with the default one
-    // (moe_prefill_set_ws_producer), compared bit for bit with the first on both
-    // layouts, timed on the repacked layout (the engine's).
+    // Variants: the wgmma core (the reference), then wgmma_ws with session 14's consumers and with
+    // the default ones (moe_prefill_set_ws_consumer), compared bit for bit with the first on both
+    // layouts, the two wgmma_ws ones timed on the repacked layout (the engine's), alternating.
     struct variant {
       moe_prefill_core core;
-      int producer;
+      int consumer;
       const char* name;
     };
     const variant vs[3] = {{moe_prefill_core::wgmma, 1, "wgmma"},
-                           {moe_prefill_core::wgmma_ws, 0, "wgmma_ws s13"},
+                           {moe_prefill_core::wgmma_ws, 0, "wgmma_ws s14"},
                            {moe_prefill_core::wgmma_ws, 1, "wgmma_ws"}};
     for (bool rp : {false, true}) {
       for (bool official : {false, true}) {
         std::vector<uint16_t> ys[3];
         for (int ci = 0; ci < 3; ++ci) {
-          dsv4::cuda::moe_prefill_set_ws_producer(vs[ci].producer);
+          dsv4::cuda::moe_prefill_set_ws_consumer(vs[ci].consumer);
           ys[ci].resize(size_t(T * D));
           CK(cudaMemsetAsync(in.yb, 0xFF, ys[ci].size() * 2, s));
           call(0, s, rp, official, vs[ci].core);
@@ -1771,25 +1777,29 @@ void bench_prefill_ws_case(const moe_shape& sh, weight_kind kind, const std::vec
                       unwritten);
         }
         if (!rp) continue;
-        double ms[3];
-        for (int ci = 0; ci < 3; ++ci) {
-          dsv4::cuda::moe_prefill_set_ws_producer(vs[ci].producer);
-          ms[ci] = time_prefill_per_call(
-              [&](int i, cudaStream_t st) { call(i, st, rp, official, vs[ci].core); }, calls, 20,
-              s);
-        }
+        double ms[2][2];  // [pass][s14, new]
+        for (int pass = 0; pass < 2; ++pass)
+          for (int ci = 1; ci < 3; ++ci) {
+            dsv4::cuda::moe_prefill_set_ws_consumer(vs[ci].consumer);
+            ms[pass][ci - 1] = time_prefill_per_call(
+                [&](int i, cudaStream_t st) { call(i, st, rp, official, vs[ci].core); }, calls, 20,
+                s);
+          }
         char name[64];
-        for (int ci = 0; ci < 3; ++ci) {
-          std::snprintf(name, sizeof name, "%s%s rp", official ? "official " : "", vs[ci].name);
-          report(name, ms[ci]);
-        }
+        for (int pass = 0; pass < 2; ++pass)
+          for (int ci = 1; ci < 3; ++ci) {
+            std::snprintf(name, sizeof name, "%s%s rp p%d", official ? "official " : "",
+                          vs[ci].name, pass + 1);
+            report(name, ms[pass][ci - 1]);
+          }
         std::printf(
-            "%-6s %-6s   T=%lld repacked %s: wgmma_ws speed-up over wgmma %.3fx, over wgmma_ws s13 "
-            "%.3fx\n",
-            sh.name, kname, (long long)T, official ? "official" : "exact", ms[0] / ms[2],
-            ms[1] / ms[2]);
+            "%-6s %-6s   T=%lld repacked %s: wgmma_ws speed-up over wgmma_ws s14 %.3fx / %.3fx "
+            "(passes 1 / 2)\n",
+            sh.name, kname, (long long)T, official ? "official" : "exact", ms[0][0] / ms[0][1],
+            ms[1][0] / ms[1][1]);
       }
     }
+    dsv4::cuda::moe_prefill_set_ws_consumer(1);
     dsv4::cuda::moe_prefill_set_ws_producer(-1);
     CK(cudaFree(db));
     CK(cudaFree(dc));
@@ -1812,7 +1822,7 @@ void bench_prefill_ws_section(cudaStream_t s, cublasHandle_t h) {
   }
   for (weight_kind k : {weight_kind::mxfp4, weight_kind::nvfp4}) {
     if (!listed(g_formats, k == weight_kind::mxfp4 ? "mxfp4" : "nvfp4")) continue;
-    if (listed(g_shapes, "flash")) bench_prefill_ws_case(flash, k, {256, 1024, 4096, 8192}, s, h);
+    if (listed(g_shapes, "flash")) bench_prefill_ws_case(flash, k, {1024, 4096, 8192}, s, h);
     if (listed(g_shapes, "pro")) bench_prefill_ws_case(pro, k, {4096}, s, h);
   }
 }

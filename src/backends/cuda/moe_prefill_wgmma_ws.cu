@@ -225,9 +225,82 @@ __device__ __forceinline__ void ws_produce_item(const ws_args& a, const ws_ring&
   k += rounds;
 }
 
+// The consumers' A registers of step s for one matrix with the first scale multiply only:
+// expand_step without its MXFP4 second power-of-two step, which ws_mx_second_step applies to a
+// whole step's registers behind one warp-uniform branch (the same products, in the same order, so
+// the same BF16 pairs bit for bit).
+template <weight_kind K, int s, bool RP>
+__device__ __forceinline__ void ws_expand_first(const tile_round& r, const tile_scale& sc,
+                                                uint32_t (&a)[4]) {
+  constexpr int w = s >> 1, i = 2 * (s & 1);
+#pragma unroll
+  for (int row = 0; row < 2; ++row) {
+    const uint32_t word = word_of(r.v[row], w);
+    a[row] = fp4mma::mul_bf16x2(weight_pair<i, RP>(word), sc.m1[row][w >> 1]);
+    a[2 + row] = fp4mma::mul_bf16x2(weight_pair<i + 1, RP>(word), sc.m1[row][w >> 1]);
+  }
+}
+
+// scale_of<nvfp4> with both E4M3 scales of a row converted by one cvt.f16x2.e4m3x2 and one BF16x2
+// multiply by 2^118 (nv_scale_of converts each byte through f32 and multiplies there): the same
+// BF16 values (E4M3 needs 4 significant bits, e4m3 * 2^118 lies in 2^109 .. 2^127), so the same
+// products.
+__device__ __forceinline__ tile_scale ws_nv_scale_of(const tile_round& r) {
+  tile_scale s;
+  s.two = false;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const float2 f = detail::e4m3x2_to_f32(r.s[i]);
+    const __nv_bfloat162 b = __floats2bfloat162_rn(f.x, f.y);  // exact
+    const uint32_t v = fp4mma::mul_bf16x2(*reinterpret_cast<const uint32_t*>(&b), 0x7A807A80u);
+    s.m1[i][0] = __byte_perm(v, 0, 0x1010);
+    s.m1[i][1] = __byte_perm(v, 0, 0x3232);
+    s.m2[i] = 0x3F803F80u;
+  }
+  return s;
+}
+
+// scale_of<mxfp4> in fewer instructions: mx_scale_of's BF16x2 multipliers as integer expressions
+// (m1 = 2^min(e - 1, 127): exponent field min(e + 126, 254); m2 = 2^max(e - 128, 0), NaN for
+// e = 255; both halves by one multiply by 0x10001), two = e > 128. The same bits.
+__device__ __forceinline__ tile_scale ws_mx_scale_of(const tile_round& r) {
+  tile_scale s;
+  s.two = false;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const uint32_t e = r.s[i];
+    const uint32_t m1 = (min(e + 126u, 254u) << 7) * 0x10001u;
+    const uint32_t b2 = e == 255u ? 0x7FC0u : (max(e, 128u) - 1u) << 7;
+    s.m1[i][0] = s.m1[i][1] = m1;
+    s.m2[i] = b2 * 0x10001u;
+    s.two |= e > 128u;
+  }
+  return s;
+}
+
+// MXFP4's second scale step (E8M0 > 128: m2 = 2^(e - 128), NaN for 255; 1.0 otherwise) on both
+// matrices' A registers of a step, skipped by a branch when no lane of the warp needs it (`two`
+// warp-uniform). expand_step predicates these 8 multiplies per thread instead, and a predicated-off
+// instruction still takes its issue slot: 8 of the ~48 instructions of every step, for a path real
+// checkpoints' scales (E8M0 <= 128, weights of magnitude <= 12) never take. Lanes of a warp that
+// takes it without needing it multiply by 1.0: exact.
+__device__ __forceinline__ void ws_mx_second_step(uint32_t two, const tile_scale (&sc)[2],
+                                                  uint32_t (&a)[2][4]) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.u32 p, %8, 0;\n@!p bra.uni WS_MX_SECOND_DONE;\n"
+      "mul.rn.bf16x2 %0, %0, %9;\nmul.rn.bf16x2 %1, %1, %10;\n"
+      "mul.rn.bf16x2 %2, %2, %9;\nmul.rn.bf16x2 %3, %3, %10;\n"
+      "mul.rn.bf16x2 %4, %4, %11;\nmul.rn.bf16x2 %5, %5, %12;\n"
+      "mul.rn.bf16x2 %6, %6, %11;\nmul.rn.bf16x2 %7, %7, %12;\n"
+      "WS_MX_SECOND_DONE:\n}\n"
+      : "+r"(a[0][0]), "+r"(a[0][1]), "+r"(a[0][2]), "+r"(a[0][3]), "+r"(a[1][0]), "+r"(a[1][1]),
+        "+r"(a[1][2]), "+r"(a[1][3])
+      : "r"(two), "r"(sc[0].m2[0]), "r"(sc[0].m2[1]), "r"(sc[1].m2[0]), "r"(sc[1].m2[1]));
+}
+
 // One consumer warpgroup's item: the core's gemm_tile main loop and epilogue with A's bytes and
 // scales and B from the ring.
-template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, int N>
+template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, int N, bool V2>
 __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring& ring, int& k,
                                                 int4 tile, int rb, int rounds) {
   const int tid = threadIdx.x, lane = tid % k_warp_size, g = lane / 4, c = lane % 4;
@@ -280,17 +353,34 @@ __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring&
         cur[m].s[i] = v;
       }
     }
-    const tile_scale sc[2] = {scale_of<K>(cur[0]), scale_of<K>(cur[1])};
+    tile_scale sc[2];
+#pragma unroll
+    for (int m = 0; m < 2; ++m)
+      sc[m] = !V2                       ? scale_of<K>(cur[m])
+              : K == weight_kind::nvfp4 ? ws_nv_scale_of(cur[m])
+                                        : ws_mx_scale_of(cur[m]);
+    uint32_t two = 0;
+    if constexpr (V2 && K == weight_kind::mxfp4) two = __any_sync(~0u, sc[0].two || sc[1].two);
+    // Step s's descriptor is the round's plus the 16-byte units of its offset: the stage base is
+    // 1024-aligned and every address < 2^18, so the 14-bit address field never carries.
+    const uint64_t d0 = smem_desc(st + k_ws_b);
     // [step & 1][accumulator][reg]: step s rewrites the set of step s - 2, retired by the
     // wait_group 1 that followed step s - 1.
     uint32_t am[2][2][4];
     const auto step = [&](auto s_const) {
       constexpr int s = decltype(s_const)::value;
-      expand_step<K, s, RP>(cur[0], sc[0], am[s & 1][0]);
-      expand_step<K, s, RP>(cur[1], sc[1], am[s & 1][1]);
+      if constexpr (V2) {
+        ws_expand_first<K, s, RP>(cur[0], sc[0], am[s & 1][0]);
+        ws_expand_first<K, s, RP>(cur[1], sc[1], am[s & 1][1]);
+        if constexpr (K == weight_kind::mxfp4) ws_mx_second_step(two, sc, am[s & 1]);
+      } else {
+        expand_step<K, s, RP>(cur[0], sc[0], am[s & 1][0]);
+        expand_step<K, s, RP>(cur[1], sc[1], am[s & 1][1]);
+      }
       __syncwarp();
       wgmma::fence();
-      const uint64_t d = smem_desc(st + k_ws_b + (s >> 2) * k_atom_bytes + (s & 3) * 32);
+      const uint64_t d = V2 ? d0 + uint64_t(((s >> 2) * k_atom_bytes + (s & 3) * 32) >> 4)
+                            : smem_desc(st + k_ws_b + (s >> 2) * k_atom_bytes + (s & 3) * 32);
       wgmma_rs<N>::run(acc[0], am[s & 1][0], d);
       wgmma_rs<N>::run(acc[1], am[s & 1][1], d);
       wgmma::commit();
@@ -332,7 +422,7 @@ __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring&
 
 // UP: src = x' (rows by token), wa = W1, wb = W3, dst = h (PERMUTE_H: BF16 h' in the logical k
 // order). Down: src = h' (rows by pair), wa = wb = W2, dst = out [pairs, hidden] f32.
-template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, bool PR>
+template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, bool PR, bool V2>
 __global__ void __launch_bounds__(k_ws_threads, 1)
     moe_prefill_wgmma_ws_kernel(ws_args a, int row_blocks) {
 #if DSV4_PREFILL_WGMMA
@@ -378,13 +468,13 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       if (wn < items) tile = a.tiles[wn / row_blocks];
       const int rb = w % row_blocks;
       if (cur.z <= 32)
-        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 32>(a, ring, k, cur, rb, rounds);
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 32, V2>(a, ring, k, cur, rb, rounds);
       else if (cur.z <= 64)
-        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 64>(a, ring, k, cur, rb, rounds);
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 64, V2>(a, ring, k, cur, rb, rounds);
       else if (cur.z <= 96)
-        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 96>(a, ring, k, cur, rb, rounds);
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 96, V2>(a, ring, k, cur, rb, rounds);
       else
-        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 128>(a, ring, k, cur, rb, rounds);
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 128, V2>(a, ring, k, cur, rb, rounds);
     }
   }
 #else
@@ -401,6 +491,10 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 // for MXFP4 and for NVFP4 from 64 pairs per expert on. moe_prefill_set_ws_producer forces one,
 // for the bench's A/B.
 int g_ws_producer = -1;
+// The consumers' expansion (bench A/B, moe_prefill_set_ws_consumer): 0 session 14's (expand_step,
+// the MXFP4 second step predicated per thread, a descriptor rebuilt per step), 1 ws_expand_first +
+// ws_mx_second_step + per-round descriptor. The same results bit for bit.
+int g_ws_consumer = 1;
 
 template <weight_kind K>
 bool ws_use_pr(int64_t pairs, int64_t experts) {
@@ -411,8 +505,12 @@ bool ws_use_pr(int64_t pairs, int64_t experts) {
 template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H>
 cudaError_t launch_ws(int64_t row_blocks, int64_t tile_slots, const ws_args& a, bool pr,
                       cudaStream_t stream) {
-  const auto kernel = pr ? moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, true>
-                         : moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, false>;
+  const auto kernel =
+      g_ws_consumer == 0
+          ? (pr ? moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, true, false>
+                : moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, false, false>)
+          : (pr ? moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, true, true>
+                : moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, false, true>);
   if (const cudaError_t e = allow_dynamic_smem(kernel, k_ws_smem); e != cudaSuccess) return e;
   const int64_t items = row_blocks * tile_slots;
   if (items == 0) return cudaSuccess;
@@ -531,6 +629,10 @@ namespace dsv4::cuda {
 
 void moe_prefill_set_ws_producer(int mode) {
   prefill::g_ws_producer = mode;
+}
+
+void moe_prefill_set_ws_consumer(int mode) {
+  prefill::g_ws_consumer = mode;
 }
 
 }  // namespace dsv4::cuda
