@@ -58,7 +58,8 @@
 
 namespace dsv4::cuda {
 // The wgmma_ws consumers' expansion (moe_prefill_wgmma_ws.cu; bench A/B only, process-wide): 0
-// session 14's, 1 PREFILL9's (the default). Same results bit for bit.
+// session 14's, 1 PREFILL9's (the default), 2 PREFILL9's on the shift decode. Same results bit for
+// bit.
 void moe_prefill_set_ws_consumer(int mode);
 }  // namespace dsv4::cuda
 
@@ -1674,11 +1675,11 @@ void bench_prefill_section(cudaStream_t s, cublasHandle_t h) {
 }
 
 // --prefill-ws: the warp-specialized W4A16 core (moe_prefill_core::wgmma_ws, the automatic
-// producer) with session 14's consumers and with PREFILL9's (moe_prefill_set_ws_consumer), bf16 x,
+// producer) with session 14's consumers and PREFILL9's two (moe_prefill_set_ws_consumer), bf16 x,
 // exact and official order, checkpoint and repacked layouts (the engine's), at Flash T = 1024 /
 // 4096 / 8192 and Pro T = 4096 (both formats), with the cuBLAS BF16 dense ceiling of the same FLOPs
 // measured in the same run; outputs compared bit for bit with the wgmma core's; timed on the
-// repacked layout, the two consumers alternating (s14, new, s14, new).
+// repacked layout, the three consumers alternating, two passes.
 // --ws-profile: instead, one eager exact-order wgmma_ws call on repacked weights at Flash MXFP4
 // T = 4096, for ncu.
 bool g_ws_profile = false;
@@ -1743,21 +1744,24 @@ void bench_prefill_ws_case(const moe_shape& sh, weight_kind kind, const std::vec
       CK(cudaFree(ws));
       continue;
     }
-    // Variants: the wgmma core (the reference), then wgmma_ws with session 14's consumers and with
-    // the default ones (moe_prefill_set_ws_consumer), compared bit for bit with the first on both
-    // layouts, the two wgmma_ws ones timed on the repacked layout (the engine's), alternating.
+    // Variants: the wgmma core (the reference), then wgmma_ws with session 14's consumers, with the
+    // default ones and with the default ones on the shift decode (moe_prefill_set_ws_consumer 0 /
+    // 1 / 2), compared bit for bit with the first on both layouts, the three wgmma_ws ones timed on
+    // the repacked layout (the engine's), alternating, two passes.
     struct variant {
       moe_prefill_core core;
       int consumer;
       const char* name;
     };
-    const variant vs[3] = {{moe_prefill_core::wgmma, 1, "wgmma"},
-                           {moe_prefill_core::wgmma_ws, 0, "wgmma_ws s14"},
-                           {moe_prefill_core::wgmma_ws, 1, "wgmma_ws"}};
+    constexpr int nv = 4;
+    const variant vs[nv] = {{moe_prefill_core::wgmma, 1, "wgmma"},
+                            {moe_prefill_core::wgmma_ws, 0, "wgmma_ws s14"},
+                            {moe_prefill_core::wgmma_ws, 1, "wgmma_ws"},
+                            {moe_prefill_core::wgmma_ws, 2, "wgmma_ws shift"}};
     for (bool rp : {false, true}) {
       for (bool official : {false, true}) {
-        std::vector<uint16_t> ys[3];
-        for (int ci = 0; ci < 3; ++ci) {
+        std::vector<uint16_t> ys[nv];
+        for (int ci = 0; ci < nv; ++ci) {
           dsv4::cuda::moe_prefill_set_ws_consumer(vs[ci].consumer);
           ys[ci].resize(size_t(T * D));
           CK(cudaMemsetAsync(in.yb, 0xFF, ys[ci].size() * 2, s));
@@ -1765,7 +1769,7 @@ void bench_prefill_ws_case(const moe_shape& sh, weight_kind kind, const std::vec
           CK(cudaStreamSynchronize(s));
           CK(cudaMemcpy(ys[ci].data(), in.yb, ys[ci].size() * 2, cudaMemcpyDeviceToHost));
         }
-        for (int ci = 1; ci < 3; ++ci) {
+        for (int ci = 1; ci < nv; ++ci) {
           size_t differ = 0, unwritten = 0;
           for (size_t j = 0; j < ys[0].size(); ++j) {
             differ += ys[0][j] != ys[ci][j];
@@ -1777,9 +1781,9 @@ void bench_prefill_ws_case(const moe_shape& sh, weight_kind kind, const std::vec
                       unwritten);
         }
         if (!rp) continue;
-        double ms[2][2];  // [pass][s14, new]
+        double ms[2][nv - 1];  // [pass][s14, new, shift]
         for (int pass = 0; pass < 2; ++pass)
-          for (int ci = 1; ci < 3; ++ci) {
+          for (int ci = 1; ci < nv; ++ci) {
             dsv4::cuda::moe_prefill_set_ws_consumer(vs[ci].consumer);
             ms[pass][ci - 1] = time_prefill_per_call(
                 [&](int i, cudaStream_t st) { call(i, st, rp, official, vs[ci].core); }, calls, 20,
@@ -1787,16 +1791,16 @@ void bench_prefill_ws_case(const moe_shape& sh, weight_kind kind, const std::vec
           }
         char name[64];
         for (int pass = 0; pass < 2; ++pass)
-          for (int ci = 1; ci < 3; ++ci) {
+          for (int ci = 1; ci < nv; ++ci) {
             std::snprintf(name, sizeof name, "%s%s rp p%d", official ? "official " : "",
                           vs[ci].name, pass + 1);
             report(name, ms[pass][ci - 1]);
           }
         std::printf(
-            "%-6s %-6s   T=%lld repacked %s: wgmma_ws speed-up over wgmma_ws s14 %.3fx / %.3fx "
-            "(passes 1 / 2)\n",
+            "%-6s %-6s   T=%lld repacked %s: over wgmma_ws s14: wgmma_ws %.3fx / %.3fx, shift "
+            "%.3fx / %.3fx (passes 1 / 2)\n",
             sh.name, kname, (long long)T, official ? "official" : "exact", ms[0][0] / ms[0][1],
-            ms[1][0] / ms[1][1]);
+            ms[1][0] / ms[1][1], ms[0][0] / ms[0][2], ms[1][0] / ms[1][2]);
       }
     }
     dsv4::cuda::moe_prefill_set_ws_consumer(1);

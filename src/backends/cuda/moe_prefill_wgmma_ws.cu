@@ -229,15 +229,35 @@ __device__ __forceinline__ void ws_produce_item(const ws_args& a, const ws_ring&
 // expand_step without its MXFP4 second power-of-two step, which ws_mx_second_step applies to a
 // whole step's registers behind one warp-uniform branch (the same products, in the same order, so
 // the same BF16 pairs bit for bit).
-template <weight_kind K, int s, bool RP>
+// SHIFT (repacked words only): the pairs by fp4_repack::decode_pairs_shift's expressions (4 of the
+// 5 rotations as multiplications, which ptxas may issue as IMAD.SHL on the FMA pipe instead of SHF
+// on the integer pipe that the LOP3s also use); the same pairs bit for bit.
+template <int i, bool RP, bool SHIFT>
+__device__ __forceinline__ uint32_t ws_weight_pair(uint32_t u) {
+  if constexpr (RP && SHIFT) {
+    using namespace fp4_repack;
+    if constexpr (i == 0)
+      return u & k_pair_mask;
+    else if constexpr (i == 1)
+      return ((u * 2u) & k_sign_mask) | ((u * 8u) & k_mag_mask);
+    else if constexpr (i == 2)
+      return ((u * 4u) & k_sign_mask) | (rotl(u, 12) & k_mag_mask);
+    else
+      return (u * 64u) & k_pair_mask;
+  } else {
+    return weight_pair<i, RP>(u);
+  }
+}
+
+template <weight_kind K, int s, bool RP, bool SHIFT>
 __device__ __forceinline__ void ws_expand_first(const tile_round& r, const tile_scale& sc,
                                                 uint32_t (&a)[4]) {
   constexpr int w = s >> 1, i = 2 * (s & 1);
 #pragma unroll
   for (int row = 0; row < 2; ++row) {
     const uint32_t word = word_of(r.v[row], w);
-    a[row] = fp4mma::mul_bf16x2(weight_pair<i, RP>(word), sc.m1[row][w >> 1]);
-    a[2 + row] = fp4mma::mul_bf16x2(weight_pair<i + 1, RP>(word), sc.m1[row][w >> 1]);
+    a[row] = fp4mma::mul_bf16x2(ws_weight_pair<i, RP, SHIFT>(word), sc.m1[row][w >> 1]);
+    a[2 + row] = fp4mma::mul_bf16x2(ws_weight_pair<i + 1, RP, SHIFT>(word), sc.m1[row][w >> 1]);
   }
 }
 
@@ -300,7 +320,7 @@ __device__ __forceinline__ void ws_mx_second_step(uint32_t two, const tile_scale
 
 // One consumer warpgroup's item: the core's gemm_tile main loop and epilogue with A's bytes and
 // scales and B from the ring.
-template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, int N, bool V2>
+template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, int N, int CV>
 __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring& ring, int& k,
                                                 int4 tile, int rb, int rounds) {
   const int tid = threadIdx.x, lane = tid % k_warp_size, g = lane / 4, c = lane % 4;
@@ -314,6 +334,8 @@ __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring&
   ba.r0 = ws_row0<UP>(rb, wg, warp, 0);
   ba.b_offset = UP ? 0 : 64;
   const bool f32_scale = a.wa.scale_f32;
+  // CV (g_ws_consumer): 0 session 14's consumer, 1 PREFILL9's, 2 the same with the shift decode.
+  constexpr bool V2 = CV != 0;
   // Whether a round's last wgmmas stay in flight into the next round (its wait for the stage,
   // scale loads and first expansion). MXFP4 only: with NVFP4 ptxas then serializes every wgmma of
   // the kernel (C7513), so those drain at the end of each round and the other warpgroup covers.
@@ -370,8 +392,8 @@ __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring&
     const auto step = [&](auto s_const) {
       constexpr int s = decltype(s_const)::value;
       if constexpr (V2) {
-        ws_expand_first<K, s, RP>(cur[0], sc[0], am[s & 1][0]);
-        ws_expand_first<K, s, RP>(cur[1], sc[1], am[s & 1][1]);
+        ws_expand_first<K, s, RP, CV == 2>(cur[0], sc[0], am[s & 1][0]);
+        ws_expand_first<K, s, RP, CV == 2>(cur[1], sc[1], am[s & 1][1]);
         if constexpr (K == weight_kind::mxfp4) ws_mx_second_step(two, sc, am[s & 1]);
       } else {
         expand_step<K, s, RP>(cur[0], sc[0], am[s & 1][0]);
@@ -422,7 +444,7 @@ __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring&
 
 // UP: src = x' (rows by token), wa = W1, wb = W3, dst = h (PERMUTE_H: BF16 h' in the logical k
 // order). Down: src = h' (rows by pair), wa = wb = W2, dst = out [pairs, hidden] f32.
-template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, bool PR, bool V2>
+template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, bool PR, int CV>
 __global__ void __launch_bounds__(k_ws_threads, 1)
     moe_prefill_wgmma_ws_kernel(ws_args a, int row_blocks) {
 #if DSV4_PREFILL_WGMMA
@@ -468,13 +490,13 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       if (wn < items) tile = a.tiles[wn / row_blocks];
       const int rb = w % row_blocks;
       if (cur.z <= 32)
-        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 32, V2>(a, ring, k, cur, rb, rounds);
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 32, CV>(a, ring, k, cur, rb, rounds);
       else if (cur.z <= 64)
-        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 64, V2>(a, ring, k, cur, rb, rounds);
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 64, CV>(a, ring, k, cur, rb, rounds);
       else if (cur.z <= 96)
-        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 96, V2>(a, ring, k, cur, rb, rounds);
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 96, CV>(a, ring, k, cur, rb, rounds);
       else
-        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 128, V2>(a, ring, k, cur, rb, rounds);
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 128, CV>(a, ring, k, cur, rb, rounds);
     }
   }
 #else
@@ -493,7 +515,8 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 int g_ws_producer = -1;
 // The consumers' expansion (bench A/B, moe_prefill_set_ws_consumer): 0 session 14's (expand_step,
 // the MXFP4 second step predicated per thread, a descriptor rebuilt per step), 1 ws_expand_first +
-// ws_mx_second_step + per-round descriptor. The same results bit for bit.
+// ws_mx_second_step + per-round descriptor, 2 the same with the shift decode (ws_weight_pair). The
+// same results bit for bit.
 int g_ws_consumer = 1;
 
 template <weight_kind K>
@@ -505,12 +528,14 @@ bool ws_use_pr(int64_t pairs, int64_t experts) {
 template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H>
 cudaError_t launch_ws(int64_t row_blocks, int64_t tile_slots, const ws_args& a, bool pr,
                       cudaStream_t stream) {
-  const auto kernel =
-      g_ws_consumer == 0
-          ? (pr ? moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, true, false>
-                : moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, false, false>)
-          : (pr ? moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, true, true>
-                : moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, false, true>);
+  const auto pick = [&](auto cv) {
+    constexpr int c = decltype(cv)::value;
+    return pr ? moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, true, c>
+              : moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, false, c>;
+  };
+  const auto kernel = g_ws_consumer == 0   ? pick(std::integral_constant<int, 0>{})
+                      : g_ws_consumer == 2 ? pick(std::integral_constant<int, 2>{})
+                                           : pick(std::integral_constant<int, 1>{});
   if (const cudaError_t e = allow_dynamic_smem(kernel, k_ws_smem); e != cudaSuccess) return e;
   const int64_t items = row_blocks * tile_slots;
   if (items == 0) return cudaSuccess;
