@@ -121,7 +121,7 @@ __device__ __forceinline__ int64_t ws_row0(int rb, int h, int warp, int m) {
 // (coalesced: a warp's copies are 8 rows x 64 bytes, or 512 contiguous repacked bytes); the scale
 // row slots p and p + 128 (R = 64 (2 m + h) + 16 warp + 8 i + g); B chunk column p % 16 (16
 // bytes of the 256 of a token row's round) of token rows p / 16 + 8 q.
-template <weight_kind K, bool UP, bool RP, bool PR, int N, bool NOB = false>
+template <weight_kind K, bool UP, bool RP, bool PR, int N>
 __device__ __forceinline__ void ws_produce_item(const ws_args& a, const ws_ring& ring, int p,
                                                 int& k, int4 tile, int rb, int rounds) {
   const int e = tile.x, ntok = tile.z;
@@ -200,9 +200,7 @@ __device__ __forceinline__ void ws_produce_item(const ws_args& a, const ws_ring&
       else
         cp_async_4(sd, ssrc[m] + rr * 4);
     }
-    if constexpr (NOB) {
-      // DIAG (PREFILL9 CV 4): no B copies (the consumers multiply stale shared memory).
-    } else if constexpr (PR) {
+    if constexpr (PR) {
       const uint64_t bs = reinterpret_cast<uint64_t>(a.src + (rr * k_round + 8 * j));
 #pragma unroll
       for (int q = 0; q < nq; ++q)
@@ -393,19 +391,9 @@ __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring&
     uint32_t am[2][2][4];
     const auto step = [&](auto s_const) {
       constexpr int s = decltype(s_const)::value;
-      if constexpr (CV == 3) {
-        // DIAG (PREFILL9 CV 3): no expansion, one LOP3 per A register (wrong results).
-#pragma unroll
-        for (int m = 0; m < 2; ++m)
-#pragma unroll
-          for (int row = 0; row < 2; ++row) {
-            const uint32_t word = word_of(cur[m].v[row], s >> 1);
-            am[s & 1][m][row] = word & fp4_repack::k_pair_mask;
-            am[s & 1][m][2 + row] = word & fp4_repack::k_sign_mask;
-          }
-      } else if constexpr (V2) {
-        ws_expand_first<K, s, RP, CV >= 2>(cur[0], sc[0], am[s & 1][0]);
-        ws_expand_first<K, s, RP, CV >= 2>(cur[1], sc[1], am[s & 1][1]);
+      if constexpr (V2) {
+        ws_expand_first<K, s, RP, CV == 2>(cur[0], sc[0], am[s & 1][0]);
+        ws_expand_first<K, s, RP, CV == 2>(cur[1], sc[1], am[s & 1][1]);
         if constexpr (K == weight_kind::mxfp4) ws_mx_second_step(two, sc, am[s & 1]);
       } else {
         expand_step<K, s, RP>(cur[0], sc[0], am[s & 1][0]);
@@ -450,10 +438,8 @@ __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring&
   mbar::named_sync(1 + wg, 128);  // this warpgroup's previous epilogue read its pair ids
   pbuf[tid % 128] = pair;
   mbar::named_sync(1 + wg, 128);
-  // DIAG (PREFILL9 CV 5): no epilogue (a condition the compiler cannot drop; never true).
-  if (CV != 5 || a.limit == -12345.0f)
-    store_tile<out_t, K, UP, N, PERMUTE_H>(acc, ba, a.wa, a.wb, pbuf, g, c, a.limit, a.pair_weights,
-                                           static_cast<out_t*>(a.dst));
+  store_tile<out_t, K, UP, N, PERMUTE_H>(acc, ba, a.wa, a.wb, pbuf, g, c, a.limit, a.pair_weights,
+                                         static_cast<out_t*>(a.dst));
 }
 
 // UP: src = x' (rows by token), wa = W1, wb = W3, dst = h (PERMUTE_H: BF16 h' in the logical k
@@ -487,13 +473,13 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       if (wn < items) tile = a.tiles[wn / row_blocks];
       const int rb = w % row_blocks;
       if (cur.z <= 32)
-        ws_produce_item<K, UP, RP, PR, 32, CV == 4>(a, ring, p, k, cur, rb, rounds);
+        ws_produce_item<K, UP, RP, PR, 32>(a, ring, p, k, cur, rb, rounds);
       else if (cur.z <= 64)
-        ws_produce_item<K, UP, RP, PR, 64, CV == 4>(a, ring, p, k, cur, rb, rounds);
+        ws_produce_item<K, UP, RP, PR, 64>(a, ring, p, k, cur, rb, rounds);
       else if (cur.z <= 96)
-        ws_produce_item<K, UP, RP, PR, 96, CV == 4>(a, ring, p, k, cur, rb, rounds);
+        ws_produce_item<K, UP, RP, PR, 96>(a, ring, p, k, cur, rb, rounds);
       else
-        ws_produce_item<K, UP, RP, PR, 128, CV == 4>(a, ring, p, k, cur, rb, rounds);
+        ws_produce_item<K, UP, RP, PR, 128>(a, ring, p, k, cur, rb, rounds);
     }
     asm volatile("cp.async.wait_all;\n" ::: "memory");
   } else {
@@ -544,17 +530,11 @@ cudaError_t launch_ws(int64_t row_blocks, int64_t tile_slots, const ws_args& a, 
                       cudaStream_t stream) {
   const auto pick = [&](auto cv) {
     constexpr int c = decltype(cv)::value;
-    // DIAG variants (3..5) exist for the repacked layout with the PR producer only (else 2).
-    constexpr int d = c >= 3 && !RP ? 2 : c;
-    return pr ? moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, true, d>
-              : moe_prefill_wgmma_ws_kernel < out_t,
-           K, UP, RP, PERMUTE_H, false, d >= 3 ? 2 : d > ;
+    return pr ? moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, true, c>
+              : moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, false, c>;
   };
   const auto kernel = g_ws_consumer == 0   ? pick(std::integral_constant<int, 0>{})
                       : g_ws_consumer == 2 ? pick(std::integral_constant<int, 2>{})
-                      : g_ws_consumer == 3 ? pick(std::integral_constant<int, 3>{})
-                      : g_ws_consumer == 4 ? pick(std::integral_constant<int, 4>{})
-                      : g_ws_consumer == 5 ? pick(std::integral_constant<int, 5>{})
                                            : pick(std::integral_constant<int, 1>{});
   if (const cudaError_t e = allow_dynamic_smem(kernel, k_ws_smem); e != cudaSuccess) return e;
   const int64_t items = row_blocks * tile_slots;
