@@ -56,13 +56,6 @@
 #include "backends/cuda/quantize.h"
 #include "bench_common.cuh"
 
-namespace dsv4::cuda {
-// The wgmma_ws consumers' expansion (moe_prefill_wgmma_ws.cu; bench A/B only, process-wide): 0
-// session 14's, 1 PREFILL9's (the default), 2 PREFILL9's on the shift decode. Same results bit for
-// bit.
-void moe_prefill_set_ws_consumer(int mode);
-}  // namespace dsv4::cuda
-
 namespace {
 
 using bench::fill;
@@ -1674,12 +1667,12 @@ void bench_prefill_section(cudaStream_t s, cublasHandle_t h) {
   }
 }
 
-// --prefill-ws: the warp-specialized W4A16 core (moe_prefill_core::wgmma_ws, the automatic
-// producer) with session 14's consumers and PREFILL9's two (moe_prefill_set_ws_consumer), bf16 x,
-// exact and official order, checkpoint and repacked layouts (the engine's), at Flash T = 1024 /
-// 4096 / 8192 and Pro T = 4096 (both formats), with the cuBLAS BF16 dense ceiling of the same FLOPs
-// measured in the same run; outputs compared bit for bit with the wgmma core's; timed on the
-// repacked layout, the three consumers alternating, two passes.
+// --prefill-ws: the warp-specialized W4A16 core (moe_prefill_core::wgmma_ws; with session 13's
+// producer and with the B-rows-in-registers one, forced by moe_prefill_set_ws_producer) against the
+// wgmma core, bf16 x, exact and official order, checkpoint and repacked layouts (the engine's), at
+// Flash T = 256 / 1024 / 4096 / 8192 and Pro T = 4096 (both formats), with the cuBLAS BF16 dense
+// ceiling of the same FLOPs measured in the same run; outputs compared bit for bit with the wgmma
+// core's.
 // --ws-profile: instead, one eager exact-order wgmma_ws call on repacked weights at Flash MXFP4
 // T = 4096, for ncu.
 bool g_ws_profile = false;
@@ -1744,32 +1737,29 @@ void bench_prefill_ws_case(const moe_shape& sh, weight_kind kind, const std::vec
       CK(cudaFree(ws));
       continue;
     }
-    // Variants: the wgmma core (the reference), then wgmma_ws with session 14's consumers, with the
-    // default ones and with the default ones on the shift decode (moe_prefill_set_ws_consumer 0 /
-    // 1 / 2), compared bit for bit with the first on both layouts, the three wgmma_ws ones timed on
-    // the repacked layout (the engine's), alternating, two passes.
+    // Variants: the wgmma core, then wgmma_ws with session 13's producer and with the default one
+    // (moe_prefill_set_ws_producer), compared bit for bit with the first on both
+    // layouts, timed on the repacked layout (the engine's).
     struct variant {
       moe_prefill_core core;
-      int consumer;
+      int producer;
       const char* name;
     };
-    constexpr int nv = 4;
-    const variant vs[nv] = {{moe_prefill_core::wgmma, 1, "wgmma"},
-                            {moe_prefill_core::wgmma_ws, 0, "wgmma_ws s14"},
-                            {moe_prefill_core::wgmma_ws, 1, "wgmma_ws"},
-                            {moe_prefill_core::wgmma_ws, 2, "wgmma_ws shift"}};
+    const variant vs[3] = {{moe_prefill_core::wgmma, 1, "wgmma"},
+                           {moe_prefill_core::wgmma_ws, 0, "wgmma_ws s13"},
+                           {moe_prefill_core::wgmma_ws, 1, "wgmma_ws"}};
     for (bool rp : {false, true}) {
       for (bool official : {false, true}) {
-        std::vector<uint16_t> ys[nv];
-        for (int ci = 0; ci < nv; ++ci) {
-          dsv4::cuda::moe_prefill_set_ws_consumer(vs[ci].consumer);
+        std::vector<uint16_t> ys[3];
+        for (int ci = 0; ci < 3; ++ci) {
+          dsv4::cuda::moe_prefill_set_ws_producer(vs[ci].producer);
           ys[ci].resize(size_t(T * D));
           CK(cudaMemsetAsync(in.yb, 0xFF, ys[ci].size() * 2, s));
           call(0, s, rp, official, vs[ci].core);
           CK(cudaStreamSynchronize(s));
           CK(cudaMemcpy(ys[ci].data(), in.yb, ys[ci].size() * 2, cudaMemcpyDeviceToHost));
         }
-        for (int ci = 1; ci < nv; ++ci) {
+        for (int ci = 1; ci < 3; ++ci) {
           size_t differ = 0, unwritten = 0;
           for (size_t j = 0; j < ys[0].size(); ++j) {
             differ += ys[0][j] != ys[ci][j];
@@ -1781,29 +1771,25 @@ void bench_prefill_ws_case(const moe_shape& sh, weight_kind kind, const std::vec
                       unwritten);
         }
         if (!rp) continue;
-        double ms[2][nv - 1];  // [pass][s14, new, shift]
-        for (int pass = 0; pass < 2; ++pass)
-          for (int ci = 1; ci < nv; ++ci) {
-            dsv4::cuda::moe_prefill_set_ws_consumer(vs[ci].consumer);
-            ms[pass][ci - 1] = time_prefill_per_call(
-                [&](int i, cudaStream_t st) { call(i, st, rp, official, vs[ci].core); }, calls, 20,
-                s);
-          }
+        double ms[3];
+        for (int ci = 0; ci < 3; ++ci) {
+          dsv4::cuda::moe_prefill_set_ws_producer(vs[ci].producer);
+          ms[ci] = time_prefill_per_call(
+              [&](int i, cudaStream_t st) { call(i, st, rp, official, vs[ci].core); }, calls, 20,
+              s);
+        }
         char name[64];
-        for (int pass = 0; pass < 2; ++pass)
-          for (int ci = 1; ci < nv; ++ci) {
-            std::snprintf(name, sizeof name, "%s%s rp p%d", official ? "official " : "",
-                          vs[ci].name, pass + 1);
-            report(name, ms[pass][ci - 1]);
-          }
+        for (int ci = 0; ci < 3; ++ci) {
+          std::snprintf(name, sizeof name, "%s%s rp", official ? "official " : "", vs[ci].name);
+          report(name, ms[ci]);
+        }
         std::printf(
-            "%-6s %-6s   T=%lld repacked %s: over wgmma_ws s14: wgmma_ws %.3fx / %.3fx, shift "
-            "%.3fx / %.3fx (passes 1 / 2)\n",
-            sh.name, kname, (long long)T, official ? "official" : "exact", ms[0][0] / ms[0][1],
-            ms[1][0] / ms[1][1], ms[0][0] / ms[0][2], ms[1][0] / ms[1][2]);
+            "%-6s %-6s   T=%lld repacked %s: wgmma_ws speed-up over wgmma %.3fx, over wgmma_ws s13 "
+            "%.3fx\n",
+            sh.name, kname, (long long)T, official ? "official" : "exact", ms[0] / ms[2],
+            ms[1] / ms[2]);
       }
     }
-    dsv4::cuda::moe_prefill_set_ws_consumer(1);
     dsv4::cuda::moe_prefill_set_ws_producer(-1);
     CK(cudaFree(db));
     CK(cudaFree(dc));
@@ -1826,7 +1812,7 @@ void bench_prefill_ws_section(cudaStream_t s, cublasHandle_t h) {
   }
   for (weight_kind k : {weight_kind::mxfp4, weight_kind::nvfp4}) {
     if (!listed(g_formats, k == weight_kind::mxfp4 ? "mxfp4" : "nvfp4")) continue;
-    if (listed(g_shapes, "flash")) bench_prefill_ws_case(flash, k, {1024, 4096, 8192}, s, h);
+    if (listed(g_shapes, "flash")) bench_prefill_ws_case(flash, k, {256, 1024, 4096, 8192}, s, h);
     if (listed(g_shapes, "pro")) bench_prefill_ws_case(pro, k, {4096}, s, h);
   }
 }

@@ -50,6 +50,21 @@
 // Flash T >= 4096 but 0.91-0.93x at T <= 1024 (cause not measured; ws_use_pr keeps session 13's
 // producer there). Also dropped: two wgmma groups in flight for MXFP4 N <= 96 (the only
 // instantiations ptxas keeps pipelined: C7511 / C7512 otherwise), 0.94-1.01x.
+//
+// PREFILL9 (session 15; bench/kernels/results/h200_2026-11-27_s15_prefill9_*): the consumers'
+// SASS per 128-k round (N = 128, repacked, L1) was ~515 instructions for MXFP4 and ~402 for
+// NVFP4: per k16 step 22 integer (5 SHF + 6 LOP3 per word: the minimum for this bit layout, an
+// exhaustive search over rotation sets mod 16) + 8 HMUL2 + for MXFP4 8 more HMUL2 predicated on
+// E8M0 > 128 (issued even when off) + ~6 uniform descriptor instructions; per round ~50-100 for
+// the scales. MXFP4 now: ws_mx_second_step behind one warp-uniform branch, ws_mx_scale_of, one
+// descriptor per round, the shift decode: ~405 executed per round (-21%). Measured (H200, two
+// calls, one process, repacked, over session 14's consumers): MXFP4 0.97-1.05x, geomean 1.016 over
+// 32 comparisons (Flash T = 1024 / 4096 / 8192, Pro 4096, both orders, two passes); NVFP4 with
+// the same changes (and its E4M3 pairs through one cvt.f16x2.e4m3x2): 0.91-1.07x, geomean 0.99,
+// not kept; both formats without the shift decode: geomean 0.99. Diagnostic variants (wrong
+// results, same call), geomeans: no expansion at all (135 instructions a round) 1.22x (1.12-1.34),
+// no B copies 1.06x, no epilogue 1.14x: the expansion is a part of the gap to cuBLAS, not the wall
+// (with none, Flash MXFP4 T = 8192 would be at ~62% of dense).
 #include "backends/cuda/mbarrier.cuh"
 #include "backends/cuda/moe_prefill_wgmma_kernel.cuh"
 #include "backends/cuda/moe_prefill_wgmma_permute.cuh"
@@ -261,25 +276,6 @@ __device__ __forceinline__ void ws_expand_first(const tile_round& r, const tile_
   }
 }
 
-// scale_of<nvfp4> with both E4M3 scales of a row converted by one cvt.f16x2.e4m3x2 and one BF16x2
-// multiply by 2^118 (nv_scale_of converts each byte through f32 and multiplies there): the same
-// BF16 values (E4M3 needs 4 significant bits, e4m3 * 2^118 lies in 2^109 .. 2^127), so the same
-// products.
-__device__ __forceinline__ tile_scale ws_nv_scale_of(const tile_round& r) {
-  tile_scale s;
-  s.two = false;
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const float2 f = detail::e4m3x2_to_f32(r.s[i]);
-    const __nv_bfloat162 b = __floats2bfloat162_rn(f.x, f.y);  // exact
-    const uint32_t v = fp4mma::mul_bf16x2(*reinterpret_cast<const uint32_t*>(&b), 0x7A807A80u);
-    s.m1[i][0] = __byte_perm(v, 0, 0x1010);
-    s.m1[i][1] = __byte_perm(v, 0, 0x3232);
-    s.m2[i] = 0x3F803F80u;
-  }
-  return s;
-}
-
 // scale_of<mxfp4> in fewer instructions: mx_scale_of's BF16x2 multipliers as integer expressions
 // (m1 = 2^min(e - 1, 127): exponent field min(e + 126, 254); m2 = 2^max(e - 128, 0), NaN for
 // e = 255; both halves by one multiply by 0x10001), two = e > 128. The same bits.
@@ -320,7 +316,7 @@ __device__ __forceinline__ void ws_mx_second_step(uint32_t two, const tile_scale
 
 // One consumer warpgroup's item: the core's gemm_tile main loop and epilogue with A's bytes and
 // scales and B from the ring.
-template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, int N, int CV>
+template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, int N>
 __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring& ring, int& k,
                                                 int4 tile, int rb, int rounds) {
   const int tid = threadIdx.x, lane = tid % k_warp_size, g = lane / 4, c = lane % 4;
@@ -334,8 +330,10 @@ __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring&
   ba.r0 = ws_row0<UP>(rb, wg, warp, 0);
   ba.b_offset = UP ? 0 : 64;
   const bool f32_scale = a.wa.scale_f32;
-  // CV (g_ws_consumer): 0 session 14's consumer, 1 PREFILL9's, 2 the same with the shift decode.
-  constexpr bool V2 = CV != 0;
+  // MXFP4: PREFILL9's expansion (ws_mx_scale_of, ws_expand_first on the shift decode,
+  // ws_mx_second_step, per-round descriptor). NVFP4 keeps session 14's (expand_step; the same
+  // changes measured geomean 0.99x there, see the top of the file).
+  constexpr bool V2 = K == weight_kind::mxfp4;
   // Whether a round's last wgmmas stay in flight into the next round (its wait for the stage,
   // scale loads and first expansion). MXFP4 only: with NVFP4 ptxas then serializes every wgmma of
   // the kernel (C7513), so those drain at the end of each round and the other warpgroup covers.
@@ -376,13 +374,15 @@ __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring&
       }
     }
     tile_scale sc[2];
+    if constexpr (V2) {
 #pragma unroll
-    for (int m = 0; m < 2; ++m)
-      sc[m] = !V2                       ? scale_of<K>(cur[m])
-              : K == weight_kind::nvfp4 ? ws_nv_scale_of(cur[m])
-                                        : ws_mx_scale_of(cur[m]);
+      for (int m = 0; m < 2; ++m) sc[m] = ws_mx_scale_of(cur[m]);
+    } else {
+      sc[0] = scale_of<K>(cur[0]);
+      sc[1] = scale_of<K>(cur[1]);
+    }
     uint32_t two = 0;
-    if constexpr (V2 && K == weight_kind::mxfp4) two = __any_sync(~0u, sc[0].two || sc[1].two);
+    if constexpr (V2) two = __any_sync(~0u, sc[0].two || sc[1].two);
     // Step s's descriptor is the round's plus the 16-byte units of its offset: the stage base is
     // 1024-aligned and every address < 2^18, so the 14-bit address field never carries.
     const uint64_t d0 = smem_desc(st + k_ws_b);
@@ -392,9 +392,9 @@ __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring&
     const auto step = [&](auto s_const) {
       constexpr int s = decltype(s_const)::value;
       if constexpr (V2) {
-        ws_expand_first<K, s, RP, CV == 2>(cur[0], sc[0], am[s & 1][0]);
-        ws_expand_first<K, s, RP, CV == 2>(cur[1], sc[1], am[s & 1][1]);
-        if constexpr (K == weight_kind::mxfp4) ws_mx_second_step(two, sc, am[s & 1]);
+        ws_expand_first<K, s, RP, true>(cur[0], sc[0], am[s & 1][0]);
+        ws_expand_first<K, s, RP, true>(cur[1], sc[1], am[s & 1][1]);
+        ws_mx_second_step(two, sc, am[s & 1]);
       } else {
         expand_step<K, s, RP>(cur[0], sc[0], am[s & 1][0]);
         expand_step<K, s, RP>(cur[1], sc[1], am[s & 1][1]);
@@ -444,7 +444,7 @@ __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring&
 
 // UP: src = x' (rows by token), wa = W1, wb = W3, dst = h (PERMUTE_H: BF16 h' in the logical k
 // order). Down: src = h' (rows by pair), wa = wb = W2, dst = out [pairs, hidden] f32.
-template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, bool PR, int CV>
+template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, bool PR>
 __global__ void __launch_bounds__(k_ws_threads, 1)
     moe_prefill_wgmma_ws_kernel(ws_args a, int row_blocks) {
 #if DSV4_PREFILL_WGMMA
@@ -490,13 +490,13 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       if (wn < items) tile = a.tiles[wn / row_blocks];
       const int rb = w % row_blocks;
       if (cur.z <= 32)
-        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 32, CV>(a, ring, k, cur, rb, rounds);
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 32>(a, ring, k, cur, rb, rounds);
       else if (cur.z <= 64)
-        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 64, CV>(a, ring, k, cur, rb, rounds);
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 64>(a, ring, k, cur, rb, rounds);
       else if (cur.z <= 96)
-        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 96, CV>(a, ring, k, cur, rb, rounds);
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 96>(a, ring, k, cur, rb, rounds);
       else
-        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 128, CV>(a, ring, k, cur, rb, rounds);
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 128>(a, ring, k, cur, rb, rounds);
     }
   }
 #else
@@ -513,11 +513,6 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 // for MXFP4 and for NVFP4 from 64 pairs per expert on. moe_prefill_set_ws_producer forces one,
 // for the bench's A/B.
 int g_ws_producer = -1;
-// The consumers' expansion (bench A/B, moe_prefill_set_ws_consumer): 0 session 14's (expand_step,
-// the MXFP4 second step predicated per thread, a descriptor rebuilt per step), 1 ws_expand_first +
-// ws_mx_second_step + per-round descriptor, 2 the same with the shift decode (ws_weight_pair). The
-// same results bit for bit.
-int g_ws_consumer = 1;
 
 template <weight_kind K>
 bool ws_use_pr(int64_t pairs, int64_t experts) {
@@ -528,14 +523,8 @@ bool ws_use_pr(int64_t pairs, int64_t experts) {
 template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H>
 cudaError_t launch_ws(int64_t row_blocks, int64_t tile_slots, const ws_args& a, bool pr,
                       cudaStream_t stream) {
-  const auto pick = [&](auto cv) {
-    constexpr int c = decltype(cv)::value;
-    return pr ? moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, true, c>
-              : moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, false, c>;
-  };
-  const auto kernel = g_ws_consumer == 0   ? pick(std::integral_constant<int, 0>{})
-                      : g_ws_consumer == 2 ? pick(std::integral_constant<int, 2>{})
-                                           : pick(std::integral_constant<int, 1>{});
+  const auto kernel = pr ? moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, true>
+                         : moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, false>;
   if (const cudaError_t e = allow_dynamic_smem(kernel, k_ws_smem); e != cudaSuccess) return e;
   const int64_t items = row_blocks * tile_slots;
   if (items == 0) return cudaSuccess;
@@ -654,10 +643,6 @@ namespace dsv4::cuda {
 
 void moe_prefill_set_ws_producer(int mode) {
   prefill::g_ws_producer = mode;
-}
-
-void moe_prefill_set_ws_consumer(int mode) {
-  prefill::g_ws_consumer = mode;
 }
 
 }  // namespace dsv4::cuda
