@@ -297,9 +297,9 @@ __device__ __forceinline__ tile_scale ws_mx_scale_of(const tile_round& r) {
 // MXFP4's second scale step (E8M0 > 128: m2 = 2^(e - 128), NaN for 255; 1.0 otherwise) on both
 // matrices' A registers of a step, skipped by a branch when no lane of the warp needs it (`two`
 // warp-uniform). expand_step predicates these 8 multiplies per thread instead, and a predicated-off
-// instruction still takes its issue slot: 8 of the ~48 instructions of every step, for a path real
-// checkpoints' scales (E8M0 <= 128, weights of magnitude <= 12) never take. Lanes of a warp that
-// takes it without needing it multiply by 1.0: exact.
+// instruction still takes its issue slot: 8 of the ~48 instructions of every step, for a path only
+// block scales above 2 (E8M0 > 128, weights beyond 12) take. Lanes of a warp that takes it without
+// needing it multiply by 1.0: exact. (The parity cases' wide scales, E8M0 110..141, take it.)
 __device__ __forceinline__ void ws_mx_second_step(uint32_t two, const tile_scale (&sc)[2],
                                                   uint32_t (&a)[2][4]) {
   asm volatile(
