@@ -50,6 +50,21 @@
 // Flash T >= 4096 but 0.91-0.93x at T <= 1024 (cause not measured; ws_use_pr keeps session 13's
 // producer there). Also dropped: two wgmma groups in flight for MXFP4 N <= 96 (the only
 // instantiations ptxas keeps pipelined: C7511 / C7512 otherwise), 0.94-1.01x.
+//
+// PREFILL9 (session 15; bench/kernels/results/h200_2026-11-27_s15_prefill9_*): the consumers'
+// SASS per 128-k round (N = 128, repacked, L1) was ~515 instructions for MXFP4 and ~402 for
+// NVFP4: per k16 step 22 integer (5 SHF + 6 LOP3 per word: the minimum for this bit layout, an
+// exhaustive search over rotation sets mod 16) + 8 HMUL2 + for MXFP4 8 more HMUL2 predicated on
+// E8M0 > 128 (issued even when off) + ~6 uniform descriptor instructions; per round ~50-100 for
+// the scales. MXFP4 now: ws_mx_second_step behind one warp-uniform branch, ws_mx_scale_of, one
+// descriptor per round, the shift decode: ~405 executed per round (-21%). Measured (H200, two
+// calls, one process, repacked, over session 14's consumers): MXFP4 0.97-1.05x, geomean 1.016 over
+// 32 comparisons (Flash T = 1024 / 4096 / 8192, Pro 4096, both orders, two passes); NVFP4 with
+// the same changes (and its E4M3 pairs through one cvt.f16x2.e4m3x2): 0.91-1.07x, geomean 0.99,
+// not kept; both formats without the shift decode: geomean 0.99. Diagnostic variants (wrong
+// results, same call), geomeans: no expansion at all (135 instructions a round) 1.22x (1.12-1.34),
+// no B copies 1.06x, no epilogue 1.14x: the expansion is a part of the gap to cuBLAS, not the wall
+// (with none, Flash MXFP4 T = 8192 would be at ~62% of dense).
 #include "backends/cuda/mbarrier.cuh"
 #include "backends/cuda/moe_prefill_wgmma_kernel.cuh"
 #include "backends/cuda/moe_prefill_wgmma_permute.cuh"
@@ -225,6 +240,80 @@ __device__ __forceinline__ void ws_produce_item(const ws_args& a, const ws_ring&
   k += rounds;
 }
 
+// The consumers' A registers of step s for one matrix with the first scale multiply only:
+// expand_step without its MXFP4 second power-of-two step, which ws_mx_second_step applies to a
+// whole step's registers behind one warp-uniform branch (the same products, in the same order, so
+// the same BF16 pairs bit for bit).
+// SHIFT (repacked words only): the pairs by fp4_repack::decode_pairs_shift's expressions (4 of the
+// 5 rotations as multiplications, which ptxas may issue as IMAD.SHL on the FMA pipe instead of SHF
+// on the integer pipe that the LOP3s also use); the same pairs bit for bit.
+template <int i, bool RP, bool SHIFT>
+__device__ __forceinline__ uint32_t ws_weight_pair(uint32_t u) {
+  if constexpr (RP && SHIFT) {
+    using namespace fp4_repack;
+    if constexpr (i == 0)
+      return u & k_pair_mask;
+    else if constexpr (i == 1)
+      return ((u * 2u) & k_sign_mask) | ((u * 8u) & k_mag_mask);
+    else if constexpr (i == 2)
+      return ((u * 4u) & k_sign_mask) | (rotl(u, 12) & k_mag_mask);
+    else
+      return (u * 64u) & k_pair_mask;
+  } else {
+    return weight_pair<i, RP>(u);
+  }
+}
+
+template <weight_kind K, int s, bool RP, bool SHIFT>
+__device__ __forceinline__ void ws_expand_first(const tile_round& r, const tile_scale& sc,
+                                                uint32_t (&a)[4]) {
+  constexpr int w = s >> 1, i = 2 * (s & 1);
+#pragma unroll
+  for (int row = 0; row < 2; ++row) {
+    const uint32_t word = word_of(r.v[row], w);
+    a[row] = fp4mma::mul_bf16x2(ws_weight_pair<i, RP, SHIFT>(word), sc.m1[row][w >> 1]);
+    a[2 + row] = fp4mma::mul_bf16x2(ws_weight_pair<i + 1, RP, SHIFT>(word), sc.m1[row][w >> 1]);
+  }
+}
+
+// scale_of<mxfp4> in fewer instructions: mx_scale_of's BF16x2 multipliers as integer expressions
+// (m1 = 2^min(e - 1, 127): exponent field min(e + 126, 254); m2 = 2^max(e - 128, 0), NaN for
+// e = 255; both halves by one multiply by 0x10001), two = e > 128. The same bits.
+__device__ __forceinline__ tile_scale ws_mx_scale_of(const tile_round& r) {
+  tile_scale s;
+  s.two = false;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const uint32_t e = r.s[i];
+    const uint32_t m1 = (min(e + 126u, 254u) << 7) * 0x10001u;
+    const uint32_t b2 = e == 255u ? 0x7FC0u : (max(e, 128u) - 1u) << 7;
+    s.m1[i][0] = s.m1[i][1] = m1;
+    s.m2[i] = b2 * 0x10001u;
+    s.two |= e > 128u;
+  }
+  return s;
+}
+
+// MXFP4's second scale step (E8M0 > 128: m2 = 2^(e - 128), NaN for 255; 1.0 otherwise) on both
+// matrices' A registers of a step, skipped by a branch when no lane of the warp needs it (`two`
+// warp-uniform). expand_step predicates these 8 multiplies per thread instead, and a predicated-off
+// instruction still takes its issue slot: 8 of the ~48 instructions of every step, for a path only
+// block scales above 2 (E8M0 > 128, weights beyond 12) take. Lanes of a warp that takes it without
+// needing it multiply by 1.0: exact. (The parity cases' wide scales, E8M0 110..141, take it.)
+__device__ __forceinline__ void ws_mx_second_step(uint32_t two, const tile_scale (&sc)[2],
+                                                  uint32_t (&a)[2][4]) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.u32 p, %8, 0;\n@!p bra.uni WS_MX_SECOND_DONE;\n"
+      "mul.rn.bf16x2 %0, %0, %9;\nmul.rn.bf16x2 %1, %1, %10;\n"
+      "mul.rn.bf16x2 %2, %2, %9;\nmul.rn.bf16x2 %3, %3, %10;\n"
+      "mul.rn.bf16x2 %4, %4, %11;\nmul.rn.bf16x2 %5, %5, %12;\n"
+      "mul.rn.bf16x2 %6, %6, %11;\nmul.rn.bf16x2 %7, %7, %12;\n"
+      "WS_MX_SECOND_DONE:\n}\n"
+      : "+r"(a[0][0]), "+r"(a[0][1]), "+r"(a[0][2]), "+r"(a[0][3]), "+r"(a[1][0]), "+r"(a[1][1]),
+        "+r"(a[1][2]), "+r"(a[1][3])
+      : "r"(two), "r"(sc[0].m2[0]), "r"(sc[0].m2[1]), "r"(sc[1].m2[0]), "r"(sc[1].m2[1]));
+}
+
 // One consumer warpgroup's item: the core's gemm_tile main loop and epilogue with A's bytes and
 // scales and B from the ring.
 template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, int N>
@@ -241,6 +330,10 @@ __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring&
   ba.r0 = ws_row0<UP>(rb, wg, warp, 0);
   ba.b_offset = UP ? 0 : 64;
   const bool f32_scale = a.wa.scale_f32;
+  // MXFP4: PREFILL9's expansion (ws_mx_scale_of, ws_expand_first on the shift decode,
+  // ws_mx_second_step, per-round descriptor). NVFP4 keeps session 14's (expand_step; the same
+  // changes measured geomean 0.99x there, see the top of the file).
+  constexpr bool V2 = K == weight_kind::mxfp4;
   // Whether a round's last wgmmas stay in flight into the next round (its wait for the stage,
   // scale loads and first expansion). MXFP4 only: with NVFP4 ptxas then serializes every wgmma of
   // the kernel (C7513), so those drain at the end of each round and the other warpgroup covers.
@@ -280,17 +373,36 @@ __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring&
         cur[m].s[i] = v;
       }
     }
-    const tile_scale sc[2] = {scale_of<K>(cur[0]), scale_of<K>(cur[1])};
+    tile_scale sc[2];
+    if constexpr (V2) {
+#pragma unroll
+      for (int m = 0; m < 2; ++m) sc[m] = ws_mx_scale_of(cur[m]);
+    } else {
+      sc[0] = scale_of<K>(cur[0]);
+      sc[1] = scale_of<K>(cur[1]);
+    }
+    uint32_t two = 0;
+    if constexpr (V2) two = __any_sync(~0u, sc[0].two || sc[1].two);
+    // Step s's descriptor is the round's plus the 16-byte units of its offset: the stage base is
+    // 1024-aligned and every address < 2^18, so the 14-bit address field never carries.
+    const uint64_t d0 = smem_desc(st + k_ws_b);
     // [step & 1][accumulator][reg]: step s rewrites the set of step s - 2, retired by the
     // wait_group 1 that followed step s - 1.
     uint32_t am[2][2][4];
     const auto step = [&](auto s_const) {
       constexpr int s = decltype(s_const)::value;
-      expand_step<K, s, RP>(cur[0], sc[0], am[s & 1][0]);
-      expand_step<K, s, RP>(cur[1], sc[1], am[s & 1][1]);
+      if constexpr (V2) {
+        ws_expand_first<K, s, RP, true>(cur[0], sc[0], am[s & 1][0]);
+        ws_expand_first<K, s, RP, true>(cur[1], sc[1], am[s & 1][1]);
+        ws_mx_second_step(two, sc, am[s & 1]);
+      } else {
+        expand_step<K, s, RP>(cur[0], sc[0], am[s & 1][0]);
+        expand_step<K, s, RP>(cur[1], sc[1], am[s & 1][1]);
+      }
       __syncwarp();
       wgmma::fence();
-      const uint64_t d = smem_desc(st + k_ws_b + (s >> 2) * k_atom_bytes + (s & 3) * 32);
+      const uint64_t d = V2 ? d0 + uint64_t(((s >> 2) * k_atom_bytes + (s & 3) * 32) >> 4)
+                            : smem_desc(st + k_ws_b + (s >> 2) * k_atom_bytes + (s & 3) * 32);
       wgmma_rs<N>::run(acc[0], am[s & 1][0], d);
       wgmma_rs<N>::run(acc[1], am[s & 1][1], d);
       wgmma::commit();
