@@ -333,7 +333,7 @@ __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring&
   // MXFP4: PREFILL9's expansion (ws_mx_scale_of, ws_expand_first on the shift decode,
   // ws_mx_second_step, per-round descriptor). NVFP4 keeps session 14's (expand_step; the same
   // changes measured geomean 0.99x there, see the top of the file).
-  constexpr bool V2 = K == weight_kind::mxfp4;
+  constexpr bool mx_split_scale = K == weight_kind::mxfp4;
   // Whether a round's last wgmmas stay in flight into the next round (its wait for the stage,
   // scale loads and first expansion). MXFP4 only: with NVFP4 ptxas then serializes every wgmma of
   // the kernel (C7513), so those drain at the end of each round and the other warpgroup covers.
@@ -374,7 +374,7 @@ __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring&
       }
     }
     tile_scale sc[2];
-    if constexpr (V2) {
+    if constexpr (mx_split_scale) {
 #pragma unroll
       for (int m = 0; m < 2; ++m) sc[m] = ws_mx_scale_of(cur[m]);
     } else {
@@ -382,7 +382,7 @@ __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring&
       sc[1] = scale_of<K>(cur[1]);
     }
     uint32_t two = 0;
-    if constexpr (V2) two = __any_sync(~0u, sc[0].two || sc[1].two);
+    if constexpr (mx_split_scale) two = __any_sync(~0u, sc[0].two || sc[1].two);
     // Step s's descriptor is the round's plus the 16-byte units of its offset: the stage base is
     // 1024-aligned and every address < 2^18, so the 14-bit address field never carries.
     const uint64_t d0 = smem_desc(st + k_ws_b);
@@ -391,7 +391,7 @@ __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring&
     uint32_t am[2][2][4];
     const auto step = [&](auto s_const) {
       constexpr int s = decltype(s_const)::value;
-      if constexpr (V2) {
+      if constexpr (mx_split_scale) {
         ws_expand_first<K, s, RP, true>(cur[0], sc[0], am[s & 1][0]);
         ws_expand_first<K, s, RP, true>(cur[1], sc[1], am[s & 1][1]);
         ws_mx_second_step(two, sc, am[s & 1]);
@@ -401,8 +401,9 @@ __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring&
       }
       __syncwarp();
       wgmma::fence();
-      const uint64_t d = V2 ? d0 + uint64_t(((s >> 2) * k_atom_bytes + (s & 3) * 32) >> 4)
-                            : smem_desc(st + k_ws_b + (s >> 2) * k_atom_bytes + (s & 3) * 32);
+      const uint64_t d = mx_split_scale
+                             ? d0 + uint64_t(((s >> 2) * k_atom_bytes + (s & 3) * 32) >> 4)
+                             : smem_desc(st + k_ws_b + (s >> 2) * k_atom_bytes + (s & 3) * 32);
       wgmma_rs<N>::run(acc[0], am[s & 1][0], d);
       wgmma_rs<N>::run(acc[1], am[s & 1][1], d);
       wgmma::commit();
