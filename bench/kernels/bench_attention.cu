@@ -454,11 +454,10 @@ void trace_plan(const char* label, const dsv4::cuda::attention_decode_plan& plan
   auto p = plan;
   p.trace = tr;
   std::vector<unsigned long long> h(words);
-  static const int slots[] = {k_adt_pre,    k_adt_setup,  k_adt_idx_in, k_adt_index,
-                              k_adt_issued, k_adt_landed, k_adt_query,  k_adt_tile0,
-                              k_adt_s0,     k_adt_loop,   k_adt_end};
-  static const char* const names[] = {"pre",   "setup", "idx_in", "index", "issued", "landed",
-                                      "query", "tile0", "s0",     "loop",  "end"};
+  static const int slots[] = {k_adt_setup, k_adt_index, k_adt_issued, k_adt_landed, k_adt_query,
+                              k_adt_tile0, k_adt_s0,    k_adt_loop,   k_adt_end};
+  static const char* const names[] = {"setup", "index", "issued", "landed", "query",
+                                      "tile0", "s0",    "loop",   "end"};
   constexpr int n_slots = int(sizeof(slots) / sizeof(slots[0]));
   std::vector<std::vector<double>> med(n_slots), mx(n_slots), comb(3), span(1);
   int ctas = 0;

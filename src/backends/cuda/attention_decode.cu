@@ -160,7 +160,6 @@
 // from the key loop's end to the CTAs' exit.
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <type_traits>
 
 #include "backends/cuda/activation.cuh"
@@ -1105,11 +1104,6 @@ constexpr int k_ws_opt_no_load = 1;
 constexpr int k_ws_opt_no_compute = 2;
 // FP8 records (plan.diag 4): references by 32-bit divisions even for power-of-two block sizes.
 constexpr int k_ws_opt_divisions = 4;
-// bf16 pools (DSV4_ATTENTION_QUERY_AFTER=1, A/B): the consumers issue the query tile's copies only
-// once every producer warp has issued tile 0's rows (named barrier k_ws_query_bar), so that the
-// first rows are not queued behind the query's 64 KB of copies.
-constexpr int k_ws_opt_query_after = 8;
-constexpr uint32_t k_ws_query_bar = 10;  // 0: __syncthreads, 1..9: the consumers' barriers
 
 // pool_t: bf16 rows, or FP8 records (kv_fp8_record: alternate tiles, split / fold modes).
 template <int sched, int mode, typename act_t, typename pool_t = __nv_bfloat16>
@@ -1180,8 +1174,6 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       part_ml[part + head0 + threadIdx.x] = make_float2(-INFINITY, 0.0f);
     return;
   }
-  // (n_live >= 0 always: the branch makes the stamp wait for the loads n_live depends on.)
-  if (threadIdx.x == 0 && n_live >= 0) trace_stamp(trace, 0, k_adt_pre);
   if (threadIdx.x == 0) {
     for (int i = 0; i < k_ws_stages; ++i) {
       // The producers' 128 cp.async arrivals and one release arrival (the mask).
@@ -1370,8 +1362,6 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         };
         int32_t u0 = index_of_row(0), u1 = index_of_row(1), u2 = index_of_row(2),
                 u3 = index_of_row(3);
-        // (The branch on u0 makes the stamp wait for its load; no index is INT32_MIN.)
-        if (pw == 0 && lane == 0 && u0 != INT32_MIN) trace_stamp(trace, 0, k_adt_idx_in);
 #pragma unroll
         for (int j = 0; j < lead; ++j) {
           if (j < n_live)
@@ -1422,8 +1412,6 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         v0 = v1;
         v1 = v2;
         v2 = index_of_tile(j + 3);
-        // (The branch on v makes the stamp wait for its load; no index is INT32_MIN.)
-        if (j == 0 && pw == 0 && lane == 0 && v != INT32_MIN) trace_stamp(trace, 0, k_adt_idx_in);
         const pool_t* p = space.row_ref(tile_start(j) + lane, v);
         const int stage = j % k_ws_stages;
         // Stage reuse: the consumers released tile j - stages (phase j / stages - 1 of `empty`).
@@ -1452,8 +1440,6 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
           mbar::arrive(full_bar + 8 * stage);
           if (j == 0) trace_stamp(trace, 0, k_adt_index);
         }
-        if (j == 0 && (opts & k_ws_opt_query_after) != 0)
-          mbar::named_arrive(k_ws_query_bar, k_ws_threads);
       }
     }
     if (pw == 0 && lane == 0) trace_stamp(trace, 0, k_adt_issued);
@@ -1510,10 +1496,6 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     const int half = warp >> 2;
     const int64_t h0 = head0 + rg * 16 + lane / 4, h1 = h0 + 8;
     if (n_live > 0) {  // always in the split kernel; a fold CTA without keys needs no query
-      if constexpr (!records) {
-        // (The producers arrive once, after tile 0's copies: n_live > 0 here.)
-        if ((opts & k_ws_opt_query_after) != 0) mbar::named_sync(k_ws_query_bar, k_ws_threads);
-      }
       load_query_tile<true>(q, t, heads, head0, smem, q_s);
       if constexpr (sizeof(act_t) == 2) {
         cp_async_commit();
@@ -2121,15 +2103,10 @@ cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode
 
 // The ws kernel's run-time options (k_ws_opt_*: bench diagnoses).
 int ws_opts(const attention_decode_plan& plan) {
-  static const int query_after = [] {
-    const char* e = std::getenv("DSV4_ATTENTION_QUERY_AFTER");
-    return e && e[0] == '1' ? k_ws_opt_query_after : 0;
-  }();
-  return (plan.diag == 1   ? k_ws_opt_no_load
-          : plan.diag == 2 ? k_ws_opt_no_compute
-          : plan.diag == 4 ? k_ws_opt_divisions
-                           : 0) |
-         query_after;
+  return plan.diag == 1   ? k_ws_opt_no_load
+         : plan.diag == 2 ? k_ws_opt_no_compute
+         : plan.diag == 4 ? k_ws_opt_divisions
+                          : 0;
 }
 // The consumer schedule a plan runs.
 int ws_sched(const attention_decode_plan& plan) {

@@ -111,19 +111,17 @@ struct attention_decode_plan {
 
 // plan.trace slots (bench_attention --trace).
 enum attention_decode_trace_slot : int {
-  k_adt_entry = 0,    // main and combine: kernel entry
-  k_adt_setup = 1,    // main: mbarriers initialized (ws) / combine: after griddepcontrol.wait
-  k_adt_index = 2,    // ws producer: the first tile's row references (index chain done)
-  k_adt_issued = 3,   // ws producer: every tile issued
-  k_adt_landed = 4,   // ws producer: every row landed
-  k_adt_query = 5,    // consumers: query tile in shared memory
-  k_adt_tile0 = 6,    // consumers: first tile's rows in shared memory
-  k_adt_s0 = 7,       // consumers: first tile's S complete
-  k_adt_loop = 8,     // consumers: key loop done
-  k_adt_end = 9,      // main and combine: thread 0 done (outputs / partials stored)
-  k_adt_smid = 10,    // value: the SM
-  k_adt_pre = 11,     // ws: the pre-barrier loads (token_seq, visible slots) in registers
-  k_adt_idx_in = 12,  // ws producer: the first tile's slot index (or block-table entry) arrived
+  k_adt_entry = 0,   // main and combine: kernel entry
+  k_adt_setup = 1,   // main: mbarriers initialized (ws) / combine: after griddepcontrol.wait
+  k_adt_index = 2,   // ws producer: the first tile's row references (index chain done)
+  k_adt_issued = 3,  // ws producer: every tile issued
+  k_adt_landed = 4,  // ws producer: every row landed
+  k_adt_query = 5,   // consumers: query tile in shared memory
+  k_adt_tile0 = 6,   // consumers: first tile's rows in shared memory
+  k_adt_s0 = 7,      // consumers: first tile's S complete
+  k_adt_loop = 8,    // consumers: key loop done
+  k_adt_end = 9,     // main and combine: thread 0 done (outputs / partials stored)
+  k_adt_smid = 10,   // value: the SM
   k_adt_slots = 16,
   k_adt_max_ctas = 1024,
 };
