@@ -12,6 +12,7 @@
 #include "backends/cuda/indexer_topk_fast_common.cuh"
 #include "backends/cuda/mbarrier.cuh"
 #include "backends/cuda/mma_sm80.cuh"
+#include "backends/cuda/uint4_words.cuh"
 #include "backends/cuda/wgmma_common.cuh"
 #include "backends/cuda/wgmma_fp8.cuh"
 
@@ -1052,14 +1053,7 @@ __global__ void __launch_bounds__(256, 3)
 #endif
 #pragma unroll
       for (int k = 0; k < 4; ++k) {
-        const uint32_t w0 = k == 0   ? raw4[0].x
-                            : k == 1 ? raw4[0].y
-                            : k == 2 ? raw4[0].z
-                                     : raw4[0].w;
-        const uint32_t w1 = k == 0   ? raw4[1].x
-                            : k == 1 ? raw4[1].y
-                            : k == 2 ? raw4[1].z
-                                     : raw4[1].w;
+        const uint32_t w0 = word_of(raw4[0], k), w1 = word_of(raw4[1], k);
         if (k >= 2) wgmma::wait<1>();
         uint32_t(&f)[4] = a[k % 2];
 #if DSV4_IDX_DIAG == 5
@@ -1134,14 +1128,7 @@ __global__ void __launch_bounds__(256, 3)
 #pragma unroll
       for (int kk = 0; kk < k_dim / 16; ++kk) {
         const int k = kk / 2;
-        const uint32_t w0 = k == 0   ? raw4[0].x
-                            : k == 1 ? raw4[0].y
-                            : k == 2 ? raw4[0].z
-                                     : raw4[0].w;
-        const uint32_t w1 = k == 0   ? raw4[1].x
-                            : k == 1 ? raw4[1].y
-                            : k == 2 ? raw4[1].z
-                                     : raw4[1].w;
+        const uint32_t w0 = word_of(raw4[0], k), w1 = word_of(raw4[1], k);
         const uint32_t m0 = ((sbytes[0] >> (8 * k)) & 0xffu) * 0x00800080u + add;
         const uint32_t m1 = ((sbytes[1] >> (8 * k)) & 0xffu) * 0x00800080u + add;
         if (kk >= 2) wgmma::wait<1>();  // k-step kk - 2 done: a[kk % 2] free

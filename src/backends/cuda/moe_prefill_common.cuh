@@ -14,6 +14,7 @@
 #include "backends/cuda/fp4_mma.cuh"
 #include "backends/cuda/linear.h"
 #include "backends/cuda/moe_repack.h"
+#include "backends/cuda/uint4_words.cuh"
 
 namespace dsv4::cuda::prefill {
 
@@ -144,10 +145,6 @@ __device__ __forceinline__ tile_scale scale_of(const tile_round& r) {
     }
   }
   return s;
-}
-
-__device__ __forceinline__ uint32_t word_of(const uint4& v, int w) {
-  return w == 0 ? v.x : w == 1 ? v.y : w == 2 ? v.z : v.w;
 }
 
 // ---- Shared-memory and cp.async helpers of the sm_90 prefill cores (wgmma, wgmma_cp, wgmma_ws,
