@@ -7,7 +7,10 @@
 // the MOE21 brief, and the best a converter-specific repack could do: 3 LOP3 + 2 shifts).
 // Standalone: nvcc -O3 -arch=sm_90a -o f2fp_rate f2fp_rate.cu
 // Output: warp instructions (or words) per SM clock, from each block's clock64 span with a fixed
-// resident set (one wave, 32 warps per SM).
+// resident set (one wave, 32 warps per SM). Compare the figures only with each other: on an H200
+// (MOE21 call 1) they read ~1.55x above the pipe peaks (LOP3 alone 3.09 where the ALU pipe issues
+// at most 2 warp-instructions per SM clock; ncu put that kernel at 99.4% of the ALU pipe), the
+// blocks of an SM not spanning the same interval. Run with F2FP_ONCE=1 under ncu for the pipes.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>

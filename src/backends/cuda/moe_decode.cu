@@ -449,91 +449,10 @@ __device__ __forceinline__ void mma_round_per_word(float (&acc)[4], const round_
 struct no_hook {
   __device__ __forceinline__ void operator()() const {}
 };
-
-#ifdef DSV4_MOE21_DIAG
-// Diagnostic (wrong y, never the library's default): the instruction stream of an FP16 decode
-// round that expands E2M1 through the FP8 -> FP16 converter (MOE21), to time it in the real
-// kernels before building the layouts it needs. Per 32-bit word: a converter-specific bit order
-// (hypothetical repack: e4m3 bytes s|0 0 e1 e0 m|0 0, i.e. code * 2^-6, in R_A = u & 0x9C9C9C9C
-// and R_B = (u << 2 & 0x8C8C8C8C) | (u >> 2 & 0x10101010)), 4 F2FP.F16.E4M3, 4 HMUL2.F16 by
-// 2^(e - 106) (exact for E8M0 e in [107, 136]), f16 HMMAs into a per-round temp (the activation,
-// FP16 e4m3 values, keeps its per-128 power of two out) and one FFMA per accumulator per round
-// with the token's 2^p (here derived from the fragments; a real kernel loads two floats).
-__device__ __forceinline__ uint32_t moe21_cvt_lo(uint32_t a) {
-  uint32_t d;
-  asm("{.reg .b16 l, h; mov.b32 {l, h}, %1; cvt.rn.f16x2.e4m3x2 %0, l;}" : "=r"(d) : "r"(a));
-  return d;
-}
-__device__ __forceinline__ uint32_t moe21_cvt_hi(uint32_t a) {
-  uint32_t d;
-  asm("{.reg .b16 l, h; mov.b32 {l, h}, %1; cvt.rn.f16x2.e4m3x2 %0, h;}" : "=r"(d) : "r"(a));
-  return d;
-}
-// DSV4_MOE21_DIAG=2: the checkpoint nibble order instead (value j at bits 4j..4j+3; the brief's
-// odd / even byte sets, pairs (v0, v2), (v4, v6), (v1, v3), (v5, v7)): 4 LOP3 + 3 shifts.
-__device__ __forceinline__ void moe21_expand(uint32_t u, uint32_t (&p)[4]) {
-#if DSV4_MOE21_DIAG == 2
-  const uint32_t ra = ((u * 16u) & 0x80808080u) | ((u * 4u) & 0x1C1C1C1Cu);
-  const uint32_t rb = (u & 0x80808080u) | ((u >> 2) & 0x1C1C1C1Cu);
-#else
-  const uint32_t ra = u & 0x9C9C9C9Cu;
-  const uint32_t rb = ((u * 4u) & 0x8C8C8C8Cu) | ((u >> 2) & 0x10101010u);
-#endif
-  p[0] = moe21_cvt_lo(ra), p[1] = moe21_cvt_hi(ra), p[2] = moe21_cvt_lo(rb), p[3] = moe21_cvt_hi(rb);
-}
-__device__ __forceinline__ uint32_t moe21_mul_f16x2(uint32_t a, uint32_t b) {
-  uint32_t d;
-  asm("mul.rn.f16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
-  return d;
-}
-__device__ __forceinline__ void moe21_mma_f16(float (&d)[4], uint32_t a0, uint32_t a1, uint32_t a2,
-                                              uint32_t a3, uint32_t b0, uint32_t b1) {
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, "
-      "{%8,%9}, {%0,%1,%2,%3};"
-      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-      : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
-template <typename H>
-__device__ __forceinline__ void moe21_round(float (&acc)[4], const uint4 (&v)[2],
-                                            const uint32_t (&s)[2], const uint4 (&xh)[4],
-                                            const H& after_word0) {
-  uint32_t m16[2];
-#pragma unroll
-  for (int i = 0; i < 2; ++i) m16[i] = s[i] * 0x04000400u + 0x57FE5800u;  // (e - 106) << 10, x2
-  float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-#pragma unroll
-  for (int w = 0; w < 4; ++w) {
-    uint32_t p0[4], p1[4];
-    moe21_expand(w == 0 ? v[0].x : w == 1 ? v[0].y : w == 2 ? v[0].z : v[0].w, p0);
-    moe21_expand(w == 0 ? v[1].x : w == 1 ? v[1].y : w == 2 ? v[1].z : v[1].w, p1);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      p0[j] = moe21_mul_f16x2(p0[j], m16[0]);
-      p1[j] = moe21_mul_f16x2(p1[j], m16[1]);
-    }
-    moe21_mma_f16(t, p0[0], p1[0], p0[1], p1[1], xh[w].x, xh[w].y);
-    moe21_mma_f16(t, p0[2], p1[2], p0[3], p1[3], xh[w].z, xh[w].w);
-    if (w == 0) after_word0();
-  }
-  const float xs0 = __uint_as_float(0x3F800000u | (xh[3].w & 0x00700000u));
-  const float xs1 = __uint_as_float(0x3F800000u | (xh[2].w & 0x00700000u));
-  acc[0] = fmaf(t[0], xs0, acc[0]);
-  acc[1] = fmaf(t[1], xs1, acc[1]);
-  acc[2] = fmaf(t[2], xs0, acc[2]);
-  acc[3] = fmaf(t[3], xs1, acc[3]);
-}
-#endif
 template <weight_kind K, bool SPLIT, bool TWO, int RP, typename H = no_hook>
 __device__ __forceinline__ void mma_round(float (&acc)[4], const round_w<K>& r,
                                           const uint4 (&xh)[4], const uint4 (&xl)[4],
                                           const H& after_word0 = H{}) {
-#ifdef DSV4_MOE21_DIAG
-  if constexpr (K == weight_kind::mxfp4 && RP == 2 && !SPLIT && !TWO) {
-    moe21_round(acc, r.v, r.s, xh, after_word0);
-    return;
-  }
-#endif
   uint32_t m1[2][2], m2[2] = {0x3F803F80u, 0x3F803F80u};
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
