@@ -1629,17 +1629,6 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
     };
     std::vector<variant> vs;
     vs.push_back({"fp4 plan", plan});
-    if (plan.score_list) {
-      // plan.score_fair: the SM's two score CTAs kept within score_fair - 1 passes (0: off).
-      static const char* const fair_names[] = {"fp4 fair 0 (off)", "fp4 fair 1", "fp4 fair 2",
-                                               "fp4 fair 3"};
-      for (int f : {0, 1, 3}) {
-        if (f == plan.score_fair) continue;
-        plan_t p = plan;
-        p.score_fair = f;
-        vs.push_back({fair_names[f], p});
-      }
-    }
     if (!g_indexer_plan_only) {  // the A/B rows
       {
         // The score kernel listing the candidates (plan.score_list) off: the collect launch.
@@ -1748,19 +1737,10 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
   if (g_indexer_trace && T == 1) {
     std::printf("indexer phase trace, %s:\n", shape);
     plan_t other = plan;
-    // --indexer-plan-only with plan.score_fair: the plan against the same without the fairness
-    // gate; else against the collect launch.
-    const bool fair_ab = g_indexer_plan_only && plan.score_list && plan.score_fair != 0;
-    if (fair_ab)
-      other.score_fair = 0;
-    else
-      other.score_list = !plan.score_list;
+    other.score_list = !plan.score_list;
     for (const plan_t& p : {plan, other}) {
-      trace_indexer_phases(!p.score_list             ? "collect launch"
-                           : fair_ab && p.score_fair ? "score_list, score_fair"
-                                                     : "score_list",
-                           st, p.ctas_per_token, p.collect_ctas_per_token, p.select_ctas,
-                           [&] { run_fp4(p); });
+      trace_indexer_phases(p.score_list ? "score_list" : "collect launch", st, p.ctas_per_token,
+                           p.collect_ctas_per_token, p.select_ctas, [&] { run_fp4(p); });
       // The token's candidate count (token_state after the scores in the scratch).
       run_fp4(p);
       uint32_t state_words[8];

@@ -117,7 +117,6 @@ indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_widt
   // score_list where the score grid is resident at once (two CTAs per SM: the CTAs that wait for
   // a fuller histogram snapshot never hold back a later wave) and the select is split.
   p.score_list = tokens * p.ctas_per_token <= 2 * sms && p.select_ctas > 0;
-  p.score_fair = p.score_list ? 2 : 0;
   const size_t score_bytes = size_t(tokens * score_stride_of(p.capacity)) * 4;
   p.scratch_bytes = score_bytes + size_t(tokens) * (sizeof(token_state) + 2 * k_bins * 4) +
                     size_t(tokens) * size_t(k_candidate_capacity) * 8;
@@ -251,8 +250,7 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
       (bulk ? k_score_flag_bulk | (plan.score_decouple ? k_score_flag_decouple : 0) : 0) |
       (plan.score_quad ? k_score_flag_quad : 0) | (plan.score_rotate ? k_score_flag_rotate : 0) |
       (plan.score_pingpong ? k_score_flag_pingpong : 0) |
-      (plan.list_once ? k_score_flag_list_once : 0) |
-      (std::clamp(plan.score_fair, 0, 7) << k_score_flag_fair_shift);
+      (plan.list_once ? k_score_flag_list_once : 0);
   // A programmatic dependent of the zeroing kernel (plan.zero_kernel), else a plain launch.
   const auto launch_score = [&](auto kernel, int threads, int smem) {
     e = launch_pdl(plan.zero_kernel, kernel, grid, dim3(unsigned(threads)), size_t(smem), stream, q,

@@ -144,13 +144,6 @@ struct indexer_fast_plan {
   // in it, and a listed key ranked below top_k has every greater key listed) while it holds <= 4096
   // keys: no histogram read, no threshold search (H100, session 11: select 2.66-3.2 vs 4.8 us).
   bool list_rank = true;
-  // score_list (one wave, two CTAs per SM): the two score CTAs of an SM kept within
-  // score_fair - 1 passes of each other (0: off). Each CTA counts the passes it issued into a
-  // per-SM word in global memory; a CTA's issuer that is more than that many passes ahead of its
-  // SM partner sleeps before issuing (bounded tries). Without it the warp schedulers favour one
-  // CTA of the pair (its loop ends ~2-5 us before its partner's, which then runs alone at the
-  // lone-CTA pass rate). Timing only: the scores and the selection do not depend on it.
-  int score_fair = 0;
   // Benchmarks: cluster_select probes (results wrong): 1 return after the programmatic wait, 2
   // after the scan (no cluster barrier), 3 after the summed histogram's threshold, 4 no ranking;
   // 5: the launch without the programmatic dependence (results right).

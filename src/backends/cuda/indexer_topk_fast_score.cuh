@@ -68,14 +68,7 @@ constexpr int k_score_flag_quad = 4;
 constexpr int k_score_flag_rotate = 8;
 constexpr int k_score_flag_pingpong = 16;   // plan.score_pingpong
 constexpr int k_score_flag_list_once = 32;  // plan.list_once (score_list: one snapshot, no waits)
-// plan.score_fair in bits 6..8 (0: off; else the pass lead allowed over the SM partner, plus 1).
-constexpr int k_score_flag_fair_shift = 6;
-// plan.score_fair: per SM, x = passes issued by this kernel's resident score CTAs (each CTA adds
-// one per gate and removes its own count when its loop ends), y = those CTAs (added at the start,
-// removed at the loop's end), so both return to zero with every launch. Zero at module load.
-constexpr int k_fair_sms = 256;
-__device__ uint4 g_score_fair[k_fair_sms];
-constexpr int k_max_range_blocks = 1025;  // block ids of a CTA's range (keys_per_cta <= 1024 bs)
+constexpr int k_max_range_blocks = 1025;    // block ids of a CTA's range (keys_per_cta <= 1024 bs)
 // Pool rows of the keys of passes j .. j + 7 (slot j % 8), computed `stages` passes ahead, one key
 // per thread, so the copy loop only reads them (no block division per copied chunk). FP8 keys
 // keep their scales in a ring alike.
@@ -932,9 +925,8 @@ __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* s
 // 80 registers, and three key stages so that three CTAs fit the shared memory.
 // With `list` (plan.score_list) each CTA then lists its candidates (score_list_keys).
 constexpr int score_three_smem_bytes(int stages) {
-  // ... + w_pairs, then plan.score_fair's 16-byte snapshot of the SM's counts (16-aligned).
   return k_q_bytes + stages * k_fp4_pass_bytes + k_bins * 4 + k_row_ring * 4 + stages * k_pass * 4 +
-         (k_max_range_blocks + 1) / 2 * 8 + stages * 16 + 8 * 4 * 8 + 32;
+         (k_max_range_blocks + 1) / 2 * 8 + stages * 16 + 8 * 4 * 8;
 }
 static_assert(3 * (score_three_smem_bytes(k_stages_fp4_three) + 1024) <= 228 * 1024,
               "three CTAs per SM");
@@ -964,20 +956,11 @@ __global__ void __launch_bounds__(256, 3)
   // w_smem: lane quad t's weight pair of n-tile nt at w_pairs[nt * 4 + t].
   float2* w_pairs =
       reinterpret_cast<float2*>(range_blocks + (k_max_range_blocks + 1) / 2 * 2 + 4 * stages);
-  const uint32_t fair_s = (smem_u32(w_pairs + 32) + 15u) & ~15u;
-  // plan.score_fair (list kernel only): lead allowed over the SM partner + 1, or 0.
-  const int fair = list ? (flags >> k_score_flag_fair_shift) & 7 : 0;
 
   pdl_trigger();
   trace_stamp(k_trace_score, 0);
   score_cta_keys ck;
   if (!score_cta_keys_of(n_visible, token_seq, capacity, keys_per_cta, pages, ck)) return;
-  if (fair && threadIdx.x == 0) {
-    const uint32_t sm = smid();
-    if (sm < k_fair_sms)
-      asm volatile("red.relaxed.gpu.global.add.u32 [%0], 1;" ::"l"(&g_score_fair[sm].y) : "memory");
-    asm volatile("st.shared.v4.u32 [%0], {%1, %1, %1, %1};" ::"r"(fair_s), "r"(0u) : "memory");
-  }
   const int64_t t = ck.t, n = ck.n, lo = ck.lo, hi = ck.hi, passes = ck.passes;
   const int lane = threadIdx.x % k_warp_size;
   const int warp = threadIdx.x / k_warp_size;
@@ -1020,42 +1003,9 @@ __global__ void __launch_bounds__(256, 3)
   uint4 raw4[2];
   uint32_t sbytes[2];
   uint32_t wg_big = 0;  // scale bytes >= 129 among the 64 rows of this warp's warpgroup
-  // plan.score_fair's gate, by pass j's issuer before it issues pass j + stages - 1: count the
-  // gate, then compare this CTA's gates (j + 1) with the partner's from the snapshot the previous
-  // gate requested (one pass old, so the partner looks up to a pass further behind than it is:
-  // hence the + 1); only if that says this CTA leads by more than fair - 1 passes, re-read the
-  // counts (a round trip) and sleep until the lead is down or the partner is gone (y != 2), at
-  // most 16 tries. Then request the next snapshot (cp.async, never waited for: a stale or the
-  // zeroed snapshot only makes the gate look later).
-  auto fair_gate = [&](int64_t j) {
-    const uint32_t sm = smid();
-    if (sm >= k_fair_sms) return;
-    uint4* g = &g_score_fair[sm];
-    asm volatile("red.relaxed.gpu.global.add.u32 [%0], 1;" ::"l"(&g->x) : "memory");
-    const int mine = int(j) + 1;
-    uint32_t tot, ctas;
-    asm volatile("ld.volatile.shared.v2.u32 {%0, %1}, [%2];"
-                 : "=r"(tot), "=r"(ctas)
-                 : "r"(fair_s)
-                 : "memory");
-    if (ctas == 2 && mine - (int(tot) - (mine - 1)) > fair) {
-      for (int tries = 0; tries < 16; ++tries) {
-        asm volatile("ld.relaxed.gpu.global.v2.u32 {%0, %1}, [%2];"
-                     : "=r"(tot), "=r"(ctas)
-                     : "l"(g)
-                     : "memory");
-        if (ctas != 2 || mine - (int(tot) - mine) <= fair - 1) break;
-        __nanosleep(128);
-      }
-    }
-    cp_async_16(fair_s, g, true);
-    cp_async_commit();
-  };
   auto load_pass = [&](int64_t j) {
     const int issuer = rotate ? int(j % warps) * k_warp_size : 0;
     if (int(threadIdx.x) == issuer && j + stages - 1 < passes) {
-      if constexpr (list)
-        if (fair) fair_gate(j);
       if (j > 0)
         mbar::wait(empty_s + 8 * uint32_t((j - 1) % stages), uint32_t((j - 1) / stages) & 1u);
       issue_bulk(j + stages - 1, int((j + stages - 1) % stages));
@@ -1280,24 +1230,6 @@ __global__ void __launch_bounds__(256, 3)
   trace_stamp(k_trace_score, 1);
   trace_value(k_trace_score, 5, uint64_t(passes));
   trace_value(k_trace_score, 6, smid());
-  if (fair) {
-    cp_async_wait<0>();  // (the gates' snapshots)
-    if (threadIdx.x == 0) {
-      const uint32_t sm = smid();
-      const int64_t gates = passes - (stages - 1);
-      if (sm < k_fair_sms) {
-        // Every gate of this CTA was counted before its issuer's loop ended; ending here may
-        // leave the partner a gate's worth behind for a moment, which only makes it go on.
-        if (gates > 0)
-          asm volatile("red.relaxed.gpu.global.add.u32 [%0], %1;" ::"l"(&g_score_fair[sm].x),
-                       "r"(uint32_t(-uint32_t(gates)))
-                       : "memory");
-        asm volatile("red.relaxed.gpu.global.add.u32 [%0], %1;" ::"l"(&g_score_fair[sm].y),
-                     "r"(0xffffffffu)
-                     : "memory");
-      }
-    }
-  }
   __syncthreads();
   pdl_wait();
   for (int b = threadIdx.x; b < k_bins; b += k_score_threads)
