@@ -117,6 +117,7 @@ indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_widt
   // score_list where the score grid is resident at once (two CTAs per SM: the CTAs that wait for
   // a fuller histogram snapshot never hold back a later wave) and the select is split.
   p.score_list = tokens * p.ctas_per_token <= 2 * sms && p.select_ctas > 0;
+  p.score_producer = p.score_list;
   const size_t score_bytes = size_t(tokens * score_stride_of(p.capacity)) * 4;
   p.scratch_bytes = score_bytes + size_t(tokens) * (sizeof(token_state) + 2 * k_bins * 4) +
                     size_t(tokens) * size_t(k_candidate_capacity) * 8;
