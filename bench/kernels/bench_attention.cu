@@ -1629,12 +1629,6 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
     };
     std::vector<variant> vs;
     vs.push_back({"fp4 plan", plan});
-    if (plan.score_list) {
-      // plan.score_producer: a ninth warp issues the bulk passes.
-      plan_t p = plan;
-      p.score_producer = !plan.score_producer;
-      vs.push_back({plan.score_producer ? "fp4 no-producer" : "fp4 producer", p});
-    }
     if (!g_indexer_plan_only) {  // the A/B rows
       {
         // The score kernel listing the candidates (plan.score_list) off: the collect launch.
@@ -1743,19 +1737,10 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
   if (g_indexer_trace && T == 1) {
     std::printf("indexer phase trace, %s:\n", shape);
     plan_t other = plan;
-    // --indexer-plan-only: the plan against plan.score_producer flipped; else against the
-    // collect launch.
-    const bool producer_ab = g_indexer_plan_only && plan.score_list;
-    if (producer_ab)
-      other.score_producer = !plan.score_producer;
-    else
-      other.score_list = !plan.score_list;
+    other.score_list = !plan.score_list;
     for (const plan_t& p : {plan, other}) {
-      trace_indexer_phases(!p.score_list      ? "collect launch"
-                           : p.score_producer ? "score_list producer"
-                                              : "score_list",
-                           st, p.ctas_per_token, p.collect_ctas_per_token, p.select_ctas,
-                           [&] { run_fp4(p); });
+      trace_indexer_phases(p.score_list ? "score_list" : "collect launch", st, p.ctas_per_token,
+                           p.collect_ctas_per_token, p.select_ctas, [&] { run_fp4(p); });
       // The token's candidate count (token_state after the scores in the scratch).
       run_fp4(p);
       uint32_t state_words[8];

@@ -117,7 +117,6 @@ indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_widt
   // score_list where the score grid is resident at once (two CTAs per SM: the CTAs that wait for
   // a fuller histogram snapshot never hold back a later wave) and the select is split.
   p.score_list = tokens * p.ctas_per_token <= 2 * sms && p.select_ctas > 0;
-  p.score_producer = p.score_list;
   const size_t score_bytes = size_t(tokens * score_stride_of(p.capacity)) * 4;
   p.scratch_bytes = score_bytes + size_t(tokens) * (sizeof(token_state) + 2 * k_bins * 4) +
                     size_t(tokens) * size_t(k_candidate_capacity) * 8;
@@ -194,9 +193,6 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
             if (e == cudaSuccess)
               e = set(indexer_score_three_kernel<act_t, k_stages_fp4_three, true>,
                       score_three_smem_bytes(k_stages_fp4_three));
-            if (e == cudaSuccess)
-              e = set(indexer_score_three_kernel<act_t, k_stages_fp4_three, true, true>,
-                      score_three_smem_bytes(k_stages_fp4_three));
             if (e == cudaSuccess) e = set(indexer_collect_select_kernel, k_select_smem);
             if (e == cudaSuccess) e = set(indexer_select_kernel, k_select_kernel_smem_lean);
             if (e == cudaSuccess) e = set(indexer_cluster_select_kernel, k_csel_smem);
@@ -216,8 +212,6 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
               e = carveout(indexer_score_three_kernel<act_t, k_stages_fp4_three>);
             if (e == cudaSuccess)
               e = carveout(indexer_score_three_kernel<act_t, k_stages_fp4_three, true>);
-            if (e == cudaSuccess)
-              e = carveout(indexer_score_three_kernel<act_t, k_stages_fp4_three, true, true>);
             if (e == cudaSuccess) e = carveout(indexer_collect_select_kernel);
             if (e == cudaSuccess) e = carveout(indexer_select_kernel);
             if (e == cudaSuccess) e = carveout(indexer_cluster_select_kernel);
@@ -279,15 +273,13 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
   } else if (three) {
     // (The token's coarse histogram of plan.score_list in its second histogram's first 256 words:
     // zeroed with it, otherwise unused on that path.)
-    const bool producer = list_mode && plan.score_producer;
     e = launch_pdl(plan.zero_kernel,
-                   producer    ? indexer_score_three_kernel<act_t, k_stages_fp4_three, true, true>
-                   : list_mode ? indexer_score_three_kernel<act_t, k_stages_fp4_three, true>
-                               : indexer_score_three_kernel<act_t, k_stages_fp4_three, false>,
-                   grid, dim3(producer ? 288 : 256),
-                   size_t(score_three_smem_bytes(k_stages_fp4_three)), stream, q, weights, key_pool,
-                   key_scales, pages, token_seq, n_visible, plan.capacity, plan.keys_per_cta,
-                   q_scale, scores, stride, hist, flags, state, hist2, cand_list, int(top_k));
+                   list_mode ? indexer_score_three_kernel<act_t, k_stages_fp4_three, true>
+                             : indexer_score_three_kernel<act_t, k_stages_fp4_three, false>,
+                   grid, dim3(256), size_t(score_three_smem_bytes(k_stages_fp4_three)), stream, q,
+                   weights, key_pool, key_scales, pages, token_seq, n_visible, plan.capacity,
+                   plan.keys_per_cta, q_scale, scores, stride, hist, flags, state, hist2, cand_list,
+                   int(top_k));
   } else if (fmt == k_fmt_e2m1 && plan.score_wgmma && plan.score_split) {
     const int smem = score_smem_bytes(k_stages_fp4, fmt);
     if (eight)

@@ -144,9 +144,6 @@ struct indexer_fast_plan {
   // in it, and a listed key ranked below top_k has every greater key listed) while it holds <= 4096
   // keys: no histogram read, no threshold search (H100, session 11: select 2.66-3.2 vs 4.8 us).
   bool list_rank = true;
-  // score_list: a ninth warp in each score CTA issues every bulk pass (waiting for the stages'
-  // releases itself) and exits, instead of a compute warp's lane per pass (score_rotate).
-  bool score_producer = false;
   // Benchmarks: cluster_select probes (results wrong): 1 return after the programmatic wait, 2
   // after the scan (no cluster barrier), 3 after the summed histogram's threshold, 4 no ranking;
   // 5: the launch without the programmatic dependence (results right).

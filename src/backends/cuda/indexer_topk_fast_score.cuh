@@ -930,13 +930,8 @@ constexpr int score_three_smem_bytes(int stages) {
 }
 static_assert(3 * (score_three_smem_bytes(k_stages_fp4_three) + 1024) <= 228 * 1024,
               "three CTAs per SM");
-// With `producer` (plan.score_producer, list kernel only): a ninth warp whose lane 0 issues every
-// bulk pass (waiting for each stage's release itself) and then exits, so the issue code and the
-// empty-barrier waits are off the eight compute warps (rotate unused). 288 threads, two CTAs per SM
-// (at three the 72-register bound spills and serializes the wgmmas); the barriers
-// after its exit count only the non-exited threads.
-template <typename act_t, int stages, bool list = false, bool producer = false>
-__global__ void __launch_bounds__(producer ? 288 : 256, producer ? 2 : 3)
+template <typename act_t, int stages, bool list = false>
+__global__ void __launch_bounds__(256, 3)
     indexer_score_three_kernel(const act_t* q, const act_t* weights, const void* key_pool,
                                const void* key_scales_raw, paged_entries pages,
                                const int32_t* token_seq, const int32_t* n_visible, int64_t capacity,
@@ -969,10 +964,7 @@ __global__ void __launch_bounds__(producer ? 288 : 256, producer ? 2 : 3)
   const int64_t t = ck.t, n = ck.n, lo = ck.lo, hi = ck.hi, passes = ck.passes;
   const int lane = threadIdx.x % k_warp_size;
   const int warp = threadIdx.x / k_warp_size;
-  // (producer: the compute threads' loops below stride 256 and must not see threads 256..287.)
-  const bool compute = !producer || threadIdx.x < k_score_threads;
-  const int64_t block0 = lo / pages.block_size;
-  if (compute) score_range_blocks<k_score_threads>(pages, lo, hi, range_blocks);
+  const int64_t block0 = score_range_blocks<k_score_threads>(pages, lo, hi, range_blocks);
   if (threadIdx.x == 0) score_init_barriers<k_score_threads>(full_s, empty_s, stages);
   __syncthreads();
   const uint32_t bs = uint32_t(pages.block_size);
@@ -980,15 +972,14 @@ __global__ void __launch_bounds__(producer ? 288 : 256, producer ? 2 : 3)
   auto issue_bulk = [&](int64_t j, int stage) {
     score_issue_fp4_bulk(bulk_src, j, stage, pass_rows, pass_scales, full_s, k_s);
   };
-  if (compute) score_stage_query<true, k_score_threads>(q_s, q, t);
-  if (!producer && threadIdx.x == 0)
+  score_stage_query<true, k_score_threads>(q_s, q, t);
+  if (threadIdx.x == 0)
     for (int j = 0; j < stages - 1; ++j)
       if (j < passes) issue_bulk(j, j);
   cp_async_commit();
   cp_async_wait<0>();
   wgmma::fence_async_smem();
-  if (compute)
-    for (int b = threadIdx.x; b < k_bins; b += k_score_threads) hist_s[b] = 0;
+  for (int b = threadIdx.x; b < k_bins; b += k_score_threads) hist_s[b] = 0;
   float w[8][2];
   if constexpr (w_smem) {
     if (threadIdx.x < 32) {
@@ -1004,19 +995,6 @@ __global__ void __launch_bounds__(producer ? 288 : 256, producer ? 2 : 3)
         w[nt][e] = act_to_f32(weights[t * k_heads + nt * 8 + 2 * (lane % 4) + e]);
   }
   __syncthreads();  // the query, hist_s's zeros (and w_pairs)
-  if constexpr (producer) {
-    // Pass j into stage j % stages once every compute thread released pass j - stages (its count
-    // slot was last read by the epilogue of pass j - 8, finished before that release).
-    if (!compute) {
-      if (lane == 0)
-        for (int64_t j = 0; j < passes; ++j) {
-          if (j >= stages)
-            mbar::wait(empty_s + 8 * uint32_t(j % stages), uint32_t((j - stages) / stages) & 1u);
-          issue_bulk(j, int(j % stages));
-        }
-      return;
-    }
-  }
 
   // Pass j's codes: issue pass j + stages - 1 (into the stage of pass j - 1, once every thread
   // released it; its count slot was last read by the epilogue of pass j + stages - 9, which every
@@ -1027,7 +1005,7 @@ __global__ void __launch_bounds__(producer ? 288 : 256, producer ? 2 : 3)
   uint32_t wg_big = 0;  // scale bytes >= 129 among the 64 rows of this warp's warpgroup
   auto load_pass = [&](int64_t j) {
     const int issuer = rotate ? int(j % warps) * k_warp_size : 0;
-    if (!producer && int(threadIdx.x) == issuer && j + stages - 1 < passes) {
+    if (int(threadIdx.x) == issuer && j + stages - 1 < passes) {
       if (j > 0)
         mbar::wait(empty_s + 8 * uint32_t((j - 1) % stages), uint32_t((j - 1) / stages) & 1u);
       issue_bulk(j + stages - 1, int((j + stages - 1) % stages));
