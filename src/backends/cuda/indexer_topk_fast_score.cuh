@@ -1234,6 +1234,7 @@ __global__ void __launch_bounds__(256, 3)
   pdl_wait();
   for (int b = threadIdx.x; b < k_bins; b += k_score_threads)
     if (hist_s[b]) atomicAdd(&hist[t * k_bins + b], hist_s[b]);
+  trace_stamp(k_trace_score, 7);  // (thread 0's share of the flush issued)
   if constexpr (list) {
     if (n > top_k)  // (n <= top_k: the select takes every entry)
       score_list_keys<k_score_threads>(hist_s, pass_scales, scores + t * score_stride, lo, hi, n,
