@@ -1406,13 +1406,38 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       else
         run(std::false_type{});
     } else {
+      // Tile j's row of this lane from its index v: row = v * mul + add (explicit rows: mul 1,
+      // add 0; block-table entries: mul = block size, add = slot % block size), none if v < 0
+      // or past the pool: row_ref's arithmetic with every part that does not depend on v (the
+      // source's fields, the division) taken before v is waited for.
+      struct row_map {
+        const pool_t* pool;
+        int64_t pool_rows, mul, add;
+      };
+      auto map_of = [&](int j) -> row_map {
+        const int s = tile_start(j) + lane;
+        const bool in_window = s < cap_w;
+        const uint32_t i = uint32_t(in_window ? s : s - cap_w);
+        const bool explicit_rows = in_window ? window.rows != nullptr : comp.rows != nullptr;
+        const int64_t bs = in_window ? window.block_size : comp.block_size;
+        row_map m{in_window ? window.pool : comp.pool,
+                  in_window ? window.pool_rows : comp.pool_rows, 1, 0};
+        if (!explicit_rows && bs > 0) {  // (bs 0: a source without blocks, v < 0 there)
+          m.mul = bs;
+          m.add = int64_t(i % uint32_t(bs));
+        }
+        return m;
+      };
+      auto row_of = [&](const row_map& m, int32_t v) -> const pool_t* {
+        const int64_t row = int64_t(v) * m.mul + m.add;
+        return v >= 0 && row < m.pool_rows ? m.pool + row * k_d : nullptr;
+      };
+      // Tile j's rows from its index v, issued before anything else of the iteration: at j = 0
+      // the warp waits for v only (not for the later tiles' indices, which the rotation below
+      // moves), and the next index load is issued behind the copies (it is 3 tiles ahead).
 #pragma unroll 1
       for (int j = 0; j < n_live; ++j) {
-        const int32_t v = v0;
-        v0 = v1;
-        v1 = v2;
-        v2 = index_of_tile(j + 3);
-        const pool_t* p = space.row_ref(tile_start(j) + lane, v);
+        const pool_t* p = row_of(map_of(j), v0);
         const int stage = j % k_ws_stages;
         // Stage reuse: the consumers released tile j - stages (phase j / stages - 1 of `empty`).
         if (j >= k_ws_stages) mbar::wait(empty_bar + 8 * stage, uint32_t(j / k_ws_stages - 1) & 1u);
@@ -1440,6 +1465,9 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
           mbar::arrive(full_bar + 8 * stage);
           if (j == 0) trace_stamp(trace, 0, k_adt_index);
         }
+        v0 = v1;
+        v1 = v2;
+        v2 = index_of_tile(j + 3);
       }
     }
     if (pw == 0 && lane == 0) trace_stamp(trace, 0, k_adt_issued);
