@@ -1105,6 +1105,22 @@ constexpr int k_ws_opt_no_compute = 2;
 // FP8 records (plan.diag 4): references by 32-bit divisions even for power-of-two block sizes.
 constexpr int k_ws_opt_divisions = 4;
 
+// Slots [a, b) of an explicit-row source's index row of token t into L2 (one bulk prefetch of
+// at most 4 KB; the range is widened to 16-byte bounds, which stay on the pages of its bytes).
+// Paged sources do nothing: their index address needs token_seq.
+template <typename pool_t>
+__device__ __forceinline__ void prefetch_index_range(const kv_rows<pool_t>& src, int64_t t, int a,
+                                                     int b) {
+  if (!src.rows) return;
+  b = min(int64_t(b), src.rows_width);
+  if (a >= b) return;
+  const int32_t* row = src.rows + t * src.rows_width;
+  const uintptr_t p0 = reinterpret_cast<uintptr_t>(row + a) & ~uintptr_t(15);
+  const uintptr_t p1 = (reinterpret_cast<uintptr_t>(row + b) + 15) & ~uintptr_t(15);
+  const uint32_t bytes = uint32_t(min(p1 - p0, uintptr_t(4096)));
+  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p0), "r"(bytes) : "memory");
+}
+
 // pool_t: bf16 rows, or FP8 records (kv_fp8_record: alternate tiles, split / fold modes).
 template <int sched, int mode, typename act_t, typename pool_t = __nv_bfloat16>
 __global__ void __launch_bounds__(k_ws_threads, 1)
@@ -1136,6 +1152,14 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
   const int64_t t = blockIdx.z;
   const int lane = threadIdx.x % k_warp_size;
   const int warp = threadIdx.x / k_warp_size;
+  // Explicit rows (Flash CSA's top-k lists): the addresses of this split's slot indices need no
+  // load, so their lines are requested now, before the set-up barrier and the pre-loads' round
+  // trip; the producers' own loads after the barrier then meet them in L2 (or in flight).
+  if (threadIdx.x == k_ws_consumers * k_warp_size) {
+    const int lo = split * keys_per_split, hi = min(lo + keys_per_split, cap_w + cap_c);
+    prefetch_index_range(window, t, lo, min(hi, cap_w));
+    prefetch_index_range(comp, t, max(lo, cap_w) - cap_w, min(hi - cap_w, cap_c));
+  }
 
   slot_space<pool_t> space{.window = window,
                            .comp = comp,
