@@ -1155,7 +1155,8 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
   // Explicit rows (Flash CSA's top-k lists): the addresses of this split's slot indices need no
   // load, so their lines are requested now, before the set-up barrier and the pre-loads' round
   // trip; the producers' own loads after the barrier then meet them in L2 (or in flight).
-  if (threadIdx.x == k_ws_consumers * k_warp_size) {
+  // (bf16 pools; FP8 records untimed with it.)
+  if (!records && threadIdx.x == k_ws_consumers * k_warp_size) {
     const int lo = split * keys_per_split, hi = min(lo + keys_per_split, cap_w + cap_c);
     prefetch_index_range(window, t, lo, min(hi, cap_w));
     prefetch_index_range(comp, t, max(lo, cap_w) - cap_w, min(hi - cap_w, cap_c));
