@@ -1105,22 +1105,6 @@ constexpr int k_ws_opt_no_compute = 2;
 // FP8 records (plan.diag 4): references by 32-bit divisions even for power-of-two block sizes.
 constexpr int k_ws_opt_divisions = 4;
 
-// Slots [a, b) of an explicit-row source's index row of token t into L2 (one bulk prefetch of
-// at most 4 KB; the range is widened to 16-byte bounds, which stay on the pages of its bytes).
-// Paged sources do nothing: their index address needs token_seq.
-template <typename pool_t>
-__device__ __forceinline__ void prefetch_index_range(const kv_rows<pool_t>& src, int64_t t, int a,
-                                                     int b) {
-  if (!src.rows) return;
-  b = min(int64_t(b), src.rows_width);
-  if (a >= b) return;
-  const int32_t* row = src.rows + t * src.rows_width;
-  const uintptr_t p0 = reinterpret_cast<uintptr_t>(row + a) & ~uintptr_t(15);
-  const uintptr_t p1 = (reinterpret_cast<uintptr_t>(row + b) + 15) & ~uintptr_t(15);
-  const uint32_t bytes = uint32_t(min(p1 - p0, uintptr_t(4096)));
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p0), "r"(bytes) : "memory");
-}
-
 // pool_t: bf16 rows, or FP8 records (kv_fp8_record: alternate tiles, split / fold modes).
 template <int sched, int mode, typename act_t, typename pool_t = __nv_bfloat16>
 __global__ void __launch_bounds__(k_ws_threads, 1)
@@ -1152,15 +1136,6 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
   const int64_t t = blockIdx.z;
   const int lane = threadIdx.x % k_warp_size;
   const int warp = threadIdx.x / k_warp_size;
-  // Explicit rows (Flash CSA's top-k lists): the addresses of this split's slot indices need no
-  // load, so their lines are requested now, before the set-up barrier and the pre-loads' round
-  // trip; the producers' own loads after the barrier then meet them in L2 (or in flight).
-  // (bf16 pools; FP8 records untimed with it.)
-  if (!records && threadIdx.x == k_ws_consumers * k_warp_size) {
-    const int lo = split * keys_per_split, hi = min(lo + keys_per_split, cap_w + cap_c);
-    prefetch_index_range(window, t, lo, min(hi, cap_w));
-    prefetch_index_range(comp, t, max(lo, cap_w) - cap_w, min(hi - cap_w, cap_c));
-  }
 
   slot_space<pool_t> space{.window = window,
                            .comp = comp,
@@ -1431,38 +1406,13 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       else
         run(std::false_type{});
     } else {
-      // Tile j's row of this lane from its index v: row = v * mul + add (explicit rows: mul 1,
-      // add 0; block-table entries: mul = block size, add = slot % block size), none if v < 0
-      // or past the pool: row_ref's arithmetic with every part that does not depend on v (the
-      // source's fields, the division) taken before v is waited for.
-      struct row_map {
-        const pool_t* pool;
-        int64_t pool_rows, mul, add;
-      };
-      auto map_of = [&](int j) -> row_map {
-        const int s = tile_start(j) + lane;
-        const bool in_window = s < cap_w;
-        const uint32_t i = uint32_t(in_window ? s : s - cap_w);
-        const bool explicit_rows = in_window ? window.rows != nullptr : comp.rows != nullptr;
-        const int64_t bs = in_window ? window.block_size : comp.block_size;
-        row_map m{in_window ? window.pool : comp.pool,
-                  in_window ? window.pool_rows : comp.pool_rows, 1, 0};
-        if (!explicit_rows && bs > 0) {  // (bs 0: a source without blocks, v < 0 there)
-          m.mul = bs;
-          m.add = int64_t(i % uint32_t(bs));
-        }
-        return m;
-      };
-      auto row_of = [&](const row_map& m, int32_t v) -> const pool_t* {
-        const int64_t row = int64_t(v) * m.mul + m.add;
-        return v >= 0 && row < m.pool_rows ? m.pool + row * k_d : nullptr;
-      };
-      // Tile j's rows from its index v, issued before anything else of the iteration: at j = 0
-      // the warp waits for v only (not for the later tiles' indices, which the rotation below
-      // moves), and the next index load is issued behind the copies (it is 3 tiles ahead).
 #pragma unroll 1
       for (int j = 0; j < n_live; ++j) {
-        const pool_t* p = row_of(map_of(j), v0);
+        const int32_t v = v0;
+        v0 = v1;
+        v1 = v2;
+        v2 = index_of_tile(j + 3);
+        const pool_t* p = space.row_ref(tile_start(j) + lane, v);
         const int stage = j % k_ws_stages;
         // Stage reuse: the consumers released tile j - stages (phase j / stages - 1 of `empty`).
         if (j >= k_ws_stages) mbar::wait(empty_bar + 8 * stage, uint32_t(j / k_ws_stages - 1) & 1u);
@@ -1490,9 +1440,6 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
           mbar::arrive(full_bar + 8 * stage);
           if (j == 0) trace_stamp(trace, 0, k_adt_index);
         }
-        v0 = v1;
-        v1 = v2;
-        v2 = index_of_tile(j + 3);
       }
     }
     if (pw == 0 && lane == 0) trace_stamp(trace, 0, k_adt_issued);
