@@ -1676,65 +1676,8 @@ void bench_prefill_section(cudaStream_t s, cublasHandle_t h) {
 // --ws-profile: instead, one eager exact-order wgmma_ws call on repacked weights at Flash MXFP4
 // T = 4096, for ncu.
 bool g_ws_profile = false;
-// --ws-lags L0,L1,..: instead of the producer variants, wgmma_ws with each consumer stagger
-// (moe_prefill_set_ws_lag; the first one the baseline), repacked layout only, each compared bit
-// for bit with the wgmma core and timed in two alternating passes. --ws-t: Flash's token counts.
-std::vector<int64_t> g_ws_lags;
+// --ws-t LIST: Flash's token counts (default 256, 1024, 4096, 8192).
 std::vector<int64_t> g_ws_flash_t = {256, 1024, 4096, 8192};
-
-void bench_ws_lags(
-    const moe_shape& sh, const char* kname, int64_t T,
-    const std::function<void(int, cudaStream_t, bool, bool, dsv4::cuda::moe_prefill_core)>& call,
-    const std::function<void(const char*, double)>& report, const __nv_bfloat16* yb,
-    cudaStream_t s) {
-  using dsv4::cuda::moe_prefill_core;
-  const int64_t D = sh.hidden;
-  const size_t nl = g_ws_lags.size();
-  for (bool official : {false, true}) {
-    std::vector<uint16_t> ref(size_t(T * D)), y(size_t(T * D));
-    const auto run_one = [&](moe_prefill_core core, std::vector<uint16_t>& out) {
-      CK(cudaMemsetAsync(const_cast<__nv_bfloat16*>(yb), 0xFF, out.size() * 2, s));
-      call(0, s, true, official, core);
-      CK(cudaStreamSynchronize(s));
-      CK(cudaMemcpy(out.data(), yb, out.size() * 2, cudaMemcpyDeviceToHost));
-    };
-    run_one(moe_prefill_core::wgmma, ref);
-    for (size_t li = 0; li < nl; ++li) {
-      dsv4::cuda::moe_prefill_set_ws_lag(int(g_ws_lags[li]));
-      run_one(moe_prefill_core::wgmma_ws, y);
-      size_t differ = 0, unwritten = 0;
-      for (size_t j = 0; j < ref.size(); ++j) {
-        differ += ref[j] != y[j];
-        unwritten += y[j] == 0xFFFF;
-      }
-      std::printf(
-          "%-6s %-6s   T=%lld repacked %s: wgmma_ws lag%lld vs wgmma y: %zu of %zu differ, "
-          "%zu unwritten\n",
-          sh.name, kname, (long long)T, official ? "official" : "exact", (long long)g_ws_lags[li],
-          differ, ref.size(), unwritten);
-    }
-    std::vector<double> ms(2 * nl);
-    for (int pass = 0; pass < 2; ++pass)
-      for (size_t li = 0; li < nl; ++li) {
-        dsv4::cuda::moe_prefill_set_ws_lag(int(g_ws_lags[li]));
-        ms[pass * nl + li] = time_prefill_per_call(
-            [&](int i, cudaStream_t st) {
-              call(i, st, true, official, moe_prefill_core::wgmma_ws);
-            },
-            4, 20, s);
-        char name[64];
-        std::snprintf(name, sizeof name, "%swgmma_ws lag%lld rp p%d", official ? "official " : "",
-                      (long long)g_ws_lags[li], pass + 1);
-        report(name, ms[pass * nl + li]);
-      }
-    for (size_t li = 1; li < nl; ++li)
-      std::printf(
-          "%-6s %-6s   T=%lld repacked %s: lag%lld speed-up over lag%lld p1 %.3fx p2 %.3fx\n",
-          sh.name, kname, (long long)T, official ? "official" : "exact", (long long)g_ws_lags[li],
-          (long long)g_ws_lags[0], ms[0] / ms[li], ms[nl] / ms[nl + li]);
-  }
-  dsv4::cuda::moe_prefill_set_ws_lag(2);
-}
 
 void bench_prefill_ws_case(const moe_shape& sh, weight_kind kind, const std::vector<int64_t>& ts,
                            cudaStream_t s, cublasHandle_t h) {
@@ -1788,13 +1731,6 @@ void bench_prefill_ws_case(const moe_shape& sh, weight_kind kind, const std::vec
         CK(dsv4::cuda::moe_prefill_experts(in.xb, T, in.idx + sl(i), in.wts + sl(i), K, a, b, c,
                                            10.0f, ws, ws_bytes, in.yb, st, core));
     };
-    if (!g_ws_lags.empty()) {
-      bench_ws_lags(sh, kname, T, call, report, in.yb, s);
-      CK(cudaFree(db));
-      CK(cudaFree(dc));
-      CK(cudaFree(ws));
-      continue;
-    }
     if (g_ws_profile) {
       call(0, s, true, false, moe_prefill_core::wgmma_ws);
       CK(cudaStreamSynchronize(s));
@@ -2132,7 +2068,6 @@ int main(int argc, char** argv) {
     if (a == "--prefill-w4a8") w4a8 = true;
     if (a == "--prefill-ws") pws = true;
     if (a == "--ws-profile") pws = g_ws_profile = true;
-    if (a == "--ws-lags" && i + 1 < argc) pws = true, g_ws_lags = parse_list(argv[++i]);
     if (a == "--ws-t" && i + 1 < argc) g_ws_flash_t = parse_list(argv[++i]);
     if (a == "--w4a8-flash-t" && i + 1 < argc) g_w4a8_flash_t = parse_list(argv[++i]);
     if (a == "--w4a8-pro-t" && i + 1 < argc) g_w4a8_pro_t = parse_list(argv[++i]);

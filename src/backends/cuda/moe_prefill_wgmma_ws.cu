@@ -65,6 +65,15 @@
 // results, same call), geomeans: no expansion at all (135 instructions a round) 1.22x (1.12-1.34),
 // no B copies 1.06x, no epilogue 1.14x: the expansion is a part of the gap to cuBLAS, not the wall
 // (with none, Flash MXFP4 T = 8192 would be at ~62% of dense).
+//
+// PREFILL10 (session 16; bench/kernels/results/h200_2026-11-27_s16_prefill10_*): staggering the
+// consumer warpgroups so that their epilogues do not coincide (warpgroup 1 started each item once
+// warpgroup 0 reached its round 1, 2 or 3; named barrier, same results bit for bit) was slower:
+// 0.98x geomean for each lag over 32 comparisons each (H200, both formats, Flash T = 1024 / 4096 /
+// 8192 and Pro 4096, both orders, two passes; 0.89-1.05x). A warpgroup running its rounds alone
+// (at the start and end of every item) is slower than the two together, so the overlap buys
+// nothing: the same holds a fortiori for a ping-pong schedule (one warpgroup's main loop at a
+// time) unless a single warpgroup's main loop keeps the tensor pipe busy.
 #include "backends/cuda/mbarrier.cuh"
 #include "backends/cuda/moe_prefill_wgmma_kernel.cuh"
 #include "backends/cuda/moe_prefill_wgmma_permute.cuh"
@@ -101,7 +110,6 @@ static_assert(k_ws_stage_bytes % 1024 == 0 && k_ws_smem <= 227 * 1024, "stage la
 struct ws_args {
   const __nv_bfloat16* src;  // x' (L1, rows by token) or h' (L2, rows by pair)
   int top_k;
-  int lag;  // STAG: warpgroup 1 starts an item once warpgroup 0 reached its round `lag`
   const int* tile_count;
   const int4* tiles;
   const int* sorted;
@@ -317,7 +325,7 @@ __device__ __forceinline__ void ws_mx_second_step(uint32_t two, const tile_scale
 
 // One consumer warpgroup's item: the core's gemm_tile main loop and epilogue with A's bytes and
 // scales and B from the ring.
-template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, bool STAG, int N>
+template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, int N>
 __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring& ring, int& k,
                                                 int4 tile, int rb, int rounds) {
   const int tid = threadIdx.x, lane = tid % k_warp_size, g = lane / 4, c = lane % 4;
@@ -350,19 +358,9 @@ __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring&
     __syncwarp();
     if (lane == 0) mbar::arrive(ring.full + 8 * (k_ws_stages + kk % k_ws_stages));
   };
-  // STAG: warpgroup 1 runs each item a.lag rounds behind warpgroup 0 (named barrier 4: 0 arrives
-  // at its round `lag`, 1 waits before its round 0), so that one's epilogue runs under the other's
-  // last or first rounds instead of both at once. One arrival per item and warpgroup 0 cannot
-  // arrive for item i + 1 before warpgroup 1 passed item i's wait: its round lag of item i + 1
-  // needs the stage of round lag + rounds - k_ws_stages >= 0 of item i back from warpgroup 1
-  // (launch_ws: k_ws_stages <= rounds, 0 < lag < k_ws_stages).
-  if constexpr (STAG)
-    if (wg == 1) mbar::named_sync(4, 256);
   for (int r = 0; r < rounds; ++r) {
     const int kk = k + r;
     mbar::wait(ring.full + 8 * (kk % k_ws_stages), uint32_t(kk / k_ws_stages) & 1u);
-    if constexpr (STAG)
-      if (wg == 0 && r == a.lag) mbar::named_arrive(4, 256);
     wgmma::fence_async_smem();  // cp.async (generic proxy) writes before wgmma's async reads
     const uint32_t st = ring.smem + uint32_t(kk % k_ws_stages) * k_ws_stage_bytes;
     tile_round cur[2];
@@ -456,7 +454,7 @@ __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring&
 
 // UP: src = x' (rows by token), wa = W1, wb = W3, dst = h (PERMUTE_H: BF16 h' in the logical k
 // order). Down: src = h' (rows by pair), wa = wb = W2, dst = out [pairs, hidden] f32.
-template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, bool PR, bool STAG>
+template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, bool PR>
 __global__ void __launch_bounds__(k_ws_threads, 1)
     moe_prefill_wgmma_ws_kernel(ws_args a, int row_blocks) {
 #if DSV4_PREFILL_WGMMA
@@ -502,13 +500,13 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       if (wn < items) tile = a.tiles[wn / row_blocks];
       const int rb = w % row_blocks;
       if (cur.z <= 32)
-        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, STAG, 32>(a, ring, k, cur, rb, rounds);
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 32>(a, ring, k, cur, rb, rounds);
       else if (cur.z <= 64)
-        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, STAG, 64>(a, ring, k, cur, rb, rounds);
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 64>(a, ring, k, cur, rb, rounds);
       else if (cur.z <= 96)
-        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, STAG, 96>(a, ring, k, cur, rb, rounds);
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 96>(a, ring, k, cur, rb, rounds);
       else
-        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, STAG, 128>(a, ring, k, cur, rb, rounds);
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 128>(a, ring, k, cur, rb, rounds);
     }
   }
 #else
@@ -525,9 +523,6 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 // for MXFP4 and for NVFP4 from 64 pairs per expert on. moe_prefill_set_ws_producer forces one,
 // for the bench's A/B.
 int g_ws_producer = -1;
-// The consumer warpgroups' stagger in rounds (ws_consume_item, STAG; repacked layout only):
-// moe_prefill_set_ws_lag, 0 = none (the kernel without STAG).
-int g_ws_lag = 2;
 
 template <weight_kind K>
 bool ws_use_pr(int64_t pairs, int64_t experts) {
@@ -536,20 +531,10 @@ bool ws_use_pr(int64_t pairs, int64_t experts) {
 }
 
 template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H>
-cudaError_t launch_ws(int64_t row_blocks, int64_t tile_slots, ws_args a, bool pr,
+cudaError_t launch_ws(int64_t row_blocks, int64_t tile_slots, const ws_args& a, bool pr,
                       cudaStream_t stream) {
-  const int64_t rounds = a.wa.cols / k_round;
-  // STAG's conditions (ws_consume_item); lag < k_ws_stages also: warpgroup 0's round lag needs
-  // round lag - k_ws_stages, of an earlier item, back from warpgroup 1.
-  a.lag = g_ws_lag > 0 && g_ws_lag < k_ws_stages && g_ws_lag < rounds && rounds >= k_ws_stages
-              ? g_ws_lag
-              : 0;
-  auto kernel = pr ? moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, true, false>
-                   : moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, false, false>;
-  if constexpr (RP)
-    if (a.lag > 0)
-      kernel = pr ? moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, true, true>
-                  : moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, false, true>;
+  const auto kernel = pr ? moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, true>
+                         : moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, false>;
   if (const cudaError_t e = allow_dynamic_smem(kernel, k_ws_smem); e != cudaSuccess) return e;
   const int64_t items = row_blocks * tile_slots;
   if (items == 0) return cudaSuccess;
@@ -668,10 +653,6 @@ namespace dsv4::cuda {
 
 void moe_prefill_set_ws_producer(int mode) {
   prefill::g_ws_producer = mode;
-}
-
-void moe_prefill_set_ws_lag(int rounds) {
-  prefill::g_ws_lag = rounds;
 }
 
 }  // namespace dsv4::cuda
