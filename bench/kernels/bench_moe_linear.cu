@@ -1676,6 +1676,68 @@ void bench_prefill_section(cudaStream_t s, cublasHandle_t h) {
 // --ws-profile: instead, one eager exact-order wgmma_ws call on repacked weights at Flash MXFP4
 // T = 4096, for ncu.
 bool g_ws_profile = false;
+// --ws-t LIST: Flash's token counts (default 256, 1024, 4096, 8192).
+std::vector<int64_t> g_ws_flash_t = {256, 1024, 4096, 8192};
+// --ws-epis M0,M1,..: instead of the producer variants, wgmma_ws with each epilogue
+// (moe_prefill_set_ws_epilogue; the first one the baseline), repacked layout only, each compared
+// bit for bit with the wgmma core and timed in three alternating passes.
+std::vector<int64_t> g_ws_epis;
+
+void bench_ws_epis(
+    const moe_shape& sh, const char* kname, int64_t T,
+    const std::function<void(int, cudaStream_t, bool, bool, dsv4::cuda::moe_prefill_core)>& call,
+    const std::function<void(const char*, double)>& report, const __nv_bfloat16* yb,
+    cudaStream_t s) {
+  using dsv4::cuda::moe_prefill_core;
+  const int64_t D = sh.hidden;
+  const size_t nl = g_ws_epis.size();
+  for (bool official : {false, true}) {
+    std::vector<uint16_t> ref(size_t(T * D)), y(size_t(T * D));
+    const auto run_one = [&](moe_prefill_core core, std::vector<uint16_t>& out) {
+      CK(cudaMemsetAsync(const_cast<__nv_bfloat16*>(yb), 0xFF, out.size() * 2, s));
+      call(0, s, true, official, core);
+      CK(cudaStreamSynchronize(s));
+      CK(cudaMemcpy(out.data(), yb, out.size() * 2, cudaMemcpyDeviceToHost));
+    };
+    run_one(moe_prefill_core::wgmma, ref);
+    for (size_t li = 0; li < nl; ++li) {
+      dsv4::cuda::moe_prefill_set_ws_epilogue(int(g_ws_epis[li]));
+      run_one(moe_prefill_core::wgmma_ws, y);
+      size_t differ = 0, unwritten = 0;
+      for (size_t j = 0; j < ref.size(); ++j) {
+        differ += ref[j] != y[j];
+        unwritten += y[j] == 0xFFFF;
+      }
+      std::printf(
+          "%-6s %-6s   T=%lld repacked %s: wgmma_ws epi%lld vs wgmma y: %zu of %zu differ, "
+          "%zu unwritten\n",
+          sh.name, kname, (long long)T, official ? "official" : "exact", (long long)g_ws_epis[li],
+          differ, ref.size(), unwritten);
+    }
+    std::vector<double> ms(3 * nl);
+    for (int pass = 0; pass < 3; ++pass)
+      for (size_t li = 0; li < nl; ++li) {
+        dsv4::cuda::moe_prefill_set_ws_epilogue(int(g_ws_epis[li]));
+        ms[pass * nl + li] = time_prefill_per_call(
+            [&](int i, cudaStream_t st) {
+              call(i, st, true, official, moe_prefill_core::wgmma_ws);
+            },
+            4, 20, s);
+        char name[64];
+        std::snprintf(name, sizeof name, "%swgmma_ws epi%lld rp p%d", official ? "official " : "",
+                      (long long)g_ws_epis[li], pass + 1);
+        report(name, ms[pass * nl + li]);
+      }
+    for (size_t li = 1; li < nl; ++li)
+      std::printf(
+          "%-6s %-6s   T=%lld repacked %s: epi%lld speed-up over epi%lld p1 %.3fx p2 %.3fx p3 "
+          "%.3fx\n",
+          sh.name, kname, (long long)T, official ? "official" : "exact", (long long)g_ws_epis[li],
+          (long long)g_ws_epis[0], ms[0] / ms[li], ms[nl] / ms[nl + li],
+          ms[2 * nl] / ms[2 * nl + li]);
+  }
+  dsv4::cuda::moe_prefill_set_ws_epilogue(4);
+}
 
 void bench_prefill_ws_case(const moe_shape& sh, weight_kind kind, const std::vector<int64_t>& ts,
                            cudaStream_t s, cublasHandle_t h) {
@@ -1729,6 +1791,13 @@ void bench_prefill_ws_case(const moe_shape& sh, weight_kind kind, const std::vec
         CK(dsv4::cuda::moe_prefill_experts(in.xb, T, in.idx + sl(i), in.wts + sl(i), K, a, b, c,
                                            10.0f, ws, ws_bytes, in.yb, st, core));
     };
+    if (!g_ws_epis.empty()) {
+      bench_ws_epis(sh, kname, T, call, report, in.yb, s);
+      CK(cudaFree(db));
+      CK(cudaFree(dc));
+      CK(cudaFree(ws));
+      continue;
+    }
     if (g_ws_profile) {
       call(0, s, true, false, moe_prefill_core::wgmma_ws);
       CK(cudaStreamSynchronize(s));
@@ -1812,7 +1881,7 @@ void bench_prefill_ws_section(cudaStream_t s, cublasHandle_t h) {
   }
   for (weight_kind k : {weight_kind::mxfp4, weight_kind::nvfp4}) {
     if (!listed(g_formats, k == weight_kind::mxfp4 ? "mxfp4" : "nvfp4")) continue;
-    if (listed(g_shapes, "flash")) bench_prefill_ws_case(flash, k, {256, 1024, 4096, 8192}, s, h);
+    if (listed(g_shapes, "flash")) bench_prefill_ws_case(flash, k, g_ws_flash_t, s, h);
     if (listed(g_shapes, "pro")) bench_prefill_ws_case(pro, k, {4096}, s, h);
   }
 }
@@ -2066,6 +2135,8 @@ int main(int argc, char** argv) {
     if (a == "--prefill-w4a8") w4a8 = true;
     if (a == "--prefill-ws") pws = true;
     if (a == "--ws-profile") pws = g_ws_profile = true;
+    if (a == "--ws-t" && i + 1 < argc) g_ws_flash_t = parse_list(argv[++i]);
+    if (a == "--ws-epis" && i + 1 < argc) pws = true, g_ws_epis = parse_list(argv[++i]);
     if (a == "--w4a8-flash-t" && i + 1 < argc) g_w4a8_flash_t = parse_list(argv[++i]);
     if (a == "--w4a8-pro-t" && i + 1 < argc) g_w4a8_pro_t = parse_list(argv[++i]);
     if (a == "--w4a8-profile") g_w4a8_profile = true;

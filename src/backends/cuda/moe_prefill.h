@@ -76,6 +76,10 @@ bool moe_prefill_use_wgmma(int64_t tokens, int64_t top_k, int64_t experts);
 // The wgmma_ws core's producer (bench A/B; process-wide, not for concurrent use): -1 the automatic
 // choice (moe_prefill_wgmma_ws.cu, ws_use_pr), 0 session 13's producer, 1 B rows in registers.
 void moe_prefill_set_ws_producer(int mode);
+// The wgmma_ws consumers' epilogue on repacked weights (bench A/B; process-wide): 2 or 4 the phased
+// one (moe_prefill_wgmma_ws.cu, ws_store_tile) with chunks of that many token blocks, 0 the wgmma
+// core's store_tile.
+void moe_prefill_set_ws_epilogue(int mode);
 
 // Whether moe_prefill_experts takes these weights for a step of `tokens` x `top_k` pairs (the
 // weight and size conditions below; x alignment and pointers are the caller's). Repacked weights:

@@ -65,6 +65,15 @@
 // results, same call), geomeans: no expansion at all (135 instructions a round) 1.22x (1.12-1.34),
 // no B copies 1.06x, no epilogue 1.14x: the expansion is a part of the gap to cuBLAS, not the wall
 // (with none, Flash MXFP4 T = 8192 would be at ~62% of dense).
+//
+// PREFILL10 (session 16; bench/kernels/results/h200_2026-11-27_s16_prefill10_*): staggering the
+// consumer warpgroups so that their epilogues do not coincide (warpgroup 1 started each item once
+// warpgroup 0 reached its round 1, 2 or 3; named barrier, same results bit for bit) was slower:
+// 0.98x geomean for each lag over 32 comparisons each (H200, both formats, Flash T = 1024 / 4096 /
+// 8192 and Pro 4096, both orders, two passes; 0.89-1.05x). A warpgroup running its rounds alone
+// (at the start and end of every item) is slower than the two together, so the overlap buys
+// nothing: the same holds a fortiori for a ping-pong schedule (one warpgroup's main loop at a
+// time) unless a single warpgroup's main loop keeps the tensor pipe busy.
 #include "backends/cuda/mbarrier.cuh"
 #include "backends/cuda/moe_prefill_wgmma_kernel.cuh"
 #include "backends/cuda/moe_prefill_wgmma_permute.cuh"
@@ -314,9 +323,96 @@ __device__ __forceinline__ void ws_mx_second_step(uint32_t two, const tile_scale
       : "r"(two), "r"(sc[0].m2[0]), "r"(sc[0].m2[1]), "r"(sc[1].m2[0]), "r"(sc[1].m2[1]));
 }
 
+// store_tile's values and stores (the same expressions, so the same bits) in phases over chunks of
+// CB token blocks (8 tokens, 4 accumulators per matrix and thread): each thread's two
+// rows, their bounds and permuted columns once per item; each token's pair id (and routing
+// weight) once per block; then the chunk's SwiGLU up to the division without branches, its
+// divisions, its stores. store_tile does all of it per accumulator behind the bounds branches,
+// and the division's slow-path branch keeps ptxas from overlapping one value's chain
+// (~30 dependent instructions, two MUFU) with the next one's.
+template <typename out_t, weight_kind K, bool UP, int N, bool PERMUTE_H, int CB>
+__device__ __forceinline__ void ws_store_tile(const float (&acc)[2][N / 2], const block_args& ba,
+                                              const fp4_weight& wa, const fp4_weight& wb,
+                                              const int* pair_of, int g, int c, float limit,
+                                              const float* pair_weights, out_t* dst) {
+  float fa = 1.0f, fb = 1.0f;
+  if constexpr (K == weight_kind::nvfp4) {
+    fa = (wa.global ? __ldg(wa.global + ba.e) : 1.0f) * 256.0f;
+    fb = (wb.global ? __ldg(wb.global + ba.e) : 1.0f) * 256.0f;
+  }
+  int64_t col[2];
+  bool row_ok[2], row_ok_b[2];
+#pragma unroll
+  for (int h = 0; h < 2; ++h) {
+    const int64_t row = ba.r0 + g + 8 * h;
+    row_ok[h] = row < ba.out_rows;
+    row_ok_b[h] = row + ba.b_offset < ba.out_rows;
+    col[h] = UP && PERMUTE_H && std::is_same_v<out_t, __nv_bfloat16>
+                 ? (row & ~int64_t(127)) | permuted_k(int(row & 127))
+                 : row;
+  }
+  constexpr int blocks = N / 8;
+  constexpr int chunk = blocks < CB ? blocks : CB;
+#pragma unroll
+  for (int b0 = 0; b0 < blocks; b0 += chunk) {
+    out_t* base[chunk][2];  // token 8 (b0 + b) + 2 c + u's row of dst; null past ntok
+    float pw[chunk][2];
+#pragma unroll
+    for (int b = 0; b < chunk; ++b)
+#pragma unroll
+      for (int u = 0; u < 2; ++u) {
+        const int t = 8 * (b0 + b) + 2 * c + u;
+        base[b][u] = nullptr;
+        pw[b][u] = 1.0f;
+        if (t < ba.ntok) {
+          const int p = pair_of[t];
+          base[b][u] = dst + int64_t(p) * ba.out_rows;
+          if (UP && pair_weights) pw[b][u] = pair_weights[p];
+        }
+      }
+    if constexpr (UP) {
+      float gc[chunk][4], uc[chunk][4], d[chunk][4];
+#pragma unroll
+      for (int b = 0; b < chunk; ++b)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const int j = 4 * (b0 + b) + q;
+          // moe_swiglu_value(acc[0][j] * fa, acc[1][j] * fb, limit) up to its division
+          gc[b][q] = fminf(acc[0][j] * fa, limit);
+          uc[b][q] = fminf(fmaxf(acc[1][j] * fb, -limit), limit);
+          d[b][q] = 1.0f + expf(-gc[b][q]);
+        }
+#pragma unroll
+      for (int b = 0; b < chunk; ++b)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) gc[b][q] = gc[b][q] / d[b][q] * uc[b][q];
+#pragma unroll
+      for (int b = 0; b < chunk; ++b)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const int u = q & 1, h = q >> 1;
+          if (base[b][u] && row_ok[h])
+            base[b][u][col[h]] =
+                act_from_f32<out_t>(pair_weights ? __fmul_rn(gc[b][q], pw[b][u]) : gc[b][q]);
+        }
+    } else {
+#pragma unroll
+      for (int b = 0; b < chunk; ++b)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const int j = 4 * (b0 + b) + q, u = q & 1, h = q >> 1;
+          if (base[b][u] && row_ok[h]) base[b][u][col[h]] = act_from_f32<out_t>(acc[0][j] * fa);
+          if (base[b][u] && row_ok_b[h])
+            base[b][u][col[h] + ba.b_offset] = act_from_f32<out_t>(acc[1][j] * fb);
+        }
+    }
+  }
+}
+
 // One consumer warpgroup's item: the core's gemm_tile main loop and epilogue with A's bytes and
-// scales and B from the ring.
-template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, int N>
+// scales and B from the ring. EPI: the epilogue ws_store_tile with chunks of EPI token blocks
+// (0: store_tile).
+template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, int EPI, int N>
 __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring& ring, int& k,
                                                 int4 tile, int rb, int rounds) {
   const int tid = threadIdx.x, lane = tid % k_warp_size, g = lane / 4, c = lane % 4;
@@ -439,13 +535,17 @@ __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring&
   mbar::named_sync(1 + wg, 128);  // this warpgroup's previous epilogue read its pair ids
   pbuf[tid % 128] = pair;
   mbar::named_sync(1 + wg, 128);
-  store_tile<out_t, K, UP, N, PERMUTE_H>(acc, ba, a.wa, a.wb, pbuf, g, c, a.limit, a.pair_weights,
-                                         static_cast<out_t*>(a.dst));
+  if constexpr (EPI > 0)
+    ws_store_tile<out_t, K, UP, N, PERMUTE_H, EPI>(acc, ba, a.wa, a.wb, pbuf, g, c, a.limit,
+                                                   a.pair_weights, static_cast<out_t*>(a.dst));
+  else
+    store_tile<out_t, K, UP, N, PERMUTE_H>(acc, ba, a.wa, a.wb, pbuf, g, c, a.limit, a.pair_weights,
+                                           static_cast<out_t*>(a.dst));
 }
 
 // UP: src = x' (rows by token), wa = W1, wb = W3, dst = h (PERMUTE_H: BF16 h' in the logical k
 // order). Down: src = h' (rows by pair), wa = wb = W2, dst = out [pairs, hidden] f32.
-template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, bool PR>
+template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, bool PR, int EPI>
 __global__ void __launch_bounds__(k_ws_threads, 1)
     moe_prefill_wgmma_ws_kernel(ws_args a, int row_blocks) {
 #if DSV4_PREFILL_WGMMA
@@ -491,13 +591,13 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       if (wn < items) tile = a.tiles[wn / row_blocks];
       const int rb = w % row_blocks;
       if (cur.z <= 32)
-        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 32>(a, ring, k, cur, rb, rounds);
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, EPI, 32>(a, ring, k, cur, rb, rounds);
       else if (cur.z <= 64)
-        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 64>(a, ring, k, cur, rb, rounds);
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, EPI, 64>(a, ring, k, cur, rb, rounds);
       else if (cur.z <= 96)
-        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 96>(a, ring, k, cur, rb, rounds);
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, EPI, 96>(a, ring, k, cur, rb, rounds);
       else
-        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, 128>(a, ring, k, cur, rb, rounds);
+        ws_consume_item<out_t, K, UP, RP, PERMUTE_H, EPI, 128>(a, ring, k, cur, rb, rounds);
     }
   }
 #else
@@ -514,6 +614,9 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 // for MXFP4 and for NVFP4 from 64 pairs per expert on. moe_prefill_set_ws_producer forces one,
 // for the bench's A/B.
 int g_ws_producer = -1;
+// The consumers' epilogue on repacked weights: ws_store_tile with chunks of 2 or 4 token blocks,
+// 0 store_tile (moe_prefill_set_ws_epilogue).
+int g_ws_epi = 4;
 
 template <weight_kind K>
 bool ws_use_pr(int64_t pairs, int64_t experts) {
@@ -524,8 +627,16 @@ bool ws_use_pr(int64_t pairs, int64_t experts) {
 template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H>
 cudaError_t launch_ws(int64_t row_blocks, int64_t tile_slots, const ws_args& a, bool pr,
                       cudaStream_t stream) {
-  const auto kernel = pr ? moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, true>
-                         : moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, false>;
+  auto kernel = pr ? moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, true, 0>
+                   : moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, false, 0>;
+  if constexpr (RP) {
+    if (g_ws_epi == 2)
+      kernel = pr ? moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, true, 2>
+                  : moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, false, 2>;
+    else if (g_ws_epi > 0)
+      kernel = pr ? moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, true, 4>
+                  : moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, false, 4>;
+  }
   if (const cudaError_t e = allow_dynamic_smem(kernel, k_ws_smem); e != cudaSuccess) return e;
   const int64_t items = row_blocks * tile_slots;
   if (items == 0) return cudaSuccess;
@@ -644,6 +755,10 @@ namespace dsv4::cuda {
 
 void moe_prefill_set_ws_producer(int mode) {
   prefill::g_ws_producer = mode;
+}
+
+void moe_prefill_set_ws_epilogue(int mode) {
+  prefill::g_ws_epi = mode;
 }
 
 }  // namespace dsv4::cuda
