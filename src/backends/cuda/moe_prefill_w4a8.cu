@@ -550,6 +550,28 @@ constexpr int k_ws_stages = 8;
 // Pro T = 4096).
 constexpr int k_ws_lead = 6;
 constexpr int k_ws_producer_regs = 104, k_ws_consumer_regs = 200;
+// Session 16 (PREFILL11) variants of w4a8_ws, a template bit set V chosen per launch by
+// DSV4_W4A8_WS_VARIANT (A/B and diagnostics; 0 = the kernel as before). The no_* bits are
+// timing-only diagnostics (wrong y); lean keeps y bit for bit.
+namespace wsv {
+constexpr int no_expand =
+    1;  // A registers = the raw weight words (no fold table, no E2M1 expansion)
+constexpr int no_promote = 2;   // no per-round promotion (token-scale loads + FMAs); wait kept
+constexpr int no_mma = 4;       // no wgmma (nor its wait)
+constexpr int no_epilogue = 8;  // no output stores (accumulators kept live)
+constexpr int no_b = 16;        // producer: no B rows / token-scale copies
+constexpr int no_w = 32;        // producer: no weight / weight-scale copies
+// Descriptors from one per-item base (+ stage * stage_bytes / 16 + 2 s on the low word; the ring
+// lies below 256 KB so the 14-bit address field cannot carry), unsigned stage / parity math, and
+// the E2M1 selector masked once per word (prmt reads only the selector's low 16 bits).
+constexpr int lean = 64;
+// The proxy fence of each published round moves from the producer (after its cp.async wait,
+// before the arrival) to the consumers (after their wait), as in the noinc scheme.
+constexpr int cfence = 128;
+// Producer: B / token-scale / weight / scale source pointers formed once per item and advanced
+// per round (instead of 32-bit offsets widened and selected per copy and round).
+constexpr int plean = 256;
+}  // namespace wsv
 // Stage layout (bytes).
 constexpr int k_ws_b = 0;                           // N token rows x 128 E4M3, swizzled
 constexpr int k_ws_w = k_b_bytes;                   // 2 x 256 x 16 weight bytes
@@ -565,6 +587,14 @@ constexpr int k_ws_smem = k_ws_bars + 2 * k_ws_stages * 8 + 1024;  // + alignmen
 static_assert(k_ws_stage_bytes == 28 * 1024 && k_ws_smem <= 227 * 1024, "stage layout");
 
 using mbar::named_sync;
+
+// expand_e2m1x8 (moe_prefill_w4a8_ops.cuh) with one mask for both halves: the same bytes.
+__device__ __forceinline__ void expand_e2m1x8_m1(uint32_t w, const e4m3_table& t, uint32_t& lo,
+                                                 uint32_t& hi) {
+  const uint32_t m = w & 0x77777777u, w4 = w << 4;
+  lo = prmt(t.lo, t.hi, m) | (prmt(w4, w, 0xD9C8u) & 0x80808080u);
+  hi = prmt(t.lo, t.hi, m >> 16) | (prmt(w4, w, 0xFBEAu) & 0x80808080u);
+}
 
 // A work item: tile slot w / row_blocks, row block w % row_blocks.
 struct ws_ring {
@@ -583,7 +613,7 @@ struct ws_ring {
 // the consumers then fence the async proxy after each wait (DSV4_W4A8_WS_LEAD=0, A/B only).
 // next: the next item's tile (x < 0: none) and row block, whose scale rows and pair ids are
 // prefetched into L2 during this item's second round.
-template <bool UP, int N, int LEAD>
+template <bool UP, int N, int LEAD, int V>
 __device__ __forceinline__ void ws_produce_item(const w4a8_args& a, const ws_ring& ring, int p,
                                                 int& k, int e, int rb, int tile_y, int ntok,
                                                 int rounds, int4 next, int next_rb) {
@@ -643,12 +673,18 @@ __device__ __forceinline__ void ws_produce_item(const w4a8_args& a, const ws_rin
   constexpr int nq = N / 16;
   uint32_t boff[nq];
   uint32_t soff = k_none;
+  constexpr bool plean = (V & wsv::plean) != 0;
+  const uint8_t* bptr[plean ? nq : 1];  // plean: this round's B sources (a.bq when zero-filled)
+  const float* tptr = a.bs;
+  uint32_t bvalid = 0;
+  const uint8_t* wptr[4] = {wsrc[0], wsrc[1], wsrc[2], wsrc[3]};
+  const uint8_t* sptr = srow;
   const int j = p & 7;
   for (int rr = 0; rr < rounds; ++rr) {
     const int kk = k + rr;
     if (LEAD > 0 && kk >= LEAD) {
       cp_async_wait<LEAD - 1>();
-      wgmma::fence_async_smem();
+      if constexpr (!(V & wsv::cfence)) wgmma::fence_async_smem();
       mbar::arrive(ring.full + 8 * ((kk - LEAD) % k_ws_stages));
     }
     const int stage = kk % k_ws_stages;
@@ -668,32 +704,62 @@ __device__ __forceinline__ void ws_produce_item(const w4a8_args& a, const ws_rin
         const int pq = hp[(p >> 3) + 16 * q];
         const int src = pq < 0 ? -1 : UP ? pq / a.top_k : pq;
         boff[q] = src >= 0 ? uint32_t(src) * uint32_t(cols) + 16u * j : k_none;
+        if constexpr (plean) {
+          bptr[q] = src >= 0 ? a.bq + boff[q] : a.bq;
+          bvalid |= src >= 0 ? 1u << q : 0u;
+        }
       }
       if (p < N) {
         const int pq = hp[p];
         const int src = pq < 0 ? -1 : UP ? pq / a.top_k : pq;
         soff = src >= 0 ? uint32_t(src) * uint32_t(scols) : k_none;
+        if constexpr (plean) tptr = src >= 0 ? a.bs + soff : a.bs;
       }
       named_sync(3, 128);  // every producer read the pair ids before a later header's writes
     }
     // Weights: 64 bytes of the row (the L2 prefetch as w4a8_tile), its 4 scale bytes (16 f32).
+    if constexpr (plean) {
+      // The same copies as below from pointers advanced per round; a zero-filled B row or token
+      // scale keeps a.bq / a.bs + round offsets inside its first row (nothing is read).
 #pragma unroll
-    for (int q = 0; q < 4; ++q)
-      cp_async_16_l2_256(st + wdst[q], wsrc[q] + int64_t(rr) * (k_round / 2));
-    if (f32_scale)
-      cp_async_16_zfill(st + sdst, srow + int64_t(rr) * 16, 16);
-    else
-      cp_async_4_zfill(st + sdst, srow + int64_t(rr) * 4, 4);
+      for (int q = 0; q < 4; ++q) {
+        cp_async_16_l2_256(st + wdst[q], wptr[q]);
+        wptr[q] += k_round / 2;
+      }
+      if (f32_scale)
+        cp_async_16_zfill(st + sdst, sptr, 16), sptr += 16;
+      else
+        cp_async_4_zfill(st + sdst, sptr, 4), sptr += 4;
 #pragma unroll
-    for (int q = 0; q < nq; ++q) {
-      const int n = (p >> 3) + 16 * q;
-      cp_async_16_zfill(st + k_ws_b + n * 128 + ((j ^ (n & 7)) << 4),
-                        boff[q] != k_none ? a.bq + boff[q] + uint32_t(rr) * k_round : a.bq,
-                        boff[q] != k_none ? 16 : 0);
+      for (int q = 0; q < nq; ++q) {
+        const int n = (p >> 3) + 16 * q;
+        cp_async_16_zfill(st + k_ws_b + n * 128 + ((j ^ (n & 7)) << 4), bptr[q],
+                          (bvalid >> q) & 1u ? 16 : 0);
+        bptr[q] += k_round;
+      }
+      if (p < N) cp_async_4_zfill(st + k_ws_ts + 4 * p, tptr, soff != k_none ? 4 : 0);
+      ++tptr;
+    } else if constexpr (!(V & wsv::no_w)) {
+#pragma unroll
+      for (int q = 0; q < 4; ++q)
+        cp_async_16_l2_256(st + wdst[q], wsrc[q] + int64_t(rr) * (k_round / 2));
+      if (f32_scale)
+        cp_async_16_zfill(st + sdst, srow + int64_t(rr) * 16, 16);
+      else
+        cp_async_4_zfill(st + sdst, srow + int64_t(rr) * 4, 4);
     }
-    if (p < N)
-      cp_async_4_zfill(st + k_ws_ts + 4 * p, soff != k_none ? a.bs + soff + rr : a.bs,
-                       soff != k_none ? 4 : 0);
+    if constexpr (!(V & wsv::no_b) && !plean) {
+#pragma unroll
+      for (int q = 0; q < nq; ++q) {
+        const int n = (p >> 3) + 16 * q;
+        cp_async_16_zfill(st + k_ws_b + n * 128 + ((j ^ (n & 7)) << 4),
+                          boff[q] != k_none ? a.bq + boff[q] + uint32_t(rr) * k_round : a.bq,
+                          boff[q] != k_none ? 16 : 0);
+      }
+      if (p < N)
+        cp_async_4_zfill(st + k_ws_ts + 4 * p, soff != k_none ? a.bs + soff + rr : a.bs,
+                         soff != k_none ? 4 : 0);
+    }
     if constexpr (LEAD == 0) {
       const uint32_t bar = ring.full + 8 * stage;
       mbar::arrive(bar);
@@ -718,7 +784,7 @@ __device__ __forceinline__ void ws_produce_item(const w4a8_args& a, const ws_rin
   k += rounds;
 }
 
-template <bool UP, int N, bool NOINC>
+template <bool UP, int N, bool NOINC, int V>
 __device__ __forceinline__ void ws_consume_item(const w4a8_args& a, const ws_ring& ring, int& k,
                                                 int rb, int rounds) {
   const int tid = threadIdx.x, lane = tid % k_warp_size, g = lane / 4, c = lane % 4;
@@ -734,10 +800,14 @@ __device__ __forceinline__ void ws_consume_item(const w4a8_args& a, const ws_rin
   // Row slots of the producer's layout: 16 (4 wg + warp) + 8 i + g.
   const int rs0 = 16 * (wg * 4 + warp) + g;
   const bool f32_scale = a.wa.scale_f32;
-  const auto stage_of = [&](int kk) { return kk % k_ws_stages; };
+  constexpr bool lean = (V & wsv::lean) != 0;
+  const auto stage_of = [&](int kk) {
+    return lean ? int(uint32_t(kk) % uint32_t(k_ws_stages)) : kk % k_ws_stages;
+  };
   const auto wait_full = [&](int kk) {
-    mbar::wait(ring.full + 8 * stage_of(kk), uint32_t(kk / k_ws_stages) & 1u);
-    if constexpr (NOINC) wgmma::fence_async_smem();
+    mbar::wait(ring.full + 8 * stage_of(kk), lean ? (uint32_t(kk) / uint32_t(k_ws_stages)) & 1u
+                                                  : uint32_t(kk / k_ws_stages) & 1u);
+    if constexpr (NOINC || (V & wsv::cfence) != 0) wgmma::fence_async_smem();
   };
   // The header (stage of round k, already waited for by the caller).
   const uint8_t* hs = ring.gen + stage_of(k) * k_ws_stage_bytes;
@@ -769,31 +839,54 @@ __device__ __forceinline__ void ws_consume_item(const w4a8_args& a, const ws_rin
     const uint32_t st = ring.smem + stage_of(kk) * k_ws_stage_bytes;
     const uint32_t wl = st + k_ws_w + tid * 16;
     const uint4 wv[2] = {lds_16(wl), lds_16(wl + k_threads * 16)};
+    if constexpr ((V & wsv::no_expand) != 0) {
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+        am[s][0] = word_of(wv[0], s), am[s][2] = word_of(wv[0], s) >> 4;
+        am[s][1] = word_of(wv[1], s), am[s][3] = word_of(wv[1], s) >> 4;
+      }
+      return;
+    }
     const e4m3_table t0 = fold_table(scale_of(st, 0) - base[0]),
                      t1 = fold_table(scale_of(st, 1) - base[1]);
 #pragma unroll
     for (int s = 0; s < 4; ++s) {
-      expand_e2m1x8(word_of(wv[0], s), t0, am[s][0], am[s][2]);
-      expand_e2m1x8(word_of(wv[1], s), t1, am[s][1], am[s][3]);
+      if constexpr (lean) {
+        expand_e2m1x8_m1(word_of(wv[0], s), t0, am[s][0], am[s][2]);
+        expand_e2m1x8_m1(word_of(wv[1], s), t1, am[s][1], am[s][3]);
+      } else {
+        expand_e2m1x8(word_of(wv[0], s), t0, am[s][0], am[s][2]);
+        expand_e2m1x8(word_of(wv[1], s), t1, am[s][1], am[s][3]);
+      }
     }
   };
+  // lean: the low descriptor word of stage 0, k32 step 0 (sw128_desc's fields: address / 16,
+  // leading byte offset 16 / 16 at bit 16); the high word is a constant.
+  const uint32_t desc_lo0 = ((ring.smem + k_ws_b) >> 4) | (1u << 16);
+  constexpr uint32_t desc_hi = (1024u >> 4) | (1u << 30);
   const auto mma = [&](int kk, const uint32_t(&am)[4][4]) {
+    if constexpr ((V & wsv::no_mma) != 0) return;
     const uint32_t st = ring.smem + stage_of(kk) * k_ws_stage_bytes + k_ws_b;
+    const uint32_t dlo = desc_lo0 + uint32_t(stage_of(kk)) * (k_ws_stage_bytes >> 4);
     __syncwarp();
     wgmma::fence();
 #pragma unroll
     for (int s = 0; s < 4; ++s)
-      wgmma_fp8_rs<N>::run(blk, am[s], wgmma::sw128_desc(st + 32 * s, 16, 1024), s);
+      wgmma_fp8_rs<N>::run(blk, am[s],
+                           lean ? (uint64_t(desc_hi) << 32) | (dlo + 2u * s)
+                                : wgmma::sw128_desc(st + 32 * s, 16, 1024),
+                           s);
     wgmma::commit();
   };
   const auto promote_release = [&](int kk) {
-    wgmma::wait<0>();
+    if constexpr ((V & wsv::no_mma) == 0) wgmma::wait<0>();
 #pragma unroll
     for (int jj = 0; jj < N / 2; ++jj) wgmma::reg_fence(blk[jj]);
     const float* ts =
         reinterpret_cast<const float*>(ring.gen + stage_of(kk) * k_ws_stage_bytes + k_ws_ts);
 #pragma unroll
     for (int q = 0; q < N / 8; ++q) {
+      if constexpr ((V & wsv::no_promote) != 0) break;
       const float2 sc = *reinterpret_cast<const float2*>(ts + 8 * q + 2 * c);
       acc[4 * q] = fmaf(blk[4 * q], sc.x, acc[4 * q]);
       acc[4 * q + 1] = fmaf(blk[4 * q + 1], sc.y, acc[4 * q + 1]);
@@ -820,11 +913,20 @@ __device__ __forceinline__ void ws_consume_item(const w4a8_args& a, const ws_rin
   }
   k += rounds;
 
+  if constexpr ((V & wsv::no_promote) != 0) {
+#pragma unroll
+    for (int jj = 0; jj < N / 2; ++jj) acc[jj] = blk[jj];
+  }
   named_sync(1 + wg, 128);  // the pair ids of this warpgroup are written
+  if constexpr ((V & wsv::no_epilogue) != 0) {
+#pragma unroll
+    for (int jj = 0; jj < N / 2; ++jj) wgmma::reg_fence(acc[jj]);  // keeps the promotion live
+    return;
+  }
   w4a8_store_outputs<UP, N>(a, acc, c, ntok, pbuf, row, emax, base, out_rows);
 }
 
-template <bool UP, int LEAD>
+template <bool UP, int LEAD, int V>
 __global__ void __launch_bounds__(k_ws_threads, 1)
     moe_prefill_w4a8_ws_kernel(w4a8_args a, int row_blocks) {
   static_assert(LEAD >= 0 && LEAD <= k_ws_stages - 2,
@@ -858,17 +960,17 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       const int nrb = wn % row_blocks;
       const int e = cur.x, ntok = cur.z;
       if (ntok <= 32)
-        ws_produce_item<UP, 32, LEAD>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
+        ws_produce_item<UP, 32, LEAD, V>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
       else if (ntok <= 64)
-        ws_produce_item<UP, 64, LEAD>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
+        ws_produce_item<UP, 64, LEAD, V>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
       else if (ntok <= 96)
-        ws_produce_item<UP, 96, LEAD>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
+        ws_produce_item<UP, 96, LEAD, V>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
       else
-        ws_produce_item<UP, 128, LEAD>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
+        ws_produce_item<UP, 128, LEAD, V>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
     }
     if constexpr (LEAD > 0) {
       cp_async_wait<0>();
-      wgmma::fence_async_smem();
+      if constexpr (!(V & wsv::cfence)) wgmma::fence_async_smem();
       for (int kk = max(0, k - LEAD); kk < k; ++kk)
         mbar::arrive(ring.full + 8 * (kk % k_ws_stages));
     } else {
@@ -879,17 +981,17 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     for (int w = blockIdx.x; w < items; w += gridDim.x) {
       const int rb = w % row_blocks;
       mbar::wait(ring.full + 8 * (k % k_ws_stages), uint32_t(k / k_ws_stages) & 1u);
-      if constexpr (LEAD == 0) wgmma::fence_async_smem();
+      if constexpr (LEAD == 0 || (V & wsv::cfence) != 0) wgmma::fence_async_smem();
       const int ntok = *reinterpret_cast<const int*>(
           ring.gen + (k % k_ws_stages) * k_ws_stage_bytes + k_ws_hdr_ntok);
       if (ntok <= 32)
-        ws_consume_item<UP, 32, LEAD == 0>(a, ring, k, rb, rounds);
+        ws_consume_item<UP, 32, LEAD == 0, V>(a, ring, k, rb, rounds);
       else if (ntok <= 64)
-        ws_consume_item<UP, 64, LEAD == 0>(a, ring, k, rb, rounds);
+        ws_consume_item<UP, 64, LEAD == 0, V>(a, ring, k, rb, rounds);
       else if (ntok <= 96)
-        ws_consume_item<UP, 96, LEAD == 0>(a, ring, k, rb, rounds);
+        ws_consume_item<UP, 96, LEAD == 0, V>(a, ring, k, rb, rounds);
       else
-        ws_consume_item<UP, 128, LEAD == 0>(a, ring, k, rb, rounds);
+        ws_consume_item<UP, 128, LEAD == 0, V>(a, ring, k, rb, rounds);
     }
   }
 #else
@@ -899,17 +1001,17 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 #endif
 }
 
-template <bool UP, int LEAD>
+template <bool UP, int LEAD, int V = 0>
 cudaError_t launch_w4a8_ws_lead(int64_t row_blocks, int64_t tile_slots, const w4a8_args& a,
                                 cudaStream_t stream) {
-  if (const cudaError_t e = allow_dynamic_smem(moe_prefill_w4a8_ws_kernel<UP, LEAD>, k_ws_smem);
+  if (const cudaError_t e = allow_dynamic_smem(moe_prefill_w4a8_ws_kernel<UP, LEAD, V>, k_ws_smem);
       e != cudaSuccess)
     return e;
   const int sms = current_device_sm_count();
   const int64_t items = row_blocks * tile_slots;
   if (items == 0) return cudaSuccess;
   const unsigned grid = unsigned(items < sms ? items : sms);
-  moe_prefill_w4a8_ws_kernel<UP, LEAD>
+  moe_prefill_w4a8_ws_kernel<UP, LEAD, V>
       <<<grid, k_ws_threads, k_ws_smem, stream>>>(a, int(row_blocks));
   return cudaGetLastError();
 }
@@ -917,12 +1019,39 @@ cudaError_t launch_w4a8_ws_lead(int64_t row_blocks, int64_t tile_slots, const w4
 template <bool UP>
 cudaError_t launch_w4a8_ws_gemm(int64_t row_blocks, int64_t tile_slots, const w4a8_args& a,
                                 cudaStream_t stream) {
-  static const int lead = [] {
-    const char* v = std::getenv("DSV4_W4A8_WS_LEAD");
-    return v ? std::atoi(v) : k_ws_lead;
-  }();
-  return lead == 0 ? launch_w4a8_ws_lead<UP, 0>(row_blocks, tile_slots, a, stream)
-                   : launch_w4a8_ws_lead<UP, k_ws_lead>(row_blocks, tile_slots, a, stream);
+  // Read per launch (PREFILL11 A/B inside one process; a graph keeps the capture's choice).
+  const char* lv = std::getenv("DSV4_W4A8_WS_LEAD");
+  const char* vv = std::getenv("DSV4_W4A8_WS_VARIANT");
+  const int lead = lv ? std::atoi(lv) : k_ws_lead, v = vv ? std::atoi(vv) : 0;
+#define DSV4_WS_LAUNCH(L, VV) launch_w4a8_ws_lead<UP, L, VV>(row_blocks, tile_slots, a, stream)
+#define DSV4_WS_CASE(L, VV) \
+  if (v == VV) return DSV4_WS_LAUNCH(L, VV);
+  if (lead == 0) {
+    DSV4_WS_CASE(0, 64)
+    DSV4_WS_CASE(0, 320)
+    return DSV4_WS_LAUNCH(0, 0);
+  }
+  if (lead == 4) {
+    DSV4_WS_CASE(4, 64)
+    DSV4_WS_CASE(4, 448)
+    return DSV4_WS_LAUNCH(4, 0);
+  }
+  DSV4_WS_CASE(k_ws_lead, 1)
+  DSV4_WS_CASE(k_ws_lead, 2)
+  DSV4_WS_CASE(k_ws_lead, 4)
+  DSV4_WS_CASE(k_ws_lead, 8)
+  DSV4_WS_CASE(k_ws_lead, 16)
+  DSV4_WS_CASE(k_ws_lead, 32)
+  DSV4_WS_CASE(k_ws_lead, 15)
+  DSV4_WS_CASE(k_ws_lead, 48)
+  DSV4_WS_CASE(k_ws_lead, 64)
+  DSV4_WS_CASE(k_ws_lead, 128)
+  DSV4_WS_CASE(k_ws_lead, 192)
+  DSV4_WS_CASE(k_ws_lead, 320)
+  DSV4_WS_CASE(k_ws_lead, 448)
+  return DSV4_WS_LAUNCH(k_ws_lead, 0);
+#undef DSV4_WS_CASE
+#undef DSV4_WS_LAUNCH
 }
 
 template <typename in_t>
