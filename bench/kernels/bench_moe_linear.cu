@@ -2007,53 +2007,6 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
                   (long long)T, ms * 1e3, tf(ms), f8_ms > 0 ? 100 * f8_ms / ms : 0.0,
                   100 * bf16_ms / ms, 100 * w16_ms / ms);
     };
-    // PREFILL11: w4a8_ws variants from DSV4_W4A8_WS_AB ("lead:variant,...", the kernel's
-    // DSV4_W4A8_WS_LEAD / DSV4_W4A8_WS_VARIANT), DSV4_W4A8_WS_AB_PASSES passes in list order;
-    // y of each variant compared with w4a8's bit for bit, time over this run's w4a8_ws.
-    if (const char* ab = std::getenv("DSV4_W4A8_WS_AB")) {
-      const char* pe = std::getenv("DSV4_W4A8_WS_AB_PASSES");
-      const int passes = pe ? std::atoi(pe) : 1;
-      std::vector<std::string> vs;
-      for (std::string t = ab; !t.empty();) {
-        const size_t comma = t.find(',');
-        vs.push_back(t.substr(0, comma));
-        t = comma == std::string::npos ? "" : t.substr(comma + 1);
-      }
-      // The timed runs above left call 3's y in y8: call 0's again for the comparison.
-      run(0, s, moe_prefill_core::w4a8, y8);
-      CK(cudaStreamSynchronize(s));
-      for (int pass = 0; pass < passes; ++pass)
-        for (const std::string& v : vs) {
-          const size_t colon = v.find(':');
-          const std::string lead = v.substr(0, colon), var = v.substr(colon + 1);
-          setenv("DSV4_W4A8_WS_LEAD", lead.c_str(), 1);
-          setenv("DSV4_W4A8_WS_VARIANT", var.c_str(), 1);
-          size_t differ = 0;
-          if (pass == 0) {
-            CK(cudaMemset(yws, 0xFF, size_t(T) * D * 2));
-            run(0, s, moe_prefill_core::w4a8_ws, yws);
-            CK(cudaStreamSynchronize(s));
-            std::vector<uint16_t> ha(size_t(T) * D), hb(size_t(T) * D);
-            CK(cudaMemcpy(ha.data(), y8, ha.size() * 2, cudaMemcpyDeviceToHost));
-            CK(cudaMemcpy(hb.data(), yws, hb.size() * 2, cudaMemcpyDeviceToHost));
-            for (size_t i = 0; i < ha.size(); ++i) differ += ha[i] != hb[i];
-          }
-          const double ms = time_prefill_per_call(
-              [&](int i, cudaStream_t st) { run(i, st, moe_prefill_core::w4a8_ws, yws); }, calls,
-              20, s);
-          char name[64];
-          std::snprintf(name, sizeof name, "w4a8_ws L%s V%s p%d", lead.c_str(), var.c_str(),
-                        pass + 1);
-          std::printf("%-6s %-30s %5lld %10.1f %8.1f %8.1f%% %8.1f%% %8.1f%%  %.3fx w4a8_ws",
-                      sh.name, name, (long long)T, ms * 1e3, tf(ms),
-                      f8_ms > 0 ? 100 * f8_ms / ms : 0.0, 100 * bf16_ms / ms, 100 * w16_ms / ms,
-                      wws_ms / ms);
-          if (pass == 0) std::printf("  y differs from w4a8: %zu of %zu", differ, size_t(T) * D);
-          std::printf("\n");
-        }
-      unsetenv("DSV4_W4A8_WS_LEAD");
-      unsetenv("DSV4_W4A8_WS_VARIANT");
-    }
     report("cublas bf16 dense (ceil)", bf16_ms);
     if (f8_ms > 0) report("cublasLt fp8 dense (ceil)", f8_ms);
     report("official wgmma (W4A16)", w16_ms);
