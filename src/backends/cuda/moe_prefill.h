@@ -45,8 +45,8 @@ namespace dsv4::cuda {
 // barriers (moe_prefill_w4a8.cu); never chosen automatically. Measured (H200, session 7:
 // parity, y bit for bit the w4a8 kernel's at Flash T = 1024 / 4096 / 8192 and Pro T = 4096):
 // 293 / 299 TFLOP/s at Flash T = 4096 / 8192 and 294 at Pro T = 4096 (1.04-1.07x w4a8_serial),
-// 122 at Flash T = 1024 (0.93x w4a8_serial); environment DSV4_W4A8_WS_LEAD=0 selects its
-// cp.async.mbarrier.arrive.noinc variant (313 / 313 / 132, 1.01-1.14x w4a8_serial; A/B only).
+// 122 at Flash T = 1024 (0.93x w4a8_serial) with that lag-6 scheme, since session 16 selected by
+// DSV4_W4A8_WS_LEAD=6 only (A/B); default: the cp.async.mbarrier.arrive.noinc scheme (1.03-1.08x).
 // wgmma_ws: the wgmma core's arithmetic (identical results, exact and official order, checkpoint
 // and repacked layouts) in a warp-specialized persistent kernel: a producer warpgroup stages every
 // round (B pre-permuted to BF16 in the core's logical k order, weight bytes, scale rows) into an

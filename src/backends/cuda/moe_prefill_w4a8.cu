@@ -540,14 +540,24 @@ cudaError_t launch_w4a8_gemm(dim3 grid, const w4a8_args& a, cudaStream_t stream)
 // issue-bound: each consumer warpgroup still runs wait - expand - 4 wgmma - wait<0> - promote in
 // turn (the promotion per 128 k is fixed by the results bit for bit), and both warpgroups wait
 // for the same stages, so they tend to run in step instead of hiding each other's promotion.
+//
+// Session 16 (PREFILL11, H200, bench/kernels/results/2026-11-27_s16_prefill11_NOTES.md): the noinc
+// scheme is the default now (main's lag-6 kernel over it: 1.08 / 1.08 / 1.03-1.06x at Flash T =
+// 4096 / 8192 and Pro T = 4096), and the consumers form their wgmma descriptors from one base
+// with unsigned stage math and mask each weight word once (1.5-4% at lag 6; ~22 fewer of ~245
+// issued instructions per round). Diagnostics of the same call (whole official prefill call,
+// Flash T = 4096): no E2M1 expansion 1.21x, no promotion 1.00x, no B / weight / any copies 1.02 /
+// 1.06 / 1.05x, consumers reduced to the ring protocol (producer unchanged) 1.96x: the producer
+// and ring alone need half of today's time, and neither side alone explains the rest.
 constexpr int k_ws_threads = 384;
 constexpr int k_ws_consumer_threads = 256;
 constexpr int k_ws_stages = 8;
-// A round is published once LEAD newer ones were issued (LEAD + 1 rounds in flight while the
-// producer waits for the oldest): k_ws_lead by default, the noinc scheme of ws_produce_item
-// with DSV4_W4A8_WS_LEAD=0 in the environment (A/B measurements; session 7 measured lag 4 only
-// in its first version, without coalesced weight copies: 1.05 / 0.99x w4a8_serial at Flash /
-// Pro T = 4096).
+// LEAD 0 (default): the noinc scheme of ws_produce_item (each round published by the copies'
+// own mbarrier arrivals). LEAD > 0 (DSV4_W4A8_WS_LEAD=6 in the environment, A/B only): a round
+// is published by the producer once LEAD newer ones were issued (LEAD + 1 rounds in flight while
+// it waits for the oldest); session 16 measured it 0.93-0.97x the noinc scheme on an H200, and
+// LEAD 4 in between (session 7 measured lag 4 only in its first version, without coalesced
+// weight copies: 1.05 / 0.99x w4a8_serial at Flash / Pro T = 4096).
 constexpr int k_ws_lead = 6;
 constexpr int k_ws_producer_regs = 104, k_ws_consumer_regs = 200;
 // Stage layout (bytes).
@@ -566,6 +576,15 @@ static_assert(k_ws_stage_bytes == 28 * 1024 && k_ws_smem <= 227 * 1024, "stage l
 
 using mbar::named_sync;
 
+// expand_e2m1x8 (moe_prefill_w4a8_ops.cuh) with one mask for both halves (prmt reads only its
+// selector's low 16 bits): the same bytes in one instruction less per word (session 16, PREFILL11).
+__device__ __forceinline__ void expand_e2m1x8_m1(uint32_t w, const e4m3_table& t, uint32_t& lo,
+                                                 uint32_t& hi) {
+  const uint32_t m = w & 0x77777777u, w4 = w << 4;
+  lo = prmt(t.lo, t.hi, m) | (prmt(w4, w, 0xD9C8u) & 0x80808080u);
+  hi = prmt(t.lo, t.hi, m >> 16) | (prmt(w4, w, 0xFBEAu) & 0x80808080u);
+}
+
 // A work item: tile slot w / row_blocks, row block w % row_blocks.
 struct ws_ring {
   uint32_t smem;  // the 1024-aligned base (stage 0)
@@ -580,7 +599,7 @@ struct ws_ring {
 // p / 8 + 16 q.
 // LEAD 0: every producer thread arrives twice per round on full (count 256): a plain arrival
 // (publishes the header's stores) and cp.async.mbarrier.arrive.noinc once its copies landed;
-// the consumers then fence the async proxy after each wait (DSV4_W4A8_WS_LEAD=0, A/B only).
+// the consumers then fence the async proxy after each wait (the default since session 16).
 // next: the next item's tile (x < 0: none) and row block, whose scale rows and pair ids are
 // prefetched into L2 during this item's second round.
 template <bool UP, int N, int LEAD>
@@ -734,9 +753,10 @@ __device__ __forceinline__ void ws_consume_item(const w4a8_args& a, const ws_rin
   // Row slots of the producer's layout: 16 (4 wg + warp) + 8 i + g.
   const int rs0 = 16 * (wg * 4 + warp) + g;
   const bool f32_scale = a.wa.scale_f32;
-  const auto stage_of = [&](int kk) { return kk % k_ws_stages; };
+  // kk >= 0: unsigned stage / parity math (no signed-division fix-ups in the round).
+  const auto stage_of = [&](int kk) { return int(uint32_t(kk) % uint32_t(k_ws_stages)); };
   const auto wait_full = [&](int kk) {
-    mbar::wait(ring.full + 8 * stage_of(kk), uint32_t(kk / k_ws_stages) & 1u);
+    mbar::wait(ring.full + 8 * stage_of(kk), (uint32_t(kk) / uint32_t(k_ws_stages)) & 1u);
     if constexpr (NOINC) wgmma::fence_async_smem();
   };
   // The header (stage of round k, already waited for by the caller).
@@ -773,17 +793,22 @@ __device__ __forceinline__ void ws_consume_item(const w4a8_args& a, const ws_rin
                      t1 = fold_table(scale_of(st, 1) - base[1]);
 #pragma unroll
     for (int s = 0; s < 4; ++s) {
-      expand_e2m1x8(word_of(wv[0], s), t0, am[s][0], am[s][2]);
-      expand_e2m1x8(word_of(wv[1], s), t1, am[s][1], am[s][3]);
+      expand_e2m1x8_m1(word_of(wv[0], s), t0, am[s][0], am[s][2]);
+      expand_e2m1x8_m1(word_of(wv[1], s), t1, am[s][1], am[s][3]);
     }
   };
+  // Descriptors from one base: sw128_desc's low word is (address / 16) | (16 / 16) << 16 and its
+  // high word a constant; the ring lies below 256 KB, so adding stage * stage_bytes / 16 + 2 s
+  // (32 bytes per k32 step) to the low word cannot carry out of the 14-bit address field.
+  const uint32_t desc_lo0 = ((ring.smem + k_ws_b) >> 4) | (1u << 16);
+  constexpr uint32_t desc_hi = (1024u >> 4) | (1u << 30);
   const auto mma = [&](int kk, const uint32_t(&am)[4][4]) {
-    const uint32_t st = ring.smem + stage_of(kk) * k_ws_stage_bytes + k_ws_b;
+    const uint32_t dlo = desc_lo0 + uint32_t(stage_of(kk)) * (k_ws_stage_bytes >> 4);
     __syncwarp();
     wgmma::fence();
 #pragma unroll
     for (int s = 0; s < 4; ++s)
-      wgmma_fp8_rs<N>::run(blk, am[s], wgmma::sw128_desc(st + 32 * s, 16, 1024), s);
+      wgmma_fp8_rs<N>::run(blk, am[s], (uint64_t(desc_hi) << 32) | (dlo + 2u * s), s);
     wgmma::commit();
   };
   const auto promote_release = [&](int kk) {
@@ -919,7 +944,7 @@ cudaError_t launch_w4a8_ws_gemm(int64_t row_blocks, int64_t tile_slots, const w4
                                 cudaStream_t stream) {
   static const int lead = [] {
     const char* v = std::getenv("DSV4_W4A8_WS_LEAD");
-    return v ? std::atoi(v) : k_ws_lead;
+    return v ? std::atoi(v) : 0;
   }();
   return lead == 0 ? launch_w4a8_ws_lead<UP, 0>(row_blocks, tile_slots, a, stream)
                    : launch_w4a8_ws_lead<UP, k_ws_lead>(row_blocks, tile_slots, a, stream);
