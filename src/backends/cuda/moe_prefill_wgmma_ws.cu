@@ -599,11 +599,12 @@ __device__ __forceinline__ uint32_t ws_a_tile(const ws_ring& ring, int j, int h,
 
 // Converter thread p's half J of a round for consumer warpgroup h: consumer thread tid =
 // p + 128 h's A registers of steps 4 J .. 4 J + 3 (the expressions of ws_consume_item: the same
-// BF16 pairs bit for bit), each stored where the SS wgmma reads that register's two values: the
+// BF16 pairs bit for bit), each stored where the SS wgmma reads that register's two values. The
 // RS fragment's reg 0 / 1 are rows g / g + 8 (of the warp's 16) at k 2 c, regs 2 / 3 the same
-// rows at k 2 c + 8, so step s's 32 bytes of row R sit in 16-byte chunks 2 (s & 3) and
-// 2 (s & 3) + 1, swizzled (chunk ^ (R & 7), R & 7 = g), at byte 4 c. A warp's 32 stores of one
-// register hit 8 rows x 4 words in 8 distinct chunks: no bank conflict.
+// rows at k 2 c + 8: the four 8 x 8 matrices of stmatrix .x4 in the mma fragment layout. So one
+// stmatrix per step and accumulator; lane l gives row (l & 7) of matrix q = l / 8: tile row
+// R = 16 warp + 8 (q & 1) + (l & 7), 16-byte chunk 2 (s & 3) + q / 2 swizzled (^ R & 7 = l & 7).
+// Each matrix's 8 rows land in 8 distinct chunks: no bank conflict.
 template <weight_kind K, bool RP, int J>
 __device__ __forceinline__ void ws_convert_half(uint32_t st, uint32_t adst, int p, int h,
                                                 bool f32_scale) {
@@ -623,8 +624,9 @@ __device__ __forceinline__ void ws_convert_half(uint32_t st, uint32_t adst, int 
   uint32_t two = 0;
   // The converter warp's lanes are consumer warp 4 h + warp's: the same vote.
   if constexpr (mx_split_scale) two = __any_sync(~0u, sc[0].two || sc[1].two);
-  const uint32_t row0 = adst + uint32_t((16 * warp + g) * 128 + 4 * c);
-  const uint32_t gx = uint32_t(g) << 4;
+  const int q = lane >> 3, l7 = lane & 7;
+  const uint32_t row0 = adst + uint32_t((16 * warp + 8 * (q & 1) + l7) * 128);
+  const uint32_t vx = uint32_t((q >> 1) ^ l7) << 4;  // (2 ss + q / 2) ^ l7 = 2 ss ^ (q / 2 ^ l7)
   const auto step = [&](auto s_const) {
     constexpr int s = decltype(s_const)::value, ss = s & 3;
     uint32_t am[2][4];
@@ -636,14 +638,13 @@ __device__ __forceinline__ void ws_convert_half(uint32_t st, uint32_t adst, int 
       expand_step<K, s, RP>(cur[0], sc[0], am[0]);
       expand_step<K, s, RP>(cur[1], sc[1], am[1]);
     }
+    const uint32_t addr = row0 + ((uint32_t(2 * ss) << 4) ^ vx);
 #pragma unroll
     for (int m = 0; m < 2; ++m)
-#pragma unroll
-      for (int r = 0; r < 4; ++r) {
-        const uint32_t addr = row0 + uint32_t(m * ws_lay<true>::a_tile + (r & 1) * 1024) +
-                              ((uint32_t((2 * ss + (r >> 1)) << 4)) ^ gx);
-        asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(addr), "r"(am[m][r]) : "memory");
-      }
+      asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(
+                       addr + uint32_t(m * ws_lay<true>::a_tile)),
+                   "r"(am[m][0]), "r"(am[m][1]), "r"(am[m][2]), "r"(am[m][3])
+                   : "memory");
   };
   step(std::integral_constant<int, 4 * J + 0>{});
   step(std::integral_constant<int, 4 * J + 1>{});
