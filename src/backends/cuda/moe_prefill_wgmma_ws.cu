@@ -74,19 +74,28 @@
 // (at the start and end of every item) is slower than the two together, so the overlap buys
 // nothing: the same holds a fortiori for a ping-pong schedule (one warpgroup's main loop at a
 // time) unless a single warpgroup's main loop keeps the tensor pipe busy.
-#include <cstdlib>
-
+//
+// PREFILL13 (session 16; bench/kernels/results/h200_2026-11-27_s16_prefill13_*, code in commit
+// 744b6a7 of wip/prefill13): a fourth warpgroup converting each stage's FP4 into BF16 A tiles in
+// shared memory (the consumers' exact A registers, stmatrix .x4 into 128-byte-swizzled K-major
+// 64 x 64 k tiles, two half-round slots per consumer warpgroup, mbarriers, async-proxy fence) and
+// consumers issuing SS wgmma with no expansion: outputs bit for bit equal (H200, 24 comparisons,
+// parity 28/28) but 0.72-0.87x (geomean MXFP4 0.77, NVFP4 0.82 over 18 comparisons each; Flash
+// T = 4096 / 8192, Pro 4096, both orders). The converter (~1000 SASS instructions a round, one warp
+// per scheduler, ring cut to 3 stages for the 64 KB of A slots) is slower than the expansion it
+// replaced in eight warps; not kept.
 #include "backends/cuda/mbarrier.cuh"
 #include "backends/cuda/moe_prefill_wgmma_kernel.cuh"
 #include "backends/cuda/moe_prefill_wgmma_permute.cuh"
-#include "backends/cuda/moe_prefill_wgmma_ss.cuh"
 #include "backends/cuda/moe_prefill_wgmma_ws.h"
 
 namespace dsv4::cuda::prefill {
 
 namespace {
 
+constexpr int k_ws_threads = 384;
 constexpr int k_ws_consumers = 256;  // = k_threads of the core: its rows per block
+constexpr int k_ws_stages = 4;
 // Register split (setmaxnreg), consumers x 256 + producer x 128 <= 168 x 384, the launch cap of
 // __launch_bounds__(384, 1): PR (the producer with its B rows in registers) 224 / 56, else
 // 232 / 40.
@@ -98,36 +107,15 @@ static_assert(k_ws_consumer_regs<true> * 256 + k_ws_producer_regs<true> * 128 <=
                   k_ws_consumer_regs<false> * 256 + k_ws_producer_regs<false> * 128 <= 168 * 384,
               "register split");
 // Stage layout (bytes; each stage 1024-aligned for the swizzle atoms).
-constexpr int k_ws_b = 0;                                 // 2 atoms of 128 rows x 128 bytes
-constexpr int k_ws_w = 2 * k_atom_bytes;                  // [m][i][consumer thread] x 16
-constexpr int k_ws_s = k_ws_w + 4 * k_ws_consumers * 16;  // [256 row slots] x 16
-constexpr int k_ws_stage_bytes = k_ws_s + 256 * 16;       // 53248
-// CV (opt-in, moe_prefill_set_ws_epilogue mode bit 8): a fourth warpgroup (threads 384..511)
-// converts each stage's FP4 weights into BF16 A tiles in shared memory, and the consumers issue SS
-// wgmma with no expansion of their own. A tiles: [slot][consumer warpgroup][accumulator] x 8 KB
-// (64 rows x 64 k, K-major, 128-byte swizzle: the layout of B's atoms) for half a round (64 k)
-// each, 2 slots; the ring drops to 3 stages for the 64 KB.
-template <bool CV>
-struct ws_lay {
-  static constexpr int threads = CV ? 512 : 384;
-  static constexpr int stages = CV ? 3 : 4;
-  static constexpr int a_tile = 64 * 128;                        // one (slot, warpgroup, m) tile
-  static constexpr int a = stages * k_ws_stage_bytes;            // A slots (CV)
-  static constexpr int pbuf = a + (CV ? 8 * a_tile : 0);         // 2 x 128 pair ids (consumer WGs)
-  static constexpr int rowtab = pbuf + 2 * 128 * 4;              // 128 B source rows (producer)
-  static constexpr int bars = rowtab + 128 * 4;                  // full[stages], empty[stages],
-  static constexpr int a_bars = bars + 2 * stages * 8;           // (CV) a_full[2][2], a_empty[2][2]
-  static constexpr int smem = a_bars + (CV ? 8 * 8 : 0) + 1024;  // + alignment slack
-};
-static_assert(k_ws_stage_bytes % 1024 == 0 && ws_lay<false>::smem <= 227 * 1024 &&
-                  ws_lay<true>::smem <= 227 * 1024 && ws_lay<true>::a % 1024 == 0,
-              "stage layout");
-constexpr int k_ws_stages = ws_lay<false>::stages;
-// CV register split: consumers (accumulators and descriptors only) x 256 + producer x 128 +
-// converter x 128 <= 128 x 512.
-constexpr int k_cv_consumer_regs = 184;
-template <bool PR>
-constexpr int k_cv_converter_regs = 512 - 2 * k_cv_consumer_regs - k_ws_producer_regs<PR>;
+constexpr int k_ws_b = 0;                                  // 2 atoms of 128 rows x 128 bytes
+constexpr int k_ws_w = 2 * k_atom_bytes;                   // [m][i][consumer thread] x 16
+constexpr int k_ws_s = k_ws_w + 4 * k_ws_consumers * 16;   // [256 row slots] x 16
+constexpr int k_ws_stage_bytes = k_ws_s + 256 * 16;        // 53248
+constexpr int k_ws_pbuf = k_ws_stages * k_ws_stage_bytes;  // 2 x 128 pair ids (per consumer WG)
+constexpr int k_ws_rowtab = k_ws_pbuf + 2 * 128 * 4;       // 128 B source rows (producer)
+constexpr int k_ws_bars = k_ws_rowtab + 128 * 4;           // full[stages], empty[stages]
+constexpr int k_ws_smem = k_ws_bars + 2 * k_ws_stages * 8 + 1024;  // + alignment slack
+static_assert(k_ws_stage_bytes % 1024 == 0 && k_ws_smem <= 227 * 1024, "stage layout");
 
 struct ws_args {
   const __nv_bfloat16* src;  // x' (L1, rows by token) or h' (L2, rows by pair)
@@ -167,13 +155,12 @@ __device__ __forceinline__ int64_t ws_row0(int rb, int h, int warp, int m) {
 // (coalesced: a warp's copies are 8 rows x 64 bytes, or 512 contiguous repacked bytes); the scale
 // row slots p and p + 128 (R = 64 (2 m + h) + 16 warp + 8 i + g); B chunk column p % 16 (16
 // bytes of the 256 of a token row's round) of token rows p / 16 + 8 q.
-template <weight_kind K, bool UP, bool RP, bool PR, bool CV, int N>
+template <weight_kind K, bool UP, bool RP, bool PR, int N>
 __device__ __forceinline__ void ws_produce_item(const ws_args& a, const ws_ring& ring, int p,
                                                 int& k, int4 tile, int rb, int rounds) {
   const int e = tile.x, ntok = tile.z;
   const int64_t cols = a.wa.cols;
-  constexpr int S = ws_lay<CV>::stages;
-  int* rowtab = reinterpret_cast<int*>(ring.gen + ws_lay<CV>::rowtab);
+  int* rowtab = reinterpret_cast<int*>(ring.gen + k_ws_rowtab);
   const int pair = p < ntok ? __ldg(a.sorted + tile.y + p) : -1;
   mbar::named_sync(3, 128);  // every producer thread issued the previous item's B copies
   rowtab[p] = pair < 0 ? -1 : UP ? pair / a.top_k : pair;
@@ -224,8 +211,9 @@ __device__ __forceinline__ void ws_produce_item(const ws_args& a, const ws_ring&
       k_ws_b + (j >> 3) * k_atom_bytes + (p >> 4) * 128 + (((j & 7) ^ (p >> 4)) << 4);
   for (int rr = 0; rr < rounds; ++rr) {
     const int kk = k + rr;
-    const int stage = kk % S;
-    if (kk >= S) mbar::wait(ring.full + 8 * (S + stage), uint32_t(kk / S - 1) & 1u);
+    const int stage = kk % k_ws_stages;
+    if (kk >= k_ws_stages)
+      mbar::wait(ring.full + 8 * (k_ws_stages + stage), uint32_t(kk / k_ws_stages - 1) & 1u);
     const uint32_t st = ring.smem + uint32_t(stage) * k_ws_stage_bytes;
 #pragma unroll
     for (int m = 0; m < 2; ++m)
@@ -431,54 +419,6 @@ __device__ __forceinline__ void ws_store_tile(const float (&acc)[2][N / 2], cons
   }
 }
 
-// Consumer thread tid's (warpgroup wg, warp, fragment row g, column c) weight words and scale
-// bytes of the stage at st.
-template <weight_kind K>
-__device__ __forceinline__ void ws_load_round(uint32_t st, int tid, int wg, int warp, int g, int c,
-                                              bool f32_scale, tile_round (&cur)[2]) {
-#pragma unroll
-  for (int m = 0; m < 2; ++m) {
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      cur[m].v[i] = lds_16(st + k_ws_w + ((2 * m + i) * k_ws_consumers + tid) * 16);
-      const uint32_t sa = st + k_ws_s + (64 * (2 * m + wg) + 16 * warp + 8 * i + g) * 16;
-      uint32_t v;
-      if constexpr (K == weight_kind::nvfp4) {
-        asm volatile("ld.shared.u16 %0, [%1];\n" : "=r"(v) : "r"(sa + 2 * c) : "memory");
-      } else if (f32_scale) {
-        asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(sa + 4 * c) : "memory");
-        v = (v >> 23) & 0xFFu;
-      } else {
-        asm volatile("ld.shared.u8 %0, [%1];\n" : "=r"(v) : "r"(sa + c) : "memory");
-      }
-      cur[m].s[i] = v;
-    }
-  }
-}
-
-// A consumer warpgroup's epilogue of an item (after its last wgmma retired).
-template <typename out_t, weight_kind K, bool UP, bool PERMUTE_H, int EPI, int N, bool CV>
-__device__ __forceinline__ void ws_epilogue(float (&acc)[2][N / 2], const ws_args& a,
-                                            const ws_ring& ring, const block_args& ba, int pair,
-                                            int tid, int g, int c) {
-  const int wg = tid / 128;
-#pragma unroll
-  for (int m = 0; m < 2; ++m)
-#pragma unroll
-    for (int jj = 0; jj < N / 2; ++jj) wgmma::reg_fence(acc[m][jj]);
-
-  int* pbuf = reinterpret_cast<int*>(ring.gen + ws_lay<CV>::pbuf) + 128 * wg;
-  mbar::named_sync(1 + wg, 128);  // this warpgroup's previous epilogue read its pair ids
-  pbuf[tid % 128] = pair;
-  mbar::named_sync(1 + wg, 128);
-  if constexpr (EPI > 0)
-    ws_store_tile<out_t, K, UP, N, PERMUTE_H, EPI>(acc, ba, a.wa, a.wb, pbuf, g, c, a.limit,
-                                                   a.pair_weights, static_cast<out_t*>(a.dst));
-  else
-    store_tile<out_t, K, UP, N, PERMUTE_H>(acc, ba, a.wa, a.wb, pbuf, g, c, a.limit, a.pair_weights,
-                                           static_cast<out_t*>(a.dst));
-}
-
 // One consumer warpgroup's item: the core's gemm_tile main loop and epilogue with A's bytes and
 // scales and B from the ring. EPI: the epilogue ws_store_tile with chunks of EPI token blocks
 // (0: store_tile).
@@ -521,7 +461,24 @@ __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring&
     wgmma::fence_async_smem();  // cp.async (generic proxy) writes before wgmma's async reads
     const uint32_t st = ring.smem + uint32_t(kk % k_ws_stages) * k_ws_stage_bytes;
     tile_round cur[2];
-    ws_load_round<K>(st, tid, wg, warp, g, c, f32_scale, cur);
+#pragma unroll
+    for (int m = 0; m < 2; ++m) {
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        cur[m].v[i] = lds_16(st + k_ws_w + ((2 * m + i) * k_ws_consumers + tid) * 16);
+        const uint32_t sa = st + k_ws_s + (64 * (2 * m + wg) + 16 * warp + 8 * i + g) * 16;
+        uint32_t v;
+        if constexpr (K == weight_kind::nvfp4) {
+          asm volatile("ld.shared.u16 %0, [%1];\n" : "=r"(v) : "r"(sa + 2 * c) : "memory");
+        } else if (f32_scale) {
+          asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(sa + 4 * c) : "memory");
+          v = (v >> 23) & 0xFFu;
+        } else {
+          asm volatile("ld.shared.u8 %0, [%1];\n" : "=r"(v) : "r"(sa + c) : "memory");
+        }
+        cur[m].s[i] = v;
+      }
+    }
     tile_scale sc[2];
     if constexpr (mx_split_scale) {
 #pragma unroll
@@ -579,213 +536,46 @@ __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring&
     release(k + rounds - 1);
   }
   k += rounds;
-  ws_epilogue<out_t, K, UP, PERMUTE_H, EPI, N, false>(acc, a, ring, ba, pair, tid, g, c);
-}
-
-// ---- CV: converter warpgroup + SS wgmma consumers ----
-// Barriers after full / empty: a_full[J][h] (count 128: every converter thread, after its
-// stores and an async-proxy fence) and a_empty[J][h] (count 4: one arrival per consumer warp once
-// the wgmmas that read the tile retired), J the half round (= the A slot: two slots, two halves a
-// round), h the consumer warpgroup. Round kk's phase of both is kk & 1.
-__device__ __forceinline__ uint32_t ws_a_full(const ws_ring& ring, int j, int h) {
-  return ring.full + uint32_t(ws_lay<true>::a_bars - ws_lay<true>::bars) + 8 * (2 * j + h);
-}
-__device__ __forceinline__ uint32_t ws_a_empty(const ws_ring& ring, int j, int h) {
-  return ws_a_full(ring, j, h) + 32;
-}
-__device__ __forceinline__ uint32_t ws_a_tile(const ws_ring& ring, int j, int h, int m) {
-  return ring.smem + ws_lay<true>::a + ((2 * j + h) * 2 + m) * ws_lay<true>::a_tile;
-}
-
-// Converter thread p's half J of a round for consumer warpgroup h: consumer thread tid =
-// p + 128 h's A registers of steps 4 J .. 4 J + 3 (the expressions of ws_consume_item: the same
-// BF16 pairs bit for bit), each stored where the SS wgmma reads that register's two values. The
-// RS fragment's reg 0 / 1 are rows g / g + 8 (of the warp's 16) at k 2 c, regs 2 / 3 the same
-// rows at k 2 c + 8: the four 8 x 8 matrices of stmatrix .x4 in the mma fragment layout. So one
-// stmatrix per step and accumulator; lane l gives row (l & 7) of matrix q = l / 8: tile row
-// R = 16 warp + 8 (q & 1) + (l & 7), 16-byte chunk 2 (s & 3) + q / 2 swizzled (^ R & 7 = l & 7).
-// Each matrix's 8 rows land in 8 distinct chunks: no bank conflict.
-template <weight_kind K, bool RP, int J>
-__device__ __forceinline__ void ws_convert_half(uint32_t st, uint32_t adst, int p, int h,
-                                                bool f32_scale) {
-  const int tid = p + 128 * h, lane = p % k_warp_size, g = lane / 4, c = lane % 4,
-            warp = p / k_warp_size;
-  tile_round cur[2];
-  ws_load_round<K>(st, tid, h, warp, g, c, f32_scale, cur);
-  constexpr bool mx_split_scale = K == weight_kind::mxfp4;
-  tile_scale sc[2];
-  if constexpr (mx_split_scale) {
-#pragma unroll
-    for (int m = 0; m < 2; ++m) sc[m] = ws_mx_scale_of(cur[m]);
-  } else {
-    sc[0] = scale_of<K>(cur[0]);
-    sc[1] = scale_of<K>(cur[1]);
-  }
-  uint32_t two = 0;
-  // The converter warp's lanes are consumer warp 4 h + warp's: the same vote.
-  if constexpr (mx_split_scale) two = __any_sync(~0u, sc[0].two || sc[1].two);
-  const int q = lane >> 3, l7 = lane & 7;
-  const uint32_t row0 = adst + uint32_t((16 * warp + 8 * (q & 1) + l7) * 128);
-  const uint32_t vx = uint32_t((q >> 1) ^ l7) << 4;  // (2 ss + q / 2) ^ l7 = 2 ss ^ (q / 2 ^ l7)
-  const auto step = [&](auto s_const) {
-    constexpr int s = decltype(s_const)::value, ss = s & 3;
-    uint32_t am[2][4];
-    if constexpr (mx_split_scale) {
-      ws_expand_first<K, s, RP, true>(cur[0], sc[0], am[0]);
-      ws_expand_first<K, s, RP, true>(cur[1], sc[1], am[1]);
-      ws_mx_second_step(two, sc, am);
-    } else {
-      expand_step<K, s, RP>(cur[0], sc[0], am[0]);
-      expand_step<K, s, RP>(cur[1], sc[1], am[1]);
-    }
-    const uint32_t addr = row0 + ((uint32_t(2 * ss) << 4) ^ vx);
-#pragma unroll
-    for (int m = 0; m < 2; ++m)
-      asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(
-                       addr + uint32_t(m * ws_lay<true>::a_tile)),
-                   "r"(am[m][0]), "r"(am[m][1]), "r"(am[m][2]), "r"(am[m][3])
-                   : "memory");
-  };
-  step(std::integral_constant<int, 4 * J + 0>{});
-  step(std::integral_constant<int, 4 * J + 1>{});
-  step(std::integral_constant<int, 4 * J + 2>{});
-  step(std::integral_constant<int, 4 * J + 3>{});
-}
-
-// The converter warpgroup's loop over this CTA's rounds (all its items' rounds in order: the
-// converter needs no item data).
-template <weight_kind K, bool RP>
-__device__ __forceinline__ void ws_convert(const ws_args& a, const ws_ring& ring, int p,
-                                           int total) {
-  constexpr int S = ws_lay<true>::stages;
-  const bool f32_scale = a.wa.scale_f32;
-  for (int kk = 0; kk < total; ++kk) {
-    const uint32_t st = ring.smem + uint32_t(kk % S) * k_ws_stage_bytes;
-    mbar::wait(ring.full + 8 * (kk % S), uint32_t(kk / S) & 1u);
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      if (kk > 0) mbar::wait(ws_a_empty(ring, 0, h), uint32_t(kk - 1) & 1u);
-      ws_convert_half<K, RP, 0>(st, ws_a_tile(ring, 0, h, 0), p, h, f32_scale);
-      wgmma::fence_async_smem();  // the st.shared above before the consumers' wgmma reads
-      mbar::arrive(ws_a_full(ring, 0, h));
-    }
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      if (kk > 0) mbar::wait(ws_a_empty(ring, 1, h), uint32_t(kk - 1) & 1u);
-      ws_convert_half<K, RP, 1>(st, ws_a_tile(ring, 1, h, 0), p, h, f32_scale);
-      wgmma::fence_async_smem();
-      mbar::arrive(ws_a_full(ring, 1, h));
-    }
-  }
-}
-
-// One consumer warpgroup's item with CV: per half round, wait for its A tiles, then 4 k16 steps
-// of SS wgmma per accumulator (the same m64nNk16 sequence per accumulator as ws_consume_item, A
-// the same BF16 values) as one commit group; one group stays in flight, so the previous half's
-// A slot (and after a round's half 0 the previous round's stage) go back once it retired.
-template <typename out_t, weight_kind K, bool UP, bool PERMUTE_H, int EPI, int N>
-__device__ __forceinline__ void ws_consume_item_cv(const ws_args& a, const ws_ring& ring, int& k,
-                                                   int4 tile, int rb, int rounds) {
-  constexpr int S = ws_lay<true>::stages;
-  const int tid = threadIdx.x, lane = tid % k_warp_size, g = lane / 4, c = lane % 4;
-  const int wg = tid / 128, warp = (tid / k_warp_size) % 4;
-  const int pair = tid % 128 < tile.z ? __ldg(a.sorted + tile.y + tid % 128) : -1;
-  block_args ba;
-  ba.e = tile.x;
-  ba.ntok = tile.z;
-  ba.cols = a.wa.cols;
-  ba.out_rows = a.wa.rows;
-  ba.r0 = ws_row0<UP>(rb, wg, warp, 0);
-  ba.b_offset = UP ? 0 : 64;
-
-  float acc[2][N / 2];
 #pragma unroll
   for (int m = 0; m < 2; ++m)
 #pragma unroll
-    for (int jj = 0; jj < N / 2; ++jj) acc[m][jj] = 0.0f;
+    for (int jj = 0; jj < N / 2; ++jj) wgmma::reg_fence(acc[m][jj]);
 
-  const auto arrive1 = [&](uint32_t bar) {
-    __syncwarp();
-    if (lane == 0) mbar::arrive(bar);
-  };
-  const uint64_t da[2] = {smem_desc(ws_a_tile(ring, 0, wg, 0)),
-                          smem_desc(ws_a_tile(ring, 1, wg, 0))};
-  constexpr uint64_t dm = uint64_t(ws_lay<true>::a_tile >> 4);  // accumulator 1's A tile
-  for (int r = 0; r < rounds; ++r) {
-    const int kk = k + r;
-    mbar::wait(ring.full + 8 * (kk % S), uint32_t(kk / S) & 1u);
-    const uint32_t st = ring.smem + uint32_t(kk % S) * k_ws_stage_bytes;
-    const uint64_t db = smem_desc(st + k_ws_b);
-#pragma unroll
-    for (int j = 0; j < 2; ++j) {
-      mbar::wait(ws_a_full(ring, j, wg), uint32_t(kk) & 1u);
-      wgmma::fence_async_smem();  // cp.async's B and the converter's A before the async reads
-      wgmma::fence();
-#pragma unroll
-      for (int ss = 0; ss < 4; ++ss) {
-        const uint64_t d = db + uint64_t((j * k_atom_bytes + ss * 32) >> 4);
-        wgmma_ss<N>::run(acc[0], da[j] + uint64_t(ss * 2), d);
-        wgmma_ss<N>::run(acc[1], da[j] + dm + uint64_t(ss * 2), d);
-      }
-      wgmma::commit();
-      wgmma::wait<1>();
-      if (j == 0) {
-        if (r > 0) {  // round kk - 1's half 1 retired: its A slot and its stage
-          arrive1(ws_a_empty(ring, 1, wg));
-          arrive1(ring.full + 8 * (S + (kk - 1) % S));
-        }
-      } else {
-        arrive1(ws_a_empty(ring, 0, wg));
-      }
-    }
-  }
-  wgmma::wait<0>();
-  if (rounds > 0) {
-    arrive1(ws_a_empty(ring, 1, wg));
-    arrive1(ring.full + 8 * (S + (k + rounds - 1) % S));
-  }
-  k += rounds;
-  ws_epilogue<out_t, K, UP, PERMUTE_H, EPI, N, true>(acc, a, ring, ba, pair, tid, g, c);
+  int* pbuf = reinterpret_cast<int*>(ring.gen + k_ws_pbuf) + 128 * wg;
+  mbar::named_sync(1 + wg, 128);  // this warpgroup's previous epilogue read its pair ids
+  pbuf[tid % 128] = pair;
+  mbar::named_sync(1 + wg, 128);
+  if constexpr (EPI > 0)
+    ws_store_tile<out_t, K, UP, N, PERMUTE_H, EPI>(acc, ba, a.wa, a.wb, pbuf, g, c, a.limit,
+                                                   a.pair_weights, static_cast<out_t*>(a.dst));
+  else
+    store_tile<out_t, K, UP, N, PERMUTE_H>(acc, ba, a.wa, a.wb, pbuf, g, c, a.limit, a.pair_weights,
+                                           static_cast<out_t*>(a.dst));
 }
 
 // UP: src = x' (rows by token), wa = W1, wb = W3, dst = h (PERMUTE_H: BF16 h' in the logical k
 // order). Down: src = h' (rows by pair), wa = wb = W2, dst = out [pairs, hidden] f32.
-template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, bool PR, int EPI,
-          bool CV = false>
-__global__ void __launch_bounds__(ws_lay<CV>::threads, 1)
+template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, bool PR, int EPI>
+__global__ void __launch_bounds__(k_ws_threads, 1)
     moe_prefill_wgmma_ws_kernel(ws_args a, int row_blocks) {
 #if DSV4_PREFILL_WGMMA
-  using L = ws_lay<CV>;
   extern __shared__ uint8_t smem_raw[];
   const uint32_t raw = smem_addr(smem_raw);
   const uint32_t pad = (1024u - (raw & 1023u)) & 1023u;
-  const ws_ring ring{raw + pad, raw + pad + L::bars, smem_raw + pad};
+  const ws_ring ring{raw + pad, raw + pad + k_ws_bars, smem_raw + pad};
   const int items = *a.tile_count * row_blocks;
   if (int(blockIdx.x) >= items) return;  // uniform over the block
   if (threadIdx.x == 0) {
-    for (int s = 0; s < L::stages; ++s) {
+    for (int s = 0; s < k_ws_stages; ++s) {
       mbar::init(ring.full + 8 * s, 256);  // a plain and a noinc arrival per producer thread
-      mbar::init(ring.full + 8 * (L::stages + s), k_ws_consumers / k_warp_size);
-    }
-    if constexpr (CV) {
-      for (int b = 0; b < 4; ++b) {
-        mbar::init(ws_a_full(ring, b >> 1, b & 1), 128);
-        mbar::init(ws_a_empty(ring, b >> 1, b & 1), 4);
-      }
+      mbar::init(ring.full + 8 * (k_ws_stages + s), k_ws_consumers / k_warp_size);
     }
   }
   __syncthreads();
   const int rounds = int(a.wa.cols / k_round);
   int k = 0;
   int4 tile = a.tiles[blockIdx.x / row_blocks];
-  if (CV && threadIdx.x >= k_ws_consumers + 128) {
-    if constexpr (CV) {
-      mbar::setmaxnreg_dec<k_cv_converter_regs<PR>>();
-      int n = 0;
-      for (int w = blockIdx.x; w < items; w += gridDim.x) ++n;
-      ws_convert<K, RP>(a, ring, int(threadIdx.x) - k_ws_consumers - 128, n * rounds);
-    }
-  } else if (threadIdx.x >= k_ws_consumers) {
+  if (threadIdx.x >= k_ws_consumers) {
     mbar::setmaxnreg_dec<k_ws_producer_regs<PR>>();
     const int p = int(threadIdx.x) - k_ws_consumers;
     for (int w = blockIdx.x; w < items; w += gridDim.x) {
@@ -794,31 +584,15 @@ __global__ void __launch_bounds__(ws_lay<CV>::threads, 1)
       if (wn < items) tile = a.tiles[wn / row_blocks];
       const int rb = w % row_blocks;
       if (cur.z <= 32)
-        ws_produce_item<K, UP, RP, PR, CV, 32>(a, ring, p, k, cur, rb, rounds);
+        ws_produce_item<K, UP, RP, PR, 32>(a, ring, p, k, cur, rb, rounds);
       else if (cur.z <= 64)
-        ws_produce_item<K, UP, RP, PR, CV, 64>(a, ring, p, k, cur, rb, rounds);
+        ws_produce_item<K, UP, RP, PR, 64>(a, ring, p, k, cur, rb, rounds);
       else if (cur.z <= 96)
-        ws_produce_item<K, UP, RP, PR, CV, 96>(a, ring, p, k, cur, rb, rounds);
+        ws_produce_item<K, UP, RP, PR, 96>(a, ring, p, k, cur, rb, rounds);
       else
-        ws_produce_item<K, UP, RP, PR, CV, 128>(a, ring, p, k, cur, rb, rounds);
+        ws_produce_item<K, UP, RP, PR, 128>(a, ring, p, k, cur, rb, rounds);
     }
     asm volatile("cp.async.wait_all;\n" ::: "memory");
-  } else if constexpr (CV) {
-    mbar::setmaxnreg_inc<k_cv_consumer_regs>();
-    for (int w = blockIdx.x; w < items; w += gridDim.x) {
-      const int4 cur = tile;
-      const int wn = w + int(gridDim.x);
-      if (wn < items) tile = a.tiles[wn / row_blocks];
-      const int rb = w % row_blocks;
-      if (cur.z <= 32)
-        ws_consume_item_cv<out_t, K, UP, PERMUTE_H, EPI, 32>(a, ring, k, cur, rb, rounds);
-      else if (cur.z <= 64)
-        ws_consume_item_cv<out_t, K, UP, PERMUTE_H, EPI, 64>(a, ring, k, cur, rb, rounds);
-      else if (cur.z <= 96)
-        ws_consume_item_cv<out_t, K, UP, PERMUTE_H, EPI, 96>(a, ring, k, cur, rb, rounds);
-      else
-        ws_consume_item_cv<out_t, K, UP, PERMUTE_H, EPI, 128>(a, ring, k, cur, rb, rounds);
-    }
   } else {
     mbar::setmaxnreg_inc<k_ws_consumer_regs<PR>>();
     for (int w = blockIdx.x; w < items; w += gridDim.x) {
@@ -854,17 +628,6 @@ int g_ws_producer = -1;
 // 0 store_tile (moe_prefill_set_ws_epilogue).
 int g_ws_epi = 4;
 
-// CV (the converter warpgroup and SS wgmma, repacked layout, epilogue ws_store_tile 4): mode bit 8
-// of moe_prefill_set_ws_epilogue, or the environment variable DSV4_WS_CV=1 (for the parity
-// tests). Opt-in.
-bool ws_use_cv() {
-  static const bool env = [] {
-    const char* v = std::getenv("DSV4_WS_CV");
-    return v && v[0] == '1';
-  }();
-  return env || (g_ws_epi & 8) != 0;
-}
-
 template <weight_kind K>
 bool ws_use_pr(int64_t pairs, int64_t experts) {
   if (g_ws_producer >= 0) return g_ws_producer != 0;
@@ -877,28 +640,19 @@ cudaError_t launch_ws(int64_t row_blocks, int64_t tile_slots, const ws_args& a, 
   auto kernel = pr ? moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, true, 0>
                    : moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, false, 0>;
   if constexpr (RP) {
-    if ((g_ws_epi & 7) == 2)
+    if (g_ws_epi == 2)
       kernel = pr ? moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, true, 2>
                   : moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, false, 2>;
-    else if ((g_ws_epi & 7) > 0)
+    else if (g_ws_epi > 0)
       kernel = pr ? moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, true, 4>
                   : moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, false, 4>;
   }
-  int threads = ws_lay<false>::threads, smem = ws_lay<false>::smem;
-  if constexpr (RP) {
-    if (ws_use_cv()) {
-      kernel = pr ? moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, true, 4, true>
-                  : moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, false, 4, true>;
-      threads = ws_lay<true>::threads;
-      smem = ws_lay<true>::smem;
-    }
-  }
-  if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
+  if (const cudaError_t e = allow_dynamic_smem(kernel, k_ws_smem); e != cudaSuccess) return e;
   const int64_t items = row_blocks * tile_slots;
   if (items == 0) return cudaSuccess;
   const int sms = current_device_sm_count();
   const unsigned grid = unsigned(items < sms ? items : sms);
-  kernel<<<grid, threads, smem, stream>>>(a, int(row_blocks));
+  kernel<<<grid, k_ws_threads, k_ws_smem, stream>>>(a, int(row_blocks));
   return cudaGetLastError();
 }
 
