@@ -74,6 +74,16 @@
 // (at the start and end of every item) is slower than the two together, so the overlap buys
 // nothing: the same holds a fortiori for a ping-pong schedule (one warpgroup's main loop at a
 // time) unless a single warpgroup's main loop keeps the tensor pipe busy.
+//
+// PREFILL13 (session 16; bench/kernels/results/h200_2026-11-27_s16_prefill13_*, code in commit
+// 744b6a7 of wip/prefill13): a fourth warpgroup converting each stage's FP4 into BF16 A tiles in
+// shared memory (the consumers' exact A registers, stmatrix .x4 into 128-byte-swizzled K-major
+// 64 x 64 k tiles, two half-round slots per consumer warpgroup, mbarriers, async-proxy fence) and
+// consumers issuing SS wgmma with no expansion: outputs bit for bit equal (H200, 24 comparisons,
+// parity 28/28) but 0.72-0.87x (geomean MXFP4 0.77, NVFP4 0.82 over 18 comparisons each; Flash
+// T = 4096 / 8192, Pro 4096, both orders). The converter (~1000 SASS instructions a round, one warp
+// per scheduler, ring cut to 3 stages for the 64 KB of A slots) is slower than the expansion it
+// replaced in eight warps; not kept.
 #include "backends/cuda/mbarrier.cuh"
 #include "backends/cuda/moe_prefill_wgmma_kernel.cuh"
 #include "backends/cuda/moe_prefill_wgmma_permute.cuh"
