@@ -797,11 +797,12 @@ __device__ __forceinline__ void ws_consume_item(const w4a8_args& a, const ws_rin
       expand_e2m1x8_m1(word_of(wv[1], s), t1, am[s][1], am[s][3]);
     }
   };
-  // Descriptors from one base: sw128_desc's low word is (address / 16) | (16 / 16) << 16 and its
-  // high word a constant; the ring lies below 256 KB, so adding stage * stage_bytes / 16 + 2 s
-  // (32 bytes per k32 step) to the low word cannot carry out of the 14-bit address field.
-  const uint32_t desc_lo0 = ((ring.smem + k_ws_b) >> 4) | (1u << 16);
-  constexpr uint32_t desc_hi = (1024u >> 4) | (1u << 30);
+  // Descriptors from one base: sw128_desc's low word holds address / 16 (and the leading byte
+  // offset), its high word is the same for every stage; the ring lies below 256 KB, so adding
+  // stage * stage_bytes / 16 + 2 s (32 bytes per k32 step) to the low word cannot carry out of
+  // the 14-bit address field.
+  const uint64_t desc0 = wgmma::sw128_desc(ring.smem + k_ws_b, 16, 1024);
+  const uint32_t desc_lo0 = uint32_t(desc0), desc_hi = uint32_t(desc0 >> 32);
   const auto mma = [&](int kk, const uint32_t(&am)[4][4]) {
     const uint32_t dlo = desc_lo0 + uint32_t(stage_of(kk)) * (k_ws_stage_bytes >> 4);
     __syncwarp();
