@@ -2051,6 +2051,30 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
     }
     std::printf("%-6s   T=%lld: w4a8_ws vs w4a8 outputs: %zu of %zu BF16 values differ\n", sh.name,
                 (long long)T, ws_differ, size_t(T) * D);
+    // The converter variant of w4a8_ws (DSV4_W4A8_WS_CONV=1, read at each launch): call 0's y
+    // against w4a8's (y8 still holds call 0's output here).
+    const auto set_conv = [](bool on) {
+      if (on)
+        setenv("DSV4_W4A8_WS_CONV", "1", 1);
+      else
+        unsetenv("DSV4_W4A8_WS_CONV");
+    };
+    __nv_bfloat16* yconv;
+    CK(cudaMalloc(&yconv, size_t(T) * D * 2));
+    CK(cudaMemset(yconv, 0xFF, size_t(T) * D * 2));
+    set_conv(true);
+    run(0, s, moe_prefill_core::w4a8_ws, yconv);
+    set_conv(false);
+    CK(cudaStreamSynchronize(s));
+    size_t conv_differ = 0;
+    {
+      std::vector<uint16_t> ha(size_t(T) * D), hb(size_t(T) * D);
+      CK(cudaMemcpy(ha.data(), y8, ha.size() * 2, cudaMemcpyDeviceToHost));
+      CK(cudaMemcpy(hb.data(), yconv, hb.size() * 2, cudaMemcpyDeviceToHost));
+      for (size_t i = 0; i < ha.size(); ++i) conv_differ += ha[i] != hb[i];
+    }
+    std::printf("%-6s   T=%lld: w4a8_ws conv vs w4a8 outputs: %zu of %zu BF16 values differ\n",
+                sh.name, (long long)T, conv_differ, size_t(T) * D);
     if (g_w4a8_profile) {  // one call of each core was the point (ncu)
       std::printf("%-6s   T=%lld: w4a8 vs wgmma outputs NMSE %.2e (profile run)\n", sh.name,
                   (long long)T, agree);
@@ -2059,6 +2083,7 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
       CK(cudaFree(dc));
       CK(cudaFree(ws));
       CK(cudaFree(yws));
+      CK(cudaFree(yconv));
       break;
     }
     const double w16_ms = time_prefill_per_call(
@@ -2070,6 +2095,18 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
         s);
     const double wws_ms = time_prefill_per_call(
         [&](int i, cudaStream_t st) { run(i, st, moe_prefill_core::w4a8_ws, yws); }, calls, 20, s);
+    // A/B: w4a8_ws (main's default) and its converter variant, alternately, two passes.
+    double ab_ws[2], ab_conv[2];
+    for (int pass = 0; pass < 2; ++pass) {
+      set_conv(true);
+      ab_conv[pass] = time_prefill_per_call(
+          [&](int i, cudaStream_t st) { run(i, st, moe_prefill_core::w4a8_ws, yconv); }, calls, 20,
+          s);
+      set_conv(false);
+      ab_ws[pass] = time_prefill_per_call(
+          [&](int i, cudaStream_t st) { run(i, st, moe_prefill_core::w4a8_ws, yws); }, calls, 20,
+          s);
+    }
     const auto tf = [&](double ms) { return ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0.0; };
     const auto report = [&](const char* kernel, double ms) {
       std::printf("%-6s %-30s %5lld %10.1f %8.1f %8.1f%% %8.1f%% %8.1f%%\n", sh.name, kernel,
@@ -2082,11 +2119,18 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
     report("official w4a8 (W4A8)", w8_ms);
     report("official w4a8_serial (W4A8)", w8s_ms);
     report("official w4a8_ws (W4A8)", wws_ms);
+    for (int pass = 0; pass < 2; ++pass) {
+      report(pass ? "w4a8_ws A/B pass 2" : "w4a8_ws A/B pass 1", ab_ws[pass]);
+      report(pass ? "w4a8_ws conv A/B pass 2" : "w4a8_ws conv A/B pass 1", ab_conv[pass]);
+    }
+    std::printf("%-6s   T=%lld: w4a8_ws conv speed-up over w4a8_ws (same pass): %.3f / %.3f\n",
+                sh.name, (long long)T, ab_ws[0] / ab_conv[0], ab_ws[1] / ab_conv[1]);
     std::printf(
         "%-6s   T=%lld: w4a8 vs wgmma outputs NMSE %.2e; w4a8 speed-up %.2fx; w4a8_ws "
         "%.2fx w4a8, %.2fx w4a8_serial\n",
         sh.name, (long long)T, agree, w16_ms / w8_ms, w8_ms / wws_ms, w8s_ms / wws_ms);
     CK(cudaFree(yws));
+    CK(cudaFree(yconv));
     CK(cudaFree(db));
     CK(cudaFree(dq));
     CK(cudaFree(dc));
