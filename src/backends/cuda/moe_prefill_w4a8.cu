@@ -584,12 +584,28 @@ static_assert(k_ws_stage_bytes == 28 * 1024 && k_ws_smem <= 227 * 1024, "stage l
 // 4 converter warps released it. The weights of a stage are stored group-major for the
 // converter (group c of row slot rs at k_ws_w + 2048 c + 16 rs: conflict-free 16-byte loads).
 // Registers (setmaxnreg): consumers lose the A fragments (32 per thread).
-constexpr int k_wsc_threads = 512;
+// NCV = 2 (DSV4_W4A8_WS_CONV=3): two converter warpgroups (threads 384-639), converter h
+// expanding k32 steps 2 h and 2 h + 1 of every row (each loads the row's scales and builds its
+// fold tables): twice the converter warps per scheduler for the same expansion work.
 constexpr int k_wsc_aslots = 3;
 constexpr int k_wsc_a_bytes = 128 * 128;
-constexpr int k_wsc_producer_regs = 104, k_wsc_consumer_regs = 168, k_wsc_converter_regs = 72;
-static_assert(2 * k_wsc_consumer_regs + k_wsc_producer_regs + k_wsc_converter_regs == 512,
-              "the register file (64 K) over 4 warpgroups of 128 threads");
+__host__ __device__ constexpr int wsc_threads(int ncv) {
+  return k_ws_threads + 128 * ncv;
+}
+// setmaxnreg per warpgroup (consumer, producer, converter): the 64 K registers of the SM.
+__host__ __device__ constexpr int wsc_consumer_regs(int ncv) {
+  return ncv == 1 ? 168 : 160;
+}
+__host__ __device__ constexpr int wsc_producer_regs(int ncv) {
+  return ncv == 1 ? 104 : 96;
+}
+__host__ __device__ constexpr int wsc_converter_regs(int ncv) {
+  return ncv == 1 ? 72 : 48;
+}
+static_assert(2 * wsc_consumer_regs(1) + wsc_producer_regs(1) + wsc_converter_regs(1) == 512 &&
+                  2 * wsc_consumer_regs(2) + wsc_producer_regs(2) + 2 * wsc_converter_regs(2) ==
+                      512,
+              "the register file (64 K) over the warpgroups of 128 threads");
 __host__ __device__ constexpr int ws_stages(bool conv) {
   return conv ? 6 : k_ws_stages;
 }
@@ -1013,9 +1029,13 @@ __device__ __forceinline__ void ws_consume_item(const w4a8_args& a, const ws_rin
 // chunk is one 16-byte store of the 4 groups' expansions, at chunk index ^ (rs & 7) (the 128-byte
 // swizzle; a quarter warp's 8 rows cover all banks). The fold tables and base are the consumers'
 // of the plain kernel (same bytes, same results).
-template <int S>
+// RAW (DSV4_W4A8_WS_CONV=2, a diagnostic with wrong y): the weight words are stored unexpanded
+// (same loads, stores and barriers, no fold tables or permutes).
+template <int S, bool RAW, int NCV>
 __device__ __forceinline__ void ws_convert_item(const w4a8_args& a, const ws_ring& ring, int rs,
-                                                int& k, int rounds) {
+                                                int h, int& k, int rounds) {
+  static_assert(NCV == 1 || NCV == 2, "one or two converter warpgroups");
+  constexpr int steps = 4 / NCV;  // k32 steps per converter thread: h * steps ..
   const int lane = threadIdx.x % k_warp_size;
   const bool f32_scale = a.wa.scale_f32;
   int base = 0;
@@ -1030,9 +1050,21 @@ __device__ __forceinline__ void ws_convert_item(const w4a8_args& a, const ws_rin
     if (kk >= uint32_t(k_wsc_aslots))
       mbar::wait(ring.afull + 8 * (k_wsc_aslots + slot), (kk / uint32_t(k_wsc_aslots) - 1u) & 1u);
     const uint32_t st = ring.smem + stage * k_ws_stage_bytes;
-    uint4 wv[4];
+    // Words h * steps .. + steps - 1 of each group c.
+    uint32_t wv[4][steps];
 #pragma unroll
-    for (int c = 0; c < 4; ++c) wv[c] = lds_16(st + k_ws_w + 2048 * c + 16 * rs);
+    for (int c = 0; c < 4; ++c) {
+      const uint32_t addr = st + k_ws_w + 2048 * c + 16 * rs;
+      if constexpr (NCV == 1) {
+        const uint4 v = lds_16(addr);
+        wv[c][0] = v.x, wv[c][1] = v.y, wv[c][2] = v.z, wv[c][3] = v.w;
+      } else {
+        asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n"
+                     : "=r"(wv[c][0]), "=r"(wv[c][1])
+                     : "r"(addr + 8 * h)
+                     : "memory");
+      }
+    }
     int e[4];
     if (f32_scale) {
       const uint4 v = lds_16(st + k_ws_ws + 16 * rs);
@@ -1049,10 +1081,16 @@ __device__ __forceinline__ void ws_convert_item(const w4a8_args& a, const ws_rin
     for (int c = 0; c < 4; ++c) t[c] = fold_table(e[c] - base);
     const uint32_t arow = ring.a + slot * k_wsc_a_bytes + 128 * rs;
 #pragma unroll
-    for (int s = 0; s < 4; ++s) {
+    for (int sl = 0; sl < steps; ++sl) {
+      const uint32_t s = uint32_t(h * steps + sl);
       uint32_t lo[4], hi[4];
 #pragma unroll
-      for (int c = 0; c < 4; ++c) expand_e2m1x8_m1(word_of(wv[c], s), t[c], lo[c], hi[c]);
+      for (int c = 0; c < 4; ++c) {
+        if constexpr (RAW)
+          lo[c] = wv[c][sl], hi[c] = wv[c][sl] ^ 0x12345678u;
+        else
+          expand_e2m1x8_m1(wv[c][sl], t[c], lo[c], hi[c]);
+      }
       asm volatile(
           "st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(arow + (((2u * s) ^ swz) << 4)),
           "r"(lo[0]), "r"(lo[1]), "r"(lo[2]), "r"(lo[3])
@@ -1072,8 +1110,8 @@ __device__ __forceinline__ void ws_convert_item(const w4a8_args& a, const ws_rin
   k += rounds;
 }
 
-template <bool UP, int LEAD, bool CONV>
-__global__ void __launch_bounds__(CONV ? k_wsc_threads : k_ws_threads, 1)
+template <bool UP, int LEAD, bool CONV, bool RAW = false, int NCV = 1>
+__global__ void __launch_bounds__(CONV ? wsc_threads(NCV) : k_ws_threads, 1)
     moe_prefill_w4a8_ws_kernel(w4a8_args a, int row_blocks) {
   constexpr int S = ws_stages(CONV);
   static_assert(LEAD >= 0 && LEAD <= S - 2,
@@ -1091,11 +1129,12 @@ __global__ void __launch_bounds__(CONV ? k_wsc_threads : k_ws_threads, 1)
     for (int s = 0; s < S; ++s) {
       mbar::init(ring.full + 8 * s, LEAD == 0 ? 256 : 128);  // every producer thread
       // Every consumer warp (and CONV: every converter warp).
-      mbar::init(ring.full + 8 * (S + s), k_ws_consumer_threads / k_warp_size + (CONV ? 4 : 0));
+      mbar::init(ring.full + 8 * (S + s),
+                 k_ws_consumer_threads / k_warp_size + (CONV ? 4 * NCV : 0));
     }
     if constexpr (CONV) {
       for (int s = 0; s < k_wsc_aslots; ++s) {
-        mbar::init(ring.afull + 8 * s, 4);  // every converter warp
+        mbar::init(ring.afull + 8 * s, 4 * NCV);  // every converter warp
         mbar::init(ring.afull + 8 * (k_wsc_aslots + s), k_ws_consumer_threads / k_warp_size);
       }
     }
@@ -1104,12 +1143,14 @@ __global__ void __launch_bounds__(CONV ? k_wsc_threads : k_ws_threads, 1)
   const int rounds = int(a.wa.cols / k_round);
   int k = 0;
   if (CONV && threadIdx.x >= k_ws_threads) {
-    mbar::setmaxnreg_dec<k_wsc_converter_regs>();
-    const int rs = int(threadIdx.x) - k_ws_threads;
-    for (int w = blockIdx.x; w < items; w += gridDim.x) ws_convert_item<S>(a, ring, rs, k, rounds);
+    mbar::setmaxnreg_dec<wsc_converter_regs(NCV)>();
+    const int rs = (int(threadIdx.x) - k_ws_threads) % 128,
+              h = (int(threadIdx.x) - k_ws_threads) / 128;
+    for (int w = blockIdx.x; w < items; w += gridDim.x)
+      ws_convert_item<S, RAW, NCV>(a, ring, rs, h, k, rounds);
   } else if (threadIdx.x >= k_ws_consumer_threads) {
     if constexpr (CONV)
-      mbar::setmaxnreg_dec<k_wsc_producer_regs>();
+      mbar::setmaxnreg_dec<wsc_producer_regs(NCV)>();
     else
       mbar::setmaxnreg_dec<k_ws_producer_regs>();
     const int p = int(threadIdx.x) - k_ws_consumer_threads;
@@ -1140,7 +1181,7 @@ __global__ void __launch_bounds__(CONV ? k_wsc_threads : k_ws_threads, 1)
     }
   } else {
     if constexpr (CONV)
-      mbar::setmaxnreg_inc<k_wsc_consumer_regs>();
+      mbar::setmaxnreg_inc<wsc_consumer_regs(NCV)>();
     else
       mbar::setmaxnreg_inc<k_ws_consumer_regs>();
     for (int w = blockIdx.x; w < items; w += gridDim.x) {
@@ -1166,19 +1207,19 @@ __global__ void __launch_bounds__(CONV ? k_wsc_threads : k_ws_threads, 1)
 #endif
 }
 
-template <bool UP, int LEAD, bool CONV = false>
+template <bool UP, int LEAD, bool CONV = false, bool RAW = false, int NCV = 1>
 cudaError_t launch_w4a8_ws_lead(int64_t row_blocks, int64_t tile_slots, const w4a8_args& a,
                                 cudaStream_t stream) {
   if (const cudaError_t e =
-          allow_dynamic_smem(moe_prefill_w4a8_ws_kernel<UP, LEAD, CONV>, ws_smem(CONV));
+          allow_dynamic_smem(moe_prefill_w4a8_ws_kernel<UP, LEAD, CONV, RAW, NCV>, ws_smem(CONV));
       e != cudaSuccess)
     return e;
   const int sms = current_device_sm_count();
   const int64_t items = row_blocks * tile_slots;
   if (items == 0) return cudaSuccess;
   const unsigned grid = unsigned(items < sms ? items : sms);
-  moe_prefill_w4a8_ws_kernel<UP, LEAD, CONV>
-      <<<grid, CONV ? k_wsc_threads : k_ws_threads, ws_smem(CONV), stream>>>(a, int(row_blocks));
+  moe_prefill_w4a8_ws_kernel<UP, LEAD, CONV, RAW, NCV>
+      <<<grid, CONV ? wsc_threads(NCV) : k_ws_threads, ws_smem(CONV), stream>>>(a, int(row_blocks));
   return cudaGetLastError();
 }
 
@@ -1191,7 +1232,12 @@ cudaError_t launch_w4a8_ws_gemm(int64_t row_blocks, int64_t tile_slots, const w4
   }();
   // Read at every launch (not cached): the bench A/Bs it in one process.
   const char* conv = std::getenv("DSV4_W4A8_WS_CONV");
-  if (lead == 0 && conv && std::atoi(conv) != 0)
+  const int conv_mode = conv ? std::atoi(conv) : 0;
+  if (lead == 0 && conv_mode == 3)
+    return launch_w4a8_ws_lead<UP, 0, true, false, 2>(row_blocks, tile_slots, a, stream);
+  if (lead == 0 && conv_mode == 2)
+    return launch_w4a8_ws_lead<UP, 0, true, true>(row_blocks, tile_slots, a, stream);
+  if (lead == 0 && conv_mode != 0)
     return launch_w4a8_ws_lead<UP, 0, true>(row_blocks, tile_slots, a, stream);
   return lead == 0 ? launch_w4a8_ws_lead<UP, 0>(row_blocks, tile_slots, a, stream)
                    : launch_w4a8_ws_lead<UP, k_ws_lead>(row_blocks, tile_slots, a, stream);
