@@ -2051,31 +2051,6 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
     }
     std::printf("%-6s   T=%lld: w4a8_ws vs w4a8 outputs: %zu of %zu BF16 values differ\n", sh.name,
                 (long long)T, ws_differ, size_t(T) * D);
-    // The converter variants of w4a8_ws (DSV4_W4A8_WS_CONV, read at each launch): 1 one
-    // converter warpgroup, 3 two; 2 the diagnostic of 1 without the expansion (wrong y). Call 0's
-    // y of 1 and 3 against w4a8's (y8 still holds call 0's output here).
-    const auto set_conv = [](int mode) {
-      if (mode)
-        setenv("DSV4_W4A8_WS_CONV", std::to_string(mode).c_str(), 1);
-      else
-        unsetenv("DSV4_W4A8_WS_CONV");
-    };
-    __nv_bfloat16* yconv;
-    CK(cudaMalloc(&yconv, size_t(T) * D * 2));
-    for (int mode : {1, 3}) {
-      CK(cudaMemset(yconv, 0xFF, size_t(T) * D * 2));
-      set_conv(mode);
-      run(0, s, moe_prefill_core::w4a8_ws, yconv);
-      set_conv(0);
-      CK(cudaStreamSynchronize(s));
-      size_t conv_differ = 0;
-      std::vector<uint16_t> ha(size_t(T) * D), hb(size_t(T) * D);
-      CK(cudaMemcpy(ha.data(), y8, ha.size() * 2, cudaMemcpyDeviceToHost));
-      CK(cudaMemcpy(hb.data(), yconv, hb.size() * 2, cudaMemcpyDeviceToHost));
-      for (size_t i = 0; i < ha.size(); ++i) conv_differ += ha[i] != hb[i];
-      std::printf("%-6s   T=%lld: w4a8_ws conv%d vs w4a8 outputs: %zu of %zu BF16 values differ\n",
-                  sh.name, (long long)T, mode, conv_differ, size_t(T) * D);
-    }
     if (g_w4a8_profile) {  // one call of each core was the point (ncu)
       std::printf("%-6s   T=%lld: w4a8 vs wgmma outputs NMSE %.2e (profile run)\n", sh.name,
                   (long long)T, agree);
@@ -2084,7 +2059,6 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
       CK(cudaFree(dc));
       CK(cudaFree(ws));
       CK(cudaFree(yws));
-      CK(cudaFree(yconv));
       break;
     }
     const double w16_ms = time_prefill_per_call(
@@ -2096,19 +2070,6 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
         s);
     const double wws_ms = time_prefill_per_call(
         [&](int i, cudaStream_t st) { run(i, st, moe_prefill_core::w4a8_ws, yws); }, calls, 20, s);
-    // A/B: w4a8_ws (main's default, mode 0) and the converter modes, alternately, two passes.
-    constexpr int k_modes[4] = {1, 2, 3, 0};
-    double ab[2][4];
-    for (int pass = 0; pass < 2; ++pass)
-      for (int m = 0; m < 4; ++m) {
-        set_conv(k_modes[m]);
-        ab[pass][m] = time_prefill_per_call(
-            [&](int i, cudaStream_t st) {
-              run(i, st, moe_prefill_core::w4a8_ws, k_modes[m] ? yconv : yws);
-            },
-            calls, 20, s);
-        set_conv(0);
-      }
     const auto tf = [&](double ms) { return ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0.0; };
     const auto report = [&](const char* kernel, double ms) {
       std::printf("%-6s %-30s %5lld %10.1f %8.1f %8.1f%% %8.1f%% %8.1f%%\n", sh.name, kernel,
@@ -2121,22 +2082,11 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
     report("official w4a8 (W4A8)", w8_ms);
     report("official w4a8_serial (W4A8)", w8s_ms);
     report("official w4a8_ws (W4A8)", wws_ms);
-    for (int pass = 0; pass < 2; ++pass) {
-      const char* names[4] = {"w4a8_ws conv1", "diag conv1 no-expand", "w4a8_ws conv3 (2 cvt WG)",
-                              "w4a8_ws A/B"};
-      for (int m = 0; m < 4; ++m)
-        report((std::string(names[m]) + (pass ? " p2" : " p1")).c_str(), ab[pass][m]);
-    }
-    std::printf("%-6s   T=%lld: over w4a8_ws (same pass): conv1 %.3f / %.3f, diag no-expand "
-                "%.3f / %.3f, conv3 %.3f / %.3f\n",
-                sh.name, (long long)T, ab[0][3] / ab[0][0], ab[1][3] / ab[1][0], ab[0][3] / ab[0][1],
-                ab[1][3] / ab[1][1], ab[0][3] / ab[0][2], ab[1][3] / ab[1][2]);
     std::printf(
         "%-6s   T=%lld: w4a8 vs wgmma outputs NMSE %.2e; w4a8 speed-up %.2fx; w4a8_ws "
         "%.2fx w4a8, %.2fx w4a8_serial\n",
         sh.name, (long long)T, agree, w16_ms / w8_ms, w8_ms / wws_ms, w8s_ms / wws_ms);
     CK(cudaFree(yws));
-    CK(cudaFree(yconv));
     CK(cudaFree(db));
     CK(cudaFree(dq));
     CK(cudaFree(dc));

@@ -549,6 +549,13 @@ cudaError_t launch_w4a8_gemm(dim3 grid, const w4a8_args& a, cudaStream_t stream)
 // Flash T = 4096): no E2M1 expansion 1.21x, no promotion 1.00x, no B / weight / any copies 1.02 /
 // 1.06 / 1.05x, consumers reduced to the ring protocol (producer unchanged) 1.96x: the producer
 // and ring alone need half of today's time, and neither side alone explains the rest.
+//
+// Tried and removed (session 16, PREFILL12, H200; 2026-11-27_s16_prefill12_NOTES.md, code at
+// c32a51c): a converter warpgroup expanding E2M1 into swizzled E4M3 A tiles in shared memory
+// (3 slots, ring cut to 6 stages) with SS wgmma in the consumers: bit-equal (parity 12/12 and y
+// at Flash T = 4096 / 8192, Pro 4096) but 0.82-0.87x this kernel; two converter warpgroups
+// 0.80-0.87x; the converter without the expansion still 0.91-0.95x, so the SS structure itself
+// (A written and read through shared memory on top of B, fewer stages) loses before the expansion.
 constexpr int k_ws_threads = 384;
 constexpr int k_ws_consumer_threads = 256;
 constexpr int k_ws_stages = 8;
@@ -574,148 +581,7 @@ constexpr int k_ws_bars = k_ws_pbuf + 2 * 128 * 4;                 // full[stage
 constexpr int k_ws_smem = k_ws_bars + 2 * k_ws_stages * 8 + 1024;  // + alignment slack
 static_assert(k_ws_stage_bytes == 28 * 1024 && k_ws_smem <= 227 * 1024, "stage layout");
 
-// The converter variant (CONV; DSV4_W4A8_WS_CONV=1 in the environment, opt-in): a fourth
-// warpgroup (threads 384-511, one weight row slot each) expands a round's MXFP4 weights into an
-// E4M3 A tile in shared memory (k_wsc_aslots slots of 128 rows x 128 bytes, the logical k order,
-// 128-byte swizzle: the B stage's layout) and publishes it through afull (one arrival per
-// converter warp, after each thread's proxy fence); the consumers issue SS wgmma (A and B
-// descriptors) and free the slot through aempty (one arrival per consumer warp). Ring: 6 stages
-// (the A slots take the shared memory of two); a stage is free once the 8 consumer warps and the
-// 4 converter warps released it. The weights of a stage are stored group-major for the
-// converter (group c of row slot rs at k_ws_w + 2048 c + 16 rs: conflict-free 16-byte loads).
-// Registers (setmaxnreg): consumers lose the A fragments (32 per thread).
-// NCV = 2 (DSV4_W4A8_WS_CONV=3): two converter warpgroups (threads 384-639), converter h
-// expanding k32 steps 2 h and 2 h + 1 of every row (each loads the row's scales and builds its
-// fold tables): twice the converter warps per scheduler for the same expansion work.
-constexpr int k_wsc_aslots = 3;
-constexpr int k_wsc_a_bytes = 128 * 128;
-__host__ __device__ constexpr int wsc_threads(int ncv) {
-  return k_ws_threads + 128 * ncv;
-}
-// setmaxnreg per warpgroup (consumer, producer, converter): the CTA's registers at launch, 128 x
-// 512 (the whole file) with one converter warpgroup, 96 x 640 (61440) with two: an increase
-// beyond what the others released would wait forever.
-__host__ __device__ constexpr int wsc_consumer_regs(int ncv) {
-  return ncv == 1 ? 168 : 160;
-}
-__host__ __device__ constexpr int wsc_producer_regs(int ncv) {
-  return ncv == 1 ? 104 : 80;
-}
-__host__ __device__ constexpr int wsc_converter_regs(int ncv) {
-  return ncv == 1 ? 72 : 40;
-}
-static_assert(2 * wsc_consumer_regs(1) + wsc_producer_regs(1) + wsc_converter_regs(1) == 512 &&
-                  2 * wsc_consumer_regs(2) + wsc_producer_regs(2) + 2 * wsc_converter_regs(2) ==
-                      480,
-              "the register file (64 K) over the warpgroups of 128 threads");
-__host__ __device__ constexpr int ws_stages(bool conv) {
-  return conv ? 6 : k_ws_stages;
-}
-__host__ __device__ constexpr int ws_a_off(bool conv) {
-  return ws_stages(conv) * k_ws_stage_bytes;
-}
-__host__ __device__ constexpr int ws_pbuf_off(bool conv) {
-  return ws_a_off(conv) + (conv ? k_wsc_aslots * k_wsc_a_bytes : 0);
-}
-__host__ __device__ constexpr int ws_bars_off(bool conv) {
-  return ws_pbuf_off(conv) + 2 * 128 * 4;
-}
-__host__ __device__ constexpr int ws_smem(bool conv) {
-  return ws_bars_off(conv) + (2 * ws_stages(conv) + (conv ? 2 * k_wsc_aslots : 0)) * 8 + 1024;
-}
-static_assert(ws_pbuf_off(false) == k_ws_pbuf && ws_bars_off(false) == k_ws_bars &&
-                  ws_smem(false) == k_ws_smem && ws_smem(true) <= 227 * 1024,
-              "converter layout");
-
 using mbar::named_sync;
-
-// wgmma m64nNk32 e4m3 x e4m3 with both operands in shared memory (descriptors), f32 accumulators:
-// the converter variant of w4a8_ws (A tiles written by the converter warpgroup). Generated per N
-// (the operand list is spelled out), as wgmma_fp8.cuh's fp8_rs.
-template <int N>
-struct fp8_ss;
-
-template <>
-struct fp8_ss<32> {
-  __device__ __forceinline__ static void run(float (&d)[16], uint64_t da, uint64_t db,
-                                             int scale_d) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %18, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 "
-        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, "
-        "%16, %17, p, 1, 1;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-          "+f"(d[14]), "+f"(d[15])
-        : "l"(da), "l"(db), "r"(scale_d));
-  }
-};
-
-template <>
-struct fp8_ss<64> {
-  __device__ __forceinline__ static void run(float (&d)[32], uint64_t da, uint64_t db,
-                                             int scale_d) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %34, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 "
-        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%"
-        "24,%25,%26,%27,%28,%29,%30,%31}, "
-        "%32, %33, p, 1, 1;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
-          "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
-          "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
-        : "l"(da), "l"(db), "r"(scale_d));
-  }
-};
-
-template <>
-struct fp8_ss<96> {
-  __device__ __forceinline__ static void run(float (&d)[48], uint64_t da, uint64_t db,
-                                             int scale_d) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %50, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n96k32.f32.e4m3.e4m3 "
-        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%"
-        "24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%"
-        "46,%47}, "
-        "%48, %49, p, 1, 1;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
-          "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
-          "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
-          "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
-          "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
-        : "l"(da), "l"(db), "r"(scale_d));
-  }
-};
-
-template <>
-struct fp8_ss<128> {
-  __device__ __forceinline__ static void run(float (&d)[64], uint64_t da, uint64_t db,
-                                             int scale_d) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %66, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n128k32.f32.e4m3.e4m3 "
-        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%"
-        "24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%"
-        "46,%47,%48,%49,%50,%51,%52,%53,%54,%55,%56,%57,%58,%59,%60,%61,%62,%63}, "
-        "%64, %65, p, 1, 1;\n}\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
-          "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
-          "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
-          "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
-          "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]),
-          "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), "+f"(d[40]), "+f"(d[41]),
-          "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), "+f"(d[48]),
-          "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]),
-          "+f"(d[63])
-        : "l"(da), "l"(db), "r"(scale_d));
-  }
-};
 
 // expand_e2m1x8 (moe_prefill_w4a8_ops.cuh) with one mask for both halves (prmt reads only its
 // selector's low 16 bits): the same bytes in one instruction less per word (session 16, PREFILL11).
@@ -728,11 +594,9 @@ __device__ __forceinline__ void expand_e2m1x8_m1(uint32_t w, const e4m3_table& t
 
 // A work item: tile slot w / row_blocks, row block w % row_blocks.
 struct ws_ring {
-  uint32_t smem;   // the 1024-aligned base (stage 0)
-  uint32_t full;   // full[0]; empty[0] = full + 8 * k_ws_stages
-  uint8_t* gen;    // the same base as a generic pointer
-  uint32_t a;      // CONV: A slot 0
-  uint32_t afull;  // CONV: afull[0]; aempty = afull + 8 * k_wsc_aslots
+  uint32_t smem;  // the 1024-aligned base (stage 0)
+  uint32_t full;  // full[0]; empty[0] = full + 8 * k_ws_stages
+  uint8_t* gen;   // the same base as a generic pointer
 };
 
 // Producer thread p (0..127) owns weight row slot p: consumer warp p / 16 (warpgroup p / 64,
@@ -745,11 +609,10 @@ struct ws_ring {
 // the consumers then fence the async proxy after each wait (the default since session 16).
 // next: the next item's tile (x < 0: none) and row block, whose scale rows and pair ids are
 // prefetched into L2 during this item's second round.
-template <bool UP, int N, int LEAD, bool CONV>
+template <bool UP, int N, int LEAD>
 __device__ __forceinline__ void ws_produce_item(const w4a8_args& a, const ws_ring& ring, int p,
                                                 int& k, int e, int rb, int tile_y, int ntok,
                                                 int rounds, int4 next, int next_rb) {
-  constexpr int S = ws_stages(CONV);
   const int64_t cols = a.wa.cols;
   const int64_t scols = cols / 128;
   const bool f32_scale = a.wa.scale_f32;
@@ -774,9 +637,8 @@ __device__ __forceinline__ void ws_produce_item(const w4a8_args& a, const ws_rin
     const fp4_weight* w;
     const int64_t r = slot_row(rs, w);
     wsrc[q] = w->data + e * w->matrix_bytes + r * (cols / 2) + 16 * cq;
-    wdst[q] = CONV ? k_ws_w + 2048 * cq + 16 * rs
-                   : k_ws_w + ((rs >> 3) & 1) * (k_threads * 16) +
-                         ((rs >> 4) * 32 + 4 * (rs & 7)) * 16 + 16 * cq;
+    wdst[q] = k_ws_w + ((rs >> 3) & 1) * (k_threads * 16) + ((rs >> 4) * 32 + 4 * (rs & 7)) * 16 +
+              16 * cq;
   }
   // This thread's own row slot p: its scale bytes (per round, and the largest for the header).
   const fp4_weight* wp;
@@ -813,10 +675,11 @@ __device__ __forceinline__ void ws_produce_item(const w4a8_args& a, const ws_rin
     if (LEAD > 0 && kk >= LEAD) {
       cp_async_wait<LEAD - 1>();
       wgmma::fence_async_smem();
-      mbar::arrive(ring.full + 8 * ((kk - LEAD) % S));
+      mbar::arrive(ring.full + 8 * ((kk - LEAD) % k_ws_stages));
     }
-    const int stage = kk % S;
-    if (kk >= S) mbar::wait(ring.full + 8 * (S + stage), uint32_t(kk / S - 1) & 1u);
+    const int stage = kk % k_ws_stages;
+    if (kk >= k_ws_stages)
+      mbar::wait(ring.full + 8 * (k_ws_stages + stage), uint32_t(kk / k_ws_stages - 1) & 1u);
     const uint32_t st = ring.smem + uint32_t(stage) * k_ws_stage_bytes;
     if (rr == 0) {
       // The header, then this thread's B rows from it (the producers' named barrier 3).
@@ -881,12 +744,11 @@ __device__ __forceinline__ void ws_produce_item(const w4a8_args& a, const ws_rin
   k += rounds;
 }
 
-template <bool UP, int N, bool NOINC, bool CONV>
+template <bool UP, int N, bool NOINC>
 __device__ __forceinline__ void ws_consume_item(const w4a8_args& a, const ws_ring& ring, int& k,
                                                 int rb, int rounds) {
   const int tid = threadIdx.x, lane = tid % k_warp_size, g = lane / 4, c = lane % 4;
   const int wg = tid / 128, warp = (tid / k_warp_size) % 4;
-  constexpr int S = ws_stages(CONV);
   const int64_t out_rows = a.wa.rows;
   int64_t row[2];
   if constexpr (UP) {
@@ -899,9 +761,9 @@ __device__ __forceinline__ void ws_consume_item(const w4a8_args& a, const ws_rin
   const int rs0 = 16 * (wg * 4 + warp) + g;
   const bool f32_scale = a.wa.scale_f32;
   // kk >= 0: unsigned stage / parity math (no signed-division fix-ups in the round).
-  const auto stage_of = [&](int kk) { return int(uint32_t(kk) % uint32_t(S)); };
+  const auto stage_of = [&](int kk) { return int(uint32_t(kk) % uint32_t(k_ws_stages)); };
   const auto wait_full = [&](int kk) {
-    mbar::wait(ring.full + 8 * stage_of(kk), (uint32_t(kk) / uint32_t(S)) & 1u);
+    mbar::wait(ring.full + 8 * stage_of(kk), (uint32_t(kk) / uint32_t(k_ws_stages)) & 1u);
     if constexpr (NOINC) wgmma::fence_async_smem();
   };
   // The header (stage of round k, already waited for by the caller).
@@ -912,7 +774,7 @@ __device__ __forceinline__ void ws_consume_item(const w4a8_args& a, const ws_rin
   for (int i = 0; i < 2; ++i)
     emax[i] = reinterpret_cast<const int*>(hs + k_ws_hdr_emax)[rs0 + 8 * i];
   const int base[2] = {emax[0] - 6, emax[1] - 6};
-  int* pbuf = reinterpret_cast<int*>(ring.gen + ws_pbuf_off(CONV)) + 128 * wg;
+  int* pbuf = reinterpret_cast<int*>(ring.gen + k_ws_pbuf) + 128 * wg;
   named_sync(1 + wg, 128);  // this warpgroup's previous epilogue read its pair ids
   pbuf[tid % 128] = reinterpret_cast<const int*>(hs + k_ws_hdr_pair)[tid % 128];
 
@@ -971,38 +833,8 @@ __device__ __forceinline__ void ws_consume_item(const w4a8_args& a, const ws_rin
       acc[4 * q + 3] = fmaf(blk[4 * q + 3], sc.y, acc[4 * q + 3]);
     }
     __syncwarp();
-    if (lane == 0) mbar::arrive(ring.full + 8 * (S + stage_of(kk)));
+    if (lane == 0) mbar::arrive(ring.full + 8 * (k_ws_stages + stage_of(kk)));
   };
-  if constexpr (CONV) {
-    // A from the converter's slot kk % k_wsc_aslots (this warpgroup's 64 rows), B as above.
-    const auto aslot_of = [&](int kk) { return uint32_t(kk) % uint32_t(k_wsc_aslots); };
-    const auto wait_round = [&](int kk) {
-      wait_full(kk);
-      mbar::wait(ring.afull + 8 * aslot_of(kk), (uint32_t(kk) / uint32_t(k_wsc_aslots)) & 1u);
-    };
-    const uint32_t adesc_lo0 = ((ring.a + 8192u * uint32_t(wg)) >> 4) | (1u << 16);
-    const auto mma_ss = [&](int kk) {
-      const uint32_t dlo = desc_lo0 + uint32_t(stage_of(kk)) * (k_ws_stage_bytes >> 4);
-      const uint32_t alo = adesc_lo0 + aslot_of(kk) * (k_wsc_a_bytes >> 4);
-      wgmma::fence();
-#pragma unroll
-      for (int s = 0; s < 4; ++s)
-        fp8_ss<N>::run(blk, (uint64_t(desc_hi) << 32) | (alo + 2u * s),
-                       (uint64_t(desc_hi) << 32) | (dlo + 2u * s), s);
-      wgmma::commit();
-    };
-    wait_round(k);
-    for (int r = 0; r < rounds; ++r) {
-      mma_ss(k + r);
-      if (r + 1 < rounds) wait_round(k + r + 1);
-      promote_release(k + r);
-      if (lane == 0) mbar::arrive(ring.afull + 8 * (k_wsc_aslots + aslot_of(k + r)));
-    }
-    k += rounds;
-    named_sync(1 + wg, 128);  // the pair ids of this warpgroup are written
-    w4a8_store_outputs<UP, N>(a, acc, c, ntok, pbuf, row, emax, base, out_rows);
-    return;
-  }
   uint32_t am[2][4][4];
   convert(k, am[0]);
   const auto body = [&](int r, auto parity) {
@@ -1024,137 +856,29 @@ __device__ __forceinline__ void ws_consume_item(const w4a8_args& a, const ws_rin
   w4a8_store_outputs<UP, N>(a, acc, c, ntok, pbuf, row, emax, base, out_rows);
 }
 
-// CONV: converter thread rs (0..127) expands row slot rs of every round of an item: its 4 MXFP4
-// groups (group c = physical k 32 c .. 32 c + 31) into A row rs of the round's slot, 128 E4M3
-// bytes in the logical k order (w4a8_physical_k): word s of group c gives logical 32 s + 4 c + i
-// (values 0-3, 16-byte chunk 2 s) and 32 s + 16 + 4 c + i (values 4-7, chunk 2 s + 1), so each
-// chunk is one 16-byte store of the 4 groups' expansions, at chunk index ^ (rs & 7) (the 128-byte
-// swizzle; a quarter warp's 8 rows cover all banks). The fold tables and base are the consumers'
-// of the plain kernel (same bytes, same results).
-// RAW (DSV4_W4A8_WS_CONV=2, a diagnostic with wrong y): the weight words are stored unexpanded
-// (same loads, stores and barriers, no fold tables or permutes).
-template <int S, bool RAW, int NCV>
-__device__ __forceinline__ void ws_convert_item(const w4a8_args& a, const ws_ring& ring, int rs,
-                                                int h, int& k, int rounds) {
-  static_assert(NCV == 1 || NCV == 2, "one or two converter warpgroups");
-  constexpr int steps = 4 / NCV;  // k32 steps per converter thread: h * steps ..
-  const int lane = threadIdx.x % k_warp_size;
-  const bool f32_scale = a.wa.scale_f32;
-  int base = 0;
-  const uint32_t swz = uint32_t(rs & 7);
-  for (int r = 0; r < rounds; ++r) {
-    const uint32_t kk = uint32_t(k + r);
-    const uint32_t stage = kk % uint32_t(S), slot = kk % uint32_t(k_wsc_aslots);
-    mbar::wait(ring.full + 8 * stage, (kk / uint32_t(S)) & 1u);
-    if (r == 0)  // the item's header: this row's largest scale byte
-      base =
-          reinterpret_cast<const int*>(ring.gen + stage * k_ws_stage_bytes + k_ws_hdr_emax)[rs] - 6;
-    if (kk >= uint32_t(k_wsc_aslots))
-      mbar::wait(ring.afull + 8 * (k_wsc_aslots + slot), (kk / uint32_t(k_wsc_aslots) - 1u) & 1u);
-    const uint32_t st = ring.smem + stage * k_ws_stage_bytes;
-    // Words h * steps .. + steps - 1 of each group c.
-    uint32_t wv[4][steps];
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      const uint32_t addr = st + k_ws_w + 2048 * c + 16 * rs;
-      if constexpr (NCV == 1) {
-        const uint4 v = lds_16(addr);
-        wv[c][0] = v.x, wv[c][1] = v.y, wv[c][2] = v.z, wv[c][3] = v.w;
-      } else {
-        asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n"
-                     : "=r"(wv[c][0]), "=r"(wv[c][1])
-                     : "r"(addr + 8 * h)
-                     : "memory");
-      }
-    }
-    int e[4];
-    if (f32_scale) {
-      const uint4 v = lds_16(st + k_ws_ws + 16 * rs);
-#pragma unroll
-      for (int c = 0; c < 4; ++c) e[c] = int((word_of(v, c) >> 23) & 0xFFu);
-    } else {
-      uint32_t v;
-      asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(st + k_ws_ws + 16 * rs) : "memory");
-#pragma unroll
-      for (int c = 0; c < 4; ++c) e[c] = int((v >> (8 * c)) & 0xFFu);
-    }
-    e4m3_table t[4];
-#pragma unroll
-    for (int c = 0; c < 4; ++c) t[c] = fold_table(e[c] - base);
-    const uint32_t arow = ring.a + slot * k_wsc_a_bytes + 128 * rs;
-#pragma unroll
-    for (int sl = 0; sl < steps; ++sl) {
-      const uint32_t s = uint32_t(h * steps + sl);
-      uint32_t lo[4], hi[4];
-#pragma unroll
-      for (int c = 0; c < 4; ++c) {
-        if constexpr (RAW)
-          lo[c] = wv[c][sl], hi[c] = wv[c][sl] ^ 0x12345678u;
-        else
-          expand_e2m1x8_m1(wv[c][sl], t[c], lo[c], hi[c]);
-      }
-      asm volatile(
-          "st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(arow + (((2u * s) ^ swz) << 4)),
-          "r"(lo[0]), "r"(lo[1]), "r"(lo[2]), "r"(lo[3])
-          : "memory");
-      asm volatile(
-          "st.shared.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"r"(arow + (((2u * s + 1u) ^ swz) << 4)),
-          "r"(hi[0]), "r"(hi[1]), "r"(hi[2]), "r"(hi[3])
-          : "memory");
-    }
-    wgmma::fence_async_smem();  // this thread's A stores, before the wgmma reads (async proxy)
-    __syncwarp();
-    if (lane == 0) {
-      mbar::arrive(ring.afull + 8 * slot);
-      mbar::arrive(ring.full + 8 * (S + stage));  // weights and scales read
-    }
-  }
-  k += rounds;
-}
-
-template <bool UP, int LEAD, bool CONV, bool RAW = false, int NCV = 1>
-__global__ void __launch_bounds__(CONV ? wsc_threads(NCV) : k_ws_threads, 1)
+template <bool UP, int LEAD>
+__global__ void __launch_bounds__(k_ws_threads, 1)
     moe_prefill_w4a8_ws_kernel(w4a8_args a, int row_blocks) {
-  constexpr int S = ws_stages(CONV);
-  static_assert(LEAD >= 0 && LEAD <= S - 2,
+  static_assert(LEAD >= 0 && LEAD <= k_ws_stages - 2,
                 "the consumers hold round r while they wait for round r + 1");
-  static_assert(!CONV || LEAD == 0, "the converter variant runs the noinc scheme only");
 #if DSV4_W4A8_WGMMA
   extern __shared__ uint8_t smem_raw[];
   const uint32_t raw = smem_addr(smem_raw);
   const uint32_t pad = (1024u - (raw & 1023u)) & 1023u;
-  const ws_ring ring{raw + pad, raw + pad + ws_bars_off(CONV), smem_raw + pad,
-                     raw + pad + ws_a_off(CONV), raw + pad + ws_bars_off(CONV) + 16 * S};
+  const ws_ring ring{raw + pad, raw + pad + k_ws_bars, smem_raw + pad};
   const int items = *a.tile_count * row_blocks;
   if (int(blockIdx.x) >= items) return;  // uniform over the block
   if (threadIdx.x == 0) {
-    for (int s = 0; s < S; ++s) {
+    for (int s = 0; s < k_ws_stages; ++s) {
       mbar::init(ring.full + 8 * s, LEAD == 0 ? 256 : 128);  // every producer thread
-      // Every consumer warp (and CONV: every converter warp).
-      mbar::init(ring.full + 8 * (S + s),
-                 k_ws_consumer_threads / k_warp_size + (CONV ? 4 * NCV : 0));
-    }
-    if constexpr (CONV) {
-      for (int s = 0; s < k_wsc_aslots; ++s) {
-        mbar::init(ring.afull + 8 * s, 4 * NCV);  // every converter warp
-        mbar::init(ring.afull + 8 * (k_wsc_aslots + s), k_ws_consumer_threads / k_warp_size);
-      }
+      mbar::init(ring.full + 8 * (k_ws_stages + s), k_ws_consumer_threads / k_warp_size);
     }
   }
   __syncthreads();
   const int rounds = int(a.wa.cols / k_round);
   int k = 0;
-  if (CONV && threadIdx.x >= k_ws_threads) {
-    mbar::setmaxnreg_dec<wsc_converter_regs(NCV)>();
-    const int rs = (int(threadIdx.x) - k_ws_threads) % 128,
-              h = (int(threadIdx.x) - k_ws_threads) / 128;
-    for (int w = blockIdx.x; w < items; w += gridDim.x)
-      ws_convert_item<S, RAW, NCV>(a, ring, rs, h, k, rounds);
-  } else if (threadIdx.x >= k_ws_consumer_threads) {
-    if constexpr (CONV)
-      mbar::setmaxnreg_dec<wsc_producer_regs(NCV)>();
-    else
-      mbar::setmaxnreg_dec<k_ws_producer_regs>();
+  if (threadIdx.x >= k_ws_consumer_threads) {
+    mbar::setmaxnreg_dec<k_ws_producer_regs>();
     const int p = int(threadIdx.x) - k_ws_consumer_threads;
     int4 tile = a.tiles[blockIdx.x / row_blocks];
     for (int w = blockIdx.x; w < items; w += gridDim.x) {
@@ -1166,40 +890,38 @@ __global__ void __launch_bounds__(CONV ? wsc_threads(NCV) : k_ws_threads, 1)
       const int nrb = wn % row_blocks;
       const int e = cur.x, ntok = cur.z;
       if (ntok <= 32)
-        ws_produce_item<UP, 32, LEAD, CONV>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
+        ws_produce_item<UP, 32, LEAD>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
       else if (ntok <= 64)
-        ws_produce_item<UP, 64, LEAD, CONV>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
+        ws_produce_item<UP, 64, LEAD>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
       else if (ntok <= 96)
-        ws_produce_item<UP, 96, LEAD, CONV>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
+        ws_produce_item<UP, 96, LEAD>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
       else
-        ws_produce_item<UP, 128, LEAD, CONV>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
+        ws_produce_item<UP, 128, LEAD>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
     }
     if constexpr (LEAD > 0) {
       cp_async_wait<0>();
       wgmma::fence_async_smem();
-      for (int kk = max(0, k - LEAD); kk < k; ++kk) mbar::arrive(ring.full + 8 * (kk % S));
+      for (int kk = max(0, k - LEAD); kk < k; ++kk)
+        mbar::arrive(ring.full + 8 * (kk % k_ws_stages));
     } else {
       asm volatile("cp.async.wait_all;\n" ::: "memory");
     }
   } else {
-    if constexpr (CONV)
-      mbar::setmaxnreg_inc<wsc_consumer_regs(NCV)>();
-    else
-      mbar::setmaxnreg_inc<k_ws_consumer_regs>();
+    mbar::setmaxnreg_inc<k_ws_consumer_regs>();
     for (int w = blockIdx.x; w < items; w += gridDim.x) {
       const int rb = w % row_blocks;
-      mbar::wait(ring.full + 8 * (k % S), uint32_t(k / S) & 1u);
+      mbar::wait(ring.full + 8 * (k % k_ws_stages), uint32_t(k / k_ws_stages) & 1u);
       if constexpr (LEAD == 0) wgmma::fence_async_smem();
-      const int ntok =
-          *reinterpret_cast<const int*>(ring.gen + (k % S) * k_ws_stage_bytes + k_ws_hdr_ntok);
+      const int ntok = *reinterpret_cast<const int*>(
+          ring.gen + (k % k_ws_stages) * k_ws_stage_bytes + k_ws_hdr_ntok);
       if (ntok <= 32)
-        ws_consume_item<UP, 32, LEAD == 0, CONV>(a, ring, k, rb, rounds);
+        ws_consume_item<UP, 32, LEAD == 0>(a, ring, k, rb, rounds);
       else if (ntok <= 64)
-        ws_consume_item<UP, 64, LEAD == 0, CONV>(a, ring, k, rb, rounds);
+        ws_consume_item<UP, 64, LEAD == 0>(a, ring, k, rb, rounds);
       else if (ntok <= 96)
-        ws_consume_item<UP, 96, LEAD == 0, CONV>(a, ring, k, rb, rounds);
+        ws_consume_item<UP, 96, LEAD == 0>(a, ring, k, rb, rounds);
       else
-        ws_consume_item<UP, 128, LEAD == 0, CONV>(a, ring, k, rb, rounds);
+        ws_consume_item<UP, 128, LEAD == 0>(a, ring, k, rb, rounds);
     }
   }
 #else
@@ -1209,19 +931,18 @@ __global__ void __launch_bounds__(CONV ? wsc_threads(NCV) : k_ws_threads, 1)
 #endif
 }
 
-template <bool UP, int LEAD, bool CONV = false, bool RAW = false, int NCV = 1>
+template <bool UP, int LEAD>
 cudaError_t launch_w4a8_ws_lead(int64_t row_blocks, int64_t tile_slots, const w4a8_args& a,
                                 cudaStream_t stream) {
-  if (const cudaError_t e =
-          allow_dynamic_smem(moe_prefill_w4a8_ws_kernel<UP, LEAD, CONV, RAW, NCV>, ws_smem(CONV));
+  if (const cudaError_t e = allow_dynamic_smem(moe_prefill_w4a8_ws_kernel<UP, LEAD>, k_ws_smem);
       e != cudaSuccess)
     return e;
   const int sms = current_device_sm_count();
   const int64_t items = row_blocks * tile_slots;
   if (items == 0) return cudaSuccess;
   const unsigned grid = unsigned(items < sms ? items : sms);
-  moe_prefill_w4a8_ws_kernel<UP, LEAD, CONV, RAW, NCV>
-      <<<grid, CONV ? wsc_threads(NCV) : k_ws_threads, ws_smem(CONV), stream>>>(a, int(row_blocks));
+  moe_prefill_w4a8_ws_kernel<UP, LEAD>
+      <<<grid, k_ws_threads, k_ws_smem, stream>>>(a, int(row_blocks));
   return cudaGetLastError();
 }
 
@@ -1232,15 +953,6 @@ cudaError_t launch_w4a8_ws_gemm(int64_t row_blocks, int64_t tile_slots, const w4
     const char* v = std::getenv("DSV4_W4A8_WS_LEAD");
     return v ? std::atoi(v) : 0;
   }();
-  // Read at every launch (not cached): the bench A/Bs it in one process.
-  const char* conv = std::getenv("DSV4_W4A8_WS_CONV");
-  const int conv_mode = conv ? std::atoi(conv) : 0;
-  if (lead == 0 && conv_mode == 3)
-    return launch_w4a8_ws_lead<UP, 0, true, false, 2>(row_blocks, tile_slots, a, stream);
-  if (lead == 0 && conv_mode == 2)
-    return launch_w4a8_ws_lead<UP, 0, true, true>(row_blocks, tile_slots, a, stream);
-  if (lead == 0 && conv_mode != 0)
-    return launch_w4a8_ws_lead<UP, 0, true>(row_blocks, tile_slots, a, stream);
   return lead == 0 ? launch_w4a8_ws_lead<UP, 0>(row_blocks, tile_slots, a, stream)
                    : launch_w4a8_ws_lead<UP, k_ws_lead>(row_blocks, tile_slots, a, stream);
 }
