@@ -549,6 +549,13 @@ cudaError_t launch_w4a8_gemm(dim3 grid, const w4a8_args& a, cudaStream_t stream)
 // Flash T = 4096): no E2M1 expansion 1.21x, no promotion 1.00x, no B / weight / any copies 1.02 /
 // 1.06 / 1.05x, consumers reduced to the ring protocol (producer unchanged) 1.96x: the producer
 // and ring alone need half of today's time, and neither side alone explains the rest.
+//
+// Tried and removed (session 16, PREFILL12, H200; 2026-11-27_s16_prefill12_NOTES.md, code at
+// c32a51c): a converter warpgroup expanding E2M1 into swizzled E4M3 A tiles in shared memory
+// (3 slots, ring cut to 6 stages) with SS wgmma in the consumers: bit-equal (parity 12/12 and y
+// at Flash T = 4096 / 8192, Pro 4096) but 0.82-0.87x this kernel; two converter warpgroups
+// 0.80-0.87x; the converter without the expansion still 0.91-0.95x, so the SS structure itself
+// (A written and read through shared memory on top of B, fewer stages) loses before the expansion.
 constexpr int k_ws_threads = 384;
 constexpr int k_ws_consumer_threads = 256;
 constexpr int k_ws_stages = 8;
