@@ -1,0 +1,124 @@
+// The decode-path MoE's process-wide switches (moe_decode.h), with the measurements behind
+// their defaults.
+#include <algorithm>
+
+#include "backends/cuda/moe_decode.h"
+#include "backends/cuda/moe_decode_tuning.h"
+
+namespace dsv4::cuda {
+
+namespace {
+bool g_shift_decode = true;
+int g_rt_blocks_per_sm = 0;
+// Default (MOE8, H100, official order bf16 MXFP4, speed vs staging off in the same process;
+// bench/kernels/results/h100_2026-11-26_s9_moe8_run{1,2}_*): this one (run 2) Flash T = 1 / 4
+// 1.003 / 1.019x, Pro 0.988 / 1.067x (NVFP4 1.001 / 1.010x, 1.019 / 1.053x). W2 staged gains
+// from T = 2 (~23 pair rows of h no longer fit in L1; W2 alone at T = 4: Pro 0.993 -> 1.067x);
+// at T = 1 it is a trade: with W2 also staged (4, 1, 4) Flash T = 1 measured 1.034-1.036x but
+// Pro T = 1 0.973-0.978x (three runs). W1/W3 staged alone: 0.99-1.00x official, 1.00-1.03x
+// exact order.
+//
+// MOE9 (bench/kernels/results/h100_2026-11-26_s10_moe9_run3_bench.txt, H100, same process,
+// against 4, 2, 4 with 1-pair chunks and 8 scale slots): staging at every T (64, 2, 64) with
+// 2-pair W2 chunks and 4 scale slots (4 W1/W3 blocks per SM with the staged row) measured Flash
+// T = 1 / 4 / 16 / 64 1.005 / 1.017 / 1.038 / 1.044x, Pro 0.990 / 1.045 / 1.074 / 1.037x; at
+// T >= 16 the x loads one round ahead had been the largest stall (ncu, run 2: 38% of the W1/W3
+// kernel's samples on the HMMA that waits for them at Flash T = 16). The 4 slots cost Pro T = 1
+// 1.3% (every 4-slot configuration, the __syncwarp per round) and gain nothing there (one wave
+// either way), so they start at T = 2; T = 1 stays as before. Not measured on an H200.
+// NOT the default: the lead's verification (H100, same process, bench/kernels/results/
+// h100_2026-11-26_s10_final1_*) measured that configuration (s0x64.2.64q2v2) against 4, 2, 4 at
+// Flash T = 4 / 16 / 64 0.966 / 1.025 / 1.008x, Pro 0.951 / 1.031 / 1.019x, and with it
+// test_gpu_model's repacked-vs-checkpoint comparison (exact order, bf16) lost its bit equality
+// (13 of 27 steps differ: the two layouts' kernels then differ in shared memory, resident blocks
+// and so the wave model's row tiles). The session-9 defaults stay; the switches remain for A/B.
+moe_decode_stage_x g_stage_x = {4, 2, 4};
+}  // namespace
+
+void moe_decode_set_stage_x_tokens(int up_max, int down_min, int down_max) {
+  g_stage_x = {std::max(0, up_max), std::max(1, down_min), std::max(0, down_max)};
+}
+moe_decode_stage_x moe_decode_stage_x_tokens() {
+  return g_stage_x;
+}
+
+namespace {
+// MOE10 (H100, official bf16 MXFP4, same process, vs 0; bench/kernels/results/
+// h100_2026-11-26_s11_moe10_run{2,3}_bench.txt): 4 alone Flash T = 1 / 4 / 16 / 64 1.018 /
+// 1.008 / 1.011 / 0.995x, Pro 1.010 / 1.005 / 1.003 / 0.999x (run 2); 7 Flash T = 1 1.066x (run
+// 2), 1.068x (run 3), Pro T = 1 1.012x, Flash T = 4 1.010x (run 3). The one-warp plan at 24 pairs
+// (Pro T = 4) measured 0.976 and 0.991x in two runs (not understood), hence only up to 8 pairs.
+// MOE11 (H100, same process, vs 7; bench/kernels/results/h100_2026-11-26_s11_moe11_run{1,2}_
+// bench.txt): 15 (no prepare launch at T = 1) Pro T = 1 1.022 / 1.030x (controls 0.998 / 1.004x),
+// Flash T = 1 1.019 / 1.005x (controls 1.014 / 1.008x: no gain beyond noise there, where 15 also
+// gives up 7's fold); T >= 2 runs 7's launches. Measured slower and removed: the fold by
+// thread-block clusters instead of the counters (it would survive without the prepare launch;
+// Flash T = 1 0.84x), and W2 quantizing its own pair's h row into its staged row in one-pair
+// chunks (no quantize launch; Flash T = 1 1.007x, Pro T = 1 0.916x).
+// MOE12 (H100, same process, vs 15; bench/kernels/results/h100_2026-11-26_s12_moe12_run{1,2}_*,
+// 2026-11-26_moe12_NOTES.md), measured slower and removed: W1/W3, h's quantization (the fold of 1)
+// and W2 as one persistent launch at T <= 4 (resident blocks over a queue of (slot, row block)
+// items, W2 items prefetching before they wait on per-slot readiness counters kept in a buffer
+// that the last block zeroes; bit-equal to chain 0: 39 parity cases, test_gpu_model 66/66).
+// Flash T = 1 0.80-0.95x (best with W2's ring 4 deep and static items), Pro T = 1 0.84-1.02x,
+// T = 4 0.80-0.98x; a phase trace (Flash T = 1) put its W1/W3 items' tail at 35-37 us and its W2
+// phase 16-19 us past h's readiness. The code: branch wip/moe12 at 2a00904.
+// MOE13 (H100, official bf16 MXFP4, same process, vs 15; bench/kernels/results/
+// h100_2026-11-26_s12_moe13_run{1,2}_*, 2026-11-26_moe13_NOTES.md): 16 (W2 waits per chunk for its
+// h, no quantize launch, the fold at every wave count) with 32 (W2 stages h at T = 1) and 64 (the
+// fold's fences as one acq_rel RMW), i.e. 127, run 2: Flash T = 1 / 4 1.040 / 1.108x, Pro 1.069 /
+// 1.011x (controls, 15 again: 1.005 / 1.000x, 1.001 / 1.016x: at Pro T = 4 the first
+// configuration of each pass measures ~1.5-2.5% slow in both runs, so 127 is 0.995x there
+// against the second control). Without 64 (fence.sc around the fold's atomics: MEMBAR.SC.GPU
+// delays each W1/W3 block's exit, i.e. every later wave) Pro T = 4 lost: 63 0.924x, 31 0.970x
+// against the second control (run 1, fold without 16: 0.936x); 32 gained 0.7-1.8% at T = 1 in
+// both pairs. Measured slower and removed: W2's griddepcontrol.wait before its exit (run 1:
+// Flash T = 4 1.039x vs 1.102x without), the fold of 16 with W2 waiting for the whole grid
+// (Flash T = 1 1.031x, Pro T = 1 / 4 0.946 / 0.936x).
+// MOE14: 64 folded into 16 (16 always counts with acq_rel and releases with red.release; the
+// fence.sc path is gone, bit 64 is accepted and ignored, so 127 is still the default's mask).
+// 16 at T <= 16 (was 4; H100: Flash T = 8 / 16 1.08 / 1.04x, Pro T = 8 1.04x, Pro T = 16
+// neutral); 128 (A/B): 16 at every T (T = 64 neutral).
+// MOE15: 256 (a one-wave W2 grid capped at ceil(blocks / SMs) blocks per SM); 383 the default.
+int g_chain = 383;
+}  // namespace
+void moe_decode_set_chain(int mask) {
+  g_chain = mask & 511;
+}
+int moe_decode_chain() {
+  return g_chain;
+}
+
+namespace {
+int g_scale_slots_from = 0;                       // MOE9 measured 2 (see g_stage_x)
+moe_decode_stage_pairs_t g_stage_pairs = {1, 1};  // MOE9 measured {1, 2} (see g_stage_x)
+}  // namespace
+void moe_decode_set_stage_pairs(int up, int down) {
+  g_stage_pairs = {std::clamp(up, 1, moe_decode_tuning::k_chunk_pairs),
+                   std::clamp(down, 1, moe_decode_tuning::k_chunk_pairs)};
+}
+moe_decode_stage_pairs_t moe_decode_stage_pairs() {
+  return g_stage_pairs;
+}
+void moe_decode_set_scale_slots_from(int tokens) {
+  g_scale_slots_from = std::max(0, tokens);
+}
+int moe_decode_scale_slots_from() {
+  return g_scale_slots_from;
+}
+
+void moe_decode_set_rt_blocks_per_sm(int n) {
+  g_rt_blocks_per_sm = std::max(-99, n);  // < 0: MOE15's A/B codes (pick_rt)
+}
+int moe_decode_rt_blocks_per_sm() {
+  return g_rt_blocks_per_sm;
+}
+
+void moe_decode_set_shift_decode(bool on) {
+  g_shift_decode = on;
+}
+bool moe_decode_shift_decode() {
+  return g_shift_decode;
+}
+
+}  // namespace dsv4::cuda

@@ -1,0 +1,74 @@
+#include "backends/cuda/moe_decode_tuning.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace dsv4::cuda::moe_decode_tuning {
+
+// Row tiles per block (RT; 4 / RT warps split K). Old rule (min_blocks_per_sm > 0, set by
+// moe_decode_set_rt_blocks_per_sm): the largest RT whose grid has that many blocks per SM for
+// the chunk upper bound. Default (0): the RT of least modelled time
+//   waves(RT) * (rounds per warp + k_block_overhead_rounds),
+//   waves = ceil(expected chunks * row tiles / RT / resident blocks),
+// with the expected chunk count of uniform routing, E * (1 - (1 - k / E)^T) (the distinct
+// experts; chunks of 8 pairs rarely split at T <= 64), ties to the larger RT. The old rule at 4
+// blocks per SM left T = 1 and 4 with 1.1-1.6 waves of long blocks (Flash W1/W3 at T = 1: 768
+// blocks of 8 rounds per warp on 528 slots; Pro W1/W3: 576); measured on an H100 (MOE7 run 2,
+// same run): Flash T = 1 48.1 -> 44.6 us, Pro T = 1 117.2 -> 101.2 us, Flash T = 4 146.6 ->
+// 133.7 us, Pro T = 4 345.0 -> 323.5 us with the RTs this model picks; from T = 16 it picks 4,
+// as the old rule did. The overhead constant (prologue of the ring, K-part reduction, launch
+// of a block) is the one of 8..12 that reproduces every best-measured choice of that run.
+// MOE15 (default; -99 = without it): where that choice is one wave, the RT of least work on the
+// busiest SM,
+//   ceil(expected blocks / SMs) * (rounds * RT + 4 * k_block_overhead_rounds)
+// (a block's warp-rounds plus its overhead), ties to the larger RT. A one-wave grid never
+// rebalances: its blocks run where they were placed, and with blocks / SMs not an integer the SMs
+// holding one block more finish last (trace, Pro T = 1 W1/W3 at RT 4, 288 blocks on 132 SMs:
+// loop ends 39-60 us on an H200, 40-76 us on an H100). Same run (H200, s13 MOE15 run 2, forced
+// row tiles): Pro T = 1 W1/W3 RT 2 instead of 4 80.99 vs 87.90 us (1.085x; controls 0.997-0.999x),
+// RT 1 0.990x; at Flash T = 1 RT 2 (unchanged) beat 4 and 1 by 1.04 / 1.14x; W2's RT 4 (unchanged)
+// beat 2 at Flash and Pro T = 1. Of the model shapes (Flash, Pro; T = 1..64) only Pro T = 1's
+// W1/W3 changes (multi-wave grids keep MOE7's choice).
+constexpr int k_block_overhead_rounds = 12;
+
+int pick_rt(bool up, int64_t rows, int64_t rounds, int64_t tokens, int64_t top_k, int64_t experts,
+            int64_t chunks_bound, int sms, const int (&blocks_per_sm)[3], int min_blocks_per_sm) {
+  // A/B codes (MOE15, moe_decode_set_rt_blocks_per_sm(-(10 u + d))): RT u for W1/W3 and d for
+  // W2 where it is 1, 2 or 4, else the model below; -99: the model without the one-wave balance.
+  bool balance = true;
+  if (min_blocks_per_sm < 0) {
+    const int f = up ? (-min_blocks_per_sm / 10) % 10 : -min_blocks_per_sm % 10;
+    if (min_blocks_per_sm == -99)
+      balance = false;
+    else if (f == 1 || f == 2 || f == 4)
+      return f;
+    min_blocks_per_sm = 0;
+  }
+  if (min_blocks_per_sm > 0) {
+    for (int rt : {4, 2})
+      if ((rows / (16 * rt)) * chunks_bound >= min_blocks_per_sm * int64_t(sms)) return rt;
+    return 1;
+  }
+  const double e = double(experts), pk = std::min(1.0, double(top_k) / e);
+  const double chunks =
+      std::clamp(e * (1.0 - std::pow(1.0 - pk, double(tokens))), 1.0, double(chunks_bound));
+  int best = 4;
+  double best_cost = 0, best_waves = 0;
+  for (int i = 0; i < 3; ++i) {
+    const int rt = 4 >> i;
+    const double slots = double(std::max(1, blocks_per_sm[i])) * sms;
+    const double waves = std::ceil(double(rows / (16 * rt)) * chunks / slots - 1e-9);
+    const double cost = waves * (double(rounds) * rt / 4.0 + k_block_overhead_rounds);
+    if (i == 0 || cost < best_cost) best = rt, best_cost = cost, best_waves = waves;
+  }
+  if (!balance || best_waves > 1) return best;
+  for (int i = 0; i < 3; ++i) {
+    const int rt = 4 >> i;
+    const double per_sm = std::ceil(double(rows / (16 * rt)) * chunks / sms - 1e-9);
+    const double cost = per_sm * (double(rounds) * rt + 4.0 * k_block_overhead_rounds);
+    if (i == 0 || cost < best_cost) best = rt, best_cost = cost;
+  }
+  return best;
+}
+
+}  // namespace dsv4::cuda::moe_decode_tuning

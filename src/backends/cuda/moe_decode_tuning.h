@@ -1,0 +1,17 @@
+// Host-side choices of the decode-path MoE launches that depend only on the shapes (moe_decode.cu
+// calls them; pure functions, no CUDA): the chunk size and the row tiles per block.
+#pragma once
+
+#include <cstdint>
+
+namespace dsv4::cuda::moe_decode_tuning {
+
+constexpr int k_chunk_pairs = 8;  // pairs per chunk: the mma's N
+
+// The row tiles per block (4, 2 or 1) of one GEMM launch (up: W1/W3, else W2) of `rows` rows
+// and `rounds` 128-k rounds: see moe_decode_tuning.cpp. blocks_per_sm: resident blocks at RT 4,
+// 2, 1; min_blocks_per_sm: moe_decode_rt_blocks_per_sm().
+int pick_rt(bool up, int64_t rows, int64_t rounds, int64_t tokens, int64_t top_k, int64_t experts,
+            int64_t chunks_bound, int sms, const int (&blocks_per_sm)[3], int min_blocks_per_sm);
+
+}  // namespace dsv4::cuda::moe_decode_tuning
