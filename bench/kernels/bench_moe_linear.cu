@@ -719,8 +719,8 @@ int moe_decode_trace_copy(unsigned long long* t4, int* info4, int max);
 }  // namespace dsv4::cuda
 namespace {
 // --trace (the diagnostic build bench_moe_linear_trace): per configuration, eager calls after a
-// warm-up, each traced on its own (%globaltimer stamps of every block, moe_decode.cu), printed as
-// us after the first W1/W3 block's entry: min / median / max over blocks.
+// warm-up, each traced on its own (%globaltimer stamps of every block, moe_decode_trace.cuh),
+// printed as us after the first W1/W3 block's entry: min / median / max over blocks.
 void trace_rows(const std::string& label, const std::function<void(int, cudaStream_t)>& body,
                 cudaStream_t s) {
   namespace dc = dsv4::cuda;

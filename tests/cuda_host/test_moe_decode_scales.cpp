@@ -14,7 +14,7 @@
 namespace dsv4::cuda::moe_scales {
 namespace {
 
-constexpr int k_stages = 4;  // moe_decode.cu
+constexpr int k_stages = 4;  // moe_decode_round.cuh
 
 struct lane_bytes {
   int64_t first;  // byte offset of the first scale byte in the row

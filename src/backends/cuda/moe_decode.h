@@ -73,7 +73,7 @@ void moe_decode_set_shift_decode(bool on);
 bool moe_decode_shift_decode();
 // Row tiles per block (RT = 4, 2, 1; 4 / RT warps split K). n = 0 (default): the RT of least
 // modelled time from the expected chunk count, resident blocks and rounds per warp, and for a
-// one-wave choice the least work on the busiest SM (moe_decode.cu pick_rt); n > 0: the rule
+// one-wave choice the least work on the busiest SM (moe_decode_tuning.cpp pick_rt); n > 0: the rule
 // before MOE7, the largest RT whose grid has n blocks per SM for the chunk upper bound (n = 4 was
 // the default); A/B codes (MOE15): n = -99 the model without the one-wave balance (before
 // MOE15), n = -(10 u + d) RT u for W1/W3 and d for W2 (1, 2 or 4; 0 = the model). Process-wide,
@@ -88,8 +88,8 @@ int moe_decode_rt_blocks_per_sm();
 // fragments with shared loads instead of global loads one round ahead. Same products and sums
 // in the same order: outputs bit-equal for the same RT (the extra shared memory may change the
 // resident blocks, hence the wave model's RT). Process-wide, for benches and A/B runs; default
-// 4, 2, 4 (up at T <= 4, down at T = 2..4; MOE9's 64, 2, 64 measured mixed, moe_decode.cu); 0, 1, 0
-// = never.
+// 4, 2, 4 (up at T <= 4, down at T = 2..4; MOE9's 64, 2, 64 measured mixed,
+// moe_decode_switches.cpp); 0, 1, 0 = never.
 void moe_decode_set_stage_x_tokens(int up_max, int down_min, int down_max);
 struct moe_decode_stage_x {
   int up_max, down_min, down_max;
@@ -101,7 +101,8 @@ moe_decode_stage_x moe_decode_stage_x_tokens();
 // h200_2026-11-26_s10_moe9_run1_*).
 // Scale slots (MOE9) of the depth-4 ring on the engine's path: 4 (one per round in flight; 8 KB
 // less shared memory per W1/W3 block, so that a staged activation row keeps 4 blocks per SM) at
-// T >= tokens, 8 below; 0 = never (8, as before MOE9). Default 0 (MOE9 measured 2, moe_decode.cu).
+// T >= tokens, 8 below; 0 = never (8, as before MOE9). Default 0 (MOE9 measured 2,
+// moe_decode_switches.cpp).
 // Changes no value. Process-wide, for benches and A/B runs.
 void moe_decode_set_scale_slots_from(int tokens);
 int moe_decode_scale_slots_from();
@@ -123,7 +124,7 @@ moe_decode_stage_pairs_t moe_decode_stage_pairs();
 // chunk together with the chunk count, the quantize and combine launches issue their loads
 // before the index checks). The same arithmetic in every combination (outputs bit-equal).
 // 7 (H100, official bf16 MXFP4, vs 0: Flash T = 1 1.068x, Pro T = 1 1.012x, Flash T = 4
-// 1.010x; T >= 16 runs chain 0's launches; moe_decode.cu); 0 = the chain before MOE10.
+// 1.010x; T >= 16 runs chain 0's launches; moe_decode_switches.cpp); 0 = the chain before MOE10.
 // MOE11: 8 = no prepare launch at T = 1 with bf16 x and <= 8 pairs (the GEMM blocks derive their
 // chunk from the routing, W1/W3 stages x itself and is the call's first launch, with PDL; the
 // fold of 1 is then off at T = 1). Default 15 (H100, vs 7, two runs: Pro T = 1 1.022 / 1.030x,
@@ -136,7 +137,7 @@ moe_decode_stage_pairs_t moe_decode_stage_pairs();
 // too. 64 = with 16, the fold's count as one acq_rel RMW and the release as a release reduction
 // (instead of fence.sc around plain atomics); since MOE14 16 always does so and 64 is ignored.
 // Default 127 (H100: Flash T = 1 / 4 1.040 / 1.108x, Pro 1.069 / ~1.00x vs 15; see
-// moe_decode.cu's g_chain). MOE14: 16 applies up to T = 16; 128 (A/B) = 16 at every T.
+// moe_decode_switches.cpp's g_chain). MOE14: 16 applies up to T = 16; 128 (A/B) = 16 at every T.
 // MOE15: 256 = with 16, a one-wave W2 grid at most ceil(blocks / SMs) blocks per SM (padded
 // dynamic shared memory; same kernels and sums). Default 383 (H200: Flash T = 1 1.043-1.047x vs
 // 127; not active where W2 is several waves).

@@ -1,9 +1,9 @@
-// Scale-chunk geometry of moe_decode's cp.async ring (moe_decode.cu): each of a warp's 16 weight
-// rows copies its scales in chunks of 2^cb_shift bytes (16, 8 or 4: the largest that divides
-// the row's scale bytes, so every chunk is aligned), 2^rpc_shift rounds of 128 k per chunk, into
-// slot chunk % k_scale_slots; the lane of group q reads one 4-byte word of the chunk per round.
-// Integer index math only (host and device), so the CPU test checks it against the direct
-// address of a lane's scales (tests/cuda_host/test_moe_decode_scales.cpp).
+// Scale-chunk geometry of moe_decode's cp.async ring (moe_decode_round.cuh, moe_decode_gemm.cuh):
+// each of a warp's 16 weight rows copies its scales in chunks of 2^cb_shift bytes (16, 8 or 4: the
+// largest that divides the row's scale bytes, so every chunk is aligned), 2^rpc_shift rounds of 128
+// k per chunk, into slot chunk % k_scale_slots; the lane of group q reads one 4-byte word of the
+// chunk per round. Integer index math only (host and device), so the CPU test checks it against the
+// direct address of a lane's scales (tests/cuda_host/test_moe_decode_scales.cpp).
 #pragma once
 
 #include <cstdint>
