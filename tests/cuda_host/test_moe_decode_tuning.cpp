@@ -1,0 +1,74 @@
+// The row tiles per block of the decode-path MoE GEMM launches (moe_decode_tuning.h). Oracles:
+// the A/B codes and the old rule as moe_decode.h states them, and the row tiles that the
+// measurements chose for the model shapes (MOE7: RT 4 from T = 16; MOE15, forced row tiles on an
+// H200: RT 2 for W1/W3 at Flash and Pro T = 1, RT 4 for W2), with 4 resident blocks per SM at
+// every RT on 132 SMs (the ring kernels' launch bound).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "backends/cuda/moe_decode_tuning.h"
+
+namespace dsv4::cuda::moe_decode_tuning {
+namespace {
+
+constexpr int k_sms = 132;
+constexpr int k_four[3] = {4, 4, 4};
+
+struct shape {
+  int64_t hidden, inter, experts, top_k;
+};
+constexpr shape k_flash{4096, 2048, 256, 6}, k_pro{7168, 3072, 384, 6};
+
+// moe_decode.cu's upper bound on the chunk count: full chunks plus one partial chunk per expert.
+int64_t chunks_bound(int64_t pairs, int64_t experts) {
+  return pairs / k_chunk_pairs + std::min(pairs, experts);
+}
+
+int rt_of(bool up, const shape& s, int64_t tokens, int code = 0) {
+  const int64_t rows = up ? s.inter : s.hidden, kdim = up ? s.hidden : s.inter;
+  return pick_rt(up, rows, kdim / 128, tokens, s.top_k, s.experts,
+                 chunks_bound(tokens * s.top_k, s.experts), k_sms, k_four, code);
+}
+
+TEST(moe_decode_tuning, ab_codes_force_the_row_tiles) {
+  for (const int u : {1, 2, 4})
+    for (const int d : {1, 2, 4}) {
+      const int code = -(10 * u + d);
+      EXPECT_EQ(rt_of(true, k_pro, 4, code), u) << code;
+      EXPECT_EQ(rt_of(false, k_pro, 4, code), d) << code;
+    }
+  // A digit that is no row tile count leaves that launch to the model.
+  EXPECT_EQ(rt_of(true, k_pro, 1, -4), rt_of(true, k_pro, 1));
+  EXPECT_EQ(rt_of(false, k_pro, 1, -30), rt_of(false, k_pro, 1));
+}
+
+TEST(moe_decode_tuning, old_rule_takes_the_largest_rt_with_enough_blocks) {
+  // 2048 rows, 10 chunk slots: 320 blocks at RT 4, 640 at RT 2, 1280 at RT 1.
+  const auto rt = [](int n) { return pick_rt(true, 2048, 32, 4, 6, 256, 10, k_sms, k_four, n); };
+  EXPECT_EQ(rt(1), 4);  // 320 >= 132
+  EXPECT_EQ(rt(2), 4);  // 320 >= 264
+  EXPECT_EQ(rt(4), 2);  // 320 < 528 <= 640
+  EXPECT_EQ(rt(8), 1);  // 640 < 1056
+}
+
+TEST(moe_decode_tuning, model_shapes_take_the_measured_row_tiles) {
+  // MOE15: one-wave W1/W3 grids at T = 1 balance the busiest SM (Pro: 288 blocks at RT 4 on 132
+  // SMs left 24 SMs a third block).
+  EXPECT_EQ(rt_of(true, k_pro, 1), 2);
+  EXPECT_EQ(rt_of(true, k_flash, 1), 2);
+  EXPECT_EQ(rt_of(false, k_pro, 1), 4);
+  EXPECT_EQ(rt_of(false, k_flash, 1), 4);
+  // -99: the model without that balance (before MOE15) keeps RT 4 for Pro's W1/W3.
+  EXPECT_EQ(rt_of(true, k_pro, 1, -99), 4);
+  // MOE7: from T = 16 every launch takes RT 4.
+  for (const int64_t t : {16, 64})
+    for (const shape& s : {k_flash, k_pro}) {
+      EXPECT_EQ(rt_of(true, s, t), 4) << t;
+      EXPECT_EQ(rt_of(false, s, t), 4) << t;
+    }
+}
+
+}  // namespace
+}  // namespace dsv4::cuda::moe_decode_tuning
