@@ -1,0 +1,56 @@
+#!/usr/bin/env python3
+"""Per-kernel SASS comparison of two builds of the same kernels (refactors that must not change
+device code). Each kernel's `cuobjdump -sass` listing is keyed by its mangled name with the
+anonymous-namespace tag (which carries a hash of the translation unit) normalized, so kernels may
+move between headers or objects; listings are compared line by line.
+
+  scripts/sass_kernel_diff.py BEFORE.o[,MORE.o...] AFTER.o[,MORE.o...]
+
+Exit status 0 when both sides hold the same kernels with identical SASS. CUOBJDUMP overrides the
+tool (default: cuobjdump on PATH).
+"""
+import os
+import re
+import subprocess
+import sys
+
+ANON = re.compile(r"_GLOBAL__N__[0-9a-f]+_\d+_[A-Za-z0-9_]+?_[0-9a-f]{8}")
+
+
+def kernels(objects):
+    out = {}
+    tool = os.environ.get("CUOBJDUMP", "cuobjdump")
+    for obj in objects:
+        listing = subprocess.run([tool, "-sass", obj], capture_output=True, text=True,
+                                 check=True).stdout
+        name = None
+        for line in listing.splitlines():
+            m = re.search(r"Function : (\S+)", line)
+            if m:
+                name = ANON.sub("ANON", m.group(1))
+                if name in out:
+                    sys.exit(f"kernel listed twice: {name}")
+                out[name] = []
+            elif name is not None and line.strip():
+                out[name].append(ANON.sub("ANON", line.strip()))
+    return out
+
+
+def main():
+    if len(sys.argv) != 3:
+        sys.exit(__doc__)
+    a, b = kernels(sys.argv[1].split(",")), kernels(sys.argv[2].split(","))
+    only_a, only_b = sorted(set(a) - set(b)), sorted(set(b) - set(a))
+    common = sorted(set(a) & set(b))
+    differ = [k for k in common if a[k] != b[k]]
+    print(f"kernels: before {len(a)}, after {len(b)}; only before {len(only_a)}, only after "
+          f"{len(only_b)}; differing {len(differ)}; identical {len(common) - len(differ)}; "
+          f"SASS lines before {sum(len(v) for v in a.values())}")
+    for tag, names in (("ONLY BEFORE", only_a), ("ONLY AFTER", only_b), ("DIFFERS", differ)):
+        for k in names:
+            print(tag, k)
+    return 1 if only_a or only_b or differ else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
