@@ -455,9 +455,9 @@ void trace_plan(const char* label, const dsv4::cuda::attention_decode_plan& plan
   p.trace = tr;
   std::vector<unsigned long long> h(words);
   static const int slots[] = {k_adt_setup, k_adt_index, k_adt_issued, k_adt_landed, k_adt_query,
-                              k_adt_tile0, k_adt_s0,    k_adt_loop,   k_adt_end,    k_adt_merged};
+                              k_adt_tile0, k_adt_s0,    k_adt_loop,   k_adt_end};
   static const char* const names[] = {"setup", "index", "issued", "landed", "query",
-                                      "tile0", "s0",    "loop",   "end",    "merged"};
+                                      "tile0", "s0",    "loop",   "end"};
   constexpr int n_slots = int(sizeof(slots) / sizeof(slots[0]));
   std::vector<std::vector<double>> med(n_slots), mx(n_slots), comb(3), span(1);
   int ctas = 0;
@@ -631,41 +631,6 @@ void bench_step_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t cap_c, __
       print_row((label_of("plan", made) + " graph r2").c_str(), shape, pms2, bytes16, flops);
       std::printf("    %s / plan (graph): %.3fx\n", tog_label, tms / std::min(pms, pms2));
     }
-  }
-  // plan.merge_counters (ATTN23): the last CTA of each group merges the rows, no combine launch;
-  // event-timed and traced, then graph replays alternating with the plan as made (three rounds).
-  if (made.splits >= 2 && made.splits <= 4 && made.partials_bf16 && made.alt && made.producer) {
-    const int64_t groups = (H + 63) / 64;
-    unsigned* counters = device_alloc<unsigned>(size_t(T * groups));
-    CHECK(cudaMemset(counters, 0, size_t(T * groups) * 4));
-    auto mp = made;
-    mp.merge_counters = counters;
-    row("merge", mp, true);
-    std::printf("    merge vs plan out: %s\n",
-                rel_diff(out16, ref, n_out) == 0 ? "bit-equal" : "DIFFER");
-    row("plan r3", made, false);
-    row("merge r2", mp, false);
-    double pg[3], mg[3];
-    for (int r = 0; r < 3; ++r) {
-      pg[r] = time_graph_ms(st, [&] { CHECK(run_on(made, out16, st)); });
-      mg[r] = time_graph_ms(st, [&] { CHECK(run_on(mp, out16, st)); });
-      print_row((label_of("plan", made) + " graph m" + std::to_string(r)).c_str(), shape, pg[r],
-                bytes16, flops);
-      print_row((label_of("merge", mp) + " graph m" + std::to_string(r)).c_str(), shape, mg[r],
-                bytes16, flops);
-    }
-    std::sort(pg, pg + 3);
-    std::sort(mg, mg + 3);
-    std::printf("    merge / plan (graph, medians of 3 alternating): %.2f / %.2f us = %.3fx\n",
-                mg[1] * 1e3, pg[1] * 1e3, mg[1] / pg[1]);
-    const double diff = rel_diff(out16, ref, n_out);
-    std::printf("    merge graph out vs plan out: %s\n", diff == 0 ? "bit-equal" : "DIFFER");
-    std::vector<unsigned> hc(size_t(T * groups));
-    CHECK(cudaMemcpy(hc.data(), counters, hc.size() * 4, cudaMemcpyDeviceToHost));
-    size_t nonzero = 0;
-    for (unsigned c : hc) nonzero += c != 0;
-    std::printf("    merge counters left nonzero: %zu of %zu\n", nonzero, hc.size());
-    cudaFree(counters);
   }
   // The key loop's two bounds on the plan (plan.diag, output undefined): the consumers alone (no
   // row copies) and the ring alone (no products), traced.

@@ -1086,98 +1086,6 @@ __device__ __forceinline__ void store2(__nv_bfloat16* p, float a, float b) {
   *reinterpret_cast<uint32_t*>(p) = pack_bf16x2(a, b);
 }
 
-// plan.merge_counters (ATTN23): the last split CTA of a (token, head group) merges the bf16
-// partial rows. Another CTA's rows are read from L2 (.cg: never a line of this SM's L1),
-// evict_first as the row combine reads them.
-__device__ __forceinline__ uint2 load_raw4_cg_first(const __nv_bfloat16* p, uint64_t policy) {
-  uint2 v;
-  asm volatile("ld.global.cg.L2::cache_hint.v2.b32 {%0, %1}, [%2], %3;"
-               : "=r"(v.x), "=r"(v.y)
-               : "l"(p), "l"(policy)
-               : "memory");
-  return v;
-}
-constexpr int k_merge_max_splits = 4;
-// The consumer thread's positions of rows h0, h1 (store_split_partial_bf16's layout: position
-// 16 g + 4 (lane % 4) of the half, g < 16) merged over the splits in order in the row combine's
-// arithmetic (merge_row_weights<4>, the fma chain in split order skipping zero weights, times
-// 1 / D), so the output equals attention_decode_combine_rows's bit for bit. Every split's rows
-// are read back from L2, this CTA's own too (a version taking its own values from registers put
-// the other splits' rows in a stack array: the slot picked by the run-time split index), the 16
-// positions of a row of all splits at once (64 loads in flight per thread at 4 splits), before
-// their weights are known (a split without keys wrote no row: its bytes are loaded, not used).
-template <typename act_t>
-__device__ __forceinline__ void merge_split_rows(int splits, int half, int lane, int64_t t,
-                                                 int64_t h0, int64_t h1, int heads,
-                                                 const __nv_bfloat16* part_o, const float2* part_ml,
-                                                 const float* sinks, act_t* out) {
-  constexpr int ms = k_merge_max_splits;
-  const uint64_t first = l2_policy_evict_first();
-  const int col = half * 256 + 4 * (lane % 4);
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const int64_t h = i ? h1 : h0;
-    if (h >= heads) continue;
-    float2 v[ms];
-#pragma unroll
-    for (int r = 0; r < ms; ++r)
-      v[r] = r < splits ? __ldcg(part_ml + (t * splits + r) * heads + h)
-                        : make_float2(-INFINITY, 0.0f);
-    uint2 x[ms][16];
-#pragma unroll
-    for (int r = 0; r < ms; ++r)
-      if (r < splits) {
-        const __nv_bfloat16* const src = part_o + ((t * splits + r) * heads + h) * k_d + col;
-#pragma unroll
-        for (int g = 0; g < 16; ++g) x[r][g] = load_raw4_cg_first(src + 16 * g, first);
-      }
-    float w[ms + 1];
-    merge_row_weights<ms>(v, splits, sinks[h] * k_log2e, w);
-    const float inv = w[ms];
-    act_t* const dst = out + (t * heads + h) * k_d + half * 256 + 2 * (lane % 4);
-#pragma unroll
-    for (int g = 0; g < 16; ++g) {
-      float4 o = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-#pragma unroll
-      for (int r = 0; r < ms; ++r) {
-        if (r < splits && w[r] != 0.0f) {
-          const float4 xv = widen_bf16x4(x[r][g].x, x[r][g].y);
-          o.x = __fmaf_rn(w[r], xv.x, o.x);
-          o.y = __fmaf_rn(w[r], xv.y, o.y);
-          o.z = __fmaf_rn(w[r], xv.z, o.z);
-          o.w = __fmaf_rn(w[r], xv.w, o.w);
-        }
-      }
-      store2(dst + 16 * g, __fmul_rn(o.x, inv), __fmul_rn(o.y, inv));
-      store2(dst + 16 * g + 8, __fmul_rn(o.z, inv), __fmul_rn(o.w, inv));
-    }
-  }
-}
-// The merge hand-off, called by the threads that stored the CTA's partials and (m, l) (the
-// consumers, or every thread of a CTA without keys) after their stores: whether this CTA is the
-// group's last (to every caller); the last one resets the counter for the next launch.
-__device__ __forceinline__ bool merge_is_last(unsigned* counter, int splits, unsigned* flag,
-                                              bool consumers_only) {
-  __threadfence();  // this thread's partial stores are visible device-wide before the count
-  if (consumers_only)
-    mbar::named_sync(1, k_threads);
-  else
-    __syncthreads();
-  if (threadIdx.x == 0) {
-    const bool last = atomicAdd(counter, 1u) == unsigned(splits - 1);
-    if (last) {
-      atomicExch(counter, 0u);
-      __threadfence();  // the other CTAs' stores before this CTA's loads
-    }
-    *flag = last ? 1u : 0u;
-  }
-  if (consumers_only)
-    mbar::named_sync(1, k_threads);
-  else
-    __syncthreads();
-  return *reinterpret_cast<volatile unsigned*>(flag) != 0;
-}
-
 // Consumer schedules of the warp-specialized kernel: in turn, alternate tiles (plan.alt).
 constexpr int k_ws_in_turn = 0;
 constexpr int k_ws_alt = 1;
@@ -1190,9 +1098,6 @@ constexpr int k_ws_fold = 2;
 constexpr int k_ws_split_keep = 3;
 // plan.partials_bf16 (split, alternate tiles): the partials stored as bf16 with L2 evict_last.
 constexpr int k_ws_split_bf16 = 4;
-// plan.merge_counters (split, alternate tiles, bf16 partials, 2-4 splits): k_ws_split_bf16, then
-// the group's last CTA merges the rows (merge_split_rows) instead of the combine kernel.
-constexpr int k_ws_split_merge = 5;
 // Run-time options of the ws kernel (`opts`), bench diagnoses (plan.diag): no row copies (the
 // consumers' chain alone) / no products (the ring alone).
 constexpr int k_ws_opt_no_load = 1;
@@ -1206,14 +1111,12 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     attention_decode_ws_kernel(const act_t* q, int heads, kv_rows<pool_t> window,
                                kv_rows<pool_t> comp, int cap_w, int cap_c, int keys_per_split,
                                int splits, float scale_log2, float* part_o, float2* part_ml,
-                               const float* sinks, act_t* out, int opts, unsigned long long* trace,
-                               unsigned* counters) {
+                               const float* sinks, act_t* out, int opts,
+                               unsigned long long* trace) {
   if (threadIdx.x == 0) trace_stamp(trace, 0, k_adt_entry);
   constexpr bool fold = mode == k_ws_fold;
   constexpr bool keep_l2 = mode == k_ws_split_keep;
-  constexpr bool merge = mode == k_ws_split_merge;
-  constexpr bool part_bf16 = mode == k_ws_split_bf16 || merge;
-  static_assert(!merge || (sched == k_ws_alt && std::is_same_v<pool_t, __nv_bfloat16>));
+  constexpr bool part_bf16 = mode == k_ws_split_bf16;
   constexpr bool records = pool_traits<pool_t>::records;
   static_assert(std::is_same_v<pool_t, __nv_bfloat16> || records);
   // Records stage their raw rows in the exchange area's part that only alt leaves free.
@@ -1269,17 +1172,6 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
   if (n_live == 0 && !fold) {  // uniform over the CTA: before any barrier
     if (threadIdx.x < k_rows && head0 + threadIdx.x < heads)
       part_ml[part + head0 + threadIdx.x] = make_float2(-INFINITY, 0.0f);
-    if constexpr (merge) {
-      // Counted like any split; as the last one it merges the others (its own weight is 0).
-      unsigned* const flag = reinterpret_cast<unsigned*>(smem + k_ws_ml);
-      if (merge_is_last(counters + t * gridDim.y + group, splits, flag, false) &&
-          threadIdx.x < k_threads) {
-        const int64_t h0 = head0 + (warp & 3) * 16 + lane / 4;
-        merge_split_rows(splits, warp >> 2, lane, t, h0, h0 + 8, heads,
-                         reinterpret_cast<const __nv_bfloat16*>(part_o), part_ml, sinks, out);
-        if (threadIdx.x == 0) trace_stamp(trace, 0, k_adt_merged);
-      }
-    }
     return;
   }
   if (threadIdx.x == 0) {
@@ -1938,14 +1830,6 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     else
       store_split_partial<keep_l2>(acc, m, l, half, lane, h0, h1, heads, part, part_o, part_ml);
     if (threadIdx.x == 0) trace_stamp(trace, 0, k_adt_end);
-    if constexpr (merge) {
-      unsigned* const flag = reinterpret_cast<unsigned*>(smem + k_ws_ml);
-      if (merge_is_last(counters + t * gridDim.y + group, splits, flag, true)) {
-        merge_split_rows(splits, half, lane, t, h0, h1, heads,
-                         reinterpret_cast<const __nv_bfloat16*>(part_o), part_ml, sinks, out);
-        if (threadIdx.x == 0) trace_stamp(trace, 0, k_adt_merged);
-      }
-    }
   };
 
   if (warp >= k_ws_consumers) {
@@ -2272,17 +2156,17 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
   const dim3 grid(unsigned(plan.splits), unsigned(groups), unsigned(tokens));
   // The warp-specialized split kernel `ws` (bf16 pools or FP8 records), then the combine unless
   // its one split folded the output (fold) or the bench skips it (plan.combine).
-  const auto launch_ws_split = [&](auto* ws, bool fold, bool keep, bool p16 = false,
-                                   bool merge = false) -> cudaError_t {
+  const auto launch_ws_split = [&](auto* ws, bool fold, bool keep,
+                                   bool p16 = false) -> cudaError_t {
     if (const cudaError_t e = allow_dynamic_smem(ws, k_ws_smem); e != cudaSuccess) return e;
-    if (const cudaError_t e = launch_pdl(
-            plan.pdl, ws, grid, dim3(k_ws_threads), k_ws_smem, stream, q, int(heads), window, comp,
-            int(plan.window_capacity), int(plan.comp_capacity), int(plan.keys_per_split),
-            int(plan.splits), scale * k_log2e, part_o, part_ml, sinks, out, ws_opts(plan),
-            plan.trace, merge ? plan.merge_counters : nullptr);
+    if (const cudaError_t e =
+            launch_pdl(plan.pdl, ws, grid, dim3(k_ws_threads), k_ws_smem, stream, q, int(heads),
+                       window, comp, int(plan.window_capacity), int(plan.comp_capacity),
+                       int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o, part_ml,
+                       sinks, out, ws_opts(plan), plan.trace);
         e != cudaSuccess)
       return e;
-    if (fold || merge || !plan.combine) return cudaGetLastError();
+    if (fold || !plan.combine) return cudaGetLastError();
     if (p16)
       return launch_combine_as<true>(heads, tokens, plan,
                                      reinterpret_cast<const __nv_bfloat16*>(part_o), part_ml, sinks,
@@ -2298,15 +2182,11 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
       // plan.partials_bf16: bf16 partials (with the L2 hints) on the same kernel and combine.
       const bool p16 = !fold && plan.partials_bf16 && plan.combine && ws_sched(plan) == k_ws_alt;
       const bool keep = !fold && plan.partials_l2 && plan.combine && ws_sched(plan) == k_ws_alt;
-      // plan.merge_counters: the last CTA of a group merges (2-4 splits, bf16 partials).
-      const bool merge =
-          p16 && plan.merge_counters && plan.splits >= 2 && plan.splits <= k_merge_max_splits;
-      auto* const ws = fold    ? ws_kernel<k_ws_fold, act_t>(plan)
-                       : merge ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_merge, act_t>
-                       : p16   ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_bf16, act_t>
-                       : keep  ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_keep, act_t>
-                               : ws_kernel<k_ws_split, act_t>(plan);
-      return launch_ws_split(ws, fold, keep, p16, merge);
+      auto* const ws = fold   ? ws_kernel<k_ws_fold, act_t>(plan)
+                       : p16  ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_bf16, act_t>
+                       : keep ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_keep, act_t>
+                              : ws_kernel<k_ws_split, act_t>(plan);
+      return launch_ws_split(ws, fold, keep, p16);
     }
   }
   if constexpr (pool_traits<pool_t>::records) {

@@ -107,28 +107,21 @@ struct attention_decode_plan {
   // main kernel (region 0) and the combine (region 1): word (region * 1024 + cta) * 16 + slot for
   // the first 1024 CTAs (attention_decode_trace_slot); null records nothing.
   unsigned long long* trace = nullptr;
-  // Opt-in (ATTN23 measurement): the last split CTA of each (token, head group) merges the
-  // splits' partial rows itself in the row combine's arithmetic (the combine's output bit for
-  // bit) and no combine kernel is launched. Counters: tokens * head groups 32-bit words, zero
-  // before the first launch; every launch leaves them zero. Taken only by bf16 pools on the
-  // alternate-tile kernel with bf16 partials and 2-4 splits (plan.combine on); ignored elsewhere.
-  unsigned* merge_counters = nullptr;
 };
 
 // plan.trace slots (bench_attention --trace).
 enum attention_decode_trace_slot : int {
-  k_adt_entry = 0,    // main and combine: kernel entry
-  k_adt_setup = 1,    // main: mbarriers initialized (ws) / combine: after griddepcontrol.wait
-  k_adt_index = 2,    // ws producer: the first tile's row references (index chain done)
-  k_adt_issued = 3,   // ws producer: every tile issued
-  k_adt_landed = 4,   // ws producer: every row landed
-  k_adt_query = 5,    // consumers: query tile in shared memory
-  k_adt_tile0 = 6,    // consumers: first tile's rows in shared memory
-  k_adt_s0 = 7,       // consumers: first tile's S complete
-  k_adt_loop = 8,     // consumers: key loop done
-  k_adt_end = 9,      // main and combine: thread 0 done (outputs / partials stored)
-  k_adt_smid = 10,    // value: the SM
-  k_adt_merged = 11,  // main, plan.merge_counters: the last CTA of its group has merged the rows
+  k_adt_entry = 0,   // main and combine: kernel entry
+  k_adt_setup = 1,   // main: mbarriers initialized (ws) / combine: after griddepcontrol.wait
+  k_adt_index = 2,   // ws producer: the first tile's row references (index chain done)
+  k_adt_issued = 3,  // ws producer: every tile issued
+  k_adt_landed = 4,  // ws producer: every row landed
+  k_adt_query = 5,   // consumers: query tile in shared memory
+  k_adt_tile0 = 6,   // consumers: first tile's rows in shared memory
+  k_adt_s0 = 7,      // consumers: first tile's S complete
+  k_adt_loop = 8,    // consumers: key loop done
+  k_adt_end = 9,     // main and combine: thread 0 done (outputs / partials stored)
+  k_adt_smid = 10,   // value: the SM
   k_adt_slots = 16,
   k_adt_max_ctas = 1024,
 };
