@@ -632,6 +632,15 @@ void bench_step_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t cap_c, __
       std::printf("    %s / plan (graph): %.3fx\n", tog_label, tms / std::min(pms, pms2));
     }
   }
+  // The key loop's two bounds on the plan (plan.diag, output undefined): the consumers alone (no
+  // row copies) and the ring alone (no products), traced.
+  if (made.producer) {
+    auto p = made;
+    p.diag = 1;
+    row("  consumers alone", p, true);
+    p.diag = 2;
+    row("  ring alone", p, true);
+  }
   if (!made.fold) {
     auto p = made;
     p.combine = false;

@@ -105,7 +105,12 @@ attention_decode_plan attention_decode_make_plan(int64_t tokens, int64_t heads, 
   // 394.8, the kernel without a combine 394.5). A merge of 2-16 splits by the last CTA of a group
   // (a device-wide counter per group; same run: Pro CSA T=32, 2 splits, 56.9 / 52.9 us; but HCA
   // 1M T=32, 4 splits, 128.3 / 131.3; Flash CSA T=32, 4 splits, 34.7 / 36.2; HCA 1M T=8, 16
-  // splits, 48.0 / 71.7) was removed in session 11.
+  // splits, 48.0 / 71.7) was removed in session 11. Re-measured on the bf16 partials (ATTN23,
+  // H200 2026-11-27, bench_attention --steps, same process, graph replay alternating, bit-equal
+  // to the row combine): the last CTA of a group reading the 2-4 splits' 64 KB rows back from L2
+  // took 9-12 us (~21 GB/s per SM; the combine spreads the same bytes over every SM): plan /
+  // merge Flash CSA T=32 (4 splits) 19.62 / 28.77 us, HCA 128K T=32 (4) 26.27 / 35.39, Pro CSA
+  // T=32 (2) 34.30 / 40.35. Removed again.
   p.fold = splits == 1;
   // The row combine (one warp per (token, head) row, attention_decode_combine_rows; the block
   // combine's output bit for bit) up to 8 splits. H100 2026-11-26 (ATTN10 helper,
