@@ -13,11 +13,21 @@
 
 namespace dsv4::cuda {
 
-// The CPU reference's expression and order: silu(min(g, L)) * clamp(u, -L, L).
-__device__ __forceinline__ float moe_swiglu_value(float g, float u, float limit) {
+// The CPU reference's expression and order: silu(min(g, L)) * clamp(u, -L, L), in two halves so
+// that an epilogue can compute many values up to the division before any division
+// (moe_prefill_wgmma_ws.cu, ws_store_tile): the same operations, so the same bits.
+struct moe_swiglu_terms {
+  float gc, uc, den;  // min(g, L), clamp(u, -L, L), 1 + exp(-gc)
+};
+__device__ __forceinline__ moe_swiglu_terms moe_swiglu_begin(float g, float u, float limit) {
   const float gc = fminf(g, limit);
-  const float uc = fminf(fmaxf(u, -limit), limit);
-  return gc / (1.0f + expf(-gc)) * uc;
+  return {gc, fminf(fmaxf(u, -limit), limit), 1.0f + expf(-gc)};
+}
+__device__ __forceinline__ float moe_swiglu_end(const moe_swiglu_terms& t) {
+  return t.gc / t.den * t.uc;
+}
+__device__ __forceinline__ float moe_swiglu_value(float g, float u, float limit) {
+  return moe_swiglu_end(moe_swiglu_begin(g, u, limit));
 }
 
 // Run by one whole block (blockDim.x a multiple of 32, at most 1024): groups the `pairs` entries

@@ -381,21 +381,19 @@ __device__ __forceinline__ void ws_store_tile(const float (&acc)[2][N / 2], cons
         }
       }
     if constexpr (UP) {
-      float gc[chunk][4], uc[chunk][4], d[chunk][4];
+      moe_swiglu_terms sw[chunk][4];
+      float v[chunk][4];
 #pragma unroll
       for (int b = 0; b < chunk; ++b)
 #pragma unroll
         for (int q = 0; q < 4; ++q) {
           const int j = 4 * (b0 + b) + q;
-          // moe_swiglu_value(acc[0][j] * fa, acc[1][j] * fb, limit) up to its division
-          gc[b][q] = fminf(acc[0][j] * fa, limit);
-          uc[b][q] = fminf(fmaxf(acc[1][j] * fb, -limit), limit);
-          d[b][q] = 1.0f + expf(-gc[b][q]);
+          sw[b][q] = moe_swiglu_begin(acc[0][j] * fa, acc[1][j] * fb, limit);
         }
 #pragma unroll
       for (int b = 0; b < chunk; ++b)
 #pragma unroll
-        for (int q = 0; q < 4; ++q) gc[b][q] = gc[b][q] / d[b][q] * uc[b][q];
+        for (int q = 0; q < 4; ++q) v[b][q] = moe_swiglu_end(sw[b][q]);
 #pragma unroll
       for (int b = 0; b < chunk; ++b)
 #pragma unroll
@@ -403,7 +401,7 @@ __device__ __forceinline__ void ws_store_tile(const float (&acc)[2][N / 2], cons
           const int u = q & 1, h = q >> 1;
           if (base[b][u] && row_ok[h])
             base[b][u][col[h]] =
-                act_from_f32<out_t>(pair_weights ? __fmul_rn(gc[b][q], pw[b][u]) : gc[b][q]);
+                act_from_f32<out_t>(pair_weights ? __fmul_rn(v[b][q], pw[b][u]) : v[b][q]);
         }
     } else {
 #pragma unroll
