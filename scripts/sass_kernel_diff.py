@@ -14,7 +14,21 @@ import re
 import subprocess
 import sys
 
-ANON = re.compile(r"_GLOBAL__N__[0-9a-f]+_\d+_[A-Za-z0-9_]+?_[0-9a-f]{8}")
+ANON_START = re.compile(r"(\d+)_GLOBAL__N__")
+
+
+def strip_anon(text):
+    """Replaces each length-prefixed anonymous-namespace identifier (<n>_GLOBAL__N__..., n
+    characters long, its tail a per-translation-unit hash and counter) by ANON."""
+    out, pos = [], 0
+    for m in ANON_START.finditer(text):
+        if m.start() < pos:
+            continue
+        out.append(text[pos:m.start()])
+        out.append("ANON")
+        pos = m.start(1) + len(m.group(1)) + int(m.group(1))
+    out.append(text[pos:])
+    return "".join(out)
 
 
 def kernels(objects):
@@ -27,12 +41,12 @@ def kernels(objects):
         for line in listing.splitlines():
             m = re.search(r"Function : (\S+)", line)
             if m:
-                name = ANON.sub("ANON", m.group(1))
+                name = strip_anon(m.group(1))
                 if name in out:
                     sys.exit(f"kernel listed twice: {name}")
                 out[name] = []
             elif name is not None and line.strip():
-                out[name].append(ANON.sub("ANON", line.strip()))
+                out[name].append(strip_anon(line.strip()))
     return out
 
 
