@@ -645,7 +645,7 @@ constexpr int k_part_stage_row = 2 * k_d + 16;
 __device__ __forceinline__ void store_split_partial_bf16_bulk(
     const float (&acc)[2][64], const float (&m)[2], const float (&l)[2], int half, int rg, int lane,
     int64_t head0, int heads, int64_t part, __nv_bfloat16* part_o, float2* part_ml,
-    unsigned char* stage, uint32_t stage_s) {
+    unsigned char* stage, uint32_t stage_s, bool line_stores) {
   auto acc_at = [&](int n, int e) { return acc[n >> 4][4 * (n & 15) + e]; };
   const int r0 = rg * 16 + lane / 4;
   unsigned char* const row0 = stage + r0 * k_part_stage_row + half * 512 + 8 * (lane % 4);
@@ -656,6 +656,28 @@ __device__ __forceinline__ void store_split_partial_bf16_bulk(
         pack_bf16x2(acc_at(n, 0), acc_at(n, 1)), pack_bf16x2(acc_at(n + 1, 0), acc_at(n + 1, 1)));
     *reinterpret_cast<uint2*>(row1 + 16 * n) = make_uint2(
         pack_bf16x2(acc_at(n, 2), acc_at(n, 3)), pack_bf16x2(acc_at(n + 1, 2), acc_at(n + 1, 3)));
+  }
+  if (line_stores) {
+    __syncwarp();
+    const uint64_t policy = l2_policy_evict_last();
+    uint4 v[16];
+#pragma unroll
+    for (int i = 0; i < 16; ++i)
+      v[i] = *reinterpret_cast<const uint4*>(stage + (rg * 16 + i) * k_part_stage_row + half * 512 +
+                                             16 * lane);
+#pragma unroll
+    for (int i = 0; i < 16; ++i)
+      if (head0 + rg * 16 + i < heads)
+        asm volatile("st.global.L2::cache_hint.v4.b32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(
+                         part_o + (part + head0 + rg * 16 + i) * k_d + half * 256 + 8 * lane),
+                     "r"(v[i].x), "r"(v[i].y), "r"(v[i].z), "r"(v[i].w), "l"(policy)
+                     : "memory");
+    const int64_t h0 = head0 + r0, h1 = h0 + 8;
+    if (half == 0 && lane % 4 == 0) {
+      if (h0 < heads) part_ml[part + h0] = make_float2(m[0], l[0]);
+      if (h1 < heads) part_ml[part + h1] = make_float2(m[1], l[1]);
+    }
+    return;
   }
   asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
   __syncwarp();
@@ -1151,6 +1173,9 @@ constexpr int k_ws_opt_divisions = 4;
 // plan.diag 8: bf16 partials by the fragments' 8-byte stores (store_split_partial_bf16, main's
 // before ATTN24) instead of the staged bulk copies; the same output bit for bit.
 constexpr int k_ws_opt_fragment_stores = 8;
+// plan.diag 16: the staged rows written by the warps themselves (16-byte loads from shared memory,
+// 512 contiguous bytes per warp store) instead of the bulk copies; the same output bit for bit.
+constexpr int k_ws_opt_line_stores = 16;
 
 // pool_t: bf16 rows, or FP8 records (kv_fp8_record: alternate tiles, split / fold modes).
 template <int sched, int mode, typename act_t, typename pool_t = __nv_bfloat16>
@@ -1882,7 +1907,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         mbar::named_sync(1, k_threads);
         store_split_partial_bf16_bulk(acc, m, l, half, rg, lane, head0, heads, part,
                                       reinterpret_cast<__nv_bfloat16*>(part_o), part_ml,
-                                      smem + k_ws_ring, k_s);
+                                      smem + k_ws_ring, k_s, (opts & k_ws_opt_line_stores) != 0);
       }
     } else
       store_split_partial<keep_l2>(acc, m, l, half, lane, h0, h1, heads, part, part_o, part_ml);
@@ -2160,11 +2185,12 @@ cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode
 
 // The ws kernel's run-time options (k_ws_opt_*: bench diagnoses).
 int ws_opts(const attention_decode_plan& plan) {
-  return plan.diag == 1   ? k_ws_opt_no_load
-         : plan.diag == 2 ? k_ws_opt_no_compute
-         : plan.diag == 4 ? k_ws_opt_divisions
-         : plan.diag == 8 ? k_ws_opt_fragment_stores
-                          : 0;
+  return plan.diag == 1    ? k_ws_opt_no_load
+         : plan.diag == 2  ? k_ws_opt_no_compute
+         : plan.diag == 4  ? k_ws_opt_divisions
+         : plan.diag == 8  ? k_ws_opt_fragment_stores
+         : plan.diag == 16 ? k_ws_opt_line_stores
+                           : 0;
 }
 // The consumer schedule a plan runs.
 int ws_sched(const attention_decode_plan& plan) {
