@@ -632,40 +632,6 @@ void bench_step_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t cap_c, __
       std::printf("    %s / plan (graph): %.3fx\n", tog_label, tms / std::min(pms, pms2));
     }
   }
-  // bf16 partials by the fragments' stores (plan.diag 8, main's epilogue before ATTN24) and by
-  // the warps' line stores from the staged rows (plan.diag 16) against the staged bulk copies of
-  // the plan: event rows traced (outputs checked bit for bit against the plan's), then graph
-  // replays alternating plan / frag / line three times.
-  if (made.producer && made.partials_bf16 && made.splits > 1) {
-    auto frag = made, line = made;
-    frag.diag = 8;
-    line.diag = 16;
-    row("frag stores", frag, true);
-    row("line stores", line, true);
-    double best_p = 1e30, best_f = 1e30, best_l = 1e30;
-    bool equal = true;
-    for (int r = 1; r <= 3; ++r) {
-      const double pms = time_graph_ms(st, [&] { CHECK(run_on(made, out16, st)); });
-      const double fms = time_graph_ms(st, [&] { CHECK(run_on(frag, out16, st)); });
-      equal = equal && rel_diff(out16, ref, n_out) == 0;
-      const double lms = time_graph_ms(st, [&] { CHECK(run_on(line, out16, st)); });
-      equal = equal && rel_diff(out16, ref, n_out) == 0;
-      char l[96];
-      std::snprintf(l, sizeof(l), "plan graph ab%d", r);
-      print_row(label_of(l, made).c_str(), shape, pms, bytes16, flops);
-      std::snprintf(l, sizeof(l), "frag stores graph ab%d", r);
-      print_row(label_of(l, frag).c_str(), shape, fms, bytes16, flops);
-      std::snprintf(l, sizeof(l), "line stores graph ab%d", r);
-      print_row(label_of(l, line).c_str(), shape, lms, bytes16, flops);
-      best_p = std::min(best_p, pms);
-      best_f = std::min(best_f, fms);
-      best_l = std::min(best_l, lms);
-    }
-    std::printf(
-        "    AB (graph, best of 3): frag stores / plan %.3fx, line stores / plan %.3fx; outputs "
-        "%s\n",
-        best_f / best_p, best_l / best_p, equal ? "bit-equal" : "DIFFER");
-  }
   // The key loop's two bounds on the plan (plan.diag, output undefined): the consumers alone (no
   // row copies) and the ring alone (no products), traced.
   if (made.producer) {

@@ -633,72 +633,6 @@ __device__ __forceinline__ void store_split_partial_bf16(const float (&acc)[2][6
   }
 }
 
-// The same rows in the same layout, staged through shared memory and written by the bulk-copy
-// unit as whole lines: the 8-byte fragment stores touch one 32-byte sector in each of 8 rows per
-// warp store (~32 GB/s per SM at Flash CSA T=32, H200). Rows of 1040 bytes (1024 + 16) in stage
-// (the consumed key ring): a warp's 8-byte staging store (8 rows x 32 bytes) then hits every bank
-// twice, the minimum for 256 bytes. Warp rg + 4 half owns query rows 16 rg .. 16 rg + 15 and row
-// bytes 512 half .. 512 half + 511 of each, so only its own lanes meet before the copies; lane i
-// < 16 copies row 16 rg + i (512 bytes) and waits until the unit has read it (the shared memory
-// must outlive the read; the grid's completion orders the writes before the combine).
-constexpr int k_part_stage_row = 2 * k_d + 16;
-__device__ __forceinline__ void store_split_partial_bf16_bulk(
-    const float (&acc)[2][64], const float (&m)[2], const float (&l)[2], int half, int rg, int lane,
-    int64_t head0, int heads, int64_t part, __nv_bfloat16* part_o, float2* part_ml,
-    unsigned char* stage, uint32_t stage_s, bool line_stores) {
-  auto acc_at = [&](int n, int e) { return acc[n >> 4][4 * (n & 15) + e]; };
-  const int r0 = rg * 16 + lane / 4;
-  unsigned char* const row0 = stage + r0 * k_part_stage_row + half * 512 + 8 * (lane % 4);
-  unsigned char* const row1 = row0 + 8 * k_part_stage_row;
-#pragma unroll
-  for (int n = 0; n < 32; n += 2) {
-    *reinterpret_cast<uint2*>(row0 + 16 * n) = make_uint2(
-        pack_bf16x2(acc_at(n, 0), acc_at(n, 1)), pack_bf16x2(acc_at(n + 1, 0), acc_at(n + 1, 1)));
-    *reinterpret_cast<uint2*>(row1 + 16 * n) = make_uint2(
-        pack_bf16x2(acc_at(n, 2), acc_at(n, 3)), pack_bf16x2(acc_at(n + 1, 2), acc_at(n + 1, 3)));
-  }
-  if (line_stores) {
-    __syncwarp();
-    const uint64_t policy = l2_policy_evict_last();
-    uint4 v[16];
-#pragma unroll
-    for (int i = 0; i < 16; ++i)
-      v[i] = *reinterpret_cast<const uint4*>(stage + (rg * 16 + i) * k_part_stage_row + half * 512 +
-                                             16 * lane);
-#pragma unroll
-    for (int i = 0; i < 16; ++i)
-      if (head0 + rg * 16 + i < heads)
-        asm volatile("st.global.L2::cache_hint.v4.b32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(
-                         part_o + (part + head0 + rg * 16 + i) * k_d + half * 256 + 8 * lane),
-                     "r"(v[i].x), "r"(v[i].y), "r"(v[i].z), "r"(v[i].w), "l"(policy)
-                     : "memory");
-    const int64_t h0 = head0 + r0, h1 = h0 + 8;
-    if (half == 0 && lane % 4 == 0) {
-      if (h0 < heads) part_ml[part + h0] = make_float2(m[0], l[0]);
-      if (h1 < heads) part_ml[part + h1] = make_float2(m[1], l[1]);
-    }
-    return;
-  }
-  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");
-  __syncwarp();
-  const int64_t h = head0 + rg * 16 + lane;
-  if (lane < 16 && h < heads) {
-    const uint64_t policy = l2_policy_evict_last();
-    const uint32_t src = stage_s + uint32_t((rg * 16 + lane) * k_part_stage_row + half * 512);
-    asm volatile(
-        "cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint [%0], [%1], 512, %2;\n"
-        "cp.async.bulk.commit_group;\n" ::"l"(part_o + (part + h) * k_d + half * 256),
-        "r"(src), "l"(policy)
-        : "memory");
-  }
-  const int64_t h0 = head0 + r0, h1 = h0 + 8;
-  if (half == 0 && lane % 4 == 0) {
-    if (h0 < heads) part_ml[part + h0] = make_float2(m[0], l[0]);
-    if (h1 < heads) part_ml[part + h1] = make_float2(m[1], l[1]);
-  }
-  if (lane < 16 && h < heads) asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
-}
-
 template <bool keep_l2 = false>
 __device__ __forceinline__ void store_split_partial(const float (&acc)[2][64], const float (&m)[2],
                                                     const float (&l)[2], int half, int lane,
@@ -1170,12 +1104,6 @@ constexpr int k_ws_opt_no_load = 1;
 constexpr int k_ws_opt_no_compute = 2;
 // FP8 records (plan.diag 4): references by 32-bit divisions even for power-of-two block sizes.
 constexpr int k_ws_opt_divisions = 4;
-// plan.diag 8: bf16 partials by the fragments' 8-byte stores (store_split_partial_bf16, main's
-// before ATTN24) instead of the staged bulk copies; the same output bit for bit.
-constexpr int k_ws_opt_fragment_stores = 8;
-// plan.diag 16: the staged rows written by the warps themselves (16-byte loads from shared memory,
-// 512 contiguous bytes per warp store) instead of the bulk copies; the same output bit for bit.
-constexpr int k_ws_opt_line_stores = 16;
 
 // pool_t: bf16 rows, or FP8 records (kv_fp8_record: alternate tiles, split / fold modes).
 template <int sched, int mode, typename act_t, typename pool_t = __nv_bfloat16>
@@ -1896,20 +1824,10 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     }
     if constexpr (fold)
       fold_epilogue(acc, m, l, half, h0, h1);
-    else if constexpr (part_bf16) {
-      if (opts & k_ws_opt_fragment_stores) {
-        store_split_partial_bf16(acc, m, l, half, lane, h0, h1, heads, part,
-                                 reinterpret_cast<__nv_bfloat16*>(part_o), part_ml);
-      } else {
-        // The key ring is free once both warpgroups are done with their last tiles (every tile
-        // landed before its products, and the products have completed).
-        static_assert(k_rows * k_part_stage_row <= k_ws_stages * k_tile_bytes);
-        mbar::named_sync(1, k_threads);
-        store_split_partial_bf16_bulk(acc, m, l, half, rg, lane, head0, heads, part,
-                                      reinterpret_cast<__nv_bfloat16*>(part_o), part_ml,
-                                      smem + k_ws_ring, k_s, (opts & k_ws_opt_line_stores) != 0);
-      }
-    } else
+    else if constexpr (part_bf16)
+      store_split_partial_bf16(acc, m, l, half, lane, h0, h1, heads, part,
+                               reinterpret_cast<__nv_bfloat16*>(part_o), part_ml);
+    else
       store_split_partial<keep_l2>(acc, m, l, half, lane, h0, h1, heads, part, part_o, part_ml);
     if (threadIdx.x == 0) trace_stamp(trace, 0, k_adt_end);
   };
@@ -2185,12 +2103,10 @@ cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode
 
 // The ws kernel's run-time options (k_ws_opt_*: bench diagnoses).
 int ws_opts(const attention_decode_plan& plan) {
-  return plan.diag == 1    ? k_ws_opt_no_load
-         : plan.diag == 2  ? k_ws_opt_no_compute
-         : plan.diag == 4  ? k_ws_opt_divisions
-         : plan.diag == 8  ? k_ws_opt_fragment_stores
-         : plan.diag == 16 ? k_ws_opt_line_stores
-                           : 0;
+  return plan.diag == 1   ? k_ws_opt_no_load
+         : plan.diag == 2 ? k_ws_opt_no_compute
+         : plan.diag == 4 ? k_ws_opt_divisions
+                          : 0;
 }
 // The consumer schedule a plan runs.
 int ws_sched(const attention_decode_plan& plan) {

@@ -94,10 +94,7 @@ struct attention_decode_plan {
   // Benchmark diagnosis only: 1 the warp-specialized kernel copies no rows (its consumers' chain
   // alone), 2 its consumers compute nothing (the ring alone), both with an undefined output; 4 the
   // FP8-record producer finds rows by 32-bit divisions even for power-of-two block sizes (the path
-  // of other block sizes: the same output; bench_attention --kv-fp8's 'refs by division' row);
-  // 8 the warp-specialized kernel's bf16 partials by the fragments' 8-byte stores instead of the
-  // staged bulk copies, 16 the staged rows by the warps' 16-byte stores (both the same output;
-  // bench_attention --steps' 'frag stores' / 'line stores' rows).
+  // of other block sizes: the same output; bench_attention --kv-fp8's 'refs by division' row).
   int diag = 0;
   // Benchmark breakdown only: false skips the combine launch (the output is then undefined).
   bool combine = true;
