@@ -140,6 +140,15 @@ attention_decode_plan attention_decode_make_plan(int64_t tokens, int64_t heads, 
   // 20.58 / 20.16 us), so f32 past 32 splits. Storing the bf16 pairs as they sit in the accumulator
   // (4 bytes per thread, half sectors) was slower than f32 (Flash CSA T=32 26.59 vs 24.83 us).
   p.partials_bf16 = splits > 1 && splits <= 32;
+  // Tried and dropped on the bf16 rows (ATTN24 helper, H200 2026-11-27, bench_attention --steps,
+  // one process, graph replays alternating, outputs bit-equal): the rows staged in the consumed
+  // key ring (1040-byte rows, conflict-free) after a barrier of both consumer warpgroups, then
+  // written as whole lines, by one cp.async.bulk of 512 bytes per row half, or by the warps'
+  // STG.128 (512 contiguous bytes per warp store). Key loop's end -> CTA's end 3.26 (bulk) / 2.27
+  // (lines) vs 1.95 us (fragment stores) at Flash CSA T=32; graph replay, fragment stores / bulk
+  // / lines: Flash CSA T=8 15.20 / 16.10 / 15.52 us, Flash CSA T=32 20.96 / 22.24 / 21.18, HCA
+  // 128K T=32 24.48 / 25.63 / 24.77, HCA 1M T=8 37.28 / 38.30 / 37.47. Whole lines do not store
+  // faster than the 8-byte stores (8 MB over the grid in ~2 us either way).
   // Tried and dropped (ATTN12 helper, H100 2026-11-26, same process, per-CTA traces): the partial
   // rows out through the consumed key ring as whole lines (STG.128 of 512 bytes per warp, or one
   // TMA bulk copy per row) instead of the fragments' 8-byte stores: 3.1-3.2 vs 2.6 us from the
