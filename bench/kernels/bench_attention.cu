@@ -21,6 +21,8 @@
 //                                measured (under ncu)
 //   bench_attention --indexer    the ceilings and the indexer cases only (T=1 and 32, 256K
 //                                entries, top-512 and top-1024; graph-replay rows)
+//   bench_attention --write-ceiling  the write ceiling rows (bench_write_ceiling) after the read
+//                                ceiling, before the other rows (--steps prints them too)
 //   bench_attention --small      where small decode steps spend their time: launch floors (an
 //                                empty grid shaped like the kernel, + a PDL launch), per case the
 //                                split plans of 2 tiles and the engine's (eager, graph replay,
@@ -322,6 +324,199 @@ void bench_small_floors() {
   std::printf("  floor: + PDL empty grid (64 x 128)                    %9.2f us\n", ms * 1e3);
 }
 
+// ---- write ceiling: the split partials' store pattern against plain stores ----
+// Each CTA writes its share of the buffer (contiguous units, grid-stride over units: 64 KB tiles,
+// or 4 KB units for the 16-byte patterns' full grid) with 256 threads, as the ws kernel's two
+// consumer warpgroups do:
+//   k_wc_plain16: st.global.v4 (a warp store: 512 contiguous bytes);
+//   k_wc_evl16: the same with the L2::evict_last cache hint (createpolicy.fractional 1.0);
+//   k_wc_frag8 / k_wc_frag8_plain: store_split_partial_bf16's pattern (tile = 64 rows x 1024 B;
+//     warp w: rows 16 (w % 4) + lane / 4 and + 8, half w / 4 of the row; 16 rounds of one 8-byte
+//     store per lane per row, so a warp store is one 32-byte sector in each of 8 rows), with and
+//     without evict_last.
+// Stamps (%globaltimer, optional): per CTA its entry (thread 0) and the end, after a barrier of
+// all threads' issued stores, or with fence, after each thread's membar.gl (its stores done).
+double time_graph_ms(cudaStream_t stream, const std::function<void()>& launch);
+enum : int { k_wc_plain16 = 0, k_wc_evl16 = 1, k_wc_frag8 = 2, k_wc_frag8_plain = 3 };
+constexpr int k_wc_threads = 256;
+constexpr int64_t k_wc_tile = 64 * 1024;
+
+__device__ __forceinline__ unsigned long long wc_now() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+template <int Mode, bool Fence>
+__global__ void __launch_bounds__(k_wc_threads)
+    write_ceiling_kernel(unsigned char* dst, int64_t tiles, int unit, unsigned long long* stamps) {
+  const unsigned long long t0 = stamps && threadIdx.x == 0 ? wc_now() : 0;
+  uint64_t policy = 0;
+  if constexpr (Mode == k_wc_evl16 || Mode == k_wc_frag8)
+    asm volatile("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  const uint32_t v = threadIdx.x * 0x9E3779B9u + blockIdx.x;  // any non-constant data
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+    unsigned char* base = dst + t * unit;
+    if constexpr (Mode == k_wc_plain16 || Mode == k_wc_evl16) {
+#pragma unroll 4
+      for (int i = 0; i < unit / (16 * k_wc_threads); ++i) {
+        unsigned char* p = base + (int64_t(i) * k_wc_threads + threadIdx.x) * 16;
+        if constexpr (Mode == k_wc_plain16)
+          asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(v), "r"(v + 1),
+                       "r"(v + 2), "r"(v + i)
+                       : "memory");
+        else
+          asm volatile("st.global.L2::cache_hint.v4.b32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(p),
+                       "r"(v), "r"(v + 1), "r"(v + 2), "r"(v + i), "l"(policy)
+                       : "memory");
+      }
+    } else {
+      const int half = warp / 4, h0 = 16 * (warp % 4) + lane / 4, h1 = h0 + 8;
+#pragma unroll
+      for (int n = 0; n < 32; n += 2) {
+        const int pos = (half * 256 + (n >> 1) * 16 + 4 * (lane % 4)) * 2;  // bytes
+        unsigned char* p0 = base + h0 * 1024 + pos;
+        unsigned char* p1 = base + h1 * 1024 + pos;
+        if constexpr (Mode == k_wc_frag8) {
+          asm volatile("st.global.L2::cache_hint.v2.b32 [%0], {%1, %2}, %3;" ::"l"(p0), "r"(v),
+                       "r"(v + n), "l"(policy)
+                       : "memory");
+          asm volatile("st.global.L2::cache_hint.v2.b32 [%0], {%1, %2}, %3;" ::"l"(p1), "r"(v),
+                       "r"(v - n), "l"(policy)
+                       : "memory");
+        } else {
+          asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(p0), "r"(v), "r"(v + n) : "memory");
+          asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(p1), "r"(v), "r"(v - n) : "memory");
+        }
+      }
+    }
+  }
+  if (stamps) {
+    if constexpr (Fence) __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      stamps[2 * blockIdx.x] = t0;
+      stamps[2 * blockIdx.x + 1] = wc_now();
+    }
+  }
+}
+
+template <int Mode, bool Fence>
+void launch_write_ceiling(int ctas, int smem, unsigned char* dst, int64_t tiles, int unit,
+                          unsigned long long* stamps, cudaStream_t s) {
+  write_ceiling_kernel<Mode, Fence><<<ctas, k_wc_threads, smem, s>>>(dst, tiles, unit, stamps);
+  CHECK(cudaGetLastError());
+}
+
+// Median over replays (L2 flushed before each) of the median CTA's span (entry -> end) and the
+// grid's span (first entry -> last end), us.
+template <int Mode, bool Fence>
+void trace_write_ceiling(int ctas, int smem, unsigned char* dst, int64_t tiles, int unit,
+                         double& cta_us, double& grid_us) {
+  constexpr int reps = 31;
+  unsigned long long* st = device_alloc<unsigned long long>(size_t(2) * ctas);
+  std::vector<unsigned long long> h(size_t(2) * ctas);
+  std::vector<double> cta, grid;
+  for (int r = 0; r < reps + 2; ++r) {
+    flush_read_kernel<<<1024, 512>>>(static_cast<const float4*>(g_flush), g_flush_bytes / 16,
+                                     g_flush_sink);
+    CHECK(cudaDeviceSynchronize());
+    launch_write_ceiling<Mode, Fence>(ctas, smem, dst, tiles, unit, st, 0);
+    CHECK(cudaDeviceSynchronize());
+    CHECK(cudaMemcpy(h.data(), st, h.size() * 8, cudaMemcpyDeviceToHost));
+    if (r < 2) continue;
+    unsigned long long lo = ~0ull, hi = 0;
+    std::vector<double> span(static_cast<size_t>(ctas));
+    for (int c = 0; c < ctas; ++c) {
+      lo = std::min(lo, h[2 * size_t(c)]);
+      hi = std::max(hi, h[2 * size_t(c) + 1]);
+      span[size_t(c)] = double(int64_t(h[2 * size_t(c) + 1] - h[2 * size_t(c)])) * 1e-3;
+    }
+    std::sort(span.begin(), span.end());
+    cta.push_back(span[span.size() / 2]);
+    grid.push_back(double(int64_t(hi - lo)) * 1e-3);
+  }
+  std::sort(cta.begin(), cta.end());
+  std::sort(grid.begin(), grid.end());
+  cta_us = cta[cta.size() / 2];
+  grid_us = grid[grid.size() / 2];
+  cudaFree(st);
+}
+
+// The rows: per pattern, buffer size (8 / 32 MB) and grid (128 CTAs, one per SM: each CTA takes
+// 120 KB of shared memory; and the full grid), the graph-replay time (L2 flushed
+// before each replay) less the empty kernel's, and the %globaltimer spans: issue (all stores
+// issued) and fenced (all stores done), GB/s on the fenced grid span.
+void bench_write_ceiling(int sms) {
+  const int one_per_sm_smem = 120 * 1024;
+  CHECK(cudaFuncSetAttribute(write_ceiling_kernel<k_wc_plain16, false>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, one_per_sm_smem));
+  CHECK(cudaFuncSetAttribute(write_ceiling_kernel<k_wc_evl16, false>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, one_per_sm_smem));
+  CHECK(cudaFuncSetAttribute(write_ceiling_kernel<k_wc_frag8, false>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, one_per_sm_smem));
+  CHECK(cudaFuncSetAttribute(write_ceiling_kernel<k_wc_frag8_plain, false>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, one_per_sm_smem));
+  CHECK(cudaFuncSetAttribute(write_ceiling_kernel<k_wc_plain16, true>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, one_per_sm_smem));
+  CHECK(cudaFuncSetAttribute(write_ceiling_kernel<k_wc_evl16, true>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, one_per_sm_smem));
+  CHECK(cudaFuncSetAttribute(write_ceiling_kernel<k_wc_frag8, true>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, one_per_sm_smem));
+  CHECK(cudaFuncSetAttribute(write_ceiling_kernel<k_wc_frag8_plain, true>,
+                             cudaFuncAttributeMaxDynamicSharedMemorySize, one_per_sm_smem));
+  cudaStream_t s;
+  CHECK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  const double floor_ms = time_graph_ms(s, [&] { empty_kernel<<<1, 32, 0, s>>>(); });
+  unsigned char* buf = device_alloc<unsigned char>(size_t(32) << 20);
+  std::printf(
+      "write ceiling (256 threads per CTA, 64 KB tiles; graph replay less the empty kernel's "
+      "%.2f us; spans: %%globaltimer, median of 31, median CTA / grid):\n"
+      "  %-20s %3s %5s %9s %9s %9s %9s %9s %9s %9s\n",
+      floor_ms * 1e3, "pattern", "MB", "CTAs", "graph us", "-floor", "GB/s", "issue cta",
+      "issue grd", "fence grd", "GB/s fnc");
+  struct pattern {
+    const char* name;
+    bool frag;
+    void (*launch)(int, int, unsigned char*, int64_t, int, unsigned long long*, cudaStream_t);
+    void (*trace_issue)(int, int, unsigned char*, int64_t, int, double&, double&);
+    void (*trace_fence)(int, int, unsigned char*, int64_t, int, double&, double&);
+  };
+  const pattern pats[] = {
+      {"16B plain", false, launch_write_ceiling<k_wc_plain16, false>,
+       trace_write_ceiling<k_wc_plain16, false>, trace_write_ceiling<k_wc_plain16, true>},
+      {"16B evict_last", false, launch_write_ceiling<k_wc_evl16, false>,
+       trace_write_ceiling<k_wc_evl16, false>, trace_write_ceiling<k_wc_evl16, true>},
+      {"8B frag evict_last", true, launch_write_ceiling<k_wc_frag8, false>,
+       trace_write_ceiling<k_wc_frag8, false>, trace_write_ceiling<k_wc_frag8, true>},
+      {"8B frag plain", true, launch_write_ceiling<k_wc_frag8_plain, false>,
+       trace_write_ceiling<k_wc_frag8_plain, false>, trace_write_ceiling<k_wc_frag8_plain, true>},
+  };
+  for (int mb : {8, 32})
+    for (const bool full : {false, true})
+      for (const pattern& pt : pats) {
+        // 128 CTAs: 64 KB tiles, one CTA per SM. Full grid: the 16-byte patterns in 4 KB units
+        // over 1024 CTAs (~8 per SM, equal shares); the fragment pattern one CTA per 64 KB tile
+        // (its layout), no shared memory.
+        const int unit = full && !pt.frag ? 4096 : int(k_wc_tile);
+        const int64_t tiles = (int64_t(mb) << 20) / unit;
+        const int grid = !full ? 128 : pt.frag ? int(tiles) : 1024;
+        const int smem = full ? 0 : one_per_sm_smem;
+        const double ms =
+            time_graph_ms(s, [&] { pt.launch(grid, smem, buf, tiles, unit, nullptr, s); });
+        double ic, ig, fc, fg;
+        pt.trace_issue(grid, smem, buf, tiles, unit, ic, ig);
+        pt.trace_fence(grid, smem, buf, tiles, unit, fc, fg);
+        const double net_us = (ms - floor_ms) * 1e3;
+        const double bytes = double(int64_t(mb) << 20);
+        std::printf("  %-20s %3d %5d %9.2f %9.2f %9.1f %9.2f %9.2f %9.2f %9.1f\n", pt.name, mb,
+                    grid, ms * 1e3, net_us, bytes / (net_us * 1e-6) / 1e9, ic, ig, fg,
+                    bytes / (fg * 1e-6) / 1e9);
+      }
+  cudaFree(buf);
+  CHECK(cudaStreamDestroy(s));
+}
 // Max |a - b| / max |b| over two bf16 outputs.
 double rel_diff(const __nv_bfloat16* a, const __nv_bfloat16* b, size_t n) {
   std::vector<__nv_bfloat16> x(n), y(n);
@@ -2314,6 +2509,7 @@ int main(int argc, char** argv) {
   bool profile = false;  // --profile: the small decode cases, one timed launch each (for ncu)
   const char* cases = nullptr;  // --cases "T,H,hca|csa,CTX,TOPK;...": those cases, lean rows
   bool no_ceilings = false;     // --no-ceilings: with --cases (for ncu)
+  bool write_ceiling = false;   // --write-ceiling: the write ceiling rows (also with --steps)
   bool wgmma_rates = false;     // --wgmma-rates: the S / P V wgmma shapes' issue rates only
   bool runs_given = false;
   const char* prefill_cases = nullptr;  // --prefill-cases "T,H,hca|csau|csas,CTX,TOPK;..."
@@ -2342,6 +2538,8 @@ int main(int argc, char** argv) {
       no_ceilings = true;
     else if (std::strcmp(argv[i], "--small") == 0)
       g_small = true;
+    else if (std::strcmp(argv[i], "--write-ceiling") == 0)
+      write_ceiling = true;
     else if (std::strcmp(argv[i], "--steps") == 0)
       g_steps = true;
     else if (std::strcmp(argv[i], "--twice") == 0)
@@ -2471,6 +2669,7 @@ int main(int argc, char** argv) {
     const double ms = time_ms([] { empty_kernel<<<1, 32>>>(); });
     std::printf("launch floor (empty kernel, event-timed): %.2f us\n", ms * 1e3);
   }
+  if (g_steps || write_ceiling) bench_write_ceiling(sms);
   if (g_prefill) {
     if (prefill_cases) {
       if (!run_prefill_cases(sms, prefill_cases)) return 2;
