@@ -1,0 +1,92 @@
+// The warp-specialized split-KV decode kernel's design, shared-memory layout, register split,
+// consumer schedules and kernel modes (attention_decode.cu).
+#pragma once
+
+#include "backends/cuda/attention_decode_common.cuh"
+
+namespace dsv4::cuda {
+
+namespace {
+
+// ---- Warp-specialized wgmma kernel (plan.producer, bf16 pools) ----
+// The same tiles, products, exchange, softmax and partial outputs as attention_decode_kernel<wg>,
+// with the loads moved to a producer warpgroup (warps 8..11): it turns slot indices into row
+// pointers (indices register-prefetched 3 tiles ahead), issues each tile's 32 rows with cp.async
+// into a 4-stage ring and publishes a stage on its `full` mbarrier as the rows land (each
+// thread's cp.async.mbarrier.arrive.noinc: the hardware arrives for the thread once its copies
+// are complete, so the producer never waits for its own rows, only for free stages; 128 such
+// arrivals + one release arrival for the validity mask); the 8 consumer warps wait on `full`,
+// fence the async proxy, compute, and release the stage on its `empty` mbarrier (one arrival per
+// warp). ATTN11 helper (H100 2026-11-26, bench_attention --alt-rows, same process): the
+// producer used to publish tile j - 3 after cp.async.wait_group while issuing tile j (and, under
+// alt, the issued tiles but the newest before blocking on a stage, plan.publish_early), so it
+// waited for its rows in order and issued the next tile late; arrive.noinc: HCA 1M T=32 120.1 ->
+// 101.8 us, Pro HCA 1M T=64 404.4 -> 344.4, HCA 1M T=8 45.4 -> 41.0, Flash CSA T=32 27.3 ->
+// 26.6, bit-identical outputs (main's / this binary, same call, plan rows of --cases: 139.1 ->
+// 117.2, 371.0 -> 338.2). Tried and dropped there: the rows of tile j + 1 or j + 2 brought into
+// L2 by the TMA unit (cp.async.bulk.prefetch.L2, one per 1 KB row) while issuing tile j,
+// 0.59-0.75x at the HCA 1M shapes, 0.93x at Flash CSA T=32 (with arrive.noinc 0.73-0.86x).
+// Where the time goes after it (same helper, H100, --alt-rows with plan.diag, second round):
+// alt / consumers alone (no row copies) / ring alone (no products): HCA 1M T=32 102.9 / 78.9 /
+// 95.7 us, Pro HCA 1M T=64 333.0 / 256.8 / 199.2, HCA 1M T=8 41.3 / 33.5 / 35.2, Flash CSA T=32
+// 26.4 / 22.3 / 21.7: neither bound alone, the consumers' chain the larger. wgmma issue rates
+// (bench_attention --wgmma-rates, one CTA per SM, two warpgroups sharing the pipe; cycles per
+// wgmma of the SM): S's SS m64n32k16 24 (shared-memory bound: A 2 KB + B 1 KB at 128 B per
+// cycle, 67% of the tensor peak), SS m64n64k16 32 (100%), RS m64n32k16 18.5 (87%), P V's RS
+// m64n128k16 64 (100%): a tile costs >= 32 x 24 + 8 x 64 = 1280 pipe cycles, and the consumers
+// alone take ~1.8-2.0 K (Pro HCA 1M T=64: 0.99 us per tile). S on m64n64k16 over tile pairs (the
+// ring in a paired layout: column blocks of 64 rows, two adjacent stages one B operand) measured
+// in the in-turn schedule (bit-equal to it): 1.02-1.11x in-turn but 0.74-0.76x alt (HCA 1M T=32
+// 139.1 vs 102.9 us, Pro HCA 1M T=64 440.1 vs 333.0); dropped. Under alt it cannot fit: the
+// owner of pair p + 2 issues its S while pairs p (the partner's P V) and p + 1 are held, 6 stages
+// of 32 KB beside the 64 KB query tile.
+// The consumers never meet in a CTA-wide barrier inside the loop: the two warps of a row group
+// (w, w + 4) meet on a named barrier of 64 threads for the score exchange, double-buffered by
+// tile parity (the partner reads tile k's half before it arrives at tile k + 1's barrier, which
+// the writer of tile k + 2 has passed). Per tile a 32-bit validity mask replaces the per-slot
+// flags, and the accumulator rescale is skipped when no row maximum of the warp changed
+// (multiplying by 1 is the identity, so the result is the same bit for bit).
+constexpr int k_ws_stages = 4;
+constexpr int k_ws_consumers = k_warps;  // warps 0..7 compute, warps 8..11 load
+constexpr int k_ws_producers = 4;        // one warpgroup (setmaxnreg works per warpgroup)
+constexpr int k_ws_threads = (k_ws_consumers + k_ws_producers) * k_warp_size;
+// Registers: 384 threads give 168 each at entry; the producers drop to 56 (40 spilled), the
+// consumers take 224 (as the synchronous kernel: 128 accumulators of 256 output channels per
+// thread, no spill); 128 x 56 + 256 x 224 <= 64 K.
+constexpr int k_ws_producer_regs = 56;
+constexpr int k_ws_consumer_regs = 224;
+static_assert(128 * k_ws_producer_regs + 256 * k_ws_consumer_regs <= 65536);
+constexpr int k_ws_rows_per_producer = k_tile / k_ws_producers;
+constexpr int k_ws_ring = k_q_bytes;  // offsets in shared memory
+constexpr int k_ws_xchg = k_ws_ring + k_ws_stages * k_tile_bytes;
+constexpr int k_ws_masks = k_ws_xchg + 2 * k_xchg_bytes;
+constexpr int k_ws_bars = k_ws_masks + k_ws_stages * 4;   // full[stages], empty[stages]
+constexpr int k_ws_ml = k_ws_bars + 2 * k_ws_stages * 8;  // spare 512 B (was the fused (m, l))
+constexpr int k_ws_smem = k_ws_ml + k_rows * 8;
+// FP8 records: the spare area holds the barriers of the codes' bulk copies (stage, producer warp).
+constexpr int k_ws_raw_bars = k_ws_ml;
+static_assert(k_ws_stages * 4 * 8 <= k_rows * 8);
+static_assert(k_ws_smem <= 227 * 1024 && k_ws_bars % 8 == 0);
+
+// Consumer schedules of the warp-specialized kernel: in turn, alternate tiles (plan.alt).
+constexpr int k_ws_in_turn = 0;
+constexpr int k_ws_alt = 1;
+// Kernel modes: split (partials for the combine kernel), split with plan.fold, one split only (a
+// template mode, so that the split kernel's code is not touched by it). (Mode 1 was the fused
+// cluster kernel, removed in session 13; the numbers are kept.)
+constexpr int k_ws_split = 0;
+constexpr int k_ws_fold = 2;
+// plan.partials_l2 (split, alternate tiles): the partials stored with L2 evict_last.
+constexpr int k_ws_split_keep = 3;
+// plan.partials_bf16 (split, alternate tiles): the partials stored as bf16 with L2 evict_last.
+constexpr int k_ws_split_bf16 = 4;
+// Run-time options of the ws kernel (`opts`), bench diagnoses (plan.diag): no row copies (the
+// consumers' chain alone) / no products (the ring alone).
+constexpr int k_ws_opt_no_load = 1;
+constexpr int k_ws_opt_no_compute = 2;
+// FP8 records (plan.diag 4): references by 32-bit divisions even for power-of-two block sizes.
+constexpr int k_ws_opt_divisions = 4;
+
+}  // namespace
+
+}  // namespace dsv4::cuda
