@@ -158,6 +158,17 @@
 // floor 3.1-3.4 us). The fused cluster plan (removed in session 13; attention_decode_plan.cpp has
 // its figures) merged the splits over distributed shared memory instead of the combine: 8-10 us
 // from the key loop's end to the CTAs' exit.
+//
+// Files (one translation unit: every kernel is a template in the anonymous namespace, instantiated
+// by the launch code at the end of this file): attention_decode_common.cuh (geometry, pool traits,
+// trace stamps, tile layouts), attention_decode_loads.cuh (slot indices, key / record / query
+// tiles), attention_decode_partials.cuh (L2 policies, partial row stores),
+// attention_decode_sync.cuh (the synchronous kernel), attention_decode_ws_layout.cuh and
+// attention_decode_ws.cuh (the warp-specialized kernel: its design and layout, then the kernel),
+// attention_decode_ws_modes.h / .cpp (its schedules, modes and options, and their choice from a
+// plan), attention_decode_merge.cuh (the combine's merge weights, output stores),
+// attention_decode_combine.cuh (the combine kernels), attention_decode_wgmma.cuh (wgmma descriptors
+// and calls); the plan heuristics in attention_decode_plan.cpp.
 
 #include <algorithm>
 #include <cmath>
@@ -169,6 +180,7 @@
 #include "backends/cuda/attention_decode_sync.cuh"
 #include "backends/cuda/attention_decode_ws.cuh"
 #include "backends/cuda/attention_decode_ws_layout.cuh"
+#include "backends/cuda/attention_decode_ws_modes.h"
 #include "backends/cuda/kernel_attributes.h"
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/pdl.cuh"
@@ -225,20 +237,9 @@ cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode
             : launch_combine_as<false>(heads, tokens, plan, part_o, part_ml, sinks, out, stream);
 }
 
-// The ws kernel's run-time options (k_ws_opt_*: bench diagnoses).
-int ws_opts(const attention_decode_plan& plan) {
-  return plan.diag == 1   ? k_ws_opt_no_load
-         : plan.diag == 2 ? k_ws_opt_no_compute
-         : plan.diag == 4 ? k_ws_opt_divisions
-                          : 0;
-}
-// The consumer schedule a plan runs.
-int ws_sched(const attention_decode_plan& plan) {
-  return plan.alt ? k_ws_alt : k_ws_in_turn;
-}
 template <int mode, typename act_t>
 auto ws_kernel(const attention_decode_plan& plan) {
-  switch (ws_sched(plan)) {
+  switch (attention_decode_ws_sched(plan)) {
     case k_ws_alt:
       return attention_decode_ws_kernel<k_ws_alt, mode, act_t>;
     default:
@@ -287,7 +288,7 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
             launch_pdl(plan.pdl, ws, grid, dim3(k_ws_threads), k_ws_smem, stream, q, int(heads),
                        window, comp, int(plan.window_capacity), int(plan.comp_capacity),
                        int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o, part_ml,
-                       sinks, out, ws_opts(plan), plan.trace);
+                       sinks, out, attention_decode_ws_opts(plan), plan.trace);
         e != cudaSuccess)
       return e;
     if (fold || !plan.combine) return cudaGetLastError();
@@ -304,8 +305,10 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
       // plan.partials_l2: the alternate-tile split kernel keeps its partials in L2 for the
       // combine.
       // plan.partials_bf16: bf16 partials (with the L2 hints) on the same kernel and combine.
-      const bool p16 = !fold && plan.partials_bf16 && plan.combine && ws_sched(plan) == k_ws_alt;
-      const bool keep = !fold && plan.partials_l2 && plan.combine && ws_sched(plan) == k_ws_alt;
+      const bool p16 = !fold && plan.partials_bf16 && plan.combine &&
+                       attention_decode_ws_sched(plan) == k_ws_alt;
+      const bool keep =
+          !fold && plan.partials_l2 && plan.combine && attention_decode_ws_sched(plan) == k_ws_alt;
       auto* const ws = fold   ? ws_kernel<k_ws_fold, act_t>(plan)
                        : p16  ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_bf16, act_t>
                        : keep ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_keep, act_t>
@@ -316,7 +319,7 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
   if constexpr (pool_traits<pool_t>::records) {
     // FP8 records on the warp-specialized kernel wherever the plan runs it with alternate tiles
     // (the producer warpgroup dequantizes), so records take the bf16 pools' schedule and
-    // arithmetic; in turn (plan.alt off) they keep the synchronous kernel below.
+    // arithmetic; in turn (plan.alt off) they keep the synchronous kernel.
     if (plan.wgmma && plan.producer && plan.alt) {
       const bool fold = plan.fold && plan.splits == 1;
       const bool p16 = !fold && plan.partials_bf16 && plan.combine;

@@ -1,8 +1,9 @@
-// The warp-specialized split-KV decode kernel's design, shared-memory layout, register split,
-// consumer schedules and kernel modes (attention_decode.cu).
+// The warp-specialized split-KV decode kernel's design, shared-memory layout, register split
+// (attention_decode.cu; its schedules and modes: attention_decode_ws_modes.h).
 #pragma once
 
 #include "backends/cuda/attention_decode_common.cuh"
+#include "backends/cuda/attention_decode_ws_modes.h"
 
 namespace dsv4::cuda {
 
@@ -67,25 +68,6 @@ constexpr int k_ws_smem = k_ws_ml + k_rows * 8;
 constexpr int k_ws_raw_bars = k_ws_ml;
 static_assert(k_ws_stages * 4 * 8 <= k_rows * 8);
 static_assert(k_ws_smem <= 227 * 1024 && k_ws_bars % 8 == 0);
-
-// Consumer schedules of the warp-specialized kernel: in turn, alternate tiles (plan.alt).
-constexpr int k_ws_in_turn = 0;
-constexpr int k_ws_alt = 1;
-// Kernel modes: split (partials for the combine kernel), split with plan.fold, one split only (a
-// template mode, so that the split kernel's code is not touched by it). (Mode 1 was the fused
-// cluster kernel, removed in session 13; the numbers are kept.)
-constexpr int k_ws_split = 0;
-constexpr int k_ws_fold = 2;
-// plan.partials_l2 (split, alternate tiles): the partials stored with L2 evict_last.
-constexpr int k_ws_split_keep = 3;
-// plan.partials_bf16 (split, alternate tiles): the partials stored as bf16 with L2 evict_last.
-constexpr int k_ws_split_bf16 = 4;
-// Run-time options of the ws kernel (`opts`), bench diagnoses (plan.diag): no row copies (the
-// consumers' chain alone) / no products (the ring alone).
-constexpr int k_ws_opt_no_load = 1;
-constexpr int k_ws_opt_no_compute = 2;
-// FP8 records (plan.diag 4): references by 32-bit divisions even for power-of-two block sizes.
-constexpr int k_ws_opt_divisions = 4;
 
 }  // namespace
 

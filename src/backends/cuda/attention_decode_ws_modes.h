@@ -1,0 +1,35 @@
+// The warp-specialized decode kernel's consumer schedules, kernel modes and run-time options
+// (template and run-time arguments of attention_decode_ws_kernel, attention_decode_ws.cuh), and
+// the host's choice of them from a plan (attention_decode_ws_modes.cpp). No CUDA: the kernel and
+// the host launch code share these constants.
+#pragma once
+
+#include "backends/cuda/attention_decode.h"
+
+namespace dsv4::cuda {
+
+// Consumer schedules of the warp-specialized kernel: in turn, alternate tiles (plan.alt).
+constexpr int k_ws_in_turn = 0;
+constexpr int k_ws_alt = 1;
+// Kernel modes: split (partials for the combine kernel), split with plan.fold, one split only (a
+// template mode, so that the split kernel's code is not touched by it). (Mode 1 was the fused
+// cluster kernel, removed in session 13; the numbers are kept.)
+constexpr int k_ws_split = 0;
+constexpr int k_ws_fold = 2;
+// plan.partials_l2 (split, alternate tiles): the partials stored with L2 evict_last.
+constexpr int k_ws_split_keep = 3;
+// plan.partials_bf16 (split, alternate tiles): the partials stored as bf16 with L2 evict_last.
+constexpr int k_ws_split_bf16 = 4;
+// Run-time options of the ws kernel (`opts`), bench diagnoses (plan.diag): no row copies (the
+// consumers' chain alone) / no products (the ring alone).
+constexpr int k_ws_opt_no_load = 1;
+constexpr int k_ws_opt_no_compute = 2;
+// FP8 records (plan.diag 4): references by 32-bit divisions even for power-of-two block sizes.
+constexpr int k_ws_opt_divisions = 4;
+
+// The ws kernel's run-time options for a plan (k_ws_opt_*: bench diagnoses, plan.diag).
+int attention_decode_ws_opts(const attention_decode_plan& plan);
+// The consumer schedule a plan runs (k_ws_in_turn / k_ws_alt).
+int attention_decode_ws_sched(const attention_decode_plan& plan);
+
+}  // namespace dsv4::cuda
