@@ -10,6 +10,7 @@
 #include "backends/cuda/moe_decode_common.cuh"
 #include "backends/cuda/moe_decode_scales.h"
 #include "backends/cuda/moe_repack.h"
+#include "backends/cuda/uint4_words.cuh"
 
 namespace dsv4::cuda {
 
@@ -138,8 +139,8 @@ __device__ __forceinline__ void mma_round_per_word(float (&acc)[4], const round_
 #pragma unroll
   for (int w = 0; w < 4; ++w) {
     uint32_t p0[4], p1[4];
-    expand_word<RP>(w == 0 ? r.v[0].x : w == 1 ? r.v[0].y : w == 2 ? r.v[0].z : r.v[0].w, p0);
-    expand_word<RP>(w == 0 ? r.v[1].x : w == 1 ? r.v[1].y : w == 2 ? r.v[1].z : r.v[1].w, p1);
+    expand_word<RP>(word_of(r.v[0], w), p0);
+    expand_word<RP>(word_of(r.v[1], w), p1);
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       p0[j] = fp4mma::mul_bf16x2(p0[j], m1[0][w >> 1]);
@@ -201,8 +202,8 @@ __device__ __forceinline__ void mma_round(float (&acc)[4], const round_w<K>& r,
 #pragma unroll
   for (int w = 0; w < 4; ++w) {
     uint32_t p0[4], p1[4];
-    expand_word<RP>(w == 0 ? r.v[0].x : w == 1 ? r.v[0].y : w == 2 ? r.v[0].z : r.v[0].w, p0);
-    expand_word<RP>(w == 0 ? r.v[1].x : w == 1 ? r.v[1].y : w == 2 ? r.v[1].z : r.v[1].w, p1);
+    expand_word<RP>(word_of(r.v[0], w), p0);
+    expand_word<RP>(word_of(r.v[1], w), p1);
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
       p0[j] = fp4mma::mul_bf16x2(p0[j], m1[0][w >> 1]);
