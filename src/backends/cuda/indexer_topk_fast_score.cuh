@@ -68,7 +68,10 @@ constexpr int k_score_flag_quad = 4;
 constexpr int k_score_flag_rotate = 8;
 constexpr int k_score_flag_pingpong = 16;   // plan.score_pingpong
 constexpr int k_score_flag_list_once = 32;  // plan.list_once (score_list: one snapshot, no waits)
-constexpr int k_max_range_blocks = 1025;    // block ids of a CTA's range (keys_per_cta <= 1024 bs)
+// IDX17 A/B only (DSV4_IDX17_FLUSH): the score_three list kernel's histogram flush variant in
+// bits 6..7 (0 the loop, 1 unrolled, 2 unrolled + coarse sums by shuffles, 3 vec4 + coarse).
+constexpr int k_score_flag_flush_shift = 6;
+constexpr int k_max_range_blocks = 1025;  // block ids of a CTA's range (keys_per_cta <= 1024 bs)
 // Pool rows of the keys of passes j .. j + 7 (slot j % 8), computed `stages` passes ahead, one key
 // per thread, so the copy loop only reads them (no block division per copied chunk). FP8 keys
 // keep their scales in a ring alike.
@@ -821,6 +824,97 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
     if (hist_s[b]) atomicAdd(&hist[t * k_bins + b], hist_s[b]);
 }
 
+// One relaxed GPU-scope add of v at p + off_bytes when v is nonzero (what atomicAdd without a used
+// result compiles to, REDG.E.ADD.STRONG.GPU), predicated instead of branched around; the offset is
+// the instruction's immediate, so unrolled REDs share one address register pair.
+template <int off_bytes>
+__device__ __forceinline__ void red_add_nz(uint32_t* p, uint32_t v) {
+  asm volatile(
+      "{\n .reg .pred nz;\n setp.ne.u32 nz, %1, 0;\n"
+      " @nz red.relaxed.gpu.global.add.u32 [%0+%2], %1;\n}\n" ::"l"(p),
+      "r"(v), "n"(off_bytes)
+      : "memory");
+}
+template <int threads, int j = 0>
+__device__ __forceinline__ void red_bins_strided(uint32_t* p,
+                                                 const uint32_t (&v)[k_bins / threads]) {
+  if constexpr (j < k_bins / threads) {
+    red_add_nz<j * threads * 4>(p, v[j]);
+    red_bins_strided<threads, j + 1>(p, v);
+  }
+}
+template <int threads, int j = 0>
+__device__ __forceinline__ void red_bins_vec4(uint32_t* p, const uint4 (&v)[k_bins / threads / 4]) {
+  if constexpr (j < k_bins / threads / 4) {
+    red_add_nz<(j * threads * 4 + 0) * 4>(p, v[j].x);
+    red_add_nz<(j * threads * 4 + 1) * 4>(p, v[j].y);
+    red_add_nz<(j * threads * 4 + 2) * 4>(p, v[j].z);
+    red_add_nz<(j * threads * 4 + 3) * 4>(p, v[j].w);
+    red_bins_vec4<threads, j + 1>(p, v);
+  }
+}
+// Butterfly reduce-scatter of v[0 .. 2 o) over lane bits log2(o) .. 0 (each step keeps the half of
+// the values its lane bit selects and adds the partner's copy of it): lane l ends with v[0] = the
+// sum over its 2 o lanes of v[l % (2 o)].
+template <int o, int n>
+__device__ __forceinline__ void reduce_scatter(uint32_t (&v)[n], int lane) {
+  static_assert(2 * o <= n);
+  const bool up = (lane & o) != 0;
+#pragma unroll
+  for (int k = 0; k < o; ++k) {
+    const uint32_t send = up ? v[k] : v[k + o];
+    const uint32_t keep = up ? v[k + o] : v[k];
+    v[k] = keep + __shfl_xor_sync(0xffffffffu, send, o);
+  }
+  if constexpr (o > 1) reduce_scatter<o / 2>(v, lane);
+}
+// The CTA's histogram flush (k_bins bins of hist_s added to the token's hist; thread-uniform
+// variant). Variants 2 and 3 also add the CTA's coarse bins (16 fine bins each) to `coarse`
+// (non-null: plan.score_list), from the fine values already in registers; 0 and 1 leave that to
+// score_list_keys. 0: the strided loop; 1: unrolled, the 16 loads first, then 16 predicated REDs
+// off one base; 2: 1 + coarse sums by a 16-lane reduce-scatter (15 shuffles); 3: four 16-byte
+// loads of 4 neighbouring bins (stride 4 threads x 4 bins), coarse sums by a 4-lane reduce-scatter.
+template <int threads>
+__device__ __forceinline__ void flush_hist(const uint32_t* hist_s, uint32_t* hist, uint32_t* coarse,
+                                           int variant) {
+  constexpr int per = k_bins / threads;
+  static_assert(per == 16 && threads % 32 == 0, "16 bins per thread (the coarse bin width)");
+  const int lane = threadIdx.x % k_warp_size;
+  if (variant == 0) {
+    for (int b = threadIdx.x; b < k_bins; b += threads)
+      if (hist_s[b]) atomicAdd(&hist[b], hist_s[b]);
+  } else if (variant != 3) {
+    uint32_t v[per];
+#pragma unroll
+    for (int j = 0; j < per; ++j) v[j] = hist_s[threadIdx.x + j * threads];
+    red_bins_strided<threads>(hist + threadIdx.x, v);
+    if (variant == 2 && coarse != nullptr) {
+      // Bin threadIdx.x + threads j is in coarse bin threadIdx.x / 16 + (threads / 16) j: the 16
+      // lanes of a half warp share threadIdx.x / 16. Butterfly reduce-scatter over lane bits 3..0:
+      // lane l ends with the sum of v[l % 16] over its half warp.
+      reduce_scatter<8>(v, lane);
+      const int cb = int(threadIdx.x) / 16 + (threads / 16) * (lane % 16);
+      if (v[0]) atomicAdd(&coarse[cb], v[0]);
+    }
+  } else {
+    uint4 v[per / 4];
+#pragma unroll
+    for (int j = 0; j < per / 4; ++j)
+      v[j] = *reinterpret_cast<const uint4*>(hist_s + 4 * (threadIdx.x + j * threads));
+    red_bins_vec4<threads>(hist + 4 * threadIdx.x, v);
+    if (coarse != nullptr) {
+      // Bins 4 threadIdx.x + 4 threads j .. + 3 are in coarse bin threadIdx.x / 4 + (threads / 4)
+      // j: the 4 lanes of a quad share threadIdx.x / 4; reduce-scatter over lane bits 1..0.
+      uint32_t c[per / 4];
+#pragma unroll
+      for (int j = 0; j < per / 4; ++j) c[j] = v[j].x + v[j].y + v[j].z + v[j].w;
+      reduce_scatter<2>(c, lane);
+      const int cb = int(threadIdx.x) / 4 + (threads / 4) * (lane % 4);
+      if (c[0]) atomicAdd(&coarse[cb], c[0]);
+    }
+  }
+}
+
 // plan.score_list: snapshot reads of the coarse histogram before the listing proceeds with a thin
 // one (plan.list_once: one), k_list_sleep_ns apart.
 constexpr int k_list_tries = 24;
@@ -848,14 +942,16 @@ __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* s
                                              const float* sc, int64_t lo, int64_t hi, int64_t n,
                                              uint32_t k, const uint32_t* hist, uint32_t* coarse,
                                              uint32_t* count, unsigned long long* list,
-                                             int tries_max) {
+                                             int tries_max, bool coarse_added) {
   static_assert(threads == k_bins / 16, "one coarse bin per thread");
   const int lane = threadIdx.x % k_warp_size, warp = threadIdx.x / k_warp_size;
-  // This CTA's coarse bin threadIdx.x (rotated reads: 2-way bank conflicts instead of 16).
-  uint32_t mine = 0;
+  if (!coarse_added) {
+    // This CTA's coarse bin threadIdx.x (rotated reads: 2-way bank conflicts instead of 16).
+    uint32_t mine = 0;
 #pragma unroll
-  for (int j = 0; j < 16; ++j) mine += hist_s[16 * threadIdx.x + ((j + threadIdx.x) & 15)];
-  if (mine) atomicAdd(&coarse[threadIdx.x], mine);
+    for (int j = 0; j < 16; ++j) mine += hist_s[16 * threadIdx.x + ((j + threadIdx.x) & 15)];
+    if (mine) atomicAdd(&coarse[threadIdx.x], mine);
+  }
   // The CTA's first scores requested now (the rest, if any, in the listing loop).
   constexpr int pre = 4;
   float v[pre];
@@ -1232,17 +1328,23 @@ __global__ void __launch_bounds__(256, 3)
   trace_value(k_trace_score, 6, smid());
   __syncthreads();
   pdl_wait();
-  for (int b = threadIdx.x; b < k_bins; b += k_score_threads)
-    if (hist_s[b]) atomicAdd(&hist[t * k_bins + b], hist_s[b]);
+  trace_stamp_ext(0);
+  const int flush = list ? (flags >> k_score_flag_flush_shift) & 3 : 0;
+  // (The coarse bins with the flush: plan.score_list's listing follows, n > top_k.)
+  const bool coarse_added = list && n > top_k && flush >= 2;
+  flush_hist<k_score_threads>(hist_s, hist + t * k_bins,
+                              coarse_added ? coarse + t * k_bins : nullptr, flush);
   trace_stamp(k_trace_score, 7);  // (thread 0's share of the flush issued)
   if constexpr (list) {
     if (n > top_k)  // (n <= top_k: the select takes every entry)
       score_list_keys<k_score_threads>(hist_s, pass_scales, scores + t * score_stride, lo, hi, n,
                                        uint32_t(top_k), hist + t * k_bins, coarse + t * k_bins,
                                        &state[t].cand_count, cand_list + t * k_candidate_capacity,
-                                       (flags & k_score_flag_list_once) != 0 ? 1 : k_list_tries);
+                                       (flags & k_score_flag_list_once) != 0 ? 1 : k_list_tries,
+                                       coarse_added);
   }
   trace_stamp(k_trace_score, 2);
+  trace_hist_counts<k_score_threads>(hist_s, pass_scales + 64);
 }
 
 // Zeroes n16 16-byte words (the per-token state and histograms) and lets its programmatic
