@@ -88,11 +88,12 @@ void indexer_fast_plan_set_ctas_per_sm(indexer_fast_plan& p, int ctas_per_sm, in
   p.ctas_per_token = ceil_div(p.capacity, p.keys_per_cta);
 }
 
-// IDX17 A/B only: the score_list flush variant (flush_hist), DSV4_IDX17_FLUSH=0..3, read once.
+// IDX17 A/B only: the score_list flush variant (flush_hist), DSV4_IDX17_FLUSH=0, 1, 2, 4, 5, 6,
+// read once.
 static int idx17_flush() {
   static const int v = [] {
     const char* e = std::getenv("DSV4_IDX17_FLUSH");
-    return e != nullptr && e[0] >= '0' && e[0] <= '3' ? e[0] - '0' : 0;
+    return e != nullptr && e[0] >= '0' && e[0] <= '6' && e[0] != '3' ? e[0] - '0' : 0;
   }();
   return v;
 }

@@ -69,7 +69,7 @@ constexpr int k_score_flag_rotate = 8;
 constexpr int k_score_flag_pingpong = 16;   // plan.score_pingpong
 constexpr int k_score_flag_list_once = 32;  // plan.list_once (score_list: one snapshot, no waits)
 // IDX17 A/B only (DSV4_IDX17_FLUSH): the score_three list kernel's histogram flush variant in
-// bits 6..7 (0 the loop, 1 unrolled, 2 unrolled + coarse sums by shuffles, 3 vec4 + coarse).
+// bits 6..8 (flush_hist; 5 and 6 also load the listing's first scores before the flush).
 constexpr int k_score_flag_flush_shift = 6;
 constexpr int k_max_range_blocks = 1025;  // block ids of a CTA's range (keys_per_cta <= 1024 bs)
 // Pool rows of the keys of passes j .. j + 7 (slot j % 8), computed `stages` passes ahead, one key
@@ -843,16 +843,6 @@ __device__ __forceinline__ void red_bins_strided(uint32_t* p,
     red_bins_strided<threads, j + 1>(p, v);
   }
 }
-template <int threads, int j = 0>
-__device__ __forceinline__ void red_bins_vec4(uint32_t* p, const uint4 (&v)[k_bins / threads / 4]) {
-  if constexpr (j < k_bins / threads / 4) {
-    red_add_nz<(j * threads * 4 + 0) * 4>(p, v[j].x);
-    red_add_nz<(j * threads * 4 + 1) * 4>(p, v[j].y);
-    red_add_nz<(j * threads * 4 + 2) * 4>(p, v[j].z);
-    red_add_nz<(j * threads * 4 + 3) * 4>(p, v[j].w);
-    red_bins_vec4<threads, j + 1>(p, v);
-  }
-}
 // Butterfly reduce-scatter of v[0 .. 2 o) over lane bits log2(o) .. 0 (each step keeps the half of
 // the values its lane bit selects and adds the partner's copy of it): lane l ends with v[0] = the
 // sum over its 2 o lanes of v[l % (2 o)].
@@ -869,50 +859,50 @@ __device__ __forceinline__ void reduce_scatter(uint32_t (&v)[n], int lane) {
   if constexpr (o > 1) reduce_scatter<o / 2>(v, lane);
 }
 // The CTA's histogram flush (k_bins bins of hist_s added to the token's hist; thread-uniform
-// variant). Variants 2 and 3 also add the CTA's coarse bins (16 fine bins each) to `coarse`
-// (non-null: plan.score_list), from the fine values already in registers; 0 and 1 leave that to
-// score_list_keys. 0: the strided loop; 1: unrolled, the 16 loads first, then 16 predicated REDs
-// off one base; 2: 1 + coarse sums by a 16-lane reduce-scatter (15 shuffles); 3: four 16-byte
-// loads of 4 neighbouring bins (stride 4 threads x 4 bins), coarse sums by a 4-lane reduce-scatter.
+// variant; IDX17 A/B). With `coarse` non-null (plan.score_list's listing follows) variants >= 2
+// also add the CTA's coarse bins (16 fine bins each) from the fine values in registers, which
+// score_list_keys then skips. 0: the strided loop (main); 1: unrolled, the 16 loads first, then
+// 16 predicated REDs off one base; 2: 1 + coarse sums by a 16-lane reduce-scatter (15 shuffles),
+// the coarse REDs last; 4, 5: the coarse REDs first; 6: the coarse REDs only (`fine` false: the
+// fine REDs are deferred past the snapshot, flush_fine).
 template <int threads>
 __device__ __forceinline__ void flush_hist(const uint32_t* hist_s, uint32_t* hist, uint32_t* coarse,
-                                           int variant) {
+                                           int variant, bool fine) {
   constexpr int per = k_bins / threads;
   static_assert(per == 16 && threads % 32 == 0, "16 bins per thread (the coarse bin width)");
   const int lane = threadIdx.x % k_warp_size;
   if (variant == 0) {
     for (int b = threadIdx.x; b < k_bins; b += threads)
       if (hist_s[b]) atomicAdd(&hist[b], hist_s[b]);
-  } else if (variant != 3) {
-    uint32_t v[per];
-#pragma unroll
-    for (int j = 0; j < per; ++j) v[j] = hist_s[threadIdx.x + j * threads];
-    red_bins_strided<threads>(hist + threadIdx.x, v);
-    if (variant == 2 && coarse != nullptr) {
-      // Bin threadIdx.x + threads j is in coarse bin threadIdx.x / 16 + (threads / 16) j: the 16
-      // lanes of a half warp share threadIdx.x / 16. Butterfly reduce-scatter over lane bits 3..0:
-      // lane l ends with the sum of v[l % 16] over its half warp.
-      reduce_scatter<8>(v, lane);
-      const int cb = int(threadIdx.x) / 16 + (threads / 16) * (lane % 16);
-      if (v[0]) atomicAdd(&coarse[cb], v[0]);
-    }
-  } else {
-    uint4 v[per / 4];
-#pragma unroll
-    for (int j = 0; j < per / 4; ++j)
-      v[j] = *reinterpret_cast<const uint4*>(hist_s + 4 * (threadIdx.x + j * threads));
-    red_bins_vec4<threads>(hist + 4 * threadIdx.x, v);
-    if (coarse != nullptr) {
-      // Bins 4 threadIdx.x + 4 threads j .. + 3 are in coarse bin threadIdx.x / 4 + (threads / 4)
-      // j: the 4 lanes of a quad share threadIdx.x / 4; reduce-scatter over lane bits 1..0.
-      uint32_t c[per / 4];
-#pragma unroll
-      for (int j = 0; j < per / 4; ++j) c[j] = v[j].x + v[j].y + v[j].z + v[j].w;
-      reduce_scatter<2>(c, lane);
-      const int cb = int(threadIdx.x) / 4 + (threads / 4) * (lane % 4);
-      if (c[0]) atomicAdd(&coarse[cb], c[0]);
-    }
+    return;
   }
+  uint32_t v[per];
+#pragma unroll
+  for (int j = 0; j < per; ++j) v[j] = hist_s[threadIdx.x + j * threads];
+  // Bin threadIdx.x + threads j is in coarse bin threadIdx.x / 16 + (threads / 16) j: the 16
+  // lanes of a half warp share threadIdx.x / 16. Butterfly reduce-scatter over lane bits 3..0:
+  // lane l ends with the sum of v[l % 16] over its half warp.
+  const int cb = int(threadIdx.x) / 16 + (threads / 16) * (lane % 16);
+  if (coarse != nullptr && variant >= 4) {
+    uint32_t c[per];
+#pragma unroll
+    for (int j = 0; j < per; ++j) c[j] = v[j];
+    reduce_scatter<8>(c, lane);
+    if (c[0]) atomicAdd(&coarse[cb], c[0]);
+  }
+  if (fine) red_bins_strided<threads>(hist + threadIdx.x, v);
+  if (coarse != nullptr && variant == 2) {
+    reduce_scatter<8>(v, lane);
+    if (v[0]) atomicAdd(&coarse[cb], v[0]);
+  }
+}
+// The fine REDs alone (variant 6, after the snapshot).
+template <int threads>
+__device__ __forceinline__ void flush_fine(const uint32_t* hist_s, uint32_t* hist) {
+  uint32_t v[k_bins / threads];
+#pragma unroll
+  for (int j = 0; j < k_bins / threads; ++j) v[j] = hist_s[threadIdx.x + j * threads];
+  red_bins_strided<threads>(hist + threadIdx.x, v);
 }
 
 // plan.score_list: snapshot reads of the coarse histogram before the listing proceeds with a thin
@@ -942,7 +932,8 @@ __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* s
                                              const float* sc, int64_t lo, int64_t hi, int64_t n,
                                              uint32_t k, const uint32_t* hist, uint32_t* coarse,
                                              uint32_t* count, unsigned long long* list,
-                                             int tries_max, bool coarse_added) {
+                                             int tries_max, bool coarse_added, bool have_pre,
+                                             float4 pre_v, uint32_t* defer_fine) {
   static_assert(threads == k_bins / 16, "one coarse bin per thread");
   const int lane = threadIdx.x % k_warp_size, warp = threadIdx.x / k_warp_size;
   if (!coarse_added) {
@@ -954,11 +945,13 @@ __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* s
   }
   // The CTA's first scores requested now (the rest, if any, in the listing loop).
   constexpr int pre = 4;
-  float v[pre];
+  float v[pre] = {pre_v.x, pre_v.y, pre_v.z, pre_v.w};
+  if (!have_pre) {
 #pragma unroll
-  for (int u = 0; u < pre; ++u) {
-    const int64_t e = lo + threadIdx.x + u * threads;
-    v[u] = e < hi ? sc[e] : -INFINITY;
+    for (int u = 0; u < pre; ++u) {
+      const int64_t e = lo + threadIdx.x + u * threads;
+      v[u] = e < hi ? sc[e] : -INFINITY;
+    }
   }
   uint32_t* res = scratch + 32;  // [0] total, [1] coarse bin, [2] keys above it, [3] fine bin L
   const uint32_t target = uint32_t((n + 1) / 2);
@@ -980,6 +973,7 @@ __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* s
     __nanosleep(k_list_sleep_ns);
   }
   trace_stamp(k_trace_score, 3);
+  if (defer_fine != nullptr) flush_fine<threads>(hist_s, defer_fine);
   if (warp == 0) {
     const uint32_t total = res[0], cb = res[1], above = res[2];
     uint32_t fine = 16 * cb;  // fewer than k keys in the snapshot: cb = 0, every key listed
@@ -1327,13 +1321,24 @@ __global__ void __launch_bounds__(256, 3)
   trace_value(k_trace_score, 5, uint64_t(passes));
   trace_value(k_trace_score, 6, smid());
   __syncthreads();
+  const int flush = list ? (flags >> k_score_flag_flush_shift) & 7 : 0;
+  // (plan.score_list's listing follows when n > top_k: the coarse bins with the flush.)
+  const bool listing = list && n > top_k;
+  const bool coarse_added = listing && flush >= 2;
+  const bool have_pre = listing && flush >= 5, defer = listing && flush == 6;
+  float4 pre_v = make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
+  if (have_pre) {  // the listing's first scores (this CTA's writes, visible past the barrier)
+    const float* sc = scores + t * score_stride;
+    const int64_t e = lo + threadIdx.x;
+    if (e < hi) pre_v.x = sc[e];
+    if (e + k_score_threads < hi) pre_v.y = sc[e + k_score_threads];
+    if (e + 2 * k_score_threads < hi) pre_v.z = sc[e + 2 * k_score_threads];
+    if (e + 3 * k_score_threads < hi) pre_v.w = sc[e + 3 * k_score_threads];
+  }
   pdl_wait();
   trace_stamp_ext(0);
-  const int flush = list ? (flags >> k_score_flag_flush_shift) & 3 : 0;
-  // (The coarse bins with the flush: plan.score_list's listing follows, n > top_k.)
-  const bool coarse_added = list && n > top_k && flush >= 2;
   flush_hist<k_score_threads>(hist_s, hist + t * k_bins,
-                              coarse_added ? coarse + t * k_bins : nullptr, flush);
+                              coarse_added ? coarse + t * k_bins : nullptr, flush, !defer);
   trace_stamp(k_trace_score, 7);  // (thread 0's share of the flush issued)
   if constexpr (list) {
     if (n > top_k)  // (n <= top_k: the select takes every entry)
@@ -1341,7 +1346,8 @@ __global__ void __launch_bounds__(256, 3)
                                        uint32_t(top_k), hist + t * k_bins, coarse + t * k_bins,
                                        &state[t].cand_count, cand_list + t * k_candidate_capacity,
                                        (flags & k_score_flag_list_once) != 0 ? 1 : k_list_tries,
-                                       coarse_added);
+                                       coarse_added, have_pre, pre_v,
+                                       defer ? hist + t * k_bins : nullptr);
   }
   trace_stamp(k_trace_score, 2);
   trace_hist_counts<k_score_threads>(hist_s, pass_scales + 64);
