@@ -49,7 +49,6 @@
 // the one __constant__ g_indexer_trace (without separable compilation each unit would hold its
 // own, each to be set by indexer_fast_set_trace).
 #include <algorithm>
-#include <cstdlib>
 
 #include "backends/cuda/indexer_topk_fast.h"
 #include "backends/cuda/indexer_topk_fast_common.cuh"
@@ -86,16 +85,6 @@ void indexer_fast_plan_set_ctas_per_sm(indexer_fast_plan& p, int ctas_per_sm, in
     p.keys_per_cta = std::min<int64_t>(p.keys_per_cta, 512);
   p.keys_per_cta = std::min(p.keys_per_cta, range_cap);
   p.ctas_per_token = ceil_div(p.capacity, p.keys_per_cta);
-}
-
-// IDX17 A/B only: the score_list flush variant (flush_hist), DSV4_IDX17_FLUSH=0, 1, 2, 4, 5, 6,
-// read once.
-static int idx17_flush() {
-  static const int v = [] {
-    const char* e = std::getenv("DSV4_IDX17_FLUSH");
-    return e != nullptr && e[0] >= '0' && e[0] <= '6' && e[0] != '3' ? e[0] - '0' : 0;
-  }();
-  return v;
 }
 
 cudaError_t indexer_fast_set_trace(unsigned long long* buffer) {
@@ -261,7 +250,7 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
       (bulk ? k_score_flag_bulk | (plan.score_decouple ? k_score_flag_decouple : 0) : 0) |
       (plan.score_quad ? k_score_flag_quad : 0) | (plan.score_rotate ? k_score_flag_rotate : 0) |
       (plan.score_pingpong ? k_score_flag_pingpong : 0) |
-      (plan.list_once ? k_score_flag_list_once : 0) | (idx17_flush() << k_score_flag_flush_shift);
+      (plan.list_once ? k_score_flag_list_once : 0);
   // A programmatic dependent of the zeroing kernel (plan.zero_kernel), else a plain launch.
   const auto launch_score = [&](auto kernel, int threads, int smem) {
     e = launch_pdl(plan.zero_kernel, kernel, grid, dim3(unsigned(threads)), size_t(smem), stream, q,

@@ -68,10 +68,7 @@ constexpr int k_score_flag_quad = 4;
 constexpr int k_score_flag_rotate = 8;
 constexpr int k_score_flag_pingpong = 16;   // plan.score_pingpong
 constexpr int k_score_flag_list_once = 32;  // plan.list_once (score_list: one snapshot, no waits)
-// IDX17 A/B only (DSV4_IDX17_FLUSH): the score_three list kernel's histogram flush variant in
-// bits 6..8 (flush_hist; 5 and 6 also load the listing's first scores before the flush).
-constexpr int k_score_flag_flush_shift = 6;
-constexpr int k_max_range_blocks = 1025;  // block ids of a CTA's range (keys_per_cta <= 1024 bs)
+constexpr int k_max_range_blocks = 1025;    // block ids of a CTA's range (keys_per_cta <= 1024 bs)
 // Pool rows of the keys of passes j .. j + 7 (slot j % 8), computed `stages` passes ahead, one key
 // per thread, so the copy loop only reads them (no block division per copied chunk). FP8 keys
 // keep their scales in a ring alike.
@@ -825,8 +822,9 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
 }
 
 // One relaxed GPU-scope add of v at p + off_bytes when v is nonzero (what atomicAdd without a used
-// result compiles to, REDG.E.ADD.STRONG.GPU), predicated instead of branched around; the offset is
-// the instruction's immediate, so unrolled REDs share one address register pair.
+// result compiles to, REDG.E.ADD.STRONG.GPU); the offset is the instruction's immediate, so the
+// unrolled REDs of flush_hist_unrolled share one address register pair (no address rebuilt per
+// RED).
 template <int off_bytes>
 __device__ __forceinline__ void red_add_nz(uint32_t* p, uint32_t v) {
   asm volatile(
@@ -843,62 +841,16 @@ __device__ __forceinline__ void red_bins_strided(uint32_t* p,
     red_bins_strided<threads, j + 1>(p, v);
   }
 }
-// Butterfly reduce-scatter of v[0 .. 2 o) over lane bits log2(o) .. 0 (each step keeps the half of
-// the values its lane bit selects and adds the partner's copy of it): lane l ends with v[0] = the
-// sum over its 2 o lanes of v[l % (2 o)].
-template <int o, int n>
-__device__ __forceinline__ void reduce_scatter(uint32_t (&v)[n], int lane) {
-  static_assert(2 * o <= n);
-  const bool up = (lane & o) != 0;
-#pragma unroll
-  for (int k = 0; k < o; ++k) {
-    const uint32_t send = up ? v[k] : v[k + o];
-    const uint32_t keep = up ? v[k + o] : v[k];
-    v[k] = keep + __shfl_xor_sync(0xffffffffu, send, o);
-  }
-  if constexpr (o > 1) reduce_scatter<o / 2>(v, lane);
-}
-// The CTA's histogram flush (k_bins bins of hist_s added to the token's hist; thread-uniform
-// variant; IDX17 A/B). With `coarse` non-null (plan.score_list's listing follows) variants >= 2
-// also add the CTA's coarse bins (16 fine bins each) from the fine values in registers, which
-// score_list_keys then skips. 0: the strided loop (main); 1: unrolled, the 16 loads first, then
-// 16 predicated REDs off one base; 2: 1 + coarse sums by a 16-lane reduce-scatter (15 shuffles),
-// the coarse REDs last; 4, 5: the coarse REDs first; 6: the coarse REDs only (`fine` false: the
-// fine REDs are deferred past the snapshot, flush_fine).
+// The CTA's histogram flush (hist_s's k_bins bins added to the token's hist, bin b by thread
+// b % threads as the loop form does): the thread's k_bins / threads loads first, then its REDs of
+// the nonzero ones, off one base. IDX17 (session 17, H200): the loop form (compiled 4 bins per
+// iteration, each RED's address rebuilt in one register pair after the previous RED read it) took
+// 0.99 us median per CTA from pdl_wait to thread 0's last RED issued (0.77 us for the CTA that
+// flushed last), this form 0.77 (0.51-0.58); ~148 of the 4096 bins are nonzero per CTA at T=1 x
+// 256K top-512, in 6 of the 8 warps, up to ~48 in one (bench/kernels/results/
+// 2026-11-27_s17_idx17_NOTES.md).
 template <int threads>
-__device__ __forceinline__ void flush_hist(const uint32_t* hist_s, uint32_t* hist, uint32_t* coarse,
-                                           int variant, bool fine) {
-  constexpr int per = k_bins / threads;
-  static_assert(per == 16 && threads % 32 == 0, "16 bins per thread (the coarse bin width)");
-  const int lane = threadIdx.x % k_warp_size;
-  if (variant == 0) {
-    for (int b = threadIdx.x; b < k_bins; b += threads)
-      if (hist_s[b]) atomicAdd(&hist[b], hist_s[b]);
-    return;
-  }
-  uint32_t v[per];
-#pragma unroll
-  for (int j = 0; j < per; ++j) v[j] = hist_s[threadIdx.x + j * threads];
-  // Bin threadIdx.x + threads j is in coarse bin threadIdx.x / 16 + (threads / 16) j: the 16
-  // lanes of a half warp share threadIdx.x / 16. Butterfly reduce-scatter over lane bits 3..0:
-  // lane l ends with the sum of v[l % 16] over its half warp.
-  const int cb = int(threadIdx.x) / 16 + (threads / 16) * (lane % 16);
-  if (coarse != nullptr && variant >= 4) {
-    uint32_t c[per];
-#pragma unroll
-    for (int j = 0; j < per; ++j) c[j] = v[j];
-    reduce_scatter<8>(c, lane);
-    if (c[0]) atomicAdd(&coarse[cb], c[0]);
-  }
-  if (fine) red_bins_strided<threads>(hist + threadIdx.x, v);
-  if (coarse != nullptr && variant == 2) {
-    reduce_scatter<8>(v, lane);
-    if (v[0]) atomicAdd(&coarse[cb], v[0]);
-  }
-}
-// The fine REDs alone (variant 6, after the snapshot).
-template <int threads>
-__device__ __forceinline__ void flush_fine(const uint32_t* hist_s, uint32_t* hist) {
+__device__ __forceinline__ void flush_hist_unrolled(const uint32_t* hist_s, uint32_t* hist) {
   uint32_t v[k_bins / threads];
 #pragma unroll
   for (int j = 0; j < k_bins / threads; ++j) v[j] = hist_s[threadIdx.x + j * threads];
@@ -932,26 +884,21 @@ __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* s
                                              const float* sc, int64_t lo, int64_t hi, int64_t n,
                                              uint32_t k, const uint32_t* hist, uint32_t* coarse,
                                              uint32_t* count, unsigned long long* list,
-                                             int tries_max, bool coarse_added, bool have_pre,
-                                             float4 pre_v, uint32_t* defer_fine) {
+                                             int tries_max) {
   static_assert(threads == k_bins / 16, "one coarse bin per thread");
   const int lane = threadIdx.x % k_warp_size, warp = threadIdx.x / k_warp_size;
-  if (!coarse_added) {
-    // This CTA's coarse bin threadIdx.x (rotated reads: 2-way bank conflicts instead of 16).
-    uint32_t mine = 0;
+  // This CTA's coarse bin threadIdx.x (rotated reads: 2-way bank conflicts instead of 16).
+  uint32_t mine = 0;
 #pragma unroll
-    for (int j = 0; j < 16; ++j) mine += hist_s[16 * threadIdx.x + ((j + threadIdx.x) & 15)];
-    if (mine) atomicAdd(&coarse[threadIdx.x], mine);
-  }
+  for (int j = 0; j < 16; ++j) mine += hist_s[16 * threadIdx.x + ((j + threadIdx.x) & 15)];
+  if (mine) atomicAdd(&coarse[threadIdx.x], mine);
   // The CTA's first scores requested now (the rest, if any, in the listing loop).
   constexpr int pre = 4;
-  float v[pre] = {pre_v.x, pre_v.y, pre_v.z, pre_v.w};
-  if (!have_pre) {
+  float v[pre];
 #pragma unroll
-    for (int u = 0; u < pre; ++u) {
-      const int64_t e = lo + threadIdx.x + u * threads;
-      v[u] = e < hi ? sc[e] : -INFINITY;
-    }
+  for (int u = 0; u < pre; ++u) {
+    const int64_t e = lo + threadIdx.x + u * threads;
+    v[u] = e < hi ? sc[e] : -INFINITY;
   }
   uint32_t* res = scratch + 32;  // [0] total, [1] coarse bin, [2] keys above it, [3] fine bin L
   const uint32_t target = uint32_t((n + 1) / 2);
@@ -973,7 +920,6 @@ __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* s
     __nanosleep(k_list_sleep_ns);
   }
   trace_stamp(k_trace_score, 3);
-  if (defer_fine != nullptr) flush_fine<threads>(hist_s, defer_fine);
   if (warp == 0) {
     const uint32_t total = res[0], cb = res[1], above = res[2];
     uint32_t fine = 16 * cb;  // fewer than k keys in the snapshot: cb = 0, every key listed
@@ -1321,33 +1267,21 @@ __global__ void __launch_bounds__(256, 3)
   trace_value(k_trace_score, 5, uint64_t(passes));
   trace_value(k_trace_score, 6, smid());
   __syncthreads();
-  const int flush = list ? (flags >> k_score_flag_flush_shift) & 7 : 0;
-  // (plan.score_list's listing follows when n > top_k: the coarse bins with the flush.)
-  const bool listing = list && n > top_k;
-  const bool coarse_added = listing && flush >= 2;
-  const bool have_pre = listing && flush >= 5, defer = listing && flush == 6;
-  float4 pre_v = make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
-  if (have_pre) {  // the listing's first scores (this CTA's writes, visible past the barrier)
-    const float* sc = scores + t * score_stride;
-    const int64_t e = lo + threadIdx.x;
-    if (e < hi) pre_v.x = sc[e];
-    if (e + k_score_threads < hi) pre_v.y = sc[e + k_score_threads];
-    if (e + 2 * k_score_threads < hi) pre_v.z = sc[e + 2 * k_score_threads];
-    if (e + 3 * k_score_threads < hi) pre_v.w = sc[e + 3 * k_score_threads];
-  }
   pdl_wait();
   trace_stamp_ext(0);
-  flush_hist<k_score_threads>(hist_s, hist + t * k_bins,
-                              coarse_added ? coarse + t * k_bins : nullptr, flush, !defer);
+  if constexpr (list) {
+    flush_hist_unrolled<k_score_threads>(hist_s, hist + t * k_bins);
+  } else {
+    for (int b = threadIdx.x; b < k_bins; b += k_score_threads)
+      if (hist_s[b]) atomicAdd(&hist[t * k_bins + b], hist_s[b]);
+  }
   trace_stamp(k_trace_score, 7);  // (thread 0's share of the flush issued)
   if constexpr (list) {
     if (n > top_k)  // (n <= top_k: the select takes every entry)
       score_list_keys<k_score_threads>(hist_s, pass_scales, scores + t * score_stride, lo, hi, n,
                                        uint32_t(top_k), hist + t * k_bins, coarse + t * k_bins,
                                        &state[t].cand_count, cand_list + t * k_candidate_capacity,
-                                       (flags & k_score_flag_list_once) != 0 ? 1 : k_list_tries,
-                                       coarse_added, have_pre, pre_v,
-                                       defer ? hist + t * k_bins : nullptr);
+                                       (flags & k_score_flag_list_once) != 0 ? 1 : k_list_tries);
   }
   trace_stamp(k_trace_score, 2);
   trace_hist_counts<k_score_threads>(hist_s, pass_scales + 64);
