@@ -1665,7 +1665,7 @@ bool run_cases(cublasHandle_t blas, int sms, const char* list) {
 void trace_indexer_phases(const char* name, cudaStream_t st, int64_t score_ctas,
                           int64_t collect_ctas, int64_t select_ctas,
                           const std::function<void()>& launch) {
-  constexpr int words = 32768, reps = 31, ext = 24576;
+  constexpr int words = 24576, reps = 31;
   unsigned long long* tr = device_alloc<unsigned long long>(words);
   CHECK(dsv4::cuda::indexer_fast_set_trace(tr));
   const captured_launch g(st, launch);
@@ -1706,16 +1706,6 @@ void trace_indexer_phases(const char* name, cudaStream_t st, int64_t score_ctas,
   constexpr int n_stats = int(sizeof(stats) / sizeof(stats[0]));
   std::vector<std::vector<double>> vals(n_stats);
   std::vector<unsigned long long> h(words);
-  // The score CTA's flush split (ext slot 0: thread 0 past pdl_wait) and its histogram census
-  // (ext slots 1..5, indexer_topk_fast_common.cuh); per replay: over CTAs median / max / the CTA
-  // flushed last (split rows), min / median / max (census rows).
-  constexpr int n_split = 4, n_census = 5;
-  const char* split_names[n_split] = {"waited - loop end t0", "flushed - waited",
-                                      "snapshot - flushed", "snapshot - loop end t0"};
-  const char* census_names[n_census] = {"nonzero bins per CTA", "warps with one",
-                                        "most in one warp", "lowest nonzero bin",
-                                        "highest nonzero bin"};
-  std::vector<std::vector<double>> split_v(3 * n_split), census_v(3 * n_census);
   for (int r = 0; r < reps + 2; ++r) {
     CHECK(cudaMemset(tr, 0, words * sizeof(unsigned long long)));
     flush_read_kernel<<<1024, 512>>>(static_cast<const float4*>(g_flush), g_flush_bytes / 16,
@@ -1739,44 +1729,6 @@ void trace_indexer_phases(const char* name, cudaStream_t st, int64_t score_ctas,
       vals[size_t(i)].push_back(stats[i].which == 0   ? v.front()
                                 : stats[i].which == 1 ? v[v.size() / 2]
                                                       : v.back());
-    }
-    {
-      std::vector<std::vector<double>> d(n_split), c(n_census);
-      int64_t last = -1;
-      for (int64_t cta = 0; cta < score_ctas && cta < 1024; ++cta) {
-        const auto at = [&](int off) { return h[size_t(off + 8 * cta)]; };
-        const unsigned long long t1 = at(1), t7 = at(7), t3 = at(3), w = at(ext);
-        if (t1 == 0 || t7 == 0 || w == 0) continue;  // (not stamped: no keys, or no ext stamp)
-        if (last < 0 || t7 > h[size_t(7 + 8 * last)]) last = cta;
-        d[0].push_back(double(int64_t(w - t1)) * 1e-3);
-        d[1].push_back(double(int64_t(t7 - w)) * 1e-3);
-        if (t3) {
-          d[2].push_back(double(int64_t(t3 - t7)) * 1e-3);
-          d[3].push_back(double(int64_t(t3 - t1)) * 1e-3);
-        }
-        for (int i = 0; i < n_census; ++i) c[size_t(i)].push_back(double(at(ext + 1 + i)));
-      }
-      if (last >= 0) {
-        const auto at = [&](int off) { return int64_t(h[size_t(off + 8 * last)]); };
-        const double lv[n_split] = {double(at(ext) - at(1)) * 1e-3, double(at(7) - at(ext)) * 1e-3,
-                                    at(3) ? double(at(3) - at(7)) * 1e-3 : 0.0,
-                                    at(3) ? double(at(3) - at(1)) * 1e-3 : 0.0};
-        for (int i = 0; i < n_split; ++i) {
-          std::vector<double>& v = d[size_t(i)];
-          if (v.empty()) continue;
-          std::sort(v.begin(), v.end());
-          split_v[size_t(3 * i)].push_back(v[v.size() / 2]);
-          split_v[size_t(3 * i + 1)].push_back(v.back());
-          split_v[size_t(3 * i + 2)].push_back(lv[i]);
-        }
-        for (int i = 0; i < n_census; ++i) {
-          std::vector<double>& v = c[size_t(i)];
-          std::sort(v.begin(), v.end());
-          census_v[size_t(3 * i)].push_back(v.front());
-          census_v[size_t(3 * i + 1)].push_back(v[v.size() / 2]);
-          census_v[size_t(3 * i + 2)].push_back(v.back());
-        }
-      }
     }
   }
   std::printf("  trace %s (median of %d replays, us after the first score CTA's start):\n", name,
@@ -1819,25 +1771,6 @@ void trace_indexer_phases(const char* name, cudaStream_t st, int64_t score_ctas,
     std::sort(v.begin(), v.end());
     std::printf("    %-24s %8.2f  (min %.2f, max %.2f)\n", stats[i].label, v[v.size() / 2],
                 v.front(), v.back());
-  }
-  const auto med = [](std::vector<double> v) {
-    if (v.empty()) return -1.0;
-    std::sort(v.begin(), v.end());
-    return v[v.size() / 2];
-  };
-  if (!split_v[0].empty()) {
-    std::printf(
-        "    flush split (median of replays; per CTA: median / max over CTAs / the CTA flushed "
-        "last), us:\n");
-    for (int i = 0; i < n_split; ++i)
-      std::printf("      %-24s %6.2f / %6.2f / %6.2f\n", split_names[i],
-                  med(split_v[size_t(3 * i)]), med(split_v[size_t(3 * i + 1)]),
-                  med(split_v[size_t(3 * i + 2)]));
-    std::printf("    histogram census (median of replays; over CTAs min / median / max):\n");
-    for (int i = 0; i < n_census; ++i)
-      std::printf("      %-24s %6.0f / %6.0f / %6.0f\n", census_names[i],
-                  med(census_v[size_t(3 * i)]), med(census_v[size_t(3 * i + 1)]),
-                  med(census_v[size_t(3 * i + 2)]));
   }
   CHECK(dsv4::cuda::indexer_fast_set_trace(nullptr));
   cudaFree(tr);

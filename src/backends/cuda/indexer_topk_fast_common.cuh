@@ -63,61 +63,6 @@ __device__ __forceinline__ void trace_value(int region, int slot, uint64_t value
   if (tr == nullptr || blockIdx.y != 0 || threadIdx.x != 0 || blockIdx.x >= 1024) return;
   tr[region + 8 * int(blockIdx.x) + slot] = value;
 }
-// CTA c of the score kernel at k_trace_score_ext + 8 c: slot 0 thread 0 past the pdl_wait after
-// the loops' barrier (splits barrier -> flushed), slots 1..5 the CTA's histogram census
-// (trace_hist_counts, written at the CTA's end).
-constexpr int k_trace_score_ext = 24576;
-__device__ __forceinline__ void trace_stamp_ext(int slot) {
-  unsigned long long* tr = g_indexer_trace;
-  if (tr == nullptr || blockIdx.y != 0 || threadIdx.x != 0 || blockIdx.x >= 1024) return;
-  unsigned long long now;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-  tr[k_trace_score_ext + 8 * int(blockIdx.x) + slot] = now;
-}
-// Census of the CTA's shared histogram (k_bins bins, bin b held by thread b % threads as the
-// flush reads it): ext slot 1 the nonzero bins, 2 the warps holding any, 3 the most held by one
-// warp, 4 the lowest nonzero bin, 5 the highest (0xFFFFFFFF / 0 when none). Traced CTAs only, at
-// their end (CTA-uniform branch; `scratch` 3 x warps words of shared memory, its own).
-template <int threads>
-__device__ __forceinline__ void trace_hist_counts(const uint32_t* hist_s, uint32_t* scratch) {
-  unsigned long long* tr = g_indexer_trace;
-  if (tr == nullptr || blockIdx.y != 0 || blockIdx.x >= 1024) return;
-  constexpr int warps = threads / 32;
-  uint32_t nz = 0, lo = 0xFFFFFFFFu, hi = 0;
-  for (int b = threadIdx.x; b < k_bins; b += threads)
-    if (hist_s[b]) {
-      ++nz;
-      lo = min(lo, uint32_t(b));
-      hi = max(hi, uint32_t(b));
-    }
-  nz = __reduce_add_sync(0xffffffffu, nz);
-  lo = __reduce_min_sync(0xffffffffu, lo);
-  hi = __reduce_max_sync(0xffffffffu, hi);
-  const int w = threadIdx.x / 32;
-  __syncthreads();  // (the caller's last reads of `scratch`'s words, if any)
-  if (threadIdx.x % 32 == 0) {
-    scratch[w] = nz;
-    scratch[warps + w] = lo;
-    scratch[2 * warps + w] = hi;
-  }
-  __syncthreads();
-  if (threadIdx.x == 0) {
-    uint32_t total = 0, with = 0, most = 0, l = 0xFFFFFFFFu, h = 0;
-    for (int i = 0; i < warps; ++i) {
-      total += scratch[i];
-      with += scratch[i] != 0;
-      most = max(most, scratch[i]);
-      l = min(l, scratch[warps + i]);
-      h = max(h, scratch[2 * warps + i]);
-    }
-    unsigned long long* e = tr + k_trace_score_ext + 8 * int(blockIdx.x);
-    e[1] = total;
-    e[2] = with;
-    e[3] = most;
-    e[4] = l;
-    e[5] = h;
-  }
-}
 __device__ __forceinline__ uint32_t smid() {
   uint32_t id;
   asm volatile("mov.u32 %0, %%smid;" : "=r"(id));

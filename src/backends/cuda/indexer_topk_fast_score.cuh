@@ -843,12 +843,12 @@ __device__ __forceinline__ void red_bins_strided(uint32_t* p,
 }
 // The CTA's histogram flush (hist_s's k_bins bins added to the token's hist, bin b by thread
 // b % threads as the loop form does): the thread's k_bins / threads loads first, then its REDs of
-// the nonzero ones, off one base. IDX17 (session 17, H200): the loop form (compiled 4 bins per
-// iteration, each RED's address rebuilt in one register pair after the previous RED read it) took
-// 0.99 us median per CTA from pdl_wait to thread 0's last RED issued (0.77 us for the CTA that
-// flushed last), this form 0.77 (0.51-0.58); ~148 of the 4096 bins are nonzero per CTA at T=1 x
-// 256K top-512, in 6 of the 8 warps, up to ~48 in one (bench/kernels/results/
-// 2026-11-27_s17_idx17_NOTES.md).
+// the nonzero ones, off one base. The loop form compiled to 4 bins per iteration with each RED's
+// address moved into one register pair after the previous RED had read it. IDX17 (session 17,
+// H200, same binary, T=1 x 256K top-512): pdl_wait -> thread 0's flush issued 0.99 -> 0.77 us
+// median per CTA (0.77 -> 0.51-0.58 for the CTA that flushed last); ~148 of the 4096 bins are
+// nonzero per CTA there, in 6 of the 8 warps, up to ~48 in one (bench/kernels/results/
+// 2026-11-27_s17_idx17_NOTES.md). plan.score_list only (the other score kernels keep the loop).
 template <int threads>
 __device__ __forceinline__ void flush_hist_unrolled(const uint32_t* hist_s, uint32_t* hist) {
   uint32_t v[k_bins / threads];
@@ -1268,7 +1268,6 @@ __global__ void __launch_bounds__(256, 3)
   trace_value(k_trace_score, 6, smid());
   __syncthreads();
   pdl_wait();
-  trace_stamp_ext(0);
   if constexpr (list) {
     flush_hist_unrolled<k_score_threads>(hist_s, hist + t * k_bins);
   } else {
@@ -1284,7 +1283,6 @@ __global__ void __launch_bounds__(256, 3)
                                        (flags & k_score_flag_list_once) != 0 ? 1 : k_list_tries);
   }
   trace_stamp(k_trace_score, 2);
-  trace_hist_counts<k_score_threads>(hist_s, pass_scales + 64);
 }
 
 // Zeroes n16 16-byte words (the per-token state and histograms) and lets its programmatic
