@@ -2070,36 +2070,6 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
         s);
     const double wws_ms = time_prefill_per_call(
         [&](int i, cudaStream_t st) { run(i, st, moe_prefill_core::w4a8_ws, yws); }, calls, 20, s);
-    // DSV4_W4A8_WS_AB=1 (session 17, PREFILL14): the w4a8_ws consumer loops A/B in this process,
-    // DSV4_W4A8_WS_DB=0 (single block, main's loop) and 1 (two blocks, the default), alternately
-    // two passes (pass 1 db=0 first, pass 2 db=1 first); each variant's y of call 0 against a fresh
-    // w4a8 y bit for bit first.
-    double ab_ms[2][2] = {{-1, -1}, {-1, -1}};
-    size_t ab_differ[2] = {0, 0};
-    const bool ab = std::getenv("DSV4_W4A8_WS_AB") != nullptr;
-    if (ab) {
-      std::vector<uint16_t> ha(size_t(T) * D), hb(size_t(T) * D);
-      for (int v = 0; v < 2; ++v) {
-        setenv("DSV4_W4A8_WS_DB", v ? "1" : "0", 1);
-        CK(cudaMemset(y8, 0xFF, size_t(T) * D * 2));
-        CK(cudaMemset(yws, 0xFF, size_t(T) * D * 2));
-        run(0, s, moe_prefill_core::w4a8, y8);
-        run(0, s, moe_prefill_core::w4a8_ws, yws);
-        CK(cudaStreamSynchronize(s));
-        CK(cudaMemcpy(ha.data(), y8, ha.size() * 2, cudaMemcpyDeviceToHost));
-        CK(cudaMemcpy(hb.data(), yws, hb.size() * 2, cudaMemcpyDeviceToHost));
-        for (size_t i = 0; i < ha.size(); ++i) ab_differ[v] += ha[i] != hb[i];
-      }
-      for (int pass = 0; pass < 2; ++pass)
-        for (int o = 0; o < 2; ++o) {  // pass 1: db=0 first, pass 2: db=1 first
-          const int v = pass ? 1 - o : o;
-          setenv("DSV4_W4A8_WS_DB", v ? "1" : "0", 1);
-          ab_ms[pass][v] = time_prefill_per_call(
-              [&](int i, cudaStream_t st) { run(i, st, moe_prefill_core::w4a8_ws, yws); }, calls,
-              20, s);
-        }
-      unsetenv("DSV4_W4A8_WS_DB");
-    }
     const auto tf = [&](double ms) { return ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0.0; };
     const auto report = [&](const char* kernel, double ms) {
       std::printf("%-6s %-30s %5lld %10.1f %8.1f %8.1f%% %8.1f%% %8.1f%%\n", sh.name, kernel,
@@ -2112,18 +2082,6 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
     report("official w4a8 (W4A8)", w8_ms);
     report("official w4a8_serial (W4A8)", w8s_ms);
     report("official w4a8_ws (W4A8)", wws_ms);
-    if (ab) {
-      for (int pass = 0; pass < 2; ++pass) {
-        report(pass ? "AB p2 ws db=0 (single block)" : "AB p1 ws db=0 (single block)",
-               ab_ms[pass][0]);
-        report(pass ? "AB p2 ws db=1 (two blocks)" : "AB p1 ws db=1 (two blocks)", ab_ms[pass][1]);
-      }
-      std::printf(
-          "%-6s   T=%lld: AB db=1 over db=0 speed-up: pass 1 %.3fx, pass 2 %.3fx; y vs w4a8: db=0 "
-          "%zu, db=1 %zu of %zu BF16 values differ\n",
-          sh.name, (long long)T, ab_ms[0][0] / ab_ms[0][1], ab_ms[1][0] / ab_ms[1][1], ab_differ[0],
-          ab_differ[1], size_t(T) * D);
-    }
     std::printf(
         "%-6s   T=%lld: w4a8 vs wgmma outputs NMSE %.2e; w4a8 speed-up %.2fx; w4a8_ws "
         "%.2fx w4a8, %.2fx w4a8_serial\n",

@@ -556,6 +556,16 @@ cudaError_t launch_w4a8_gemm(dim3 grid, const w4a8_args& a, cudaStream_t stream)
 // at Flash T = 4096 / 8192, Pro 4096) but 0.82-0.87x this kernel; two converter warpgroups
 // 0.80-0.87x; the converter without the expansion still 0.91-0.95x, so the SS structure itself
 // (A written and read through shared memory on top of B, fewer stages) loses before the expansion.
+//
+// Tried and removed (session 17, PREFILL14, H200; 2026-11-27_s17_prefill14_NOTES.md, code at
+// dc37651): for N <= 96 and even round counts, two block accumulators alternating by round with A
+// expanded one k32 step at a time (one commit group per step, 8 live A registers), round r - 1
+// promoted after round r's first two steps were issued: bit-equal (parity 19/19, y at Flash T =
+// 4096 / 8192 and Pro 4096) but 0.95-0.98x this loop (more waits, fences and commits per round;
+// the promotion was never the cost: PREFILL11's no-promotion diagnostic measured 0.99-1.00x).
+// ptxas (CUDA 13.0) serializes every wgmma of the kernel (C7514) unless the pending groups drain
+// to zero between the last wgmma into one block and the first into the other, even when the
+// promotion reads only completed blocks.
 constexpr int k_ws_threads = 384;
 constexpr int k_ws_consumer_threads = 256;
 constexpr int k_ws_stages = 8;
@@ -591,69 +601,6 @@ __device__ __forceinline__ void expand_e2m1x8_m1(uint32_t w, const e4m3_table& t
   lo = prmt(t.lo, t.hi, m) | (prmt(w4, w, 0xD9C8u) & 0x80808080u);
   hi = prmt(t.lo, t.hi, m >> 16) | (prmt(w4, w, 0xFBEAu) & 0x80808080u);
 }
-
-// wgmma::fp8_rs with scale-d 0 and write-only accumulators ("=f"): the first k32 step of a
-// round into a block accumulator whose old value is dead. With "+f" on such a step ptxas keeps
-// the two alternating blocks loop-carried and serializes every wgmma of the kernel (PREFILL6).
-template <int N>
-struct fp8_rs_first;
-
-template <>
-struct fp8_rs_first<32> {
-  __device__ __forceinline__ static void run(float (&d)[16], const uint32_t (&a)[4],
-                                             uint64_t desc) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %21, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n32k32.f32.e4m3.e4m3 "
-        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15}, "
-        "{%16,%17,%18,%19}, %20, p, 1, 1;\n}\n"
-        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3]), "=f"(d[4]), "=f"(d[5]), "=f"(d[6]),
-          "=f"(d[7]), "=f"(d[8]), "=f"(d[9]), "=f"(d[10]), "=f"(d[11]), "=f"(d[12]), "=f"(d[13]),
-          "=f"(d[14]), "=f"(d[15])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(0));
-  }
-};
-
-template <>
-struct fp8_rs_first<64> {
-  __device__ __forceinline__ static void run(float (&d)[32], const uint32_t (&a)[4],
-                                             uint64_t desc) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n64k32.f32.e4m3.e4m3 "
-        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%"
-        "24,%25,%26,%27,%28,%29,%30,%31}, "
-        "{%32,%33,%34,%35}, %36, p, 1, 1;\n}\n"
-        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3]), "=f"(d[4]), "=f"(d[5]), "=f"(d[6]),
-          "=f"(d[7]), "=f"(d[8]), "=f"(d[9]), "=f"(d[10]), "=f"(d[11]), "=f"(d[12]), "=f"(d[13]),
-          "=f"(d[14]), "=f"(d[15]), "=f"(d[16]), "=f"(d[17]), "=f"(d[18]), "=f"(d[19]), "=f"(d[20]),
-          "=f"(d[21]), "=f"(d[22]), "=f"(d[23]), "=f"(d[24]), "=f"(d[25]), "=f"(d[26]), "=f"(d[27]),
-          "=f"(d[28]), "=f"(d[29]), "=f"(d[30]), "=f"(d[31])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(0));
-  }
-};
-
-template <>
-struct fp8_rs_first<96> {
-  __device__ __forceinline__ static void run(float (&d)[48], const uint32_t (&a)[4],
-                                             uint64_t desc) {
-    asm volatile(
-        "{\n.reg .pred p;\nsetp.ne.b32 p, %53, 0;\n"
-        "wgmma.mma_async.sync.aligned.m64n96k32.f32.e4m3.e4m3 "
-        "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,%"
-        "24,%25,%26,%27,%28,%29,%30,%31,%32,%33,%34,%35,%36,%37,%38,%39,%40,%41,%42,%43,%44,%45,%"
-        "46,%47}, "
-        "{%48,%49,%50,%51}, %52, p, 1, 1;\n}\n"
-        : "=f"(d[0]), "=f"(d[1]), "=f"(d[2]), "=f"(d[3]), "=f"(d[4]), "=f"(d[5]), "=f"(d[6]),
-          "=f"(d[7]), "=f"(d[8]), "=f"(d[9]), "=f"(d[10]), "=f"(d[11]), "=f"(d[12]), "=f"(d[13]),
-          "=f"(d[14]), "=f"(d[15]), "=f"(d[16]), "=f"(d[17]), "=f"(d[18]), "=f"(d[19]), "=f"(d[20]),
-          "=f"(d[21]), "=f"(d[22]), "=f"(d[23]), "=f"(d[24]), "=f"(d[25]), "=f"(d[26]), "=f"(d[27]),
-          "=f"(d[28]), "=f"(d[29]), "=f"(d[30]), "=f"(d[31]), "=f"(d[32]), "=f"(d[33]), "=f"(d[34]),
-          "=f"(d[35]), "=f"(d[36]), "=f"(d[37]), "=f"(d[38]), "=f"(d[39]), "=f"(d[40]), "=f"(d[41]),
-          "=f"(d[42]), "=f"(d[43]), "=f"(d[44]), "=f"(d[45]), "=f"(d[46]), "=f"(d[47])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc), "r"(0));
-  }
-};
 
 // A work item: tile slot w / row_blocks, row block w % row_blocks.
 struct ws_ring {
@@ -807,7 +754,7 @@ __device__ __forceinline__ void ws_produce_item(const w4a8_args& a, const ws_rin
   k += rounds;
 }
 
-template <bool UP, int N, bool NOINC, bool DB>
+template <bool UP, int N, bool NOINC>
 __device__ __forceinline__ void ws_consume_item(const w4a8_args& a, const ws_ring& ring, int& k,
                                                 int rb, int rounds) {
   const int tid = threadIdx.x, lane = tid % k_warp_size, g = lane / 4, c = lane % 4;
@@ -899,117 +846,20 @@ __device__ __forceinline__ void ws_consume_item(const w4a8_args& a, const ws_rin
     __syncwarp();
     if (lane == 0) mbar::arrive(ring.full + 8 * (k_ws_stages + stage_of(kk)));
   };
-  // The loop of every N and odd round counts: one block accumulator, A of a round in 32 registers.
-  const auto single_block_loop = [&] {
-    uint32_t am[2][4][4];
-    convert(k, am[0]);
-    const auto body = [&](int r, auto parity) {
-      constexpr int pp = decltype(parity)::value;
-      mma(k + r, am[pp]);
-      if (r + 1 < rounds) {
-        wait_full(k + r + 1);
-        convert(k + r + 1, am[pp ^ 1]);
-      }
-      promote_release(k + r);
-    };
-    for (int r = 0; r < rounds; r += 2) {
-      body(r, std::integral_constant<int, 0>{});
-      if (r + 1 < rounds) body(r + 1, std::integral_constant<int, 1>{});
+  uint32_t am[2][4][4];
+  convert(k, am[0]);
+  const auto body = [&](int r, auto parity) {
+    constexpr int pp = decltype(parity)::value;
+    mma(k + r, am[pp]);
+    if (r + 1 < rounds) {
+      wait_full(k + r + 1);
+      convert(k + r + 1, am[pp ^ 1]);
     }
+    promote_release(k + r);
   };
-  if constexpr (DB && N <= 96) {
-    if ((rounds & 1) == 0) {
-      // Two block accumulators alternating by round, A expanded one k32 step at a time (one
-      // commit group per step, A in two 4-register sets, 8 live A registers instead of 32): round
-      // r - 1's block is promoted after round r's first two steps are issued, so that this
-      // warpgroup's tensor work is queued during the promotion instead of the promotion sitting
-      // between its rounds. The same products, block sums and promotion order as
-      // single_block_loop (y bit for bit). N = 128 does not fit the consumers' 200 registers so.
-      // ptxas (CUDA 13.0) serializes every wgmma of the kernel (C7514) unless the pending groups
-      // drain to zero between the last step of one block and the first of the other: hence the
-      // wait<0> before each round's first step (the expansion of that step still runs under the
-      // previous round's last step), and no branch inside the loop.
-      float bk[2][N / 2];
-      uint32_t af[2][4];
-      uint4 wv[2];
-      e4m3_table tb[2];
-      const auto load_round = [&](int kk) {
-        const uint32_t st = ring.smem + stage_of(kk) * k_ws_stage_bytes;
-        const uint32_t wl = st + k_ws_w + tid * 16;
-        wv[0] = lds_16(wl);
-        wv[1] = lds_16(wl + k_threads * 16);
-        tb[0] = fold_table(scale_of(st, 0) - base[0]);
-        tb[1] = fold_table(scale_of(st, 1) - base[1]);
-      };
-      // Step s of round kk into b: A set s % 2 was last read by the group two steps back
-      // (wait<1> leaves only the previous step's group pending).
-      const auto step = [&](int kk, auto sc, float(&b)[N / 2]) {
-        constexpr int s = decltype(sc)::value;
-        wgmma::wait<1>();
-        expand_e2m1x8_m1(word_of(wv[0], s), tb[0], af[s & 1][0], af[s & 1][2]);
-        expand_e2m1x8_m1(word_of(wv[1], s), tb[1], af[s & 1][1], af[s & 1][3]);
-        if constexpr (s == 0) wgmma::wait<0>();
-        const uint32_t dlo = desc_lo0 + uint32_t(stage_of(kk)) * (k_ws_stage_bytes >> 4);
-        const uint64_t desc = (uint64_t(desc_hi) << 32) | (dlo + 2u * s);
-        __syncwarp();
-        wgmma::fence();
-        if constexpr (s == 0)
-          fp8_rs_first<N>::run(b, af[0], desc);
-        else
-          wgmma_fp8_rs<N>::run(b, af[s & 1], desc, 1);
-        wgmma::commit();
-      };
-      // Round kk's block b into acc (its groups complete), then the stage back to the producer.
-      const auto promote_block = [&](int kk, float(&b)[N / 2]) {
-#pragma unroll
-        for (int jj = 0; jj < N / 2; ++jj) wgmma::reg_fence(b[jj]);
-        const float* ts =
-            reinterpret_cast<const float*>(ring.gen + stage_of(kk) * k_ws_stage_bytes + k_ws_ts);
-#pragma unroll
-        for (int q = 0; q < N / 8; ++q) {
-          const float2 sc = *reinterpret_cast<const float2*>(ts + 8 * q + 2 * c);
-          acc[4 * q] = fmaf(b[4 * q], sc.x, acc[4 * q]);
-          acc[4 * q + 1] = fmaf(b[4 * q + 1], sc.y, acc[4 * q + 1]);
-          acc[4 * q + 2] = fmaf(b[4 * q + 2], sc.x, acc[4 * q + 2]);
-          acc[4 * q + 3] = fmaf(b[4 * q + 3], sc.y, acc[4 * q + 3]);
-        }
-        __syncwarp();
-        if (lane == 0) mbar::arrive(ring.full + 8 * (k_ws_stages + stage_of(kk)));
-      };
-      using s0 = std::integral_constant<int, 0>;
-      using s1 = std::integral_constant<int, 1>;
-      using s2 = std::integral_constant<int, 2>;
-      using s3 = std::integral_constant<int, 3>;
-      // Round r into cur; not the first: round r - 1's prev promoted after steps 0 and 1 (step
-      // 0's wait<0> completed it); not the last: wait for the next stage and load its words.
-      const auto round = [&](int r, float(&cur)[N / 2], float(&prev)[N / 2], auto first,
-                             auto last) {
-        const int kk = k + r;
-        step(kk, s0{}, cur);
-        step(kk, s1{}, cur);
-        if constexpr (!decltype(first)::value) promote_block(kk - 1, prev);
-        step(kk, s2{}, cur);
-        step(kk, s3{}, cur);
-        if constexpr (!decltype(last)::value) {
-          wait_full(kk + 1);
-          load_round(kk + 1);
-        }
-      };
-      // Round 0 into bk[0], pairs (1, 2) .. (rounds - 3, rounds - 2), round rounds - 1 into bk[1].
-      load_round(k);
-      round(0, bk[0], bk[1], std::true_type{}, std::false_type{});
-      for (int r = 1; r < rounds - 1; r += 2) {
-        round(r, bk[1], bk[0], std::false_type{}, std::false_type{});
-        round(r + 1, bk[0], bk[1], std::false_type{}, std::false_type{});
-      }
-      round(rounds - 1, bk[1], bk[0], std::false_type{}, std::true_type{});
-      wgmma::wait<0>();
-      promote_block(k + rounds - 1, bk[1]);
-    } else {
-      single_block_loop();
-    }
-  } else {
-    single_block_loop();
+  for (int r = 0; r < rounds; r += 2) {
+    body(r, std::integral_constant<int, 0>{});
+    if (r + 1 < rounds) body(r + 1, std::integral_constant<int, 1>{});
   }
   k += rounds;
 
@@ -1017,7 +867,7 @@ __device__ __forceinline__ void ws_consume_item(const w4a8_args& a, const ws_rin
   w4a8_store_outputs<UP, N>(a, acc, c, ntok, pbuf, row, emax, base, out_rows);
 }
 
-template <bool UP, int LEAD, bool DB>
+template <bool UP, int LEAD>
 __global__ void __launch_bounds__(k_ws_threads, 1)
     moe_prefill_w4a8_ws_kernel(w4a8_args a, int row_blocks) {
   static_assert(LEAD >= 0 && LEAD <= k_ws_stages - 2,
@@ -1076,13 +926,13 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       const int ntok = *reinterpret_cast<const int*>(
           ring.gen + (k % k_ws_stages) * k_ws_stage_bytes + k_ws_hdr_ntok);
       if (ntok <= 32)
-        ws_consume_item<UP, 32, LEAD == 0, DB>(a, ring, k, rb, rounds);
+        ws_consume_item<UP, 32, LEAD == 0>(a, ring, k, rb, rounds);
       else if (ntok <= 64)
-        ws_consume_item<UP, 64, LEAD == 0, DB>(a, ring, k, rb, rounds);
+        ws_consume_item<UP, 64, LEAD == 0>(a, ring, k, rb, rounds);
       else if (ntok <= 96)
-        ws_consume_item<UP, 96, LEAD == 0, DB>(a, ring, k, rb, rounds);
+        ws_consume_item<UP, 96, LEAD == 0>(a, ring, k, rb, rounds);
       else
-        ws_consume_item<UP, 128, LEAD == 0, DB>(a, ring, k, rb, rounds);
+        ws_consume_item<UP, 128, LEAD == 0>(a, ring, k, rb, rounds);
     }
   }
 #else
@@ -1092,17 +942,17 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 #endif
 }
 
-template <bool UP, int LEAD, bool DB>
+template <bool UP, int LEAD>
 cudaError_t launch_w4a8_ws_lead(int64_t row_blocks, int64_t tile_slots, const w4a8_args& a,
                                 cudaStream_t stream) {
-  if (const cudaError_t e = allow_dynamic_smem(moe_prefill_w4a8_ws_kernel<UP, LEAD, DB>, k_ws_smem);
+  if (const cudaError_t e = allow_dynamic_smem(moe_prefill_w4a8_ws_kernel<UP, LEAD>, k_ws_smem);
       e != cudaSuccess)
     return e;
   const int sms = current_device_sm_count();
   const int64_t items = row_blocks * tile_slots;
   if (items == 0) return cudaSuccess;
   const unsigned grid = unsigned(items < sms ? items : sms);
-  moe_prefill_w4a8_ws_kernel<UP, LEAD, DB>
+  moe_prefill_w4a8_ws_kernel<UP, LEAD>
       <<<grid, k_ws_threads, k_ws_smem, stream>>>(a, int(row_blocks));
   return cudaGetLastError();
 }
@@ -1114,14 +964,8 @@ cudaError_t launch_w4a8_ws_gemm(int64_t row_blocks, int64_t tile_slots, const w4
     const char* v = std::getenv("DSV4_W4A8_WS_LEAD");
     return v ? std::atoi(v) : 0;
   }();
-  // DSV4_W4A8_WS_DB=0: the single-block consumer loop at every N (A/B of the session-17 loop;
-  // read at each launch so that one process can time both).
-  const char* db = std::getenv("DSV4_W4A8_WS_DB");
-  if (lead != 0)
-    return launch_w4a8_ws_lead<UP, k_ws_lead, false>(row_blocks, tile_slots, a, stream);
-  return db && std::atoi(db) == 0
-             ? launch_w4a8_ws_lead<UP, 0, false>(row_blocks, tile_slots, a, stream)
-             : launch_w4a8_ws_lead<UP, 0, true>(row_blocks, tile_slots, a, stream);
+  return lead == 0 ? launch_w4a8_ws_lead<UP, 0>(row_blocks, tile_slots, a, stream)
+                   : launch_w4a8_ws_lead<UP, k_ws_lead>(row_blocks, tile_slots, a, stream);
 }
 
 template <typename in_t>
