@@ -556,6 +556,16 @@ cudaError_t launch_w4a8_gemm(dim3 grid, const w4a8_args& a, cudaStream_t stream)
 // at Flash T = 4096 / 8192, Pro 4096) but 0.82-0.87x this kernel; two converter warpgroups
 // 0.80-0.87x; the converter without the expansion still 0.91-0.95x, so the SS structure itself
 // (A written and read through shared memory on top of B, fewer stages) loses before the expansion.
+//
+// Tried and removed (session 17, PREFILL14, H200; 2026-11-27_s17_prefill14_NOTES.md, code at
+// dc37651): for N <= 96 and even round counts, two block accumulators alternating by round with A
+// expanded one k32 step at a time (one commit group per step, 8 live A registers), round r - 1
+// promoted after round r's first two steps were issued: bit-equal (parity 19/19, y at Flash T =
+// 4096 / 8192 and Pro 4096) but 0.95-0.98x this loop (more waits, fences and commits per round;
+// the promotion was never the cost: PREFILL11's no-promotion diagnostic measured 0.99-1.00x).
+// ptxas (CUDA 13.0) serializes every wgmma of the kernel (C7514) unless the pending groups drain
+// to zero between the last wgmma into one block and the first into the other, even when the
+// promotion reads only completed blocks.
 constexpr int k_ws_threads = 384;
 constexpr int k_ws_consumer_threads = 256;
 constexpr int k_ws_stages = 8;
