@@ -48,34 +48,12 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
   const int lane = threadIdx.x % k_warp_size;
   const int warp = threadIdx.x / k_warp_size;
 
-  slot_space<pool_t> space{.window = window,
-                           .comp = comp,
-                           .t = t,
-                           .cap_w = cap_w,
-                           .n_w = 0,
-                           .n_c = 0,
-                           .hi = 0,
-                           .seq_w = -1,
-                           .seq_c = -1};
-  if (!window.rows) space.seq_w = window.token_seq[t];
-  if (comp.pool && !comp.rows) space.seq_c = comp.token_seq[t];
-  space.n_w = int(min(visible_slots(window, t), int64_t(cap_w)));
-  space.n_c = int(min(visible_slots(comp, t), int64_t(cap_c)));
-  const int lo = split * keys_per_split;
-  const int hi = min(lo + keys_per_split, cap_w + cap_c);
-  space.hi = hi;
-  // Live tiles: as attention_decode_kernel.
-  int len1 = 0, j2a = 0, len2 = 0;
-  if (space.n_w > lo) len1 = ceil_div_dev(min(space.n_w, hi) - lo, k_tile);
-  {
-    const int c_lo = max(cap_w, lo), c_hi = min(cap_w + space.n_c, hi);
-    if (c_hi > c_lo) {
-      j2a = max((c_lo - lo) / k_tile, len1);
-      len2 = max(ceil_div_dev(c_hi - lo, k_tile) - j2a, 0);
-    }
-  }
-  const int n_live = len1 + len2;
-  auto tile_start = [&](int k) { return lo + k_tile * (k < len1 ? k : j2a + (k - len1)); };
+  const split_keys<pool_t> keys =
+      split_key_space(window, comp, t, cap_w, cap_c, split, keys_per_split);
+  const slot_space<pool_t>& space = keys.space;
+  const int hi = space.hi;
+  const int n_live = keys.n_live;
+  auto tile_start = [&](int k) { return keys.tile_start(k); };
 
   const int64_t head0 = int64_t(group) * k_rows;
   const int64_t part = (t * splits + split) * heads;
