@@ -5,6 +5,7 @@
 #include "backends/cuda/attention_decode_common.cuh"
 #include "backends/cuda/attention_decode_loads.cuh"
 #include "backends/cuda/attention_decode_partials.cuh"
+#include "backends/cuda/attention_decode_softmax.cuh"
 #include "backends/cuda/attention_decode_wgmma.cuh"
 #include "backends/cuda/mma_sm80.cuh"
 #include "backends/cuda/pdl.cuh"
@@ -200,7 +201,8 @@ __global__ void __launch_bounds__(k_threads, 1)
       s[j][3] += o.w;
     }
 
-    // Online softmax over rows lane / 4 (e = 0, 1) and lane / 4 + 8 (e = 2, 3).
+    // Online softmax over rows lane / 4 (e = 0, 1) and lane / 4 + 8 (e = 2, 3) (the ws kernel's
+    // softmax_local, spelled out in each: a shared helper changed the SASS of both kernels).
     float tmax[2] = {-INFINITY, -INFINITY};
 #pragma unroll
     for (int j = 0; j < 4; ++j)
@@ -238,13 +240,7 @@ __global__ void __launch_bounds__(k_threads, 1)
 
     // O += P V over the 32 keys (two k16 steps), channels 256 half ..
     uint32_t pas[2][4];
-#pragma unroll
-    for (int ks = 0; ks < 2; ++ks) {
-      pas[ks][0] = pack_bf16x2(s[2 * ks][0], s[2 * ks][1]);
-      pas[ks][1] = pack_bf16x2(s[2 * ks][2], s[2 * ks][3]);
-      pas[ks][2] = pack_bf16x2(s[2 * ks + 1][0], s[2 * ks + 1][1]);
-      pas[ks][3] = pack_bf16x2(s[2 * ks + 1][2], s[2 * ks + 1][3]);
-    }
+    pack_probs(s, pas);
     if constexpr (wg) wgm::fence();  // acc rescaled and P written by this thread
 #pragma unroll
     for (int ks = 0; ks < 2; ++ks) {
@@ -282,11 +278,7 @@ __global__ void __launch_bounds__(k_threads, 1)
   cp_async_wait<0>();
   if (threadIdx.x == 0) trace_stamp(trace, 0, k_adt_loop);
 
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
-    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
-  }
+  sum_row_quads(l);
   const int64_t h0 = head0 + rg * 16 + lane / 4, h1 = h0 + 8;
   store_split_partial(acc, m, l, half, lane, h0, h1, heads, part, part_o, part_ml);
   if (threadIdx.x == 0) trace_stamp(trace, 0, k_adt_end);

@@ -7,6 +7,7 @@
 #include "backends/cuda/attention_decode_loads.cuh"
 #include "backends/cuda/attention_decode_merge.cuh"
 #include "backends/cuda/attention_decode_partials.cuh"
+#include "backends/cuda/attention_decode_softmax.cuh"
 #include "backends/cuda/attention_decode_wgmma.cuh"
 #include "backends/cuda/attention_decode_ws_layout.cuh"
 #include "backends/cuda/mbarrier.cuh"
@@ -501,17 +502,6 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       exchange_read(k & 1, sd, s);
       softmax_local(mask, s, corr);
     };
-    // P rounded to bf16 as the A fragments of the two k16 steps. Written only once no P V is in
-    // flight: a wgmma reads its register operands asynchronously.
-    auto pack = [&](const float(&s)[4][4], uint32_t(&pas)[2][4]) {
-#pragma unroll
-      for (int ks = 0; ks < 2; ++ks) {
-        pas[ks][0] = pack_bf16x2(s[2 * ks][0], s[2 * ks][1]);
-        pas[ks][1] = pack_bf16x2(s[2 * ks][2], s[2 * ks][3]);
-        pas[ks][2] = pack_bf16x2(s[2 * ks + 1][0], s[2 * ks + 1][1]);
-        pas[ks][3] = pack_bf16x2(s[2 * ks + 1][2], s[2 * ks + 1][3]);
-      }
-    };
     // acc *= corr, skipped when no row maximum of the warp changed (x * 1 == x).
     auto rescale = [&](const float(&corr)[2]) {
       if (__any_sync(0xffffffffu, corr[0] != 1.0f || corr[1] != 1.0f)) {
@@ -569,7 +559,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         if (k == 0 && threadIdx.x == 0) trace_stamp(trace, 0, k_adt_s0);
         softmax(k, sd, mask, p, corr);
         rescale(corr);
-        pack(p, pas);
+        pack_probs(p, pas);  // no P V in flight: a wgmma reads its registers asynchronously
         issue_pv(pas, kb);
         wgm::wait<0>();
         fence_acc();
@@ -654,7 +644,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 #pragma unroll
             for (int e = 0; e < 4; ++e) p[j][e] = sd[4 * j + e];
           softmax_local(mask_s, p, corr);
-          pack(p, pas);
+          pack_probs(p, pas);  // (no P V in flight)
           hand_p[(buf * 2 + 0) * 128 + tid] =
               make_uint4(pas[0][0], pas[0][1], pas[0][2], pas[0][3]);
           hand_p[(buf * 2 + 1) * 128 + tid] =
@@ -706,11 +696,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     }
 
     if (threadIdx.x == 0) trace_stamp(trace, 0, k_adt_loop);
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
-      l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
-    }
+    sum_row_quads(l);
     if constexpr (fold)
       fold_epilogue(acc, m, l, half, h0, h1);
     else if constexpr (part_bf16)
