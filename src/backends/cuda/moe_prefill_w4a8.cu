@@ -52,6 +52,9 @@
 // staged in shared memory, then warp specialization (a producer warp for the copies, consumers
 // decoupled by mbarriers instead of one barrier per round), and the fixed costs outside the GEMMs
 // (f32 h round trip through HBM, the per-pair f32 out and its combine).
+// Session 17 (REVIEW17, H200, Flash T = 4096, same call): both kernels now take the ws kernel's
+// one-mask expand_e2m1x8 (the same bytes, one LOP3 less per word): w4a8 1.010-1.012x, w4a8_serial
+// 1.012-1.013x main's, y still bit for bit the ws kernel's.
 //
 // Determinism: every output element is one pair's sum in a fixed order.
 #include <cuda_bf16.h>
