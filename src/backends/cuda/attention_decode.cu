@@ -161,8 +161,9 @@
 //
 // Files (one translation unit: every kernel is a template in the anonymous namespace, instantiated
 // by the launch code at the end of this file): attention_decode_common.cuh (geometry, pool traits,
-// trace stamps, tile layouts), attention_decode_loads.cuh (slot indices, key / record / query
-// tiles), attention_decode_partials.cuh (L2 policies, partial row stores),
+// trace stamps, tile layouts), attention_decode_loads.cuh (a split's key space and live tiles,
+// slot indices, key / record / query tiles), attention_decode_softmax.cuh (P packing, row sums),
+// attention_decode_partials.cuh (L2 policies, partial row stores),
 // attention_decode_sync.cuh (the synchronous kernel), attention_decode_ws_layout.cuh and
 // attention_decode_ws.cuh (the warp-specialized kernel: its design and layout, then the kernel),
 // attention_decode_ws_modes.h / .cpp (its schedules, modes and options, and their choice from a

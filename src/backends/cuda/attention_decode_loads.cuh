@@ -86,6 +86,52 @@ struct slot_space {
   }
 };
 
+// Split `split` of token t's key space: slots [lo, hi) with hi = min(lo + keys_per_split,
+// cap_w + cap_c), and its live tiles (those holding a visible slot): a run of len1 over the
+// window part, then one of n_live - len1 over the compressed part from tile j2a, merged where a
+// tile straddles both. One set-up for the synchronous and the warp-specialized kernels.
+template <typename pool_t>
+struct split_keys {
+  slot_space<pool_t> space;
+  int lo, len1, j2a, n_live;
+  // The first slot of live tile k.
+  __device__ __forceinline__ int tile_start(int k) const {
+    return lo + k_tile * (k < len1 ? k : j2a + (k - len1));
+  }
+};
+template <typename pool_t>
+__device__ __forceinline__ split_keys<pool_t> split_key_space(kv_rows<pool_t> window,
+                                                              kv_rows<pool_t> comp, int64_t t,
+                                                              int cap_w, int cap_c, int split,
+                                                              int keys_per_split) {
+  slot_space<pool_t> space{.window = window,
+                           .comp = comp,
+                           .t = t,
+                           .cap_w = cap_w,
+                           .n_w = 0,
+                           .n_c = 0,
+                           .hi = 0,
+                           .seq_w = -1,
+                           .seq_c = -1};
+  if (!window.rows) space.seq_w = window.token_seq[t];
+  if (comp.pool && !comp.rows) space.seq_c = comp.token_seq[t];
+  space.n_w = int(min(visible_slots(window, t), int64_t(cap_w)));
+  space.n_c = int(min(visible_slots(comp, t), int64_t(cap_c)));
+  const int lo = split * keys_per_split;
+  const int hi = min(lo + keys_per_split, cap_w + cap_c);
+  space.hi = hi;
+  int len1 = 0, j2a = 0, len2 = 0;
+  if (space.n_w > lo) len1 = ceil_div_dev(min(space.n_w, hi) - lo, k_tile);
+  {
+    const int c_lo = max(cap_w, lo), c_hi = min(cap_w + space.n_c, hi);
+    if (c_hi > c_lo) {
+      j2a = max((c_lo - lo) / k_tile, len1);
+      len2 = max(ceil_div_dev(c_hi - lo, k_tile) - j2a, 0);
+    }
+  }
+  return {.space = space, .lo = lo, .len1 = len1, .j2a = j2a, .n_live = len1 + len2};
+}
+
 // Warp 0 prefetches the indices of the 32 slots from s0 into `dst` (shared address).
 template <typename pool_t>
 __device__ __forceinline__ void prefetch_indices(const slot_space<pool_t>& space, int s0,

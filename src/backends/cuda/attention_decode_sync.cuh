@@ -5,6 +5,7 @@
 #include "backends/cuda/attention_decode_common.cuh"
 #include "backends/cuda/attention_decode_loads.cuh"
 #include "backends/cuda/attention_decode_partials.cuh"
+#include "backends/cuda/attention_decode_softmax.cuh"
 #include "backends/cuda/attention_decode_wgmma.cuh"
 #include "backends/cuda/mma_sm80.cuh"
 #include "backends/cuda/pdl.cuh"
@@ -47,36 +48,11 @@ __global__ void __launch_bounds__(k_threads, 1)
   const int rg = warp & 3;     // query rows 16 rg ..
   const int half = warp >> 2;  // channels 256 half ..
 
-  slot_space<pool_t> space{.window = window,
-                           .comp = comp,
-                           .t = t,
-                           .cap_w = cap_w,
-                           .n_w = 0,
-                           .n_c = 0,
-                           .hi = 0,
-                           .seq_w = -1,
-                           .seq_c = -1};
-  if (!window.rows) space.seq_w = window.token_seq[t];
-  if (comp.pool && !comp.rows) space.seq_c = comp.token_seq[t];
-  space.n_w = int(min(visible_slots(window, t), int64_t(cap_w)));
-  space.n_c = int(min(visible_slots(comp, t), int64_t(cap_c)));
-  const int lo = split * keys_per_split;
-  const int hi = min(lo + keys_per_split, cap_w + cap_c);
-  space.hi = hi;
-
-  // Live tiles (those holding a visible slot): a run over the window part, then one over the
-  // compressed part, merged where a tile straddles both.
-  int len1 = 0, j2a = 0, len2 = 0;
-  if (space.n_w > lo) len1 = ceil_div_dev(min(space.n_w, hi) - lo, k_tile);
-  {
-    const int c_lo = max(cap_w, lo), c_hi = min(cap_w + space.n_c, hi);
-    if (c_hi > c_lo) {
-      j2a = max((c_lo - lo) / k_tile, len1);
-      len2 = max(ceil_div_dev(c_hi - lo, k_tile) - j2a, 0);
-    }
-  }
-  const int n_live = len1 + len2;
-  auto tile_start = [&](int k) { return lo + k_tile * (k < len1 ? k : j2a + (k - len1)); };
+  const split_keys<pool_t> keys =
+      split_key_space(window, comp, t, cap_w, cap_c, split, keys_per_split);
+  const slot_space<pool_t>& space = keys.space;
+  const int n_live = keys.n_live;
+  auto tile_start = [&](int k) { return keys.tile_start(k); };
 
   const int64_t head0 = int64_t(group) * k_rows;
   const int64_t part = (t * splits + split) * heads;
@@ -225,7 +201,8 @@ __global__ void __launch_bounds__(k_threads, 1)
       s[j][3] += o.w;
     }
 
-    // Online softmax over rows lane / 4 (e = 0, 1) and lane / 4 + 8 (e = 2, 3).
+    // Online softmax over rows lane / 4 (e = 0, 1) and lane / 4 + 8 (e = 2, 3) (the ws kernel's
+    // softmax_local, spelled out in each: a shared helper changed the SASS of both kernels).
     float tmax[2] = {-INFINITY, -INFINITY};
 #pragma unroll
     for (int j = 0; j < 4; ++j)
@@ -263,13 +240,7 @@ __global__ void __launch_bounds__(k_threads, 1)
 
     // O += P V over the 32 keys (two k16 steps), channels 256 half ..
     uint32_t pas[2][4];
-#pragma unroll
-    for (int ks = 0; ks < 2; ++ks) {
-      pas[ks][0] = pack_bf16x2(s[2 * ks][0], s[2 * ks][1]);
-      pas[ks][1] = pack_bf16x2(s[2 * ks][2], s[2 * ks][3]);
-      pas[ks][2] = pack_bf16x2(s[2 * ks + 1][0], s[2 * ks + 1][1]);
-      pas[ks][3] = pack_bf16x2(s[2 * ks + 1][2], s[2 * ks + 1][3]);
-    }
+    pack_probs(s, pas);
     if constexpr (wg) wgm::fence();  // acc rescaled and P written by this thread
 #pragma unroll
     for (int ks = 0; ks < 2; ++ks) {
@@ -307,11 +278,7 @@ __global__ void __launch_bounds__(k_threads, 1)
   cp_async_wait<0>();
   if (threadIdx.x == 0) trace_stamp(trace, 0, k_adt_loop);
 
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
-    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
-  }
+  sum_row_quads(l);
   const int64_t h0 = head0 + rg * 16 + lane / 4, h1 = h0 + 8;
   store_split_partial(acc, m, l, half, lane, h0, h1, heads, part, part_o, part_ml);
   if (threadIdx.x == 0) trace_stamp(trace, 0, k_adt_end);

@@ -7,6 +7,7 @@
 #include "backends/cuda/attention_decode_loads.cuh"
 #include "backends/cuda/attention_decode_merge.cuh"
 #include "backends/cuda/attention_decode_partials.cuh"
+#include "backends/cuda/attention_decode_softmax.cuh"
 #include "backends/cuda/attention_decode_wgmma.cuh"
 #include "backends/cuda/attention_decode_ws_layout.cuh"
 #include "backends/cuda/mbarrier.cuh"
@@ -48,34 +49,12 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
   const int lane = threadIdx.x % k_warp_size;
   const int warp = threadIdx.x / k_warp_size;
 
-  slot_space<pool_t> space{.window = window,
-                           .comp = comp,
-                           .t = t,
-                           .cap_w = cap_w,
-                           .n_w = 0,
-                           .n_c = 0,
-                           .hi = 0,
-                           .seq_w = -1,
-                           .seq_c = -1};
-  if (!window.rows) space.seq_w = window.token_seq[t];
-  if (comp.pool && !comp.rows) space.seq_c = comp.token_seq[t];
-  space.n_w = int(min(visible_slots(window, t), int64_t(cap_w)));
-  space.n_c = int(min(visible_slots(comp, t), int64_t(cap_c)));
-  const int lo = split * keys_per_split;
-  const int hi = min(lo + keys_per_split, cap_w + cap_c);
-  space.hi = hi;
-  // Live tiles: as attention_decode_kernel.
-  int len1 = 0, j2a = 0, len2 = 0;
-  if (space.n_w > lo) len1 = ceil_div_dev(min(space.n_w, hi) - lo, k_tile);
-  {
-    const int c_lo = max(cap_w, lo), c_hi = min(cap_w + space.n_c, hi);
-    if (c_hi > c_lo) {
-      j2a = max((c_lo - lo) / k_tile, len1);
-      len2 = max(ceil_div_dev(c_hi - lo, k_tile) - j2a, 0);
-    }
-  }
-  const int n_live = len1 + len2;
-  auto tile_start = [&](int k) { return lo + k_tile * (k < len1 ? k : j2a + (k - len1)); };
+  const split_keys<pool_t> keys =
+      split_key_space(window, comp, t, cap_w, cap_c, split, keys_per_split);
+  const slot_space<pool_t>& space = keys.space;
+  const int hi = space.hi;
+  const int n_live = keys.n_live;
+  auto tile_start = [&](int k) { return keys.tile_start(k); };
 
   const int64_t head0 = int64_t(group) * k_rows;
   const int64_t part = (t * splits + split) * heads;
@@ -523,17 +502,6 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       exchange_read(k & 1, sd, s);
       softmax_local(mask, s, corr);
     };
-    // P rounded to bf16 as the A fragments of the two k16 steps. Written only once no P V is in
-    // flight: a wgmma reads its register operands asynchronously.
-    auto pack = [&](const float(&s)[4][4], uint32_t(&pas)[2][4]) {
-#pragma unroll
-      for (int ks = 0; ks < 2; ++ks) {
-        pas[ks][0] = pack_bf16x2(s[2 * ks][0], s[2 * ks][1]);
-        pas[ks][1] = pack_bf16x2(s[2 * ks][2], s[2 * ks][3]);
-        pas[ks][2] = pack_bf16x2(s[2 * ks + 1][0], s[2 * ks + 1][1]);
-        pas[ks][3] = pack_bf16x2(s[2 * ks + 1][2], s[2 * ks + 1][3]);
-      }
-    };
     // acc *= corr, skipped when no row maximum of the warp changed (x * 1 == x).
     auto rescale = [&](const float(&corr)[2]) {
       if (__any_sync(0xffffffffu, corr[0] != 1.0f || corr[1] != 1.0f)) {
@@ -591,7 +559,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         if (k == 0 && threadIdx.x == 0) trace_stamp(trace, 0, k_adt_s0);
         softmax(k, sd, mask, p, corr);
         rescale(corr);
-        pack(p, pas);
+        pack_probs(p, pas);  // no P V in flight: a wgmma reads its registers asynchronously
         issue_pv(pas, kb);
         wgm::wait<0>();
         fence_acc();
@@ -676,7 +644,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 #pragma unroll
             for (int e = 0; e < 4; ++e) p[j][e] = sd[4 * j + e];
           softmax_local(mask_s, p, corr);
-          pack(p, pas);
+          pack_probs(p, pas);  // (no P V in flight)
           hand_p[(buf * 2 + 0) * 128 + tid] =
               make_uint4(pas[0][0], pas[0][1], pas[0][2], pas[0][3]);
           hand_p[(buf * 2 + 1) * 128 + tid] =
@@ -728,11 +696,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     }
 
     if (threadIdx.x == 0) trace_stamp(trace, 0, k_adt_loop);
-#pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
-      l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
-    }
+    sum_row_quads(l);
     if constexpr (fold)
       fold_epilogue(acc, m, l, half, h0, h1);
     else if constexpr (part_bf16)

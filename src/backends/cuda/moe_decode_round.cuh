@@ -99,11 +99,6 @@ __device__ __forceinline__ void load_round(round_w<K>& r, const uint8_t* row0, c
   }
 }
 
-// The first version's round (the register pipeline keeps it): the same values as mma_round, with
-// the MXFP4 multipliers from mx_scale_of and the second step as a per-lane branch per word.
-// Measured on an H200 (MOE5 run 2): the register pipeline with mma_round instead took 1.09-1.12x
-// longer (MXFP4 f32, Flash T = 1 and 64); the cp.async ring gained with it.
-
 // One 32-bit word of eight E2M1 codes to four unscaled BF16 pairs, in the checkpoint's nibble
 // order (RP = 0) or the repacked one: RP = 1 with fp4_repack::decode_pairs (rotations on the
 // integer ALU pipe), RP = 2 with decode_pairs_shift (4 of the 5 rotations as IMAD shifts on the
@@ -119,23 +114,45 @@ __device__ __forceinline__ void expand_word(uint32_t word, uint32_t (&p)[4]) {
     p[2] = fp4mma::e2m1_pair<2>(word), p[3] = fp4mma::e2m1_pair<3>(word);
   }
 }
-template <weight_kind K, bool SPLIT, int RP>
-__device__ __forceinline__ void mma_round_per_word(float (&acc)[4], const round_w<K>& r,
-                                                   const uint4 (&xh)[4], const uint4 (&xl)[4]) {
-  uint32_t m1[2][2], m2[2];
-  bool two = false;
+
+// after_word0: called once, after word 0's HMMAs (the ring's next-round activation loads, see
+// round_math; a no-op elsewhere).
+struct no_hook {
+  __device__ __forceinline__ void operator()() const {}
+};
+
+// The scale multipliers of a round's rows g, g + 8: m1[i][h] for words 2 h, 2 h + 1 (NVFP4: one
+// per 16 k; MXFP4: one per row), m2[i] the MXFP4 second step (1.0 unless E8M0 > 128). FAST: the
+// MXFP4 m1 by one IMAD, exact for E8M0 <= 128, m2 left 1.0 (the caller has ruled out the rest).
+template <weight_kind K, bool FAST>
+__device__ __forceinline__ void round_scales(const round_w<K>& r, uint32_t (&m1)[2][2],
+                                             uint32_t (&m2)[2]) {
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
+    m2[i] = 0x3F803F80u;
     if constexpr (K == weight_kind::mxfp4) {
-      const fp4mma::mx_scale s = fp4mma::mx_scale_of(r.s[i]);
-      m1[i][0] = m1[i][1] = s.m1;
-      m2[i] = s.m2;
-      two |= s.m2 != 0x3F803F80u;
+      if constexpr (FAST) {
+        m1[i][0] = m1[i][1] = r.s[i] * 0x00800080u + 0x3F003F00u;
+      } else {
+        const fp4mma::mx_scale s = fp4mma::mx_scale_of(r.s[i]);
+        m1[i][0] = m1[i][1] = s.m1;
+        m2[i] = s.m2;
+      }
     } else {
       m1[i][0] = fp4mma::nv_scale_of(r.s[i] & 0xFFu);
       m1[i][1] = fp4mma::nv_scale_of(r.s[i] >> 8);
     }
   }
+}
+
+// The four words of a round, shared by both round variants: expansion, the scale steps (the
+// second, MXFP4 only, where `two`: a compile-time constant in mma_round, a per-lane value in
+// mma_round_per_word) and the mma.sync products; after_word0 once, after word 0's.
+template <weight_kind K, bool SPLIT, int RP, typename H>
+__device__ __forceinline__ void round_words(float (&acc)[4], const round_w<K>& r,
+                                            const uint32_t (&m1)[2][2], const uint32_t (&m2)[2],
+                                            bool two, const uint4 (&xh)[4], const uint4 (&xl)[4],
+                                            const H& after_word0) {
 #pragma unroll
   for (int w = 0; w < 4; ++w) {
     uint32_t p0[4], p1[4];
@@ -161,7 +178,23 @@ __device__ __forceinline__ void mma_round_per_word(float (&acc)[4], const round_
       fp4mma::mma_bf16(acc, p0[0], p1[0], p0[1], p1[1], xl[w].x, xl[w].y);
       fp4mma::mma_bf16(acc, p0[2], p1[2], p0[3], p1[3], xl[w].z, xl[w].w);
     }
+    if (w == 0) after_word0();
   }
+}
+
+// The first version's round (the register pipeline keeps it): the same values as mma_round, with
+// the MXFP4 multipliers from mx_scale_of and the second step as a per-lane branch per word.
+// Measured on an H200 (MOE5 run 2): the register pipeline with mma_round instead took 1.09-1.12x
+// longer (MXFP4 f32, Flash T = 1 and 64); the cp.async ring gained with it.
+template <weight_kind K, bool SPLIT, int RP>
+__device__ __forceinline__ void mma_round_per_word(float (&acc)[4], const round_w<K>& r,
+                                                   const uint4 (&xh)[4], const uint4 (&xl)[4]) {
+  uint32_t m1[2][2], m2[2];
+  round_scales<K, false>(r, m1, m2);
+  bool two = false;  // a per-lane branch per word
+#pragma unroll
+  for (int i = 0; i < 2; ++i) two |= m2[i] != 0x3F803F80u;
+  round_words<K, SPLIT, RP>(acc, r, m1, m2, two, xh, xl, no_hook{});
 }
 
 // acc += the round's 16 rows x 32 k per lane (128 per quad) times the token fragments xh / xl.
@@ -174,56 +207,13 @@ __device__ __forceinline__ void mma_round_per_word(float (&acc)[4], const round_
 // every lane takes mx_scale_of, whose m2 is 1.0 for e <= 128, so lanes without a large scale
 // compute the same values as in the fast variant: every product, scale step and sum is the
 // first version's (bit-identical outputs).
-// after_word0: called once, after word 0's HMMAs (the ring's next-round activation loads, see
-// round_math; a no-op elsewhere).
-struct no_hook {
-  __device__ __forceinline__ void operator()() const {}
-};
 template <weight_kind K, bool SPLIT, bool TWO, int RP, typename H = no_hook>
 __device__ __forceinline__ void mma_round(float (&acc)[4], const round_w<K>& r,
                                           const uint4 (&xh)[4], const uint4 (&xl)[4],
                                           const H& after_word0 = H{}) {
-  uint32_t m1[2][2], m2[2] = {0x3F803F80u, 0x3F803F80u};
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    if constexpr (K == weight_kind::mxfp4) {
-      if constexpr (TWO) {
-        const fp4mma::mx_scale s = fp4mma::mx_scale_of(r.s[i]);
-        m1[i][0] = m1[i][1] = s.m1;
-        m2[i] = s.m2;
-      } else {
-        m1[i][0] = m1[i][1] = r.s[i] * 0x00800080u + 0x3F003F00u;
-      }
-    } else {
-      m1[i][0] = fp4mma::nv_scale_of(r.s[i] & 0xFFu);
-      m1[i][1] = fp4mma::nv_scale_of(r.s[i] >> 8);
-    }
-  }
-#pragma unroll
-  for (int w = 0; w < 4; ++w) {
-    uint32_t p0[4], p1[4];
-    expand_word<RP>(word_of(r.v[0], w), p0);
-    expand_word<RP>(word_of(r.v[1], w), p1);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) {
-      p0[j] = fp4mma::mul_bf16x2(p0[j], m1[0][w >> 1]);
-      p1[j] = fp4mma::mul_bf16x2(p1[j], m1[1][w >> 1]);
-    }
-    if constexpr (TWO) {
-#pragma unroll
-      for (int j = 0; j < 4; ++j) {
-        p0[j] = fp4mma::mul_bf16x2(p0[j], m2[0]);
-        p1[j] = fp4mma::mul_bf16x2(p1[j], m2[1]);
-      }
-    }
-    fp4mma::mma_bf16(acc, p0[0], p1[0], p0[1], p1[1], xh[w].x, xh[w].y);
-    fp4mma::mma_bf16(acc, p0[2], p1[2], p0[3], p1[3], xh[w].z, xh[w].w);
-    if constexpr (SPLIT) {
-      fp4mma::mma_bf16(acc, p0[0], p1[0], p0[1], p1[1], xl[w].x, xl[w].y);
-      fp4mma::mma_bf16(acc, p0[2], p1[2], p0[3], p1[3], xl[w].z, xl[w].w);
-    }
-    if (w == 0) after_word0();
-  }
+  uint32_t m1[2][2], m2[2];
+  round_scales<K, !TWO>(r, m1, m2);
+  round_words<K, SPLIT, RP>(acc, r, m1, m2, TWO, xh, xl, after_word0);
 }
 
 // All NM matrices of one round: the ring's mma_round (with the warp-wide choice of its TWO variant

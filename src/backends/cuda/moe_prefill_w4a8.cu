@@ -52,6 +52,9 @@
 // staged in shared memory, then warp specialization (a producer warp for the copies, consumers
 // decoupled by mbarriers instead of one barrier per round), and the fixed costs outside the GEMMs
 // (f32 h round trip through HBM, the per-pair f32 out and its combine).
+// Session 17 (REVIEW17, H200, Flash T = 4096, same call): both kernels now take the ws kernel's
+// one-mask expand_e2m1x8 (the same bytes, one LOP3 less per word): w4a8 1.010-1.012x, w4a8_serial
+// 1.012-1.013x main's, y still bit for bit the ws kernel's.
 //
 // Determinism: every output element is one pair's sum in a fixed order.
 #include <cuda_bf16.h>
@@ -593,15 +596,6 @@ static_assert(k_ws_stage_bytes == 28 * 1024 && k_ws_smem <= 227 * 1024, "stage l
 
 using mbar::named_sync;
 
-// expand_e2m1x8 (moe_prefill_w4a8_ops.cuh) with one mask for both halves (prmt reads only its
-// selector's low 16 bits): the same bytes in one instruction less per word (session 16, PREFILL11).
-__device__ __forceinline__ void expand_e2m1x8_m1(uint32_t w, const e4m3_table& t, uint32_t& lo,
-                                                 uint32_t& hi) {
-  const uint32_t m = w & 0x77777777u, w4 = w << 4;
-  lo = prmt(t.lo, t.hi, m) | (prmt(w4, w, 0xD9C8u) & 0x80808080u);
-  hi = prmt(t.lo, t.hi, m >> 16) | (prmt(w4, w, 0xFBEAu) & 0x80808080u);
-}
-
 // A work item: tile slot w / row_blocks, row block w % row_blocks.
 struct ws_ring {
   uint32_t smem;  // the 1024-aligned base (stage 0)
@@ -810,8 +804,8 @@ __device__ __forceinline__ void ws_consume_item(const w4a8_args& a, const ws_rin
                      t1 = fold_table(scale_of(st, 1) - base[1]);
 #pragma unroll
     for (int s = 0; s < 4; ++s) {
-      expand_e2m1x8_m1(word_of(wv[0], s), t0, am[s][0], am[s][2]);
-      expand_e2m1x8_m1(word_of(wv[1], s), t1, am[s][1], am[s][3]);
+      expand_e2m1x8(word_of(wv[0], s), t0, am[s][0], am[s][2]);
+      expand_e2m1x8(word_of(wv[1], s), t1, am[s][1], am[s][3]);
     }
   };
   // Descriptors from one base: sw128_desc's low word holds address / 16 (and the leading byte

@@ -62,18 +62,17 @@ __device__ __forceinline__ uint32_t prmt(uint32_t a, uint32_t b, uint32_t sel) {
 
 // A word of 8 E2M1 values (value j in bits 4j .. 4j + 3, sign in bit 4j + 3) as E4M3 bytes
 // through table t: lo = values 0-3 (byte i = value i), hi = values 4-7.
-// Magnitudes: one byte permute of the table with the 3-bit codes as selectors. Signs: a byte
-// permute in sign-replicate mode (selector bit 3) of (w << 4, w), whose bytes have the signs of
-// values (0, 2, 4, 6) and (1, 3, 5, 7) in their top bits, gives 0xFF / 0x00 per output byte.
+// Magnitudes: one byte permute of the table with the 3-bit codes as selectors; one mask serves
+// both halves, as prmt reads only its selector's low 16 bits (session 16, PREFILL11: one
+// instruction less per word than a mask per half). Signs: a byte permute in sign-replicate mode
+// (selector bit 3) of (w << 4, w), whose bytes have the signs of values (0, 2, 4, 6) and
+// (1, 3, 5, 7) in their top bits, gives 0xFF / 0x00 per output byte.
 __device__ __forceinline__ void expand_e2m1x8(uint32_t w, const e4m3_table& t, uint32_t& lo,
                                               uint32_t& hi) {
-  const uint32_t w4 = w << 4;
-  const uint32_t mag_lo = prmt(t.lo, t.hi, w & 0x7777u);
-  const uint32_t mag_hi = prmt(t.lo, t.hi, (w >> 16) & 0x7777u);
-  const uint32_t sign_lo = prmt(w4, w, 0xD9C8u);  // bytes 0, 4, 1, 5: values 0, 1, 2, 3
-  const uint32_t sign_hi = prmt(w4, w, 0xFBEAu);  // bytes 2, 6, 3, 7: values 4, 5, 6, 7
-  lo = mag_lo | (sign_lo & 0x80808080u);
-  hi = mag_hi | (sign_hi & 0x80808080u);
+  const uint32_t m = w & 0x77777777u, w4 = w << 4;
+  // Sign bytes 0, 4, 1, 5 of (w << 4, w): values 0..3; bytes 2, 6, 3, 7: values 4..7.
+  lo = prmt(t.lo, t.hi, m) | (prmt(w4, w, 0xD9C8u) & 0x80808080u);
+  hi = prmt(t.lo, t.hi, m >> 16) | (prmt(w4, w, 0xFBEAu) & 0x80808080u);
 }
 
 template <int N>
