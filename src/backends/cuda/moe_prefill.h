@@ -82,8 +82,7 @@ void moe_prefill_set_ws_producer(int mode);
 void moe_prefill_set_ws_epilogue(int mode);
 // The wgmma_ws core's wide kernel on repacked weights (bench A/B, parity; process-wide): tiles of
 // up to 256 pairs, one m64nNk16 (N <= 256) per warpgroup and step (moe_prefill_wgmma_ws.cu).
-// -1 the automatic choice (prefill::ws_use_wide), 0 never, 1 always, 2 always with N only in
-// steps of 32 (PREFILL15 run 1's kernel).
+// -1 the automatic choice (prefill::ws_use_wide), 0 never, 1 always.
 void moe_prefill_set_ws_wide(int mode);
 
 // Whether moe_prefill_experts takes these weights for a step of `tokens` x `top_k` pairs (the

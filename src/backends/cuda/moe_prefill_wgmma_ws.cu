@@ -121,7 +121,6 @@ static_assert(k_ws_stage_bytes % 1024 == 0 && k_ws_smem <= 227 * 1024, "stage la
 struct ws_args {
   const __nv_bfloat16* src;  // x' (L1, rows by token) or h' (L2, rows by pair)
   int top_k;
-  int wide_coarse;  // wide kernel: N only 64, 128, 160, 192, 224, 256 (in top_k's padding)
   const int* tile_count;
   const int4* tiles;
   const int* sorted;
@@ -761,8 +760,8 @@ __device__ __forceinline__ void wd_store_tile(const float (&acc)[N / 2], int e, 
     fb = (wb.global ? __ldg(wb.global + e) : 1.0f) * 256.0f;
   }
   constexpr int blocks = N / 8;
-  // Token blocks per chunk (8 (L1) / 16 (L2) values), dividing N / 8 (even: N % 16 == 0).
-  constexpr int chunk = blocks % 4 == 0 ? 4 : 2;
+  constexpr int cb = 4;  // token blocks per chunk: 8 (L1) / 16 (L2) values
+  constexpr int chunk = blocks < cb ? blocks : cb;
   const int64_t row = r0 + g;
   const int64_t col = UP && PERMUTE_H && std::is_same_v<out_t, __nv_bfloat16>
                           ? (row & ~int64_t(127)) | permuted_k(int(row & 127))
@@ -948,22 +947,14 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       const int rb = w % row_blocks;
       if (cur.z <= 64)
         wd_produce_item<K, UP, 64>(a, ring, p, k, cur, rb, rounds);
-      else if (cur.z <= 96 && !a.wide_coarse)
-        wd_produce_item<K, UP, 96>(a, ring, p, k, cur, rb, rounds);
       else if (cur.z <= 128)
         wd_produce_item<K, UP, 128>(a, ring, p, k, cur, rb, rounds);
       else if (cur.z <= 160)
         wd_produce_item<K, UP, 160>(a, ring, p, k, cur, rb, rounds);
-      else if (cur.z <= 176 && !a.wide_coarse)
-        wd_produce_item<K, UP, 176>(a, ring, p, k, cur, rb, rounds);
       else if (cur.z <= 192)
         wd_produce_item<K, UP, 192>(a, ring, p, k, cur, rb, rounds);
-      else if (cur.z <= 208 && !a.wide_coarse)
-        wd_produce_item<K, UP, 208>(a, ring, p, k, cur, rb, rounds);
       else if (cur.z <= 224)
         wd_produce_item<K, UP, 224>(a, ring, p, k, cur, rb, rounds);
-      else if (cur.z <= 240 && !a.wide_coarse)
-        wd_produce_item<K, UP, 240>(a, ring, p, k, cur, rb, rounds);
       else
         wd_produce_item<K, UP, 256>(a, ring, p, k, cur, rb, rounds);
     }
@@ -977,22 +968,14 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       const int rb = w % row_blocks;
       if (cur.z <= 64)
         wd_consume_item<out_t, K, UP, PERMUTE_H, 64>(a, ring, k, cur, rb, rounds);
-      else if (cur.z <= 96 && !a.wide_coarse)
-        wd_consume_item<out_t, K, UP, PERMUTE_H, 96>(a, ring, k, cur, rb, rounds);
       else if (cur.z <= 128)
         wd_consume_item<out_t, K, UP, PERMUTE_H, 128>(a, ring, k, cur, rb, rounds);
       else if (cur.z <= 160)
         wd_consume_item<out_t, K, UP, PERMUTE_H, 160>(a, ring, k, cur, rb, rounds);
-      else if (cur.z <= 176 && !a.wide_coarse)
-        wd_consume_item<out_t, K, UP, PERMUTE_H, 176>(a, ring, k, cur, rb, rounds);
       else if (cur.z <= 192)
         wd_consume_item<out_t, K, UP, PERMUTE_H, 192>(a, ring, k, cur, rb, rounds);
-      else if (cur.z <= 208 && !a.wide_coarse)
-        wd_consume_item<out_t, K, UP, PERMUTE_H, 208>(a, ring, k, cur, rb, rounds);
       else if (cur.z <= 224)
         wd_consume_item<out_t, K, UP, PERMUTE_H, 224>(a, ring, k, cur, rb, rounds);
-      else if (cur.z <= 240 && !a.wide_coarse)
-        wd_consume_item<out_t, K, UP, PERMUTE_H, 240>(a, ring, k, cur, rb, rounds);
       else
         wd_consume_item<out_t, K, UP, PERMUTE_H, 256>(a, ring, k, cur, rb, rounds);
     }
@@ -1028,8 +1011,7 @@ int g_ws_producer = -1;
 // 0 store_tile (moe_prefill_set_ws_epilogue).
 int g_ws_epi = 4;
 
-// The wide kernel (moe_prefill_set_ws_wide): -1 automatic (ws_use_wide), 0 off, 1 on, 2 on with
-// N in steps of 32 only (PREFILL15 run 1's kernel, for the A/B).
+// The wide kernel (moe_prefill_set_ws_wide): -1 automatic (ws_use_wide), 0 off, 1 on.
 int g_ws_wide = -1;
 
 template <weight_kind K>
@@ -1118,7 +1100,6 @@ cudaError_t launch_wgmma_ws_gemms(const act_t* x, int64_t tokens, int64_t top_k,
   ws_args a{};
   a.src = xp;
   a.top_k = int(top_k);
-  a.wide_coarse = g_ws_wide == 2;
   a.tile_count = tile_count;
   a.tiles = tiles;
   a.sorted = sorted;
