@@ -84,6 +84,15 @@
 // T = 4096 / 8192, Pro 4096, both orders). The converter (~1000 SASS instructions a round, one warp
 // per scheduler, ring cut to 3 stages for the 64 KB of A slots) is slower than the expansion it
 // replaced in eight warps; not kept.
+//
+// PREFILL15 (session 17; bench/kernels/results/h200_2026-11-27_s17_prefill15_*): the wide kernel
+// below (tiles of up to 256 pairs, one m64nNk16 with N <= 256 per warpgroup and step, W1 and W3
+// rows in one wgmma, 3 stages). Same results bit for bit (H200, two calls: 48 bench comparisons
+// with the wgmma core at Flash T = 4096 / 8192 and Pro 4096, 0 differing; parity 32/32 twice).
+// Over this kernel (same process, alternating, 3 passes, both orders): Flash T = 8192 MXFP4
+// 1.03x / 1.07x (run 1 / run 2 geomeans), NVFP4 1.10x / 1.13x; forced where experts hold <= 128
+// pairs (Flash T = 4096, Pro 4096) 0.85-0.95x, so automatic only above 128 pairs per expert on
+// average (ws_use_wide). Rounding N up to 16 instead of 32 above 128 changed nothing (1.00x).
 #include "backends/cuda/mbarrier.cuh"
 #include "backends/cuda/moe_prefill_wgmma_kernel.cuh"
 #include "backends/cuda/moe_prefill_wgmma_ops_wide.cuh"
@@ -628,6 +637,9 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 // rows, L2 128 hidden rows (no partial blocks: hidden and inter are multiples of 128). Every
 // output element is the same products summed in the same k order as in the core: the same bits.
 // Repacked layout and the PR producer only. Ring: 3 stages of 74 KB (B 64 KB at N = 256).
+// Measured (H200, see the top of the file): 1.03-1.13x at Flash T = 8192 (~192 pairs per
+// expert), but 0.85-0.95x where the 128-pair plan already gives one tile per expert (T = 4096,
+// Pro): with the expansion per wgmma column the same, one wgmma per step and 3 stages cost ~10%.
 constexpr int k_wd_max = 256;
 constexpr int k_wd_stages = 3;
 constexpr int k_wd_atom = k_wd_max * 128;                          // 64 k of 256 token rows
