@@ -1683,14 +1683,20 @@ std::vector<int64_t> g_ws_flash_t = {256, 1024, 4096, 8192};
 // bit for bit with the wgmma core and timed in three alternating passes.
 std::vector<int64_t> g_ws_epis;
 
-void bench_ws_epis(
+// --ws-wides M0,M1,..: as --ws-epis for the wide kernel (moe_prefill_set_ws_wide: 0 off, 1 on,
+// -1 automatic; the first one the baseline).
+std::vector<int64_t> g_ws_wides;
+
+// Each mode of `modes` set by `set` (label `tag`), compared bit for bit with the wgmma core and
+// timed in three alternating passes; `reset` restores the default.
+void bench_ws_modes(
     const moe_shape& sh, const char* kname, int64_t T,
     const std::function<void(int, cudaStream_t, bool, bool, dsv4::cuda::moe_prefill_core)>& call,
-    const std::function<void(const char*, double)>& report, const __nv_bfloat16* yb,
-    cudaStream_t s) {
+    const std::function<void(const char*, double)>& report, const __nv_bfloat16* yb, cudaStream_t s,
+    const std::vector<int64_t>& modes, void (*set)(int), const char* tag, int reset) {
   using dsv4::cuda::moe_prefill_core;
   const int64_t D = sh.hidden;
-  const size_t nl = g_ws_epis.size();
+  const size_t nl = modes.size();
   for (bool official : {false, true}) {
     std::vector<uint16_t> ref(size_t(T * D)), y(size_t(T * D));
     const auto run_one = [&](moe_prefill_core core, std::vector<uint16_t>& out) {
@@ -1701,7 +1707,7 @@ void bench_ws_epis(
     };
     run_one(moe_prefill_core::wgmma, ref);
     for (size_t li = 0; li < nl; ++li) {
-      dsv4::cuda::moe_prefill_set_ws_epilogue(int(g_ws_epis[li]));
+      set(int(modes[li]));
       run_one(moe_prefill_core::wgmma_ws, y);
       size_t differ = 0, unwritten = 0;
       for (size_t j = 0; j < ref.size(); ++j) {
@@ -1709,34 +1715,34 @@ void bench_ws_epis(
         unwritten += y[j] == 0xFFFF;
       }
       std::printf(
-          "%-6s %-6s   T=%lld repacked %s: wgmma_ws epi%lld vs wgmma y: %zu of %zu differ, "
+          "%-6s %-6s   T=%lld repacked %s: wgmma_ws %s%lld vs wgmma y: %zu of %zu differ, "
           "%zu unwritten\n",
-          sh.name, kname, (long long)T, official ? "official" : "exact", (long long)g_ws_epis[li],
+          sh.name, kname, (long long)T, official ? "official" : "exact", tag, (long long)modes[li],
           differ, ref.size(), unwritten);
     }
     std::vector<double> ms(3 * nl);
     for (int pass = 0; pass < 3; ++pass)
       for (size_t li = 0; li < nl; ++li) {
-        dsv4::cuda::moe_prefill_set_ws_epilogue(int(g_ws_epis[li]));
+        set(int(modes[li]));
         ms[pass * nl + li] = time_prefill_per_call(
             [&](int i, cudaStream_t st) {
               call(i, st, true, official, moe_prefill_core::wgmma_ws);
             },
             4, 20, s);
         char name[64];
-        std::snprintf(name, sizeof name, "%swgmma_ws epi%lld rp p%d", official ? "official " : "",
-                      (long long)g_ws_epis[li], pass + 1);
+        std::snprintf(name, sizeof name, "%swgmma_ws %s%lld rp p%d", official ? "official " : "",
+                      tag, (long long)modes[li], pass + 1);
         report(name, ms[pass * nl + li]);
       }
     for (size_t li = 1; li < nl; ++li)
       std::printf(
-          "%-6s %-6s   T=%lld repacked %s: epi%lld speed-up over epi%lld p1 %.3fx p2 %.3fx p3 "
+          "%-6s %-6s   T=%lld repacked %s: %s%lld speed-up over %s%lld p1 %.3fx p2 %.3fx p3 "
           "%.3fx\n",
-          sh.name, kname, (long long)T, official ? "official" : "exact", (long long)g_ws_epis[li],
-          (long long)g_ws_epis[0], ms[0] / ms[li], ms[nl] / ms[nl + li],
+          sh.name, kname, (long long)T, official ? "official" : "exact", tag, (long long)modes[li],
+          tag, (long long)modes[0], ms[0] / ms[li], ms[nl] / ms[nl + li],
           ms[2 * nl] / ms[2 * nl + li]);
   }
-  dsv4::cuda::moe_prefill_set_ws_epilogue(4);
+  set(reset);
 }
 
 void bench_prefill_ws_case(const moe_shape& sh, weight_kind kind, const std::vector<int64_t>& ts,
@@ -1791,8 +1797,13 @@ void bench_prefill_ws_case(const moe_shape& sh, weight_kind kind, const std::vec
         CK(dsv4::cuda::moe_prefill_experts(in.xb, T, in.idx + sl(i), in.wts + sl(i), K, a, b, c,
                                            10.0f, ws, ws_bytes, in.yb, st, core));
     };
-    if (!g_ws_epis.empty()) {
-      bench_ws_epis(sh, kname, T, call, report, in.yb, s);
+    if (!g_ws_epis.empty() || !g_ws_wides.empty()) {
+      if (!g_ws_epis.empty())
+        bench_ws_modes(sh, kname, T, call, report, in.yb, s, g_ws_epis,
+                       dsv4::cuda::moe_prefill_set_ws_epilogue, "epi", 4);
+      if (!g_ws_wides.empty())
+        bench_ws_modes(sh, kname, T, call, report, in.yb, s, g_ws_wides,
+                       dsv4::cuda::moe_prefill_set_ws_wide, "wide", -1);
       CK(cudaFree(db));
       CK(cudaFree(dc));
       CK(cudaFree(ws));
@@ -2137,6 +2148,7 @@ int main(int argc, char** argv) {
     if (a == "--ws-profile") pws = g_ws_profile = true;
     if (a == "--ws-t" && i + 1 < argc) g_ws_flash_t = parse_list(argv[++i]);
     if (a == "--ws-epis" && i + 1 < argc) pws = true, g_ws_epis = parse_list(argv[++i]);
+    if (a == "--ws-wides" && i + 1 < argc) pws = true, g_ws_wides = parse_list(argv[++i]);
     if (a == "--w4a8-flash-t" && i + 1 < argc) g_w4a8_flash_t = parse_list(argv[++i]);
     if (a == "--w4a8-pro-t" && i + 1 < argc) g_w4a8_pro_t = parse_list(argv[++i]);
     if (a == "--w4a8-profile") g_w4a8_profile = true;

@@ -416,7 +416,10 @@ cudaError_t run_prefill(const act_t* x, int64_t tokens, const int32_t* indices,
   auto* xp = core == moe_prefill_core::wgmma_cp || ws
                  ? reinterpret_cast<__nv_bfloat16*>(base + l.xp)
                  : nullptr;
-  const int tile = wg ? k_wgmma_tile : k_tile;
+  // wgmma_ws on repacked weights (BF16 x only) may plan tiles of up to 256 pairs (its wide kernel).
+  const bool wide = ws && repacked && std::is_same_v<act_t, __nv_bfloat16> &&
+                    prefill::ws_use_wide(true, pairs, experts);
+  const int tile = wide ? prefill::k_ws_wide_tile : wg ? k_wgmma_tile : k_tile;
   const int64_t tile_slots = max_tiles(pairs, experts, tile);
 
   moe_prefill_plan_kernel<<<1, k_plan_threads, 0, stream>>>(indices, int(pairs), int(experts), tile,
@@ -429,10 +432,10 @@ cudaError_t run_prefill(const act_t* x, int64_t tokens, const int32_t* indices,
     if (repacked && ws) {
       status = mx ? launch_wgmma_ws_gemms<__nv_bfloat16, weight_kind::mxfp4, true>(
                         x, tokens, top_k, w1, w3, w2, swiglu_limit, tile_count, tiles, sorted,
-                        tile_slots, pair_weights, indices, pairs, h, out, xp, stream)
+                        tile_slots, pair_weights, indices, pairs, h, out, xp, wide, stream)
                   : launch_wgmma_ws_gemms<__nv_bfloat16, weight_kind::nvfp4, true>(
                         x, tokens, top_k, w1, w3, w2, swiglu_limit, tile_count, tiles, sorted,
-                        tile_slots, pair_weights, indices, pairs, h, out, xp, stream);
+                        tile_slots, pair_weights, indices, pairs, h, out, xp, wide, stream);
       if (status != cudaSuccess) return status;
       return launch_moe_combine(official, out, indices, weights, tokens, top_k, experts, hidden, y,
                                 stream);
@@ -460,10 +463,10 @@ cudaError_t run_prefill(const act_t* x, int64_t tokens, const int32_t* indices,
   else if (ws)
     status = mx ? launch_wgmma_ws_gemms<act_t, weight_kind::mxfp4, false>(
                       x, tokens, top_k, w1, w3, w2, swiglu_limit, tile_count, tiles, sorted,
-                      tile_slots, pair_weights, indices, pairs, h, out, xp, stream)
+                      tile_slots, pair_weights, indices, pairs, h, out, xp, false, stream)
                 : launch_wgmma_ws_gemms<act_t, weight_kind::nvfp4, false>(
                       x, tokens, top_k, w1, w3, w2, swiglu_limit, tile_count, tiles, sorted,
-                      tile_slots, pair_weights, indices, pairs, h, out, xp, stream);
+                      tile_slots, pair_weights, indices, pairs, h, out, xp, false, stream);
   else if (wg)
     status = mx ? launch_wgmma_gemms<act_t, weight_kind::mxfp4>(
                       x, top_k, w1, w3, w2, swiglu_limit, tile_count, tiles, sorted, tile_slots,

@@ -80,6 +80,10 @@ void moe_prefill_set_ws_producer(int mode);
 // one (moe_prefill_wgmma_ws.cu, ws_store_tile) with chunks of that many token blocks, 0 the wgmma
 // core's store_tile.
 void moe_prefill_set_ws_epilogue(int mode);
+// The wgmma_ws core's wide kernel on repacked weights (bench A/B, parity; process-wide): tiles of
+// up to 256 pairs, one m64nNk16 (N <= 256) per warpgroup and step (moe_prefill_wgmma_ws.cu).
+// -1 the automatic choice (prefill::ws_use_wide), 0 never, 1 always.
+void moe_prefill_set_ws_wide(int mode);
 
 // Whether moe_prefill_experts takes these weights for a step of `tokens` x `top_k` pairs (the
 // weight and size conditions below; x alignment and pointers are the caller's). Repacked weights:
