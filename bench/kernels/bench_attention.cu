@@ -1969,9 +1969,16 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
     std::printf("indexer phase trace, %s:\n", shape);
     plan_t other = plan;
     other.score_list = !plan.score_list;
-    for (const plan_t& p : {plan, other}) {
-      trace_indexer_phases(p.score_list ? "score_list" : "collect launch", st, p.ctas_per_token,
-                           p.collect_ctas_per_token, p.select_ctas, [&] { run_fp4(p); });
+    plan_t plan8 = plan;  // (--q-fp4: plan.q_fp4 traced too)
+    plan8.q_fp4 = true;
+    std::vector<plan_t> traced = {plan, other};
+    if (g_q_fp4) traced.insert(traced.begin() + 1, plan8);
+    for (const plan_t& p : traced) {
+      trace_indexer_phases(p.q_fp4        ? "score_list fp8"
+                           : p.score_list ? "score_list"
+                                          : "collect launch",
+                           st, p.ctas_per_token, p.collect_ctas_per_token, p.select_ctas,
+                           [&] { run_fp4(p); });
       // The token's candidate count (token_state after the scores in the scratch).
       run_fp4(p);
       uint32_t state_words[8];
