@@ -1387,25 +1387,6 @@ bool g_indexer_only = false;   // --indexer: the ceilings and the indexer cases 
 bool g_indexer_fp4 = false;    // --indexer-fp4: the ceilings and the FP4-key indexer rows only
 bool g_indexer_trace = false;  // --indexer-trace (with --indexer-fp4): %globaltimer phase stamps
 bool g_indexer_plan_only = false;  // --indexer-plan-only (with --indexer-fp4): the plan rows only
-// --q-fp4 (with --indexer-fp4): q E2M1 x 2^e per (head, 32-dim block) as hadamard_fp4 gives the
-// model, and the plan's rows also with plan.q_fp4 (exact FP8 scores), interleaved.
-bool g_q_fp4 = false;
-
-// q values e2m1 x 2^e, e in [-3, -1] per 32-value block (the contract of plan.q_fp4).
-__global__ void fill_q_fp4(__nv_bfloat16* p, size_t n, uint64_t seed) {
-  const float mag[8] = {0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 3.0f, 4.0f, 6.0f};
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x) {
-    uint64_t z = (i + 1) * 0x9E3779B97F4A7C15ull + seed;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    uint64_t b = (i / 32 + 7) * 0x9E3779B97F4A7C15ull + seed;
-    b = (b ^ (b >> 29)) * 0xBF58476D1CE4E5B9ull;
-    const int code = int(z >> 60);
-    const float v = (code & 8 ? -1.0f : 1.0f) * mag[code & 7] * exp2f(-1.0f - float((b >> 40) % 3));
-    p[i] = __float2bfloat16(v);
-  }
-}
 
 // Median time of `launch` (work on `stream`) replayed from a CUDA graph, L2 flushed before each
 // replay like time_ms: no host launch cost inside the timed region, as in the model's decode
@@ -1808,10 +1789,6 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
   int32_t* dseq = tabs.seq;
   int32_t* dvis = tabs.visible;
   __nv_bfloat16* q16 = random_bf16(size_t(T * heads * d), -1, 1);
-  if (g_q_fp4) {
-    fill_q_fp4<<<256, 256>>>(q16, size_t(T * heads * d), g_rng());
-    CHECK(cudaGetLastError());
-  }
   __nv_bfloat16* w16 = random_bf16(size_t(T * heads), -1, 1);
   int32_t* out = device_alloc<int32_t>(size_t(T * top_k));
   const float q_scale = 1.0f / std::sqrt(float(d));
@@ -1856,9 +1833,6 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
     };
     std::vector<variant> vs;
     vs.push_back({"fp4 plan", plan});
-    plan_t plan8 = plan;
-    plan8.q_fp4 = true;
-    if (g_q_fp4) vs.push_back({"fp4 plan fp8", plan8});
     if (!g_indexer_plan_only) {  // the A/B rows
       {
         // The score kernel listing the candidates (plan.score_list) off: the collect launch.
@@ -1940,7 +1914,6 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
       }
     }
     vs.push_back({"fp4 plan again", plan});  // the first rows run colder: the plan once more
-    if (g_q_fp4) vs.push_back({"fp4 plan fp8 again", plan8});
     const size_t nv_ = vs.size();
     std::vector<double> all(nv_, 1e30), sc(nv_, 1e30), col(nv_, 1e30);
     for (int round = 0; round < 3; ++round)
@@ -1969,16 +1942,9 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
     std::printf("indexer phase trace, %s:\n", shape);
     plan_t other = plan;
     other.score_list = !plan.score_list;
-    plan_t plan8 = plan;  // (--q-fp4: plan.q_fp4 traced too)
-    plan8.q_fp4 = true;
-    std::vector<plan_t> traced = {plan, other};
-    if (g_q_fp4) traced.insert(traced.begin() + 1, plan8);
-    for (const plan_t& p : traced) {
-      trace_indexer_phases(p.q_fp4        ? "score_list fp8"
-                           : p.score_list ? "score_list"
-                                          : "collect launch",
-                           st, p.ctas_per_token, p.collect_ctas_per_token, p.select_ctas,
-                           [&] { run_fp4(p); });
+    for (const plan_t& p : {plan, other}) {
+      trace_indexer_phases(p.score_list ? "score_list" : "collect launch", st, p.ctas_per_token,
+                           p.collect_ctas_per_token, p.select_ctas, [&] { run_fp4(p); });
       // The token's candidate count (token_state after the scores in the scratch).
       run_fp4(p);
       uint32_t state_words[8];
@@ -2564,8 +2530,6 @@ int main(int argc, char** argv) {
       g_indexer_trace = g_indexer_fp4 = true;
     else if (std::strcmp(argv[i], "--indexer-plan-only") == 0)
       g_indexer_plan_only = g_indexer_fp4 = true;
-    else if (std::strcmp(argv[i], "--q-fp4") == 0)
-      g_q_fp4 = g_indexer_fp4 = true;
     else if (std::strcmp(argv[i], "--kv-fp8") == 0)
       g_kv_fp8 = true;
     else if (std::strcmp(argv[i], "--cases") == 0 && i + 1 < argc)

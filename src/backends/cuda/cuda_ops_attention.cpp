@@ -259,14 +259,7 @@ tensor cuda_ops::indexer_topk_keys(const tensor& q, const tensor& weights, const
     using bf16 = __nv_bfloat16;
     const int64_t chunk = std::min(T, k_fast_kernel_chunk_tokens);
     auto make_plan = [&](int64_t n) {
-      indexer_fast_plan p =
-          indexer_topk_fast_make_plan(n, block_table.size(1), block_size, sm_count_);
-      // FP4 key codes exist only in the official precision mode (model_runner), where the model
-      // runs hadamard_fp4 on the indexer q (forward.cpp): q is E2M1 x 2^e per (head, 32-dim
-      // block), the contract of plan.q_fp4 (exact FP8 scores; the kernel checks q per CTA and
-      // falls back to the bf16 path where it is not).
-      p.q_fp4 = codes != nullptr;
-      return p;
+      return indexer_topk_fast_make_plan(n, block_table.size(1), block_size, sm_count_);
     };
     const indexer_fast_plan full = make_plan(chunk),
                             tail = make_plan(T % chunk ? T % chunk : chunk);

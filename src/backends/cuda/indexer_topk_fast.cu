@@ -193,12 +193,6 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
             if (e == cudaSuccess)
               e = set(indexer_score_three_kernel<act_t, k_stages_fp4_three, true>,
                       score_three_smem_bytes(k_stages_fp4_three));
-            if (e == cudaSuccess)
-              e = set(indexer_score_three_kernel<act_t, k_stages_fp4_three, false, true>,
-                      score_three_smem_bytes(k_stages_fp4_three, true));
-            if (e == cudaSuccess)
-              e = set(indexer_score_three_kernel<act_t, k_stages_fp4_three, true, true>,
-                      score_three_smem_bytes(k_stages_fp4_three, true));
             if (e == cudaSuccess) e = set(indexer_collect_select_kernel, k_select_smem);
             if (e == cudaSuccess) e = set(indexer_select_kernel, k_select_kernel_smem_lean);
             if (e == cudaSuccess) e = set(indexer_cluster_select_kernel, k_csel_smem);
@@ -218,10 +212,6 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
               e = carveout(indexer_score_three_kernel<act_t, k_stages_fp4_three>);
             if (e == cudaSuccess)
               e = carveout(indexer_score_three_kernel<act_t, k_stages_fp4_three, true>);
-            if (e == cudaSuccess)
-              e = carveout(indexer_score_three_kernel<act_t, k_stages_fp4_three, false, true>);
-            if (e == cudaSuccess)
-              e = carveout(indexer_score_three_kernel<act_t, k_stages_fp4_three, true, true>);
             if (e == cudaSuccess) e = carveout(indexer_collect_select_kernel);
             if (e == cudaSuccess) e = carveout(indexer_select_kernel);
             if (e == cudaSuccess) e = carveout(indexer_cluster_select_kernel);
@@ -283,15 +273,10 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
   } else if (three) {
     // (The token's coarse histogram of plan.score_list in its second histogram's first 256 words:
     // zeroed with it, otherwise unused on that path.)
-    // plan.q_fp4: the FP8 score path (its own instantiations; the CTA checks q and falls back).
-    const auto kernel =
-        plan.q_fp4
-            ? (list_mode ? indexer_score_three_kernel<act_t, k_stages_fp4_three, true, true>
-                         : indexer_score_three_kernel<act_t, k_stages_fp4_three, false, true>)
-            : (list_mode ? indexer_score_three_kernel<act_t, k_stages_fp4_three, true>
-                         : indexer_score_three_kernel<act_t, k_stages_fp4_three, false>);
-    e = launch_pdl(plan.zero_kernel, kernel, grid, dim3(256),
-                   size_t(score_three_smem_bytes(k_stages_fp4_three, plan.q_fp4)), stream, q,
+    e = launch_pdl(plan.zero_kernel,
+                   list_mode ? indexer_score_three_kernel<act_t, k_stages_fp4_three, true>
+                             : indexer_score_three_kernel<act_t, k_stages_fp4_three, false>,
+                   grid, dim3(256), size_t(score_three_smem_bytes(k_stages_fp4_three)), stream, q,
                    weights, key_pool, key_scales, pages, token_seq, n_visible, plan.capacity,
                    plan.keys_per_cta, q_scale, scores, stride, hist, flags, state, hist2, cand_list,
                    int(top_k));

@@ -148,15 +148,6 @@ struct indexer_fast_plan {
   // after the scan (no cluster barrier), 3 after the summed histogram's threshold, 4 no ranking;
   // 5: the launch without the programmatic dependence (results right).
   int cluster_probe = 0;
-  // FP4 keys on the three-CTA score kernel: the caller asserts that q is FP4-representable per
-  // (head, 32-dim block), E2M1 x 2^e (the official mode's hadamard_fp4 q). The scores then run on
-  // exact e4m3 wgmma (m64n64k32): q as e4m3 codes with a scale per head (folded into the head
-  // weight), the key codes through per-(row, block) e4m3 byte tables, one chained accumulator
-  // (the products exact, the f32 sums may round differently from the bf16 path's). Each CTA
-  // verifies q (any inexact value: the bf16 path for the whole CTA), each warpgroup pass its 64
-  // key rows' scale spread (more than 11 octaves: the bf16 path for that pass). Default off;
-  // cuda_ops sets it for the FP4 key cache (official mode only).
-  bool q_fp4 = false;
   size_t scratch_bytes = 0;   // scores, per-token state and two histograms, candidate lists
   bool score_only = false;    // benchmarks: stop after the scores (out is not written)
   bool collect_only = false;  // benchmarks: skip the select (out is not written)

@@ -149,9 +149,6 @@ __device__ __forceinline__ void wgmma_rs_n64_first(float (&d)[32], const uint32_
 #ifndef DSV4_IDX_DIAG
 #define DSV4_IDX_DIAG 0
 #endif
-#ifndef DSV4_IDX18_DIAG
-#define DSV4_IDX18_DIAG 0
-#endif
 __device__ __forceinline__ uint4 load8_bf16(const float* p) {
   const float4 a = reinterpret_cast<const float4*>(p)[0];
   const float4 b = reinterpret_cast<const float4*>(p)[1];
@@ -963,45 +960,13 @@ __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* s
 // widened one k-step ahead of the MMAs (8 live A registers instead of 32) so that the kernel fits
 // 80 registers, and three key stages so that three CTAs fit the shared memory.
 // With `list` (plan.score_list) each CTA then lists its candidates (score_list_keys).
-// With `fp8` (plan.q_fp4) the CTA also holds the query as e4m3 codes (k_q8_bytes, after the bf16
-// query) and the head weights times each head's query scale (64 floats, at the end).
-constexpr int k_q8_bytes = k_heads * k_dim;
-constexpr int score_three_smem_bytes(int stages, bool fp8 = false) {
+constexpr int score_three_smem_bytes(int stages) {
   return k_q_bytes + stages * k_fp4_pass_bytes + k_bins * 4 + k_row_ring * 4 + stages * k_pass * 4 +
-         (k_max_range_blocks + 1) / 2 * 8 + stages * 16 + 8 * 4 * 8 +
-         (fp8 ? k_q8_bytes + k_heads * 4 : 0);
+         (k_max_range_blocks + 1) / 2 * 8 + stages * 16 + 8 * 4 * 8;
 }
-static_assert(3 * (score_three_smem_bytes(k_stages_fp4_three, true) + 1024) <= 228 * 1024,
+static_assert(3 * (score_three_smem_bytes(k_stages_fp4_three) + 1024) <= 228 * 1024,
               "three CTAs per SM");
-
-// plan.q_fp4 (exact FP8 scores): 4 E2M1 codes (the low or high 16 bits of a code word, `half`)
-// as 4 e4m3 bytes through the row and block's byte table {lo, hi} (magnitude i -> byte i: e4m3 of
-// the e2m1 magnitude times 2^s), the code signs moved to bit 7 of their bytes.
-__device__ __forceinline__ uint32_t e2m1x4_to_e4m3(uint32_t w, uint32_t lo, uint32_t hi,
-                                                   bool half) {
-  const uint32_t sel = (half ? (w >> 16) : w) & 0x7777u;
-  uint32_t mag, tt;
-  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(mag) : "r"(lo), "r"(hi), "r"(sel));
-  // Bytes [b, b, b', b'] of the code word's half: the even nibbles' signs (bit 3) shift to bit 7,
-  // the odd nibbles' are already there.
-  asm("prmt.b32 %0, %1, %2, %3;" : "=r"(tt) : "r"(w), "r"(0u), "r"(half ? 0x3322u : 0x1100u));
-  return mag | ((tt << 4) & 0x00800080u) | (tt & 0x80008000u);
-}
-__device__ __forceinline__ uint32_t max_byte(uint32_t x) {
-  return max(max(x & 0xffu, (x >> 8) & 0xffu), max((x >> 16) & 0xffu, x >> 24));
-}
-__device__ __forceinline__ uint32_t min_byte(uint32_t x) {
-  return min(min(x & 0xffu, (x >> 8) & 0xffu), min((x >> 16) & 0xffu, x >> 24));
-}
-// A key row's four E8M0 bytes fit the e4m3 tables when they span at most 11 (the table of block k
-// holds e2m1 x 2^(b_k - max + 6), s in [-5, 6]: every nonzero magnitude a normal e4m3, 6 x 2^6 =
-// 384 <= 448) and the row factor 2^(max - 133) is a normal f32 (max >= 7).
-__device__ __forceinline__ bool fp8_row_ok(uint32_t x) {
-  const uint32_t mx = max_byte(x);
-  return mx - min_byte(x) <= 11u && mx >= 7u;
-}
-
-template <typename act_t, int stages, bool list = false, bool fp8 = false>
+template <typename act_t, int stages, bool list = false>
 __global__ void __launch_bounds__(256, 3)
     indexer_score_three_kernel(const act_t* q, const act_t* weights, const void* key_pool,
                                const void* key_scales_raw, paged_entries pages,
@@ -1017,11 +982,8 @@ __global__ void __launch_bounds__(256, 3)
   const uint8_t* keys8 = static_cast<const uint8_t*>(key_pool);
   extern __shared__ __align__(1024) unsigned char smem[];
   const uint32_t q_s = smem_u32(smem);
-  constexpr int q8_bytes = fp8 ? k_q8_bytes : 0;
-  const uint32_t q8_s = q_s + k_q_bytes;  // (fp8) e4m3 query, SW128 K-major, 1024-byte aligned
-  const uint32_t k_s = q_s + k_q_bytes + q8_bytes;
-  uint32_t* hist_s =
-      reinterpret_cast<uint32_t*>(smem + k_q_bytes + q8_bytes + stages * k_fp4_pass_bytes);
+  const uint32_t k_s = q_s + k_q_bytes;
+  uint32_t* hist_s = reinterpret_cast<uint32_t*>(smem + k_q_bytes + stages * k_fp4_pass_bytes);
   int32_t* pass_rows = reinterpret_cast<int32_t*>(hist_s + k_bins);  // [k_row_ring] counts
   uint32_t* pass_scales = reinterpret_cast<uint32_t*>(pass_rows + k_row_ring);  // [stages][k_pass]
   int32_t* range_blocks = reinterpret_cast<int32_t*>(pass_scales + stages * k_pass);
@@ -1030,8 +992,6 @@ __global__ void __launch_bounds__(256, 3)
   // w_smem: lane quad t's weight pair of n-tile nt at w_pairs[nt * 4 + t].
   float2* w_pairs =
       reinterpret_cast<float2*>(range_blocks + (k_max_range_blocks + 1) / 2 * 2 + 4 * stages);
-  // (fp8) head h's weight times its query scale 2^E_h at w8[h] (pairs as w_pairs).
-  float* w8 = reinterpret_cast<float*>(w_pairs + 32);
 
   pdl_trigger();
   trace_stamp(k_trace_score, 0);
@@ -1071,87 +1031,6 @@ __global__ void __launch_bounds__(256, 3)
         w[nt][e] = act_to_f32(weights[t * k_heads + nt * 8 + 2 * (lane % 4) + e]);
   }
   __syncthreads();  // the query, hist_s's zeros (and w_pairs)
-  // plan.q_fp4: the query as e4m3 codes, exactly. Thread (head r, block kb) reads its 32 bf16
-  // values; the head's scale 2^E (E = the largest exponent - 8) leaves every E2M1 x 2^e value of
-  // the head's blocks (block exponents within ~13 of each other) an e4m3 value, checked by the
-  // round trip; any inexact value (the caller's q not FP4) or weight leaves the whole CTA on the
-  // bf16 path (use8 false). Block kb's 32 codes in the order of the key fragments (dim 2t + b +
-  // 8 (3 - j) at byte j of word 4 b + t; e2m1x4_to_e4m3 gives nibble j of a lane quad t's code
-  // word the k index 4 t + j, nibble 4 + j 16 + 4 t + j), at bytes 32 kb .. + 31 of head r's
-  // 128-byte row.
-  bool use8 = false;
-  // DSV4_IDX18_DIAG (timing diagnostics of the fp8 kernel): 1 = every pass on the bf16 path (the
-  // q conversion, votes and epilogue selects still run: the fp8 kernel's overhead); 2 = no q
-  // conversion (use8 true, the e4m3 query left as it is: WRONG scores; the FP8 loop alone).
-  if constexpr (fp8 && DSV4_IDX18_DIAG == 2) {  // (q8 = 1.0 everywhere, w8 = the weights)
-    const uint32_t one4 = 0x38383838u;
-    asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};\n" ::"r"(q8_s + threadIdx.x * 32),
-                 "r"(one4));
-    asm volatile("st.shared.v4.b32 [%0], {%1, %1, %1, %1};\n" ::"r"(q8_s + threadIdx.x * 32 + 16),
-                 "r"(one4));
-    if (threadIdx.x < k_heads)
-      w8[threadIdx.x] = reinterpret_cast<const float*>(w_pairs)[threadIdx.x];
-    wgmma::fence_async_smem();
-    __syncthreads();
-    use8 = true;
-  }
-  if constexpr (fp8 && DSV4_IDX18_DIAG != 2) {
-    const int r = int(threadIdx.x) / 4, kb = int(threadIdx.x) % 4;
-    const auto chunk = [&](int c) {
-      uint4 v;
-      asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];\n"
-                   : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
-                   : "r"(q_s + q_wg_offset(r, 4 * kb + c)));
-      return v;
-    };
-    uint32_t m = 0;
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      const uint4 v = chunk(c);
-      const uint32_t xs[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-      for (int i = 0; i < 4; ++i) m = max(m, max((xs[i] >> 7) & 0xffu, (xs[i] >> 23) & 0xffu));
-    }
-    m = max(m, __shfl_xor_sync(0xffffffffu, m, 1));
-    m = max(m, __shfl_xor_sync(0xffffffffu, m, 2));
-    bool ok = m == 0 || m >= 9;  // (2^E a normal f32)
-    const int E = (m == 0 || m < 9) ? 0 : int(m) - 135;
-    const float inv = __uint_as_float(uint32_t(127 - E) << 23);
-    uint32_t words[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {  // chunk c: dims 8 c .. + 7 of the block, byte 3 - c
-      const uint4 v = chunk(c);
-      uint32_t e[8];
-      const uint32_t pairs[4] = {v.x, v.y, v.z, v.w};
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        const float2 x = make_float2(__uint_as_float(pairs[i] << 16) * inv,
-                                     __uint_as_float(pairs[i] & 0xffff0000u) * inv);
-        const __nv_fp8x2_storage_t s = __nv_cvt_float2_to_fp8x2(x, __NV_SATFINITE, __NV_E4M3);
-        const __half2_raw hr = __nv_cvt_fp8x2_to_halfraw2(s, __NV_E4M3);
-        const float2 y = __half22float2(*reinterpret_cast<const __half2*>(&hr));
-        ok = ok && y.x == x.x && y.y == x.y;
-        e[2 * i] = uint32_t(s) & 0xffu;
-        e[2 * i + 1] = uint32_t(s) >> 8;
-      }
-#pragma unroll
-      for (int W = 0; W < 8; ++W) words[W] |= e[2 * (W % 4) + W / 4] << (8 * (3 - c));
-    }
-#pragma unroll
-    for (int h = 0; h < 2; ++h)
-      asm volatile("st.shared.v4.b32 [%0], {%1, %2, %3, %4};\n" ::"r"(
-                       q8_s + uint32_t(r * 128 + (((2 * kb + h) ^ (r & 7)) << 4))),
-                   "r"(words[4 * h]), "r"(words[4 * h + 1]), "r"(words[4 * h + 2]),
-                   "r"(words[4 * h + 3]));
-    if (kb == 0) {  // (the weight from w_pairs: no second global load on this path)
-      const float wr = reinterpret_cast<const float*>(w_pairs)[r];
-      const float w2 = wr * __uint_as_float(uint32_t(127 + E) << 23);
-      ok = ok && w2 * inv == wr;
-      w8[r] = w2;
-    }
-    wgmma::fence_async_smem();
-    use8 = __syncthreads_or(ok ? 0 : 1) == 0;
-  }
 
   // Pass j's codes: issue pass j + stages - 1 (into the stage of pass j - 1, once every thread
   // released it; its count slot was last read by the epilogue of pass j + stages - 9, which every
@@ -1159,8 +1038,7 @@ __global__ void __launch_bounds__(256, 3)
   // of its warp (16 code bytes each) and their scale words, release the stage.
   uint4 raw4[2];
   uint32_t sbytes[2];
-  uint32_t wg_big = 0;   // scale bytes >= 129 among the 64 rows of this warp's warpgroup
-  bool wg_bad8 = false;  // (fp8) a row of the warpgroup outside the e4m3 tables (fp8_row_ok)
+  uint32_t wg_big = 0;  // scale bytes >= 129 among the 64 rows of this warp's warpgroup
   auto load_pass = [&](int64_t j) {
     const int issuer = rotate ? int(j % warps) * k_warp_size : 0;
     if (int(threadIdx.x) == issuer && j + stages - 1 < passes) {
@@ -1182,12 +1060,10 @@ __global__ void __launch_bounds__(256, 3)
       sbytes[h] = pass_scales[stage * k_pass + r];
     }
     wg_big = 0;
-    wg_bad8 = false;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       const uint32_t b = pass_scales[stage * k_pass + (warp / 4) * 64 + h * 32 + lane];
       wg_big |= b & ((b & 0x7f7f7f7fu) + 0x7f7f7f7fu) & 0x80808080u;
-      if constexpr (fp8) wg_bad8 = wg_bad8 || !fp8_row_ok(b);
     }
     mbar::arrive(empty_s + 8 * stage);
   };
@@ -1195,7 +1071,6 @@ __global__ void __launch_bounds__(256, 3)
   // once k-step kk - 2's wgmma completed (wait<1>), so 8 A registers are live instead of 32 and
   // the widening of kk + 1 overlaps the MMA of kk. The same fragments, products and K order as
   // k_fmt_e2m1_wg, so the same scores bit for bit.
-  bool pass8 = false;  // (fp8) this pass of this warpgroup on the FP8 path
   auto mma_pass = [&](float(&acc)[32]) {
   // Uniform over the warpgroup, not only the warp (every warp of it votes on the same 64 scale
   // words): the two branches below are separate wgmma instruction sites, each with its own A
@@ -1281,48 +1156,6 @@ __global__ void __launch_bounds__(256, 3)
       return;
     }
 #endif
-    if constexpr (fp8) {
-      // Exact FP8 scores (plan.q_fp4): the key codes through per-(row, block) e4m3 byte tables
-      // (e2m1 x 2^(b_k - max + 6)), one e4m3 wgmma m64n64k32 per 32-dim block chained in one
-      // accumulator (products exact; the f32 sum across blocks rounds in the tensor core, so the
-      // scores may differ from the bf16 path's in the last bits); the row factor 2^(max - 133)
-      // and the heads' query scales are applied in the epilogue. Uniform over the warpgroup (all
-      // its warps vote on the same 64 rows), else the bf16 path below.
-      pass8 = DSV4_IDX18_DIAG != 1 && use8 && !__any_sync(0xffffffffu, wg_bad8);
-      if (pass8) {
-        uint32_t a[2][4], klo[2], khi[2];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-          const uint32_t d0 = 48u - 8u * max_byte(sbytes[h]);  // 8 (6 - max), mod 2^32
-          klo[h] = 0x3C383000u + d0 * 0x01010100u;  // e4m3 {0, 0.5, 1, 1.5} x 2^(-max + 6)
-          khi[h] = 0x4C484440u + d0 * 0x01010101u;  // {2, 3, 4, 6}
-        }
-#pragma unroll
-        for (int k = 0; k < 4; ++k) {
-          const uint32_t w0 = word_of(raw4[0], k), w1 = word_of(raw4[1], k);
-          const uint32_t b0 = (sbytes[0] >> (8 * k)) & 0xffu, b1 = (sbytes[1] >> (8 * k)) & 0xffu;
-          const uint32_t lo0 = b0 * 0x08080800u + klo[0], hi0 = b0 * 0x08080808u + khi[0];
-          const uint32_t lo1 = b1 * 0x08080800u + klo[1], hi1 = b1 * 0x08080808u + khi[1];
-          if (k >= 2) wgmma::wait<1>();  // block k - 2 done: a[k % 2] free
-          uint32_t(&f)[4] = a[k % 2];
-          f[0] = e2m1x4_to_e4m3(w0, lo0, hi0, false);
-          f[1] = e2m1x4_to_e4m3(w1, lo1, hi1, false);
-          f[2] = e2m1x4_to_e4m3(w0, lo0, hi0, true);
-          f[3] = e2m1x4_to_e4m3(w1, lo1, hi1, true);
-          wgmma::fence();
-          const uint64_t db = wgmma::sw128_desc(q8_s + uint32_t(k * 32), 16, 1024);
-          wgmma::fp8_rs<64>::run(acc, f, db, k > 0 ? 1 : 0);
-          wgmma::commit();
-        }
-        wgmma::wait<0>();
-#pragma unroll
-        for (int i = 0; i < 2; ++i)
-          asm volatile("" ::"r"(a[i][0]), "r"(a[i][1]), "r"(a[i][2]), "r"(a[i][3]) : "memory");
-#pragma unroll
-        for (int i = 0; i < 32; ++i) wgmma::reg_fence(acc[i]);
-        return;
-      }
-    }
     const bool one = !__any_sync(0xffffffffu, wg_big != 0);
     const uint32_t add = one ? 0x3F003F00u : 0u;
     const auto run = [&](auto one_c) {
@@ -1396,10 +1229,7 @@ __global__ void __launch_bounds__(256, 3)
     for (int nt = 0; nt < 8; ++nt) {
       float wt[2];
       if constexpr (w_smem) {
-        const float2* wp = w_pairs;
-        if constexpr (fp8)
-          if (pass8) wp = reinterpret_cast<const float2*>(w8);
-        const float2 v = wp[nt * 4 + lane % 4];
+        const float2 v = w_pairs[nt * 4 + lane % 4];
         wt[0] = v.x;
         wt[1] = v.y;
       } else {
@@ -1421,16 +1251,7 @@ __global__ void __launch_bounds__(256, 3)
       const int64_t s = lo + pp * k_pass + r;
       if (s < hi) {
         float v = -INFINITY;
-        if (r < pass_rows[pp % k_row_ring]) {
-          if constexpr (fp8) {
-            // The key row's factor 2^(max - 133) (exact: a power of two on a normal f32).
-            const float rf =
-                pass8 ? __uint_as_float((max_byte(odd ? sbytes[1] : sbytes[0]) - 6u) << 23) : 1.0f;
-            v = (mine * rf) * q_scale + 0.0f;
-          } else {
-            v = mine * q_scale + 0.0f;
-          }
-        }
+        if (r < pass_rows[pp % k_row_ring]) v = mine * q_scale + 0.0f;
         scores[t * score_stride + s] = v;
         atomicAdd(&hist_s[ordered_float_bits(v) >> 20], 1u);
       }
