@@ -766,6 +766,7 @@ void bench_step_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t cap_c, __
     scratch_bytes =
         std::max(scratch_bytes,
                  dsv4::cuda::attention_decode_make_plan(T, H, d, W, cap_c, sms, k).scratch_bytes);
+  scratch_bytes = std::max(scratch_bytes, size_t(T * 33 * H) * (512 * 4 + 8));  // "waves" rows
   void* scratch = device_alloc<unsigned char>(scratch_bytes);
   auto run_on = [&](const attention_decode_plan& p, __nv_bfloat16* o, cudaStream_t s) {
     return dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
@@ -827,6 +828,31 @@ void bench_step_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t cap_c, __
       std::printf("    %s / plan (graph): %.3fx\n", tog_label, tms / std::min(pms, pms2));
     }
   }
+  // The ws kernel's L2 prefetch of the rows two tiles ahead (the default) against none (plan.diag
+  // 8): traced once each, then graph replays alternating three rounds (outputs must be equal).
+  if (made.producer) {
+    auto off = made;
+    off.diag = 8;
+    row("no pf", off, true);
+    row("plan r3", made, false);
+    row("no pf r2", off, false);
+    double best_on = 1e30, best_off = 1e30;
+    for (int r = 1; r <= 3; ++r) {
+      const double on_ms = time_graph_ms(st, [&] { CHECK(run_on(made, out16, st)); });
+      const double off_ms = time_graph_ms(st, [&] { CHECK(run_on(off, out16, st)); });
+      char l[64];
+      std::snprintf(l, sizeof(l), "pf ab r%d plan", r);
+      print_row((label_of(l, made) + " graph").c_str(), shape, on_ms, bytes16, flops);
+      std::snprintf(l, sizeof(l), "pf ab r%d no pf", r);
+      print_row((label_of(l, off) + " graph").c_str(), shape, off_ms, bytes16, flops);
+      best_on = std::min(best_on, on_ms);
+      best_off = std::min(best_off, off_ms);
+    }
+    std::printf("    no pf / plan (graph, best of 3): %.3fx (%.2f / %.2f us)\n", best_off / best_on,
+                best_off * 1e3, best_on * 1e3);
+    const double diff = rel_diff(out16, ref, n_out);
+    std::printf("    no pf output vs plan: max |diff| / max |out| %.3g\n", diff);
+  }
   // The key loop's two bounds on the plan (plan.diag, output undefined): the consumers alone (no
   // row copies) and the ring alone (no products), traced.
   if (made.producer) {
@@ -879,6 +905,20 @@ void bench_step_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t cap_c, __
       continue;
     last_splits = p.splits;
     row("split", p, false);
+  }
+  // More splits than one wave holds (T * splits > SMs; the plan caps splits at SMs / T): the same
+  // kernel and combines as the plan would pick for that split count; one of them traced.
+  for (const int64_t want : {20, 24, 33}) {
+    if (want <= made.splits || want > tiles || made.fold) continue;
+    auto p = made;
+    const int64_t per = (tiles + want - 1) / want;
+    p.splits = (tiles + per - 1) / per;
+    p.keys_per_split = per * 32;
+    p.scratch_bytes = size_t(T * p.splits * H) * (512 * 4 + 8);
+    if (p.scratch_bytes > scratch_bytes) continue;
+    p.partials_bf16 = p.splits <= 32;
+    p.combine_rows = p.splits <= dsv4::cuda::k_attention_decode_max_combine_rows_splits;
+    row("waves", p, want == 24);
   }
   cudaFree(scratch);
   cudaFree(q_src);
