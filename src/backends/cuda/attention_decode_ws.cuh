@@ -301,15 +301,17 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       // stages, so only ~1 tile of rows per SM is in flight from HBM; the prefetches (lane l:
       // slot l's row, lines 2 pw and 2 pw + 1 of its 8) let that tile's copies hit L2.
       // Stage reuse starts at tile 4, so tiles 2 and 3 need none. plan.diag 8 turns it off.
+      // (plan.diag 16, bench only: tile j + 1's rows instead.)
       const bool l2_prefetch = !no_load && (opts & k_ws_opt_no_prefetch) == 0;
+      const int pf_dist = (opts & k_ws_opt_prefetch_next) != 0 ? 1 : 2;
 #pragma unroll 1
       for (int j = 0; j < n_live; ++j) {
         const int32_t v = v0;
         v0 = v1;
         v1 = v2;
         v2 = index_of_tile(j + 3);
-        if (l2_prefetch && j + 2 >= k_ws_stages && j + 2 < n_live) {
-          const pool_t* pf = space.row_ref(tile_start(j + 2) + lane, v1);
+        if (l2_prefetch && j + pf_dist >= k_ws_stages && j + pf_dist < n_live) {
+          const pool_t* pf = space.row_ref(tile_start(j + pf_dist) + lane, pf_dist == 1 ? v0 : v1);
           if (pf) {
             const char* const b = reinterpret_cast<const char*>(pf) + 256 * pw;
             asm volatile("prefetch.global.L2 [%0];" ::"l"(b) : "memory");
