@@ -828,41 +828,6 @@ void bench_step_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t cap_c, __
       std::printf("    %s / plan (graph): %.3fx\n", tog_label, tms / std::min(pms, pms2));
     }
   }
-  // The ws kernel's L2 prefetch of the rows two tiles ahead (the default) against none (plan.diag
-  // 8): traced once each, then graph replays alternating three rounds (outputs must be equal).
-  if (made.producer) {
-    auto off = made;
-    off.diag = 8;
-    row("no pf", off, true);
-    auto next = made;
-    next.diag = 16;
-    row("pf next", next, true);
-    row("plan r3", made, false);
-    row("no pf r2", off, false);
-    row("pf next r2", next, false);
-    double best_on = 1e30, best_off = 1e30, best_next = 1e30;
-    for (int r = 1; r <= 3; ++r) {
-      const double on_ms = time_graph_ms(st, [&] { CHECK(run_on(made, out16, st)); });
-      const double off_ms = time_graph_ms(st, [&] { CHECK(run_on(off, out16, st)); });
-      char l[64];
-      std::snprintf(l, sizeof(l), "pf ab r%d plan", r);
-      print_row((label_of(l, made) + " graph").c_str(), shape, on_ms, bytes16, flops);
-      std::snprintf(l, sizeof(l), "pf ab r%d no pf", r);
-      print_row((label_of(l, off) + " graph").c_str(), shape, off_ms, bytes16, flops);
-      const double next_ms = time_graph_ms(st, [&] { CHECK(run_on(next, out16, st)); });
-      std::snprintf(l, sizeof(l), "pf ab r%d pf next", r);
-      print_row((label_of(l, next) + " graph").c_str(), shape, next_ms, bytes16, flops);
-      best_next = std::min(best_next, next_ms);
-      best_on = std::min(best_on, on_ms);
-      best_off = std::min(best_off, off_ms);
-    }
-    std::printf("    no pf / plan (graph, best of 3): %.3fx (%.2f / %.2f us)\n", best_off / best_on,
-                best_off * 1e3, best_on * 1e3);
-    std::printf("    pf next / plan (graph, best of 3): %.3fx (%.2f us)\n", best_next / best_on,
-                best_next * 1e3);
-    const double diff = rel_diff(out16, ref, n_out);
-    std::printf("    no pf output vs plan: max |diff| / max |out| %.3g\n", diff);
-  }
   // The key loop's two bounds on the plan (plan.diag, output undefined): the consumers alone (no
   // row copies) and the ring alone (no products), traced.
   if (made.producer) {

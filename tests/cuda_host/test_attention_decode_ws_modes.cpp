@@ -1,8 +1,7 @@
 // The warp-specialized decode kernel's schedule and options from a plan
 // (src/backends/cuda/attention_decode_ws_modes.cpp; host logic, runs without a GPU): plan.alt
-// picks the alternate-tile schedule, plan.diag 1 / 2 / 4 / 8 / 16 the bench diagnoses (no
-// row copies / no products / 32-bit divisions / no L2 prefetch / the prefetch one tile ahead),
-// every other diag none.
+// picks the alternate-tile schedule, plan.diag 1 / 2 / 4 the bench diagnoses (no row copies /
+// no products / 32-bit divisions), every other diag none.
 #include <gtest/gtest.h>
 
 #include "backends/cuda/attention_decode_ws_modes.h"
@@ -20,10 +19,8 @@ TEST(attention_decode_ws_modes, alt_picks_the_alternate_schedule) {
 
 TEST(attention_decode_ws_modes, diag_picks_the_options) {
   attention_decode_plan p;
-  int expected[18] = {0, k_ws_opt_no_load, k_ws_opt_no_compute, 0, k_ws_opt_divisions};
-  expected[8] = k_ws_opt_no_prefetch;
-  expected[16] = k_ws_opt_prefetch_next;
-  for (int diag = 0; diag < 18; ++diag) {
+  const int expected[6] = {0, k_ws_opt_no_load, k_ws_opt_no_compute, 0, k_ws_opt_divisions, 0};
+  for (int diag = 0; diag < 6; ++diag) {
     p.diag = diag;
     EXPECT_EQ(attention_decode_ws_opts(p), expected[diag]) << "diag " << diag;
   }

@@ -296,28 +296,12 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       else
         run(std::false_type{});
     } else {
-      // L2 prefetch of tile j + 2's rows while issuing tile j (its index, v1 after the shift, was
-      // loaded one tile earlier, so no wait on it): under alt the consumers hold 3 of the 4
-      // stages, so only ~1 tile of rows per SM is in flight from HBM; the prefetches (lane l:
-      // slot l's row, lines 2 pw and 2 pw + 1 of its 8) let that tile's copies hit L2.
-      // Stage reuse starts at tile 4, so tiles 2 and 3 need none. plan.diag 8 turns it off.
-      // (plan.diag 16, bench only: tile j + 1's rows instead.)
-      const bool l2_prefetch = !no_load && (opts & k_ws_opt_no_prefetch) == 0;
-      const int pf_dist = (opts & k_ws_opt_prefetch_next) != 0 ? 1 : 2;
 #pragma unroll 1
       for (int j = 0; j < n_live; ++j) {
         const int32_t v = v0;
         v0 = v1;
         v1 = v2;
         v2 = index_of_tile(j + 3);
-        if (l2_prefetch && j + pf_dist >= k_ws_stages && j + pf_dist < n_live) {
-          const pool_t* pf = space.row_ref(tile_start(j + pf_dist) + lane, pf_dist == 1 ? v0 : v1);
-          if (pf) {
-            const char* const b = reinterpret_cast<const char*>(pf) + 256 * pw;
-            asm volatile("prefetch.global.L2 [%0];" ::"l"(b) : "memory");
-            asm volatile("prefetch.global.L2 [%0];" ::"l"(b + 128) : "memory");
-          }
-        }
         const pool_t* p = space.row_ref(tile_start(j) + lane, v);
         const int stage = j % k_ws_stages;
         // Stage reuse: the consumers released tile j - stages (phase j / stages - 1 of `empty`).

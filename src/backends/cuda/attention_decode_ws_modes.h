@@ -26,10 +26,6 @@ constexpr int k_ws_opt_no_load = 1;
 constexpr int k_ws_opt_no_compute = 2;
 // FP8 records (plan.diag 4): references by 32-bit divisions even for power-of-two block sizes.
 constexpr int k_ws_opt_divisions = 4;
-// bf16 pools (plan.diag 8): no L2 prefetch of the rows two tiles ahead (the bench's baseline).
-constexpr int k_ws_opt_no_prefetch = 8;
-// bf16 pools (plan.diag 16): the L2 prefetch one tile ahead instead of two.
-constexpr int k_ws_opt_prefetch_next = 16;
 
 // The ws kernel's run-time options for a plan (k_ws_opt_*: bench diagnoses, plan.diag).
 int attention_decode_ws_opts(const attention_decode_plan& plan);
