@@ -766,6 +766,7 @@ void bench_step_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t cap_c, __
     scratch_bytes =
         std::max(scratch_bytes,
                  dsv4::cuda::attention_decode_make_plan(T, H, d, W, cap_c, sms, k).scratch_bytes);
+  scratch_bytes = std::max(scratch_bytes, size_t(T * 33 * H) * (512 * 4 + 8));  // "waves" rows
   void* scratch = device_alloc<unsigned char>(scratch_bytes);
   auto run_on = [&](const attention_decode_plan& p, __nv_bfloat16* o, cudaStream_t s) {
     return dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
@@ -879,6 +880,20 @@ void bench_step_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t cap_c, __
       continue;
     last_splits = p.splits;
     row("split", p, false);
+  }
+  // More splits than one wave holds (T * splits > SMs; the plan caps splits at SMs / T): the same
+  // kernel and combines as the plan would pick for that split count; one of them traced.
+  for (const int64_t want : {20, 24, 33}) {
+    if (want <= made.splits || want > tiles || made.fold) continue;
+    auto p = made;
+    const int64_t per = (tiles + want - 1) / want;
+    p.splits = (tiles + per - 1) / per;
+    p.keys_per_split = per * 32;
+    p.scratch_bytes = size_t(T * p.splits * H) * (512 * 4 + 8);
+    if (p.scratch_bytes > scratch_bytes) continue;
+    p.partials_bf16 = p.splits <= 32;
+    p.combine_rows = p.splits <= dsv4::cuda::k_attention_decode_max_combine_rows_splits;
+    row("waves", p, want == 24);
   }
   cudaFree(scratch);
   cudaFree(q_src);

@@ -52,7 +52,11 @@ attention_decode_plan attention_decode_make_plan(int64_t tokens, int64_t heads, 
   const int64_t thin =
       std::max<int64_t>(1, ceil_div(tiles, std::max<int64_t>(1, min_tiles_per_split)));
   // One CTA per SM fits: fill one wave (floor, so T * groups * splits <= SMs when T * groups is
-  // below the SM count, never a second partial wave).
+  // below the SM count, never a second partial wave). More splits over two or three waves
+  // (ATTN26 helper, H200 2026-11-27, bench_attention --steps "waves" rows, one process; that
+  // binary had an L2 prefetch since removed, its plan rows 39.1-39.5 / 62.6-62.7 us): HCA 1M T=8
+  // S16x17 -> S20x13 57.2 us, S24x11 53.0, S33x8 54.4; T=16 S8x33 -> S20x13 87.5, S24x11 83.6,
+  // S33x8 100.9: each wave pays the prologue (~5 us to the first S) and the epilogue again.
   int64_t splits = std::clamp<int64_t>(std::max(sm_count, 1) / (tokens * groups), 1, thin);
   // Past 64 splits (T * groups <= 2, long contexts) the partial rows (2 KB per head and split,
   // written, then read by the combine) cost more than the extra CTAs gain: splits take twice the

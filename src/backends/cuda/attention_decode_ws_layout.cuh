@@ -27,6 +27,14 @@ namespace {
 // 117.2, 371.0 -> 338.2). Tried and dropped there: the rows of tile j + 1 or j + 2 brought into
 // L2 by the TMA unit (cp.async.bulk.prefetch.L2, one per 1 KB row) while issuing tile j,
 // 0.59-0.75x at the HCA 1M shapes, 0.93x at Flash CSA T=32 (with arrive.noinc 0.73-0.86x).
+// Again on the bf16 producer (ATTN26 helper, H200 2026-11-27, bench_attention --steps, one
+// process, graph replays alternating three rounds, outputs equal): prefetch.global.L2 of tile
+// j + 2's rows (2 CCTL.E.PF2 of 128 B per producer thread while issuing tile j, from the index
+// loaded a tile earlier), no prefetch / prefetch 0.953x at HCA 1M T=8 (38.08 / 39.97 us),
+// 0.937x T=16, 0.929x T=32, 0.962x HCA 128K T=32, 0.970x Flash CSA T=32; one tile ahead no
+// better (1.00x the two-ahead time); the ring alone got slower with it too. Rows that every
+// token shares (L2-resident; --alt-rows "hot alt", the same binary) gain 0.7% at HCA 1M T=8
+// (39.39 vs 39.68 us): the loop does not wait on the rows' latency from HBM.
 // Where the time goes after it (same helper, H100, --alt-rows with plan.diag, second round):
 // alt / consumers alone (no row copies) / ring alone (no products): HCA 1M T=32 102.9 / 78.9 /
 // 95.7 us, Pro HCA 1M T=64 333.0 / 256.8 / 199.2, HCA 1M T=8 41.3 / 33.5 / 35.2, Flash CSA T=32
