@@ -49,6 +49,7 @@
 // the one __constant__ g_indexer_trace (without separable compilation each unit would hold its
 // own, each to be set by indexer_fast_set_trace).
 #include <algorithm>
+#include <cstdlib>
 
 #include "backends/cuda/indexer_topk_fast.h"
 #include "backends/cuda/indexer_topk_fast_common.cuh"
@@ -85,6 +86,16 @@ void indexer_fast_plan_set_ctas_per_sm(indexer_fast_plan& p, int ctas_per_sm, in
     p.keys_per_cta = std::min<int64_t>(p.keys_per_cta, 512);
   p.keys_per_cta = std::min(p.keys_per_cta, range_cap);
   p.ctas_per_token = ceil_div(p.capacity, p.keys_per_cta);
+}
+
+// IDX19 A/B only: plan.score_list's coarse add / fine re-read form (k_score_flag_list_form_shift),
+// DSV4_IDX19_LIST=0..3 (default 2), read once.
+static int idx19_list_form() {
+  static const int v = [] {
+    const char* e = std::getenv("DSV4_IDX19_LIST");
+    return e != nullptr && e[0] >= '0' && e[0] <= '3' ? e[0] - '0' : 2;
+  }();
+  return v;
 }
 
 cudaError_t indexer_fast_set_trace(unsigned long long* buffer) {
@@ -250,7 +261,8 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
       (bulk ? k_score_flag_bulk | (plan.score_decouple ? k_score_flag_decouple : 0) : 0) |
       (plan.score_quad ? k_score_flag_quad : 0) | (plan.score_rotate ? k_score_flag_rotate : 0) |
       (plan.score_pingpong ? k_score_flag_pingpong : 0) |
-      (plan.list_once ? k_score_flag_list_once : 0);
+      (plan.list_once ? k_score_flag_list_once : 0) |
+      (idx19_list_form() << k_score_flag_list_form_shift);
   // A programmatic dependent of the zeroing kernel (plan.zero_kernel), else a plain launch.
   const auto launch_score = [&](auto kernel, int threads, int smem) {
     e = launch_pdl(plan.zero_kernel, kernel, grid, dim3(unsigned(threads)), size_t(smem), stream, q,
