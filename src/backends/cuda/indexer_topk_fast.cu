@@ -98,6 +98,16 @@ static int idx19_list_form() {
   return v;
 }
 
+// IDX19 A/B only: the select kernel's pass over the list_rank path before its wait
+// (indexer_select_kernel's `warm`), DSV4_IDX19_WARM=0/1 (default 1), read once.
+static bool idx19_select_warm() {
+  static const bool v = [] {
+    const char* e = std::getenv("DSV4_IDX19_WARM");
+    return e == nullptr || e[0] != '0';
+  }();
+  return v;
+}
+
 cudaError_t indexer_fast_set_trace(unsigned long long* buffer) {
   return cudaMemcpyToSymbol(g_indexer_trace, &buffer, sizeof(buffer));
 }
@@ -329,7 +339,7 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
         static_cast<const uint32_t*>(hist), static_cast<const unsigned long long*>(cand_list),
         pages, token_seq, n_visible, plan.capacity, int(top_k), true, true,
         plan.list_direct ? uint32_t(k_list_direct_max) : 0u,
-        plan.list_rank ? uint32_t(k_list_rank_max) : 0u, out);
+        plan.list_rank ? uint32_t(k_list_rank_max) : 0u, idx19_select_warm(), out);
   }
   if (plan.cluster_select) {
     // Benchmarks: collect_only stops after the scores here (collect and select are one launch).
@@ -367,7 +377,7 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
                     stream, static_cast<const float*>(scores), stride,
                     static_cast<const token_state*>(state), static_cast<const uint32_t*>(hist2),
                     static_cast<const unsigned long long*>(cand_list), pages, token_seq, n_visible,
-                    plan.capacity, int(top_k), plan.lean_select, false, 0u, 0u, out);
+                    plan.capacity, int(top_k), plan.lean_select, false, 0u, 0u, false, out);
 }
 
 }  // namespace
