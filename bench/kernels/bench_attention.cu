@@ -2574,14 +2574,9 @@ int main(int argc, char** argv) {
   std::printf("bench_attention: %s, %d SMs, L2 %.0f MiB, %d runs per case (median, L2 flushed)\n",
               prop.name, sms, double(g_l2) / (1 << 20), g_runs);
   g_flush_bytes = 2 * g_l2;
-  // IDX19 diagnostic: DSV4_IDX19_L2KEEP set: no L2 eviction between timed runs (one 16-byte read),
-  // to tell the cold-code share of the indexer's tail (--indexer-trace) from the cold data.
-  const bool l2keep = std::getenv("DSV4_IDX19_L2KEEP") != nullptr;
-  if (l2keep) std::printf("DSV4_IDX19_L2KEEP: L2 NOT flushed between runs\n");
   CHECK(cudaMalloc(&g_flush, g_flush_bytes));
   CHECK(cudaMemset(g_flush, 0x3C, g_flush_bytes));
   CHECK(cudaMalloc(&g_flush_sink, 4));
-  if (l2keep) g_flush_bytes = 16;
 
   if (wgmma_rates) {
     bench_wgmma_rates(sms);

@@ -49,7 +49,6 @@
 // the one __constant__ g_indexer_trace (without separable compilation each unit would hold its
 // own, each to be set by indexer_fast_set_trace).
 #include <algorithm>
-#include <cstdlib>
 
 #include "backends/cuda/indexer_topk_fast.h"
 #include "backends/cuda/indexer_topk_fast_common.cuh"
@@ -86,26 +85,6 @@ void indexer_fast_plan_set_ctas_per_sm(indexer_fast_plan& p, int ctas_per_sm, in
     p.keys_per_cta = std::min<int64_t>(p.keys_per_cta, 512);
   p.keys_per_cta = std::min(p.keys_per_cta, range_cap);
   p.ctas_per_token = ceil_div(p.capacity, p.keys_per_cta);
-}
-
-// IDX19 A/B only: plan.score_list's coarse add / fine re-read form (k_score_flag_list_form_shift),
-// DSV4_IDX19_LIST=0..3 (default 2), read once.
-static int idx19_list_form() {
-  static const int v = [] {
-    const char* e = std::getenv("DSV4_IDX19_LIST");
-    return e != nullptr && e[0] >= '0' && e[0] <= '3' ? e[0] - '0' : 2;
-  }();
-  return v;
-}
-
-// IDX19 A/B only: the select kernel's pass over the list_rank path before its wait
-// (indexer_select_kernel's `warm`), DSV4_IDX19_WARM=0/1 (default 1), read once.
-static bool idx19_select_warm() {
-  static const bool v = [] {
-    const char* e = std::getenv("DSV4_IDX19_WARM");
-    return e == nullptr || e[0] != '0';
-  }();
-  return v;
 }
 
 cudaError_t indexer_fast_set_trace(unsigned long long* buffer) {
@@ -271,8 +250,7 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
       (bulk ? k_score_flag_bulk | (plan.score_decouple ? k_score_flag_decouple : 0) : 0) |
       (plan.score_quad ? k_score_flag_quad : 0) | (plan.score_rotate ? k_score_flag_rotate : 0) |
       (plan.score_pingpong ? k_score_flag_pingpong : 0) |
-      (plan.list_once ? k_score_flag_list_once : 0) |
-      (idx19_list_form() << k_score_flag_list_form_shift);
+      (plan.list_once ? k_score_flag_list_once : 0);
   // A programmatic dependent of the zeroing kernel (plan.zero_kernel), else a plain launch.
   const auto launch_score = [&](auto kernel, int threads, int smem) {
     e = launch_pdl(plan.zero_kernel, kernel, grid, dim3(unsigned(threads)), size_t(smem), stream, q,
@@ -339,7 +317,7 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
         static_cast<const uint32_t*>(hist), static_cast<const unsigned long long*>(cand_list),
         pages, token_seq, n_visible, plan.capacity, int(top_k), true, true,
         plan.list_direct ? uint32_t(k_list_direct_max) : 0u,
-        plan.list_rank ? uint32_t(k_list_rank_max) : 0u, idx19_select_warm(), out);
+        plan.list_rank ? uint32_t(k_list_rank_max) : 0u, out);
   }
   if (plan.cluster_select) {
     // Benchmarks: collect_only stops after the scores here (collect and select are one launch).
@@ -377,7 +355,7 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
                     stream, static_cast<const float*>(scores), stride,
                     static_cast<const token_state*>(state), static_cast<const uint32_t*>(hist2),
                     static_cast<const unsigned long long*>(cand_list), pages, token_seq, n_visible,
-                    plan.capacity, int(top_k), plan.lean_select, false, 0u, 0u, false, out);
+                    plan.capacity, int(top_k), plan.lean_select, false, 0u, 0u, out);
 }
 
 }  // namespace

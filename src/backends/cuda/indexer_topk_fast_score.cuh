@@ -68,11 +68,7 @@ constexpr int k_score_flag_quad = 4;
 constexpr int k_score_flag_rotate = 8;
 constexpr int k_score_flag_pingpong = 16;   // plan.score_pingpong
 constexpr int k_score_flag_list_once = 32;  // plan.list_once (score_list: one snapshot, no waits)
-// IDX19 A/B (plan.score_list, 2 bits): 0 the coarse bins added by score_list_keys, fine bins read
-// once; 1 the coarse bins added in the flush; 2 = 1 + the fine bins re-read once when they hold
-// fewer keys than the snapshot's coarse bin; 3 = 1 + up to 3 re-reads.
-constexpr int k_score_flag_list_form_shift = 6;
-constexpr int k_max_range_blocks = 1025;  // block ids of a CTA's range (keys_per_cta <= 1024 bs)
+constexpr int k_max_range_blocks = 1025;    // block ids of a CTA's range (keys_per_cta <= 1024 bs)
 // Pool rows of the keys of passes j .. j + 7 (slot j % 8), computed `stages` passes ahead, one key
 // per thread, so the copy loop only reads them (no block division per copied chunk). FP8 keys
 // keep their scales in a ring alike.
@@ -845,21 +841,6 @@ __device__ __forceinline__ void red_bins_strided(uint32_t* p,
     red_bins_strided<threads, j + 1>(p, v);
   }
 }
-// Butterfly reduce-scatter of v[0 .. 2 o) over lane bits log2(o) .. 0 (each step keeps the half of
-// the values its lane bit selects and adds the partner's copy of it): lane l ends with v[0] = the
-// sum over its 2 o lanes of v[l % (2 o)].
-template <int o, int n>
-__device__ __forceinline__ void reduce_scatter(uint32_t (&v)[n], int lane) {
-  static_assert(2 * o <= n);
-  const bool up = (lane & o) != 0;
-#pragma unroll
-  for (int j = 0; j < o; ++j) {
-    const uint32_t send = up ? v[j] : v[j + o];
-    const uint32_t keep = up ? v[j + o] : v[j];
-    v[j] = keep + __shfl_xor_sync(0xffffffffu, send, o);
-  }
-  if constexpr (o > 1) reduce_scatter<o / 2>(v, lane);
-}
 // The CTA's histogram flush (hist_s's k_bins bins added to the token's hist, bin b by thread
 // b % threads as the loop form does): the thread's k_bins / threads loads first, then its REDs of
 // the nonzero ones, off one base. The loop form compiled to 4 bins per iteration with each RED's
@@ -868,25 +849,12 @@ __device__ __forceinline__ void reduce_scatter(uint32_t (&v)[n], int lane) {
 // median per CTA (0.77 -> 0.51-0.58 for the CTA that flushed last); ~148 of the 4096 bins are
 // nonzero per CTA there, in 6 of the 8 warps, up to ~48 in one (bench/kernels/results/
 // 2026-11-27_s17_idx17_NOTES.md). plan.score_list only (the other score kernels keep the loop).
-// With `coarse` (plan.score_list's listing follows) the CTA's coarse bins (16 fine bins each) are
-// added too, after the fine REDs, summed from the registers: bin threadIdx.x + threads j is in
-// coarse bin threadIdx.x / 16 + (threads / 16) j and the 16 lanes of a half warp share
-// threadIdx.x / 16, so a reduce-scatter over lane bits 3..0 leaves lane l that coarse bin's sum
-// for j = l % 16 (score_list_keys then skips its own shared pass over hist_s).
 template <int threads>
-__device__ __forceinline__ void flush_hist_unrolled(const uint32_t* hist_s, uint32_t* hist,
-                                                    uint32_t* coarse) {
-  constexpr int per = k_bins / threads;
-  static_assert(per == 16 && threads % 32 == 0, "16 bins per thread (the coarse bin width)");
-  uint32_t v[per];
+__device__ __forceinline__ void flush_hist_unrolled(const uint32_t* hist_s, uint32_t* hist) {
+  uint32_t v[k_bins / threads];
 #pragma unroll
-  for (int j = 0; j < per; ++j) v[j] = hist_s[threadIdx.x + j * threads];
+  for (int j = 0; j < k_bins / threads; ++j) v[j] = hist_s[threadIdx.x + j * threads];
   red_bins_strided<threads>(hist + threadIdx.x, v);
-  if (coarse != nullptr) {
-    const int lane = threadIdx.x % k_warp_size;
-    reduce_scatter<8>(v, lane);
-    if (v[0]) atomicAdd(&coarse[threadIdx.x / 16 + (threads / 16) * (lane % 16)], v[0]);
-  }
 }
 
 // plan.score_list: snapshot reads of the coarse histogram before the listing proceeds with a thin
@@ -910,22 +878,20 @@ constexpr int k_list_rank_max = 4096;
 // an overflow and rescans the scores). A snapshot holding fewer than half the token's keys gives a
 // loose L (the first CTAs to finish would list ~k keys each), so the CTA re-reads it after a short
 // sleep while it is that thin (bounded tries: the CTA never depends on others making progress,
-// only the list's length does). `scratch` >= 37 words of shared memory.
+// only the list's length does). `scratch` >= 36 words of shared memory.
 template <int threads>
 __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* scratch,
                                              const float* sc, int64_t lo, int64_t hi, int64_t n,
                                              uint32_t k, const uint32_t* hist, uint32_t* coarse,
                                              uint32_t* count, unsigned long long* list,
-                                             int tries_max, bool coarse_added, int rereads) {
+                                             int tries_max) {
   static_assert(threads == k_bins / 16, "one coarse bin per thread");
   const int lane = threadIdx.x % k_warp_size, warp = threadIdx.x / k_warp_size;
-  if (!coarse_added) {
-    // This CTA's coarse bin threadIdx.x (rotated reads: 2-way bank conflicts instead of 16).
-    uint32_t mine = 0;
+  // This CTA's coarse bin threadIdx.x (rotated reads: 2-way bank conflicts instead of 16).
+  uint32_t mine = 0;
 #pragma unroll
-    for (int j = 0; j < 16; ++j) mine += hist_s[16 * threadIdx.x + ((j + threadIdx.x) & 15)];
-    if (mine) atomicAdd(&coarse[threadIdx.x], mine);
-  }
+  for (int j = 0; j < 16; ++j) mine += hist_s[16 * threadIdx.x + ((j + threadIdx.x) & 15)];
+  if (mine) atomicAdd(&coarse[threadIdx.x], mine);
   // The CTA's first scores requested now (the rest, if any, in the listing loop).
   constexpr int pre = 4;
   float v[pre];
@@ -934,11 +900,10 @@ __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* s
     const int64_t e = lo + threadIdx.x + u * threads;
     v[u] = e < hi ? sc[e] : -INFINITY;
   }
-  // [0] total, [1] coarse bin, [2] keys above it, [3] fine bin L, [4] the coarse bin's count
-  uint32_t* res = scratch + 32;
+  uint32_t* res = scratch + 32;  // [0] total, [1] coarse bin, [2] keys above it, [3] fine bin L
   const uint32_t target = uint32_t((n + 1) / 2);
   for (int tries = 0;; ++tries) {
-    if (threadIdx.x == 0) res[1] = res[2] = res[4] = 0;
+    if (threadIdx.x == 0) res[1] = res[2] = 0;
     // Thread i holds coarse bin 255 - i: the exclusive scan counts the keys in higher bins.
     uint32_t c;
     asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];"
@@ -949,7 +914,6 @@ __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* s
     if (before < k && before + c >= k) {
       res[1] = uint32_t(threads - 1 - threadIdx.x);
       res[2] = before;
-      res[4] = c;
     }
     __syncthreads();
     if (res[0] >= target || tries + 1 >= tries_max) break;
@@ -957,28 +921,18 @@ __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* s
   }
   trace_stamp(k_trace_score, 3);
   if (warp == 0) {
-    const uint32_t total = res[0], cb = res[1], above = res[2], in_cb = res[4];
+    const uint32_t total = res[0], cb = res[1], above = res[2];
     uint32_t fine = 16 * cb;  // fewer than k keys in the snapshot: cb = 0, every key listed
     if (total >= k) {
-      uint32_t f;
-      // The fine REDs of a CTA whose coarse RED the snapshot holds may not have landed yet (their
-      // order between addresses is not guaranteed, and with the coarse bins added in the flush they
-      // trail it by only a few instructions): while cb's 16 fine bins hold fewer keys than the
-      // snapshot's count of cb, read them again (`rereads` more times) rather than take cb's lowest
-      // fine bin below. Any read is still a count of real keys, so L stays at or below the true
-      // threshold bin whatever is read.
-      for (int r = 0;; ++r) {
-        f = 0;
-        if (lane < 16)
-          asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];"
-                       : "=r"(f)
-                       : "l"(hist + 16 * cb + 15 - lane));
+      uint32_t f = 0;
+      if (lane < 16)
+        asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];"
+                     : "=r"(f)
+                     : "l"(hist + 16 * cb + 15 - lane));
 #pragma unroll
-        for (int o = 1; o < 16; o *= 2) {
-          const uint32_t y = __shfl_up_sync(0xffffffffu, f, o);
-          if (lane >= o) f += y;
-        }
-        if (r >= rereads || __shfl_sync(0xffffffffu, f, 15) >= in_cb) break;
+      for (int o = 1; o < 16; o *= 2) {
+        const uint32_t y = __shfl_up_sync(0xffffffffu, f, o);
+        if (lane >= o) f += y;
       }
       // (The fine bins were read after the coarse ones: if they hold fewer keys, cb's lowest.)
       const unsigned hit = __ballot_sync(0xffffffffu, lane < 16 && above + f >= k);
@@ -1314,24 +1268,19 @@ __global__ void __launch_bounds__(256, 3)
   trace_value(k_trace_score, 6, smid());
   __syncthreads();
   pdl_wait();
-  // plan.score_list's listing follows when n > top_k (else the select takes every entry).
-  const int list_form = list ? (flags >> k_score_flag_list_form_shift) & 3 : 0;
-  const bool listing = list && n > top_k, coarse_added = listing && list_form >= 1;
   if constexpr (list) {
-    flush_hist_unrolled<k_score_threads>(hist_s, hist + t * k_bins,
-                                         coarse_added ? coarse + t * k_bins : nullptr);
+    flush_hist_unrolled<k_score_threads>(hist_s, hist + t * k_bins);
   } else {
     for (int b = threadIdx.x; b < k_bins; b += k_score_threads)
       if (hist_s[b]) atomicAdd(&hist[t * k_bins + b], hist_s[b]);
   }
   trace_stamp(k_trace_score, 7);  // (thread 0's share of the flush issued)
   if constexpr (list) {
-    if (listing)
+    if (n > top_k)  // (n <= top_k: the select takes every entry)
       score_list_keys<k_score_threads>(hist_s, pass_scales, scores + t * score_stride, lo, hi, n,
                                        uint32_t(top_k), hist + t * k_bins, coarse + t * k_bins,
                                        &state[t].cand_count, cand_list + t * k_candidate_capacity,
-                                       (flags & k_score_flag_list_once) != 0 ? 1 : k_list_tries,
-                                       coarse_added, list_form >= 2 ? (list_form == 2 ? 1 : 3) : 0);
+                                       (flags & k_score_flag_list_once) != 0 ? 1 : k_list_tries);
   }
   trace_stamp(k_trace_score, 2);
 }

@@ -300,7 +300,7 @@ __global__ void __launch_bounds__(k_select_threads)
                           const uint32_t* hist2, const unsigned long long* cand_list,
                           paged_entries pages, const int32_t* token_seq, const int32_t* n_visible,
                           int64_t capacity, int top_k, bool lean, bool from_list,
-                          uint32_t direct_max, uint32_t rank_max, bool warm, int32_t* out) {
+                          uint32_t direct_max, uint32_t rank_max, int32_t* out) {
   extern __shared__ __align__(128) unsigned char smem[];
   __shared__ uint32_t n_f, n_own, result[2], given[3];
   trace_stamp(k_trace_select, 0);
@@ -316,166 +316,147 @@ __global__ void __launch_bounds__(k_select_threads)
     for (int i = threadIdx.x; i < pages.table_width; i += k_select_threads)
       blocks_s[i] = row ? row[i] : -1;
   }
-  // warm (IDX19 A/B): pass 0, before the wait, runs the plan.list_rank path over k_warm_keys
-  // zero keys in shared memory with no output (top_k 0: no rank is below it), so that the path's
-  // instructions are fetched while the CTA idles at the wait, not after it (the graph flushes L2
-  // before every replay, as a real step's weight reads do). One copy of the code serves both
-  // passes (a loop, not unrolled).
-  constexpr uint32_t k_warm_keys = 160;
-  const bool dry_first = warm && lean && from_list && n > top_k && rank_max >= k_warm_keys;
-#pragma unroll 1
-  for (int pass = dry_first ? 0 : 1; pass < 2; ++pass) {
-    const bool dry = pass == 0;
-    if (!dry) {
-      if (dry_first) __syncthreads();  // (pass 0's ranks read f)
-      pdl_wait();
-      trace_stamp(k_trace_select, 1);
-    }
-    uint32_t in_bin = 0, bin = 0, above = 0, listed = 0;
-    uint32_t hist_words[k_bins / k_select_threads];
-    // lean: the list's first k_select_threads entries requested with the state (entries past the
-    // count are stale scratch, never used), so the usual list of < 1024 keys needs no third trip.
-    unsigned long long first_key = 0;
-    if (dry) {
-      listed = k_warm_keys;
-    } else if (lean && n > top_k) {
-      if (!from_list) {
-        in_bin = __ldcg(&state[t].in_bin);
-        bin = __ldcg(&state[t].bin);
-        above = __ldcg(&state[t].above);
-      }
-      listed = __ldcg(&state[t].cand_count);
-      first_key = __ldcg(cand_list + t * k_candidate_capacity + threadIdx.x);
-      // (plan.list_rank with a short list needs no histogram.)
-      if (!from_list || listed > rank_max) {
-#pragma unroll
-        for (int u = 0; u < k_bins / k_select_threads; ++u)
-          hist_words[u] = __ldcg(&hist2[t * k_bins + threadIdx.x + u * k_select_threads]);
-      }
-    } else if (n > top_k) {
+  pdl_wait();
+  trace_stamp(k_trace_select, 1);
+  uint32_t in_bin = 0, bin = 0, above = 0, listed = 0;
+  uint32_t hist_words[k_bins / k_select_threads];
+  // lean: the list's first k_select_threads entries requested with the state (entries past the
+  // count are stale scratch, never used), so the usual list of < 1024 keys needs no third trip.
+  unsigned long long first_key = 0;
+  if (lean && n > top_k) {
+    if (!from_list) {
       in_bin = __ldcg(&state[t].in_bin);
-    }
-    uint32_t* counts = reinterpret_cast<uint32_t*>(smem);  // k_bins
-    uint32_t* scratch = counts + k_bins;                   // k_select_threads
-    const int lane = threadIdx.x % k_warp_size, warp = threadIdx.x / k_warp_size;
-    pages.seq = seq;
-    // (lean) The histogram words read with the state, into counts.
-    const auto counts_from_hist_words = [&] {
-#pragma unroll
-      for (int u = 0; u < k_bins / k_select_threads; ++u)
-        counts[threadIdx.x + u * k_select_threads] = hist_words[u];
-    };
-    // Output row of entry s: pages.row(s), from the copied block ids where they fit.
-    const auto row_of = [&](int64_t s) {
-      if (!blocks_in_smem) return pages.row(s);
-      const int64_t block = s / pages.block_size;
-      const int64_t b = block < pages.table_width ? int64_t(blocks_s[block]) : -1;
-      const int64_t row = b < 0 ? -1 : b * pages.block_size + s % pages.block_size;
-      return row >= pages.pool_rows ? int64_t(-1) : row;
-    };
-    if (from_list && n > top_k && listed <= rank_max) {  // (uniform over the token's CTAs)
-      // plan.list_rank: every key at or above the threshold is listed, and a listed key x with a
-      // greater key y unlisted is not selected (y below the threshold bin), so the number of listed
-      // keys greater than x is x's rank wherever that rank is below top_k: each CTA ranks its share
-      // (list positions i % gridDim.x == blockIdx.x) against the whole list, no histogram.
-      unsigned long long* f = reinterpret_cast<unsigned long long*>(scratch + k_select_threads);
-      const unsigned long long* list = cand_list + t * k_candidate_capacity;
-      for (uint32_t base = 0; base < listed; base += k_select_threads) {
-        const uint32_t i = base + threadIdx.x;
-        if (i < listed) f[i] = base == 0 ? first_key : __ldcg(list + i);
-      }
-      __syncthreads();
-      if (!dry) trace_stamp(k_trace_select, 3);
-      const uint32_t ctas = gridDim.x;
-      for (uint32_t j = blockIdx.x + ctas * uint32_t(warp); j < listed;
-           j += ctas * uint32_t(k_select_threads / k_warp_size)) {
-        rank_and_write_row(f[j], f, int(listed), lane, dry ? 0 : top_k, out, t, row_of);
-      }
-      if (dry) continue;
-      trace_stamp(k_trace_select, 4);
-      return;
-    }
-    if (from_list && n > top_k) {
-      // plan.score_list (`hist2` is the token's first histogram; the list holds every key in or
-      // above the threshold bin, or overflowed): the threshold bin first.
-      counts_from_hist_words();
-      __syncthreads();
-      const uint2 th = find_threshold(counts, k_bins, uint32_t(top_k), scratch, result);
-      bin = th.x;
-      above = th.y;
-      in_bin = counts[th.x];
-      if (listed > uint32_t(k_candidate_capacity) && in_bin <= k_max_candidates)
-        in_bin = k_max_candidates + 1;  // (the select_token scan below)
-      if (threadIdx.x == 0) {
-        given[0] = bin;
-        given[1] = above;
-        given[2] = counts[th.x];
-      }
-      __syncthreads();  // every thread read counts[th.x]
-    }
-    if (n <= top_k || in_bin > k_max_candidates) {  // uniform over the token's CTAs
-      if (blockIdx.x == 0)
-        select_token(smem, scores, score_stride, state, hist2, pages, token_seq, n_visible,
-                     capacity, top_k, cand_list, out, t, from_list && n > top_k ? given : nullptr);
-      return;
-    }
-    const int keep = top_k;  // n > top_k
-    // F: up to k_candidate_capacity keys (the list's capacity), over select_token's sel and cand;
-    // O after it (this CTA's share of F, as many at most).
-    unsigned long long* f = reinterpret_cast<unsigned long long*>(scratch + k_select_threads);
-    unsigned long long* own = f + k_candidate_capacity;
-    if (threadIdx.x == 0) n_f = n_own = 0;
-    // plan.list_direct: F = the listed keys in or above the threshold bin (at most direct_max of
-    // them), ranked without the second histogram (F is closed upwards, so ranks in F are exact).
-    const bool direct = from_list && above + in_bin <= direct_max;  // (uniform)
-    if (direct) {
-    } else if (from_list) {
-      // The second histogram (next 12 bits of the bin's keys) from the list.
-#pragma unroll
-      for (int u = 0; u < k_bins / k_select_threads; ++u)
-        counts[threadIdx.x + u * k_select_threads] = 0;
-      __syncthreads();
-      for (uint32_t base = 0; base < listed; base += k_select_threads) {
-        const uint32_t i = base + threadIdx.x;
-        const unsigned long long key =
-            i < listed ? (base == 0 ? first_key : __ldcg(cand_list + t * k_candidate_capacity + i))
-                       : 0ull;
-        if (i < listed && uint32_t(key >> 52) == bin) atomicAdd(&counts[key_sub_bin(key)], 1u);
-      }
-    } else if (lean) {
-      counts_from_hist_words();
-    } else {
-      load_hist(counts, hist2, t);
-    }
-    __syncthreads();
-    if (!lean) {
       bin = __ldcg(&state[t].bin);
       above = __ldcg(&state[t].above);
     }
-    const uint2 th = direct
-                         ? make_uint2(0u, 0u)
-                         : find_threshold(counts, k_bins, uint32_t(keep) - above, scratch, result);
-    trace_stamp(k_trace_select, 2);
-    const unsigned long long prefix = (static_cast<unsigned long long>(bin) << 12) | th.x;
-    if (!lean) listed = __ldcg(&state[t].cand_count);
+    listed = __ldcg(&state[t].cand_count);
+    first_key = __ldcg(cand_list + t * k_candidate_capacity + threadIdx.x);
+    // (plan.list_rank with a short list needs no histogram.)
+    if (!from_list || listed > rank_max) {
+#pragma unroll
+      for (int u = 0; u < k_bins / k_select_threads; ++u)
+        hist_words[u] = __ldcg(&hist2[t * k_bins + threadIdx.x + u * k_select_threads]);
+    }
+  } else if (n > top_k) {
+    in_bin = __ldcg(&state[t].in_bin);
+  }
+  uint32_t* counts = reinterpret_cast<uint32_t*>(smem);  // k_bins
+  uint32_t* scratch = counts + k_bins;                   // k_select_threads
+  const int lane = threadIdx.x % k_warp_size, warp = threadIdx.x / k_warp_size;
+  pages.seq = seq;
+  // (lean) The histogram words read with the state, into counts.
+  const auto counts_from_hist_words = [&] {
+#pragma unroll
+    for (int u = 0; u < k_bins / k_select_threads; ++u)
+      counts[threadIdx.x + u * k_select_threads] = hist_words[u];
+  };
+  // Output row of entry s: pages.row(s), from the copied block ids where they fit.
+  const auto row_of = [&](int64_t s) {
+    if (!blocks_in_smem) return pages.row(s);
+    const int64_t block = s / pages.block_size;
+    const int64_t b = block < pages.table_width ? int64_t(blocks_s[block]) : -1;
+    const int64_t row = b < 0 ? -1 : b * pages.block_size + s % pages.block_size;
+    return row >= pages.pool_rows ? int64_t(-1) : row;
+  };
+  if (from_list && n > top_k && listed <= rank_max) {  // (uniform over the token's CTAs)
+    // plan.list_rank: every key at or above the threshold is listed, and a listed key x with a
+    // greater key y unlisted is not selected (y below the threshold bin), so the number of listed
+    // keys greater than x is x's rank wherever that rank is below top_k: each CTA ranks its share
+    // (list positions i % gridDim.x == blockIdx.x) against the whole list, no histogram.
+    unsigned long long* f = reinterpret_cast<unsigned long long*>(scratch + k_select_threads);
     const unsigned long long* list = cand_list + t * k_candidate_capacity;
-    const uint32_t ctas = gridDim.x;
     for (uint32_t base = 0; base < listed; base += k_select_threads) {
       const uint32_t i = base + threadIdx.x;
-      const unsigned long long key =
-          i < listed ? (lean && base == 0 ? first_key : __ldcg(list + i)) : 0ull;
-      const bool in_f = i < listed && (key >> 40) >= prefix;
-      warp_append(in_f, key, &n_f, f);
-      warp_append(in_f && i % ctas == blockIdx.x, key, &n_own, own);
+      if (i < listed) f[i] = base == 0 ? first_key : __ldcg(list + i);
     }
     __syncthreads();
     trace_stamp(k_trace_select, 3);
-    const int nf = int(n_f), no = int(n_own);
-    for (int j = warp; j < no; j += k_select_threads / k_warp_size)
-      rank_and_write_row(own[j], f, nf, lane, top_k, out, t, row_of);
+    const uint32_t ctas = gridDim.x;
+    for (uint32_t j = blockIdx.x + ctas * uint32_t(warp); j < listed;
+         j += ctas * uint32_t(k_select_threads / k_warp_size)) {
+      rank_and_write_row(f[j], f, int(listed), lane, top_k, out, t, row_of);
+    }
     trace_stamp(k_trace_select, 4);
     return;
   }
+  if (from_list && n > top_k) {
+    // plan.score_list (`hist2` is the token's first histogram; the list holds every key in or
+    // above the threshold bin, or overflowed): the threshold bin first.
+    counts_from_hist_words();
+    __syncthreads();
+    const uint2 th = find_threshold(counts, k_bins, uint32_t(top_k), scratch, result);
+    bin = th.x;
+    above = th.y;
+    in_bin = counts[th.x];
+    if (listed > uint32_t(k_candidate_capacity) && in_bin <= k_max_candidates)
+      in_bin = k_max_candidates + 1;  // (the select_token scan below)
+    if (threadIdx.x == 0) {
+      given[0] = bin;
+      given[1] = above;
+      given[2] = counts[th.x];
+    }
+    __syncthreads();  // every thread read counts[th.x]
+  }
+  if (n <= top_k || in_bin > k_max_candidates) {  // uniform over the token's CTAs
+    if (blockIdx.x == 0)
+      select_token(smem, scores, score_stride, state, hist2, pages, token_seq, n_visible, capacity,
+                   top_k, cand_list, out, t, from_list && n > top_k ? given : nullptr);
+    return;
+  }
+  const int keep = top_k;  // n > top_k
+  // F: up to k_candidate_capacity keys (the list's capacity), over select_token's sel and cand;
+  // O after it (this CTA's share of F, as many at most).
+  unsigned long long* f = reinterpret_cast<unsigned long long*>(scratch + k_select_threads);
+  unsigned long long* own = f + k_candidate_capacity;
+  if (threadIdx.x == 0) n_f = n_own = 0;
+  // plan.list_direct: F = the listed keys in or above the threshold bin (at most direct_max of
+  // them), ranked without the second histogram (F is closed upwards, so ranks in F are exact).
+  const bool direct = from_list && above + in_bin <= direct_max;  // (uniform)
+  if (direct) {
+  } else if (from_list) {
+    // The second histogram (next 12 bits of the bin's keys) from the list.
+#pragma unroll
+    for (int u = 0; u < k_bins / k_select_threads; ++u)
+      counts[threadIdx.x + u * k_select_threads] = 0;
+    __syncthreads();
+    for (uint32_t base = 0; base < listed; base += k_select_threads) {
+      const uint32_t i = base + threadIdx.x;
+      const unsigned long long key =
+          i < listed ? (base == 0 ? first_key : __ldcg(cand_list + t * k_candidate_capacity + i))
+                     : 0ull;
+      if (i < listed && uint32_t(key >> 52) == bin) atomicAdd(&counts[key_sub_bin(key)], 1u);
+    }
+  } else if (lean) {
+    counts_from_hist_words();
+  } else {
+    load_hist(counts, hist2, t);
+  }
+  __syncthreads();
+  if (!lean) {
+    bin = __ldcg(&state[t].bin);
+    above = __ldcg(&state[t].above);
+  }
+  const uint2 th = direct ? make_uint2(0u, 0u)
+                          : find_threshold(counts, k_bins, uint32_t(keep) - above, scratch, result);
+  trace_stamp(k_trace_select, 2);
+  const unsigned long long prefix = (static_cast<unsigned long long>(bin) << 12) | th.x;
+  if (!lean) listed = __ldcg(&state[t].cand_count);
+  const unsigned long long* list = cand_list + t * k_candidate_capacity;
+  const uint32_t ctas = gridDim.x;
+  for (uint32_t base = 0; base < listed; base += k_select_threads) {
+    const uint32_t i = base + threadIdx.x;
+    const unsigned long long key =
+        i < listed ? (lean && base == 0 ? first_key : __ldcg(list + i)) : 0ull;
+    const bool in_f = i < listed && (key >> 40) >= prefix;
+    warp_append(in_f, key, &n_f, f);
+    warp_append(in_f && i % ctas == blockIdx.x, key, &n_own, own);
+  }
+  __syncthreads();
+  trace_stamp(k_trace_select, 3);
+  const int nf = int(n_f), no = int(n_own);
+  for (int j = warp; j < no; j += k_select_threads / k_warp_size)
+    rank_and_write_row(own[j], f, nf, lane, top_k, out, t, row_of);
+  trace_stamp(k_trace_select, 4);
 }
 
 // plan.cluster_select: collect and select of token blockIdx.y in one launch, a cluster of
