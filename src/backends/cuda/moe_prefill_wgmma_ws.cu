@@ -93,6 +93,12 @@
 // 1.03x / 1.07x (run 1 / run 2 geomeans), NVFP4 1.10x / 1.13x; forced where experts hold <= 128
 // pairs (Flash T = 4096, Pro 4096) 0.85-0.95x, so automatic only above 128 pairs per expert on
 // average (ws_use_wide). Rounding N up to 16 instead of 32 above 128 changed nothing (1.00x).
+//
+// PREFILL16 (session 17; bench/kernels/results/h200_2026-11-27_s17_prefill16_*): the wide kernel's
+// consumers issue two k16 steps per commit group for tiles of up to 128 pairs (k_wd_two_step_n),
+// so two wgmmas stay in flight as in this kernel: 1.01-1.02x over one step (geomeans), still 0.86x
+// (MXFP4) / 0.91x (NVFP4) of this kernel at Flash T = 4096 and 0.86x at Pro T = 4096: the
+// in-flight depth was not the main part of that gap.
 #include "backends/cuda/mbarrier.cuh"
 #include "backends/cuda/moe_prefill_wgmma_kernel.cuh"
 #include "backends/cuda/moe_prefill_wgmma_ops_wide.cuh"
@@ -660,6 +666,12 @@ constexpr int k_wd_down_rows = 128;  // W2 rows per L2 block
 constexpr int k_wd_consumer_regs = 216;
 constexpr int k_wd_producer_regs = 72;
 static_assert(k_wd_consumer_regs * 256 + k_wd_producer_regs * 128 <= 168 * 384, "register split");
+// Tiles of up to this N issue two k16 steps (two wgmmas) per commit group, wider ones one.
+// PREFILL16 (H200, one process, 3 passes x both orders; geomeans over one step per group at
+// every N): Flash T = 4096 MXFP4 1.020x, NVFP4 1.019x; T = 8192 1.023x / 1.023x; Pro T = 4096
+// MXFP4 1.010x. Two steps at every N instead: T = 8192 MXFP4 0.985x (its N = 256 MXFP4 L1 consumer
+// spills 120-128 bytes), NVFP4 1.030x.
+constexpr int k_wd_two_step_n = 128;
 
 // Row of fragment row slot i (row g + 8 i of the warpgroup's m64 tile) of warpgroup h, warp w:
 // L1 W1 (i = 0) / W3 (i = 1) row 64 rb + 32 h + 8 w + g; L2 W2 row 128 rb + 64 h + 16 w + 8 i + g.
@@ -830,8 +842,8 @@ __device__ __forceinline__ void wd_store_tile(const float (&acc)[N / 2], int e, 
 
 // ws_consume_item for the wide layout: one accumulator of N / 2 registers, one matrix's A per
 // step (MXFP4: PREFILL9's split scale and second step; NVFP4: expand_step), the same k_carry.
-// G k16 steps (wgmmas) per commit group, 1 or 2 (PREFILL16): with wait_group 1 after each commit,
-// G wgmmas stay in flight while the next group's A is expanded.
+// G k16 steps (wgmmas) per commit group, 1 or 2: with wait_group 1 after each commit, G wgmmas stay
+// in flight while the next group's A is expanded.
 template <typename out_t, weight_kind K, bool UP, bool PERMUTE_H, int N, int G>
 __device__ __forceinline__ void wd_consume_item(const ws_args& a, const ws_ring& ring, int& k,
                                                 int4 tile, int rb, int rounds) {
@@ -946,7 +958,8 @@ __device__ __forceinline__ void wd_consume_item(const ws_args& a, const ws_ring&
                                             c, a.limit, a.pair_weights, static_cast<out_t*>(a.dst));
 }
 
-// DS: the largest tile N whose consumers issue two k16 steps per commit group (0: none).
+// DS: the largest tile N whose consumers issue two k16 steps per commit group (k_wd_two_step_n;
+// a template parameter so that the A/B of PREFILL16 and the engine run the same instantiation).
 template <typename out_t, weight_kind K, bool UP, bool PERMUTE_H, int DS>
 __global__ void __launch_bounds__(k_ws_threads, 1)
     moe_prefill_wgmma_ws_wide_kernel(ws_args a, int row_blocks) {
@@ -1023,10 +1036,10 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 #endif
 }
 
-template <typename out_t, weight_kind K, bool UP, bool PERMUTE_H, int DS>
-cudaError_t launch_wd_ds(int64_t row_blocks, int64_t tile_slots, const ws_args& a,
-                         cudaStream_t stream) {
-  auto kernel = moe_prefill_wgmma_ws_wide_kernel<out_t, K, UP, PERMUTE_H, DS>;
+template <typename out_t, weight_kind K, bool UP, bool PERMUTE_H>
+cudaError_t launch_wd(int64_t row_blocks, int64_t tile_slots, const ws_args& a,
+                      cudaStream_t stream) {
+  auto kernel = moe_prefill_wgmma_ws_wide_kernel<out_t, K, UP, PERMUTE_H, k_wd_two_step_n>;
   if (const cudaError_t e = allow_dynamic_smem(kernel, k_wd_smem); e != cudaSuccess) return e;
   const int64_t items = row_blocks * tile_slots;
   if (items == 0) return cudaSuccess;
@@ -1047,19 +1060,8 @@ int g_ws_producer = -1;
 // 0 store_tile (moe_prefill_set_ws_epilogue).
 int g_ws_epi = 4;
 
-// The wide kernel (moe_prefill_set_ws_wide): -1 automatic (ws_use_wide), 0 off, 1 on, 2 / 3 on
-// with two k16 steps per commit group up to N = 128 / 256 (PREFILL16 A/B).
+// The wide kernel (moe_prefill_set_ws_wide): -1 automatic (ws_use_wide), 0 off, 1 on.
 int g_ws_wide = -1;
-
-template <typename out_t, weight_kind K, bool UP, bool PERMUTE_H>
-cudaError_t launch_wd(int64_t row_blocks, int64_t tile_slots, const ws_args& a,
-                      cudaStream_t stream) {
-  if (g_ws_wide == 2)
-    return launch_wd_ds<out_t, K, UP, PERMUTE_H, 128>(row_blocks, tile_slots, a, stream);
-  if (g_ws_wide == 3)
-    return launch_wd_ds<out_t, K, UP, PERMUTE_H, 256>(row_blocks, tile_slots, a, stream);
-  return launch_wd_ds<out_t, K, UP, PERMUTE_H, 0>(row_blocks, tile_slots, a, stream);
-}
 
 template <weight_kind K>
 bool ws_use_pr(int64_t pairs, int64_t experts) {
