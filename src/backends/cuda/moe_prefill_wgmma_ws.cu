@@ -93,6 +93,12 @@
 // 1.03x / 1.07x (run 1 / run 2 geomeans), NVFP4 1.10x / 1.13x; forced where experts hold <= 128
 // pairs (Flash T = 4096, Pro 4096) 0.85-0.95x, so automatic only above 128 pairs per expert on
 // average (ws_use_wide). Rounding N up to 16 instead of 32 above 128 changed nothing (1.00x).
+//
+// PREFILL16 (session 17; bench/kernels/results/h200_2026-11-27_s17_prefill16_*): the wide kernel's
+// consumers issue two k16 steps per commit group for tiles of up to 128 pairs (k_wd_two_step_n),
+// so two wgmmas stay in flight as in this kernel: 1.01-1.02x over one step (geomeans), still 0.86x
+// (MXFP4) / 0.91x (NVFP4) of this kernel at Flash T = 4096 and 0.86x at Pro T = 4096: the
+// in-flight depth was not the main part of that gap.
 #include "backends/cuda/mbarrier.cuh"
 #include "backends/cuda/moe_prefill_wgmma_kernel.cuh"
 #include "backends/cuda/moe_prefill_wgmma_ops_wide.cuh"
@@ -660,6 +666,12 @@ constexpr int k_wd_down_rows = 128;  // W2 rows per L2 block
 constexpr int k_wd_consumer_regs = 216;
 constexpr int k_wd_producer_regs = 72;
 static_assert(k_wd_consumer_regs * 256 + k_wd_producer_regs * 128 <= 168 * 384, "register split");
+// Tiles of up to this N issue two k16 steps (two wgmmas) per commit group, wider ones one.
+// PREFILL16 (H200, one process, 3 passes x both orders; geomeans over one step per group at
+// every N): Flash T = 4096 MXFP4 1.020x, NVFP4 1.019x; T = 8192 1.023x / 1.023x; Pro T = 4096
+// MXFP4 1.010x. Two steps at every N instead: T = 8192 MXFP4 0.985x (its N = 256 MXFP4 L1 consumer
+// spills 120-128 bytes), NVFP4 1.030x.
+constexpr int k_wd_two_step_n = 128;
 
 // Row of fragment row slot i (row g + 8 i of the warpgroup's m64 tile) of warpgroup h, warp w:
 // L1 W1 (i = 0) / W3 (i = 1) row 64 rb + 32 h + 8 w + g; L2 W2 row 128 rb + 64 h + 16 w + 8 i + g.
@@ -830,7 +842,9 @@ __device__ __forceinline__ void wd_store_tile(const float (&acc)[N / 2], int e, 
 
 // ws_consume_item for the wide layout: one accumulator of N / 2 registers, one matrix's A per
 // step (MXFP4: PREFILL9's split scale and second step; NVFP4: expand_step), the same k_carry.
-template <typename out_t, weight_kind K, bool UP, bool PERMUTE_H, int N>
+// G k16 steps (wgmmas) per commit group, 1 or 2: with wait_group 1 after each commit, G wgmmas stay
+// in flight while the next group's A is expanded.
+template <typename out_t, weight_kind K, bool UP, bool PERMUTE_H, int N, int G>
 __device__ __forceinline__ void wd_consume_item(const ws_args& a, const ws_ring& ring, int& k,
                                                 int4 tile, int rb, int rounds) {
   const int tid = threadIdx.x, lane = tid % k_warp_size, g = lane / 4, c = lane % 4;
@@ -880,31 +894,46 @@ __device__ __forceinline__ void wd_consume_item(const ws_args& a, const ws_ring&
     if constexpr (mx) two = __any_sync(~0u, sc.two);
     // The stage base is 1024-aligned and every address < 2^18: step offsets never carry.
     const uint64_t d0 = smem_desc(st + k_wd_b);
-    uint32_t am[2][4];  // [step & 1]: rewritten two steps on, after wait_group 1 retired it
-    const auto step = [&](auto s_const) {
+    // [group & 1][step of the group]: rewritten two groups on, after wait_group 1 retired it.
+    uint32_t am[2][G][4];
+    const auto expand = [&](auto s_const, uint32_t(&dst)[4]) {
       constexpr int s = decltype(s_const)::value;
       if constexpr (mx) {
-        ws_expand_first<K, s, true, true>(cur, sc, am[s & 1]);
-        wd_mx_second_step(two, sc, am[s & 1]);
+        ws_expand_first<K, s, true, true>(cur, sc, dst);
+        wd_mx_second_step(two, sc, dst);
       } else {
-        expand_step<K, s, true>(cur, sc, am[s & 1]);
+        expand_step<K, s, true>(cur, sc, dst);
       }
+    };
+    // Commit group q: steps G q .. G q + G - 1 (the same wgmma sequence into acc in k order, so
+    // the same bits for every G).
+    const auto group = [&](auto q_const) {
+      constexpr int q = decltype(q_const)::value;
+      expand(std::integral_constant<int, G * q>{}, am[q & 1][0]);
+      if constexpr (G == 2) expand(std::integral_constant<int, G * q + 1>{}, am[q & 1][G - 1]);
       __syncwarp();
       wgmma::fence();
-      wgmma_rs<N>::run(acc, am[s & 1], d0 + uint64_t(((s >> 2) * k_wd_atom + (s & 3) * 32) >> 4));
+#pragma unroll
+      for (int u = 0; u < G; ++u) {
+        const int s = G * q + u;
+        wgmma_rs<N>::run(acc, am[q & 1][u],
+                         d0 + uint64_t(((s >> 2) * k_wd_atom + (s & 3) * 32) >> 4));
+      }
       wgmma::commit();
       wgmma::wait<1>();
-      if constexpr (s == 0 && k_carry)
+      if constexpr (q == 0 && k_carry)
         if (r > 0) release(kk - 1);
     };
-    step(std::integral_constant<int, 0>{});
-    step(std::integral_constant<int, 1>{});
-    step(std::integral_constant<int, 2>{});
-    step(std::integral_constant<int, 3>{});
-    step(std::integral_constant<int, 4>{});
-    step(std::integral_constant<int, 5>{});
-    step(std::integral_constant<int, 6>{});
-    step(std::integral_constant<int, 7>{});
+    group(std::integral_constant<int, 0>{});
+    group(std::integral_constant<int, 1>{});
+    group(std::integral_constant<int, 2>{});
+    group(std::integral_constant<int, 3>{});
+    if constexpr (G == 1) {
+      group(std::integral_constant<int, 4>{});
+      group(std::integral_constant<int, 5>{});
+      group(std::integral_constant<int, 6>{});
+      group(std::integral_constant<int, 7>{});
+    }
     if constexpr (!k_carry) {
       wgmma::wait<0>();
       release(kk);
@@ -929,7 +958,9 @@ __device__ __forceinline__ void wd_consume_item(const ws_args& a, const ws_ring&
                                             c, a.limit, a.pair_weights, static_cast<out_t*>(a.dst));
 }
 
-template <typename out_t, weight_kind K, bool UP, bool PERMUTE_H>
+// DS: the largest tile N whose consumers issue two k16 steps per commit group (k_wd_two_step_n;
+// a template parameter so that the A/B of PREFILL16 and the engine run the same instantiation).
+template <typename out_t, weight_kind K, bool UP, bool PERMUTE_H, int DS>
 __global__ void __launch_bounds__(k_ws_threads, 1)
     moe_prefill_wgmma_ws_wide_kernel(ws_args a, int row_blocks) {
 #if DSV4_PREFILL_WGMMA
@@ -979,17 +1010,23 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       if (wn < items) tile = a.tiles[wn / row_blocks];
       const int rb = w % row_blocks;
       if (cur.z <= 64)
-        wd_consume_item<out_t, K, UP, PERMUTE_H, 64>(a, ring, k, cur, rb, rounds);
+        wd_consume_item<out_t, K, UP, PERMUTE_H, 64, (64 <= DS ? 2 : 1)>(a, ring, k, cur, rb,
+                                                                         rounds);
       else if (cur.z <= 128)
-        wd_consume_item<out_t, K, UP, PERMUTE_H, 128>(a, ring, k, cur, rb, rounds);
+        wd_consume_item<out_t, K, UP, PERMUTE_H, 128, (128 <= DS ? 2 : 1)>(a, ring, k, cur, rb,
+                                                                           rounds);
       else if (cur.z <= 160)
-        wd_consume_item<out_t, K, UP, PERMUTE_H, 160>(a, ring, k, cur, rb, rounds);
+        wd_consume_item<out_t, K, UP, PERMUTE_H, 160, (160 <= DS ? 2 : 1)>(a, ring, k, cur, rb,
+                                                                           rounds);
       else if (cur.z <= 192)
-        wd_consume_item<out_t, K, UP, PERMUTE_H, 192>(a, ring, k, cur, rb, rounds);
+        wd_consume_item<out_t, K, UP, PERMUTE_H, 192, (192 <= DS ? 2 : 1)>(a, ring, k, cur, rb,
+                                                                           rounds);
       else if (cur.z <= 224)
-        wd_consume_item<out_t, K, UP, PERMUTE_H, 224>(a, ring, k, cur, rb, rounds);
+        wd_consume_item<out_t, K, UP, PERMUTE_H, 224, (224 <= DS ? 2 : 1)>(a, ring, k, cur, rb,
+                                                                           rounds);
       else
-        wd_consume_item<out_t, K, UP, PERMUTE_H, 256>(a, ring, k, cur, rb, rounds);
+        wd_consume_item<out_t, K, UP, PERMUTE_H, 256, (256 <= DS ? 2 : 1)>(a, ring, k, cur, rb,
+                                                                           rounds);
     }
   }
 #else
@@ -1002,7 +1039,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 template <typename out_t, weight_kind K, bool UP, bool PERMUTE_H>
 cudaError_t launch_wd(int64_t row_blocks, int64_t tile_slots, const ws_args& a,
                       cudaStream_t stream) {
-  auto kernel = moe_prefill_wgmma_ws_wide_kernel<out_t, K, UP, PERMUTE_H>;
+  auto kernel = moe_prefill_wgmma_ws_wide_kernel<out_t, K, UP, PERMUTE_H, k_wd_two_step_n>;
   if (const cudaError_t e = allow_dynamic_smem(kernel, k_wd_smem); e != cudaSuccess) return e;
   const int64_t items = row_blocks * tile_slots;
   if (items == 0) return cudaSuccess;
