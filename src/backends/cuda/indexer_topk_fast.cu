@@ -49,7 +49,6 @@
 // the one __constant__ g_indexer_trace (without separable compilation each unit would hold its
 // own, each to be set by indexer_fast_set_trace).
 #include <algorithm>
-#include <cstdlib>
 
 #include "backends/cuda/indexer_topk_fast.h"
 #include "backends/cuda/indexer_topk_fast_common.cuh"
@@ -114,11 +113,6 @@ indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_widt
   // CTAs: 35.2 / 34.4, 37.6 / 35.8; so 32 CTAs up to 4 tokens.
   p.select_ctas =
       tokens <= 8 ? int(std::clamp<int64_t>(2 * sms / tokens, 1, tokens <= 4 ? 32 : 16)) : 0;
-  // IDX20: one token ranks its list over one select CTA per SM (the ranking's shared-memory
-  // traffic per CTA ~ listed^2 / select_ctas).
-  if (tokens == 1) p.select_ctas = int(std::min<int64_t>(sms, k_max_select_ctas));
-  if (const char* v = std::getenv("DSV4_IDX20_SEL"); v && tokens == 1)  // (A/B, temporary)
-    p.select_ctas = std::clamp(std::atoi(v), 1, k_max_select_ctas);
   // cluster_select stays off: slower (H100, session 9: T=1 top-512 39.6 vs 33.7 us in all).
   // score_list where the score grid is resident at once (two CTAs per SM: the CTAs that wait for
   // a fuller histogram snapshot never hold back a later wave) and the select is split.

@@ -27,7 +27,7 @@ constexpr int64_t k_collect_keys_short = 4096;
 constexpr int64_t k_collect_keys_long = 16384;
 
 constexpr int k_max_candidates = 8192;
-constexpr int k_max_select_ctas = 256;  // plan.select_ctas bound (each CTA repeats the list scan)
+constexpr int k_max_select_ctas = 64;  // plan.select_ctas bound (each CTA repeats the list scan)
 // Per token, the collect kernel lists the keys at or above the threshold bin: fewer than top_k
 // above it plus at most k_max_candidates in it.
 constexpr int64_t k_candidate_capacity = k_indexer_fast_max_top_k + k_max_candidates;

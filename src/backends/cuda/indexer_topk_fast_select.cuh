@@ -31,24 +31,6 @@ __device__ __forceinline__ void rank_and_write_row(unsigned long long x,
     out[t * top_k + greater] = int32_t(row_of(key_entry(x)));
 }
 
-// The number of the nf keys f greater than x among positions first + lane + q stride (q >= 0;
-// warp-uniform call, stride a multiple of the warp size): one part of warp_count_greater's count
-// when several warps share a key. Four independent partial counts per lane.
-__device__ __forceinline__ uint32_t warp_count_greater_part(const unsigned long long* f, int nf,
-                                                            unsigned long long x, int first,
-                                                            int stride) {
-  uint32_t c0 = 0, c1 = 0, c2 = 0, c3 = 0;
-  int i = first + int(threadIdx.x % k_warp_size);
-  for (; i + 3 * stride < nf; i += 4 * stride) {
-    c0 += f[i] > x;
-    c1 += f[i + stride] > x;
-    c2 += f[i + 2 * stride] > x;
-    c3 += f[i + 3 * stride] > x;
-  }
-  for (; i < nf; i += stride) c0 += f[i] > x;
-  return __reduce_add_sync(0xffffffffu, c0 + c1 + c2 + c3);
-}
-
 // Token t's histogram (k_bins words, L2: written by another launch) into shared memory.
 __device__ __forceinline__ void load_hist(uint32_t* dst, const uint32_t* hist, int64_t t) {
   for (int b = threadIdx.x; b < k_bins; b += k_select_threads)
@@ -320,7 +302,7 @@ __global__ void __launch_bounds__(k_select_threads)
                           int64_t capacity, int top_k, bool lean, bool from_list,
                           uint32_t direct_max, uint32_t rank_max, int32_t* out) {
   extern __shared__ __align__(128) unsigned char smem[];
-  __shared__ uint32_t n_f, n_own, result[2], given[3], part_rank[k_select_threads / k_warp_size];
+  __shared__ uint32_t n_f, n_own, result[2], given[3];
   trace_stamp(k_trace_select, 0);
   const int64_t t = blockIdx.y;
   // No launch of the chain writes these: read before the wait.
@@ -340,7 +322,7 @@ __global__ void __launch_bounds__(k_select_threads)
   uint32_t hist_words[k_bins / k_select_threads];
   // lean: the list's first k_select_threads entries requested with the state (entries past the
   // count are stale scratch, never used), so the usual list of < 1024 keys needs no third trip.
-  unsigned long long first_key = 0, second_key = 0;
+  unsigned long long first_key = 0;
   if (lean && n > top_k) {
     if (!from_list) {
       in_bin = __ldcg(&state[t].in_bin);
@@ -349,10 +331,6 @@ __global__ void __launch_bounds__(k_select_threads)
     }
     listed = __ldcg(&state[t].cand_count);
     first_key = __ldcg(cand_list + t * k_candidate_capacity + threadIdx.x);
-    // (plan.list_rank: lists of 1024 < listed <= 2048, usual at top-1024, need no third trip
-    // either.)
-    if (from_list)
-      second_key = __ldcg(cand_list + t * k_candidate_capacity + k_select_threads + threadIdx.x);
     // (plan.list_rank with a short list needs no histogram.)
     if (!from_list || listed > rank_max) {
 #pragma unroll
@@ -389,36 +367,14 @@ __global__ void __launch_bounds__(k_select_threads)
     const unsigned long long* list = cand_list + t * k_candidate_capacity;
     for (uint32_t base = 0; base < listed; base += k_select_threads) {
       const uint32_t i = base + threadIdx.x;
-      if (i < listed)
-        f[i] = base == 0 ? first_key : base == k_select_threads ? second_key : __ldcg(list + i);
+      if (i < listed) f[i] = base == 0 ? first_key : __ldcg(list + i);
     }
-    constexpr int warps = k_select_threads / k_warp_size;
-    if (threadIdx.x < warps) part_rank[threadIdx.x] = 0;
     __syncthreads();
     trace_stamp(k_trace_select, 3);
     const uint32_t ctas = gridDim.x;
-    // This CTA's keys: list positions j_m = blockIdx.x + m ctas, m < own. With few of them
-    // (own <= 16) `split` warps share each key, every warp counting over every split-th lane-row
-    // of f, and the parts meet in part_rank; else each warp ranks whole keys as before.
-    const int own = blockIdx.x < listed ? int((listed - 1 - blockIdx.x) / ctas) + 1 : 0;
-    int split = 1;
-    while (own > 0 && 2 * split * own <= warps) split *= 2;  // (uniform)
-    if (split == 1) {
-      for (uint32_t j = blockIdx.x + ctas * uint32_t(warp); j < listed; j += ctas * warps)
-        rank_and_write_row(f[j], f, int(listed), lane, top_k, out, t, row_of);
-    } else {
-      const int m = warp / split, part = warp % split;
-      if (m < own) {
-        const uint32_t c = warp_count_greater_part(f, int(listed), f[blockIdx.x + ctas * m],
-                                                   part * k_warp_size, split * k_warp_size);
-        if (lane == 0) atomicAdd(&part_rank[m], c);
-      }
-      __syncthreads();
-      if (int(threadIdx.x) < own) {
-        const uint32_t greater = part_rank[threadIdx.x];
-        if (greater < uint32_t(top_k))
-          out[t * top_k + greater] = int32_t(row_of(key_entry(f[blockIdx.x + ctas * threadIdx.x])));
-      }
+    for (uint32_t j = blockIdx.x + ctas * uint32_t(warp); j < listed;
+         j += ctas * uint32_t(k_select_threads / k_warp_size)) {
+      rank_and_write_row(f[j], f, int(listed), lane, top_k, out, t, row_of);
     }
     trace_stamp(k_trace_select, 4);
     return;
