@@ -1606,6 +1606,7 @@ void bench_indexer_case(int sms, int64_t T, int64_t entries, int64_t top_k) {
     for (int sel : {0, 1, 2, 4, 8, 16, 32}) {
       plan_t p = plan;
       p.select_ctas = sel;
+      p.select_ctas_wide = 0;
       ms = time_graph_ms(st, [&] { run_fp4(p); });
       std::snprintf(label, sizeof(label), "  fp4 select %d CTAs%s", sel,
                     sel == plan.select_ctas ? " (plan)" : "");
@@ -1920,6 +1921,7 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
           if (sel == plan.select_ctas) continue;
           p = plan;
           p.select_ctas = sel;
+          p.select_ctas_wide = 0;
           p.cluster_select = false;
           vs.push_back({sel == 0    ? "fp4 select 0"
                         : sel == 16 ? "fp4 select 16"
@@ -1950,7 +1952,8 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
       print_row(label, shape, col[i], bytes4, flops);
       std::printf("    stages (us): scores %.2f, collect %.2f, select %.2f (plan select_ctas %d)\n",
                   sc[i] * 1e3, (col[i] - sc[i]) * 1e3, (all[i] - col[i]) * 1e3,
-                  vs[i].p.select_ctas);
+                  vs[i].p.score_list ? dsv4::cuda::indexer_fast_list_select_ctas(vs[i].p, top_k)
+                                     : vs[i].p.select_ctas);
     }
   }
   if (g_indexer_trace && T == 1) {
@@ -1958,8 +1961,11 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
     plan_t other = plan;
     other.score_list = !plan.score_list;
     for (const plan_t& p : {plan, other}) {
-      trace_indexer_phases(p.score_list ? "score_list" : "collect launch", st, p.ctas_per_token,
-                           p.collect_ctas_per_token, p.select_ctas, [&] { run_fp4(p); });
+      trace_indexer_phases(
+          p.score_list ? "score_list" : "collect launch", st, p.ctas_per_token,
+          p.collect_ctas_per_token,
+          p.score_list ? dsv4::cuda::indexer_fast_list_select_ctas(p, top_k) : p.select_ctas,
+          [&] { run_fp4(p); });
       // The token's candidate count (token_state after the scores in the scratch).
       run_fp4(p);
       uint32_t state_words[8];

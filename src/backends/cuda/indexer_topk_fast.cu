@@ -113,6 +113,9 @@ indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_widt
   // CTAs: 35.2 / 34.4, 37.6 / 35.8; so 32 CTAs up to 4 tokens.
   p.select_ctas =
       tokens <= 8 ? int(std::clamp<int64_t>(2 * sms / tokens, 1, tokens <= 4 ? 32 : 16)) : 0;
+  // One token at top_k > 512 (score_list path): half the SMs (64 on 132), one key per warp.
+  p.select_ctas_wide =
+      tokens == 1 ? int(std::clamp<int64_t>(sms / 2, p.select_ctas, k_max_select_ctas)) : 0;
   // cluster_select stays off: slower (H100, session 9: T=1 top-512 39.6 vs 33.7 us in all).
   // score_list where the score grid is resident at once (two CTAs per SM: the CTAs that wait for
   // a fuller histogram snapshot never hold back a later wave) and the select is split.
@@ -148,7 +151,8 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
                              plan.collect_ctas_per_token * plan.collect_keys < plan.capacity ||
                              plan.collect_ctas_per_token > INT32_MAX)) ||
       (plan.score_warps != 4 && plan.score_warps != 8) || plan.select_ctas < 0 ||
-      plan.select_ctas > k_max_select_ctas)
+      plan.select_ctas > k_max_select_ctas || plan.select_ctas_wide < 0 ||
+      plan.select_ctas_wide > k_max_select_ctas)
     return cudaErrorInvalidValue;
   // The score kernel keeps entry numbers and pool rows in 32 bits.
   if (plan.capacity > INT32_MAX || pool_rows > INT32_MAX || block_size > INT32_MAX)
@@ -310,14 +314,15 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
   if (list_mode) {
     // Benchmarks: collect_only stops after the scores here (the score kernel collects).
     if (plan.collect_only) return e;
-    return launch_pdl(
-        true, indexer_select_kernel, dim3(unsigned(plan.select_ctas), unsigned(tokens)),
-        dim3(k_select_threads), size_t(k_select_kernel_smem_lean), stream,
-        static_cast<const float*>(scores), stride, static_cast<const token_state*>(state),
-        static_cast<const uint32_t*>(hist), static_cast<const unsigned long long*>(cand_list),
-        pages, token_seq, n_visible, plan.capacity, int(top_k), true, true,
-        plan.list_direct ? uint32_t(k_list_direct_max) : 0u,
-        plan.list_rank ? uint32_t(k_list_rank_max) : 0u, out);
+    return launch_pdl(true, indexer_select_kernel,
+                      dim3(unsigned(indexer_fast_list_select_ctas(plan, top_k)), unsigned(tokens)),
+                      dim3(k_select_threads), size_t(k_select_kernel_smem_lean), stream,
+                      static_cast<const float*>(scores), stride,
+                      static_cast<const token_state*>(state), static_cast<const uint32_t*>(hist),
+                      static_cast<const unsigned long long*>(cand_list), pages, token_seq,
+                      n_visible, plan.capacity, int(top_k), true, true,
+                      plan.list_direct ? uint32_t(k_list_direct_max) : 0u,
+                      plan.list_rank ? uint32_t(k_list_rank_max) : 0u, out);
   }
   if (plan.cluster_select) {
     // Benchmarks: collect_only stops after the scores here (collect and select are one launch).

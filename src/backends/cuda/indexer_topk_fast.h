@@ -108,6 +108,12 @@ struct indexer_fast_plan {
   // CTAs of the select kernel per token (1..64; each ranks a share of the ~top_k keys at or above
   // the threshold), or 0: the last collect CTA of the token selects alone (the earlier scheme).
   int select_ctas = 0;
+  // The select kernel's CTAs per token on the score_list path where top_k > 512 (0: select_ctas).
+  // The plan sets it at T=1: at top-1024 the ~1200 listed keys give each of select_ctas = 32
+  // CTAs' warps two keys to rank in sequence, and a CTA's time after F is paid per key of a warp.
+  // H200 (session 17, IDX20, T=1 x 256K, FP4 keys, us in all): 64 CTAs top-1024 28.26 vs 29.50
+  // with 32; top-512 slower with more CTAs (each takes an SM: later entry), so it keeps 32.
+  int select_ctas_wide = 0;
   // Collect and select with fewer dependent global round trips (same rows): the collect CTA
   // requests its first scores with the histogram; the select kernel copies the token's block-table
   // row into shared memory before its programmatic wait (up to 8192 blocks) and requests the token
@@ -152,6 +158,11 @@ struct indexer_fast_plan {
   bool score_only = false;    // benchmarks: stop after the scores (out is not written)
   bool collect_only = false;  // benchmarks: skip the select (out is not written)
 };
+
+// The select kernel's CTAs per token on the score_list path for this top_k.
+inline int indexer_fast_list_select_ctas(const indexer_fast_plan& plan, int64_t top_k) {
+  return top_k > 512 && plan.select_ctas_wide > 0 ? plan.select_ctas_wide : plan.select_ctas;
+}
 
 indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_width,
                                               int64_t block_size, int sm_count);
