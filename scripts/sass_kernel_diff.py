@@ -2,11 +2,15 @@
 """Per-kernel SASS comparison of two builds of the same kernels (refactors that must not change
 device code). Each kernel's `cuobjdump -sass` listing is keyed by its mangled name with the
 anonymous-namespace tag (which carries a hash of the translation unit) normalized, so kernels may
-move between headers or objects; listings are compared line by line.
+move between headers or objects; listings are compared line by line, runs of white space
+collapsed (cuobjdump pads the encoding column to the widest line of the object's listing, so a
+kernel's listing is padded differently once it shares an object with other kernels).
 
   scripts/sass_kernel_diff.py BEFORE.o[,MORE.o...] AFTER.o[,MORE.o...]
 
-Exit status 0 when both sides hold the same kernels with identical SASS. CUOBJDUMP overrides the
+Also compares each kernel's `cuobjdump -res-usage` line (registers, stack, shared, local,
+constant bytes). Exit status 0 when both sides hold the same kernels with identical SASS and
+resource usage. CUOBJDUMP overrides the
 tool (default: cuobjdump on PATH).
 """
 import os
@@ -46,7 +50,24 @@ def kernels(objects):
                     sys.exit(f"kernel listed twice: {name}")
                 out[name] = []
             elif name is not None and line.strip():
-                out[name].append(strip_anon(line.strip()))
+                out[name].append(strip_anon(" ".join(line.split())))
+    return out
+
+
+def resources(objects):
+    out = {}
+    tool = os.environ.get("CUOBJDUMP", "cuobjdump")
+    for obj in objects:
+        listing = subprocess.run([tool, "-res-usage", obj], capture_output=True, text=True,
+                                 check=True).stdout
+        name = None
+        for line in listing.splitlines():
+            m = re.search(r"Function (\S+):", line)
+            if m:
+                name = strip_anon(m.group(1))
+            elif name is not None and line.strip():
+                out[name] = " ".join(line.split())
+                name = None
     return out
 
 
@@ -60,10 +81,14 @@ def main():
     print(f"kernels: before {len(a)}, after {len(b)}; only before {len(only_a)}, only after "
           f"{len(only_b)}; differing {len(differ)}; identical {len(common) - len(differ)}; "
           f"SASS lines before {sum(len(v) for v in a.values())}")
-    for tag, names in (("ONLY BEFORE", only_a), ("ONLY AFTER", only_b), ("DIFFERS", differ)):
+    ra, rb = resources(sys.argv[1].split(",")), resources(sys.argv[2].split(","))
+    res_differ = sorted(k for k in set(ra) | set(rb) if ra.get(k) != rb.get(k))
+    print(f"res-usage: before {len(ra)}, after {len(rb)}; differing {len(res_differ)}")
+    for tag, names in (("ONLY BEFORE", only_a), ("ONLY AFTER", only_b), ("DIFFERS", differ),
+                       ("RES DIFFERS", res_differ)):
         for k in names:
             print(tag, k)
-    return 1 if only_a or only_b or differ else 0
+    return 1 if only_a or only_b or differ or res_differ else 0
 
 
 if __name__ == "__main__":

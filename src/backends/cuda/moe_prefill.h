@@ -81,7 +81,7 @@ void moe_prefill_set_ws_producer(int mode);
 // core's store_tile.
 void moe_prefill_set_ws_epilogue(int mode);
 // The wgmma_ws core's wide kernel on repacked weights (bench A/B, parity; process-wide): tiles of
-// up to 256 pairs, one m64nNk16 (N <= 256) per warpgroup and step (moe_prefill_wgmma_ws.cu).
+// up to 256 pairs, one m64nNk16 (N <= 256) per warpgroup and step (moe_prefill_wgmma_ws_wide.cu).
 // -1 the automatic choice (prefill::ws_use_wide), 0 never, 1 always.
 void moe_prefill_set_ws_wide(int mode);
 

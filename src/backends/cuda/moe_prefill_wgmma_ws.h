@@ -1,5 +1,6 @@
 // The warp-specialized persistent variant of the wgmma core (moe_prefill_core::wgmma_ws;
-// moe_prefill_wgmma_ws.cu), called by moe_prefill.cu after its plan: internal to the two files.
+// moe_prefill_wgmma_ws.cu, its wide kernel in moe_prefill_wgmma_ws_wide.cu), called by
+// moe_prefill.cu after its plan: internal to those files.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -15,7 +16,7 @@ namespace dsv4::cuda::prefill {
 // of up to k_wgmma_tile pairs, same h and out regions, same results bit for bit), RP: weights in
 // the repacked layout (BF16 x only). xp: BF16 scratch of max(tokens * hidden, pairs * inter)
 // values (x' during L1, h' during L2, both in the core's logical k order). wide: tiles of up to
-// k_ws_wide_tile pairs, the wide kernel (moe_prefill_wgmma_ws.cu).
+// k_ws_wide_tile pairs, the wide kernel (moe_prefill_wgmma_ws_wide.cu).
 template <typename act_t, weight_kind K, bool RP>
 cudaError_t launch_wgmma_ws_gemms(const act_t* x, int64_t tokens, int64_t top_k,
                                   const device_weight& w1, const device_weight& w3,
