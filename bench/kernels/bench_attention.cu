@@ -837,6 +837,50 @@ void bench_step_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t cap_c, __
     p.diag = 2;
     row("  ring alone", p, true);
   }
+  // ATTN27: the alternate-tile variants (plan.diag 8: exact, main's schedule; 16: exact + early
+  // softmax; 32: lazy rescale + early softmax; the plan: lazy rescale), bf16 split partials only:
+  // event rows (traced) with the output's distance to the exact variant's, each variant's
+  // consumers alone (diag + 1, traced), then graph replays alternating three rounds.
+  if (made.producer && made.alt && made.partials_bf16 && made.splits > 1) {
+    struct variant {
+      const char* name;
+      int diag;
+    };
+    const variant vs[] = {{"v exact", 8}, {"v lazy", 0}, {"v early", 16}, {"v lazy+early", 32}};
+    constexpr int nv = int(sizeof(vs) / sizeof(vs[0]));
+    __nv_bfloat16* exact_out = device_alloc<__nv_bfloat16>(n_out);
+    auto with = [&](int diag) {
+      auto p = made;
+      p.diag = diag;
+      return p;
+    };
+    CHECK(run_on(with(8), exact_out, 0));
+    CHECK(cudaDeviceSynchronize());
+    for (const variant& v : vs) {
+      row(v.name, with(v.diag), true);
+      std::printf("    %s: max |out - exact out| / max |out|: %.3g\n", v.name,
+                  rel_diff(out16, exact_out, n_out));
+    }
+    for (const variant& v : vs)
+      row((std::string("  cons ") + v.name).c_str(), with(v.diag + 1), true);
+    double best[nv];
+    for (int i = 0; i < nv; ++i) best[i] = 1e30;
+    for (int r = 0; r < 3; ++r)
+      for (int i = 0; i < nv; ++i) {
+        const auto p = with(vs[i].diag);
+        const double gms = time_graph_ms(st, [&] { CHECK(run_on(p, out16, st)); });
+        best[i] = std::min(best[i], gms);
+        char l[64];
+        std::snprintf(l, sizeof(l), "%s graph r%d", vs[i].name, r + 1);
+        print_row(l, shape, gms, bytes16, flops);
+      }
+    std::printf("    variants (graph, best of 3):");
+    for (int i = 0; i < nv; ++i)
+      std::printf(" %s %.2f us (exact / this %.3fx);", vs[i].name, best[i] * 1e3,
+                  best[0] / best[i]);
+    std::printf("\n");
+    cudaFree(exact_out);
+  }
   if (!made.fold) {
     auto p = made;
     p.combine = false;

@@ -240,12 +240,27 @@ cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode
 
 template <int mode, typename act_t>
 auto ws_kernel(const attention_decode_plan& plan) {
-  switch (attention_decode_ws_sched(plan)) {
-    case k_ws_alt:
-      return attention_decode_ws_kernel<k_ws_alt, mode, act_t>;
-    default:
-      return attention_decode_ws_kernel<k_ws_in_turn, mode, act_t>;
+  return ws_sched_is_alt(attention_decode_ws_sched(plan))
+             ? attention_decode_ws_kernel<k_ws_alt, mode, act_t>
+             : attention_decode_ws_kernel<k_ws_in_turn, mode, act_t>;
+}
+// The bf16 split partials' kernel (bf16 activations and pools): also the alternate-tile variants
+// of the bench diagnoses (plan.diag 8 / 16 / 32, attention_decode_ws_sched).
+template <typename act_t>
+auto ws_kernel_p16(const attention_decode_plan& plan) {
+  if constexpr (std::is_same_v<act_t, __nv_bfloat16>) {
+    switch (attention_decode_ws_sched(plan)) {
+      case k_ws_alt_bit:
+        return attention_decode_ws_kernel<k_ws_alt_bit, k_ws_split_bf16, act_t>;
+      case k_ws_alt_bit | k_ws_early_bit:
+        return attention_decode_ws_kernel<k_ws_alt_bit | k_ws_early_bit, k_ws_split_bf16, act_t>;
+      case k_ws_alt | k_ws_early_bit:
+        return attention_decode_ws_kernel<k_ws_alt | k_ws_early_bit, k_ws_split_bf16, act_t>;
+      default:
+        break;
+    }
   }
+  return attention_decode_ws_kernel<k_ws_alt, k_ws_split_bf16, act_t>;
 }
 
 }  // namespace
@@ -306,12 +321,11 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
       // plan.partials_l2: the alternate-tile split kernel keeps its partials in L2 for the
       // combine.
       // plan.partials_bf16: bf16 partials (with the L2 hints) on the same kernel and combine.
-      const bool p16 = !fold && plan.partials_bf16 && plan.combine &&
-                       attention_decode_ws_sched(plan) == k_ws_alt;
-      const bool keep =
-          !fold && plan.partials_l2 && plan.combine && attention_decode_ws_sched(plan) == k_ws_alt;
+      const bool alt = ws_sched_is_alt(attention_decode_ws_sched(plan));
+      const bool p16 = !fold && plan.partials_bf16 && plan.combine && alt;
+      const bool keep = !fold && plan.partials_l2 && plan.combine && alt;
       auto* const ws = fold   ? ws_kernel<k_ws_fold, act_t>(plan)
-                       : p16  ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_bf16, act_t>
+                       : p16  ? ws_kernel_p16<act_t>(plan)
                        : keep ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_keep, act_t>
                               : ws_kernel<k_ws_split, act_t>(plan);
       return launch_ws_split(ws, fold, keep, p16);

@@ -55,6 +55,10 @@ namespace {
 // the writer of tile k + 2 has passed). Per tile a 32-bit validity mask replaces the per-slot
 // flags, and the accumulator rescale is skipped when no row maximum of the warp changed
 // (multiplying by 1 is the identity, so the result is the same bit for bit).
+// Lazy rescale (alternate tiles, k_ws_lazy_bit): the reference maximum of a row moves only when
+// the row maximum passes it by more than this (log2 units): probabilities <= 2^8, no f32 or bf16
+// range concern, and the accumulators are rescaled only on those tiles.
+constexpr float k_lazy_rescale = 8.0f;
 constexpr int k_ws_stages = 4;
 constexpr int k_ws_consumers = k_warps;  // warps 0..7 compute, warps 8..11 load
 constexpr int k_ws_producers = 4;        // one warpgroup (setmaxnreg works per warpgroup)
