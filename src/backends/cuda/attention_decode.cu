@@ -244,22 +244,14 @@ auto ws_kernel(const attention_decode_plan& plan) {
              ? attention_decode_ws_kernel<k_ws_alt, mode, act_t>
              : attention_decode_ws_kernel<k_ws_in_turn, mode, act_t>;
 }
-// The bf16 split partials' kernel (bf16 activations and pools): also the alternate-tile variants
-// of the bench diagnoses (plan.diag 8 / 16 / 32, attention_decode_ws_sched).
+// The bf16 split partials' kernel; with bf16 activations also the exact rescale of the bench
+// diagnosis (plan.diag 8, attention_decode_ws_sched: main's alternate-tile arithmetic before the
+// lazy rescale, for same-process A/B).
 template <typename act_t>
 auto ws_kernel_p16(const attention_decode_plan& plan) {
-  if constexpr (std::is_same_v<act_t, __nv_bfloat16>) {
-    switch (attention_decode_ws_sched(plan)) {
-      case k_ws_alt_bit:
-        return attention_decode_ws_kernel<k_ws_alt_bit, k_ws_split_bf16, act_t>;
-      case k_ws_alt_bit | k_ws_early_bit:
-        return attention_decode_ws_kernel<k_ws_alt_bit | k_ws_early_bit, k_ws_split_bf16, act_t>;
-      case k_ws_alt | k_ws_early_bit:
-        return attention_decode_ws_kernel<k_ws_alt | k_ws_early_bit, k_ws_split_bf16, act_t>;
-      default:
-        break;
-    }
-  }
+  if constexpr (std::is_same_v<act_t, __nv_bfloat16>)
+    if (attention_decode_ws_sched(plan) == k_ws_alt_bit)
+      return attention_decode_ws_kernel<k_ws_alt_bit, k_ws_split_bf16, act_t>;
   return attention_decode_ws_kernel<k_ws_alt, k_ws_split_bf16, act_t>;
 }
 

@@ -33,10 +33,9 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
   static_assert(std::is_same_v<pool_t, __nv_bfloat16> || records);
   // Records stage their raw rows in the exchange area's part that only alt leaves free.
   static_assert(!records || ((sched & k_ws_alt_bit) != 0));
-  // Alternate-tile variants (attention_decode_ws_modes.h): lazy rescale, early softmax.
+  // Alternate tiles with the lazy rescale (attention_decode_ws_modes.h; softmax_local).
   constexpr bool lazy = (sched & k_ws_lazy_bit) != 0;
-  constexpr bool early = (sched & k_ws_early_bit) != 0;
-  static_assert(((sched & k_ws_alt_bit) != 0) || (!lazy && !early));
+  static_assert(((sched & k_ws_alt_bit) != 0) || !lazy);
   namespace wgm = attention_wgmma;
   extern __shared__ __align__(1024) unsigned char smem[];
   const uint32_t q_s = smem_u32(smem);
@@ -645,7 +644,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 #pragma unroll
           for (int e = 0; e < 4; ++e) p[r][e] = sd[4 * r + e];
         softmax_local(mask_s, p, corr);
-        pack_probs(p, pas);  // (no P V reads pas now: the one in flight, if any, reads pas_in)
+        pack_probs(p, pas);  // (no P V in flight)
         hand_p[(b * 2 + 0) * 128 + tid] = make_uint4(pas[0][0], pas[0][1], pas[0][2], pas[0][3]);
         hand_p[(b * 2 + 1) * 128 + tid] = make_uint4(pas[1][0], pas[1][1], pas[1][2], pas[1][3]);
         hand_s[b * 128 + tid] = make_float4(m[0], m[1], l[0], l[1]);
@@ -663,9 +662,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
           for (int i = 0; i < 16; ++i) wgm::reg_fence(sd[i]);
           if (k == 0 && threadIdx.x == 0) trace_stamp(trace, 0, k_adt_s0);
           const uint32_t kb = kb_s;
-          // Early softmax: tile k's softmax and hand-off ran in step k - 1, beside the P V of
-          // tile k - 1 (only tile 0 has no step before it).
-          if (!early || k == 0) softmax_hand(k);
+          softmax_hand(k);
           rescale(corr);
           issue_pv(pas, kb);
           wgm::wait<0>();
@@ -703,14 +700,6 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
           fence_acc();
           rescale(corr);
           issue_pv(pas_in, kb);
-          // Early softmax: the next tile's (this warpgroup's, its S complete) while this P V
-          // runs; the partner's softmax of tile k + 2 waits on this hand-off, not on P V_k.
-          if constexpr (early)
-            if (k + 1 < n_live) {
-#pragma unroll
-              for (int i = 0; i < 16; ++i) wgm::reg_fence(sd[i]);
-              softmax_hand(k + 1);
-            }
           wgm::wait<0>();
           fence_acc();
           release(k);
