@@ -106,6 +106,14 @@
 // wait<1> (the tensor pipe without the gap of wait, release, stage wait): 0.91-0.97x (Pro HCA 1M
 // T=64 442.4 vs 402.7 us; ncu HCA 1M T=32 219.0 K vs 201.8 K cycles): the later release holds
 // the ring.
+// ATTN27 helper (H200 2026-11-27, bench_attention --steps, one process, graph replays alternating,
+// bit-equal): the owner's softmax and hand-off of its next tile moved beside the partner tile's
+// P V (the partner's softmax then waits on the hand-off, not on P V): 0.985-0.992x at HCA 1M
+// T=8 / 16 / 32 (38.27 / 59.17 / 103.26 vs 37.98 / 58.30 / 101.79 us), 1.00x Flash CSA T=32; the
+// consumers alone got slower (HCA 1M T=8 0.99 -> 1.05 us per tile, T=32 0.95 -> 1.01). With the
+// lazy rescale 0.98-0.99x lazy alone (CSA T=32 1.005x). Removed. Rescaling the accumulators
+// while S of the next tile runs (FA3's order, no wait before P V) made ptxas serialize every
+// wgmma (C7514, reading accumulators inside the pipeline stage), not measured.
 // plan.fold (the ws kernel's k_ws_fold mode), one split per (token, head group): no combine
 // launch; the CTA writes the normalized rows with the sink (the combine's one-split arithmetic), on
 // by default there (H100 Pro HCA 1M T=64: 402.7 -> 394.8 us, = the kernel without any combine;
