@@ -106,6 +106,14 @@
 // wait<1> (the tensor pipe without the gap of wait, release, stage wait): 0.91-0.97x (Pro HCA 1M
 // T=64 442.4 vs 402.7 us; ncu HCA 1M T=32 219.0 K vs 201.8 K cycles): the later release holds
 // the ring.
+// ATTN27 helper (H200 2026-11-27, bench_attention --steps, one process, graph replays alternating,
+// bit-equal): the owner's softmax and hand-off of its next tile moved beside the partner tile's
+// P V (the partner's softmax then waits on the hand-off, not on P V): 0.985-0.992x at HCA 1M
+// T=8 / 16 / 32 (38.27 / 59.17 / 103.26 vs 37.98 / 58.30 / 101.79 us), 1.00x Flash CSA T=32; the
+// consumers alone got slower (HCA 1M T=8 0.99 -> 1.05 us per tile, T=32 0.95 -> 1.01). With the
+// lazy rescale 0.98-0.99x lazy alone (CSA T=32 1.005x). Removed. Rescaling the accumulators
+// while S of the next tile runs (FA3's order, no wait before P V) made ptxas serialize every
+// wgmma (C7514, reading accumulators inside the pipeline stage), not measured.
 // plan.fold (the ws kernel's k_ws_fold mode), one split per (token, head group): no combine
 // launch; the CTA writes the normalized rows with the sink (the combine's one-split arithmetic), on
 // by default there (H100 Pro HCA 1M T=64: 402.7 -> 394.8 us, = the kernel without any combine;
@@ -240,12 +248,19 @@ cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode
 
 template <int mode, typename act_t>
 auto ws_kernel(const attention_decode_plan& plan) {
-  switch (attention_decode_ws_sched(plan)) {
-    case k_ws_alt:
-      return attention_decode_ws_kernel<k_ws_alt, mode, act_t>;
-    default:
-      return attention_decode_ws_kernel<k_ws_in_turn, mode, act_t>;
-  }
+  return ws_sched_is_alt(attention_decode_ws_sched(plan))
+             ? attention_decode_ws_kernel<k_ws_alt, mode, act_t>
+             : attention_decode_ws_kernel<k_ws_in_turn, mode, act_t>;
+}
+// The bf16 split partials' kernel; with bf16 activations also the exact rescale of the bench
+// diagnosis (plan.diag 8, attention_decode_ws_sched: main's alternate-tile arithmetic before the
+// lazy rescale, for same-process A/B).
+template <typename act_t>
+auto ws_kernel_p16(const attention_decode_plan& plan) {
+  if constexpr (std::is_same_v<act_t, __nv_bfloat16>)
+    if (attention_decode_ws_sched(plan) == k_ws_alt_bit)
+      return attention_decode_ws_kernel<k_ws_alt_bit, k_ws_split_bf16, act_t>;
+  return attention_decode_ws_kernel<k_ws_alt, k_ws_split_bf16, act_t>;
 }
 
 }  // namespace
@@ -306,12 +321,11 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
       // plan.partials_l2: the alternate-tile split kernel keeps its partials in L2 for the
       // combine.
       // plan.partials_bf16: bf16 partials (with the L2 hints) on the same kernel and combine.
-      const bool p16 = !fold && plan.partials_bf16 && plan.combine &&
-                       attention_decode_ws_sched(plan) == k_ws_alt;
-      const bool keep =
-          !fold && plan.partials_l2 && plan.combine && attention_decode_ws_sched(plan) == k_ws_alt;
+      const bool alt = ws_sched_is_alt(attention_decode_ws_sched(plan));
+      const bool p16 = !fold && plan.partials_bf16 && plan.combine && alt;
+      const bool keep = !fold && plan.partials_l2 && plan.combine && alt;
       auto* const ws = fold   ? ws_kernel<k_ws_fold, act_t>(plan)
-                       : p16  ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_bf16, act_t>
+                       : p16  ? ws_kernel_p16<act_t>(plan)
                        : keep ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_keep, act_t>
                               : ws_kernel<k_ws_split, act_t>(plan);
       return launch_ws_split(ws, fold, keep, p16);

@@ -32,7 +32,10 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
   constexpr bool records = pool_traits<pool_t>::records;
   static_assert(std::is_same_v<pool_t, __nv_bfloat16> || records);
   // Records stage their raw rows in the exchange area's part that only alt leaves free.
-  static_assert(!records || sched == k_ws_alt);
+  static_assert(!records || ((sched & k_ws_alt_bit) != 0));
+  // Alternate tiles with the lazy rescale (attention_decode_ws_modes.h; softmax_local).
+  constexpr bool lazy = (sched & k_ws_lazy_bit) != 0;
+  static_assert(((sched & k_ws_alt_bit) != 0) || !lazy);
   namespace wgm = attention_wgmma;
   extern __shared__ __align__(1024) unsigned char smem[];
   const uint32_t q_s = smem_u32(smem);
@@ -481,7 +484,12 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       for (int i = 0; i < 2; ++i) {
         tmax[i] = fmaxf(tmax[i], __shfl_xor_sync(0xffffffffu, tmax[i], 1));
         tmax[i] = fmaxf(tmax[i], __shfl_xor_sync(0xffffffffu, tmax[i], 2));
-        const float m_new = fmaxf(m[i], tmax[i]);
+        float m_new = fmaxf(m[i], tmax[i]);
+        // Lazy rescale: the reference maximum moves only when the row maximum passes it by more
+        // than k_lazy_rescale (log2 units), so the probabilities stay <= 2^k_lazy_rescale and
+        // corr is exactly 1 (2^0) on most tiles: the accumulator rescale is skipped. m stays the
+        // reference of acc and l (the partials, fold and combine take it as the maximum).
+        if constexpr (lazy) m_new = m_new > m[i] + k_lazy_rescale ? m_new : m[i];
         m_use[i] = m_new == -INFINITY ? 0.0f : m_new;  // no -inf - -inf
         corr[i] = exp2f(m[i] - m_use[i]);
         m[i] = m_new;
@@ -565,7 +573,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         fence_acc();
         release(k);
       }
-    } else if constexpr (sched == k_ws_alt) {
+    } else if constexpr (((sched & k_ws_alt_bit) != 0)) {
       // Alternate tiles (plan.alt): warpgroup `half` owns tiles k == half (mod 2). Tile k's
       // online softmax is one chain over the tiles in order, whichever warpgroup runs it:
       //   m_k = max(m_{k-1}, row max of S_k), corr_k = 2^(m_{k-1} - m_k), P_k = 2^(S_k - m_k),
@@ -627,6 +635,21 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         if (threadIdx.x == 0) trace_stamp(trace, 0, k_adt_tile0);
         issue_scores_full(sd, kb_s);
       }
+      // The owner's softmax of tile j (its S complete in sd): P (pas), the factor corr, and the
+      // hand-off of P and (m, l) to the partner.
+      auto softmax_hand = [&](int j) {
+        const int b = j & 1;
+#pragma unroll
+        for (int r = 0; r < 4; ++r)
+#pragma unroll
+          for (int e = 0; e < 4; ++e) p[r][e] = sd[4 * r + e];
+        softmax_local(mask_s, p, corr);
+        pack_probs(p, pas);  // (no P V in flight)
+        hand_p[(b * 2 + 0) * 128 + tid] = make_uint4(pas[0][0], pas[0][1], pas[0][2], pas[0][3]);
+        hand_p[(b * 2 + 1) * 128 + tid] = make_uint4(pas[1][0], pas[1][1], pas[1][2], pas[1][3]);
+        hand_s[b * 128 + tid] = make_float4(m[0], m[1], l[0], l[1]);
+        mbar::named_arrive(hand_bar(j), 2 * k_warp_size);
+      };
 #pragma unroll 1
       for (int k = 0; k < n_live; ++k) {
         const int buf = k & 1;
@@ -639,18 +662,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
           for (int i = 0; i < 16; ++i) wgm::reg_fence(sd[i]);
           if (k == 0 && threadIdx.x == 0) trace_stamp(trace, 0, k_adt_s0);
           const uint32_t kb = kb_s;
-#pragma unroll
-          for (int j = 0; j < 4; ++j)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) p[j][e] = sd[4 * j + e];
-          softmax_local(mask_s, p, corr);
-          pack_probs(p, pas);  // (no P V in flight)
-          hand_p[(buf * 2 + 0) * 128 + tid] =
-              make_uint4(pas[0][0], pas[0][1], pas[0][2], pas[0][3]);
-          hand_p[(buf * 2 + 1) * 128 + tid] =
-              make_uint4(pas[1][0], pas[1][1], pas[1][2], pas[1][3]);
-          hand_s[buf * 128 + tid] = make_float4(m[0], m[1], l[0], l[1]);
-          mbar::named_arrive(hand_bar(k), 2 * k_warp_size);
+          softmax_hand(k);
           rescale(corr);
           issue_pv(pas, kb);
           wgm::wait<0>();

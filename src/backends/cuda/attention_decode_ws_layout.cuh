@@ -55,6 +55,18 @@ namespace {
 // the writer of tile k + 2 has passed). Per tile a 32-bit validity mask replaces the per-slot
 // flags, and the accumulator rescale is skipped when no row maximum of the warp changed
 // (multiplying by 1 is the identity, so the result is the same bit for bit).
+// Lazy rescale (alternate tiles, k_ws_lazy_bit): the reference maximum of a row moves only when
+// the row maximum passes it by more than this (log2 units): probabilities <= 2^8, no f32 or bf16
+// range concern, and the accumulators are rescaled only on those tiles. With the exact rescale
+// (every tile whose row maximum grew) each consumer warp multiplied its 128 accumulators on most
+// tiles (the bench's scores: a row maximum grows on ~1 / k of tiles, 16 rows per warp). ATTN27
+// helper (H200 2026-11-27, bench_attention --steps, one process, graph replays alternating three
+// rounds; exact = plan.diag 8), exact / lazy: HCA 1M T=8 37.98 / 36.51 us (1.040x), T=16 58.30 /
+// 56.16 (1.038x), T=32 101.79 / 99.36 (1.024x), Flash CSA T=32 19.46 / 19.10 (1.018x). The
+// consumers alone (no row copies) are not faster (HCA 1M T=8 0.99 us per tile either way): the
+// FMULs competed with the producer warps for issue slots, the loop with the ring went 1.36 ->
+// 1.28 us per tile. Not bit-equal to the exact rescale (P rounded to bf16 at another scale).
+constexpr float k_lazy_rescale = 8.0f;
 constexpr int k_ws_stages = 4;
 constexpr int k_ws_consumers = k_warps;  // warps 0..7 compute, warps 8..11 load
 constexpr int k_ws_producers = 4;        // one warpgroup (setmaxnreg works per warpgroup)

@@ -5,13 +5,13 @@
 namespace dsv4::cuda {
 
 int attention_decode_ws_opts(const attention_decode_plan& plan) {
-  return plan.diag == 1   ? k_ws_opt_no_load
-         : plan.diag == 2 ? k_ws_opt_no_compute
-         : plan.diag == 4 ? k_ws_opt_divisions
-                          : 0;
+  // (diag bit 3 picks the exact rescale, attention_decode_ws_sched.)
+  const int d = plan.diag & 7;
+  return d == 1 ? k_ws_opt_no_load : d == 2 ? k_ws_opt_no_compute : d == 4 ? k_ws_opt_divisions : 0;
 }
 int attention_decode_ws_sched(const attention_decode_plan& plan) {
-  return plan.alt ? k_ws_alt : k_ws_in_turn;
+  if (!plan.alt) return k_ws_in_turn;
+  return (plan.diag & ~7) == 8 ? k_ws_alt_bit : k_ws_alt;
 }
 
 }  // namespace dsv4::cuda

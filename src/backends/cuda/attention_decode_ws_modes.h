@@ -8,9 +8,16 @@
 
 namespace dsv4::cuda {
 
-// Consumer schedules of the warp-specialized kernel: in turn, alternate tiles (plan.alt).
+// Consumer schedules of the warp-specialized kernel: in turn, alternate tiles (plan.alt). The
+// alternate-tile schedule's template value is a set of bits: 1 alternate tiles, 2 lazy rescale
+// (attention_decode_ws.cuh); k_ws_alt, the one plan.alt runs, has both.
 constexpr int k_ws_in_turn = 0;
-constexpr int k_ws_alt = 1;
+constexpr int k_ws_alt_bit = 1;
+constexpr int k_ws_lazy_bit = 2;
+constexpr int k_ws_alt = k_ws_alt_bit | k_ws_lazy_bit;
+constexpr bool ws_sched_is_alt(int sched) {
+  return (sched & k_ws_alt_bit) != 0;
+}
 // Kernel modes: split (partials for the combine kernel), split with plan.fold, one split only (a
 // template mode, so that the split kernel's code is not touched by it). (Mode 1 was the fused
 // cluster kernel, removed in session 13; the numbers are kept.)
@@ -29,7 +36,9 @@ constexpr int k_ws_opt_divisions = 4;
 
 // The ws kernel's run-time options for a plan (k_ws_opt_*: bench diagnoses, plan.diag).
 int attention_decode_ws_opts(const attention_decode_plan& plan);
-// The consumer schedule a plan runs (k_ws_in_turn / k_ws_alt).
+// The consumer schedule a plan runs (k_ws_in_turn / k_ws_alt; bench diagnosis plan.diag 8, plus
+// an option of the low bits: alternate tiles with the exact rescale, k_ws_alt_bit, on the bf16
+// split partials only).
 int attention_decode_ws_sched(const attention_decode_plan& plan);
 
 }  // namespace dsv4::cuda
