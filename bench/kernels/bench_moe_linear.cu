@@ -2062,15 +2062,15 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
     }
     std::printf("%-6s   T=%lld: w4a8_ws vs w4a8 outputs: %zu of %zu BF16 values differ\n", sh.name,
                 (long long)T, ws_differ, size_t(T) * D);
-    // DSV4_W4A8_WS_AB=1: w4a8_ws with two (DSV4_W4A8_WS_WG4=0) and four (=1) consumer
-    // warpgroups, y of call 0 of each against w4a8's (y8 still holds call 0's here), then both
-    // timed alternately, two passes (pass 1 WG4=0 first, pass 2 WG4=1 first).
+    // DSV4_W4A8_WS_AB=1: w4a8_ws with two (DSV4_W4A8_WS_WG4=0) and four (=1; =2 with the next
+    // round's loads ahead) consumer warpgroups, y of call 0 of each against w4a8's (y8 still
+    // holds call 0's here), then all timed alternately, two passes (pass 2 in reverse order).
     const char* ab_env = std::getenv("DSV4_W4A8_WS_AB");
     const bool ab = ab_env && std::atoi(ab_env) == 1 && !g_w4a8_profile;
     if (ab) {
       std::vector<uint16_t> ha(size_t(T) * D), hb(size_t(T) * D);
       CK(cudaMemcpy(ha.data(), y8, ha.size() * 2, cudaMemcpyDeviceToHost));
-      for (const char* v : {"0", "1"}) {
+      for (const char* v : {"0", "1", "2"}) {
         setenv("DSV4_W4A8_WS_WG4", v, 1);
         CK(cudaMemset(yws, 0xFF, size_t(T) * D * 2));
         run(0, s, moe_prefill_core::w4a8_ws, yws);
@@ -2121,18 +2121,21 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
             s);
       };
       for (int pass = 0; pass < 2; ++pass) {
-        double ms[2];
+        double ms[3];
         if (pass == 0) {
           ms[0] = time_wg4("0");
           ms[1] = time_wg4("1");
+          ms[2] = time_wg4("2");
         } else {
+          ms[2] = time_wg4("2");
           ms[1] = time_wg4("1");
           ms[0] = time_wg4("0");
         }
-        std::printf("%-6s   T=%lld: AB pass %d: WG4=0 %.1f us (%.1f TF), WG4=1 %.1f us (%.1f TF), "
-                    "WG4=1 over WG4=0 %.3fx\n",
-                    sh.name, (long long)T, pass + 1, ms[0] * 1e3, tf(ms[0]), ms[1] * 1e3,
-                    tf(ms[1]), ms[0] / ms[1]);
+        std::printf(
+            "%-6s   T=%lld: AB pass %d: WG4=0 %.1f us (%.1f TF), WG4=1 %.1f us (%.1f TF, "
+            "%.3fx), WG4=2 %.1f us (%.1f TF, %.3fx)\n",
+            sh.name, (long long)T, pass + 1, ms[0] * 1e3, tf(ms[0]), ms[1] * 1e3, tf(ms[1]),
+            ms[0] / ms[1], ms[2] * 1e3, tf(ms[2]), ms[0] / ms[2]);
       }
       unsetenv("DSV4_W4A8_WS_WG4");
     }

@@ -864,9 +864,10 @@ __device__ __forceinline__ void ws_consume_item(const w4a8_args& a, const ws_rin
 // ---- four consumer warpgroups (DSV4_W4A8_WS_WG4=1; PREFILL18, session 18) ----
 //
 // 640 threads: consumer warpgroup v = 2 h + q (threads 128 v ..) computes weight rows of half q
-// (the rows, fragments and producer slots of w4a8_ws's warpgroup q) times the tile's tokens
-// 64 h .. 64 h + 63 (NH = 64 or 32 of them; none for a warpgroup past ntok, which then only
-// keeps the ring protocol); warps 16-19 are ws_produce_item's producer warpgroup unchanged. Same
+// (the rows, fragments and producer slots of w4a8_ws's warpgroup q) times token half h of the
+// tile: tokens h N / 2 .. of N = 64 / 96 / 128 (ntok rounded up to 32, the producer's N), NH =
+// N / 2 (m64n32 / n48 / n64 wgmmas); at N = 32 half 0 takes all and half 1 only keeps the ring
+// protocol. Warps 16-19 are ws_produce_item's producer warpgroup unchanged. Same
 // stage, same B / weight / scale bytes per round as w4a8_ws (every L2 -> SM byte per FLOP equal),
 // twice the consumer warps per scheduler (4 + 1 producer) for the latency-bound consumer chain,
 // at the cost of expanding each weight row twice (once per token half). Per warpgroup and round:
@@ -881,13 +882,13 @@ constexpr int k_ws4_producer_regs = 64, k_ws4_consumer_regs = 104;
 static_assert(4 * 128 * k_ws4_consumer_regs + 128 * k_ws4_producer_regs <= 640 * 96,
               "setmaxnreg within the launch allocation");
 
-// NH tokens (0: protocol only) of consumer warpgroup v = 2 h + q; the caller waited for the
-// stage of round k (the item's header).
-template <bool UP, int NH>
+// Tokens off .. off + NH - 1 of the tile (NH = 0: protocol only) for consumer warpgroup
+// v = 2 h + q; the caller waited for the stage of round k (the item's header).
+template <bool UP, int NH, bool PRE>
 __device__ __forceinline__ void ws4_consume_item(const w4a8_args& a, const ws_ring& ring, int& k,
-                                                 int rb, int rounds) {
+                                                 int rb, int rounds, int off) {
   const int tid = threadIdx.x, lane = tid % k_warp_size, g = lane / 4, c = lane % 4;
-  const int v = tid / 128, q = v & 1, h = v >> 1, t = tid % 128, warp = t / k_warp_size;
+  const int v = tid / 128, q = v & 1, t = tid % 128, warp = t / k_warp_size;
   const int64_t out_rows = a.wa.rows;
   int64_t row[2];
   if constexpr (UP) {
@@ -907,15 +908,14 @@ __device__ __forceinline__ void ws4_consume_item(const w4a8_args& a, const ws_ri
     // Every consumer warp releases every stage; round k was waited for by the caller.
     for (int r = 0; r < rounds; ++r) {
       if (r > 0)
-        mbar::wait(ring.full + 8 * stage_of(k + r),
-                   (uint32_t(k + r) / uint32_t(k_ws_stages)) & 1u);
+        mbar::wait(ring.full + 8 * stage_of(k + r), (uint32_t(k + r) / uint32_t(k_ws_stages)) & 1u);
       release(k + r);
     }
     k += rounds;
     return;
   } else {
     const uint8_t* hs = ring.gen + stage_of(k) * k_ws_stage_bytes;
-    const int ntok = *reinterpret_cast<const int*>(hs + k_ws_hdr_ntok) - 64 * h;
+    const int ntok = *reinterpret_cast<const int*>(hs + k_ws_hdr_ntok) - off;
     int emax[2];
 #pragma unroll
     for (int i = 0; i < 2; ++i)
@@ -925,7 +925,7 @@ __device__ __forceinline__ void ws4_consume_item(const w4a8_args& a, const ws_ri
     // (the producers use 3).
     int* pbuf = reinterpret_cast<int*>(ring.gen + k_ws_pbuf) + 64 * v;
     named_sync(4 + v, 128);  // this warpgroup's previous epilogue read its pair ids
-    if (t < 64) pbuf[t] = reinterpret_cast<const int*>(hs + k_ws_hdr_pair)[64 * h + t];
+    if (t < NH) pbuf[t] = reinterpret_cast<const int*>(hs + k_ws_hdr_pair)[off + t];
 
     float acc[NH / 2], blk[NH / 2];
 #pragma unroll
@@ -940,20 +940,31 @@ __device__ __forceinline__ void ws4_consume_item(const w4a8_args& a, const ws_ri
       asm volatile("ld.shared.u8 %0, [%1];\n" : "=r"(s) : "r"(addr + c) : "memory");
       return int(s);
     };
-    // B rows 64 h .. of the stage: 8 KB further (whole 1024-byte swizzle atoms).
-    const uint64_t desc0 = wgmma::sw128_desc(ring.smem + k_ws_b + 64 * 128 * h, 16, 1024);
+    // B rows off .. of the stage (off a multiple of 8: whole 1024-byte swizzle atoms).
+    const uint64_t desc0 = wgmma::sw128_desc(ring.smem + k_ws_b + 128 * off, 16, 1024);
     const uint32_t desc_lo0 = uint32_t(desc0), desc_hi = uint32_t(desc0 >> 32);
-    for (int r = 0; r < rounds; ++r) {
-      const int kk = k + r;
-      if (r > 0) {
-        mbar::wait(ring.full + 8 * stage_of(kk), (uint32_t(kk) / uint32_t(k_ws_stages)) & 1u);
-        wgmma::fence_async_smem();
-      }
+    // A round's weight words and scale bytes (PRE: loaded during the previous round's wgmmas).
+    uint4 wv[2];
+    int sb[2];
+    const auto load = [&](int kk) {
       const uint32_t st = ring.smem + stage_of(kk) * k_ws_stage_bytes;
       const uint32_t wl = st + k_ws_w + (128 * q + t) * 16;
-      const uint4 wv[2] = {lds_16(wl), lds_16(wl + k_threads * 16)};
-      const e4m3_table t0 = fold_table(scale_of(st, 0) - base[0]),
-                       t1 = fold_table(scale_of(st, 1) - base[1]);
+      wv[0] = lds_16(wl);
+      wv[1] = lds_16(wl + k_threads * 16);
+      sb[0] = scale_of(st, 0);
+      sb[1] = scale_of(st, 1);
+    };
+    if constexpr (PRE) load(k);
+    for (int r = 0; r < rounds; ++r) {
+      const int kk = k + r;
+      if (!PRE) {
+        if (r > 0) {
+          mbar::wait(ring.full + 8 * stage_of(kk), (uint32_t(kk) / uint32_t(k_ws_stages)) & 1u);
+          wgmma::fence_async_smem();
+        }
+        load(kk);
+      }
+      const e4m3_table t0 = fold_table(sb[0] - base[0]), t1 = fold_table(sb[1] - base[1]);
       uint32_t am[4][4];
 #pragma unroll
       for (int s = 0; s < 4; ++s) {
@@ -967,12 +978,18 @@ __device__ __forceinline__ void ws4_consume_item(const w4a8_args& a, const ws_ri
       for (int s = 0; s < 4; ++s)
         wgmma_fp8_rs<NH>::run(blk, am[s], (uint64_t(desc_hi) << 32) | (dlo + 2u * s), s);
       wgmma::commit();
+      if (PRE && r + 1 < rounds) {
+        mbar::wait(ring.full + 8 * stage_of(kk + 1),
+                   (uint32_t(kk + 1) / uint32_t(k_ws_stages)) & 1u);
+        wgmma::fence_async_smem();
+        load(kk + 1);
+      }
       wgmma::wait<0>();
 #pragma unroll
       for (int jj = 0; jj < NH / 2; ++jj) wgmma::reg_fence(blk[jj]);
-      const float* ts = reinterpret_cast<const float*>(ring.gen + stage_of(kk) * k_ws_stage_bytes +
-                                                       k_ws_ts) +
-                        64 * h;
+      const float* ts =
+          reinterpret_cast<const float*>(ring.gen + stage_of(kk) * k_ws_stage_bytes + k_ws_ts) +
+          off;
 #pragma unroll
       for (int qq = 0; qq < NH / 8; ++qq) {
         const float2 sc = *reinterpret_cast<const float2*>(ts + 8 * qq + 2 * c);
@@ -989,7 +1006,7 @@ __device__ __forceinline__ void ws4_consume_item(const w4a8_args& a, const ws_ri
   }
 }
 
-template <bool UP>
+template <bool UP, bool PRE>
 __global__ void __launch_bounds__(k_ws4_threads, 1)
     moe_prefill_w4a8_ws4_kernel(w4a8_args a, int row_blocks) {
 #if DSV4_W4A8_WGMMA
@@ -1038,14 +1055,21 @@ __global__ void __launch_bounds__(k_ws4_threads, 1)
       wgmma::fence_async_smem();
       const int ntok = *reinterpret_cast<const int*>(
           ring.gen + (k % k_ws_stages) * k_ws_stage_bytes + k_ws_hdr_ntok);
-      // Tokens of this half: the tile's N (ntok rounded up to 32) minus 64 h, at most 64.
-      const int nh = min(64, (ntok + 31) / 32 * 32 - 64 * h);
-      if (nh <= 0)
-        ws4_consume_item<UP, 0>(a, ring, k, rb, rounds);
-      else if (nh <= 32)
-        ws4_consume_item<UP, 32>(a, ring, k, rb, rounds);
-      else
-        ws4_consume_item<UP, 64>(a, ring, k, rb, rounds);
+      // The tile's N (ntok rounded up to 32, the producer's) in two halves of N / 2 tokens
+      // (N = 32: all in half 0).
+      const int n = (ntok + 31) / 32 * 32;
+      if (n == 32) {
+        if (h == 0)
+          ws4_consume_item<UP, 32, PRE>(a, ring, k, rb, rounds, 0);
+        else
+          ws4_consume_item<UP, 0, PRE>(a, ring, k, rb, rounds, 0);
+      } else if (n == 64) {
+        ws4_consume_item<UP, 32, PRE>(a, ring, k, rb, rounds, 32 * h);
+      } else if (n == 96) {
+        ws4_consume_item<UP, 48, PRE>(a, ring, k, rb, rounds, 48 * h);
+      } else {
+        ws4_consume_item<UP, 64, PRE>(a, ring, k, rb, rounds, 64 * h);
+      }
     }
   }
 #else
@@ -1145,17 +1169,18 @@ cudaError_t launch_w4a8_ws_lead(int64_t row_blocks, int64_t tile_slots, const w4
   return cudaGetLastError();
 }
 
-template <bool UP>
+template <bool UP, bool PRE>
 cudaError_t launch_w4a8_ws4(int64_t row_blocks, int64_t tile_slots, const w4a8_args& a,
                             cudaStream_t stream) {
-  if (const cudaError_t e = allow_dynamic_smem(moe_prefill_w4a8_ws4_kernel<UP>, k_ws_smem);
+  if (const cudaError_t e = allow_dynamic_smem(moe_prefill_w4a8_ws4_kernel<UP, PRE>, k_ws_smem);
       e != cudaSuccess)
     return e;
   const int sms = current_device_sm_count();
   const int64_t items = row_blocks * tile_slots;
   if (items == 0) return cudaSuccess;
   const unsigned grid = unsigned(items < sms ? items : sms);
-  moe_prefill_w4a8_ws4_kernel<UP><<<grid, k_ws4_threads, k_ws_smem, stream>>>(a, int(row_blocks));
+  moe_prefill_w4a8_ws4_kernel<UP, PRE>
+      <<<grid, k_ws4_threads, k_ws_smem, stream>>>(a, int(row_blocks));
   return cudaGetLastError();
 }
 
@@ -1167,8 +1192,12 @@ cudaError_t launch_w4a8_ws_gemm(int64_t row_blocks, int64_t tile_slots, const w4
     return v ? std::atoi(v) : 0;
   }();
   // Read at every launch (the bench's A/B switches it between captures).
-  if (const char* v = std::getenv("DSV4_W4A8_WS_WG4"); v && std::atoi(v) == 1 && lead == 0)
-    return launch_w4a8_ws4<UP>(row_blocks, tile_slots, a, stream);
+  // 1: four consumer warpgroups; 2: the same with the next round's loads ahead (PRE).
+  if (const char* v = std::getenv("DSV4_W4A8_WS_WG4"); v && lead == 0) {
+    const int wg4 = std::atoi(v);
+    if (wg4 == 1) return launch_w4a8_ws4<UP, false>(row_blocks, tile_slots, a, stream);
+    if (wg4 == 2) return launch_w4a8_ws4<UP, true>(row_blocks, tile_slots, a, stream);
+  }
   return lead == 0 ? launch_w4a8_ws_lead<UP, 0>(row_blocks, tile_slots, a, stream)
                    : launch_w4a8_ws_lead<UP, k_ws_lead>(row_blocks, tile_slots, a, stream);
 }
