@@ -2062,26 +2062,6 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
     }
     std::printf("%-6s   T=%lld: w4a8_ws vs w4a8 outputs: %zu of %zu BF16 values differ\n", sh.name,
                 (long long)T, ws_differ, size_t(T) * D);
-    // DSV4_W4A8_WS_AB=1: w4a8_ws with two (DSV4_W4A8_WS_WG4=0) and four (=1; =2 with the next
-    // round's loads ahead) consumer warpgroups, y of call 0 of each against w4a8's (y8 still
-    // holds call 0's here), then all timed alternately, two passes (pass 2 in reverse order).
-    const char* ab_env = std::getenv("DSV4_W4A8_WS_AB");
-    const bool ab = ab_env && std::atoi(ab_env) == 1 && !g_w4a8_profile;
-    if (ab) {
-      std::vector<uint16_t> ha(size_t(T) * D), hb(size_t(T) * D);
-      CK(cudaMemcpy(ha.data(), y8, ha.size() * 2, cudaMemcpyDeviceToHost));
-      for (const char* v : {"0", "1", "2"}) {
-        setenv("DSV4_W4A8_WS_WG4", v, 1);
-        CK(cudaMemset(yws, 0xFF, size_t(T) * D * 2));
-        run(0, s, moe_prefill_core::w4a8_ws, yws);
-        CK(cudaStreamSynchronize(s));
-        CK(cudaMemcpy(hb.data(), yws, hb.size() * 2, cudaMemcpyDeviceToHost));
-        size_t differ = 0;
-        for (size_t i = 0; i < ha.size(); ++i) differ += ha[i] != hb[i];
-        std::printf("%-6s   T=%lld: AB WG4=%s vs w4a8 outputs: %zu of %zu BF16 values differ\n",
-                    sh.name, (long long)T, v, differ, size_t(T) * D);
-      }
-    }
     if (g_w4a8_profile) {  // one call of each core was the point (ncu)
       std::printf("%-6s   T=%lld: w4a8 vs wgmma outputs NMSE %.2e (profile run)\n", sh.name,
                   (long long)T, agree);
@@ -2113,32 +2093,6 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
     report("official w4a8 (W4A8)", w8_ms);
     report("official w4a8_serial (W4A8)", w8s_ms);
     report("official w4a8_ws (W4A8)", wws_ms);
-    if (ab) {
-      const auto time_wg4 = [&](const char* v) {
-        setenv("DSV4_W4A8_WS_WG4", v, 1);
-        return time_prefill_per_call(
-            [&](int i, cudaStream_t st) { run(i, st, moe_prefill_core::w4a8_ws, yws); }, calls, 20,
-            s);
-      };
-      for (int pass = 0; pass < 2; ++pass) {
-        double ms[3];
-        if (pass == 0) {
-          ms[0] = time_wg4("0");
-          ms[1] = time_wg4("1");
-          ms[2] = time_wg4("2");
-        } else {
-          ms[2] = time_wg4("2");
-          ms[1] = time_wg4("1");
-          ms[0] = time_wg4("0");
-        }
-        std::printf(
-            "%-6s   T=%lld: AB pass %d: WG4=0 %.1f us (%.1f TF), WG4=1 %.1f us (%.1f TF, "
-            "%.3fx), WG4=2 %.1f us (%.1f TF, %.3fx)\n",
-            sh.name, (long long)T, pass + 1, ms[0] * 1e3, tf(ms[0]), ms[1] * 1e3, tf(ms[1]),
-            ms[0] / ms[1], ms[2] * 1e3, tf(ms[2]), ms[0] / ms[2]);
-      }
-      unsetenv("DSV4_W4A8_WS_WG4");
-    }
     std::printf(
         "%-6s   T=%lld: w4a8 vs wgmma outputs NMSE %.2e; w4a8 speed-up %.2fx; w4a8_ws "
         "%.2fx w4a8, %.2fx w4a8_serial\n",

@@ -569,6 +569,14 @@ cudaError_t launch_w4a8_gemm(dim3 grid, const w4a8_args& a, cudaStream_t stream)
 // ptxas (CUDA 13.0) serializes every wgmma of the kernel (C7514) unless the pending groups drain
 // to zero between the last wgmma into one block and the first into the other, even when the
 // promotion reads only completed blocks.
+//
+// Tried and removed (session 18, PREFILL18, H200; 2026-11-27_s18_prefill18_NOTES.md, code at
+// 34d17e8): four consumer warpgroups (640 threads, setmaxnreg 104 / 64), warpgroup (h, q) taking
+// row half q and token half h of the tile (m64n32 / n48 / n64 wgmmas, each weight row expanded
+// twice), same producer, stages and bytes: bit-equal (parity 15/15, y at Flash T = 4096 / 8192
+// and Pro 4096) but 0.84-0.86x (Flash 4096), 0.82x (Pro 4096), 0.89-0.90x (Flash 8192) this
+// kernel; with the next round's loads ahead of the wait 0.80-0.87x. Twice the consumer warps
+// per scheduler do not pay for the duplicated expansion and the smaller wgmmas.
 constexpr int k_ws_threads = 384;
 constexpr int k_ws_consumer_threads = 256;
 constexpr int k_ws_stages = 8;
@@ -861,224 +869,6 @@ __device__ __forceinline__ void ws_consume_item(const w4a8_args& a, const ws_rin
   w4a8_store_outputs<UP, N>(a, acc, c, ntok, pbuf, row, emax, base, out_rows);
 }
 
-// ---- four consumer warpgroups (DSV4_W4A8_WS_WG4=1; PREFILL18, session 18) ----
-//
-// 640 threads: consumer warpgroup v = 2 h + q (threads 128 v ..) computes weight rows of half q
-// (the rows, fragments and producer slots of w4a8_ws's warpgroup q) times token half h of the
-// tile: tokens h N / 2 .. of N = 64 / 96 / 128 (ntok rounded up to 32, the producer's N), NH =
-// N / 2 (m64n32 / n48 / n64 wgmmas); at N = 32 half 0 takes all and half 1 only keeps the ring
-// protocol. Warps 16-19 are ws_produce_item's producer warpgroup unchanged. Same
-// stage, same B / weight / scale bytes per round as w4a8_ws (every L2 -> SM byte per FLOP equal),
-// twice the consumer warps per scheduler (4 + 1 producer) for the latency-bound consumer chain,
-// at the cost of expanding each weight row twice (once per token half). Per warpgroup and round:
-// wait, expand, 4 wgmma m64nNHk32, wait, promote, release (no second A register set: 3 other
-// consumer warps per scheduler cover the chain). Each output element has the same block
-// products, promotion order and epilogue as w4a8_ws, so the results are the same bit for bit.
-constexpr int k_ws4_threads = 640;
-constexpr int k_ws4_consumer_threads = 512;
-// The launch allocation is 640 x 96 registers (__launch_bounds__(640, 1)); setmaxnreg moves them
-// to 4 x 128 x 104 + 128 x 64 = 61440.
-constexpr int k_ws4_producer_regs = 64, k_ws4_consumer_regs = 104;
-static_assert(4 * 128 * k_ws4_consumer_regs + 128 * k_ws4_producer_regs <= 640 * 96,
-              "setmaxnreg within the launch allocation");
-
-// Tokens off .. off + NH - 1 of the tile (NH = 0: protocol only) for consumer warpgroup
-// v = 2 h + q; the caller waited for the stage of round k (the item's header).
-template <bool UP, int NH, bool PRE>
-__device__ __forceinline__ void ws4_consume_item(const w4a8_args& a, const ws_ring& ring, int& k,
-                                                 int rb, int rounds, int off) {
-  const int tid = threadIdx.x, lane = tid % k_warp_size, g = lane / 4, c = lane % 4;
-  const int v = tid / 128, q = v & 1, t = tid % 128, warp = t / k_warp_size;
-  const int64_t out_rows = a.wa.rows;
-  int64_t row[2];
-  if constexpr (UP) {
-    row[0] = row[1] = int64_t(rb) * k_up_rows + q * 32 + warp * 8 + g;
-  } else {
-    row[0] = int64_t(rb) * k_down_rows + q * 64 + warp * 16 + g;
-    row[1] = row[0] + 8;
-  }
-  const int rs0 = 16 * (q * 4 + warp) + g;
-  const bool f32_scale = a.wa.scale_f32;
-  const auto stage_of = [&](int kk) { return int(uint32_t(kk) % uint32_t(k_ws_stages)); };
-  const auto release = [&](int kk) {
-    __syncwarp();
-    if (lane == 0) mbar::arrive(ring.full + 8 * (k_ws_stages + stage_of(kk)));
-  };
-  if constexpr (NH == 0) {
-    // Every consumer warp releases every stage; round k was waited for by the caller.
-    for (int r = 0; r < rounds; ++r) {
-      if (r > 0)
-        mbar::wait(ring.full + 8 * stage_of(k + r), (uint32_t(k + r) / uint32_t(k_ws_stages)) & 1u);
-      release(k + r);
-    }
-    k += rounds;
-    return;
-  } else {
-    const uint8_t* hs = ring.gen + stage_of(k) * k_ws_stage_bytes;
-    const int ntok = *reinterpret_cast<const int*>(hs + k_ws_hdr_ntok) - off;
-    int emax[2];
-#pragma unroll
-    for (int i = 0; i < 2; ++i)
-      emax[i] = reinterpret_cast<const int*>(hs + k_ws_hdr_emax)[rs0 + 8 * i];
-    const int base[2] = {emax[0] - 6, emax[1] - 6};
-    // 64 pair ids per warpgroup (the same 1 KB as w4a8_ws's 2 x 128); named barriers 4 + v
-    // (the producers use 3).
-    int* pbuf = reinterpret_cast<int*>(ring.gen + k_ws_pbuf) + 64 * v;
-    named_sync(4 + v, 128);  // this warpgroup's previous epilogue read its pair ids
-    if (t < NH) pbuf[t] = reinterpret_cast<const int*>(hs + k_ws_hdr_pair)[off + t];
-
-    float acc[NH / 2], blk[NH / 2];
-#pragma unroll
-    for (int jj = 0; jj < NH / 2; ++jj) acc[jj] = blk[jj] = 0.0f;
-    const auto scale_of = [&](uint32_t st, int i) -> int {
-      const uint32_t addr = st + k_ws_ws + (rs0 + 8 * i) * 16;
-      uint32_t s;
-      if (f32_scale) {
-        asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(s) : "r"(addr + 4 * c) : "memory");
-        return int((s >> 23) & 0xFFu);
-      }
-      asm volatile("ld.shared.u8 %0, [%1];\n" : "=r"(s) : "r"(addr + c) : "memory");
-      return int(s);
-    };
-    // B rows off .. of the stage (off a multiple of 8: whole 1024-byte swizzle atoms).
-    const uint64_t desc0 = wgmma::sw128_desc(ring.smem + k_ws_b + 128 * off, 16, 1024);
-    const uint32_t desc_lo0 = uint32_t(desc0), desc_hi = uint32_t(desc0 >> 32);
-    // A round's weight words and scale bytes (PRE: loaded during the previous round's wgmmas).
-    uint4 wv[2];
-    int sb[2];
-    const auto load = [&](int kk) {
-      const uint32_t st = ring.smem + stage_of(kk) * k_ws_stage_bytes;
-      const uint32_t wl = st + k_ws_w + (128 * q + t) * 16;
-      wv[0] = lds_16(wl);
-      wv[1] = lds_16(wl + k_threads * 16);
-      sb[0] = scale_of(st, 0);
-      sb[1] = scale_of(st, 1);
-    };
-    if constexpr (PRE) load(k);
-    for (int r = 0; r < rounds; ++r) {
-      const int kk = k + r;
-      if (!PRE) {
-        if (r > 0) {
-          mbar::wait(ring.full + 8 * stage_of(kk), (uint32_t(kk) / uint32_t(k_ws_stages)) & 1u);
-          wgmma::fence_async_smem();
-        }
-        load(kk);
-      }
-      const e4m3_table t0 = fold_table(sb[0] - base[0]), t1 = fold_table(sb[1] - base[1]);
-      uint32_t am[4][4];
-#pragma unroll
-      for (int s = 0; s < 4; ++s) {
-        expand_e2m1x8(word_of(wv[0], s), t0, am[s][0], am[s][2]);
-        expand_e2m1x8(word_of(wv[1], s), t1, am[s][1], am[s][3]);
-      }
-      const uint32_t dlo = desc_lo0 + uint32_t(stage_of(kk)) * (k_ws_stage_bytes >> 4);
-      __syncwarp();
-      wgmma::fence();
-#pragma unroll
-      for (int s = 0; s < 4; ++s)
-        wgmma_fp8_rs<NH>::run(blk, am[s], (uint64_t(desc_hi) << 32) | (dlo + 2u * s), s);
-      wgmma::commit();
-      if (PRE && r + 1 < rounds) {
-        mbar::wait(ring.full + 8 * stage_of(kk + 1),
-                   (uint32_t(kk + 1) / uint32_t(k_ws_stages)) & 1u);
-        wgmma::fence_async_smem();
-        load(kk + 1);
-      }
-      wgmma::wait<0>();
-#pragma unroll
-      for (int jj = 0; jj < NH / 2; ++jj) wgmma::reg_fence(blk[jj]);
-      const float* ts =
-          reinterpret_cast<const float*>(ring.gen + stage_of(kk) * k_ws_stage_bytes + k_ws_ts) +
-          off;
-#pragma unroll
-      for (int qq = 0; qq < NH / 8; ++qq) {
-        const float2 sc = *reinterpret_cast<const float2*>(ts + 8 * qq + 2 * c);
-        acc[4 * qq] = fmaf(blk[4 * qq], sc.x, acc[4 * qq]);
-        acc[4 * qq + 1] = fmaf(blk[4 * qq + 1], sc.y, acc[4 * qq + 1]);
-        acc[4 * qq + 2] = fmaf(blk[4 * qq + 2], sc.x, acc[4 * qq + 2]);
-        acc[4 * qq + 3] = fmaf(blk[4 * qq + 3], sc.y, acc[4 * qq + 3]);
-      }
-      release(kk);
-    }
-    k += rounds;
-    named_sync(4 + v, 128);  // the pair ids of this warpgroup are written
-    w4a8_store_outputs<UP, NH>(a, acc, c, ntok, pbuf, row, emax, base, out_rows);
-  }
-}
-
-template <bool UP, bool PRE>
-__global__ void __launch_bounds__(k_ws4_threads, 1)
-    moe_prefill_w4a8_ws4_kernel(w4a8_args a, int row_blocks) {
-#if DSV4_W4A8_WGMMA
-  extern __shared__ uint8_t smem_raw[];
-  const uint32_t raw = smem_addr(smem_raw);
-  const uint32_t pad = (1024u - (raw & 1023u)) & 1023u;
-  const ws_ring ring{raw + pad, raw + pad + k_ws_bars, smem_raw + pad};
-  const int items = *a.tile_count * row_blocks;
-  if (int(blockIdx.x) >= items) return;  // uniform over the block
-  if (threadIdx.x == 0) {
-    for (int s = 0; s < k_ws_stages; ++s) {
-      mbar::init(ring.full + 8 * s, 256);  // every producer thread twice (the noinc scheme)
-      mbar::init(ring.full + 8 * (k_ws_stages + s), k_ws4_consumer_threads / k_warp_size);
-    }
-  }
-  __syncthreads();
-  const int rounds = int(a.wa.cols / k_round);
-  int k = 0;
-  if (threadIdx.x >= k_ws4_consumer_threads) {
-    mbar::setmaxnreg_dec<k_ws4_producer_regs>();
-    const int p = int(threadIdx.x) - k_ws4_consumer_threads;
-    int4 tile = a.tiles[blockIdx.x / row_blocks];
-    for (int w = blockIdx.x; w < items; w += gridDim.x) {
-      const int rb = w % row_blocks;
-      const int4 cur = tile;
-      const int wn = w + int(gridDim.x);
-      tile = wn < items ? a.tiles[wn / row_blocks] : make_int4(-1, 0, 0, 0);
-      const int nrb = wn % row_blocks;
-      const int e = cur.x, ntok = cur.z;
-      if (ntok <= 32)
-        ws_produce_item<UP, 32, 0>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
-      else if (ntok <= 64)
-        ws_produce_item<UP, 64, 0>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
-      else if (ntok <= 96)
-        ws_produce_item<UP, 96, 0>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
-      else
-        ws_produce_item<UP, 128, 0>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
-    }
-    asm volatile("cp.async.wait_all;\n" ::: "memory");
-  } else {
-    mbar::setmaxnreg_inc<k_ws4_consumer_regs>();
-    const int h = int(threadIdx.x) / 256;  // token half of this warpgroup
-    for (int w = blockIdx.x; w < items; w += gridDim.x) {
-      const int rb = w % row_blocks;
-      mbar::wait(ring.full + 8 * (k % k_ws_stages), uint32_t(k / k_ws_stages) & 1u);
-      wgmma::fence_async_smem();
-      const int ntok = *reinterpret_cast<const int*>(
-          ring.gen + (k % k_ws_stages) * k_ws_stage_bytes + k_ws_hdr_ntok);
-      // The tile's N (ntok rounded up to 32, the producer's) in two halves of N / 2 tokens
-      // (N = 32: all in half 0).
-      const int n = (ntok + 31) / 32 * 32;
-      if (n == 32) {
-        if (h == 0)
-          ws4_consume_item<UP, 32, PRE>(a, ring, k, rb, rounds, 0);
-        else
-          ws4_consume_item<UP, 0, PRE>(a, ring, k, rb, rounds, 0);
-      } else if (n == 64) {
-        ws4_consume_item<UP, 32, PRE>(a, ring, k, rb, rounds, 32 * h);
-      } else if (n == 96) {
-        ws4_consume_item<UP, 48, PRE>(a, ring, k, rb, rounds, 48 * h);
-      } else {
-        ws4_consume_item<UP, 64, PRE>(a, ring, k, rb, rounds, 64 * h);
-      }
-    }
-  }
-#else
-  (void)a;
-  (void)row_blocks;
-  __trap();
-#endif
-}
-
 template <bool UP, int LEAD>
 __global__ void __launch_bounds__(k_ws_threads, 1)
     moe_prefill_w4a8_ws_kernel(w4a8_args a, int row_blocks) {
@@ -1169,21 +959,6 @@ cudaError_t launch_w4a8_ws_lead(int64_t row_blocks, int64_t tile_slots, const w4
   return cudaGetLastError();
 }
 
-template <bool UP, bool PRE>
-cudaError_t launch_w4a8_ws4(int64_t row_blocks, int64_t tile_slots, const w4a8_args& a,
-                            cudaStream_t stream) {
-  if (const cudaError_t e = allow_dynamic_smem(moe_prefill_w4a8_ws4_kernel<UP, PRE>, k_ws_smem);
-      e != cudaSuccess)
-    return e;
-  const int sms = current_device_sm_count();
-  const int64_t items = row_blocks * tile_slots;
-  if (items == 0) return cudaSuccess;
-  const unsigned grid = unsigned(items < sms ? items : sms);
-  moe_prefill_w4a8_ws4_kernel<UP, PRE>
-      <<<grid, k_ws4_threads, k_ws_smem, stream>>>(a, int(row_blocks));
-  return cudaGetLastError();
-}
-
 template <bool UP>
 cudaError_t launch_w4a8_ws_gemm(int64_t row_blocks, int64_t tile_slots, const w4a8_args& a,
                                 cudaStream_t stream) {
@@ -1191,13 +966,6 @@ cudaError_t launch_w4a8_ws_gemm(int64_t row_blocks, int64_t tile_slots, const w4
     const char* v = std::getenv("DSV4_W4A8_WS_LEAD");
     return v ? std::atoi(v) : 0;
   }();
-  // Read at every launch (the bench's A/B switches it between captures).
-  // 1: four consumer warpgroups; 2: the same with the next round's loads ahead (PRE).
-  if (const char* v = std::getenv("DSV4_W4A8_WS_WG4"); v && lead == 0) {
-    const int wg4 = std::atoi(v);
-    if (wg4 == 1) return launch_w4a8_ws4<UP, false>(row_blocks, tile_slots, a, stream);
-    if (wg4 == 2) return launch_w4a8_ws4<UP, true>(row_blocks, tile_slots, a, stream);
-  }
   return lead == 0 ? launch_w4a8_ws_lead<UP, 0>(row_blocks, tile_slots, a, stream)
                    : launch_w4a8_ws_lead<UP, k_ws_lead>(row_blocks, tile_slots, a, stream);
 }
