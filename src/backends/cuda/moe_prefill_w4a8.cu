@@ -621,7 +621,10 @@ struct ws_ring {
 // the consumers then fence the async proxy after each wait (the default since session 16).
 // next: the next item's tile (x < 0: none) and row block, whose scale rows and pair ids are
 // prefetched into L2 during this item's second round.
-template <bool UP, int N, int LEAD>
+// DIAG (PREFILL18 diagnostics, DSV4_W4A8_WS_DIAG; wrong y): bit 1 zero-fills B rows and token
+// scales (src-size 0: the same copy instructions, no global read), bit 2 the weights and their
+// scale bytes; bit 0 reduces the consumers to the ring protocol (ws_ring_only_item).
+template <bool UP, int N, int LEAD, int DIAG = 0>
 __device__ __forceinline__ void ws_produce_item(const w4a8_args& a, const ws_ring& ring, int p,
                                                 int& k, int e, int rb, int tile_y, int ntok,
                                                 int rounds, int4 next, int next_rb) {
@@ -715,23 +718,28 @@ __device__ __forceinline__ void ws_produce_item(const w4a8_args& a, const ws_rin
       named_sync(3, 128);  // every producer read the pair ids before a later header's writes
     }
     // Weights: 64 bytes of the row (the L2 prefetch as w4a8_tile), its 4 scale bytes (16 f32).
+    constexpr bool kw = (DIAG & 4) == 0, kb = (DIAG & 2) == 0;
 #pragma unroll
-    for (int q = 0; q < 4; ++q)
-      cp_async_16_l2_256(st + wdst[q], wsrc[q] + int64_t(rr) * (k_round / 2));
+    for (int q = 0; q < 4; ++q) {
+      if constexpr (kw)
+        cp_async_16_l2_256(st + wdst[q], wsrc[q] + int64_t(rr) * (k_round / 2));
+      else
+        cp_async_16_zfill(st + wdst[q], wsrc[q] + int64_t(rr) * (k_round / 2), 0);
+    }
     if (f32_scale)
-      cp_async_16_zfill(st + sdst, srow + int64_t(rr) * 16, 16);
+      cp_async_16_zfill(st + sdst, srow + int64_t(rr) * 16, kw ? 16 : 0);
     else
-      cp_async_4_zfill(st + sdst, srow + int64_t(rr) * 4, 4);
+      cp_async_4_zfill(st + sdst, srow + int64_t(rr) * 4, kw ? 4 : 0);
 #pragma unroll
     for (int q = 0; q < nq; ++q) {
       const int n = (p >> 3) + 16 * q;
       cp_async_16_zfill(st + k_ws_b + n * 128 + ((j ^ (n & 7)) << 4),
                         boff[q] != k_none ? a.bq + boff[q] + uint32_t(rr) * k_round : a.bq,
-                        boff[q] != k_none ? 16 : 0);
+                        kb && boff[q] != k_none ? 16 : 0);
     }
     if (p < N)
       cp_async_4_zfill(st + k_ws_ts + 4 * p, soff != k_none ? a.bs + soff + rr : a.bs,
-                       soff != k_none ? 4 : 0);
+                       kb && soff != k_none ? 4 : 0);
     if constexpr (LEAD == 0) {
       const uint32_t bar = ring.full + 8 * stage;
       mbar::arrive(bar);
@@ -869,7 +877,20 @@ __device__ __forceinline__ void ws_consume_item(const w4a8_args& a, const ws_rin
   w4a8_store_outputs<UP, N>(a, acc, c, ntok, pbuf, row, emax, base, out_rows);
 }
 
-template <bool UP, int LEAD>
+// DIAG bit 0: the consumers only keep the ring protocol (each warp waits for every stage and
+// releases it; no expansion, wgmma, promotion or stores).
+__device__ __forceinline__ void ws_ring_only_item(const ws_ring& ring, int& k, int rounds) {
+  for (int r = 0; r < rounds; ++r) {
+    const int kk = k + r;
+    if (r > 0) mbar::wait(ring.full + 8 * (kk % k_ws_stages), uint32_t(kk / k_ws_stages) & 1u);
+    __syncwarp();
+    if (threadIdx.x % k_warp_size == 0)
+      mbar::arrive(ring.full + 8 * (k_ws_stages + kk % k_ws_stages));
+  }
+  k += rounds;
+}
+
+template <bool UP, int LEAD, int DIAG = 0>
 __global__ void __launch_bounds__(k_ws_threads, 1)
     moe_prefill_w4a8_ws_kernel(w4a8_args a, int row_blocks) {
   static_assert(LEAD >= 0 && LEAD <= k_ws_stages - 2,
@@ -903,13 +924,13 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       const int nrb = wn % row_blocks;
       const int e = cur.x, ntok = cur.z;
       if (ntok <= 32)
-        ws_produce_item<UP, 32, LEAD>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
+        ws_produce_item<UP, 32, LEAD, DIAG>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
       else if (ntok <= 64)
-        ws_produce_item<UP, 64, LEAD>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
+        ws_produce_item<UP, 64, LEAD, DIAG>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
       else if (ntok <= 96)
-        ws_produce_item<UP, 96, LEAD>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
+        ws_produce_item<UP, 96, LEAD, DIAG>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
       else
-        ws_produce_item<UP, 128, LEAD>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
+        ws_produce_item<UP, 128, LEAD, DIAG>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
     }
     if constexpr (LEAD > 0) {
       cp_async_wait<0>();
@@ -927,6 +948,12 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       if constexpr (LEAD == 0) wgmma::fence_async_smem();
       const int ntok = *reinterpret_cast<const int*>(
           ring.gen + (k % k_ws_stages) * k_ws_stage_bytes + k_ws_hdr_ntok);
+      if constexpr ((DIAG & 1) != 0) {
+        (void)ntok;
+        (void)rb;
+        ws_ring_only_item(ring, k, rounds);
+        continue;
+      }
       if (ntok <= 32)
         ws_consume_item<UP, 32, LEAD == 0>(a, ring, k, rb, rounds);
       else if (ntok <= 64)
@@ -944,17 +971,18 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 #endif
 }
 
-template <bool UP, int LEAD>
+template <bool UP, int LEAD, int DIAG = 0>
 cudaError_t launch_w4a8_ws_lead(int64_t row_blocks, int64_t tile_slots, const w4a8_args& a,
                                 cudaStream_t stream) {
-  if (const cudaError_t e = allow_dynamic_smem(moe_prefill_w4a8_ws_kernel<UP, LEAD>, k_ws_smem);
+  if (const cudaError_t e =
+          allow_dynamic_smem(moe_prefill_w4a8_ws_kernel<UP, LEAD, DIAG>, k_ws_smem);
       e != cudaSuccess)
     return e;
   const int sms = current_device_sm_count();
   const int64_t items = row_blocks * tile_slots;
   if (items == 0) return cudaSuccess;
   const unsigned grid = unsigned(items < sms ? items : sms);
-  moe_prefill_w4a8_ws_kernel<UP, LEAD>
+  moe_prefill_w4a8_ws_kernel<UP, LEAD, DIAG>
       <<<grid, k_ws_threads, k_ws_smem, stream>>>(a, int(row_blocks));
   return cudaGetLastError();
 }
@@ -966,6 +994,27 @@ cudaError_t launch_w4a8_ws_gemm(int64_t row_blocks, int64_t tile_slots, const w4
     const char* v = std::getenv("DSV4_W4A8_WS_LEAD");
     return v ? std::atoi(v) : 0;
   }();
+  // PREFILL18 diagnostics (read at each launch; wrong y): DIAG bits above, 8 = no GEMM launch.
+  if (const char* v = std::getenv("DSV4_W4A8_WS_DIAG"); v && lead == 0) {
+    switch (std::atoi(v)) {
+      case 1:
+        return launch_w4a8_ws_lead<UP, 0, 1>(row_blocks, tile_slots, a, stream);
+      case 2:
+        return launch_w4a8_ws_lead<UP, 0, 2>(row_blocks, tile_slots, a, stream);
+      case 3:
+        return launch_w4a8_ws_lead<UP, 0, 3>(row_blocks, tile_slots, a, stream);
+      case 4:
+        return launch_w4a8_ws_lead<UP, 0, 4>(row_blocks, tile_slots, a, stream);
+      case 5:
+        return launch_w4a8_ws_lead<UP, 0, 5>(row_blocks, tile_slots, a, stream);
+      case 7:
+        return launch_w4a8_ws_lead<UP, 0, 7>(row_blocks, tile_slots, a, stream);
+      case 8:
+        return cudaSuccess;
+      default:
+        break;
+    }
+  }
   return lead == 0 ? launch_w4a8_ws_lead<UP, 0>(row_blocks, tile_slots, a, stream)
                    : launch_w4a8_ws_lead<UP, k_ws_lead>(row_blocks, tile_slots, a, stream);
 }
