@@ -764,7 +764,10 @@ __device__ __forceinline__ void ws_produce_item(const w4a8_args& a, const ws_rin
   k += rounds;
 }
 
-template <bool UP, int N, bool NOINC>
+// TRY (DSV4_W4A8_WS_DIAG=16, PREFILL18): when round r + 1's stage is not full yet (one
+// non-blocking test per warp), promote round r first and wait afterwards instead of spinning
+// before the promotion (same arithmetic, same results).
+template <bool UP, int N, bool NOINC, bool TRY = false>
 __device__ __forceinline__ void ws_consume_item(const w4a8_args& a, const ws_ring& ring, int& k,
                                                 int rb, int rounds) {
   const int tid = threadIdx.x, lane = tid % k_warp_size, g = lane / 4, c = lane % 4;
@@ -861,6 +864,25 @@ __device__ __forceinline__ void ws_consume_item(const w4a8_args& a, const ws_rin
   const auto body = [&](int r, auto parity) {
     constexpr int pp = decltype(parity)::value;
     mma(k + r, am[pp]);
+    if constexpr (TRY) {
+      // Only the expansion sits in the branches: a wgmma wait inside one of them made ptxas
+      // wait for the group right after its issue on both paths.
+      const int kn = k + r + 1;
+      const bool ready =
+          r + 1 < rounds &&
+          __all_sync(0xffffffffu, mbar::test_wait(ring.full + 8 * stage_of(kn),
+                                                  (uint32_t(kn) / uint32_t(k_ws_stages)) & 1u));
+      if (ready) {
+        if constexpr (NOINC) wgmma::fence_async_smem();
+        convert(kn, am[pp ^ 1]);
+      }
+      promote_release(k + r);
+      if (!ready && r + 1 < rounds) {
+        wait_full(kn);
+        convert(kn, am[pp ^ 1]);
+      }
+      return;
+    }
     if (r + 1 < rounds) {
       wait_full(k + r + 1);
       convert(k + r + 1, am[pp ^ 1]);
@@ -955,13 +977,13 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         continue;
       }
       if (ntok <= 32)
-        ws_consume_item<UP, 32, LEAD == 0>(a, ring, k, rb, rounds);
+        ws_consume_item<UP, 32, LEAD == 0, (DIAG & 16) != 0>(a, ring, k, rb, rounds);
       else if (ntok <= 64)
-        ws_consume_item<UP, 64, LEAD == 0>(a, ring, k, rb, rounds);
+        ws_consume_item<UP, 64, LEAD == 0, (DIAG & 16) != 0>(a, ring, k, rb, rounds);
       else if (ntok <= 96)
-        ws_consume_item<UP, 96, LEAD == 0>(a, ring, k, rb, rounds);
+        ws_consume_item<UP, 96, LEAD == 0, (DIAG & 16) != 0>(a, ring, k, rb, rounds);
       else
-        ws_consume_item<UP, 128, LEAD == 0>(a, ring, k, rb, rounds);
+        ws_consume_item<UP, 128, LEAD == 0, (DIAG & 16) != 0>(a, ring, k, rb, rounds);
     }
   }
 #else
@@ -1011,6 +1033,8 @@ cudaError_t launch_w4a8_ws_gemm(int64_t row_blocks, int64_t tile_slots, const w4
         return launch_w4a8_ws_lead<UP, 0, 7>(row_blocks, tile_slots, a, stream);
       case 8:
         return cudaSuccess;
+      case 16:
+        return launch_w4a8_ws_lead<UP, 0, 16>(row_blocks, tile_slots, a, stream);
       default:
         break;
     }
