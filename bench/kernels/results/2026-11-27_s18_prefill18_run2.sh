@@ -12,7 +12,7 @@ W=$PWD/.wt/prefill18; B=/tmp/b18b
 mkdir -p $B && python3 -c 'import sys,tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' $W/bins2.tar.xz $B || exit 1
 nvidia-smi -L; cat $B/commit.txt
 T0=$(date +%s); el(){ echo $(( $(date +%s)-T0 )); }
-DSV4_W4A8_WS_DIAG=16 timeout 30 $B/test_backend_ops --filter moe_prefill_official_w4a8_ws --per-op 17 > $OUT/parity_try.txt 2>&1
+DSV4_W4A8_WS_DIAG=16 timeout 30 $B/test_backend_ops --filter moe_prefill_official_w4a8_ws --per-op 16 > $OUT/parity_try.txt 2>&1
 echo "parity try rc=$? t=$(el) OK=$(grep -cE ' OK$' $OUT/parity_try.txt)"; grep -E "FAIL|passed" $OUT/parity_try.txt | tail -4 | cut -c1-200
 L=$(( 146 - $(el) ))
 DSV4_W4A8_WS_DIAG=16 DSV4_W4A8_AB_VAR=DSV4_W4A8_WS_DIAG DSV4_W4A8_AB_LIST=0,16,8,1,3,5,7,2,4 timeout $L $B/bench_moe_linear \
