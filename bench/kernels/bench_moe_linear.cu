@@ -2093,33 +2093,6 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
     report("official w4a8 (W4A8)", w8_ms);
     report("official w4a8_serial (W4A8)", w8s_ms);
     report("official w4a8_ws (W4A8)", wws_ms);
-    // DSV4_W4A8_AB_VAR=NAME DSV4_W4A8_AB_LIST=v0,v1,..: w4a8_ws timed with NAME set to each
-    // value (read by the launch code at capture), two passes (pass 2 in reverse order), each
-    // value's time and v0's time over it. Diagnostic values may give a wrong y (not checked).
-    if (const char* var = std::getenv("DSV4_W4A8_AB_VAR"), *list = std::getenv("DSV4_W4A8_AB_LIST");
-        var && list && !g_w4a8_profile) {
-      std::vector<std::string> vals;
-      for (std::string t = list; !t.empty();) {
-        const size_t comma = t.find(',');
-        vals.push_back(t.substr(0, comma));
-        t = comma == std::string::npos ? "" : t.substr(comma + 1);
-      }
-      std::vector<double> ms(vals.size());
-      for (int pass = 0; pass < 2; ++pass) {
-        for (size_t o = 0; o < vals.size(); ++o) {
-          const size_t i = pass == 0 ? o : vals.size() - 1 - o;
-          setenv(var, vals[i].c_str(), 1);
-          ms[i] = time_prefill_per_call(
-              [&](int c, cudaStream_t st) { run(c, st, moe_prefill_core::w4a8_ws, yws); }, calls,
-              20, s);
-        }
-        for (size_t i = 0; i < vals.size(); ++i)
-          std::printf("%-6s   T=%lld: AB pass %d %s=%s %.1f us (%.1f TF) %s over it %.3fx\n",
-                      sh.name, (long long)T, pass + 1, var, vals[i].c_str(), ms[i] * 1e3, tf(ms[i]),
-                      vals[0].c_str(), ms[0] / ms[i]);
-      }
-      unsetenv(var);
-    }
     std::printf(
         "%-6s   T=%lld: w4a8 vs wgmma outputs NMSE %.2e; w4a8 speed-up %.2fx; w4a8_ws "
         "%.2fx w4a8, %.2fx w4a8_serial\n",

@@ -577,6 +577,11 @@ cudaError_t launch_w4a8_gemm(dim3 grid, const w4a8_args& a, cudaStream_t stream)
 // and Pro 4096) but 0.84-0.86x (Flash 4096), 0.82x (Pro 4096), 0.89-0.90x (Flash 8192) this
 // kernel; with the next round's loads ahead of the wait 0.80-0.87x. Twice the consumer warps
 // per scheduler do not pay for the duplicated expansion and the smaller wgmmas.
+// Producer accounting (same notes; estimate): at Flash T = 4096 the producer requests ~8.6 GB
+// L2 -> SM per call (B rows 58%: every 128-row item re-reads its tile's activations, weights 37%);
+// PREFILL11's ring-only floor (~1.5 ms of GEMM) is ~5.7 TB/s of it, so more weight rows per B
+// stage (or B shared across a cluster) is what raises that floor; not measured which of L2
+// bandwidth or the producer's instructions sets it (diagnostics prepared at 6980b8a, not run).
 constexpr int k_ws_threads = 384;
 constexpr int k_ws_consumer_threads = 256;
 constexpr int k_ws_stages = 8;
@@ -621,10 +626,7 @@ struct ws_ring {
 // the consumers then fence the async proxy after each wait (the default since session 16).
 // next: the next item's tile (x < 0: none) and row block, whose scale rows and pair ids are
 // prefetched into L2 during this item's second round.
-// DIAG (PREFILL18 diagnostics, DSV4_W4A8_WS_DIAG; wrong y): bit 1 zero-fills B rows and token
-// scales (src-size 0: the same copy instructions, no global read), bit 2 the weights and their
-// scale bytes; bit 0 reduces the consumers to the ring protocol (ws_ring_only_item).
-template <bool UP, int N, int LEAD, int DIAG = 0>
+template <bool UP, int N, int LEAD>
 __device__ __forceinline__ void ws_produce_item(const w4a8_args& a, const ws_ring& ring, int p,
                                                 int& k, int e, int rb, int tile_y, int ntok,
                                                 int rounds, int4 next, int next_rb) {
@@ -718,28 +720,23 @@ __device__ __forceinline__ void ws_produce_item(const w4a8_args& a, const ws_rin
       named_sync(3, 128);  // every producer read the pair ids before a later header's writes
     }
     // Weights: 64 bytes of the row (the L2 prefetch as w4a8_tile), its 4 scale bytes (16 f32).
-    constexpr bool kw = (DIAG & 4) == 0, kb = (DIAG & 2) == 0;
 #pragma unroll
-    for (int q = 0; q < 4; ++q) {
-      if constexpr (kw)
-        cp_async_16_l2_256(st + wdst[q], wsrc[q] + int64_t(rr) * (k_round / 2));
-      else
-        cp_async_16_zfill(st + wdst[q], wsrc[q] + int64_t(rr) * (k_round / 2), 0);
-    }
+    for (int q = 0; q < 4; ++q)
+      cp_async_16_l2_256(st + wdst[q], wsrc[q] + int64_t(rr) * (k_round / 2));
     if (f32_scale)
-      cp_async_16_zfill(st + sdst, srow + int64_t(rr) * 16, kw ? 16 : 0);
+      cp_async_16_zfill(st + sdst, srow + int64_t(rr) * 16, 16);
     else
-      cp_async_4_zfill(st + sdst, srow + int64_t(rr) * 4, kw ? 4 : 0);
+      cp_async_4_zfill(st + sdst, srow + int64_t(rr) * 4, 4);
 #pragma unroll
     for (int q = 0; q < nq; ++q) {
       const int n = (p >> 3) + 16 * q;
       cp_async_16_zfill(st + k_ws_b + n * 128 + ((j ^ (n & 7)) << 4),
                         boff[q] != k_none ? a.bq + boff[q] + uint32_t(rr) * k_round : a.bq,
-                        kb && boff[q] != k_none ? 16 : 0);
+                        boff[q] != k_none ? 16 : 0);
     }
     if (p < N)
       cp_async_4_zfill(st + k_ws_ts + 4 * p, soff != k_none ? a.bs + soff + rr : a.bs,
-                       kb && soff != k_none ? 4 : 0);
+                       soff != k_none ? 4 : 0);
     if constexpr (LEAD == 0) {
       const uint32_t bar = ring.full + 8 * stage;
       mbar::arrive(bar);
@@ -764,10 +761,7 @@ __device__ __forceinline__ void ws_produce_item(const w4a8_args& a, const ws_rin
   k += rounds;
 }
 
-// TRY (DSV4_W4A8_WS_DIAG=16, PREFILL18): when round r + 1's stage is not full yet (one
-// non-blocking test per warp), promote round r first and wait afterwards instead of spinning
-// before the promotion (same arithmetic, same results).
-template <bool UP, int N, bool NOINC, bool TRY = false>
+template <bool UP, int N, bool NOINC>
 __device__ __forceinline__ void ws_consume_item(const w4a8_args& a, const ws_ring& ring, int& k,
                                                 int rb, int rounds) {
   const int tid = threadIdx.x, lane = tid % k_warp_size, g = lane / 4, c = lane % 4;
@@ -864,25 +858,6 @@ __device__ __forceinline__ void ws_consume_item(const w4a8_args& a, const ws_rin
   const auto body = [&](int r, auto parity) {
     constexpr int pp = decltype(parity)::value;
     mma(k + r, am[pp]);
-    if constexpr (TRY) {
-      // Only the expansion sits in the branches: a wgmma wait inside one of them made ptxas
-      // wait for the group right after its issue on both paths.
-      const int kn = k + r + 1;
-      const bool ready =
-          r + 1 < rounds &&
-          __all_sync(0xffffffffu, mbar::test_wait(ring.full + 8 * stage_of(kn),
-                                                  (uint32_t(kn) / uint32_t(k_ws_stages)) & 1u));
-      if (ready) {
-        if constexpr (NOINC) wgmma::fence_async_smem();
-        convert(kn, am[pp ^ 1]);
-      }
-      promote_release(k + r);
-      if (!ready && r + 1 < rounds) {
-        wait_full(kn);
-        convert(kn, am[pp ^ 1]);
-      }
-      return;
-    }
     if (r + 1 < rounds) {
       wait_full(k + r + 1);
       convert(k + r + 1, am[pp ^ 1]);
@@ -899,20 +874,7 @@ __device__ __forceinline__ void ws_consume_item(const w4a8_args& a, const ws_rin
   w4a8_store_outputs<UP, N>(a, acc, c, ntok, pbuf, row, emax, base, out_rows);
 }
 
-// DIAG bit 0: the consumers only keep the ring protocol (each warp waits for every stage and
-// releases it; no expansion, wgmma, promotion or stores).
-__device__ __forceinline__ void ws_ring_only_item(const ws_ring& ring, int& k, int rounds) {
-  for (int r = 0; r < rounds; ++r) {
-    const int kk = k + r;
-    if (r > 0) mbar::wait(ring.full + 8 * (kk % k_ws_stages), uint32_t(kk / k_ws_stages) & 1u);
-    __syncwarp();
-    if (threadIdx.x % k_warp_size == 0)
-      mbar::arrive(ring.full + 8 * (k_ws_stages + kk % k_ws_stages));
-  }
-  k += rounds;
-}
-
-template <bool UP, int LEAD, int DIAG = 0>
+template <bool UP, int LEAD>
 __global__ void __launch_bounds__(k_ws_threads, 1)
     moe_prefill_w4a8_ws_kernel(w4a8_args a, int row_blocks) {
   static_assert(LEAD >= 0 && LEAD <= k_ws_stages - 2,
@@ -946,13 +908,13 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       const int nrb = wn % row_blocks;
       const int e = cur.x, ntok = cur.z;
       if (ntok <= 32)
-        ws_produce_item<UP, 32, LEAD, DIAG>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
+        ws_produce_item<UP, 32, LEAD>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
       else if (ntok <= 64)
-        ws_produce_item<UP, 64, LEAD, DIAG>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
+        ws_produce_item<UP, 64, LEAD>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
       else if (ntok <= 96)
-        ws_produce_item<UP, 96, LEAD, DIAG>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
+        ws_produce_item<UP, 96, LEAD>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
       else
-        ws_produce_item<UP, 128, LEAD, DIAG>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
+        ws_produce_item<UP, 128, LEAD>(a, ring, p, k, e, rb, cur.y, ntok, rounds, tile, nrb);
     }
     if constexpr (LEAD > 0) {
       cp_async_wait<0>();
@@ -970,20 +932,14 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       if constexpr (LEAD == 0) wgmma::fence_async_smem();
       const int ntok = *reinterpret_cast<const int*>(
           ring.gen + (k % k_ws_stages) * k_ws_stage_bytes + k_ws_hdr_ntok);
-      if constexpr ((DIAG & 1) != 0) {
-        (void)ntok;
-        (void)rb;
-        ws_ring_only_item(ring, k, rounds);
-        continue;
-      }
       if (ntok <= 32)
-        ws_consume_item<UP, 32, LEAD == 0, (DIAG & 16) != 0>(a, ring, k, rb, rounds);
+        ws_consume_item<UP, 32, LEAD == 0>(a, ring, k, rb, rounds);
       else if (ntok <= 64)
-        ws_consume_item<UP, 64, LEAD == 0, (DIAG & 16) != 0>(a, ring, k, rb, rounds);
+        ws_consume_item<UP, 64, LEAD == 0>(a, ring, k, rb, rounds);
       else if (ntok <= 96)
-        ws_consume_item<UP, 96, LEAD == 0, (DIAG & 16) != 0>(a, ring, k, rb, rounds);
+        ws_consume_item<UP, 96, LEAD == 0>(a, ring, k, rb, rounds);
       else
-        ws_consume_item<UP, 128, LEAD == 0, (DIAG & 16) != 0>(a, ring, k, rb, rounds);
+        ws_consume_item<UP, 128, LEAD == 0>(a, ring, k, rb, rounds);
     }
   }
 #else
@@ -993,18 +949,17 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 #endif
 }
 
-template <bool UP, int LEAD, int DIAG = 0>
+template <bool UP, int LEAD>
 cudaError_t launch_w4a8_ws_lead(int64_t row_blocks, int64_t tile_slots, const w4a8_args& a,
                                 cudaStream_t stream) {
-  if (const cudaError_t e =
-          allow_dynamic_smem(moe_prefill_w4a8_ws_kernel<UP, LEAD, DIAG>, k_ws_smem);
+  if (const cudaError_t e = allow_dynamic_smem(moe_prefill_w4a8_ws_kernel<UP, LEAD>, k_ws_smem);
       e != cudaSuccess)
     return e;
   const int sms = current_device_sm_count();
   const int64_t items = row_blocks * tile_slots;
   if (items == 0) return cudaSuccess;
   const unsigned grid = unsigned(items < sms ? items : sms);
-  moe_prefill_w4a8_ws_kernel<UP, LEAD, DIAG>
+  moe_prefill_w4a8_ws_kernel<UP, LEAD>
       <<<grid, k_ws_threads, k_ws_smem, stream>>>(a, int(row_blocks));
   return cudaGetLastError();
 }
@@ -1016,29 +971,6 @@ cudaError_t launch_w4a8_ws_gemm(int64_t row_blocks, int64_t tile_slots, const w4
     const char* v = std::getenv("DSV4_W4A8_WS_LEAD");
     return v ? std::atoi(v) : 0;
   }();
-  // PREFILL18 diagnostics (read at each launch; wrong y): DIAG bits above, 8 = no GEMM launch.
-  if (const char* v = std::getenv("DSV4_W4A8_WS_DIAG"); v && lead == 0) {
-    switch (std::atoi(v)) {
-      case 1:
-        return launch_w4a8_ws_lead<UP, 0, 1>(row_blocks, tile_slots, a, stream);
-      case 2:
-        return launch_w4a8_ws_lead<UP, 0, 2>(row_blocks, tile_slots, a, stream);
-      case 3:
-        return launch_w4a8_ws_lead<UP, 0, 3>(row_blocks, tile_slots, a, stream);
-      case 4:
-        return launch_w4a8_ws_lead<UP, 0, 4>(row_blocks, tile_slots, a, stream);
-      case 5:
-        return launch_w4a8_ws_lead<UP, 0, 5>(row_blocks, tile_slots, a, stream);
-      case 7:
-        return launch_w4a8_ws_lead<UP, 0, 7>(row_blocks, tile_slots, a, stream);
-      case 8:
-        return cudaSuccess;
-      case 16:
-        return launch_w4a8_ws_lead<UP, 0, 16>(row_blocks, tile_slots, a, stream);
-      default:
-        break;
-    }
-  }
   return lead == 0 ? launch_w4a8_ws_lead<UP, 0>(row_blocks, tile_slots, a, stream)
                    : launch_w4a8_ws_lead<UP, k_ws_lead>(row_blocks, tile_slots, a, stream);
 }
