@@ -569,6 +569,19 @@ cudaError_t launch_w4a8_gemm(dim3 grid, const w4a8_args& a, cudaStream_t stream)
 // ptxas (CUDA 13.0) serializes every wgmma of the kernel (C7514) unless the pending groups drain
 // to zero between the last wgmma into one block and the first into the other, even when the
 // promotion reads only completed blocks.
+//
+// Tried and removed (session 18, PREFILL18, H200; 2026-11-27_s18_prefill18_NOTES.md, code at
+// 34d17e8): four consumer warpgroups (640 threads, setmaxnreg 104 / 64), warpgroup (h, q) taking
+// row half q and token half h of the tile (m64n32 / n48 / n64 wgmmas, each weight row expanded
+// twice), same producer, stages and bytes: bit-equal (parity 15/15, y at Flash T = 4096 / 8192
+// and Pro 4096) but 0.84-0.86x (Flash 4096), 0.82x (Pro 4096), 0.89-0.90x (Flash 8192) this
+// kernel; with the next round's loads ahead of the wait 0.80-0.87x. Twice the consumer warps
+// per scheduler do not pay for the duplicated expansion and the smaller wgmmas.
+// Producer accounting (same notes; estimate): at Flash T = 4096 the producer requests ~8.6 GB
+// L2 -> SM per call (B rows 58%: every 128-row item re-reads its tile's activations, weights 37%);
+// PREFILL11's ring-only floor (~1.5 ms of GEMM) is ~5.7 TB/s of it, so more weight rows per B
+// stage (or B shared across a cluster) is what raises that floor; not measured which of L2
+// bandwidth or the producer's instructions sets it (diagnostics prepared at 6980b8a, not run).
 constexpr int k_ws_threads = 384;
 constexpr int k_ws_consumer_threads = 256;
 constexpr int k_ws_stages = 8;
