@@ -186,9 +186,10 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
                            float* hf, float* out, chain_args& chain, cudaStream_t stream) {
   // Staged activation rows (moe_decode_set_stage_x_tokens): the ring kernels without a lo part.
   const moe_decode_stage_x sx = moe_decode_stage_x_tokens();
-  const bool stage =
-      UP ? tokens <= sx.up_max
-         : (tokens >= sx.down_min || (chain.ready && chain.stage_h1)) && tokens <= sx.down_max;
+  // (Chain 1024: W2 reads h per round as its groups arrive, never staged.)
+  const bool stage = UP ? tokens <= sx.up_max
+                        : (tokens >= sx.down_min || (chain.ready && chain.stage_h1)) &&
+                              tokens <= sx.down_max && !chain.group_bits;
   const int stage_pairs = UP ? moe_decode_stage_pairs().up : moe_decode_stage_pairs().down;
   const size_t stage_bytes =
       RING && !SPLIT && stage ? size_t(stage_pairs) * (kdim * 2 + (stage_pairs > 1 ? 64 : 0)) : 0;
@@ -221,9 +222,13 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
       if (blocks <= int64_t(blocks_per_sm[rt_index]) * sms) pad_cap = int((blocks + sms - 1) / sms);
       if (pad_cap >= blocks_per_sm[rt_index]) pad_cap = 0;
     }
-#define DSV4_GEMM_K(RT, SL)                                                                        \
+  // Chain 512: W2 of the SLOTS path with a ring of 8 rounds instead of k_stages (with 8 scale
+  // slots; 4 slots, moe_decode_set_scale_slots_from, keep k_stages).
+  constexpr int deep_st = slots_ok && !UP && SSO == 0 ? 8 : k_stages;
+  const bool deep = !UP && chain.ready && (moe_decode_chain() & 512);
+#define DSV4_GEMM_K(RT, SL, ST)                                                                    \
   [&] {                                                                                            \
-    const auto kernel = moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO, SL>;               \
+    const auto kernel = moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO, SL, ST>;           \
     const size_t dyn =                                                                             \
         pad_cap ? dyn_smem_for_cap(reinterpret_cast<const void*>(kernel), stage_bytes, pad_cap)    \
                 : stage_bytes;                                                                     \
@@ -233,7 +238,10 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
                             rows, top_k, chunk_count, chunks, sorted, wa, wb, limit, pair_weights, \
                             h_hi, h_lo, hf, out, stage_bytes > 0 ? stage_pairs : 0, chain);        \
   }()
-#define DSV4_GEMM(RT) (slots_ok && chain.ready ? DSV4_GEMM_K(RT, slots_ok) : DSV4_GEMM_K(RT, false))
+#define DSV4_GEMM(RT)                                                                      \
+  (slots_ok && chain.ready                                                                 \
+       ? (deep ? DSV4_GEMM_K(RT, slots_ok, deep_st) : DSV4_GEMM_K(RT, slots_ok, k_stages)) \
+       : DSV4_GEMM_K(RT, false, k_stages))
   if (!slots_ok && chain.ready) return cudaErrorInvalidValue;
   cudaError_t e;
   if (rt == 4)
@@ -365,6 +373,8 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   auto* qcnt = slots_buf ? slots_buf + ready_ints : reinterpret_cast<int*>(base + l.qcnt);
   int* const ready = slots_buf;
   const int fold_waves = slots_buf ? 1 : 0, stage_h1 = (chain & 32) ? 1 : 0;
+  // 1024: the groups as bits of the slot's word (at most 32 groups: inter <= 4096).
+  const int group_bits = slots_buf && (chain & 1024) && groups <= 32 ? 1 : 0;
   const int32_t* self_indices = self_plan ? indices : nullptr;
   chain_args up_chain{qfold ? qcnt : nullptr,
                       early,
@@ -374,9 +384,10 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
                       ready,
                       int(groups),
                       fold_waves,
-                      stage_h1},
+                      stage_h1,
+                      group_bits},
       down_chain{nullptr, early,       self_indices, int(pairs), int(experts),
-                 ready,   int(groups), fold_waves,   stage_h1};
+                 ready,   int(groups), fold_waves,   stage_h1,   group_bits};
 
   if (!self_plan) {
     const int64_t groups = tokens * hidden / 8;
