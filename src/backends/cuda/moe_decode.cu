@@ -177,6 +177,32 @@ size_t dyn_smem_for_cap(const void* kernel, size_t base, int cap) {
   return bytes;
 }
 
+// Chain 2048 (MOE22): every launch of the call with the largest shared-memory carveout, so that
+// a block of the next launch may enter an SM that still runs blocks of the previous one (an SM
+// reconfigures its L1 / shared split only when idle; with each kernel at its own preferred split,
+// W2's blocks entered an SM only after all of its W1/W3 blocks had left). Off: the driver's
+// default again (process-wide switch, so the attribute follows it per kernel and device).
+cudaError_t set_carveout(const void* kernel, bool max_shared) {
+  static std::mutex mu;
+  static std::map<std::pair<const void*, int>, int> current;
+  int device = 0;
+  if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  const int want =
+      max_shared ? int(cudaSharedmemCarveoutMaxShared) : int(cudaSharedmemCarveoutDefault);
+  const std::lock_guard<std::mutex> lock(mu);
+  const auto key = std::make_pair(kernel, device);
+  const auto it = current.find(key);
+  if ((it == current.end() ? int(cudaSharedmemCarveoutDefault) : it->second) == want)
+    return cudaSuccess;
+  const cudaError_t e =
+      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, want);
+  if (e == cudaSuccess) current[key] = want;
+  return e;
+}
+bool carveout_max() {
+  return (moe_decode_chain() & 2048) != 0;
+}
+
 template <weight_kind K, bool UP, bool SPLIT, bool RING, int RP, int SSO>
 cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int64_t kdim,
                            int64_t rows, int64_t tokens, int64_t experts, int top_k,
@@ -232,7 +258,9 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
     const size_t dyn =                                                                             \
         pad_cap ? dyn_smem_for_cap(reinterpret_cast<const void*>(kernel), stage_bytes, pad_cap)    \
                 : stage_bytes;                                                                     \
-    return (dyn ? allow_dynamic_smem(kernel, dyn) : cudaSuccess) != cudaSuccess                    \
+    return (dyn ? allow_dynamic_smem(kernel, dyn) : cudaSuccess) != cudaSuccess ||                 \
+                   set_carveout(reinterpret_cast<const void*>(kernel), carveout_max()) !=          \
+                       cudaSuccess                                                                 \
                ? cudaErrorInvalidValue                                                             \
                : launch_pdl(RING, kernel, grid, dim3(k_threads), dyn, stream, a_hi, a_lo, kdim,    \
                             rows, top_k, chunk_count, chunks, sorted, wa, wb, limit, pair_weights, \
@@ -391,6 +419,9 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
 
   if (!self_plan) {
     const int64_t groups = tokens * hidden / 8;
+    if (set_carveout(reinterpret_cast<const void*>(moe_decode_prepare_kernel<act_t>),
+                     carveout_max()) != cudaSuccess)
+      return cudaErrorInvalidValue;
     moe_decode_prepare_kernel<act_t>
         <<<unsigned(1 + ceil_div(groups, k_plan_threads)), k_plan_threads, 0, stream>>>(
             indices, int(pairs), int(experts), chunk_count, sorted, chunks, x, tokens * hidden, xhi,
@@ -411,14 +442,17 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
     return e;
   if (official) {
     const int64_t items = pairs * (inter / k_round);
-    if (!up_chain.qcnt)  // else W1/W3 quantized h (launch_gemm_ss keeps the fold at one wave)
-      if (const cudaError_t e = launch_pdl(
-              ring,
-              early ? moe_decode_quantize_h_kernel<true> : moe_decode_quantize_h_kernel<false>,
-              dim3(unsigned(ceil_div(items, 256 / k_warp_size))), dim3(256), 0, stream, hf, indices,
-              pairs, experts, inter, hhi);
+    if (!up_chain.qcnt) {  // else W1/W3 quantized h (launch_gemm_ss keeps the fold at one wave)
+      const auto quantize =
+          early ? moe_decode_quantize_h_kernel<true> : moe_decode_quantize_h_kernel<false>;
+      if (set_carveout(reinterpret_cast<const void*>(quantize), carveout_max()) != cudaSuccess)
+        return cudaErrorInvalidValue;
+      if (const cudaError_t e =
+              launch_pdl(ring, quantize, dim3(unsigned(ceil_div(items, 256 / k_warp_size))),
+                         dim3(256), 0, stream, hf, indices, pairs, experts, inter, hhi);
           e != cudaSuccess)
         return e;
+    }
     // The quantized h is exact in BF16: no lo part.
     if (const cudaError_t e = launch_gemm<K, false, false, ring, RP>(
             sms, hhi, hlo, inter, hidden, tokens, experts, int(top_k), chunk_count, chunks, sorted,
@@ -433,14 +467,15 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
     return e;
   }
   const int threads = 256;
-  return launch_pdl(ring,
-                    slots_buf ? (early ? moe_decode_combine_kernel<act_t, true, true>
-                                       : moe_decode_combine_kernel<act_t, false, true>)
-                    : early   ? moe_decode_combine_kernel<act_t, true>
-                              : moe_decode_combine_kernel<act_t, false>,
-                    dim3(grid_stride_blocks(tokens * hidden, threads)), dim3(threads), 0, stream,
-                    out, indices, official ? nullptr : weights, tokens, int(top_k), experts, hidden,
-                    y, slots_buf, slots_buf ? int(n_slot) : 0);
+  const auto combine = slots_buf ? (early ? moe_decode_combine_kernel<act_t, true, true>
+                                          : moe_decode_combine_kernel<act_t, false, true>)
+                       : early   ? moe_decode_combine_kernel<act_t, true>
+                                 : moe_decode_combine_kernel<act_t, false>;
+  if (set_carveout(reinterpret_cast<const void*>(combine), carveout_max()) != cudaSuccess)
+    return cudaErrorInvalidValue;
+  return launch_pdl(ring, combine, dim3(grid_stride_blocks(tokens * hidden, threads)),
+                    dim3(threads), 0, stream, out, indices, official ? nullptr : weights, tokens,
+                    int(top_k), experts, hidden, y, slots_buf, slots_buf ? int(n_slot) : 0);
 }
 
 }  // namespace
