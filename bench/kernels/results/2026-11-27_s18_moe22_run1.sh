@@ -26,7 +26,7 @@ C=s0x4.2.4hwlpfgmc
 bm() { local tag=$1 bin=$2 cfg=$3 lim=${4:-40}; timeout $lim $bin $A --ab $cfg > $OUT/cur.txt 2>&1; echo "rc=$? t=$(el)" >> $OUT/cur.txt; cat $OUT/cur.txt >> $OUT/bench_$tag.txt; echo "## $tag $(tail -1 $OUT/cur.txt)"; grep -E "hbm read-only kernel  4096" $OUT/cur.txt; awk '/rp official/{printf "%s %s T=%s %s %s %s\n",$1,$2,$7,$5,$9,$11}' $OUT/cur.txt; }
 bm main $B/bench_moe_linear_main $C
 bm ours $B/bench_moe_linear "$C,${C}k,${C}ek,${C}rek,${C}re,s0x4.2.4hwlpfgmek,$C"
-[ $(el) -lt 110 ] && { timeout 20 $B/bench_moe_linear_trace --decode-ab --ab-official --formats mxfp4 --tokens 1 --replays 5 --ab "$C,${C}k,${C}ek,s0x4.2.4hwlpfgmek" > $OUT/trace.txt 2>&1; echo "trace rc=$? t=$(el)"; awk '/^trace/{p=($0 ~ /call 0:/)} p' $OUT/trace.txt | sed -E 's/ +/ /g' | cut -c1-230 | head -44; }
+[ $(el) -lt 110 ] && { timeout 20 $B/bench_moe_linear_trace --decode-ab --ab-official --formats mxfp4 --tokens 1 --replays 5 --ab "$C,${C}k,${C}ek,s0x4.2.4hwlpfgmek" > $OUT/trace.txt 2>&1; echo "trace rc=$? t=$(el)"; awk '/^trace/{p=($0 ~ /call 0:/)} p' $OUT/trace.txt | sed -E 's/ +/ /g' | cut -c1-200 | head -44; }
 [ $(el) -lt 112 ] && bm main $B/bench_moe_linear_main $C 25
 [ $(el) -lt 120 ] && bm ours $B/bench_moe_linear "$C,${C}ek,${C}rek,s0x4.2.4hwlpfgmek,$C" $((145 - $(el)))
 rm -f $OUT/cur.txt; echo "done t=$(el)"; ls $OUT

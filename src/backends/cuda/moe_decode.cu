@@ -177,32 +177,6 @@ size_t dyn_smem_for_cap(const void* kernel, size_t base, int cap) {
   return bytes;
 }
 
-// Chain 2048 (MOE22): every launch of the call with the largest shared-memory carveout, so that
-// a block of the next launch may enter an SM that still runs blocks of the previous one (an SM
-// reconfigures its L1 / shared split only when idle; with each kernel at its own preferred split,
-// W2's blocks entered an SM only after all of its W1/W3 blocks had left). Off: the driver's
-// default again (process-wide switch, so the attribute follows it per kernel and device).
-cudaError_t set_carveout(const void* kernel, bool max_shared) {
-  static std::mutex mu;
-  static std::map<std::pair<const void*, int>, int> current;
-  int device = 0;
-  if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
-  const int want =
-      max_shared ? int(cudaSharedmemCarveoutMaxShared) : int(cudaSharedmemCarveoutDefault);
-  const std::lock_guard<std::mutex> lock(mu);
-  const auto key = std::make_pair(kernel, device);
-  const auto it = current.find(key);
-  if ((it == current.end() ? int(cudaSharedmemCarveoutDefault) : it->second) == want)
-    return cudaSuccess;
-  const cudaError_t e =
-      cudaFuncSetAttribute(kernel, cudaFuncAttributePreferredSharedMemoryCarveout, want);
-  if (e == cudaSuccess) current[key] = want;
-  return e;
-}
-bool carveout_max() {
-  return (moe_decode_chain() & 2048) != 0;
-}
-
 template <weight_kind K, bool UP, bool SPLIT, bool RING, int RP, int SSO>
 cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int64_t kdim,
                            int64_t rows, int64_t tokens, int64_t experts, int top_k,
@@ -212,10 +186,9 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
                            float* hf, float* out, chain_args& chain, cudaStream_t stream) {
   // Staged activation rows (moe_decode_set_stage_x_tokens): the ring kernels without a lo part.
   const moe_decode_stage_x sx = moe_decode_stage_x_tokens();
-  // (Chain 1024: W2 reads h per round as its groups arrive, never staged.)
-  const bool stage = UP ? tokens <= sx.up_max
-                        : (tokens >= sx.down_min || (chain.ready && chain.stage_h1)) &&
-                              tokens <= sx.down_max && !chain.group_bits;
+  const bool stage =
+      UP ? tokens <= sx.up_max
+         : (tokens >= sx.down_min || (chain.ready && chain.stage_h1)) && tokens <= sx.down_max;
   const int stage_pairs = UP ? moe_decode_stage_pairs().up : moe_decode_stage_pairs().down;
   const size_t stage_bytes =
       RING && !SPLIT && stage ? size_t(stage_pairs) * (kdim * 2 + (stage_pairs > 1 ? 64 : 0)) : 0;
@@ -248,28 +221,19 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
       if (blocks <= int64_t(blocks_per_sm[rt_index]) * sms) pad_cap = int((blocks + sms - 1) / sms);
       if (pad_cap >= blocks_per_sm[rt_index]) pad_cap = 0;
     }
-  // Chain 512: W2 of the SLOTS path with a ring of 8 rounds instead of k_stages (with 8 scale
-  // slots; 4 slots, moe_decode_set_scale_slots_from, keep k_stages).
-  constexpr int deep_st = slots_ok && !UP && SSO == 0 ? 8 : k_stages;
-  const bool deep = !UP && chain.ready && (moe_decode_chain() & 512);
-#define DSV4_GEMM_K(RT, SL, ST)                                                                    \
+#define DSV4_GEMM_K(RT, SL)                                                                        \
   [&] {                                                                                            \
-    const auto kernel = moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO, SL, ST>;           \
+    const auto kernel = moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO, SL>;               \
     const size_t dyn =                                                                             \
         pad_cap ? dyn_smem_for_cap(reinterpret_cast<const void*>(kernel), stage_bytes, pad_cap)    \
                 : stage_bytes;                                                                     \
-    return (dyn ? allow_dynamic_smem(kernel, dyn) : cudaSuccess) != cudaSuccess ||                 \
-                   set_carveout(reinterpret_cast<const void*>(kernel), carveout_max()) !=          \
-                       cudaSuccess                                                                 \
+    return (dyn ? allow_dynamic_smem(kernel, dyn) : cudaSuccess) != cudaSuccess                    \
                ? cudaErrorInvalidValue                                                             \
                : launch_pdl(RING, kernel, grid, dim3(k_threads), dyn, stream, a_hi, a_lo, kdim,    \
                             rows, top_k, chunk_count, chunks, sorted, wa, wb, limit, pair_weights, \
                             h_hi, h_lo, hf, out, stage_bytes > 0 ? stage_pairs : 0, chain);        \
   }()
-#define DSV4_GEMM(RT)                                                                      \
-  (slots_ok && chain.ready                                                                 \
-       ? (deep ? DSV4_GEMM_K(RT, slots_ok, deep_st) : DSV4_GEMM_K(RT, slots_ok, k_stages)) \
-       : DSV4_GEMM_K(RT, false, k_stages))
+#define DSV4_GEMM(RT) (slots_ok && chain.ready ? DSV4_GEMM_K(RT, slots_ok) : DSV4_GEMM_K(RT, false))
   if (!slots_ok && chain.ready) return cudaErrorInvalidValue;
   cudaError_t e;
   if (rt == 4)
@@ -401,8 +365,6 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   auto* qcnt = slots_buf ? slots_buf + ready_ints : reinterpret_cast<int*>(base + l.qcnt);
   int* const ready = slots_buf;
   const int fold_waves = slots_buf ? 1 : 0, stage_h1 = (chain & 32) ? 1 : 0;
-  // 1024: the groups as bits of the slot's word (at most 32 groups: inter <= 4096).
-  const int group_bits = slots_buf && (chain & 1024) && groups <= 32 ? 1 : 0;
   const int32_t* self_indices = self_plan ? indices : nullptr;
   chain_args up_chain{qfold ? qcnt : nullptr,
                       early,
@@ -412,16 +374,12 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
                       ready,
                       int(groups),
                       fold_waves,
-                      stage_h1,
-                      group_bits},
+                      stage_h1},
       down_chain{nullptr, early,       self_indices, int(pairs), int(experts),
-                 ready,   int(groups), fold_waves,   stage_h1,   group_bits};
+                 ready,   int(groups), fold_waves,   stage_h1};
 
   if (!self_plan) {
     const int64_t groups = tokens * hidden / 8;
-    if (set_carveout(reinterpret_cast<const void*>(moe_decode_prepare_kernel<act_t>),
-                     carveout_max()) != cudaSuccess)
-      return cudaErrorInvalidValue;
     moe_decode_prepare_kernel<act_t>
         <<<unsigned(1 + ceil_div(groups, k_plan_threads)), k_plan_threads, 0, stream>>>(
             indices, int(pairs), int(experts), chunk_count, sorted, chunks, x, tokens * hidden, xhi,
@@ -442,17 +400,14 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
     return e;
   if (official) {
     const int64_t items = pairs * (inter / k_round);
-    if (!up_chain.qcnt) {  // else W1/W3 quantized h (launch_gemm_ss keeps the fold at one wave)
-      const auto quantize =
-          early ? moe_decode_quantize_h_kernel<true> : moe_decode_quantize_h_kernel<false>;
-      if (set_carveout(reinterpret_cast<const void*>(quantize), carveout_max()) != cudaSuccess)
-        return cudaErrorInvalidValue;
-      if (const cudaError_t e =
-              launch_pdl(ring, quantize, dim3(unsigned(ceil_div(items, 256 / k_warp_size))),
-                         dim3(256), 0, stream, hf, indices, pairs, experts, inter, hhi);
+    if (!up_chain.qcnt)  // else W1/W3 quantized h (launch_gemm_ss keeps the fold at one wave)
+      if (const cudaError_t e = launch_pdl(
+              ring,
+              early ? moe_decode_quantize_h_kernel<true> : moe_decode_quantize_h_kernel<false>,
+              dim3(unsigned(ceil_div(items, 256 / k_warp_size))), dim3(256), 0, stream, hf, indices,
+              pairs, experts, inter, hhi);
           e != cudaSuccess)
         return e;
-    }
     // The quantized h is exact in BF16: no lo part.
     if (const cudaError_t e = launch_gemm<K, false, false, ring, RP>(
             sms, hhi, hlo, inter, hidden, tokens, experts, int(top_k), chunk_count, chunks, sorted,
@@ -467,15 +422,14 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
     return e;
   }
   const int threads = 256;
-  const auto combine = slots_buf ? (early ? moe_decode_combine_kernel<act_t, true, true>
-                                          : moe_decode_combine_kernel<act_t, false, true>)
-                       : early   ? moe_decode_combine_kernel<act_t, true>
-                                 : moe_decode_combine_kernel<act_t, false>;
-  if (set_carveout(reinterpret_cast<const void*>(combine), carveout_max()) != cudaSuccess)
-    return cudaErrorInvalidValue;
-  return launch_pdl(ring, combine, dim3(grid_stride_blocks(tokens * hidden, threads)),
-                    dim3(threads), 0, stream, out, indices, official ? nullptr : weights, tokens,
-                    int(top_k), experts, hidden, y, slots_buf, slots_buf ? int(n_slot) : 0);
+  return launch_pdl(ring,
+                    slots_buf ? (early ? moe_decode_combine_kernel<act_t, true, true>
+                                       : moe_decode_combine_kernel<act_t, false, true>)
+                    : early   ? moe_decode_combine_kernel<act_t, true>
+                              : moe_decode_combine_kernel<act_t, false>,
+                    dim3(grid_stride_blocks(tokens * hidden, threads)), dim3(threads), 0, stream,
+                    out, indices, official ? nullptr : weights, tokens, int(top_k), experts, hidden,
+                    y, slots_buf, slots_buf ? int(n_slot) : 0);
 }
 
 }  // namespace

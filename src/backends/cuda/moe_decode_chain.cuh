@@ -25,9 +25,6 @@ namespace {
 // `ready_target` groups instead of griddepcontrol.wait for the whole W1/W3 grid (see
 // wait_counter) and read h with coherent loads (load_act16); they exit without
 // griddepcontrol.wait (the exception to pdl.cuh's contract, argued at the kernel's end).
-// group_bits (chain 1024, inter / 128 <= 32): the fold releases group g as bit g of the slot's
-// word (red.release.or) instead of a count, and each W2 warp waits before its round r for bit r
-// only (wait_group_bit): its first rounds run while W1/W3 still folds the later groups.
 // fold_waves: the fold at any wave count (its counters then live in the per-stream buffer, not in
 // the workspace). stage_h1 (host side, chain 32): W2 stages h at T = 1 too.
 struct chain_args {
@@ -39,7 +36,6 @@ struct chain_args {
   int ready_target;
   int fold_waves;
   int stage_h1;
-  int group_bits;
 };
 
 // Counters polled by many blocks each own a 128-byte line.
@@ -64,27 +60,6 @@ __device__ __forceinline__ void wait_counter(const int* counter, int target) {
     __threadfence();
   }
   __syncthreads();
-}
-
-// Chain 1024: lane 0 of the (whole, converged) warp waits as wait_counter does until bit `bit`
-// of *word is set, then fences; returns the word (every group it shows is released) to all
-// lanes, whose later L2 loads see what the releasing blocks stored (the fence, then __syncwarp).
-__device__ __forceinline__ uint32_t wait_group_bit(const int* word, int bit) {
-  uint32_t v = 0;
-  if (threadIdx.x % 32 == 0) {
-    int ns = 32;
-    for (int spins = 0;; ++spins) {
-      asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(word) : "memory");
-      if ((v >> bit) & 1u) break;
-      if (spins == (1 << 24)) __trap();
-      __nanosleep(ns);
-      ns = min(ns * 2, 256);
-    }
-    __threadfence();
-  }
-  v = __shfl_sync(0xffffffffu, v, 0);
-  __syncwarp();
-  return v;
 }
 
 __device__ __forceinline__ void bar_sync_threads(int id, int threads) {

@@ -32,9 +32,8 @@ namespace {
 // h on chain.ready; W2 waits for its slot's h there instead of the grid dependency and reads h
 // with coherent loads (see chain_args). A template parameter so that the other instantiations keep
 // their SASS.
-// ST: the ring's depth in rounds (k_stages; 8 for W2 under chain 512, moe_decode_set_chain).
 template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP = 0, int SSO = 0,
-          bool SLOTS = false, int ST = k_stages>
+          bool SLOTS = false>
 __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ? 4 : 1)
     moe_decode_gemm_kernel(const uint16_t* ain_hi, const uint16_t* ain_lo, int64_t kdim,
                            int64_t rows, int top_k, const int* chunk_count, const int4* chunks,
@@ -45,8 +44,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
   constexpr int KS = k_warps / RT;
   // Scale chunks of the rounds in flight (at least one round per chunk) fit the slots.
   constexpr int SS = SSO ? SSO : k_scale_slots;
-  static_assert(ST <= SS, "ring deeper than the scale slots");
-  static_assert(ST == k_stages || (SLOTS && !UP), "a deeper ring: W2 of the engine's path only");
+  static_assert(k_stages <= SS, "ring deeper than the scale slots");
   static_assert(!SLOTS || (RING && !SPLIT && RP == 2), "SLOTS: the engine's path only");
   constexpr bool HL2 = SLOTS && !UP;  // W2: h of the running W1/W3 grid (load_act16<true>)
   __shared__ int pair_of[k_chunk];
@@ -58,7 +56,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
   // L1 requested each sector twice: ncu (H200, Flash T = 16) counted 32 L2 sectors per weight
   // LDGSTS instead of 16, twice the weights' bytes through L2 (L2 tag requests 86% of peak, the
   // "Mem Busy") and 4x the ideal shared wavefronts. W2 had it at 32 (sectors ideal).
-  __shared__ alignas(128) stage_buf<NM> ring[RING ? k_warps : 1][RING ? ST : 1];
+  __shared__ alignas(128) stage_buf<NM> ring[RING ? k_warps : 1][RING ? k_stages : 1];
   __shared__ alignas(128) scale_buf<NM, SS> scale_ring[RING ? k_warps : 1];
   extern __shared__ uint4 dyn_smem[];
   DSV4_TRACE(trace_block tr; tr.stamp(0));
@@ -146,9 +144,9 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     // shifts and signed-remainder fix-ups ptxas otherwise recomputes every round (MOE9).
     static_assert((SS & (SS - 1)) == 0, "scale slots: a power of two");
     const int rb32 = int(rb), rpc_shift = geo.rpc_shift, rpc_mask = (1 << geo.rpc_shift) - 1;
-    stage_buf<NM>* const my_ring = &ring[0][0] + warp * ST;
+    stage_buf<NM>* const my_ring = &ring[0][0] + warp * k_stages;
     scale_buf<NM, SS>& my_scales = scale_ring[warp];
-    // Round j (of this warp's) into stage j % ST, then commit (an empty group past the end
+    // Round j (of this warp's) into stage j % k_stages, then commit (an empty group past the end
     // keeps one group per round for wait_group).
     const auto issue = [&](int j, int stage) {
       if (j < nr) {
@@ -181,7 +179,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       cp_async_commit();
     };
 #pragma unroll
-    for (int j = 0; j < ST; ++j) issue(j, j);
+    for (int j = 0; j < k_stages; ++j) issue(j, j);
 
     // h from the launch before; HL2: the slot's h, released group by group by W1/W3's fold. The
     // spin cannot starve its producers: this grid launches only once every W1/W3 block has
@@ -191,16 +189,12 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     // besides h: the plan (chain 8: the routing), read above, complete once every W1/W3 block has
     // passed its own wait (the prepare launch is W1/W3's predecessor); out, last read by the
     // previous call's combine, complete for the same reason; nothing else of W1/W3 is read here.
-    // chain.group_bits (chain 1024): no wait here; each warp waits before its round r for h's
-    // group r alone (a 128-k round reads exactly one 128-row group of h), below.
-    const bool group_wait = HL2 && chain.group_bits;
     if constexpr (!UP) {
-      if constexpr (HL2) {
-        if (!group_wait) wait_counter(chain.ready + slot * k_ready_stride, chain.ready_target);
-      } else {
+      if constexpr (HL2)
+        wait_counter(chain.ready + slot * k_ready_stride, chain.ready_target);
+      else
         pdl_wait();
-      }
-      DSV4_TRACE(if (!group_wait) tr.stamp(1));
+      DSV4_TRACE(tr.stamp(1));
     }
     pdl_trigger();
     // Staged activations (stage_x: the launch gave kdim * 2 bytes of dynamic shared memory; bf16
@@ -217,7 +211,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     // Chain 8, W1/W3: one token, so every pair of the chunk reads the one row of x, staged
     // whatever the chunk's pair count (the launch gave at least one row).
     const bool self_up = UP && chain.self_indices != nullptr;
-    const bool staged = !SPLIT && (c.z <= stage_x || self_up) && !group_wait;
+    const bool staged = !SPLIT && (c.z <= stage_x || self_up);
     if (self_up && !SPLIT) {
       // ain_hi is x (bf16): each 16-byte group of 8 values converted as the prepare launch does
       // (split_group8 at act_group_slot), the hi part only: the lo part of a bf16 value is zero.
@@ -258,9 +252,9 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     // after_word0: see mma_round (the unstaged path's next-round activation loads).
     const auto round_math = [&](int j, const uint4(&cxh)[4], const uint4(&cxl)[4],
                                 const auto& after_word0) {
-      const int u = j % ST;
-      cp_async_wait<ST - 1>();  // round j (this lane's copies) has landed
-      __syncwarp();             // and the scale chunks the lanes q == 0 copied for it
+      const int u = j % k_stages;
+      cp_async_wait<k_stages - 1>();  // round j (this lane's copies) has landed
+      __syncwarp();                   // and the scale chunks the lanes q == 0 copied for it
       const stage_buf<NM>& b = my_ring[u];
       const int r = rb32 + j, in_chunk = r & rpc_mask;
       const int word = K == weight_kind::nvfp4 ? in_chunk * 2 + (q >> 1)  // word_of
@@ -299,8 +293,8 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       // shared loads have returned), so the asynchronous copy cannot overtake them. With as
       // many rounds in flight as scale slots, the refill's scale chunk may take the slot this
       // round's chunk was read from by the other lanes of its row: wait for the whole warp.
-      if constexpr (ST >= SS) __syncwarp();
-      issue(j + ST, u);
+      if constexpr (k_stages >= SS) __syncwarp();
+      issue(j + k_stages, u);
     };
     if (staged) {
       if constexpr (!SPLIT) {
@@ -315,6 +309,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       }
     } else {
       uint4 xh[4], xl[4], nxh[4], nxl[4];
+      if (nr > 0) load_x<HL2>(xh, xl, xh_p, xl_p, 0, SPLIT);
       // Activations loaded one round ahead; two rounds per iteration with the buffers swapping
       // roles: no register copies between rounds. Round j + 1's loads are issued inside round j,
       // after its word 0's HMMAs, and their address depends on round j's fragments (+ 0 through
@@ -324,24 +319,10 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       // after round j's fragments arrived, round j + 1's loads have a whole round to land.
       // Without the address dependency ptxas hoists the loads above the first HMMA, which then
       // waits for them in every round (SASS of the engine's W1/W3 kernel, MOE19).
-      // group_wait: the groups this warp has seen released (warp-uniform); before loading round
-      // j's fragments, wait until group rb + j is among them.
-      uint32_t seen = 0;
-      const auto need_group = [&](int j) {
-        if constexpr (HL2)
-          if (group_wait && !((seen >> (rb32 + j)) & 1u))
-            seen = wait_group_bit(chain.ready + slot * k_ready_stride, rb32 + j);
-      };
-      if (nr > 0) {
-        need_group(0);
-        DSV4_TRACE(if (group_wait) tr.stamp(1));
-        load_x<HL2>(xh, xl, xh_p, xl_p, 0, SPLIT);
-      }
       const uint32_t opaque0 = uint32_t(uint64_t(kdim) >> 62);  // 0: kdim < 2^62
       for (int j = 0; j < nr; j += 2) {
         round_math(j, xh, xl, [&] {
           if (j + 1 < nr) {
-            need_group(j + 1);
             const uint32_t z = xh[0].x & opaque0;
             load_x<HL2>(nxh, nxl, xh_p + z, xl_p + z, j + 1, SPLIT);
           }
@@ -349,7 +330,6 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
         if (j + 1 < nr) {
           round_math(j + 1, nxh, nxl, [&] {
             if (j + 2 < nr) {
-              need_group(j + 2);
               const uint32_t z = nxh[0].x & opaque0;
               load_x<HL2>(xh, xl, xh_p + z, xl_p + z, j + 2, SPLIT);
             }
@@ -495,11 +475,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       bar_sync_threads(1, active);
       if (threadIdx.x == 0) {
         int* const r = chain.ready + int64_t(slot) * k_ready_stride;
-        if (chain.group_bits)  // chain 1024: which group, for W2's per-round waits
-          asm volatile("red.release.gpu.global.or.b32 [%0], %1;" ::"l"(r), "r"(1u << uint32_t(grp))
-                       : "memory");
-        else
-          asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(r) : "memory");
+        asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(r) : "memory");
       }
     }
     DSV4_TRACE(tr.flush(0, slot + 1000));  // a folding block

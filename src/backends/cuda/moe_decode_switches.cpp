@@ -80,13 +80,10 @@ namespace {
 // 16 at T <= 16 (was 4; H100: Flash T = 8 / 16 1.08 / 1.04x, Pro T = 8 1.04x, Pro T = 16
 // neutral); 128 (A/B): 16 at every T (T = 64 neutral).
 // MOE15: 256 (a one-wave W2 grid capped at ceil(blocks / SMs) blocks per SM); 383 the default.
-// MOE22 (A/B): 512 = with 16, W2's ring 8 rounds deep (the chain-256 padding leaves the shared
-// memory unused at T = 1); 1024 = with 16, W2 waits per round for that round's group of h only;
-// 2048 = every launch of the call with the largest shared-memory carveout.
 int g_chain = 383;
 }  // namespace
 void moe_decode_set_chain(int mask) {
-  g_chain = mask & 4095;
+  g_chain = mask & 511;
 }
 int moe_decode_chain() {
   return g_chain;
