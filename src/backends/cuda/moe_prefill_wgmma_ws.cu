@@ -585,7 +585,7 @@ __device__ __forceinline__ void q4_store_tile(const float (&acc)[N / 2], int e, 
 // empty arrival per consumer warp, 16 per stage), the same k_carry, one wgmma per step.
 template <typename out_t, weight_kind K, bool UP, bool PERMUTE_H, int N>
 __device__ __forceinline__ void q4_consume_item(const ws_args& a, const ws_ring& ring, int& k,
-                                                int4 tile, int rb, int rounds) {
+                                                int4 tile, int rb, int rounds, int lag) {
   const int tid = threadIdx.x, lane = tid % k_warp_size, g = lane / 4, c = lane % 4;
   const int wq = tid / 128, h = wq >> 1, sub = wq & 1, warp = (tid / k_warp_size) % 4;
   const int t0 = tid % 128, slot = 128 * h + t0;  // the two-warpgroup kernel's thread
@@ -605,8 +605,12 @@ __device__ __forceinline__ void q4_consume_item(const ws_args& a, const ws_ring&
     __syncwarp();
     if (lane == 0) mbar::arrive(ring.full + 8 * (k_ws_stages + kk % k_ws_stages));
   };
+  // Stagger (lag > 0, uniform; q4_lag): warpgroups 2 and 3 start an item once 0 and 1 reached its
+  // round `lag`, so that the two pairs' epilogues do not coincide.
+  if (lag > 0 && wq >= 2) mbar::named_sync(8, k_q4_consumers);
   for (int r = 0; r < rounds; ++r) {
     const int kk = k + r;
+    if (lag > 0 && r == lag && wq < 2) mbar::named_arrive(8, k_q4_consumers);
     mbar::wait(ring.full + 8 * (kk % k_ws_stages), uint32_t(kk / k_ws_stages) & 1u);
     wgmma::fence_async_smem();  // cp.async (generic proxy) writes before wgmma's async reads
     const uint32_t st = ring.smem + uint32_t(kk % k_ws_stages) * k_ws_stage_bytes;
@@ -687,9 +691,9 @@ __device__ __forceinline__ void q4_consume_item(const ws_args& a, const ws_ring&
 
 // The q4 kernel: moe_prefill_wgmma_ws_kernel with four consumer warpgroups (threads 0-511) and
 // the PR producer (threads 512-639). Repacked layout, BF16 x.
-template <typename out_t, weight_kind K, bool UP, bool PERMUTE_H>
+template <typename out_t, weight_kind K, bool UP, bool PERMUTE_H, bool PR>
 __global__ void __launch_bounds__(k_q4_threads, 1)
-    moe_prefill_wgmma_ws_q4_kernel(ws_args a, int row_blocks) {
+    moe_prefill_wgmma_ws_q4_kernel(ws_args a, int row_blocks, int lag) {
 #if DSV4_PREFILL_WGMMA
   extern __shared__ uint8_t smem_raw[];
   const uint32_t raw = smem_addr(smem_raw);
@@ -716,35 +720,39 @@ __global__ void __launch_bounds__(k_q4_threads, 1)
       if (wn < items) tile = a.tiles[wn / row_blocks];
       const int rb = w % row_blocks;
       if (cur.z <= 32)
-        ws_produce_item<K, UP, true, true, 32>(a, ring, p, k, cur, rb, rounds);
+        ws_produce_item<K, UP, true, PR, 32>(a, ring, p, k, cur, rb, rounds);
       else if (cur.z <= 64)
-        ws_produce_item<K, UP, true, true, 64>(a, ring, p, k, cur, rb, rounds);
+        ws_produce_item<K, UP, true, PR, 64>(a, ring, p, k, cur, rb, rounds);
       else if (cur.z <= 96)
-        ws_produce_item<K, UP, true, true, 96>(a, ring, p, k, cur, rb, rounds);
+        ws_produce_item<K, UP, true, PR, 96>(a, ring, p, k, cur, rb, rounds);
       else
-        ws_produce_item<K, UP, true, true, 128>(a, ring, p, k, cur, rb, rounds);
+        ws_produce_item<K, UP, true, PR, 128>(a, ring, p, k, cur, rb, rounds);
     }
     asm volatile("cp.async.wait_all;\n" ::: "memory");
   } else {
     mbar::setmaxnreg_inc<k_q4_consumer_regs>();
+    // The stagger needs lag < k_ws_stages <= rounds (else the leading pair can run an item ahead
+    // and the named barrier's arrivals of two items mix).
+    if (rounds < k_ws_stages || lag >= k_ws_stages) lag = 0;
     for (int w = blockIdx.x; w < items; w += gridDim.x) {
       const int4 cur = tile;
       const int wn = w + int(gridDim.x);
       if (wn < items) tile = a.tiles[wn / row_blocks];
       const int rb = w % row_blocks;
       if (cur.z <= 32)
-        q4_consume_item<out_t, K, UP, PERMUTE_H, 32>(a, ring, k, cur, rb, rounds);
+        q4_consume_item<out_t, K, UP, PERMUTE_H, 32>(a, ring, k, cur, rb, rounds, lag);
       else if (cur.z <= 64)
-        q4_consume_item<out_t, K, UP, PERMUTE_H, 64>(a, ring, k, cur, rb, rounds);
+        q4_consume_item<out_t, K, UP, PERMUTE_H, 64>(a, ring, k, cur, rb, rounds, lag);
       else if (cur.z <= 96)
-        q4_consume_item<out_t, K, UP, PERMUTE_H, 96>(a, ring, k, cur, rb, rounds);
+        q4_consume_item<out_t, K, UP, PERMUTE_H, 96>(a, ring, k, cur, rb, rounds, lag);
       else
-        q4_consume_item<out_t, K, UP, PERMUTE_H, 128>(a, ring, k, cur, rb, rounds);
+        q4_consume_item<out_t, K, UP, PERMUTE_H, 128>(a, ring, k, cur, rb, rounds, lag);
     }
   }
 #else
   (void)a;
   (void)row_blocks;
+  (void)lag;
   __trap();
 #endif
 }
@@ -821,9 +829,10 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 // for the bench's A/B.
 int g_ws_producer = -1;
 // The consumers' epilogue on repacked weights: ws_store_tile with chunks of 2 or 4 token blocks,
-// 0 store_tile (moe_prefill_set_ws_epilogue); 16: the q4 kernel (four consumer warpgroups) where
-// the PR producer runs.
-int g_ws_epi = 16;
+// 0 store_tile (moe_prefill_set_ws_epilogue); 16 + lag: the q4 kernel (four consumer warpgroups)
+// where the PR producer runs, warpgroups 2 and 3 staggered by lag (0..3) rounds; + 32: the q4
+// kernel with either producer.
+int g_ws_epi = 50;
 
 template <weight_kind K>
 bool ws_use_pr(int64_t pairs, int64_t experts) {
@@ -844,20 +853,22 @@ cudaError_t launch_ws(int64_t row_blocks, int64_t tile_slots, const ws_args& a, 
       kernel = pr ? moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, true, 4>
                   : moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, false, 4>;
   }
-  int threads = k_ws_threads, smem = k_ws_smem;
-  if constexpr (RP) {
-    if (g_ws_epi == 16 && pr) {
-      kernel = moe_prefill_wgmma_ws_q4_kernel<out_t, K, UP, PERMUTE_H>;
-      threads = k_q4_threads;
-      smem = k_q4_smem;
-    }
-  }
-  if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
   const int64_t items = row_blocks * tile_slots;
-  if (items == 0) return cudaSuccess;
   const int sms = current_device_sm_count();
   const unsigned grid = unsigned(items < sms ? items : sms);
-  kernel<<<grid, threads, smem, stream>>>(a, int(row_blocks));
+  if constexpr (RP) {
+    if ((g_ws_epi & 16) && (pr || (g_ws_epi & 32))) {
+      auto q4 = pr ? moe_prefill_wgmma_ws_q4_kernel<out_t, K, UP, PERMUTE_H, true>
+                   : moe_prefill_wgmma_ws_q4_kernel<out_t, K, UP, PERMUTE_H, false>;
+      if (const cudaError_t e = allow_dynamic_smem(q4, k_q4_smem); e != cudaSuccess) return e;
+      if (items == 0) return cudaSuccess;
+      q4<<<grid, k_q4_threads, k_q4_smem, stream>>>(a, int(row_blocks), g_ws_epi & 15);
+      return cudaGetLastError();
+    }
+  }
+  if (const cudaError_t e = allow_dynamic_smem(kernel, k_ws_smem); e != cudaSuccess) return e;
+  if (items == 0) return cudaSuccess;
+  kernel<<<grid, k_ws_threads, k_ws_smem, stream>>>(a, int(row_blocks));
   return cudaGetLastError();
 }
 
