@@ -18,8 +18,8 @@ for f in $P/*.txt; do echo "== $(basename $f .txt): $(grep -c ' OK' $f) OK, $(gr
 cd $P && tar czf ../parity_logs.tgz *.txt && cd - >/dev/null && rm -rf $P
 echo "parity t=$(el)"
 B="--prefill-ws --ws-t 4096 --formats mxfp4,nvfp4"
-timeout 30 $G/main_bench_moe_linear $B --ws-epis 4 > $OUT/bench_main1.txt 2>&1; echo "main1 rc=$? t=$(el)"
-timeout 40 $G/bench_moe_linear $B --ws-epis 4,16 > $OUT/bench_mine.txt 2>&1; echo "mine rc=$? t=$(el)"
+timeout 35 $G/main_bench_moe_linear $B --ws-epis 4 > $OUT/bench_main1.txt 2>&1; echo "main1 rc=$? t=$(el)"
+timeout 45 $G/bench_moe_linear --prefill-ws --ws-t 1024,4096 --formats mxfp4,nvfp4 --ws-epis 4,16 > $OUT/bench_mine.txt 2>&1; echo "mine rc=$? t=$(el)"
 [ $(el) -lt 118 ] && { timeout $((148-$(el))) $G/main_bench_moe_linear $B --ws-epis 4 > $OUT/bench_main2.txt 2>&1; echo "main2 rc=$? t=$(el)"; }
 grep -hE "differ" $OUT/bench_mine.txt | grep -vE " 0 of [0-9]+ differ, 0 unwritten" | sed -E 's/ +/ /g' | cut -c1-150
 echo "bit checks: $(grep -c ' 0 of [0-9]* differ, 0 unwritten' $OUT/bench_mine.txt) clean of $(grep -c differ $OUT/bench_mine.txt)"

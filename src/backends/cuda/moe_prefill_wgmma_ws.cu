@@ -85,6 +85,17 @@
 // per scheduler, ring cut to 3 stages for the 64 KB of A slots) is slower than the expansion it
 // replaced in eight warps; not kept.
 //
+// PREFILL17 (session 18; bench/kernels/results/h200_2026-11-27_s18_prefill17_*): the q4 kernel
+// (moe_prefill_wgmma_ws_q4_kernel, below): four consumer warpgroups of one accumulator each in
+// place of two of two, same ring, producer and results (bit for bit: 24 bench comparisons with
+// the wgmma core, parity 42/42). PREFILL10's stagger said each warpgroup's own chain (main loop
+// plus epilogue) is the critical path, not the tensor pipe left idle in the epilogues, so the
+// lever is more warps per scheduler to cover those chains (4 consumer warps instead of 2). H200,
+// one process, epi 16 (q4) over epi 4 (this kernel), 3 passes x both orders at T = 4096:
+// NVFP4 Flash 1.03-1.07x, Pro 1.15-1.17x; MXFP4 Flash 0.98-1.04x, Pro 1.00-1.03x (geomean
+// 1.013; MXFP4 loses this kernel's k_carry, which at 104 registers ptxas serializes, C7512).
+// Default where the PR producer runs (moe_prefill_set_ws_epilogue(16)).
+//
 // The wide kernel (tiles of up to 256 pairs, PREFILL15 / PREFILL16) is in
 // moe_prefill_wgmma_ws_wide.cu; what both kernels share in moe_prefill_wgmma_ws_common.cuh.
 #include "backends/cuda/moe_prefill_wgmma_permute.cuh"
@@ -492,6 +503,8 @@ __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring&
 // (slot (1, s)), so the SwiGLU stays in the thread (the wide kernel's L1 interleave); intermediate
 // row r0 (h) + g + 8 s. L2: accumulator s of warpgroup h (slots (s, 0), (s, 1)), rows r0 + 64 s +
 // g (+ 8). Every output element is the same products summed in the same k order: the same bits.
+// Measured (PREFILL17, H200, see the top of the file): 1.03-1.17x over the two-warpgroup kernel
+// for NVFP4, 0.98-1.04x (geomean 1.01) for MXFP4, at T = 4096.
 constexpr int k_q4_consumers = 4 * 128;
 constexpr int k_q4_threads = k_q4_consumers + 128;
 // The launch cap of __launch_bounds__(640, 1) is 96 registers (65536 / 640, in units of 8).
@@ -585,13 +598,15 @@ __device__ __forceinline__ void q4_store_tile(const float (&acc)[N / 2], int e, 
 // empty arrival per consumer warp, 16 per stage), the same k_carry, one wgmma per step.
 template <typename out_t, weight_kind K, bool UP, bool PERMUTE_H, int N>
 __device__ __forceinline__ void q4_consume_item(const ws_args& a, const ws_ring& ring, int& k,
-                                                int4 tile, int rb, int rounds, int lag) {
+                                                int4 tile, int rb, int rounds) {
   const int tid = threadIdx.x, lane = tid % k_warp_size, g = lane / 4, c = lane % 4;
   const int wq = tid / 128, h = wq >> 1, sub = wq & 1, warp = (tid / k_warp_size) % 4;
   const int t0 = tid % 128, slot = 128 * h + t0;  // the two-warpgroup kernel's thread
   const int pair = t0 < tile.z ? __ldg(a.sorted + tile.y + t0) : -1;
   const bool f32_scale = a.wa.scale_f32;
   constexpr bool mx = K == weight_kind::mxfp4;
+  // No carry over the ring wait (ws_consume_item's k_carry): at 104 registers ptxas then
+  // serializes every wgmma of the MXFP4 kernels (C7512), even with the carry at N <= 96 only.
   constexpr bool k_carry = false;
   // Slot (m, i) of fragment row x: UP (x, sub) (W1 / W3 of one row), down (sub, x).
   const auto m_of = [&](int x) { return UP ? x : sub; };
@@ -605,12 +620,8 @@ __device__ __forceinline__ void q4_consume_item(const ws_args& a, const ws_ring&
     __syncwarp();
     if (lane == 0) mbar::arrive(ring.full + 8 * (k_ws_stages + kk % k_ws_stages));
   };
-  // Stagger (lag > 0, uniform; q4_lag): warpgroups 2 and 3 start an item once 0 and 1 reached its
-  // round `lag`, so that the two pairs' epilogues do not coincide.
-  if (lag > 0 && wq >= 2) mbar::named_sync(8, k_q4_consumers);
   for (int r = 0; r < rounds; ++r) {
     const int kk = k + r;
-    if (lag > 0 && r == lag && wq < 2) mbar::named_arrive(8, k_q4_consumers);
     mbar::wait(ring.full + 8 * (kk % k_ws_stages), uint32_t(kk / k_ws_stages) & 1u);
     wgmma::fence_async_smem();  // cp.async (generic proxy) writes before wgmma's async reads
     const uint32_t st = ring.smem + uint32_t(kk % k_ws_stages) * k_ws_stage_bytes;
@@ -691,9 +702,9 @@ __device__ __forceinline__ void q4_consume_item(const ws_args& a, const ws_ring&
 
 // The q4 kernel: moe_prefill_wgmma_ws_kernel with four consumer warpgroups (threads 0-511) and
 // the PR producer (threads 512-639). Repacked layout, BF16 x.
-template <typename out_t, weight_kind K, bool UP, bool PERMUTE_H, bool PR>
+template <typename out_t, weight_kind K, bool UP, bool PERMUTE_H>
 __global__ void __launch_bounds__(k_q4_threads, 1)
-    moe_prefill_wgmma_ws_q4_kernel(ws_args a, int row_blocks, int lag) {
+    moe_prefill_wgmma_ws_q4_kernel(ws_args a, int row_blocks) {
 #if DSV4_PREFILL_WGMMA
   extern __shared__ uint8_t smem_raw[];
   const uint32_t raw = smem_addr(smem_raw);
@@ -720,39 +731,35 @@ __global__ void __launch_bounds__(k_q4_threads, 1)
       if (wn < items) tile = a.tiles[wn / row_blocks];
       const int rb = w % row_blocks;
       if (cur.z <= 32)
-        ws_produce_item<K, UP, true, PR, 32>(a, ring, p, k, cur, rb, rounds);
+        ws_produce_item<K, UP, true, true, 32>(a, ring, p, k, cur, rb, rounds);
       else if (cur.z <= 64)
-        ws_produce_item<K, UP, true, PR, 64>(a, ring, p, k, cur, rb, rounds);
+        ws_produce_item<K, UP, true, true, 64>(a, ring, p, k, cur, rb, rounds);
       else if (cur.z <= 96)
-        ws_produce_item<K, UP, true, PR, 96>(a, ring, p, k, cur, rb, rounds);
+        ws_produce_item<K, UP, true, true, 96>(a, ring, p, k, cur, rb, rounds);
       else
-        ws_produce_item<K, UP, true, PR, 128>(a, ring, p, k, cur, rb, rounds);
+        ws_produce_item<K, UP, true, true, 128>(a, ring, p, k, cur, rb, rounds);
     }
     asm volatile("cp.async.wait_all;\n" ::: "memory");
   } else {
     mbar::setmaxnreg_inc<k_q4_consumer_regs>();
-    // The stagger needs lag < k_ws_stages <= rounds (else the leading pair can run an item ahead
-    // and the named barrier's arrivals of two items mix).
-    if (rounds < k_ws_stages || lag >= k_ws_stages) lag = 0;
     for (int w = blockIdx.x; w < items; w += gridDim.x) {
       const int4 cur = tile;
       const int wn = w + int(gridDim.x);
       if (wn < items) tile = a.tiles[wn / row_blocks];
       const int rb = w % row_blocks;
       if (cur.z <= 32)
-        q4_consume_item<out_t, K, UP, PERMUTE_H, 32>(a, ring, k, cur, rb, rounds, lag);
+        q4_consume_item<out_t, K, UP, PERMUTE_H, 32>(a, ring, k, cur, rb, rounds);
       else if (cur.z <= 64)
-        q4_consume_item<out_t, K, UP, PERMUTE_H, 64>(a, ring, k, cur, rb, rounds, lag);
+        q4_consume_item<out_t, K, UP, PERMUTE_H, 64>(a, ring, k, cur, rb, rounds);
       else if (cur.z <= 96)
-        q4_consume_item<out_t, K, UP, PERMUTE_H, 96>(a, ring, k, cur, rb, rounds, lag);
+        q4_consume_item<out_t, K, UP, PERMUTE_H, 96>(a, ring, k, cur, rb, rounds);
       else
-        q4_consume_item<out_t, K, UP, PERMUTE_H, 128>(a, ring, k, cur, rb, rounds, lag);
+        q4_consume_item<out_t, K, UP, PERMUTE_H, 128>(a, ring, k, cur, rb, rounds);
     }
   }
 #else
   (void)a;
   (void)row_blocks;
-  (void)lag;
   __trap();
 #endif
 }
@@ -829,10 +836,9 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 // for the bench's A/B.
 int g_ws_producer = -1;
 // The consumers' epilogue on repacked weights: ws_store_tile with chunks of 2 or 4 token blocks,
-// 0 store_tile (moe_prefill_set_ws_epilogue); 16 + lag: the q4 kernel (four consumer warpgroups)
-// where the PR producer runs, warpgroups 2 and 3 staggered by lag (0..3) rounds; + 32: the q4
-// kernel with either producer.
-int g_ws_epi = 50;
+// 0 store_tile (moe_prefill_set_ws_epilogue); 16: the q4 kernel (four consumer warpgroups) where
+// the PR producer runs.
+int g_ws_epi = 16;
 
 template <weight_kind K>
 bool ws_use_pr(int64_t pairs, int64_t experts) {
@@ -853,22 +859,20 @@ cudaError_t launch_ws(int64_t row_blocks, int64_t tile_slots, const ws_args& a, 
       kernel = pr ? moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, true, 4>
                   : moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, false, 4>;
   }
-  const int64_t items = row_blocks * tile_slots;
-  const int sms = current_device_sm_count();
-  const unsigned grid = unsigned(items < sms ? items : sms);
+  int threads = k_ws_threads, smem = k_ws_smem;
   if constexpr (RP) {
-    if ((g_ws_epi & 16) && (pr || (g_ws_epi & 32))) {
-      auto q4 = pr ? moe_prefill_wgmma_ws_q4_kernel<out_t, K, UP, PERMUTE_H, true>
-                   : moe_prefill_wgmma_ws_q4_kernel<out_t, K, UP, PERMUTE_H, false>;
-      if (const cudaError_t e = allow_dynamic_smem(q4, k_q4_smem); e != cudaSuccess) return e;
-      if (items == 0) return cudaSuccess;
-      q4<<<grid, k_q4_threads, k_q4_smem, stream>>>(a, int(row_blocks), g_ws_epi & 15);
-      return cudaGetLastError();
+    if (g_ws_epi == 16 && pr) {
+      kernel = moe_prefill_wgmma_ws_q4_kernel<out_t, K, UP, PERMUTE_H>;
+      threads = k_q4_threads;
+      smem = k_q4_smem;
     }
   }
-  if (const cudaError_t e = allow_dynamic_smem(kernel, k_ws_smem); e != cudaSuccess) return e;
+  if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
+  const int64_t items = row_blocks * tile_slots;
   if (items == 0) return cudaSuccess;
-  kernel<<<grid, k_ws_threads, k_ws_smem, stream>>>(a, int(row_blocks));
+  const int sms = current_device_sm_count();
+  const unsigned grid = unsigned(items < sms ? items : sms);
+  kernel<<<grid, threads, smem, stream>>>(a, int(row_blocks));
   return cudaGetLastError();
 }
 
