@@ -85,6 +85,17 @@
 // per scheduler, ring cut to 3 stages for the 64 KB of A slots) is slower than the expansion it
 // replaced in eight warps; not kept.
 //
+// PREFILL17 (session 18; bench/kernels/results/h200_2026-11-27_s18_prefill17_*): the q4 kernel
+// (moe_prefill_wgmma_ws_q4_kernel, below): four consumer warpgroups of one accumulator each in
+// place of two of two, same ring, producer and results (bit for bit: 24 bench comparisons with
+// the wgmma core, parity 42/42). PREFILL10's stagger said each warpgroup's own chain (main loop
+// plus epilogue) is the critical path, not the tensor pipe left idle in the epilogues, so the
+// lever is more warps per scheduler to cover those chains (4 consumer warps instead of 2). H200,
+// one process, epi 16 (q4) over epi 4 (this kernel), 3 passes x both orders at T = 4096:
+// NVFP4 Flash 1.03-1.07x, Pro 1.15-1.17x; MXFP4 Flash 0.98-1.04x, Pro 1.00-1.03x (geomean
+// 1.013; MXFP4 loses this kernel's k_carry, which at 104 registers ptxas serializes, C7512).
+// Default where the PR producer runs (moe_prefill_set_ws_epilogue(16)).
+//
 // The wide kernel (tiles of up to 256 pairs, PREFILL15 / PREFILL16) is in
 // moe_prefill_wgmma_ws_wide.cu; what both kernels share in moe_prefill_wgmma_ws_common.cuh.
 #include "backends/cuda/moe_prefill_wgmma_permute.cuh"
@@ -251,6 +262,18 @@ __device__ __forceinline__ void ws_mx_second_step(uint32_t two, const tile_scale
       : "+r"(a[0][0]), "+r"(a[0][1]), "+r"(a[0][2]), "+r"(a[0][3]), "+r"(a[1][0]), "+r"(a[1][1]),
         "+r"(a[1][2]), "+r"(a[1][3])
       : "r"(two), "r"(sc[0].m2[0]), "r"(sc[0].m2[1]), "r"(sc[1].m2[0]), "r"(sc[1].m2[1]));
+}
+
+// ws_mx_second_step for one matrix's A registers of a step (rows g / g + 8: m2[0] / m2[1]).
+__device__ __forceinline__ void q4_mx_second_step(uint32_t two, const tile_scale& sc,
+                                                  uint32_t (&a)[4]) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.u32 p, %4, 0;\n@!p bra.uni Q4_MX_SECOND_DONE;\n"
+      "mul.rn.bf16x2 %0, %0, %5;\nmul.rn.bf16x2 %1, %1, %6;\n"
+      "mul.rn.bf16x2 %2, %2, %5;\nmul.rn.bf16x2 %3, %3, %6;\n"
+      "Q4_MX_SECOND_DONE:\n}\n"
+      : "+r"(a[0]), "+r"(a[1]), "+r"(a[2]), "+r"(a[3])
+      : "r"(two), "r"(sc.m2[0]), "r"(sc.m2[1]));
 }
 
 // store_tile's values and stores (the same expressions, so the same bits) in phases over chunks of
@@ -471,6 +494,276 @@ __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring&
                                            static_cast<out_t*>(a.dst));
 }
 
+// PREFILL17: four consumer warpgroups (q4). The same block, the same ring and the same producer
+// (ws_produce_item unchanged: same stage layout, same slots), but each consumer warpgroup takes
+// ONE of the two-warpgroup kernel's (warpgroup, accumulator) pairs: 4 consumer warps per
+// scheduler instead of 2, each thread with one accumulator (N / 2 registers) and one matrix's
+// expansion per step. Consumer warpgroup W = 2 h + s reads the slots of the two-warpgroup kernel's
+// thread 128 h + (tid % 128). L1: fragment row g = W1's row (slot (0, s)), g + 8 = W3's same row
+// (slot (1, s)), so the SwiGLU stays in the thread (the wide kernel's L1 interleave); intermediate
+// row r0 (h) + g + 8 s. L2: accumulator s of warpgroup h (slots (s, 0), (s, 1)), rows r0 + 64 s +
+// g (+ 8). Every output element is the same products summed in the same k order: the same bits.
+// Measured (PREFILL17, H200, see the top of the file): 1.03-1.17x over the two-warpgroup kernel
+// for NVFP4, 0.98-1.04x (geomean 1.01) for MXFP4, at T = 4096.
+constexpr int k_q4_consumers = 4 * 128;
+constexpr int k_q4_threads = k_q4_consumers + 128;
+// The launch cap of __launch_bounds__(640, 1) is 96 registers (65536 / 640, in units of 8).
+constexpr int k_q4_consumer_regs = 104;
+constexpr int k_q4_producer_regs = 64;
+static_assert(k_q4_consumer_regs * k_q4_consumers + k_q4_producer_regs * 128 <= 96 * k_q4_threads,
+              "q4 register split");
+constexpr int k_q4_pbuf = k_ws_bars + 2 * k_ws_stages * 8;  // 4 x 128 pair ids
+constexpr int k_q4_smem = k_q4_pbuf + 4 * 128 * 4 + 1024;   // + alignment slack
+static_assert(k_q4_smem <= 227 * 1024, "q4 layout");
+
+// ws_store_tile's expressions (so the same bits) for one q4 accumulator, in chunks of CB token
+// blocks. Accumulator j: token 8 (j >> 2) + 2 c + (j & 1), fragment row g + 8 ((j >> 1) & 1).
+// UP: W1's g (row g) and W3's u (row g + 8) of intermediate row `row`; down: rows row, row + 8.
+template <typename out_t, weight_kind K, bool UP, int N, bool PERMUTE_H, int CB>
+__device__ __forceinline__ void q4_store_tile(const float (&acc)[N / 2], int e, int ntok,
+                                              int64_t row, int64_t out_rows, bool second,
+                                              const fp4_weight& wa, const fp4_weight& wb,
+                                              const int* pair_of, int c, float limit,
+                                              const float* pair_weights, out_t* dst) {
+  float fa = 1.0f, fb = 1.0f;
+  if constexpr (K == weight_kind::nvfp4) {
+    fa = (wa.global ? __ldg(wa.global + e) : 1.0f) * 256.0f;
+    fb = (wb.global ? __ldg(wb.global + e) : 1.0f) * 256.0f;
+  }
+  if (!UP && second) fa = fb;  // down: accumulator 1 of the two-warpgroup kernel
+  bool row_ok[2];
+  int64_t col[2];
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    const int64_t r = row + (UP ? 0 : 8 * i);
+    row_ok[i] = r < out_rows;
+    col[i] = UP && PERMUTE_H && std::is_same_v<out_t, __nv_bfloat16>
+                 ? (r & ~int64_t(127)) | permuted_k(int(r & 127))
+                 : r;
+  }
+  constexpr int blocks = N / 8;
+  constexpr int chunk = blocks < CB ? blocks : CB;
+#pragma unroll
+  for (int b0 = 0; b0 < blocks; b0 += chunk) {
+    out_t* base[chunk][2];  // token 8 (b0 + b) + 2 c + u's row of dst; null past ntok
+    float pw[chunk][2];
+#pragma unroll
+    for (int b = 0; b < chunk; ++b)
+#pragma unroll
+      for (int u = 0; u < 2; ++u) {
+        const int t = 8 * (b0 + b) + 2 * c + u;
+        base[b][u] = nullptr;
+        pw[b][u] = 1.0f;
+        if (t < ntok) {
+          const int p = pair_of[t];
+          base[b][u] = dst + int64_t(p) * out_rows;
+          if (UP && pair_weights) pw[b][u] = pair_weights[p];
+        }
+      }
+    if constexpr (UP) {
+      moe_swiglu_terms sw[chunk][2];
+      float v[chunk][2];
+#pragma unroll
+      for (int b = 0; b < chunk; ++b)
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+          const int j = 4 * (b0 + b) + u;
+          sw[b][u] = moe_swiglu_begin(acc[j] * fa, acc[j + 2] * fb, limit);
+        }
+#pragma unroll
+      for (int b = 0; b < chunk; ++b)
+#pragma unroll
+        for (int u = 0; u < 2; ++u) v[b][u] = moe_swiglu_end(sw[b][u]);
+#pragma unroll
+      for (int b = 0; b < chunk; ++b)
+#pragma unroll
+        for (int u = 0; u < 2; ++u)
+          if (base[b][u] && row_ok[0])
+            base[b][u][col[0]] =
+                act_from_f32<out_t>(pair_weights ? __fmul_rn(v[b][u], pw[b][u]) : v[b][u]);
+    } else {
+#pragma unroll
+      for (int b = 0; b < chunk; ++b)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const int u = q & 1, i = q >> 1;
+          if (base[b][u] && row_ok[i])
+            base[b][u][col[i]] = act_from_f32<out_t>(acc[4 * (b0 + b) + q] * fa);
+        }
+    }
+  }
+}
+
+// ws_consume_item for a q4 consumer warpgroup (see k_q4_consumers): the same ring protocol (one
+// empty arrival per consumer warp, 16 per stage), the same k_carry, one wgmma per step.
+template <typename out_t, weight_kind K, bool UP, bool PERMUTE_H, int N>
+__device__ __forceinline__ void q4_consume_item(const ws_args& a, const ws_ring& ring, int& k,
+                                                int4 tile, int rb, int rounds) {
+  const int tid = threadIdx.x, lane = tid % k_warp_size, g = lane / 4, c = lane % 4;
+  const int wq = tid / 128, h = wq >> 1, sub = wq & 1, warp = (tid / k_warp_size) % 4;
+  const int t0 = tid % 128, slot = 128 * h + t0;  // the two-warpgroup kernel's thread
+  const int pair = t0 < tile.z ? __ldg(a.sorted + tile.y + t0) : -1;
+  const bool f32_scale = a.wa.scale_f32;
+  constexpr bool mx = K == weight_kind::mxfp4;
+  // No carry over the ring wait (ws_consume_item's k_carry): at 104 registers ptxas then
+  // serializes every wgmma of the MXFP4 kernels (C7512), even with the carry at N <= 96 only.
+  constexpr bool k_carry = false;
+  // Slot (m, i) of fragment row x: UP (x, sub) (W1 / W3 of one row), down (sub, x).
+  const auto m_of = [&](int x) { return UP ? x : sub; };
+  const auto i_of = [&](int x) { return UP ? sub : x; };
+
+  float acc[N / 2];
+#pragma unroll
+  for (int jj = 0; jj < N / 2; ++jj) acc[jj] = 0.0f;
+
+  const auto release = [&](int kk) {
+    __syncwarp();
+    if (lane == 0) mbar::arrive(ring.full + 8 * (k_ws_stages + kk % k_ws_stages));
+  };
+  for (int r = 0; r < rounds; ++r) {
+    const int kk = k + r;
+    mbar::wait(ring.full + 8 * (kk % k_ws_stages), uint32_t(kk / k_ws_stages) & 1u);
+    wgmma::fence_async_smem();  // cp.async (generic proxy) writes before wgmma's async reads
+    const uint32_t st = ring.smem + uint32_t(kk % k_ws_stages) * k_ws_stage_bytes;
+    tile_round cur;
+#pragma unroll
+    for (int x = 0; x < 2; ++x) {
+      const int m = m_of(x), i = i_of(x);
+      cur.v[x] = lds_16(st + k_ws_w + ((2 * m + i) * k_ws_consumers + slot) * 16);
+      const uint32_t sa = st + k_ws_s + (64 * (2 * m + h) + 16 * warp + 8 * i + g) * 16;
+      uint32_t v;
+      if constexpr (K == weight_kind::nvfp4) {
+        asm volatile("ld.shared.u16 %0, [%1];\n" : "=r"(v) : "r"(sa + 2 * c) : "memory");
+      } else if (f32_scale) {
+        asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(sa + 4 * c) : "memory");
+        v = (v >> 23) & 0xFFu;
+      } else {
+        asm volatile("ld.shared.u8 %0, [%1];\n" : "=r"(v) : "r"(sa + c) : "memory");
+      }
+      cur.s[x] = v;
+    }
+    tile_scale sc;
+    if constexpr (mx)
+      sc = ws_mx_scale_of(cur);
+    else
+      sc = scale_of<K>(cur);
+    uint32_t two = 0;
+    if constexpr (mx) two = __any_sync(~0u, sc.two);
+    // The stage base is 1024-aligned and every address < 2^18: step offsets never carry.
+    const uint64_t d0 = smem_desc(st + k_ws_b);
+    uint32_t am[2][4];  // [step & 1]: rewritten two steps on, after wait_group 1 retired it
+    const auto step = [&](auto s_const) {
+      constexpr int s = decltype(s_const)::value;
+      if constexpr (mx) {
+        ws_expand_first<K, s, true, true>(cur, sc, am[s & 1]);
+        q4_mx_second_step(two, sc, am[s & 1]);
+      } else {
+        expand_step<K, s, true>(cur, sc, am[s & 1]);
+      }
+      __syncwarp();
+      wgmma::fence();
+      wgmma_rs<N>::run(acc, am[s & 1],
+                       d0 + uint64_t(((s >> 2) * k_atom_bytes + (s & 3) * 32) >> 4));
+      wgmma::commit();
+      wgmma::wait<1>();
+      if constexpr (s == 0 && k_carry)
+        if (r > 0) release(kk - 1);
+    };
+    step(std::integral_constant<int, 0>{});
+    step(std::integral_constant<int, 1>{});
+    step(std::integral_constant<int, 2>{});
+    step(std::integral_constant<int, 3>{});
+    step(std::integral_constant<int, 4>{});
+    step(std::integral_constant<int, 5>{});
+    step(std::integral_constant<int, 6>{});
+    step(std::integral_constant<int, 7>{});
+    if constexpr (!k_carry) {
+      wgmma::wait<0>();
+      release(kk);
+    }
+  }
+  if constexpr (k_carry) {
+    wgmma::wait<0>();
+    release(k + rounds - 1);
+  }
+  k += rounds;
+#pragma unroll
+  for (int jj = 0; jj < N / 2; ++jj) wgmma::reg_fence(acc[jj]);
+
+  int* pbuf = reinterpret_cast<int*>(ring.gen + k_q4_pbuf) + 128 * wq;
+  mbar::named_sync(4 + wq, 128);  // this warpgroup's previous epilogue read its pair ids
+  pbuf[t0] = pair;
+  mbar::named_sync(4 + wq, 128);
+  const int64_t row = ws_row0<UP>(rb, h, warp, UP ? 0 : sub) + g + (UP ? 8 * sub : 0);
+  q4_store_tile<out_t, K, UP, N, PERMUTE_H, UP ? 2 : 4>(acc, tile.x, tile.z, row, a.wa.rows,
+                                                        sub != 0, a.wa, a.wb, pbuf, c, a.limit,
+                                                        a.pair_weights, static_cast<out_t*>(a.dst));
+}
+
+// The q4 kernel: moe_prefill_wgmma_ws_kernel with four consumer warpgroups (threads 0-511) and
+// the PR producer (threads 512-639). Repacked layout, BF16 x.
+template <typename out_t, weight_kind K, bool UP, bool PERMUTE_H>
+__global__ void __launch_bounds__(k_q4_threads, 1)
+    moe_prefill_wgmma_ws_q4_kernel(ws_args a, int row_blocks) {
+#if DSV4_PREFILL_WGMMA
+  extern __shared__ uint8_t smem_raw[];
+  const uint32_t raw = smem_addr(smem_raw);
+  const uint32_t pad = (1024u - (raw & 1023u)) & 1023u;
+  const ws_ring ring{raw + pad, raw + pad + k_ws_bars, smem_raw + pad};
+  const int items = *a.tile_count * row_blocks;
+  if (int(blockIdx.x) >= items) return;  // uniform over the block
+  if (threadIdx.x == 0) {
+    for (int s = 0; s < k_ws_stages; ++s) {
+      mbar::init(ring.full + 8 * s, 256);  // a plain and a noinc arrival per producer thread
+      mbar::init(ring.full + 8 * (k_ws_stages + s), k_q4_consumers / k_warp_size);
+    }
+  }
+  __syncthreads();
+  const int rounds = int(a.wa.cols / k_round);
+  int k = 0;
+  int4 tile = a.tiles[blockIdx.x / row_blocks];
+  if (threadIdx.x >= k_q4_consumers) {
+    mbar::setmaxnreg_dec<k_q4_producer_regs>();
+    const int p = int(threadIdx.x) - k_q4_consumers;
+    for (int w = blockIdx.x; w < items; w += gridDim.x) {
+      const int4 cur = tile;
+      const int wn = w + int(gridDim.x);
+      if (wn < items) tile = a.tiles[wn / row_blocks];
+      const int rb = w % row_blocks;
+      if (cur.z <= 32)
+        ws_produce_item<K, UP, true, true, 32>(a, ring, p, k, cur, rb, rounds);
+      else if (cur.z <= 64)
+        ws_produce_item<K, UP, true, true, 64>(a, ring, p, k, cur, rb, rounds);
+      else if (cur.z <= 96)
+        ws_produce_item<K, UP, true, true, 96>(a, ring, p, k, cur, rb, rounds);
+      else
+        ws_produce_item<K, UP, true, true, 128>(a, ring, p, k, cur, rb, rounds);
+    }
+    asm volatile("cp.async.wait_all;\n" ::: "memory");
+  } else {
+    mbar::setmaxnreg_inc<k_q4_consumer_regs>();
+    for (int w = blockIdx.x; w < items; w += gridDim.x) {
+      const int4 cur = tile;
+      const int wn = w + int(gridDim.x);
+      if (wn < items) tile = a.tiles[wn / row_blocks];
+      const int rb = w % row_blocks;
+      if (cur.z <= 32)
+        q4_consume_item<out_t, K, UP, PERMUTE_H, 32>(a, ring, k, cur, rb, rounds);
+      else if (cur.z <= 64)
+        q4_consume_item<out_t, K, UP, PERMUTE_H, 64>(a, ring, k, cur, rb, rounds);
+      else if (cur.z <= 96)
+        q4_consume_item<out_t, K, UP, PERMUTE_H, 96>(a, ring, k, cur, rb, rounds);
+      else
+        q4_consume_item<out_t, K, UP, PERMUTE_H, 128>(a, ring, k, cur, rb, rounds);
+    }
+  }
+#else
+  (void)a;
+  (void)row_blocks;
+  __trap();
+#endif
+}
+
 // UP: src = x' (rows by token), wa = W1, wb = W3, dst = h (PERMUTE_H: BF16 h' in the logical k
 // order). Down: src = h' (rows by pair), wa = wb = W2, dst = out [pairs, hidden] f32.
 template <typename out_t, weight_kind K, bool UP, bool RP, bool PERMUTE_H, bool PR, int EPI>
@@ -543,8 +836,9 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 // for the bench's A/B.
 int g_ws_producer = -1;
 // The consumers' epilogue on repacked weights: ws_store_tile with chunks of 2 or 4 token blocks,
-// 0 store_tile (moe_prefill_set_ws_epilogue).
-int g_ws_epi = 4;
+// 0 store_tile (moe_prefill_set_ws_epilogue); 16: the q4 kernel (four consumer warpgroups) where
+// the PR producer runs.
+int g_ws_epi = 16;
 
 template <weight_kind K>
 bool ws_use_pr(int64_t pairs, int64_t experts) {
@@ -565,12 +859,20 @@ cudaError_t launch_ws(int64_t row_blocks, int64_t tile_slots, const ws_args& a, 
       kernel = pr ? moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, true, 4>
                   : moe_prefill_wgmma_ws_kernel<out_t, K, UP, RP, PERMUTE_H, false, 4>;
   }
-  if (const cudaError_t e = allow_dynamic_smem(kernel, k_ws_smem); e != cudaSuccess) return e;
+  int threads = k_ws_threads, smem = k_ws_smem;
+  if constexpr (RP) {
+    if (g_ws_epi == 16 && pr) {
+      kernel = moe_prefill_wgmma_ws_q4_kernel<out_t, K, UP, PERMUTE_H>;
+      threads = k_q4_threads;
+      smem = k_q4_smem;
+    }
+  }
+  if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
   const int64_t items = row_blocks * tile_slots;
   if (items == 0) return cudaSuccess;
   const int sms = current_device_sm_count();
   const unsigned grid = unsigned(items < sms ? items : sms);
-  kernel<<<grid, k_ws_threads, k_ws_smem, stream>>>(a, int(row_blocks));
+  kernel<<<grid, threads, smem, stream>>>(a, int(row_blocks));
   return cudaGetLastError();
 }
 
