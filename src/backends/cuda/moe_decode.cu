@@ -63,7 +63,6 @@
 #include "backends/cuda/moe_decode_gemm.cuh"
 #include "backends/cuda/moe_decode_plan.cuh"
 #include "backends/cuda/moe_decode_quantize.cuh"
-#include "backends/cuda/moe_decode_streamk.cuh"
 #include "backends/cuda/moe_decode_tuning.h"
 #include "backends/cuda/pdl.cuh"
 
@@ -178,39 +177,13 @@ size_t dyn_smem_for_cap(const void* kernel, size_t base, int cap) {
   return bytes;
 }
 
-// Chain 512 / 1024 (MOE23, moe_decode_streamk.cuh): the stream-K W1/W3 kernel's tile counters
-// (zeroed by the combine with chain 16's) and partial sums (per-stream buffer).
-struct streamk_args {
-  int* tile_cnt = nullptr;
-  float* part = nullptr;
-  int64_t part_floats = 0;
-};
-
-// Resident blocks per SM of the stream-K kernel with `smem` bytes of dynamic shared memory.
-template <weight_kind K, int SS>
-int streamk_blocks_per_sm(size_t smem) {
-  static std::atomic<uint64_t> last{0};  // (bytes << 32) | blocks of the latest query
-  const uint64_t v = last.load(std::memory_order_relaxed);
-  if ((v >> 32) == smem) return int(v & 0xFFFFFFFFu);
-  int b = 0;
-  if (allow_dynamic_smem(moe_decode_up_streamk_kernel<K, SS>, smem) != cudaSuccess ||
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, moe_decode_up_streamk_kernel<K, SS>,
-                                                    k_threads, smem) != cudaSuccess) {
-    cudaGetLastError();
-    b = 0;
-  }
-  last.store((uint64_t(smem) << 32) | uint32_t(b), std::memory_order_relaxed);
-  return b;
-}
-
 template <weight_kind K, bool UP, bool SPLIT, bool RING, int RP, int SSO>
 cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int64_t kdim,
                            int64_t rows, int64_t tokens, int64_t experts, int top_k,
                            const int* chunk_count, const int4* chunks, const int* sorted,
                            int64_t chunks_bound, const fp4_weight& wa, const fp4_weight& wb,
                            float limit, const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo,
-                           float* hf, float* out, chain_args& chain, cudaStream_t stream,
-                           const streamk_args* sk) {
+                           float* hf, float* out, chain_args& chain, cudaStream_t stream) {
   // Staged activation rows (moe_decode_set_stage_x_tokens): the ring kernels without a lo part.
   const moe_decode_stage_x sx = moe_decode_stage_x_tokens();
   const bool stage =
@@ -236,33 +209,6 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
     chain.qcnt = nullptr;
   // SLOTS (chain 16) only on the engine's path (run() sets ready only there).
   constexpr bool slots_ok = RING && !SPLIT && RP == 2;
-  // Chain 512 (MOE23): where this grid is more than one wave of resident blocks, W1/W3 at T = 1
-  // as the stream-K kernel instead (one wave, equal work per warp); 1024: at any wave count (A/B);
-  // 2048 (A/B): its 4-scale-slot instantiation (4 blocks per SM at Pro instead of 3).
-  if constexpr (UP && slots_ok) {
-    const int bits = moe_decode_chain();
-    const bool multi = int64_t(grid.x) * grid.y > int64_t(blocks_per_sm[rt_index]) * sms;
-    if (sk && sk->tile_cnt && chain.ready && chain.self_indices && chain.qcnt && pair_weights &&
-        hf && rows % 128 == 0 && ((bits & 1024) || ((bits & 512) && multi))) {
-      const size_t dyn = size_t(kdim) * 2;
-      const bool ss4 = (bits & 2048) != 0;  // A/B: 4 scale slots
-      const int bps = ss4 ? streamk_blocks_per_sm<K, k_stages>(dyn)
-                          : streamk_blocks_per_sm<K, k_scale_slots>(dyn);
-      const int64_t warps = int64_t(bps) * sms * k_warps, rounds = kdim / k_round;
-      const int64_t n = chunks_bound * (rows / 16) * rounds, lmin = warps > 0 ? n / warps : 0;
-      if (lmin >= 1) {
-        // A tile's pieces: at most two partial ones around whole warp ranges of >= lmin units.
-        const int64_t pieces = std::min<int64_t>(rounds, (rounds + lmin - 1) / lmin + 1);
-        if (chunks_bound * (rows / 16) * pieces * 32 <= sk->part_floats)
-          return launch_pdl(RING,
-                            ss4 ? moe_decode_up_streamk_kernel<K, k_stages>
-                                : moe_decode_up_streamk_kernel<K, k_scale_slots>,
-                            dim3(unsigned(bps * sms)), dim3(k_threads), dyn, stream, a_hi, kdim,
-                            rows, int(chunks_bound), wa, wb, limit, pair_weights, h_hi, hf,
-                            sk->tile_cnt, sk->part, int(pieces), chain);
-      }
-    }
-  }
   // Chain 256 (MOE15): a one-wave W2 grid of the SLOTS path at most ceil(blocks / SMs) blocks per
   // SM (padded dynamic shared memory). Its blocks take the SM slots that W1/W3's blocks free,
   // first on the SMs whose W1/W3 blocks end first: at Flash T = 1 (384 blocks, 4 per SM) they
@@ -310,12 +256,11 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
                         const int* chunk_count, const int4* chunks, const int* sorted,
                         int64_t chunks_bound, const fp4_weight& wa, const fp4_weight& wb,
                         float limit, const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo,
-                        float* hf, float* out, chain_args& chain, cudaStream_t stream,
-                        const streamk_args* sk = nullptr) {
+                        float* hf, float* out, chain_args& chain, cudaStream_t stream) {
 #define DSV4_GEMM_SS(SSO)                                                               \
   launch_gemm_ss<K, UP, SPLIT, RING, RP, SSO>(                                          \
       sms, a_hi, a_lo, kdim, rows, tokens, experts, top_k, chunk_count, chunks, sorted, \
-      chunks_bound, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, chain, stream, sk)
+      chunks_bound, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, chain, stream)
   if constexpr (RING && !SPLIT && RP == 2)
     if (const int from = moe_decode_scale_slots_from(); from > 0 && tokens >= from)
       return DSV4_GEMM_SS(k_stages);
@@ -331,10 +276,6 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
 // graphs captured on one stream are not replayed concurrently on others.
 // 32768: chain 128's T = 64 (Pro: 432 slots, 24 groups: 24192).
 constexpr int64_t k_slot_counters = 32768;
-// Chain 512's partial sums after the counters in the same allocation (not zeroed: written before
-// they are read within a call): 2^19 floats (Pro T = 1 on 132 SMs needs 6 x 192 tiles x 3 pieces
-// x 32 = 110,592).
-constexpr int64_t k_streamk_part_floats = int64_t(1) << 19;
 // Chain 16's largest T without bit 128 (MOE13: 4; MOE14: 16, see run()).
 constexpr int64_t k_slots_max_tokens = 16;
 int* slot_counters(cudaStream_t stream) {
@@ -352,8 +293,7 @@ int* slot_counters(cudaStream_t stream) {
     return nullptr;
   }
   int* p = nullptr;
-  if (cudaMalloc(&p, k_slot_counters * sizeof(int) + k_streamk_part_floats * sizeof(float)) !=
-      cudaSuccess) {
+  if (cudaMalloc(&p, k_slot_counters * sizeof(int)) != cudaSuccess) {
     cudaGetLastError();
     return nullptr;
   }
@@ -414,10 +354,7 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   // 1.002-1.005x (against the controls past the first position, which measured 3-4% slow there);
   // 128 at T = 64 1.004x (Flash) / 1.001x (Pro): neutral, so it stays a switch (T = 32, H200).
   const int64_t groups = inter / 128;
-  // Chain 512's tile counters (T = 1) after the fold's.
-  const int64_t tile_ints = tokens == 1 && (chain & (512 | 1024)) ? bound * (inter / 16) : 0;
-  const int64_t ready_ints = bound * k_ready_stride,
-                n_slot = ready_ints + bound * groups + tile_ints;
+  const int64_t ready_ints = bound * k_ready_stride, n_slot = ready_ints + bound * groups;
   int* const slots_buf = official && ring && !x_split && RP == 2 &&
                                  (tokens <= k_slots_max_tokens || (chain & 128)) && (chain & 16) &&
                                  n_slot <= k_slot_counters
@@ -455,16 +392,10 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   // Chain 8: W1/W3 is the call's first launch (PDL: its blocks wait for the previous kernel
   // before reading anything) and reads x itself.
   const uint16_t* up_hi = self_plan ? reinterpret_cast<const uint16_t*>(x) : xhi;
-  streamk_args sk;
-  if (slots_buf && tile_ints > 0) {
-    sk.tile_cnt = slots_buf + ready_ints + bound * groups;
-    sk.part = reinterpret_cast<float*>(slots_buf + k_slot_counters);
-    sk.part_floats = k_streamk_part_floats;
-  }
   if (const cudaError_t e = launch_gemm<K, true, x_split, ring, RP>(
           sms, up_hi, xlo, hidden, inter, tokens, experts, int(top_k), chunk_count, chunks, sorted,
           bound, f1, f3, limit, official ? weights : nullptr, hhi, hlo, hf, nullptr, up_chain,
-          stream, &sk);
+          stream);
       e != cudaSuccess)
     return e;
   if (official) {

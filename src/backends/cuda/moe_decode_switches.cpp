@@ -80,13 +80,10 @@ namespace {
 // 16 at T <= 16 (was 4; H100: Flash T = 8 / 16 1.08 / 1.04x, Pro T = 8 1.04x, Pro T = 16
 // neutral); 128 (A/B): 16 at every T (T = 64 neutral).
 // MOE15: 256 (a one-wave W2 grid capped at ceil(blocks / SMs) blocks per SM); 383 the default.
-// MOE23: 512 (W1/W3 at T = 1 as the stream-K kernel where its RT grid is more than one wave),
-// 1024 (at any wave count; A/B), 2048 (A/B: its 4-scale-slot instantiation); they change
-// W1/W3's summation order (not bit-equal to 0). 895 the default (MOE23, pending its H200 A/B).
-int g_chain = 895;
+int g_chain = 383;
 }  // namespace
 void moe_decode_set_chain(int mask) {
-  g_chain = mask & 4095;
+  g_chain = mask & 511;
 }
 int moe_decode_chain() {
   return g_chain;
