@@ -21,12 +21,6 @@ __device__ __forceinline__ void arrive(uint32_t bar) {
                : "memory");
 }
 
-// Arrives on `bar` once every cp.async this thread issued before has landed (noinc: the arrival
-// is one of the barrier's expected count).
-__device__ __forceinline__ void cp_async_arrive_noinc(uint32_t bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
-}
-
 __device__ __forceinline__ bool try_wait(uint32_t bar, uint32_t parity) {
   uint32_t done;
   asm volatile(
