@@ -741,7 +741,7 @@ __global__ void __launch_bounds__(k_q4_threads, 1)
       else
         ws_produce_item<K, UP, true, true, 128>(a, ring, p, k, cur, rb, rounds);
     }
-    asm volatile("cp.async.wait_all;\n" ::: "memory");
+    cp_async_wait_all();
   } else {
     mbar::setmaxnreg_inc<k_q4_consumer_regs>();
     for (int w = blockIdx.x; w < items; w += gridDim.x) {
