@@ -9,13 +9,16 @@
 // _l2_256: the 256-byte aligned L2 sector group around the source is prefetched into L2.
 //
 // Two families that differ only in the asm's "memory" clobber, kept apart because the clobber
-// limits what the compiler may schedule across the instruction (and so may change the SASS):
+// limits what the compiler may schedule across the instruction:
 //  * the plain names carry it: no ordinary load or store moves across a copy, commit or wait. The
-//    MoE cores need it where a thread reads back its own copies right after cp_async_wait<N>()
-//    with no barrier in between (moe_decode_round.cuh, the prefill cores).
+//    MoE cores (moe_decode_round.cuh, the prefill cores) read back a thread's own copies right
+//    after cp_async_wait<N>() with no barrier in between, which the clobber keeps ordered.
 //  * the _noclobber names (formerly mma_sm80.cuh's and attention_decode_loads.cuh's) lack it:
 //    attention decode and the indexer read the copied tiles only after a __syncthreads or an
 //    mbarrier wait, which order those reads themselves.
+// Session 18 (REVIEW18 notes): giving the _noclobber family the clobber, or taking it off the plain
+// commit and wait in moe_decode.cu, left every kernel's SASS unchanged; the families stay apart so
+// that neither guarantee changes silently.
 #pragma once
 
 #include <cuda_runtime.h>
