@@ -6,6 +6,8 @@
 // returns once the phase with that parity (0 for the first, 1 for the second, ...) has completed.
 // arrive has release and a completed try_wait acquire semantics at CTA scope, so ordinary
 // shared-memory writes before an arrival are visible to the threads that waited for its phase.
+// The arrival on completion of a thread's cp.async copies is cp_async.cuh's
+// cp_async_mbarrier_arrive_noinc.
 #pragma once
 
 #include <cstdint>
