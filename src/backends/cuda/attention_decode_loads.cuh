@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "backends/cuda/attention_decode_common.cuh"
+#include "backends/cuda/cp_async.cuh"
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/kv_record.cuh"
 #include "backends/cuda/mma_sm80.cuh"
@@ -138,8 +139,9 @@ __device__ __forceinline__ void prefetch_indices(const slot_space<pool_t>& space
                                                  uint32_t dst) {
   if (threadIdx.x < k_tile) {
     const int32_t* src = space.index_src(s0 + threadIdx.x);
-    cp_async_4(dst + threadIdx.x * 4, src ? static_cast<const void*>(src) : space.window.pool,
-               src != nullptr);
+    cp_async_ca_zfill_noclobber<4>(dst + threadIdx.x * 4,
+                                   src ? static_cast<const void*>(src) : space.window.pool,
+                                   src != nullptr);
   }
 }
 
@@ -169,8 +171,8 @@ __device__ __forceinline__ void load_tile(const pool_t* const* ptrs, const void*
     const pool_t* p = ptrs[r];
     if (chunk == 0) valid[r] = p != nullptr;
     if constexpr (sizeof(pool_t) == 2) {
-      cp_async_16(dst + tile_offset<wg, k_tile>(r, chunk),
-                  p ? static_cast<const void*>(p + chunk * 8) : any_global, p);
+      cp_async_cg_16_zfill_noclobber(dst + tile_offset<wg, k_tile>(r, chunk),
+                                     p ? static_cast<const void*>(p + chunk * 8) : any_global, p);
     } else {
       float4 a = make_float4(0, 0, 0, 0), b = a;
       if (p) {
@@ -182,12 +184,6 @@ __device__ __forceinline__ void load_tile(const pool_t* const* ptrs, const void*
                      pack_bf16x2(b.z, b.w));
     }
   }
-}
-
-// 8 bytes global -> shared (record scales); zero-filled when `valid` is false.
-__device__ __forceinline__ void cp_async_8(uint32_t dst, const void* src, bool valid) {
-  const int bytes = valid ? 8 : 0;
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
 }
 
 // Records: issues the copies of the 32 records `refs` names into the raw stage at `dst` (data row
@@ -202,15 +198,17 @@ __device__ __forceinline__ void load_record_tile(const pool_traits<kv_fp8_record
     if (n % k_threads == 0 || x < n) {
       const int r = x / k_rec_data_chunks, c = x % k_rec_data_chunks;
       const uint8_t* p = refs[r].data;
-      cp_async_16(dst + r * k_rec_data + c * 16,
-                  p ? static_cast<const void*>(p + c * 16) : any_global, p != nullptr);
+      cp_async_cg_16_zfill_noclobber(dst + r * k_rec_data + c * 16,
+                                     p ? static_cast<const void*>(p + c * 16) : any_global,
+                                     p != nullptr);
     }
   }
   if (threadIdx.x < k_tile) {
     const pool_traits<kv_fp8_record>::ref ref = refs[threadIdx.x];
     valid[threadIdx.x] = ref.data != nullptr;
-    cp_async_8(dst + k_tile * k_rec_data + threadIdx.x * k_rec_scale,
-               ref.data ? static_cast<const void*>(ref.scales) : any_global, ref.data != nullptr);
+    cp_async_ca_zfill_noclobber<8>(dst + k_tile * k_rec_data + threadIdx.x * k_rec_scale,
+                                   ref.data ? static_cast<const void*>(ref.scales) : any_global,
+                                   ref.data != nullptr);
   }
 }
 
@@ -277,8 +275,8 @@ __device__ __forceinline__ void load_query_tile(const act_t* q, int64_t t, int64
       const int x = threadIdx.x + i * k_threads;
       const int r = x / k_chunks, c = x % k_chunks;
       const int64_t h = head0 + r;
-      cp_async_16(q_s + tile_offset<wg, k_rows>(r, c),
-                  h < heads ? q + (t * heads + h) * k_d + c * 8 : q, h < heads);
+      cp_async_cg_16_zfill_noclobber(q_s + tile_offset<wg, k_rows>(r, c),
+                                     h < heads ? q + (t * heads + h) * k_d + c * 8 : q, h < heads);
     }
   } else {
 #pragma unroll

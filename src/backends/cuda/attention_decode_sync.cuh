@@ -7,6 +7,7 @@
 #include "backends/cuda/attention_decode_partials.cuh"
 #include "backends/cuda/attention_decode_softmax.cuh"
 #include "backends/cuda/attention_decode_wgmma.cuh"
+#include "backends/cuda/cp_async.cuh"
 #include "backends/cuda/mma_sm80.cuh"
 #include "backends/cuda/pdl.cuh"
 
@@ -93,8 +94,8 @@ __global__ void __launch_bounds__(k_threads, 1)
 #pragma unroll 1
   for (int j = 0; j < k_stages + tr::index_lead; ++j) prefetch(j);
   load_query_tile<wg>(q, t, heads, head0, smem, q_s);
-  cp_async_commit();
-  cp_async_wait<0>();
+  cp_async_commit_noclobber();
+  cp_async_wait_noclobber<0>();
   if constexpr (wg) wgm::fence_async_smem();
   __syncthreads();
   if (threadIdx.x == 0) trace_stamp(trace, 0, k_adt_query);
@@ -104,7 +105,7 @@ __global__ void __launch_bounds__(k_threads, 1)
 #pragma unroll 1
   for (int j = 0; j < k_stages - 1; ++j) {
     issue(j);
-    cp_async_commit();
+    cp_async_commit_noclobber();
   }
 
   // Output channels 256 half + 8 n + 2 (lane % 4) + (e & 1), rows lane / 4 + 8 (e >> 1): the
@@ -121,7 +122,7 @@ __global__ void __launch_bounds__(k_threads, 1)
 
 #pragma unroll 1
   for (int k = 0; k < n_live; ++k) {
-    cp_async_wait<k_stages - 2>();
+    cp_async_wait_noclobber<k_stages - 2>();
     if constexpr (wg) wgm::fence_async_smem();
     __syncthreads();  // tile k landed for every thread; tile k - 1 is consumed
     if (k == 0 && threadIdx.x == 0) trace_stamp(trace, 0, k_adt_tile0);
@@ -132,7 +133,7 @@ __global__ void __launch_bounds__(k_threads, 1)
       convert(k + k_stages);
     }
     issue(k + k_stages - 1);
-    cp_async_commit();
+    cp_async_commit_noclobber();
     const int stage = int(k % k_stages);
     const int* vt = valid + stage * k_tile;
     uint32_t kb;  // the bf16 key tile
@@ -275,7 +276,7 @@ __global__ void __launch_bounds__(k_threads, 1)
       }
     }
   }
-  cp_async_wait<0>();
+  cp_async_wait_noclobber<0>();
   if (threadIdx.x == 0) trace_stamp(trace, 0, k_adt_loop);
 
   sum_row_quads(l);

@@ -10,6 +10,7 @@
 #include "backends/cuda/attention_decode_softmax.cuh"
 #include "backends/cuda/attention_decode_wgmma.cuh"
 #include "backends/cuda/attention_decode_ws_layout.cuh"
+#include "backends/cuda/cp_async.cuh"
 #include "backends/cuda/mbarrier.cuh"
 #include "backends/cuda/pdl.cuh"
 
@@ -239,19 +240,22 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
           if (!no_load) {
             const uint8_t* const d = reinterpret_cast<const uint8_t*>(
                 __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p.data), crr));
-            cp_async_16(st + uint32_t(7 * blk + out0),
-                        d ? static_cast<const void*>(d + k_nope + 32 * cq) : any_global, d);
-            cp_async_16(st + uint32_t(7 * blk + out1),
-                        d ? static_cast<const void*>(d + k_nope + 32 * cq + 16) : any_global, d);
+            cp_async_cg_16_zfill_noclobber(
+                st + uint32_t(7 * blk + out0),
+                d ? static_cast<const void*>(d + k_nope + 32 * cq) : any_global, d);
+            cp_async_cg_16_zfill_noclobber(
+                st + uint32_t(7 * blk + out1),
+                d ? static_cast<const void*>(d + k_nope + 32 * cq + 16) : any_global, d);
             if (lane < k_ws_rows_per_producer) {
-              cp_async_8(st + uint32_t(scale_off + wbase + lane * k_rec_scale),
-                         ok ? static_cast<const void*>(p.scales) : any_global, ok);
+              cp_async_ca_zfill_noclobber<8>(st + uint32_t(scale_off + wbase + lane * k_rec_scale),
+                                             ok ? static_cast<const void*>(p.scales) : any_global,
+                                             ok);
               if (ok)
                 mbar::bulk_g2s(st + uint32_t((3 + (lane >> 1)) * blk + wbase + (lane & 1) * k_nope),
                                p.data, k_nope, bar);
             }
           }
-          cp_async_commit();
+          cp_async_commit_noclobber();
         };
         int32_t u0 = index_of_row(0), u1 = index_of_row(1), u2 = index_of_row(2),
                 u3 = index_of_row(3);
@@ -260,13 +264,14 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
           if (j < n_live)
             issue_tile(ref_of_row(j, j == 0 ? u0 : u1), j);
           else
-            cp_async_commit();  // an empty group keeps the count
+            cp_async_commit_noclobber();  // an empty group keeps the count
         }
 #pragma unroll 1
         for (int j = 0; j < n_live; ++j) {
           const int stage = j % k_ws_stages;
-          cp_async_wait<lead - 1>();  // tile j's scales and RoPE (later groups may be pending)
-          __syncwarp();               // every lane's copies are visible to the warp
+          cp_async_wait_noclobber<lead -
+                                  1>();  // tile j's scales and RoPE (later groups may be pending)
+          __syncwarp();                  // every lane's copies are visible to the warp
           mbar::wait(raw_bar + uint32_t(8 * k_ws_producers * stage),
                      uint32_t(j / k_ws_stages) & 1u);  // tile j's codes
           if (!no_load)
@@ -288,7 +293,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
               mbar::wait(empty_bar + 8 * sn, uint32_t(jn / k_ws_stages - 1) & 1u);
             issue_tile(p, sn);
           } else {
-            cp_async_commit();  // an empty group keeps the count
+            cp_async_commit_noclobber();  // an empty group keeps the count
           }
           u2 = u3;
           u3 = index_of_row(j + lead + 2);
@@ -320,14 +325,15 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
               const int c = lane + k_warp_size * h;
-              cp_async_16(dst + wg_offset<k_tile>(r, c),
-                          pr ? static_cast<const void*>(pr + c * 8) : any_global, pr != nullptr);
+              cp_async_cg_16_zfill_noclobber(dst + wg_offset<k_tile>(r, c),
+                                             pr ? static_cast<const void*>(pr + c * 8) : any_global,
+                                             pr != nullptr);
             }
           }
         }
         // Published as the rows land: the hardware makes this thread's arrival once its copies
         // are complete. Lane 0 of warp 0 also arrives after writing the mask (release).
-        mbar::cp_async_arrive_noinc(full_bar + 8 * stage);
+        cp_async_mbarrier_arrive_noinc(full_bar + 8 * stage);
         if (pw == 0 && lane == 0) {
           masks[stage] = mask;
           mbar::arrive(full_bar + 8 * stage);
@@ -336,7 +342,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       }
     }
     if (pw == 0 && lane == 0) trace_stamp(trace, 0, k_adt_issued);
-    cp_async_wait<0>();
+    cp_async_wait_noclobber<0>();
     if (pw == 0 && lane == 0) trace_stamp(trace, 0, k_adt_landed);
   };
 
@@ -391,8 +397,8 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     if (n_live > 0) {  // always in the split kernel; a fold CTA without keys needs no query
       load_query_tile<true>(q, t, heads, head0, smem, q_s);
       if constexpr (sizeof(act_t) == 2) {
-        cp_async_commit();
-        cp_async_wait<0>();
+        cp_async_commit_noclobber();
+        cp_async_wait_noclobber<0>();
       }
       wgm::fence_async_smem();
       mbar::named_sync(1, k_threads);  // the query tile is complete (consumers only)

@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "backends/cuda/activation.cuh"
+#include "backends/cuda/cp_async.cuh"
 #include "backends/cuda/indexer_topk_fast_common.cuh"
 #include "backends/cuda/mbarrier.cuh"
 #include "backends/cuda/mma_sm80.cuh"
@@ -343,8 +344,8 @@ __device__ __forceinline__ void score_stage_query(uint32_t q_s, const act_t* q, 
     for (int i = 0; i < k_heads * k_chunks / threads; ++i) {
       const int x = int(threadIdx.x) + i * threads;
       const int r = x / k_chunks, c = x % k_chunks;
-      cp_async_16(q_s + (wg ? q_wg_offset(r, c) : swizzled(r, c)),
-                  q + (t * k_heads + r) * k_dim + c * 8, true);
+      cp_async_cg_16_zfill_noclobber(q_s + (wg ? q_wg_offset(r, c) : swizzled(r, c)),
+                                     q + (t * k_heads + r) * k_dim + c * 8, true);
     }
   } else {
 #pragma unroll
@@ -440,14 +441,15 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
       for (int i = 0; i < k_pass * chunks / k_score_threads; ++i) {
         const int r = threadIdx.x / chunks + (k_score_threads / chunks) * i;
         const int32_t row = rows[r];
-        cp_async_16(dst + r * k_fp4_row_bytes + chunk * 16,
-                    row >= 0 ? keys8 + int64_t(row) * k_fp4_row_bytes + chunk * 16 : keys8,
-                    row >= 0);
+        cp_async_cg_16_zfill_noclobber(
+            dst + r * k_fp4_row_bytes + chunk * 16,
+            row >= 0 ? keys8 + int64_t(row) * k_fp4_row_bytes + chunk * 16 : keys8, row >= 0);
       }
       const int32_t row = threadIdx.x < k_pass ? rows[threadIdx.x] : -1;
       if (threadIdx.x < k_pass)
-        cp_async_4(smem_u32(pass_scales + (p % k_row_ring) * k_pass + threadIdx.x),
-                   row >= 0 ? key_scales4 + row : key_scales4, row >= 0);
+        cp_async_ca_zfill_noclobber<4>(
+            smem_u32(pass_scales + (p % k_row_ring) * k_pass + threadIdx.x),
+            row >= 0 ? key_scales4 + row : key_scales4, row >= 0);
     } else if constexpr (fp8) {
       constexpr int chunks = k_fp8_row_bytes / 16;
       const int chunk = threadIdx.x % chunks;
@@ -456,13 +458,15 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
       for (int i = 0; i < k_pass * chunks / k_score_threads; ++i) {
         const int r = threadIdx.x / chunks + (k_score_threads / chunks) * i;
         const int32_t row = rows[r];
-        cp_async_16(dst + swizzled_fp8(r, chunk),
-                    row >= 0 ? keys8 + int64_t(row) * k_dim + chunk * 16 : keys8, row >= 0);
+        cp_async_cg_16_zfill_noclobber(dst + swizzled_fp8(r, chunk),
+                                       row >= 0 ? keys8 + int64_t(row) * k_dim + chunk * 16 : keys8,
+                                       row >= 0);
       }
       const int32_t row = threadIdx.x < k_pass ? rows[threadIdx.x] : -1;
       if (threadIdx.x < k_pass)
-        cp_async_4(smem_u32(pass_scales + (p % k_row_ring) * k_pass + threadIdx.x),
-                   row >= 0 ? key_scales + row : key_scales, row >= 0);
+        cp_async_ca_zfill_noclobber<4>(
+            smem_u32(pass_scales + (p % k_row_ring) * k_pass + threadIdx.x),
+            row >= 0 ? key_scales + row : key_scales, row >= 0);
     } else {
       const int chunk = threadIdx.x % k_chunks;
       const uint32_t dst = k_s + stage * k_pass_bytes;
@@ -470,8 +474,9 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
       for (int i = 0; i < k_pass * k_chunks / k_score_threads; ++i) {
         const int r = threadIdx.x / k_chunks + (k_score_threads / k_chunks) * i;
         const int32_t row = rows[r];
-        cp_async_16(dst + swizzled(r, chunk),
-                    row >= 0 ? keys + int64_t(row) * k_dim + chunk * 8 : keys, row >= 0);
+        cp_async_cg_16_zfill_noclobber(dst + swizzled(r, chunk),
+                                       row >= 0 ? keys + int64_t(row) * k_dim + chunk * 8 : keys,
+                                       row >= 0);
       }
     }
   };
@@ -516,8 +521,8 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
     if (threadIdx.x == 0)
       for (int j = 0; j < stages - 1; ++j)
         if (j < passes) issue_bulk(j, j);
-    cp_async_commit();
-    cp_async_wait<0>();
+    cp_async_commit_noclobber();
+    cp_async_wait_noclobber<0>();
     wgmma::fence_async_smem();
   } else {
     __syncthreads();  // rows of passes 0 .. stages - 1, the f32 path's query
@@ -526,7 +531,7 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
 #pragma unroll
     for (int j = 0; j < stages - 1; ++j) {
       if (j < passes) load_pass(j, j);
-      cp_async_commit();
+      cp_async_commit_noclobber();
     }
   }
   for (int b = threadIdx.x; b < k_bins; b += k_score_threads) hist_s[b] = 0;
@@ -557,14 +562,14 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
       }
       mbar::wait(full_s + 8 * stage, uint32_t(p / stages) & 1u);  // pass p landed
     } else {
-      cp_async_wait<stages - 2>();  // groups 0 .. p complete (p + stages - 1 committed)
+      cp_async_wait_noclobber<stages - 2>();  // groups 0 .. p complete (p + stages - 1 committed)
       // wgmma reads the query through the async proxy: this thread's copies (group 0) visible.
       if constexpr (wg)
         if (p == 0) wgmma::fence_async_smem();
       __syncthreads();  // pass p landed for all; pass p - 1 consumed by all
       // Pass p + stages - 1 goes into the stage of pass p - 1.
       if (p + stages - 1 < passes) load_pass(p + stages - 1, int((p + stages - 1) % stages));
-      cp_async_commit();
+      cp_async_commit_noclobber();
       // Slot (p + stages) % 8 was last read by pass p + stages - 8 <= p - 4 (its load and its
       // epilogue), before the barrier above.
       if (p + stages < passes) compute_rows(p + stages);
@@ -812,7 +817,7 @@ __global__ void __launch_bounds__(warps* k_warp_size, 2)
         }
     }
   }
-  cp_async_wait<0>();
+  cp_async_wait_noclobber<0>();
   __syncthreads();
   // Launched as a programmatic dependent of the zeroing kernel (plan.zero_kernel): its zeros of
   // the histogram first (a no-op otherwise).
@@ -1012,8 +1017,8 @@ __global__ void __launch_bounds__(256, 3)
   if (threadIdx.x == 0)
     for (int j = 0; j < stages - 1; ++j)
       if (j < passes) issue_bulk(j, j);
-  cp_async_commit();
-  cp_async_wait<0>();
+  cp_async_commit_noclobber();
+  cp_async_wait_noclobber<0>();
   wgmma::fence_async_smem();
   for (int b = threadIdx.x; b < k_bins; b += k_score_threads) hist_s[b] = 0;
   float w[8][2];

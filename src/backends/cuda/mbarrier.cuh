@@ -6,6 +6,8 @@
 // returns once the phase with that parity (0 for the first, 1 for the second, ...) has completed.
 // arrive has release and a completed try_wait acquire semantics at CTA scope, so ordinary
 // shared-memory writes before an arrival are visible to the threads that waited for its phase.
+// The arrival on completion of a thread's cp.async copies is cp_async.cuh's
+// cp_async_mbarrier_arrive_noinc.
 #pragma once
 
 #include <cstdint>
@@ -19,12 +21,6 @@ __device__ __forceinline__ void init(uint32_t bar, uint32_t count) {
 __device__ __forceinline__ void arrive(uint32_t bar) {
   asm volatile("{\n .reg .b64 state;\n mbarrier.arrive.shared::cta.b64 state, [%0];\n}\n" ::"r"(bar)
                : "memory");
-}
-
-// Arrives on `bar` once every cp.async this thread issued before has landed (noinc: the arrival
-// is one of the barrier's expected count).
-__device__ __forceinline__ void cp_async_arrive_noinc(uint32_t bar) {
-  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];\n" ::"r"(bar) : "memory");
 }
 
 __device__ __forceinline__ bool try_wait(uint32_t bar, uint32_t parity) {

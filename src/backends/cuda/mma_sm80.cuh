@@ -1,6 +1,6 @@
-// Warp-level tensor-core and async-copy primitives (sm_80+ instructions, used on sm_90):
-// cp.async 16-byte copies with zero fill, ldmatrix (plain and transposed) and mma.sync
-// m16n8k16 bf16 -> f32. Included by .cu files only.
+// Warp-level tensor-core primitives (sm_80+ instructions, used on sm_90): ldmatrix (plain and
+// transposed) and mma.sync m16n8k16 bf16 -> f32. The cp.async wrappers and smem_u32 (the
+// shared-window address ldmatrix takes) are cp_async.cuh's. Included by .cu files only.
 #pragma once
 
 #include <cuda_bf16.h>
@@ -8,33 +8,9 @@
 
 #include <cstdint>
 
+#include "backends/cuda/cp_async.cuh"
+
 namespace dsv4::cuda {
-
-__device__ __forceinline__ uint32_t smem_u32(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// 16 bytes global -> shared, bypassing L1; with `valid` false the destination is zero-filled and
-// `src` is not read (it must still be a mapped address).
-__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src, bool valid) {
-  const int bytes = valid ? 16 : 0;
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
-}
-
-// 4 bytes global -> shared through L1 (index prefetch); zero-filled when `valid` is false.
-__device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src, bool valid) {
-  const int bytes = valid ? 4 : 0;
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(bytes));
-}
-
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::);
-}
-
-template <int pending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(pending));
-}
 
 __device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t addr) {
   asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"

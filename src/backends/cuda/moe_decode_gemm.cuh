@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "backends/cuda/cp_async.cuh"
 #include "backends/cuda/moe_decode_chain.cuh"
 #include "backends/cuda/moe_decode_common.cuh"
 #include "backends/cuda/moe_decode_plan.cuh"
@@ -155,7 +156,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
         for (int m = 0; m < NM; ++m)
 #pragma unroll
           for (int i = 0; i < 2; ++i) {
-            cp_async_16(&b.w[m][i][lane], src_w[m][i]);
+            cp_async_cg_16(smem_u32(&b.w[m][i][lane]), src_w[m][i]);
             src_w[m][i] += RP ? fp4_repack::k_tile_bytes : k_round / 2;
           }
         const int r = rb32 + j;
@@ -168,11 +169,11 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
               void* dst = &my_scales.s[chunk & (SS - 1)][m][i][g];
               const uint8_t* src = src_s[m][i] + (uint32_t(chunk) << geo.cb_shift);
               if (geo.cb_shift == 4)
-                cp_async_16(dst, src);
+                cp_async_cg_16(smem_u32(dst), src);
               else if (geo.cb_shift == 3)
-                cp_async_small<8>(dst, src);
+                cp_async_ca<8>(smem_u32(dst), src);
               else
-                cp_async_small<4>(dst, src);
+                cp_async_ca<4>(smem_u32(dst), src);
             }
         }
       }

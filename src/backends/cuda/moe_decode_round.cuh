@@ -24,27 +24,6 @@ namespace {
 // first version kept one, which left T = 1 latency-bound).
 constexpr int k_stages = 4;
 
-__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem) {
-  asm volatile(
-      "cp.async.cg.shared.global [%0], [%1], 16;" ::"r"(uint32_t(__cvta_generic_to_shared(smem))),
-      "l"(gmem)
-      : "memory");
-}
-template <int N>  // 4 or 8 bytes (cache-all: cp.async.cg takes 16 only)
-__device__ __forceinline__ void cp_async_small(void* smem, const void* gmem) {
-  asm volatile(
-      "cp.async.ca.shared.global [%0], [%1], %2;" ::"r"(uint32_t(__cvta_generic_to_shared(smem))),
-      "l"(gmem), "n"(N)
-      : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;" ::: "memory");
-}
-template <int N>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;" ::"n"(N) : "memory");
-}
-
 // One stage of one warp's ring: per matrix m and row half i (rows g, g + 8), lane-major.
 template <int NM>
 struct stage_buf {

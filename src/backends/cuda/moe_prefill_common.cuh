@@ -147,9 +147,8 @@ __device__ __forceinline__ tile_scale scale_of(const tile_round& r) {
   return s;
 }
 
-// ---- Shared-memory and cp.async helpers of the sm_90 prefill cores (wgmma, wgmma_cp, wgmma_ws,
-// w4a8). Not cp_async_commit / cp_async_wait: mma_sm80.cuh's (no memory clobber) serve
-// moe_prefill.cu, the wgmma cores keep theirs. ----
+// ---- Shared-memory helpers of the sm_90 prefill cores (wgmma, wgmma_cp, wgmma_ws, w4a8); their
+// cp.async wrappers are cp_async.cuh's. ----
 
 __device__ __forceinline__ uint32_t smem_addr(const void* p) {
   return static_cast<uint32_t>(__cvta_generic_to_shared(p));
@@ -162,18 +161,4 @@ __device__ __forceinline__ uint4 lds_16(uint32_t addr) {
                : "memory");
   return v;
 }
-// Weight bytes: 16 bytes with the aligned 256 bytes around them prefetched into L2 (a row's next
-// rounds, a repacked tile's other lanes): the weight stream reaches HBM in 256-byte pieces instead
-// of 64-byte ones.
-__device__ __forceinline__ void cp_async_16_l2_256(uint32_t dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;\n" ::"r"(dst), "l"(src)
-               : "memory");
-}
-// 16 bytes, or 16 zero bytes when src_bytes is 0 (src is then not read).
-__device__ __forceinline__ void cp_async_16_zfill(uint32_t dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst), "l"(src),
-               "r"(src_bytes)
-               : "memory");
-}
-
 }  // namespace dsv4::cuda::prefill

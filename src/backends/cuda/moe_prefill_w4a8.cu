@@ -64,6 +64,7 @@
 #include <type_traits>
 
 #include "backends/cuda/activation.cuh"
+#include "backends/cuda/cp_async.cuh"
 #include "backends/cuda/kernel_attributes.h"
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/mbarrier.cuh"
@@ -93,7 +94,7 @@ constexpr int k_round = 128;          // k per round
 // Rounds in flight: 8 for the pipelined kernel (moe_prefill_core::w4a8), 4 for the serial one
 // (w4a8_serial). The first version (both 4, no L2 prefetch) measured 277 / 260 TFLOP/s
 // (pipelined / serial) at Flash T = 4096 on an H100, and its total times put the weights at
-// ~1 TB/s for Flash and Pro alike; the L2 prefetch (cp_async_16_l2_256), scale bytes two rounds
+// ~1 TB/s for Flash and Pro alike; the L2 prefetch (cp_async_cg_16_l2_256), scale bytes two rounds
 // ahead and per-tile B offsets then took the serial kernel to 281 (Pro 246 -> 279), while 8
 // stages with paired weight requests made the pipelined one slower (272, Pro 230): deeper
 // copies were not what limited it (see the measurements at the top of the file).
@@ -181,20 +182,6 @@ __global__ void __launch_bounds__(256)
 }
 
 // ---- the GEMM ----
-
-// 4 bytes, or zeros when src_bytes is 0 (src is then not read); 16 bytes: cp_async_16_zfill
-// (moe_prefill_common.cuh).
-__device__ __forceinline__ void cp_async_4_zfill(uint32_t dst, const void* src, int src_bytes) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(dst), "l"(src), "r"(src_bytes)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int n>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(n) : "memory");
-}
 
 // v * 2^e for e in [-133, 122] (two exact power-of-two steps, one rounding at most).
 __device__ __forceinline__ float scale_pow2(float v, int e) {
@@ -320,7 +307,7 @@ __device__ __forceinline__ void w4a8_tile(const w4a8_args& a, int e, int ntok, c
   const auto issue_weights = [&](int wround) {
 #pragma unroll
     for (int i = 0; i < 2; ++i)
-      cp_async_16_l2_256(wslot(wround, i), wrow[i] + int64_t(wround) * (k_round / 2) + 16 * c);
+      cp_async_cg_16_l2_256(wslot(wround, i), wrow[i] + int64_t(wround) * (k_round / 2) + 16 * c);
   };
   // Round `round`'s B rows and scales and, serial kernel, its weights; pipelined kernel: the
   // weights of rounds round and round + 1 at even rounds (a row's 128 bytes requested together,
@@ -339,12 +326,12 @@ __device__ __forceinline__ void w4a8_tile(const w4a8_args& a, int e, int ntok, c
       const uint32_t st = sbase + (round % k_stages) * k_stage_bytes;
 #pragma unroll
       for (int q = 0; q < N / 32; ++q)
-        cp_async_16_zfill(st + bdst[q],
-                          boff[q] != k_none ? a.bq + boff[q] + uint32_t(round) * k_round : a.bq,
-                          boff[q] != k_none ? 16 : 0);
+        cp_async_cg_16_zfill(st + bdst[q],
+                             boff[q] != k_none ? a.bq + boff[q] + uint32_t(round) * k_round : a.bq,
+                             boff[q] != k_none ? 16 : 0);
       if (tid < N)
-        cp_async_4_zfill(st + k_b_bytes + 4 * tid, soff != k_none ? a.bs + soff + round : a.bs,
-                         soff != k_none ? 4 : 0);
+        cp_async_ca_4_zfill(st + k_b_bytes + 4 * tid, soff != k_none ? a.bs + soff + round : a.bs,
+                            soff != k_none ? 4 : 0);
     }
     cp_async_commit();  // empty past the end: the group count stays uniform
   };
@@ -722,25 +709,25 @@ __device__ __forceinline__ void ws_produce_item(const w4a8_args& a, const ws_rin
     // Weights: 64 bytes of the row (the L2 prefetch as w4a8_tile), its 4 scale bytes (16 f32).
 #pragma unroll
     for (int q = 0; q < 4; ++q)
-      cp_async_16_l2_256(st + wdst[q], wsrc[q] + int64_t(rr) * (k_round / 2));
+      cp_async_cg_16_l2_256(st + wdst[q], wsrc[q] + int64_t(rr) * (k_round / 2));
     if (f32_scale)
-      cp_async_16_zfill(st + sdst, srow + int64_t(rr) * 16, 16);
+      cp_async_cg_16_zfill(st + sdst, srow + int64_t(rr) * 16, 16);
     else
-      cp_async_4_zfill(st + sdst, srow + int64_t(rr) * 4, 4);
+      cp_async_ca_4_zfill(st + sdst, srow + int64_t(rr) * 4, 4);
 #pragma unroll
     for (int q = 0; q < nq; ++q) {
       const int n = (p >> 3) + 16 * q;
-      cp_async_16_zfill(st + k_ws_b + n * 128 + ((j ^ (n & 7)) << 4),
-                        boff[q] != k_none ? a.bq + boff[q] + uint32_t(rr) * k_round : a.bq,
-                        boff[q] != k_none ? 16 : 0);
+      cp_async_cg_16_zfill(st + k_ws_b + n * 128 + ((j ^ (n & 7)) << 4),
+                           boff[q] != k_none ? a.bq + boff[q] + uint32_t(rr) * k_round : a.bq,
+                           boff[q] != k_none ? 16 : 0);
     }
     if (p < N)
-      cp_async_4_zfill(st + k_ws_ts + 4 * p, soff != k_none ? a.bs + soff + rr : a.bs,
-                       soff != k_none ? 4 : 0);
+      cp_async_ca_4_zfill(st + k_ws_ts + 4 * p, soff != k_none ? a.bs + soff + rr : a.bs,
+                          soff != k_none ? 4 : 0);
     if constexpr (LEAD == 0) {
       const uint32_t bar = ring.full + 8 * stage;
       mbar::arrive(bar);
-      mbar::cp_async_arrive_noinc(bar);
+      cp_async_mbarrier_arrive_noinc(bar);
     } else {
       cp_async_commit();
     }
@@ -922,7 +909,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       for (int kk = max(0, k - LEAD); kk < k; ++kk)
         mbar::arrive(ring.full + 8 * (kk % k_ws_stages));
     } else {
-      asm volatile("cp.async.wait_all;\n" ::: "memory");
+      cp_async_wait_all();
     }
   } else {
     mbar::setmaxnreg_inc<k_ws_consumer_regs>();

@@ -51,6 +51,7 @@
 #include <type_traits>
 
 #include "backends/cuda/activation.cuh"
+#include "backends/cuda/cp_async.cuh"
 #include "backends/cuda/fp4_mma.cuh"
 #include "backends/cuda/kernel_attributes.h"
 #include "backends/cuda/kernel_common.cuh"
@@ -89,17 +90,6 @@ constexpr int k_down_rows = 256;                                  // W2 rows per
 // K-major operand, 128-byte swizzle, 8-row groups 1024 bytes apart (LBO unused: 16).
 __device__ __forceinline__ uint64_t smem_desc(uint32_t addr) {
   return wgmma::sw128_desc(addr, 16, 1024);
-}
-
-__device__ __forceinline__ void cp_async_16(uint32_t dst, const void* src) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(dst), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int n>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(n) : "memory");
 }
 
 // A registers of step s (0..7) of a round for one matrix: regs 0 / 1 = P_i of rows g / g + 8,
@@ -272,7 +262,7 @@ __device__ __forceinline__ void gemm_tile(const block_args& ba, const fp4_weight
       for (int m = 0; m < 2; ++m)
 #pragma unroll
         for (int i = 0; i < 2; ++i)
-          cp_async_16(wslot(round, m, i), lane_round_ptr<RP>(tr[m].w[i], round, c));
+          cp_async_cg_16(wslot(round, m, i), lane_round_ptr<RP>(tr[m].w[i], round, c));
     cp_async_commit();  // empty past the end: the group count stays uniform
   };
   // Prologue: the weight ring's first rounds, round 0's activations into stage 0 and its
@@ -499,15 +489,15 @@ __device__ __forceinline__ void gemm_tile_cp(const block_args& ba, const fp4_wei
       for (int m = 0; m < 2; ++m)
 #pragma unroll
         for (int i = 0; i < 2; ++i)
-          cp_async_16(wslot(round, m, i), tr[m].w[i] + (int64_t(round) * k_round + klane) / 2);
+          cp_async_cg_16(wslot(round, m, i), tr[m].w[i] + (int64_t(round) * k_round + klane) / 2);
       const uint32_t stage = sbase + (round % k_cp_stages) * k_stage_bytes;
 #pragma unroll
       for (int q = 0; q < per_thread; ++q) {
         const int idx = tid + q * k_threads, n = idx >> 4, j = idx & 15;
         const __nv_bfloat16* row = row_src[n];
         const uint32_t d = stage + (j >> 3) * k_atom_bytes + n * 128 + (((j & 7) ^ (n & 7)) << 4);
-        cp_async_16_zfill(d, row ? row + int64_t(round) * k_round + 8 * j : row_src[0],
-                          row ? 16 : 0);
+        cp_async_cg_16_zfill(d, row ? row + int64_t(round) * k_round + 8 * j : row_src[0],
+                             row ? 16 : 0);
       }
     }
     cp_async_commit();  // empty past the end: the group count stays uniform

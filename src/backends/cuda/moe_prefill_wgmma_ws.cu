@@ -98,6 +98,7 @@
 //
 // The wide kernel (tiles of up to 256 pairs, PREFILL15 / PREFILL16) is in
 // moe_prefill_wgmma_ws_wide.cu; what both kernels share in moe_prefill_wgmma_ws_common.cuh.
+#include "backends/cuda/cp_async.cuh"
 #include "backends/cuda/moe_prefill_wgmma_permute.cuh"
 #include "backends/cuda/moe_prefill_wgmma_ws_common.cuh"
 
@@ -207,17 +208,17 @@ __device__ __forceinline__ void ws_produce_item(const ws_args& a, const ws_ring&
 #pragma unroll
         for (int i = 0; i < 2; ++i)
           if (h == 0 || upper)
-            cp_async_16_l2_256(st + k_ws_w + ((2 * m + i) * k_ws_consumers + 128 * h + p) * 16,
-                               wbase[m] + (h * dh + i * di) + rr * wround);
+            cp_async_cg_16_l2_256(st + k_ws_w + ((2 * m + i) * k_ws_consumers + 128 * h + p) * 16,
+                                  wbase[m] + (h * dh + i * di) + rr * wround);
 #pragma unroll
     for (int m = 0; m < 2; ++m) {
       const uint32_t sd = st + k_ws_s + (p + 128 * m) * 16;
       if constexpr (K == weight_kind::nvfp4)
-        cp_async_8(sd, ssrc[m] + rr * 8);
+        cp_async_ca<8>(sd, ssrc[m] + rr * 8);
       else if (f32_scale)
-        cp_async_16(sd, ssrc[m] + rr * 16);
+        cp_async_cg_16(sd, ssrc[m] + rr * 16);
       else
-        cp_async_4(sd, ssrc[m] + rr * 4);
+        cp_async_ca<4>(sd, ssrc[m] + rr * 4);
     }
     if constexpr (PR) {
       const uint64_t bs = reinterpret_cast<uint64_t>(a.src + (rr * k_round + 8 * j));
@@ -226,20 +227,21 @@ __device__ __forceinline__ void ws_produce_item(const ws_args& a, const ws_ring&
         if (bchunk[q] != ~0u) {
           uint64_t src;
           asm volatile("mad.wide.u32 %0, %1, 16, %2;\n" : "=l"(src) : "r"(bchunk[q]), "l"(bs));
-          cp_async_16(st + bdst + q * 1024, reinterpret_cast<const void*>(src));
+          cp_async_cg_16(st + bdst + q * 1024, reinterpret_cast<const void*>(src));
         }
     } else {
 #pragma unroll
       for (int q = 0; q < N / 8; ++q) {
         const int n = (p >> 4) + 8 * q;
         if (n < ntok)
-          cp_async_16(st + k_ws_b + (j >> 3) * k_atom_bytes + n * 128 + (((j & 7) ^ (n & 7)) << 4),
-                      a.src + int64_t(rowtab[n]) * cols + int64_t(rr) * k_round + 8 * j);
+          cp_async_cg_16(
+              st + k_ws_b + (j >> 3) * k_atom_bytes + n * 128 + (((j & 7) ^ (n & 7)) << 4),
+              a.src + int64_t(rowtab[n]) * cols + int64_t(rr) * k_round + 8 * j);
       }
     }
     const uint32_t bar = ring.full + 8 * stage;
     mbar::arrive(bar);
-    mbar::cp_async_arrive_noinc(bar);
+    cp_async_mbarrier_arrive_noinc(bar);
   }
   k += rounds;
 }
@@ -739,7 +741,7 @@ __global__ void __launch_bounds__(k_q4_threads, 1)
       else
         ws_produce_item<K, UP, true, true, 128>(a, ring, p, k, cur, rb, rounds);
     }
-    asm volatile("cp.async.wait_all;\n" ::: "memory");
+    cp_async_wait_all();
   } else {
     mbar::setmaxnreg_inc<k_q4_consumer_regs>();
     for (int w = blockIdx.x; w < items; w += gridDim.x) {
@@ -803,7 +805,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       else
         ws_produce_item<K, UP, RP, PR, 128>(a, ring, p, k, cur, rb, rounds);
     }
-    asm volatile("cp.async.wait_all;\n" ::: "memory");
+    cp_async_wait_all();
   } else {
     mbar::setmaxnreg_inc<k_ws_consumer_regs<PR>>();
     for (int w = blockIdx.x; w < items; w += gridDim.x) {

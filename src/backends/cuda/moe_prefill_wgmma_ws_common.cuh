@@ -34,13 +34,6 @@ struct ws_ring {
   uint8_t* gen;   // the same base as a generic pointer
 };
 
-__device__ __forceinline__ void cp_async_4(uint32_t dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4;\n" ::"r"(dst), "l"(src) : "memory");
-}
-__device__ __forceinline__ void cp_async_8(uint32_t dst, const void* src) {
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 8;\n" ::"r"(dst), "l"(src) : "memory");
-}
-
 // The consumers' A registers of step s for one matrix with the first scale multiply only:
 // expand_step without its MXFP4 second power-of-two step, which ws_mx_second_step applies to a
 // whole step's registers behind one warp-uniform branch (the same products, in the same order, so

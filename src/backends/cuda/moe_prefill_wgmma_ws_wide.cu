@@ -32,6 +32,7 @@
 // so two wgmmas stay in flight as in the 128-pair kernel: 1.01-1.02x over one step (geomeans),
 // still 0.86x (MXFP4) / 0.91x (NVFP4) of the 128-pair kernel at Flash T = 4096 and 0.86x at Pro T =
 // 4096: the in-flight depth was not the main part of that gap.
+#include "backends/cuda/cp_async.cuh"
 #include "backends/cuda/moe_prefill_wgmma_ops_wide.cuh"
 #include "backends/cuda/moe_prefill_wgmma_ws_common.cuh"
 
@@ -123,26 +124,26 @@ __device__ __forceinline__ void wd_produce_item(const ws_args& a, const ws_ring&
     for (int h = 0; h < 2; ++h)
 #pragma unroll
       for (int i = 0; i < 2; ++i)
-        cp_async_16_l2_256(st + k_wd_w + (i * k_ws_consumers + 128 * h + p) * 16,
-                           wbase[i] + (h * dh + rr * int64_t(fp4_repack::k_tile_bytes)));
+        cp_async_cg_16_l2_256(st + k_wd_w + (i * k_ws_consumers + 128 * h + p) * 16,
+                              wbase[i] + (h * dh + rr * int64_t(fp4_repack::k_tile_bytes)));
     const uint32_t sd = st + k_wd_s + p * 16;
     if constexpr (K == weight_kind::nvfp4)
-      cp_async_8(sd, ssrc + rr * 8);
+      cp_async_ca<8>(sd, ssrc + rr * 8);
     else if (f32_scale)
-      cp_async_16(sd, ssrc + rr * 16);
+      cp_async_cg_16(sd, ssrc + rr * 16);
     else
-      cp_async_4(sd, ssrc + rr * 4);
+      cp_async_ca<4>(sd, ssrc + rr * 4);
     const uint64_t bs = reinterpret_cast<uint64_t>(a.src + (rr * k_round + 8 * j));
 #pragma unroll
     for (int q = 0; q < nq; ++q)
       if (bchunk[q] != ~0u) {
         uint64_t src;
         asm volatile("mad.wide.u32 %0, %1, 16, %2;\n" : "=l"(src) : "r"(bchunk[q]), "l"(bs));
-        cp_async_16(st + bdst + q * 1024, reinterpret_cast<const void*>(src));
+        cp_async_cg_16(st + bdst + q * 1024, reinterpret_cast<const void*>(src));
       }
     const uint32_t bar = ring.full + 8 * stage;
     mbar::arrive(bar);
-    mbar::cp_async_arrive_noinc(bar);
+    cp_async_mbarrier_arrive_noinc(bar);
   }
   k += rounds;
 }
@@ -392,7 +393,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       else
         wd_produce_item<K, UP, 256>(a, ring, p, k, cur, rb, rounds);
     }
-    asm volatile("cp.async.wait_all;\n" ::: "memory");
+    cp_async_wait_all();
   } else {
     mbar::setmaxnreg_inc<k_wd_consumer_regs>();
     for (int w = blockIdx.x; w < items; w += gridDim.x) {
