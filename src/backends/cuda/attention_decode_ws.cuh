@@ -13,6 +13,7 @@
 #include "backends/cuda/cp_async.cuh"
 #include "backends/cuda/mbarrier.cuh"
 #include "backends/cuda/pdl.cuh"
+#include "backends/cuda/tma.cuh"
 
 namespace dsv4::cuda {
 
@@ -99,6 +100,10 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       const int32_t* src = space.index_src(tile_start(j) + lane);
       return src ? __ldg(src) : -1;  // -1: row_ref gives no row
     };
+    if constexpr (!records)
+      if (pw == 0 && lane == 0)
+        for (int i = 0; i < 2; ++i)
+          if ((maps.valid >> i) & 1) tma::prefetch_map(&maps.map[i]);
     int32_t v0 = index_of_tile(0), v1 = index_of_tile(1), v2 = index_of_tile(2);
     const bool no_load = (opts & k_ws_opt_no_load) != 0;
     if constexpr (records) {
@@ -316,33 +321,24 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         // Stage reuse: the consumers released tile j - stages (phase j / stages - 1 of `empty`).
         if (j >= k_ws_stages) mbar::wait(empty_bar + 8 * stage, uint32_t(j / k_ws_stages - 1) & 1u);
         const uint32_t mask = __ballot_sync(0xffffffffu, p != nullptr);
-        // A tile of 32 valid consecutive rows of one pool loads by TMA (ws_key_maps).
-        bool tma = false;
-        const void* map = nullptr;
-        int32_t row0 = 0;
-        if (maps.valid != 0 && mask == 0xffffffffu) {
-          const pool_t* const p0 = reinterpret_cast<const pool_t*>(
-              __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p), 0));
-          if (__all_sync(0xffffffffu, p == p0 + lane * k_d)) {
-            const int s0 = tile_start(j);
-            const int which = s0 + k_tile <= cap_w ? 0 : s0 >= cap_w ? 1 : -1;
-            if (which >= 0 && ((maps.valid >> which) & 1) != 0) {
-              tma = true;
-              map = &maps.map[which];
-              row0 = int32_t((p0 - (which == 0 ? window.pool : comp.pool)) / k_d);
-            }
-          }
-        }
+        // TMA (ws_key_maps): a tile wholly in a part whose map is set (paged, block size a
+        // multiple of 32, tile starts 32-aligned in the part) with every slot valid is 32
+        // consecutive rows of one block, from lane 0's row on (no shuffles or votes needed).
+        const int s0 = tile_start(j);
+        const int which = s0 + k_tile <= cap_w ? 0 : s0 >= cap_w ? 1 : 2;
+        const bool by_tma = ((maps.valid >> which) & 1) != 0 && mask == 0xffffffffu;
         const uint32_t dst = k_s + uint32_t(stage) * k_tile_bytes;
-        if (tma && !no_load) {
+        if (by_tma && !no_load) {
           if (pw == 0 && lane == 0) {
             masks[stage] = mask;
             // The release arrival, with the tile's bytes (issued before its copies).
             mbar::arrive_expect_tx(full_bar + 8 * stage, uint32_t(k_tile_bytes));
+            const int32_t row0 = int32_t((p - (which == 0 ? window.pool : comp.pool)) / k_d);
+            const void* const map = &maps.map[which];
 #pragma unroll
             for (int b = 0; b < k_chunks / 8; ++b)
-              mbar::tensor_g2s_2d(dst + uint32_t(b * k_tile * 128), map, b * 64, row0,
-                                  full_bar + 8 * stage);
+              tma::g2s_2d(dst + uint32_t(b * k_tile * 128), map, b * 64, row0,
+                          full_bar + 8 * stage);
             if (j == 0) trace_stamp(trace, 0, k_adt_index);
           }
         } else if (!no_load) {
@@ -363,7 +359,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         // Published as the rows land: the hardware makes this thread's arrival once its copies
         // are complete. Lane 0 of warp 0 also arrives after writing the mask (release).
         cp_async_mbarrier_arrive_noinc(full_bar + 8 * stage);
-        if (pw == 0 && lane == 0 && !(tma && !no_load)) {
+        if (pw == 0 && lane == 0 && !(by_tma && !no_load)) {
           masks[stage] = mask;
           mbar::arrive(full_bar + 8 * stage);
           if (j == 0) trace_stamp(trace, 0, k_adt_index);

@@ -79,19 +79,6 @@ __device__ __forceinline__ void bulk_g2s(uint32_t dst, const void* src, uint32_t
       : "memory");
 }
 
-// Tensor copy (the TMA engine) of one box of the 2-D tensor map at `map` (the generic address of
-// a CUtensorMap, e.g. a __grid_constant__ kernel parameter) at element coordinates (x, y), x the
-// inner dimension, to this CTA's shared memory at dst (laid out by the map's swizzle), completing
-// as transaction bytes on `bar`.
-__device__ __forceinline__ void tensor_g2s_2d(uint32_t dst, const void* map, int x, int y,
-                                              uint32_t bar) {
-  asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, "
-      "{%2, %3}], [%4];\n" ::"r"(dst),
-      "l"(map), "r"(x), "r"(y), "r"(bar)
-      : "memory");
-}
-
 // bar.sync on named barrier `id` (1..15; 0 is __syncthreads) among `threads` threads (a multiple
 // of 32): only the warps that take part wait for each other.
 __device__ __forceinline__ void named_sync(uint32_t id, uint32_t threads) {
