@@ -183,7 +183,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <mutex>
 #include <type_traits>
 
@@ -268,19 +267,6 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
   }();
   return fn;
 }
-// ATTN28 call 2 only (bench A/B, removed after): DSV4_ATTN28_PROMO=0/64/128 picks the maps' L2
-// promotion (default 256 bytes).
-CUtensorMapL2promotion l2_promotion() {
-  static const CUtensorMapL2promotion p = [] {
-    const char* e = std::getenv("DSV4_ATTN28_PROMO");
-    const int v = e ? std::atoi(e) : 256;
-    return v == 0     ? CU_TENSOR_MAP_L2_PROMOTION_NONE
-           : v == 64  ? CU_TENSOR_MAP_L2_PROMOTION_L2_64B
-           : v == 128 ? CU_TENSOR_MAP_L2_PROMOTION_L2_128B
-                      : CU_TENSOR_MAP_L2_PROMOTION_L2_256B;
-  }();
-  return p;
-}
 bool encode_key_map(CUtensorMap& map, const __nv_bfloat16* pool, int64_t pool_rows) {
   const auto encode = tensor_map_encoder();
   if (!encode || !pool || pool_rows <= 0 || pool_rows > INT32_MAX ||
@@ -307,8 +293,8 @@ bool encode_key_map(CUtensorMap& map, const __nv_bfloat16* pool, int64_t pool_ro
   const cuuint32_t elem[2] = {1, 1};
   if (encode(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2,
              const_cast<void*>(static_cast<const void*>(pool)), dims, strides, box, elem,
-             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B, l2_promotion(),
-             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
     return false;
   cache[next] = {pool, pool_rows, map};
   next = (next + 1) % 8;
@@ -317,8 +303,9 @@ bool encode_key_map(CUtensorMap& map, const __nv_bfloat16* pool, int64_t pool_ro
 // The maps for a launch: bf16 pools in the paged form with a block size that is a multiple of 32
 // (the compressed part also needs a window capacity that is one: its tiles then start 32-aligned
 // in it), where a tile of 32 valid slots is 32 consecutive rows of one block; explicit rows keep
-// cp.async (a check per tile for runs in explicit rows measured slower: ATTN28 notes). None under
-// plan.diag 16 (bench A/B: every tile by cp.async).
+// cp.async (ATTN28's first version checked every tile for a run of rows with shuffles and a vote;
+// its cp.async path measured slower). None under plan.diag 16 (bench A/B: every tile by
+// cp.async). L2 promotion: none / 128 / 256 bytes measured alike (ATTN28 call 2).
 template <typename pool_t>
 ws_key_maps key_maps(const kv_rows<pool_t>& window, const kv_rows<pool_t>& comp,
                      const attention_decode_plan& plan) {
