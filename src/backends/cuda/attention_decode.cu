@@ -179,8 +179,11 @@
 // attention_decode_combine.cuh (the combine kernels), attention_decode_wgmma.cuh (wgmma descriptors
 // and calls); the plan heuristics in attention_decode_plan.cpp.
 
+#include <cudaTypedefs.h>
+
 #include <algorithm>
 #include <cmath>
+#include <mutex>
 #include <type_traits>
 
 #include "backends/cuda/attention_decode.h"
@@ -246,6 +249,80 @@ cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode
             : launch_combine_as<false>(heads, tokens, plan, part_o, part_ml, sinks, out, stream);
 }
 
+// The tensor maps of the ws kernel's TMA key tiles (ws_key_maps, attention_decode_ws_layout.cuh):
+// one per bf16 pool, [pool_rows, 512] at 1024-byte rows, box 32 rows x 64 channels, SWIZZLE_128B.
+// cuTensorMapEncodeTiled comes from the runtime's driver entry point (no link to libcuda); where
+// it or an encoding fails, that pool's tiles keep the cp.async path (valid bit clear).
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault,
+                                         &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      return static_cast<PFN_cuTensorMapEncodeTiled_v12000>(nullptr);
+    }
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+  }();
+  return fn;
+}
+bool encode_key_map(CUtensorMap& map, const __nv_bfloat16* pool, int64_t pool_rows) {
+  const auto encode = tensor_map_encoder();
+  if (!encode || !pool || pool_rows <= 0 || pool_rows > INT32_MAX ||
+      reinterpret_cast<uintptr_t>(pool) % 16 != 0)
+    return false;
+  // Encodings cached by (pool, rows): a decode step's pools are the same every layer and step.
+  struct entry {
+    const void* pool;
+    int64_t rows;
+    CUtensorMap map;
+  };
+  static std::mutex mu;
+  static entry cache[8];
+  static int next = 0;
+  std::lock_guard<std::mutex> lock(mu);
+  for (const entry& e : cache)
+    if (e.pool == pool && e.rows == pool_rows) {
+      map = e.map;
+      return true;
+    }
+  const cuuint64_t dims[2] = {cuuint64_t(k_d), cuuint64_t(pool_rows)};
+  const cuuint64_t strides[1] = {cuuint64_t(k_row_bytes)};
+  const cuuint32_t box[2] = {64, cuuint32_t(k_tile)};
+  const cuuint32_t elem[2] = {1, 1};
+  if (encode(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2,
+             const_cast<void*>(static_cast<const void*>(pool)), dims, strides, box, elem,
+             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+    return false;
+  cache[next] = {pool, pool_rows, map};
+  next = (next + 1) % 8;
+  return true;
+}
+// The maps for a launch: bf16 pools in the paged form with a block size that is a multiple of 32
+// (the compressed part also needs a window capacity that is one: its tiles then start 32-aligned
+// in it), where a tile of 32 valid slots is 32 consecutive rows of one block; explicit rows keep
+// cp.async (ATTN28's first version checked every tile for a run of rows with shuffles and a vote;
+// its cp.async path measured slower). None under plan.diag 16 (bench A/B: every tile by
+// cp.async). L2 promotion: none / 128 / 256 bytes measured alike (ATTN28 call 2).
+template <typename pool_t>
+ws_key_maps key_maps(const kv_rows<pool_t>& window, const kv_rows<pool_t>& comp,
+                     const attention_decode_plan& plan) {
+  ws_key_maps m{};
+  if constexpr (std::is_same_v<pool_t, __nv_bfloat16>) {
+    if ((plan.diag & 16) != 0) return m;
+    auto paged = [](const kv_rows<pool_t>& s) {
+      return s.pool && !s.rows && s.block_size > 0 && s.block_size % k_tile == 0;
+    };
+    if (paged(window) && encode_key_map(m.map[0], window.pool, window.pool_rows)) m.valid |= 1;
+    if (paged(comp) && plan.window_capacity % k_tile == 0 &&
+        encode_key_map(m.map[1], comp.pool, comp.pool_rows))
+      m.valid |= 2;
+  }
+  return m;
+}
+
 template <int mode, typename act_t>
 auto ws_kernel(const attention_decode_plan& plan) {
   return ws_sched_is_alt(attention_decode_ws_sched(plan))
@@ -300,11 +377,11 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
   const auto launch_ws_split = [&](auto* ws, bool fold, bool keep,
                                    bool p16 = false) -> cudaError_t {
     if (const cudaError_t e = allow_dynamic_smem(ws, k_ws_smem); e != cudaSuccess) return e;
-    if (const cudaError_t e =
-            launch_pdl(plan.pdl, ws, grid, dim3(k_ws_threads), k_ws_smem, stream, q, int(heads),
-                       window, comp, int(plan.window_capacity), int(plan.comp_capacity),
-                       int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o, part_ml,
-                       sinks, out, attention_decode_ws_opts(plan), plan.trace);
+    if (const cudaError_t e = launch_pdl(
+            plan.pdl, ws, grid, dim3(k_ws_threads), k_ws_smem, stream, q, int(heads), window, comp,
+            int(plan.window_capacity), int(plan.comp_capacity), int(plan.keys_per_split),
+            int(plan.splits), scale * k_log2e, part_o, part_ml, sinks, out,
+            attention_decode_ws_opts(plan), plan.trace, key_maps(window, comp, plan));
         e != cudaSuccess)
       return e;
     if (fold || !plan.combine) return cudaGetLastError();

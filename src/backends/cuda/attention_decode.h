@@ -94,7 +94,8 @@ struct attention_decode_plan {
   // Benchmark diagnosis only: 1 the warp-specialized kernel copies no rows (its consumers' chain
   // alone), 2 its consumers compute nothing (the ring alone), both with an undefined output; 4 the
   // FP8-record producer finds rows by 32-bit divisions even for power-of-two block sizes (the path
-  // of other block sizes: the same output; bench_attention --kv-fp8's 'refs by division' row).
+  // of other block sizes: the same output; bench_attention --kv-fp8's 'refs by division' row);
+  // 16 (bf16 pools) no TMA key tiles: every tile by cp.async (the same output bit for bit).
   int diag = 0;
   // Benchmark breakdown only: false skips the combine launch (the output is then undefined).
   bool combine = true;

@@ -13,6 +13,7 @@
 #include "backends/cuda/cp_async.cuh"
 #include "backends/cuda/mbarrier.cuh"
 #include "backends/cuda/pdl.cuh"
+#include "backends/cuda/tma.cuh"
 
 namespace dsv4::cuda {
 
@@ -24,8 +25,8 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     attention_decode_ws_kernel(const act_t* q, int heads, kv_rows<pool_t> window,
                                kv_rows<pool_t> comp, int cap_w, int cap_c, int keys_per_split,
                                int splits, float scale_log2, float* part_o, float2* part_ml,
-                               const float* sinks, act_t* out, int opts,
-                               unsigned long long* trace) {
+                               const float* sinks, act_t* out, int opts, unsigned long long* trace,
+                               const __grid_constant__ ws_key_maps maps) {
   if (threadIdx.x == 0) trace_stamp(trace, 0, k_adt_entry);
   constexpr bool fold = mode == k_ws_fold;
   constexpr bool keep_l2 = mode == k_ws_split_keep;
@@ -78,8 +79,9 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       // Records: one barrier per (stage, producer warp) on which the warp's bulk copies complete.
       for (int i = 0; i < k_ws_stages * k_ws_producers; ++i)
         mbar::init(q_s + k_ws_raw_bars + 8 * i, 1);
-      mbar::fence_init();
     }
+    // (bf16: tensor copies complete on `full`.)
+    mbar::fence_init();
   }
   __syncthreads();  // the only CTA-wide barrier: the mbarriers are initialized
   if (threadIdx.x == 0) {
@@ -98,6 +100,10 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       const int32_t* src = space.index_src(tile_start(j) + lane);
       return src ? __ldg(src) : -1;  // -1: row_ref gives no row
     };
+    if constexpr (!records)
+      if (pw == 0 && lane == 0)
+        for (int i = 0; i < 2; ++i)
+          if ((maps.valid >> i) & 1) tma::prefetch_map(&maps.map[i]);
     int32_t v0 = index_of_tile(0), v1 = index_of_tile(1), v2 = index_of_tile(2);
     const bool no_load = (opts & k_ws_opt_no_load) != 0;
     if constexpr (records) {
@@ -315,8 +321,27 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         // Stage reuse: the consumers released tile j - stages (phase j / stages - 1 of `empty`).
         if (j >= k_ws_stages) mbar::wait(empty_bar + 8 * stage, uint32_t(j / k_ws_stages - 1) & 1u);
         const uint32_t mask = __ballot_sync(0xffffffffu, p != nullptr);
-        if (!no_load) {
-          const uint32_t dst = k_s + uint32_t(stage) * k_tile_bytes;
+        // TMA (ws_key_maps): a tile wholly in a part whose map is set (paged, block size a
+        // multiple of 32, tile starts 32-aligned in the part) with every slot valid is 32
+        // consecutive rows of one block, from lane 0's row on (no shuffles or votes needed).
+        const int s0 = tile_start(j);
+        const int which = s0 + k_tile <= cap_w ? 0 : s0 >= cap_w ? 1 : 2;
+        const bool by_tma = ((maps.valid >> which) & 1) != 0 && mask == 0xffffffffu;
+        const uint32_t dst = k_s + uint32_t(stage) * k_tile_bytes;
+        if (by_tma && !no_load) {
+          if (pw == 0 && lane == 0) {
+            masks[stage] = mask;
+            // The release arrival, with the tile's bytes (issued before its copies).
+            mbar::arrive_expect_tx(full_bar + 8 * stage, uint32_t(k_tile_bytes));
+            const int32_t row0 = int32_t((p - (which == 0 ? window.pool : comp.pool)) / k_d);
+            const void* const map = &maps.map[which];
+#pragma unroll
+            for (int b = 0; b < k_chunks / 8; ++b)
+              tma::g2s_2d(dst + uint32_t(b * k_tile * 128), map, b * 64, row0,
+                          full_bar + 8 * stage);
+            if (j == 0) trace_stamp(trace, 0, k_adt_index);
+          }
+        } else if (!no_load) {
 #pragma unroll
           for (int i = 0; i < k_ws_rows_per_producer; ++i) {
             const int r = pw * k_ws_rows_per_producer + i;
@@ -334,7 +359,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         // Published as the rows land: the hardware makes this thread's arrival once its copies
         // are complete. Lane 0 of warp 0 also arrives after writing the mask (release).
         cp_async_mbarrier_arrive_noinc(full_bar + 8 * stage);
-        if (pw == 0 && lane == 0) {
+        if (pw == 0 && lane == 0 && !(by_tma && !no_load)) {
           masks[stage] = mask;
           mbar::arrive(full_bar + 8 * stage);
           if (j == 0) trace_stamp(trace, 0, k_adt_index);

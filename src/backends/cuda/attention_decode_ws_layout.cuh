@@ -2,6 +2,9 @@
 // (attention_decode.cu; its schedules and modes: attention_decode_ws_modes.h).
 #pragma once
 
+#include <cuda.h>  // CUtensorMap (the type only: the maps are encoded through the runtime's driver
+                   // entry point, attention_decode.cu)
+
 #include "backends/cuda/attention_decode_common.cuh"
 #include "backends/cuda/attention_decode_ws_modes.h"
 
@@ -66,6 +69,19 @@ namespace {
 // consumers alone (no row copies) are not faster (HCA 1M T=8 0.99 us per tile either way): the
 // FMULs competed with the producer warps for issue slots, the loop with the ring went 1.36 ->
 // 1.28 us per tile. Not bit-equal to the exact rescale (P rounded to bf16 at another scale).
+// Key tiles by TMA (ATTN28): a bf16 tile of a part in the paged form with a block size that is a
+// multiple of 32 (tiles 32-aligned in the part), all 32 slots valid, is 32 consecutive rows of one
+// block; it is loaded by 8 tensor copies (one per 64-channel column block: a box of 32 rows x 128
+// bytes, SWIZZLE_128B, which is wg_offset's layout) issued by one producer lane and completing on
+// the stage's `full` barrier (that lane's release arrival carries the tile's 32 KB as expected
+// transaction bytes), instead of 2048 16-byte cp.async of the 128 producer threads. Any other
+// tile (explicit rows, partial tiles, invalid rows: zero-filled) keeps the cp.async path. The
+// maps cover the window and the compressed pools ([pool_rows, 512] bf16), encoded on the host
+// per launch (cached; kernel parameters, so graph capture keeps them). Figures: ATTN28 notes.
+struct ws_key_maps {
+  CUtensorMap map[2];  // the window pool, the compressed pool
+  int valid = 0;       // bit i: map[i] encoded
+};
 constexpr float k_lazy_rescale = 8.0f;
 constexpr int k_ws_stages = 4;
 constexpr int k_ws_consumers = k_warps;  // warps 0..7 compute, warps 8..11 load

@@ -11,7 +11,7 @@ int attention_decode_ws_opts(const attention_decode_plan& plan) {
 }
 int attention_decode_ws_sched(const attention_decode_plan& plan) {
   if (!plan.alt) return k_ws_in_turn;
-  return (plan.diag & ~7) == 8 ? k_ws_alt_bit : k_ws_alt;
+  return (plan.diag & 8) != 0 ? k_ws_alt_bit : k_ws_alt;  // (diag 16: no TMA key tiles)
 }
 
 }  // namespace dsv4::cuda
