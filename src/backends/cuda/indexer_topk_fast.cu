@@ -49,6 +49,7 @@
 // the one __constant__ g_indexer_trace (without separable compilation each unit would hold its
 // own, each to be set by indexer_fast_set_trace).
 #include <algorithm>
+#include <cstdlib>
 
 #include "backends/cuda/indexer_topk_fast.h"
 #include "backends/cuda/indexer_topk_fast_common.cuh"
@@ -197,6 +198,15 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
             if (e == cudaSuccess)
               e = set(indexer_score_three_kernel<act_t, k_stages_fp4_three, true>,
                       score_three_smem_bytes(k_stages_fp4_three));
+            if (e == cudaSuccess)
+              e = set(indexer_score_three_kernel<act_t, k_stages_fp4_three, true, 1>,
+                      score_three_smem_bytes(k_stages_fp4_three));
+            if (e == cudaSuccess)
+              e = set(indexer_score_three_kernel<act_t, k_stages_fp4_three + 1, true, 2>,
+                      score_three_smem_bytes(k_stages_fp4_three + 1));
+            if (e == cudaSuccess)
+              e = set(indexer_score_three_kernel<act_t, k_stages_fp4_three, true, 3>,
+                      score_three_smem_bytes(k_stages_fp4_three));
             if (e == cudaSuccess) e = set(indexer_collect_select_kernel, k_select_smem);
             if (e == cudaSuccess) e = set(indexer_select_kernel, k_select_kernel_smem_lean);
             if (e == cudaSuccess) e = set(indexer_cluster_select_kernel, k_csel_smem);
@@ -216,6 +226,12 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
               e = carveout(indexer_score_three_kernel<act_t, k_stages_fp4_three>);
             if (e == cudaSuccess)
               e = carveout(indexer_score_three_kernel<act_t, k_stages_fp4_three, true>);
+            if (e == cudaSuccess)
+              e = carveout(indexer_score_three_kernel<act_t, k_stages_fp4_three, true, 1>);
+            if (e == cudaSuccess)
+              e = carveout(indexer_score_three_kernel<act_t, k_stages_fp4_three + 1, true, 2>);
+            if (e == cudaSuccess)
+              e = carveout(indexer_score_three_kernel<act_t, k_stages_fp4_three, true, 3>);
             if (e == cudaSuccess) e = carveout(indexer_collect_select_kernel);
             if (e == cudaSuccess) e = carveout(indexer_select_kernel);
             if (e == cudaSuccess) e = carveout(indexer_cluster_select_kernel);
@@ -277,13 +293,31 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
   } else if (three) {
     // (The token's coarse histogram of plan.score_list in its second histogram's first 256 words:
     // zeroed with it, otherwise unused on that path.)
-    e = launch_pdl(plan.zero_kernel,
-                   list_mode ? indexer_score_three_kernel<act_t, k_stages_fp4_three, true>
-                             : indexer_score_three_kernel<act_t, k_stages_fp4_three, false>,
-                   grid, dim3(256), size_t(score_three_smem_bytes(k_stages_fp4_three)), stream, q,
-                   weights, key_pool, key_scales, pages, token_seq, n_visible, plan.capacity,
-                   plan.keys_per_cta, q_scale, scores, stride, hist, flags, state, hist2, cand_list,
-                   int(top_k));
+    // IDX23 A/B: DSV4_IDX23=1..3 picks a variant of the list kernel (indexer_score_three_kernel).
+    static const int var = [] {
+      const char* v = std::getenv("DSV4_IDX23");
+      return v ? std::atoi(v) : 0;
+    }();
+    const auto launch_three = [&](auto kernel, int stages_n) {
+      e = launch_pdl(plan.zero_kernel, kernel, grid, dim3(256),
+                     size_t(score_three_smem_bytes(stages_n)), stream, q, weights, key_pool,
+                     key_scales, pages, token_seq, n_visible, plan.capacity, plan.keys_per_cta,
+                     q_scale, scores, stride, hist, flags, state, hist2, cand_list, int(top_k));
+    };
+    if (!list_mode)
+      launch_three(indexer_score_three_kernel<act_t, k_stages_fp4_three, false>,
+                   k_stages_fp4_three);
+    else if (var == 1)
+      launch_three(indexer_score_three_kernel<act_t, k_stages_fp4_three, true, 1>,
+                   k_stages_fp4_three);
+    else if (var == 2)
+      launch_three(indexer_score_three_kernel<act_t, k_stages_fp4_three + 1, true, 2>,
+                   k_stages_fp4_three + 1);
+    else if (var == 3)
+      launch_three(indexer_score_three_kernel<act_t, k_stages_fp4_three, true, 3>,
+                   k_stages_fp4_three);
+    else
+      launch_three(indexer_score_three_kernel<act_t, k_stages_fp4_three, true>, k_stages_fp4_three);
   } else if (fmt == k_fmt_e2m1 && plan.score_wgmma && plan.score_split) {
     const int smem = score_smem_bytes(k_stages_fp4, fmt);
     if (eight)

@@ -971,8 +971,12 @@ constexpr int score_three_smem_bytes(int stages) {
 }
 static_assert(3 * (score_three_smem_bytes(k_stages_fp4_three) + 1024) <= 228 * 1024,
               "three CTAs per SM");
-template <typename act_t, int stages, bool list = false>
-__global__ void __launch_bounds__(256, 3)
+// IDX23 (session 19) variants of the list kernel, picked by DSV4_IDX23 (A/B only): 0 = the default;
+// 1 = two CTAs per SM (__launch_bounds__(256, 2): the T=1 list grid has <= 2 CTAs per SM) with the
+// weights in registers; 2 = 1 with four stages; 3 = 1 with every k-step's A fragment widened before
+// the pass's 8 wgmmas (one commit group, one wait).
+template <typename act_t, int stages, bool list = false, int var = 0>
+__global__ void __launch_bounds__(256, var >= 1 ? 2 : 3)
     indexer_score_three_kernel(const act_t* q, const act_t* weights, const void* key_pool,
                                const void* key_scales_raw, paged_entries pages,
                                const int32_t* token_seq, const int32_t* n_visible, int64_t capacity,
@@ -980,7 +984,7 @@ __global__ void __launch_bounds__(256, 3)
                                int64_t score_stride, uint32_t* hist, int flags, token_state* state,
                                uint32_t* coarse, unsigned long long* cand_list, int top_k) {
   constexpr int warps = 8;
-  constexpr bool w_smem = true;  // the weights in shared memory (16 registers)
+  constexpr bool w_smem = var == 0;  // the weights in shared memory (16 registers)
   constexpr int k_score_threads = warps * k_warp_size;
   const bool rotate = (flags & k_score_flag_rotate) != 0;
   const uint32_t* key_scales4 = static_cast<const uint32_t*>(key_scales_raw);
@@ -1014,6 +1018,8 @@ __global__ void __launch_bounds__(256, 3)
     score_issue_fp4_bulk(bulk_src, j, stage, pass_rows, pass_scales, full_s, k_s);
   };
   score_stage_query<true, k_score_threads>(q_s, q, t);
+  // The query's wgmma descriptor at k-step 0 (the k-steps add their offsets to its start field).
+  const uint64_t q_desc = wgmma::sw128_desc(q_s, 16, 1024);
   if (threadIdx.x == 0)
     for (int j = 0; j < stages - 1; ++j)
       if (j < passes) issue_bulk(j, j);
@@ -1044,15 +1050,17 @@ __global__ void __launch_bounds__(256, 3)
   uint4 raw4[2];
   uint32_t sbytes[2];
   uint32_t wg_big = 0;  // scale bytes >= 129 among the 64 rows of this warp's warpgroup
-  auto load_pass = [&](int64_t j) {
-    const int issuer = rotate ? int(j % warps) * k_warp_size : 0;
-    if (int(threadIdx.x) == issuer && j + stages - 1 < passes) {
-      if (j > 0)
-        mbar::wait(empty_s + 8 * uint32_t((j - 1) % stages), uint32_t((j - 1) / stages) & 1u);
-      issue_bulk(j + stages - 1, int((j + stages - 1) % stages));
+  // Pass j (32-bit: passes <= keys_per_cta / k_pass) in `stage` = j % stages with mbarrier parity
+  // `phase` = (j / stages) & 1; the previous pass's stage is `prev` (= the stage that pass
+  // j + stages - 1 refills) with parity `prev_phase`. Tracked by the loop, no 64-bit divisions.
+  const int npasses = int(passes);
+  auto load_pass = [&](int j, int stage, uint32_t phase, int prev, uint32_t prev_phase) {
+    const int issuer = rotate ? (j % warps) * k_warp_size : 0;
+    if (int(threadIdx.x) == issuer && j + stages - 1 < npasses) {
+      if (j > 0) mbar::wait(empty_s + 8 * uint32_t(prev), prev_phase);
+      issue_bulk(j + stages - 1, prev);
     }
-    const int stage = int(j % stages);
-    mbar::wait(full_s + 8 * stage, uint32_t(j / stages) & 1u);
+    mbar::wait(full_s + 8 * stage, phase);
     const uint32_t kb = k_s + stage * k_fp4_pass_bytes;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -1170,8 +1178,10 @@ __global__ void __launch_bounds__(256, 3)
       for (int kk = 0; kk < k_dim / 16; ++kk) {
         const int k = kk / 2;
         const uint32_t w0 = word_of(raw4[0], k), w1 = word_of(raw4[1], k);
-        const uint32_t m0 = ((sbytes[0] >> (8 * k)) & 0xffu) * 0x00800080u + add;
-        const uint32_t m1 = ((sbytes[1] >> (8 * k)) & 0xffu) * 0x00800080u + add;
+        // byte k of the scale word in both halves (b | b << 16), << 7: b * 0x00800080.
+        const uint32_t sel = 0x4040u | uint32_t(k) << 8 | uint32_t(k);
+        const uint32_t m0 = (__byte_perm(sbytes[0], 0u, sel) << 7) + add;
+        const uint32_t m1 = (__byte_perm(sbytes[1], 0u, sel) << 7) + add;
         if (kk >= 2) wgmma::wait<1>();  // k-step kk - 2 done: a[kk % 2] free
         uint32_t(&f)[4] = a[kk % 2];
 #if DSV4_IDX_DIAG == 1
@@ -1199,8 +1209,10 @@ __global__ void __launch_bounds__(256, 3)
           f[3] = e2m1x2_widen<3, o>(w1, m1);
         }
         wgmma::fence();
-        const uint64_t db =
-            wgmma::sw128_desc(q_s + uint32_t((kk / 4) * (k_heads * 128) + (kk % 4) * 32), 16, 1024);
+        // wgmma::sw128_desc(q_s + (kk / 4) * (k_heads * 128) + (kk % 4) * 32, 16, 1024): the
+        // offset (a multiple of 16) added to the loop-invariant start field (no carry: shared
+        // addresses + 8 KB stay below 2^18).
+        const uint64_t db = q_desc + uint32_t(((kk / 4) * (k_heads * 128) + (kk % 4) * 32) >> 4);
 #if DSV4_IDX_DIAG == 4
         // Diagnostic: the widening without the MMAs (wrong scores).
         (void)db;
@@ -1220,15 +1232,61 @@ __global__ void __launch_bounds__(256, 3)
       for (int i = 0; i < 2; ++i)
         asm volatile("" ::"r"(a[i][0]), "r"(a[i][1]), "r"(a[i][2]), "r"(a[i][3]) : "memory");
     };
-    if (one)
-      run(std::true_type{});
-    else
-      run(std::false_type{});
+    // var 3: all 8 A fragments first, one fence, the 8 wgmmas in one group, one wait.
+    const auto run_all = [&](auto one_c) {
+      constexpr bool o = decltype(one_c)::value;
+      uint32_t a[k_dim / 16][4];
+#pragma unroll
+      for (int kk = 0; kk < k_dim / 16; ++kk) {
+        const int k = kk / 2;
+        const uint32_t w0 = word_of(raw4[0], k), w1 = word_of(raw4[1], k);
+        const uint32_t sel = 0x4040u | uint32_t(k) << 8 | uint32_t(k);
+        const uint32_t m0 = (__byte_perm(sbytes[0], 0u, sel) << 7) + add;
+        const uint32_t m1 = (__byte_perm(sbytes[1], 0u, sel) << 7) + add;
+        uint32_t(&f)[4] = a[kk];
+        if (kk % 2 == 0) {
+          f[0] = e2m1x2_widen<0, o>(w0, m0);
+          f[1] = e2m1x2_widen<0, o>(w1, m1);
+          f[2] = e2m1x2_widen<1, o>(w0, m0);
+          f[3] = e2m1x2_widen<1, o>(w1, m1);
+        } else {
+          f[0] = e2m1x2_widen<2, o>(w0, m0);
+          f[1] = e2m1x2_widen<2, o>(w1, m1);
+          f[2] = e2m1x2_widen<3, o>(w0, m0);
+          f[3] = e2m1x2_widen<3, o>(w1, m1);
+        }
+      }
+      wgmma::fence();
+#pragma unroll
+      for (int kk = 0; kk < k_dim / 16; ++kk) {
+        const uint64_t db = q_desc + uint32_t(((kk / 4) * (k_heads * 128) + (kk % 4) * 32) >> 4);
+        if (kk == 0)
+          wgmma_rs_n64_first(acc, a[kk], db);
+        else
+          wgmma_rs_n64(acc, a[kk], db);
+      }
+      wgmma::commit();
+      wgmma::wait<0>();
+#pragma unroll
+      for (int i = 0; i < k_dim / 16; ++i)
+        asm volatile("" ::"r"(a[i][0]), "r"(a[i][1]), "r"(a[i][2]), "r"(a[i][3]) : "memory");
+    };
+    if constexpr (var == 3) {
+      if (one)
+        run_all(std::true_type{});
+      else
+        run_all(std::false_type{});
+    } else {
+      if (one)
+        run(std::true_type{});
+      else
+        run(std::false_type{});
+    }
 #pragma unroll
     for (int i = 0; i < 32; ++i) wgmma::reg_fence(acc[i]);
   };
   // indexer_score_kernel's quad epilogue of pass pp (the same sums in the same order).
-  auto epilogue = [&](const float(&acc)[32], int64_t pp) {
+  auto epilogue = [&](const float(&acc)[32], int pp) {
     float h0 = 0.0f, h1 = 0.0f;
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt) {
@@ -1253,7 +1311,7 @@ __global__ void __launch_bounds__(256, 3)
     mine += __shfl_xor_sync(0xffffffffu, mine, 2);
     if ((lane & 2) == 0) {
       const int r = warp * 16 + (lane & 1) * 8 + lane / 4;
-      const int64_t s = lo + pp * k_pass + r;
+      const int64_t s = lo + int64_t(pp) * k_pass + r;
       if (s < hi) {
         float v = -INFINITY;
         if (r < pass_rows[pp % k_row_ring]) v = mine * q_scale + 0.0f;
@@ -1263,10 +1321,20 @@ __global__ void __launch_bounds__(256, 3)
     }
   };
   float acc[32];
-  for (int64_t p = 0; p < passes; ++p) {
-    load_pass(p);
-    mma_pass(acc);
-    epilogue(acc, p);
+  {
+    int stage = 0, prev = stages - 1;
+    uint32_t phase = 0, prev_phase = 1;  // (pass -1's parity: unused, pass 0 waits on no release)
+    for (int p = 0; p < npasses; ++p) {
+      load_pass(p, stage, phase, prev, prev_phase);
+      mma_pass(acc);
+      epilogue(acc, p);
+      prev = stage;
+      prev_phase = phase;
+      if (++stage == stages) {
+        stage = 0;
+        phase ^= 1u;
+      }
+    }
   }
   trace_stamp(k_trace_score, 1);
   trace_value(k_trace_score, 5, uint64_t(passes));
