@@ -99,7 +99,13 @@ indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_widt
   p.capacity = table_width * block_size;
   if (tokens <= 0 || p.capacity <= 0) return p;
   const int64_t sms = std::max(sm_count, 1);
-  indexer_fast_plan_set_ctas_per_sm(p, 2, sm_count, block_size);
+  // IDX23 A/B: DSV4_IDX23_CTAS=3 plans three score CTAs per SM (and score_list while the grid is
+  // resident at three per SM: the 70-register list kernel, DSV4_IDX23 0).
+  static const int ctas_per_sm = [] {
+    const char* v = std::getenv("DSV4_IDX23_CTAS");
+    return v && std::atoi(v) == 3 ? 3 : 2;
+  }();
+  indexer_fast_plan_set_ctas_per_sm(p, ctas_per_sm, sm_count, block_size);
   // H200, T=1 x 256K entries: see bench_attention's collect rows.
   p.collect_keys = tokens * ceil_div(p.capacity, k_collect_keys_short) <= 8 * sms
                        ? k_collect_keys_short
@@ -120,7 +126,7 @@ indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_widt
   // cluster_select stays off: slower (H100, session 9: T=1 top-512 39.6 vs 33.7 us in all).
   // score_list where the score grid is resident at once (two CTAs per SM: the CTAs that wait for
   // a fuller histogram snapshot never hold back a later wave) and the select is split.
-  p.score_list = tokens * p.ctas_per_token <= 2 * sms && p.select_ctas > 0;
+  p.score_list = tokens * p.ctas_per_token <= ctas_per_sm * sms && p.select_ctas > 0;
   const size_t score_bytes = size_t(tokens * score_stride_of(p.capacity)) * 4;
   p.scratch_bytes = score_bytes + size_t(tokens) * (sizeof(token_state) + 2 * k_bins * 4) +
                     size_t(tokens) * size_t(k_candidate_capacity) * 8;
@@ -207,6 +213,11 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
             if (e == cudaSuccess)
               e = set(indexer_score_three_kernel<act_t, k_stages_fp4_three, true, 3>,
                       score_three_smem_bytes(k_stages_fp4_three));
+            for (auto kernel : {indexer_score_three_kernel<act_t, k_stages_fp4_three, true, 4>,
+                                indexer_score_three_kernel<act_t, k_stages_fp4_three, true, 5>,
+                                indexer_score_three_kernel<act_t, k_stages_fp4_three, true, 6>})
+              if (e == cudaSuccess)
+                e = set(kernel, score_three_smem_bytes(k_stages_fp4_three, true));
             if (e == cudaSuccess) e = set(indexer_collect_select_kernel, k_select_smem);
             if (e == cudaSuccess) e = set(indexer_select_kernel, k_select_kernel_smem_lean);
             if (e == cudaSuccess) e = set(indexer_cluster_select_kernel, k_csel_smem);
@@ -232,6 +243,10 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
               e = carveout(indexer_score_three_kernel<act_t, k_stages_fp4_three + 1, true, 2>);
             if (e == cudaSuccess)
               e = carveout(indexer_score_three_kernel<act_t, k_stages_fp4_three, true, 3>);
+            for (auto kernel : {indexer_score_three_kernel<act_t, k_stages_fp4_three, true, 4>,
+                                indexer_score_three_kernel<act_t, k_stages_fp4_three, true, 5>,
+                                indexer_score_three_kernel<act_t, k_stages_fp4_three, true, 6>})
+              if (e == cudaSuccess) e = carveout(kernel);
             if (e == cudaSuccess) e = carveout(indexer_collect_select_kernel);
             if (e == cudaSuccess) e = carveout(indexer_select_kernel);
             if (e == cudaSuccess) e = carveout(indexer_cluster_select_kernel);
@@ -294,13 +309,15 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
     // (The token's coarse histogram of plan.score_list in its second histogram's first 256 words:
     // zeroed with it, otherwise unused on that path.)
     // IDX23 A/B: DSV4_IDX23=1..3 picks a variant of the list kernel (indexer_score_three_kernel).
-    static const int var = [] {
+    static const int var_env = [] {
       const char* v = std::getenv("DSV4_IDX23");
       return v ? std::atoi(v) : 0;
     }();
-    const auto launch_three = [&](auto kernel, int stages_n) {
+    // (var >= 4: every pass of a CTA in the pass table, else var 1.)
+    const int var = var_env >= 4 && plan.keys_per_cta > k_pass_tab * k_pass ? 1 : var_env;
+    const auto launch_three = [&](auto kernel, int stages_n, bool tab = false) {
       e = launch_pdl(plan.zero_kernel, kernel, grid, dim3(256),
-                     size_t(score_three_smem_bytes(stages_n)), stream, q, weights, key_pool,
+                     size_t(score_three_smem_bytes(stages_n, tab)), stream, q, weights, key_pool,
                      key_scales, pages, token_seq, n_visible, plan.capacity, plan.keys_per_cta,
                      q_scale, scores, stride, hist, flags, state, hist2, cand_list, int(top_k));
     };
@@ -316,6 +333,15 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
     else if (var == 3)
       launch_three(indexer_score_three_kernel<act_t, k_stages_fp4_three, true, 3>,
                    k_stages_fp4_three);
+    else if (var == 4)
+      launch_three(indexer_score_three_kernel<act_t, k_stages_fp4_three, true, 4>,
+                   k_stages_fp4_three, true);
+    else if (var == 5)
+      launch_three(indexer_score_three_kernel<act_t, k_stages_fp4_three, true, 5>,
+                   k_stages_fp4_three, true);
+    else if (var == 6)
+      launch_three(indexer_score_three_kernel<act_t, k_stages_fp4_three, true, 6>,
+                   k_stages_fp4_three, true);
     else
       launch_three(indexer_score_three_kernel<act_t, k_stages_fp4_three, true>, k_stages_fp4_three);
   } else if (fmt == k_fmt_e2m1 && plan.score_wgmma && plan.score_split) {

@@ -306,6 +306,43 @@ struct fp4_bulk_source {
   const uint8_t* keys8;
   const uint32_t* key_scales4;
 };
+// The two halves of score_issue_fp4_bulk for indexer_score_three_kernel's pass table (var >= 4;
+// score_issue_fp4_bulk itself stays written out: as these two, the mma.sync kernels' SASS changed).
+// Pass j's first pool row, rows to copy and rows that score.
+__device__ __forceinline__ void score_fp4_bulk_pass(const fp4_bulk_source& src, int64_t j,
+                                                    int64_t& row0, int& copy, int& valid) {
+  const uint32_t start = uint32_t(src.lo + j * k_pass);
+  const uint32_t block = start / src.bs;
+  const int32_t id = src.range_blocks[block - uint32_t(src.block0)];
+  row0 = int64_t(id) * src.bs + (start - block * src.bs);
+  copy = 0;
+  valid = 0;
+  if (id >= 0 && row0 < src.pages->pool_rows) {
+    copy = int(min(int64_t(k_pass), src.pages->pool_rows - row0));
+    valid = min(copy, int(src.hi - int64_t(start)));
+  }
+}
+// The copies of pass j (rows row0 .. row0 + copy - 1, `valid` of them scoring) into `stage`.
+__device__ __forceinline__ void score_issue_fp4_bulk_rows(const fp4_bulk_source& src, int64_t j,
+                                                          int stage, int64_t row0, int copy,
+                                                          int valid, int32_t* pass_rows,
+                                                          uint32_t* pass_scales, uint32_t full_s,
+                                                          uint32_t k_s) {
+  pass_rows[j % k_row_ring] = valid;
+  const uint32_t bar = full_s + 8 * stage;
+  if (valid == 0) {
+    mbar::arrive(bar);
+    return;
+  }
+  const uint32_t* src_scales = src.key_scales4 + row0;
+  uint32_t* dst_scales = pass_scales + stage * k_pass;
+  const int copy4 = copy & ~3;
+  for (int i = copy4; i < copy; ++i) dst_scales[i] = src_scales[i];
+  mbar::arrive_expect_tx(bar, uint32_t(copy * k_fp4_row_bytes + copy4 * 4));
+  mbar::bulk_g2s(k_s + stage * k_fp4_pass_bytes, src.keys8 + row0 * k_fp4_row_bytes,
+                 uint32_t(copy * k_fp4_row_bytes), bar);
+  if (copy4 > 0) mbar::bulk_g2s(smem_u32(dst_scales), src_scales, uint32_t(copy4 * 4), bar);
+}
 __device__ __forceinline__ void score_issue_fp4_bulk(const fp4_bulk_source& src, int64_t j,
                                                      int stage, int32_t* pass_rows,
                                                      uint32_t* pass_scales, uint32_t full_s,
@@ -965,16 +1002,22 @@ __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* s
 // widened one k-step ahead of the MMAs (8 live A registers instead of 32) so that the kernel fits
 // 80 registers, and three key stages so that three CTAs fit the shared memory.
 // With `list` (plan.score_list) each CTA then lists its candidates (score_list_keys).
-constexpr int score_three_smem_bytes(int stages) {
+// var >= 4 (IDX23): each pass's copy parameters (first pool row, rows to copy | rows that score <<
+// 16) for the first k_pass_tab passes, computed in the prologue by the CTA's threads, so that the
+// issuing lane reads one word instead of dividing, looking up the block and bounding the rows.
+constexpr int k_pass_tab = 64;
+constexpr int score_three_smem_bytes(int stages, bool tab = false) {
   return k_q_bytes + stages * k_fp4_pass_bytes + k_bins * 4 + k_row_ring * 4 + stages * k_pass * 4 +
-         (k_max_range_blocks + 1) / 2 * 8 + stages * 16 + 8 * 4 * 8;
+         (k_max_range_blocks + 1) / 2 * 8 + stages * 16 + 8 * 4 * 8 + (tab ? k_pass_tab * 8 : 0);
 }
 static_assert(3 * (score_three_smem_bytes(k_stages_fp4_three) + 1024) <= 228 * 1024,
               "three CTAs per SM");
 // IDX23 (session 19) variants of the list kernel, picked by DSV4_IDX23 (A/B only): 0 = the default;
 // 1 = two CTAs per SM (__launch_bounds__(256, 2): the T=1 list grid has <= 2 CTAs per SM) with the
 // weights in registers; 2 = 1 with four stages; 3 = 1 with every k-step's A fragment widened before
-// the pass's 8 wgmmas (one commit group, one wait).
+// the pass's 8 wgmmas (one commit group, one wait); 4 = 1 with the pass table (k_pass_tab);
+// 5 = 4 with the issue moved after the pass's last wgmma commit (before its wait: the issuing
+// lane's work overlaps the MMAs); 6 = 3 with the pass table and that issue point.
 template <typename act_t, int stages, bool list = false, int var = 0>
 __global__ void __launch_bounds__(256, var >= 1 ? 2 : 3)
     indexer_score_three_kernel(const act_t* q, const act_t* weights, const void* key_pool,
@@ -1001,6 +1044,10 @@ __global__ void __launch_bounds__(256, var >= 1 ? 2 : 3)
   // w_smem: lane quad t's weight pair of n-tile nt at w_pairs[nt * 4 + t].
   float2* w_pairs =
       reinterpret_cast<float2*>(range_blocks + (k_max_range_blocks + 1) / 2 * 2 + 4 * stages);
+  constexpr bool tab = var >= 4;        // the pass table
+  constexpr bool issue_mid = var >= 5;  // issue after the pass's MMAs are committed
+  constexpr bool all_a = var == 3 || var == 6;
+  int2* pass_tab = reinterpret_cast<int2*>(w_pairs + 32);  // tab: [k_pass_tab]
 
   pdl_trigger();
   trace_stamp(k_trace_score, 0);
@@ -1016,6 +1063,21 @@ __global__ void __launch_bounds__(256, var >= 1 ? 2 : 3)
   const fp4_bulk_source bulk_src{&pages, range_blocks, block0, lo, hi, bs, keys8, key_scales4};
   auto issue_bulk = [&](int64_t j, int stage) {
     score_issue_fp4_bulk(bulk_src, j, stage, pass_rows, pass_scales, full_s, k_s);
+  };
+  if constexpr (tab) {
+    for (int j = int(threadIdx.x); j < min(passes, int64_t(k_pass_tab)); j += k_score_threads) {
+      int64_t row0;
+      int copy, valid;
+      score_fp4_bulk_pass(bulk_src, j, row0, copy, valid);
+      pass_tab[j] = make_int2(int(row0), copy | valid << 16);  // (pool rows are 32-bit)
+    }
+  }
+  // Pass j's copies from the table into `stage` (the host launches var >= 4 only where every pass
+  // has an entry: keys_per_cta <= k_pass_tab * k_pass).
+  auto issue_tab = [&](int j, int stage) {
+    const int2 e = pass_tab[j];
+    score_issue_fp4_bulk_rows(bulk_src, j, stage, int64_t(e.x), e.y & 0xffff, e.y >> 16, pass_rows,
+                              pass_scales, full_s, k_s);
   };
   score_stage_query<true, k_score_threads>(q_s, q, t);
   // The query's wgmma descriptor at k-step 0 (the k-steps add their offsets to its start field).
@@ -1041,7 +1103,7 @@ __global__ void __launch_bounds__(256, var >= 1 ? 2 : 3)
       for (int e = 0; e < 2; ++e)
         w[nt][e] = act_to_f32(weights[t * k_heads + nt * 8 + 2 * (lane % 4) + e]);
   }
-  __syncthreads();  // the query, hist_s's zeros (and w_pairs)
+  __syncthreads();  // the query, hist_s's zeros (and w_pairs, pass_tab)
 
   // Pass j's codes: issue pass j + stages - 1 (into the stage of pass j - 1, once every thread
   // released it; its count slot was last read by the epilogue of pass j + stages - 9, which every
@@ -1054,12 +1116,20 @@ __global__ void __launch_bounds__(256, var >= 1 ? 2 : 3)
   // `phase` = (j / stages) & 1; the previous pass's stage is `prev` (= the stage that pass
   // j + stages - 1 refills) with parity `prev_phase`. Tracked by the loop, no 64-bit divisions.
   const int npasses = int(passes);
-  auto load_pass = [&](int j, int stage, uint32_t phase, int prev, uint32_t prev_phase) {
+  // Pass j + stages - 1's copies into `prev` (the stage of pass j - 1) once every thread released
+  // it: at the start of pass j, or (issue_mid) after pass j's wgmmas are committed.
+  auto issue_next = [&](int j, int prev, uint32_t prev_phase) {
     const int issuer = rotate ? (j % warps) * k_warp_size : 0;
     if (int(threadIdx.x) == issuer && j + stages - 1 < npasses) {
       if (j > 0) mbar::wait(empty_s + 8 * uint32_t(prev), prev_phase);
-      issue_bulk(j + stages - 1, prev);
+      if constexpr (tab)
+        issue_tab(j + stages - 1, prev);
+      else
+        issue_bulk(j + stages - 1, prev);
     }
+  };
+  auto load_pass = [&](int j, int stage, uint32_t phase, int prev, uint32_t prev_phase) {
+    if constexpr (!issue_mid) issue_next(j, prev, prev_phase);
     mbar::wait(full_s + 8 * stage, phase);
     const uint32_t kb = k_s + stage * k_fp4_pass_bytes;
 #pragma unroll
@@ -1084,7 +1154,7 @@ __global__ void __launch_bounds__(256, var >= 1 ? 2 : 3)
   // once k-step kk - 2's wgmma completed (wait<1>), so 8 A registers are live instead of 32 and
   // the widening of kk + 1 overlaps the MMA of kk. The same fragments, products and K order as
   // k_fmt_e2m1_wg, so the same scores bit for bit.
-  auto mma_pass = [&](float(&acc)[32]) {
+  auto mma_pass = [&](float(&acc)[32], auto&& mid) {
   // Uniform over the warpgroup, not only the warp (every warp of it votes on the same 64 scale
   // words): the two branches below are separate wgmma instruction sites, each with its own A
   // registers, and the four warps of a warpgroup must issue the same wgmma (.sync.aligned). A
@@ -1227,6 +1297,7 @@ __global__ void __launch_bounds__(256, var >= 1 ? 2 : 3)
 #endif
         wgmma::commit();
       }
+      mid();
       wgmma::wait<0>();
 #pragma unroll
       for (int i = 0; i < 2; ++i)
@@ -1266,12 +1337,13 @@ __global__ void __launch_bounds__(256, var >= 1 ? 2 : 3)
           wgmma_rs_n64(acc, a[kk], db);
       }
       wgmma::commit();
+      mid();
       wgmma::wait<0>();
 #pragma unroll
       for (int i = 0; i < k_dim / 16; ++i)
         asm volatile("" ::"r"(a[i][0]), "r"(a[i][1]), "r"(a[i][2]), "r"(a[i][3]) : "memory");
     };
-    if constexpr (var == 3) {
+    if constexpr (all_a) {
       if (one)
         run_all(std::true_type{});
       else
@@ -1326,7 +1398,9 @@ __global__ void __launch_bounds__(256, var >= 1 ? 2 : 3)
     uint32_t phase = 0, prev_phase = 1;  // (pass -1's parity: unused, pass 0 waits on no release)
     for (int p = 0; p < npasses; ++p) {
       load_pass(p, stage, phase, prev, prev_phase);
-      mma_pass(acc);
+      mma_pass(acc, [&] {
+        if constexpr (issue_mid) issue_next(p, prev, prev_phase);
+      });
       epilogue(acc, p);
       prev = stage;
       prev_phase = phase;
