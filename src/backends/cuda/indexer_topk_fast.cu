@@ -99,13 +99,9 @@ indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_widt
   p.capacity = table_width * block_size;
   if (tokens <= 0 || p.capacity <= 0) return p;
   const int64_t sms = std::max(sm_count, 1);
-  // IDX23 A/B: DSV4_IDX23_CTAS=3 plans three score CTAs per SM (and score_list while the grid is
-  // resident at three per SM: the 70-register list kernel, DSV4_IDX23 0).
-  static const int ctas_per_sm = [] {
-    const char* v = std::getenv("DSV4_IDX23_CTAS");
-    return v && std::atoi(v) == 3 ? 3 : 2;
-  }();
-  indexer_fast_plan_set_ctas_per_sm(p, ctas_per_sm, sm_count, block_size);
+  // (Three CTAs per SM at T=1 x 256K, score_list kept on with the 70-register list kernel: 342
+  // CTAs of 6 passes, 18 passes on 77 SMs: slower, H200 session 19 IDX23 28.61 vs 26.72 us in all.)
+  indexer_fast_plan_set_ctas_per_sm(p, 2, sm_count, block_size);
   // H200, T=1 x 256K entries: see bench_attention's collect rows.
   p.collect_keys = tokens * ceil_div(p.capacity, k_collect_keys_short) <= 8 * sms
                        ? k_collect_keys_short
@@ -126,7 +122,7 @@ indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_widt
   // cluster_select stays off: slower (H100, session 9: T=1 top-512 39.6 vs 33.7 us in all).
   // score_list where the score grid is resident at once (two CTAs per SM: the CTAs that wait for
   // a fuller histogram snapshot never hold back a later wave) and the select is split.
-  p.score_list = tokens * p.ctas_per_token <= ctas_per_sm * sms && p.select_ctas > 0;
+  p.score_list = tokens * p.ctas_per_token <= 2 * sms && p.select_ctas > 0;
   const size_t score_bytes = size_t(tokens * score_stride_of(p.capacity)) * 4;
   p.scratch_bytes = score_bytes + size_t(tokens) * (sizeof(token_state) + 2 * k_bins * 4) +
                     size_t(tokens) * size_t(k_candidate_capacity) * 8;
@@ -308,10 +304,12 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
   } else if (three) {
     // (The token's coarse histogram of plan.score_list in its second histogram's first 256 words:
     // zeroed with it, otherwise unused on that path.)
-    // IDX23 A/B: DSV4_IDX23=1..3 picks a variant of the list kernel (indexer_score_three_kernel).
+    // The list kernel (indexer_score_three_kernel `var`, see there): 6 by default (IDX23, session
+    // 19: T=1 x 256K top-512 in all 27.39 -> 25.06 us on the H200); DSV4_IDX23=0..6 picks another
+    // variant (A/B only).
     static const int var_env = [] {
       const char* v = std::getenv("DSV4_IDX23");
-      return v ? std::atoi(v) : 0;
+      return v ? std::atoi(v) : 6;
     }();
     // (var >= 4: every pass of a CTA in the pass table, else var 1.)
     const int var = var_env >= 4 && plan.keys_per_cta > k_pass_tab * k_pass ? 1 : var_env;

@@ -1012,12 +1012,19 @@ constexpr int score_three_smem_bytes(int stages, bool tab = false) {
 }
 static_assert(3 * (score_three_smem_bytes(k_stages_fp4_three) + 1024) <= 228 * 1024,
               "three CTAs per SM");
-// IDX23 (session 19) variants of the list kernel, picked by DSV4_IDX23 (A/B only): 0 = the default;
-// 1 = two CTAs per SM (__launch_bounds__(256, 2): the T=1 list grid has <= 2 CTAs per SM) with the
-// weights in registers; 2 = 1 with four stages; 3 = 1 with every k-step's A fragment widened before
-// the pass's 8 wgmmas (one commit group, one wait); 4 = 1 with the pass table (k_pass_tab);
-// 5 = 4 with the issue moved after the pass's last wgmma commit (before its wait: the issuing
-// lane's work overlaps the MMAs); 6 = 3 with the pass table and that issue point.
+// IDX23 (session 19) variants of the list kernel (`var`; the host launches 6 where every pass of a
+// CTA is in the pass table, else 1; DSV4_IDX23 picks another, A/B only). 0 = the three-CTA kernel
+// above (also the non-list kernel); 1 = built for two CTAs per SM (__launch_bounds__(256, 2): the
+// list grid has at most two CTAs per SM) with the weights in registers; 2 = 1 with four stages;
+// 3 = 1 with every k-step's A fragment widened before the pass's 8 wgmmas (one fence, one commit
+// group, one wait); 4 = 1 with the pass table (k_pass_tab); 5 = 4 with the next pass's copies
+// issued after the pass's last wgmma commit (before its wait: the issuing lane's work and its wait
+// for the stage's release overlap the MMAs); 6 = 3 + 4 + 5 (122 registers). All the same scores bit
+// for bit. H200 (same call, T=1 x 256K FP4 keys, medians of the top-512 rows in all, us): main
+// before the session 27.39; 0 26.72; 1 26.14; 4 25.60; 5 25.92; 6 25.06 (scores 22.3 vs 24.4);
+// call 1: 2 26.30, 3 26.20 vs 1 26.29 (bench/kernels/results/2026-11-27_s19_idx23_NOTES.md). The
+// variants stay instantiated: removing the others changed the list kernels' register assignment
+// (the GPU-verified SASS is that of this set).
 template <typename act_t, int stages, bool list = false, int var = 0>
 __global__ void __launch_bounds__(256, var >= 1 ? 2 : 3)
     indexer_score_three_kernel(const act_t* q, const act_t* weights, const void* key_pool,
