@@ -1023,8 +1023,9 @@ static_assert(3 * (score_three_smem_bytes(k_stages_fp4_three) + 1024) <= 228 * 1
 // for bit. H200 (same call, T=1 x 256K FP4 keys, medians of the top-512 rows in all, us): main
 // before the session 27.39; 0 26.72; 1 26.14; 4 25.60; 5 25.92; 6 25.06 (scores 22.3 vs 24.4);
 // call 1: 2 26.30, 3 26.20 vs 1 26.29 (bench/kernels/results/2026-11-27_s19_idx23_NOTES.md). The
-// variants stay instantiated: removing the others changed the list kernels' register assignment
-// (the GPU-verified SASS is that of this set).
+// variants stay instantiated: without the others the list kernels compiled to different SASS (a
+// few uniform vs per-thread address ops, NOPs, another register assignment); the GPU-verified SASS
+// is that of this set.
 template <typename act_t, int stages, bool list = false, int var = 0>
 __global__ void __launch_bounds__(256, var >= 1 ? 2 : 3)
     indexer_score_three_kernel(const act_t* q, const act_t* weights, const void* key_pool,
