@@ -306,6 +306,43 @@ struct fp4_bulk_source {
   const uint8_t* keys8;
   const uint32_t* key_scales4;
 };
+// The two halves of score_issue_fp4_bulk for indexer_score_three_kernel's pass table (var >= 4;
+// score_issue_fp4_bulk itself stays written out: as these two, the mma.sync kernels' SASS changed).
+// Pass j's first pool row, rows to copy and rows that score.
+__device__ __forceinline__ void score_fp4_bulk_pass(const fp4_bulk_source& src, int64_t j,
+                                                    int64_t& row0, int& copy, int& valid) {
+  const uint32_t start = uint32_t(src.lo + j * k_pass);
+  const uint32_t block = start / src.bs;
+  const int32_t id = src.range_blocks[block - uint32_t(src.block0)];
+  row0 = int64_t(id) * src.bs + (start - block * src.bs);
+  copy = 0;
+  valid = 0;
+  if (id >= 0 && row0 < src.pages->pool_rows) {
+    copy = int(min(int64_t(k_pass), src.pages->pool_rows - row0));
+    valid = min(copy, int(src.hi - int64_t(start)));
+  }
+}
+// The copies of pass j (rows row0 .. row0 + copy - 1, `valid` of them scoring) into `stage`.
+__device__ __forceinline__ void score_issue_fp4_bulk_rows(const fp4_bulk_source& src, int64_t j,
+                                                          int stage, int64_t row0, int copy,
+                                                          int valid, int32_t* pass_rows,
+                                                          uint32_t* pass_scales, uint32_t full_s,
+                                                          uint32_t k_s) {
+  pass_rows[j % k_row_ring] = valid;
+  const uint32_t bar = full_s + 8 * stage;
+  if (valid == 0) {
+    mbar::arrive(bar);
+    return;
+  }
+  const uint32_t* src_scales = src.key_scales4 + row0;
+  uint32_t* dst_scales = pass_scales + stage * k_pass;
+  const int copy4 = copy & ~3;
+  for (int i = copy4; i < copy; ++i) dst_scales[i] = src_scales[i];
+  mbar::arrive_expect_tx(bar, uint32_t(copy * k_fp4_row_bytes + copy4 * 4));
+  mbar::bulk_g2s(k_s + stage * k_fp4_pass_bytes, src.keys8 + row0 * k_fp4_row_bytes,
+                 uint32_t(copy * k_fp4_row_bytes), bar);
+  if (copy4 > 0) mbar::bulk_g2s(smem_u32(dst_scales), src_scales, uint32_t(copy4 * 4), bar);
+}
 __device__ __forceinline__ void score_issue_fp4_bulk(const fp4_bulk_source& src, int64_t j,
                                                      int stage, int32_t* pass_rows,
                                                      uint32_t* pass_scales, uint32_t full_s,
@@ -965,14 +1002,32 @@ __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* s
 // widened one k-step ahead of the MMAs (8 live A registers instead of 32) so that the kernel fits
 // 80 registers, and three key stages so that three CTAs fit the shared memory.
 // With `list` (plan.score_list) each CTA then lists its candidates (score_list_keys).
-constexpr int score_three_smem_bytes(int stages) {
+// var >= 4 (IDX23): each pass's copy parameters (first pool row, rows to copy | rows that score <<
+// 16) for the first k_pass_tab passes, computed in the prologue by the CTA's threads, so that the
+// issuing lane reads one word instead of dividing, looking up the block and bounding the rows.
+constexpr int k_pass_tab = 64;
+constexpr int score_three_smem_bytes(int stages, bool tab = false) {
   return k_q_bytes + stages * k_fp4_pass_bytes + k_bins * 4 + k_row_ring * 4 + stages * k_pass * 4 +
-         (k_max_range_blocks + 1) / 2 * 8 + stages * 16 + 8 * 4 * 8;
+         (k_max_range_blocks + 1) / 2 * 8 + stages * 16 + 8 * 4 * 8 + (tab ? k_pass_tab * 8 : 0);
 }
 static_assert(3 * (score_three_smem_bytes(k_stages_fp4_three) + 1024) <= 228 * 1024,
               "three CTAs per SM");
-template <typename act_t, int stages, bool list = false>
-__global__ void __launch_bounds__(256, 3)
+// IDX23 (session 19) variants of the list kernel (`var`; the host launches 6 where every pass of a
+// CTA is in the pass table, else 1; DSV4_IDX23 picks another, A/B only). 0 = the three-CTA kernel
+// above (also the non-list kernel); 1 = built for two CTAs per SM (__launch_bounds__(256, 2): the
+// list grid has at most two CTAs per SM) with the weights in registers; 2 = 1 with four stages;
+// 3 = 1 with every k-step's A fragment widened before the pass's 8 wgmmas (one fence, one commit
+// group, one wait); 4 = 1 with the pass table (k_pass_tab); 5 = 4 with the next pass's copies
+// issued after the pass's last wgmma commit (before its wait: the issuing lane's work and its wait
+// for the stage's release overlap the MMAs); 6 = 3 + 4 + 5 (122 registers). All the same scores bit
+// for bit. H200 (same call, T=1 x 256K FP4 keys, medians of the top-512 rows in all, us): main
+// before the session 27.39; 0 26.72; 1 26.14; 4 25.60; 5 25.92; 6 25.06 (scores 22.3 vs 24.4);
+// call 1: 2 26.30, 3 26.20 vs 1 26.29 (bench/kernels/results/2026-11-27_s19_idx23_NOTES.md). The
+// variants stay instantiated: without the others the list kernels compiled to different SASS (a
+// few uniform vs per-thread address ops, NOPs, another register assignment); the GPU-verified SASS
+// is that of this set.
+template <typename act_t, int stages, bool list = false, int var = 0>
+__global__ void __launch_bounds__(256, var >= 1 ? 2 : 3)
     indexer_score_three_kernel(const act_t* q, const act_t* weights, const void* key_pool,
                                const void* key_scales_raw, paged_entries pages,
                                const int32_t* token_seq, const int32_t* n_visible, int64_t capacity,
@@ -980,7 +1035,7 @@ __global__ void __launch_bounds__(256, 3)
                                int64_t score_stride, uint32_t* hist, int flags, token_state* state,
                                uint32_t* coarse, unsigned long long* cand_list, int top_k) {
   constexpr int warps = 8;
-  constexpr bool w_smem = true;  // the weights in shared memory (16 registers)
+  constexpr bool w_smem = var == 0;  // the weights in shared memory (16 registers)
   constexpr int k_score_threads = warps * k_warp_size;
   const bool rotate = (flags & k_score_flag_rotate) != 0;
   const uint32_t* key_scales4 = static_cast<const uint32_t*>(key_scales_raw);
@@ -997,6 +1052,10 @@ __global__ void __launch_bounds__(256, 3)
   // w_smem: lane quad t's weight pair of n-tile nt at w_pairs[nt * 4 + t].
   float2* w_pairs =
       reinterpret_cast<float2*>(range_blocks + (k_max_range_blocks + 1) / 2 * 2 + 4 * stages);
+  constexpr bool tab = var >= 4;        // the pass table
+  constexpr bool issue_mid = var >= 5;  // issue after the pass's MMAs are committed
+  constexpr bool all_a = var == 3 || var == 6;
+  int2* pass_tab = reinterpret_cast<int2*>(w_pairs + 32);  // tab: [k_pass_tab]
 
   pdl_trigger();
   trace_stamp(k_trace_score, 0);
@@ -1013,7 +1072,24 @@ __global__ void __launch_bounds__(256, 3)
   auto issue_bulk = [&](int64_t j, int stage) {
     score_issue_fp4_bulk(bulk_src, j, stage, pass_rows, pass_scales, full_s, k_s);
   };
+  if constexpr (tab) {
+    for (int j = int(threadIdx.x); j < min(passes, int64_t(k_pass_tab)); j += k_score_threads) {
+      int64_t row0;
+      int copy, valid;
+      score_fp4_bulk_pass(bulk_src, j, row0, copy, valid);
+      pass_tab[j] = make_int2(int(row0), copy | valid << 16);  // (pool rows are 32-bit)
+    }
+  }
+  // Pass j's copies from the table into `stage` (the host launches var >= 4 only where every pass
+  // has an entry: keys_per_cta <= k_pass_tab * k_pass).
+  auto issue_tab = [&](int j, int stage) {
+    const int2 e = pass_tab[j];
+    score_issue_fp4_bulk_rows(bulk_src, j, stage, int64_t(e.x), e.y & 0xffff, e.y >> 16, pass_rows,
+                              pass_scales, full_s, k_s);
+  };
   score_stage_query<true, k_score_threads>(q_s, q, t);
+  // The query's wgmma descriptor at k-step 0 (the k-steps add their offsets to its start field).
+  const uint64_t q_desc = wgmma::sw128_desc(q_s, 16, 1024);
   if (threadIdx.x == 0)
     for (int j = 0; j < stages - 1; ++j)
       if (j < passes) issue_bulk(j, j);
@@ -1035,7 +1111,7 @@ __global__ void __launch_bounds__(256, 3)
       for (int e = 0; e < 2; ++e)
         w[nt][e] = act_to_f32(weights[t * k_heads + nt * 8 + 2 * (lane % 4) + e]);
   }
-  __syncthreads();  // the query, hist_s's zeros (and w_pairs)
+  __syncthreads();  // the query, hist_s's zeros (and w_pairs, pass_tab)
 
   // Pass j's codes: issue pass j + stages - 1 (into the stage of pass j - 1, once every thread
   // released it; its count slot was last read by the epilogue of pass j + stages - 9, which every
@@ -1044,15 +1120,25 @@ __global__ void __launch_bounds__(256, 3)
   uint4 raw4[2];
   uint32_t sbytes[2];
   uint32_t wg_big = 0;  // scale bytes >= 129 among the 64 rows of this warp's warpgroup
-  auto load_pass = [&](int64_t j) {
-    const int issuer = rotate ? int(j % warps) * k_warp_size : 0;
-    if (int(threadIdx.x) == issuer && j + stages - 1 < passes) {
-      if (j > 0)
-        mbar::wait(empty_s + 8 * uint32_t((j - 1) % stages), uint32_t((j - 1) / stages) & 1u);
-      issue_bulk(j + stages - 1, int((j + stages - 1) % stages));
+  // Pass j (32-bit: passes <= keys_per_cta / k_pass) in `stage` = j % stages with mbarrier parity
+  // `phase` = (j / stages) & 1; the previous pass's stage is `prev` (= the stage that pass
+  // j + stages - 1 refills) with parity `prev_phase`. Tracked by the loop, no 64-bit divisions.
+  const int npasses = int(passes);
+  // Pass j + stages - 1's copies into `prev` (the stage of pass j - 1) once every thread released
+  // it: at the start of pass j, or (issue_mid) after pass j's wgmmas are committed.
+  auto issue_next = [&](int j, int prev, uint32_t prev_phase) {
+    const int issuer = rotate ? (j % warps) * k_warp_size : 0;
+    if (int(threadIdx.x) == issuer && j + stages - 1 < npasses) {
+      if (j > 0) mbar::wait(empty_s + 8 * uint32_t(prev), prev_phase);
+      if constexpr (tab)
+        issue_tab(j + stages - 1, prev);
+      else
+        issue_bulk(j + stages - 1, prev);
     }
-    const int stage = int(j % stages);
-    mbar::wait(full_s + 8 * stage, uint32_t(j / stages) & 1u);
+  };
+  auto load_pass = [&](int j, int stage, uint32_t phase, int prev, uint32_t prev_phase) {
+    if constexpr (!issue_mid) issue_next(j, prev, prev_phase);
+    mbar::wait(full_s + 8 * stage, phase);
     const uint32_t kb = k_s + stage * k_fp4_pass_bytes;
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
@@ -1076,7 +1162,7 @@ __global__ void __launch_bounds__(256, 3)
   // once k-step kk - 2's wgmma completed (wait<1>), so 8 A registers are live instead of 32 and
   // the widening of kk + 1 overlaps the MMA of kk. The same fragments, products and K order as
   // k_fmt_e2m1_wg, so the same scores bit for bit.
-  auto mma_pass = [&](float(&acc)[32]) {
+  auto mma_pass = [&](float(&acc)[32], auto&& mid) {
   // Uniform over the warpgroup, not only the warp (every warp of it votes on the same 64 scale
   // words): the two branches below are separate wgmma instruction sites, each with its own A
   // registers, and the four warps of a warpgroup must issue the same wgmma (.sync.aligned). A
@@ -1170,8 +1256,10 @@ __global__ void __launch_bounds__(256, 3)
       for (int kk = 0; kk < k_dim / 16; ++kk) {
         const int k = kk / 2;
         const uint32_t w0 = word_of(raw4[0], k), w1 = word_of(raw4[1], k);
-        const uint32_t m0 = ((sbytes[0] >> (8 * k)) & 0xffu) * 0x00800080u + add;
-        const uint32_t m1 = ((sbytes[1] >> (8 * k)) & 0xffu) * 0x00800080u + add;
+        // byte k of the scale word in both halves (b | b << 16), << 7: b * 0x00800080.
+        const uint32_t sel = 0x4040u | uint32_t(k) << 8 | uint32_t(k);
+        const uint32_t m0 = (__byte_perm(sbytes[0], 0u, sel) << 7) + add;
+        const uint32_t m1 = (__byte_perm(sbytes[1], 0u, sel) << 7) + add;
         if (kk >= 2) wgmma::wait<1>();  // k-step kk - 2 done: a[kk % 2] free
         uint32_t(&f)[4] = a[kk % 2];
 #if DSV4_IDX_DIAG == 1
@@ -1199,8 +1287,10 @@ __global__ void __launch_bounds__(256, 3)
           f[3] = e2m1x2_widen<3, o>(w1, m1);
         }
         wgmma::fence();
-        const uint64_t db =
-            wgmma::sw128_desc(q_s + uint32_t((kk / 4) * (k_heads * 128) + (kk % 4) * 32), 16, 1024);
+        // wgmma::sw128_desc(q_s + (kk / 4) * (k_heads * 128) + (kk % 4) * 32, 16, 1024): the
+        // offset (a multiple of 16) added to the loop-invariant start field (no carry: shared
+        // addresses + 8 KB stay below 2^18).
+        const uint64_t db = q_desc + uint32_t(((kk / 4) * (k_heads * 128) + (kk % 4) * 32) >> 4);
 #if DSV4_IDX_DIAG == 4
         // Diagnostic: the widening without the MMAs (wrong scores).
         (void)db;
@@ -1215,20 +1305,68 @@ __global__ void __launch_bounds__(256, 3)
 #endif
         wgmma::commit();
       }
+      mid();
       wgmma::wait<0>();
 #pragma unroll
       for (int i = 0; i < 2; ++i)
         asm volatile("" ::"r"(a[i][0]), "r"(a[i][1]), "r"(a[i][2]), "r"(a[i][3]) : "memory");
     };
-    if (one)
-      run(std::true_type{});
-    else
-      run(std::false_type{});
+    // var 3: all 8 A fragments first, one fence, the 8 wgmmas in one group, one wait.
+    const auto run_all = [&](auto one_c) {
+      constexpr bool o = decltype(one_c)::value;
+      uint32_t a[k_dim / 16][4];
+#pragma unroll
+      for (int kk = 0; kk < k_dim / 16; ++kk) {
+        const int k = kk / 2;
+        const uint32_t w0 = word_of(raw4[0], k), w1 = word_of(raw4[1], k);
+        const uint32_t sel = 0x4040u | uint32_t(k) << 8 | uint32_t(k);
+        const uint32_t m0 = (__byte_perm(sbytes[0], 0u, sel) << 7) + add;
+        const uint32_t m1 = (__byte_perm(sbytes[1], 0u, sel) << 7) + add;
+        uint32_t(&f)[4] = a[kk];
+        if (kk % 2 == 0) {
+          f[0] = e2m1x2_widen<0, o>(w0, m0);
+          f[1] = e2m1x2_widen<0, o>(w1, m1);
+          f[2] = e2m1x2_widen<1, o>(w0, m0);
+          f[3] = e2m1x2_widen<1, o>(w1, m1);
+        } else {
+          f[0] = e2m1x2_widen<2, o>(w0, m0);
+          f[1] = e2m1x2_widen<2, o>(w1, m1);
+          f[2] = e2m1x2_widen<3, o>(w0, m0);
+          f[3] = e2m1x2_widen<3, o>(w1, m1);
+        }
+      }
+      wgmma::fence();
+#pragma unroll
+      for (int kk = 0; kk < k_dim / 16; ++kk) {
+        const uint64_t db = q_desc + uint32_t(((kk / 4) * (k_heads * 128) + (kk % 4) * 32) >> 4);
+        if (kk == 0)
+          wgmma_rs_n64_first(acc, a[kk], db);
+        else
+          wgmma_rs_n64(acc, a[kk], db);
+      }
+      wgmma::commit();
+      mid();
+      wgmma::wait<0>();
+#pragma unroll
+      for (int i = 0; i < k_dim / 16; ++i)
+        asm volatile("" ::"r"(a[i][0]), "r"(a[i][1]), "r"(a[i][2]), "r"(a[i][3]) : "memory");
+    };
+    if constexpr (all_a) {
+      if (one)
+        run_all(std::true_type{});
+      else
+        run_all(std::false_type{});
+    } else {
+      if (one)
+        run(std::true_type{});
+      else
+        run(std::false_type{});
+    }
 #pragma unroll
     for (int i = 0; i < 32; ++i) wgmma::reg_fence(acc[i]);
   };
   // indexer_score_kernel's quad epilogue of pass pp (the same sums in the same order).
-  auto epilogue = [&](const float(&acc)[32], int64_t pp) {
+  auto epilogue = [&](const float(&acc)[32], int pp) {
     float h0 = 0.0f, h1 = 0.0f;
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt) {
@@ -1253,7 +1391,7 @@ __global__ void __launch_bounds__(256, 3)
     mine += __shfl_xor_sync(0xffffffffu, mine, 2);
     if ((lane & 2) == 0) {
       const int r = warp * 16 + (lane & 1) * 8 + lane / 4;
-      const int64_t s = lo + pp * k_pass + r;
+      const int64_t s = lo + int64_t(pp) * k_pass + r;
       if (s < hi) {
         float v = -INFINITY;
         if (r < pass_rows[pp % k_row_ring]) v = mine * q_scale + 0.0f;
@@ -1263,10 +1401,22 @@ __global__ void __launch_bounds__(256, 3)
     }
   };
   float acc[32];
-  for (int64_t p = 0; p < passes; ++p) {
-    load_pass(p);
-    mma_pass(acc);
-    epilogue(acc, p);
+  {
+    int stage = 0, prev = stages - 1;
+    uint32_t phase = 0, prev_phase = 1;  // (pass -1's parity: unused, pass 0 waits on no release)
+    for (int p = 0; p < npasses; ++p) {
+      load_pass(p, stage, phase, prev, prev_phase);
+      mma_pass(acc, [&] {
+        if constexpr (issue_mid) issue_next(p, prev, prev_phase);
+      });
+      epilogue(acc, p);
+      prev = stage;
+      prev_phase = phase;
+      if (++stage == stages) {
+        stage = 0;
+        phase ^= 1u;
+      }
+    }
   }
   trace_stamp(k_trace_score, 1);
   trace_value(k_trace_score, 5, uint64_t(passes));
