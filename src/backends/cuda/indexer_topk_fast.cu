@@ -49,7 +49,6 @@
 // the one __constant__ g_indexer_trace (without separable compilation each unit would hold its
 // own, each to be set by indexer_fast_set_trace).
 #include <algorithm>
-#include <cstdlib>
 
 #include "backends/cuda/indexer_topk_fast.h"
 #include "backends/cuda/indexer_topk_fast_common.cuh"
@@ -99,8 +98,6 @@ indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_widt
   p.capacity = table_width * block_size;
   if (tokens <= 0 || p.capacity <= 0) return p;
   const int64_t sms = std::max(sm_count, 1);
-  // (Three CTAs per SM at T=1 x 256K, score_list kept on with the 70-register list kernel: 342
-  // CTAs of 6 passes, 18 passes on 77 SMs: slower, H200 session 19 IDX23 28.61 vs 26.72 us in all.)
   indexer_fast_plan_set_ctas_per_sm(p, 2, sm_count, block_size);
   // H200, T=1 x 256K entries: see bench_attention's collect rows.
   p.collect_keys = tokens * ceil_div(p.capacity, k_collect_keys_short) <= 8 * sms
@@ -201,19 +198,8 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
               e = set(indexer_score_three_kernel<act_t, k_stages_fp4_three, true>,
                       score_three_smem_bytes(k_stages_fp4_three));
             if (e == cudaSuccess)
-              e = set(indexer_score_three_kernel<act_t, k_stages_fp4_three, true, 1>,
-                      score_three_smem_bytes(k_stages_fp4_three));
-            if (e == cudaSuccess)
-              e = set(indexer_score_three_kernel<act_t, k_stages_fp4_three + 1, true, 2>,
-                      score_three_smem_bytes(k_stages_fp4_three + 1));
-            if (e == cudaSuccess)
-              e = set(indexer_score_three_kernel<act_t, k_stages_fp4_three, true, 3>,
-                      score_three_smem_bytes(k_stages_fp4_three));
-            for (auto kernel : {indexer_score_three_kernel<act_t, k_stages_fp4_three, true, 4>,
-                                indexer_score_three_kernel<act_t, k_stages_fp4_three, true, 5>,
-                                indexer_score_three_kernel<act_t, k_stages_fp4_three, true, 6>})
-              if (e == cudaSuccess)
-                e = set(kernel, score_three_smem_bytes(k_stages_fp4_three, true));
+              e = set(indexer_score_three_kernel<act_t, k_stages_fp4_three, true, true>,
+                      score_three_smem_bytes(k_stages_fp4_three, true));
             if (e == cudaSuccess) e = set(indexer_collect_select_kernel, k_select_smem);
             if (e == cudaSuccess) e = set(indexer_select_kernel, k_select_kernel_smem_lean);
             if (e == cudaSuccess) e = set(indexer_cluster_select_kernel, k_csel_smem);
@@ -234,15 +220,7 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
             if (e == cudaSuccess)
               e = carveout(indexer_score_three_kernel<act_t, k_stages_fp4_three, true>);
             if (e == cudaSuccess)
-              e = carveout(indexer_score_three_kernel<act_t, k_stages_fp4_three, true, 1>);
-            if (e == cudaSuccess)
-              e = carveout(indexer_score_three_kernel<act_t, k_stages_fp4_three + 1, true, 2>);
-            if (e == cudaSuccess)
-              e = carveout(indexer_score_three_kernel<act_t, k_stages_fp4_three, true, 3>);
-            for (auto kernel : {indexer_score_three_kernel<act_t, k_stages_fp4_three, true, 4>,
-                                indexer_score_three_kernel<act_t, k_stages_fp4_three, true, 5>,
-                                indexer_score_three_kernel<act_t, k_stages_fp4_three, true, 6>})
-              if (e == cudaSuccess) e = carveout(kernel);
+              e = carveout(indexer_score_three_kernel<act_t, k_stages_fp4_three, true, true>);
             if (e == cudaSuccess) e = carveout(indexer_collect_select_kernel);
             if (e == cudaSuccess) e = carveout(indexer_select_kernel);
             if (e == cudaSuccess) e = carveout(indexer_cluster_select_kernel);
@@ -304,44 +282,17 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
   } else if (three) {
     // (The token's coarse histogram of plan.score_list in its second histogram's first 256 words:
     // zeroed with it, otherwise unused on that path.)
-    // The list kernel (indexer_score_three_kernel `var`, see there): 6 by default (IDX23, session
-    // 19: T=1 x 256K top-512 in all 27.39 -> 25.06 us on the H200); DSV4_IDX23=0..6 picks another
-    // variant (A/B only).
-    static const int var_env = [] {
-      const char* v = std::getenv("DSV4_IDX23");
-      return v ? std::atoi(v) : 6;
-    }();
-    // (var >= 4: every pass of a CTA in the pass table, else var 1.)
-    const int var = var_env >= 4 && plan.keys_per_cta > k_pass_tab * k_pass ? 1 : var_env;
-    const auto launch_three = [&](auto kernel, int stages_n, bool tab = false) {
-      e = launch_pdl(plan.zero_kernel, kernel, grid, dim3(256),
-                     size_t(score_three_smem_bytes(stages_n, tab)), stream, q, weights, key_pool,
-                     key_scales, pages, token_seq, n_visible, plan.capacity, plan.keys_per_cta,
-                     q_scale, scores, stride, hist, flags, state, hist2, cand_list, int(top_k));
-    };
-    if (!list_mode)
-      launch_three(indexer_score_three_kernel<act_t, k_stages_fp4_three, false>,
-                   k_stages_fp4_three);
-    else if (var == 1)
-      launch_three(indexer_score_three_kernel<act_t, k_stages_fp4_three, true, 1>,
-                   k_stages_fp4_three);
-    else if (var == 2)
-      launch_three(indexer_score_three_kernel<act_t, k_stages_fp4_three + 1, true, 2>,
-                   k_stages_fp4_three + 1);
-    else if (var == 3)
-      launch_three(indexer_score_three_kernel<act_t, k_stages_fp4_three, true, 3>,
-                   k_stages_fp4_three);
-    else if (var == 4)
-      launch_three(indexer_score_three_kernel<act_t, k_stages_fp4_three, true, 4>,
-                   k_stages_fp4_three, true);
-    else if (var == 5)
-      launch_three(indexer_score_three_kernel<act_t, k_stages_fp4_three, true, 5>,
-                   k_stages_fp4_three, true);
-    else if (var == 6)
-      launch_three(indexer_score_three_kernel<act_t, k_stages_fp4_three, true, 6>,
-                   k_stages_fp4_three, true);
-    else
-      launch_three(indexer_score_three_kernel<act_t, k_stages_fp4_three, true>, k_stages_fp4_three);
+    // plan.score_fast: the list kernel built for two CTAs per SM (the list grid has at most two
+    // per SM) with its pass table, where the table holds every pass of a CTA.
+    const bool fast = list_mode && plan.score_fast && plan.keys_per_cta <= k_pass_tab * k_pass;
+    e = launch_pdl(plan.zero_kernel,
+                   fast        ? indexer_score_three_kernel<act_t, k_stages_fp4_three, true, true>
+                   : list_mode ? indexer_score_three_kernel<act_t, k_stages_fp4_three, true>
+                               : indexer_score_three_kernel<act_t, k_stages_fp4_three, false>,
+                   grid, dim3(256), size_t(score_three_smem_bytes(k_stages_fp4_three, fast)),
+                   stream, q, weights, key_pool, key_scales, pages, token_seq, n_visible,
+                   plan.capacity, plan.keys_per_cta, q_scale, scores, stride, hist, flags, state,
+                   hist2, cand_list, int(top_k));
   } else if (fmt == k_fmt_e2m1 && plan.score_wgmma && plan.score_split) {
     const int smem = score_smem_bytes(k_stages_fp4, fmt);
     if (eight)

@@ -138,6 +138,15 @@ struct indexer_fast_plan {
   // listing 24.70, select 2.66; without: scores 22.37, collect 6.78, select 5.41), top-1024 36.54
   // -> 30.37 us; ~570 keys listed for top-512.
   bool score_list = false;
+  // score_list on the list kernel built for two CTAs per SM (indexer_score_three_kernel `fast`:
+  // 122 registers, the weights in registers, a pass's 8 A fragments widened before its 8 wgmmas,
+  // the next pass's copies issued from a per-CTA table while the MMAs run), where each CTA has at
+  // most 64 passes; the same scores bit for bit. H200 (session 19, IDX23, same call, T=1 x 256K,
+  // medians): top-512 in all 26.72 -> 25.06 us (27.39 on main before the session's loop cuts),
+  // top-1024 27.3 -> 25.7. Parts measured alone (same call): the 2-CTA bound with the weights in
+  // registers 26.14, + the table 25.60, + the table and the late issue 25.92, + all A fragments
+  // first (session call 1) no faster than the bound alone.
+  bool score_fast = true;
   // Tests: with score_list, every score CTA lists from its first snapshot (no waits for a fuller
   // one): longer lists, and overflows with top_k 2048 (the select's rescan path). Slower (H100,
   // session 11: T=1 top-512 30.40 vs 29.73 us before list_rank).

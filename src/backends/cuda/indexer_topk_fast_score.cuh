@@ -306,7 +306,7 @@ struct fp4_bulk_source {
   const uint8_t* keys8;
   const uint32_t* key_scales4;
 };
-// The two halves of score_issue_fp4_bulk for indexer_score_three_kernel's pass table (var >= 4;
+// The two halves of score_issue_fp4_bulk for indexer_score_three_kernel's pass table (`fast`;
 // score_issue_fp4_bulk itself stays written out: as these two, the mma.sync kernels' SASS changed).
 // Pass j's first pool row, rows to copy and rows that score.
 __device__ __forceinline__ void score_fp4_bulk_pass(const fp4_bulk_source& src, int64_t j,
@@ -1002,9 +1002,18 @@ __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* s
 // widened one k-step ahead of the MMAs (8 live A registers instead of 32) so that the kernel fits
 // 80 registers, and three key stages so that three CTAs fit the shared memory.
 // With `list` (plan.score_list) each CTA then lists its candidates (score_list_keys).
-// var >= 4 (IDX23): each pass's copy parameters (first pool row, rows to copy | rows that score <<
-// 16) for the first k_pass_tab passes, computed in the prologue by the CTA's threads, so that the
-// issuing lane reads one word instead of dividing, looking up the block and bounding the rows.
+// With `fast` (plan.score_fast, list only: the grid has at most two CTAs per SM) the kernel is
+// built for two CTAs per SM (__launch_bounds__(256, 2): 122 registers), with the weights in
+// registers, all 8 A fragments of a pass widened before its 8 wgmmas (one fence, one commit group,
+// one wait), and the next pass's copies issued between that commit and the wait from a table of the
+// passes' copy parameters (pass_tab, k_pass_tab entries: first pool row, rows to copy | rows that
+// score << 16), computed in the prologue by the CTA's threads: the issuing lane reads one word
+// instead of dividing by the block size, looking the block up and bounding the rows, and that work
+// and its wait for the stage's release overlap the pass's MMAs instead of delaying its warpgroup's
+// first wgmma. The same products, K order and epilogue, so the same scores bit for bit. IDX23
+// (session 19, H200, T=1 x 256K FP4 keys, same call, medians of 6 rows): top-512 in all 27.39
+// (main) -> 25.06 us, scores 24.4 -> 22.3; top-1024 27.84-28.13 -> 25.60-25.79
+// (bench/kernels/results/ 2026-11-27_s19_idx23_NOTES.md: the parts one at a time).
 constexpr int k_pass_tab = 64;
 constexpr int score_three_smem_bytes(int stages, bool tab = false) {
   return k_q_bytes + stages * k_fp4_pass_bytes + k_bins * 4 + k_row_ring * 4 + stages * k_pass * 4 +
@@ -1012,22 +1021,16 @@ constexpr int score_three_smem_bytes(int stages, bool tab = false) {
 }
 static_assert(3 * (score_three_smem_bytes(k_stages_fp4_three) + 1024) <= 228 * 1024,
               "three CTAs per SM");
-// IDX23 (session 19) variants of the list kernel (`var`; the host launches 6 where every pass of a
-// CTA is in the pass table, else 1; DSV4_IDX23 picks another, A/B only). 0 = the three-CTA kernel
-// above (also the non-list kernel); 1 = built for two CTAs per SM (__launch_bounds__(256, 2): the
-// list grid has at most two CTAs per SM) with the weights in registers; 2 = 1 with four stages;
-// 3 = 1 with every k-step's A fragment widened before the pass's 8 wgmmas (one fence, one commit
-// group, one wait); 4 = 1 with the pass table (k_pass_tab); 5 = 4 with the next pass's copies
-// issued after the pass's last wgmma commit (before its wait: the issuing lane's work and its wait
-// for the stage's release overlap the MMAs); 6 = 3 + 4 + 5 (122 registers). All the same scores bit
-// for bit. H200 (same call, T=1 x 256K FP4 keys, medians of the top-512 rows in all, us): main
-// before the session 27.39; 0 26.72; 1 26.14; 4 25.60; 5 25.92; 6 25.06 (scores 22.3 vs 24.4);
-// call 1: 2 26.30, 3 26.20 vs 1 26.29 (bench/kernels/results/2026-11-27_s19_idx23_NOTES.md). The
-// variants stay instantiated: without the others the list kernels compiled to different SASS (a
-// few uniform vs per-thread address ops, NOPs, another register assignment); the GPU-verified SASS
-// is that of this set.
-template <typename act_t, int stages, bool list = false, int var = 0>
-__global__ void __launch_bounds__(256, var >= 1 ? 2 : 3)
+// `fast` (plan.score_fast; IDX23, session 19): the list kernel built for two CTAs per SM
+// (__launch_bounds__(256, 2): the list grid has at most two CTAs per SM) with the weights in
+// registers, every k-step's A fragment widened before the pass's 8 wgmmas (one fence, one commit
+// group, one wait), the pass table (k_pass_tab), and the next pass's copies issued after the pass's
+// last wgmma commit, before its wait (the issuing lane's work and its wait for the stage's release
+// overlap the MMAs). The same scores bit for bit. H200, same call, T=1 x 256K FP4 keys, top-512 in
+// all: 27.39 -> 25.06 us (scores 24.4 -> 22.3); the parts alone, four stages and three CTAs per SM
+// (slower) in bench/kernels/results/2026-11-27_s19_idx23_NOTES.md.
+template <typename act_t, int stages, bool list = false, bool fast = false>
+__global__ void __launch_bounds__(256, fast ? 2 : 3)
     indexer_score_three_kernel(const act_t* q, const act_t* weights, const void* key_pool,
                                const void* key_scales_raw, paged_entries pages,
                                const int32_t* token_seq, const int32_t* n_visible, int64_t capacity,
@@ -1035,7 +1038,7 @@ __global__ void __launch_bounds__(256, var >= 1 ? 2 : 3)
                                int64_t score_stride, uint32_t* hist, int flags, token_state* state,
                                uint32_t* coarse, unsigned long long* cand_list, int top_k) {
   constexpr int warps = 8;
-  constexpr bool w_smem = var == 0;  // the weights in shared memory (16 registers)
+  constexpr bool w_smem = !fast;  // the weights in shared memory (16 registers)
   constexpr int k_score_threads = warps * k_warp_size;
   const bool rotate = (flags & k_score_flag_rotate) != 0;
   const uint32_t* key_scales4 = static_cast<const uint32_t*>(key_scales_raw);
@@ -1052,10 +1055,7 @@ __global__ void __launch_bounds__(256, var >= 1 ? 2 : 3)
   // w_smem: lane quad t's weight pair of n-tile nt at w_pairs[nt * 4 + t].
   float2* w_pairs =
       reinterpret_cast<float2*>(range_blocks + (k_max_range_blocks + 1) / 2 * 2 + 4 * stages);
-  constexpr bool tab = var >= 4;        // the pass table
-  constexpr bool issue_mid = var >= 5;  // issue after the pass's MMAs are committed
-  constexpr bool all_a = var == 3 || var == 6;
-  int2* pass_tab = reinterpret_cast<int2*>(w_pairs + 32);  // tab: [k_pass_tab]
+  int2* pass_tab = reinterpret_cast<int2*>(w_pairs + 32);  // fast: [k_pass_tab]
 
   pdl_trigger();
   trace_stamp(k_trace_score, 0);
@@ -1072,7 +1072,7 @@ __global__ void __launch_bounds__(256, var >= 1 ? 2 : 3)
   auto issue_bulk = [&](int64_t j, int stage) {
     score_issue_fp4_bulk(bulk_src, j, stage, pass_rows, pass_scales, full_s, k_s);
   };
-  if constexpr (tab) {
+  if constexpr (fast) {
     for (int j = int(threadIdx.x); j < min(passes, int64_t(k_pass_tab)); j += k_score_threads) {
       int64_t row0;
       int copy, valid;
@@ -1080,8 +1080,8 @@ __global__ void __launch_bounds__(256, var >= 1 ? 2 : 3)
       pass_tab[j] = make_int2(int(row0), copy | valid << 16);  // (pool rows are 32-bit)
     }
   }
-  // Pass j's copies from the table into `stage` (the host launches var >= 4 only where every pass
-  // has an entry: keys_per_cta <= k_pass_tab * k_pass).
+  // Pass j's copies from the table into `stage` (the host launches `fast` only where every pass has
+  // an entry: keys_per_cta <= k_pass_tab * k_pass).
   auto issue_tab = [&](int j, int stage) {
     const int2 e = pass_tab[j];
     score_issue_fp4_bulk_rows(bulk_src, j, stage, int64_t(e.x), e.y & 0xffff, e.y >> 16, pass_rows,
@@ -1125,19 +1125,19 @@ __global__ void __launch_bounds__(256, var >= 1 ? 2 : 3)
   // j + stages - 1 refills) with parity `prev_phase`. Tracked by the loop, no 64-bit divisions.
   const int npasses = int(passes);
   // Pass j + stages - 1's copies into `prev` (the stage of pass j - 1) once every thread released
-  // it: at the start of pass j, or (issue_mid) after pass j's wgmmas are committed.
+  // it: at the start of pass j, or (fast) after pass j's wgmmas are committed.
   auto issue_next = [&](int j, int prev, uint32_t prev_phase) {
     const int issuer = rotate ? (j % warps) * k_warp_size : 0;
     if (int(threadIdx.x) == issuer && j + stages - 1 < npasses) {
       if (j > 0) mbar::wait(empty_s + 8 * uint32_t(prev), prev_phase);
-      if constexpr (tab)
+      if constexpr (fast)
         issue_tab(j + stages - 1, prev);
       else
         issue_bulk(j + stages - 1, prev);
     }
   };
   auto load_pass = [&](int j, int stage, uint32_t phase, int prev, uint32_t prev_phase) {
-    if constexpr (!issue_mid) issue_next(j, prev, prev_phase);
+    if constexpr (!fast) issue_next(j, prev, prev_phase);
     mbar::wait(full_s + 8 * stage, phase);
     const uint32_t kb = k_s + stage * k_fp4_pass_bytes;
 #pragma unroll
@@ -1311,7 +1311,7 @@ __global__ void __launch_bounds__(256, var >= 1 ? 2 : 3)
       for (int i = 0; i < 2; ++i)
         asm volatile("" ::"r"(a[i][0]), "r"(a[i][1]), "r"(a[i][2]), "r"(a[i][3]) : "memory");
     };
-    // var 3: all 8 A fragments first, one fence, the 8 wgmmas in one group, one wait.
+    // fast: all 8 A fragments first, one fence, the 8 wgmmas in one group, `mid`, one wait.
     const auto run_all = [&](auto one_c) {
       constexpr bool o = decltype(one_c)::value;
       uint32_t a[k_dim / 16][4];
@@ -1351,7 +1351,7 @@ __global__ void __launch_bounds__(256, var >= 1 ? 2 : 3)
       for (int i = 0; i < k_dim / 16; ++i)
         asm volatile("" ::"r"(a[i][0]), "r"(a[i][1]), "r"(a[i][2]), "r"(a[i][3]) : "memory");
     };
-    if constexpr (all_a) {
+    if constexpr (fast) {
       if (one)
         run_all(std::true_type{});
       else
@@ -1407,7 +1407,7 @@ __global__ void __launch_bounds__(256, var >= 1 ? 2 : 3)
     for (int p = 0; p < npasses; ++p) {
       load_pass(p, stage, phase, prev, prev_phase);
       mma_pass(acc, [&] {
-        if constexpr (issue_mid) issue_next(p, prev, prev_phase);
+        if constexpr (fast) issue_next(p, prev, prev_phase);
       });
       epilogue(acc, p);
       prev = stage;
