@@ -6,7 +6,7 @@
 set -uo pipefail
 nvidia-smi -L
 export LD_LIBRARY_PATH=$PWD/.deps/root/usr/lib/x86_64-linux-gnu
-G=build-gpu; mkdir -p $G && python3 -c 'import sys,tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' .bin/prefill19_r1.tar.xz $G
+G=build-gpu-prefill19; rm -rf $G; mkdir -p $G && python3 -c 'import sys,tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' .bin/prefill19/prefill19_r1.tar.xz $G
 cat $G/commit.txt
 root="$(cat $G/source_root.txt)"; [ "$root" != "$PWD" ] && [ ! -e "$root" ] && mkdir -p "$(dirname "$root")" && ln -sfn "$PWD" "$root"
 T0=$(date +%s); el(){ echo $(( $(date +%s)-T0 )); }

@@ -499,10 +499,10 @@ constexpr int k_q4_consumers = 4 * 128;
 constexpr int k_q4_threads = k_q4_consumers + 128;
 // The launch cap of __launch_bounds__(640, 1) is 96 registers (65536 / 640, in units of 8).
 // NVFP4: 104 / 64. MXFP4 (PREFILL19): 112 / 32, see q4_consume_item_mx.
-template <weight_kind K>
-constexpr int k_q4_consumer_regs = K == weight_kind::mxfp4 ? 112 : 104;
-template <weight_kind K>
-constexpr int k_q4_producer_regs = K == weight_kind::mxfp4 ? 32 : 64;
+template <weight_kind K, int V = 2>
+constexpr int k_q4_consumer_regs = K == weight_kind::mxfp4&& V == 2 ? 112 : 104;
+template <weight_kind K, int V = 2>
+constexpr int k_q4_producer_regs = K == weight_kind::mxfp4&& V == 2 ? 32 : 64;
 static_assert(k_q4_consumer_regs<weight_kind::mxfp4> * k_q4_consumers +
                           k_q4_producer_regs<weight_kind::mxfp4> * 128 <=
                       96 * k_q4_threads &&
@@ -681,6 +681,125 @@ __device__ __forceinline__ void q4_consume_item(const ws_args& a, const ws_ring&
   q4_finish_item<out_t, K, UP, PERMUTE_H, N>(a, ring, acc, tile, rb, pair);
 }
 
+// EXPERIMENT (call 2): PREFILL17's q4 consumer as in main, for the in-process A/B (epi 16).
+// ws_mx_second_step for one matrix's A registers of a step (rows g / g + 8: m2[0] / m2[1]).
+__device__ __forceinline__ void q4_mx_second_step(uint32_t two, const tile_scale& sc,
+                                                  uint32_t (&a)[4]) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.u32 p, %4, 0;\n@!p bra.uni Q4_MX_SECOND_DONE;\n"
+      "mul.rn.bf16x2 %0, %0, %5;\nmul.rn.bf16x2 %1, %1, %6;\n"
+      "mul.rn.bf16x2 %2, %2, %5;\nmul.rn.bf16x2 %3, %3, %6;\n"
+      "Q4_MX_SECOND_DONE:\n}\n"
+      : "+r"(a[0]), "+r"(a[1]), "+r"(a[2]), "+r"(a[3])
+      : "r"(two), "r"(sc.m2[0]), "r"(sc.m2[1]));
+}
+
+// ws_consume_item for a q4 consumer warpgroup (see k_q4_consumers): the same ring protocol (one
+// empty arrival per consumer warp, 16 per stage), the same k_carry, one wgmma per step.
+template <typename out_t, weight_kind K, bool UP, bool PERMUTE_H, int N>
+__device__ __forceinline__ void q4_consume_item_v0(const ws_args& a, const ws_ring& ring, int& k,
+                                                   int4 tile, int rb, int rounds) {
+  const int tid = threadIdx.x, lane = tid % k_warp_size, g = lane / 4, c = lane % 4;
+  const int wq = tid / 128, h = wq >> 1, sub = wq & 1, warp = (tid / k_warp_size) % 4;
+  const int t0 = tid % 128, slot = 128 * h + t0;  // the two-warpgroup kernel's thread
+  const int pair = t0 < tile.z ? __ldg(a.sorted + tile.y + t0) : -1;
+  const bool f32_scale = a.wa.scale_f32;
+  constexpr bool mx = K == weight_kind::mxfp4;
+  // No carry over the ring wait (ws_consume_item's k_carry): at 104 registers ptxas then
+  // serializes every wgmma of the MXFP4 kernels (C7512), even with the carry at N <= 96 only.
+  constexpr bool k_carry = false;
+  // Slot (m, i) of fragment row x: UP (x, sub) (W1 / W3 of one row), down (sub, x).
+  const auto m_of = [&](int x) { return UP ? x : sub; };
+  const auto i_of = [&](int x) { return UP ? sub : x; };
+
+  float acc[N / 2];
+#pragma unroll
+  for (int jj = 0; jj < N / 2; ++jj) acc[jj] = 0.0f;
+
+  const auto release = [&](int kk) {
+    __syncwarp();
+    if (lane == 0) mbar::arrive(ring.full + 8 * (k_ws_stages + kk % k_ws_stages));
+  };
+  for (int r = 0; r < rounds; ++r) {
+    const int kk = k + r;
+    mbar::wait(ring.full + 8 * (kk % k_ws_stages), uint32_t(kk / k_ws_stages) & 1u);
+    wgmma::fence_async_smem();  // cp.async (generic proxy) writes before wgmma's async reads
+    const uint32_t st = ring.smem + uint32_t(kk % k_ws_stages) * k_ws_stage_bytes;
+    tile_round cur;
+#pragma unroll
+    for (int x = 0; x < 2; ++x) {
+      const int m = m_of(x), i = i_of(x);
+      cur.v[x] = lds_16(st + k_ws_w + ((2 * m + i) * k_ws_consumers + slot) * 16);
+      const uint32_t sa = st + k_ws_s + (64 * (2 * m + h) + 16 * warp + 8 * i + g) * 16;
+      uint32_t v;
+      if constexpr (K == weight_kind::nvfp4) {
+        asm volatile("ld.shared.u16 %0, [%1];\n" : "=r"(v) : "r"(sa + 2 * c) : "memory");
+      } else if (f32_scale) {
+        asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(sa + 4 * c) : "memory");
+        v = (v >> 23) & 0xFFu;
+      } else {
+        asm volatile("ld.shared.u8 %0, [%1];\n" : "=r"(v) : "r"(sa + c) : "memory");
+      }
+      cur.s[x] = v;
+    }
+    tile_scale sc;
+    if constexpr (mx)
+      sc = ws_mx_scale_of(cur);
+    else
+      sc = scale_of<K>(cur);
+    uint32_t two = 0;
+    if constexpr (mx) two = __any_sync(~0u, sc.two);
+    // The stage base is 1024-aligned and every address < 2^18: step offsets never carry.
+    const uint64_t d0 = smem_desc(st + k_ws_b);
+    uint32_t am[2][4];  // [step & 1]: rewritten two steps on, after wait_group 1 retired it
+    const auto step = [&](auto s_const) {
+      constexpr int s = decltype(s_const)::value;
+      if constexpr (mx) {
+        ws_expand_first<K, s, true, true>(cur, sc, am[s & 1]);
+        q4_mx_second_step(two, sc, am[s & 1]);
+      } else {
+        expand_step<K, s, true>(cur, sc, am[s & 1]);
+      }
+      __syncwarp();
+      wgmma::fence();
+      wgmma_rs<N>::run(acc, am[s & 1],
+                       d0 + uint64_t(((s >> 2) * k_atom_bytes + (s & 3) * 32) >> 4));
+      wgmma::commit();
+      wgmma::wait<1>();
+      if constexpr (s == 0 && k_carry)
+        if (r > 0) release(kk - 1);
+    };
+    step(std::integral_constant<int, 0>{});
+    step(std::integral_constant<int, 1>{});
+    step(std::integral_constant<int, 2>{});
+    step(std::integral_constant<int, 3>{});
+    step(std::integral_constant<int, 4>{});
+    step(std::integral_constant<int, 5>{});
+    step(std::integral_constant<int, 6>{});
+    step(std::integral_constant<int, 7>{});
+    if constexpr (!k_carry) {
+      wgmma::wait<0>();
+      release(kk);
+    }
+  }
+  if constexpr (k_carry) {
+    wgmma::wait<0>();
+    release(k + rounds - 1);
+  }
+  k += rounds;
+#pragma unroll
+  for (int jj = 0; jj < N / 2; ++jj) wgmma::reg_fence(acc[jj]);
+
+  int* pbuf = reinterpret_cast<int*>(ring.gen + k_q4_pbuf) + 128 * wq;
+  mbar::named_sync(4 + wq, 128);  // this warpgroup's previous epilogue read its pair ids
+  pbuf[t0] = pair;
+  mbar::named_sync(4 + wq, 128);
+  const int64_t row = ws_row0<UP>(rb, h, warp, UP ? 0 : sub) + g + (UP ? 8 * sub : 0);
+  q4_store_tile<out_t, K, UP, N, PERMUTE_H, UP ? 2 : 4>(acc, tile.x, tile.z, row, a.wa.rows,
+                                                        sub != 0, a.wa, a.wb, pbuf, c, a.limit,
+                                                        a.pair_weights, static_cast<out_t*>(a.dst));
+}
+
 // PREFILL19, q4's MXFP4 round. The A registers' BF16 pairs times the scales' multipliers as
 // halves of one register (lo: fragment row g, hi: row g + 8; ws_mx_scale_of's m1 / m2 values):
 // ptxas reads a half through the multiply's H0_H0 / H1_H1 operand selector, so the splat costs no
@@ -760,7 +879,7 @@ __device__ __forceinline__ void q4_release(const ws_ring& ring, uint32_t kk) {
 // ptxas's choice to pipeline is fragile here (see q4_mx_second, q4_release): check the build for
 // C7512 after any change to this function. The same products in the same order as
 // ws_expand_first + ws_mx_second_step: the same bits.
-template <typename out_t, bool UP, bool PERMUTE_H, int N>
+template <typename out_t, bool UP, bool PERMUTE_H, int N, bool CARRY>
 __device__ __forceinline__ void q4_consume_item_mx(const ws_args& a, const ws_ring& ring, int& k,
                                                    int4 tile, int rb, int rounds) {
   constexpr weight_kind K = weight_kind::mxfp4;
@@ -827,7 +946,7 @@ __device__ __forceinline__ void q4_consume_item_mx(const ws_args& a, const ws_ri
       wgmma::commit();
       wgmma::wait<1>();
       // Only this step is left in flight: the previous round's wgmmas read their stage last.
-      if constexpr (s == 0)
+      if constexpr (s == 0 && CARRY)
         if (r > 0) q4_release(ring, kk - 1);
     };
     const auto steps = [&](auto two_const) {
@@ -840,13 +959,23 @@ __device__ __forceinline__ void q4_consume_item_mx(const ws_args& a, const ws_ri
       step(std::integral_constant<int, 6>{}, two_const);
       step(std::integral_constant<int, 7>{}, two_const);
     };
-    if (two)  // warp-uniform: E8M0 > 128 in some lane (block scales above 2)
+    if constexpr (CARRY) {
+      if (two)  // warp-uniform: E8M0 > 128 in some lane (block scales above 2)
+        steps(std::true_type{});
+      else
+        steps(std::false_type{});
+    } else {
+      // EXPERIMENT: without the carry (104 / 64), one copy of the round with the per-step
+      // branch (two copies made ptxas serialize the wgmmas at 104 registers).
       steps(std::true_type{});
-    else
-      steps(std::false_type{});
+      wgmma::wait<0>();
+      q4_release(ring, kk);
+    }
   }
-  wgmma::wait<0>();
-  q4_release(ring, uint32_t(k + rounds - 1));
+  if constexpr (CARRY) {
+    wgmma::wait<0>();
+    q4_release(ring, uint32_t(k + rounds - 1));
+  }
   k += rounds;
 #pragma unroll
   for (int jj = 0; jj < N / 2; ++jj) wgmma::reg_fence(acc[jj]);
@@ -855,7 +984,9 @@ __device__ __forceinline__ void q4_consume_item_mx(const ws_args& a, const ws_ri
 
 // The q4 kernel: moe_prefill_wgmma_ws_kernel with four consumer warpgroups (threads 0-511) and
 // the PR producer (threads 512-639). Repacked layout, BF16 x.
-template <typename out_t, weight_kind K, bool UP, bool PERMUTE_H>
+// EXPERIMENT (call 2): V = MXFP4 consumer variant, 0 PREFILL17's (main), 1 PREFILL19's round
+// without the carry (104 / 64), 2 with it (112 / 32); NVFP4 only V = 0.
+template <typename out_t, weight_kind K, bool UP, bool PERMUTE_H, int V>
 __global__ void __launch_bounds__(k_q4_threads, 1)
     moe_prefill_wgmma_ws_q4_kernel(ws_args a, int row_blocks) {
 #if DSV4_PREFILL_WGMMA
@@ -876,7 +1007,7 @@ __global__ void __launch_bounds__(k_q4_threads, 1)
   int k = 0;
   int4 tile = a.tiles[blockIdx.x / row_blocks];
   if (threadIdx.x >= k_q4_consumers) {
-    mbar::setmaxnreg_dec<k_q4_producer_regs<K>>();
+    mbar::setmaxnreg_dec<k_q4_producer_regs<K, V>>();
     const int p = int(threadIdx.x) - k_q4_consumers;
     for (int w = blockIdx.x; w < items; w += gridDim.x) {
       const int4 cur = tile;
@@ -894,21 +1025,30 @@ __global__ void __launch_bounds__(k_q4_threads, 1)
     }
     cp_async_wait_all();
   } else {
-    mbar::setmaxnreg_inc<k_q4_consumer_regs<K>>();
+    mbar::setmaxnreg_inc<k_q4_consumer_regs<K, V>>();
     for (int w = blockIdx.x; w < items; w += gridDim.x) {
       const int4 cur = tile;
       const int wn = w + int(gridDim.x);
       if (wn < items) tile = a.tiles[wn / row_blocks];
       const int rb = w % row_blocks;
-      if constexpr (K == weight_kind::mxfp4) {
+      if constexpr (K == weight_kind::mxfp4 && V > 0) {
         if (cur.z <= 32)
-          q4_consume_item_mx<out_t, UP, PERMUTE_H, 32>(a, ring, k, cur, rb, rounds);
+          q4_consume_item_mx<out_t, UP, PERMUTE_H, 32, V == 2>(a, ring, k, cur, rb, rounds);
         else if (cur.z <= 64)
-          q4_consume_item_mx<out_t, UP, PERMUTE_H, 64>(a, ring, k, cur, rb, rounds);
+          q4_consume_item_mx<out_t, UP, PERMUTE_H, 64, V == 2>(a, ring, k, cur, rb, rounds);
         else if (cur.z <= 96)
-          q4_consume_item_mx<out_t, UP, PERMUTE_H, 96>(a, ring, k, cur, rb, rounds);
+          q4_consume_item_mx<out_t, UP, PERMUTE_H, 96, V == 2>(a, ring, k, cur, rb, rounds);
         else
-          q4_consume_item_mx<out_t, UP, PERMUTE_H, 128>(a, ring, k, cur, rb, rounds);
+          q4_consume_item_mx<out_t, UP, PERMUTE_H, 128, V == 2>(a, ring, k, cur, rb, rounds);
+      } else if constexpr (K == weight_kind::mxfp4) {
+        if (cur.z <= 32)
+          q4_consume_item_v0<out_t, K, UP, PERMUTE_H, 32>(a, ring, k, cur, rb, rounds);
+        else if (cur.z <= 64)
+          q4_consume_item_v0<out_t, K, UP, PERMUTE_H, 64>(a, ring, k, cur, rb, rounds);
+        else if (cur.z <= 96)
+          q4_consume_item_v0<out_t, K, UP, PERMUTE_H, 96>(a, ring, k, cur, rb, rounds);
+        else
+          q4_consume_item_v0<out_t, K, UP, PERMUTE_H, 128>(a, ring, k, cur, rb, rounds);
       } else {
         if (cur.z <= 32)
           q4_consume_item<out_t, K, UP, PERMUTE_H, 32>(a, ring, k, cur, rb, rounds);
@@ -1002,7 +1142,7 @@ int g_ws_producer = -1;
 // The consumers' epilogue on repacked weights: ws_store_tile with chunks of 2 or 4 token blocks,
 // 0 store_tile (moe_prefill_set_ws_epilogue); 16: the q4 kernel (four consumer warpgroups) where
 // the PR producer runs.
-int g_ws_epi = 16;
+int g_ws_epi = 17;  // EXPERIMENT (call 2): the parity run checks V = 1
 
 template <weight_kind K>
 bool ws_use_pr(int64_t pairs, int64_t experts) {
@@ -1025,8 +1165,14 @@ cudaError_t launch_ws(int64_t row_blocks, int64_t tile_slots, const ws_args& a, 
   }
   int threads = k_ws_threads, smem = k_ws_smem;
   if constexpr (RP) {
-    if (g_ws_epi == 16 && pr) {
-      kernel = moe_prefill_wgmma_ws_q4_kernel<out_t, K, UP, PERMUTE_H>;
+    if (g_ws_epi >= 16 && g_ws_epi <= 18 && pr) {
+      // EXPERIMENT (call 2): epi 16 / 17 / 18 = MXFP4 q4 variant V 0 / 1 / 2.
+      if constexpr (K == weight_kind::mxfp4)
+        kernel = g_ws_epi == 16   ? moe_prefill_wgmma_ws_q4_kernel<out_t, K, UP, PERMUTE_H, 0>
+                 : g_ws_epi == 17 ? moe_prefill_wgmma_ws_q4_kernel<out_t, K, UP, PERMUTE_H, 1>
+                                  : moe_prefill_wgmma_ws_q4_kernel<out_t, K, UP, PERMUTE_H, 2>;
+      else
+        kernel = moe_prefill_wgmma_ws_q4_kernel<out_t, K, UP, PERMUTE_H, 0>;
       threads = k_q4_threads;
       smem = k_q4_smem;
     }
