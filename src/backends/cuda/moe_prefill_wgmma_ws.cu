@@ -266,6 +266,18 @@ __device__ __forceinline__ void ws_mx_second_step(uint32_t two, const tile_scale
       : "r"(two), "r"(sc[0].m2[0]), "r"(sc[0].m2[1]), "r"(sc[1].m2[0]), "r"(sc[1].m2[1]));
 }
 
+// ws_mx_second_step for one matrix's A registers of a step (rows g / g + 8: m2[0] / m2[1]).
+__device__ __forceinline__ void q4_mx_second_step(uint32_t two, const tile_scale& sc,
+                                                  uint32_t (&a)[4]) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.u32 p, %4, 0;\n@!p bra.uni Q4_MX_SECOND_DONE;\n"
+      "mul.rn.bf16x2 %0, %0, %5;\nmul.rn.bf16x2 %1, %1, %6;\n"
+      "mul.rn.bf16x2 %2, %2, %5;\nmul.rn.bf16x2 %3, %3, %6;\n"
+      "Q4_MX_SECOND_DONE:\n}\n"
+      : "+r"(a[0]), "+r"(a[1]), "+r"(a[2]), "+r"(a[3])
+      : "r"(two), "r"(sc.m2[0]), "r"(sc.m2[1]));
+}
+
 // store_tile's values and stores (the same expressions, so the same bits) in phases over chunks of
 // CB token blocks (8 tokens, 4 accumulators per matrix and thread): each thread's two
 // rows, their bounds and permuted columns once per item; each token's pair id (and routing
@@ -498,17 +510,9 @@ __device__ __forceinline__ void ws_consume_item(const ws_args& a, const ws_ring&
 constexpr int k_q4_consumers = 4 * 128;
 constexpr int k_q4_threads = k_q4_consumers + 128;
 // The launch cap of __launch_bounds__(640, 1) is 96 registers (65536 / 640, in units of 8).
-// NVFP4: 104 / 64. MXFP4 (PREFILL19): 112 / 32, see q4_consume_item_mx.
-template <weight_kind K, int V = 2>
-constexpr int k_q4_consumer_regs = K == weight_kind::mxfp4&& V == 2 ? 112 : 104;
-template <weight_kind K, int V = 2>
-constexpr int k_q4_producer_regs = K == weight_kind::mxfp4&& V == 2 ? 32 : 64;
-static_assert(k_q4_consumer_regs<weight_kind::mxfp4> * k_q4_consumers +
-                          k_q4_producer_regs<weight_kind::mxfp4> * 128 <=
-                      96 * k_q4_threads &&
-                  k_q4_consumer_regs<weight_kind::nvfp4> * k_q4_consumers +
-                          k_q4_producer_regs<weight_kind::nvfp4> * 128 <=
-                      96 * k_q4_threads,
+constexpr int k_q4_consumer_regs = 104;
+constexpr int k_q4_producer_regs = 64;
+static_assert(k_q4_consumer_regs * k_q4_consumers + k_q4_producer_regs * 128 <= 96 * k_q4_threads,
               "q4 register split");
 constexpr int k_q4_pbuf = k_ws_bars + 2 * k_ws_stages * 8;  // 4 x 128 pair ids
 constexpr int k_q4_smem = k_q4_pbuf + 4 * 128 * 4 + 1024;   // + alignment slack
@@ -592,113 +596,11 @@ __device__ __forceinline__ void q4_store_tile(const float (&acc)[N / 2], int e, 
   }
 }
 
-// The end of a q4 consumer warpgroup's item: its pair ids into its pair-id buffer (named barrier
-// 4 + warpgroup), then q4_store_tile of its accumulator.
-template <typename out_t, weight_kind K, bool UP, bool PERMUTE_H, int N>
-__device__ __forceinline__ void q4_finish_item(const ws_args& a, const ws_ring& ring,
-                                               const float (&acc)[N / 2], int4 tile, int rb,
-                                               int pair) {
-  const int tid = threadIdx.x, lane = tid % k_warp_size, g = lane / 4, c = lane % 4;
-  const int wq = tid / 128, h = wq >> 1, sub = wq & 1, warp = (tid / k_warp_size) % 4;
-  const int t0 = tid % 128;
-  int* pbuf = reinterpret_cast<int*>(ring.gen + k_q4_pbuf) + 128 * wq;
-  mbar::named_sync(4 + wq, 128);  // this warpgroup's previous epilogue read its pair ids
-  pbuf[t0] = pair;
-  mbar::named_sync(4 + wq, 128);
-  const int64_t row = ws_row0<UP>(rb, h, warp, UP ? 0 : sub) + g + (UP ? 8 * sub : 0);
-  q4_store_tile<out_t, K, UP, N, PERMUTE_H, UP ? 2 : 4>(acc, tile.x, tile.z, row, a.wa.rows,
-                                                        sub != 0, a.wa, a.wb, pbuf, c, a.limit,
-                                                        a.pair_weights, static_cast<out_t*>(a.dst));
-}
-
-// ws_consume_item for a q4 consumer warpgroup (see k_q4_consumers), NVFP4: the same ring protocol
-// (one empty arrival per consumer warp, 16 per stage), one wgmma per step, the round's wgmmas
-// drained at its end (no k_carry: ptxas would serialize them, C7513). MXFP4:
-// q4_consume_item_mx.
-template <typename out_t, weight_kind K, bool UP, bool PERMUTE_H, int N>
-__device__ __forceinline__ void q4_consume_item(const ws_args& a, const ws_ring& ring, int& k,
-                                                int4 tile, int rb, int rounds) {
-  static_assert(K == weight_kind::nvfp4, "MXFP4: q4_consume_item_mx");
-  const int tid = threadIdx.x, lane = tid % k_warp_size, g = lane / 4, c = lane % 4;
-  const int wq = tid / 128, h = wq >> 1, sub = wq & 1, warp = (tid / k_warp_size) % 4;
-  const int t0 = tid % 128, slot = 128 * h + t0;  // the two-warpgroup kernel's thread
-  const int pair = t0 < tile.z ? __ldg(a.sorted + tile.y + t0) : -1;
-  // Slot (m, i) of fragment row x: UP (x, sub) (W1 / W3 of one row), down (sub, x).
-  const auto m_of = [&](int x) { return UP ? x : sub; };
-  const auto i_of = [&](int x) { return UP ? sub : x; };
-
-  float acc[N / 2];
-#pragma unroll
-  for (int jj = 0; jj < N / 2; ++jj) acc[jj] = 0.0f;
-
-  const auto release = [&](int kk) {
-    __syncwarp();
-    if (lane == 0) mbar::arrive(ring.full + 8 * (k_ws_stages + kk % k_ws_stages));
-  };
-  for (int r = 0; r < rounds; ++r) {
-    const int kk = k + r;
-    mbar::wait(ring.full + 8 * (kk % k_ws_stages), uint32_t(kk / k_ws_stages) & 1u);
-    wgmma::fence_async_smem();  // cp.async (generic proxy) writes before wgmma's async reads
-    const uint32_t st = ring.smem + uint32_t(kk % k_ws_stages) * k_ws_stage_bytes;
-    tile_round cur;
-#pragma unroll
-    for (int x = 0; x < 2; ++x) {
-      const int m = m_of(x), i = i_of(x);
-      cur.v[x] = lds_16(st + k_ws_w + ((2 * m + i) * k_ws_consumers + slot) * 16);
-      const uint32_t sa = st + k_ws_s + (64 * (2 * m + h) + 16 * warp + 8 * i + g) * 16;
-      uint32_t v;
-      asm volatile("ld.shared.u16 %0, [%1];\n" : "=r"(v) : "r"(sa + 2 * c) : "memory");
-      cur.s[x] = v;
-    }
-    const tile_scale sc = scale_of<K>(cur);
-    // The stage base is 1024-aligned and every address < 2^18: step offsets never carry.
-    const uint64_t d0 = smem_desc(st + k_ws_b);
-    uint32_t am[2][4];  // [step & 1]: rewritten two steps on, after wait_group 1 retired it
-    const auto step = [&](auto s_const) {
-      constexpr int s = decltype(s_const)::value;
-      expand_step<K, s, true>(cur, sc, am[s & 1]);
-      __syncwarp();
-      wgmma::fence();
-      wgmma_rs<N>::run(acc, am[s & 1],
-                       d0 + uint64_t(((s >> 2) * k_atom_bytes + (s & 3) * 32) >> 4));
-      wgmma::commit();
-      wgmma::wait<1>();
-    };
-    step(std::integral_constant<int, 0>{});
-    step(std::integral_constant<int, 1>{});
-    step(std::integral_constant<int, 2>{});
-    step(std::integral_constant<int, 3>{});
-    step(std::integral_constant<int, 4>{});
-    step(std::integral_constant<int, 5>{});
-    step(std::integral_constant<int, 6>{});
-    step(std::integral_constant<int, 7>{});
-    wgmma::wait<0>();
-    release(kk);
-  }
-  k += rounds;
-#pragma unroll
-  for (int jj = 0; jj < N / 2; ++jj) wgmma::reg_fence(acc[jj]);
-  q4_finish_item<out_t, K, UP, PERMUTE_H, N>(a, ring, acc, tile, rb, pair);
-}
-
-// EXPERIMENT (call 2): PREFILL17's q4 consumer as in main, for the in-process A/B (epi 16).
-// ws_mx_second_step for one matrix's A registers of a step (rows g / g + 8: m2[0] / m2[1]).
-__device__ __forceinline__ void q4_mx_second_step(uint32_t two, const tile_scale& sc,
-                                                  uint32_t (&a)[4]) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.u32 p, %4, 0;\n@!p bra.uni Q4_MX_SECOND_DONE;\n"
-      "mul.rn.bf16x2 %0, %0, %5;\nmul.rn.bf16x2 %1, %1, %6;\n"
-      "mul.rn.bf16x2 %2, %2, %5;\nmul.rn.bf16x2 %3, %3, %6;\n"
-      "Q4_MX_SECOND_DONE:\n}\n"
-      : "+r"(a[0]), "+r"(a[1]), "+r"(a[2]), "+r"(a[3])
-      : "r"(two), "r"(sc.m2[0]), "r"(sc.m2[1]));
-}
-
 // ws_consume_item for a q4 consumer warpgroup (see k_q4_consumers): the same ring protocol (one
 // empty arrival per consumer warp, 16 per stage), the same k_carry, one wgmma per step.
 template <typename out_t, weight_kind K, bool UP, bool PERMUTE_H, int N>
-__device__ __forceinline__ void q4_consume_item_v0(const ws_args& a, const ws_ring& ring, int& k,
-                                                   int4 tile, int rb, int rounds) {
+__device__ __forceinline__ void q4_consume_item(const ws_args& a, const ws_ring& ring, int& k,
+                                                int4 tile, int rb, int rounds) {
   const int tid = threadIdx.x, lane = tid % k_warp_size, g = lane / 4, c = lane % 4;
   const int wq = tid / 128, h = wq >> 1, sub = wq & 1, warp = (tid / k_warp_size) % 4;
   const int t0 = tid % 128, slot = 128 * h + t0;  // the two-warpgroup kernel's thread
@@ -800,193 +702,9 @@ __device__ __forceinline__ void q4_consume_item_v0(const ws_args& a, const ws_ri
                                                         a.pair_weights, static_cast<out_t*>(a.dst));
 }
 
-// PREFILL19, q4's MXFP4 round. The A registers' BF16 pairs times the scales' multipliers as
-// halves of one register (lo: fragment row g, hi: row g + 8; ws_mx_scale_of's m1 / m2 values):
-// ptxas reads a half through the multiply's H0_H0 / H1_H1 operand selector, so the splat costs no
-// instruction. q4_mx_mul<H>: a * (half H of m in both halves), mul.rn.bf16x2.
-template <int H>
-__device__ __forceinline__ uint32_t q4_mx_mul(uint32_t a, uint32_t m) {
-  uint32_t d;
-  if constexpr (H == 0)
-    asm("{\n.reg .b16 l, h;\n.reg .b32 s;\nmov.b32 {l, h}, %2;\nmov.b32 s, {l, l};\n"
-        "mul.rn.bf16x2 %0, %1, s;\n}\n"
-        : "=r"(d)
-        : "r"(a), "r"(m));
-  else
-    asm("{\n.reg .b16 l, h;\n.reg .b32 s;\nmov.b32 {l, h}, %2;\nmov.b32 s, {h, h};\n"
-        "mul.rn.bf16x2 %0, %1, s;\n}\n"
-        : "=r"(d)
-        : "r"(a), "r"(m));
-  return d;
-}
-
-// ws_expand_first's A registers of step s (repacked words, shift decode) from the step's words
-// w0 (row g) and w1 (row g + 8) and the packed first multipliers m1.
-template <int s>
-__device__ __forceinline__ void q4_mx_expand(uint32_t w0, uint32_t w1, uint32_t m1,
-                                             uint32_t (&a)[4]) {
-  constexpr int i = 2 * (s & 1);
-  a[0] = q4_mx_mul<0>(ws_weight_pair<i, true, true>(w0), m1);
-  a[2] = q4_mx_mul<0>(ws_weight_pair<i + 1, true, true>(w0), m1);
-  a[1] = q4_mx_mul<1>(ws_weight_pair<i, true, true>(w1), m1);
-  a[3] = q4_mx_mul<1>(ws_weight_pair<i + 1, true, true>(w1), m1);
-}
-
-// ws_mx_second_step's multiply of one matrix's A registers of a step by the packed second
-// multipliers m2 (rows g / g + 8: registers 0, 2 / 1, 3), behind a warp-uniform branch on `two`
-// (q4_consume_item_mx takes it only in its round's `two` copy, where it is always true: the
-// same four multiplies without the branch, or as plain asm, made ptxas serialize the wgmmas).
-__device__ __forceinline__ void q4_mx_second(uint32_t two, uint32_t m2, uint32_t (&a)[4]) {
-  asm volatile(
-      "{\n.reg .pred p;\n.reg .b16 l, h;\n.reg .b32 s0, s1;\nsetp.ne.u32 p, %4, 0;\n"
-      "@!p bra.uni Q4_MX_SECOND_DONE;\nmov.b32 {l, h}, %5;\nmov.b32 s0, {l, l};\n"
-      "mov.b32 s1, {h, h};\nmul.rn.bf16x2 %0, %0, s0;\nmul.rn.bf16x2 %1, %1, s1;\n"
-      "mul.rn.bf16x2 %2, %2, s0;\nmul.rn.bf16x2 %3, %3, s1;\nQ4_MX_SECOND_DONE:\n}\n"
-      : "+r"(a[0]), "+r"(a[1]), "+r"(a[2]), "+r"(a[3])
-      : "r"(two), "r"(m2));
-}
-
-// 8 bytes of shared memory (ld.shared.v2.u32).
-__device__ __forceinline__ uint2 lds_8(uint32_t addr) {
-  uint2 v;
-  asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];\n" : "=r"(v.x), "=r"(v.y) : "r"(addr) : "memory");
-  return v;
-}
-
-// A consumer warp gives round kk's stage back: one arrival on its empty barrier (lane 0; with
-// elect.sync instead, ptxas serialized the wgmmas).
-__device__ __forceinline__ void q4_release(const ws_ring& ring, uint32_t kk) {
-  __syncwarp();
-  if (threadIdx.x % 32 == 0) mbar::arrive(ring.full + 8 * (k_ws_stages + kk % k_ws_stages));
-}
-
-// q4_consume_item for MXFP4 (PREFILL19), with ws_consume_item's k_carry: a round's last wgmma
-// stays in flight over the next round's ring wait, scale loads and first expansion, and the
-// previous stage goes back at the wait_group 1 of the round's first step. PREFILL17's q4 could
-// not (at 104 registers ptxas serialized every wgmma of the MXFP4 kernels, C7512). Now:
-// - the register split is 112 / 32 (k_q4_consumer_regs). At 104 with this round ptxas still
-//   serialized (C7512) whenever more than two of the four tile widths carried (any one alone, or
-//   two, passed); the producer's round loop at 32 registers: 1-2 spill accesses a round at
-//   N = 128, none below (its per-item setup spilled at 64 too);
-// - the round holds the scales in two registers (q4_mx_mul), its weight words 8 bytes at a time
-//   (words 2-3 loaded at step 3), one 32-bit scale load per row for both scale layouts (the
-//   E8M0 byte c of the slot's word, or bits 30:23 of the f32 scale c) with the thread's offset
-//   and shift packed in one register, the second multipliers only where a lane needs them, and
-//   the second step by one branch per round (two copies of the round) instead of one per step.
-//   SASS, one round on the usual path (no second step): 206 instructions per warp at every N
-//   (PREFILL17's q4: 236), no spill access in the round loops; the epilogue spills (20-40 local
-//   accesses per item).
-// ptxas's choice to pipeline is fragile here (see q4_mx_second, q4_release): check the build for
-// C7512 after any change to this function. The same products in the same order as
-// ws_expand_first + ws_mx_second_step: the same bits.
-template <typename out_t, bool UP, bool PERMUTE_H, int N, bool CARRY>
-__device__ __forceinline__ void q4_consume_item_mx(const ws_args& a, const ws_ring& ring, int& k,
-                                                   int4 tile, int rb, int rounds) {
-  constexpr weight_kind K = weight_kind::mxfp4;
-  const int tid = threadIdx.x, lane = tid % k_warp_size, g = lane / 4, c = lane % 4;
-  const int wq = tid / 128, h = wq >> 1, sub = wq & 1, warp = (tid / k_warp_size) % 4;
-  const int t0 = tid % 128, slot = 128 * h + t0;  // the two-warpgroup kernel's thread
-  const int pair = t0 < tile.z ? __ldg(a.sorted + tile.y + t0) : -1;
-  const bool f32_scale = a.wa.scale_f32;
-  // Fragment row x = 0 / 1 reads slot (m, i) = UP (x, sub) (W1 / W3 of one row), down (sub, x):
-  // x = 1's weight slot and scale row slot are fixed offsets from x = 0's.
-  const int m0 = UP ? 0 : sub, i0 = UP ? sub : 0;
-  const uint32_t wslot = k_ws_w + ((2 * m0 + i0) * k_ws_consumers + slot) * 16;
-  constexpr uint32_t wx = UP ? 2 * k_ws_consumers * 16 : k_ws_consumers * 16;
-  const uint32_t sthr =
-      (uint32_t(64 * (2 * m0 + h) + 16 * warp + 8 * i0 + g) * 16 + (f32_scale ? 4 * c : 0)) |
-      ((f32_scale ? 23u : 8u * c) << 24);
-  constexpr uint32_t sx = UP ? 2 * 64 * 16 : 8 * 16;
-
-  float acc[N / 2];
-#pragma unroll
-  for (int jj = 0; jj < N / 2; ++jj) acc[jj] = 0.0f;
-
-  for (int r = 0; r < rounds; ++r) {
-    const uint32_t kk = uint32_t(k + r);
-    mbar::wait(ring.full + 8 * (kk % k_ws_stages), (kk / k_ws_stages) & 1u);
-    wgmma::fence_async_smem();  // cp.async (generic proxy) writes before wgmma's async reads
-    const uint32_t st = ring.smem + (kk % k_ws_stages) * k_ws_stage_bytes;
-    uint2 wv[2];  // words 0-1 of rows g / g + 8; from step 3 on words 2-3
-    uint32_t e[2];
-#pragma unroll
-    for (int x = 0; x < 2; ++x) {
-      wv[x] = lds_8(st + wslot + x * wx);
-      uint32_t v;
-      asm volatile("ld.shared.u32 %0, [%1];\n"
-                   : "=r"(v)
-                   : "r"(st + k_ws_s + (sthr & 0xFFFFFFu) + x * sx)
-                   : "memory");
-      e[x] = (v >> (sthr >> 24)) & 0xFFu;
-    }
-    // ws_mx_scale_of's values: m1 = 2^min(e - 1, 127), m2 = 2^max(e - 128, 0) (NaN for 255).
-    const uint32_t m1 = (min(e[0] + 126u, 254u) << 7) | (min(e[1] + 126u, 254u) << 23);
-    const uint32_t two = __any_sync(~0u, max(e[0], e[1]) > 128u);
-    uint32_t m2 = 0;
-    if (two) {
-      const auto b2 = [](uint32_t x) { return x == 255u ? 0x7FC0u : (max(x, 128u) - 1u) << 7; };
-      m2 = b2(e[0]) | (b2(e[1]) << 16);
-    }
-    // The stage base is 1024-aligned and every address < 2^18: step offsets never carry.
-    const uint64_t d0 = smem_desc(st + k_ws_b);
-    uint32_t am[2][4];  // [step & 1]: rewritten two steps on, after wait_group 1 retired it
-    const auto step = [&](auto s_const, auto two_const) {
-      constexpr int s = decltype(s_const)::value;
-      constexpr int w = (s >> 1) & 1;
-      q4_mx_expand<s>(w ? wv[0].y : wv[0].x, w ? wv[1].y : wv[1].x, m1, am[s & 1]);
-      if constexpr (decltype(two_const)::value) q4_mx_second(two, m2, am[s & 1]);
-      if constexpr (s == 3) {
-#pragma unroll
-        for (int x = 0; x < 2; ++x) wv[x] = lds_8(st + wslot + x * wx + 8);
-      }
-      __syncwarp();
-      wgmma::fence();
-      wgmma_rs<N>::run(acc, am[s & 1],
-                       d0 + uint64_t(((s >> 2) * k_atom_bytes + (s & 3) * 32) >> 4));
-      wgmma::commit();
-      wgmma::wait<1>();
-      // Only this step is left in flight: the previous round's wgmmas read their stage last.
-      if constexpr (s == 0 && CARRY)
-        if (r > 0) q4_release(ring, kk - 1);
-    };
-    const auto steps = [&](auto two_const) {
-      step(std::integral_constant<int, 0>{}, two_const);
-      step(std::integral_constant<int, 1>{}, two_const);
-      step(std::integral_constant<int, 2>{}, two_const);
-      step(std::integral_constant<int, 3>{}, two_const);
-      step(std::integral_constant<int, 4>{}, two_const);
-      step(std::integral_constant<int, 5>{}, two_const);
-      step(std::integral_constant<int, 6>{}, two_const);
-      step(std::integral_constant<int, 7>{}, two_const);
-    };
-    if constexpr (CARRY) {
-      if (two)  // warp-uniform: E8M0 > 128 in some lane (block scales above 2)
-        steps(std::true_type{});
-      else
-        steps(std::false_type{});
-    } else {
-      // EXPERIMENT: without the carry (104 / 64), one copy of the round with the per-step
-      // branch (two copies made ptxas serialize the wgmmas at 104 registers).
-      steps(std::true_type{});
-      wgmma::wait<0>();
-      q4_release(ring, kk);
-    }
-  }
-  if constexpr (CARRY) {
-    wgmma::wait<0>();
-    q4_release(ring, uint32_t(k + rounds - 1));
-  }
-  k += rounds;
-#pragma unroll
-  for (int jj = 0; jj < N / 2; ++jj) wgmma::reg_fence(acc[jj]);
-  q4_finish_item<out_t, K, UP, PERMUTE_H, N>(a, ring, acc, tile, rb, pair);
-}
-
 // The q4 kernel: moe_prefill_wgmma_ws_kernel with four consumer warpgroups (threads 0-511) and
 // the PR producer (threads 512-639). Repacked layout, BF16 x.
-// EXPERIMENT (call 2): V = MXFP4 consumer variant, 0 PREFILL17's (main), 1 PREFILL19's round
-// without the carry (104 / 64), 2 with it (112 / 32); NVFP4 only V = 0.
-template <typename out_t, weight_kind K, bool UP, bool PERMUTE_H, int V>
+template <typename out_t, weight_kind K, bool UP, bool PERMUTE_H>
 __global__ void __launch_bounds__(k_q4_threads, 1)
     moe_prefill_wgmma_ws_q4_kernel(ws_args a, int row_blocks) {
 #if DSV4_PREFILL_WGMMA
@@ -1007,7 +725,7 @@ __global__ void __launch_bounds__(k_q4_threads, 1)
   int k = 0;
   int4 tile = a.tiles[blockIdx.x / row_blocks];
   if (threadIdx.x >= k_q4_consumers) {
-    mbar::setmaxnreg_dec<k_q4_producer_regs<K, V>>();
+    mbar::setmaxnreg_dec<k_q4_producer_regs>();
     const int p = int(threadIdx.x) - k_q4_consumers;
     for (int w = blockIdx.x; w < items; w += gridDim.x) {
       const int4 cur = tile;
@@ -1025,40 +743,20 @@ __global__ void __launch_bounds__(k_q4_threads, 1)
     }
     cp_async_wait_all();
   } else {
-    mbar::setmaxnreg_inc<k_q4_consumer_regs<K, V>>();
+    mbar::setmaxnreg_inc<k_q4_consumer_regs>();
     for (int w = blockIdx.x; w < items; w += gridDim.x) {
       const int4 cur = tile;
       const int wn = w + int(gridDim.x);
       if (wn < items) tile = a.tiles[wn / row_blocks];
       const int rb = w % row_blocks;
-      if constexpr (K == weight_kind::mxfp4 && V > 0) {
-        if (cur.z <= 32)
-          q4_consume_item_mx<out_t, UP, PERMUTE_H, 32, V == 2>(a, ring, k, cur, rb, rounds);
-        else if (cur.z <= 64)
-          q4_consume_item_mx<out_t, UP, PERMUTE_H, 64, V == 2>(a, ring, k, cur, rb, rounds);
-        else if (cur.z <= 96)
-          q4_consume_item_mx<out_t, UP, PERMUTE_H, 96, V == 2>(a, ring, k, cur, rb, rounds);
-        else
-          q4_consume_item_mx<out_t, UP, PERMUTE_H, 128, V == 2>(a, ring, k, cur, rb, rounds);
-      } else if constexpr (K == weight_kind::mxfp4) {
-        if (cur.z <= 32)
-          q4_consume_item_v0<out_t, K, UP, PERMUTE_H, 32>(a, ring, k, cur, rb, rounds);
-        else if (cur.z <= 64)
-          q4_consume_item_v0<out_t, K, UP, PERMUTE_H, 64>(a, ring, k, cur, rb, rounds);
-        else if (cur.z <= 96)
-          q4_consume_item_v0<out_t, K, UP, PERMUTE_H, 96>(a, ring, k, cur, rb, rounds);
-        else
-          q4_consume_item_v0<out_t, K, UP, PERMUTE_H, 128>(a, ring, k, cur, rb, rounds);
-      } else {
-        if (cur.z <= 32)
-          q4_consume_item<out_t, K, UP, PERMUTE_H, 32>(a, ring, k, cur, rb, rounds);
-        else if (cur.z <= 64)
-          q4_consume_item<out_t, K, UP, PERMUTE_H, 64>(a, ring, k, cur, rb, rounds);
-        else if (cur.z <= 96)
-          q4_consume_item<out_t, K, UP, PERMUTE_H, 96>(a, ring, k, cur, rb, rounds);
-        else
-          q4_consume_item<out_t, K, UP, PERMUTE_H, 128>(a, ring, k, cur, rb, rounds);
-      }
+      if (cur.z <= 32)
+        q4_consume_item<out_t, K, UP, PERMUTE_H, 32>(a, ring, k, cur, rb, rounds);
+      else if (cur.z <= 64)
+        q4_consume_item<out_t, K, UP, PERMUTE_H, 64>(a, ring, k, cur, rb, rounds);
+      else if (cur.z <= 96)
+        q4_consume_item<out_t, K, UP, PERMUTE_H, 96>(a, ring, k, cur, rb, rounds);
+      else
+        q4_consume_item<out_t, K, UP, PERMUTE_H, 128>(a, ring, k, cur, rb, rounds);
     }
   }
 #else
@@ -1142,7 +840,7 @@ int g_ws_producer = -1;
 // The consumers' epilogue on repacked weights: ws_store_tile with chunks of 2 or 4 token blocks,
 // 0 store_tile (moe_prefill_set_ws_epilogue); 16: the q4 kernel (four consumer warpgroups) where
 // the PR producer runs.
-int g_ws_epi = 17;  // EXPERIMENT (call 2): the parity run checks V = 1
+int g_ws_epi = 16;
 
 template <weight_kind K>
 bool ws_use_pr(int64_t pairs, int64_t experts) {
@@ -1165,14 +863,8 @@ cudaError_t launch_ws(int64_t row_blocks, int64_t tile_slots, const ws_args& a, 
   }
   int threads = k_ws_threads, smem = k_ws_smem;
   if constexpr (RP) {
-    if (g_ws_epi >= 16 && g_ws_epi <= 18 && pr) {
-      // EXPERIMENT (call 2): epi 16 / 17 / 18 = MXFP4 q4 variant V 0 / 1 / 2.
-      if constexpr (K == weight_kind::mxfp4)
-        kernel = g_ws_epi == 16   ? moe_prefill_wgmma_ws_q4_kernel<out_t, K, UP, PERMUTE_H, 0>
-                 : g_ws_epi == 17 ? moe_prefill_wgmma_ws_q4_kernel<out_t, K, UP, PERMUTE_H, 1>
-                                  : moe_prefill_wgmma_ws_q4_kernel<out_t, K, UP, PERMUTE_H, 2>;
-      else
-        kernel = moe_prefill_wgmma_ws_q4_kernel<out_t, K, UP, PERMUTE_H, 0>;
+    if (g_ws_epi == 16 && pr) {
+      kernel = moe_prefill_wgmma_ws_q4_kernel<out_t, K, UP, PERMUTE_H>;
       threads = k_q4_threads;
       smem = k_q4_smem;
     }
