@@ -266,18 +266,6 @@ __device__ __forceinline__ void ws_mx_second_step(uint32_t two, const tile_scale
       : "r"(two), "r"(sc[0].m2[0]), "r"(sc[0].m2[1]), "r"(sc[1].m2[0]), "r"(sc[1].m2[1]));
 }
 
-// ws_mx_second_step for one matrix's A registers of a step (rows g / g + 8: m2[0] / m2[1]).
-__device__ __forceinline__ void q4_mx_second_step(uint32_t two, const tile_scale& sc,
-                                                  uint32_t (&a)[4]) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.u32 p, %4, 0;\n@!p bra.uni Q4_MX_SECOND_DONE;\n"
-      "mul.rn.bf16x2 %0, %0, %5;\nmul.rn.bf16x2 %1, %1, %6;\n"
-      "mul.rn.bf16x2 %2, %2, %5;\nmul.rn.bf16x2 %3, %3, %6;\n"
-      "Q4_MX_SECOND_DONE:\n}\n"
-      : "+r"(a[0]), "+r"(a[1]), "+r"(a[2]), "+r"(a[3])
-      : "r"(two), "r"(sc.m2[0]), "r"(sc.m2[1]));
-}
-
 // store_tile's values and stores (the same expressions, so the same bits) in phases over chunks of
 // CB token blocks (8 tokens, 4 accumulators per matrix and thread): each thread's two
 // rows, their bounds and permuted columns once per item; each token's pair id (and routing
@@ -518,84 +506,6 @@ constexpr int k_q4_pbuf = k_ws_bars + 2 * k_ws_stages * 8;  // 4 x 128 pair ids
 constexpr int k_q4_smem = k_q4_pbuf + 4 * 128 * 4 + 1024;   // + alignment slack
 static_assert(k_q4_smem <= 227 * 1024, "q4 layout");
 
-// ws_store_tile's expressions (so the same bits) for one q4 accumulator, in chunks of CB token
-// blocks. Accumulator j: token 8 (j >> 2) + 2 c + (j & 1), fragment row g + 8 ((j >> 1) & 1).
-// UP: W1's g (row g) and W3's u (row g + 8) of intermediate row `row`; down: rows row, row + 8.
-template <typename out_t, weight_kind K, bool UP, int N, bool PERMUTE_H, int CB>
-__device__ __forceinline__ void q4_store_tile(const float (&acc)[N / 2], int e, int ntok,
-                                              int64_t row, int64_t out_rows, bool second,
-                                              const fp4_weight& wa, const fp4_weight& wb,
-                                              const int* pair_of, int c, float limit,
-                                              const float* pair_weights, out_t* dst) {
-  float fa = 1.0f, fb = 1.0f;
-  if constexpr (K == weight_kind::nvfp4) {
-    fa = (wa.global ? __ldg(wa.global + e) : 1.0f) * 256.0f;
-    fb = (wb.global ? __ldg(wb.global + e) : 1.0f) * 256.0f;
-  }
-  if (!UP && second) fa = fb;  // down: accumulator 1 of the two-warpgroup kernel
-  bool row_ok[2];
-  int64_t col[2];
-#pragma unroll
-  for (int i = 0; i < 2; ++i) {
-    const int64_t r = row + (UP ? 0 : 8 * i);
-    row_ok[i] = r < out_rows;
-    col[i] = UP && PERMUTE_H && std::is_same_v<out_t, __nv_bfloat16>
-                 ? (r & ~int64_t(127)) | permuted_k(int(r & 127))
-                 : r;
-  }
-  constexpr int blocks = N / 8;
-  constexpr int chunk = blocks < CB ? blocks : CB;
-#pragma unroll
-  for (int b0 = 0; b0 < blocks; b0 += chunk) {
-    out_t* base[chunk][2];  // token 8 (b0 + b) + 2 c + u's row of dst; null past ntok
-    float pw[chunk][2];
-#pragma unroll
-    for (int b = 0; b < chunk; ++b)
-#pragma unroll
-      for (int u = 0; u < 2; ++u) {
-        const int t = 8 * (b0 + b) + 2 * c + u;
-        base[b][u] = nullptr;
-        pw[b][u] = 1.0f;
-        if (t < ntok) {
-          const int p = pair_of[t];
-          base[b][u] = dst + int64_t(p) * out_rows;
-          if (UP && pair_weights) pw[b][u] = pair_weights[p];
-        }
-      }
-    if constexpr (UP) {
-      moe_swiglu_terms sw[chunk][2];
-      float v[chunk][2];
-#pragma unroll
-      for (int b = 0; b < chunk; ++b)
-#pragma unroll
-        for (int u = 0; u < 2; ++u) {
-          const int j = 4 * (b0 + b) + u;
-          sw[b][u] = moe_swiglu_begin(acc[j] * fa, acc[j + 2] * fb, limit);
-        }
-#pragma unroll
-      for (int b = 0; b < chunk; ++b)
-#pragma unroll
-        for (int u = 0; u < 2; ++u) v[b][u] = moe_swiglu_end(sw[b][u]);
-#pragma unroll
-      for (int b = 0; b < chunk; ++b)
-#pragma unroll
-        for (int u = 0; u < 2; ++u)
-          if (base[b][u] && row_ok[0])
-            base[b][u][col[0]] =
-                act_from_f32<out_t>(pair_weights ? __fmul_rn(v[b][u], pw[b][u]) : v[b][u]);
-    } else {
-#pragma unroll
-      for (int b = 0; b < chunk; ++b)
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          const int u = q & 1, i = q >> 1;
-          if (base[b][u] && row_ok[i])
-            base[b][u][col[i]] = act_from_f32<out_t>(acc[4 * (b0 + b) + q] * fa);
-        }
-    }
-  }
-}
-
 // ws_consume_item for a q4 consumer warpgroup (see k_q4_consumers): the same ring protocol (one
 // empty arrival per consumer warp, 16 per stage), the same k_carry, one wgmma per step.
 template <typename out_t, weight_kind K, bool UP, bool PERMUTE_H, int N>
@@ -658,7 +568,7 @@ __device__ __forceinline__ void q4_consume_item(const ws_args& a, const ws_ring&
       constexpr int s = decltype(s_const)::value;
       if constexpr (mx) {
         ws_expand_first<K, s, true, true>(cur, sc, am[s & 1]);
-        q4_mx_second_step(two, sc, am[s & 1]);
+        ws_mx_second_step_one(two, sc, am[s & 1]);
       } else {
         expand_step<K, s, true>(cur, sc, am[s & 1]);
       }
@@ -697,9 +607,9 @@ __device__ __forceinline__ void q4_consume_item(const ws_args& a, const ws_ring&
   pbuf[t0] = pair;
   mbar::named_sync(4 + wq, 128);
   const int64_t row = ws_row0<UP>(rb, h, warp, UP ? 0 : sub) + g + (UP ? 8 * sub : 0);
-  q4_store_tile<out_t, K, UP, N, PERMUTE_H, UP ? 2 : 4>(acc, tile.x, tile.z, row, a.wa.rows,
-                                                        sub != 0, a.wa, a.wb, pbuf, c, a.limit,
-                                                        a.pair_weights, static_cast<out_t*>(a.dst));
+  ws_store_tile_one<out_t, K, UP, N, PERMUTE_H, UP ? 2 : 4, true>(
+      acc, tile.x, tile.z, row, 0, a.wa.rows, sub != 0, a.wa, a.wb, pbuf, c, a.limit,
+      a.pair_weights, static_cast<out_t*>(a.dst));
 }
 
 // The q4 kernel: moe_prefill_wgmma_ws_kernel with four consumer warpgroups (threads 0-511) and

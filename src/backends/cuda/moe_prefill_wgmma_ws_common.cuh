@@ -1,8 +1,9 @@
 // What the two warp-specialized W4A16 prefill kernels share: the 128-pair kernel
 // (moe_prefill_wgmma_ws.cu, whose top comment holds the design and the measured history) and the
 // wide kernel of tiles of up to 256 pairs (moe_prefill_wgmma_ws_wide.cu). Block geometry, the
-// kernels' arguments and ring handles, the scale cp.async widths, and the consumers' MXFP4
-// expansion (PREFILL9). Included by those two translation units only.
+// kernels' arguments and ring handles, the scale cp.async widths, the consumers' MXFP4
+// expansion (PREFILL9), and the one-accumulator kernels' (q4, wide) second step and epilogue.
+// Included by those two translation units only.
 #pragma once
 
 #include "backends/cuda/mbarrier.cuh"
@@ -86,6 +87,112 @@ __device__ __forceinline__ tile_scale ws_mx_scale_of(const tile_round& r) {
     s.two |= e > 128u;
   }
   return s;
+}
+
+// ws_mx_second_step for one matrix's A registers of a step (rows g / g + 8: m2[0] / m2[1]): the
+// kernels of one accumulator per consumer warpgroup (q4, wide).
+__device__ __forceinline__ void ws_mx_second_step_one(uint32_t two, const tile_scale& sc,
+                                                      uint32_t (&a)[4]) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.u32 p, %4, 0;\n@!p bra.uni WS_MX_SECOND_ONE_DONE;\n"
+      "mul.rn.bf16x2 %0, %0, %5;\nmul.rn.bf16x2 %1, %1, %6;\n"
+      "mul.rn.bf16x2 %2, %2, %5;\nmul.rn.bf16x2 %3, %3, %6;\n"
+      "WS_MX_SECOND_ONE_DONE:\n}\n"
+      : "+r"(a[0]), "+r"(a[1]), "+r"(a[2]), "+r"(a[3])
+      : "r"(two), "r"(sc.m2[0]), "r"(sc.m2[1]));
+}
+
+// The epilogue of the kernels of one accumulator per consumer warpgroup (q4, wide):
+// ws_store_tile's expressions (so the same bits), phased as it is (per chunk of CB token blocks:
+// everything up to the division, the divisions, the stores). Accumulator j: token
+// 8 (j >> 2) + 2 c + (j & 1), fragment row g + 8 ((j >> 1) & 1). UP: W1's g (fragment row g) and
+// W3's u (row g + 8) of intermediate row `row` = row0 + row_off; down: output rows row and row + 8
+// (row_off: the caller's per-thread part of the row, added here, after the global-scale loads,
+// where the wide kernel's own epilogue added it: the same machine code as before it was shared).
+// `second` (down): the warpgroup holds W2's second accumulator (its NVFP4 global scale is wb's).
+// BOUNDS (q4, with row_off 0): rows at or past out_rows are not stored; false (wide) where the
+// caller's rows are always inside.
+template <typename out_t, weight_kind K, bool UP, int N, bool PERMUTE_H, int CB, bool BOUNDS>
+__device__ __forceinline__ void ws_store_tile_one(const float (&acc)[N / 2], int e, int ntok,
+                                                  int64_t row0, int row_off, int64_t out_rows,
+                                                  bool second, const fp4_weight& wa,
+                                                  const fp4_weight& wb, const int* pair_of, int c,
+                                                  float limit, const float* pair_weights,
+                                                  out_t* dst) {
+  float fa = 1.0f, fb = 1.0f;
+  if constexpr (K == weight_kind::nvfp4) {
+    fa = (wa.global ? __ldg(wa.global + e) : 1.0f) * 256.0f;
+    fb = (wb.global ? __ldg(wb.global + e) : 1.0f) * 256.0f;
+  }
+  if (!UP && second) fa = fb;
+  // The rows and columns: the wide kernel's one row (and its permuted column, UP) and, with BOUNDS
+  // (q4), each fragment row's bound and column up front. Written as each kernel had them, so that
+  // both keep their machine code.
+  constexpr bool permute = UP && PERMUTE_H && std::is_same_v<out_t, __nv_bfloat16>;
+  const int64_t row = row0 + row_off;
+  const int64_t col = permute ? (row & ~int64_t(127)) | permuted_k(int(row & 127)) : row;
+  bool row_ok[2];
+  int64_t col_b[2];
+  if constexpr (BOUNDS) {
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      const int64_t r = row0 + (UP ? 0 : 8 * i);
+      row_ok[i] = r < out_rows;
+      col_b[i] = permute ? (r & ~int64_t(127)) | permuted_k(int(r & 127)) : r;
+    }
+  }
+  constexpr int blocks = N / 8;
+  constexpr int chunk = blocks < CB ? blocks : CB;
+#pragma unroll
+  for (int b0 = 0; b0 < blocks; b0 += chunk) {
+    out_t* base[chunk][2];  // token 8 (b0 + b) + 2 c + u's row of dst; null past ntok
+    float pw[chunk][2];
+#pragma unroll
+    for (int b = 0; b < chunk; ++b)
+#pragma unroll
+      for (int u = 0; u < 2; ++u) {
+        const int t = 8 * (b0 + b) + 2 * c + u;
+        base[b][u] = nullptr;
+        pw[b][u] = 1.0f;
+        if (t < ntok) {
+          const int p = pair_of[t];
+          base[b][u] = dst + int64_t(p) * out_rows;
+          if (UP && pair_weights) pw[b][u] = pair_weights[p];
+        }
+      }
+    if constexpr (UP) {
+      moe_swiglu_terms sw[chunk][2];
+      float v[chunk][2];
+#pragma unroll
+      for (int b = 0; b < chunk; ++b)
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+          const int j = 4 * (b0 + b) + u;
+          sw[b][u] = moe_swiglu_begin(acc[j] * fa, acc[j + 2] * fb, limit);
+        }
+#pragma unroll
+      for (int b = 0; b < chunk; ++b)
+#pragma unroll
+        for (int u = 0; u < 2; ++u) v[b][u] = moe_swiglu_end(sw[b][u]);
+#pragma unroll
+      for (int b = 0; b < chunk; ++b)
+#pragma unroll
+        for (int u = 0; u < 2; ++u)
+          if (base[b][u] && (!BOUNDS || row_ok[0]))
+            base[b][u][BOUNDS ? col_b[0] : col] =
+                act_from_f32<out_t>(pair_weights ? __fmul_rn(v[b][u], pw[b][u]) : v[b][u]);
+    } else {
+#pragma unroll
+      for (int b = 0; b < chunk; ++b)
+#pragma unroll
+        for (int q = 0; q < 4; ++q) {
+          const int u = q & 1, i = q >> 1;
+          if (base[b][u] && (!BOUNDS || row_ok[i]))
+            base[b][u][BOUNDS ? col_b[i] : row + 8 * i] =
+                act_from_f32<out_t>(acc[4 * (b0 + b) + q] * fa);
+        }
+    }
+  }
 }
 
 // Rows per block of the wide kernel (its launch_wgmma_ws_gemms sizes the grid by them).

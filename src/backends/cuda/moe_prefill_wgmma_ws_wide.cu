@@ -148,90 +148,6 @@ __device__ __forceinline__ void wd_produce_item(const ws_args& a, const ws_ring&
   k += rounds;
 }
 
-// ws_mx_second_step for one matrix's A registers of a step (rows g / g + 8: m2[0] / m2[1]).
-__device__ __forceinline__ void wd_mx_second_step(uint32_t two, const tile_scale& sc,
-                                                  uint32_t (&a)[4]) {
-  asm volatile(
-      "{\n.reg .pred p;\nsetp.ne.u32 p, %4, 0;\n@!p bra.uni WD_MX_SECOND_DONE;\n"
-      "mul.rn.bf16x2 %0, %0, %5;\nmul.rn.bf16x2 %1, %1, %6;\n"
-      "mul.rn.bf16x2 %2, %2, %5;\nmul.rn.bf16x2 %3, %3, %6;\n"
-      "WD_MX_SECOND_DONE:\n}\n"
-      : "+r"(a[0]), "+r"(a[1]), "+r"(a[2]), "+r"(a[3])
-      : "r"(two), "r"(sc.m2[0]), "r"(sc.m2[1]));
-}
-
-// The wide epilogue: store_tile's expressions (so its bits), phased as ws_store_tile (chunks of
-// 4 token blocks: everything up to the division, the divisions, the stores). Accumulator j holds
-// token 8 (j >> 2) + 2 c + (j & 1) of fragment row g + 8 ((j >> 1) & 1). L1: W1's g in row g,
-// W3's u in row g + 8, both of intermediate row r0 + g; L2: W2 rows r0 + g and r0 + g + 8.
-template <typename out_t, weight_kind K, bool UP, int N, bool PERMUTE_H>
-__device__ __forceinline__ void wd_store_tile(const float (&acc)[N / 2], int e, int ntok,
-                                              int64_t r0, int64_t out_rows, const fp4_weight& wa,
-                                              const fp4_weight& wb, const int* pair_of, int g,
-                                              int c, float limit, const float* pair_weights,
-                                              out_t* dst) {
-  float fa = 1.0f, fb = 1.0f;
-  if constexpr (K == weight_kind::nvfp4) {
-    fa = (wa.global ? __ldg(wa.global + e) : 1.0f) * 256.0f;
-    fb = (wb.global ? __ldg(wb.global + e) : 1.0f) * 256.0f;
-  }
-  constexpr int blocks = N / 8;
-  constexpr int cb = 4;  // token blocks per chunk: 8 (L1) / 16 (L2) values
-  constexpr int chunk = blocks < cb ? blocks : cb;
-  const int64_t row = r0 + g;
-  const int64_t col = UP && PERMUTE_H && std::is_same_v<out_t, __nv_bfloat16>
-                          ? (row & ~int64_t(127)) | permuted_k(int(row & 127))
-                          : row;
-#pragma unroll
-  for (int b0 = 0; b0 < blocks; b0 += chunk) {
-    out_t* base[chunk][2];  // token 8 (b0 + b) + 2 c + u's row of dst; null past ntok
-    float pw[chunk][2];
-#pragma unroll
-    for (int b = 0; b < chunk; ++b)
-#pragma unroll
-      for (int u = 0; u < 2; ++u) {
-        const int t = 8 * (b0 + b) + 2 * c + u;
-        base[b][u] = nullptr;
-        pw[b][u] = 1.0f;
-        if (t < ntok) {
-          const int p = pair_of[t];
-          base[b][u] = dst + int64_t(p) * out_rows;
-          if (UP && pair_weights) pw[b][u] = pair_weights[p];
-        }
-      }
-    if constexpr (UP) {
-      moe_swiglu_terms sw[chunk][2];
-      float v[chunk][2];
-#pragma unroll
-      for (int b = 0; b < chunk; ++b)
-#pragma unroll
-        for (int u = 0; u < 2; ++u) {
-          const int j = 4 * (b0 + b) + u;
-          sw[b][u] = moe_swiglu_begin(acc[j] * fa, acc[j + 2] * fb, limit);
-        }
-#pragma unroll
-      for (int b = 0; b < chunk; ++b)
-#pragma unroll
-        for (int u = 0; u < 2; ++u) v[b][u] = moe_swiglu_end(sw[b][u]);
-#pragma unroll
-      for (int b = 0; b < chunk; ++b)
-#pragma unroll
-        for (int u = 0; u < 2; ++u)
-          if (base[b][u])
-            base[b][u][col] =
-                act_from_f32<out_t>(pair_weights ? __fmul_rn(v[b][u], pw[b][u]) : v[b][u]);
-    } else {
-#pragma unroll
-      for (int b = 0; b < chunk; ++b)
-#pragma unroll
-        for (int q = 0; q < 4; ++q) {
-          const int u = q & 1, h = q >> 1;
-          if (base[b][u]) base[b][u][row + 8 * h] = act_from_f32<out_t>(acc[4 * (b0 + b) + q] * fa);
-        }
-    }
-  }
-}
-
 // ws_consume_item for the wide layout: one accumulator of N / 2 registers, one matrix's A per
 // step (MXFP4: PREFILL9's split scale and second step; NVFP4: expand_step), the same k_carry.
 // G k16 steps (wgmmas) per commit group, 1 or 2: with wait_group 1 after each commit, G wgmmas stay
@@ -292,7 +208,7 @@ __device__ __forceinline__ void wd_consume_item(const ws_args& a, const ws_ring&
       constexpr int s = decltype(s_const)::value;
       if constexpr (mx) {
         ws_expand_first<K, s, true, true>(cur, sc, dst);
-        wd_mx_second_step(two, sc, dst);
+        ws_mx_second_step_one(two, sc, dst);
       } else {
         expand_step<K, s, true>(cur, sc, dst);
       }
@@ -346,8 +262,12 @@ __device__ __forceinline__ void wd_consume_item(const ws_args& a, const ws_ring&
   mbar::named_sync(1 + wg, 128);
   const int64_t r0 = UP ? int64_t(rb) * k_wd_up_rows + 32 * wg + 8 * warp
                         : int64_t(rb) * k_wd_down_rows + 64 * wg + 16 * warp;
-  wd_store_tile<out_t, K, UP, N, PERMUTE_H>(acc, tile.x, tile.z, r0, a.wa.rows, a.wa, a.wb, pbuf, g,
-                                            c, a.limit, a.pair_weights, static_cast<out_t*>(a.dst));
+  // The wide epilogue: chunks of 4 token blocks (8 (L1) / 16 (L2) values); rows r0 + g (L1: W1's g
+  // in fragment row g, W3's u in row g + 8, of intermediate row r0 + g; L2: W2 rows r0 + g and
+  // r0 + g + 8) are always inside the matrix, so no bound checks.
+  ws_store_tile_one<out_t, K, UP, N, PERMUTE_H, 4, false>(
+      acc, tile.x, tile.z, r0, g, a.wa.rows, false, a.wa, a.wb, pbuf, c, a.limit, a.pair_weights,
+      static_cast<out_t*>(a.dst));
 }
 
 // DS: the largest tile N whose consumers issue two k16 steps per commit group (k_wd_two_step_n;
