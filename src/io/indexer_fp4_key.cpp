@@ -1,6 +1,7 @@
 #include "io/indexer_fp4_key.h"
 
 #include <cmath>
+#include <cstring>
 
 #include "core/dtype.h"
 #include "core/error.h"
@@ -32,13 +33,26 @@ void indexer_fp4_key_encode(const float* key, uint8_t* codes, uint32_t* scales) 
     }
   }
   *scales = word;
+  for (int64_t i = 0; i < k_indexer_fp4_code_bytes; i += 4) {
+    uint32_t w;
+    std::memcpy(&w, codes + i, 4);
+    w = indexer_fp4_store_word(w);
+    std::memcpy(codes + i, &w, 4);
+  }
 }
 
 void indexer_fp4_key_decode(const uint8_t* codes, uint32_t scales, float* key) {
+  uint8_t logical[k_indexer_fp4_code_bytes];
+  for (int64_t i = 0; i < k_indexer_fp4_code_bytes; i += 4) {
+    uint32_t u;
+    std::memcpy(&u, codes + i, 4);
+    u = indexer_fp4_load_word(u);
+    std::memcpy(logical + i, &u, 4);
+  }
   for (int dim = 0; dim < k_indexer_fp4_dim; ++dim) {
     const indexer_fp4_position pos = indexer_fp4_code_position(dim);
     const float s = e8m0_to_f32(uint8_t(scales >> (8 * (dim / k_indexer_fp4_block))));
-    key[dim] = e2m1_to_f32(uint8_t(codes[pos.byte] >> pos.shift)) * s;
+    key[dim] = e2m1_to_f32(uint8_t(logical[pos.byte] >> pos.shift)) * s;
   }
 }
 

@@ -1,8 +1,8 @@
 // The FP4 indexer key (io/indexer_fp4_key.h): code positions worked out by hand and every nibble
-// of a row owned by exactly one dim; decode(encode(x)) against an independent quantizer (scale
-// from log2 in double, nearest e2m1 value by search with ties to the even code); rows that the CPU
-// backend's hadamard_fp4 produced are fixed points (encode(decode) gives the same bytes and
-// decode gives the row back bit for bit).
+// of a row owned by exactly one dim; the stored bit order a bijection that gives the pairs back;
+// decode(encode(x)) against an independent quantizer (scale from log2 in double, nearest e2m1 value
+// by search with ties to the even code); rows that the CPU backend's hadamard_fp4 produced are
+// fixed points (encode(decode) gives the same bytes and decode gives the row back bit for bit).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -52,6 +52,36 @@ TEST(indexer_fp4_key, code_positions) {
     // Every dim of word w (bytes 16 t + 4 w ..) lies in scale block w.
     EXPECT_EQ((p.byte % 16) / 4, dim / 32);
   }
+}
+
+// The stored bit order (IDX24): every bit of a logical word goes to its own stored bit, the six
+// masked terms of indexer_fp4_stored_pair give back the logical pairs (written out here as the
+// old two-shift, two-mask widening), indexer_fp4_load_word inverts the store, and two words
+// worked out by hand.
+TEST(indexer_fp4_key, stored_bit_order) {
+  uint32_t hit = 0;
+  for (int k = 0; k < 32; ++k) {
+    const uint32_t u = indexer_fp4_store_word(uint32_t{1} << k);
+    ASSERT_EQ(__builtin_popcount(u), 1) << "bit " << k;
+    EXPECT_EQ(hit & u, 0u) << "bit " << k;
+    hit |= u;
+  }
+  EXPECT_EQ(hit, 0xffffffffu);
+  std::mt19937 gen(3);
+  for (int i = 0; i < 200000; ++i) {
+    const uint32_t w = i < 16 ? uint32_t(0x11111111u * uint32_t(i)) : uint32_t(gen());
+    const uint32_t u = indexer_fp4_store_word(w);
+    ASSERT_EQ(indexer_fp4_load_word(u), w);
+    for (int p = 0; p < 4; ++p) {
+      const uint32_t x = w << (4 * p);
+      const uint32_t want = (x & 0x80008000u) | ((x >> 6) & 0x01C001C0u);
+      ASSERT_EQ(indexer_fp4_stored_pair(u, p), want) << "word " << w << " pair " << p;
+    }
+  }
+  // Dim 0's code 0xF (logical bits 12..15): pair 0 = 0x81C0, stored at rotr(0x81C0, 6) = 0x0207.
+  // Dim 24's code 0xF (logical bits 0..3): pair 3 = 0x81C0, stored as it is.
+  EXPECT_EQ(indexer_fp4_store_word(0x0000F000u), 0x00000207u);
+  EXPECT_EQ(indexer_fp4_store_word(0x0000000Fu), 0x000081C0u);
 }
 
 // Independent quantizer: the e2m1 value nearest to y (ties to the even code), saturating at 6.

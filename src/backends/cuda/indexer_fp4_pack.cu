@@ -1,11 +1,12 @@
 // The FP4 indexer key cache write (indexer_fp4_pack_rows, indexer_topk_fast.h): one warp per row,
 // lane l quantizes dims 4 l .. 4 l + 3 (block l / 8) with the rules of quant::e2m1_round and the
 // block scale of hadamard_fp4_rows, then lanes 0..15 assemble the row's code words in the order of
-// io/indexer_fp4_key.h.
+// io/indexer_fp4_key.h (logical words, stored with indexer_fp4_store_word's bit order).
 #include "backends/cuda/activation.cuh"
 #include "backends/cuda/indexer_topk_fast.h"
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/quantize.h"
+#include "io/indexer_fp4_key.h"
 
 namespace dsv4::cuda {
 
@@ -55,7 +56,8 @@ __global__ void __launch_bounds__(k_pack_warps* k_warp_size)
       word |= uint32_t(code_s[warp][d]) << (12 - 4 * p);
       word |= uint32_t(code_s[warp][d + 1]) << (28 - 4 * p);
     }
-    reinterpret_cast<uint32_t*>(codes + r * (k_key_dim / 2))[lane] = word;  // 16 t + 4 w bytes
+    // 16 t + 4 w bytes, in the stored bit order.
+    reinterpret_cast<uint32_t*>(codes + r * (k_key_dim / 2))[lane] = indexer_fp4_store_word(word);
   }
   if (lane == 0) scales[r] = b0 | (b1 << 8) | (b2 << 16) | (b3 << 24);
 }

@@ -16,6 +16,7 @@
 #include "backends/cuda/uint4_words.cuh"
 #include "backends/cuda/wgmma_common.cuh"
 #include "backends/cuda/wgmma_fp8.cuh"
+#include "io/indexer_fp4_key.h"
 
 namespace dsv4::cuda {
 
@@ -171,8 +172,9 @@ __device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint32_t two_bytes) {
   return pack_bf16x2(f.x, f.y);
 }
 
-// Pair p (0..3) of a word of E2M1 codes (io/indexer_fp4_key.h: the pair's codes at bits
-// [12 - 4 p, 16 - 4 p) and [28 - 4 p, 32 - 4 p)) as bf16x2 times the block scale, exactly. The
+// Pair p (0..3) of a stored word of E2M1 codes (io/indexer_fp4_key.h: the pair's codes at bits
+// [12 - 4 p, 16 - 4 p) and [28 - 4 p, 32 - 4 p) of the logical word, indexer_fp4_stored_pair
+// picks them from the stored bit order) as bf16x2 times the block scale, exactly. The
 // codes are first placed in bf16's lowest exponent bits (sign -> bit 15, exponent-mantissa -> bits
 // 8..6), which is the e2m1 value times 2^-126 (code 1, 0.5, lands on the subnormal 2^-127), then
 // multiplied by 2^126 and by the scale 2^(byte - 127) (scale2 = byte << 7 in both halves): powers
@@ -180,8 +182,7 @@ __device__ __forceinline__ uint32_t e4m3x2_to_bf16x2(uint32_t two_bytes) {
 // of e2m1 * s that a bf16 key pool holds.
 template <int p>
 __device__ __forceinline__ uint32_t e2m1x2_to_bf16x2(uint32_t word, uint32_t scale2) {
-  const uint32_t x = word << (4 * p);
-  uint32_t v = (x & 0x80008000u) | ((x >> 6) & 0x01C001C0u);
+  uint32_t v = indexer_fp4_stored_pair(word, p);
   constexpr uint32_t two_126 = 0x7E807E80u;  // bf16 2^126 in both halves
   constexpr uint32_t minus_zero = 0x80008000u;
   asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(v) : "r"(v), "r"(two_126), "r"(minus_zero));
@@ -194,8 +195,7 @@ __device__ __forceinline__ uint32_t e2m1x2_to_bf16x2(uint32_t word, uint32_t sca
 // a bf16 power of two), one exact product; else m = 2^(b - 127) as above, after 2^126.
 template <int p, bool one>
 __device__ __forceinline__ uint32_t e2m1x2_widen(uint32_t word, uint32_t m) {
-  const uint32_t x = word << (4 * p);
-  uint32_t v = (x & 0x80008000u) | ((x >> 6) & 0x01C001C0u);
+  uint32_t v = indexer_fp4_stored_pair(word, p);
   constexpr uint32_t two_126 = 0x7E807E80u;
   constexpr uint32_t minus_zero = 0x80008000u;
   if constexpr (!one)
