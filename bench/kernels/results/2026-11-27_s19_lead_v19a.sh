@@ -27,7 +27,7 @@ for r in 1 2 3; do for n in base new; do
   timeout 30 $bin --indexer-plan-only > $OUT/cur.txt 2>&1; cat $OUT/cur.txt >> $OUT/idx_$n.txt
   echo "idx $n r$r t=$(el): $(grep -E '^  fp4 plan ' $OUT/cur.txt | awk '{print $(NF-4), $(NF-3)}' | tr '\n' ' ')"
 done; done
-for r in 1 2; do for n in base new; do
+for r in 1; do for n in base new; do
   bin=$G/bench_attention; [ $n = base ] && bin=$G/bench_attention_base
   timeout 40 $bin --focus > $OUT/cur.txt 2>&1; cat $OUT/cur.txt >> $OUT/focus_$n.txt
   echo "focus $n r$r t=$(el): $(grep -E '^  plan' $OUT/cur.txt | awk '{printf "%s ", $(NF-3)}')"
