@@ -77,10 +77,13 @@ namespace {
 // transaction bytes), instead of 2048 16-byte cp.async of the 128 producer threads. Any other
 // tile (explicit rows, partial tiles, invalid rows: zero-filled) keeps the cp.async path. The
 // maps cover the window and the compressed pools ([pool_rows, 512] bf16), encoded on the host
-// per launch (cached; kernel parameters, so graph capture keeps them). Figures: ATTN28 notes.
+// per launch (cached). Figures: ATTN28 notes. ATTN29: the maps live in device global memory
+// (attention_decode.cu, device_key_map) and the kernel takes their addresses, so its parameter
+// block is 24 bytes larger than before ATTN28 instead of 472 (two 64-byte aligned CUtensorMaps as
+// a __grid_constant__ parameter); graph capture keeps the addresses, whose maps never change.
 struct ws_key_maps {
-  CUtensorMap map[2];  // the window pool, the compressed pool
-  int valid = 0;       // bit i: map[i] encoded
+  const CUtensorMap* map[2] = {nullptr, nullptr};  // the window pool, the compressed pool
+  int valid = 0;                                   // bit i: map[i] set
 };
 constexpr float k_lazy_rescale = 8.0f;
 constexpr int k_ws_stages = 4;
