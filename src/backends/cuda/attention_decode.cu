@@ -183,10 +183,8 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <mutex>
 #include <type_traits>
-#include <vector>
 
 #include "backends/cuda/attention_decode.h"
 #include "backends/cuda/attention_decode_combine.cuh"
@@ -269,46 +267,26 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
   }();
   return fn;
 }
-// A map's copy in device global memory, for the kernel's ws_key_maps (ATTN29: as a 128-byte
-// __grid_constant__ parameter each, ATTN28's, the parameter block grew from 808 to 1280 bytes).
-// One 128-byte slot (64-byte aligned: slabs from cudaMalloc) per (device, pool, rows), written once
-// when the map is first encoded and never rewritten or freed: a map depends on its key alone, so
-// an address stays valid for every later launch and graph replay (a pool freed and allocated
-// again at the same address with the same rows has the same map). The write is a copy on a
-// private non-blocking stream that the host waits for, so it is complete before any launch that
-// names the slot, and it is not part of a capture: the thread's capture mode is relaxed around it
-// (the model captures after an eager warm-up step, so misses during a capture are rare). The
-// kernel's issuing lane acquires each map (tma::acquire_map) before its first use. nullptr: no map
-// (that part's tiles keep cp.async).
-const CUtensorMap* device_key_map(const __nv_bfloat16* pool, int64_t pool_rows) {
+bool encode_key_map(CUtensorMap& map, const __nv_bfloat16* pool, int64_t pool_rows) {
   const auto encode = tensor_map_encoder();
   if (!encode || !pool || pool_rows <= 0 || pool_rows > INT32_MAX ||
       reinterpret_cast<uintptr_t>(pool) % 16 != 0)
-    return nullptr;
-  int device = 0;
-  if (cudaGetDevice(&device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return nullptr;
-  }
+    return false;
+  // Encodings cached by (pool, rows): a decode step's pools are the same every layer and step.
   struct entry {
-    int device;
     const void* pool;
     int64_t rows;
-    const CUtensorMap* map;
+    CUtensorMap map;
   };
-  struct slab {
-    int device;
-    CUtensorMap* base;
-    int used;
-  };
-  constexpr int k_slab_maps = 64;
   static std::mutex mu;
-  static std::vector<entry> cache;  // searched from the newest
-  static std::vector<slab> slabs;
+  static entry cache[8];
+  static int next = 0;
   std::lock_guard<std::mutex> lock(mu);
-  for (auto e = cache.rbegin(); e != cache.rend(); ++e)
-    if (e->device == device && e->pool == pool && e->rows == pool_rows) return e->map;
-  CUtensorMap map;  // 64-byte aligned by its type
+  for (const entry& e : cache)
+    if (e.pool == pool && e.rows == pool_rows) {
+      map = e.map;
+      return true;
+    }
   const cuuint64_t dims[2] = {cuuint64_t(k_d), cuuint64_t(pool_rows)};
   const cuuint64_t strides[1] = {cuuint64_t(k_row_bytes)};
   const cuuint32_t box[2] = {64, cuuint32_t(k_tile)};
@@ -317,41 +295,10 @@ const CUtensorMap* device_key_map(const __nv_bfloat16* pool, int64_t pool_rows) 
              const_cast<void*>(static_cast<const void*>(pool)), dims, strides, box, elem,
              CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
              CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
-    return nullptr;
-  cudaStreamCaptureMode mode = cudaStreamCaptureModeRelaxed;
-  if (cudaThreadExchangeStreamCaptureMode(&mode) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return nullptr;
-  }
-  CUtensorMap* slot = nullptr;
-  cudaStream_t s = nullptr;
-  bool ok = true;
-  slab* sl = nullptr;
-  for (slab& x : slabs)
-    if (x.device == device && x.used < k_slab_maps) sl = &x;
-  if (!sl) {
-    void* base = nullptr;
-    ok = cudaMalloc(&base, k_slab_maps * sizeof(CUtensorMap)) == cudaSuccess;
-    if (ok) {
-      slabs.push_back({device, static_cast<CUtensorMap*>(base), 0});
-      sl = &slabs.back();
-    }
-  }
-  if (ok) {
-    slot = sl->base + sl->used;
-    ok = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) == cudaSuccess &&
-         cudaMemcpyAsync(slot, &map, sizeof(map), cudaMemcpyHostToDevice, s) == cudaSuccess &&
-         cudaStreamSynchronize(s) == cudaSuccess;
-    if (s) ok = cudaStreamDestroy(s) == cudaSuccess && ok;
-  }
-  if (ok) {
-    ++sl->used;  // (a failed copy leaves the slot free)
-    cache.push_back({device, pool, pool_rows, slot});
-  } else {
-    (void)cudaGetLastError();
-  }
-  (void)cudaThreadExchangeStreamCaptureMode(&mode);
-  return ok ? slot : nullptr;
+    return false;
+  cache[next] = {pool, pool_rows, map};
+  next = (next + 1) % 8;
+  return true;
 }
 // The maps for a launch: bf16 pools in the paged form with a block size that is a multiple of 32
 // (the compressed part also needs a window capacity that is one: its tiles then start 32-aligned
@@ -368,41 +315,30 @@ ws_key_maps key_maps(const kv_rows<pool_t>& window, const kv_rows<pool_t>& comp,
     auto paged = [](const kv_rows<pool_t>& s) {
       return s.pool && !s.rows && s.block_size > 0 && s.block_size % k_tile == 0;
     };
-    if (paged(window) && (m.map[0] = device_key_map(window.pool, window.pool_rows))) m.valid |= 1;
+    if (paged(window) && encode_key_map(m.map[0], window.pool, window.pool_rows)) m.valid |= 1;
     if (paged(comp) && plan.window_capacity % k_tile == 0 &&
-        (m.map[1] = device_key_map(comp.pool, comp.pool_rows)))
+        encode_key_map(m.map[1], comp.pool, comp.pool_rows))
       m.valid |= 2;
   }
   return m;
 }
-// ATTN29 experiment: DSV4_ATTN29_NOTMA=1 launches the bf16-partials split kernel without the TMA
-// path (key_tma false) where no part has a map.
-bool attn29_no_tma() {
-  static const bool v = [] {
-    const char* e = std::getenv("DSV4_ATTN29_NOTMA");
-    return e && e[0] == '1';
-  }();
-  return v;
-}
 
-template <int mode, typename act_t>
+template <int mode, typename act_t, bool key_tma>
 auto ws_kernel(const attention_decode_plan& plan) {
   return ws_sched_is_alt(attention_decode_ws_sched(plan))
-             ? attention_decode_ws_kernel<k_ws_alt, mode, act_t>
-             : attention_decode_ws_kernel<k_ws_in_turn, mode, act_t>;
+             ? attention_decode_ws_kernel<k_ws_alt, mode, act_t, __nv_bfloat16, key_tma>
+             : attention_decode_ws_kernel<k_ws_in_turn, mode, act_t, __nv_bfloat16, key_tma>;
 }
 // The bf16 split partials' kernel; with bf16 activations also the exact rescale of the bench
 // diagnosis (plan.diag 8, attention_decode_ws_sched: main's alternate-tile arithmetic before the
 // lazy rescale, for same-process A/B).
-template <typename act_t>
-auto ws_kernel_p16(const attention_decode_plan& plan, const ws_key_maps& maps) {
-  if constexpr (std::is_same_v<act_t, __nv_bfloat16>) {
+template <typename act_t, bool key_tma>
+auto ws_kernel_p16(const attention_decode_plan& plan) {
+  if constexpr (std::is_same_v<act_t, __nv_bfloat16>)
     if (attention_decode_ws_sched(plan) == k_ws_alt_bit)
-      return attention_decode_ws_kernel<k_ws_alt_bit, k_ws_split_bf16, act_t>;
-    if (maps.valid == 0 && attn29_no_tma())
-      return attention_decode_ws_kernel<k_ws_alt, k_ws_split_bf16, act_t, __nv_bfloat16, false>;
-  }
-  return attention_decode_ws_kernel<k_ws_alt, k_ws_split_bf16, act_t>;
+      return attention_decode_ws_kernel<k_ws_alt_bit, k_ws_split_bf16, act_t, __nv_bfloat16,
+                                        key_tma>;
+  return attention_decode_ws_kernel<k_ws_alt, k_ws_split_bf16, act_t, __nv_bfloat16, key_tma>;
 }
 
 }  // namespace
@@ -439,9 +375,8 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
   const dim3 grid(unsigned(plan.splits), unsigned(groups), unsigned(tokens));
   // The warp-specialized split kernel `ws` (bf16 pools or FP8 records), then the combine unless
   // its one split folded the output (fold) or the bench skips it (plan.combine).
-  const ws_key_maps maps = key_maps(window, comp, plan);
-  const auto launch_ws_split = [&](auto* ws, bool fold, bool keep,
-                                   bool p16 = false) -> cudaError_t {
+  const auto launch_ws_split = [&](auto* ws, bool fold, bool keep, bool p16,
+                                   const auto& maps) -> cudaError_t {
     if (const cudaError_t e = allow_dynamic_smem(ws, k_ws_smem); e != cudaSuccess) return e;
     if (const cudaError_t e =
             launch_pdl(plan.pdl, ws, grid, dim3(k_ws_threads), k_ws_smem, stream, q, int(heads),
@@ -467,11 +402,19 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
       const bool alt = ws_sched_is_alt(attention_decode_ws_sched(plan));
       const bool p16 = !fold && plan.partials_bf16 && plan.combine && alt;
       const bool keep = !fold && plan.partials_l2 && plan.combine && alt;
-      auto* const ws = fold   ? ws_kernel<k_ws_fold, act_t>(plan)
-                       : p16  ? ws_kernel_p16<act_t>(plan, maps)
-                       : keep ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_keep, act_t>
-                              : ws_kernel<k_ws_split, act_t>(plan);
-      return launch_ws_split(ws, fold, keep, p16);
+      const auto launch_with = [&](auto key_tma, const auto& maps) {
+        constexpr bool kt = decltype(key_tma)::value;
+        auto* const ws =
+            fold   ? ws_kernel<k_ws_fold, act_t, kt>(plan)
+            : p16  ? ws_kernel_p16<act_t, kt>(plan)
+            : keep ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_keep, act_t, pool_t, kt>
+                   : ws_kernel<k_ws_split, act_t, kt>(plan);
+        return launch_ws_split(ws, fold, keep, p16, maps);
+      };
+      // The kernel instance with the maps parameter only where a part has a map (ws_key_maps_t).
+      const ws_key_maps maps = key_maps(window, comp, plan);
+      return maps.valid != 0 ? launch_with(std::true_type{}, maps)
+                             : launch_with(std::false_type{}, ws_no_key_maps{});
     }
   }
   if constexpr (pool_traits<pool_t>::records) {
@@ -486,7 +429,7 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
                        : p16  ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_bf16, act_t, pool_t>
                        : keep ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_keep, act_t, pool_t>
                               : attention_decode_ws_kernel<k_ws_alt, k_ws_split, act_t, pool_t>;
-      return launch_ws_split(ws, fold, keep, p16);
+      return launch_ws_split(ws, fold, keep, p16, ws_no_key_maps{});
     }
   }
   // wgmma for bf16 / f32 pools; FP8 records in turn run the mma.sync kernel.

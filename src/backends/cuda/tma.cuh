@@ -1,20 +1,11 @@
 // TMA tensor copies (sm_90) from a CUtensorMap into shared memory, completing on an mbarrier
-// (mbarrier.cuh) as transaction bytes; the map is passed by its generic address (in global
-// memory: acquire_map first, or a __grid_constant__ kernel parameter). Used by the attention decode
-// ws kernel's key tiles.
+// (mbarrier.cuh) as transaction bytes; the map is passed by its generic address (e.g. of a
+// __grid_constant__ kernel parameter). Used by the attention decode ws kernel's key tiles.
 #pragma once
 
 #include <cstdint>
 
 namespace dsv4::cuda::tma {
-
-// Orders this thread's later tensormap-proxy reads of the map at `map` (in global memory, written
-// from the host by a copy before the launch) after that write: once per thread before its first
-// use of the map (prefetch or copy), as the CUDA programming guide asks for maps copied from the
-// host into global memory.
-__device__ __forceinline__ void acquire_map(const void* map) {
-  asm volatile("fence.proxy.tensormap::generic.acquire.sys [%0], 128;\n" ::"l"(map) : "memory");
-}
 
 // Brings the tensor map at `map` into the TMA unit's descriptor cache ahead of its first copy.
 __device__ __forceinline__ void prefetch_map(const void* map) {
