@@ -85,8 +85,9 @@ namespace {
 // T=8 13.70-13.89 / 15.68-15.94 us vs 13.38-13.57 / 15.26-15.46 before ATTN28; the maps in
 // global memory behind a pointer, 832 bytes, gave CSA back but cost the TMA launches 0.3-1 us,
 // ATTN29 notes). So the kernel takes the maps only in its key_tma instances (ws_key_maps), which
-// the host launches where a part has a map; the others (FP8 records, explicit rows, diag 16) take
-// ws_no_key_maps, an empty trailing parameter, and keep the block of the kernel before ATTN28.
+// the host launches where a part has a map; the others (FP8 records, explicit rows, diag 16,
+// splits under k_key_tma_min_tiles) take ws_no_key_maps, an empty trailing parameter: the kernels
+// before ATTN28, SASS-identical, with a 809-byte block.
 struct ws_key_maps {
   CUtensorMap map[2];  // the window pool, the compressed pool
   int valid = 0;       // bit i: map[i] encoded
