@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Session 19 ATTN29, prepared for the lead, NOT RUN: the final tree (f47846b: maps parameter only in the
+# Session 19 ATTN29, prepared for the lead, NOT RUN: the final tree (5aefdb0: maps parameter only in the
 # key_tma instances, TMA only in splits of >= 16 tiles). Binaries: new = wip/attn29 final, main = main with
 # ATTN28 (94ec700 or later, before this merge), base = main 4a2dd45. Parity (attention families; each ws case
 # on bf16 pools bit for bit vs diag 16 and diag 32) and test_gpu_model, then bench_attention --steps (HCA 8K
