@@ -837,8 +837,9 @@ void bench_step_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t cap_c, __
     p.diag = 2;
     row("  ring alone", p, true);
   }
-  // ATTN28: the key tiles of 32 consecutive valid rows by TMA (the plan; the HCA cases' paged
-  // compressed rows) against every tile by cp.async (plan.diag 16), bf16 split partials only:
+  // ATTN28: the key tiles of 32 consecutive valid rows by TMA (plan.diag 32: also in splits that
+  // the plan leaves to cp.async, ATTN29; the HCA cases' paged compressed rows) against every tile
+  // by cp.async (plan.diag 16), bf16 split partials only:
   // event rows (traced) with the output's distance to the cp.async variant's (0: bit-equal), each
   // one's ring alone (diag + 2, traced), then graph replays alternating three rounds. (ATTN27's
   // exact-rescale A/B (plan.diag 8) was here: its rows are in the session 18 logs.)
@@ -847,7 +848,7 @@ void bench_step_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t cap_c, __
       const char* name;
       int diag;
     };
-    const variant vs[] = {{"v ldgsts", 16}, {"v tma", 0}};
+    const variant vs[] = {{"v ldgsts", 16}, {"v tma", 32}};
     constexpr int nv = int(sizeof(vs) / sizeof(vs[0]));
     __nv_bfloat16* base_out = device_alloc<__nv_bfloat16>(n_out);
     auto with = [&](int diag) {

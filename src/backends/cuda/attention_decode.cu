@@ -306,12 +306,22 @@ bool encode_key_map(CUtensorMap& map, const __nv_bfloat16* pool, int64_t pool_ro
 // cp.async (ATTN28's first version checked every tile for a run of rows with shuffles and a vote;
 // its cp.async path measured slower). None under plan.diag 16 (bench A/B: every tile by
 // cp.async). L2 promotion: none / 128 / 256 bytes measured alike (ATTN28 call 2).
+// None either for splits of fewer than k_key_tma_min_tiles tiles, unless plan.diag 32 (tests,
+// bench): there the TMA tiles did not pay. H200, same process, graph replays, cp.async / TMA on
+// the ATTN28 kernel: HCA 8K T=1 (1 tile per split) 0.991-1.005x, T=8 (2) 0.974-0.983x, HCA 128K
+// T=32 (9) 0.999-1.003x, HCA 1M T=8 (17) 1.010-1.018x, T=16 (33) 1.040-1.043x, T=32 (65)
+// 1.050-1.052x (ATTN28, ATTN29 call 1); and across binaries (--focus, event-timed, ATTN29 call
+// 1) the kernel before ATTN28 (= this file's no-map instances) was as fast or faster than
+// ATTN28's at every HCA shape under 16 tiles per split (HCA 8K T=8 13.15-13.44 vs 13.70-13.79 us,
+// HCA 128K T=1 15.68-15.87 vs 15.81-16.22, HCA 1M T=1 20.13-20.32 vs 20.16-20.54).
+constexpr int64_t k_key_tma_min_tiles = 16;
 template <typename pool_t>
 ws_key_maps key_maps(const kv_rows<pool_t>& window, const kv_rows<pool_t>& comp,
                      const attention_decode_plan& plan) {
   ws_key_maps m{};
   if constexpr (std::is_same_v<pool_t, __nv_bfloat16>) {
     if ((plan.diag & 16) != 0) return m;
+    if ((plan.diag & 32) == 0 && plan.keys_per_split < k_key_tma_min_tiles * k_tile) return m;
     auto paged = [](const kv_rows<pool_t>& s) {
       return s.pool && !s.rows && s.block_size > 0 && s.block_size % k_tile == 0;
     };
@@ -323,21 +333,22 @@ ws_key_maps key_maps(const kv_rows<pool_t>& window, const kv_rows<pool_t>& comp,
   return m;
 }
 
-template <int mode, typename act_t>
+template <int mode, typename act_t, bool key_tma>
 auto ws_kernel(const attention_decode_plan& plan) {
   return ws_sched_is_alt(attention_decode_ws_sched(plan))
-             ? attention_decode_ws_kernel<k_ws_alt, mode, act_t>
-             : attention_decode_ws_kernel<k_ws_in_turn, mode, act_t>;
+             ? attention_decode_ws_kernel<k_ws_alt, mode, act_t, __nv_bfloat16, key_tma>
+             : attention_decode_ws_kernel<k_ws_in_turn, mode, act_t, __nv_bfloat16, key_tma>;
 }
 // The bf16 split partials' kernel; with bf16 activations also the exact rescale of the bench
 // diagnosis (plan.diag 8, attention_decode_ws_sched: main's alternate-tile arithmetic before the
 // lazy rescale, for same-process A/B).
-template <typename act_t>
+template <typename act_t, bool key_tma>
 auto ws_kernel_p16(const attention_decode_plan& plan) {
   if constexpr (std::is_same_v<act_t, __nv_bfloat16>)
     if (attention_decode_ws_sched(plan) == k_ws_alt_bit)
-      return attention_decode_ws_kernel<k_ws_alt_bit, k_ws_split_bf16, act_t>;
-  return attention_decode_ws_kernel<k_ws_alt, k_ws_split_bf16, act_t>;
+      return attention_decode_ws_kernel<k_ws_alt_bit, k_ws_split_bf16, act_t, __nv_bfloat16,
+                                        key_tma>;
+  return attention_decode_ws_kernel<k_ws_alt, k_ws_split_bf16, act_t, __nv_bfloat16, key_tma>;
 }
 
 }  // namespace
@@ -374,14 +385,14 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
   const dim3 grid(unsigned(plan.splits), unsigned(groups), unsigned(tokens));
   // The warp-specialized split kernel `ws` (bf16 pools or FP8 records), then the combine unless
   // its one split folded the output (fold) or the bench skips it (plan.combine).
-  const auto launch_ws_split = [&](auto* ws, bool fold, bool keep,
-                                   bool p16 = false) -> cudaError_t {
+  const auto launch_ws_split = [&](auto* ws, bool fold, bool keep, bool p16,
+                                   const auto& maps) -> cudaError_t {
     if (const cudaError_t e = allow_dynamic_smem(ws, k_ws_smem); e != cudaSuccess) return e;
-    if (const cudaError_t e = launch_pdl(
-            plan.pdl, ws, grid, dim3(k_ws_threads), k_ws_smem, stream, q, int(heads), window, comp,
-            int(plan.window_capacity), int(plan.comp_capacity), int(plan.keys_per_split),
-            int(plan.splits), scale * k_log2e, part_o, part_ml, sinks, out,
-            attention_decode_ws_opts(plan), plan.trace, key_maps(window, comp, plan));
+    if (const cudaError_t e =
+            launch_pdl(plan.pdl, ws, grid, dim3(k_ws_threads), k_ws_smem, stream, q, int(heads),
+                       window, comp, int(plan.window_capacity), int(plan.comp_capacity),
+                       int(plan.keys_per_split), int(plan.splits), scale * k_log2e, part_o, part_ml,
+                       sinks, out, attention_decode_ws_opts(plan), plan.trace, maps);
         e != cudaSuccess)
       return e;
     if (fold || !plan.combine) return cudaGetLastError();
@@ -401,11 +412,19 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
       const bool alt = ws_sched_is_alt(attention_decode_ws_sched(plan));
       const bool p16 = !fold && plan.partials_bf16 && plan.combine && alt;
       const bool keep = !fold && plan.partials_l2 && plan.combine && alt;
-      auto* const ws = fold   ? ws_kernel<k_ws_fold, act_t>(plan)
-                       : p16  ? ws_kernel_p16<act_t>(plan)
-                       : keep ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_keep, act_t>
-                              : ws_kernel<k_ws_split, act_t>(plan);
-      return launch_ws_split(ws, fold, keep, p16);
+      const auto launch_with = [&](auto key_tma, const auto& maps) {
+        constexpr bool kt = decltype(key_tma)::value;
+        auto* const ws =
+            fold   ? ws_kernel<k_ws_fold, act_t, kt>(plan)
+            : p16  ? ws_kernel_p16<act_t, kt>(plan)
+            : keep ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_keep, act_t, pool_t, kt>
+                   : ws_kernel<k_ws_split, act_t, kt>(plan);
+        return launch_ws_split(ws, fold, keep, p16, maps);
+      };
+      // The kernel instance with the maps parameter only where a part has a map (ws_key_maps_t).
+      const ws_key_maps maps = key_maps(window, comp, plan);
+      return maps.valid != 0 ? launch_with(std::true_type{}, maps)
+                             : launch_with(std::false_type{}, ws_no_key_maps{});
     }
   }
   if constexpr (pool_traits<pool_t>::records) {
@@ -420,7 +439,7 @@ cudaError_t sparse_attention_decode(const act_t* q, int64_t tokens, int64_t head
                        : p16  ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_bf16, act_t, pool_t>
                        : keep ? attention_decode_ws_kernel<k_ws_alt, k_ws_split_keep, act_t, pool_t>
                               : attention_decode_ws_kernel<k_ws_alt, k_ws_split, act_t, pool_t>;
-      return launch_ws_split(ws, fold, keep, p16);
+      return launch_ws_split(ws, fold, keep, p16, ws_no_key_maps{});
     }
   }
   // wgmma for bf16 / f32 pools; FP8 records in turn run the mma.sync kernel.

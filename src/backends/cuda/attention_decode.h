@@ -95,7 +95,9 @@ struct attention_decode_plan {
   // alone), 2 its consumers compute nothing (the ring alone), both with an undefined output; 4 the
   // FP8-record producer finds rows by 32-bit divisions even for power-of-two block sizes (the path
   // of other block sizes: the same output; bench_attention --kv-fp8's 'refs by division' row);
-  // 16 (bf16 pools) no TMA key tiles: every tile by cp.async (the same output bit for bit).
+  // 16 (bf16 pools) no TMA key tiles: every tile by cp.async (the same output bit for bit); 32
+  // TMA key tiles wherever a part has a map, also in splits shorter than the plan's threshold
+  // (attention_decode.cu, key_maps; the same output bit for bit; tests and bench).
   int diag = 0;
   // Benchmark breakdown only: false skips the combine launch (the output is then undefined).
   bool combine = true;

@@ -20,19 +20,22 @@ namespace dsv4::cuda {
 namespace {
 
 // pool_t: bf16 rows, or FP8 records (kv_fp8_record: alternate tiles, split / fold modes).
-template <int sched, int mode, typename act_t, typename pool_t = __nv_bfloat16>
+// key_tma: the TMA key tiles of paged parts (bf16 pools; the maps parameter, ws_key_maps_t).
+template <int sched, int mode, typename act_t, typename pool_t = __nv_bfloat16,
+          bool key_tma = false>
 __global__ void __launch_bounds__(k_ws_threads, 1)
     attention_decode_ws_kernel(const act_t* q, int heads, kv_rows<pool_t> window,
                                kv_rows<pool_t> comp, int cap_w, int cap_c, int keys_per_split,
                                int splits, float scale_log2, float* part_o, float2* part_ml,
                                const float* sinks, act_t* out, int opts, unsigned long long* trace,
-                               const __grid_constant__ ws_key_maps maps) {
+                               const __grid_constant__ ws_key_maps_t<key_tma> maps) {
   if (threadIdx.x == 0) trace_stamp(trace, 0, k_adt_entry);
   constexpr bool fold = mode == k_ws_fold;
   constexpr bool keep_l2 = mode == k_ws_split_keep;
   constexpr bool part_bf16 = mode == k_ws_split_bf16;
   constexpr bool records = pool_traits<pool_t>::records;
   static_assert(std::is_same_v<pool_t, __nv_bfloat16> || records);
+  static_assert(!records || !key_tma);
   // Records stage their raw rows in the exchange area's part that only alt leaves free.
   static_assert(!records || ((sched & k_ws_alt_bit) != 0));
   // Alternate tiles with the lazy rescale (attention_decode_ws_modes.h; softmax_local).
@@ -80,8 +83,8 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       for (int i = 0; i < k_ws_stages * k_ws_producers; ++i)
         mbar::init(q_s + k_ws_raw_bars + 8 * i, 1);
     }
-    // (bf16: tensor copies complete on `full`.)
-    mbar::fence_init();
+    // (key_tma: tensor copies complete on `full`.)
+    if constexpr (records || key_tma) mbar::fence_init();
   }
   __syncthreads();  // the only CTA-wide barrier: the mbarriers are initialized
   if (threadIdx.x == 0) {
@@ -100,10 +103,11 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       const int32_t* src = space.index_src(tile_start(j) + lane);
       return src ? __ldg(src) : -1;  // -1: row_ref gives no row
     };
-    if constexpr (!records)
+    if constexpr (key_tma) {
       if (pw == 0 && lane == 0)
         for (int i = 0; i < 2; ++i)
           if ((maps.valid >> i) & 1) tma::prefetch_map(&maps.map[i]);
+    }
     int32_t v0 = index_of_tile(0), v1 = index_of_tile(1), v2 = index_of_tile(2);
     const bool no_load = (opts & k_ws_opt_no_load) != 0;
     if constexpr (records) {
@@ -326,20 +330,22 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         // consecutive rows of one block, from lane 0's row on (no shuffles or votes needed).
         const int s0 = tile_start(j);
         const int which = s0 + k_tile <= cap_w ? 0 : s0 >= cap_w ? 1 : 2;
-        const bool by_tma = ((maps.valid >> which) & 1) != 0 && mask == 0xffffffffu;
+        const bool by_tma = key_tma && ((maps.valid >> which) & 1) != 0 && mask == 0xffffffffu;
         const uint32_t dst = k_s + uint32_t(stage) * k_tile_bytes;
         if (by_tma && !no_load) {
-          if (pw == 0 && lane == 0) {
-            masks[stage] = mask;
-            // The release arrival, with the tile's bytes (issued before its copies).
-            mbar::arrive_expect_tx(full_bar + 8 * stage, uint32_t(k_tile_bytes));
-            const int32_t row0 = int32_t((p - (which == 0 ? window.pool : comp.pool)) / k_d);
-            const void* const map = &maps.map[which];
+          if constexpr (key_tma) {
+            if (pw == 0 && lane == 0) {
+              masks[stage] = mask;
+              // The release arrival, with the tile's bytes (issued before its copies).
+              mbar::arrive_expect_tx(full_bar + 8 * stage, uint32_t(k_tile_bytes));
+              const int32_t row0 = int32_t((p - (which == 0 ? window.pool : comp.pool)) / k_d);
+              const void* const map = &maps.map[which];
 #pragma unroll
-            for (int b = 0; b < k_chunks / 8; ++b)
-              tma::g2s_2d(dst + uint32_t(b * k_tile * 128), map, b * 64, row0,
-                          full_bar + 8 * stage);
-            if (j == 0) trace_stamp(trace, 0, k_adt_index);
+              for (int b = 0; b < k_chunks / 8; ++b)
+                tma::g2s_2d(dst + uint32_t(b * k_tile * 128), map, b * 64, row0,
+                            full_bar + 8 * stage);
+              if (j == 0) trace_stamp(trace, 0, k_adt_index);
+            }
           }
         } else if (!no_load) {
 #pragma unroll

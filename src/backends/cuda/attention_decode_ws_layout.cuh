@@ -5,6 +5,8 @@
 #include <cuda.h>  // CUtensorMap (the type only: the maps are encoded through the runtime's driver
                    // entry point, attention_decode.cu)
 
+#include <type_traits>
+
 #include "backends/cuda/attention_decode_common.cuh"
 #include "backends/cuda/attention_decode_ws_modes.h"
 
@@ -78,10 +80,23 @@ namespace {
 // tile (explicit rows, partial tiles, invalid rows: zero-filled) keeps the cp.async path. The
 // maps cover the window and the compressed pools ([pool_rows, 512] bf16), encoded on the host
 // per launch (cached; kernel parameters, so graph capture keeps them). Figures: ATTN28 notes.
+// ATTN29: the maps (two 64-byte aligned CUtensorMaps) made the parameter block 1280 bytes instead
+// of 808, and launches without a map paid for it too (H200 --focus, event-timed: Flash CSA T=1 /
+// T=8 13.70-13.89 / 15.68-15.94 us vs 13.38-13.57 / 15.26-15.46 before ATTN28; the maps in
+// global memory behind a pointer, 832 bytes, gave CSA back but cost the TMA launches 0.3-1 us,
+// ATTN29 notes). So the kernel takes the maps only in its key_tma instances (ws_key_maps), which
+// the host launches where a part has a map; the others (FP8 records, explicit rows, diag 16,
+// splits under k_key_tma_min_tiles) take ws_no_key_maps, an empty trailing parameter: the kernels
+// before ATTN28, SASS-identical, with a 809-byte block.
 struct ws_key_maps {
   CUtensorMap map[2];  // the window pool, the compressed pool
   int valid = 0;       // bit i: map[i] encoded
 };
+struct ws_no_key_maps {
+  static constexpr int valid = 0;
+};
+template <bool key_tma>
+using ws_key_maps_t = std::conditional_t<key_tma, ws_key_maps, ws_no_key_maps>;
 constexpr float k_lazy_rescale = 8.0f;
 constexpr int k_ws_stages = 4;
 constexpr int k_ws_consumers = k_warps;  // warps 0..7 compute, warps 8..11 load
