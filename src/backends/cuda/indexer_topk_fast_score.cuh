@@ -204,6 +204,32 @@ __device__ __forceinline__ uint32_t e2m1x2_widen(uint32_t word, uint32_t m) {
   return v;
 }
 
+// The A fragment of k-step kk (f[0..3]: rows g, g + 8 of the lane's two k-pairs) from the code
+// words w0, w1 of rows g, g + 8 (the word of k-steps 2 w and 2 w + 1, w = kk / 2: pairs 0, 1 for
+// the even step, 2, 3 for the odd one) and their multipliers m0, m1 (see e2m1x2_widen).
+template <bool one>
+__device__ __forceinline__ void widen_fp4_fragment(int kk, uint32_t w0, uint32_t w1, uint32_t m0,
+                                                   uint32_t m1, uint32_t (&f)[4]) {
+  if (kk % 2 == 0) {
+    f[0] = e2m1x2_widen<0, one>(w0, m0);
+    f[1] = e2m1x2_widen<0, one>(w1, m1);
+    f[2] = e2m1x2_widen<1, one>(w0, m0);
+    f[3] = e2m1x2_widen<1, one>(w1, m1);
+  } else {
+    f[0] = e2m1x2_widen<2, one>(w0, m0);
+    f[1] = e2m1x2_widen<2, one>(w1, m1);
+    f[2] = e2m1x2_widen<3, one>(w0, m0);
+    f[3] = e2m1x2_widen<3, one>(w1, m1);
+  }
+}
+
+// The multiplier of scale block k of a row (byte k of its scale word in both halves, << 7:
+// b * 0x00800080) plus `add` (see e2m1x2_widen).
+__device__ __forceinline__ uint32_t fp4_block_multiplier(uint32_t sbytes, int k, uint32_t add) {
+  const uint32_t sel = 0x4040u | uint32_t(k) << 8 | uint32_t(k);
+  return (__byte_perm(sbytes, 0u, sel) << 7) + add;
+}
+
 // A fragments of k-steps kk0 .. kk1 - 1 of the wgmma path from a lane's code words (raw4[mt][h]:
 // rows g, g + 8 of tile mt; word w holds k-steps 2 w, 2 w + 1) and multipliers m[mt][h][w] of
 // block w (see e2m1x2_widen).
@@ -220,17 +246,7 @@ __device__ __forceinline__ void widen_fp4_steps(uint32_t (&a)[8][tiles][4],
       const int w = kk / 2;
       const uint32_t w0 = w == 0 ? r0.x : w == 1 ? r0.y : w == 2 ? r0.z : r0.w;
       const uint32_t w1 = w == 0 ? r1.x : w == 1 ? r1.y : w == 2 ? r1.z : r1.w;
-      if (kk % 2 == 0) {
-        a[kk][mt][0] = e2m1x2_widen<0, one>(w0, m[mt][0][w]);
-        a[kk][mt][1] = e2m1x2_widen<0, one>(w1, m[mt][1][w]);
-        a[kk][mt][2] = e2m1x2_widen<1, one>(w0, m[mt][0][w]);
-        a[kk][mt][3] = e2m1x2_widen<1, one>(w1, m[mt][1][w]);
-      } else {
-        a[kk][mt][0] = e2m1x2_widen<2, one>(w0, m[mt][0][w]);
-        a[kk][mt][1] = e2m1x2_widen<2, one>(w1, m[mt][1][w]);
-        a[kk][mt][2] = e2m1x2_widen<3, one>(w0, m[mt][0][w]);
-        a[kk][mt][3] = e2m1x2_widen<3, one>(w1, m[mt][1][w]);
-      }
+      widen_fp4_fragment<one>(kk, w0, w1, m[mt][0][w], m[mt][1][w], a[kk][mt]);
     }
 }
 
@@ -1256,10 +1272,8 @@ __global__ void __launch_bounds__(256, fast ? 2 : 3)
       for (int kk = 0; kk < k_dim / 16; ++kk) {
         const int k = kk / 2;
         const uint32_t w0 = word_of(raw4[0], k), w1 = word_of(raw4[1], k);
-        // byte k of the scale word in both halves (b | b << 16), << 7: b * 0x00800080.
-        const uint32_t sel = 0x4040u | uint32_t(k) << 8 | uint32_t(k);
-        const uint32_t m0 = (__byte_perm(sbytes[0], 0u, sel) << 7) + add;
-        const uint32_t m1 = (__byte_perm(sbytes[1], 0u, sel) << 7) + add;
+        const uint32_t m0 = fp4_block_multiplier(sbytes[0], k, add);
+        const uint32_t m1 = fp4_block_multiplier(sbytes[1], k, add);
         if (kk >= 2) wgmma::wait<1>();  // k-step kk - 2 done: a[kk % 2] free
         uint32_t(&f)[4] = a[kk % 2];
 #if DSV4_IDX_DIAG == 1
@@ -1268,24 +1282,9 @@ __global__ void __launch_bounds__(256, fast ? 2 : 3)
         f[1] = w1 ^ uint32_t(kk);
         f[2] = w0 + m0;
         f[3] = w1 + m1;
-        if (false) {
 #else
-        if (kk % 2 == 0) {
+        widen_fp4_fragment<o>(kk, w0, w1, m0, m1, f);
 #endif
-          f[0] = e2m1x2_widen<0, o>(w0, m0);
-          f[1] = e2m1x2_widen<0, o>(w1, m1);
-          f[2] = e2m1x2_widen<1, o>(w0, m0);
-          f[3] = e2m1x2_widen<1, o>(w1, m1);
-#if DSV4_IDX_DIAG == 1
-        } else if (false) {
-#else
-        } else {
-#endif
-          f[0] = e2m1x2_widen<2, o>(w0, m0);
-          f[1] = e2m1x2_widen<2, o>(w1, m1);
-          f[2] = e2m1x2_widen<3, o>(w0, m0);
-          f[3] = e2m1x2_widen<3, o>(w1, m1);
-        }
         wgmma::fence();
         // wgmma::sw128_desc(q_s + (kk / 4) * (k_heads * 128) + (kk % 4) * 32, 16, 1024): the
         // offset (a multiple of 16) added to the loop-invariant start field (no carry: shared
@@ -1319,21 +1318,8 @@ __global__ void __launch_bounds__(256, fast ? 2 : 3)
       for (int kk = 0; kk < k_dim / 16; ++kk) {
         const int k = kk / 2;
         const uint32_t w0 = word_of(raw4[0], k), w1 = word_of(raw4[1], k);
-        const uint32_t sel = 0x4040u | uint32_t(k) << 8 | uint32_t(k);
-        const uint32_t m0 = (__byte_perm(sbytes[0], 0u, sel) << 7) + add;
-        const uint32_t m1 = (__byte_perm(sbytes[1], 0u, sel) << 7) + add;
-        uint32_t(&f)[4] = a[kk];
-        if (kk % 2 == 0) {
-          f[0] = e2m1x2_widen<0, o>(w0, m0);
-          f[1] = e2m1x2_widen<0, o>(w1, m1);
-          f[2] = e2m1x2_widen<1, o>(w0, m0);
-          f[3] = e2m1x2_widen<1, o>(w1, m1);
-        } else {
-          f[0] = e2m1x2_widen<2, o>(w0, m0);
-          f[1] = e2m1x2_widen<2, o>(w1, m1);
-          f[2] = e2m1x2_widen<3, o>(w0, m0);
-          f[3] = e2m1x2_widen<3, o>(w1, m1);
-        }
+        widen_fp4_fragment<o>(kk, w0, w1, fp4_block_multiplier(sbytes[0], k, add),
+                              fp4_block_multiplier(sbytes[1], k, add), a[kk]);
       }
       wgmma::fence();
 #pragma unroll
