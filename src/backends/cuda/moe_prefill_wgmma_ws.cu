@@ -300,19 +300,7 @@ __device__ __forceinline__ void ws_store_tile(const float (&acc)[2][N / 2], cons
   for (int b0 = 0; b0 < blocks; b0 += chunk) {
     out_t* base[chunk][2];  // token 8 (b0 + b) + 2 c + u's row of dst; null past ntok
     float pw[chunk][2];
-#pragma unroll
-    for (int b = 0; b < chunk; ++b)
-#pragma unroll
-      for (int u = 0; u < 2; ++u) {
-        const int t = 8 * (b0 + b) + 2 * c + u;
-        base[b][u] = nullptr;
-        pw[b][u] = 1.0f;
-        if (t < ba.ntok) {
-          const int p = pair_of[t];
-          base[b][u] = dst + int64_t(p) * ba.out_rows;
-          if (UP && pair_weights) pw[b][u] = pair_weights[p];
-        }
-      }
+    ws_chunk_rows<UP>(b0, c, ba.ntok, ba.out_rows, pair_of, pair_weights, dst, base, pw);
     if constexpr (UP) {
       moe_swiglu_terms sw[chunk][4];
       float v[chunk][4];

@@ -102,6 +102,29 @@ __device__ __forceinline__ void ws_mx_second_step_one(uint32_t two, const tile_s
       : "r"(two), "r"(sc.m2[0]), "r"(sc.m2[1]));
 }
 
+// The destination rows and routing weights of the chunk of token blocks b0 .. b0 + chunk - 1 in the
+// W4A16 epilogues: base[b][u] = token 8 (b0 + b) + 2 c + u's row of dst (null past ntok), pw its
+// routing weight (UP with pair_weights; else 1).
+template <bool UP, typename out_t, int chunk>
+__device__ __forceinline__ void ws_chunk_rows(int b0, int c, int ntok, int64_t out_rows,
+                                              const int* pair_of, const float* pair_weights,
+                                              out_t* dst, out_t* (&base)[chunk][2],
+                                              float (&pw)[chunk][2]) {
+#pragma unroll
+  for (int b = 0; b < chunk; ++b)
+#pragma unroll
+    for (int u = 0; u < 2; ++u) {
+      const int t = 8 * (b0 + b) + 2 * c + u;
+      base[b][u] = nullptr;
+      pw[b][u] = 1.0f;
+      if (t < ntok) {
+        const int p = pair_of[t];
+        base[b][u] = dst + int64_t(p) * out_rows;
+        if (UP && pair_weights) pw[b][u] = pair_weights[p];
+      }
+    }
+}
+
 // The epilogue of the kernels of one accumulator per consumer warpgroup (q4, wide):
 // ws_store_tile's expressions (so the same bits), phased as it is (per chunk of CB token blocks:
 // everything up to the division, the divisions, the stores). Accumulator j: token
@@ -147,19 +170,7 @@ __device__ __forceinline__ void ws_store_tile_one(const float (&acc)[N / 2], int
   for (int b0 = 0; b0 < blocks; b0 += chunk) {
     out_t* base[chunk][2];  // token 8 (b0 + b) + 2 c + u's row of dst; null past ntok
     float pw[chunk][2];
-#pragma unroll
-    for (int b = 0; b < chunk; ++b)
-#pragma unroll
-      for (int u = 0; u < 2; ++u) {
-        const int t = 8 * (b0 + b) + 2 * c + u;
-        base[b][u] = nullptr;
-        pw[b][u] = 1.0f;
-        if (t < ntok) {
-          const int p = pair_of[t];
-          base[b][u] = dst + int64_t(p) * out_rows;
-          if (UP && pair_weights) pw[b][u] = pair_weights[p];
-        }
-      }
+    ws_chunk_rows<UP>(b0, c, ntok, out_rows, pair_of, pair_weights, dst, base, pw);
     if constexpr (UP) {
       moe_swiglu_terms sw[chunk][2];
       float v[chunk][2];
