@@ -19,6 +19,8 @@
 //                                kernels alone (warp-specialized in turn and with alternate
 //                                tiles, synchronous wgmma); with --no-ceilings none are
 //                                measured (under ncu)
+//   bench_attention --indexer-chain  the FP4 indexer plan at T=1 x 256K per call in a graph of 8
+//                                calls on disjoint keys (the cost per layer in a decode graph)
 //   bench_attention --indexer    the ceilings and the indexer cases only (T=1 and 32, 256K
 //                                entries, top-512 and top-1024; graph-replay rows)
 //   bench_attention --write-ceiling  the write ceiling rows (bench_write_ceiling) after the read
@@ -1448,6 +1450,7 @@ bool g_indexer_only = false;   // --indexer: the ceilings and the indexer cases 
 bool g_indexer_fp4 = false;    // --indexer-fp4: the ceilings and the FP4-key indexer rows only
 bool g_indexer_trace = false;  // --indexer-trace (with --indexer-fp4): %globaltimer phase stamps
 bool g_indexer_plan_only = false;  // --indexer-plan-only (with --indexer-fp4): the plan rows only
+bool g_indexer_chain = false;      // --indexer-chain: the T=1 plan per call in a graph of 8 calls
 
 // Median time of `launch` (work on `stream`) replayed from a CUDA graph, L2 flushed before each
 // replay like time_ms: no host launch cost inside the timed region, as in the model's decode
@@ -2034,6 +2037,80 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
   CHECK(cudaStreamDestroy(st));
 }
 
+// --indexer-chain: the plan's cost per call inside a decode graph, as the model pays it per layer:
+// `calls` indexer calls captured back to back in one graph, each on its own `entries` keys
+// (disjoint shuffled blocks of one pool, so no call finds another's keys in L2; the pool is calls x
+// the token's bytes, >= 2x L2 at 256K entries and 8 calls), L2 flushed before each replay; the
+// graph's median time / calls. The launch floor of one graph is paid once per replay, not once per
+// call.
+void bench_indexer_fp4_chain(int sms, int64_t entries, int64_t top_k, int calls) {
+  const int64_t T = 1, heads = 64, d = 128, bs = 128;
+  const int64_t width = (entries + bs - 1) / bs;
+  const int64_t pool_blocks = width * calls;
+  std::vector<int32_t> perm(static_cast<size_t>(pool_blocks));
+  for (int64_t i = 0; i < pool_blocks; ++i) perm[size_t(i)] = int32_t(i);
+  std::shuffle(perm.begin(), perm.end(), g_rng);
+  std::vector<int32_t*> tables;
+  for (int c = 0; c < calls; ++c)
+    tables.push_back(
+        upload_i32(std::vector<int32_t>(perm.begin() + c * width, perm.begin() + (c + 1) * width)));
+  int32_t* dseq = upload_i32(std::vector<int32_t>(1, 0));
+  int32_t* dvis = upload_i32(std::vector<int32_t>(1, int32_t(entries)));
+  __nv_bfloat16* q16 = random_bf16(size_t(calls * heads * d), -1, 1);
+  __nv_bfloat16* w16 = random_bf16(size_t(calls * heads), -1, 1);
+  int32_t* out = device_alloc<int32_t>(size_t(calls * top_k));
+  const float q_scale = 1.0f / std::sqrt(float(d));
+  cudaStream_t st;
+  CHECK(cudaStreamCreate(&st));
+  using plan_t = dsv4::cuda::indexer_fast_plan;
+  const plan_t plan = dsv4::cuda::indexer_topk_fast_make_plan(T, width, bs, sms);
+  void* scratch = device_alloc<unsigned char>(plan.scratch_bytes);
+  uint8_t* codes = device_alloc<uint8_t>(size_t(pool_blocks * bs * d / 2));
+  fill_e4m3<<<1024, 256>>>(codes, size_t(pool_blocks * bs * d / 2), g_rng());  // any nibble
+  uint32_t* scales4 = device_alloc<uint32_t>(size_t(pool_blocks * bs));
+  fill_e8m0_words<<<1024, 256>>>(scales4, size_t(pool_blocks * bs), g_rng());
+  CHECK(cudaGetLastError());
+  auto run_one = [&](int c, int64_t calls_in_graph) {
+    for (int64_t i = 0; i < calls_in_graph; ++i) {
+      const int k = int((c + i) % calls);
+      CHECK(dsv4::cuda::indexer_topk_fast_fp4<__nv_bfloat16>(
+          q16 + size_t(k) * heads * d, w16 + size_t(k) * heads, T, heads, d, codes, scales4,
+          pool_blocks * bs, tables[size_t(k)], 1, width, dseq, dvis, bs, top_k, q_scale, plan,
+          scratch, plan.scratch_bytes, out + size_t(k) * top_k, st));
+    }
+  };
+  run_one(0, 1);  // one-time attribute calls outside the capture
+  CHECK(cudaStreamSynchronize(st));
+  for (int i = 0; i < 3; ++i) time_graph_ms(st, [&] { run_one(0, calls); });  // clocks
+  char shape[128];
+  std::snprintf(shape, sizeof(shape), "T=1 entries=%lld top_k=%lld", (long long)entries,
+                (long long)top_k);
+  const double bytes4 = double(entries * (d / 2 + 4)) + double(heads * d * 2);
+  const double flops = 2.0 * double(entries * heads * d);
+  double one = 1e30, chain = 1e30;
+  for (int round = 0; round < 3; ++round) {
+    one = std::min(one, time_graph_ms(st, [&] { run_one(round, 1); }));
+    chain = std::min(chain, time_graph_ms(st, [&] { run_one(0, calls); }));
+  }
+  print_row("fp4 plan (1 call)", shape, one, bytes4, flops);
+  char label[64];
+  std::snprintf(label, sizeof(label), "fp4 plan chained (/%d)", calls);
+  print_row(label, shape, chain / calls, bytes4, flops);
+  std::printf("    %d calls in one graph: %.2f us, per call %.2f us (pool %.0f MB of FP4 keys)\n",
+              calls, chain * 1e3, chain * 1e3 / calls,
+              double(pool_blocks * bs * (d / 2 + 4)) / 1e6);
+  for (int32_t* t : tables) cudaFree(t);
+  cudaFree(codes);
+  cudaFree(scales4);
+  cudaFree(scratch);
+  cudaFree(out);
+  cudaFree(q16);
+  cudaFree(w16);
+  cudaFree(dseq);
+  cudaFree(dvis);
+  CHECK(cudaStreamDestroy(st));
+}
+
 // wgmma issue-rate probes (--wgmma-rates): the S and P V shapes of attention_decode_ws_kernel
 // (those two from attention_decode_wgmma.cuh: wgm::mma_ss_n32, wgm::mma_rs_n128_mn) and the
 // other N / operand-source variants it compares them with.
@@ -2597,6 +2674,8 @@ int main(int argc, char** argv) {
       g_indexer_trace = g_indexer_fp4 = true;
     else if (std::strcmp(argv[i], "--indexer-plan-only") == 0)
       g_indexer_plan_only = g_indexer_fp4 = true;
+    else if (std::strcmp(argv[i], "--indexer-chain") == 0)
+      g_indexer_chain = g_indexer_fp4 = true;
     else if (std::strcmp(argv[i], "--kv-fp8") == 0)
       g_kv_fp8 = true;
     else if (std::strcmp(argv[i], "--cases") == 0 && i + 1 < argc)
@@ -2758,6 +2837,12 @@ int main(int argc, char** argv) {
   }
   std::printf("  %-22s %-50s %9s %9s %7s %8s\n", "kernel", "shape", "us", "GB/s", "%read",
               "TFLOP/s");
+  if (g_indexer_chain) {
+    std::printf("indexer top-k, FP4 keys, per call in a graph of 8 calls on disjoint keys:\n");
+    for (int64_t k : {512, 1024}) bench_indexer_fp4_chain(sms, 262144, k, 8);
+    CHECK_CUBLAS(cublasDestroy(blas));
+    return 0;
+  }
   if (g_indexer_fp4) {
     std::printf("indexer top-k, FP4 keys (64 heads x 128, bf16 activations):\n");
     bench_indexer_fp4_case(sms, 1, 262144, 512, false);
