@@ -204,6 +204,28 @@ __device__ __forceinline__ uint32_t e2m1x2_widen(uint32_t word, uint32_t m) {
   return v;
 }
 
+// The same with the multiplier taken from half `h` (0: low, 1: high) of m2, a pair of them (see
+// fp4_block_multipliers): ptxas reads the half through the HMUL2 operand's .H0_H0 / .H1_H1.
+template <int p, bool one, int h>
+__device__ __forceinline__ uint32_t e2m1x2_widen_half(uint32_t word, uint32_t m2) {
+  uint32_t v = indexer_fp4_stored_pair(word, p);
+  constexpr uint32_t two_126 = 0x7E807E80u;
+  constexpr uint32_t minus_zero = 0x80008000u;
+  if constexpr (!one)
+    asm("fma.rn.bf16x2 %0, %1, %2, %3;" : "=r"(v) : "r"(v), "r"(two_126), "r"(minus_zero));
+  if constexpr (h == 0)
+    asm("{\n.reg .b16 l, h;\n.reg .b32 m;\nmov.b32 {l, h}, %2;\nmov.b32 m, {l, l};\n"
+        "fma.rn.bf16x2 %0, %1, m, %3;\n}"
+        : "=r"(v)
+        : "r"(v), "r"(m2), "r"(minus_zero));
+  else
+    asm("{\n.reg .b16 l, h;\n.reg .b32 m;\nmov.b32 {l, h}, %2;\nmov.b32 m, {h, h};\n"
+        "fma.rn.bf16x2 %0, %1, m, %3;\n}"
+        : "=r"(v)
+        : "r"(v), "r"(m2), "r"(minus_zero));
+  return v;
+}
+
 // The A fragment of k-step kk (f[0..3]: rows g, g + 8 of the lane's two k-pairs) from the code
 // words w0, w1 of rows g, g + 8 (the word of k-steps 2 w and 2 w + 1, w = kk / 2: pairs 0, 1 for
 // the even step, 2, 3 for the odd one) and their multipliers m0, m1 (see e2m1x2_widen).
@@ -221,6 +243,38 @@ __device__ __forceinline__ void widen_fp4_fragment(int kk, uint32_t w0, uint32_t
     f[2] = e2m1x2_widen<3, one>(w0, m0);
     f[3] = e2m1x2_widen<3, one>(w1, m1);
   }
+}
+
+// widen_fp4_fragment with each row's multiplier as half kk / 2 % 2 of m0, m1 (a pair: blocks
+// 2 (kk / 4) and 2 (kk / 4) + 1, see fp4_block_multipliers).
+template <bool one>
+__device__ __forceinline__ void widen_fp4_fragment_half(int kk, uint32_t w0, uint32_t w1,
+                                                        uint32_t m0, uint32_t m1,
+                                                        uint32_t (&f)[4]) {
+  const auto widen = [&](auto p_c) {
+    constexpr int p = decltype(p_c)::value;
+    if ((kk / 2) % 2 == 0) {
+      f[(p % 2) * 2] = e2m1x2_widen_half<p, one, 0>(w0, m0);
+      f[(p % 2) * 2 + 1] = e2m1x2_widen_half<p, one, 0>(w1, m1);
+    } else {
+      f[(p % 2) * 2] = e2m1x2_widen_half<p, one, 1>(w0, m0);
+      f[(p % 2) * 2 + 1] = e2m1x2_widen_half<p, one, 1>(w1, m1);
+    }
+  };
+  if (kk % 2 == 0) {
+    widen(std::integral_constant<int, 0>{});
+    widen(std::integral_constant<int, 1>{});
+  } else {
+    widen(std::integral_constant<int, 2>{});
+    widen(std::integral_constant<int, 3>{});
+  }
+}
+
+// The multipliers of scale blocks 2 j and 2 j + 1 of a row in the low and high halves (bytes
+// 2 j, 2 j + 1 of its scale word, << 7, each plus `add`'s half; see fp4_block_multiplier).
+__device__ __forceinline__ uint32_t fp4_block_multipliers(uint32_t sbytes, int j, uint32_t add) {
+  const uint32_t sel = 0x4040u | uint32_t(2 * j + 1) << 8 | uint32_t(2 * j);
+  return (__byte_perm(sbytes, 0u, sel) << 7) + add;
 }
 
 // The multiplier of scale block k of a row (byte k of its scale word in both halves, << 7:
@@ -248,6 +302,16 @@ __device__ __forceinline__ void widen_fp4_steps(uint32_t (&a)[8][tiles][4],
       const uint32_t w1 = w == 0 ? r1.x : w == 1 ? r1.y : w == 2 ? r1.z : r1.w;
       widen_fp4_fragment<one>(kk, w0, w1, m[mt][0][w], m[mt][1][w], a[kk][mt]);
     }
+}
+
+// ordered_float_bits(v) >> 20, the histogram bin of a score, in integer ops: with t = the top 12
+// bits sign-extended, a negative v's bin is ~t = (~bits) >> 20 and any other t | 0x800. v + 0.0f
+// maps -0 to +0 as ordered_float_bits does (a product that underflows to -0 is possible); NaN
+// results of the GPU's arithmetic are the canonical 0x7fffffff, which the add keeps. Checked
+// against ordered_float_bits(v) >> 20 for every other bit pattern (IDX26, on the host).
+__device__ __forceinline__ uint32_t score_bin(float v) {
+  const int32_t b = __float_as_int(v + 0.0f);
+  return uint32_t((b >> 20) ^ ((b >> 31) | 0x800));
 }
 
 // E4M3 keys feed mma.sync without a shared-memory conversion pass: the reduction dimension is
@@ -1044,7 +1108,13 @@ static_assert(3 * (score_three_smem_bytes(k_stages_fp4_three) + 1024) <= 228 * 1
 // last wgmma commit, before its wait (the issuing lane's work and its wait for the stage's release
 // overlap the MMAs). The same scores bit for bit. H200, same call, T=1 x 256K FP4 keys, top-512 in
 // all: 27.39 -> 25.06 us (scores 24.4 -> 22.3); the parts alone, four stages and three CTAs per SM
-// (slower) in bench/kernels/results/2026-11-27_s19_idx23_NOTES.md.
+// (slower) in bench/kernels/results/2026-11-27_s19_idx23_NOTES.md. IDX26 (session 20): the scale
+// multipliers of two blocks in one register (widen_fp4_fragment_half: HMUL2 reads a half), each
+// lane's score row as a loop-invariant pointer and bound, the histogram bin by score_bin: 308 ->
+// 295 SASS instructions per warp-pass on the common path, the same scores and bins; H200, same
+// call, T=1 x 256K FP4 keys, medians of 10 rows: top-512 in all 24.80 -> 24.26 us, scores 21.79 ->
+// 21.12 (bench/kernels/results/2026-11-27_s20_idx26_NOTES.md; software pipelining across passes
+// was slower there).
 template <typename act_t, int stages, bool list = false, bool fast = false>
 __global__ void __launch_bounds__(256, fast ? 2 : 3)
     indexer_score_three_kernel(const act_t* q, const act_t* weights, const void* key_pool,
@@ -1318,8 +1388,8 @@ __global__ void __launch_bounds__(256, fast ? 2 : 3)
       for (int kk = 0; kk < k_dim / 16; ++kk) {
         const int k = kk / 2;
         const uint32_t w0 = word_of(raw4[0], k), w1 = word_of(raw4[1], k);
-        widen_fp4_fragment<o>(kk, w0, w1, fp4_block_multiplier(sbytes[0], k, add),
-                              fp4_block_multiplier(sbytes[1], k, add), a[kk]);
+        widen_fp4_fragment_half<o>(kk, w0, w1, fp4_block_multipliers(sbytes[0], k / 2, add),
+                                   fp4_block_multipliers(sbytes[1], k / 2, add), a[kk]);
       }
       wgmma::fence();
 #pragma unroll
@@ -1375,7 +1445,20 @@ __global__ void __launch_bounds__(256, fast ? 2 : 3)
     float mine = odd ? h1 : h0;
     mine += __shfl_xor_sync(0xffffffffu, odd ? h0 : h1, 1);
     mine += __shfl_xor_sync(0xffffffffu, mine, 2);
-    if ((lane & 2) == 0) {
+    if constexpr (fast) {
+      // (IDX26) This lane's score row of every pass: lanes with lane & 2 == 0 store row lane_r of
+      // pass pp at lane_scores[pp * k_pass] while pp * k_pass < lane_left (loop-invariant, 32-bit:
+      // hi - lo <= keys_per_cta); the bin by score_bin.
+      const int lane_r = warp * 16 + (lane & 1) * 8 + lane / 4;
+      float* const lane_scores = scores + t * score_stride + lo + lane_r;
+      const int lane_left = int(hi - lo) - lane_r;
+      if ((lane & 2) == 0 && pp * k_pass < lane_left) {
+        float v = -INFINITY;
+        if (lane_r < pass_rows[pp % k_row_ring]) v = mine * q_scale + 0.0f;
+        lane_scores[pp * k_pass] = v;
+        atomicAdd(&hist_s[score_bin(v)], 1u);
+      }
+    } else if ((lane & 2) == 0) {
       const int r = warp * 16 + (lane & 1) * 8 + lane / 4;
       const int64_t s = lo + int64_t(pp) * k_pass + r;
       if (s < hi) {
