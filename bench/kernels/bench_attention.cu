@@ -1730,7 +1730,7 @@ bool run_cases(cublasHandle_t blas, int sms, const char* list) {
 void trace_indexer_phases(const char* name, cudaStream_t st, int64_t score_ctas,
                           int64_t collect_ctas, int64_t select_ctas,
                           const std::function<void()>& launch) {
-  constexpr int words = 24576, reps = 31;
+  constexpr int words = 32776, reps = 31;
   unsigned long long* tr = device_alloc<unsigned long long>(words);
   CHECK(dsv4::cuda::indexer_fast_set_trace(tr));
   const captured_launch g(st, launch);
@@ -1771,6 +1771,46 @@ void trace_indexer_phases(const char* name, cudaStream_t st, int64_t score_ctas,
   constexpr int n_stats = int(sizeof(stats) / sizeof(stats[0]));
   std::vector<std::vector<double>> vals(n_stats);
   std::vector<unsigned long long> h(words);
+  // IDX25: every stamp's first / median / last CTA (each the median over the replays), the values
+  // (tries, listing bound, window hits), the zeroing kernel, and the stamps of the CTA that ends
+  // last (score slot 2) and of the one whose loop ends last.
+  struct dist_t {
+    const char* label;
+    int region, slot;
+    int64_t ctas;
+    bool value;
+  };
+  const dist_t dists[] = {
+      {"score entry (0)", 0, 0, score_ctas, false},
+      {"score prologue done (s2.0)", 24576, 0, score_ctas, false},
+      {"score pass 0 landed (s2.1)", 24576, 1, score_ctas, false},
+      {"score loop end (1)", 0, 1, score_ctas, false},
+      {"score pdl_wait done (s2.2)", 24576, 2, score_ctas, false},
+      {"score flush issued (7)", 0, 7, score_ctas, false},
+      {"score snapshot ok (3)", 0, 3, score_ctas, false},
+      {"score bound known (s2.3)", 24576, 3, score_ctas, false},
+      {"score listed (4)", 0, 4, score_ctas, false},
+      {"score end (2)", 0, 2, score_ctas, false},
+      {"select entry (0)", 16384, 0, select_ctas, false},
+      {"select wait done (1)", 16384, 1, select_ctas, false},
+      {"select F (3)", 16384, 3, select_ctas, false},
+      {"select counted (5)", 16384, 5, select_ctas, false},
+      {"select end (4)", 16384, 4, select_ctas, false},
+      {"snapshot tries (s2.4)", 24576, 4, score_ctas, true},
+      {"listing bound bin (s2.5)", 24576, 5, score_ctas, true},
+      {"fine from window 1 / read 2", 24576, 6, score_ctas, true},
+  };
+  constexpr int n_dists = int(sizeof(dists) / sizeof(dists[0]));
+  std::vector<std::vector<double>> dfirst(n_dists), dmed(n_dists), dlast(n_dists);
+  std::vector<double> hit1, hit2, zero0, zero1, zero2;
+  // the critical CTAs' slots: 0 1 s2.0 s2.1 s2.2 7 3 s2.3 4 2
+  const int crit_reg[] = {0, 24576, 24576, 0, 24576, 0, 0, 24576, 0, 0};
+  const int crit_slot[] = {0, 0, 1, 1, 2, 7, 3, 3, 4, 2};
+  const char* crit_name[] = {
+      "entry",        "prologue done", "pass 0 landed", "loop end", "pdl_wait done",
+      "flush issued", "snapshot ok",   "bound known",   "listed",   "end"};
+  constexpr int n_crit = 10;
+  std::vector<std::vector<double>> crit_end(n_crit), crit_loop(n_crit);
   for (int r = 0; r < reps + 2; ++r) {
     CHECK(cudaMemset(tr, 0, words * sizeof(unsigned long long)));
     flush_read_kernel<<<1024, 512>>>(static_cast<const float4*>(g_flush), g_flush_bytes / 16,
@@ -1783,6 +1823,52 @@ void trace_indexer_phases(const char* name, cudaStream_t st, int64_t score_ctas,
     unsigned long long t0 = ~0ull;
     for (int64_t c = 0; c < score_ctas && c < 1024; ++c)
       if (h[size_t(8 * c)]) t0 = std::min(t0, h[size_t(8 * c)]);
+    for (int i = 0; i < n_dists; ++i) {
+      std::vector<double> v;
+      int n1 = 0, n2 = 0;
+      for (int64_t c = 0; c < dists[i].ctas && c < 1024; ++c) {
+        const unsigned long long x = h[size_t(dists[i].region + 8 * c + dists[i].slot)];
+        if (!x) continue;
+        if (dists[i].value) {
+          v.push_back(double(x));
+          n1 += x == 1;
+          n2 += x == 2;
+        } else {
+          v.push_back(double(int64_t(x - t0)) * 1e-3);
+        }
+      }
+      if (dists[i].value && dists[i].slot == 6 && dists[i].region == 24576) {
+        hit1.push_back(n1);
+        hit2.push_back(n2);
+      }
+      if (v.empty()) continue;
+      std::sort(v.begin(), v.end());
+      dfirst[size_t(i)].push_back(v.front());
+      dmed[size_t(i)].push_back(v[v.size() / 2]);
+      dlast[size_t(i)].push_back(v.back());
+    }
+    {
+      const auto rel = [&](size_t w) {
+        return h[w] ? double(int64_t(h[w] - t0)) * 1e-3 : std::nan("");
+      };
+      zero0.push_back(rel(32768));
+      zero1.push_back(rel(32769));
+      zero2.push_back(rel(32770));
+      int64_t c_end = -1, c_loop = -1;
+      for (int64_t c = 0; c < score_ctas && c < 1024; ++c) {
+        if (h[size_t(8 * c + 2)] && (c_end < 0 || h[size_t(8 * c + 2)] > h[size_t(8 * c_end + 2)]))
+          c_end = c;
+        if (h[size_t(8 * c + 1)] &&
+            (c_loop < 0 || h[size_t(8 * c + 1)] > h[size_t(8 * c_loop + 1)]))
+          c_loop = c;
+      }
+      for (int j = 0; j < n_crit; ++j) {
+        if (c_end >= 0)
+          crit_end[size_t(j)].push_back(rel(size_t(crit_reg[j] + 8 * c_end + crit_slot[j])));
+        if (c_loop >= 0)
+          crit_loop[size_t(j)].push_back(rel(size_t(crit_reg[j] + 8 * c_loop + crit_slot[j])));
+      }
+    }
     for (int i = 0; i < n_stats; ++i) {
       std::vector<double> v;
       for (int64_t c = 0; c < stats[i].ctas && c < 1024; ++c) {
@@ -1837,6 +1923,27 @@ void trace_indexer_phases(const char* name, cudaStream_t st, int64_t score_ctas,
     std::printf("    %-24s %8.2f  (min %.2f, max %.2f)\n", stats[i].label, v[v.size() / 2],
                 v.front(), v.back());
   }
+  const auto med_of = [](std::vector<double> v) {
+    v.erase(std::remove_if(v.begin(), v.end(), [](double x) { return std::isnan(x); }), v.end());
+    if (v.empty()) return std::nan("");
+    std::sort(v.begin(), v.end());
+    return v[v.size() / 2];
+  };
+  std::printf("    distribution over CTAs (medians over replays): first / median / last\n");
+  for (int i = 0; i < n_dists; ++i) {
+    if (dmed[size_t(i)].empty()) continue;
+    std::printf("      %-30s %8.2f %8.2f %8.2f\n", dists[i].label, med_of(dfirst[size_t(i)]),
+                med_of(dmed[size_t(i)]), med_of(dlast[size_t(i)]));
+  }
+  if (!hit1.empty())
+    std::printf("      fine bins from the window / read: %.0f / %.0f CTAs (median)\n", med_of(hit1),
+                med_of(hit2));
+  std::printf("      zeroing kernel: block 0 entry %.2f, block 0 exit %.2f, last block exit %.2f\n",
+              med_of(zero0), med_of(zero1), med_of(zero2));
+  std::printf("    the CTA that ends last / whose loop ends last (medians over replays):\n");
+  for (int j = 0; j < n_crit; ++j)
+    std::printf("      %-16s %8.2f %8.2f\n", crit_name[j], med_of(crit_end[size_t(j)]),
+                med_of(crit_loop[size_t(j)]));
   CHECK(dsv4::cuda::indexer_fast_set_trace(nullptr));
   cudaFree(tr);
 }

@@ -57,6 +57,12 @@ __constant__ unsigned long long* g_indexer_trace;
 constexpr int k_trace_score = 0;       // CTA c of the score kernel at 8 c
 constexpr int k_trace_collect = 8192;  // CTA c of the collect kernel at k_trace_collect + 8 c
 constexpr int k_trace_select = 16384;  // CTA c of the select kernel at k_trace_select + 8 c
+// Score CTA c's second 8 slots at k_trace_score2 + 8 c (free here; wip/idx25-variants stamps the
+// prologue's end, pass 0's arrival, pdl_wait, the listing bound, the snapshot tries there: they
+// change the list kernel's SASS), and the zeroing kernel's stamps at k_trace_zero (block 0's entry
+// and exit, the last block's exit).
+constexpr int k_trace_score2 = 24576;
+constexpr int k_trace_zero = 32768;  // (the buffer: k_trace_zero + 8 words)
 // A value (not a time) at the slot, alike (the score kernel's passes and SM: slots 5 and 6).
 __device__ __forceinline__ void trace_value(int region, int slot, uint64_t value) {
   unsigned long long* tr = g_indexer_trace;
@@ -74,6 +80,14 @@ __device__ __forceinline__ void trace_stamp(int region, int slot) {
   unsigned long long now;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
   tr[region + 8 * int(blockIdx.x) + slot] = now;
+}
+// A stamp at trace word `word` (thread 0 of the calling block; the zeroing kernel's).
+__device__ __forceinline__ void trace_stamp_word(int word) {
+  unsigned long long* tr = g_indexer_trace;
+  if (tr == nullptr || threadIdx.x != 0) return;
+  unsigned long long now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  tr[word] = now;
 }
 
 struct paged_entries {

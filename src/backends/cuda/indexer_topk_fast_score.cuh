@@ -1514,9 +1514,12 @@ __global__ void __launch_bounds__(256, fast ? 2 : 3)
 // flush waits for it.
 __global__ void __launch_bounds__(256) indexer_zero_kernel(uint4* p, int64_t n16) {
   pdl_trigger();
+  if (blockIdx.x == 0) trace_stamp_word(k_trace_zero + 0);
   for (int64_t i = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; i < n16;
        i += int64_t(gridDim.x) * blockDim.x)
     p[i] = make_uint4(0, 0, 0, 0);
+  if (blockIdx.x == 0) trace_stamp_word(k_trace_zero + 1);
+  if (blockIdx.x == gridDim.x - 1) trace_stamp_word(k_trace_zero + 2);
 }
 
 }  // namespace
