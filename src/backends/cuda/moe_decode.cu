@@ -198,7 +198,6 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
   const int rt = pick_rt(UP, rows, kdim / k_round, tokens, top_k, experts, chunks_bound, sms,
                          blocks_per_sm, moe_decode_rt_blocks_per_sm());
   const dim3 grid(unsigned(rows / (16 * rt)), unsigned(chunks_bound));
-  if constexpr (UP) chain.direct_target = int(grid.x);  // chain 512: W2 waits for them per slot
   // The quantization folded into W1/W3 only where the grid is one wave: each block's counter
   // round trip at its exit then delays nothing but the last blocks, less than the quantize
   // launch it replaces; over several waves it delays every wave (run 2: Pro T = 1, 3 waves,
@@ -367,17 +366,6 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   int* const ready = slots_buf;
   const int fold_waves = slots_buf ? 1 : 0, stage_h1 = (chain & 32) ? 1 : 0;
   const int32_t* self_indices = self_plan ? indices : nullptr;
-  // 512 (MOE24): at T = 1 with 16 where W2 stages its one-pair chunks (launch_gemm_ss's rule for
-  // W2), those chunks skip the fold: each W1/W3 block releases its slot after its hf stores and
-  // the slot's W2 blocks quantize hf themselves (chain_args::direct_h). 1024: W2's readiness poll
-  // by acquire loads, no fence after it; 4096: relaxed polls, then one acquire load, no fence.
-  // 2048: the fold's (and direct_h's) quantization by quantize_h_block<true>.
-  const moe_decode_stage_x sx = moe_decode_stage_x_tokens();
-  const int direct_h = (chain & 512) && slots_buf && tokens == 1 && sx.down_max >= 1 &&
-                               (sx.down_min <= 1 || stage_h1)
-                           ? 1
-                           : 0;
-  const int acq_poll = (chain & 1024) ? 1 : (chain & 4096) ? 2 : 0, fast_q = (chain & 2048) ? 1 : 0;
   chain_args up_chain{qfold ? qcnt : nullptr,
                       early,
                       self_indices,
@@ -386,14 +374,9 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
                       ready,
                       int(groups),
                       fold_waves,
-                      stage_h1,
-                      direct_h,
-                      0,
-                      acq_poll,
-                      fast_q},
-      down_chain{nullptr,     early,    self_indices, int(pairs), int(experts), ready,
-                 int(groups), fold_waves, stage_h1,   direct_h,   0,            acq_poll,
-                 fast_q};
+                      stage_h1},
+      down_chain{nullptr, early,       self_indices, int(pairs), int(experts),
+                 ready,   int(groups), fold_waves,   stage_h1};
 
   if (!self_plan) {
     const int64_t groups = tokens * hidden / 8;
@@ -425,12 +408,10 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
               pairs, experts, inter, hhi);
           e != cudaSuccess)
         return e;
-    // The quantized h is exact in BF16: no lo part. (Chain 512: W2 reads hf.)
-    down_chain.direct_target = up_chain.direct_target;
+    // The quantized h is exact in BF16: no lo part.
     if (const cudaError_t e = launch_gemm<K, false, false, ring, RP>(
             sms, hhi, hlo, inter, hidden, tokens, experts, int(top_k), chunk_count, chunks, sorted,
-            bound, f2, f2, limit, nullptr, nullptr, nullptr, direct_h ? hf : nullptr, out,
-            down_chain, stream);
+            bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, down_chain, stream);
         e != cudaSuccess)
       return e;
   } else if (const cudaError_t e = launch_gemm<K, false, true, ring, RP>(

@@ -27,14 +27,6 @@ namespace {
 // griddepcontrol.wait (the exception to pdl.cuh's contract, argued at the kernel's end).
 // fold_waves: the fold at any wave count (its counters then live in the per-stream buffer, not in
 // the workspace). stage_h1 (host side, chain 32): W2 stages h at T = 1 too.
-// direct_h (chain 512, MOE24; set only where W2 stages every one-pair chunk): a chunk of one pair
-// has no fold: each W1/W3 block of it releases ready[slot] once its hf stores are done, and the
-// slot's W2 blocks wait for all direct_target (the W1/W3 grid's row blocks) of them, then quantize
-// the pair's hf row themselves into their staged h row (quantize_h_block: the fold's values).
-// Chunks of several pairs keep the fold. acq_poll (chain 1024 = 1, 4096 = 2): wait_counter's
-// acquire without the fence after the spin (1: every poll an acquire load; 2: relaxed polls, then
-// one acquire load). fast_q (chain 2048): quantize_h_block<true> (the same
-// values by exhaustive check) in the fold and in direct_h's staging.
 struct chain_args {
   int* qcnt;
   int early_chunk;
@@ -44,30 +36,25 @@ struct chain_args {
   int ready_target;
   int fold_waves;
   int stage_h1;
-  int direct_h;
-  int direct_target;
-  int acq_poll;
-  int fast_q;
 };
 
 // Counters polled by many blocks each own a 128-byte line.
 constexpr int k_ready_stride = 32;
 
 // Thread 0 waits (relaxed loads with backoff: an acquire load per poll would also invalidate the
-// SM's L1 each time) until *counter reaches `target`, then the block proceeds: the pattern of
-// cooperative groups' grid sync (a fence after the spin, then the block barrier), so every
-// thread's later L2 loads see what the producers stored before their release. acquire (chain
-// 1024 = 1: each poll an acquire load; 4096 = 2: relaxed polls, then one acquire load of the
-// counter): no fence after the spin (the loads after the barrier are the kernel's loads of h;
-// weights come by cp.async.cg).
-__device__ __forceinline__ void wait_counter(const int* counter, int target, int acquire) {
+// SM's L1 each time) until *counter reaches `target`, then reads it once more with an acquire load
+// and the block proceeds past a barrier, so every thread's later loads see what the producers
+// stored before their release: by read-read coherence the acquire load reads the count the spin
+// saw or a later one, i.e. the last of the producers' release reductions, each of which continues
+// the release sequences of the ones before. Its value is dead, so ptxas emits only the
+// acquire's L1 invalidation (CCTL.IVALL, which the fence had too). MOE24 (H200, same process):
+// cooperative groups' pattern instead (a fence after the spin: fence.sc, MEMBAR.SC.GPU) returned
+// W2's median wait 0.2-1.0 us later at Flash T = 1 and measured 0.0-1.1% slower at T = 1.
+__device__ __forceinline__ void wait_counter(const int* counter, int target) {
   if (threadIdx.x == 0) {
     int v, ns = 32;
     for (int spins = 0;; ++spins) {
-      if (acquire == 1)
-        asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(counter) : "memory");
-      else
-        asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(counter) : "memory");
+      asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(counter) : "memory");
       if (v >= target) break;
       // Seconds without progress: a broken invariant (counters not zero at the start, producer
       // blocks not resident). Fail the launch rather than hang the device.
@@ -75,10 +62,7 @@ __device__ __forceinline__ void wait_counter(const int* counter, int target, int
       __nanosleep(ns);
       ns = min(ns * 2, 512);
     }
-    if (acquire == 2)
-      asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(counter) : "memory");
-    else if (acquire == 0)
-      __threadfence();
+    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(counter) : "memory");
   }
   __syncthreads();
 }

@@ -190,12 +190,9 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     // besides h: the plan (chain 8: the routing), read above, complete once every W1/W3 block has
     // passed its own wait (the prepare launch is W1/W3's predecessor); out, last read by the
     // previous call's combine, complete for the same reason; nothing else of W1/W3 is read here.
-    // Chain 512 (direct_h): a one-pair chunk's W1/W3 blocks release once each (no fold).
-    const bool direct_h = HL2 && chain.direct_h && c.z == 1;
     if constexpr (!UP) {
       if constexpr (HL2)
-        wait_counter(chain.ready + slot * k_ready_stride,
-                     direct_h ? chain.direct_target : chain.ready_target, chain.acq_poll);
+        wait_counter(chain.ready + slot * k_ready_stride, chain.ready_target);
       else
         pdl_wait();
       DSV4_TRACE(tr.stamp(1));
@@ -231,30 +228,6 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
             },
             h, unused_lo);
         xs_row[act_group_slot(i)] = h;
-      }
-    } else if (direct_h) {
-      // The pair's hf row (f32, stored by the running W1/W3 grid: L2 loads) quantized here as the
-      // fold would have (quantize_h_block per 128-block, one warp each), into the staged row at
-      // the h row's own u16 positions. Up to 8 blocks' loads in flight per warp before the math.
-      const int pp = chain.self_indices ? self_chunk_pair(self_mask, 0) : sorted[c.y];
-      const float* hf_row = hf + int64_t(pp) * kdim;
-      const int nblk = int(kdim / k_round);
-      for (int b0 = warp; b0 < nblk; b0 += 8 * k_warps) {
-        float4 v[8];
-#pragma unroll
-        for (int u = 0; u < 8; ++u)
-          if (b0 + u * k_warps < nblk)
-            v[u] = load_h_block<true>(hf_row + int64_t(b0 + u * k_warps) * k_round, lane);
-#pragma unroll
-        for (int u = 0; u < 8; ++u)
-          if (b0 + u * k_warps < nblk) {
-            uint16_t* const xs16 = reinterpret_cast<uint16_t*>(xs_row);
-            const int64_t k0 = int64_t(b0 + u * k_warps) * k_round;
-            if (chain.fast_q)
-              quantize_h_block<true>(v[u], xs16, k0, lane);
-            else
-              quantize_h_block(v[u], xs16, k0, lane);
-          }
       }
     } else if (staged) {
       for (int p = 0; p < c.z; ++p) {
@@ -471,16 +444,6 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     constexpr int active = RT * k_warp_size;
     const int64_t grp = r0 / 128;
     bar_sync_threads(1, active);  // every hf store of the block
-    if constexpr (SLOTS) {
-      if (chain.direct_h && c.z == 1) {  // chain 512: no fold, the slot's W2 blocks quantize
-        if (threadIdx.x == 0) {
-          int* const r = chain.ready + int64_t(slot) * k_ready_stride;
-          asm volatile("red.release.gpu.global.add.u32 [%0], 1;" ::"l"(r) : "memory");
-        }
-        DSV4_TRACE(tr.flush(0, slot));
-        return;
-      }
-    }
     int* const fold_counter = chain.qcnt + int64_t(slot) * (rows / 128) + grp;
     if (threadIdx.x == 0) {
       if constexpr (SLOTS) {
@@ -506,11 +469,8 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     }
     for (int i = warp; i < c.z; i += RT) {
       const int p = pair_of[i];
-      const float4 v = load_h_block<true>(hf + int64_t(p) * rows + grp * 128, lane);
-      if (SLOTS && chain.fast_q)
-        quantize_h_block<true>(v, h_hi + int64_t(p) * rows, grp * 128, lane);
-      else
-        quantize_h_block(v, h_hi + int64_t(p) * rows, grp * 128, lane);
+      quantize_h_block(load_h_block<true>(hf + int64_t(p) * rows + grp * 128, lane),
+                       h_hi + int64_t(p) * rows, grp * 128, lane);
     }
     if constexpr (SLOTS) {  // the group is quantized: release it to the slot's W2 blocks
       bar_sync_threads(1, active);

@@ -80,13 +80,10 @@ namespace {
 // 16 at T <= 16 (was 4; H100: Flash T = 8 / 16 1.08 / 1.04x, Pro T = 8 1.04x, Pro T = 16
 // neutral); 128 (A/B): 16 at every T (T = 64 neutral).
 // MOE15: 256 (a one-wave W2 grid capped at ceil(blocks / SMs) blocks per SM); 383 the default.
-// MOE24 (A/B): 512 (T = 1: one-pair chunks without the fold, W2 quantizes hf itself), 1024 (W2's
-// readiness poll by acquire loads, no fence after it), 2048 (the fold's quantization with integer
-// steps, the same values), 4096 (relaxed polls, then one acquire load, no fence).
 int g_chain = 383;
 }  // namespace
 void moe_decode_set_chain(int mask) {
-  g_chain = mask & 8191;
+  g_chain = mask & 511;
 }
 int moe_decode_chain() {
   return g_chain;
