@@ -42,9 +42,15 @@ struct chain_args {
 constexpr int k_ready_stride = 32;
 
 // Thread 0 waits (relaxed loads with backoff: an acquire load per poll would also invalidate the
-// SM's L1 each time) until *counter reaches `target`, then the block proceeds: the pattern of
-// cooperative groups' grid sync (a fence after the spin, then the block barrier), so every
-// thread's later L2 loads see what the producers stored before their release.
+// SM's L1 each time) until *counter reaches `target`, then reads it once more with an acquire load
+// and the block proceeds past a barrier, so every thread's later loads see what the producers
+// stored before their release: by read-read coherence the acquire load reads the count the spin
+// saw or a later one, i.e. the last of the producers' release reductions, each of which continues
+// the release sequences of the ones before. Its value is dead, so ptxas emits only the
+// acquire's L1 invalidation (CCTL.IVALL, which the fence had too). MOE24 (H200, same process):
+// cooperative groups' pattern instead (a fence after the spin: fence.sc, MEMBAR.SC.GPU) returned
+// W2's median wait 0.5-1.0 us later at Flash T = 1; T = 1 speed of this acquire over it
+// 1.004-1.010x (Flash), 0.993-1.006x (Pro).
 __device__ __forceinline__ void wait_counter(const int* counter, int target) {
   if (threadIdx.x == 0) {
     int v, ns = 32;
@@ -57,7 +63,7 @@ __device__ __forceinline__ void wait_counter(const int* counter, int target) {
       __nanosleep(ns);
       ns = min(ns * 2, 512);
     }
-    __threadfence();
+    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(counter) : "memory");
   }
   __syncthreads();
 }

@@ -229,9 +229,9 @@ __device__ __forceinline__ void mma_rounds(float (&acc)[NM][4], const round_w<K>
 // per part; hi / lo point at the lane's group 0 of round 0 (row start + q).
 // COH: plain (weak, coherent) loads instead of the non-coherent path, which is for data
 // read-only over the kernel's lifetime: chain 16's W2 reads h that the W1/W3 grid, still
-// running, released after the kernel started. wait_counter's fence (MEMBAR.SC.GPU + CCTL.IVALL
-// in the SASS) orders them after the release; they still hit L1 (the block's 4 warps read the
-// same h row), which ld.global.cg would bypass.
+// running, released after the kernel started. wait_counter's acquire (CCTL.IVALL in the SASS;
+// MEMBAR.SC.GPU too before MOE24) orders them after the release; they still hit L1 (the block's 4
+// warps read the same h row), which ld.global.cg would bypass.
 template <bool COH = false>
 __device__ __forceinline__ uint4 load_act16(const uint4* p) {
   if constexpr (COH)
