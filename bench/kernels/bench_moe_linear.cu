@@ -1940,13 +1940,15 @@ bool g_w4a8_profile = false;
 
 // --w4a8-ab (PREFILL20): per shape and T of the W4A8 section, its dense ceilings, then the
 // official call of the W4A8 ws core and of the engine's W4A16 path (repacked weights, automatic
-// core) under each DSV4_PREFILL_NONGEMM_OLD value of --ab-old (default 15,0,14,13,11,7; bits in
-// backends/cuda/moe_prefill_fp8.cuh: 15 = main's non-GEMM kernels, 0 = PREFILL20's), two passes
-// (the second in reverse order); y of call 0 under each value compared byte for byte with 15's;
-// then a stage breakdown (each kernel in turn replaced by an empty one) of both paths under 15
-// and 0.
+// core) under each DSV4_PREFILL_NONGEMM_OLD value of --ab-old (default 31,0; bits in
+// backends/cuda/moe_prefill_fp8.cuh: 31 = main's non-GEMM kernels, 0 = PREFILL20's), --ab-passes
+// passes (default 2, every other one in reverse order); y of call 0 under each value compared byte
+// for byte with the first value's; then a stage breakdown (each kernel in turn replaced by an
+// empty one) of both paths under the first value and 0 (--ab-breakdown-new: under 0 only).
 bool g_w4a8_ab = false;
-std::vector<int64_t> g_ab_old = {15, 0, 14, 13, 11, 7};
+std::vector<int64_t> g_ab_old = {31, 0};
+int g_ab_passes = 2;
+bool g_ab_breakdown_new = false;
 
 void set_nongemm_old(int64_t v) {
   if (v == 0)
@@ -2164,9 +2166,9 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
         }
       }
       std::map<std::pair<int, int64_t>, std::vector<double>> times;
-      for (int pass = 0; pass < 2; ++pass)
+      for (int pass = 0; pass < g_ab_passes; ++pass)
         for (size_t c0 = 0; c0 < g_ab_old.size(); ++c0) {
-          const int64_t v = g_ab_old[pass == 0 ? c0 : g_ab_old.size() - 1 - c0];
+          const int64_t v = g_ab_old[pass % 2 == 0 ? c0 : g_ab_old.size() - 1 - c0];
           set_nongemm_old(v);
           for (int path = 0; path < 2; ++path) {
             const double ms = time_prefill_per_call(
@@ -2183,11 +2185,22 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
         for (int64_t v : g_ab_old) {
           const std::vector<double>& a = times[{path, v}];
           const std::vector<double>& b = times[{path, g_ab_old[0]}];
-          std::printf("%-6s T=%lld %-24s old=%-2lld vs old=%lld: speed %.3f / %.3fx (pass 1 / 2)\n",
-                      sh.name, (long long)T, names[path], (long long)v, (long long)g_ab_old[0],
-                      b[0] / a[0], b[1] / a[1]);
+          std::string r;
+          for (size_t q = 0; q < a.size(); ++q) {
+            char buf[32];
+            std::snprintf(buf, sizeof(buf), "%s%.3f", q ? " / " : "", b[q] / a[q]);
+            r += buf;
+          }
+          std::vector<double> sa = a;
+          std::sort(sa.begin(), sa.end());
+          std::printf(
+              "%-6s T=%lld %-24s old=%-2lld vs old=%lld: speed %sx (pass 1..%zu); "
+              "median %.1f us\n",
+              sh.name, (long long)T, names[path], (long long)v, (long long)g_ab_old[0], r.c_str(),
+              a.size(), 1e3 * sa[sa.size() / 2]);
         }
       for (int64_t v : {g_ab_old[0], int64_t(0)}) {
+        if (g_ab_breakdown_new && v != 0) continue;
         set_nongemm_old(v);
         for (int path = 0; path < 2; ++path) {
           const std::string label = std::string(sh.name) + " T=" + std::to_string(T) + " " +
@@ -2319,6 +2332,8 @@ int main(int argc, char** argv) {
     if (a == "--w4a8-profile") g_w4a8_profile = true;
     if (a == "--w4a8-ab") w4a8 = g_w4a8_ab = true;
     if (a == "--ab-old" && i + 1 < argc) g_ab_old = parse_list(argv[++i]);
+    if (a == "--ab-passes" && i + 1 < argc) g_ab_passes = std::max(1, std::atoi(argv[++i]));
+    if (a == "--ab-breakdown-new") g_ab_breakdown_new = true;
     if (a == "--fp8-check") fp8 = true;
     if (a == "--decode-only") g_decode_only = only_moe = true;
     if (a == "--replays" && i + 1 < argc) k_replays = std::max(5, std::atoi(argv[++i]));

@@ -36,6 +36,7 @@
 
 #include "backends/cuda/activation.cuh"
 #include "backends/cuda/fp4_mma.cuh"
+#include "backends/cuda/kernel_attributes.h"
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/mma_sm80.cuh"
 #include "backends/cuda/moe_plan.cuh"
@@ -91,14 +92,42 @@ layout make_layout(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidde
   return l;
 }
 
+// The plan's one block first stages the routing indices in shared memory (dynamic, `pairs` ints;
+// the launch passes 0 bytes where they do not fit: then they are read from global memory), with
+// k_plan_batch independent loads per thread in flight: moe_group_pairs_by_expert's two passes
+// over the indices then read shared memory. Without the staging each pass waited one global load
+// round trip per 1024 pairs (one LDG per loop iteration; ~24 us of the plan at 24576 pairs,
+// PREFILL20). The pairs' order inside an expert (atomics) may change; no arithmetic mixes pairs.
+constexpr int k_plan_batch = 8;
+constexpr int64_t k_plan_staged_pairs = 48 * 1024;  // 192 KB beside the 16.6 KB of counts
+
 __global__ void __launch_bounds__(k_plan_threads)
     moe_prefill_plan_kernel(const int32_t* indices, int pairs, int experts, int tile,
-                            int* tile_count, int* sorted, int4* tiles) {
+                            int* tile_count, int* sorted, int4* tiles, bool staged) {
   __shared__ int counts[k_max_experts];
   __shared__ int offset[k_max_experts];
   __shared__ int warp_sums[2][32];
-  moe_group_pairs_by_expert(indices, pairs, experts, tile, tile_count, sorted, tiles, counts,
-                            offset, warp_sums);
+  extern __shared__ int32_t staged_indices[];
+  const int32_t* src = indices;
+  if (staged) {
+    for (int p0 = threadIdx.x; p0 < pairs; p0 += k_plan_batch * k_plan_threads) {
+      int32_t v[k_plan_batch];
+#pragma unroll
+      for (int u = 0; u < k_plan_batch; ++u) {
+        const int p = p0 + u * k_plan_threads;
+        v[u] = p < pairs ? __ldg(indices + p) : 0;
+      }
+#pragma unroll
+      for (int u = 0; u < k_plan_batch; ++u) {
+        const int p = p0 + u * k_plan_threads;
+        if (p < pairs) staged_indices[p] = v[u];
+      }
+    }
+    __syncthreads();
+    src = staged_indices;
+  }
+  moe_group_pairs_by_expert(src, pairs, experts, tile, tile_count, sorted, tiles, counts, offset,
+                            warp_sums);
 }
 
 // The combine of the prefill path: moe_combine_kernel's values (moe_plan.cuh: y[t, o] = the
@@ -498,8 +527,15 @@ cudaError_t run_prefill(const act_t* x, int64_t tokens, const int32_t* indices,
   const int tile = wide ? prefill::k_ws_wide_tile : wg ? k_wgmma_tile : k_tile;
   const int64_t tile_slots = max_tiles(pairs, experts, tile);
 
-  moe_prefill_plan_kernel<<<1, k_plan_threads, 0, stream>>>(indices, int(pairs), int(experts), tile,
-                                                            tile_count, sorted, tiles);
+  // Indices staged in shared memory where they fit (DSV4_PREFILL_NONGEMM_OLD bit 16: never).
+  const bool staged = pairs <= k_plan_staged_pairs && (prefill::nongemm_old() & 16) == 0;
+  const size_t plan_smem = staged ? size_t(pairs) * 4 : 0;
+  if (staged)
+    if (const cudaError_t e = allow_dynamic_smem(moe_prefill_plan_kernel, plan_smem);
+        e != cudaSuccess)
+      return e;
+  moe_prefill_plan_kernel<<<1, k_plan_threads, plan_smem, stream>>>(
+      indices, int(pairs), int(experts), tile, tile_count, sorted, tiles, staged);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   const float* pair_weights = official ? weights : nullptr;
   const bool mx = w1.kind == weight_kind::mxfp4;

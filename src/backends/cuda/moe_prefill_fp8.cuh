@@ -24,7 +24,8 @@ namespace dsv4::cuda::prefill {
 // PREFILL20 A/B (read at each launch; unset = the new kernels): DSV4_PREFILL_NONGEMM_OLD bits:
 // 1 = the combine as moe_combine_kernel, 2 = W4A8 h in f32 (not BF16 rounded to odd), 4 = the
 // W4A8 quantize kernel of one item per warp with quant::e4m3_round, 8 = the W4A16 h' quantize
-// with quant::e4m3_round.
+// with quant::e4m3_round, 16 = the plan reading its indices from global memory (not staged in
+// shared memory first; moe_prefill.cu).
 inline int nongemm_old() {
   const char* v = std::getenv("DSV4_PREFILL_NONGEMM_OLD");
   return v ? std::atoi(v) : 0;
