@@ -2131,14 +2131,18 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
     };
     if (g_w4a8_ab) {
       const device_repacked r1(w1), r3(w3), r2(w2);
+      // Paths: 0 the W4A8 ws core, 1 the engine's W4A16 path, 2 the W4A8 pipelined core.
+      constexpr int paths = 3;
       const auto run_path = [&](int path, int i, cudaStream_t st, __nv_bfloat16* y) {
-        const bool w8 = path == 0;
+        const bool w8 = path != 1;
         CK(dsv4::cuda::moe_prefill_experts_official(
             in.xb + size_t(i) * T * D, T, in.idx + size_t(i) * P, in.wts + size_t(i) * P, K,
             w8 ? w1.w : r1.w, w8 ? w3.w : r3.w, w8 ? w2.w : r2.w, 10.0f, ws, ws_bytes, y, st,
-            w8 ? moe_prefill_core::w4a8_ws : moe_prefill_core::automatic));
+            path == 0   ? moe_prefill_core::w4a8_ws
+            : path == 2 ? moe_prefill_core::w4a8
+                        : moe_prefill_core::automatic));
       };
-      const char* names[2] = {"w4a8_ws (W4A8)", "engine W4A16 (repacked)"};
+      const char* names[paths] = {"w4a8_ws (W4A8)", "engine W4A16 (repacked)", "w4a8 (W4A8)"};
       __nv_bfloat16 *ya, *yb;
       CK(cudaMalloc(&ya, size_t(T) * D * 2));
       CK(cudaMalloc(&yb, size_t(T) * D * 2));
@@ -2148,7 +2152,7 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
           "%.1f us (%.1f TF)\n",
           sh.name, (long long)T, bf16_ms * 1e3, tf(bf16_ms), f8_ms * 1e3,
           f8_ms > 0 ? tf(f8_ms) : 0.0);
-      for (int path = 0; path < 2; ++path) {  // y of call 0 under each value vs 15's
+      for (int path = 0; path < paths; ++path) {  // y of call 0 under each value vs 15's
         std::vector<uint16_t> ref(size_t(T) * D), cur(size_t(T) * D);
         for (size_t c = 0; c < g_ab_old.size(); ++c) {
           set_nongemm_old(g_ab_old[c]);
@@ -2170,7 +2174,7 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
         for (size_t c0 = 0; c0 < g_ab_old.size(); ++c0) {
           const int64_t v = g_ab_old[pass % 2 == 0 ? c0 : g_ab_old.size() - 1 - c0];
           set_nongemm_old(v);
-          for (int path = 0; path < 2; ++path) {
+          for (int path = 0; path < paths; ++path) {
             const double ms = time_prefill_per_call(
                 [&](int i, cudaStream_t st) { run_path(path, i, st, ya); }, calls, 20, s);
             times[{path, v}].push_back(ms);
@@ -2181,7 +2185,7 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
                 f8_ms > 0 ? 100 * f8_ms / ms : 0.0, 100 * bf16_ms / ms);
           }
         }
-      for (int path = 0; path < 2; ++path)
+      for (int path = 0; path < paths; ++path)
         for (int64_t v : g_ab_old) {
           const std::vector<double>& a = times[{path, v}];
           const std::vector<double>& b = times[{path, g_ab_old[0]}];
@@ -2202,9 +2206,12 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
       for (int64_t v : {g_ab_old[0], int64_t(0)}) {
         if (g_ab_breakdown_new && v != 0) continue;
         set_nongemm_old(v);
-        for (int path = 0; path < 2; ++path) {
+        for (int path = 0; path < paths; ++path) {
           const std::string label = std::string(sh.name) + " T=" + std::to_string(T) + " " +
-                                    (path == 0 ? "w4a8_ws" : "W4A16") + " old=" + std::to_string(v);
+                                    (path == 0   ? "w4a8_ws"
+                                     : path == 1 ? "W4A16"
+                                                 : "w4a8") +
+                                    " old=" + std::to_string(v);
           stage_breakdown(
               label.c_str(), [&](int i, cudaStream_t st) { run_path(path, i, st, ya); }, calls, s);
         }

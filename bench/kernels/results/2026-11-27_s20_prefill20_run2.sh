@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # PREFILL20 (session 20) device call 2 (binaries of the commit in commit.txt: call 1's changes + the
-# plan's indices staged in shared memory).
-# 1. --w4a8-ab Flash T=4096: W4A8 ws and the engine's W4A16 path under DSV4_PREFILL_NONGEMM_OLD = 31
-#    (main's non-GEMM kernels) / 0 (new) / 16 (new, the plan as main's), 3 passes; y byte checks;
-#    stage breakdown of both paths under 0.
+# plan's indices staged in shared memory + the W4A16 ws core's L1 h as BF16 rounded to odd).
+# 1. --w4a8-ab Flash T=4096: W4A8 ws, the engine's W4A16 path and the W4A8 pipelined core under
+#    DSV4_PREFILL_NONGEMM_OLD = 31 (main's non-GEMM kernels) / 0 (new) / 16 (new, the plan as
+#    main's) / 2 (new, h in f32), 3 passes; y byte checks; stage breakdowns under 0.
 # 2. main b6cea3f's bench_moe_linear (_base) vs this branch's, --prefill-w4a8 Flash T=4096 and Pro
 #    T=4096, alternated base new new base.
 # 3. parity, one process per family (the families call 1 cut by its time limit included).
@@ -17,11 +17,11 @@ root="$(cat $G/source_root.txt)"; [ "$root" != "$PWD" ] && [ ! -e "$root" ] && m
 T0=$(date +%s); el(){ echo $(( $(date +%s)-T0 )); }
 L=/tmp/prefill20_logs2; rm -rf $L; mkdir -p $L/parity
 echo "== ab flash t+$(el)"
-timeout 40 $G/bench_moe_linear --w4a8-ab --ab-old 31,0,16 --ab-passes 3 --ab-breakdown-new --w4a8-flash-t 4096 --w4a8-pro-t "" --replays 10 > $L/ab_flash.txt 2>&1; echo "rc $?" >> $L/ab_flash.txt
+timeout 50 $G/bench_moe_linear --w4a8-ab --ab-old 31,0,16,2 --ab-passes 3 --ab-breakdown-new --w4a8-flash-t 4096 --w4a8-pro-t "" --replays 10 > $L/ab_flash.txt 2>&1; echo "rc $?" >> $L/ab_flash.txt
 grep -E "ceilings|differ|speed|breakdown|stage|rc " $L/ab_flash.txt
 echo "== main vs new, --prefill-w4a8 Flash T=4096 + Pro T=4096 t+$(el)"
 for tag in base new new base; do
-  [ $(el) -lt 105 ] || break
+  [ $(el) -lt 110 ] || break
   bin=$G/bench_moe_linear; [ $tag = base ] && bin=$G/bench_moe_linear_base
   echo "== $tag t+$(el)" >> $L/w4a8_$tag.txt
   timeout 30 $bin --prefill-w4a8 --w4a8-flash-t 4096 --w4a8-pro-t 4096 > $L/cur.txt 2>&1; rc=$?

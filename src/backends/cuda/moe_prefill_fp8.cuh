@@ -17,12 +17,14 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "backends/cuda/activation.cuh"
 #include "backends/cuda/quantize.h"
 
 namespace dsv4::cuda::prefill {
 
 // PREFILL20 A/B (read at each launch; unset = the new kernels): DSV4_PREFILL_NONGEMM_OLD bits:
-// 1 = the combine as moe_combine_kernel, 2 = W4A8 h in f32 (not BF16 rounded to odd), 4 = the
+// 1 = the combine as moe_combine_kernel, 2 = h in f32 (not BF16 rounded to odd; W4A8 and the
+// W4A16 warp-specialized core), 4 = the
 // W4A8 quantize kernel of one item per warp with quant::e4m3_round, 8 = the W4A16 h' quantize
 // with quant::e4m3_round, 16 = the plan reading its indices from global memory (not staged in
 // shared memory first; moe_prefill.cu).
@@ -54,4 +56,24 @@ __device__ __forceinline__ uint16_t bf16_round_odd(float v) {
   return uint16_t((u >> 16) | ((u & 0xFFFFu) != 0u ? 1u : 0u));
 }
 
+// An L1 output type (out_t of the W4A16 warp-specialized kernels, official order): h stored as
+// BF16 rounded to odd.
+struct bf16_odd {
+  uint16_t bits;
+};
+
+// BF16 rounded to odd as f32 (exact).
+__device__ __forceinline__ float bf16_odd_value(uint16_t bits) {
+  return __uint_as_float(uint32_t(bits) << 16);
+}
+
 }  // namespace dsv4::cuda::prefill
+
+namespace dsv4::cuda {
+
+template <>
+__device__ __forceinline__ prefill::bf16_odd act_from_f32<prefill::bf16_odd>(float v) {
+  return {prefill::bf16_round_odd(v)};
+}
+
+}  // namespace dsv4::cuda
