@@ -1939,14 +1939,15 @@ std::vector<int64_t> g_w4a8_flash_t = {1024, 4096, 8192}, g_w4a8_pro_t = {4096};
 bool g_w4a8_profile = false;
 
 // --w4a8-ab (PREFILL20): per shape and T of the W4A8 section, its dense ceilings, then the
-// official call of the W4A8 ws core and of the engine's W4A16 path (repacked weights, automatic
-// core) under each DSV4_PREFILL_NONGEMM_OLD value of --ab-old (default 31,0; bits in
-// backends/cuda/moe_prefill_fp8.cuh: 31 = main's non-GEMM kernels, 0 = PREFILL20's), --ab-passes
-// passes (default 2, every other one in reverse order); y of call 0 under each value compared byte
+// official call of the W4A8 ws core, the engine's W4A16 path (repacked weights, automatic core)
+// and the W4A8 pipelined core under each DSV4_PREFILL_NONGEMM_OLD value of --ab-old (default
+// 15,0; bits in backends/cuda/moe_prefill_fp8.cuh: 15 = main's non-GEMM kernels, 0 =
+// PREFILL20's), --ab-passes passes (default 2, every other one in reverse order); y of call 0
+// under each value compared byte
 // for byte with the first value's; then a stage breakdown (each kernel in turn replaced by an
-// empty one) of both paths under the first value and 0 (--ab-breakdown-new: under 0 only).
+// empty one) of the three paths under the first value and 0 (--ab-breakdown-new: under 0 only).
 bool g_w4a8_ab = false;
-std::vector<int64_t> g_ab_old = {31, 0};
+std::vector<int64_t> g_ab_old = {15, 0};
 int g_ab_passes = 2;
 bool g_ab_breakdown_new = false;
 

@@ -11,7 +11,8 @@
 //   (official order: moe_quantize_h_kernel of moe_plan.cuh, FP8 per 128 values of each h row.)
 //   3. moe_prefill_gemm_kernel<up = false>: block = (256 rows of W2, one pair tile); each warp
 //      owns 2 x 16 rows; out[pair, row] in f32.
-//   4. moe_combine_kernel (moe_plan.cuh): y[t] = sum over k in order of weights[t, k] * out[t, k].
+//   4. moe_prefill_combine_kernel (moe_combine_kernel's values, moe_plan.cuh): y[t] = sum over k
+//      in order of weights[t, k] * out[t, k].
 //
 // The GEMM core (fragment mapping of fp4_mma.cuh): lane (g, c) reads 16 weight bytes (32 e2m1
 // values at k offset 32 c of a 128-wide round) of rows g and g + 8 straight from global memory
@@ -36,7 +37,6 @@
 
 #include "backends/cuda/activation.cuh"
 #include "backends/cuda/fp4_mma.cuh"
-#include "backends/cuda/kernel_attributes.h"
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/mma_sm80.cuh"
 #include "backends/cuda/moe_plan.cuh"
@@ -92,42 +92,14 @@ layout make_layout(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidde
   return l;
 }
 
-// The plan's one block first stages the routing indices in shared memory (dynamic, `pairs` ints;
-// the launch passes 0 bytes where they do not fit: then they are read from global memory), with
-// k_plan_batch independent loads per thread in flight: moe_group_pairs_by_expert's two passes
-// over the indices then read shared memory. Without the staging each pass waited one global load
-// round trip per 1024 pairs (one LDG per loop iteration; ~24 us of the plan at 24576 pairs,
-// PREFILL20). The pairs' order inside an expert (atomics) may change; no arithmetic mixes pairs.
-constexpr int k_plan_batch = 8;
-constexpr int64_t k_plan_staged_pairs = 48 * 1024;  // 192 KB beside the 16.6 KB of counts
-
 __global__ void __launch_bounds__(k_plan_threads)
     moe_prefill_plan_kernel(const int32_t* indices, int pairs, int experts, int tile,
-                            int* tile_count, int* sorted, int4* tiles, bool staged) {
+                            int* tile_count, int* sorted, int4* tiles) {
   __shared__ int counts[k_max_experts];
   __shared__ int offset[k_max_experts];
   __shared__ int warp_sums[2][32];
-  extern __shared__ int32_t staged_indices[];
-  const int32_t* src = indices;
-  if (staged) {
-    for (int p0 = threadIdx.x; p0 < pairs; p0 += k_plan_batch * k_plan_threads) {
-      int32_t v[k_plan_batch];
-#pragma unroll
-      for (int u = 0; u < k_plan_batch; ++u) {
-        const int p = p0 + u * k_plan_threads;
-        v[u] = p < pairs ? __ldg(indices + p) : 0;
-      }
-#pragma unroll
-      for (int u = 0; u < k_plan_batch; ++u) {
-        const int p = p0 + u * k_plan_threads;
-        if (p < pairs) staged_indices[p] = v[u];
-      }
-    }
-    __syncthreads();
-    src = staged_indices;
-  }
-  moe_group_pairs_by_expert(src, pairs, experts, tile, tile_count, sorted, tiles, counts, offset,
-                            warp_sums);
+  moe_group_pairs_by_expert(indices, pairs, experts, tile, tile_count, sorted, tiles, counts,
+                            offset, warp_sums);
 }
 
 // The combine of the prefill path: moe_combine_kernel's values (moe_plan.cuh: y[t, o] = the
@@ -136,6 +108,13 @@ __global__ void __launch_bounds__(k_plan_threads)
 // top_k out rows read by independent 16-byte loads (all issued before the first add), one
 // 16-byte (f32) or 8-byte (BF16) store. Grid: x = 256-thread blocks over hidden / 4, y = tokens
 // (strided). moe_combine_kernel remains where top_k > k_combine_max_k or hidden % 4 != 0.
+// Measured (PREFILL20, H200, official MXFP4 call at Flash T = 4096, stage breakdown of
+// bench_moe_linear --w4a8-ab): 176 -> 72 us (moe_combine_kernel: one output per thread, a 64-bit
+// division per output, one dependent index load before each out load); the call 1.009-1.018x.
+// Tried and removed (PREFILL20, code at 5f2db11): the plan's one block staging the routing
+// indices in shared memory first (8 loads in flight per thread; each of the grouping's two passes
+// waits one global load per 1024 pairs): plan stage 24-42 -> 9-16 us, but whole calls at Flash
+// T = 4096 within -0.7 .. +0.2% (W4A8 ws 3319.0 / 3318.0 us median without / with it), not kept.
 constexpr int k_combine_max_k = 8;
 
 template <bool weighted, typename act_t>
@@ -527,15 +506,8 @@ cudaError_t run_prefill(const act_t* x, int64_t tokens, const int32_t* indices,
   const int tile = wide ? prefill::k_ws_wide_tile : wg ? k_wgmma_tile : k_tile;
   const int64_t tile_slots = max_tiles(pairs, experts, tile);
 
-  // Indices staged in shared memory where they fit (DSV4_PREFILL_NONGEMM_OLD bit 16: never).
-  const bool staged = pairs <= k_plan_staged_pairs && (prefill::nongemm_old() & 16) == 0;
-  const size_t plan_smem = staged ? size_t(pairs) * 4 : 0;
-  if (staged)
-    if (const cudaError_t e = allow_dynamic_smem(moe_prefill_plan_kernel, plan_smem);
-        e != cudaSuccess)
-      return e;
-  moe_prefill_plan_kernel<<<1, k_plan_threads, plan_smem, stream>>>(
-      indices, int(pairs), int(experts), tile, tile_count, sorted, tiles, staged);
+  moe_prefill_plan_kernel<<<1, k_plan_threads, 0, stream>>>(indices, int(pairs), int(experts), tile,
+                                                            tile_count, sorted, tiles);
   if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
   const float* pair_weights = official ? weights : nullptr;
   const bool mx = w1.kind == weight_kind::mxfp4;

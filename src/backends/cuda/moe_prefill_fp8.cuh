@@ -8,7 +8,15 @@
 //  * e4m3 by cvt.rn.satfinite.e4m3x2.f32 alone: round to nearest even onto the E4M3 grid
 //    (subnormals included), saturating at +-448, NaN to NaN: quant::e4m3_round then the exact
 //    cast, one instruction per two values instead of ~40 per value (bench_moe_linear
-//    --fp8-check compares both over all 2^32 f32 inputs).
+//    --fp8-check compares both over all 2^32 f32 inputs at s = 2^-126, 2^-22, 2^-10, 2^-3, 1, 2^5,
+//    2^20, 2^120, 2^127: 0 bytes (W4A8) and 0 BF16 h' (W4A16) differ; H200, session 20).
+// Measured (PREFILL20, H200, bench_moe_linear --w4a8-ab, Flash T = 4096, official MXFP4 call,
+// same process): the W4A8 quantize kernels 76 + 182 us -> 30 + 48 us (x, h; stage breakdown),
+// the call 1.037-1.041x with this kernel alone; the W4A16 h' quantize with the cvt part of the
+// engine path's 1.044-1.054x (bench/kernels/results/2026-11-27_s20_prefill20_NOTES.md).
+// Tried and removed (same notes): h as BF16 rounded to odd in the W4A16 ws kernels too (out_t
+// bf16_odd in ws / q4 / wide, the h' quantize reading it): 0.994-1.003x of f32 h at Flash T = 4096,
+// code at 90bb849.
 #pragma once
 
 #include <cuda_fp16.h>
@@ -17,17 +25,14 @@
 #include <cstdint>
 #include <cstdlib>
 
-#include "backends/cuda/activation.cuh"
 #include "backends/cuda/quantize.h"
 
 namespace dsv4::cuda::prefill {
 
 // PREFILL20 A/B (read at each launch; unset = the new kernels): DSV4_PREFILL_NONGEMM_OLD bits:
-// 1 = the combine as moe_combine_kernel, 2 = h in f32 (not BF16 rounded to odd; W4A8 and the
-// W4A16 warp-specialized core), 4 = the
+// 1 = the combine as moe_combine_kernel, 2 = W4A8 h in f32 (not BF16 rounded to odd), 4 = the
 // W4A8 quantize kernel of one item per warp with quant::e4m3_round, 8 = the W4A16 h' quantize
-// with quant::e4m3_round, 16 = the plan reading its indices from global memory (not staged in
-// shared memory first; moe_prefill.cu).
+// with quant::e4m3_round.
 inline int nongemm_old() {
   const char* v = std::getenv("DSV4_PREFILL_NONGEMM_OLD");
   return v ? std::atoi(v) : 0;
@@ -48,32 +53,19 @@ __device__ __forceinline__ float2 e4m3x2_values(uint32_t bits) {
   return __half22float2(*reinterpret_cast<const __half2*>(&h));
 }
 
-// f32 to BF16 rounded to odd (truncated, the last bit set when a discarded bit was): rounding
-// this to E4M3 later (any power-of-two scale) gives the f32 value's rounding, and the block amax
-// of the rounded values gives the same scale (moe_prefill_w4a8.cu, launch_w4a8_gemms).
+// f32 to BF16 rounded to odd (truncated, the last bit set when a discarded bit was; NaN stays NaN
+// through the set bit). Rounded to E4M3 later, at every scale the block rounding can take
+// (s >= 2^-22, as max(amax, 1e-4) / 448 > 2^-23), it gives the f32 value's rounding: round to odd
+// at 8 significant bits, then to nearest at <= 4, is the direct rounding, and E4M3's subnormal
+// step 2^-9 s stays far above BF16's subnormals there. The block amax of the rounded values gives
+// the same scale: round to odd is monotone and keeps every value on its side of each BF16 number
+// with an even last bit, and the scale's steps (amax = 448 * 2^k = 7 * 2^(k + 6)) are such
+// numbers. bench_moe_linear --fp8-check, all 2^32 inputs: 0 differences at s = 2^-22 .. 2^127
+// and for the scale (over all 2^31 non-negative amax); at s = 2^-126 (unreachable) 2424800 bytes
+// differ. Used by moe_prefill_w4a8.cu (launch_w4a8_gemms: L1 writes h so, the quantize reads it).
 __device__ __forceinline__ uint16_t bf16_round_odd(float v) {
   const uint32_t u = __float_as_uint(v);
   return uint16_t((u >> 16) | ((u & 0xFFFFu) != 0u ? 1u : 0u));
 }
 
-// An L1 output type (out_t of the W4A16 warp-specialized kernels, official order): h stored as
-// BF16 rounded to odd.
-struct bf16_odd {
-  uint16_t bits;
-};
-
-// BF16 rounded to odd as f32 (exact).
-__device__ __forceinline__ float bf16_odd_value(uint16_t bits) {
-  return __uint_as_float(uint32_t(bits) << 16);
-}
-
 }  // namespace dsv4::cuda::prefill
-
-namespace dsv4::cuda {
-
-template <>
-__device__ __forceinline__ prefill::bf16_odd act_from_f32<prefill::bf16_odd>(float v) {
-  return {prefill::bf16_round_odd(v)};
-}
-
-}  // namespace dsv4::cuda

@@ -55,6 +55,15 @@
 // Session 17 (REVIEW17, H200, Flash T = 4096, same call): both kernels now take the ws kernel's
 // one-mask expand_e2m1x8 (the same bytes, one LOP3 less per word): w4a8 1.010-1.012x, w4a8_serial
 // 1.012-1.013x main's, y still bit for bit the ws kernel's.
+// Session 20 (PREFILL20, H200; bench/kernels/results/2026-11-27_s20_prefill20_NOTES.md): the
+// kernels around the GEMMs. L1 writes h as BF16 rounded to odd (half the bytes; the same E4M3
+// bytes and scales, moe_prefill_fp8.cuh) and w4a8_quantize_fast_kernel quantizes x and h (cvt,
+// four blocks per warp); with moe_prefill.cu's combine, the official call's non-GEMM kernels at
+// Flash T = 4096 (stage breakdown) 458 -> ~190 us; against main's binary, alternated: w4a8_ws
+// Flash T = 4096 3443 / 3438 -> 3321 / 3315 us (1.037x, 372-373 TFLOP/s), Pro T = 4096 9675 /
+// 9641 -> 9248 / 9273 us (1.042x), w4a8_serial 1.039x / 1.026x, w4a8 1.00x / 1.026x (at Flash
+// its L1 kernel in this build is slower than main's by about what the other kernels save: the
+// in-process A/B, main's kernels there, measured 1.063x; not resolved).
 //
 // Determinism: every output element is one pair's sum in a fixed order.
 #include <cuda_bf16.h>

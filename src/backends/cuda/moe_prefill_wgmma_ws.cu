@@ -784,11 +784,8 @@ cudaError_t launch_ws(int64_t row_blocks, int64_t tile_slots, const ws_args& a, 
 // k order: moe_quantize_h_kernel then moe_prefill_permute_kernel<float> in one pass. One warp per
 // (pair, 128-value block); pairs with a bad expert index skipped (L1 never wrote them, no tile
 // reads them).
-// in_t bf16_odd (PREFILL20): h from L1 as BF16 rounded to odd, which gives the same amax's
-// scale and the same E4M3 values (moe_prefill_fp8.cuh).
-template <typename in_t>
 __global__ void __launch_bounds__(256)
-    ws_quantize_permute_kernel(const in_t* h, const int32_t* indices, int64_t pairs,
+    ws_quantize_permute_kernel(const float* h, const int32_t* indices, int64_t pairs,
                                int64_t experts, int64_t inter, __nv_bfloat16* hp, bool fast) {
   __shared__ __align__(16) __nv_bfloat16 buf[256 / k_warp_size][k_round];
   const int warp = int(threadIdx.x) / k_warp_size, lane = int(threadIdx.x) % k_warp_size;
@@ -798,15 +795,8 @@ __global__ void __launch_bounds__(256)
   const int64_t p = item / blocks, b = item % blocks;
   const int32_t e = indices[p];
   if (e < 0 || e >= experts) return;
-  float vals[4];  // physical k 4 lane .. 4 lane + 3
-  if constexpr (std::is_same_v<in_t, float>) {
-    const float4 v = reinterpret_cast<const float4*>(h + p * inter + b * k_round)[lane];
-    vals[0] = v.x, vals[1] = v.y, vals[2] = v.z, vals[3] = v.w;
-  } else {
-    const uint2 v = reinterpret_cast<const uint2*>(h + p * inter + b * k_round)[lane];
-    vals[0] = bf16_odd_value(uint16_t(v.x)), vals[1] = bf16_odd_value(uint16_t(v.x >> 16));
-    vals[2] = bf16_odd_value(uint16_t(v.y)), vals[3] = bf16_odd_value(uint16_t(v.y >> 16));
-  }
+  const float4 v = reinterpret_cast<const float4*>(h + p * inter + b * k_round)[lane];
+  const float vals[4] = {v.x, v.y, v.z, v.w};  // physical k 4 lane .. 4 lane + 3
   float amax = 0.0f;
 #pragma unroll
   for (int i = 0; i < 4; ++i) amax = fmaxf(amax, fabsf(vals[i]));
@@ -882,27 +872,17 @@ cudaError_t launch_wgmma_ws_gemms(const act_t* x, int64_t tokens, int64_t top_k,
       return e;
     a.src = reinterpret_cast<const __nv_bfloat16*>(h);
   } else {
-    // Official order: h (BF16 rounded to odd, PREFILL20; f32 with DSV4_PREFILL_NONGEMM_OLD bit
-    // 2), then its FP8 rounding per 128 values (exact in BF16) written as h' into the scratch (x'
-    // is dead once L1 ran).
-    const int old = nongemm_old();
-    const bool h16 = (old & 2) == 0, fast = (old & 8) == 0;
+    // Official order: f32 h, then its FP8 rounding per 128 values (exact in BF16) written as h'
+    // into the scratch (x' is dead once L1 ran).
     if (const cudaError_t e =
-            h16    ? (wide ? launch_wd<bf16_odd, K, true, false>(rb1, tile_slots, a, stream)
-                           : launch_ws<bf16_odd, K, true, RP, false>(rb1, tile_slots, a, pr, stream))
-            : wide ? launch_wd<float, K, true, false>(rb1, tile_slots, a, stream)
-                   : launch_ws<float, K, true, RP, false>(rb1, tile_slots, a, pr, stream);
+            wide ? launch_wd<float, K, true, false>(rb1, tile_slots, a, stream)
+                 : launch_ws<float, K, true, RP, false>(rb1, tile_slots, a, pr, stream);
         e != cudaSuccess)
       return e;
     const int64_t items = pairs * (inter / k_round);
     if (items > 0) {
-      const unsigned blocks = unsigned(ceil_div(items, 256 / k_warp_size));
-      if (h16)
-        ws_quantize_permute_kernel<bf16_odd><<<blocks, 256, 0, stream>>>(
-            reinterpret_cast<const bf16_odd*>(h), indices, pairs, w1.count, inter, xp, fast);
-      else
-        ws_quantize_permute_kernel<float>
-            <<<blocks, 256, 0, stream>>>(h, indices, pairs, w1.count, inter, xp, fast);
+      ws_quantize_permute_kernel<<<unsigned(ceil_div(items, 256 / k_warp_size)), 256, 0, stream>>>(
+          h, indices, pairs, w1.count, inter, xp, (nongemm_old() & 8) == 0);
       if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
     }
     a.src = xp;

@@ -7,7 +7,6 @@
 #pragma once
 
 #include "backends/cuda/mbarrier.cuh"
-#include "backends/cuda/moe_prefill_fp8.cuh"
 #include "backends/cuda/moe_prefill_wgmma_kernel.cuh"
 #include "backends/cuda/moe_prefill_wgmma_ws.h"
 

@@ -389,8 +389,6 @@ DSV4_PREFILL_WGMMA_WS_WIDE_INSTANTIATE(__nv_bfloat16, weight_kind::mxfp4, true, 
 DSV4_PREFILL_WGMMA_WS_WIDE_INSTANTIATE(__nv_bfloat16, weight_kind::nvfp4, true, true)
 DSV4_PREFILL_WGMMA_WS_WIDE_INSTANTIATE(float, weight_kind::mxfp4, true, false)
 DSV4_PREFILL_WGMMA_WS_WIDE_INSTANTIATE(float, weight_kind::nvfp4, true, false)
-DSV4_PREFILL_WGMMA_WS_WIDE_INSTANTIATE(bf16_odd, weight_kind::mxfp4, true, false)
-DSV4_PREFILL_WGMMA_WS_WIDE_INSTANTIATE(bf16_odd, weight_kind::nvfp4, true, false)
 DSV4_PREFILL_WGMMA_WS_WIDE_INSTANTIATE(float, weight_kind::mxfp4, false, false)
 DSV4_PREFILL_WGMMA_WS_WIDE_INSTANTIATE(float, weight_kind::nvfp4, false, false)
 #undef DSV4_PREFILL_WGMMA_WS_WIDE_INSTANTIATE
