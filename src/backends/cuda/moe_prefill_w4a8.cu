@@ -61,7 +61,7 @@
 // four blocks per warp); with moe_prefill.cu's combine, the official call's non-GEMM kernels at
 // Flash T = 4096 (stage breakdown) 458 -> ~190 us; against main's binary, alternated: w4a8_ws
 // Flash T = 4096 3443 / 3438 -> 3321 / 3315 us (1.037x, 372-373 TFLOP/s), Pro T = 4096 9675 /
-// 9641 -> 9248 / 9273 us (1.042x), w4a8_serial 1.039x / 1.026x, w4a8 1.00x / 1.026x (at Flash
+// 9641 -> 9248 / 9273 us (1.043x), w4a8_serial 1.039x / 1.026x, w4a8 1.00x / 1.026x (at Flash
 // its L1 kernel in this build is slower than main's by about what the other kernels save: the
 // in-process A/B, main's kernels there, measured 1.063x; not resolved).
 //
