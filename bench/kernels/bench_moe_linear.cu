@@ -35,6 +35,7 @@
 #include <cuda_bf16.h>
 #include <cuda_fp8.h>
 #include <cuda_runtime.h>
+#include <cxxabi.h>
 
 #include <algorithm>
 #include <cmath>
@@ -52,6 +53,7 @@
 #include "backends/cuda/moe.h"
 #include "backends/cuda/moe_decode.h"
 #include "backends/cuda/moe_prefill.h"
+#include "backends/cuda/moe_prefill_fp8.cuh"
 #include "backends/cuda/moe_repack.h"
 #include "backends/cuda/quantize.h"
 #include "bench_common.cuh"
@@ -257,13 +259,28 @@ void stage_breakdown(const char* label, const std::function<void(int, cudaStream
     // "weight_kindE<digit>ELb<UP>").
     const size_t kind_at = nm.find("weight_kindE");
     const bool up = kind_at != std::string::npos && nm.compare(kind_at + 13, 4, "ELb1") == 0;
-    std::string tag = nm.find("prepare") != std::string::npos    ? "prepare"
+    // Other kernels (the prefill's): the demangled name without scopes and parameters.
+    std::string shortname = nm;
+    if (int st = 0; char* dm = abi::__cxa_demangle(nm.c_str(), nullptr, nullptr, &st)) {
+      shortname = dm;
+      std::free(dm);
+      const size_t paren = shortname.find('(');
+      if (paren != std::string::npos) shortname.resize(paren);
+      const size_t lt = shortname.find('<');
+      const size_t colon = shortname.rfind("::", lt == std::string::npos ? shortname.size() : lt);
+      if (colon != std::string::npos) shortname = shortname.substr(colon + 2);
+    }
+    const bool decode = nm.find("moe_decode") != std::string::npos ||
+                        nm.find("moe_quantize_h") != std::string::npos ||
+                        nm.find("moe_combine_kernel") != std::string::npos;
+    std::string tag = !decode                                    ? shortname.substr(0, 60)
+                      : nm.find("prepare") != std::string::npos  ? "prepare"
                       : nm.find("quantize") != std::string::npos ? "quantize_h"
                       : nm.find("combine") != std::string::npos  ? "combine"
                       : nm.find("gemm") != std::string::npos
                           ? (up ? "gemm L1 (W1, W3)" : "gemm L2 (W2)")
                           : nm.substr(0, 40);
-    std::printf("  stage %-18s grid %5u x %4u, %4u threads: saves %8.2f us/call (%5.1f%%)\n",
+    std::printf("  stage %-24s grid %5u x %4u, %4u threads: saves %8.2f us/call (%5.1f%%)\n",
                 tag.c_str(), first[j].gridDim.x, first[j].gridDim.y, first[j].blockDim.x,
                 full - without, 100.0 * (full - without) / full);
   }
@@ -1921,6 +1938,78 @@ std::vector<int64_t> g_w4a8_flash_t = {1024, 4096, 8192}, g_w4a8_pro_t = {4096};
 // --w4a8-profile: one call of each core at Flash's first token count, no timing (for ncu).
 bool g_w4a8_profile = false;
 
+// --w4a8-ab (PREFILL20): per shape and T of the W4A8 section, its dense ceilings, then the
+// official call of the W4A8 ws core, the engine's W4A16 path (repacked weights, automatic core)
+// and the W4A8 pipelined core under each DSV4_PREFILL_NONGEMM_OLD value of --ab-old (default
+// 15,0; bits in backends/cuda/moe_prefill_fp8.cuh: 15 = main's non-GEMM kernels, 0 =
+// PREFILL20's), --ab-passes passes (default 2, every other one in reverse order); y of call 0
+// under each value compared byte
+// for byte with the first value's; then a stage breakdown (each kernel in turn replaced by an
+// empty one) of the three paths under the first value and 0 (--ab-breakdown-new: under 0 only).
+bool g_w4a8_ab = false;
+std::vector<int64_t> g_ab_old = {15, 0};
+int g_ab_passes = 2;
+bool g_ab_breakdown_new = false;
+
+void set_nongemm_old(int64_t v) {
+  if (v == 0)
+    unsetenv("DSV4_PREFILL_NONGEMM_OLD");
+  else
+    setenv("DSV4_PREFILL_NONGEMM_OLD", std::to_string(v).c_str(), 1);
+}
+
+// --fp8-check (PREFILL20): moe_prefill_fp8.cuh's rounding against quant::e4m3_round over all 2^32
+// f32 inputs v, for s = 2^k (k in the list below): the E4M3 byte cvt(v * (1 / s)) vs
+// cvt(e4m3_round(v / s)) (W4A8 bytes), BF16(e4m3(v * (1 / s)) * s) vs BF16(e4m3_round(v / s) * s)
+// (W4A16 h'), and the byte of BF16-rounded-to-odd v vs the f32 v's; plus the block scale of
+// the rounded-to-odd amax against the f32 amax's over all 2^31 non-negative inputs.
+__global__ void fp8_check_kernel(int k, unsigned long long* bad) {
+  const float s = __uint_as_float(uint32_t(k + 127) << 23);
+  const float r = __fdiv_rn(1.0f, s);
+  unsigned long long b0 = 0, b1 = 0, b2 = 0, b3 = 0;
+  for (uint64_t i = blockIdx.x * uint64_t(blockDim.x) + threadIdx.x; i < (1ull << 32);
+       i += uint64_t(gridDim.x) * blockDim.x) {
+    const float v = __uint_as_float(uint32_t(i));
+    const float ref = dsv4::cuda::quant::e4m3_round(__fdiv_rn(v, s));
+    const uint32_t old_byte = __nv_cvt_float_to_fp8(ref, __NV_SATFINITE, __NV_E4M3);
+    const uint32_t new_bits = dsv4::cuda::prefill::e4m3x2_bits(__fmul_rn(v, r), 0.0f);
+    b0 += old_byte != (new_bits & 0xFFu);
+    const __nv_bfloat16 oh = __float2bfloat16_rn(__fmul_rn(ref, s));
+    const __nv_bfloat16 nh =
+        __float2bfloat16_rn(__fmul_rn(dsv4::cuda::prefill::e4m3x2_values(new_bits).x, s));
+    b1 += *reinterpret_cast<const uint16_t*>(&oh) != *reinterpret_cast<const uint16_t*>(&nh);
+    const float ro = __uint_as_float(uint32_t(dsv4::cuda::prefill::bf16_round_odd(v)) << 16);
+    b2 += old_byte != (dsv4::cuda::prefill::e4m3x2_bits(__fmul_rn(ro, r), 0.0f) & 0xFFu);
+    if (k == 0 && i < (1ull << 31)) {  // non-negative amax
+      const float a = __uint_as_float(uint32_t(i));
+      const float sa = dsv4::cuda::prefill::fp8_block_scale(a);
+      const float sb = dsv4::cuda::prefill::fp8_block_scale(ro);
+      b3 += !(isnan(a) || __float_as_uint(sa) == __float_as_uint(sb));
+    }
+  }
+  atomicAdd(bad + 0, b0);
+  atomicAdd(bad + 1, b1);
+  atomicAdd(bad + 2, b2);
+  atomicAdd(bad + 3, b3);
+}
+
+void fp8_check() {
+  unsigned long long* bad;
+  CK(cudaMalloc(&bad, 4 * sizeof(unsigned long long)));
+  for (int k : {0, -126, -22, -10, -3, 5, 20, 120, 127}) {
+    CK(cudaMemset(bad, 0, 4 * sizeof(unsigned long long)));
+    fp8_check_kernel<<<132 * 16, 256>>>(k, bad);
+    CK(cudaDeviceSynchronize());
+    unsigned long long h[4];
+    CK(cudaMemcpy(h, bad, sizeof(h), cudaMemcpyDeviceToHost));
+    std::printf(
+        "fp8-check s = 2^%d: over 2^32 inputs, E4M3 byte differs %llu, BF16 h' differs %llu, "
+        "byte of round-to-odd BF16 differs %llu; scale of round-to-odd amax differs %llu%s\n",
+        k, h[0], h[1], h[2], h[3], k == 0 ? " (of 2^31)" : " (not checked)");
+  }
+  CK(cudaFree(bad));
+}
+
 std::vector<int64_t> parse_list(const std::string& list) {
   std::vector<int64_t> v;
   for (std::string t = list; !t.empty();) {
@@ -2041,6 +2130,102 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
           in.xb + size_t(i) * T * D, T, in.idx + size_t(i) * P, in.wts + size_t(i) * P, K, w1.w,
           w3.w, w2.w, 10.0f, ws, ws_bytes, y, st, core));
     };
+    if (g_w4a8_ab) {
+      const device_repacked r1(w1), r3(w3), r2(w2);
+      // Paths: 0 the W4A8 ws core, 1 the engine's W4A16 path, 2 the W4A8 pipelined core.
+      constexpr int paths = 3;
+      const auto run_path = [&](int path, int i, cudaStream_t st, __nv_bfloat16* y) {
+        const bool w8 = path != 1;
+        CK(dsv4::cuda::moe_prefill_experts_official(
+            in.xb + size_t(i) * T * D, T, in.idx + size_t(i) * P, in.wts + size_t(i) * P, K,
+            w8 ? w1.w : r1.w, w8 ? w3.w : r3.w, w8 ? w2.w : r2.w, 10.0f, ws, ws_bytes, y, st,
+            path == 0   ? moe_prefill_core::w4a8_ws
+            : path == 2 ? moe_prefill_core::w4a8
+                        : moe_prefill_core::automatic));
+      };
+      const char* names[paths] = {"w4a8_ws (W4A8)", "engine W4A16 (repacked)", "w4a8 (W4A8)"};
+      __nv_bfloat16 *ya, *yb;
+      CK(cudaMalloc(&ya, size_t(T) * D * 2));
+      CK(cudaMalloc(&yb, size_t(T) * D * 2));
+      const auto tf = [&](double ms) { return flops / (ms * 1e-3) / 1e12; };
+      std::printf(
+          "%-6s T=%lld ceilings: cublas bf16 dense %.1f us (%.1f TF), cublasLt fp8 dense "
+          "%.1f us (%.1f TF)\n",
+          sh.name, (long long)T, bf16_ms * 1e3, tf(bf16_ms), f8_ms * 1e3,
+          f8_ms > 0 ? tf(f8_ms) : 0.0);
+      for (int path = 0; path < paths; ++path) {  // y of call 0 under each value vs 15's
+        std::vector<uint16_t> ref(size_t(T) * D), cur(size_t(T) * D);
+        for (size_t c = 0; c < g_ab_old.size(); ++c) {
+          set_nongemm_old(g_ab_old[c]);
+          CK(cudaMemset(yb, 0xFF, size_t(T) * D * 2));
+          run_path(path, 0, s, yb);
+          CK(cudaStreamSynchronize(s));
+          CK(cudaMemcpy(c == 0 ? ref.data() : cur.data(), yb, ref.size() * 2,
+                        cudaMemcpyDeviceToHost));
+          if (c == 0) continue;
+          size_t differ = 0;
+          for (size_t j = 0; j < ref.size(); ++j) differ += ref[j] != cur[j];
+          std::printf("%-6s T=%lld %-24s old=%-2lld vs old=%lld: %zu of %zu BF16 y differ\n",
+                      sh.name, (long long)T, names[path], (long long)g_ab_old[c],
+                      (long long)g_ab_old[0], differ, ref.size());
+        }
+      }
+      std::map<std::pair<int, int64_t>, std::vector<double>> times;
+      for (int pass = 0; pass < g_ab_passes; ++pass)
+        for (size_t c0 = 0; c0 < g_ab_old.size(); ++c0) {
+          const int64_t v = g_ab_old[pass % 2 == 0 ? c0 : g_ab_old.size() - 1 - c0];
+          set_nongemm_old(v);
+          for (int path = 0; path < paths; ++path) {
+            const double ms = time_prefill_per_call(
+                [&](int i, cudaStream_t st) { run_path(path, i, st, ya); }, calls, 20, s);
+            times[{path, v}].push_back(ms);
+            std::printf(
+                "%-6s T=%lld pass %d %-24s old=%-2lld %9.1f us %7.1f TF %5.1f%% fp8 "
+                "%5.1f%% bf16\n",
+                sh.name, (long long)T, pass + 1, names[path], (long long)v, ms * 1e3, tf(ms),
+                f8_ms > 0 ? 100 * f8_ms / ms : 0.0, 100 * bf16_ms / ms);
+          }
+        }
+      for (int path = 0; path < paths; ++path)
+        for (int64_t v : g_ab_old) {
+          const std::vector<double>& a = times[{path, v}];
+          const std::vector<double>& b = times[{path, g_ab_old[0]}];
+          std::string r;
+          for (size_t q = 0; q < a.size(); ++q) {
+            char buf[32];
+            std::snprintf(buf, sizeof(buf), "%s%.3f", q ? " / " : "", b[q] / a[q]);
+            r += buf;
+          }
+          std::vector<double> sa = a;
+          std::sort(sa.begin(), sa.end());
+          std::printf(
+              "%-6s T=%lld %-24s old=%-2lld vs old=%lld: speed %sx (pass 1..%zu); "
+              "median %.1f us\n",
+              sh.name, (long long)T, names[path], (long long)v, (long long)g_ab_old[0], r.c_str(),
+              a.size(), 1e3 * sa[sa.size() / 2]);
+        }
+      for (int64_t v : {g_ab_old[0], int64_t(0)}) {
+        if (g_ab_breakdown_new && v != 0) continue;
+        set_nongemm_old(v);
+        for (int path = 0; path < paths; ++path) {
+          const std::string label = std::string(sh.name) + " T=" + std::to_string(T) + " " +
+                                    (path == 0   ? "w4a8_ws"
+                                     : path == 1 ? "W4A16"
+                                                 : "w4a8") +
+                                    " old=" + std::to_string(v);
+          stage_breakdown(
+              label.c_str(), [&](int i, cudaStream_t st) { run_path(path, i, st, ya); }, calls, s);
+        }
+      }
+      set_nongemm_old(0);
+      CK(cudaFree(ya));
+      CK(cudaFree(yb));
+      CK(cudaFree(db));
+      CK(cudaFree(dq));
+      CK(cudaFree(dc));
+      CK(cudaFree(ws));
+      continue;
+    }
     // Outputs of call 0 from both cores (yb and yf's bytes as a second BF16 buffer).
     auto* y16 = in.yb;
     auto* y8 = reinterpret_cast<__nv_bfloat16*>(in.yf);
@@ -2134,6 +2319,7 @@ int main(int argc, char** argv) {
   bool profile = false;  // --profile: one eager call per decode variant, for ncu
   bool w4a8 = false;     // --prefill-w4a8: only the W4A8 prefill section
   bool pws = false;      // --prefill-ws: only the wgmma_ws section
+  bool fp8 = false;      // --fp8-check: PREFILL20's rounding check, then the sections asked for
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--moe-only") only_moe = true;
@@ -2152,6 +2338,11 @@ int main(int argc, char** argv) {
     if (a == "--w4a8-flash-t" && i + 1 < argc) g_w4a8_flash_t = parse_list(argv[++i]);
     if (a == "--w4a8-pro-t" && i + 1 < argc) g_w4a8_pro_t = parse_list(argv[++i]);
     if (a == "--w4a8-profile") g_w4a8_profile = true;
+    if (a == "--w4a8-ab") w4a8 = g_w4a8_ab = true;
+    if (a == "--ab-old" && i + 1 < argc) g_ab_old = parse_list(argv[++i]);
+    if (a == "--ab-passes" && i + 1 < argc) g_ab_passes = std::max(1, std::atoi(argv[++i]));
+    if (a == "--ab-breakdown-new") g_ab_breakdown_new = true;
+    if (a == "--fp8-check") fp8 = true;
     if (a == "--decode-only") g_decode_only = only_moe = true;
     if (a == "--replays" && i + 1 < argc) k_replays = std::max(5, std::atoi(argv[++i]));
     if (a == "--shapes" && i + 1 < argc) g_shapes = argv[++i];
@@ -2187,6 +2378,8 @@ int main(int argc, char** argv) {
               p.l2CacheSize >> 20, double(p.totalGlobalMem) / double(1ull << 30));
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+  if (fp8) fp8_check();
+  if (fp8 && !w4a8 && !pws) return 0;
   cublasHandle_t h;
   CB(cublasCreate(&h));
   CB(cublasSetStream(h, s));

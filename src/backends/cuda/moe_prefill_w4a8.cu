@@ -55,6 +55,15 @@
 // Session 17 (REVIEW17, H200, Flash T = 4096, same call): both kernels now take the ws kernel's
 // one-mask expand_e2m1x8 (the same bytes, one LOP3 less per word): w4a8 1.010-1.012x, w4a8_serial
 // 1.012-1.013x main's, y still bit for bit the ws kernel's.
+// Session 20 (PREFILL20, H200; bench/kernels/results/2026-11-27_s20_prefill20_NOTES.md): the
+// kernels around the GEMMs. L1 writes h as BF16 rounded to odd (half the bytes; the same E4M3
+// bytes and scales, moe_prefill_fp8.cuh) and w4a8_quantize_fast_kernel quantizes x and h (cvt,
+// four blocks per warp); with moe_prefill.cu's combine, the official call's non-GEMM kernels at
+// Flash T = 4096 (stage breakdown) 458 -> ~190 us; against main's binary, alternated: w4a8_ws
+// Flash T = 4096 3443 / 3438 -> 3321 / 3315 us (1.037x, 372-373 TFLOP/s), Pro T = 4096 9675 /
+// 9641 -> 9248 / 9273 us (1.043x), w4a8_serial 1.039x / 1.026x, w4a8 1.00x / 1.026x (at Flash
+// its L1 kernel in this build is slower than main's by about what the other kernels save: the
+// in-process A/B, main's kernels there, measured 1.063x; not resolved).
 //
 // Determinism: every output element is one pair's sum in a fixed order.
 #include <cuda_bf16.h>
@@ -70,6 +79,7 @@
 #include "backends/cuda/mbarrier.cuh"
 #include "backends/cuda/moe_plan.cuh"
 #include "backends/cuda/moe_prefill_common.cuh"
+#include "backends/cuda/moe_prefill_fp8.cuh"
 #include "backends/cuda/moe_prefill_w4a8.h"
 #include "backends/cuda/moe_prefill_w4a8_ops.cuh"
 #include "backends/cuda/moe_prefill_wgmma.h"
@@ -181,6 +191,55 @@ __global__ void __launch_bounds__(256)
   if (lane == 0) scales[row * blocks_per_row + b] = s;
 }
 
+// w4a8_quantize_kernel's bytes and scales (moe_prefill_fp8.cuh: v * (1 / s), one cvt per two
+// values) with U consecutive blocks of one row per warp (U divides cols / 128), their loads
+// issued before the first reduction: BF16 h (L1's output, rounded to odd) is 256 bytes per
+// block, and one block per warp left the loads too few per SM to stream at full rate.
+// H: a tag (h or x), so that the bench's stage breakdown tells the two launches apart.
+template <typename in_t, int U, bool H>
+__global__ void __launch_bounds__(256)
+    w4a8_quantize_fast_kernel(const in_t* src, int64_t rows, int64_t cols, const int32_t* indices,
+                              int64_t experts, uint8_t* q, float* scales) {
+  const int64_t blocks_per_row = cols / 128;
+  const int64_t first = (int64_t(blockIdx.x) * (256 / k_warp_size) + threadIdx.x / k_warp_size) * U;
+  if (first >= rows * blocks_per_row) return;
+  const int64_t row = first / blocks_per_row;
+  if (indices) {
+    const int32_t e = indices[row];
+    if (e < 0 || e >= experts) return;
+  }
+  const int lane = threadIdx.x % k_warp_size;
+  const int64_t base = row * cols + (first - row * blocks_per_row) * 128;
+  float v[U][4];
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    const in_t* p = src + base + u * 128 + w4a8_physical_k(4 * lane);
+    if constexpr (std::is_same_v<in_t, float>) {
+      const float4 f = *reinterpret_cast<const float4*>(p);
+      v[u][0] = f.x, v[u][1] = f.y, v[u][2] = f.z, v[u][3] = f.w;
+    } else {
+      const uint2 w = *reinterpret_cast<const uint2*>(p);
+      v[u][0] = __uint_as_float(w.x << 16), v[u][1] = __uint_as_float(w.x & 0xFFFF0000u);
+      v[u][2] = __uint_as_float(w.y << 16), v[u][3] = __uint_as_float(w.y & 0xFFFF0000u);
+    }
+  }
+  float my_scale = 0.0f;
+#pragma unroll
+  for (int u = 0; u < U; ++u) {
+    float amax = 0.0f;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) amax = fmaxf(amax, fabsf(v[u][i]));  // NaN ignored
+    amax = quant::warp_max(amax);
+    const float s = fp8_block_scale(amax);
+    const float r = __fdiv_rn(1.0f, s);  // exact: s is a power of two
+    const uint32_t bytes = e4m3x2_bits(__fmul_rn(v[u][0], r), __fmul_rn(v[u][1], r)) |
+                           e4m3x2_bits(__fmul_rn(v[u][2], r), __fmul_rn(v[u][3], r)) << 16;
+    *reinterpret_cast<uint32_t*>(q + base + u * 128 + 4 * lane) = bytes;
+    if (lane == u) my_scale = s;
+  }
+  if (lane < U) scales[first + lane] = my_scale;
+}
+
 // ---- the GEMM ----
 
 // v * 2^e for e in [-133, 122] (two exact power-of-two steps, one rounding at most).
@@ -201,6 +260,7 @@ struct w4a8_args {
   float limit;
   const float* pair_weights;  // L1 (official order)
   float* dst;                 // L1: h [pairs, inter]; L2: out [pairs, hidden]
+  uint16_t* h16;              // L1: h as BF16 rounded to odd (bf16_round_odd) instead of dst
 };
 
 // The epilogue of both W4A8 cores: accumulator j is fragment row (j >> 1) & 1 (0: g, 1: g + 8),
@@ -238,8 +298,11 @@ __device__ __forceinline__ void w4a8_store_outputs(const w4a8_args& a, const flo
         const float gv = emax[0] == 255 ? nan : scale_pow2(acc[j], base[0] - 127);
         const float uv = emax[1] == 255 ? nan : scale_pow2(acc[j + 2], base[1] - 127);
         const float v = moe_swiglu_value(gv, uv, a.limit);
-        a.dst[int64_t(p) * out_rows + row[0]] =
-            a.pair_weights ? __fmul_rn(v, pw[2 * (j >> 2) + (j & 1)]) : v;
+        const float hv = a.pair_weights ? __fmul_rn(v, pw[2 * (j >> 2) + (j & 1)]) : v;
+        if (a.h16)
+          a.h16[int64_t(p) * out_rows + row[0]] = bf16_round_odd(hv);
+        else
+          a.dst[int64_t(p) * out_rows + row[0]] = hv;
       }
     } else {
       if (row[i] < out_rows)
@@ -972,6 +1035,25 @@ cudaError_t launch_quantize(const in_t* src, int64_t rows, int64_t cols, const i
   return cudaGetLastError();
 }
 
+// The fast quantize (U = 4 where cols / 128 allows it) unless DSV4_PREFILL_NONGEMM_OLD bit 2.
+template <typename in_t, bool H>
+cudaError_t launch_quantize_any(const in_t* src, int64_t rows, int64_t cols, const int32_t* indices,
+                                int64_t experts, uint8_t* q, float* scales, bool fast,
+                                cudaStream_t stream) {
+  if (!fast) return launch_quantize<in_t>(src, rows, cols, indices, experts, q, scales, stream);
+  const int64_t items = rows * (cols / 128);
+  if (items == 0) return cudaSuccess;
+  if ((cols / 128) % 4 == 0)
+    w4a8_quantize_fast_kernel<in_t, 4, H>
+        <<<unsigned(ceil_div(items / 4, 256 / k_warp_size)), 256, 0, stream>>>(
+            src, rows, cols, indices, experts, q, scales);
+  else
+    w4a8_quantize_fast_kernel<in_t, 1, H>
+        <<<unsigned(ceil_div(items, 256 / k_warp_size)), 256, 0, stream>>>(src, rows, cols, indices,
+                                                                           experts, q, scales);
+  return cudaGetLastError();
+}
+
 }  // namespace
 
 size_t w4a8_workspace_bytes(int64_t tokens, int64_t top_k, int64_t hidden, int64_t inter) {
@@ -998,7 +1080,10 @@ cudaError_t launch_w4a8_gemms(const act_t* x, int64_t tokens, int64_t top_k,
   float* xs = reinterpret_cast<float*>(qb + l.xs);
   uint8_t* hq = qb + l.hq;
   float* hs = reinterpret_cast<float*>(qb + l.hs);
-  if (const cudaError_t e = launch_quantize<act_t>(x, tokens, hidden, nullptr, 0, xq, xs, stream);
+  const int old = nongemm_old();
+  const bool h16 = (old & 2) == 0, fast = (old & 4) == 0;
+  if (const cudaError_t e =
+          launch_quantize_any<act_t, false>(x, tokens, hidden, nullptr, 0, xq, xs, fast, stream);
       e != cudaSuccess)
     return e;
   w4a8_args a{};
@@ -1013,16 +1098,21 @@ cudaError_t launch_w4a8_gemms(const act_t* x, int64_t tokens, int64_t top_k,
   a.wb = make_fp4_weight(w3);
   a.pair_weights = pair_weights;
   a.dst = h;
+  a.h16 = h16 ? reinterpret_cast<uint16_t*>(h) : nullptr;
   const dim3 grid1(unsigned(ceil_div(inter, k_up_rows)), unsigned(tile_slots));
   if (const cudaError_t e = ws          ? launch_w4a8_ws_gemm<true>(grid1.x, tile_slots, a, stream)
                             : pipelined ? launch_w4a8_gemm<true, true>(grid1, a, stream)
                                         : launch_w4a8_gemm<true, false>(grid1, a, stream);
       e != cudaSuccess)
     return e;
-  if (const cudaError_t e =
-          launch_quantize<float>(h, pairs, inter, indices, w1.count, hq, hs, stream);
+  if (const cudaError_t e = h16 ? launch_quantize_any<__nv_bfloat16, true>(
+                                      reinterpret_cast<const __nv_bfloat16*>(h), pairs, inter,
+                                      indices, w1.count, hq, hs, fast, stream)
+                                : launch_quantize_any<float, true>(h, pairs, inter, indices,
+                                                                   w1.count, hq, hs, fast, stream);
       e != cudaSuccess)
     return e;
+  a.h16 = nullptr;
   a.bq = hq;
   a.bs = hs;
   a.wa = a.wb = make_fp4_weight(w2);

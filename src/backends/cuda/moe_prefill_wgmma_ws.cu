@@ -99,6 +99,7 @@
 // The wide kernel (tiles of up to 256 pairs, PREFILL15 / PREFILL16) is in
 // moe_prefill_wgmma_ws_wide.cu; what both kernels share in moe_prefill_wgmma_ws_common.cuh.
 #include "backends/cuda/cp_async.cuh"
+#include "backends/cuda/moe_prefill_fp8.cuh"
 #include "backends/cuda/moe_prefill_wgmma_permute.cuh"
 #include "backends/cuda/moe_prefill_wgmma_ws_common.cuh"
 
@@ -785,7 +786,7 @@ cudaError_t launch_ws(int64_t row_blocks, int64_t tile_slots, const ws_args& a, 
 // reads them).
 __global__ void __launch_bounds__(256)
     ws_quantize_permute_kernel(const float* h, const int32_t* indices, int64_t pairs,
-                               int64_t experts, int64_t inter, __nv_bfloat16* hp) {
+                               int64_t experts, int64_t inter, __nv_bfloat16* hp, bool fast) {
   __shared__ __align__(16) __nv_bfloat16 buf[256 / k_warp_size][k_round];
   const int warp = int(threadIdx.x) / k_warp_size, lane = int(threadIdx.x) % k_warp_size;
   const int64_t blocks = inter / k_round;
@@ -801,10 +802,20 @@ __global__ void __launch_bounds__(256)
   for (int i = 0; i < 4; ++i) amax = fmaxf(amax, fabsf(vals[i]));
   amax = quant::warp_max(amax);
   const float sc = quant::pow2_ceil(__fdiv_rn(fmaxf(amax, 1e-4f), 448.0f));
+  if (fast) {  // the same values (moe_prefill_fp8.cuh): v * (1 / s), one cvt per two values
+    const float r = __fdiv_rn(1.0f, sc);
 #pragma unroll
-  for (int i = 0; i < 4; ++i)
-    buf[warp][permuted_k(4 * lane + i)] =
-        __float2bfloat16_rn(__fmul_rn(quant::e4m3_round(__fdiv_rn(vals[i], sc)), sc));
+    for (int i = 0; i < 4; i += 2) {
+      const float2 q = e4m3x2_values(e4m3x2_bits(__fmul_rn(vals[i], r), __fmul_rn(vals[i + 1], r)));
+      buf[warp][permuted_k(4 * lane + i)] = __float2bfloat16_rn(__fmul_rn(q.x, sc));
+      buf[warp][permuted_k(4 * lane + i + 1)] = __float2bfloat16_rn(__fmul_rn(q.y, sc));
+    }
+  } else {
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+      buf[warp][permuted_k(4 * lane + i)] =
+          __float2bfloat16_rn(__fmul_rn(quant::e4m3_round(__fdiv_rn(vals[i], sc)), sc));
+  }
   __syncwarp();
   reinterpret_cast<uint2*>(hp + p * inter + b * k_round)[lane] =
       reinterpret_cast<const uint2*>(buf[warp])[lane];
@@ -871,7 +882,7 @@ cudaError_t launch_wgmma_ws_gemms(const act_t* x, int64_t tokens, int64_t top_k,
     const int64_t items = pairs * (inter / k_round);
     if (items > 0) {
       ws_quantize_permute_kernel<<<unsigned(ceil_div(items, 256 / k_warp_size)), 256, 0, stream>>>(
-          h, indices, pairs, w1.count, inter, xp);
+          h, indices, pairs, w1.count, inter, xp, (nongemm_old() & 8) == 0);
       if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
     }
     a.src = xp;
