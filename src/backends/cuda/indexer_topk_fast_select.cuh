@@ -372,18 +372,9 @@ __global__ void __launch_bounds__(k_select_threads)
     __syncthreads();
     trace_stamp(k_trace_select, 3);
     const uint32_t ctas = gridDim.x;
-    // (rank_and_write_row written out with a stamp between the count and the write: the same work,
-    // compiled to another register assignment and layout, 46 registers instead of 48. IDX25,
-    // session 20, H200, two calls: the select stage 2.88-3.26 -> 2.46-2.78 us at T=1 x 256K
-    // top-512, 3.39-3.58 -> 3.20-3.49 at top-1024; like IDX19-IDX22's in-binary differences, a
-    // code-layout effect, not less work.)
     for (uint32_t j = blockIdx.x + ctas * uint32_t(warp); j < listed;
          j += ctas * uint32_t(k_select_threads / k_warp_size)) {
-      const unsigned long long x = f[j];
-      const uint32_t greater = warp_count_greater(f, int(listed), x);
-      trace_stamp(k_trace_select, 5);  // (warp 0's last key counted)
-      if (lane == 0 && greater < uint32_t(top_k))
-        out[t * top_k + greater] = int32_t(row_of(key_entry(x)));
+      rank_and_write_row(f[j], f, int(listed), lane, top_k, out, t, row_of);
     }
     trace_stamp(k_trace_select, 4);
     return;
