@@ -25,25 +25,9 @@ __device__ __forceinline__ float4 load_h_block(const float* hf_block, int lane) 
   const float4* p = reinterpret_cast<const float4*>(hf_block) + lane;
   return L2 ? __ldcg(p) : *p;
 }
-// e4m3_round_bits(y) == quant::e4m3_round(y) for every f32 y (integer steps instead of ilogbf /
-// ldexpf / rintf: RNE to 3 mantissa bits on the bit pattern, the subnormal grid by the 2^23 trick).
-__device__ __forceinline__ float e4m3_round_bits(float y) {
-  const uint32_t b = __float_as_uint(y), a = b & 0x7fffffffu;
-  if (a > 0x7f800000u) return y;  // NaN
-  uint32_t r;
-  if (a >= 0x43e00000u) {  // >= 448 (inf included): saturate
-    r = 0x43e00000u;
-  } else if (a < 0x3c800000u) {  // < 2^-6: the subnormal grid, step 2^-9 (rint by 2^23)
-    const float t = __fmul_rn(__uint_as_float(a), 512.0f);
-    r = __float_as_uint(__fmul_rn(__fsub_rn(__fadd_rn(t, 0x1p23f), 0x1p23f), 0x1p-9f));
-  } else {  // 3 mantissa bits, round to nearest even (a carry moves into the exponent)
-    r = (a + 0x7ffffu + ((a >> 20) & 1u)) & 0xfff00000u;
-  }
-  return __uint_as_float(r | (b & 0x80000000u));
-}
 // The values of fake_quant_fp8_values' steps, computed as (MOE24): v / s as v * (1 / s) (s is a
 // power of two in [2^-126, 2^127], so 1 / s is exact and both round the same exact quotient) and
-// e4m3_round_bits for quant::e4m3_round. Both equalities checked on the host over every f32
+// quant::e4m3_round_bits for quant::e4m3_round. Both equalities checked on the host over every f32
 // input (e4m3: all 2^32; the quotient: all 2^32 v for s = 2^-126, 2^-20, 1, 2^127 and 2 * 10^6
 // random v for every s; bench/kernels/results/2026-11-27_s20_moe24_e4m3_check.{cpp,txt}) and on
 // an H200 (chains with this step in the fold bit-equal to chain 0's quantize launch with the
@@ -57,11 +41,11 @@ __device__ __forceinline__ void quantize_h_block(float4 v4, uint16_t* h_row, int
 #pragma unroll
   for (int j = 0; j < 4; ++j) amax = fmaxf(amax, fabsf(v[j]));  // NaN ignored
   amax = quant::warp_max(amax);
-  const float s = quant::pow2_ceil(__fdiv_rn(fmaxf(amax, 1e-4f), 448.0f));
+  const float s = quant::fp8_block_scale(amax);
   const float inv_s = __fdiv_rn(1.0f, s);
 #pragma unroll
   for (int j = 0; j < 4; ++j) {
-    const float q = __fmul_rn(e4m3_round_bits(__fmul_rn(v[j], inv_s)), s);
+    const float q = __fmul_rn(quant::e4m3_round_bits(__fmul_rn(v[j], inv_s)), s);
     if (store) h_row[act_u16_index(k0 + j)] = __bfloat16_as_ushort(__float2bfloat16_rn(q));
   }
 }

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <cstdlib>
 
+#include "backends/cuda/kv_record.cuh"
 #include "backends/cuda/quantize.h"
 
 namespace dsv4::cuda::prefill {
@@ -38,20 +39,11 @@ inline int nongemm_old() {
   return v ? std::atoi(v) : 0;
 }
 
-__device__ __forceinline__ float fp8_block_scale(float amax) {
-  return quant::pow2_ceil(__fdiv_rn(fmaxf(amax, 1e-4f), 448.0f));
-}
-
-// e4m3(lo) | e4m3(hi) << 8 for lo, hi already divided by the scale.
-__device__ __forceinline__ uint32_t e4m3x2_bits(float lo, float hi) {
-  return uint32_t(__nv_cvt_float2_to_fp8x2(make_float2(lo, hi), __NV_SATFINITE, __NV_E4M3));
-}
-
-// The two E4M3 values of e4m3x2_bits as f32 (exact through f16).
-__device__ __forceinline__ float2 e4m3x2_values(uint32_t bits) {
-  const __half2_raw h = __nv_cvt_fp8x2_to_halfraw2(__nv_fp8x2_storage_t(bits), __NV_E4M3);
-  return __half22float2(*reinterpret_cast<const __half2*>(&h));
-}
+// The block scale and the E4M3 step by cvt live with the other FP8 helpers (quantize.h,
+// kv_record.cuh); the prefill's kernels name them unqualified.
+using kv_record::e4m3x2_values;  // (two codes, low byte first -> f32, exact)
+using quant::e4m3x2_bits;
+using quant::fp8_block_scale;
 
 // f32 to BF16 rounded to odd (truncated, the last bit set when a discarded bit was; NaN stays NaN
 // through the set bit). Rounded to E4M3 later, at every scale the block rounding can take

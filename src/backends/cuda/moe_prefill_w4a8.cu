@@ -180,7 +180,7 @@ __global__ void __launch_bounds__(256)
 #pragma unroll
   for (int i = 0; i < 4; ++i) amax = fmaxf(amax, fabsf(v[i]));  // NaN ignored
   amax = quant::warp_max(amax);
-  const float s = quant::pow2_ceil(__fdiv_rn(fmaxf(amax, 1e-4f), 448.0f));
+  const float s = fp8_block_scale(amax);
   uint32_t bytes = 0;
 #pragma unroll
   for (int i = 0; i < 4; ++i) {

@@ -801,7 +801,7 @@ __global__ void __launch_bounds__(256)
 #pragma unroll
   for (int i = 0; i < 4; ++i) amax = fmaxf(amax, fabsf(vals[i]));
   amax = quant::warp_max(amax);
-  const float sc = quant::pow2_ceil(__fdiv_rn(fmaxf(amax, 1e-4f), 448.0f));
+  const float sc = quant::fp8_block_scale(amax);
   if (fast) {  // the same values (moe_prefill_fp8.cuh): v * (1 / s), one cvt per two values
     const float r = __fdiv_rn(1.0f, sc);
 #pragma unroll

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <cuda_bf16.h>
+#include <cuda_fp8.h>
 #include <cuda_runtime.h>
 
 #include <cstdint>
@@ -78,6 +79,42 @@ __device__ __forceinline__ float e4m3_round(float y) {
   return copysignf(r, y);
 }
 
+// The same value in integer steps (no ilogbf / ldexpf / rintf): round to nearest even to 3
+// mantissa bits on the bit pattern, the subnormal grid by the 2^23 trick. Equal to e4m3_round for
+// every f32 y (host, all 2^32 inputs: bench/kernels/results/2026-11-27_s20_moe24_e4m3_check.*).
+// Used where the value (not the code) is wanted: the decode MoE's fold of h
+// (moe_decode_quantize.cuh).
+__device__ __forceinline__ float e4m3_round_bits(float y) {
+  const uint32_t b = __float_as_uint(y), a = b & 0x7fffffffu;
+  if (a > 0x7f800000u) return y;  // NaN
+  uint32_t r;
+  if (a >= 0x43e00000u) {  // >= 448 (inf included): saturate
+    r = 0x43e00000u;
+  } else if (a < 0x3c800000u) {  // < 2^-6: the subnormal grid, step 2^-9 (rint by 2^23)
+    const float t = __fmul_rn(__uint_as_float(a), 512.0f);
+    r = __float_as_uint(__fmul_rn(__fsub_rn(__fadd_rn(t, 0x1p23f), 0x1p23f), 0x1p-9f));
+  } else {  // 3 mantissa bits, round to nearest even (a carry moves into the exponent)
+    r = (a + 0x7ffffu + ((a >> 20) & 1u)) & 0xfff00000u;
+  }
+  return __uint_as_float(r | (b & 0x80000000u));
+}
+
+// e4m3(lo) | e4m3(hi) << 8 (the codes of e4m3_round's values) by cvt.rn.satfinite.e4m3x2.f32, one
+// instruction per two values: equal to e4m3_round then the exact cast for every f32 input
+// (bench_moe_linear --fp8-check, all 2^32 inputs; session 20 PREFILL20). Used where the code is
+// wanted (the prefill's W4A8 x / h, moe_prefill_w4a8.cu) or where the value goes on through
+// kv_record::e4m3x2_values (the W4A16 h' quantize, moe_prefill_wgmma_ws.cu).
+__device__ __forceinline__ uint32_t e4m3x2_bits(float lo, float hi) {
+  return uint32_t(__nv_cvt_float2_to_fp8x2(make_float2(lo, hi), __NV_SATFINITE, __NV_E4M3));
+}
+
+// The scale of an FP8 block (fp8_block_warp's): 2^ceil(log2(max(amax, 1e-4) / 448)). Dividing by
+// it equals multiplying by __fdiv_rn(1, s), exactly: s = 2^k with k in [-126, 127], so 1 / s is
+// exact (2^-127 a subnormal, not flushed in this build) and both round the same quotient.
+__device__ __forceinline__ float fp8_block_scale(float amax) {
+  return pow2_ceil(__fdiv_rn(fmaxf(amax, 1e-4f), 448.0f));
+}
+
 // e2m1_to_f32(f32_to_e2m1(y)): round to nearest even onto {0, 0.5, 1, 1.5, 2, 3, 4, 6},
 // saturating at +-6; NaN -> +6 (e2m1 has no NaN), the sign of zero is kept.
 __device__ __forceinline__ float e2m1_round(float y) {
@@ -111,7 +148,7 @@ __device__ __forceinline__ void fp8_block_warp(T* v, int64_t n) {
   for (int64_t i = lane; i < n; i += 32)
     amax = fmaxf(amax, fabsf(act_to_f32(v[i])));  // NaN ignored
   amax = warp_max(amax);
-  const float s = pow2_ceil(__fdiv_rn(fmaxf(amax, 1e-4f), 448.0f));
+  const float s = fp8_block_scale(amax);
   for (int64_t i = lane; i < n; i += 32)
     v[i] = act_from_f32<T>(__fmul_rn(e4m3_round(__fdiv_rn(act_to_f32(v[i]), s)), s));
 }
