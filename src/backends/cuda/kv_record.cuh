@@ -78,7 +78,7 @@ __device__ __forceinline__ uint16_t bf16_bits(float v) {
 __device__ __forceinline__ void encode_block_warp(float a, float b, bool valid, uint8_t* block_data,
                                                   uint8_t* scale, int lane) {
   const float amax = quant::warp_max(fmaxf(0.0f, fmaxf(fabsf(a), fabsf(b))));
-  const float s = quant::pow2_ceil(__fdiv_rn(fmaxf(amax, 1e-4f), 448.0f));
+  const float s = quant::fp8_block_scale(amax);
   if (valid) {
     uint32_t codes = __nv_cvt_float2_to_fp8x2(make_float2(__fdiv_rn(a, s), __fdiv_rn(b, s)),
                                               __NV_SATFINITE, __NV_E4M3);

@@ -74,7 +74,7 @@ __global__ void fp8act_quantize_kernel(const act_t* x, int64_t tokens, int64_t c
     amax = fmaxf(amax, fabsf(v[j]));  // NaN ignored, as fake_quant_fp8_act does
   }
   amax = quant::warp_max(amax);
-  const float s = quant::pow2_ceil(__fdiv_rn(fmaxf(amax, 1e-4f), 448.0f));
+  const float s = quant::fp8_block_scale(amax);
 #pragma unroll
   for (int j = 0; j < 4; ++j) v[j] = __fdiv_rn(v[j], s);  // exact: s is a power of two
   reinterpret_cast<uint32_t*>(x8 + at)[0] = e4m3x2(v[0], v[1]) | (e4m3x2(v[2], v[3]) << 16);
@@ -173,7 +173,7 @@ struct x_in_warp {
       for (int i = 0; i < 32; ++i) amax = fmaxf(amax, fabsf(value(i)));  // NaN ignored
       amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
       amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
-      const float s = quant::pow2_ceil(__fdiv_rn(fmaxf(amax, 1e-4f), 448.0f));
+      const float s = quant::fp8_block_scale(amax);
       // v * (1 / s) == v / s: s is a power of two, 1 / s exact (2^-127 a subnormal), one rounding.
       const float inv = __frcp_rn(s);
       uint32_t u[8];
