@@ -1446,6 +1446,15 @@ __global__ void fill_e8m0_words(uint32_t* p, size_t n, uint64_t seed) {
   }
 }
 
+// An FP4 indexer key pool of `rows` keys of width d (io/indexer_fp4_key.h: d / 2 code bytes, any
+// nibble, and one word of four E8M0 block scales per key), random on the device.
+void alloc_fp4_key_pool(int64_t rows, int64_t d, uint8_t*& codes, uint32_t*& scales4) {
+  codes = device_alloc<uint8_t>(size_t(rows * d / 2));
+  fill_e4m3<<<1024, 256>>>(codes, size_t(rows * d / 2), g_rng());  // any nibble
+  scales4 = device_alloc<uint32_t>(size_t(rows));
+  fill_e8m0_words<<<1024, 256>>>(scales4, size_t(rows), g_rng());
+}
+
 bool g_indexer_only = false;   // --indexer: the ceilings and the indexer cases only
 bool g_indexer_fp4 = false;    // --indexer-fp4: the ceilings and the FP4-key indexer rows only
 bool g_indexer_trace = false;  // --indexer-trace (with --indexer-fp4): %globaltimer phase stamps
@@ -1593,10 +1602,9 @@ void bench_indexer_case(int sms, int64_t T, int64_t entries, int64_t top_k) {
   }
   // FP4 keys (io/indexer_fp4_key.h): 64 code bytes + 4 scale bytes per key, same plan and scratch.
   {
-    uint8_t* codes = device_alloc<uint8_t>(size_t(pool_blocks * bs * d / 2));
-    fill_e4m3<<<1024, 256>>>(codes, size_t(pool_blocks * bs * d / 2), g_rng());  // any nibble
-    uint32_t* scales4 = device_alloc<uint32_t>(size_t(pool_blocks * bs));
-    fill_e8m0_words<<<1024, 256>>>(scales4, size_t(pool_blocks * bs), g_rng());
+    uint8_t* codes = nullptr;
+    uint32_t* scales4 = nullptr;
+    alloc_fp4_key_pool(pool_blocks * bs, d, codes, scales4);
     CHECK(cudaGetLastError());
     const double bytes4 = double(T * entries * (d / 2 + 4)) + double(T * heads * d * 2);
     auto run_fp4 = [&](const plan_t& p) {
@@ -1771,44 +1779,28 @@ void trace_indexer_phases(const char* name, cudaStream_t st, int64_t score_ctas,
   constexpr int n_stats = int(sizeof(stats) / sizeof(stats[0]));
   std::vector<std::vector<double>> vals(n_stats);
   std::vector<unsigned long long> h(words);
-  // IDX25: every stamp's first / median / last CTA (each the median over the replays), the values
-  // (tries, listing bound, window hits), the zeroing kernel, and the stamps of the CTA that ends
-  // last (score slot 2) and of the one whose loop ends last.
+  // IDX25: every stamp's first / median / last CTA (each the median over the replays), the zeroing
+  // kernel, and the stamps of the CTA that ends last (score slot 2) and of the one whose loop ends
+  // last. (wip/idx25-variants adds prologue / pdl_wait / listing-bound stamps; main has none.)
   struct dist_t {
     const char* label;
     int region, slot;
     int64_t ctas;
-    bool value;
   };
   const dist_t dists[] = {
-      {"score entry (0)", 0, 0, score_ctas, false},
-      {"score prologue done (s2.0)", 24576, 0, score_ctas, false},
-      {"score pass 0 landed (s2.1)", 24576, 1, score_ctas, false},
-      {"score loop end (1)", 0, 1, score_ctas, false},
-      {"score pdl_wait done (s2.2)", 24576, 2, score_ctas, false},
-      {"score flush issued (7)", 0, 7, score_ctas, false},
-      {"score snapshot ok (3)", 0, 3, score_ctas, false},
-      {"score bound known (s2.3)", 24576, 3, score_ctas, false},
-      {"score listed (4)", 0, 4, score_ctas, false},
-      {"score end (2)", 0, 2, score_ctas, false},
-      {"select entry (0)", 16384, 0, select_ctas, false},
-      {"select wait done (1)", 16384, 1, select_ctas, false},
-      {"select F (3)", 16384, 3, select_ctas, false},
-      {"select end (4)", 16384, 4, select_ctas, false},
-      {"snapshot tries (s2.4)", 24576, 4, score_ctas, true},
-      {"listing bound bin (s2.5)", 24576, 5, score_ctas, true},
-      {"fine from window 1 / read 2", 24576, 6, score_ctas, true},
+      {"score entry (0)", 0, 0, score_ctas},        {"score loop end (1)", 0, 1, score_ctas},
+      {"score flush issued (7)", 0, 7, score_ctas}, {"score snapshot ok (3)", 0, 3, score_ctas},
+      {"score listed (4)", 0, 4, score_ctas},       {"score end (2)", 0, 2, score_ctas},
+      {"select entry (0)", 16384, 0, select_ctas},  {"select wait done (1)", 16384, 1, select_ctas},
+      {"select F (3)", 16384, 3, select_ctas},      {"select end (4)", 16384, 4, select_ctas},
   };
   constexpr int n_dists = int(sizeof(dists) / sizeof(dists[0]));
   std::vector<std::vector<double>> dfirst(n_dists), dmed(n_dists), dlast(n_dists);
-  std::vector<double> hit1, hit2, zero0, zero1, zero2;
-  // the critical CTAs' slots: 0 1 s2.0 s2.1 s2.2 7 3 s2.3 4 2
-  const int crit_reg[] = {0, 24576, 24576, 0, 24576, 0, 0, 24576, 0, 0};
-  const int crit_slot[] = {0, 0, 1, 1, 2, 7, 3, 3, 4, 2};
-  const char* crit_name[] = {
-      "entry",        "prologue done", "pass 0 landed", "loop end", "pdl_wait done",
-      "flush issued", "snapshot ok",   "bound known",   "listed",   "end"};
-  constexpr int n_crit = 10;
+  std::vector<double> zero0, zero1, zero2;
+  // the critical CTAs' score slots
+  const int crit_slot[] = {0, 1, 7, 3, 4, 2};
+  const char* crit_name[] = {"entry", "loop end", "flush issued", "snapshot ok", "listed", "end"};
+  constexpr int n_crit = 6;
   std::vector<std::vector<double>> crit_end(n_crit), crit_loop(n_crit);
   for (int r = 0; r < reps + 2; ++r) {
     CHECK(cudaMemset(tr, 0, words * sizeof(unsigned long long)));
@@ -1824,21 +1816,9 @@ void trace_indexer_phases(const char* name, cudaStream_t st, int64_t score_ctas,
       if (h[size_t(8 * c)]) t0 = std::min(t0, h[size_t(8 * c)]);
     for (int i = 0; i < n_dists; ++i) {
       std::vector<double> v;
-      int n1 = 0, n2 = 0;
       for (int64_t c = 0; c < dists[i].ctas && c < 1024; ++c) {
         const unsigned long long x = h[size_t(dists[i].region + 8 * c + dists[i].slot)];
-        if (!x) continue;
-        if (dists[i].value) {
-          v.push_back(double(x));
-          n1 += x == 1;
-          n2 += x == 2;
-        } else {
-          v.push_back(double(int64_t(x - t0)) * 1e-3);
-        }
-      }
-      if (dists[i].value && dists[i].slot == 6 && dists[i].region == 24576) {
-        hit1.push_back(n1);
-        hit2.push_back(n2);
+        if (x) v.push_back(double(int64_t(x - t0)) * 1e-3);
       }
       if (v.empty()) continue;
       std::sort(v.begin(), v.end());
@@ -1862,10 +1842,8 @@ void trace_indexer_phases(const char* name, cudaStream_t st, int64_t score_ctas,
           c_loop = c;
       }
       for (int j = 0; j < n_crit; ++j) {
-        if (c_end >= 0)
-          crit_end[size_t(j)].push_back(rel(size_t(crit_reg[j] + 8 * c_end + crit_slot[j])));
-        if (c_loop >= 0)
-          crit_loop[size_t(j)].push_back(rel(size_t(crit_reg[j] + 8 * c_loop + crit_slot[j])));
+        if (c_end >= 0) crit_end[size_t(j)].push_back(rel(size_t(8 * c_end + crit_slot[j])));
+        if (c_loop >= 0) crit_loop[size_t(j)].push_back(rel(size_t(8 * c_loop + crit_slot[j])));
       }
     }
     for (int i = 0; i < n_stats; ++i) {
@@ -1934,9 +1912,6 @@ void trace_indexer_phases(const char* name, cudaStream_t st, int64_t score_ctas,
     std::printf("      %-30s %8.2f %8.2f %8.2f\n", dists[i].label, med_of(dfirst[size_t(i)]),
                 med_of(dmed[size_t(i)]), med_of(dlast[size_t(i)]));
   }
-  if (!hit1.empty())
-    std::printf("      fine bins from the window / read: %.0f / %.0f CTAs (median)\n", med_of(hit1),
-                med_of(hit2));
   std::printf("      zeroing kernel: block 0 entry %.2f, block 0 exit %.2f, last block exit %.2f\n",
               med_of(zero0), med_of(zero1), med_of(zero2));
   std::printf("    the CTA that ends last / whose loop ends last (medians over replays):\n");
@@ -1973,10 +1948,9 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
   const plan_t plan = dsv4::cuda::indexer_topk_fast_make_plan(T, width, bs, sms);
   const size_t scratch_bytes = plan.scratch_bytes;
   void* scratch = device_alloc<unsigned char>(scratch_bytes);
-  uint8_t* codes = device_alloc<uint8_t>(size_t(pool_blocks * bs * d / 2));
-  fill_e4m3<<<1024, 256>>>(codes, size_t(pool_blocks * bs * d / 2), g_rng());  // any nibble
-  uint32_t* scales4 = device_alloc<uint32_t>(size_t(pool_blocks * bs));
-  fill_e8m0_words<<<1024, 256>>>(scales4, size_t(pool_blocks * bs), g_rng());
+  uint8_t* codes = nullptr;
+  uint32_t* scales4 = nullptr;
+  alloc_fp4_key_pool(pool_blocks * bs, d, codes, scales4);
   CHECK(cudaGetLastError());
   const double bytes4 = double(T * entries * (d / 2 + 4)) + double(T * heads * d * 2);
   auto run_fp4 = [&](const plan_t& p) {
@@ -2171,10 +2145,9 @@ void bench_indexer_fp4_chain(int sms, int64_t entries, int64_t top_k, int calls)
   using plan_t = dsv4::cuda::indexer_fast_plan;
   const plan_t plan = dsv4::cuda::indexer_topk_fast_make_plan(T, width, bs, sms);
   void* scratch = device_alloc<unsigned char>(plan.scratch_bytes);
-  uint8_t* codes = device_alloc<uint8_t>(size_t(pool_blocks * bs * d / 2));
-  fill_e4m3<<<1024, 256>>>(codes, size_t(pool_blocks * bs * d / 2), g_rng());  // any nibble
-  uint32_t* scales4 = device_alloc<uint32_t>(size_t(pool_blocks * bs));
-  fill_e8m0_words<<<1024, 256>>>(scales4, size_t(pool_blocks * bs), g_rng());
+  uint8_t* codes = nullptr;
+  uint32_t* scales4 = nullptr;
+  alloc_fp4_key_pool(pool_blocks * bs, d, codes, scales4);
   CHECK(cudaGetLastError());
   auto run_one = [&](int c, int64_t calls_in_graph) {
     for (int64_t i = 0; i < calls_in_graph; ++i) {

@@ -1940,23 +1940,15 @@ bool g_w4a8_profile = false;
 
 // --w4a8-ab (PREFILL20): per shape and T of the W4A8 section, its dense ceilings, then the
 // official call of the W4A8 ws core, the engine's W4A16 path (repacked weights, automatic core)
-// and the W4A8 pipelined core under each DSV4_PREFILL_NONGEMM_OLD value of --ab-old (default
-// 15,0; bits in backends/cuda/moe_prefill_fp8.cuh: 15 = main's non-GEMM kernels, 0 =
-// PREFILL20's), --ab-passes passes (default 2, every other one in reverse order); y of call 0
-// under each value compared byte
-// for byte with the first value's; then a stage breakdown (each kernel in turn replaced by an
+// and the W4A8 pipelined core under each moe_prefill_set_nongemm_old value of --ab-old (default
+// 15,0; bits in moe_prefill.h: 15 = session 19's non-GEMM kernels, 0 = PREFILL20's), --ab-passes
+// passes (default 2, every other one in reverse order); y of call 0 under each value compared
+// byte for byte with the first value's; then a stage breakdown (each kernel in turn replaced by an
 // empty one) of the three paths under the first value and 0 (--ab-breakdown-new: under 0 only).
 bool g_w4a8_ab = false;
 std::vector<int64_t> g_ab_old = {15, 0};
 int g_ab_passes = 2;
 bool g_ab_breakdown_new = false;
-
-void set_nongemm_old(int64_t v) {
-  if (v == 0)
-    unsetenv("DSV4_PREFILL_NONGEMM_OLD");
-  else
-    setenv("DSV4_PREFILL_NONGEMM_OLD", std::to_string(v).c_str(), 1);
-}
 
 // --fp8-check (PREFILL20): moe_prefill_fp8.cuh's rounding against quant::e4m3_round over all 2^32
 // f32 inputs v, for s = 2^k (k in the list below): the E4M3 byte cvt(v * (1 / s)) vs
@@ -2156,7 +2148,7 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
       for (int path = 0; path < paths; ++path) {  // y of call 0 under each value vs 15's
         std::vector<uint16_t> ref(size_t(T) * D), cur(size_t(T) * D);
         for (size_t c = 0; c < g_ab_old.size(); ++c) {
-          set_nongemm_old(g_ab_old[c]);
+          dsv4::cuda::moe_prefill_set_nongemm_old(int(g_ab_old[c]));
           CK(cudaMemset(yb, 0xFF, size_t(T) * D * 2));
           run_path(path, 0, s, yb);
           CK(cudaStreamSynchronize(s));
@@ -2174,7 +2166,7 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
       for (int pass = 0; pass < g_ab_passes; ++pass)
         for (size_t c0 = 0; c0 < g_ab_old.size(); ++c0) {
           const int64_t v = g_ab_old[pass % 2 == 0 ? c0 : g_ab_old.size() - 1 - c0];
-          set_nongemm_old(v);
+          dsv4::cuda::moe_prefill_set_nongemm_old(int(v));
           for (int path = 0; path < paths; ++path) {
             const double ms = time_prefill_per_call(
                 [&](int i, cudaStream_t st) { run_path(path, i, st, ya); }, calls, 20, s);
@@ -2206,7 +2198,7 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
         }
       for (int64_t v : {g_ab_old[0], int64_t(0)}) {
         if (g_ab_breakdown_new && v != 0) continue;
-        set_nongemm_old(v);
+        dsv4::cuda::moe_prefill_set_nongemm_old(int(v));
         for (int path = 0; path < paths; ++path) {
           const std::string label = std::string(sh.name) + " T=" + std::to_string(T) + " " +
                                     (path == 0   ? "w4a8_ws"
@@ -2217,7 +2209,7 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
               label.c_str(), [&](int i, cudaStream_t st) { run_path(path, i, st, ya); }, calls, s);
         }
       }
-      set_nongemm_old(0);
+      dsv4::cuda::moe_prefill_set_nongemm_old(0);
       CK(cudaFree(ya));
       CK(cudaFree(yb));
       CK(cudaFree(db));

@@ -176,8 +176,8 @@ inline int indexer_fast_list_select_ctas(const indexer_fast_plan& plan, int64_t 
 indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_width,
                                               int64_t block_size, int sm_count);
 // Benchmarks: %globaltimer stamps of token 0's score, collect and select CTAs into `buffer`
-// (32776 u64: score CTA c at 8 c and 24576 + 8 c, collect CTA c at 8192 + 8 c, select CTA c at
-// 16384 + 8 c, the zeroing kernel at 32768; slots in the kernels' trace_stamp calls,
+// (32776 u64: score CTA c at 8 c, collect CTA c at 8192 + 8 c, select CTA c at 16384 + 8 c, the
+// zeroing kernel at 32768; slots in the kernels' trace_stamp calls,
 // indexer_topk_fast_common.cuh, _score.cuh and _select.cuh), or null (the default) for none.
 cudaError_t indexer_fast_set_trace(unsigned long long* buffer);
 // The score grid (keys_per_cta, ctas_per_token) for `ctas_per_sm` score CTAs per SM (the plan's:

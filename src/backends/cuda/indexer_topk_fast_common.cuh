@@ -57,11 +57,9 @@ __constant__ unsigned long long* g_indexer_trace;
 constexpr int k_trace_score = 0;       // CTA c of the score kernel at 8 c
 constexpr int k_trace_collect = 8192;  // CTA c of the collect kernel at k_trace_collect + 8 c
 constexpr int k_trace_select = 16384;  // CTA c of the select kernel at k_trace_select + 8 c
-// Score CTA c's second 8 slots at k_trace_score2 + 8 c (free here; wip/idx25-variants stamps the
-// prologue's end, pass 0's arrival, pdl_wait, the listing bound, the snapshot tries there: they
-// change the list kernel's SASS), and the zeroing kernel's stamps at k_trace_zero (block 0's entry
-// and exit, the last block's exit).
-constexpr int k_trace_score2 = 24576;
+// The zeroing kernel's stamps at k_trace_zero (block 0's entry and exit, the last block's exit);
+// words 24576-32767 are unused (wip/idx25-variants stamps more score slots there: stamps in the
+// list kernel's body change its SASS and registers, IDX25).
 constexpr int k_trace_zero = 32768;  // (the buffer: k_trace_zero + 8 words)
 // A value (not a time) at the slot, alike (the score kernel's passes and SM: slots 5 and 6).
 __device__ __forceinline__ void trace_value(int region, int slot, uint64_t value) {

@@ -5,6 +5,7 @@
 
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "backends/cuda/activation.cuh"
@@ -150,12 +151,87 @@ __global__ void moe_combine_kernel(const float* out, const int32_t* indices, con
   }
 }
 
+// moe_combine_kernel's values (y[t, o] = the pairs' out rows summed in k order from 0.0f, weighted
+// by weights[t, k] in the exact order; NaN for a token with an expert index outside
+// [0, experts)), four outputs per thread: the token's
+// top_k out rows read by independent 16-byte loads (all issued before the first add), one
+// 16-byte (f32) or 8-byte (BF16) store. Grid: x = 256-thread blocks over hidden / 4, y = tokens
+// (strided). launch_moe_combine takes moe_combine_kernel where top_k > k_combine_max_k, hidden % 4
+// != 0 or out / y are not 16-byte / act4 aligned.
+// Measured (PREFILL20, H200, official MXFP4 call at Flash T = 4096, stage breakdown of
+// bench_moe_linear --w4a8-ab): 176 -> 72 us (moe_combine_kernel: one output per thread, a 64-bit
+// division per output, one dependent index load before each out load); the call 1.009-1.018x.
+constexpr int k_combine_max_k = 8;
+
+template <bool weighted, typename act_t>
+__global__ void __launch_bounds__(256)
+    moe_combine4_kernel(const float* out, const int32_t* indices, const float* weights,
+                        int64_t tokens, int top_k, int64_t experts, int64_t hidden, act_t* y) {
+  const int64_t o = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * 4;
+  if (o >= hidden) return;
+  for (int64_t t = blockIdx.y; t < tokens; t += gridDim.y) {
+    bool bad = false;
+    float w[k_combine_max_k];
+#pragma unroll
+    for (int k = 0; k < k_combine_max_k; ++k) {
+      if (k < top_k) {
+        const int32_t e = __ldg(indices + t * top_k + k);
+        bad = bad || e < 0 || e >= experts;
+        if constexpr (weighted) w[k] = __ldg(weights + t * top_k + k);
+      }
+    }
+    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
+    if (bad) {
+      const float nan = __uint_as_float(0x7fc00000u);
+      acc = make_float4(nan, nan, nan, nan);
+    } else {
+      float4 v[k_combine_max_k];
+#pragma unroll
+      for (int k = 0; k < k_combine_max_k; ++k)
+        if (k < top_k)
+          v[k] = __ldg(reinterpret_cast<const float4*>(out + (t * top_k + k) * hidden + o));
+#pragma unroll
+      for (int k = 0; k < k_combine_max_k; ++k) {
+        if (k < top_k) {
+          if constexpr (weighted) {
+            acc.x += w[k] * v[k].x;
+            acc.y += w[k] * v[k].y;
+            acc.z += w[k] * v[k].z;
+            acc.w += w[k] * v[k].w;
+          } else {
+            acc.x += v[k].x;
+            acc.y += v[k].y;
+            acc.z += v[k].z;
+            acc.w += v[k].w;
+          }
+        }
+      }
+    }
+    store_act4(y + t * hidden + o, acc);
+  }
+}
+
 // The combine as both routed-expert paths launch it: official order (weights already in h) sums
-// plainly, the exact order weights each pair.
+// plainly, the exact order weights each pair. moe_combine4_kernel where it applies (four_wide:
+// the prefill's A/B switch, moe_prefill_fp8.cuh, turns it off for the byte-for-byte reference),
+// else moe_combine_kernel; both give the same values.
 template <typename act_t>
 cudaError_t launch_moe_combine(bool official, const float* out, const int32_t* indices,
                                const float* weights, int64_t tokens, int64_t top_k, int64_t experts,
-                               int64_t hidden, act_t* y, cudaStream_t stream) {
+                               int64_t hidden, act_t* y, cudaStream_t stream,
+                               bool four_wide = true) {
+  if (four_wide && top_k <= k_combine_max_k && hidden % 4 == 0 && act4_aligned<float>(out) &&
+      act4_aligned<act_t>(y)) {
+    const dim3 grid(unsigned(ceil_div(hidden / 4, 256)),
+                    unsigned(std::min<int64_t>(tokens, 65535)));
+    if (official)
+      moe_combine4_kernel<false, act_t>
+          <<<grid, 256, 0, stream>>>(out, indices, nullptr, tokens, int(top_k), experts, hidden, y);
+    else
+      moe_combine4_kernel<true, act_t>
+          <<<grid, 256, 0, stream>>>(out, indices, weights, tokens, int(top_k), experts, hidden, y);
+    return cudaGetLastError();
+  }
   const int threads = 256;
   const unsigned blocks = grid_stride_blocks(tokens * hidden, threads);
   if (official)

@@ -11,8 +11,7 @@
 //   (official order: moe_quantize_h_kernel of moe_plan.cuh, FP8 per 128 values of each h row.)
 //   3. moe_prefill_gemm_kernel<up = false>: block = (256 rows of W2, one pair tile); each warp
 //      owns 2 x 16 rows; out[pair, row] in f32.
-//   4. moe_prefill_combine_kernel (moe_combine_kernel's values, moe_plan.cuh): y[t] = sum over k
-//      in order of weights[t, k] * out[t, k].
+//   4. launch_moe_combine (moe_plan.cuh): y[t] = sum over k in order of weights[t, k] * out[t, k].
 //
 // The GEMM core (fragment mapping of fp4_mma.cuh): lane (g, c) reads 16 weight bytes (32 e2m1
 // values at k offset 32 c of a 128-wide round) of rows g and g + 8 straight from global memory
@@ -32,6 +31,7 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <type_traits>
 
@@ -92,6 +92,10 @@ layout make_layout(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidde
   return l;
 }
 
+// Tried and removed (PREFILL20, code at 5f2db11): the plan's one block staging the routing
+// indices in shared memory first (8 loads in flight per thread; each of the grouping's two passes
+// waits one global load per 1024 pairs): plan stage 24-42 -> 9-16 us, but whole calls at Flash
+// T = 4096 within -0.7 .. +0.2% (W4A8 ws 3319.0 / 3318.0 us median without / with it), not kept.
 __global__ void __launch_bounds__(k_plan_threads)
     moe_prefill_plan_kernel(const int32_t* indices, int pairs, int experts, int tile,
                             int* tile_count, int* sorted, int4* tiles) {
@@ -100,88 +104,6 @@ __global__ void __launch_bounds__(k_plan_threads)
   __shared__ int warp_sums[2][32];
   moe_group_pairs_by_expert(indices, pairs, experts, tile, tile_count, sorted, tiles, counts,
                             offset, warp_sums);
-}
-
-// The combine of the prefill path: moe_combine_kernel's values (moe_plan.cuh: y[t, o] = the
-// pairs' out rows summed in k order from 0.0f, weighted by weights[t, k] in the exact order; NaN
-// for a token with an expert index outside [0, experts)), four outputs per thread: the token's
-// top_k out rows read by independent 16-byte loads (all issued before the first add), one
-// 16-byte (f32) or 8-byte (BF16) store. Grid: x = 256-thread blocks over hidden / 4, y = tokens
-// (strided). moe_combine_kernel remains where top_k > k_combine_max_k or hidden % 4 != 0.
-// Measured (PREFILL20, H200, official MXFP4 call at Flash T = 4096, stage breakdown of
-// bench_moe_linear --w4a8-ab): 176 -> 72 us (moe_combine_kernel: one output per thread, a 64-bit
-// division per output, one dependent index load before each out load); the call 1.009-1.018x.
-// Tried and removed (PREFILL20, code at 5f2db11): the plan's one block staging the routing
-// indices in shared memory first (8 loads in flight per thread; each of the grouping's two passes
-// waits one global load per 1024 pairs): plan stage 24-42 -> 9-16 us, but whole calls at Flash
-// T = 4096 within -0.7 .. +0.2% (W4A8 ws 3319.0 / 3318.0 us median without / with it), not kept.
-constexpr int k_combine_max_k = 8;
-
-template <bool weighted, typename act_t>
-__global__ void __launch_bounds__(256)
-    moe_prefill_combine_kernel(const float* out, const int32_t* indices, const float* weights,
-                               int64_t tokens, int top_k, int64_t experts, int64_t hidden,
-                               act_t* y) {
-  const int64_t o = (int64_t(blockIdx.x) * blockDim.x + threadIdx.x) * 4;
-  if (o >= hidden) return;
-  for (int64_t t = blockIdx.y; t < tokens; t += gridDim.y) {
-    bool bad = false;
-    float w[k_combine_max_k];
-#pragma unroll
-    for (int k = 0; k < k_combine_max_k; ++k) {
-      if (k < top_k) {
-        const int32_t e = __ldg(indices + t * top_k + k);
-        bad = bad || e < 0 || e >= experts;
-        if constexpr (weighted) w[k] = __ldg(weights + t * top_k + k);
-      }
-    }
-    float4 acc = make_float4(0.0f, 0.0f, 0.0f, 0.0f);
-    if (bad) {
-      const float nan = __uint_as_float(0x7fc00000u);
-      acc = make_float4(nan, nan, nan, nan);
-    } else {
-      float4 v[k_combine_max_k];
-#pragma unroll
-      for (int k = 0; k < k_combine_max_k; ++k)
-        if (k < top_k)
-          v[k] = __ldg(reinterpret_cast<const float4*>(out + (t * top_k + k) * hidden + o));
-#pragma unroll
-      for (int k = 0; k < k_combine_max_k; ++k) {
-        if (k < top_k) {
-          if constexpr (weighted) {
-            acc.x += w[k] * v[k].x;
-            acc.y += w[k] * v[k].y;
-            acc.z += w[k] * v[k].z;
-            acc.w += w[k] * v[k].w;
-          } else {
-            acc.x += v[k].x;
-            acc.y += v[k].y;
-            acc.z += v[k].z;
-            acc.w += v[k].w;
-          }
-        }
-      }
-    }
-    store_act4(y + t * hidden + o, acc);
-  }
-}
-
-template <typename act_t>
-cudaError_t launch_prefill_combine(bool official, const float* out, const int32_t* indices,
-                                   const float* weights, int64_t tokens, int64_t top_k,
-                                   int64_t experts, int64_t hidden, act_t* y, cudaStream_t stream) {
-  if (top_k > k_combine_max_k || hidden % 4 != 0 || !act4_aligned<act_t>(y) ||
-      (prefill::nongemm_old() & 1) != 0)
-    return launch_moe_combine(official, out, indices, weights, tokens, top_k, experts, hidden, y,
-                              stream);
-  const dim3 grid(unsigned(ceil_div(hidden / 4, 256)), unsigned(std::min<int64_t>(tokens, 65535)));
-  if (official)
-    moe_prefill_combine_kernel<false, act_t>
-        <<<grid, 256, 0, stream>>>(out, indices, nullptr, tokens, int(top_k), experts, hidden, y);
-  else
-    moe_prefill_combine_kernel<true, act_t>
-        <<<grid, 256, 0, stream>>>(out, indices, weights, tokens, int(top_k), experts, hidden, y);
-  return cudaGetLastError();
 }
 
 // ---- the GEMM core ----
@@ -521,8 +443,8 @@ cudaError_t run_prefill(const act_t* x, int64_t tokens, const int32_t* indices,
                         x, tokens, top_k, w1, w3, w2, swiglu_limit, tile_count, tiles, sorted,
                         tile_slots, pair_weights, indices, pairs, h, out, xp, wide, stream);
       if (status != cudaSuccess) return status;
-      return launch_prefill_combine(official, out, indices, weights, tokens, top_k, experts, hidden,
-                                    y, stream);
+      return launch_moe_combine(official, out, indices, weights, tokens, top_k, experts, hidden, y,
+                                stream, (moe_prefill_nongemm_old() & 1) == 0);
     }
     if (repacked) {
       status = mx ? launch_wgmma_gemms_repacked<weight_kind::mxfp4>(
@@ -532,8 +454,8 @@ cudaError_t run_prefill(const act_t* x, int64_t tokens, const int32_t* indices,
                         x, top_k, w1, w3, w2, swiglu_limit, tile_count, tiles, sorted, tile_slots,
                         pair_weights, indices, pairs, h, out, stream);
       if (status != cudaSuccess) return status;
-      return launch_prefill_combine(official, out, indices, weights, tokens, top_k, experts, hidden,
-                                    y, stream);
+      return launch_moe_combine(official, out, indices, weights, tokens, top_k, experts, hidden, y,
+                                stream, (moe_prefill_nongemm_old() & 1) == 0);
     }
   }
   if (w4a8)
@@ -566,8 +488,8 @@ cudaError_t run_prefill(const act_t* x, int64_t tokens, const int32_t* indices,
                       x, top_k, w1, w3, w2, swiglu_limit, tile_count, tiles, sorted, tile_slots,
                       pair_weights, indices, pairs, h, out, stream);
   if (status != cudaSuccess) return status;
-  return launch_prefill_combine(official, out, indices, weights, tokens, top_k, experts, hidden, y,
-                                stream);
+  return launch_moe_combine(official, out, indices, weights, tokens, top_k, experts, hidden, y,
+                            stream, (moe_prefill_nongemm_old() & 1) == 0);
 }
 
 }  // namespace
@@ -592,6 +514,18 @@ bool moe_prefill_supported(const device_weight& w1, const device_weight& w3,
   if (w1.layout == weight_layout::repacked && !wgmma_device()) return false;
   const int64_t pairs = tokens * top_k;
   return pairs <= INT32_MAX && max_tiles(pairs, w1.count) <= 65535;
+}
+
+namespace {
+std::atomic<int> g_nongemm_old{0};
+}  // namespace
+
+void moe_prefill_set_nongemm_old(int bits) {
+  g_nongemm_old.store(bits, std::memory_order_relaxed);
+}
+
+int moe_prefill_nongemm_old() {
+  return g_nongemm_old.load(std::memory_order_relaxed);
 }
 
 bool moe_prefill_use_wgmma(int64_t tokens, int64_t top_k, int64_t experts) {

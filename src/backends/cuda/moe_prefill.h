@@ -84,6 +84,12 @@ void moe_prefill_set_ws_epilogue(int mode);
 // up to 256 pairs, one m64nNk16 (N <= 256) per warpgroup and step (moe_prefill_wgmma_ws_wide.cu).
 // -1 the automatic choice (prefill::ws_use_wide), 0 never, 1 always.
 void moe_prefill_set_ws_wide(int mode);
+// The non-GEMM kernels (parity references, bench A/B; process-wide): bits of session 19's kernels
+// to run instead of PREFILL20's (the same bytes out): 1 the combine as moe_combine_kernel, 2 W4A8 h
+// in f32 (not BF16 rounded to odd), 4 the W4A8 quantize of one block per warp with
+// quant::e4m3_round, 8 the W4A16 h' quantize with quant::e4m3_round. 0 (default): none.
+void moe_prefill_set_nongemm_old(int bits);
+int moe_prefill_nongemm_old();
 
 // Whether moe_prefill_experts takes these weights for a step of `tokens` x `top_k` pairs (the
 // weight and size conditions below; x alignment and pointers are the caller's). Repacked weights:

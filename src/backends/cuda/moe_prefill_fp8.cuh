@@ -1,7 +1,8 @@
 // The official order's FP8 rounding per 128 values (quant::fp8_block_warp's values: amax over the
 // block with NaN ignored, s = pow2_ceil(max(amax, 1e-4) / 448), q = e4m3(v / s)) in fewer
 // instructions, for the prefill's quantize kernels (moe_prefill_w4a8.cu: x and h as E4M3 bytes;
-// moe_prefill_wgmma_ws.cu: h' in BF16), and the A/B switch of PREFILL20's non-GEMM changes.
+// moe_prefill_wgmma_ws.cu: h' in BF16); moe_prefill_set_nongemm_old (moe_prefill.h) runs the
+// kernels they replaced, as the parity families' byte-for-byte reference.
 //  * v / s as v * (1 / s): s = 2^k with k in [-126, 127] (pow2_ceil clamps), so 1 / s is exact
 //    (2^-127 is a subnormal; this build does not flush them) and both are the correctly rounded
 //    v * 2^-k.
@@ -23,21 +24,12 @@
 #include <cuda_fp8.h>
 
 #include <cstdint>
-#include <cstdlib>
 
 #include "backends/cuda/kv_record.cuh"
+#include "backends/cuda/moe_prefill.h"
 #include "backends/cuda/quantize.h"
 
 namespace dsv4::cuda::prefill {
-
-// PREFILL20 A/B (read at each launch; unset = the new kernels): DSV4_PREFILL_NONGEMM_OLD bits:
-// 1 = the combine as moe_combine_kernel, 2 = W4A8 h in f32 (not BF16 rounded to odd), 4 = the
-// W4A8 quantize kernel of one item per warp with quant::e4m3_round, 8 = the W4A16 h' quantize
-// with quant::e4m3_round.
-inline int nongemm_old() {
-  const char* v = std::getenv("DSV4_PREFILL_NONGEMM_OLD");
-  return v ? std::atoi(v) : 0;
-}
 
 // The block scale and the E4M3 step by cvt live with the other FP8 helpers (quantize.h,
 // kv_record.cuh); the prefill's kernels name them unqualified.

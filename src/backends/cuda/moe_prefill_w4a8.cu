@@ -1035,7 +1035,7 @@ cudaError_t launch_quantize(const in_t* src, int64_t rows, int64_t cols, const i
   return cudaGetLastError();
 }
 
-// The fast quantize (U = 4 where cols / 128 allows it) unless DSV4_PREFILL_NONGEMM_OLD bit 2.
+// The fast quantize (U = 4 where cols / 128 allows it) unless moe_prefill_nongemm_old() has bit 4.
 template <typename in_t, bool H>
 cudaError_t launch_quantize_any(const in_t* src, int64_t rows, int64_t cols, const int32_t* indices,
                                 int64_t experts, uint8_t* q, float* scales, bool fast,
@@ -1080,7 +1080,7 @@ cudaError_t launch_w4a8_gemms(const act_t* x, int64_t tokens, int64_t top_k,
   float* xs = reinterpret_cast<float*>(qb + l.xs);
   uint8_t* hq = qb + l.hq;
   float* hs = reinterpret_cast<float*>(qb + l.hs);
-  const int old = nongemm_old();
+  const int old = moe_prefill_nongemm_old();
   const bool h16 = (old & 2) == 0, fast = (old & 4) == 0;
   if (const cudaError_t e =
           launch_quantize_any<act_t, false>(x, tokens, hidden, nullptr, 0, xq, xs, fast, stream);

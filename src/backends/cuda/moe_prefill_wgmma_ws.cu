@@ -882,7 +882,7 @@ cudaError_t launch_wgmma_ws_gemms(const act_t* x, int64_t tokens, int64_t top_k,
     const int64_t items = pairs * (inter / k_round);
     if (items > 0) {
       ws_quantize_permute_kernel<<<unsigned(ceil_div(items, 256 / k_warp_size)), 256, 0, stream>>>(
-          h, indices, pairs, w1.count, inter, xp, (nongemm_old() & 8) == 0);
+          h, indices, pairs, w1.count, inter, xp, (moe_prefill_nongemm_old() & 8) == 0);
       if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
     }
     a.src = xp;
