@@ -80,10 +80,13 @@ namespace {
 // 16 at T <= 16 (was 4; H100: Flash T = 8 / 16 1.08 / 1.04x, Pro T = 8 1.04x, Pro T = 16
 // neutral); 128 (A/B): 16 at every T (T = 64 neutral).
 // MOE15: 256 (a one-wave W2 grid capped at ceil(blocks / SMs) blocks per SM); 383 the default.
+// MOE25 (A/B, with 16, T = 1): 512 W2 warps prefetch their later rounds into L2 before their wait
+// (4096: at most 8 rounds), 1024 W1/W3 warps prefetch a share of their slot's W2 into L2 after
+// their loop, 2048 both at T <= 4.
 int g_chain = 383;
 }  // namespace
 void moe_decode_set_chain(int mask) {
-  g_chain = mask & 511;
+  g_chain = mask & 8191;
 }
 int moe_decode_chain() {
   return g_chain;
