@@ -96,10 +96,7 @@ std::vector<std::string> g_ab_configs = {"r4", "s0"};
 // of 16 at most ceil(blocks / SMs) blocks per SM (256; "hwlpfgmc" = 383, the default); a negative
 // number after the first letter forces row tiles, -(10 u + d): u for W1/W3, d for W2 (1, 2 or 4;
 // 0 = the model), e.g. "s-20x4.2.4hwlpfgm" (MOE15's ring-depth switches, "d" / "e", measured
-// no faster and were removed: 2026-11-26_s13_moe15_NOTES.md). MOE25 (A/B): "k" W2 warps
-// prefetch their later rounds into L2 before their wait (512; "n" at most 8 rounds, 4096), "i"
-// W1/W3 warps prefetch a share of their slot's W2 after their loop (1024), "j" both at T <= 4
-// (2048; else T = 1).
+// no faster and were removed: 2026-11-26_s13_moe15_NOTES.md).
 void apply_ab_config(const std::string& c) {
   dsv4::cuda::moe_decode_set_shift_decode(c[0] == 's');
   dsv4::cuda::moe_decode_set_chain(
@@ -107,10 +104,7 @@ void apply_ab_config(const std::string& c) {
       (c.find('l') != std::string::npos ? 4 : 0) | (c.find('p') != std::string::npos ? 8 : 0) |
       (c.find('f') != std::string::npos ? 16 : 0) | (c.find('g') != std::string::npos ? 32 : 0) |
       (c.find('m') != std::string::npos ? 64 : 0) | (c.find('t') != std::string::npos ? 128 : 0) |
-      (c.find('c') != std::string::npos ? 256 : 0) | (c.find('k') != std::string::npos ? 512 : 0) |
-      (c.find('i') != std::string::npos ? 1024 : 0) |
-      (c.find('j') != std::string::npos ? 2048 : 0) |
-      (c.find('n') != std::string::npos ? 4096 : 0));
+      (c.find('c') != std::string::npos ? 256 : 0));
   dsv4::cuda::moe_decode_set_rt_blocks_per_sm(std::atoi(c.c_str() + 1));
   const size_t qpos = c.find('q');
   dsv4::cuda::moe_decode_set_scale_slots_from(

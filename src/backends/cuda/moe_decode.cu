@@ -389,18 +389,6 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   }
   const int sms = current_device_sm_count();
   const fp4_weight f1 = make_fp4_weight(w1), f3 = make_fp4_weight(w3), f2 = make_fp4_weight(w2);
-  // MOE25 (A/B, chain_args): L2 bulk prefetches of W2 while h is not ready, with 16 (the SLOTS
-  // kernels), at T = 1 (2048: T <= 4). 512: each W2 warp its rounds past the ring (4096: at most
-  // 8 of them) before its wait; 1024: each W1/W3 warp a share of its slot's W2 after its loop.
-  if (slots_buf && tokens <= ((chain & 2048) ? 4 : 1)) {
-    if (chain & 512) down_chain.w2_pf_rounds = (chain & 4096) ? 8 : 1 << 20;
-    if (chain & 1024) {
-      up_chain.pf_w = f2.data;
-      up_chain.pf_s = f2.scale;
-      up_chain.pf_w_bytes = f2.matrix_bytes;
-      up_chain.pf_s_bytes = f2.matrix_scales * (f2.scale_f32 ? 4 : 1);
-    }
-  }
   // Chain 8: W1/W3 is the call's first launch (PDL: its blocks wait for the previous kernel
   // before reading anything) and reads x itself.
   const uint16_t* up_hi = self_plan ? reinterpret_cast<const uint16_t*>(x) : xhi;

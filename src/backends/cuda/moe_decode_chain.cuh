@@ -27,12 +27,6 @@ namespace {
 // griddepcontrol.wait (the exception to pdl.cuh's contract, argued at the kernel's end).
 // fold_waves: the fold at any wave count (its counters then live in the per-stream buffer, not in
 // the workspace). stage_h1 (host side, chain 32): W2 stages h at T = 1 too.
-// MOE25 (chain 512 / 1024, the SLOTS kernels; A/B): L2 bulk prefetches of W2 while h is not
-// ready. w2_pf_rounds (!UP, 512): each W2 warp, once its first ring rounds are issued and before
-// its readiness wait, asks L2 for up to that many of its later rounds (and its tile's scale rows).
-// pf_w / pf_s (UP, 1024; null: off): each W1/W3 warp, once its own weight loop has ended, asks L2
-// for its share (blockIdx.x, warp) of its slot's W2 matrix (pf_w_bytes per expert) and scales
-// (pf_s_bytes per expert).
 struct chain_args {
   int* qcnt;
   int early_chunk;
@@ -42,10 +36,6 @@ struct chain_args {
   int ready_target;
   int fold_waves;
   int stage_h1;
-  int w2_pf_rounds;
-  const uint8_t* pf_w;
-  const uint8_t* pf_s;
-  int64_t pf_w_bytes, pf_s_bytes;
 };
 
 // Counters polled by many blocks each own a 128-byte line.
@@ -76,20 +66,6 @@ __device__ __forceinline__ void wait_counter(const int* counter, int target) {
     asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(counter) : "memory");
   }
   __syncthreads();
-}
-
-// Asks the TMA unit to bring [p, p + bytes) into L2 (no data returned; p and bytes multiples of
-// 16).
-__device__ __forceinline__ void prefetch_l2_bulk(const void* p, uint32_t bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;" ::"l"(p), "r"(bytes) : "memory");
-}
-
-// Piece `index` of `pieces` (16-byte multiples) of [p, p + bytes) into L2 (bytes a multiple of 16).
-__device__ __forceinline__ void prefetch_l2_share(const uint8_t* p, int64_t bytes, int64_t pieces,
-                                                  int64_t index) {
-  const int64_t piece = ((bytes + pieces - 1) / pieces + 15) / 16 * 16;
-  const int64_t b = min(bytes, index * piece), e = min(bytes, b + piece);
-  if (e > b) prefetch_l2_bulk(p + b, uint32_t(e - b));
 }
 
 __device__ __forceinline__ void bar_sync_threads(int id, int threads) {

@@ -181,14 +181,6 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     };
 #pragma unroll
     for (int j = 0; j < k_stages; ++j) issue(j, j);
-    // MOE25 (chain 512): this warp's later rounds (contiguous in the repacked layout, from where
-    // the ring's copies stopped) and its tile's scale rows into L2 before the wait for h.
-    if constexpr (HL2)
-      if (chain.w2_pf_rounds > 0 && lane == 0) {
-        const int n = min(nr - k_stages, chain.w2_pf_rounds);
-        if (n > 0) prefetch_l2_bulk(src_w[0][0], uint32_t(n) * uint32_t(fp4_repack::k_tile_bytes));
-        if (kpart == 0) prefetch_l2_bulk(srow_p[0], uint32_t(16 * srow * (scale_f32 ? 4 : 1)));
-      }
 
     // h from the launch before; HL2: the slot's h, released group by group by W1/W3's fold. The
     // spin cannot starve its producers: this grid launches only once every W1/W3 block has
@@ -348,14 +340,6 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     }
     cp_async_wait<0>();
     DSV4_TRACE(tr.stamp(2));
-    // MOE25 (chain 1024): this warp's share of its slot's W2 into L2 once its own stream is done.
-    if constexpr (UP && SLOTS)
-      if (chain.pf_w && lane == 0) {
-        const int64_t pieces = int64_t(gridDim.x) * k_warps,
-                      index = int64_t(blockIdx.x) * k_warps + warp;
-        prefetch_l2_share(chain.pf_w + e * chain.pf_w_bytes, chain.pf_w_bytes, pieces, index);
-        prefetch_l2_share(chain.pf_s + e * chain.pf_s_bytes, chain.pf_s_bytes, pieces, index);
-      }
   } else {  // the first version's register double buffer (two rounds in flight), plain launches
     if constexpr (!UP) pdl_wait();  // no-op without PDL
     __syncthreads();                // pair_of
