@@ -80,6 +80,14 @@ namespace {
 // 16 at T <= 16 (was 4; H100: Flash T = 8 / 16 1.08 / 1.04x, Pro T = 8 1.04x, Pro T = 16
 // neutral); 128 (A/B): 16 at every T (T = 64 neutral).
 // MOE15: 256 (a one-wave W2 grid capped at ceil(blocks / SMs) blocks per SM); 383 the default.
+// MOE25 (H200, same process, vs 383; bench/kernels/results/h200_2026-11-27_s21_moe25_run1_*,
+// 2026-11-27_s21_moe25_NOTES.md), measured slower and removed: L2 bulk prefetches of W2 while h
+// is not ready, by each W2 warp before its readiness wait (its rounds past the ring: Flash T = 1
+// 0.952-0.968x, Pro 0.908-0.914x; at most 8 rounds 0.970-0.985x / 0.952-0.964x) or by each
+// W1/W3 warp after its loop (a share of its slot's W2: 0.961-0.967x / 0.892-0.911x); both at
+// T <= 4: T = 4 0.85-0.87x (Flash). The trace: the prefetches delay the fold's tail and W2's
+// readiness by 1-3 us, and W2's loop after its wait does not shorten (Flash 7.8 -> 7.9-8.3 us).
+// The code: branch wip/moe25 at 92186b8.
 int g_chain = 383;
 }  // namespace
 void moe_decode_set_chain(int mask) {
