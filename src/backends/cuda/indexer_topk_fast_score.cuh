@@ -334,7 +334,9 @@ __device__ __forceinline__ bool score_cta_keys_of(const int32_t* n_visible,
                                                   int64_t keys_per_cta, paged_entries& pages,
                                                   score_cta_keys& k) {
   k.t = blockIdx.y;
-  // Both loads in flight together (the block table needs the sequence, not the count).
+  // (Not both in flight together: ptxas issues token_seq[t]'s load after the return below, where
+  // it is first used, so the prologue waits for n_visible, token_seq, the block ids and the keys in
+  // turn (IDX27, session 21: bench/kernels/results/2026-11-27_s21_idx27_NOTES.md).)
   const int32_t visible = n_visible[k.t];
   const int32_t seq = token_seq[k.t];
   k.n = clamp_visible(visible, capacity);
