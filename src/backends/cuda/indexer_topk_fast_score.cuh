@@ -324,14 +324,9 @@ __device__ __forceinline__ int k_fp8_dim(int kk, int j) {
 
 // ---- pieces shared by indexer_score_kernel and indexer_score_three_kernel ----
 
-// IDX29 (session 21) device A/B switches (the fast list kernel's prologue): 0 main; 1 variant w
-// (IDX27's wip/idx27-variants 08810cd without its zeroing-kernel prefetch: 4-byte cp.async.ca
-// copies of n_visible[t], token_seq[t], row t's block ids and the weights at entry); 2 variant ts
-// (token_seq[t]'s load issued with n_visible[t]'s). DSV4_IDX29_STAMPS=1: the prologue's stamps
-// (diagnostic build; trace_stamp_after).
-#ifndef DSV4_IDX29_VARIANT
-#define DSV4_IDX29_VARIANT 0
-#endif
+// DSV4_IDX29_STAMPS=1 (IDX29, session 21; diagnostic builds only, their list kernel has 128
+// registers and another loop): the fast list kernel's prologue stamps (trace_stamp_after; printed
+// by bench_attention --indexer-trace, with L2 warm and cold by --indexer-prologue).
 #ifndef DSV4_IDX29_STAMPS
 #define DSV4_IDX29_STAMPS 0
 #endif
@@ -347,11 +342,14 @@ __device__ __forceinline__ bool score_cta_keys_of(const int32_t* n_visible,
                                                   int64_t keys_per_cta, paged_entries& pages,
                                                   score_cta_keys& k) {
   k.t = blockIdx.y;
-  // (Not both in flight together: ptxas issues token_seq[t]'s load after the return below, where
-  // it is first used, so the prologue waits for n_visible, token_seq, the block ids and the keys in
-  // turn (IDX27, session 21: bench/kernels/results/2026-11-27_s21_idx27_NOTES.md).)
-  // early_seq (variant ts, IDX29): token_seq[t] by a volatile load issued before n_visible[t]'s
-  // (ptxas may not sink a volatile load below the return), so both trips are in flight together.
+  // A plain load of token_seq[t] is issued after the return below, where it is first used (ptxas
+  // sinks it), so the prologue waits for n_visible, token_seq, the block ids and the keys in turn
+  // (IDX27, session 21). early_seq (the `fast` list kernel; IDX29, session 21): token_seq[t] by a
+  // volatile load issued before n_visible[t]'s (ptxas may not sink a volatile load below the
+  // return), both trips in flight together; 121 registers and the score loop's SASS as before.
+  // H200, same call, T=1 x 256K FP4 keys, medians of 8: top-512 in all 24.06 -> 23.46 us, top-1024
+  // 24.77 -> 24.16, first loop end 9.68 -> 9.00 us after the first CTA's entry
+  // (bench/kernels/results/2026-11-27_s21_idx29_NOTES.md).
   int32_t seq, visible;
   if constexpr (early_seq) {
     asm volatile("ld.volatile.global.b32 %0, [%1];" : "=r"(seq) : "l"(token_seq + k.t));
@@ -388,38 +386,6 @@ __device__ __forceinline__ int64_t score_range_blocks(const paged_entries& pages
   }
   return block0;
 }
-
-#if DSV4_IDX29_VARIANT == 1
-// Variant w: real 4-byte loads (cp.async.ca: through L1, no register, nothing for ptxas to sink)
-// into range_blocks' slots 512.. (unused: the fast kernel's range has <= k_pass_tab + 1 blocks) of
-// n_visible[t], token_seq[t], the weights and the block ids of keys [lo, lo + keys_per_cta) of
-// table row t (a guess: a decode token t reads row t), so that the prologue's dependent loads find
-// L1 and the TLB warm. They join the query's commit group.
-template <typename act_t>
-__device__ __forceinline__ void score_fast_warm(const int32_t* n_visible, const int32_t* token_seq,
-                                                const act_t* weights, int64_t keys_per_cta,
-                                                const paged_entries& pages, int32_t* range_blocks) {
-  const int64_t t = blockIdx.y;
-  const uint32_t warm_s = smem_u32(range_blocks + 512);
-  constexpr int w_lines = k_heads * int(sizeof(act_t)) / 128;
-  if (threadIdx.x == 0)
-    cp_async_ca<4>(warm_s + 4 * 256, n_visible + t);
-  else if (threadIdx.x == 32)
-    cp_async_ca<4>(warm_s + 4 * 257, token_seq + t);
-  else if (threadIdx.x >= 64 && threadIdx.x < 64 + w_lines)
-    cp_async_ca<4>(warm_s + 4 * (258 + threadIdx.x - 64),
-                   weights + t * k_heads + (threadIdx.x - 64) * (128 / sizeof(act_t)));
-  const uint32_t bs = uint32_t(pages.block_size);
-  if ((bs & (bs - 1)) == 0) {
-    const int shift = __ffs(int(bs)) - 1;
-    const uint32_t lo = uint32_t(blockIdx.x) * uint32_t(keys_per_cta);
-    const int64_t b = int64_t(lo >> shift) + threadIdx.x;
-    if (threadIdx.x <= (uint32_t(keys_per_cta) + bs - 1) >> shift && t < pages.table_rows &&
-        b < pages.table_width)
-      cp_async_ca<4>(warm_s + 4 * threadIdx.x, pages.block_table + t * pages.table_width + b);
-  }
-}
-#endif
 
 // One thread: stage s's full barrier (one arrival plus the copies' bytes) and empty barrier
 // (every thread's arrival).
@@ -1214,19 +1180,9 @@ __global__ void __launch_bounds__(256, fast ? 2 : 3)
   } while (0)
 #endif
   IDX29_STAMP(12, uint32_t(reinterpret_cast<uintptr_t>(n_visible)));  // the kernel parameters
-#if DSV4_IDX29_VARIANT == 1
-  if constexpr (fast)
-    score_fast_warm(n_visible, token_seq, weights, keys_per_cta, pages, range_blocks);
-#endif
   score_cta_keys ck;
-  constexpr bool early_seq = fast && DSV4_IDX29_VARIANT == 2;
   constexpr bool pro_stamps = fast && DSV4_IDX29_STAMPS;
-  if (!score_cta_keys_of<early_seq>(n_visible, token_seq, capacity, keys_per_cta, pages, ck)) {
-#if DSV4_IDX29_VARIANT == 1
-    if constexpr (fast) cp_async_wait_all();  // (the warm copies)
-#endif
-    return;
-  }
+  if (!score_cta_keys_of<fast>(n_visible, token_seq, capacity, keys_per_cta, pages, ck)) return;
   IDX29_STAMP(0, ck.n);       // n_visible[t] landed
   IDX29_STAMP(1, pages.seq);  // token_seq[t] landed
   const int64_t t = ck.t, n = ck.n, lo = ck.lo, hi = ck.hi, passes = ck.passes;
