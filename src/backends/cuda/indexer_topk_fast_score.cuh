@@ -1183,7 +1183,7 @@ __global__ void __launch_bounds__(256, fast ? 2 : 3)
   score_cta_keys ck;
   constexpr bool pro_stamps = fast && DSV4_IDX29_STAMPS;
   if (!score_cta_keys_of<fast>(n_visible, token_seq, capacity, keys_per_cta, pages, ck)) return;
-  IDX29_STAMP(0, ck.n);       // n_visible[t] landed
+  IDX29_STAMP(0, ck.n);       // n_visible[t] landed (run 1: ptxas put it after token_seq[t])
   IDX29_STAMP(1, pages.seq);  // token_seq[t] landed
   const int64_t t = ck.t, n = ck.n, lo = ck.lo, hi = ck.hi, passes = ck.passes;
   const int lane = threadIdx.x % k_warp_size;
