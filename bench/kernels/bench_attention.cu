@@ -182,6 +182,15 @@ __global__ void flush_read_kernel(const float4* p, size_t n, float* sink) {
   if (acc == 1234.5f) sink[0] = acc;
 }
 
+// IDX29 (--indexer-prologue): n 4-byte words read into L2 (and not kept anywhere).
+__global__ void warm_words_kernel(const uint32_t* p, size_t n, float* sink) {
+  uint32_t acc = 0;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x)
+    acc ^= p[i];
+  if (acc == 0x12345678u) sink[1] = float(acc);
+}
+
 // Median of g_runs event-timed launches (after 3 warm-up launches), L2 flushed before each (outside
 // the events).
 // Warm-up: the timed loop itself (flush + launch + event round trip) runs g_runs times untimed
@@ -1461,6 +1470,9 @@ bool g_indexer_trace = false;  // --indexer-trace (with --indexer-fp4): %globalt
 bool g_indexer_plan_only = false;  // --indexer-plan-only (with --indexer-fp4): the plan rows only
 bool g_indexer_chain = false;      // --indexer-chain: the T=1 plan per call in a graph of 8 calls
 
+// --indexer-prologue (with --indexer-trace): IDX29's traces, L2 warm / the prologue's inputs warm
+bool g_indexer_prologue = false;
+
 // Median time of `launch` (work on `stream`) replayed from a CUDA graph, L2 flushed before each
 // replay like time_ms: no host launch cost inside the timed region, as in the model's decode
 // graphs.
@@ -1735,9 +1747,13 @@ bool run_cases(cublasHandle_t blas, int sms, const char* list) {
 // `launch` (one call of the plan) replayed from a graph `reps` times, L2 flushed before each;
 // prints the median over the replays of each phase's earliest / latest stamp (us after the first
 // score CTA started).
+// IDX29: `l2` 0 flushes L2 before each replay, 1 does not (everything the call touches is warm
+// from the previous replay), 2 flushes it and then runs `warm` (reads of the prologue's small
+// inputs: its data warm in L2, its code and keys not).
 void trace_indexer_phases(const char* name, cudaStream_t st, int64_t score_ctas,
                           int64_t collect_ctas, int64_t select_ctas,
-                          const std::function<void()>& launch) {
+                          const std::function<void()>& launch, int l2 = 0,
+                          const std::function<void()>& warm = {}) {
   constexpr int words = 32776, reps = 31;
   unsigned long long* tr = device_alloc<unsigned long long>(words);
   CHECK(dsv4::cuda::indexer_fast_set_trace(tr));
@@ -1802,10 +1818,21 @@ void trace_indexer_phases(const char* name, cudaStream_t st, int64_t score_ctas,
   const char* crit_name[] = {"entry", "loop end", "flush issued", "snapshot ok", "listed", "end"};
   constexpr int n_crit = 6;
   std::vector<std::vector<double>> crit_end(n_crit), crit_loop(n_crit);
+  // IDX29: the fast list kernel's prologue stamps (diagnostic builds, k_trace_prologue = 24576,
+  // 16 slots per CTA c < 512), each the first / median / last CTA, medians over the replays.
+  constexpr int n_pro = 13;
+  const char* pro_name[n_pro] = {
+      "n_visible landed", "token_seq landed", "t0's block id landed", "ids stored (barrier)",
+      "pass table done",  "query issued",     "passes 0-1 issued",    "query landed",
+      "weights landed",   "barrier 2",        "pass 0 landed",        "divisions done",
+      "params landed"};
+  std::vector<std::vector<double>> pfirst(n_pro), pmed(n_pro), plast(n_pro);
   for (int r = 0; r < reps + 2; ++r) {
     CHECK(cudaMemset(tr, 0, words * sizeof(unsigned long long)));
-    flush_read_kernel<<<1024, 512>>>(static_cast<const float4*>(g_flush), g_flush_bytes / 16,
-                                     g_flush_sink);
+    if (l2 != 1)
+      flush_read_kernel<<<1024, 512>>>(static_cast<const float4*>(g_flush), g_flush_bytes / 16,
+                                       g_flush_sink);
+    if (l2 == 2 && warm) warm();
     CHECK(cudaDeviceSynchronize());
     CHECK(cudaGraphLaunch(exec, st));
     CHECK(cudaStreamSynchronize(st));
@@ -1814,6 +1841,18 @@ void trace_indexer_phases(const char* name, cudaStream_t st, int64_t score_ctas,
     unsigned long long t0 = ~0ull;
     for (int64_t c = 0; c < score_ctas && c < 1024; ++c)
       if (h[size_t(8 * c)]) t0 = std::min(t0, h[size_t(8 * c)]);
+    for (int i = 0; i < n_pro; ++i) {
+      std::vector<double> v;
+      for (int64_t c = 0; c < score_ctas && c < 512; ++c) {
+        const unsigned long long x = h[size_t(24576 + 16 * c + i)];
+        if (x) v.push_back(double(int64_t(x - t0)) * 1e-3);
+      }
+      if (v.empty()) continue;
+      std::sort(v.begin(), v.end());
+      pfirst[size_t(i)].push_back(v.front());
+      pmed[size_t(i)].push_back(v[v.size() / 2]);
+      plast[size_t(i)].push_back(v.back());
+    }
     for (int i = 0; i < n_dists; ++i) {
       std::vector<double> v;
       for (int64_t c = 0; c < dists[i].ctas && c < 1024; ++c) {
@@ -1859,8 +1898,11 @@ void trace_indexer_phases(const char* name, cudaStream_t st, int64_t score_ctas,
                                                       : v.back());
     }
   }
-  std::printf("  trace %s (median of %d replays, us after the first score CTA's start):\n", name,
-              reps);
+  std::printf("  trace %s (median of %d replays, us after the first score CTA's start%s):\n", name,
+              reps,
+              l2 == 1   ? "; L2 not flushed"
+              : l2 == 2 ? "; L2 flushed, then the prologue's inputs read"
+                        : "");
   {
     // The last replay's score CTAs (three-CTA kernel): passes per CTA (slot 5) and the SMs by
     // their CTAs and passes (slot 6: the SM), with the SM's last loop end.
@@ -1911,6 +1953,11 @@ void trace_indexer_phases(const char* name, cudaStream_t st, int64_t score_ctas,
     if (dmed[size_t(i)].empty()) continue;
     std::printf("      %-30s %8.2f %8.2f %8.2f\n", dists[i].label, med_of(dfirst[size_t(i)]),
                 med_of(dmed[size_t(i)]), med_of(dlast[size_t(i)]));
+  }
+  for (int i : {12, 0, 1, 11, 2, 3, 4, 5, 6, 7, 8, 9, 10}) {  // (program order)
+    if (pmed[size_t(i)].empty()) continue;
+    std::printf("      prologue %-21s %8.2f %8.2f %8.2f\n", pro_name[i], med_of(pfirst[size_t(i)]),
+                med_of(pmed[size_t(i)]), med_of(plast[size_t(i)]));
   }
   std::printf("      zeroing kernel: block 0 entry %.2f, block 0 exit %.2f, last block exit %.2f\n",
               med_of(zero0), med_of(zero1), med_of(zero2));
@@ -2089,6 +2136,27 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
     std::printf("indexer phase trace, %s:\n", shape);
     plan_t other = plan;
     other.score_list = !plan.score_list;
+    if (g_indexer_prologue) {
+      // IDX29: the plan traced with L2 not flushed, and flushed then the prologue's small inputs
+      // (n_visible, token_seq, the block table, the query, the weights) read back into it.
+      const auto warm = [&] {
+        const auto rd = [&](const void* ptr, size_t bytes) {
+          const size_t n = bytes / 4;
+          warm_words_kernel<<<unsigned(std::min<size_t>((n + 255) / 256, 256)), 256>>>(
+              static_cast<const uint32_t*>(ptr), n, g_flush_sink);
+        };
+        rd(dvis, size_t(T) * 4);
+        rd(dseq, size_t(T) * 4);
+        rd(dtable, size_t(T * width) * 4);
+        rd(q16, size_t(T * heads * d) * 2);
+        rd(w16, size_t(T * heads) * 2);
+      };
+      for (int l2 : {1, 2})
+        trace_indexer_phases(
+            "score_list", st, plan.ctas_per_token, plan.collect_ctas_per_token,
+            dsv4::cuda::indexer_fast_list_select_ctas(plan, top_k), [&] { run_fp4(plan); }, l2,
+            warm);
+    }
     for (const plan_t& p : {plan, other}) {
       trace_indexer_phases(
           p.score_list ? "score_list" : "collect launch", st, p.ctas_per_token,
@@ -2751,6 +2819,8 @@ int main(int argc, char** argv) {
       g_indexer_fp4 = true;
     else if (std::strcmp(argv[i], "--indexer-trace") == 0)
       g_indexer_trace = g_indexer_fp4 = true;
+    else if (std::strcmp(argv[i], "--indexer-prologue") == 0)
+      g_indexer_prologue = g_indexer_trace = g_indexer_fp4 = true;
     else if (std::strcmp(argv[i], "--indexer-plan-only") == 0)
       g_indexer_plan_only = g_indexer_fp4 = true;
     else if (std::strcmp(argv[i], "--indexer-chain") == 0)

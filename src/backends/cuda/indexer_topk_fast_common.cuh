@@ -79,6 +79,19 @@ __device__ __forceinline__ void trace_stamp(int region, int slot) {
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
   tr[region + 8 * int(blockIdx.x) + slot] = now;
 }
+// IDX29 (session 21), diagnostic builds only (DSV4_IDX29_STAMPS=1; the list kernel's registers and
+// loop change with them, so such a build's loop is not timed): the fast list kernel's prologue
+// stamps, CTA c < 512 of token 0 at k_trace_prologue + 16 c + slot. trace_stamp_after reads the
+// clock after a branch on `dep` (the value of a load), so the stamp is taken once that load landed.
+constexpr int k_trace_prologue = 24576;
+__device__ __forceinline__ void trace_stamp_after(int slot, uint32_t dep) {
+  unsigned long long* tr = g_indexer_trace;
+  if (tr == nullptr || blockIdx.y != 0 || threadIdx.x != 0 || blockIdx.x >= 512) return;
+  if (dep == 0x7fc0ffeeu) tr[k_trace_prologue + 16 * int(blockIdx.x) + 15] = 1;
+  unsigned long long now;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now) : : "memory");
+  tr[k_trace_prologue + 16 * int(blockIdx.x) + slot] = now;
+}
 // A stamp at trace word `word` (thread 0 of the calling block; the zeroing kernel's).
 __device__ __forceinline__ void trace_stamp_word(int word) {
   unsigned long long* tr = g_indexer_trace;
