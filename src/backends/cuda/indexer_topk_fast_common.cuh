@@ -254,22 +254,6 @@ __device__ __forceinline__ void warp_append(bool take, unsigned long long key, c
   if (take) list[slot + __popc(mask & ((1u << lane) - 1u))] = key;
 }
 
-// warp_append into a list of `cap` entries: the count still advances past cap (so the reader
-// knows the list overflowed) but nothing is written there.
-__device__ __forceinline__ void warp_append_bounded(bool take, unsigned long long key,
-                                                    uint32_t* count, unsigned long long* list,
-                                                    uint32_t cap) {
-  const unsigned mask = __ballot_sync(0xffffffffu, take);
-  if (!mask) return;
-  const int lane = threadIdx.x % k_warp_size;
-  const int leader = __ffs(mask) - 1;
-  uint32_t slot = 0;
-  if (lane == leader) slot = atomicAdd(count, uint32_t(__popc(mask)));
-  slot = __shfl_sync(0xffffffffu, slot, leader);
-  const uint32_t i = slot + uint32_t(__popc(mask & ((1u << lane) - 1u)));
-  if (take && i < cap) list[i] = key;
-}
-
 // How many of the nf keys f[0..nf) exceed x, on every lane of the warp (four independent
 // counters per lane keep the shared-memory loads in flight).
 __device__ __forceinline__ uint32_t warp_count_greater(const unsigned long long* f, int nf,
