@@ -330,17 +330,14 @@ __device__ __forceinline__ int k_fp8_dim(int kk, int j) {
 #ifndef DSV4_IDX29_STAMPS
 #define DSV4_IDX29_STAMPS 0
 #endif
-// A/B switches (IDX33, session 21) of the fast list kernel's prologue. DSV4_IDX33_WSMEM: how the
-// weights reach their registers: 0 loaded from global memory after the query's wait (one L2 trip
-// that nothing hides), 1 4-byte cp.async copies into shared memory (the w_pairs slot, unused by the
-// fast kernel) issued with the query's copies (same group, same wait), read after the barrier;
-// 2 the same copies issued right after the early return (still the query's group).
-// DSV4_IDX33_DIV32 = 1: the block range by 32-bit divisions (n_visible is int32, so lo, hi < 2^31).
-#ifndef DSV4_IDX33_WSMEM
-#define DSV4_IDX33_WSMEM 0
-#endif
+// DSV4_IDX33_DIV32 (IDX33, session 21; default 1): the fast list kernel's block range by 32-bit
+// divisions (n_visible is int32, so 0 <= lo < hi < 2^31) instead of two 64-bit ones (CALLs of
+// the 64-bit division subroutine); 118 registers instead of 121, the score loop
+// rescheduled by ptxas. H200, same call, T=1 x 256K FP4 keys, medians of 8: top-512 in all 23.39
+// -> 23.10 us, top-1024 24.03 -> 23.74, chained per call 20.42-20.51 -> 20.33-20.34, first loop end
+// 9.20 -> 8.80 us (bench/kernels/results/2026-11-27_s21_idx33_NOTES.md). 0: main's 64-bit form.
 #ifndef DSV4_IDX33_DIV32
-#define DSV4_IDX33_DIV32 0
+#define DSV4_IDX33_DIV32 1
 #endif
 
 // The score CTA's keys: token t = blockIdx.y, its visible entries n (clamped to the capacity),
@@ -1231,21 +1228,6 @@ __global__ void __launch_bounds__(256, fast ? 2 : 3)
   const int64_t t = ck.t, n = ck.n, lo = ck.lo, hi = ck.hi, passes = ck.passes;
   const int lane = threadIdx.x % k_warp_size;
   const int warp = threadIdx.x / k_warp_size;
-  // w_cp (DSV4_IDX33_WSMEM; bf16 only: the f32 kernel's loop is rescheduled by it): row t's
-  // k_heads weights copied into the w_pairs slot (4 bytes a thread, the last warp; lane quad q's
-  // pair of n-tile nt in word nt * 4 + q) in the query's group (1: after the query's copies, 2:
-  // here), read after the barrier.
-  constexpr int w_cp = fast && sizeof(act_t) == 2 ? DSV4_IDX33_WSMEM : 0;
-  auto issue_w = [&] {
-    constexpr int w_copies = k_heads * int(sizeof(act_t)) / 4;
-    static_assert(!w_cp || w_copies <= k_score_threads);
-    const int i = int(threadIdx.x) - (k_score_threads - w_copies);
-    if (i >= 0)
-      cp_async_ca_zfill_noclobber<4>(smem_u32(w_pairs) + 4 * i,
-                                     reinterpret_cast<const uint32_t*>(weights + t * k_heads) + i,
-                                     true);
-  };
-  if constexpr (w_cp == 2) issue_w();
   constexpr bool narrow = fast && DSV4_IDX33_DIV32;
   const int64_t block0 =
       score_range_blocks<k_score_threads, pro_stamps, narrow>(pages, lo, hi, range_blocks);
@@ -1275,7 +1257,6 @@ __global__ void __launch_bounds__(256, fast ? 2 : 3)
                               pass_scales, full_s, k_s);
   };
   score_stage_query<true, k_score_threads>(q_s, q, t);
-  if constexpr (w_cp == 1) issue_w();
   IDX29_STAMP(5, 0);  // query copies issued
   // The query's wgmma descriptor at k-step 0 (the k-steps add their offsets to its start field).
   const uint64_t q_desc = wgmma::sw128_desc(q_s, 16, 1024);
@@ -1295,7 +1276,7 @@ __global__ void __launch_bounds__(256, fast ? 2 : 3)
       w_pairs[threadIdx.x] = make_float2(act_to_f32(weights[t * k_heads + nt * 8 + 2 * tq]),
                                          act_to_f32(weights[t * k_heads + nt * 8 + 2 * tq + 1]));
     }
-  } else if constexpr (w_cp == 0) {
+  } else {
 #pragma unroll
     for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
@@ -1304,16 +1285,6 @@ __global__ void __launch_bounds__(256, fast ? 2 : 3)
     IDX29_STAMP(8, __float_as_uint(w[7][1]));  // the weights landed
   }
   __syncthreads();  // the query, hist_s's zeros (and w_pairs, pass_tab)
-  if constexpr (w_cp != 0) {
-#pragma unroll
-    for (int nt = 0; nt < 8; ++nt) {
-      const uint32_t v = reinterpret_cast<const uint32_t*>(w_pairs)[nt * 4 + lane % 4];
-      act_t h[2];
-      memcpy(h, &v, sizeof(h));
-      w[nt][0] = act_to_f32(h[0]);
-      w[nt][1] = act_to_f32(h[1]);
-    }
-  }
 #if DSV4_IDX29_STAMPS
   if constexpr (fast) {
     IDX29_STAMP(9, 0);  // the barrier
