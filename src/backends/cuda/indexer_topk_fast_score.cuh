@@ -330,6 +330,15 @@ __device__ __forceinline__ int k_fp8_dim(int kk, int j) {
 #ifndef DSV4_IDX29_STAMPS
 #define DSV4_IDX29_STAMPS 0
 #endif
+// DSV4_IDX33_DIV32 (IDX33, session 21; default 1): the fast list kernel's block range by 32-bit
+// divisions (n_visible is int32, so 0 <= lo < hi < 2^31) instead of two 64-bit ones (CALLs of
+// the 64-bit division subroutine); 118 registers instead of 121, the score loop
+// rescheduled by ptxas. H200, same call, T=1 x 256K FP4 keys, medians of 8: top-512 in all 23.39
+// -> 23.10 us, top-1024 24.03 -> 23.74, chained per call 20.42-20.51 -> 20.33-20.34, first loop end
+// 9.20 -> 8.80 us (bench/kernels/results/2026-11-27_s21_idx33_NOTES.md). 0: main's 64-bit form.
+#ifndef DSV4_IDX33_DIV32
+#define DSV4_IDX33_DIV32 1
+#endif
 
 // The score CTA's keys: token t = blockIdx.y, its visible entries n (clamped to the capacity),
 // keys [lo, hi) of this CTA in `passes` passes of k_pass; pages.seq set. False: no keys here.
@@ -369,11 +378,20 @@ __device__ __forceinline__ bool score_cta_keys_of(const int32_t* n_visible,
 
 // The sequence's block ids of keys [lo, hi) into range_blocks (one round of dependent loads per
 // CTA, none in the key loops); returns the range's first block.
-template <int threads, bool stamp = false>
+template <int threads, bool stamp = false, bool narrow = false>
 __device__ __forceinline__ int64_t score_range_blocks(const paged_entries& pages, int64_t lo,
                                                       int64_t hi, int32_t* range_blocks) {
-  const int64_t block0 = lo / pages.block_size;
-  const int n_blocks = int((hi - 1) / pages.block_size - block0 + 1);
+  int64_t block0;
+  int n_blocks;
+  if constexpr (narrow) {  // 0 <= lo < hi < 2^31 (n_visible is int32)
+    const uint32_t bs = uint32_t(pages.block_size);
+    const uint32_t b0 = uint32_t(lo) / bs;
+    block0 = b0;
+    n_blocks = int(uint32_t(hi - 1) / bs - b0 + 1);
+  } else {
+    block0 = lo / pages.block_size;
+    n_blocks = int((hi - 1) / pages.block_size - block0 + 1);
+  }
 #if DSV4_IDX29_STAMPS
   if constexpr (stamp) trace_stamp_after(11, uint32_t(n_blocks));  // (IDX29: divisions done)
 #endif
@@ -1210,8 +1228,9 @@ __global__ void __launch_bounds__(256, fast ? 2 : 3)
   const int64_t t = ck.t, n = ck.n, lo = ck.lo, hi = ck.hi, passes = ck.passes;
   const int lane = threadIdx.x % k_warp_size;
   const int warp = threadIdx.x / k_warp_size;
+  constexpr bool narrow = fast && DSV4_IDX33_DIV32;
   const int64_t block0 =
-      score_range_blocks<k_score_threads, pro_stamps>(pages, lo, hi, range_blocks);
+      score_range_blocks<k_score_threads, pro_stamps, narrow>(pages, lo, hi, range_blocks);
   IDX29_STAMP(2, range_blocks[0]);  // thread 0's block id landed
   if (threadIdx.x == 0) score_init_barriers<k_score_threads>(full_s, empty_s, stages);
   __syncthreads();
