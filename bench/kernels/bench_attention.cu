@@ -1818,8 +1818,9 @@ void trace_indexer_phases(const char* name, cudaStream_t st, int64_t score_ctas,
   const char* crit_name[] = {"entry", "loop end", "flush issued", "snapshot ok", "listed", "end"};
   constexpr int n_crit = 6;
   std::vector<std::vector<double>> crit_end(n_crit), crit_loop(n_crit);
-  // IDX29: the fast list kernel's prologue stamps (diagnostic builds, k_trace_prologue = 24576,
-  // 16 slots per CTA c < 512), each the first / median / last CTA, medians over the replays.
+  // IDX29: the fast list kernel's prologue stamps (-DDSV4_IDX_PROLOGUE_STAMPS=1 builds,
+  // k_trace_prologue = 24576, 16 slots per CTA c < 512), each the first / median / last CTA,
+  // medians over the replays.
   constexpr int n_pro = 13;
   const char* pro_name[n_pro] = {
       "n_visible landed", "token_seq landed", "t0's block id landed", "ids stored (barrier)",

@@ -79,10 +79,15 @@ __device__ __forceinline__ void trace_stamp(int region, int slot) {
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
   tr[region + 8 * int(blockIdx.x) + slot] = now;
 }
-// IDX29 (session 21), diagnostic builds only (DSV4_IDX29_STAMPS=1; the list kernel's registers and
-// loop change with them, so such a build's loop is not timed): the fast list kernel's prologue
-// stamps, CTA c < 512 of token 0 at k_trace_prologue + 16 c + slot. trace_stamp_after reads the
-// clock after a branch on `dep` (the value of a load), so the stamp is taken once that load landed.
+// The fast list kernel's prologue stamps (IDX29, session 21), built only with
+// -DDSV4_IDX_PROLOGUE_STAMPS=1 (the list kernel's registers and loop change with them, so such a
+// build's loop is not timed): CTA c < 512 of token 0 at k_trace_prologue + 16 c + slot, printed by
+// bench_attention --indexer-trace (--indexer-prologue: also with L2 warm and with the prologue's
+// inputs warm). trace_stamp_after reads the clock after a branch on `dep` (the value of a load),
+// so the stamp is taken once that load landed.
+#ifndef DSV4_IDX_PROLOGUE_STAMPS
+#define DSV4_IDX_PROLOGUE_STAMPS 0
+#endif
 constexpr int k_trace_prologue = 24576;
 __device__ __forceinline__ void trace_stamp_after(int slot, uint32_t dep) {
   unsigned long long* tr = g_indexer_trace;
@@ -91,6 +96,11 @@ __device__ __forceinline__ void trace_stamp_after(int slot, uint32_t dep) {
   unsigned long long now;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now) : : "memory");
   tr[k_trace_prologue + 16 * int(blockIdx.x) + slot] = now;
+}
+// A prologue stamp where `on` (the fast list kernel) in a stamp build; nothing otherwise.
+template <bool on>
+__device__ __forceinline__ void prologue_stamp(int slot, uint32_t dep) {
+  if constexpr (on && DSV4_IDX_PROLOGUE_STAMPS) trace_stamp_after(slot, dep);
 }
 // A stamp at trace word `word` (thread 0 of the calling block; the zeroing kernel's).
 __device__ __forceinline__ void trace_stamp_word(int word) {

@@ -324,22 +324,6 @@ __device__ __forceinline__ int k_fp8_dim(int kk, int j) {
 
 // ---- pieces shared by indexer_score_kernel and indexer_score_three_kernel ----
 
-// DSV4_IDX29_STAMPS=1 (IDX29, session 21; diagnostic builds only, their list kernel has 128
-// registers and another loop): the fast list kernel's prologue stamps (trace_stamp_after; printed
-// by bench_attention --indexer-trace, with L2 warm and cold by --indexer-prologue).
-#ifndef DSV4_IDX29_STAMPS
-#define DSV4_IDX29_STAMPS 0
-#endif
-// DSV4_IDX33_DIV32 (IDX33, session 21; default 1): the fast list kernel's block range by 32-bit
-// divisions (n_visible is int32, so 0 <= lo < hi < 2^31) instead of two 64-bit ones (CALLs of
-// the 64-bit division subroutine); 118 registers instead of 121, the score loop
-// rescheduled by ptxas. H200, same call, T=1 x 256K FP4 keys, medians of 8: top-512 in all 23.39
-// -> 23.10 us, top-1024 24.03 -> 23.74, chained per call 20.42-20.51 -> 20.33-20.34, first loop end
-// 9.20 -> 8.80 us (bench/kernels/results/2026-11-27_s21_idx33_NOTES.md). 0: main's 64-bit form.
-#ifndef DSV4_IDX33_DIV32
-#define DSV4_IDX33_DIV32 1
-#endif
-
 // The score CTA's keys: token t = blockIdx.y, its visible entries n (clamped to the capacity),
 // keys [lo, hi) of this CTA in `passes` passes of k_pass; pages.seq set. False: no keys here.
 struct score_cta_keys {
@@ -378,12 +362,18 @@ __device__ __forceinline__ bool score_cta_keys_of(const int32_t* n_visible,
 
 // The sequence's block ids of keys [lo, hi) into range_blocks (one round of dependent loads per
 // CTA, none in the key loops); returns the range's first block.
-template <int threads, bool stamp = false, bool narrow = false>
+// narrow (the fast list kernel; IDX33, session 21): by 32-bit divisions, as 0 <= lo < hi < 2^31
+// (n_visible is int32), instead of two CALLs of the 64-bit division subroutine; 118 registers
+// instead of 121, the score loop rescheduled by ptxas. H200, same call, T=1 x 256K FP4 keys,
+// medians of 8: top-512 in all 23.39 -> 23.10 us, top-1024 24.03 -> 23.74, chained per call
+// 20.42-20.51 -> 20.33-20.34 (bench/kernels/results/2026-11-27_s21_idx33_NOTES.md). The other
+// score kernels keep the 64-bit form (the narrow one changes their SASS: not measured).
+template <int threads, bool narrow = false>
 __device__ __forceinline__ int64_t score_range_blocks(const paged_entries& pages, int64_t lo,
                                                       int64_t hi, int32_t* range_blocks) {
   int64_t block0;
   int n_blocks;
-  if constexpr (narrow) {  // 0 <= lo < hi < 2^31 (n_visible is int32)
+  if constexpr (narrow) {
     const uint32_t bs = uint32_t(pages.block_size);
     const uint32_t b0 = uint32_t(lo) / bs;
     block0 = b0;
@@ -392,9 +382,7 @@ __device__ __forceinline__ int64_t score_range_blocks(const paged_entries& pages
     block0 = lo / pages.block_size;
     n_blocks = int((hi - 1) / pages.block_size - block0 + 1);
   }
-#if DSV4_IDX29_STAMPS
-  if constexpr (stamp) trace_stamp_after(11, uint32_t(n_blocks));  // (IDX29: divisions done)
-#endif
+  prologue_stamp<narrow>(11, uint32_t(n_blocks));  // divisions done
   for (int i = threadIdx.x; i < n_blocks; i += threads) {
     const int64_t b = block0 + i;
     int32_t id = -1;
@@ -1209,32 +1197,19 @@ __global__ void __launch_bounds__(256, fast ? 2 : 3)
 
   pdl_trigger();
   trace_stamp(k_trace_score, 0);
-#if DSV4_IDX29_STAMPS
-#define IDX29_STAMP(slot, dep)                                  \
-  do {                                                          \
-    if constexpr (fast) trace_stamp_after(slot, uint32_t(dep)); \
-  } while (0)
-#else
-#define IDX29_STAMP(slot, dep) \
-  do {                         \
-  } while (0)
-#endif
-  IDX29_STAMP(12, uint32_t(reinterpret_cast<uintptr_t>(n_visible)));  // the kernel parameters
+  prologue_stamp<fast>(12, uint32_t(reinterpret_cast<uintptr_t>(n_visible)));  // parameters
   score_cta_keys ck;
-  constexpr bool pro_stamps = fast && DSV4_IDX29_STAMPS;
   if (!score_cta_keys_of<fast>(n_visible, token_seq, capacity, keys_per_cta, pages, ck)) return;
-  IDX29_STAMP(0, ck.n);       // n_visible[t] landed (run 1: ptxas put it after token_seq[t])
-  IDX29_STAMP(1, pages.seq);  // token_seq[t] landed
+  prologue_stamp<fast>(0, ck.n);  // n_visible[t] landed (run 1: ptxas put it after token_seq[t])
+  prologue_stamp<fast>(1, pages.seq);  // token_seq[t] landed
   const int64_t t = ck.t, n = ck.n, lo = ck.lo, hi = ck.hi, passes = ck.passes;
   const int lane = threadIdx.x % k_warp_size;
   const int warp = threadIdx.x / k_warp_size;
-  constexpr bool narrow = fast && DSV4_IDX33_DIV32;
-  const int64_t block0 =
-      score_range_blocks<k_score_threads, pro_stamps, narrow>(pages, lo, hi, range_blocks);
-  IDX29_STAMP(2, range_blocks[0]);  // thread 0's block id landed
+  const int64_t block0 = score_range_blocks<k_score_threads, fast>(pages, lo, hi, range_blocks);
+  prologue_stamp<fast>(2, range_blocks[0]);  // thread 0's block id landed
   if (threadIdx.x == 0) score_init_barriers<k_score_threads>(full_s, empty_s, stages);
   __syncthreads();
-  IDX29_STAMP(3, 0);  // every block id stored
+  prologue_stamp<fast>(3, 0);  // every block id stored
   const uint32_t bs = uint32_t(pages.block_size);
   const fp4_bulk_source bulk_src{&pages, range_blocks, block0, lo, hi, bs, keys8, key_scales4};
   auto issue_bulk = [&](int64_t j, int stage) {
@@ -1248,7 +1223,7 @@ __global__ void __launch_bounds__(256, fast ? 2 : 3)
       pass_tab[j] = make_int2(int(row0), copy | valid << 16);  // (pool rows are 32-bit)
     }
   }
-  IDX29_STAMP(4, pass_tab[0].x);  // thread 0's pass table entries
+  prologue_stamp<fast>(4, pass_tab[0].x);  // thread 0's pass table entries
   // Pass j's copies from the table into `stage` (the host launches `fast` only where every pass has
   // an entry: keys_per_cta <= k_pass_tab * k_pass).
   auto issue_tab = [&](int j, int stage) {
@@ -1257,16 +1232,16 @@ __global__ void __launch_bounds__(256, fast ? 2 : 3)
                               pass_scales, full_s, k_s);
   };
   score_stage_query<true, k_score_threads>(q_s, q, t);
-  IDX29_STAMP(5, 0);  // query copies issued
+  prologue_stamp<fast>(5, 0);  // query copies issued
   // The query's wgmma descriptor at k-step 0 (the k-steps add their offsets to its start field).
   const uint64_t q_desc = wgmma::sw128_desc(q_s, 16, 1024);
   if (threadIdx.x == 0)
     for (int j = 0; j < stages - 1; ++j)
       if (j < passes) issue_bulk(j, j);
-  IDX29_STAMP(6, 0);  // passes 0-1 issued
+  prologue_stamp<fast>(6, 0);  // passes 0-1 issued
   cp_async_commit_noclobber();
   cp_async_wait_noclobber<0>();
-  IDX29_STAMP(7, 0);  // thread 0's query copies landed
+  prologue_stamp<fast>(7, 0);  // thread 0's query copies landed
   wgmma::fence_async_smem();
   for (int b = threadIdx.x; b < k_bins; b += k_score_threads) hist_s[b] = 0;
   float w[8][2];
@@ -1282,17 +1257,14 @@ __global__ void __launch_bounds__(256, fast ? 2 : 3)
 #pragma unroll
       for (int e = 0; e < 2; ++e)
         w[nt][e] = act_to_f32(weights[t * k_heads + nt * 8 + 2 * (lane % 4) + e]);
-    IDX29_STAMP(8, __float_as_uint(w[7][1]));  // the weights landed
+    prologue_stamp<fast>(8, __float_as_uint(w[7][1]));  // the weights landed
   }
   __syncthreads();  // the query, hist_s's zeros (and w_pairs, pass_tab)
-#if DSV4_IDX29_STAMPS
-  if constexpr (fast) {
-    IDX29_STAMP(9, 0);  // the barrier
+  if constexpr (fast && DSV4_IDX_PROLOGUE_STAMPS) {
+    prologue_stamp<fast>(9, 0);  // the barrier
     if (threadIdx.x == 0 && passes > 0) mbar::wait(full_s, 0);
-    IDX29_STAMP(10, 0);  // pass 0's keys landed
+    prologue_stamp<fast>(10, 0);  // pass 0's keys landed
   }
-#endif
-#undef IDX29_STAMP
 
   // Pass j's codes: issue pass j + stages - 1 (into the stage of pass j - 1, once every thread
   // released it; its count slot was last read by the epilogue of pass j + stages - 9, which every
