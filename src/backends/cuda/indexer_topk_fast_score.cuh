@@ -1009,41 +1009,96 @@ __device__ __forceinline__ void flush_hist_unrolled(const uint32_t* hist_s, uint
   red_bins_strided<threads>(hist + threadIdx.x, v);
 }
 
+// score_list_keys' snapshot of the token's coarse histogram (256 words), read by one warp: lane l
+// holds coarse bins 8 (31 - l) .. 8 (31 - l) + 7 (two 16-byte relaxed loads; lane 0 the top bins).
+__device__ __forceinline__ void load_coarse_snapshot(const uint32_t* coarse, int lane,
+                                                     uint32_t (&w)[8]) {
+  const uint32_t* p = coarse + 8 * (31 - lane);
+  asm volatile("ld.relaxed.gpu.global.v4.u32 {%0, %1, %2, %3}, [%4];"
+               : "=r"(w[0]), "=r"(w[1]), "=r"(w[2]), "=r"(w[3])
+               : "l"(p)
+               : "memory");
+  asm volatile("ld.relaxed.gpu.global.v4.u32 {%0, %1, %2, %3}, [%4+16];"
+               : "=r"(w[4]), "=r"(w[5]), "=r"(w[6]), "=r"(w[7])
+               : "l"(p)
+               : "memory");
+}
+// Over a warp's snapshot (load_coarse_snapshot), to every lane: x the total, y the coarse bin cb
+// where the count from the top bin down reaches k, z the keys in the bins above cb; cb = z = 0
+// when the total is below k. (The lanes' sums scanned from lane 0, the top; the one lane whose
+// range holds the k-th key walks its 8 bins down.)
+__device__ __forceinline__ uint3 scan_coarse_snapshot(const uint32_t (&w)[8], int lane,
+                                                      uint32_t k) {
+  uint32_t s = 0;
+#pragma unroll
+  for (int j = 0; j < 8; ++j) s += w[j];
+  uint32_t incl = s;
+#pragma unroll
+  for (int o = 1; o < k_warp_size; o *= 2) {
+    const uint32_t y = __shfl_up_sync(0xffffffffu, incl, o);
+    if (lane >= o) incl += y;
+  }
+  const uint32_t total = __shfl_sync(0xffffffffu, incl, k_warp_size - 1);
+  const uint32_t before = incl - s;  // keys in the lanes' bins above this lane's
+  const bool here = before < k && before + s >= k;
+  uint32_t cb = 0, above = 0, acc = before;
+  bool found = false;
+#pragma unroll
+  for (int j = 7; j >= 0; --j) {
+    if (here && !found && acc + w[j] >= k) {
+      cb = uint32_t(8 * (31 - lane) + j);
+      above = acc;
+      found = true;
+    }
+    acc += w[j];
+  }
+  const unsigned who = __ballot_sync(0xffffffffu, here);
+  if (who == 0) return make_uint3(total, 0u, 0u);
+  const int src = __ffs(who) - 1;
+  return make_uint3(total, __shfl_sync(0xffffffffu, cb, src), __shfl_sync(0xffffffffu, above, src));
+}
+
 // plan.score_list: snapshot reads of the coarse histogram before the listing proceeds with a thin
 // one (plan.list_once: one), k_list_sleep_ns apart.
 constexpr int k_list_tries = 24;
-constexpr unsigned k_list_sleep_ns = 256;
+constexpr unsigned k_list_sleep_ns = 64;
 // plan.list_direct: the select ranks the listed keys in or above the threshold bin directly when
 // there are at most this many (each CTA's share against all of them), else resolves 12 more bits.
 constexpr int k_list_direct_max = 4096;
 // plan.list_rank: the select ranks the whole list (no histogram) when it holds at most this many.
 constexpr int k_list_rank_max = 4096;
 // plan.score_list: the score CTA lists its own keys (entries [lo, hi) of the token's scores, this
-// CTA's writes) that may be among the token's top k, so that no collect launch is needed. After
-// the CTA's histogram flush it adds its 256 coarse bins (top 8 key bits: 16 fine bins each) to the
-// token's coarse histogram and reads back a snapshot of the coarse histogram, then the 16 fine
-// bins of the coarse bin where the snapshot's count from the top reaches k. Every snapshot count is
-// a count of real keys (other CTAs' flushes land in any order, so each bin may miss some, never
-// over-count), hence the bin found, L, is at or below the token's true threshold bin, and the keys
-// with top 12 bits >= L include every key of this CTA at or above the threshold. They are appended
-// to the token's candidate list (bounded: the count runs on past the capacity so the select sees
-// an overflow and rescans the scores). A snapshot holding fewer than half the token's keys gives a
-// loose L (the first CTAs to finish would list ~k keys each), so the CTA re-reads it after a short
-// sleep while it is that thin (bounded tries: the CTA never depends on others making progress,
-// only the list's length does). `scratch` >= 36 words of shared memory.
+// CTA's writes) that may be among the token's top k, so that no collect launch is needed. It adds
+// its 256 coarse bins (top 8 key bits: 16 fine bins each) to the token's coarse histogram, then
+// flushes its fine histogram (hist) while warp 0 reads back a snapshot of the coarse histogram,
+// then the 16 fine bins of the coarse bin where the snapshot's count from the top reaches k. Every
+// snapshot count is a count of real keys (other CTAs' adds land in any order, so each bin may miss
+// some, never over-count), hence the bin found, L, is at or below the token's true threshold bin,
+// and the keys with top 12 bits >= L include every key of this CTA at or above the threshold. They
+// are appended to the token's candidate list (bounded: the count runs on past the capacity so the
+// select sees an overflow and rescans the scores). A snapshot holding fewer than half the token's
+// keys gives a loose L (the first CTAs to finish would list ~k keys each), so warp 0 re-reads it
+// after a short sleep while it is that thin (bounded tries: the CTA never depends on others making
+// progress, only the list's length does). `scratch`: one word of shared memory (free by then).
 template <int threads>
 __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* scratch,
                                              const float* sc, int64_t lo, int64_t hi, int64_t n,
-                                             uint32_t k, const uint32_t* hist, uint32_t* coarse,
+                                             uint32_t k, uint32_t* hist, uint32_t* coarse,
                                              uint32_t* count, unsigned long long* list,
                                              int tries_max) {
   static_assert(threads == k_bins / 16, "one coarse bin per thread");
   const int lane = threadIdx.x % k_warp_size, warp = threadIdx.x / k_warp_size;
-  // This CTA's coarse bin threadIdx.x (rotated reads: 2-way bank conflicts instead of 16).
+  // This CTA's coarse bin threadIdx.x (rotated reads: 2-way bank conflicts instead of 16), added
+  // before the fine flush, and warp 0's first snapshot read right after its own adds (the other
+  // warps' adds of this CTA may land after it: an undercount, as any other CTA's).
   uint32_t mine = 0;
 #pragma unroll
   for (int j = 0; j < 16; ++j) mine += hist_s[16 * threadIdx.x + ((j + threadIdx.x) & 15)];
   if (mine) atomicAdd(&coarse[threadIdx.x], mine);
+  uint32_t w[8];
+  if (warp == 0) load_coarse_snapshot(coarse, lane, w);
+  flush_hist_unrolled<threads>(hist_s, hist);
+  trace_stamp(k_trace_score, 7);  // (thread 0's share of the fine flush issued)
   // The CTA's first scores requested now (the rest, if any, in the listing loop).
   constexpr int pre = 4;
   float v[pre];
@@ -1052,28 +1107,20 @@ __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* s
     const int64_t e = lo + threadIdx.x + u * threads;
     v[u] = e < hi ? sc[e] : -INFINITY;
   }
-  uint32_t* res = scratch + 32;  // [0] total, [1] coarse bin, [2] keys above it, [3] fine bin L
-  const uint32_t target = uint32_t((n + 1) / 2);
-  for (int tries = 0;; ++tries) {
-    if (threadIdx.x == 0) res[1] = res[2] = 0;
-    // Thread i holds coarse bin 255 - i: the exclusive scan counts the keys in higher bins.
-    uint32_t c;
-    asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];"
-                 : "=r"(c)
-                 : "l"(coarse + (threads - 1 - threadIdx.x)));
-    const uint32_t before = block_exclusive_scan(c, scratch);
-    if (threadIdx.x == threads - 1) res[0] = before + c;
-    if (before < k && before + c >= k) {
-      res[1] = uint32_t(threads - 1 - threadIdx.x);
-      res[2] = before;
-    }
-    __syncthreads();
-    if (res[0] >= target || tries + 1 >= tries_max) break;
-    __nanosleep(k_list_sleep_ns);
-  }
-  trace_stamp(k_trace_score, 3);
+  // Warp 0 alone scans the snapshot (and re-reads it while thin), then reads cb's fine bins and
+  // publishes the bound L with one barrier: no block scan (3 barriers a try) and no barrier
+  // between the snapshot and the fine load.
   if (warp == 0) {
-    const uint32_t total = res[0], cb = res[1], above = res[2];
+    const uint32_t target = uint32_t((n + 1) / 2);
+    uint3 snap;
+    for (int tries = 0;; ++tries) {
+      if (tries > 0) load_coarse_snapshot(coarse, lane, w);
+      snap = scan_coarse_snapshot(w, lane, k);
+      if (snap.x >= target || tries + 1 >= tries_max) break;
+      __nanosleep(k_list_sleep_ns);
+    }
+    trace_stamp(k_trace_score, 3);
+    const uint32_t total = snap.x, cb = snap.y, above = snap.z;
     uint32_t fine = 16 * cb;  // fewer than k keys in the snapshot: cb = 0, every key listed
     if (total >= k) {
       uint32_t f = 0;
@@ -1090,10 +1137,10 @@ __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* s
       const unsigned hit = __ballot_sync(0xffffffffu, lane < 16 && above + f >= k);
       if (hit) fine = 16 * cb + 15 - uint32_t(__ffs(hit) - 1);
     }
-    if (lane == 0) res[3] = fine;
+    if (lane == 0) scratch[0] = fine;
   }
   __syncthreads();
-  const uint32_t fine = res[3];
+  const uint32_t fine = scratch[0];
   // The listing: each warp appends its keys of all `pre` rounds with one atomicAdd on the list's
   // count (one add per round chained up to `pre` dependent round trips on that one word; IDX32,
   // H200 T=1 x 256K top-512: the last CTA listed ~0.7 us after the last CTA knew its bound, the
@@ -1560,18 +1607,19 @@ __global__ void __launch_bounds__(256, fast ? 2 : 3)
   __syncthreads();
   pdl_wait();
   if constexpr (list) {
-    flush_hist_unrolled<k_score_threads>(hist_s, hist + t * k_bins);
-  } else {
-    for (int b = threadIdx.x; b < k_bins; b += k_score_threads)
-      if (hist_s[b]) atomicAdd(&hist[t * k_bins + b], hist_s[b]);
-  }
-  trace_stamp(k_trace_score, 7);  // (thread 0's share of the flush issued)
-  if constexpr (list) {
-    if (n > top_k)  // (n <= top_k: the select takes every entry)
+    if (n > top_k) {  // (score_list_keys flushes the histogram after its coarse adds)
       score_list_keys<k_score_threads>(hist_s, pass_scales, scores + t * score_stride, lo, hi, n,
                                        uint32_t(top_k), hist + t * k_bins, coarse + t * k_bins,
                                        &state[t].cand_count, cand_list + t * k_candidate_capacity,
                                        (flags & k_score_flag_list_once) != 0 ? 1 : k_list_tries);
+    } else {  // (n <= top_k: the select takes every entry)
+      flush_hist_unrolled<k_score_threads>(hist_s, hist + t * k_bins);
+      trace_stamp(k_trace_score, 7);
+    }
+  } else {
+    for (int b = threadIdx.x; b < k_bins; b += k_score_threads)
+      if (hist_s[b]) atomicAdd(&hist[t * k_bins + b], hist_s[b]);
+    trace_stamp(k_trace_score, 7);  // (thread 0's share of the flush issued)
   }
   trace_stamp(k_trace_score, 2);
 }
