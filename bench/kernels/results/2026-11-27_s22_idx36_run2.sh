@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # IDX36 (session 22) run 2, prepared for the lead (NOT RUN by IDX36): main vs wip/idx36 (clean
 # compact list_rank ranking, d09aa8e) vs wip/idx36-next (+ a power-of-two block size's row by a
-# shift, 5723cd7 = b725c92 after a rebase), T=1 x 256K FP4. ~130 s expected.
+# shift, 5723cd7; the branch tip has the same tree), T=1 x 256K FP4. ~130 s expected.
 # 1. --indexer-plan-only --indexer-trace, 4 rounds, order reversed every other round; --indexer-chain
 #    base clean next next clean base.  2. parity: families + indexer_fast_fp4 (background) for clean
 #    and next; test_gpu_model (next, one process).
