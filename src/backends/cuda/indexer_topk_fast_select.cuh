@@ -48,24 +48,14 @@ __device__ __forceinline__ uint32_t lane_count_greater_padded(const unsigned lon
   return c0 + c1 + c2 + c3;
 }
 
-// log2(block_size) where it is a power of two up to 2^31, else -1.
-__device__ __forceinline__ int block_shift_of(int64_t block_size) {
-  const uint64_t size = uint64_t(block_size);
-  return size != 0 && (size & (size - 1)) == 0 && size <= 0x80000000ull ? __ffsll(size) - 1 : -1;
-}
-
 // Output row of entry s: pages.row(s), from the block ids copied to blocks_s where they fit.
-// block_shift (block_shift_of): a power-of-two block size by a shift, no division on the per-key
-// chain (IDX36: the row's dependent chain took ~700 cycles with one 32-bit division).
 __device__ __forceinline__ int64_t select_row_of(const paged_entries& pages,
                                                  const int32_t* blocks_s, bool blocks_in_smem,
-                                                 int block_shift, int64_t s) {
+                                                 int64_t s) {
   if (!blocks_in_smem) return pages.row(s);
   // s < 2^32 (key_entry): one 32-bit division where block_size fits 32 bits (else block 0).
   const uint64_t size = uint64_t(pages.block_size);
-  const int64_t block = block_shift >= 0       ? int64_t(uint32_t(s) >> block_shift)
-                        : size > 0xFFFFFFFFull ? 0
-                                               : int64_t(uint32_t(s) / uint32_t(size));
+  const int64_t block = size > 0xFFFFFFFFull ? 0 : int64_t(uint32_t(s) / uint32_t(size));
   const int64_t b = block < pages.table_width ? int64_t(blocks_s[block]) : -1;
   const int64_t row = b < 0 ? -1 : b * pages.block_size + (s - block * pages.block_size);
   return row >= pages.pool_rows ? int64_t(-1) : row;
@@ -78,16 +68,14 @@ __device__ __forceinline__ int64_t select_row_of(const paged_entries& pages,
 __device__ __noinline__ void rank_list_compact(const unsigned long long* f, uint32_t padded,
                                                uint32_t j0, uint32_t listed, uint32_t step,
                                                int top_k, int32_t* out_t, paged_entries pages,
-                                               const int32_t* blocks_s, bool blocks_in_smem,
-                                               int block_shift) {
+                                               const int32_t* blocks_s, bool blocks_in_smem) {
   const int lane = threadIdx.x % k_warp_size;
   for (uint32_t j = j0; j < listed; j += step) {
     const unsigned long long x = f[j];
     const uint32_t greater =
         __reduce_add_sync(0xffffffffu, lane_count_greater_padded(f, padded, x));
     if (lane == 0 && greater < uint32_t(top_k))
-      out_t[greater] =
-          int32_t(select_row_of(pages, blocks_s, blocks_in_smem, block_shift, key_entry(x)));
+      out_t[greater] = int32_t(select_row_of(pages, blocks_s, blocks_in_smem, key_entry(x)));
   }
 }
 
@@ -370,7 +358,6 @@ __global__ void __launch_bounds__(k_select_threads)
   const int32_t seq = token_seq[t];
   int32_t* blocks_s = reinterpret_cast<int32_t*>(smem + k_select_kernel_smem);
   const bool blocks_in_smem = lean && pages.table_width <= k_select_prefetch_blocks;
-  const int block_shift = block_shift_of(pages.block_size);  // (before the wait)
   if (blocks_in_smem) {
     const int32_t* row =
         paged_table_row(pages.block_table, pages.table_rows, pages.table_width, seq);
@@ -437,7 +424,7 @@ __global__ void __launch_bounds__(k_select_threads)
     const uint32_t ctas = gridDim.x;
     rank_list_compact(f, padded, blockIdx.x + ctas * uint32_t(warp), listed,
                       ctas * uint32_t(k_select_threads / k_warp_size), top_k, out + t * top_k,
-                      pages, blocks_s, blocks_in_smem, block_shift);
+                      pages, blocks_s, blocks_in_smem);
     trace_stamp(k_trace_select, 4);
     return;
   }
