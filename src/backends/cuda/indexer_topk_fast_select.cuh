@@ -398,14 +398,7 @@ __global__ void __launch_bounds__(k_select_threads)
     for (int u = 0; u < k_bins / k_select_threads; ++u)
       counts[threadIdx.x + u * k_select_threads] = hist_words[u];
   };
-  // Output row of entry s: pages.row(s), from the copied block ids where they fit.
-  const auto row_of = [&](int64_t s) {
-    if (!blocks_in_smem) return pages.row(s);
-    const int64_t block = s / pages.block_size;
-    const int64_t b = block < pages.table_width ? int64_t(blocks_s[block]) : -1;
-    const int64_t row = b < 0 ? -1 : b * pages.block_size + s % pages.block_size;
-    return row >= pages.pool_rows ? int64_t(-1) : row;
-  };
+  const auto row_of = [&](int64_t s) { return select_row_of(pages, blocks_s, blocks_in_smem, s); };
   if (from_list && n > top_k && listed <= rank_max) {  // (uniform over the token's CTAs)
     // plan.list_rank: every key at or above the threshold is listed, and a listed key x with a
     // greater key y unlisted is not selected (y below the threshold bin), so the number of listed
