@@ -21,6 +21,8 @@
 //                                measured (under ncu)
 //   bench_attention --indexer-chain  the FP4 indexer plan at T=1 x 256K per call in a graph of 8
 //                                calls on disjoint keys (the cost per layer in a decode graph)
+//   bench_attention --indexer-select-ctas N  (with --indexer-plan-only / --indexer-chain) the
+//                                score_list select over N CTAs per token instead of the plan's
 //   bench_attention --indexer    the ceilings and the indexer cases only (T=1 and 32, 256K
 //                                entries, top-512 and top-1024; graph-replay rows)
 //   bench_attention --write-ceiling  the write ceiling rows (bench_write_ceiling) after the read
@@ -1469,6 +1471,17 @@ bool g_indexer_fp4 = false;    // --indexer-fp4: the ceilings and the FP4-key in
 bool g_indexer_trace = false;  // --indexer-trace (with --indexer-fp4): %globaltimer phase stamps
 bool g_indexer_plan_only = false;  // --indexer-plan-only (with --indexer-fp4): the plan rows only
 bool g_indexer_chain = false;      // --indexer-chain: the T=1 plan per call in a graph of 8 calls
+// --indexer-select-ctas N (with --indexer-plan-only / --indexer-chain): the plan's select CTAs per
+// token on the score_list path (both top-k widths) set to N (1..64) instead of make_plan's choice.
+int g_indexer_select_ctas = 0;
+
+// indexer_topk_fast_make_plan with --indexer-select-ctas applied.
+dsv4::cuda::indexer_fast_plan bench_indexer_plan(int64_t T, int64_t width, int64_t bs, int sms) {
+  dsv4::cuda::indexer_fast_plan p = dsv4::cuda::indexer_topk_fast_make_plan(T, width, bs, sms);
+  if (g_indexer_select_ctas > 0 && p.score_list)
+    p.select_ctas = p.select_ctas_wide = g_indexer_select_ctas;
+  return p;
+}
 
 // --indexer-prologue (with --indexer-trace): IDX29's traces, L2 warm / the prologue's inputs warm
 bool g_indexer_prologue = false;
@@ -1547,7 +1560,7 @@ void bench_indexer_case(int sms, int64_t T, int64_t entries, int64_t top_k) {
   CHECK(cudaStreamCreate(&st));  // blocking: ordered with the legacy stream of the events
 
   using plan_t = dsv4::cuda::indexer_fast_plan;
-  const plan_t plan = dsv4::cuda::indexer_topk_fast_make_plan(T, width, bs, sms);
+  const plan_t plan = bench_indexer_plan(T, width, bs, sms);
   const size_t scratch_bytes = plan.scratch_bytes;
   void* scratch = device_alloc<unsigned char>(scratch_bytes);
   const double bytes16 = double(T * entries * d * 2) + double(T * heads * d * 2);
@@ -1993,7 +2006,7 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
   cudaStream_t st;
   CHECK(cudaStreamCreate(&st));
   using plan_t = dsv4::cuda::indexer_fast_plan;
-  const plan_t plan = dsv4::cuda::indexer_topk_fast_make_plan(T, width, bs, sms);
+  const plan_t plan = bench_indexer_plan(T, width, bs, sms);
   const size_t scratch_bytes = plan.scratch_bytes;
   void* scratch = device_alloc<unsigned char>(scratch_bytes);
   uint8_t* codes = nullptr;
@@ -2212,7 +2225,7 @@ void bench_indexer_fp4_chain(int sms, int64_t entries, int64_t top_k, int calls)
   cudaStream_t st;
   CHECK(cudaStreamCreate(&st));
   using plan_t = dsv4::cuda::indexer_fast_plan;
-  const plan_t plan = dsv4::cuda::indexer_topk_fast_make_plan(T, width, bs, sms);
+  const plan_t plan = bench_indexer_plan(T, width, bs, sms);
   void* scratch = device_alloc<unsigned char>(plan.scratch_bytes);
   uint8_t* codes = nullptr;
   uint32_t* scales4 = nullptr;
@@ -2826,6 +2839,8 @@ int main(int argc, char** argv) {
       g_indexer_plan_only = g_indexer_fp4 = true;
     else if (std::strcmp(argv[i], "--indexer-chain") == 0)
       g_indexer_chain = g_indexer_fp4 = true;
+    else if (std::strcmp(argv[i], "--indexer-select-ctas") == 0 && i + 1 < argc)
+      g_indexer_select_ctas = std::clamp(std::atoi(argv[++i]), 1, 64);
     else if (std::strcmp(argv[i], "--kv-fp8") == 0)
       g_kv_fp8 = true;
     else if (std::strcmp(argv[i], "--cases") == 0 && i + 1 < argc)
