@@ -2142,7 +2142,7 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
       print_row(label, shape, col[i], bytes4, flops);
       std::printf("    stages (us): scores %.2f, collect %.2f, select %.2f (plan select_ctas %d)\n",
                   sc[i] * 1e3, (col[i] - sc[i]) * 1e3, (all[i] - col[i]) * 1e3,
-                  vs[i].p.score_list ? dsv4::cuda::indexer_fast_list_select_ctas(vs[i].p, top_k)
+                  vs[i].p.score_list ? dsv4::cuda::indexer_fast_list_select_ctas(vs[i].p)
                                      : vs[i].p.select_ctas);
     }
   }
@@ -2168,14 +2168,13 @@ void bench_indexer_fp4_case(int sms, int64_t T, int64_t entries, int64_t top_k, 
       for (int l2 : {1, 2})
         trace_indexer_phases(
             "score_list", st, plan.ctas_per_token, plan.collect_ctas_per_token,
-            dsv4::cuda::indexer_fast_list_select_ctas(plan, top_k), [&] { run_fp4(plan); }, l2,
-            warm);
+            dsv4::cuda::indexer_fast_list_select_ctas(plan), [&] { run_fp4(plan); }, l2, warm);
     }
     for (const plan_t& p : {plan, other}) {
       trace_indexer_phases(
           p.score_list ? "score_list" : "collect launch", st, p.ctas_per_token,
           p.collect_ctas_per_token,
-          p.score_list ? dsv4::cuda::indexer_fast_list_select_ctas(p, top_k) : p.select_ctas,
+          p.score_list ? dsv4::cuda::indexer_fast_list_select_ctas(p) : p.select_ctas,
           [&] { run_fp4(p); });
       // The token's candidate count (token_state after the scores in the scratch).
       run_fp4(p);

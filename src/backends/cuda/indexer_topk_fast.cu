@@ -113,7 +113,7 @@ indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_widt
   // CTAs: 35.2 / 34.4, 37.6 / 35.8; so 32 CTAs up to 4 tokens.
   p.select_ctas =
       tokens <= 8 ? int(std::clamp<int64_t>(2 * sms / tokens, 1, tokens <= 4 ? 32 : 16)) : 0;
-  // One token at top_k > 512 (score_list path): half the SMs (64 on 132), one key per warp.
+  // One token on the score_list path: half the SMs (64 on 132), see select_ctas_wide.
   p.select_ctas_wide =
       tokens == 1 ? int(std::clamp<int64_t>(sms / 2, p.select_ctas, k_max_select_ctas)) : 0;
   // cluster_select stays off: slower (H100, session 9: T=1 top-512 39.6 vs 33.7 us in all).
@@ -324,7 +324,7 @@ cudaError_t indexer_topk_fast_impl(const act_t* q, const act_t* weights, int64_t
     // Benchmarks: collect_only stops after the scores here (the score kernel collects).
     if (plan.collect_only) return e;
     return launch_pdl(true, indexer_select_kernel,
-                      dim3(unsigned(indexer_fast_list_select_ctas(plan, top_k)), unsigned(tokens)),
+                      dim3(unsigned(indexer_fast_list_select_ctas(plan)), unsigned(tokens)),
                       dim3(k_select_threads), size_t(k_select_kernel_smem_lean), stream,
                       static_cast<const float*>(scores), stride,
                       static_cast<const token_state*>(state), static_cast<const uint32_t*>(hist),

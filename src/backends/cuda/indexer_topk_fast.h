@@ -108,11 +108,13 @@ struct indexer_fast_plan {
   // CTAs of the select kernel per token (1..64; each ranks a share of the ~top_k keys at or above
   // the threshold), or 0: the last collect CTA of the token selects alone (the earlier scheme).
   int select_ctas = 0;
-  // The select kernel's CTAs per token on the score_list path where top_k > 512 (0: select_ctas).
-  // The plan sets it at T=1: at top-1024 the ~1200 listed keys give each of select_ctas = 32
-  // CTAs' warps two keys to rank in sequence, and a CTA's time after F is paid per key of a warp.
-  // H200 (session 17, IDX20, T=1 x 256K, FP4 keys, us in all): 64 CTAs top-1024 28.26 vs 29.50
-  // with 32; top-512 slower with more CTAs (each takes an SM: later entry), so it keeps 32.
+  // The select kernel's CTAs per token on the score_list path (0: select_ctas). The plan sets it
+  // at T=1 (64 on 132 SMs): the ranking after F is bound by each CTA's shared-memory reads of F
+  // (every warp reads all of it for its key; IDX36), so more CTAs, fewer keys each. H200 (session
+  // 17, IDX20, T=1 x 256K, FP4 keys, us in all): 64 CTAs top-1024 28.26 vs 29.50 with 32, top-512
+  // slower then (later entry); session 22 (lead call v22c, today's ranking, same call): top-512 per
+  // call in a graph of 8 19.84-19.90 -> 19.61-19.68 us with 64 instead of 32, one call 22.66 ->
+  // 22.46 (48: 19.65-19.73, but 21.23-21.30 at top-1024 against 20.79-20.88 with 64).
   int select_ctas_wide = 0;
   // Collect and select with fewer dependent global round trips (same rows): the collect CTA
   // requests its first scores with the histogram; the select kernel copies the token's block-table
@@ -168,9 +170,9 @@ struct indexer_fast_plan {
   bool collect_only = false;  // benchmarks: skip the select (out is not written)
 };
 
-// The select kernel's CTAs per token on the score_list path for this top_k.
-inline int indexer_fast_list_select_ctas(const indexer_fast_plan& plan, int64_t top_k) {
-  return top_k > 512 && plan.select_ctas_wide > 0 ? plan.select_ctas_wide : plan.select_ctas;
+// The select kernel's CTAs per token on the score_list path.
+inline int indexer_fast_list_select_ctas(const indexer_fast_plan& plan) {
+  return plan.select_ctas_wide > 0 ? plan.select_ctas_wide : plan.select_ctas;
 }
 
 indexer_fast_plan indexer_topk_fast_make_plan(int64_t tokens, int64_t table_width,
