@@ -123,25 +123,27 @@ struct paged_entries {
   }
 };
 
-// Exclusive prefix sum over the block (thread order); `scratch` holds >= 32 values.
-__device__ __forceinline__ uint32_t block_exclusive_scan(uint32_t v, uint32_t* scratch) {
-  const int lane = threadIdx.x % k_warp_size, warp = threadIdx.x / k_warp_size;
-  uint32_t x = v;
+// Inclusive prefix sum of x over lanes [0, width) of the warp (lane order; every lane of the warp
+// calls it; lanes at or past width add lanes below them too, ignored by the callers).
+template <int width = k_warp_size>
+__device__ __forceinline__ uint32_t warp_inclusive_sum(uint32_t x, int lane) {
 #pragma unroll
-  for (int o = 1; o < k_warp_size; o *= 2) {
+  for (int o = 1; o < width; o *= 2) {
     const uint32_t y = __shfl_up_sync(0xffffffffu, x, o);
     if (lane >= o) x += y;
   }
+  return x;
+}
+
+// Exclusive prefix sum over the block (thread order); `scratch` holds >= 32 values.
+__device__ __forceinline__ uint32_t block_exclusive_scan(uint32_t v, uint32_t* scratch) {
+  const int lane = threadIdx.x % k_warp_size, warp = threadIdx.x / k_warp_size;
+  const uint32_t x = warp_inclusive_sum(v, lane);
   if (lane == k_warp_size - 1) scratch[warp] = x;
   __syncthreads();
   if (warp == 0) {
     const int warps = blockDim.x / k_warp_size;
-    uint32_t s = lane < warps ? scratch[lane] : 0;
-#pragma unroll
-    for (int o = 1; o < k_warp_size; o *= 2) {
-      const uint32_t y = __shfl_up_sync(0xffffffffu, s, o);
-      if (lane >= o) s += y;
-    }
+    const uint32_t s = warp_inclusive_sum(lane < warps ? scratch[lane] : 0u, lane);
     if (lane < warps) scratch[lane] = s - (lane < warps ? scratch[lane] : 0);  // exclusive
   }
   __syncthreads();

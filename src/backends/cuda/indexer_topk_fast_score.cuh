@@ -1032,12 +1032,7 @@ __device__ __forceinline__ uint3 scan_coarse_snapshot(const uint32_t (&w)[8], in
   uint32_t s = 0;
 #pragma unroll
   for (int j = 0; j < 8; ++j) s += w[j];
-  uint32_t incl = s;
-#pragma unroll
-  for (int o = 1; o < k_warp_size; o *= 2) {
-    const uint32_t y = __shfl_up_sync(0xffffffffu, incl, o);
-    if (lane >= o) incl += y;
-  }
+  const uint32_t incl = warp_inclusive_sum(s, lane);
   const uint32_t total = __shfl_sync(0xffffffffu, incl, k_warp_size - 1);
   const uint32_t before = incl - s;  // keys in the lanes' bins above this lane's
   const bool here = before < k && before + s >= k;
@@ -1128,11 +1123,7 @@ __device__ __noinline__ void score_list_keys(const uint32_t* hist_s, uint32_t* s
         asm volatile("ld.relaxed.gpu.global.u32 %0, [%1];"
                      : "=r"(f)
                      : "l"(hist + 16 * cb + 15 - lane));
-#pragma unroll
-      for (int o = 1; o < 16; o *= 2) {
-        const uint32_t y = __shfl_up_sync(0xffffffffu, f, o);
-        if (lane >= o) f += y;
-      }
+      f = warp_inclusive_sum<16>(f, lane);
       // (The fine bins were read after the coarse ones: if they hold fewer keys, cb's lowest.)
       const unsigned hit = __ballot_sync(0xffffffffu, lane < 16 && above + f >= k);
       if (hit) fine = 16 * cb + 15 - uint32_t(__ffs(hit) - 1);
