@@ -299,18 +299,21 @@ linear_decode_fp8act_plan linear_decode_fp8act_default_plan(const device_weight&
   //    wq_b (8) 12.79 -> 12.76; at 12 rounds (Pro wq_b) it was mixed (+1.2% at T=1, -1.4% at
   //    T=8), and deeper prefetches (4-16 rounds) lose wherever the grid fills the GPU (Flash wo_b
   //    pf8 +14%): the extra requests compete with the demand loads.
+  // Re-measured on an H200 (session 23, call l23a, two processes): the in-GEMM rule loses there
+  // at every T on Pro wo_b (T = 1 / 2 / 4 / 8: 37.1 / 37.8 / 39.7 / 41.0 us) where 2 prefetched
+  // rounds with the quantize launch take 34.1 / 34.4 / 35.1 / 34.2 us (1.09-1.20x; the plain
+  // two-launch plan 34.7-35.6); on the H100 that plan was within -2.5..+1.5% of in-GEMM's (the
+  // run above: 44.74 / 45.85 / 45.93 / 44.87 us). So long parts take 2 prefetched rounds too;
+  // in-GEMM quantization stays a plan option (benchmarks, tests). The 3-8-round rule holds on the
+  // H200 (Pro wq_a T = 1 6.46 -> 6.06 us, Pro sh_w13 9.16 -> 8.89, Flash wq_b 10.7 -> 10.5); at 12
+  // rounds (Pro wq_b) 2 rounds stay 1-1.3% slower, as on the H100.
   linear_decode_fp8act_plan p;
   if (tokens > 8 || !linear_decode_fp8act_supported(w)) return p;
   const int64_t rounds = w.cols / k_block;
   const linear_decode_split sp =
       linear_decode_make_split(w.rows, rounds, 1, current_device_sm_count());
   const int64_t per_part = rounds / sp.k_parts;
-  if (per_part >= 16) {
-    p.quantize_in_gemm = true;
-    p.l2_prefetch_rounds = 4;
-  } else if (per_part >= 3 && per_part <= 8) {
-    p.l2_prefetch_rounds = 2;
-  }
+  if (per_part >= 16 || (per_part >= 3 && per_part <= 8)) p.l2_prefetch_rounds = 2;
   return p;
 }
 
