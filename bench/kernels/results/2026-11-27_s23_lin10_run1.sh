@@ -2,12 +2,13 @@
 # LIN10 (session 23) device call 1 (H200): linear_decode at <= 8 tokens, register pipeline vs a
 # per-warp shared-memory cp.async ring (branch wip/lin10; binaries in .bin/lin10/lin10_r1.tar.xz).
 # Binaries: bench_linear_gemm / test_backend_ops / test_gpu_model = the branch (default at <= 8
-# tokens: ring of 6 stages; DSV4_LINEAR_DECODE_RING=0 / 4 / 8 overrides the default), and
+# tokens: ring of 6 stages; DSV4_LINEAR_DECODE_RING=0 / 4 / 8 overrides the default,
+# DSV4_LINEAR_DECODE_RING_XA=1 loads the activations a round ahead), and
 # bench_linear_gemm_base = main 79f2e8d (build-s23base).
-# 1. bench_linear_gemm --ring-ab (ours: reg / ring4 / ring6 / ring8 / ring6 on half and twice the
-#    K parts / reg again, one process) -> 2. parity in parallel: linear_decode, _grouped, _ring
-#    with the ring-6 default; linear_decode + _grouped with DSV4_LINEAR_DECODE_RING=4 and =0
-#    (registers); test_gpu_model (ring-6 default) -> 3. main's bench_linear_gemm --decode-only
+# 1. bench_linear_gemm --ring-ab (ours: reg / ring4 / ring6 / ring8 / ring4xa / ring6xa / ring6 on
+#    half and twice the K parts / reg again, one process) -> 2. parity in parallel: linear_decode,
+#    _grouped, _ring with the ring-6 default; linear_decode + _grouped with ring 4 + x ahead and
+#    with registers (=0); test_gpu_model (ring-6 default) -> 3. main's bench_linear_gemm --decode-only
 #    (reference) -> 4. --ring-ab again -> 5. base --decode-only again if time is left.
 set -uo pipefail
 nvidia-smi -L
@@ -19,7 +20,7 @@ root="$(cat $G/source_root.txt)"; [ "$root" != "$PWD" ] && [ ! -e "$root" ] && m
 T0=$(date +%s); el(){ echo $(( $(date +%s)-T0 )); }
 L=/tmp/lin10_logs; rm -rf $L; mkdir -p $L/parity
 echo "extracted t+$(el)"
-# compact: shape kind T | reg ring4 ring6 ring8 ring6/2 ring6x2 reg2 (us)
+# compact: shape kind T ks | reg ring4 ring6 ring8 ring4xa ring6xa ring6/2 ring6x2 reg2 (us)
 summ_ring() { grep '^ring ' $1 | awk -F'|' '{split($1,h," "); printf "%s %s %s %s", h[2], h[3], h[6], h[7]; for (i=2;i<=NF;i++){n=split($i,f," "); printf " %s", (n>=2 && f[2]!="-") ? f[2] : "-"} printf "\n"}'; }
 ringab() {  # round
   echo "== ring-ab r$1 t+$(el)" >> $L/ring_ab.txt
@@ -40,7 +41,7 @@ echo "== parity t+$(el)"
 P=$L/parity
 p() { local tag=$1 lim=$2 mode=$3; shift 3; if [ "$mode" = def ]; then timeout $lim $G/test_backend_ops "$@" > $P/$tag.txt 2>&1; else DSV4_LINEAR_DECODE_RING=$mode timeout $lim $G/test_backend_ops "$@" > $P/$tag.txt 2>&1; fi; echo "exit $?" >> $P/$tag.txt; }
 p ring6 100 def --filter linear_decode,linear_decode_grouped,linear_decode_ring &
-p ring4 100 4 --filter linear_decode,linear_decode_grouped &
+( export DSV4_LINEAR_DECODE_RING_XA=1; p ring4xa 100 4 --filter linear_decode,linear_decode_grouped ) &
 p reg 100 0 --filter linear_decode,linear_decode_grouped &
 ( timeout 70 $G/test_gpu_model > $P/gpu_model.txt 2>&1; echo "exit $?" >> $P/gpu_model.txt ) &
 wait
