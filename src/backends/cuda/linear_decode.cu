@@ -9,7 +9,9 @@
 // A block is rt x ks warps (linear_decode_make_split): rt row tiles of 16 rows, each split into ks
 // K parts (summed in K-part order through shared memory, so results do not depend on timing);
 // each warp carries NT n-tiles of 8 tokens, so every weight is read once. A warp keeps three
-// rounds of weights in flight (loads of round r + 2 issued before round r's MMAs).
+// rounds of weights in flight (loads of round r + 2 issued before round r's MMAs); at one n-tile,
+// BF16 matrices of >= 64 MiB and FP8 matrices in one K part stream through a per-warp
+// shared-memory ring of 6 / 4 rounds instead (linear_decode_ring_kernel; ring_stages_for).
 //
 // Both launches use programmatic dependent launch (pdl.cuh): the prepare kernel lets the GEMM
 // launch before it waits for its own predecessor, and the GEMM issues its first two rounds of
@@ -20,7 +22,6 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <limits>
 #include <type_traits>
 
@@ -147,40 +148,22 @@ __device__ __forceinline__ uint32_t e4m3_pair(uint32_t q) {
   return fp4mma::mul_bf16x2(raw, 0x7B807B80u);  // 2^120 in both halves
 }
 
-// The prepared activations of one 16-byte weight load at k: hi(j, v) / lo(j, v) = uint4 v (of
-// E / 8) of n-tile j. From memory (loaded where the MMA needs them) ...
-template <int NT>
-struct x_from_memory {
-  const uint4* const (&xh)[NT];
-  const uint4* const (&xl)[NT];
-  int64_t k;
-  __device__ __forceinline__ uint4 hi(int j, int v) const { return __ldg(xh[j] + k / 8 + v); }
-  __device__ __forceinline__ uint4 lo(int j, int v) const { return __ldg(xl[j] + k / 8 + v); }
-};
-
-// ... or from registers loaded a round ahead (one n-tile; constant indices after inlining).
-struct x_from_registers {
-  const uint4* h;
-  const uint4* l;
-  __device__ __forceinline__ uint4 hi(int, int v) const { return h[v]; }
-  __device__ __forceinline__ uint4 lo(int, int v) const { return l[v]; }
-};
-
 // acc[j] += this round's 16 rows x (4E k) times n-tile j's activations.
-template <weight_kind K, bool SPLIT, int NT, typename x_src>
+template <weight_kind K, bool SPLIT, int NT>
 __device__ __forceinline__ void mma_round(float (&acc)[NT][4], const round_w<K>& r,
-                                          const x_src& x) {
+                                          const uint4* const (&xh)[NT],
+                                          const uint4* const (&xl)[NT], int64_t k) {
   constexpr int XV = elems_16<K>() / 8;  // uint4 of activations per part per round
   const uint32_t w0[4] = {r.v[0].x, r.v[0].y, r.v[0].z, r.v[0].w};
   const uint32_t w1[4] = {r.v[1].x, r.v[1].y, r.v[1].z, r.v[1].w};
   if constexpr (K == weight_kind::bf16) {
 #pragma unroll
     for (int j = 0; j < NT; ++j) {
-      const uint4 h = x.hi(j, 0);
+      const uint4 h = __ldg(xh[j] + k / 8);
       fp4mma::mma_bf16(acc[j], w0[0], w1[0], w0[1], w1[1], h.x, h.y);
       fp4mma::mma_bf16(acc[j], w0[2], w1[2], w0[3], w1[3], h.z, h.w);
       if constexpr (SPLIT) {
-        const uint4 l = x.lo(j, 0);
+        const uint4 l = __ldg(xl[j] + k / 8);
         fp4mma::mma_bf16(acc[j], w0[0], w1[0], w0[1], w1[1], l.x, l.y);
         fp4mma::mma_bf16(acc[j], w0[2], w1[2], w0[3], w1[3], l.z, l.w);
       }
@@ -200,12 +183,12 @@ __device__ __forceinline__ void mma_round(float (&acc)[NT][4], const round_w<K>&
       float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
       for (int v = 0; v < XV; ++v) {
-        const uint4 h = x.hi(j, v);
+        const uint4 h = __ldg(xh[j] + k / 8 + v);
         fp4mma::mma_bf16(t, a[2 * v][0], a[2 * v][1], a[2 * v][2], a[2 * v][3], h.x, h.y);
         fp4mma::mma_bf16(t, a[2 * v + 1][0], a[2 * v + 1][1], a[2 * v + 1][2], a[2 * v + 1][3], h.z,
                          h.w);
         if constexpr (SPLIT) {
-          const uint4 l = x.lo(j, v);
+          const uint4 l = __ldg(xl[j] + k / 8 + v);
           fp4mma::mma_bf16(t, a[2 * v][0], a[2 * v][1], a[2 * v][2], a[2 * v][3], l.x, l.y);
           fp4mma::mma_bf16(t, a[2 * v + 1][0], a[2 * v + 1][1], a[2 * v + 1][2], a[2 * v + 1][3],
                            l.z, l.w);
@@ -250,11 +233,11 @@ __device__ __forceinline__ void mma_round(float (&acc)[NT][4], const round_w<K>&
       }
 #pragma unroll
       for (int j = 0; j < NT; ++j) {
-        const uint4 h = x.hi(j, w);
+        const uint4 h = __ldg(xh[j] + k / 8 + w);
         fp4mma::mma_bf16(acc[j], p0[0], p1[0], p0[1], p1[1], h.x, h.y);
         fp4mma::mma_bf16(acc[j], p0[2], p1[2], p0[3], p1[3], h.z, h.w);
         if constexpr (SPLIT) {
-          const uint4 l = x.lo(j, w);
+          const uint4 l = __ldg(xl[j] + k / 8 + w);
           fp4mma::mma_bf16(acc[j], p0[0], p1[0], p0[1], p1[1], l.x, l.y);
           fp4mma::mma_bf16(acc[j], p0[2], p1[2], p0[3], p1[3], l.z, l.w);
         }
@@ -291,7 +274,7 @@ __device__ __forceinline__ void mma_round_set(float (&acc)[NT][4], const round_s
                                               const uint4* const (&xl)[NT], int64_t k) {
 #pragma unroll
   for (int l = 0; l < loads_per_row<K, NT>(); ++l)
-    mma_round<K, SPLIT, NT>(acc, r.part[l], x_from_memory<NT>{xh, xl, k + l * elems_16<K>()});
+    mma_round<K, SPLIT, NT>(acc, r.part[l], xh, xl, k + l * elems_16<K>());
 }
 
 template <weight_kind K, bool SPLIT, int NT>
@@ -346,59 +329,53 @@ __global__ void __launch_bounds__(max_threads<NT>())
       acc, [post](float v) { return v * post; }, tokens, w.rows, r0, g, q, y, y_bf16);
 }
 
-// ---- The shared-memory ring variant (one n-tile: <= 8 tokens). ----
+// ---- The shared-memory ring variant (one n-tile: <= 8 tokens; bf16 and fp8_block). ----
 //
 // Same per-lane registers and math as linear_decode_kernel<K, SPLIT, 1> (so y is bit-identical for
 // the same split), but each warp streams its rounds through its own ring of S stages in shared
-// memory with cp.async: S - 1 rounds (S - 1 x 2 KB for fp8 / bf16, x 1 KB for fp4) in flight per
-// warp instead of two rounds in registers. A stage is one round of the warp's 16 rows: C 16-byte
-// chunks per row (C = 8: 128 bytes, fp8 and bf16; C = 4: 64 bytes, fp4).
+// memory with cp.async: S - 1 rounds of 2 KB in flight per warp instead of two in registers. A
+// stage is one round of the warp's 16 rows: 8 chunks of 16 bytes per row (128 bytes: 128 k of fp8,
+// 64 of bf16).
 //
-// Copy: instruction i (of 16 C / 32), lane L copies row (32 / C) i + L / C, chunk L % C, so an
-// instruction reads whole contiguous row segments (4 rows x 128 B or 8 rows x 64 B; every 32-byte
-// sector by one instruction, where the register pipeline's two 16-byte loads at q * 32 and
-// q * 32 + 16 each read half of every sector).
-// Layout: 16-byte slots, slot(row, c) = row * C + (c ^ swz(row)), swz(row) = row & 1 for C = 8,
-// 0 for C = 4. Bank groups (slot % 8) per quarter warp (8 lanes, one 16-byte access each):
-//  * copy, C = 8: lanes 8m..8m+7 write one row 4i + m, chunks 0..7 -> c ^ swz: 8 distinct;
-//  * copy, C = 4: rows 8i + 2m, 8i + 2m + 1, chunks 0..3 -> 4 (row & 1) + c: 8 distinct;
-//  * read, C = 8 (lane (g, q) reads chunk 2q + l of rows g and g + 8, part l = 0, 1): lanes
-//  8m..8m+7
-//    are g = 2m (even: chunks l, 2 + l, 4 + l, 6 + l) and g = 2m + 1 (odd: those ^ 1) -> 8
-//    distinct; rows g + 8 have g's parity, the same;
-//  * read, C = 4 (chunk q of rows g, g + 8): 4 (g & 1) + q over g = 2m, 2m + 1 -> 8 distinct.
+// Copy: instruction i (of 4), lane L copies row 4i + L / 8, chunk L % 8, so an instruction reads
+// 4 whole 128-byte row segments (every 32-byte sector by one instruction, where the register
+// pipeline's two 16-byte loads at q * 32 and q * 32 + 16 each read half of every sector).
+// Layout: 16-byte slots, slot(row, c) = 8 row + (c ^ (row & 1)). Bank groups (slot % 8) per
+// quarter warp (8 lanes, one 16-byte access each):
+//  * copy: lanes 8m..8m+7 write one row 4i + m, chunks 0..7 -> c ^ (row & 1): 8 distinct;
+//  * read: lane (g, q) reads chunk 2q + l of rows g and g + 8 (part l = 0, 1); lanes 8m..8m+7 are
+//    g = 2m (even: chunks l, 2 + l, 4 + l, 6 + l) and g = 2m + 1 (odd: those ^ 1): 8 distinct;
+//    rows g + 8 have g's parity, the same.
+// Not for fp4 (1 KB rounds; bench_linear_gemm --ring-ab, H200: 4-40% slower than the registers on
+// every NVFP4 shape but Pro wq_b, so the kernel was narrowed to the formats that use it).
 template <weight_kind K>
-__host__ __device__ constexpr int ring_row_chunks() {
-  return 4 * loads_per_row<K, 1>();
+__host__ __device__ constexpr bool ring_format() {
+  return K == weight_kind::bf16 || K == weight_kind::fp8_block;
 }
 
-template <weight_kind K>
-__host__ __device__ constexpr int ring_stage_bytes() {
-  return 16 * ring_row_chunks<K>() * 16;
-}
+constexpr int k_ring_row_chunks = 8;
+constexpr int k_ring_stage_bytes = 16 * k_ring_row_chunks * 16;
 
-template <weight_kind K>
 __device__ __forceinline__ int ring_slot(int row, int c) {
-  return row * ring_row_chunks<K>() + (ring_row_chunks<K>() == 8 ? c ^ (row & 1) : c);
+  return row * k_ring_row_chunks + (c ^ (row & 1));
 }
 
 // The explicit minimum of one block per SM stops ptxas (CUDA 13) from capping this kernel at 64
-// registers (it spilled the f32-activation forms there); with it: 60-90 registers, no spills.
-template <weight_kind K, bool SPLIT, int S, bool XA>
+// registers (it spilled the f32-activation forms there); with it: 64-112 registers, no spills.
+template <weight_kind K, bool SPLIT, int S>
 __global__ void __launch_bounds__(max_threads<1>(), 1)
     linear_decode_ring_kernel(const uint16_t* x_hi, const uint16_t* x_lo, int tokens,
                               dense_weight w, int rt, int ks, void* y, bool y_bf16) {
-  static_assert(S >= 2);
+  static_assert(S >= 2 && ring_format<K>() && 4 * loads_per_row<K, 1>() == k_ring_row_chunks);
   pdl_trigger();  // the next call's prepare waits for this grid before it touches anything
   constexpr int NT = 1;
   constexpr int E = elems_16<K>();
   constexpr int LPR = loads_per_row<K, NT>();
   constexpr int ROUND = 4 * E * LPR;           // k per round
-  constexpr int C = ring_row_chunks<K>();      // 16-byte chunks of a row per round
+  constexpr int C = k_ring_row_chunks;         // 16-byte chunks of a row per round
   constexpr int SLOTS = 16 * C;                // per stage
   constexpr int COPIES = SLOTS / k_warp_size;  // copy instructions per lane and round
   constexpr int ROWS_PER_COPY = k_warp_size / C;
-  constexpr int XR = LPR * E / 8;       // uint4 of activations per lane and round
   extern __shared__ uint4 ring_smem[];  // [warps][S][SLOTS], then [ks - 1][rt][NT][4][32] f32
   const int warp = threadIdx.x / k_warp_size, lane = threadIdx.x % k_warp_size;
   const int tile = warp % rt, kpart = warp / rt;
@@ -418,12 +395,10 @@ __global__ void __launch_bounds__(max_threads<1>(), 1)
   }
   float acc[NT][4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
 
-  const int64_t row_bytes = K == weight_kind::bf16        ? w.cols * 2
-                            : K == weight_kind::fp8_block ? w.cols
-                                                          : w.cols / 2;
+  const int64_t row_bytes = K == weight_kind::bf16 ? w.cols * 2 : w.cols;
   const int crow = lane / C, cchunk = lane % C;
   const uint8_t* const src = w.data + (r0 + crow) * row_bytes + cchunk * 16;
-  const uint32_t dst = smem_u32(ring + ring_slot<K>(crow, cchunk));  // rows + 32 / C keep parity
+  const uint32_t dst = smem_u32(ring + ring_slot(crow, cchunk));  // rows + 4 i keep the parity
   const auto copy_round = [&](int64_t r, int stage) {
 #pragma unroll
     for (int i = 0; i < COPIES; ++i)
@@ -443,17 +418,6 @@ __global__ void __launch_bounds__(max_threads<1>(), 1)
     load_scale<K>(scale, w, r0 + g + 8, rb * ROUND + off, 1);
   }
   pdl_wait();  // weights never depend on earlier launches; x_hi / x_lo and y do
-  // XA: the activations of round r loaded during round r - 1 (xc: this round's, xn: the next's).
-  uint4 xc_h[XR], xc_l[XR], xn_h[XR], xn_l[XR];
-  const auto load_x = [&](uint4(&h)[XR], uint4(&l)[XR], int64_t r) {
-    const int64_t at = (r * ROUND + off) / 8;
-#pragma unroll
-    for (int v = 0; v < XR; ++v) {
-      h[v] = __ldg(xh[0] + at + v);
-      if constexpr (SPLIT) l[v] = __ldg(xl[0] + at + v);
-    }
-  };
-  if (XA && rb < re) load_x(xc_h, xc_l, rb);
   int stage = 0;
   for (int64_t r = rb; r < re; ++r) {
     cp_async_wait<S - 2>();  // round r (group r - rb) has landed: mine ...
@@ -462,8 +426,8 @@ __global__ void __launch_bounds__(max_threads<1>(), 1)
     const uint4* const st = ring + stage * SLOTS;
 #pragma unroll
     for (int l = 0; l < LPR; ++l) {
-      cur.part[l].v[0] = st[ring_slot<K>(g, q * LPR + l)];
-      cur.part[l].v[1] = st[ring_slot<K>(g + 8, q * LPR + l)];
+      cur.part[l].v[0] = st[ring_slot(g, q * LPR + l)];
+      cur.part[l].v[1] = st[ring_slot(g + 8, q * LPR + l)];
       cur.part[l].s[0] = scale[0];
       cur.part[l].s[1] = scale[1];
     }
@@ -476,24 +440,12 @@ __global__ void __launch_bounds__(max_threads<1>(), 1)
     const int refill = stage == 0 ? S - 1 : stage - 1;
     if (r + S - 1 < re) copy_round(r + S - 1, refill);
     cp_async_commit();
-    if constexpr (XA) {
-      if (r + 1 < re) load_x(xn_h, xn_l, r + 1);
-#pragma unroll
-      for (int l = 0; l < LPR; ++l)
-        mma_round<K, SPLIT, NT>(acc, cur.part[l],
-                                x_from_registers{xc_h + l * (E / 8), xc_l + l * (E / 8)});
-#pragma unroll
-      for (int v = 0; v < XR; ++v) xc_h[v] = xn_h[v], xc_l[v] = xn_l[v];
-    } else {
-      mma_round_set<K, SPLIT, NT>(acc, cur, xh, xl, r * ROUND + off);
-    }
+    mma_round_set<K, SPLIT, NT>(acc, cur, xh, xl, r * ROUND + off);
     stage = stage + 1 == S ? 0 : stage + 1;
   }
   if (!decode_tail::sum_k_parts<NT>(acc, partial, rt, ks, tile, kpart, lane)) return;
-  const float post =
-      K == weight_kind::nvfp4 ? (w.global_p ? __ldg(w.global_p) : 1.0f) * 256.0f : 1.0f;
   decode_tail::store<NT>(
-      acc, [post](float v) { return v * post; }, tokens, w.rows, r0, g, q, y, y_bf16);
+      acc, [](float v) { return v; }, tokens, w.rows, r0, g, q, y, y_bf16);
 }
 
 int n_tiles_of(int64_t tokens) {
@@ -507,42 +459,42 @@ int64_t rounds_of(int64_t cols, int nt) {
   return cols / (4 * elems_16<K>() * per_row);
 }
 
-bool split_fits(const linear_decode_split& sp, int64_t rows, int nt) {
+bool split_fits(const linear_decode_split& sp, weight_kind kind, int64_t rows, int nt) {
   const int64_t max_warps = nt <= 2 ? k_linear_decode_max_warps : k_linear_decode_max_warps / 2;
   const auto pow2 = [](int64_t v) { return v > 0 && (v & (v - 1)) == 0; };
+  const bool ring_ok = kind == weight_kind::bf16 || kind == weight_kind::fp8_block;
   return pow2(sp.row_tiles) && pow2(sp.k_parts) && sp.row_tiles * sp.k_parts <= max_warps &&
          (rows / 16) % sp.row_tiles == 0 &&
-         (sp.ring_stages == 0 || sp.ring_stages == 4 || sp.ring_stages == 6 || sp.ring_stages == 8);
+         (sp.ring_stages == 0 || (ring_ok && (sp.ring_stages == 4 || sp.ring_stages == 6)));
 }
 
-// The ring's stages where the caller did not force a split. EXPERIMENT (session 23 A/B): from
-// DSV4_LINEAR_DECODE_RING (0 = registers), read once; default 6.
-int ring_stages_default() {
-  static const int v = [] {
-    const char* e = std::getenv("DSV4_LINEAR_DECODE_RING");
-    return e ? std::atoi(e) : 6;
-  }();
-  return v;
+// The weight pipeline at one n-tile (<= 8 tokens) for a split the planner made: 4 / 6 ring stages
+// or the registers (0). Measured with bench_linear_gemm --ring-ab (H200, graphs of 16 PDL-chained
+// calls, bf16 x; us, registers -> ring; h200_2026-11-27_s23_lin10_ring_ab.txt in
+// bench/kernels/results):
+//  * BF16 matrices of >= 64 MiB, ring 6: Flash wq_b 32768 x 1024 T = 1 / 8 21.2 -> 18.6 / 20.6 ->
+//    20.0; Pro wo_b 7168 x 16384 77.1 -> 70.2 / 79.2 -> 71.0 (T = 4: 78.9 -> 64.4); Flash wo_b
+//    4096 x 8192 19.9 -> 19.6 / 20.8 -> 21.2 (the one loss, 1.7%).
+//  * FP8 with one K part (the planner's choice for >= ~17K rows: the wq_b shapes), ring 4: Pro wq_b
+//    65536 x 1536 T = 1 / 2 / 4 / 8 31.4 -> 29.0 / 31.8 -> 30.9 / 32.4 -> 31.7 / 33.6 -> 33.1;
+//    Flash wq_b 11.55 -> 11.40 / 11.97 -> 11.70 / 12.09 -> 11.98 / 12.59 -> 12.60.
+//  * Registers elsewhere: FP8 split over K parts loses 0-10% on the ring (Flash wo_b T = 1 12.1 vs
+//    12.8, wq_a 3.9 vs 4.3), NVFP4 up to 40% (Flash wq_b 11.2 vs 14.4, Pro wo_b 38.3 vs 53.2).
+int ring_stages_for(weight_kind kind, int64_t rows, int64_t cols, int64_t k_parts) {
+  if (kind == weight_kind::bf16 && rows * cols * 2 >= (int64_t(64) << 20)) return 6;
+  if (kind == weight_kind::fp8_block && k_parts == 1) return 4;
+  return 0;
 }
-
-bool ring_x_ahead_default() {
-  static const bool v = [] {
-    const char* e = std::getenv("DSV4_LINEAR_DECODE_RING_XA");
-    return e && std::atoi(e) != 0;
-  }();
-  return v;
-}
-
-constexpr size_t k_max_block_smem = 227 * 1024;
 
 template <weight_kind K, bool SPLIT, int S>
 cudaError_t launch_ring(const uint16_t* hi, const uint16_t* lo, int64_t tokens,
                         const dense_weight& w, void* y, bool y_bf16, const linear_decode_split& sp,
                         size_t partial_bytes, cudaStream_t stream, bool pdl) {
-  const size_t smem = size_t(sp.row_tiles * sp.k_parts) * S * ring_stage_bytes<K>() + partial_bytes;
-  if (smem > k_max_block_smem) return cudaErrorInvalidValue;
-  const auto kernel = sp.ring_x_ahead ? linear_decode_ring_kernel<K, SPLIT, S, true>
-                                      : linear_decode_ring_kernel<K, SPLIT, S, false>;
+  // 16 warps of S stages and the K-part partials fit the 227 KB a block may have.
+  static_assert(k_linear_decode_max_warps * (S * k_ring_stage_bytes + 4 * k_warp_size * 4) <=
+                227 * 1024);
+  const size_t smem = size_t(sp.row_tiles * sp.k_parts) * S * k_ring_stage_bytes + partial_bytes;
+  const auto kernel = linear_decode_ring_kernel<K, SPLIT, S>;
   if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
   return launch_pdl(pdl, kernel, dim3(unsigned(w.rows / (16 * sp.row_tiles))),
                     dim3(unsigned(sp.row_tiles * sp.k_parts * k_warp_size)), smem, stream, hi, lo,
@@ -557,17 +509,17 @@ cudaError_t launch(const uint16_t* hi, const uint16_t* lo, int64_t tokens, const
   linear_decode_split sp = forced ? *forced
                                   : linear_decode_make_split(w.rows, rounds_of<K>(w.cols, nt), nt,
                                                              current_device_sm_count());
-  if (!forced) sp.ring_stages = ring_stages_default(), sp.ring_x_ahead = ring_x_ahead_default();
-  if (!split_fits(sp, w.rows, nt)) return cudaErrorInvalidValue;
+  if (!forced) sp.ring_stages = ring_stages_for(K, w.rows, w.cols, sp.k_parts);
+  if (!split_fits(sp, K, w.rows, nt)) return cudaErrorInvalidValue;
   const dim3 grid(unsigned(w.rows / (16 * sp.row_tiles)));
   const unsigned threads = unsigned(sp.row_tiles * sp.k_parts * k_warp_size);
   const size_t smem = size_t(sp.k_parts - 1) * sp.row_tiles * nt * 4 * k_warp_size * sizeof(float);
-  if (nt == 1 && sp.ring_stages == 4)
-    return launch_ring<K, SPLIT, 4>(hi, lo, tokens, w, y, y_bf16, sp, smem, stream, pdl);
-  if (nt == 1 && sp.ring_stages == 6)
-    return launch_ring<K, SPLIT, 6>(hi, lo, tokens, w, y, y_bf16, sp, smem, stream, pdl);
-  if (nt == 1 && sp.ring_stages == 8)
-    return launch_ring<K, SPLIT, 8>(hi, lo, tokens, w, y, y_bf16, sp, smem, stream, pdl);
+  if constexpr (ring_format<K>()) {
+    if (nt == 1 && sp.ring_stages == 4)
+      return launch_ring<K, SPLIT, 4>(hi, lo, tokens, w, y, y_bf16, sp, smem, stream, pdl);
+    if (nt == 1 && sp.ring_stages == 6)
+      return launch_ring<K, SPLIT, 6>(hi, lo, tokens, w, y, y_bf16, sp, smem, stream, pdl);
+  }
 #define DSV4_LD(NT)                                                                              \
   launch_pdl(pdl, linear_decode_kernel<K, SPLIT, NT>, grid, dim3(threads), smem, stream, hi, lo, \
              int(tokens), w, int(sp.row_tiles), int(sp.k_parts), y, y_bf16)
@@ -620,14 +572,13 @@ linear_decode_split linear_decode_default_split(const device_weight& w, int64_t 
   const int nt = n_tiles_of(tokens);
   linear_decode_split sp = linear_decode_make_split(w.rows, rounds_for(w.kind, w.cols, nt), nt,
                                                     current_device_sm_count());
-  sp.ring_stages = ring_stages_default();
-  sp.ring_x_ahead = ring_x_ahead_default();
+  sp.ring_stages = ring_stages_for(w.kind, w.rows, w.cols, sp.k_parts);
   return sp;
 }
 
 bool linear_decode_split_fits(const device_weight& w, int64_t tokens,
                               const linear_decode_split& split) {
-  return split_fits(split, w.rows, n_tiles_of(tokens));
+  return split_fits(split, w.kind, w.rows, n_tiles_of(tokens));
 }
 
 bool linear_decode_supported(const device_weight& w) {
