@@ -112,7 +112,7 @@ struct packed_matrix {
     const size_t bytes = size_t(dsv4::cuda::weight_matrix_bytes(kind, rows, cols));
     const size_t scales = size_t(dsv4::cuda::scale_matrix_count(kind, rows, cols));
     void* d = dmalloc(bytes);
-    fill(d, bytes, seed, kind == weight_kind::fp8_block ? 4 : 0);
+    fill(d, bytes, seed, kind == weight_kind::fp8_block ? 4 : kind == weight_kind::bf16 ? 3 : 0);
     w.data = d;
     owned.push_back(d);
     void* s = dmalloc(scales);
@@ -393,6 +393,66 @@ void bench_w8a8_ab(const shape& sh, const std::vector<int64_t>& tokens, double r
   cudaFree(ws);
 }
 
+// linear_decode at <= 8 tokens (one n-tile), same process and operands (bf16 x and y, graphs of
+// 16 PDL-chained calls): the register pipeline ("reg", the planner's split) against the
+// shared-memory ring of 4 / 6 stages on the same split, and the 6-stage ring on half and twice the
+// K parts; "default": the planner's pick (linear_decode_default_split); "reg2" repeats the first
+// variant last (run-to-run spread). "-": K parts that do not fit. FP8 blocks and BF16 (the ring's
+// formats).
+void bench_ring_ab(const shape& sh, weight_kind kind, const std::vector<int64_t>& tokens,
+                   double read_gbps, cudaStream_t s) {
+  using dsv4::cuda::linear_decode_split;
+  const int64_t tmax = *std::max_element(tokens.begin(), tokens.end());
+  const shape_operands op(kind, sh.rows, sh.cols, tmax, 24, 300, 0, 78);
+  const size_t ws_bytes = dsv4::cuda::linear_decode_workspace_bytes(tmax, sh.cols);
+  void* ws = dmalloc(ws_bytes);
+  const char* kname = kind == weight_kind::fp8_block ? "fp8blk" : "bf16";
+  for (int64_t T : tokens) {
+    const linear_decode_split pick = dsv4::cuda::linear_decode_default_split(op.w(0), T);
+    linear_decode_split def = pick;
+    def.ring_stages = 0;
+    const auto with = [&](int ring, int64_t ks) {
+      linear_decode_split sp = def;
+      sp.ring_stages = ring;
+      sp.k_parts = ks;
+      return sp;
+    };
+    struct variant {
+      const char* name;
+      linear_decode_split split;
+    };
+    const variant variants[] = {{"reg", def},
+                                {"default", pick},
+                                {"ring4", with(4, def.k_parts)},
+                                {"ring6", with(6, def.k_parts)},
+                                {"ring6/2", with(6, def.k_parts / 2)},
+                                {"ring6x2", with(6, def.k_parts * 2)},
+                                {"reg2", def}};
+    std::printf("ring %-10s %-6s %6lld %6lld T=%lld ks=%lld default=ring%d", sh.name, kname,
+                (long long)sh.rows, (long long)sh.cols, (long long)T, (long long)def.k_parts,
+                pick.ring_stages);
+    for (const variant& v : variants) {
+      if (!dsv4::cuda::linear_decode_split_fits(op.w(0), T, v.split)) {
+        std::printf(" | %s -", v.name);
+        continue;
+      }
+      // One call outside the capture (the ring's shared-memory attribute is set on first use).
+      CK(dsv4::cuda::linear_decode_with_split(op.x, T, op.w(0), op.y, ws, ws_bytes, &v.split, s));
+      const double t = time_graph_per_call(
+          [&](int i) {
+            CK(dsv4::cuda::linear_decode_with_split(op.x, T, op.w(i), op.y, ws, ws_bytes, &v.split,
+                                                    s));
+          },
+          s);
+      std::printf(" | %s %6.2f us %5.1f%%", v.name, t * 1e3,
+                  100.0 * double(op.packed_bytes) / (t * 1e-3) * 1e-9 / read_gbps);
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  cudaFree(ws);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -445,6 +505,19 @@ int main(int argc, char** argv) {
     const std::vector<int64_t> ts{1, 2, 4, 8};
     for (const shape& sh : flash) bench_w8a8_ab(sh, ts, read_gbps, s);
     for (const shape& sh : pro) bench_w8a8_ab(sh, ts, read_gbps, s);
+    std::printf("HBM read ceiling again: %.1f GB/s\n", read_ceiling_gbps(s));
+    return 0;
+  }
+  if (argc > 1 && std::string(argv[1]) == "--ring-ab") {
+    std::printf(
+        "\n## linear_decode <= 8 tokens: register pipeline vs shared-memory ring (bf16 x, graph "
+        "of %d calls, %% of read; matrices < ~4 MB cycle in L2 inside a graph)\n",
+        k_graph_calls);
+    const std::vector<int64_t> ts{1, 2, 4, 8};
+    for (const shape& sh : flash) bench_ring_ab(sh, weight_kind::fp8_block, ts, read_gbps, s);
+    for (const shape& sh : pro) bench_ring_ab(sh, weight_kind::fp8_block, ts, read_gbps, s);
+    for (const shape& sh : {flash[1], flash[3], pro[2]})
+      bench_ring_ab(sh, weight_kind::bf16, ts, read_gbps, s);
     std::printf("HBM read ceiling again: %.1f GB/s\n", read_ceiling_gbps(s));
     return 0;
   }

@@ -9,7 +9,9 @@
 // A block is rt x ks warps (linear_decode_make_split): rt row tiles of 16 rows, each split into ks
 // K parts (summed in K-part order through shared memory, so results do not depend on timing);
 // each warp carries NT n-tiles of 8 tokens, so every weight is read once. A warp keeps three
-// rounds of weights in flight (loads of round r + 2 issued before round r's MMAs).
+// rounds of weights in flight (loads of round r + 2 issued before round r's MMAs); at one n-tile,
+// BF16 matrices of >= 64 MiB and FP8 matrices in one K part stream through a per-warp
+// shared-memory ring of 6 / 4 rounds instead (linear_decode_ring_kernel; ring_stages_for).
 //
 // Both launches use programmatic dependent launch (pdl.cuh): the prepare kernel lets the GEMM
 // launch before it waits for its own predecessor, and the GEMM issues its first two rounds of
@@ -24,7 +26,9 @@
 #include <type_traits>
 
 #include "backends/cuda/activation.cuh"
+#include "backends/cuda/cp_async.cuh"
 #include "backends/cuda/fp4_mma.cuh"
+#include "backends/cuda/kernel_attributes.h"
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/linear_decode.h"
 #include "backends/cuda/linear_decode_tail.cuh"
@@ -102,6 +106,26 @@ struct round_w {
   uint32_t s[2];
 };
 
+// The scale word(s) of row `row` (= row0 + 8 i) at k into s[i] (fp8_block: s[0] only, from i == 0).
+template <weight_kind K>
+__device__ __forceinline__ void load_scale(uint32_t (&s)[2], const dense_weight& w, int64_t row,
+                                           int64_t k, int i) {
+  if constexpr (K == weight_kind::mxfp4) {
+    const int64_t at = row * (w.cols / 32) + k / 32;
+    s[i] = w.scale_f32 ? (__ldg(reinterpret_cast<const uint32_t*>(w.scale) + at) >> 23) & 0xFFu
+                       : __ldg(w.scale + at);
+  } else if constexpr (K == weight_kind::nvfp4) {
+    const int64_t at = row * (w.cols / 16) + k / 16;
+    s[i] = __ldg(w.scale + at) | (uint32_t(__ldg(w.scale + at + 1)) << 8);
+  } else if constexpr (K == weight_kind::fp8_block) {
+    if (i == 0) {  // rows g and g + 8 share a 128-row block
+      const int64_t at = (row / 128) * ((w.cols + 127) / 128) + k / 128;
+      s[0] = w.scale_f32 ? __ldg(reinterpret_cast<const uint32_t*>(w.scale) + at)
+                         : __float_as_uint(detail::e8m0_to_f32(__ldg(w.scale + at)));
+    }
+  }
+}
+
 template <weight_kind K>
 __device__ __forceinline__ void load_round(round_w<K>& r, const dense_weight& w, int64_t row0,
                                            int64_t k) {
@@ -113,20 +137,7 @@ __device__ __forceinline__ void load_round(round_w<K>& r, const dense_weight& w,
   for (int i = 0; i < 2; ++i) {
     const int64_t row = row0 + 8 * i;
     r.v[i] = fp4mma::load_stream_16(w.data + row * row_bytes + k * 16 / E);
-    if constexpr (K == weight_kind::mxfp4) {
-      const int64_t at = row * (w.cols / 32) + k / 32;
-      r.s[i] = w.scale_f32 ? (__ldg(reinterpret_cast<const uint32_t*>(w.scale) + at) >> 23) & 0xFFu
-                           : __ldg(w.scale + at);
-    } else if constexpr (K == weight_kind::nvfp4) {
-      const int64_t at = row * (w.cols / 16) + k / 16;
-      r.s[i] = __ldg(w.scale + at) | (uint32_t(__ldg(w.scale + at + 1)) << 8);
-    } else if constexpr (K == weight_kind::fp8_block) {
-      if (i == 0) {  // rows g and g + 8 share a 128-row block
-        const int64_t at = (row / 128) * ((w.cols + 127) / 128) + k / 128;
-        r.s[0] = w.scale_f32 ? __ldg(reinterpret_cast<const uint32_t*>(w.scale) + at)
-                             : __float_as_uint(detail::e8m0_to_f32(__ldg(w.scale + at)));
-      }
-    }
+    load_scale<K>(r.s, w, row, k, i);
   }
 }
 
@@ -318,6 +329,125 @@ __global__ void __launch_bounds__(max_threads<NT>())
       acc, [post](float v) { return v * post; }, tokens, w.rows, r0, g, q, y, y_bf16);
 }
 
+// ---- The shared-memory ring variant (one n-tile: <= 8 tokens; bf16 and fp8_block). ----
+//
+// Same per-lane registers and math as linear_decode_kernel<K, SPLIT, 1> (so y is bit-identical for
+// the same split), but each warp streams its rounds through its own ring of S stages in shared
+// memory with cp.async: S - 1 rounds of 2 KB in flight per warp instead of two in registers. A
+// stage is one round of the warp's 16 rows: 8 chunks of 16 bytes per row (128 bytes: 128 k of fp8,
+// 64 of bf16).
+//
+// Copy: instruction i (of 4), lane L copies row 4i + L / 8, chunk L % 8, so an instruction reads
+// 4 whole 128-byte row segments (every 32-byte sector by one instruction, where the register
+// pipeline's two 16-byte loads at q * 32 and q * 32 + 16 each read half of every sector).
+// Layout: 16-byte slots, slot(row, c) = 8 row + (c ^ (row & 1)). Bank groups (slot % 8) per
+// quarter warp (8 lanes, one 16-byte access each):
+//  * copy: lanes 8m..8m+7 write one row 4i + m, chunks 0..7 -> c ^ (row & 1): 8 distinct;
+//  * read: lane (g, q) reads chunk 2q + l of rows g and g + 8 (part l = 0, 1); lanes 8m..8m+7 are
+//    g = 2m (even: chunks l, 2 + l, 4 + l, 6 + l) and g = 2m + 1 (odd: those ^ 1): 8 distinct;
+//    rows g + 8 have g's parity, the same.
+// Not for fp4 (1 KB rounds; bench_linear_gemm --ring-ab, H200: 4-40% slower than the registers on
+// every NVFP4 shape but Pro wq_b, so the kernel was narrowed to the formats that use it).
+template <weight_kind K>
+__host__ __device__ constexpr bool ring_format() {
+  return K == weight_kind::bf16 || K == weight_kind::fp8_block;
+}
+
+constexpr int k_ring_row_chunks = 8;
+constexpr int k_ring_stage_bytes = 16 * k_ring_row_chunks * 16;
+
+__device__ __forceinline__ int ring_slot(int row, int c) {
+  return row * k_ring_row_chunks + (c ^ (row & 1));
+}
+
+// The explicit minimum of one block per SM stops ptxas (CUDA 13) from capping this kernel at 64
+// registers (it spilled the f32-activation forms there); with it: 64-112 registers, no spills.
+template <weight_kind K, bool SPLIT, int S>
+__global__ void __launch_bounds__(max_threads<1>(), 1)
+    linear_decode_ring_kernel(const uint16_t* x_hi, const uint16_t* x_lo, int tokens,
+                              dense_weight w, int rt, int ks, void* y, bool y_bf16) {
+  static_assert(S >= 2 && ring_format<K>() && 4 * loads_per_row<K, 1>() == k_ring_row_chunks);
+  pdl_trigger();  // the next call's prepare waits for this grid before it touches anything
+  constexpr int NT = 1;
+  constexpr int E = elems_16<K>();
+  constexpr int LPR = loads_per_row<K, NT>();
+  constexpr int ROUND = 4 * E * LPR;           // k per round
+  constexpr int C = k_ring_row_chunks;         // 16-byte chunks of a row per round
+  constexpr int SLOTS = 16 * C;                // per stage
+  constexpr int COPIES = SLOTS / k_warp_size;  // copy instructions per lane and round
+  constexpr int ROWS_PER_COPY = k_warp_size / C;
+  extern __shared__ uint4 ring_smem[];  // [warps][S][SLOTS], then [ks - 1][rt][NT][4][32] f32
+  const int warp = threadIdx.x / k_warp_size, lane = threadIdx.x % k_warp_size;
+  const int tile = warp % rt, kpart = warp / rt;
+  const int g = lane / 4, q = lane % 4;
+  const int64_t r0 = (int64_t(blockIdx.x) * rt + tile) * 16;
+  const int64_t rounds = w.cols / ROUND;
+  const int64_t rb = rounds * kpart / ks, re = rounds * (kpart + 1) / ks;
+  uint4* const ring = ring_smem + size_t(warp) * S * SLOTS;
+  float* const partial = reinterpret_cast<float*>(ring_smem + size_t(rt) * ks * S * SLOTS);
+  const uint4* xh[NT];
+  const uint4* xl[NT];
+  const int64_t x_group = (r0 / w.out_g) * w.cols;  // out_g % 16 == 0: one group per tile
+  {
+    const int64_t t = min(g, tokens - 1);  // clamped columns are never stored
+    xh[0] = reinterpret_cast<const uint4*>(x_hi + t * w.x_stride + x_group);
+    xl[0] = reinterpret_cast<const uint4*>(x_lo + t * w.x_stride + x_group);
+  }
+  float acc[NT][4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
+
+  const int64_t row_bytes = K == weight_kind::bf16 ? w.cols * 2 : w.cols;
+  const int crow = lane / C, cchunk = lane % C;
+  const uint8_t* const src = w.data + (r0 + crow) * row_bytes + cchunk * 16;
+  const uint32_t dst = smem_u32(ring + ring_slot(crow, cchunk));  // rows + 4 i keep the parity
+  const auto copy_round = [&](int64_t r, int stage) {
+#pragma unroll
+    for (int i = 0; i < COPIES; ++i)
+      cp_async_cg_16(dst + uint32_t((stage * SLOTS + i * k_warp_size) * 16),
+                     src + i * ROWS_PER_COPY * row_bytes + r * (C * 16));
+  };
+  // Rounds rb .. rb + S - 2 into stages 0 .. S - 2 (one commit group per round, empty past re).
+#pragma unroll
+  for (int s = 0; s < S - 1; ++s) {
+    if (rb + s < re) copy_round(rb + s, s);
+    cp_async_commit();
+  }
+  const int64_t off = q * E * LPR;
+  uint32_t scale[2] = {0u, 0u};  // the next round's (rows g, g + 8)
+  if (rb < re) {
+    load_scale<K>(scale, w, r0 + g, rb * ROUND + off, 0);
+    load_scale<K>(scale, w, r0 + g + 8, rb * ROUND + off, 1);
+  }
+  pdl_wait();  // weights never depend on earlier launches; x_hi / x_lo and y do
+  int stage = 0;
+  for (int64_t r = rb; r < re; ++r) {
+    cp_async_wait<S - 2>();  // round r (group r - rb) has landed: mine ...
+    __syncwarp();            // ... and the other lanes' (whose chunks I read)
+    round_set<K, NT> cur;
+    const uint4* const st = ring + stage * SLOTS;
+#pragma unroll
+    for (int l = 0; l < LPR; ++l) {
+      cur.part[l].v[0] = st[ring_slot(g, q * LPR + l)];
+      cur.part[l].v[1] = st[ring_slot(g + 8, q * LPR + l)];
+      cur.part[l].s[0] = scale[0];
+      cur.part[l].s[1] = scale[1];
+    }
+    if (r + 1 < re) {
+      load_scale<K>(scale, w, r0 + g, (r + 1) * ROUND + off, 0);
+      load_scale<K>(scale, w, r0 + g + 8, (r + 1) * ROUND + off, 1);
+    }
+    // Refill round r - 1's stage (every lane read it before this iteration's __syncwarp) with
+    // round r + S - 1; an empty group past re keeps one group per round for the wait above.
+    const int refill = stage == 0 ? S - 1 : stage - 1;
+    if (r + S - 1 < re) copy_round(r + S - 1, refill);
+    cp_async_commit();
+    mma_round_set<K, SPLIT, NT>(acc, cur, xh, xl, r * ROUND + off);
+    stage = stage + 1 == S ? 0 : stage + 1;
+  }
+  if (!decode_tail::sum_k_parts<NT>(acc, partial, rt, ks, tile, kpart, lane)) return;
+  decode_tail::store<NT>(
+      acc, [](float v) { return v; }, tokens, w.rows, r0, g, q, y, y_bf16);
+}
+
 int n_tiles_of(int64_t tokens) {
   const int used = int(ceil_div(tokens, 8));
   return used <= 2 ? used : used <= 4 ? 4 : 8;
@@ -329,11 +459,46 @@ int64_t rounds_of(int64_t cols, int nt) {
   return cols / (4 * elems_16<K>() * per_row);
 }
 
-bool split_fits(const linear_decode_split& sp, int64_t rows, int nt) {
+bool split_fits(const linear_decode_split& sp, weight_kind kind, int64_t rows, int nt) {
   const int64_t max_warps = nt <= 2 ? k_linear_decode_max_warps : k_linear_decode_max_warps / 2;
   const auto pow2 = [](int64_t v) { return v > 0 && (v & (v - 1)) == 0; };
+  const bool ring_ok = kind == weight_kind::bf16 || kind == weight_kind::fp8_block;
   return pow2(sp.row_tiles) && pow2(sp.k_parts) && sp.row_tiles * sp.k_parts <= max_warps &&
-         (rows / 16) % sp.row_tiles == 0;
+         (rows / 16) % sp.row_tiles == 0 &&
+         (sp.ring_stages == 0 || (ring_ok && (sp.ring_stages == 4 || sp.ring_stages == 6)));
+}
+
+// The weight pipeline at one n-tile (<= 8 tokens) for a split the planner made: 4 / 6 ring stages
+// or the registers (0). Measured with bench_linear_gemm --ring-ab (H200, graphs of 16 PDL-chained
+// calls, bf16 x; us, registers -> ring; h200_2026-11-27_s23_lin10_ring_ab.txt in
+// bench/kernels/results):
+//  * BF16 matrices of >= 64 MiB, ring 6: Flash wq_b 32768 x 1024 T = 1 / 8 21.2 -> 18.6 / 20.6 ->
+//    20.0; Pro wo_b 7168 x 16384 77.1 -> 70.2 / 79.2 -> 71.0 (T = 4: 78.9 -> 64.4); Flash wo_b
+//    4096 x 8192 19.9 -> 19.6 / 20.8 -> 21.2 (the one loss, 1.7%).
+//  * FP8 with one K part (the planner's choice for >= ~17K rows: the wq_b shapes), ring 4: Pro wq_b
+//    65536 x 1536 T = 1 / 2 / 4 / 8 31.4 -> 29.0 / 31.8 -> 30.9 / 32.4 -> 31.7 / 33.6 -> 33.1;
+//    Flash wq_b 11.55 -> 11.40 / 11.97 -> 11.70 / 12.09 -> 11.98 / 12.59 -> 12.60.
+//  * Registers elsewhere: FP8 split over K parts loses 0-10% on the ring (Flash wo_b T = 1 12.1 vs
+//    12.8, wq_a 3.9 vs 4.3), NVFP4 up to 40% (Flash wq_b 11.2 vs 14.4, Pro wo_b 38.3 vs 53.2).
+int ring_stages_for(weight_kind kind, int64_t rows, int64_t cols, int64_t k_parts) {
+  if (kind == weight_kind::bf16 && rows * cols * 2 >= (int64_t(64) << 20)) return 6;
+  if (kind == weight_kind::fp8_block && k_parts == 1) return 4;
+  return 0;
+}
+
+template <weight_kind K, bool SPLIT, int S>
+cudaError_t launch_ring(const uint16_t* hi, const uint16_t* lo, int64_t tokens,
+                        const dense_weight& w, void* y, bool y_bf16, const linear_decode_split& sp,
+                        size_t partial_bytes, cudaStream_t stream, bool pdl) {
+  // 16 warps of S stages and the K-part partials fit the 227 KB a block may have.
+  static_assert(k_linear_decode_max_warps * (S * k_ring_stage_bytes + 4 * k_warp_size * 4) <=
+                227 * 1024);
+  const size_t smem = size_t(sp.row_tiles * sp.k_parts) * S * k_ring_stage_bytes + partial_bytes;
+  const auto kernel = linear_decode_ring_kernel<K, SPLIT, S>;
+  if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
+  return launch_pdl(pdl, kernel, dim3(unsigned(w.rows / (16 * sp.row_tiles))),
+                    dim3(unsigned(sp.row_tiles * sp.k_parts * k_warp_size)), smem, stream, hi, lo,
+                    int(tokens), w, int(sp.row_tiles), int(sp.k_parts), y, y_bf16);
 }
 
 template <weight_kind K, bool SPLIT>
@@ -341,13 +506,20 @@ cudaError_t launch(const uint16_t* hi, const uint16_t* lo, int64_t tokens, const
                    void* y, bool y_bf16, const linear_decode_split* forced, cudaStream_t stream,
                    bool pdl) {
   const int nt = n_tiles_of(tokens);
-  const linear_decode_split sp = forced ? *forced
-                                        : linear_decode_make_split(w.rows, rounds_of<K>(w.cols, nt),
-                                                                   nt, current_device_sm_count());
-  if (!split_fits(sp, w.rows, nt)) return cudaErrorInvalidValue;
+  linear_decode_split sp = forced ? *forced
+                                  : linear_decode_make_split(w.rows, rounds_of<K>(w.cols, nt), nt,
+                                                             current_device_sm_count());
+  if (!forced) sp.ring_stages = ring_stages_for(K, w.rows, w.cols, sp.k_parts);
+  if (!split_fits(sp, K, w.rows, nt)) return cudaErrorInvalidValue;
   const dim3 grid(unsigned(w.rows / (16 * sp.row_tiles)));
   const unsigned threads = unsigned(sp.row_tiles * sp.k_parts * k_warp_size);
   const size_t smem = size_t(sp.k_parts - 1) * sp.row_tiles * nt * 4 * k_warp_size * sizeof(float);
+  if constexpr (ring_format<K>()) {
+    if (nt == 1 && sp.ring_stages == 4)
+      return launch_ring<K, SPLIT, 4>(hi, lo, tokens, w, y, y_bf16, sp, smem, stream, pdl);
+    if (nt == 1 && sp.ring_stages == 6)
+      return launch_ring<K, SPLIT, 6>(hi, lo, tokens, w, y, y_bf16, sp, smem, stream, pdl);
+  }
 #define DSV4_LD(NT)                                                                              \
   launch_pdl(pdl, linear_decode_kernel<K, SPLIT, NT>, grid, dim3(threads), smem, stream, hi, lo, \
              int(tokens), w, int(sp.row_tiles), int(sp.k_parts), y, y_bf16)
@@ -398,13 +570,15 @@ int64_t rounds_for(weight_kind kind, int64_t cols, int nt) {
 
 linear_decode_split linear_decode_default_split(const device_weight& w, int64_t tokens) {
   const int nt = n_tiles_of(tokens);
-  return linear_decode_make_split(w.rows, rounds_for(w.kind, w.cols, nt), nt,
-                                  current_device_sm_count());
+  linear_decode_split sp = linear_decode_make_split(w.rows, rounds_for(w.kind, w.cols, nt), nt,
+                                                    current_device_sm_count());
+  sp.ring_stages = ring_stages_for(w.kind, w.rows, w.cols, sp.k_parts);
+  return sp;
 }
 
 bool linear_decode_split_fits(const device_weight& w, int64_t tokens,
                               const linear_decode_split& split) {
-  return split_fits(split, w.rows, n_tiles_of(tokens));
+  return split_fits(split, w.kind, w.rows, n_tiles_of(tokens));
 }
 
 bool linear_decode_supported(const device_weight& w) {

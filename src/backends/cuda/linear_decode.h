@@ -31,9 +31,14 @@ constexpr int k_linear_decode_max_warps = 16;
 // How one launch spreads a matrix: blocks of row_tiles x k_parts warps, each warp 16 rows and
 // 1 / k_parts of K (rounds: K / (4 x the k of one 16-byte load)). Depends only on the shape, the
 // token tiles (n_tiles of 8 tokens) and the SM count, so a decode step stays graph-capturable.
+// ring_stages (<= 8 tokens only; ignored above): 0 streams each warp's weights through three
+// rounds of registers; 4 or 6 (bf16 and fp8_block only) through a per-warp shared-memory ring of
+// that many rounds (cp.async; the same results bit for bit). The planner picks it by format and
+// shape (linear_decode.cu).
 struct linear_decode_split {
   int64_t row_tiles = 1;
   int64_t k_parts = 1;
+  int ring_stages = 0;
 };
 linear_decode_split linear_decode_make_split(int64_t rows, int64_t rounds, int n_tiles,
                                              int sm_count);
