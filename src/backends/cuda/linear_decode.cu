@@ -480,9 +480,18 @@ bool split_fits(const linear_decode_split& sp, weight_kind kind, int64_t rows, i
 //    Flash wq_b 11.55 -> 11.40 / 11.97 -> 11.70 / 12.09 -> 11.98 / 12.59 -> 12.60.
 //  * Registers elsewhere: FP8 split over K parts loses 0-10% on the ring (Flash wo_b T = 1 12.1 vs
 //    12.8, wq_a 3.9 vs 4.3), NVFP4 up to 40% (Flash wq_b 11.2 vs 14.4, Pro wo_b 38.3 vs 53.2).
-int ring_stages_for(weight_kind kind, int64_t rows, int64_t cols, int64_t k_parts) {
-  if (kind == weight_kind::bf16 && rows * cols * 2 >= (int64_t(64) << 20)) return 6;
-  if (kind == weight_kind::fp8_block && k_parts == 1) return 4;
+// The same A/B on an H100 (session 23, call l23e, two processes; h100_2026-11-27_s23_lead_l23e_*):
+// FP8 Flash wq_b (8 rounds a warp) loses 5-8% there (T = 1 13.4 -> 14.1, T = 8 14.1 -> 15.2),
+// Pro wq_b (12 rounds) is within -2.4..+1.7%; BF16 Pro wo_b gains 2-6% (94.3 -> 91.5 at T = 1),
+// Flash wq_b 3-5% at T <= 2, but the 64 MiB Flash shapes lose 2-5% at T = 8 (wo_b 26.5 -> 27.9;
+// on the H200 wo_b T = 8 lost 1.7% too). So: FP8 one-part rings need >= 12 rounds a warp, and
+// the 64 MiB BF16 matrices take the ring up to 4 tokens (>= 128 MiB at every T).
+int ring_stages_for(weight_kind kind, int64_t rows, int64_t cols, int64_t k_parts, int64_t tokens) {
+  const int64_t bf16_bytes = rows * cols * 2;
+  if (kind == weight_kind::bf16 && bf16_bytes >= (int64_t(64) << 20) &&
+      (tokens <= 4 || bf16_bytes >= (int64_t(128) << 20)))
+    return 6;
+  if (kind == weight_kind::fp8_block && k_parts == 1 && cols / 128 >= 12) return 4;
   return 0;
 }
 
@@ -509,7 +518,7 @@ cudaError_t launch(const uint16_t* hi, const uint16_t* lo, int64_t tokens, const
   linear_decode_split sp = forced ? *forced
                                   : linear_decode_make_split(w.rows, rounds_of<K>(w.cols, nt), nt,
                                                              current_device_sm_count());
-  if (!forced) sp.ring_stages = ring_stages_for(K, w.rows, w.cols, sp.k_parts);
+  if (!forced) sp.ring_stages = ring_stages_for(K, w.rows, w.cols, sp.k_parts, tokens);
   if (!split_fits(sp, K, w.rows, nt)) return cudaErrorInvalidValue;
   const dim3 grid(unsigned(w.rows / (16 * sp.row_tiles)));
   const unsigned threads = unsigned(sp.row_tiles * sp.k_parts * k_warp_size);
@@ -572,7 +581,7 @@ linear_decode_split linear_decode_default_split(const device_weight& w, int64_t 
   const int nt = n_tiles_of(tokens);
   linear_decode_split sp = linear_decode_make_split(w.rows, rounds_for(w.kind, w.cols, nt), nt,
                                                     current_device_sm_count());
-  sp.ring_stages = ring_stages_for(w.kind, w.rows, w.cols, sp.k_parts);
+  sp.ring_stages = ring_stages_for(w.kind, w.rows, w.cols, sp.k_parts, tokens);
   return sp;
 }
 
