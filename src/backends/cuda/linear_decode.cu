@@ -484,14 +484,16 @@ bool split_fits(const linear_decode_split& sp, weight_kind kind, int64_t rows, i
 // FP8 Flash wq_b (8 rounds a warp) loses 5-8% there (T = 1 13.4 -> 14.1, T = 8 14.1 -> 15.2),
 // Pro wq_b (12 rounds) is within -2.4..+1.7%; BF16 Pro wo_b gains 2-6% (94.3 -> 91.5 at T = 1),
 // Flash wq_b 3-5% at T <= 2, but the 64 MiB Flash shapes lose 2-5% at T = 8 (wo_b 26.5 -> 27.9;
-// on the H200 wo_b T = 8 lost 1.7% too). So: FP8 one-part rings need >= 12 rounds a warp, and
-// the 64 MiB BF16 matrices take the ring up to 4 tokens (>= 128 MiB at every T).
+// on the H200 wo_b T = 8 lost 1.7% too); in that call's --decode-only, FP8 Pro wq_b with the
+// ring 38.4 / 40.5 / 42.1 us at T = 1 / 4 / 8 against main's registers 39.1 / 39.1 / 40.0. So: FP8
+// one-part rings need >= 12 rounds a warp and <= 2 tokens, and the 64 MiB BF16 matrices take the
+// ring up to 4 tokens (>= 128 MiB at every T).
 int ring_stages_for(weight_kind kind, int64_t rows, int64_t cols, int64_t k_parts, int64_t tokens) {
   const int64_t bf16_bytes = rows * cols * 2;
   if (kind == weight_kind::bf16 && bf16_bytes >= (int64_t(64) << 20) &&
       (tokens <= 4 || bf16_bytes >= (int64_t(128) << 20)))
     return 6;
-  if (kind == weight_kind::fp8_block && k_parts == 1 && cols / 128 >= 12) return 4;
+  if (kind == weight_kind::fp8_block && k_parts == 1 && cols / 128 >= 12 && tokens <= 2) return 4;
   return 0;
 }
 
