@@ -84,6 +84,11 @@ double read_ceiling_gbps(cudaStream_t s) {
   return double(bytes) / (ms * 1e-3) * 1e-9;
 }
 
+// Bytes read in `ms` as % of the read ceiling.
+double pct_of_read(double bytes, double ms, double read_gbps) {
+  return 100.0 * bytes / (ms * 1e-3) * 1e-9 / read_gbps;
+}
+
 constexpr int k_graph_calls = 16;
 
 // Captures launch(i) for i < k_graph_calls into one graph; median ms per call over replays.
@@ -249,9 +254,7 @@ void bench_decode(const shape& sh, weight_kind kind, const std::vector<int64_t>&
   const char* kname = kind == weight_kind::fp8_block ? "fp8blk" : "nvfp4";
   const bool ld_ok = dsv4::cuda::linear_decode_supported(op.w(0));
   CB(cublasSetStream(cublas, s));
-  auto pct = [&](double ms, double bytes) {
-    return 100.0 * bytes / (ms * 1e-3) * 1e-9 / read_gbps;
-  };
+  auto pct = [&](double ms, double bytes) { return pct_of_read(bytes, ms, read_gbps); };
   for (int64_t T : tokens) {
     const double t_gemv =
         time_graph_per_call([&](int i) { CK(dsv4::cuda::linear(x, T, op.w(i), y, s)); }, s);
@@ -330,7 +333,7 @@ void bench_decode_split_sweep(const shape& sh, weight_kind kind, const std::vect
             s);
         std::printf("sweep %-10s T=%-2lld rt=%lld ks=%-2lld %7.1f us %5.1f%%%s\n", sh.name,
                     (long long)T, (long long)rt, (long long)ks, t * 1e3,
-                    100.0 * double(op.packed_bytes) / (t * 1e-3) * 1e-9 / read_gbps,
+                    pct_of_read(double(op.packed_bytes), t, read_gbps),
                     rt == pick.row_tiles && ks == pick.k_parts ? " *" : "");
       }
     std::fflush(stdout);
@@ -385,7 +388,7 @@ void bench_w8a8_ab(const shape& sh, const std::vector<int64_t>& tokens, double r
           },
           s);
       std::printf(" | %s %6.2f us %5.1f%%", v.name, t * 1e3,
-                  100.0 * double(op.packed_bytes) / (t * 1e-3) * 1e-9 / read_gbps);
+                  pct_of_read(double(op.packed_bytes), t, read_gbps));
     }
     std::printf("\n");
     std::fflush(stdout);
@@ -445,7 +448,7 @@ void bench_ring_ab(const shape& sh, weight_kind kind, const std::vector<int64_t>
           },
           s);
       std::printf(" | %s %6.2f us %5.1f%%", v.name, t * 1e3,
-                  100.0 * double(op.packed_bytes) / (t * 1e-3) * 1e-9 / read_gbps);
+                  pct_of_read(double(op.packed_bytes), t, read_gbps));
     }
     std::printf("\n");
     std::fflush(stdout);

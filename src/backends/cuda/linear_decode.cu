@@ -277,6 +277,23 @@ __device__ __forceinline__ void mma_round_set(float (&acc)[NT][4], const round_s
     mma_round<K, SPLIT, NT>(acc, r.part[l], xh, xl, k + l * elems_16<K>());
 }
 
+// The prepared activation rows of a lane's token columns g + 8 j (n-tile j) at the tile's column
+// group (out_g % 16 == 0: one group per 16-row tile); columns past `tokens` read the last token's
+// row and are never stored.
+template <int NT>
+__device__ __forceinline__ void activation_rows(const uint16_t* x_hi, const uint16_t* x_lo,
+                                                int tokens, const dense_weight& w, int64_t r0,
+                                                int g, const uint4* (&xh)[NT],
+                                                const uint4* (&xl)[NT]) {
+  const int64_t x_group = (r0 / w.out_g) * w.cols;
+#pragma unroll
+  for (int j = 0; j < NT; ++j) {
+    const int64_t t = min(8 * j + g, tokens - 1);
+    xh[j] = reinterpret_cast<const uint4*>(x_hi + t * w.x_stride + x_group);
+    xl[j] = reinterpret_cast<const uint4*>(x_lo + t * w.x_stride + x_group);
+  }
+}
+
 template <weight_kind K, bool SPLIT, int NT>
 __global__ void __launch_bounds__(max_threads<NT>())
     linear_decode_kernel(const uint16_t* x_hi, const uint16_t* x_lo, int tokens, dense_weight w,
@@ -293,13 +310,7 @@ __global__ void __launch_bounds__(max_threads<NT>())
   const int64_t rb = rounds * kpart / ks, re = rounds * (kpart + 1) / ks;
   const uint4* xh[NT];
   const uint4* xl[NT];
-  const int64_t x_group = (r0 / w.out_g) * w.cols;  // out_g % 16 == 0: one group per tile
-#pragma unroll
-  for (int j = 0; j < NT; ++j) {
-    const int64_t t = min(8 * j + g, tokens - 1);  // clamped columns are never stored
-    xh[j] = reinterpret_cast<const uint4*>(x_hi + t * w.x_stride + x_group);
-    xl[j] = reinterpret_cast<const uint4*>(x_lo + t * w.x_stride + x_group);
-  }
+  activation_rows<NT>(x_hi, x_lo, tokens, w, r0, g, xh, xl);
   float acc[NT][4];
 #pragma unroll
   for (int j = 0; j < NT; ++j)
@@ -387,12 +398,7 @@ __global__ void __launch_bounds__(max_threads<1>(), 1)
   float* const partial = reinterpret_cast<float*>(ring_smem + size_t(rt) * ks * S * SLOTS);
   const uint4* xh[NT];
   const uint4* xl[NT];
-  const int64_t x_group = (r0 / w.out_g) * w.cols;  // out_g % 16 == 0: one group per tile
-  {
-    const int64_t t = min(g, tokens - 1);  // clamped columns are never stored
-    xh[0] = reinterpret_cast<const uint4*>(x_hi + t * w.x_stride + x_group);
-    xl[0] = reinterpret_cast<const uint4*>(x_lo + t * w.x_stride + x_group);
-  }
+  activation_rows<NT>(x_hi, x_lo, tokens, w, r0, g, xh, xl);
   float acc[NT][4] = {{0.0f, 0.0f, 0.0f, 0.0f}};
 
   const int64_t row_bytes = K == weight_kind::bf16 ? w.cols * 2 : w.cols;
