@@ -511,6 +511,47 @@ int main(int argc, char** argv) {
     std::printf("HBM read ceiling again: %.1f GB/s\n", read_ceiling_gbps(s));
     return 0;
   }
+  if (argc > 1 && std::string(argv[1]) == "--w8a8-xlead") {
+    // The default plan with its activations loaded 0 / 1 / 2 rounds ahead of the MMAs, and with
+    // the weight scales converted at the MMAs (ls), alternating in one process.
+    std::printf("\n## W8A8 x lead (default plan, graph of %d calls, %% of read)\n", k_graph_calls);
+    const int reps = argc > 2 ? std::atoi(argv[2]) : 2;
+    for (const shape& sh : {flash[0], flash[1], flash[3], flash[5], flash[6], pro[0], pro[1],
+                            pro[2], pro[3], pro[4]}) {
+      for (int64_t T : {int64_t(1), int64_t(2), int64_t(4), int64_t(8)}) {
+        const shape_operands op(weight_kind::fp8_block, sh.rows, sh.cols, T, 24, 300, 0, 78);
+        const size_t ws_bytes = dsv4::cuda::linear_decode_fp8act_workspace_bytes(T, sh.cols);
+        void* ws = dmalloc(ws_bytes);
+        const auto def = dsv4::cuda::linear_decode_fp8act_default_plan(op.w(0), T);
+        std::printf("xlead %-10s T=%lld pf%d", sh.name, (long long)T, def.l2_prefetch_rounds);
+        struct lead_variant {
+          int lead, late;
+          const char* name;
+        };
+        const lead_variant variants[] = {
+            {0, 0, "xl0"}, {1, 0, "xl1"}, {2, 0, "xl2"}, {1, 1, "xl1ls"}, {2, 1, "xl2ls"}};
+        for (int rep = 0; rep < reps; ++rep)
+          for (const lead_variant& v : variants) {
+            auto plan = def;
+            plan.x_lead = v.lead;
+            plan.late_scale = v.late;
+            const double t = time_graph_per_call(
+                [&](int i) {
+                  CK(dsv4::cuda::linear_decode_fp8act_with_plan(op.x, T, op.w(i), op.y, ws,
+                                                                ws_bytes, &plan, s));
+                },
+                s);
+            std::printf(" | %s %6.2f us %5.1f%%", v.name, t * 1e3,
+                        pct_of_read(double(op.packed_bytes), t, read_gbps));
+          }
+        std::printf("\n");
+        std::fflush(stdout);
+        cudaFree(ws);
+      }
+    }
+    std::printf("HBM read ceiling again: %.1f GB/s\n", read_ceiling_gbps(s));
+    return 0;
+  }
   if (argc > 1 && std::string(argv[1]) == "--ring-ab") {
     std::printf(
         "\n## linear_decode <= 8 tokens: register pipeline vs shared-memory ring (bf16 x, graph "

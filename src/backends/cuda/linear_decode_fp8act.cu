@@ -29,6 +29,8 @@ namespace dsv4::cuda {
 
 namespace {
 
+constexpr int k_default_x_lead = 0;           // x_lead of plans that leave it at -1
+constexpr bool k_default_late_scale = false;  // late_scale of plans that leave it at -1
 constexpr int k_block = 128;  // k per round: one scale block of weights and activations
 // Warps per block: 16 with one n-tile (122 registers), 8 with more (16 would leave them 128
 // registers and spill), the limits linear_decode_make_split applies for n_tiles <= 2 / > 2.
@@ -90,11 +92,28 @@ struct fp8_matrix {
 
 struct round_w {
   uint4 v[2][2];  // [row g, row g + 8][first, second 16 bytes of the lane's 32]
-  float s;        // weight block scale (rows g and g + 8 share a 128-row block)
+  uint32_t s;     // weight block scale (rows g and g + 8 share a 128-row block): f32 bits, or
+                  // with LS the stored bits (an E8M0 byte, or f32 bits), converted at the MMAs
+};
+
+// E8M0 byte -> f32 (e8m0_to_f32's values) by selects: no branch on the loaded byte, so the load
+// can stay in flight until the round's MMAs need it.
+__device__ __forceinline__ float e8m0_to_f32_select(uint32_t b) {
+  uint32_t v = b == 0 ? 0x00400000u : b << 23;
+  v = b == 0xffu ? 0x7fc00000u : v;
+  return __uint_as_float(v);
+}
+
+// One n-tile's activation fragments of a round (x_t::warp_view::get), loaded ahead of the round's
+// MMAs when a kernel runs with XL > 0.
+struct round_x {
+  uint4 a, b;
+  float s0, s1;
 };
 
 // Round `round` of the lane's rows: w0 / w1 point at rows g / g + 8 at the lane's byte offset;
 // scale_row at the weight scales of the tile's 128-row block.
+template <bool LS>
 __device__ __forceinline__ void load_round(round_w& r, const uint8_t* w0, const uint8_t* w1,
                                            const void* scale_row, bool e8m0, int64_t round) {
   const int64_t k = round * k_block;
@@ -102,7 +121,11 @@ __device__ __forceinline__ void load_round(round_w& r, const uint8_t* w0, const 
   r.v[0][1] = fp4mma::load_stream_16(w0 + k + 16);
   r.v[1][0] = fp4mma::load_stream_16(w1 + k);
   r.v[1][1] = fp4mma::load_stream_16(w1 + k + 16);
-  r.s = detail::load_block_scale(scale_row, round, e8m0);
+  if constexpr (LS)
+    r.s = e8m0 ? uint32_t(__ldg(static_cast<const uint8_t*>(scale_row) + round))
+               : __float_as_uint(__ldg(static_cast<const float*>(scale_row) + round));
+  else
+    r.s = __float_as_uint(detail::load_block_scale(scale_row, round, e8m0));
 }
 
 // Activations in FP8 blocks, written by fp8act_quantize_kernel into the workspace.
@@ -189,6 +212,25 @@ struct x_in_warp {
   };
 };
 
+// n-tile j of a round: weights r, activation fragments xa / xb, activation scales sx0 / sx1.
+template <int NT, bool LS = false>
+__device__ __forceinline__ void mma_tile(float (&acc)[NT][4], int j, const round_w& r,
+                                         const uint4& xa, const uint4& xb, float sx0, float sx1,
+                                         bool e8m0 = false) {
+  float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+  mma_e4m3(t, r.v[0][0].x, r.v[1][0].x, r.v[0][0].y, r.v[1][0].y, xa.x, xa.y);
+  mma_e4m3(t, r.v[0][0].z, r.v[1][0].z, r.v[0][0].w, r.v[1][0].w, xa.z, xa.w);
+  mma_e4m3(t, r.v[0][1].x, r.v[1][1].x, r.v[0][1].y, r.v[1][1].y, xb.x, xb.y);
+  mma_e4m3(t, r.v[0][1].z, r.v[1][1].z, r.v[0][1].w, r.v[1][1].w, xb.z, xb.w);
+  const float ws = LS && e8m0 ? e8m0_to_f32_select(r.s) : __uint_as_float(r.s);
+  const float s0 = __fmul_rn(ws, sx0);
+  const float s1 = __fmul_rn(ws, sx1);
+  acc[j][0] = fmaf(t[0], s0, acc[j][0]);
+  acc[j][1] = fmaf(t[1], s1, acc[j][1]);
+  acc[j][2] = fmaf(t[2], s0, acc[j][2]);
+  acc[j][3] = fmaf(t[3], s1, acc[j][3]);
+}
+
 template <int NT, typename view_t>
 __device__ __forceinline__ void mma_round(float (&acc)[NT][4], const round_w& r, const view_t& xv,
                                           int64_t round) {
@@ -197,17 +239,7 @@ __device__ __forceinline__ void mma_round(float (&acc)[NT][4], const round_w& r,
     uint4 xa, xb;
     float sx0, sx1;
     xv.get(j, round, xa, xb, sx0, sx1);
-    float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    mma_e4m3(t, r.v[0][0].x, r.v[1][0].x, r.v[0][0].y, r.v[1][0].y, xa.x, xa.y);
-    mma_e4m3(t, r.v[0][0].z, r.v[1][0].z, r.v[0][0].w, r.v[1][0].w, xa.z, xa.w);
-    mma_e4m3(t, r.v[0][1].x, r.v[1][1].x, r.v[0][1].y, r.v[1][1].y, xb.x, xb.y);
-    mma_e4m3(t, r.v[0][1].z, r.v[1][1].z, r.v[0][1].w, r.v[1][1].w, xb.z, xb.w);
-    const float s0 = __fmul_rn(r.s, sx0);
-    const float s1 = __fmul_rn(r.s, sx1);
-    acc[j][0] = fmaf(t[0], s0, acc[j][0]);
-    acc[j][1] = fmaf(t[1], s1, acc[j][1]);
-    acc[j][2] = fmaf(t[2], s0, acc[j][2]);
-    acc[j][3] = fmaf(t[3], s1, acc[j][3]);
+    mma_tile<NT>(acc, j, r, xa, xb, sx0, sx1);
   }
 }
 
@@ -221,10 +253,19 @@ __device__ __forceinline__ void prefetch_l2_bulk(const void* p, uint32_t bytes) 
 // x_in_warp<act_t> (NT == 1). l2_rounds > 0: before waiting on the launch before, the warp asks
 // for that many more rounds of its rows (after the two it loads) to be brought into L2, so that
 // HBM keeps streaming this call's weights while the dependency resolves.
-template <int NT, typename x_t>
+//
+// XL > 0 (x_blocks, one n-tile): a round's activation fragments are loaded XL rounds ahead, into
+// the x buffer that pairs with the weight buffer of their round. Issued at the round's start, they
+// wait behind the weight stream's traffic in L2 (x8 is a fresh write of the quantize launch) and
+// put that latency on every round's MMA chain (H200, session 24 l24a: the MMAs on constant x
+// fragments ran 1.06-1.10x faster than the kernel).
+template <int NT, typename x_t, int XL = 0, bool LS = false>
 __global__ void __launch_bounds__(max_threads<NT>())
     fp8act_gemm_kernel(x_t xp, int tokens, fp8_matrix w, int rt, int ks, int l2_rounds, void* y,
                        bool y_bf16) {
+  static_assert(XL == 0 || (NT == 1 && std::is_same_v<x_t, x_blocks>), "x lead: one n-tile");
+  static_assert(XL >= 0 && XL <= 2, "x lead: 0-2 rounds");
+  static_assert(!LS || XL > 0, "late scales: with an x lead");
   pdl_trigger();  // the next call's first launch waits for this grid before it touches anything
   extern __shared__ float partial[];  // [ks - 1][rt][NT][4][32]
   const int warp = threadIdx.x / k_warp_size, lane = threadIdx.x % k_warp_size;
@@ -245,8 +286,8 @@ __global__ void __launch_bounds__(max_threads<NT>())
       static_cast<const uint8_t*>(w.scale) + (r0 / 128) * rounds * (w.scale_e8m0 ? 1 : 4);
   const bool e8m0 = w.scale_e8m0;
   round_w a, b, c;  // three named buffers (an array indexed by r % 3 would go to local memory)
-  if (rb < re) load_round(a, w0, w1, scale_row, e8m0, rb);
-  if (rb + 1 < re) load_round(b, w0, w1, scale_row, e8m0, rb + 1);
+  if (rb < re) load_round<LS>(a, w0, w1, scale_row, e8m0, rb);
+  if (rb + 1 < re) load_round<LS>(b, w0, w1, scale_row, e8m0, rb + 1);
   if (l2_rounds > 0 && lane < 16) {
     const int64_t pb = rb + 2, pe = min(re, pb + int64_t(l2_rounds));
     if (pb < pe)
@@ -254,15 +295,37 @@ __global__ void __launch_bounds__(max_threads<NT>())
   }
   pdl_wait();  // weights never depend on earlier launches; x, x8, sx and y do
   const typename x_t::template warp_view<NT> xv(xp, tokens, w.cols, rounds, g, q);
-  for (int64_t r = rb; r < re; r += 3) {
-    if (r + 2 < re) load_round(c, w0, w1, scale_row, e8m0, r + 2);
-    mma_round<NT>(acc, a, xv, r);
-    if (r + 1 >= re) break;
-    if (r + 3 < re) load_round(a, w0, w1, scale_row, e8m0, r + 3);
-    mma_round<NT>(acc, b, xv, r + 1);
-    if (r + 2 >= re) break;
-    if (r + 4 < re) load_round(b, w0, w1, scale_row, e8m0, r + 4);
-    mma_round<NT>(acc, c, xv, r + 2);
+  if constexpr (XL == 0) {
+    for (int64_t r = rb; r < re; r += 3) {
+      if (r + 2 < re) load_round<LS>(c, w0, w1, scale_row, e8m0, r + 2);
+      mma_round<NT>(acc, a, xv, r);
+      if (r + 1 >= re) break;
+      if (r + 3 < re) load_round<LS>(a, w0, w1, scale_row, e8m0, r + 3);
+      mma_round<NT>(acc, b, xv, r + 1);
+      if (r + 2 >= re) break;
+      if (r + 4 < re) load_round<LS>(b, w0, w1, scale_row, e8m0, r + 4);
+      mma_round<NT>(acc, c, xv, r + 2);
+    }
+  } else {
+    round_x xa, xb, xc;  // pair with a, b, c
+    auto get = [&](round_x& f, int64_t round) {
+      if (round < re) xv.get(0, round, f.a, f.b, f.s0, f.s1);
+    };
+    get(xa, rb);
+    if constexpr (XL == 2) get(xb, rb + 1);
+    for (int64_t r = rb; r < re; r += 3) {
+      if (r + 2 < re) load_round<LS>(c, w0, w1, scale_row, e8m0, r + 2);
+      get(XL == 1 ? xb : xc, r + XL);
+      mma_tile<1, LS>(acc, 0, a, xa.a, xa.b, xa.s0, xa.s1, e8m0);
+      if (r + 1 >= re) break;
+      if (r + 3 < re) load_round<LS>(a, w0, w1, scale_row, e8m0, r + 3);
+      get(XL == 1 ? xc : xa, r + 1 + XL);
+      mma_tile<1, LS>(acc, 0, b, xb.a, xb.b, xb.s0, xb.s1, e8m0);
+      if (r + 2 >= re) break;
+      if (r + 4 < re) load_round<LS>(b, w0, w1, scale_row, e8m0, r + 4);
+      get(XL == 1 ? xa : xb, r + 2 + XL);
+      mma_tile<1, LS>(acc, 0, c, xc.a, xc.b, xc.s0, xc.s1, e8m0);
+    }
   }
   if (!decode_tail::sum_k_parts<NT>(acc, partial, rt, ks, tile, kpart, lane)) return;
   decode_tail::store<NT>(
@@ -331,7 +394,7 @@ cudaError_t linear_decode_fp8act_with_plan(const act_t* x, int64_t tokens, const
       !aligned_16(workspace))
     return cudaErrorInvalidValue;
   const linear_decode_fp8act_plan pl = plan ? *plan : linear_decode_fp8act_default_plan(w, tokens);
-  if (pl.l2_prefetch_rounds < 0) return cudaErrorInvalidValue;
+  if (pl.l2_prefetch_rounds < 0 || pl.x_lead > 2) return cudaErrorInvalidValue;
   const int nt = tokens <= 8 ? 1 : tokens <= 16 ? 2 : 4;
   const bool in_warp = pl.quantize_in_gemm && nt == 1 && aligned_16(x);
   auto* x8 = static_cast<uint8_t*>(workspace);
@@ -366,7 +429,15 @@ cudaError_t linear_decode_fp8act_with_plan(const act_t* x, int64_t tokens, const
   };
   if (in_warp) return run(fp8act_gemm_kernel<1, x_in_warp<act_t>>, x_in_warp<act_t>{x});
   const x_blocks xb{x8, sx};
-  if (nt == 1) return run(fp8act_gemm_kernel<1, x_blocks>, xb);
+  if (nt == 1) {
+    const int lead = pl.x_lead < 0 ? k_default_x_lead : pl.x_lead;
+    const bool late = pl.late_scale < 0 ? k_default_late_scale : pl.late_scale > 0;
+    if (lead == 1 && late) return run(fp8act_gemm_kernel<1, x_blocks, 1, true>, xb);
+    if (lead == 2 && late) return run(fp8act_gemm_kernel<1, x_blocks, 2, true>, xb);
+    if (lead == 1) return run(fp8act_gemm_kernel<1, x_blocks, 1>, xb);
+    if (lead == 2) return run(fp8act_gemm_kernel<1, x_blocks, 2>, xb);
+    return run(fp8act_gemm_kernel<1, x_blocks>, xb);
+  }
   if (nt == 2) return run(fp8act_gemm_kernel<2, x_blocks>, xb);
   return run(fp8act_gemm_kernel<4, x_blocks>, xb);
 }
