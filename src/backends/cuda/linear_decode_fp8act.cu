@@ -29,8 +29,6 @@ namespace dsv4::cuda {
 
 namespace {
 
-constexpr int k_default_x_lead = 0;           // x_lead of plans that leave it at -1
-constexpr bool k_default_late_scale = false;  // late_scale of plans that leave it at -1
 constexpr int k_block = 128;  // k per round: one scale block of weights and activations
 // Warps per block: 16 with one n-tile (122 registers), 8 with more (16 would leave them 128
 // registers and spill), the limits linear_decode_make_split applies for n_tiles <= 2 / > 2.
@@ -254,18 +252,19 @@ __device__ __forceinline__ void prefetch_l2_bulk(const void* p, uint32_t bytes) 
 // for that many more rounds of its rows (after the two it loads) to be brought into L2, so that
 // HBM keeps streaming this call's weights while the dependency resolves.
 //
-// XL > 0 (x_blocks, one n-tile): a round's activation fragments are loaded XL rounds ahead, into
-// the x buffer that pairs with the weight buffer of their round. Issued at the round's start, they
-// wait behind the weight stream's traffic in L2 (x8 is a fresh write of the quantize launch) and
-// put that latency on every round's MMA chain (H200, session 24 l24a: the MMAs on constant x
-// fragments ran 1.06-1.10x faster than the kernel).
-template <int NT, typename x_t, int XL = 0, bool LS = false>
+// XA (x_blocks, one n-tile): a round's activation fragments are loaded 2 rounds ahead, with the
+// weights of that round, into the x buffer paired with its weight buffer. Issued at the round's
+// start instead, they wait behind the weight stream in L2 (x8 is a fresh write of the quantize
+// launch) and that latency sits on every round's MMA chain (H200, session 24 l24a: the MMAs on
+// constant x fragments ran 1.06-1.10x faster than the kernel). One round ahead was slower than
+// none (l24b): the round's MMAs then also wait for the next round's just-issued loads, which share
+// their scoreboard. LS: late scales (load_round).
+template <int NT, typename x_t, bool XA = false, bool LS = false>
 __global__ void __launch_bounds__(max_threads<NT>())
     fp8act_gemm_kernel(x_t xp, int tokens, fp8_matrix w, int rt, int ks, int l2_rounds, void* y,
                        bool y_bf16) {
-  static_assert(XL == 0 || (NT == 1 && std::is_same_v<x_t, x_blocks>), "x lead: one n-tile");
-  static_assert(XL >= 0 && XL <= 2, "x lead: 0-2 rounds");
-  static_assert(!LS || XL > 0, "late scales: with an x lead");
+  static_assert(!XA || (NT == 1 && std::is_same_v<x_t, x_blocks>), "x ahead: one n-tile");
+  static_assert(!LS || XA, "late scales: with x ahead");
   pdl_trigger();  // the next call's first launch waits for this grid before it touches anything
   extern __shared__ float partial[];  // [ks - 1][rt][NT][4][32]
   const int warp = threadIdx.x / k_warp_size, lane = threadIdx.x % k_warp_size;
@@ -295,7 +294,7 @@ __global__ void __launch_bounds__(max_threads<NT>())
   }
   pdl_wait();  // weights never depend on earlier launches; x, x8, sx and y do
   const typename x_t::template warp_view<NT> xv(xp, tokens, w.cols, rounds, g, q);
-  if constexpr (XL == 0) {
+  if constexpr (!XA) {
     for (int64_t r = rb; r < re; r += 3) {
       if (r + 2 < re) load_round<LS>(c, w0, w1, scale_row, e8m0, r + 2);
       mma_round<NT>(acc, a, xv, r);
@@ -312,18 +311,18 @@ __global__ void __launch_bounds__(max_threads<NT>())
       if (round < re) xv.get(0, round, f.a, f.b, f.s0, f.s1);
     };
     get(xa, rb);
-    if constexpr (XL == 2) get(xb, rb + 1);
+    get(xb, rb + 1);
     for (int64_t r = rb; r < re; r += 3) {
       if (r + 2 < re) load_round<LS>(c, w0, w1, scale_row, e8m0, r + 2);
-      get(XL == 1 ? xb : xc, r + XL);
+      get(xc, r + 2);
       mma_tile<1, LS>(acc, 0, a, xa.a, xa.b, xa.s0, xa.s1, e8m0);
       if (r + 1 >= re) break;
       if (r + 3 < re) load_round<LS>(a, w0, w1, scale_row, e8m0, r + 3);
-      get(XL == 1 ? xc : xa, r + 1 + XL);
+      get(xa, r + 3);
       mma_tile<1, LS>(acc, 0, b, xb.a, xb.b, xb.s0, xb.s1, e8m0);
       if (r + 2 >= re) break;
       if (r + 4 < re) load_round<LS>(b, w0, w1, scale_row, e8m0, r + 4);
-      get(XL == 1 ? xa : xb, r + 2 + XL);
+      get(xb, r + 4);
       mma_tile<1, LS>(acc, 0, c, xc.a, xc.b, xc.s0, xc.s1, e8m0);
     }
   }
@@ -377,6 +376,18 @@ linear_decode_fp8act_plan linear_decode_fp8act_default_plan(const device_weight&
       linear_decode_make_split(w.rows, rounds, 1, current_device_sm_count());
   const int64_t per_part = rounds / sp.k_parts;
   if (per_part >= 16 || (per_part >= 3 && per_part <= 8)) p.l2_prefetch_rounds = 2;
+  // Activations 2 rounds ahead where a K part has >= 3 rounds, and E8M0 scales converted at the
+  // MMAs for matrices of >= 64 MiB. H200, session 24 (call l24b, bench_linear_gemm --w8a8-xlead,
+  // one process, T = 1 / 2 / 4 / 8, us): Pro wq_b x_lead 0 28.8 / 29.2 / 29.6 / 30.2 -> lead 2
+  // 27.1 / 27.6 / 28.0 / 28.2 -> with late scales 26.2 / 26.5 / 26.7 / 27.2 (84.9-82.0% of read);
+  // Pro wo_b 35.1 / 35.0 / 35.4 / 35.0 -> 34.0 / 32.7 / 32.3 / 32.9 -> 32.6 / 32.0 / 31.6 / 32.5;
+  // Flash wq_b 10.4 / 10.6 / 10.9 / 11.3 -> 9.9 / 10.0 / 10.1 / 10.3 (late scales: 10.1-10.7);
+  // Flash wo_b 11.3 / 11.5 / 11.7 / 12.3 -> 10.6 / 10.8 / 11.3 / 12.1 (late: 11.2-12.1); Pro sh_w13
+  // 8.9-9.5 -> 8.6-8.9 (late 8.5-9.1). K parts of 2 rounds lose up to 4% with the lead (Flash
+  // sh_w13 T = 8 5.41 -> 5.62) and a lead of 1 round is slower than none everywhere (its loads
+  // share the scoreboard the round's own activation loads are waited on with).
+  p.x_lead = per_part >= 3 ? 2 : 0;
+  p.late_scale = p.x_lead > 0 && w.rows * w.cols >= (int64_t(64) << 20) ? 1 : 0;
   return p;
 }
 
@@ -393,8 +404,11 @@ cudaError_t linear_decode_fp8act_with_plan(const act_t* x, int64_t tokens, const
   if (workspace_bytes < linear_decode_fp8act_workspace_bytes(tokens, w.cols) ||
       !aligned_16(workspace))
     return cudaErrorInvalidValue;
-  const linear_decode_fp8act_plan pl = plan ? *plan : linear_decode_fp8act_default_plan(w, tokens);
-  if (pl.l2_prefetch_rounds < 0 || pl.x_lead > 2) return cudaErrorInvalidValue;
+  const linear_decode_fp8act_plan def = linear_decode_fp8act_default_plan(w, tokens);
+  linear_decode_fp8act_plan pl = plan ? *plan : def;
+  if (pl.x_lead < 0) pl.x_lead = def.x_lead;
+  if (pl.late_scale < 0) pl.late_scale = def.late_scale;
+  if (pl.l2_prefetch_rounds < 0 || pl.x_lead == 1 || pl.x_lead > 2) return cudaErrorInvalidValue;
   const int nt = tokens <= 8 ? 1 : tokens <= 16 ? 2 : 4;
   const bool in_warp = pl.quantize_in_gemm && nt == 1 && aligned_16(x);
   auto* x8 = static_cast<uint8_t*>(workspace);
@@ -430,12 +444,10 @@ cudaError_t linear_decode_fp8act_with_plan(const act_t* x, int64_t tokens, const
   if (in_warp) return run(fp8act_gemm_kernel<1, x_in_warp<act_t>>, x_in_warp<act_t>{x});
   const x_blocks xb{x8, sx};
   if (nt == 1) {
-    const int lead = pl.x_lead < 0 ? k_default_x_lead : pl.x_lead;
-    const bool late = pl.late_scale < 0 ? k_default_late_scale : pl.late_scale > 0;
-    if (lead == 1 && late) return run(fp8act_gemm_kernel<1, x_blocks, 1, true>, xb);
-    if (lead == 2 && late) return run(fp8act_gemm_kernel<1, x_blocks, 2, true>, xb);
-    if (lead == 1) return run(fp8act_gemm_kernel<1, x_blocks, 1>, xb);
-    if (lead == 2) return run(fp8act_gemm_kernel<1, x_blocks, 2>, xb);
+    const int lead = pl.x_lead;
+    const bool late = pl.late_scale > 0;
+    if (lead == 2 && late) return run(fp8act_gemm_kernel<1, x_blocks, true, true>, xb);
+    if (lead == 2) return run(fp8act_gemm_kernel<1, x_blocks, true>, xb);
     return run(fp8act_gemm_kernel<1, x_blocks>, xb);
   }
   if (nt == 2) return run(fp8act_gemm_kernel<2, x_blocks>, xb);

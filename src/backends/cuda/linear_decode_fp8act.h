@@ -60,10 +60,10 @@ struct linear_decode_fp8act_plan {
   int l2_prefetch_rounds = 0;
   int k_parts = 0;  // > 0: K parts per 16-row tile instead of linear_decode_make_split's (a power
                     // of two, <= 16 at <= 8 tokens, else <= 8; one row tile per block)
-  int x_lead = -1;  // 0-2: rounds ahead of its MMAs that a round's activations are loaded (the
-                    // quantize launch's x8 / sx, <= 8 tokens; no effect otherwise); -1: default
-  int late_scale = -1;  // 1: weight scales converted at the MMAs, not at their load (x_lead > 0
-                        // only); -1: default
+  int x_lead = -1;  // 0 or 2: rounds ahead of its MMAs that a round's activations are loaded
+                    // (the quantize launch's x8 / sx at <= 8 tokens; no effect otherwise)
+  int late_scale = -1;  // 1: E8M0 weight scales converted at the MMAs, not at their load (with
+                        // x_lead > 0); for both, -1: the default plan's choice
 };
 // The plan linear_decode_fp8act takes (the rule and its measurements: the .cu).
 linear_decode_fp8act_plan linear_decode_fp8act_default_plan(const device_weight& w, int64_t tokens);
