@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Session 24 lead, call l24b (H200): W8A8 decode linear with its activations loaded 1 / 2 rounds ahead (x_lead) and
+# the E8M0 weight scales converted at the MMAs instead of right after their load (late_scale; main's kernel branches
+# on the loaded byte 2 instructions after the load, so every round waits for the scale of the round 2 ahead).
+# Parity of the fp8act families, then --w8a8-xlead (xl0 = main's kernel, SASS-identical).
+set -uo pipefail
+nvidia-smi -L
+export LD_LIBRARY_PATH=$PWD/.deps/root/usr/lib/x86_64-linux-gnu
+G=build-gpu; rm -rf $G; mkdir -p $G && python3 -c 'import sys,tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' .bin/l24b/l24b.tar.xz $G
+cat $G/commit.txt
+root="$(cat $G/source_root.txt)"; [ "$root" != "$PWD" ] && [ ! -e "$root" ] && mkdir -p "$(dirname "$root")" && ln -sfn "$PWD" "$root"
+T0=$(date +%s); el(){ echo $(( $(date +%s)-T0 )); }
+L=/tmp/l24b; rm -rf $L; mkdir -p $L
+timeout 150 $G/test_backend_ops --filter linear_decode_fp8act,linear_decode_fp8act_plans > $L/parity.txt 2>&1; echo "exit $?" >> $L/parity.txt
+echo "parity t=$(el): $(grep -c ' OK' $L/parity.txt) OK, $(grep -c FAIL $L/parity.txt) FAIL; $(tail -2 $L/parity.txt | tr '\n' ' ')"; grep FAIL $L/parity.txt | head -5 | cut -c1-250
+timeout 300 $G/bench_linear_gemm --w8a8-xlead 2 > $L/xlead.txt 2>&1; echo "exit $?" >> $L/xlead.txt
+echo "xlead t=$(el)"; grep -E "ceiling|^xlead|exit" $L/xlead.txt | cut -c1-420
+tar czf $OUT/l24b_logs.tgz -C $L . 2>/dev/null
+echo "done t=$(el)"
