@@ -511,6 +511,49 @@ int main(int argc, char** argv) {
     std::printf("HBM read ceiling again: %.1f GB/s\n", read_ceiling_gbps(s));
     return 0;
   }
+  if (argc > 1 && std::string(argv[1]) == "--w8a8-ks") {
+    // The default plan against the same plan with 1 / 2 / 4 / 8 / 16 K parts per 16-row tile
+    // (plan.k_parts; "-": more parts than 128-k rounds), alternating in one process.
+    std::printf("\n## W8A8 K parts (default plan otherwise, graph of %d calls, %% of read)\n",
+                k_graph_calls);
+    const int reps = argc > 2 ? std::atoi(argv[2]) : 2;
+    for (const shape& sh : {flash[1], flash[3], flash[5], pro[1], pro[2], pro[3], pro[4]}) {
+      for (int64_t T : {int64_t(1), int64_t(4), int64_t(8)}) {
+        const shape_operands op(weight_kind::fp8_block, sh.rows, sh.cols, T, 24, 300, 0, 78);
+        const size_t ws_bytes = dsv4::cuda::linear_decode_fp8act_workspace_bytes(T, sh.cols);
+        void* ws = dmalloc(ws_bytes);
+        const auto def = dsv4::cuda::linear_decode_fp8act_default_plan(op.w(0), T);
+        int sms = 132;
+        CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+        const int ks0 =
+            int(dsv4::cuda::linear_decode_make_split(sh.rows, sh.cols / 128, 1, sms).k_parts);
+        std::printf("ks %-10s T=%lld default ks%d pf%d xl%d ls%d", sh.name, (long long)T, ks0,
+                    def.l2_prefetch_rounds, def.x_lead, def.late_scale);
+        for (int rep = 0; rep < reps; ++rep)
+          for (int ks : {0, 1, 2, 4, 8, 16}) {
+            if (ks > sh.cols / 128) {
+              std::printf(" | ks%d -", ks);
+              continue;
+            }
+            auto plan = def;
+            plan.k_parts = ks;
+            const double t = time_graph_per_call(
+                [&](int i) {
+                  CK(dsv4::cuda::linear_decode_fp8act_with_plan(op.x, T, op.w(i), op.y, ws,
+                                                                ws_bytes, &plan, s));
+                },
+                s);
+            std::printf(" | %s%d %6.2f us %5.1f%%", ks ? "ks" : "def", ks ? ks : ks0, t * 1e3,
+                        pct_of_read(double(op.packed_bytes), t, read_gbps));
+          }
+        std::printf("\n");
+        std::fflush(stdout);
+        cudaFree(ws);
+      }
+    }
+    std::printf("HBM read ceiling again: %.1f GB/s\n", read_ceiling_gbps(s));
+    return 0;
+  }
   if (argc > 1 && std::string(argv[1]) == "--w8a8-xlead") {
     // The default plan with its activations loaded 0 / 2 rounds ahead of the MMAs, and with the
     // E8M0 weight scales converted at the MMAs (ls), and the default plan itself, alternating in
