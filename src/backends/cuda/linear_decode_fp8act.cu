@@ -102,8 +102,8 @@ __device__ __forceinline__ float e8m0_to_f32_select(uint32_t b) {
   return __uint_as_float(v);
 }
 
-// One n-tile's activation fragments of a round (x_t::warp_view::get), loaded ahead of the round's
-// MMAs when a kernel runs with XL > 0.
+// One n-tile's activation fragments of a round (x_t::warp_view::get), loaded 2 rounds ahead of the
+// round's MMAs when a kernel runs with XA.
 struct round_x {
   uint4 a, b;
   float s0, s1;
