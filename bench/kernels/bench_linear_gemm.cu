@@ -456,6 +456,90 @@ void bench_ring_ab(const shape& sh, weight_kind kind, const std::vector<int64_t>
   cudaFree(ws);
 }
 
+// linear_decode at <= 8 tokens with the activation lead / late E8M0 scales of
+// linear_decode_split (bf16 x and y, graphs of 16 PDL-chained calls, same process and operands):
+// "base" is the planner's split (linear_decode_default_split: registers or ring), "xl1" / "xl2"
+// the same split with x_lead 1 / 2 (xl2: registers only; on a ring pick "r-xl2" is the register
+// pipeline with x_lead 2 on the same K parts; "half" / "half-xl2": registers on half the K parts
+// without / with x_lead 2 where the pick has > 8 warps), "ls" late_scale (fp8 blocks, E8M0),
+// "base2" the first variant again. Two passes over the variants in order (alternating); each cell
+// prints the best of the two and the spread. "-": the split does not fit (x_lead needs <= 8 warps a
+// block).
+void bench_lead_ab(const shape& sh, weight_kind kind, const std::vector<int64_t>& tokens,
+                   double read_gbps, cudaStream_t s) {
+  using dsv4::cuda::linear_decode_split;
+  const int64_t tmax = *std::max_element(tokens.begin(), tokens.end());
+  const shape_operands op(kind, sh.rows, sh.cols, tmax, 24, 300, 0, 78);
+  const size_t ws_bytes = dsv4::cuda::linear_decode_workspace_bytes(tmax, sh.cols);
+  void* ws = dmalloc(ws_bytes);
+  const char* kname = kind == weight_kind::fp8_block ? "fp8blk"
+                      : kind == weight_kind::bf16    ? "bf16"
+                                                     : "nvfp4";
+  const bool fp8 = kind == weight_kind::fp8_block;
+  for (int64_t T : tokens) {
+    const linear_decode_split pick = dsv4::cuda::linear_decode_default_split(op.w(0), T);
+    const auto with = [&](int ring, int lead, bool late) {
+      linear_decode_split sp = pick;
+      sp.ring_stages = ring;
+      sp.x_lead = lead;
+      sp.late_scale = late;
+      return sp;
+    };
+    struct variant {
+      const char* name;
+      linear_decode_split split;
+    };
+    std::vector<variant> variants{{"base", pick}};
+    const int ring = pick.ring_stages;
+    variants.push_back({"xl1", with(ring, 1, false)});
+    variants.push_back({ring ? "r-xl2" : "xl2", with(0, 2, false)});
+    if (ring) variants.push_back({"reg", with(0, 0, false)});
+    if (pick.row_tiles * pick.k_parts > 8) {  // x_lead 2 needs <= 8 warps: half the K parts
+      linear_decode_split half = with(0, 0, false), half_xl2 = with(0, 2, false);
+      half.k_parts = half_xl2.k_parts = pick.k_parts / 2;
+      variants.push_back({"half", half});
+      variants.push_back({"half-xl2", half_xl2});
+    }
+    if (fp8) {
+      variants.push_back({"ls", with(ring, 0, true)});
+      variants.push_back({"xl1ls", with(ring, 1, true)});
+      variants.push_back({ring ? "r-xl2ls" : "xl2ls", with(0, 2, true)});
+    }
+    variants.push_back({"base2", pick});
+    std::vector<double> best(variants.size(), 1e30), worst(variants.size(), 0.0);
+    for (int pass = 0; pass < 2; ++pass)
+      for (size_t v = 0; v < variants.size(); ++v) {
+        const linear_decode_split& sp = variants[v].split;
+        if (!dsv4::cuda::linear_decode_split_fits(op.w(0), T, sp)) continue;
+        // One call outside the capture (the ring's shared-memory attribute is set on first use).
+        CK(dsv4::cuda::linear_decode_with_split(op.x, T, op.w(0), op.y, ws, ws_bytes, &sp, s));
+        const double t = time_graph_per_call(
+            [&](int i) {
+              CK(dsv4::cuda::linear_decode_with_split(op.x, T, op.w(i), op.y, ws, ws_bytes, &sp,
+                                                      s));
+            },
+            s);
+        best[v] = std::min(best[v], t);
+        worst[v] = std::max(worst[v], t);
+      }
+    std::printf("lead %-10s %-6s %6lld %6lld T=%lld rt=%lld ks=%lld ring=%d", sh.name, kname,
+                (long long)sh.rows, (long long)sh.cols, (long long)T, (long long)pick.row_tiles,
+                (long long)pick.k_parts, pick.ring_stages);
+    for (size_t v = 0; v < variants.size(); ++v) {
+      if (best[v] > 1e29) {
+        std::printf(" | %s -", variants[v].name);
+        continue;
+      }
+      std::printf(" | %s %6.2f us %5.1f%% (+%.1f%%) x%.3f", variants[v].name, best[v] * 1e3,
+                  pct_of_read(double(op.packed_bytes), best[v], read_gbps),
+                  100.0 * (worst[v] / best[v] - 1.0), best[0] / best[v]);
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  cudaFree(ws);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -521,6 +605,26 @@ int main(int argc, char** argv) {
     for (const shape& sh : pro) bench_ring_ab(sh, weight_kind::fp8_block, ts, read_gbps, s);
     for (const shape& sh : {flash[1], flash[3], pro[2]})
       bench_ring_ab(sh, weight_kind::bf16, ts, read_gbps, s);
+    std::printf("HBM read ceiling again: %.1f GB/s\n", read_ceiling_gbps(s));
+    return 0;
+  }
+  if (argc > 1 && std::string(argv[1]) == "--lead-ab") {
+    // Optional second argument: a format (bf16, fp8, nvfp4) to run alone.
+    const std::string only = argc > 2 ? argv[2] : "";
+    std::printf(
+        "\n## linear_decode <= 8 tokens: activation lead / late E8M0 scales (bf16 x, graph of %d "
+        "calls, %% of read, xN.NNN = base / variant)\n",
+        k_graph_calls);
+    const std::vector<int64_t> ts{1, 2, 4, 8};
+    const shape set[] = {flash[1], flash[3], flash[5], flash[6], flash[0],
+                         pro[1],   pro[2],   pro[3],   pro[4],   pro[0]};
+    for (weight_kind k : {weight_kind::bf16, weight_kind::fp8_block, weight_kind::nvfp4}) {
+      const char* n = k == weight_kind::bf16        ? "bf16"
+                      : k == weight_kind::fp8_block ? "fp8"
+                                                    : "nvfp4";
+      if (!only.empty() && only != n) continue;
+      for (const shape& sh : set) bench_lead_ab(sh, k, ts, read_gbps, s);
+    }
     std::printf("HBM read ceiling again: %.1f GB/s\n", read_ceiling_gbps(s));
     return 0;
   }

@@ -107,7 +107,10 @@ struct round_w {
 };
 
 // The scale word(s) of row `row` (= row0 + 8 i) at k into s[i] (fp8_block: s[0] only, from i == 0).
-template <weight_kind K>
+// fp8_block E8M0 with LS: the byte as loaded (mma_round converts it), so that nothing reads the
+// loaded register until the round's MMAs (e8m0_to_f32 branches on it: ptxas puts that test right
+// after the load, and the warp then waits there for a load issued for a round two ahead).
+template <weight_kind K, bool LS = false>
 __device__ __forceinline__ void load_scale(uint32_t (&s)[2], const dense_weight& w, int64_t row,
                                            int64_t k, int i) {
   if constexpr (K == weight_kind::mxfp4) {
@@ -121,12 +124,13 @@ __device__ __forceinline__ void load_scale(uint32_t (&s)[2], const dense_weight&
     if (i == 0) {  // rows g and g + 8 share a 128-row block
       const int64_t at = (row / 128) * ((w.cols + 127) / 128) + k / 128;
       s[0] = w.scale_f32 ? __ldg(reinterpret_cast<const uint32_t*>(w.scale) + at)
+             : LS        ? uint32_t(__ldg(w.scale + at))
                          : __float_as_uint(detail::e8m0_to_f32(__ldg(w.scale + at)));
     }
   }
 }
 
-template <weight_kind K>
+template <weight_kind K, bool LS = false>
 __device__ __forceinline__ void load_round(round_w<K>& r, const dense_weight& w, int64_t row0,
                                            int64_t k) {
   constexpr int E = elems_16<K>();
@@ -137,8 +141,15 @@ __device__ __forceinline__ void load_round(round_w<K>& r, const dense_weight& w,
   for (int i = 0; i < 2; ++i) {
     const int64_t row = row0 + 8 * i;
     r.v[i] = fp4mma::load_stream_16(w.data + row * row_bytes + k * 16 / E);
-    load_scale<K>(r.s, w, row, k, i);
+    load_scale<K, LS>(r.s, w, row, k, i);
   }
+}
+
+// e8m0_to_f32's values (0 -> 2^-127, 0xff -> NaN) by selects: no branch on the byte.
+__device__ __forceinline__ float e8m0_to_f32_select(uint32_t b) {
+  uint32_t v = b == 0 ? 0x00400000u : b << 23;
+  v = b == 0xffu ? 0x7fc00000u : v;
+  return __uint_as_float(v);
 }
 
 // Two E4M3 bytes (0 and 2 of `q`) to a BF16 pair, exact: sign and magnitude moved into place
@@ -148,22 +159,23 @@ __device__ __forceinline__ uint32_t e4m3_pair(uint32_t q) {
   return fp4mma::mul_bf16x2(raw, 0x7B807B80u);  // 2^120 in both halves
 }
 
-// acc[j] += this round's 16 rows x (4E k) times n-tile j's activations.
-template <weight_kind K, bool SPLIT, int NT>
-__device__ __forceinline__ void mma_round(float (&acc)[NT][4], const round_w<K>& r,
-                                          const uint4* const (&xh)[NT],
-                                          const uint4* const (&xl)[NT], int64_t k) {
+// acc[j] += this round's 16 rows x (4E k) times n-tile j's activations; x(j, v, lo) gives the
+// v-th uint4 of n-tile j's prepared hi (lo) activations at the round's first k. LS: r.s holds an
+// fp8_block scale as load_scale<K, true> left it (an E8M0 byte where e8m0, else f32 bits).
+template <weight_kind K, bool SPLIT, int NT, bool LS = false, typename X>
+__device__ __forceinline__ void mma_round(float (&acc)[NT][4], const round_w<K>& r, const X& x,
+                                          bool e8m0) {
   constexpr int XV = elems_16<K>() / 8;  // uint4 of activations per part per round
   const uint32_t w0[4] = {r.v[0].x, r.v[0].y, r.v[0].z, r.v[0].w};
   const uint32_t w1[4] = {r.v[1].x, r.v[1].y, r.v[1].z, r.v[1].w};
   if constexpr (K == weight_kind::bf16) {
 #pragma unroll
     for (int j = 0; j < NT; ++j) {
-      const uint4 h = __ldg(xh[j] + k / 8);
+      const uint4 h = x(j, 0, false);
       fp4mma::mma_bf16(acc[j], w0[0], w1[0], w0[1], w1[1], h.x, h.y);
       fp4mma::mma_bf16(acc[j], w0[2], w1[2], w0[3], w1[3], h.z, h.w);
       if constexpr (SPLIT) {
-        const uint4 l = __ldg(xl[j] + k / 8);
+        const uint4 l = x(j, 0, true);
         fp4mma::mma_bf16(acc[j], w0[0], w1[0], w0[1], w1[1], l.x, l.y);
         fp4mma::mma_bf16(acc[j], w0[2], w1[2], w0[3], w1[3], l.z, l.w);
       }
@@ -177,18 +189,18 @@ __device__ __forceinline__ void mma_round(float (&acc)[NT][4], const round_w<K>&
       a[w][2] = e4m3_pair(w0[w] >> 8);
       a[w][3] = e4m3_pair(w1[w] >> 8);
     }
-    const float s = __uint_as_float(r.s[0]);
+    const float s = LS && e8m0 ? e8m0_to_f32_select(r.s[0]) : __uint_as_float(r.s[0]);
 #pragma unroll
     for (int j = 0; j < NT; ++j) {
       float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
       for (int v = 0; v < XV; ++v) {
-        const uint4 h = __ldg(xh[j] + k / 8 + v);
+        const uint4 h = x(j, v, false);
         fp4mma::mma_bf16(t, a[2 * v][0], a[2 * v][1], a[2 * v][2], a[2 * v][3], h.x, h.y);
         fp4mma::mma_bf16(t, a[2 * v + 1][0], a[2 * v + 1][1], a[2 * v + 1][2], a[2 * v + 1][3], h.z,
                          h.w);
         if constexpr (SPLIT) {
-          const uint4 l = __ldg(xl[j] + k / 8 + v);
+          const uint4 l = x(j, v, true);
           fp4mma::mma_bf16(t, a[2 * v][0], a[2 * v][1], a[2 * v][2], a[2 * v][3], l.x, l.y);
           fp4mma::mma_bf16(t, a[2 * v + 1][0], a[2 * v + 1][1], a[2 * v + 1][2], a[2 * v + 1][3],
                            l.z, l.w);
@@ -233,11 +245,11 @@ __device__ __forceinline__ void mma_round(float (&acc)[NT][4], const round_w<K>&
       }
 #pragma unroll
       for (int j = 0; j < NT; ++j) {
-        const uint4 h = __ldg(xh[j] + k / 8 + w);
+        const uint4 h = x(j, w, false);
         fp4mma::mma_bf16(acc[j], p0[0], p1[0], p0[1], p1[1], h.x, h.y);
         fp4mma::mma_bf16(acc[j], p0[2], p1[2], p0[3], p1[3], h.z, h.w);
         if constexpr (SPLIT) {
-          const uint4 l = __ldg(xl[j] + k / 8 + w);
+          const uint4 l = x(j, w, true);
           fp4mma::mma_bf16(acc[j], p0[0], p1[0], p0[1], p1[1], l.x, l.y);
           fp4mma::mma_bf16(acc[j], p0[2], p1[2], p0[3], p1[3], l.z, l.w);
         }
@@ -260,22 +272,57 @@ struct round_set {
   round_w<K> part[loads_per_row<K, NT>()];
 };
 
-template <weight_kind K, int NT>
+template <weight_kind K, int NT, bool LS = false>
 __device__ __forceinline__ void load_round_set(round_set<K, NT>& r, const dense_weight& w,
                                                int64_t row0, int64_t k) {
 #pragma unroll
   for (int l = 0; l < loads_per_row<K, NT>(); ++l)
-    load_round<K>(r.part[l], w, row0, k + l * elems_16<K>());
+    load_round<K, LS>(r.part[l], w, row0, k + l * elems_16<K>());
 }
 
-template <weight_kind K, bool SPLIT, int NT>
+// x(j, kp, v, lo): uint4 v of n-tile j's hi (lo) activations at the round set's first k + kp
+// (part l: kp = l * E).
+template <weight_kind K, bool SPLIT, int NT, bool LS = false, typename X>
 __device__ __forceinline__ void mma_round_set(float (&acc)[NT][4], const round_set<K, NT>& r,
-                                              const uint4* const (&xh)[NT],
-                                              const uint4* const (&xl)[NT], int64_t k) {
+                                              const X& x, bool e8m0 = false) {
 #pragma unroll
   for (int l = 0; l < loads_per_row<K, NT>(); ++l)
-    mma_round<K, SPLIT, NT>(acc, r.part[l], xh, xl, k + l * elems_16<K>());
+    mma_round<K, SPLIT, NT, LS>(
+        acc, r.part[l], [&x, l](int j, int v, bool lo) { return x(j, l * elems_16<K>(), v, lo); },
+        e8m0);
 }
+
+// The activations of a round set at k read when the MMAs need them (x_lead 0): xh / xl as
+// activation_rows gives them.
+template <int NT>
+struct x_at_round {
+  const uint4* const (&xh)[NT];
+  const uint4* const (&xl)[NT];
+  int64_t k;
+  __device__ __forceinline__ uint4 operator()(int j, int kp, int v, bool lo) const {
+    return __ldg((lo ? xl[j] : xh[j]) + (k + kp) / 8 + v);
+  }
+};
+
+// One n-tile's hi activations of a round set, loaded ahead of the round's MMAs (x_lead > 0,
+// bf16 activations): h[i] = uint4 i at the round's first k.
+template <weight_kind K>
+struct round_x {
+  uint4 h[loads_per_row<K, 1>() * elems_16<K>() / 8];
+  __device__ __forceinline__ uint4 operator()(int, int kp, int v, bool) const {
+    return h[kp / 8 + v];
+  }
+};
+
+template <weight_kind K>
+__device__ __forceinline__ void load_x(round_x<K>& f, const uint4* xh, int64_t k) {
+#pragma unroll
+  for (int i = 0; i < int(sizeof(f.h) / sizeof(f.h[0])); ++i) f.h[i] = __ldg(xh + k / 8 + i);
+}
+
+// x_lead > 0 register kernels: 8 warps a block at most, so that the fragments held ahead fit
+// without spills (up to 255 registers).
+constexpr int k_x_lead_max_threads = 8 * k_warp_size;
 
 // The prepared activation rows of a lane's token columns g + 8 j (n-tile j) at the tile's column
 // group (out_g % 16 == 0: one group per 16-row tile); columns past `tokens` read the last token's
@@ -294,10 +341,19 @@ __device__ __forceinline__ void activation_rows(const uint16_t* x_hi, const uint
   }
 }
 
-template <weight_kind K, bool SPLIT, int NT>
-__global__ void __launch_bounds__(max_threads<NT>())
+// XL > 0 (one n-tile, bf16 activations): each round's activation fragments are loaded XL rounds
+// ahead into the buffer paired with the round's weight buffer. Loaded at the round's start they
+// queue behind the weight stream in L2 and put that latency on every round's MMA chain. XL 1
+// issues round r + 1's loads once round r's fragments have landed (an address dependency on them
+// through `opaque0`, which ptxas cannot fold): all activation loads share one scoreboard, so
+// round r + 1's loads issued before round r's MMAs would make those wait for them too (session
+// 24, the W8A8 kernel's x lead 1; session 13, the MoE decode kernel). LS: late_scale.
+template <weight_kind K, bool SPLIT, int NT, int XL = 0, bool LS = false>
+__global__ void __launch_bounds__(XL == 0 ? max_threads<NT>() : k_x_lead_max_threads)
     linear_decode_kernel(const uint16_t* x_hi, const uint16_t* x_lo, int tokens, dense_weight w,
                          int rt, int ks, void* y, bool y_bf16) {
+  static_assert(XL == 0 || (NT == 1 && !SPLIT), "x lead: one n-tile, bf16 activations");
+  static_assert(XL >= 0 && XL <= 2, "x lead: 0-2 rounds");
   pdl_trigger();  // the next call's prepare waits for this grid before it touches anything
   constexpr int E = elems_16<K>();
   constexpr int ROUND = 4 * E * loads_per_row<K, NT>();
@@ -320,18 +376,52 @@ __global__ void __launch_bounds__(max_threads<NT>())
   // Three named round buffers (a register array indexed by r % 3 would go to local memory).
   round_set<K, NT> a, b, c;
   const int64_t off = q * E * loads_per_row<K, NT>();
-  if (rb < re) load_round_set<K, NT>(a, w, r0 + g, rb * ROUND + off);
-  if (rb + 1 < re) load_round_set<K, NT>(b, w, r0 + g, (rb + 1) * ROUND + off);
+  if (rb < re) load_round_set<K, NT, LS>(a, w, r0 + g, rb * ROUND + off);
+  if (rb + 1 < re) load_round_set<K, NT, LS>(b, w, r0 + g, (rb + 1) * ROUND + off);
   pdl_wait();  // weights never depend on earlier launches; x_hi / x_lo and y do
-  for (int64_t r = rb; r < re; r += 3) {
-    if (r + 2 < re) load_round_set<K, NT>(c, w, r0 + g, (r + 2) * ROUND + off);
-    mma_round_set<K, SPLIT, NT>(acc, a, xh, xl, r * ROUND + off);
-    if (r + 1 >= re) break;
-    if (r + 3 < re) load_round_set<K, NT>(a, w, r0 + g, (r + 3) * ROUND + off);
-    mma_round_set<K, SPLIT, NT>(acc, b, xh, xl, (r + 1) * ROUND + off);
-    if (r + 2 >= re) break;
-    if (r + 4 < re) load_round_set<K, NT>(b, w, r0 + g, (r + 4) * ROUND + off);
-    mma_round_set<K, SPLIT, NT>(acc, c, xh, xl, (r + 2) * ROUND + off);
+  const bool e8m0 = !w.scale_f32;
+  if constexpr (XL == 0) {
+    for (int64_t r = rb; r < re; r += 3) {
+      if (r + 2 < re) load_round_set<K, NT, LS>(c, w, r0 + g, (r + 2) * ROUND + off);
+      mma_round_set<K, SPLIT, NT, LS>(acc, a, x_at_round<NT>{xh, xl, r * ROUND + off}, e8m0);
+      if (r + 1 >= re) break;
+      if (r + 3 < re) load_round_set<K, NT, LS>(a, w, r0 + g, (r + 3) * ROUND + off);
+      mma_round_set<K, SPLIT, NT, LS>(acc, b, x_at_round<NT>{xh, xl, (r + 1) * ROUND + off}, e8m0);
+      if (r + 2 >= re) break;
+      if (r + 4 < re) load_round_set<K, NT, LS>(b, w, r0 + g, (r + 4) * ROUND + off);
+      mma_round_set<K, SPLIT, NT, LS>(acc, c, x_at_round<NT>{xh, xl, (r + 2) * ROUND + off}, e8m0);
+    }
+  } else {
+    const uint32_t opaque0 = uint32_t(uint64_t(w.cols) >> 62);  // 0: cols < 2^62
+    round_x<K> xa, xb, xc;                                      // pair with a, b, c
+    // Round `round`'s fragments into f; z (0) ties the addresses to an earlier round's fragments.
+    const auto get = [&](round_x<K>& f, int64_t round, uint32_t z) {
+      if (round < re) load_x<K>(f, xh[0] + z, round * ROUND + off);
+    };
+    get(xa, rb, 0);
+    if constexpr (XL == 2) get(xb, rb + 1, 0);
+    for (int64_t r = rb; r < re; r += 3) {
+      if (r + 2 < re) load_round_set<K, NT, LS>(c, w, r0 + g, (r + 2) * ROUND + off);
+      if constexpr (XL == 2)
+        get(xc, r + 2, 0);
+      else
+        get(xb, r + 1, xa.h[0].x & opaque0);
+      mma_round_set<K, SPLIT, NT, LS>(acc, a, xa, e8m0);
+      if (r + 1 >= re) break;
+      if (r + 3 < re) load_round_set<K, NT, LS>(a, w, r0 + g, (r + 3) * ROUND + off);
+      if constexpr (XL == 2)
+        get(xa, r + 3, 0);
+      else
+        get(xc, r + 2, xb.h[0].x & opaque0);
+      mma_round_set<K, SPLIT, NT, LS>(acc, b, xb, e8m0);
+      if (r + 2 >= re) break;
+      if (r + 4 < re) load_round_set<K, NT, LS>(b, w, r0 + g, (r + 4) * ROUND + off);
+      if constexpr (XL == 2)
+        get(xb, r + 4, 0);
+      else
+        get(xa, r + 3, xc.h[0].x & opaque0);
+      mma_round_set<K, SPLIT, NT, LS>(acc, c, xc, e8m0);
+    }
   }
   if (!decode_tail::sum_k_parts<NT>(acc, partial, rt, ks, tile, kpart, lane)) return;
   const float post =
@@ -373,11 +463,14 @@ __device__ __forceinline__ int ring_slot(int row, int c) {
 
 // The explicit minimum of one block per SM stops ptxas (CUDA 13) from capping this kernel at 64
 // registers (it spilled the f32-activation forms there); with it: 64-112 registers, no spills.
-template <weight_kind K, bool SPLIT, int S>
+// XL 1 (bf16 activations): round r + 1's activation fragments loaded in round r, after round r's
+// have landed (linear_decode_kernel's XL 1); LS: late_scale.
+template <weight_kind K, bool SPLIT, int S, int XL = 0, bool LS = false>
 __global__ void __launch_bounds__(max_threads<1>(), 1)
     linear_decode_ring_kernel(const uint16_t* x_hi, const uint16_t* x_lo, int tokens,
                               dense_weight w, int rt, int ks, void* y, bool y_bf16) {
   static_assert(S >= 2 && ring_format<K>() && 4 * loads_per_row<K, 1>() == k_ring_row_chunks);
+  static_assert(XL == 0 || (XL == 1 && !SPLIT), "ring x lead: 1 round, bf16 activations");
   pdl_trigger();  // the next call's prepare waits for this grid before it touches anything
   constexpr int NT = 1;
   constexpr int E = elems_16<K>();
@@ -420,10 +513,15 @@ __global__ void __launch_bounds__(max_threads<1>(), 1)
   const int64_t off = q * E * LPR;
   uint32_t scale[2] = {0u, 0u};  // the next round's (rows g, g + 8)
   if (rb < re) {
-    load_scale<K>(scale, w, r0 + g, rb * ROUND + off, 0);
-    load_scale<K>(scale, w, r0 + g + 8, rb * ROUND + off, 1);
+    load_scale<K, LS>(scale, w, r0 + g, rb * ROUND + off, 0);
+    load_scale<K, LS>(scale, w, r0 + g + 8, rb * ROUND + off, 1);
   }
   pdl_wait();  // weights never depend on earlier launches; x_hi / x_lo and y do
+  const bool e8m0 = !w.scale_f32;
+  const uint32_t opaque0 = uint32_t(uint64_t(w.cols) >> 62);  // 0: cols < 2^62
+  round_x<K> xn;  // XL 1: the fragments of round r (at the top of iteration r)
+  if constexpr (XL == 1)
+    if (rb < re) load_x<K>(xn, xh[0], rb * ROUND + off);
   int stage = 0;
   for (int64_t r = rb; r < re; ++r) {
     cp_async_wait<S - 2>();  // round r (group r - rb) has landed: mine ...
@@ -438,15 +536,21 @@ __global__ void __launch_bounds__(max_threads<1>(), 1)
       cur.part[l].s[1] = scale[1];
     }
     if (r + 1 < re) {
-      load_scale<K>(scale, w, r0 + g, (r + 1) * ROUND + off, 0);
-      load_scale<K>(scale, w, r0 + g + 8, (r + 1) * ROUND + off, 1);
+      load_scale<K, LS>(scale, w, r0 + g, (r + 1) * ROUND + off, 0);
+      load_scale<K, LS>(scale, w, r0 + g + 8, (r + 1) * ROUND + off, 1);
     }
     // Refill round r - 1's stage (every lane read it before this iteration's __syncwarp) with
     // round r + S - 1; an empty group past re keeps one group per round for the wait above.
     const int refill = stage == 0 ? S - 1 : stage - 1;
     if (r + S - 1 < re) copy_round(r + S - 1, refill);
     cp_async_commit();
-    mma_round_set<K, SPLIT, NT>(acc, cur, xh, xl, r * ROUND + off);
+    if constexpr (XL == 1) {
+      const round_x<K> xc = xn;
+      if (r + 1 < re) load_x<K>(xn, xh[0] + (xc.h[0].x & opaque0), (r + 1) * ROUND + off);
+      mma_round_set<K, SPLIT, NT, LS>(acc, cur, xc, e8m0);
+    } else {
+      mma_round_set<K, SPLIT, NT, LS>(acc, cur, x_at_round<NT>{xh, xl, r * ROUND + off}, e8m0);
+    }
     stage = stage + 1 == S ? 0 : stage + 1;
   }
   if (!decode_tail::sum_k_parts<NT>(acc, partial, rt, ks, tile, kpart, lane)) return;
@@ -469,9 +573,38 @@ bool split_fits(const linear_decode_split& sp, weight_kind kind, int64_t rows, i
   const int64_t max_warps = nt <= 2 ? k_linear_decode_max_warps : k_linear_decode_max_warps / 2;
   const auto pow2 = [](int64_t v) { return v > 0 && (v & (v - 1)) == 0; };
   const bool ring_ok = kind == weight_kind::bf16 || kind == weight_kind::fp8_block;
+  // x_lead (one n-tile): registers 0-2 with <= 8 warps a block when > 0, the ring 0-1.
+  const bool lead_ok =
+      nt > 1 || sp.x_lead == 0 ||
+      (sp.ring_stages == 0 ? sp.x_lead > 0 && sp.x_lead <= 2 &&
+                                 sp.row_tiles * sp.k_parts * k_warp_size <= k_x_lead_max_threads
+                           : sp.x_lead == 1);
   return pow2(sp.row_tiles) && pow2(sp.k_parts) && sp.row_tiles * sp.k_parts <= max_warps &&
-         (rows / 16) % sp.row_tiles == 0 &&
+         (rows / 16) % sp.row_tiles == 0 && lead_ok &&
          (sp.ring_stages == 0 || (ring_ok && (sp.ring_stages == 4 || sp.ring_stages == 6)));
+}
+
+using decode_kernel_t = void (*)(const uint16_t*, const uint16_t*, int, dense_weight, int, int,
+                                 void*, bool);
+
+// The one-n-tile kernel of a split's x_lead / late_scale (bf16 activations; late_scale:
+// fp8_block only, where it changes code); F(xl, ls) names the kernel.
+template <weight_kind K, bool SPLIT, int MAX_XL, typename F>
+decode_kernel_t one_tile_kernel(const linear_decode_split& sp, F f) {
+  if constexpr (!SPLIT) {
+    if constexpr (K == weight_kind::fp8_block) {
+      if (sp.late_scale) {
+        if (sp.x_lead == 1) return f(std::integral_constant<int, 1>{}, std::true_type{});
+        if constexpr (MAX_XL >= 2)
+          if (sp.x_lead == 2) return f(std::integral_constant<int, 2>{}, std::true_type{});
+        return f(std::integral_constant<int, 0>{}, std::true_type{});
+      }
+    }
+    if (sp.x_lead == 1) return f(std::integral_constant<int, 1>{}, std::false_type{});
+    if constexpr (MAX_XL >= 2)
+      if (sp.x_lead == 2) return f(std::integral_constant<int, 2>{}, std::false_type{});
+  }
+  return f(std::integral_constant<int, 0>{}, std::false_type{});
 }
 
 // The weight pipeline at one n-tile (<= 8 tokens) for a split the planner made: 4 / 6 ring stages
@@ -511,7 +644,10 @@ cudaError_t launch_ring(const uint16_t* hi, const uint16_t* lo, int64_t tokens,
   static_assert(k_linear_decode_max_warps * (S * k_ring_stage_bytes + 4 * k_warp_size * 4) <=
                 227 * 1024);
   const size_t smem = size_t(sp.row_tiles * sp.k_parts) * S * k_ring_stage_bytes + partial_bytes;
-  const auto kernel = linear_decode_ring_kernel<K, SPLIT, S>;
+  const decode_kernel_t kernel = one_tile_kernel<K, SPLIT, 1>(sp, [](auto xl, auto ls) {
+    return decode_kernel_t(
+        linear_decode_ring_kernel<K, SPLIT, S, decltype(xl)::value, decltype(ls)::value>);
+  });
   if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
   return launch_pdl(pdl, kernel, dim3(unsigned(w.rows / (16 * sp.row_tiles))),
                     dim3(unsigned(sp.row_tiles * sp.k_parts * k_warp_size)), smem, stream, hi, lo,
@@ -540,7 +676,14 @@ cudaError_t launch(const uint16_t* hi, const uint16_t* lo, int64_t tokens, const
 #define DSV4_LD(NT)                                                                              \
   launch_pdl(pdl, linear_decode_kernel<K, SPLIT, NT>, grid, dim3(threads), smem, stream, hi, lo, \
              int(tokens), w, int(sp.row_tiles), int(sp.k_parts), y, y_bf16)
-  if (nt == 1) return DSV4_LD(1);
+  if (nt == 1) {
+    const decode_kernel_t kernel = one_tile_kernel<K, SPLIT, 2>(sp, [](auto xl, auto ls) {
+      return decode_kernel_t(
+          linear_decode_kernel<K, SPLIT, 1, decltype(xl)::value, decltype(ls)::value>);
+    });
+    return launch_pdl(pdl, kernel, grid, dim3(threads), smem, stream, hi, lo, int(tokens), w,
+                      int(sp.row_tiles), int(sp.k_parts), y, y_bf16);
+  }
   if (nt == 2) return DSV4_LD(2);
   if (nt == 4) return DSV4_LD(4);
   return DSV4_LD(8);
