@@ -456,13 +456,13 @@ void bench_ring_ab(const shape& sh, weight_kind kind, const std::vector<int64_t>
   cudaFree(ws);
 }
 
-// linear_decode at <= 8 tokens with the activation lead / late E8M0 scales of
+// linear_decode at <= 8 tokens with the activation lead of
 // linear_decode_split (bf16 x and y, graphs of 16 PDL-chained calls, same process and operands):
 // "base" is the planner's split (linear_decode_default_split: registers or ring), "xl1" / "xl2"
 // the same split with x_lead 1 / 2 (xl2: registers only; on a ring pick "r-xl2" is the register
 // pipeline with x_lead 2 on the same K parts; "half" / "half-xl2": registers on half the K parts
-// without / with x_lead 2 where the pick has > 8 warps), "ls" late_scale (fp8 blocks, E8M0),
-// "base2" the first variant again. Two passes over the variants in order (alternating); each cell
+// without / with x_lead 2 where the pick has > 8 warps), "base2" the first variant again (fp8
+// blocks ignore x_lead). Two passes over the variants in order (alternating); each cell
 // prints the best of the two and the spread. "-": the split does not fit (x_lead needs <= 8 warps a
 // block).
 void bench_lead_ab(const shape& sh, weight_kind kind, const std::vector<int64_t>& tokens,
@@ -475,14 +475,12 @@ void bench_lead_ab(const shape& sh, weight_kind kind, const std::vector<int64_t>
   const char* kname = kind == weight_kind::fp8_block ? "fp8blk"
                       : kind == weight_kind::bf16    ? "bf16"
                                                      : "nvfp4";
-  const bool fp8 = kind == weight_kind::fp8_block;
   for (int64_t T : tokens) {
     const linear_decode_split pick = dsv4::cuda::linear_decode_default_split(op.w(0), T);
-    const auto with = [&](int ring, int lead, bool late) {
+    const auto with = [&](int ring, int lead) {
       linear_decode_split sp = pick;
       sp.ring_stages = ring;
       sp.x_lead = lead;
-      sp.late_scale = late;
       return sp;
     };
     struct variant {
@@ -491,19 +489,14 @@ void bench_lead_ab(const shape& sh, weight_kind kind, const std::vector<int64_t>
     };
     std::vector<variant> variants{{"base", pick}};
     const int ring = pick.ring_stages;
-    variants.push_back({"xl1", with(ring, 1, false)});
-    variants.push_back({ring ? "r-xl2" : "xl2", with(0, 2, false)});
-    if (ring) variants.push_back({"reg", with(0, 0, false)});
+    variants.push_back({"xl1", with(ring, 1)});
+    variants.push_back({ring ? "r-xl2" : "xl2", with(0, 2)});
+    if (ring) variants.push_back({"reg", with(0, 0)});
     if (pick.row_tiles * pick.k_parts > 8) {  // x_lead 2 needs <= 8 warps: half the K parts
-      linear_decode_split half = with(0, 0, false), half_xl2 = with(0, 2, false);
+      linear_decode_split half = with(0, 0), half_xl2 = with(0, 2);
       half.k_parts = half_xl2.k_parts = pick.k_parts / 2;
       variants.push_back({"half", half});
       variants.push_back({"half-xl2", half_xl2});
-    }
-    if (fp8) {
-      variants.push_back({"ls", with(ring, 0, true)});
-      variants.push_back({"xl1ls", with(ring, 1, true)});
-      variants.push_back({ring ? "r-xl2ls" : "xl2ls", with(0, 2, true)});
     }
     variants.push_back({"base2", pick});
     std::vector<double> best(variants.size(), 1e30), worst(variants.size(), 0.0);
@@ -612,7 +605,7 @@ int main(int argc, char** argv) {
     // Optional second argument: a format (bf16, fp8, nvfp4) to run alone.
     const std::string only = argc > 2 ? argv[2] : "";
     std::printf(
-        "\n## linear_decode <= 8 tokens: activation lead / late E8M0 scales (bf16 x, graph of %d "
+        "\n## linear_decode <= 8 tokens: activation lead (bf16 x, graph of %d "
         "calls, %% of read, xN.NNN = base / variant)\n",
         k_graph_calls);
     const std::vector<int64_t> ts{1, 2, 4, 8};

@@ -107,10 +107,7 @@ struct round_w {
 };
 
 // The scale word(s) of row `row` (= row0 + 8 i) at k into s[i] (fp8_block: s[0] only, from i == 0).
-// fp8_block E8M0 with LS: the byte as loaded (mma_round converts it), so that nothing reads the
-// loaded register until the round's MMAs (e8m0_to_f32 branches on it: ptxas puts that test right
-// after the load, and the warp then waits there for a load issued for a round two ahead).
-template <weight_kind K, bool LS = false>
+template <weight_kind K>
 __device__ __forceinline__ void load_scale(uint32_t (&s)[2], const dense_weight& w, int64_t row,
                                            int64_t k, int i) {
   if constexpr (K == weight_kind::mxfp4) {
@@ -124,13 +121,12 @@ __device__ __forceinline__ void load_scale(uint32_t (&s)[2], const dense_weight&
     if (i == 0) {  // rows g and g + 8 share a 128-row block
       const int64_t at = (row / 128) * ((w.cols + 127) / 128) + k / 128;
       s[0] = w.scale_f32 ? __ldg(reinterpret_cast<const uint32_t*>(w.scale) + at)
-             : LS        ? uint32_t(__ldg(w.scale + at))
                          : __float_as_uint(detail::e8m0_to_f32(__ldg(w.scale + at)));
     }
   }
 }
 
-template <weight_kind K, bool LS = false>
+template <weight_kind K>
 __device__ __forceinline__ void load_round(round_w<K>& r, const dense_weight& w, int64_t row0,
                                            int64_t k) {
   constexpr int E = elems_16<K>();
@@ -141,15 +137,8 @@ __device__ __forceinline__ void load_round(round_w<K>& r, const dense_weight& w,
   for (int i = 0; i < 2; ++i) {
     const int64_t row = row0 + 8 * i;
     r.v[i] = fp4mma::load_stream_16(w.data + row * row_bytes + k * 16 / E);
-    load_scale<K, LS>(r.s, w, row, k, i);
+    load_scale<K>(r.s, w, row, k, i);
   }
-}
-
-// e8m0_to_f32's values (0 -> 2^-127, 0xff -> NaN) by selects: no branch on the byte.
-__device__ __forceinline__ float e8m0_to_f32_select(uint32_t b) {
-  uint32_t v = b == 0 ? 0x00400000u : b << 23;
-  v = b == 0xffu ? 0x7fc00000u : v;
-  return __uint_as_float(v);
 }
 
 // Two E4M3 bytes (0 and 2 of `q`) to a BF16 pair, exact: sign and magnitude moved into place
@@ -160,11 +149,9 @@ __device__ __forceinline__ uint32_t e4m3_pair(uint32_t q) {
 }
 
 // acc[j] += this round's 16 rows x (4E k) times n-tile j's activations; x(j, v, lo) gives the
-// v-th uint4 of n-tile j's prepared hi (lo) activations at the round's first k. LS: r.s holds an
-// fp8_block scale as load_scale<K, true> left it (an E8M0 byte where e8m0, else f32 bits).
-template <weight_kind K, bool SPLIT, int NT, bool LS = false, typename X>
-__device__ __forceinline__ void mma_round(float (&acc)[NT][4], const round_w<K>& r, const X& x,
-                                          bool e8m0) {
+// v-th uint4 of n-tile j's prepared hi (lo) activations at the round's first k.
+template <weight_kind K, bool SPLIT, int NT, typename X>
+__device__ __forceinline__ void mma_round(float (&acc)[NT][4], const round_w<K>& r, const X& x) {
   constexpr int XV = elems_16<K>() / 8;  // uint4 of activations per part per round
   const uint32_t w0[4] = {r.v[0].x, r.v[0].y, r.v[0].z, r.v[0].w};
   const uint32_t w1[4] = {r.v[1].x, r.v[1].y, r.v[1].z, r.v[1].w};
@@ -189,7 +176,7 @@ __device__ __forceinline__ void mma_round(float (&acc)[NT][4], const round_w<K>&
       a[w][2] = e4m3_pair(w0[w] >> 8);
       a[w][3] = e4m3_pair(w1[w] >> 8);
     }
-    const float s = LS && e8m0 ? e8m0_to_f32_select(r.s[0]) : __uint_as_float(r.s[0]);
+    const float s = __uint_as_float(r.s[0]);
 #pragma unroll
     for (int j = 0; j < NT; ++j) {
       float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
@@ -272,24 +259,23 @@ struct round_set {
   round_w<K> part[loads_per_row<K, NT>()];
 };
 
-template <weight_kind K, int NT, bool LS = false>
+template <weight_kind K, int NT>
 __device__ __forceinline__ void load_round_set(round_set<K, NT>& r, const dense_weight& w,
                                                int64_t row0, int64_t k) {
 #pragma unroll
   for (int l = 0; l < loads_per_row<K, NT>(); ++l)
-    load_round<K, LS>(r.part[l], w, row0, k + l * elems_16<K>());
+    load_round<K>(r.part[l], w, row0, k + l * elems_16<K>());
 }
 
 // x(j, kp, v, lo): uint4 v of n-tile j's hi (lo) activations at the round set's first k + kp
 // (part l: kp = l * E).
-template <weight_kind K, bool SPLIT, int NT, bool LS = false, typename X>
+template <weight_kind K, bool SPLIT, int NT, typename X>
 __device__ __forceinline__ void mma_round_set(float (&acc)[NT][4], const round_set<K, NT>& r,
-                                              const X& x, bool e8m0 = false) {
+                                              const X& x) {
 #pragma unroll
   for (int l = 0; l < loads_per_row<K, NT>(); ++l)
-    mma_round<K, SPLIT, NT, LS>(
-        acc, r.part[l], [&x, l](int j, int v, bool lo) { return x(j, l * elems_16<K>(), v, lo); },
-        e8m0);
+    mma_round<K, SPLIT, NT>(
+        acc, r.part[l], [&x, l](int j, int v, bool lo) { return x(j, l * elems_16<K>(), v, lo); });
 }
 
 // The activations of a round set at k read when the MMAs need them (x_lead 0): xh / xl as
@@ -347,12 +333,15 @@ __device__ __forceinline__ void activation_rows(const uint16_t* x_hi, const uint
 // issues round r + 1's loads once round r's fragments have landed (an address dependency on them
 // through `opaque0`, which ptxas cannot fold): all activation loads share one scoreboard, so
 // round r + 1's loads issued before round r's MMAs would make those wait for them too (session
-// 24, the W8A8 kernel's x lead 1; session 13, the MoE decode kernel). LS: late_scale.
-template <weight_kind K, bool SPLIT, int NT, int XL = 0, bool LS = false>
+// 24, the W8A8 kernel's x lead 1; session 13, the MoE decode kernel). Not built for fp8_block:
+// there x lead 1 / 2 ran at 0.57-0.75x / 0.63-0.90x of the kernel without (H200, session 24
+// LIN12, h200_2026-11-27_s24_lin12_lead_ab.txt; 155 registers against 119).
+template <weight_kind K, bool SPLIT, int NT, int XL = 0>
 __global__ void __launch_bounds__(XL == 0 ? max_threads<NT>() : k_x_lead_max_threads)
     linear_decode_kernel(const uint16_t* x_hi, const uint16_t* x_lo, int tokens, dense_weight w,
                          int rt, int ks, void* y, bool y_bf16) {
-  static_assert(XL == 0 || (NT == 1 && !SPLIT), "x lead: one n-tile, bf16 activations");
+  static_assert(XL == 0 || (NT == 1 && !SPLIT && K != weight_kind::fp8_block),
+                "x lead: one n-tile, bf16 activations, not fp8_block");
   static_assert(XL >= 0 && XL <= 2, "x lead: 0-2 rounds");
   pdl_trigger();  // the next call's prepare waits for this grid before it touches anything
   constexpr int E = elems_16<K>();
@@ -376,20 +365,19 @@ __global__ void __launch_bounds__(XL == 0 ? max_threads<NT>() : k_x_lead_max_thr
   // Three named round buffers (a register array indexed by r % 3 would go to local memory).
   round_set<K, NT> a, b, c;
   const int64_t off = q * E * loads_per_row<K, NT>();
-  if (rb < re) load_round_set<K, NT, LS>(a, w, r0 + g, rb * ROUND + off);
-  if (rb + 1 < re) load_round_set<K, NT, LS>(b, w, r0 + g, (rb + 1) * ROUND + off);
+  if (rb < re) load_round_set<K, NT>(a, w, r0 + g, rb * ROUND + off);
+  if (rb + 1 < re) load_round_set<K, NT>(b, w, r0 + g, (rb + 1) * ROUND + off);
   pdl_wait();  // weights never depend on earlier launches; x_hi / x_lo and y do
-  const bool e8m0 = !w.scale_f32;
   if constexpr (XL == 0) {
     for (int64_t r = rb; r < re; r += 3) {
-      if (r + 2 < re) load_round_set<K, NT, LS>(c, w, r0 + g, (r + 2) * ROUND + off);
-      mma_round_set<K, SPLIT, NT, LS>(acc, a, x_at_round<NT>{xh, xl, r * ROUND + off}, e8m0);
+      if (r + 2 < re) load_round_set<K, NT>(c, w, r0 + g, (r + 2) * ROUND + off);
+      mma_round_set<K, SPLIT, NT>(acc, a, x_at_round<NT>{xh, xl, r * ROUND + off});
       if (r + 1 >= re) break;
-      if (r + 3 < re) load_round_set<K, NT, LS>(a, w, r0 + g, (r + 3) * ROUND + off);
-      mma_round_set<K, SPLIT, NT, LS>(acc, b, x_at_round<NT>{xh, xl, (r + 1) * ROUND + off}, e8m0);
+      if (r + 3 < re) load_round_set<K, NT>(a, w, r0 + g, (r + 3) * ROUND + off);
+      mma_round_set<K, SPLIT, NT>(acc, b, x_at_round<NT>{xh, xl, (r + 1) * ROUND + off});
       if (r + 2 >= re) break;
-      if (r + 4 < re) load_round_set<K, NT, LS>(b, w, r0 + g, (r + 4) * ROUND + off);
-      mma_round_set<K, SPLIT, NT, LS>(acc, c, x_at_round<NT>{xh, xl, (r + 2) * ROUND + off}, e8m0);
+      if (r + 4 < re) load_round_set<K, NT>(b, w, r0 + g, (r + 4) * ROUND + off);
+      mma_round_set<K, SPLIT, NT>(acc, c, x_at_round<NT>{xh, xl, (r + 2) * ROUND + off});
     }
   } else {
     const uint32_t opaque0 = uint32_t(uint64_t(w.cols) >> 62);  // 0: cols < 2^62
@@ -401,26 +389,26 @@ __global__ void __launch_bounds__(XL == 0 ? max_threads<NT>() : k_x_lead_max_thr
     get(xa, rb, 0);
     if constexpr (XL == 2) get(xb, rb + 1, 0);
     for (int64_t r = rb; r < re; r += 3) {
-      if (r + 2 < re) load_round_set<K, NT, LS>(c, w, r0 + g, (r + 2) * ROUND + off);
+      if (r + 2 < re) load_round_set<K, NT>(c, w, r0 + g, (r + 2) * ROUND + off);
       if constexpr (XL == 2)
         get(xc, r + 2, 0);
       else
         get(xb, r + 1, xa.h[0].x & opaque0);
-      mma_round_set<K, SPLIT, NT, LS>(acc, a, xa, e8m0);
+      mma_round_set<K, SPLIT, NT>(acc, a, xa);
       if (r + 1 >= re) break;
-      if (r + 3 < re) load_round_set<K, NT, LS>(a, w, r0 + g, (r + 3) * ROUND + off);
+      if (r + 3 < re) load_round_set<K, NT>(a, w, r0 + g, (r + 3) * ROUND + off);
       if constexpr (XL == 2)
         get(xa, r + 3, 0);
       else
         get(xc, r + 2, xb.h[0].x & opaque0);
-      mma_round_set<K, SPLIT, NT, LS>(acc, b, xb, e8m0);
+      mma_round_set<K, SPLIT, NT>(acc, b, xb);
       if (r + 2 >= re) break;
-      if (r + 4 < re) load_round_set<K, NT, LS>(b, w, r0 + g, (r + 4) * ROUND + off);
+      if (r + 4 < re) load_round_set<K, NT>(b, w, r0 + g, (r + 4) * ROUND + off);
       if constexpr (XL == 2)
         get(xb, r + 4, 0);
       else
         get(xa, r + 3, xc.h[0].x & opaque0);
-      mma_round_set<K, SPLIT, NT, LS>(acc, c, xc, e8m0);
+      mma_round_set<K, SPLIT, NT>(acc, c, xc);
     }
   }
   if (!decode_tail::sum_k_parts<NT>(acc, partial, rt, ks, tile, kpart, lane)) return;
@@ -463,14 +451,14 @@ __device__ __forceinline__ int ring_slot(int row, int c) {
 
 // The explicit minimum of one block per SM stops ptxas (CUDA 13) from capping this kernel at 64
 // registers (it spilled the f32-activation forms there); with it: 64-112 registers, no spills.
-// XL 1 (bf16 activations): round r + 1's activation fragments loaded in round r, after round r's
-// have landed (linear_decode_kernel's XL 1); LS: late_scale.
-template <weight_kind K, bool SPLIT, int S, int XL = 0, bool LS = false>
+// XL 1 (bf16 weights and activations): round r + 1's activation fragments loaded in round r,
+// after round r's have landed (linear_decode_kernel's XL 1; fp8_block lost with it, 0.95-0.96x).
+template <weight_kind K, bool SPLIT, int S, int XL = 0>
 __global__ void __launch_bounds__(max_threads<1>(), 1)
     linear_decode_ring_kernel(const uint16_t* x_hi, const uint16_t* x_lo, int tokens,
                               dense_weight w, int rt, int ks, void* y, bool y_bf16) {
   static_assert(S >= 2 && ring_format<K>() && 4 * loads_per_row<K, 1>() == k_ring_row_chunks);
-  static_assert(XL == 0 || (XL == 1 && !SPLIT), "ring x lead: 1 round, bf16 activations");
+  static_assert(XL == 0 || (XL == 1 && !SPLIT && K == weight_kind::bf16), "ring x lead: bf16");
   pdl_trigger();  // the next call's prepare waits for this grid before it touches anything
   constexpr int NT = 1;
   constexpr int E = elems_16<K>();
@@ -513,11 +501,10 @@ __global__ void __launch_bounds__(max_threads<1>(), 1)
   const int64_t off = q * E * LPR;
   uint32_t scale[2] = {0u, 0u};  // the next round's (rows g, g + 8)
   if (rb < re) {
-    load_scale<K, LS>(scale, w, r0 + g, rb * ROUND + off, 0);
-    load_scale<K, LS>(scale, w, r0 + g + 8, rb * ROUND + off, 1);
+    load_scale<K>(scale, w, r0 + g, rb * ROUND + off, 0);
+    load_scale<K>(scale, w, r0 + g + 8, rb * ROUND + off, 1);
   }
   pdl_wait();  // weights never depend on earlier launches; x_hi / x_lo and y do
-  const bool e8m0 = !w.scale_f32;
   const uint32_t opaque0 = uint32_t(uint64_t(w.cols) >> 62);  // 0: cols < 2^62
   round_x<K> xn;  // XL 1: the fragments of round r (at the top of iteration r)
   if constexpr (XL == 1)
@@ -536,8 +523,8 @@ __global__ void __launch_bounds__(max_threads<1>(), 1)
       cur.part[l].s[1] = scale[1];
     }
     if (r + 1 < re) {
-      load_scale<K, LS>(scale, w, r0 + g, (r + 1) * ROUND + off, 0);
-      load_scale<K, LS>(scale, w, r0 + g + 8, (r + 1) * ROUND + off, 1);
+      load_scale<K>(scale, w, r0 + g, (r + 1) * ROUND + off, 0);
+      load_scale<K>(scale, w, r0 + g + 8, (r + 1) * ROUND + off, 1);
     }
     // Refill round r - 1's stage (every lane read it before this iteration's __syncwarp) with
     // round r + S - 1; an empty group past re keeps one group per round for the wait above.
@@ -547,9 +534,9 @@ __global__ void __launch_bounds__(max_threads<1>(), 1)
     if constexpr (XL == 1) {
       const round_x<K> xc = xn;
       if (r + 1 < re) load_x<K>(xn, xh[0] + (xc.h[0].x & opaque0), (r + 1) * ROUND + off);
-      mma_round_set<K, SPLIT, NT, LS>(acc, cur, xc, e8m0);
+      mma_round_set<K, SPLIT, NT>(acc, cur, xc);
     } else {
-      mma_round_set<K, SPLIT, NT, LS>(acc, cur, x_at_round<NT>{xh, xl, r * ROUND + off}, e8m0);
+      mma_round_set<K, SPLIT, NT>(acc, cur, x_at_round<NT>{xh, xl, r * ROUND + off});
     }
     stage = stage + 1 == S ? 0 : stage + 1;
   }
@@ -587,24 +574,22 @@ bool split_fits(const linear_decode_split& sp, weight_kind kind, int64_t rows, i
 using decode_kernel_t = void (*)(const uint16_t*, const uint16_t*, int, dense_weight, int, int,
                                  void*, bool);
 
-// The one-n-tile kernel of a split's x_lead / late_scale (bf16 activations; late_scale:
-// fp8_block only, where it changes code); F(xl, ls) names the kernel.
-template <weight_kind K, bool SPLIT, int MAX_XL, typename F>
-decode_kernel_t one_tile_kernel(const linear_decode_split& sp, F f) {
-  if constexpr (!SPLIT) {
-    if constexpr (K == weight_kind::fp8_block) {
-      if (sp.late_scale) {
-        if (sp.x_lead == 1) return f(std::integral_constant<int, 1>{}, std::true_type{});
-        if constexpr (MAX_XL >= 2)
-          if (sp.x_lead == 2) return f(std::integral_constant<int, 2>{}, std::true_type{});
-        return f(std::integral_constant<int, 0>{}, std::true_type{});
-      }
-    }
-    if (sp.x_lead == 1) return f(std::integral_constant<int, 1>{}, std::false_type{});
-    if constexpr (MAX_XL >= 2)
-      if (sp.x_lead == 2) return f(std::integral_constant<int, 2>{}, std::false_type{});
+// The one-n-tile kernels of a split: x_lead 1 / 2 on bf16, mxfp4 and nvfp4 weights with bf16
+// activations (the ring: 1, bf16 weights); ignored elsewhere.
+template <weight_kind K, bool SPLIT>
+decode_kernel_t register_kernel(const linear_decode_split& sp) {
+  if constexpr (!SPLIT && K != weight_kind::fp8_block) {
+    if (sp.x_lead == 1) return linear_decode_kernel<K, SPLIT, 1, 1>;
+    if (sp.x_lead == 2) return linear_decode_kernel<K, SPLIT, 1, 2>;
   }
-  return f(std::integral_constant<int, 0>{}, std::false_type{});
+  return linear_decode_kernel<K, SPLIT, 1>;
+}
+
+template <weight_kind K, bool SPLIT, int S>
+decode_kernel_t ring_kernel(const linear_decode_split& sp) {
+  if constexpr (!SPLIT && K == weight_kind::bf16)
+    if (sp.x_lead == 1) return linear_decode_ring_kernel<K, SPLIT, S, 1>;
+  return linear_decode_ring_kernel<K, SPLIT, S>;
 }
 
 // The weight pipeline at one n-tile (<= 8 tokens) for a split the planner made: 4 / 6 ring stages
@@ -644,10 +629,7 @@ cudaError_t launch_ring(const uint16_t* hi, const uint16_t* lo, int64_t tokens,
   static_assert(k_linear_decode_max_warps * (S * k_ring_stage_bytes + 4 * k_warp_size * 4) <=
                 227 * 1024);
   const size_t smem = size_t(sp.row_tiles * sp.k_parts) * S * k_ring_stage_bytes + partial_bytes;
-  const decode_kernel_t kernel = one_tile_kernel<K, SPLIT, 1>(sp, [](auto xl, auto ls) {
-    return decode_kernel_t(
-        linear_decode_ring_kernel<K, SPLIT, S, decltype(xl)::value, decltype(ls)::value>);
-  });
+  const decode_kernel_t kernel = ring_kernel<K, SPLIT, S>(sp);
   if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
   return launch_pdl(pdl, kernel, dim3(unsigned(w.rows / (16 * sp.row_tiles))),
                     dim3(unsigned(sp.row_tiles * sp.k_parts * k_warp_size)), smem, stream, hi, lo,
@@ -677,12 +659,8 @@ cudaError_t launch(const uint16_t* hi, const uint16_t* lo, int64_t tokens, const
   launch_pdl(pdl, linear_decode_kernel<K, SPLIT, NT>, grid, dim3(threads), smem, stream, hi, lo, \
              int(tokens), w, int(sp.row_tiles), int(sp.k_parts), y, y_bf16)
   if (nt == 1) {
-    const decode_kernel_t kernel = one_tile_kernel<K, SPLIT, 2>(sp, [](auto xl, auto ls) {
-      return decode_kernel_t(
-          linear_decode_kernel<K, SPLIT, 1, decltype(xl)::value, decltype(ls)::value>);
-    });
-    return launch_pdl(pdl, kernel, grid, dim3(threads), smem, stream, hi, lo, int(tokens), w,
-                      int(sp.row_tiles), int(sp.k_parts), y, y_bf16);
+    return launch_pdl(pdl, register_kernel<K, SPLIT>(sp), grid, dim3(threads), smem, stream, hi, lo,
+                      int(tokens), w, int(sp.row_tiles), int(sp.k_parts), y, y_bf16);
   }
   if (nt == 2) return DSV4_LD(2);
   if (nt == 4) return DSV4_LD(4);

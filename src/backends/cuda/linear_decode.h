@@ -35,16 +35,15 @@ constexpr int k_linear_decode_max_warps = 16;
 // rounds of registers; 4 or 6 (bf16 and fp8_block only) through a per-warp shared-memory ring of
 // that many rounds (cp.async; the same results bit for bit). The planner picks it by format and
 // shape (linear_decode.cu).
-// x_lead and late_scale (one n-tile, bf16 activations; ignored otherwise; the same results bit
-// for bit): x_lead 1 or 2 loads a round's activation fragments that many rounds ahead of its MMAs
-// instead of at the round's start (registers: 2 needs <= 8 warps a block, like 1; the ring takes
-// 0 or 1); late_scale keeps fp8_block E8M0 scale bytes as loaded and converts them at the MMAs.
+// x_lead (one n-tile, bf16 activations, bf16 / mxfp4 / nvfp4 weights; ignored otherwise; the
+// same results bit for bit): 1 or 2 loads a round's activation fragments that many rounds ahead
+// of its MMAs instead of at the round's start; registers: 1 or 2 with <= 8 warps a block; the
+// ring: 1, bf16 weights.
 struct linear_decode_split {
   int64_t row_tiles = 1;
   int64_t k_parts = 1;
   int ring_stages = 0;
   int x_lead = 0;
-  bool late_scale = false;
 };
 linear_decode_split linear_decode_make_split(int64_t rows, int64_t rounds, int n_tiles,
                                              int sm_count);
