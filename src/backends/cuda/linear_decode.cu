@@ -621,6 +621,38 @@ int ring_stages_for(weight_kind kind, int64_t rows, int64_t cols, int64_t k_part
   return 0;
 }
 
+// The activation lead of the planner's split at one n-tile with bf16 activations (after
+// ring_stages_for; `rounds` per K part of rounds_of). Measured with bench_linear_gemm --lead-ab
+// (H200, graphs of 16 PDL-chained calls, bf16 x, two processes;
+// h200_2026-11-27_s24_lin12_lead_ab.txt in bench/kernels/results), planner's split -> variant:
+//  * NVFP4 with >= 6 rounds a warp, x_lead 2 up to 4 tokens: Flash wq_b T = 1 11.2 -> 9.1 us,
+//    Pro wq_b 29.1 -> 24.2, Pro wo_b 38.2 -> 32.2, Pro sh_w2 9.1 -> 7.7 (1.14-1.22x at T <= 2; Pro
+//    sh_w13 1.00-1.07x, where x_lead 1 gives 1.07-1.11x); x_lead 1 above, where it holds up
+//    better (T = 8: 1.08-1.20x; x_lead 2 0.97-1.18x).
+//  * BF16 with >= 6 rounds a warp, registers with x_lead 2 (the ring off): Flash wq_b T = 1 / 8
+//    18.3 (ring) -> 17.3 / 20.5 -> 17.9, Flash wo_b 19.1 (ring) -> 17.6, Pro wq_b 51.3 / 55.3
+//    (ring) -> 48.4 / 49.6, Pro sh_w2 15.7 -> 13.8, Pro sh_w13 15.5 -> 15.1 (1.03-1.15x); the
+//    ring with x_lead 1 where a warp has >= 48 rounds (Pro wo_b, 64): T = 1 / 2 / 4 / 8 68.6 /
+//    65.5 / 62.2 / 69.0 -> 59.9 / 59.5 / 62.6 / 65.4 (registers with x_lead 2 there: 1.05 /
+//    1.00 / 0.96 / 1.07x).
+//  * Neither below 6 rounds a warp (Flash sh_w2, 2 NVFP4 / 4 BF16 rounds: x_lead 1 0.92-1.00x,
+//    x_lead 2 0.93-0.99x), nor above 8 warps a block (x_lead needs <= 8; halving the K parts of
+//    Flash wq_a / sh_w13 and Pro wq_a to use it: 0.73-1.01x).
+void apply_x_lead_rule(linear_decode_split& sp, weight_kind kind, int64_t rounds, int64_t tokens) {
+  const int64_t per_warp = rounds / sp.k_parts;
+  if (tokens > 8 || sp.row_tiles * sp.k_parts > 8 || per_warp < 6) return;
+  if (kind == weight_kind::nvfp4) {
+    sp.x_lead = tokens <= 4 ? 2 : 1;
+  } else if (kind == weight_kind::bf16) {
+    if (sp.ring_stages != 0 && per_warp >= 48) {
+      sp.x_lead = 1;
+    } else {
+      sp.ring_stages = 0;
+      sp.x_lead = 2;
+    }
+  }
+}
+
 template <weight_kind K, bool SPLIT, int S>
 cudaError_t launch_ring(const uint16_t* hi, const uint16_t* lo, int64_t tokens,
                         const dense_weight& w, void* y, bool y_bf16, const linear_decode_split& sp,
@@ -644,7 +676,11 @@ cudaError_t launch(const uint16_t* hi, const uint16_t* lo, int64_t tokens, const
   linear_decode_split sp = forced ? *forced
                                   : linear_decode_make_split(w.rows, rounds_of<K>(w.cols, nt), nt,
                                                              current_device_sm_count());
-  if (!forced) sp.ring_stages = ring_stages_for(K, w.rows, w.cols, sp.k_parts, tokens);
+  if (!forced) {
+    sp.ring_stages = ring_stages_for(K, w.rows, w.cols, sp.k_parts, tokens);
+    // Grouped calls (wo_a) keep x_lead 0: not measured.
+    if (!SPLIT && w.out_g == w.rows) apply_x_lead_rule(sp, K, rounds_of<K>(w.cols, nt), tokens);
+  }
   if (!split_fits(sp, K, w.rows, nt)) return cudaErrorInvalidValue;
   const dim3 grid(unsigned(w.rows / (16 * sp.row_tiles)));
   const unsigned threads = unsigned(sp.row_tiles * sp.k_parts * k_warp_size);
@@ -706,11 +742,13 @@ int64_t rounds_for(weight_kind kind, int64_t cols, int nt) {
 
 }  // namespace
 
-linear_decode_split linear_decode_default_split(const device_weight& w, int64_t tokens) {
+linear_decode_split linear_decode_default_split(const device_weight& w, int64_t tokens,
+                                                bool bf16_act) {
   const int nt = n_tiles_of(tokens);
-  linear_decode_split sp = linear_decode_make_split(w.rows, rounds_for(w.kind, w.cols, nt), nt,
-                                                    current_device_sm_count());
+  const int64_t rounds = rounds_for(w.kind, w.cols, nt);
+  linear_decode_split sp = linear_decode_make_split(w.rows, rounds, nt, current_device_sm_count());
   sp.ring_stages = ring_stages_for(w.kind, w.rows, w.cols, sp.k_parts, tokens);
+  if (bf16_act) apply_x_lead_rule(sp, w.kind, rounds, tokens);
   return sp;
 }
 

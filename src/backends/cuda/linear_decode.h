@@ -47,9 +47,11 @@ struct linear_decode_split {
 };
 linear_decode_split linear_decode_make_split(int64_t rows, int64_t rounds, int n_tiles,
                                              int sm_count);
-// The split linear_decode takes for this matrix and token count on the current device, and
-// whether a given split is one linear_decode_with_split accepts (benchmarks sweep splits).
-linear_decode_split linear_decode_default_split(const device_weight& w, int64_t tokens);
+// The split linear_decode takes for this matrix and token count on the current device with bf16
+// (or f32: no x_lead) activations, and whether a given split is one linear_decode_with_split
+// accepts (benchmarks sweep splits).
+linear_decode_split linear_decode_default_split(const device_weight& w, int64_t tokens,
+                                                bool bf16_act = true);
 bool linear_decode_split_fits(const device_weight& w, int64_t tokens,
                               const linear_decode_split& split);
 
