@@ -11,7 +11,10 @@
 // each warp carries NT n-tiles of 8 tokens, so every weight is read once. A warp keeps three
 // rounds of weights in flight (loads of round r + 2 issued before round r's MMAs); at one n-tile,
 // BF16 matrices of >= 64 MiB and FP8 matrices in one K part stream through a per-warp
-// shared-memory ring of 6 / 4 rounds instead (linear_decode_ring_kernel; ring_stages_for).
+// shared-memory ring of 6 / 4 rounds instead (linear_decode_ring_kernel; ring_stages_for). At
+// one n-tile with bf16 activations, BF16 and NVFP4 matrices with >= 6 rounds a warp also load a
+// round's activation fragments 1 or 2 rounds ahead of its MMAs (x_lead; apply_x_lead_rule); BF16
+// matrices with < 48 rounds a warp then leave the ring for the registers.
 //
 // Both launches use programmatic dependent launch (pdl.cuh): the prepare kernel lets the GEMM
 // launch before it waits for its own predecessor, and the GEMM issues its first two rounds of
