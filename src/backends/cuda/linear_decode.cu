@@ -337,7 +337,7 @@ __device__ __forceinline__ void activation_rows(const uint16_t* x_hi, const uint
 // through `opaque0`, which ptxas cannot fold): all activation loads share one scoreboard, so
 // round r + 1's loads issued before round r's MMAs would make those wait for them too (session
 // 24, the W8A8 kernel's x lead 1; session 13, the MoE decode kernel). Not built for fp8_block:
-// there x lead 1 / 2 ran at 0.57-0.75x / 0.63-0.90x of the kernel without (H200, session 24
+// there x lead 1 / 2 ran at 0.57-0.78x / 0.62-0.90x of the kernel without (H200, session 24
 // LIN12, h200_2026-11-27_s24_lin12_lead_ab.txt; 155 registers against 119).
 template <weight_kind K, bool SPLIT, int NT, int XL = 0>
 __global__ void __launch_bounds__(XL == 0 ? max_threads<NT>() : k_x_lead_max_threads)
