@@ -412,7 +412,8 @@ void bench_ring_ab(const shape& sh, weight_kind kind, const std::vector<int64_t>
   const char* kname = kind == weight_kind::fp8_block ? "fp8blk" : "bf16";
   for (int64_t T : tokens) {
     const linear_decode_split pick = dsv4::cuda::linear_decode_default_split(op.w(0), T);
-    linear_decode_split def = pick;
+    // The registers without the activation lead (the split before it: f32 activations' pick).
+    linear_decode_split def = dsv4::cuda::linear_decode_default_split(op.w(0), T, false);
     def.ring_stages = 0;
     const auto with = [&](int ring, int64_t ks) {
       linear_decode_split sp = def;
@@ -449,6 +450,83 @@ void bench_ring_ab(const shape& sh, weight_kind kind, const std::vector<int64_t>
           s);
       std::printf(" | %s %6.2f us %5.1f%%", v.name, t * 1e3,
                   pct_of_read(double(op.packed_bytes), t, read_gbps));
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  cudaFree(ws);
+}
+
+// linear_decode at <= 8 tokens with the activation lead of linear_decode_split (bf16 x and y,
+// graphs of 16 PDL-chained calls, same process and operands): "main" is the planner's split
+// without the lead (linear_decode_default_split for f32 activations: registers or ring, x_lead
+// 0), "default" the planner's split with it (x_lead rule), "xl1" / "xl2" main's split with
+// x_lead 1 / 2 (xl2: registers; on a ring "r-xl2" is the register pipeline with x_lead 2 on the
+// same K parts, and "reg" the registers without), "half" / "half-xl2" the registers on half the K
+// parts without / with x_lead 2 where main's split has > 8 warps, "main2" the first variant again.
+// Two passes over the variants in order (alternating); each cell prints the best of the two, the
+// spread and main / variant. "-": the split does not fit (x_lead needs <= 8 warps a block).
+void bench_lead_ab(const shape& sh, weight_kind kind, const std::vector<int64_t>& tokens,
+                   double read_gbps, cudaStream_t s) {
+  using dsv4::cuda::linear_decode_split;
+  const int64_t tmax = *std::max_element(tokens.begin(), tokens.end());
+  const shape_operands op(kind, sh.rows, sh.cols, tmax, 24, 300, 0, 78);
+  const size_t ws_bytes = dsv4::cuda::linear_decode_workspace_bytes(tmax, sh.cols);
+  void* ws = dmalloc(ws_bytes);
+  const char* kname = kind == weight_kind::bf16 ? "bf16" : "nvfp4";
+  for (int64_t T : tokens) {
+    const linear_decode_split pick = dsv4::cuda::linear_decode_default_split(op.w(0), T);
+    const linear_decode_split base = dsv4::cuda::linear_decode_default_split(op.w(0), T, false);
+    const auto with = [&](int ring, int lead) {
+      linear_decode_split sp = base;
+      sp.ring_stages = ring;
+      sp.x_lead = lead;
+      return sp;
+    };
+    struct variant {
+      const char* name;
+      linear_decode_split split;
+    };
+    const int ring = base.ring_stages;
+    std::vector<variant> variants{{"main", base}, {"default", pick}};
+    variants.push_back({"xl1", with(ring, 1)});
+    variants.push_back({ring ? "r-xl2" : "xl2", with(0, 2)});
+    if (ring) variants.push_back({"reg", with(0, 0)});
+    if (base.row_tiles * base.k_parts > 8) {  // x_lead 2 needs <= 8 warps: half the K parts
+      linear_decode_split half = with(0, 0), half_xl2 = with(0, 2);
+      half.k_parts = half_xl2.k_parts = base.k_parts / 2;
+      variants.push_back({"half", half});
+      variants.push_back({"half-xl2", half_xl2});
+    }
+    variants.push_back({"main2", base});
+    std::vector<double> best(variants.size(), 1e30), worst(variants.size(), 0.0);
+    for (int pass = 0; pass < 2; ++pass)
+      for (size_t v = 0; v < variants.size(); ++v) {
+        const linear_decode_split& sp = variants[v].split;
+        if (!dsv4::cuda::linear_decode_split_fits(op.w(0), T, sp)) continue;
+        // One call outside the capture (the ring's shared-memory attribute is set on first use).
+        CK(dsv4::cuda::linear_decode_with_split(op.x, T, op.w(0), op.y, ws, ws_bytes, &sp, s));
+        const double t = time_graph_per_call(
+            [&](int i) {
+              CK(dsv4::cuda::linear_decode_with_split(op.x, T, op.w(i), op.y, ws, ws_bytes, &sp,
+                                                      s));
+            },
+            s);
+        best[v] = std::min(best[v], t);
+        worst[v] = std::max(worst[v], t);
+      }
+    std::printf("lead %-10s %-6s %6lld %6lld T=%lld rt=%lld ks=%lld ring=%d default=ring%d/xl%d",
+                sh.name, kname, (long long)sh.rows, (long long)sh.cols, (long long)T,
+                (long long)base.row_tiles, (long long)base.k_parts, base.ring_stages,
+                pick.ring_stages, pick.x_lead);
+    for (size_t v = 0; v < variants.size(); ++v) {
+      if (best[v] > 1e29) {
+        std::printf(" | %s -", variants[v].name);
+        continue;
+      }
+      std::printf(" | %s %6.2f us %5.1f%% (+%.1f%%) x%.3f", variants[v].name, best[v] * 1e3,
+                  pct_of_read(double(op.packed_bytes), best[v], read_gbps),
+                  100.0 * (worst[v] / best[v] - 1.0), best[0] / best[v]);
     }
     std::printf("\n");
     std::fflush(stdout);
@@ -606,6 +684,24 @@ int main(int argc, char** argv) {
     for (const shape& sh : pro) bench_ring_ab(sh, weight_kind::fp8_block, ts, read_gbps, s);
     for (const shape& sh : {flash[1], flash[3], pro[2]})
       bench_ring_ab(sh, weight_kind::bf16, ts, read_gbps, s);
+    std::printf("HBM read ceiling again: %.1f GB/s\n", read_ceiling_gbps(s));
+    return 0;
+  }
+  if (argc > 1 && std::string(argv[1]) == "--lead-ab") {
+    // Optional second argument: a format (bf16, nvfp4) to run alone (fp8 blocks ignore x_lead).
+    const std::string only = argc > 2 ? argv[2] : "";
+    std::printf(
+        "\n## linear_decode <= 8 tokens: activation lead (bf16 x, graph of %d "
+        "calls, %% of read, xN.NNN = main / variant)\n",
+        k_graph_calls);
+    const std::vector<int64_t> ts{1, 2, 4, 8};
+    const shape set[] = {flash[1], flash[3], flash[5], flash[6], flash[0],
+                         pro[1],   pro[2],   pro[3],   pro[4],   pro[0]};
+    for (weight_kind k : {weight_kind::bf16, weight_kind::nvfp4}) {
+      const char* n = k == weight_kind::bf16 ? "bf16" : "nvfp4";
+      if (!only.empty() && only != n) continue;
+      for (const shape& sh : set) bench_lead_ab(sh, k, ts, read_gbps, s);
+    }
     std::printf("HBM read ceiling again: %.1f GB/s\n", read_ceiling_gbps(s));
     return 0;
   }

@@ -11,7 +11,10 @@
 // each warp carries NT n-tiles of 8 tokens, so every weight is read once. A warp keeps three
 // rounds of weights in flight (loads of round r + 2 issued before round r's MMAs); at one n-tile,
 // BF16 matrices of >= 64 MiB and FP8 matrices in one K part stream through a per-warp
-// shared-memory ring of 6 / 4 rounds instead (linear_decode_ring_kernel; ring_stages_for).
+// shared-memory ring of 6 / 4 rounds instead (linear_decode_ring_kernel; ring_stages_for). At
+// one n-tile with bf16 activations, BF16 and NVFP4 matrices with >= 6 rounds a warp also load a
+// round's activation fragments 1 or 2 rounds ahead of its MMAs (x_lead; apply_x_lead_rule); BF16
+// matrices with < 48 rounds a warp then leave the ring for the registers.
 //
 // Both launches use programmatic dependent launch (pdl.cuh): the prepare kernel lets the GEMM
 // launch before it waits for its own predecessor, and the GEMM issues its first two rounds of
@@ -148,22 +151,21 @@ __device__ __forceinline__ uint32_t e4m3_pair(uint32_t q) {
   return fp4mma::mul_bf16x2(raw, 0x7B807B80u);  // 2^120 in both halves
 }
 
-// acc[j] += this round's 16 rows x (4E k) times n-tile j's activations.
-template <weight_kind K, bool SPLIT, int NT>
-__device__ __forceinline__ void mma_round(float (&acc)[NT][4], const round_w<K>& r,
-                                          const uint4* const (&xh)[NT],
-                                          const uint4* const (&xl)[NT], int64_t k) {
+// acc[j] += this round's 16 rows x (4E k) times n-tile j's activations; x(j, v, lo) gives the
+// v-th uint4 of n-tile j's prepared hi (lo) activations at the round's first k.
+template <weight_kind K, bool SPLIT, int NT, typename X>
+__device__ __forceinline__ void mma_round(float (&acc)[NT][4], const round_w<K>& r, const X& x) {
   constexpr int XV = elems_16<K>() / 8;  // uint4 of activations per part per round
   const uint32_t w0[4] = {r.v[0].x, r.v[0].y, r.v[0].z, r.v[0].w};
   const uint32_t w1[4] = {r.v[1].x, r.v[1].y, r.v[1].z, r.v[1].w};
   if constexpr (K == weight_kind::bf16) {
 #pragma unroll
     for (int j = 0; j < NT; ++j) {
-      const uint4 h = __ldg(xh[j] + k / 8);
+      const uint4 h = x(j, 0, false);
       fp4mma::mma_bf16(acc[j], w0[0], w1[0], w0[1], w1[1], h.x, h.y);
       fp4mma::mma_bf16(acc[j], w0[2], w1[2], w0[3], w1[3], h.z, h.w);
       if constexpr (SPLIT) {
-        const uint4 l = __ldg(xl[j] + k / 8);
+        const uint4 l = x(j, 0, true);
         fp4mma::mma_bf16(acc[j], w0[0], w1[0], w0[1], w1[1], l.x, l.y);
         fp4mma::mma_bf16(acc[j], w0[2], w1[2], w0[3], w1[3], l.z, l.w);
       }
@@ -183,12 +185,12 @@ __device__ __forceinline__ void mma_round(float (&acc)[NT][4], const round_w<K>&
       float t[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
       for (int v = 0; v < XV; ++v) {
-        const uint4 h = __ldg(xh[j] + k / 8 + v);
+        const uint4 h = x(j, v, false);
         fp4mma::mma_bf16(t, a[2 * v][0], a[2 * v][1], a[2 * v][2], a[2 * v][3], h.x, h.y);
         fp4mma::mma_bf16(t, a[2 * v + 1][0], a[2 * v + 1][1], a[2 * v + 1][2], a[2 * v + 1][3], h.z,
                          h.w);
         if constexpr (SPLIT) {
-          const uint4 l = __ldg(xl[j] + k / 8 + v);
+          const uint4 l = x(j, v, true);
           fp4mma::mma_bf16(t, a[2 * v][0], a[2 * v][1], a[2 * v][2], a[2 * v][3], l.x, l.y);
           fp4mma::mma_bf16(t, a[2 * v + 1][0], a[2 * v + 1][1], a[2 * v + 1][2], a[2 * v + 1][3],
                            l.z, l.w);
@@ -233,11 +235,11 @@ __device__ __forceinline__ void mma_round(float (&acc)[NT][4], const round_w<K>&
       }
 #pragma unroll
       for (int j = 0; j < NT; ++j) {
-        const uint4 h = __ldg(xh[j] + k / 8 + w);
+        const uint4 h = x(j, w, false);
         fp4mma::mma_bf16(acc[j], p0[0], p1[0], p0[1], p1[1], h.x, h.y);
         fp4mma::mma_bf16(acc[j], p0[2], p1[2], p0[3], p1[3], h.z, h.w);
         if constexpr (SPLIT) {
-          const uint4 l = __ldg(xl[j] + k / 8 + w);
+          const uint4 l = x(j, w, true);
           fp4mma::mma_bf16(acc[j], p0[0], p1[0], p0[1], p1[1], l.x, l.y);
           fp4mma::mma_bf16(acc[j], p0[2], p1[2], p0[3], p1[3], l.z, l.w);
         }
@@ -268,14 +270,48 @@ __device__ __forceinline__ void load_round_set(round_set<K, NT>& r, const dense_
     load_round<K>(r.part[l], w, row0, k + l * elems_16<K>());
 }
 
-template <weight_kind K, bool SPLIT, int NT>
+// x(j, kp, v, lo): uint4 v of n-tile j's hi (lo) activations at the round set's first k + kp
+// (part l: kp = l * E).
+template <weight_kind K, bool SPLIT, int NT, typename X>
 __device__ __forceinline__ void mma_round_set(float (&acc)[NT][4], const round_set<K, NT>& r,
-                                              const uint4* const (&xh)[NT],
-                                              const uint4* const (&xl)[NT], int64_t k) {
+                                              const X& x) {
 #pragma unroll
   for (int l = 0; l < loads_per_row<K, NT>(); ++l)
-    mma_round<K, SPLIT, NT>(acc, r.part[l], xh, xl, k + l * elems_16<K>());
+    mma_round<K, SPLIT, NT>(
+        acc, r.part[l], [&x, l](int j, int v, bool lo) { return x(j, l * elems_16<K>(), v, lo); });
 }
+
+// The activations of a round set at k read when the MMAs need them (x_lead 0): xh / xl as
+// activation_rows gives them.
+template <int NT>
+struct x_at_round {
+  const uint4* const (&xh)[NT];
+  const uint4* const (&xl)[NT];
+  int64_t k;
+  __device__ __forceinline__ uint4 operator()(int j, int kp, int v, bool lo) const {
+    return __ldg((lo ? xl[j] : xh[j]) + (k + kp) / 8 + v);
+  }
+};
+
+// One n-tile's hi activations of a round set, loaded ahead of the round's MMAs (x_lead > 0,
+// bf16 activations): h[i] = uint4 i at the round's first k.
+template <weight_kind K>
+struct round_x {
+  uint4 h[loads_per_row<K, 1>() * elems_16<K>() / 8];
+  __device__ __forceinline__ uint4 operator()(int, int kp, int v, bool) const {
+    return h[kp / 8 + v];
+  }
+};
+
+template <weight_kind K>
+__device__ __forceinline__ void load_x(round_x<K>& f, const uint4* xh, int64_t k) {
+#pragma unroll
+  for (int i = 0; i < int(sizeof(f.h) / sizeof(f.h[0])); ++i) f.h[i] = __ldg(xh + k / 8 + i);
+}
+
+// x_lead > 0 register kernels: 8 warps a block at most, so that the fragments held ahead fit
+// without spills (up to 255 registers).
+constexpr int k_x_lead_max_threads = 8 * k_warp_size;
 
 // The prepared activation rows of a lane's token columns g + 8 j (n-tile j) at the tile's column
 // group (out_g % 16 == 0: one group per 16-row tile); columns past `tokens` read the last token's
@@ -294,10 +330,22 @@ __device__ __forceinline__ void activation_rows(const uint16_t* x_hi, const uint
   }
 }
 
-template <weight_kind K, bool SPLIT, int NT>
-__global__ void __launch_bounds__(max_threads<NT>())
+// XL > 0 (one n-tile, bf16 activations): each round's activation fragments are loaded XL rounds
+// ahead into the buffer paired with the round's weight buffer. Loaded at the round's start they
+// queue behind the weight stream in L2 and put that latency on every round's MMA chain. XL 1
+// issues round r + 1's loads once round r's fragments have landed (an address dependency on them
+// through `opaque0`, which ptxas cannot fold): all activation loads share one scoreboard, so
+// round r + 1's loads issued before round r's MMAs would make those wait for them too (session
+// 24, the W8A8 kernel's x lead 1; session 13, the MoE decode kernel). Not built for fp8_block:
+// there x lead 1 / 2 ran at 0.57-0.78x / 0.62-0.90x of the kernel without (H200, session 24
+// LIN12, h200_2026-11-27_s24_lin12_lead_ab.txt; 155 registers against 119).
+template <weight_kind K, bool SPLIT, int NT, int XL = 0>
+__global__ void __launch_bounds__(XL == 0 ? max_threads<NT>() : k_x_lead_max_threads)
     linear_decode_kernel(const uint16_t* x_hi, const uint16_t* x_lo, int tokens, dense_weight w,
                          int rt, int ks, void* y, bool y_bf16) {
+  static_assert(XL == 0 || (NT == 1 && !SPLIT && K != weight_kind::fp8_block),
+                "x lead: one n-tile, bf16 activations, not fp8_block");
+  static_assert(XL >= 0 && XL <= 2, "x lead: 0-2 rounds");
   pdl_trigger();  // the next call's prepare waits for this grid before it touches anything
   constexpr int E = elems_16<K>();
   constexpr int ROUND = 4 * E * loads_per_row<K, NT>();
@@ -323,15 +371,48 @@ __global__ void __launch_bounds__(max_threads<NT>())
   if (rb < re) load_round_set<K, NT>(a, w, r0 + g, rb * ROUND + off);
   if (rb + 1 < re) load_round_set<K, NT>(b, w, r0 + g, (rb + 1) * ROUND + off);
   pdl_wait();  // weights never depend on earlier launches; x_hi / x_lo and y do
-  for (int64_t r = rb; r < re; r += 3) {
-    if (r + 2 < re) load_round_set<K, NT>(c, w, r0 + g, (r + 2) * ROUND + off);
-    mma_round_set<K, SPLIT, NT>(acc, a, xh, xl, r * ROUND + off);
-    if (r + 1 >= re) break;
-    if (r + 3 < re) load_round_set<K, NT>(a, w, r0 + g, (r + 3) * ROUND + off);
-    mma_round_set<K, SPLIT, NT>(acc, b, xh, xl, (r + 1) * ROUND + off);
-    if (r + 2 >= re) break;
-    if (r + 4 < re) load_round_set<K, NT>(b, w, r0 + g, (r + 4) * ROUND + off);
-    mma_round_set<K, SPLIT, NT>(acc, c, xh, xl, (r + 2) * ROUND + off);
+  if constexpr (XL == 0) {
+    for (int64_t r = rb; r < re; r += 3) {
+      if (r + 2 < re) load_round_set<K, NT>(c, w, r0 + g, (r + 2) * ROUND + off);
+      mma_round_set<K, SPLIT, NT>(acc, a, x_at_round<NT>{xh, xl, r * ROUND + off});
+      if (r + 1 >= re) break;
+      if (r + 3 < re) load_round_set<K, NT>(a, w, r0 + g, (r + 3) * ROUND + off);
+      mma_round_set<K, SPLIT, NT>(acc, b, x_at_round<NT>{xh, xl, (r + 1) * ROUND + off});
+      if (r + 2 >= re) break;
+      if (r + 4 < re) load_round_set<K, NT>(b, w, r0 + g, (r + 4) * ROUND + off);
+      mma_round_set<K, SPLIT, NT>(acc, c, x_at_round<NT>{xh, xl, (r + 2) * ROUND + off});
+    }
+  } else {
+    const uint32_t opaque0 = uint32_t(uint64_t(w.cols) >> 62);  // 0: cols < 2^62
+    round_x<K> xa, xb, xc;                                      // pair with a, b, c
+    // Round `round`'s fragments into f; z (0) ties the addresses to an earlier round's fragments.
+    const auto get = [&](round_x<K>& f, int64_t round, uint32_t z) {
+      if (round < re) load_x<K>(f, xh[0] + z, round * ROUND + off);
+    };
+    get(xa, rb, 0);
+    if constexpr (XL == 2) get(xb, rb + 1, 0);
+    for (int64_t r = rb; r < re; r += 3) {
+      if (r + 2 < re) load_round_set<K, NT>(c, w, r0 + g, (r + 2) * ROUND + off);
+      if constexpr (XL == 2)
+        get(xc, r + 2, 0);
+      else
+        get(xb, r + 1, xa.h[0].x & opaque0);
+      mma_round_set<K, SPLIT, NT>(acc, a, xa);
+      if (r + 1 >= re) break;
+      if (r + 3 < re) load_round_set<K, NT>(a, w, r0 + g, (r + 3) * ROUND + off);
+      if constexpr (XL == 2)
+        get(xa, r + 3, 0);
+      else
+        get(xc, r + 2, xb.h[0].x & opaque0);
+      mma_round_set<K, SPLIT, NT>(acc, b, xb);
+      if (r + 2 >= re) break;
+      if (r + 4 < re) load_round_set<K, NT>(b, w, r0 + g, (r + 4) * ROUND + off);
+      if constexpr (XL == 2)
+        get(xb, r + 4, 0);
+      else
+        get(xa, r + 3, xc.h[0].x & opaque0);
+      mma_round_set<K, SPLIT, NT>(acc, c, xc);
+    }
   }
   if (!decode_tail::sum_k_parts<NT>(acc, partial, rt, ks, tile, kpart, lane)) return;
   const float post =
@@ -373,11 +454,14 @@ __device__ __forceinline__ int ring_slot(int row, int c) {
 
 // The explicit minimum of one block per SM stops ptxas (CUDA 13) from capping this kernel at 64
 // registers (it spilled the f32-activation forms there); with it: 64-112 registers, no spills.
-template <weight_kind K, bool SPLIT, int S>
+// XL 1 (bf16 weights and activations): round r + 1's activation fragments loaded in round r,
+// after round r's have landed (linear_decode_kernel's XL 1; fp8_block lost with it, 0.95-0.96x).
+template <weight_kind K, bool SPLIT, int S, int XL = 0>
 __global__ void __launch_bounds__(max_threads<1>(), 1)
     linear_decode_ring_kernel(const uint16_t* x_hi, const uint16_t* x_lo, int tokens,
                               dense_weight w, int rt, int ks, void* y, bool y_bf16) {
   static_assert(S >= 2 && ring_format<K>() && 4 * loads_per_row<K, 1>() == k_ring_row_chunks);
+  static_assert(XL == 0 || (XL == 1 && !SPLIT && K == weight_kind::bf16), "ring x lead: bf16");
   pdl_trigger();  // the next call's prepare waits for this grid before it touches anything
   constexpr int NT = 1;
   constexpr int E = elems_16<K>();
@@ -424,6 +508,10 @@ __global__ void __launch_bounds__(max_threads<1>(), 1)
     load_scale<K>(scale, w, r0 + g + 8, rb * ROUND + off, 1);
   }
   pdl_wait();  // weights never depend on earlier launches; x_hi / x_lo and y do
+  const uint32_t opaque0 = uint32_t(uint64_t(w.cols) >> 62);  // 0: cols < 2^62
+  round_x<K> xn;  // XL 1: the fragments of round r (at the top of iteration r)
+  if constexpr (XL == 1)
+    if (rb < re) load_x<K>(xn, xh[0], rb * ROUND + off);
   int stage = 0;
   for (int64_t r = rb; r < re; ++r) {
     cp_async_wait<S - 2>();  // round r (group r - rb) has landed: mine ...
@@ -446,7 +534,13 @@ __global__ void __launch_bounds__(max_threads<1>(), 1)
     const int refill = stage == 0 ? S - 1 : stage - 1;
     if (r + S - 1 < re) copy_round(r + S - 1, refill);
     cp_async_commit();
-    mma_round_set<K, SPLIT, NT>(acc, cur, xh, xl, r * ROUND + off);
+    if constexpr (XL == 1) {
+      const round_x<K> xc = xn;
+      if (r + 1 < re) load_x<K>(xn, xh[0] + (xc.h[0].x & opaque0), (r + 1) * ROUND + off);
+      mma_round_set<K, SPLIT, NT>(acc, cur, xc);
+    } else {
+      mma_round_set<K, SPLIT, NT>(acc, cur, x_at_round<NT>{xh, xl, r * ROUND + off});
+    }
     stage = stage + 1 == S ? 0 : stage + 1;
   }
   if (!decode_tail::sum_k_parts<NT>(acc, partial, rt, ks, tile, kpart, lane)) return;
@@ -469,9 +563,36 @@ bool split_fits(const linear_decode_split& sp, weight_kind kind, int64_t rows, i
   const int64_t max_warps = nt <= 2 ? k_linear_decode_max_warps : k_linear_decode_max_warps / 2;
   const auto pow2 = [](int64_t v) { return v > 0 && (v & (v - 1)) == 0; };
   const bool ring_ok = kind == weight_kind::bf16 || kind == weight_kind::fp8_block;
+  // x_lead (one n-tile): registers 0-2 with <= 8 warps a block when > 0, the ring 0-1.
+  const bool lead_ok =
+      nt > 1 || sp.x_lead == 0 ||
+      (sp.ring_stages == 0 ? sp.x_lead > 0 && sp.x_lead <= 2 &&
+                                 sp.row_tiles * sp.k_parts * k_warp_size <= k_x_lead_max_threads
+                           : sp.x_lead == 1);
   return pow2(sp.row_tiles) && pow2(sp.k_parts) && sp.row_tiles * sp.k_parts <= max_warps &&
-         (rows / 16) % sp.row_tiles == 0 &&
+         (rows / 16) % sp.row_tiles == 0 && lead_ok &&
          (sp.ring_stages == 0 || (ring_ok && (sp.ring_stages == 4 || sp.ring_stages == 6)));
+}
+
+using decode_kernel_t = void (*)(const uint16_t*, const uint16_t*, int, dense_weight, int, int,
+                                 void*, bool);
+
+// The one-n-tile kernels of a split: x_lead 1 / 2 on bf16, mxfp4 and nvfp4 weights with bf16
+// activations (the ring: 1, bf16 weights); ignored elsewhere.
+template <weight_kind K, bool SPLIT>
+decode_kernel_t register_kernel(const linear_decode_split& sp) {
+  if constexpr (!SPLIT && K != weight_kind::fp8_block) {
+    if (sp.x_lead == 1) return linear_decode_kernel<K, SPLIT, 1, 1>;
+    if (sp.x_lead == 2) return linear_decode_kernel<K, SPLIT, 1, 2>;
+  }
+  return linear_decode_kernel<K, SPLIT, 1>;
+}
+
+template <weight_kind K, bool SPLIT, int S>
+decode_kernel_t ring_kernel(const linear_decode_split& sp) {
+  if constexpr (!SPLIT && K == weight_kind::bf16)
+    if (sp.x_lead == 1) return linear_decode_ring_kernel<K, SPLIT, S, 1>;
+  return linear_decode_ring_kernel<K, SPLIT, S>;
 }
 
 // The weight pipeline at one n-tile (<= 8 tokens) for a split the planner made: 4 / 6 ring stages
@@ -503,6 +624,38 @@ int ring_stages_for(weight_kind kind, int64_t rows, int64_t cols, int64_t k_part
   return 0;
 }
 
+// The activation lead of the planner's split at one n-tile with bf16 activations (after
+// ring_stages_for; `rounds` per K part of rounds_of). Measured with bench_linear_gemm --lead-ab
+// (H200, graphs of 16 PDL-chained calls, bf16 x, two processes;
+// h200_2026-11-27_s24_lin12_lead_ab.txt in bench/kernels/results), planner's split -> variant:
+//  * NVFP4 with >= 6 rounds a warp, x_lead 2 up to 4 tokens: Flash wq_b T = 1 11.2 -> 9.1 us,
+//    Pro wq_b 29.1 -> 24.2, Pro wo_b 38.2 -> 32.2, Pro sh_w2 9.1 -> 7.7 (1.14-1.22x at T <= 2; Pro
+//    sh_w13 1.00-1.07x, where x_lead 1 gives 1.07-1.11x); x_lead 1 above, where it holds up
+//    better (T = 8: 1.08-1.20x; x_lead 2 0.97-1.18x).
+//  * BF16 with >= 6 rounds a warp, registers with x_lead 2 (the ring off): Flash wq_b T = 1 / 8
+//    18.3 (ring) -> 17.3 / 20.5 -> 17.9, Flash wo_b 19.1 (ring) -> 17.6, Pro wq_b 51.3 / 55.3
+//    (ring) -> 48.4 / 49.6, Pro sh_w2 15.7 -> 13.8, Pro sh_w13 15.5 -> 15.1 (1.03-1.15x); the
+//    ring with x_lead 1 where a warp has >= 48 rounds (Pro wo_b, 64): T = 1 / 2 / 4 / 8 68.6 /
+//    65.5 / 62.2 / 69.0 -> 59.9 / 59.5 / 62.6 / 65.4 (registers with x_lead 2 there: 1.05 /
+//    1.00 / 0.96 / 1.07x).
+//  * Neither below 6 rounds a warp (Flash sh_w2, 2 NVFP4 / 4 BF16 rounds: x_lead 1 0.92-1.00x,
+//    x_lead 2 0.93-0.99x), nor above 8 warps a block (x_lead needs <= 8; halving the K parts of
+//    Flash wq_a / sh_w13 and Pro wq_a to use it: 0.73-1.01x).
+void apply_x_lead_rule(linear_decode_split& sp, weight_kind kind, int64_t rounds, int64_t tokens) {
+  const int64_t per_warp = rounds / sp.k_parts;
+  if (tokens > 8 || sp.row_tiles * sp.k_parts > 8 || per_warp < 6) return;
+  if (kind == weight_kind::nvfp4) {
+    sp.x_lead = tokens <= 4 ? 2 : 1;
+  } else if (kind == weight_kind::bf16) {
+    if (sp.ring_stages != 0 && per_warp >= 48) {
+      sp.x_lead = 1;
+    } else {
+      sp.ring_stages = 0;
+      sp.x_lead = 2;
+    }
+  }
+}
+
 template <weight_kind K, bool SPLIT, int S>
 cudaError_t launch_ring(const uint16_t* hi, const uint16_t* lo, int64_t tokens,
                         const dense_weight& w, void* y, bool y_bf16, const linear_decode_split& sp,
@@ -511,7 +664,7 @@ cudaError_t launch_ring(const uint16_t* hi, const uint16_t* lo, int64_t tokens,
   static_assert(k_linear_decode_max_warps * (S * k_ring_stage_bytes + 4 * k_warp_size * 4) <=
                 227 * 1024);
   const size_t smem = size_t(sp.row_tiles * sp.k_parts) * S * k_ring_stage_bytes + partial_bytes;
-  const auto kernel = linear_decode_ring_kernel<K, SPLIT, S>;
+  const decode_kernel_t kernel = ring_kernel<K, SPLIT, S>(sp);
   if (const cudaError_t e = allow_dynamic_smem(kernel, smem); e != cudaSuccess) return e;
   return launch_pdl(pdl, kernel, dim3(unsigned(w.rows / (16 * sp.row_tiles))),
                     dim3(unsigned(sp.row_tiles * sp.k_parts * k_warp_size)), smem, stream, hi, lo,
@@ -526,7 +679,11 @@ cudaError_t launch(const uint16_t* hi, const uint16_t* lo, int64_t tokens, const
   linear_decode_split sp = forced ? *forced
                                   : linear_decode_make_split(w.rows, rounds_of<K>(w.cols, nt), nt,
                                                              current_device_sm_count());
-  if (!forced) sp.ring_stages = ring_stages_for(K, w.rows, w.cols, sp.k_parts, tokens);
+  if (!forced) {
+    sp.ring_stages = ring_stages_for(K, w.rows, w.cols, sp.k_parts, tokens);
+    // Grouped calls (wo_a) keep x_lead 0: not measured.
+    if (!SPLIT && w.out_g == w.rows) apply_x_lead_rule(sp, K, rounds_of<K>(w.cols, nt), tokens);
+  }
   if (!split_fits(sp, K, w.rows, nt)) return cudaErrorInvalidValue;
   const dim3 grid(unsigned(w.rows / (16 * sp.row_tiles)));
   const unsigned threads = unsigned(sp.row_tiles * sp.k_parts * k_warp_size);
@@ -540,7 +697,10 @@ cudaError_t launch(const uint16_t* hi, const uint16_t* lo, int64_t tokens, const
 #define DSV4_LD(NT)                                                                              \
   launch_pdl(pdl, linear_decode_kernel<K, SPLIT, NT>, grid, dim3(threads), smem, stream, hi, lo, \
              int(tokens), w, int(sp.row_tiles), int(sp.k_parts), y, y_bf16)
-  if (nt == 1) return DSV4_LD(1);
+  if (nt == 1) {
+    return launch_pdl(pdl, register_kernel<K, SPLIT>(sp), grid, dim3(threads), smem, stream, hi, lo,
+                      int(tokens), w, int(sp.row_tiles), int(sp.k_parts), y, y_bf16);
+  }
   if (nt == 2) return DSV4_LD(2);
   if (nt == 4) return DSV4_LD(4);
   return DSV4_LD(8);
@@ -585,11 +745,13 @@ int64_t rounds_for(weight_kind kind, int64_t cols, int nt) {
 
 }  // namespace
 
-linear_decode_split linear_decode_default_split(const device_weight& w, int64_t tokens) {
+linear_decode_split linear_decode_default_split(const device_weight& w, int64_t tokens,
+                                                bool bf16_act) {
   const int nt = n_tiles_of(tokens);
-  linear_decode_split sp = linear_decode_make_split(w.rows, rounds_for(w.kind, w.cols, nt), nt,
-                                                    current_device_sm_count());
+  const int64_t rounds = rounds_for(w.kind, w.cols, nt);
+  linear_decode_split sp = linear_decode_make_split(w.rows, rounds, nt, current_device_sm_count());
   sp.ring_stages = ring_stages_for(w.kind, w.rows, w.cols, sp.k_parts, tokens);
+  if (bf16_act) apply_x_lead_rule(sp, w.kind, rounds, tokens);
   return sp;
 }
 

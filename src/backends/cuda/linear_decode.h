@@ -35,16 +35,23 @@ constexpr int k_linear_decode_max_warps = 16;
 // rounds of registers; 4 or 6 (bf16 and fp8_block only) through a per-warp shared-memory ring of
 // that many rounds (cp.async; the same results bit for bit). The planner picks it by format and
 // shape (linear_decode.cu).
+// x_lead (one n-tile, bf16 activations, bf16 / mxfp4 / nvfp4 weights; ignored otherwise; the
+// same results bit for bit): 1 or 2 loads a round's activation fragments that many rounds ahead
+// of its MMAs instead of at the round's start; registers: 1 or 2 with <= 8 warps a block; the
+// ring: 1, bf16 weights.
 struct linear_decode_split {
   int64_t row_tiles = 1;
   int64_t k_parts = 1;
   int ring_stages = 0;
+  int x_lead = 0;
 };
 linear_decode_split linear_decode_make_split(int64_t rows, int64_t rounds, int n_tiles,
                                              int sm_count);
-// The split linear_decode takes for this matrix and token count on the current device, and
-// whether a given split is one linear_decode_with_split accepts (benchmarks sweep splits).
-linear_decode_split linear_decode_default_split(const device_weight& w, int64_t tokens);
+// The split linear_decode takes for this matrix and token count on the current device with bf16
+// (or f32: no x_lead) activations, and whether a given split is one linear_decode_with_split
+// accepts (benchmarks sweep splits).
+linear_decode_split linear_decode_default_split(const device_weight& w, int64_t tokens,
+                                                bool bf16_act = true);
 bool linear_decode_split_fits(const device_weight& w, int64_t tokens,
                               const linear_decode_split& split);
 
