@@ -466,14 +466,23 @@ void bench_ring_ab(const shape& sh, weight_kind kind, const std::vector<int64_t>
 // parts without / with x_lead 2 where main's split has > 8 warps, "main2" the first variant again.
 // Two passes over the variants in order (alternating); each cell prints the best of the two, the
 // spread and main / variant. "-": the split does not fit (x_lead needs <= 8 warps a block).
+// groups > 1: the block-diagonal form (wo_a: x [T, groups * cols]); "default" is then the
+// planner's own pick for the grouped call (linear_decode_grouped), shown as default=planner.
 void bench_lead_ab(const shape& sh, weight_kind kind, const std::vector<int64_t>& tokens,
-                   double read_gbps, cudaStream_t s) {
+                   double read_gbps, cudaStream_t s, int64_t groups = 1) {
   using dsv4::cuda::linear_decode_split;
   const int64_t tmax = *std::max_element(tokens.begin(), tokens.end());
-  const shape_operands op(kind, sh.rows, sh.cols, tmax, 24, 300, 0, 78);
-  const size_t ws_bytes = dsv4::cuda::linear_decode_workspace_bytes(tmax, sh.cols);
+  // x holds tmax tokens of groups * cols activations.
+  const shape_operands op(kind, sh.rows, sh.cols, tmax * groups, 24, 300, 0, 78);
+  const size_t ws_bytes = dsv4::cuda::linear_decode_workspace_bytes(tmax, groups * sh.cols);
   void* ws = dmalloc(ws_bytes);
-  const char* kname = kind == weight_kind::bf16 ? "bf16" : "nvfp4";
+  const char* kname = kind == weight_kind::bf16    ? "bf16"
+                      : kind == weight_kind::nvfp4 ? "nvfp4"
+                                                   : "fp8";
+  const auto call = [&](int i, int64_t T, const linear_decode_split* sp) {
+    CK(dsv4::cuda::linear_decode_grouped_with_split(op.x, T, op.w(i), groups, op.y, ws, ws_bytes,
+                                                    sp, s));
+  };
   for (int64_t T : tokens) {
     const linear_decode_split pick = dsv4::cuda::linear_decode_default_split(op.w(0), T);
     const linear_decode_split base = dsv4::cuda::linear_decode_default_split(op.w(0), T, false);
@@ -489,6 +498,8 @@ void bench_lead_ab(const shape& sh, weight_kind kind, const std::vector<int64_t>
     };
     const int ring = base.ring_stages;
     std::vector<variant> variants{{"main", base}, {"default", pick}};
+    std::vector<bool> planner(1, false);  // variant 1 on the planner's split (grouped)
+    planner.push_back(groups > 1);
     variants.push_back({"xl1", with(ring, 1)});
     variants.push_back({ring ? "r-xl2" : "xl2", with(0, 2)});
     if (ring) variants.push_back({"reg", with(0, 0)});
@@ -502,23 +513,22 @@ void bench_lead_ab(const shape& sh, weight_kind kind, const std::vector<int64_t>
     std::vector<double> best(variants.size(), 1e30), worst(variants.size(), 0.0);
     for (int pass = 0; pass < 2; ++pass)
       for (size_t v = 0; v < variants.size(); ++v) {
-        const linear_decode_split& sp = variants[v].split;
-        if (!dsv4::cuda::linear_decode_split_fits(op.w(0), T, sp)) continue;
+        const linear_decode_split* sp =
+            v < planner.size() && planner[v] ? nullptr : &variants[v].split;
+        if (sp && !dsv4::cuda::linear_decode_split_fits(op.w(0), T, *sp)) continue;
         // One call outside the capture (the ring's shared-memory attribute is set on first use).
-        CK(dsv4::cuda::linear_decode_with_split(op.x, T, op.w(0), op.y, ws, ws_bytes, &sp, s));
-        const double t = time_graph_per_call(
-            [&](int i) {
-              CK(dsv4::cuda::linear_decode_with_split(op.x, T, op.w(i), op.y, ws, ws_bytes, &sp,
-                                                      s));
-            },
-            s);
+        call(0, T, sp);
+        const double t = time_graph_per_call([&](int i) { call(i, T, sp); }, s);
         best[v] = std::min(best[v], t);
         worst[v] = std::max(worst[v], t);
       }
-    std::printf("lead %-10s %-6s %6lld %6lld T=%lld rt=%lld ks=%lld ring=%d default=ring%d/xl%d",
-                sh.name, kname, (long long)sh.rows, (long long)sh.cols, (long long)T,
-                (long long)base.row_tiles, (long long)base.k_parts, base.ring_stages,
-                pick.ring_stages, pick.x_lead);
+    std::printf("lead %-10s %-6s %6lld %6lld T=%lld rt=%lld ks=%lld ring=%d", sh.name, kname,
+                (long long)sh.rows, (long long)sh.cols, (long long)T, (long long)base.row_tiles,
+                (long long)base.k_parts, base.ring_stages);
+    if (groups > 1)
+      std::printf(" groups=%lld default=planner", (long long)groups);
+    else
+      std::printf(" default=ring%d/xl%d", pick.ring_stages, pick.x_lead);
     for (size_t v = 0; v < variants.size(); ++v) {
       if (best[v] > 1e29) {
         std::printf(" | %s -", variants[v].name);
@@ -684,6 +694,21 @@ int main(int argc, char** argv) {
     for (const shape& sh : pro) bench_ring_ab(sh, weight_kind::fp8_block, ts, read_gbps, s);
     for (const shape& sh : {flash[1], flash[3], pro[2]})
       bench_ring_ab(sh, weight_kind::bf16, ts, read_gbps, s);
+    std::printf("HBM read ceiling again: %.1f GB/s\n", read_ceiling_gbps(s));
+    return 0;
+  }
+  if (argc > 1 && std::string(argv[1]) == "--grouped-lead-ab") {
+    // wo_a's block-diagonal form (Flash 8 x 1024 rows, Pro 16 x 1024, 4096 columns a group):
+    // BF16 (BF16 checkpoints), NVFP4 (NVIDIA's) and FP8 blocks (official), as --lead-ab.
+    std::printf(
+        "\n## linear_decode_grouped (wo_a) <= 8 tokens: activation lead (bf16 x, graph of %d "
+        "calls, %% of read, xN.NNN = main / variant)\n",
+        k_graph_calls);
+    const std::vector<int64_t> ts{1, 2, 4, 8};
+    for (weight_kind k : {weight_kind::bf16, weight_kind::nvfp4, weight_kind::fp8_block}) {
+      bench_lead_ab({"fl.wo_a", 8 * 1024, 4096}, k, ts, read_gbps, s, 8);
+      bench_lead_ab({"pro.wo_a", 16 * 1024, 4096}, k, ts, read_gbps, s, 16);
+    }
     std::printf("HBM read ceiling again: %.1f GB/s\n", read_ceiling_gbps(s));
     return 0;
   }

@@ -838,6 +838,15 @@ cudaError_t linear_decode_with_split(const act_t* x, int64_t tokens, const devic
 }
 
 template <typename act_t, typename out_t>
+cudaError_t linear_decode_grouped_with_split(const act_t* x, int64_t tokens, const device_weight& w,
+                                             int64_t groups, out_t* y, void* workspace,
+                                             size_t workspace_bytes,
+                                             const linear_decode_split* split, cudaStream_t stream,
+                                             bool pdl) {
+  return run_linear_decode(x, tokens, w, groups, y, workspace, workspace_bytes, split, stream, pdl);
+}
+
+template <typename act_t, typename out_t>
 cudaError_t linear_decode(const act_t* x, int64_t tokens, const device_weight& w, out_t* y,
                           void* workspace, size_t workspace_bytes, cudaStream_t stream) {
   return run_linear_decode(x, tokens, w, 1, y, workspace, workspace_bytes, nullptr, stream, true);
@@ -858,7 +867,10 @@ cudaError_t linear_decode_grouped(const act_t* x, int64_t tokens, const device_w
       const ACT*, int64_t, const device_weight&, int64_t, OUT*, void*, size_t, cudaStream_t);     \
   template cudaError_t linear_decode_with_split<ACT, OUT>(                                        \
       const ACT*, int64_t, const device_weight&, OUT*, void*, size_t, const linear_decode_split*, \
-      cudaStream_t, bool);
+      cudaStream_t, bool);                                                                        \
+  template cudaError_t linear_decode_grouped_with_split<ACT, OUT>(                                \
+      const ACT*, int64_t, const device_weight&, int64_t, OUT*, void*, size_t,                    \
+      const linear_decode_split*, cudaStream_t, bool);
 DSV4_LD_INSTANTIATE(float, float)
 DSV4_LD_INSTANTIATE(__nv_bfloat16, float)
 DSV4_LD_INSTANTIATE(__nv_bfloat16, __nv_bfloat16)

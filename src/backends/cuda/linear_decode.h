@@ -80,6 +80,15 @@ cudaError_t linear_decode_grouped(const act_t* x, int64_t tokens, const device_w
                                   int64_t groups, out_t* y, void* workspace, size_t workspace_bytes,
                                   cudaStream_t stream);
 
+// linear_decode_grouped with the split given (null: the planner's, as linear_decode_grouped),
+// under linear_decode_with_split's rules.
+template <typename act_t, typename out_t>
+cudaError_t linear_decode_grouped_with_split(const act_t* x, int64_t tokens, const device_weight& w,
+                                             int64_t groups, out_t* y, void* workspace,
+                                             size_t workspace_bytes,
+                                             const linear_decode_split* split, cudaStream_t stream,
+                                             bool pdl = true);
+
 // linear_decode with the split given instead of linear_decode_make_split's (benchmarks sweep it;
 // null: the planner's). row_tiles and k_parts powers of two, row_tiles dividing rows / 16, at most
 // 16 warps in all (8 above 16 tokens); anything else returns cudaErrorInvalidValue. pdl false:
