@@ -683,9 +683,10 @@ cudaError_t launch(const uint16_t* hi, const uint16_t* lo, int64_t tokens, const
     sp.ring_stages = ring_stages_for(K, w.rows, w.cols, sp.k_parts, tokens);
     // Grouped calls (wo_a) too: H200 session 24 (call l24g, --grouped-lead-ab, one process), the
     // rule's pick against x_lead 0, T = 1 / 2 / 4 / 8: BF16 Flash wo_a 20.6 / 20.8 / 21.4 / 21.9 ->
-    // 18.3 / 18.6 / 18.9 / 19.8 us (81.9% of read at T = 1), Pro 38.9 / 39.1 / 39.8 / 40.4 -> 34.5 /
-    // 34.9 / 35.4 / 38.0; NVFP4 Flash 13.2 / 13.6 / 14.1 / 14.9 -> 9.4 / 9.8 / 11.6 / 12.7, Pro 23.3 /
-    // 23.9 / 24.6 / 26.0 -> 17.8 / 19.3 / 20.0 / 21.3 (1.06-1.40x; the best variant in every row).
+    // 18.3 / 18.6 / 18.9 / 19.8 us (81.9% of read at T = 1), Pro 38.9 / 39.1 / 39.8 / 40.4 -> 34.5
+    // / 34.9 / 35.4 / 38.0; NVFP4 Flash 13.2 / 13.6 / 14.1 / 14.9 -> 9.4 / 9.8 / 11.6 / 12.7,
+    // Pro 23.3 / 23.9 / 24.6 / 26.0 -> 17.8 / 19.3 / 20.0 / 21.3 (1.06-1.40x; the best variant in
+    // every row).
     if (!SPLIT) apply_x_lead_rule(sp, K, rounds_of<K>(w.cols, nt), tokens);
   }
   if (!split_fits(sp, K, w.rows, nt)) return cudaErrorInvalidValue;
