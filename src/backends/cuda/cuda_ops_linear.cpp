@@ -1,5 +1,6 @@
 // cuda_ops: weights in their checkpoint formats on the device (linear.h; the routed experts'
 // 4-bit bytes repacked at load where expert_layout.h says), linears and MoE.
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
@@ -12,6 +13,7 @@
 #include "backends/cuda/linear_decode.h"
 #include "backends/cuda/linear_decode_fp8act.h"
 #include "backends/cuda/linear_dispatch.h"
+#include "backends/cuda/linear_fp8_cublaslt.h"
 #include "backends/cuda/linear_gemm.h"
 #include "backends/cuda/moe.h"
 #include "backends/cuda/moe_decode.h"
@@ -32,6 +34,7 @@ struct device_weight_storage {
 class cuda_linear : public prepared_linear {
  public:
   device_weight_storage s;
+  tensor lt_scale;  // FP8 blocks: the block scales as f32 in linear_fp8_cublaslt's layout
 };
 
 class cuda_experts : public prepared_experts {
@@ -191,6 +194,11 @@ std::unique_ptr<prepared_linear> cuda_ops::prepare_linear(const linear_weight& w
   p->name = w.name;
   p->source_format = w.format;
   p->s = upload_weights(*this, {&w});
+  if (linear_fp8_cublaslt_supported(p->s.w)) {
+    p->lt_scale = alloc(dtype::f32, {linear_fp8_cublaslt_scale_count(p->s.w)});
+    check_cuda(linear_fp8_cublaslt_prepare_scales(p->s.w, p->lt_scale.data<float>(), stream()),
+               w.name.c_str());
+  }
   return p;
 }
 
@@ -304,6 +312,29 @@ bool takes_fp8act(bool decode_kernels, const tensor& x, const device_weight& dw)
   return decode_kernels && T >= 1 && T <= k_max_tokens && linear_decode_fp8act_supported(dw);
 }
 
+// cuBLASLt's block-scaled FP8 matmul (linear_fp8_cublaslt.h) for min <= T <= max tokens, where
+// the window is DSV4_FP8_CUBLASLT_TOKENS="min,max" (read once; default: off).
+struct cublaslt_window {
+  int64_t min = 0, max = -1;
+};
+const cublaslt_window& fp8_cublaslt_window() {
+  static const cublaslt_window w = [] {
+    cublaslt_window r;
+    const char* env = std::getenv("DSV4_FP8_CUBLASLT_TOKENS");
+    long long lo = 0, hi = -1;
+    if (env && std::sscanf(env, "%lld,%lld", &lo, &hi) == 2) r.min = lo, r.max = hi;
+    return r;
+  }();
+  return w;
+}
+
+bool takes_cublaslt(bool decode_kernels, const tensor& x, const cuda_linear& cw) {
+  const cublaslt_window& win = fp8_cublaslt_window();
+  const int64_t T = x.shape().rank() == 2 ? x.size(0) : 0;
+  return decode_kernels && cw.lt_scale.defined() && T >= 1 && T >= win.min && T <= win.max &&
+         !takes_fp8act(decode_kernels, x, cw.s.w);
+}
+
 }  // namespace
 
 bool cuda_ops::linear_fp8_input_quantizes(const tensor& x, const prepared_linear& w) const {
@@ -312,12 +343,31 @@ bool cuda_ops::linear_fp8_input_quantizes(const tensor& x, const prepared_linear
   // caller's quantized copy as before, so a test can compare both in one process bit for bit.
   const char* copy = std::getenv("DSV4_FP8_INPUT_COPY");
   if (copy && std::strcmp(copy, "1") == 0) return false;
-  return takes_fp8act(decode_kernels(), x, static_cast<const cuda_linear&>(w).s.w);
+  const auto& cw = static_cast<const cuda_linear&>(w);
+  return takes_fp8act(decode_kernels(), x, cw.s.w) || takes_cublaslt(decode_kernels(), x, cw);
 }
 
 tensor cuda_ops::linear_fp8_input(const tensor& x, const prepared_linear& w) {
   const auto& cw = static_cast<const cuda_linear&>(w);
   const device_weight& dw = cw.s.w;
+  if (takes_cublaslt(decode_kernels(), x, cw)) {
+    const int64_t T = x.size(0);
+    check_device_type(x, activation_type(), "linear input");
+    DSV4_CHECK(x.size(1) == w.in, "linear {}: input {} for weight [{}, {}]", w.name,
+               x.shape().str(), w.out, w.in);
+    tensor y = alloc(act_, {T, w.out});
+    const size_t ws = linear_fp8_cublaslt_workspace_bytes(T, dw.rows, dw.cols);
+    tensor workspace = alloc(dtype::u8, {int64_t(ws)});
+    auto* lt = reinterpret_cast<cublasLtHandle_t>(cublas());
+    check_cuda(with_act(act_,
+                        [&](auto* a) {
+                          return linear_fp8_cublaslt(lt, act_ptr(x, a), T, dw,
+                                                     cw.lt_scale.data<float>(), act_ptr(y, a),
+                                                     workspace.data<uint8_t>(), ws, stream());
+                        }),
+               w.name.c_str());
+    return y;
+  }
   if (!takes_fp8act(decode_kernels(), x, dw)) return linear(x, w);
   const int64_t T = x.size(0);
   check_device_type(x, activation_type(), "linear input");
