@@ -1,5 +1,6 @@
 // Dense linears at decode and prefill, one run on one GPU (`--decode-only` skips prefill;
-// `--split-sweep` only sweeps linear_decode's block split):
+// `--split-sweep` only sweeps linear_decode's block split; `--fp8-cublaslt` compares cuBLASLt's
+// block-scaled FP8 matmul with the engine's FP8-input path at 8-128 tokens):
 //   * decode (T = 1..64, graphs of 16 calls): the GEMV of linear.h, linear_decode (tensor cores),
 //     linear_gemm and cuBLAS BF16, as % of the HBM read ceiling measured in the same run;
 //   * ceiling: cuBLAS BF16 (cublasGemmEx, f32 compute, BF16 out) on the same shape with the weight
@@ -28,6 +29,8 @@
 #include "backends/cuda/linear.h"
 #include "backends/cuda/linear_decode.h"
 #include "backends/cuda/linear_decode_fp8act.h"
+#include "backends/cuda/linear_dispatch.h"
+#include "backends/cuda/linear_fp8_cublaslt.h"
 #include "backends/cuda/linear_gemm.h"
 #include "bench_common.cuh"
 
@@ -306,6 +309,118 @@ void bench_decode(const shape& sh, weight_kind kind, const std::vector<int64_t>&
                 t_gemm * 1e3, pct(t_gemm, pb), t_cublas * 1e3, pct(t_cublas, double(bf_bytes)));
     std::fflush(stdout);
   }
+  cudaFree(ws);
+}
+
+// Official mode's FP8-input linear (cuda_ops::linear_fp8_input) against cuBLASLt's block-scaled
+// FP8 matmul (linear_fp8_cublaslt.h) on one shape, bf16 activations in and out, graphs of 16
+// calls on rotated weights, % of the read ceiling on the packed bytes. "engine" is what
+// linear_fp8_input runs at that T: linear_decode_fp8act to 8 tokens, then linear()'s choice
+// (choose_dense_linear_path: linear_decode or linear_gemm). w8a8 (to 32 tokens) for reference.
+// algos: also the heuristic's other algorithms (1..7), the best of them printed.
+void bench_fp8_cublaslt(const shape& sh, const std::vector<int64_t>& tokens, double read_gbps,
+                        cublasHandle_t cublas, cudaStream_t s, bool algos = false) {
+  using bf = __nv_bfloat16;
+  namespace dc = dsv4::cuda;
+  const int64_t rows = sh.rows, cols = sh.cols;
+  const int64_t tmax = *std::max_element(tokens.begin(), tokens.end());
+  const shape_operands op(weight_kind::fp8_block, rows, cols, tmax, 24, 300, 0, 78);
+  const size_t ws_bytes = std::max({dc::linear_gemm_workspace_bytes<bf>(op.w(0)),
+                                    dc::linear_decode_workspace_bytes(tmax, cols),
+                                    dc::linear_decode_fp8act_workspace_bytes(tmax, cols),
+                                    dc::linear_fp8_cublaslt_workspace_bytes(tmax, rows, cols)});
+  void* ws = dmalloc(ws_bytes);
+  // Weight scales in cuBLASLt's layout, prepared once per rotated copy (as at load time).
+  std::vector<float*> lt_scales;
+  for (size_t i = 0; i < op.mats.size(); ++i) {
+    lt_scales.push_back(static_cast<float*>(
+        dmalloc(size_t(dc::linear_fp8_cublaslt_scale_count(op.w(int(i)))) * 4)));
+    CK(dc::linear_fp8_cublaslt_prepare_scales(op.w(int(i)), lt_scales.back(), s));
+  }
+  CK(cudaStreamSynchronize(s));
+  auto* lt = reinterpret_cast<cublasLtHandle_t>(cublas);
+  const bool decode_ok = dc::linear_decode_supported(op.w(0));
+  const bool gemm_ok = dc::linear_gemm_supported<bf>(op.w(0));
+  CB(cublasSetStream(cublas, s));
+  const double pb = double(op.packed_bytes);
+  for (int64_t T : tokens) {
+    const bool fp8act = T <= 8 && dc::linear_decode_fp8act_supported(op.w(0));
+    const dc::dense_linear_path path =
+        dc::choose_dense_linear_path(weight_kind::fp8_block, rows, T, 1, decode_ok, gemm_ok);
+    const char* engine_name = fp8act                                         ? "w8a8"
+                              : path == dc::dense_linear_path::linear_gemm   ? "linear_gemm"
+                              : path == dc::dense_linear_path::linear_decode ? "linear_decode"
+                                                                             : "gemv";
+    auto engine = [&](int i) {
+      if (fp8act)
+        CK(dc::linear_decode_fp8act(op.x, T, op.w(i), op.y, ws, ws_bytes, s));
+      else if (path == dc::dense_linear_path::linear_gemm)
+        CK(dc::linear_gemm(cublas, op.x, T, op.w(i), 1, op.y, ws, ws_bytes, s));
+      else if (path == dc::dense_linear_path::linear_decode)
+        CK(dc::linear_decode(op.x, T, op.w(i), op.y, ws, ws_bytes, s));
+      else
+        CK(dc::linear(op.x, T, op.w(i), op.y, s));
+    };
+    // First call outside capture: the heuristic's verdict (and its cached algorithm).
+    const cudaError_t lt_err =
+        dc::linear_fp8_cublaslt(lt, op.x, T, op.w(0), lt_scales[0], op.y, ws, ws_bytes, s);
+    CK(cudaStreamSynchronize(s));
+    auto lt_call = [&](int i) {
+      const size_t m = size_t(i) % op.mats.size();
+      CK(dc::linear_fp8_cublaslt(lt, op.x, T, op.w(i), lt_scales[m], op.y, ws, ws_bytes, s));
+    };
+    const bool w8a8_ok =
+        T <= dc::k_linear_decode_fp8act_max_tokens && dc::linear_decode_fp8act_supported(op.w(0));
+    // Alternating engine / cuBLASLt twice; the best of each.
+    double t_engine = 1e30, t_lt = 1e30;
+    for (int rep = 0; rep < 2; ++rep) {
+      t_engine = std::min(t_engine, time_graph_per_call(engine, s));
+      if (lt_err == cudaSuccess) t_lt = std::min(t_lt, time_graph_per_call(lt_call, s));
+    }
+    const double t_w8a8 =
+        w8a8_ok ? time_graph_per_call(
+                      [&](int i) {
+                        CK(dc::linear_decode_fp8act(op.x, T, op.w(i), op.y, ws, ws_bytes, s));
+                      },
+                      s)
+                : -1.0;
+    std::printf("%-10s %6lld %6lld %5lld | engine %-13s %8.1f us %5.1f%% | ", sh.name,
+                (long long)rows, (long long)cols, (long long)T, engine_name, t_engine * 1e3,
+                pct_of_read(pb, t_engine, read_gbps));
+    if (w8a8_ok)
+      std::printf("w8a8 %8.1f us %5.1f%% | ", t_w8a8 * 1e3, pct_of_read(pb, t_w8a8, read_gbps));
+    else
+      std::printf("w8a8 %17s | ", "-");
+    if (lt_err == cudaSuccess)
+      std::printf("cublaslt %8.1f us %5.1f%% | engine/cublaslt %.3f", t_lt * 1e3,
+                  pct_of_read(pb, t_lt, read_gbps), t_engine / t_lt);
+    else
+      std::printf("cublaslt refused: %s", cudaGetErrorString(lt_err));
+    if (algos && lt_err == cudaSuccess) {
+      int best = 0, tried = 0;
+      double t_best = t_lt;
+      for (int a = 1; a < 8; ++a) {
+        const cudaError_t e = dc::linear_fp8_cublaslt_with_algo(lt, op.x, T, op.w(0), lt_scales[0],
+                                                                op.y, ws, ws_bytes, a, s);
+        CK(cudaStreamSynchronize(s));
+        if (e != cudaSuccess) break;  // past the heuristic's list
+        ++tried;
+        const double t = time_graph_per_call(
+            [&](int i) {
+              const size_t m = size_t(i) % op.mats.size();
+              CK(dc::linear_fp8_cublaslt_with_algo(lt, op.x, T, op.w(i), lt_scales[m], op.y, ws,
+                                                   ws_bytes, a, s));
+            },
+            s);
+        if (t < t_best) t_best = t, best = a;
+      }
+      std::printf(" | algos 0..%d best #%d %8.1f us %5.1f%%", tried, best, t_best * 1e3,
+                  pct_of_read(pb, t_best, read_gbps));
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  for (float* p : lt_scales) cudaFree(p);
   cudaFree(ws);
 }
 
@@ -727,6 +842,22 @@ int main(int argc, char** argv) {
       if (!only.empty() && only != n) continue;
       for (const shape& sh : set) bench_lead_ab(sh, k, ts, read_gbps, s);
     }
+    std::printf("HBM read ceiling again: %.1f GB/s\n", read_ceiling_gbps(s));
+    return 0;
+  }
+  if (argc > 1 && (std::string(argv[1]) == "--fp8-cublaslt" ||
+                   std::string(argv[1]) == "--fp8-cublaslt-algos")) {
+    const bool algos = std::string(argv[1]) == "--fp8-cublaslt-algos";
+    std::printf(
+        "\n## FP8-input linears: engine path vs cuBLASLt block-scaled FP8 (bf16 x / y, graph of "
+        "%d calls, best of 2 alternating, %% of read on the FP8 bytes)\n",
+        k_graph_calls);
+    const std::vector<int64_t> ts{8, 9, 16, 32, 64, 128};
+    for (const shape& sh :
+         {flash[0], flash[1], flash[3], flash[5], flash[6], pro[0], pro[1], pro[2], pro[3], pro[4]})
+      bench_fp8_cublaslt(sh, ts, read_gbps, cublas, s, algos);
+    // Prefill sanity rows: linear_gemm (expand + cuBLAS BF16) above 64 tokens.
+    bench_fp8_cublaslt(pro[2], {512, 1024}, read_gbps, cublas, s, algos);
     std::printf("HBM read ceiling again: %.1f GB/s\n", read_ceiling_gbps(s));
     return 0;
   }

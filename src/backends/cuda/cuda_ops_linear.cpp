@@ -1,8 +1,10 @@
 // cuda_ops: weights in their checkpoint formats on the device (linear.h; the routed experts'
 // 4-bit bytes repacked at load where expert_layout.h says), linears and MoE.
+#include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "backends/cuda/act_dispatch.h"
@@ -12,6 +14,7 @@
 #include "backends/cuda/linear_decode.h"
 #include "backends/cuda/linear_decode_fp8act.h"
 #include "backends/cuda/linear_dispatch.h"
+#include "backends/cuda/linear_fp8_cublaslt.h"
 #include "backends/cuda/linear_gemm.h"
 #include "backends/cuda/moe.h"
 #include "backends/cuda/moe_decode.h"
@@ -32,6 +35,7 @@ struct device_weight_storage {
 class cuda_linear : public prepared_linear {
  public:
   device_weight_storage s;
+  tensor lt_scale;  // FP8 blocks: the block scales as f32 in linear_fp8_cublaslt's layout
 };
 
 class cuda_experts : public prepared_experts {
@@ -191,6 +195,11 @@ std::unique_ptr<prepared_linear> cuda_ops::prepare_linear(const linear_weight& w
   p->name = w.name;
   p->source_format = w.format;
   p->s = upload_weights(*this, {&w});
+  if (linear_fp8_cublaslt_supported(p->s.w)) {
+    p->lt_scale = alloc(dtype::f32, {linear_fp8_cublaslt_scale_count(p->s.w)});
+    check_cuda(linear_fp8_cublaslt_prepare_scales(p->s.w, p->lt_scale.data<float>(), stream()),
+               w.name.c_str());
+  }
   return p;
 }
 
@@ -304,6 +313,48 @@ bool takes_fp8act(bool decode_kernels, const tensor& x, const device_weight& dw)
   return decode_kernels && T >= 1 && T <= k_max_tokens && linear_decode_fp8act_supported(dw);
 }
 
+// cuBLASLt's block-scaled FP8 matmul (linear_fp8_cublaslt.h) where it beat the path linear()
+// takes (H200, bench_linear_gemm --fp8-cublaslt, session 24 LIN14, first of two processes that
+// agreed within a few %; engine / cuBLASLt time, bf16 x). On the >= 32 MiB matrices linear_decode
+// reads 37-50% of the HBM ceiling at 9-32 tokens and linear_gemm (BF16 expansion + cuBLAS)
+// 13-16% from 33, cuBLASLt 39-68%; but cuBLASLt costs 15-16 us at least (Flash wq_a, 4 MiB, at
+// every T from 8 to 128), so small matrices keep the engine's kernels.
+//  * T >= 33, >= 8 MiB of FP8 (T = 64 / 128): Flash wq_b 3.04 / 3.26x, wo_b 2.81 / 2.74x,
+//    shared w13 (8 MiB) 1.08 / 1.11x, w2 1.45 / 1.53x; Pro wq_a 1.20 / 1.22x, wq_b 4.21 / 4.57x,
+//    wo_b 4.63 / 4.38x (512 / 1024 tokens: 2.19 / 1.75x), shared w13 1.92 / 1.82x, w2 2.24 /
+//    2.35x; Flash wq_a (4 MiB) lost (0.77 / 0.79x).
+//  * 16-32 tokens, >= 32 MiB (T = 16 / 32): Flash wq_b 1.15 / 1.19x, wo_b 1.09 / 1.18x, Pro wq_b
+//    1.08 / 1.23x, wo_b 1.65 / 1.67x; the 21 MiB Pro shared experts tied or won a little
+//    (0.99-1.16x), Pro wq_a tied at 32 (1.01x), smaller matrices lost (0.43-0.63x at T = 16).
+//  * 9-15 tokens, >= 64 MiB (T = 9): Pro wq_b 1.18x, wo_b 1.57x; Flash wq_b / wo_b lost (0.86 /
+//    0.98x).
+//  * Not above 1024 tokens (not measured); not at <= 8 tokens, where linear_decode_fp8act won
+//    everywhere (cuBLASLt 0.27-0.83x).
+// DSV4_FP8_CUBLASLT_TOKENS="min,max" (read once) replaces the rule: cuBLASLt for every supported
+// matrix at min <= T <= max ("0,-1": never), for tests and A/B runs.
+bool cublaslt_wins(int64_t T, int64_t rows, int64_t cols) {
+  static const std::pair<int64_t, int64_t> window = [] {
+    const char* env = std::getenv("DSV4_FP8_CUBLASLT_TOKENS");
+    long long lo = 0, hi = -1;
+    if (env && std::sscanf(env, "%lld,%lld", &lo, &hi) == 2)
+      return std::pair<int64_t, int64_t>(lo, hi);
+    return std::pair<int64_t, int64_t>(-1, -1);  // -1: the measured rule
+  }();
+  if (window.first >= 0) return T >= window.first && T <= window.second;
+  constexpr int64_t k_mib = int64_t(1) << 20;
+  const int64_t bytes = rows * cols;  // one byte per FP8 weight
+  if (T > 1024) return false;
+  if (T >= 33) return bytes >= 8 * k_mib;
+  if (T >= 16) return bytes >= 32 * k_mib;
+  return T >= 9 && bytes >= 64 * k_mib;
+}
+
+bool takes_cublaslt(bool decode_kernels, const tensor& x, const cuda_linear& cw) {
+  const int64_t T = x.shape().rank() == 2 ? x.size(0) : 0;
+  return decode_kernels && cw.lt_scale.defined() && T >= 1 &&
+         !takes_fp8act(decode_kernels, x, cw.s.w) && cublaslt_wins(T, cw.s.w.rows, cw.s.w.cols);
+}
+
 }  // namespace
 
 bool cuda_ops::linear_fp8_input_quantizes(const tensor& x, const prepared_linear& w) const {
@@ -312,12 +363,31 @@ bool cuda_ops::linear_fp8_input_quantizes(const tensor& x, const prepared_linear
   // caller's quantized copy as before, so a test can compare both in one process bit for bit.
   const char* copy = std::getenv("DSV4_FP8_INPUT_COPY");
   if (copy && std::strcmp(copy, "1") == 0) return false;
-  return takes_fp8act(decode_kernels(), x, static_cast<const cuda_linear&>(w).s.w);
+  const auto& cw = static_cast<const cuda_linear&>(w);
+  return takes_fp8act(decode_kernels(), x, cw.s.w) || takes_cublaslt(decode_kernels(), x, cw);
 }
 
 tensor cuda_ops::linear_fp8_input(const tensor& x, const prepared_linear& w) {
   const auto& cw = static_cast<const cuda_linear&>(w);
   const device_weight& dw = cw.s.w;
+  if (takes_cublaslt(decode_kernels(), x, cw)) {
+    const int64_t T = x.size(0);
+    check_device_type(x, activation_type(), "linear input");
+    DSV4_CHECK(x.size(1) == w.in, "linear {}: input {} for weight [{}, {}]", w.name,
+               x.shape().str(), w.out, w.in);
+    tensor y = alloc(act_, {T, w.out});
+    const size_t ws = linear_fp8_cublaslt_workspace_bytes(T, dw.rows, dw.cols);
+    tensor workspace = alloc(dtype::u8, {int64_t(ws)});
+    auto* lt = reinterpret_cast<cublasLtHandle_t>(cublas());
+    check_cuda(with_act(act_,
+                        [&](auto* a) {
+                          return linear_fp8_cublaslt(lt, act_ptr(x, a), T, dw,
+                                                     cw.lt_scale.data<float>(), act_ptr(y, a),
+                                                     workspace.data<uint8_t>(), ws, stream());
+                        }),
+               w.name.c_str());
+    return y;
+  }
   if (!takes_fp8act(decode_kernels(), x, dw)) return linear(x, w);
   const int64_t T = x.size(0);
   check_device_type(x, activation_type(), "linear input");
