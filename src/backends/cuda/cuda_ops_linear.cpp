@@ -307,10 +307,18 @@ namespace {
 // projection (H200, bench/RESULTS.md session 5: 1.0-1.13x, e.g. Pro wq_b T = 1 28.6 vs 31.4 us);
 // at 16-32 tokens it won on some shapes and lost on others (its 2- and 4-n-tile kernels run 8
 // warps a block).
+// From 9 to 32 tokens (two and four n-tiles) it also beat linear_decode and cuBLASLt on the
+// projections of few rows and long rows (H200, bench_linear_gemm --fp8-cublaslt, session 24
+// LIN14, T = 9 / 16 / 32, us): Flash wq_a (1024 x 4096) 6.5 / 6.6 / 10.7 -> 5.9 / 5.9 / 7.1, Flash
+// shared w13 (2048 x 4096) 6.9 / 7.2 / 11.2 -> 6.5 / 6.6 / 8.7, Pro wq_a (1536 x 7168) 9.2 / 9.7 /
+// 16.2 -> 8.5 / 9.1 / 11.4; it lost on the short rows of the shared w2 (Flash 4096 x 2048: 6.3 ->
+// 7.8 at T = 9) and the larger matrices, which keep linear_decode or take cuBLASLt.
 bool takes_fp8act(bool decode_kernels, const tensor& x, const device_weight& dw) {
   constexpr int64_t k_max_tokens = 8;
   const int64_t T = x.shape().rank() == 2 ? x.size(0) : 0;
-  return decode_kernels && T >= 1 && T <= k_max_tokens && linear_decode_fp8act_supported(dw);
+  const bool tokens_ok = T <= k_max_tokens || (T <= k_linear_decode_fp8act_max_tokens &&
+                                               dw.rows <= 2048 && dw.cols >= 4096);
+  return decode_kernels && T >= 1 && tokens_ok && linear_decode_fp8act_supported(dw);
 }
 
 // cuBLASLt's block-scaled FP8 matmul (linear_fp8_cublaslt.h) where it beat the path linear()
