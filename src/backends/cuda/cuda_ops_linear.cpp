@@ -312,12 +312,19 @@ namespace {
 // LIN14, T = 9 / 16 / 32, us): Flash wq_a (1024 x 4096) 6.5 / 6.6 / 10.7 -> 5.9 / 5.9 / 7.1, Flash
 // shared w13 (2048 x 4096) 6.9 / 7.2 / 11.2 -> 6.5 / 6.6 / 8.7, Pro wq_a (1536 x 7168) 9.2 / 9.7 /
 // 16.2 -> 8.5 / 9.1 / 11.4; it lost on the short rows of the shared w2 (Flash 4096 x 2048: 6.3 ->
-// 7.8 at T = 9) and the larger matrices, which keep linear_decode or take cuBLASLt.
+// 7.8 at T = 9) and the larger matrices, which keep linear_decode or take cuBLASLt. And up to 16
+// tokens on the >= 64 MiB matrices of short rows (Pro wq_b, 65536 x 1536, T = 9 / 16): H200
+// (lead l24h) 35.1 / 36.0 us against cuBLASLt's 38.8 / 45.2 and linear_decode's 47.3 / 49.0; H100
+// (l24j) 42.5 / 43.4 against 48.5 / 45.6 and 53.2 / 54.6 (at 32 tokens cuBLASLt wins: 42.9
+// vs 48.2).
 bool takes_fp8act(bool decode_kernels, const tensor& x, const device_weight& dw) {
   constexpr int64_t k_max_tokens = 8;
   const int64_t T = x.shape().rank() == 2 ? x.size(0) : 0;
-  const bool tokens_ok = T <= k_max_tokens || (T <= k_linear_decode_fp8act_max_tokens &&
-                                               dw.rows <= 2048 && dw.cols >= 4096);
+  const bool long_rows_small = dw.rows <= 2048 && dw.cols >= 4096;
+  const bool short_rows_big = dw.rows * dw.cols >= (int64_t(64) << 20) && dw.cols <= 2048;
+  const bool tokens_ok = T <= k_max_tokens ||
+                         (T <= k_linear_decode_fp8act_max_tokens && long_rows_small) ||
+                         (T <= 16 && short_rows_big);
   return decode_kernels && T >= 1 && tokens_ok && linear_decode_fp8act_supported(dw);
 }
 
