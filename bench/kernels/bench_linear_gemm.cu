@@ -456,59 +456,73 @@ void bench_decode_split_sweep(const shape& sh, weight_kind kind, const std::vect
   cudaFree(ws);
 }
 
-// W8A8 decode plans on one shape, same process and operands (bf16 x and y, graphs of 16 calls
-// chained with PDL as decode steps run): the default plan against quantize_in_gemm and L2
-// prefetch variants ("default": linear_decode_fp8act_default_plan); "base2" repeats the first
-// plan last (run-to-run spread).
-void bench_w8a8_ab(const shape& sh, const std::vector<int64_t>& tokens, double read_gbps,
-                   cudaStream_t s) {
-  using dsv4::cuda::linear_decode_fp8act_plan;
-  const int64_t tmax = *std::max_element(tokens.begin(), tokens.end());
-  const shape_operands op(weight_kind::fp8_block, sh.rows, sh.cols, tmax, 24, 300, 0, 78);
-  const size_t ws_bytes = dsv4::cuda::linear_decode_fp8act_workspace_bytes(tmax, sh.cols);
+// W8A8 plan variants of one shape at T tokens, alternating in one process (--w8a8-xlead,
+// --w8a8-ks): each variant edits a copy of the default plan and returns false where it does not
+// apply (printed "-"); `head` prints the row's start from the default plan.
+using w8a8_plan = dsv4::cuda::linear_decode_fp8act_plan;
+struct w8a8_variant {
+  std::string name;
+  std::function<bool(w8a8_plan&)> edit;
+};
+void bench_w8a8_variants(const shape& sh, int64_t T, int reps,
+                         const std::function<void(const w8a8_plan&)>& head,
+                         const std::vector<w8a8_variant>& variants, double read_gbps,
+                         cudaStream_t s) {
+  const shape_operands op(weight_kind::fp8_block, sh.rows, sh.cols, T, 24, 300, 0, 78);
+  const size_t ws_bytes = dsv4::cuda::linear_decode_fp8act_workspace_bytes(T, sh.cols);
   void* ws = dmalloc(ws_bytes);
-  struct variant {
-    const char* name;
-    linear_decode_fp8act_plan plan;
-  };
-  for (int64_t T : tokens) {
-    int sms = 132;
-    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-    const int ks =
-        int(dsv4::cuda::linear_decode_make_split(sh.rows, sh.cols / 128, 1, sms).k_parts);
-    const variant variants[] = {
-        {"base", {false, 0, 0}},
-        {"default", dsv4::cuda::linear_decode_fp8act_default_plan(op.w(0), T)},
-        {"pf2", {false, 2, 0}},
-        {"pf8", {false, 8, 0}},
-        {"inwarp+pf4", {true, 4, 0}},
-        {"inwarp+pf8", {true, 8, 0}},
-        {"base2", {false, 0, 0}}};
-    const dsv4::cuda::linear_decode_fp8act_plan def =
-        dsv4::cuda::linear_decode_fp8act_default_plan(op.w(0), T);
-    std::printf("ab %-10s %6lld %6lld T=%lld ks=%d default=%s/pf%d", sh.name, (long long)sh.rows,
-                (long long)sh.cols, (long long)T, ks, def.quantize_in_gemm ? "inwarp" : "kernel",
-                def.l2_prefetch_rounds);
-    for (const variant& v : variants) {
-      const bool split_variant = std::string(v.name).find("ks") != std::string::npos;
-      if (split_variant &&
-          (v.plan.k_parts < 1 || v.plan.k_parts > 16 || v.plan.k_parts > sh.cols / 128)) {
-        std::printf(" | %s -", v.name);
+  const w8a8_plan def = dsv4::cuda::linear_decode_fp8act_default_plan(op.w(0), T);
+  head(def);
+  for (int rep = 0; rep < reps; ++rep)
+    for (const w8a8_variant& v : variants) {
+      w8a8_plan plan = def;
+      if (!v.edit(plan)) {
+        std::printf(" | %s -", v.name.c_str());
         continue;
       }
       const double t = time_graph_per_call(
           [&](int i) {
             CK(dsv4::cuda::linear_decode_fp8act_with_plan(op.x, T, op.w(i), op.y, ws, ws_bytes,
-                                                          &v.plan, s));
+                                                          &plan, s));
           },
           s);
-      std::printf(" | %s %6.2f us %5.1f%%", v.name, t * 1e3,
+      std::printf(" | %s %6.2f us %5.1f%%", v.name.c_str(), t * 1e3,
                   pct_of_read(double(op.packed_bytes), t, read_gbps));
     }
-    std::printf("\n");
-    std::fflush(stdout);
-  }
+  std::printf("\n");
+  std::fflush(stdout);
   cudaFree(ws);
+}
+
+// W8A8 decode plans on one shape, in one process (bf16 x and y, graphs of 16 calls
+// chained with PDL as decode steps run): the default plan against quantize_in_gemm and L2
+// prefetch variants ("default": linear_decode_fp8act_default_plan); "base2" repeats the first
+// plan last (run-to-run spread).
+void bench_w8a8_ab(const shape& sh, const std::vector<int64_t>& tokens, double read_gbps,
+                   cudaStream_t s) {
+  const auto fixed = [](w8a8_plan plan) {
+    return [plan](w8a8_plan& p) {
+      p = plan;  // x_lead / late_scale -1: the default plan's
+      return true;
+    };
+  };
+  const std::vector<w8a8_variant> variants{
+      {"base", fixed({false, 0, 0})},      {"default", [](w8a8_plan&) { return true; }},
+      {"pf2", fixed({false, 2, 0})},       {"pf8", fixed({false, 8, 0})},
+      {"inwarp+pf4", fixed({true, 4, 0})}, {"inwarp+pf8", fixed({true, 8, 0})},
+      {"base2", fixed({false, 0, 0})}};
+  int sms = 132;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const int ks = int(dsv4::cuda::linear_decode_make_split(sh.rows, sh.cols / 128, 1, sms).k_parts);
+  for (int64_t T : tokens)
+    bench_w8a8_variants(
+        sh, T, 1,
+        [&](const w8a8_plan& def) {
+          std::printf("ab %-10s %6lld %6lld T=%lld ks=%d default=%s/pf%d", sh.name,
+                      (long long)sh.rows, (long long)sh.cols, (long long)T, ks,
+                      def.quantize_in_gemm ? "inwarp" : "kernel", def.l2_prefetch_rounds);
+        },
+        variants, read_gbps, s);
 }
 
 // linear_decode at <= 8 tokens (one n-tile), same process and operands (bf16 x and y, graphs of
@@ -720,39 +734,26 @@ int main(int argc, char** argv) {
     std::printf("\n## W8A8 K parts (default plan otherwise, graph of %d calls, %% of read)\n",
                 k_graph_calls);
     const int reps = argc > 2 ? std::atoi(argv[2]) : 2;
+    int sms = 132;
+    CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     for (const shape& sh : {flash[1], flash[3], flash[5], pro[1], pro[2], pro[3], pro[4]}) {
-      for (int64_t T : {int64_t(1), int64_t(4), int64_t(8)}) {
-        const shape_operands op(weight_kind::fp8_block, sh.rows, sh.cols, T, 24, 300, 0, 78);
-        const size_t ws_bytes = dsv4::cuda::linear_decode_fp8act_workspace_bytes(T, sh.cols);
-        void* ws = dmalloc(ws_bytes);
-        const auto def = dsv4::cuda::linear_decode_fp8act_default_plan(op.w(0), T);
-        int sms = 132;
-        CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-        const int ks0 =
-            int(dsv4::cuda::linear_decode_make_split(sh.rows, sh.cols / 128, 1, sms).k_parts);
-        std::printf("ks %-10s T=%lld default ks%d pf%d xl%d ls%d", sh.name, (long long)T, ks0,
-                    def.l2_prefetch_rounds, def.x_lead, def.late_scale);
-        for (int rep = 0; rep < reps; ++rep)
-          for (int ks : {0, 1, 2, 4, 8, 16}) {
-            if (ks > sh.cols / 128) {
-              std::printf(" | ks%d -", ks);
-              continue;
-            }
-            auto plan = def;
-            plan.k_parts = ks;
-            const double t = time_graph_per_call(
-                [&](int i) {
-                  CK(dsv4::cuda::linear_decode_fp8act_with_plan(op.x, T, op.w(i), op.y, ws,
-                                                                ws_bytes, &plan, s));
-                },
-                s);
-            std::printf(" | %s%d %6.2f us %5.1f%%", ks ? "ks" : "def", ks ? ks : ks0, t * 1e3,
-                        pct_of_read(double(op.packed_bytes), t, read_gbps));
-          }
-        std::printf("\n");
-        std::fflush(stdout);
-        cudaFree(ws);
-      }
+      const int ks0 =
+          int(dsv4::cuda::linear_decode_make_split(sh.rows, sh.cols / 128, 1, sms).k_parts);
+      std::vector<w8a8_variant> variants;
+      for (int ks : {0, 1, 2, 4, 8, 16})
+        variants.push_back(
+            {(ks ? "ks" : "def") + std::to_string(ks ? ks : ks0), [ks, &sh](w8a8_plan& p) {
+               p.k_parts = ks;
+               return ks <= sh.cols / 128;
+             }});
+      for (int64_t T : {int64_t(1), int64_t(4), int64_t(8)})
+        bench_w8a8_variants(
+            sh, T, reps,
+            [&](const w8a8_plan& def) {
+              std::printf("ks %-10s T=%lld default ks%d pf%d xl%d ls%d", sh.name, (long long)T, ks0,
+                          def.l2_prefetch_rounds, def.x_lead, def.late_scale);
+            },
+            variants, read_gbps, s);
     }
     std::printf("HBM read ceiling again: %.1f GB/s\n", read_ceiling_gbps(s));
     return 0;
@@ -763,39 +764,24 @@ int main(int argc, char** argv) {
     // one process.
     std::printf("\n## W8A8 x lead (default plan, graph of %d calls, %% of read)\n", k_graph_calls);
     const int reps = argc > 2 ? std::atoi(argv[2]) : 2;
-    for (const shape& sh : {flash[0], flash[1], flash[3], flash[5], flash[6], pro[0], pro[1],
-                            pro[2], pro[3], pro[4]}) {
-      for (int64_t T : {int64_t(1), int64_t(2), int64_t(4), int64_t(8)}) {
-        const shape_operands op(weight_kind::fp8_block, sh.rows, sh.cols, T, 24, 300, 0, 78);
-        const size_t ws_bytes = dsv4::cuda::linear_decode_fp8act_workspace_bytes(T, sh.cols);
-        void* ws = dmalloc(ws_bytes);
-        const auto def = dsv4::cuda::linear_decode_fp8act_default_plan(op.w(0), T);
-        std::printf("xlead %-10s T=%lld pf%d", sh.name, (long long)T, def.l2_prefetch_rounds);
-        struct lead_variant {
-          int lead, late;
-          const char* name;
-        };
-        const lead_variant variants[] = {
-            {0, 0, "xl0"}, {2, 0, "xl2"}, {2, 1, "xl2ls"}, {-1, -1, "default"}};
-        for (int rep = 0; rep < reps; ++rep)
-          for (const lead_variant& v : variants) {
-            auto plan = def;
-            plan.x_lead = v.lead;
-            plan.late_scale = v.late;
-            const double t = time_graph_per_call(
-                [&](int i) {
-                  CK(dsv4::cuda::linear_decode_fp8act_with_plan(op.x, T, op.w(i), op.y, ws,
-                                                                ws_bytes, &plan, s));
-                },
-                s);
-            std::printf(" | %s %6.2f us %5.1f%%", v.name, t * 1e3,
-                        pct_of_read(double(op.packed_bytes), t, read_gbps));
-          }
-        std::printf("\n");
-        std::fflush(stdout);
-        cudaFree(ws);
-      }
-    }
+    const auto lead = [](int x_lead, int late) {
+      return [x_lead, late](w8a8_plan& p) {
+        p.x_lead = x_lead;
+        p.late_scale = late;
+        return true;
+      };
+    };
+    const std::vector<w8a8_variant> variants{
+        {"xl0", lead(0, 0)}, {"xl2", lead(2, 0)}, {"xl2ls", lead(2, 1)}, {"default", lead(-1, -1)}};
+    for (const shape& sh :
+         {flash[0], flash[1], flash[3], flash[5], flash[6], pro[0], pro[1], pro[2], pro[3], pro[4]})
+      for (int64_t T : {int64_t(1), int64_t(2), int64_t(4), int64_t(8)})
+        bench_w8a8_variants(
+            sh, T, reps,
+            [&](const w8a8_plan& def) {
+              std::printf("xlead %-10s T=%lld pf%d", sh.name, (long long)T, def.l2_prefetch_rounds);
+            },
+            variants, read_gbps, s);
     std::printf("HBM read ceiling again: %.1f GB/s\n", read_ceiling_gbps(s));
     return 0;
   }
