@@ -775,7 +775,7 @@ int main(int argc, char** argv) {
         {"xl0", lead(0, 0)}, {"xl2", lead(2, 0)}, {"xl2ls", lead(2, 1)}, {"default", lead(-1, -1)}};
     for (const shape& sh :
          {flash[0], flash[1], flash[3], flash[5], flash[6], pro[0], pro[1], pro[2], pro[3], pro[4]})
-      for (int64_t T : {int64_t(1), int64_t(2), int64_t(4), int64_t(8)})
+      for (int64_t T : {int64_t(1), int64_t(2), int64_t(4), int64_t(8), int64_t(9), int64_t(16)})
         bench_w8a8_variants(
             sh, T, reps,
             [&](const w8a8_plan& def) {

@@ -108,6 +108,10 @@ struct round_x {
   uint4 a, b;
   float s0, s1;
 };
+template <int NT>
+struct round_xs {  // a round's fragments of all n-tiles
+  round_x t[NT];
+};
 
 // Round `round` of the lane's rows: w0 / w1 point at rows g / g + 8 at the lane's byte offset;
 // scale_row at the weight scales of the tile's 128-row block.
@@ -263,7 +267,7 @@ template <int NT, typename x_t, bool XA = false, bool LS = false>
 __global__ void __launch_bounds__(max_threads<NT>())
     fp8act_gemm_kernel(x_t xp, int tokens, fp8_matrix w, int rt, int ks, int l2_rounds, void* y,
                        bool y_bf16) {
-  static_assert(!XA || (NT == 1 && std::is_same_v<x_t, x_blocks>), "x ahead: one n-tile");
+  static_assert(!XA || (NT <= 2 && std::is_same_v<x_t, x_blocks>), "x ahead: <= 2 n-tiles");
   static_assert(!LS || XA, "late scales: with x ahead");
   pdl_trigger();  // the next call's first launch waits for this grid before it touches anything
   extern __shared__ float partial[];  // [ks - 1][rt][NT][4][32]
@@ -306,24 +310,31 @@ __global__ void __launch_bounds__(max_threads<NT>())
       mma_round<NT>(acc, c, xv, r + 2);
     }
   } else {
-    round_x xa, xb, xc;  // pair with a, b, c
-    auto get = [&](round_x& f, int64_t round) {
-      if (round < re) xv.get(0, round, f.a, f.b, f.s0, f.s1);
+    round_xs<NT> xa, xb, xc;  // pair with a, b, c
+    auto get = [&](round_xs<NT>& f, int64_t round) {
+      if (round < re)
+#pragma unroll
+        for (int j = 0; j < NT; ++j) xv.get(j, round, f.t[j].a, f.t[j].b, f.t[j].s0, f.t[j].s1);
+    };
+    auto mma = [&](const round_w& w, const round_xs<NT>& f) {
+#pragma unroll
+      for (int j = 0; j < NT; ++j)
+        mma_tile<NT, LS>(acc, j, w, f.t[j].a, f.t[j].b, f.t[j].s0, f.t[j].s1, e8m0);
     };
     get(xa, rb);
     get(xb, rb + 1);
     for (int64_t r = rb; r < re; r += 3) {
       if (r + 2 < re) load_round<LS>(c, w0, w1, scale_row, e8m0, r + 2);
       get(xc, r + 2);
-      mma_tile<1, LS>(acc, 0, a, xa.a, xa.b, xa.s0, xa.s1, e8m0);
+      mma(a, xa);
       if (r + 1 >= re) break;
       if (r + 3 < re) load_round<LS>(a, w0, w1, scale_row, e8m0, r + 3);
       get(xa, r + 3);
-      mma_tile<1, LS>(acc, 0, b, xb.a, xb.b, xb.s0, xb.s1, e8m0);
+      mma(b, xb);
       if (r + 2 >= re) break;
       if (r + 4 < re) load_round<LS>(b, w0, w1, scale_row, e8m0, r + 4);
       get(xb, r + 4);
-      mma_tile<1, LS>(acc, 0, c, xc.a, xc.b, xc.s0, xc.s1, e8m0);
+      mma(c, xc);
     }
   }
   if (!decode_tail::sum_k_parts<NT>(acc, partial, rt, ks, tile, kpart, lane)) return;
@@ -450,7 +461,12 @@ cudaError_t linear_decode_fp8act_with_plan(const act_t* x, int64_t tokens, const
     if (lead == 2) return run(fp8act_gemm_kernel<1, x_blocks, true>, xb);
     return run(fp8act_gemm_kernel<1, x_blocks>, xb);
   }
-  if (nt == 2) return run(fp8act_gemm_kernel<2, x_blocks>, xb);
+  if (nt == 2) {
+    if (pl.x_lead == 2 && pl.late_scale > 0)
+      return run(fp8act_gemm_kernel<2, x_blocks, true, true>, xb);
+    if (pl.x_lead == 2) return run(fp8act_gemm_kernel<2, x_blocks, true>, xb);
+    return run(fp8act_gemm_kernel<2, x_blocks>, xb);
+  }
   return run(fp8act_gemm_kernel<4, x_blocks>, xb);
 }
 
