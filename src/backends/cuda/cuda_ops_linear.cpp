@@ -314,17 +314,24 @@ namespace {
 // 16.2 -> 8.5 / 9.1 / 11.4; it lost on the short rows of the shared w2 (Flash 4096 x 2048: 6.3 ->
 // 7.8 at T = 9) and the larger matrices, which keep linear_decode or take cuBLASLt. And up to 16
 // tokens on the >= 64 MiB matrices of short rows (Pro wq_b, 65536 x 1536, T = 9 / 16): H200
-// (lead l24h) 35.1 / 36.0 us against cuBLASLt's 38.8 / 45.2 and linear_decode's 47.3 / 49.0; H100
-// (l24j) 42.5 / 43.4 against 48.5 / 45.6 and 53.2 / 54.6 (at 32 tokens cuBLASLt wins: 42.9
-// vs 48.2).
+// (lead l24h, before the two-n-tile lead) 35.1 / 36.0 us against cuBLASLt's 38.8 / 45.2 and
+// linear_decode's 47.3 / 49.0; H100 (l24j) 42.5 / 43.4 against 48.5 / 45.6 and 53.2 / 54.6 (at 32
+// tokens cuBLASLt wins: 42.9 vs 48.2). With its activation lead at two n-tiles (session 24 l24l;
+// linear_decode_fp8act_default_plan) it beat both from 9 to 16 tokens on every measured projection
+// (H200, T = 9 / 16, us, W8A8 / the best other): Flash wq_b 13.7 / 13.9 vs cuBLASLt 19.6 / 15.1,
+// Flash wo_b 16.6 / 17.2 vs linear_decode 18.8 / 19.0, Pro shared w13 13.5 / 13.6 vs 15.9 / 16.4,
+// Pro shared w2 11.7 / 12.0 vs 13.2 / 13.5, Pro wq_a 7.3 / 7.5 vs 9.4 / 10.0; but for the short
+// rows of the Flash shared w2 (4096 x 2048: 7.7 / 8.3 vs linear_decode 6.3 / 6.5) and Pro wo_b at
+// 16 (43.0 vs cuBLASLt 39.0; a tie at 9), which keep their paths.
 bool takes_fp8act(bool decode_kernels, const tensor& x, const device_weight& dw) {
   constexpr int64_t k_max_tokens = 8;
   const int64_t T = x.shape().rank() == 2 ? x.size(0) : 0;
   const bool long_rows_small = dw.rows <= 2048 && dw.cols >= 4096;
-  const bool short_rows_big = dw.rows * dw.cols >= (int64_t(64) << 20) && dw.cols <= 2048;
+  const bool short_rows_small = dw.rows <= 4096 && dw.cols <= 2048;
+  const bool long_rows_big = dw.rows * dw.cols >= (int64_t(64) << 20) && dw.cols >= 16384;
   const bool tokens_ok = T <= k_max_tokens ||
                          (T <= k_linear_decode_fp8act_max_tokens && long_rows_small) ||
-                         (T <= 16 && short_rows_big);
+                         (T <= 16 && !short_rows_small && !long_rows_big);
   return decode_kernels && T >= 1 && tokens_ok && linear_decode_fp8act_supported(dw);
 }
 

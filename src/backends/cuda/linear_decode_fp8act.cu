@@ -381,8 +381,24 @@ linear_decode_fp8act_plan linear_decode_fp8act_default_plan(const device_weight&
   // H200 (Pro wq_a T = 1 6.46 -> 6.06 us, Pro sh_w13 9.16 -> 8.89, Flash wq_b 10.7 -> 10.5); at 12
   // rounds (Pro wq_b) 2 rounds stay 1-1.3% slower, as on the H100.
   linear_decode_fp8act_plan p;
-  if (tokens > 8 || !linear_decode_fp8act_supported(w)) return p;
+  if (tokens > 16 || !linear_decode_fp8act_supported(w)) return p;
   const int64_t rounds = w.cols / k_block;
+  if (tokens > 8) {
+    // Two n-tiles: activations 2 rounds ahead where a K part has >= 3 rounds, E8M0 scales at the
+    // MMAs from 7168 rows. H200, session 24 (call l24l, --w8a8-xlead, one process, T = 9 / 16,
+    // us, x_lead 0 -> the lead -> with late scales): Flash wq_b 16.7 / 17.0 -> 14.6 / 14.9 -> 13.7
+    // / 13.9, Flash wo_b 19.2 / 19.6 -> 16.6 / 17.2 (late 16.8 / 17.9), Flash wq_a 5.9 / 6.0 -> 5.4
+    // / 5.4 (late 5.1 / 5.3), Flash shared w13 6.5 / 6.6 -> 5.9 / 6.2 (late 6.0 / 6.3), Pro
+    // wq_a 8.6 / 9.1 -> 7.3 / 7.5 (late 7.4 / 7.8), Pro wo_b 58-63 / 59 -> 44-45 / 45 -> 42.4-43.3
+    // / 43.0, Pro shared w13 16.0 / 16.4 -> 13.5 / 13.8 (late 13.5 / 13.6), Pro shared w2 14.3
+    // / 14.4 -> 12.5 / 12.8 -> 11.7 / 12.0; Pro wq_b 35-36 / 38-39 -> 38 / 41-45 -> 34.5-35.5
+    // / 36.6-40.7 (noisy); Flash shared w2 (2 rounds a part at one n-tile) 7.9 / 8.2 -> 7.8 / 8.3.
+    const linear_decode_split sp2 =
+        linear_decode_make_split(w.rows, rounds, 4, current_device_sm_count());
+    p.x_lead = rounds / sp2.k_parts >= 3 ? 2 : 0;
+    p.late_scale = p.x_lead > 0 && w.rows >= 7168 ? 1 : 0;
+    return p;
+  }
   const linear_decode_split sp =
       linear_decode_make_split(w.rows, rounds, 1, current_device_sm_count());
   const int64_t per_part = rounds / sp.k_parts;
