@@ -320,18 +320,19 @@ namespace {
 // linear_decode_fp8act_default_plan) it beat both from 9 to 16 tokens on every measured projection
 // (H200, T = 9 / 16, us, W8A8 / the best other): Flash wq_b 13.7 / 13.9 vs cuBLASLt 19.6 / 15.1,
 // Flash wo_b 16.6 / 17.2 vs linear_decode 18.8 / 19.0, Pro shared w13 13.5 / 13.6 vs 15.9 / 16.4,
-// Pro shared w2 11.7 / 12.0 vs 13.2 / 13.5, Pro wq_a 7.3 / 7.5 vs 9.4 / 10.0; but for the short
-// rows of the Flash shared w2 (4096 x 2048: 7.7 / 8.3 vs linear_decode 6.3 / 6.5) and Pro wo_b at
-// 16 (43.0 vs cuBLASLt 39.0; a tie at 9), which keep their paths.
+// Pro shared w2 11.7 / 12.0 vs 13.2 / 13.5, Pro wq_a 7.3 / 7.5 vs 9.4 / 10.0 (l24m, one process:
+// Pro wq_b 34.1 / 35.0 vs cuBLASLt 38.6 / 44.7); Pro wo_b ties cuBLASLt on the H200 (42.3 / 43.0
+// vs 42.5 / 41.1) and wins on the H100 (48.1 / 48.2 vs 53.9 / 52.3, l24m). Not for the short rows
+// of the Flash shared w2 (4096 x 2048: 7.8 / 8.1 vs linear_decode 6.4 / 6.4), which keep
+// linear_decode.
 bool takes_fp8act(bool decode_kernels, const tensor& x, const device_weight& dw) {
   constexpr int64_t k_max_tokens = 8;
   const int64_t T = x.shape().rank() == 2 ? x.size(0) : 0;
   const bool long_rows_small = dw.rows <= 2048 && dw.cols >= 4096;
   const bool short_rows_small = dw.rows <= 4096 && dw.cols <= 2048;
-  const bool long_rows_big = dw.rows * dw.cols >= (int64_t(64) << 20) && dw.cols >= 16384;
   const bool tokens_ok = T <= k_max_tokens ||
                          (T <= k_linear_decode_fp8act_max_tokens && long_rows_small) ||
-                         (T <= 16 && !short_rows_small && !long_rows_big);
+                         (T <= 16 && !short_rows_small);
   return decode_kernels && T >= 1 && tokens_ok && linear_decode_fp8act_supported(dw);
 }
 
