@@ -46,13 +46,6 @@ __device__ __forceinline__ void mma_e4m3(float (&d)[4], uint32_t a0, uint32_t a1
       : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
 }
 
-// Two f32 to e4m3 (round to nearest even, saturating to +-448; NaN stays NaN): lo in bits 0-7.
-__device__ __forceinline__ uint32_t e4m3x2(float lo, float hi) {
-  unsigned short r;
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
-  return r;
-}
-
 // A warp per (token, 128-k block): x8 = e4m3(x / s), sx = s (ops::fake_quant_fp8_act's rule).
 template <typename act_t>
 __global__ void fp8act_quantize_kernel(const act_t* x, int64_t tokens, int64_t cols, uint8_t* x8,
@@ -66,18 +59,8 @@ __global__ void fp8act_quantize_kernel(const act_t* x, int64_t tokens, int64_t c
   const int64_t blocks = cols / k_block;
   if (item >= tokens * blocks) return;  // uniform over the warp
   const int64_t at = (item / blocks) * cols + (item % blocks) * k_block + lane * 4;
-  float v[4];
-  float amax = 0.0f;
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    v[j] = act_to_f32(x[at + j]);
-    amax = fmaxf(amax, fabsf(v[j]));  // NaN ignored, as fake_quant_fp8_act does
-  }
-  amax = quant::warp_max(amax);
-  const float s = quant::fp8_block_scale(amax);
-#pragma unroll
-  for (int j = 0; j < 4; ++j) v[j] = __fdiv_rn(v[j], s);  // exact: s is a power of two
-  reinterpret_cast<uint32_t*>(x8 + at)[0] = e4m3x2(v[0], v[1]) | (e4m3x2(v[2], v[3]) << 16);
+  float s;
+  reinterpret_cast<uint32_t*>(x8 + at)[0] = quant::fp8_block_codes_warp(x + at, s);
   if (lane == 0) sx[item] = s;
 }
 
@@ -204,8 +187,10 @@ struct x_in_warp {
       uint32_t u[8];
 #pragma unroll
       for (int i = 0; i < 8; ++i)
-        u[i] = e4m3x2(__fmul_rn(value(4 * i), inv), __fmul_rn(value(4 * i + 1), inv)) |
-               (e4m3x2(__fmul_rn(value(4 * i + 2), inv), __fmul_rn(value(4 * i + 3), inv)) << 16);
+        u[i] =
+            quant::e4m3x2_bits(__fmul_rn(value(4 * i), inv), __fmul_rn(value(4 * i + 1), inv)) |
+            (quant::e4m3x2_bits(__fmul_rn(value(4 * i + 2), inv), __fmul_rn(value(4 * i + 3), inv))
+             << 16);
       xa = make_uint4(u[0], u[1], u[2], u[3]);
       xb = make_uint4(u[4], u[5], u[6], u[7]);
       s0 = __shfl_sync(0xffffffffu, s, 8 * q);  // token 2q lives in quad 2q

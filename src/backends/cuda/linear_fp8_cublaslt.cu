@@ -28,13 +28,6 @@ size_t round_up(size_t v, size_t m) {
   return (v + m - 1) / m * m;
 }
 
-// Two f32 to e4m3 (round to nearest even, saturating to +-448; NaN stays NaN): lo in bits 0-7.
-__device__ __forceinline__ uint32_t e4m3x2(float lo, float hi) {
-  unsigned short r;
-  asm("cvt.rn.satfinite.e4m3x2.f32 %0, %1, %2;" : "=h"(r) : "f"(hi), "f"(lo));
-  return r;
-}
-
 // A warp per (token, 128-k block) of the padded N = n4 tokens: x8 = e4m3(x / s), sx[b][t] = s
 // (ops::fake_quant_fp8_act's rule, as linear_decode_fp8act's quantize). Tokens >= `tokens` get
 // zero bytes and scale 1, so the padded columns of D are zero and never read.
@@ -56,18 +49,8 @@ __global__ void lt_quantize_kernel(const act_t* x, int64_t tokens, int64_t n4, i
     if (lane == 0) sx[b * n4 + t] = 1.0f;
     return;
   }
-  float v[4];
-  float amax = 0.0f;
-#pragma unroll
-  for (int j = 0; j < 4; ++j) {
-    v[j] = act_to_f32(x[at + j]);
-    amax = fmaxf(amax, fabsf(v[j]));  // NaN ignored, as fake_quant_fp8_act does
-  }
-  amax = quant::warp_max(amax);
-  const float s = quant::fp8_block_scale(amax);
-#pragma unroll
-  for (int j = 0; j < 4; ++j) v[j] = __fdiv_rn(v[j], s);  // exact: s is a power of two
-  reinterpret_cast<uint32_t*>(x8 + at)[0] = e4m3x2(v[0], v[1]) | (e4m3x2(v[2], v[3]) << 16);
+  float s;
+  reinterpret_cast<uint32_t*>(x8 + at)[0] = quant::fp8_block_codes_warp(x + at, s);
   if (lane == 0) sx[b * n4 + t] = s;
 }
 

@@ -139,6 +139,24 @@ __device__ __forceinline__ float warp_max(float v) {
   return v;
 }
 
+// One 128-value FP8 block of activations by one warp, 4 consecutive values a lane at x4 (all 32
+// lanes call it): the lane's 4 E4M3 codes (value 0 in bits 0-7), and the block's scale in `scale`
+// (fake_quant_fp8_act's rule: x / s rounded to E4M3, s = fp8_block_scale of the amax, NaN ignored).
+template <typename T>
+__device__ __forceinline__ uint32_t fp8_block_codes_warp(const T* x4, float& scale) {
+  float v[4];
+  float amax = 0.0f;
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    v[j] = act_to_f32(x4[j]);
+    amax = fmaxf(amax, fabsf(v[j]));
+  }
+  scale = fp8_block_scale(warp_max(amax));
+#pragma unroll
+  for (int j = 0; j < 4; ++j) v[j] = __fdiv_rn(v[j], scale);  // exact: scale is a power of two
+  return e4m3x2_bits(v[0], v[1]) | (e4m3x2_bits(v[2], v[3]) << 16);
+}
+
 // FP8 quantize-dequantize of v[0:n] (f32 or bf16 storage) by one warp (all 32 lanes call it),
 // one scale for the n values (the caller splits rows into blocks).
 template <typename T>
