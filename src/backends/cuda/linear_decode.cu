@@ -389,29 +389,26 @@ __global__ void __launch_bounds__(XL == 0 ? max_threads<NT>() : k_x_lead_max_thr
     const auto get = [&](round_x<K>& f, int64_t round, uint32_t z) {
       if (round < re) load_x<K>(f, xh[0] + z, round * ROUND + off);
     };
+    // Round r on buffers cur / xcur: refill `fill` with round r + 2's weights, load the
+    // activations ahead (XL 2: round r + 2's into x2; XL 1: round r + 1's into x1, tied to this
+    // round's fragments), then round r's MMAs.
+    const auto step = [&](round_set<K, NT>& cur, round_set<K, NT>& fill, round_x<K>& xcur,
+                          round_x<K>& x2, round_x<K>& x1, int64_t r) {
+      if (r + 2 < re) load_round_set<K, NT>(fill, w, r0 + g, (r + 2) * ROUND + off);
+      if constexpr (XL == 2)
+        get(x2, r + 2, 0);
+      else
+        get(x1, r + 1, xcur.h[0].x & opaque0);
+      mma_round_set<K, SPLIT, NT>(acc, cur, xcur);
+    };
     get(xa, rb, 0);
     if constexpr (XL == 2) get(xb, rb + 1, 0);
     for (int64_t r = rb; r < re; r += 3) {
-      if (r + 2 < re) load_round_set<K, NT>(c, w, r0 + g, (r + 2) * ROUND + off);
-      if constexpr (XL == 2)
-        get(xc, r + 2, 0);
-      else
-        get(xb, r + 1, xa.h[0].x & opaque0);
-      mma_round_set<K, SPLIT, NT>(acc, a, xa);
+      step(a, c, xa, xc, xb, r);
       if (r + 1 >= re) break;
-      if (r + 3 < re) load_round_set<K, NT>(a, w, r0 + g, (r + 3) * ROUND + off);
-      if constexpr (XL == 2)
-        get(xa, r + 3, 0);
-      else
-        get(xc, r + 2, xb.h[0].x & opaque0);
-      mma_round_set<K, SPLIT, NT>(acc, b, xb);
+      step(b, a, xb, xa, xc, r + 1);
       if (r + 2 >= re) break;
-      if (r + 4 < re) load_round_set<K, NT>(b, w, r0 + g, (r + 4) * ROUND + off);
-      if constexpr (XL == 2)
-        get(xb, r + 4, 0);
-      else
-        get(xa, r + 3, xc.h[0].x & opaque0);
-      mma_round_set<K, SPLIT, NT>(acc, c, xc);
+      step(c, b, xc, xb, xa, r + 2);
     }
   }
   if (!decode_tail::sum_k_parts<NT>(acc, partial, rt, ks, tile, kpart, lane)) return;

@@ -306,20 +306,22 @@ __global__ void __launch_bounds__(max_threads<NT>())
       for (int j = 0; j < NT; ++j)
         mma_tile<NT, LS>(acc, j, w, f.t[j].a, f.t[j].b, f.t[j].s0, f.t[j].s1, e8m0);
     };
+    // Round r on cur / xcur: round r + 2's weights into fill and activations into xfill, then
+    // round r's MMAs.
+    const auto step = [&](round_w& cur, round_w& fill, round_xs<NT>& xcur, round_xs<NT>& xfill,
+                          int64_t r) {
+      if (r + 2 < re) load_round<LS>(fill, w0, w1, scale_row, e8m0, r + 2);
+      get(xfill, r + 2);
+      mma(cur, xcur);
+    };
     get(xa, rb);
     get(xb, rb + 1);
     for (int64_t r = rb; r < re; r += 3) {
-      if (r + 2 < re) load_round<LS>(c, w0, w1, scale_row, e8m0, r + 2);
-      get(xc, r + 2);
-      mma(a, xa);
+      step(a, c, xa, xc, r);
       if (r + 1 >= re) break;
-      if (r + 3 < re) load_round<LS>(a, w0, w1, scale_row, e8m0, r + 3);
-      get(xa, r + 3);
-      mma(b, xb);
+      step(b, a, xb, xa, r + 1);
       if (r + 2 >= re) break;
-      if (r + 4 < re) load_round<LS>(b, w0, w1, scale_row, e8m0, r + 4);
-      get(xb, r + 4);
-      mma(c, xc);
+      step(c, b, xc, xb, r + 2);
     }
   }
   if (!decode_tail::sum_k_parts<NT>(acc, partial, rt, ks, tile, kpart, lane)) return;
