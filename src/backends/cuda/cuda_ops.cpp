@@ -30,6 +30,14 @@ void check_f32(const tensor& t, const char* what) {
   check_device_type(t, dtype::f32, what);
 }
 
+// The mHC collapse's split-path partial sums (mhc.h), where that path may run; empty otherwise
+// (the collapse then takes the cluster or block kernel).
+tensor hc_workspace(cuda_ops& ops, int64_t T, int64_t hc, int64_t D) {
+  if (T > hc_collapse_split_max_tokens) return tensor();
+  const size_t bytes = hc_collapse_workspace_bytes(T, hc, D);
+  return bytes ? ops.alloc(dtype::u8, {int64_t(bytes)}) : tensor();
+}
+
 }  // namespace
 
 void check_device_type(const tensor& t, dtype type, const char* what) {
@@ -238,12 +246,16 @@ tensor cuda_ops::hc_pre(const tensor& x, const tensor& fn, const tensor& base, c
   DSV4_CHECK(fn.size(0) == (2 + hc) * hc && fn.size(1) == hc * D,
              "hc_pre: fn {} for {} streams of {}", fn.shape().str(), hc, D);
   tensor y = alloc(act_, {T, D});
+  tensor ws = hc_workspace(*this, T, hc, D);
   check_cuda(with_act(act_,
                       [&](auto* a) {
                         return cuda::hc_pre(act_ptr(x, a), fn.data<float>(), base.data<float>(),
                                             scale.data<float>(), T, hc, D, sinkhorn_iters, hc_eps,
                                             norm_eps, act_ptr(y, a), post.data<float>(),
-                                            comb.data<float>(), stream_);
+                                            comb.data<float>(), stream_,
+                                            cuda::hc_collapse_path::automatic,
+                                            ws.defined() ? ws.data<uint8_t>() : nullptr,
+                                            ws.defined() ? size_t(ws.bytes()) : 0);
                       }),
              "hc_pre");
   return y;
@@ -274,11 +286,15 @@ tensor cuda_ops::hc_head(const tensor& x, const tensor& fn, const tensor& base, 
   DSV4_CHECK(fn.size(0) == hc && fn.size(1) == hc * D, "hc_head: fn {} for {} streams of {}",
              fn.shape().str(), hc, D);
   tensor y = alloc(act_, {T, D});
+  tensor ws = hc_workspace(*this, T, hc, D);
   check_cuda(with_act(act_,
                       [&](auto* a) {
                         return cuda::hc_head(act_ptr(x, a), fn.data<float>(), base.data<float>(),
                                              scale.data<float>(), T, hc, D, hc_eps, norm_eps,
-                                             act_ptr(y, a), stream_);
+                                             act_ptr(y, a), stream_,
+                                             cuda::hc_collapse_path::automatic,
+                                             ws.defined() ? ws.data<uint8_t>() : nullptr,
+                                             ws.defined() ? size_t(ws.bytes()) : 0);
                       }),
              "hc_head");
   return y;
