@@ -734,7 +734,7 @@ test_case hc_pre_case(int64_t T, int64_t hc, int64_t D, int64_t iters,
     dy.poison();
     dpost.poison();
     dcomb.poison();
-    // The engine's workspace (automatic takes the split path with it up to its token limit).
+    // The engine's workspace (automatic takes the split path with it at decode sizes).
     device_buffer dws(std::max<size_t>(dsv4::cuda::hc_collapse_workspace_bytes(T, hc, D), 4));
     dws.poison();
     CUDA_CHECK(dsv4::cuda::hc_pre(dx.as<act_t>(), dfn.f32(), dbase.f32(), dscale.f32(), T, hc, D,
@@ -1205,7 +1205,7 @@ std::vector<test_case> make_perf_cases() {
     cases.push_back(hc_head_perf(T, k_hc, k_flash_hidden));
   }
   // The collapse's two kernels at sizes around the automatic choice.
-  for (int64_t T : {1, 4, 16, 64, 128, 512, 2048}) {
+  for (int64_t T : {1, 4, 16, 24, 32, 48, 64, 128, 512, 2048}) {
     for (auto path : {dsv4::cuda::hc_collapse_path::block, dsv4::cuda::hc_collapse_path::cluster,
                       dsv4::cuda::hc_collapse_path::split}) {
       if (path == dsv4::cuda::hc_collapse_path::split &&

@@ -33,7 +33,7 @@ void check_f32(const tensor& t, const char* what) {
 // The mHC collapse's split-path partial sums (mhc.h), where that path may run; empty otherwise
 // (the collapse then takes the cluster or block kernel).
 tensor hc_workspace(cuda_ops& ops, int64_t T, int64_t hc, int64_t D) {
-  if (T > hc_collapse_split_max_tokens) return tensor();
+  if (T > hc_collapse_split_auto_tokens) return tensor();
   const size_t bytes = hc_collapse_workspace_bytes(T, hc, D);
   return bytes ? ops.alloc(dtype::u8, {int64_t(bytes)}) : tensor();
 }

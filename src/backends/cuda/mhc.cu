@@ -539,7 +539,13 @@ cudaError_t hc_collapse(const act_t* x, const float* fn, const float* base, cons
                           workspace_bytes >= split_bytes &&
                           (reinterpret_cast<uintptr_t>(workspace) & 3) == 0;
   if (path == hc_collapse_path::split && !split_fits) return cudaErrorInvalidValue;
-  if (path == hc_collapse_path::split || (path == hc_collapse_path::automatic && split_fits)) {
+  // Automatic: split up to hc_collapse_split_auto_tokens. H100, session 25 (call l25b,
+  // test_backend_ops --perf, event-timed single calls, Flash widths, us, cluster -> split): hc_pre
+  // T = 1 / 4 / 16 / 64 19.2 / 23.9 / 24.9 / 42.5 -> 15.6 / 16.2 / 21.3 / 44.6, hc_head 14.0 /
+  // 17.8 / 18.6 / 30.3 -> 13.3 / 13.6 / 14.0 / 22.6, Pro hc_pre T = 4 32.6 -> 17.5; the flash-dims
+  // decode step (batch 2-3, graphs) 0.94-1.02 -> 0.87-0.95 ms.
+  if (path == hc_collapse_path::split || (path == hc_collapse_path::automatic && split_fits &&
+                                          tokens <= hc_collapse_split_auto_tokens)) {
     const int64_t chunks = hc_split_chunks(hc, D);
     const int64_t columns = ceil_div(D, int64_t(k_hc_split_columns)) + (head ? 0 : 1);
     if (chunks > INT32_MAX || columns > INT32_MAX) return cudaErrorInvalidValue;
