@@ -32,6 +32,14 @@ __device__ __forceinline__ float4 scaled(float4 v, float s, const float4* w, int
   return make_float4(v.x * s, v.y * s, v.z * s, v.w * s);
 }
 
+// scaled with the weight already loaded (the same products in the same order as scaled).
+__device__ __forceinline__ float scaled_by(float v, float s, float wv) {
+  return wv * (v * s);
+}
+__device__ __forceinline__ float4 scaled_by(float4 v, float s, float4 wv) {
+  return make_float4(wv.x * (v.x * s), wv.y * (v.y * s), wv.z * (v.z * s), wv.w * (v.w * s));
+}
+
 // Vec: each element is 4 consecutive features (slice length a multiple of 4, x / y aligned to 4
 // activations, weight 16-byte aligned); otherwise one feature. `len` counts elements per slice,
 // `n_features` features per slice. x is held as f32 between the two passes (exact for both act_t).
@@ -58,7 +66,7 @@ __global__ void rms_norm_kernel(const act_t* x, const float* w, act_t* y, int64_
       ys[i] = act_from_f32<act_t>(v);
   };
   const V* wv = reinterpret_cast<const V*>(w);
-  V cached[k_rms_cached];
+  V cached[k_rms_cached], wcached[k_rms_cached];
   float ss = 0.0f;
 #pragma unroll
   for (int k = 0; k < k_rms_cached; ++k) {
@@ -66,6 +74,16 @@ __global__ void rms_norm_kernel(const act_t* x, const float* w, act_t* y, int64_
     if (i < len) {
       cached[k] = load(i);
       ss += sum_squares(cached[k]);
+    }
+  }
+  // The weights of the cached share, loaded before the reduction: they do not depend on it, and
+  // loaded in the store loop they were a second memory trip after it (the decode step's norm
+  // weights are evicted from L2 by the layer weights streamed between two uses).
+  if (w) {
+#pragma unroll
+    for (int k = 0; k < k_rms_cached; ++k) {
+      const int64_t i = threadIdx.x + k * stride;
+      if (i < len) wcached[k] = wv[i];
     }
   }
   for (int64_t i = threadIdx.x + k_rms_cached * stride; i < len; i += stride)
@@ -76,7 +94,8 @@ __global__ void rms_norm_kernel(const act_t* x, const float* w, act_t* y, int64_
 #pragma unroll
   for (int k = 0; k < k_rms_cached; ++k) {
     const int64_t i = threadIdx.x + k * stride;
-    if (i < len) store(i, scaled(cached[k], inv, wv, i));
+    if (i < len)
+      store(i, w ? scaled_by(cached[k], inv, wcached[k]) : scaled(cached[k], inv, wv, i));
   }
   for (int64_t i = threadIdx.x + k_rms_cached * stride; i < len; i += stride)
     store(i, scaled(load(i), inv, wv, i));
