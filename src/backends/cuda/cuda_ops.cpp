@@ -3,6 +3,7 @@
 #include "backends/cuda/cuda_ops.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -52,7 +53,11 @@ cuda_ops::cuda_ops(int device, dtype activations) : device_(device), act_(activa
   check_cuda(cudaSetDevice(device), "cudaSetDevice");
   check_cuda(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device),
              "cudaDeviceGetAttribute(multiprocessor count)");
-  check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  check_cuda(cudaStreamCreateWithFlags(&main_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  check_cuda(cudaStreamCreateWithFlags(&side_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  check_cuda(cudaEventCreateWithFlags(&fork_event_, cudaEventDisableTiming), "cudaEventCreate");
+  check_cuda(cudaEventCreateWithFlags(&join_event_, cudaEventDisableTiming), "cudaEventCreate");
+  stream_ = main_stream_;
   check_cuda(cudaEventCreateWithFlags(&staging_done_, cudaEventDisableTiming), "cudaEventCreate");
   allocator_ = std::make_unique<device_allocator>(device);
   // cuBLAS allocates per call unless it has a workspace; a fixed one (32 MiB, NVIDIA's figure
@@ -67,12 +72,47 @@ cuda_ops::cuda_ops(int device, dtype activations) : device_(device), act_(activa
 }
 
 cuda_ops::~cuda_ops() {
-  if (stream_) cudaStreamSynchronize(stream_);
+  if (side_stream_) cudaStreamSynchronize(side_stream_);
+  if (main_stream_) cudaStreamSynchronize(main_stream_);
   if (cublas_) cublasDestroy(cublas_);
   cublas_workspace_.reset();
-  if (stream_) cudaStreamDestroy(stream_);
+  if (side_stream_) cudaStreamDestroy(side_stream_);
+  if (main_stream_) cudaStreamDestroy(main_stream_);
+  if (fork_event_) cudaEventDestroy(fork_event_);
+  if (join_event_) cudaEventDestroy(join_event_);
   if (staging_) cudaFreeHost(staging_);
   if (staging_done_) cudaEventDestroy(staging_done_);
+}
+
+bool cuda_ops::begin_side_branch(int64_t tokens) {
+  // A branch left open (an error thrown between begin and join) is joined first.
+  if (side_state_ == 1) end_side_branch();
+  if (side_state_ == 2) join_side_branch();
+  static const bool enabled = [] {
+    const char* env = std::getenv("DSV4_SIDE_BRANCH");
+    return !(env && std::strcmp(env, "0") == 0);
+  }();
+  if (!enabled || tokens > 8) return false;
+  check_cuda(cudaEventRecord(fork_event_, main_stream_), "side branch fork (record)");
+  check_cuda(cudaStreamWaitEvent(side_stream_, fork_event_, 0), "side branch fork (wait)");
+  allocator_->defer_frees();
+  stream_ = side_stream_;
+  side_state_ = 1;
+  return true;
+}
+
+void cuda_ops::end_side_branch() {
+  DSV4_CHECK(side_state_ == 1, "cuda: end_side_branch without begin_side_branch");
+  stream_ = main_stream_;
+  side_state_ = 2;
+}
+
+void cuda_ops::join_side_branch() {
+  DSV4_CHECK(side_state_ == 2, "cuda: join_side_branch before end_side_branch");
+  check_cuda(cudaEventRecord(join_event_, side_stream_), "side branch join (record)");
+  check_cuda(cudaStreamWaitEvent(main_stream_, join_event_, 0), "side branch join (wait)");
+  allocator_->release_deferred_frees();
+  side_state_ = 0;
 }
 
 size_t cuda_ops::allocated_bytes() const {
