@@ -33,8 +33,8 @@ void check_f32(const tensor& t, const char* what) {
 
 // The mHC collapse's split-path partial sums (mhc.h), where that path may run; empty otherwise
 // (the collapse then takes the cluster or block kernel).
-tensor hc_workspace(cuda_ops& ops, int64_t T, int64_t hc, int64_t D) {
-  if (T > hc_collapse_split_auto_tokens) return tensor();
+tensor hc_workspace(cuda_ops& ops, int64_t T, int64_t hc, int64_t D, bool head) {
+  if (T > hc_collapse_split_auto_tokens(head)) return tensor();
   const size_t bytes = hc_collapse_workspace_bytes(T, hc, D);
   return bytes ? ops.alloc(dtype::u8, {int64_t(bytes)}) : tensor();
 }
@@ -286,7 +286,7 @@ tensor cuda_ops::hc_pre(const tensor& x, const tensor& fn, const tensor& base, c
   DSV4_CHECK(fn.size(0) == (2 + hc) * hc && fn.size(1) == hc * D,
              "hc_pre: fn {} for {} streams of {}", fn.shape().str(), hc, D);
   tensor y = alloc(act_, {T, D});
-  tensor ws = hc_workspace(*this, T, hc, D);
+  tensor ws = hc_workspace(*this, T, hc, D, false);
   check_cuda(with_act(act_,
                       [&](auto* a) {
                         return cuda::hc_pre(act_ptr(x, a), fn.data<float>(), base.data<float>(),
@@ -326,7 +326,7 @@ tensor cuda_ops::hc_head(const tensor& x, const tensor& fn, const tensor& base, 
   DSV4_CHECK(fn.size(0) == hc && fn.size(1) == hc * D, "hc_head: fn {} for {} streams of {}",
              fn.shape().str(), hc, D);
   tensor y = alloc(act_, {T, D});
-  tensor ws = hc_workspace(*this, T, hc, D);
+  tensor ws = hc_workspace(*this, T, hc, D, true);
   check_cuda(with_act(act_,
                       [&](auto* a) {
                         return cuda::hc_head(act_ptr(x, a), fn.data<float>(), base.data<float>(),

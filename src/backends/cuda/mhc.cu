@@ -16,14 +16,15 @@
 //    warp s computing sum s for those lanes (see the kernel), so every m_j is the block kernel's
 //    bit for bit (test_backend_ops *_kernels_agree).
 //
-//  * the split path (decode sizes, hc_collapse_split_max_tokens and below, with a workspace; the
-//    automatic choice there): two launches. hc_split_sums_kernel spreads the inputs over ~n / 128
-//    CTAs (fn's 1.5 MB read by every SM at once, where the cluster kernel streamed it through 8
-//    SMs: ~8 us of its ~17 us at T = 3, H100 ncu) and stores each CTA's partial sums; then
-//    hc_split_finish_kernel (programmatic dependent launch) adds a token's partials in chunk order,
-//    forms the gates and writes y, one of its CTAs per token running the Sinkhorn projection.
-//    Its sums are added in another order than the block / cluster kernels' (not bit-equal to
-//    them; parity against the CPU reference); y, post and comb come from the same gate functions.
+//  * the split path (decode sizes, given a workspace; automatic's choice up to
+//    hc_collapse_split_auto_tokens): two launches. hc_split_sums_kernel spreads the inputs over
+//    n / 128 CTAs (fn's 1.5 MB read by every SM at once, where the cluster kernel streamed it
+//    through 8 SMs: ~8 us of its ~17 us at T = 3, H100 ncu) and stores each CTA's partial sums;
+//    then hc_split_finish_kernel (programmatic dependent launch) adds a token's partials in chunk
+//    order, forms the gates and writes y, one of its CTAs per token running the Sinkhorn
+//    projection. Its sums are added in another order than the block / cluster kernels' (not
+//    bit-equal to them; parity against the CPU reference); y, post and comb come from the same
+//    gate functions.
 //
 // hc_post: one block per (token, 256 columns); each thread holds the hc stream values of its
 // column and writes the hc outputs, summing in the reference's order (post * f first, then j).
@@ -381,14 +382,17 @@ __global__ void __launch_bounds__(k_hc_cluster_threads, 1)
 
 // The split path. Chunk c of the n = hc * D inputs is [128 c, 128 c + 128); lane l of a warp sums
 // inputs 128 c + l + 32 u, u = 0..3 in order, then warp_sum. Warp w computes sums s = w + 8 q (s <
-// mix: x . fn_s, s == mix: x . x) for every token. part[(t * k_hc_sums + j) * chunks + c]: chunk
-// c's sum j of token t (the sum of squares at j = k_hc_max_mix), chunks fastest so that the finish
-// kernel's warps read a sum's partials coalesced.
+// mix: x . fn_s, s == mix: x . x) for the k_hc_split_cta_tokens tokens of its CTA (grid (chunks,
+// token groups): each group of 4 tokens is one dependent x load and reduction round, so more
+// tokens per CTA lengthened the kernel: H100, 16 -> 32 tokens in one CTA, 20.6 -> 28.1 us). part[(t
+// * k_hc_sums + j) * chunks + c]: chunk c's sum j of token t (the sum of squares at j =
+// k_hc_max_mix), chunks fastest so that the finish kernel's warps read a sum's partials coalesced.
 constexpr int k_hc_split_threads = 256;
 constexpr int k_hc_split_inputs = 128;  // per chunk (CTA) of the sums kernel
 constexpr int k_hc_split_per_lane = k_hc_split_inputs / k_warp_size;
 constexpr int k_hc_split_slots = (k_hc_max_mix + 1 + 7) / 8;  // sums per warp (8 warps)
-constexpr int k_hc_split_columns = 512;  // y columns per CTA of the finish kernel
+constexpr int k_hc_split_columns = 512;   // y columns per CTA of the finish kernel
+constexpr int k_hc_split_cta_tokens = 8;  // tokens per CTA of the sums kernel
 static_assert(k_hc_split_threads == 8 * k_warp_size && k_hc_split_slots * 8 >= k_hc_sums);
 
 template <typename act_t>
@@ -399,6 +403,8 @@ __global__ void __launch_bounds__(k_hc_split_threads)
   const int lane = threadIdx.x % k_warp_size, warp = threadIdx.x / k_warp_size;
   const int64_t chunks = gridDim.x, c = blockIdx.x;
   const int64_t i0 = c * k_hc_split_inputs + lane;
+  const int64_t t_first = int64_t(blockIdx.y) * k_hc_split_cta_tokens;
+  const int64_t t_end = min(tokens, t_first + k_hc_split_cta_tokens);
   // This warp's fn values: independent of x, issued first.
   float f[k_hc_split_slots][k_hc_split_per_lane];
 #pragma unroll
@@ -411,18 +417,18 @@ __global__ void __launch_bounds__(k_hc_split_threads)
     }
   }
   constexpr int k_tokens_in_flight = 4;
-  for (int64_t t0 = 0; t0 < tokens; t0 += k_tokens_in_flight) {
+  for (int64_t t0 = t_first; t0 < t_end; t0 += k_tokens_in_flight) {
     float xv[k_tokens_in_flight][k_hc_split_per_lane];
 #pragma unroll
     for (int tt = 0; tt < k_tokens_in_flight; ++tt)
 #pragma unroll
       for (int u = 0; u < k_hc_split_per_lane; ++u) {
         const int64_t i = i0 + k_warp_size * u;
-        xv[tt][u] = t0 + tt < tokens && i < n ? act_to_f32(x[(t0 + tt) * n + i]) : 0.0f;
+        xv[tt][u] = t0 + tt < t_end && i < n ? act_to_f32(x[(t0 + tt) * n + i]) : 0.0f;
       }
 #pragma unroll
     for (int tt = 0; tt < k_tokens_in_flight; ++tt) {
-      if (t0 + tt >= tokens) break;
+      if (t0 + tt >= t_end) break;
 #pragma unroll
       for (int q = 0; q < k_hc_split_slots; ++q) {
         const int s = warp + 8 * q;
@@ -539,19 +545,22 @@ cudaError_t hc_collapse(const act_t* x, const float* fn, const float* base, cons
                           workspace_bytes >= split_bytes &&
                           (reinterpret_cast<uintptr_t>(workspace) & 3) == 0;
   if (path == hc_collapse_path::split && !split_fits) return cudaErrorInvalidValue;
-  // Automatic: split up to hc_collapse_split_auto_tokens. H100, session 25 (call l25b,
-  // test_backend_ops --perf, event-timed single calls, Flash widths, us, cluster -> split): hc_pre
-  // T = 1 / 4 / 16 / 64 19.2 / 23.9 / 24.9 / 42.5 -> 15.6 / 16.2 / 21.3 / 44.6, hc_head 14.0 /
-  // 17.8 / 18.6 / 30.3 -> 13.3 / 13.6 / 14.0 / 22.6, Pro hc_pre T = 4 32.6 -> 17.5; the flash-dims
-  // decode step (batch 2-3, graphs) 0.94-1.02 -> 0.87-0.95 ms.
+  // Automatic: split up to hc_collapse_split_auto_tokens(head). H100, session 25 (calls l25b /
+  // l25c, test_backend_ops --perf, event-timed single calls, Flash widths, us, cluster -> split
+  // with one CTA of the sums kernel for all tokens): hc_pre T = 1 / 4 / 16 / 24 / 32 / 48 / 64 19.2
+  // / 23.9 / 23.9 / 23.7 / 23.9 / 24.2 / 41.6 -> 15.6 / 16.2 / 20.6 / 24.1 / 28.1 / 36.4 / 43.9,
+  // hc_head 14.0 / 17.8 / 17.8 / 17.9 / 18.0 / 18.2 / 29.5 -> 13.3 / 13.6 / 13.5 / 14.9 / 16.2 /
+  // 19.2 / 21.9; Pro hc_pre T = 4 32.6 -> 17.5; the flash-dims decode step (batch 2-3, graphs)
+  // 0.93-1.01 -> 0.86-0.95 ms.
   if (path == hc_collapse_path::split || (path == hc_collapse_path::automatic && split_fits &&
-                                          tokens <= hc_collapse_split_auto_tokens)) {
+                                          tokens <= hc_collapse_split_auto_tokens(head))) {
     const int64_t chunks = hc_split_chunks(hc, D);
     const int64_t columns = ceil_div(D, int64_t(k_hc_split_columns)) + (head ? 0 : 1);
     if (chunks > INT32_MAX || columns > INT32_MAX) return cudaErrorInvalidValue;
     float* part = static_cast<float*>(workspace);
+    const dim3 sums_grid(unsigned(chunks), unsigned(ceil_div(tokens, k_hc_split_cta_tokens)));
     hc_split_sums_kernel<act_t>
-        <<<unsigned(chunks), k_hc_split_threads, 0, stream>>>(x, fn, tokens, hc * D, mix, part);
+        <<<sums_grid, k_hc_split_threads, 0, stream>>>(x, fn, tokens, hc * D, mix, part);
     if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
     return launch_pdl(true, hc_split_finish_kernel<act_t>,
                       dim3(unsigned(columns), unsigned(tokens)), dim3(k_hc_split_threads), 0,

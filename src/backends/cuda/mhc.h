@@ -23,9 +23,12 @@ enum class hc_collapse_path { automatic, block, cluster, split };
 
 // The split path (two launches over all SMs; mhc.cu) takes up to hc_collapse_split_max_tokens
 // tokens and needs a workspace of hc_collapse_workspace_bytes (the per-chunk partial sums; 0 for
-// empty calls); automatic takes it up to hc_collapse_split_auto_tokens (measured: mhc.cu).
+// empty calls); automatic takes it up to hc_collapse_split_auto_tokens(head) tokens (head: for
+// hc_head; measured: mhc.cu).
 constexpr int64_t hc_collapse_split_max_tokens = 64;
-constexpr int64_t hc_collapse_split_auto_tokens = 32;
+constexpr int64_t hc_collapse_split_auto_tokens(bool head) {
+  return head ? 64 : 16;
+}
 size_t hc_collapse_workspace_bytes(int64_t tokens, int64_t hc, int64_t D);
 
 // Per token t of x [tokens, hc, D]: m = (x_t / rms(x_t)) . fn^T with fn [(2+hc)*hc, hc*D];
