@@ -91,22 +91,13 @@ struct attention_decode_plan {
   // 8-byte stores filling 32-byte sectors). Set by the split plan with 2-32 splits, where it
   // measured faster (attention_decode_plan.cpp).
   bool partials_bf16 = false;
-  // FP8 records on the warp-specialized kernel: each producer warp prefetches into L2 the records
-  // (data and scale bytes) of the tile record_prefetch tiles beyond the one whose copies it issues
-  // (0: none; 1..3), by one cp.async.bulk.prefetch.L2 per row, or by 128-byte line prefetches
-  // (prefetch.global.L2) with record_prefetch_lines. The producer's copies land in the bf16 stage
-  // of their tile, so at most two tiles of records are in flight to shared memory; the prefetch
-  // keeps more of them in flight to L2. Outputs are the same bit for bit (attention_decode_ws.cuh).
-  int record_prefetch = 0;
-  bool record_prefetch_lines = false;
   // Benchmark diagnosis only: 1 the warp-specialized kernel copies no rows (its consumers' chain
   // alone), 2 its consumers compute nothing (the ring alone), both with an undefined output; 4 the
   // FP8-record producer finds rows by 32-bit divisions even for power-of-two block sizes (the path
   // of other block sizes: the same output; bench_attention --kv-fp8's 'refs by division' row);
   // 16 (bf16 pools) no TMA key tiles: every tile by cp.async (the same output bit for bit); 32
   // TMA key tiles wherever a part has a map, also in splits shorter than the plan's threshold
-  // (attention_decode.cu, key_maps; the same output bit for bit; tests and bench); 64 the
-  // FP8-record producer skips the conversion (output undefined).
+  // (attention_decode.cu, key_maps; the same output bit for bit; tests and bench).
   int diag = 0;
   // Benchmark breakdown only: false skips the combine launch (the output is then undefined).
   bool combine = true;

@@ -168,10 +168,6 @@ attention_decode_plan attention_decode_make_plan(int64_t tokens, int64_t heads, 
   // CSA T=1 13.98 / 13.82, HCA 8K T=32 16.42 / 16.16, Flash CSA T=4 14.08 / 13.82, HCA 1M T=8
   // 37.92 / 37.86; Flash CSA T=1 12.58 / 12.74 and HCA 1M T=32 100.77 / 100.83 the exceptions.
   p.pdl = true;
-  // FP8 records: the producer's L2 prefetch two tiles beyond its copies, by line prefetches
-  // (KVFP8 helper, session 25: PROVISIONAL, the bench A/B of bench_attention --kv-fp8-ab decides).
-  p.record_prefetch = 2;
-  p.record_prefetch_lines = true;
   return p;
 }
 

@@ -19,17 +19,6 @@ namespace dsv4::cuda {
 
 namespace {
 
-// L2 prefetches of the FP8-record producer (plan.record_prefetch). `bytes` (a multiple of 16, src
-// 16-byte aligned) through the TMA engine: cp.async.bulk.prefetch.L2, no destination and no
-// completion to wait for.
-__device__ __forceinline__ void bulk_prefetch_l2(const void* src, uint32_t bytes) {
-  asm volatile("cp.async.bulk.prefetch.L2.global [%0], %1;\n" ::"l"(src), "r"(bytes) : "memory");
-}
-// The 128-byte line holding p, by the thread (prefetch.global.L2).
-__device__ __forceinline__ void prefetch_line_l2(const void* p) {
-  asm volatile("prefetch.global.L2 [%0];\n" ::"l"(p));
-}
-
 // pool_t: bf16 rows, or FP8 records (kv_fp8_record: alternate tiles, split / fold modes).
 // key_tma: the TMA key tiles of paged parts (bf16 pools; the maps parameter, ws_key_maps_t).
 template <int sched, int mode, typename act_t, typename pool_t = __nv_bfloat16,
@@ -278,46 +267,14 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
           }
           cp_async_commit_noclobber();
         };
-        // L2 prefetch (plan.record_prefetch = pf tiles beyond the copies; opts): at iteration j
-        // each warp prefetches its 8 rows of tile j + lead + pf (data and scale bytes), from the
-        // index loaded at iteration j - 1 (upf). Lane l holds warp row l & 7's reference.
-        const int pf = no_load ? 0 : (opts >> k_ws_opt_prefetch_shift) & 3;
-        const bool pf_lines = (opts & k_ws_opt_prefetch_lines) != 0;
-        auto prefetch_tile = [&](int jp, int32_t v) {
-          const ref_t p = ref_of_row(jp, v);
-          if (p.data == nullptr) return;
-          if (pf_lines) {
-            // A row's 576 data bytes (16-byte aligned) touch 5 or 6 lines of 128: lanes 8 q + rr
-            // take line q of row rr, lanes rr the lines of bytes 512 and 575 and the scales'.
-            const int q = lane >> 3;
-            prefetch_line_l2(p.data + 128 * q);
-            if (q == 0) {
-              prefetch_line_l2(p.data + 512);
-              prefetch_line_l2(p.data + (k_rec_data - 1));
-              prefetch_line_l2(p.scales);
-            }
-          } else if (lane < k_ws_rows_per_producer) {
-            bulk_prefetch_l2(p.data, k_rec_data);
-            prefetch_line_l2(p.scales);  // 8 bytes: below the bulk form's 16-byte unit
-          }
-        };
         int32_t u0 = index_of_row(0), u1 = index_of_row(1), u2 = index_of_row(2),
                 u3 = index_of_row(3);
-        int32_t upf = pf > 2 ? index_of_row(lead + 2) : -1;
 #pragma unroll
         for (int j = 0; j < lead; ++j) {
           if (j < n_live)
             issue_tile(ref_of_row(j, j == 0 ? u0 : u1), j);
           else
             cp_async_commit_noclobber();  // an empty group keeps the count
-        }
-        if (pf > 0) {
-          // Tiles lead .. lead + pf - 1 now (u2, u3: the indices of tiles 2 and 3).
-          static_assert(lead == 2);
-          prefetch_tile(lead, u2);
-          if (pf > 1) prefetch_tile(lead + 1, u3);
-          if (pf > 2) prefetch_tile(lead + 2, upf);
-          upf = index_of_row(lead + pf);
         }
 #pragma unroll 1
         for (int j = 0; j < n_live; ++j) {
@@ -327,7 +284,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
           __syncwarp();                  // every lane's copies are visible to the warp
           mbar::wait(raw_bar + uint32_t(8 * k_ws_producers * stage),
                      uint32_t(j / k_ws_stages) & 1u);  // tile j's codes
-          if (!no_load && (opts & k_ws_opt_no_convert) == 0)
+          if (!no_load)
             convert_tile(smem + k_ws_ring + stage * k_tile_bytes,
                          (mask_bytes[4 * stage + pw] >> crr) & 1u);
           // Written by the generic proxy (and the copies), read by the consumers' wgmmas.
@@ -350,10 +307,6 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
           }
           u2 = u3;
           u3 = index_of_row(j + lead + 2);
-          if (pf > 0) {
-            prefetch_tile(j + lead + pf, upf);
-            upf = index_of_row(j + 1 + lead + pf);
-          }
         }
       };
       if (pow2)

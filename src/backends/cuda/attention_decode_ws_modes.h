@@ -33,13 +33,6 @@ constexpr int k_ws_opt_no_load = 1;
 constexpr int k_ws_opt_no_compute = 2;
 // FP8 records (plan.diag 4): references by 32-bit divisions even for power-of-two block sizes.
 constexpr int k_ws_opt_divisions = 4;
-// FP8 records: the L2 prefetch distance in tiles beyond the copies (plan.record_prefetch, 0..3) in
-// bits 3..4, and its line-prefetch form (plan.record_prefetch_lines).
-constexpr int k_ws_opt_prefetch_shift = 3;
-constexpr int k_ws_opt_prefetch_lines = 32;
-// FP8 records (plan.diag 64, output undefined): the producer copies but does not convert (what the
-// conversion costs on the loop's path).
-constexpr int k_ws_opt_no_convert = 64;
 
 // The ws kernel's run-time options for a plan (k_ws_opt_*: bench diagnoses, plan.diag).
 int attention_decode_ws_opts(const attention_decode_plan& plan);
