@@ -1038,6 +1038,9 @@ std::vector<test_case> make_eval_cases() {
   cases.push_back(rms_norm_case(2, 4100, 1, true));
   cases.push_back(rms_norm_case(3, 4099, 1, false));
   cases.push_back(rms_norm_case(6, 4096, 1, true, 1));
+  // More slices than 2 x the SMs: the weights loaded after the reduction (norm.cu).
+  cases.push_back(rms_norm_case(300, k_flash_hidden, 1, true));
+  cases.push_back(rms_norm_case(300, 33, 1, true));
   cases.push_back(rms_norm_case(2, 40000, 1, true));
   cases.push_back(rms_norm_case(1, 65537, 1, false));
 

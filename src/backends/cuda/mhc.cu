@@ -545,13 +545,14 @@ cudaError_t hc_collapse(const act_t* x, const float* fn, const float* base, cons
                           workspace_bytes >= split_bytes &&
                           (reinterpret_cast<uintptr_t>(workspace) & 3) == 0;
   if (path == hc_collapse_path::split && !split_fits) return cudaErrorInvalidValue;
-  // Automatic: split up to hc_collapse_split_auto_tokens(head). H100, session 25 (calls l25b /
-  // l25c, test_backend_ops --perf, event-timed single calls, Flash widths, us, cluster -> split
-  // with one CTA of the sums kernel for all tokens): hc_pre T = 1 / 4 / 16 / 24 / 32 / 48 / 64 19.2
-  // / 23.9 / 23.9 / 23.7 / 23.9 / 24.2 / 41.6 -> 15.6 / 16.2 / 20.6 / 24.1 / 28.1 / 36.4 / 43.9,
-  // hc_head 14.0 / 17.8 / 17.8 / 17.9 / 18.0 / 18.2 / 29.5 -> 13.3 / 13.6 / 13.5 / 14.9 / 16.2 /
-  // 19.2 / 21.9; Pro hc_pre T = 4 32.6 -> 17.5; the flash-dims decode step (batch 2-3, graphs)
-  // 0.93-1.01 -> 0.86-0.95 ms.
+  // Automatic: split up to hc_collapse_split_auto_tokens(head). H100, session 25
+  // (test_backend_ops --perf, event-timed single calls, Flash widths, us, cluster -> split). Call
+  // l25d (8 tokens a CTA of the sums kernel): hc_pre T = 1 / 4 / 16 / 24 / 32 / 48 / 64 18.2 / 23.0
+  // / 23.6 / 23.8 / 24.0 / 24.2 / 41.7 -> 14.1 / 14.7 / 18.1 / 22.3 / 24.1 / 29.3 / 34.4, hc_head
+  // 12.9 / 17.1 / 18.4 / 17.6 / 18.1 / 17.9 / 29.5 -> 11.7 / 11.8 / 13.2 / 14.6 / 17.0 / 19.3 /
+  // 21.8; Pro hc_pre T = 4 31.4 -> 16.3. Call l25c (all tokens in one CTA) lost from 24 tokens
+  // (hc_pre T = 32 23.9 -> 28.1). The flash-dims decode step (batch 2-3, graphs): 0.93-1.01 ->
+  // 0.86-0.95 ms (l25c, with rms_norm's early weights).
   if (path == hc_collapse_path::split || (path == hc_collapse_path::automatic && split_fits &&
                                           tokens <= hc_collapse_split_auto_tokens(head))) {
     const int64_t chunks = hc_split_chunks(hc, D);

@@ -27,7 +27,7 @@ enum class hc_collapse_path { automatic, block, cluster, split };
 // hc_head; measured: mhc.cu).
 constexpr int64_t hc_collapse_split_max_tokens = 64;
 constexpr int64_t hc_collapse_split_auto_tokens(bool head) {
-  return head ? 64 : 16;
+  return head ? 32 : 24;
 }
 size_t hc_collapse_workspace_bytes(int64_t tokens, int64_t hc, int64_t D);
 
