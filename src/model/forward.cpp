@@ -231,6 +231,46 @@ tensor model_forward::attention(int layer, const tensor& x, const step_tensors& 
   // compressor and weights_proj read x unquantized).
   tensor xq, qrq;
 
+  // The compressors read x and write only their own state and pools, which nothing below reads
+  // before the indexer: they run on the side branch (ops.h) beside the query and KV paths.
+  const bool csa = aw.kind == attention_kind::csa;
+  const step_tensors::compressed* sc = compressed ? (csa ? &st.csa : &st.hca) : nullptr;
+  compressor_params params;
+  const bool fp4_keys = csa && official && cache.index_fp4_codes.defined();
+  const bool side =
+      compressed && ops_.begin_side_branch(st.tokens, ops::side_branch_use::compressors);
+  if (compressed) {
+    params.rate = cfg_.compress_rate(layer);
+    params.overlap = csa;
+    params.head_dim = d;
+    params.rope_dim = rd;
+    params.norm_eps = eps;
+    const compressor_weights& cw = aw.compressor;
+    ops_.compressor(ops_.linear(x, *cw.wkv), ops_.linear(x, *cw.wgate), st.positions,
+                    sc->state_base, sc->emit_rows, cw.ape, cw.norm, inv_freq, params,
+                    cache.comp_state_kv, cache.comp_state_score, cache.comp_pool);
+    // Official mode: the main compressor's entries get the window KV's FP8 rounding.
+    if (official) ops_.fake_quant_kv_fp8(cache.comp_pool, sc->emit_rows, d - rd, 64);
+    if (csa) {
+      const int64_t id = cfg_.index_head_dim;
+      const compressor_weights& iw = aw.index_compressor;
+      compressor_params ip = params;
+      ip.head_dim = id;
+      ops_.compressor(ops_.linear(x, *iw.wkv), ops_.linear(x, *iw.wgate), st.positions,
+                      sc->state_base, sc->emit_rows, iw.ape, iw.norm, inv_freq, ip,
+                      cache.index_state_kv, cache.index_state_score, cache.index_pool);
+      // Official mode: indexer keys and queries are Hadamard-rotated and rounded to FP4 after
+      // RoPE.
+      if (official) ops_.hadamard_fp4_rows(cache.index_pool, sc->emit_rows, 1, id);
+      // FP4 key cache (official mode only): the rounded keys, stored exactly; the indexer reads
+      // these copies.
+      if (fp4_keys)
+        ops_.pack_indexer_fp4_rows(cache.index_pool, sc->emit_rows, cache.index_fp4_codes,
+                                   cache.index_fp4_scales);
+    }
+  }
+  if (side) ops_.end_side_branch();
+
   // Queries: low-rank path, weighted norm, per-head unweighted norm, RoPE on the trailing dims.
   tensor qr = ops_.rms_norm(project(x, *aw.wq_a, xq, st), &aw.q_norm, eps);
   tensor q = ops_.rms_norm(project(qr, *aw.wq_b, qrq, st), nullptr, eps, H);
@@ -248,58 +288,31 @@ tensor model_forward::attention(int layer, const tensor& x, const step_tensors& 
   kv_source comp;
   tensor top_rows;
   if (compressed) {
-    const bool csa = aw.kind == attention_kind::csa;
-    const step_tensors::compressed& sc = csa ? st.csa : st.hca;
-    compressor_params params;
-    params.rate = cfg_.compress_rate(layer);
-    params.overlap = csa;
-    params.head_dim = d;
-    params.rope_dim = rd;
-    params.norm_eps = eps;
-    const compressor_weights& cw = aw.compressor;
-    ops_.compressor(ops_.linear(x, *cw.wkv), ops_.linear(x, *cw.wgate), st.positions, sc.state_base,
-                    sc.emit_rows, cw.ape, cw.norm, inv_freq, params, cache.comp_state_kv,
-                    cache.comp_state_score, cache.comp_pool);
-    // Official mode: the main compressor's entries get the window KV's FP8 rounding.
-    if (official) ops_.fake_quant_kv_fp8(cache.comp_pool, sc.emit_rows, d - rd, 64);
     comp.pool = &cache.comp_pool;
     comp.block_size = st.block_size;
     if (csa) {
       const int64_t ih = cfg_.index_n_heads;
       const int64_t id = cfg_.index_head_dim;
-      const compressor_weights& iw = aw.index_compressor;
-      compressor_params ip = params;
-      ip.head_dim = id;
-      ops_.compressor(ops_.linear(x, *iw.wkv), ops_.linear(x, *iw.wgate), st.positions,
-                      sc.state_base, sc.emit_rows, iw.ape, iw.norm, inv_freq, ip,
-                      cache.index_state_kv, cache.index_state_score, cache.index_pool);
-      // Official mode: indexer keys and queries are Hadamard-rotated and rounded to FP4 after
-      // RoPE.
-      if (official) ops_.hadamard_fp4_rows(cache.index_pool, sc.emit_rows, 1, id);
-      // FP4 key cache (official mode only): the rounded keys, stored exactly; the indexer reads
-      // these copies.
-      const bool fp4_keys = official && cache.index_fp4_codes.defined();
-      if (fp4_keys)
-        ops_.pack_indexer_fp4_rows(cache.index_pool, sc.emit_rows, cache.index_fp4_codes,
-                                   cache.index_fp4_scales);
       tensor iq = project(qr, *aw.index_wq_b, qrq, st);
       ops_.rope(iq, ih, id, rd, st.positions, inv_freq, false);
       if (official) ops_.hadamard_fp4(iq, ih, id);
       tensor iweights = ops_.linear(x, *aw.index_weights_proj);
       ops_.scale(iweights, float(1.0 / std::sqrt(double(ih))));
       const float iq_scale = float(1.0 / std::sqrt(double(id)));
+      if (side) ops_.join_side_branch();  // the indexer reads the keys the side branch wrote
       top_rows =
           fp4_keys
               ? ops_.indexer_topk_fp4(iq, iweights, cache.index_pool, cache.index_fp4_codes,
-                                      cache.index_fp4_scales, sc.block_table, sc.token_seq,
-                                      sc.n_visible, ih, st.block_size, cfg_.index_topk, iq_scale)
-              : ops_.indexer_topk(iq, iweights, cache.index_pool, sc.block_table, sc.token_seq,
-                                  sc.n_visible, ih, st.block_size, cfg_.index_topk, iq_scale);
+                                      cache.index_fp4_scales, sc->block_table, sc->token_seq,
+                                      sc->n_visible, ih, st.block_size, cfg_.index_topk, iq_scale)
+              : ops_.indexer_topk(iq, iweights, cache.index_pool, sc->block_table, sc->token_seq,
+                                  sc->n_visible, ih, st.block_size, cfg_.index_topk, iq_scale);
       comp.rows = &top_rows;
     } else {
-      comp.block_table = &sc.block_table;
-      comp.token_seq = &sc.token_seq;
-      comp.n_visible = &sc.n_visible;
+      if (side) ops_.join_side_branch();  // attention reads the compressed pool
+      comp.block_table = &sc->block_table;
+      comp.token_seq = &sc->token_seq;
+      comp.n_visible = &sc->n_visible;
     }
   }
 
@@ -337,7 +350,7 @@ tensor model_forward::ffn(int layer, const tensor& x, const step_tensors& st) {
   if (official_experts) linear_input(x, fw.experts->source_format, xq, st);
   // The shared expert on the side branch, beside the routed experts (a decode step's shared
   // expert is a chain of small launches that the routed experts' kernels leave room for).
-  const bool side = ops_.begin_side_branch(T);
+  const bool side = ops_.begin_side_branch(T, ops::side_branch_use::shared_expert);
   tensor h =
       ops_.swiglu(project(x, *fw.shared_w1, xq, st), project(x, *fw.shared_w3, xq, st), limit);
   tensor shared;

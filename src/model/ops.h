@@ -124,8 +124,11 @@ class ops {
   // issued before the join must not read the branch's results (the caller uses them after the
   // join). Returns false (and the three calls do nothing) where the backend runs everything in
   // order: the caller's ops then run serially, with the same results.
-  virtual bool begin_side_branch(int64_t tokens) {
+  // `use` names the caller (a backend may enable the uses separately).
+  enum class side_branch_use : uint8_t { shared_expert = 1, compressors = 2 };
+  virtual bool begin_side_branch(int64_t tokens, side_branch_use use) {
     (void)tokens;
+    (void)use;
     return false;
   }
   virtual void end_side_branch() {}

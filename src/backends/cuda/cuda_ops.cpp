@@ -84,15 +84,15 @@ cuda_ops::~cuda_ops() {
   if (staging_done_) cudaEventDestroy(staging_done_);
 }
 
-bool cuda_ops::begin_side_branch(int64_t tokens) {
+bool cuda_ops::begin_side_branch(int64_t tokens, side_branch_use use) {
   // A branch left open (an error thrown between begin and join) is joined first.
   if (side_state_ == 1) end_side_branch();
   if (side_state_ == 2) join_side_branch();
-  static const bool enabled = [] {
+  static const int enabled = [] {
     const char* env = std::getenv("DSV4_SIDE_BRANCH");
-    return !(env && std::strcmp(env, "0") == 0);
+    return env ? std::atoi(env) : 3;
   }();
-  if (!enabled || tokens > 8) return false;
+  if (!(enabled & int(use)) || tokens > 8) return false;
   check_cuda(cudaEventRecord(fork_event_, main_stream_), "side branch fork (record)");
   check_cuda(cudaStreamWaitEvent(side_stream_, fork_event_, 0), "side branch fork (wait)");
   allocator_->defer_frees();

@@ -60,8 +60,9 @@ class cuda_ops final : public ops {
   cublasHandle_t cublas() const { return cublas_; }
 
   // The side branch (ops.h) on a second stream, for decode sizes (tokens <= 8: the ops there run
-  // no cuBLAS, whose handle and workspace are the main stream's) unless DSV4_SIDE_BRANCH=0.
-  bool begin_side_branch(int64_t tokens) override;
+  // no cuBLAS, whose handle and workspace are the main stream's). DSV4_SIDE_BRANCH: a mask of the
+  // uses taken (1 shared expert, 2 compressors; default 3, 0 none).
+  bool begin_side_branch(int64_t tokens, side_branch_use use) override;
   void end_side_branch() override;
   void join_side_branch() override;
 
