@@ -101,16 +101,23 @@ TEST(expert_layout, validate_weight_accepts_repacked_only_where_the_caller_reads
   EXPECT_EQ(validate_weight(bad, true), cudaErrorInvalidValue);
 }
 
+// Dense kernels refuse repacked weights, except linear_decode and linear_gemm on NVFP4 (the
+// dense repacked layout, dense_layout.h); linear_decode needs 2-byte aligned scales there.
 TEST(expert_layout, dense_kernels_refuse_repacked_weights) {
   for (weight_kind k : {weight_kind::mxfp4, weight_kind::nvfp4}) {
     const device_weight cp = fake_weight(k, 2048, 4096, 1, checkpoint);
     const device_weight rp = fake_weight(k, 2048, 4096, 1, repacked);
+    const bool nv = k == weight_kind::nvfp4;
     EXPECT_TRUE(linear_decode_supported(cp));
-    EXPECT_FALSE(linear_decode_supported(rp));
-    EXPECT_FALSE(linear_gemm_supported<float>(rp));
-    EXPECT_FALSE(linear_gemm_supported<__nv_bfloat16>(rp));
+    EXPECT_EQ(linear_decode_supported(rp), nv);
+    EXPECT_EQ(linear_gemm_supported<float>(rp), nv);
+    EXPECT_EQ(linear_gemm_supported<__nv_bfloat16>(rp), nv);
     EXPECT_FALSE(linear_decode_fp8act_supported(rp));
   }
+  device_weight odd = fake_weight(weight_kind::nvfp4, 2048, 4096, 1, repacked);
+  odd.scale = reinterpret_cast<const void*>((uintptr_t(1) << 30) + 1);
+  EXPECT_FALSE(linear_decode_supported(odd));
+  EXPECT_TRUE(linear_decode_supported(fake_weight(weight_kind::nvfp4, 2048, 4096, 1, checkpoint)));
 }
 
 TEST(expert_layout, moe_kernels_take_one_layout_for_all_three_matrices) {
