@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "backends/cuda/dense_layout.h"
 #include "backends/cuda/expert_layout.h"
 #include "backends/cuda/linear.h"
 #include "backends/cuda/linear_decode.h"
@@ -118,6 +119,31 @@ TEST(expert_layout, dense_kernels_refuse_repacked_weights) {
   odd.scale = reinterpret_cast<const void*>((uintptr_t(1) << 30) + 1);
   EXPECT_FALSE(linear_decode_supported(odd));
   EXPECT_TRUE(linear_decode_supported(fake_weight(weight_kind::nvfp4, 2048, 4096, 1, checkpoint)));
+}
+
+// The dense layout rule (dense_layout.h): NVFP4 with the repack tiles' dims, repacking and the
+// decode kernels on; anything else keeps the checkpoint layout.
+TEST(expert_layout, dense_nvfp4_is_repacked_only_where_the_rule_allows) {
+  dense_layout_facts f;
+  f.repack_enabled = true;
+  f.decode_kernels = true;
+  f.kind = weight_kind::nvfp4;
+  f.rows = 8 * 1024;  // Flash wo_a (grouped: the rule needs no group count)
+  f.cols = 4096;
+  EXPECT_EQ(choose_dense_layout(f), repacked);
+  const auto without = [&](auto change) {
+    dense_layout_facts g = f;
+    change(g);
+    return choose_dense_layout(g);
+  };
+  EXPECT_EQ(without([](auto& g) { g.repack_enabled = false; }), checkpoint);
+  EXPECT_EQ(without([](auto& g) { g.decode_kernels = false; }), checkpoint);
+  EXPECT_EQ(without([](auto& g) { g.kind = weight_kind::mxfp4; }), checkpoint);
+  EXPECT_EQ(without([](auto& g) { g.kind = weight_kind::fp8_block; }), checkpoint);
+  EXPECT_EQ(without([](auto& g) { g.kind = weight_kind::bf16; }), checkpoint);
+  EXPECT_EQ(without([](auto& g) { g.rows = 8 * 1024 + 8; }), checkpoint);
+  EXPECT_EQ(without([](auto& g) { g.cols = 4096 + 64; }), checkpoint);
+  EXPECT_EQ(without([](auto& g) { g.rows = 0; }), checkpoint);
 }
 
 TEST(expert_layout, moe_kernels_take_one_layout_for_all_three_matrices) {
