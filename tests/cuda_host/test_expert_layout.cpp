@@ -121,8 +121,8 @@ TEST(expert_layout, dense_kernels_refuse_repacked_weights) {
   EXPECT_TRUE(linear_decode_supported(fake_weight(weight_kind::nvfp4, 2048, 4096, 1, checkpoint)));
 }
 
-// The dense layout rule (dense_layout.h): NVFP4 with the repack tiles' dims, repacking and the
-// decode kernels on; anything else keeps the checkpoint layout.
+// The dense layout rule (dense_layout.h): NVFP4 of >= 8 MiB with the repack tiles' dims,
+// repacking and the decode kernels on; anything else keeps the checkpoint layout.
 TEST(expert_layout, dense_nvfp4_is_repacked_only_where_the_rule_allows) {
   dense_layout_facts f;
   f.repack_enabled = true;
@@ -144,6 +144,15 @@ TEST(expert_layout, dense_nvfp4_is_repacked_only_where_the_rule_allows) {
   EXPECT_EQ(without([](auto& g) { g.rows = 8 * 1024 + 8; }), checkpoint);
   EXPECT_EQ(without([](auto& g) { g.cols = 4096 + 64; }), checkpoint);
   EXPECT_EQ(without([](auto& g) { g.rows = 0; }), checkpoint);
+  // Size: Pro shared w13 (3072 x 7168, 10.5 MiB) and Flash wq_b (32768 x 1024, 16 MiB) are
+  // repacked; Pro wq_a (1536 x 7168, 5.25 MiB), Flash shared w13 (2048 x 4096, 4 MiB) and the
+  // 8 MiB edge minus one row tile are not.
+  EXPECT_EQ(without([](auto& g) { g.rows = 3072, g.cols = 7168; }), repacked);
+  EXPECT_EQ(without([](auto& g) { g.rows = 32768, g.cols = 1024; }), repacked);
+  EXPECT_EQ(without([](auto& g) { g.rows = 16384, g.cols = 1024; }), repacked);  // 8 MiB
+  EXPECT_EQ(without([](auto& g) { g.rows = 16384 - 16, g.cols = 1024; }), checkpoint);
+  EXPECT_EQ(without([](auto& g) { g.rows = 1536, g.cols = 7168; }), checkpoint);
+  EXPECT_EQ(without([](auto& g) { g.rows = 2048, g.cols = 4096; }), checkpoint);
 }
 
 TEST(expert_layout, moe_kernels_take_one_layout_for_all_three_matrices) {

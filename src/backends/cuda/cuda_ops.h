@@ -51,8 +51,8 @@ class cuda_ops final : public ops {
   int64_t expert_sets() const { return expert_sets_; }
   int64_t repacked_expert_sets() const { return repacked_expert_sets_; }
   // Dense NVFP4 linears repacked once at load (prepare_linear) into the same layout where
-  // dense_layout.h allows (decode kernels on, dims % 16 / 128): linear_decode and linear_gemm
-  // read it. On by default; DSV4_CUDA_REPACK_DENSE=0 in the environment also switches it off.
+  // dense_layout.h allows (decode kernels on, dims % 16 / 128, >= 8 MiB): linear_decode and
+  // linear_gemm read it. On by default; DSV4_CUDA_REPACK_DENSE=0 in the environment also switches it off.
   // Set before loading, like set_repack_experts.
   void set_repack_dense(bool enabled) { repack_dense_ = enabled; }
   bool repack_dense() const;
