@@ -50,6 +50,8 @@
 //                                1M T=32, HCA 128K T=1 / 32; % of the read ceiling on the bytes
 //                                each actually reads; split plans also with plan.partials_bf16
 //                                toggled (two rounds, alternating with the plan)
+//   bench_attention --kv-fp8-ab [--cases ...]  FP8 records vs bf16 pools on the engine's plan,
+//                                with the ring / consumer bounds (g_kv_fp8_ab)
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -101,7 +103,13 @@ int g_runs = 60;
 bool g_twice = false;
 bool g_focus = false;   // --focus: the decode cases that matter, extra plan rows, no old kernels
 bool g_kv_fp8 = false;  // --kv-fp8: bf16 pools vs FP8 records only
-bool g_lean = false;    // --cases: the attention_decode bf16 kernels only (no other rows)
+// --kv-fp8-ab (KVFP8, session 25): the FP8 records against the bf16 pools on the engine's plan
+// (attention_decode_make_plan as the engine makes it; --kv-fp8 runs the 2-tile plan and compares
+// with the in-turn bf16 kernel), two rounds in alternating order, then the bounds: the ring alone
+// (plan.diag 2) of both pools and the records' consumers alone (diag 1). With DSV4_KVFP8_NCU in the
+// environment: the records' plan launched twice, nothing timed (for ncu -s 1 -c 1).
+bool g_kv_fp8_ab = false;
+bool g_lean = false;  // --cases: the attention_decode bf16 kernels only (no other rows)
 // --alt-rows (with --cases): only the alternate-tile schedule's rows: the plan as made, then two
 // rounds of alt (the plan's schedule), alt with every token reading token 0's key rows ("hot": rows
 // another CTA has read already come from L2; H100 2026-11-26: within 1-3% of the cold rows at HCA
@@ -1199,6 +1207,79 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
     cudaFree(gather_idx);
     cudaFree(scratch);
   };
+  if (g_kv_fp8_ab) {
+    using dsv4::cuda::kv_fp8_record;
+    auto records = [&](dsv4::cuda::kv_rows<__nv_bfloat16> k) {
+      dsv4::cuda::kv_rows<kv_fp8_record> r{reinterpret_cast<const kv_fp8_record*>(pool8),
+                                           k.pool_rows,
+                                           k.rows,
+                                           k.rows_width,
+                                           k.block_table,
+                                           k.table_rows,
+                                           k.table_width,
+                                           k.token_seq,
+                                           k.n_visible,
+                                           k.block_size};
+      r.record_rows_per_block = rec_rows_per_block;
+      r.record_block_bytes = rec_block_bytes;
+      return r;
+    };
+    const auto w8 = records(w16), c8 = records(c16);
+    const auto made =
+        dsv4::cuda::attention_decode_make_plan(T, H, d, W, hca ? table_width * 128 : top_k, sms);
+    void* ms_scratch = device_alloc<unsigned char>(std::max<size_t>(made.scratch_bytes, 16));
+    char mshape[160];
+    std::snprintf(mshape, sizeof(mshape), "%s T=%lld H=%lld ctx=%lld keys=%lld S%lld",
+                  hca ? "HCA" : "CSA", (long long)T, (long long)H, (long long)context,
+                  (long long)keys, (long long)made.splits);
+    const double bytes8 = double(T * keys * rec_row_bytes) + double(T * H * d * 2);
+    auto run8 = [&](const dsv4::cuda::attention_decode_plan& p) {
+      CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, kv_fp8_record>(
+          q16, T, H, d, w8, &c8, sinks, scale, out16, p, ms_scratch, made.scratch_bytes, 0)));
+    };
+    auto run16 = [&](const dsv4::cuda::attention_decode_plan& p) {
+      CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
+          q16, T, H, d, w16, &c16, sinks, scale, out16, p, ms_scratch, made.scratch_bytes, 0)));
+    };
+    if (std::getenv("DSV4_KVFP8_NCU")) {  // for ncu -s 1 -c 1: two launches, nothing timed
+      run8(made);
+      run8(made);
+      CHECK(cudaDeviceSynchronize());
+      std::printf("  ncu launches: fp8 records %s\n", mshape);
+      cudaFree(ms_scratch);
+      release();
+      return;
+    }
+    double best16 = 1e30, best8 = 1e30;
+    for (int r = 0; r < 2; ++r) {
+      for (int k = 0; k < 2; ++k) {
+        if ((k == 0) == (r == 0)) {
+          const double ms16 = time_ms([&] { run16(made); });
+          best16 = std::min(best16, ms16);
+          print_row("bf16 pools plan", mshape, ms16, bytes16, flops);
+        } else {
+          const double ms8 = time_ms([&] { run8(made); });
+          best8 = std::min(best8, ms8);
+          print_row("fp8 records plan", mshape, ms8, bytes8, flops);
+        }
+      }
+    }
+    std::printf("  %-22s %-50s %9.2f  fp8/bf16 time %.3fx (best of 2)\n", "fp8 records", mshape,
+                best8 * 1e3, best8 / best16);
+    // Bounds (plan.diag, outputs undefined): the ring alone (2) of both pools, the consumers
+    // alone (1; no copies, no conversion).
+    auto diag = [&](int v) {
+      auto p = made;
+      p.diag = v;
+      return p;
+    };
+    print_row("  ring fp8 records", mshape, time_ms([&] { run8(diag(2)); }), bytes8, flops);
+    print_row("  ring bf16 pools", mshape, time_ms([&] { run16(diag(2)); }), bytes16, flops);
+    print_row("  fp8 consumers alone", mshape, time_ms([&] { run8(diag(1)); }), bytes8, flops);
+    cudaFree(ms_scratch);
+    release();
+    return;
+  }
   if (g_small) {
     bench_small_rows(blas, sms, T, H, hca, context, top_k, W, table_width, pool16, pool_rows, q16,
                      sinks, out16, w16, c16, gather_idx, shape, bytes16, flops);
@@ -2842,6 +2923,8 @@ int main(int argc, char** argv) {
       g_indexer_select_ctas = std::clamp(std::atoi(argv[++i]), 1, 64);
     else if (std::strcmp(argv[i], "--kv-fp8") == 0)
       g_kv_fp8 = true;
+    else if (std::strcmp(argv[i], "--kv-fp8-ab") == 0)
+      g_kv_fp8_ab = true;
     else if (std::strcmp(argv[i], "--cases") == 0 && i + 1 < argc)
       cases = argv[++i];
     else if (std::strcmp(argv[i], "--no-ceilings") == 0)
@@ -2942,6 +3025,20 @@ int main(int argc, char** argv) {
   }
   cublasHandle_t blas;
   CHECK_CUBLAS(cublasCreate(&blas));
+  if (g_kv_fp8_ab) {
+    std::printf("  %-22s %-50s %9s %9s %7s %8s\n", "kernel", "shape", "us", "GB/s", "%read",
+                "TFLOP/s");
+    std::printf(
+        "FP8 records (584 bytes per key) vs bf16 pools (1024), the engine's plan (S = splits); "
+        "%%read on the bytes each reads:\n");
+    const char* list = cases ? cases
+                             : "32,64,hca,1048576,0;8,64,hca,1048576,0;32,128,hca,1048576,0;"
+                               "32,64,csa,1048576,512;32,64,hca,131072,0;32,128,csa,1048576,1024;"
+                               "1,64,csa,1048576,512;1,64,hca,1048576,0";
+    const bool ok = run_cases(blas, sms, list);
+    CHECK_CUBLAS(cublasDestroy(blas));
+    return ok ? 0 : 2;
+  }
   if (g_kv_fp8) {
     std::printf("  %-22s %-50s %9s %9s %7s %8s\n", "kernel", "shape", "us", "GB/s", "%read",
                 "TFLOP/s");

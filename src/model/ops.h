@@ -116,6 +116,21 @@ class ops {
     (void)body;
     return nullptr;
   }
+  // ---- a side branch (optional concurrency) ----
+  // begin_side_branch: the ops issued until end_side_branch may run beside the ops issued after it
+  // until join_side_branch, on backends that can (CUDA: a second stream, forked from and joined
+  // to the main one, captured into graphs as a fork and a join). The branch's ops read only
+  // tensors complete before begin_side_branch and tensors the branch made itself; the main ops
+  // issued before the join must not read the branch's results (the caller uses them after the
+  // join). Returns false (and the three calls do nothing) where the backend runs everything in
+  // order: the caller's ops then run serially, with the same results.
+  virtual bool begin_side_branch(int64_t tokens) {
+    (void)tokens;
+    return false;
+  }
+  virtual void end_side_branch() {}
+  virtual void join_side_branch() {}
+
   virtual std::unique_ptr<prepared_linear> prepare_linear(const linear_weight& w) = 0;
   virtual std::unique_ptr<prepared_experts> prepare_experts(
       const std::vector<linear_weight>& w1, const std::vector<linear_weight>& w3,

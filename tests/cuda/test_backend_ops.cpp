@@ -705,12 +705,20 @@ mhc_inputs random_mhc(rng& r, int64_t T, int64_t hc, int64_t D, int64_t mix) {
   return in;
 }
 
+const char* hc_path_suffix(dsv4::cuda::hc_collapse_path path) {
+  return path == dsv4::cuda::hc_collapse_path::block     ? " block"
+         : path == dsv4::cuda::hc_collapse_path::cluster ? " cluster"
+         : path == dsv4::cuda::hc_collapse_path::split   ? " split"
+                                                         : "";
+}
+
 template <typename act_t = float>
-test_case hc_pre_case(int64_t T, int64_t hc, int64_t D, int64_t iters) {
+test_case hc_pre_case(int64_t T, int64_t hc, int64_t D, int64_t iters,
+                      dsv4::cuda::hc_collapse_path path = dsv4::cuda::hc_collapse_path::automatic) {
   test_case c;
   c.op = "hc_pre";
-  c.shape = fmt_shape("T=%lld hc=%lld D=%lld iters=%lld%s", (long long)T, (long long)hc,
-                      (long long)D, (long long)iters, act_suffix<act_t>());
+  c.shape = fmt_shape("T=%lld hc=%lld D=%lld iters=%lld%s%s", (long long)T, (long long)hc,
+                      (long long)D, (long long)iters, act_suffix<act_t>(), hc_path_suffix(path));
   const float hc_eps = 1e-6f, norm_eps = 1e-6f;
   c.check = [=](uint64_t seed) {
     rng r(seed);
@@ -726,9 +734,12 @@ test_case hc_pre_case(int64_t T, int64_t hc, int64_t D, int64_t iters) {
     dy.poison();
     dpost.poison();
     dcomb.poison();
+    // The engine's workspace (automatic takes the split path with it at decode sizes).
+    device_buffer dws(std::max<size_t>(dsv4::cuda::hc_collapse_workspace_bytes(T, hc, D), 4));
+    dws.poison();
     CUDA_CHECK(dsv4::cuda::hc_pre(dx.as<act_t>(), dfn.f32(), dbase.f32(), dscale.f32(), T, hc, D,
                                   iters, hc_eps, norm_eps, dy.as<act_t>(), dpost.f32(), dcomb.f32(),
-                                  0));
+                                  0, path, dws.data(), dws.bytes()));
     CUDA_CHECK(cudaDeviceSynchronize());
     compare("y", download_act<act_t>("y", dy, result), ref, act_tol<act_t>(k_tol_mhc), true,
             result);
@@ -736,21 +747,15 @@ test_case hc_pre_case(int64_t T, int64_t hc, int64_t D, int64_t iters) {
     compare("comb", download_output("comb", dcomb, result), comb, k_tol_mhc, true, result);
     check_guards("x", dx, result);
     check_guards("fn", dfn, result);
+    check_guards("workspace", dws, result);
     return result;
   };
   return c;
 }
 
-const char* hc_path_suffix(dsv4::cuda::hc_collapse_path path) {
-  return path == dsv4::cuda::hc_collapse_path::block     ? " block"
-         : path == dsv4::cuda::hc_collapse_path::cluster ? " cluster"
-                                                         : "";
-}
-
 test_case hc_pre_perf(int64_t T, int64_t hc, int64_t D,
                       dsv4::cuda::hc_collapse_path path = dsv4::cuda::hc_collapse_path::automatic) {
-  test_case c = hc_pre_case(T, hc, D, 20);
-  c.shape += hc_path_suffix(path);
+  test_case c = hc_pre_case(T, hc, D, 20, path);
   c.perf = [=] {
     rng r(6);
     const int64_t mix = (2 + hc) * hc;
@@ -762,9 +767,11 @@ test_case hc_pre_perf(int64_t T, int64_t hc, int64_t D,
     rotated dx(in.x, sets), dy(size_t(T * D * 4), sets), dpost(size_t(T * hc * 4), sets),
         dcomb(size_t(T * hc * hc * 4), sets);
     device_buffer dfn(in.fn), dbase(in.base), dscale(in.scale);
+    device_buffer dws(std::max<size_t>(dsv4::cuda::hc_collapse_workspace_bytes(T, hc, D), 4));
     p.ms = time_median_ms([&](int i) {
       CUDA_CHECK(dsv4::cuda::hc_pre(dx.f32(i), dfn.f32(), dbase.f32(), dscale.f32(), T, hc, D, 20,
-                                    1e-6f, 1e-6f, dy.f32(i), dpost.f32(i), dcomb.f32(i), 0, path));
+                                    1e-6f, 1e-6f, dy.f32(i), dpost.f32(i), dcomb.f32(i), 0, path,
+                                    dws.data(), dws.bytes()));
     });
     return p;
   };
@@ -825,11 +832,13 @@ test_case hc_post_perf(int64_t T, int64_t hc, int64_t D) {
 }
 
 template <typename act_t = float>
-test_case hc_head_case(int64_t T, int64_t hc, int64_t D) {
+test_case hc_head_case(
+    int64_t T, int64_t hc, int64_t D,
+    dsv4::cuda::hc_collapse_path path = dsv4::cuda::hc_collapse_path::automatic) {
   test_case c;
   c.op = "hc_head";
-  c.shape = fmt_shape("T=%lld hc=%lld D=%lld%s", (long long)T, (long long)hc, (long long)D,
-                      act_suffix<act_t>());
+  c.shape = fmt_shape("T=%lld hc=%lld D=%lld%s%s", (long long)T, (long long)hc, (long long)D,
+                      act_suffix<act_t>(), hc_path_suffix(path));
   const float hc_eps = 1e-6f, norm_eps = 1e-6f;
   c.check = [=](uint64_t seed) {
     rng r(seed);
@@ -840,13 +849,17 @@ test_case hc_head_case(int64_t T, int64_t hc, int64_t D) {
     device_buffer dx(act_host<act_t>(in.x)), dfn(in.fn), dbase(in.base), dscale(in.scale),
         dy(act_bytes<act_t>(ref.numel()));
     dy.poison();
+    device_buffer dws(std::max<size_t>(dsv4::cuda::hc_collapse_workspace_bytes(T, hc, D), 4));
+    dws.poison();
     CUDA_CHECK(dsv4::cuda::hc_head(dx.as<act_t>(), dfn.f32(), dbase.f32(), dscale.f32(), T, hc, D,
-                                   hc_eps, norm_eps, dy.as<act_t>(), 0));
+                                   hc_eps, norm_eps, dy.as<act_t>(), 0, path, dws.data(),
+                                   dws.bytes()));
     CUDA_CHECK(cudaDeviceSynchronize());
     compare("y", download_act<act_t>("y", dy, result), ref, act_tol<act_t>(k_tol_mhc), true,
             result);
     check_guards("x", dx, result);
     check_guards("fn", dfn, result);
+    check_guards("workspace", dws, result);
     return result;
   };
   return c;
@@ -906,11 +919,57 @@ test_case hc_collapse_kernels_agree_case(bool head, int64_t T, int64_t hc, int64
   return c;
 }
 
+// The split path refuses what it cannot take (more than hc_collapse_split_max_tokens tokens, a
+// missing or short workspace) before any launch, and automatic then falls back to the cluster
+// kernel (same y as the CPU reference).
+test_case hc_split_refusals_case() {
+  test_case c;
+  c.op = "hc_pre_split_refusals";
+  c.shape = "T=65 / short workspace";
+  c.check = [=](uint64_t seed) {
+    rng r(seed);
+    const int64_t hc = 4, D = 256, mix = (2 + hc) * hc;
+    case_result result;
+    auto run = [&](int64_t T, size_t ws_bytes, dsv4::cuda::hc_collapse_path path) {
+      mhc_inputs in = random_mhc(r, T, hc, D, mix);
+      device_buffer dx(in.x), dfn(in.fn), dbase(in.base), dscale(in.scale), dy(size_t(T * D * 4)),
+          dpost(size_t(T * hc * 4)), dcomb(size_t(T * hc * hc * 4)),
+          dws(std::max<size_t>(ws_bytes, 4));
+      const cudaError_t e = dsv4::cuda::hc_pre(
+          dx.f32(), dfn.f32(), dbase.f32(), dscale.f32(), T, hc, D, 20, 1e-6f, 1e-6f, dy.f32(),
+          dpost.f32(), dcomb.f32(), 0, path, ws_bytes ? dws.data() : nullptr, ws_bytes);
+      CUDA_CHECK(cudaDeviceSynchronize());
+      return e;
+    };
+    using dsv4::cuda::hc_collapse_path;
+    const int64_t over = dsv4::cuda::hc_collapse_split_max_tokens + 1;
+    const size_t need = dsv4::cuda::hc_collapse_workspace_bytes(4, hc, D);
+    if (run(over, dsv4::cuda::hc_collapse_workspace_bytes(over, hc, D), hc_collapse_path::split) !=
+        cudaErrorInvalidValue) {
+      result.ok = false;
+      result.problems += " split accepted more than its token limit";
+    }
+    if (run(4, need - 4, hc_collapse_path::split) != cudaErrorInvalidValue) {
+      result.ok = false;
+      result.problems += " split accepted a short workspace";
+    }
+    if (run(4, 0, hc_collapse_path::split) != cudaErrorInvalidValue) {
+      result.ok = false;
+      result.problems += " split accepted no workspace";
+    }
+    if (run(4, need - 4, hc_collapse_path::automatic) != cudaSuccess) {
+      result.ok = false;
+      result.problems += " automatic failed with a short workspace";
+    }
+    return result;
+  };
+  return c;
+}
+
 test_case hc_head_perf(
     int64_t T, int64_t hc, int64_t D,
     dsv4::cuda::hc_collapse_path path = dsv4::cuda::hc_collapse_path::automatic) {
-  test_case c = hc_head_case(T, hc, D);
-  c.shape += hc_path_suffix(path);
+  test_case c = hc_head_case(T, hc, D, path);
   c.perf = [=] {
     rng r(8);
     mhc_inputs in = random_mhc(r, T, hc, D, hc);
@@ -920,9 +979,10 @@ test_case hc_head_perf(
     const int sets = rotation_sets(p.bytes);
     rotated dx(in.x, sets), dy(size_t(T * D * 4), sets);
     device_buffer dfn(in.fn), dbase(in.base), dscale(in.scale);
+    device_buffer dws(std::max<size_t>(dsv4::cuda::hc_collapse_workspace_bytes(T, hc, D), 4));
     p.ms = time_median_ms([&](int i) {
       CUDA_CHECK(dsv4::cuda::hc_head(dx.f32(i), dfn.f32(), dbase.f32(), dscale.f32(), T, hc, D,
-                                     1e-6f, 1e-6f, dy.f32(i), 0, path));
+                                     1e-6f, 1e-6f, dy.f32(i), 0, path, dws.data(), dws.bytes()));
     });
     return p;
   };
@@ -978,6 +1038,9 @@ std::vector<test_case> make_eval_cases() {
   cases.push_back(rms_norm_case(2, 4100, 1, true));
   cases.push_back(rms_norm_case(3, 4099, 1, false));
   cases.push_back(rms_norm_case(6, 4096, 1, true, 1));
+  // More slices than 2 x the SMs: the weights loaded after the reduction (norm.cu).
+  cases.push_back(rms_norm_case(300, k_flash_hidden, 1, true));
+  cases.push_back(rms_norm_case(300, 33, 1, true));
   cases.push_back(rms_norm_case(2, 40000, 1, true));
   cases.push_back(rms_norm_case(1, 65537, 1, false));
 
@@ -1044,6 +1107,26 @@ std::vector<test_case> make_eval_cases() {
   cases.push_back(hc_collapse_kernels_agree_case(false, 7, 2, 33));
   cases.push_back(hc_collapse_kernels_agree_case(true, 3, 1, 1));
   cases.push_back(hc_collapse_kernels_agree_case(false, 2, 3, 5));
+  // The split path (automatic's choice at decode sizes given a workspace, as above) at its token
+  // limit, Pro width, bf16, chunks that do not fill 128 inputs, one stream; the cluster kernel
+  // against the CPU at the sizes the split path now takes; the refusals.
+  {
+    using dsv4::cuda::hc_collapse_path;
+    for (int64_t T : {1, 4, 9, 64}) {
+      cases.push_back(hc_pre_case(T, k_hc, k_flash_hidden, 20, hc_collapse_path::split));
+      cases.push_back(hc_head_case(T, k_hc, k_flash_hidden, hc_collapse_path::split));
+    }
+    cases.push_back(hc_pre_case(3, k_hc, k_pro_hidden, 20, hc_collapse_path::split));
+    cases.push_back(hc_pre_case<bf16>(2, k_hc, k_flash_hidden, 20, hc_collapse_path::split));
+    cases.push_back(hc_head_case<bf16>(1, k_hc, k_pro_hidden, hc_collapse_path::split));
+    cases.push_back(hc_pre_case(7, 2, 33, 20, hc_collapse_path::split));
+    cases.push_back(hc_pre_case(5, k_hc, 130, 3, hc_collapse_path::split));
+    cases.push_back(hc_pre_case(3, 1, 16, 1, hc_collapse_path::split));
+    cases.push_back(hc_head_case(2, 1, 1, hc_collapse_path::split));
+    cases.push_back(hc_pre_case(3, k_hc, k_flash_hidden, 20, hc_collapse_path::cluster));
+    cases.push_back(hc_head_case(1, k_hc, k_flash_hidden, hc_collapse_path::cluster));
+    cases.push_back(hc_split_refusals_case());
+  }
 
   for (int64_t T : {1, 5}) {
     cases.push_back(hc_post_case(T, k_hc, k_flash_hidden));
@@ -1126,14 +1209,19 @@ std::vector<test_case> make_perf_cases() {
     cases.push_back(hc_head_perf(T, k_hc, k_flash_hidden));
   }
   // The collapse's two kernels at sizes around the automatic choice.
-  for (int64_t T : {1, 4, 16, 64, 128, 512, 2048}) {
-    for (auto path : {dsv4::cuda::hc_collapse_path::block, dsv4::cuda::hc_collapse_path::cluster}) {
+  for (int64_t T : {1, 4, 16, 24, 32, 48, 64, 128, 512, 2048}) {
+    for (auto path : {dsv4::cuda::hc_collapse_path::block, dsv4::cuda::hc_collapse_path::cluster,
+                      dsv4::cuda::hc_collapse_path::split}) {
+      if (path == dsv4::cuda::hc_collapse_path::split &&
+          T > dsv4::cuda::hc_collapse_split_max_tokens)
+        continue;
       cases.push_back(hc_pre_perf(T, k_hc, k_flash_hidden, path));
       if (T <= 64) cases.push_back(hc_head_perf(T, k_hc, k_flash_hidden, path));
     }
   }
   cases.push_back(hc_pre_perf(4, k_hc, k_pro_hidden, dsv4::cuda::hc_collapse_path::block));
   cases.push_back(hc_pre_perf(4, k_hc, k_pro_hidden, dsv4::cuda::hc_collapse_path::cluster));
+  cases.push_back(hc_pre_perf(4, k_hc, k_pro_hidden, dsv4::cuda::hc_collapse_path::split));
   cases.push_back(hc_pre_perf(4096, k_hc, k_pro_hidden));
   cases.push_back(hc_post_perf(4096, k_hc, k_pro_hidden));
   append_attention_perf_cases(cases);

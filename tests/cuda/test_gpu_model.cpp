@@ -555,8 +555,36 @@ bool allocator_checks() {
   pool.reset();  // the graph is gone and no block is live: its blocks become shared
   auto e = a.allocate(1000);
   expect(e.get() == pc && a.malloc_count() == 2, "a released pool's blocks join the shared cache");
+  // Deferred frees (a side branch): held back until released, nested, also for a pool's blocks.
+  void* pd = d.get();
+  a.defer_frees();
   d.reset();
+  a.defer_frees();
+  auto f = a.allocate(1000);
+  expect(f.get() != pd && a.malloc_count() == 3, "a deferred free is not handed out");
+  a.release_deferred_frees();
+  auto g = a.allocate(1000);
+  expect(g.get() != pd, "a deferred free stays back until the outer release");
+  a.release_deferred_frees();
+  auto h = a.allocate(1000);
+  expect(h.get() == pd && a.malloc_count() == 4, "released deferred frees are reused");
+  auto pool2 = a.new_private_pool();
+  void* pp = nullptr;
+  a.defer_frees();
+  {
+    cuda::device_allocator::pool_scope scope(a, pool2);
+    auto c3 = a.allocate(1000);
+    pp = c3.get();
+  }  // c3's free deferred; its pool stays alive through the deferred list
+  pool2.reset();
+  a.release_deferred_frees();  // the pool's last reference goes here: its blocks become shared
+  auto k = a.allocate(1000);
+  expect(k.get() == pp, "a deferred block of a released pool joins the shared cache");
   e.reset();
+  f.reset();
+  g.reset();
+  h.reset();
+  k.reset();
   a.release_cached();
   expect(a.reserved_bytes() == 0 && a.allocated_bytes() == 0, "release_cached");
   std::printf("[gpu-alloc] caching allocator checks %s\n", ok ? "OK" : "FAIL");

@@ -3,6 +3,7 @@
 #include "backends/cuda/cuda_ops.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <vector>
 
@@ -30,6 +31,14 @@ void check_f32(const tensor& t, const char* what) {
   check_device_type(t, dtype::f32, what);
 }
 
+// The mHC collapse's split-path partial sums (mhc.h), where that path may run; empty otherwise
+// (the collapse then takes the cluster or block kernel).
+tensor hc_workspace(cuda_ops& ops, int64_t T, int64_t hc, int64_t D, bool head) {
+  if (T > hc_collapse_split_auto_tokens(head)) return tensor();
+  const size_t bytes = hc_collapse_workspace_bytes(T, hc, D);
+  return bytes ? ops.alloc(dtype::u8, {int64_t(bytes)}) : tensor();
+}
+
 }  // namespace
 
 void check_device_type(const tensor& t, dtype type, const char* what) {
@@ -44,7 +53,11 @@ cuda_ops::cuda_ops(int device, dtype activations) : device_(device), act_(activa
   check_cuda(cudaSetDevice(device), "cudaSetDevice");
   check_cuda(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device),
              "cudaDeviceGetAttribute(multiprocessor count)");
-  check_cuda(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  check_cuda(cudaStreamCreateWithFlags(&main_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  check_cuda(cudaStreamCreateWithFlags(&side_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  check_cuda(cudaEventCreateWithFlags(&fork_event_, cudaEventDisableTiming), "cudaEventCreate");
+  check_cuda(cudaEventCreateWithFlags(&join_event_, cudaEventDisableTiming), "cudaEventCreate");
+  stream_ = main_stream_;
   check_cuda(cudaEventCreateWithFlags(&staging_done_, cudaEventDisableTiming), "cudaEventCreate");
   allocator_ = std::make_unique<device_allocator>(device);
   // cuBLAS allocates per call unless it has a workspace; a fixed one (32 MiB, NVIDIA's figure
@@ -59,12 +72,47 @@ cuda_ops::cuda_ops(int device, dtype activations) : device_(device), act_(activa
 }
 
 cuda_ops::~cuda_ops() {
-  if (stream_) cudaStreamSynchronize(stream_);
+  if (side_stream_) cudaStreamSynchronize(side_stream_);
+  if (main_stream_) cudaStreamSynchronize(main_stream_);
   if (cublas_) cublasDestroy(cublas_);
   cublas_workspace_.reset();
-  if (stream_) cudaStreamDestroy(stream_);
+  if (side_stream_) cudaStreamDestroy(side_stream_);
+  if (main_stream_) cudaStreamDestroy(main_stream_);
+  if (fork_event_) cudaEventDestroy(fork_event_);
+  if (join_event_) cudaEventDestroy(join_event_);
   if (staging_) cudaFreeHost(staging_);
   if (staging_done_) cudaEventDestroy(staging_done_);
+}
+
+bool cuda_ops::begin_side_branch(int64_t tokens) {
+  // A branch left open (an error thrown between begin and join) is joined first.
+  if (side_state_ == 1) end_side_branch();
+  if (side_state_ == 2) join_side_branch();
+  static const bool enabled = [] {
+    const char* env = std::getenv("DSV4_SIDE_BRANCH");
+    return !(env && std::strcmp(env, "0") == 0);
+  }();
+  if (!enabled || tokens > 8) return false;
+  check_cuda(cudaEventRecord(fork_event_, main_stream_), "side branch fork (record)");
+  check_cuda(cudaStreamWaitEvent(side_stream_, fork_event_, 0), "side branch fork (wait)");
+  allocator_->defer_frees();
+  stream_ = side_stream_;
+  side_state_ = 1;
+  return true;
+}
+
+void cuda_ops::end_side_branch() {
+  DSV4_CHECK(side_state_ == 1, "cuda: end_side_branch without begin_side_branch");
+  stream_ = main_stream_;
+  side_state_ = 2;
+}
+
+void cuda_ops::join_side_branch() {
+  DSV4_CHECK(side_state_ == 2, "cuda: join_side_branch before end_side_branch");
+  check_cuda(cudaEventRecord(join_event_, side_stream_), "side branch join (record)");
+  check_cuda(cudaStreamWaitEvent(main_stream_, join_event_, 0), "side branch join (wait)");
+  allocator_->release_deferred_frees();
+  side_state_ = 0;
 }
 
 size_t cuda_ops::allocated_bytes() const {
@@ -238,12 +286,16 @@ tensor cuda_ops::hc_pre(const tensor& x, const tensor& fn, const tensor& base, c
   DSV4_CHECK(fn.size(0) == (2 + hc) * hc && fn.size(1) == hc * D,
              "hc_pre: fn {} for {} streams of {}", fn.shape().str(), hc, D);
   tensor y = alloc(act_, {T, D});
+  tensor ws = hc_workspace(*this, T, hc, D, false);
   check_cuda(with_act(act_,
                       [&](auto* a) {
                         return cuda::hc_pre(act_ptr(x, a), fn.data<float>(), base.data<float>(),
                                             scale.data<float>(), T, hc, D, sinkhorn_iters, hc_eps,
                                             norm_eps, act_ptr(y, a), post.data<float>(),
-                                            comb.data<float>(), stream_);
+                                            comb.data<float>(), stream_,
+                                            cuda::hc_collapse_path::automatic,
+                                            ws.defined() ? ws.data<uint8_t>() : nullptr,
+                                            ws.defined() ? size_t(ws.bytes()) : 0);
                       }),
              "hc_pre");
   return y;
@@ -274,11 +326,15 @@ tensor cuda_ops::hc_head(const tensor& x, const tensor& fn, const tensor& base, 
   DSV4_CHECK(fn.size(0) == hc && fn.size(1) == hc * D, "hc_head: fn {} for {} streams of {}",
              fn.shape().str(), hc, D);
   tensor y = alloc(act_, {T, D});
+  tensor ws = hc_workspace(*this, T, hc, D, true);
   check_cuda(with_act(act_,
                       [&](auto* a) {
                         return cuda::hc_head(act_ptr(x, a), fn.data<float>(), base.data<float>(),
                                              scale.data<float>(), T, hc, D, hc_eps, norm_eps,
-                                             act_ptr(y, a), stream_);
+                                             act_ptr(y, a), stream_,
+                                             cuda::hc_collapse_path::automatic,
+                                             ws.defined() ? ws.data<uint8_t>() : nullptr,
+                                             ws.defined() ? size_t(ws.bytes()) : 0);
                       }),
              "hc_head");
   return y;

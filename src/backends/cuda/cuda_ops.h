@@ -68,6 +68,12 @@ class cuda_ops final : public ops {
   // with a fixed workspace so that calls are graph-capturable.
   cublasHandle_t cublas() const { return cublas_; }
 
+  // The side branch (ops.h) on a second stream, for decode sizes (tokens <= 8: the ops there run
+  // no cuBLAS, whose handle and workspace are the main stream's) unless DSV4_SIDE_BRANCH=0.
+  bool begin_side_branch(int64_t tokens) override;
+  void end_side_branch() override;
+  void join_side_branch() override;
+
   tensor alloc(dtype type, const dims& shape) override;
   tensor zeros(dtype type, const dims& shape) override;
   tensor upload(const tensor_view& host) override;
@@ -155,7 +161,11 @@ class cuda_ops final : public ops {
   int64_t expert_sets_ = 0, repacked_expert_sets_ = 0;
   bool repack_dense_ = true;
   int64_t dense_linears_ = 0, repacked_dense_linears_ = 0;
+  // stream_: where ops issue work (main_stream_, or side_stream_ inside a side branch).
   cudaStream_t stream_ = nullptr;
+  cudaStream_t main_stream_ = nullptr, side_stream_ = nullptr;
+  cudaEvent_t fork_event_ = nullptr, join_event_ = nullptr;
+  int side_state_ = 0;  // 0: no branch, 1: issuing the branch, 2: branch issued, not joined
   std::unique_ptr<device_allocator> allocator_;
   // upload_to's pinned staging buffer; `staging_done_` marks the end of the last copy out of it.
   void* staging_ = nullptr;

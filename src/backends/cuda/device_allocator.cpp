@@ -24,6 +24,14 @@ struct device_allocator::state {
   free_lists shared;              // the shared cache
   std::shared_ptr<pool> current;  // null: allocations come from the shared cache
   size_t allocated = 0, reserved = 0, mallocs = 0;
+  // defer_frees depth, and the blocks freed meanwhile (their pool, null: shared; size class).
+  int defer_depth = 0;
+  struct deferred_block {
+    std::shared_ptr<pool> owner;
+    size_t cls;
+    void* ptr;
+  };
+  std::vector<deferred_block> deferred;
 
   ~state() {
     cudaSetDevice(device);
@@ -93,8 +101,27 @@ std::shared_ptr<void> device_allocator::allocate(size_t bytes) {
   return std::shared_ptr<void>(ptr, [st, p = std::move(p), bytes, cls](void* q) {
     std::lock_guard lock(st->mu);
     st->allocated -= bytes;
-    (p ? p->free : st->shared)[cls].push_back(q);
+    if (st->defer_depth > 0)
+      st->deferred.push_back({p, cls, q});
+    else
+      (p ? p->free : st->shared)[cls].push_back(q);
   });
+}
+
+void device_allocator::defer_frees() {
+  std::lock_guard lock(s_->mu);
+  ++s_->defer_depth;
+}
+
+void device_allocator::release_deferred_frees() {
+  // The pools' last references may go with `released`: after the lock (their destructors take it).
+  std::vector<state::deferred_block> released;
+  std::lock_guard lock(s_->mu);
+  DSV4_CHECK(s_->defer_depth > 0, "cuda allocator: release_deferred_frees without defer_frees");
+  if (--s_->defer_depth > 0) return;
+  released.swap(s_->deferred);
+  for (const state::deferred_block& b : released)
+    (b.owner ? b.owner->free : s_->shared)[b.cls].push_back(b.ptr);
 }
 
 std::shared_ptr<device_allocator::pool> device_allocator::new_private_pool() {

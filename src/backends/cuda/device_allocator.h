@@ -3,10 +3,14 @@
 // runs only on a miss, so a step allocates and frees without cudaMalloc / cudaFree (cudaFree
 // synchronises the device).
 //
-// Invariant: every block is used only by work on the backend's single stream, so a block freed by
-// the host while kernels that use it are still queued can be handed out again at once: the next
-// user's work is ordered after them on that stream. Host-side copies into a block (cudaMemcpy) must
-// first wait for the stream.
+// Invariant: every block is used only by work ordered on the backend's main stream, so a block
+// freed by the host while kernels that use it are still queued can be handed out again at once:
+// the next user's work is ordered after them on that stream. Host-side copies into a block
+// (cudaMemcpy) must first wait for the stream. A side branch (cuda_ops::begin_side_branch: work on
+// a second stream, forked from the main one and joined back) breaks the ordering between the two
+// branches, so while one is open (defer_frees) freed blocks are held back, and they return to
+// their free lists only at the join (release_deferred_frees), once the main stream waits for the
+// branch: a block is never handed to one branch while the other may still use it.
 //
 // Graph pools: while a private pool is active (a CUDA-graph capture and the eager warm-up run
 // before it), allocations come from that pool and frees go back to it. Its blocks are never handed
@@ -53,6 +57,10 @@ class device_allocator {
     device_allocator& a_;
     std::shared_ptr<pool> previous_;
   };
+
+  // Frees from now until release_deferred_frees are held back (nestable; see above).
+  void defer_frees();
+  void release_deferred_frees();
 
   // Bytes of live allocations (as requested); bytes held from cudaMalloc (live + cached, all
   // pools); cudaMalloc calls so far (a test can check that a warm step makes none).

@@ -16,6 +16,16 @@
 //    warp s computing sum s for those lanes (see the kernel), so every m_j is the block kernel's
 //    bit for bit (test_backend_ops *_kernels_agree).
 //
+//  * the split path (decode sizes, given a workspace; automatic's choice up to
+//    hc_collapse_split_auto_tokens): two launches. hc_split_sums_kernel spreads the inputs over
+//    n / 128 CTAs (fn's 1.5 MB read by every SM at once, where the cluster kernel streamed it
+//    through 8 SMs: ~8 us of its ~17 us at T = 3, H100 ncu) and stores each CTA's partial sums;
+//    then hc_split_finish_kernel (programmatic dependent launch) adds a token's partials in chunk
+//    order, forms the gates and writes y, one of its CTAs per token running the Sinkhorn
+//    projection. Its sums are added in another order than the block / cluster kernels' (not
+//    bit-equal to them; parity against the CPU reference); y, post and comb come from the same
+//    gate functions.
+//
 // hc_post: one block per (token, 256 columns); each thread holds the hc stream values of its
 // column and writes the hc outputs, summing in the reference's order (post * f first, then j).
 #include <algorithm>
@@ -24,6 +34,7 @@
 #include "backends/cuda/cluster.cuh"
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/mhc.h"
+#include "backends/cuda/pdl.cuh"
 
 namespace dsv4::cuda {
 
@@ -369,6 +380,123 @@ __global__ void __launch_bounds__(k_hc_cluster_threads, 1)
   cluster::sync();
 }
 
+// The split path. Chunk c of the n = hc * D inputs is [128 c, 128 c + 128); lane l of a warp sums
+// inputs 128 c + l + 32 u, u = 0..3 in order, then warp_sum. Warp w computes sums s = w + 8 q (s <
+// mix: x . fn_s, s == mix: x . x) for the k_hc_split_cta_tokens tokens of its CTA (grid (chunks,
+// token groups): each group of 4 tokens is one dependent x load and reduction round, so more
+// tokens per CTA lengthened the kernel: H100, 16 -> 32 tokens in one CTA, 20.6 -> 28.1 us). part[(t
+// * k_hc_sums + j) * chunks + c]: chunk c's sum j of token t (the sum of squares at j =
+// k_hc_max_mix), chunks fastest so that the finish kernel's warps read a sum's partials coalesced.
+constexpr int k_hc_split_threads = 256;
+constexpr int k_hc_split_inputs = 128;  // per chunk (CTA) of the sums kernel
+constexpr int k_hc_split_per_lane = k_hc_split_inputs / k_warp_size;
+constexpr int k_hc_split_slots = (k_hc_max_mix + 1 + 7) / 8;  // sums per warp (8 warps)
+constexpr int k_hc_split_columns = 512;   // y columns per CTA of the finish kernel
+constexpr int k_hc_split_cta_tokens = 8;  // tokens per CTA of the sums kernel
+static_assert(k_hc_split_threads == 8 * k_warp_size && k_hc_split_slots * 8 >= k_hc_sums);
+
+template <typename act_t>
+__global__ void __launch_bounds__(k_hc_split_threads)
+    hc_split_sums_kernel(const act_t* x, const float* fn, int64_t tokens, int64_t n, int mix,
+                         float* part) {
+  pdl_trigger();  // the finish kernel waits for this grid before it reads part
+  const int lane = threadIdx.x % k_warp_size, warp = threadIdx.x / k_warp_size;
+  const int64_t chunks = gridDim.x, c = blockIdx.x;
+  const int64_t i0 = c * k_hc_split_inputs + lane;
+  const int64_t t_first = int64_t(blockIdx.y) * k_hc_split_cta_tokens;
+  const int64_t t_end = min(tokens, t_first + k_hc_split_cta_tokens);
+  // This warp's fn values: independent of x, issued first.
+  float f[k_hc_split_slots][k_hc_split_per_lane];
+#pragma unroll
+  for (int q = 0; q < k_hc_split_slots; ++q) {
+    const int s = warp + 8 * q;
+#pragma unroll
+    for (int u = 0; u < k_hc_split_per_lane; ++u) {
+      const int64_t i = i0 + k_warp_size * u;
+      f[q][u] = s < mix && i < n ? __ldg(fn + int64_t(s) * n + i) : 0.0f;
+    }
+  }
+  constexpr int k_tokens_in_flight = 4;
+  for (int64_t t0 = t_first; t0 < t_end; t0 += k_tokens_in_flight) {
+    float xv[k_tokens_in_flight][k_hc_split_per_lane];
+#pragma unroll
+    for (int tt = 0; tt < k_tokens_in_flight; ++tt)
+#pragma unroll
+      for (int u = 0; u < k_hc_split_per_lane; ++u) {
+        const int64_t i = i0 + k_warp_size * u;
+        xv[tt][u] = t0 + tt < t_end && i < n ? act_to_f32(x[(t0 + tt) * n + i]) : 0.0f;
+      }
+#pragma unroll
+    for (int tt = 0; tt < k_tokens_in_flight; ++tt) {
+      if (t0 + tt >= t_end) break;
+#pragma unroll
+      for (int q = 0; q < k_hc_split_slots; ++q) {
+        const int s = warp + 8 * q;
+        if (s > mix) break;
+        float acc = 0.0f;
+#pragma unroll
+        for (int u = 0; u < k_hc_split_per_lane; ++u)
+          acc += xv[tt][u] * (s < mix ? f[q][u] : xv[tt][u]);
+        acc = warp_sum(acc);
+        if (lane == 0)
+          part[((t0 + tt) * k_hc_sums + (s == mix ? k_hc_max_mix : s)) * chunks + c] = acc;
+      }
+    }
+  }
+}
+
+// Grid (ceil(D / k_hc_split_columns) + (head ? 0 : 1), tokens): CTA (bx, t) adds token t's
+// partials of the sums it needs (the gates' pre: sums 0..hc-1 and the sum of squares; the last
+// CTA of a row, present only for hc_pre, all of them) in chunk order c = lane, lane + 32, ...
+// then warp_sum, so every CTA of a token gets the same values; then pre, and y's columns [512 bx,
+// +512) (the block kernel's y order), or post and the Sinkhorn projection in the last CTA.
+template <typename act_t>
+__global__ void __launch_bounds__(k_hc_split_threads)
+    hc_split_finish_kernel(const act_t* x, const float* part, int chunks, const float* base,
+                           const float* scale, int64_t tokens, int hc, int64_t D, int mix,
+                           bool head, int sinkhorn_iters, float hc_eps, float norm_eps, act_t* y,
+                           float* post, float* comb) {
+  __shared__ float sums[k_hc_sums];
+  __shared__ float pre[k_hc_max_streams];
+  const int lane = threadIdx.x % k_warp_size, warp = threadIdx.x / k_warp_size;
+  const int64_t t = blockIdx.y;
+  const int64_t n = int64_t(hc) * D;
+  const bool gates = !head && blockIdx.x == gridDim.x - 1;  // post and comb
+  pdl_wait();
+#pragma unroll
+  for (int q = 0; q < k_hc_split_slots; ++q) {
+    const int j = warp + 8 * q;
+    if (j == k_hc_max_mix || j < (gates ? mix : hc)) {
+      const float* pj = part + (t * k_hc_sums + j) * chunks;
+      float v = 0.0f;
+      for (int c = lane; c < chunks; c += k_warp_size) v += pj[c];
+      v = warp_sum(v);
+      if (lane == 0) sums[j] = v;
+    }
+  }
+  __syncthreads();
+  if (gates) {
+    if (warp == 0)
+      hc_token_post_comb(sums, n, hc, base, scale, sinkhorn_iters, hc_eps, norm_eps, post + t * hc,
+                         comb + t * hc * hc);
+    return;
+  }
+  if (warp == 0) hc_token_pre(sums, n, hc, base, scale, hc_eps, norm_eps, pre);
+  __syncthreads();
+  const act_t* xt = x + t * n;
+  const int64_t i1 = min(D, int64_t(blockIdx.x + 1) * k_hc_split_columns);
+  for (int64_t i = int64_t(blockIdx.x) * k_hc_split_columns + threadIdx.x; i < i1;
+       i += blockDim.x) {
+    float v = 0.0f;
+    for (int j = 0; j < hc; ++j) v += pre[j] * act_to_f32(xt[j * D + i]);
+    y[t * D + i] = act_from_f32<act_t>(v);
+  }
+}
+
+int64_t hc_split_chunks(int64_t hc, int64_t D) {
+  return ceil_div(hc * D, int64_t(k_hc_split_inputs));
+}
+
 constexpr int k_hc_post_threads = 256;
 
 // Grid (column blocks, tokens), both grid-strided; the first version's one block per token left
@@ -404,13 +532,42 @@ template <typename act_t>
 cudaError_t hc_collapse(const act_t* x, const float* fn, const float* base, const float* scale,
                         int64_t tokens, int64_t hc, int64_t D, bool head, int64_t sinkhorn_iters,
                         float hc_eps, float norm_eps, act_t* y, float* post, float* comb,
-                        hc_collapse_path path, cudaStream_t stream) {
+                        hc_collapse_path path, void* workspace, size_t workspace_bytes,
+                        cudaStream_t stream) {
   if (tokens < 0 || hc <= 0 || hc > k_hc_max_streams || D <= 0 || sinkhorn_iters < 0 ||
       sinkhorn_iters > INT32_MAX)
     return cudaErrorInvalidValue;
   if (tokens == 0) return cudaSuccess;
   const int64_t groups = ceil_div(tokens, k_hc_tokens);
   const int mix = head ? int(hc) : int((2 + hc) * hc);
+  const size_t split_bytes = hc_collapse_workspace_bytes(tokens, hc, D);
+  const bool split_fits = tokens <= hc_collapse_split_max_tokens && workspace != nullptr &&
+                          workspace_bytes >= split_bytes &&
+                          (reinterpret_cast<uintptr_t>(workspace) & 3) == 0;
+  if (path == hc_collapse_path::split && !split_fits) return cudaErrorInvalidValue;
+  // Automatic: split up to hc_collapse_split_auto_tokens(head). H100, session 25
+  // (test_backend_ops --perf, event-timed single calls, Flash widths, us, cluster -> split). Call
+  // l25d (8 tokens a CTA of the sums kernel): hc_pre T = 1 / 4 / 16 / 24 / 32 / 48 / 64 18.2 / 23.0
+  // / 23.6 / 23.8 / 24.0 / 24.2 / 41.7 -> 14.1 / 14.7 / 18.1 / 22.3 / 24.1 / 29.3 / 34.4, hc_head
+  // 12.9 / 17.1 / 18.4 / 17.6 / 18.1 / 17.9 / 29.5 -> 11.7 / 11.8 / 13.2 / 14.6 / 17.0 / 19.3 /
+  // 21.8; Pro hc_pre T = 4 31.4 -> 16.3. Call l25c (all tokens in one CTA) lost from 24 tokens
+  // (hc_pre T = 32 23.9 -> 28.1). The flash-dims decode step (batch 2-3, graphs): 0.93-1.01 ->
+  // 0.86-0.95 ms (l25c, with rms_norm's early weights).
+  if (path == hc_collapse_path::split || (path == hc_collapse_path::automatic && split_fits &&
+                                          tokens <= hc_collapse_split_auto_tokens(head))) {
+    const int64_t chunks = hc_split_chunks(hc, D);
+    const int64_t columns = ceil_div(D, int64_t(k_hc_split_columns)) + (head ? 0 : 1);
+    if (chunks > INT32_MAX || columns > INT32_MAX) return cudaErrorInvalidValue;
+    float* part = static_cast<float*>(workspace);
+    const dim3 sums_grid(unsigned(chunks), unsigned(ceil_div(tokens, k_hc_split_cta_tokens)));
+    hc_split_sums_kernel<act_t>
+        <<<sums_grid, k_hc_split_threads, 0, stream>>>(x, fn, tokens, hc * D, mix, part);
+    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+    return launch_pdl(true, hc_split_finish_kernel<act_t>,
+                      dim3(unsigned(columns), unsigned(tokens)), dim3(k_hc_split_threads), 0,
+                      stream, x, static_cast<const float*>(part), int(chunks), base, scale, tokens,
+                      int(hc), D, mix, head, int(sinkhorn_iters), hc_eps, norm_eps, y, post, comb);
+  }
   const size_t smem = hc_cluster_smem_bytes(hc * D);
   const bool cluster_fits = smem <= size_t(200) << 10;
   if (path == hc_collapse_path::cluster && !cluster_fits) return cudaErrorInvalidValue;
@@ -454,21 +611,27 @@ cudaError_t hc_collapse(const act_t* x, const float* fn, const float* base, cons
 
 }  // namespace
 
+size_t hc_collapse_workspace_bytes(int64_t tokens, int64_t hc, int64_t D) {
+  if (tokens <= 0 || hc <= 0 || D <= 0) return 0;
+  return size_t(tokens) * k_hc_sums * size_t(hc_split_chunks(hc, D)) * sizeof(float);
+}
+
 template <typename act_t>
 cudaError_t hc_pre(const act_t* x, const float* fn, const float* base, const float* scale,
                    int64_t tokens, int64_t hc, int64_t D, int64_t sinkhorn_iters, float hc_eps,
                    float norm_eps, act_t* y, float* post, float* comb, cudaStream_t stream,
-                   hc_collapse_path path) {
+                   hc_collapse_path path, void* workspace, size_t workspace_bytes) {
   return hc_collapse(x, fn, base, scale, tokens, hc, D, false, sinkhorn_iters, hc_eps, norm_eps, y,
-                     post, comb, path, stream);
+                     post, comb, path, workspace, workspace_bytes, stream);
 }
 
 template <typename act_t>
 cudaError_t hc_head(const act_t* x, const float* fn, const float* base, const float* scale,
                     int64_t tokens, int64_t hc, int64_t D, float hc_eps, float norm_eps, act_t* y,
-                    cudaStream_t stream, hc_collapse_path path) {
+                    cudaStream_t stream, hc_collapse_path path, void* workspace,
+                    size_t workspace_bytes) {
   return hc_collapse(x, fn, base, scale, tokens, hc, D, true, 0, hc_eps, norm_eps, y, nullptr,
-                     nullptr, path, stream);
+                     nullptr, path, workspace, workspace_bytes, stream);
 }
 
 template <typename act_t>
@@ -485,10 +648,10 @@ cudaError_t hc_post(const act_t* x, const act_t* f, const float* post, const flo
 #define DSV4_MHC_INSTANTIATE(T)                                                                \
   template cudaError_t hc_pre<T>(const T*, const float*, const float*, const float*, int64_t,  \
                                  int64_t, int64_t, int64_t, float, float, T*, float*, float*,  \
-                                 cudaStream_t, hc_collapse_path);                              \
+                                 cudaStream_t, hc_collapse_path, void*, size_t);               \
   template cudaError_t hc_head<T>(const T*, const float*, const float*, const float*, int64_t, \
                                   int64_t, int64_t, float, float, T*, cudaStream_t,            \
-                                  hc_collapse_path);                                           \
+                                  hc_collapse_path, void*, size_t);                            \
   template cudaError_t hc_post<T>(const T*, const T*, const float*, const float*, int64_t,     \
                                   int64_t, int64_t, T*, cudaStream_t);
 DSV4_MHC_INSTANTIATE(float)

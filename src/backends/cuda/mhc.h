@@ -6,16 +6,30 @@
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
+#include <cstddef>
 #include <cstdint>
 
 namespace dsv4::cuda {
 
 constexpr int k_hc_max_streams = 4;
 
-// Which kernel computes hc_pre / hc_head's collapse (both give the same values bit for bit):
-// automatic picks by size; the others are for tests and benchmarks (cluster fails with
-// cudaErrorInvalidValue where its shared memory, 4 x hc * D floats of 8 x 8 lanes, does not fit).
-enum class hc_collapse_path { automatic, block, cluster };
+// Which kernel computes hc_pre / hc_head's collapse: automatic picks by size (split where it is
+// allowed, then cluster, then block); the others are for tests and benchmarks. block and cluster
+// give the same values bit for bit; split adds the sums in another order. cluster fails with
+// cudaErrorInvalidValue where its shared memory, 4 x hc * D floats of 8 x 8 lanes, does not fit;
+// split where tokens > hc_collapse_split_max_tokens or the workspace is missing, short or not
+// 4-byte aligned.
+enum class hc_collapse_path { automatic, block, cluster, split };
+
+// The split path (two launches over all SMs; mhc.cu) takes up to hc_collapse_split_max_tokens
+// tokens and needs a workspace of hc_collapse_workspace_bytes (the per-chunk partial sums; 0 for
+// empty calls); automatic takes it up to hc_collapse_split_auto_tokens(head) tokens (head: for
+// hc_head; measured: mhc.cu).
+constexpr int64_t hc_collapse_split_max_tokens = 64;
+constexpr int64_t hc_collapse_split_auto_tokens(bool head) {
+  return head ? 32 : 24;
+}
+size_t hc_collapse_workspace_bytes(int64_t tokens, int64_t hc, int64_t D);
 
 // Per token t of x [tokens, hc, D]: m = (x_t / rms(x_t)) . fn^T with fn [(2+hc)*hc, hc*D];
 // pre_j = sigmoid(m_j * scale[0] + base_j) + hc_eps, post[t, j] = 2 sigmoid(m_{hc+j} * scale[1] +
@@ -28,7 +42,8 @@ template <typename act_t>
 cudaError_t hc_pre(const act_t* x, const float* fn, const float* base, const float* scale,
                    int64_t tokens, int64_t hc, int64_t D, int64_t sinkhorn_iters, float hc_eps,
                    float norm_eps, act_t* y, float* post, float* comb, cudaStream_t stream,
-                   hc_collapse_path path = hc_collapse_path::automatic);
+                   hc_collapse_path path = hc_collapse_path::automatic, void* workspace = nullptr,
+                   size_t workspace_bytes = 0);
 // out[t, k] = post[t, k] * f[t] + sum_j comb[t, j, k] * x[t, j] for x [tokens, hc, D], f
 // [tokens, D], post [tokens, hc], comb [tokens, hc, hc]; out [tokens, hc, D].
 // x, f and out are activations; post and comb f32.
@@ -40,6 +55,7 @@ cudaError_t hc_post(const act_t* x, const act_t* f, const float* post, const flo
 template <typename act_t>
 cudaError_t hc_head(const act_t* x, const float* fn, const float* base, const float* scale,
                     int64_t tokens, int64_t hc, int64_t D, float hc_eps, float norm_eps, act_t* y,
-                    cudaStream_t stream, hc_collapse_path path = hc_collapse_path::automatic);
+                    cudaStream_t stream, hc_collapse_path path = hc_collapse_path::automatic,
+                    void* workspace = nullptr, size_t workspace_bytes = 0);
 
 }  // namespace dsv4::cuda

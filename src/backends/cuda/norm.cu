@@ -32,10 +32,18 @@ __device__ __forceinline__ float4 scaled(float4 v, float s, const float4* w, int
   return make_float4(v.x * s, v.y * s, v.z * s, v.w * s);
 }
 
+// scaled with the weight already loaded (the same products in the same order as scaled).
+__device__ __forceinline__ float scaled_by(float v, float s, float wv) {
+  return wv * (v * s);
+}
+__device__ __forceinline__ float4 scaled_by(float4 v, float s, float4 wv) {
+  return make_float4(wv.x * (v.x * s), wv.y * (v.y * s), wv.z * (v.z * s), wv.w * (v.w * s));
+}
+
 // Vec: each element is 4 consecutive features (slice length a multiple of 4, x / y aligned to 4
 // activations, weight 16-byte aligned); otherwise one feature. `len` counts elements per slice,
 // `n_features` features per slice. x is held as f32 between the two passes (exact for both act_t).
-template <typename act_t, bool Vec>
+template <typename act_t, bool Vec, bool EarlyW>
 __global__ void rms_norm_kernel(const act_t* x, const float* w, act_t* y, int64_t len,
                                 float n_features, float eps) {
   using V = std::conditional_t<Vec, float4, float>;
@@ -58,7 +66,7 @@ __global__ void rms_norm_kernel(const act_t* x, const float* w, act_t* y, int64_
       ys[i] = act_from_f32<act_t>(v);
   };
   const V* wv = reinterpret_cast<const V*>(w);
-  V cached[k_rms_cached];
+  V cached[k_rms_cached], wcached[k_rms_cached];
   float ss = 0.0f;
 #pragma unroll
   for (int k = 0; k < k_rms_cached; ++k) {
@@ -66,6 +74,16 @@ __global__ void rms_norm_kernel(const act_t* x, const float* w, act_t* y, int64_
     if (i < len) {
       cached[k] = load(i);
       ss += sum_squares(cached[k]);
+    }
+  }
+  // EarlyW: the weights of the cached share, loaded before the reduction (they do not depend on
+  // it; loaded in the store loop they are a second memory trip after it, and the decode step's
+  // norm weights are evicted from L2 by the layer weights streamed between two uses).
+  if (EarlyW && w) {
+#pragma unroll
+    for (int k = 0; k < k_rms_cached; ++k) {
+      const int64_t i = threadIdx.x + k * stride;
+      if (i < len) wcached[k] = wv[i];
     }
   }
   for (int64_t i = threadIdx.x + k_rms_cached * stride; i < len; i += stride)
@@ -76,7 +94,8 @@ __global__ void rms_norm_kernel(const act_t* x, const float* w, act_t* y, int64_
 #pragma unroll
   for (int k = 0; k < k_rms_cached; ++k) {
     const int64_t i = threadIdx.x + k * stride;
-    if (i < len) store(i, scaled(cached[k], inv, wv, i));
+    if (i < len)
+      store(i, EarlyW && w ? scaled_by(cached[k], inv, wcached[k]) : scaled(cached[k], inv, wv, i));
   }
   for (int64_t i = threadIdx.x + k_rms_cached * stride; i < len; i += stride)
     store(i, scaled(load(i), inv, wv, i));
@@ -102,13 +121,28 @@ cudaError_t rms_norm(const act_t* x, const float* weight, act_t* y, int64_t rows
   const int64_t g = n / groups;
   const bool vec = g % 4 == 0 && act4_aligned<act_t>(x) && act4_aligned<act_t>(y) &&
                    (!weight || aligned_16(weight));
-  if (vec) {
-    const int64_t len = g / 4;
-    rms_norm_kernel<act_t, true>
+  // Early weight loads where the grid is small (decode: one CTA per row, each waiting on its own
+  // memory trips); H100, session 25 (call l25d, ncu device times, caches flushed per launch, f32):
+  // 64 rows x 4096 / 7168 5.41 / 5.82 -> 4.67 / 5.47 us, but 4096 rows x 4096 / 7168 44.8 / 80.6 ->
+  // 47.5 / 95.4 us (the extra registers and loads cost where many CTAs hide each other's trips).
+  const bool early = weight && slices <= 2 * int64_t(current_device_sm_count());
+  auto launch = [&](auto vec_tag, auto early_tag, int64_t len) {
+    constexpr bool V = decltype(vec_tag)::value, E = decltype(early_tag)::value;
+    rms_norm_kernel<act_t, V, E>
         <<<unsigned(slices), rms_norm_threads(len), 0, stream>>>(x, weight, y, len, float(g), eps);
+  };
+  using yes = std::true_type;
+  using no = std::false_type;
+  if (vec) {
+    if (early)
+      launch(yes{}, yes{}, g / 4);
+    else
+      launch(yes{}, no{}, g / 4);
   } else {
-    rms_norm_kernel<act_t, false>
-        <<<unsigned(slices), rms_norm_threads(g), 0, stream>>>(x, weight, y, g, float(g), eps);
+    if (early)
+      launch(no{}, yes{}, g);
+    else
+      launch(no{}, no{}, g);
   }
   return cudaGetLastError();
 }
