@@ -1,6 +1,7 @@
 // Dense linears at decode and prefill, one run on one GPU (`--decode-only` skips prefill;
 // `--split-sweep` only sweeps linear_decode's block split; `--fp8-cublaslt` compares cuBLASLt's
-// block-scaled FP8 matmul with the engine's FP8-input path at 8-128 tokens):
+// block-scaled FP8 matmul with the engine's FP8-input path at 8-128 tokens; `--nvfp4-repack-ab`
+// NVFP4's checkpoint and repacked layouts in linear_decode):
 //   * decode (T = 1..64, graphs of 16 calls): the GEMV of linear.h, linear_decode (tensor cores),
 //     linear_gemm and cuBLAS BF16, as % of the HBM read ceiling measured in the same run;
 //   * ceiling: cuBLAS BF16 (cublasGemmEx, f32 compute, BF16 out) on the same shape with the weight
@@ -32,6 +33,7 @@
 #include "backends/cuda/linear_dispatch.h"
 #include "backends/cuda/linear_fp8_cublaslt.h"
 #include "backends/cuda/linear_gemm.h"
+#include "backends/cuda/moe_repack.h"
 #include "bench_common.cuh"
 
 namespace {
@@ -673,6 +675,73 @@ void bench_lead_ab(const shape& sh, weight_kind kind, const std::vector<int64_t>
   cudaFree(ws);
 }
 
+// NVFP4 in the checkpoint layout vs the repacked one (linear.h weight_layout::repacked, what
+// cuda_ops::prepare_linear gives dense NVFP4 matrices where dense_layout.h allows): the planner's
+// split (linear_decode_grouped as cuda_ops calls it), bf16 x and y, graphs of 16 calls on
+// rotated copies (each copy repacked on the device from the checkpoint copy, so both layouts
+// hold the same weights), `reps` alternating passes, best (and the spread to the worst) per
+// layout, % of the read ceiling on the packed bytes. groups > 1: wo_a's grouped form; at T = 1
+// also linear.h's GEMV (what cuda_ops runs there on the checkpoint layout).
+void bench_nvfp4_repack_ab(const shape& sh, const std::vector<int64_t>& tokens, double read_gbps,
+                           cudaStream_t s, int reps, int64_t groups = 1) {
+  const int64_t tmax = *std::max_element(tokens.begin(), tokens.end());
+  const shape_operands op(weight_kind::nvfp4, sh.rows, sh.cols, tmax * groups, 24, 300, 0, 78);
+  std::vector<device_weight> rp;
+  std::vector<void*> rp_data;
+  const size_t bytes =
+      size_t(dsv4::cuda::weight_matrix_bytes(weight_kind::nvfp4, sh.rows, sh.cols));
+  for (size_t i = 0; i < op.mats.size(); ++i) {
+    device_weight w = op.mats[i]->w;
+    void* d = dmalloc(bytes);
+    CK(dsv4::cuda::fp4_repack::repack_matrices_device(
+        static_cast<const uint8_t*>(w.data), static_cast<uint8_t*>(d), 1, sh.rows, sh.cols, s));
+    w.data = d;
+    w.layout = dsv4::cuda::weight_layout::repacked;
+    rp.push_back(w);
+    rp_data.push_back(d);
+  }
+  CK(cudaStreamSynchronize(s));
+  if (!dsv4::cuda::linear_decode_grouped_supported(rp[0], groups)) {
+    std::printf("repack %-10s: repacked layout not supported\n", sh.name);
+    return;
+  }
+  const size_t ws_bytes = dsv4::cuda::linear_decode_workspace_bytes(tmax, groups * sh.cols);
+  void* ws = dmalloc(ws_bytes);
+  for (int64_t T : tokens) {
+    const auto call = [&](int i, bool repacked) {
+      const device_weight& w = repacked ? rp[size_t(i) % rp.size()] : op.w(i);
+      CK(dsv4::cuda::linear_decode_grouped(op.x, T, w, groups, op.y, ws, ws_bytes, s));
+    };
+    double best[2] = {1e30, 1e30}, worst[2] = {0, 0};
+    for (int pass = 0; pass < reps; ++pass)
+      for (int v = 0; v < 2; ++v) {
+        const double t = time_graph_per_call([&](int i) { call(i, v == 1); }, s);
+        best[v] = std::min(best[v], t);
+        worst[v] = std::max(worst[v], t);
+      }
+    const dsv4::cuda::linear_decode_split sp = dsv4::cuda::linear_decode_default_split(op.w(0), T);
+    std::printf("repack %-10s %6lld %6lld T=%-3lld groups=%lld ks=%lld xl=%d", sh.name,
+                (long long)sh.rows, (long long)sh.cols, (long long)T, (long long)groups,
+                (long long)sp.k_parts, groups > 1 ? -1 : sp.x_lead);
+    const char* names[2] = {"checkpoint", "repacked"};
+    for (int v = 0; v < 2; ++v)
+      std::printf(" | %s %7.2f us %5.1f%% (+%.1f%%)", names[v], best[v] * 1e3,
+                  pct_of_read(double(op.packed_bytes), best[v], read_gbps),
+                  100.0 * (worst[v] / best[v] - 1.0));
+    std::printf(" | x%.3f", best[0] / best[1]);
+    if (groups > 1 && T == 1) {
+      const double t = time_graph_per_call(
+          [&](int i) { CK(dsv4::cuda::grouped_linear(op.x, T, op.w(i), groups, op.y, s)); }, s);
+      std::printf(" | gemv (checkpoint) %7.2f us %5.1f%%", t * 1e3,
+                  pct_of_read(double(op.packed_bytes), t, read_gbps));
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  for (void* p : rp_data) cudaFree(p);
+  cudaFree(ws);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -782,6 +851,26 @@ int main(int argc, char** argv) {
               std::printf("xlead %-10s T=%lld pf%d", sh.name, (long long)T, def.l2_prefetch_rounds);
             },
             variants, read_gbps, s);
+    std::printf("HBM read ceiling again: %.1f GB/s\n", read_ceiling_gbps(s));
+    return 0;
+  }
+  if (argc > 1 && std::string(argv[1]) == "--nvfp4-repack-ab") {
+    // Optional: reps (default 2).
+    const int reps = argc > 2 ? std::max(1, std::atoi(argv[2])) : 2;
+    std::printf(
+        "\n## linear_decode NVFP4: checkpoint vs repacked layout (planner's split, bf16 x / y, "
+        "graph of %d calls, best of %d alternating passes, %% of read, xN.NNN = checkpoint / "
+        "repacked)\n",
+        k_graph_calls, reps);
+    const std::vector<int64_t> ts{1, 2, 4, 8, 16};
+    for (const shape& sh :
+         {flash[1], flash[3], flash[0], flash[5], flash[6], pro[1], pro[2], pro[0], pro[3], pro[4]})
+      bench_nvfp4_repack_ab(sh, ts, read_gbps, s, reps);
+    bench_nvfp4_repack_ab({"fl.wo_a", 8 * 1024, 4096}, ts, read_gbps, s, reps, 8);
+    bench_nvfp4_repack_ab({"pro.wo_a", 16 * 1024, 4096}, ts, read_gbps, s, reps, 16);
+    // Larger steps (four and eight n-tiles) on two shapes.
+    bench_nvfp4_repack_ab(flash[5], {32, 64}, read_gbps, s, reps);
+    bench_nvfp4_repack_ab(pro[2], {32, 64}, read_gbps, s, reps);
     std::printf("HBM read ceiling again: %.1f GB/s\n", read_ceiling_gbps(s));
     return 0;
   }

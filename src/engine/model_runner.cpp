@@ -61,6 +61,7 @@ std::unique_ptr<model_runner> model_runner::load(const std::string& model_dir,
   if (auto* c = dynamic_cast<cuda::cuda_ops*>(r->backend_.get())) {
     c->set_decode_kernels(options.decode_kernels);
     c->set_repack_experts(options.repack_experts);
+    c->set_repack_dense(options.repack_dense);
   }
 #endif
   r->weights_ = load_model_weights(r->checkpoint_, r->config_, *r->backend_);

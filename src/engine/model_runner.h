@@ -33,6 +33,10 @@ struct runner_options {
   // (cuda_ops::set_repack_experts; taken only where src/backends/cuda/expert_layout.h allows).
   // Off, or DSV4_CUDA_REPACK=0 in the environment: the checkpoint layout.
   bool repack_experts = true;
+  // CUDA: repack dense NVFP4 linears at load for linear_decode / linear_gemm
+  // (cuda_ops::set_repack_dense; taken only where src/backends/cuda/dense_layout.h allows).
+  // Off, or DSV4_CUDA_REPACK_DENSE=0 in the environment: the checkpoint layout.
+  bool repack_dense = true;
   // Activation storage on the GPU: "bf16" or "f32" (f32 accumulation either way). Unset: bf16 on
   // cuda. The CPU backend is f32 only.
   std::optional<std::string> activations;

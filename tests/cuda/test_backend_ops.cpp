@@ -1183,6 +1183,7 @@ std::vector<test_case> make_eval_cases() {
   append_moe_decode_eval_cases(cases);
   append_moe_prefill_eval_cases(cases);
   append_linear_decode_eval_cases(cases);
+  append_linear_decode_repacked_eval_cases(cases);
   return cases;
 }
 

@@ -22,7 +22,8 @@
 // and argmax >= 90% (a wrong op gives KL ~1 and argmax near 1 / vocab).
 //
 // usage: test_gpu_model [--only FIXTURE] [--no-synthetic] [--no-oracle] [--only-kv-fp8]
-//                       [--only-index-fp4] [--only-repacked] [--profile-step N]
+//                       [--only-index-fp4] [--only-repacked] [--only-repacked-dense]
+//                       [--profile-step N]
 //                       [--moe-decode-chain N]
 #include <cuda_profiler_api.h>
 
@@ -44,6 +45,7 @@
 #include "backends/cuda/moe_decode.h"
 #include "core/error.h"
 #include "engine/model_runner.h"
+#include "io/nvfp4_checkpoint.h"
 #include "io/synthetic_checkpoint.h"
 #include "model/fixture_model.h"
 #include "model/fixture_runner.h"
@@ -64,7 +66,8 @@ struct schedule_result {
   size_t reserved = 0;
   size_t kv_pool_bytes = 0;    // window + compressed KV pools of every layer
   size_t index_fp4_bytes = 0;  // FP4 indexer key copies (codes + scales) of every layer
-  int64_t expert_sets = 0, repacked_expert_sets = 0;  // MoE layers, repacked at load
+  int64_t expert_sets = 0, repacked_expert_sets = 0;      // MoE layers, repacked at load
+  int64_t dense_linears = 0, repacked_dense_linears = 0;  // dense linears, repacked at load
 };
 
 double median(std::vector<double> v) {
@@ -84,9 +87,11 @@ schedule_result run_schedule(const std::string& dir, precision_mode precision, b
                              const std::vector<size_t>& prompt, size_t decode, int64_t max_context,
                              const std::string& activations = "", bool decode_kernels = true,
                              kv_cache_dtype kv_dtype = kv_cache_dtype::activations,
-                             bool indexer_fp4 = true, bool repack_experts = true) {
+                             bool indexer_fp4 = true, bool repack_experts = true,
+                             bool repack_dense = true) {
   runner_options o;
   o.repack_experts = repack_experts;
+  o.repack_dense = repack_dense;
   o.cache.kv_dtype = kv_dtype;
   o.cache.indexer_fp4 = indexer_fp4;
   o.device = "cuda";
@@ -103,6 +108,8 @@ schedule_result run_schedule(const std::string& dir, precision_mode precision, b
   schedule_result r;
   r.expert_sets = backend.expert_sets();
   r.repacked_expert_sets = backend.repacked_expert_sets();
+  r.dense_linears = backend.dense_linears();
+  r.repacked_dense_linears = backend.repacked_dense_linears();
   for (const layer_cache& lc : runner->cache().layers()) {
     r.kv_pool_bytes += lc.window_pool.bytes() + (lc.comp_pool.defined() ? lc.comp_pool.bytes() : 0);
     r.index_fp4_bytes +=
@@ -290,6 +297,45 @@ bool compare_repacked_experts(const std::string& label, const std::string& dir, 
   return ok;
 }
 
+// Dense NVFP4 linears (an all-linear NVFP4 checkpoint) in the repacked layout (runner_options::
+// repack_dense, dense_layout.h) against the checkpoint layout, graphs on, bf16 activations:
+// linear_decode (decode steps, the 20-token prompt; wo_a grouped from one token) and linear_gemm
+// (the 300- and 140-token prefills) read the same values and keep every sum's order, so the
+// logits must be identical bit for bit. Also that the repacking happened (every NVFP4 linear
+// the rule takes: > 0) and the decode step times of both.
+bool compare_repacked_dense(const std::string& label, const std::string& dir, int64_t vocab,
+                            precision_mode precision) {
+  const std::vector<size_t> prompt{300, 140, 20};
+  const schedule_result rp = run_schedule(dir, precision, true, prompt, 24, 1024, "bf16", true,
+                                          kv_cache_dtype::activations, true, true, true);
+  const schedule_result cp = run_schedule(dir, precision, true, prompt, 24, 1024, "bf16", true,
+                                          kv_cache_dtype::activations, true, true, false);
+  const size_t differing = bitwise_differing_steps(rp, cp);
+  const logits_distance dist = distance(rp, cp, vocab);
+  const bool ok = differing == 0 && rp.repacked_dense_linears > 0 &&
+                  cp.repacked_dense_linears == 0 && rp.graphs == 2;
+  std::printf(
+      "[gpu-repacked-dense] %-22s %-8s bf16: repacked vs checkpoint dense NVFP4, %zu steps (3 "
+      "prefills + decode, graphs): %zu bitwise-differing (rel %.3g, argmax %.4f); repacked dense "
+      "linears %lld of %lld (checkpoint run %lld); graphs=%zu %s\n",
+      label.c_str(), std::string(precision_mode_name(precision)).c_str(), rp.logits.size(),
+      differing, dist.relative, dist.argmax, (long long)rp.repacked_dense_linears,
+      (long long)rp.dense_linears, (long long)cp.repacked_dense_linears, rp.graphs,
+      ok ? "OK" : "FAIL");
+  if (rp.prefill_ms.size() > 1)
+    std::printf(
+        "[gpu-repacked-dense] %-22s prefill of %zu tokens (wall): checkpoint %.2f ms, repacked "
+        "%.2f ms\n",
+        label.c_str(), prompt[1], cp.prefill_ms[1], rp.prefill_ms[1]);
+  for (int b = 1; b < 4; ++b)
+    if (!rp.step_ms[b].empty())
+      std::printf(
+          "[gpu-repacked-dense] %-22s decode step (batch %d, graph, median of %zu): checkpoint "
+          "%.3f ms, repacked %.3f ms\n",
+          label.c_str(), b, rp.step_ms[b].size(), median(cp.step_ms[b]), median(rp.step_ms[b]));
+  return ok;
+}
+
 // FP8 KV records (cache_options::kv_dtype fp8) against bf16 pools, both with DSV4_ATTENTION_ALT=0
 // (the in-turn summation order) and with the default alternate tiles, official precision, bf16
 // activations, graphs on (decode steps replay graphs; prefill of 300 / 140 / 20 tokens runs
@@ -450,6 +496,25 @@ std::string make_flash_dims_checkpoint() {
   return o.out_dir;
 }
 
+// The flash-dims checkpoint with every linear the quantizer's all-linear scope names in NVFP4
+// (attention projections, wo_a, shared and routed experts; convert_checkpoint_to_nvfp4).
+std::string make_flash_dims_nvfp4_checkpoint(const std::string& src) {
+  namespace fs = std::filesystem;
+  const fs::path out = fs::temp_directory_path() / "dsv4_graph_flash_dims_nvfp4";
+  fs::remove_all(out);
+  nvfp4_convert_options o;
+  o.in_dir = src;
+  o.out_dir = out.string();
+  o.scope = nvfp4_scope::all_linear;
+  const auto t0 = std::chrono::steady_clock::now();
+  const nvfp4_convert_result r = convert_checkpoint_to_nvfp4(o);
+  std::printf(
+      "[gpu-graph] flash-dims NVFP4 all-linear checkpoint: %lld modules quantized, %.1f s\n",
+      (long long)r.quantized,
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  return o.out_dir;
+}
+
 // The caching allocator's contract: reuse within a size class without cudaMalloc, private
 // pools isolated from the shared cache until released, release_cached returning the cache.
 bool allocator_checks() {
@@ -535,7 +600,7 @@ int main(int argc, char** argv) {
   }
   std::string only;
   bool synthetic = true, oracle = true, kv_fp8_only = false, index_fp4_only = false,
-       repacked_only = false;
+       repacked_only = false, repacked_dense_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--only" && i + 1 < argc) only = argv[++i];
@@ -546,6 +611,7 @@ int main(int argc, char** argv) {
     if (a == "--only-kv-fp8") kv_fp8_only = true;
     if (a == "--only-index-fp4") index_fp4_only = true;
     if (a == "--only-repacked") repacked_only = true;
+    if (a == "--only-repacked-dense") repacked_dense_only = true;
     if (a == "--no-oracle") oracle = false;
     if (a == "--profile-step" && i + 1 < argc) g_profile_step = std::atoi(argv[++i]);
   }
@@ -578,6 +644,20 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
       ++failures;
       std::printf("[gpu-repacked-experts] FAIL: %s\n", e.what());
+    }
+    std::printf("%d passed, %d failed\n", cases - failures, failures);
+    return failures ? 1 : 0;
+  }
+  if (repacked_dense_only) {  // dense NVFP4 layouts alone (an all-linear NVFP4 checkpoint)
+    try {
+      const std::string dir = make_flash_dims_nvfp4_checkpoint(make_flash_dims_checkpoint());
+      for (precision_mode p : {precision_mode::official, precision_mode::exact}) {
+        ++cases;
+        failures += !compare_repacked_dense("flash-dims-nvfp4", dir, 16384, p);
+      }
+    } catch (const std::exception& e) {
+      ++failures;
+      std::printf("[gpu-repacked-dense] FAIL: %s\n", e.what());
     }
     std::printf("%d passed, %d failed\n", cases - failures, failures);
     return failures ? 1 : 0;

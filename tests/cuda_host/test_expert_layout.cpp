@@ -6,6 +6,7 @@
 
 #include <cstdint>
 
+#include "backends/cuda/dense_layout.h"
 #include "backends/cuda/expert_layout.h"
 #include "backends/cuda/linear.h"
 #include "backends/cuda/linear_decode.h"
@@ -101,16 +102,57 @@ TEST(expert_layout, validate_weight_accepts_repacked_only_where_the_caller_reads
   EXPECT_EQ(validate_weight(bad, true), cudaErrorInvalidValue);
 }
 
+// Dense kernels refuse repacked weights, except linear_decode and linear_gemm on NVFP4 (the
+// dense repacked layout, dense_layout.h); linear_decode needs 2-byte aligned scales there.
 TEST(expert_layout, dense_kernels_refuse_repacked_weights) {
   for (weight_kind k : {weight_kind::mxfp4, weight_kind::nvfp4}) {
     const device_weight cp = fake_weight(k, 2048, 4096, 1, checkpoint);
     const device_weight rp = fake_weight(k, 2048, 4096, 1, repacked);
+    const bool nv = k == weight_kind::nvfp4;
     EXPECT_TRUE(linear_decode_supported(cp));
-    EXPECT_FALSE(linear_decode_supported(rp));
-    EXPECT_FALSE(linear_gemm_supported<float>(rp));
-    EXPECT_FALSE(linear_gemm_supported<__nv_bfloat16>(rp));
+    EXPECT_EQ(linear_decode_supported(rp), nv);
+    EXPECT_EQ(linear_gemm_supported<float>(rp), nv);
+    EXPECT_EQ(linear_gemm_supported<__nv_bfloat16>(rp), nv);
     EXPECT_FALSE(linear_decode_fp8act_supported(rp));
   }
+  device_weight odd = fake_weight(weight_kind::nvfp4, 2048, 4096, 1, repacked);
+  odd.scale = reinterpret_cast<const void*>((uintptr_t(1) << 30) + 1);
+  EXPECT_FALSE(linear_decode_supported(odd));
+  EXPECT_TRUE(linear_decode_supported(fake_weight(weight_kind::nvfp4, 2048, 4096, 1, checkpoint)));
+}
+
+// The dense layout rule (dense_layout.h): NVFP4 of >= 8 MiB with the repack tiles' dims,
+// repacking and the decode kernels on; anything else keeps the checkpoint layout.
+TEST(expert_layout, dense_nvfp4_is_repacked_only_where_the_rule_allows) {
+  dense_layout_facts f;
+  f.repack_enabled = true;
+  f.decode_kernels = true;
+  f.kind = weight_kind::nvfp4;
+  f.rows = 8 * 1024;  // Flash wo_a (grouped: the rule needs no group count)
+  f.cols = 4096;
+  EXPECT_EQ(choose_dense_layout(f), repacked);
+  const auto without = [&](auto change) {
+    dense_layout_facts g = f;
+    change(g);
+    return choose_dense_layout(g);
+  };
+  EXPECT_EQ(without([](auto& g) { g.repack_enabled = false; }), checkpoint);
+  EXPECT_EQ(without([](auto& g) { g.decode_kernels = false; }), checkpoint);
+  EXPECT_EQ(without([](auto& g) { g.kind = weight_kind::mxfp4; }), checkpoint);
+  EXPECT_EQ(without([](auto& g) { g.kind = weight_kind::fp8_block; }), checkpoint);
+  EXPECT_EQ(without([](auto& g) { g.kind = weight_kind::bf16; }), checkpoint);
+  EXPECT_EQ(without([](auto& g) { g.rows = 8 * 1024 + 8; }), checkpoint);
+  EXPECT_EQ(without([](auto& g) { g.cols = 4096 + 64; }), checkpoint);
+  EXPECT_EQ(without([](auto& g) { g.rows = 0; }), checkpoint);
+  // Size: Pro shared w13 (3072 x 7168, 10.5 MiB) and Flash wq_b (32768 x 1024, 16 MiB) are
+  // repacked; Pro wq_a (1536 x 7168, 5.25 MiB), Flash shared w13 (2048 x 4096, 4 MiB) and the
+  // 8 MiB edge minus one row tile are not.
+  EXPECT_EQ(without([](auto& g) { g.rows = 3072, g.cols = 7168; }), repacked);
+  EXPECT_EQ(without([](auto& g) { g.rows = 32768, g.cols = 1024; }), repacked);
+  EXPECT_EQ(without([](auto& g) { g.rows = 16384, g.cols = 1024; }), repacked);  // 8 MiB
+  EXPECT_EQ(without([](auto& g) { g.rows = 16384 - 16, g.cols = 1024; }), checkpoint);
+  EXPECT_EQ(without([](auto& g) { g.rows = 1536, g.cols = 7168; }), checkpoint);
+  EXPECT_EQ(without([](auto& g) { g.rows = 2048, g.cols = 4096; }), checkpoint);
 }
 
 TEST(expert_layout, moe_kernels_take_one_layout_for_all_three_matrices) {

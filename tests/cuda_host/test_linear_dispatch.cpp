@@ -51,6 +51,27 @@ TEST(linear_dispatch, four_bit_matrices_take_linear_decode_to_64_tokens) {
   }
 }
 
+// Repacked NVFP4 matrices (dense_layout.h): linear_decode to 64 tokens (grouped wo_a at T = 1
+// too), linear_gemm above, never the GEMV while either takes them.
+TEST(linear_dispatch, repacked_matrices_take_linear_decode_then_linear_gemm) {
+  const auto rp = [](int64_t rows, int64_t T, int64_t groups, bool decode_ok, bool gemm_ok) {
+    return choose_dense_linear_path(weight_kind::nvfp4, rows, T, groups, decode_ok, gemm_ok, false,
+                                    true);
+  };
+  for (int64_t T : {1, 2, 8, 16, 33, 64}) {
+    EXPECT_EQ(rp(2048, T, 1, true, true), decode) << T;
+    EXPECT_EQ(rp(8 * 1024, T, 8, true, true), decode) << T;  // wo_a
+    EXPECT_EQ(rp(2048, T, 1, false, true), gemm) << T;
+  }
+  EXPECT_EQ(pick(weight_kind::nvfp4, 8 * 1024, 1, 8), gemv);  // the checkpoint layout's wo_a
+  for (int64_t T : {65, 512, 4096}) {
+    EXPECT_EQ(rp(2048, T, 1, true, true), gemm) << T;
+    EXPECT_EQ(rp(8 * 1024, T, 8, true, true), gemm) << T;
+  }
+  EXPECT_EQ(rp(2048, 65, 1, true, false), gemv);  // refused there: the caller reports it
+  EXPECT_EQ(rp(2048, 1, 1, false, false), gemv);
+}
+
 TEST(linear_dispatch, prefill_takes_linear_gemm_or_falls_back) {
   for (weight_kind k : {weight_kind::fp8_block, weight_kind::nvfp4, weight_kind::bf16})
     EXPECT_EQ(pick(k, 4096, 65), gemm);

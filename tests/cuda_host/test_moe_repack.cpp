@@ -31,6 +31,7 @@ float bf16_bits_value(uint32_t bits16) {
 void expect_word_decodes(uint32_t w) {
   const uint32_t u = repack_word(w);
   ASSERT_EQ(unpack_word(u), w) << std::hex << w;
+  ASSERT_EQ(checkpoint_word_of(u), w) << std::hex << w;  // the kernels' inverse
   uint32_t p[4], ps[4];
   decode_pairs(u, p);
   decode_pairs_shift(u, ps);  // the decode kernels' default expansion: the same pairs

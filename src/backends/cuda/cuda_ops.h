@@ -50,6 +50,15 @@ class cuda_ops final : public ops {
   // Expert sets (one per MoE layer) prepared so far, and those of them in the repacked layout.
   int64_t expert_sets() const { return expert_sets_; }
   int64_t repacked_expert_sets() const { return repacked_expert_sets_; }
+  // Dense NVFP4 linears repacked once at load (prepare_linear) into the same layout where
+  // dense_layout.h allows (decode kernels on, dims % 16 / 128, >= 8 MiB): linear_decode and
+  // linear_gemm read it. On by default; DSV4_CUDA_REPACK_DENSE=0 in the environment also switches it off.
+  // Set before loading, like set_repack_experts.
+  void set_repack_dense(bool enabled) { repack_dense_ = enabled; }
+  bool repack_dense() const;
+  // Dense linears prepared so far, and those of them in the repacked layout.
+  int64_t dense_linears() const { return dense_linears_; }
+  int64_t repacked_dense_linears() const { return repacked_dense_linears_; }
   // Device memory in use by live allocations of this backend, in bytes.
   size_t allocated_bytes() const;
   // Device memory held from cudaMalloc: live allocations plus the allocator's caches.
@@ -151,6 +160,8 @@ class cuda_ops final : public ops {
   bool decode_kernels_ = true;
   bool repack_experts_ = true;
   int64_t expert_sets_ = 0, repacked_expert_sets_ = 0;
+  bool repack_dense_ = true;
+  int64_t dense_linears_ = 0, repacked_dense_linears_ = 0;
   // stream_: where ops issue work (main_stream_, or side_stream_ inside a side branch).
   cudaStream_t stream_ = nullptr;
   cudaStream_t main_stream_ = nullptr, side_stream_ = nullptr;

@@ -9,6 +9,7 @@
 
 #include "backends/cuda/act_dispatch.h"
 #include "backends/cuda/cuda_ops.h"
+#include "backends/cuda/dense_layout.h"
 #include "backends/cuda/expert_layout.h"
 #include "backends/cuda/linear.h"
 #include "backends/cuda/linear_decode.h"
@@ -188,13 +189,27 @@ bool cuda_ops::repack_experts() const {
   return repack_experts_ && !(env && std::strcmp(env, "0") == 0);
 }
 
+bool cuda_ops::repack_dense() const {
+  const char* env = std::getenv("DSV4_CUDA_REPACK_DENSE");
+  return repack_dense_ && !(env && std::strcmp(env, "0") == 0);
+}
+
 std::unique_ptr<prepared_linear> cuda_ops::prepare_linear(const linear_weight& w) {
   auto p = std::make_unique<cuda_linear>();
   p->out = w.out;
   p->in = w.in;
   p->name = w.name;
   p->source_format = w.format;
-  p->s = upload_weights(*this, {&w});
+  dense_layout_facts facts;
+  facts.repack_enabled = repack_dense();
+  facts.decode_kernels = decode_kernels();
+  facts.kind = plan_format(w).kind;
+  facts.rows = w.out;
+  facts.cols = w.in;
+  const weight_layout layout = choose_dense_layout(facts);
+  p->s = upload_weights(*this, {&w}, layout);
+  ++dense_linears_;
+  repacked_dense_linears_ += layout == weight_layout::repacked;
   if (linear_fp8_cublaslt_supported(p->s.w)) {
     p->lt_scale = alloc(dtype::f32, {linear_fp8_cublaslt_scale_count(p->s.w)});
     check_cuda(linear_fp8_cublaslt_prepare_scales(p->s.w, p->lt_scale.data<float>(), stream()),
@@ -264,11 +279,21 @@ tensor run_linear(cuda_ops& o, const tensor& x, const prepared_linear& w, int64_
                       [&](auto* a) {
                         using act_t = std::remove_pointer_t<decltype(a)>;
                         const device_weight& dw = cw.s.w;
+                        // Repacked matrices (dense_layout.h) take linear_decode whatever
+                        // decode_kernels says now (it was on when they were repacked).
+                        const bool repacked = dw.layout == weight_layout::repacked;
                         const dense_linear_path path = choose_dense_linear_path(
                             dw.kind, dw.rows, T, groups,
-                            o.decode_kernels() && linear_decode_grouped_supported(dw, groups),
+                            (o.decode_kernels() || repacked) &&
+                                linear_decode_grouped_supported(dw, groups),
                             linear_gemm_supported<act_t>(dw),
-                            std::is_same_v<act_t, __nv_bfloat16> && dw.kind == weight_kind::bf16);
+                            std::is_same_v<act_t, __nv_bfloat16> && dw.kind == weight_kind::bf16,
+                            repacked);
+                        DSV4_CHECK(!repacked || path != dense_linear_path::gemv,
+                                   "linear {}: a step of {} tokens in {} group(s) that neither "
+                                   "linear_decode nor linear_gemm takes on a repacked NVFP4 "
+                                   "weight (set DSV4_CUDA_REPACK_DENSE=0)",
+                                   w.name, T, groups);
                         auto call = [&](auto* out) {
                           if (path == dense_linear_path::linear_gemm) {
                             const size_t ws = linear_gemm_workspace_bytes<act_t>(dw);

@@ -24,8 +24,9 @@ enum class weight_kind : uint8_t { f32, bf16, fp8_block, mxfp4, nvfp4 };
 // Byte layout of the weight data. checkpoint: as above (row-major, every kernel reads it).
 // repacked: 4-bit weights (mxfp4 / nvfp4, rows % 16 == 0, cols % 128 == 0) in the tiled,
 // bit-permuted layout of moe_repack.h (scales and global scales unchanged), read only by the
-// kernels that say so (moe_decode_experts*, moe_prefill_experts* with the wgmma core); every
-// other kernel refuses it (validate_weight below), so no kernel can misread it silently.
+// kernels that say so (moe_decode_experts*, moe_prefill_experts* with the wgmma core; for dense
+// nvfp4 matrices linear_decode and linear_gemm); every other kernel (the GEMV / tiled kernels
+// below among them) refuses it (validate_weight below), so no kernel can misread it silently.
 enum class weight_layout : uint8_t { checkpoint, repacked };
 
 // `count` matrices [rows, cols] of one format stacked back to back (count > 1 for the routed

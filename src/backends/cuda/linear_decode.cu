@@ -35,6 +35,7 @@
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/linear_decode.h"
 #include "backends/cuda/linear_decode_tail.cuh"
+#include "backends/cuda/moe_repack.h"
 #include "backends/cuda/pdl.cuh"
 
 namespace dsv4::cuda {
@@ -152,8 +153,11 @@ __device__ __forceinline__ uint32_t e4m3_pair(uint32_t q) {
 }
 
 // acc[j] += this round's 16 rows x (4E k) times n-tile j's activations; x(j, v, lo) gives the
-// v-th uint4 of n-tile j's prepared hi (lo) activations at the round's first k.
-template <weight_kind K, bool SPLIT, int NT, typename X>
+// v-th uint4 of n-tile j's prepared hi (lo) activations at the round's first k. RP: the words are
+// repacked (moe_repack.h); decode_pairs_shift gives the pairs e2m1_pair gives for the checkpoint
+// words bit for bit (11 integer instructions a word, 4 of them IMAD, against 15), so every
+// product and sum is the checkpoint layout's.
+template <weight_kind K, bool SPLIT, int NT, bool RP = false, typename X>
 __device__ __forceinline__ void mma_round(float (&acc)[NT][4], const round_w<K>& r, const X& x) {
   constexpr int XV = elems_16<K>() / 8;  // uint4 of activations per part per round
   const uint32_t w0[4] = {r.v[0].x, r.v[0].y, r.v[0].z, r.v[0].w};
@@ -209,6 +213,9 @@ __device__ __forceinline__ void mma_round(float (&acc)[NT][4], const round_w<K>&
         m1[i][0] = m1[i][1] = sc.m1;
         m2[i] = sc.m2;
         two |= sc.m2 != 0x3F803F80u;
+      } else if constexpr (RP) {
+        fp4mma::nv_scale2_of(r.s[i], m1[i][0], m1[i][1]);
+        m2[i] = 0x3F803F80u;
       } else {
         m1[i][0] = fp4mma::nv_scale_of(r.s[i] & 0xFFu);
         m1[i][1] = fp4mma::nv_scale_of(r.s[i] >> 8);
@@ -217,10 +224,16 @@ __device__ __forceinline__ void mma_round(float (&acc)[NT][4], const round_w<K>&
     }
 #pragma unroll
     for (int w = 0; w < 4; ++w) {
-      uint32_t p0[4] = {fp4mma::e2m1_pair<0>(w0[w]), fp4mma::e2m1_pair<1>(w0[w]),
-                        fp4mma::e2m1_pair<2>(w0[w]), fp4mma::e2m1_pair<3>(w0[w])};
-      uint32_t p1[4] = {fp4mma::e2m1_pair<0>(w1[w]), fp4mma::e2m1_pair<1>(w1[w]),
-                        fp4mma::e2m1_pair<2>(w1[w]), fp4mma::e2m1_pair<3>(w1[w])};
+      uint32_t p0[4], p1[4];
+      if constexpr (RP) {
+        fp4_repack::decode_pairs_shift(w0[w], p0);
+        fp4_repack::decode_pairs_shift(w1[w], p1);
+      } else {
+        p0[0] = fp4mma::e2m1_pair<0>(w0[w]), p0[1] = fp4mma::e2m1_pair<1>(w0[w]);
+        p0[2] = fp4mma::e2m1_pair<2>(w0[w]), p0[3] = fp4mma::e2m1_pair<3>(w0[w]);
+        p1[0] = fp4mma::e2m1_pair<0>(w1[w]), p1[1] = fp4mma::e2m1_pair<1>(w1[w]);
+        p1[2] = fp4mma::e2m1_pair<2>(w1[w]), p1[3] = fp4mma::e2m1_pair<3>(w1[w]);
+      }
 #pragma unroll
       for (int i = 0; i < 4; ++i) {
         p0[i] = fp4mma::mul_bf16x2(p0[i], m1[0][w >> 1]);
@@ -270,14 +283,74 @@ __device__ __forceinline__ void load_round_set(round_set<K, NT>& r, const dense_
     load_round<K>(r.part[l], w, row0, k + l * elems_16<K>());
 }
 
+// A lane's rounds of nvfp4 weights in the repacked layout of moe_repack.h (RP kernels), whose
+// 16-row x 128-column tiles are exactly a warp's rounds here (4 lanes x 32 k of rows g and g + 8):
+// tile (r0 / 16, round) is 1 KB, stored tile-row-major, so a warp's rounds are consecutive KB;
+// lane L = 4 g + q finds its 16 bytes of row g (k = 128 round + 32 q .. + 31) at L * 16 and those
+// of row g + 8 512 bytes further, and each of the warp's two loads reads a contiguous 512 bytes
+// (every 32-byte sector whole). The E4M3 scales stay in the checkpoint layout: the lane's two of
+// a row and round are one aligned 16-bit word (cols / 16 is a multiple of 8 and k / 16 even),
+// 8 bytes further each round. Pointers set once, so a round costs one offset (the checkpoint
+// form recomputes 64-bit row and scale addresses per round).
+struct repacked_lane {
+  const uint8_t* data;    // round 0 of the lane's tile row, row g
+  const uint16_t* scale;  // round 0, row g (row g + 8: + scale_rows8 words)
+  int64_t scale_rows8;    // 16-bit words between rows g and g + 8
+};
+
+__device__ __forceinline__ repacked_lane repacked_lane_of(const dense_weight& w, int64_t r0,
+                                                          int lane) {
+  namespace rp = fp4_repack;
+  const int g = lane / 4, q = lane % 4;
+  repacked_lane l;
+  l.data =
+      w.data + (r0 / rp::k_tile_rows) * (w.cols / rp::k_tile_cols) * rp::k_tile_bytes + lane * 16;
+  l.scale = reinterpret_cast<const uint16_t*>(w.scale + (r0 + g) * (w.cols / 16)) + q;
+  l.scale_rows8 = 8 * (w.cols / 16) / 2;
+  return l;
+}
+
+__device__ __forceinline__ void load_round_repacked(round_w<weight_kind::nvfp4>& r,
+                                                    const repacked_lane& l, int64_t round) {
+  const uint8_t* p = l.data + round * fp4_repack::k_tile_bytes;
+  r.v[0] = fp4mma::load_stream_16(p);
+  r.v[1] = fp4mma::load_stream_16(p + fp4_repack::k_tile_bytes / 2);
+  const uint16_t* s = l.scale + round * 4;  // 128 k = 8 scale bytes a round
+  r.s[0] = __ldg(s);
+  r.s[1] = __ldg(s + l.scale_rows8);
+}
+
+// The repacked lane pointers of an RP kernel (empty otherwise, so the checkpoint kernels compile
+// as before), and a round's loads from either layout: the checkpoint one at (row0, k), the
+// repacked one at `round`.
+template <bool RP>
+struct lane_repack {
+  __device__ __forceinline__ lane_repack(const dense_weight&, int64_t, int) {}
+};
+template <>
+struct lane_repack<true> {
+  repacked_lane l;
+  __device__ __forceinline__ lane_repack(const dense_weight& w, int64_t r0, int lane)
+      : l(repacked_lane_of(w, r0, lane)) {}
+};
+
+template <weight_kind K, int NT, bool RP>
+__device__ __forceinline__ void load_at(round_set<K, NT>& r, const dense_weight& w, int64_t row0,
+                                        int64_t k, const lane_repack<RP>& lr, int64_t round) {
+  if constexpr (RP)
+    load_round_repacked(r.part[0], lr.l, round);
+  else
+    load_round_set<K, NT>(r, w, row0, k);
+}
+
 // x(j, kp, v, lo): uint4 v of n-tile j's hi (lo) activations at the round set's first k + kp
 // (part l: kp = l * E).
-template <weight_kind K, bool SPLIT, int NT, typename X>
+template <weight_kind K, bool SPLIT, int NT, bool RP = false, typename X>
 __device__ __forceinline__ void mma_round_set(float (&acc)[NT][4], const round_set<K, NT>& r,
                                               const X& x) {
 #pragma unroll
   for (int l = 0; l < loads_per_row<K, NT>(); ++l)
-    mma_round<K, SPLIT, NT>(
+    mma_round<K, SPLIT, NT, RP>(
         acc, r.part[l], [&x, l](int j, int v, bool lo) { return x(j, l * elems_16<K>(), v, lo); });
 }
 
@@ -339,10 +412,12 @@ __device__ __forceinline__ void activation_rows(const uint16_t* x_hi, const uint
 // 24, the W8A8 kernel's x lead 1; session 13, the MoE decode kernel). Not built for fp8_block:
 // there x lead 1 / 2 ran at 0.57-0.78x / 0.62-0.90x of the kernel without (H200, session 24
 // LIN12, h200_2026-11-27_s24_lin12_lead_ab.txt; 155 registers against 119).
-template <weight_kind K, bool SPLIT, int NT, int XL = 0>
+// RP: nvfp4 weights in the repacked layout (repacked_lane).
+template <weight_kind K, bool SPLIT, int NT, int XL = 0, bool RP = false>
 __global__ void __launch_bounds__(XL == 0 ? max_threads<NT>() : k_x_lead_max_threads)
     linear_decode_kernel(const uint16_t* x_hi, const uint16_t* x_lo, int tokens, dense_weight w,
                          int rt, int ks, void* y, bool y_bf16) {
+  static_assert(!RP || K == weight_kind::nvfp4, "repacked dense weights: nvfp4");
   static_assert(XL == 0 || (NT == 1 && !SPLIT && K != weight_kind::fp8_block),
                 "x lead: one n-tile, bf16 activations, not fp8_block");
   static_assert(XL >= 0 && XL <= 2, "x lead: 0-2 rounds");
@@ -368,19 +443,20 @@ __global__ void __launch_bounds__(XL == 0 ? max_threads<NT>() : k_x_lead_max_thr
   // Three named round buffers (a register array indexed by r % 3 would go to local memory).
   round_set<K, NT> a, b, c;
   const int64_t off = q * E * loads_per_row<K, NT>();
-  if (rb < re) load_round_set<K, NT>(a, w, r0 + g, rb * ROUND + off);
-  if (rb + 1 < re) load_round_set<K, NT>(b, w, r0 + g, (rb + 1) * ROUND + off);
+  const lane_repack<RP> lr(w, r0, lane);
+  if (rb < re) load_at<K, NT, RP>(a, w, r0 + g, rb * ROUND + off, lr, rb);
+  if (rb + 1 < re) load_at<K, NT, RP>(b, w, r0 + g, (rb + 1) * ROUND + off, lr, rb + 1);
   pdl_wait();  // weights never depend on earlier launches; x_hi / x_lo and y do
   if constexpr (XL == 0) {
     for (int64_t r = rb; r < re; r += 3) {
-      if (r + 2 < re) load_round_set<K, NT>(c, w, r0 + g, (r + 2) * ROUND + off);
-      mma_round_set<K, SPLIT, NT>(acc, a, x_at_round<NT>{xh, xl, r * ROUND + off});
+      if (r + 2 < re) load_at<K, NT, RP>(c, w, r0 + g, (r + 2) * ROUND + off, lr, r + 2);
+      mma_round_set<K, SPLIT, NT, RP>(acc, a, x_at_round<NT>{xh, xl, r * ROUND + off});
       if (r + 1 >= re) break;
-      if (r + 3 < re) load_round_set<K, NT>(a, w, r0 + g, (r + 3) * ROUND + off);
-      mma_round_set<K, SPLIT, NT>(acc, b, x_at_round<NT>{xh, xl, (r + 1) * ROUND + off});
+      if (r + 3 < re) load_at<K, NT, RP>(a, w, r0 + g, (r + 3) * ROUND + off, lr, r + 3);
+      mma_round_set<K, SPLIT, NT, RP>(acc, b, x_at_round<NT>{xh, xl, (r + 1) * ROUND + off});
       if (r + 2 >= re) break;
-      if (r + 4 < re) load_round_set<K, NT>(b, w, r0 + g, (r + 4) * ROUND + off);
-      mma_round_set<K, SPLIT, NT>(acc, c, x_at_round<NT>{xh, xl, (r + 2) * ROUND + off});
+      if (r + 4 < re) load_at<K, NT, RP>(b, w, r0 + g, (r + 4) * ROUND + off, lr, r + 4);
+      mma_round_set<K, SPLIT, NT, RP>(acc, c, x_at_round<NT>{xh, xl, (r + 2) * ROUND + off});
     }
   } else {
     const uint32_t opaque0 = uint32_t(uint64_t(w.cols) >> 62);  // 0: cols < 2^62
@@ -394,12 +470,12 @@ __global__ void __launch_bounds__(XL == 0 ? max_threads<NT>() : k_x_lead_max_thr
     // round's fragments), then round r's MMAs.
     const auto step = [&](round_set<K, NT>& cur, round_set<K, NT>& fill, round_x<K>& xcur,
                           round_x<K>& x2, round_x<K>& x1, int64_t r) {
-      if (r + 2 < re) load_round_set<K, NT>(fill, w, r0 + g, (r + 2) * ROUND + off);
+      if (r + 2 < re) load_at<K, NT, RP>(fill, w, r0 + g, (r + 2) * ROUND + off, lr, r + 2);
       if constexpr (XL == 2)
         get(x2, r + 2, 0);
       else
         get(x1, r + 1, xcur.h[0].x & opaque0);
-      mma_round_set<K, SPLIT, NT>(acc, cur, xcur);
+      mma_round_set<K, SPLIT, NT, RP>(acc, cur, xcur);
     };
     get(xa, rb, 0);
     if constexpr (XL == 2) get(xb, rb + 1, 0);
@@ -576,13 +652,13 @@ using decode_kernel_t = void (*)(const uint16_t*, const uint16_t*, int, dense_we
 
 // The one-n-tile kernels of a split: x_lead 1 / 2 on bf16, mxfp4 and nvfp4 weights with bf16
 // activations (the ring: 1, bf16 weights); ignored elsewhere.
-template <weight_kind K, bool SPLIT>
+template <weight_kind K, bool SPLIT, bool RP>
 decode_kernel_t register_kernel(const linear_decode_split& sp) {
   if constexpr (!SPLIT && K != weight_kind::fp8_block) {
-    if (sp.x_lead == 1) return linear_decode_kernel<K, SPLIT, 1, 1>;
-    if (sp.x_lead == 2) return linear_decode_kernel<K, SPLIT, 1, 2>;
+    if (sp.x_lead == 1) return linear_decode_kernel<K, SPLIT, 1, 1, RP>;
+    if (sp.x_lead == 2) return linear_decode_kernel<K, SPLIT, 1, 2, RP>;
   }
-  return linear_decode_kernel<K, SPLIT, 1>;
+  return linear_decode_kernel<K, SPLIT, 1, 0, RP>;
 }
 
 template <weight_kind K, bool SPLIT, int S>
@@ -668,7 +744,7 @@ cudaError_t launch_ring(const uint16_t* hi, const uint16_t* lo, int64_t tokens,
                     int(tokens), w, int(sp.row_tiles), int(sp.k_parts), y, y_bf16);
 }
 
-template <weight_kind K, bool SPLIT>
+template <weight_kind K, bool SPLIT, bool RP = false>
 cudaError_t launch(const uint16_t* hi, const uint16_t* lo, int64_t tokens, const dense_weight& w,
                    void* y, bool y_bf16, const linear_decode_split* forced, cudaStream_t stream,
                    bool pdl) {
@@ -690,18 +766,18 @@ cudaError_t launch(const uint16_t* hi, const uint16_t* lo, int64_t tokens, const
   const dim3 grid(unsigned(w.rows / (16 * sp.row_tiles)));
   const unsigned threads = unsigned(sp.row_tiles * sp.k_parts * k_warp_size);
   const size_t smem = size_t(sp.k_parts - 1) * sp.row_tiles * nt * 4 * k_warp_size * sizeof(float);
-  if constexpr (ring_format<K>()) {
+  if constexpr (ring_format<K>() && !RP) {
     if (nt == 1 && sp.ring_stages == 4)
       return launch_ring<K, SPLIT, 4>(hi, lo, tokens, w, y, y_bf16, sp, smem, stream, pdl);
     if (nt == 1 && sp.ring_stages == 6)
       return launch_ring<K, SPLIT, 6>(hi, lo, tokens, w, y, y_bf16, sp, smem, stream, pdl);
   }
-#define DSV4_LD(NT)                                                                              \
-  launch_pdl(pdl, linear_decode_kernel<K, SPLIT, NT>, grid, dim3(threads), smem, stream, hi, lo, \
-             int(tokens), w, int(sp.row_tiles), int(sp.k_parts), y, y_bf16)
+#define DSV4_LD(NT)                                                                             \
+  launch_pdl(pdl, linear_decode_kernel<K, SPLIT, NT, 0, RP>, grid, dim3(threads), smem, stream, \
+             hi, lo, int(tokens), w, int(sp.row_tiles), int(sp.k_parts), y, y_bf16)
   if (nt == 1) {
-    return launch_pdl(pdl, register_kernel<K, SPLIT>(sp), grid, dim3(threads), smem, stream, hi, lo,
-                      int(tokens), w, int(sp.row_tiles), int(sp.k_parts), y, y_bf16);
+    return launch_pdl(pdl, register_kernel<K, SPLIT, RP>(sp), grid, dim3(threads), smem, stream, hi,
+                      lo, int(tokens), w, int(sp.row_tiles), int(sp.k_parts), y, y_bf16);
   }
   if (nt == 2) return DSV4_LD(2);
   if (nt == 4) return DSV4_LD(4);
@@ -763,7 +839,12 @@ bool linear_decode_split_fits(const device_weight& w, int64_t tokens,
 }
 
 bool linear_decode_supported(const device_weight& w) {
-  if (w.kind == weight_kind::f32 || validate_weight(w) != cudaSuccess) return false;
+  // The repacked layout (linear.h): nvfp4 only (launch<nvfp4, SPLIT, true>), scales read as
+  // 16-bit words (repacked_lane).
+  if (w.kind == weight_kind::f32 || validate_weight(w, /*accept_repacked=*/true) != cudaSuccess ||
+      (w.layout == weight_layout::repacked &&
+       (w.kind != weight_kind::nvfp4 || reinterpret_cast<uintptr_t>(w.scale) % 2 != 0)))
+    return false;
   return w.rows % 16 == 0 && w.cols % round_k(w.kind) == 0 && aligned_16(w.data) &&
          w.rows / 16 <= int64_t(std::numeric_limits<int32_t>::max());
 }
@@ -822,7 +903,19 @@ cudaError_t run_linear_decode(const act_t* x, int64_t tokens, const device_weigh
     DSV4_LD_CASE(bf16)
     DSV4_LD_CASE(fp8_block)
     DSV4_LD_CASE(mxfp4)
-    DSV4_LD_CASE(nvfp4)
+    case weight_kind::nvfp4:
+      if (const cudaError_t e =
+              launch_pdl(pdl, linear_decode_prepare_kernel<weight_kind::nvfp4, act_t>,
+                         dim3(unsigned(ceil_div(runs, threads))), dim3(threads), 0, stream, x,
+                         tokens * x_cols, hi, lo);
+          e != cudaSuccess)
+        return e;
+      // The repacked layout changes only the weight bytes' order (the same activation order).
+      if (w.layout == weight_layout::repacked)
+        return launch<weight_kind::nvfp4, split, true>(hi, lo, tokens, dw, y, y_bf16, forced_split,
+                                                       stream, pdl);
+      return launch<weight_kind::nvfp4, split>(hi, lo, tokens, dw, y, y_bf16, forced_split, stream,
+                                               pdl);
     default:
       return cudaErrorNotSupported;
   }

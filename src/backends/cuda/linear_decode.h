@@ -56,7 +56,9 @@ bool linear_decode_split_fits(const device_weight& w, int64_t tokens,
                               const linear_decode_split& split);
 
 // bf16 / fp8_block / mxfp4 / nvfp4, rows % 16 == 0, cols a multiple of 64 (bf16) or 128 (fp8,
-// fp4), 16-byte aligned data; mxfp4 f32 scales must be powers of two (widened E8M0).
+// fp4), 16-byte aligned data; mxfp4 f32 scales must be powers of two (widened E8M0). nvfp4 may
+// be in the repacked layout (linear.h; a 2-byte aligned scale array): the same y bit for bit, a
+// round's weights decoded with fewer instructions (linear_decode.cu, repacked_lane).
 bool linear_decode_supported(const device_weight& w);
 
 size_t linear_decode_workspace_bytes(int64_t tokens, int64_t cols);

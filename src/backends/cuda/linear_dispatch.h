@@ -32,6 +32,10 @@
 //    T = 64 270 / 38.2 / 52.5.
 // f32 matrices keep the GEMV up to 64 tokens, as does a packed matrix (or a BF16 one) at T = 1
 // that linear_decode does not take.
+//  * NVFP4 matrices in the repacked layout (linear.h; cuda_ops::prepare_linear, dense_layout.h)
+//    are read only by linear_decode and linear_gemm: linear_decode up to 64 tokens (grouped wo_a
+//    at T = 1 too), linear_gemm above; neither taking them is the GEMV, which refuses them
+//    (the caller reports it).
 #pragma once
 
 #include <cstdint>
@@ -45,10 +49,15 @@ enum class dense_linear_path { gemv, linear_decode, linear_gemm };
 // decode_ok / gemm_ok: linear_decode_supported(w) / linear_gemm_supported<act_t>(w) for this
 // matrix (both false falls back to the GEMV / tiled kernel of linear.h). plain_gemm: linear_gemm
 // needs no expansion (BF16 weights with BF16 activations: cuBLAS on the weights themselves).
+// repacked: the matrix is in the repacked layout.
 inline dense_linear_path choose_dense_linear_path(weight_kind kind, int64_t rows, int64_t tokens,
                                                   int64_t groups, bool decode_ok, bool gemm_ok,
-                                                  bool plain_gemm = false) {
+                                                  bool plain_gemm = false, bool repacked = false) {
   constexpr int64_t k_gemv_max_tokens = 64;
+  if (repacked) {
+    if (decode_ok && tokens <= k_gemv_max_tokens) return dense_linear_path::linear_decode;
+    return gemm_ok ? dense_linear_path::linear_gemm : dense_linear_path::gemv;
+  }
   if (tokens > k_gemv_max_tokens)
     return gemm_ok ? dense_linear_path::linear_gemm : dense_linear_path::gemv;
   constexpr int64_t k_bf16_decode_max_rows = 4096;

@@ -3,6 +3,7 @@
 #include <type_traits>
 
 #include "backends/cuda/linear_gemm.h"
+#include "backends/cuda/moe_repack.h"
 #include "backends/cuda/weight_decode.cuh"
 
 namespace dsv4::cuda {
@@ -61,10 +62,14 @@ __device__ __forceinline__ void store_one(__nv_bfloat16* out, float v) {
 }
 
 // One thread per 16-byte vector of the packed matrix (cols % elems_per_vec == 0, 16-byte
-// aligned data). Writes alpha/beta for the GEMM when `scalars` is set.
-template <weight_kind K, typename out_t>
+// aligned data). Writes alpha/beta for the GEMM when `scalars` is set. RP (nvfp4 in the
+// repacked layout of moe_repack.h): the 32 values of row `row` at k .. k + 31 are the 16 bytes
+// at repacked_word_offset(row, k), each word turned back into its checkpoint word, so the
+// expansion writes the checkpoint layout's values bit for bit.
+template <weight_kind K, typename out_t, bool RP = false>
 __global__ void __launch_bounds__(k_expand_threads)
     linear_gemm_expand_vector_kernel(weight_args w, bool with_global, out_t* out, float* scalars) {
+  static_assert(!RP || K == weight_kind::nvfp4, "repacked dense weights: nvfp4");
   using fmt = detail::format<K>;
   constexpr int per_vec = fmt::elems_per_vec;
   constexpr int per_word = fmt::elems_per_word;
@@ -80,10 +85,14 @@ __global__ void __launch_bounds__(k_expand_threads)
     const int64_t k = (v - row * vecs_per_row) * per_vec;
     detail::row_ref r = detail::locate_row<K>(w, 0, row);
     if (!with_global) r.global = 1.0f;
-    const uint4 q = detail::load_weight_16(r.data + fmt::row_bytes(k));
+    const uint4 q =
+        detail::load_weight_16(RP ? w.data + fp4_repack::repacked_word_offset(row, k, w.cols)
+                                  : r.data + fmt::row_bytes(k));
     float s[2];
     detail::vector_scales<K>(r, k, w.scale_e8m0, s);
-    const uint32_t words[4] = {q.x, q.y, q.z, q.w};
+    uint32_t words[4] = {q.x, q.y, q.z, q.w};
+    if constexpr (RP)
+      for (uint32_t& word : words) word = fp4_repack::checkpoint_word_of(word);
     float vals[per_vec];
 #pragma unroll
     for (int j = 0; j < 4; ++j)
@@ -120,6 +129,15 @@ cudaError_t launch_expand(const device_weight& w, bool with_global, out_t* out, 
   const int64_t items = vector ? w.rows * (w.cols / per_vec) : w.rows * w.cols;
   const unsigned blocks = unsigned(
       std::min(k_expand_max_blocks, std::max<int64_t>(1, ceil_div(items, k_expand_threads))));
+  if (w.layout == weight_layout::repacked) {  // nvfp4 (linear_gemm_supported), the vector path
+    if constexpr (K == weight_kind::nvfp4) {
+      if (!vector) return cudaErrorNotSupported;
+      linear_gemm_expand_vector_kernel<K, out_t, true>
+          <<<blocks, k_expand_threads, 0, stream>>>(args, with_global, out, scalars);
+      return cudaGetLastError();
+    }
+    return cudaErrorNotSupported;
+  }
   if (vector)
     linear_gemm_expand_vector_kernel<K, out_t>
         <<<blocks, k_expand_threads, 0, stream>>>(args, with_global, out, scalars);
@@ -160,7 +178,12 @@ bool fits_int(int64_t v) {
 
 template <typename act_t>
 bool linear_gemm_supported(const device_weight& w) {
-  if (validate_weight(w) != cudaSuccess) return false;
+  // The repacked layout (linear.h): nvfp4 only, through the vector expansion (16-byte aligned
+  // data; cols % 128 == 0 holds for every repacked matrix).
+  if (validate_weight(w, /*accept_repacked=*/true) != cudaSuccess) return false;
+  if (w.layout == weight_layout::repacked &&
+      (w.kind != weight_kind::nvfp4 || reinterpret_cast<uintptr_t>(w.data) % 16 != 0))
+    return false;
   if constexpr (is_bf16<act_t>) {
     switch (w.kind) {
       case weight_kind::bf16:

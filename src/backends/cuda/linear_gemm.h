@@ -10,6 +10,8 @@
 //    to the f32 sums instead of to each weight: a rounding-order difference only.
 //  * f32 activations expand to f32 (every format; f32 weights need no copy) and run an f32
 //    GEMM with CUBLAS_COMPUTE_32F_PEDANTIC (no TF32).
+//  * nvfp4 in the repacked layout (linear.h weight_layout::repacked): the expansion reads it
+//    and writes the same values as for the checkpoint layout (mxfp4 repacked: refused).
 //  Unsupported here (linear_gemm_supported false; use linear() in linear.h): bf16 activations with
 //  f32 weights or fp8_block with f32 scales (not exact in BF16).
 //

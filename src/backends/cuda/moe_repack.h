@@ -112,6 +112,22 @@ DSV4_REPACK_HD uint32_t checkpoint_pair(uint32_t w, int i) {
   return (q & k_sign_mask) | ((q >> 6) & k_mag_mask);
 }
 
+// The checkpoint word of repacked word u (== unpack_word(u)), from the pairs decode_pairs gives:
+// value i (nibble i) is pair i's low half (sign bit 15, magnitude bits 8:6), value i + 4 its high
+// half (bits 31, 24:22). For kernels that need the checkpoint nibbles of a repacked word
+// (linear_gemm's expansion of repacked dense weights).
+DSV4_REPACK_HD uint32_t checkpoint_word_of(uint32_t u) {
+  uint32_t p[4];
+  decode_pairs(u, p);
+  uint32_t w = 0;
+  for (int i = 0; i < 4; ++i) {
+    const uint32_t lo = ((p[i] >> 12) & 8u) | ((p[i] >> 6) & 7u);
+    const uint32_t hi = ((p[i] >> 28) & 8u) | ((p[i] >> 22) & 7u);
+    w |= (lo << (4 * i)) | (hi << (4 * i + 16));
+  }
+  return w;
+}
+
 // Checkpoint word -> repacked word and back (bijections; repack_word(unpack_word(u)) == u).
 uint32_t repack_word(uint32_t w);
 uint32_t unpack_word(uint32_t u);
