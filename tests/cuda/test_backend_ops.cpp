@@ -1011,6 +1011,8 @@ constexpr int64_t k_flash_moe_inter = 2048, k_pro_moe_inter = 3072, k_vocab = 12
 // clang-format keeps the order.
 #include "cases_moe_decode.inc"
 #include "cases_moe_prefill.inc"
+// After cases_moe_decode.inc (device_stack, encode_random, put_repacked).
+#include "cases_linear_repacked.inc"
 // After cases_quantize.inc (quant_input, distinct_rows), in this order.
 // clang-format off
 #include "cases_kv_record.inc"
