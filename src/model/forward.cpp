@@ -232,11 +232,13 @@ tensor model_forward::attention(int layer, const tensor& x, const step_tensors& 
   tensor xq, qrq;
 
   // The compressors read x and write only their own state and pools, which nothing below reads
-  // before the indexer: they run on the side branch (ops.h) beside the query and KV paths.
+  // before the indexer: they run on the side branch (ops.h) beside the query and KV paths, with
+  // the indexer's head weights (x only as well).
   const bool csa = aw.kind == attention_kind::csa;
   const step_tensors::compressed* sc = compressed ? (csa ? &st.csa : &st.hca) : nullptr;
   compressor_params params;
   const bool fp4_keys = csa && official && cache.index_fp4_codes.defined();
+  tensor iweights;
   const bool side =
       compressed && ops_.begin_side_branch(st.tokens, ops::side_branch_use::compressors);
   if (compressed) {
@@ -267,6 +269,8 @@ tensor model_forward::attention(int layer, const tensor& x, const step_tensors& 
       if (fp4_keys)
         ops_.pack_indexer_fp4_rows(cache.index_pool, sc->emit_rows, cache.index_fp4_codes,
                                    cache.index_fp4_scales);
+      iweights = ops_.linear(x, *aw.index_weights_proj);
+      ops_.scale(iweights, float(1.0 / std::sqrt(double(cfg_.index_n_heads))));
     }
   }
   if (side) ops_.end_side_branch();
@@ -296,10 +300,8 @@ tensor model_forward::attention(int layer, const tensor& x, const step_tensors& 
       tensor iq = project(qr, *aw.index_wq_b, qrq, st);
       ops_.rope(iq, ih, id, rd, st.positions, inv_freq, false);
       if (official) ops_.hadamard_fp4(iq, ih, id);
-      tensor iweights = ops_.linear(x, *aw.index_weights_proj);
-      ops_.scale(iweights, float(1.0 / std::sqrt(double(ih))));
       const float iq_scale = float(1.0 / std::sqrt(double(id)));
-      if (side) ops_.join_side_branch();  // the indexer reads the keys the side branch wrote
+      if (side) ops_.join_side_branch();  // the indexer reads the side branch's keys and weights
       top_rows =
           fp4_keys
               ? ops_.indexer_topk_fp4(iq, iweights, cache.index_pool, cache.index_fp4_codes,
