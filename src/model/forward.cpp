@@ -342,15 +342,17 @@ tensor model_forward::ffn(int layer, const tensor& x, const step_tensors& st) {
   // transformers and the official Gate normalise the selected scores for every non-softmax
   // scoring function; softmax follows norm_topk_prob.
   const bool normalize = score != router_score::softmax || cfg_.norm_topk_prob;
+  // Official mode: the experts read the FP8 copy of x (the router reads x itself), and the
+  // routed experts apply their weight before the quantized w2 (moe_experts_official). The copy is
+  // made before the side branch, so that both branches only read it.
+  tensor xq;
+  const bool official_experts = quantizes_input(fw.experts->source_format);
+  if (official_experts) linear_input(x, fw.experts->source_format, xq, st);
   // The shared expert on the side branch, beside the router and the routed experts (a decode
-  // step's shared expert is a chain of small launches that their kernels leave room for). The
-  // branch keeps its own FP8 copy of x if it needs one (none where the W8A8 linears quantize x
-  // themselves); run in order, both sides share one copy as before.
+  // step's shared expert is a chain of small launches that their kernels leave room for).
   const bool side = ops_.begin_side_branch(T, ops::side_branch_use::shared_expert);
-  tensor xq, xq_side;
-  tensor& xq_shared = side ? xq_side : xq;
-  tensor h = ops_.swiglu(project(x, *fw.shared_w1, xq_shared, st),
-                         project(x, *fw.shared_w3, xq_shared, st), limit);
+  tensor h =
+      ops_.swiglu(project(x, *fw.shared_w1, xq, st), project(x, *fw.shared_w3, xq, st), limit);
   tensor shared;
   if (quantizes_input(fw.shared_w2->source_format)) {
     // h feeds shared_w2 only (as z above).
@@ -360,10 +362,6 @@ tensor model_forward::ffn(int layer, const tensor& x, const step_tensors& st) {
     shared = ops_.linear(h, *fw.shared_w2);
   }
   if (side) ops_.end_side_branch();
-  // Official mode: the experts read the FP8 copy of x (the router reads x itself), and the
-  // routed experts apply their weight before the quantized w2 (moe_experts_official).
-  const bool official_experts = quantizes_input(fw.experts->source_format);
-  if (official_experts) linear_input(x, fw.experts->source_format, xq, st);
   ops_.moe_route(x, *fw.gate, hash ? nullptr : &fw.bias, hash ? &fw.tid2eid : nullptr, st.ids,
                  score, k, normalize, float(cfg_.routed_scaling_factor), indices, weights);
   tensor y = official_experts ? ops_.moe_experts_official(xq, indices, weights, *fw.experts, limit)
