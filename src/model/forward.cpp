@@ -232,15 +232,31 @@ tensor model_forward::attention(int layer, const tensor& x, const step_tensors& 
   tensor xq, qrq;
 
   // The compressors read x and write only their own state and pools, which nothing below reads
-  // before the indexer: they run on the side branch (ops.h) beside the query and KV paths, with
-  // the indexer's head weights (x only as well).
+  // before the indexer: they run on the side branch (ops.h) beside the query path, with the
+  // indexer's head weights (x only as well). The KV path (x in, window rows out, read only by the
+  // attention after the join) joins them where that keeps the branches balanced: HCA and
+  // sliding layers (a sliding layer's branch is the KV path alone); CSA layers' branch is the
+  // longer one already.
   const bool csa = aw.kind == attention_kind::csa;
   const step_tensors::compressed* sc = compressed ? (csa ? &st.csa : &st.hca) : nullptr;
   compressor_params params;
   const bool fp4_keys = csa && official && cache.index_fp4_codes.defined();
   tensor iweights;
-  const bool side =
-      compressed && ops_.begin_side_branch(st.tokens, ops::side_branch_use::compressors);
+  const bool side = ops_.begin_side_branch(
+      st.tokens, compressed ? ops::side_branch_use::compressors : ops::side_branch_use::kv_path);
+  const bool kv_on_side = side && !csa && ops_.side_branch_takes(ops::side_branch_use::kv_path);
+  // The single shared K = V head, written to the window cache before attention so that a chunk
+  // sees its own earlier tokens. Official mode: the non-RoPE dims of the rows just written are
+  // rounded to FP8 (block 64), as the official Attention does to kv before caching and using it.
+  // On the side branch it keeps its own FP8 copy of x if it needs one.
+  tensor xq_kv;
+  const auto kv_path = [&](tensor& xq_for_kv) {
+    tensor kv = ops_.rms_norm(project(x, *aw.wkv, xq_for_kv, st), &aw.kv_norm, eps);
+    ops_.rope(kv, 1, d, rd, st.positions, inv_freq, false);
+    ops_.scatter_rows(kv, cache.window_pool, st.window_write_rows);
+    if (official) ops_.fake_quant_kv_fp8(cache.window_pool, st.window_write_rows, d - rd, 64);
+  };
+  if (kv_on_side) kv_path(xq_kv);
   if (compressed) {
     params.rate = cfg_.compress_rate(layer);
     params.overlap = csa;
@@ -280,13 +296,8 @@ tensor model_forward::attention(int layer, const tensor& x, const step_tensors& 
   tensor q = ops_.rms_norm(project(qr, *aw.wq_b, qrq, st), nullptr, eps, H);
   ops_.rope(q, H, d, rd, st.positions, inv_freq, false);
 
-  // The single shared K = V head, written to the window cache before attention so that a chunk
-  // sees its own earlier tokens. Official mode: the non-RoPE dims of the rows just written are
-  // rounded to FP8 (block 64), as the official Attention does to kv before caching and using it.
-  tensor kv = ops_.rms_norm(project(x, *aw.wkv, xq, st), &aw.kv_norm, eps);
-  ops_.rope(kv, 1, d, rd, st.positions, inv_freq, false);
-  ops_.scatter_rows(kv, cache.window_pool, st.window_write_rows);
-  if (official) ops_.fake_quant_kv_fp8(cache.window_pool, st.window_write_rows, d - rd, 64);
+  if (!kv_on_side) kv_path(xq);
+  if (side && !compressed) ops_.join_side_branch();  // the attention reads the window rows
 
   kv_source window{&cache.window_pool, &st.window_rows};
   kv_source comp;

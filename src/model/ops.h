@@ -125,9 +125,14 @@ class ops {
   // join). Returns false (and the three calls do nothing) where the backend runs everything in
   // order: the caller's ops then run serially, with the same results.
   // `use` names the caller (a backend may enable the uses separately).
-  enum class side_branch_use : uint8_t { shared_expert = 1, compressors = 2 };
+  enum class side_branch_use : uint8_t { shared_expert = 1, compressors = 2, kv_path = 4 };
   virtual bool begin_side_branch(int64_t tokens, side_branch_use use) {
     (void)tokens;
+    (void)use;
+    return false;
+  }
+  // Whether a branch may also carry `use`'s ops (inside a branch begun for another use).
+  virtual bool side_branch_takes(side_branch_use use) const {
     (void)use;
     return false;
   }

@@ -84,15 +84,28 @@ cuda_ops::~cuda_ops() {
   if (staging_done_) cudaEventDestroy(staging_done_);
 }
 
+namespace {
+
+// DSV4_SIDE_BRANCH: the side branch's uses (ops::side_branch_use bits; default all).
+int side_branch_uses() {
+  static const int uses = [] {
+    const char* env = std::getenv("DSV4_SIDE_BRANCH");
+    return env ? std::atoi(env) : 7;
+  }();
+  return uses;
+}
+
+}  // namespace
+
+bool cuda_ops::side_branch_takes(side_branch_use use) const {
+  return (side_branch_uses() & int(use)) != 0;
+}
+
 bool cuda_ops::begin_side_branch(int64_t tokens, side_branch_use use) {
   // A branch left open (an error thrown between begin and join) is joined first.
   if (side_state_ == 1) end_side_branch();
   if (side_state_ == 2) join_side_branch();
-  static const int enabled = [] {
-    const char* env = std::getenv("DSV4_SIDE_BRANCH");
-    return env ? std::atoi(env) : 3;
-  }();
-  if (!(enabled & int(use)) || tokens > 8) return false;
+  if (!side_branch_takes(use) || tokens > 8) return false;
   check_cuda(cudaEventRecord(fork_event_, main_stream_), "side branch fork (record)");
   check_cuda(cudaStreamWaitEvent(side_stream_, fork_event_, 0), "side branch fork (wait)");
   allocator_->defer_frees();

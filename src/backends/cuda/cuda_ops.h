@@ -52,8 +52,8 @@ class cuda_ops final : public ops {
   int64_t repacked_expert_sets() const { return repacked_expert_sets_; }
   // Dense NVFP4 linears repacked once at load (prepare_linear) into the same layout where
   // dense_layout.h allows (decode kernels on, dims % 16 / 128, >= 8 MiB): linear_decode and
-  // linear_gemm read it. On by default; DSV4_CUDA_REPACK_DENSE=0 in the environment also switches it off.
-  // Set before loading, like set_repack_experts.
+  // linear_gemm read it. On by default; DSV4_CUDA_REPACK_DENSE=0 in the environment also switches
+  // it off. Set before loading, like set_repack_experts.
   void set_repack_dense(bool enabled) { repack_dense_ = enabled; }
   bool repack_dense() const;
   // Dense linears prepared so far, and those of them in the repacked layout.
@@ -70,8 +70,9 @@ class cuda_ops final : public ops {
 
   // The side branch (ops.h) on a second stream, for decode sizes (tokens <= 8: the ops there run
   // no cuBLAS, whose handle and workspace are the main stream's). DSV4_SIDE_BRANCH: a mask of the
-  // uses taken (1 shared expert, 2 compressors; default 3, 0 none).
+  // uses taken (1 shared expert, 2 compressors, 4 the attention's KV path; default 7, 0 none).
   bool begin_side_branch(int64_t tokens, side_branch_use use) override;
+  bool side_branch_takes(side_branch_use use) const override;
   void end_side_branch() override;
   void join_side_branch() override;
 
