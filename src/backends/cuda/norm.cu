@@ -21,23 +21,19 @@ __device__ __forceinline__ float sum_squares(float v) {
 __device__ __forceinline__ float sum_squares(float4 v) {
   return v.x * v.x + v.y * v.y + v.z * v.z + v.w * v.w;
 }
-__device__ __forceinline__ float scaled(float v, float s, const float* w, int64_t i) {
-  return w ? w[i] * (v * s) : v * s;
-}
-__device__ __forceinline__ float4 scaled(float4 v, float s, const float4* w, int64_t i) {
-  if (w) {
-    const float4 wv = w[i];
-    return make_float4(wv.x * (v.x * s), wv.y * (v.y * s), wv.z * (v.z * s), wv.w * (v.w * s));
-  }
-  return make_float4(v.x * s, v.y * s, v.z * s, v.w * s);
-}
-
-// scaled with the weight already loaded (the same products in the same order as scaled).
+// v * s, times the weight wv (loaded) or w[i] (w non-null) as wv * (v * s).
 __device__ __forceinline__ float scaled_by(float v, float s, float wv) {
   return wv * (v * s);
 }
 __device__ __forceinline__ float4 scaled_by(float4 v, float s, float4 wv) {
-  return make_float4(wv.x * (v.x * s), wv.y * (v.y * s), wv.z * (v.z * s), wv.w * (v.w * s));
+  return make_float4(scaled_by(v.x, s, wv.x), scaled_by(v.y, s, wv.y), scaled_by(v.z, s, wv.z),
+                     scaled_by(v.w, s, wv.w));
+}
+__device__ __forceinline__ float scaled(float v, float s, const float* w, int64_t i) {
+  return w ? scaled_by(v, s, w[i]) : v * s;
+}
+__device__ __forceinline__ float4 scaled(float4 v, float s, const float4* w, int64_t i) {
+  return w ? scaled_by(v, s, w[i]) : make_float4(v.x * s, v.y * s, v.z * s, v.w * s);
 }
 
 // Vec: each element is 4 consecutive features (slice length a multiple of 4, x / y aligned to 4
