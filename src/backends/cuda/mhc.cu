@@ -51,6 +51,16 @@ __device__ __forceinline__ float sigmoid(float v) {
   return 1.0f / (1.0f + expf(-v));
 }
 
+// y[t, i] = sum_j pre_j x[t, j, i] in j order (xt: token t's hc streams of D), stored; every
+// collapse kernel writes y through this.
+template <typename act_t>
+__device__ __forceinline__ void hc_store_y(const float* pre, const act_t* xt, int hc, int64_t D,
+                                           int64_t i, act_t* yt) {
+  float v = 0.0f;
+  for (int j = 0; j < hc; ++j) v += pre[j] * act_to_f32(xt[j * D + i]);
+  yt[i] = act_from_f32<act_t>(v);
+}
+
 // One token's gates from its sums (sums[j] = x . fn_j for j < mix, sums[k_hc_max_mix] = x . x),
 // on the 32 lanes of one warp; both collapse kernels call these, so their gates agree bit for bit.
 __device__ __forceinline__ float hc_inv_rms(const float* sums, int64_t n, float norm_eps) {
@@ -193,11 +203,8 @@ __global__ void __launch_bounds__(k_hc_threads)
     const int64_t t = t0 + tt;
     if (t >= tokens) break;
     const act_t* xt = x + t * n;
-    for (int64_t i = threadIdx.x; i < D; i += blockDim.x) {
-      float v = 0.0f;
-      for (int j = 0; j < hc; ++j) v += pre[tt][j] * act_to_f32(xt[j * D + i]);
-      y[t * D + i] = act_from_f32<act_t>(v);
-    }
+    for (int64_t i = threadIdx.x; i < D; i += blockDim.x)
+      hc_store_y(pre[tt], xt, hc, D, i, y + t * D);
   }
 }
 
@@ -369,11 +376,7 @@ __global__ void __launch_bounds__(k_hc_cluster_threads, 1)
       const int64_t t = t0 + tt;
       if (t >= tokens) break;
       const act_t* xt = x + t * n;
-      for (int64_t i = d0 + me; i < d1; i += workers) {
-        float v = 0.0f;
-        for (int j = 0; j < hc; ++j) v += pre[tt][j] * act_to_f32(xt[j * D + i]);
-        y[t * D + i] = act_from_f32<act_t>(v);
-      }
+      for (int64_t i = d0 + me; i < d1; i += workers) hc_store_y(pre[tt], xt, hc, D, i, y + t * D);
     }
   }
   // No CTA leaves while another may still read its `part`.
@@ -485,12 +488,8 @@ __global__ void __launch_bounds__(k_hc_split_threads)
   __syncthreads();
   const act_t* xt = x + t * n;
   const int64_t i1 = min(D, int64_t(blockIdx.x + 1) * k_hc_split_columns);
-  for (int64_t i = int64_t(blockIdx.x) * k_hc_split_columns + threadIdx.x; i < i1;
-       i += blockDim.x) {
-    float v = 0.0f;
-    for (int j = 0; j < hc; ++j) v += pre[j] * act_to_f32(xt[j * D + i]);
-    y[t * D + i] = act_from_f32<act_t>(v);
-  }
+  for (int64_t i = int64_t(blockIdx.x) * k_hc_split_columns + threadIdx.x; i < i1; i += blockDim.x)
+    hc_store_y(pre, xt, hc, D, i, y + t * D);
 }
 
 int64_t hc_split_chunks(int64_t hc, int64_t D) {
