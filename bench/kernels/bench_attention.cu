@@ -1207,24 +1207,25 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
     cudaFree(gather_idx);
     cudaFree(scratch);
   };
+  // The same key slots over the FP8-record copy of the pool.
+  using dsv4::cuda::kv_fp8_record;
+  auto records = [&](dsv4::cuda::kv_rows<__nv_bfloat16> k) {
+    dsv4::cuda::kv_rows<kv_fp8_record> r{reinterpret_cast<const kv_fp8_record*>(pool8),
+                                         k.pool_rows,
+                                         k.rows,
+                                         k.rows_width,
+                                         k.block_table,
+                                         k.table_rows,
+                                         k.table_width,
+                                         k.token_seq,
+                                         k.n_visible,
+                                         k.block_size};
+    r.record_rows_per_block = rec_rows_per_block;
+    r.record_block_bytes = rec_block_bytes;
+    return r;
+  };
+  const auto w8 = records(w16), c8 = records(c16);
   if (g_kv_fp8_ab) {
-    using dsv4::cuda::kv_fp8_record;
-    auto records = [&](dsv4::cuda::kv_rows<__nv_bfloat16> k) {
-      dsv4::cuda::kv_rows<kv_fp8_record> r{reinterpret_cast<const kv_fp8_record*>(pool8),
-                                           k.pool_rows,
-                                           k.rows,
-                                           k.rows_width,
-                                           k.block_table,
-                                           k.table_rows,
-                                           k.table_width,
-                                           k.token_seq,
-                                           k.n_visible,
-                                           k.block_size};
-      r.record_rows_per_block = rec_rows_per_block;
-      r.record_block_bytes = rec_block_bytes;
-      return r;
-    };
-    const auto w8 = records(w16), c8 = records(c16);
     const auto made =
         dsv4::cuda::attention_decode_make_plan(T, H, d, W, hca ? table_width * 128 : top_k, sms);
     void* ms_scratch = device_alloc<unsigned char>(std::max<size_t>(made.scratch_bytes, 16));
@@ -1386,23 +1387,6 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
     return;
   }
   {
-    using dsv4::cuda::kv_fp8_record;
-    auto records = [&](dsv4::cuda::kv_rows<__nv_bfloat16> k) {
-      dsv4::cuda::kv_rows<kv_fp8_record> r{reinterpret_cast<const kv_fp8_record*>(pool8),
-                                           k.pool_rows,
-                                           k.rows,
-                                           k.rows_width,
-                                           k.block_table,
-                                           k.table_rows,
-                                           k.table_width,
-                                           k.token_seq,
-                                           k.n_visible,
-                                           k.block_size};
-      r.record_rows_per_block = rec_rows_per_block;
-      r.record_block_bytes = rec_block_bytes;
-      return r;
-    };
-    const auto w8 = records(w16), c8 = records(c16);
     const double ms8 = time_ms([&] {
       CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, kv_fp8_record>(
           q16, T, H, d, w8, &c8, sinks, scale, out16, plan, scratch, plan.scratch_bytes, 0)));
