@@ -166,20 +166,22 @@ tensor model_forward::compute(const step_tensors& st, std::vector<layer_cache>& 
 
   const float hc_eps = float(cfg_.hc_eps);
   const float eps = float(cfg_.rms_norm_eps);
+  // Each sub-layer's output f enters the residual streams in the op that also collapses them for
+  // the next sub-layer and norms its input (hc_post_pre_norm); the last one's by hc_post.
+  tensor post = ops_.alloc(dtype::f32, {T, hc});
+  tensor comb = ops_.alloc(dtype::f32, {T, hc, hc});
+  tensor f;  // the previous sub-layer's output, not yet added to h
   for (int i = 0; i < cfg_.num_hidden_layers; ++i) {
     const layer_weights& lw = w_.layers[i];
-    tensor post = ops_.alloc(dtype::f32, {T, hc});
-    tensor comb = ops_.alloc(dtype::f32, {T, hc, hc});
-    tensor y = ops_.hc_pre(h, lw.hc_attn_fn, lw.hc_attn_base, lw.hc_attn_scale,
-                           cfg_.hc_sinkhorn_iters, hc_eps, eps, post, comb);
-    tensor a = attention(i, ops_.rms_norm(y, &lw.attn_norm, eps), st, caches[i]);
-    h = ops_.hc_post(h, a, post, comb);
-
-    y = ops_.hc_pre(h, lw.hc_ffn_fn, lw.hc_ffn_base, lw.hc_ffn_scale, cfg_.hc_sinkhorn_iters,
-                    hc_eps, eps, post, comb);
-    tensor f = ffn(i, ops_.rms_norm(y, &lw.ffn_norm, eps), st);
-    h = ops_.hc_post(h, f, post, comb);
+    tensor x = ops_.hc_post_pre_norm(h, f.defined() ? &f : nullptr, lw.hc_attn_fn, lw.hc_attn_base,
+                                     lw.hc_attn_scale, cfg_.hc_sinkhorn_iters, hc_eps, eps,
+                                     lw.attn_norm, post, comb, h);
+    f = attention(i, x, st, caches[i]);
+    x = ops_.hc_post_pre_norm(h, &f, lw.hc_ffn_fn, lw.hc_ffn_base, lw.hc_ffn_scale,
+                              cfg_.hc_sinkhorn_iters, hc_eps, eps, lw.ffn_norm, post, comb, h);
+    f = ffn(i, x, st);
   }
+  if (f.defined()) h = ops_.hc_post(h, f, post, comb);
 
   // Only the requested rows go through the final collapse, norm and head.
   const int64_t L = st.logits;

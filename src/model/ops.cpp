@@ -1,4 +1,5 @@
-// Default implementations of the optional ops (backends without FP4 indexer keys).
+// Default implementations of the optional ops (backends without FP4 indexer keys) and of the
+// fusable chains (composed of the required ops).
 #include "model/ops.h"
 
 #include "core/error.h"
@@ -15,6 +16,17 @@ tensor ops::indexer_topk_fp4(const tensor& q, const tensor& weights, const tenso
                              int64_t block_size, int64_t top_k, float q_scale) {
   return indexer_topk(q, weights, key_pool, block_table, token_seq, n_visible, heads, block_size,
                       top_k, q_scale);
+}
+
+tensor ops::hc_post_pre_norm(const tensor& x, const tensor* f, const tensor& fn, const tensor& base,
+                             const tensor& scale, int64_t sinkhorn_iters, float hc_eps,
+                             float norm_eps, const tensor& norm_weight, tensor& post, tensor& comb,
+                             tensor& x_next) {
+  tensor next = f ? hc_post(x, *f, post, comb) : x;
+  tensor y = rms_norm(hc_pre(next, fn, base, scale, sinkhorn_iters, hc_eps, norm_eps, post, comb),
+                      &norm_weight, norm_eps);
+  x_next = next;
+  return y;
 }
 
 }  // namespace dsv4

@@ -966,6 +966,145 @@ test_case hc_split_refusals_case() {
   return c;
 }
 
+// hc_post -> hc_pre -> rms_norm fused (mhc.h hc_post_pre_norm; the model's chain between two
+// sub-layers) against the CPU's three ops, with x_next and y rounded to act_t between them as the
+// kernels store them. with_f false: the first layer's collapse (no residual update).
+template <typename act_t = float>
+test_case hc_post_pre_norm_case(int64_t T, int64_t hc, int64_t D, int64_t iters, bool with_f) {
+  test_case c;
+  c.op = "hc_post_pre_norm";
+  c.shape = fmt_shape("T=%lld hc=%lld D=%lld iters=%lld%s%s", (long long)T, (long long)hc,
+                      (long long)D, (long long)iters, with_f ? "" : " no f", act_suffix<act_t>());
+  const float hc_eps = 1e-6f, norm_eps = 1e-6f;
+  c.check = [=](uint64_t seed) {
+    rng r(seed);
+    const int64_t mix = (2 + hc) * hc;
+    mhc_inputs in = random_mhc(r, T, hc, D, mix);
+    tensor f = random_f32(r, {T, D}, -2.0f, 2.0f);
+    tensor post = random_f32(r, {T, hc}, 0.0f, 2.0f);  // the finished sub-layer's gates
+    tensor comb = random_f32(r, {T, hc, hc}, 0.0f, 1.0f);
+    tensor w = random_f32(r, {D}, 0.5f, 1.5f);
+    act_round<act_t>(in.x);
+    act_round<act_t>(f);
+    tensor next = with_f ? cpu().hc_post(in.x, f, post, comb) : in.x;
+    act_round<act_t>(next);
+    tensor new_post = tensor::empty(dtype::f32, {T, hc});
+    tensor new_comb = tensor::empty(dtype::f32, {T, hc, hc});
+    tensor y =
+        cpu().hc_pre(next, in.fn, in.base, in.scale, iters, hc_eps, norm_eps, new_post, new_comb);
+    act_round<act_t>(y);
+    tensor ref = cpu().rms_norm(y, &w, norm_eps, 1);
+    case_result result;
+    device_buffer dx(act_host<act_t>(in.x)), df(act_host<act_t>(f)), dfn(in.fn), dbase(in.base),
+        dscale(in.scale), dw(w), dpost(post), dcomb(comb);
+    device_buffer dnext(act_bytes<act_t>(in.x.numel())), dout(act_bytes<act_t>(ref.numel()));
+    dnext.poison();
+    dout.poison();
+    device_buffer dws(std::max<size_t>(dsv4::cuda::hc_collapse_workspace_bytes(T, hc, D), 4));
+    dws.poison();
+    CUDA_CHECK(dsv4::cuda::hc_post_pre_norm(
+        dx.as<act_t>(), with_f ? df.as<act_t>() : nullptr, dfn.f32(), dbase.f32(), dscale.f32(),
+        dw.f32(), T, hc, D, iters, hc_eps, norm_eps, with_f ? dnext.as<act_t>() : nullptr,
+        dout.as<act_t>(), dpost.f32(), dcomb.f32(), 0, dws.data(), dws.bytes()));
+    CUDA_CHECK(cudaDeviceSynchronize());
+    compare("out", download_act<act_t>("out", dout, result), ref, act_tol<act_t>(k_tol_mhc), true,
+            result);
+    if (with_f)
+      compare("x_next", download_act<act_t>("x_next", dnext, result), next,
+              act_tol<act_t>(k_tol_f32_rounding), true, result);
+    compare("post", download_output("post", dpost, result), new_post, k_tol_mhc, true, result);
+    compare("comb", download_output("comb", dcomb, result), new_comb, k_tol_mhc, true, result);
+    check_guards("x", dx, result);
+    check_guards("f", df, result);
+    check_guards("fn", dfn, result);
+    check_guards("norm weight", dw, result);
+    check_guards("workspace", dws, result);
+    if (!with_f) check_guards("x_next (unused)", dnext, result);
+    return result;
+  };
+  return c;
+}
+
+// Refusals: more tokens than the split path takes, rows wider than the registers hold, no
+// workspace, f without x_next.
+test_case hc_post_pre_norm_refusals_case() {
+  test_case c;
+  c.op = "hc_post_pre_norm_refusals";
+  c.shape = "T=65 / D=8193 / no workspace / no x_next";
+  c.check = [=](uint64_t) {
+    case_result result;
+    const int64_t hc = 4;
+    auto run = [&](int64_t T, int64_t D, bool ws, bool next) {
+      const size_t bytes = dsv4::cuda::hc_collapse_workspace_bytes(T, hc, D);
+      device_buffer dx(size_t(T * hc * D * 4)), df(size_t(T * D * 4)),
+          dfn(size_t((2 + hc) * hc * hc * D * 4)), dsmall(size_t(64 * 4)), dw(size_t(D * 4)),
+          dnext(size_t(T * hc * D * 4)), dout(size_t(T * D * 4)), dpost(size_t(T * hc * 4)),
+          dcomb(size_t(T * hc * hc * 4)), dws(std::max<size_t>(bytes, 4));
+      const cudaError_t e = dsv4::cuda::hc_post_pre_norm(
+          dx.f32(), df.f32(), dfn.f32(), dsmall.f32(), dsmall.f32(), dw.f32(), T, hc, D, 20, 1e-6f,
+          1e-6f, next ? dnext.f32() : nullptr, dout.f32(), dpost.f32(), dcomb.f32(), 0,
+          ws ? dws.data() : nullptr, ws ? bytes : 0);
+      CUDA_CHECK(cudaDeviceSynchronize());
+      return e;
+    };
+    auto expect = [&](bool ok, const char* what) {
+      if (!ok) {
+        result.ok = false;
+        result.problems += std::string(" ") + what;
+      }
+    };
+    expect(
+        run(dsv4::cuda::hc_collapse_split_max_tokens + 1, 256, true, true) == cudaErrorInvalidValue,
+        "accepted more than the split path's tokens");
+    expect(run(2, 8193, true, true) == cudaErrorInvalidValue, "accepted D = 8193");
+    expect(run(2, 256, false, true) == cudaErrorInvalidValue, "accepted no workspace");
+    expect(run(2, 256, true, false) == cudaErrorInvalidValue, "accepted f without x_next");
+    expect(run(2, 8192, true, true) == cudaSuccess, "refused D = 8192");
+    return result;
+  };
+  return c;
+}
+
+// fused: hc_post_pre_norm's two launches; otherwise the chain it replaces (hc_post, hc_pre's split
+// path, rms_norm: four launches), on the same buffers.
+test_case hc_post_pre_norm_perf(int64_t T, int64_t hc, int64_t D, bool fused) {
+  test_case c = hc_post_pre_norm_case(T, hc, D, 20, true);
+  c.op = fused ? "hc_post_pre_norm" : "hc_post_pre_norm chain";
+  c.perf = [=] {
+    rng r(8);
+    const int64_t mix = (2 + hc) * hc;
+    mhc_inputs in = random_mhc(r, T, hc, D, mix);
+    tensor f = random_f32(r, {T, D}, -2.0f, 2.0f);
+    tensor post = random_f32(r, {T, hc}, 0.0f, 2.0f);
+    tensor comb = random_f32(r, {T, hc, hc}, 0.0f, 1.0f);
+    tensor w = random_f32(r, {D}, 0.5f, 1.5f);
+    perf_result p;
+    p.bytes = double(2 * in.x.bytes() + f.bytes() + in.fn.bytes() + 2 * T * D * 4);
+    const int sets = rotation_sets(p.bytes);
+    rotated dx(in.x, sets), df(f, sets), dnext(in.x.bytes(), sets), dy(size_t(T * D * 4), sets),
+        dout(size_t(T * D * 4), sets), dpost(post, sets), dcomb(comb, sets);
+    device_buffer dfn(in.fn), dbase(in.base), dscale(in.scale), dw(w);
+    device_buffer dws(std::max<size_t>(dsv4::cuda::hc_collapse_workspace_bytes(T, hc, D), 4));
+    p.ms = time_median_ms([&](int i) {
+      if (fused) {
+        CUDA_CHECK(dsv4::cuda::hc_post_pre_norm(dx.f32(i), df.f32(i), dfn.f32(), dbase.f32(),
+                                                dscale.f32(), dw.f32(), T, hc, D, 20, 1e-6f, 1e-6f,
+                                                dnext.f32(i), dout.f32(i), dpost.f32(i),
+                                                dcomb.f32(i), 0, dws.data(), dws.bytes()));
+        return;
+      }
+      CUDA_CHECK(dsv4::cuda::hc_post(dx.f32(i), df.f32(i), dpost.f32(i), dcomb.f32(i), T, hc, D,
+                                     dnext.f32(i), 0));
+      CUDA_CHECK(dsv4::cuda::hc_pre(dnext.f32(i), dfn.f32(), dbase.f32(), dscale.f32(), T, hc, D,
+                                    20, 1e-6f, 1e-6f, dy.f32(i), dpost.f32(i), dcomb.f32(i), 0,
+                                    dsv4::cuda::hc_collapse_path::split, dws.data(), dws.bytes()));
+      CUDA_CHECK(dsv4::cuda::rms_norm(dy.f32(i), dw.f32(), dout.f32(i), T, D, 1, 1e-6f, 0));
+    });
+    return p;
+  };
+  return c;
+}
+
 test_case hc_head_perf(
     int64_t T, int64_t hc, int64_t D,
     dsv4::cuda::hc_collapse_path path = dsv4::cuda::hc_collapse_path::automatic) {
@@ -1128,6 +1267,19 @@ std::vector<test_case> make_eval_cases() {
     cases.push_back(hc_pre_case(3, k_hc, k_flash_hidden, 20, hc_collapse_path::cluster));
     cases.push_back(hc_head_case(1, k_hc, k_flash_hidden, hc_collapse_path::cluster));
     cases.push_back(hc_split_refusals_case());
+    // hc_post_pre_norm: decode sizes, the split path's token limit, Pro width, bf16, the first
+    // layer's form (no f), chunks that straddle streams (D = 130), one stream, the register limit.
+    for (int64_t T : {1, 3, 24, 64})
+      cases.push_back(hc_post_pre_norm_case(T, k_hc, k_flash_hidden, 20, true));
+    cases.push_back(hc_post_pre_norm_case(2, k_hc, k_flash_hidden, 20, false));
+    cases.push_back(hc_post_pre_norm_case(3, k_hc, k_pro_hidden, 20, true));
+    cases.push_back(hc_post_pre_norm_case<bf16>(2, k_hc, k_flash_hidden, 20, true));
+    cases.push_back(hc_post_pre_norm_case<bf16>(1, k_hc, k_pro_hidden, 20, false));
+    cases.push_back(hc_post_pre_norm_case(5, k_hc, 130, 3, true));
+    cases.push_back(hc_post_pre_norm_case(7, 2, 33, 20, true));
+    cases.push_back(hc_post_pre_norm_case(3, 1, 16, 1, true));
+    cases.push_back(hc_post_pre_norm_case(2, k_hc, 8192, 20, true));
+    cases.push_back(hc_post_pre_norm_refusals_case());
   }
 
   for (int64_t T : {1, 5}) {
@@ -1226,6 +1378,12 @@ std::vector<test_case> make_perf_cases() {
   cases.push_back(hc_pre_perf(4, k_hc, k_pro_hidden, dsv4::cuda::hc_collapse_path::split));
   cases.push_back(hc_pre_perf(4096, k_hc, k_pro_hidden));
   cases.push_back(hc_post_perf(4096, k_hc, k_pro_hidden));
+  for (int64_t T : {1, 4, 16}) {
+    cases.push_back(hc_post_pre_norm_perf(T, k_hc, k_flash_hidden, false));
+    cases.push_back(hc_post_pre_norm_perf(T, k_hc, k_flash_hidden, true));
+  }
+  cases.push_back(hc_post_pre_norm_perf(4, k_hc, k_pro_hidden, false));
+  cases.push_back(hc_post_pre_norm_perf(4, k_hc, k_pro_hidden, true));
   append_attention_perf_cases(cases);
   append_linear_perf_cases(cases);
   append_linear_gemm_perf_cases(cases);

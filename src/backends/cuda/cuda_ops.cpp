@@ -332,6 +332,53 @@ tensor cuda_ops::hc_post(const tensor& x, const tensor& f, const tensor& post, c
   return y;
 }
 
+// Fused at decode sizes (where hc_pre takes the split path: hc_workspace), composed above.
+// DSV4_HC_FUSE=0 composes it everywhere (A/B in one binary).
+tensor cuda_ops::hc_post_pre_norm(const tensor& x, const tensor* f, const tensor& fn,
+                                  const tensor& base, const tensor& scale, int64_t sinkhorn_iters,
+                                  float hc_eps, float norm_eps, const tensor& norm_weight,
+                                  tensor& post, tensor& comb, tensor& x_next) {
+  check_device_type(x, act_, "hc_post_pre_norm residual");
+  const int64_t T = x.size(0), hc = x.size(1), D = x.size(2);
+  static const bool fuse = [] {
+    const char* env = std::getenv("DSV4_HC_FUSE");
+    return !env || std::atoi(env) != 0;
+  }();
+  tensor ws = fuse ? hc_workspace(*this, T, hc, D, false) : tensor();
+  if (!ws.defined() || !hc_post_pre_norm_supported(T, hc, D))
+    return ops::hc_post_pre_norm(x, f, fn, base, scale, sinkhorn_iters, hc_eps, norm_eps,
+                                 norm_weight, post, comb, x_next);
+  if (f) {
+    check_device_type(*f, act_, "hc_post_pre_norm sublayer output");
+    DSV4_CHECK(f->numel() == T * D, "hc_post_pre_norm: output {} for residual {}", f->shape().str(),
+               x.shape().str());
+  }
+  check_f32(post, "hc_post_pre_norm post");
+  check_f32(comb, "hc_post_pre_norm comb");
+  check_f32(norm_weight, "hc_post_pre_norm norm weight");
+  DSV4_CHECK(post.numel() == T * hc && comb.numel() == T * hc * hc,
+             "hc_post_pre_norm: post {} / comb {} for {} tokens of {} streams", post.shape().str(),
+             comb.shape().str(), T, hc);
+  DSV4_CHECK(fn.size(0) == (2 + hc) * hc && fn.size(1) == hc * D,
+             "hc_post_pre_norm: fn {} for {} streams of {}", fn.shape().str(), hc, D);
+  DSV4_CHECK(norm_weight.numel() == D, "hc_post_pre_norm: norm weight of {} for width {}",
+             norm_weight.numel(), D);
+  tensor next = f ? alloc(act_, x.shape()) : x;
+  tensor y = alloc(act_, {T, D});
+  check_cuda(with_act(act_,
+                      [&](auto* a) {
+                        return cuda::hc_post_pre_norm(
+                            act_ptr(x, a), f ? act_ptr(*f, a) : nullptr, fn.data<float>(),
+                            base.data<float>(), scale.data<float>(), norm_weight.data<float>(), T,
+                            hc, D, sinkhorn_iters, hc_eps, norm_eps, f ? act_ptr(next, a) : nullptr,
+                            act_ptr(y, a), post.data<float>(), comb.data<float>(), stream_,
+                            ws.data<uint8_t>(), size_t(ws.bytes()));
+                      }),
+             "hc_post_pre_norm");
+  x_next = next;
+  return y;
+}
+
 tensor cuda_ops::hc_head(const tensor& x, const tensor& fn, const tensor& base, const tensor& scale,
                          float hc_eps, float norm_eps) {
   check_device_type(x, act_, "hc_head input");

@@ -26,6 +26,12 @@
 //    bit-equal to them; parity against the CPU reference); y, post and comb come from the same
 //    gate functions.
 //
+//    hc_post_pre_norm (the model's hc_post -> hc_pre -> rms_norm chain between sub-layers) runs
+//    the split path with hc_post computed inside the sums kernel (each CTA's inputs, stored as
+//    x_next) and a finish kernel of one CTA per token that also applies the norm: two launches
+//    instead of four. Both split kernels are programmatic dependent launches; the sums kernel
+//    loads its fn values before its wait.
+//
 // hc_post: one block per (token, 256 columns); each thread holds the hc stream values of its
 // column and writes the hc outputs, summing in the reference's order (post * f first, then j).
 #include <algorithm>
@@ -54,11 +60,16 @@ __device__ __forceinline__ float sigmoid(float v) {
 // y[t, i] = sum_j pre_j x[t, j, i] in j order (xt: token t's hc streams of D), stored; every
 // collapse kernel writes y through this.
 template <typename act_t>
-__device__ __forceinline__ void hc_store_y(const float* pre, const act_t* xt, int hc, int64_t D,
-                                           int64_t i, act_t* yt) {
+__device__ __forceinline__ float hc_y_value(const float* pre, const act_t* xt, int hc, int64_t D,
+                                            int64_t i) {
   float v = 0.0f;
   for (int j = 0; j < hc; ++j) v += pre[j] * act_to_f32(xt[j * D + i]);
-  yt[i] = act_from_f32<act_t>(v);
+  return v;
+}
+template <typename act_t>
+__device__ __forceinline__ void hc_store_y(const float* pre, const act_t* xt, int hc, int64_t D,
+                                           int64_t i, act_t* yt) {
+  yt[i] = act_from_f32<act_t>(hc_y_value(pre, xt, hc, D, i));
 }
 
 // One token's gates from its sums (sums[j] = x . fn_j for j < mix, sums[k_hc_max_mix] = x . x),
@@ -398,10 +409,40 @@ constexpr int k_hc_split_columns = 512;   // y columns per CTA of the finish ker
 constexpr int k_hc_split_cta_tokens = 8;  // tokens per CTA of the sums kernel
 static_assert(k_hc_split_threads == 8 * k_warp_size && k_hc_split_slots * 8 >= k_hc_sums);
 
+// The residual update fused ahead of the sums (hc_post_pre_norm): x_next = hc_post(x, f, post,
+// comb) for this CTA's inputs, stored and summed as the act_t values stored.
 template <typename act_t>
+struct hc_split_post_args {
+  const act_t* f = nullptr;  // [tokens, D]
+  const float* post = nullptr;
+  const float* comb = nullptr;
+  int hc = 0;
+  int64_t D = 0;
+  act_t* x_next = nullptr;  // [tokens, hc, D]
+};
+
+// x_next[t, k, d] (i = k * D + d) in hc_post_kernel's order (post * f first, then j).
+template <typename act_t>
+__device__ __forceinline__ float hc_post_value(const act_t* x, const hc_split_post_args<act_t>& a,
+                                               int64_t t, int64_t i) {
+  const int64_t k = i / a.D, d = i - k * a.D;
+  const act_t* xt = x + t * a.hc * a.D;
+  const float* ct = a.comb + t * a.hc * a.hc;
+  float v = a.post[t * a.hc + k] * act_to_f32(a.f[t * a.D + d]);
+#pragma unroll
+  for (int j = 0; j < k_hc_max_streams; ++j)
+    if (j < a.hc) v += ct[j * a.hc + k] * act_to_f32(xt[j * a.D + d]);
+  const act_t r = act_from_f32<act_t>(v);
+  a.x_next[t * a.hc * a.D + i] = r;
+  return act_to_f32(r);
+}
+
+// Launched as a programmatic dependent launch: fn (independent of every earlier launch) is loaded
+// before pdl_wait.
+template <typename act_t, bool Post>
 __global__ void __launch_bounds__(k_hc_split_threads)
     hc_split_sums_kernel(const act_t* x, const float* fn, int64_t tokens, int64_t n, int mix,
-                         float* part) {
+                         float* part, hc_split_post_args<act_t> post) {
   pdl_trigger();  // the finish kernel waits for this grid before it reads part
   const int lane = threadIdx.x % k_warp_size, warp = threadIdx.x / k_warp_size;
   const int64_t chunks = gridDim.x, c = blockIdx.x;
@@ -419,6 +460,7 @@ __global__ void __launch_bounds__(k_hc_split_threads)
       f[q][u] = s < mix && i < n ? __ldg(fn + int64_t(s) * n + i) : 0.0f;
     }
   }
+  pdl_wait();
   constexpr int k_tokens_in_flight = 4;
   for (int64_t t0 = t_first; t0 < t_end; t0 += k_tokens_in_flight) {
     float xv[k_tokens_in_flight][k_hc_split_per_lane];
@@ -427,7 +469,11 @@ __global__ void __launch_bounds__(k_hc_split_threads)
 #pragma unroll
       for (int u = 0; u < k_hc_split_per_lane; ++u) {
         const int64_t i = i0 + k_warp_size * u;
-        xv[tt][u] = t0 + tt < t_end && i < n ? act_to_f32(x[(t0 + tt) * n + i]) : 0.0f;
+        const bool in = t0 + tt < t_end && i < n;
+        if constexpr (Post)
+          xv[tt][u] = in ? hc_post_value(x, post, t0 + tt, i) : 0.0f;
+        else
+          xv[tt][u] = in ? act_to_f32(x[(t0 + tt) * n + i]) : 0.0f;
       }
 #pragma unroll
     for (int tt = 0; tt < k_tokens_in_flight; ++tt) {
@@ -448,6 +494,25 @@ __global__ void __launch_bounds__(k_hc_split_threads)
   }
 }
 
+// Token t's sums j < `needed` and the sum of squares from their chunk partials, in chunk order c =
+// lane, lane + 32, ... then warp_sum (warp w: sums w + 8 q), into sums[] (shared); every CTA that
+// needs a sum gets the same value.
+__device__ __forceinline__ void hc_split_token_sums(const float* part, int chunks, int64_t t,
+                                                    int needed, float* sums) {
+  const int lane = threadIdx.x % k_warp_size, warp = threadIdx.x / k_warp_size;
+#pragma unroll
+  for (int q = 0; q < k_hc_split_slots; ++q) {
+    const int j = warp + 8 * q;
+    if (j == k_hc_max_mix || j < needed) {
+      const float* pj = part + (t * k_hc_sums + j) * chunks;
+      float v = 0.0f;
+      for (int c = lane; c < chunks; c += k_warp_size) v += pj[c];
+      v = warp_sum(v);
+      if (lane == 0) sums[j] = v;
+    }
+  }
+}
+
 // Grid (ceil(D / k_hc_split_columns) + (head ? 0 : 1), tokens): CTA (bx, t) adds token t's
 // partials of the sums it needs (the gates' pre: sums 0..hc-1 and the sum of squares; the last
 // CTA of a row, present only for hc_pre, all of them) in chunk order c = lane, lane + 32, ...
@@ -461,22 +526,12 @@ __global__ void __launch_bounds__(k_hc_split_threads)
                            float* post, float* comb) {
   __shared__ float sums[k_hc_sums];
   __shared__ float pre[k_hc_max_streams];
-  const int lane = threadIdx.x % k_warp_size, warp = threadIdx.x / k_warp_size;
+  const int warp = threadIdx.x / k_warp_size;
   const int64_t t = blockIdx.y;
   const int64_t n = int64_t(hc) * D;
   const bool gates = !head && blockIdx.x == gridDim.x - 1;  // post and comb
   pdl_wait();
-#pragma unroll
-  for (int q = 0; q < k_hc_split_slots; ++q) {
-    const int j = warp + 8 * q;
-    if (j == k_hc_max_mix || j < (gates ? mix : hc)) {
-      const float* pj = part + (t * k_hc_sums + j) * chunks;
-      float v = 0.0f;
-      for (int c = lane; c < chunks; c += k_warp_size) v += pj[c];
-      v = warp_sum(v);
-      if (lane == 0) sums[j] = v;
-    }
-  }
+  hc_split_token_sums(part, chunks, t, gates ? mix : hc, sums);
   __syncthreads();
   if (gates) {
     if (warp == 0)
@@ -490,6 +545,66 @@ __global__ void __launch_bounds__(k_hc_split_threads)
   const int64_t i1 = min(D, int64_t(blockIdx.x + 1) * k_hc_split_columns);
   for (int64_t i = int64_t(blockIdx.x) * k_hc_split_columns + threadIdx.x; i < i1; i += blockDim.x)
     hc_store_y(pre, xt, hc, D, i, y + t * D);
+}
+
+// hc_post_pre_norm's finish: grid (2, tokens). CTA (0, t) forms token t's pre and all D columns of
+// y (thread c: columns c + 256 k, held in registers as the act_t values y would be stored as),
+// then y's RMS norm with the weight w, as rms_norm_kernel computes it (the sum of squares in
+// another order): out[t, i] = w[i] * (y[t, i] * inv). CTA (1, t) forms post and comb. One CTA
+// per token, not D / 512: the norm needs the whole row, and D <= k_hc_norm_max_columns keeps it in
+// registers.
+constexpr int k_hc_norm_per_thread = 32;
+constexpr int64_t k_hc_norm_max_columns = int64_t(k_hc_norm_per_thread) * k_hc_split_threads;
+
+template <typename act_t>
+__global__ void __launch_bounds__(k_hc_split_threads)
+    hc_split_finish_norm_kernel(const act_t* x, const float* part, int chunks, const float* base,
+                                const float* scale, int hc, int64_t D, int mix, int sinkhorn_iters,
+                                float hc_eps, float norm_eps, const float* w, act_t* out,
+                                float* post, float* comb) {
+  __shared__ float sums[k_hc_sums];
+  __shared__ float pre[k_hc_max_streams];
+  __shared__ float scratch[k_warp_size];
+  const int warp = threadIdx.x / k_warp_size;
+  const int64_t t = blockIdx.y;
+  const int64_t n = int64_t(hc) * D;
+  const bool gates = blockIdx.x == 1;
+  // The norm's weights depend on no earlier launch: loaded before the wait.
+  float wv[k_hc_norm_per_thread];
+#pragma unroll
+  for (int k = 0; k < k_hc_norm_per_thread; ++k) {
+    const int64_t i = threadIdx.x + int64_t(k) * k_hc_split_threads;
+    wv[k] = !gates && i < D ? __ldg(w + i) : 0.0f;
+  }
+  pdl_wait();
+  hc_split_token_sums(part, chunks, t, gates ? mix : hc, sums);
+  __syncthreads();
+  if (gates) {
+    if (warp == 0)
+      hc_token_post_comb(sums, n, hc, base, scale, sinkhorn_iters, hc_eps, norm_eps, post + t * hc,
+                         comb + t * hc * hc);
+    return;
+  }
+  if (warp == 0) hc_token_pre(sums, n, hc, base, scale, hc_eps, norm_eps, pre);
+  __syncthreads();
+  const act_t* xt = x + t * n;
+  float yv[k_hc_norm_per_thread];
+  float ss = 0.0f;
+#pragma unroll
+  for (int k = 0; k < k_hc_norm_per_thread; ++k) {
+    const int64_t i = threadIdx.x + int64_t(k) * k_hc_split_threads;
+    yv[k] = i < D ? act_to_f32(act_from_f32<act_t>(hc_y_value(pre, xt, hc, D, i))) : 0.0f;
+    ss += yv[k] * yv[k];
+  }
+  ss = block_sum(ss, scratch);
+  // 1 / sqrt rather than rsqrtf: the correctly rounded form the CPU reference uses.
+  const float inv = 1.0f / sqrtf(ss / float(D) + norm_eps);
+  act_t* ot = out + t * D;
+#pragma unroll
+  for (int k = 0; k < k_hc_norm_per_thread; ++k) {
+    const int64_t i = threadIdx.x + int64_t(k) * k_hc_split_threads;
+    if (i < D) ot[i] = act_from_f32<act_t>(wv[k] * (yv[k] * inv));
+  }
 }
 
 int64_t hc_split_chunks(int64_t hc, int64_t D) {
@@ -527,6 +642,16 @@ __global__ void __launch_bounds__(k_hc_post_threads)
   }
 }
 
+template <typename act_t, bool Post = false>
+cudaError_t launch_hc_split_sums(const act_t* x, const float* fn, int64_t tokens, int64_t hc,
+                                 int64_t D, int mix, float* part,
+                                 const hc_split_post_args<act_t>& post, cudaStream_t stream) {
+  const dim3 grid(unsigned(hc_split_chunks(hc, D)),
+                  unsigned(ceil_div(tokens, k_hc_split_cta_tokens)));
+  return launch_pdl(true, hc_split_sums_kernel<act_t, Post>, grid, dim3(k_hc_split_threads), 0,
+                    stream, x, fn, tokens, hc * D, mix, part, post);
+}
+
 template <typename act_t>
 cudaError_t hc_collapse(const act_t* x, const float* fn, const float* base, const float* scale,
                         int64_t tokens, int64_t hc, int64_t D, bool head, int64_t sinkhorn_iters,
@@ -558,10 +683,10 @@ cudaError_t hc_collapse(const act_t* x, const float* fn, const float* base, cons
     const int64_t columns = ceil_div(D, int64_t(k_hc_split_columns)) + (head ? 0 : 1);
     if (chunks > INT32_MAX || columns > INT32_MAX) return cudaErrorInvalidValue;
     float* part = static_cast<float*>(workspace);
-    const dim3 sums_grid(unsigned(chunks), unsigned(ceil_div(tokens, k_hc_split_cta_tokens)));
-    hc_split_sums_kernel<act_t>
-        <<<sums_grid, k_hc_split_threads, 0, stream>>>(x, fn, tokens, hc * D, mix, part);
-    if (const cudaError_t e = cudaGetLastError(); e != cudaSuccess) return e;
+    if (const cudaError_t e = launch_hc_split_sums(x, fn, tokens, hc, D, mix, part,
+                                                   hc_split_post_args<act_t>{}, stream);
+        e != cudaSuccess)
+      return e;
     return launch_pdl(true, hc_split_finish_kernel<act_t>,
                       dim3(unsigned(columns), unsigned(tokens)), dim3(k_hc_split_threads), 0,
                       stream, x, static_cast<const float*>(part), int(chunks), base, scale, tokens,
@@ -644,15 +769,62 @@ cudaError_t hc_post(const act_t* x, const act_t* f, const float* post, const flo
   return cudaGetLastError();
 }
 
-#define DSV4_MHC_INSTANTIATE(T)                                                                \
-  template cudaError_t hc_pre<T>(const T*, const float*, const float*, const float*, int64_t,  \
-                                 int64_t, int64_t, int64_t, float, float, T*, float*, float*,  \
-                                 cudaStream_t, hc_collapse_path, void*, size_t);               \
-  template cudaError_t hc_head<T>(const T*, const float*, const float*, const float*, int64_t, \
-                                  int64_t, int64_t, float, float, T*, cudaStream_t,            \
-                                  hc_collapse_path, void*, size_t);                            \
-  template cudaError_t hc_post<T>(const T*, const T*, const float*, const float*, int64_t,     \
-                                  int64_t, int64_t, T*, cudaStream_t);
+bool hc_post_pre_norm_supported(int64_t tokens, int64_t hc, int64_t D) {
+  return tokens >= 0 && tokens <= hc_collapse_split_max_tokens && hc > 0 &&
+         hc <= k_hc_max_streams && D > 0 && D <= k_hc_norm_max_columns &&
+         hc_split_chunks(hc, D) <= INT32_MAX;
+}
+
+template <typename act_t>
+cudaError_t hc_post_pre_norm(const act_t* x, const act_t* f, const float* fn, const float* base,
+                             const float* scale, const float* norm_weight, int64_t tokens,
+                             int64_t hc, int64_t D, int64_t sinkhorn_iters, float hc_eps,
+                             float norm_eps, act_t* x_next, act_t* out, float* post, float* comb,
+                             cudaStream_t stream, void* workspace, size_t workspace_bytes) {
+  if (!hc_post_pre_norm_supported(tokens, hc, D) || sinkhorn_iters < 0 ||
+      sinkhorn_iters > INT32_MAX || (f != nullptr && x_next == nullptr))
+    return cudaErrorInvalidValue;
+  if (tokens == 0) return cudaSuccess;
+  if (workspace == nullptr || workspace_bytes < hc_collapse_workspace_bytes(tokens, hc, D) ||
+      (reinterpret_cast<uintptr_t>(workspace) & 3) != 0)
+    return cudaErrorInvalidValue;
+  const int mix = int((2 + hc) * hc);
+  float* part = static_cast<float*>(workspace);
+  cudaError_t e;
+  if (f != nullptr) {
+    hc_split_post_args<act_t> a;
+    a.f = f;
+    a.post = post;
+    a.comb = comb;
+    a.hc = int(hc);
+    a.D = D;
+    a.x_next = x_next;
+    e = launch_hc_split_sums<act_t, true>(x, fn, tokens, hc, D, mix, part, a, stream);
+  } else {
+    e = launch_hc_split_sums(x, fn, tokens, hc, D, mix, part, hc_split_post_args<act_t>{}, stream);
+  }
+  if (e != cudaSuccess) return e;
+  // The finish kernel reads the collapse's input: x_next when the residual update ran.
+  const act_t* collapsed = f != nullptr ? x_next : x;
+  return launch_pdl(true, hc_split_finish_norm_kernel<act_t>, dim3(2u, unsigned(tokens)),
+                    dim3(k_hc_split_threads), 0, stream, collapsed, static_cast<const float*>(part),
+                    int(hc_split_chunks(hc, D)), base, scale, int(hc), D, mix, int(sinkhorn_iters),
+                    hc_eps, norm_eps, norm_weight, out, post, comb);
+}
+
+#define DSV4_MHC_INSTANTIATE(T)                                                                   \
+  template cudaError_t hc_pre<T>(const T*, const float*, const float*, const float*, int64_t,     \
+                                 int64_t, int64_t, int64_t, float, float, T*, float*, float*,     \
+                                 cudaStream_t, hc_collapse_path, void*, size_t);                  \
+  template cudaError_t hc_head<T>(const T*, const float*, const float*, const float*, int64_t,    \
+                                  int64_t, int64_t, float, float, T*, cudaStream_t,               \
+                                  hc_collapse_path, void*, size_t);                               \
+  template cudaError_t hc_post<T>(const T*, const T*, const float*, const float*, int64_t,        \
+                                  int64_t, int64_t, T*, cudaStream_t);                            \
+  template cudaError_t hc_post_pre_norm<T>(const T*, const T*, const float*, const float*,        \
+                                           const float*, const float*, int64_t, int64_t, int64_t, \
+                                           int64_t, float, float, T*, T*, float*, float*,         \
+                                           cudaStream_t, void*, size_t);
 DSV4_MHC_INSTANTIATE(float)
 DSV4_MHC_INSTANTIATE(__nv_bfloat16)
 #undef DSV4_MHC_INSTANTIATE

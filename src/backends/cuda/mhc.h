@@ -50,6 +50,21 @@ cudaError_t hc_pre(const act_t* x, const float* fn, const float* base, const flo
 template <typename act_t>
 cudaError_t hc_post(const act_t* x, const act_t* f, const float* post, const float* comb,
                     int64_t tokens, int64_t hc, int64_t D, act_t* out, cudaStream_t stream);
+// One sub-layer's residual update, the next collapse and its RMS norm, in two launches (the split
+// path's, decode sizes): with f non-null, x_next = hc_post(x, f, post, comb) [tokens, hc, D] (post
+// and comb read as the old gates) and c = x_next, else c = x; then hc_pre(c, fn, base, scale, ...)
+// writes the new post and comb and y (kept in registers, rounded to act_t as hc_pre stores it),
+// and out[t] = rms_norm(y[t], norm_weight, norm_eps) [tokens, D] (norm_eps also the collapse's).
+// The same values as hc_post, hc_pre's split path and rms_norm in turn, except for the order of
+// the norm's sum of squares. Needs hc_post_pre_norm_supported and a workspace of
+// hc_collapse_workspace_bytes; cudaErrorInvalidValue otherwise.
+bool hc_post_pre_norm_supported(int64_t tokens, int64_t hc, int64_t D);
+template <typename act_t>
+cudaError_t hc_post_pre_norm(const act_t* x, const act_t* f, const float* fn, const float* base,
+                             const float* scale, const float* norm_weight, int64_t tokens,
+                             int64_t hc, int64_t D, int64_t sinkhorn_iters, float hc_eps,
+                             float norm_eps, act_t* x_next, act_t* out, float* post, float* comb,
+                             cudaStream_t stream, void* workspace, size_t workspace_bytes);
 // Final collapse: m = (x_t / rms(x_t)) . fn^T with fn [hc, hc*D], pre_j = sigmoid(m_j * scale[0]
 // + base_j) + hc_eps, y[t] = sum_j pre_j x[t, j] [tokens, D].
 template <typename act_t>
