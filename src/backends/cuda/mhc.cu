@@ -421,20 +421,31 @@ struct hc_split_post_args {
   act_t* x_next = nullptr;  // [tokens, hc, D]
 };
 
-// x_next[t, k, d] (i = k * D + d) in hc_post_kernel's order (post * f first, then j).
+// x_next[t, k, d] (i = k * D + d < hc * D) in hc_post_kernel's order (post * f first, then j),
+// as the act_t value stored (the caller stores it after all its loads: a store between them would
+// order every later load after it). Branch-free: streams j >= hc load stream 0 and are selected
+// away, so that all loads of a CTA's inputs are in flight together (guarded loads consumed inside
+// their branch were issued one branch at a time).
 template <typename act_t>
 __device__ __forceinline__ float hc_post_value(const act_t* x, const hc_split_post_args<act_t>& a,
                                                int64_t t, int64_t i) {
-  const int64_t k = i / a.D, d = i - k * a.D;
+  int k = 0;  // i / D for i < hc * D <= 4 D, without a 64-bit division
+#pragma unroll
+  for (int q = 1; q < k_hc_max_streams; ++q) k += i >= q * a.D ? 1 : 0;
+  const int64_t d = i - k * a.D;
   const act_t* xt = x + t * a.hc * a.D;
   const float* ct = a.comb + t * a.hc * a.hc;
+  float xv[k_hc_max_streams], cv[k_hc_max_streams];
+#pragma unroll
+  for (int j = 0; j < k_hc_max_streams; ++j) {
+    const int js = j < a.hc ? j : 0;
+    xv[j] = act_to_f32(xt[js * a.D + d]);
+    cv[j] = ct[js * a.hc + k];
+  }
   float v = a.post[t * a.hc + k] * act_to_f32(a.f[t * a.D + d]);
 #pragma unroll
-  for (int j = 0; j < k_hc_max_streams; ++j)
-    if (j < a.hc) v += ct[j * a.hc + k] * act_to_f32(xt[j * a.D + d]);
-  const act_t r = act_from_f32<act_t>(v);
-  a.x_next[t * a.hc * a.D + i] = r;
-  return act_to_f32(r);
+  for (int j = 0; j < k_hc_max_streams; ++j) v = j < a.hc ? v + cv[j] * xv[j] : v;
+  return act_to_f32(act_from_f32<act_t>(v));
 }
 
 // Launched as a programmatic dependent launch: fn (independent of every earlier launch) is loaded
@@ -470,11 +481,23 @@ __global__ void __launch_bounds__(k_hc_split_threads)
       for (int u = 0; u < k_hc_split_per_lane; ++u) {
         const int64_t i = i0 + k_warp_size * u;
         const bool in = t0 + tt < t_end && i < n;
-        if constexpr (Post)
-          xv[tt][u] = in ? hc_post_value(x, post, t0 + tt, i) : 0.0f;
-        else
+        if constexpr (Post) {  // computed for a valid input unconditionally, selected away
+          const float v = hc_post_value(x, post, min(t0 + tt, t_end - 1), min(i, n - 1));
+          xv[tt][u] = in ? v : 0.0f;
+        } else {
           xv[tt][u] = in ? act_to_f32(x[(t0 + tt) * n + i]) : 0.0f;
+        }
       }
+    if constexpr (Post) {
+#pragma unroll
+      for (int tt = 0; tt < k_tokens_in_flight; ++tt)
+#pragma unroll
+        for (int u = 0; u < k_hc_split_per_lane; ++u) {
+          const int64_t i = i0 + k_warp_size * u;
+          if (t0 + tt < t_end && i < n)
+            post.x_next[(t0 + tt) * n + i] = act_from_f32<act_t>(xv[tt][u]);
+        }
+    }
 #pragma unroll
     for (int tt = 0; tt < k_tokens_in_flight; ++tt) {
       if (t0 + tt >= t_end) break;
@@ -547,17 +570,31 @@ __global__ void __launch_bounds__(k_hc_split_threads)
     hc_store_y(pre, xt, hc, D, i, y + t * D);
 }
 
-// hc_post_pre_norm's finish: grid (2, tokens). CTA (0, t) forms token t's pre and all D columns of
-// y (thread c: columns c + 256 k, held in registers as the act_t values y would be stored as),
-// then y's RMS norm with the weight w, as rms_norm_kernel computes it (the sum of squares in
-// another order): out[t, i] = w[i] * (y[t, i] * inv). CTA (1, t) forms post and comb. One CTA
-// per token, not D / 512: the norm needs the whole row, and D <= k_hc_norm_max_columns keeps it in
-// registers.
-constexpr int k_hc_norm_per_thread = 32;
-constexpr int64_t k_hc_norm_max_columns = int64_t(k_hc_norm_per_thread) * k_hc_split_threads;
+// hc_post_pre_norm's finish: grid (2, tokens). CTA (0, t) forms token t's pre and y, thread c
+// columns [8 c, 8 c + 8) (its x loads issued at once, before the partial sums are added: 256
+// threads looping over the columns serialized their loads, ~23 us a call on an H100), held as
+// the act_t values hc_pre would store, then y's RMS norm with the weight w as rms_norm_kernel
+// computes it (the sum of squares in another order): out[t, i] = w[i] * (y[t, i] * inv). CTA
+// (1, t) forms post and comb. One CTA per token: the norm needs the whole row. Vec: D % 8 == 0
+// and x, w, out 16-byte aligned (vector loads and stores).
+constexpr int k_hc_norm_per_thread = 8;
+constexpr int k_hc_norm_max_threads = 1024;
+constexpr int64_t k_hc_norm_max_columns = int64_t(k_hc_norm_per_thread) * k_hc_norm_max_threads;
 
-template <typename act_t>
-__global__ void __launch_bounds__(k_hc_split_threads)
+// v[e] = p[e] for e < min(8, left) (0 beyond); Vec: all 8 by two vector loads.
+template <bool Vec, typename act_t>
+__device__ __forceinline__ void hc_norm_load8(const act_t* p, int64_t left, float (&v)[8]) {
+  if constexpr (Vec) {
+    const float4 a = load_act4(p), b = load_act4(p + 4);
+    v[0] = a.x, v[1] = a.y, v[2] = a.z, v[3] = a.w, v[4] = b.x, v[5] = b.y, v[6] = b.z, v[7] = b.w;
+  } else {
+#pragma unroll
+    for (int e = 0; e < 8; ++e) v[e] = e < left ? act_to_f32(p[e]) : 0.0f;
+  }
+}
+
+template <typename act_t, bool Vec>
+__global__ void __launch_bounds__(k_hc_norm_max_threads)
     hc_split_finish_norm_kernel(const act_t* x, const float* part, int chunks, const float* base,
                                 const float* scale, int hc, int64_t D, int mix, int sinkhorn_iters,
                                 float hc_eps, float norm_eps, const float* w, act_t* out,
@@ -569,15 +606,19 @@ __global__ void __launch_bounds__(k_hc_split_threads)
   const int64_t t = blockIdx.y;
   const int64_t n = int64_t(hc) * D;
   const bool gates = blockIdx.x == 1;
+  const int64_t c0 = int64_t(threadIdx.x) * k_hc_norm_per_thread;
+  const bool cols = !gates && c0 < D;
   // The norm's weights depend on no earlier launch: loaded before the wait.
-  float wv[k_hc_norm_per_thread];
-#pragma unroll
-  for (int k = 0; k < k_hc_norm_per_thread; ++k) {
-    const int64_t i = threadIdx.x + int64_t(k) * k_hc_split_threads;
-    wv[k] = !gates && i < D ? __ldg(w + i) : 0.0f;
-  }
+  float wv[8] = {};
+  if (cols) hc_norm_load8<Vec>(w + c0, D - c0, wv);
   pdl_wait();
-  hc_split_token_sums(part, chunks, t, gates ? mix : hc, sums);
+  float xv[k_hc_max_streams][8] = {};
+  if (cols) {
+#pragma unroll
+    for (int j = 0; j < k_hc_max_streams; ++j)
+      if (j < hc) hc_norm_load8<Vec>(x + t * n + j * D + c0, D - c0, xv[j]);
+  }
+  if (warp < 8) hc_split_token_sums(part, chunks, t, gates ? mix : hc, sums);
   __syncthreads();
   if (gates) {
     if (warp == 0)
@@ -587,23 +628,31 @@ __global__ void __launch_bounds__(k_hc_split_threads)
   }
   if (warp == 0) hc_token_pre(sums, n, hc, base, scale, hc_eps, norm_eps, pre);
   __syncthreads();
-  const act_t* xt = x + t * n;
-  float yv[k_hc_norm_per_thread];
+  float yv[8];
   float ss = 0.0f;
 #pragma unroll
-  for (int k = 0; k < k_hc_norm_per_thread; ++k) {
-    const int64_t i = threadIdx.x + int64_t(k) * k_hc_split_threads;
-    yv[k] = i < D ? act_to_f32(act_from_f32<act_t>(hc_y_value(pre, xt, hc, D, i))) : 0.0f;
-    ss += yv[k] * yv[k];
+  for (int e = 0; e < 8; ++e) {
+    float v = 0.0f;  // hc_y_value's sum, in j order
+#pragma unroll
+    for (int j = 0; j < k_hc_max_streams; ++j)
+      if (j < hc) v += pre[j] * xv[j][e];
+    yv[e] = act_to_f32(act_from_f32<act_t>(v));
+    ss += yv[e] * yv[e];
   }
   ss = block_sum(ss, scratch);
   // 1 / sqrt rather than rsqrtf: the correctly rounded form the CPU reference uses.
   const float inv = 1.0f / sqrtf(ss / float(D) + norm_eps);
-  act_t* ot = out + t * D;
+  if (!cols) return;
+  act_t* ot = out + t * D + c0;
+  if constexpr (Vec) {
+    store_act4(ot, make_float4(wv[0] * (yv[0] * inv), wv[1] * (yv[1] * inv), wv[2] * (yv[2] * inv),
+                               wv[3] * (yv[3] * inv)));
+    store_act4(ot + 4, make_float4(wv[4] * (yv[4] * inv), wv[5] * (yv[5] * inv),
+                                   wv[6] * (yv[6] * inv), wv[7] * (yv[7] * inv)));
+  } else {
 #pragma unroll
-  for (int k = 0; k < k_hc_norm_per_thread; ++k) {
-    const int64_t i = threadIdx.x + int64_t(k) * k_hc_split_threads;
-    if (i < D) ot[i] = act_from_f32<act_t>(wv[k] * (yv[k] * inv));
+    for (int e = 0; e < 8; ++e)
+      if (c0 + e < D) ot[e] = act_from_f32<act_t>(wv[e] * (yv[e] * inv));
   }
 }
 
@@ -806,10 +855,16 @@ cudaError_t hc_post_pre_norm(const act_t* x, const act_t* f, const float* fn, co
   if (e != cudaSuccess) return e;
   // The finish kernel reads the collapse's input: x_next when the residual update ran.
   const act_t* collapsed = f != nullptr ? x_next : x;
-  return launch_pdl(true, hc_split_finish_norm_kernel<act_t>, dim3(2u, unsigned(tokens)),
-                    dim3(k_hc_split_threads), 0, stream, collapsed, static_cast<const float*>(part),
-                    int(hc_split_chunks(hc, D)), base, scale, int(hc), D, mix, int(sinkhorn_iters),
-                    hc_eps, norm_eps, norm_weight, out, post, comb);
+  const auto aligned = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; };
+  const bool vec = D % 8 == 0 && aligned(collapsed) && aligned(norm_weight) && aligned(out);
+  const int threads =
+      int(ceil_div(ceil_div(D, int64_t(k_hc_norm_per_thread)), int64_t(k_warp_size))) * k_warp_size;
+  const auto kernel =
+      vec ? hc_split_finish_norm_kernel<act_t, true> : hc_split_finish_norm_kernel<act_t, false>;
+  return launch_pdl(true, kernel, dim3(2u, unsigned(tokens)), dim3(unsigned(threads)), 0, stream,
+                    collapsed, static_cast<const float*>(part), int(hc_split_chunks(hc, D)), base,
+                    scale, int(hc), D, mix, int(sinkhorn_iters), hc_eps, norm_eps, norm_weight, out,
+                    post, comb);
 }
 
 #define DSV4_MHC_INSTANTIATE(T)                                                                   \
