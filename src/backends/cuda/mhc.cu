@@ -473,29 +473,45 @@ __global__ void __launch_bounds__(k_hc_split_threads)
   }
   pdl_wait();
   constexpr int k_tokens_in_flight = 4;
+  // Post: the group's updated inputs, each computed once by one thread (every warp reads all of
+  // them: computed per warp, the update's loads and stores ran 8 times, 9.3 us a call at T = 3).
+  constexpr int k_post_per_thread = k_tokens_in_flight * k_hc_split_inputs / k_hc_split_threads;
+  static_assert(k_post_per_thread * k_hc_split_threads == k_tokens_in_flight * k_hc_split_inputs);
+  __shared__ float updated[Post ? k_tokens_in_flight : 1][k_hc_split_inputs];
   for (int64_t t0 = t_first; t0 < t_end; t0 += k_tokens_in_flight) {
     float xv[k_tokens_in_flight][k_hc_split_per_lane];
-#pragma unroll
-    for (int tt = 0; tt < k_tokens_in_flight; ++tt)
-#pragma unroll
-      for (int u = 0; u < k_hc_split_per_lane; ++u) {
-        const int64_t i = i0 + k_warp_size * u;
-        const bool in = t0 + tt < t_end && i < n;
-        if constexpr (Post) {  // computed for a valid input unconditionally, selected away
-          const float v = hc_post_value(x, post, min(t0 + tt, t_end - 1), min(i, n - 1));
-          xv[tt][u] = in ? v : 0.0f;
-        } else {
-          xv[tt][u] = in ? act_to_f32(x[(t0 + tt) * n + i]) : 0.0f;
-        }
-      }
     if constexpr (Post) {
+      float v[k_post_per_thread];
+#pragma unroll
+      for (int r = 0; r < k_post_per_thread; ++r) {  // computed for a valid input, selected away
+        const int e = threadIdx.x + r * k_hc_split_threads;
+        const int64_t t = t0 + e / k_hc_split_inputs;
+        const int64_t i = c * k_hc_split_inputs + e % k_hc_split_inputs;
+        v[r] = hc_post_value(x, post, min(t, t_end - 1), min(i, n - 1));
+      }
+#pragma unroll
+      for (int r = 0; r < k_post_per_thread; ++r) {
+        const int e = threadIdx.x + r * k_hc_split_threads;
+        const int64_t t = t0 + e / k_hc_split_inputs;
+        const int64_t i = c * k_hc_split_inputs + e % k_hc_split_inputs;
+        const bool in = t < t_end && i < n;
+        updated[e / k_hc_split_inputs][e % k_hc_split_inputs] = in ? v[r] : 0.0f;
+        if (in) post.x_next[t * n + i] = act_from_f32<act_t>(v[r]);
+      }
+      __syncthreads();
+#pragma unroll
+      for (int tt = 0; tt < k_tokens_in_flight; ++tt)
+#pragma unroll
+        for (int u = 0; u < k_hc_split_per_lane; ++u)
+          xv[tt][u] = updated[tt][lane + k_warp_size * u];
+      __syncthreads();  // read before the next group overwrites them
+    } else {
 #pragma unroll
       for (int tt = 0; tt < k_tokens_in_flight; ++tt)
 #pragma unroll
         for (int u = 0; u < k_hc_split_per_lane; ++u) {
           const int64_t i = i0 + k_warp_size * u;
-          if (t0 + tt < t_end && i < n)
-            post.x_next[(t0 + tt) * n + i] = act_from_f32<act_t>(xv[tt][u]);
+          xv[tt][u] = t0 + tt < t_end && i < n ? act_to_f32(x[(t0 + tt) * n + i]) : 0.0f;
         }
     }
 #pragma unroll
@@ -618,7 +634,7 @@ __global__ void __launch_bounds__(k_hc_norm_max_threads)
     for (int j = 0; j < k_hc_max_streams; ++j)
       if (j < hc) hc_norm_load8<Vec>(x + t * n + j * D + c0, D - c0, xv[j]);
   }
-  if (warp < 8) hc_split_token_sums(part, chunks, t, gates ? mix : hc, sums);
+  if (warp < 8) hc_split_token_sums(part, chunks, t, gates ? mix : hc, sums);  // >= 8 warps
   __syncthreads();
   if (gates) {
     if (warp == 0)
@@ -857,8 +873,11 @@ cudaError_t hc_post_pre_norm(const act_t* x, const act_t* f, const float* fn, co
   const act_t* collapsed = f != nullptr ? x_next : x;
   const auto aligned = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; };
   const bool vec = D % 8 == 0 && aligned(collapsed) && aligned(norm_weight) && aligned(out);
+  // At least the 8 warps hc_split_token_sums spreads the sums over.
   const int threads =
-      int(ceil_div(ceil_div(D, int64_t(k_hc_norm_per_thread)), int64_t(k_warp_size))) * k_warp_size;
+      std::max(k_hc_split_threads,
+               int(ceil_div(ceil_div(D, int64_t(k_hc_norm_per_thread)), int64_t(k_warp_size))) *
+                   k_warp_size);
   const auto kernel =
       vec ? hc_split_finish_norm_kernel<act_t, true> : hc_split_finish_norm_kernel<act_t, false>;
   return launch_pdl(true, kernel, dim3(2u, unsigned(tokens)), dim3(unsigned(threads)), 0, stream,
