@@ -177,9 +177,13 @@ tensor model_forward::compute(const step_tensors& st, std::vector<layer_cache>& 
                                      lw.hc_attn_scale, cfg_.hc_sinkhorn_iters, hc_eps, eps,
                                      lw.attn_norm, post, comb, h);
     f = attention(i, x, st, caches[i]);
+    // Official mode: the experts' FP8 copy of x comes with x.
+    tensor xq;
+    const bool q = quantizes_input(lw.ffn.experts->source_format);
     x = ops_.hc_post_pre_norm(h, &f, lw.hc_ffn_fn, lw.hc_ffn_base, lw.hc_ffn_scale,
-                              cfg_.hc_sinkhorn_iters, hc_eps, eps, lw.ffn_norm, post, comb, h);
-    f = ffn(i, x, st);
+                              cfg_.hc_sinkhorn_iters, hc_eps, eps, lw.ffn_norm, post, comb, h,
+                              q ? &st.identity_rows : nullptr, q ? &xq : nullptr);
+    f = ffn(i, x, xq, st);
   }
   if (f.defined()) h = ops_.hc_post(h, f, post, comb);
 
@@ -343,7 +347,7 @@ tensor model_forward::attention(int layer, const tensor& x, const step_tensors& 
   return ops_.linear_fp8_input(z, *aw.wo_b);
 }
 
-tensor model_forward::ffn(int layer, const tensor& x, const step_tensors& st) {
+tensor model_forward::ffn(int layer, const tensor& x, tensor xq, const step_tensors& st) {
   const ffn_weights& fw = w_.layers[layer].ffn;
   const int64_t T = st.tokens;
   const int64_t k = cfg_.num_experts_per_tok;
@@ -356,11 +360,10 @@ tensor model_forward::ffn(int layer, const tensor& x, const step_tensors& st) {
   // scoring function; softmax follows norm_topk_prob.
   const bool normalize = score != router_score::softmax || cfg_.norm_topk_prob;
   // Official mode: the experts read the FP8 copy of x (the router reads x itself), and the
-  // routed experts apply their weight before the quantized w2 (moe_experts_official). The copy is
-  // made before the side branch, so that both branches only read it.
-  tensor xq;
+  // routed experts apply their weight before the quantized w2 (moe_experts_official). The copy
+  // (given, or made here) exists before the side branch, so that both branches only read it.
   const bool official_experts = quantizes_input(fw.experts->source_format);
-  if (official_experts) linear_input(x, fw.experts->source_format, xq, st);
+  if (official_experts && !xq.defined()) linear_input(x, fw.experts->source_format, xq, st);
   // The shared expert on the side branch, beside the router and the routed experts (a decode
   // step's shared expert is a chain of small launches that their kernels leave room for).
   const bool side = ops_.begin_side_branch(T, ops::side_branch_use::shared_expert);

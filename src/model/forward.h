@@ -62,7 +62,8 @@ class model_forward {
 
  private:
   tensor attention(int layer, const tensor& x, const step_tensors& st, layer_cache& cache);
-  tensor ffn(int layer, const tensor& x, const step_tensors& st);
+  // xq: x's FP8 copy if the caller has it (official mode), else empty.
+  tensor ffn(int layer, const tensor& x, tensor xq, const step_tensors& st);
   // Whether this mode quantizes the input of a linear whose checkpoint weight has format f.
   bool quantizes_input(weight_format f) const;
   // The input of a linear with weight format f: x, or in the official mode for an FP8/FP4

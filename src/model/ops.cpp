@@ -21,10 +21,17 @@ tensor ops::indexer_topk_fp4(const tensor& q, const tensor& weights, const tenso
 tensor ops::hc_post_pre_norm(const tensor& x, const tensor* f, const tensor& fn, const tensor& base,
                              const tensor& scale, int64_t sinkhorn_iters, float hc_eps,
                              float norm_eps, const tensor& norm_weight, tensor& post, tensor& comb,
-                             tensor& x_next) {
+                             tensor& x_next, const tensor* fp8_copy_rows, tensor* fp8_copy) {
+  DSV4_CHECK(!fp8_copy_rows == !fp8_copy,
+             "hc_post_pre_norm: an FP8 copy needs its rows and its "
+             "output");
   tensor next = f ? hc_post(x, *f, post, comb) : x;
   tensor y = rms_norm(hc_pre(next, fn, base, scale, sinkhorn_iters, hc_eps, norm_eps, post, comb),
                       &norm_weight, norm_eps);
+  if (fp8_copy) {
+    *fp8_copy = gather_rows(y, *fp8_copy_rows);
+    fake_quant_fp8_act(*fp8_copy, 128);
+  }
   x_next = next;
   return y;
 }

@@ -203,12 +203,17 @@ class ops {
   //   x_next = f ? hc_post(x, *f, post, comb) : x   (post / comb read as the finished sub-layer's)
   //   y = rms_norm(hc_pre(x_next, fn, base, scale, sinkhorn_iters, hc_eps, norm_eps, post, comb),
   //                &norm_weight, norm_eps)          (post / comb overwritten with the new gates)
-  // Returns y and sets x_next (which may be x itself: it is assigned last). The default runs the
-  // three ops; a backend may fuse them (the same values up to the order of its f32 sums).
+  // Returns y and sets x_next (which may be x itself: it is assigned last). With fp8_copy_rows
+  // (the step's identity rows [T]) it also sets *fp8_copy = fake_quant_fp8_act(gather_rows(y,
+  // rows), 128): the official mode's FP8 copy of a linear input, made here so that a backend can
+  // write it in the same pass. The default runs the ops; a backend may fuse them (the same values
+  // up to the order of its f32 sums).
   virtual tensor hc_post_pre_norm(const tensor& x, const tensor* f, const tensor& fn,
                                   const tensor& base, const tensor& scale, int64_t sinkhorn_iters,
                                   float hc_eps, float norm_eps, const tensor& norm_weight,
-                                  tensor& post, tensor& comb, tensor& x_next);
+                                  tensor& post, tensor& comb, tensor& x_next,
+                                  const tensor* fp8_copy_rows = nullptr,
+                                  tensor* fp8_copy = nullptr);
   // Final collapse: pre = sigmoid(mix * scale + base) + eps (no Sinkhorn); y = sum_j pre_j x_j.
   virtual tensor hc_head(const tensor& x, const tensor& fn, const tensor& base, const tensor& scale,
                          float hc_eps, float norm_eps) = 0;

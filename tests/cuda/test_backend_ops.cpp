@@ -969,12 +969,16 @@ test_case hc_split_refusals_case() {
 // hc_post -> hc_pre -> rms_norm fused (mhc.h hc_post_pre_norm; the model's chain between two
 // sub-layers) against the CPU's three ops, with x_next and y rounded to act_t between them as the
 // kernels store them. with_f false: the first layer's collapse (no residual update).
+// fp8: also the FP8 copy (out_fp8), which must equal the CPU's fake_quant_fp8_act of the kernel's
+// own out bit for bit (the copy rounds out; out itself is compared with the reference above).
 template <typename act_t = float>
-test_case hc_post_pre_norm_case(int64_t T, int64_t hc, int64_t D, int64_t iters, bool with_f) {
+test_case hc_post_pre_norm_case(int64_t T, int64_t hc, int64_t D, int64_t iters, bool with_f,
+                                bool fp8 = false) {
   test_case c;
   c.op = "hc_post_pre_norm";
-  c.shape = fmt_shape("T=%lld hc=%lld D=%lld iters=%lld%s%s", (long long)T, (long long)hc,
-                      (long long)D, (long long)iters, with_f ? "" : " no f", act_suffix<act_t>());
+  c.shape =
+      fmt_shape("T=%lld hc=%lld D=%lld iters=%lld%s%s%s", (long long)T, (long long)hc, (long long)D,
+                (long long)iters, with_f ? "" : " no f", fp8 ? " fp8" : "", act_suffix<act_t>());
   const float hc_eps = 1e-6f, norm_eps = 1e-6f;
   c.check = [=](uint64_t seed) {
     rng r(seed);
@@ -997,18 +1001,30 @@ test_case hc_post_pre_norm_case(int64_t T, int64_t hc, int64_t D, int64_t iters,
     case_result result;
     device_buffer dx(act_host<act_t>(in.x)), df(act_host<act_t>(f)), dfn(in.fn), dbase(in.base),
         dscale(in.scale), dw(w), dpost(post), dcomb(comb);
-    device_buffer dnext(act_bytes<act_t>(in.x.numel())), dout(act_bytes<act_t>(ref.numel()));
+    device_buffer dnext(act_bytes<act_t>(in.x.numel())), dout(act_bytes<act_t>(ref.numel())),
+        dq(act_bytes<act_t>(ref.numel()));
     dnext.poison();
     dout.poison();
+    dq.poison();
     device_buffer dws(std::max<size_t>(dsv4::cuda::hc_collapse_workspace_bytes(T, hc, D), 4));
     dws.poison();
     CUDA_CHECK(dsv4::cuda::hc_post_pre_norm(
         dx.as<act_t>(), with_f ? df.as<act_t>() : nullptr, dfn.f32(), dbase.f32(), dscale.f32(),
         dw.f32(), T, hc, D, iters, hc_eps, norm_eps, with_f ? dnext.as<act_t>() : nullptr,
-        dout.as<act_t>(), dpost.f32(), dcomb.f32(), 0, dws.data(), dws.bytes()));
+        dout.as<act_t>(), fp8 ? dq.as<act_t>() : nullptr, dpost.f32(), dcomb.f32(), 0, dws.data(),
+        dws.bytes()));
     CUDA_CHECK(cudaDeviceSynchronize());
-    compare("out", download_act<act_t>("out", dout, result), ref, act_tol<act_t>(k_tol_mhc), true,
-            result);
+    const std::vector<float> out = download_act<act_t>("out", dout, result);
+    compare("out", out, ref, act_tol<act_t>(k_tol_mhc), true, result);
+    if (fp8 && out.size() == size_t(T * D)) {
+      // out holds act_t values: the kernel's input to its copy.
+      tensor q = tensor::empty(dtype::f32, {T, D});
+      std::copy(out.begin(), out.end(), q.data<float>());
+      cpu().fake_quant_fp8_act(q, 128);
+      compare("out_fp8", download_act<act_t>("out_fp8", dq, result), q, k_tol_exact, true, result);
+    } else if (!fp8) {
+      check_guards("out_fp8 (unused)", dq, result);
+    }
     if (with_f)
       compare("x_next", download_act<act_t>("x_next", dnext, result), next,
               act_tol<act_t>(k_tol_f32_rounding), true, result);
@@ -1030,20 +1046,21 @@ test_case hc_post_pre_norm_case(int64_t T, int64_t hc, int64_t D, int64_t iters,
 test_case hc_post_pre_norm_refusals_case() {
   test_case c;
   c.op = "hc_post_pre_norm_refusals";
-  c.shape = "T=65 / D=8193 / no workspace / no x_next";
+  c.shape = "T=65 / D=8193 / no workspace / no x_next / fp8 D=200";
   c.check = [=](uint64_t) {
     case_result result;
     const int64_t hc = 4;
-    auto run = [&](int64_t T, int64_t D, bool ws, bool next) {
+    auto run = [&](int64_t T, int64_t D, bool ws, bool next, bool fp8 = false) {
       const size_t bytes = dsv4::cuda::hc_collapse_workspace_bytes(T, hc, D);
       device_buffer dx(size_t(T * hc * D * 4)), df(size_t(T * D * 4)),
           dfn(size_t((2 + hc) * hc * hc * D * 4)), dsmall(size_t(64 * 4)), dw(size_t(D * 4)),
-          dnext(size_t(T * hc * D * 4)), dout(size_t(T * D * 4)), dpost(size_t(T * hc * 4)),
-          dcomb(size_t(T * hc * hc * 4)), dws(std::max<size_t>(bytes, 4));
+          dnext(size_t(T * hc * D * 4)), dout(size_t(T * D * 4)), dq(size_t(T * D * 4)),
+          dpost(size_t(T * hc * 4)), dcomb(size_t(T * hc * hc * 4)),
+          dws(std::max<size_t>(bytes, 4));
       const cudaError_t e = dsv4::cuda::hc_post_pre_norm(
           dx.f32(), df.f32(), dfn.f32(), dsmall.f32(), dsmall.f32(), dw.f32(), T, hc, D, 20, 1e-6f,
-          1e-6f, next ? dnext.f32() : nullptr, dout.f32(), dpost.f32(), dcomb.f32(), 0,
-          ws ? dws.data() : nullptr, ws ? bytes : 0);
+          1e-6f, next ? dnext.f32() : nullptr, dout.f32(), fp8 ? dq.f32() : nullptr, dpost.f32(),
+          dcomb.f32(), 0, ws ? dws.data() : nullptr, ws ? bytes : 0);
       CUDA_CHECK(cudaDeviceSynchronize());
       return e;
     };
@@ -1060,6 +1077,9 @@ test_case hc_post_pre_norm_refusals_case() {
     expect(run(2, 256, false, true) == cudaErrorInvalidValue, "accepted no workspace");
     expect(run(2, 256, true, false) == cudaErrorInvalidValue, "accepted f without x_next");
     expect(run(2, 8192, true, true) == cudaSuccess, "refused D = 8192");
+    expect(run(2, 200, true, true, true) == cudaErrorInvalidValue,
+           "accepted an FP8 copy of D % 128 != 0");
+    expect(run(2, 256, true, true, true) == cudaSuccess, "refused an FP8 copy of D = 256");
     return result;
   };
   return c;
@@ -1087,10 +1107,10 @@ test_case hc_post_pre_norm_perf(int64_t T, int64_t hc, int64_t D, bool fused) {
     device_buffer dws(std::max<size_t>(dsv4::cuda::hc_collapse_workspace_bytes(T, hc, D), 4));
     p.ms = time_median_ms([&](int i) {
       if (fused) {
-        CUDA_CHECK(dsv4::cuda::hc_post_pre_norm(dx.f32(i), df.f32(i), dfn.f32(), dbase.f32(),
-                                                dscale.f32(), dw.f32(), T, hc, D, 20, 1e-6f, 1e-6f,
-                                                dnext.f32(i), dout.f32(i), dpost.f32(i),
-                                                dcomb.f32(i), 0, dws.data(), dws.bytes()));
+        CUDA_CHECK(dsv4::cuda::hc_post_pre_norm(
+            dx.f32(i), df.f32(i), dfn.f32(), dbase.f32(), dscale.f32(), dw.f32(), T, hc, D, 20,
+            1e-6f, 1e-6f, dnext.f32(i), dout.f32(i), static_cast<float*>(nullptr), dpost.f32(i),
+            dcomb.f32(i), 0, dws.data(), dws.bytes()));
         return;
       }
       CUDA_CHECK(dsv4::cuda::hc_post(dx.f32(i), df.f32(i), dpost.f32(i), dcomb.f32(i), T, hc, D,
@@ -1279,6 +1299,11 @@ std::vector<test_case> make_eval_cases() {
     cases.push_back(hc_post_pre_norm_case(7, 2, 33, 20, true));
     cases.push_back(hc_post_pre_norm_case(3, 1, 16, 1, true));
     cases.push_back(hc_post_pre_norm_case(2, k_hc, 8192, 20, true));
+    // With the FP8 copy (the FFN's input in official mode).
+    cases.push_back(hc_post_pre_norm_case(3, k_hc, k_flash_hidden, 20, true, true));
+    cases.push_back(hc_post_pre_norm_case<bf16>(3, k_hc, k_flash_hidden, 20, true, true));
+    cases.push_back(hc_post_pre_norm_case<bf16>(24, k_hc, k_pro_hidden, 20, true, true));
+    cases.push_back(hc_post_pre_norm_case<bf16>(1, k_hc, 128, 20, false, true));
     cases.push_back(hc_post_pre_norm_refusals_case());
   }
 

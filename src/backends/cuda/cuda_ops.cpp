@@ -337,7 +337,8 @@ tensor cuda_ops::hc_post(const tensor& x, const tensor& f, const tensor& post, c
 tensor cuda_ops::hc_post_pre_norm(const tensor& x, const tensor* f, const tensor& fn,
                                   const tensor& base, const tensor& scale, int64_t sinkhorn_iters,
                                   float hc_eps, float norm_eps, const tensor& norm_weight,
-                                  tensor& post, tensor& comb, tensor& x_next) {
+                                  tensor& post, tensor& comb, tensor& x_next,
+                                  const tensor* fp8_copy_rows, tensor* fp8_copy) {
   check_device_type(x, act_, "hc_post_pre_norm residual");
   const int64_t T = x.size(0), hc = x.size(1), D = x.size(2);
   static const bool fuse = [] {
@@ -347,7 +348,9 @@ tensor cuda_ops::hc_post_pre_norm(const tensor& x, const tensor* f, const tensor
   tensor ws = fuse ? hc_workspace(*this, T, hc, D, false) : tensor();
   if (!ws.defined() || !hc_post_pre_norm_supported(T, hc, D))
     return ops::hc_post_pre_norm(x, f, fn, base, scale, sinkhorn_iters, hc_eps, norm_eps,
-                                 norm_weight, post, comb, x_next);
+                                 norm_weight, post, comb, x_next, fp8_copy_rows, fp8_copy);
+  DSV4_CHECK(!fp8_copy_rows == !fp8_copy,
+             "hc_post_pre_norm: an FP8 copy needs its rows and its output");
   if (f) {
     check_device_type(*f, act_, "hc_post_pre_norm sublayer output");
     DSV4_CHECK(f->numel() == T * D, "hc_post_pre_norm: output {} for residual {}", f->shape().str(),
@@ -365,16 +368,36 @@ tensor cuda_ops::hc_post_pre_norm(const tensor& x, const tensor* f, const tensor
              norm_weight.numel(), D);
   tensor next = f ? alloc(act_, x.shape()) : x;
   tensor y = alloc(act_, {T, D});
+  // The FP8 copy in the finish kernel where it allows (fp8_copy_rows is the identity by contract),
+  // otherwise made after it as the default does.
+  tensor q;
+  bool q_fused = false;
+  if (fp8_copy) {
+    DSV4_CHECK(fp8_copy_rows->numel() == T, "hc_post_pre_norm: {} FP8 copy rows for {} tokens",
+               fp8_copy_rows->numel(), T);
+    q = alloc(act_, {T, D});
+    q_fused = with_act(act_, [&](auto* a) {
+      return cuda::hc_post_pre_norm_fp8_copy_supported(
+          D, act_ptr(x, a), f ? act_ptr(next, a) : nullptr, act_ptr(y, a), act_ptr(q, a));
+    });
+  }
   check_cuda(with_act(act_,
                       [&](auto* a) {
                         return cuda::hc_post_pre_norm(
                             act_ptr(x, a), f ? act_ptr(*f, a) : nullptr, fn.data<float>(),
                             base.data<float>(), scale.data<float>(), norm_weight.data<float>(), T,
                             hc, D, sinkhorn_iters, hc_eps, norm_eps, f ? act_ptr(next, a) : nullptr,
-                            act_ptr(y, a), post.data<float>(), comb.data<float>(), stream_,
-                            ws.data<uint8_t>(), size_t(ws.bytes()));
+                            act_ptr(y, a), q_fused ? act_ptr(q, a) : nullptr, post.data<float>(),
+                            comb.data<float>(), stream_, ws.data<uint8_t>(), size_t(ws.bytes()));
                       }),
              "hc_post_pre_norm");
+  if (fp8_copy) {
+    if (!q_fused) {
+      q = gather_rows(y, *fp8_copy_rows);
+      fake_quant_fp8_act(q, 128);
+    }
+    *fp8_copy = q;
+  }
   x_next = next;
   return y;
 }

@@ -111,8 +111,9 @@ class cuda_ops final : public ops {
   tensor hc_post(const tensor& x, const tensor& f, const tensor& post, const tensor& comb) override;
   tensor hc_post_pre_norm(const tensor& x, const tensor* f, const tensor& fn, const tensor& base,
                           const tensor& scale, int64_t sinkhorn_iters, float hc_eps, float norm_eps,
-                          const tensor& norm_weight, tensor& post, tensor& comb,
-                          tensor& x_next) override;
+                          const tensor& norm_weight, tensor& post, tensor& comb, tensor& x_next,
+                          const tensor* fp8_copy_rows = nullptr,
+                          tensor* fp8_copy = nullptr) override;
   tensor hc_head(const tensor& x, const tensor& fn, const tensor& base, const tensor& scale,
                  float hc_eps, float norm_eps) override;
 

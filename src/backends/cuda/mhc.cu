@@ -41,6 +41,7 @@
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/mhc.h"
 #include "backends/cuda/pdl.cuh"
+#include "backends/cuda/quantize.h"
 
 namespace dsv4::cuda {
 
@@ -609,12 +610,13 @@ __device__ __forceinline__ void hc_norm_load8(const act_t* p, int64_t left, floa
   }
 }
 
-template <typename act_t, bool Vec>
+template <typename act_t, bool Vec, bool Q>
 __global__ void __launch_bounds__(k_hc_norm_max_threads)
     hc_split_finish_norm_kernel(const act_t* x, const float* part, int chunks, const float* base,
                                 const float* scale, int hc, int64_t D, int mix, int sinkhorn_iters,
                                 float hc_eps, float norm_eps, const float* w, act_t* out,
-                                float* post, float* comb) {
+                                act_t* out_fp8, float* post, float* comb) {
+  static_assert(!Q || Vec, "the FP8 copy takes the vector form");
   __shared__ float sums[k_hc_sums];
   __shared__ float pre[k_hc_max_streams];
   __shared__ float scratch[k_warp_size];
@@ -658,6 +660,29 @@ __global__ void __launch_bounds__(k_hc_norm_max_threads)
   ss = block_sum(ss, scratch);
   // 1 / sqrt rather than rsqrtf: the correctly rounded form the CPU reference uses.
   const float inv = 1.0f / sqrtf(ss / float(D) + norm_eps);
+  if constexpr (Q) {
+    // out_fp8 = fake_quant_fp8_act(out, 128) (quant::fp8_block_warp's values): a block is the 16
+    // lanes of a half warp (8 columns each; D % 128 == 0), whose amax comes by shuffles that every
+    // lane of the warp joins (lanes past D hold zeros).
+    float ov[8];
+    float amax = 0.0f;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      ov[e] = act_to_f32(act_from_f32<act_t>(wv[e] * (yv[e] * inv)));
+      amax = fmaxf(amax, fabsf(ov[e]));  // NaN ignored
+    }
+#pragma unroll
+    for (int offset = 8; offset > 0; offset /= 2)
+      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, offset));
+    const float s = quant::fp8_block_scale(amax);
+    if (!cols) return;
+    act_t* qt = out_fp8 + t * D + c0;
+    float qv[8];
+#pragma unroll
+    for (int e = 0; e < 8; ++e) qv[e] = __fmul_rn(quant::e4m3_round(__fdiv_rn(ov[e], s)), s);
+    store_act4(qt, make_float4(qv[0], qv[1], qv[2], qv[3]));
+    store_act4(qt + 4, make_float4(qv[4], qv[5], qv[6], qv[7]));
+  }
   if (!cols) return;
   act_t* ot = out + t * D + c0;
   if constexpr (Vec) {
@@ -841,13 +866,24 @@ bool hc_post_pre_norm_supported(int64_t tokens, int64_t hc, int64_t D) {
 }
 
 template <typename act_t>
+bool hc_post_pre_norm_fp8_copy_supported(int64_t D, const act_t* x, const act_t* x_next,
+                                         const act_t* out, const act_t* out_fp8) {
+  const auto aligned = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; };
+  return D % 128 == 0 && aligned(x) && aligned(x_next) && aligned(out) && aligned(out_fp8);
+}
+
+template <typename act_t>
 cudaError_t hc_post_pre_norm(const act_t* x, const act_t* f, const float* fn, const float* base,
                              const float* scale, const float* norm_weight, int64_t tokens,
                              int64_t hc, int64_t D, int64_t sinkhorn_iters, float hc_eps,
-                             float norm_eps, act_t* x_next, act_t* out, float* post, float* comb,
-                             cudaStream_t stream, void* workspace, size_t workspace_bytes) {
+                             float norm_eps, act_t* x_next, act_t* out, act_t* out_fp8, float* post,
+                             float* comb, cudaStream_t stream, void* workspace,
+                             size_t workspace_bytes) {
+  const auto aligned = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; };
   if (!hc_post_pre_norm_supported(tokens, hc, D) || sinkhorn_iters < 0 ||
-      sinkhorn_iters > INT32_MAX || (f != nullptr && x_next == nullptr))
+      sinkhorn_iters > INT32_MAX || (f != nullptr && x_next == nullptr) ||
+      (out_fp8 != nullptr &&
+       (!hc_post_pre_norm_fp8_copy_supported(D, x, x_next, out, out_fp8) || !aligned(norm_weight))))
     return cudaErrorInvalidValue;
   if (tokens == 0) return cudaSuccess;
   if (workspace == nullptr || workspace_bytes < hc_collapse_workspace_bytes(tokens, hc, D) ||
@@ -871,19 +907,19 @@ cudaError_t hc_post_pre_norm(const act_t* x, const act_t* f, const float* fn, co
   if (e != cudaSuccess) return e;
   // The finish kernel reads the collapse's input: x_next when the residual update ran.
   const act_t* collapsed = f != nullptr ? x_next : x;
-  const auto aligned = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; };
   const bool vec = D % 8 == 0 && aligned(collapsed) && aligned(norm_weight) && aligned(out);
   // At least the 8 warps hc_split_token_sums spreads the sums over.
   const int threads =
       std::max(k_hc_split_threads,
                int(ceil_div(ceil_div(D, int64_t(k_hc_norm_per_thread)), int64_t(k_warp_size))) *
                    k_warp_size);
-  const auto kernel =
-      vec ? hc_split_finish_norm_kernel<act_t, true> : hc_split_finish_norm_kernel<act_t, false>;
+  const auto kernel = out_fp8 ? hc_split_finish_norm_kernel<act_t, true, true>
+                      : vec   ? hc_split_finish_norm_kernel<act_t, true, false>
+                              : hc_split_finish_norm_kernel<act_t, false, false>;
   return launch_pdl(true, kernel, dim3(2u, unsigned(tokens)), dim3(unsigned(threads)), 0, stream,
                     collapsed, static_cast<const float*>(part), int(hc_split_chunks(hc, D)), base,
                     scale, int(hc), D, mix, int(sinkhorn_iters), hc_eps, norm_eps, norm_weight, out,
-                    post, comb);
+                    out_fp8, post, comb);
 }
 
 #define DSV4_MHC_INSTANTIATE(T)                                                                   \
@@ -897,8 +933,10 @@ cudaError_t hc_post_pre_norm(const act_t* x, const act_t* f, const float* fn, co
                                   int64_t, int64_t, T*, cudaStream_t);                            \
   template cudaError_t hc_post_pre_norm<T>(const T*, const T*, const float*, const float*,        \
                                            const float*, const float*, int64_t, int64_t, int64_t, \
-                                           int64_t, float, float, T*, T*, float*, float*,         \
-                                           cudaStream_t, void*, size_t);
+                                           int64_t, float, float, T*, T*, T*, float*, float*,     \
+                                           cudaStream_t, void*, size_t);                          \
+  template bool hc_post_pre_norm_fp8_copy_supported<T>(int64_t, const T*, const T*, const T*,     \
+                                                       const T*);
 DSV4_MHC_INSTANTIATE(float)
 DSV4_MHC_INSTANTIATE(__nv_bfloat16)
 #undef DSV4_MHC_INSTANTIATE

@@ -56,15 +56,23 @@ cudaError_t hc_post(const act_t* x, const act_t* f, const float* post, const flo
 // writes the new post and comb and y (kept in registers, rounded to act_t as hc_pre stores it),
 // and out[t] = rms_norm(y[t], norm_weight, norm_eps) [tokens, D] (norm_eps also the collapse's).
 // The same values as hc_post, hc_pre's split path and rms_norm in turn, except for the order of
-// the norm's sum of squares. Needs hc_post_pre_norm_supported and a workspace of
-// hc_collapse_workspace_bytes; cudaErrorInvalidValue otherwise.
+// the norm's sum of squares. out_fp8 (may be null) also receives fake_quant_fp8_act(out, 128) (the
+// official mode's FP8 copy of a linear input; needs hc_post_pre_norm_fp8_copy_supported and a
+// 16-byte aligned norm_weight). Needs
+// hc_post_pre_norm_supported and a workspace of hc_collapse_workspace_bytes;
+// cudaErrorInvalidValue otherwise.
 bool hc_post_pre_norm_supported(int64_t tokens, int64_t hc, int64_t D);
+// D % 128 == 0 and the act_t arrays (x_next null when there is no residual update) 16-byte aligned.
+template <typename act_t>
+bool hc_post_pre_norm_fp8_copy_supported(int64_t D, const act_t* x, const act_t* x_next,
+                                         const act_t* out, const act_t* out_fp8);
 template <typename act_t>
 cudaError_t hc_post_pre_norm(const act_t* x, const act_t* f, const float* fn, const float* base,
                              const float* scale, const float* norm_weight, int64_t tokens,
                              int64_t hc, int64_t D, int64_t sinkhorn_iters, float hc_eps,
-                             float norm_eps, act_t* x_next, act_t* out, float* post, float* comb,
-                             cudaStream_t stream, void* workspace, size_t workspace_bytes);
+                             float norm_eps, act_t* x_next, act_t* out, act_t* out_fp8, float* post,
+                             float* comb, cudaStream_t stream, void* workspace,
+                             size_t workspace_bytes);
 // Final collapse: m = (x_t / rms(x_t)) . fn^T with fn [hc, hc*D], pre_j = sigmoid(m_j * scale[0]
 // + base_j) + hc_eps, y[t] = sum_j pre_j x[t, j] [tokens, D].
 template <typename act_t>
