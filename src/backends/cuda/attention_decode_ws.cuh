@@ -156,23 +156,28 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       const int orow = (pw * k_ws_rows_per_producer + crr) * 128;
       const int out0 = orow + (((2 * cq) ^ crr) << 4);
       const int out1 = orow + (((2 * cq + 1) ^ crr) << 4);
-      auto convert_tile = [&](unsigned char* st, bool ok) {
+      // Blocks 0..3 are loaded before the first store (a store to blocks 0..2 may alias the raw
+      // chunks 3..6 for the compiler, which then issued each block's loads after the previous
+      // block's stores; all 7 loads first spilled under the 56-register cap). Rows without a key:
+      // their codes were zeroed at issue (issue_tile) and their scale bytes zero-filled, so they
+      // convert to +0 with no per-row select here.
+      auto convert_tile = [&](unsigned char* st) {
         unsigned char* const w = st + wbase;
         const unsigned char* const raw = w + (3 + (crr >> 1)) * blk + (crr & 1) * k_nope + cq * 16;
         const uint2 sc = *reinterpret_cast<const uint2*>(w + scale_off + crr * k_rec_scale);
-        auto get = [&](int b) {
-          const uint4 c = *reinterpret_cast<const uint4*>(raw + b * 64);
-          return ok ? c : make_uint4(0, 0, 0, 0);
-        };
+        auto get = [&](int b) { return *reinterpret_cast<const uint4*>(raw + b * 64); };
         auto put = [&](int b, uint4 c) {
-          const float s = e8m0_value_sel(((b < 4 ? sc.x : sc.y) >> (8 * (b & 3))) & 0xffu);
-          *reinterpret_cast<uint4*>(st + b * blk + out0) = dequant_codes8(make_uint2(c.x, c.y), s);
-          *reinterpret_cast<uint4*>(st + b * blk + out1) = dequant_codes8(make_uint2(c.z, c.w), s);
+          const uint32_t s2 = e8m0_bf16x2(b < 4 ? sc.x : sc.y, b & 3);
+          *reinterpret_cast<uint4*>(st + b * blk + out0) =
+              dequant_codes8_bf16(make_uint2(c.x, c.y), s2);
+          *reinterpret_cast<uint4*>(st + b * blk + out1) =
+              dequant_codes8_bf16(make_uint2(c.z, c.w), s2);
         };
-        put(0, get(0));
-        put(1, get(1));
-        put(2, get(2));
-        const uint4 a3 = get(3), a4 = get(4), a5 = get(5), a6 = get(6);
+        const uint4 a0 = get(0), a1 = get(1), a2 = get(2), a3 = get(3);
+        put(0, a0);  // (chunks 0..2 hold no raw bytes: written before every lane has read)
+        put(1, a1);
+        put(2, a2);
+        const uint4 a4 = get(4), a5 = get(5), a6 = get(6);
         __syncwarp();  // every lane has read its row's codes and scales (chunks 3..6)
         put(3, a3);
         put(4, a4);
@@ -260,9 +265,17 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
               cp_async_ca_zfill_noclobber<8>(st + uint32_t(scale_off + wbase + lane * k_rec_scale),
                                              ok ? static_cast<const void*>(p.scales) : any_global,
                                              ok);
-              if (ok)
-                mbar::bulk_g2s(st + uint32_t((3 + (lane >> 1)) * blk + wbase + (lane & 1) * k_nope),
-                               p.data, k_nope, bar);
+              const uint32_t codes =
+                  st + uint32_t((3 + (lane >> 1)) * blk + wbase + (lane & 1) * k_nope);
+              if (ok) {
+                mbar::bulk_g2s(codes, p.data, k_nope, bar);
+              } else {
+                // No key: zero codes (the stage holds an older tile's bytes, which could read
+                // as NaN codes); the conversion reads them after this warp's next __syncwarp.
+#pragma unroll 1
+                for (int i = 0; i < k_nope; i += 16)
+                  *reinterpret_cast<uint4*>(smem + (codes - q_s) + i) = make_uint4(0, 0, 0, 0);
+              }
             }
           }
           cp_async_commit_noclobber();
@@ -284,9 +297,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
           __syncwarp();                  // every lane's copies are visible to the warp
           mbar::wait(raw_bar + uint32_t(8 * k_ws_producers * stage),
                      uint32_t(j / k_ws_stages) & 1u);  // tile j's codes
-          if (!no_load)
-            convert_tile(smem + k_ws_ring + stage * k_tile_bytes,
-                         (mask_bytes[4 * stage + pw] >> crr) & 1u);
+          if (!no_load) convert_tile(smem + k_ws_ring + stage * k_tile_bytes);
           // Written by the generic proxy (and the copies), read by the consumers' wgmmas.
           wgm::fence_async_smem();
           mbar::arrive(full_bar + 8 * stage);
