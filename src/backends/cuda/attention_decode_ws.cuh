@@ -113,17 +113,20 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     if constexpr (records) {
       using ref_t = typename pool_traits<pool_t>::ref;
       // FP8 records land in the bf16 stage of their tile and are converted there in place
-      // (dequant_codes8: the synchronous kernel's values) before the tile is published. Warp pw
-      // owns rows 8 pw .. 8 pw + 7, i.e. the 1 KB chunk at b * 4096 + 1024 pw of every
-      // 64-channel column block b of the stage (wg_offset): only this warp touches its chunks.
-      // Copies: lane rr < 8 copies row rr's 448 code bytes with one bulk copy (the TMA engine,
-      // completing on the warp's barrier of the stage) to chunk 3 + rr / 2 at 448 (rr % 2), and
-      // its 8 scale bytes (cp.async) to chunk 6 at 896 + 8 rr; every lane copies two 16-byte
-      // chunks of RoPE (bf16) of row l / 4 straight to their swizzled place in chunk 7 (cp.async:
-      // missing rows zero-filled there and in the scales; their codes are taken as zeros). Was
-      // 36 16-byte copies per row, each with its reference by shuffle: ATTN15's profile had the
-      // references and the copy issue at 35-75% of the producer's loop. Conversion: lane l
-      // converts codes 16 (l % 4) .. + 15 of row l / 4 in each code block; chunks 0..2 hold no
+      // (dequant_codes8_bf16: the synchronous kernel's values bit for bit) before the tile is
+      // published. Warp pw owns rows 8 pw .. 8 pw + 7, i.e. the 1 KB chunk at b * 4096 + 1024 pw
+      // of every 64-channel column block b of the stage (wg_offset): only this warp touches its
+      // chunks. Raw codes of row rr land in chunk 3 + rr / 2 at 448 (rr % 2), its 8 scale bytes
+      // (cp.async, lane rr < 8) in chunk 6 at 896 + 8 rr; every lane copies two 16-byte chunks of
+      // RoPE (bf16) of row l / 4 straight to their swizzled place in chunk 7. Codes: every lane
+      // copies the 7 16-byte chunks it converts (cp.async, the row reference it holds for the
+      // RoPE; missing rows zero-filled as in the RoPE and scales); plan.diag 64: lane rr < 8
+      // copies row rr's 448 code bytes with one bulk copy (session 25's path, completing on the
+      // warp's barrier of the stage; missing rows' codes zeroed by the lane). ATTN15's producer
+      // made 36 16-byte copies per row, each with its reference by shuffle (references and copy
+      // issue 35-75% of its loop); the per-row bulk copies that replaced them issued as a
+      // uniform-datapath loop of ~70 instructions per tile (session 25's ncu). Conversion: lane
+      // l converts codes 16 (l % 4) .. + 15 of row l / 4 in each code block; chunks 0..2 hold no
       // raw bytes, so blocks 0..2 are written at once, blocks 3..6 after every lane has read its
       // row (__syncwarp).
       // Depth: tile j + 1 is in flight while tile j is converted; tile j + 2 is issued after
@@ -150,6 +153,9 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       const bool pow2 =
           w_bs >= 0 && c_bs >= 0 && w_rpb >= 0 && c_rpb >= 0 && (opts & k_ws_opt_divisions) == 0;
       const uint32_t raw_bar = q_s + k_ws_raw_bars + 8 * pw;  // + 8 * 4 * stage
+      // plan.diag 64: the codes by one bulk copy per row (session 25's path) instead of the lanes'
+      // cp.async.
+      const bool bulk_codes = (opts & k_ws_opt_record_bulk) != 0;
       uint8_t* const mask_bytes = reinterpret_cast<uint8_t*>(masks);
       // Lane l: row crr = l / 4 of the warp, output chunks 2 (l % 4), + 1 of each block.
       const int crr = lane >> 2, cq = lane & 3;
@@ -192,29 +198,49 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       // The loop, compiled once for power-of-two block sizes and once for any.
       auto run = [&](auto pow2_c) {
         constexpr bool shifts = decltype(pow2_c)::value;
+        // Slot i of the window (in_window) or of the compressed part, by shifts: its index
+        // source (space.index_src) and its record (row_ref). One copy per part, the part a
+        // constant in each (not a select of every field by the slot, which ptxas made a chain of
+        // predicated parameter loads per tile): the tiles of the compressed part, all but a
+        // split's first few, read its fields straight from the kernel parameters.
+        auto index_in = [&](auto in_window_c, int s) -> const int32_t* {
+          constexpr bool in_window = decltype(in_window_c)::value;
+          const int64_t seq = in_window ? space.seq_w : space.seq_c;
+          const int32_t* const rows = in_window ? window.rows : comp.rows;
+          if (s >= (in_window ? space.n_w : space.n_c)) return nullptr;
+          if (rows) return rows + t * (in_window ? window.rows_width : comp.rows_width) + s;
+          if (seq < 0 || seq >= (in_window ? window.table_rows : comp.table_rows)) return nullptr;
+          const int64_t width = in_window ? window.table_width : comp.table_width;
+          const uint32_t block = uint32_t(s) >> (in_window ? w_bs : c_bs);
+          if (block >= width) return nullptr;
+          return (in_window ? window.block_table : comp.block_table) + seq * width + block;
+        };
+        auto ref_in = [&](auto in_window_c, uint32_t i, int32_t v) -> ref_t {
+          constexpr bool in_window = decltype(in_window_c)::value;
+          const bool explicit_rows = in_window ? window.rows != nullptr : comp.rows != nullptr;
+          const int bs = in_window ? w_bs : c_bs, rpb = in_window ? w_rpb : c_rpb;
+          const int64_t pool_rows = in_window ? window.pool_rows : comp.pool_rows;
+          const int64_t block_bytes =
+              in_window ? window.record_block_bytes : comp.record_block_bytes;
+          const uint8_t* pool =
+              reinterpret_cast<const uint8_t*>(in_window ? window.pool : comp.pool);
+          int64_t row = v;
+          if (!explicit_rows && v >= 0) row = (int64_t(v) << bs) + (i & ((1u << bs) - 1u));
+          if (row < 0 || row >= pool_rows) return ref_t{};
+          const uint32_t block = uint32_t(row) >> rpb, slot = uint32_t(row) & ((1u << rpb) - 1u);
+          const uint8_t* base = pool + int64_t(block) * block_bytes;
+          return {base + int64_t(slot) * k_rec_data,
+                  base + (int64_t(k_rec_data) << rpb) + int64_t(slot) * k_rec_scale};
+        };
         auto index_of_row = [&](int j) -> int32_t {
           if (j >= n_live) return -1;
-          int s = tile_start(j) + slot_i;
+          const int s = tile_start(j) + slot_i;
           const int32_t* src = nullptr;
           if constexpr (!shifts) {
             src = space.index_src(s);
-          } else if (s < hi) {  // space.index_src with shifts
-            const bool in_window = s < cap_w;
-            if (!in_window) s -= cap_w;
-            // (Fields selected one by one: a reference to either struct puts both in local
-            // memory, as row_ref notes.)
-            const int64_t seq = in_window ? space.seq_w : space.seq_c;
-            const int32_t* const rows = in_window ? window.rows : comp.rows;
-            if (s < (in_window ? space.n_w : space.n_c)) {
-              if (rows) {
-                src = rows + t * (in_window ? window.rows_width : comp.rows_width) + s;
-              } else if (seq >= 0 && seq < (in_window ? window.table_rows : comp.table_rows)) {
-                const int64_t width = in_window ? window.table_width : comp.table_width;
-                const uint32_t block = uint32_t(s) >> (in_window ? w_bs : c_bs);
-                if (block < width)
-                  src = (in_window ? window.block_table : comp.block_table) + seq * width + block;
-              }
-            }
+          } else if (s < hi) {
+            src =
+                s < cap_w ? index_in(std::true_type{}, s) : index_in(std::false_type{}, s - cap_w);
           }
           return src ? __ldg(src) : -1;  // -1: no row
         };
@@ -224,22 +250,8 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
           if constexpr (!shifts) {
             return space.row_ref(s, v);
           } else {
-            const bool in_window = s < cap_w;
-            const uint32_t i = uint32_t(in_window ? s : s - cap_w);
-            const bool explicit_rows = in_window ? window.rows != nullptr : comp.rows != nullptr;
-            const int bs = in_window ? w_bs : c_bs, rpb = in_window ? w_rpb : c_rpb;
-            const int64_t pool_rows = in_window ? window.pool_rows : comp.pool_rows;
-            const int64_t block_bytes =
-                in_window ? window.record_block_bytes : comp.record_block_bytes;
-            const uint8_t* pool =
-                reinterpret_cast<const uint8_t*>(in_window ? window.pool : comp.pool);
-            int64_t row = v;
-            if (!explicit_rows && v >= 0) row = (int64_t(v) << bs) + (i & ((1u << bs) - 1u));
-            if (row < 0 || row >= pool_rows) return ref_t{};
-            const uint32_t block = uint32_t(row) >> rpb, slot = uint32_t(row) & ((1u << rpb) - 1u);
-            const uint8_t* base = pool + int64_t(block) * block_bytes;
-            return {base + int64_t(slot) * k_rec_data,
-                    base + (int64_t(k_rec_data) << rpb) + int64_t(slot) * k_rec_scale};
+            return s < cap_w ? ref_in(std::true_type{}, uint32_t(s), v)
+                             : ref_in(std::false_type{}, uint32_t(s - cap_w), v);
           }
         };
         // Tile into stage sn: this warp's byte of the tile's mask, then its copies.
@@ -250,7 +262,8 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
           const uint32_t valid8 = __ballot_sync(0xffffffffu, ok) & 0xffu;
           if (lane == 0) {
             mask_bytes[4 * sn + pw] = uint8_t(valid8);
-            mbar::arrive_expect_tx(bar, no_load ? 0u : uint32_t(__popc(valid8) * k_nope));
+            if (bulk_codes)
+              mbar::arrive_expect_tx(bar, no_load ? 0u : uint32_t(__popc(valid8) * k_nope));
           }
           if (!no_load) {
             const uint8_t* const d = reinterpret_cast<const uint8_t*>(
@@ -261,13 +274,26 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
             cp_async_cg_16_zfill_noclobber(
                 st + uint32_t(7 * blk + out1),
                 d ? static_cast<const void*>(d + k_nope + 32 * cq + 16) : any_global, d);
+            if (!bulk_codes) {
+              // Codes: lane l copies the 7 16-byte chunks it converts (row crr, codes
+              // 16 cq + 64 b) with the row reference it already holds for the RoPE; missing
+              // rows zero-filled. One group with the RoPE and scales (cp_async_wait below).
+              const uint32_t dst =
+                  st + uint32_t((3 + (crr >> 1)) * blk + wbase + (crr & 1) * k_nope + 16 * cq);
+              const uint8_t* const src =
+                  (d ? d : static_cast<const uint8_t*>(any_global)) + 16 * cq;
+#pragma unroll
+              for (int b = 0; b < codes_blocks; ++b)
+                cp_async_cg_16_zfill_noclobber(dst + uint32_t(64 * b), src + 64 * b, d != nullptr);
+            }
             if (lane < k_ws_rows_per_producer) {
               cp_async_ca_zfill_noclobber<8>(st + uint32_t(scale_off + wbase + lane * k_rec_scale),
                                              ok ? static_cast<const void*>(p.scales) : any_global,
                                              ok);
               const uint32_t codes =
                   st + uint32_t((3 + (lane >> 1)) * blk + wbase + (lane & 1) * k_nope);
-              if (ok) {
+              if (!bulk_codes) {
+              } else if (ok) {
                 mbar::bulk_g2s(codes, p.data, k_nope, bar);
               } else {
                 // No key: zero codes (the stage holds an older tile's bytes, which could read
@@ -295,8 +321,9 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
           cp_async_wait_noclobber<lead -
                                   1>();  // tile j's scales and RoPE (later groups may be pending)
           __syncwarp();                  // every lane's copies are visible to the warp
-          mbar::wait(raw_bar + uint32_t(8 * k_ws_producers * stage),
-                     uint32_t(j / k_ws_stages) & 1u);  // tile j's codes
+          if (bulk_codes)
+            mbar::wait(raw_bar + uint32_t(8 * k_ws_producers * stage),
+                       uint32_t(j / k_ws_stages) & 1u);  // tile j's codes
           if (!no_load) convert_tile(smem + k_ws_ring + stage * k_tile_bytes);
           // Written by the generic proxy (and the copies), read by the consumers' wgmmas.
           wgm::fence_async_smem();
