@@ -110,9 +110,8 @@ bool g_kv_fp8 = false;  // --kv-fp8: bf16 pools vs FP8 records only
 // --kv-fp8-ab (KVFP8, session 25): the FP8 records against the bf16 pools on the engine's plan
 // (attention_decode_make_plan as the engine makes it; --kv-fp8 runs the 2-tile plan and compares
 // with the in-turn bf16 kernel), two rounds in alternating order, then the bounds: the ring alone
-// (plan.diag 2) of both pools and the records' consumers alone (diag 1); the records also with
-// their codes by per-row bulk copies (plan.diag 64). With DSV4_KVFP8_NCU in the environment: the
-// records' plan (with diag 64 if it is 64) launched twice, nothing timed (for ncu -s 1 -c 1).
+// (plan.diag 2) of both pools and the records' consumers alone (diag 1). With DSV4_KVFP8_NCU in the
+// environment: the records' plan launched twice, nothing timed (for ncu -s 1 -c 1).
 bool g_kv_fp8_ab = false;
 
 // --fp8-convert-check: thread i takes code pair i & 0xffff (4 copies, so all four of
@@ -1268,61 +1267,39 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
       CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
           q16, T, H, d, w16, &c16, sinks, scale, out16, p, ms_scratch, made.scratch_bytes, 0)));
     };
-    if (const char* nd = std::getenv("DSV4_KVFP8_NCU")) {  // for ncu -s 1 -c 1: two launches
-      auto p = made;  // (DSV4_KVFP8_NCU=64: the records with plan.diag 64)
-      p.diag = std::atoi(nd) == 64 ? 64 : 0;
-      run8(p);
-      run8(p);
+    if (std::getenv("DSV4_KVFP8_NCU")) {  // for ncu -s 1 -c 1: two launches, nothing timed
+      run8(made);
+      run8(made);
       CHECK(cudaDeviceSynchronize());
       std::printf("  ncu launches: fp8 records %s\n", mshape);
       cudaFree(ms_scratch);
       release();
       return;
     }
-    // Plan.diag (outputs undefined for 1 and 2; 64 the same output as the plan).
+    double best16 = 1e30, best8 = 1e30;
+    for (int r = 0; r < 2; ++r) {
+      for (int k = 0; k < 2; ++k) {
+        if ((k == 0) == (r == 0)) {
+          const double ms16 = time_ms([&] { run16(made); });
+          best16 = std::min(best16, ms16);
+          print_row("bf16 pools plan", mshape, ms16, bytes16, flops);
+        } else {
+          const double ms8 = time_ms([&] { run8(made); });
+          best8 = std::min(best8, ms8);
+          print_row("fp8 records plan", mshape, ms8, bytes8, flops);
+        }
+      }
+    }
+    std::printf("  %-22s %-50s %9.2f  fp8/bf16 time %.3fx (best of 2)\n", "fp8 records", mshape,
+                best8 * 1e3, best8 / best16);
+    // Bounds (plan.diag, outputs undefined): the ring alone (2) of both pools, the consumers
+    // alone (1; no copies, no conversion).
     auto diag = [&](int v) {
       auto p = made;
       p.diag = v;
       return p;
     };
-    // Three rows in turn, the order reversed in round 2: bf16 pools, the records as the plan
-    // runs them, the records with their codes by per-row bulk copies (diag 64, session 25's
-    // producer copy path).
-    double best16 = 1e30, best8 = 1e30, best8b = 1e30;
-    for (int r = 0; r < 2; ++r) {
-      for (int k0 = 0; k0 < 3; ++k0) {
-        const int k = r == 0 ? k0 : 2 - k0;
-        if (k == 0) {
-          const double ms16 = time_ms([&] { run16(made); });
-          best16 = std::min(best16, ms16);
-          print_row("bf16 pools plan", mshape, ms16, bytes16, flops);
-        } else if (k == 1) {
-          const double ms8 = time_ms([&] { run8(made); });
-          best8 = std::min(best8, ms8);
-          print_row("fp8 records plan", mshape, ms8, bytes8, flops);
-        } else {
-          const double ms8 = time_ms([&] { run8(diag(64)); });
-          best8b = std::min(best8b, ms8);
-          print_row("fp8 bulk codes plan", mshape, ms8, bytes8, flops);
-        }
-      }
-    }
-    // The two records paths' outputs, byte for byte.
-    const size_t out_bytes = size_t(T * H * d) * 2;
-    std::vector<unsigned char> o1(out_bytes), o2(out_bytes);
-    run8(made);
-    CHECK(cudaMemcpy(o1.data(), out16, out_bytes, cudaMemcpyDeviceToHost));
-    run8(diag(64));
-    CHECK(cudaMemcpy(o2.data(), out16, out_bytes, cudaMemcpyDeviceToHost));
-    const bool same = o1 == o2;
-    std::printf("  %-22s %-50s %9.2f  fp8/bf16 time %.3fx (best of 2)\n", "fp8 records", mshape,
-                best8 * 1e3, best8 / best16);
-    std::printf("  %-22s %-50s %9.2f  fp8/bf16 time %.3fx (best of 2)  out %s\n", "fp8 bulk codes",
-                mshape, best8b * 1e3, best8b / best16, same ? "equal" : "DIFFERENT");
-    // Bounds (plan.diag, outputs undefined): the ring alone (2) of both pools, the consumers
-    // alone (1; no copies, no conversion).
     print_row("  ring fp8 records", mshape, time_ms([&] { run8(diag(2)); }), bytes8, flops);
-    print_row("  ring fp8 bulk codes", mshape, time_ms([&] { run8(diag(2 | 64)); }), bytes8, flops);
     print_row("  ring bf16 pools", mshape, time_ms([&] { run16(diag(2)); }), bytes16, flops);
     print_row("  fp8 consumers alone", mshape, time_ms([&] { run8(diag(1)); }), bytes8, flops);
     cudaFree(ms_scratch);

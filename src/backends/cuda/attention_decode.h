@@ -97,8 +97,7 @@ struct attention_decode_plan {
   // of other block sizes: the same output; bench_attention --kv-fp8's 'refs by division' row);
   // 16 (bf16 pools) no TMA key tiles: every tile by cp.async (the same output bit for bit); 32
   // TMA key tiles wherever a part has a map, also in splits shorter than the plan's threshold
-  // (attention_decode.cu, key_maps; the same output bit for bit; tests and bench); 64 FP8 records:
-  // the codes by one bulk copy per row instead of the producer lanes' cp.async (the same output).
+  // (attention_decode.cu, key_maps; the same output bit for bit; tests and bench).
   int diag = 0;
   // Benchmark breakdown only: false skips the combine launch (the output is then undefined).
   bool combine = true;

@@ -78,13 +78,8 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       mbar::init(full_bar + 8 * i, k_ws_producers * k_warp_size + 1);
       mbar::init(empty_bar + 8 * i, k_ws_consumers);
     }
-    if constexpr (records) {
-      // Records: one barrier per (stage, producer warp) on which the warp's bulk copies complete.
-      for (int i = 0; i < k_ws_stages * k_ws_producers; ++i)
-        mbar::init(q_s + k_ws_raw_bars + 8 * i, 1);
-    }
     // (key_tma: tensor copies complete on `full`.)
-    if constexpr (records || key_tma) mbar::fence_init();
+    if constexpr (key_tma) mbar::fence_init();
   }
   __syncthreads();  // the only CTA-wide barrier: the mbarriers are initialized
   if (threadIdx.x == 0) {
@@ -119,16 +114,17 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       // chunks. Raw codes of row rr land in chunk 3 + rr / 2 at 448 (rr % 2), its 8 scale bytes
       // (cp.async, lane rr < 8) in chunk 6 at 896 + 8 rr; every lane copies two 16-byte chunks of
       // RoPE (bf16) of row l / 4 straight to their swizzled place in chunk 7. Codes: every lane
-      // copies the 7 16-byte chunks it converts (cp.async, the row reference it holds for the
-      // RoPE; missing rows zero-filled as in the RoPE and scales); plan.diag 64: lane rr < 8
-      // copies row rr's 448 code bytes with one bulk copy (session 25's path, completing on the
-      // warp's barrier of the stage; missing rows' codes zeroed by the lane). ATTN15's producer
-      // made 36 16-byte copies per row, each with its reference by shuffle (references and copy
-      // issue 35-75% of its loop); the per-row bulk copies that replaced them issued as a
-      // uniform-datapath loop of ~70 instructions per tile (session 25's ncu). Conversion: lane
-      // l converts codes 16 (l % 4) .. + 15 of row l / 4 in each code block; chunks 0..2 hold no
-      // raw bytes, so blocks 0..2 are written at once, blocks 3..6 after every lane has read its
-      // row (__syncwarp).
+      // copies the 7 16-byte chunks it converts (cp.async with the row reference it holds for
+      // the RoPE; missing rows zero-filled as in the RoPE and scales). ATTN15's producer made 36
+      // 16-byte copies per row, each with its reference by shuffle (references and copy issue
+      // 35-75% of its loop); ATTN17's per-row bulk copies (lane rr < 8, one 448-byte copy on a
+      // barrier per warp and stage) issued as a uniform-datapath loop of ~70 instructions per
+      // tile (session 25's ncu). KVFP8B (H100, one process per binary, same call; the bulk copies
+      // as plan.diag 64 of the measured binary, since removed): HCA 1M T=32 120.8-121.5 ->
+      // 110.2-110.9 us, T=8 42.9 -> 40.2, Pro HCA 1M T=32 227.4-230.2 -> 205.1-207.3, the ring
+      // alone at HCA 1M T=32 86.1 -> 71.9. Conversion: lane l converts codes 16 (l % 4) .. + 15
+      // of row l / 4 in each code block; chunks 0..2 hold no raw bytes, so blocks 0..2 are
+      // written at once, blocks 3..6 after every lane has read its row (__syncwarp).
       // Depth: tile j + 1 is in flight while tile j is converted; tile j + 2 is issued after
       // tile j is published, into tile j - 2's stage (the consumers release tile k once tile
       // k + 1 is full, so the wait cannot block on an unpublished tile).
@@ -152,10 +148,6 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       const int c_rpb = comp.pool ? log2_or(comp.record_rows_per_block) : 0;
       const bool pow2 =
           w_bs >= 0 && c_bs >= 0 && w_rpb >= 0 && c_rpb >= 0 && (opts & k_ws_opt_divisions) == 0;
-      const uint32_t raw_bar = q_s + k_ws_raw_bars + 8 * pw;  // + 8 * 4 * stage
-      // plan.diag 64: the codes by one bulk copy per row (session 25's path) instead of the lanes'
-      // cp.async.
-      const bool bulk_codes = (opts & k_ws_opt_record_bulk) != 0;
       uint8_t* const mask_bytes = reinterpret_cast<uint8_t*>(masks);
       // Lane l: row crr = l / 4 of the warp, output chunks 2 (l % 4), + 1 of each block.
       const int crr = lane >> 2, cq = lane & 3;
@@ -165,8 +157,8 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       // Blocks 0..3 are loaded before the first store (a store to blocks 0..2 may alias the raw
       // chunks 3..6 for the compiler, which then issued each block's loads after the previous
       // block's stores; all 7 loads first spilled under the 56-register cap). Rows without a key:
-      // their codes were zeroed at issue (issue_tile) and their scale bytes zero-filled, so they
-      // convert to +0 with no per-row select here.
+      // their codes and scale bytes were zero-filled at issue (issue_tile), so they convert to
+      // +0 with no per-row select here.
       auto convert_tile = [&](unsigned char* st) {
         unsigned char* const w = st + wbase;
         const unsigned char* const raw = w + (3 + (crr >> 1)) * blk + (crr & 1) * k_nope + cq * 16;
@@ -257,14 +249,9 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         // Tile into stage sn: this warp's byte of the tile's mask, then its copies.
         auto issue_tile = [&](const ref_t& p, int sn) {
           const uint32_t st = k_s + uint32_t(sn * k_tile_bytes);
-          const uint32_t bar = raw_bar + uint32_t(8 * k_ws_producers * sn);
           const bool ok = p.data != nullptr;
           const uint32_t valid8 = __ballot_sync(0xffffffffu, ok) & 0xffu;
-          if (lane == 0) {
-            mask_bytes[4 * sn + pw] = uint8_t(valid8);
-            if (bulk_codes)
-              mbar::arrive_expect_tx(bar, no_load ? 0u : uint32_t(__popc(valid8) * k_nope));
-          }
+          if (lane == 0) mask_bytes[4 * sn + pw] = uint8_t(valid8);
           if (!no_load) {
             const uint8_t* const d = reinterpret_cast<const uint8_t*>(
                 __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p.data), crr));
@@ -274,35 +261,20 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
             cp_async_cg_16_zfill_noclobber(
                 st + uint32_t(7 * blk + out1),
                 d ? static_cast<const void*>(d + k_nope + 32 * cq + 16) : any_global, d);
-            if (!bulk_codes) {
-              // Codes: lane l copies the 7 16-byte chunks it converts (row crr, codes
-              // 16 cq + 64 b) with the row reference it already holds for the RoPE; missing
-              // rows zero-filled. One group with the RoPE and scales (cp_async_wait below).
-              const uint32_t dst =
-                  st + uint32_t((3 + (crr >> 1)) * blk + wbase + (crr & 1) * k_nope + 16 * cq);
-              const uint8_t* const src =
-                  (d ? d : static_cast<const uint8_t*>(any_global)) + 16 * cq;
+            // Codes: lane l copies the 7 16-byte chunks it converts (row crr, codes 16 cq + 64 b)
+            // with the row reference it already holds for the RoPE; missing rows zero-filled
+            // (the stage holds an older tile's bytes, which could read as NaN codes). One group
+            // with the RoPE and scales (cp_async_wait in the loop).
+            const uint32_t dst =
+                st + uint32_t((3 + (crr >> 1)) * blk + wbase + (crr & 1) * k_nope + 16 * cq);
+            const uint8_t* const src = (d ? d : static_cast<const uint8_t*>(any_global)) + 16 * cq;
 #pragma unroll
-              for (int b = 0; b < codes_blocks; ++b)
-                cp_async_cg_16_zfill_noclobber(dst + uint32_t(64 * b), src + 64 * b, d != nullptr);
-            }
-            if (lane < k_ws_rows_per_producer) {
+            for (int b = 0; b < codes_blocks; ++b)
+              cp_async_cg_16_zfill_noclobber(dst + uint32_t(64 * b), src + 64 * b, d != nullptr);
+            if (lane < k_ws_rows_per_producer)
               cp_async_ca_zfill_noclobber<8>(st + uint32_t(scale_off + wbase + lane * k_rec_scale),
                                              ok ? static_cast<const void*>(p.scales) : any_global,
                                              ok);
-              const uint32_t codes =
-                  st + uint32_t((3 + (lane >> 1)) * blk + wbase + (lane & 1) * k_nope);
-              if (!bulk_codes) {
-              } else if (ok) {
-                mbar::bulk_g2s(codes, p.data, k_nope, bar);
-              } else {
-                // No key: zero codes (the stage holds an older tile's bytes, which could read
-                // as NaN codes); the conversion reads them after this warp's next __syncwarp.
-#pragma unroll 1
-                for (int i = 0; i < k_nope; i += 16)
-                  *reinterpret_cast<uint4*>(smem + (codes - q_s) + i) = make_uint4(0, 0, 0, 0);
-              }
-            }
           }
           cp_async_commit_noclobber();
         };
@@ -318,12 +290,9 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 #pragma unroll 1
         for (int j = 0; j < n_live; ++j) {
           const int stage = j % k_ws_stages;
-          cp_async_wait_noclobber<lead -
-                                  1>();  // tile j's scales and RoPE (later groups may be pending)
-          __syncwarp();                  // every lane's copies are visible to the warp
-          if (bulk_codes)
-            mbar::wait(raw_bar + uint32_t(8 * k_ws_producers * stage),
-                       uint32_t(j / k_ws_stages) & 1u);  // tile j's codes
+          // Tile j's codes, scales and RoPE (later groups may be pending).
+          cp_async_wait_noclobber<lead - 1>();
+          __syncwarp();  // every lane's copies are visible to the warp
           if (!no_load) convert_tile(smem + k_ws_ring + stage * k_tile_bytes);
           // Written by the generic proxy (and the copies), read by the consumers' wgmmas.
           wgm::fence_async_smem();

@@ -33,9 +33,6 @@ constexpr int k_ws_opt_no_load = 1;
 constexpr int k_ws_opt_no_compute = 2;
 // FP8 records (plan.diag 4): references by 32-bit divisions even for power-of-two block sizes.
 constexpr int k_ws_opt_divisions = 4;
-// FP8 records (plan.diag 64): each row's codes by one bulk copy (a warp's 8 rows from lanes 0..7)
-// instead of every lane's 16-byte cp.async of the chunks it converts.
-constexpr int k_ws_opt_record_bulk = 8;
 
 // The ws kernel's run-time options for a plan (k_ws_opt_*: bench diagnoses, plan.diag).
 int attention_decode_ws_opts(const attention_decode_plan& plan);
