@@ -52,6 +52,9 @@
 //                                toggled (two rounds, alternating with the plan)
 //   bench_attention --kv-fp8-ab [--cases ...]  FP8 records vs bf16 pools on the engine's plan,
 //                                with the ring / consumer bounds (g_kv_fp8_ab)
+//   bench_attention --fp8-convert-check  the warp-specialized producer's record conversion
+//                                (dequant_codes8_bf16) against dequant_codes8, bit for bit, over
+//                                every code pair and scale byte (2^24 cases; exit 2 on a mismatch)
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
@@ -70,6 +73,7 @@
 
 #include "backends/cuda/attention.h"
 #include "backends/cuda/attention_decode.h"
+#include "backends/cuda/attention_decode_loads.cuh"
 #include "backends/cuda/attention_decode_wgmma.cuh"
 #include "backends/cuda/indexer.h"
 #include "backends/cuda/indexer_topk_fast.h"
@@ -109,6 +113,27 @@ bool g_kv_fp8 = false;  // --kv-fp8: bf16 pools vs FP8 records only
 // (plan.diag 2) of both pools and the records' consumers alone (diag 1). With DSV4_KVFP8_NCU in the
 // environment: the records' plan launched twice, nothing timed (for ncu -s 1 -c 1).
 bool g_kv_fp8_ab = false;
+
+// --fp8-convert-check: thread i takes code pair i & 0xffff (4 copies, so all four of
+// dequant_codes8's word lanes see it) and scale byte b = i >> 16 at byte position i & 3 of the
+// scale word (e8m0_bf16x2's PRMT); a mismatch of any of the 4 bf16x2 words is counted and the
+// lowest failing i kept.
+__global__ void fp8_convert_check_kernel(unsigned int* bad, unsigned int* first,
+                                         unsigned int* nan_out) {
+  const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
+  const uint32_t pair = i & 0xffffu, b = i >> 16;
+  const uint2 codes = make_uint2(pair | pair << 16, pair | pair << 16);
+  const uint4 ref = dsv4::cuda::dequant_codes8(codes, dsv4::cuda::e8m0_value_sel(b));
+  const uint4 got = dsv4::cuda::dequant_codes8_bf16(
+      codes, dsv4::cuda::e8m0_bf16x2(
+                 (b << (8 * (i & 3))) | (0x5a5a5a5au & ~(0xffu << (8 * (i & 3)))), int(i & 3)));
+  if (ref.x != got.x || ref.y != got.y || ref.z != got.z || ref.w != got.w) {
+    atomicAdd(bad, 1u);
+    atomicMin(first, i);
+  }
+  // How many results are NaN (codes 0x7f / 0xff or scale 0xff): the check covers them.
+  if ((ref.x & 0x7fffu) > 0x7f80u) atomicAdd(nan_out, 1u);
+}
 bool g_lean = false;  // --cases: the attention_decode bf16 kernels only (no other rows)
 // --alt-rows (with --cases): only the alternate-tile schedule's rows: the plan as made, then two
 // rounds of alt (the plan's schedule), alt with every token reading token 0's key rows ("hot": rows
@@ -2876,10 +2901,11 @@ int main(int argc, char** argv) {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // rows survive a timeout
   bool quick = false;    // --quick: two cases, few launches (for a profiler run)
   bool profile = false;  // --profile: the small decode cases, one timed launch each (for ncu)
-  const char* cases = nullptr;  // --cases "T,H,hca|csa,CTX,TOPK;...": those cases, lean rows
-  bool no_ceilings = false;     // --no-ceilings: with --cases (for ncu)
-  bool write_ceiling = false;   // --write-ceiling: the write ceiling rows (also with --steps)
-  bool wgmma_rates = false;     // --wgmma-rates: the S / P V wgmma shapes' issue rates only
+  const char* cases = nullptr;     // --cases "T,H,hca|csa,CTX,TOPK;...": those cases, lean rows
+  bool no_ceilings = false;        // --no-ceilings: with --cases (for ncu)
+  bool write_ceiling = false;      // --write-ceiling: the write ceiling rows (also with --steps)
+  bool wgmma_rates = false;        // --wgmma-rates: the S / P V wgmma shapes' issue rates only
+  bool fp8_convert_check = false;  // --fp8-convert-check: the record conversions, bit for bit
   bool runs_given = false;
   const char* prefill_cases = nullptr;  // --prefill-cases "T,H,hca|csau|csas,CTX,TOPK;..."
   for (int i = 1; i < argc; ++i) {
@@ -2909,6 +2935,8 @@ int main(int argc, char** argv) {
       g_kv_fp8 = true;
     else if (std::strcmp(argv[i], "--kv-fp8-ab") == 0)
       g_kv_fp8_ab = true;
+    else if (std::strcmp(argv[i], "--fp8-convert-check") == 0)
+      fp8_convert_check = true;
     else if (std::strcmp(argv[i], "--cases") == 0 && i + 1 < argc)
       cases = argv[++i];
     else if (std::strcmp(argv[i], "--no-ceilings") == 0)
@@ -2955,6 +2983,19 @@ int main(int argc, char** argv) {
   CHECK(cudaMemset(g_flush, 0x3C, g_flush_bytes));
   CHECK(cudaMalloc(&g_flush_sink, 4));
 
+  if (fp8_convert_check) {
+    unsigned int* dev = device_alloc<unsigned int>(3);
+    const unsigned int init[3] = {0u, 0xffffffffu, 0u};
+    CHECK(cudaMemcpy(dev, init, sizeof(init), cudaMemcpyHostToDevice));
+    fp8_convert_check_kernel<<<(1u << 24) / 256, 256>>>(dev, dev + 1, dev + 2);
+    CHECK(cudaGetLastError());
+    unsigned int h[3];
+    CHECK(cudaMemcpy(h, dev, sizeof(h), cudaMemcpyDeviceToHost));
+    std::printf("fp8 convert check: %u of %u cases differ (first %#x), %u NaN results compared\n",
+                h[0], 1u << 24, h[1], h[2]);
+    cudaFree(dev);
+    return h[0] == 0 ? 0 : 2;
+  }
   if (wgmma_rates) {
     bench_wgmma_rates(sms);
     return 0;

@@ -41,7 +41,12 @@
 // and 224.9 -> 182.8; bf16 ring 29.7 and 117.0), Flash CSA T=32 28.1 -> 27.3, T = 1 within
 // +-0.5 us (bench/RESULTS.md, 2026-11-26 ATTN17). Not the conversion's instruction count
 // (ATTN14, session 12): an exact bit-placement conversion (21 instead of 31 instructions per 8
-// codes) was not faster and needs a NaN / scale-range check.
+// codes) was not faster and needs a NaN / scale-range check. KVFP8B (session 26, H100, same-call
+// baseline): one bf16x2 multiply per code pair (dequant_codes8_bf16, exact for every code and
+// scale byte), the codes copied by the lanes that convert them (cp.async) instead of per-row
+// bulk copies, the slot lookups compiled per part: HCA 1M T=32 127.9 -> 110.2 us, T=8 44.3 ->
+// 40.2, Pro HCA 1M T=32 238.4 -> 207.3 (bf16 pools 97.3 / 36.5 / 168.7); ncu at HCA 1M T=32:
+// ~590 instructions per tile and producer warp (849 in session 25's ncu of main's producer).
 //
 // wgmma path (plan.wgmma, the default for bf16 / f32 pools): the same CTA, ring, exchange and
 // softmax; the query and key tiles are stored in the wgmma SW128 layout (wg_offset) instead, and

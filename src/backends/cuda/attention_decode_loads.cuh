@@ -238,6 +238,41 @@ __device__ __forceinline__ float e8m0_value_sel(uint32_t b) {
   return __uint_as_float(b == 0xffu ? 0x7fc00000u : b == 0u ? 0x00400000u : b << 23);
 }
 
+// The warp-specialized producer's form of dequant_codes8 (the same bf16 bits for every code and
+// scale byte), one bf16x2 multiply per code pair instead of two f32 products: the pair to f16x2 and
+// f32 (exact), packed to bf16x2 (exact: an e4m3 value has 4 significant bits and |v| >= 2^-9),
+// then multiplied by s2 = the block's scale 2^k in both halves (e8m0_bf16x2) with one rounding to
+// nearest even. dequant_codes8 rounds the f32 product v * 2^k to bf16 once, and that product is
+// exact in f32 for every scale byte (k >= -127 and the lowest bit of v >= 2^-9 keep its bits above
+// 2^-149), so both round the same exact product: bf16 subnormal results included (mul.rn.bf16x2
+// keeps subnormals), NaN codes or scale give the canonical NaN in both.
+__device__ __forceinline__ uint32_t mul_bf16x2_rn(uint32_t a, uint32_t b) {
+  uint32_t d;
+  asm("mul.rn.bf16x2 %0, %1, %2;" : "=r"(d) : "r"(a), "r"(b));
+  return d;
+}
+__device__ __forceinline__ uint4 dequant_codes8_bf16(uint2 codes, uint32_t s2) {
+  uint32_t w[4];
+#pragma unroll
+  for (int j = 0; j < 4; ++j) {
+    const uint32_t word = j < 2 ? codes.x : codes.y;
+    const float2 f = kv_record::e4m3x2_values(uint16_t(word >> (16 * (j & 1))));
+    w[j] = mul_bf16x2_rn(pack_bf16x2(f.x, f.y), s2);
+  }
+  return make_uint4(w[0], w[1], w[2], w[3]);
+}
+
+// Scale byte `byte` (0..3) of the word sc -> kv_record::e8m0_value of it as bf16 bits in both
+// halves of a bf16x2: 2^(b - 127) is b << 7 for b = 1..254 (exponent field b, mantissa 0); b = 0
+// (2^-127, the subnormal 0x0040) and b = 0xff (NaN, 0x7fc0) are b << 7 with bit 6 set.
+// (`byte` a constant after inlining: one PRMT.)
+__device__ __forceinline__ uint32_t e8m0_bf16x2(uint32_t sc, int byte) {
+  const uint32_t t =
+      __byte_perm(sc, 0u, uint32_t(byte | 4 << 4 | byte << 8 | 4 << 12));  // b | b << 16
+  const bool edge = ((t + 0x00010001u) & 0x00fe00feu) == 0u;  // (b + 1) mod 256 is 0 or 1
+  return (t << 7) | (edge ? 0x00400040u : 0u);
+}
+
 __device__ __forceinline__ void dequant_record_tile(const unsigned char* raw, unsigned char* tile) {
   const int chunk = threadIdx.x % k_chunks;
 #pragma unroll

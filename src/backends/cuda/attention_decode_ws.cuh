@@ -78,13 +78,8 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       mbar::init(full_bar + 8 * i, k_ws_producers * k_warp_size + 1);
       mbar::init(empty_bar + 8 * i, k_ws_consumers);
     }
-    if constexpr (records) {
-      // Records: one barrier per (stage, producer warp) on which the warp's bulk copies complete.
-      for (int i = 0; i < k_ws_stages * k_ws_producers; ++i)
-        mbar::init(q_s + k_ws_raw_bars + 8 * i, 1);
-    }
     // (key_tma: tensor copies complete on `full`.)
-    if constexpr (records || key_tma) mbar::fence_init();
+    if constexpr (key_tma) mbar::fence_init();
   }
   __syncthreads();  // the only CTA-wide barrier: the mbarriers are initialized
   if (threadIdx.x == 0) {
@@ -113,19 +108,23 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     if constexpr (records) {
       using ref_t = typename pool_traits<pool_t>::ref;
       // FP8 records land in the bf16 stage of their tile and are converted there in place
-      // (dequant_codes8: the synchronous kernel's values) before the tile is published. Warp pw
-      // owns rows 8 pw .. 8 pw + 7, i.e. the 1 KB chunk at b * 4096 + 1024 pw of every
-      // 64-channel column block b of the stage (wg_offset): only this warp touches its chunks.
-      // Copies: lane rr < 8 copies row rr's 448 code bytes with one bulk copy (the TMA engine,
-      // completing on the warp's barrier of the stage) to chunk 3 + rr / 2 at 448 (rr % 2), and
-      // its 8 scale bytes (cp.async) to chunk 6 at 896 + 8 rr; every lane copies two 16-byte
-      // chunks of RoPE (bf16) of row l / 4 straight to their swizzled place in chunk 7 (cp.async:
-      // missing rows zero-filled there and in the scales; their codes are taken as zeros). Was
-      // 36 16-byte copies per row, each with its reference by shuffle: ATTN15's profile had the
-      // references and the copy issue at 35-75% of the producer's loop. Conversion: lane l
-      // converts codes 16 (l % 4) .. + 15 of row l / 4 in each code block; chunks 0..2 hold no
-      // raw bytes, so blocks 0..2 are written at once, blocks 3..6 after every lane has read its
-      // row (__syncwarp).
+      // (dequant_codes8_bf16: the synchronous kernel's values bit for bit) before the tile is
+      // published. Warp pw owns rows 8 pw .. 8 pw + 7, i.e. the 1 KB chunk at b * 4096 + 1024 pw
+      // of every 64-channel column block b of the stage (wg_offset): only this warp touches its
+      // chunks. Raw codes of row rr land in chunk 3 + rr / 2 at 448 (rr % 2), its 8 scale bytes
+      // (cp.async, lane rr < 8) in chunk 6 at 896 + 8 rr; every lane copies two 16-byte chunks of
+      // RoPE (bf16) of row l / 4 straight to their swizzled place in chunk 7. Codes: every lane
+      // copies the 7 16-byte chunks it converts (cp.async with the row reference it holds for
+      // the RoPE; missing rows zero-filled as in the RoPE and scales). ATTN15's producer made 36
+      // 16-byte copies per row, each with its reference by shuffle (references and copy issue
+      // 35-75% of its loop); ATTN17's per-row bulk copies (lane rr < 8, one 448-byte copy on a
+      // barrier per warp and stage) issued as a uniform-datapath loop of ~70 instructions per
+      // tile (session 25's ncu). KVFP8B (H100, one process per binary, same call; the bulk copies
+      // as plan.diag 64 of the measured binary, since removed): HCA 1M T=32 120.8-121.5 ->
+      // 110.2-110.9 us, T=8 42.9 -> 40.2, Pro HCA 1M T=32 227.4-230.2 -> 205.1-207.3, the ring
+      // alone at HCA 1M T=32 86.1 -> 71.9. Conversion: lane l converts codes 16 (l % 4) .. + 15
+      // of row l / 4 in each code block; chunks 0..2 hold no raw bytes, so blocks 0..2 are
+      // written at once, blocks 3..6 after every lane has read its row (__syncwarp).
       // Depth: tile j + 1 is in flight while tile j is converted; tile j + 2 is issued after
       // tile j is published, into tile j - 2's stage (the consumers release tile k once tile
       // k + 1 is full, so the wait cannot block on an unpublished tile).
@@ -149,30 +148,34 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       const int c_rpb = comp.pool ? log2_or(comp.record_rows_per_block) : 0;
       const bool pow2 =
           w_bs >= 0 && c_bs >= 0 && w_rpb >= 0 && c_rpb >= 0 && (opts & k_ws_opt_divisions) == 0;
-      const uint32_t raw_bar = q_s + k_ws_raw_bars + 8 * pw;  // + 8 * 4 * stage
       uint8_t* const mask_bytes = reinterpret_cast<uint8_t*>(masks);
       // Lane l: row crr = l / 4 of the warp, output chunks 2 (l % 4), + 1 of each block.
       const int crr = lane >> 2, cq = lane & 3;
       const int orow = (pw * k_ws_rows_per_producer + crr) * 128;
       const int out0 = orow + (((2 * cq) ^ crr) << 4);
       const int out1 = orow + (((2 * cq + 1) ^ crr) << 4);
-      auto convert_tile = [&](unsigned char* st, bool ok) {
+      // Blocks 0..3 are loaded before the first store (a store to blocks 0..2 may alias the raw
+      // chunks 3..6 for the compiler, which then issued each block's loads after the previous
+      // block's stores; all 7 loads first spilled under the 56-register cap). Rows without a key:
+      // their codes and scale bytes were zero-filled at issue (issue_tile), so they convert to
+      // +0 with no per-row select here.
+      auto convert_tile = [&](unsigned char* st) {
         unsigned char* const w = st + wbase;
         const unsigned char* const raw = w + (3 + (crr >> 1)) * blk + (crr & 1) * k_nope + cq * 16;
         const uint2 sc = *reinterpret_cast<const uint2*>(w + scale_off + crr * k_rec_scale);
-        auto get = [&](int b) {
-          const uint4 c = *reinterpret_cast<const uint4*>(raw + b * 64);
-          return ok ? c : make_uint4(0, 0, 0, 0);
-        };
+        auto get = [&](int b) { return *reinterpret_cast<const uint4*>(raw + b * 64); };
         auto put = [&](int b, uint4 c) {
-          const float s = e8m0_value_sel(((b < 4 ? sc.x : sc.y) >> (8 * (b & 3))) & 0xffu);
-          *reinterpret_cast<uint4*>(st + b * blk + out0) = dequant_codes8(make_uint2(c.x, c.y), s);
-          *reinterpret_cast<uint4*>(st + b * blk + out1) = dequant_codes8(make_uint2(c.z, c.w), s);
+          const uint32_t s2 = e8m0_bf16x2(b < 4 ? sc.x : sc.y, b & 3);
+          *reinterpret_cast<uint4*>(st + b * blk + out0) =
+              dequant_codes8_bf16(make_uint2(c.x, c.y), s2);
+          *reinterpret_cast<uint4*>(st + b * blk + out1) =
+              dequant_codes8_bf16(make_uint2(c.z, c.w), s2);
         };
-        put(0, get(0));
-        put(1, get(1));
-        put(2, get(2));
-        const uint4 a3 = get(3), a4 = get(4), a5 = get(5), a6 = get(6);
+        const uint4 a0 = get(0), a1 = get(1), a2 = get(2), a3 = get(3);
+        put(0, a0);  // (chunks 0..2 hold no raw bytes: written before every lane has read)
+        put(1, a1);
+        put(2, a2);
+        const uint4 a4 = get(4), a5 = get(5), a6 = get(6);
         __syncwarp();  // every lane has read its row's codes and scales (chunks 3..6)
         put(3, a3);
         put(4, a4);
@@ -187,29 +190,49 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       // The loop, compiled once for power-of-two block sizes and once for any.
       auto run = [&](auto pow2_c) {
         constexpr bool shifts = decltype(pow2_c)::value;
+        // Slot i of the window (in_window) or of the compressed part, by shifts: its index
+        // source (space.index_src) and its record (row_ref). One copy per part, the part a
+        // constant in each (not a select of every field by the slot, which ptxas made a chain of
+        // predicated parameter loads per tile): the tiles of the compressed part, all but a
+        // split's first few, read its fields straight from the kernel parameters.
+        auto index_in = [&](auto in_window_c, int s) -> const int32_t* {
+          constexpr bool in_window = decltype(in_window_c)::value;
+          const int64_t seq = in_window ? space.seq_w : space.seq_c;
+          const int32_t* const rows = in_window ? window.rows : comp.rows;
+          if (s >= (in_window ? space.n_w : space.n_c)) return nullptr;
+          if (rows) return rows + t * (in_window ? window.rows_width : comp.rows_width) + s;
+          if (seq < 0 || seq >= (in_window ? window.table_rows : comp.table_rows)) return nullptr;
+          const int64_t width = in_window ? window.table_width : comp.table_width;
+          const uint32_t block = uint32_t(s) >> (in_window ? w_bs : c_bs);
+          if (block >= width) return nullptr;
+          return (in_window ? window.block_table : comp.block_table) + seq * width + block;
+        };
+        auto ref_in = [&](auto in_window_c, uint32_t i, int32_t v) -> ref_t {
+          constexpr bool in_window = decltype(in_window_c)::value;
+          const bool explicit_rows = in_window ? window.rows != nullptr : comp.rows != nullptr;
+          const int bs = in_window ? w_bs : c_bs, rpb = in_window ? w_rpb : c_rpb;
+          const int64_t pool_rows = in_window ? window.pool_rows : comp.pool_rows;
+          const int64_t block_bytes =
+              in_window ? window.record_block_bytes : comp.record_block_bytes;
+          const uint8_t* pool =
+              reinterpret_cast<const uint8_t*>(in_window ? window.pool : comp.pool);
+          int64_t row = v;
+          if (!explicit_rows && v >= 0) row = (int64_t(v) << bs) + (i & ((1u << bs) - 1u));
+          if (row < 0 || row >= pool_rows) return ref_t{};
+          const uint32_t block = uint32_t(row) >> rpb, slot = uint32_t(row) & ((1u << rpb) - 1u);
+          const uint8_t* base = pool + int64_t(block) * block_bytes;
+          return {base + int64_t(slot) * k_rec_data,
+                  base + (int64_t(k_rec_data) << rpb) + int64_t(slot) * k_rec_scale};
+        };
         auto index_of_row = [&](int j) -> int32_t {
           if (j >= n_live) return -1;
-          int s = tile_start(j) + slot_i;
+          const int s = tile_start(j) + slot_i;
           const int32_t* src = nullptr;
           if constexpr (!shifts) {
             src = space.index_src(s);
-          } else if (s < hi) {  // space.index_src with shifts
-            const bool in_window = s < cap_w;
-            if (!in_window) s -= cap_w;
-            // (Fields selected one by one: a reference to either struct puts both in local
-            // memory, as row_ref notes.)
-            const int64_t seq = in_window ? space.seq_w : space.seq_c;
-            const int32_t* const rows = in_window ? window.rows : comp.rows;
-            if (s < (in_window ? space.n_w : space.n_c)) {
-              if (rows) {
-                src = rows + t * (in_window ? window.rows_width : comp.rows_width) + s;
-              } else if (seq >= 0 && seq < (in_window ? window.table_rows : comp.table_rows)) {
-                const int64_t width = in_window ? window.table_width : comp.table_width;
-                const uint32_t block = uint32_t(s) >> (in_window ? w_bs : c_bs);
-                if (block < width)
-                  src = (in_window ? window.block_table : comp.block_table) + seq * width + block;
-              }
-            }
+          } else if (s < hi) {
+            src =
+                s < cap_w ? index_in(std::true_type{}, s) : index_in(std::false_type{}, s - cap_w);
           }
           return src ? __ldg(src) : -1;  // -1: no row
         };
@@ -219,34 +242,16 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
           if constexpr (!shifts) {
             return space.row_ref(s, v);
           } else {
-            const bool in_window = s < cap_w;
-            const uint32_t i = uint32_t(in_window ? s : s - cap_w);
-            const bool explicit_rows = in_window ? window.rows != nullptr : comp.rows != nullptr;
-            const int bs = in_window ? w_bs : c_bs, rpb = in_window ? w_rpb : c_rpb;
-            const int64_t pool_rows = in_window ? window.pool_rows : comp.pool_rows;
-            const int64_t block_bytes =
-                in_window ? window.record_block_bytes : comp.record_block_bytes;
-            const uint8_t* pool =
-                reinterpret_cast<const uint8_t*>(in_window ? window.pool : comp.pool);
-            int64_t row = v;
-            if (!explicit_rows && v >= 0) row = (int64_t(v) << bs) + (i & ((1u << bs) - 1u));
-            if (row < 0 || row >= pool_rows) return ref_t{};
-            const uint32_t block = uint32_t(row) >> rpb, slot = uint32_t(row) & ((1u << rpb) - 1u);
-            const uint8_t* base = pool + int64_t(block) * block_bytes;
-            return {base + int64_t(slot) * k_rec_data,
-                    base + (int64_t(k_rec_data) << rpb) + int64_t(slot) * k_rec_scale};
+            return s < cap_w ? ref_in(std::true_type{}, uint32_t(s), v)
+                             : ref_in(std::false_type{}, uint32_t(s - cap_w), v);
           }
         };
         // Tile into stage sn: this warp's byte of the tile's mask, then its copies.
         auto issue_tile = [&](const ref_t& p, int sn) {
           const uint32_t st = k_s + uint32_t(sn * k_tile_bytes);
-          const uint32_t bar = raw_bar + uint32_t(8 * k_ws_producers * sn);
           const bool ok = p.data != nullptr;
           const uint32_t valid8 = __ballot_sync(0xffffffffu, ok) & 0xffu;
-          if (lane == 0) {
-            mask_bytes[4 * sn + pw] = uint8_t(valid8);
-            mbar::arrive_expect_tx(bar, no_load ? 0u : uint32_t(__popc(valid8) * k_nope));
-          }
+          if (lane == 0) mask_bytes[4 * sn + pw] = uint8_t(valid8);
           if (!no_load) {
             const uint8_t* const d = reinterpret_cast<const uint8_t*>(
                 __shfl_sync(0xffffffffu, reinterpret_cast<unsigned long long>(p.data), crr));
@@ -256,14 +261,20 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
             cp_async_cg_16_zfill_noclobber(
                 st + uint32_t(7 * blk + out1),
                 d ? static_cast<const void*>(d + k_nope + 32 * cq + 16) : any_global, d);
-            if (lane < k_ws_rows_per_producer) {
+            // Codes: lane l copies the 7 16-byte chunks it converts (row crr, codes 16 cq + 64 b)
+            // with the row reference it already holds for the RoPE; missing rows zero-filled
+            // (the stage holds an older tile's bytes, which could read as NaN codes). One group
+            // with the RoPE and scales (cp_async_wait in the loop).
+            const uint32_t dst =
+                st + uint32_t((3 + (crr >> 1)) * blk + wbase + (crr & 1) * k_nope + 16 * cq);
+            const uint8_t* const src = (d ? d : static_cast<const uint8_t*>(any_global)) + 16 * cq;
+#pragma unroll
+            for (int b = 0; b < codes_blocks; ++b)
+              cp_async_cg_16_zfill_noclobber(dst + uint32_t(64 * b), src + 64 * b, d != nullptr);
+            if (lane < k_ws_rows_per_producer)
               cp_async_ca_zfill_noclobber<8>(st + uint32_t(scale_off + wbase + lane * k_rec_scale),
                                              ok ? static_cast<const void*>(p.scales) : any_global,
                                              ok);
-              if (ok)
-                mbar::bulk_g2s(st + uint32_t((3 + (lane >> 1)) * blk + wbase + (lane & 1) * k_nope),
-                               p.data, k_nope, bar);
-            }
           }
           cp_async_commit_noclobber();
         };
@@ -279,14 +290,10 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 #pragma unroll 1
         for (int j = 0; j < n_live; ++j) {
           const int stage = j % k_ws_stages;
-          cp_async_wait_noclobber<lead -
-                                  1>();  // tile j's scales and RoPE (later groups may be pending)
-          __syncwarp();                  // every lane's copies are visible to the warp
-          mbar::wait(raw_bar + uint32_t(8 * k_ws_producers * stage),
-                     uint32_t(j / k_ws_stages) & 1u);  // tile j's codes
-          if (!no_load)
-            convert_tile(smem + k_ws_ring + stage * k_tile_bytes,
-                         (mask_bytes[4 * stage + pw] >> crr) & 1u);
+          // Tile j's codes, scales and RoPE (later groups may be pending).
+          cp_async_wait_noclobber<lead - 1>();
+          __syncwarp();  // every lane's copies are visible to the warp
+          if (!no_load) convert_tile(smem + k_ws_ring + stage * k_tile_bytes);
           // Written by the generic proxy (and the copies), read by the consumers' wgmmas.
           wgm::fence_async_smem();
           mbar::arrive(full_bar + 8 * stage);

@@ -115,9 +115,6 @@ constexpr int k_ws_masks = k_ws_xchg + 2 * k_xchg_bytes;
 constexpr int k_ws_bars = k_ws_masks + k_ws_stages * 4;   // full[stages], empty[stages]
 constexpr int k_ws_ml = k_ws_bars + 2 * k_ws_stages * 8;  // spare 512 B (was the fused (m, l))
 constexpr int k_ws_smem = k_ws_ml + k_rows * 8;
-// FP8 records: the spare area holds the barriers of the codes' bulk copies (stage, producer warp).
-constexpr int k_ws_raw_bars = k_ws_ml;
-static_assert(k_ws_stages * 4 * 8 <= k_rows * 8);
 static_assert(k_ws_smem <= 227 * 1024 && k_ws_bars % 8 == 0);
 
 }  // namespace
