@@ -35,6 +35,7 @@
 #include "backends/cuda/compressor.h"
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/kv_record.cuh"
+#include "backends/cuda/pdl.cuh"
 
 namespace dsv4::cuda {
 
@@ -372,6 +373,8 @@ __global__ void __launch_bounds__(k_ring_threads)
                            const int32_t* positions, const int32_t* state_base, const float* ape,
                            int64_t rate, int64_t ring, int64_t width, float* state_kv,
                            float* state_score, int64_t state_rows) {
+  pdl_trigger();  // pdl.cuh, launch_small
+  pdl_wait();
   for (int64_t t = blockIdx.x; t < tokens; t += gridDim.x) {
     const int64_t pos = positions[t];
     const int64_t base = state_base[t];
@@ -434,10 +437,9 @@ cudaError_t compressor_launch(const act_t* kv, const act_t* score, int64_t token
       kv, score, tokens, positions, state_base, emit_rows, ape, norm_weight, inv_freq, shape,
       state_kv, state_score, state_rows, out_pool, records, record_dims, pool_rows, per_cluster);
   if (status != cudaSuccess) return status;
-  compressor_ring_kernel<<<unsigned(std::min<int64_t>(tokens, 4096)), k_ring_threads, 0, stream>>>(
-      kv, score, tokens, positions, state_base, ape, shape.rate, ring, width, state_kv, state_score,
-      state_rows);
-  return cudaGetLastError();
+  return launch_small(compressor_ring_kernel<act_t>, unsigned(std::min<int64_t>(tokens, 4096)),
+                      k_ring_threads, 0, stream, kv, score, tokens, positions, state_base, ape,
+                      shape.rate, ring, width, state_kv, state_score, state_rows);
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 #include "backends/cuda/activation.cuh"
 #include "backends/cuda/elementwise.h"
 #include "backends/cuda/kernel_common.cuh"
+#include "backends/cuda/pdl.cuh"
 
 namespace dsv4::cuda {
 
@@ -20,6 +21,8 @@ __device__ __forceinline__ float swiglu_one(float g, float u, float limit) {
 template <typename act_t>
 __global__ void swiglu_kernel(const act_t* gate, const act_t* up, act_t* y, int64_t n, int64_t n4,
                               float limit) {
+  pdl_trigger();  // pdl.cuh, launch_small
+  pdl_wait();
   const int64_t start = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = start; i < n4; i += stride) {
@@ -34,6 +37,8 @@ __global__ void swiglu_kernel(const act_t* gate, const act_t* up, act_t* y, int6
 
 template <typename act_t>
 __global__ void add_kernel(act_t* x, const act_t* y, int64_t n, int64_t n4) {
+  pdl_trigger();  // pdl.cuh, launch_small
+  pdl_wait();
   const int64_t start = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = start; i < n4; i += stride) {
@@ -51,6 +56,8 @@ __global__ void add_kernel(act_t* x, const act_t* y, int64_t n, int64_t n4) {
 
 template <typename act_t>
 __global__ void scale_kernel(act_t* x, float s, int64_t n, int64_t n4) {
+  pdl_trigger();  // pdl.cuh, launch_small
+  pdl_wait();
   const int64_t start = blockIdx.x * int64_t(blockDim.x) + threadIdx.x;
   const int64_t stride = int64_t(gridDim.x) * blockDim.x;
   for (int64_t i = start; i < n4; i += stride) {
@@ -69,6 +76,8 @@ __global__ void scale_kernel(act_t* x, float s, int64_t n, int64_t n4) {
 template <typename act_t>
 __global__ void embed_kernel(const float* table, int64_t vocab, int64_t dim, const int32_t* ids,
                              int64_t tokens, act_t* out, bool vec) {
+  pdl_trigger();  // pdl.cuh, launch_small
+  pdl_wait();
   for (int64_t t = blockIdx.x; t < tokens; t += gridDim.x) {
     const int32_t id = ids[t];
     act_t* dst = out + t * dim;
@@ -97,9 +106,8 @@ cudaError_t swiglu(const act_t* gate, const act_t* up, act_t* y, int64_t n, floa
   const bool vec = act4_aligned<act_t>(gate) && act4_aligned<act_t>(up) && act4_aligned<act_t>(y);
   const int64_t n4 = vec ? n / 4 : 0;
   const int64_t work = n4 > 0 ? n4 : n;
-  swiglu_kernel<<<grid_stride_blocks(work, k_elementwise_threads), k_elementwise_threads, 0,
-                  stream>>>(gate, up, y, n, n4, limit);
-  return cudaGetLastError();
+  return launch_small(swiglu_kernel<act_t>, grid_stride_blocks(work, k_elementwise_threads),
+                      k_elementwise_threads, 0, stream, gate, up, y, n, n4, limit);
 }
 
 template <typename act_t>
@@ -108,9 +116,8 @@ cudaError_t add(act_t* x, const act_t* y, int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   const int64_t n4 = act4_aligned<act_t>(x) && act4_aligned<act_t>(y) ? n / 4 : 0;
   const int64_t work = n4 > 0 ? n4 : n;
-  add_kernel<<<grid_stride_blocks(work, k_elementwise_threads), k_elementwise_threads, 0, stream>>>(
-      x, y, n, n4);
-  return cudaGetLastError();
+  return launch_small(add_kernel<act_t>, grid_stride_blocks(work, k_elementwise_threads),
+                      k_elementwise_threads, 0, stream, x, y, n, n4);
 }
 
 template <typename act_t>
@@ -119,9 +126,8 @@ cudaError_t scale(act_t* x, float s, int64_t n, cudaStream_t stream) {
   if (n == 0) return cudaSuccess;
   const int64_t n4 = act4_aligned<act_t>(x) ? n / 4 : 0;
   const int64_t work = n4 > 0 ? n4 : n;
-  scale_kernel<<<grid_stride_blocks(work, k_elementwise_threads), k_elementwise_threads, 0,
-                 stream>>>(x, s, n, n4);
-  return cudaGetLastError();
+  return launch_small(scale_kernel<act_t>, grid_stride_blocks(work, k_elementwise_threads),
+                      k_elementwise_threads, 0, stream, x, s, n, n4);
 }
 
 template <typename act_t>
@@ -134,8 +140,8 @@ cudaError_t embed(const float* table, int64_t vocab, int64_t dim, const int32_t*
   int threads = int(ceil_div(row_work, k_warp_size) * k_warp_size);
   if (threads > k_elementwise_threads) threads = k_elementwise_threads;
   const unsigned blocks = unsigned(tokens < (1 << 20) ? tokens : (1 << 20));
-  embed_kernel<<<blocks, threads, 0, stream>>>(table, vocab, dim, ids, tokens, out, vec);
-  return cudaGetLastError();
+  return launch_small(embed_kernel<act_t>, blocks, threads, 0, stream, table, vocab, dim, ids,
+                      tokens, out, vec);
 }
 
 #define DSV4_ELEMENTWISE_INSTANTIATE(T)                                                      \

@@ -5,6 +5,7 @@
 #include "backends/cuda/activation.cuh"
 #include "backends/cuda/indexer_topk_fast.h"
 #include "backends/cuda/kernel_common.cuh"
+#include "backends/cuda/pdl.cuh"
 #include "backends/cuda/quantize.h"
 #include "io/indexer_fp4_key.h"
 
@@ -26,6 +27,8 @@ template <typename act_t>
 __global__ void __launch_bounds__(k_pack_warps* k_warp_size)
     indexer_fp4_pack_kernel(const act_t* src, int64_t src_stride, const int32_t* rows,
                             int64_t row_limit, int64_t count, uint8_t* codes, uint32_t* scales) {
+  pdl_trigger();  // pdl.cuh, launch_small
+  pdl_wait();
   __shared__ uint8_t code_s[k_pack_warps][k_key_dim];
   const int lane = threadIdx.x % k_warp_size, warp = threadIdx.x / k_warp_size;
   const int64_t i = int64_t(blockIdx.x) * k_pack_warps + warp;
@@ -74,9 +77,8 @@ cudaError_t indexer_fp4_pack_rows(const act_t* src, int64_t src_stride, const in
   if (count == 0) return cudaSuccess;
   const int64_t blocks = ceil_div(count, int64_t(k_pack_warps));
   if (blocks > INT32_MAX) return cudaErrorInvalidValue;
-  indexer_fp4_pack_kernel<act_t><<<unsigned(blocks), k_pack_warps * k_warp_size, 0, stream>>>(
-      src, src_stride, rows, row_limit, count, codes, scales);
-  return cudaGetLastError();
+  return launch_small(indexer_fp4_pack_kernel<act_t>, unsigned(blocks), k_pack_warps * k_warp_size,
+                      0, stream, src, src_stride, rows, row_limit, count, codes, scales);
 }
 
 template cudaError_t indexer_fp4_pack_rows<float>(const float*, int64_t, const int32_t*, int64_t,

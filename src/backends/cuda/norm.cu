@@ -7,6 +7,7 @@
 #include "backends/cuda/activation.cuh"
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/norm.h"
+#include "backends/cuda/pdl.cuh"
 
 namespace dsv4::cuda {
 
@@ -63,6 +64,19 @@ __global__ void rms_norm_kernel(const act_t* x, const float* w, act_t* y, int64_
   };
   const V* wv = reinterpret_cast<const V*>(w);
   V cached[k_rms_cached], wcached[k_rms_cached];
+  pdl_trigger();  // pdl.cuh, launch_small
+  // EarlyW: the weights of the cached share, loaded first (they depend on no earlier launch, nor
+  // on the reduction; loaded in the store loop they are a second memory trip after it, and the
+  // decode step's norm weights are evicted from L2 by the layer weights streamed between two
+  // uses), before the wait for the predecessor's x.
+  if (EarlyW && w) {
+#pragma unroll
+    for (int k = 0; k < k_rms_cached; ++k) {
+      const int64_t i = threadIdx.x + k * stride;
+      if (i < len) wcached[k] = wv[i];
+    }
+  }
+  pdl_wait();
   float ss = 0.0f;
 #pragma unroll
   for (int k = 0; k < k_rms_cached; ++k) {
@@ -70,16 +84,6 @@ __global__ void rms_norm_kernel(const act_t* x, const float* w, act_t* y, int64_
     if (i < len) {
       cached[k] = load(i);
       ss += sum_squares(cached[k]);
-    }
-  }
-  // EarlyW: the weights of the cached share, loaded before the reduction (they do not depend on
-  // it; loaded in the store loop they are a second memory trip after it, and the decode step's
-  // norm weights are evicted from L2 by the layer weights streamed between two uses).
-  if (EarlyW && w) {
-#pragma unroll
-    for (int k = 0; k < k_rms_cached; ++k) {
-      const int64_t i = threadIdx.x + k * stride;
-      if (i < len) wcached[k] = wv[i];
     }
   }
   for (int64_t i = threadIdx.x + k_rms_cached * stride; i < len; i += stride)
@@ -124,23 +128,13 @@ cudaError_t rms_norm(const act_t* x, const float* weight, act_t* y, int64_t rows
   const bool early = weight && slices <= 2 * int64_t(current_device_sm_count());
   auto launch = [&](auto vec_tag, auto early_tag, int64_t len) {
     constexpr bool V = decltype(vec_tag)::value, E = decltype(early_tag)::value;
-    rms_norm_kernel<act_t, V, E>
-        <<<unsigned(slices), rms_norm_threads(len), 0, stream>>>(x, weight, y, len, float(g), eps);
+    return launch_small(rms_norm_kernel<act_t, V, E>, unsigned(slices), rms_norm_threads(len), 0,
+                        stream, x, weight, y, len, float(g), eps);
   };
   using yes = std::true_type;
   using no = std::false_type;
-  if (vec) {
-    if (early)
-      launch(yes{}, yes{}, g / 4);
-    else
-      launch(yes{}, no{}, g / 4);
-  } else {
-    if (early)
-      launch(no{}, yes{}, g);
-    else
-      launch(no{}, no{}, g);
-  }
-  return cudaGetLastError();
+  if (vec) return early ? launch(yes{}, yes{}, g / 4) : launch(yes{}, no{}, g / 4);
+  return early ? launch(no{}, yes{}, g) : launch(no{}, no{}, g);
 }
 
 template cudaError_t rms_norm<float>(const float*, const float*, float*, int64_t, int64_t, int64_t,

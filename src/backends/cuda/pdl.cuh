@@ -14,6 +14,7 @@
 
 #include <cuda_runtime.h>
 
+#include <cstdlib>
 #include <utility>
 
 namespace dsv4::cuda {
@@ -41,6 +42,26 @@ cudaError_t launch_pdl(bool pdl, void (*kernel)(Params...), dim3 grid, dim3 bloc
   config.attrs = &attribute;
   config.numAttrs = pdl ? 1 : 0;
   return cudaLaunchKernelEx(&config, kernel, std::forward<Args>(args)...);
+}
+
+// The decode step's small kernels (norms, RoPE, elementwise ops, row copies, fake quantization,
+// the compressor's ring, the FP4 key pack) are programmatic dependent launches: each triggers and
+// waits first thing (weights and other constants may be loaded between the two), so its launch
+// and block scheduling overlap its predecessor's tail instead of following its completion.
+// DSV4_PDL_SMALL=0 launches them plainly (A/B in one binary).
+inline bool pdl_small_kernels() {
+  static const bool on = [] {
+    const char* env = std::getenv("DSV4_PDL_SMALL");
+    return !env || std::atoi(env) != 0;
+  }();
+  return on;
+}
+
+template <typename... Params, typename... Args>
+cudaError_t launch_small(void (*kernel)(Params...), dim3 grid, dim3 block, size_t dynamic_smem,
+                         cudaStream_t stream, Args&&... args) {
+  return launch_pdl(pdl_small_kernels(), kernel, grid, block, dynamic_smem, stream,
+                    std::forward<Args>(args)...);
 }
 
 }  // namespace dsv4::cuda

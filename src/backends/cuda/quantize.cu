@@ -1,6 +1,7 @@
 // Official precision mode kernels (see quantize.h): FP8 blocks with one warp per (row, block),
 // Hadamard + FP4 with one warp per head vector staged in shared memory.
 #include "backends/cuda/kernel_common.cuh"
+#include "backends/cuda/pdl.cuh"
 #include "backends/cuda/quantize.h"
 
 namespace dsv4::cuda {
@@ -16,6 +17,8 @@ __global__ void __launch_bounds__(k_quant_threads)
     fake_quant_fp8_rows_kernel(act_t* base, int64_t row_stride, const int32_t* rows,
                                int64_t row_limit, int64_t count, int64_t n, int64_t block,
                                int64_t blocks_per_row) {
+  pdl_trigger();  // pdl.cuh, launch_small
+  pdl_wait();
   const int64_t item = (int64_t(blockIdx.x) * k_quant_warps + threadIdx.x / k_warp_size);
   if (item >= count * blocks_per_row) return;  // uniform over the warp
   const int64_t i = item / blocks_per_row, b = item % blocks_per_row;
@@ -32,6 +35,8 @@ __global__ void __launch_bounds__(k_quant_threads)
     hadamard_fp4_rows_kernel(act_t* base, int64_t row_stride, const int32_t* rows,
                              int64_t row_limit, int64_t count, int64_t heads, int64_t n,
                              float norm) {
+  pdl_trigger();  // pdl.cuh, launch_small
+  pdl_wait();
   extern __shared__ float stage[];
   const int warp = threadIdx.x / k_warp_size, lane = threadIdx.x % k_warp_size;
   const int64_t item = int64_t(blockIdx.x) * k_quant_warps + warp;
@@ -77,9 +82,9 @@ cudaError_t fake_quant_fp8_rows(act_t* base, int64_t row_stride, const int32_t* 
   const int64_t blocks_per_row = ceil_div(n, block);
   const int64_t grid = ceil_div(count * blocks_per_row, k_quant_warps);
   if (grid > INT32_MAX) return cudaErrorInvalidValue;
-  fake_quant_fp8_rows_kernel<<<unsigned(grid), k_quant_threads, 0, stream>>>(
-      base, row_stride, rows, rows ? row_limit : count, count, n, block, blocks_per_row);
-  return cudaGetLastError();
+  return launch_small(fake_quant_fp8_rows_kernel<act_t>, unsigned(grid), k_quant_threads, 0, stream,
+                      base, row_stride, rows, rows ? row_limit : count, count, n, block,
+                      blocks_per_row);
 }
 
 template <typename act_t>
@@ -100,9 +105,9 @@ cudaError_t hadamard_fp4_rows(act_t* base, int64_t row_stride, const int32_t* ro
         e != cudaSuccess)
       return e;
   }
-  hadamard_fp4_rows_kernel<<<unsigned(grid), k_quant_threads, shared, stream>>>(
-      base, row_stride, rows, rows ? row_limit : count, count, heads, head_dim, norm);
-  return cudaGetLastError();
+  return launch_small(hadamard_fp4_rows_kernel<act_t>, unsigned(grid), k_quant_threads, shared,
+                      stream, base, row_stride, rows, rows ? row_limit : count, count, heads,
+                      head_dim, norm);
 }
 
 #define DSV4_QUANTIZE_INSTANTIATE(T)                                                         \

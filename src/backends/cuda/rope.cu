@@ -3,6 +3,7 @@
 // same arithmetic as the CPU reference's rope_rotate.
 #include "backends/cuda/activation.cuh"
 #include "backends/cuda/kernel_common.cuh"
+#include "backends/cuda/pdl.cuh"
 #include "backends/cuda/rope.h"
 
 namespace dsv4::cuda {
@@ -15,6 +16,8 @@ template <typename act_t>
 __global__ void rope_kernel(act_t* x, int64_t pairs, int64_t heads, int64_t head_dim,
                             int64_t rope_dim, const int32_t* positions, const float* inv_freq,
                             bool inverse) {
+  pdl_trigger();  // pdl.cuh, launch_small
+  pdl_wait();
   const int64_t half = rope_dim / 2;
   for (int64_t p = blockIdx.x * int64_t(blockDim.x) + threadIdx.x; p < pairs;
        p += int64_t(gridDim.x) * blockDim.x) {
@@ -43,9 +46,8 @@ cudaError_t rope(act_t* x, int64_t tokens, int64_t heads, int64_t head_dim, int6
     return cudaErrorInvalidValue;
   const int64_t pairs = tokens * heads * (rope_dim / 2);
   if (pairs == 0) return cudaSuccess;
-  rope_kernel<<<grid_stride_blocks(pairs, k_rope_threads), k_rope_threads, 0, stream>>>(
-      x, pairs, heads, head_dim, rope_dim, positions, inv_freq, inverse);
-  return cudaGetLastError();
+  return launch_small(rope_kernel<act_t>, grid_stride_blocks(pairs, k_rope_threads), k_rope_threads,
+                      0, stream, x, pairs, heads, head_dim, rope_dim, positions, inv_freq, inverse);
 }
 
 template cudaError_t rope<float>(float*, int64_t, int64_t, int64_t, int64_t, const int32_t*,

@@ -1,6 +1,7 @@
 // Row gather / scatter: one block per row index (grid-stride over rows), the row copied in the
 // widest unit (16, 4 or 1 bytes) that the row size and both base pointers allow.
 #include "backends/cuda/kernel_common.cuh"
+#include "backends/cuda/pdl.cuh"
 #include "backends/cuda/rows.h"
 
 namespace dsv4::cuda {
@@ -28,6 +29,8 @@ __device__ __forceinline__ uint8_t fill_ones<uint8_t>() {
 template <typename U>
 __global__ void gather_rows_kernel(const U* x, int64_t x_rows, int64_t units, const int32_t* rows,
                                    int64_t n, U* y) {
+  pdl_trigger();  // pdl.cuh, launch_small
+  pdl_wait();
   for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
     const int64_t r = rows[i];
     U* dst = y + i * units;
@@ -43,6 +46,8 @@ __global__ void gather_rows_kernel(const U* x, int64_t x_rows, int64_t units, co
 template <typename U>
 __global__ void scatter_rows_kernel(const U* src, int64_t n, int64_t units, const int32_t* rows,
                                     U* pool, int64_t pool_rows) {
+  pdl_trigger();  // pdl.cuh, launch_small
+  pdl_wait();
   for (int64_t i = blockIdx.x; i < n; i += gridDim.x) {
     const int64_t r = rows[i];
     if (r < 0 || r >= pool_rows) continue;  // -1: no write; beyond the pool: never written
@@ -73,19 +78,18 @@ cudaError_t gather_rows(const void* x, int64_t x_rows, int64_t row_bytes, const 
   const unsigned blocks = row_blocks(n);
   switch (copy_unit(x, y, row_bytes)) {
     case 16:
-      gather_rows_kernel<<<blocks, k_rows_threads, 0, stream>>>(
-          static_cast<const uint4*>(x), x_rows, row_bytes / 16, rows, n, static_cast<uint4*>(y));
-      break;
+      return launch_small(gather_rows_kernel<uint4>, blocks, k_rows_threads, 0, stream,
+                          static_cast<const uint4*>(x), x_rows, row_bytes / 16, rows, n,
+                          static_cast<uint4*>(y));
     case 4:
-      gather_rows_kernel<<<blocks, k_rows_threads, 0, stream>>>(static_cast<const uint32_t*>(x),
-                                                                x_rows, row_bytes / 4, rows, n,
-                                                                static_cast<uint32_t*>(y));
-      break;
+      return launch_small(gather_rows_kernel<uint32_t>, blocks, k_rows_threads, 0, stream,
+                          static_cast<const uint32_t*>(x), x_rows, row_bytes / 4, rows, n,
+                          static_cast<uint32_t*>(y));
     default:
-      gather_rows_kernel<<<blocks, k_rows_threads, 0, stream>>>(
-          static_cast<const uint8_t*>(x), x_rows, row_bytes, rows, n, static_cast<uint8_t*>(y));
+      return launch_small(gather_rows_kernel<uint8_t>, blocks, k_rows_threads, 0, stream,
+                          static_cast<const uint8_t*>(x), x_rows, row_bytes, rows, n,
+                          static_cast<uint8_t*>(y));
   }
-  return cudaGetLastError();
 }
 
 cudaError_t scatter_rows(const void* src, int64_t n, int64_t row_bytes, const int32_t* rows,
@@ -95,21 +99,18 @@ cudaError_t scatter_rows(const void* src, int64_t n, int64_t row_bytes, const in
   const unsigned blocks = row_blocks(n);
   switch (copy_unit(src, pool, row_bytes)) {
     case 16:
-      scatter_rows_kernel<<<blocks, k_rows_threads, 0, stream>>>(
-          static_cast<const uint4*>(src), n, row_bytes / 16, rows, static_cast<uint4*>(pool),
-          pool_rows);
-      break;
+      return launch_small(scatter_rows_kernel<uint4>, blocks, k_rows_threads, 0, stream,
+                          static_cast<const uint4*>(src), n, row_bytes / 16, rows,
+                          static_cast<uint4*>(pool), pool_rows);
     case 4:
-      scatter_rows_kernel<<<blocks, k_rows_threads, 0, stream>>>(
-          static_cast<const uint32_t*>(src), n, row_bytes / 4, rows, static_cast<uint32_t*>(pool),
-          pool_rows);
-      break;
+      return launch_small(scatter_rows_kernel<uint32_t>, blocks, k_rows_threads, 0, stream,
+                          static_cast<const uint32_t*>(src), n, row_bytes / 4, rows,
+                          static_cast<uint32_t*>(pool), pool_rows);
     default:
-      scatter_rows_kernel<<<blocks, k_rows_threads, 0, stream>>>(
-          static_cast<const uint8_t*>(src), n, row_bytes, rows, static_cast<uint8_t*>(pool),
-          pool_rows);
+      return launch_small(scatter_rows_kernel<uint8_t>, blocks, k_rows_threads, 0, stream,
+                          static_cast<const uint8_t*>(src), n, row_bytes, rows,
+                          static_cast<uint8_t*>(pool), pool_rows);
   }
-  return cudaGetLastError();
 }
 
 }  // namespace dsv4::cuda
