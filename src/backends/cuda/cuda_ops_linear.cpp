@@ -17,6 +17,7 @@
 #include "backends/cuda/linear_dispatch.h"
 #include "backends/cuda/linear_fp8_cublaslt.h"
 #include "backends/cuda/linear_gemm.h"
+#include "backends/cuda/linear_w8a8_wgmma.h"
 #include "backends/cuda/moe.h"
 #include "backends/cuda/moe_decode.h"
 #include "backends/cuda/moe_prefill.h"
@@ -397,6 +398,25 @@ bool cublaslt_wins(int64_t T, int64_t rows, int64_t cols) {
   return T >= 9 && bytes >= 64 * k_mib;
 }
 
+// linear_w8a8_wgmma (9-128 tokens on wgmma) where it beat the path below (takes_fp8act, then
+// cuBLASLt, then linear()): RULE PENDING MEASUREMENT (session 26 w8a8w call).
+// DSV4_W8A8_WGMMA_TOKENS="min,max" (read once) replaces the rule: the wgmma kernel for every
+// supported matrix at min <= T <= max ("0,-1": never), for tests and A/B runs.
+bool takes_w8a8_wgmma(bool decode_kernels, const tensor& x, const device_weight& dw) {
+  static const std::pair<int64_t, int64_t> window = [] {
+    const char* env = std::getenv("DSV4_W8A8_WGMMA_TOKENS");
+    long long lo = 0, hi = -1;
+    if (env && std::sscanf(env, "%lld,%lld", &lo, &hi) == 2)
+      return std::pair<int64_t, int64_t>(lo, hi);
+    return std::pair<int64_t, int64_t>(-1, -1);  // -1: the measured rule
+  }();
+  const int64_t T = x.shape().rank() == 2 ? x.size(0) : 0;
+  if (!decode_kernels || T < 1 || T > k_linear_w8a8_wgmma_max_tokens) return false;
+  bool wins = false;
+  if (window.first >= 0) wins = T >= window.first && T <= window.second;
+  return wins && linear_w8a8_wgmma_supported(dw);
+}
+
 bool takes_cublaslt(bool decode_kernels, const tensor& x, const cuda_linear& cw) {
   const int64_t T = x.shape().rank() == 2 ? x.size(0) : 0;
   return decode_kernels && cw.lt_scale.defined() && T >= 1 &&
@@ -412,12 +432,29 @@ bool cuda_ops::linear_fp8_input_quantizes(const tensor& x, const prepared_linear
   const char* copy = std::getenv("DSV4_FP8_INPUT_COPY");
   if (copy && std::strcmp(copy, "1") == 0) return false;
   const auto& cw = static_cast<const cuda_linear&>(w);
-  return takes_fp8act(decode_kernels(), x, cw.s.w) || takes_cublaslt(decode_kernels(), x, cw);
+  return takes_w8a8_wgmma(decode_kernels(), x, cw.s.w) ||
+         takes_fp8act(decode_kernels(), x, cw.s.w) || takes_cublaslt(decode_kernels(), x, cw);
 }
 
 tensor cuda_ops::linear_fp8_input(const tensor& x, const prepared_linear& w) {
   const auto& cw = static_cast<const cuda_linear&>(w);
   const device_weight& dw = cw.s.w;
+  if (takes_w8a8_wgmma(decode_kernels(), x, dw)) {
+    const int64_t T = x.size(0);
+    check_device_type(x, activation_type(), "linear input");
+    DSV4_CHECK(x.size(1) == w.in, "linear {}: input {} for weight [{}, {}]", w.name,
+               x.shape().str(), w.out, w.in);
+    tensor y = alloc(act_, {T, w.out});
+    const size_t ws = linear_w8a8_wgmma_workspace_bytes(T, dw.rows, dw.cols);
+    tensor workspace = alloc(dtype::u8, {int64_t(ws)});
+    check_cuda(with_act(act_,
+                        [&](auto* a) {
+                          return linear_w8a8_wgmma(act_ptr(x, a), T, dw, act_ptr(y, a),
+                                                   workspace.data<uint8_t>(), ws, stream());
+                        }),
+               w.name.c_str());
+    return y;
+  }
   if (takes_cublaslt(decode_kernels(), x, cw)) {
     const int64_t T = x.size(0);
     check_device_type(x, activation_type(), "linear input");
