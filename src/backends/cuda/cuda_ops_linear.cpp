@@ -400,20 +400,16 @@ bool cublaslt_wins(int64_t T, int64_t rows, int64_t cols) {
 
 // linear_w8a8_wgmma (9-128 tokens on wgmma) where it beat the path below (takes_fp8act, then
 // cuBLASLt, then linear()): RULE PENDING MEASUREMENT (session 26 w8a8w call).
-// DSV4_W8A8_WGMMA_TOKENS="min,max" (read once) replaces the rule: the wgmma kernel for every
-// supported matrix at min <= T <= max ("0,-1": never), for tests and A/B runs.
+// DSV4_W8A8_WGMMA_TOKENS="min,max" (read per call, so that test_gpu_model can compare both in one
+// process) replaces the rule: the wgmma kernel for every supported matrix at min <= T <= max
+// ("0,-1": never).
 bool takes_w8a8_wgmma(bool decode_kernels, const tensor& x, const device_weight& dw) {
-  static const std::pair<int64_t, int64_t> window = [] {
-    const char* env = std::getenv("DSV4_W8A8_WGMMA_TOKENS");
-    long long lo = 0, hi = -1;
-    if (env && std::sscanf(env, "%lld,%lld", &lo, &hi) == 2)
-      return std::pair<int64_t, int64_t>(lo, hi);
-    return std::pair<int64_t, int64_t>(-1, -1);  // -1: the measured rule
-  }();
   const int64_t T = x.shape().rank() == 2 ? x.size(0) : 0;
   if (!decode_kernels || T < 1 || T > k_linear_w8a8_wgmma_max_tokens) return false;
   bool wins = false;
-  if (window.first >= 0) wins = T >= window.first && T <= window.second;
+  long long lo = 0, hi = -1;
+  const char* env = std::getenv("DSV4_W8A8_WGMMA_TOKENS");
+  if (env && std::sscanf(env, "%lld,%lld", &lo, &hi) == 2) wins = T >= lo && T <= hi;
   return wins && linear_w8a8_wgmma_supported(dw);
 }
 

@@ -37,24 +37,26 @@ namespace dsv4::cuda {
 
 namespace {
 
-constexpr int k_kb = 128;                      // k per block: one scale block
-constexpr int k_tile_rows = 128;               // rows per tile: one scale block, two warpgroups
-constexpr int k_w_bytes = k_tile_rows * k_kb;  // weights of a stage
-constexpr int k_threads = 384;                 // producer warpgroup + 2 consumer warpgroups
-constexpr int k_consumers = 256;
+constexpr int k_kb = 128;           // k per block: one scale block
 constexpr int k_smem_max = 232448;  // sm_90 opt-in dynamic shared memory per block
-// Register split (65536 per SM, one CTA): 128 x 40 + 256 x 232 = 64512.
-constexpr int k_producer_regs = 40;
-constexpr int k_consumer_regs = 232;
-
-template <int N>
+// WG consumer warpgroups of 64 rows each: tiles of 64 WG rows (2: one 128-row scale block; 4: two,
+// for <= 64 tokens, where the registers allow), a producer warpgroup. Register split (65536 per
+// SM, one CTA): WG 2: 128 x 40 + 256 x 232 = 64512; WG 4: 128 x 24 + 512 x 120 = 64512.
+template <int N, int WG>
 struct layout {
-  static_assert(N % 16 == 0 && N >= 16 && N <= 128);
-  static constexpr int x_off = k_w_bytes;
+  static_assert(N % 16 == 0 && N >= 16 && N <= 128 && (WG == 2 || (WG == 4 && N <= 64)));
+  static constexpr int tile_rows = 64 * WG;
+  static constexpr int threads = 128 * (WG + 1);
+  static constexpr int consumers = 128 * WG;
+  static constexpr int producer_regs = WG == 2 ? 40 : 24;
+  static constexpr int consumer_regs = WG == 2 ? 232 : 120;
+  static constexpr int w_bytes = tile_rows * k_kb;  // weights of a stage
+  static constexpr int scale_chunks = WG / 2;       // one per 128-row scale block of the tile
+  static constexpr int x_off = w_bytes;
   static constexpr int sx_off = x_off + N * 128;
   static constexpr int ws_off = sx_off + N * 4;  // 16-byte aligned: N * 132 % 16 == 0
   static constexpr int x_copy = N * 132;         // codes + scales of a block, one bulk copy
-  static constexpr int stage = (ws_off + 16 + 1023) / 1024 * 1024;
+  static constexpr int stage = (ws_off + 16 * scale_chunks + 1023) / 1024 * 1024;
   static constexpr int stages = std::min(12, (k_smem_max - 1024 - 256) / stage);
   static constexpr int smem = stages * stage + 1024 + 256;  // alignment slack, barriers, flag
   static_assert(2 * stages * 8 + 4 <= 256);
@@ -64,7 +66,7 @@ struct gemm_params {
   const uint8_t* xt;      // [kblocks][N * 132]: swizzled codes, then the N scales
   const uint8_t* wscale;  // weight scales [ceil(rows / 128)][kblocks] of scale_bytes each
   int scale_bytes;        // 1 (E8M0) or 4 (f32)
-  int rows, kblocks, k_parts, items, tokens;
+  int rows, row_blocks, kblocks, k_parts, items, tokens;  // row_blocks: ceil(rows / 128)
   void* y;
   int y_bf16;
   float* partial;  // [items][N / 2][256] (k_parts > 1)
@@ -96,26 +98,31 @@ __device__ __forceinline__ uint32_t smem_u32(const void* p) {
   return uint32_t(__cvta_generic_to_shared(p));
 }
 
-// The weight scale of (tile, kb). The producer copies the 16-byte aligned chunk holding it (a bulk
-// copy needs 16-byte alignment): up to 15 bytes before or after the array, inside the 256-byte
-// aligned granules that device allocations are made of, so always mapped.
-__device__ __forceinline__ const uint8_t* scale_at(const gemm_params& p, int tile, int kb) {
-  return p.wscale + (int64_t(tile) * p.kblocks + kb) * p.scale_bytes;
+// The weight scale of 128-row block rb (clamped: a tile's second block may lie past the rows, whose
+// weights read as zeros and are never stored) at k block kb. The producer copies the 16-byte
+// aligned chunk holding it (a bulk copy needs 16-byte alignment): up to 15 bytes before or after
+// the array, inside the 256-byte aligned granules that device allocations are made of, so always
+// mapped.
+__device__ __forceinline__ const uint8_t* scale_at(const gemm_params& p, int rb, int kb) {
+  return p.wscale + (int64_t(min(rb, p.row_blocks - 1)) * p.kblocks + kb) * p.scale_bytes;
 }
 
-template <int N>
+template <int N, int WG>
 __device__ __forceinline__ void produce(const CUtensorMap* wmap, const gemm_params& p,
                                         uint32_t base, uint32_t bars) {
-  using L = layout<N>;
+  using L = layout<N, WG>;
   tma::prefetch_map(wmap);
   const auto issue_w = [&](int n, const step_iter& it) {
     const int s = n % L::stages;
     const uint32_t st = base + uint32_t(s * L::stage), full = bars + 8 * s;
-    mbar::arrive_expect_tx(full, uint32_t(k_w_bytes + L::x_copy + 16));
-    tma::g2s_2d(st, wmap, it.kb * k_kb, it.tile * k_tile_rows, full);
-    const uint8_t* sc = scale_at(p, it.tile, it.kb);
-    mbar::bulk_g2s(st + L::ws_off, reinterpret_cast<const void*>(uintptr_t(sc) & ~uintptr_t(15)),
-                   16, full);
+    mbar::arrive_expect_tx(full, uint32_t(L::w_bytes + L::x_copy + 16 * L::scale_chunks));
+    tma::g2s_2d(st, wmap, it.kb * k_kb, it.tile * L::tile_rows, full);
+#pragma unroll
+    for (int j = 0; j < L::scale_chunks; ++j) {
+      const uint8_t* sc = scale_at(p, it.tile * L::scale_chunks + j, it.kb);
+      mbar::bulk_g2s(st + L::ws_off + 16 * j,
+                     reinterpret_cast<const void*>(uintptr_t(sc) & ~uintptr_t(15)), 16, full);
+    }
   };
   const auto issue_x = [&](int n, const step_iter& it) {
     const int s = n % L::stages;
@@ -159,10 +166,10 @@ __device__ __forceinline__ void store_y(const gemm_params& p, const float (&v)[N
       }
 }
 
-template <int N>
+template <int N, int WG>
 __device__ __forceinline__ void consume(const gemm_params& p, uint32_t base, uint8_t* gbase,
                                         uint32_t bars, volatile int* flag) {
-  using L = layout<N>;
+  using L = layout<N, WG>;
   const int ct = int(threadIdx.x) - 128;
   const int cwg = ct / 128, warp = (ct % 128) / 32, lane = ct % 32, g = lane / 4, c = lane % 4;
   pdl_wait();  // y, the partials and the counters may still be in use by earlier launches
@@ -187,9 +194,10 @@ __device__ __forceinline__ void consume(const gemm_params& p, uint32_t base, uin
     for (int i = 0; i < N / 2; ++i) wgmma::reg_fence(acc[i]);
     const int s = n % L::stages;
     const uint8_t* gst = gbase + s * L::stage;
-    const uint32_t so = uint32_t(uintptr_t(scale_at(p, tile, kb)) & 15u);
-    const float sw = p.scale_bytes == 1 ? detail::e8m0_to_f32(gst[L::ws_off + so])
-                                        : *reinterpret_cast<const float*>(gst + L::ws_off + so);
+    const int rb = tile * L::scale_chunks + cwg / 2;  // this warpgroup's 128-row scale block
+    const uint32_t so = L::ws_off + 16 * (cwg / 2) + uint32_t(uintptr_t(scale_at(p, rb, kb)) & 15u);
+    const float sw = p.scale_bytes == 1 ? detail::e8m0_to_f32(gst[so])
+                                        : *reinterpret_cast<const float*>(gst + so);
     const float* sx = reinterpret_cast<const float*>(gst + L::sx_off);
 #pragma unroll
     for (int j = 0; j < N / 8; ++j) {
@@ -221,38 +229,38 @@ __device__ __forceinline__ void consume(const gemm_params& p, uint32_t base, uin
       wgmma::wait<0>();
       fold(acc, n, tile, kb);
     }
-    const int r_lo = tile * k_tile_rows + cwg * 64 + warp * 16 + g;
+    const int r_lo = tile * L::tile_rows + cwg * 64 + warp * 16 + g;
     if (p.k_parts == 1) {
       store_y<N>(p, tot, r_lo, c);
       continue;
     }
     // Split K: every part stores its sums; the CTA that completes the tile's count adds the parts
     // in part order (the same sums whichever CTA finishes last).
-    float* mine = p.partial + int64_t(item) * (N / 2) * k_consumers + ct;
+    float* mine = p.partial + int64_t(item) * (N / 2) * L::consumers + ct;
 #pragma unroll
-    for (int i = 0; i < N / 2; ++i) __stcg(mine + i * k_consumers, tot[i]);
+    for (int i = 0; i < N / 2; ++i) __stcg(mine + i * L::consumers, tot[i]);
     __threadfence();
-    mbar::named_sync(1, k_consumers);
+    mbar::named_sync(1, L::consumers);
     if (ct == 0) *flag = atomicAdd(p.counters + tile, 1) == p.k_parts - 1 ? 1 : 0;
-    mbar::named_sync(1, k_consumers);
+    mbar::named_sync(1, L::consumers);
     if (*flag == 0) continue;
     __threadfence();
-    const float* first = p.partial + int64_t(tile) * p.k_parts * (N / 2) * k_consumers + ct;
+    const float* first = p.partial + int64_t(tile) * p.k_parts * (N / 2) * L::consumers + ct;
 #pragma unroll
-    for (int i = 0; i < N / 2; ++i) tot[i] = __ldcg(first + i * k_consumers);
+    for (int i = 0; i < N / 2; ++i) tot[i] = __ldcg(first + i * L::consumers);
     for (int q = 1; q < p.k_parts; ++q) {
-      const float* part_q = first + int64_t(q) * (N / 2) * k_consumers;
+      const float* part_q = first + int64_t(q) * (N / 2) * L::consumers;
 #pragma unroll
-      for (int i = 0; i < N / 2; ++i) tot[i] += __ldcg(part_q + i * k_consumers);
+      for (int i = 0; i < N / 2; ++i) tot[i] += __ldcg(part_q + i * L::consumers);
     }
     store_y<N>(p, tot, r_lo, c);
   }
 }
 
-template <int N>
-__global__ void __launch_bounds__(k_threads, 1)
+template <int N, int WG>
+__global__ void __launch_bounds__(layout<N, WG>::threads, 1)
     w8a8_wgmma_kernel(const __grid_constant__ CUtensorMap wmap, const gemm_params p) {
-  using L = layout<N>;
+  using L = layout<N, WG>;
   extern __shared__ uint8_t smem_raw[];
   const uint32_t raw = smem_u32(smem_raw);
   const uint32_t base = (raw + 1023u) & ~1023u;
@@ -263,18 +271,18 @@ __global__ void __launch_bounds__(k_threads, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < L::stages; ++s) {
       mbar::init(bars + 8 * s, 1);
-      mbar::init(bars + 8 * (L::stages + s), 8);
+      mbar::init(bars + 8 * (L::stages + s), 4 * WG);  // the consumer warps
     }
     mbar::fence_init();
   }
   __syncthreads();
   pdl_trigger();  // the next launch waits for this grid before it touches anything
   if (threadIdx.x < 128) {
-    mbar::setmaxnreg_dec<k_producer_regs>();
-    if (threadIdx.x == 0) produce<N>(&wmap, p, base, bars);
+    mbar::setmaxnreg_dec<L::producer_regs>();
+    if (threadIdx.x == 0) produce<N, WG>(&wmap, p, base, bars);
   } else {
-    mbar::setmaxnreg_inc<k_consumer_regs>();
-    consume<N>(p, base, gbase, bars, flag);
+    mbar::setmaxnreg_inc<L::consumer_regs>();
+    consume<N, WG>(p, base, gbase, bars, flag);
   }
 }
 
@@ -318,14 +326,14 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
   return fn;
 }
 
-// The weights as a [rows, cols] u8 tensor, boxes of 128 rows x 128 bytes, 128-byte swizzle; rows
+// The weights as a [rows, cols] u8 tensor, boxes of tile_rows x 128 bytes, 128-byte swizzle; rows
 // past the end read as zeros (and count as transaction bytes: the full box always lands).
-bool encode_weight_map(CUtensorMap& map, const device_weight& w) {
+bool encode_weight_map(CUtensorMap& map, const device_weight& w, int tile_rows) {
   const auto encode = tensor_map_encoder();
   if (!encode) return false;
   const cuuint64_t dims[2] = {cuuint64_t(w.cols), cuuint64_t(w.rows)};
   const cuuint64_t strides[1] = {cuuint64_t(w.cols)};
-  const cuuint32_t box[2] = {cuuint32_t(k_kb), cuuint32_t(k_tile_rows)};
+  const cuuint32_t box[2] = {cuuint32_t(k_kb), cuuint32_t(tile_rows)};
   const cuuint32_t elem[2] = {1, 1};
   return encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<void*>(w.data), dims, strides,
                 box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
@@ -364,7 +372,7 @@ bool linear_w8a8_wgmma_supported(const device_weight& w) {
 }
 
 linear_w8a8_wgmma_plan linear_w8a8_wgmma_default_plan(int64_t tokens, int64_t rows, int64_t cols,
-                                                      int sms) {
+                                                      int sms, int tile_rows) {
   linear_w8a8_wgmma_plan pl;
   pl.n = k_widths[5];
   for (int n : k_widths)
@@ -372,7 +380,8 @@ linear_w8a8_wgmma_plan linear_w8a8_wgmma_default_plan(int64_t tokens, int64_t ro
       pl.n = n;
       break;
     }
-  const int64_t tiles = ceil_div(rows, k_tile_rows), kblocks = std::max<int64_t>(cols / k_kb, 1);
+  pl.tile_rows = tile_rows == 256 && pl.n <= 64 ? 256 : 128;
+  const int64_t tiles = ceil_div(rows, pl.tile_rows), kblocks = std::max<int64_t>(cols / k_kb, 1);
   sms = std::max(sms, 1);
   // K parts: the fewest that minimize the busiest CTA's bytes (its items' weight blocks, plus the
   // partial sums' store and reload when split), persistent CTAs one per SM.
@@ -380,8 +389,8 @@ linear_w8a8_wgmma_plan linear_w8a8_wgmma_default_plan(int64_t tokens, int64_t ro
   int best_parts = 1;
   for (int64_t parts = 1; parts <= std::min<int64_t>(kblocks, 32); ++parts) {
     const int64_t items = tiles * parts, per_cta = ceil_div(items, sms);
-    const int64_t bytes = per_cta * (ceil_div(kblocks, parts) * k_w_bytes +
-                                     (parts > 1 ? int64_t(2) * k_tile_rows * pl.n * 4 : 0));
+    const int64_t bytes = per_cta * (ceil_div(kblocks, parts) * pl.tile_rows * k_kb +
+                                     (parts > 1 ? int64_t(2) * pl.tile_rows * pl.n * 4 : 0));
     if (bytes < best) best = bytes, best_parts = int(parts);
   }
   pl.k_parts = best_parts;
@@ -391,9 +400,10 @@ linear_w8a8_wgmma_plan linear_w8a8_wgmma_default_plan(int64_t tokens, int64_t ro
 
 size_t linear_w8a8_wgmma_workspace_bytes(const linear_w8a8_wgmma_plan& plan, int64_t rows,
                                          int64_t cols) {
-  const int64_t tiles = ceil_div(rows, k_tile_rows);
+  const int tile_rows = plan.tile_rows == 256 ? 256 : 128;
+  const int64_t tiles = ceil_div(rows, tile_rows);
   size_t b = round256(size_t(cols / k_kb) * size_t(plan.n) * 132) + round256(size_t(tiles) * 4);
-  if (plan.k_parts > 1) b += size_t(tiles) * plan.k_parts * k_tile_rows * plan.n * 4;
+  if (plan.k_parts > 1) b += size_t(tiles) * plan.k_parts * tile_rows * plan.n * 4;
   return b;
 }
 
@@ -414,7 +424,8 @@ cudaError_t linear_w8a8_wgmma(const act_t* x, int64_t tokens, const device_weigh
   const linear_w8a8_wgmma_plan pl =
       plan ? *plan
            : linear_w8a8_wgmma_default_plan(tokens, w.rows, w.cols, current_device_sm_count());
-  const int64_t tiles = ceil_div(w.rows, k_tile_rows), kblocks = w.cols / k_kb;
+  if (pl.tile_rows != 128 && !(pl.tile_rows == 256 && pl.n <= 64)) return cudaErrorInvalidValue;
+  const int64_t tiles = ceil_div(w.rows, pl.tile_rows), kblocks = w.cols / k_kb;
   if (!valid_width(pl.n) || pl.n < tokens || pl.k_parts < 1 || pl.k_parts > kblocks ||
       pl.ctas < 1 || pl.ctas > tiles * pl.k_parts || tiles * pl.k_parts > INT_MAX)
     return cudaErrorInvalidValue;
@@ -422,7 +433,7 @@ cudaError_t linear_w8a8_wgmma(const act_t* x, int64_t tokens, const device_weigh
       !aligned_16(workspace))
     return cudaErrorInvalidValue;
   CUtensorMap map;
-  if (!encode_weight_map(map, w)) return cudaErrorNotSupported;
+  if (!encode_weight_map(map, w, pl.tile_rows)) return cudaErrorNotSupported;
   auto* xt = static_cast<uint8_t*>(workspace);
   auto* counters = reinterpret_cast<int*>(xt + round256(size_t(kblocks) * pl.n * 132));
   auto* partial =
@@ -443,6 +454,7 @@ cudaError_t linear_w8a8_wgmma(const act_t* x, int64_t tokens, const device_weigh
   p.wscale = static_cast<const uint8_t*>(w.scale);
   p.scale_bytes = w.scale_e8m0 ? 1 : 4;
   p.rows = int(w.rows);
+  p.row_blocks = int(ceil_div(w.rows, 128));
   p.kblocks = int(kblocks);
   p.k_parts = pl.k_parts;
   p.items = int(tiles * pl.k_parts);
@@ -451,25 +463,29 @@ cudaError_t linear_w8a8_wgmma(const act_t* x, int64_t tokens, const device_weigh
   p.y_bf16 = std::is_same_v<out_t, __nv_bfloat16> ? 1 : 0;
   p.partial = partial;
   p.counters = counters;
-  auto run = [&](auto kernel, int smem) {
+  auto run = [&](auto kernel, int smem, int threads) {
     if (const cudaError_t e = allow_dynamic_smem(kernel, size_t(smem)); e != cudaSuccess) return e;
-    return launch_pdl(pdl, kernel, dim3(unsigned(pl.ctas)), dim3(k_threads), size_t(smem), stream,
-                      map, p);
+    return launch_pdl(pdl, kernel, dim3(unsigned(pl.ctas)), dim3(unsigned(threads)), size_t(smem),
+                      stream, map, p);
   };
+#define DSV4_W8A8_WGMMA_RUN(N, WG) \
+  run(w8a8_wgmma_kernel<N, WG>, layout<N, WG>::smem, layout<N, WG>::threads)
+  const bool wide = pl.tile_rows == 256;
   switch (pl.n) {
     case 16:
-      return run(w8a8_wgmma_kernel<16>, layout<16>::smem);
+      return wide ? DSV4_W8A8_WGMMA_RUN(16, 4) : DSV4_W8A8_WGMMA_RUN(16, 2);
     case 32:
-      return run(w8a8_wgmma_kernel<32>, layout<32>::smem);
+      return wide ? DSV4_W8A8_WGMMA_RUN(32, 4) : DSV4_W8A8_WGMMA_RUN(32, 2);
     case 48:
-      return run(w8a8_wgmma_kernel<48>, layout<48>::smem);
+      return wide ? DSV4_W8A8_WGMMA_RUN(48, 4) : DSV4_W8A8_WGMMA_RUN(48, 2);
     case 64:
-      return run(w8a8_wgmma_kernel<64>, layout<64>::smem);
+      return wide ? DSV4_W8A8_WGMMA_RUN(64, 4) : DSV4_W8A8_WGMMA_RUN(64, 2);
     case 96:
-      return run(w8a8_wgmma_kernel<96>, layout<96>::smem);
+      return DSV4_W8A8_WGMMA_RUN(96, 2);
     default:
-      return run(w8a8_wgmma_kernel<128>, layout<128>::smem);
+      return DSV4_W8A8_WGMMA_RUN(128, 2);
   }
+#undef DSV4_W8A8_WGMMA_RUN
 }
 
 #define DSV4_W8A8_WGMMA_INST(act_t, out_t)                                              \
