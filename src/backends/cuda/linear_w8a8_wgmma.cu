@@ -39,19 +39,23 @@ namespace {
 
 constexpr int k_kb = 128;           // k per block: one scale block
 constexpr int k_smem_max = 232448;  // sm_90 opt-in dynamic shared memory per block
-// WG consumer warpgroups of 64 rows each: tiles of 64 WG rows (2: one 128-row scale block; 4: two,
-// for <= 64 tokens, where the registers allow), a producer warpgroup. Register split (65536 per
-// SM, one CTA): WG 2: 128 x 40 + 256 x 232 = 64512; WG 4: 128 x 24 + 512 x 120 = 64512.
+// WG consumer warpgroups of 64 rows each (2, 3, or 4 for <= 64 tokens, where the registers allow):
+// tiles of 64 WG rows, each warpgroup inside one 128-row scale block; a producer warpgroup. More
+// warpgroups: each activation block is read once per more weight rows, more MMAs in flight.
+// Register split: the CTA gets the launch bound's cap per thread (ptxas allocates it when the
+// kernel has setmaxnreg: 168 at 384 threads, 128 at 512, 96 at 640) and setmaxnreg.inc can only
+// take what the producer's .dec gave back (it blocks otherwise): WG 2: 384 x 168 = 128 x 40 + 256 x
+// 232; WG 3: 512 x 128 >= 128 x 24 + 384 x 160; WG 4: 640 x 96 >= 128 x 24 + 512 x 112.
 template <int N, int WG>
 struct layout {
-  static_assert(N % 16 == 0 && N >= 16 && N <= 128 && (WG == 2 || (WG == 4 && N <= 64)));
+  static_assert(N % 16 == 0 && N >= 16 && N <= 128 && (WG == 2 || WG == 3 || (WG == 4 && N <= 64)));
   static constexpr int tile_rows = 64 * WG;
   static constexpr int threads = 128 * (WG + 1);
   static constexpr int consumers = 128 * WG;
   static constexpr int producer_regs = WG == 2 ? 40 : 24;
-  static constexpr int consumer_regs = WG == 2 ? 232 : 120;
+  static constexpr int consumer_regs = WG == 2 ? 232 : WG == 3 ? 160 : 112;
   static constexpr int w_bytes = tile_rows * k_kb;  // weights of a stage
-  static constexpr int scale_chunks = WG / 2;       // one per 128-row scale block of the tile
+  static constexpr int scale_chunks = WG;  // one per warpgroup: the scale block of its rows
   static constexpr int x_off = w_bytes;
   static constexpr int sx_off = x_off + N * 128;
   static constexpr int ws_off = sx_off + N * 4;  // 16-byte aligned: N * 132 % 16 == 0
@@ -69,7 +73,7 @@ struct gemm_params {
   int rows, row_blocks, kblocks, k_parts, items, tokens;  // row_blocks: ceil(rows / 128)
   void* y;
   int y_bf16;
-  float* partial;  // [items][N / 2][256] (k_parts > 1)
+  float* partial;  // [items][N / 2][128 WG] (k_parts > 1)
   int* counters;   // [tiles], zeroed by the quantize launch
 };
 
@@ -119,7 +123,7 @@ __device__ __forceinline__ void produce(const CUtensorMap* wmap, const gemm_para
     tma::g2s_2d(st, wmap, it.kb * k_kb, it.tile * L::tile_rows, full);
 #pragma unroll
     for (int j = 0; j < L::scale_chunks; ++j) {
-      const uint8_t* sc = scale_at(p, it.tile * L::scale_chunks + j, it.kb);
+      const uint8_t* sc = scale_at(p, (it.tile * L::tile_rows + 64 * j) / 128, it.kb);
       mbar::bulk_g2s(st + L::ws_off + 16 * j,
                      reinterpret_cast<const void*>(uintptr_t(sc) & ~uintptr_t(15)), 16, full);
     }
@@ -194,8 +198,8 @@ __device__ __forceinline__ void consume(const gemm_params& p, uint32_t base, uin
     for (int i = 0; i < N / 2; ++i) wgmma::reg_fence(acc[i]);
     const int s = n % L::stages;
     const uint8_t* gst = gbase + s * L::stage;
-    const int rb = tile * L::scale_chunks + cwg / 2;  // this warpgroup's 128-row scale block
-    const uint32_t so = L::ws_off + 16 * (cwg / 2) + uint32_t(uintptr_t(scale_at(p, rb, kb)) & 15u);
+    const int rb = (tile * L::tile_rows + 64 * cwg) / 128;  // this warpgroup's scale block
+    const uint32_t so = L::ws_off + 16 * cwg + uint32_t(uintptr_t(scale_at(p, rb, kb)) & 15u);
     const float sw = p.scale_bytes == 1 ? detail::e8m0_to_f32(gst[so])
                                         : *reinterpret_cast<const float*>(gst + so);
     const float* sx = reinterpret_cast<const float*>(gst + L::sx_off);
@@ -380,7 +384,7 @@ linear_w8a8_wgmma_plan linear_w8a8_wgmma_default_plan(int64_t tokens, int64_t ro
       pl.n = n;
       break;
     }
-  pl.tile_rows = tile_rows == 256 && pl.n <= 64 ? 256 : 128;
+  pl.tile_rows = (tile_rows == 256 && pl.n <= 64) || tile_rows == 192 ? tile_rows : 128;
   const int64_t tiles = ceil_div(rows, pl.tile_rows), kblocks = std::max<int64_t>(cols / k_kb, 1);
   sms = std::max(sms, 1);
   // K parts: the fewest that minimize the busiest CTA's bytes (its items' weight blocks, plus the
@@ -400,7 +404,7 @@ linear_w8a8_wgmma_plan linear_w8a8_wgmma_default_plan(int64_t tokens, int64_t ro
 
 size_t linear_w8a8_wgmma_workspace_bytes(const linear_w8a8_wgmma_plan& plan, int64_t rows,
                                          int64_t cols) {
-  const int tile_rows = plan.tile_rows == 256 ? 256 : 128;
+  const int tile_rows = plan.tile_rows == 256 || plan.tile_rows == 192 ? plan.tile_rows : 128;
   const int64_t tiles = ceil_div(rows, tile_rows);
   size_t b = round256(size_t(cols / k_kb) * size_t(plan.n) * 132) + round256(size_t(tiles) * 4);
   if (plan.k_parts > 1) b += size_t(tiles) * plan.k_parts * tile_rows * plan.n * 4;
@@ -424,7 +428,8 @@ cudaError_t linear_w8a8_wgmma(const act_t* x, int64_t tokens, const device_weigh
   const linear_w8a8_wgmma_plan pl =
       plan ? *plan
            : linear_w8a8_wgmma_default_plan(tokens, w.rows, w.cols, current_device_sm_count());
-  if (pl.tile_rows != 128 && !(pl.tile_rows == 256 && pl.n <= 64)) return cudaErrorInvalidValue;
+  if (pl.tile_rows != 128 && pl.tile_rows != 192 && !(pl.tile_rows == 256 && pl.n <= 64))
+    return cudaErrorInvalidValue;
   const int64_t tiles = ceil_div(w.rows, pl.tile_rows), kblocks = w.cols / k_kb;
   if (!valid_width(pl.n) || pl.n < tokens || pl.k_parts < 1 || pl.k_parts > kblocks ||
       pl.ctas < 1 || pl.ctas > tiles * pl.k_parts || tiles * pl.k_parts > INT_MAX)
@@ -470,20 +475,28 @@ cudaError_t linear_w8a8_wgmma(const act_t* x, int64_t tokens, const device_weigh
   };
 #define DSV4_W8A8_WGMMA_RUN(N, WG) \
   run(w8a8_wgmma_kernel<N, WG>, layout<N, WG>::smem, layout<N, WG>::threads)
-  const bool wide = pl.tile_rows == 256;
+  const int wg = pl.tile_rows / 64;
   switch (pl.n) {
     case 16:
-      return wide ? DSV4_W8A8_WGMMA_RUN(16, 4) : DSV4_W8A8_WGMMA_RUN(16, 2);
+      return wg == 4   ? DSV4_W8A8_WGMMA_RUN(16, 4)
+             : wg == 3 ? DSV4_W8A8_WGMMA_RUN(16, 3)
+                       : DSV4_W8A8_WGMMA_RUN(16, 2);
     case 32:
-      return wide ? DSV4_W8A8_WGMMA_RUN(32, 4) : DSV4_W8A8_WGMMA_RUN(32, 2);
+      return wg == 4   ? DSV4_W8A8_WGMMA_RUN(32, 4)
+             : wg == 3 ? DSV4_W8A8_WGMMA_RUN(32, 3)
+                       : DSV4_W8A8_WGMMA_RUN(32, 2);
     case 48:
-      return wide ? DSV4_W8A8_WGMMA_RUN(48, 4) : DSV4_W8A8_WGMMA_RUN(48, 2);
+      return wg == 4   ? DSV4_W8A8_WGMMA_RUN(48, 4)
+             : wg == 3 ? DSV4_W8A8_WGMMA_RUN(48, 3)
+                       : DSV4_W8A8_WGMMA_RUN(48, 2);
     case 64:
-      return wide ? DSV4_W8A8_WGMMA_RUN(64, 4) : DSV4_W8A8_WGMMA_RUN(64, 2);
+      return wg == 4   ? DSV4_W8A8_WGMMA_RUN(64, 4)
+             : wg == 3 ? DSV4_W8A8_WGMMA_RUN(64, 3)
+                       : DSV4_W8A8_WGMMA_RUN(64, 2);
     case 96:
-      return DSV4_W8A8_WGMMA_RUN(96, 2);
+      return wg == 3 ? DSV4_W8A8_WGMMA_RUN(96, 3) : DSV4_W8A8_WGMMA_RUN(96, 2);
     default:
-      return DSV4_W8A8_WGMMA_RUN(128, 2);
+      return wg == 3 ? DSV4_W8A8_WGMMA_RUN(128, 3) : DSV4_W8A8_WGMMA_RUN(128, 2);
   }
 #undef DSV4_W8A8_WGMMA_RUN
 }

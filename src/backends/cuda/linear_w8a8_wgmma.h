@@ -11,8 +11,8 @@
 // (deterministic: the order never depends on arrival).
 //
 // Shape: weight rows as the wgmma's M (128-row tiles, one 128-row scale block: 64 rows per
-// consumer warpgroup; or 256-row tiles of four warpgroups), tokens as N (padded to 16, 32, 48, 64,
-// 96 or 128). A producer thread streams each 128-k block of a tile's weights by TMA (128-byte
+// consumer warpgroup; or 192 / 256-row tiles of three / four), tokens as N (padded to 16, 32, 48,
+// 64, 96 or 128). A producer thread streams each 128-k block of a tile's weights by TMA (128-byte
 // swizzle) and the block's activations (written pre-swizzled by the quantize launch, codes and
 // scales in one bulk copy) through a ring of shared-memory stages; persistent CTAs (one per SM)
 // walk (tile, K part) items, so the weight stream continues across items. Launches: quantize (also
@@ -35,16 +35,16 @@ constexpr int64_t k_linear_w8a8_wgmma_max_tokens = 128;
 bool linear_w8a8_wgmma_supported(const device_weight& w);
 
 // How a call runs (linear_w8a8_wgmma_default_plan: the rule). n: padded tokens (a tile width the
-// kernel is built for, >= tokens); tile_rows: 128 (two consumer warpgroups) or 256 (four, n <= 64:
-// each activation block read once per 256 weight rows); k_parts: K parts per tile (<= cols / 128);
-// ctas: persistent CTAs (<= tiles * k_parts).
+// kernel is built for, >= tokens); tile_rows: 128, 192 or 256 (n <= 64): 2, 3 or 4 consumer
+// warpgroups, each activation block read once per that many weight rows; k_parts: K parts per tile
+// (<= cols / 128); ctas: persistent CTAs (<= tiles * k_parts).
 struct linear_w8a8_wgmma_plan {
   int n = 0;
   int tile_rows = 128;
   int k_parts = 0;
   int ctas = 0;
 };
-// tile_rows: 256 asks for the four-warpgroup tiles where n <= 64 (benchmarks); otherwise 128.
+// tile_rows: 192, or 256 where n <= 64, asks for those tiles (benchmarks); otherwise 128.
 linear_w8a8_wgmma_plan linear_w8a8_wgmma_default_plan(int64_t tokens, int64_t rows, int64_t cols,
                                                       int sms, int tile_rows = 128);
 
