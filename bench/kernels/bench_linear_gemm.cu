@@ -460,9 +460,8 @@ const char* route_name(fp8_route r) {
 // --w8a8-wgmma: linear_w8a8_wgmma (default plan) against the path linear_fp8_input takes today
 // (current_fp8_route), cuBLASLt's block-scaled FP8 matmul and linear_decode_fp8act (to 32 tokens)
 // on one shape, bf16 x / y, graphs of 16 calls on weights rotated past L2, best of `reps`
-// alternating passes, % of the read ceiling on the FP8 bytes (+ scales); r192 / r256: the other
-// tile heights (256: <= 64 tokens), their default K splits. sweep: also the default tiles at 1 / 2
-// / 4 / 8 / 16 K parts (one CTA per item up to the SMs).
+// alternating passes, % of the read ceiling on the FP8 bytes (+ scales). sweep: also the wgmma
+// kernel at 1 / 2 / 4 / 8 / 16 K parts (one CTA per item up to the SMs).
 void bench_w8a8_wgmma(const shape& sh, const std::vector<int64_t>& tokens, double read_gbps,
                       cublasHandle_t cublas, cudaStream_t s, int reps, bool sweep) {
   using bf = __nv_bfloat16;
@@ -477,14 +476,11 @@ void bench_w8a8_wgmma(const shape& sh, const std::vector<int64_t>& tokens, doubl
                               dc::linear_decode_workspace_bytes(tmax, cols),
                               dc::linear_decode_fp8act_workspace_bytes(tmax, cols),
                               dc::linear_fp8_cublaslt_workspace_bytes(tmax, rows, cols)});
-  for (int64_t T : tokens)
-    for (int tile_rows : {128, 192, 256}) {
-      dc::linear_w8a8_wgmma_plan pl =
-          dc::linear_w8a8_wgmma_default_plan(T, rows, cols, sms, tile_rows);
-      ws_bytes = std::max(ws_bytes, dc::linear_w8a8_wgmma_workspace_bytes(pl, rows, cols));
-      pl.k_parts = std::max(pl.k_parts, kp_max);
-      ws_bytes = std::max(ws_bytes, dc::linear_w8a8_wgmma_workspace_bytes(pl, rows, cols));
-    }
+  for (int64_t T : tokens) {
+    dc::linear_w8a8_wgmma_plan pl = dc::linear_w8a8_wgmma_default_plan(T, rows, cols, sms);
+    pl.k_parts = std::max(pl.k_parts, kp_max);
+    ws_bytes = std::max(ws_bytes, dc::linear_w8a8_wgmma_workspace_bytes(pl, rows, cols));
+  }
   void* ws = dmalloc(ws_bytes);
   std::vector<float*> lt_scales;
   for (size_t i = 0; i < op.mats.size(); ++i) {
@@ -499,13 +495,6 @@ void bench_w8a8_wgmma(const shape& sh, const std::vector<int64_t>& tokens, doubl
   for (int64_t T : tokens) {
     const fp8_route route = current_fp8_route(T, rows, cols);
     const dc::linear_w8a8_wgmma_plan def = dc::linear_w8a8_wgmma_default_plan(T, rows, cols, sms);
-    // The other tile heights (192; 256 to 64 tokens), their default K splits.
-    std::vector<dc::linear_w8a8_wgmma_plan> alts;
-    for (int tile_rows : {128, 192, 256}) {
-      const dc::linear_w8a8_wgmma_plan a =
-          dc::linear_w8a8_wgmma_default_plan(T, rows, cols, sms, tile_rows);
-      if (a.tile_rows == tile_rows && tile_rows != def.tile_rows) alts.push_back(a);
-    }
     const bool w8a8_ok =
         T <= dc::k_linear_decode_fp8act_max_tokens && dc::linear_decode_fp8act_supported(op.w(0));
     const cudaError_t lt_err =
@@ -541,12 +530,9 @@ void bench_w8a8_wgmma(const shape& sh, const std::vector<int64_t>& tokens, doubl
       };
     };
     double t_route = 1e30, t_wg = 1e30, t_lt = 1e30, t_w8a8 = 1e30;
-    std::vector<double> t_alt(alts.size(), 1e30);
     for (int rep = 0; rep < reps; ++rep) {
       t_route = std::min(t_route, time_graph_per_call(route_call, s));
       t_wg = std::min(t_wg, time_graph_per_call(wg_call(def), s));
-      for (size_t a = 0; a < alts.size(); ++a)
-        t_alt[a] = std::min(t_alt[a], time_graph_per_call(wg_call(alts[a]), s));
       if (lt_err == cudaSuccess && route != fp8_route::cublaslt)
         t_lt = std::min(t_lt, time_graph_per_call(lt_call, s));
       if (w8a8_ok && route != fp8_route::w8a8)
@@ -556,16 +542,10 @@ void bench_w8a8_wgmma(const shape& sh, const std::vector<int64_t>& tokens, doubl
     if (route == fp8_route::w8a8) t_w8a8 = t_route;
     std::printf(
         "wgmma %-10s %6lld %6lld %4lld | route %-13s %7.1f us %5.1f%% | wgmma %7.1f us "
-        "%5.1f%% (n%d r%d kp%d ctas%d) | ",
+        "%5.1f%% (n%d kp%d ctas%d) | ",
         sh.name, (long long)rows, (long long)cols, (long long)T, route_name(route), t_route * 1e3,
         pct_of_read(pb, t_route, read_gbps), t_wg * 1e3, pct_of_read(pb, t_wg, read_gbps), def.n,
-        def.tile_rows, def.k_parts, def.ctas);
-    double t_best = t_wg;
-    for (size_t a = 0; a < alts.size(); ++a) {
-      std::printf("r%d %7.1f us %5.1f%% (kp%d ctas%d) | ", alts[a].tile_rows, t_alt[a] * 1e3,
-                  pct_of_read(pb, t_alt[a], read_gbps), alts[a].k_parts, alts[a].ctas);
-      t_best = std::min(t_best, t_alt[a]);
-    }
+        def.k_parts, def.ctas);
     if (lt_err == cudaSuccess)
       std::printf("cublaslt %7.1f us %5.1f%% | ", t_lt * 1e3, pct_of_read(pb, t_lt, read_gbps));
     else
@@ -574,14 +554,14 @@ void bench_w8a8_wgmma(const shape& sh, const std::vector<int64_t>& tokens, doubl
       std::printf("w8a8 %7.1f us %5.1f%% | ", t_w8a8 * 1e3, pct_of_read(pb, t_w8a8, read_gbps));
     else
       std::printf("w8a8 %16s | ", "-");
-    std::printf("route/wgmma %.3f route/best-wgmma %.3f\n", t_route / t_wg, t_route / t_best);
+    std::printf("route/wgmma %.3f\n", t_route / t_wg);
     if (sweep) {
       std::printf("  kp-sweep %-10s T=%lld:", sh.name, (long long)T);
       for (int kp : {1, 2, 4, 8, 16}) {
         if (kp > kp_max) break;
         dc::linear_w8a8_wgmma_plan pl = def;
         pl.k_parts = kp;
-        pl.ctas = int(std::min<int64_t>((rows + pl.tile_rows - 1) / pl.tile_rows * kp, sms));
+        pl.ctas = int(std::min<int64_t>((rows + 127) / 128 * kp, sms));
         double t = 1e30;
         for (int rep = 0; rep < reps; ++rep) t = std::min(t, time_graph_per_call(wg_call(pl), s));
         std::printf(" kp%d %.1f us %.1f%%%s", kp, t * 1e3, pct_of_read(pb, t, read_gbps),
@@ -1099,7 +1079,7 @@ int main(int argc, char** argv) {
         "\n## W8A8 wgmma vs the current FP8-input path, cuBLASLt and W8A8 mma.sync (bf16 x / y, "
         "graph of %d calls, best of %d alternating, %% of read on the FP8 bytes)\n",
         k_graph_calls, reps);
-    const std::vector<int64_t> ts{9, 16, 17, 32, 64, 128};
+    const std::vector<int64_t> ts{9, 16, 17, 32, 48, 64};
     for (const shape& sh : {flash[1], flash[3], flash[0], flash[5], flash[6], flash[2], pro[1],
                             pro[2], pro[0], pro[3], pro[4]}) {
       if (!only.empty() && only != sh.name) continue;

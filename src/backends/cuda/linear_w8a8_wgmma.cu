@@ -39,23 +39,24 @@ namespace {
 
 constexpr int k_kb = 128;           // k per block: one scale block
 constexpr int k_smem_max = 232448;  // sm_90 opt-in dynamic shared memory per block
-// WG consumer warpgroups of 64 rows each (2, 3, or 4 for <= 64 tokens, where the registers allow):
-// tiles of 64 WG rows, each warpgroup inside one 128-row scale block; a producer warpgroup. More
-// warpgroups: each activation block is read once per more weight rows, more MMAs in flight.
+// Two consumer warpgroups of 64 rows each (a 128-row tile: one scale block) and a producer
+// warpgroup. (Tiles of 192 and 256 rows, three and four consumer warpgroups, were no faster than
+// these with the K split of linear_w8a8_wgmma_default_plan: H100, session 26 call w8a8w r1.)
 // Register split: the CTA gets the launch bound's cap per thread (ptxas allocates it when the
-// kernel has setmaxnreg: 168 at 384 threads, 128 at 512, 96 at 640) and setmaxnreg.inc can only
-// take what the producer's .dec gave back (it blocks otherwise): WG 2: 384 x 168 = 128 x 40 + 256 x
-// 232; WG 3: 512 x 128 >= 128 x 24 + 384 x 160; WG 4: 640 x 96 >= 128 x 24 + 512 x 112.
-template <int N, int WG>
+// kernel has setmaxnreg: 168 at 384 threads) and setmaxnreg.inc can only take what the producer's
+// .dec gave back (it blocks otherwise): 384 x 168 = 128 x 40 + 256 x 232.
+template <int N>
 struct layout {
-  static_assert(N % 16 == 0 && N >= 16 && N <= 128 && (WG == 2 || WG == 3 || (WG == 4 && N <= 64)));
-  static constexpr int tile_rows = 64 * WG;
-  static constexpr int threads = 128 * (WG + 1);
-  static constexpr int consumers = 128 * WG;
-  static constexpr int producer_regs = WG == 2 ? 40 : 24;
-  static constexpr int consumer_regs = WG == 2 ? 232 : WG == 3 ? 160 : 112;
+  static_assert(N % 16 == 0 && N >= 16 && N <= 64);
+  static constexpr int tile_rows = 128;
+  static constexpr int threads = 384;
+  static constexpr int consumers = 256;
+  static constexpr int producer_regs = 40;
+  static constexpr int consumer_regs = 232;
   static constexpr int w_bytes = tile_rows * k_kb;  // weights of a stage
-  static constexpr int scale_chunks = WG;  // one per warpgroup: the scale block of its rows
+  // One weight-scale chunk per consumer warpgroup (the scale block of its 64 rows; both the same
+  // block here, the form that was measured).
+  static constexpr int scale_chunks = 2;
   static constexpr int x_off = w_bytes;
   static constexpr int sx_off = x_off + N * 128;
   static constexpr int ws_off = sx_off + N * 4;  // 16-byte aligned: N * 132 % 16 == 0
@@ -73,7 +74,7 @@ struct gemm_params {
   int rows, row_blocks, kblocks, k_parts, items, tokens;  // row_blocks: ceil(rows / 128)
   void* y;
   int y_bf16;
-  float* partial;  // [items][N / 2][128 WG] (k_parts > 1)
+  float* partial;  // [items][N / 2][256] (k_parts > 1)
   int* counters;   // [tiles], zeroed by the quantize launch
 };
 
@@ -111,10 +112,10 @@ __device__ __forceinline__ const uint8_t* scale_at(const gemm_params& p, int rb,
   return p.wscale + (int64_t(min(rb, p.row_blocks - 1)) * p.kblocks + kb) * p.scale_bytes;
 }
 
-template <int N, int WG>
+template <int N>
 __device__ __forceinline__ void produce(const CUtensorMap* wmap, const gemm_params& p,
                                         uint32_t base, uint32_t bars) {
-  using L = layout<N, WG>;
+  using L = layout<N>;
   tma::prefetch_map(wmap);
   const auto issue_w = [&](int n, const step_iter& it) {
     const int s = n % L::stages;
@@ -170,10 +171,10 @@ __device__ __forceinline__ void store_y(const gemm_params& p, const float (&v)[N
       }
 }
 
-template <int N, int WG>
+template <int N>
 __device__ __forceinline__ void consume(const gemm_params& p, uint32_t base, uint8_t* gbase,
                                         uint32_t bars, volatile int* flag) {
-  using L = layout<N, WG>;
+  using L = layout<N>;
   const int ct = int(threadIdx.x) - 128;
   const int cwg = ct / 128, warp = (ct % 128) / 32, lane = ct % 32, g = lane / 4, c = lane % 4;
   pdl_wait();  // y, the partials and the counters may still be in use by earlier launches
@@ -261,10 +262,10 @@ __device__ __forceinline__ void consume(const gemm_params& p, uint32_t base, uin
   }
 }
 
-template <int N, int WG>
-__global__ void __launch_bounds__(layout<N, WG>::threads, 1)
+template <int N>
+__global__ void __launch_bounds__(layout<N>::threads, 1)
     w8a8_wgmma_kernel(const __grid_constant__ CUtensorMap wmap, const gemm_params p) {
-  using L = layout<N, WG>;
+  using L = layout<N>;
   extern __shared__ uint8_t smem_raw[];
   const uint32_t raw = smem_u32(smem_raw);
   const uint32_t base = (raw + 1023u) & ~1023u;
@@ -275,7 +276,7 @@ __global__ void __launch_bounds__(layout<N, WG>::threads, 1)
   if (threadIdx.x == 0) {
     for (int s = 0; s < L::stages; ++s) {
       mbar::init(bars + 8 * s, 1);
-      mbar::init(bars + 8 * (L::stages + s), 4 * WG);  // the consumer warps
+      mbar::init(bars + 8 * (L::stages + s), 8);  // the consumer warps
     }
     mbar::fence_init();
   }
@@ -283,10 +284,10 @@ __global__ void __launch_bounds__(layout<N, WG>::threads, 1)
   pdl_trigger();  // the next launch waits for this grid before it touches anything
   if (threadIdx.x < 128) {
     mbar::setmaxnreg_dec<L::producer_regs>();
-    if (threadIdx.x == 0) produce<N, WG>(&wmap, p, base, bars);
+    if (threadIdx.x == 0) produce<N>(&wmap, p, base, bars);
   } else {
     mbar::setmaxnreg_inc<L::consumer_regs>();
-    consume<N, WG>(p, base, gbase, bars, flag);
+    consume<N>(p, base, gbase, bars, flag);
   }
 }
 
@@ -330,14 +331,14 @@ PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
   return fn;
 }
 
-// The weights as a [rows, cols] u8 tensor, boxes of tile_rows x 128 bytes, 128-byte swizzle; rows
+// The weights as a [rows, cols] u8 tensor, boxes of 128 rows x 128 bytes, 128-byte swizzle; rows
 // past the end read as zeros (and count as transaction bytes: the full box always lands).
-bool encode_weight_map(CUtensorMap& map, const device_weight& w, int tile_rows) {
+bool encode_weight_map(CUtensorMap& map, const device_weight& w) {
   const auto encode = tensor_map_encoder();
   if (!encode) return false;
   const cuuint64_t dims[2] = {cuuint64_t(w.cols), cuuint64_t(w.rows)};
   const cuuint64_t strides[1] = {cuuint64_t(w.cols)};
-  const cuuint32_t box[2] = {cuuint32_t(k_kb), cuuint32_t(tile_rows)};
+  const cuuint32_t box[2] = {cuuint32_t(k_kb), cuuint32_t(layout<16>::tile_rows)};
   const cuuint32_t elem[2] = {1, 1};
   return encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<void*>(w.data), dims, strides,
                 box, elem, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
@@ -345,7 +346,7 @@ bool encode_weight_map(CUtensorMap& map, const device_weight& w, int tile_rows) 
                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-constexpr int k_widths[] = {16, 32, 48, 64, 96, 128};
+constexpr int k_widths[] = {16, 32, 48, 64};
 
 bool valid_width(int n) {
   return std::find(std::begin(k_widths), std::end(k_widths), n) != std::end(k_widths);
@@ -353,6 +354,20 @@ bool valid_width(int n) {
 
 size_t round256(size_t b) {
   return (b + 255) / 256 * 256;
+}
+
+double device_read_gbps() {
+  int device = 0, khz = 0, bits = 0;
+  if (cudaGetDevice(&device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device) != cudaSuccess ||
+      cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device) != cudaSuccess ||
+      khz <= 0 || bits <= 0) {
+    (void)cudaGetLastError();
+    return 0.0;
+  }
+  // DDR: two transfers a clock; 90% of the peak, about what a read-only kernel reaches (H100 SXM:
+  // 3.35 TB/s peak, bench_linear_gemm's read ceiling 3.07 TB/s).
+  return 0.9 * 2.0 * double(khz) * 1e3 * double(bits) / 8.0 * 1e-9;
 }
 
 bool device_is_sm90() {
@@ -376,26 +391,45 @@ bool linear_w8a8_wgmma_supported(const device_weight& w) {
 }
 
 linear_w8a8_wgmma_plan linear_w8a8_wgmma_default_plan(int64_t tokens, int64_t rows, int64_t cols,
-                                                      int sms, int tile_rows) {
+                                                      int sms, double read_gbps) {
   linear_w8a8_wgmma_plan pl;
-  pl.n = k_widths[5];
+  pl.n = k_widths[3];
   for (int n : k_widths)
     if (n >= tokens) {
       pl.n = n;
       break;
     }
-  pl.tile_rows = (tile_rows == 256 && pl.n <= 64) || tile_rows == 192 ? tile_rows : 128;
-  const int64_t tiles = ceil_div(rows, pl.tile_rows), kblocks = std::max<int64_t>(cols / k_kb, 1);
+  constexpr int64_t tile_rows = layout<16>::tile_rows;
+  const int64_t tiles = ceil_div(rows, tile_rows), kblocks = std::max<int64_t>(cols / k_kb, 1);
   sms = std::max(sms, 1);
-  // K parts: the fewest that minimize the busiest CTA's bytes (its items' weight blocks, plus the
-  // partial sums' store and reload when split), persistent CTAs one per SM.
-  int64_t best = INT64_MAX;
+  if (read_gbps <= 0) read_gbps = device_read_gbps();
+  if (read_gbps <= 0) read_gbps = 3000.0;
+  // K parts: the fewest (powers of two) minimizing an estimate of the call's time, a model fitted
+  // to bench_linear_gemm --w8a8-wgmma-sweep (H100, session 26 call w8a8w r1: every Flash / Pro FP8
+  // projection at T = 9 .. 128, K parts 1 .. 16; its pick is within 2.1% of the fastest measured
+  // split at every point, 0.1% over the sum):
+  //  * the weight stream: the longer of all bytes at the read rate (read_gbps) and the busiest
+  //    CTA's bytes at what one SM pulls, its ring's weight bytes per 3.0 us (Little's law: the
+  //    ring in flight; an H100 CTA streamed a 2 MiB K range at 47 GB/s with 11 stages (n 16) and
+  //    27 GB/s with 6 (n 128: 128 tokens, not kept));
+  //  * per split item: 2 us (the partial store, fence, counter) plus the last CTA's reload of all
+  //    K parts of its tile at 60 GB/s (measured: 16 parts at n 128 cost more than the stream).
+  // Measured best (time, us, at n 16 / 64): Pro wq_b 1 part (36.3 / 40.7), Pro wo_b 1 (44.3) / 2
+  // (53.3), Flash wo_b 2 (17.9 / 20.4), Pro shared w13 4 (13.0 / 16.9), Flash wkv 8 (6.2 / 9.6).
+  const int stages = pl.n <= 16   ? layout<16>::stages
+                     : pl.n <= 32 ? layout<32>::stages
+                     : pl.n <= 48 ? layout<48>::stages
+                                  : layout<64>::stages;
+  const double ring_bytes = double(stages) * layout<16>::w_bytes;
+  const double stream_us = double(rows) * double(cols) / (read_gbps * 1e3);
+  double best = 0;
   int best_parts = 1;
-  for (int64_t parts = 1; parts <= std::min<int64_t>(kblocks, 32); ++parts) {
-    const int64_t items = tiles * parts, per_cta = ceil_div(items, sms);
-    const int64_t bytes = per_cta * (ceil_div(kblocks, parts) * pl.tile_rows * k_kb +
-                                     (parts > 1 ? int64_t(2) * pl.tile_rows * pl.n * 4 : 0));
-    if (bytes < best) best = bytes, best_parts = int(parts);
+  for (int64_t parts = 1; parts <= std::min<int64_t>(kblocks, 16); parts *= 2) {
+    const int64_t items = tiles * parts, per_cta = ceil_div(items, std::min<int64_t>(items, sms));
+    const double cta_bytes = double(per_cta * ceil_div(kblocks, parts)) * layout<16>::w_bytes;
+    const double split_us = parts > 1 ? 2.0 + double(parts * tile_rows * pl.n * 4) / 60e3 : 0.0;
+    const double t = std::max(stream_us, cta_bytes * 3.0 / ring_bytes) + double(per_cta) * split_us;
+    if (parts == 1 || t < best) best = t, best_parts = int(parts);
   }
   pl.k_parts = best_parts;
   pl.ctas = int(std::min<int64_t>(tiles * best_parts, sms));
@@ -404,7 +438,7 @@ linear_w8a8_wgmma_plan linear_w8a8_wgmma_default_plan(int64_t tokens, int64_t ro
 
 size_t linear_w8a8_wgmma_workspace_bytes(const linear_w8a8_wgmma_plan& plan, int64_t rows,
                                          int64_t cols) {
-  const int tile_rows = plan.tile_rows == 256 || plan.tile_rows == 192 ? plan.tile_rows : 128;
+  constexpr int64_t tile_rows = layout<16>::tile_rows;
   const int64_t tiles = ceil_div(rows, tile_rows);
   size_t b = round256(size_t(cols / k_kb) * size_t(plan.n) * 132) + round256(size_t(tiles) * 4);
   if (plan.k_parts > 1) b += size_t(tiles) * plan.k_parts * tile_rows * plan.n * 4;
@@ -428,9 +462,7 @@ cudaError_t linear_w8a8_wgmma(const act_t* x, int64_t tokens, const device_weigh
   const linear_w8a8_wgmma_plan pl =
       plan ? *plan
            : linear_w8a8_wgmma_default_plan(tokens, w.rows, w.cols, current_device_sm_count());
-  if (pl.tile_rows != 128 && pl.tile_rows != 192 && !(pl.tile_rows == 256 && pl.n <= 64))
-    return cudaErrorInvalidValue;
-  const int64_t tiles = ceil_div(w.rows, pl.tile_rows), kblocks = w.cols / k_kb;
+  const int64_t tiles = ceil_div(w.rows, layout<16>::tile_rows), kblocks = w.cols / k_kb;
   if (!valid_width(pl.n) || pl.n < tokens || pl.k_parts < 1 || pl.k_parts > kblocks ||
       pl.ctas < 1 || pl.ctas > tiles * pl.k_parts || tiles * pl.k_parts > INT_MAX)
     return cudaErrorInvalidValue;
@@ -438,7 +470,7 @@ cudaError_t linear_w8a8_wgmma(const act_t* x, int64_t tokens, const device_weigh
       !aligned_16(workspace))
     return cudaErrorInvalidValue;
   CUtensorMap map;
-  if (!encode_weight_map(map, w, pl.tile_rows)) return cudaErrorNotSupported;
+  if (!encode_weight_map(map, w)) return cudaErrorNotSupported;
   auto* xt = static_cast<uint8_t*>(workspace);
   auto* counters = reinterpret_cast<int*>(xt + round256(size_t(kblocks) * pl.n * 132));
   auto* partial =
@@ -473,30 +505,16 @@ cudaError_t linear_w8a8_wgmma(const act_t* x, int64_t tokens, const device_weigh
     return launch_pdl(pdl, kernel, dim3(unsigned(pl.ctas)), dim3(unsigned(threads)), size_t(smem),
                       stream, map, p);
   };
-#define DSV4_W8A8_WGMMA_RUN(N, WG) \
-  run(w8a8_wgmma_kernel<N, WG>, layout<N, WG>::smem, layout<N, WG>::threads)
-  const int wg = pl.tile_rows / 64;
+#define DSV4_W8A8_WGMMA_RUN(N) run(w8a8_wgmma_kernel<N>, layout<N>::smem, layout<N>::threads)
   switch (pl.n) {
     case 16:
-      return wg == 4   ? DSV4_W8A8_WGMMA_RUN(16, 4)
-             : wg == 3 ? DSV4_W8A8_WGMMA_RUN(16, 3)
-                       : DSV4_W8A8_WGMMA_RUN(16, 2);
+      return DSV4_W8A8_WGMMA_RUN(16);
     case 32:
-      return wg == 4   ? DSV4_W8A8_WGMMA_RUN(32, 4)
-             : wg == 3 ? DSV4_W8A8_WGMMA_RUN(32, 3)
-                       : DSV4_W8A8_WGMMA_RUN(32, 2);
+      return DSV4_W8A8_WGMMA_RUN(32);
     case 48:
-      return wg == 4   ? DSV4_W8A8_WGMMA_RUN(48, 4)
-             : wg == 3 ? DSV4_W8A8_WGMMA_RUN(48, 3)
-                       : DSV4_W8A8_WGMMA_RUN(48, 2);
-    case 64:
-      return wg == 4   ? DSV4_W8A8_WGMMA_RUN(64, 4)
-             : wg == 3 ? DSV4_W8A8_WGMMA_RUN(64, 3)
-                       : DSV4_W8A8_WGMMA_RUN(64, 2);
-    case 96:
-      return wg == 3 ? DSV4_W8A8_WGMMA_RUN(96, 3) : DSV4_W8A8_WGMMA_RUN(96, 2);
+      return DSV4_W8A8_WGMMA_RUN(48);
     default:
-      return wg == 3 ? DSV4_W8A8_WGMMA_RUN(128, 3) : DSV4_W8A8_WGMMA_RUN(128, 2);
+      return DSV4_W8A8_WGMMA_RUN(64);
   }
 #undef DSV4_W8A8_WGMMA_RUN
 }
