@@ -1,4 +1,4 @@
-// W8A8 linear on wgmma for 9-128 tokens (see linear_w8a8_wgmma.h).
+// W8A8 linear on wgmma for 9-64 tokens (see linear_w8a8_wgmma.h).
 //
 // Shared memory: a ring of stages, each one 128-k block of one 128-row tile:
 //   [0, 16384)            weights, 128 rows x 128 bytes, TMA SWIZZLE_128B (16-byte chunk c of
@@ -6,7 +6,8 @@
 //   [16384, +N * 128)     activation codes, N token rows x 128 bytes, the same swizzle (written
 //                         so by the quantize launch, copied as is)
 //   [.., +N * 4)          activation scales s_x(t, b), f32
-//   [.., +16)             the 16-byte aligned global chunk holding the tile's weight scale
+//   [.., +32)             per consumer warpgroup, the 16-byte aligned global chunk holding its
+//                         rows' weight scale
 // then the full / empty mbarriers and a flag word. Every copy of a stage completes as transaction
 // bytes on its full barrier (one arrival: the producer's expect_tx); each of the 8 consumer warps
 // arrives on its empty barrier once its MMAs and scale reads of the stage are done.
