@@ -1,6 +1,7 @@
 // Dense linears at decode and prefill, one run on one GPU (`--decode-only` skips prefill;
 // `--split-sweep` only sweeps linear_decode's block split; `--fp8-cublaslt` compares cuBLASLt's
-// block-scaled FP8 matmul with the engine's FP8-input path at 8-128 tokens; `--nvfp4-repack-ab`
+// block-scaled FP8 matmul with the engine's FP8-input path at 8-128 tokens; `--w8a8-wgmma` the
+// wgmma W8A8 linear (linear_w8a8_wgmma.h) against that path and cuBLASLt; `--nvfp4-repack-ab`
 // NVFP4's checkpoint and repacked layouts in linear_decode):
 //   * decode (T = 1..64, graphs of 16 calls): the GEMV of linear.h, linear_decode (tensor cores),
 //     linear_gemm and cuBLAS BF16, as % of the HBM read ceiling measured in the same run;
@@ -33,6 +34,7 @@
 #include "backends/cuda/linear_dispatch.h"
 #include "backends/cuda/linear_fp8_cublaslt.h"
 #include "backends/cuda/linear_gemm.h"
+#include "backends/cuda/linear_w8a8_wgmma.h"
 #include "backends/cuda/moe_repack.h"
 #include "bench_common.cuh"
 
@@ -420,6 +422,153 @@ void bench_fp8_cublaslt(const shape& sh, const std::vector<int64_t>& tokens, dou
                   pct_of_read(pb, t_best, read_gbps));
     }
     std::printf("\n");
+    std::fflush(stdout);
+  }
+  for (float* p : lt_scales) cudaFree(p);
+  cudaFree(ws);
+}
+
+// The path linear_fp8_input takes at main 6931456 (cuda_ops_linear.cpp: takes_fp8act, then
+// cublaslt_wins, then linear()'s choose_dense_linear_path), restated for the bench.
+enum class fp8_route { w8a8, cublaslt, decode, gemm, gemv };
+fp8_route current_fp8_route(int64_t T, int64_t rows, int64_t cols) {
+  namespace dc = dsv4::cuda;
+  const bool long_rows_small = rows <= 2048 && cols >= 4096;
+  const bool short_rows_small = rows <= 4096 && cols <= 2048;
+  if (T <= 8 || (T <= dc::k_linear_decode_fp8act_max_tokens && long_rows_small) ||
+      (T <= 16 && !short_rows_small))
+    return fp8_route::w8a8;
+  constexpr int64_t k_mib = int64_t(1) << 20;
+  const int64_t bytes = rows * cols;
+  if (T <= 1024 && ((T >= 33 && bytes >= 8 * k_mib) || (T >= 16 && T < 33 && bytes >= 32 * k_mib) ||
+                    (T >= 9 && T < 16 && bytes >= 64 * k_mib)))
+    return fp8_route::cublaslt;
+  const dc::dense_linear_path path =
+      dc::choose_dense_linear_path(weight_kind::fp8_block, rows, T, 1, true, true);
+  return path == dc::dense_linear_path::linear_gemm     ? fp8_route::gemm
+         : path == dc::dense_linear_path::linear_decode ? fp8_route::decode
+                                                        : fp8_route::gemv;
+}
+const char* route_name(fp8_route r) {
+  return r == fp8_route::w8a8       ? "w8a8"
+         : r == fp8_route::cublaslt ? "cublaslt"
+         : r == fp8_route::decode   ? "linear_decode"
+         : r == fp8_route::gemm     ? "linear_gemm"
+                                    : "gemv";
+}
+
+// --w8a8-wgmma: linear_w8a8_wgmma (default plan) against the path linear_fp8_input takes today
+// (current_fp8_route), cuBLASLt's block-scaled FP8 matmul and linear_decode_fp8act (to 32 tokens)
+// on one shape, bf16 x / y, graphs of 16 calls on weights rotated past L2, best of `reps`
+// alternating passes, % of the read ceiling on the FP8 bytes (+ scales). sweep: also the wgmma
+// kernel at 1 / 2 / 4 / 8 / 16 K parts (one CTA per item up to the SMs).
+void bench_w8a8_wgmma(const shape& sh, const std::vector<int64_t>& tokens, double read_gbps,
+                      cublasHandle_t cublas, cudaStream_t s, int reps, bool sweep) {
+  using bf = __nv_bfloat16;
+  namespace dc = dsv4::cuda;
+  const int64_t rows = sh.rows, cols = sh.cols;
+  const int64_t tmax = *std::max_element(tokens.begin(), tokens.end());
+  const shape_operands op(weight_kind::fp8_block, rows, cols, tmax, 24, 300, 0, 78);
+  int sms = 132;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const int kp_max = int(std::min<int64_t>(16, cols / 128));
+  size_t ws_bytes = std::max({dc::linear_gemm_workspace_bytes<bf>(op.w(0)),
+                              dc::linear_decode_workspace_bytes(tmax, cols),
+                              dc::linear_decode_fp8act_workspace_bytes(tmax, cols),
+                              dc::linear_fp8_cublaslt_workspace_bytes(tmax, rows, cols)});
+  for (int64_t T : tokens) {
+    dc::linear_w8a8_wgmma_plan pl = dc::linear_w8a8_wgmma_default_plan(T, rows, cols, sms);
+    pl.k_parts = std::max(pl.k_parts, kp_max);
+    ws_bytes = std::max(ws_bytes, dc::linear_w8a8_wgmma_workspace_bytes(pl, rows, cols));
+  }
+  void* ws = dmalloc(ws_bytes);
+  std::vector<float*> lt_scales;
+  for (size_t i = 0; i < op.mats.size(); ++i) {
+    lt_scales.push_back(static_cast<float*>(
+        dmalloc(size_t(dc::linear_fp8_cublaslt_scale_count(op.w(int(i)))) * 4)));
+    CK(dc::linear_fp8_cublaslt_prepare_scales(op.w(int(i)), lt_scales.back(), s));
+  }
+  CK(cudaStreamSynchronize(s));
+  auto* lt = reinterpret_cast<cublasLtHandle_t>(cublas);
+  CB(cublasSetStream(cublas, s));
+  const double pb = double(op.packed_bytes);
+  for (int64_t T : tokens) {
+    const fp8_route route = current_fp8_route(T, rows, cols);
+    const dc::linear_w8a8_wgmma_plan def = dc::linear_w8a8_wgmma_default_plan(T, rows, cols, sms);
+    const bool w8a8_ok =
+        T <= dc::k_linear_decode_fp8act_max_tokens && dc::linear_decode_fp8act_supported(op.w(0));
+    const cudaError_t lt_err =
+        dc::linear_fp8_cublaslt(lt, op.x, T, op.w(0), lt_scales[0], op.y, ws, ws_bytes, s);
+    CK(cudaStreamSynchronize(s));
+    const auto lt_call = [&](int i) {
+      const size_t m = size_t(i) % op.mats.size();
+      CK(dc::linear_fp8_cublaslt(lt, op.x, T, op.w(i), lt_scales[m], op.y, ws, ws_bytes, s));
+    };
+    const auto w8a8_call = [&](int i) {
+      CK(dc::linear_decode_fp8act(op.x, T, op.w(i), op.y, ws, ws_bytes, s));
+    };
+    const auto route_call = [&](int i) {
+      switch (route) {
+        case fp8_route::w8a8:
+          return w8a8_call(i);
+        case fp8_route::cublaslt:
+          return lt_call(i);
+        case fp8_route::decode:
+          CK(dc::linear_decode(op.x, T, op.w(i), op.y, ws, ws_bytes, s));
+          return;
+        case fp8_route::gemm:
+          CK(dc::linear_gemm(cublas, op.x, T, op.w(i), 1, op.y, ws, ws_bytes, s));
+          return;
+        case fp8_route::gemv:
+          CK(dc::linear(op.x, T, op.w(i), op.y, s));
+          return;
+      }
+    };
+    const auto wg_call = [&](const dc::linear_w8a8_wgmma_plan& pl) {
+      return [&, pl](int i) {
+        CK(dc::linear_w8a8_wgmma(op.x, T, op.w(i), op.y, ws, ws_bytes, s, &pl));
+      };
+    };
+    double t_route = 1e30, t_wg = 1e30, t_lt = 1e30, t_w8a8 = 1e30;
+    for (int rep = 0; rep < reps; ++rep) {
+      t_route = std::min(t_route, time_graph_per_call(route_call, s));
+      t_wg = std::min(t_wg, time_graph_per_call(wg_call(def), s));
+      if (lt_err == cudaSuccess && route != fp8_route::cublaslt)
+        t_lt = std::min(t_lt, time_graph_per_call(lt_call, s));
+      if (w8a8_ok && route != fp8_route::w8a8)
+        t_w8a8 = std::min(t_w8a8, time_graph_per_call(w8a8_call, s));
+    }
+    if (route == fp8_route::cublaslt) t_lt = t_route;
+    if (route == fp8_route::w8a8) t_w8a8 = t_route;
+    std::printf(
+        "wgmma %-10s %6lld %6lld %4lld | route %-13s %7.1f us %5.1f%% | wgmma %7.1f us "
+        "%5.1f%% (n%d kp%d ctas%d) | ",
+        sh.name, (long long)rows, (long long)cols, (long long)T, route_name(route), t_route * 1e3,
+        pct_of_read(pb, t_route, read_gbps), t_wg * 1e3, pct_of_read(pb, t_wg, read_gbps), def.n,
+        def.k_parts, def.ctas);
+    if (lt_err == cudaSuccess)
+      std::printf("cublaslt %7.1f us %5.1f%% | ", t_lt * 1e3, pct_of_read(pb, t_lt, read_gbps));
+    else
+      std::printf("cublaslt %16s | ", "refused");
+    if (w8a8_ok)
+      std::printf("w8a8 %7.1f us %5.1f%% | ", t_w8a8 * 1e3, pct_of_read(pb, t_w8a8, read_gbps));
+    else
+      std::printf("w8a8 %16s | ", "-");
+    std::printf("route/wgmma %.3f\n", t_route / t_wg);
+    if (sweep) {
+      std::printf("  kp-sweep %-10s T=%lld:", sh.name, (long long)T);
+      for (int kp : {1, 2, 4, 8, 16}) {
+        if (kp > kp_max) break;
+        dc::linear_w8a8_wgmma_plan pl = def;
+        pl.k_parts = kp;
+        pl.ctas = int(std::min<int64_t>((rows + 127) / 128 * kp, sms));
+        double t = 1e30;
+        for (int rep = 0; rep < reps; ++rep) t = std::min(t, time_graph_per_call(wg_call(pl), s));
+        std::printf(" kp%d %.1f us %.1f%%%s", kp, t * 1e3, pct_of_read(pb, t, read_gbps),
+                    kp == def.k_parts ? "*" : "");
+      }
+      std::printf("\n");
+    }
     std::fflush(stdout);
   }
   for (float* p : lt_scales) cudaFree(p);
@@ -916,6 +1065,25 @@ int main(int argc, char** argv) {
       const char* n = k == weight_kind::bf16 ? "bf16" : "nvfp4";
       if (!only.empty() && only != n) continue;
       for (const shape& sh : set) bench_lead_ab(sh, k, ts, read_gbps, s);
+    }
+    std::printf("HBM read ceiling again: %.1f GB/s\n", read_ceiling_gbps(s));
+    return 0;
+  }
+  if (argc > 1 &&
+      (std::string(argv[1]) == "--w8a8-wgmma" || std::string(argv[1]) == "--w8a8-wgmma-sweep")) {
+    // Optional: reps (default 2), then a shape name to run alone.
+    const bool sweep = std::string(argv[1]) == "--w8a8-wgmma-sweep";
+    const int reps = argc > 2 ? std::max(1, std::atoi(argv[2])) : 2;
+    const std::string only = argc > 3 ? argv[3] : "";
+    std::printf(
+        "\n## W8A8 wgmma vs the current FP8-input path, cuBLASLt and W8A8 mma.sync (bf16 x / y, "
+        "graph of %d calls, best of %d alternating, %% of read on the FP8 bytes)\n",
+        k_graph_calls, reps);
+    const std::vector<int64_t> ts{9, 16, 17, 32, 48, 64};
+    for (const shape& sh : {flash[1], flash[3], flash[0], flash[5], flash[6], flash[2], pro[1],
+                            pro[2], pro[0], pro[3], pro[4]}) {
+      if (!only.empty() && only != sh.name) continue;
+      bench_w8a8_wgmma(sh, ts, read_gbps, cublas, s, reps, sweep);
     }
     std::printf("HBM read ceiling again: %.1f GB/s\n", read_ceiling_gbps(s));
     return 0;

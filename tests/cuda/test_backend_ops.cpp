@@ -1164,6 +1164,7 @@ constexpr int64_t k_flash_moe_inter = 2048, k_pro_moe_inter = 3072, k_vocab = 12
 // clang-format off
 #include "cases_linear_fp8act.inc"
 #include "cases_linear_fp8_cublaslt.inc"
+#include "cases_linear_w8a8_wgmma.inc"
 // clang-format on
 #include "cases_quantize.inc"
 // After cases_quantize.inc (nmse_of, k_tol_moe_official); a separate block so that
@@ -1356,6 +1357,7 @@ std::vector<test_case> make_eval_cases() {
   append_linear_gemm_eval_cases(cases);
   append_linear_decode_fp8act_eval_cases(cases);
   append_linear_fp8_cublaslt_eval_cases(cases);
+  append_linear_w8a8_wgmma_eval_cases(cases);
   append_quantize_eval_cases(cases);
   append_kv_record_eval_cases(cases);
   append_attention_fp8_eval_cases(cases);

@@ -23,6 +23,7 @@
 //
 // usage: test_gpu_model [--only FIXTURE] [--no-synthetic] [--no-oracle] [--only-kv-fp8]
 //                       [--only-index-fp4] [--only-repacked] [--only-repacked-dense]
+//                       [--only-w8a8-wgmma]
 //                       [--profile-step N]
 //                       [--moe-decode-chain N]
 #include <cuda_profiler_api.h>
@@ -255,6 +256,35 @@ bool compare_decode_kernels(const std::string& label, const std::string& dir, in
           "[gpu-decode-kernels] %-22s decode step (batch %d, eager, median of %zu): general %.3f "
           "ms, decode kernels %.3f ms\n",
           label.c_str(), b, on.step_ms[b].size(), median(off.step_ms[b]), median(on.step_ms[b]));
+  return ok;
+}
+
+// The W8A8 wgmma linear (linear_w8a8_wgmma.h) inside the model: official precision, bf16, eager,
+// prefills of 64 / 17 / 9 tokens (every FP8 projection at those T) and 8 decode steps, with every
+// supported FP8 projection of 9-64 tokens on it (DSV4_W8A8_WGMMA_TOKENS=9,64, read per call)
+// against none (0,-1: the paths before). The two differ in f32 summation order only (the same
+// quantized products), so the bound is compare_decode_kernels': at most twice what bf16 storage
+// itself adds against f32 (a wiring error gives O(1) differences).
+bool compare_w8a8_wgmma(const std::string& label, const std::string& dir, int64_t vocab) {
+  const std::vector<size_t> prompt{64, 17, 9};
+  const auto official = precision_mode::official;
+  const schedule_result f32 = run_schedule(dir, official, false, prompt, 8, 1024, "f32", false);
+  setenv("DSV4_W8A8_WGMMA_TOKENS", "0,-1", 1);
+  const schedule_result off = run_schedule(dir, official, false, prompt, 8, 1024, "bf16", true);
+  setenv("DSV4_W8A8_WGMMA_TOKENS", "9,64", 1);
+  const schedule_result on = run_schedule(dir, official, false, prompt, 8, 1024, "bf16", true);
+  unsetenv("DSV4_W8A8_WGMMA_TOKENS");
+  const logits_distance noise = distance(off, f32, vocab);
+  const logits_distance d = distance(on, off, vocab);
+  const bool ok = d.relative <= 2 * noise.relative + 1e-3;
+  std::printf(
+      "[gpu-w8a8-wgmma] %-22s official bf16 (before) vs f32 general: rel %.3g argmax %.4f | "
+      "wgmma at 9-64 tokens vs before: rel %.3g argmax %.4f %s\n",
+      label.c_str(), noise.relative, noise.argmax, d.relative, d.argmax, ok ? "OK" : "FAIL");
+  for (size_t i = 0; i < prompt.size() && i < on.prefill_ms.size(); ++i)
+    std::printf(
+        "[gpu-w8a8-wgmma] %-22s prefill of %zu tokens (wall): before %.2f ms, wgmma %.2f ms\n",
+        label.c_str(), prompt[i], off.prefill_ms[i], on.prefill_ms[i]);
   return ok;
 }
 
@@ -600,7 +630,7 @@ int main(int argc, char** argv) {
   }
   std::string only;
   bool synthetic = true, oracle = true, kv_fp8_only = false, index_fp4_only = false,
-       repacked_only = false, repacked_dense_only = false;
+       repacked_only = false, repacked_dense_only = false, w8a8_wgmma_only = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--only" && i + 1 < argc) only = argv[++i];
@@ -612,6 +642,7 @@ int main(int argc, char** argv) {
     if (a == "--only-index-fp4") index_fp4_only = true;
     if (a == "--only-repacked") repacked_only = true;
     if (a == "--only-repacked-dense") repacked_dense_only = true;
+    if (a == "--only-w8a8-wgmma") w8a8_wgmma_only = true;
     if (a == "--no-oracle") oracle = false;
     if (a == "--profile-step" && i + 1 < argc) g_profile_step = std::atoi(argv[++i]);
   }
@@ -658,6 +689,17 @@ int main(int argc, char** argv) {
     } catch (const std::exception& e) {
       ++failures;
       std::printf("[gpu-repacked-dense] FAIL: %s\n", e.what());
+    }
+    std::printf("%d passed, %d failed\n", cases - failures, failures);
+    return failures ? 1 : 0;
+  }
+  if (w8a8_wgmma_only) {  // the W8A8 wgmma linear in the model alone
+    ++cases;
+    try {
+      failures += !compare_w8a8_wgmma("flash-dims-3-layers", make_flash_dims_checkpoint(), 16384);
+    } catch (const std::exception& e) {
+      ++failures;
+      std::printf("[gpu-w8a8-wgmma] FAIL: %s\n", e.what());
     }
     std::printf("%d passed, %d failed\n", cases - failures, failures);
     return failures ? 1 : 0;
@@ -786,6 +828,8 @@ int main(int argc, char** argv) {
       failures += !compare_indexer_fp4("flash-dims-3-layers", dir, 16384);
       ++cases;
       failures += !compare_fp8_input_copy("flash-dims-3-layers", dir);
+      ++cases;
+      failures += !compare_w8a8_wgmma("flash-dims-3-layers", dir, 16384);
     } catch (const std::exception& e) {
       ++failures;
       std::printf("[gpu-graph] flash-dims FAIL: %s\n", e.what());

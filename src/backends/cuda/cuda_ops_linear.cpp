@@ -17,6 +17,7 @@
 #include "backends/cuda/linear_dispatch.h"
 #include "backends/cuda/linear_fp8_cublaslt.h"
 #include "backends/cuda/linear_gemm.h"
+#include "backends/cuda/linear_w8a8_wgmma.h"
 #include "backends/cuda/moe.h"
 #include "backends/cuda/moe_decode.h"
 #include "backends/cuda/moe_prefill.h"
@@ -397,6 +398,49 @@ bool cublaslt_wins(int64_t T, int64_t rows, int64_t cols) {
   return T >= 9 && bytes >= 64 * k_mib;
 }
 
+// linear_w8a8_wgmma (wgmma, one weight pass for all tokens) where it beat the path below
+// (takes_fp8act, then cuBLASLt, then linear()): H100, bench_linear_gemm --w8a8-wgmma and
+// --w8a8-wgmma-sweep, session 26 call w8a8w r1 (one process each, bf16 x / y, graphs of 16 calls on
+// weights rotated past L2; wgmma at linear_w8a8_wgmma_default_plan's K split; path / wgmma, us):
+//  * 9-16 tokens, >= 20 MiB, except few long rows (T = 9 / 16): Flash wq_b 15.6 / 15.7 -> 14.0 /
+//    14.1 (78% of read), Pro wq_b 40.2 / 41.2 -> 36.3 / 37.2 (90 / 88%), Pro wo_b 47.3 / 47.7 ->
+//    44.3 / 44.6 (86%), Pro shared w13 14.3 / 14.6 -> 13.0 / 13.0, w2 12.5 / 12.7 -> 10.3 / 10.5
+//    (all against linear_decode_fp8act); Flash wo_b (4096 x 8192) kept it: 17.7 / 18.3 vs 17.9 /
+//    19.4 (its K split costs a partial-sum round trip the mma.sync kernel avoids).
+//  * 17-32 tokens, >= 20 MiB (T = 17 / 32, against cuBLASLt or linear_decode): Flash wq_b 18.7 /
+//    17.5 -> 14.8 / 15.2, wo_b 21.1 / 19.7 -> 17.7 / 18.6, Pro wq_b 49.9 / 46.6 -> 37.4 / 38.2,
+//    wo_b 54.1 / 53.0 -> 45.7 / 46.5, shared w13 16.9 / 17.1 -> 14.5 / 14.9, w2 14.6 / 15.8 -> 11.5
+//    / 12.1; the smaller matrices keep linear_decode_fp8act (Flash wq_a 6.8 / 7.2 vs 8.0 / 8.0; Pro
+//    wq_a won at 32 only, 11.7 -> 10.4, not taken).
+//  * 33-64 tokens, >= 4 MiB (measured at 64; against cuBLASLt or linear_gemm): Flash wq_b 18.6 ->
+//    17.8, wq_a 12.7 -> 10.0, shared w13 15.7 -> 12.0, w2 10.6 -> 10.0, Pro wq_b 49.5 -> 40.7, wo_b
+//    56.0 -> 53.3, wq_a 16.4 -> 13.6; ties: Flash wo_b 20.9 -> 20.4, Pro shared w13 17.4 -> 16.9,
+//    w2 14.1 -> 14.3. Flash wkv (2 MiB) keeps linear_gemm (9.1 vs 9.8).
+//  * Not above 64 tokens: at 128 cuBLASLt was as fast or faster (Flash wq_b 18.9 vs 21.4, Pro wq_b
+//    48.2 vs 49.1; the kernel's widths stop at 64).
+// Not measured on the H200 (the rule is the H100's; the plan's K split follows the device's read
+// rate). DSV4_W8A8_WGMMA_TOKENS="min,max" (read per call, so that test_gpu_model can compare both
+// in one process) replaces the rule: the wgmma kernel for every supported matrix at min <= T <=
+// max ("0,-1": never).
+bool w8a8_wgmma_wins(int64_t T, int64_t rows, int64_t cols) {
+  constexpr int64_t k_mib = int64_t(1) << 20;
+  const int64_t bytes = rows * cols;  // one byte per FP8 weight
+  if (T < 9 || T > 64) return false;
+  if (T >= 33) return bytes >= 4 * k_mib;
+  if (T >= 17) return bytes >= 20 * k_mib;
+  return bytes >= 20 * k_mib && !(rows <= 4096 && cols >= 8192);
+}
+
+bool takes_w8a8_wgmma(bool decode_kernels, const tensor& x, const device_weight& dw) {
+  const int64_t T = x.shape().rank() == 2 ? x.size(0) : 0;
+  if (!decode_kernels || T < 1 || T > k_linear_w8a8_wgmma_max_tokens) return false;
+  bool wins = w8a8_wgmma_wins(T, dw.rows, dw.cols);
+  long long lo = 0, hi = -1;
+  const char* env = std::getenv("DSV4_W8A8_WGMMA_TOKENS");
+  if (env && std::sscanf(env, "%lld,%lld", &lo, &hi) == 2) wins = T >= lo && T <= hi;
+  return wins && linear_w8a8_wgmma_supported(dw);
+}
+
 bool takes_cublaslt(bool decode_kernels, const tensor& x, const cuda_linear& cw) {
   const int64_t T = x.shape().rank() == 2 ? x.size(0) : 0;
   return decode_kernels && cw.lt_scale.defined() && T >= 1 &&
@@ -412,12 +456,29 @@ bool cuda_ops::linear_fp8_input_quantizes(const tensor& x, const prepared_linear
   const char* copy = std::getenv("DSV4_FP8_INPUT_COPY");
   if (copy && std::strcmp(copy, "1") == 0) return false;
   const auto& cw = static_cast<const cuda_linear&>(w);
-  return takes_fp8act(decode_kernels(), x, cw.s.w) || takes_cublaslt(decode_kernels(), x, cw);
+  return takes_w8a8_wgmma(decode_kernels(), x, cw.s.w) ||
+         takes_fp8act(decode_kernels(), x, cw.s.w) || takes_cublaslt(decode_kernels(), x, cw);
 }
 
 tensor cuda_ops::linear_fp8_input(const tensor& x, const prepared_linear& w) {
   const auto& cw = static_cast<const cuda_linear&>(w);
   const device_weight& dw = cw.s.w;
+  if (takes_w8a8_wgmma(decode_kernels(), x, dw)) {
+    const int64_t T = x.size(0);
+    check_device_type(x, activation_type(), "linear input");
+    DSV4_CHECK(x.size(1) == w.in, "linear {}: input {} for weight [{}, {}]", w.name,
+               x.shape().str(), w.out, w.in);
+    tensor y = alloc(act_, {T, w.out});
+    const size_t ws = linear_w8a8_wgmma_workspace_bytes(T, dw.rows, dw.cols);
+    tensor workspace = alloc(dtype::u8, {int64_t(ws)});
+    check_cuda(with_act(act_,
+                        [&](auto* a) {
+                          return linear_w8a8_wgmma(act_ptr(x, a), T, dw, act_ptr(y, a),
+                                                   workspace.data<uint8_t>(), ws, stream());
+                        }),
+               w.name.c_str());
+    return y;
+  }
   if (takes_cublaslt(decode_kernels(), x, cw)) {
     const int64_t T = x.size(0);
     check_device_type(x, activation_type(), "linear input");
