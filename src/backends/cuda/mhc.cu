@@ -868,8 +868,8 @@ bool hc_post_pre_norm_supported(int64_t tokens, int64_t hc, int64_t D) {
 template <typename act_t>
 bool hc_post_pre_norm_fp8_copy_supported(int64_t D, const act_t* x, const act_t* x_next,
                                          const act_t* out, const act_t* out_fp8) {
-  const auto aligned = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; };
-  return D % 128 == 0 && aligned(x) && aligned(x_next) && aligned(out) && aligned(out_fp8);
+  return D % 128 == 0 && aligned_16(x) && aligned_16(x_next) && aligned_16(out) &&
+         aligned_16(out_fp8);
 }
 
 template <typename act_t>
@@ -879,11 +879,10 @@ cudaError_t hc_post_pre_norm(const act_t* x, const act_t* f, const float* fn, co
                              float norm_eps, act_t* x_next, act_t* out, act_t* out_fp8, float* post,
                              float* comb, cudaStream_t stream, void* workspace,
                              size_t workspace_bytes) {
-  const auto aligned = [](const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15) == 0; };
   if (!hc_post_pre_norm_supported(tokens, hc, D) || sinkhorn_iters < 0 ||
       sinkhorn_iters > INT32_MAX || (f != nullptr && x_next == nullptr) ||
-      (out_fp8 != nullptr &&
-       (!hc_post_pre_norm_fp8_copy_supported(D, x, x_next, out, out_fp8) || !aligned(norm_weight))))
+      (out_fp8 != nullptr && (!hc_post_pre_norm_fp8_copy_supported(D, x, x_next, out, out_fp8) ||
+                              !aligned_16(norm_weight))))
     return cudaErrorInvalidValue;
   if (tokens == 0) return cudaSuccess;
   if (workspace == nullptr || workspace_bytes < hc_collapse_workspace_bytes(tokens, hc, D) ||
@@ -907,7 +906,8 @@ cudaError_t hc_post_pre_norm(const act_t* x, const act_t* f, const float* fn, co
   if (e != cudaSuccess) return e;
   // The finish kernel reads the collapse's input: x_next when the residual update ran.
   const act_t* collapsed = f != nullptr ? x_next : x;
-  const bool vec = D % 8 == 0 && aligned(collapsed) && aligned(norm_weight) && aligned(out);
+  const bool vec =
+      D % 8 == 0 && aligned_16(collapsed) && aligned_16(norm_weight) && aligned_16(out);
   // At least the 8 warps hc_split_token_sums spreads the sums over.
   const int threads =
       std::max(k_hc_split_threads,
