@@ -575,6 +575,223 @@ void bench_w8a8_wgmma(const shape& sh, const std::vector<int64_t>& tokens, doubl
   cudaFree(ws);
 }
 
+// --w8a8-floor (session 26 w8a8w2): where the wgmma linear's fixed cost goes, one shape, bf16 x /
+// y, graphs of 16 calls on weights rotated past L2, best of `reps` alternating passes. At the
+// default plan's K split: the split-K hand-off variants (linear_w8a8_wgmma_plan::reduce 0 / 1 / 2)
+// and reduce 2 without the quantize launch (noq: the activations of the previous call reused);
+// then K parts 1 .. 16 under reduce 0 and 2 (and noq at reduce 2). "route": the path
+// linear_fp8_input takes at main (current_fp8_route).
+void bench_w8a8_floor(const shape& sh, const std::vector<int64_t>& tokens, double read_gbps,
+                      cublasHandle_t cublas, cudaStream_t s, int reps) {
+  namespace dc = dsv4::cuda;
+  const int64_t rows = sh.rows, cols = sh.cols;
+  const int64_t tmax = *std::max_element(tokens.begin(), tokens.end());
+  const shape_operands op(weight_kind::fp8_block, rows, cols, tmax, 24, 300, 0, 78);
+  int sms = 132;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  const int kp_max = int(std::min<int64_t>(16, cols / 128));
+  size_t ws_bytes = std::max({dc::linear_gemm_workspace_bytes<__nv_bfloat16>(op.w(0)),
+                              dc::linear_decode_workspace_bytes(tmax, cols),
+                              dc::linear_decode_fp8act_workspace_bytes(tmax, cols),
+                              dc::linear_fp8_cublaslt_workspace_bytes(tmax, rows, cols)});
+  for (int64_t T : tokens) {
+    dc::linear_w8a8_wgmma_plan pl = dc::linear_w8a8_wgmma_default_plan(T, rows, cols, sms);
+    pl.k_parts = std::max(pl.k_parts, kp_max);
+    ws_bytes = std::max(ws_bytes, dc::linear_w8a8_wgmma_workspace_bytes(pl, rows, cols));
+  }
+  void* ws = dmalloc(ws_bytes);
+  float* lt_scale = static_cast<float*>(
+      dmalloc(size_t(dc::linear_fp8_cublaslt_scale_count(op.w(0))) * 4 * op.mats.size()));
+  std::vector<float*> lt_scales;
+  for (size_t i = 0; i < op.mats.size(); ++i) {
+    lt_scales.push_back(lt_scale + size_t(dc::linear_fp8_cublaslt_scale_count(op.w(0))) * i);
+    CK(dc::linear_fp8_cublaslt_prepare_scales(op.w(int(i)), lt_scales.back(), s));
+  }
+  CK(cudaStreamSynchronize(s));
+  auto* lt = reinterpret_cast<cublasLtHandle_t>(cublas);
+  CB(cublasSetStream(cublas, s));
+  const double pb = double(op.packed_bytes);
+  for (int64_t T : tokens) {
+    const fp8_route route = current_fp8_route(T, rows, cols);
+    dc::linear_w8a8_wgmma_plan def = dc::linear_w8a8_wgmma_default_plan(T, rows, cols, sms);
+    const auto route_call = [&](int i) {
+      switch (route) {
+        case fp8_route::w8a8:
+          CK(dc::linear_decode_fp8act(op.x, T, op.w(i), op.y, ws, ws_bytes, s));
+          return;
+        case fp8_route::cublaslt:
+          CK(dc::linear_fp8_cublaslt(lt, op.x, T, op.w(i), lt_scales[size_t(i) % lt_scales.size()],
+                                     op.y, ws, ws_bytes, s));
+          return;
+        case fp8_route::decode:
+          CK(dc::linear_decode(op.x, T, op.w(i), op.y, ws, ws_bytes, s));
+          return;
+        case fp8_route::gemm:
+          CK(dc::linear_gemm(cublas, op.x, T, op.w(i), 1, op.y, ws, ws_bytes, s));
+          return;
+        case fp8_route::gemv:
+          CK(dc::linear(op.x, T, op.w(i), op.y, s));
+          return;
+      }
+    };
+    // A plan's time; noq: one call with the quantize launch first (outside the graph), so the
+    // workspace holds this T's activations.
+    const auto wg_time = [&](dc::linear_w8a8_wgmma_plan pl) {
+      if (pl.skip_quantize) {
+        dc::linear_w8a8_wgmma_plan q = pl;
+        q.skip_quantize = false;
+        CK(dc::linear_w8a8_wgmma(op.x, T, op.w(0), op.y, ws, ws_bytes, s, &q));
+      }
+      return time_graph_per_call(
+          [&, pl](int i) {
+            CK(dc::linear_w8a8_wgmma(op.x, T, op.w(i), op.y, ws, ws_bytes, s, &pl));
+          },
+          s);
+    };
+    const auto with = [&](int kp, int red, bool noq) {
+      dc::linear_w8a8_wgmma_plan pl = def;
+      if (kp > 0) {
+        pl.k_parts = kp;
+        pl.ctas = int(std::min<int64_t>((rows + 127) / 128 * kp, sms));
+      }
+      pl.reduce = red;
+      pl.skip_quantize = noq;
+      return pl;
+    };
+    std::vector<std::pair<std::string, dc::linear_w8a8_wgmma_plan>> plans{
+        {"red0", with(0, 0, false)},
+        {"red1", with(0, 1, false)},
+        {"red2", with(0, 2, false)},
+        {"red2noq", with(0, 2, true)}};
+    for (int kp = 1; kp <= kp_max; kp *= 2)
+      for (int v = 0; v < 3; ++v)
+        plans.push_back({(v == 0   ? "r0kp"
+                          : v == 1 ? "r2kp"
+                                   : "nqkp") +
+                             std::to_string(kp),
+                         with(kp, v == 0 ? 0 : 2, v == 2)});
+    double t_route = 1e30;
+    std::vector<double> t(plans.size(), 1e30);
+    for (int rep = 0; rep < reps; ++rep) {
+      t_route = std::min(t_route, time_graph_per_call(route_call, s));
+      for (size_t j = 0; j < plans.size(); ++j) t[j] = std::min(t[j], wg_time(plans[j].second));
+    }
+    std::printf("floor %-10s %6lld %6lld %3lld | route %-13s %6.2f us %5.1f%% | kp%d ctas%d",
+                sh.name, (long long)rows, (long long)cols, (long long)T, route_name(route),
+                t_route * 1e3, pct_of_read(pb, t_route, read_gbps), def.k_parts, def.ctas);
+    for (size_t j = 0; j < 4; ++j) std::printf(" %s %6.2f", plans[j].first.c_str(), t[j] * 1e3);
+    std::printf("\n  sweep %-10s T=%lld:", sh.name, (long long)T);
+    for (size_t j = 4; j < plans.size(); ++j) {
+      if ((j - 4) % 3 == 0) std::printf(" |");
+      std::printf(" %s %.2f", plans[j].first.c_str(), t[j] * 1e3);
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  cudaFree(lt_scale);
+  cudaFree(ws);
+}
+
+// --w8a8-stamps (session 26 w8a8w2): the wgmma linear's timeline from in-kernel stamps (plan reduce
+// 3: reduce 2 writing per-CTA stamps), a graph of 16 calls at the default plan (and without the
+// quantize launch: noq), each call its own stamp slice. Per call, over its CTAs (median / max, us;
+// clock64 cycles at the device's clock rate): the PDL wait, the first block's data after it, the
+// item's MMAs + folds, the counter hand-off, the last CTA's reduction + store; globaltimer: the
+// entry spread, the call's span (first entry to last item end) and the gap from the previous
+// call's last end to this call's first entry. Medians over calls 4..15.
+void bench_w8a8_stamps(const shape& sh, const std::vector<int64_t>& tokens, cudaStream_t s) {
+  namespace dc = dsv4::cuda;
+  using u64 = unsigned long long;
+  const int64_t rows = sh.rows, cols = sh.cols;
+  const int64_t tmax = *std::max_element(tokens.begin(), tokens.end());
+  const shape_operands op(weight_kind::fp8_block, rows, cols, tmax, 24, 300, 0, 78);
+  int sms = 132, khz = 1;
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  CK(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, 0));
+  size_t ws_bytes = 0;
+  for (int64_t T : tokens)
+    ws_bytes =
+        std::max(ws_bytes, dc::linear_w8a8_wgmma_workspace_bytes(
+                               dc::linear_w8a8_wgmma_default_plan(T, rows, cols, sms), rows, cols));
+  void* ws = dmalloc(ws_bytes);
+  const size_t per_call = size_t(sms) * 8;
+  auto* stamps = static_cast<u64*>(dmalloc(per_call * k_graph_calls * 8));
+  for (int64_t T : tokens)
+    for (bool noq : {false, true}) {
+      dc::linear_w8a8_wgmma_plan pl = dc::linear_w8a8_wgmma_default_plan(T, rows, cols, sms);
+      pl.reduce = 3;
+      if (noq) {
+        pl.stamps = stamps;
+        CK(dc::linear_w8a8_wgmma(op.x, T, op.w(0), op.y, ws, ws_bytes, s, &pl));
+      }
+      pl.skip_quantize = noq;
+      CK(cudaMemsetAsync(stamps, 0, per_call * k_graph_calls * 8, s));
+      const double ms = time_graph_per_call(
+          [&, pl](int i) mutable {
+            pl.stamps = stamps + per_call * size_t(i);
+            CK(dc::linear_w8a8_wgmma(op.x, T, op.w(i), op.y, ws, ws_bytes, s, &pl));
+          },
+          s);
+      std::vector<u64> h(per_call * k_graph_calls);
+      CK(cudaMemcpy(h.data(), stamps, h.size() * 8, cudaMemcpyDeviceToHost));
+      const double us_per_cycle = 1e3 / double(khz);
+      // seg[k]: per call, median and max over CTAs.
+      const char* names[] = {"wait", "data", "mma", "handoff", "reduce", "spread", "span", "gap"};
+      std::vector<std::vector<double>> med(8), mx(8);
+      u64 prev_end = 0;
+      for (int call = 0; call < k_graph_calls; ++call) {
+        const u64* c = h.data() + per_call * size_t(call);
+        std::vector<std::vector<double>> v(6);
+        u64 g_min = ~0ull, g_max = 0, end_max = 0;
+        for (int b = 0; b < pl.ctas; ++b) {
+          const u64* q = c + 8 * b;
+          if (q[0] == 0) continue;
+          g_min = std::min(g_min, q[0]);
+          g_max = std::max(g_max, q[0]);
+          end_max = std::max(end_max, q[6]);
+          v[0].push_back(double(q[1]) * us_per_cycle);
+          v[1].push_back(double(q[2] - q[1]) * us_per_cycle);
+          v[2].push_back(double(q[3] - q[2]) * us_per_cycle);
+          v[3].push_back(double(q[4] - q[3]) * us_per_cycle);
+          if (q[5] > q[4]) v[4].push_back(double(q[5] - q[4]) * us_per_cycle);
+        }
+        if (g_max == 0) continue;
+        v[5].push_back(double(g_max - g_min) * 1e-3);
+        const double span = double(end_max - g_min) * 1e-3;
+        const double gap = prev_end ? (double(g_min) - double(prev_end)) * 1e-3 : -1.0;
+        prev_end = end_max;
+        if (call < 4) continue;
+        for (int k = 0; k < 6; ++k) {
+          auto& x = v[k];
+          if (x.empty()) continue;
+          std::sort(x.begin(), x.end());
+          med[k].push_back(x[x.size() / 2]);
+          mx[k].push_back(x.back());
+        }
+        med[6].push_back(span);
+        mx[6].push_back(span);
+        med[7].push_back(gap);
+        mx[7].push_back(gap);
+      }
+      std::printf("stamps %-10s T=%-2lld %-3s kp%d ctas%d %6.2f us/call |", sh.name, (long long)T,
+                  noq ? "noq" : "q", pl.k_parts, pl.ctas, ms * 1e3);
+      for (int k = 0; k < 8; ++k) {
+        auto a = med[k], b = mx[k];
+        if (a.empty()) {
+          std::printf(" %s -", names[k]);
+          continue;
+        }
+        std::sort(a.begin(), a.end());
+        std::sort(b.begin(), b.end());
+        std::printf(" %s %.2f/%.2f", names[k], a[a.size() / 2], b[b.size() / 2]);
+      }
+      std::printf("\n");
+      std::fflush(stdout);
+    }
+  cudaFree(stamps);
+  cudaFree(ws);
+}
+
 // linear_decode's split (row tiles x K parts per block) swept on one shape: the data behind
 // linear_decode_make_split. One line per (T, split): time and % of the read ceiling; "*" marks the
 // planner's choice.
@@ -1084,6 +1301,39 @@ int main(int argc, char** argv) {
                             pro[2], pro[0], pro[3], pro[4]}) {
       if (!only.empty() && only != sh.name) continue;
       bench_w8a8_wgmma(sh, ts, read_gbps, cublas, s, reps, sweep);
+    }
+    std::printf("HBM read ceiling again: %.1f GB/s\n", read_ceiling_gbps(s));
+    return 0;
+  }
+  if (argc > 1 && std::string(argv[1]) == "--w8a8-stamps") {
+    // Optional: shape names (comma-separated) to run alone.
+    const std::string only = argc > 2 ? "," + std::string(argv[2]) + "," : "";
+    std::printf(
+        "\n## W8A8 wgmma timeline from in-kernel stamps (reduce 3), graph of %d calls; per "
+        "segment median/max over CTAs (us), medians over calls 4..%d\n",
+        k_graph_calls, k_graph_calls - 1);
+    for (const shape& sh : {flash[2], flash[0], flash[5], flash[6], pro[0], flash[3], pro[3],
+                            pro[4], flash[1], pro[2], pro[1]}) {
+      if (!only.empty() && only.find("," + std::string(sh.name) + ",") == std::string::npos)
+        continue;
+      bench_w8a8_stamps(sh, {9, 32}, s);
+    }
+    return 0;
+  }
+  if (argc > 1 && std::string(argv[1]) == "--w8a8-floor") {
+    // Optional: reps (default 2), then shape names (comma-separated) to run alone.
+    const int reps = argc > 2 ? std::max(1, std::atoi(argv[2])) : 2;
+    const std::string only = argc > 3 ? "," + std::string(argv[3]) + "," : "";
+    std::printf(
+        "\n## W8A8 wgmma fixed costs: split-K hand-off variants, without the quantize launch, K "
+        "parts (bf16 x / y, graph of %d calls, best of %d alternating, us per call)\n",
+        k_graph_calls, reps);
+    const std::vector<int64_t> ts{9, 16, 17, 32, 64};
+    for (const shape& sh : {flash[2], flash[0], flash[5], flash[6], pro[0], flash[3], pro[3],
+                            pro[4], flash[1], pro[2], pro[1]}) {
+      if (!only.empty() && only.find("," + std::string(sh.name) + ",") == std::string::npos)
+        continue;
+      bench_w8a8_floor(sh, ts, read_gbps, cublas, s, reps);
     }
     std::printf("HBM read ceiling again: %.1f GB/s\n", read_ceiling_gbps(s));
     return 0;
