@@ -21,7 +21,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <cstdlib>
 #include <type_traits>
 
 #include "backends/cuda/kernel_attributes.h"
@@ -78,8 +77,6 @@ struct gemm_params {
   int y_bf16;
   float* partial;  // [items][N / 2][256] (k_parts > 1)
   int* counters;   // [tiles], zeroed by the quantize launch
-  // Diagnostic (reduce 3 only): per CTA, 8 stamps of its first item (see consume).
-  unsigned long long* stamps;
 };
 
 // The (item, k block) sequence of one CTA: items blockIdx.x, + gridDim.x, ...; item = tile *
@@ -175,38 +172,13 @@ __device__ __forceinline__ void store_y(const gemm_params& p, const float (&v)[N
       }
 }
 
-__device__ __forceinline__ unsigned long long global_ns() {
-  unsigned long long t;
-  asm volatile("mov.u64 %0, %globaltimer;" : "=l"(t));
-  return t;
-}
-
-// The (tile, K part) counter's hand-off, RED: linear_w8a8_wgmma_plan::reduce (3: 2 with stamps).
-__device__ __forceinline__ int atom_add_acq_rel_gpu(int* a, int v) {
-  int old;
-  asm volatile("atom.add.acq_rel.gpu.global.s32 %0, [%1], %2;\n"
-               : "=r"(old)
-               : "l"(a), "r"(v)
-               : "memory");
-  return old;
-}
-
-template <int N, int RED>
+template <int N>
 __device__ __forceinline__ void consume(const gemm_params& p, uint32_t base, uint8_t* gbase,
-                                        uint32_t bars, volatile int* flag, long long t0,
-                                        unsigned long long g0) {
+                                        uint32_t bars, volatile int* flag) {
   using L = layout<N>;
   const int ct = int(threadIdx.x) - 128;
   const int cwg = ct / 128, warp = (ct % 128) / 32, lane = ct % 32, g = lane / 4, c = lane % 4;
-  // Stamps (reduce 3, thread ct 0, the CTA's first item): [0] globaltimer at entry (ns), then
-  // clock64 cycles since entry: [1] the PDL wait returned, [2] the first block's data landed, [3]
-  // the item's last fold, [4] the counter hand-off done, [5] y stored (the last CTA; else 0), [6]
-  // globaltimer at the item's end (ns), [7] the item's K blocks.
-  const bool stamp = RED == 3 && ct == 0;
-  unsigned long long* st_out = RED == 3 ? p.stamps + 8 * blockIdx.x : nullptr;
-  if (stamp) st_out[0] = g0;
   pdl_wait();  // y, the partials and the counters may still be in use by earlier launches
-  if (stamp) st_out[1] = clock64() - t0;
   // The MMAs of the block in ring slot n % stages (waits for its full barrier) into acc.
   const auto issue = [&](float(&acc)[N / 2], int n) {
     const int s = n % L::stages;
@@ -260,20 +232,12 @@ __device__ __forceinline__ void consume(const gemm_params& p, uint32_t base, uin
     float acc[N / 2];
     for (int kb = kb0; kb < kb1; ++kb, ++n) {
       issue(acc, n);
-      if (stamp && item == int(blockIdx.x) && kb == kb0) st_out[2] = clock64() - t0;
       wgmma::wait<0>();
       fold(acc, n, tile, kb);
-    }
-    const bool stamp_item = stamp && item == int(blockIdx.x);
-    if (stamp_item) {
-      st_out[3] = clock64() - t0;
-      st_out[5] = 0;
-      st_out[7] = kb1 - kb0;
     }
     const int r_lo = tile * L::tile_rows + cwg * 64 + warp * 16 + g;
     if (p.k_parts == 1) {
       store_y<N>(p, tot, r_lo, c);
-      if (stamp_item) st_out[4] = st_out[5] = clock64() - t0, st_out[6] = global_ns();
       continue;
     }
     // Split K: every part stores its sums; the CTA that completes the tile's count adds the parts
@@ -281,72 +245,28 @@ __device__ __forceinline__ void consume(const gemm_params& p, uint32_t base, uin
     float* mine = p.partial + int64_t(item) * (N / 2) * L::consumers + ct;
 #pragma unroll
     for (int i = 0; i < N / 2; ++i) __stcg(mine + i * L::consumers, tot[i]);
-    if constexpr (RED < 2) {  // (3: 2 with stamps)
-      __threadfence();
-      mbar::named_sync(1, L::consumers);
-      if (ct == 0) {
-        const bool last = atomicAdd(p.counters + tile, 1) == p.k_parts - 1;
-        // The tile's other parts have all counted: nothing else touches the counter this call.
-        if (RED >= 1 && last) p.counters[tile] = 0;
-        *flag = last ? 1 : 0;
-      }
-      mbar::named_sync(1, L::consumers);
-      if (*flag == 0) continue;
-      __threadfence();
-    } else {
-      // The CTA barrier orders every consumer thread's partial store before thread 0's release;
-      // thread 0's acquire (when last) before every thread's loads after the second barrier.
-      mbar::named_sync(1, L::consumers);
-      if (ct == 0) {
-        const bool last = atom_add_acq_rel_gpu(p.counters + tile, 1) == p.k_parts - 1;
-        if (last) p.counters[tile] = 0;
-        *flag = last ? 1 : 0;
-      }
-      mbar::named_sync(1, L::consumers);
-      if (stamp_item) st_out[4] = clock64() - t0, st_out[6] = global_ns();
-      if (*flag == 0) continue;
-    }
+    __threadfence();
+    mbar::named_sync(1, L::consumers);
+    if (ct == 0) *flag = atomicAdd(p.counters + tile, 1) == p.k_parts - 1 ? 1 : 0;
+    mbar::named_sync(1, L::consumers);
+    if (*flag == 0) continue;
+    __threadfence();
     const float* first = p.partial + int64_t(tile) * p.k_parts * (N / 2) * L::consumers + ct;
-    if constexpr (RED == 0) {
 #pragma unroll
-      for (int i = 0; i < N / 2; ++i) tot[i] = __ldcg(first + i * L::consumers);
-      for (int q = 1; q < p.k_parts; ++q) {
-        const float* part_q = first + int64_t(q) * (N / 2) * L::consumers;
+    for (int i = 0; i < N / 2; ++i) tot[i] = __ldcg(first + i * L::consumers);
+    for (int q = 1; q < p.k_parts; ++q) {
+      const float* part_q = first + int64_t(q) * (N / 2) * L::consumers;
 #pragma unroll
-        for (int i = 0; i < N / 2; ++i) tot[i] += __ldcg(part_q + i * L::consumers);
-      }
-    } else {
-      // Up to B parts' loads in flight at once (64 floats a thread), then added in part order:
-      // the sums of the serial form. Past the last part the loads repeat it (never added).
-      constexpr int B = N <= 16 ? 8 : N <= 32 ? 4 : 2;
-      for (int q0 = 0; q0 < p.k_parts; q0 += B) {
-        float v[B][N / 2];
-#pragma unroll
-        for (int b = 0; b < B; ++b) {
-          const float* part_q =
-              first + int64_t(min(q0 + b, p.k_parts - 1)) * (N / 2) * L::consumers;
-#pragma unroll
-          for (int i = 0; i < N / 2; ++i) v[b][i] = __ldcg(part_q + i * L::consumers);
-        }
-#pragma unroll
-        for (int b = 0; b < B; ++b) {
-          if (q0 + b >= p.k_parts) break;
-#pragma unroll
-          for (int i = 0; i < N / 2; ++i) tot[i] = q0 + b == 0 ? v[b][i] : tot[i] + v[b][i];
-        }
-      }
+      for (int i = 0; i < N / 2; ++i) tot[i] += __ldcg(part_q + i * L::consumers);
     }
     store_y<N>(p, tot, r_lo, c);
-    if (stamp_item) st_out[5] = clock64() - t0, st_out[6] = global_ns();
   }
 }
 
-template <int N, int RED>
+template <int N>
 __global__ void __launch_bounds__(layout<N>::threads, 1)
     w8a8_wgmma_kernel(const __grid_constant__ CUtensorMap wmap, const gemm_params p) {
   using L = layout<N>;
-  const long long t0 = RED == 3 ? clock64() : 0;
-  const unsigned long long g0 = RED == 3 ? global_ns() : 0;
   extern __shared__ uint8_t smem_raw[];
   const uint32_t raw = smem_u32(smem_raw);
   const uint32_t base = (raw + 1023u) & ~1023u;
@@ -368,7 +288,7 @@ __global__ void __launch_bounds__(layout<N>::threads, 1)
     if (threadIdx.x == 0) produce<N>(&wmap, p, base, bars);
   } else {
     mbar::setmaxnreg_inc<L::consumer_regs>();
-    consume<N, RED>(p, base, gbase, bars, flag, t0, g0);
+    consume<N>(p, base, gbase, bars, flag);
   }
 }
 
@@ -514,11 +434,6 @@ linear_w8a8_wgmma_plan linear_w8a8_wgmma_default_plan(int64_t tokens, int64_t ro
   }
   pl.k_parts = best_parts;
   pl.ctas = int(std::min<int64_t>(tiles * best_parts, sms));
-  static const int reduce = [] {
-    const char* env = std::getenv("DSV4_W8A8_WGMMA_RED");
-    return env ? std::clamp(std::atoi(env), 0, 3) : 0;
-  }();
-  pl.reduce = reduce;
   return pl;
 }
 
@@ -550,9 +465,7 @@ cudaError_t linear_w8a8_wgmma(const act_t* x, int64_t tokens, const device_weigh
            : linear_w8a8_wgmma_default_plan(tokens, w.rows, w.cols, current_device_sm_count());
   const int64_t tiles = ceil_div(w.rows, layout<16>::tile_rows), kblocks = w.cols / k_kb;
   if (!valid_width(pl.n) || pl.n < tokens || pl.k_parts < 1 || pl.k_parts > kblocks ||
-      pl.ctas < 1 || pl.ctas > tiles * pl.k_parts || tiles * pl.k_parts > INT_MAX ||
-      pl.reduce < 0 || pl.reduce > 3 || (pl.skip_quantize && pl.reduce == 0 && pl.k_parts > 1) ||
-      (pl.reduce == 3 && !pl.stamps))
+      pl.ctas < 1 || pl.ctas > tiles * pl.k_parts || tiles * pl.k_parts > INT_MAX)
     return cudaErrorInvalidValue;
   if (workspace_bytes < linear_w8a8_wgmma_workspace_bytes(pl, w.rows, w.cols) ||
       !aligned_16(workspace))
@@ -563,7 +476,7 @@ cudaError_t linear_w8a8_wgmma(const act_t* x, int64_t tokens, const device_weigh
   auto* counters = reinterpret_cast<int*>(xt + round256(size_t(kblocks) * pl.n * 132));
   auto* partial =
       reinterpret_cast<float*>(reinterpret_cast<uint8_t*>(counters) + round256(size_t(tiles) * 4));
-  if (!pl.skip_quantize) {
+  {
     const int64_t warps = int64_t(pl.n) * kblocks;
     const int threads = 256;
     const unsigned blocks = unsigned(
@@ -588,17 +501,12 @@ cudaError_t linear_w8a8_wgmma(const act_t* x, int64_t tokens, const device_weigh
   p.y_bf16 = std::is_same_v<out_t, __nv_bfloat16> ? 1 : 0;
   p.partial = partial;
   p.counters = counters;
-  p.stamps = pl.stamps;
   auto run = [&](auto kernel, int smem, int threads) {
     if (const cudaError_t e = allow_dynamic_smem(kernel, size_t(smem)); e != cudaSuccess) return e;
     return launch_pdl(pdl, kernel, dim3(unsigned(pl.ctas)), dim3(unsigned(threads)), size_t(smem),
                       stream, map, p);
   };
-#define DSV4_W8A8_WGMMA_RUN(N)                                                         \
-  pl.reduce == 0   ? run(w8a8_wgmma_kernel<N, 0>, layout<N>::smem, layout<N>::threads) \
-  : pl.reduce == 1 ? run(w8a8_wgmma_kernel<N, 1>, layout<N>::smem, layout<N>::threads) \
-  : pl.reduce == 2 ? run(w8a8_wgmma_kernel<N, 2>, layout<N>::smem, layout<N>::threads) \
-                   : run(w8a8_wgmma_kernel<N, 3>, layout<N>::smem, layout<N>::threads)
+#define DSV4_W8A8_WGMMA_RUN(N) run(w8a8_wgmma_kernel<N>, layout<N>::smem, layout<N>::threads)
   switch (pl.n) {
     case 16:
       return DSV4_W8A8_WGMMA_RUN(16);

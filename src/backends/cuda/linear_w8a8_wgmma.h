@@ -43,18 +43,6 @@ struct linear_w8a8_wgmma_plan {
   int n = 0;
   int k_parts = 0;
   int ctas = 0;
-  // Diagnostic (session 26 w8a8w2, one binary A/B): the split-K hand-off. 0: every consumer
-  // thread fences (fence.sc) after its partial store, then one atomicAdd, the last CTA fences again
-  // and loads the parts one after another; 1: as 0 but the last CTA issues the loads of up to 8
-  // parts at once; 2: as 1, one atom.acq_rel.gpu by one thread after a CTA barrier instead of the
-  // fences. 1 and 2: the last CTA re-zeroes its tile's counter. The default plan takes
-  // DSV4_W8A8_WGMMA_RED (read once; 0 when unset).
-  int reduce = 0;
-  // Benchmarks only: no quantize launch; the GEMM reuses the activations of the previous call
-  // (the quantize launch's share of a call). Needs reduce >= 1 when k_parts > 1.
-  bool skip_quantize = false;
-  // Diagnostic: reduce 3 = reduce 2 writing 8 stamps per CTA here ([ctas][8]; see the .cu).
-  unsigned long long* stamps = nullptr;
 };
 // sms: the device's SMs; read_gbps: its HBM read rate (<= 0: estimated from the memory clock and
 // bus width of the current device).
