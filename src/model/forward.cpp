@@ -257,8 +257,8 @@ tensor model_forward::attention(int layer, const tensor& x, const step_tensors& 
   // On the side branch it keeps its own FP8 copy of x if it needs one.
   tensor xq_kv;
   const auto kv_path = [&](tensor& xq_for_kv) {
-    tensor kv = ops_.rms_norm_rope(project(x, *aw.wkv, xq_for_kv, st), &aw.kv_norm, eps, 1, rd,
-                                   st.positions, inv_freq);
+    tensor kv = ops_.rms_norm(project(x, *aw.wkv, xq_for_kv, st), &aw.kv_norm, eps);
+    ops_.rope(kv, 1, d, rd, st.positions, inv_freq, false);
     ops_.scatter_rows(kv, cache.window_pool, st.window_write_rows);
     if (official) ops_.fake_quant_kv_fp8(cache.window_pool, st.window_write_rows, d - rd, 64);
   };
@@ -299,8 +299,8 @@ tensor model_forward::attention(int layer, const tensor& x, const step_tensors& 
 
   // Queries: low-rank path, weighted norm, per-head unweighted norm, RoPE on the trailing dims.
   tensor qr = ops_.rms_norm(project(x, *aw.wq_a, xq, st), &aw.q_norm, eps);
-  tensor q = ops_.rms_norm_rope(project(qr, *aw.wq_b, qrq, st), nullptr, eps, H, rd, st.positions,
-                                inv_freq);
+  tensor q = ops_.rms_norm(project(qr, *aw.wq_b, qrq, st), nullptr, eps, H);
+  ops_.rope(q, H, d, rd, st.positions, inv_freq, false);
 
   if (!kv_on_side) kv_path(xq);
   if (side && !compressed) ops_.join_side_branch();  // the attention reads the window rows

@@ -18,13 +18,6 @@ tensor ops::indexer_topk_fp4(const tensor& q, const tensor& weights, const tenso
                       top_k, q_scale);
 }
 
-tensor ops::rms_norm_rope(const tensor& x, const tensor* weight, float eps, int64_t groups,
-                          int64_t rope_dim, const tensor& positions, const tensor& inv_freq) {
-  tensor y = rms_norm(x, weight, eps, groups);
-  rope(y, groups, x.size(-1) / groups, rope_dim, positions, inv_freq, false);
-  return y;
-}
-
 tensor ops::hc_post_pre_norm(const tensor& x, const tensor* f, const tensor& fn, const tensor& base,
                              const tensor& scale, int64_t sinkhorn_iters, float hc_eps,
                              float norm_eps, const tensor& norm_weight, tensor& post, tensor& comb,

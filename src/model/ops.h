@@ -174,11 +174,6 @@ class ops {
   // y = x * rsqrt(mean(x^2) + eps) * weight over the last dim of x [T, n]; weight may be null
   // (unweighted). `groups` > 1 normalises each of `groups` equal slices of a row separately.
   virtual tensor rms_norm(const tensor& x, const tensor* weight, float eps, int64_t groups = 1) = 0;
-  // rms_norm(x, weight, eps, groups), then rope(y, groups, n / groups, rope_dim, positions,
-  // inv_freq, false) on it: the queries' per-head norm and the KV head's. The default runs the
-  // two ops; a backend may fuse them (the same values).
-  virtual tensor rms_norm_rope(const tensor& x, const tensor* weight, float eps, int64_t groups,
-                               int64_t rope_dim, const tensor& positions, const tensor& inv_freq);
   // In place: interleaved-pair RoPE on the trailing rope_dim dims of each of `heads` slices of x
   // [T, heads*head_dim], angle positions[t] * inv_freq[i] for pair i; inverse rotates by -angle.
   virtual void rope(tensor& x, int64_t heads, int64_t head_dim, int64_t rope_dim,

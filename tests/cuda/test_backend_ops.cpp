@@ -510,56 +510,6 @@ test_case rope_case(int64_t T, int64_t heads, int64_t head_dim, int64_t rope_dim
   return c;
 }
 
-// rms_norm then rope (not inverse) fused (norm.h rms_norm_rope; the queries' per-head norm and the
-// KV head's): against the CPU's two ops with the normed values rounded to act_t between them, as
-// rms_norm stores them. Refusal: slices or rope dims that are not multiples of 4.
-template <typename act_t = float>
-test_case rms_norm_rope_case(int64_t T, int64_t groups, int64_t g, int64_t rope_dim, bool weighted,
-                             int32_t max_position) {
-  test_case c;
-  c.op = "rms_norm_rope";
-  c.shape = fmt_shape("T=%lld groups=%lld g=%lld rope=%lld%s pos<%d%s", (long long)T,
-                      (long long)groups, (long long)g, (long long)rope_dim,
-                      weighted ? " weighted" : "", max_position, act_suffix<act_t>());
-  c.check = [=](uint64_t seed) {
-    rng r(seed);
-    const int64_t n = groups * g;
-    tensor x = random_f32(r, {T, n}, -2.0f, 2.0f);
-    act_round<act_t>(x);
-    tensor w = random_f32(r, {g}, 0.5f, 1.5f);
-    tensor positions = random_i32(r, {T}, max_position);
-    positions.data<int32_t>()[0] = max_position - 1;
-    tensor inv_freq = rope_inv_freq(r, rope_dim);
-    const float eps = 1e-6f;
-    tensor ref = cpu().rms_norm(x, weighted ? &w : nullptr, eps, groups);
-    act_round<act_t>(ref);
-    cpu().rope(ref, groups, g, rope_dim, positions, inv_freq, false);
-    case_result result;
-    device_buffer dx(act_host<act_t>(x)), dw(w), dpos(positions), dfreq(inv_freq),
-        dy(act_bytes<act_t>(ref.numel()));
-    dy.poison();
-    CUDA_CHECK(dsv4::cuda::rms_norm_rope(dx.as<act_t>(), weighted ? dw.f32() : nullptr,
-                                         dy.as<act_t>(), T, n, groups, eps, rope_dim, dpos.i32(),
-                                         dfreq.f32(), 0));
-    CUDA_CHECK(cudaDeviceSynchronize());
-    compare("y", download_act<act_t>("y", dy, result), ref, act_tol<act_t>(k_tol_f32_rounding),
-            true, result);
-    check_guards("x", dx, result);
-    check_guards("weight", dw, result);
-    check_guards("positions", dpos, result);
-    check_guards("inv_freq", dfreq, result);
-    const bool refused =
-        dsv4::cuda::rms_norm_rope(dx.as<act_t>(), nullptr, dy.as<act_t>(), 1, 6, 1, eps, 2,
-                                  dpos.i32(), dfreq.f32(), 0) == cudaErrorInvalidValue;
-    if (!refused) {
-      result.ok = false;
-      result.problems += " accepted slices of 6 features";
-    }
-    return result;
-  };
-  return c;
-}
-
 test_case rope_perf(int64_t T, int64_t heads, int64_t head_dim, int64_t rope_dim) {
   test_case c = rope_case(T, heads, head_dim, rope_dim, false, 1 << 20);
   c.perf = [=] {
@@ -1267,17 +1217,6 @@ std::vector<test_case> make_eval_cases() {
   cases.push_back(rope_case(2, 5, 7, 2, true, 1000));
   cases.push_back(rope_case(1, 1, 2, 2, false, 7));
   cases.push_back(rope_case(4, 2, 64, 64, false, 1 << 20));
-  // rms_norm_rope: the queries (Flash / Pro heads, unweighted), the KV head (weighted), bf16,
-  // slices longer than the cached share (g = 8192: 4 float4 x 512 threads), RoPE over the whole
-  // slice, none, tiny slices.
-  cases.push_back(rms_norm_rope_case(3, k_flash_heads, k_head_dim, k_rope_dim, false, 1 << 20));
-  cases.push_back(rms_norm_rope_case(2, k_pro_heads, k_head_dim, k_rope_dim, false, 4096));
-  cases.push_back(rms_norm_rope_case(5, 1, k_head_dim, k_rope_dim, true, 1 << 20));
-  cases.push_back(rms_norm_rope_case<bf16>(3, k_flash_heads, k_head_dim, k_rope_dim, false, 65536));
-  cases.push_back(rms_norm_rope_case<bf16>(4, 1, k_head_dim, k_rope_dim, true, 1 << 20));
-  cases.push_back(rms_norm_rope_case(2, 1, 8192 * 4 + 64, 64, true, 1000));
-  cases.push_back(rms_norm_rope_case(3, 4, 64, 64, true, 100));
-  cases.push_back(rms_norm_rope_case(7, 3, 8, 4, true, 10));
 
   // swiglu: MoE and shared-expert widths, clamps exercised, odd sizes and a misaligned gate.
   cases.push_back(swiglu_case(7, k_flash_moe_inter, 10.0f));

@@ -240,41 +240,6 @@ tensor cuda_ops::rms_norm(const tensor& x, const tensor* weight, float eps, int6
   return y;
 }
 
-// One launch where the slices allow it (rms_norm_rope_supported), the two ops otherwise.
-// DSV4_NORM_ROPE_FUSE=0 runs the two ops everywhere (A/B in one binary).
-tensor cuda_ops::rms_norm_rope(const tensor& x, const tensor* weight, float eps, int64_t groups,
-                               int64_t rope_dim, const tensor& positions, const tensor& inv_freq) {
-  check_device_type(x, act_, "rms_norm_rope input");
-  const int64_t n = x.size(-1), T = x.size(0);
-  DSV4_CHECK(groups > 0 && n % groups == 0, "rms_norm_rope: {} features in {} groups", n, groups);
-  DSV4_CHECK(x.numel() == T * n && positions.numel() == T && inv_freq.numel() == rope_dim / 2,
-             "rms_norm_rope: input {} for {} groups, rope {}", x.shape().str(), groups, rope_dim);
-  if (weight) {
-    check_f32(*weight, "rms_norm_rope weight");
-    DSV4_CHECK(weight->numel() == n / groups, "rms_norm_rope: weight of {} for groups of {}",
-               weight->numel(), n / groups);
-  }
-  static const bool fuse = [] {
-    const char* env = std::getenv("DSV4_NORM_ROPE_FUSE");
-    return !env || std::atoi(env) != 0;
-  }();
-  tensor y = alloc(act_, x.shape());
-  const float* w = weight ? weight->data<float>() : nullptr;
-  const bool fused =
-      fuse && with_act(act_, [&](auto* a) {
-        return cuda::rms_norm_rope_supported(act_ptr(x, a), w, act_ptr(y, a), n, groups, rope_dim);
-      });
-  if (!fused) return ops::rms_norm_rope(x, weight, eps, groups, rope_dim, positions, inv_freq);
-  check_cuda(with_act(act_,
-                      [&](auto* a) {
-                        return cuda::rms_norm_rope(act_ptr(x, a), w, act_ptr(y, a), T, n, groups,
-                                                   eps, rope_dim, positions.data<int32_t>(),
-                                                   inv_freq.data<float>(), stream_);
-                      }),
-             "rms_norm_rope");
-  return y;
-}
-
 void cuda_ops::rope(tensor& x, int64_t heads, int64_t head_dim, int64_t rope_dim,
                     const tensor& positions, const tensor& inv_freq, bool inverse) {
   check_device_type(x, act_, "rope input");

@@ -109,8 +109,6 @@ class cuda_ops final : public ops {
                 int64_t sinkhorn_iters, float hc_eps, float norm_eps, tensor& post,
                 tensor& comb) override;
   tensor hc_post(const tensor& x, const tensor& f, const tensor& post, const tensor& comb) override;
-  tensor rms_norm_rope(const tensor& x, const tensor* weight, float eps, int64_t groups,
-                       int64_t rope_dim, const tensor& positions, const tensor& inv_freq) override;
   tensor hc_post_pre_norm(const tensor& x, const tensor* f, const tensor& fn, const tensor& base,
                           const tensor& scale, int64_t sinkhorn_iters, float hc_eps, float norm_eps,
                           const tensor& norm_weight, tensor& post, tensor& comb, tensor& x_next,

@@ -12,7 +12,6 @@
 #include <cuda_bf16.h>
 
 #include <algorithm>
-#include <cstdlib>
 #include <limits>
 #include <type_traits>
 
@@ -403,13 +402,6 @@ linear_decode_fp8act_plan linear_decode_fp8act_default_plan(const device_weight&
   // share the scoreboard the round's own activation loads are waited on with).
   p.x_lead = per_part >= 3 ? 2 : 0;
   p.late_scale = p.x_lead > 0 && w.rows * w.cols >= (int64_t(64) << 20) ? 1 : 0;
-  // DSV4_FP8ACT_IN_GEMM=1: in-GEMM quantization at <= 8 tokens (no activation lead), for the
-  // decode step's A/B: one launch less on its chain against the per-call costs measured above.
-  static const bool in_gemm = [] {
-    const char* env = std::getenv("DSV4_FP8ACT_IN_GEMM");
-    return env && std::atoi(env) != 0;
-  }();
-  if (in_gemm) p.quantize_in_gemm = true;
   return p;
 }
 

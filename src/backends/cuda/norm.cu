@@ -40,40 +40,9 @@ __device__ __forceinline__ float4 scaled(float4 v, float s, const float4* w, int
 // Vec: each element is 4 consecutive features (slice length a multiple of 4, x / y aligned to 4
 // activations, weight 16-byte aligned); otherwise one feature. `len` counts elements per slice,
 // `n_features` features per slice. x is held as f32 between the two passes (exact for both act_t).
-// RoPE on the normalised slice (rms_norm_rope): slice s is token s / groups; its trailing
-// rope_dim features form interleaved pairs rotated by float(positions[t]) * inv_freq[i], as
-// rope_kernel does on the values rms_norm would have stored.
-struct rms_rope_args {
-  const int32_t* positions = nullptr;
-  const float* inv_freq = nullptr;
-  int64_t rope_dim = 0;
-  int64_t groups = 1;
-};
-
-// Pairs (v.x, v.y) and (v.z, v.w), pair indices p and p + 1 of the rope dims: the act_t values,
-// rotated with rope_kernel's arithmetic (accurate sinf / cosf, explicit roundings).
-template <typename act_t>
-__device__ __forceinline__ float4 rope_rotate4(float4 v, int64_t p, float pos,
-                                               const float* inv_freq) {
-  auto rotate = [&](float a, float b, int64_t i, float& ra, float& rb) {
-    a = act_to_f32(act_from_f32<act_t>(a));
-    b = act_to_f32(act_from_f32<act_t>(b));
-    const float angle = pos * inv_freq[i];
-    const float c = cosf(angle), s = sinf(angle);
-    ra = __fsub_rn(__fmul_rn(a, c), __fmul_rn(b, s));
-    rb = __fadd_rn(__fmul_rn(b, c), __fmul_rn(a, s));
-  };
-  float4 r;
-  rotate(v.x, v.y, p, r.x, r.y);
-  rotate(v.z, v.w, p + 1, r.z, r.w);
-  return r;
-}
-
-template <typename act_t, bool Vec, bool EarlyW, bool Rope = false>
-__device__ __forceinline__ void rms_norm_slice(const act_t* x, const float* w, act_t* y,
-                                               int64_t len, float n_features, float eps,
-                                               const rms_rope_args& rope) {
-  static_assert(!Rope || Vec, "RoPE pairs are taken four features at a time");
+template <typename act_t, bool Vec, bool EarlyW>
+__global__ void rms_norm_kernel(const act_t* x, const float* w, act_t* y, int64_t len,
+                                float n_features, float eps) {
   using V = std::conditional_t<Vec, float4, float>;
   constexpr int64_t width = Vec ? 4 : 1;
   __shared__ float scratch[k_warp_size];
@@ -88,12 +57,6 @@ __device__ __forceinline__ void rms_norm_slice(const act_t* x, const float* w, a
       return act_to_f32(xs[i]);
   };
   auto store = [&](int64_t i, V v) {
-    if constexpr (Rope) {
-      const int64_t p2 = 4 * i - (4 * len - rope.rope_dim);  // 2 x the first pair's index
-      if (p2 >= 0)
-        v = rope_rotate4<act_t>(v, p2 / 2, float(rope.positions[slice / rope.groups]),
-                                rope.inv_freq);
-    }
     if constexpr (Vec)
       store_act4(ys + i * 4, v);
     else
@@ -138,18 +101,6 @@ __device__ __forceinline__ void rms_norm_slice(const act_t* x, const float* w, a
     store(i, scaled(load(i), inv, wv, i));
 }
 
-template <typename act_t, bool Vec, bool EarlyW>
-__global__ void rms_norm_kernel(const act_t* x, const float* w, act_t* y, int64_t len,
-                                float n_features, float eps) {
-  rms_norm_slice<act_t, Vec, EarlyW>(x, w, y, len, n_features, eps, rms_rope_args{});
-}
-
-template <typename act_t, bool EarlyW>
-__global__ void rms_norm_rope_kernel(const act_t* x, const float* w, act_t* y, int64_t len,
-                                     float n_features, float eps, rms_rope_args rope) {
-  rms_norm_slice<act_t, true, EarlyW, true>(x, w, y, len, n_features, eps, rope);
-}
-
 // Enough threads that each holds <= k_rms_cached vectors, a multiple of 32, at most 1024.
 int rms_norm_threads(int64_t len) {
   int64_t threads = ceil_div(ceil_div(len, k_rms_cached), k_warp_size) * k_warp_size;
@@ -185,44 +136,6 @@ cudaError_t rms_norm(const act_t* x, const float* weight, act_t* y, int64_t rows
   if (vec) return early ? launch(yes{}, yes{}, g / 4) : launch(yes{}, no{}, g / 4);
   return early ? launch(no{}, yes{}, g) : launch(no{}, no{}, g);
 }
-
-template <typename act_t>
-bool rms_norm_rope_supported(const act_t* x, const float* weight, const act_t* y, int64_t n,
-                             int64_t groups, int64_t rope_dim) {
-  if (n <= 0 || groups <= 0 || n % groups != 0) return false;
-  const int64_t g = n / groups;
-  return g % 4 == 0 && rope_dim % 4 == 0 && rope_dim >= 0 && rope_dim <= g &&
-         act4_aligned<act_t>(x) && act4_aligned<act_t>(y) && (!weight || aligned_16(weight));
-}
-
-template <typename act_t>
-cudaError_t rms_norm_rope(const act_t* x, const float* weight, act_t* y, int64_t rows, int64_t n,
-                          int64_t groups, float eps, int64_t rope_dim, const int32_t* positions,
-                          const float* inv_freq, cudaStream_t stream) {
-  if (rows < 0 || !rms_norm_rope_supported(x, weight, y, n, groups, rope_dim))
-    return cudaErrorInvalidValue;
-  const int64_t slices = rows * groups;
-  if (slices == 0) return cudaSuccess;
-  if (slices > INT32_MAX) return cudaErrorInvalidValue;
-  const int64_t g = n / groups;
-  const rms_rope_args rope{positions, inv_freq, rope_dim, groups};
-  // Early weights as rms_norm takes them.
-  const bool early = weight && slices <= 2 * int64_t(current_device_sm_count());
-  const auto kernel =
-      early ? rms_norm_rope_kernel<act_t, true> : rms_norm_rope_kernel<act_t, false>;
-  return launch_small(kernel, unsigned(slices), rms_norm_threads(g / 4), 0, stream, x, weight, y,
-                      g / 4, float(g), eps, rope);
-}
-
-#define DSV4_RMS_NORM_ROPE_INSTANTIATE(T)                                                      \
-  template bool rms_norm_rope_supported<T>(const T*, const float*, const T*, int64_t, int64_t, \
-                                           int64_t);                                           \
-  template cudaError_t rms_norm_rope<T>(const T*, const float*, T*, int64_t, int64_t, int64_t, \
-                                        float, int64_t, const int32_t*, const float*,          \
-                                        cudaStream_t);
-DSV4_RMS_NORM_ROPE_INSTANTIATE(float)
-DSV4_RMS_NORM_ROPE_INSTANTIATE(__nv_bfloat16)
-#undef DSV4_RMS_NORM_ROPE_INSTANTIATE
 
 template cudaError_t rms_norm<float>(const float*, const float*, float*, int64_t, int64_t, int64_t,
                                      float, cudaStream_t);

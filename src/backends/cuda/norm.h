@@ -16,17 +16,4 @@ template <typename act_t>
 cudaError_t rms_norm(const act_t* x, const float* weight, act_t* y, int64_t rows, int64_t n,
                      int64_t groups, float eps, cudaStream_t stream);
 
-// rms_norm, then RoPE (rope.h, not inverse) on the trailing rope_dim features of every slice of g
-// = n / groups features, slice s of row r being token r (positions[r]; inv_freq holds rope_dim / 2
-// values): the values rms_norm then rope give, in one launch. Needs rms_norm_rope_supported (g and
-// rope_dim multiples of 4, x / y aligned to 4 activations, weight to 16 bytes; x and y may alias);
-// cudaErrorInvalidValue otherwise.
-template <typename act_t>
-bool rms_norm_rope_supported(const act_t* x, const float* weight, const act_t* y, int64_t n,
-                             int64_t groups, int64_t rope_dim);
-template <typename act_t>
-cudaError_t rms_norm_rope(const act_t* x, const float* weight, act_t* y, int64_t rows, int64_t n,
-                          int64_t groups, float eps, int64_t rope_dim, const int32_t* positions,
-                          const float* inv_freq, cudaStream_t stream);
-
 }  // namespace dsv4::cuda
