@@ -201,6 +201,7 @@
 #include "backends/cuda/kernel_attributes.h"
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/pdl.cuh"
+#include "backends/cuda/tensor_map.h"
 
 namespace dsv4::cuda {
 
@@ -256,22 +257,8 @@ cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode
 
 // The tensor maps of the ws kernel's TMA key tiles (ws_key_maps, attention_decode_ws_layout.cuh):
 // one per bf16 pool, [pool_rows, 512] at 1024-byte rows, box 32 rows x 64 channels, SWIZZLE_128B.
-// cuTensorMapEncodeTiled comes from the runtime's driver entry point (no link to libcuda); where
-// it or an encoding fails, that pool's tiles keep the cp.async path (valid bit clear).
-PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
-  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault,
-                                         &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess) {
-      (void)cudaGetLastError();
-      return static_cast<PFN_cuTensorMapEncodeTiled_v12000>(nullptr);
-    }
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
-  }();
-  return fn;
-}
+// cuTensorMapEncodeTiled comes from tensor_map.h (no link to libcuda); where it or an encoding
+// fails, that pool's tiles keep the cp.async path (valid bit clear).
 bool encode_key_map(CUtensorMap& map, const __nv_bfloat16* pool, int64_t pool_rows) {
   const auto encode = tensor_map_encoder();
   if (!encode || !pool || pool_rows <= 0 || pool_rows > INT32_MAX ||

@@ -29,6 +29,7 @@
 #include "backends/cuda/mbarrier.cuh"
 #include "backends/cuda/pdl.cuh"
 #include "backends/cuda/quantize.h"
+#include "backends/cuda/tensor_map.h"
 #include "backends/cuda/tma.cuh"
 #include "backends/cuda/weight_decode.cuh"
 #include "backends/cuda/wgmma_common.cuh"
@@ -315,21 +316,6 @@ __global__ void w8a8_quantize_kernel(const act_t* x, int tokens, int n, int64_t 
   const int chunk = lane / 4;
   *reinterpret_cast<uint32_t*>(tile + t * 128 + ((chunk ^ (t & 7)) * 16) + (lane % 4) * 4) = code;
   if (lane == 0) reinterpret_cast<float*>(tile + n * 128)[t] = s;
-}
-
-PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
-  static PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
-    void* f = nullptr;
-    cudaDriverEntryPointQueryResult q{};
-    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault,
-                                         &q) != cudaSuccess ||
-        q != cudaDriverEntryPointSuccess) {
-      (void)cudaGetLastError();
-      return static_cast<PFN_cuTensorMapEncodeTiled_v12000>(nullptr);
-    }
-    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
-  }();
-  return fn;
 }
 
 // The weights as a [rows, cols] u8 tensor, boxes of 128 rows x 128 bytes, 128-byte swizzle; rows
