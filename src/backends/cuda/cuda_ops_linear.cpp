@@ -463,54 +463,45 @@ bool cuda_ops::linear_fp8_input_quantizes(const tensor& x, const prepared_linear
 tensor cuda_ops::linear_fp8_input(const tensor& x, const prepared_linear& w) {
   const auto& cw = static_cast<const cuda_linear&>(w);
   const device_weight& dw = cw.s.w;
-  if (takes_w8a8_wgmma(decode_kernels(), x, dw)) {
-    const int64_t T = x.size(0);
-    check_device_type(x, activation_type(), "linear input");
-    DSV4_CHECK(x.size(1) == w.in, "linear {}: input {} for weight [{}, {}]", w.name,
-               x.shape().str(), w.out, w.in);
-    tensor y = alloc(act_, {T, w.out});
-    const size_t ws = linear_w8a8_wgmma_workspace_bytes(T, dw.rows, dw.cols);
-    tensor workspace = alloc(dtype::u8, {int64_t(ws)});
-    check_cuda(with_act(act_,
-                        [&](auto* a) {
-                          return linear_w8a8_wgmma(act_ptr(x, a), T, dw, act_ptr(y, a),
-                                                   workspace.data<uint8_t>(), ws, stream());
-                        }),
-               w.name.c_str());
-    return y;
-  }
-  if (takes_cublaslt(decode_kernels(), x, cw)) {
-    const int64_t T = x.size(0);
-    check_device_type(x, activation_type(), "linear input");
-    DSV4_CHECK(x.size(1) == w.in, "linear {}: input {} for weight [{}, {}]", w.name,
-               x.shape().str(), w.out, w.in);
-    tensor y = alloc(act_, {T, w.out});
-    const size_t ws = linear_fp8_cublaslt_workspace_bytes(T, dw.rows, dw.cols);
-    tensor workspace = alloc(dtype::u8, {int64_t(ws)});
-    auto* lt = reinterpret_cast<cublasLtHandle_t>(cublas());
-    check_cuda(with_act(act_,
-                        [&](auto* a) {
-                          return linear_fp8_cublaslt(lt, act_ptr(x, a), T, dw,
-                                                     cw.lt_scale.data<float>(), act_ptr(y, a),
-                                                     workspace.data<uint8_t>(), ws, stream());
-                        }),
-               w.name.c_str());
-    return y;
-  }
-  if (!takes_fp8act(decode_kernels(), x, dw)) return linear(x, w);
+  // One of three FP8-input kernels (the rules above), else linear().
+  enum class fp8_path { wgmma, cublaslt, fp8act };
+  fp8_path path;
+  if (takes_w8a8_wgmma(decode_kernels(), x, dw))
+    path = fp8_path::wgmma;
+  else if (takes_cublaslt(decode_kernels(), x, cw))
+    path = fp8_path::cublaslt;
+  else if (takes_fp8act(decode_kernels(), x, dw))
+    path = fp8_path::fp8act;
+  else
+    return linear(x, w);
   const int64_t T = x.size(0);
   check_device_type(x, activation_type(), "linear input");
   DSV4_CHECK(x.size(1) == w.in, "linear {}: input {} for weight [{}, {}]", w.name, x.shape().str(),
              w.out, w.in);
   tensor y = alloc(act_, {T, w.out});
-  const size_t ws = linear_decode_fp8act_workspace_bytes(T, dw.cols);
+  const size_t ws = path == fp8_path::wgmma ? linear_w8a8_wgmma_workspace_bytes(T, dw.rows, dw.cols)
+                    : path == fp8_path::cublaslt
+                        ? linear_fp8_cublaslt_workspace_bytes(T, dw.rows, dw.cols)
+                        : linear_decode_fp8act_workspace_bytes(T, dw.cols);
   tensor workspace = alloc(dtype::u8, {int64_t(ws)});
-  check_cuda(with_act(act_,
-                      [&](auto* a) {
-                        return linear_decode_fp8act(act_ptr(x, a), T, dw, act_ptr(y, a),
-                                                    workspace.data<uint8_t>(), ws, stream());
-                      }),
-             w.name.c_str());
+  uint8_t* wp = workspace.data<uint8_t>();
+  check_cuda(
+      with_act(act_,
+               [&](auto* a) -> cudaError_t {
+                 switch (path) {
+                   case fp8_path::wgmma:
+                     return linear_w8a8_wgmma(act_ptr(x, a), T, dw, act_ptr(y, a), wp, ws,
+                                              stream());
+                   case fp8_path::cublaslt:
+                     return linear_fp8_cublaslt(reinterpret_cast<cublasLtHandle_t>(cublas()),
+                                                act_ptr(x, a), T, dw, cw.lt_scale.data<float>(),
+                                                act_ptr(y, a), wp, ws, stream());
+                   case fp8_path::fp8act:
+                     break;
+                 }
+                 return linear_decode_fp8act(act_ptr(x, a), T, dw, act_ptr(y, a), wp, ws, stream());
+               }),
+      w.name.c_str());
   return y;
 }
 
