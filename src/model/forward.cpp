@@ -242,7 +242,7 @@ tensor model_forward::attention(int layer, const tensor& x, const step_tensors& 
   // indexer's head weights (x only as well). The KV path (x in, window rows out, read only by the
   // attention after the join) joins them where that keeps the branches balanced: HCA and
   // sliding layers (a sliding layer's branch is the KV path alone); CSA layers' branch is the
-  // longer one already.
+  // longer one already (with two branches open at once, split_branch below).
   const bool csa = aw.kind == attention_kind::csa;
   const step_tensors::compressed* sc = compressed ? (csa ? &st.csa : &st.hca) : nullptr;
   compressor_params params;
@@ -251,6 +251,20 @@ tensor model_forward::attention(int layer, const tensor& x, const step_tensors& 
   const bool side = ops_.begin_side_branch(
       st.tokens, compressed ? ops::side_branch_use::compressors : ops::side_branch_use::kv_path);
   const bool kv_on_side = side && !csa && ops_.side_branch_takes(ops::side_branch_use::kv_path);
+  // Where the backend runs several branches at once (ops.h), the work beside the query path is
+  // split into independent branches, so that none is longer than the query path: 2 branches: HCA
+  // the KV path | the compressor, CSA the main compressor | the indexer's compressor and head
+  // weights; 3: CSA also the KV path on its own branch; 4: CSA also the indexer's queries (from
+  // qr, below).
+  const int branches = side ? ops_.side_branches() : 1;
+  bool issuing = side;
+  const auto split_branch = [&](ops::side_branch_use use) {
+    if (!issuing) return false;
+    ops_.end_side_branch();
+    issuing = ops_.begin_side_branch(st.tokens, use);
+    return issuing;
+  };
+  bool kv_done = false;
   // The single shared K = V head, written to the window cache before attention so that a chunk
   // sees its own earlier tokens. Official mode: the non-RoPE dims of the rows just written are
   // rounded to FP8 (block 64), as the official Attention does to kv before caching and using it.
@@ -262,7 +276,11 @@ tensor model_forward::attention(int layer, const tensor& x, const step_tensors& 
     ops_.scatter_rows(kv, cache.window_pool, st.window_write_rows);
     if (official) ops_.fake_quant_kv_fp8(cache.window_pool, st.window_write_rows, d - rd, 64);
   };
-  if (kv_on_side) kv_path(xq_kv);
+  if (kv_on_side) {
+    kv_path(xq_kv);
+    kv_done = true;
+    if (compressed && branches >= 2) split_branch(ops::side_branch_use::compressors);
+  }
   if (compressed) {
     params.rate = cfg_.compress_rate(layer);
     params.overlap = csa;
@@ -276,6 +294,7 @@ tensor model_forward::attention(int layer, const tensor& x, const step_tensors& 
     // Official mode: the main compressor's entries get the window KV's FP8 rounding.
     if (official) ops_.fake_quant_kv_fp8(cache.comp_pool, sc->emit_rows, d - rd, 64);
     if (csa) {
+      if (branches >= 2) split_branch(ops::side_branch_use::compressors);
       const int64_t id = cfg_.index_head_dim;
       const compressor_weights& iw = aw.index_compressor;
       compressor_params ip = params;
@@ -293,16 +312,36 @@ tensor model_forward::attention(int layer, const tensor& x, const step_tensors& 
                                    cache.index_fp4_scales);
       iweights = ops_.linear(x, *aw.index_weights_proj);
       ops_.scale(iweights, float(1.0 / std::sqrt(double(cfg_.index_n_heads))));
+      if (branches >= 3 && ops_.side_branch_takes(ops::side_branch_use::kv_path) &&
+          split_branch(ops::side_branch_use::kv_path)) {
+        kv_path(xq_kv);
+        kv_done = true;
+      }
     }
   }
-  if (side) ops_.end_side_branch();
+  if (issuing) ops_.end_side_branch();
 
   // Queries: low-rank path, weighted norm, per-head unweighted norm, RoPE on the trailing dims.
   tensor qr = ops_.rms_norm(project(x, *aw.wq_a, xq, st), &aw.q_norm, eps);
+  // The indexer's queries (CSA): from qr, on a branch of their own where one is free.
+  const int64_t ih = cfg_.index_n_heads;
+  const int64_t id = cfg_.index_head_dim;
+  tensor iq;
+  const auto index_queries = [&](tensor& qr_quantized) {
+    iq = project(qr, *aw.index_wq_b, qr_quantized, st);
+    ops_.rope(iq, ih, id, rd, st.positions, inv_freq, false);
+    if (official) ops_.hadamard_fp4(iq, ih, id);
+  };
+  if (csa && branches >= 4 &&
+      ops_.begin_side_branch(st.tokens, ops::side_branch_use::compressors)) {
+    tensor qrq_index;  // the branch's own FP8 copy of qr, if it makes one
+    index_queries(qrq_index);
+    ops_.end_side_branch();
+  }
   tensor q = ops_.rms_norm(project(qr, *aw.wq_b, qrq, st), nullptr, eps, H);
   ops_.rope(q, H, d, rd, st.positions, inv_freq, false);
 
-  if (!kv_on_side) kv_path(xq);
+  if (!kv_done) kv_path(xq);
   if (side && !compressed) ops_.join_side_branch();  // the attention reads the window rows
 
   kv_source window{&cache.window_pool, &st.window_rows};
@@ -312,11 +351,7 @@ tensor model_forward::attention(int layer, const tensor& x, const step_tensors& 
     comp.pool = &cache.comp_pool;
     comp.block_size = st.block_size;
     if (csa) {
-      const int64_t ih = cfg_.index_n_heads;
-      const int64_t id = cfg_.index_head_dim;
-      tensor iq = project(qr, *aw.index_wq_b, qrq, st);
-      ops_.rope(iq, ih, id, rd, st.positions, inv_freq, false);
-      if (official) ops_.hadamard_fp4(iq, ih, id);
+      if (!iq.defined()) index_queries(qrq);
       const float iq_scale = float(1.0 / std::sqrt(double(id)));
       if (side) ops_.join_side_branch();  // the indexer reads the side branch's keys and weights
       top_rows =

@@ -125,6 +125,11 @@ class ops {
   // join). Returns false (and the three calls do nothing) where the backend runs everything in
   // order: the caller's ops then run serially, with the same results.
   // `use` names the caller (a backend may enable the uses separately).
+  // Several branches may be open at once (side_branches() of them): a begin_side_branch after an
+  // end_side_branch and before the join starts another branch, forked from the main ops at that
+  // point, which runs beside the main ops and the open branches (it must not read their results
+  // either); one join_side_branch joins them all. With every slot taken, begin_side_branch joins
+  // the open branches first.
   enum class side_branch_use : uint8_t { shared_expert = 1, compressors = 2, kv_path = 4 };
   virtual bool begin_side_branch(int64_t tokens, side_branch_use use) {
     (void)tokens;
@@ -138,6 +143,8 @@ class ops {
   }
   virtual void end_side_branch() {}
   virtual void join_side_branch() {}
+  // How many side branches may be open at once (>= 1).
+  virtual int side_branches() const { return 1; }
 
   virtual std::unique_ptr<prepared_linear> prepare_linear(const linear_weight& w) = 0;
   virtual std::unique_ptr<prepared_experts> prepare_experts(

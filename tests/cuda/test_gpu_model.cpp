@@ -404,6 +404,42 @@ bool compare_fp8_input_copy(const std::string& label, const std::string& dir) {
   return ok;
 }
 
+// Side branches (ops.h): the decode step with one branch beside the main ops (DSV4_SIDE_BRANCHES
+// = 1) and with several open at once must give the same logits bit for bit (only the order of
+// independent work changes); also times the decode step of each (official bf16, graphs).
+bool compare_side_branches(const std::string& label, const std::string& dir) {
+  const std::vector<size_t> prompt{300, 140, 20};
+  const auto official = precision_mode::official;
+  const int counts[] = {1, 2, 3, 4, 1, 4};  // 1 and 4 twice: the spread between runs
+  std::vector<schedule_result> runs;
+  for (int n : counts) {
+    setenv("DSV4_SIDE_BRANCHES", std::to_string(n).c_str(), 1);
+    runs.push_back(run_schedule(dir, official, true, prompt, 24, 1024, "bf16", true));
+  }
+  unsetenv("DSV4_SIDE_BRANCHES");
+  bool ok = true;
+  for (size_t i = 1; i < runs.size(); ++i) {
+    const size_t differing = bitwise_differing_steps(runs[0], runs[i]);
+    const bool run_ok =
+        differing == 0 && runs[i].graphs == 2 && runs[i].mallocs_in_warm_decode == 0;
+    ok = ok && run_ok;
+    std::printf(
+        "[gpu-side-branches] %-22s official bf16: %d vs 1 side branches open at once, %zu steps "
+        "(3 prefills + decode, graphs): %zu bitwise-differing, graphs=%zu, mallocs in warm "
+        "decode %zu %s\n",
+        label.c_str(), counts[i], runs[i].logits.size(), differing, runs[i].graphs,
+        runs[i].mallocs_in_warm_decode, run_ok ? "OK" : "FAIL");
+  }
+  for (int b = 2; b < 4; ++b) {
+    std::printf("[gpu-side-branches] %-22s decode step (batch %d, graph, median of %zu):",
+                label.c_str(), b, runs[0].step_ms[b].size());
+    for (size_t i = 0; i < runs.size(); ++i)
+      std::printf(" %d: %.3f ms%s", counts[i], median(runs[i].step_ms[b]),
+                  i + 1 < runs.size() ? "," : "\n");
+  }
+  return ok;
+}
+
 bool compare_kv_records(const std::string& label, const std::string& dir, int64_t vocab) {
   const std::vector<size_t> prompt{300, 140, 20};
   const auto official = precision_mode::official;
@@ -672,6 +708,8 @@ int main(int argc, char** argv) {
         ++cases;
         failures += !compare_repacked_experts("flash-dims-3-layers", dir, 16384, p);
       }
+      ++cases;
+      failures += !compare_side_branches("flash-dims-3-layers", dir);
     } catch (const std::exception& e) {
       ++failures;
       std::printf("[gpu-repacked-experts] FAIL: %s\n", e.what());
@@ -830,6 +868,8 @@ int main(int argc, char** argv) {
       failures += !compare_fp8_input_copy("flash-dims-3-layers", dir);
       ++cases;
       failures += !compare_w8a8_wgmma("flash-dims-3-layers", dir, 16384);
+      ++cases;
+      failures += !compare_side_branches("flash-dims-3-layers", dir);
     } catch (const std::exception& e) {
       ++failures;
       std::printf("[gpu-graph] flash-dims FAIL: %s\n", e.what());

@@ -39,6 +39,14 @@ tensor hc_workspace(cuda_ops& ops, int64_t T, int64_t hc, int64_t D, bool head) 
   return bytes ? ops.alloc(dtype::u8, {int64_t(bytes)}) : tensor();
 }
 
+// DSV4_SIDE_BRANCHES (read when a backend is made): how many branches may be open at once (1 ..
+// cap; default cap). 1: one branch beside the main ops, as before several were allowed.
+int side_branches_from_env(int cap) {
+  const char* env = std::getenv("DSV4_SIDE_BRANCHES");
+  const int v = env ? std::atoi(env) : cap;
+  return v < 1 ? 1 : v > cap ? cap : v;
+}
+
 }  // namespace
 
 void check_device_type(const tensor& t, dtype type, const char* what) {
@@ -54,10 +62,15 @@ cuda_ops::cuda_ops(int device, dtype activations) : device_(device), act_(activa
   check_cuda(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device),
              "cudaDeviceGetAttribute(multiprocessor count)");
   check_cuda(cudaStreamCreateWithFlags(&main_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
-  check_cuda(cudaStreamCreateWithFlags(&side_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   check_cuda(cudaEventCreateWithFlags(&fork_event_, cudaEventDisableTiming), "cudaEventCreate");
-  check_cuda(cudaEventCreateWithFlags(&join_event_, cudaEventDisableTiming), "cudaEventCreate");
+  for (int i = 0; i < k_side_branches; ++i) {
+    check_cuda(cudaStreamCreateWithFlags(&side_streams_[i], cudaStreamNonBlocking),
+               "cudaStreamCreate");
+    check_cuda(cudaEventCreateWithFlags(&join_events_[i], cudaEventDisableTiming),
+               "cudaEventCreate");
+  }
   stream_ = main_stream_;
+  side_branches_ = side_branches_from_env(k_side_branches);
   check_cuda(cudaEventCreateWithFlags(&staging_done_, cudaEventDisableTiming), "cudaEventCreate");
   allocator_ = std::make_unique<device_allocator>(device);
   // cuBLAS allocates per call unless it has a workspace; a fixed one (32 MiB, NVIDIA's figure
@@ -72,14 +85,17 @@ cuda_ops::cuda_ops(int device, dtype activations) : device_(device), act_(activa
 }
 
 cuda_ops::~cuda_ops() {
-  if (side_stream_) cudaStreamSynchronize(side_stream_);
+  for (cudaStream_t side : side_streams_)
+    if (side) cudaStreamSynchronize(side);
   if (main_stream_) cudaStreamSynchronize(main_stream_);
   if (cublas_) cublasDestroy(cublas_);
   cublas_workspace_.reset();
-  if (side_stream_) cudaStreamDestroy(side_stream_);
+  for (cudaStream_t side : side_streams_)
+    if (side) cudaStreamDestroy(side);
   if (main_stream_) cudaStreamDestroy(main_stream_);
   if (fork_event_) cudaEventDestroy(fork_event_);
-  if (join_event_) cudaEventDestroy(join_event_);
+  for (cudaEvent_t join : join_events_)
+    if (join) cudaEventDestroy(join);
   if (staging_) cudaFreeHost(staging_);
   if (staging_done_) cudaEventDestroy(staging_done_);
 }
@@ -101,31 +117,42 @@ bool cuda_ops::side_branch_takes(side_branch_use use) const {
   return (side_branch_uses() & int(use)) != 0;
 }
 
+int cuda_ops::side_branches() const {
+  return side_branches_;
+}
+
 bool cuda_ops::begin_side_branch(int64_t tokens, side_branch_use use) {
-  // A branch left open (an error thrown between begin and join) is joined first.
-  if (side_state_ == 1) end_side_branch();
-  if (side_state_ == 2) join_side_branch();
+  // A branch left issuing (an error thrown between begin and end) is ended first; with every
+  // branch slot taken, the open branches are joined first.
+  if (side_issuing_) end_side_branch();
+  if (side_open_ >= side_branches()) join_side_branch();
   if (!side_branch_takes(use) || tokens > 8) return false;
+  // Forked from the main stream's current point: the branch orders after everything issued on
+  // it so far (not after the other open branch's work, which it must not read).
+  cudaStream_t side = side_streams_[side_open_];
   check_cuda(cudaEventRecord(fork_event_, main_stream_), "side branch fork (record)");
-  check_cuda(cudaStreamWaitEvent(side_stream_, fork_event_, 0), "side branch fork (wait)");
-  allocator_->defer_frees();
-  stream_ = side_stream_;
-  side_state_ = 1;
+  check_cuda(cudaStreamWaitEvent(side, fork_event_, 0), "side branch fork (wait)");
+  allocator_->defer_frees();  // once per open branch; the join releases as many
+  stream_ = side;
+  ++side_open_;
+  side_issuing_ = true;
   return true;
 }
 
 void cuda_ops::end_side_branch() {
-  DSV4_CHECK(side_state_ == 1, "cuda: end_side_branch without begin_side_branch");
+  DSV4_CHECK(side_issuing_, "cuda: end_side_branch without begin_side_branch");
   stream_ = main_stream_;
-  side_state_ = 2;
+  side_issuing_ = false;
 }
 
 void cuda_ops::join_side_branch() {
-  DSV4_CHECK(side_state_ == 2, "cuda: join_side_branch before end_side_branch");
-  check_cuda(cudaEventRecord(join_event_, side_stream_), "side branch join (record)");
-  check_cuda(cudaStreamWaitEvent(main_stream_, join_event_, 0), "side branch join (wait)");
-  allocator_->release_deferred_frees();
-  side_state_ = 0;
+  DSV4_CHECK(!side_issuing_ && side_open_ > 0, "cuda: join_side_branch before end_side_branch");
+  for (int i = 0; i < side_open_; ++i) {
+    check_cuda(cudaEventRecord(join_events_[i], side_streams_[i]), "side branch join (record)");
+    check_cuda(cudaStreamWaitEvent(main_stream_, join_events_[i], 0), "side branch join (wait)");
+    allocator_->release_deferred_frees();
+  }
+  side_open_ = 0;
 }
 
 size_t cuda_ops::allocated_bytes() const {

@@ -75,6 +75,7 @@ class cuda_ops final : public ops {
   bool side_branch_takes(side_branch_use use) const override;
   void end_side_branch() override;
   void join_side_branch() override;
+  int side_branches() const override;
 
   tensor alloc(dtype type, const dims& shape) override;
   tensor zeros(dtype type, const dims& shape) override;
@@ -168,11 +169,18 @@ class cuda_ops final : public ops {
   int64_t expert_sets_ = 0, repacked_expert_sets_ = 0;
   bool repack_dense_ = true;
   int64_t dense_linears_ = 0, repacked_dense_linears_ = 0;
-  // stream_: where ops issue work (main_stream_, or side_stream_ inside a side branch).
+  // stream_: where ops issue work (main_stream_, or a side stream inside a side branch).
+  // Up to k_side_branches branches may be open at once (begun and not joined), branch i on
+  // side_streams_[i]; side_open_ counts them, side_issuing_ is true between begin and end.
+  static constexpr int k_side_branches = 4;
   cudaStream_t stream_ = nullptr;
-  cudaStream_t main_stream_ = nullptr, side_stream_ = nullptr;
-  cudaEvent_t fork_event_ = nullptr, join_event_ = nullptr;
-  int side_state_ = 0;  // 0: no branch, 1: issuing the branch, 2: branch issued, not joined
+  cudaStream_t main_stream_ = nullptr;
+  cudaStream_t side_streams_[k_side_branches] = {};
+  cudaEvent_t fork_event_ = nullptr;
+  cudaEvent_t join_events_[k_side_branches] = {};
+  int side_open_ = 0;
+  bool side_issuing_ = false;
+  int side_branches_ = 1;  // branches allowed open at once (DSV4_SIDE_BRANCHES at construction)
   std::unique_ptr<device_allocator> allocator_;
   // upload_to's pinned staging buffer; `staging_done_` marks the end of the last copy out of it.
   void* staging_ = nullptr;
