@@ -404,19 +404,21 @@ bool compare_fp8_input_copy(const std::string& label, const std::string& dir) {
   return ok;
 }
 
-// Side branches (ops.h): the decode step with one branch beside the main ops (DSV4_SIDE_BRANCHES
-// = 1) and with several open at once must give the same logits bit for bit (only the order of
-// independent work changes); also times the decode step of each (official bf16, graphs).
-bool compare_side_branches(const std::string& label, const std::string& dir) {
+// One backend setting read from the environment at load, over `values` (the first is the
+// reference): every run must give the reference's logits bit for bit (only the order of
+// independent work or the producer of identical inputs changes), with graphs and no cudaMalloc in
+// warm decode steps; the decode step times of every run are printed in run order (official bf16,
+// graphs). DSV4_SIDE_BRANCHES: side branches open at once (ops.h).
+bool compare_env_variants(const std::string& tag, const std::string& label, const std::string& dir,
+                          const char* env, const std::vector<int>& values) {
   const std::vector<size_t> prompt{300, 140, 20};
-  const auto official = precision_mode::official;
-  const int counts[] = {1, 2, 3, 4, 1, 4};  // 1 and 4 twice: the spread between runs
   std::vector<schedule_result> runs;
-  for (int n : counts) {
-    setenv("DSV4_SIDE_BRANCHES", std::to_string(n).c_str(), 1);
-    runs.push_back(run_schedule(dir, official, true, prompt, 24, 1024, "bf16", true));
+  for (int v : values) {
+    setenv(env, std::to_string(v).c_str(), 1);
+    runs.push_back(
+        run_schedule(dir, precision_mode::official, true, prompt, 24, 1024, "bf16", true));
   }
-  unsetenv("DSV4_SIDE_BRANCHES");
+  unsetenv(env);
   bool ok = true;
   for (size_t i = 1; i < runs.size(); ++i) {
     const size_t differing = bitwise_differing_steps(runs[0], runs[i]);
@@ -424,20 +426,24 @@ bool compare_side_branches(const std::string& label, const std::string& dir) {
         differing == 0 && runs[i].graphs == 2 && runs[i].mallocs_in_warm_decode == 0;
     ok = ok && run_ok;
     std::printf(
-        "[gpu-side-branches] %-22s official bf16: %d vs 1 side branches open at once, %zu steps "
-        "(3 prefills + decode, graphs): %zu bitwise-differing, graphs=%zu, mallocs in warm "
-        "decode %zu %s\n",
-        label.c_str(), counts[i], runs[i].logits.size(), differing, runs[i].graphs,
-        runs[i].mallocs_in_warm_decode, run_ok ? "OK" : "FAIL");
+        "[%s] %-22s official bf16: %s=%d vs %d, %zu steps (3 prefills + decode, graphs): %zu "
+        "bitwise-differing, graphs=%zu, mallocs in warm decode %zu %s\n",
+        tag.c_str(), label.c_str(), env, values[i], values[0], runs[i].logits.size(), differing,
+        runs[i].graphs, runs[i].mallocs_in_warm_decode, run_ok ? "OK" : "FAIL");
   }
   for (int b = 2; b < 4; ++b) {
-    std::printf("[gpu-side-branches] %-22s decode step (batch %d, graph, median of %zu):",
-                label.c_str(), b, runs[0].step_ms[b].size());
+    std::printf("[%s] %-22s decode step (batch %d, graph, median of %zu), %s:", tag.c_str(),
+                label.c_str(), b, runs[0].step_ms[b].size(), env);
     for (size_t i = 0; i < runs.size(); ++i)
-      std::printf(" %d: %.3f ms%s", counts[i], median(runs[i].step_ms[b]),
+      std::printf(" %d: %.3f ms%s", values[i], median(runs[i].step_ms[b]),
                   i + 1 < runs.size() ? "," : "\n");
   }
   return ok;
+}
+
+bool compare_side_branches(const std::string& label, const std::string& dir) {
+  return compare_env_variants("gpu-side-branches", label, dir, "DSV4_SIDE_BRANCHES",
+                              {1, 2, 3, 4, 1, 4});
 }
 
 bool compare_kv_records(const std::string& label, const std::string& dir, int64_t vocab) {
