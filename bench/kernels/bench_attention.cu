@@ -117,19 +117,32 @@ bool g_kv_fp8_ab = false;
 // --fp8-convert-check: thread i takes code pair i & 0xffff (4 copies, so all four of
 // dequant_codes8's word lanes see it) and scale byte b = i >> 16 at byte position i & 3 of the
 // scale word (e8m0_bf16x2's PRMT); a mismatch of any of the 4 bf16x2 words is counted and the
-// lowest failing i kept.
+// lowest failing i kept. The producer's fast form (dequant_codes8_bf16_fast, e8m0_bf16x2_fast)
+// against the same reference for every case it takes (scale bytes <= k_fast_scale_max, no NaN
+// code: kv_record.h), counted in fast_bad / fast_first / fast_cases.
 __global__ void fp8_convert_check_kernel(unsigned int* bad, unsigned int* first,
-                                         unsigned int* nan_out) {
+                                         unsigned int* nan_out, unsigned int* fast_bad,
+                                         unsigned int* fast_first, unsigned int* fast_cases) {
   const uint32_t i = blockIdx.x * blockDim.x + threadIdx.x;
   const uint32_t pair = i & 0xffffu, b = i >> 16;
   const uint2 codes = make_uint2(pair | pair << 16, pair | pair << 16);
   const uint4 ref = dsv4::cuda::dequant_codes8(codes, dsv4::cuda::e8m0_value_sel(b));
-  const uint4 got = dsv4::cuda::dequant_codes8_bf16(
-      codes, dsv4::cuda::e8m0_bf16x2(
-                 (b << (8 * (i & 3))) | (0x5a5a5a5au & ~(0xffu << (8 * (i & 3)))), int(i & 3)));
+  const uint32_t word = (b << (8 * (i & 3))) | (0x5a5a5a5au & ~(0xffu << (8 * (i & 3))));
+  const uint4 got =
+      dsv4::cuda::dequant_codes8_bf16(codes, dsv4::cuda::e8m0_bf16x2(word, int(i & 3)));
   if (ref.x != got.x || ref.y != got.y || ref.z != got.z || ref.w != got.w) {
     atomicAdd(bad, 1u);
     atomicMin(first, i);
+  }
+  const bool nan_code = (pair & 0x7fu) == 0x7fu || ((pair >> 8) & 0x7fu) == 0x7fu;
+  if (b <= dsv4::cuda::k_fast_scale_max && !nan_code) {
+    const uint4 fast =
+        dsv4::cuda::dequant_codes8_bf16_fast(codes, dsv4::cuda::e8m0_bf16x2_fast(word, int(i & 3)));
+    atomicAdd(fast_cases, 1u);
+    if (ref.x != fast.x || ref.y != fast.y || ref.z != fast.z || ref.w != fast.w) {
+      atomicAdd(fast_bad, 1u);
+      atomicMin(fast_first, i);
+    }
   }
   // How many results are NaN (codes 0x7f / 0xff or scale 0xff): the check covers them.
   if ((ref.x & 0x7fffu) > 0x7f80u) atomicAdd(nan_out, 1u);
@@ -2984,17 +2997,20 @@ int main(int argc, char** argv) {
   CHECK(cudaMalloc(&g_flush_sink, 4));
 
   if (fp8_convert_check) {
-    unsigned int* dev = device_alloc<unsigned int>(3);
-    const unsigned int init[3] = {0u, 0xffffffffu, 0u};
+    unsigned int* dev = device_alloc<unsigned int>(6);
+    const unsigned int init[6] = {0u, 0xffffffffu, 0u, 0u, 0xffffffffu, 0u};
     CHECK(cudaMemcpy(dev, init, sizeof(init), cudaMemcpyHostToDevice));
-    fp8_convert_check_kernel<<<(1u << 24) / 256, 256>>>(dev, dev + 1, dev + 2);
+    fp8_convert_check_kernel<<<(1u << 24) / 256, 256>>>(dev, dev + 1, dev + 2, dev + 3, dev + 4,
+                                                        dev + 5);
     CHECK(cudaGetLastError());
-    unsigned int h[3];
+    unsigned int h[6];
     CHECK(cudaMemcpy(h, dev, sizeof(h), cudaMemcpyDeviceToHost));
     std::printf("fp8 convert check: %u of %u cases differ (first %#x), %u NaN results compared\n",
                 h[0], 1u << 24, h[1], h[2]);
+    std::printf("fp8 convert check (fast form): %u of %u cases differ (first %#x)\n", h[3], h[5],
+                h[4]);
     cudaFree(dev);
-    return h[0] == 0 ? 0 : 2;
+    return h[0] == 0 && h[3] == 0 && h[5] > 0 ? 0 : 2;
   }
   if (wgmma_rates) {
     bench_wgmma_rates(sms);

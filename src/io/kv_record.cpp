@@ -71,11 +71,15 @@ void kv_record_encode(const kv_record_layout& l, const float* x, uint8_t* pool, 
     const int64_t b = j * k_kv_record_quant_block;
     const int64_t e = std::min(l.nope_dims, b + k_kv_record_quant_block);
     float amax = 0.0f;
-    for (int64_t i = b; i < e; ++i) amax = std::fmax(amax, std::fabs(x[i]));  // NaN ignored
+    bool nan = false;
+    for (int64_t i = b; i < e; ++i) {
+      amax = std::fmax(amax, std::fabs(x[i]));  // NaN ignored
+      nan = nan || std::isnan(x[i]);
+    }
     const uint8_t scale = f32_to_e8m0_ceil(std::fmax(amax, 1e-4f) / 448.0f);
     const float s = e8m0_to_f32(scale);
     for (int64_t i = b; i < e; ++i) data[i] = f32_to_e4m3(x[i] / s);
-    scales[j] = scale;
+    scales[j] = nan ? k_kv_record_nan_scale : scale;  // kv_record.h: a NaN poisons its block
   }
   std::memset(scales + l.scale_count(), 0, size_t(l.scale_bytes() - l.scale_count()));
   for (int64_t i = 0; i < l.rope_dims; ++i) {

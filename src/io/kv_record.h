@@ -30,9 +30,13 @@
 // amax = max |x| ignoring NaN, scale byte = f32_to_e8m0_ceil(max(amax, 1e-4) / 448), s =
 // e8m0_to_f32(byte), code = f32_to_e4m3(x / s) (round to nearest even, saturating at 448, NaN ->
 // 0x7f). Decode computes e4m3_to_f32(code) * s in f32, which is bit for bit the value
-// fake_quant_kv_fp8 leaves in the row (NaN stays NaN, +-inf: s = 2^127, code 448, product inf,
-// as there). The RoPE values are rounded to BF16 (RNE; exact for a BF16 pool, a rounding for an
-// f32 one).
+// fake_quant_kv_fp8 leaves in the row (+-inf: s = 2^127, code 448, product inf, as there), except
+// in a block holding a NaN: its scale byte is the NaN scale 0xff (k_kv_record_nan_scale), so every
+// value of that block decodes to NaN where fake_quant_kv_fp8 leaves NaN at the NaN's place only.
+// Attention cannot tell them apart (a NaN anywhere in a key makes its score, and so its query's
+// softmax, NaN). Hence codes 0x7f / 0xff (NaN) occur only under scale 0xff: the warp-specialized
+// decode reader's conversion relies on it (attention_decode_ws.cuh). The RoPE values are rounded
+// to BF16 (RNE; exact for a BF16 pool, a rounding for an f32 one).
 #pragma once
 
 #include <cstddef>
@@ -42,6 +46,8 @@ namespace dsv4 {
 
 // Values per E8M0 scale (the reference's KV block).
 constexpr int64_t k_kv_record_quant_block = 64;
+// The scale byte of a block holding a NaN (E8M0's NaN).
+constexpr uint8_t k_kv_record_nan_scale = 0xff;
 
 struct kv_record_layout {
   int64_t nope_dims = 448;  // FP8 part; a multiple of 16 (16-byte aligned RoPE part)

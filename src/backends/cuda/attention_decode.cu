@@ -47,6 +47,13 @@
 // bulk copies, the slot lookups compiled per part: HCA 1M T=32 127.9 -> 110.2 us, T=8 44.3 ->
 // 40.2, Pro HCA 1M T=32 238.4 -> 207.3 (bf16 pools 97.3 / 36.5 / 168.7); ncu at HCA 1M T=32:
 // ~590 instructions per tile and producer warp (849 in session 25's ncu of main's producer).
+// Session 27 (lead, l27d, H200, same call, base 429c81a): the fast form (attention_decode_loads.cuh
+// dequant_codes8_bf16_fast: one sign-replicating PRMT, a shift and a mask per code pair, the
+// 2^120 folded into the block scale's multiply) for tiles whose scale bytes are <= 134, which
+// io/kv_record.h's writer contract (NaN codes only under scale 0xff) makes exact; other tiles
+// take the general form. HCA 1M T=32 100.6-101.1 -> 95.6-96.1 us, Pro HCA 1M T=32 184.3-185.0 ->
+// 174.6-175.0, HCA 1M T=8 37.5 -> 36.3, Pro CSA T=32 40.7-41.0 -> 39.5-39.6; ATTN14's objection
+// (no gain) no longer holds since the copies stopped being the wall.
 //
 // wgmma path (plan.wgmma, the default for bf16 / f32 pools): the same CTA, ring, exchange and
 // softmax; the query and key tiles are stored in the wgmma SW128 layout (wg_offset) instead, and

@@ -273,6 +273,38 @@ __device__ __forceinline__ uint32_t e8m0_bf16x2(uint32_t sc, int byte) {
   return (t << 7) | (edge ? 0x00400040u : 0u);
 }
 
+// The producer's fast form of dequant_codes8_bf16, for scale bytes b <= k_fast_scale_max and
+// codes other than 0x7f / 0xff (kv_record.h: NaN codes occur only under scale 0xff): the same bf16
+// bits. Each pair by one PRMT whose selector nibbles 8 | n copy byte n's sign into the byte above
+// (bytes 0, 1 -> 0x9180, bytes 2, 3 -> 0xB3A2: two sign-extended int16 halves), << 4 and a mask
+// leave sign at bit 15 and the 7 magnitude bits at 10..4: the bf16 bits of value * 2^-120 (an
+// e4m3 exponent e in the bf16 exponent field, E4M3 subnormals on bf16 subnormals, exactly), then
+// one mul.rn.bf16x2 by s2 = 2^(b - 7) (e8m0_bf16x2_fast): the exact product rounded once, as
+// dequant_codes8_bf16 (bench_attention --fp8-convert-check compares every code pair and byte).
+constexpr uint32_t k_fast_scale_max = 134;  // 2^(b - 7) a normal bf16: exponent field b + 120
+__device__ __forceinline__ uint32_t e4m3_pair_bits(uint32_t word, uint32_t selector) {
+  uint32_t z;
+  asm("prmt.b32 %0, %1, 0, %2;" : "=r"(z) : "r"(word), "r"(selector));
+  return (z << 4) & 0x87F087F0u;
+}
+__device__ __forceinline__ uint4 dequant_codes8_bf16_fast(uint2 codes, uint32_t s2) {
+  return make_uint4(mul_bf16x2_rn(e4m3_pair_bits(codes.x, 0x9180u), s2),
+                    mul_bf16x2_rn(e4m3_pair_bits(codes.x, 0xB3A2u), s2),
+                    mul_bf16x2_rn(e4m3_pair_bits(codes.y, 0x9180u), s2),
+                    mul_bf16x2_rn(e4m3_pair_bits(codes.y, 0xB3A2u), s2));
+}
+// Scale byte `byte` of sc (<= k_fast_scale_max) -> 2^(b - 7) in both halves: exponent field b +
+// 120, mantissa 0 (`byte` a constant after inlining: one PRMT and one IMAD).
+__device__ __forceinline__ uint32_t e8m0_bf16x2_fast(uint32_t sc, int byte) {
+  const uint32_t t =
+      __byte_perm(sc, 0u, uint32_t(byte | 4 << 4 | byte << 8 | 4 << 12));  // b | b << 16
+  return t * 128u + ((120u << 7) | (120u << 23));
+}
+// Whether any of the 7 scale bytes of a record (sc; byte 7 is padding) exceeds k_fast_scale_max.
+__device__ __forceinline__ bool record_scales_slow(uint2 sc) {
+  return __vcmpgtu4(sc.x, 0x86868686u) != 0u || (__vcmpgtu4(sc.y, 0x86868686u) & 0x00ffffffu) != 0u;
+}
+
 __device__ __forceinline__ void dequant_record_tile(const unsigned char* raw, unsigned char* tile) {
   const int chunk = threadIdx.x % k_chunks;
 #pragma unroll

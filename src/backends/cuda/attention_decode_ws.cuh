@@ -159,28 +159,41 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       // block's stores; all 7 loads first spilled under the 56-register cap). Rows without a key:
       // their codes and scale bytes were zero-filled at issue (issue_tile), so they convert to
       // +0 with no per-row select here.
+      // Fast: dequant_codes8_bf16_fast where every scale byte of the warp's 8 rows allows it
+      // (a warp-uniform choice per tile; kv_record.h: NaN codes only under scale 0xff, which
+      // takes the exact general form).
       auto convert_tile = [&](unsigned char* st) {
         unsigned char* const w = st + wbase;
         const unsigned char* const raw = w + (3 + (crr >> 1)) * blk + (crr & 1) * k_nope + cq * 16;
         const uint2 sc = *reinterpret_cast<const uint2*>(w + scale_off + crr * k_rec_scale);
         auto get = [&](int b) { return *reinterpret_cast<const uint4*>(raw + b * 64); };
-        auto put = [&](int b, uint4 c) {
-          const uint32_t s2 = e8m0_bf16x2(b < 4 ? sc.x : sc.y, b & 3);
-          *reinterpret_cast<uint4*>(st + b * blk + out0) =
-              dequant_codes8_bf16(make_uint2(c.x, c.y), s2);
-          *reinterpret_cast<uint4*>(st + b * blk + out1) =
-              dequant_codes8_bf16(make_uint2(c.z, c.w), s2);
+        auto convert = [&](auto fast_c) {
+          constexpr bool fast = decltype(fast_c)::value;
+          auto put = [&](int b, uint4 c) {
+            const uint32_t word = b < 4 ? sc.x : sc.y;
+            const uint32_t s2 = fast ? e8m0_bf16x2_fast(word, b & 3) : e8m0_bf16x2(word, b & 3);
+            *reinterpret_cast<uint4*>(st + b * blk + out0) =
+                fast ? dequant_codes8_bf16_fast(make_uint2(c.x, c.y), s2)
+                     : dequant_codes8_bf16(make_uint2(c.x, c.y), s2);
+            *reinterpret_cast<uint4*>(st + b * blk + out1) =
+                fast ? dequant_codes8_bf16_fast(make_uint2(c.z, c.w), s2)
+                     : dequant_codes8_bf16(make_uint2(c.z, c.w), s2);
+          };
+          const uint4 a0 = get(0), a1 = get(1), a2 = get(2), a3 = get(3);
+          put(0, a0);  // (chunks 0..2 hold no raw bytes: written before every lane has read)
+          put(1, a1);
+          put(2, a2);
+          const uint4 a4 = get(4), a5 = get(5), a6 = get(6);
+          __syncwarp();  // every lane has read its row's codes and scales (chunks 3..6)
+          put(3, a3);
+          put(4, a4);
+          put(5, a5);
+          put(6, a6);
         };
-        const uint4 a0 = get(0), a1 = get(1), a2 = get(2), a3 = get(3);
-        put(0, a0);  // (chunks 0..2 hold no raw bytes: written before every lane has read)
-        put(1, a1);
-        put(2, a2);
-        const uint4 a4 = get(4), a5 = get(5), a6 = get(6);
-        __syncwarp();  // every lane has read its row's codes and scales (chunks 3..6)
-        put(3, a3);
-        put(4, a4);
-        put(5, a5);
-        put(6, a6);
+        if (__any_sync(0xffffffffu, record_scales_slow(sc)))
+          convert(std::false_type{});
+        else
+          convert(std::true_type{});
       };
       // Depth 2 (H200, ATTN15 call 1): a third tile in flight left the ring alone as fast and
       // the whole kernel slower (the producer then waits for tile j - 1's release, which needs

@@ -74,7 +74,8 @@ __device__ __forceinline__ uint16_t bf16_bits(float v) {
 // 1e-4) / 448)) from one IEEE division, x / s exact, then the hardware conversion
 // cvt.rn.satfinite.e4m3x2.f32: round to nearest even onto the e4m3fn grid (subnormals
 // included), +-448 past it, the sign of zero kept; NaN -> 0x7f whatever its sign: f32_to_e4m3
-// exactly (the kv_record_pack cases compare every byte with the CPU encoder).
+// exactly, and scale byte 0xff for a block holding a NaN (the kv_record_pack cases compare every
+// byte with the CPU encoder).
 __device__ __forceinline__ void encode_block_warp(float a, float b, bool valid, uint8_t* block_data,
                                                   uint8_t* scale, int lane) {
   const float amax = quant::warp_max(fmaxf(0.0f, fmaxf(fabsf(a), fabsf(b))));
@@ -86,7 +87,9 @@ __device__ __forceinline__ void encode_block_warp(float a, float b, bool valid, 
     if (isnan(b)) codes = (codes & 0x00ffu) | 0x7f00u;
     *reinterpret_cast<uint16_t*>(block_data + 2 * lane) = uint16_t(codes);
   }
-  if (lane == 0) *scale = uint8_t(__float_as_uint(s) >> 23);
+  // A block holding a NaN gets the NaN scale byte (kv_record.h), as the CPU's encoder.
+  const bool nan = __any_sync(0xffffffffu, valid && (isnan(a) || isnan(b)));
+  if (lane == 0) *scale = nan ? uint8_t(0xff) : uint8_t(__float_as_uint(s) >> 23);
 }
 
 }  // namespace dsv4::cuda::kv_record
