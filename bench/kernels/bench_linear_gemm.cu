@@ -748,6 +748,69 @@ void bench_ring_ab(const shape& sh, weight_kind kind, const std::vector<int64_t>
 // spread and main / variant. "-": the split does not fit (x_lead needs <= 8 warps a block).
 // groups > 1: the block-diagonal form (wo_a: x [T, groups * cols]); "default" is then the
 // planner's own pick for the grouped call (linear_decode_grouped), shown as default=planner.
+// Large BF16 matrices at decode (the LM head: f32 logits; BF16 wo_a: block-diagonal over
+// `groups`), graphs of k_graph_calls calls on weights rotated past L2: the GEMV / grouped kernel
+// of linear.h, linear_decode_grouped (its planner's split and activation lead) and cuBLAS BF16
+// (ungrouped only), and the path choose_dense_linear_path takes; % of the read ceiling on the
+// matrix's bytes.
+void bench_bf16_large(const shape& sh, int64_t groups, bool f32_out,
+                      const std::vector<int64_t>& tokens, double read_gbps, cublasHandle_t cublas,
+                      cudaStream_t s) {
+  using bf = __nv_bfloat16;
+  const int64_t tmax = *std::max_element(tokens.begin(), tokens.end());
+  const int64_t cols = sh.cols / groups;  // a group's columns (x holds groups * cols)
+  const shape_operands op(weight_kind::bf16, sh.rows, cols, tmax * groups, 24, 300, 0, 78);
+  float* yf = static_cast<float*>(dmalloc(size_t(tmax * sh.rows * 4)));
+  const size_t ws_bytes = dsv4::cuda::linear_decode_workspace_bytes(tmax, sh.cols);
+  void* ws = dmalloc(ws_bytes);
+  const bool ld_ok = dsv4::cuda::linear_decode_grouped_supported(op.w(0), groups);
+  CB(cublasSetStream(cublas, s));
+  for (int64_t T : tokens) {
+    auto run_gemv = [&](int i) {
+      if (f32_out)
+        CK(dsv4::cuda::grouped_linear(op.x, T, op.w(i), groups, yf, s));
+      else
+        CK(dsv4::cuda::grouped_linear(op.x, T, op.w(i), groups, op.y, s));
+    };
+    auto run_ld = [&](int i) {
+      if (f32_out)
+        CK(dsv4::cuda::linear_decode_grouped(op.x, T, op.w(i), groups, yf, ws, ws_bytes, s));
+      else
+        CK(dsv4::cuda::linear_decode_grouped(op.x, T, op.w(i), groups, op.y, ws, ws_bytes, s));
+    };
+    const double t_gemv = time_graph_per_call(run_gemv, s);
+    const double t_ld = ld_ok ? time_graph_per_call(run_ld, s) : -1.0;
+    double t_cublas = -1.0;
+    if (groups == 1) {
+      const float one = 1.0f, zero = 0.0f;
+      t_cublas = time_graph_per_call(
+          [&](int i) {
+            CB(cublasGemmEx(cublas, CUBLAS_OP_T, CUBLAS_OP_N, int(sh.rows), int(T), int(cols), &one,
+                            op.w(i).data, CUDA_R_16BF, int(cols), op.x, CUDA_R_16BF, int(cols),
+                            &zero, yf, CUDA_R_32F, int(sh.rows), CUBLAS_COMPUTE_32F,
+                            CUBLAS_GEMM_DEFAULT));
+          },
+          s);
+    }
+    const dsv4::cuda::dense_linear_path path = dsv4::cuda::choose_dense_linear_path(
+        weight_kind::bf16, sh.rows, T, groups, ld_ok, true, true);
+    const double pb = double(op.packed_bytes);
+    std::printf(
+        "bf16-large %-9s %6lld x %5lld g%-2lld T=%-2lld | gemv %8.1f us %5.1f%% | "
+        "linear_decode %8.1f us %5.1f%% | cublas %8.1f us %5.1f%% | path %s\n",
+        sh.name, (long long)sh.rows, (long long)sh.cols, (long long)groups, (long long)T,
+        t_gemv * 1e3, pct_of_read(pb, t_gemv, read_gbps), t_ld * 1e3,
+        t_ld > 0 ? pct_of_read(pb, t_ld, read_gbps) : 0.0, t_cublas * 1e3,
+        t_cublas > 0 ? pct_of_read(pb, t_cublas, read_gbps) : 0.0,
+        path == dsv4::cuda::dense_linear_path::gemv            ? "gemv"
+        : path == dsv4::cuda::dense_linear_path::linear_decode ? "linear_decode"
+                                                               : "linear_gemm");
+    std::fflush(stdout);
+  }
+  cudaFree(ws);
+  cudaFree(yf);
+}
+
 void bench_lead_ab(const shape& sh, weight_kind kind, const std::vector<int64_t>& tokens,
                    double read_gbps, cudaStream_t s, int64_t groups = 1) {
   using dsv4::cuda::linear_decode_split;
@@ -1033,6 +1096,19 @@ int main(int argc, char** argv) {
     for (const shape& sh : pro) bench_ring_ab(sh, weight_kind::fp8_block, ts, read_gbps, s);
     for (const shape& sh : {flash[1], flash[3], pro[2]})
       bench_ring_ab(sh, weight_kind::bf16, ts, read_gbps, s);
+    std::printf("HBM read ceiling again: %.1f GB/s\n", read_ceiling_gbps(s));
+    return 0;
+  }
+  if (argc > 1 && std::string(argv[1]) == "--bf16-large") {
+    // The LM head (vocab 129280; 16384 the test checkpoints') and BF16 wo_a at 1-8 tokens.
+    std::printf("\n## large BF16 matrices at decode (graph of %d calls, %% of read)\n",
+                k_graph_calls);
+    const std::vector<int64_t> ts{1, 2, 3, 4, 8};
+    bench_bf16_large({"head16k", 16384, 4096}, 1, true, ts, read_gbps, cublas, s);
+    bench_bf16_large({"fl.head", 129280, 4096}, 1, true, ts, read_gbps, cublas, s);
+    bench_bf16_large({"pro.head", 129280, 7168}, 1, true, ts, read_gbps, cublas, s);
+    bench_bf16_large({"fl.wo_a", 8 * 1024, 8 * 4096}, 8, false, ts, read_gbps, cublas, s);
+    bench_bf16_large({"pro.wo_a", 16 * 1024, 16 * 4096}, 16, false, ts, read_gbps, cublas, s);
     std::printf("HBM read ceiling again: %.1f GB/s\n", read_ceiling_gbps(s));
     return 0;
   }

@@ -102,14 +102,21 @@ TEST(linear_dispatch, large_bf16_matrices_take_cublas_from_five_tokens) {
   EXPECT_EQ(head(64), gemm);           // 410 vs 3912
   EXPECT_EQ(head(16, false), decode);  // f32 activations: no expansion of the head to f32
   EXPECT_EQ(choose_dense_linear_path(weight_kind::bf16, 8192, 8, 8, true, true, true), gemm);
-  EXPECT_EQ(choose_dense_linear_path(weight_kind::bf16, 8192, 4, 8, true, true, true), gemv);
+  // BF16 wo_a at 2-4 tokens and heads of <= 16384 rows: linear_decode (l27c, both GPUs).
+  EXPECT_EQ(choose_dense_linear_path(weight_kind::bf16, 8192, 4, 8, true, true, true), decode);
+  EXPECT_EQ(choose_dense_linear_path(weight_kind::bf16, 8192, 1, 8, true, true, true), gemv);
+  EXPECT_EQ(choose_dense_linear_path(weight_kind::bf16, 16384, 1, 1, true, true, true), gemv);
+  for (int64_t T : {2, 3, 4})
+    EXPECT_EQ(choose_dense_linear_path(weight_kind::bf16, 16384, T, 1, true, true, true), decode);
+  EXPECT_EQ(choose_dense_linear_path(weight_kind::bf16, 16384, 2, 1, false, true, true), gemv);
 }
 
 TEST(linear_dispatch, grouped_weights_take_linear_decode_from_two_or_four_tokens) {
   EXPECT_EQ(pick(weight_kind::fp8_block, 8192, 1, 8), gemv);       // wo_a, Flash FP8: GEMV 18.3 us
   EXPECT_EQ(pick(weight_kind::fp8_block, 8192, 2, 8), decode);     // 22.7 vs 26.1 us
   EXPECT_EQ(pick(weight_kind::fp8_block, 16384, 64, 16), decode);  // Pro: 178 vs 900 us
-  EXPECT_EQ(pick(weight_kind::bf16, 8192, 2, 8), gemv);  // BF16 (convert.py): 25.9 vs 28.5
+  EXPECT_EQ(pick(weight_kind::bf16, 8192, 2, 8), decode);  // BF16: 27.3 vs 25.0 us (H100, l27c)
+  EXPECT_EQ(pick(weight_kind::bf16, 8192, 1, 8), gemv);
   EXPECT_EQ(pick(weight_kind::f32, 8192, 4, 8), gemv);
   EXPECT_EQ(pick(weight_kind::fp8_block, 8192, 8, 8, false, true), gemv);  // out_g % 16 != 0
   EXPECT_EQ(pick(weight_kind::fp8_block, 8192, 100, 8), gemm);             // prefill

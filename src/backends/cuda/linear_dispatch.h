@@ -73,9 +73,22 @@ inline dense_linear_path choose_dense_linear_path(weight_kind kind, int64_t rows
     if (gemm_ok && plain_gemm) return dense_linear_path::linear_gemm;
     if (decode_ok) return dense_linear_path::linear_decode;
   }
+  // BF16 at 2-4 tokens (bench_linear_gemm --bf16-large, session 27 l27c, H100 / H200, graphs):
+  // wo_a's grouped GEMV falls to 54-80% of read while linear_decode_grouped (with its activation
+  // lead) holds 78-91% (Flash T = 2 / 4: H100 27.3 / 29.2 -> 25.0 / 25.3 us, H200 21.5 / 26.8 ->
+  // 18.3 / 18.8; Pro T = 4: 64.7 -> 48.9 us, 55.1 -> 35.1); at one token they tie within 3%. The
+  // same for an ungrouped matrix of <= 16384 rows (a 16384 x 4096 head: the GEMV's 1024 blocks
+  // are less than a wave; T = 2 / 4: H100 56.5 / 63.4 -> 47.8 / 48.1 us, H200 44.5 / 59.0 -> 33.7
+  // / 33.9), not for the 129280-row heads, whose GEMV reads at 88-99% to 4 tokens (H100 ahead of
+  // both others everywhere; H200 cuBLAS 1.04-1.08x ahead at 3-4 tokens, unused).
+  constexpr int64_t k_bf16_gemv_rows_few = 16384;
+  const bool bf16_few_rows_multi =
+      kind == weight_kind::bf16 && tokens >= 2 && (groups != 1 || rows <= k_bf16_gemv_rows_few);
   if (groups != 1)  // wo_a (decode_ok: linear_decode_grouped_supported)
-    return decode_ok && packed && tokens >= 2 ? dense_linear_path::linear_decode
-                                              : dense_linear_path::gemv;
+    return decode_ok && (packed || bf16_few_rows_multi) && tokens >= 2
+               ? dense_linear_path::linear_decode
+               : dense_linear_path::gemv;
+  if (large_bf16 && bf16_few_rows_multi && decode_ok) return dense_linear_path::linear_decode;
   if (!(packed || small_bf16) || (tokens == 1 && !decode_ok)) return dense_linear_path::gemv;
   if (small_bf16) return decode_ok ? dense_linear_path::linear_decode : dense_linear_path::gemv;
   const bool four_bit = kind != weight_kind::fp8_block;
