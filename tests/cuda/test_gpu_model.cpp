@@ -381,28 +381,6 @@ bool compare_repacked_dense(const std::string& label, const std::string& dir, in
 // (shared w2) unquantized, against the quantized copies / in-place fake quantization made first
 // (DSV4_FP8_INPUT_COPY=1, the path before): the same logits bit for bit (ops.h says why), and
 // the decode step times of both.
-bool compare_fp8_input_copy(const std::string& label, const std::string& dir) {
-  const std::vector<size_t> prompt{300, 140, 20};
-  const auto official = precision_mode::official;
-  setenv("DSV4_FP8_INPUT_COPY", "1", 1);
-  const schedule_result copy = run_schedule(dir, official, true, prompt, 24, 1024, "bf16", true);
-  unsetenv("DSV4_FP8_INPUT_COPY");
-  const schedule_result direct = run_schedule(dir, official, true, prompt, 24, 1024, "bf16", true);
-  const size_t differing = bitwise_differing_steps(copy, direct);
-  const bool ok = differing == 0 && direct.graphs == 2 && direct.mallocs_in_warm_decode == 0;
-  std::printf(
-      "[gpu-fp8-input] %-22s official bf16: x, qr, z, h unquantized into the FP8 projections "
-      "vs quantized first, %zu steps (3 prefills + decode, graphs): %zu bitwise-differing %s\n",
-      label.c_str(), direct.logits.size(), differing, ok ? "OK" : "FAIL");
-  for (int b = 1; b < 4; ++b)
-    if (!direct.step_ms[b].empty())
-      std::printf(
-          "[gpu-fp8-input] %-22s decode step (batch %d, graph, median of %zu): copies %.3f ms, "
-          "direct %.3f ms\n",
-          label.c_str(), b, direct.step_ms[b].size(), median(copy.step_ms[b]),
-          median(direct.step_ms[b]));
-  return ok;
-}
 
 // One backend setting read from the environment at load, over `values` (the first is the
 // reference): every run must give the reference's logits bit for bit (only the order of
@@ -439,6 +417,13 @@ bool compare_env_variants(const std::string& tag, const std::string& label, cons
                   i + 1 < runs.size() ? "," : "\n");
   }
   return ok;
+}
+
+// The FP8 projections' inputs quantized by the caller (DSV4_FP8_INPUT_COPY=1: x, qr, z, h as
+// fake-quantized copies) and unquantized into the projections that quantize them themselves:
+// bitwise-equal logits.
+bool compare_fp8_input_copy(const std::string& label, const std::string& dir) {
+  return compare_env_variants("gpu-fp8-input", label, dir, "DSV4_FP8_INPUT_COPY", {1, 0});
 }
 
 bool compare_side_branches(const std::string& label, const std::string& dir) {

@@ -266,9 +266,12 @@ __device__ __forceinline__ uint4 dequant_codes8_bf16(uint2 codes, uint32_t s2) {
 // halves of a bf16x2: 2^(b - 127) is b << 7 for b = 1..254 (exponent field b, mantissa 0); b = 0
 // (2^-127, the subnormal 0x0040) and b = 0xff (NaN, 0x7fc0) are b << 7 with bit 6 set.
 // (`byte` a constant after inlining: one PRMT.)
+// Scale byte `byte` of sc in both halves: b | b << 16 (one PRMT; the scale conversions' start).
+__device__ __forceinline__ uint32_t scale_byte_pair(uint32_t sc, int byte) {
+  return __byte_perm(sc, 0u, uint32_t(byte | 4 << 4 | byte << 8 | 4 << 12));
+}
 __device__ __forceinline__ uint32_t e8m0_bf16x2(uint32_t sc, int byte) {
-  const uint32_t t =
-      __byte_perm(sc, 0u, uint32_t(byte | 4 << 4 | byte << 8 | 4 << 12));  // b | b << 16
+  const uint32_t t = scale_byte_pair(sc, byte);
   const bool edge = ((t + 0x00010001u) & 0x00fe00feu) == 0u;  // (b + 1) mod 256 is 0 or 1
   return (t << 7) | (edge ? 0x00400040u : 0u);
 }
@@ -296,9 +299,7 @@ __device__ __forceinline__ uint4 dequant_codes8_bf16_fast(uint2 codes, uint32_t 
 // Scale byte `byte` of sc (<= k_fast_scale_max) -> 2^(b - 7) in both halves: exponent field b +
 // 120, mantissa 0 (`byte` a constant after inlining: one PRMT and one IMAD).
 __device__ __forceinline__ uint32_t e8m0_bf16x2_fast(uint32_t sc, int byte) {
-  const uint32_t t =
-      __byte_perm(sc, 0u, uint32_t(byte | 4 << 4 | byte << 8 | 4 << 12));  // b | b << 16
-  return t * 128u + ((120u << 7) | (120u << 23));
+  return scale_byte_pair(sc, byte) * 128u + ((120u << 7) | (120u << 23));
 }
 // Whether any of the 7 scale bytes of a record (sc; byte 7 is padding) exceeds k_fast_scale_max.
 __device__ __forceinline__ bool record_scales_slow(uint2 sc) {
