@@ -971,11 +971,13 @@ test_case hc_split_refusals_case() {
 // kernels store them. with_f false: the first layer's collapse (no residual update).
 // fp8: also the FP8 copy (out_fp8), which must equal the CPU's fake_quant_fp8_act of the kernel's
 // own out bit for bit (the copy rounds out; out itself is compared with the reference above).
+// gates_apart: hc_post_pre_norm(..., gates = false), which must leave post and comb as they were,
+// then hc_post_pre_norm_gates; post, comb and out must also equal the one-call form's bit for bit.
 template <typename act_t = float>
 test_case hc_post_pre_norm_case(int64_t T, int64_t hc, int64_t D, int64_t iters, bool with_f,
-                                bool fp8 = false) {
+                                bool fp8 = false, bool gates_apart = false) {
   test_case c;
-  c.op = "hc_post_pre_norm";
+  c.op = gates_apart ? "hc_post_pre_norm_gates" : "hc_post_pre_norm";
   c.shape =
       fmt_shape("T=%lld hc=%lld D=%lld iters=%lld%s%s%s", (long long)T, (long long)hc, (long long)D,
                 (long long)iters, with_f ? "" : " no f", fp8 ? " fp8" : "", act_suffix<act_t>());
@@ -1008,12 +1010,46 @@ test_case hc_post_pre_norm_case(int64_t T, int64_t hc, int64_t D, int64_t iters,
     dq.poison();
     device_buffer dws(std::max<size_t>(dsv4::cuda::hc_collapse_workspace_bytes(T, hc, D), 4));
     dws.poison();
-    CUDA_CHECK(dsv4::cuda::hc_post_pre_norm(
-        dx.as<act_t>(), with_f ? df.as<act_t>() : nullptr, dfn.f32(), dbase.f32(), dscale.f32(),
-        dw.f32(), T, hc, D, iters, hc_eps, norm_eps, with_f ? dnext.as<act_t>() : nullptr,
-        dout.as<act_t>(), fp8 ? dq.as<act_t>() : nullptr, dpost.f32(), dcomb.f32(), 0, dws.data(),
-        dws.bytes()));
-    CUDA_CHECK(cudaDeviceSynchronize());
+    auto run = [&](device_buffer& o, device_buffer& p, device_buffer& cb, bool gates) {
+      return dsv4::cuda::hc_post_pre_norm(
+          dx.as<act_t>(), with_f ? df.as<act_t>() : nullptr, dfn.f32(), dbase.f32(), dscale.f32(),
+          dw.f32(), T, hc, D, iters, hc_eps, norm_eps, with_f ? dnext.as<act_t>() : nullptr,
+          o.as<act_t>(), fp8 ? dq.as<act_t>() : nullptr, p.f32(), cb.f32(), 0, dws.data(),
+          dws.bytes(), gates);
+    };
+    if (gates_apart) {
+      // The one-call form first, into its own gates and output (x_next and the FP8 copy are
+      // rewritten with the same values by the split form below).
+      device_buffer dpost1(post), dcomb1(comb), dout1(act_bytes<act_t>(ref.numel()));
+      CUDA_CHECK(run(dout1, dpost1, dcomb1, true));
+      CUDA_CHECK(run(dout, dpost, dcomb, false));
+      CUDA_CHECK(cudaDeviceSynchronize());
+      compare("post before the gates", download_output("post", dpost, result), post, k_tol_exact,
+              true, result);
+      compare("comb before the gates", download_output("comb", dcomb, result), comb, k_tol_exact,
+              true, result);
+      CUDA_CHECK(dsv4::cuda::hc_post_pre_norm_gates(dws.data(), dws.bytes(), dbase.f32(),
+                                                    dscale.f32(), T, hc, D, iters, hc_eps, norm_eps,
+                                                    dpost.f32(), dcomb.f32(), 0));
+      CUDA_CHECK(cudaDeviceSynchronize());
+      auto as_tensor = [](const std::vector<float>& v, const dims& shape) {
+        tensor t = tensor::empty(dtype::f32, shape);
+        if (v.size() == size_t(t.numel())) std::copy(v.begin(), v.end(), t.data<float>());
+        return t;
+      };
+      compare("post vs one call", download_output("post", dpost, result),
+              as_tensor(download_output("post1", dpost1, result), {T, hc}), k_tol_exact, true,
+              result);
+      compare("comb vs one call", download_output("comb", dcomb, result),
+              as_tensor(download_output("comb1", dcomb1, result), {T, hc, hc}), k_tol_exact, true,
+              result);
+      compare("out vs one call", download_act<act_t>("out", dout, result),
+              as_tensor(download_act<act_t>("out1", dout1, result), {T, D}), k_tol_exact, true,
+              result);
+    } else {
+      CUDA_CHECK(run(dout, dpost, dcomb, true));
+      CUDA_CHECK(cudaDeviceSynchronize());
+    }
     const std::vector<float> out = download_act<act_t>("out", dout, result);
     compare("out", out, ref, act_tol<act_t>(k_tol_mhc), true, result);
     if (fp8 && out.size() == size_t(T * D)) {
@@ -1087,9 +1123,13 @@ test_case hc_post_pre_norm_refusals_case() {
 
 // fused: hc_post_pre_norm's two launches; otherwise the chain it replaces (hc_post, hc_pre's split
 // path, rms_norm: four launches), on the same buffers.
-test_case hc_post_pre_norm_perf(int64_t T, int64_t hc, int64_t D, bool fused) {
+// gates false (fused): the two launches without the gates CTA, the part of the call that the
+// next sub-layer waits for when the CUDA backend runs the gates apart.
+test_case hc_post_pre_norm_perf(int64_t T, int64_t hc, int64_t D, bool fused, bool gates = true) {
   test_case c = hc_post_pre_norm_case(T, hc, D, 20, true);
-  c.op = fused ? "hc_post_pre_norm" : "hc_post_pre_norm chain";
+  c.op = !fused ? "hc_post_pre_norm chain"
+         : gates ? "hc_post_pre_norm"
+                 : "hc_post_pre_norm without gates";
   c.perf = [=] {
     rng r(8);
     const int64_t mix = (2 + hc) * hc;
@@ -1110,7 +1150,7 @@ test_case hc_post_pre_norm_perf(int64_t T, int64_t hc, int64_t D, bool fused) {
         CUDA_CHECK(dsv4::cuda::hc_post_pre_norm(
             dx.f32(i), df.f32(i), dfn.f32(), dbase.f32(), dscale.f32(), dw.f32(), T, hc, D, 20,
             1e-6f, 1e-6f, dnext.f32(i), dout.f32(i), static_cast<float*>(nullptr), dpost.f32(i),
-            dcomb.f32(i), 0, dws.data(), dws.bytes()));
+            dcomb.f32(i), 0, dws.data(), dws.bytes(), gates));
         return;
       }
       CUDA_CHECK(dsv4::cuda::hc_post(dx.f32(i), df.f32(i), dpost.f32(i), dcomb.f32(i), T, hc, D,
@@ -1306,6 +1346,13 @@ std::vector<test_case> make_eval_cases() {
     cases.push_back(hc_post_pre_norm_case<bf16>(24, k_hc, k_pro_hidden, 20, true, true));
     cases.push_back(hc_post_pre_norm_case<bf16>(1, k_hc, 128, 20, false, true));
     cases.push_back(hc_post_pre_norm_refusals_case());
+    // The gates apart (the CUDA backend's decode form).
+    cases.push_back(hc_post_pre_norm_case(1, k_hc, k_flash_hidden, 20, true, false, true));
+    cases.push_back(hc_post_pre_norm_case(2, k_hc, k_flash_hidden, 20, false, false, true));
+    cases.push_back(hc_post_pre_norm_case(5, k_hc, 130, 3, true, false, true));
+    cases.push_back(hc_post_pre_norm_case<bf16>(3, k_hc, k_flash_hidden, 20, true, true, true));
+    cases.push_back(hc_post_pre_norm_case<bf16>(24, k_hc, k_pro_hidden, 20, true, true, true));
+    cases.push_back(hc_post_pre_norm_case<bf16>(64, k_hc, k_flash_hidden, 20, true, false, true));
   }
 
   for (int64_t T : {1, 5}) {
@@ -1408,6 +1455,7 @@ std::vector<test_case> make_perf_cases() {
   for (int64_t T : {1, 4, 16}) {
     cases.push_back(hc_post_pre_norm_perf(T, k_hc, k_flash_hidden, false));
     cases.push_back(hc_post_pre_norm_perf(T, k_hc, k_flash_hidden, true));
+    cases.push_back(hc_post_pre_norm_perf(T, k_hc, k_flash_hidden, true, false));
   }
   cases.push_back(hc_post_pre_norm_perf(4, k_hc, k_pro_hidden, false));
   cases.push_back(hc_post_pre_norm_perf(4, k_hc, k_pro_hidden, true));

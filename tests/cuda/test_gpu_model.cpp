@@ -431,6 +431,12 @@ bool compare_side_branches(const std::string& label, const std::string& dir) {
                               {1, 2, 3, 4, 1, 4});
 }
 
+// hc_post_pre_norm's gates (post, comb) on their own stream beside the next sub-layer
+// (DSV4_HC_GATES_APART=1) against the finish launch's gates CTA (0): the same kernels' values.
+bool compare_hc_gates_apart(const std::string& label, const std::string& dir) {
+  return compare_env_variants("gpu-hc-gates", label, dir, "DSV4_HC_GATES_APART", {0, 1, 0, 1});
+}
+
 bool compare_kv_records(const std::string& label, const std::string& dir, int64_t vocab) {
   const std::vector<size_t> prompt{300, 140, 20};
   const auto official = precision_mode::official;
@@ -716,6 +722,8 @@ int main(int argc, char** argv) {
       }
       ++cases;
       failures += !compare_side_branches("flash-dims-3-layers", dir);
+      ++cases;
+      failures += !compare_hc_gates_apart("flash-dims-3-layers", dir);
     } catch (const std::exception& e) {
       ++failures;
       std::printf("[gpu-repacked-experts] FAIL: %s\n", e.what());
@@ -876,6 +884,8 @@ int main(int argc, char** argv) {
       failures += !compare_w8a8_wgmma("flash-dims-3-layers", dir, 16384);
       ++cases;
       failures += !compare_side_branches("flash-dims-3-layers", dir);
+      ++cases;
+      failures += !compare_hc_gates_apart("flash-dims-3-layers", dir);
     } catch (const std::exception& e) {
       ++failures;
       std::printf("[gpu-graph] flash-dims FAIL: %s\n", e.what());

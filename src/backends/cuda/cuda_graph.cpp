@@ -43,7 +43,18 @@ void cuda_graph::replay() {
 }
 
 std::unique_ptr<captured_graph> cuda_ops::capture(const std::function<void()>& body) {
-  return cuda_graph::capture(stream_, *allocator_, body);
+  join_gates();
+  // Work forked onto the gates stream is joined before each run of body ends (a capture must
+  // end with every forked stream joined), also when body throws.
+  return cuda_graph::capture(stream_, *allocator_, [&] {
+    try {
+      body();
+    } catch (...) {
+      join_gates();
+      throw;
+    }
+    join_gates();
+  });
 }
 
 }  // namespace dsv4::cuda

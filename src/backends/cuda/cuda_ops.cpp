@@ -69,8 +69,17 @@ cuda_ops::cuda_ops(int device, dtype activations) : device_(device), act_(activa
     check_cuda(cudaEventCreateWithFlags(&join_events_[i], cudaEventDisableTiming),
                "cudaEventCreate");
   }
+  check_cuda(cudaStreamCreateWithFlags(&gates_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
+  check_cuda(cudaEventCreateWithFlags(&gates_fork_event_, cudaEventDisableTiming),
+             "cudaEventCreate");
+  check_cuda(cudaEventCreateWithFlags(&gates_done_event_, cudaEventDisableTiming),
+             "cudaEventCreate");
   stream_ = main_stream_;
   side_branches_ = side_branches_from_env(k_side_branches);
+  gates_apart_ = [] {
+    const char* env = std::getenv("DSV4_HC_GATES_APART");
+    return !env || std::atoi(env) != 0;
+  }();
   check_cuda(cudaEventCreateWithFlags(&staging_done_, cudaEventDisableTiming), "cudaEventCreate");
   allocator_ = std::make_unique<device_allocator>(device);
   // cuBLAS allocates per call unless it has a workspace; a fixed one (32 MiB, NVIDIA's figure
@@ -85,6 +94,7 @@ cuda_ops::cuda_ops(int device, dtype activations) : device_(device), act_(activa
 }
 
 cuda_ops::~cuda_ops() {
+  if (gates_stream_) cudaStreamSynchronize(gates_stream_);
   for (cudaStream_t side : side_streams_)
     if (side) cudaStreamSynchronize(side);
   if (main_stream_) cudaStreamSynchronize(main_stream_);
@@ -94,6 +104,9 @@ cuda_ops::~cuda_ops() {
     if (side) cudaStreamDestroy(side);
   if (main_stream_) cudaStreamDestroy(main_stream_);
   if (fork_event_) cudaEventDestroy(fork_event_);
+  if (gates_stream_) cudaStreamDestroy(gates_stream_);
+  if (gates_fork_event_) cudaEventDestroy(gates_fork_event_);
+  if (gates_done_event_) cudaEventDestroy(gates_done_event_);
   for (cudaEvent_t join : join_events_)
     if (join) cudaEventDestroy(join);
   if (staging_) cudaFreeHost(staging_);
@@ -153,6 +166,14 @@ void cuda_ops::join_side_branch() {
     allocator_->release_deferred_frees();
   }
   side_open_ = 0;
+}
+
+void cuda_ops::join_gates() {
+  if (!gates_pending_) return;
+  gates_pending_ = false;
+  check_cuda(cudaEventRecord(gates_done_event_, gates_stream_), "hc gates join (record)");
+  check_cuda(cudaStreamWaitEvent(main_stream_, gates_done_event_, 0), "hc gates join (wait)");
+  gates_ws_ = tensor();  // the main stream is now ordered after the gates kernel's reads
 }
 
 size_t cuda_ops::allocated_bytes() const {
@@ -225,6 +246,7 @@ tensor cuda_ops::upload_f32(const tensor_view& host) {
 
 tensor cuda_ops::download(const tensor& device) {
   check_device(device, "download source");
+  join_gates();
   tensor h = tensor::empty(device.type(), device.shape());
   check_cuda(cudaMemcpyAsync(h.data<void>(), device.data<void>(), device.bytes(),
                              cudaMemcpyDeviceToHost, stream_),
@@ -320,6 +342,7 @@ tensor cuda_ops::hc_pre(const tensor& x, const tensor& fn, const tensor& base, c
                         int64_t sinkhorn_iters, float hc_eps, float norm_eps, tensor& post,
                         tensor& comb) {
   check_device_type(x, act_, "hc_pre input");
+  join_gates();  // post and comb are rewritten
   check_f32(post, "hc_pre post");
   check_f32(comb, "hc_pre comb");
   const int64_t T = x.size(0), hc = x.size(1), D = x.size(2);
@@ -344,6 +367,7 @@ tensor cuda_ops::hc_pre(const tensor& x, const tensor& fn, const tensor& base, c
 tensor cuda_ops::hc_post(const tensor& x, const tensor& f, const tensor& post, const tensor& comb) {
   check_device_type(x, act_, "hc_post residual");
   check_device_type(f, act_, "hc_post sublayer output");
+  join_gates();  // post and comb are read
   check_f32(post, "hc_post post");
   check_f32(comb, "hc_post comb");
   const int64_t T = x.size(0), hc = x.size(1), D = x.size(2);
@@ -367,6 +391,7 @@ tensor cuda_ops::hc_post_pre_norm(const tensor& x, const tensor* f, const tensor
                                   tensor& post, tensor& comb, tensor& x_next,
                                   const tensor* fp8_copy_rows, tensor* fp8_copy) {
   check_device_type(x, act_, "hc_post_pre_norm residual");
+  join_gates();  // post and comb are read, then rewritten
   const int64_t T = x.size(0), hc = x.size(1), D = x.size(2);
   static const bool fuse = [] {
     const char* env = std::getenv("DSV4_HC_FUSE");
@@ -408,6 +433,9 @@ tensor cuda_ops::hc_post_pre_norm(const tensor& x, const tensor* f, const tensor
           D, act_ptr(x, a), f ? act_ptr(next, a) : nullptr, act_ptr(y, a), act_ptr(q, a));
     });
   }
+  // The gates apart (on the main stream only: not inside a side branch): the next sub-layer reads
+  // y alone, and the Sinkhorn projection (the longest CTA of the finish launch) runs beside it.
+  const bool gates_apart = gates_apart_ && stream_ == main_stream_;
   check_cuda(with_act(act_,
                       [&](auto* a) {
                         return cuda::hc_post_pre_norm(
@@ -415,9 +443,21 @@ tensor cuda_ops::hc_post_pre_norm(const tensor& x, const tensor* f, const tensor
                             base.data<float>(), scale.data<float>(), norm_weight.data<float>(), T,
                             hc, D, sinkhorn_iters, hc_eps, norm_eps, f ? act_ptr(next, a) : nullptr,
                             act_ptr(y, a), q_fused ? act_ptr(q, a) : nullptr, post.data<float>(),
-                            comb.data<float>(), stream_, ws.data<uint8_t>(), size_t(ws.bytes()));
+                            comb.data<float>(), stream_, ws.data<uint8_t>(), size_t(ws.bytes()),
+                            !gates_apart);
                       }),
              "hc_post_pre_norm");
+  if (gates_apart) {
+    check_cuda(cudaEventRecord(gates_fork_event_, main_stream_), "hc gates fork (record)");
+    check_cuda(cudaStreamWaitEvent(gates_stream_, gates_fork_event_, 0), "hc gates fork (wait)");
+    gates_pending_ = true;  // joined even if the launch below fails
+    gates_ws_ = ws;
+    check_cuda(cuda::hc_post_pre_norm_gates(ws.data<uint8_t>(), size_t(ws.bytes()),
+                                            base.data<float>(), scale.data<float>(), T, hc, D,
+                                            sinkhorn_iters, hc_eps, norm_eps, post.data<float>(),
+                                            comb.data<float>(), gates_stream_),
+               "hc_post_pre_norm gates");
+  }
   if (fp8_copy) {
     if (!q_fused) {
       q = gather_rows(y, *fp8_copy_rows);

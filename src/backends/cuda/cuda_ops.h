@@ -181,6 +181,17 @@ class cuda_ops final : public ops {
   int side_open_ = 0;
   bool side_issuing_ = false;
   int side_branches_ = 1;  // branches allowed open at once (DSV4_SIDE_BRANCHES at construction)
+  // hc_post_pre_norm's gates (post, comb: the Sinkhorn projection) on gates_stream_, forked after
+  // its launches and joined to the main stream before post / comb are next read or written
+  // (join_gates: hc_post, hc_pre, hc_post_pre_norm, download, the end of a capture). gates_ws_ keeps
+  // the partial sums the gates kernel reads until the join. DSV4_HC_GATES_APART=0: the gates in
+  // hc_post_pre_norm's finish launch (read at construction).
+  void join_gates();
+  bool gates_apart_ = true;
+  cudaStream_t gates_stream_ = nullptr;
+  cudaEvent_t gates_fork_event_ = nullptr, gates_done_event_ = nullptr;
+  bool gates_pending_ = false;
+  tensor gates_ws_;
   std::unique_ptr<device_allocator> allocator_;
   // upload_to's pinned staging buffer; `staging_done_` marks the end of the last copy out of it.
   void* staging_ = nullptr;

@@ -697,6 +697,23 @@ __global__ void __launch_bounds__(k_hc_norm_max_threads)
   }
 }
 
+// hc_post_pre_norm_gates: grid (tokens), k_hc_split_threads. CTA t is hc_split_finish_norm_kernel's
+// CTA (1, t) (the same sums by the same 8 warps, the same gate functions): post and comb bit for
+// bit. Not a programmatic dependent launch: it runs beside later work, ordered after the finish
+// kernel by the caller.
+__global__ void __launch_bounds__(k_hc_split_threads)
+    hc_split_gates_kernel(const float* part, int chunks, const float* base, const float* scale,
+                          int hc, int64_t D, int mix, int sinkhorn_iters, float hc_eps,
+                          float norm_eps, float* post, float* comb) {
+  __shared__ float sums[k_hc_sums];
+  const int64_t t = blockIdx.x;
+  hc_split_token_sums(part, chunks, t, mix, sums);
+  __syncthreads();
+  if (threadIdx.x / k_warp_size == 0)
+    hc_token_post_comb(sums, int64_t(hc) * D, hc, base, scale, sinkhorn_iters, hc_eps, norm_eps,
+                       post + t * hc, comb + t * hc * hc);
+}
+
 int64_t hc_split_chunks(int64_t hc, int64_t D) {
   return ceil_div(hc * D, int64_t(k_hc_split_inputs));
 }
@@ -878,7 +895,7 @@ cudaError_t hc_post_pre_norm(const act_t* x, const act_t* f, const float* fn, co
                              int64_t hc, int64_t D, int64_t sinkhorn_iters, float hc_eps,
                              float norm_eps, act_t* x_next, act_t* out, act_t* out_fp8, float* post,
                              float* comb, cudaStream_t stream, void* workspace,
-                             size_t workspace_bytes) {
+                             size_t workspace_bytes, bool gates) {
   if (!hc_post_pre_norm_supported(tokens, hc, D) || sinkhorn_iters < 0 ||
       sinkhorn_iters > INT32_MAX || (f != nullptr && x_next == nullptr) ||
       (out_fp8 != nullptr && (!hc_post_pre_norm_fp8_copy_supported(D, x, x_next, out, out_fp8) ||
@@ -916,10 +933,30 @@ cudaError_t hc_post_pre_norm(const act_t* x, const act_t* f, const float* fn, co
   const auto kernel = out_fp8 ? hc_split_finish_norm_kernel<act_t, true, true>
                       : vec   ? hc_split_finish_norm_kernel<act_t, true, false>
                               : hc_split_finish_norm_kernel<act_t, false, false>;
-  return launch_pdl(true, kernel, dim3(2u, unsigned(tokens)), dim3(unsigned(threads)), 0, stream,
+  // CTA (1, t), the gates, only with `gates` (otherwise hc_post_pre_norm_gates).
+  return launch_pdl(true, kernel, dim3(gates ? 2u : 1u, unsigned(tokens)), dim3(unsigned(threads)),
+                    0, stream,
                     collapsed, static_cast<const float*>(part), int(hc_split_chunks(hc, D)), base,
                     scale, int(hc), D, mix, int(sinkhorn_iters), hc_eps, norm_eps, norm_weight, out,
                     out_fp8, post, comb);
+}
+
+cudaError_t hc_post_pre_norm_gates(const void* workspace, size_t workspace_bytes, const float* base,
+                                   const float* scale, int64_t tokens, int64_t hc, int64_t D,
+                                   int64_t sinkhorn_iters, float hc_eps, float norm_eps,
+                                   float* post, float* comb, cudaStream_t stream) {
+  if (!hc_post_pre_norm_supported(tokens, hc, D) || sinkhorn_iters < 0 ||
+      sinkhorn_iters > INT32_MAX || post == nullptr || comb == nullptr)
+    return cudaErrorInvalidValue;
+  if (tokens == 0) return cudaSuccess;
+  if (workspace == nullptr || workspace_bytes < hc_collapse_workspace_bytes(tokens, hc, D) ||
+      (reinterpret_cast<uintptr_t>(workspace) & 3) != 0)
+    return cudaErrorInvalidValue;
+  return launch_pdl(false, hc_split_gates_kernel, dim3(unsigned(tokens)),
+                    dim3(unsigned(k_hc_split_threads)), 0, stream,
+                    static_cast<const float*>(workspace), int(hc_split_chunks(hc, D)), base, scale,
+                    int(hc), D, int((2 + hc) * hc), int(sinkhorn_iters), hc_eps, norm_eps, post,
+                    comb);
 }
 
 #define DSV4_MHC_INSTANTIATE(T)                                                                   \
@@ -934,7 +971,7 @@ cudaError_t hc_post_pre_norm(const act_t* x, const act_t* f, const float* fn, co
   template cudaError_t hc_post_pre_norm<T>(const T*, const T*, const float*, const float*,        \
                                            const float*, const float*, int64_t, int64_t, int64_t, \
                                            int64_t, float, float, T*, T*, T*, float*, float*,     \
-                                           cudaStream_t, void*, size_t);                          \
+                                           cudaStream_t, void*, size_t, bool);                    \
   template bool hc_post_pre_norm_fp8_copy_supported<T>(int64_t, const T*, const T*, const T*,     \
                                                        const T*);
 DSV4_MHC_INSTANTIATE(float)

@@ -66,13 +66,25 @@ bool hc_post_pre_norm_supported(int64_t tokens, int64_t hc, int64_t D);
 template <typename act_t>
 bool hc_post_pre_norm_fp8_copy_supported(int64_t D, const act_t* x, const act_t* x_next,
                                          const act_t* out, const act_t* out_fp8);
+// gates false: post and comb are left for hc_post_pre_norm_gates (neither read nor written after
+// the residual update), and the second launch forms y and out only.
 template <typename act_t>
 cudaError_t hc_post_pre_norm(const act_t* x, const act_t* f, const float* fn, const float* base,
                              const float* scale, const float* norm_weight, int64_t tokens,
                              int64_t hc, int64_t D, int64_t sinkhorn_iters, float hc_eps,
                              float norm_eps, act_t* x_next, act_t* out, act_t* out_fp8, float* post,
                              float* comb, cudaStream_t stream, void* workspace,
-                             size_t workspace_bytes);
+                             size_t workspace_bytes, bool gates = true);
+// The new post and comb of a hc_post_pre_norm(..., gates = false) call of the same tokens, hc, D
+// and workspace, from the partial sums it left there (the values its gates = true form writes,
+// bit for bit). Must be ordered after that call's launches and before the workspace is reused;
+// post and comb must not be read in between (the caller may run this beside later work: the
+// gates are needed only by the next residual update, so the Sinkhorn projection need not delay
+// the sub-layer that reads out).
+cudaError_t hc_post_pre_norm_gates(const void* workspace, size_t workspace_bytes, const float* base,
+                                   const float* scale, int64_t tokens, int64_t hc, int64_t D,
+                                   int64_t sinkhorn_iters, float hc_eps, float norm_eps,
+                                   float* post, float* comb, cudaStream_t stream);
 // Final collapse: m = (x_t / rms(x_t)) . fn^T with fn [hc, hc*D], pre_j = sigmoid(m_j * scale[0]
 // + base_j) + hc_eps, y[t] = sum_j pre_j x[t, j] [tokens, D].
 template <typename act_t>
