@@ -432,9 +432,11 @@ bool compare_side_branches(const std::string& label, const std::string& dir) {
 }
 
 // hc_post_pre_norm's gates (post, comb) on their own stream beside the next sub-layer
-// (DSV4_HC_GATES_APART=1) against the finish launch's gates CTA (0): the same kernels' values.
+// (DSV4_HC_GATES_APART=1, joined before the next collapse; 2, the default: also at the next
+// side-branch join) against the finish launch's gates CTA (0): the same functions' values.
 bool compare_hc_gates_apart(const std::string& label, const std::string& dir) {
-  return compare_env_variants("gpu-hc-gates", label, dir, "DSV4_HC_GATES_APART", {0, 1, 0, 1});
+  return compare_env_variants("gpu-hc-gates", label, dir, "DSV4_HC_GATES_APART",
+                              {0, 1, 2, 0, 1, 2});
 }
 
 bool compare_kv_records(const std::string& label, const std::string& dir, int64_t vocab) {

@@ -78,7 +78,7 @@ cuda_ops::cuda_ops(int device, dtype activations) : device_(device), act_(activa
   side_branches_ = side_branches_from_env(k_side_branches);
   gates_apart_ = [] {
     const char* env = std::getenv("DSV4_HC_GATES_APART");
-    return !env || std::atoi(env) != 0;
+    return env ? std::atoi(env) : 2;
   }();
   check_cuda(cudaEventCreateWithFlags(&staging_done_, cudaEventDisableTiming), "cudaEventCreate");
   allocator_ = std::make_unique<device_allocator>(device);
@@ -166,6 +166,7 @@ void cuda_ops::join_side_branch() {
     allocator_->release_deferred_frees();
   }
   side_open_ = 0;
+  if (gates_apart_ == 2) join_gates();
 }
 
 void cuda_ops::join_gates() {
@@ -435,7 +436,7 @@ tensor cuda_ops::hc_post_pre_norm(const tensor& x, const tensor* f, const tensor
   }
   // The gates apart (on the main stream only: not inside a side branch): the next sub-layer reads
   // y alone, and the Sinkhorn projection (the longest CTA of the finish launch) runs beside it.
-  const bool gates_apart = gates_apart_ && stream_ == main_stream_;
+  const bool gates_apart = gates_apart_ != 0 && stream_ == main_stream_;
   check_cuda(with_act(act_,
                       [&](auto* a) {
                         return cuda::hc_post_pre_norm(

@@ -184,10 +184,14 @@ class cuda_ops final : public ops {
   // hc_post_pre_norm's gates (post, comb: the Sinkhorn projection) on gates_stream_, forked after
   // its launches and joined to the main stream before post / comb are next read or written
   // (join_gates: hc_post, hc_pre, hc_post_pre_norm, download, the end of a capture). gates_ws_ keeps
-  // the partial sums the gates kernel reads until the join. DSV4_HC_GATES_APART=0: the gates in
-  // hc_post_pre_norm's finish launch (read at construction).
+  // the partial sums the gates kernel reads until the join. DSV4_HC_GATES_APART (read at
+  // construction): 0 the gates in hc_post_pre_norm's finish launch; 1 apart; 2 (default) apart and
+  // also joined at the next join_side_branch (a node that already has a full dependency, rather
+  // than the next collapse's programmatic dependent launch). l28b (H200, flash-dims decode step,
+  // 3 rounds x 2 processes, batch 2 / 3): 0 0.592-0.597 / 0.637 ms, 1 0.584-0.588 / 0.628-0.632,
+  // 2 0.583 / 0.626-0.629 (logits bitwise-equal).
   void join_gates();
-  bool gates_apart_ = true;
+  int gates_apart_ = 2;
   cudaStream_t gates_stream_ = nullptr;
   cudaEvent_t gates_fork_event_ = nullptr, gates_done_event_ = nullptr;
   bool gates_pending_ = false;
