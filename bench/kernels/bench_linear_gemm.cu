@@ -811,6 +811,63 @@ void bench_bf16_large(const shape& sh, int64_t groups, bool f32_out,
   cudaFree(yf);
 }
 
+// Every split linear_decode_grouped_with_split accepts for a grouped FP8-block matrix (official
+// wo_a: BF16 activations, FP8 weights), ring 0 / 4 / 6 (x_lead does not apply to fp8_block), best
+// of two passes each (graphs of PDL-chained calls): the planner's pick against the best found.
+void bench_fp8_grouped_sweep(const shape& sh, const std::vector<int64_t>& tokens, double read_gbps,
+                             cudaStream_t s, int64_t groups) {
+  using dsv4::cuda::linear_decode_split;
+  const int64_t tmax = *std::max_element(tokens.begin(), tokens.end());
+  const shape_operands op(weight_kind::fp8_block, sh.rows, sh.cols, tmax * groups, 24, 300, 0, 78);
+  const size_t ws_bytes = dsv4::cuda::linear_decode_workspace_bytes(tmax, groups * sh.cols);
+  void* ws = dmalloc(ws_bytes);
+  const auto call = [&](int i, int64_t T, const linear_decode_split* sp) {
+    CK(dsv4::cuda::linear_decode_grouped_with_split(op.x, T, op.w(i), groups, op.y, ws, ws_bytes,
+                                                    sp, s));
+  };
+  for (int64_t T : tokens) {
+    const linear_decode_split pick = dsv4::cuda::linear_decode_default_split(op.w(0), T);
+    std::vector<linear_decode_split> splits{pick};
+    for (int64_t rt : {1, 2, 4})
+      for (int64_t ks : {1, 2, 4, 8, 16})
+        for (int ring : {0, 4, 6}) {
+          linear_decode_split sp;
+          sp.row_tiles = rt;
+          sp.k_parts = ks;
+          sp.ring_stages = ring;
+          if ((sh.cols / 128) / ks < 2) continue;
+          if (dsv4::cuda::linear_decode_split_fits(op.w(0), T, sp)) splits.push_back(sp);
+        }
+    std::vector<double> best(splits.size(), 1e30);
+    // Entry 0: the planner's own choice (no forced split; linear_decode_default_split does not
+    // know the groups), printed with the ungrouped default's figures.
+    for (int pass = 0; pass < 2; ++pass)
+      for (size_t v = 0; v < splits.size(); ++v) {
+        const linear_decode_split* sp = v == 0 ? nullptr : &splits[v];
+        call(0, T, sp);
+        best[v] = std::min(best[v], time_graph_per_call([&](int i) { call(i, T, sp); }, s));
+      }
+    std::vector<size_t> order(splits.size());
+    for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+    std::sort(order.begin() + 1, order.end(), [&](size_t a, size_t b) { return best[a] < best[b]; });
+    std::printf("fp8-sweep %-8s %6lld x %6lld groups=%lld T=%lld:", sh.name, (long long)sh.rows,
+                (long long)sh.cols, (long long)groups, (long long)T);
+    for (size_t j = 0; j < std::min<size_t>(order.size(), 6); ++j) {
+      const linear_decode_split& sp = splits[order[j]];
+      if (j == 0)
+        std::printf(" | planner");
+      else
+        std::printf(" | rt%lld ks%lld r%d", (long long)sp.row_tiles, (long long)sp.k_parts,
+                    sp.ring_stages);
+      std::printf(" %6.2f us %5.1f%%", best[order[j]] * 1e3,
+                  pct_of_read(double(op.packed_bytes), best[order[j]], read_gbps));
+    }
+    std::printf(" (%zu splits)\n", splits.size());
+    std::fflush(stdout);
+  }
+  cudaFree(ws);
+}
+
 void bench_lead_ab(const shape& sh, weight_kind kind, const std::vector<int64_t>& tokens,
                    double read_gbps, cudaStream_t s, int64_t groups = 1) {
   using dsv4::cuda::linear_decode_split;
@@ -1124,6 +1181,20 @@ int main(int argc, char** argv) {
       bench_lead_ab({"fl.wo_a", 8 * 1024, 4096}, k, ts, read_gbps, s, 8);
       bench_lead_ab({"pro.wo_a", 16 * 1024, 4096}, k, ts, read_gbps, s, 16);
     }
+    std::printf("HBM read ceiling again: %.1f GB/s\n", read_ceiling_gbps(s));
+    return 0;
+  }
+  if (argc > 1 && std::string(argv[1]) == "--fp8-grouped-sweep") {
+    std::printf("\n## linear_decode_grouped FP8 blocks (official wo_a), bf16 x: split sweep (graph of %d "
+                "calls, %% of read)\n",
+                k_graph_calls);
+    const std::vector<int64_t> ts{1, 2, 4, 8};
+    bench_fp8_grouped_sweep({"fl.wo_a", 8 * 1024, 4096}, ts, read_gbps, s, 8);
+    bench_fp8_grouped_sweep({"pro.wo_a", 16 * 1024, 4096}, ts, read_gbps, s, 16);
+    // Ungrouped FP8 blocks with bf16 x (the exact mode's projections) for comparison.
+    bench_fp8_grouped_sweep({"fl.wq_b", 32768, 1024}, ts, read_gbps, s, 1);
+    bench_fp8_grouped_sweep({"fl.wo_b", 4096, 8192}, ts, read_gbps, s, 1);
+    bench_fp8_grouped_sweep({"pro.wo_b", 7168, 16384}, ts, read_gbps, s, 1);
     std::printf("HBM read ceiling again: %.1f GB/s\n", read_ceiling_gbps(s));
     return 0;
   }

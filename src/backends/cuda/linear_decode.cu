@@ -729,6 +729,22 @@ void apply_x_lead_rule(linear_decode_split& sp, weight_kind kind, int64_t rounds
   }
 }
 
+// Grouped FP8-block matrices (the official wo_a) at one n-tile with bf16 activations: 4 row tiles
+// a block on the registers. bench_linear_gemm --fp8-grouped-sweep (H200, call l28c, every split
+// rt 1 / 2 / 4 x ks 1..16 x ring 0 / 4 / 6, two processes; us, planner's rt 1 -> rt 4): Flash wo_a
+// (8 x 1024 x 4096) T = 1 / 2 / 4 / 8 12.41-12.43 -> 12.05-12.06 / 12.80-12.81 -> 12.82-12.84 /
+// 14.68-14.71 -> 13.35-13.38 / 15.21 -> 14.02-14.04; Pro (16 x 1024) 22.17-22.46 -> 21.01-21.07 /
+// 24.10-24.27 -> 22.52-22.61 / 24.58-24.84 -> 23.02-23.13 / 26.13 -> 23.48-23.66 (the best split
+// found within 2-4% of it everywhere; the K parts the planner's in every best row). The row tiles
+// of a block then share their group's activation rows (one 16-row tile per group otherwise).
+void apply_grouped_fp8_rule(linear_decode_split& sp, weight_kind kind, int64_t rows,
+                            int64_t group_rows, int64_t tokens) {
+  if (kind != weight_kind::fp8_block || group_rows >= rows || tokens > 8 || sp.ring_stages != 0)
+    return;
+  constexpr int64_t rt = 4;
+  if ((rows / 16) % rt == 0 && rt * sp.k_parts <= k_linear_decode_max_warps) sp.row_tiles = rt;
+}
+
 template <weight_kind K, bool SPLIT, int S>
 cudaError_t launch_ring(const uint16_t* hi, const uint16_t* lo, int64_t tokens,
                         const dense_weight& w, void* y, bool y_bf16, const linear_decode_split& sp,
@@ -760,7 +776,10 @@ cudaError_t launch(const uint16_t* hi, const uint16_t* lo, int64_t tokens, const
     // / 34.9 / 35.4 / 38.0; NVFP4 Flash 13.2 / 13.6 / 14.1 / 14.9 -> 9.4 / 9.8 / 11.6 / 12.7,
     // Pro 23.3 / 23.9 / 24.6 / 26.0 -> 17.8 / 19.3 / 20.0 / 21.3 (1.06-1.40x; the best variant in
     // every row).
-    if (!SPLIT) apply_x_lead_rule(sp, K, rounds_of<K>(w.cols, nt), tokens);
+    if (!SPLIT) {
+      apply_x_lead_rule(sp, K, rounds_of<K>(w.cols, nt), tokens);
+      apply_grouped_fp8_rule(sp, K, w.rows, w.out_g, tokens);
+    }
   }
   if (!split_fits(sp, K, w.rows, nt)) return cudaErrorInvalidValue;
   const dim3 grid(unsigned(w.rows / (16 * sp.row_tiles)));
