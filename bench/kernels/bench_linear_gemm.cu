@@ -849,7 +849,8 @@ void bench_fp8_grouped_sweep(const shape& sh, const std::vector<int64_t>& tokens
       }
     std::vector<size_t> order(splits.size());
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
-    std::sort(order.begin() + 1, order.end(), [&](size_t a, size_t b) { return best[a] < best[b]; });
+    std::sort(order.begin() + 1, order.end(),
+              [&](size_t a, size_t b) { return best[a] < best[b]; });
     std::printf("fp8-sweep %-8s %6lld x %6lld groups=%lld T=%lld:", sh.name, (long long)sh.rows,
                 (long long)sh.cols, (long long)groups, (long long)T);
     for (size_t j = 0; j < std::min<size_t>(order.size(), 6); ++j) {
@@ -1185,9 +1186,10 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc > 1 && std::string(argv[1]) == "--fp8-grouped-sweep") {
-    std::printf("\n## linear_decode_grouped FP8 blocks (official wo_a), bf16 x: split sweep (graph of %d "
-                "calls, %% of read)\n",
-                k_graph_calls);
+    std::printf(
+        "\n## linear_decode_grouped FP8 blocks (official wo_a), bf16 x: split sweep (graph of %d "
+        "calls, %% of read)\n",
+        k_graph_calls);
     const std::vector<int64_t> ts{1, 2, 4, 8};
     bench_fp8_grouped_sweep({"fl.wo_a", 8 * 1024, 4096}, ts, read_gbps, s, 8);
     bench_fp8_grouped_sweep({"pro.wo_a", 16 * 1024, 4096}, ts, read_gbps, s, 16);

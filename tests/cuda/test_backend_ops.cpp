@@ -1127,7 +1127,7 @@ test_case hc_post_pre_norm_refusals_case() {
 // next sub-layer waits for when the CUDA backend runs the gates apart.
 test_case hc_post_pre_norm_perf(int64_t T, int64_t hc, int64_t D, bool fused, bool gates = true) {
   test_case c = hc_post_pre_norm_case(T, hc, D, 20, true);
-  c.op = !fused ? "hc_post_pre_norm chain"
+  c.op = !fused  ? "hc_post_pre_norm chain"
          : gates ? "hc_post_pre_norm"
                  : "hc_post_pre_norm without gates";
   c.perf = [=] {

@@ -183,8 +183,8 @@ class cuda_ops final : public ops {
   int side_branches_ = 1;  // branches allowed open at once (DSV4_SIDE_BRANCHES at construction)
   // hc_post_pre_norm's gates (post, comb: the Sinkhorn projection) on gates_stream_, forked after
   // its launches and joined to the main stream before post / comb are next read or written
-  // (join_gates: hc_post, hc_pre, hc_post_pre_norm, download, the end of a capture). gates_ws_ keeps
-  // the partial sums the gates kernel reads until the join. DSV4_HC_GATES_APART (read at
+  // (join_gates: hc_post, hc_pre, hc_post_pre_norm, download, the end of a capture). gates_ws_
+  // keeps the partial sums the gates kernel reads until the join. DSV4_HC_GATES_APART (read at
   // construction): 0 the gates in hc_post_pre_norm's finish launch; 1 apart; 2 (default) apart and
   // also joined at the next join_side_branch (a node that already has a full dependency, rather
   // than the next collapse's programmatic dependent launch). l28b (H200, flash-dims decode step,

@@ -935,10 +935,9 @@ cudaError_t hc_post_pre_norm(const act_t* x, const act_t* f, const float* fn, co
                               : hc_split_finish_norm_kernel<act_t, false, false>;
   // CTA (1, t), the gates, only with `gates` (otherwise hc_post_pre_norm_gates).
   return launch_pdl(true, kernel, dim3(gates ? 2u : 1u, unsigned(tokens)), dim3(unsigned(threads)),
-                    0, stream,
-                    collapsed, static_cast<const float*>(part), int(hc_split_chunks(hc, D)), base,
-                    scale, int(hc), D, mix, int(sinkhorn_iters), hc_eps, norm_eps, norm_weight, out,
-                    out_fp8, post, comb);
+                    0, stream, collapsed, static_cast<const float*>(part),
+                    int(hc_split_chunks(hc, D)), base, scale, int(hc), D, mix, int(sinkhorn_iters),
+                    hc_eps, norm_eps, norm_weight, out, out_fp8, post, comb);
 }
 
 cudaError_t hc_post_pre_norm_gates(const void* workspace, size_t workspace_bytes, const float* base,
@@ -952,11 +951,10 @@ cudaError_t hc_post_pre_norm_gates(const void* workspace, size_t workspace_bytes
   if (workspace == nullptr || workspace_bytes < hc_collapse_workspace_bytes(tokens, hc, D) ||
       (reinterpret_cast<uintptr_t>(workspace) & 3) != 0)
     return cudaErrorInvalidValue;
-  return launch_pdl(false, hc_split_gates_kernel, dim3(unsigned(tokens)),
-                    dim3(unsigned(k_hc_split_threads)), 0, stream,
-                    static_cast<const float*>(workspace), int(hc_split_chunks(hc, D)), base, scale,
-                    int(hc), D, int((2 + hc) * hc), int(sinkhorn_iters), hc_eps, norm_eps, post,
-                    comb);
+  return launch_pdl(
+      false, hc_split_gates_kernel, dim3(unsigned(tokens)), dim3(unsigned(k_hc_split_threads)), 0,
+      stream, static_cast<const float*>(workspace), int(hc_split_chunks(hc, D)), base, scale,
+      int(hc), D, int((2 + hc) * hc), int(sinkhorn_iters), hc_eps, norm_eps, post, comb);
 }
 
 #define DSV4_MHC_INSTANTIATE(T)                                                                   \
