@@ -811,14 +811,16 @@ void bench_bf16_large(const shape& sh, int64_t groups, bool f32_out,
   cudaFree(yf);
 }
 
-// Every split linear_decode_grouped_with_split accepts for a grouped FP8-block matrix (official
-// wo_a: BF16 activations, FP8 weights), ring 0 / 4 / 6 (x_lead does not apply to fp8_block), best
-// of two passes each (graphs of PDL-chained calls): the planner's pick against the best found.
-void bench_fp8_grouped_sweep(const shape& sh, const std::vector<int64_t>& tokens, double read_gbps,
-                             cudaStream_t s, int64_t groups) {
+// Every split linear_decode_grouped_with_split accepts for a (grouped) matrix of `kind` with bf16
+// activations (official wo_a: FP8 blocks), rt 1 / 2 / 4 x ks 1..16 x ring 0 / 4 / 6 x x_lead 0..2
+// (linear_decode_split_fits filters: no x_lead on fp8_block, <= 8 warps with it), best of two
+// passes each (graphs of PDL-chained calls): the planner's own choice against the best found.
+void bench_split_sweep_grouped(const shape& sh, weight_kind kind,
+                               const std::vector<int64_t>& tokens, double read_gbps, cudaStream_t s,
+                               int64_t groups) {
   using dsv4::cuda::linear_decode_split;
   const int64_t tmax = *std::max_element(tokens.begin(), tokens.end());
-  const shape_operands op(weight_kind::fp8_block, sh.rows, sh.cols, tmax * groups, 24, 300, 0, 78);
+  const shape_operands op(kind, sh.rows, sh.cols, tmax * groups, 24, 300, 0, 78);
   const size_t ws_bytes = dsv4::cuda::linear_decode_workspace_bytes(tmax, groups * sh.cols);
   void* ws = dmalloc(ws_bytes);
   const auto call = [&](int i, int64_t T, const linear_decode_split* sp) {
@@ -830,14 +832,17 @@ void bench_fp8_grouped_sweep(const shape& sh, const std::vector<int64_t>& tokens
     std::vector<linear_decode_split> splits{pick};
     for (int64_t rt : {1, 2, 4})
       for (int64_t ks : {1, 2, 4, 8, 16})
-        for (int ring : {0, 4, 6}) {
-          linear_decode_split sp;
-          sp.row_tiles = rt;
-          sp.k_parts = ks;
-          sp.ring_stages = ring;
-          if ((sh.cols / 128) / ks < 2) continue;
-          if (dsv4::cuda::linear_decode_split_fits(op.w(0), T, sp)) splits.push_back(sp);
-        }
+        for (int ring : {0, 4, 6})
+          for (int lead : {0, 1, 2}) {
+            if (lead > 0 && kind == weight_kind::fp8_block) continue;  // not instantiated
+            linear_decode_split sp;
+            sp.row_tiles = rt;
+            sp.k_parts = ks;
+            sp.ring_stages = ring;
+            sp.x_lead = lead;
+            if ((sh.cols / 128) / ks < 2) continue;
+            if (dsv4::cuda::linear_decode_split_fits(op.w(0), T, sp)) splits.push_back(sp);
+          }
     std::vector<double> best(splits.size(), 1e30);
     // Entry 0: the planner's own choice (no forced split; linear_decode_default_split does not
     // know the groups), printed with the ungrouped default's figures.
@@ -851,15 +856,18 @@ void bench_fp8_grouped_sweep(const shape& sh, const std::vector<int64_t>& tokens
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin() + 1, order.end(),
               [&](size_t a, size_t b) { return best[a] < best[b]; });
-    std::printf("fp8-sweep %-8s %6lld x %6lld groups=%lld T=%lld:", sh.name, (long long)sh.rows,
-                (long long)sh.cols, (long long)groups, (long long)T);
+    std::printf("sweep %-8s %-5s %6lld x %6lld groups=%lld T=%lld:", sh.name,
+                kind == weight_kind::bf16    ? "bf16"
+                : kind == weight_kind::nvfp4 ? "nvfp4"
+                                             : "fp8",
+                (long long)sh.rows, (long long)sh.cols, (long long)groups, (long long)T);
     for (size_t j = 0; j < std::min<size_t>(order.size(), 6); ++j) {
       const linear_decode_split& sp = splits[order[j]];
       if (j == 0)
         std::printf(" | planner");
       else
-        std::printf(" | rt%lld ks%lld r%d", (long long)sp.row_tiles, (long long)sp.k_parts,
-                    sp.ring_stages);
+        std::printf(" | rt%lld ks%lld r%d xl%d", (long long)sp.row_tiles, (long long)sp.k_parts,
+                    sp.ring_stages, sp.x_lead);
       std::printf(" %6.2f us %5.1f%%", best[order[j]] * 1e3,
                   pct_of_read(double(op.packed_bytes), best[order[j]], read_gbps));
     }
@@ -1191,12 +1199,26 @@ int main(int argc, char** argv) {
         "calls, %% of read)\n",
         k_graph_calls);
     const std::vector<int64_t> ts{1, 2, 4, 8};
-    bench_fp8_grouped_sweep({"fl.wo_a", 8 * 1024, 4096}, ts, read_gbps, s, 8);
-    bench_fp8_grouped_sweep({"pro.wo_a", 16 * 1024, 4096}, ts, read_gbps, s, 16);
+    const weight_kind fp8 = weight_kind::fp8_block;
+    bench_split_sweep_grouped({"fl.wo_a", 8 * 1024, 4096}, fp8, ts, read_gbps, s, 8);
+    bench_split_sweep_grouped({"pro.wo_a", 16 * 1024, 4096}, fp8, ts, read_gbps, s, 16);
     // Ungrouped FP8 blocks with bf16 x (the exact mode's projections) for comparison.
-    bench_fp8_grouped_sweep({"fl.wq_b", 32768, 1024}, ts, read_gbps, s, 1);
-    bench_fp8_grouped_sweep({"fl.wo_b", 4096, 8192}, ts, read_gbps, s, 1);
-    bench_fp8_grouped_sweep({"pro.wo_b", 7168, 16384}, ts, read_gbps, s, 1);
+    bench_split_sweep_grouped({"fl.wq_b", 32768, 1024}, fp8, ts, read_gbps, s, 1);
+    bench_split_sweep_grouped({"fl.wo_b", 4096, 8192}, fp8, ts, read_gbps, s, 1);
+    bench_split_sweep_grouped({"pro.wo_b", 7168, 16384}, fp8, ts, read_gbps, s, 1);
+    std::printf("HBM read ceiling again: %.1f GB/s\n", read_ceiling_gbps(s));
+    return 0;
+  }
+  if (argc > 1 && std::string(argv[1]) == "--grouped-sweep") {
+    // wo_a's BF16 (BF16 checkpoints) and NVFP4 (all-linear NVFP4) forms: every split.
+    std::printf(
+        "\n## linear_decode_grouped wo_a, bf16 x: split sweep (graph of %d calls, %% of read)\n",
+        k_graph_calls);
+    const std::vector<int64_t> ts{1, 2, 4, 8};
+    for (weight_kind k : {weight_kind::bf16, weight_kind::nvfp4}) {
+      bench_split_sweep_grouped({"fl.wo_a", 8 * 1024, 4096}, k, ts, read_gbps, s, 8);
+      bench_split_sweep_grouped({"pro.wo_a", 16 * 1024, 4096}, k, ts, read_gbps, s, 16);
+    }
     std::printf("HBM read ceiling again: %.1f GB/s\n", read_ceiling_gbps(s));
     return 0;
   }
