@@ -1210,15 +1210,15 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc > 1 && std::string(argv[1]) == "--grouped-sweep") {
-    // wo_a's BF16 (BF16 checkpoints) and NVFP4 (all-linear NVFP4) forms: every split.
+    // wo_a's BF16 form (BF16 checkpoints): every split. (NVFP4 matrices of this size run in the
+    // repacked layout, which this sweep does not build.)
     std::printf(
         "\n## linear_decode_grouped wo_a, bf16 x: split sweep (graph of %d calls, %% of read)\n",
         k_graph_calls);
     const std::vector<int64_t> ts{1, 2, 4, 8};
-    for (weight_kind k : {weight_kind::bf16, weight_kind::nvfp4}) {
-      bench_split_sweep_grouped({"fl.wo_a", 8 * 1024, 4096}, k, ts, read_gbps, s, 8);
-      bench_split_sweep_grouped({"pro.wo_a", 16 * 1024, 4096}, k, ts, read_gbps, s, 16);
-    }
+    bench_split_sweep_grouped({"fl.wo_a", 8 * 1024, 4096}, weight_kind::bf16, ts, read_gbps, s, 8);
+    bench_split_sweep_grouped({"pro.wo_a", 16 * 1024, 4096}, weight_kind::bf16, ts, read_gbps, s,
+                              16);
     std::printf("HBM read ceiling again: %.1f GB/s\n", read_ceiling_gbps(s));
     return 0;
   }
