@@ -30,7 +30,10 @@
 //    the split path with hc_post computed inside the sums kernel (each CTA's inputs, stored as
 //    x_next) and a finish kernel of one CTA per token that also applies the norm: two launches
 //    instead of four. Both split kernels are programmatic dependent launches; the sums kernel
-//    loads its fn values before its wait.
+//    loads its fn values before its wait. The finish launch's gates CTA (post, comb: the
+//    Sinkhorn projection, needed only by the next residual update) may instead run as
+//    hc_split_gates_kernel (hc_post_pre_norm_gates), which cuda_ops puts on another stream beside
+//    the next sub-layer.
 //
 // hc_post: one block per (token, 256 columns); each thread holds the hc stream values of its
 // column and writes the hc outputs, summing in the reference's order (post * f first, then j).
@@ -587,7 +590,8 @@ __global__ void __launch_bounds__(k_hc_split_threads)
     hc_store_y(pre, xt, hc, D, i, y + t * D);
 }
 
-// hc_post_pre_norm's finish: grid (2, tokens). CTA (0, t) forms token t's pre and y, thread c
+// hc_post_pre_norm's finish: grid (2, tokens), or (1, tokens) without the gates CTA (1, t)
+// (hc_split_gates_kernel then). CTA (0, t) forms token t's pre and y, thread c
 // columns [8 c, 8 c + 8) (its x loads issued at once, before the partial sums are added: 256
 // threads looping over the columns serialized their loads, ~23 us a call on an H100), held as
 // the act_t values hc_pre would store, then y's RMS norm with the weight w as rms_norm_kernel
@@ -718,6 +722,13 @@ int64_t hc_split_chunks(int64_t hc, int64_t D) {
   return ceil_div(hc * D, int64_t(k_hc_split_inputs));
 }
 
+// The split path's workspace (its partial sums): present, large enough, 4-byte aligned.
+bool hc_split_workspace_ok(int64_t tokens, int64_t hc, int64_t D, const void* workspace,
+                           size_t workspace_bytes) {
+  return workspace != nullptr && workspace_bytes >= hc_collapse_workspace_bytes(tokens, hc, D) &&
+         (reinterpret_cast<uintptr_t>(workspace) & 3) == 0;
+}
+
 constexpr int k_hc_post_threads = 256;
 
 // Grid (column blocks, tokens), both grid-strided; the first version's one block per token left
@@ -771,10 +782,8 @@ cudaError_t hc_collapse(const act_t* x, const float* fn, const float* base, cons
   if (tokens == 0) return cudaSuccess;
   const int64_t groups = ceil_div(tokens, k_hc_tokens);
   const int mix = head ? int(hc) : int((2 + hc) * hc);
-  const size_t split_bytes = hc_collapse_workspace_bytes(tokens, hc, D);
-  const bool split_fits = tokens <= hc_collapse_split_max_tokens && workspace != nullptr &&
-                          workspace_bytes >= split_bytes &&
-                          (reinterpret_cast<uintptr_t>(workspace) & 3) == 0;
+  const bool split_fits = tokens <= hc_collapse_split_max_tokens &&
+                          hc_split_workspace_ok(tokens, hc, D, workspace, workspace_bytes);
   if (path == hc_collapse_path::split && !split_fits) return cudaErrorInvalidValue;
   // Automatic: split up to hc_collapse_split_auto_tokens(head). H100, session 25
   // (test_backend_ops --perf, event-timed single calls, Flash widths, us, cluster -> split). Call
@@ -902,8 +911,7 @@ cudaError_t hc_post_pre_norm(const act_t* x, const act_t* f, const float* fn, co
                               !aligned_16(norm_weight))))
     return cudaErrorInvalidValue;
   if (tokens == 0) return cudaSuccess;
-  if (workspace == nullptr || workspace_bytes < hc_collapse_workspace_bytes(tokens, hc, D) ||
-      (reinterpret_cast<uintptr_t>(workspace) & 3) != 0)
+  if (!hc_split_workspace_ok(tokens, hc, D, workspace, workspace_bytes))
     return cudaErrorInvalidValue;
   const int mix = int((2 + hc) * hc);
   float* part = static_cast<float*>(workspace);
@@ -948,8 +956,7 @@ cudaError_t hc_post_pre_norm_gates(const void* workspace, size_t workspace_bytes
       sinkhorn_iters > INT32_MAX || post == nullptr || comb == nullptr)
     return cudaErrorInvalidValue;
   if (tokens == 0) return cudaSuccess;
-  if (workspace == nullptr || workspace_bytes < hc_collapse_workspace_bytes(tokens, hc, D) ||
-      (reinterpret_cast<uintptr_t>(workspace) & 3) != 0)
+  if (!hc_split_workspace_ok(tokens, hc, D, workspace, workspace_bytes))
     return cudaErrorInvalidValue;
   return launch_pdl(
       false, hc_split_gates_kernel, dim3(unsigned(tokens)), dim3(unsigned(k_hc_split_threads)), 0,
