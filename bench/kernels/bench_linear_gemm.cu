@@ -815,16 +815,35 @@ void bench_bf16_large(const shape& sh, int64_t groups, bool f32_out,
 // activations (official wo_a: FP8 blocks), rt 1 / 2 / 4 x ks 1..16 x ring 0 / 4 / 6 x x_lead 0..2
 // (linear_decode_split_fits filters: no x_lead on fp8_block, <= 8 warps with it), best of two
 // passes each (graphs of PDL-chained calls): the planner's own choice against the best found.
+// repacked (nvfp4): every rotated copy repacked on the device (moe_repack.h's layout, what
+// cuda_ops gives dense NVFP4 matrices of >= 8 MiB), as bench_nvfp4_repack_ab.
 void bench_split_sweep_grouped(const shape& sh, weight_kind kind,
                                const std::vector<int64_t>& tokens, double read_gbps, cudaStream_t s,
-                               int64_t groups) {
+                               int64_t groups, bool repacked = false) {
   using dsv4::cuda::linear_decode_split;
   const int64_t tmax = *std::max_element(tokens.begin(), tokens.end());
   const shape_operands op(kind, sh.rows, sh.cols, tmax * groups, 24, 300, 0, 78);
+  std::vector<device_weight> rp;
+  if (repacked) {
+    const size_t bytes = size_t(dsv4::cuda::weight_matrix_bytes(kind, sh.rows, sh.cols));
+    for (size_t i = 0; i < op.mats.size(); ++i) {
+      device_weight w = op.mats[i]->w;
+      void* d = dmalloc(bytes);
+      CK(dsv4::cuda::fp4_repack::repack_matrices_device(
+          static_cast<const uint8_t*>(w.data), static_cast<uint8_t*>(d), 1, sh.rows, sh.cols, s));
+      w.data = d;
+      w.layout = dsv4::cuda::weight_layout::repacked;
+      rp.push_back(w);
+    }
+    CK(cudaStreamSynchronize(s));
+  }
+  const auto weight = [&](int i) -> const device_weight& {
+    return repacked ? rp[size_t(i) % rp.size()] : op.w(i);
+  };
   const size_t ws_bytes = dsv4::cuda::linear_decode_workspace_bytes(tmax, groups * sh.cols);
   void* ws = dmalloc(ws_bytes);
   const auto call = [&](int i, int64_t T, const linear_decode_split* sp) {
-    CK(dsv4::cuda::linear_decode_grouped_with_split(op.x, T, op.w(i), groups, op.y, ws, ws_bytes,
+    CK(dsv4::cuda::linear_decode_grouped_with_split(op.x, T, weight(i), groups, op.y, ws, ws_bytes,
                                                     sp, s));
   };
   for (int64_t T : tokens) {
@@ -856,11 +875,12 @@ void bench_split_sweep_grouped(const shape& sh, weight_kind kind,
     for (size_t i = 0; i < order.size(); ++i) order[i] = i;
     std::sort(order.begin() + 1, order.end(),
               [&](size_t a, size_t b) { return best[a] < best[b]; });
-    std::printf("sweep %-8s %-5s %6lld x %6lld groups=%lld T=%lld:", sh.name,
+    std::printf("sweep %-8s %-5s%s %6lld x %6lld groups=%lld T=%lld:", sh.name,
                 kind == weight_kind::bf16    ? "bf16"
                 : kind == weight_kind::nvfp4 ? "nvfp4"
                                              : "fp8",
-                (long long)sh.rows, (long long)sh.cols, (long long)groups, (long long)T);
+                repacked ? " repacked" : "", (long long)sh.rows, (long long)sh.cols,
+                (long long)groups, (long long)T);
     for (size_t j = 0; j < std::min<size_t>(order.size(), 6); ++j) {
       const linear_decode_split& sp = splits[order[j]];
       if (j == 0)
@@ -875,6 +895,7 @@ void bench_split_sweep_grouped(const shape& sh, weight_kind kind,
     std::fflush(stdout);
   }
   cudaFree(ws);
+  for (const device_weight& w : rp) cudaFree(const_cast<void*>(w.data));
 }
 
 void bench_lead_ab(const shape& sh, weight_kind kind, const std::vector<int64_t>& tokens,
@@ -1210,8 +1231,8 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (argc > 1 && std::string(argv[1]) == "--grouped-sweep") {
-    // wo_a's BF16 form (BF16 checkpoints): every split. (NVFP4 matrices of this size run in the
-    // repacked layout, which this sweep does not build.)
+    // wo_a's BF16 form (BF16 checkpoints) and its NVFP4 form in the repacked layout (all-linear
+    // NVFP4 checkpoints: what cuda_ops runs at this size): every split.
     std::printf(
         "\n## linear_decode_grouped wo_a, bf16 x: split sweep (graph of %d calls, %% of read)\n",
         k_graph_calls);
@@ -1219,6 +1240,10 @@ int main(int argc, char** argv) {
     bench_split_sweep_grouped({"fl.wo_a", 8 * 1024, 4096}, weight_kind::bf16, ts, read_gbps, s, 8);
     bench_split_sweep_grouped({"pro.wo_a", 16 * 1024, 4096}, weight_kind::bf16, ts, read_gbps, s,
                               16);
+    bench_split_sweep_grouped({"fl.wo_a", 8 * 1024, 4096}, weight_kind::nvfp4, ts, read_gbps, s, 8,
+                              true);
+    bench_split_sweep_grouped({"pro.wo_a", 16 * 1024, 4096}, weight_kind::nvfp4, ts, read_gbps, s,
+                              16, true);
     std::printf("HBM read ceiling again: %.1f GB/s\n", read_ceiling_gbps(s));
     return 0;
   }
