@@ -815,28 +815,36 @@ void bench_bf16_large(const shape& sh, int64_t groups, bool f32_out,
 // activations (official wo_a: FP8 blocks), rt 1 / 2 / 4 x ks 1..16 x ring 0 / 4 / 6 x x_lead 0..2
 // (linear_decode_split_fits filters: no x_lead on fp8_block, <= 8 warps with it), best of two
 // passes each (graphs of PDL-chained calls): the planner's own choice against the best found.
-// repacked (nvfp4): every rotated copy repacked on the device (moe_repack.h's layout, what
-// cuda_ops gives dense NVFP4 matrices of >= 8 MiB), as bench_nvfp4_repack_ab.
+// Every rotated copy of op's NVFP4 matrices repacked on the device (moe_repack.h's layout, what
+// cuda_ops gives dense NVFP4 matrices of >= 8 MiB): the same weights in the other layout. The
+// caller frees each copy's data (cudaFree).
+std::vector<device_weight> repacked_nvfp4_copies(const shape_operands& op, const shape& sh,
+                                                 cudaStream_t s) {
+  std::vector<device_weight> rp;
+  const size_t bytes =
+      size_t(dsv4::cuda::weight_matrix_bytes(weight_kind::nvfp4, sh.rows, sh.cols));
+  for (size_t i = 0; i < op.mats.size(); ++i) {
+    device_weight w = op.mats[i]->w;
+    void* d = dmalloc(bytes);
+    CK(dsv4::cuda::fp4_repack::repack_matrices_device(
+        static_cast<const uint8_t*>(w.data), static_cast<uint8_t*>(d), 1, sh.rows, sh.cols, s));
+    w.data = d;
+    w.layout = dsv4::cuda::weight_layout::repacked;
+    rp.push_back(w);
+  }
+  CK(cudaStreamSynchronize(s));
+  return rp;
+}
+
+// repacked (nvfp4): the repacked_nvfp4_copies of the matrices.
 void bench_split_sweep_grouped(const shape& sh, weight_kind kind,
                                const std::vector<int64_t>& tokens, double read_gbps, cudaStream_t s,
                                int64_t groups, bool repacked = false) {
   using dsv4::cuda::linear_decode_split;
   const int64_t tmax = *std::max_element(tokens.begin(), tokens.end());
   const shape_operands op(kind, sh.rows, sh.cols, tmax * groups, 24, 300, 0, 78);
-  std::vector<device_weight> rp;
-  if (repacked) {
-    const size_t bytes = size_t(dsv4::cuda::weight_matrix_bytes(kind, sh.rows, sh.cols));
-    for (size_t i = 0; i < op.mats.size(); ++i) {
-      device_weight w = op.mats[i]->w;
-      void* d = dmalloc(bytes);
-      CK(dsv4::cuda::fp4_repack::repack_matrices_device(
-          static_cast<const uint8_t*>(w.data), static_cast<uint8_t*>(d), 1, sh.rows, sh.cols, s));
-      w.data = d;
-      w.layout = dsv4::cuda::weight_layout::repacked;
-      rp.push_back(w);
-    }
-    CK(cudaStreamSynchronize(s));
-  }
+  const std::vector<device_weight> rp =
+      repacked ? repacked_nvfp4_copies(op, sh, s) : std::vector<device_weight>{};
   const auto weight = [&](int i) -> const device_weight& {
     return repacked ? rp[size_t(i) % rp.size()] : op.w(i);
   };
@@ -985,21 +993,7 @@ void bench_nvfp4_repack_ab(const shape& sh, const std::vector<int64_t>& tokens, 
                            cudaStream_t s, int reps, int64_t groups = 1) {
   const int64_t tmax = *std::max_element(tokens.begin(), tokens.end());
   const shape_operands op(weight_kind::nvfp4, sh.rows, sh.cols, tmax * groups, 24, 300, 0, 78);
-  std::vector<device_weight> rp;
-  std::vector<void*> rp_data;
-  const size_t bytes =
-      size_t(dsv4::cuda::weight_matrix_bytes(weight_kind::nvfp4, sh.rows, sh.cols));
-  for (size_t i = 0; i < op.mats.size(); ++i) {
-    device_weight w = op.mats[i]->w;
-    void* d = dmalloc(bytes);
-    CK(dsv4::cuda::fp4_repack::repack_matrices_device(
-        static_cast<const uint8_t*>(w.data), static_cast<uint8_t*>(d), 1, sh.rows, sh.cols, s));
-    w.data = d;
-    w.layout = dsv4::cuda::weight_layout::repacked;
-    rp.push_back(w);
-    rp_data.push_back(d);
-  }
-  CK(cudaStreamSynchronize(s));
+  const std::vector<device_weight> rp = repacked_nvfp4_copies(op, sh, s);
   if (!dsv4::cuda::linear_decode_grouped_supported(rp[0], groups)) {
     std::printf("repack %-10s: repacked layout not supported\n", sh.name);
     return;
@@ -1037,7 +1031,7 @@ void bench_nvfp4_repack_ab(const shape& sh, const std::vector<int64_t>& tokens, 
     std::printf("\n");
     std::fflush(stdout);
   }
-  for (void* p : rp_data) cudaFree(p);
+  for (const device_weight& w : rp) cudaFree(const_cast<void*>(w.data));
   cudaFree(ws);
 }
 
