@@ -54,6 +54,13 @@ namespace {
 // 139.1 vs 102.9 us, Pro HCA 1M T=64 440.1 vs 333.0); dropped. Under alt it cannot fit: the
 // owner of pair p + 2 issues its S while pairs p (the partner's P V) and p + 1 are held, 6 stages
 // of 32 KB beside the 64 KB query tile.
+// 64-key blocks on SS m64n64k16 with the output channels split between the warpgroups and their
+// softmaxes staggered (FlashMLA's "seesaw", session 29, branch wip/seesaw; H200 l29a-l29c, parity
+// 161/161): 0.60-0.79x this kernel (HCA 1M T=32 132.6-152.3 vs 91.3-92.7 us). Two 64 KB block
+// buffers beside the query tile leave no refill lead (ring alone 90-93 vs 72 us: rows in two
+// 512-byte halves, a half refilled only once the previous pair freed it) and both warpgroups'
+// next S end together, so the staggered softmaxes start on an idle pipe (consumers alone 79-89 vs
+// 75 us; ~7000 cycles per 128 keys against a 4096-cycle pipe floor).
 // The consumers never meet in a CTA-wide barrier inside the loop: the two warps of a row group
 // (w, w + 4) meet on a named barrier of 64 threads for the score exchange, double-buffered by
 // tile parity (the partner reads tile k's half before it arrives at tile k + 1's barrier, which
