@@ -84,6 +84,30 @@ double median(std::vector<double> v) {
 // cudaProfilerStop, so `ncu --profile-from-start off` measures that step's kernels alone.
 int g_profile_step = -1;
 
+// Diagnosis (DSV4_TEST_DIRTY_MEMORY=1): before a schedule loads its runner, the device's free
+// memory (all but 512 MiB) is filled with 0xff bytes (NaN as f32 / bf16) and returned to the
+// driver, so that device memory the run reads before writing holds NaN instead of whatever an
+// earlier run left there.
+void dirty_free_memory() {
+  static const bool on = [] {
+    const char* e = std::getenv("DSV4_TEST_DIRTY_MEMORY");
+    return e && std::atoi(e) != 0;
+  }();
+  if (!on) return;
+  size_t free_b = 0, total_b = 0;
+  if (cudaMemGetInfo(&free_b, &total_b) != cudaSuccess) return;
+  const size_t keep = size_t(512) << 20;
+  if (free_b <= keep) return;
+  void* p = nullptr;
+  if (cudaMalloc(&p, free_b - keep) != cudaSuccess) {
+    cudaGetLastError();
+    return;
+  }
+  cudaMemset(p, 0xff, free_b - keep);
+  cudaDeviceSynchronize();
+  cudaFree(p);
+}
+
 schedule_result run_schedule(const std::string& dir, precision_mode precision, bool graphs,
                              const std::vector<size_t>& prompt, size_t decode, int64_t max_context,
                              const std::string& activations = "", bool decode_kernels = true,
@@ -102,6 +126,7 @@ schedule_result run_schedule(const std::string& dir, precision_mode precision, b
   o.decode_kernels = decode_kernels;
   o.cache.max_sequences = int64_t(prompt.size());
   o.cache.max_context = max_context;
+  dirty_free_memory();
   auto runner = model_runner::load(dir, o);
   const auto& backend = dynamic_cast<const cuda::cuda_ops&>(runner->backend());
   const int64_t vocab = runner->config().vocab_size;
