@@ -41,6 +41,11 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
   // Alternate tiles with the lazy rescale (attention_decode_ws_modes.h; softmax_local).
   constexpr bool lazy = (sched & k_ws_lazy_bit) != 0;
   static_assert(((sched & k_ws_alt_bit) != 0) || !lazy);
+  // The per-tile softmax's 2^x: exp2_ftz under alternate tiles (attention_decode_softmax.cuh; both
+  // pools take it there, so records and bf16 pools stay equal bit for bit), exp2f in turn, the
+  // synchronous kernel's arithmetic (the FP8 records' in-turn path, compared with the bf16 pools'
+  // in-turn path bit for bit).
+  auto exp2_alt = [](float x) { return (sched & k_ws_alt_bit) != 0 ? exp2_ftz(x) : exp2f(x); };
   namespace wgm = attention_wgmma;
   extern __shared__ __align__(1024) unsigned char smem[];
   const uint32_t q_s = smem_u32(smem);
@@ -548,7 +553,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         // reference of acc and l (the partials, fold and combine take it as the maximum).
         if constexpr (lazy) m_new = m_new > m[i] + k_lazy_rescale ? m_new : m[i];
         m_use[i] = m_new == -INFINITY ? 0.0f : m_new;  // no -inf - -inf
-        corr[i] = exp2f(m[i] - m_use[i]);
+        corr[i] = exp2_alt(m[i] - m_use[i]);
         m[i] = m_new;
         l[i] *= corr[i];
       }
@@ -556,7 +561,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       for (int j = 0; j < 4; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          s[j][e] = exp2f(s[j][e] - m_use[e >> 1]);
+          s[j][e] = exp2_alt(s[j][e] - m_use[e >> 1]);
           l[e >> 1] += s[j][e];
         }
     };
@@ -748,7 +753,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 #pragma unroll
           for (int i = 0; i < 2; ++i) {
             const float m_use = m_new[i] == -INFINITY ? 0.0f : m_new[i];  // as softmax_local
-            corr[i] = exp2f(m[i] - m_use);
+            corr[i] = exp2_ftz(m[i] - m_use);
             m[i] = m_new[i];
           }
           l[0] = st.z;
