@@ -26,12 +26,12 @@ __device__ __forceinline__ void pack_probs(const float (&s)[4][4], uint32_t (&pa
 }
 
 // 2^x by one MUFU.EX2 (ex2.approx.ftz.f32): the per-tile softmax of the warp-specialized kernel's
-// alternate tiles (attention_decode_ws.cuh exp2_alt). exp2f is the same instruction plus a range fix-up for results below 2^-126 (a compare, a halving
-// of x before and a squaring after: 3 more instructions and 2 more dependent steps per value); for
-// every x >= -126 both give the same value. The decode softmax's probabilities and factors below
-// 2^-126 (a key 126 log2 units under the row's reference maximum) become 0 instead of a subnormal:
-// nothing at the bf16 P's precision next to the row's largest probability (>= 1 at the reference
-// maximum).
+// alternate tiles (attention_decode_ws.cuh exp2_alt). exp2f is the same instruction plus a range
+// fix-up for results below 2^-126 (a compare, a halving of x before and a squaring after: 3 more
+// instructions and 2 more dependent steps per value); for every x >= -126 both give the same value.
+// The decode softmax's probabilities and factors below 2^-126 (a key 126 log2 units under the row's
+// reference maximum) become 0 instead of a subnormal: nothing at the bf16 P's precision next to the
+// row's largest probability (>= 1 at the reference maximum).
 __device__ __forceinline__ float exp2_ftz(float x) {
   float y;
   asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
