@@ -499,6 +499,19 @@ bool compare_kv_records(const std::string& label, const std::string& dir, int64_
       "gathered): %zu differing of %zu; graphs=%zu, cudaMallocs in warm decode %zu %s\n",
       label.c_str(), fp8.logits.size(), fast, dist.relative, dist.argmax, general,
       fp8_off.logits.size(), fp8.graphs, fp8.mallocs_in_warm_decode, ok ? "OK" : "FAIL");
+  if (general != 0) {
+    // Which steps differ and by how much (session 29 saw this check fail now and then on main's
+    // binary, eager with the decode kernels off; cause open): step indices (0-2 the prefills)
+    // and the logits' distance.
+    const logits_distance gd = distance(fp8_off, bf16_off, vocab);
+    std::printf("[gpu-kv-fp8] %-22s general kernels: differing steps", label.c_str());
+    for (size_t i = 0; i < fp8_off.logits.size() && i < bf16_off.logits.size(); ++i)
+      if (fp8_off.logits[i].size() != bf16_off.logits[i].size() ||
+          std::memcmp(fp8_off.logits[i].data(), bf16_off.logits[i].data(),
+                      fp8_off.logits[i].size() * 4) != 0)
+        std::printf(" %zu", i);
+    std::printf(" (rel %.3g, argmax %.4f)\n", gd.relative, gd.argmax);
+  }
   std::printf(
       "[gpu-kv-fp8] %-22s window + compressed KV pools: bf16 %.2f MiB, fp8 records %.2f MiB "
       "(%.3f); reserved device memory: %.1f vs %.1f MiB\n",
