@@ -811,10 +811,6 @@ void bench_bf16_large(const shape& sh, int64_t groups, bool f32_out,
   cudaFree(yf);
 }
 
-// Every split linear_decode_grouped_with_split accepts for a (grouped) matrix of `kind` with bf16
-// activations (official wo_a: FP8 blocks), rt 1 / 2 / 4 x ks 1..16 x ring 0 / 4 / 6 x x_lead 0..2
-// (linear_decode_split_fits filters: no x_lead on fp8_block, <= 8 warps with it), best of two
-// passes each (graphs of PDL-chained calls): the planner's own choice against the best found.
 // Every rotated copy of op's NVFP4 matrices repacked on the device (moe_repack.h's layout, what
 // cuda_ops gives dense NVFP4 matrices of >= 8 MiB): the same weights in the other layout. The
 // caller frees each copy's data (cudaFree).
@@ -836,6 +832,10 @@ std::vector<device_weight> repacked_nvfp4_copies(const shape_operands& op, const
   return rp;
 }
 
+// Every split linear_decode_grouped_with_split accepts for a (grouped) matrix of `kind` with bf16
+// activations (official wo_a: FP8 blocks), rt 1 / 2 / 4 x ks 1..16 x ring 0 / 4 / 6 x x_lead 0..2
+// (linear_decode_split_fits filters: no x_lead on fp8_block, <= 8 warps with it), best of two
+// passes each (graphs of PDL-chained calls): the planner's own choice against the best found.
 // repacked (nvfp4): the repacked_nvfp4_copies of the matrices.
 void bench_split_sweep_grouped(const shape& sh, weight_kind kind,
                                const std::vector<int64_t>& tokens, double read_gbps, cudaStream_t s,

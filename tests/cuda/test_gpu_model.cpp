@@ -180,17 +180,21 @@ schedule_result run_schedule(const std::string& dir, precision_mode precision, b
   return r;
 }
 
-// Graphs on vs off on one model: returns false on any difference.
-// Steps whose logits differ in any bit between two runs of the same schedule (a length mismatch
-// counts once).
-size_t bitwise_differing_steps(const schedule_result& a, const schedule_result& b) {
-  size_t n = a.logits.size() == b.logits.size() ? 0 : 1;
+// Steps whose logits differ in any bit between two runs of the same schedule (indices), and
+// their count (a length mismatch counts once).
+std::vector<size_t> differing_steps(const schedule_result& a, const schedule_result& b) {
+  std::vector<size_t> steps;
   for (size_t i = 0; i < a.logits.size() && i < b.logits.size(); ++i)
-    n += a.logits[i].size() != b.logits[i].size() ||
-         std::memcmp(a.logits[i].data(), b.logits[i].data(), a.logits[i].size() * 4) != 0;
-  return n;
+    if (a.logits[i].size() != b.logits[i].size() ||
+        std::memcmp(a.logits[i].data(), b.logits[i].data(), a.logits[i].size() * 4) != 0)
+      steps.push_back(i);
+  return steps;
+}
+size_t bitwise_differing_steps(const schedule_result& a, const schedule_result& b) {
+  return differing_steps(a, b).size() + (a.logits.size() == b.logits.size() ? 0 : 1);
 }
 
+// Graphs on vs off on one model: returns false on any difference.
 bool compare_graph_decode(const std::string& label, const std::string& dir,
                           precision_mode precision, const std::vector<size_t>& prompt,
                           size_t decode, int64_t max_context) {
@@ -505,11 +509,7 @@ bool compare_kv_records(const std::string& label, const std::string& dir, int64_
     // and the logits' distance.
     const logits_distance gd = distance(fp8_off, bf16_off, vocab);
     std::printf("[gpu-kv-fp8] %-22s general kernels: differing steps", label.c_str());
-    for (size_t i = 0; i < fp8_off.logits.size() && i < bf16_off.logits.size(); ++i)
-      if (fp8_off.logits[i].size() != bf16_off.logits[i].size() ||
-          std::memcmp(fp8_off.logits[i].data(), bf16_off.logits[i].data(),
-                      fp8_off.logits[i].size() * 4) != 0)
-        std::printf(" %zu", i);
+    for (const size_t i : differing_steps(fp8_off, bf16_off)) std::printf(" %zu", i);
     std::printf(" (rel %.3g, argmax %.4f)\n", gd.relative, gd.argmax);
   }
   std::printf(

@@ -753,7 +753,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
 #pragma unroll
           for (int i = 0; i < 2; ++i) {
             const float m_use = m_new[i] == -INFINITY ? 0.0f : m_new[i];  // as softmax_local
-            corr[i] = exp2_ftz(m[i] - m_use);
+            corr[i] = exp2_alt(m[i] - m_use);
             m[i] = m_new[i];
           }
           l[0] = st.z;
