@@ -53,6 +53,12 @@ void* dmalloc(size_t n) {
   return p;
 }
 
+// cuBLAS's workspace for every linear_gemm call of the run (one stream).
+void* cublas_workspace() {
+  static void* ws = dmalloc(dsv4::cuda::k_linear_gemm_cublas_workspace_bytes);
+  return ws;
+}
+
 // Median ms of `runs` event-timed calls launch(i) after a warm-up.
 double time_ms(const std::function<void(int)>& launch, int runs, cudaStream_t s) {
   for (int i = 0; i < 3; ++i) launch(i);
@@ -218,11 +224,17 @@ void bench_shape(const shape& sh, weight_kind kind, const std::vector<int64_t>& 
         },
         runs, s);
     const double t_gemm = time_ms(
-        [&](int i) { CK(dsv4::cuda::linear_gemm(cublas, x, T, op.w(i), 1, y, ws, ws_bytes, s)); },
+        [&](int i) {
+          CK(dsv4::cuda::linear_gemm(cublas, x, T, op.w(i), 1, y, ws, ws_bytes, cublas_workspace(),
+                                     dsv4::cuda::k_linear_gemm_cublas_workspace_bytes, s));
+        },
         runs, s);
     // The expansion alone: linear_gemm with 1 token costs the expansion plus a trivial GEMM.
     const double t_expand = time_ms(
-        [&](int i) { CK(dsv4::cuda::linear_gemm(cublas, x, 1, op.w(i), 1, y, ws, ws_bytes, s)); },
+        [&](int i) {
+          CK(dsv4::cuda::linear_gemm(cublas, x, 1, op.w(i), 1, y, ws, ws_bytes, cublas_workspace(),
+                                     dsv4::cuda::k_linear_gemm_cublas_workspace_bytes, s));
+        },
         runs, s);
     double t_old = -1;
     if (T <= 1024)
@@ -279,7 +291,10 @@ void bench_decode(const shape& sh, weight_kind kind, const std::vector<int64_t>&
                                           s)
                                     : -1;
     const double t_gemm = time_graph_per_call(
-        [&](int i) { CK(dsv4::cuda::linear_gemm(cublas, x, T, op.w(i), 1, y, ws, ws_bytes, s)); },
+        [&](int i) {
+          CK(dsv4::cuda::linear_gemm(cublas, x, T, op.w(i), 1, y, ws, ws_bytes, cublas_workspace(),
+                                     dsv4::cuda::k_linear_gemm_cublas_workspace_bytes, s));
+        },
         s);
     // The W8A8 path of official precision mode (x quantized to FP8 blocks inside the call).
     const bool w8a8_ok = dsv4::cuda::linear_decode_fp8act_supported(op.w(0)) &&
@@ -359,7 +374,8 @@ void bench_fp8_cublaslt(const shape& sh, const std::vector<int64_t>& tokens, dou
       if (fp8act)
         CK(dc::linear_decode_fp8act(op.x, T, op.w(i), op.y, ws, ws_bytes, s));
       else if (path == dc::dense_linear_path::linear_gemm)
-        CK(dc::linear_gemm(cublas, op.x, T, op.w(i), 1, op.y, ws, ws_bytes, s));
+        CK(dc::linear_gemm(cublas, op.x, T, op.w(i), 1, op.y, ws, ws_bytes, cublas_workspace(),
+                           dsv4::cuda::k_linear_gemm_cublas_workspace_bytes, s));
       else if (path == dc::dense_linear_path::linear_decode)
         CK(dc::linear_decode(op.x, T, op.w(i), op.y, ws, ws_bytes, s));
       else
@@ -517,7 +533,8 @@ void bench_w8a8_wgmma(const shape& sh, const std::vector<int64_t>& tokens, doubl
           CK(dc::linear_decode(op.x, T, op.w(i), op.y, ws, ws_bytes, s));
           return;
         case fp8_route::gemm:
-          CK(dc::linear_gemm(cublas, op.x, T, op.w(i), 1, op.y, ws, ws_bytes, s));
+          CK(dc::linear_gemm(cublas, op.x, T, op.w(i), 1, op.y, ws, ws_bytes, cublas_workspace(),
+                             dsv4::cuda::k_linear_gemm_cublas_workspace_bytes, s));
           return;
         case fp8_route::gemv:
           CK(dc::linear(op.x, T, op.w(i), op.y, s));

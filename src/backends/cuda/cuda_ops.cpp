@@ -82,15 +82,11 @@ cuda_ops::cuda_ops(int device, dtype activations) : device_(device), act_(activa
   }();
   check_cuda(cudaEventCreateWithFlags(&staging_done_, cudaEventDisableTiming), "cudaEventCreate");
   allocator_ = std::make_unique<device_allocator>(device);
-  // cuBLAS allocates per call unless it has a workspace; a fixed one (32 MiB, NVIDIA's figure
-  // for Hopper) keeps GEMMs out of cudaMalloc and capturable.
-  constexpr size_t cublas_workspace_bytes = size_t(32) << 20;
-  cublas_workspace_ = allocator_->allocate(cublas_workspace_bytes);
+  // linear_gemm gives cuBLAS a workspace from this allocator on each call (linear_gemm.h): GEMMs
+  // stay out of cudaMalloc, capturable, and independent of each other's streams.
   DSV4_CHECK(cublasCreate(&cublas_) == CUBLAS_STATUS_SUCCESS, "cuda: cublasCreate failed");
-  DSV4_CHECK(cublasSetStream(cublas_, stream_) == CUBLAS_STATUS_SUCCESS &&
-                 cublasSetWorkspace(cublas_, cublas_workspace_.get(), cublas_workspace_bytes) ==
-                     CUBLAS_STATUS_SUCCESS,
-             "cuda: cublas stream/workspace setup failed");
+  DSV4_CHECK(cublasSetStream(cublas_, stream_) == CUBLAS_STATUS_SUCCESS,
+             "cuda: cublas stream setup failed");
 }
 
 cuda_ops::~cuda_ops() {
@@ -99,7 +95,6 @@ cuda_ops::~cuda_ops() {
     if (side) cudaStreamSynchronize(side);
   if (main_stream_) cudaStreamSynchronize(main_stream_);
   if (cublas_) cublasDestroy(cublas_);
-  cublas_workspace_.reset();
   for (cudaStream_t side : side_streams_)
     if (side) cudaStreamDestroy(side);
   if (main_stream_) cudaStreamDestroy(main_stream_);

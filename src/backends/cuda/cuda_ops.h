@@ -202,7 +202,6 @@ class cuda_ops final : public ops {
   size_t staging_bytes_ = 0;
   cudaEvent_t staging_done_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
-  std::shared_ptr<void> cublas_workspace_;
 };
 
 // Throws dsv4::error "<what>: <cuda error string>" unless status is cudaSuccess.

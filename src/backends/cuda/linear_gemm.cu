@@ -211,7 +211,8 @@ size_t linear_gemm_workspace_bytes(const device_weight& w) {
 template <typename act_t, typename out_t>
 cudaError_t linear_gemm(cublasHandle_t cublas, const act_t* x, int64_t tokens,
                         const device_weight& w, int64_t groups, out_t* y, void* workspace,
-                        size_t workspace_bytes, cudaStream_t stream) {
+                        size_t workspace_bytes, void* cublas_workspace,
+                        size_t cublas_workspace_bytes, cudaStream_t stream) {
   static_assert(std::is_same_v<out_t, float> || std::is_same_v<out_t, act_t>);
   if (!linear_gemm_supported<act_t>(w)) return cudaErrorNotSupported;
   if (!cublas || !x || !y || tokens < 0 || groups <= 0 || w.rows % groups != 0)
@@ -223,6 +224,9 @@ cudaError_t linear_gemm(cublasHandle_t cublas, const act_t* x, int64_t tokens,
     return cudaErrorInvalidValue;
   if (!workspace || reinterpret_cast<uintptr_t>(workspace) % 256 != 0 ||
       workspace_bytes < linear_gemm_workspace_bytes<act_t>(w))
+    return cudaErrorInvalidValue;
+  if (!cublas_workspace || reinterpret_cast<uintptr_t>(cublas_workspace) % 256 != 0 ||
+      cublas_workspace_bytes == 0)
     return cudaErrorInvalidValue;
 
   using weight_t = target_t<act_t>;
@@ -239,7 +243,10 @@ cudaError_t linear_gemm(cublasHandle_t cublas, const act_t* x, int64_t tokens,
     a = expanded;
   }
 
-  if (cublasSetStream(cublas, stream) != CUBLAS_STATUS_SUCCESS) return cudaErrorUnknown;
+  // In this order: cublasSetStream resets the workspace (linear_gemm.h).
+  if (cublasSetStream(cublas, stream) != CUBLAS_STATUS_SUCCESS ||
+      cublasSetWorkspace(cublas, cublas_workspace, cublas_workspace_bytes) != CUBLAS_STATUS_SUCCESS)
+    return cudaErrorUnknown;
   cublasPointerMode_t saved_mode;
   if (cublasGetPointerMode(cublas, &saved_mode) != CUBLAS_STATUS_SUCCESS) return cudaErrorUnknown;
   const float one = 1.0f, zero = 0.0f;
@@ -275,7 +282,7 @@ cudaError_t linear_gemm(cublasHandle_t cublas, const act_t* x, int64_t tokens,
 
 #define DSV4_LINEAR_GEMM_INSTANTIATE(A, O)                                                        \
   template cudaError_t linear_gemm<A, O>(cublasHandle_t, const A*, int64_t, const device_weight&, \
-                                         int64_t, O*, void*, size_t, cudaStream_t);
+                                         int64_t, O*, void*, size_t, void*, size_t, cudaStream_t);
 template bool linear_gemm_supported<float>(const device_weight&);
 template bool linear_gemm_supported<__nv_bfloat16>(const device_weight&);
 template size_t linear_gemm_workspace_bytes<float>(const device_weight&);

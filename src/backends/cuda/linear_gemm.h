@@ -40,15 +40,28 @@ bool linear_gemm_supported(const device_weight& w);
 template <typename act_t>
 size_t linear_gemm_workspace_bytes(const device_weight& w);
 
+// cuBLAS's own workspace for one linear_gemm call (NVIDIA's recommended size for Hopper). The
+// call binds it to the handle after setting the stream: cublasSetStream resets a handle's
+// workspace to cuBLAS's internal pool, and with that pool the library may pick other
+// implementations (other bits) while GEMMs run on several streams at once (cuBLAS guide,
+// "Results reproducibility"), as the engine's eager decode steps do (side branches beside the
+// main stream) when linear_decode is off. A workspace owned by the call (stream-ordered like
+// `workspace`) keeps the results independent of other streams.
+inline constexpr size_t k_linear_gemm_cublas_workspace_bytes = size_t(32) << 20;
+
 // y [tokens, rows] = x [tokens, groups * cols] through the block-diagonal W (group g maps
 // x[:, g*cols:(g+1)*cols] to y[:, g*rows/groups:(g+1)*rows/groups]); groups == 1 is a plain
 // linear. out_t: act_t, or float (bf16 activations with f32 logits). `cublas` must be a handle
-// the caller owns (its stream is set to `stream` here; pointer mode is restored). Returns
-// cudaErrorNotSupported when !linear_gemm_supported, cudaErrorInvalidValue on bad dims or a short
-// workspace, cudaErrorUnknown when cuBLAS fails.
+// the caller owns (its stream is set to `stream` and its workspace to `cublas_workspace` here;
+// pointer mode is restored). Both workspaces are the call's until its work on `stream` is done
+// (256-byte aligned; cublas_workspace_bytes: k_linear_gemm_cublas_workspace_bytes, or less at
+// the cost of cuBLAS's choice of kernels). Returns cudaErrorNotSupported when
+// !linear_gemm_supported, cudaErrorInvalidValue on bad dims or a short or missing workspace,
+// cudaErrorUnknown when cuBLAS fails.
 template <typename act_t, typename out_t>
 cudaError_t linear_gemm(cublasHandle_t cublas, const act_t* x, int64_t tokens,
                         const device_weight& w, int64_t groups, out_t* y, void* workspace,
-                        size_t workspace_bytes, cudaStream_t stream);
+                        size_t workspace_bytes, void* cublas_workspace,
+                        size_t cublas_workspace_bytes, cudaStream_t stream);
 
 }  // namespace dsv4::cuda
