@@ -9,6 +9,7 @@
 
 #include "backends/cuda/act_dispatch.h"
 #include "backends/cuda/elementwise.h"
+#include "backends/cuda/linear_gemm.h"
 #include "backends/cuda/mhc.h"
 #include "backends/cuda/norm.h"
 #include "backends/cuda/rope.h"
@@ -82,8 +83,8 @@ cuda_ops::cuda_ops(int device, dtype activations) : device_(device), act_(activa
   }();
   check_cuda(cudaEventCreateWithFlags(&staging_done_, cudaEventDisableTiming), "cudaEventCreate");
   allocator_ = std::make_unique<device_allocator>(device);
-  // linear_gemm gives cuBLAS a workspace from this allocator on each call (linear_gemm.h): GEMMs
-  // stay out of cudaMalloc, capturable, and independent of each other's streams.
+  // linear_gemm gives cuBLAS a workspace of the stream's own (cublas_workspace, linear_gemm.h):
+  // GEMMs stay out of cudaMalloc, capturable, and independent of each other's streams.
   DSV4_CHECK(cublasCreate(&cublas_) == CUBLAS_STATUS_SUCCESS, "cuda: cublasCreate failed");
   DSV4_CHECK(cublasSetStream(cublas_, stream_) == CUBLAS_STATUS_SUCCESS,
              "cuda: cublas stream setup failed");
@@ -170,6 +171,18 @@ void cuda_ops::join_gates() {
   check_cuda(cudaEventRecord(gates_done_event_, gates_stream_), "hc gates join (record)");
   check_cuda(cudaStreamWaitEvent(main_stream_, gates_done_event_, 0), "hc gates join (wait)");
   gates_ws_ = tensor();  // the main stream is now ordered after the gates kernel's reads
+}
+
+void* cuda_ops::cublas_workspace() {
+  int slot = 0;
+  for (int i = 0; i < k_side_branches; ++i)
+    if (stream_ == side_streams_[i]) slot = 1 + i;
+  DSV4_CHECK(slot > 0 || stream_ == main_stream_, "cuda: cublas_workspace on an unknown stream");
+  std::shared_ptr<void>& ws = cublas_workspaces_[slot];
+  // Inside a capture this comes from the graph's private pool; the block then stays live (held
+  // here) after the graph goes, as the allocator allows.
+  if (!ws) ws = allocator_->allocate(k_linear_gemm_cublas_workspace_bytes);
+  return ws.get();
 }
 
 size_t cuda_ops::allocated_bytes() const {

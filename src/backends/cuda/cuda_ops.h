@@ -64,12 +64,18 @@ class cuda_ops final : public ops {
   // Device memory held from cudaMalloc: live allocations plus the allocator's caches.
   size_t reserved_bytes() const;
   device_allocator& allocator() const { return *allocator_; }
-  // The backend's cuBLAS handle (prefill-sized dense linears, linear_gemm.h), bound to stream()
-  // with a fixed workspace so that calls are graph-capturable.
+  // The backend's cuBLAS handle (dense linears on linear_gemm.h, cuBLASLt), shared by the streams:
+  // each call sets its stream and, for linear_gemm, the workspace below.
   cublasHandle_t cublas() const { return cublas_; }
+  // cuBLAS's workspace for linear_gemm calls issued on stream()
+  // (k_linear_gemm_cublas_workspace_bytes): one per stream, allocated on the stream's first call
+  // and kept for the backend's life, so that calls on concurrent streams never share one
+  // (linear_gemm.h) and every captured graph reuses the same few blocks. Safe to reuse: a stream's
+  // calls, captured or eager, are ordered on it.
+  void* cublas_workspace();
 
-  // The side branch (ops.h) on a second stream, for decode sizes (tokens <= 8: the ops there run
-  // no cuBLAS, whose handle and workspace are the main stream's). DSV4_SIDE_BRANCH: a mask of the
+  // The side branch (ops.h) on a second stream, for decode sizes (tokens <= 8; its GEMMs take
+  // that stream's cuBLAS workspace). DSV4_SIDE_BRANCH: a mask of the
   // uses taken (1 shared expert, 2 compressors, 4 the attention's KV path; default 7, 0 none).
   bool begin_side_branch(int64_t tokens, side_branch_use use) override;
   bool side_branch_takes(side_branch_use use) const override;
@@ -202,6 +208,8 @@ class cuda_ops final : public ops {
   size_t staging_bytes_ = 0;
   cudaEvent_t staging_done_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
+  // cublas_workspace(): [0] the main stream's, [1 + i] side_streams_[i]'s.
+  std::shared_ptr<void> cublas_workspaces_[1 + k_side_branches];
 };
 
 // Throws dsv4::error "<what>: <cuda error string>" unless status is cudaSuccess.

@@ -299,14 +299,9 @@ tensor run_linear(cuda_ops& o, const tensor& x, const prepared_linear& w, int64_
                           if (path == dense_linear_path::linear_gemm) {
                             const size_t ws = linear_gemm_workspace_bytes<act_t>(dw);
                             tensor workspace = o.alloc(dtype::u8, {int64_t(ws)});
-                            // One size for every call: one cached block serves them all (and
-                            // one per branch open beside it).
-                            tensor cublas_ws =
-                                o.alloc(dtype::u8, {int64_t(k_linear_gemm_cublas_workspace_bytes)});
                             return linear_gemm(o.cublas(), act_ptr(x, a), T, dw, groups, out,
-                                               workspace.data<uint8_t>(), ws,
-                                               cublas_ws.data<uint8_t>(), cublas_ws.bytes(),
-                                               o.stream());
+                                               workspace.data<uint8_t>(), ws, o.cublas_workspace(),
+                                               k_linear_gemm_cublas_workspace_bytes, o.stream());
                           }
                           if (path == dense_linear_path::linear_decode) {
                             const size_t ws = linear_decode_workspace_bytes(T, groups * dw.cols);
