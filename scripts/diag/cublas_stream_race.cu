@@ -4,6 +4,10 @@
 // OP_T / OP_N form. Modes: 0 one handle, cuBLAS's default workspace (cublasSetStream resets a
 // user workspace); 1 one handle, a workspace per stream set after each cublasSetStream; 2 one
 // handle per stream. Prints the mismatching outputs per mode (a mismatch: any bit differs).
+// Results: bench/RESULTS.md, session 30 (l30a, l30c). The parity case linear_gemm_streams checks
+// the engine's form. Build and run (sm_90a):
+//   nvcc -O2 -arch=sm_90a -std=c++17 scripts/diag/cublas_stream_race.cu -lcublas -o cublas_stream_race
+//   ./cublas_stream_race [tokens = 3] [iterations = 300]
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>

@@ -542,12 +542,6 @@ bool compare_kv_records(const std::string& label, const std::string& dir, int64_
   return ok;
 }
 
-// FP4 indexer keys (cache_options::indexer_fp4, on by default in the official mode) against the
-// bf16 index pool alone, official precision, bf16 activations, graphs on (3 prefills of 300 / 140
-// / 20 tokens through the fast indexer in 64-token chunks, then decode steps replaying graphs):
-// hadamard_fp4 leaves exactly FP4 keys, the cache stores them exactly, and indexer_topk_fast_fp4
-// widens them to the same bf16 MMA operands as the bf16-pool kernel, so the selections and the
-// logits must be identical bit for bit.
 // --repeat-general N: the general-kernel schedule of compare_kv_records (eager, decode kernels
 // off) N times on each pool type, each run against the first run of its type and against the
 // other type's run of the same index (bit for bit): which side varies from run to run, on which
@@ -583,6 +577,12 @@ bool repeat_general_kernels(const std::string& label, const std::string& dir, in
   return varying == 0;
 }
 
+// FP4 indexer keys (cache_options::indexer_fp4, on by default in the official mode) against the
+// bf16 index pool alone, official precision, bf16 activations, graphs on (3 prefills of 300 / 140
+// / 20 tokens through the fast indexer in 64-token chunks, then decode steps replaying graphs):
+// hadamard_fp4 leaves exactly FP4 keys, the cache stores them exactly, and indexer_topk_fast_fp4
+// widens them to the same bf16 MMA operands as the bf16-pool kernel, so the selections and the
+// logits must be identical bit for bit.
 bool compare_indexer_fp4(const std::string& label, const std::string& dir, int64_t vocab) {
   const std::vector<size_t> prompt{300, 140, 20};
   const auto official = precision_mode::official;

@@ -75,8 +75,8 @@ class cuda_ops final : public ops {
   void* cublas_workspace();
 
   // The side branch (ops.h) on a second stream, for decode sizes (tokens <= 8; its GEMMs take
-  // that stream's cuBLAS workspace). DSV4_SIDE_BRANCH: a mask of the
-  // uses taken (1 shared expert, 2 compressors, 4 the attention's KV path; default 7, 0 none).
+  // that stream's cuBLAS workspace). DSV4_SIDE_BRANCH: a mask of the uses taken (1 shared expert,
+  // 2 compressors, 4 the attention's KV path; default 7, 0 none).
   bool begin_side_branch(int64_t tokens, side_branch_use use) override;
   bool side_branch_takes(side_branch_use use) const override;
   void end_side_branch() override;

@@ -40,15 +40,15 @@ bool linear_gemm_supported(const device_weight& w);
 template <typename act_t>
 size_t linear_gemm_workspace_bytes(const device_weight& w);
 
-// cuBLAS's own workspace for one linear_gemm call (NVIDIA's recommended size for Hopper). The
+// The size of cuBLAS's own workspace for linear_gemm (NVIDIA's recommended size for Hopper). The
 // call binds it to the handle after setting the stream: cublasSetStream resets a handle's
 // workspace to cuBLAS's internal pool, and with that pool the library may pick other
 // implementations (other bits) while GEMMs run on several streams at once (cuBLAS guide,
 // "Results reproducibility"), as the engine's eager decode steps do (side branches beside the
 // main stream) when linear_decode is off. Measured on an H200 (session 30, l30c-l30e): decode
 // shapes through one handle on three streams differ from the same calls alone with that pool and
-// never with a workspace per stream (parity case linear_gemm_streams). A workspace owned by the
-// call (stream-ordered like `workspace`) keeps the results independent of other streams.
+// never with a workspace per stream (parity case linear_gemm_streams). A workspace that only one
+// stream's calls use (cuda_ops keeps one per stream) keeps the results independent of the others.
 inline constexpr size_t k_linear_gemm_cublas_workspace_bytes = size_t(32) << 20;
 
 // y [tokens, rows] = x [tokens, groups * cols] through the block-diagonal W (group g maps
