@@ -6,7 +6,8 @@
 // handle per stream. Prints the mismatching outputs per mode (a mismatch: any bit differs).
 // Results: bench/RESULTS.md, session 30 (l30a, l30c). The parity case linear_gemm_streams checks
 // the engine's form. Build and run (sm_90a):
-//   nvcc -O2 -arch=sm_90a -std=c++17 scripts/diag/cublas_stream_race.cu -lcublas -o cublas_stream_race
+//   nvcc -O2 -arch=sm_90a -std=c++17 scripts/diag/cublas_stream_race.cu -lcublas -o
+//   cublas_stream_race
 //   ./cublas_stream_race [tokens = 3] [iterations = 300]
 #include <cublas_v2.h>
 #include <cuda_bf16.h>
@@ -17,14 +18,7 @@
 #include <random>
 #include <vector>
 
-#define CK(x)                                                                \
-  do {                                                                       \
-    auto e_ = (x);                                                           \
-    if (e_ != 0) {                                                           \
-      std::printf("%s:%d %s failed: %d\n", __FILE__, __LINE__, #x, int(e_)); \
-      std::exit(1);                                                          \
-    }                                                                        \
-  } while (0)
+#include "../../bench/kernels/bench_common.cuh"  // CK, CB, bench::fill, bench::median
 
 __global__ void spin_kernel(long long cycles) {
   const long long t0 = clock64();
@@ -75,19 +69,19 @@ int main(int argc, char** argv) {
   const size_t ws_bytes = size_t(32) << 20;
   for (int b = 0; b < k_streams; ++b) {
     CK(cudaStreamCreateWithFlags(&st[b], cudaStreamNonBlocking));
-    CK(cublasCreate(&h[b]));
+    CB(cublasCreate(&h[b]));
     CK(cudaMalloc(&ws[b], ws_bytes));
   }
   unsigned long long* bad;
   CK(cudaMalloc(&bad, sizeof(unsigned long long) * k_streams));
   const float one = 1.f, zero = 0.f;
   auto gemm = [&](cublasHandle_t hd, int i, __nv_bfloat16* y) {
-    CK(cublasGemmEx(hd, CUBLAS_OP_T, CUBLAS_OP_N, shapes[i].m, n, shapes[i].k, &one, A[i],
+    CB(cublasGemmEx(hd, CUBLAS_OP_T, CUBLAS_OP_N, shapes[i].m, n, shapes[i].k, &one, A[i],
                     CUDA_R_16BF, shapes[i].k, X[i], CUDA_R_16BF, shapes[i].k, &zero, y, CUDA_R_16BF,
                     shapes[i].m, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
   };
   // Reference: one at a time on stream 0, nothing else running.
-  CK(cublasSetStream(h[0], st[0]));
+  CB(cublasSetStream(h[0], st[0]));
   for (int i = 0; i < S; ++i) gemm(h[0], i, R[i]);
   CK(cudaStreamSynchronize(st[0]));
   for (int mode = 0; mode < 3; ++mode) {
@@ -99,8 +93,8 @@ int main(int argc, char** argv) {
         // The streams run the shapes in rotated orders, so different GEMMs overlap.
         const int i = (it + b * 3) % S;
         cublasHandle_t hd = mode == 2 ? h[b] : h[0];
-        CK(cublasSetStream(hd, st[b]));
-        if (mode == 1) CK(cublasSetWorkspace(hd, ws[b], ws_bytes));
+        CB(cublasSetStream(hd, st[b]));
+        if (mode == 1) CB(cublasSetWorkspace(hd, ws[b], ws_bytes));
         gemm(hd, i, Y[b][i]);
         compare_kernel<<<64, 256, 0, st[b]>>>(reinterpret_cast<unsigned short*>(Y[b][i]),
                                               reinterpret_cast<unsigned short*>(R[i]),

@@ -1,7 +1,8 @@
 // Diagnostic (session 30): does binding a 32 MiB user workspace after cublasSetStream (what
 // linear_gemm does since session 30) change cuBLAS's speed against its internal pool (what it did
 // before)? The engine's GEMM form (bf16 in and out, f32 compute, OP_T / OP_N) on Flash projection
-// shapes at decode and prefill token counts, one stream. Two weight copies per shape, alternated;
+// shapes at decode and prefill token counts, one stream. Two weight copies per shape (bench::fill's
+// bf16 values; l30g ran an own fill of bf16 in +-[2^-8, 2^-1)), alternated;
 // per mode the median of 7 event-timed batches of 20 calls, the modes interleaved.
 // Build and run (sm_90a):
 //   nvcc -O2 -arch=sm_90a -std=c++17 scripts/diag/cublas_workspace_speed.cu -lcublas -o
@@ -16,26 +17,7 @@
 #include <cstdlib>
 #include <vector>
 
-#define CK(x)                                                                \
-  do {                                                                       \
-    auto e_ = (x);                                                           \
-    if (e_ != 0) {                                                           \
-      std::printf("%s:%d %s failed: %d\n", __FILE__, __LINE__, #x, int(e_)); \
-      std::exit(1);                                                          \
-    }                                                                        \
-  } while (0)
-
-__global__ void fill_kernel(unsigned short* p, size_t n, unsigned seed) {
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x) {
-    unsigned h = unsigned(i) * 2654435761u ^ seed;
-    h ^= h >> 15;
-    h *= 2246822519u;
-    h ^= h >> 13;
-    // bf16 with exponent in [2^-8, 2^-1): random sign and mantissa
-    p[i] = (unsigned short)((h & 0x8000u) | ((119u + (h >> 16) % 7u) << 7) | (h & 0x7fu));
-  }
-}
+#include "../../bench/kernels/bench_common.cuh"  // CK, CB, bench::fill, bench::median
 
 int main() {
   struct shape {
@@ -48,7 +30,7 @@ int main() {
   cudaStream_t s;
   CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
   cublasHandle_t h;
-  CK(cublasCreate(&h));
+  CB(cublasCreate(&h));
   const size_t ws_bytes = size_t(32) << 20;
   void* ws;
   CK(cudaMalloc(&ws, ws_bytes));
@@ -63,17 +45,17 @@ int main() {
     for (auto& p : w) CK(cudaMalloc(&p, size_t(sh.m) * sh.k * 2));
     CK(cudaMalloc(&x, size_t(tmax) * sh.k * 2));
     CK(cudaMalloc(&y, size_t(tmax) * sh.m * 2));
-    fill_kernel<<<1024, 256>>>(w[0], size_t(sh.m) * sh.k, 1);
-    fill_kernel<<<1024, 256>>>(w[1], size_t(sh.m) * sh.k, 2);
-    fill_kernel<<<1024, 256>>>(x, size_t(tmax) * sh.k, 3);
+    bench::fill(w[0], size_t(sh.m) * sh.k * 2, 1, 3);  // bf16 in +-0.2
+    bench::fill(w[1], size_t(sh.m) * sh.k * 2, 2, 3);
+    bench::fill(x, size_t(tmax) * sh.k * 2, 3, 3);
     CK(cudaDeviceSynchronize());
     for (int T : tokens) {
       auto batch = [&](bool own) {
         CK(cudaEventRecord(e0, s));
         for (int i = 0; i < 20; ++i) {
-          CK(cublasSetStream(h, s));
-          if (own) CK(cublasSetWorkspace(h, ws, ws_bytes));
-          CK(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, sh.m, T, sh.k, &one, w[i % 2], CUDA_R_16BF,
+          CB(cublasSetStream(h, s));
+          if (own) CB(cublasSetWorkspace(h, ws, ws_bytes));
+          CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, sh.m, T, sh.k, &one, w[i % 2], CUDA_R_16BF,
                           sh.k, x, CUDA_R_16BF, sh.k, &zero, y, CUDA_R_16BF, sh.m,
                           CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
         }
@@ -81,18 +63,17 @@ int main() {
         CK(cudaEventSynchronize(e1));
         float ms = 0;
         CK(cudaEventElapsedTime(&ms, e0, e1));
-        return double(ms) * 1000.0 / 20.0;
+        return ms * 1000.0f / 20.0f;
       };
       batch(false);
       batch(true);
-      std::vector<double> pool, own;
+      std::vector<float> pool, own;
       for (int r = 0; r < 7; ++r) {
         pool.push_back(batch(false));
         own.push_back(batch(true));
       }
-      std::sort(pool.begin(), pool.end());
-      std::sort(own.begin(), own.end());
-      std::printf("%s %d: %.2f, %.2f, %.3f\n", sh.name, T, pool[3], own[3], own[3] / pool[3]);
+      const double p = bench::median(pool), o = bench::median(own);
+      std::printf("%s %d: %.2f, %.2f, %.3f\n", sh.name, T, p, o, o / p);
     }
     for (auto p : w) CK(cudaFree(p));
     CK(cudaFree(x));
