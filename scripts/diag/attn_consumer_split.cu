@@ -1,0 +1,553 @@
+// Diagnostic (session 31): would a third consumer warpgroup take the decode attention's consumer
+// chain to the tensor pipe's floor?
+//
+// bench/TARGETS.md (issue 6): on the H200 the warp-specialized decode kernel's two consumer
+// warpgroups take a 32-key tile every ~1710-1820 cycles against ~1280 cycles of tensor-pipe work
+// (S on 32 SS m64n32k16 at 24 cycles, P V on 8 RS m64n128k16 at 64). Each warpgroup owns every
+// other tile (its S over all 512 channels, the softmax, the hand-off of P and (m, l)) and runs
+// P V of every tile for its 256 output channels; its own chain per two tiles (S ~700-770 cycles
+// with the warp held at the wgmma issue, softmax ~800, two P V ~380 each, overhead) is longer than
+// the pipe's share. With three consumer warpgroups (channels 192 / 192 / 128, tiles owned in
+// turn) a warpgroup's chain covers three tiles for one S and one softmax, so the pipe, not the
+// chain, would set the pace, if the registers allow it: beside a 56-register producer warpgroup
+// the consumers get 152 registers (128 x 56 + 384 x 152 = 64 K) instead of 224.
+//
+// This kernel is that consumer loop alone (as the engine's plan.diag "consumers alone": the key
+// tiles stay in shared memory, no producer traffic) with NWG = 2 (the engine's split, 224
+// registers) or 3 (152), the same wgmma shapes, the same online softmax (lazy rescale), the same
+// hand-off through shared memory and named barriers; the producer warpgroup holds its 56
+// registers and is idle, or (RING) runs the engine's stage protocol without rows: full / empty
+// mbarriers, the mask word, one release per consumer warp and tile. Per CTA it runs n tiles
+// (tile k = stage k % 4 of 4 resident 32-key tiles) for one 64-head query tile and writes
+// O = sum p v / sum p; the host checks CTA 0's O against a double reference (P is bf16:
+// tolerance 1e-2 of max |O|) and reports the median cycles per tile over the CTAs (clock64 around
+// the loop); PIPE rows drop the softmax's arithmetic (P = S * 0 + 0.001, S kept live); stamped
+// rows print clock64 stamps of CTA 0 at the points of session 29's l29e.
+// Answer (H200, l31a-l31c, logs bench/kernels/results/h200_2026-11-28_s31_lead_l31*): no. Two
+// warpgroups already run at the pipe's pace here: 1424-1527 cycles per tile (machine to machine),
+// the PIPE rows (no softmax arithmetic) 1381-1462, i.e. the softmax is not on the critical path
+// of this loop; three warpgroups take 1521-1565 (1.04-1.07x slower), the same with RING. The ring
+// protocol adds ~100-120 cycles per tile. The engine's kernel with its consumers alone takes
+// ~1750-1800 per tile (l29e stamps): ~10-15% above this loop with RING; by the stamps the
+// difference is in the owner's softmax-to-hand-off (~800-850 there, ~650-700 here). Its per-key
+// selects (l31c SASS) were one difference: removed in session 31 (1.004-1.018x, l31f); the rest
+// is not found yet.
+// Build and run (sm_90a), from the repository root:
+//   nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 -Isrc -Xptxas -v
+//   scripts/diag/attn_consumer_split.cu -o attn_consumer_split
+//   ./attn_consumer_split [tiles per CTA, default 512]
+#include <cuda_bf16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <vector>
+
+#include "../../bench/kernels/bench_common.cuh"  // CK, bench::median
+#include "backends/cuda/attention_decode_wgmma.cuh"
+#include "backends/cuda/mbarrier.cuh"
+
+namespace wgm = dsv4::cuda::attention_wgmma;
+namespace mbar = dsv4::cuda::mbar;
+
+namespace {
+
+constexpr int k_tile = 32, k_rows = 64, k_dim = 512, k_stages = 4;
+constexpr int k_q_bytes = k_rows * k_dim * 2;     // 64 KB
+constexpr int k_tile_bytes = k_tile * k_dim * 2;  // 32 KB
+// Hand-off buffer of one tile: P as two k16 A fragments per consumer thread (uint4 each), then
+// (m0, m1, l0, l1) per thread.
+constexpr int k_hand_bytes = 2 * 128 * 16 + 128 * 16;
+constexpr float k_lazy = 8.0f;
+constexpr int k_producer_regs = 56;
+
+// The engine's tile layout (attention_decode_common.cuh wg_offset): 8 column blocks of 64
+// channels, each rows x 128 bytes, 16-byte chunk c of row r at chunk c ^ (r & 7).
+template <int rows>
+__device__ __forceinline__ uint32_t wg_offset(int row, int chunk) {
+  return uint32_t((chunk >> 3) * (rows * 128) + row * 128 + (((chunk & 7) ^ (row & 7)) << 4));
+}
+
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+__device__ __forceinline__ float ex2(float x) {
+  float y;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
+  return y;
+}
+
+// d[32] += A (64 x 16, registers) * B (16 x 64, descriptor, MN-major).
+__device__ __forceinline__ void mma_rs_n64_mn(float (&d)[32], const uint32_t (&a)[4], uint64_t b) {
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23,"
+      "%24,%25,%26,%27,%28,%29,%30,%31}, {%32,%33,%34,%35}, %36, 1, 1, 1, 1;\n"
+      : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]),
+        "+f"(d[7]), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]),
+        "+f"(d[14]), "+f"(d[15]), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]),
+        "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]),
+        "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+}
+
+// One consumer warpgroup: output channel blocks [cb0, cb0 + 2 N128 + N64) of 64 channels, tiles
+// k == wg (mod NWG) owned. PIPE: P = S * zero + 0.001 (zero = 0 at run time, so that S stays
+// live): no softmax arithmetic, the rest unchanged.
+// stamps (non-null): clock64 of thread 0 of each warpgroup of CTA 0 at the points of the engine's
+// plan.diag 256 (session 29, l29e), per tile [wg][k][8]: owner: S ready, hand-off, P V issued,
+// P V done, full k + NWG, S k + NWG issued; reader: full, hand-off, P V issued, P V done, own S.
+template <int NWG, int N128, int N64, bool PIPE, bool RING>
+__device__ __forceinline__ void consume(int wg, int cb0, uint32_t q_s, uint32_t k_s, uint8_t* hand,
+                                        uint32_t bars, int n, float scale_log2, float zero,
+                                        float* out, long long* cycles, long long* stamps) {
+  const bool stamping = stamps != nullptr && blockIdx.x == 0 && threadIdx.x % 128 == 0;
+  auto stamp = [&](int k, int i) {
+    if (stamping) stamps[(size_t(wg) * n + k) * 8 + i] = clock64();
+  };
+  const int warp = (threadIdx.x / 32) & 3, lane = threadIdx.x % 32;
+  const int rg = warp, tid = rg * 32 + lane;
+  float a128[N128 > 0 ? N128 : 1][64];
+  float a64[N64 > 0 ? N64 : 1][32];
+#pragma unroll
+  for (int i = 0; i < 64; ++i)
+#pragma unroll
+    for (int j = 0; j < (N128 > 0 ? N128 : 1); ++j) a128[j][i] = 0.0f;
+#pragma unroll
+  for (int i = 0; i < 32; ++i)
+#pragma unroll
+    for (int j = 0; j < (N64 > 0 ? N64 : 1); ++j) a64[j][i] = 0.0f;
+  float m[2] = {-INFINITY, -INFINITY}, l[2] = {0.0f, 0.0f};
+  float sd[16], corr[2] = {1.0f, 1.0f};
+  uint32_t pas[2][4], pin[2][4];
+
+  auto kb_of = [&](int k) { return k_s + uint32_t(k % k_stages) * k_tile_bytes; };
+  // RING: the engine's stage protocol without rows (its plan.diag 1): every consumer thread waits
+  // on the stage's `full` barrier, fences the async proxy and reads the stage's mask word; each
+  // warp releases the stage on `empty` once its P V of the tile completed.
+  uint32_t mask_word = 0;
+  auto wait_full = [&](int k) {
+    if constexpr (RING) {
+      const int stage = k % k_stages;
+      mbar::wait(bars + 8 * stage, uint32_t(k / k_stages) & 1u);
+      wgm::fence_async_smem();
+      mask_word |= reinterpret_cast<volatile uint32_t*>(hand + NWG * k_hand_bytes)[stage];
+    }
+  };
+  auto release = [&](int k) {
+    if constexpr (RING) {
+      __syncwarp();
+      if (lane == 0) mbar::arrive(bars + 8 * (k_stages + k % k_stages));
+    }
+  };
+  auto fence_acc = [&] {
+#pragma unroll
+    for (int i = 0; i < 64; ++i)
+#pragma unroll
+      for (int j = 0; j < N128; ++j) wgm::reg_fence(a128[j][i]);
+#pragma unroll
+    for (int i = 0; i < 32; ++i)
+#pragma unroll
+      for (int j = 0; j < N64; ++j) wgm::reg_fence(a64[j][i]);
+  };
+  auto issue_scores = [&](uint32_t kb) {
+    wgm::fence();
+    const uint64_t a0 = wgm::desc(q_s, 16, 1024), b0 = wgm::desc(kb, 16, 1024);
+#pragma unroll
+    for (int kk = 0; kk < 32; ++kk) {
+      const uint32_t block = uint32_t(kk / 4), byte = uint32_t(kk % 4) * 32;
+      const uint64_t a = wgm::desc_at(a0, block * (k_rows * 128) + byte);
+      const uint64_t b = wgm::desc_at(b0, block * (k_tile * 128) + byte);
+      if (kk == 0)
+        wgm::mma_ss_n32_first(sd, a, b);
+      else
+        wgm::mma_ss_n32(sd, a, b);
+    }
+    wgm::commit();
+  };
+  auto issue_pv = [&](const uint32_t(&pa)[2][4], uint32_t kb) {
+    wgm::fence();
+    const uint64_t v0 = wgm::desc(kb, k_tile * 128, 1024);
+#pragma unroll
+    for (int ks = 0; ks < 2; ++ks) {
+#pragma unroll
+      for (int j = 0; j < N128; ++j)
+        wgm::mma_rs_n128_mn(
+            a128[j], pa[ks],
+            wgm::desc_at(v0, uint32_t(cb0 + 2 * j) * (k_tile * 128) + uint32_t(ks) * 16 * 128));
+#pragma unroll
+      for (int j = 0; j < N64; ++j)
+        mma_rs_n64_mn(a64[j], pa[ks],
+                      wgm::desc_at(v0, uint32_t(cb0 + 2 * N128 + j) * (k_tile * 128) +
+                                           uint32_t(ks) * 16 * 128));
+    }
+    wgm::commit();
+  };
+  auto rescale = [&] {
+    if (__any_sync(0xffffffffu, corr[0] != 1.0f || corr[1] != 1.0f)) {
+#pragma unroll
+      for (int i = 0; i < 64; ++i)
+#pragma unroll
+        for (int j = 0; j < N128; ++j) a128[j][i] *= corr[(i & 3) >> 1];
+#pragma unroll
+      for (int i = 0; i < 32; ++i)
+#pragma unroll
+        for (int j = 0; j < N64; ++j) a64[j][i] *= corr[(i & 3) >> 1];
+    }
+  };
+  // The engine's softmax_local (all keys valid), lazy rescale, then P as bf16 A fragments.
+  auto softmax = [&] {
+    float s[4][4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) s[j][e] = sd[4 * j + e];
+    if constexpr (PIPE) {
+      corr[0] = corr[1] = 1.0f;
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) s[j][e] = fmaf(s[j][e], zero, 0.001f);
+    } else {
+      float tmax[2] = {-INFINITY, -INFINITY};
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          s[j][e] *= scale_log2;
+          tmax[e >> 1] = fmaxf(tmax[e >> 1], s[j][e]);
+        }
+      float m_use[2];
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        tmax[i] = fmaxf(tmax[i], __shfl_xor_sync(0xffffffffu, tmax[i], 1));
+        tmax[i] = fmaxf(tmax[i], __shfl_xor_sync(0xffffffffu, tmax[i], 2));
+        float m_new = fmaxf(m[i], tmax[i]);
+        m_new = m_new > m[i] + k_lazy ? m_new : m[i];
+        m_use[i] = m_new == -INFINITY ? 0.0f : m_new;
+        corr[i] = ex2(m[i] - m_use[i]);
+        m[i] = m_new;
+        l[i] *= corr[i];
+      }
+#pragma unroll
+      for (int j = 0; j < 4; ++j)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+          s[j][e] = ex2(s[j][e] - m_use[e >> 1]);
+          l[e >> 1] += s[j][e];
+        }
+    }
+#pragma unroll
+    for (int ks = 0; ks < 2; ++ks) {
+      pas[ks][0] = pack2(s[2 * ks][0], s[2 * ks][1]);
+      pas[ks][1] = pack2(s[2 * ks][2], s[2 * ks][3]);
+      pas[ks][2] = pack2(s[2 * ks + 1][0], s[2 * ks + 1][1]);
+      pas[ks][3] = pack2(s[2 * ks + 1][2], s[2 * ks + 1][3]);
+    }
+  };
+  uint4* const hand_p = reinterpret_cast<uint4*>(hand);  // [buffer][k16 step][128]
+  float4* const hand_s = reinterpret_cast<float4*>(hand + NWG * 2 * 128 * 16);  // [buffer][128]
+  // Barrier of tile k's hand-off: the owner's warp rg arrives, warp rg of every other consumer
+  // warpgroup syncs. An owner reuses buffer / barrier k % NWG at tile k + NWG only after it read
+  // tile k + NWG - 1, handed off after every other warpgroup read tile k (tiles in order).
+  auto hand_bar = [&](int k) { return uint32_t(2 + (k % NWG) * 4 + rg); };
+
+  long long t0 = 0;
+  if (threadIdx.x == 0) t0 = clock64();
+  if (wg < n) {
+    wait_full(wg);
+    issue_scores(kb_of(wg));
+  }
+#pragma unroll 1
+  for (int k = 0; k < n; ++k) {
+    const int b = k % NWG;
+    if (b == wg) {
+      wgm::wait<0>();
+#pragma unroll
+      for (int i = 0; i < 16; ++i) wgm::reg_fence(sd[i]);
+      stamp(k, 0);
+      softmax();
+      hand_p[(b * 2 + 0) * 128 + tid] = make_uint4(pas[0][0], pas[0][1], pas[0][2], pas[0][3]);
+      hand_p[(b * 2 + 1) * 128 + tid] = make_uint4(pas[1][0], pas[1][1], pas[1][2], pas[1][3]);
+      hand_s[b * 128 + tid] = make_float4(m[0], m[1], l[0], l[1]);
+      mbar::named_arrive(hand_bar(k), NWG * 32);
+      stamp(k, 1);
+      rescale();
+      issue_pv(pas, kb_of(k));
+      stamp(k, 2);
+      wgm::wait<0>();
+      fence_acc();
+      stamp(k, 3);
+      release(k);
+      if (k + NWG < n) {
+        wait_full(k + NWG);
+        stamp(k, 4);
+        issue_scores(kb_of(k + NWG));
+        stamp(k, 5);
+      }
+    } else {
+      wait_full(k);
+      stamp(k, 0);
+      mbar::named_sync(hand_bar(k), NWG * 32);
+      stamp(k, 1);
+      const uint4 p0 = hand_p[(b * 2 + 0) * 128 + tid];
+      const uint4 p1 = hand_p[(b * 2 + 1) * 128 + tid];
+      const float4 st = hand_s[b * 128 + tid];
+      pin[0][0] = p0.x, pin[0][1] = p0.y, pin[0][2] = p0.z, pin[0][3] = p0.w;
+      pin[1][0] = p1.x, pin[1][1] = p1.y, pin[1][2] = p1.z, pin[1][3] = p1.w;
+      const float m_new[2] = {st.x, st.y};
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const float m_use = m_new[i] == -INFINITY ? 0.0f : m_new[i];
+        corr[i] = PIPE ? 1.0f : ex2(m[i] - m_use);
+        m[i] = m_new[i];
+      }
+      l[0] = st.z;
+      l[1] = st.w;
+      wgm::wait<0>();  // this warpgroup's next S (no accumulator rescale with a wgmma in flight)
+      fence_acc();
+      stamp(k, 4);
+      rescale();
+      issue_pv(pin, kb_of(k));
+      stamp(k, 2);
+      wgm::wait<0>();
+      fence_acc();
+      stamp(k, 3);
+      release(k);
+    }
+  }
+  if (mask_word == 0x12345678u) out[0] = 0.0f;  // keeps the mask loads (never true)
+  if (threadIdx.x == 0) cycles[blockIdx.x] = clock64() - t0;
+#pragma unroll
+  for (int i = 0; i < 2; ++i) {
+    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
+    l[i] += __shfl_xor_sync(0xffffffffu, l[i], 2);
+  }
+  // O rows 16 rg + lane / 4 (+ 8), columns 8 j + 2 (lane % 4) (+ 1) of each n8 block.
+  float* const o = out + size_t(blockIdx.x) * k_rows * k_dim;
+  const int r0 = 16 * rg + lane / 4;
+  auto put = [&](int ch0, const float* acc, int nblocks) {
+    for (int j = 0; j < nblocks; ++j)
+      for (int e = 0; e < 4; ++e) {
+        const int row = r0 + 8 * (e >> 1), col = ch0 + 8 * j + 2 * (lane % 4) + (e & 1);
+        o[size_t(row) * k_dim + col] = acc[4 * j + e] / l[e >> 1];
+      }
+  };
+#pragma unroll
+  for (int j = 0; j < N128; ++j) put((cb0 + 2 * j) * 64, a128[j], 16);
+#pragma unroll
+  for (int j = 0; j < N64; ++j) put((cb0 + 2 * N128 + j) * 64, a64[j], 8);
+}
+
+template <int NWG, bool PIPE, bool RING>
+__global__ void __launch_bounds__((NWG + 1) * 128, 1)
+    consumers_kernel(const uint4* q, const uint4* keys, int n, float scale_log2, float zero,
+                     float* out, long long* cycles, long long* stamps) {
+  extern __shared__ uint8_t smem_raw[];
+  uint8_t* const smem =
+      reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
+  const uint32_t q_s = uint32_t(__cvta_generic_to_shared(smem));
+  const uint32_t k_s = q_s + k_q_bytes;
+  uint8_t* const hand = smem + k_q_bytes + k_stages * k_tile_bytes;
+  // After the hand-off buffers: the stage masks (4 words), then full[4], empty[4] (RING).
+  uint32_t* const masks = reinterpret_cast<uint32_t*>(hand + NWG * k_hand_bytes);
+  const uint32_t bars = uint32_t(__cvta_generic_to_shared(masks + 8));  // 32-byte offset
+  if (threadIdx.x < k_stages) masks[threadIdx.x] = 0xffffffffu;
+  if (RING && threadIdx.x == 0) {
+    for (int s = 0; s < k_stages; ++s) {
+      mbar::init(bars + 8 * s, 128 + 1);               // full: every producer thread + the mask
+      mbar::init(bars + 8 * (k_stages + s), NWG * 4);  // empty: every consumer warp
+    }
+    mbar::fence_init();
+  }
+  // Query tile and the 4 key tiles, by every thread, into the wgmma layout.
+  for (int i = threadIdx.x; i < k_rows * 64; i += blockDim.x)
+    *reinterpret_cast<uint4*>(smem + wg_offset<k_rows>(i / 64, i % 64)) = q[i];
+  for (int i = threadIdx.x; i < k_stages * k_tile * 64; i += blockDim.x) {
+    const int stage = i / (k_tile * 64), r = (i / 64) % k_tile, c = i % 64;
+    *reinterpret_cast<uint4*>(smem + k_q_bytes + stage * k_tile_bytes + wg_offset<k_tile>(r, c)) =
+        keys[i];
+  }
+  wgm::fence_async_smem();
+  __syncthreads();
+  const int wg = __shfl_sync(0xffffffffu, int(threadIdx.x / 128), 0);
+  if (wg == NWG) {  // the producer warpgroup: holds its registers; RING: publishes empty stages
+    mbar::setmaxnreg_dec<k_producer_regs>();
+    if constexpr (RING) {
+      for (int j = 0; j < n; ++j) {
+        const int stage = j % k_stages;
+        if (j >= k_stages)
+          mbar::wait(bars + 8 * (k_stages + stage), uint32_t(j / k_stages - 1) & 1u);
+        wgm::fence_async_smem();
+        mbar::arrive(bars + 8 * stage);
+        if (threadIdx.x == NWG * 128) {
+          masks[stage] = 0xffffffffu;
+          mbar::arrive(bars + 8 * stage);
+        }
+      }
+    }
+    return;
+  }
+  constexpr int consumer_regs = NWG == 2 ? 224 : 152;
+  mbar::setmaxnreg_inc<consumer_regs>();
+  if constexpr (NWG == 2) {
+    consume<2, 2, 0, PIPE, RING>(wg, 4 * wg, q_s, k_s, hand, bars, n, scale_log2, zero, out, cycles,
+                                 stamps);
+  } else {
+    if (wg < 2)
+      consume<3, 1, 1, PIPE, RING>(wg, 3 * wg, q_s, k_s, hand, bars, n, scale_log2, zero, out,
+                                   cycles, stamps);
+    else
+      consume<3, 1, 0, PIPE, RING>(wg, 6, q_s, k_s, hand, bars, n, scale_log2, zero, out, cycles,
+                                   stamps);
+  }
+}
+
+float bf(uint16_t b) {
+  uint32_t u = uint32_t(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+uint16_t to_bf(float f) {
+  const __nv_bfloat16 b = __float2bfloat16_rn(f);
+  return *reinterpret_cast<const uint16_t*>(&b);
+}
+
+template <int NWG, bool PIPE, bool RING>
+void run(const char* name, const uint4* q, const uint4* keys, int n, float scale_log2, int ctas,
+         float* out, long long* cycles, const std::vector<double>& ref, double clock_ghz,
+         long long* stamps = nullptr) {
+  const int smem = 1024 + k_q_bytes + k_stages * k_tile_bytes + NWG * k_hand_bytes + 128;
+  auto kern = consumers_kernel<NWG, PIPE, RING>;
+  CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  std::vector<float> per_tile, ms;
+  cudaEvent_t e0, e1;
+  CK(cudaEventCreate(&e0));
+  CK(cudaEventCreate(&e1));
+  for (int rep = 0; rep < 7; ++rep) {
+    CK(cudaEventRecord(e0));
+    kern<<<ctas, (NWG + 1) * 128, smem>>>(q, keys, n, scale_log2, 0.0f, out, cycles, stamps);
+    CK(cudaEventRecord(e1));
+    CK(cudaGetLastError());
+    CK(cudaEventSynchronize(e1));
+    float t = 0;
+    CK(cudaEventElapsedTime(&t, e0, e1));
+    ms.push_back(t);
+    std::vector<long long> c(ctas);
+    CK(cudaMemcpy(c.data(), cycles, ctas * sizeof(long long), cudaMemcpyDeviceToHost));
+    std::vector<float> d(c.begin(), c.end());
+    per_tile.push_back(bench::median(d) / n);
+  }
+  std::vector<float> o(size_t(k_rows) * k_dim);
+  CK(cudaMemcpy(o.data(), out, o.size() * 4, cudaMemcpyDeviceToHost));
+  double err = 0, mx = 0;
+  for (size_t i = 0; i < o.size(); ++i) {
+    err = std::max(err, std::fabs(double(o[i]) - ref[i]));
+    mx = std::max(mx, std::fabs(ref[i]));
+  }
+  const double cyc = bench::median(per_tile), t = bench::median(ms);
+  // 64 heads x 32 keys x 512 x 2 (S) + the same for P V, per tile and CTA.
+  const double flops = 4.0 * k_rows * k_tile * k_dim * double(n) * ctas;
+  std::printf(
+      "%-18s cycles per tile (median CTA, median of 7) %7.1f   kernel %.3f ms   %.1f TFLOP/s   "
+      "tile every %.3f us at %.2f GHz   max |O - ref| / max |ref| %.2e%s\n",
+      name, cyc, t, flops / (t * 1e-3) / 1e12, cyc / (clock_ghz * 1e3), clock_ghz, err / mx,
+      PIPE ? " (pipe: P constant, not compared)" : (err / mx < 1e-2 ? " OK" : " FAIL"));
+  if (stamps) {
+    std::vector<long long> h(size_t(NWG) * n * 8);
+    CK(cudaMemcpy(h.data(), stamps, h.size() * 8, cudaMemcpyDeviceToHost));
+    const long long t0 = h[0];
+    std::printf(
+        "  stamps (CTA 0, last run; cycles after WG0's S of tile 0; owner: S, hand-off, PV issued, "
+        "PV "
+        "done, full k+%d, S k+%d issued | readers: full, hand-off, PV issued, PV done, own S):\n",
+        NWG, NWG);
+    for (int k = 0; k < std::min(n, 20); ++k) {
+      const int o = k % NWG;
+      const long long* r = &h[(size_t(o) * n + k) * 8];
+      std::printf("    tile %2d owner WG%d: %7lld %7lld %7lld %7lld %7lld %7lld", k, o, r[0] - t0,
+                  r[1] - t0, r[2] - t0, r[3] - t0, r[4] - t0, r[5] - t0);
+      for (int w = 0; w < NWG; ++w) {
+        if (w == o) continue;
+        const long long* x = &h[(size_t(w) * n + k) * 8];
+        std::printf(" | WG%d: %7lld %7lld %7lld %7lld %7lld", w, x[0] - t0, x[1] - t0, x[2] - t0,
+                    x[3] - t0, x[4] - t0);
+      }
+      std::printf("\n");
+    }
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const int n = argc > 1 ? std::atoi(argv[1]) : 512;
+  int dev = 0, sms = 0, clock_khz = 0;
+  CK(cudaGetDevice(&dev));
+  CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
+  CK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, dev));
+  cudaDeviceProp prop{};
+  CK(cudaGetDeviceProperties(&prop, dev));
+  std::printf("%s, %d SMs, %d tiles of 32 keys per CTA, one CTA per SM\n", prop.name, sms, n);
+  // Query rows with a spread of scales (so that row maxima move and the lazy rescale runs),
+  // keys in +-1.
+  std::mt19937 rng(31);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<uint16_t> hq(size_t(k_rows) * k_dim), hk(size_t(k_stages) * k_tile * k_dim);
+  for (int h = 0; h < k_rows; ++h)
+    for (int c = 0; c < k_dim; ++c) hq[size_t(h) * k_dim + c] = to_bf(u(rng) * (0.5f + h * 0.1f));
+  for (auto& v : hk) v = to_bf(u(rng));
+  const float scale = 1.0f / std::sqrt(float(k_dim)), scale_log2 = scale * 1.4426950408889634f;
+  // Reference: key j of the sequence is row j % 32 of tile (j / 32) % 4.
+  std::vector<double> ref(size_t(k_rows) * k_dim, 0.0);
+  {
+    const int keys = n * k_tile;
+    std::vector<double> s(keys);
+    for (int h = 0; h < k_rows; ++h) {
+      double mx = -1e300;
+      for (int j = 0; j < keys; ++j) {
+        const uint16_t* kr = &hk[(size_t((j / k_tile) % k_stages) * k_tile + j % k_tile) * k_dim];
+        double d = 0;
+        for (int c = 0; c < k_dim; ++c) d += double(bf(hq[size_t(h) * k_dim + c])) * bf(kr[c]);
+        s[j] = d * scale;
+        mx = std::max(mx, s[j]);
+      }
+      double sum = 0;
+      for (int j = 0; j < keys; ++j) sum += (s[j] = std::exp(s[j] - mx));
+      for (int j = 0; j < keys; ++j) {
+        const uint16_t* kr = &hk[(size_t((j / k_tile) % k_stages) * k_tile + j % k_tile) * k_dim];
+        for (int c = 0; c < k_dim; ++c) ref[size_t(h) * k_dim + c] += s[j] / sum * bf(kr[c]);
+      }
+    }
+  }
+  uint4 *q = nullptr, *keys = nullptr;
+  float* out = nullptr;
+  long long *cycles = nullptr, *stamps = nullptr;
+  CK(cudaMalloc(&q, hq.size() * 2));
+  CK(cudaMalloc(&keys, hk.size() * 2));
+  CK(cudaMalloc(&out, size_t(sms) * k_rows * k_dim * 4));
+  CK(cudaMalloc(&cycles, sms * sizeof(long long)));
+  CK(cudaMalloc(&stamps, size_t(3) * n * 8 * sizeof(long long)));
+  CK(cudaMemcpy(q, hq.data(), hq.size() * 2, cudaMemcpyHostToDevice));
+  CK(cudaMemcpy(keys, hk.data(), hk.size() * 2, cudaMemcpyHostToDevice));
+  const double ghz = clock_khz * 1e-6;
+  for (int pass = 0; pass < 2; ++pass) {
+    std::printf("pass %d\n", pass + 1);
+    run<2, false, false>("2 WGs", q, keys, n, scale_log2, sms, out, cycles, ref, ghz);
+    run<2, false, true>("2 WGs ring", q, keys, n, scale_log2, sms, out, cycles, ref, ghz);
+    run<3, false, false>("3 WGs", q, keys, n, scale_log2, sms, out, cycles, ref, ghz);
+    run<3, false, true>("3 WGs ring", q, keys, n, scale_log2, sms, out, cycles, ref, ghz);
+    run<2, true, false>("2 WGs pipe", q, keys, n, scale_log2, sms, out, cycles, ref, ghz);
+    run<3, true, false>("3 WGs pipe", q, keys, n, scale_log2, sms, out, cycles, ref, ghz);
+  }
+  std::printf("stamped runs (the stamps cost a few instructions per step)\n");
+  run<2, false, true>("2 WGs ring", q, keys, n, scale_log2, sms, out, cycles, ref, ghz, stamps);
+  run<3, false, true>("3 WGs ring", q, keys, n, scale_log2, sms, out, cycles, ref, ghz, stamps);
+  return 0;
+}
