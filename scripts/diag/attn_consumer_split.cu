@@ -48,11 +48,15 @@
 #include <vector>
 
 #include "../../bench/kernels/bench_common.cuh"  // CK, bench::median
+#include "backends/cuda/attention_decode_softmax.cuh"  // wg_offset, exp2_ftz, pack_probs
 #include "backends/cuda/attention_decode_wgmma.cuh"
 #include "backends/cuda/mbarrier.cuh"
 
 namespace wgm = dsv4::cuda::attention_wgmma;
 namespace mbar = dsv4::cuda::mbar;
+using dsv4::cuda::exp2_ftz;
+using dsv4::cuda::pack_probs;
+using dsv4::cuda::wg_offset;
 
 namespace {
 
@@ -64,23 +68,6 @@ constexpr int k_tile_bytes = k_tile * k_dim * 2;  // 32 KB
 constexpr int k_hand_bytes = 2 * 128 * 16 + 128 * 16;
 constexpr float k_lazy = 8.0f;
 constexpr int k_producer_regs = 56;
-
-// The engine's tile layout (attention_decode_common.cuh wg_offset): 8 column blocks of 64
-// channels, each rows x 128 bytes, 16-byte chunk c of row r at chunk c ^ (r & 7).
-template <int rows>
-__device__ __forceinline__ uint32_t wg_offset(int row, int chunk) {
-  return uint32_t((chunk >> 3) * (rows * 128) + row * 128 + (((chunk & 7) ^ (row & 7)) << 4));
-}
-
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-  return *reinterpret_cast<const uint32_t*>(&v);
-}
-__device__ __forceinline__ float ex2(float x) {
-  float y;
-  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(y) : "f"(x));
-  return y;
-}
 
 // d[32] += A (64 x 16, registers) * B (16 x 64, descriptor, MN-major).
 __device__ __forceinline__ void mma_rs_n64_mn(float (&d)[32], const uint32_t (&a)[4], uint64_t b) {
@@ -230,7 +217,7 @@ __device__ __forceinline__ void consume(int wg, int cb0, uint32_t q_s, uint32_t 
         float m_new = fmaxf(m[i], tmax[i]);
         m_new = m_new > m[i] + k_lazy ? m_new : m[i];
         m_use[i] = m_new == -INFINITY ? 0.0f : m_new;
-        corr[i] = ex2(m[i] - m_use[i]);
+        corr[i] = exp2_ftz(m[i] - m_use[i]);
         m[i] = m_new;
         l[i] *= corr[i];
       }
@@ -238,17 +225,11 @@ __device__ __forceinline__ void consume(int wg, int cb0, uint32_t q_s, uint32_t 
       for (int j = 0; j < 4; ++j)
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
-          s[j][e] = ex2(s[j][e] - m_use[e >> 1]);
+          s[j][e] = exp2_ftz(s[j][e] - m_use[e >> 1]);
           l[e >> 1] += s[j][e];
         }
     }
-#pragma unroll
-    for (int ks = 0; ks < 2; ++ks) {
-      pas[ks][0] = pack2(s[2 * ks][0], s[2 * ks][1]);
-      pas[ks][1] = pack2(s[2 * ks][2], s[2 * ks][3]);
-      pas[ks][2] = pack2(s[2 * ks + 1][0], s[2 * ks + 1][1]);
-      pas[ks][3] = pack2(s[2 * ks + 1][2], s[2 * ks + 1][3]);
-    }
+    pack_probs(s, pas);
   };
   uint4* const hand_p = reinterpret_cast<uint4*>(hand);  // [buffer][k16 step][128]
   float4* const hand_s = reinterpret_cast<float4*>(hand + NWG * 2 * 128 * 16);  // [buffer][128]
@@ -304,7 +285,7 @@ __device__ __forceinline__ void consume(int wg, int cb0, uint32_t q_s, uint32_t 
 #pragma unroll
       for (int i = 0; i < 2; ++i) {
         const float m_use = m_new[i] == -INFINITY ? 0.0f : m_new[i];
-        corr[i] = PIPE ? 1.0f : ex2(m[i] - m_use);
+        corr[i] = PIPE ? 1.0f : exp2_ftz(m[i] - m_use);
         m[i] = m_new[i];
       }
       l[0] = st.z;
