@@ -13,25 +13,23 @@
 // the consumers get 152 registers (128 x 56 + 384 x 152 = 64 K) instead of 224.
 //
 // This kernel is that consumer loop alone (as the engine's plan.diag "consumers alone": the key
-// tiles stay in shared memory, no producer traffic) with NWG = 2 (the engine's split, 224
-// registers) or 3 (152), the same wgmma shapes, the same online softmax (lazy rescale), the same
-// hand-off through shared memory and named barriers; the producer warpgroup holds its 56
-// registers and is idle, or (RING) runs the engine's stage protocol without rows: full / empty
-// mbarriers, the mask word, one release per consumer warp and tile. Per CTA it runs n tiles
-// (tile k = stage k % 4 of 4 resident 32-key tiles) for one 64-head query tile and writes
+// tiles stay in shared memory) with NWG = 2 (the engine's split, 224 registers) or 3 (152), the
+// same wgmma shapes, the same online softmax (lazy rescale), the same hand-off through shared
+// memory and named barriers; the producer warpgroup holds its 56 registers and is idle, or runs
+// (RING 1) the engine's stage protocol without rows: full / empty mbarriers, the mask word, one
+// release per consumer warp and tile; RING 2 / 3 add rows: one producer lane brings each tile's
+// 32 KB into its stage by 8 bulk copies (TMA engine) from an L2-resident pool or a 276 MB pool.
+// Per CTA it runs n tiles (tile k holds base tile k % 4) for one 64-head query tile and writes
 // O = sum p v / sum p; the host checks CTA 0's O against a double reference (P is bf16:
-// tolerance 1e-2 of max |O|) and reports the median cycles per tile over the CTAs (clock64 around
-// the loop); PIPE rows drop the softmax's arithmetic (P = S * 0 + 0.001, S kept live); stamped
-// rows print clock64 stamps of CTA 0 at the points of session 29's l29e.
-// Answer (H200, l31a-l31c, logs bench/kernels/results/h200_2026-11-28_s31_lead_l31*): no. Two
-// warpgroups already run at the pipe's pace here: 1424-1527 cycles per tile (machine to machine),
-// the PIPE rows (no softmax arithmetic) 1381-1462, i.e. the softmax is not on the critical path
-// of this loop; three warpgroups take 1521-1565 (1.04-1.07x slower), the same with RING. The ring
-// protocol adds ~100-120 cycles per tile. The engine's kernel with its consumers alone takes
-// ~1750-1800 per tile (l29e stamps): ~10-15% above this loop with RING; by the stamps the
-// difference is in the owner's softmax-to-hand-off (~800-850 there, ~650-700 here). Its per-key
-// selects (l31c SASS) were one difference: removed in session 31 (1.004-1.018x, l31f); the rest
-// is not found yet.
+// tolerance 1e-2 of max |O|) and reports per tile the median CTA's clock64 cycles and globaltimer
+// time around the loop, and for RING 3 the rows' bandwidth against the read ceiling measured in
+// the same process. PIPE rows drop the softmax's arithmetic (P = S * 0 + 0.001, S kept live);
+// stamped rows print clock64 stamps of CTA 0 at the points of session 29's l29e.
+// Answers (H200, session 31 l31a-l31j; bench/RESULTS.md): a third warpgroup is 1.04-1.07x slower
+// (two already run at their wgmmas' pace: 1424-1527 cycles per tile, ~640 TFLOP/s, the softmax
+// off the critical path); with rows from HBM two warpgroups stream at 88.2-89.8% of the read
+// ceiling (512-2048 tiles per CTA, a tile every 1.008 us), where the engine's plan at HCA 1M T=32
+// runs its loop at 1.196 us per tile (65 tiles, same machine) and spends ~11 us outside it.
 // Build and run (sm_90a), from the repository root:
 //   nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 -Isrc -Xptxas -v
 //   scripts/diag/attn_consumer_split.cu -o attn_consumer_split
@@ -89,7 +87,7 @@ __device__ __forceinline__ void mma_rs_n64_mn(float (&d)[32], const uint32_t (&a
 // stamps (non-null): clock64 of thread 0 of each warpgroup of CTA 0 at the points of the engine's
 // plan.diag 256 (session 29, l29e), per tile [wg][k][8]: owner: S ready, hand-off, P V issued,
 // P V done, full k + NWG, S k + NWG issued; reader: full, hand-off, P V issued, P V done, own S.
-template <int NWG, int N128, int N64, bool PIPE, bool RING>
+template <int NWG, int N128, int N64, bool PIPE, int RING>
 __device__ __forceinline__ void consume(int wg, int cb0, uint32_t q_s, uint32_t k_s, uint8_t* hand,
                                         uint32_t bars, int n, float scale_log2, float zero,
                                         float* out, long long* cycles, long long* stamps) {
@@ -119,7 +117,7 @@ __device__ __forceinline__ void consume(int wg, int cb0, uint32_t q_s, uint32_t 
   // warp releases the stage on `empty` once its P V of the tile completed.
   uint32_t mask_word = 0;
   auto wait_full = [&](int k) {
-    if constexpr (RING) {
+    if constexpr (RING != 0) {
       const int stage = k % k_stages;
       mbar::wait(bars + 8 * stage, uint32_t(k / k_stages) & 1u);
       wgm::fence_async_smem();
@@ -127,7 +125,7 @@ __device__ __forceinline__ void consume(int wg, int cb0, uint32_t q_s, uint32_t 
     }
   };
   auto release = [&](int k) {
-    if constexpr (RING) {
+    if constexpr (RING != 0) {
       __syncwarp();
       if (lane == 0) mbar::arrive(bars + 8 * (k_stages + k % k_stages));
     }
@@ -239,7 +237,11 @@ __device__ __forceinline__ void consume(int wg, int cb0, uint32_t q_s, uint32_t 
   auto hand_bar = [&](int k) { return uint32_t(2 + (k % NWG) * 4 + rg); };
 
   long long t0 = 0;
-  if (threadIdx.x == 0) t0 = clock64();
+  unsigned long long g0 = 0;
+  if (threadIdx.x == 0) {
+    t0 = clock64();
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g0));
+  }
   if (wg < n) {
     wait_full(wg);
     issue_scores(kb_of(wg));
@@ -303,7 +305,12 @@ __device__ __forceinline__ void consume(int wg, int cb0, uint32_t q_s, uint32_t 
     }
   }
   if (mask_word == 0x12345678u) out[0] = 0.0f;  // keeps the mask loads (never true)
-  if (threadIdx.x == 0) cycles[blockIdx.x] = clock64() - t0;
+  if (threadIdx.x == 0) {
+    cycles[blockIdx.x] = clock64() - t0;
+    unsigned long long g1;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(g1));
+    cycles[gridDim.x + blockIdx.x] = (long long)(g1 - g0);  // ns
+  }
 #pragma unroll
   for (int i = 0; i < 2; ++i) {
     l[i] += __shfl_xor_sync(0xffffffffu, l[i], 1);
@@ -325,10 +332,15 @@ __device__ __forceinline__ void consume(int wg, int cb0, uint32_t q_s, uint32_t 
   for (int j = 0; j < N64; ++j) put((cb0 + 2 * N128 + j) * 64, a64[j], 8);
 }
 
-template <int NWG, bool PIPE, bool RING>
+// RING: 0 none, 1 the stage protocol without rows, 2 / 3 with rows: each tile's 32 KB brought
+// into its stage by 8 bulk copies (the TMA engine, 4 KB column blocks, already in the wgmma
+// layout) from `pool`, an L2-resident 16-tile pool shared by all CTAs (2) or 64 tiles per CTA,
+// 276 MB in all (3); pool tile i holds base tile i % 4, so O is checked as without rows.
+template <int NWG, bool PIPE, int RING>
 __global__ void __launch_bounds__((NWG + 1) * 128, 1)
-    consumers_kernel(const uint4* q, const uint4* keys, int n, float scale_log2, float zero,
-                     float* out, long long* cycles, long long* stamps) {
+    consumers_kernel(const uint4* q, const uint4* keys, const uint8_t* pool, int n,
+                     float scale_log2, float zero, float* out, long long* cycles,
+                     long long* stamps) {
   extern __shared__ uint8_t smem_raw[];
   uint8_t* const smem =
       reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -341,7 +353,7 @@ __global__ void __launch_bounds__((NWG + 1) * 128, 1)
   if (threadIdx.x < k_stages) masks[threadIdx.x] = 0xffffffffu;
   if (RING && threadIdx.x == 0) {
     for (int s = 0; s < k_stages; ++s) {
-      mbar::init(bars + 8 * s, 128 + 1);               // full: every producer thread + the mask
+      mbar::init(bars + 8 * s, RING >= 2 ? 1 : 128 + 1);  // full: the producers (+ the mask)
       mbar::init(bars + 8 * (k_stages + s), NWG * 4);  // empty: every consumer warp
     }
     mbar::fence_init();
@@ -359,7 +371,7 @@ __global__ void __launch_bounds__((NWG + 1) * 128, 1)
   const int wg = __shfl_sync(0xffffffffu, int(threadIdx.x / 128), 0);
   if (wg == NWG) {  // the producer warpgroup: holds its registers; RING: publishes empty stages
     mbar::setmaxnreg_dec<k_producer_regs>();
-    if constexpr (RING) {
+    if constexpr (RING == 1) {
       for (int j = 0; j < n; ++j) {
         const int stage = j % k_stages;
         if (j >= k_stages)
@@ -369,6 +381,21 @@ __global__ void __launch_bounds__((NWG + 1) * 128, 1)
         if (threadIdx.x == NWG * 128) {
           masks[stage] = 0xffffffffu;
           mbar::arrive(bars + 8 * stage);
+        }
+      }
+    } else if constexpr (RING >= 2) {
+      if (threadIdx.x == NWG * 128) {
+        for (int j = 0; j < n; ++j) {
+          const int stage = j % k_stages;
+          if (j >= k_stages)
+            mbar::wait(bars + 8 * (k_stages + stage), uint32_t(j / k_stages - 1) & 1u);
+          const int64_t tile = RING == 2 ? j % 16 : int64_t(blockIdx.x) * 64 + j % 64;
+          const uint8_t* src = pool + tile * k_tile_bytes;
+          masks[stage] = 0xffffffffu;
+          mbar::arrive_expect_tx(bars + 8 * stage, uint32_t(k_tile_bytes));
+          for (int b = 0; b < 8; ++b)
+            mbar::bulk_g2s(k_s + uint32_t(stage * k_tile_bytes + b * 4096), src + b * 4096, 4096,
+                           bars + 8 * stage);
         }
       }
     }
@@ -400,30 +427,37 @@ uint16_t to_bf(float f) {
   return *reinterpret_cast<const uint16_t*>(&b);
 }
 
-template <int NWG, bool PIPE, bool RING>
-void run(const char* name, const uint4* q, const uint4* keys, int n, float scale_log2, int ctas,
-         float* out, long long* cycles, const std::vector<double>& ref, double clock_ghz,
-         long long* stamps = nullptr) {
+template <int NWG, bool PIPE, int RING>
+void run(const char* name, const uint4* q, const uint4* keys, const uint8_t* pool, int n,
+         float scale_log2, int ctas, float* out, long long* cycles, const std::vector<double>& ref,
+         long long* stamps = nullptr, double read_gbs = 0) {
   const int smem = 1024 + k_q_bytes + k_stages * k_tile_bytes + NWG * k_hand_bytes + 128;
   auto kern = consumers_kernel<NWG, PIPE, RING>;
   CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
-  std::vector<float> per_tile, ms;
+  std::vector<float> per_tile, ns_tile, ms;
   cudaEvent_t e0, e1;
   CK(cudaEventCreate(&e0));
   CK(cudaEventCreate(&e1));
   for (int rep = 0; rep < 7; ++rep) {
     CK(cudaEventRecord(e0));
-    kern<<<ctas, (NWG + 1) * 128, smem>>>(q, keys, n, scale_log2, 0.0f, out, cycles, stamps);
+    kern<<<ctas, (NWG + 1) * 128, smem>>>(q, keys, pool, n, scale_log2, 0.0f, out, cycles, stamps);
     CK(cudaEventRecord(e1));
     CK(cudaGetLastError());
     CK(cudaEventSynchronize(e1));
     float t = 0;
     CK(cudaEventElapsedTime(&t, e0, e1));
     ms.push_back(t);
-    std::vector<long long> c(ctas);
-    CK(cudaMemcpy(c.data(), cycles, ctas * sizeof(long long), cudaMemcpyDeviceToHost));
-    std::vector<float> d(c.begin(), c.end());
+    std::vector<long long> c(2 * size_t(ctas));
+    CK(cudaMemcpy(c.data(), cycles, c.size() * sizeof(long long), cudaMemcpyDeviceToHost));
+    std::vector<float> d(c.begin(), c.begin() + ctas), g(c.begin() + ctas, c.end());
     per_tile.push_back(bench::median(d) / n);
+    ns_tile.push_back(bench::median(g) / n);
+  }
+  if (RING == 3 && read_gbs > 0) {
+    // The rows' bytes over the kernel's time (its prologue and ramp included).
+    const double gbs = double(k_tile_bytes) * n * ctas / (bench::median(ms) * 1e-3) / 1e9;
+    std::printf("  rows from HBM: %.1f GB/s = %.1f%% of the read ceiling (%.1f GB/s)\n", gbs,
+                100.0 * gbs / read_gbs, read_gbs);
   }
   std::vector<float> o(size_t(k_rows) * k_dim);
   CK(cudaMemcpy(o.data(), out, o.size() * 4, cudaMemcpyDeviceToHost));
@@ -437,8 +471,9 @@ void run(const char* name, const uint4* q, const uint4* keys, int n, float scale
   const double flops = 4.0 * k_rows * k_tile * k_dim * double(n) * ctas;
   std::printf(
       "%-18s cycles per tile (median CTA, median of 7) %7.1f   kernel %.3f ms   %.1f TFLOP/s   "
-      "tile every %.3f us at %.2f GHz   max |O - ref| / max |ref| %.2e%s\n",
-      name, cyc, t, flops / (t * 1e-3) / 1e12, cyc / (clock_ghz * 1e3), clock_ghz, err / mx,
+      "tile every %.3f us (globaltimer, loop; %.2f GHz)   max |O - ref| / max |ref| %.2e%s\n",
+      name, cyc, t, flops / (t * 1e-3) / 1e12, bench::median(ns_tile) * 1e-3,
+      cyc / bench::median(ns_tile), err / mx,
       PIPE ? " (pipe: P constant, not compared)" : (err / mx < 1e-2 ? " OK" : " FAIL"));
   if (stamps) {
     std::vector<long long> h(size_t(NWG) * n * 8);
@@ -469,10 +504,9 @@ void run(const char* name, const uint4* q, const uint4* keys, int n, float scale
 
 int main(int argc, char** argv) {
   const int n = argc > 1 ? std::atoi(argv[1]) : 512;
-  int dev = 0, sms = 0, clock_khz = 0;
+  int dev = 0, sms = 0;
   CK(cudaGetDevice(&dev));
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
-  CK(cudaDeviceGetAttribute(&clock_khz, cudaDevAttrClockRate, dev));
   cudaDeviceProp prop{};
   CK(cudaGetDeviceProperties(&prop, dev));
   std::printf("%s, %d SMs, %d tiles of 32 keys per CTA, one CTA per SM\n", prop.name, sms, n);
@@ -513,22 +547,71 @@ int main(int argc, char** argv) {
   CK(cudaMalloc(&q, hq.size() * 2));
   CK(cudaMalloc(&keys, hk.size() * 2));
   CK(cudaMalloc(&out, size_t(sms) * k_rows * k_dim * 4));
-  CK(cudaMalloc(&cycles, sms * sizeof(long long)));
+  CK(cudaMalloc(&cycles, 2 * size_t(sms) * sizeof(long long)));
   CK(cudaMalloc(&stamps, size_t(3) * n * 8 * sizeof(long long)));
   CK(cudaMemcpy(q, hq.data(), hq.size() * 2, cudaMemcpyHostToDevice));
   CK(cudaMemcpy(keys, hk.data(), hk.size() * 2, cudaMemcpyHostToDevice));
-  const double ghz = clock_khz * 1e-6;
+  // The rows' pool: base tile i % 4 in the wgmma layout at tile i, 64 tiles per CTA.
+  const int64_t pool_tiles = int64_t(sms) * 64;
+  uint8_t* pool = nullptr;
+  {
+    std::vector<uint8_t> swz(size_t(k_stages) * k_tile_bytes);
+    for (int t = 0; t < k_stages; ++t)
+      for (int r = 0; r < k_tile; ++r)
+        for (int c = 0; c < 64; ++c) {
+          const size_t o = size_t(t) * k_tile_bytes + (c >> 3) * (k_tile * 128) + r * 128 +
+                           (((c & 7) ^ (r & 7)) << 4);
+          std::memcpy(&swz[o], &hk[(size_t(t) * k_tile + r) * k_dim + c * 8], 16);
+        }
+    CK(cudaMalloc(&pool, size_t(pool_tiles) * k_tile_bytes));
+    for (int64_t t = 0; t < pool_tiles; t += k_stages)
+      CK(cudaMemcpy(pool + t * k_tile_bytes, swz.data(), swz.size(), cudaMemcpyHostToDevice));
+  }
+  // The read ceiling: bench::read_kernel over 1 GiB, median of 7.
+  double read_gbs = 0;
+  {
+    const size_t bytes = size_t(1) << 30;
+    uint4* buf = nullptr;
+    uint32_t* sink = nullptr;
+    CK(cudaMalloc(&buf, bytes));
+    CK(cudaMalloc(&sink, 4));
+    bench::fill(reinterpret_cast<uint8_t*>(buf), bytes, 7, 0);
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    std::vector<float> t;
+    for (int r = 0; r < 8; ++r) {
+      CK(cudaEventRecord(e0));
+      bench::read_kernel<<<sms * 8, 512>>>(buf, bytes / 16, sink);
+      CK(cudaEventRecord(e1));
+      CK(cudaEventSynchronize(e1));
+      float ms = 0;
+      CK(cudaEventElapsedTime(&ms, e0, e1));
+      if (r > 0) t.push_back(ms);
+    }
+    read_gbs = double(bytes) / (bench::median(t) * 1e-3) / 1e9;
+    std::printf("HBM read ceiling (1 GiB read-only): %.1f GB/s\n", read_gbs);
+    CK(cudaFree(buf));
+    CK(cudaFree(sink));
+  }
   for (int pass = 0; pass < 2; ++pass) {
     std::printf("pass %d\n", pass + 1);
-    run<2, false, false>("2 WGs", q, keys, n, scale_log2, sms, out, cycles, ref, ghz);
-    run<2, false, true>("2 WGs ring", q, keys, n, scale_log2, sms, out, cycles, ref, ghz);
-    run<3, false, false>("3 WGs", q, keys, n, scale_log2, sms, out, cycles, ref, ghz);
-    run<3, false, true>("3 WGs ring", q, keys, n, scale_log2, sms, out, cycles, ref, ghz);
-    run<2, true, false>("2 WGs pipe", q, keys, n, scale_log2, sms, out, cycles, ref, ghz);
-    run<3, true, false>("3 WGs pipe", q, keys, n, scale_log2, sms, out, cycles, ref, ghz);
+    run<2, false, 0>("2 WGs", q, keys, pool, n, scale_log2, sms, out, cycles, ref);
+    run<2, false, 1>("2 WGs ring", q, keys, pool, n, scale_log2, sms, out, cycles, ref);
+    run<2, false, 2>("2 WGs rows L2", q, keys, pool, n, scale_log2, sms, out, cycles, ref);
+    run<2, false, 3>("2 WGs rows HBM", q, keys, pool, n, scale_log2, sms, out, cycles, ref, nullptr,
+                     read_gbs);
+    run<3, false, 0>("3 WGs", q, keys, pool, n, scale_log2, sms, out, cycles, ref);
+    run<3, false, 1>("3 WGs ring", q, keys, pool, n, scale_log2, sms, out, cycles, ref);
+    run<3, false, 3>("3 WGs rows HBM", q, keys, pool, n, scale_log2, sms, out, cycles, ref, nullptr,
+                     read_gbs);
+    run<2, true, 0>("2 WGs pipe", q, keys, pool, n, scale_log2, sms, out, cycles, ref);
+    run<2, true, 3>("2 WGs pipe rows HBM", q, keys, pool, n, scale_log2, sms, out, cycles, ref,
+                    nullptr, read_gbs);
+    run<3, true, 0>("3 WGs pipe", q, keys, pool, n, scale_log2, sms, out, cycles, ref);
   }
   std::printf("stamped runs (the stamps cost a few instructions per step)\n");
-  run<2, false, true>("2 WGs ring", q, keys, n, scale_log2, sms, out, cycles, ref, ghz, stamps);
-  run<3, false, true>("3 WGs ring", q, keys, n, scale_log2, sms, out, cycles, ref, ghz, stamps);
+  run<2, false, 1>("2 WGs ring", q, keys, pool, n, scale_log2, sms, out, cycles, ref, stamps);
+  run<2, false, 3>("2 WGs rows HBM", q, keys, pool, n, scale_log2, sms, out, cycles, ref, stamps);
   return 0;
 }
