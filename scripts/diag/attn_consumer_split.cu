@@ -18,7 +18,9 @@
 // memory and named barriers; the producer warpgroup holds its 56 registers and is idle, or runs
 // (RING 1) the engine's stage protocol without rows: full / empty mbarriers, the mask word, one
 // release per consumer warp and tile; RING 2 / 3 add rows: one producer lane brings each tile's
-// 32 KB into its stage by 8 bulk copies (TMA engine) from an L2-resident pool or a 276 MB pool.
+// 32 KB into its stage by 8 bulk copies (TMA engine) from an L2-resident pool or a 276 MB pool;
+// RING 4 / 5 run the engine's producer protocol for TMA tiles (all 128 producer threads wait and
+// arrive) without / with its per-lane index loads.
 // Per CTA it runs n tiles (tile k holds base tile k % 4) for one 64-head query tile and writes
 // O = sum p v / sum p; the host checks CTA 0's O against a double reference (P is bf16:
 // tolerance 1e-2 of max |O|) and reports per tile the median CTA's clock64 cycles and globaltimer
@@ -29,7 +31,8 @@
 // (two already run at their wgmmas' pace: 1424-1527 cycles per tile, ~640 TFLOP/s, the softmax
 // off the critical path); with rows from HBM two warpgroups stream at 88.2-89.8% of the read
 // ceiling (512-2048 tiles per CTA, a tile every 1.008 us), where the engine's plan at HCA 1M T=32
-// runs its loop at 1.196 us per tile (65 tiles, same machine) and spends ~11 us outside it.
+// runs its loop at 1.196 us per tile (65 tiles, same machine) and spends ~11 us outside it; the
+// engine's producer protocol and index work (RING 4 / 5) cost under 1% here (l31k).
 // Build and run (sm_90a), from the repository root:
 //   nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 -Isrc -Xptxas -v
 //   scripts/diag/attn_consumer_split.cu -o attn_consumer_split
@@ -338,9 +341,9 @@ __device__ __forceinline__ void consume(int wg, int cb0, uint32_t q_s, uint32_t 
 // 276 MB in all (3); pool tile i holds base tile i % 4, so O is checked as without rows.
 template <int NWG, bool PIPE, int RING>
 __global__ void __launch_bounds__((NWG + 1) * 128, 1)
-    consumers_kernel(const uint4* q, const uint4* keys, const uint8_t* pool, int n,
-                     float scale_log2, float zero, float* out, long long* cycles,
-                     long long* stamps) {
+    consumers_kernel(const uint4* q, const uint4* keys, const uint8_t* pool,
+                     const int32_t* index_list, int n, float scale_log2, float zero, float* out,
+                     long long* cycles, long long* stamps) {
   extern __shared__ uint8_t smem_raw[];
   uint8_t* const smem =
       reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -353,7 +356,8 @@ __global__ void __launch_bounds__((NWG + 1) * 128, 1)
   if (threadIdx.x < k_stages) masks[threadIdx.x] = 0xffffffffu;
   if (RING && threadIdx.x == 0) {
     for (int s = 0; s < k_stages; ++s) {
-      mbar::init(bars + 8 * s, RING >= 2 ? 1 : 128 + 1);  // full: the producers (+ the mask)
+      mbar::init(bars + 8 * s,
+                 RING == 2 || RING == 3 ? 1 : 128 + 1);  // full: the producers (+ the mask)
       mbar::init(bars + 8 * (k_stages + s), NWG * 4);  // empty: every consumer warp
     }
     mbar::fence_init();
@@ -383,7 +387,7 @@ __global__ void __launch_bounds__((NWG + 1) * 128, 1)
           mbar::arrive(bars + 8 * stage);
         }
       }
-    } else if constexpr (RING >= 2) {
+    } else if constexpr (RING == 2 || RING == 3) {
       if (threadIdx.x == NWG * 128) {
         for (int j = 0; j < n; ++j) {
           const int stage = j % k_stages;
@@ -397,6 +401,44 @@ __global__ void __launch_bounds__((NWG + 1) * 128, 1)
             mbar::bulk_g2s(k_s + uint32_t(stage * k_tile_bytes + b * 4096), src + b * 4096, 4096,
                            bars + 8 * stage);
         }
+      }
+    }
+    if constexpr (RING >= 4) {
+      // The engine's TMA-tile protocol (attention_decode_ws.cuh produce): all 128 producer
+      // threads wait for the stage's release and arrive on `full` (count 129); the first lane
+      // also arms the transaction bytes and issues the copies. RING 5 adds the engine's per-tile
+      // index work: each lane loads its slot's index three tiles ahead (a global int list), the
+      // warp ballots a row pointer's validity.
+      const int pl = int(threadIdx.x) - NWG * 128;
+      int32_t v0 = 0, v1 = 0, v2 = 0;
+      if constexpr (RING == 5) {
+        v0 = index_list[(0 * 32 + pl % 32) % 4096];
+        v1 = index_list[(1 * 32 + pl % 32) % 4096];
+        v2 = index_list[(2 * 32 + pl % 32) % 4096];
+      }
+      for (int j = 0; j < n; ++j) {
+        const int stage = j % k_stages;
+        uint32_t mask = 0xffffffffu;
+        if constexpr (RING == 5) {
+          const int32_t v = v0;
+          v0 = v1;
+          v1 = v2;
+          v2 = index_list[((j + 3) * 32 + pl % 32) % 4096];
+          const uint8_t* row = pool + (int64_t(v) % 64 + int64_t(blockIdx.x) * 64) * 1024;
+          mask = __ballot_sync(0xffffffffu, row != nullptr);
+        }
+        if (j >= k_stages)
+          mbar::wait(bars + 8 * (k_stages + stage), uint32_t(j / k_stages - 1) & 1u);
+        if (pl == 0) {
+          const int64_t tile = int64_t(blockIdx.x) * 64 + j % 64;
+          const uint8_t* src = pool + tile * k_tile_bytes;
+          masks[stage] = mask;
+          mbar::arrive_expect_tx(bars + 8 * stage, uint32_t(k_tile_bytes));
+          for (int b = 0; b < 8; ++b)
+            mbar::bulk_g2s(k_s + uint32_t(stage * k_tile_bytes + b * 4096), src + b * 4096, 4096,
+                           bars + 8 * stage);
+        }
+        mbar::arrive(bars + 8 * stage);
       }
     }
     return;
@@ -427,6 +469,8 @@ uint16_t to_bf(float f) {
   return *reinterpret_cast<const uint16_t*>(&b);
 }
 
+const int32_t* g_index_list = nullptr;  // RING 5's slot indices (4096 ints)
+
 template <int NWG, bool PIPE, int RING>
 void run(const char* name, const uint4* q, const uint4* keys, const uint8_t* pool, int n,
          float scale_log2, int ctas, float* out, long long* cycles, const std::vector<double>& ref,
@@ -440,7 +484,8 @@ void run(const char* name, const uint4* q, const uint4* keys, const uint8_t* poo
   CK(cudaEventCreate(&e1));
   for (int rep = 0; rep < 7; ++rep) {
     CK(cudaEventRecord(e0));
-    kern<<<ctas, (NWG + 1) * 128, smem>>>(q, keys, pool, n, scale_log2, 0.0f, out, cycles, stamps);
+    kern<<<ctas, (NWG + 1) * 128, smem>>>(q, keys, pool, g_index_list, n, scale_log2, 0.0f, out,
+                                          cycles, stamps);
     CK(cudaEventRecord(e1));
     CK(cudaGetLastError());
     CK(cudaEventSynchronize(e1));
@@ -453,7 +498,7 @@ void run(const char* name, const uint4* q, const uint4* keys, const uint8_t* poo
     per_tile.push_back(bench::median(d) / n);
     ns_tile.push_back(bench::median(g) / n);
   }
-  if (RING == 3 && read_gbs > 0) {
+  if (RING >= 3 && read_gbs > 0) {
     // The rows' bytes over the kernel's time (its prologue and ramp included).
     const double gbs = double(k_tile_bytes) * n * ctas / (bench::median(ms) * 1e-3) / 1e9;
     std::printf("  rows from HBM: %.1f GB/s = %.1f%% of the read ceiling (%.1f GB/s)\n", gbs,
@@ -594,11 +639,23 @@ int main(int argc, char** argv) {
     CK(cudaFree(buf));
     CK(cudaFree(sink));
   }
+  {
+    std::vector<int32_t> idx(4096);
+    for (int i = 0; i < 4096; ++i) idx[i] = int32_t((i * 2654435761u) % 8192u);
+    int32_t* d = nullptr;
+    CK(cudaMalloc(&d, idx.size() * 4));
+    CK(cudaMemcpy(d, idx.data(), idx.size() * 4, cudaMemcpyHostToDevice));
+    g_index_list = d;
+  }
   for (int pass = 0; pass < 2; ++pass) {
     std::printf("pass %d\n", pass + 1);
     run<2, false, 0>("2 WGs", q, keys, pool, n, scale_log2, sms, out, cycles, ref);
     run<2, false, 1>("2 WGs ring", q, keys, pool, n, scale_log2, sms, out, cycles, ref);
     run<2, false, 2>("2 WGs rows L2", q, keys, pool, n, scale_log2, sms, out, cycles, ref);
+    run<2, false, 4>("2 WGs rows HBM all producers", q, keys, pool, n, scale_log2, sms, out, cycles,
+                     ref, nullptr, read_gbs);
+    run<2, false, 5>("2 WGs rows HBM + index work", q, keys, pool, n, scale_log2, sms, out, cycles,
+                     ref, nullptr, read_gbs);
     run<2, false, 3>("2 WGs rows HBM", q, keys, pool, n, scale_log2, sms, out, cycles, ref, nullptr,
                      read_gbs);
     run<3, false, 0>("3 WGs", q, keys, pool, n, scale_log2, sms, out, cycles, ref);
