@@ -20,7 +20,8 @@
 // release per consumer warp and tile; RING 2 / 3 add rows: one producer lane brings each tile's
 // 32 KB into its stage by 8 bulk copies (TMA engine) from an L2-resident pool or a 276 MB pool;
 // RING 4 / 5 run the engine's producer protocol for TMA tiles (all 128 producer threads wait and
-// arrive) without / with its per-lane index loads.
+// arrive) without / with its per-lane index loads; RING 6 the engine's 2D tensor-map copies (8
+// boxes of 32 rows x 64 channels, SWIZZLE_128B) from a row-major pool.
 // Per CTA it runs n tiles (tile k holds base tile k % 4) for one 64-head query tile and writes
 // O = sum p v / sum p; the host checks CTA 0's O against a double reference (P is bf16:
 // tolerance 1e-2 of max |O|) and reports per tile the median CTA's clock64 cycles and globaltimer
@@ -32,11 +33,12 @@
 // off the critical path); with rows from HBM two warpgroups stream at 88.2-89.8% of the read
 // ceiling (512-2048 tiles per CTA, a tile every 1.008 us), where the engine's plan at HCA 1M T=32
 // runs its loop at 1.196 us per tile (65 tiles, same machine) and spends ~11 us outside it; the
-// engine's producer protocol and index work (RING 4 / 5) cost under 1% here (l31k).
+// engine's producer protocol and index work (RING 4 / 5) and its 2D copies (RING 6) cost under
+// 1% here (l31k, l31l).
 // Build and run (sm_90a), from the repository root:
 //   nvcc -O3 -gencode arch=compute_90a,code=sm_90a -std=c++17 -Isrc -Xptxas -v
-//   scripts/diag/attn_consumer_split.cu -o attn_consumer_split
-//   ./attn_consumer_split [tiles per CTA, default 512]
+//   scripts/diag/attn_consumer_split.cu src/backends/cuda/tensor_map.cpp -o attn_consumer_split
+//   ./attn_consumer_split [tiles per CTA, default 512] [only the rows whose name contains this]
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
@@ -52,6 +54,8 @@
 #include "backends/cuda/attention_decode_softmax.cuh"  // wg_offset, exp2_ftz, pack_probs
 #include "backends/cuda/attention_decode_wgmma.cuh"
 #include "backends/cuda/mbarrier.cuh"
+#include "backends/cuda/tensor_map.h"
+#include "backends/cuda/tma.cuh"
 
 namespace wgm = dsv4::cuda::attention_wgmma;
 namespace mbar = dsv4::cuda::mbar;
@@ -342,8 +346,9 @@ __device__ __forceinline__ void consume(int wg, int cb0, uint32_t q_s, uint32_t 
 template <int NWG, bool PIPE, int RING>
 __global__ void __launch_bounds__((NWG + 1) * 128, 1)
     consumers_kernel(const uint4* q, const uint4* keys, const uint8_t* pool,
-                     const int32_t* index_list, int n, float scale_log2, float zero, float* out,
-                     long long* cycles, long long* stamps) {
+                     const int32_t* index_list, const __grid_constant__ CUtensorMap map, int n,
+                     float scale_log2, float zero, float* out, long long* cycles,
+                     long long* stamps) {
   extern __shared__ uint8_t smem_raw[];
   uint8_t* const smem =
       reinterpret_cast<uint8_t*>((reinterpret_cast<uintptr_t>(smem_raw) + 1023) & ~uintptr_t(1023));
@@ -357,7 +362,7 @@ __global__ void __launch_bounds__((NWG + 1) * 128, 1)
   if (RING && threadIdx.x == 0) {
     for (int s = 0; s < k_stages; ++s) {
       mbar::init(bars + 8 * s,
-                 RING == 2 || RING == 3 ? 1 : 128 + 1);  // full: the producers (+ the mask)
+                 RING == 2 || RING == 3 || RING == 6 ? 1 : 128 + 1);  // full: producers (+ mask)
       mbar::init(bars + 8 * (k_stages + s), NWG * 4);  // empty: every consumer warp
     }
     mbar::fence_init();
@@ -387,6 +392,23 @@ __global__ void __launch_bounds__((NWG + 1) * 128, 1)
           mbar::arrive(bars + 8 * stage);
         }
       }
+    } else if constexpr (RING == 6) {
+      // The engine's TMA key tiles (attention_decode.cu encode_key_map): a row-major [rows, 512]
+      // bf16 pool, 8 boxes of 32 rows x 64 channels per tile, SWIZZLE_128B into the same layout.
+      if (threadIdx.x == NWG * 128) {
+        dsv4::cuda::tma::prefetch_map(&map);
+        for (int j = 0; j < n; ++j) {
+          const int stage = j % k_stages;
+          if (j >= k_stages)
+            mbar::wait(bars + 8 * (k_stages + stage), uint32_t(j / k_stages - 1) & 1u);
+          const int row0 = (int(blockIdx.x) * 64 + j % 64) * k_tile;
+          masks[stage] = 0xffffffffu;
+          mbar::arrive_expect_tx(bars + 8 * stage, uint32_t(k_tile_bytes));
+          for (int b = 0; b < 8; ++b)
+            dsv4::cuda::tma::g2s_2d(k_s + uint32_t(stage * k_tile_bytes + b * k_tile * 128), &map,
+                                    b * 64, row0, bars + 8 * stage);
+        }
+      }
     } else if constexpr (RING == 2 || RING == 3) {
       if (threadIdx.x == NWG * 128) {
         for (int j = 0; j < n; ++j) {
@@ -403,7 +425,7 @@ __global__ void __launch_bounds__((NWG + 1) * 128, 1)
         }
       }
     }
-    if constexpr (RING >= 4) {
+    if constexpr (RING == 4 || RING == 5) {
       // The engine's TMA-tile protocol (attention_decode_ws.cuh produce): all 128 producer
       // threads wait for the stage's release and arrive on `full` (count 129); the first lane
       // also arms the transaction bytes and issues the copies. RING 5 adds the engine's per-tile
@@ -470,11 +492,14 @@ uint16_t to_bf(float f) {
 }
 
 const int32_t* g_index_list = nullptr;  // RING 5's slot indices (4096 ints)
+CUtensorMap g_map{};                    // RING 6's row-major pool
+const char* g_only = nullptr;           // argv[2]: only the rows whose name contains it
 
 template <int NWG, bool PIPE, int RING>
 void run(const char* name, const uint4* q, const uint4* keys, const uint8_t* pool, int n,
          float scale_log2, int ctas, float* out, long long* cycles, const std::vector<double>& ref,
          long long* stamps = nullptr, double read_gbs = 0) {
+  if (g_only && !std::strstr(name, g_only)) return;
   const int smem = 1024 + k_q_bytes + k_stages * k_tile_bytes + NWG * k_hand_bytes + 128;
   auto kern = consumers_kernel<NWG, PIPE, RING>;
   CK(cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
@@ -484,8 +509,8 @@ void run(const char* name, const uint4* q, const uint4* keys, const uint8_t* poo
   CK(cudaEventCreate(&e1));
   for (int rep = 0; rep < 7; ++rep) {
     CK(cudaEventRecord(e0));
-    kern<<<ctas, (NWG + 1) * 128, smem>>>(q, keys, pool, g_index_list, n, scale_log2, 0.0f, out,
-                                          cycles, stamps);
+    kern<<<ctas, (NWG + 1) * 128, smem>>>(q, keys, pool, g_index_list, g_map, n, scale_log2, 0.0f,
+                                          out, cycles, stamps);
     CK(cudaEventRecord(e1));
     CK(cudaGetLastError());
     CK(cudaEventSynchronize(e1));
@@ -549,6 +574,7 @@ void run(const char* name, const uint4* q, const uint4* keys, const uint8_t* poo
 
 int main(int argc, char** argv) {
   const int n = argc > 1 ? std::atoi(argv[1]) : 512;
+  if (argc > 2) g_only = argv[2];
   int dev = 0, sms = 0;
   CK(cudaGetDevice(&dev));
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, dev));
@@ -640,6 +666,27 @@ int main(int argc, char** argv) {
     CK(cudaFree(sink));
   }
   {
+    // RING 6's pool: row-major [rows, 512] bf16, row r of pool tile t = row r % 32 of base tile
+    // t % 4 (the same bytes as the bulk pool, unswizzled: the copies swizzle).
+    const int64_t rows = pool_tiles * k_tile;
+    uint8_t* rm = nullptr;
+    CK(cudaMalloc(&rm, size_t(rows) * k_dim * 2));
+    for (int64_t t = 0; t < pool_tiles; t += k_stages)
+      CK(cudaMemcpy(rm + t * k_tile_bytes, hk.data(), hk.size() * 2, cudaMemcpyHostToDevice));
+    const auto encode = dsv4::cuda::tensor_map_encoder();
+    const cuuint64_t dims[2] = {cuuint64_t(k_dim), cuuint64_t(rows)};
+    const cuuint64_t strides[1] = {cuuint64_t(k_dim * 2)};
+    const cuuint32_t box[2] = {64, cuuint32_t(k_tile)};
+    const cuuint32_t elem[2] = {1, 1};
+    if (!encode || encode(&g_map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2, rm, dims, strides, box, elem,
+                          CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
+                          CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+                          CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS) {
+      std::fprintf(stderr, "cuTensorMapEncodeTiled failed\n");
+      return 1;
+    }
+  }
+  {
     std::vector<int32_t> idx(4096);
     for (int i = 0; i < 4096; ++i) idx[i] = int32_t((i * 2654435761u) % 8192u);
     int32_t* d = nullptr;
@@ -656,6 +703,8 @@ int main(int argc, char** argv) {
                      ref, nullptr, read_gbs);
     run<2, false, 5>("2 WGs rows HBM + index work", q, keys, pool, n, scale_log2, sms, out, cycles,
                      ref, nullptr, read_gbs);
+    run<2, false, 6>("2 WGs rows HBM 2D maps", q, keys, pool, n, scale_log2, sms, out, cycles, ref,
+                     nullptr, read_gbs);
     run<2, false, 3>("2 WGs rows HBM", q, keys, pool, n, scale_log2, sms, out, cycles, ref, nullptr,
                      read_gbs);
     run<3, false, 0>("3 WGs", q, keys, pool, n, scale_log2, sms, out, cycles, ref);
