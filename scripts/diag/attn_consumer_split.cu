@@ -20,7 +20,8 @@
 // release per consumer warp and tile; RING 2 / 3 add rows: one producer lane brings each tile's
 // 32 KB into its stage by 8 bulk copies (TMA engine) from an L2-resident pool or a 276 MB pool;
 // RING 4 / 5 run the engine's producer protocol for TMA tiles (all 128 producer threads wait and
-// arrive) without / with its per-lane index loads; RING 6 the engine's 2D tensor-map copies (8
+// arrive) without / with its per-lane index loads (RING 7: with the engine's arrival,
+// cp.async.mbarrier.arrive.noinc); RING 6 the engine's 2D tensor-map copies (8
 // boxes of 32 rows x 64 channels, SWIZZLE_128B) from a row-major pool.
 // Per CTA it runs n tiles (tile k holds base tile k % 4) for one 64-head query tile and writes
 // O = sum p v / sum p; the host checks CTA 0's O against a double reference (P is bf16:
@@ -53,6 +54,7 @@
 #include "../../bench/kernels/bench_common.cuh"  // CK, bench::median
 #include "backends/cuda/attention_decode_softmax.cuh"  // wg_offset, exp2_ftz, pack_probs
 #include "backends/cuda/attention_decode_wgmma.cuh"
+#include "backends/cuda/cp_async.cuh"
 #include "backends/cuda/mbarrier.cuh"
 #include "backends/cuda/tensor_map.h"
 #include "backends/cuda/tma.cuh"
@@ -425,7 +427,7 @@ __global__ void __launch_bounds__((NWG + 1) * 128, 1)
         }
       }
     }
-    if constexpr (RING == 4 || RING == 5) {
+    if constexpr (RING == 4 || RING == 5 || RING == 7) {
       // The engine's TMA-tile protocol (attention_decode_ws.cuh produce): all 128 producer
       // threads wait for the stage's release and arrive on `full` (count 129); the first lane
       // also arms the transaction bytes and issues the copies. RING 5 adds the engine's per-tile
@@ -433,7 +435,7 @@ __global__ void __launch_bounds__((NWG + 1) * 128, 1)
       // warp ballots a row pointer's validity.
       const int pl = int(threadIdx.x) - NWG * 128;
       int32_t v0 = 0, v1 = 0, v2 = 0;
-      if constexpr (RING == 5) {
+      if constexpr (RING == 5 || RING == 7) {
         v0 = index_list[(0 * 32 + pl % 32) % 4096];
         v1 = index_list[(1 * 32 + pl % 32) % 4096];
         v2 = index_list[(2 * 32 + pl % 32) % 4096];
@@ -441,7 +443,7 @@ __global__ void __launch_bounds__((NWG + 1) * 128, 1)
       for (int j = 0; j < n; ++j) {
         const int stage = j % k_stages;
         uint32_t mask = 0xffffffffu;
-        if constexpr (RING == 5) {
+        if constexpr (RING == 5 || RING == 7) {
           const int32_t v = v0;
           v0 = v1;
           v1 = v2;
@@ -460,7 +462,10 @@ __global__ void __launch_bounds__((NWG + 1) * 128, 1)
             mbar::bulk_g2s(k_s + uint32_t(stage * k_tile_bytes + b * 4096), src + b * 4096, 4096,
                            bars + 8 * stage);
         }
-        mbar::arrive(bars + 8 * stage);
+        if constexpr (RING == 7)
+          dsv4::cuda::cp_async_mbarrier_arrive_noinc(bars + 8 * stage);
+        else
+          mbar::arrive(bars + 8 * stage);
       }
     }
     return;
@@ -703,6 +708,8 @@ int main(int argc, char** argv) {
                      ref, nullptr, read_gbs);
     run<2, false, 5>("2 WGs rows HBM + index work", q, keys, pool, n, scale_log2, sms, out, cycles,
                      ref, nullptr, read_gbs);
+    run<2, false, 7>("2 WGs rows HBM + index + noinc", q, keys, pool, n, scale_log2, sms, out,
+                     cycles, ref, nullptr, read_gbs);
     run<2, false, 6>("2 WGs rows HBM 2D maps", q, keys, pool, n, scale_log2, sms, out, cycles, ref,
                      nullptr, read_gbs);
     run<2, false, 3>("2 WGs rows HBM", q, keys, pool, n, scale_log2, sms, out, cycles, ref, nullptr,
