@@ -54,6 +54,7 @@
 #include "../../bench/kernels/bench_common.cuh"  // CK, bench::median
 #include "backends/cuda/attention_decode_softmax.cuh"  // wg_offset, exp2_ftz, pack_probs
 #include "backends/cuda/attention_decode_wgmma.cuh"
+#include "backends/cuda/attention_decode_ws_layout.cuh"  // stages, registers, lazy rescale
 #include "backends/cuda/cp_async.cuh"
 #include "backends/cuda/mbarrier.cuh"
 #include "backends/cuda/tensor_map.h"
@@ -67,14 +68,18 @@ using dsv4::cuda::wg_offset;
 
 namespace {
 
-constexpr int k_tile = 32, k_rows = 64, k_dim = 512, k_stages = 4;
-constexpr int k_q_bytes = k_rows * k_dim * 2;     // 64 KB
-constexpr int k_tile_bytes = k_tile * k_dim * 2;  // 32 KB
+// The engine's geometry (attention_decode_common.cuh, attention_decode_ws_layout.cuh): 32-key
+// tiles of 512 channels, 64 query rows, a 4-stage ring, 56 / 224 registers.
+constexpr int k_tile = dsv4::cuda::k_tile, k_rows = dsv4::cuda::k_rows, k_dim = dsv4::cuda::k_d;
+constexpr int k_stages = dsv4::cuda::k_ws_stages;
+constexpr int k_q_bytes = dsv4::cuda::k_q_bytes;        // 64 KB
+constexpr int k_tile_bytes = dsv4::cuda::k_tile_bytes;  // 32 KB
+static_assert(k_tile == 32 && k_rows == 64 && k_dim == 512, "the diag's loops assume these");
 // Hand-off buffer of one tile: P as two k16 A fragments per consumer thread (uint4 each), then
 // (m0, m1, l0, l1) per thread.
 constexpr int k_hand_bytes = 2 * 128 * 16 + 128 * 16;
-constexpr float k_lazy = 8.0f;
-constexpr int k_producer_regs = 56;
+constexpr float k_lazy = dsv4::cuda::k_lazy_rescale;
+constexpr int k_producer_regs = dsv4::cuda::k_ws_producer_regs;
 
 // d[32] += A (64 x 16, registers) * B (16 x 64, descriptor, MN-major).
 __device__ __forceinline__ void mma_rs_n64_mn(float (&d)[32], const uint32_t (&a)[4], uint64_t b) {
@@ -470,7 +475,8 @@ __global__ void __launch_bounds__((NWG + 1) * 128, 1)
     }
     return;
   }
-  constexpr int consumer_regs = NWG == 2 ? 224 : 152;
+  // Three consumer warpgroups share what two get beside the producer: 128 x 56 + 384 x 152 = 64 K.
+  constexpr int consumer_regs = NWG == 2 ? dsv4::cuda::k_ws_consumer_regs : 152;
   mbar::setmaxnreg_inc<consumer_regs>();
   if constexpr (NWG == 2) {
     consume<2, 2, 0, PIPE, RING>(wg, 4 * wg, q_s, k_s, hand, bars, n, scale_log2, zero, out, cycles,
