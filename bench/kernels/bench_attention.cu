@@ -907,7 +907,9 @@ void bench_step_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t cap_c, __
       const char* name;
       int diag;
     };
-    const variant vs[] = {{"v ldgsts", 16}, {"v tma", 32}};
+    // (v tma2d: plan.diag 128, each TMA tile as 8 2-D boxes, the form before session 32, instead
+    // of one 3-D box.)
+    const variant vs[] = {{"v ldgsts", 16}, {"v tma", 32}, {"v tma2d", 32 | 128}};
     constexpr int nv = int(sizeof(vs) / sizeof(vs[0]));
     __nv_bfloat16* base_out = device_alloc<__nv_bfloat16>(n_out);
     auto with = [&](int diag) {

@@ -266,7 +266,12 @@ cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode
 // one per bf16 pool, [pool_rows, 512] at 1024-byte rows, box 32 rows x 64 channels, SWIZZLE_128B.
 // cuTensorMapEncodeTiled comes from tensor_map.h (no link to libcuda); where it or an encoding
 // fails, that pool's tiles keep the cp.async path (valid bit clear).
-bool encode_key_map(CUtensorMap& map, const __nv_bfloat16* pool, int64_t pool_rows) {
+// The map is 3-D, dims (64 channels, rows, 8 column blocks) at strides (1024, 128) bytes, box
+// 64 x 32 x 8: a tile is one copy, its column blocks outermost in shared memory (wg_offset).
+// box2d (plan.diag 128): the 2-D map [rows, 512], box 32 rows x 64 channels, 8 copies per tile
+// into the same bytes (the form before session 32).
+bool encode_key_map(CUtensorMap& map, const __nv_bfloat16* pool, int64_t pool_rows,
+                    bool box2d = false) {
   const auto encode = tensor_map_encoder();
   if (!encode || !pool || pool_rows <= 0 || pool_rows > INT32_MAX ||
       reinterpret_cast<uintptr_t>(pool) % 16 != 0)
@@ -275,6 +280,7 @@ bool encode_key_map(CUtensorMap& map, const __nv_bfloat16* pool, int64_t pool_ro
   struct entry {
     const void* pool;
     int64_t rows;
+    bool box2d;
     CUtensorMap map;
   };
   static std::mutex mu;
@@ -282,20 +288,24 @@ bool encode_key_map(CUtensorMap& map, const __nv_bfloat16* pool, int64_t pool_ro
   static int next = 0;
   std::lock_guard<std::mutex> lock(mu);
   for (const entry& e : cache)
-    if (e.pool == pool && e.rows == pool_rows) {
+    if (e.pool == pool && e.rows == pool_rows && e.box2d == box2d) {
       map = e.map;
       return true;
     }
-  const cuuint64_t dims[2] = {cuuint64_t(k_d), cuuint64_t(pool_rows)};
-  const cuuint64_t strides[1] = {cuuint64_t(k_row_bytes)};
-  const cuuint32_t box[2] = {64, cuuint32_t(k_tile)};
-  const cuuint32_t elem[2] = {1, 1};
-  if (encode(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 2,
-             const_cast<void*>(static_cast<const void*>(pool)), dims, strides, box, elem,
-             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_128B,
-             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+  const cuuint64_t dims2[2] = {cuuint64_t(k_d), cuuint64_t(pool_rows)};
+  const cuuint64_t strides2[1] = {cuuint64_t(k_row_bytes)};
+  const cuuint32_t box2[2] = {64, cuuint32_t(k_tile)};
+  const cuuint64_t dims3[3] = {64, cuuint64_t(pool_rows), cuuint64_t(k_d / 64)};
+  const cuuint64_t strides3[2] = {cuuint64_t(k_row_bytes), 128};
+  const cuuint32_t box3[3] = {64, cuuint32_t(k_tile), cuuint32_t(k_d / 64)};
+  const cuuint32_t elem[3] = {1, 1, 1};
+  if (encode(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, box2d ? 2 : 3,
+             const_cast<void*>(static_cast<const void*>(pool)), box2d ? dims2 : dims3,
+             box2d ? strides2 : strides3, box2d ? box2 : box3, elem, CU_TENSOR_MAP_INTERLEAVE_NONE,
+             CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B,
+             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
     return false;
-  cache[next] = {pool, pool_rows, map};
+  cache[next] = {pool, pool_rows, box2d, map};
   next = (next + 1) % 8;
   return true;
 }
@@ -312,8 +322,12 @@ bool encode_key_map(CUtensorMap& map, const __nv_bfloat16* pool, int64_t pool_ro
 // 1.050-1.052x (ATTN28, ATTN29 call 1); and across binaries (--focus, event-timed, ATTN29 call
 // 1) the kernel before ATTN28 (= this file's no-map instances) was as fast or faster than
 // ATTN28's at every HCA shape under 16 tiles per split (HCA 8K T=8 13.15-13.44 vs 13.70-13.79 us,
-// HCA 128K T=1 15.68-15.87 vs 15.81-16.22, HCA 1M T=1 20.13-20.32 vs 20.16-20.54).
-constexpr int64_t k_key_tma_min_tiles = 16;
+// HCA 128K T=1 15.68-15.87 vs 15.81-16.22, HCA 1M T=1 20.13-20.32 vs 20.16-20.54). With one 3-D
+// box per tile (session 32) from 8 tiles: H200 l32d (bench_attention --steps, graph replays best
+// of 3, plan.diag 32 against 16), TMA / cp.async time at HCA 128K T=32 (9 tiles per split) 24.90
+// / 25.44 us (1.022x), but HCA 128K T=8 (5 tiles) 0.991x, HCA 8K T=32 / T=8 (2 tiles) 0.969x /
+// 0.983x, Flash CSA T=32 (5) 0.998x.
+constexpr int64_t k_key_tma_min_tiles = 8;
 template <typename pool_t>
 ws_key_maps key_maps(const kv_rows<pool_t>& window, const kv_rows<pool_t>& comp,
                      const attention_decode_plan& plan) {
@@ -324,9 +338,11 @@ ws_key_maps key_maps(const kv_rows<pool_t>& window, const kv_rows<pool_t>& comp,
     auto paged = [](const kv_rows<pool_t>& s) {
       return s.pool && !s.rows && s.block_size > 0 && s.block_size % k_tile == 0;
     };
-    if (paged(window) && encode_key_map(m.map[0], window.pool, window.pool_rows)) m.valid |= 1;
+    const bool box2d = (plan.diag & 128) != 0;
+    if (paged(window) && encode_key_map(m.map[0], window.pool, window.pool_rows, box2d))
+      m.valid |= 1;
     if (paged(comp) && plan.window_capacity % k_tile == 0 &&
-        encode_key_map(m.map[1], comp.pool, comp.pool_rows))
+        encode_key_map(m.map[1], comp.pool, comp.pool_rows, box2d))
       m.valid |= 2;
   }
   return m;

@@ -97,7 +97,9 @@ struct attention_decode_plan {
   // of other block sizes: the same output; bench_attention --kv-fp8's 'refs by division' row);
   // 16 (bf16 pools) no TMA key tiles: every tile by cp.async (the same output bit for bit); 32
   // TMA key tiles wherever a part has a map, also in splits shorter than the plan's threshold
-  // (attention_decode.cu, key_maps; the same output bit for bit; tests and bench).
+  // (attention_decode.cu, key_maps; the same output bit for bit; tests and bench); 128 each TMA
+  // key tile as 8 copies of 2-D boxes, the form before session 32, instead of one 3-D box (the
+  // same output bit for bit).
   int diag = 0;
   // Benchmark breakdown only: false skips the combine launch (the output is then undefined).
   bool combine = true;

@@ -365,10 +365,15 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
               mbar::arrive_expect_tx(full_bar + 8 * stage, uint32_t(k_tile_bytes));
               const int32_t row0 = int32_t((p - (which == 0 ? window.pool : comp.pool)) / k_d);
               const void* const map = &maps.map[which];
+              // The tile as one 3-D box (ws_key_maps); 8 2-D boxes under plan.diag 128.
+              if ((opts & k_ws_opt_key_box2d) == 0) {
+                tma::g2s_3d(dst, map, 0, row0, 0, full_bar + 8 * stage);
+              } else {
 #pragma unroll
-              for (int b = 0; b < k_chunks / 8; ++b)
-                tma::g2s_2d(dst + uint32_t(b * k_tile * 128), map, b * 64, row0,
-                            full_bar + 8 * stage);
+                for (int b = 0; b < k_chunks / 8; ++b)
+                  tma::g2s_2d(dst + uint32_t(b * k_tile * 128), map, b * 64, row0,
+                              full_bar + 8 * stage);
+              }
               if (j == 0) trace_stamp(trace, 0, k_adt_index);
             }
           }

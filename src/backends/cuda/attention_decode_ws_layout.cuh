@@ -80,13 +80,20 @@ namespace {
 // 1.28 us per tile. Not bit-equal to the exact rescale (P rounded to bf16 at another scale).
 // Key tiles by TMA (ATTN28): a bf16 tile of a part in the paged form with a block size that is a
 // multiple of 32 (tiles 32-aligned in the part), all 32 slots valid, is 32 consecutive rows of one
-// block; it is loaded by 8 tensor copies (one per 64-channel column block: a box of 32 rows x 128
-// bytes, SWIZZLE_128B, which is wg_offset's layout) issued by one producer lane and completing on
-// the stage's `full` barrier (that lane's release arrival carries the tile's 32 KB as expected
-// transaction bytes), instead of 2048 16-byte cp.async of the 128 producer threads. Any other
-// tile (explicit rows, partial tiles, invalid rows: zero-filled) keeps the cp.async path. The
-// maps cover the window and the compressed pools ([pool_rows, 512] bf16), encoded on the host
-// per launch (cached; kernel parameters, so graph capture keeps them). Figures: ATTN28 notes.
+// block; it is loaded by one tensor copy (a 3-D box of 64 channels x 32 rows x 8 column blocks,
+// SWIZZLE_128B: column blocks of 32 rows x 128 bytes, which is wg_offset's layout) issued by one
+// producer lane and completing on the stage's `full` barrier (that lane's release arrival
+// carries the tile's 32 KB as expected transaction bytes), instead of 2048 16-byte cp.async of
+// the 128 producer threads. Any other tile (explicit rows, partial tiles, invalid rows:
+// zero-filled) keeps the cp.async path. The maps cover the window and the compressed pools
+// ([pool_rows, 512] bf16 viewed as (64, rows, 8) at strides (1024, 128) bytes), encoded on the
+// host per launch (cached; kernel parameters, so graph capture keeps them). Figures: ATTN28
+// notes. Until session 32 a tile was 8 copies of 2-D boxes (32 rows x 64 channels, the same
+// bytes in the same places; plan.diag 128 keeps that form): one box per tile is 1.065-1.12x at
+// HCA 1M (H200 l32c, bench_attention --steps, one process, graph replays best of 3, outputs
+// equal bit for bit: T=32 92.10 -> 82.18 us, T=16 52.99 -> 47.78, T=8 35.71 -> 33.76), its key
+// loop ~1.03 us per tile at T=32 against 1.20, while the ring alone is no faster (70.9 vs 73.1
+// us): the 8 copies cost the consumers, not the stream.
 // ATTN29: the maps (two 64-byte aligned CUtensorMaps) made the parameter block 1280 bytes instead
 // of 808, and launches without a map paid for it too (H200 --focus, event-timed: Flash CSA T=1 /
 // T=8 13.70-13.89 / 15.68-15.94 us vs 13.38-13.57 / 15.26-15.46 before ATTN28; the maps in

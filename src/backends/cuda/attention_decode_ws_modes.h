@@ -33,6 +33,9 @@ constexpr int k_ws_opt_no_load = 1;
 constexpr int k_ws_opt_no_compute = 2;
 // FP8 records (plan.diag 4): references by 32-bit divisions even for power-of-two block sizes.
 constexpr int k_ws_opt_divisions = 4;
+// TMA key tiles (plan.diag 128): 8 copies of 2-D boxes (32 rows x 64 channels) per tile, the form
+// before session 32, instead of one 3-D box (attention_decode.cu, encode_key_map).
+constexpr int k_ws_opt_key_box2d = 8;
 
 // The ws kernel's run-time options for a plan (k_ws_opt_*: bench diagnoses, plan.diag).
 int attention_decode_ws_opts(const attention_decode_plan& plan);

@@ -23,4 +23,14 @@ __device__ __forceinline__ void g2s_2d(uint32_t dst, const void* map, int x, int
       : "memory");
 }
 
+// One box of the 3-D tensor map at `map` at element coordinates (x, y, z), as g2s_2d.
+__device__ __forceinline__ void g2s_3d(uint32_t dst, const void* map, int x, int y, int z,
+                                       uint32_t bar) {
+  asm volatile(
+      "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, "
+      "{%2, %3, %4}], [%5];\n" ::"r"(dst),
+      "l"(map), "r"(x), "r"(y), "r"(z), "r"(bar)
+      : "memory");
+}
+
 }  // namespace dsv4::cuda::tma
