@@ -263,13 +263,12 @@ cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode
 }
 
 // The tensor maps of the ws kernel's TMA key tiles (ws_key_maps, attention_decode_ws_layout.cuh):
-// one per bf16 pool, [pool_rows, 512] at 1024-byte rows, box 32 rows x 64 channels, SWIZZLE_128B.
-// cuTensorMapEncodeTiled comes from tensor_map.h (no link to libcuda); where it or an encoding
-// fails, that pool's tiles keep the cp.async path (valid bit clear).
-// The map is 3-D, dims (64 channels, rows, 8 column blocks) at strides (1024, 128) bytes, box
-// 64 x 32 x 8: a tile is one copy, its column blocks outermost in shared memory (wg_offset).
-// box2d (plan.diag 128): the 2-D map [rows, 512], box 32 rows x 64 channels, 8 copies per tile
-// into the same bytes (the form before session 32).
+// one per bf16 pool of [pool_rows, 512] at 1024-byte rows, SWIZZLE_128B, viewed in 3-D as (64
+// channels, rows, 8 column blocks) at strides (1024, 128) bytes with a box of 64 x 32 x 8: a tile
+// is one copy, its column blocks outermost in shared memory (wg_offset). box2d (plan.diag 128):
+// the 2-D map, box 32 rows x 64 channels, 8 copies per tile into the same bytes (the form before
+// session 32). cuTensorMapEncodeTiled comes from tensor_map.h (no link to libcuda); where it or an
+// encoding fails, that pool's tiles keep the cp.async path (valid bit clear).
 bool encode_key_map(CUtensorMap& map, const __nv_bfloat16* pool, int64_t pool_rows,
                     bool box2d = false) {
   const auto encode = tensor_map_encoder();
