@@ -124,6 +124,20 @@ TEST(attention_decode_plan, combine_rows_up_to_8_splits_and_partials_in_l2) {
   EXPECT_FALSE(t1.partials_bf16);
 }
 
+TEST(attention_decode_plan, two_rows_of_long_context_work_take_tma_length_splits) {
+  // HCA 1M (128 + 8192 slots = 260 tiles): Flash T=2 and Pro T=1 (two (token, head group) rows)
+  // would take 66 -> 65 splits of 4 tiles; past 64 splits with two rows they take the TMA key
+  // tiles' minimum, 8 tiles: 33 splits (H200 l32f). Flash T=1 (one row) keeps 65 of 4.
+  const attention_decode_plan t2 = attention_decode_make_plan(2, 64, 512, k_window, 8192, k_sms);
+  EXPECT_EQ(t2.splits, 33);
+  EXPECT_EQ(t2.keys_per_split, k_attention_decode_key_tma_min_tiles * 32);
+  const attention_decode_plan pro = attention_decode_make_plan(1, 128, 512, k_window, 8192, k_sms);
+  EXPECT_EQ(pro.splits, 33);
+  EXPECT_EQ(attention_decode_make_plan(1, 64, 512, k_window, 8192, k_sms).splits, 65);
+  // With an explicit tile minimum the rule before it: ceil(260 / (2 x 2)) = 65.
+  EXPECT_EQ(attention_decode_make_plan(2, 64, 512, k_window, 8192, k_sms, 2).splits, 65);
+}
+
 TEST(attention_decode_plan, default_tiles_per_split_follow_the_step_size) {
   // min_tiles 0 (the default the engine passes): 1 while tokens x groups x tiles <= 48, else 2.
   EXPECT_EQ(attention_decode_make_plan(1, 64, 512, k_window, 64, k_sms).splits, 6);

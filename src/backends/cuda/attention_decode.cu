@@ -326,7 +326,7 @@ bool encode_key_map(CUtensorMap& map, const __nv_bfloat16* pool, int64_t pool_ro
 // of 3, plan.diag 32 against 16), TMA / cp.async time at HCA 128K T=32 (9 tiles per split) 24.90
 // / 25.44 us (1.022x), but HCA 128K T=8 (5 tiles) 0.991x, HCA 8K T=32 / T=8 (2 tiles) 0.969x /
 // 0.983x, Flash CSA T=32 (5) 0.998x.
-constexpr int64_t k_key_tma_min_tiles = 8;
+constexpr int64_t k_key_tma_min_tiles = k_attention_decode_key_tma_min_tiles;
 template <typename pool_t>
 ws_key_maps key_maps(const kv_rows<pool_t>& window, const kv_rows<pool_t>& comp,
                      const attention_decode_plan& plan) {

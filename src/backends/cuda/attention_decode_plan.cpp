@@ -63,10 +63,19 @@ attention_decode_plan attention_decode_make_plan(int64_t tokens, int64_t heads, 
   // minimum tiles. H100 2026-11-24, HCA 1M T=1 (260 tiles; warp-specialized kernel with the
   // S / P V overlap, a schedule since removed): 130 splits 42.4 us, 65 splits 32.5 us, 33
   // splits 38.5 us (bench_attention --cases).
-  if (splits > 64)
-    splits = std::min(
-        splits,
-        std::max<int64_t>(1, ceil_div(tiles, 2 * std::max<int64_t>(1, min_tiles_per_split))));
+  // With two (token, head group) rows of work (T = 2 at Flash heads, T = 1 at Pro heads) the
+  // engine's splits take the TMA key tiles' minimum (one 3-D box per tile since session 32): H200
+  // l32f (bench_attention --steps split rows, event-timed), 65 x 4 / 33 x 8 tiles: Flash HCA 1M
+  // T=2 25.79-25.95 / 22.69-22.75 us, Pro HCA 1M T=1 25.47-25.50 / 22.56-22.59; one row (Flash
+  // T=1) keeps 65 x 4 (20.03-20.06 / 22.08-22.18: half the SMs idle at 33 splits).
+  if (splits > 64) {
+    if (engine_rule && tokens * groups >= 2)
+      splits = std::min(splits, ceil_div(tiles, k_attention_decode_key_tma_min_tiles));
+    else
+      splits = std::min(
+          splits,
+          std::max<int64_t>(1, ceil_div(tiles, 2 * std::max<int64_t>(1, min_tiles_per_split))));
+  }
   // Multi-token steps whose splits stay short: at most 8 splits (the row combine, one warp per
   // row, instead of the block combine) when that takes at most 6 tiles per split. H100 2026-11-26
   // (ATTN12 helper, same run as above), splits x tiles: Flash CSA T=4 10x2 16.96 us / 7x3 16.00,
