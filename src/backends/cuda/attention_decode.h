@@ -36,7 +36,8 @@ constexpr int64_t k_attention_decode_keys_per_tile = 32;
 // plan.combine_rows: the most splits the row combine merges.
 constexpr int64_t k_attention_decode_max_combine_rows_splits = 8;
 // The ws kernel's TMA key tiles: used in splits of at least this many tiles (attention_decode.cu,
-// key_maps; the plan's split rule for two CTAs' work per split count relies on it too).
+// key_maps); also the split length the plan gives two (token, head group) rows of long-context
+// work (attention_decode_plan.cpp).
 constexpr int64_t k_attention_decode_key_tma_min_tiles = 8;
 
 struct attention_decode_plan {
