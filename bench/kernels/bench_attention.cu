@@ -1282,24 +1282,19 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
       CHECK((dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
           q16, T, H, d, w16, &c16, sinks, scale, out16, p, ms_scratch, made.scratch_bytes, 0)));
     };
-    // For ncu (-k regex:ws_kernel -s 1 -c 1): two launches of the bf16 pools' plan with plan.diag
-    // set to DSV4_BF16_NCU_DIAG (e.g. 128: the 2-D key boxes), nothing timed.
-    if (const char* nd = std::getenv("DSV4_BF16_NCU_DIAG")) {
+    // For ncu (-k regex:ws_kernel -s 1 -c 1): two launches, nothing timed; DSV4_KVFP8_NCU the
+    // records' plan, DSV4_BF16_NCU_DIAG the bf16 pools' plan with that plan.diag (e.g. 128: the
+    // 2-D key boxes).
+    const char* const ncu_diag = std::getenv("DSV4_BF16_NCU_DIAG");
+    if (ncu_diag || std::getenv("DSV4_KVFP8_NCU")) {
       auto p = made;
-      p.diag = std::atoi(nd);
-      run16(p);
-      run16(p);
+      if (ncu_diag) p.diag = std::atoi(ncu_diag);
+      for (int i = 0; i < 2; ++i) ncu_diag ? run16(p) : run8(p);
       CHECK(cudaDeviceSynchronize());
-      std::printf("  ncu launches: bf16 pools, plan.diag %d, %s\n", p.diag, mshape);
-      cudaFree(ms_scratch);
-      release();
-      return;
-    }
-    if (std::getenv("DSV4_KVFP8_NCU")) {  // for ncu -s 1 -c 1: two launches, nothing timed
-      run8(made);
-      run8(made);
-      CHECK(cudaDeviceSynchronize());
-      std::printf("  ncu launches: fp8 records %s\n", mshape);
+      if (ncu_diag)
+        std::printf("  ncu launches: bf16 pools, plan.diag %d, %s\n", p.diag, mshape);
+      else
+        std::printf("  ncu launches: fp8 records %s\n", mshape);
       cudaFree(ms_scratch);
       release();
       return;

@@ -314,7 +314,8 @@ bool encode_key_map(CUtensorMap& map, const __nv_bfloat16* pool, int64_t pool_ro
 // cp.async (ATTN28's first version checked every tile for a run of rows with shuffles and a vote;
 // its cp.async path measured slower). None under plan.diag 16 (bench A/B: every tile by
 // cp.async). L2 promotion: none / 128 / 256 bytes measured alike (ATTN28 call 2).
-// None either for splits of fewer than k_key_tma_min_tiles tiles, unless plan.diag 32 (tests,
+// None either for splits of fewer than k_attention_decode_key_tma_min_tiles (attention_decode.h)
+// tiles, unless plan.diag 32 (tests,
 // bench): there the TMA tiles did not pay. H200, same process, graph replays, cp.async / TMA on
 // the ATTN28 kernel: HCA 8K T=1 (1 tile per split) 0.991-1.005x, T=8 (2) 0.974-0.983x, HCA 128K
 // T=32 (9) 0.999-1.003x, HCA 1M T=8 (17) 1.010-1.018x, T=16 (33) 1.040-1.043x, T=32 (65)
@@ -326,14 +327,15 @@ bool encode_key_map(CUtensorMap& map, const __nv_bfloat16* pool, int64_t pool_ro
 // of 3, plan.diag 32 against 16), TMA / cp.async time at HCA 128K T=32 (9 tiles per split) 24.90
 // / 25.44 us (1.022x), but HCA 128K T=8 (5 tiles) 0.991x, HCA 8K T=32 / T=8 (2 tiles) 0.969x /
 // 0.983x, Flash CSA T=32 (5) 0.998x.
-constexpr int64_t k_key_tma_min_tiles = k_attention_decode_key_tma_min_tiles;
 template <typename pool_t>
 ws_key_maps key_maps(const kv_rows<pool_t>& window, const kv_rows<pool_t>& comp,
                      const attention_decode_plan& plan) {
   ws_key_maps m{};
   if constexpr (std::is_same_v<pool_t, __nv_bfloat16>) {
     if ((plan.diag & 16) != 0) return m;
-    if ((plan.diag & 32) == 0 && plan.keys_per_split < k_key_tma_min_tiles * k_tile) return m;
+    if ((plan.diag & 32) == 0 &&
+        plan.keys_per_split < k_attention_decode_key_tma_min_tiles * k_tile)
+      return m;
     auto paged = [](const kv_rows<pool_t>& s) {
       return s.pool && !s.rows && s.block_size > 0 && s.block_size % k_tile == 0;
     };

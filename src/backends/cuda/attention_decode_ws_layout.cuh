@@ -100,8 +100,8 @@ namespace {
 // global memory behind a pointer, 832 bytes, gave CSA back but cost the TMA launches 0.3-1 us,
 // ATTN29 notes). So the kernel takes the maps only in its key_tma instances (ws_key_maps), which
 // the host launches where a part has a map; the others (FP8 records, explicit rows, diag 16,
-// splits under k_key_tma_min_tiles) take ws_no_key_maps, an empty trailing parameter: the kernels
-// before ATTN28, SASS-identical, with a 809-byte block.
+// splits under k_attention_decode_key_tma_min_tiles) take ws_no_key_maps, an empty trailing
+// parameter: the kernels before ATTN28, SASS-identical, with a 809-byte block.
 struct ws_key_maps {
   CUtensorMap map[2];  // the window pool, the compressed pool
   int valid = 0;       // bit i: map[i] encoded
