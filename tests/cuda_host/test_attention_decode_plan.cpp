@@ -115,7 +115,8 @@ TEST(attention_decode_plan, combine_rows_up_to_8_splits_and_partials_in_l2) {
   EXPECT_EQ(t8.splits, 16);
   EXPECT_FALSE(t8.combine_rows);
   EXPECT_TRUE(t8.partials_l2);
-  // bf16 partial rows with 2-32 splits: not with one split (no combine) nor HCA 1M T=1's 65.
+  // bf16 partial rows with 2-32 splits (to 64 with two rows): not with one split (no combine)
+  // nor HCA 1M T=1's 65.
   EXPECT_TRUE(t32.partials_bf16);
   EXPECT_TRUE(t8.partials_bf16);
   EXPECT_FALSE(attention_decode_make_plan(64, 128, 512, 64, 0, k_sms).partials_bf16);
@@ -136,6 +137,32 @@ TEST(attention_decode_plan, two_rows_of_long_context_work_take_tma_length_splits
   EXPECT_EQ(attention_decode_make_plan(1, 64, 512, k_window, 8192, k_sms).splits, 65);
   // With an explicit tile minimum the rule before it: ceil(260 / (2 x 2)) = 65.
   EXPECT_EQ(attention_decode_make_plan(2, 64, 512, k_window, 8192, k_sms, 2).splits, 65);
+}
+
+TEST(attention_decode_plan, long_splits_below_the_tma_minimum_take_it_past_32_splits) {
+  // HCA 1M T=3: 132 / 3 = 44 splits of 6 tiles; 33 splits of 8 still fill 99 of 132 SMs: 33 x 8.
+  const attention_decode_plan t3 = attention_decode_make_plan(3, 64, 512, k_window, 8192, k_sms);
+  EXPECT_EQ(t3.splits, 33);
+  EXPECT_EQ(t3.keys_per_split, k_attention_decode_key_tma_min_tiles * 32);
+  // T=4 already has 33 of 8; T=6 22 of 12 (at most 32 splits: unchanged).
+  EXPECT_EQ(attention_decode_make_plan(4, 64, 512, k_window, 8192, k_sms).splits, 33);
+  EXPECT_EQ(attention_decode_make_plan(6, 64, 512, k_window, 8192, k_sms).splits, 22);
+  // HCA 128K T=1 (36 one-tile splits): 5 splits of 8 would leave most SMs idle: unchanged.
+  EXPECT_EQ(attention_decode_make_plan(1, 64, 512, k_window, 1024, k_sms).splits, 36);
+  // HCA 512K T=3 (132 tiles, 44 splits of 3): 17 of 8 x 3 rows = 51 CTAs: unchanged.
+  EXPECT_EQ(attention_decode_make_plan(3, 64, 512, k_window, 4096, k_sms).splits, 44);
+}
+
+TEST(attention_decode_plan, bf16_partials_up_to_64_splits_with_two_rows) {
+  // 33 splits with 2-4 rows of work (Flash HCA 1M T=2 / T=4, Pro T=1): bf16 partial rows; one
+  // row (Flash T=1, 65 splits) keeps f32, and so do 33-64 splits of one row.
+  EXPECT_TRUE(attention_decode_make_plan(2, 64, 512, k_window, 8192, k_sms).partials_bf16);
+  EXPECT_TRUE(attention_decode_make_plan(4, 64, 512, k_window, 8192, k_sms).partials_bf16);
+  EXPECT_TRUE(attention_decode_make_plan(1, 128, 512, k_window, 8192, k_sms).partials_bf16);
+  EXPECT_FALSE(attention_decode_make_plan(1, 64, 512, k_window, 8192, k_sms).partials_bf16);
+  const attention_decode_plan one = attention_decode_make_plan(1, 64, 512, k_window, 1024, k_sms);
+  EXPECT_EQ(one.splits, 36);
+  EXPECT_FALSE(one.partials_bf16);
 }
 
 TEST(attention_decode_plan, default_tiles_per_split_follow_the_step_size) {
