@@ -998,7 +998,7 @@ void bench_step_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t cap_c, __
     p.keys_per_split = per * 32;
     p.scratch_bytes = size_t(T * p.splits * H) * (512 * 4 + 8);
     if (p.scratch_bytes > scratch_bytes) continue;
-    p.partials_bf16 = p.splits <= 32;
+    p.partials_bf16 = p.splits <= 64;  // as the plan
     p.combine_rows = p.splits <= dsv4::cuda::k_attention_decode_max_combine_rows_splits;
     row("waves", p, want == 24);
   }

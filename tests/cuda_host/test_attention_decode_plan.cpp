@@ -115,8 +115,7 @@ TEST(attention_decode_plan, combine_rows_up_to_8_splits_and_partials_in_l2) {
   EXPECT_EQ(t8.splits, 16);
   EXPECT_FALSE(t8.combine_rows);
   EXPECT_TRUE(t8.partials_l2);
-  // bf16 partial rows with 2-32 splits (to 64 with two rows): not with one split (no combine)
-  // nor HCA 1M T=1's 65.
+  // bf16 partial rows with 2-64 splits: not with one split (no combine) nor HCA 1M T=1's 65.
   EXPECT_TRUE(t32.partials_bf16);
   EXPECT_TRUE(t8.partials_bf16);
   EXPECT_FALSE(attention_decode_make_plan(64, 128, 512, 64, 0, k_sms).partials_bf16);
@@ -153,16 +152,18 @@ TEST(attention_decode_plan, long_splits_below_the_tma_minimum_take_it_past_32_sp
   EXPECT_EQ(attention_decode_make_plan(3, 64, 512, k_window, 4096, k_sms).splits, 44);
 }
 
-TEST(attention_decode_plan, bf16_partials_up_to_64_splits_with_two_rows) {
-  // 33 splits with 2-4 rows of work (Flash HCA 1M T=2 / T=4, Pro T=1): bf16 partial rows; one
-  // row (Flash T=1, 65 splits) keeps f32, and so do 33-64 splits of one row.
+TEST(attention_decode_plan, bf16_partials_up_to_64_splits) {
+  // 33 splits (Flash HCA 1M T=2 / T=4, Pro T=1) and HCA 128K T=1's 36: bf16 partial rows; HCA 1M
+  // T=1's 65 keep f32.
   EXPECT_TRUE(attention_decode_make_plan(2, 64, 512, k_window, 8192, k_sms).partials_bf16);
   EXPECT_TRUE(attention_decode_make_plan(4, 64, 512, k_window, 8192, k_sms).partials_bf16);
   EXPECT_TRUE(attention_decode_make_plan(1, 128, 512, k_window, 8192, k_sms).partials_bf16);
-  EXPECT_FALSE(attention_decode_make_plan(1, 64, 512, k_window, 8192, k_sms).partials_bf16);
   const attention_decode_plan one = attention_decode_make_plan(1, 64, 512, k_window, 1024, k_sms);
   EXPECT_EQ(one.splits, 36);
-  EXPECT_FALSE(one.partials_bf16);
+  EXPECT_TRUE(one.partials_bf16);
+  const attention_decode_plan t1 = attention_decode_make_plan(1, 64, 512, k_window, 8192, k_sms);
+  EXPECT_EQ(t1.splits, 65);
+  EXPECT_FALSE(t1.partials_bf16);
 }
 
 TEST(attention_decode_plan, default_tiles_per_split_follow_the_step_size) {

@@ -92,7 +92,7 @@ struct attention_decode_plan {
   // f32 partials' output bit for bit (one more bf16 rounding of each split's unnormalized row,
   // relative 2^-9: parity NMSE 3.6e-6 -> 6.0e-6 at Flash CSA T=32 with bf16 activations, under
   // the 2e-5 tolerance). The rows are stored in a layout of their own (store_split_partial_bf16:
-  // 8-byte stores filling 32-byte sectors). Set by the split plan with 2-32 splits, where it
+  // 8-byte stores filling 32-byte sectors). Set by the split plan with 2-64 splits, where it
   // measured faster (attention_decode_plan.cpp).
   bool partials_bf16 = false;
   // Benchmark diagnosis only: 1 the warp-specialized kernel copies no rows (its consumers' chain

@@ -151,8 +151,8 @@ attention_decode_plan attention_decode_make_plan(int64_t tokens, int64_t heads, 
   // 38.6 / 32.6, HCA 1M T=16 74.7 / 69.6 / 73.2 / 68.1; block / block + L2: HCA 1M T=8 50.2 / 44.5,
   // T=4 38.4 / 32.6, T=1 25.7 / 22.0.
   p.partials_l2 = true;
-  // bf16 partial rows (plan.partials_bf16) in the split plans of 2-32 splits (2-64 with two rows
-  // of work or more). H200 2026-11-27
+  // bf16 partial rows (plan.partials_bf16) in the split plans of 2-64 splits (2-32 until session
+  // 33). H200 2026-11-27
   // (ATTN19 helper, bench_attention --steps, same process, the f32 rows toggled in alternation;
   // event-timed, graph replay in brackets), f32 / bf16 partials: Flash CSA T=32 (4 splits) 24.80
   // / 20.67 us (19.42), HCA 128K T=32 (4) 29.76 / 25.66 (26.46), HCA 1M T=8 (16) 40.13 / 36.58
@@ -162,17 +162,20 @@ attention_decode_plan attention_decode_make_plan(int64_t tokens, int64_t heads, 
   // from the key loop's end to the CTAs' end, the bf16 rows 2.1 (both ~3.9 TB/s into L2), and the
   // row combine 4.1 -> 2.6 us (with its first loads beside the (m, l)). HCA 1M T=1 (65 splits,
   // 4 MB of bf16 rows): 0.1-0.4 us slower in three rounds (bf16 / f32 20.51 / 20.22, 20.61 / 20.51,
-  // 20.58 / 20.16 us), so f32 past 32 splits of one row. Storing the bf16 pairs as they sit in the
+  // 20.58 / 20.16 us), so f32 past 64 splits. Storing the bf16 pairs as they sit in the
   // accumulator (4 bytes per thread, half sectors) was slower than f32 (Flash CSA T=32 26.59 vs
-  // 24.83 us). With two rows or more, 33-64 splits take bf16 rows too (their f32 rows were 128 KB
-  // per CTA over 66-132 CTAs): H200 l33c (bench_attention --kv-fp8-ab, main 573ad56 / this rule
-  // and the TMA-length one above, alternating, 2 rounds x 2 rows, event-timed), bf16 pools: Flash
-  // HCA 1M T=4 (33 splits) 28.13-28.35 / 25.34-25.50 us, T=3 28.45-28.64 / 24.16-24.26 (44 x 6 ->
-  // 33 x 8 as well), HCA 512K T=3 (44) 25.41-25.66 / 22.78-22.88, Pro HCA 1M T=2 (33)
+  // 24.83 us). 33-64 splits took f32 rows until session 33 (128 KB per CTA over 33-132 CTAs).
+  // H200 l33c (bench_attention --kv-fp8-ab, main 573ad56 / bf16 from 33 to 64 splits with two rows
+  // or more and the TMA-length rule above, alternating, 2 rounds x 2 rows, event-timed), bf16
+  // pools: Flash HCA 1M T=4 (33 splits) 28.13-28.35 / 25.34-25.50 us, T=3 28.45-28.64 / 24.16-24.26
+  // (44 x 6 -> 33 x 8 as well), HCA 512K T=3 (44) 25.41-25.66 / 22.78-22.88, Pro HCA 1M T=2 (33)
   // 27.68-27.81 / 24.70-24.90, Pro T=1 22.59-22.82 / 22.50-22.59, Flash T=2 22.72-22.85 /
   // 22.56-22.72; FP8 records 1.10-1.14x at T=3 / T=4 / Pro T=2; in one process (--steps, f32 part
-  // / plan): T=4 27.97 / 25.18, Pro T=2 27.81 / 24.45-24.64, T=3 25.98 / 24.03-24.13.
-  p.partials_bf16 = splits > 1 && (splits <= 32 || (splits <= 64 && tokens * groups >= 2));
+  // / plan): T=4 27.97 / 25.18, Pro T=2 27.81 / 24.45-24.64, T=3 25.98 / 24.03-24.13. One row
+  // (l33d, e9f550c / bf16 for one row too): Flash HCA 128K T=1 (36 splits) 15.46-15.58 /
+  // 14.98-15.01 us, 256K (34) 16.16-16.35 / 15.87, 512K (33) 18.37-18.62 / 18.11-18.18; FP8
+  // records 1.02-1.04x; HCA 1M T=1 (65, f32), HCA 8K and CSA T=1 unchanged.
+  p.partials_bf16 = splits > 1 && splits <= 64;
   // Tried and dropped on the bf16 rows (ATTN24 helper, H200 2026-11-27, bench_attention --steps,
   // one process, graph replays alternating, outputs bit-equal): the rows staged in the consumed
   // key ring (1040-byte rows, conflict-free) after a barrier of both consumer warpgroups, then
