@@ -63,6 +63,14 @@ TEST(attention_decode_plan, short_multi_token_splits_stop_at_eight) {
   const attention_decode_plan hca128 = plan(8, 1024, 0);
   EXPECT_EQ(hca128.splits, 8);
   EXPECT_EQ(hca128.keys_per_split, 5 * 32);
+  // Fewer than 8 rows, the cap adding more than one tile per split: uncapped. HCA 128K T=2 / T=4
+  // (36 tiles, 2 per split): 18 splits of 2, not 8 of 5; Flash CSA T=2 (20 tiles of 1): 20.
+  EXPECT_EQ(plan(2, 1024, 0).splits, 18);
+  EXPECT_EQ(plan(4, 1024, 0).splits, 18);
+  EXPECT_EQ(plan(2, 512, 0).splits, 20);
+  // Pro CSA T=2 (4 rows of 36 tiles): 18 of 2; Pro CSA T=4 (8 rows): 8 of 5.
+  EXPECT_EQ(plan(2, 1024, 0, 128).splits, 18);
+  EXPECT_EQ(plan(4, 1024, 0, 128).splits, 8);
   // HCA 1M T=8 (260 tiles): ceil(260 / 8) = 33 > 6, 16 splits of 17 kept (block combine, 512
   // rows).
   const attention_decode_plan hca1m = plan(8, 8192, 0);

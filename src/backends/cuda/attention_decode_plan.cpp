@@ -92,8 +92,21 @@ attention_decode_plan attention_decode_make_plan(int64_t tokens, int64_t heads, 
   // (ATTN12 helper, same run as above), splits x tiles: Flash CSA T=4 10x2 16.96 us / 7x3 16.00,
   // T=8 10x2 19.01 / 7x3 17.25; HCA 128K T=8 12x3 22.14 / 9x4 21.22 / 6x6 21.02. HCA 1M T=8 (260
   // tiles) keeps 16 splits of 17.
+  // Since session 33 only where the step has 8 rows of (token, head group) work or more, or the
+  // cap adds at most one tile per split: with fewer rows the splits' extra tiles cost more than
+  // the row combine saves. H200 l33e (bench_attention --steps split rows, event-timed, two
+  // rounds; bf16 partials), capped plan / uncapped: HCA 128K T=2 8x5 18.18 / 18x2 15.07-15.10 us,
+  // T=4 8x5 18.27-18.30 / 18x2 16.00-16.10, Pro CSA T=2 8x5 16.86-16.99 / 18x2 15.30-15.33,
+  // Flash CSA T=2 7x3 14.46-14.50 / 20x1 13.82-13.86; kept: Flash CSA T=4 7x3 14.66-14.75 / 10x2
+  // 15.49-15.55 (one tile more), T=8 7x3 15.10-15.20 / 10x2 16.42, HCA 128K T=8 8x5 18.66 / 12x3
+  // 18.78-18.88 (8 rows). l33f (--kv-fp8-ab, b61922c / this rule, alternating): HCA 128K T=2
+  // 17.98-18.24 -> 14.94-15.17 us, T=3 18.21-18.27 -> 15.36-15.52, T=4 18.30-18.50 ->
+  // 15.97-16.16, Pro HCA 128K T=2 18.24-18.43 -> 15.68-15.87, Flash CSA T=2 14.46-14.62 ->
+  // 13.86-14.05, Pro CSA T=2 16.90-16.99 -> 15.26-15.42; FP8 records 1.04-1.19x; Flash CSA T=4 /
+  // T=8, HCA 128K T=8, Pro CSA T=4 unchanged.
+  const int64_t capped_tiles = ceil_div(tiles, k_attention_decode_max_combine_rows_splits);
   if (engine_rule && tokens >= 2 && splits > k_attention_decode_max_combine_rows_splits &&
-      ceil_div(tiles, k_attention_decode_max_combine_rows_splits) <= 6)
+      capped_tiles <= 6 && (tokens * groups >= 8 || capped_tiles - ceil_div(tiles, splits) <= 1))
     splits = k_attention_decode_max_combine_rows_splits;
   const int64_t per_split = ceil_div(tiles, splits);
   splits = ceil_div(tiles, per_split);  // every split starts below the capacity
