@@ -116,12 +116,18 @@ TEST(attention_decode_plan, combine_rows_up_to_8_splits_and_partials_in_l2) {
   EXPECT_EQ(t32.splits, 4);
   EXPECT_TRUE(t32.combine_rows);
   EXPECT_TRUE(t32.partials_l2);
-  // HCA 1M T=16: 8 splits, row combine; T=8: 16 splits, the block combine (measured faster).
+  // HCA 1M T=16: 8 splits, row combine; T=8: 16 splits over 512 rows (one wave of the block
+  // combine at 4 CTAs per SM): the block combine; T=12: 11 splits over 768 rows: the row combine
+  // (since session 33); Flash CSA T=1's 20 splits the block combine.
   EXPECT_EQ(plan(16, 8192, 2).splits, 8);
   EXPECT_TRUE(plan(16, 8192, 2).combine_rows);
   const attention_decode_plan t8 = plan(8, 8192, 2);
   EXPECT_EQ(t8.splits, 16);
   EXPECT_FALSE(t8.combine_rows);
+  const attention_decode_plan t12 = plan(12, 8192, 0);
+  EXPECT_EQ(t12.splits, 11);
+  EXPECT_TRUE(t12.combine_rows);
+  EXPECT_FALSE(plan(1, 512, 0).combine_rows);
   EXPECT_TRUE(t8.partials_l2);
   // bf16 partial rows with 2-64 splits: not with one split (no combine) nor HCA 1M T=1's 65.
   EXPECT_TRUE(t32.partials_bf16);

@@ -246,7 +246,8 @@ cudaError_t launch_combine_as(int64_t heads, int64_t tokens, const attention_dec
     const dim3 block(k_combine_rows_warps * k_warp_size);
     auto* const kernel = splits <= 2   ? attention_decode_combine_rows<2, act_t, l2, part_t>
                          : splits <= 4 ? attention_decode_combine_rows<4, act_t, l2, part_t>
-                                       : attention_decode_combine_rows<8, act_t, l2, part_t>;
+                         : splits <= 8 ? attention_decode_combine_rows<8, act_t, l2, part_t>
+                                       : attention_decode_combine_rows<16, act_t, l2, part_t>;
     return launch_pdl(true, kernel, grid, block, 0, stream, part_o, part_ml, sinks, rows,
                       int(heads), splits, out, plan.trace);
   }

@@ -34,7 +34,10 @@ constexpr int64_t k_attention_decode_head_dim = 512;
 constexpr int64_t k_attention_decode_heads_per_cta = 64;
 constexpr int64_t k_attention_decode_keys_per_tile = 32;
 // plan.combine_rows: the most splits the row combine merges.
-constexpr int64_t k_attention_decode_max_combine_rows_splits = 8;
+constexpr int64_t k_attention_decode_max_combine_rows_splits = 16;
+// The split count the plan caps short multi-token steps at (attention_decode_plan.cpp; the row
+// combine's bound until session 33).
+constexpr int64_t k_attention_decode_short_step_splits = 8;
 // The ws kernel's TMA key tiles: used in splits of at least this many tiles (attention_decode.cu,
 // key_maps); also the split length the plan gives two (token, head group) rows of long-context
 // work (attention_decode_plan.cpp).

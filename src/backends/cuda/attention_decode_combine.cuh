@@ -116,7 +116,8 @@ template <int max_splits>
 constexpr int combine_rows_min_blocks() {
   // Register budget per thread 65536 / (128 * blocks): 2 splits 56 (T = 32 with 128 heads: 4096
   // rows in one wave), 4 splits 92 (T = 32, 64 heads: 2048 rows); more than 4 splits come with
-  // few rows (T <= 16), and 4 blocks (128 registers) put the 16-split weights on the stack.
+  // few rows (T <= 16), and 4 blocks (128 registers) put the 16-split weights on the stack; 16
+  // splits (bf16 rows: 128 registers of early loads) 2 as well.
   return max_splits <= 2 ? 8 : max_splits <= 4 ? 5 : 2;
 }
 
@@ -128,7 +129,11 @@ __global__ void __launch_bounds__(k_combine_rows_warps* k_warp_size,
     attention_decode_combine_rows(const part_t* part_o, const float2* part_ml, const float* sinks,
                                   int64_t rows, int heads, int splits, act_t* out,
                                   unsigned long long* trace) {
-  constexpr int chunk = max_splits < k_combine_rows_chunk ? max_splits : k_combine_rows_chunk;
+  constexpr bool p16 = !std::is_same_v<part_t, float>;
+  // bf16 rows: every split's row in the first chunk, loaded beside the (m, l) (one dependent L2
+  // trip for the row; the 8-split instance took two trips in chunks of 4 until session 33).
+  constexpr int chunk =
+      p16 || max_splits < k_combine_rows_chunk ? max_splits : k_combine_rows_chunk;
   constexpr int cols = k_d / 4 / k_warp_size;  // float4 columns per lane
   static_assert(max_splits % chunk == 0 && cols == 4);
   if (threadIdx.x == 0) trace_stamp(trace, 1, k_adt_entry);
@@ -139,7 +144,6 @@ __global__ void __launch_bounds__(k_combine_rows_warps* k_warp_size,
   if (row >= rows) return;  // warp-uniform; no barrier follows
   const int64_t t = row / heads;
   const int h = int(row % heads);
-  constexpr bool p16 = !std::is_same_v<part_t, float>;
   // bf16 partials: the first chunk's rows are loaded beside the (m, l), before their weights are
   // known (a split without keys wrote no row: its bytes are loaded but not used), so the row's
   // two L2 round trips overlap instead of following each other.

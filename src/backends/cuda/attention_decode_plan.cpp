@@ -104,10 +104,10 @@ attention_decode_plan attention_decode_make_plan(int64_t tokens, int64_t heads, 
   // 15.97-16.16, Pro HCA 128K T=2 18.24-18.43 -> 15.68-15.87, Flash CSA T=2 14.46-14.62 ->
   // 13.86-14.05, Pro CSA T=2 16.90-16.99 -> 15.26-15.42; FP8 records 1.04-1.19x; Flash CSA T=4 /
   // T=8, HCA 128K T=8, Pro CSA T=4 unchanged.
-  const int64_t capped_tiles = ceil_div(tiles, k_attention_decode_max_combine_rows_splits);
-  if (engine_rule && tokens >= 2 && splits > k_attention_decode_max_combine_rows_splits &&
+  const int64_t capped_tiles = ceil_div(tiles, k_attention_decode_short_step_splits);
+  if (engine_rule && tokens >= 2 && splits > k_attention_decode_short_step_splits &&
       capped_tiles <= 6 && (tokens * groups >= 8 || capped_tiles - ceil_div(tiles, splits) <= 1))
-    splits = k_attention_decode_max_combine_rows_splits;
+    splits = k_attention_decode_short_step_splits;
   const int64_t per_split = ceil_div(tiles, splits);
   splits = ceil_div(tiles, per_split);  // every split starts below the capacity
   p.splits = splits;
@@ -155,7 +155,21 @@ attention_decode_plan attention_decode_make_plan(int64_t tokens, int64_t heads, 
   // 1M T=32 (4 splits) 127.1 / 121.8 us, Flash CSA T=32 (4) 38.0 / 32.8, Pro CSA T=32 (2) 60.1 /
   // 50.0, Pro HCA 1M T=32 (2) 218.5 / 208.3, HCA 128K T=32 (4) 43.4 / 38.6, HCA 1M T=16 (8) 74.8
   // / 73.1; but HCA 1M T=8 (16 splits, 512 rows: 4 warps per SM) 50.1 / 53.2: the block combine.
-  p.combine_rows = splits <= k_attention_decode_max_combine_rows_splits;
+  // Since session 33 (the bf16 rows of every split loaded beside the (m, l),
+  // attention_decode_combine_rows) also 9-16 splits where the block combine would take more than
+  // one wave (rows > 4 CTAs per SM: its 122 registers). H200 l33j (bench_attention --kv-fp8-ab,
+  // f6bf369 / rows to 16 splits everywhere, alternating): HCA 1M T=12 (11 splits, 768
+  // rows) 43.97-44.22 / 41.06-41.54 us, but T=8 (16 splits, 512 rows) 32.22-32.51 / 34.53-34.66 and
+  // Pro T=4 (16, 512) 31.07-31.46 / 33.60-33.79 (--combine-rows in one process, block /
+  // rows: 31.46-31.58 / 33.82-33.92): with one wave the block combine's 16 warps per SM beat the
+  // row combine's 4. This rule (l33k, f6bf369 / this): T=12 44.00-44.13 -> 41.18-41.25 us, T=8 and
+  // Pro T=4 unchanged; the 8-split instance's one trip: Flash CSA T=4 14.53-14.59 -> 13.95-14.08,
+  // T=8 15.14-15.20 -> 14.66-14.85, HCA 8K T=1 12.26-12.32 -> 11.94-12.06, HCA 128K T=8 18.50-18.53
+  // -> 18.11-18.21, Pro CSA T=4 1.02x, HCA 1M T=16 / T=32 within noise; FP8 records T=12 1.05x.
+  constexpr int64_t block_combine_ctas_per_sm = 4;
+  p.combine_rows = splits <= k_attention_decode_short_step_splits ||
+                   (splits <= k_attention_decode_max_combine_rows_splits &&
+                    tokens * heads > block_combine_ctas_per_sm * std::max(sm_count, 1));
   // Partials kept in L2 for the combine (plan.partials_l2). H100 2026-11-26 (ATTN10 helper,
   // bench_attention --combine-rows, same process, second round; the kernel with no combine in
   // brackets), block / block + L2 / rows / rows + L2 time: HCA 1M T=32 127.6 / 121.4 / 121.2 /
