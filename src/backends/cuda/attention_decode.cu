@@ -251,7 +251,9 @@ cudaError_t launch_combine_as(int64_t heads, int64_t tokens, const attention_dec
     return launch_pdl(true, kernel, grid, block, 0, stream, part_o, part_ml, sinks, rows,
                       int(heads), splits, out, plan.trace);
   }
-  return launch_pdl(true, attention_decode_combine<act_t, l2, part_t>, dim3(unsigned(rows)),
+  // bf16 rows (always with the L2 hints): the early loads (attention_decode_combine).
+  constexpr bool early = l2 && !std::is_same_v<part_t, float>;
+  return launch_pdl(true, attention_decode_combine<act_t, l2, part_t, early>, dim3(unsigned(rows)),
                     dim3(k_combine_threads), 0, stream, part_o, part_ml, sinks, int(heads), splits,
                     out, plan.trace);
 }

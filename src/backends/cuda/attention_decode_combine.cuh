@@ -34,11 +34,20 @@ __device__ __forceinline__ float combine_block_reduce(float v, bool is_max, floa
 }
 
 // part_t: float, or __nv_bfloat16 (plan.partials_bf16: widened exactly, then the same arithmetic).
-template <typename act_t, bool l2 = false,
-          typename part_t = float>  // l2: as attention_decode_combine_rows
-__global__ void __launch_bounds__(k_combine_threads, 1)
+// early (bf16 rows only): the rows of the first k_combine_early splits are loaded before the
+// (max, sum) reduction, so that a row's two L2 trips overlap (as the row combine's), and the
+// later splits go 8 loads deep instead of 16, which keeps the kernel at <= 128 registers (4 CTAs
+// per SM, as the 16-deep version without early loads). H200 l33l (bench_attention --kv-fp8-ab,
+// 6440953 / early, alternating): Flash CSA T=1 (20 splits) 13.31-13.54 -> 12.67-12.93 us, Pro CSA
+// T=1 (18) 14.30-14.40 -> 13.73-13.82, HCA 128K T=1 / T=2 / T=4 1.03x, HCA 1M T=8 and Pro T=4 (16)
+// 1.01x, FP8 records 1.03-1.05x at the same short steps.
+constexpr int k_combine_early = 16;
+template <typename act_t, bool l2 = false, typename part_t = float,
+          bool early = false>  // l2: as attention_decode_combine_rows
+__global__ void __launch_bounds__(k_combine_threads, early ? 4 : 1)
     attention_decode_combine(const part_t* part_o, const float2* part_ml, const float* sinks,
                              int heads, int splits, act_t* out, unsigned long long* trace) {
+  static_assert(!early || (l2 && !std::is_same_v<part_t, float>));
   __shared__ float weight_s[k_combine_chunk];
   __shared__ float red[k_combine_threads / k_warp_size];
   if (threadIdx.x == 0) trace_stamp(trace, 1, k_adt_entry);
@@ -53,6 +62,13 @@ __global__ void __launch_bounds__(k_combine_threads, 1)
   const float sink = sinks[h] * k_log2e;
   uint64_t policy = 0;
   if constexpr (l2) policy = l2_policy_evict_first();
+  // early: split u's 4 values of this thread (a split without keys wrote no row: loaded, unused).
+  uint2 pre[early ? k_combine_early : 1];
+  if constexpr (early) {
+#pragma unroll
+    for (int u = 0; u < k_combine_early; ++u)
+      if (u < splits) pre[u] = load_raw4_policy(po + int64_t(u) * heads * k_d, policy);
+  }
   float mx = -INFINITY;
   for (int i = threadIdx.x; i < splits; i += k_combine_threads)
     mx = fmaxf(mx, ml[int64_t(i) * heads].x);
@@ -70,11 +86,27 @@ __global__ void __launch_bounds__(k_combine_threads, 1)
       den += w == 0.0f ? 0.0f : v.y * w;
     }
     __syncthreads();
+    int i0 = 0;
+    if constexpr (early) {
+      if (c0 == 0) {  // the early rows: the same fma chain, in split order
+#pragma unroll
+        for (int u = 0; u < k_combine_early; ++u) {
+          if (u >= n) break;
+          const float w = weight_s[u];
+          const float4 v = w != 0.0f ? widen_bf16x4(pre[u].x, pre[u].y) : make_float4(0, 0, 0, 0);
+          o.x = __fmaf_rn(w, v.x, o.x);
+          o.y = __fmaf_rn(w, v.y, o.y);
+          o.z = __fmaf_rn(w, v.z, o.z);
+          o.w = __fmaf_rn(w, v.w, o.w);
+        }
+        i0 = min(n, k_combine_early);
+      }
+    }
     // 16 independent 16-byte loads in flight per thread (8 left the HBM mostly idle at T = 1 with
-    // ~130 splits: 128 threads x 8 x 16 B per CTA, one CTA per head). The sum runs in split
-    // order either way.
-#pragma unroll 16
-    for (int i = 0; i < n; ++i) {
+    // ~130 splits: 128 threads x 8 x 16 B per CTA, one CTA per head; early: 8 beyond its first
+    // 16 splits). The sum runs in split order either way.
+#pragma unroll(early ? 8 : 16)
+    for (int i = i0; i < n; ++i) {
       const float w = weight_s[i];
       float4 v = make_float4(0, 0, 0, 0);  // predicated load: unrolled loads stay independent
       if constexpr (l2) {
