@@ -36,11 +36,12 @@ __device__ __forceinline__ float combine_block_reduce(float v, bool is_max, floa
 // part_t: float, or __nv_bfloat16 (plan.partials_bf16: widened exactly, then the same arithmetic).
 // early (bf16 rows only): the rows of the first k_combine_early splits are loaded before the
 // (max, sum) reduction, so that a row's two L2 trips overlap (as the row combine's), and the
-// later splits go 8 loads deep instead of 16, which keeps the kernel at <= 128 registers (4 CTAs
-// per SM, as the 16-deep version without early loads). H200 l33l (bench_attention --kv-fp8-ab,
-// 6440953 / early, alternating): Flash CSA T=1 (20 splits) 13.31-13.54 -> 12.67-12.93 us, Pro CSA
-// T=1 (18) 14.30-14.40 -> 13.73-13.82, HCA 128K T=1 / T=2 / T=4 1.03x, HCA 1M T=8 and Pro T=4 (16)
-// 1.01x, FP8 records 1.03-1.05x at the same short steps.
+// later splits go 8 loads deep instead of 16; its launch bounds ask for 4 CTAs per SM (<= 128
+// registers), the residency of the 16-deep version without early loads (122 registers). H200 l33l
+// (bench_attention --kv-fp8-ab, 6440953 / early, alternating): Flash CSA T=1 (20
+// splits) 13.31-13.54 -> 12.67-12.93 us, Pro CSA T=1 (18) 14.30-14.40 -> 13.73-13.82, HCA 128K T=1
+// / T=2 / T=4 1.03x, HCA 1M T=8 and Pro T=4 (16) 1.01x, FP8 records 1.03-1.05x at the same short
+// steps.
 constexpr int k_combine_early = 16;
 template <typename act_t, bool l2 = false, typename part_t = float,
           bool early = false>  // l2: as attention_decode_combine_rows
@@ -102,9 +103,9 @@ __global__ void __launch_bounds__(k_combine_threads, early ? 4 : 1)
         i0 = min(n, k_combine_early);
       }
     }
-    // 16 independent 16-byte loads in flight per thread (8 left the HBM mostly idle at T = 1 with
-    // ~130 splits: 128 threads x 8 x 16 B per CTA, one CTA per head; early: 8 beyond its first
-    // 16 splits). The sum runs in split order either way.
+    // 16 independent loads (16 bytes f32, 8 bytes bf16) in flight per thread (8 left the HBM
+    // mostly idle at T = 1 with ~130 splits: 128 threads x 8 x 16 B per CTA, one CTA per head;
+    // early: 8 beyond its first 16 splits). The sum runs in split order either way.
 #pragma unroll(early ? 8 : 16)
     for (int i = i0; i < n; ++i) {
       const float w = weight_s[i];
