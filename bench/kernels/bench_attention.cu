@@ -33,6 +33,9 @@
 //                                without the combine, producer toggled), the plan as made with
 //                                and without alternate tiles (max output difference to the
 //                                engine's split plan printed), the naive reference
+//   bench_attention --chain-early [--cases ...]  plan.tables_early off / on behind a plain and
+//                                a triggering (engine-like) query writer in a graph, and
+//                                event-timed (bench_chain_early_rows)
 //   bench_attention --combine-rows --cases "..."   the split plan's combine: block / row
 //                                combine (plan.combine_rows), each with and without the partials
 //                                kept in L2 (plan.partials_l2), outputs against the block
@@ -1008,6 +1011,98 @@ void bench_step_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t cap_c, __
   CHECK(cudaStreamDestroy(st));
 }
 
+// --chain-early: plan.tables_early (the step's tables read before griddepcontrol.wait) off / on,
+// the plan as made, in a graph behind a predecessor that writes the query: plain (prev_write_q)
+// and the engine's way (prev_write_q_pdl: a programmatic dependent launch that triggers first
+// thing, pdl.cuh's small kernels), 3 rounds alternating; "- pred" subtracts the predecessor
+// alone. Then the event-timed rows (no predecessor) off / on. L2 flushed before each replay.
+bool g_chain_early = false;
+
+__global__ void prev_write_q_pdl(const uint4* src, uint4* dst, int64_t n) {
+  dsv4::cuda::pdl_trigger();
+  dsv4::cuda::pdl_wait();
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) dst[i] = src[i];
+}
+
+void bench_chain_early_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t cap_c,
+                            __nv_bfloat16* q16, const float* sinks, __nv_bfloat16* out16,
+                            const dsv4::cuda::kv_rows<__nv_bfloat16>& w16,
+                            const dsv4::cuda::kv_rows<__nv_bfloat16>& c16, const char* shape,
+                            double bytes16, double flops) {
+  using dsv4::cuda::attention_decode_plan;
+  const int64_t d = 512;
+  const size_t n_out = size_t(T * H * d);
+  cudaStream_t st;
+  CHECK(cudaStreamCreate(&st));  // blocking: ordered with the legacy stream of the events
+  __nv_bfloat16* ref = device_alloc<__nv_bfloat16>(n_out);
+  __nv_bfloat16* q_src = device_alloc<__nv_bfloat16>(n_out);
+  CHECK(cudaMemcpy(q_src, q16, n_out * 2, cudaMemcpyDeviceToDevice));
+  const auto made = dsv4::cuda::attention_decode_make_plan(T, H, d, W, cap_c, sms);
+  void* scratch = device_alloc<unsigned char>(std::max<size_t>(made.scratch_bytes, 16));
+  auto run_on = [&](const attention_decode_plan& p, __nv_bfloat16* o, cudaStream_t s) {
+    return dsv4::cuda::sparse_attention_decode<__nv_bfloat16, __nv_bfloat16>(
+        q16, T, H, d, w16, &c16, sinks, 1.0f / std::sqrt(float(d)), o, p, scratch, p.scratch_bytes,
+        s);
+  };
+  CHECK(run_on(made, ref, 0));
+  CHECK(cudaDeviceSynchronize());
+  const int64_t n16 = int64_t(n_out / 8);
+  const unsigned blocks = unsigned((n16 + 127) / 128);
+  auto prev = [&](bool trig, cudaStream_t s) {
+    if (trig)
+      CHECK(dsv4::cuda::launch_pdl(true, prev_write_q_pdl, dim3(blocks), dim3(128), 0, s,
+                                   reinterpret_cast<const uint4*>(q_src),
+                                   reinterpret_cast<uint4*>(q16), n16));
+    else
+      prev_write_q<<<blocks, 128, 0, s>>>(reinterpret_cast<const uint4*>(q_src),
+                                          reinterpret_cast<uint4*>(q16), n16);
+  };
+  std::printf("  chain-early S%lldx%lld%s\n", (long long)made.splits,
+              (long long)(made.keys_per_split / 32), made.pdl ? " pdl" : "");
+  for (const bool trig : {false, true}) {
+    const double ms_prev = time_graph_ms(st, [&] { prev(trig, st); });
+    char l[96];
+    std::snprintf(l, sizeof(l), "pred %s alone", trig ? "trig" : "plain");
+    print_row(l, shape, ms_prev, bytes16, flops);
+    double best[2] = {1e30, 1e30};
+    for (int r = 0; r < 3; ++r)
+      for (const bool early : {false, true}) {
+        auto p = made;
+        p.tables_early = early;
+        CHECK(cudaMemset(out16, 0xff, n_out * 2));
+        const double ms = time_graph_ms(st, [&] {
+          prev(trig, st);
+          CHECK(run_on(p, out16, st));
+        });
+        std::snprintf(l, sizeof(l), "pred %s + plan%s r%d", trig ? "trig" : "plain",
+                      early ? " early" : "", r + 1);
+        print_row(l, shape, ms, bytes16, flops);
+        std::printf("    - pred: %.2f us\n", (ms - ms_prev) * 1e3);
+        best[early] = std::min(best[early], ms - ms_prev);
+        const double diff = rel_diff(out16, ref, n_out);
+        if (diff != 0) std::printf("    max |out - plan out| / max |out|: %.3g\n", diff);
+      }
+    std::printf("    pred %s: off / early (best - pred) %.2f / %.2f us = %.3fx\n",
+                trig ? "trig" : "plain", best[0] * 1e3, best[1] * 1e3, best[0] / best[1]);
+  }
+  for (int r = 0; r < 2; ++r)
+    for (const bool early : {false, true}) {
+      auto p = made;
+      p.tables_early = early;
+      const double ms = time_ms([&] { CHECK(run_on(p, out16, 0)); });
+      char l[96];
+      std::snprintf(l, sizeof(l), "event plan%s r%d", early ? " early" : "", r + 1);
+      print_row(l, shape, ms, bytes16, flops);
+      const double diff = rel_diff(out16, ref, n_out);
+      if (diff != 0) std::printf("    max |out - plan out| / max |out|: %.3g\n", diff);
+    }
+  cudaFree(scratch);
+  cudaFree(q_src);
+  cudaFree(ref);
+  CHECK(cudaStreamDestroy(st));
+}
+
 // ---- --alt-rows: the alternate-tile schedule, its bounds (plan.diag) and in-turn ----
 void bench_alt_rows(int sms, int64_t T, int64_t H, int64_t d, int64_t W, int64_t cap_c,
                     const __nv_bfloat16* q16, const float* sinks, __nv_bfloat16* out16,
@@ -1332,6 +1427,12 @@ void bench_attention_case(cublasHandle_t blas, int sms, int64_t T, int64_t H, bo
   if (g_small) {
     bench_small_rows(blas, sms, T, H, hca, context, top_k, W, table_width, pool16, pool_rows, q16,
                      sinks, out16, w16, c16, gather_idx, shape, bytes16, flops);
+    release();
+    return;
+  }
+  if (g_chain_early) {
+    bench_chain_early_rows(sms, T, H, W, hca ? table_width * 128 : top_k, q16, sinks, out16, w16,
+                           c16, shape, bytes16, flops);
     release();
     return;
   }
@@ -2970,6 +3071,8 @@ int main(int argc, char** argv) {
       write_ceiling = true;
     else if (std::strcmp(argv[i], "--steps") == 0)
       g_steps = true;
+    else if (std::strcmp(argv[i], "--chain-early") == 0)
+      g_chain_early = g_steps = true;
     else if (std::strcmp(argv[i], "--twice") == 0)
       g_twice = true;
     else if (std::strcmp(argv[i], "--alt-rows") == 0)

@@ -345,6 +345,7 @@ tensor model_forward::attention(int layer, const tensor& x, const step_tensors& 
   if (side && !compressed) ops_.join_side_branch();  // the attention reads the window rows
 
   kv_source window{&cache.window_pool, &st.window_rows};
+  window.host_tables = true;  // (upload_plan)
   kv_source comp;
   tensor top_rows;
   if (compressed) {
@@ -367,6 +368,7 @@ tensor model_forward::attention(int layer, const tensor& x, const step_tensors& 
       comp.block_table = &sc->block_table;
       comp.token_seq = &sc->token_seq;
       comp.n_visible = &sc->n_visible;
+      comp.host_tables = true;  // (upload_plan)
     }
   }
 

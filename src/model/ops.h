@@ -66,6 +66,10 @@ struct kv_source {
   const tensor* token_seq = nullptr;    // [T] i32: row of block_table
   const tensor* n_visible = nullptr;    // [T] i32
   int64_t block_size = 128;
+  // rows / block_table / token_seq / n_visible were uploaded by the host before the step's device
+  // work and are written by none of its kernels (the step plan's tables): a backend may read them
+  // before its kernel's wait on the previous kernel (CUDA: programmatic dependent launch).
+  bool host_tables = false;
 };
 
 // A recorded sequence of a backend's device work (a CUDA graph): replay() enqueues it again, with

@@ -115,6 +115,14 @@ struct attention_decode_plan {
   // griddepcontrol.wait before their first global read). The kernels wait either way, so this is a
   // launch attribute only.
   bool pdl = false;
+  // The caller's promise that the step's tables (token_seq, n_visible and the block tables of
+  // both sources, and the window's explicit rows) were written before the stream's chain of
+  // programmatic launches began (the engine's host upload of the step plan: no kernel of the step
+  // writes them). With plan.pdl, the warp-specialized kernel then reads its key space and first
+  // tiles' indices before griddepcontrol.wait, beside the predecessor's tail; the compressed
+  // part's explicit rows (the indexer's output), q and the pools are still read after it. Set by
+  // the caller (cuda_ops: kv_source::host_tables), never by the plan functions.
+  bool tables_early = false;
   // Benchmark diagnosis only: %globaltimer stamps of each CTA (thread 0) at fixed points of the
   // main kernel (region 0) and the combine (region 1): word (region * 1024 + cta) * 16 + slot for
   // the first 1024 CTAs (attention_decode_trace_slot); null records nothing.

@@ -55,7 +55,14 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
   const uint32_t full_bar = q_s + k_ws_bars, empty_bar = full_bar + 8 * k_ws_stages;
 
   pdl_trigger();  // the combine kernel may start (it waits for this grid in pdl_wait)
-  pdl_wait();     // plan.pdl: the previous kernel's outputs (q, indices) are complete
+  // plan.pdl: pdl_wait() returns once the previous kernel's outputs (q, the pools' new rows, the
+  // indexer's rows) are complete. plan.tables_early (k_ws_opt_tables_early): the step's tables
+  // (token_seq, n_visible, block tables, the window's explicit rows) were written before this
+  // launch's chain of programmatic launches began, so the key space, the mbarriers and the first
+  // tiles' indices are set up before the wait (beside the predecessor's tail); q, rows, the
+  // compressed part's explicit rows and every store come after it.
+  const bool tables_early = (opts & k_ws_opt_tables_early) != 0;
+  if (!tables_early) pdl_wait();
   const int split = blockIdx.x;
   const int group = blockIdx.y;
   const int64_t t = blockIdx.z;
@@ -73,6 +80,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
   const int64_t part = (t * splits + split) * heads;
   // (fold: a CTA without keys still writes its rows, 0.)
   if (n_live == 0 && !fold) {  // uniform over the CTA: before any barrier
+    if (tables_early) pdl_wait();  // (the previous combine may still read part_ml)
     if (threadIdx.x < k_rows && head0 + threadIdx.x < heads)
       part_ml[part + head0 + threadIdx.x] = make_float2(-INFINITY, 0.0f);
     return;
@@ -95,7 +103,12 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
   // Producer warp pw (warps 8..11). Lane l of every producer warp handles slot l of each tile:
   // its index (loaded 3 tiles ahead) and row pointer; the warp then copies rows
   // 8 pw .. 8 pw + 7 of the tile, each lane 2 of the 64 16-byte chunks of a row.
+  // tables_early: the producers load the first tiles' indices before their wait where those
+  // come from the tables (a paged or absent compressed part, or the split's first 4 tiles in the
+  // window).
+  const bool index_early = tables_early && (comp.rows == nullptr || keys.len1 >= 4);
   auto produce = [&] {
+    if (tables_early && !index_early) pdl_wait();
     const int pw = warp - k_ws_consumers;
     const void* any_global = q;
     auto index_of_tile = [&](int j) -> int32_t {
@@ -108,7 +121,6 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         for (int i = 0; i < 2; ++i)
           if ((maps.valid >> i) & 1) tma::prefetch_map(&maps.map[i]);
     }
-    int32_t v0 = index_of_tile(0), v1 = index_of_tile(1), v2 = index_of_tile(2);
     const bool no_load = (opts & k_ws_opt_no_load) != 0;
     if constexpr (records) {
       using ref_t = typename pool_traits<pool_t>::ref;
@@ -298,6 +310,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
         };
         int32_t u0 = index_of_row(0), u1 = index_of_row(1), u2 = index_of_row(2),
                 u3 = index_of_row(3);
+        if (index_early) pdl_wait();
 #pragma unroll
         for (int j = 0; j < lead; ++j) {
           if (j < n_live)
@@ -339,6 +352,8 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
       else
         run(std::false_type{});
     } else {
+      int32_t v0 = index_of_tile(0), v1 = index_of_tile(1), v2 = index_of_tile(2);
+      if (index_early) pdl_wait();
 #pragma unroll 1
       for (int j = 0; j < n_live; ++j) {
         const int32_t v = v0;
@@ -455,6 +470,7 @@ __global__ void __launch_bounds__(k_ws_threads, 1)
     const int rg = warp & 3;
     const int half = warp >> 2;
     const int64_t h0 = head0 + rg * 16 + lane / 4, h1 = h0 + 8;
+    if (tables_early) pdl_wait();  // q; fold: out may still be read by the previous launch
     if (n_live > 0) {  // always in the split kernel; a fold CTA without keys needs no query
       load_query_tile<true>(q, t, heads, head0, smem, q_s);
       if constexpr (sizeof(act_t) == 2) {

@@ -36,8 +36,11 @@ constexpr int k_ws_opt_divisions = 4;
 // TMA key tiles (plan.diag 128): 8 copies of 2-D boxes (32 rows x 64 channels) per tile, the form
 // before session 32, instead of one 3-D box (attention_decode.cu, encode_key_map).
 constexpr int k_ws_opt_key_box2d = 8;
+// plan.tables_early: the key space and the first tiles' indices before griddepcontrol.wait.
+constexpr int k_ws_opt_tables_early = 16;
 
-// The ws kernel's run-time options for a plan (k_ws_opt_*: bench diagnoses, plan.diag).
+// The ws kernel's run-time options for a plan (k_ws_opt_*: bench diagnoses, plan.diag;
+// plan.tables_early).
 int attention_decode_ws_opts(const attention_decode_plan& plan);
 // The consumer schedule a plan runs (k_ws_in_turn / k_ws_alt; bench diagnosis plan.diag 8, plus
 // an option of the low bits: alternate tiles with the exact rescale, k_ws_alt_bit, on the bf16

@@ -365,6 +365,9 @@ tensor cuda_ops::sparse_attention(const tensor& q, int64_t heads, const kv_sourc
       attention_decode_plan p = attention_decode_make_plan(n, heads, d, kv_rows_capacity(w),
                                                            c ? kv_rows_capacity(*c) : 0, sm_count_);
       if (alt_off) p.alt = false;
+      // The kernel never reads explicit compressed rows early (attention_decode.h).
+      p.tables_early = window.host_tables &&
+                       (!compressed || compressed->rows != nullptr || compressed->host_tables);
       return p;
     };
     // One-split plans on the warp-specialized kernel write their rows themselves (fold: bf16
