@@ -455,6 +455,13 @@ bool compare_fp8_input_copy(const std::string& label, const std::string& dir) {
   return compare_env_variants("gpu-fp8-input", label, dir, "DSV4_FP8_INPUT_COPY", {1, 0});
 }
 
+// plan.tables_early (the decode attention reads the step's tables before its PDL wait; 1, the
+// default) against after it (0): the same kernels' values.
+bool compare_tables_early(const std::string& label, const std::string& dir) {
+  return compare_env_variants("gpu-tables-early", label, dir, "DSV4_ATTENTION_TABLES_EARLY",
+                              {0, 1, 0, 1});
+}
+
 bool compare_side_branches(const std::string& label, const std::string& dir) {
   return compare_env_variants("gpu-side-branches", label, dir, "DSV4_SIDE_BRANCHES",
                               {1, 2, 3, 4, 1, 4});
@@ -801,6 +808,8 @@ int main(int argc, char** argv) {
       failures += !compare_side_branches("flash-dims-3-layers", dir);
       ++cases;
       failures += !compare_hc_gates_apart("flash-dims-3-layers", dir);
+      ++cases;
+      failures += !compare_tables_early("flash-dims-3-layers", dir);
     } catch (const std::exception& e) {
       ++failures;
       std::printf("[gpu-repacked-experts] FAIL: %s\n", e.what());
@@ -975,6 +984,8 @@ int main(int argc, char** argv) {
       failures += !compare_side_branches("flash-dims-3-layers", dir);
       ++cases;
       failures += !compare_hc_gates_apart("flash-dims-3-layers", dir);
+      ++cases;
+      failures += !compare_tables_early("flash-dims-3-layers", dir);
     } catch (const std::exception& e) {
       ++failures;
       std::printf("[gpu-graph] flash-dims FAIL: %s\n", e.what());

@@ -361,13 +361,18 @@ tensor cuda_ops::sparse_attention(const tensor& q, int64_t heads, const kv_sourc
     // kernel; read per call, so a test can compare both cache types bit for bit in one process).
     const char* alt_env = std::getenv("DSV4_ATTENTION_ALT");
     const bool alt_off = alt_env && std::strcmp(alt_env, "0") == 0;
+    // DSV4_ATTENTION_TABLES_EARLY=0: the tables read after griddepcontrol.wait (A/B in one
+    // process; the same output bit for bit).
+    const char* early_env = std::getenv("DSV4_ATTENTION_TABLES_EARLY");
+    const bool early_off = early_env && std::strcmp(early_env, "0") == 0;
     auto make_plan = [&](int64_t n) {
       attention_decode_plan p = attention_decode_make_plan(n, heads, d, kv_rows_capacity(w),
                                                            c ? kv_rows_capacity(*c) : 0, sm_count_);
       if (alt_off) p.alt = false;
       // The kernel never reads explicit compressed rows early (attention_decode.h).
-      p.tables_early = window.host_tables &&
+      p.tables_early = !early_off && window.host_tables &&
                        (!compressed || compressed->rows != nullptr || compressed->host_tables);
+
       return p;
     };
     // One-split plans on the warp-specialized kernel write their rows themselves (fold: bf16
