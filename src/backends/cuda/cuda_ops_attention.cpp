@@ -372,7 +372,6 @@ tensor cuda_ops::sparse_attention(const tensor& q, int64_t heads, const kv_sourc
       // The kernel never reads explicit compressed rows early (attention_decode.h).
       p.tables_early = !early_off && window.host_tables &&
                        (!compressed || compressed->rows != nullptr || compressed->host_tables);
-
       return p;
     };
     // One-split plans on the warp-specialized kernel write their rows themselves (fold: bf16
