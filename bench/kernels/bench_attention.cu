@@ -1025,6 +1025,15 @@ __global__ void prev_write_q_pdl(const uint4* src, uint4* dst, int64_t n) {
   if (i < n) dst[i] = src[i];
 }
 
+// The step's next kernel after the attention in the engine (the inverse RoPE of its output):
+// a programmatic dependent launch that triggers and waits first thing, then reads the output.
+__global__ void next_read_out_pdl(const uint4* src, uint4* dst, int64_t n) {
+  dsv4::cuda::pdl_trigger();
+  dsv4::cuda::pdl_wait();
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i < n) dst[i] = src[i];
+}
+
 void bench_chain_early_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t cap_c,
                             __nv_bfloat16* q16, const float* sinks, __nv_bfloat16* out16,
                             const dsv4::cuda::kv_rows<__nv_bfloat16>& w16,
@@ -1091,6 +1100,44 @@ void bench_chain_early_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t ca
     for (size_t v = 0; v < vs.size(); ++v)
       std::printf(" %s %.2f (%.3fx)", vs[v].name, best[v] * 1e3, best[0] / best[v]);
     std::printf("\n");
+  }
+  // With the step's next kernel behind the attention (next_read_out_pdl), the engine's way both
+  // sides: the combine triggering its dependents first thing ("first", plan.combine_trigger) or at
+  // its exit ("exit"); fold plans have no combine. Minus the writer and the reader alone.
+  if (made.splits > 1) {
+    __nv_bfloat16* next_out = device_alloc<__nv_bfloat16>(n_out);
+    auto next = [&](cudaStream_t s) {
+      CHECK(dsv4::cuda::launch_pdl(true, next_read_out_pdl, dim3(blocks), dim3(128), 0, s,
+                                   reinterpret_cast<const uint4*>(out16),
+                                   reinterpret_cast<uint4*>(next_out), n16));
+    };
+    const double ms_pn = time_graph_ms(st, [&] {
+      prev(true, st);
+      next(st);
+    });
+    auto first_plan = vs[1].p, exit_plan = vs[1].p;
+    first_plan.combine_trigger = true;
+    exit_plan.combine_trigger = false;
+    const std::vector<variant> ns = {{"first", first_plan}, {"exit", exit_plan}};
+    std::vector<double> best(ns.size(), 1e30);
+    for (int r = 0; r < 3; ++r)
+      for (size_t v = 0; v < ns.size(); ++v) {
+        const double ms = time_graph_ms(st, [&] {
+          prev(true, st);
+          CHECK(run_on(ns[v].p, out16, st));
+          next(st);
+        });
+        char l[96];
+        std::snprintf(l, sizeof(l), "trig + %s + next r%d", ns[v].name, r + 1);
+        print_row(l, shape, ms, bytes16, flops);
+        best[v] = std::min(best[v], ms - ms_pn);
+        const double diff = rel_diff(next_out, ref, n_out);
+        if (diff != 0) std::printf("    max |next out - plan out| / max |out|: %.3g\n", diff);
+      }
+    std::printf(
+        "    with next, best - writer - reader (us): first %.2f, exit %.2f (%.3fx; plan %s)\n",
+        best[0] * 1e3, best[1] * 1e3, best[1] / best[0], made.combine_trigger ? "first" : "exit");
+    cudaFree(next_out);
   }
   for (int r = 0; r < 2; ++r)
     for (size_t v = 0; v < vs.size(); ++v) {

@@ -228,5 +228,18 @@ TEST(attention_decode_plan, invalid_shapes_give_no_plan) {
   EXPECT_EQ(attention_decode_make_plan(1, 0, 512, k_window, 64, k_sms).splits, 0);
 }
 
+TEST(attention_decode_plan, combine_triggers_the_next_kernel_first_unless_block_rows_exceed_sms) {
+  // The row combine always; the block combine where T * heads <= SMs: Flash CSA T=1 (20 splits,
+  // block, 64 rows) yes; HCA 1M T=8 (16 splits over 512 rows: block) no; HCA 1M T=32 (rows) yes.
+  const attention_decode_plan csa1 = plan(1, 512, 0);
+  EXPECT_FALSE(csa1.combine_rows);
+  EXPECT_TRUE(csa1.combine_trigger);
+  const attention_decode_plan t8 = plan(8, 8192, 2);
+  EXPECT_FALSE(t8.combine_rows);
+  EXPECT_FALSE(t8.combine_trigger);
+  EXPECT_TRUE(plan(32, 8192, 0).combine_trigger);
+  EXPECT_FALSE(plan(4, 8192, 0, 128).combine_trigger);  // Pro T=4: 512 rows, block combine
+}
+
 }  // namespace
 }  // namespace dsv4::cuda

@@ -241,6 +241,8 @@ cudaError_t launch_combine_as(int64_t heads, int64_t tokens, const attention_dec
   const int64_t rows = tokens * heads;
   if (rows > INT32_MAX) return cudaErrorInvalidValue;
   const int splits = int(plan.splits);
+  // plan.combine_trigger: the combine triggers its dependents first thing, else at its exit.
+  const int trigger = plan.combine_trigger ? 1 : 0;
   if (plan.combine_rows && splits <= k_attention_decode_max_combine_rows_splits) {
     const dim3 grid(unsigned(ceil_div(rows, k_combine_rows_warps)));
     const dim3 block(k_combine_rows_warps * k_warp_size);
@@ -249,13 +251,13 @@ cudaError_t launch_combine_as(int64_t heads, int64_t tokens, const attention_dec
                          : splits <= 8 ? attention_decode_combine_rows<8, act_t, l2, part_t>
                                        : attention_decode_combine_rows<16, act_t, l2, part_t>;
     return launch_pdl(true, kernel, grid, block, 0, stream, part_o, part_ml, sinks, rows,
-                      int(heads), splits, out, plan.trace);
+                      int(heads), splits, out, plan.trace, trigger);
   }
   // bf16 rows (always with the L2 hints): the early loads (attention_decode_combine).
   constexpr bool early = l2 && !std::is_same_v<part_t, float>;
   return launch_pdl(true, attention_decode_combine<act_t, l2, part_t, early>, dim3(unsigned(rows)),
                     dim3(k_combine_threads), 0, stream, part_o, part_ml, sinks, int(heads), splits,
-                    out, plan.trace);
+                    out, plan.trace, trigger);
 }
 template <typename act_t>
 cudaError_t launch_combine(int64_t heads, int64_t tokens, const attention_decode_plan& plan,

@@ -98,6 +98,10 @@ struct attention_decode_plan {
   // 8-byte stores filling 32-byte sectors). Set by the split plan with 2-64 splits, where it
   // measured faster (attention_decode_plan.cpp).
   bool partials_bf16 = false;
+  // The combine kernel triggers its programmatic dependents (the step's next kernel, which waits
+  // for it) first thing instead of at its exit, so their launch overlaps the combine. Same output.
+  // Set by the split plan where it measured faster (attention_decode_plan.cpp).
+  bool combine_trigger = false;
   // Benchmark diagnosis only: 1 the warp-specialized kernel copies no rows (its consumers' chain
   // alone), 2 its consumers compute nothing (the ring alone), both with an undefined output; 4 the
   // FP8-record producer finds rows by 32-bit divisions even for power-of-two block sizes (the path

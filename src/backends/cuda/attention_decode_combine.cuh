@@ -47,11 +47,15 @@ template <typename act_t, bool l2 = false, typename part_t = float,
           bool early = false>  // l2: as attention_decode_combine_rows
 __global__ void __launch_bounds__(k_combine_threads, early ? 4 : 1)
     attention_decode_combine(const part_t* part_o, const float2* part_ml, const float* sinks,
-                             int heads, int splits, act_t* out, unsigned long long* trace) {
+                             int heads, int splits, act_t* out, unsigned long long* trace,
+                             int trigger) {
   static_assert(!early || (l2 && !std::is_same_v<part_t, float>));
   __shared__ float weight_s[k_combine_chunk];
   __shared__ float red[k_combine_threads / k_warp_size];
   if (threadIdx.x == 0) trace_stamp(trace, 1, k_adt_entry);
+  // plan.combine_trigger: the step's next kernel may be placed now (it waits for this grid in its
+  // own pdl_wait: the engine's small kernels, pdl.cuh); trigger 0: at this grid's exit.
+  if (trigger) pdl_trigger();
   // Launched with programmatic stream serialization: wait for the partials of the main kernel
   // (pdl_wait returns once that grid has completed and its writes are visible).
   pdl_wait();
@@ -161,7 +165,7 @@ __global__ void __launch_bounds__(k_combine_rows_warps* k_warp_size,
                                   combine_rows_min_blocks<max_splits>())
     attention_decode_combine_rows(const part_t* part_o, const float2* part_ml, const float* sinks,
                                   int64_t rows, int heads, int splits, act_t* out,
-                                  unsigned long long* trace) {
+                                  unsigned long long* trace, int trigger) {
   constexpr bool p16 = !std::is_same_v<part_t, float>;
   // bf16 rows: every split's row in the first chunk, loaded beside the (m, l) (one dependent L2
   // trip for the row; the 8-split instance took two trips in chunks of 4 until session 33).
@@ -170,7 +174,8 @@ __global__ void __launch_bounds__(k_combine_rows_warps* k_warp_size,
   constexpr int cols = k_d / 4 / k_warp_size;  // float4 columns per lane
   static_assert(max_splits % chunk == 0 && cols == 4);
   if (threadIdx.x == 0) trace_stamp(trace, 1, k_adt_entry);
-  pdl_wait();  // the main grid's partials (PDL, as attention_decode_combine)
+  if (trigger) pdl_trigger();  // (as attention_decode_combine)
+  pdl_wait();                  // the main grid's partials (PDL, as attention_decode_combine)
   if (threadIdx.x == 0) trace_stamp(trace, 1, k_adt_setup);
   const int lane = threadIdx.x % k_warp_size;
   const int64_t row = int64_t(blockIdx.x) * k_combine_rows_warps + threadIdx.x / k_warp_size;

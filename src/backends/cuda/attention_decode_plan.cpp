@@ -178,6 +178,16 @@ attention_decode_plan attention_decode_make_plan(int64_t tokens, int64_t heads, 
   // 38.6 / 32.6, HCA 1M T=16 74.7 / 69.6 / 73.2 / 68.1; block / block + L2: HCA 1M T=8 50.2 / 44.5,
   // T=4 38.4 / 32.6, T=1 25.7 / 22.0.
   p.partials_l2 = true;
+  // The combine triggers the step's next kernel first thing (plan.combine_trigger) with the row
+  // combine, and with the block combine where its rows fit one CTA per SM. H200 l34f
+  // (bench_attention --chain-early: a graph of an early-triggering query writer, the attention and
+  // a programmatic reader of its output, minus writer and reader; best of 3, at exit / first
+  // thing): HCA 1M T=1 (block, 64 rows) 15.65 / 15.36 us, HCA 128K T=2 (rows) 9.98 / 9.66, HCA
+  // 128K T=32 (rows) 19.65 / 19.33, Flash CSA T=1 (block, 64 rows) 8.13 / 7.97, HCA 8K T=1 (rows)
+  // 7.52 / 7.26, HCA 1M T=32 and Flash CSA T=32 (rows) within 0.05; but HCA 1M T=8 (block, 512
+  // rows) 28.10 / 28.16 and Pro HCA 1M T=4 (block, 512 rows) 26.82 / 27.10 (the next kernel's
+  // CTAs placed beside 4 combine CTAs per SM).
+  p.combine_trigger = p.combine_rows || tokens * heads <= std::max(sm_count, 1);
   // bf16 partial rows (plan.partials_bf16) in the split plans of 2-64 splits (2-32 until session
   // 33). H200 2026-11-27
   // (ATTN19 helper, bench_attention --steps, same process, the f32 rows toggled in alternation;
