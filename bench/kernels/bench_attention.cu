@@ -34,8 +34,9 @@
 //                                and without alternate tiles (max output difference to the
 //                                engine's split plan printed), the naive reference
 //   bench_attention --chain-early [--cases ...]  plan.tables_early off / on behind a plain and
-//                                a triggering (engine-like) query writer in a graph, and
-//                                event-timed (bench_chain_early_rows)
+//                                a triggering (engine-like) query writer in a graph, the combine's
+//                                trigger with an engine-like reader after it, and event-timed
+//                                (bench_chain_early_rows)
 //   bench_attention --combine-rows --cases "..."   the split plan's combine: block / row
 //                                combine (plan.combine_rows), each with and without the partials
 //                                kept in L2 (plan.partials_l2), outputs against the block
@@ -1012,22 +1013,17 @@ void bench_step_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t cap_c, __
 }
 
 // --chain-early: the plan as made (off) and with plan.tables_early (early) in a graph behind a
-// predecessor that writes the query: plain (prev_write_q) and the engine's way (prev_write_q_pdl:
-// a programmatic dependent launch that triggers first thing, pdl.cuh's small kernels), 3 rounds
-// alternating; "- pred" subtracts the predecessor alone. Then the event-timed rows (no
-// predecessor). L2 flushed before each replay.
+// predecessor that writes the query: plain (prev_write_q) and the engine's way (copy_pdl), 3
+// rounds alternating; "- pred" subtracts the predecessor alone. Then, for split plans, the
+// attention between the engine-like writer and reader (copy_pdl of its output) with
+// plan.combine_trigger on / off; then the event-timed rows (no predecessor). L2 flushed before
+// each replay.
 bool g_chain_early = false;
 
-__global__ void prev_write_q_pdl(const uint4* src, uint4* dst, int64_t n) {
-  dsv4::cuda::pdl_trigger();
-  dsv4::cuda::pdl_wait();
-  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
-  if (i < n) dst[i] = src[i];
-}
-
-// The step's next kernel after the attention in the engine (the inverse RoPE of its output):
-// a programmatic dependent launch that triggers and waits first thing, then reads the output.
-__global__ void next_read_out_pdl(const uint4* src, uint4* dst, int64_t n) {
+// A copy the engine's way (pdl.cuh's small kernels: trigger and wait first thing): the query's
+// writer before the attention, and the step's next kernel after it (the inverse RoPE reading its
+// output).
+__global__ void copy_pdl(const uint4* src, uint4* dst, int64_t n) {
   dsv4::cuda::pdl_trigger();
   dsv4::cuda::pdl_wait();
   const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -1067,7 +1063,7 @@ void bench_chain_early_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t ca
   const unsigned blocks = unsigned((n16 + 127) / 128);
   auto prev = [&](bool trig, cudaStream_t s) {
     if (trig)
-      CHECK(dsv4::cuda::launch_pdl(true, prev_write_q_pdl, dim3(blocks), dim3(128), 0, s,
+      CHECK(dsv4::cuda::launch_pdl(true, copy_pdl, dim3(blocks), dim3(128), 0, s,
                                    reinterpret_cast<const uint4*>(q_src),
                                    reinterpret_cast<uint4*>(q16), n16));
     else
@@ -1101,13 +1097,13 @@ void bench_chain_early_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t ca
       std::printf(" %s %.2f (%.3fx)", vs[v].name, best[v] * 1e3, best[0] / best[v]);
     std::printf("\n");
   }
-  // With the step's next kernel behind the attention (next_read_out_pdl), the engine's way both
-  // sides: the combine triggering its dependents first thing ("first", plan.combine_trigger) or at
-  // its exit ("exit"); fold plans have no combine. Minus the writer and the reader alone.
+  // With the step's next kernel behind the attention (copy_pdl of its output), the engine's way
+  // both sides: the combine triggering its dependents first thing ("first", plan.combine_trigger)
+  // or at its exit ("exit"); fold plans have no combine. Minus the writer and the reader alone.
   if (made.splits > 1) {
     __nv_bfloat16* next_out = device_alloc<__nv_bfloat16>(n_out);
     auto next = [&](cudaStream_t s) {
-      CHECK(dsv4::cuda::launch_pdl(true, next_read_out_pdl, dim3(blocks), dim3(128), 0, s,
+      CHECK(dsv4::cuda::launch_pdl(true, copy_pdl, dim3(blocks), dim3(128), 0, s,
                                    reinterpret_cast<const uint4*>(out16),
                                    reinterpret_cast<uint4*>(next_out), n16));
     };
