@@ -107,9 +107,9 @@ __device__ __forceinline__ uint32_t smem_u32(const void* p) {
 
 // The weight scale of 128-row block rb (clamped: a tile's second block may lie past the rows, whose
 // weights read as zeros and are never stored) at k block kb. The producer copies the 16-byte
-// aligned chunk holding it (a bulk copy needs 16-byte alignment): up to 15 bytes before or after
-// the array, inside the 256-byte aligned granules that device allocations are made of, so always
-// mapped.
+// aligned chunk holding it (a bulk copy needs 16-byte alignment): up to 15 bytes before the array's
+// start or past its end, which the layout contract of linear_w8a8_wgmma.h keeps inside its
+// allocation.
 __device__ __forceinline__ const uint8_t* scale_at(const gemm_params& p, int rb, int kb) {
   return p.wscale + (int64_t(min(rb, p.row_blocks - 1)) * p.kblocks + kb) * p.scale_bytes;
 }

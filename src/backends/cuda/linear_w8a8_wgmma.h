@@ -18,6 +18,15 @@
 // stream continues across items. Launches: quantize (also zeroes the split-K counters), then the
 // GEMM with programmatic dependent launch (it streams its first stages' weights before waiting). No
 // host synchronisation; graph-capturable.
+//
+// Layout contract (weight scales): the producer bulk-copies the 16-byte aligned chunk that holds a
+// block's scale, so the scale array must be readable from the 16-byte boundary at or below its
+// first byte to the one above its last byte. The engine's tensors satisfy it (device_allocator
+// gives every tensor its own cudaMalloc block of its size class: 512-byte aligned, a multiple of
+// 512 bytes; a view into one stays inside it); the parity harness pads its scale buffers the
+// same way. (Session 35, l35c: memcheck flagged the over-read on an exact 10-byte test
+// allocation; l35d: consumers reading the scale from global memory instead, in bounds for any
+// allocation, measured 0.92x at Flash wq_b and 1.05-1.07x at Flash wo_b on an H200: not taken.)
 #pragma once
 
 #include <cuda_runtime.h>
