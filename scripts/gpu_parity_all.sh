@@ -19,8 +19,13 @@ list="$out/parity_list.txt"
   echo "gpu_parity_all: $bin --list failed"
   exit 1
 }
-mapfile -t filters < <(sort -k2,2nr "$list" | awk -v n="$groups" '
-  { b = 0; for (i = 1; i < n; i++) if (s[i] < s[b]) b = i; s[b] += $2; g[b] = g[b] (g[b] == "" ? "" : ",") $1 }
+# With --per-op K an op runs at most K cases: balance on that.
+per_op=0
+args=("$@")
+for ((i = 0; i + 1 < ${#args[@]}; ++i)); do [ "${args[$i]}" = "--per-op" ] && per_op="${args[$((i + 1))]}"; done
+mapfile -t filters < <(sort -k2,2nr "$list" | awk -v n="$groups" -v cap="$per_op" '
+  { c = $2; if (cap > 0 && c > cap) c = cap
+    b = 0; for (i = 1; i < n; i++) if (s[i] < s[b]) b = i; s[b] += c; g[b] = g[b] (g[b] == "" ? "" : ",") $1 }
   END { for (i = 0; i < n; i++) if (g[i] != "") print g[i] }')
 read -r -a sanitizer <<<"${SANITIZER:-}"
 for i in "${!filters[@]}"; do
