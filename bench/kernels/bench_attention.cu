@@ -1059,6 +1059,25 @@ void bench_chain_early_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t ca
   };
   std::vector<variant> vs = {{"off", made}, {"early", made}};
   vs[1].p.tables_early = true;
+  // Three rounds of every variant in turn, each a graph replay of body(variant) whose output
+  // `check` is compared with the plan's; returns each variant's best time less `base` (ms).
+  auto best_of_rounds = [&](const std::vector<variant>& vars, const char* label, auto body,
+                            double base, const __nv_bfloat16* check) {
+    std::vector<double> best(vars.size(), 1e30);
+    for (int r = 0; r < 3; ++r)
+      for (size_t v = 0; v < vars.size(); ++v) {
+        CHECK(cudaMemset(out16, 0xff, n_out * 2));
+        const double ms = time_graph_ms(st, [&] { body(vars[v].p); });
+        char l[96];
+        std::snprintf(l, sizeof(l), "%s + %s r%d", label, vars[v].name, r + 1);
+        print_row(l, shape, ms, bytes16, flops);
+        std::printf("    - base: %.2f us\n", (ms - base) * 1e3);
+        best[v] = std::min(best[v], ms - base);
+        const double diff = rel_diff(check, ref, n_out);
+        if (diff != 0) std::printf("    max |out - plan out| / max |out|: %.3g\n", diff);
+      }
+    return best;
+  };
   const int64_t n16 = int64_t(n_out / 8);
   const unsigned blocks = unsigned((n16 + 127) / 128);
   auto prev = [&](bool trig, cudaStream_t s) {
@@ -1077,21 +1096,14 @@ void bench_chain_early_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t ca
     char l[96];
     std::snprintf(l, sizeof(l), "pred %s alone", trig ? "trig" : "plain");
     print_row(l, shape, ms_prev, bytes16, flops);
-    std::vector<double> best(vs.size(), 1e30);
-    for (int r = 0; r < 3; ++r)
-      for (size_t v = 0; v < vs.size(); ++v) {
-        CHECK(cudaMemset(out16, 0xff, n_out * 2));
-        const double ms = time_graph_ms(st, [&] {
+    std::snprintf(l, sizeof(l), "pred %s", trig ? "trig" : "plain");
+    const std::vector<double> best = best_of_rounds(
+        vs, l,
+        [&](const attention_decode_plan& p) {
           prev(trig, st);
-          CHECK(run_on(vs[v].p, out16, st));
-        });
-        std::snprintf(l, sizeof(l), "pred %s + %s r%d", trig ? "trig" : "plain", vs[v].name, r + 1);
-        print_row(l, shape, ms, bytes16, flops);
-        std::printf("    - pred: %.2f us\n", (ms - ms_prev) * 1e3);
-        best[v] = std::min(best[v], ms - ms_prev);
-        const double diff = rel_diff(out16, ref, n_out);
-        if (diff != 0) std::printf("    max |out - plan out| / max |out|: %.3g\n", diff);
-      }
+          CHECK(run_on(p, out16, st));
+        },
+        ms_prev, out16);
     std::printf("    pred %s, best - pred (us):", trig ? "trig" : "plain");
     for (size_t v = 0; v < vs.size(); ++v)
       std::printf(" %s %.2f (%.3fx)", vs[v].name, best[v] * 1e3, best[0] / best[v]);
@@ -1115,21 +1127,14 @@ void bench_chain_early_rows(int sms, int64_t T, int64_t H, int64_t W, int64_t ca
     first_plan.combine_trigger = true;
     exit_plan.combine_trigger = false;
     const std::vector<variant> ns = {{"first", first_plan}, {"exit", exit_plan}};
-    std::vector<double> best(ns.size(), 1e30);
-    for (int r = 0; r < 3; ++r)
-      for (size_t v = 0; v < ns.size(); ++v) {
-        const double ms = time_graph_ms(st, [&] {
+    const std::vector<double> best = best_of_rounds(
+        ns, "trig + next",
+        [&](const attention_decode_plan& p) {
           prev(true, st);
-          CHECK(run_on(ns[v].p, out16, st));
+          CHECK(run_on(p, out16, st));
           next(st);
-        });
-        char l[96];
-        std::snprintf(l, sizeof(l), "trig + %s + next r%d", ns[v].name, r + 1);
-        print_row(l, shape, ms, bytes16, flops);
-        best[v] = std::min(best[v], ms - ms_pn);
-        const double diff = rel_diff(next_out, ref, n_out);
-        if (diff != 0) std::printf("    max |next out - plan out| / max |out|: %.3g\n", diff);
-      }
+        },
+        ms_pn, next_out);
     std::printf(
         "    with next, best - writer - reader (us): first %.2f, exit %.2f (%.3fx; plan %s)\n",
         best[0] * 1e3, best[1] * 1e3, best[1] / best[0], made.combine_trigger ? "first" : "exit");
