@@ -1472,6 +1472,32 @@ std::vector<test_case> make_perf_cases() {
 struct op_filter {
   std::vector<std::string> include, exclude;
   int64_t per_op = 0;  // > 0: at most this many cases of each op (the first ones listed)
+  // Non-empty: only the cases at these positions of --list-cases (a shard of a parallel run, or
+  // the cases a cut-short run left).
+  std::vector<std::pair<int64_t, int64_t>> case_ranges;
+  // "3,7-9,12" -> [3, 3], [7, 9], [12, 12]; false on anything else.
+  static bool parse_ranges(const std::string& list, std::vector<std::pair<int64_t, int64_t>>& out) {
+    for (const std::string& part : split(list)) {
+      char* end = nullptr;
+      const long long a = std::strtoll(part.c_str(), &end, 10);
+      long long b = a;
+      if (end == part.c_str() || a < 0) return false;
+      if (*end == '-') {
+        const char* start = end + 1;
+        b = std::strtoll(start, &end, 10);
+        if (end == start || b < a) return false;
+      }
+      if (*end != '\0') return false;
+      out.emplace_back(a, b);
+    }
+    return !out.empty();
+  }
+  bool keeps_case(int64_t index) const {
+    if (case_ranges.empty()) return true;
+    for (const auto& [a, b] : case_ranges)
+      if (index >= a && index <= b) return true;
+    return false;
+  }
   static std::vector<std::string> split(const std::string& list) {
     std::vector<std::string> out;
     size_t start = 0;
@@ -1500,9 +1526,11 @@ int run_parity(const op_filter& filter, uint64_t seed) {
   int run = 0, failed = 0;
   uint64_t case_seed = seed;
   std::map<std::string, int64_t> run_per_op;
+  int64_t index = -1;
   for (const test_case& c : make_eval_cases()) {
     ++case_seed;  // fresh inputs per case, reproducible from --seed
-    if (!filter.keeps(c.op)) continue;
+    ++index;
+    if (!filter.keeps(c.op) || !filter.keeps_case(index)) continue;
     if (filter.per_op > 0 && run_per_op[c.op]++ >= filter.per_op) continue;
     ++run;
     case_result result;
@@ -1576,6 +1604,17 @@ int main(int argc, char** argv) {
       g_perf_runs = std::max(1, int(std::strtol(argv[++i], nullptr, 10)));
     } else if (arg == "--per-op" && i + 1 < argc) {
       filter.per_op = std::strtoll(argv[++i], nullptr, 10);
+    } else if (arg == "--cases" && i + 1 < argc) {
+      if (!op_filter::parse_ranges(argv[++i], filter.case_ranges)) {
+        std::fprintf(stderr, "--cases: expected positions like 3,7-9 (of --list-cases), got '%s'\n",
+                     argv[i]);
+        return 2;
+      }
+    } else if (arg == "--list-cases") {  // position, op and shape of every parity case; no device
+      int64_t index = 0;
+      for (const test_case& c : make_eval_cases())
+        std::printf("%lld %s %s\n", (long long)index++, c.op.c_str(), c.shape.c_str());
+      return 0;
     } else if (arg == "--list") {  // op names and case counts of the parity cases; no device
       std::map<std::string, int> count;
       std::vector<std::string> order;
@@ -1586,7 +1625,7 @@ int main(int argc, char** argv) {
     } else {
       std::fprintf(stderr,
                    "usage: %s [--perf [--perf-runs N]] [--filter OPS] [--exclude OPS] [--per-op N] "
-                   "[--seed N] | --list\n",
+                   "[--cases POSITIONS] [--seed N] | --list | --list-cases\n",
                    argv[0]);
       return 2;
     }
