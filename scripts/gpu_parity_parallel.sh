@@ -9,11 +9,14 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 out="${OUT:-build-gpu/logs}"
 bin="${TEST_BIN:-build-gpu/test_backend_ops}"
+mkdir -p "$out"
 read -r -a sanitizer <<<"${SANITIZER:-}"
-# Log of a filter list: its first op and a hash of the whole list (a name built from a long list
-# exceeded the file-name limit; commas keep a file from coming back from the device tool).
+# Log of a spec: the first op of its filter and a hash of the whole spec (a name built from a long
+# list exceeded the file-name limit; commas keep a file from coming back from the device tool;
+# specs that differ only in their arguments, e.g. --cases shards, get logs of their own).
 log_of() {
-  local first="${1%%,*}"
+  local first="${1%% *}"
+  first="${first%%,*}"
   echo "$out/parity_${first}_$(printf '%s' "$1" | md5sum | cut -c1-8).txt"
 }
 limit="$1"
@@ -21,14 +24,14 @@ shift
 for spec in "$@"; do
   read -r -a words <<<"$spec"
   timeout -s KILL "$limit" "${sanitizer[@]}" "$bin" --filter "${words[@]}" \
-    >"$(log_of "${words[0]}")" 2>&1 &
+    >"$(log_of "$spec")" 2>&1 &
 done
 wait
 status=0
 total=0
 for spec in "$@"; do
   read -r -a words <<<"$spec"
-  f="$(log_of "${words[0]}")"
+  f="$(log_of "$spec")"
   ok=$(grep -cE " OK" "$f")
   total=$((total + ok))
   echo "== ${words[0]%%,*}: $ok OK, $(grep -cE "FAIL" "$f") FAIL; $(grep -E "SUMMARY" "$f" | tail -1) $(tail -1 "$f")"
