@@ -1937,6 +1937,9 @@ double nmse_bf16(const __nv_bfloat16* a, const __nv_bfloat16* b, size_t n) {
 std::vector<int64_t> g_w4a8_flash_t = {1024, 4096, 8192}, g_w4a8_pro_t = {4096};
 // --w4a8-profile: one call of each core at Flash's first token count, no timing (for ncu).
 bool g_w4a8_profile = false;
+// --w4a8-batched M: the FP8 ceilings at the experts' shapes (time_fp8_batched_ceiling); 0 none,
+// 1 per-tensor scales only, 2 (default) also 128-block scales.
+int g_w4a8_batched = 2;
 
 // --w4a8-ab (PREFILL20): per shape and T of the W4A8 section, its dense ceilings, then the
 // official call of the W4A8 ws core, the engine's W4A16 path (repacked weights, automatic core)
@@ -2012,8 +2015,122 @@ std::vector<int64_t> parse_list(const std::string& list) {
   return v;
 }
 
+// The FP8 ceiling at the routed experts' own shapes (session 36): cuBLASLt's strided-batched FP8
+// matmul over E experts of n = P / E tokens each (the mean of the routed counts; real routings
+// are ragged, so this is the kinder problem), per call one batched GEMM for L1 (each expert's W1
+// and W3 stacked as one [2I, D] matrix: the same FLOPs in half the launches) and one for L2
+// ([D, I]); E4M3 in, f32 accumulate, BF16 out. block = false: per-tensor scales (no promotion);
+// block = true: the official FP8 numerics' scaling, weights per 128 x 128 and activations per
+// token and 128 k (CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F / VEC128_32F), when cuBLASLt
+// offers it batched. The weights are E * 3 * I * D bytes (Flash 6.4 GB, Pro 25.4 GB), far past
+// L2, random E4M3 bytes. Median ms per call (graph of `calls` calls); -1 when no algorithm runs.
+double time_fp8_batched_ceiling(cublasLtHandle_t lt, cudaStream_t s, int64_t E, int64_t D,
+                                int64_t I, int64_t n, bool block, int calls) {
+  const size_t w_expert = size_t(3) * I * D;
+  void *w, *x, *y, *lt_ws;
+  float *sw = nullptr, *sx = nullptr;
+  const size_t lt_bytes = size_t(64) << 20;
+  CK(cudaMalloc(&w, w_expert * E));
+  CK(cudaMalloc(&x, size_t(E) * n * std::max(D, I)));
+  CK(cudaMalloc(&y, size_t(E) * n * std::max(2 * I, D) * 2));
+  CK(cudaMalloc(&lt_ws, lt_bytes));
+  fill(w, w_expert * E, 1100, 4);
+  fill(x, size_t(E) * n * std::max(D, I), 1101, 4);
+  if (block) {  // generous: every batch's scale tensors, contiguous, with room to spare
+    const size_t sw_n = size_t(E) * (3 * I / 128 + 2) * (std::max(D, I) / 128 + 2);
+    const size_t sx_n = size_t(E) * (n + 16) * (std::max(D, I) / 128 + 2);
+    CK(cudaMalloc(&sw, sw_n * 4));
+    CK(cudaMalloc(&sx, sx_n * 4));
+    std::vector<float> ones(std::max(sw_n, sx_n), 0.0078125f);  // 2^-7: finite BF16 outputs
+    CK(cudaMemcpy(sw, ones.data(), sw_n * 4, cudaMemcpyHostToDevice));
+    CK(cudaMemcpy(sx, ones.data(), sx_n * 4, cudaMemcpyHostToDevice));
+  }
+  struct gemm {
+    cublasLtMatmulDesc_t op = nullptr;
+    cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
+    cublasLtMatmulAlgo_t algo;
+    bool ok = false;
+  };
+  const float one = 1.0f, zero = 0.0f;
+  const auto make = [&](int64_t M, int64_t Kd) {
+    gemm g;
+    CB(cublasLtMatmulDescCreate(&g.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+    const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+    CB(cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+    CB(cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+    if (block) {
+      const int32_t a_mode = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+      const int32_t b_mode = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+      if (cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &a_mode,
+                                         sizeof(a_mode)) != CUBLAS_STATUS_SUCCESS ||
+          cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &b_mode,
+                                         sizeof(b_mode)) != CUBLAS_STATUS_SUCCESS ||
+          cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sw,
+                                         sizeof(sw)) != CUBLAS_STATUS_SUCCESS ||
+          cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sx,
+                                         sizeof(sx)) != CUBLAS_STATUS_SUCCESS)
+        return g;
+    }
+    CB(cublasLtMatrixLayoutCreate(&g.la, CUDA_R_8F_E4M3, Kd, M, Kd));
+    CB(cublasLtMatrixLayoutCreate(&g.lb, CUDA_R_8F_E4M3, Kd, n, Kd));
+    CB(cublasLtMatrixLayoutCreate(&g.lc, CUDA_R_16BF, M, n, M));
+    const int32_t batch = int32_t(E);
+    const int64_t sa = int64_t(w_expert), sb = n * Kd, sc = M * n;
+    for (auto [l, st] : {std::pair{g.la, sa}, std::pair{g.lb, sb}, std::pair{g.lc, sc}}) {
+      CB(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch,
+                                          sizeof(batch)));
+      CB(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &st,
+                                          sizeof(st)));
+    }
+    cublasLtMatmulPreference_t pref;
+    CB(cublasLtMatmulPreferenceCreate(&pref));
+    CB(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                            &lt_bytes, sizeof(lt_bytes)));
+    cublasLtMatmulHeuristicResult_t heur[8];
+    int found = 0;
+    const cublasStatus_t hs =
+        cublasLtMatmulAlgoGetHeuristic(lt, g.op, g.la, g.lb, g.lc, g.lc, pref, 8, heur, &found);
+    const void* a = M == 2 * I ? w : static_cast<const uint8_t*>(w) + size_t(2) * I * D;
+    for (int k = 0; hs == CUBLAS_STATUS_SUCCESS && k < found && !g.ok; ++k) {
+      const cublasStatus_t st0 = cublasLtMatmul(lt, g.op, &one, a, g.la, x, g.lb, &zero, y, g.lc, y,
+                                                g.lc, &heur[k].algo, lt_ws, lt_bytes, s);
+      if (st0 != CUBLAS_STATUS_SUCCESS || cudaStreamSynchronize(s) != cudaSuccess) continue;
+      g.algo = heur[k].algo;
+      g.ok = true;
+    }
+    cublasLtMatmulPreferenceDestroy(pref);
+    return g;
+  };
+  gemm g1 = make(2 * I, D), g2 = make(D, I);
+  double ms = -1;
+  if (g1.ok && g2.ok)
+    ms = time_prefill_per_call(
+        [&](int, cudaStream_t st) {
+          CB(cublasLtMatmul(lt, g1.op, &one, w, g1.la, x, g1.lb, &zero, y, g1.lc, y, g1.lc,
+                            &g1.algo, lt_ws, lt_bytes, st));
+          CB(cublasLtMatmul(lt, g2.op, &one, static_cast<const uint8_t*>(w) + size_t(2) * I * D,
+                            g2.la, x, g2.lb, &zero, y, g2.lc, y, g2.lc, &g2.algo, lt_ws, lt_bytes,
+                            st));
+        },
+        calls, 10, s);
+  for (gemm* g : {&g1, &g2}) {
+    if (g->lc) cublasLtMatrixLayoutDestroy(g->lc);
+    if (g->lb) cublasLtMatrixLayoutDestroy(g->lb);
+    if (g->la) cublasLtMatrixLayoutDestroy(g->la);
+    if (g->op) cublasLtMatmulDescDestroy(g->op);
+  }
+  CK(cudaGetLastError());
+  CK(cudaFree(w));
+  CK(cudaFree(x));
+  CK(cudaFree(y));
+  CK(cudaFree(lt_ws));
+  if (sw) CK(cudaFree(sw));
+  if (sx) CK(cudaFree(sx));
+  return ms;
+}
+
 void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cublasLtHandle_t lt,
-                      const std::vector<int64_t>& token_counts) {
+                      const std::vector<int64_t>& token_counts, double read_gbps) {
   const int64_t D = sh.hidden, I = sh.inter, E = sh.experts, K = sh.top_k;
   const weight_kind kind = weight_kind::mxfp4;
   stacked w1(kind, I, D, E, 500), w3(kind, I, D, E, 600), w2(kind, D, I, E, 700);
@@ -2109,6 +2226,38 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
           calls, 10, s);
     else if (!g_w4a8_profile)
       std::printf("%-6s cublasLt fp8: no usable algorithm\n", sh.name);
+    // The bytes bound: the touched experts' MXFP4 bytes (weights and E8M0 scales, 17 / 32
+    // bytes per weight; averaged over the calls' routings) at the read ceiling measured in this
+    // run, as FLOP/s; activations and outputs left out (< 2% of the bytes at these shapes).
+    if (read_gbps > 0) {
+      double touched = 0;
+      for (int i = 0; i < calls; ++i) {
+        std::vector<char> hit(size_t(E), 0);
+        for (int64_t j = 0; j < P; ++j) hit[size_t(routes[size_t(i * P + j)])] = 1;
+        touched += double(std::count(hit.begin(), hit.end(), 1)) / calls;
+      }
+      const double bytes = touched * 3.0 * double(I) * double(D) * 17.0 / 32.0;
+      const double bound_ms = bytes / (read_gbps * 1e9) * 1e3;
+      std::printf(
+          "%-6s T=%lld bytes bound: %.1f touched experts, %.2f GB of MXFP4 at %.1f GB/s = %.1f us "
+          "= %.1f TFLOP/s (1.0 PFLOP/s needs %.1f%% of read)\n",
+          sh.name, (long long)T, touched, bytes / 1e9, read_gbps, bound_ms * 1e3,
+          flops / (bound_ms * 1e-3) / 1e12, 100.0 * bytes / (read_gbps * 1e9) / (flops / 1e15));
+    }
+    // The FP8 ceilings at the experts' own shapes (time_fp8_batched_ceiling): E batches of
+    // n = P / E tokens (P / E whole for the section's token counts).
+    double f8b_ms = -1, f8bb_ms = -1;
+    if (!g_w4a8_profile && g_w4a8_batched > 0 && P % E == 0) {
+      f8b_ms = time_fp8_batched_ceiling(lt, s, E, D, I, P / E, false, calls);
+      if (g_w4a8_batched > 1)
+        f8bb_ms = time_fp8_batched_ceiling(lt, s, E, D, I, P / E, true, calls);
+      const auto tfl = [&](double ms) { return ms > 0 ? flops / (ms * 1e-3) / 1e12 : 0.0; };
+      std::printf(
+          "%-6s T=%lld cublasLt fp8 batched at the experts' shapes (%lld x [%lld tokens]): "
+          "per-tensor scales %.1f us (%.1f TF), 128-block scales %.1f us (%.1f TF)%s\n",
+          sh.name, (long long)T, (long long)E, (long long)(P / E), f8b_ms * 1e3, tfl(f8b_ms),
+          f8bb_ms * 1e3, tfl(f8bb_ms), f8bb_ms > 0 ? "" : " [block scales: no algorithm]");
+    }
     for (lt_gemm* g : {&g1, &g2}) {
       if (g_w4a8_profile) break;
       cublasLtMatrixLayoutDestroy(g->la);
@@ -2266,6 +2415,8 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
     };
     report("cublas bf16 dense (ceil)", bf16_ms);
     if (f8_ms > 0) report("cublasLt fp8 dense (ceil)", f8_ms);
+    if (f8b_ms > 0) report("cublasLt fp8 batched (ceil)", f8b_ms);
+    if (f8bb_ms > 0) report("cublasLt fp8 batched blk (ceil)", f8bb_ms);
     report("official wgmma (W4A16)", w16_ms);
     report("official w4a8 (W4A8)", w8_ms);
     report("official w4a8_serial (W4A8)", w8s_ms);
@@ -2286,6 +2437,7 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
 }
 
 void bench_w4a8_section(cudaStream_t s, cublasHandle_t h, cublasLtHandle_t lt) {
+  const double read_gbps = g_w4a8_profile ? 0.0 : measure_ceilings(s).read_gbps;
   std::printf(
       "\n## routed MoE prefill, official order, MXFP4: W4A8 vs W4A16 (graph of 4 calls, fresh "
       "routing and x each, median replay; TFLOP/s = 2*T*top_k*3*D*I / time; %%fp8 / %%bf16 = "
@@ -2297,10 +2449,10 @@ void bench_w4a8_section(cudaStream_t s, cublasHandle_t h, cublasLtHandle_t lt) {
   // Flash's first token count, then Pro, then Flash's others (a run cut short by its time limit
   // keeps the rows it printed: stdout is line-buffered).
   const std::vector<int64_t>& ft = g_w4a8_flash_t;
-  if (!ft.empty()) bench_w4a8_shape(flash, s, h, lt, {ft[0]});
+  if (!ft.empty()) bench_w4a8_shape(flash, s, h, lt, {ft[0]}, read_gbps);
   if (g_w4a8_profile) return;
-  if (!g_w4a8_pro_t.empty()) bench_w4a8_shape(pro, s, h, lt, g_w4a8_pro_t);
-  if (ft.size() > 1) bench_w4a8_shape(flash, s, h, lt, {ft.begin() + 1, ft.end()});
+  if (!g_w4a8_pro_t.empty()) bench_w4a8_shape(pro, s, h, lt, g_w4a8_pro_t, read_gbps);
+  if (ft.size() > 1) bench_w4a8_shape(flash, s, h, lt, {ft.begin() + 1, ft.end()}, read_gbps);
 }
 
 }  // namespace
@@ -2330,6 +2482,7 @@ int main(int argc, char** argv) {
     if (a == "--w4a8-flash-t" && i + 1 < argc) g_w4a8_flash_t = parse_list(argv[++i]);
     if (a == "--w4a8-pro-t" && i + 1 < argc) g_w4a8_pro_t = parse_list(argv[++i]);
     if (a == "--w4a8-profile") g_w4a8_profile = true;
+    if (a == "--w4a8-batched" && i + 1 < argc) g_w4a8_batched = std::atoi(argv[++i]);
     if (a == "--w4a8-ab") w4a8 = g_w4a8_ab = true;
     if (a == "--ab-old" && i + 1 < argc) g_ab_old = parse_list(argv[++i]);
     if (a == "--ab-passes" && i + 1 < argc) g_ab_passes = std::max(1, std::atoi(argv[++i]));
