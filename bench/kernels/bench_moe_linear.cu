@@ -2021,9 +2021,10 @@ std::vector<int64_t> parse_list(const std::string& list) {
 // and W3 stacked as one [2I, D] matrix: the same FLOPs in half the launches) and one for L2
 // ([D, I]); E4M3 in, f32 accumulate, BF16 out. block = false: per-tensor scales (no promotion);
 // block = true: the official FP8 numerics' scaling, weights per 128 x 128 and activations per
-// token and 128 k (CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F / VEC128_32F), when cuBLASLt
-// offers it batched. The weights are E * 3 * I * D bytes (Flash 6.4 GB, Pro 25.4 GB), far past
-// L2, random E4M3 bytes. Median ms per call (graph of `calls` calls); -1 when no algorithm runs.
+// token and 128 k (CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F / VEC128_32F), batched when
+// cuBLASLt offers it, else one launch per expert and GEMM (*per_expert_loop = true). The weights
+// are E * 3 * I * D bytes (Flash 6.4 GB, Pro 25.4 GB), far past L2, random E4M3 bytes. Median ms
+// per call (graph of `calls` calls); -1 when no algorithm runs.
 double time_fp8_batched_ceiling(cublasLtHandle_t lt, cudaStream_t s, int64_t E, int64_t D,
                                 int64_t I, int64_t n, bool block, int calls,
                                 bool* per_expert_loop = nullptr) {
