@@ -30,11 +30,16 @@ int run_quantize(const quantize_options& o) {
   c.out_dir = o.out;
   c.scope = parse_nvfp4_scope(o.scope);
   const auto t0 = std::chrono::steady_clock::now();
-  if (!o.quiet)
-    std::printf("%-48s %-9s %-13s %11s %11s %s\n", "module", "source", "shape", "rel_rms",
-                "max_abs", "inexact blocks");
+  // The table's header comes with its first row, so that an input refused before any module
+  // (not a checkpoint, no such directory) prints only its error.
+  bool header_printed = false;
   const auto on_module = [&](const nvfp4_module_report& r) {
     if (o.quiet) return;
+    if (!header_printed) {
+      std::printf("%-48s %-9s %-13s %11s %11s %s\n", "module", "source", "shape", "rel_rms",
+                  "max_abs", "inexact blocks");
+      header_printed = true;
+    }
     const std::string shape = fmt::format("[{}, {}]", r.out, r.in);
     std::printf("%-48s %-9s %-13s %11.4e %11.4e %lld/%lld\n", r.module.c_str(),
                 r.source_format.c_str(), shape.c_str(), r.error.relative_rms, r.error.max_abs,
