@@ -53,7 +53,8 @@ void* dmalloc(size_t n) {
   return p;
 }
 
-// cuBLAS's workspace for every linear_gemm call of the run (one stream).
+// cuBLAS's workspace for every linear_gemm call of the run (one stream); main allocates it before
+// any graph capture.
 void* cublas_workspace() {
   static void* ws = dmalloc(dsv4::cuda::k_linear_gemm_cublas_workspace_bytes);
   return ws;
@@ -1065,6 +1066,9 @@ int main(int argc, char** argv) {
   CK(cudaStreamCreate(&s));
   cublasHandle_t cublas;
   CB(cublasCreate(&cublas));
+  // Allocated here, not on its first use: that can sit inside a graph capture (the route rows of
+  // --w8a8-wgmma at 33-64 tokens, where cudaMalloc fails and the run stopped, sessions 35-36).
+  (void)cublas_workspace();
   const double read_gbps = read_ceiling_gbps(s);
   std::printf("HBM read ceiling (read-only kernel, 2 GiB): %.1f GB/s\n", read_gbps);
   const shape flash[] = {{"fl.wq_a", 1024, 4096},   {"fl.wq_b", 32768, 1024},
