@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Prepared in session 36, NOT run (the device budget would not start another machine); for the next H200 call: bench_linear_gemm --w8a8-wgmma over every shape (Flash and Pro; the runs of
+# Prepared in session 36, NOT run (the device budget would not start another machine); for the next H200 call:
+# bench_linear_gemm --w8a8-wgmma over every shape (Flash and Pro; the runs of
 # sessions 35-36 stopped at fl.wq_a 48 tokens on a cudaMalloc inside a graph capture, fixed in 79c7017), built from
 # wip/s36-scale-split + that fix: DSV4_W8A8_WGMMA_SCALE=0 (main's kernel: the producer's scale chunk copies) and 1 (the
 # consumers' scale loads), alternating, two rounds. The route column is the path below wgmma (current_fp8_route).
+# Pack that branch's bench_linear_gemm as .bin/$N (session 35's pack.sh layout) and carry it.
 set -uo pipefail
 nvidia-smi -L
 N=${N:-w8a8all}
