@@ -420,9 +420,12 @@ bool cublaslt_wins(int64_t T, int64_t rows, int64_t cols) {
 //  * Not above 64 tokens: at 128 cuBLASLt was as fast or faster (Flash wq_b 18.9 vs 21.4, Pro wq_b
 //    48.2 vs 49.1; the kernel's widths stop at 64).
 // Not measured on the H200 (the rule is the H100's; the plan's K split follows the device's read
-// rate). DSV4_W8A8_WGMMA_TOKENS="min,max" (read per call, so that test_gpu_model can compare both
-// in one process) replaces the rule: the wgmma kernel for every supported matrix at min <= T <=
-// max ("0,-1": never).
+// rate) but for Flash shapes in session 36 (l36a, bench/RESULTS.md): there the Flash wo_b exclusion
+// loses, mma.sync W8A8 16.4 / 17.1 us at 9 / 16 tokens against this kernel's 15.6-16.0; left as it
+// is until the Pro shapes are measured (bench/kernels/results/
+// 2026-11-29_s36_w8a8wgmma_allshapes_prepared_not_run.sh). DSV4_W8A8_WGMMA_TOKENS="min,max" (read
+// per call, so that test_gpu_model can compare both in one process) replaces the rule: the wgmma
+// kernel for every supported matrix at min <= T <= max ("0,-1": never).
 bool w8a8_wgmma_wins(int64_t T, int64_t rows, int64_t cols) {
   constexpr int64_t k_mib = int64_t(1) << 20;
   const int64_t bytes = rows * cols;  // one byte per FP8 weight
