@@ -2015,6 +2015,87 @@ std::vector<int64_t> parse_list(const std::string& list) {
   return v;
 }
 
+// One cuBLASLt FP8 GEMM of the W4A8 section's ceilings: y[M, n] (BF16) = A[M, Kd] (E4M3, rows of
+// Kd bytes) x B[n, Kd] (E4M3), f32 accumulate; `batch` problems strided by a_stride / n * Kd /
+// M * n elements; with scales (sw, sx) the 128-block modes (BLK128x128 weights, VEC128
+// activations), else per-tensor. The heuristic's first algorithm that runs on (a, b, y) is kept,
+// probed outside any capture; `why` says where it stopped.
+struct lt_fp8_gemm {
+  cublasLtMatmulDesc_t op = nullptr;
+  cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
+  cublasLtMatmulAlgo_t algo{};
+  bool ok = false;
+  std::string why;
+};
+
+void destroy_lt_fp8_gemm(lt_fp8_gemm& g) {
+  if (g.lc) cublasLtMatrixLayoutDestroy(g.lc);
+  if (g.lb) cublasLtMatrixLayoutDestroy(g.lb);
+  if (g.la) cublasLtMatrixLayoutDestroy(g.la);
+  if (g.op) cublasLtMatmulDescDestroy(g.op);
+  g = lt_fp8_gemm{};
+}
+
+lt_fp8_gemm make_lt_fp8_gemm(cublasLtHandle_t lt, int64_t M, int64_t Kd, int64_t n, int32_t batch,
+                             int64_t a_stride, const float* sw, const float* sx, const void* a,
+                             const void* b, void* y, void* ws, size_t ws_bytes, cudaStream_t s) {
+  lt_fp8_gemm g;
+  CB(cublasLtMatmulDescCreate(&g.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
+  const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
+  CB(cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
+  CB(cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
+  if (sw && sx) {
+    const int32_t a_mode = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
+    const int32_t b_mode = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
+    if (cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &a_mode,
+                                       sizeof(a_mode)) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &b_mode,
+                                       sizeof(b_mode)) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sw,
+                                       sizeof(sw)) != CUBLAS_STATUS_SUCCESS ||
+        cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sx,
+                                       sizeof(sx)) != CUBLAS_STATUS_SUCCESS) {
+      g.why = "scale attributes refused";
+      return g;
+    }
+  }
+  CB(cublasLtMatrixLayoutCreate(&g.la, CUDA_R_8F_E4M3, Kd, M, Kd));
+  CB(cublasLtMatrixLayoutCreate(&g.lb, CUDA_R_8F_E4M3, Kd, n, Kd));
+  CB(cublasLtMatrixLayoutCreate(&g.lc, CUDA_R_16BF, M, n, M));
+  if (batch > 1) {
+    const int64_t sb = n * Kd, sc = M * n;
+    for (auto [l, st] : {std::pair{g.la, a_stride}, std::pair{g.lb, sb}, std::pair{g.lc, sc}}) {
+      CB(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch,
+                                          sizeof(batch)));
+      CB(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &st,
+                                          sizeof(st)));
+    }
+  }
+  cublasLtMatmulPreference_t pref;
+  CB(cublasLtMatmulPreferenceCreate(&pref));
+  CB(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &ws_bytes,
+                                          sizeof(ws_bytes)));
+  cublasLtMatmulHeuristicResult_t heur[8];
+  int found = 0;
+  const cublasStatus_t hs =
+      cublasLtMatmulAlgoGetHeuristic(lt, g.op, g.la, g.lb, g.lc, g.lc, pref, 8, heur, &found);
+  g.why =
+      "heuristic status " + std::to_string(int(hs)) + ", " + std::to_string(found) + " algorithms";
+  const float one = 1.0f, zero = 0.0f;
+  for (int k = 0; hs == CUBLAS_STATUS_SUCCESS && k < found && !g.ok; ++k) {
+    const cublasStatus_t st0 = cublasLtMatmul(lt, g.op, &one, a, g.la, b, g.lb, &zero, y, g.lc, y,
+                                              g.lc, &heur[k].algo, ws, ws_bytes, s);
+    if (st0 != CUBLAS_STATUS_SUCCESS || cudaStreamSynchronize(s) != cudaSuccess) {
+      g.why += ", matmul status " + std::to_string(int(st0));
+      continue;
+    }
+    g.algo = heur[k].algo;
+    g.ok = true;
+  }
+  cublasLtMatmulPreferenceDestroy(pref);
+  return g;
+}
+
 // The FP8 ceiling at the routed experts' own shapes (session 36): cuBLASLt's strided-batched FP8
 // matmul over E experts of n = P / E tokens each (the mean of the routed counts; real routings
 // are ragged, so this is the kinder problem), per call one batched GEMM for L1 (each expert's W1
@@ -2047,89 +2128,25 @@ double time_fp8_batched_ceiling(cublasLtHandle_t lt, cudaStream_t s, int64_t E, 
     CK(cudaMemcpy(sw, ones.data(), sw_n * 4, cudaMemcpyHostToDevice));
     CK(cudaMemcpy(sx, ones.data(), sx_n * 4, cudaMemcpyHostToDevice));
   }
-  struct gemm {
-    cublasLtMatmulDesc_t op = nullptr;
-    cublasLtMatrixLayout_t la = nullptr, lb = nullptr, lc = nullptr;
-    cublasLtMatmulAlgo_t algo;
-    bool ok = false;
-    std::string why;  // where it failed (the block-scaled case is printed)
-  };
   const float one = 1.0f, zero = 0.0f;
   const auto make = [&](int64_t M, int64_t Kd, int32_t batch) {
-    gemm g;
-    CB(cublasLtMatmulDescCreate(&g.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-    CB(cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-    CB(cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
-    if (block) {
-      const int32_t a_mode = CUBLASLT_MATMUL_MATRIX_SCALE_BLK128x128_32F;
-      const int32_t b_mode = CUBLASLT_MATMUL_MATRIX_SCALE_VEC128_32F;
-      if (cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_A_SCALE_MODE, &a_mode,
-                                         sizeof(a_mode)) != CUBLAS_STATUS_SUCCESS ||
-          cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_B_SCALE_MODE, &b_mode,
-                                         sizeof(b_mode)) != CUBLAS_STATUS_SUCCESS ||
-          cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, &sw,
-                                         sizeof(sw)) != CUBLAS_STATUS_SUCCESS ||
-          cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, &sx,
-                                         sizeof(sx)) != CUBLAS_STATUS_SUCCESS) {
-        g.why = "scale attributes refused";
-        return g;
-      }
-    }
-    CB(cublasLtMatrixLayoutCreate(&g.la, CUDA_R_8F_E4M3, Kd, M, Kd));
-    CB(cublasLtMatrixLayoutCreate(&g.lb, CUDA_R_8F_E4M3, Kd, n, Kd));
-    CB(cublasLtMatrixLayoutCreate(&g.lc, CUDA_R_16BF, M, n, M));
-    const int64_t sa = int64_t(w_expert), sb = n * Kd, sc = M * n;
-    for (auto [l, st] : {std::pair{g.la, sa}, std::pair{g.lb, sb}, std::pair{g.lc, sc}}) {
-      CB(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &batch,
-                                          sizeof(batch)));
-      CB(cublasLtMatrixLayoutSetAttribute(l, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &st,
-                                          sizeof(st)));
-    }
-    cublasLtMatmulPreference_t pref;
-    CB(cublasLtMatmulPreferenceCreate(&pref));
-    CB(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                            &lt_bytes, sizeof(lt_bytes)));
-    cublasLtMatmulHeuristicResult_t heur[8];
-    int found = 0;
-    const cublasStatus_t hs =
-        cublasLtMatmulAlgoGetHeuristic(lt, g.op, g.la, g.lb, g.lc, g.lc, pref, 8, heur, &found);
     const void* a = M == 2 * I ? w : static_cast<const uint8_t*>(w) + size_t(2) * I * D;
-    g.why = "heuristic status " + std::to_string(int(hs)) + ", " + std::to_string(found) +
-            " algorithms";
-    for (int k = 0; hs == CUBLAS_STATUS_SUCCESS && k < found && !g.ok; ++k) {
-      const cublasStatus_t st0 = cublasLtMatmul(lt, g.op, &one, a, g.la, x, g.lb, &zero, y, g.lc, y,
-                                                g.lc, &heur[k].algo, lt_ws, lt_bytes, s);
-      if (st0 != CUBLAS_STATUS_SUCCESS || cudaStreamSynchronize(s) != cudaSuccess) {
-        g.why += ", matmul status " + std::to_string(int(st0));
-        continue;
-      }
-      g.algo = heur[k].algo;
-      g.ok = true;
-    }
-    cublasLtMatmulPreferenceDestroy(pref);
-    return g;
+    return make_lt_fp8_gemm(lt, M, Kd, n, batch, int64_t(w_expert), sw, sx, a, x, y, lt_ws,
+                            lt_bytes, s);
   };
-  gemm g1 = make(2 * I, D, int32_t(E)), g2 = make(D, I, int32_t(E));
-  const auto destroy = [](gemm& g) {
-    if (g.lc) cublasLtMatrixLayoutDestroy(g.lc);
-    if (g.lb) cublasLtMatrixLayoutDestroy(g.lb);
-    if (g.la) cublasLtMatrixLayoutDestroy(g.la);
-    if (g.op) cublasLtMatmulDescDestroy(g.op);
-    g = gemm{};
-  };
+  lt_fp8_gemm g1 = make(2 * I, D, int32_t(E)), g2 = make(D, I, int32_t(E));
   // cuBLASLt (CUDA 13) answers the batched block-scaled problem with CUBLAS_STATUS_NOT_SUPPORTED
   // (session 36, l36f); it then runs as a loop of one launch per expert and GEMM (the issue's
   // naive per-expert baseline, with the official scaling).
   bool loop = false;
   if (block && !(g1.ok && g2.ok)) {
-    gemm e1 = make(2 * I, D, 1), e2 = make(D, I, 1);
+    lt_fp8_gemm e1 = make(2 * I, D, 1), e2 = make(D, I, 1);
     std::printf(
         "  block-scaled batched: L1 %s (%s), L2 %s (%s); one expert: L1 %s (%s), L2 %s (%s)\n",
         g1.ok ? "ok" : "no", g1.why.c_str(), g2.ok ? "ok" : "no", g2.why.c_str(),
         e1.ok ? "ok" : "no", e1.why.c_str(), e2.ok ? "ok" : "no", e2.why.c_str());
-    destroy(g1);
-    destroy(g2);
+    destroy_lt_fp8_gemm(g1);
+    destroy_lt_fp8_gemm(g2);
     g1 = e1, g2 = e2, loop = true;
   }
   if (per_expert_loop) *per_expert_loop = loop;
@@ -2151,8 +2168,8 @@ double time_fp8_batched_ceiling(cublasLtHandle_t lt, cudaStream_t s, int64_t E, 
           }
         },
         calls, 10, s);
-  destroy(g1);
-  destroy(g2);
+  destroy_lt_fp8_gemm(g1);
+  destroy_lt_fp8_gemm(g2);
   CK(cudaGetLastError());
   CK(cudaFree(w));
   CK(cudaFree(x));
@@ -2210,42 +2227,11 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
                                      calls, 10, s);
     // cuBLASLt FP8: one heuristic algorithm per GEMM shape (L1: M = I, K = D; L2: M = D, K = I),
     // probed outside capture.
-    struct lt_gemm {
-      cublasLtMatmulDesc_t op;
-      cublasLtMatrixLayout_t la, lb, lc;
-      cublasLtMatmulAlgo_t algo;
-      bool ok = false;
-    };
-    const auto make_gemm = [&](int64_t M, int64_t Kd, const void* a) {
-      lt_gemm g;
-      CB(cublasLtMatmulDescCreate(&g.op, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-      const cublasOperation_t ta = CUBLAS_OP_T, tb = CUBLAS_OP_N;
-      CB(cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_TRANSA, &ta, sizeof(ta)));
-      CB(cublasLtMatmulDescSetAttribute(g.op, CUBLASLT_MATMUL_DESC_TRANSB, &tb, sizeof(tb)));
-      CB(cublasLtMatrixLayoutCreate(&g.la, CUDA_R_8F_E4M3, Kd, M, Kd));
-      CB(cublasLtMatrixLayoutCreate(&g.lb, CUDA_R_8F_E4M3, Kd, P, Kd));
-      CB(cublasLtMatrixLayoutCreate(&g.lc, CUDA_R_16BF, M, P, M));
-      cublasLtMatmulPreference_t pref;
-      CB(cublasLtMatmulPreferenceCreate(&pref));
-      CB(cublasLtMatmulPreferenceSetAttribute(pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
-                                              &lt_bytes, sizeof(lt_bytes)));
-      cublasLtMatmulHeuristicResult_t heur[4];
-      int found = 0;
-      const cublasStatus_t hs =
-          cublasLtMatmulAlgoGetHeuristic(lt, g.op, g.la, g.lb, g.lc, g.lc, pref, 4, heur, &found);
-      for (int k = 0; hs == CUBLAS_STATUS_SUCCESS && k < found && !g.ok; ++k) {
-        const cublasStatus_t st0 =
-            cublasLtMatmul(lt, g.op, &one, a, g.la, dq, g.lb, &zero, dc, g.lc, dc, g.lc,
-                           &heur[k].algo, lt_ws, lt_bytes, s);
-        if (st0 != CUBLAS_STATUS_SUCCESS || cudaStreamSynchronize(s) != cudaSuccess) continue;
-        g.algo = heur[k].algo;
-        g.ok = true;
-      }
-      cublasLtMatmulPreferenceDestroy(pref);
-      return g;
-    };
-    lt_gemm g1, g2;
-    if (!g_w4a8_profile) g1 = make_gemm(I, D, f8), g2 = make_gemm(D, I, f8);
+    lt_fp8_gemm g1, g2;
+    if (!g_w4a8_profile) {
+      g1 = make_lt_fp8_gemm(lt, I, D, P, 1, 0, nullptr, nullptr, f8, dq, dc, lt_ws, lt_bytes, s);
+      g2 = make_lt_fp8_gemm(lt, D, I, P, 1, 0, nullptr, nullptr, f8, dq, dc, lt_ws, lt_bytes, s);
+    }
     double f8_ms = -1;
     if (g1.ok && g2.ok)
       f8_ms = time_prefill_per_call(
@@ -2296,13 +2282,8 @@ void bench_w4a8_shape(const moe_shape& sh, cudaStream_t s, cublasHandle_t h, cub
           : f8bb_loop  ? " [block scales: one launch per expert and GEMM, not batched]"
                        : "");
     }
-    for (lt_gemm* g : {&g1, &g2}) {
-      if (g_w4a8_profile) break;
-      cublasLtMatrixLayoutDestroy(g->la);
-      cublasLtMatrixLayoutDestroy(g->lb);
-      cublasLtMatrixLayoutDestroy(g->lc);
-      cublasLtMatmulDescDestroy(g->op);
-    }
+    destroy_lt_fp8_gemm(g1);
+    destroy_lt_fp8_gemm(g2);
     using dsv4::cuda::moe_prefill_core;
     const auto run = [&](int i, cudaStream_t st, moe_prefill_core core, __nv_bfloat16* y) {
       CK(dsv4::cuda::moe_prefill_experts_official(
