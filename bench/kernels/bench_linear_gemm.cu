@@ -28,11 +28,13 @@
 #include <string>
 #include <vector>
 
+#include "backends/cuda/device_info.h"
 #include "backends/cuda/linear.h"
 #include "backends/cuda/linear_decode.h"
 #include "backends/cuda/linear_decode_fp8act.h"
 #include "backends/cuda/linear_dispatch.h"
 #include "backends/cuda/linear_fp8_cublaslt.h"
+#include "backends/cuda/linear_fp8_dispatch.h"
 #include "backends/cuda/linear_gemm.h"
 #include "backends/cuda/linear_w8a8_wgmma.h"
 #include "backends/cuda/moe_repack.h"
@@ -445,21 +447,16 @@ void bench_fp8_cublaslt(const shape& sh, const std::vector<int64_t>& tokens, dou
   cudaFree(ws);
 }
 
-// The path linear_fp8_input takes at main 6931456 (cuda_ops_linear.cpp: takes_fp8act, then
-// cublaslt_wins, then linear()'s choose_dense_linear_path), restated for the bench.
+// The path below linear_w8a8_wgmma that linear_fp8_input takes (linear_fp8_dispatch.h's rules with
+// every kernel supported, then linear()'s choose_dense_linear_path).
 enum class fp8_route { w8a8, cublaslt, decode, gemm, gemv };
 fp8_route current_fp8_route(int64_t T, int64_t rows, int64_t cols) {
   namespace dc = dsv4::cuda;
-  const bool long_rows_small = rows <= 2048 && cols >= 4096;
-  const bool short_rows_small = rows <= 4096 && cols <= 2048;
-  if (T <= 8 || (T <= dc::k_linear_decode_fp8act_max_tokens && long_rows_small) ||
-      (T <= 16 && !short_rows_small))
-    return fp8_route::w8a8;
-  constexpr int64_t k_mib = int64_t(1) << 20;
-  const int64_t bytes = rows * cols;
-  if (T <= 1024 && ((T >= 33 && bytes >= 8 * k_mib) || (T >= 16 && T < 33 && bytes >= 32 * k_mib) ||
-                    (T >= 9 && T < 16 && bytes >= 64 * k_mib)))
-    return fp8_route::cublaslt;
+  const dc::fp8_input_path p =
+      dc::choose_fp8_input_path(false, false, dc::fp8_cublaslt_wins(T, rows, cols), true,
+                                dc::fp8act_wins(T, rows, cols), true);
+  if (p == dc::fp8_input_path::fp8act) return fp8_route::w8a8;
+  if (p == dc::fp8_input_path::cublaslt) return fp8_route::cublaslt;
   const dc::dense_linear_path path =
       dc::choose_dense_linear_path(weight_kind::fp8_block, rows, T, 1, true, true);
   return path == dc::dense_linear_path::linear_gemm     ? fp8_route::gemm
@@ -489,6 +486,7 @@ void bench_w8a8_wgmma(const shape& sh, const std::vector<int64_t>& tokens, doubl
   int sms = 132;
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   const int kp_max = int(std::min<int64_t>(16, cols / 128));
+  const double bytes_per_sm_cycle = dc::peak_read_bytes_per_sm_cycle(dc::query_device(0));
   size_t ws_bytes = std::max({dc::linear_gemm_workspace_bytes<bf>(op.w(0)),
                               dc::linear_decode_workspace_bytes(tmax, cols),
                               dc::linear_decode_fp8act_workspace_bytes(tmax, cols),
@@ -572,7 +570,8 @@ void bench_w8a8_wgmma(const shape& sh, const std::vector<int64_t>& tokens, doubl
       std::printf("w8a8 %7.1f us %5.1f%% | ", t_w8a8 * 1e3, pct_of_read(pb, t_w8a8, read_gbps));
     else
       std::printf("w8a8 %16s | ", "-");
-    std::printf("route/wgmma %.3f\n", t_route / t_wg);
+    std::printf("route/wgmma %.3f | engine %s\n", t_route / t_wg,
+                dc::w8a8_wgmma_wins(T, rows, cols, bytes_per_sm_cycle) ? "wgmma" : "route");
     if (sweep) {
       std::printf("  kp-sweep %-10s T=%lld:", sh.name, (long long)T);
       for (int kp : {1, 2, 4, 8, 16}) {
@@ -1060,8 +1059,11 @@ int main(int argc, char** argv) {
   const bool split_sweep = argc > 1 && std::string(argv[1]) == "--split-sweep";
   cudaDeviceProp prop{};
   CK(cudaGetDeviceProperties(&prop, 0));
-  std::printf("bench_linear_gemm: %s, %d SMs, L2 %d MiB\n", prop.name, prop.multiProcessorCount,
-              prop.l2CacheSize >> 20);
+  const dsv4::cuda::device_info info = dsv4::cuda::query_device(0);
+  std::printf(
+      "bench_linear_gemm: %s, %d SMs, L2 %d MiB, peak HBM %.0f GB/s = %.1f B per SM cycle\n",
+      prop.name, prop.multiProcessorCount, prop.l2CacheSize >> 20,
+      dsv4::cuda::peak_memory_gbps(info), dsv4::cuda::peak_read_bytes_per_sm_cycle(info));
   cudaStream_t s;
   CK(cudaStreamCreate(&s));
   cublasHandle_t cublas;

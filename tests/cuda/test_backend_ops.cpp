@@ -1644,10 +1644,13 @@ int main(int argc, char** argv) {
     }
     CUDA_CHECK(cudaSetDevice(device.index));
     g_l2_bytes = device.l2_bytes ? device.l2_bytes : g_l2_bytes;
-    std::printf("test_backend_ops: %s, %d SMs, %.1f GiB, L2 %.0f MiB, mode %s\n",
-                device.name.c_str(), device.sm_count,
-                double(device.global_memory_bytes) / double(1ull << 30),
-                double(device.l2_bytes) / double(1 << 20), perf ? "perf" : "parity");
+    std::printf(
+        "test_backend_ops: %s, %d SMs, %.1f GiB, L2 %.0f MiB, %.1f HBM bytes per SM cycle, mode "
+        "%s\n",
+        device.name.c_str(), device.sm_count,
+        double(device.global_memory_bytes) / double(1ull << 30),
+        double(device.l2_bytes) / double(1 << 20), dsv4::cuda::peak_read_bytes_per_sm_cycle(device),
+        perf ? "perf" : "parity");
     return perf ? run_perf(filter) : run_parity(filter, seed);
   } catch (const std::exception& e) {
     std::printf("test_backend_ops: %s\n", e.what());

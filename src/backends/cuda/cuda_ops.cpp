@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "backends/cuda/act_dispatch.h"
+#include "backends/cuda/device_info.h"
 #include "backends/cuda/elementwise.h"
 #include "backends/cuda/linear_gemm.h"
 #include "backends/cuda/mhc.h"
@@ -62,6 +63,7 @@ cuda_ops::cuda_ops(int device, dtype activations) : device_(device), act_(activa
   check_cuda(cudaSetDevice(device), "cudaSetDevice");
   check_cuda(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device),
              "cudaDeviceGetAttribute(multiprocessor count)");
+  read_bytes_per_sm_cycle_ = peak_read_bytes_per_sm_cycle(query_device(device));
   check_cuda(cudaStreamCreateWithFlags(&main_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   check_cuda(cudaEventCreateWithFlags(&fork_event_, cudaEventDisableTiming), "cudaEventCreate");
   for (int i = 0; i < k_side_branches; ++i) {

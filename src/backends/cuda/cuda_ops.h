@@ -31,6 +31,8 @@ class cuda_ops final : public ops {
   bool kv_records() const override { return true; }
   cudaStream_t stream() const { return stream_; }
   int sm_count() const { return sm_count_; }
+  // device_info.h peak_read_bytes_per_sm_cycle of this device (0: unknown); routing rules use it.
+  double read_bytes_per_sm_cycle() const { return read_bytes_per_sm_cycle_; }
   // The fast kernels where they apply: moe_decode for MXFP4/NVFP4 routed experts in steps of
   // <= 64 tokens (exact and official order), linear_decode for the dense linears that
   // linear_dispatch.h gives it, and with bf16 activations attention_decode and indexer_topk_fast
@@ -170,6 +172,7 @@ class cuda_ops final : public ops {
   int device_ = 0;
   dtype act_ = dtype::f32;
   int sm_count_ = 0;
+  double read_bytes_per_sm_cycle_ = 0;
   bool decode_kernels_ = true;
   bool repack_experts_ = true;
   int64_t expert_sets_ = 0, repacked_expert_sets_ = 0;

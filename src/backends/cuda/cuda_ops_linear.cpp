@@ -16,6 +16,7 @@
 #include "backends/cuda/linear_decode_fp8act.h"
 #include "backends/cuda/linear_dispatch.h"
 #include "backends/cuda/linear_fp8_cublaslt.h"
+#include "backends/cuda/linear_fp8_dispatch.h"
 #include "backends/cuda/linear_gemm.h"
 #include "backends/cuda/linear_w8a8_wgmma.h"
 #include "backends/cuda/moe.h"
@@ -330,56 +331,6 @@ tensor cuda_ops::linear_f32out(const tensor& x, const prepared_linear& w) {
 
 namespace {
 
-// Up to 8 tokens, where linear_decode_fp8act beat linear_decode on every DeepSeek-V4 FP8
-// projection (H200, bench/RESULTS.md session 5: 1.0-1.13x, e.g. Pro wq_b T = 1 28.6 vs 31.4 us);
-// at 16-32 tokens it won on some shapes and lost on others (its 2- and 4-n-tile kernels run 8
-// warps a block).
-// From 9 to 32 tokens (two and four n-tiles) it also beat linear_decode and cuBLASLt on the
-// projections of few rows and long rows (H200, bench_linear_gemm --fp8-cublaslt, session 24
-// LIN14, T = 9 / 16 / 32, us): Flash wq_a (1024 x 4096) 6.5 / 6.6 / 10.7 -> 5.9 / 5.9 / 7.1, Flash
-// shared w13 (2048 x 4096) 6.9 / 7.2 / 11.2 -> 6.5 / 6.6 / 8.7, Pro wq_a (1536 x 7168) 9.2 / 9.7 /
-// 16.2 -> 8.5 / 9.1 / 11.4; it lost on the short rows of the shared w2 (Flash 4096 x 2048: 6.3 ->
-// 7.8 at T = 9) and the larger matrices, which keep linear_decode or take cuBLASLt. And up to 16
-// tokens on the >= 64 MiB matrices of short rows (Pro wq_b, 65536 x 1536, T = 9 / 16): H200
-// (lead l24h, before the two-n-tile lead) 35.1 / 36.0 us against cuBLASLt's 38.8 / 45.2 and
-// linear_decode's 47.3 / 49.0; H100 (l24j) 42.5 / 43.4 against 48.5 / 45.6 and 53.2 / 54.6 (at 32
-// tokens cuBLASLt wins: 42.9 vs 48.2). With its activation lead at two n-tiles (session 24 l24l;
-// linear_decode_fp8act_default_plan) it beat both from 9 to 16 tokens on every measured projection
-// (H200, T = 9 / 16, us, W8A8 / the best other): Flash wq_b 13.7 / 13.9 vs cuBLASLt 19.6 / 15.1,
-// Flash wo_b 16.6 / 17.2 vs linear_decode 18.8 / 19.0, Pro shared w13 13.5 / 13.6 vs 15.9 / 16.4,
-// Pro shared w2 11.7 / 12.0 vs 13.2 / 13.5, Pro wq_a 7.3 / 7.5 vs 9.4 / 10.0 (l24m, one process:
-// Pro wq_b 34.1 / 35.0 vs cuBLASLt 38.6 / 44.7); Pro wo_b ties cuBLASLt on the H200 (42.3 / 43.0
-// vs 42.5 / 41.1) and wins on the H100 (48.1 / 48.2 vs 53.9 / 52.3, l24m). Not for the short rows
-// of the Flash shared w2 (4096 x 2048: 7.8 / 8.1 vs linear_decode 6.4 / 6.4), which keep
-// linear_decode.
-bool takes_fp8act(bool decode_kernels, const tensor& x, const device_weight& dw) {
-  constexpr int64_t k_max_tokens = 8;
-  const int64_t T = x.shape().rank() == 2 ? x.size(0) : 0;
-  const bool long_rows_small = dw.rows <= 2048 && dw.cols >= 4096;
-  const bool short_rows_small = dw.rows <= 4096 && dw.cols <= 2048;
-  const bool tokens_ok = T <= k_max_tokens ||
-                         (T <= k_linear_decode_fp8act_max_tokens && long_rows_small) ||
-                         (T <= 16 && !short_rows_small);
-  return decode_kernels && T >= 1 && tokens_ok && linear_decode_fp8act_supported(dw);
-}
-
-// cuBLASLt's block-scaled FP8 matmul (linear_fp8_cublaslt.h) where it beat the path linear()
-// takes (H200, bench_linear_gemm --fp8-cublaslt, session 24 LIN14, first of two processes that
-// agreed within a few %; engine / cuBLASLt time, bf16 x). On the >= 32 MiB matrices linear_decode
-// reads 37-50% of the HBM ceiling at 9-32 tokens and linear_gemm (BF16 expansion + cuBLAS)
-// 13-16% from 33, cuBLASLt 39-68%; but cuBLASLt costs 15-16 us at least (Flash wq_a, 4 MiB, at
-// every T from 8 to 128), so small matrices keep the engine's kernels.
-//  * T >= 33, >= 8 MiB of FP8 (T = 64 / 128): Flash wq_b 3.04 / 3.26x, wo_b 2.81 / 2.74x,
-//    shared w13 (8 MiB) 1.08 / 1.11x, w2 1.45 / 1.53x; Pro wq_a 1.20 / 1.22x, wq_b 4.21 / 4.57x,
-//    wo_b 4.63 / 4.38x (512 / 1024 tokens: 2.19 / 1.75x), shared w13 1.92 / 1.82x, w2 2.24 /
-//    2.35x; Flash wq_a (4 MiB) lost (0.77 / 0.79x).
-//  * 16-32 tokens, >= 32 MiB (T = 16 / 32): Flash wq_b 1.15 / 1.19x, wo_b 1.09 / 1.18x, Pro wq_b
-//    1.08 / 1.23x, wo_b 1.65 / 1.67x; the 21 MiB Pro shared experts tied or won a little
-//    (0.99-1.16x), Pro wq_a tied at 32 (1.01x), smaller matrices lost (0.43-0.63x at T = 16).
-//  * 9-15 tokens, >= 64 MiB (T = 9): Pro wq_b 1.18x, wo_b 1.57x; Flash wq_b / wo_b lost (0.86 /
-//    0.98x).
-//  * Not above 1024 tokens (not measured); not at <= 8 tokens, where linear_decode_fp8act won
-//    everywhere (cuBLASLt 0.27-0.83x).
 // DSV4_FP8_CUBLASLT_TOKENS="min,max" (read once) replaces the rule: cuBLASLt for every supported
 // matrix at min <= T <= max ("0,-1": never), for tests and A/B runs.
 bool cublaslt_wins(int64_t T, int64_t rows, int64_t cols) {
@@ -391,64 +342,30 @@ bool cublaslt_wins(int64_t T, int64_t rows, int64_t cols) {
     return std::pair<int64_t, int64_t>(-1, -1);  // -1: the measured rule
   }();
   if (window.first >= 0) return T >= window.first && T <= window.second;
-  constexpr int64_t k_mib = int64_t(1) << 20;
-  const int64_t bytes = rows * cols;  // one byte per FP8 weight
-  if (T > 1024) return false;
-  if (T >= 33) return bytes >= 8 * k_mib;
-  if (T >= 16) return bytes >= 32 * k_mib;
-  return T >= 9 && bytes >= 64 * k_mib;
+  return fp8_cublaslt_wins(T, rows, cols);
 }
 
-// linear_w8a8_wgmma (wgmma, one weight pass for all tokens) where it beat the path below
-// (takes_fp8act, then cuBLASLt, then linear()): H100, bench_linear_gemm --w8a8-wgmma and
-// --w8a8-wgmma-sweep, session 26 call w8a8w r1 (one process each, bf16 x / y, graphs of 16 calls on
-// weights rotated past L2; wgmma at linear_w8a8_wgmma_default_plan's K split; path / wgmma, us):
-//  * 9-16 tokens, >= 20 MiB, except few long rows (T = 9 / 16): Flash wq_b 15.6 / 15.7 -> 14.0 /
-//    14.1 (78% of read), Pro wq_b 40.2 / 41.2 -> 36.3 / 37.2 (90 / 88%), Pro wo_b 47.3 / 47.7 ->
-//    44.3 / 44.6 (86%), Pro shared w13 14.3 / 14.6 -> 13.0 / 13.0, w2 12.5 / 12.7 -> 10.3 / 10.5
-//    (all against linear_decode_fp8act); Flash wo_b (4096 x 8192) kept it: 17.7 / 18.3 vs 17.9 /
-//    19.4 (its K split costs a partial-sum round trip the mma.sync kernel avoids).
-//  * 17-32 tokens, >= 20 MiB (T = 17 / 32, against cuBLASLt or linear_decode): Flash wq_b 18.7 /
-//    17.5 -> 14.8 / 15.2, wo_b 21.1 / 19.7 -> 17.7 / 18.6, Pro wq_b 49.9 / 46.6 -> 37.4 / 38.2,
-//    wo_b 54.1 / 53.0 -> 45.7 / 46.5, shared w13 16.9 / 17.1 -> 14.5 / 14.9, w2 14.6 / 15.8 -> 11.5
-//    / 12.1; the smaller matrices keep linear_decode_fp8act (Flash wq_a 6.8 / 7.2 vs 8.0 / 8.0; Pro
-//    wq_a won at 32 only, 11.7 -> 10.4, not taken).
-//  * 33-64 tokens, >= 4 MiB (measured at 64; against cuBLASLt or linear_gemm): Flash wq_b 18.6 ->
-//    17.8, wq_a 12.7 -> 10.0, shared w13 15.7 -> 12.0, w2 10.6 -> 10.0, Pro wq_b 49.5 -> 40.7, wo_b
-//    56.0 -> 53.3, wq_a 16.4 -> 13.6; ties: Flash wo_b 20.9 -> 20.4, Pro shared w13 17.4 -> 16.9,
-//    w2 14.1 -> 14.3. Flash wkv (2 MiB) keeps linear_gemm (9.1 vs 9.8).
-//  * Not above 64 tokens: at 128 cuBLASLt was as fast or faster (Flash wq_b 18.9 vs 21.4, Pro wq_b
-//    48.2 vs 49.1; the kernel's widths stop at 64).
-// Not measured on the H200 (the rule is the H100's; the plan's K split follows the device's read
-// rate) but for Flash shapes in session 36 (l36a, bench/RESULTS.md): there the Flash wo_b exclusion
-// loses, mma.sync W8A8 16.4 / 17.1 us at 9 / 16 tokens against this kernel's 15.6-16.0; left as it
-// is until the Pro shapes are measured (bench/kernels/results/
-// 2026-11-29_s36_w8a8wgmma_allshapes_prepared_not_run.sh). DSV4_W8A8_WGMMA_TOKENS="min,max" (read
-// per call, so that test_gpu_model can compare both in one process) replaces the rule: the wgmma
-// kernel for every supported matrix at min <= T <= max ("0,-1": never).
-bool w8a8_wgmma_wins(int64_t T, int64_t rows, int64_t cols) {
-  constexpr int64_t k_mib = int64_t(1) << 20;
-  const int64_t bytes = rows * cols;  // one byte per FP8 weight
-  if (T < 9 || T > 64) return false;
-  if (T >= 33) return bytes >= 4 * k_mib;
-  if (T >= 17) return bytes >= 20 * k_mib;
-  return bytes >= 20 * k_mib && !(rows <= 4096 && cols >= 8192);
-}
-
-bool takes_w8a8_wgmma(bool decode_kernels, const tensor& x, const device_weight& dw) {
-  const int64_t T = x.shape().rank() == 2 ? x.size(0) : 0;
-  if (!decode_kernels || T < 1 || T > k_linear_w8a8_wgmma_max_tokens) return false;
-  bool wins = w8a8_wgmma_wins(T, dw.rows, dw.cols);
+// DSV4_W8A8_WGMMA_TOKENS="min,max" (read per call, so that test_gpu_model can compare both in one
+// process) replaces the rule: the wgmma kernel for every supported matrix at min <= T <= max
+// ("0,-1": never).
+bool w8a8_wgmma_window(int64_t T, int64_t rows, int64_t cols, double read_bytes_per_sm_cycle) {
   long long lo = 0, hi = -1;
   const char* env = std::getenv("DSV4_W8A8_WGMMA_TOKENS");
-  if (env && std::sscanf(env, "%lld,%lld", &lo, &hi) == 2) wins = T >= lo && T <= hi;
-  return wins && linear_w8a8_wgmma_supported(dw);
+  if (env && std::sscanf(env, "%lld,%lld", &lo, &hi) == 2) return T >= lo && T <= hi;
+  return w8a8_wgmma_wins(T, rows, cols, read_bytes_per_sm_cycle);
 }
 
-bool takes_cublaslt(bool decode_kernels, const tensor& x, const cuda_linear& cw) {
+// The FP8-input kernel of this call (linear_fp8_dispatch.h's order and rules), or linear().
+fp8_input_path fp8_input_path_of(bool decode_kernels, const tensor& x, const cuda_linear& cw,
+                                 double read_bytes_per_sm_cycle) {
   const int64_t T = x.shape().rank() == 2 ? x.size(0) : 0;
-  return decode_kernels && cw.lt_scale.defined() && T >= 1 &&
-         !takes_fp8act(decode_kernels, x, cw.s.w) && cublaslt_wins(T, cw.s.w.rows, cw.s.w.cols);
+  if (!decode_kernels || T < 1) return fp8_input_path::linear;
+  const device_weight& dw = cw.s.w;
+  return choose_fp8_input_path(
+      w8a8_wgmma_window(T, dw.rows, dw.cols, read_bytes_per_sm_cycle),
+      T <= k_linear_w8a8_wgmma_max_tokens && linear_w8a8_wgmma_supported(dw),
+      cublaslt_wins(T, dw.rows, dw.cols), cw.lt_scale.defined(), fp8act_wins(T, dw.rows, dw.cols),
+      linear_decode_fp8act_supported(dw));
 }
 
 }  // namespace
@@ -459,48 +376,38 @@ bool cuda_ops::linear_fp8_input_quantizes(const tensor& x, const prepared_linear
   // caller's quantized copy as before, so a test can compare both in one process bit for bit.
   const char* copy = std::getenv("DSV4_FP8_INPUT_COPY");
   if (copy && std::strcmp(copy, "1") == 0) return false;
-  const auto& cw = static_cast<const cuda_linear&>(w);
-  return takes_w8a8_wgmma(decode_kernels(), x, cw.s.w) ||
-         takes_fp8act(decode_kernels(), x, cw.s.w) || takes_cublaslt(decode_kernels(), x, cw);
+  return fp8_input_path_of(decode_kernels(), x, static_cast<const cuda_linear&>(w),
+                           read_bytes_per_sm_cycle_) != fp8_input_path::linear;
 }
 
 tensor cuda_ops::linear_fp8_input(const tensor& x, const prepared_linear& w) {
   const auto& cw = static_cast<const cuda_linear&>(w);
   const device_weight& dw = cw.s.w;
-  // One of three FP8-input kernels (the rules above), else linear().
-  enum class fp8_path { wgmma, cublaslt, fp8act };
-  fp8_path path;
-  if (takes_w8a8_wgmma(decode_kernels(), x, dw))
-    path = fp8_path::wgmma;
-  else if (takes_cublaslt(decode_kernels(), x, cw))
-    path = fp8_path::cublaslt;
-  else if (takes_fp8act(decode_kernels(), x, dw))
-    path = fp8_path::fp8act;
-  else
-    return linear(x, w);
+  const fp8_input_path path = fp8_input_path_of(decode_kernels(), x, cw, read_bytes_per_sm_cycle_);
+  if (path == fp8_input_path::linear) return linear(x, w);
   const int64_t T = x.size(0);
   check_device_type(x, activation_type(), "linear input");
   DSV4_CHECK(x.size(1) == w.in, "linear {}: input {} for weight [{}, {}]", w.name, x.shape().str(),
              w.out, w.in);
   tensor y = alloc(act_, {T, w.out});
-  const size_t ws = path == fp8_path::wgmma ? linear_w8a8_wgmma_workspace_bytes(T, dw.rows, dw.cols)
-                    : path == fp8_path::cublaslt
-                        ? linear_fp8_cublaslt_workspace_bytes(T, dw.rows, dw.cols)
-                        : linear_decode_fp8act_workspace_bytes(T, dw.cols);
+  const size_t ws =
+      path == fp8_input_path::w8a8_wgmma ? linear_w8a8_wgmma_workspace_bytes(T, dw.rows, dw.cols)
+      : path == fp8_input_path::cublaslt ? linear_fp8_cublaslt_workspace_bytes(T, dw.rows, dw.cols)
+                                         : linear_decode_fp8act_workspace_bytes(T, dw.cols);
   tensor workspace = alloc(dtype::u8, {int64_t(ws)});
   uint8_t* wp = workspace.data<uint8_t>();
   check_cuda(
       with_act(act_,
                [&](auto* a) -> cudaError_t {
                  switch (path) {
-                   case fp8_path::wgmma:
+                   case fp8_input_path::w8a8_wgmma:
                      return linear_w8a8_wgmma(act_ptr(x, a), T, dw, act_ptr(y, a), wp, ws,
                                               stream());
-                   case fp8_path::cublaslt:
+                   case fp8_input_path::cublaslt:
                      return linear_fp8_cublaslt(reinterpret_cast<cublasLtHandle_t>(cublas()),
                                                 act_ptr(x, a), T, dw, cw.lt_scale.data<float>(),
                                                 act_ptr(y, a), wp, ws, stream());
-                   case fp8_path::fp8act:
+                   case fp8_input_path::fp8act:
                      break;
                  }
                  return linear_decode_fp8act(act_ptr(x, a), T, dw, act_ptr(y, a), wp, ws, stream());
