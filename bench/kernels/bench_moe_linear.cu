@@ -11,7 +11,8 @@
 //     official order (moe_experts_official, moe_decode_experts_official), and the repacked-layout
 //     variants beside them; --decode-only leaves out the general kernels and the cuBLAS loop,
 //     --replays N sets the replays (the previous moe_decode, before the cp.async ring, was compared
-//     in session 3: bench/kernels/results/h200_2026-11-22_s3_final_bench_moe_decode_partial.txt);
+//     in session 3: bench/kernels/results/h200_2026-11-22_s3_final_bench_moe_decode_partial.txt),
+//     --replay-log FILE writes every replay's time with its wall clock (see time_ms);
 //   * a stage breakdown of moe_decode (Flash MXFP4, T = 1 and 64: f32 exact order, bf16 official
 //     order in both layouts): each kernel of the captured graph in turn replaced by an empty
 //     kernel; the time saved is that stage's share of the call (with PDL the stages overlap, so
@@ -43,6 +44,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
 #include <functional>
 #include <map>
 #include <random>
@@ -161,6 +163,13 @@ __global__ void empty_wait_kernel() {
   asm volatile("griddepcontrol.wait;" ::: "memory");
 }
 
+// --replay-log FILE: every timed launch of time_ms as one line "wall_s timing_id ms" (wall_s: the
+// host's CLOCK_REALTIME when the launch's end event completed, the clock of `date +%s.%N`;
+// timing_id counts time_ms calls), so that a script can set each replay beside the SM clock and
+// power it sampled with nvidia-smi. The medians the rows print are unchanged.
+FILE* g_replay_log = nullptr;
+int g_timing_id = 0;
+
 // Median ms of `runs` event-timed launches after a warm-up.
 double time_ms(const std::function<void()>& launch, int runs, cudaStream_t s) {
   for (int i = 0; i < 3; ++i) launch();
@@ -175,7 +184,14 @@ double time_ms(const std::function<void()>& launch, int runs, cudaStream_t s) {
     CK(cudaEventRecord(b, s));
     CK(cudaEventSynchronize(b));
     CK(cudaEventElapsedTime(&t[i], a, b));
+    if (g_replay_log) {
+      timespec now{};
+      clock_gettime(CLOCK_REALTIME, &now);
+      std::fprintf(g_replay_log, "%.6f %d %.5f\n", double(now.tv_sec) + 1e-9 * double(now.tv_nsec),
+                   g_timing_id, t[i]);
+    }
   }
+  ++g_timing_id;
   CK(cudaEventDestroy(a));
   CK(cudaEventDestroy(b));
   return median(t);
@@ -2511,6 +2527,13 @@ int main(int argc, char** argv) {
     if (a == "--fp8-check") fp8 = true;
     if (a == "--decode-only") g_decode_only = only_moe = true;
     if (a == "--replays" && i + 1 < argc) k_replays = std::max(5, std::atoi(argv[++i]));
+    if (a == "--replay-log" && i + 1 < argc) {
+      g_replay_log = std::fopen(argv[++i], "w");
+      if (!g_replay_log) {
+        std::fprintf(stderr, "bench_moe_linear: cannot write --replay-log %s\n", argv[i]);
+        return 2;
+      }
+    }
     if (a == "--shapes" && i + 1 < argc) g_shapes = argv[++i];
     if (a == "--formats" && i + 1 < argc) g_formats = argv[++i];
     if (a == "--tokens" && i + 1 < argc) {
