@@ -12,7 +12,8 @@
 //     variants beside them; --decode-only leaves out the general kernels and the cuBLAS loop,
 //     --replays N sets the replays (the previous moe_decode, before the cp.async ring, was compared
 //     in session 3: bench/kernels/results/h200_2026-11-22_s3_final_bench_moe_decode_partial.txt),
-//     --replay-log FILE writes every replay's time with its wall clock (see time_ms);
+//     --replay-log FILE writes every replay's time with its wall clock, --replay-gap-ms N idles
+//     before each replay (see time_ms);
 //   * a stage breakdown of moe_decode (Flash MXFP4, T = 1 and 64: f32 exact order, bf16 official
 //     order in both layouts): each kernel of the captured graph in turn replaced by an empty
 //     kernel; the time saved is that stage's share of the call (with PDL the stages overlap, so
@@ -39,6 +40,7 @@
 #include <cxxabi.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -49,6 +51,7 @@
 #include <map>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "backends/cuda/linear_decode.h"
@@ -169,16 +172,31 @@ __global__ void empty_wait_kernel() {
 // power it sampled with nvidia-smi. The medians the rows print are unchanged.
 FILE* g_replay_log = nullptr;
 int g_timing_id = 0;
+// --replay-gap-ms N: the host idles N ms before each timed launch (and each warm-up launch), so
+// that every replay starts with the card's power budget recovered: under back-to-back replays
+// the H200 reaches its 700 W limit within ~25 ms of decode and its power controller lowers the
+// SM clock (1.6-1.85 GHz; session 37, l37c). With a gap the rows time the kernels at the clock
+// they start at (1980 MHz there); without one (0, the default), at the sustained clock.
+int g_replay_gap_ms = 0;
 
 // Median ms of `runs` event-timed launches after a warm-up.
 double time_ms(const std::function<void()>& launch, int runs, cudaStream_t s) {
-  for (int i = 0; i < 3; ++i) launch();
+  const auto gap = [] {
+    if (g_replay_gap_ms > 0)
+      std::this_thread::sleep_for(std::chrono::milliseconds(g_replay_gap_ms));
+  };
+  for (int i = 0; i < 3; ++i) {
+    gap();
+    launch();
+    if (g_replay_gap_ms > 0) CK(cudaStreamSynchronize(s));
+  }
   CK(cudaStreamSynchronize(s));
   cudaEvent_t a, b;
   CK(cudaEventCreate(&a));
   CK(cudaEventCreate(&b));
   std::vector<float> t(runs);
   for (int i = 0; i < runs; ++i) {
+    gap();
     CK(cudaEventRecord(a, s));
     launch();
     CK(cudaEventRecord(b, s));
@@ -2527,6 +2545,7 @@ int main(int argc, char** argv) {
     if (a == "--fp8-check") fp8 = true;
     if (a == "--decode-only") g_decode_only = only_moe = true;
     if (a == "--replays" && i + 1 < argc) k_replays = std::max(5, std::atoi(argv[++i]));
+    if (a == "--replay-gap-ms" && i + 1 < argc) g_replay_gap_ms = std::max(0, std::atoi(argv[++i]));
     if (a == "--replay-log" && i + 1 < argc) {
       g_replay_log = std::fopen(argv[++i], "w");
       if (!g_replay_log) {
