@@ -42,7 +42,7 @@ TEST(device_class, bytes_per_sm_cycle_from_the_clocks_and_bus) {
   // 2 transfers x 2.619e9 x 640 bytes = 3352.3 GB/s; / (132 x 1.98e9) = 12.83 bytes a cycle.
   EXPECT_NEAR(peak_memory_gbps(h100), 3352.32, 0.01);
   EXPECT_NEAR(peak_read_bytes_per_sm_cycle(h100), 12.826, 0.001);
-  EXPECT_LT(peak_read_bytes_per_sm_cycle(h100), k_fp8_dispatch_rich_bytes_per_sm_cycle);
+  EXPECT_LT(peak_read_bytes_per_sm_cycle(h100), k_rich_read_bytes_per_sm_cycle);
   device_info unknown = h100;
   unknown.memory_clock_khz = 0;  // an attribute the driver did not give
   EXPECT_EQ(peak_memory_gbps(unknown), 0.0);

@@ -26,10 +26,14 @@ int64_t chunks_bound(int64_t pairs, int64_t experts) {
   return pairs / k_chunk_pairs + std::min(pairs, experts);
 }
 
-int rt_of(bool up, const shape& s, int64_t tokens, int code = 0) {
+// read_bytes_per_sm_cycle: 0 (unknown) and 12.8 (H100 SXM) are the H100's class, 18.4 (H200) the
+// bandwidth-rich one (device_info.h).
+constexpr double k_h100 = 12.8, k_h200 = 18.4;
+
+int rt_of(bool up, const shape& s, int64_t tokens, int code = 0, double bytes_per_cycle = 0.0) {
   const int64_t rows = up ? s.inter : s.hidden, kdim = up ? s.hidden : s.inter;
   return pick_rt(up, rows, kdim / 128, tokens, s.top_k, s.experts,
-                 chunks_bound(tokens * s.top_k, s.experts), k_sms, k_four, code);
+                 chunks_bound(tokens * s.top_k, s.experts), k_sms, k_four, code, bytes_per_cycle);
 }
 
 TEST(moe_decode_tuning, ab_codes_force_the_row_tiles) {
@@ -68,6 +72,24 @@ TEST(moe_decode_tuning, model_shapes_take_the_measured_row_tiles) {
       EXPECT_EQ(rt_of(true, s, t), 4) << t;
       EXPECT_EQ(rt_of(false, s, t), 4) << t;
     }
+}
+
+TEST(moe_decode_tuning, ties_take_the_smaller_rt_on_the_bandwidth_rich_class) {
+  // Pro T = 1's W2 ties RT 4 and RT 2 (2 waves x 36 = 3 waves x 24 rounds): the H100's class keeps
+  // RT 4, the H200's takes RT 2 (l37e: 1.016 / 1.019x at the full clock).
+  EXPECT_EQ(rt_of(false, k_pro, 1, 0, k_h100), 4);
+  EXPECT_EQ(rt_of(false, k_pro, 1, 0, 0.0), 4);
+  EXPECT_EQ(rt_of(false, k_pro, 1, 0, k_h200), 2);
+  // Every other model-shape launch at T = 1..64 has no tie: the same row tiles on both classes
+  // (l37e measured the model's choice best or within 0.4% at Flash and Pro T = 1 / 4 / 16 / 64).
+  for (const shape& s : {k_flash, k_pro})
+    for (const bool up : {true, false})
+      for (int64_t t = 1; t <= 64; ++t) {
+        if (s.hidden == k_pro.hidden && !up && t == 1) continue;
+        EXPECT_EQ(rt_of(up, s, t, 0, k_h200), rt_of(up, s, t, 0, k_h100)) << up << " " << t;
+      }
+  // A/B codes force the row tiles on either class.
+  EXPECT_EQ(rt_of(false, k_pro, 1, -24, k_h200), 4);
 }
 
 }  // namespace

@@ -6,6 +6,8 @@
 
 #include <cuda_runtime.h>
 
+#include <atomic>
+
 #include "core/error.h"
 
 namespace dsv4::cuda {
@@ -63,6 +65,30 @@ double peak_read_bytes_per_sm_cycle(const device_info& info) {
   const double gbps = peak_memory_gbps(info);
   if (gbps <= 0 || info.sm_count <= 0 || info.sm_clock_khz <= 0) return 0.0;
   return gbps * 1e9 / (double(info.sm_count) * double(info.sm_clock_khz) * 1e3);
+}
+
+double current_device_read_bytes_per_sm_cycle() {
+  // value + 1 per device (zero-initialized: 0 = not yet read; an unknown device stores 1).
+  constexpr int k_cached = 64;
+  static std::atomic<double> cache[k_cached];
+  int index = 0;
+  if (cudaGetDevice(&index) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0.0;
+  }
+  const bool cacheable = index >= 0 && index < k_cached;
+  if (cacheable) {
+    const double cached = cache[index].load(std::memory_order_relaxed);
+    if (cached > 0) return cached - 1.0;
+  }
+  device_info info;
+  info.sm_count = attribute_or_zero(cudaDevAttrMultiProcessorCount, index);
+  info.sm_clock_khz = attribute_or_zero(cudaDevAttrClockRate, index);
+  info.memory_clock_khz = attribute_or_zero(cudaDevAttrMemoryClockRate, index);
+  info.memory_bus_bits = attribute_or_zero(cudaDevAttrGlobalMemoryBusWidth, index);
+  const double value = peak_read_bytes_per_sm_cycle(info);
+  if (cacheable) cache[index].store(value + 1.0, std::memory_order_relaxed);
+  return value;
 }
 
 bool is_supported(const device_info& info) {

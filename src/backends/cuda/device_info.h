@@ -31,6 +31,16 @@ double peak_memory_gbps(const device_info& info);
 // that are issue- or latency-bound on the SM side fall further behind the read ceiling as it grows,
 // so routing rules fitted on one device class use it to tell the classes apart. 0 when unknown.
 double peak_read_bytes_per_sm_cycle(const device_info& info);
+// The device classes of the routing and tuning rules: at or above this many bytes per SM cycle a
+// device counts as the H200's class, below (and unknown, 0) as the H100's, where most rules were
+// first fitted.
+constexpr double k_rich_read_bytes_per_sm_cycle = 15.0;
+inline bool bandwidth_rich(double read_bytes_per_sm_cycle) {
+  return read_bytes_per_sm_cycle >= k_rich_read_bytes_per_sm_cycle;
+}
+// peak_read_bytes_per_sm_cycle of the calling thread's current device, from four attributes,
+// cached per device (cheap enough for host launch code; no stream work, so capture-safe).
+double current_device_read_bytes_per_sm_cycle();
 // The kernels are built for sm_90a: only compute capability 9.0 (H100/H200) runs them.
 bool is_supported(const device_info& info);
 

@@ -10,15 +10,11 @@
 
 #include <cstdint>
 
+#include "backends/cuda/device_info.h"
 #include "backends/cuda/linear_decode_fp8act.h"
 #include "backends/cuda/linear_w8a8_wgmma.h"
 
 namespace dsv4::cuda {
-
-// device_info.h peak_read_bytes_per_sm_cycle at or above which a device counts as the H200's
-// class (H100 SXM ~12.8, H200 ~18.4); 0 (unknown) counts as the H100's, where the rules were first
-// fitted.
-constexpr double k_fp8_dispatch_rich_bytes_per_sm_cycle = 15.0;
 
 // Up to 8 tokens, where linear_decode_fp8act beat linear_decode on every DeepSeek-V4 FP8
 // projection (H200, bench/RESULTS.md session 5: 1.0-1.13x, e.g. Pro wq_b T = 1 28.6 vs 31.4 us);
@@ -103,16 +99,16 @@ inline bool fp8_cublaslt_wins(int64_t T, int64_t rows, int64_t cols) {
 // wq_b 12.6-15.4 against 13.6-16.7), but the Flash wo_b exclusion loses there: W8A8 16.4 / 17.1 us
 // at 9 / 16 tokens against this kernel's 15.7 / 16.0 (the device streams 1.44x the bytes per SM
 // cycle, so the mma.sync kernel's issue-bound rounds fall behind), so it applies only below
-// k_fp8_dispatch_rich_bytes_per_sm_cycle. Left as measured on the H200 (ties or <= 3% against the
-// rule): Flash shared w13 at 17-32 tokens (W8A8 8.3-8.8 vs 8.4-8.8), Pro shared w2 at 64 (cuBLASLt
-// 13.8 vs 14.2), Flash wkv at 48 (linear_gemm 9.2 vs 9.2).
+// k_rich_read_bytes_per_sm_cycle (device_info.h). Left as measured on the H200 (ties or <= 3%
+// against the rule): Flash shared w13 at 17-32 tokens (W8A8 8.3-8.8 vs 8.4-8.8), Pro shared w2 at
+// 64 (cuBLASLt 13.8 vs 14.2), Flash wkv at 48 (linear_gemm 9.2 vs 9.2).
 inline bool w8a8_wgmma_wins(int64_t T, int64_t rows, int64_t cols, double read_bytes_per_sm_cycle) {
   constexpr int64_t k_mib = int64_t(1) << 20;
   const int64_t bytes = rows * cols;  // one byte per FP8 weight
   if (T < 9 || T > k_linear_w8a8_wgmma_max_tokens) return false;
   if (T >= 33) return bytes >= 4 * k_mib;
   if (T >= 17) return bytes >= 20 * k_mib;
-  const bool rich = read_bytes_per_sm_cycle >= k_fp8_dispatch_rich_bytes_per_sm_cycle;
+  const bool rich = bandwidth_rich(read_bytes_per_sm_cycle);
   return bytes >= 20 * k_mib && (rich || !(rows <= 4096 && cols >= 8192));
 }
 

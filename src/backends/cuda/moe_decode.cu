@@ -55,6 +55,7 @@
 #include <type_traits>
 #include <utility>
 
+#include "backends/cuda/device_info.h"
 #include "backends/cuda/kernel_attributes.h"
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/moe_decode.h"
@@ -195,8 +196,9 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
   const int blocks_per_sm[3] = {gemm_blocks_per_sm<K, UP, SPLIT, 4, RING, RP, SSO>(stage_bytes),
                                 gemm_blocks_per_sm<K, UP, SPLIT, 2, RING, RP, SSO>(stage_bytes),
                                 gemm_blocks_per_sm<K, UP, SPLIT, 1, RING, RP, SSO>(stage_bytes)};
-  const int rt = pick_rt(UP, rows, kdim / k_round, tokens, top_k, experts, chunks_bound, sms,
-                         blocks_per_sm, moe_decode_rt_blocks_per_sm());
+  const int rt =
+      pick_rt(UP, rows, kdim / k_round, tokens, top_k, experts, chunks_bound, sms, blocks_per_sm,
+              moe_decode_rt_blocks_per_sm(), current_device_read_bytes_per_sm_cycle());
   const dim3 grid(unsigned(rows / (16 * rt)), unsigned(chunks_bound));
   // The quantization folded into W1/W3 only where the grid is one wave: each block's counter
   // round trip at its exit then delays nothing but the last blocks, less than the quantize

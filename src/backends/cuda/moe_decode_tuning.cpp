@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "backends/cuda/device_info.h"
+
 namespace dsv4::cuda::moe_decode_tuning {
 
 // Row tiles per block (RT; 4 / RT warps split K). Old rule (min_blocks_per_sm > 0, set by
@@ -29,10 +31,19 @@ namespace dsv4::cuda::moe_decode_tuning {
 // RT 1 0.990x; at Flash T = 1 RT 2 (unchanged) beat 4 and 1 by 1.04 / 1.14x; W2's RT 4 (unchanged)
 // beat 2 at Flash and Pro T = 1. Of the model shapes (Flash, Pro; T = 1..64) only Pro T = 1's
 // W1/W3 changes (multi-wave grids keep MOE7's choice).
+// Ties of the wave model (session 37, l37e, H200, every replay after 80 ms of idle so that all ran
+// at the full SM clock; pass-to-pass spread <= 0.4%): of the model shapes at T = 1..64 only Pro
+// T = 1's W2 ties (672 blocks at RT 4, 1344 at RT 2: 2 x (24 + 12) = 3 x (12 + 12) rounds), and
+// there RT 2 beat the tie's RT 4 by 1.016 / 1.019x in two passes (W1/W3 at the model's RT 2; 74.8 /
+// 74.7 against 76.1 / 76.2 us a call; session 31's l31g 1.021x, back to back). On the devices of
+// the H200's class (device_info.h bandwidth_rich) ties go to the smaller RT; elsewhere to the
+// larger, as MOE7 fitted them on an H100 (not measured there since).
 constexpr int k_block_overhead_rounds = 12;
 
 int pick_rt(bool up, int64_t rows, int64_t rounds, int64_t tokens, int64_t top_k, int64_t experts,
-            int64_t chunks_bound, int sms, const int (&blocks_per_sm)[3], int min_blocks_per_sm) {
+            int64_t chunks_bound, int sms, const int (&blocks_per_sm)[3], int min_blocks_per_sm,
+            double read_bytes_per_sm_cycle) {
+  const bool ties_to_smaller = bandwidth_rich(read_bytes_per_sm_cycle);
   // A/B codes (MOE15, moe_decode_set_rt_blocks_per_sm(-(10 u + d))): RT u for W1/W3 and d for
   // W2 where it is 1, 2 or 4, else the model below; -99: the model without the one-wave balance.
   bool balance = true;
@@ -59,7 +70,8 @@ int pick_rt(bool up, int64_t rows, int64_t rounds, int64_t tokens, int64_t top_k
     const double slots = double(std::max(1, blocks_per_sm[i])) * sms;
     const double waves = std::ceil(double(rows / (16 * rt)) * chunks / slots - 1e-9);
     const double cost = waves * (double(rounds) * rt / 4.0 + k_block_overhead_rounds);
-    if (i == 0 || cost < best_cost) best = rt, best_cost = cost, best_waves = waves;
+    if (i == 0 || cost < best_cost || (ties_to_smaller && cost == best_cost))
+      best = rt, best_cost = cost, best_waves = waves;
   }
   if (!balance || best_waves > 1) return best;
   for (int i = 0; i < 3; ++i) {
