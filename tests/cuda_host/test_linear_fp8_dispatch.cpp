@@ -21,7 +21,9 @@ constexpr fp8_shape flash_wq_b{"flash wq_b", 32768, 1024}, flash_wo_b{"flash wo_
     pro_wq_a{"pro wq_a", 1536, 7168}, pro_shared_w13{"pro shared w13", 3072, 7168},
     pro_shared_w2{"pro shared w2", 7168, 3072};
 
-// H100 SXM as its driver reports it: 2619 MHz HBM3 on a 5120-bit bus, 132 SMs at 1980 MHz.
+// An H100 SXM's attributes as public deviceQuery outputs give them (2619 MHz HBM3, 5120-bit bus,
+// 132 SMs at 1980 MHz; not read on this project's machines, where no H100 has been lent since
+// session 28).
 device_info h100_sxm() {
   device_info d;
   d.sm_count = 132;

@@ -27,9 +27,10 @@ device_info query_device(int index);
 // Peak HBM bandwidth from the memory clock and bus width, GB/s (0 when the driver does not say).
 double peak_memory_gbps(const device_info& info);
 // Peak HBM bytes per SM per SM clock: what each SM must consume for a kernel to stream at the
-// memory's rate. H100 SXM ~12.8, H200 ~18.4 (the same SMs and clock, 1.44x the bandwidth): kernels
-// that are issue- or latency-bound on the SM side fall further behind the read ceiling as it grows,
-// so routing rules fitted on one device class use it to tell the classes apart. 0 when unknown.
+// memory's rate. H200 18.4 (read, session 37), H100 SXM ~12.8 (from its published attributes):
+// kernels that are issue- or latency-bound on the SM side fall further behind the read ceiling as
+// it grows, so routing rules fitted on one device class use it to tell the classes apart. 0 when
+// unknown.
 double peak_read_bytes_per_sm_cycle(const device_info& info);
 // The device classes of the routing and tuning rules: at or above this many bytes per SM cycle a
 // device counts as the H200's class, below (and unknown, 0) as the H100's, where most rules were
