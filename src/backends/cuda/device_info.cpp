@@ -6,7 +6,9 @@
 
 #include <cuda_runtime.h>
 
-#include <atomic>
+#include <array>
+#include <mutex>
+#include <optional>
 
 #include "core/error.h"
 
@@ -67,28 +69,33 @@ double peak_read_bytes_per_sm_cycle(const device_info& info) {
   return gbps * 1e9 / (double(info.sm_count) * double(info.sm_clock_khz) * 1e3);
 }
 
-double current_device_read_bytes_per_sm_cycle() {
-  // value + 1 per device (zero-initialized: 0 = not yet read; an unknown device stores 1).
+device_info current_device_rates() {
   constexpr int k_cached = 64;
-  static std::atomic<double> cache[k_cached];
-  int index = 0;
-  if (cudaGetDevice(&index) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return 0.0;
-  }
-  const bool cacheable = index >= 0 && index < k_cached;
-  if (cacheable) {
-    const double cached = cache[index].load(std::memory_order_relaxed);
-    if (cached > 0) return cached - 1.0;
-  }
+  static std::mutex mutex;
+  static std::array<std::optional<device_info>, k_cached> cache;
   device_info info;
-  info.sm_count = attribute_or_zero(cudaDevAttrMultiProcessorCount, index);
-  info.sm_clock_khz = attribute_or_zero(cudaDevAttrClockRate, index);
-  info.memory_clock_khz = attribute_or_zero(cudaDevAttrMemoryClockRate, index);
-  info.memory_bus_bits = attribute_or_zero(cudaDevAttrGlobalMemoryBusWidth, index);
-  const double value = peak_read_bytes_per_sm_cycle(info);
-  if (cacheable) cache[index].store(value + 1.0, std::memory_order_relaxed);
-  return value;
+  if (cudaGetDevice(&info.index) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return device_info{};
+  }
+  const bool cacheable = info.index >= 0 && info.index < k_cached;
+  if (cacheable) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    if (cache[size_t(info.index)]) return *cache[size_t(info.index)];
+  }
+  info.sm_count = attribute_or_zero(cudaDevAttrMultiProcessorCount, info.index);
+  info.sm_clock_khz = attribute_or_zero(cudaDevAttrClockRate, info.index);
+  info.memory_clock_khz = attribute_or_zero(cudaDevAttrMemoryClockRate, info.index);
+  info.memory_bus_bits = attribute_or_zero(cudaDevAttrGlobalMemoryBusWidth, info.index);
+  if (cacheable) {
+    const std::lock_guard<std::mutex> lock(mutex);
+    cache[size_t(info.index)] = info;
+  }
+  return info;
+}
+
+double current_device_read_bytes_per_sm_cycle() {
+  return peak_read_bytes_per_sm_cycle(current_device_rates());
 }
 
 bool is_supported(const device_info& info) {

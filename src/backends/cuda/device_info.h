@@ -39,8 +39,12 @@ constexpr double k_rich_read_bytes_per_sm_cycle = 15.0;
 inline bool bandwidth_rich(double read_bytes_per_sm_cycle) {
   return read_bytes_per_sm_cycle >= k_rich_read_bytes_per_sm_cycle;
 }
-// peak_read_bytes_per_sm_cycle of the calling thread's current device, from four attributes,
-// cached per device (cheap enough for host launch code; no stream work, so capture-safe).
+// The calling thread's current device's index, SM count, SM and memory clocks and bus width (the
+// fields peak_memory_gbps and peak_read_bytes_per_sm_cycle read; the others left empty), from
+// five attributes, cached per device: cheap enough for host launch code, and no stream work, so
+// safe inside a graph capture. Unknown fields (an attribute the driver lacks, no device) read 0.
+device_info current_device_rates();
+// peak_read_bytes_per_sm_cycle(current_device_rates()).
 double current_device_read_bytes_per_sm_cycle();
 // The kernels are built for sm_90a: only compute capability 9.0 (H100/H200) runs them.
 bool is_supported(const device_info& info);

@@ -23,6 +23,7 @@
 #include <climits>
 #include <type_traits>
 
+#include "backends/cuda/device_info.h"
 #include "backends/cuda/kernel_attributes.h"
 #include "backends/cuda/kernel_common.cuh"
 #include "backends/cuda/linear_w8a8_wgmma.h"
@@ -344,17 +345,9 @@ size_t round256(size_t b) {
 }
 
 double device_read_gbps() {
-  int device = 0, khz = 0, bits = 0;
-  if (cudaGetDevice(&device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&khz, cudaDevAttrMemoryClockRate, device) != cudaSuccess ||
-      cudaDeviceGetAttribute(&bits, cudaDevAttrGlobalMemoryBusWidth, device) != cudaSuccess ||
-      khz <= 0 || bits <= 0) {
-    (void)cudaGetLastError();
-    return 0.0;
-  }
-  // DDR: two transfers a clock; 90% of the peak, about what a read-only kernel reaches (H100 SXM:
-  // 3.35 TB/s peak, bench_linear_gemm's read ceiling 3.07 TB/s).
-  return 0.9 * 2.0 * double(khz) * 1e3 * double(bits) / 8.0 * 1e-9;
+  // 90% of the peak (device_info.h), about what a read-only kernel reaches (H100 SXM: 3.35 TB/s
+  // peak, bench_linear_gemm's read ceiling 3.07 TB/s; H200 4.81 / 4.47-4.64).
+  return 0.9 * peak_memory_gbps(current_device_rates());
 }
 
 bool device_is_sm90() {
