@@ -176,7 +176,11 @@ int g_timing_id = 0;
 // that every replay starts with the card's power budget recovered: under back-to-back replays
 // the H200 reaches its 700 W limit within ~25 ms of decode and its power controller lowers the
 // SM clock (1.6-1.85 GHz; session 37, l37c). With a gap the rows time the kernels at the clock
-// they start at (1980 MHz there); without one (0, the default), at the sustained clock.
+// they start at (1980 MHz there); without one (0, the default), at the sustained clock. Each
+// replay after an idle gap also pays a ~25-35 us wake-up (l37d: the 4 GB read 0.977 vs 0.946 ms,
+// Flash T = 1 35.4 vs 33.9 us a call over 16 calls): A/B ratios of rows timed alike stay fair, but
+// the read ceilings this process measures with a gap read low; take the ceiling from a run
+// without one.
 int g_replay_gap_ms = 0;
 
 // Median ms of `runs` event-timed launches after a warm-up.
