@@ -486,7 +486,7 @@ void bench_w8a8_wgmma(const shape& sh, const std::vector<int64_t>& tokens, doubl
   int sms = 132;
   CK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   const int kp_max = int(std::min<int64_t>(16, cols / 128));
-  const double bytes_per_sm_cycle = dc::peak_read_bytes_per_sm_cycle(dc::query_device(0));
+  const double bytes_per_sm_cycle = dc::current_device_read_bytes_per_sm_cycle();
   size_t ws_bytes = std::max({dc::linear_gemm_workspace_bytes<bf>(op.w(0)),
                               dc::linear_decode_workspace_bytes(tmax, cols),
                               dc::linear_decode_fp8act_workspace_bytes(tmax, cols),

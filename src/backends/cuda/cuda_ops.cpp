@@ -63,7 +63,7 @@ cuda_ops::cuda_ops(int device, dtype activations) : device_(device), act_(activa
   check_cuda(cudaSetDevice(device), "cudaSetDevice");
   check_cuda(cudaDeviceGetAttribute(&sm_count_, cudaDevAttrMultiProcessorCount, device),
              "cudaDeviceGetAttribute(multiprocessor count)");
-  read_bytes_per_sm_cycle_ = peak_read_bytes_per_sm_cycle(query_device(device));
+  read_bytes_per_sm_cycle_ = current_device_read_bytes_per_sm_cycle();  // device is current
   check_cuda(cudaStreamCreateWithFlags(&main_stream_, cudaStreamNonBlocking), "cudaStreamCreate");
   check_cuda(cudaEventCreateWithFlags(&fork_event_, cudaEventDisableTiming), "cudaEventCreate");
   for (int i = 0; i < k_side_branches; ++i) {

@@ -6,9 +6,8 @@
 
 #include <cuda_runtime.h>
 
-#include <array>
+#include <atomic>
 #include <mutex>
-#include <optional>
 
 #include "core/error.h"
 
@@ -23,6 +22,21 @@ int attribute_or_zero(cudaDeviceAttr attr, int index) {
     return 0;
   }
   return value;
+}
+
+// The clocks and bus width (CUDA 13 dropped them from cudaDeviceProp; the attributes remain).
+void read_clock_attributes(device_info& info) {
+  info.sm_clock_khz = attribute_or_zero(cudaDevAttrClockRate, info.index);
+  info.memory_clock_khz = attribute_or_zero(cudaDevAttrMemoryClockRate, info.index);
+  info.memory_bus_bits = attribute_or_zero(cudaDevAttrGlobalMemoryBusWidth, info.index);
+}
+
+device_info read_rates(int index) {
+  device_info info;
+  info.index = index;
+  info.sm_count = attribute_or_zero(cudaDevAttrMultiProcessorCount, index);
+  read_clock_attributes(info);
+  return info;
 }
 
 }  // namespace
@@ -41,10 +55,7 @@ device_info query_device(int index) {
   info.global_memory_bytes = prop.totalGlobalMem;
   info.l2_bytes = prop.l2CacheSize;
   info.shared_memory_per_block_optin = prop.sharedMemPerBlockOptin;
-  // CUDA 13 dropped the clock fields from cudaDeviceProp; the attributes remain.
-  info.sm_clock_khz = attribute_or_zero(cudaDevAttrClockRate, index);
-  info.memory_clock_khz = attribute_or_zero(cudaDevAttrMemoryClockRate, index);
-  info.memory_bus_bits = attribute_or_zero(cudaDevAttrGlobalMemoryBusWidth, index);
+  read_clock_attributes(info);
   return info;
 }
 
@@ -70,28 +81,26 @@ double peak_read_bytes_per_sm_cycle(const device_info& info) {
 }
 
 device_info current_device_rates() {
+  // Each device's entry is written once under the mutex, then read without it (ready's
+  // release / acquire): launch code calls this per launch.
   constexpr int k_cached = 64;
   static std::mutex mutex;
-  static std::array<std::optional<device_info>, k_cached> cache;
-  device_info info;
-  if (cudaGetDevice(&info.index) != cudaSuccess) {
+  static device_info cache[k_cached];
+  static std::atomic<bool> ready[k_cached];
+  int index = 0;
+  if (cudaGetDevice(&index) != cudaSuccess) {
     (void)cudaGetLastError();
     return device_info{};
   }
-  const bool cacheable = info.index >= 0 && info.index < k_cached;
-  if (cacheable) {
+  if (index < 0 || index >= k_cached) return read_rates(index);
+  if (!ready[index].load(std::memory_order_acquire)) {
     const std::lock_guard<std::mutex> lock(mutex);
-    if (cache[size_t(info.index)]) return *cache[size_t(info.index)];
+    if (!ready[index].load(std::memory_order_relaxed)) {
+      cache[index] = read_rates(index);
+      ready[index].store(true, std::memory_order_release);
+    }
   }
-  info.sm_count = attribute_or_zero(cudaDevAttrMultiProcessorCount, info.index);
-  info.sm_clock_khz = attribute_or_zero(cudaDevAttrClockRate, info.index);
-  info.memory_clock_khz = attribute_or_zero(cudaDevAttrMemoryClockRate, info.index);
-  info.memory_bus_bits = attribute_or_zero(cudaDevAttrGlobalMemoryBusWidth, info.index);
-  if (cacheable) {
-    const std::lock_guard<std::mutex> lock(mutex);
-    cache[size_t(info.index)] = info;
-  }
-  return info;
+  return cache[index];
 }
 
 double current_device_read_bytes_per_sm_cycle() {
