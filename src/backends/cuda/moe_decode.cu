@@ -111,13 +111,13 @@ layout make_layout(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidde
 
 // Resident blocks per SM of one GEMM instantiation with `smem` bytes of dynamic shared memory
 // (queried once without; with, per launch: the staged row length varies with the shapes).
-template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP, int SSO>
+template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP, int SSO, bool W2P = false>
 int gemm_blocks_per_sm(size_t smem) {
   const auto query = [](size_t bytes) {
     int b = 0;
     if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &b, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO>, k_threads, bytes) !=
-        cudaSuccess)
+            &b, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO, false, W2P>, k_threads,
+            bytes) != cudaSuccess)
       b = 1;
     return std::max(b, 1);
   };
@@ -178,7 +178,7 @@ size_t dyn_smem_for_cap(const void* kernel, size_t base, int cap) {
   return bytes;
 }
 
-template <weight_kind K, bool UP, bool SPLIT, bool RING, int RP, int SSO>
+template <weight_kind K, bool UP, bool SPLIT, bool RING, int RP, int SSO, bool W2P = false>
 cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int64_t kdim,
                            int64_t rows, int64_t tokens, int64_t experts, int top_k,
                            const int* chunk_count, const int4* chunks, const int* sorted,
@@ -193,13 +193,16 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
   const int stage_pairs = UP ? moe_decode_stage_pairs().up : moe_decode_stage_pairs().down;
   const size_t stage_bytes =
       RING && !SPLIT && stage ? size_t(stage_pairs) * (kdim * 2 + (stage_pairs > 1 ? 64 : 0)) : 0;
-  const int blocks_per_sm[3] = {gemm_blocks_per_sm<K, UP, SPLIT, 4, RING, RP, SSO>(stage_bytes),
-                                gemm_blocks_per_sm<K, UP, SPLIT, 2, RING, RP, SSO>(stage_bytes),
-                                gemm_blocks_per_sm<K, UP, SPLIT, 1, RING, RP, SSO>(stage_bytes)};
-  const int rt =
-      pick_rt(UP, rows, kdim / k_round, tokens, top_k, experts, chunks_bound, sms, blocks_per_sm,
-              moe_decode_rt_blocks_per_sm(), current_device_read_bytes_per_sm_cycle());
-  const dim3 grid(unsigned(rows / (16 * rt)), unsigned(chunks_bound));
+  const int blocks_per_sm[3] = {
+      gemm_blocks_per_sm<K, UP, SPLIT, 4, RING, RP, SSO, W2P>(stage_bytes),
+      gemm_blocks_per_sm<K, UP, SPLIT, 2, RING, RP, SSO, W2P>(stage_bytes),
+      gemm_blocks_per_sm<K, UP, SPLIT, 1, RING, RP, SSO, W2P>(stage_bytes)};
+  // W2P: a warp's tile is 32 rows; the row-tile model sees that many tiles (rows / 32 of 16).
+  constexpr int64_t tile_rows = W2P ? 32 : 16;
+  const int rt = pick_rt(UP, rows * 16 / tile_rows, kdim / k_round, tokens, top_k, experts,
+                         chunks_bound, sms, blocks_per_sm, moe_decode_rt_blocks_per_sm(),
+                         current_device_read_bytes_per_sm_cycle());
+  const dim3 grid(unsigned(rows / (tile_rows * rt)), unsigned(chunks_bound));
   // The quantization folded into W1/W3 only where the grid is one wave: each block's counter
   // round trip at its exit then delays nothing but the last blocks, less than the quantize
   // launch it replaces; over several waves it delays every wave (run 2: Pro T = 1, 3 waves,
@@ -225,7 +228,7 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
     }
 #define DSV4_GEMM_K(RT, SL)                                                                        \
   [&] {                                                                                            \
-    const auto kernel = moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO, SL>;               \
+    const auto kernel = moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO, SL, W2P>;          \
     const size_t dyn =                                                                             \
         pad_cap ? dyn_smem_for_cap(reinterpret_cast<const void*>(kernel), stage_bytes, pad_cap)    \
                 : stage_bytes;                                                                     \
@@ -266,6 +269,13 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
   if constexpr (RING && !SPLIT && RP == 2)
     if (const int from = moe_decode_scale_slots_from(); from > 0 && tokens >= from)
       return DSV4_GEMM_SS(k_stages);
+  // W2P (moe_decode_set_w2_pair_from): W2 of the engine's path, the default scale slots, rows a
+  // multiple of 32.
+  if constexpr (!UP && RING && !SPLIT && RP == 2)
+    if (const int from = moe_decode_w2_pair_from(); from > 0 && tokens >= from && rows % 32 == 0)
+      return launch_gemm_ss<K, UP, SPLIT, RING, RP, 0, true>(
+          sms, a_hi, a_lo, kdim, rows, tokens, experts, top_k, chunk_count, chunks, sorted,
+          chunks_bound, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, chain, stream);
   return DSV4_GEMM_SS(0);
 #undef DSV4_GEMM_SS
 }

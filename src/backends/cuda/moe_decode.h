@@ -145,6 +145,15 @@ moe_decode_stage_pairs_t moe_decode_stage_pairs();
 void moe_decode_set_chain(int mask);
 int moe_decode_chain();
 
+// Two 16-row tiles of W2 per warp-round (session 38, the kernel's W2P): at T >= tokens on the
+// engine's path (official order, ring, repacked with the shift decode, default scale slots), each
+// W2 warp streams 32 rows per round through the two-matrix machinery of W1/W3, so that the round's
+// bookkeeping serves twice the weights; 0 = never (default). Same sums per output row for the same
+// K split (the row-tile choice sees half as many, twice as long tiles). Process-wide, for benches
+// and A/B runs.
+void moe_decode_set_w2_pair_from(int tokens);
+int moe_decode_w2_pair_from();
+
 // Device workspace (bytes) for `tokens` x `top_k` pairs; 256-byte aligned pointer expected.
 size_t moe_decode_workspace_bytes(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidden,
                                   int64_t inter);

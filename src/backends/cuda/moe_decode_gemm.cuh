@@ -29,19 +29,26 @@ namespace {
 // are at tile * 1024 + lane * 16 and + 512 (each warp-wide load one contiguous 512 bytes),
 // rounds of a row tile 1024 bytes apart; both pipelines read them.
 // SSO: scale slots (0: k_scale_slots; moe_decode_set_scale_slots_from).
+// W2P (W2 of the engine's path only, moe_decode_set_w2_pair): each warp streams two 16-row tiles of
+// W2 per round (rows r0 .. r0 + 15 as matrix 0, r0 + 16 .. r0 + 31 as matrix 1, both from wa)
+// through the NM = 2 machinery of W1/W3: one round's ring wait, scale and activation loads, refill
+// bookkeeping and loop control serve twice the weights (about half of a W2 round's instructions is
+// that bookkeeping, session 38's SASS census). Same products and sums per output row (bit-equal
+// for the same K split).
 // SLOTS (chain 16; the ring without a lo part, RP = 2): W1/W3 releases each quantized group of
 // h on chain.ready; W2 waits for its slot's h there instead of the grid dependency and reads h
 // with coherent loads (see chain_args). A template parameter so that the other instantiations keep
 // their SASS.
 template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP = 0, int SSO = 0,
-          bool SLOTS = false>
+          bool SLOTS = false, bool W2P = false>
 __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ? 4 : 1)
     moe_decode_gemm_kernel(const uint16_t* ain_hi, const uint16_t* ain_lo, int64_t kdim,
                            int64_t rows, int top_k, const int* chunk_count, const int4* chunks,
                            const int* sorted, fp4_weight wa, fp4_weight wb, float limit,
                            const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo, float* hf,
                            float* out, int stage_x, chain_args chain) {
-  constexpr int NM = UP ? 2 : 1;
+  constexpr int NM = UP || W2P ? 2 : 1;
+  static_assert(!W2P || (!UP && RING && !SPLIT && RP == 2), "W2P: the engine's W2 only");
   constexpr int KS = k_warps / RT;
   // Scale chunks of the rounds in flight (at least one round per chunk) fit the slots.
   constexpr int SS = SSO ? SSO : k_scale_slots;
@@ -95,7 +102,9 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
   const int warp = threadIdx.x / k_warp_size, lane = threadIdx.x % k_warp_size;
   const int tile = warp % RT, kpart = warp / RT;
   const int g = lane / 4, q = lane % 4;
-  const int64_t r0 = (int64_t(blockIdx.x) * RT + tile) * 16;
+  // W2P: the warp's two tiles are rows r0 .. r0 + 31 (matrix m: r0 + 16 m).
+  const int64_t r0 = (int64_t(blockIdx.x) * RT + tile) * (W2P ? 32 : 16);
+  constexpr int64_t m_rows = W2P ? 16 : 0;  // row offset of matrix m: m * m_rows
   const int64_t rounds = kdim / k_round;
   const int64_t rb = rounds * kpart / KS, re = rounds * (kpart + 1) / KS;
 
@@ -107,9 +116,9 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
   fp4_weight ws[2] = {wa, wb};
 #pragma unroll
   for (int m = 0; m < NM; ++m) {
-    wrow[m] = ws[m].data + e * ws[m].matrix_bytes + (r0 + g) * row_bytes;
-    srow_p[m] =
-        ws[m].scale + (e * ws[m].matrix_scales + (r0 + g) * srow) * (ws[m].scale_f32 ? 4 : 1);
+    wrow[m] = ws[m].data + e * ws[m].matrix_bytes + (r0 + m * m_rows + g) * row_bytes;
+    srow_p[m] = ws[m].scale + (e * ws[m].matrix_scales + (r0 + m * m_rows + g) * srow) *
+                                  (ws[m].scale_f32 ? 4 : 1);
   }
   float acc[NM][4];
 #pragma unroll
@@ -133,7 +142,8 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       for (int i = 0; i < 2; ++i) {
         if constexpr (RP)
           src_w[m][i] = ws[m].data + e * ws[m].matrix_bytes +
-                        ((r0 / fp4_repack::k_tile_rows) * rounds + rb) * fp4_repack::k_tile_bytes +
+                        (((r0 + m * m_rows) / fp4_repack::k_tile_rows) * rounds + rb) *
+                            fp4_repack::k_tile_bytes +
                         i * (fp4_repack::k_tile_bytes / 2) + lane * 16;
         else
           src_w[m][i] = wrow[m] + i * 8 * row_bytes + rb * (k_round / 2) + q * 16;
@@ -421,6 +431,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       h_lo[at] = lo;
     } else {
       out[int64_t(p) * rows + row] = acc[0][i] * post[0];
+      if constexpr (W2P) out[int64_t(p) * rows + row + m_rows] = acc[1][i] * post[1];
     }
   }
   // HL2: no griddepcontrol.wait before the exit, so this grid may complete before W1/W3's (its

@@ -130,3 +130,15 @@ bool moe_decode_shift_decode() {
 }
 
 }  // namespace dsv4::cuda
+
+namespace dsv4::cuda {
+namespace {
+int g_w2_pair_from = 0;  // session 38: A/B switch, off by default until measured
+}  // namespace
+void moe_decode_set_w2_pair_from(int tokens) {
+  g_w2_pair_from = std::max(0, tokens);
+}
+int moe_decode_w2_pair_from() {
+  return g_w2_pair_from;
+}
+}  // namespace dsv4::cuda
