@@ -111,7 +111,8 @@ void apply_ab_config(const std::string& c) {
       (c.find('m') != std::string::npos ? 64 : 0) | (c.find('t') != std::string::npos ? 128 : 0) |
       (c.find('c') != std::string::npos ? 256 : 0));
   dsv4::cuda::moe_decode_set_rt_blocks_per_sm(std::atoi(c.c_str() + 1));
-  // Session 38: "yN" two W2 row tiles per warp-round from T = N (moe_decode_set_w2_pair_from).
+  // Session 38: "yN" two W2 row tiles per warp-round from T = N (moe_decode_set_w2_pair_from; the
+  // default, 16, is "y16"; without y: off).
   const size_t ypos = c.find('y');
   dsv4::cuda::moe_decode_set_w2_pair_from(
       ypos == std::string::npos ? 0 : std::max(1, std::atoi(c.c_str() + ypos + 1)));
@@ -135,13 +136,14 @@ void apply_ab_config(const std::string& c) {
 }
 const dsv4::cuda::moe_decode_stage_x g_stage_x_default = dsv4::cuda::moe_decode_stage_x_tokens();
 const int g_scale_slots_default = dsv4::cuda::moe_decode_scale_slots_from();
+const int g_w2_pair_default = dsv4::cuda::moe_decode_w2_pair_from();
 const int g_chain_default = dsv4::cuda::moe_decode_chain();
 const dsv4::cuda::moe_decode_stage_pairs_t g_stage_pairs_default =
     dsv4::cuda::moe_decode_stage_pairs();
 void reset_ab_config() {
   dsv4::cuda::moe_decode_set_shift_decode(true);
   dsv4::cuda::moe_decode_set_rt_blocks_per_sm(0);
-  dsv4::cuda::moe_decode_set_w2_pair_from(0);
+  dsv4::cuda::moe_decode_set_w2_pair_from(g_w2_pair_default);
   dsv4::cuda::moe_decode_set_scale_slots_from(g_scale_slots_default);
   dsv4::cuda::moe_decode_set_chain(g_chain_default);
   dsv4::cuda::moe_decode_set_stage_pairs(g_stage_pairs_default.up, g_stage_pairs_default.down);

@@ -133,7 +133,13 @@ bool moe_decode_shift_decode() {
 
 namespace dsv4::cuda {
 namespace {
-int g_w2_pair_from = 0;  // session 38: A/B switch, off by default until measured
+// Session 38 (l38c, H200, official bf16 MXFP4, same process, alternating; full clock = 80 ms idle
+// before each replay): W2P at every T against without, Flash T = 1 / 4 / 16 / 64 0.953 / 0.960 /
+// 1.073 / 1.076x, Pro 0.969 / 1.011 / 1.072 / 1.074x (Flash 77.2 -> 82.8%, 78.0 -> 83.9% of read at
+// T = 16 / 64; Pro 81.9 -> 87.8%, 82.4 -> 88.5%); back to back at the 700 W limit T =
+// 64 1.045-1.075x (MXFP4 and NVFP4), T = 16 1.00-1.05x, T <= 4 0.94-1.07x. At T <= 4 W2's grid is
+// small and the longer tiles leave SMs idle, so W2P starts at 16.
+int g_w2_pair_from = 16;
 }  // namespace
 void moe_decode_set_w2_pair_from(int tokens) {
   g_w2_pair_from = std::max(0, tokens);
