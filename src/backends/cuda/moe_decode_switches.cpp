@@ -137,9 +137,12 @@ namespace {
 // before each replay): W2P at every T against without, Flash T = 1 / 4 / 16 / 64 0.953 / 0.960 /
 // 1.073 / 1.076x, Pro 0.969 / 1.011 / 1.072 / 1.074x (Flash 77.2 -> 82.8%, 78.0 -> 83.9% of read at
 // T = 16 / 64; Pro 81.9 -> 87.8%, 82.4 -> 88.5%); back to back at the 700 W limit T =
-// 64 1.045-1.075x (MXFP4 and NVFP4), T = 16 1.00-1.05x, T <= 4 0.94-1.07x. At T <= 4 W2's grid is
-// small and the longer tiles leave SMs idle, so W2P starts at 16.
-int g_w2_pair_from = 16;
+// 64 1.045-1.075x (MXFP4 and NVFP4), T = 16 1.00-1.05x, T <= 4 0.94-1.07x. l38e (same binary, W2P
+// off against on): T = 8 / 12 at the full clock Flash 1.055 / 1.066x (74.4 -> 78.5%, 76.8 -> 81.9%
+// of read), Pro 1.064 / 1.065x (81.4 -> 86.6%, 82.4 -> 87.8%); back to back 0.99-1.14x
+// (power-capped noise). At T <= 4 W2's grid is small and the longer tiles leave SMs idle (Flash T =
+// 4 0.96x), so W2P starts at 8 (T = 5..7 not measured).
+int g_w2_pair_from = 8;
 }  // namespace
 void moe_decode_set_w2_pair_from(int tokens) {
   g_w2_pair_from = std::max(0, tokens);
