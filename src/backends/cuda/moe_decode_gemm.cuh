@@ -29,16 +29,17 @@ namespace {
 // are at tile * 1024 + lane * 16 and + 512 (each warp-wide load one contiguous 512 bytes),
 // rounds of a row tile 1024 bytes apart; both pipelines read them.
 // SSO: scale slots (0: k_scale_slots; moe_decode_set_scale_slots_from).
-// W2P (W2 of the engine's path only, moe_decode_set_w2_pair): each warp streams two 16-row tiles of
-// W2 per round (rows r0 .. r0 + 15 as matrix 0, r0 + 16 .. r0 + 31 as matrix 1, both from wa)
-// through the NM = 2 machinery of W1/W3: one round's ring wait, scale and activation loads, refill
-// bookkeeping and loop control serve twice the weights (about half of a W2 round's instructions is
-// that bookkeeping, session 38's SASS census). Same products and sums per output row (bit-equal
-// for the same K split).
-// SLOTS (chain 16; the ring without a lo part, RP = 2): W1/W3 releases each quantized group of
-// h on chain.ready; W2 waits for its slot's h there instead of the grid dependency and reads h
-// with coherent loads (see chain_args). A template parameter so that the other instantiations keep
-// their SASS.
+// W2P (W2 of the engine's path only, moe_decode_set_w2_pair_from): each warp streams two 16-row
+// tiles of W2 per round (rows r0 .. r0 + 15 as matrix 0, r0 + 16 .. r0 + 31 as matrix 1, both from
+// wa) through the NM = 2 machinery of W1/W3: one round's ring wait, scale and activation loads,
+// refill bookkeeping and loop control serve twice the weights (about half of a W2 round's
+// instructions is that bookkeeping, session 38's SASS census). Same products and sums per output
+// row for the same K split, by construction (each row's mma column sums are independent of the
+// other rows'); not compared bit for bit against the one-tile kernel on a GPU (parity: the CPU
+// reference). SLOTS (chain 16; the ring without a lo part, RP = 2): W1/W3 releases each quantized
+// group of h on chain.ready; W2 waits for its slot's h there instead of the grid dependency and
+// reads h with coherent loads (see chain_args). A template parameter so that the other
+// instantiations keep their SASS.
 template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP = 0, int SSO = 0,
           bool SLOTS = false, bool W2P = false>
 __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ? 4 : 1)

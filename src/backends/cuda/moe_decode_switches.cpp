@@ -129,9 +129,6 @@ bool moe_decode_shift_decode() {
   return g_shift_decode;
 }
 
-}  // namespace dsv4::cuda
-
-namespace dsv4::cuda {
 namespace {
 // Session 38 (l38c, H200, official bf16 MXFP4, same process, alternating; full clock = 80 ms idle
 // before each replay): W2P at every T against without, Flash T = 1 / 4 / 16 / 64 0.953 / 0.960 /
@@ -150,4 +147,5 @@ void moe_decode_set_w2_pair_from(int tokens) {
 int moe_decode_w2_pair_from() {
   return g_w2_pair_from;
 }
+
 }  // namespace dsv4::cuda
