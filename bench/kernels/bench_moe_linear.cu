@@ -112,7 +112,7 @@ void apply_ab_config(const std::string& c) {
       (c.find('c') != std::string::npos ? 256 : 0));
   dsv4::cuda::moe_decode_set_rt_blocks_per_sm(std::atoi(c.c_str() + 1));
   // Session 38: "yN" two W2 row tiles per warp-round from T = N (moe_decode_set_w2_pair_from; the
-  // default, 8, is "y8"; without y: off).
+  // default, 5, is "y5"; without y: off).
   const size_t ypos = c.find('y');
   dsv4::cuda::moe_decode_set_w2_pair_from(
       ypos == std::string::npos ? 0 : std::max(1, std::atoi(c.c_str() + ypos + 1)));

@@ -148,8 +148,8 @@ int moe_decode_chain();
 // Two 16-row tiles of W2 per warp-round (session 38, the kernel's W2P): at T >= tokens on the
 // engine's path (official order, ring, repacked with the shift decode, default scale slots), each
 // W2 warp streams 32 rows per round through the two-matrix machinery of W1/W3, so that the round's
-// bookkeeping serves twice the weights; 0 = never. Default 8 (H200, session 38: 1.055-1.076x at
-// T = 8 / 12 / 16 / 64 at the full clock, 78.5-88.5% of read; 0.95-0.97x at T = 1, Flash T = 4
+// bookkeeping serves twice the weights; 0 = never. Default 5 (H200, session 38: 1.036-1.076x at
+// T = 5 .. 64 at the full clock, 78.5-88.5% of read at T >= 8; 0.95-0.97x at T = 1, Flash T = 4
 // 0.96x; moe_decode_switches.cpp).
 // Same sums per output row for the same K split (the row-tile choice sees half as many, twice as
 // long tiles). Process-wide, for benches and A/B runs.

@@ -137,9 +137,10 @@ namespace {
 // 64 1.045-1.075x (MXFP4 and NVFP4), T = 16 1.00-1.05x, T <= 4 0.94-1.07x. l38e (same binary, W2P
 // off against on): T = 8 / 12 at the full clock Flash 1.055 / 1.066x (74.4 -> 78.5%, 76.8 -> 81.9%
 // of read), Pro 1.064 / 1.065x (81.4 -> 86.6%, 82.4 -> 87.8%); back to back 0.99-1.14x
-// (power-capped noise). At T <= 4 W2's grid is small and the longer tiles leave SMs idle (Flash T =
-// 4 0.96x), so W2P starts at 8 (T = 5..7 not measured).
-int g_w2_pair_from = 8;
+// (power-capped noise). l38h: T = 5 / 6 / 7 Flash 1.036 / 1.050 / 1.051x, Pro 1.055 / 1.062 /
+// 1.062x. At T <= 4 W2's grid is small and the longer tiles leave SMs idle (Flash T = 4 0.96x), so
+// W2P starts at 5.
+int g_w2_pair_from = 5;
 }  // namespace
 void moe_decode_set_w2_pair_from(int tokens) {
   g_w2_pair_from = std::max(0, tokens);
