@@ -262,21 +262,19 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
                         int64_t chunks_bound, const fp4_weight& wa, const fp4_weight& wb,
                         float limit, const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo,
                         float* hf, float* out, chain_args& chain, cudaStream_t stream) {
-#define DSV4_GEMM_SS(SSO)                                                               \
-  launch_gemm_ss<K, UP, SPLIT, RING, RP, SSO>(                                          \
+#define DSV4_GEMM_SS(SSO, W2P)                                                          \
+  launch_gemm_ss<K, UP, SPLIT, RING, RP, SSO, W2P>(                                     \
       sms, a_hi, a_lo, kdim, rows, tokens, experts, top_k, chunk_count, chunks, sorted, \
       chunks_bound, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, chain, stream)
   if constexpr (RING && !SPLIT && RP == 2)
     if (const int from = moe_decode_scale_slots_from(); from > 0 && tokens >= from)
-      return DSV4_GEMM_SS(k_stages);
+      return DSV4_GEMM_SS(k_stages, false);
   // W2P (moe_decode_set_w2_pair_from): W2 of the engine's path, the default scale slots, rows a
   // multiple of 32.
   if constexpr (!UP && RING && !SPLIT && RP == 2)
     if (const int from = moe_decode_w2_pair_from(); from > 0 && tokens >= from && rows % 32 == 0)
-      return launch_gemm_ss<K, UP, SPLIT, RING, RP, 0, true>(
-          sms, a_hi, a_lo, kdim, rows, tokens, experts, top_k, chunk_count, chunks, sorted,
-          chunks_bound, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, chain, stream);
-  return DSV4_GEMM_SS(0);
+      return DSV4_GEMM_SS(0, true);
+  return DSV4_GEMM_SS(0, false);
 #undef DSV4_GEMM_SS
 }
 
