@@ -87,7 +87,8 @@ std::vector<std::string> g_ab_configs = {"r4", "s0"};
 // memory (moe_decode_set_stage_x_tokens): W1/W3 for T <= U, W2 for Dmin <= T <= Dmax ("s0x4":
 // both for T <= 4, "s0x4.2.4": W2 from T = 2, the default of MOE8); without it, staging is off
 // (main before MOE8). MOE9 suffixes, anywhere after the digits: "q" 4 scale slots from T = 1
-// ("qN": from T = N; moe_decode_set_scale_slots_from), "uN" / "vN" staged chunks of up to N
+// ("qN": from T = N; "qa": the default rule since session 39, 4 slots where W1/W3 is staged on an
+// H200-class device; moe_decode_set_scale_slots_from), "uN" / "vN" staged chunks of up to N
 // pairs in W1/W3 / W2 (moe_decode_set_stage_pairs). A config without a suffix takes its "off"
 // value (8 scale slots, 1-pair chunks), so "s0x4.2.4" is the default before MOE9 and
 // "s0x64.2.64q2v2" the MOE9 default. (MOE9's suffixes dN, e and pN went with their switches.)
@@ -116,9 +117,12 @@ void apply_ab_config(const std::string& c) {
   const size_t ypos = c.find('y');
   dsv4::cuda::moe_decode_set_w2_pair_from(
       ypos == std::string::npos ? 0 : std::max(1, std::atoi(c.c_str() + ypos + 1)));
+  // "qa": the default rule (-1: 4 slots where W1/W3 is staged, H200 class; session 39).
   const size_t qpos = c.find('q');
-  dsv4::cuda::moe_decode_set_scale_slots_from(
-      qpos == std::string::npos ? 0 : std::max(1, std::atoi(c.c_str() + qpos + 1)));
+  dsv4::cuda::moe_decode_set_scale_slots_from(qpos == std::string::npos ? 0
+                                              : c[qpos + 1] == 'a'
+                                                  ? -1
+                                                  : std::max(1, std::atoi(c.c_str() + qpos + 1)));
   const size_t upos = c.find('u'), vpos = c.find('v');
   dsv4::cuda::moe_decode_set_stage_pairs(
       upos == std::string::npos ? 1 : std::atoi(c.c_str() + upos + 1),
@@ -803,6 +807,16 @@ void trace_rows(const std::string& label, const std::function<void(int, cudaStre
       if (info[4 * r] == 0) t0 = std::min(t0, t[4 * r]);
     const auto us = [&](unsigned long long v) { return v ? double(v - t0) * 1e-3 : -1.0; };
     std::printf("trace %s call %d: %d blocks\n", label.c_str(), call, n);
+    // DSV4_MOE_TRACE_RAW=FILE: every record appended (label, call, kind, sm, slot, bx, the four
+    // stamps in us after the first W1/W3 entry), for per-SM timelines off the device.
+    if (const char* raw = std::getenv("DSV4_MOE_TRACE_RAW"))
+      if (FILE* f = std::fopen(raw, "a")) {
+        for (int r = 0; r < n; ++r)
+          std::fprintf(f, "%s\t%d\t%d\t%d\t%d\t%d\t%.3f\t%.3f\t%.3f\t%.3f\n", label.c_str(), call,
+                       info[4 * r], info[4 * r + 1], info[4 * r + 2], info[4 * r + 3], us(t[4 * r]),
+                       us(t[4 * r + 1]), us(t[4 * r + 2]), us(t[4 * r + 3]));
+        std::fclose(f);
+      }
     const char* kinds[3] = {"W1/W3", "W2", "combine"};
     const char* stamps[4] = {"entry", "waited", "loop end", "exit"};
     for (int k = 0; k < 3; ++k) {

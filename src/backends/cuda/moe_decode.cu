@@ -267,7 +267,7 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
       sms, a_hi, a_lo, kdim, rows, tokens, experts, top_k, chunk_count, chunks, sorted, \
       chunks_bound, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, chain, stream)
   if constexpr (RING && !SPLIT && RP == 2)
-    if (const int from = moe_decode_scale_slots_from(); from > 0 && tokens >= from)
+    if (moe_decode_scale_slots_4(tokens, current_device_read_bytes_per_sm_cycle()))
       return DSV4_GEMM_SS(k_stages, false);
   // W2P (moe_decode_set_w2_pair_from): W2 of the engine's path, the default scale slots, rows a
   // multiple of 32.

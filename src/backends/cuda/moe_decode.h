@@ -101,11 +101,15 @@ moe_decode_stage_x moe_decode_stage_x_tokens();
 // h200_2026-11-26_s10_moe9_run1_*).
 // Scale slots (MOE9) of the depth-4 ring on the engine's path: 4 (one per round in flight; 8 KB
 // less shared memory per W1/W3 block, so that a staged activation row keeps 4 blocks per SM) at
-// T >= tokens, 8 below; 0 = never (8, as before MOE9). Default 0 (MOE9 measured 2,
-// moe_decode_switches.cpp).
+// T >= tokens, 8 below; 0 = never (8, as before MOE9); -1 (the default since session 39) = 4
+// where W1/W3 stages its activation row (2 <= T <= moe_decode_stage_x_tokens().up_max) on a
+// device of the H200's class, 8 elsewhere (moe_decode_switches.cpp has the measurements).
 // Changes no value. Process-wide, for benches and A/B runs.
 void moe_decode_set_scale_slots_from(int tokens);
 int moe_decode_scale_slots_from();
+// Whether a call of `tokens` tokens takes the 4 slots, on a device reading
+// read_bytes_per_sm_cycle (device_info.h).
+bool moe_decode_scale_slots_4(int64_t tokens, double read_bytes_per_sm_cycle);
 // Staged chunks of several pairs (MOE9): where moe_decode_set_stage_x_tokens stages a launch,
 // chunks of up to `up` (W1/W3) / `down` (W2) pairs (1..8; 1, 1 as before MOE9) stage one
 // row per pair (up * (kdim * 2 + 64) bytes of dynamic shared memory). Same sums. Default 1, 1

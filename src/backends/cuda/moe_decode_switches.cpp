@@ -2,6 +2,7 @@
 // their defaults.
 #include <algorithm>
 
+#include "backends/cuda/device_info.h"
 #include "backends/cuda/moe_decode.h"
 #include "backends/cuda/moe_decode_tuning.h"
 
@@ -98,7 +99,16 @@ int moe_decode_chain() {
 }
 
 namespace {
-int g_scale_slots_from = 0;                       // MOE9 measured 2 (see g_stage_x)
+// Session 39 (l39c, H200, official bf16 MXFP4, full clock, same process; against 8 slots): 4
+// scale slots from T = 2 ("q2") measured Flash T = 2 / 3 / 4 1.000 / 1.103 / 1.023x (64.9 -> 71.5%,
+// 72.8 -> 74.5% of read at T = 3 / 4), Pro 1.052 / 1.057 / 1.024x (75.2 -> 79.1%, 78.0 -> 82.4%,
+// 82.6 -> 84.6%); T = 1 1.000-1.001x; T = 8 0.94x (there W1/W3 is not staged, already 4 blocks
+// per SM, and the slots took W2 off W2P). The l39b traces (Flash T = 4) showed why: with the
+// staged row and 8 slots W1/W3 ran 3 blocks per SM (396 slots for 672 blocks of ~28 us: 1.7 waves,
+// W2 mostly after them). Hence the default, -1: 4 slots where W1/W3 stages its activation row
+// (2 <= T <= the stage_x up_max), on the H200's class (device_info.h bandwidth_rich; the H100,
+// where MOE9 measured mixed results, keeps 8).
+int g_scale_slots_from = -1;
 moe_decode_stage_pairs_t g_stage_pairs = {1, 1};  // MOE9 measured {1, 2} (see g_stage_x)
 }  // namespace
 void moe_decode_set_stage_pairs(int up, int down) {
@@ -109,7 +119,12 @@ moe_decode_stage_pairs_t moe_decode_stage_pairs() {
   return g_stage_pairs;
 }
 void moe_decode_set_scale_slots_from(int tokens) {
-  g_scale_slots_from = std::max(0, tokens);
+  g_scale_slots_from = std::max(-1, tokens);
+}
+bool moe_decode_scale_slots_4(int64_t tokens, double read_bytes_per_sm_cycle) {
+  if (g_scale_slots_from > 0) return tokens >= g_scale_slots_from;
+  if (g_scale_slots_from == 0) return false;
+  return tokens >= 2 && tokens <= g_stage_x.up_max && bandwidth_rich(read_bytes_per_sm_cycle);
 }
 int moe_decode_scale_slots_from() {
   return g_scale_slots_from;

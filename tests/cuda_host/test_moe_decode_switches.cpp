@@ -1,0 +1,56 @@
+// The decode-path MoE's scale-slot rule (moe_decode.h: moe_decode_scale_slots_4). Oracles: the
+// rule as moe_decode.h states it (session 39's default: 4 slots where W1/W3 stages its activation
+// row, 2 <= T <= the stage_x up_max, on the H200's class only; an explicit "from" overrides;
+// 0 = never), with read rates of device_info.h's two classes.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+
+#include "backends/cuda/moe_decode.h"
+
+namespace dsv4::cuda {
+namespace {
+
+constexpr double k_h100 = 12.8, k_h200 = 18.4;
+
+// Restores the process-wide switches this test touches.
+struct switches_guard {
+  int from = moe_decode_scale_slots_from();
+  moe_decode_stage_x stage = moe_decode_stage_x_tokens();
+  ~switches_guard() {
+    moe_decode_set_scale_slots_from(from);
+    moe_decode_set_stage_x_tokens(stage.up_max, stage.down_min, stage.down_max);
+  }
+};
+
+TEST(moe_decode_switches, default_takes_four_slots_where_w1w3_is_staged_on_the_h200_class) {
+  switches_guard g;
+  moe_decode_set_scale_slots_from(-1);
+  moe_decode_set_stage_x_tokens(4, 2, 4);
+  for (int64_t t = 1; t <= 64; ++t) {
+    EXPECT_EQ(moe_decode_scale_slots_4(t, k_h200), t >= 2 && t <= 4) << "T=" << t;
+    EXPECT_FALSE(moe_decode_scale_slots_4(t, k_h100)) << "T=" << t;
+    EXPECT_FALSE(moe_decode_scale_slots_4(t, 0.0)) << "T=" << t;  // unknown device
+  }
+  // The range follows the staging switch.
+  moe_decode_set_stage_x_tokens(8, 2, 4);
+  EXPECT_TRUE(moe_decode_scale_slots_4(8, k_h200));
+  EXPECT_FALSE(moe_decode_scale_slots_4(9, k_h200));
+  moe_decode_set_stage_x_tokens(0, 1, 0);
+  EXPECT_FALSE(moe_decode_scale_slots_4(2, k_h200));
+}
+
+TEST(moe_decode_switches, explicit_settings_override_the_rule_on_every_device) {
+  switches_guard g;
+  moe_decode_set_scale_slots_from(0);
+  for (const double r : {k_h100, k_h200})
+    for (int64_t t = 1; t <= 64; ++t) EXPECT_FALSE(moe_decode_scale_slots_4(t, r));
+  moe_decode_set_scale_slots_from(5);
+  for (const double r : {k_h100, k_h200})
+    for (int64_t t = 1; t <= 64; ++t) EXPECT_EQ(moe_decode_scale_slots_4(t, r), t >= 5);
+  moe_decode_set_scale_slots_from(-7);  // clamped to the default rule
+  EXPECT_EQ(moe_decode_scale_slots_from(), -1);
+}
+
+}  // namespace
+}  // namespace dsv4::cuda
