@@ -111,14 +111,23 @@ layout make_layout(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidde
 
 // Resident blocks per SM of one GEMM instantiation with `smem` bytes of dynamic shared memory
 // (queried once without; with, per launch: the staged row length varies with the shapes).
+// The occupancy query counts 0 blocks when static + dynamic shared memory passes 48 KB and the
+// kernel's dynamic limit has not been raised yet (the launch raises it: allow_dynamic_smem), so
+// the limit is raised first. Before session 39 it was not: a staged W1/W3 instantiation read 1
+// block per SM (max(0, 1)) until its first launch, and pick_rt's choice at T <= 4 depended on the
+// process's earlier launches (l39b-l39f: the 4-slot kernels always took RT 4 that way).
 template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP, int SSO, bool W2P = false>
 int gemm_blocks_per_sm(size_t smem) {
   const auto query = [](size_t bytes) {
+    const auto kernel = moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO, false, W2P>;
     int b = 0;
-    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-            &b, moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO, false, W2P>, k_threads,
-            bytes) != cudaSuccess)
+    if ((bytes > 0 &&
+         allow_dynamic_smem(reinterpret_cast<const void*>(kernel), bytes) != cudaSuccess) ||
+        cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, kernel, k_threads, bytes) !=
+            cudaSuccess) {
+      cudaGetLastError();
       b = 1;
+    }
     return std::max(b, 1);
   };
   static const int n0 = query(0);
@@ -199,9 +208,16 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
       gemm_blocks_per_sm<K, UP, SPLIT, 1, RING, RP, SSO, W2P>(stage_bytes)};
   // W2P: a warp's tile is 32 rows; the row-tile model sees that many tiles (rows / 32 of 16).
   constexpr int64_t tile_rows = W2P ? 32 : 16;
-  const int rt = pick_rt(UP, rows * 16 / tile_rows, kdim / k_round, tokens, top_k, experts,
-                         chunks_bound, sms, blocks_per_sm, moe_decode_rt_blocks_per_sm(),
-                         current_device_read_bytes_per_sm_cycle());
+  int rt = pick_rt(UP, rows * 16 / tile_rows, kdim / k_round, tokens, top_k, experts, chunks_bound,
+                   sms, blocks_per_sm, moe_decode_rt_blocks_per_sm(),
+                   current_device_read_bytes_per_sm_cycle());
+  // W1/W3 with 4 scale slots (moe_decode_scale_slots_4: 2 <= T <= 4 on the H200 class) at RT 4,
+  // as measured (l39f, H200, full clock, forced row tiles with 4 slots): RT 2 ran 0.950-0.975x of
+  // RT 4 at Flash T = 3 / 4 and Pro T = 2 / 3 / 4 (MXFP4 and NVFP4), where the wave model, fed
+  // the real occupancy (gemm_blocks_per_sm), would take RT 2 at Flash T = 3 / 4 and Pro T = 2 / 4;
+  // at Flash T = 2 it takes RT 4 (RT 2 1.002-1.018x there). A/B codes still force row tiles.
+  if constexpr (UP && SSO == k_stages)
+    if (moe_decode_rt_blocks_per_sm() == 0) rt = 4;
   const dim3 grid(unsigned(rows / (tile_rows * rt)), unsigned(chunks_bound));
   // The quantization folded into W1/W3 only where the grid is one wave: each block's counter
   // round trip at its exit then delays nothing but the last blocks, less than the quantize
