@@ -25,7 +25,8 @@
 // shared memory (moe_decode_set_stage_x_tokens; the GEMM kernel's stage_x). MOE9 (switches, not
 // the default, see g_stage_x in moe_decode_switches.cpp): staging at every T (W2 from T = 2), W2
 // chunks of up to 2 pairs (moe_decode_set_stage_pairs), 4 scale slots so that W1/W3 keeps 4 blocks
-// per SM (moe_decode_set_scale_slots_from). MOE10 (moe_decode_set_chain): where the W1/W3 grid is
+// per SM (moe_decode_set_scale_slots_from; since session 39 the default where W1/W3 is staged, T =
+// 2..4, on the H200 class). MOE10 (moe_decode_set_chain): where the W1/W3 grid is
 // one wave its last block per (chunk, 128-row group) quantizes h (no quantize launch); up to 8
 // pairs the prepare launch plans with one warp; at T <= 4 the GEMM blocks read their chunk with the
 // count and the quantize / combine launches issue their loads before the index checks. MOE11 (chain

@@ -107,7 +107,11 @@ namespace {
 // staged row and 8 slots W1/W3 ran 3 blocks per SM (396 slots for 672 blocks of ~28 us: 1.7 waves,
 // W2 mostly after them). Hence the default, -1: 4 slots where W1/W3 stages its activation row
 // (2 <= T <= the stage_x up_max), on the H200's class (device_info.h bandwidth_rich; the H100,
-// where MOE9 measured mixed results, keeps 8).
+// where MOE9 measured mixed results, keeps 8); its W1/W3 at RT 4 (moe_decode.cu, l39f). The
+// rule as built, against 8 slots: l39d (MXFP4 / NVFP4) Flash T = 3 1.107 / 1.083x, T = 4 1.025 /
+// 1.020x, Pro T = 2 1.060 / 1.035x, T = 3 1.065 / 1.045x, T = 4 1.024 / 1.018x, T = 1 / 5 / 8 and
+// Flash T = 2 0.995-1.002x; l39g (final tree) 1.021-1.101x; back to back at 700 W (l39e)
+// 1.007-1.048x.
 int g_scale_slots_from = -1;
 moe_decode_stage_pairs_t g_stage_pairs = {1, 1};  // MOE9 measured {1, 2} (see g_stage_x)
 }  // namespace
