@@ -30,10 +30,12 @@ int64_t chunks_bound(int64_t pairs, int64_t experts) {
 // bandwidth-rich one (device_info.h).
 constexpr double k_h100 = 12.8, k_h200 = 18.4;
 
-int rt_of(bool up, const shape& s, int64_t tokens, int code = 0, double bytes_per_cycle = 0.0) {
+int rt_of(bool up, const shape& s, int64_t tokens, int code = 0, double bytes_per_cycle = 0.0,
+          bool four_slots = false) {
   const int64_t rows = up ? s.inter : s.hidden, kdim = up ? s.hidden : s.inter;
   return pick_rt(up, rows, kdim / 128, tokens, s.top_k, s.experts,
-                 chunks_bound(tokens * s.top_k, s.experts), k_sms, k_four, code, bytes_per_cycle);
+                 chunks_bound(tokens * s.top_k, s.experts), k_sms, k_four, code, bytes_per_cycle,
+                 four_slots);
 }
 
 TEST(moe_decode_tuning, ab_codes_force_the_row_tiles) {
@@ -90,6 +92,23 @@ TEST(moe_decode_tuning, ties_take_the_smaller_rt_on_the_bandwidth_rich_class) {
       }
   // A/B codes force the row tiles on either class.
   EXPECT_EQ(rt_of(false, k_pro, 1, -24, k_h200), 4);
+}
+
+TEST(moe_decode_tuning, four_slot_w1w3_takes_rt4_at_two_to_four_tokens) {
+  // Session 39 (l39f): with 4 scale slots W1/W3 at T = 2..4 takes RT 4, where the model (4 blocks
+  // per SM) takes RT 2 at Flash T = 3 / 4 and Pro T = 2 / 4.
+  EXPECT_EQ(rt_of(true, k_flash, 3, 0, k_h200), 2);
+  EXPECT_EQ(rt_of(true, k_pro, 2, 0, k_h200), 2);
+  for (const shape& s : {k_flash, k_pro})
+    for (int64_t t = 2; t <= 4; ++t) {
+      EXPECT_EQ(rt_of(true, s, t, 0, k_h200, true), 4) << t;
+      // W2, T = 1 and T > 4 keep the model's choice; A/B codes still force row tiles.
+      EXPECT_EQ(rt_of(false, s, t, 0, k_h200, true), rt_of(false, s, t, 0, k_h200)) << t;
+      EXPECT_EQ(rt_of(true, s, t, -20, k_h200, true), 2) << t;
+    }
+  for (const int64_t t : {1, 5, 8, 16})
+    for (const shape& s : {k_flash, k_pro})
+      EXPECT_EQ(rt_of(true, s, t, 0, k_h200, true), rt_of(true, s, t, 0, k_h200)) << t;
 }
 
 }  // namespace

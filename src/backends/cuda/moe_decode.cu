@@ -209,17 +209,9 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
       gemm_blocks_per_sm<K, UP, SPLIT, 1, RING, RP, SSO, W2P>(stage_bytes)};
   // W2P: a warp's tile is 32 rows; the row-tile model sees that many tiles (rows / 32 of 16).
   constexpr int64_t tile_rows = W2P ? 32 : 16;
-  int rt = pick_rt(UP, rows * 16 / tile_rows, kdim / k_round, tokens, top_k, experts, chunks_bound,
-                   sms, blocks_per_sm, moe_decode_rt_blocks_per_sm(),
-                   current_device_read_bytes_per_sm_cycle());
-  // W1/W3 with 4 scale slots (moe_decode_scale_slots_4: 2 <= T <= 4 on the H200 class) at RT 4,
-  // as measured (l39f, H200, full clock, forced row tiles with 4 slots): RT 2 ran 0.950-0.975x of
-  // RT 4 at Flash T = 3 / 4 and Pro T = 2 / 3 / 4 (MXFP4 and NVFP4), where the wave model, fed
-  // the real occupancy (gemm_blocks_per_sm), would take RT 2 at Flash T = 3 / 4 and Pro T = 2 / 4;
-  // at Flash T = 2 it takes RT 4 (RT 2 1.002-1.018x there). Only where measured (T = 2..4; the
-  // A/B setting of 4 slots from some T reaches larger T too); A/B codes still force row tiles.
-  if constexpr (UP && SSO == k_stages)
-    if (tokens >= 2 && tokens <= 4 && moe_decode_rt_blocks_per_sm() == 0) rt = 4;
+  const int rt = pick_rt(UP, rows * 16 / tile_rows, kdim / k_round, tokens, top_k, experts,
+                         chunks_bound, sms, blocks_per_sm, moe_decode_rt_blocks_per_sm(),
+                         current_device_read_bytes_per_sm_cycle(), SSO == k_stages);
   const dim3 grid(unsigned(rows / (tile_rows * rt)), unsigned(chunks_bound));
   // The quantization folded into W1/W3 only where the grid is one wave: each block's counter
   // round trip at its exit then delays nothing but the last blocks, less than the quantize

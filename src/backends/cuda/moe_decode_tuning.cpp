@@ -38,11 +38,18 @@ namespace dsv4::cuda::moe_decode_tuning {
 // 74.7 against 76.1 / 76.2 us a call; session 31's l31g 1.021x, back to back). On the devices of
 // the H200's class (device_info.h bandwidth_rich) ties go to the smaller RT; elsewhere to the
 // larger, as MOE7 fitted them on an H100 (not measured there since).
+// W1/W3 with 4 scale slots at T = 2..4 (session 39's default on the H200 class) takes RT 4, as
+// measured (l39f, H200, full clock, forced row tiles with 4 slots): RT 2 ran 0.950-0.975x of RT 4
+// at Flash T = 3 / 4 and Pro T = 2 / 3 / 4 (MXFP4 and NVFP4), where the wave model, fed the real
+// occupancy, takes RT 2 at Flash T = 3 / 4 and Pro T = 2 / 4; at Flash T = 2 it takes RT 4 (RT 2
+// 1.002-1.018x there). Only where measured (the A/B setting of 4 slots from some T reaches larger
+// T too); A/B codes and the old rule still decide when set.
 constexpr int k_block_overhead_rounds = 12;
 
 int pick_rt(bool up, int64_t rows, int64_t rounds, int64_t tokens, int64_t top_k, int64_t experts,
             int64_t chunks_bound, int sms, const int (&blocks_per_sm)[3], int min_blocks_per_sm,
-            double read_bytes_per_sm_cycle) {
+            double read_bytes_per_sm_cycle, bool four_scale_slots) {
+  if (up && four_scale_slots && min_blocks_per_sm == 0 && tokens >= 2 && tokens <= 4) return 4;
   const bool ties_to_smaller = bandwidth_rich(read_bytes_per_sm_cycle);
   // A/B codes (MOE15, moe_decode_set_rt_blocks_per_sm(-(10 u + d))): RT u for W1/W3 and d for
   // W2 where it is 1, 2 or 4, else the model below; -99: the model without the one-wave balance.

@@ -11,9 +11,10 @@ constexpr int k_chunk_pairs = 8;  // pairs per chunk: the mma's N
 // The row tiles per block (4, 2 or 1) of one GEMM launch (up: W1/W3, else W2) of `rows` rows
 // and `rounds` 128-k rounds: see moe_decode_tuning.cpp. blocks_per_sm: resident blocks at RT 4,
 // 2, 1; min_blocks_per_sm: moe_decode_rt_blocks_per_sm(); read_bytes_per_sm_cycle: the device's
-// (device_info.h; 0 = unknown, the H100's class).
+// (device_info.h; 0 = unknown, the H100's class); four_scale_slots: the launch runs the 4-slot
+// kernels (moe_decode_scale_slots_4).
 int pick_rt(bool up, int64_t rows, int64_t rounds, int64_t tokens, int64_t top_k, int64_t experts,
             int64_t chunks_bound, int sms, const int (&blocks_per_sm)[3], int min_blocks_per_sm,
-            double read_bytes_per_sm_cycle = 0.0);
+            double read_bytes_per_sm_cycle = 0.0, bool four_scale_slots = false);
 
 }  // namespace dsv4::cuda::moe_decode_tuning
