@@ -112,11 +112,13 @@ void apply_ab_config(const std::string& c) {
       (c.find('m') != std::string::npos ? 64 : 0) | (c.find('t') != std::string::npos ? 128 : 0) |
       (c.find('c') != std::string::npos ? 256 : 0));
   dsv4::cuda::moe_decode_set_rt_blocks_per_sm(std::atoi(c.c_str() + 1));
-  // Session 38: "yN" two W2 row tiles per warp-round from T = N (moe_decode_set_w2_pair_from; the
-  // default, 5, is "y5"; without y: off).
+  // Session 38: "yN" two W2 row tiles per warp-round from T = N (moe_decode_set_w2_pair_from;
+  // without y: off); "ya" the default rule (-1: T >= 5 and, on the H200 class, T = 1; session 40).
   const size_t ypos = c.find('y');
-  dsv4::cuda::moe_decode_set_w2_pair_from(
-      ypos == std::string::npos ? 0 : std::max(1, std::atoi(c.c_str() + ypos + 1)));
+  dsv4::cuda::moe_decode_set_w2_pair_from(ypos == std::string::npos ? 0
+                                          : c[ypos + 1] == 'a'
+                                              ? -1
+                                              : std::max(1, std::atoi(c.c_str() + ypos + 1)));
   // "qa": the default rule (-1: 4 slots where W1/W3 is staged, H200 class; session 39).
   const size_t qpos = c.find('q');
   dsv4::cuda::moe_decode_set_scale_slots_from(qpos == std::string::npos ? 0

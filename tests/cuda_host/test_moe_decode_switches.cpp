@@ -1,6 +1,7 @@
-// The decode-path MoE's scale-slot rule (moe_decode.h: moe_decode_scale_slots_4). Oracles: the
-// rule as moe_decode.h states it (session 39's default: 4 slots where W1/W3 stages its activation
-// row, 2 <= T <= the stage_x up_max, on the H200's class only; an explicit "from" overrides;
+// The decode-path MoE's scale-slot and W2P rules (moe_decode.h: moe_decode_scale_slots_4,
+// moe_decode_w2_pair). Oracles: the rules as moe_decode.h states them (session 39's default: 4
+// slots where W1/W3 stages its activation row, 2 <= T <= the stage_x up_max, on the H200's class
+// only; session 40's: W2P at T >= 5 and, on the H200's class, T = 1; an explicit "from" overrides;
 // 0 = never), with read rates of device_info.h's two classes.
 #include <gtest/gtest.h>
 
@@ -16,9 +17,11 @@ constexpr double k_h100 = 12.8, k_h200 = 18.4;
 // Restores the process-wide switches this test touches.
 struct switches_guard {
   int from = moe_decode_scale_slots_from();
+  int w2_pair_from = moe_decode_w2_pair_from();
   moe_decode_stage_x stage = moe_decode_stage_x_tokens();
   ~switches_guard() {
     moe_decode_set_scale_slots_from(from);
+    moe_decode_set_w2_pair_from(w2_pair_from);
     moe_decode_set_stage_x_tokens(stage.up_max, stage.down_min, stage.down_max);
   }
 };
@@ -50,6 +53,24 @@ TEST(moe_decode_switches, explicit_settings_override_the_rule_on_every_device) {
     for (int64_t t = 1; t <= 64; ++t) EXPECT_EQ(moe_decode_scale_slots_4(t, r), t >= 5);
   moe_decode_set_scale_slots_from(-7);  // clamped to the default rule
   EXPECT_EQ(moe_decode_scale_slots_from(), -1);
+}
+
+TEST(moe_decode_switches, default_w2_pair_from_five_tokens_and_at_one_on_the_h200_class) {
+  switches_guard g;
+  moe_decode_set_w2_pair_from(-1);
+  for (int64_t t = 1; t <= 64; ++t) {
+    EXPECT_EQ(moe_decode_w2_pair(t, k_h200), t == 1 || t >= 5) << "T=" << t;
+    EXPECT_EQ(moe_decode_w2_pair(t, k_h100), t >= 5) << "T=" << t;
+    EXPECT_EQ(moe_decode_w2_pair(t, 0.0), t >= 5) << "T=" << t;  // unknown device
+  }
+  moe_decode_set_w2_pair_from(0);
+  for (const double r : {k_h100, k_h200})
+    for (int64_t t = 1; t <= 64; ++t) EXPECT_FALSE(moe_decode_w2_pair(t, r));
+  moe_decode_set_w2_pair_from(3);
+  for (const double r : {k_h100, k_h200})
+    for (int64_t t = 1; t <= 64; ++t) EXPECT_EQ(moe_decode_w2_pair(t, r), t >= 3);
+  moe_decode_set_w2_pair_from(-9);  // clamped to the default rule
+  EXPECT_EQ(moe_decode_w2_pair_from(), -1);
 }
 
 }  // namespace

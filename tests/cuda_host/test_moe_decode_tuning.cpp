@@ -30,12 +30,13 @@ int64_t chunks_bound(int64_t pairs, int64_t experts) {
 // bandwidth-rich one (device_info.h).
 constexpr double k_h100 = 12.8, k_h200 = 18.4;
 
+// w2_pair (W2 only): W2P, whose launch counts 32-row warp tiles as 16-row ones (moe_decode.cu).
 int rt_of(bool up, const shape& s, int64_t tokens, int code = 0, double bytes_per_cycle = 0.0,
-          bool four_slots = false) {
+          bool four_slots = false, bool w2_pair = false) {
   const int64_t rows = up ? s.inter : s.hidden, kdim = up ? s.hidden : s.inter;
-  return pick_rt(up, rows, kdim / 128, tokens, s.top_k, s.experts,
+  return pick_rt(up, w2_pair ? rows / 2 : rows, kdim / 128, tokens, s.top_k, s.experts,
                  chunks_bound(tokens * s.top_k, s.experts), k_sms, k_four, code, bytes_per_cycle,
-                 four_slots);
+                 four_slots, w2_pair);
 }
 
 TEST(moe_decode_tuning, ab_codes_force_the_row_tiles) {
@@ -109,6 +110,34 @@ TEST(moe_decode_tuning, four_slot_w1w3_takes_rt4_at_two_to_four_tokens) {
   for (const int64_t t : {1, 5, 8, 16})
     for (const shape& s : {k_flash, k_pro})
       EXPECT_EQ(rt_of(true, s, t, 0, k_h200, true), rt_of(true, s, t, 0, k_h200)) << t;
+}
+
+TEST(moe_decode_tuning, w2_pair_takes_rt2_at_one_token_on_the_h200_class) {
+  // Session 40: W2P at T = 1 on the H200 class runs W2 at RT 2 (l38c / l39a / l39d: 1.006-1.024x
+  // over W2P off at the model's RT 4), where the model takes RT 4 for W2P.
+  for (const shape& s : {k_flash, k_pro}) {
+    EXPECT_EQ(rt_of(false, s, 1, 0, k_h200, false, true), 2);
+    EXPECT_EQ(rt_of(false, s, 1, 0, k_h200, false, false), rt_of(false, s, 1, 0, k_h200));
+    // The H100 class, other T, W1/W3 and A/B codes keep their choices.
+    EXPECT_EQ(rt_of(false, s, 1, 0, k_h100, false, true),
+              pick_rt(false, s.hidden / 2, s.inter / 128, 1, s.top_k, s.experts,
+                      chunks_bound(s.top_k, s.experts), k_sms, k_four, 0, k_h100));
+    for (const int64_t t : {2, 5, 16})
+      EXPECT_EQ(rt_of(false, s, t, 0, k_h200, false, true),
+                pick_rt(false, s.hidden / 2, s.inter / 128, t, s.top_k, s.experts,
+                        chunks_bound(t * s.top_k, s.experts), k_sms, k_four, 0, k_h200))
+          << t;
+    // The flag does not touch W1/W3 (moe_decode.cu passes it for W2 launches only).
+    EXPECT_EQ(pick_rt(true, s.inter, s.hidden / 128, 1, s.top_k, s.experts,
+                      chunks_bound(s.top_k, s.experts), k_sms, k_four, 0, k_h200, false, true),
+              rt_of(true, s, 1, 0, k_h200));
+    EXPECT_EQ(rt_of(false, s, 1, -44, k_h200, false, true), 4);
+  }
+  // Without the rule the model takes RT 4 for W2P at T = 1 (the test's premise).
+  for (const shape& s : {k_flash, k_pro})
+    EXPECT_EQ(pick_rt(false, s.hidden / 2, s.inter / 128, 1, s.top_k, s.experts,
+                      chunks_bound(s.top_k, s.experts), k_sms, k_four, 0, k_h200),
+              4);
 }
 
 }  // namespace

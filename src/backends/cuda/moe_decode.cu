@@ -211,7 +211,7 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
   constexpr int64_t tile_rows = W2P ? 32 : 16;
   const int rt = pick_rt(UP, rows * 16 / tile_rows, kdim / k_round, tokens, top_k, experts,
                          chunks_bound, sms, blocks_per_sm, moe_decode_rt_blocks_per_sm(),
-                         current_device_read_bytes_per_sm_cycle(), SSO == k_stages);
+                         current_device_read_bytes_per_sm_cycle(), SSO == k_stages, W2P);
   const dim3 grid(unsigned(rows / (tile_rows * rt)), unsigned(chunks_bound));
   // The quantization folded into W1/W3 only where the grid is one wave: each block's counter
   // round trip at its exit then delays nothing but the last blocks, less than the quantize
@@ -282,7 +282,7 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
   // W2P (moe_decode_set_w2_pair_from): W2 of the engine's path, the default scale slots, rows a
   // multiple of 32.
   if constexpr (!UP && RING && !SPLIT && RP == 2)
-    if (const int from = moe_decode_w2_pair_from(); from > 0 && tokens >= from && rows % 32 == 0)
+    if (moe_decode_w2_pair(tokens, current_device_read_bytes_per_sm_cycle()) && rows % 32 == 0)
       return DSV4_GEMM_SS(0, true);
   return DSV4_GEMM_SS(0, false);
 #undef DSV4_GEMM_SS

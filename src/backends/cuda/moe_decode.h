@@ -152,13 +152,17 @@ int moe_decode_chain();
 // Two 16-row tiles of W2 per warp-round (session 38, the kernel's W2P): at T >= tokens on the
 // engine's path (official order, ring, repacked with the shift decode, default scale slots), each
 // W2 warp streams 32 rows per round through the two-matrix machinery of W1/W3, so that the round's
-// bookkeeping serves twice the weights; 0 = never. Default 5 (H200, session 38: 1.036-1.076x at
-// T = 5 .. 64 at the full clock, 78.5-88.5% of read at T >= 8; 0.95-0.97x at T = 1, Flash T = 4
-// 0.96x; moe_decode_switches.cpp).
-// Same sums per output row for the same K split (the row-tile choice sees half as many, twice as
-// long tiles). Process-wide, for benches and A/B runs.
+// bookkeeping serves twice the weights; 0 = never. Default -1 (session 40): T >= 5, and T = 1 on a
+// device of the H200's class, where it runs at 2 row tiles (pick_rt); H200 measurements: session
+// 38 1.036-1.076x at T = 5 .. 64 at the full clock, 78.5-88.5% of read at T >= 8; 0.95-0.97x at
+// T = 1 and Flash T = 4 at the model's row tiles; at T = 1 with 2 row tiles 1.006-1.024x
+// (moe_decode_switches.cpp). Same sums per output row for the same K split (the row-tile choice
+// sees half as many, twice as long tiles). Process-wide, for benches and A/B runs.
 void moe_decode_set_w2_pair_from(int tokens);
 int moe_decode_w2_pair_from();
+// Whether W2 of a call of `tokens` tokens takes W2P, on a device reading read_bytes_per_sm_cycle
+// (device_info.h).
+bool moe_decode_w2_pair(int64_t tokens, double read_bytes_per_sm_cycle);
 
 // Device workspace (bytes) for `tokens` x `top_k` pairs; 256-byte aligned pointer expected.
 size_t moe_decode_workspace_bytes(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidden,

@@ -158,14 +158,23 @@ namespace {
 // of read), Pro 1.064 / 1.065x (81.4 -> 86.6%, 82.4 -> 87.8%); back to back 0.99-1.14x
 // (power-capped noise). l38h: T = 5 / 6 / 7 Flash 1.036 / 1.050 / 1.051x, Pro 1.055 / 1.062 /
 // 1.062x. At T <= 4 W2's grid is small and the longer tiles leave SMs idle (Flash T = 4 0.96x), so
-// W2P starts at 5.
-int g_w2_pair_from = 5;
+// W2P starts at 5. T = 1 with W2 at 2 row tiles instead of the model's 4 (forced by the A/B code,
+// against the default of the run, H200, full clock, official bf16): l38c 1.006-1.009x, l39a Flash
+// 1.024x / Pro 1.012x, l39d 1.007-1.017x (MXFP4 and NVFP4); at T = 2..4 W2P lost at any row tiles
+// (l39a). Hence the default since session 40, -1: T >= 5, and T = 1 on the H200's class (the H100
+// not measured: T >= 5 there), its W2 at RT 2 (moe_decode_tuning.cpp).
+int g_w2_pair_from = -1;
 }  // namespace
 void moe_decode_set_w2_pair_from(int tokens) {
-  g_w2_pair_from = std::max(0, tokens);
+  g_w2_pair_from = std::max(-1, tokens);
 }
 int moe_decode_w2_pair_from() {
   return g_w2_pair_from;
+}
+bool moe_decode_w2_pair(int64_t tokens, double read_bytes_per_sm_cycle) {
+  if (g_w2_pair_from > 0) return tokens >= g_w2_pair_from;
+  if (g_w2_pair_from == 0) return false;
+  return tokens >= 5 || (tokens == 1 && bandwidth_rich(read_bytes_per_sm_cycle));
 }
 
 }  // namespace dsv4::cuda

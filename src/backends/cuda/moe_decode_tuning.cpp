@@ -44,13 +44,17 @@ namespace dsv4::cuda::moe_decode_tuning {
 // occupancy, takes RT 2 at Flash T = 3 / 4 and Pro T = 2 / 4; at Flash T = 2 it takes RT 4 (RT 2
 // 1.002-1.018x there). Only where measured (the A/B setting of 4 slots from some T reaches larger
 // T too); A/B codes and the old rule still decide when set.
+// W2P at T = 1 on the H200 class (session 40's default, moe_decode_w2_pair) takes RT 2, as
+// measured against the model's RT 4 with W2P off (l38c 1.006-1.009x, l39a 1.012-1.024x, l39d
+// 1.007-1.017x; W2P at the model's row tiles 0.955-0.965x).
 constexpr int k_block_overhead_rounds = 12;
 
 int pick_rt(bool up, int64_t rows, int64_t rounds, int64_t tokens, int64_t top_k, int64_t experts,
             int64_t chunks_bound, int sms, const int (&blocks_per_sm)[3], int min_blocks_per_sm,
-            double read_bytes_per_sm_cycle, bool four_scale_slots) {
+            double read_bytes_per_sm_cycle, bool four_scale_slots, bool w2_pair) {
   if (up && four_scale_slots && min_blocks_per_sm == 0 && tokens >= 2 && tokens <= 4) return 4;
   const bool ties_to_smaller = bandwidth_rich(read_bytes_per_sm_cycle);
+  if (!up && w2_pair && min_blocks_per_sm == 0 && tokens == 1 && ties_to_smaller) return 2;
   // A/B codes (MOE15, moe_decode_set_rt_blocks_per_sm(-(10 u + d))): RT u for W1/W3 and d for
   // W2 where it is 1, 2 or 4, else the model below; -99: the model without the one-wave balance.
   bool balance = true;
