@@ -99,8 +99,7 @@ std::vector<std::string> g_ab_configs = {"r4", "s0"};
 // with the engine's path), "g" with it W2 stages h at T = 1 too (32), "m" with it the fold's
 // fences as one acq_rel RMW (64; since MOE14 part of 16, "m" a no-op); "hwlpfgm" = the default
 // (127). MOE14: 16 up to T = 16 (was 4); "t" 16 at every T (128). MOE15: "c" a one-wave W2 grid
-// of 16 at most ceil(blocks / SMs) blocks per SM (256; "hwlpfgmc" = 383, the default); session
-// 40: "z" with 16 the combine in W2's blocks, no combine launch (512); a negative
+// of 16 at most ceil(blocks / SMs) blocks per SM (256; "hwlpfgmc" = 383, the default); a negative
 // number after the first letter forces row tiles, -(10 u + d): u for W1/W3, d for W2 (1, 2 or 4;
 // 0 = the model), e.g. "s-20x4.2.4hwlpfgm" (MOE15's ring-depth switches, "d" / "e", measured
 // no faster and were removed: 2026-11-26_s13_moe15_NOTES.md).
@@ -111,7 +110,7 @@ void apply_ab_config(const std::string& c) {
       (c.find('l') != std::string::npos ? 4 : 0) | (c.find('p') != std::string::npos ? 8 : 0) |
       (c.find('f') != std::string::npos ? 16 : 0) | (c.find('g') != std::string::npos ? 32 : 0) |
       (c.find('m') != std::string::npos ? 64 : 0) | (c.find('t') != std::string::npos ? 128 : 0) |
-      (c.find('c') != std::string::npos ? 256 : 0) | (c.find('z') != std::string::npos ? 512 : 0));
+      (c.find('c') != std::string::npos ? 256 : 0));
   dsv4::cuda::moe_decode_set_rt_blocks_per_sm(std::atoi(c.c_str() + 1));
   // Session 38: "yN" two W2 row tiles per warp-round from T = N (moe_decode_set_w2_pair_from;
   // without y: off); "ya" the default rule (-1: T >= 5 and, on the H200 class, T = 1; session 40).

@@ -397,20 +397,6 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
                       stage_h1},
       down_chain{nullptr, early,       self_indices, int(pairs), int(experts),
                  ready,   int(groups), fold_waves,   stage_h1};
-  // Chain 512 (session 40; official, with 16's per-stream buffer): W2's blocks combine
-  // (moe_decode_combine_fused.cuh) and the call has no combine launch. Counters after 16's: one
-  // per (token, W2 row group; at most hidden / 16 groups) and the grid's block count.
-  const int64_t comb_ints = tokens * (hidden / 16);
-  if (slots_buf && (chain & 512) && n_slot + comb_ints + 1 <= k_slot_counters) {
-    down_chain.comb = slots_buf + n_slot;
-    down_chain.comb_done = slots_buf + n_slot + comb_ints;
-    down_chain.comb_y = y;
-    down_chain.comb_indices = indices;
-    down_chain.comb_y_f32 = x_split ? 1 : 0;
-    down_chain.comb_tokens = int(tokens);
-    down_chain.zero = slots_buf;
-    down_chain.n_zero = int(n_slot);
-  }
 
   if (!self_plan) {
     const int64_t groups = tokens * hidden / 8;
@@ -448,7 +434,6 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
             bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, down_chain, stream);
         e != cudaSuccess)
       return e;
-    if (down_chain.comb) return cudaSuccess;  // W2 combined
   } else if (const cudaError_t e = launch_gemm<K, false, true, ring, RP>(
                  sms, hhi, hlo, inter, hidden, tokens, experts, int(top_k), chunk_count, chunks,
                  sorted, bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, down_chain,

@@ -144,9 +144,7 @@ moe_decode_stage_pairs_t moe_decode_stage_pairs();
 // moe_decode_switches.cpp's g_chain). MOE14: 16 applies up to T = 16; 128 (A/B) = 16 at every T.
 // MOE15: 256 = with 16, a one-wave W2 grid at most ceil(blocks / SMs) blocks per SM (padded
 // dynamic shared memory; same kernels and sums). Default 383 (H200: Flash T = 1 1.043-1.047x vs
-// 127; not active where W2 is several waves). 512 (session 40) = with 16, W2's blocks do the
-// combine (the last W2 block of each token and row group sums its rows; the grid's last block
-// zeroes the counters), so a call has no combine launch; the same sums.
+// 127; not active where W2 is several waves).
 // Process-wide, for benches and A/B runs.
 void moe_decode_set_chain(int mask);
 int moe_decode_chain();

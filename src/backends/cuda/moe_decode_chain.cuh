@@ -27,10 +27,6 @@ namespace {
 // griddepcontrol.wait (the exception to pdl.cuh's contract, argued at the kernel's end).
 // fold_waves: the fold at any wave count (its counters then live in the per-stream buffer, not in
 // the workspace). stage_h1 (host side, chain 32): W2 stages h at T = 1 too.
-// Chain 512 (W2's chain only; moe_decode_combine_fused.cuh): comb non-null = W2's blocks combine
-// into comb_y (f32 if comb_y_f32, else bf16) with per-(token, row group) counters at comb, the
-// grid's block count at comb_done, and the last block zeroes zero[0 .. n_zero) (what the combine
-// launch zeroed); comb_indices: the routing, comb_tokens tokens.
 struct chain_args {
   int* qcnt;
   int early_chunk;
@@ -40,14 +36,6 @@ struct chain_args {
   int ready_target;
   int fold_waves;
   int stage_h1;
-  int* comb = nullptr;
-  int* comb_done = nullptr;
-  void* comb_y = nullptr;
-  const int32_t* comb_indices = nullptr;
-  int comb_y_f32 = 0;
-  int comb_tokens = 0;
-  int* zero = nullptr;
-  int n_zero = 0;
 };
 
 // Counters polled by many blocks each own a 128-byte line.

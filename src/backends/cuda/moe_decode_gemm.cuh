@@ -7,7 +7,6 @@
 
 #include "backends/cuda/cp_async.cuh"
 #include "backends/cuda/moe_decode_chain.cuh"
-#include "backends/cuda/moe_decode_combine_fused.cuh"
 #include "backends/cuda/moe_decode_common.cuh"
 #include "backends/cuda/moe_decode_plan.cuh"
 #include "backends/cuda/moe_decode_quantize.cuh"
@@ -59,8 +58,6 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
   constexpr bool HL2 = SLOTS && !UP;  // W2: h of the running W1/W3 grid (load_act16<true>)
   __shared__ int pair_of[k_chunk];
   __shared__ int fold_last;
-  __shared__ int comb_valid[k_chunk];  // chain 512: valid pairs of each chunk pair's token
-  __shared__ int comb_flag;
   __shared__ float partial[KS > 1 ? (KS - 1) * RT : 1][NM][4][k_warp_size];
   // 128-byte aligned (MOE18): each warp's cp.async of a matrix-round half writes 512 contiguous
   // bytes here. With the ring only 16-byte aligned (W1/W3 had it at shared offset 48 after
@@ -85,8 +82,6 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     if (!moe_decode_self_chunk(chain.self_indices, chain.self_pairs, chain.self_experts, slot,
                                e_self, self_mask)) {
       if constexpr (!UP && !HL2) pdl_wait();
-      if constexpr (HL2)
-        if (chain.comb) comb_block_done(chain, rows, top_k, k_threads, &comb_flag);
       return;
     }
     c = make_int4(e_self, 0, __popc(self_mask), 0);
@@ -100,8 +95,6 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     if (chain.early_chunk) c = chunks[slot];
     if (slot >= *chunk_count) {  // uniform over the block
       if constexpr (!UP && !HL2) pdl_wait();
-      if constexpr (HL2)
-        if (chain.comb) comb_block_done(chain, rows, top_k, k_threads, &comb_flag);
       return;
     }
     if (!chain.early_chunk) c = chunks[slot];
@@ -209,11 +202,6 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     // passed its own wait (the prepare launch is W1/W3's predecessor); out, last read by the
     // previous call's combine, complete for the same reason; nothing else of W1/W3 is read here.
     if constexpr (!UP) {
-      // Chain 512: the tokens' valid pair counts, loaded while the block waits for h anyway.
-      if constexpr (HL2)
-        if (chain.comb && int(threadIdx.x) < c.z)
-          comb_valid[threadIdx.x] = comb_valid_pairs(
-              chain.comb_indices, pair_of[threadIdx.x] / top_k, top_k, chain.self_experts);
       if constexpr (HL2)
         wait_counter(chain.ready + slot * k_ready_stride, chain.ready_target);
       else
@@ -447,13 +435,6 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       if constexpr (W2P) out[int64_t(p) * rows + row + m_rows] = acc[1][i] * post[1];
     }
   }
-  // Chain 512: the combine in W2's blocks (moe_decode_combine_fused.cuh). The threads left are
-  // kpart 0's, 0 .. RT * 32 - 1; comb_valid was written by threads < c.z (warp 0) before the
-  // barriers there.
-  if constexpr (HL2)
-    if (chain.comb)
-      comb_after_stores(chain, out, rows, RT * (W2P ? 32 : 16), top_k, c.z, pair_of, comb_valid,
-                        RT * k_warp_size, &comb_flag);
   // HL2: no griddepcontrol.wait before the exit, so this grid may complete before W1/W3's (its
   // blocks of other slots may still be leaving): measured 1.06x at Flash T = 4 over waiting
   // (finished W2 blocks otherwise hold their SM slots until W1/W3 completes). What pdl.cuh's

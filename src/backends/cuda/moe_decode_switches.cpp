@@ -92,7 +92,7 @@ namespace {
 int g_chain = 383;
 }  // namespace
 void moe_decode_set_chain(int mask) {
-  g_chain = mask & 1023;
+  g_chain = mask & 511;
 }
 int moe_decode_chain() {
   return g_chain;
