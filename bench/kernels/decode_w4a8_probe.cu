@@ -61,7 +61,7 @@ using namespace dsv4::cuda;
 
 namespace {
 
-constexpr int k_round_bytes = 1024;               // a 16 x 128 tile-round of E2M1
+constexpr int k_round_bytes = 1024;                // a 16 x 128 tile-round of E2M1
 constexpr int k_stage_bytes = k_round_bytes + 64;  // + 16 rows x 4 E8M0 bytes
 
 // One warp's ring of ST rounds over its 16-row tile row: weights at tile + r KB, scales of row i
@@ -124,18 +124,21 @@ __host__ __device__ constexpr int bf16_x_bytes(int K) {
 // WG * 4 warps, warp w: rows 16 (WG * 4 * blockIdx.x + w) .. + 15. x: T token rows of K BF16 in
 // the paired order (fp4_mma.cuh). y: [rows][8] f32.
 template <int T, int WG, int ST>
-__global__ void __launch_bounds__(WG * 128) stream_bf16_kernel(const uint8_t* __restrict__ w,
-                                                               const uint8_t* __restrict__ sc,
-                                                               const uint8_t* __restrict__ x,
-                                                               float* __restrict__ y, int K) {
+__global__ void __launch_bounds__(WG * 128)
+    stream_bf16_kernel(const uint8_t* __restrict__ w, const uint8_t* __restrict__ sc,
+                       const uint8_t* __restrict__ x, float* __restrict__ y, int K) {
   extern __shared__ __align__(1024) uint8_t smem[];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
   const int rounds = K / 128;
   const int x_bytes = bf16_x_bytes<T>(K);
   const int ring_off = (x_bytes + 1023) / 1024 * 1024;
   const int64_t row0 = (int64_t(blockIdx.x) * WG * 4 + warp) * 16;
-  const warp_ring<ST> ring{smem + ring_off + warp * warp_ring<ST>::k_bytes, w + (row0 / 16) * rounds * 1024,
-                       sc + row0 * (K / 32), K / 32, rounds, lane};
+  const warp_ring<ST> ring{smem + ring_off + warp * warp_ring<ST>::k_bytes,
+                           w + (row0 / 16) * rounds * 1024,
+                           sc + row0 * (K / 32),
+                           K / 32,
+                           rounds,
+                           lane};
   stage_copy(smem, x, x_bytes);
   cp_async_commit();
   for (int r = 0; r < ST; ++r) ring.issue(r);
@@ -213,10 +216,10 @@ __host__ __device__ constexpr int fp8_sx_bytes(int K) {
 // tile row WG * 4 * blockIdx.x + w, as bf16). x: per round a 1 KB atom (8 tokens x 128 logical
 // k, 128-byte swizzle); sx: per round 8 f32 token scales; base: per row B (E8M0 units).
 template <int WG, int PIPE, int ST>
-__global__ void __launch_bounds__(WG * 128) stream_fp8_kernel(
-    const uint8_t* __restrict__ w, const uint8_t* __restrict__ sc, const uint8_t* __restrict__ x,
-    const uint8_t* __restrict__ sx, const uint8_t* __restrict__ base, float* __restrict__ y,
-    int K) {
+__global__ void __launch_bounds__(WG * 128)
+    stream_fp8_kernel(const uint8_t* __restrict__ w, const uint8_t* __restrict__ sc,
+                      const uint8_t* __restrict__ x, const uint8_t* __restrict__ sx,
+                      const uint8_t* __restrict__ base, float* __restrict__ y, int K) {
 #if PROBE_WGMMA
   extern __shared__ __align__(1024) uint8_t smem[];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32, g = lane / 4, c = lane % 4;
@@ -224,8 +227,12 @@ __global__ void __launch_bounds__(WG * 128) stream_fp8_kernel(
   const int x_bytes = fp8_x_bytes(K), sx_bytes = fp8_sx_bytes(K);
   const int ring_off = (x_bytes + sx_bytes + 1023) / 1024 * 1024;
   const int64_t row0 = (int64_t(blockIdx.x) * WG * 4 + warp) * 16;
-  const warp_ring<ST> ring{smem + ring_off + warp * warp_ring<ST>::k_bytes, w + (row0 / 16) * rounds * 1024,
-                       sc + row0 * (K / 32), K / 32, rounds, lane};
+  const warp_ring<ST> ring{smem + ring_off + warp * warp_ring<ST>::k_bytes,
+                           w + (row0 / 16) * rounds * 1024,
+                           sc + row0 * (K / 32),
+                           K / 32,
+                           rounds,
+                           lane};
   stage_copy(smem, x, x_bytes);
   stage_copy(smem + x_bytes, sx, sx_bytes);
   cp_async_commit();
@@ -334,11 +341,11 @@ struct shape {
 
 struct data {
   int64_t rows, K;
-  std::vector<uint8_t> nib;    // [rows][K] sign << 3 | code
-  std::vector<uint8_t> e8;     // [rows][K / 32]
-  std::vector<uint8_t> base;   // [rows]
-  std::vector<uint8_t> xq;     // [8][K] e4m3 (tokens >= T unused)
-  std::vector<int> xp;         // [8][K / 128] exponents
+  std::vector<uint8_t> nib;   // [rows][K] sign << 3 | code
+  std::vector<uint8_t> e8;    // [rows][K / 32]
+  std::vector<uint8_t> base;  // [rows]
+  std::vector<uint8_t> xq;    // [8][K] e4m3 (tokens >= T unused)
+  std::vector<int> xp;        // [8][K / 128] exponents
   std::vector<uint8_t> w_bf16, w_fp8;
 };
 
@@ -367,7 +374,8 @@ data make_data(const shape& sh, uint32_t seed) {
   d.xq.resize(size_t(8 * d.K));
   for (auto& v : d.xq) {
     uint8_t b;
-    do b = uint8_t(rng()); while ((b & 0x7F) == 0x7F);
+    do b = uint8_t(rng());
+    while ((b & 0x7F) == 0x7F);
     v = b;
   }
   d.xp.resize(size_t(8 * (d.K / 128)));
@@ -401,7 +409,8 @@ int physical_k(int L) {
 }
 
 double x_value(const data& d, int t, int64_t k) {
-  return e4m3_value(d.xq[size_t(t * d.K + k)]) * std::ldexp(1.0, d.xp[size_t(t * (d.K / 128) + k / 128)]);
+  return e4m3_value(d.xq[size_t(t * d.K + k)]) *
+         std::ldexp(1.0, d.xp[size_t(t * (d.K / 128) + k / 128)]);
 }
 
 std::vector<uint8_t> bf16_x_image(const data& d, int T) {
@@ -507,11 +516,11 @@ double bound(const char* path) {
 void report(const char* shape_name, const char* path, int T, int WG, int PIPE, int ST, float ms,
             int bps, const run_ctx& c, const check& ck) {
   const double gbs = c.bytes / (ms * 1e-3) / 1e9;
-  std::printf("%-6s %-3s %-5s T=%d WG=%d PIPE=%d ST=%d  %8.1f us  %7.1f GB/s  %5.1f%% of read  "
-              "%5.1f GB/s/SM  %d blocks/SM  err %.2e%s\n",
-              shape_name, c.l2 ? "l2" : "hbm", path, T, WG, PIPE, ST, ms * 1e3, gbs,
-              100.0 * gbs / c.read_gbs, gbs / c.sms, bps, ck.worst,
-              ck.worst < bound(path) ? "" : "  FAIL");
+  std::printf(
+      "%-6s %-3s %-5s T=%d WG=%d PIPE=%d ST=%d  %8.1f us  %7.1f GB/s  %5.1f%% of read  "
+      "%5.1f GB/s/SM  %d blocks/SM  err %.2e%s\n",
+      shape_name, c.l2 ? "l2" : "hbm", path, T, WG, PIPE, ST, ms * 1e3, gbs,
+      100.0 * gbs / c.read_gbs, gbs / c.sms, bps, ck.worst, ck.worst < bound(path) ? "" : "  FAIL");
 }
 
 template <int T, int WG, int ST>
@@ -562,9 +571,7 @@ void run_fp8(const char* name, int T, run_ctx& c, int& fails) {
   const check ck = verify(d, T, y);
   if (ck.worst >= bound("fp8")) ++fails;
   const float ms = median_ms(
-      [&](int i) {
-        kern<<<grid, WG * 128, smem>>>(c.copy(i), c.sc, x, sx, c.base, c.y, int(d.K));
-      },
+      [&](int i) { kern<<<grid, WG * 128, smem>>>(c.copy(i), c.sc, x, sx, c.base, c.y, int(d.K)); },
       20);
   report(name, "fp8", T, WG, PIPE, ST, ms, bps, c, ck);
   CK(cudaFree(x));
@@ -604,9 +611,8 @@ int main(int argc, char** argv) {
     shape sh;
     int copies;
   };
-  const shape_run shapes[] = {{{"flash", 24 * 4096, 4096}, 2},
-                              {{"pro", 24 * 6144, 7168}, 2},
-                              {{"w2", 6 * 4096, 2048}, 4}};
+  const shape_run shapes[] = {
+      {{"flash", 24 * 4096, 4096}, 2}, {{"pro", 24 * 6144, 7168}, 2}, {{"w2", 6 * 4096, 2048}, 4}};
   const std::string only = argc > 1 ? argv[1] : "";
   int fails = 0;
   uint32_t* sink;
@@ -637,7 +643,8 @@ int main(int argc, char** argv) {
     // Read ceilings of one launch over the same number of bytes (all copies rotated), and of a
     // 2 GiB stream (the benches' ceiling).
     std::vector<uint8_t*> bufs;
-    for (int i = 0; i < sr.copies; ++i) bufs.push_back(bf.w[size_t(i)]), bufs.push_back(f8.w[size_t(i)]);
+    for (int i = 0; i < sr.copies; ++i)
+      bufs.push_back(bf.w[size_t(i)]), bufs.push_back(f8.w[size_t(i)]);
     const float read_ms = median_ms(
         [&](int i) {
           read4_kernel<<<prop.multiProcessorCount * 8, 256>>>(
@@ -657,11 +664,12 @@ int main(int argc, char** argv) {
         10);
     CK(cudaFree(big));
     bf.read_gbs = f8.read_gbs = read_gbs;
-    std::printf("%s: %lld rows x %lld k, %.1f MB weights + scales; read of the same bytes %.1f "
-                "GB/s (%.1f per SM), of a 2 GiB stream %.1f GB/s (%.1f per SM)\n",
-                sh.name, (long long)d.rows, (long long)d.K, bf.bytes / 1e6, read_gbs,
-                read_gbs / prop.multiProcessorCount, double(big_bytes) / (big_ms * 1e-3) / 1e9,
-                double(big_bytes) / (big_ms * 1e-3) / 1e9 / prop.multiProcessorCount);
+    std::printf(
+        "%s: %lld rows x %lld k, %.1f MB weights + scales; read of the same bytes %.1f "
+        "GB/s (%.1f per SM), of a 2 GiB stream %.1f GB/s (%.1f per SM)\n",
+        sh.name, (long long)d.rows, (long long)d.K, bf.bytes / 1e6, read_gbs,
+        read_gbs / prop.multiProcessorCount, double(big_bytes) / (big_ms * 1e-3) / 1e9,
+        double(big_bytes) / (big_ms * 1e-3) / 1e9 / prop.multiProcessorCount);
     if (sh.K != 2048) {
       run_bf16<1, 2, 4>(sh.name, bf, fails);
       run_bf16<4, 2, 4>(sh.name, bf, fails);
