@@ -76,6 +76,16 @@ struct warp_ring {
   int64_t scale_row_bytes;
   int rounds, lane;
 
+  // Warp `warp` of a block whose rings start at `rings` streams the 16-row tile row from row0.
+  __device__ static warp_ring make(uint8_t* rings, const uint8_t* w, const uint8_t* sc, int K,
+                                   int warp, int lane, int64_t row0) {
+    return {rings + warp * k_bytes,
+            w + (row0 / 16) * (K / 128) * 1024,
+            sc + row0 * (K / 32),
+            K / 32,
+            K / 128,
+            lane};
+  }
   __device__ void issue(int r) const {
     if (r < rounds) {
       uint8_t* st = buf + (r % k_stages) * k_stage_bytes;
@@ -133,12 +143,7 @@ __global__ void __launch_bounds__(WG * 128)
   const int x_bytes = bf16_x_bytes<T>(K);
   const int ring_off = (x_bytes + 1023) / 1024 * 1024;
   const int64_t row0 = (int64_t(blockIdx.x) * WG * 4 + warp) * 16;
-  const warp_ring<ST> ring{smem + ring_off + warp * warp_ring<ST>::k_bytes,
-                           w + (row0 / 16) * rounds * 1024,
-                           sc + row0 * (K / 32),
-                           K / 32,
-                           rounds,
-                           lane};
+  const auto ring = warp_ring<ST>::make(smem + ring_off, w, sc, K, warp, lane, row0);
   stage_copy(smem, x, x_bytes);
   cp_async_commit();
   for (int r = 0; r < ST; ++r) ring.issue(r);
@@ -227,12 +232,7 @@ __global__ void __launch_bounds__(WG * 128)
   const int x_bytes = fp8_x_bytes(K), sx_bytes = fp8_sx_bytes(K);
   const int ring_off = (x_bytes + sx_bytes + 1023) / 1024 * 1024;
   const int64_t row0 = (int64_t(blockIdx.x) * WG * 4 + warp) * 16;
-  const warp_ring<ST> ring{smem + ring_off + warp * warp_ring<ST>::k_bytes,
-                           w + (row0 / 16) * rounds * 1024,
-                           sc + row0 * (K / 32),
-                           K / 32,
-                           rounds,
-                           lane};
+  const auto ring = warp_ring<ST>::make(smem + ring_off, w, sc, K, warp, lane, row0);
   stage_copy(smem, x, x_bytes);
   stage_copy(smem + x_bytes, sx, sx_bytes);
   cp_async_commit();
@@ -480,10 +480,9 @@ float median_ms(F&& launch, int reps) {
     CK(cudaEventElapsedTime(&ms, a, b));
     if (i >= 1) ts.push_back(ms / k_batch);
   }
-  std::sort(ts.begin(), ts.end());
   CK(cudaEventDestroy(a));
   CK(cudaEventDestroy(b));
-  return ts[ts.size() / 2];
+  return float(bench::median(ts));
 }
 
 template <typename K>
@@ -523,6 +522,22 @@ void report(const char* shape_name, const char* path, int T, int WG, int PIPE, i
       100.0 * gbs / c.read_gbs, gbs / c.sms, bps, ck.worst, ck.worst < bound(path) ? "" : "  FAIL");
 }
 
+// One configuration: a launch on copy 0 checked against the reference (y poisoned first), then
+// timed over the copies; launch(i) runs the kernel on c.copy(i).
+template <typename L>
+void check_and_time(const char* name, const char* path, int T, int WG, int PIPE, int ST, int bps,
+                    const run_ctx& c, int& fails, L&& launch) {
+  const data& d = *c.d;
+  CK(cudaMemset(c.y, 0xFF, size_t(d.rows * 8 * 4)));
+  launch(0);
+  CK(cudaGetLastError());
+  std::vector<float> y(size_t(d.rows * 8));
+  CK(cudaMemcpy(y.data(), c.y, y.size() * 4, cudaMemcpyDeviceToHost));
+  const check ck = verify(d, T, y);
+  if (ck.worst >= bound(path)) ++fails;
+  report(name, path, T, WG, PIPE, ST, median_ms(launch, 20), bps, c, ck);
+}
+
 template <int T, int WG, int ST>
 void run_bf16(const char* name, run_ctx& c, int& fails) {
   const data& d = *c.d;
@@ -535,16 +550,8 @@ void run_bf16(const char* name, run_ctx& c, int& fails) {
   auto kern = stream_bf16_kernel<T, WG, ST>;
   const int bps = blocks_per_sm(kern, WG * 128, smem);
   const int grid = int(d.rows / (64 * WG));
-  CK(cudaMemset(c.y, 0xFF, size_t(d.rows * 8 * 4)));
-  kern<<<grid, WG * 128, smem>>>(c.w[0], c.sc, x, c.y, int(d.K));
-  CK(cudaGetLastError());
-  std::vector<float> y(size_t(d.rows * 8));
-  CK(cudaMemcpy(y.data(), c.y, y.size() * 4, cudaMemcpyDeviceToHost));
-  const check ck = verify(d, T, y);
-  if (ck.worst >= bound("bf16")) ++fails;
-  const float ms = median_ms(
-      [&](int i) { kern<<<grid, WG * 128, smem>>>(c.copy(i), c.sc, x, c.y, int(d.K)); }, 20);
-  report(name, "bf16", T, WG, 0, ST, ms, bps, c, ck);
+  check_and_time(name, "bf16", T, WG, 0, ST, bps, c, fails,
+                 [&](int i) { kern<<<grid, WG * 128, smem>>>(c.copy(i), c.sc, x, c.y, int(d.K)); });
   CK(cudaFree(x));
 }
 
@@ -563,38 +570,11 @@ void run_fp8(const char* name, int T, run_ctx& c, int& fails) {
   auto kern = stream_fp8_kernel<WG, PIPE, ST>;
   const int bps = blocks_per_sm(kern, WG * 128, smem);
   const int grid = int(d.rows / (64 * WG));
-  CK(cudaMemset(c.y, 0xFF, size_t(d.rows * 8 * 4)));
-  kern<<<grid, WG * 128, smem>>>(c.w[0], c.sc, x, sx, c.base, c.y, int(d.K));
-  CK(cudaGetLastError());
-  std::vector<float> y(size_t(d.rows * 8));
-  CK(cudaMemcpy(y.data(), c.y, y.size() * 4, cudaMemcpyDeviceToHost));
-  const check ck = verify(d, T, y);
-  if (ck.worst >= bound("fp8")) ++fails;
-  const float ms = median_ms(
-      [&](int i) { kern<<<grid, WG * 128, smem>>>(c.copy(i), c.sc, x, sx, c.base, c.y, int(d.K)); },
-      20);
-  report(name, "fp8", T, WG, PIPE, ST, ms, bps, c, ck);
+  check_and_time(name, "fp8", T, WG, PIPE, ST, bps, c, fails, [&](int i) {
+    kern<<<grid, WG * 128, smem>>>(c.copy(i), c.sc, x, sx, c.base, c.y, int(d.K));
+  });
   CK(cudaFree(x));
   CK(cudaFree(sx));
-}
-
-// The read ceiling: 4 independent 16-byte streaming loads in flight per thread, whole buffers.
-__global__ void read4_kernel(const uint4* __restrict__ p, size_t n, uint32_t* sink) {
-  uint32_t acc = 0;
-  const size_t stride = size_t(gridDim.x) * blockDim.x;
-  size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x;
-  for (; i + 3 * stride < n; i += 4 * stride) {
-    uint4 v[4];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) v[j] = __ldcs(p + i + j * stride);
-#pragma unroll
-    for (int j = 0; j < 4; ++j) acc ^= v[j].x ^ v[j].y ^ v[j].z ^ v[j].w;
-  }
-  for (; i < n; i += stride) {
-    const uint4 v = __ldcs(p + i);
-    acc ^= v.x ^ v.y ^ v.z ^ v.w;
-  }
-  if (acc == 0x9E3779B9u) *sink = acc;
 }
 
 }  // namespace
@@ -647,7 +627,7 @@ int main(int argc, char** argv) {
       bufs.push_back(bf.w[size_t(i)]), bufs.push_back(f8.w[size_t(i)]);
     const float read_ms = median_ms(
         [&](int i) {
-          read4_kernel<<<prop.multiProcessorCount * 8, 256>>>(
+          bench::read_kernel<<<prop.multiProcessorCount * 8, 256>>>(
               reinterpret_cast<const uint4*>(bufs[size_t(i) % bufs.size()]), wbytes / 16, sink);
         },
         30);
@@ -658,8 +638,8 @@ int main(int argc, char** argv) {
     CK(cudaMemset(big, 0x5A, big_bytes));
     const float big_ms = median_ms(
         [&](int) {
-          read4_kernel<<<prop.multiProcessorCount * 8, 256>>>(reinterpret_cast<const uint4*>(big),
-                                                              big_bytes / 16, sink);
+          bench::read_kernel<<<prop.multiProcessorCount * 8, 256>>>(
+              reinterpret_cast<const uint4*>(big), big_bytes / 16, sink);
         },
         10);
     CK(cudaFree(big));
