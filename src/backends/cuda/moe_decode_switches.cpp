@@ -114,6 +114,11 @@ namespace {
 // 1.007-1.048x.
 int g_scale_slots_from = -1;
 moe_decode_stage_pairs_t g_stage_pairs = {1, 1};  // MOE9 measured {1, 2} (see g_stage_x)
+
+// A "from" switch: N > 0 = from T = N, 0 = never, -1 = the default rule's answer.
+bool from_switch(int from, int64_t tokens, bool rule) {
+  return from > 0 ? tokens >= from : from == 0 ? false : rule;
+}
 }  // namespace
 void moe_decode_set_stage_pairs(int up, int down) {
   g_stage_pairs = {std::clamp(up, 1, moe_decode_tuning::k_chunk_pairs),
@@ -126,9 +131,9 @@ void moe_decode_set_scale_slots_from(int tokens) {
   g_scale_slots_from = std::max(-1, tokens);
 }
 bool moe_decode_scale_slots_4(int64_t tokens, double read_bytes_per_sm_cycle) {
-  if (g_scale_slots_from > 0) return tokens >= g_scale_slots_from;
-  if (g_scale_slots_from == 0) return false;
-  return tokens >= 2 && tokens <= g_stage_x.up_max && bandwidth_rich(read_bytes_per_sm_cycle);
+  return from_switch(
+      g_scale_slots_from, tokens,
+      tokens >= 2 && tokens <= g_stage_x.up_max && bandwidth_rich(read_bytes_per_sm_cycle));
 }
 int moe_decode_scale_slots_from() {
   return g_scale_slots_from;
@@ -172,9 +177,8 @@ int moe_decode_w2_pair_from() {
   return g_w2_pair_from;
 }
 bool moe_decode_w2_pair(int64_t tokens, double read_bytes_per_sm_cycle) {
-  if (g_w2_pair_from > 0) return tokens >= g_w2_pair_from;
-  if (g_w2_pair_from == 0) return false;
-  return tokens >= 5 || (tokens == 1 && bandwidth_rich(read_bytes_per_sm_cycle));
+  return from_switch(g_w2_pair_from, tokens,
+                     tokens >= 5 || (tokens == 1 && bandwidth_rich(read_bytes_per_sm_cycle)));
 }
 
 }  // namespace dsv4::cuda
