@@ -80,6 +80,19 @@ __device__ __forceinline__ void split_group8(F&& v, uint4& h, uint4& l) {
   l.z = lo[2] | (uint32_t(lo[6]) << 16), l.w = lo[3] | (uint32_t(lo[7]) << 16);
 }
 
+// split_group8's hi part of 8 bf16 activations (one 16-byte group, k in order): word i holds
+// activation i low and i + 4 high. The hi part of a bf16 value is the value itself (its lo part
+// is zero), so this is a permutation of the halves: the same bits as split_group8 for every value
+// but NaN, whose payload it keeps (split_group8 rounds through f32 to the canonical NaN).
+__device__ __forceinline__ uint4 paired_bf16_group(uint4 v) {
+  return make_uint4(__byte_perm(v.x, v.z, 0x5410), __byte_perm(v.x, v.z, 0x7632),
+                    __byte_perm(v.y, v.w, 0x5410), __byte_perm(v.y, v.w, 0x7632));
+}
+
+// 16-byte activation groups a W1/W3 thread requests before the weights' first rounds (chain 8's
+// bf16 x, moe_decode_gemm_kernel): kdim <= 8 * 8 * k_threads = 8192 in one batch.
+constexpr int k_x_prefetch = 8;
+
 }  // namespace
 
 }  // namespace dsv4::cuda

@@ -190,6 +190,45 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       }
       cp_async_commit();
     };
+    // Staged activations (stage_x: the launch gave kdim * 2 bytes of dynamic shared memory; bf16
+    // x or quantized h, no lo part): a chunk of one pair reads its single activation row from
+    // shared memory, copied once per block here, instead of per-warp global loads one round
+    // ahead. Those loads shared one scoreboard, so every other round's first HMMA waited for the
+    // loads just issued for the next round (SASS of MOE7's W1/W3 kernel): a load latency per two
+    // rounds, the long-scoreboard stall that dominated T = 1. Block-uniform (c.z).
+    // MOE9: stage_x = the most pairs a staged chunk may hold (moe_decode_set_stage_pairs; 1
+    // before), one row each, rows 64 bytes apart modulo 128 when several (lanes g of two rows
+    // read different banks).
+    uint4* const xs_row = dyn_smem;
+    const int xs_stride = int(kdim / 8) + (stage_x > 1 ? 4 : 0);  // uint4 per staged row
+    // Chain 8, W1/W3: one token, so every pair of the chunk reads the one row of x, staged
+    // whatever the chunk's pair count (the launch gave at least one row).
+    const bool self_up = UP && chain.self_indices != nullptr;
+    const bool staged = !SPLIT && (c.z <= stage_x || self_up);
+    // W1/W3 requests its activation rows before the weights' first k_stages rounds (session 41):
+    // requested after them, as before, they came back behind the whole first burst of weight
+    // copies, then (the loop below, unrolled twice) once more per two 16-byte groups a thread:
+    // ncu at T = 1 on the H200 (l41b) put 17.5% (Flash) / 12.7% (Pro) of the W1/W3 warps' stall
+    // samples on the first use of x. Chain 8's bf16 x goes to registers (converted below); the
+    // other staged rows are plain copies, one cp.async group older than the ring's.
+    const uint4* const x_src = reinterpret_cast<const uint4*>(ain_hi);
+    const int x_groups = int(kdim / 8);
+    uint4 x_pre[k_x_prefetch];
+    if constexpr (UP && !SPLIT) {
+      if (self_up) {
+#pragma unroll
+        for (int b = 0; b < k_x_prefetch; ++b)
+          if (const int i = int(threadIdx.x) + b * k_threads; i < x_groups)
+            x_pre[b] = __ldg(x_src + i);
+      } else if (staged) {
+        for (int p = 0; p < c.z; ++p) {
+          const int64_t srow_i = int64_t(sorted[c.y + p] / top_k);
+          for (int i = threadIdx.x; i < x_groups; i += k_threads)
+            cp_async_cg_16(smem_u32(xs_row + p * xs_stride + i), x_src + srow_i * x_groups + i);
+        }
+        cp_async_commit();
+      }
+    }
 #pragma unroll
     for (int j = 0; j < k_stages; ++j) issue(j, j);
 
@@ -209,44 +248,25 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       DSV4_TRACE(tr.stamp(1));
     }
     pdl_trigger();
-    // Staged activations (stage_x: the launch gave kdim * 2 bytes of dynamic shared memory; bf16
-    // x or quantized h, no lo part): a chunk of one pair reads its single activation row from
-    // shared memory, copied once per block here, instead of per-warp global loads one round
-    // ahead. Those loads shared one scoreboard, so every other round's first HMMA waited for the
-    // loads just issued for the next round (SASS of MOE7's W1/W3 kernel): a load latency per two
-    // rounds, the long-scoreboard stall that dominated T = 1. Block-uniform (c.z).
-    // MOE9: stage_x = the most pairs a staged chunk may hold (moe_decode_set_stage_pairs; 1
-    // before), one row each, rows 64 bytes apart modulo 128 when several (lanes g of two rows
-    // read different banks).
-    uint4* const xs_row = dyn_smem;
-    const int xs_stride = int(kdim / 8) + (stage_x > 1 ? 4 : 0);  // uint4 per staged row
-    // Chain 8, W1/W3: one token, so every pair of the chunk reads the one row of x, staged
-    // whatever the chunk's pair count (the launch gave at least one row).
-    const bool self_up = UP && chain.self_indices != nullptr;
-    const bool staged = !SPLIT && (c.z <= stage_x || self_up);
     if (self_up && !SPLIT) {
-      // ain_hi is x (bf16): each 16-byte group of 8 values converted as the prepare launch does
-      // (split_group8 at act_group_slot), the hi part only: the lo part of a bf16 value is zero.
-      const uint4* src = reinterpret_cast<const uint4*>(ain_hi);
-      for (int i = threadIdx.x; i < int(kdim / 8); i += k_threads) {
-        const uint4 v = __ldg(src + i);
-        const uint32_t wv[4] = {v.x, v.y, v.z, v.w};
-        uint4 h, unused_lo;
-        split_group8(
-            [&](int j) {
-              return __bfloat162float(
-                  __ushort_as_bfloat16(uint16_t(j & 1 ? wv[j >> 1] >> 16 : wv[j >> 1] & 0xFFFFu)));
-            },
-            h, unused_lo);
-        xs_row[act_group_slot(i)] = h;
-      }
+      // ain_hi is x (bf16): each 16-byte group in split_group8's paired order (the prepare
+      // launch's conversion; for a bf16 value its hi part is the value, its lo part zero).
+#pragma unroll
+      for (int b = 0; b < k_x_prefetch; ++b)
+        if (const int i = int(threadIdx.x) + b * k_threads; i < x_groups)
+          xs_row[act_group_slot(i)] = paired_bf16_group(x_pre[b]);
+      for (int i = threadIdx.x + k_x_prefetch * k_threads; i < x_groups; i += k_threads)
+        xs_row[act_group_slot(i)] = paired_bf16_group(__ldg(x_src + i));
     } else if (staged) {
-      for (int p = 0; p < c.z; ++p) {
-        const int pp = chain.self_indices ? self_chunk_pair(self_mask, p) : sorted[c.y + p];
-        const int64_t srow_i = UP ? int64_t(pp / top_k) : int64_t(pp);
-        const uint4* src = reinterpret_cast<const uint4*>(ain_hi + srow_i * kdim);
-        for (int i = threadIdx.x; i < int(kdim / 8); i += k_threads)
-          xs_row[p * xs_stride + i] = load_act16<HL2>(src + i);
+      if constexpr (UP) {
+        cp_async_wait<k_stages>();  // the rows' group, older than the ring's k_stages
+      } else {
+        for (int p = 0; p < c.z; ++p) {
+          const int pp = chain.self_indices ? self_chunk_pair(self_mask, p) : sorted[c.y + p];
+          const uint4* src = reinterpret_cast<const uint4*>(ain_hi + int64_t(pp) * kdim);
+          for (int i = threadIdx.x; i < x_groups; i += k_threads)
+            xs_row[p * xs_stride + i] = load_act16<HL2>(src + i);
+        }
       }
     }
     __syncthreads();  // pair_of, xs_row
