@@ -92,6 +92,8 @@ __device__ __forceinline__ uint4 paired_bf16_group(uint4 v) {
 // 16-byte activation groups a W1/W3 thread requests before the weights' first rounds (chain 8's
 // bf16 x, moe_decode_gemm_kernel): kdim <= 8 * 8 * k_threads = 8192 in one batch.
 constexpr int k_x_prefetch = 8;
+// 16-byte groups of a staged W2 row a thread loads before storing any (kdim <= 4096 at once).
+constexpr int k_h_batch = 4;
 
 }  // namespace
 

@@ -261,10 +261,22 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       if constexpr (UP) {
         cp_async_wait<k_stages>();  // the rows' group, older than the ring's k_stages
       } else {
+        // h: all of a row's loads before its stores (a loop of single or paired loads paid one
+        // round trip per one or two 16-byte groups a thread; W2's blocks start here once h is
+        // ready, so each trip is on the phase's critical path).
         for (int p = 0; p < c.z; ++p) {
           const int pp = chain.self_indices ? self_chunk_pair(self_mask, p) : sorted[c.y + p];
           const uint4* src = reinterpret_cast<const uint4*>(ain_hi + int64_t(pp) * kdim);
-          for (int i = threadIdx.x; i < x_groups; i += k_threads)
+          uint4 hv[k_h_batch];
+#pragma unroll
+          for (int b = 0; b < k_h_batch; ++b)
+            if (const int i = int(threadIdx.x) + b * k_threads; i < x_groups)
+              hv[b] = load_act16<HL2>(src + i);
+#pragma unroll
+          for (int b = 0; b < k_h_batch; ++b)
+            if (const int i = int(threadIdx.x) + b * k_threads; i < x_groups)
+              xs_row[p * xs_stride + i] = hv[b];
+          for (int i = threadIdx.x + k_h_batch * k_threads; i < x_groups; i += k_threads)
             xs_row[p * xs_stride + i] = load_act16<HL2>(src + i);
         }
       }
