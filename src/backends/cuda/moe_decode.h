@@ -15,10 +15,11 @@
 // those of f32 x within ~2^-17 relative; bf16 activations are exact. Deterministic: no atomics
 // on values; each output is one fixed-order sum.
 //
-// Where it stands (bench/RESULTS.md, official order, bf16, the repacked layout the engine reads):
-// H200 (session 10, MOE9 run 1, the MOE8 defaults) Flash T = 1 / 4 / 16 / 64 at 42.9 / 62.2 /
-// 66.8 / 65.0% of the HBM read ceiling (4638 GB/s), Pro 52.9 / 65.9 / 68.4 / 66.9%; H100 (session
-// 10 final1, the same defaults) Flash 57.8 / 77.2 / 87.0 / 88.7%, Pro 67.2 / 88.7 / 87.8 / 90.4%.
+// Where it stands (bench/RESULTS.md, bench/TARGETS.md; official order, bf16, the repacked layout
+// the engine reads): H200 at the full SM clock (session 41, l41c / l41e, MXFP4) Flash T = 1 / 4 /
+// 16 / 64 at 54.3 / 73.5 / 83.2 / 85.0% of the HBM read ceiling, Pro 66.7 / 83.3 / 88.6 / 89.0%;
+// H100 (session 21, older kernels) Flash 68.8 / 86.8 / 90.5 / 87.0%, Pro 77.5 / 91.8 / 91.5 / 90.4%.
+// Earlier: H200 (session 10, MOE9 run 1, the MOE8 defaults) Flash 42.9 / 62.2 / 66.8 / 65.0%.
 // Issue-bound on the H200 (~2.9 instructions per weight at 43-60% issue efficiency); deeper
 // rings, L2 bulk prefetches of W2 during L1 or of each block's own weights measured slower.
 // First version (2026-11-22): 29-34% at T = 1, 1.3-5.2x faster than moe_experts_f32 and
