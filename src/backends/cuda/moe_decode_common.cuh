@@ -83,7 +83,8 @@ __device__ __forceinline__ void split_group8(F&& v, uint4& h, uint4& l) {
 // split_group8's hi part of 8 bf16 activations (one 16-byte group, k in order): word i holds
 // activation i low and i + 4 high. The hi part of a bf16 value is the value itself (its lo part
 // is zero), so this is a permutation of the halves: the same bits as split_group8 for every value
-// but NaN, whose payload it keeps (split_group8 rounds through f32 to the canonical NaN).
+// (no flush: split_bf16 rounds with F2FP, which keeps denormals), except that a NaN keeps its
+// payload here where the round trip through f32 may make it the canonical NaN.
 __device__ __forceinline__ uint4 paired_bf16_group(uint4 v) {
   return make_uint4(__byte_perm(v.x, v.z, 0x5410), __byte_perm(v.x, v.z, 0x7632),
                     __byte_perm(v.y, v.w, 0x5410), __byte_perm(v.y, v.w, 0x7632));
