@@ -18,10 +18,12 @@ constexpr double k_h100 = 12.8, k_h200 = 18.4;
 struct switches_guard {
   int from = moe_decode_scale_slots_from();
   int w2_pair_from = moe_decode_w2_pair_from();
+  int up_t1 = moe_decode_up_scale_slots_4_t1();
   moe_decode_stage_x stage = moe_decode_stage_x_tokens();
   ~switches_guard() {
     moe_decode_set_scale_slots_from(from);
     moe_decode_set_w2_pair_from(w2_pair_from);
+    moe_decode_set_up_scale_slots_4_t1(up_t1);
     moe_decode_set_stage_x_tokens(stage.up_max, stage.down_min, stage.down_max);
   }
 };
@@ -53,6 +55,19 @@ TEST(moe_decode_switches, explicit_settings_override_the_rule_on_every_device) {
     for (int64_t t = 1; t <= 64; ++t) EXPECT_EQ(moe_decode_scale_slots_4(t, r), t >= 5);
   moe_decode_set_scale_slots_from(-7);  // clamped to the default rule
   EXPECT_EQ(moe_decode_scale_slots_from(), -1);
+}
+
+TEST(moe_decode_switches, w1w3_four_slots_at_one_token_default_is_the_rule_and_settings_clamp) {
+  switches_guard g;
+  EXPECT_EQ(moe_decode_up_scale_slots_4_t1(), -1);  // the default (session 42)
+  moe_decode_set_up_scale_slots_4_t1(1);
+  EXPECT_EQ(moe_decode_up_scale_slots_4_t1(), 1);
+  moe_decode_set_up_scale_slots_4_t1(0);
+  EXPECT_EQ(moe_decode_up_scale_slots_4_t1(), 0);
+  moe_decode_set_up_scale_slots_4_t1(7);
+  EXPECT_EQ(moe_decode_up_scale_slots_4_t1(), 1);
+  moe_decode_set_up_scale_slots_4_t1(-5);
+  EXPECT_EQ(moe_decode_up_scale_slots_4_t1(), -1);
 }
 
 TEST(moe_decode_switches, default_w2_pair_from_five_tokens_and_at_one_on_the_h200_class) {

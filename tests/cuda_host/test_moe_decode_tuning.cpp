@@ -140,5 +140,27 @@ TEST(moe_decode_tuning, w2_pair_takes_rt2_at_one_token_on_the_h200_class) {
               4);
 }
 
+TEST(moe_decode_tuning, w1w3_four_slots_at_one_token_only_where_they_add_a_block_past_one_wave) {
+  // Session 42's rule as moe_decode_tuning.h states it. The model shapes at T = 1 and RT 2, with
+  // the resident blocks of session 41's profile (8 slots and the staged row: 3 per SM) and 4 with 4
+  // slots: Pro's 576 blocks are more than 3 x 132, Flash's 384 are not.
+  const auto grid = [](const shape& s) {
+    return (s.inter / 32) * chunks_bound(s.top_k, s.experts);
+  };
+  EXPECT_EQ(grid(k_pro), 576);
+  EXPECT_EQ(grid(k_flash), 384);
+  EXPECT_TRUE(up_four_slots_at_one_token(3, 4, grid(k_pro), k_sms, k_h200));
+  EXPECT_FALSE(up_four_slots_at_one_token(3, 4, grid(k_flash), k_sms, k_h200));
+  // No block gained (main's static shared memory: Pro stays at 3), or fewer.
+  EXPECT_FALSE(up_four_slots_at_one_token(3, 3, grid(k_pro), k_sms, k_h200));
+  EXPECT_FALSE(up_four_slots_at_one_token(4, 3, grid(k_pro), k_sms, k_h200));
+  // Exactly one wave is not more than one; one block more is.
+  EXPECT_FALSE(up_four_slots_at_one_token(3, 4, 3 * k_sms, k_sms, k_h200));
+  EXPECT_TRUE(up_four_slots_at_one_token(3, 4, 3 * k_sms + 1, k_sms, k_h200));
+  // The H100's class and an unknown device keep 8 slots.
+  EXPECT_FALSE(up_four_slots_at_one_token(3, 4, grid(k_pro), k_sms, k_h100));
+  EXPECT_FALSE(up_four_slots_at_one_token(3, 4, grid(k_pro), k_sms, 0.0));
+}
+
 }  // namespace
 }  // namespace dsv4::cuda::moe_decode_tuning

@@ -262,6 +262,23 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
   return e;
 }
 
+// moe_decode_set_up_scale_slots_4_t1 for one W1/W3 launch at T = 1. The rule (-1,
+// moe_decode_tuning::up_four_slots_at_one_token) counts both kernels' resident blocks at 2 row
+// tiles (T = 1's choice at both model shapes) with the staged row, as the launch will.
+template <weight_kind K, bool SPLIT, bool RING, int RP>
+bool up_scale_slots_4_t1(int sms, int64_t kdim, int64_t rows, int64_t chunks_bound) {
+  const int mode = moe_decode_up_scale_slots_4_t1();
+  if (mode >= 0) return mode == 1;
+  const int pairs = moe_decode_stage_pairs().up;
+  const size_t stage_bytes = moe_decode_stage_x_tokens().up_max >= 1
+                                 ? size_t(pairs) * (kdim * 2 + (pairs > 1 ? 64 : 0))
+                                 : 0;
+  const int b8 = gemm_blocks_per_sm<K, true, SPLIT, 2, RING, RP, 0>(stage_bytes);
+  const int b4 = gemm_blocks_per_sm<K, true, SPLIT, 2, RING, RP, k_stages>(stage_bytes);
+  return moe_decode_tuning::up_four_slots_at_one_token(b8, b4, (rows / 32) * chunks_bound, sms,
+                                                       current_device_read_bytes_per_sm_cycle());
+}
+
 // The scale slots of moe_decode_set_scale_slots_from for the engine's path (ring, no lo part,
 // repacked with the shift expansion); every other combination keeps k_scale_slots (fewer
 // instantiations).
@@ -278,6 +295,9 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
       chunks_bound, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, chain, stream)
   if constexpr (RING && !SPLIT && RP == 2)
     if (moe_decode_scale_slots_4(tokens, current_device_read_bytes_per_sm_cycle()))
+      return DSV4_GEMM_SS(k_stages, false);
+  if constexpr (UP && RING && !SPLIT && RP == 2)
+    if (tokens == 1 && up_scale_slots_4_t1<K, SPLIT, RING, RP>(sms, kdim, rows, chunks_bound))
       return DSV4_GEMM_SS(k_stages, false);
   // W2P (moe_decode_set_w2_pair_from): W2 of the engine's path, the default scale slots, rows a
   // multiple of 32.

@@ -111,6 +111,13 @@ int moe_decode_scale_slots_from();
 // Whether a call of `tokens` tokens takes the 4 slots, on a device reading
 // read_bytes_per_sm_cycle (device_info.h).
 bool moe_decode_scale_slots_4(int64_t tokens, double read_bytes_per_sm_cycle);
+// W1/W3 alone on the 4 slots at T = 1 (W2 keeps its choice: W2P on the H200 class): 0 = never,
+// 1 = always, -1 (the default since session 42) = the rule of moe_decode_tuning::
+// up_four_slots_at_one_token (H200 class; the 4-slot kernel holds more resident blocks per SM
+// than the 8-slot one and the 8-slot grid is more than one wave: Pro T = 1 among the model
+// shapes; measurements in moe_decode_switches.cpp). Changes no value.
+void moe_decode_set_up_scale_slots_4_t1(int mode);
+int moe_decode_up_scale_slots_4_t1();
 // Staged chunks of several pairs (MOE9): where moe_decode_set_stage_x_tokens stages a launch,
 // chunks of up to `up` (W1/W3) / `down` (W2) pairs (1..8; 1, 1 as before MOE9) stage one
 // row per pair (up * (kdim * 2 + 64) bytes of dynamic shared memory). Same sums. Default 1, 1

@@ -58,7 +58,13 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
   constexpr bool HL2 = SLOTS && !UP;  // W2: h of the running W1/W3 grid (load_act16<true>)
   __shared__ int pair_of[k_chunk];
   __shared__ int fold_last;
-  __shared__ float partial[KS > 1 ? (KS - 1) * RT : 1][NM][4][k_warp_size];
+  // The K parts' hand-off below the loops. With the ring each warp with kpart > 0 leaves its sums
+  // in its own ring stage 0 instead (session 41's patch, landed in 42): its last round has been
+  // read (the round's mma.sync consumed every lane's words) and nothing is in flight there (past
+  // its rounds the ring commits empty groups); kpart 0 reads them after the block barrier.
+  // (KS - 1) * RT * NM * 512 bytes less static shared memory: 2 KB at RT 2, so Pro's W1/W3 with
+  // its 14 KB staged x and 4 scale slots fits 4 blocks per SM at T = 1 (up_scale_slots_4_t1).
+  __shared__ float partial_own[(KS > 1 && !RING) ? (KS - 1) * RT : 1][NM][4][k_warp_size];
   // 128-byte aligned (MOE18): each warp's cp.async of a matrix-round half writes 512 contiguous
   // bytes here. With the ring only 16-byte aligned (W1/W3 had it at shared offset 48 after
   // pair_of / fold_last), every 32-byte global sector lands across two 32-byte shared chunks and
@@ -425,18 +431,26 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
   }
 
   if constexpr (KS > 1) {  // K parts: warps kpart > 0 hand their sums to kpart 0, added in order
+    using partial_t = float[NM][4][k_warp_size];
+    static_assert(!RING || sizeof(partial_t) <= sizeof(stage_buf<NM>), "partial sums in a stage");
+    const auto partial = [&](int kp) -> partial_t& {
+      if constexpr (RING)
+        return *reinterpret_cast<partial_t*>(&ring[kp * RT + tile][0]);
+      else
+        return partial_own[(kp - 1) * RT + tile];
+    };
     if (kpart > 0)
 #pragma unroll
       for (int m = 0; m < NM; ++m)
 #pragma unroll
-        for (int i = 0; i < 4; ++i) partial[(kpart - 1) * RT + tile][m][i][lane] = acc[m][i];
+        for (int i = 0; i < 4; ++i) partial(kpart)[m][i][lane] = acc[m][i];
     __syncthreads();
     if (kpart > 0) return;  // (thread 0 is kpart 0)
     for (int p = 1; p < KS; ++p)
 #pragma unroll
       for (int m = 0; m < NM; ++m)
 #pragma unroll
-        for (int i = 0; i < 4; ++i) acc[m][i] += partial[(p - 1) * RT + tile][m][i][lane];
+        for (int i = 0; i < 4; ++i) acc[m][i] += partial(p)[m][i][lane];
   }
 
   // Accumulator i: row r0 + g + 8 * (i / 2), chunk column 2q + i % 2.

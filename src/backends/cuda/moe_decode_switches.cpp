@@ -138,6 +138,23 @@ bool moe_decode_scale_slots_4(int64_t tokens, double read_bytes_per_sm_cycle) {
 int moe_decode_scale_slots_from() {
   return g_scale_slots_from;
 }
+namespace {
+// Session 42 (H200, official bf16, full clock; bench/kernels/results/h200_2026-11-29_s42_l42{a,b}
+// _logs.tgz): with the K parts' partial sums in the ring (2 KB less static shared memory), W1/W3
+// alone on 4 scale slots at T = 1 ("k1") against the default, two passes each: Pro MXFP4 1.050 /
+// 1.053x, NVFP4 1.053 / 1.057x; Flash 0.988 / 0.990x, NVFP4 0.918 / 0.918x (a one-wave grid:
+// nothing to gain, the ring's scales come later). 4 slots for both kernels ("q1", W2 then off
+// W2P): Pro 1.056 / 1.060x, NVFP4 1.030 / 1.033x; Flash 0.957-0.963x. Hence the rule (-1; Pro T =
+// 1 only among the model shapes): 1.046-1.057x MXFP4, 1.054-1.058x NVFP4 at Pro; Flash
+// 0.999-1.010x.
+int g_up_slots_4_t1 = -1;
+}  // namespace
+void moe_decode_set_up_scale_slots_4_t1(int mode) {
+  g_up_slots_4_t1 = std::clamp(mode, -1, 1);
+}
+int moe_decode_up_scale_slots_4_t1() {
+  return g_up_slots_4_t1;
+}
 
 void moe_decode_set_rt_blocks_per_sm(int n) {
   g_rt_blocks_per_sm = std::max(-99, n);  // < 0: MOE15's A/B codes (pick_rt)

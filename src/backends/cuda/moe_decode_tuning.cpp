@@ -94,4 +94,13 @@ int pick_rt(bool up, int64_t rows, int64_t rounds, int64_t tokens, int64_t top_k
   return best;
 }
 
+// Session 42 (l42a / l42b, H200): Pro T = 1's W1/W3 (576 blocks at RT 2 on 396 slots; 3 -> 4 blocks
+// per SM with the K parts' partial sums in the ring) 1.046-1.058x; a one-wave grid gains no
+// resident block that matters (Flash T = 1: 384 blocks on 396 slots; forced there 0.92-0.99x).
+bool up_four_slots_at_one_token(int blocks_8, int blocks_4, int64_t grid_blocks, int sms,
+                                double read_bytes_per_sm_cycle) {
+  return bandwidth_rich(read_bytes_per_sm_cycle) && blocks_4 > blocks_8 &&
+         grid_blocks > int64_t(std::max(blocks_8, 1)) * sms;
+}
+
 }  // namespace dsv4::cuda::moe_decode_tuning

@@ -19,4 +19,12 @@ int pick_rt(bool up, int64_t rows, int64_t rounds, int64_t tokens, int64_t top_k
             double read_bytes_per_sm_cycle = 0.0, bool four_scale_slots = false,
             bool w2_pair = false);
 
+// Whether a W1/W3 launch at T = 1 takes the 4 scale slots under the default rule
+// (moe_decode_set_up_scale_slots_4_t1(-1)): on a device of the H200's class (bandwidth_rich), when
+// the 4-slot kernel holds more resident blocks per SM (blocks_4) than the 8-slot one (blocks_8)
+// and the launch's grid (grid_blocks, at the row tiles both were counted for) is more than one
+// wave of the 8-slot kernel on `sms` SMs.
+bool up_four_slots_at_one_token(int blocks_8, int blocks_4, int64_t grid_blocks, int sms,
+                                double read_bytes_per_sm_cycle);
+
 }  // namespace dsv4::cuda::moe_decode_tuning
