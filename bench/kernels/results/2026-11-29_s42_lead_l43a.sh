@@ -2,11 +2,12 @@
 # Session 42's prepared call (NOT RUN: no device time was left): the ring round's bookkeeping patch
 # (2026-11-29_s42_exp_round_bookkeeping.patch, branch wip-s42-bookkeeping add7aa2; SASS here: the T = 1 W1/W3 and W2P
 # round's common path 341 -> 317 instructions, the T >= 5 two-round loops 770-786 -> 738-744). Build with the patch
-# applied: bench_moe_linear + test_backend_ops; bench_moe_linear_old = main's binary without it. 1) main against the
-# patched binary, default configuration, alternated twice: MXFP4 T = 1, 2, 4, 8, 16, 64, Flash and Pro; then NVFP4 T = 1, 4;
-# 2) parity: every moe_decode* case (the f32-scale cases take the new copy-time conversion; every other value read is
-# the same, the same sums in the same order: bit for bit by construction). Three binaries: move
-# tests/fixtures/text/deepseek_v4_tokenizer.json out of the tree for the call, then back.
+# applied: bench_moe_linear; bench_moe_linear_old = main's binary without it. 1) main against the patched binary,
+# default configuration, alternated twice: MXFP4 T = 1, 2, 4, 8, 16, 64, Flash and Pro; then NVFP4 T = 1, 4. 2) main's
+# binary, Pro T = 1, row tiles forced (no code): since session 42 W2 fits 4 blocks per SM there (672 blocks at RT 2 on
+# 528 slots: 1.27 waves) and W1/W3 4 (576 on 528): W2 at RT 4 (s-24: 336 blocks, one wave) or RT 1 (s-21), W1/W3 at RT 4
+# (s-42: 288 blocks, 3 per SM, one wave) or RT 1 (s-12), each with the other kernel at RT 2 (the default's; a code of
+# one digit would hand W2 to the wave model instead of the W2P rule), against the default. Parity of the patch: l43b.
 set -uo pipefail
 nvidia-smi -L
 N=l43a
@@ -28,7 +29,8 @@ for b in bench_moe_linear_old bench_moe_linear; do
   echo "== $b nvfp4 rc=$? t=$(el)"; grep -E "rp official" $L/${b}_nv.txt | cut -c1-160
 done
 save
-OUT=$L/parity TEST_BIN=$G/test_backend_ops OPS='moe_decode.*' BY=cases bash scripts/gpu_parity_all.sh 16 240 > $L/parity_run.txt 2>&1
-echo "== parity rc=$? t=$(el)"; tail -3 $L/parity_run.txt; grep -rh FAIL $L/parity 2>/dev/null | grep -v "out of memory" | head -8 | cut -c1-300
-echo "OK lines: $(grep -rh ' OK$' $L/parity | wc -l)"
+for pass in 1 2; do
+  timeout -s KILL 100 $G/bench_moe_linear_old --decode-ab --ab-official --ab $D,s-24x4.2.4hwlpfgmcqayaka,s-21x4.2.4hwlpfgmcqayaka,s-42x4.2.4hwlpfgmcqayaka,s-12x4.2.4hwlpfgmcqayaka --shapes pro --formats mxfp4,nvfp4 --tokens 1 --replays 12 --replay-gap-ms 80 > $L/rt_$pass.txt 2>&1
+  echo "== forced row tiles pass $pass rc=$? t=$(el)"; grep -E "rp official|speed vs" $L/rt_$pass.txt | cut -c1-260
+done
 save; echo "done t=$(el)"
