@@ -139,14 +139,16 @@ int moe_decode_scale_slots_from() {
   return g_scale_slots_from;
 }
 namespace {
-// Session 42 (H200, official bf16, full clock; bench/kernels/results/h200_2026-11-29_s42_l42{a,b}
+// Session 42 (H200, official bf16, full clock; bench/kernels/results/h200_2026-11-29_s42_l42{a,b,c}
 // _logs.tgz): with the K parts' partial sums in the ring (2 KB less static shared memory), W1/W3
-// alone on 4 scale slots at T = 1 ("k1") against the default, two passes each: Pro MXFP4 1.050 /
-// 1.053x, NVFP4 1.053 / 1.057x; Flash 0.988 / 0.990x, NVFP4 0.918 / 0.918x (a one-wave grid:
-// nothing to gain, the ring's scales come later). 4 slots for both kernels ("q1", W2 then off
-// W2P): Pro 1.056 / 1.060x, NVFP4 1.030 / 1.033x; Flash 0.957-0.963x. Hence the rule (-1; Pro T =
-// 1 only among the model shapes): 1.046-1.057x MXFP4, 1.054-1.058x NVFP4 at Pro; Flash
-// 0.999-1.010x.
+// alone on 4 scale slots at T = 1 ("k1") against that tree without it (l42a, two passes): Pro
+// MXFP4 1.050 / 1.053x, NVFP4 1.053 / 1.057x; Flash 0.988 / 0.990x, NVFP4 0.918 / 0.918x (a
+// one-wave grid: nothing to gain, the ring's scales come later). 4 slots for both kernels ("q1",
+// W2 then off W2P): Pro 1.056 / 1.060x, NVFP4 1.030 / 1.033x; Flash 0.957-0.963x. Hence the rule
+// (-1; Pro T = 1 only among the model shapes): 1.046-1.057x MXFP4, 1.054-1.058x NVFP4 at Pro,
+// Flash 0.999-1.010x against that tree; against main before the partial sums moved (which alone
+// measured 0.974x at Pro T = 1, l41g), Pro T = 1 1.008-1.036x MXFP4 and 1.050-1.056x NVFP4 on
+// three machines (l42a, l42b, l42c).
 int g_up_slots_4_t1 = -1;
 }  // namespace
 void moe_decode_set_up_scale_slots_4_t1(int mode) {
