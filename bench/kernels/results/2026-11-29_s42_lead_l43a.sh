@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 42's prepared call (NOT RUN: no device time was left): the ring round's bookkeeping patch
-# (2026-11-29_s42_exp_round_bookkeeping.patch, branch wip-s42-bookkeeping add7aa2; SASS here: the T = 1 W1/W3 and W2P
-# round's common path 341 -> 317 instructions, the T >= 5 two-round loops 770-786 -> 738-744). Build with the patch
+# (2026-11-29_s42_exp_round_bookkeeping.patch, branch wip-s42-bookkeeping add7aa2 + 2ad765a; SASS here: the T = 1 W1/W3
+# and W2P round's common path 341 -> 313 instructions (317 + the E8M0 > 128 vote skipped by the uploader's flag), the T >= 5 two-round loops 770-786 -> 738-744). Build with the patch
 # applied: bench_moe_linear; bench_moe_linear_old = main's binary without it. 1) main against the patched binary,
 # default configuration, alternated twice: MXFP4 T = 1, 2, 4, 8, 16, 64, Flash and Pro; then NVFP4 T = 1, 4. 2) main's
 # binary, Pro T = 1, row tiles forced (no code): since session 42 W2 fits 4 blocks per SM there (672 blocks at RT 2 on

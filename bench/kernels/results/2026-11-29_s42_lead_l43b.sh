@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Session 42's prepared call (NOT RUN): parity of the ring round's bookkeeping patch (see l43a), every moe_decode* case
-# in 16 shards (the f32-scale MXFP4 cases take the new copy-time conversion to E8M0 bytes), then test_gpu_model. Pack
+# in 16 shards (the f32-scale MXFP4 cases take the new copy-time conversion to E8M0 bytes; the flag's no-vote path every
+# MXFP4 E8M0 case but the wide-scales ones), then test_gpu_model (the engine's uploader sets the flag). Pack
 # the patched test_backend_ops and test_gpu_model.
 set -uo pipefail
 nvidia-smi -L
