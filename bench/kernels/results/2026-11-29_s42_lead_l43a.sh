@@ -10,7 +10,9 @@
 # one digit would hand W2 to the wave model instead of the W2P rule), against the default. 3) block traces
 # (bench_moe_linear_trace: main ac9111b built with -DDSV4_MOE_TRACE, the session-13 recipe) of the default at Flash /
 # Pro T = 1 and 4, MXFP4: the W1/W3 and W2 phases since both kernels hold 4 blocks per SM at Pro T = 1. Parity of the
-# patch: l43b.
+# patch: l43b. Pack bench_moe_linear_old (main), bench_moe_linear (patched), bench_moe_linear_trace (main, built by
+# scripts/build_moe_trace_bench.sh BUILD_DIR OUT_DIR); three binaries: move tests/fixtures/text/deepseek_v4_tokenizer.json
+# out of the tree for the call (64 MiB), then back.
 set -uo pipefail
 nvidia-smi -L
 N=l43a
