@@ -188,6 +188,12 @@ size_t dyn_smem_for_cap(const void* kernel, size_t base, int cap) {
   return bytes;
 }
 
+// Dynamic shared memory of a staged launch: one bf16 row of kdim per pair, rows 64 bytes apart
+// modulo 128 when several (moe_decode_gemm_kernel's xs_stride).
+size_t staged_rows_bytes(int pairs, int64_t kdim) {
+  return size_t(pairs) * size_t(kdim * 2 + (pairs > 1 ? 64 : 0));
+}
+
 template <weight_kind K, bool UP, bool SPLIT, bool RING, int RP, int SSO, bool W2P = false>
 cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int64_t kdim,
                            int64_t rows, int64_t tokens, int64_t experts, int top_k,
@@ -201,8 +207,7 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
       UP ? tokens <= sx.up_max
          : (tokens >= sx.down_min || (chain.ready && chain.stage_h1)) && tokens <= sx.down_max;
   const int stage_pairs = UP ? moe_decode_stage_pairs().up : moe_decode_stage_pairs().down;
-  const size_t stage_bytes =
-      RING && !SPLIT && stage ? size_t(stage_pairs) * (kdim * 2 + (stage_pairs > 1 ? 64 : 0)) : 0;
+  const size_t stage_bytes = RING && !SPLIT && stage ? staged_rows_bytes(stage_pairs, kdim) : 0;
   const int blocks_per_sm[3] = {
       gemm_blocks_per_sm<K, UP, SPLIT, 4, RING, RP, SSO, W2P>(stage_bytes),
       gemm_blocks_per_sm<K, UP, SPLIT, 2, RING, RP, SSO, W2P>(stage_bytes),
@@ -269,9 +274,8 @@ template <weight_kind K, bool SPLIT, bool RING, int RP>
 bool up_scale_slots_4_t1(int sms, int64_t kdim, int64_t rows, int64_t chunks_bound) {
   const int mode = moe_decode_up_scale_slots_4_t1();
   if (mode >= 0) return mode == 1;
-  const int pairs = moe_decode_stage_pairs().up;
   const size_t stage_bytes = moe_decode_stage_x_tokens().up_max >= 1
-                                 ? size_t(pairs) * (kdim * 2 + (pairs > 1 ? 64 : 0))
+                                 ? staged_rows_bytes(moe_decode_stage_pairs().up, kdim)
                                  : 0;
   const int b8 = gemm_blocks_per_sm<K, true, SPLIT, 2, RING, RP, 0>(stage_bytes);
   const int b4 = gemm_blocks_per_sm<K, true, SPLIT, 2, RING, RP, k_stages>(stage_bytes);
