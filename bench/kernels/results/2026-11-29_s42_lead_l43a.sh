@@ -16,11 +16,7 @@
 set -uo pipefail
 nvidia-smi -L
 N=l43a
-G=build-gpu; rm -rf $G; mkdir -p $G && python3 -c 'import sys,tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' .bin/$N/$N.tar.xz $G
-cat $G/commit.txt
-export LD_LIBRARY_PATH=$PWD/$G/lib
-T0=$(date +%s); el(){ echo $(( $(date +%s)-T0 )); }
-L=/tmp/$N; rm -rf $L; mkdir -p $L; save() { tar czf $OUT/${N}_logs.tgz -C $L . 2>/dev/null; }
+source scripts/device_call_prelude.sh
 D=s0x4.2.4hwlpfgmcqayaka
 for pass in 1 2; do
   for b in bench_moe_linear_old bench_moe_linear; do

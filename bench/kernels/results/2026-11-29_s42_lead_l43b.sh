@@ -2,15 +2,11 @@
 # Session 42's prepared call (NOT RUN): parity of the ring round's bookkeeping patch (see l43a), every moe_decode* case
 # in 16 shards (the f32-scale MXFP4 cases take the new copy-time conversion to E8M0 bytes; the flag's no-vote path every
 # MXFP4 E8M0 case but the wide-scales ones), then test_gpu_model (the engine's uploader sets the flag). Pack
-# the patched test_backend_ops and test_gpu_model.
+# the patched test_backend_ops and test_gpu_model (scripts/device_pack.sh l43b ...).
 set -uo pipefail
 nvidia-smi -L
 N=l43b
-G=build-gpu; rm -rf $G; mkdir -p $G && python3 -c 'import sys,tarfile; tarfile.open(sys.argv[1]).extractall(sys.argv[2])' .bin/$N/$N.tar.xz $G
-cat $G/commit.txt
-export LD_LIBRARY_PATH=$PWD/$G/lib
-T0=$(date +%s); el(){ echo $(( $(date +%s)-T0 )); }
-L=/tmp/$N; rm -rf $L; mkdir -p $L; save() { tar czf $OUT/${N}_logs.tgz -C $L . 2>/dev/null; }
+source scripts/device_call_prelude.sh
 OUT=$L/parity TEST_BIN=$G/test_backend_ops OPS='moe_decode.*' BY=cases bash scripts/gpu_parity_all.sh 16 300 > $L/parity_run.txt 2>&1
 echo "== parity rc=$? t=$(el)"; tail -3 $L/parity_run.txt; grep -rh FAIL $L/parity 2>/dev/null | grep -v "out of memory" | head -8 | cut -c1-300
 echo "OK lines: $(grep -rh ' OK$' $L/parity | wc -l)"; save
