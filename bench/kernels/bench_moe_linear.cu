@@ -601,6 +601,9 @@ struct stacked {
     w.data = data;
     w.scale = scale;
     w.scale_e8m0 = kind == weight_kind::mxfp4;
+    // Fill mode 1 draws E8M0 121..125: the flag the engine's uploader sets for such scales
+    // (device_weight::scales_at_most_2), so the decode rows time the engine's round.
+    w.scales_at_most_2 = kind == weight_kind::mxfp4;
     if (kind == weight_kind::nvfp4) {
       std::vector<float> g(count, 1.0f / (6.0f * 448.0f) * 40.0f);
       CK(cudaMalloc(&global, 4 * count));

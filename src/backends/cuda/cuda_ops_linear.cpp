@@ -23,6 +23,7 @@
 #include "backends/cuda/moe_decode.h"
 #include "backends/cuda/moe_prefill.h"
 #include "backends/cuda/moe_repack.h"
+#include "backends/cuda/weight_facts.h"
 #include "core/error.h"
 
 namespace dsv4::cuda {
@@ -136,6 +137,8 @@ device_weight_storage upload_weights(cuda_ops& o, const std::vector<const linear
   tensor staging;
   if (repack) staging = o.alloc(dtype::u8, {wbytes});
   std::vector<float> globals;
+  // E8M0 scales all <= 128 over the stack (device_weight::scales_at_most_2).
+  bool scales_at_most_2 = p.kind == weight_kind::mxfp4 && p.scale_e8m0;
   for (int64_t e = 0; e < count; ++e) {
     const linear_weight& lw = *weights[e];
     const format_plan pe = plan_format(lw);
@@ -162,6 +165,7 @@ device_weight_storage upload_weights(cuda_ops& o, const std::vector<const linear
       check_cuda(cudaMemcpy(s.scale.data<uint8_t>() + e * sbytes, sc.data<void>(), size_t(sbytes),
                             cudaMemcpyHostToDevice),
                  "cudaMemcpy scale");
+      if (scales_at_most_2) scales_at_most_2 = e8m0_scales_at_most_2(sc.data<uint8_t>(), sbytes);
     }
     globals.push_back(global_scale_value(lw));
   }
@@ -172,6 +176,7 @@ device_weight_storage upload_weights(cuda_ops& o, const std::vector<const linear
   s.w.data = s.data.data<void>();
   s.w.scale = sbytes ? s.scale.data<void>() : nullptr;
   s.w.scale_e8m0 = p.scale_e8m0;
+  s.w.scales_at_most_2 = scales_at_most_2;
   s.w.layout = layout;
   if (p.kind == weight_kind::nvfp4) {
     tensor g = tensor::empty(dtype::f32, {count});

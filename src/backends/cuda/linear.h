@@ -40,6 +40,10 @@ struct device_weight {
   const void* data = nullptr;
   const void* scale = nullptr;          // fp8_block, mxfp4 (f32 or E8M0 bytes), nvfp4 (E4M3)
   bool scale_e8m0 = false;              // fp8_block / mxfp4: scale holds E8M0 bytes, not f32
+  // mxfp4 with E8M0 scales: every scale byte of all `count` matrices is <= 128 (every block scale
+  // <= 2), as the uploader found it (weight_facts.h); the MoE decode kernels then skip their
+  // per-round check for the two-step variant. false: not known (always correct).
+  bool scales_at_most_2 = false;
   const float* global_scale = nullptr;  // nvfp4: count f32 values (null reads as 1)
   weight_layout layout = weight_layout::checkpoint;
 };

@@ -31,6 +31,8 @@ struct fp4_weight {
   int64_t matrix_scales;  // scale elements per matrix
   int64_t cols;
   bool scale_f32;  // mxfp4 with f32 (power-of-two) scales
+  // mxfp4 with E8M0 scales all <= 128 (device_weight::scales_at_most_2): no two-step rounds.
+  bool scales_at_most_2;
 };
 
 fp4_weight make_fp4_weight(const device_weight& w) {
@@ -40,7 +42,8 @@ fp4_weight make_fp4_weight(const device_weight& w) {
                     weight_matrix_bytes(w.kind, w.rows, w.cols),
                     scale_matrix_count(w.kind, w.rows, w.cols),
                     w.cols,
-                    w.kind == weight_kind::mxfp4 && !w.scale_e8m0};
+                    w.kind == weight_kind::mxfp4 && !w.scale_e8m0,
+                    w.kind == weight_kind::mxfp4 && w.scale_e8m0 && w.scales_at_most_2};
 }
 
 // Programmatic dependent launch (pdl.cuh): the launches after the first carry the programmatic

@@ -134,6 +134,9 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     for (int i = 0; i < 4; ++i) acc[m][i] = 0.0f;
   if constexpr (RING) {
     const bool scale_f32 = ws[0].scale_f32;  // one encoding for all three (moe_decode_supported)
+    bool two_possible = false;  // some scale of this launch's matrices may be > 2 (mma_rounds)
+#pragma unroll
+    for (int m = 0; m < NM; ++m) two_possible |= !ws[m].scales_at_most_2;
     // This lane's copy sources at round rb, advanced by one round per issue: 64 weight bytes of a
     // row per round. Scale rows go in aligned chunks (moe_decode_scales.h: 16 bytes for the
     // model shapes, 8 or 4 for rows of 128 or 256 columns).
@@ -141,7 +144,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
                                      : scale_f32             ? moe_scales::encoding::f32
                                                              : moe_scales::encoding::e8m0;
     const moe_scales::geometry geo = moe_scales::make_geometry(srow * (scale_f32 ? 4 : 1), enc);
-    const uint8_t* src_w[NM][2];
+    const uint8_t* src_w[NM][2];  // round 0 (rb); round j at + j * (bytes a round)
     const uint8_t* src_s[NM][2];
 #pragma unroll
     for (int m = 0; m < NM; ++m)
@@ -164,18 +167,25 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     const int rb32 = int(rb), rpc_shift = geo.rpc_shift, rpc_mask = (1 << geo.rpc_shift) - 1;
     stage_buf<NM>* const my_ring = &ring[0][0] + warp * k_stages;
     scale_buf<NM, SS>& my_scales = scale_ring[warp];
+    // This lane's word of matrix 0, row half 0 in stage 0; stage u, matrix m, half i at
+    // + u * stage_words + (2 m + i) * k_warp_size (the copies and the reads use the same form).
+    const uint4* const ring_lane = &my_ring[0].w[0][0][lane];
+    constexpr int stage_words = int(sizeof(stage_buf<NM>) / sizeof(uint4));
     // Round j (of this warp's) into stage j % k_stages, then commit (an empty group past the end
     // keeps one group per round for wait_group).
     const auto issue = [&](int j, int stage) {
       if (j < nr) {
-        stage_buf<NM>& b = my_ring[stage];
+        // Round j's bytes at a 32-bit offset from the warp's fixed sources (one 64-bit add per
+        // source, no pointer updates); repacked, row half i is k_tile_bytes / 2 past half 0 (an
+        // immediate offset of the copy).
+        const uint32_t off = uint32_t(j) * uint32_t(RP ? fp4_repack::k_tile_bytes : k_round / 2);
 #pragma unroll
         for (int m = 0; m < NM; ++m)
 #pragma unroll
-          for (int i = 0; i < 2; ++i) {
-            cp_async_cg_16(smem_u32(&b.w[m][i][lane]), src_w[m][i]);
-            src_w[m][i] += RP ? fp4_repack::k_tile_bytes : k_round / 2;
-          }
+          for (int i = 0; i < 2; ++i)
+            cp_async_cg_16(
+                smem_u32(ring_lane + stage * stage_words + (m * 2 + i) * k_warp_size),
+                RP ? src_w[m][0] + off + i * (fp4_repack::k_tile_bytes / 2) : src_w[m][i] + off);
         const int r = rb32 + j;
         if (q == 0 && (j == 0 || (r & rpc_mask) == 0)) {  // copies_chunk
           const int chunk = r >> rpc_shift;
@@ -185,7 +195,15 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
             for (int i = 0; i < 2; ++i) {
               void* dst = &my_scales.s[chunk & (SS - 1)][m][i][g];
               const uint8_t* src = src_s[m][i] + (uint32_t(chunk) << geo.cb_shift);
-              if (geo.cb_shift == 4)
+              if (K == weight_kind::mxfp4 && scale_f32)
+                // f32 scales (one round a chunk: rows of 4 f32 per round, 16-byte aligned) as
+                // the E8M0 bytes of their exponents in word 0, read as E8M0 (round_math):
+                // a plain load and store, ordered for the warp by the __syncwarp before the
+                // round that reads them (k_stages rounds later). Not the engine's path
+                // (checkpoints carry E8M0; linear_weight.cpp), so its load latency is paid here.
+                *static_cast<uint32_t*>(dst) =
+                    f32_scales_as_e8m0(__ldg(reinterpret_cast<const uint4*>(src)));
+              else if (geo.cb_shift == 4)
                 cp_async_cg_16(smem_u32(dst), src);
               else if (geo.cb_shift == 3)
                 cp_async_ca<8>(smem_u32(dst), src);
@@ -295,8 +313,12 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     const int64_t arow = UP ? int64_t(pg / top_k) : int64_t(pg);
     const uint4* xh_p = reinterpret_cast<const uint4*>(ain_hi + arow * kdim) + rb * 16 + q;
     const uint4* xl_p = reinterpret_cast<const uint4*>(ain_lo + arow * kdim) + rb * 16 + q;
-    const int scale_shift = moe_scales::shift_of(enc, q);
-    const uint32_t scale_mask = moe_scales::mask_of(enc);
+    // Lane q's scale bits of a round: E8M0 (and f32 converted at copy, one round a chunk) byte
+    // 4 in_chunk + q of its row's chunk; E4M3 the two bytes at 8 in_chunk + 4 (q / 2) + 2 (q % 2)
+    // (moe_scales::word_of / shift_of as byte addresses: one shared load, no shift or mask).
+    const int scale_lane_byte = K == weight_kind::nvfp4 ? 4 * (q >> 1) + 2 * (q & 1) : q;
+    const uint8_t* const scale_lane =
+        reinterpret_cast<const uint8_t*>(&my_scales.s[0][0][0][g]) + scale_lane_byte;
 
     // Round j's weights times the activation fragments cxh / cxl, then the refill of its stage.
     // after_word0: see mma_round (the unstaged path's next-round activation loads).
@@ -305,20 +327,24 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       const int u = j % k_stages;
       cp_async_wait<k_stages - 1>();  // round j (this lane's copies) has landed
       __syncwarp();                   // and the scale chunks the lanes q == 0 copied for it
-      const stage_buf<NM>& b = my_ring[u];
       const int r = rb32 + j, in_chunk = r & rpc_mask;
-      const int word = K == weight_kind::nvfp4 ? in_chunk * 2 + (q >> 1)  // word_of
-                       : scale_f32             ? q
-                                               : in_chunk;
-      const auto& sc = my_scales.s[(r >> rpc_shift) & (SS - 1)];
+      // From the lane's loop-invariant bases: stage u's words, and the scale bits in slot
+      // chunk % SS at the round's place in its chunk.
+      const uint4* const wl = ring_lane + u * stage_words;
+      const uint8_t* const sl = scale_lane +
+                                ((r >> rpc_shift) & (SS - 1)) * int(sizeof(my_scales.s[0])) +
+                                in_chunk * (K == weight_kind::nvfp4 ? 8 : 4);
       round_w<K> cur[NM];
 #pragma unroll
       for (int m = 0; m < NM; ++m)
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
-          cur[m].v[i] = b.w[m][i][lane];
-          cur[m].s[i] =
-              (reinterpret_cast<const uint32_t*>(&sc[m][i][g])[word] >> scale_shift) & scale_mask;
+          cur[m].v[i] = wl[(m * 2 + i) * k_warp_size];
+          const uint8_t* chunk_bytes = sl + (m * 2 + i) * int(sizeof(my_scales.s[0][0][0]));
+          if constexpr (K == weight_kind::nvfp4)
+            cur[m].s[i] = *reinterpret_cast<const uint16_t*>(chunk_bytes);
+          else
+            cur[m].s[i] = *chunk_bytes;
         }
 #ifdef DSV4_MOE17_DIAG
       // Diagnostic (wrong y): the round's math replaced by one XOR fold of what it read (the
@@ -337,7 +363,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
         after_word0();
       }
 #else
-      mma_rounds<K, SPLIT, RP, NM>(acc, cur, cxh, cxl, after_word0);
+      mma_rounds<K, SPLIT, RP, NM>(acc, cur, cxh, cxl, after_word0, two_possible);
 #endif
       // Refill the stage just read only after the math consumed what was read from it (the
       // shared loads have returned), so the asynchronous copy cannot overtake them. With as
@@ -350,10 +376,10 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       if constexpr (!SPLIT) {
         // Lanes g of one pair read the same 64 bytes (lanes past the count: the last pair's).
         const uint4* xs_lane = xs_row + (self_up ? 0 : min(g, c.z - 1)) * xs_stride + rb * 16 + q;
-        for (int j = 0; j < nr; ++j) {
+        for (int j = 0; j < nr; ++j, xs_lane += 16) {
           uint4 cx[4];
 #pragma unroll
-          for (int i = 0; i < 4; ++i) cx[i] = xs_lane[j * 16 + 4 * i];
+          for (int i = 0; i < 4; ++i) cx[i] = xs_lane[4 * i];
           round_math(j, cx, cx, no_hook{});
         }
       }

@@ -46,6 +46,13 @@ struct scale_buf {
 // the __syncwarp before the refill whenever k_stages >= slots. Frees 8 KB of a W1/W3 block (4 KB
 // of W2): with a staged row, 4 W1/W3 blocks per SM instead of 3.
 
+// f32 MXFP4 scales (powers of two, as the kernels read them: bits 30:23) of one round's 4 groups
+// as the E8M0 bytes of a chunk word (group q in byte q).
+__device__ __forceinline__ uint32_t f32_scales_as_e8m0(uint4 v) {
+  return ((v.x >> 23) & 0xFFu) | (((v.y >> 23) & 0xFFu) << 8) | (((v.z >> 23) & 0xFFu) << 16) |
+         (((v.w >> 23) & 0xFFu) << 24);
+}
+
 // One round's weights of one matrix for rows g and g + 8 as mma_round takes them.
 template <weight_kind K>
 struct round_w {
@@ -197,19 +204,26 @@ __device__ __forceinline__ void mma_round(float (&acc)[4], const round_w<K>& r,
 
 // All NM matrices of one round: the ring's mma_round (with the warp-wide choice of its TWO variant
 // for MXFP4) or the register pipeline's mma_round_per_word. All lanes of the warp.
-// H (the ring): after_word0 of matrix 0's round.
+// H (the ring): after_word0 of matrix 0's round. two_possible (MXFP4, the ring): false where every
+// scale of the matrices is known to be <= 2 (fp4_weight::scales_at_most_2, the same for the whole
+// grid): the fast variant without the per-round vote (its values for such scales are the TWO
+// variant's, see mma_round).
 template <weight_kind K, bool SPLIT, int RP, int NM, bool RING = true, typename H = no_hook>
 __device__ __forceinline__ void mma_rounds(float (&acc)[NM][4], const round_w<K> (&cur)[NM],
                                            const uint4 (&xh)[4], const uint4 (&xl)[4],
-                                           const H& after_word0 = H{}) {
+                                           const H& after_word0 = H{}, bool two_possible = true) {
   if constexpr (!RING) {
 #pragma unroll
     for (int m = 0; m < NM; ++m) mma_round_per_word<K, SPLIT, RP>(acc[m], cur[m], xh, xl);
   } else if constexpr (K == weight_kind::mxfp4) {
-    uint32_t emax = 0;
+    bool two = false;
+    if (two_possible) {
+      uint32_t emax = 0;
 #pragma unroll
-    for (int m = 0; m < NM; ++m) emax = max(emax, max(cur[m].s[0], cur[m].s[1]));
-    if (__any_sync(0xffffffffu, emax > 128u)) {
+      for (int m = 0; m < NM; ++m) emax = max(emax, max(cur[m].s[0], cur[m].s[1]));
+      two = __any_sync(0xffffffffu, emax > 128u);
+    }
+    if (two) {
       mma_round<K, SPLIT, true, RP>(acc[0], cur[0], xh, xl, after_word0);
 #pragma unroll
       for (int m = 1; m < NM; ++m) mma_round<K, SPLIT, true, RP>(acc[m], cur[m], xh, xl);
