@@ -32,11 +32,11 @@ constexpr double k_h100 = 12.8, k_h200 = 18.4;
 
 // w2_pair (W2 only): W2P, whose launch counts 32-row warp tiles as 16-row ones (moe_decode.cu).
 int rt_of(bool up, const shape& s, int64_t tokens, int code = 0, double bytes_per_cycle = 0.0,
-          bool four_slots = false, bool w2_pair = false) {
+          bool four_slots = false, bool w2_pair = false, bool mxfp4 = false) {
   const int64_t rows = up ? s.inter : s.hidden, kdim = up ? s.hidden : s.inter;
   return pick_rt(up, w2_pair ? rows / 2 : rows, kdim / 128, tokens, s.top_k, s.experts,
                  chunks_bound(tokens * s.top_k, s.experts), k_sms, k_four, code, bytes_per_cycle,
-                 four_slots, w2_pair);
+                 four_slots, w2_pair, mxfp4);
 }
 
 TEST(moe_decode_tuning, ab_codes_force_the_row_tiles) {
@@ -160,6 +160,35 @@ TEST(moe_decode_tuning, w1w3_four_slots_at_one_token_only_where_they_add_a_block
   // The H100's class and an unknown device keep 8 slots.
   EXPECT_FALSE(up_four_slots_at_one_token(3, 4, grid(k_pro), k_sms, k_h100));
   EXPECT_FALSE(up_four_slots_at_one_token(3, 4, grid(k_pro), k_sms, 0.0));
+}
+
+TEST(moe_decode_tuning, mxfp4_w1w3_short_second_wave_takes_rt1_at_one_token_on_the_h200_class) {
+  // Session 43 (l43d / l43e): Pro T = 1's W1/W3 at RT 2 is 576 blocks on 4 x 132 = 528 slots (1.09
+  // waves): MXFP4 takes RT 1 on the H200 class (1.053-1.058x); NVFP4 (0.978-0.985x there) and the
+  // H100's class keep the model's RT 2.
+  const auto pro_up = [](int code, double bpc, bool mxfp4) {
+    return rt_of(true, k_pro, 1, code, bpc, false, false, mxfp4);
+  };
+  EXPECT_EQ(pro_up(0, k_h200, true), 1);
+  EXPECT_EQ(pro_up(0, k_h200, false), 2);
+  EXPECT_EQ(pro_up(0, k_h100, true), 2);
+  // A/B codes still force row tiles (s-22 is the choice before the rule).
+  EXPECT_EQ(pro_up(-22, k_h200, true), 2);
+  // One wave (Flash: 384 blocks) keeps RT 2; so do W2 and T >= 2.
+  EXPECT_EQ(rt_of(true, k_flash, 1, 0, k_h200, false, false, true), 2);
+  EXPECT_EQ(rt_of(false, k_pro, 1, 0, k_h200, false, false, true), 2);
+  for (const int64_t t : {2, 4})
+    EXPECT_EQ(rt_of(true, k_pro, t, 0, k_h200, false, false, true),
+              rt_of(true, k_pro, t, 0, k_h200))
+        << t;
+  // More than 1.25 waves (3 blocks per SM: 576 blocks on 396 slots) keeps the model's choice.
+  constexpr int three[3] = {3, 3, 3};
+  const auto pro_rt = [&](const int(&b)[3], bool mxfp4) {
+    return pick_rt(true, k_pro.inter, k_pro.hidden / 128, 1, 6, k_pro.experts,
+                   chunks_bound(6, k_pro.experts), k_sms, b, 0, k_h200, false, false, mxfp4);
+  };
+  EXPECT_EQ(pro_rt(three, true), pro_rt(three, false));
+  EXPECT_EQ(pro_rt(k_four, true), 1);
 }
 
 }  // namespace

@@ -216,7 +216,8 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
   constexpr int64_t tile_rows = W2P ? 32 : 16;
   const int rt = pick_rt(UP, rows * 16 / tile_rows, kdim / k_round, tokens, top_k, experts,
                          chunks_bound, sms, blocks_per_sm, moe_decode_rt_blocks_per_sm(),
-                         current_device_read_bytes_per_sm_cycle(), SSO == k_stages, W2P);
+                         current_device_read_bytes_per_sm_cycle(), SSO == k_stages, W2P,
+                         K == weight_kind::mxfp4);
   const dim3 grid(unsigned(rows / (tile_rows * rt)), unsigned(chunks_bound));
   // The quantization folded into W1/W3 only where the grid is one wave: each block's counter
   // round trip at its exit then delays nothing but the last blocks, less than the quantize

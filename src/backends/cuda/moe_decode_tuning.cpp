@@ -47,14 +47,31 @@ namespace dsv4::cuda::moe_decode_tuning {
 // W2P at T = 1 on the H200 class (session 40's default, moe_decode_w2_pair) takes RT 2, as
 // measured against the model's RT 4 with W2P off (l38c 1.006-1.009x, l39a 1.012-1.024x, l39d
 // 1.007-1.017x; W2P at the model's row tiles 0.955-0.965x).
+// MXFP4 W1/W3 at T = 1 on the H200 class where the RT 2 grid is more than one wave of resident
+// blocks but at most 1.25 takes RT 1 (session 43): its few second-wave blocks otherwise run as a
+// long tail on the SMs that got them (trace, l43a: Pro MXFP4 at RT 2, 576 blocks on 528 slots, 4
+// blocks per SM with the 4 scale slots; the 84 SMs with 4 blocks ended their loops at 35-39 us, the
+// 48 with 5 at 51-54 us). RT 1 halves the blocks and the tail. Measured on H200s: forced row tiles
+// (l43d, two passes) Pro T = 1 MXFP4 W1/W3 RT 1 1.053 / 1.058x over RT 2 (W2 at RT 2 either way),
+// NVFP4 0.985 / 0.985x; the rule for both formats against s-22 (l43e, two passes) MXFP4 1.053 /
+// 1.055x, NVFP4 0.978 / 0.979x (its grid has the same 4 blocks per SM: the format, not the wave
+// count, separates them; not explained), hence MXFP4 only. MOE15 (s13) measured RT 1 0.990x at Pro
+// T = 1 when W1/W3 held 3 blocks per SM. Flash T = 1's W1/W3 grid is one wave (384 blocks),
+// unchanged.
 constexpr int k_block_overhead_rounds = 12;
 
 int pick_rt(bool up, int64_t rows, int64_t rounds, int64_t tokens, int64_t top_k, int64_t experts,
             int64_t chunks_bound, int sms, const int (&blocks_per_sm)[3], int min_blocks_per_sm,
-            double read_bytes_per_sm_cycle, bool four_scale_slots, bool w2_pair) {
+            double read_bytes_per_sm_cycle, bool four_scale_slots, bool w2_pair, bool mxfp4) {
   if (up && four_scale_slots && min_blocks_per_sm == 0 && tokens >= 2 && tokens <= 4) return 4;
   const bool ties_to_smaller = bandwidth_rich(read_bytes_per_sm_cycle);
   if (!up && w2_pair && min_blocks_per_sm == 0 && tokens == 1 && ties_to_smaller) return 2;
+  if (up && mxfp4 && min_blocks_per_sm == 0 && tokens == 1 && ties_to_smaller) {
+    // W1/W3 at T = 1 whose RT 2 grid is a short second wave: RT 1 (see above, session 43).
+    const int64_t blocks_rt2 = (rows / 32) * chunks_bound;
+    const int64_t slots_rt2 = int64_t(std::max(1, blocks_per_sm[1])) * sms;
+    if (blocks_rt2 > slots_rt2 && 4 * blocks_rt2 <= 5 * slots_rt2) return 1;
+  }
   // A/B codes (MOE15, moe_decode_set_rt_blocks_per_sm(-(10 u + d))): RT u for W1/W3 and d for
   // W2 where it is 1, 2 or 4, else the model below; -99: the model without the one-wave balance.
   bool balance = true;

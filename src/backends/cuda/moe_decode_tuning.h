@@ -13,11 +13,12 @@ constexpr int k_chunk_pairs = 8;  // pairs per chunk: the mma's N
 // 2, 1; min_blocks_per_sm: moe_decode_rt_blocks_per_sm(); read_bytes_per_sm_cycle: the device's
 // (device_info.h; 0 = unknown, the H100's class); four_scale_slots: the launch runs the 4-slot
 // kernels (moe_decode_scale_slots_4); w2_pair: the W2 launch runs W2P (moe_decode_w2_pair; the
-// launch then passes rows / 2, a W2P warp's 32-row tile counting as one tile).
+// launch then passes rows / 2, a W2P warp's 32-row tile counting as one tile); mxfp4: the weights
+// are MXFP4 (the T = 1 short-second-wave rule was measured a gain for MXFP4 only).
 int pick_rt(bool up, int64_t rows, int64_t rounds, int64_t tokens, int64_t top_k, int64_t experts,
             int64_t chunks_bound, int sms, const int (&blocks_per_sm)[3], int min_blocks_per_sm,
             double read_bytes_per_sm_cycle = 0.0, bool four_scale_slots = false,
-            bool w2_pair = false);
+            bool w2_pair = false, bool mxfp4 = false);
 
 // Whether a W1/W3 launch at T = 1 takes the 4 scale slots under the default rule
 // (moe_decode_set_up_scale_slots_4_t1(-1)): on a device of the H200's class (bandwidth_rich), when
