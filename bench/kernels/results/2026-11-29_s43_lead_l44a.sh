@@ -5,33 +5,27 @@
 # 11-instruction map; every reader of the repacked layout decodes through moe_repack.h (MoE decode, the W4A16 prefill,
 # dense NVFP4 linear_decode, linear_gemm's checkpoint_word_of; the device repack's bit map is derived from it).
 # SASS: the T = 1 W1/W3 and W2P round's common path 318 -> 270 (LOP3 100 -> 84, IMAD.SHL 67 -> 3, SHF 16 -> 32, IMAD 6 ->
-# 22): the integer-pipe ops stay 116 a round, the FMA pipe drops 48. Pack: *_old = main's binaries, the others the
-# branch's (scripts/device_pack.sh l44a ...). 1) decode A/B, alternated, two passes; 2) NVFP4 decode; 3) dense NVFP4
-# linears (bench_linear_gemm --decode-only, the repacked rows); 4) W4A16 prefill (Flash, 4096 tokens).
+# 22): the integer-pipe ops stay 116 a round, the FMA pipe drops 48 (dc0a596, bench_moe_linear_shf). The branch's head
+# (5a59396, patch 2026-11-29_s43_exp_decode8_wide.patch) issues the two rotations of the decode kernels' default
+# expansion as IMAD.WIDE.U32 (an opaque multiplier: ptxas turns constant ones back into SHF): 272 SASS, integer-pipe
+# ops 84 a round (bench_moe_linear). Pack: *_old = main's binaries, bench_moe_linear_shf = dc0a596's, the others the
+# head's (scripts/device_pack.sh l44a ...). 1) decode A/B, alternated, two passes; 2) NVFP4 decode (~350 s). Dense
+# NVFP4 linears and the W4A16 prefill: l44d.
 set -uo pipefail
 nvidia-smi -L
 N=l44a
 source scripts/device_call_prelude.sh
 D=s0x4.2.4hwlpfgmcqayaka
 for pass in 1 2; do
-  for b in bench_moe_linear_old bench_moe_linear; do
+  for b in bench_moe_linear_old bench_moe_linear_shf bench_moe_linear; do
     timeout -s KILL 100 $G/$b --decode-ab --ab-official --ab $D --shapes flash,pro --formats mxfp4 --tokens 1,2,4,8,16,64 --replays 12 --replay-gap-ms 80 > $L/${b}_$pass.txt 2>&1
     echo "== $b pass $pass rc=$? t=$(el)"; grep -E "hbm read-only kernel  4096|rp official" $L/${b}_$pass.txt | cut -c1-110
   done
   save
 done
-for b in bench_moe_linear_old bench_moe_linear; do
+for b in bench_moe_linear_old bench_moe_linear_shf bench_moe_linear; do
   timeout -s KILL 60 $G/$b --decode-ab --ab-official --ab $D --shapes flash,pro --formats nvfp4 --tokens 1,4,16 --replays 12 --replay-gap-ms 80 > $L/${b}_nv.txt 2>&1
   echo "== $b nvfp4 rc=$? t=$(el)"; grep -E "rp official" $L/${b}_nv.txt | cut -c1-110
 done
 save
-for b in bench_linear_gemm_old bench_linear_gemm; do
-  timeout -s KILL 90 $G/$b --decode-only > $L/${b}_dec.txt 2>&1
-  echo "== $b decode-only rc=$? t=$(el)"; grep -iE "read-only|repacked" $L/${b}_dec.txt | head -20 | cut -c1-160
-done
-save
-for b in bench_moe_linear_old bench_moe_linear; do
-  timeout -s KILL 120 $G/$b --prefill-quick --prefill-flash --prefill-t 4096 > $L/${b}_pf.txt 2>&1
-  echo "== $b prefill rc=$? t=$(el)"; grep -iE "wgmma|TF" $L/${b}_pf.txt | head -12 | cut -c1-160
-done
-save; echo "done t=$(el)"
+echo "done t=$(el)"
