@@ -10,7 +10,9 @@
 # expansion as IMAD.WIDE.U32 (an opaque multiplier: ptxas turns constant ones back into SHF): 272 SASS, integer-pipe
 # ops 84 a round (bench_moe_linear). Pack: *_old = main's binaries, bench_moe_linear_shf = dc0a596's, the others the
 # head's (scripts/device_pack.sh l44a ...). 1) decode A/B, alternated, two passes; 2) NVFP4 decode (~350 s). Dense
-# NVFP4 linears and the W4A16 prefill: l44d.
+# NVFP4 linears and the W4A16 prefill: l44d. Session 43 left the packages built (.bin/l44a, l44b, l44d; ignored files,
+# commit.txt 5a59396): l44a's 23.0 MB fits the 64 MiB tree only with tests/fixtures/text/deepseek_v4_tokenizer.json
+# AND deepseek_v4_oracle.jsonl moved out for the call (then 65.3 MB); l44b / l44d with the tokenizer out.
 set -uo pipefail
 nvidia-smi -L
 N=l44a
