@@ -55,20 +55,19 @@ TEST(moe_decode_scales, chunks_are_aligned_and_hold_the_lane_bytes) {
           const lane_bytes want = expected(enc, r, q);
           const int64_t chunk = chunk_of(g, r);
           ASSERT_LE((chunk + 1) * cb, row) << "chunk past the row end";
-          const int w = word_of(g, enc, r, q);
-          ASSERT_LT(4 * w + 4, cb + 1) << "word outside the chunk";
-          // The bytes the kernel extracts: word w of the chunk, bits shift .. shift + width.
-          const int width = enc == encoding::e4m3 ? 16 : 8;
-          const int shift = shift_of(enc, q);
-          const uint32_t mask = mask_of(enc);
-          ASSERT_EQ(mask, (uint32_t(1) << width) - 1);
-          const int64_t got_first =
-              chunk * cb + 4 * w + (enc == encoding::f32 ? 0 : shift / 8);  // f32: whole word
-          ASSERT_EQ(got_first, want.first)
-              << "enc " << int(enc) << " cols " << cols << " r " << r << " q " << q;
+          const int in_chunk = int(r & ((int64_t(1) << g.rpc_shift) - 1));
           if (enc == encoding::f32) {
-            EXPECT_EQ(shift, 23);  // the exponent of the f32 scale
+            // One round a chunk, converted at copy: byte q of word 0 is the exponent of the f32
+            // scale at chunk * 16 + 4 q.
+            ASSERT_EQ(g.rpc_shift, 0) << cols;
+            ASSERT_EQ(chunk * cb + 4 * lane_byte_of(encoding::e8m0, q), want.first)
+                << "cols " << cols << " r " << r << " q " << q;
+            continue;
           }
+          ASSERT_LE(round_stride_of(enc) * (in_chunk + 1), cb) << "round outside the chunk";
+          const int64_t at = chunk * cb + round_stride_of(enc) * in_chunk;  // the round's bytes
+          ASSERT_EQ(at + lane_byte_of(enc, q), want.first)
+              << "enc " << int(enc) << " cols " << cols << " r " << r << " q " << q;
         }
     }
 }

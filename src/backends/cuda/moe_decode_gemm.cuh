@@ -161,7 +161,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       }
     const int nr = int(re - rb);  // this warp's rounds
     // Scale-chunk bookkeeping in 32 bits (rounds < 2^31) with the power-of-two slot count: the
-    // values of moe_scales::chunk_of / copies_chunk / word_of and chunk % SS, without the 64-bit
+    // values of moe_scales::chunk_of / copies_chunk and chunk % SS, without the 64-bit
     // shifts and signed-remainder fix-ups ptxas otherwise recomputes every round (MOE9).
     static_assert((SS & (SS - 1)) == 0, "scale slots: a power of two");
     const int rb32 = int(rb), rpc_shift = geo.rpc_shift, rpc_mask = (1 << geo.rpc_shift) - 1;
@@ -313,12 +313,12 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     const int64_t arow = UP ? int64_t(pg / top_k) : int64_t(pg);
     const uint4* xh_p = reinterpret_cast<const uint4*>(ain_hi + arow * kdim) + rb * 16 + q;
     const uint4* xl_p = reinterpret_cast<const uint4*>(ain_lo + arow * kdim) + rb * 16 + q;
-    // Lane q's scale bits of a round: E8M0 (and f32 converted at copy, one round a chunk) byte
-    // 4 in_chunk + q of its row's chunk; E4M3 the two bytes at 8 in_chunk + 4 (q / 2) + 2 (q % 2)
-    // (moe_scales::word_of / shift_of as byte addresses: one shared load, no shift or mask).
-    const int scale_lane_byte = K == weight_kind::nvfp4 ? 4 * (q >> 1) + 2 * (q & 1) : q;
-    const uint8_t* const scale_lane =
-        reinterpret_cast<const uint8_t*>(&my_scales.s[0][0][0][g]) + scale_lane_byte;
+    // Lane q's scale bits of a round in its row's chunk as the ring holds them (f32 converted to
+    // E8M0 bytes at copy): one shared load, no shift or mask.
+    constexpr moe_scales::encoding held =
+        K == weight_kind::nvfp4 ? moe_scales::encoding::e4m3 : moe_scales::encoding::e8m0;
+    const uint8_t* const scale_lane = reinterpret_cast<const uint8_t*>(&my_scales.s[0][0][0][g]) +
+                                      moe_scales::lane_byte_of(held, q);
 
     // Round j's weights times the activation fragments cxh / cxl, then the refill of its stage.
     // after_word0: see mma_round (the unstaged path's next-round activation loads).
@@ -333,7 +333,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       const uint4* const wl = ring_lane + u * stage_words;
       const uint8_t* const sl = scale_lane +
                                 ((r >> rpc_shift) & (SS - 1)) * int(sizeof(my_scales.s[0])) +
-                                in_chunk * (K == weight_kind::nvfp4 ? 8 : 4);
+                                in_chunk * moe_scales::round_stride_of(held);
       round_w<K> cur[NM];
 #pragma unroll
       for (int m = 0; m < NM; ++m)

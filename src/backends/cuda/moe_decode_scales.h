@@ -1,9 +1,9 @@
 // Scale-chunk geometry of moe_decode's cp.async ring (moe_decode_round.cuh, moe_decode_gemm.cuh):
 // each of a warp's 16 weight rows copies its scales in chunks of 2^cb_shift bytes (16, 8 or 4: the
 // largest that divides the row's scale bytes, so every chunk is aligned), 2^rpc_shift rounds of 128
-// k per chunk, into slot chunk % k_scale_slots; the lane of group q reads one 4-byte word of the
-// chunk per round. Integer index math only (host and device), so the CPU test checks it against the
-// direct address of a lane's scales (tests/cuda_host/test_moe_decode_scales.cpp).
+// k per chunk, into slot chunk % k_scale_slots; the lane of group q reads its one or two bytes of
+// the chunk per round. Integer index math only (host and device), so the CPU test checks it against
+// the direct address of a lane's scales (tests/cuda_host/test_moe_decode_scales.cpp).
 #pragma once
 
 #include <cstdint>
@@ -46,21 +46,15 @@ DSV4_SCALES_HD bool copies_chunk(const geometry& g, int64_t round, bool first_of
   return first_of_warp || (round & ((int64_t(1) << g.rpc_shift) - 1)) == 0;
 }
 
-// The 4-byte word of the chunk that holds lane q's scales of `round`: E8M0 (group k / 32 =
-// 4 round + q) word `round % rounds-per-chunk`, byte q; f32 word q (bits 30:23: the exponent);
-// E4M3 (groups 8 round + 2q, + 1) word 2 (round % rounds-per-chunk) + q / 2, bytes 2 (q % 2)
-// and + 1.
-DSV4_SCALES_HD int word_of(const geometry& g, encoding enc, int64_t round, int q) {
-  const int in_chunk = int(round & ((int64_t(1) << g.rpc_shift) - 1));
-  return enc == encoding::f32 ? q : enc == encoding::e8m0 ? in_chunk : in_chunk * 2 + (q >> 1);
+// Where the ring holds lane q's scale bits of a round inside its row's chunk: byte
+// round_stride_of(enc) * (round % rounds-per-chunk) + lane_byte_of(enc, q). E8M0: group
+// 4 round + q, one byte; E4M3: groups 8 round + 2q and + 1, two bytes; f32 (one round a chunk):
+// converted to the E8M0 bytes of the 4 exponents when the chunk is copied, then read as E8M0.
+DSV4_SCALES_HD int round_stride_of(encoding enc) {
+  return enc == encoding::e4m3 ? 8 : 4;
 }
-
-// Shift and mask that take lane q's scale bits out of that word.
-DSV4_SCALES_HD int shift_of(encoding enc, int q) {
-  return enc == encoding::f32 ? 23 : enc == encoding::e8m0 ? 8 * q : 16 * (q & 1);
-}
-DSV4_SCALES_HD uint32_t mask_of(encoding enc) {
-  return enc == encoding::e4m3 ? 0xFFFFu : 0xFFu;
+DSV4_SCALES_HD int lane_byte_of(encoding enc, int q) {
+  return enc == encoding::e4m3 ? 2 * q : q;
 }
 
 }  // namespace dsv4::cuda::moe_scales
