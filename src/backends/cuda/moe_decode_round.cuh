@@ -86,9 +86,9 @@ __device__ __forceinline__ void load_round(round_w<K>& r, const uint8_t* row0, c
 }
 
 // One 32-bit word of eight E2M1 codes to four unscaled BF16 pairs, in the checkpoint's nibble
-// order (RP = 0) or the repacked one: RP = 1 with fp4_repack::decode_pairs (rotations on the
-// integer ALU pipe), RP = 2 with decode_pairs_shift (4 of the 5 rotations as IMAD shifts on the
-// FMA pipe; the same pairs bit for bit). Every use of RP as a flag means "repacked layout".
+// order (RP = 0) or the repacked one: RP = 1 with fp4_repack::decode_pairs, RP = 2 with
+// decode_pairs_shift (the same expressions since session 43's map: 5 LOP3, 2 SHF, 1 IMAD; the same
+// pairs bit for bit). Every use of RP as a flag means "repacked layout".
 template <int RP>
 __device__ __forceinline__ void expand_word(uint32_t word, uint32_t (&p)[4]) {
   if constexpr (RP == 2) {

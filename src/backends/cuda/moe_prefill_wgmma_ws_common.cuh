@@ -39,24 +39,14 @@ struct ws_ring {
 // expand_step without its MXFP4 second power-of-two step, which ws_mx_second_step applies to a
 // whole step's registers behind one warp-uniform branch (the same products, in the same order, so
 // the same BF16 pairs bit for bit).
-// SHIFT (repacked words only): the pairs by fp4_repack::decode_pairs_shift's expressions (4 of the
-// 5 rotations as multiplications, which ptxas may issue as IMAD.SHL on the FMA pipe instead of SHF
-// on the integer pipe that the LOP3s also use); the same pairs bit for bit.
+// SHIFT (repacked words only): the pairs by fp4_repack::decode_pairs_shift, since session 43 the
+// same expressions as decode_pair (see moe_repack.h); the same pairs bit for bit.
 template <int i, bool RP, bool SHIFT>
 __device__ __forceinline__ uint32_t ws_weight_pair(uint32_t u) {
-  if constexpr (RP && SHIFT) {
-    using namespace fp4_repack;
-    if constexpr (i == 0)
-      return u & k_pair_mask;
-    else if constexpr (i == 1)
-      return ((u * 2u) & k_sign_mask) | ((u * 8u) & k_mag_mask);
-    else if constexpr (i == 2)
-      return ((u * 4u) & k_sign_mask) | (rotl(u, 12) & k_mag_mask);
-    else
-      return (u * 64u) & k_pair_mask;
-  } else {
+  if constexpr (RP && SHIFT)
+    return fp4_repack::decode_pair<i>(u);
+  else
     return weight_pair<i, RP>(u);
-  }
 }
 
 template <weight_kind K, int s, bool RP, bool SHIFT>

@@ -22,18 +22,25 @@
 //  2. Bit order inside each 32-bit word (8 values v_0..v_7, value i in bits 4i..4i+3 of the
 //     checkpoint word). The decode needs the four BF16x2 pairs P_i = (v_i, v_{i + 4}) with each
 //     half's sign at bit 15 and its magnitude bits e1 e0 m at bits 8:6 (code * 2^-126, see
-//     fp4_mma.cuh). With u the repacked word and rotl a 32-bit rotation:
-//        P_0 = u & M,   P_3 = rotl(u, 6) & M,                       M = 0x81C081C0
-//        P_1 = (rotl(u, 1) & S) | (rotl(u, 3) & G),                 S = 0x80008000
-//        P_2 = (rotl(u, 2) & S) | (rotl(u, 12) & G),                G = 0x01C001C0
-//     5 rotations (SHF) + 6 LOP3 = 11 integer instructions per 8 weights, against 15 for the
-//     checkpoint order (per pair a shift to bring it up, a shift by 6, two LOP3 for the two
-//     masks). repack_word is the inverse of this map (every bit of u is used exactly once).
+//     fp4_mma.cuh). With u the repacked word and rotl a 32-bit rotation (session 43's map):
+//        P_0 = u & M,   P_1 = rotl(u, 10) & M,   P_2 = rotl(u, 13) & M,      M = 0x81C081C0
+//        P_3 = ((u & X) * F) & M,        X = 0x001B001B (bits 0, 1, 3, 4, 16, 17, 19, 20),
+//                                        F = 2^2 + 2^7 + 2^12 = 0x1084
+//     The multiplication adds three shifted copies of u & X (by 2, 7 and 12) whose set bits never
+//     meet (X + 2, X + 7 and X + 12 are disjoint within 32 bits), so it is their OR without a
+//     carry, and each of M's 8 bits receives exactly one of them (the other 16 land outside M).
+//     5 LOP3 + 2 SHF + 1 IMAD = 8 instructions per 8 weights (session 25's map took 11: 6 LOP3 + 5
+//     rotations, 4 of them as IMAD shifts; the checkpoint order 15). repack_word is the inverse of
+//     this map (every bit of u is used exactly once; moe_repack.cpp derives it from decode_pairs).
 //     Why not fewer: with one mask per LOP3 a pair extracted by one LOP3 must sit at the 8
 //     positions {6,7,8,15} + {0,16} - r of one rotated copy; the 4 pairs of a word would have to
 //     tile Z_32 with translates of that set, which is impossible (exhaustive search, also over
-//     64- and 128-bit funnel windows), so at least two pairs combine two copies; an exhaustive
-//     search over rotation sets found no map under 11 instructions for 4 pairs.
+//     64- and 128-bit funnel windows), so at least one pair gathers bits from several copies. The
+//     masked multiplication gathers three in 3 instructions. An exhaustive search (session 43,
+//     scripts/e2m1_pair_map_search.py; u & M plus two rotations for three pairs) found no fourth
+//     pair from those copies alone (7 instructions) or with one more rotation (8), while the masked
+//     multiplication completes it in 8 variants (r1, r2 from {10, 13, 26, 29}, shifts {2, 7, 12} or
+//     {3, 8, 14}).
 //
 // Exactness: the decode yields bit for bit the BF16x2 pairs that fp4mma::e2m1_pair gives for
 // the checkpoint word, so every product, scale step and sum of the kernel is unchanged.
@@ -58,8 +65,8 @@ constexpr int64_t k_tile_cols = 128;
 constexpr int64_t k_tile_bytes = k_tile_rows * k_tile_cols / 2;  // 1024
 
 constexpr uint32_t k_pair_mask = 0x81C081C0u;  // sign 15/31, magnitude 8:6 / 24:22
-constexpr uint32_t k_sign_mask = 0x80008000u;
-constexpr uint32_t k_mag_mask = 0x01C001C0u;
+constexpr uint32_t k_gather_mask = 0x001B001Bu;  // the bits P_3 gathers by one multiplication
+constexpr uint32_t k_gather_factor = 0x1084u;    // 2^2 + 2^7 + 2^12: three carry-free copies
 
 DSV4_REPACK_HD uint32_t rotl(uint32_t x, int r) {
 #if defined(__CUDA_ARCH__)
@@ -69,47 +76,42 @@ DSV4_REPACK_HD uint32_t rotl(uint32_t x, int r) {
 #endif
 }
 
-// The four BF16x2 pairs of a repacked word (see above): p[i] == fp4mma::e2m1_pair<i>(w) for the
-// checkpoint word w with u == repack_word(w).
-DSV4_REPACK_HD void decode_pairs(uint32_t u, uint32_t (&p)[4]) {
-  p[0] = u & k_pair_mask;
-  p[1] = (rotl(u, 1) & k_sign_mask) | (rotl(u, 3) & k_mag_mask);
-  p[2] = (rotl(u, 2) & k_sign_mask) | (rotl(u, 12) & k_mag_mask);
-  p[3] = rotl(u, 6) & k_pair_mask;
-}
-
-// decode_pairs with the rotations whose wrapped-around bits the mask drops written as left
-// shifts by multiplication (u * 2^r: the masks S, G and M have no bit below r there), so that
-// the compiler may issue them as IMAD.SHL on the FMA pipe instead of SHF on the integer ALU
-// pipe, which the LOP3s also use: per word 6 LOP3 + 1 SHF (rotl by 12, whose wrapped bits 6..8
-// are kept) on the ALU pipe and 4 IMAD, against 6 LOP3 + 5 SHF. The same pairs bit for bit.
-DSV4_REPACK_HD void decode_pairs_shift(uint32_t u, uint32_t (&p)[4]) {
-  p[0] = u & k_pair_mask;
-  p[1] = ((u * 2u) & k_sign_mask) | ((u * 8u) & k_mag_mask);
-  p[2] = ((u * 4u) & k_sign_mask) | (rotl(u, 12) & k_mag_mask);
-  p[3] = (u * 64u) & k_pair_mask;
-}
-
-// Pair i alone (the same expressions as decode_pairs), for kernels that consume a word's pairs
-// in separate steps (the prefill wgmma core takes P_0, P_1 at one step and P_2, P_3 at the next).
+// Pair i of a repacked word (see above): decode_pair<i>(u) == fp4mma::e2m1_pair<i>(w) for the
+// checkpoint word w with u == repack_word(w). Pairs 1 and 2 rotate (SHF on the integer pipe);
+// pair 3's multiplication issues as one IMAD on the FMA pipe.
 template <int i>
 DSV4_REPACK_HD uint32_t decode_pair(uint32_t u) {
   static_assert(i >= 0 && i < 4, "four pairs per word");
   if constexpr (i == 0)
     return u & k_pair_mask;
   else if constexpr (i == 1)
-    return (rotl(u, 1) & k_sign_mask) | (rotl(u, 3) & k_mag_mask);
+    return rotl(u, 10) & k_pair_mask;
   else if constexpr (i == 2)
-    return (rotl(u, 2) & k_sign_mask) | (rotl(u, 12) & k_mag_mask);
+    return rotl(u, 13) & k_pair_mask;
   else
-    return rotl(u, 6) & k_pair_mask;
+    return ((u & k_gather_mask) * k_gather_factor) & k_pair_mask;
+}
+
+// The four pairs of a repacked word.
+DSV4_REPACK_HD void decode_pairs(uint32_t u, uint32_t (&p)[4]) {
+  p[0] = decode_pair<0>(u);
+  p[1] = decode_pair<1>(u);
+  p[2] = decode_pair<2>(u);
+  p[3] = decode_pair<3>(u);
+}
+
+// The kernels' default expansion (moe_decode_set_shift_decode): with session 25's map it wrote 4
+// of the 5 rotations as IMAD shifts; session 43's map has no rotation whose wrapped-around bits the
+// mask drops, so both names give the same instructions.
+DSV4_REPACK_HD void decode_pairs_shift(uint32_t u, uint32_t (&p)[4]) {
+  decode_pairs(u, p);
 }
 
 // The checkpoint-order pairs (same formula as fp4mma::e2m1_pair, host side): the oracle of the
 // CPU test.
 DSV4_REPACK_HD uint32_t checkpoint_pair(uint32_t w, int i) {
   const uint32_t q = w << (12 - 4 * i);
-  return (q & k_sign_mask) | ((q >> 6) & k_mag_mask);
+  return (q & 0x80008000u) | ((q >> 6) & 0x01C001C0u);
 }
 
 // The checkpoint word of repacked word u (== unpack_word(u)), from the pairs decode_pairs gives:
