@@ -16,8 +16,8 @@
 // on values; each output is one fixed-order sum.
 //
 // Where it stands (bench/RESULTS.md, bench/TARGETS.md; official order, bf16, the repacked layout
-// the engine reads): H200 at the full SM clock (session 43, l43a / l43e, MXFP4) Flash T = 1 / 4 / 16 /
-// 64 at 55.7 / 75.4 / 85.0 / 87.1% of the HBM read ceiling, Pro 71.0 / 86.5 / 91.0 / 91.8%;
+// the engine reads): H200 at the full SM clock (session 44, l44a, MXFP4) Flash T = 1 / 4 / 16 / 64
+// at 58.1 / 78.9 / 89.2 / 90.5% of the HBM read ceiling, Pro 74.0 / 90.2 / 95.6 / 95.7%;
 // H100 (session 21, older kernels) Flash 68.8 / 86.8 / 90.5 / 87.0%, Pro 77.5 / 91.8 / 91.5 / 90.4%.
 // Earlier: H200 (session 10, MOE9 run 1, the MOE8 defaults) Flash 42.9 / 62.2 / 66.8 / 65.0%.
 // Issue-bound on the H200 (~2.9 instructions per weight at 43-60% issue efficiency); deeper
