@@ -72,16 +72,18 @@ __global__ void read_kernel(const uint4* p, size_t n, uint32_t* sink) {
 }
 
 template <uint32_t N>
-int run_size(int sms, const uint32_t* in, uint32_t* out, unsigned long long* t,
-             const uint4* flush, size_t flush_n, uint32_t* sink) {
+int run_size(int sms, const uint32_t* in, uint32_t* out, unsigned long long* t, const uint4* flush,
+             size_t flush_n, uint32_t* sink) {
   const double kb = N * 16.0 / 1024.0;
   for (int per_sm : {1, 4}) {
     const int blocks = sms * per_sm;
     for (int scenario = 0; scenario < 2; ++scenario) {
       std::vector<double> p0_med, p1_med, p0_max;
       for (int rep = 0; rep < 5; ++rep) {
-        if (scenario == 0) read_kernel<<<sms * 4, 512>>>(flush, flush_n, sink);
-        else straight_kernel<N><<<blocks, 32>>>(in, out, t);  // the code into L2 first
+        if (scenario == 0)
+          read_kernel<<<sms * 4, 512>>>(flush, flush_n, sink);
+        else
+          straight_kernel<N><<<blocks, 32>>>(in, out, t);  // the code into L2 first
         straight_kernel<N><<<blocks, 32>>>(in, out, t);
         CK(cudaGetLastError());
         CK(cudaDeviceSynchronize());
@@ -102,10 +104,11 @@ int run_size(int sms, const uint32_t* in, uint32_t* out, unsigned long long* t,
       std::sort(p1_med.begin(), p1_med.end());
       std::sort(p0_max.begin(), p0_max.end());
       const double m0 = p0_med[2], m1 = p1_med[2], x0 = p0_max[2];
-      printf("%6u IMAD %7.1f KB  %d block/SM  %-12s pass0 med %8.3f max %8.3f us  pass1 med %8.3f us"
-             "  fetch %7.3f us = %6.3f us/KB\n",
-             N, kb, per_sm, scenario == 0 ? "L2 evicted" : "L2 warm", m0, x0, m1, m0 - m1,
-             (m0 - m1) / kb);
+      printf(
+          "%6u IMAD %7.1f KB  %d block/SM  %-12s pass0 med %8.3f max %8.3f us  pass1 med %8.3f us"
+          "  fetch %7.3f us = %6.3f us/KB\n",
+          N, kb, per_sm, scenario == 0 ? "L2 evicted" : "L2 warm", m0, x0, m1, m0 - m1,
+          (m0 - m1) / kb);
     }
   }
   return 0;
