@@ -71,10 +71,10 @@ using bench::read_kernel;
 
 bool g_decode_only = false;
 // --decode-ab: per (shape, format, T) only the repacked layout (the engine's), bf16 activations,
-// official and exact order, timed under each configuration of --ab (default "r4,s0"): r / s =
-// E2M1 expansion decode_pairs (rotations, before MOE7) / decode_pairs_shift, then the blocks
-// per SM of the RT choice (moe_decode_set_rt_blocks_per_sm; 0 = the wave model, the default;
-// "r4" = the defaults before MOE7). Two alternating passes over the
+// official and exact order, timed under each configuration of --ab (default "s4,s0"): "s" (the
+// E2M1 expansion's letter; "r", the rotation expansion, was retired in session 44 with its
+// kernels), then the blocks per SM of the RT choice (moe_decode_set_rt_blocks_per_sm; 0 = the
+// wave model, the default; 4 = the rule before MOE7). Two alternating passes over the
 // configurations, each its own graph; the rows report the second pass and each configuration's
 // speed against the first one. With --profile: the repacked official call per configuration.
 bool g_decode_ab = false;
@@ -82,7 +82,7 @@ bool g_decode_ab = false;
 // the first and the last configuration of --ab.
 bool g_ab_breakdown = false;
 bool g_ab_official_only = false;  // --ab-official: the official order only (the engine's)
-std::vector<std::string> g_ab_configs = {"r4", "s0"};
+std::vector<std::string> g_ab_configs = {"s4", "s0"};
 // An optional suffix xU[.Dmin.Dmax] stages the activation rows of one-pair chunks in shared
 // memory (moe_decode_set_stage_x_tokens): W1/W3 for T <= U, W2 for Dmin <= T <= Dmax ("s0x4":
 // both for T <= 4, "s0x4.2.4": W2 from T = 2, the default of MOE8); without it, staging is off
@@ -104,7 +104,6 @@ std::vector<std::string> g_ab_configs = {"r4", "s0"};
 // 0 = the model), e.g. "s-20x4.2.4hwlpfgm" (MOE15's ring-depth switches, "d" / "e", measured
 // no faster and were removed: 2026-11-26_s13_moe15_NOTES.md).
 void apply_ab_config(const std::string& c) {
-  dsv4::cuda::moe_decode_set_shift_decode(c[0] == 's');
   dsv4::cuda::moe_decode_set_chain(
       (c.find('h') != std::string::npos ? 1 : 0) | (c.find('w') != std::string::npos ? 2 : 0) |
       (c.find('l') != std::string::npos ? 4 : 0) | (c.find('p') != std::string::npos ? 8 : 0) |
@@ -155,7 +154,6 @@ const int g_chain_default = dsv4::cuda::moe_decode_chain();
 const dsv4::cuda::moe_decode_stage_pairs_t g_stage_pairs_default =
     dsv4::cuda::moe_decode_stage_pairs();
 void reset_ab_config() {
-  dsv4::cuda::moe_decode_set_shift_decode(true);
   dsv4::cuda::moe_decode_set_rt_blocks_per_sm(0);
   dsv4::cuda::moe_decode_set_w2_pair_from(g_w2_pair_default);
   dsv4::cuda::moe_decode_set_scale_slots_from(g_scale_slots_default);
@@ -2612,6 +2610,13 @@ int main(int argc, char** argv) {
       for (std::string t = argv[++i]; !t.empty();) {
         const size_t comma = t.find(',');
         g_ab_configs.push_back(t.substr(0, comma));
+        if (g_ab_configs.back().empty() || g_ab_configs.back()[0] != 's') {
+          std::fprintf(stderr,
+                       "--ab: configuration \"%s\" must start with 's' (the rotation expansion "
+                       "'r' was retired in session 44)\n",
+                       g_ab_configs.back().c_str());
+          return 2;
+        }
         t = comma == std::string::npos ? "" : t.substr(comma + 1);
       }
     }

@@ -6,7 +6,7 @@
 // group each) with the same ring (4 rounds in flight per warp, the round's E8M0 bytes beside its
 // weights) and the same staged activations, and differ only in the arithmetic:
 //
-//   bf16  the engine's round (moe_decode_round.cuh, RP 2, FAST scales): decode_pairs_shift
+//   bf16  the engine's round (moe_decode_round.cuh, RP 2, FAST scales): decode_pairs
 //         (11 instructions per 8 weights), 4 BF16x2 scale multiplies per word, 2 HMMA per two
 //         words; activations BF16 in the paired order, 4 LDS.128 a round.
 //   fp8   E2M1 -> E4M3 by a byte permute of a table that holds the group exponent (the W4A8
@@ -161,8 +161,8 @@ __global__ void __launch_bounds__(WG * 128)
       uint4 xv = make_uint4(0, 0, 0, 0);
       if (g < T) xv = *reinterpret_cast<const uint4*>(xrow + (128 * r + 32 * c + 8 * i) * 2);
       uint32_t p0[4], p1[4];
-      fp4_repack::decode_pairs_shift(word_of(v0, i), p0);
-      fp4_repack::decode_pairs_shift(word_of(v1, i), p1);
+      fp4_repack::decode_pairs(word_of(v0, i), p0);
+      fp4_repack::decode_pairs(word_of(v1, i), p1);
 #pragma unroll
       for (int j = 0; j < 4; ++j) p0[j] = fp4mma::mul_bf16x2(p0[j], m0);
 #pragma unroll

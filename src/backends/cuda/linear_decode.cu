@@ -154,8 +154,8 @@ __device__ __forceinline__ uint32_t e4m3_pair(uint32_t q) {
 
 // acc[j] += this round's 16 rows x (4E k) times n-tile j's activations; x(j, v, lo) gives the
 // v-th uint4 of n-tile j's prepared hi (lo) activations at the round's first k. RP: the words are
-// repacked (moe_repack.h); decode_pairs_shift gives the pairs e2m1_pair gives for the checkpoint
-// words bit for bit (11 integer instructions a word, 4 of them IMAD, against 15), so every
+// repacked (moe_repack.h); decode_pairs gives the pairs e2m1_pair gives for the checkpoint
+// words bit for bit (8 integer instructions a word since session 43, against 15), so every
 // product and sum is the checkpoint layout's.
 template <weight_kind K, bool SPLIT, int NT, bool RP = false, typename X>
 __device__ __forceinline__ void mma_round(float (&acc)[NT][4], const round_w<K>& r, const X& x) {
@@ -226,8 +226,8 @@ __device__ __forceinline__ void mma_round(float (&acc)[NT][4], const round_w<K>&
     for (int w = 0; w < 4; ++w) {
       uint32_t p0[4], p1[4];
       if constexpr (RP) {
-        fp4_repack::decode_pairs_shift(w0[w], p0);
-        fp4_repack::decode_pairs_shift(w1[w], p1);
+        fp4_repack::decode_pairs(w0[w], p0);
+        fp4_repack::decode_pairs(w1[w], p1);
       } else {
         p0[0] = fp4mma::e2m1_pair<0>(w0[w]), p0[1] = fp4mma::e2m1_pair<1>(w0[w]);
         p0[2] = fp4mma::e2m1_pair<2>(w0[w]), p0[3] = fp4mma::e2m1_pair<3>(w0[w]);

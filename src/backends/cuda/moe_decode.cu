@@ -521,12 +521,12 @@ cudaError_t run_decode(const act_t* x, int64_t tokens, const int32_t* indices, c
 #define DSV4_RUN(K, RP)                                                                          \
   run<K, RP>(x, tokens, indices, weights, top_k, w1, w3, w2, swiglu_limit, l, base, y, official, \
              stream)
-  const bool shift = moe_decode_shift_decode();
+  // RP: 0 the checkpoint layout, 2 the repacked one (1, the rotation expansion, retired in
+  // session 44: since session 43's pair map it was the same instructions without the engine's
+  // W2P / slot paths).
   if (w1.kind == weight_kind::mxfp4)
-    return repacked ? (shift ? DSV4_RUN(weight_kind::mxfp4, 2) : DSV4_RUN(weight_kind::mxfp4, 1))
-                    : DSV4_RUN(weight_kind::mxfp4, 0);
-  return repacked ? (shift ? DSV4_RUN(weight_kind::nvfp4, 2) : DSV4_RUN(weight_kind::nvfp4, 1))
-                  : DSV4_RUN(weight_kind::nvfp4, 0);
+    return repacked ? DSV4_RUN(weight_kind::mxfp4, 2) : DSV4_RUN(weight_kind::mxfp4, 0);
+  return repacked ? DSV4_RUN(weight_kind::nvfp4, 2) : DSV4_RUN(weight_kind::nvfp4, 0);
 #undef DSV4_RUN
 }
 

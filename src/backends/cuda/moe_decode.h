@@ -67,11 +67,6 @@ constexpr int64_t k_moe_decode_max_tokens = 64;
 bool moe_decode_supported(const device_weight& w1, const device_weight& w3,
                           const device_weight& w2);
 
-// E2M1 expansion of the repacked kernels (process-wide; benches and A/B runs switch it between
-// calls, not during one): true (default) fp4_repack::decode_pairs_shift, false decode_pairs.
-// Both give the same pairs, hence the same outputs bit for bit.
-void moe_decode_set_shift_decode(bool on);
-bool moe_decode_shift_decode();
 // Row tiles per block (RT = 4, 2, 1; 4 / RT warps split K). n = 0 (default): the RT of least
 // modelled time from the expected chunk count, resident blocks and rounds per warp, and for a
 // one-wave choice the least work on the busiest SM (moe_decode_tuning.cpp pick_rt); n > 0: the rule

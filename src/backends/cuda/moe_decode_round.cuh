@@ -86,14 +86,13 @@ __device__ __forceinline__ void load_round(round_w<K>& r, const uint8_t* row0, c
 }
 
 // One 32-bit word of eight E2M1 codes to four unscaled BF16 pairs, in the checkpoint's nibble
-// order (RP = 0) or the repacked one: RP = 1 with fp4_repack::decode_pairs, RP = 2 with
-// decode_pairs_shift (the same expressions since session 43's map: 5 LOP3, 2 SHF, 1 IMAD; the same
-// pairs bit for bit). Every use of RP as a flag means "repacked layout".
+// order (RP = 0) or the repacked one (RP = 2, fp4_repack::decode_pairs: 5 LOP3, 2 SHF, 1 IMAD a
+// word since session 43's map). RP = 1 (the rotation expansion) was retired in session 44; every
+// use of RP as a flag means "repacked layout".
 template <int RP>
 __device__ __forceinline__ void expand_word(uint32_t word, uint32_t (&p)[4]) {
-  if constexpr (RP == 2) {
-    fp4_repack::decode_pairs_shift(word, p);
-  } else if constexpr (RP) {
+  static_assert(RP == 0 || RP == 2, "RP: 0 checkpoint order, 2 repacked");
+  if constexpr (RP) {
     fp4_repack::decode_pairs(word, p);
   } else {
     p[0] = fp4mma::e2m1_pair<0>(word), p[1] = fp4mma::e2m1_pair<1>(word);

@@ -9,7 +9,6 @@
 namespace dsv4::cuda {
 
 namespace {
-bool g_shift_decode = true;
 int g_rt_blocks_per_sm = 0;
 // Default (MOE8, H100, official order bf16 MXFP4, speed vs staging off in the same process;
 // bench/kernels/results/h100_2026-11-26_s9_moe8_run{1,2}_*): this one (run 2) Flash T = 1 / 4
@@ -163,13 +162,6 @@ void moe_decode_set_rt_blocks_per_sm(int n) {
 }
 int moe_decode_rt_blocks_per_sm() {
   return g_rt_blocks_per_sm;
-}
-
-void moe_decode_set_shift_decode(bool on) {
-  g_shift_decode = on;
-}
-bool moe_decode_shift_decode() {
-  return g_shift_decode;
 }
 
 namespace {

@@ -39,8 +39,8 @@ struct ws_ring {
 // expand_step without its MXFP4 second power-of-two step, which ws_mx_second_step applies to a
 // whole step's registers behind one warp-uniform branch (the same products, in the same order, so
 // the same BF16 pairs bit for bit).
-// SHIFT (repacked words only): the pairs by fp4_repack::decode_pairs_shift, since session 43 the
-// same expressions as decode_pair (see moe_repack.h); the same pairs bit for bit.
+// SHIFT (repacked words only): the pairs by fp4_repack::decode_pair (session 43's map), the same
+// pairs bit for bit as weight_pair's.
 template <int i, bool RP, bool SHIFT>
 __device__ __forceinline__ uint32_t ws_weight_pair(uint32_t u) {
   if constexpr (RP && SHIFT)

@@ -100,13 +100,6 @@ DSV4_REPACK_HD void decode_pairs(uint32_t u, uint32_t (&p)[4]) {
   p[3] = decode_pair<3>(u);
 }
 
-// The kernels' default expansion (moe_decode_set_shift_decode): with session 25's map it wrote 4
-// of the 5 rotations as IMAD shifts; session 43's map has no rotation whose wrapped-around bits the
-// mask drops, so both names give the same instructions.
-DSV4_REPACK_HD void decode_pairs_shift(uint32_t u, uint32_t (&p)[4]) {
-  decode_pairs(u, p);
-}
-
 // The checkpoint-order pairs (same formula as fp4mma::e2m1_pair, host side): the oracle of the
 // CPU test.
 DSV4_REPACK_HD uint32_t checkpoint_pair(uint32_t w, int i) {
