@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Build machine side of a device call: stages stripped binaries (plus libfmt, which the GPU machine
 # lacks) and commit.txt (HEAD and the tree's status) into .bin/N/N.tar.xz, for `run`'s carry
-# [".bin/N"]. The working tree travels within 64 MiB: with three engine binaries, move
-# tests/fixtures/text/deepseek_v4_tokenizer.json out for the call and back after it.
+# [".bin/N"]. The working tree travels within 64 MiB: with large packages, move what the call
+# does not need out for it and back after it (scripts/device_stash.sh out [--fixtures] / in).
 # Usage: scripts/device_pack.sh N BINARY...   (device side: scripts/device_call_prelude.sh)
 set -euo pipefail
 [ $# -ge 2 ] || { echo "usage: $0 N BINARY..." >&2; exit 2; }
