@@ -4,28 +4,20 @@
 // instruction fetch alone. One warp per block runs N dependent IMADs of straight-line code
 // (16 bytes each, no loop) twice: pass 0 fetches the code, pass 1 runs it again from the SM's
 // instruction caches; pass 0 - pass 1 is the fetch's cost. Scenarios: the code evicted from L2
-// first (a read of 4x the L2's size, as the decode's weight stream does between launches of the
-// same kernel), and the same launch repeated at once (code still in L2). Blocks: one per SM, or
-// four per SM (the warps of an SM fetch the same lines).
-// Standalone: nvcc -O3 -std=c++20 -arch=sm_90a -o icache_probe icache_probe.cu
-// Output: per size and scenario, over blocks, the median and max of pass 0 and pass 1 (us, from
-// %globaltimer) and (pass 0 - pass 1) / code KB. A probe of the hardware, not of an engine kernel.
-#include <cuda_runtime.h>
-
+// first (bench::fill writes 4x the L2's size with normal stores, as the decode's weight stream
+// displaces lines between launches of the same kernel; bench::read_kernel's evict-first loads
+// would leave the code in place), and the same launch repeated at once (code still in L2). Blocks:
+// one per SM, or four per SM (the warps of an SM fetch the same lines). Standalone: nvcc -O3
+// -std=c++20 -arch=sm_90a -o icache_probe icache_probe.cu Output: per size and scenario, over
+// blocks, the median and max of pass 0 and pass 1 (us, from %globaltimer) and (pass 0 - pass 1) /
+// code KB. A probe of the hardware, not of an engine kernel.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <utility>
 #include <vector>
 
-#define CK(x)                                                                         \
-  do {                                                                                \
-    cudaError_t e_ = (x);                                                             \
-    if (e_ != cudaSuccess) {                                                          \
-      printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); \
-      return 1;                                                                       \
-    }                                                                                 \
-  } while (0)
+#include "bench_common.cuh"
 
 __device__ __forceinline__ unsigned long long now_ns() {
   unsigned long long t;
@@ -61,19 +53,9 @@ __global__ void straight_kernel(const uint32_t* in, uint32_t* out, unsigned long
   out[blockIdx.x * blockDim.x + threadIdx.x] = x;
 }
 
-__global__ void read_kernel(const uint4* p, size_t n, uint32_t* sink) {
-  uint32_t acc = 0;
-  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
-       i += size_t(gridDim.x) * blockDim.x) {
-    const uint4 v = p[i];
-    acc ^= v.x ^ v.y ^ v.z ^ v.w;
-  }
-  if (acc == 0x9e3779b9u) *sink = acc;  // keeps the loads
-}
-
 template <uint32_t N>
-int run_size(int sms, const uint32_t* in, uint32_t* out, unsigned long long* t, const uint4* flush,
-             size_t flush_n, uint32_t* sink) {
+void run_size(int sms, const uint32_t* in, uint32_t* out, unsigned long long* t, void* flush,
+              size_t flush_bytes) {
   const double kb = N * 16.0 / 1024.0;
   for (int per_sm : {1, 4}) {
     const int blocks = sms * per_sm;
@@ -81,7 +63,7 @@ int run_size(int sms, const uint32_t* in, uint32_t* out, unsigned long long* t, 
       std::vector<double> p0_med, p1_med, p0_max;
       for (int rep = 0; rep < 5; ++rep) {
         if (scenario == 0)
-          read_kernel<<<sms * 4, 512>>>(flush, flush_n, sink);
+          bench::fill(flush, flush_bytes, 44u + rep, 0);
         else
           straight_kernel<N><<<blocks, 32>>>(in, out, t);  // the code into L2 first
         straight_kernel<N><<<blocks, 32>>>(in, out, t);
@@ -111,7 +93,6 @@ int run_size(int sms, const uint32_t* in, uint32_t* out, unsigned long long* t, 
           (m0 - m1) / kb);
     }
   }
-  return 0;
 }
 
 int main() {
@@ -120,22 +101,19 @@ int main() {
   const int sms = prop.multiProcessorCount;
   printf("icache_probe: %s, %d SMs, L2 %d MiB\n", prop.name, sms, prop.l2CacheSize >> 20);
   const size_t flush_bytes = size_t(prop.l2CacheSize) * 4;
-  uint4* flush;
-  uint32_t *in, *out, *sink;
+  void* flush;
+  uint32_t *in, *out;
   unsigned long long* t;
   CK(cudaMalloc(&flush, flush_bytes));
-  CK(cudaMemset(flush, 1, flush_bytes));
   CK(cudaMalloc(&in, 64 * 4));
   std::vector<uint32_t> hin(64);
   for (int i = 0; i < 64; ++i) hin[i] = 0x12345u * (i + 1);
   CK(cudaMemcpy(in, hin.data(), 64 * 4, cudaMemcpyHostToDevice));
   CK(cudaMalloc(&out, size_t(sms) * 4 * 32 * 4));
-  CK(cudaMalloc(&sink, 4));
   CK(cudaMalloc(&t, size_t(sms) * 4 * 2 * 8));
-  const size_t flush_n = flush_bytes / sizeof(uint4);
-  if (run_size<256>(sms, in, out, t, flush, flush_n, sink)) return 1;
-  if (run_size<1024>(sms, in, out, t, flush, flush_n, sink)) return 1;
-  if (run_size<4096>(sms, in, out, t, flush, flush_n, sink)) return 1;
-  if (run_size<8192>(sms, in, out, t, flush, flush_n, sink)) return 1;
+  run_size<256>(sms, in, out, t, flush, flush_bytes);
+  run_size<1024>(sms, in, out, t, flush, flush_bytes);
+  run_size<4096>(sms, in, out, t, flush, flush_bytes);
+  run_size<8192>(sms, in, out, t, flush, flush_bytes);
   return 0;
 }

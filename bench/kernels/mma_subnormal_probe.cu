@@ -9,8 +9,6 @@
 // rounded to f32), against the same sums with subnormal A flushed to zero, and the largest
 // relative error. A probe of the hardware, not a test of an engine kernel.
 // Standalone: nvcc -O3 -std=c++20 -arch=sm_90a -o mma_subnormal_probe mma_subnormal_probe.cu
-#include <cuda_runtime.h>
-
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -18,14 +16,7 @@
 #include <random>
 #include <vector>
 
-#define CK(x)                                                                         \
-  do {                                                                                \
-    cudaError_t e_ = (x);                                                             \
-    if (e_ != cudaSuccess) {                                                          \
-      printf("CUDA error %s at %s:%d\n", cudaGetErrorString(e_), __FILE__, __LINE__); \
-      return 1;                                                                       \
-    }                                                                                 \
-  } while (0)
+#include "bench_common.cuh"
 
 // One warp: D (16 x 8, f32) = A (16 x 16, bf16 bits, row-major) x B (16 x 8, bf16 bits, B[k][n]
 // at k * 8 + n) with a zero accumulator, in mma.sync's fragment layout (PTX ISA, m16n8k16).
