@@ -5,7 +5,9 @@ The diagnostic bench build (bench_moe_linear compiled with -DDSV4_MOE_TRACE, see
 bench/kernels/results/2026-11-26_s13_moe15_NOTES.md section 5) appends one line per block of every
 traced call to $DSV4_MOE_TRACE_RAW: label, call, kind (0 W1/W3, 1 W2, 2 combine), SM, slot (+1000 for
 a W1/W3 block that folded h), blockIdx.x, then the stamps entry / waited / loop end / exit in us after
-the call's first W1/W3 entry (-1 where a stamp was not taken).
+the call's first W1/W3 entry (-1 where a stamp was not taken). A build with -DDSV4_MOE_TRACE_LASTWARP too
+(scripts/build_moe_variant_bench.sh; session 45) stamps the last warp's loop end instead of warp 0's, and
+for W1/W3 warp 0's loop end in place of "waited".
 
   moe_trace_raw.py FILE summary            per (label, call, kind): blocks, row groups, most blocks
                                            resident at once, first entry / last exit

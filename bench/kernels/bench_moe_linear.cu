@@ -18,6 +18,9 @@
 //     order in both layouts): each kernel of the captured graph in turn replaced by an empty
 //     kernel; the time saved is that stage's share of the call (with PDL the stages overlap, so
 //     the shares need not add up);
+//   * --icache-cold (with --decode-ab): each decode call after a kernel that leaves the SMs'
+//     instruction caches warm or evicts them (and the L2), as the engine's other kernels would
+//     (icache_cold_rows);
 //   * decode selection: --shapes flash,pro --formats mxfp4,nvfp4 --tokens 1,4,16,64 (all by
 //     default); --profile makes one eager official-order bf16 call per selected case and layout
 //     and exits, for a profiler (ncu -k regex:moe_decode_gemm);
@@ -62,6 +65,7 @@
 #include "backends/cuda/moe_repack.h"
 #include "backends/cuda/quantize.h"
 #include "bench_common.cuh"
+#include "straight_code.cuh"
 
 namespace {
 
@@ -789,6 +793,117 @@ void launch_seg_read(const read_cfg& c, int sms, const seg_set& s, bool pdl, uin
 
 bool g_short_read = false;
 
+// --icache-cold (with --decode-ab, official rows, the first configuration): what a decode call
+// costs when its code is not in the SMs' instruction caches, as in the engine, where attention,
+// norms and the other layers' kernels run between two MoE calls (the bench's graphs run the calls
+// back to back, so every call after the first finds the code cached; session 45, l45a:
+// icache_probe kept <= 64 KB of code cached across launches, 128 KB not, and fetching it
+// after an L2 eviction cost ~0.045 us per KB). Each call is preceded by kernels of one warp per
+// block, 4 blocks per SM: "warm" 12288 IMADs from 4 KB of code (a loop), "cold" the same count as
+// 192 KB of straight-line code (evicts the SMs' instruction caches); "+L2" a read pass over 4x
+// the L2 before it (l2_displace_kernel: the kernels' code and any data left in L2 then come from
+// HBM). Each call is timed by event records
+// around it inside the captured graph (cudaEventRecordExternal: record nodes; a plain record in
+// capture only orders streams and has no time to read; the preceding kernels' own time depends on
+// where their code is, so a difference of graphs would mix it in: l45b's first form did); per
+// replay the mean over the graph's calls, then the median over replays. The preceding kernels also
+// end the PDL overlap between consecutive calls, and the event records add their own gaps, so
+// "warm" reads somewhat above the A/B rows.
+bool g_icache_cold = false;
+
+// Reads n 16-byte words with plain loads (L2's normal eviction priority): the L2 then holds clean
+// lines of this buffer. A store pass (bench::fill) would leave it full of dirty lines, whose
+// write-back then competes with the next kernel's reads (l45c: +6-10 us a decode call, with the
+// instruction caches warm).
+__global__ void l2_displace_kernel(const uint4* p, size_t n, uint32_t* sink) {
+  uint32_t acc = 0;
+  for (size_t i = blockIdx.x * size_t(blockDim.x) + threadIdx.x; i < n;
+       i += size_t(gridDim.x) * blockDim.x) {
+    uint4 v;
+    asm volatile("ld.global.v4.u32 {%0,%1,%2,%3}, [%4];"
+                 : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w)
+                 : "l"(p + i));
+    acc ^= v.x ^ v.y ^ v.z ^ v.w;
+  }
+  if (acc == 0x9E3779B9u) sink[0] = acc;  // keeps the loads
+}
+
+void icache_cold_rows(const char* shape, const char* kname, int64_t T,
+                      const std::function<void(int, cudaStream_t)>& moe, cudaStream_t s) {
+  static uint32_t *in = nullptr, *out = nullptr;
+  static void* flush = nullptr;
+  static size_t flush_bytes = 0;
+  static int sms = 0;
+  static std::vector<cudaEvent_t> ev;
+  if (!in) {
+    cudaDeviceProp prop{};
+    CK(cudaGetDeviceProperties(&prop, 0));
+    sms = prop.multiProcessorCount;
+    flush_bytes = size_t(prop.l2CacheSize) * 4;
+    CK(cudaMalloc(&flush, flush_bytes));
+    CK(cudaMalloc(&in, 64 * 4));
+    std::vector<uint32_t> h(64);
+    for (int i = 0; i < 64; ++i) h[size_t(i)] = 0x9E3779B9u * uint32_t(i + 1);
+    CK(cudaMemcpy(in, h.data(), 64 * 4, cudaMemcpyHostToDevice));
+    CK(cudaMalloc(&out, size_t(sms) * 4 * 32 * 4));
+    ev.resize(2 * k_calls);
+    for (auto& e : ev) CK(cudaEventCreate(&e));
+  }
+  // scenario: bit 0 the 192 KB kernel (else the 4 KB loop), bit 1 the L2 read pass first.
+  const auto before = [&](int scenario, int i, cudaStream_t st) {
+    if (scenario & 2) {
+      l2_displace_kernel<<<4 * sms, 256, 0, st>>>(static_cast<const uint4*>(flush),
+                                                  flush_bytes / 16, out);
+      CK(cudaGetLastError());
+    }
+    if (scenario & 1)
+      bench::straight_code_kernel<12288><<<4 * sms, 32, 0, st>>>(in, out, 1);
+    else
+      bench::straight_code_kernel<256><<<4 * sms, 32, 0, st>>>(in, out, 48);
+    CK(cudaGetLastError());
+  };
+  const auto call_us = [&](int scenario) {
+    cudaGraph_t g;
+    cudaGraphExec_t ge;
+    CK(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal));
+    for (int i = 0; i < k_calls; ++i) {
+      before(scenario, i, s);
+      CK(cudaEventRecordWithFlags(ev[size_t(2 * i)], s, cudaEventRecordExternal));
+      moe(i, s);
+      CK(cudaEventRecordWithFlags(ev[size_t(2 * i + 1)], s, cudaEventRecordExternal));
+    }
+    CK(cudaStreamEndCapture(s, &g));
+    CK(cudaGraphInstantiate(&ge, g, 0));
+    std::vector<float> per_replay;
+    for (int r = 0; r < k_replays + 3; ++r) {
+      if (g_replay_gap_ms > 0)
+        std::this_thread::sleep_for(std::chrono::milliseconds(g_replay_gap_ms));
+      CK(cudaGraphLaunch(ge, s));
+      CK(cudaStreamSynchronize(s));
+      if (r < 3) continue;  // warm-up
+      float sum = 0;
+      for (int i = 0; i < k_calls; ++i) {
+        float ms = 0;
+        CK(cudaEventElapsedTime(&ms, ev[size_t(2 * i)], ev[size_t(2 * i + 1)]));
+        sum += ms;
+      }
+      per_replay.push_back(1e3f * sum / float(k_calls));
+    }
+    CK(cudaGraphExecDestroy(ge));
+    CK(cudaGraphDestroy(g));
+    return median(per_replay);
+  };
+  const char* names[4] = {"warm", "cold", "warm+L2", "cold+L2"};
+  double us[4] = {0, 0, 0, 0};
+  for (int rep = 0; rep < 2; ++rep)  // two alternating passes; the second is reported
+    for (int sc = 0; sc < 4; ++sc) us[sc] = call_us(sc);
+  std::printf("%-6s %-6s   T=%lld icache: us a call (events around it)", shape, kname,
+              (long long)T);
+  for (int sc = 0; sc < 4; ++sc) std::printf("  %s %.2f", names[sc], us[sc]);
+  std::printf("  | cold - warm %+.2f, warm+L2 - warm %+.2f, cold+L2 - warm %+.2f us\n",
+              us[1] - us[0], us[2] - us[0], us[3] - us[0]);
+}
+
 #ifdef DSV4_MOE_TRACE
 }  // namespace
 namespace dsv4::cuda {
@@ -1110,6 +1225,11 @@ void bench_moe(const moe_shape& sh, weight_kind kind, cudaStream_t s, const ceil
         }
         std::printf("%-6s %-6s   T=%lld %s: speed vs %s:%s\n", sh.name, kname, (long long)T,
                     official ? "official" : "exact", g_ab_configs[0].c_str(), line.c_str());
+        if (g_icache_cold && official) {
+          apply_ab_config(g_ab_configs[0]);
+          icache_cold_rows(sh.name, kname, T, body, s);
+          reset_ab_config();
+        }
         if (g_short_read && official) {
           std::vector<std::pair<std::string, double>> moe;
           for (size_t v = 0; v < nc; ++v) moe.emplace_back(g_ab_configs[v], ms[v]);
@@ -2604,6 +2724,7 @@ int main(int argc, char** argv) {
     if (a == "--decode-ab") g_decode_ab = g_decode_only = only_moe = true;
     if (a == "--breakdown") g_ab_breakdown = true;
     if (a == "--short-read") g_short_read = true;
+    if (a == "--icache-cold") g_icache_cold = true;
     if (a == "--ab-official") g_ab_official_only = true;
     if (a == "--ab" && i + 1 < argc) {
       g_ab_configs.clear();

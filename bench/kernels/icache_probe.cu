@@ -6,11 +6,14 @@
 // instruction caches; pass 0 - pass 1 is the fetch's cost. Scenarios: the code evicted from L2
 // first (bench::fill writes 4x the L2's size with normal stores, as the decode's weight stream
 // displaces lines between launches of the same kernel; bench::read_kernel's evict-first loads
-// would leave the code in place), and the same launch repeated at once (code still in L2). Blocks:
-// one per SM, or four per SM (the warps of an SM fetch the same lines). Standalone: nvcc -O3
-// -std=c++20 -arch=sm_90a -o icache_probe icache_probe.cu Output: per size and scenario, over
-// blocks, the median and max of pass 0 and pass 1 (us, from %globaltimer) and (pass 0 - pass 1) /
-// code KB. A probe of the hardware, not of an engine kernel.
+// would leave the code in place; session 45, l45c: the pass leaves the L2 dirty, and that
+// write-back alone cost a following decode call 6-11 us, so the "L2 evicted" figures are upper
+// bounds), and the same launch repeated at once (code still in L2). Session 45 (l45a): 4-64 KB
+// stayed in the SMs across launches, 128 KB did not (0.045 us per KB after the store pass, ~0 from
+// L2). Blocks: one per SM, or four per SM (the warps of an SM fetch the same lines). Standalone:
+// nvcc -O3 -std=c++20 -arch=sm_90a -o icache_probe icache_probe.cu Output: per size and scenario,
+// over blocks, the median and max of pass 0 and pass 1 (us, from %globaltimer) and (pass 0 - pass
+// 1) / code KB. A probe of the hardware, not of an engine kernel.
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -18,22 +21,12 @@
 #include <vector>
 
 #include "bench_common.cuh"
+#include "straight_code.cuh"
 
 __device__ __forceinline__ unsigned long long now_ns() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
   return t;
-}
-
-// x = x * y + C: a dependent chain ptxas cannot fold (y is loaded), one IMAD each.
-template <uint32_t C>
-__device__ __forceinline__ void mad_step(uint32_t& x, uint32_t y) {
-  asm volatile("mad.lo.u32 %0, %0, %1, %2;" : "+r"(x) : "r"(y), "n"(C * 7919u + 1u));
-}
-template <uint32_t... I>
-__device__ __forceinline__ void straight_body(uint32_t& x, uint32_t y,
-                                              std::integer_sequence<uint32_t, I...>) {
-  (mad_step<I>(x, y), ...);
 }
 
 // t: per block, pass 0 and pass 1 durations (ns). The __syncwarp and the timer reads bracket the
@@ -45,7 +38,7 @@ __global__ void straight_kernel(const uint32_t* in, uint32_t* out, unsigned long
   for (int pass = 0; pass < 2; ++pass) {
     __syncwarp();
     const unsigned long long t0 = now_ns();
-    straight_body(x, y, std::make_integer_sequence<uint32_t, N>{});
+    bench::straight_body(x, y, std::make_integer_sequence<uint32_t, N>{});
     __syncwarp();
     const unsigned long long t1 = now_ns();
     if (threadIdx.x == 0) t[2 * blockIdx.x + pass] = t1 - t0;

@@ -18,13 +18,16 @@
 // Where it stands (bench/RESULTS.md, bench/TARGETS.md; official order, bf16, the repacked layout
 // the engine reads): H200 at the full SM clock (session 44, l44a, MXFP4) Flash T = 1 / 4 / 16 / 64
 // at 58.1 / 78.9 / 89.2 / 90.5% of the HBM read ceiling, Pro 74.0 / 90.2 / 95.6 / 95.7%;
-// H100 (session 21, older kernels) Flash 68.8 / 86.8 / 90.5 / 87.0%, Pro 77.5 / 91.8 / 91.5 / 90.4%.
-// Earlier: H200 (session 10, MOE9 run 1, the MOE8 defaults) Flash 42.9 / 62.2 / 66.8 / 65.0%.
-// Issue-bound on the H200 (~2.9 instructions per weight at 43-60% issue efficiency); deeper
-// rings, L2 bulk prefetches of W2 during L1 or of each block's own weights measured slower.
-// First version (2026-11-22): 29-34% at T = 1, 1.3-5.2x faster than moe_experts_f32 and
-// 1.9-4.0x faster than a per-expert cuBLAS BF16 loop.
-// Official order (moe_decode_experts_official; one run with the exact order, bench/kernels/results/
+// Sustained at the H200's 700 W limit (session 45, l45g; SM clock ~1.6 GHz): Flash MXFP4 T = 4 / 16
+// / 64 at 77.4 / 77.6 / 81.3%, Pro 84.3 / 84.9 / 81.9%. Code not cached in the SMs or the L2 (as
+// between the engine's layers; bench_moe_linear --icache-cold, l45d): +0.2 us at Flash T = 1,
+// <= 1.6 us at T <= 16. H100 (session 21, older kernels) Flash 68.8 / 86.8 / 90.5 / 87.0%, Pro 77.5
+// / 91.8 / 91.5 / 90.4%. Earlier: H200 (session 10, MOE9 run 1, the MOE8 defaults) Flash 42.9
+// / 62.2 / 66.8 / 65.0%. Issue-bound on the H200 (~2.9 instructions per weight at 43-60% issue
+// efficiency); deeper rings, L2 bulk prefetches of W2 during L1 or of each block's own weights
+// measured slower. First version (2026-11-22): 29-34% at T = 1, 1.3-5.2x faster than
+// moe_experts_f32 and 1.9-4.0x faster than a per-expert cuBLAS BF16 loop. Official order
+// (moe_decode_experts_official; one run with the exact order, bench/kernels/results/
 // h200_2026-11-22_moe2_bench_moe_linear.txt): 0.5-10% faster than the exact order (W2 reads no
 // lo part), 1.36-1.51x faster than moe_experts_official at T = 1, 4.7-5.6x at T = 64.
 // Weight pipeline (MOE3, bench/kernels/results/h200_2026-11-22_moe3_*): a per-warp cp.async

@@ -414,7 +414,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       }
     }
     cp_async_wait<0>();
-    DSV4_TRACE(tr.stamp(2));
+    DSV4_TRACE(tr.stamp_loop_end(UP));
   } else {  // the first version's register double buffer (two rounds in flight), plain launches
     if constexpr (!UP) pdl_wait();  // no-op without PDL
     __syncthreads();                // pair_of

@@ -39,6 +39,21 @@ struct trace_block {  // stamps in shared memory: no registers taken from the ke
   __device__ void stamp(int i) {
     if (threadIdx.x == 0) t[i] = trace_now();
   }
+  // The weight loop's end, called by every warp after its loop. Default: thread 0's (warp 0's)
+  // time in t[2]. DSV4_MOE_TRACE_LASTWARP (session 45): t[2] the last warp's (a shared atomic
+  // maximum over the warps' lane 0), and for W1/W3 (up) t[1] warp 0's instead of the wait, whose
+  // stamp is the entry's there: the blocks' K parts and row tiles finish at different times, and
+  // the exit stamp follows the slowest.
+  __device__ void stamp_loop_end(bool up) {
+#ifdef DSV4_MOE_TRACE_LASTWARP
+    const unsigned long long now = trace_now();
+    if (threadIdx.x % 32 == 0) atomicMax(&t[2], now);
+    if (up && threadIdx.x == 0) t[1] = now;
+#else
+    (void)up;
+    stamp(2);
+#endif
+  }
   __device__ void flush(int kind, int slot) {
     if (threadIdx.x != 0 || !g_trace_on) return;
     t[3] = trace_now();
