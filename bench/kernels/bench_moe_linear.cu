@@ -796,24 +796,23 @@ bool g_short_read = false;
 // --icache-cold (with --decode-ab, official rows, the first configuration): what a decode call
 // costs when its code is not in the SMs' instruction caches, as in the engine, where attention,
 // norms and the other layers' kernels run between two MoE calls (the bench's graphs run the calls
-// back to back, so every call after the first finds the code cached; session 45, l45a:
-// icache_probe kept <= 64 KB of code cached across launches, 128 KB not, and fetching it
-// after an L2 eviction cost ~0.045 us per KB). Each call is preceded by kernels of one warp per
-// block, 4 blocks per SM: "warm" 12288 IMADs from 4 KB of code (a loop), "cold" the same count as
-// 192 KB of straight-line code (evicts the SMs' instruction caches); "+L2" a read pass over 4x
-// the L2 before it (l2_displace_kernel: the kernels' code and any data left in L2 then come from
-// HBM). Each call is timed by event records
-// around it inside the captured graph (cudaEventRecordExternal: record nodes; a plain record in
-// capture only orders streams and has no time to read; the preceding kernels' own time depends on
-// where their code is, so a difference of graphs would mix it in: l45b's first form did); per
-// replay the mean over the graph's calls, then the median over replays. The preceding kernels also
-// end the PDL overlap between consecutive calls, and the event records add their own gaps, so
-// "warm" reads somewhat above the A/B rows.
+// back to back, so every call after the first finds its code cached; session 45, l45a:
+// icache_probe kept <= 64 KB of code in an SM across launches, 128 KB not). Each call is preceded
+// by kernels of one warp per block, 4 blocks per SM: "warm" 12288 IMADs from 4 KB of code (a
+// loop), "cold" the same count as 192 KB of straight-line code (evicts the SMs' instruction
+// caches); "+L2" a read pass over 4x the L2 before it (l2_displace_kernel: the kernels' code and
+// any data left in L2 then come from HBM). Each call is timed by event records around it inside
+// the captured graph (cudaEventRecordExternal makes them record nodes; a plain record in capture
+// only orders streams and has no time to read). A difference of graphs (preceding kernels + call,
+// minus the preceding kernels alone) would mix in the preceding kernels' own time, which depends
+// on where their code is (l45b did so). Per replay the mean over the graph's calls, then the
+// median over replays. The preceding kernels also end the PDL overlap between consecutive calls,
+// and the records add their own gaps, so "warm" reads 1.3-2.6 us above the A/B rows (l45d).
 bool g_icache_cold = false;
 
 // Reads n 16-byte words with plain loads (L2's normal eviction priority): the L2 then holds clean
 // lines of this buffer. A store pass (bench::fill) would leave it full of dirty lines, whose
-// write-back then competes with the next kernel's reads (l45c: +6-10 us a decode call, with the
+// write-back then competes with the next kernel's reads (l45c: +6-11 us a decode call, with the
 // instruction caches warm).
 __global__ void l2_displace_kernel(const uint4* p, size_t n, uint32_t* sink) {
   uint32_t acc = 0;
