@@ -7,7 +7,8 @@ traced call to $DSV4_MOE_TRACE_RAW: label, call, kind (0 W1/W3, 1 W2, 2 combine)
 a W1/W3 block that folded h), blockIdx.x, then the stamps entry / waited / loop end / exit in us after
 the call's first W1/W3 entry (-1 where a stamp was not taken). A build with -DDSV4_MOE_TRACE_LASTWARP too
 (scripts/build_moe_variant_bench.sh; session 45) stamps the last warp's loop end instead of warp 0's, and
-for W1/W3 warp 0's loop end in place of "waited".
+for W1/W3 warp 0's loop end in place of "waited"; one with -DDSV4_MOE_TRACE_EPI records for W1/W3 the last warp's
+loop end / after the hf stores / after the fold's count / exit in the four columns (W2 and the combine as usual).
 
   moe_trace_raw.py FILE summary            per (label, call, kind): blocks, row groups, most blocks
                                            resident at once, first entry / last exit

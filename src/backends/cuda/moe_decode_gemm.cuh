@@ -528,6 +528,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     constexpr int active = RT * k_warp_size;
     const int64_t grp = r0 / 128;
     bar_sync_threads(1, active);  // every hf store of the block
+    DSV4_TRACE(tr.stamp_epilogue(1));
     int* const fold_counter = chain.qcnt + int64_t(slot) * (rows / 128) + grp;
     if (threadIdx.x == 0) {
       if constexpr (SLOTS) {
@@ -547,6 +548,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       }
     }
     bar_sync_threads(1, active);
+    DSV4_TRACE(tr.stamp_epilogue(2));
     if (!fold_last) {
       DSV4_TRACE(tr.flush(0, slot));
       return;

@@ -45,13 +45,30 @@ struct trace_block {  // stamps in shared memory: no registers taken from the ke
   // stamp is the entry's there: the blocks' K parts and row tiles finish at different times, and
   // the exit stamp follows the slowest.
   __device__ void stamp_loop_end(bool up) {
-#ifdef DSV4_MOE_TRACE_LASTWARP
+#if defined(DSV4_MOE_TRACE_EPI)
+    // t[0] = the last warp's loop end for W1/W3 (its entry is not kept), the default for W2.
+    if (up) {
+      if (threadIdx.x % 32 == 0) atomicMax(&t[0], trace_now());
+    } else {
+      stamp(2);
+    }
+#elif defined(DSV4_MOE_TRACE_LASTWARP)
     const unsigned long long now = trace_now();
     if (threadIdx.x % 32 == 0) atomicMax(&t[2], now);
     if (up && threadIdx.x == 0) t[1] = now;
 #else
     (void)up;
     stamp(2);
+#endif
+  }
+  // DSV4_MOE_TRACE_EPI (session 45): W1/W3's folding epilogue in steps: t[1] after the block's hf
+  // stores (K parts summed, SwiGLU), t[2] after the fold's acq_rel count, t[3] the exit (a folding
+  // block: after the group's reload, quantization, h stores and release). No-op otherwise.
+  __device__ void stamp_epilogue(int i) {
+#ifdef DSV4_MOE_TRACE_EPI
+    stamp(i);
+#else
+    (void)i;
 #endif
   }
   __device__ void flush(int kind, int slot) {
