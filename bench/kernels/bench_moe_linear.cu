@@ -207,14 +207,15 @@ int g_timing_id = 0;
 // without one.
 int g_replay_gap_ms = 0;
 
+// The host idle of --replay-gap-ms before a launch (none by default).
+void replay_gap() {
+  if (g_replay_gap_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(g_replay_gap_ms));
+}
+
 // Median ms of `runs` event-timed launches after a warm-up.
 double time_ms(const std::function<void()>& launch, int runs, cudaStream_t s) {
-  const auto gap = [] {
-    if (g_replay_gap_ms > 0)
-      std::this_thread::sleep_for(std::chrono::milliseconds(g_replay_gap_ms));
-  };
   for (int i = 0; i < 3; ++i) {
-    gap();
+    replay_gap();
     launch();
     if (g_replay_gap_ms > 0) CK(cudaStreamSynchronize(s));
   }
@@ -224,7 +225,7 @@ double time_ms(const std::function<void()>& launch, int runs, cudaStream_t s) {
   CK(cudaEventCreate(&b));
   std::vector<float> t(runs);
   for (int i = 0; i < runs; ++i) {
-    gap();
+    replay_gap();
     CK(cudaEventRecord(a, s));
     launch();
     CK(cudaEventRecord(b, s));
@@ -875,8 +876,7 @@ void icache_cold_rows(const char* shape, const char* kname, int64_t T,
     CK(cudaGraphInstantiate(&ge, g, 0));
     std::vector<float> per_replay;
     for (int r = 0; r < k_replays + 3; ++r) {
-      if (g_replay_gap_ms > 0)
-        std::this_thread::sleep_for(std::chrono::milliseconds(g_replay_gap_ms));
+      replay_gap();
       CK(cudaGraphLaunch(ge, s));
       CK(cudaStreamSynchronize(s));
       if (r < 3) continue;  // warm-up
