@@ -2,7 +2,8 @@
 // `--split-sweep` only sweeps linear_decode's block split; `--fp8-cublaslt` compares cuBLASLt's
 // block-scaled FP8 matmul with the engine's FP8-input path at 8-128 tokens; `--w8a8-wgmma` the
 // wgmma W8A8 linear (linear_w8a8_wgmma.h) against that path and cuBLASLt; `--nvfp4-repack-ab`
-// NVFP4's checkpoint and repacked layouts in linear_decode):
+// NVFP4's checkpoint and repacked layouts in linear_decode; `--nvfp4-ring-ab` linear_decode
+// against linear_decode_nvfp4 on repacked NVFP4):
 //   * decode (T = 1..64, graphs of 16 calls): the GEMV of linear.h, linear_decode (tensor cores),
 //     linear_gemm and cuBLAS BF16, as % of the HBM read ceiling measured in the same run;
 //   * ceiling: cuBLAS BF16 (cublasGemmEx, f32 compute, BF16 out) on the same shape with the weight
@@ -32,6 +33,7 @@
 #include "backends/cuda/linear.h"
 #include "backends/cuda/linear_decode.h"
 #include "backends/cuda/linear_decode_fp8act.h"
+#include "backends/cuda/linear_decode_nvfp4.h"
 #include "backends/cuda/linear_dispatch.h"
 #include "backends/cuda/linear_fp8_cublaslt.h"
 #include "backends/cuda/linear_fp8_dispatch.h"
@@ -1052,6 +1054,87 @@ void bench_nvfp4_repack_ab(const shape& sh, const std::vector<int64_t>& tokens, 
   cudaFree(ws);
 }
 
+// linear_decode_nvfp4 (the MoE decode kernel over one dense NVFP4 matrix, repacked) against
+// linear_decode on the same repacked copies: bf16 x and y, graphs of 16 calls on rotated copies,
+// `reps` alternating passes, best (and the spread to the worst) per variant, % of the read
+// ceiling on the packed bytes. Variants: linear_decode (the planner's split), linear_decode_nvfp4
+// with its rule, then every configuration (row tiles 4 / 2 / 1, W2P, x staged) that the shape
+// allows; xN.NNN = linear_decode's time / the variant's.
+void bench_nvfp4_ring_ab(const shape& sh, const std::vector<int64_t>& tokens, double read_gbps,
+                         cudaStream_t s, int reps) {
+  using cfg_t = dsv4::cuda::linear_decode_nvfp4_config;
+  const int64_t tmax = *std::max_element(tokens.begin(), tokens.end());
+  const shape_operands op(weight_kind::nvfp4, sh.rows, sh.cols, tmax, 24, 300, 0, 78);
+  const std::vector<device_weight> rp = repacked_nvfp4_copies(op, sh, s);
+  if (!dsv4::cuda::linear_decode_nvfp4_supported(rp[0])) {
+    std::printf("nvfp4-ring %-10s: not supported\n", sh.name);
+    return;
+  }
+  const size_t ws_bytes = std::max(dsv4::cuda::linear_decode_workspace_bytes(tmax, sh.cols),
+                                   dsv4::cuda::linear_decode_nvfp4_workspace_bytes(tmax, sh.cols));
+  void* ws = dmalloc(ws_bytes);
+  std::vector<cfg_t> configs{cfg_t{}};
+  for (int w2p : {1, 0})
+    for (int rt : {4, 2, 1})
+      for (int stage : {1, 0}) configs.push_back(cfg_t{rt, w2p, stage});
+  for (int64_t T : tokens) {
+    const size_t n = configs.size() + 1;
+    std::vector<double> best(n, 1e30), worst(n, 0.0);
+    std::vector<bool> ok(n, true);
+    for (size_t v = 1; v < n; ++v) {  // configurations the shape refuses are skipped
+      const cfg_t& c = configs[v - 1];
+      const cudaError_t e =
+          dsv4::cuda::linear_decode_nvfp4(op.x, T, rp[0], op.y, ws, ws_bytes, s, &c);
+      if (e != cudaSuccess) {
+        cudaGetLastError();
+        ok[v] = false;
+      }
+    }
+    CK(cudaStreamSynchronize(s));
+    for (int pass = 0; pass < reps; ++pass)
+      for (size_t v = 0; v < n; ++v) {
+        if (!ok[v]) continue;
+        const double t = time_graph_per_call(
+            [&](int i) {
+              const device_weight& w = rp[size_t(i) % rp.size()];
+              if (v == 0)
+                CK(dsv4::cuda::linear_decode(op.x, T, w, op.y, ws, ws_bytes, s));
+              else
+                CK(dsv4::cuda::linear_decode_nvfp4(op.x, T, w, op.y, ws, ws_bytes, s,
+                                                   &configs[v - 1]));
+            },
+            s);
+        best[v] = std::min(best[v], t);
+        worst[v] = std::max(worst[v], t);
+      }
+    const cfg_t rule = dsv4::cuda::linear_decode_nvfp4_plan(rp[0], T);
+    std::printf("nvfp4-ring %-10s %6lld %6lld T=%-2lld rule=rt%d/w2p%d/st%d take=%d", sh.name,
+                (long long)sh.rows, (long long)sh.cols, (long long)T, rule.row_tiles, rule.w2_pair,
+                rule.stage_x, int(dsv4::cuda::linear_decode_nvfp4_preferred(rp[0], T)));
+    for (size_t v = 0; v < n; ++v) {
+      char name[32];
+      if (v == 0)
+        std::snprintf(name, sizeof(name), "linear_decode");
+      else if (v == 1)
+        std::snprintf(name, sizeof(name), "rule");
+      else
+        std::snprintf(name, sizeof(name), "rt%d/w2p%d/st%d", configs[v - 1].row_tiles,
+                      configs[v - 1].w2_pair, configs[v - 1].stage_x);
+      if (!ok[v]) {
+        std::printf(" | %s -", name);
+        continue;
+      }
+      std::printf(" | %s %6.2f us %5.1f%% (+%.1f%%) x%.3f", name, best[v] * 1e3,
+                  pct_of_read(double(op.packed_bytes), best[v], read_gbps),
+                  100.0 * (worst[v] / best[v] - 1.0), best[0] / best[v]);
+    }
+    std::printf("\n");
+    std::fflush(stdout);
+  }
+  for (const device_weight& w : rp) cudaFree(const_cast<void*>(w.data));
+  cudaFree(ws);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -1167,6 +1250,28 @@ int main(int argc, char** argv) {
               std::printf("xlead %-10s T=%lld pf%d", sh.name, (long long)T, def.l2_prefetch_rounds);
             },
             variants, read_gbps, s);
+    std::printf("HBM read ceiling again: %.1f GB/s\n", read_ceiling_gbps(s));
+    return 0;
+  }
+  if (argc > 1 && std::string(argv[1]) == "--nvfp4-ring-ab") {
+    // Optional: reps (default 2), T list as "1,2,4,8".
+    const int reps = argc > 2 ? std::max(1, std::atoi(argv[2])) : 2;
+    std::vector<int64_t> ts{1, 2, 4, 8};
+    if (argc > 3) {
+      ts.clear();
+      for (const char* p = argv[3]; *p;) {
+        ts.push_back(std::atoll(p));
+        while (*p && *p != ',') ++p;
+        if (*p == ',') ++p;
+      }
+    }
+    std::printf(
+        "\n## dense NVFP4 (repacked): linear_decode vs linear_decode_nvfp4 (the MoE decode "
+        "kernel), bf16 x / y, graph of %d calls, best of %d alternating passes, %% of read, "
+        "xN.NNN = linear_decode / variant\n",
+        k_graph_calls, reps);
+    for (const shape& sh : {flash[1], flash[3], pro[1], pro[2], pro[3], pro[4], flash[5], flash[6]})
+      bench_nvfp4_ring_ab(sh, ts, read_gbps, s, reps);
     std::printf("HBM read ceiling again: %.1f GB/s\n", read_ceiling_gbps(s));
     return 0;
   }

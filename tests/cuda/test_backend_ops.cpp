@@ -45,6 +45,7 @@
 #include "backends/cpu/cpu_ops.h"
 #include "backends/cuda/device_info.h"
 #include "backends/cuda/elementwise.h"
+#include "backends/cuda/linear_decode_nvfp4.h"
 #include "backends/cuda/mhc.h"
 #include "backends/cuda/norm.h"
 #include "backends/cuda/rope.h"
@@ -1212,6 +1213,7 @@ constexpr int64_t k_flash_moe_inter = 2048, k_pro_moe_inter = 3072, k_vocab = 12
 #include "cases_moe_decode.inc"
 #include "cases_moe_prefill.inc"
 // After cases_moe_decode.inc (device_stack, encode_random, put_repacked).
+#include "cases_linear_nvfp4.inc"
 #include "cases_linear_repacked.inc"
 // After cases_quantize.inc (quant_input, distinct_rows), in this order.
 // clang-format off
@@ -1413,6 +1415,7 @@ std::vector<test_case> make_eval_cases() {
   append_linear_decode_eval_cases(cases);
   append_linear_decode_repacked_eval_cases(cases);
   append_moe_decode_w2_pair_cases(cases);  // last: the cases above keep their seeds
+  append_linear_decode_nvfp4_eval_cases(cases);  // after: the cases above keep their seeds
   return cases;
 }
 

@@ -130,4 +130,44 @@ TEST(linear_dispatch, unsupported_kernels_are_never_chosen) {
 }
 
 }  // namespace
+// choose_linear_decode_nvfp4 on an H200 (132 SMs): the launches session 46 measured best
+// (l46a) on the model shapes, and linear_decode kept where it won.
+TEST(linear_dispatch, nvfp4_ring_rule_takes_the_measured_launches) {
+  constexpr int sms = 132;
+  const auto check = [](linear_decode_nvfp4_choice c, bool take, int rt, int w2p, int st) {
+    EXPECT_EQ(c.take, take);
+    EXPECT_EQ(c.row_tiles, rt);
+    EXPECT_EQ(c.w2_pair, w2p);
+    EXPECT_EQ(c.stage_x, st);
+  };
+  // wq_b (Pro 65536 x 1536, Flash 32768 x 1024): 4 row tiles, W2P, staged to 2 tokens.
+  check(choose_linear_decode_nvfp4(65536, 1536, 1, sms), true, 4, 1, 1);
+  check(choose_linear_decode_nvfp4(65536, 1536, 2, sms), true, 4, 1, 1);
+  check(choose_linear_decode_nvfp4(65536, 1536, 4, sms), true, 4, 1, 0);
+  check(choose_linear_decode_nvfp4(32768, 1024, 8, sms), true, 4, 1, 0);
+  // Pro wo_b (7168 x 16384, 128 rounds): W2P and staged to 2 tokens, plain from 4.
+  check(choose_linear_decode_nvfp4(7168, 16384, 1, sms), true, 1, 1, 1);
+  check(choose_linear_decode_nvfp4(7168, 16384, 2, sms), true, 1, 1, 1);
+  check(choose_linear_decode_nvfp4(7168, 16384, 4, sms), true, 1, 0, 0);
+  check(choose_linear_decode_nvfp4(7168, 16384, 8, sms), true, 1, 0, 0);
+  // Pro shared w2 (7168 x 3072, 24 rounds): W2P throughout, staged at 1 token only.
+  check(choose_linear_decode_nvfp4(7168, 3072, 1, sms), true, 1, 1, 1);
+  check(choose_linear_decode_nvfp4(7168, 3072, 2, sms), true, 1, 1, 0);
+  check(choose_linear_decode_nvfp4(7168, 3072, 8, sms), true, 1, 1, 0);
+  // Fewer than 3 row tiles per SM: linear_decode (Flash wo_b, Pro shared w1 / w3).
+  EXPECT_FALSE(choose_linear_decode_nvfp4(4096, 8192, 1, sms).take);
+  EXPECT_FALSE(choose_linear_decode_nvfp4(3072, 7168, 2, sms).take);
+  // Outside the kernel: 9 tokens, ragged shapes. Rows that allow no W2P (odd row tiles) or fewer
+  // row tiles a block: the largest launch that divides them.
+  EXPECT_FALSE(choose_linear_decode_nvfp4(65536, 1536, 9, sms).take);
+  EXPECT_FALSE(choose_linear_decode_nvfp4(65536, 1500, 1, sms).take);
+  check(choose_linear_decode_nvfp4(16 * 2111, 1024, 1, sms), true, 1, 0, 1);
+  check(choose_linear_decode_nvfp4(32 * 1057, 1024, 1, sms), true, 1, 1, 1);
+  check(choose_linear_decode_nvfp4(64 * 1057, 1024, 1, sms), true, 2, 1, 1);
+  check(choose_linear_decode_nvfp4(16 * 601, 1024, 1, sms), true, 1, 0, 1);
+  // Staged rows past the shared-memory cap stay in global memory.
+  EXPECT_EQ(choose_linear_decode_nvfp4(7168, 65536, 1, sms).stage_x, 1);  // 128 KB: at the cap
+  EXPECT_EQ(choose_linear_decode_nvfp4(7168, 65536 + 128, 1, sms).stage_x, 0);
+}
+
 }  // namespace dsv4::cuda

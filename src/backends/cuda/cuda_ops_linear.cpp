@@ -14,6 +14,7 @@
 #include "backends/cuda/linear.h"
 #include "backends/cuda/linear_decode.h"
 #include "backends/cuda/linear_decode_fp8act.h"
+#include "backends/cuda/linear_decode_nvfp4.h"
 #include "backends/cuda/linear_dispatch.h"
 #include "backends/cuda/linear_fp8_cublaslt.h"
 #include "backends/cuda/linear_fp8_dispatch.h"
@@ -309,6 +310,17 @@ tensor run_linear(cuda_ops& o, const tensor& x, const prepared_linear& w, int64_
                                                workspace.data<uint8_t>(), ws, o.cublas_workspace(),
                                                k_linear_gemm_cublas_workspace_bytes, o.stream());
                           }
+                          // Repacked NVFP4 at 1..8 tokens, bf16 x: the MoE decode kernel
+                          // where its rule prefers it (linear_decode_nvfp4.h).
+                          if constexpr (std::is_same_v<act_t, __nv_bfloat16>)
+                            if (path == dense_linear_path::linear_decode && groups == 1 &&
+                                linear_decode_nvfp4_preferred(dw, T) &&
+                                reinterpret_cast<uintptr_t>(act_ptr(x, a)) % 16 == 0) {
+                              const size_t ws = linear_decode_nvfp4_workspace_bytes(T, dw.cols);
+                              tensor workspace = o.alloc(dtype::u8, {int64_t(ws)});
+                              return linear_decode_nvfp4(act_ptr(x, a), T, dw, out,
+                                                         workspace.data<uint8_t>(), ws, o.stream());
+                            }
                           if (path == dense_linear_path::linear_decode) {
                             const size_t ws = linear_decode_workspace_bytes(T, groups * dw.cols);
                             tensor workspace = o.alloc(dtype::u8, {int64_t(ws)});

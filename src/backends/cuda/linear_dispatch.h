@@ -41,6 +41,7 @@
 #include <cstdint>
 
 #include "backends/cuda/linear.h"
+#include "backends/cuda/linear_decode_nvfp4.h"
 
 namespace dsv4::cuda {
 
@@ -96,6 +97,53 @@ inline dense_linear_path choose_dense_linear_path(weight_kind kind, int64_t rows
   if (decode_ok && decode_wins) return dense_linear_path::linear_decode;
   if (gemm_ok) return dense_linear_path::linear_gemm;
   return decode_ok ? dense_linear_path::linear_decode : dense_linear_path::gemv;
+}
+
+// Repacked NVFP4 matrices that linear_decode takes at 1..8 tokens with bf16 activations: whether
+// linear_decode_nvfp4 (the MoE decode kernel's W2 launch over one expert, linear_decode_nvfp4.h)
+// takes them instead, and its launch: row tiles per block (4 / RT warps split K), W2P (two 16-row
+// tiles a warp-round) and x staged in shared memory. Fitted on session 46's sweep of all 12
+// launches at T = 1 / 2 / 4 / 8 (l46a) and checked at T = 1..8 (l46b; H200, bench_linear_gemm
+// --nvfp4-ring-ab, graphs of 16 calls on rotated copies, against linear_decode in the same
+// process): Pro wq_b (65536 x 1536) 1.09-1.29x (73.6% of read at T = 1, 65.7% at 8), Pro wo_b
+// (7168 x 16384) 1.04-1.22x, Pro shared w2 (7168 x 3072) 1.10-1.18x, Flash wq_b (32768 x 1024)
+// 1.05-1.13x except T = 3 (0.96x) and T = 4 (1.00x). Fewer than 3 row tiles of 16 per SM leave
+// the kernel, whose 4-warp blocks split K at most 4 ways, too few warps on long rows:
+// linear_decode's up-to-16-warp K split stays 1.10-1.31x ahead of the best launch on Flash wo_b
+// (4096 x 8192) and Pro shared w1 / w3 (3072 x 7168) (Flash shared w2, 4096 x 2048, 16 rounds, ran
+// 1.08-1.16x here but is below the 8 MiB that dense_layout.h repacks).
+// Many row tiles (>= 8 per SM: the wq_b): 4 row tiles, W2P, x staged at 1-2 tokens; otherwise 1
+// row tile (4 K parts), W2P at 1-2 tokens or <= 64 rounds of 128 columns (Pro wo_b at 4-8 tokens:
+// 60 / 58% without, 38% with), x staged at 1 token and at 2 with >= 64 rounds (Pro shared w2 at 2
+// tokens: 42% unstaged, 36% staged); staged 0.75-0.96x at 4-8 tokens everywhere; never past
+// k_linear_decode_nvfp4_max_staged_bytes of shared memory. take: whether the rule prefers this
+// kernel; the launch fields are filled whenever the shape is valid (a request may run it anyway).
+struct linear_decode_nvfp4_choice {
+  bool take = false;
+  int row_tiles = 1, w2_pair = 0, stage_x = 0;
+};
+inline linear_decode_nvfp4_choice choose_linear_decode_nvfp4(int64_t rows, int64_t cols,
+                                                             int64_t tokens, int sms) {
+  linear_decode_nvfp4_choice c;
+  const int64_t tiles = rows / 16, rounds = cols / 128;
+  if (tokens < 1 || tokens > k_linear_decode_nvfp4_max_tokens || rows % 16 != 0 ||
+      cols % 128 != 0 || sms <= 0)
+    return c;
+  c.take = tiles >= 3 * int64_t(sms);
+  const bool pair_rows = rows % 32 == 0;
+  if (tiles >= 8 * int64_t(sms)) {
+    c.w2_pair = pair_rows ? 1 : 0;
+    c.row_tiles = 4;
+    while (c.row_tiles > 1 && rows % (16 * (c.w2_pair + 1) * c.row_tiles) != 0) c.row_tiles /= 2;
+    c.stage_x = tokens <= 2 ? 1 : 0;
+  } else {
+    c.row_tiles = 1;
+    c.w2_pair = pair_rows && (tokens <= 2 || rounds <= 64) ? 1 : 0;
+    c.stage_x = tokens == 1 || (tokens == 2 && rounds >= 64) ? 1 : 0;
+  }
+  if (linear_decode_nvfp4_staged_bytes(tokens, cols) > k_linear_decode_nvfp4_max_staged_bytes)
+    c.stage_x = 0;
+  return c;
 }
 
 }  // namespace dsv4::cuda

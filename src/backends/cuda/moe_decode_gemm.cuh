@@ -40,8 +40,10 @@ namespace {
 // group of h on chain.ready; W2 waits for its slot's h there instead of the grid dependency and
 // reads h with coherent loads (see chain_args). A template parameter so that the other
 // instantiations keep their SASS.
+// Y16 (!UP): out holds bf16 values (rounded once from the f32 sums), for the dense linears that
+// run this kernel as one "expert" (linear_decode_nvfp4.cu).
 template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP = 0, int SSO = 0,
-          bool SLOTS = false, bool W2P = false>
+          bool SLOTS = false, bool W2P = false, bool Y16 = false>
 __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ? 4 : 1)
     moe_decode_gemm_kernel(const uint16_t* ain_hi, const uint16_t* ain_lo, int64_t kdim,
                            int64_t rows, int top_k, const int* chunk_count, const int4* chunks,
@@ -49,6 +51,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
                            const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo, float* hf,
                            float* out, int stage_x, chain_args chain) {
   constexpr int NM = UP || W2P ? 2 : 1;
+  static_assert(!Y16 || !UP, "Y16: W2's out as bf16 (the dense linears, linear_decode_nvfp4.cu)");
   static_assert(!W2P || (!UP && RING && !SPLIT && RP == 2), "W2P: the engine's W2 only");
   constexpr int KS = k_warps / RT;
   // Scale chunks of the rounds in flight (at least one round per chunk) fit the slots.
@@ -502,6 +505,11 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       const int64_t at = int64_t(p) * rows + act_u16_index(row);
       h_hi[at] = hi;
       h_lo[at] = lo;
+    } else if constexpr (Y16) {
+      auto* const y16 = reinterpret_cast<__nv_bfloat16*>(out);
+      y16[int64_t(p) * rows + row] = __float2bfloat16_rn(acc[0][i] * post[0]);
+      if constexpr (W2P)
+        y16[int64_t(p) * rows + row + m_rows] = __float2bfloat16_rn(acc[1][i] * post[1]);
     } else {
       out[int64_t(p) * rows + row] = acc[0][i] * post[0];
       if constexpr (W2P) out[int64_t(p) * rows + row + m_rows] = acc[1][i] * post[1];
