@@ -75,7 +75,10 @@ TEST(moe_decode_switches, default_w2_pair_from_five_tokens_and_at_one_on_the_h20
   moe_decode_set_w2_pair_from(-1);
   for (int64_t t = 1; t <= 64; ++t) {
     EXPECT_EQ(moe_decode_w2_pair(t, k_h200), t == 1 || t >= 5) << "T=" << t;
+    EXPECT_EQ(moe_decode_w2_pair(t, k_h200, 4096), t == 1 || t >= 5) << "T=" << t;  // Flash
+    EXPECT_TRUE(moe_decode_w2_pair(t, k_h200, 7168)) << "T=" << t;  // Pro: T = 2..4 too (s46)
     EXPECT_EQ(moe_decode_w2_pair(t, k_h100), t >= 5) << "T=" << t;
+    EXPECT_EQ(moe_decode_w2_pair(t, k_h100, 7168), t >= 5) << "T=" << t;
     EXPECT_EQ(moe_decode_w2_pair(t, 0.0), t >= 5) << "T=" << t;  // unknown device
   }
   moe_decode_set_w2_pair_from(0);

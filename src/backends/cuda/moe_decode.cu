@@ -299,15 +299,22 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
       sms, a_hi, a_lo, kdim, rows, tokens, experts, top_k, chunk_count, chunks, sorted, \
       chunks_bound, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, chain, stream)
   if constexpr (RING && !SPLIT && RP == 2)
-    if (moe_decode_scale_slots_4(tokens, current_device_read_bytes_per_sm_cycle()))
+    if (moe_decode_scale_slots_4(tokens, current_device_read_bytes_per_sm_cycle())) {
+      // W2P on the 4 slots where both apply (T = 2..4: Pro's W2 by default since session 46).
+      if constexpr (!UP)
+        if (moe_decode_w2_pair(tokens, current_device_read_bytes_per_sm_cycle(), rows) &&
+            rows % 32 == 0)
+          return DSV4_GEMM_SS(k_stages, true);
       return DSV4_GEMM_SS(k_stages, false);
+    }
   if constexpr (UP && RING && !SPLIT && RP == 2)
     if (tokens == 1 && up_scale_slots_4_t1<K, SPLIT, RING, RP>(sms, kdim, rows, chunks_bound))
       return DSV4_GEMM_SS(k_stages, false);
   // W2P (moe_decode_set_w2_pair_from): W2 of the engine's path, the default scale slots, rows a
   // multiple of 32.
   if constexpr (!UP && RING && !SPLIT && RP == 2)
-    if (moe_decode_w2_pair(tokens, current_device_read_bytes_per_sm_cycle()) && rows % 32 == 0)
+    if (moe_decode_w2_pair(tokens, current_device_read_bytes_per_sm_cycle(), rows) &&
+        rows % 32 == 0)
       return DSV4_GEMM_SS(0, true);
   return DSV4_GEMM_SS(0, false);
 #undef DSV4_GEMM_SS

@@ -18,6 +18,7 @@
 // Where it stands (bench/RESULTS.md, bench/TARGETS.md; official order, bf16, the repacked layout
 // the engine reads): H200 at the full SM clock (session 44, l44a, MXFP4) Flash T = 1 / 4 / 16 / 64
 // at 58.1 / 78.9 / 89.2 / 90.5% of the HBM read ceiling, Pro 74.0 / 90.2 / 95.6 / 95.7%;
+// Pro T = 2 / 3 / 4 since session 46's W2P on the 4 scale slots (l46e): 82.9 / 90.3 / 92.5%;
 // Sustained at the H200's 700 W limit (session 45, l45g; SM clock ~1.6 GHz): Flash MXFP4 T = 4 / 16
 // / 64 at 77.4 / 77.6 / 81.3%, Pro 84.3 / 84.9 / 81.9%. Code not cached in the SMs or the L2 (as
 // between the engine's layers; bench_moe_linear --icache-cold, l45d): +0.2 us at Flash T = 1,
@@ -156,19 +157,23 @@ void moe_decode_set_chain(int mask);
 int moe_decode_chain();
 
 // Two 16-row tiles of W2 per warp-round (session 38, the kernel's W2P): at T >= tokens on the
-// engine's path (official order, ring, repacked with the shift decode, default scale slots), each
-// W2 warp streams 32 rows per round through the two-matrix machinery of W1/W3, so that the round's
-// bookkeeping serves twice the weights; 0 = never. Default -1 (session 40): T >= 5, and T = 1 on a
-// device of the H200's class, where it runs at 2 row tiles (pick_rt); H200 measurements: session
-// 38 1.036-1.076x at T = 5 .. 64 at the full clock, 78.5-88.5% of read at T >= 8; 0.95-0.97x at
-// T = 1 and Flash T = 4 at the model's row tiles; at T = 1 with 2 row tiles 1.006-1.024x
-// (moe_decode_switches.cpp). Same sums per output row for the same K split (the row-tile choice
-// sees half as many, twice as long tiles). Process-wide, for benches and A/B runs.
+// engine's path (official order, ring, repacked with the shift decode; with the 4 scale slots
+// where those apply, T = 2..4 on the H200 class, since session 46), each W2 warp streams 32 rows
+// per round through the two-matrix machinery of W1/W3, so that the round's bookkeeping serves
+// twice the weights; 0 = never. Default -1 (session 40): T >= 5, and T = 1 on a device of the
+// H200's class, where it runs at 2 row tiles (pick_rt), and (session 46) T = 2..4 there for W2 of
+// >= 7168 rows. H200 measurements: session 38 1.036-1.076x at T = 5 .. 64 at the full clock,
+// 78.5-88.5% of read at T >= 8; 0.95-0.97x at T = 1 and Flash T = 4 at the model's row tiles; at
+// T = 1 with 2 row tiles 1.006-1.024x; at T = 2..4 on the 4 scale slots (session 46) Pro
+// 1.012-1.023x, Flash MXFP4 0.97-0.99x (moe_decode_switches.cpp). Same sums per output row for the
+// same K split (the row-tile choice sees half as many, twice as long tiles). Process-wide, for
+// benches and A/B runs.
 void moe_decode_set_w2_pair_from(int tokens);
 int moe_decode_w2_pair_from();
 // Whether W2 of a call of `tokens` tokens takes W2P, on a device reading read_bytes_per_sm_cycle
-// (device_info.h).
-bool moe_decode_w2_pair(int64_t tokens, double read_bytes_per_sm_cycle);
+// (device_info.h), for W2 of `rows` rows (the hidden size; the default rule takes W2P at T = 2..4
+// only from Pro's 7168, session 46; 0 = unknown: not there).
+bool moe_decode_w2_pair(int64_t tokens, double read_bytes_per_sm_cycle, int64_t rows = 0);
 
 // Device workspace (bytes) for `tokens` x `top_k` pairs; 256-byte aligned pointer expected.
 size_t moe_decode_workspace_bytes(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidden,

@@ -179,7 +179,14 @@ namespace {
 // 1.024x / Pro 1.012x, l39d 1.007-1.017x (MXFP4 and NVFP4); at T = 2..4 W2P lost at any row tiles
 // (l39a). Hence the default since session 40, -1: T >= 5, and T = 1 on the H200's class (the H100
 // not measured: T >= 5 there), its W2 at RT 2 (moe_decode_tuning.cpp).
+// Session 46 (l46d, H200, full clock, official bf16, two passes, against the default in the same
+// process): W2P at T = 2..4 was a no-op until then (the 4 scale slots there took precedence;
+// l46c: 0.996-1.002x), and with new 4-slot W2P kernels it runs Pro T = 2 / 3 / 4 at 1.017-1.018 /
+// 1.012-1.014 / 1.018x (MXFP4), 1.005-1.006 / 1.019-1.020 / 1.020-1.021x (NVFP4), Flash MXFP4
+// 0.983-0.984 / 0.970-0.972 / 0.989x, NVFP4 0.998-1.015x: the default takes it at T = 2..4 on the
+// H200's class for W2 of >= 7168 rows (Pro's hidden size; Flash's 4096 keeps the one-tile W2).
 int g_w2_pair_from = -1;
+constexpr int64_t k_w2_pair_min_rows_2_to_4 = 7168;
 }  // namespace
 void moe_decode_set_w2_pair_from(int tokens) {
   g_w2_pair_from = std::max(-1, tokens);
@@ -187,9 +194,11 @@ void moe_decode_set_w2_pair_from(int tokens) {
 int moe_decode_w2_pair_from() {
   return g_w2_pair_from;
 }
-bool moe_decode_w2_pair(int64_t tokens, double read_bytes_per_sm_cycle) {
+bool moe_decode_w2_pair(int64_t tokens, double read_bytes_per_sm_cycle, int64_t rows) {
+  const bool rich = bandwidth_rich(read_bytes_per_sm_cycle);
   return from_switch(g_w2_pair_from, tokens,
-                     tokens >= 5 || (tokens == 1 && bandwidth_rich(read_bytes_per_sm_cycle)));
+                     tokens >= 5 || (tokens == 1 && rich) ||
+                         (tokens >= 2 && rich && rows >= k_w2_pair_min_rows_2_to_4));
 }
 
 }  // namespace dsv4::cuda
