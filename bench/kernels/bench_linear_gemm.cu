@@ -1058,8 +1058,9 @@ void bench_nvfp4_repack_ab(const shape& sh, const std::vector<int64_t>& tokens, 
 // linear_decode on the same repacked copies: bf16 x and y, graphs of 16 calls on rotated copies,
 // `reps` alternating passes, best (and the spread to the worst) per variant, % of the read
 // ceiling on the packed bytes. Variants: linear_decode (the planner's split), linear_decode_nvfp4
-// with its rule, then every configuration (row tiles 4 / 2 / 1, W2P, x staged) that the shape
-// allows; xN.NNN = linear_decode's time / the variant's.
+// with its rule, the rule with the prepare launch for staged rows ("rule/prep", x_raw 0), then
+// every configuration (row tiles 4 / 2 / 1, W2P, x staged; staged rows raw) that the shape allows;
+// xN.NNN = linear_decode's time / the variant's.
 void bench_nvfp4_ring_ab(const shape& sh, const std::vector<int64_t>& tokens, double read_gbps,
                          cudaStream_t s, int reps) {
   using cfg_t = dsv4::cuda::linear_decode_nvfp4_config;
@@ -1073,7 +1074,8 @@ void bench_nvfp4_ring_ab(const shape& sh, const std::vector<int64_t>& tokens, do
   const size_t ws_bytes = std::max(dsv4::cuda::linear_decode_workspace_bytes(tmax, sh.cols),
                                    dsv4::cuda::linear_decode_nvfp4_workspace_bytes(tmax, sh.cols));
   void* ws = dmalloc(ws_bytes);
-  std::vector<cfg_t> configs{cfg_t{}};
+  // The rule's launch, then the same with the prepare launch for staged rows (x_raw 0).
+  std::vector<cfg_t> configs{cfg_t{}, cfg_t{0, -1, -1, 0}};
   for (int w2p : {1, 0})
     for (int rt : {4, 2, 1})
       for (int stage : {1, 0}) configs.push_back(cfg_t{rt, w2p, stage});
@@ -1117,6 +1119,8 @@ void bench_nvfp4_ring_ab(const shape& sh, const std::vector<int64_t>& tokens, do
         std::snprintf(name, sizeof(name), "linear_decode");
       else if (v == 1)
         std::snprintf(name, sizeof(name), "rule");
+      else if (v == 2)
+        std::snprintf(name, sizeof(name), "rule/prep");
       else
         std::snprintf(name, sizeof(name), "rt%d/w2p%d/st%d", configs[v - 1].row_tiles,
                       configs[v - 1].w2_pair, configs[v - 1].stage_x);

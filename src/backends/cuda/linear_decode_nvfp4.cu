@@ -38,23 +38,25 @@ __global__ void linear_decode_nvfp4_prepare_kernel(const uint4* x, int64_t group
   if (i < groups) xhi[act_group_slot(i)] = paired_bf16_group(x[i]);
 }
 
-template <int RT, bool W2P, bool Y16>
+template <int RT, bool W2P, bool Y16, bool XRAW>
 constexpr auto gemm_kernel =
-    moe_decode_gemm_kernel<weight_kind::nvfp4, false, false, RT, true, 2, 0, false, W2P, Y16>;
+    moe_decode_gemm_kernel<weight_kind::nvfp4, false, false, RT, true, 2, 0, false, W2P, Y16, XRAW>;
 
 bool valid_config(const device_weight& w, int64_t tokens, const linear_decode_nvfp4_config& c) {
   return (c.stage_x == 0 || linear_decode_nvfp4_staged_bytes(tokens, w.cols) <=
                                 k_linear_decode_nvfp4_max_staged_bytes) &&
          (c.row_tiles == 1 || c.row_tiles == 2 || c.row_tiles == 4) &&
          (c.w2_pair == 0 || (c.w2_pair == 1 && w.rows % 32 == 0)) &&
-         (c.stage_x == 0 || c.stage_x == 1) && w.rows % (16 * (c.w2_pair + 1) * c.row_tiles) == 0;
+         (c.stage_x == 0 || c.stage_x == 1) && (c.x_raw == 0 || (c.x_raw == 1 && c.stage_x == 1)) &&
+         w.rows % (16 * (c.w2_pair + 1) * c.row_tiles) == 0;
 }
 
-template <int RT, bool W2P, typename out_t>
+// xhi: the prepared rows, or (XRAW) x itself.
+template <int RT, bool W2P, bool XRAW, typename out_t>
 cudaError_t launch_gemm(const uint16_t* xhi, int64_t tokens, const device_weight& w, out_t* y,
                         size_t smem, cudaStream_t stream) {
   constexpr bool y16 = std::is_same_v<out_t, __nv_bfloat16>;
-  const auto kernel = gemm_kernel<RT, W2P, y16>;
+  const auto kernel = gemm_kernel<RT, W2P, y16, XRAW>;
   if (smem > 0 && allow_dynamic_smem(kernel, smem) != cudaSuccess) return cudaErrorInvalidValue;
   int32_t* routing = nullptr;
   if (const cudaError_t e =
@@ -106,6 +108,7 @@ linear_decode_nvfp4_config linear_decode_nvfp4_plan(const device_weight& w, int6
   if (c.row_tiles == 0) c.row_tiles = rule.row_tiles;
   if (c.w2_pair < 0) c.w2_pair = rule.w2_pair;
   if (c.stage_x < 0) c.stage_x = rule.stage_x;
+  if (c.x_raw < 0) c.x_raw = c.stage_x;
   return c;
 }
 
@@ -127,16 +130,22 @@ cudaError_t linear_decode_nvfp4(const __nv_bfloat16* x, int64_t tokens, const de
   const linear_decode_nvfp4_config c =
       linear_decode_nvfp4_plan(w, tokens, config ? *config : linear_decode_nvfp4_config{});
   if (!valid_config(w, tokens, c)) return cudaErrorInvalidValue;
-  auto* xhi = static_cast<uint16_t*>(workspace);
-  const int64_t groups = tokens * w.cols / 8;
-  if (const cudaError_t e =
-          launch_pdl(true, linear_decode_nvfp4_prepare_kernel,
-                     dim3(unsigned(ceil_div(groups, int64_t(256)))), dim3(256), 0, stream,
-                     reinterpret_cast<const uint4*>(x), groups, reinterpret_cast<uint4*>(xhi));
-      e != cudaSuccess)
-    return e;
   const size_t smem = c.stage_x ? size_t(linear_decode_nvfp4_staged_bytes(tokens, w.cols)) : 0;
-#define DSV4_LAUNCH(RT, W2P) launch_gemm<RT, W2P>(xhi, tokens, w, y, smem, stream)
+  const uint16_t* rows = reinterpret_cast<const uint16_t*>(x);
+  if (!c.x_raw) {
+    auto* xhi = static_cast<uint16_t*>(workspace);
+    const int64_t groups = tokens * w.cols / 8;
+    if (const cudaError_t e =
+            launch_pdl(true, linear_decode_nvfp4_prepare_kernel,
+                       dim3(unsigned(ceil_div(groups, int64_t(256)))), dim3(256), 0, stream,
+                       reinterpret_cast<const uint4*>(x), groups, reinterpret_cast<uint4*>(xhi));
+        e != cudaSuccess)
+      return e;
+    rows = xhi;
+  }
+#define DSV4_LAUNCH(RT, W2P)                                              \
+  (c.x_raw ? launch_gemm<RT, W2P, true>(rows, tokens, w, y, smem, stream) \
+           : launch_gemm<RT, W2P, false>(rows, tokens, w, y, smem, stream))
   if (c.w2_pair)
     return c.row_tiles == 4   ? DSV4_LAUNCH(4, true)
            : c.row_tiles == 2 ? DSV4_LAUNCH(2, true)

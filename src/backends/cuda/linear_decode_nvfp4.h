@@ -7,9 +7,10 @@
 // 41-44 on the MoE's loop, which linear_decode's register pipeline does not have.
 //
 // Launches (programmatic dependent launch, as linear_decode): a prepare kernel converts x into the
-// decode kernels' paired activation layout in the workspace; the GEMM streams its first ring
-// rounds before it waits for it, takes its chunk from a constant routing (no plan launch) and
-// writes y (f32, or bf16 rounded once from the f32 sum) directly. Same products as
+// decode kernels' paired activation layout in the workspace, except where the GEMM stages x's
+// rows in shared memory and converts them itself (x_raw); the GEMM streams its first ring rounds
+// before it waits for its predecessor, takes its chunk from a constant routing (no plan launch)
+// and writes y (f32, or bf16 rounded once from the f32 sum) directly. Same products as
 // linear_decode's repacked kernels (the same BF16 pairs, exact); the K split, and with it the f32
 // summation order, is the MoE kernel's: y within the parity tolerances, not bit-equal to
 // linear_decode's (where neither splits K the products are summed in the same order: session
@@ -20,8 +21,11 @@
 // of 16 calls on rotated copies, T = 1 / 2 / 4 / 8, linear_decode in the same process in
 // brackets): Pro wq_b 73.6 / 70.6 / 67.8 / 65.7% (64.6 / 62.8 / 59.8 / 51.0), Pro wo_b 67.4 / 63.5
 // / 59.1 / 58.1% (60.9 / 57.1 / 53.2 / 47.6), Flash wq_b 55.6 / 49.5 / 44.9 / 44.8% (50.0 / 47.0
-// / 44.7 / 39.8). Issue-bound like the MoE's loop; matrices of few row tiles stay on linear_decode
-// (choose_linear_decode_nvfp4 in linear_dispatch.h has the rule and its measurements).
+// / 44.7 / 39.8). Without the prepare launch where x is staged (x_raw, l46g, a machine reading
+// 2.5% more): T = 1 Pro wq_b 75.1% (1.035x over the prepare launch), Pro wo_b 68.0% (1.028x),
+// Flash wq_b 54.6% (0.988x). Issue-bound like the MoE's loop; matrices of few row tiles stay on
+// linear_decode (choose_linear_decode_nvfp4 in linear_dispatch.h has the rule and its
+// measurements).
 #pragma once
 
 #include <cuda_bf16.h>
@@ -44,12 +48,15 @@ constexpr int64_t linear_decode_nvfp4_staged_bytes(int64_t tokens, int64_t cols)
 }
 
 // The launch's shape: row tiles per block (4, 2 or 1; 4 / row_tiles warps split K), W2P (two
-// 16-row tiles per warp-round; rows a multiple of 32) and whether the block stages the step's x
-// rows in shared memory. Fields < 0 (row_tiles 0): the rule's choice (linear_decode_nvfp4_plan).
+// 16-row tiles per warp-round; rows a multiple of 32), whether the block stages the step's x
+// rows in shared memory, and whether staged rows come from x itself, converted by the GEMM's
+// blocks (x_raw 1: no prepare launch; staged only) or from the prepare launch (0). Fields < 0
+// (row_tiles 0): the rule's choice (linear_decode_nvfp4_plan; x_raw: 1 where staged).
 struct linear_decode_nvfp4_config {
   int row_tiles = 0;
   int w2_pair = -1;
   int stage_x = -1;
+  int x_raw = -1;
 };
 
 // Whether cuda_ops sends repacked NVFP4 matrices at 1..8 tokens with bf16 activations here

@@ -41,9 +41,12 @@ namespace {
 // reads h with coherent loads (see chain_args). A template parameter so that the other
 // instantiations keep their SASS.
 // Y16 (!UP): out holds bf16 values (rounded once from the f32 sums), for the dense linears that
-// run this kernel as one "expert" (linear_decode_nvfp4.cu).
+// run this kernel as one "expert" (linear_decode_nvfp4.cu). XRAW (!UP, the dense linears): the
+// activation rows are raw bf16 (x in its natural order, not the paired layout of a prepare
+// launch), converted while they are staged; the launch must stage every row (stage_x >= the
+// chunk's pairs: the unstaged path would read them as paired).
 template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP = 0, int SSO = 0,
-          bool SLOTS = false, bool W2P = false, bool Y16 = false>
+          bool SLOTS = false, bool W2P = false, bool Y16 = false, bool XRAW = false>
 __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ? 4 : 1)
     moe_decode_gemm_kernel(const uint16_t* ain_hi, const uint16_t* ain_lo, int64_t kdim,
                            int64_t rows, int top_k, const int* chunk_count, const int4* chunks,
@@ -52,6 +55,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
                            float* out, int stage_x, chain_args chain) {
   constexpr int NM = UP || W2P ? 2 : 1;
   static_assert(!Y16 || !UP, "Y16: W2's out as bf16 (the dense linears, linear_decode_nvfp4.cu)");
+  static_assert(!XRAW || (!UP && RING && !SPLIT), "XRAW: W2's staged rows from raw bf16 x");
   static_assert(!W2P || (!UP && RING && !SPLIT && RP == 2), "W2P: the engine's W2 only");
   constexpr int KS = k_warps / RT;
   // Scale chunks of the rounds in flight (at least one round per chunk) fit the slots.
@@ -299,12 +303,18 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
           for (int b = 0; b < k_h_batch; ++b)
             if (const int i = int(threadIdx.x) + b * k_threads; i < x_groups)
               hv[b] = load_act16<HL2>(src + i);
+          // XRAW: each 16-byte group of raw bf16 into its paired slot (as the prepare launch).
+          const auto put = [&](int i, uint4 v) {
+            if constexpr (XRAW)
+              xs_row[p * xs_stride + act_group_slot(i)] = paired_bf16_group(v);
+            else
+              xs_row[p * xs_stride + i] = v;
+          };
 #pragma unroll
           for (int b = 0; b < k_h_batch; ++b)
-            if (const int i = int(threadIdx.x) + b * k_threads; i < x_groups)
-              xs_row[p * xs_stride + i] = hv[b];
+            if (const int i = int(threadIdx.x) + b * k_threads; i < x_groups) put(i, hv[b]);
           for (int i = threadIdx.x + k_h_batch * k_threads; i < x_groups; i += k_threads)
-            xs_row[p * xs_stride + i] = load_act16<HL2>(src + i);
+            put(i, load_act16<HL2>(src + i));
         }
       }
     }
