@@ -71,8 +71,8 @@ void linear_decode_nvfp4_set_mode(int mode);
 // choose_linear_decode_nvfp4 (linear_dispatch.h) on the current device.
 bool linear_decode_nvfp4_preferred(const device_weight& w, int64_t tokens);
 
-// nvfp4 in the repacked layout, one matrix, rows % 16 == 0, cols % 128 == 0, data and scales
-// 16-byte aligned.
+// nvfp4 in the repacked layout (matrix 0 of w is the one multiplied), rows % 16 == 0,
+// cols % 128 == 0, data and scales 16-byte aligned.
 bool linear_decode_nvfp4_supported(const device_weight& w);
 
 // The configuration a call of `tokens` tokens takes on the current device: `request`'s fields
