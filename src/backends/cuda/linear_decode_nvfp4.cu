@@ -11,6 +11,8 @@
 #include <atomic>
 #include <cstdlib>
 #include <cstring>
+#include <map>
+#include <mutex>
 #include <type_traits>
 
 #include "backends/cuda/kernel_attributes.h"
@@ -26,6 +28,25 @@ namespace {
 
 // The routing of a dense step: every token's one pair on expert 0 (static storage, zero).
 __device__ int32_t g_dense_routing[k_linear_decode_nvfp4_max_tokens];
+
+// g_dense_routing's address on the current device, looked up once per device (not per call).
+cudaError_t dense_routing(int32_t*& routing) {
+  static std::mutex mu;
+  static std::map<int, int32_t*> by_device;
+  int device = 0;
+  if (const cudaError_t e = cudaGetDevice(&device); e != cudaSuccess) return e;
+  const std::lock_guard<std::mutex> lock(mu);
+  if (const auto it = by_device.find(device); it != by_device.end()) {
+    routing = it->second;
+    return cudaSuccess;
+  }
+  if (const cudaError_t e =
+          cudaGetSymbolAddress(reinterpret_cast<void**>(&routing), g_dense_routing);
+      e != cudaSuccess)
+    return e;
+  by_device.emplace(device, routing);
+  return cudaSuccess;
+}
 
 // x [tokens, cols] bf16 into the decode kernels' paired layout (moe_decode_common.cuh; bf16:
 // the hi part is the value, no lo part), 16 bytes a thread. The GEMM waits for this grid before
@@ -59,10 +80,7 @@ cudaError_t launch_gemm(const uint16_t* xhi, int64_t tokens, const device_weight
   const auto kernel = gemm_kernel<RT, W2P, y16, XRAW>;
   if (smem > 0 && allow_dynamic_smem(kernel, smem) != cudaSuccess) return cudaErrorInvalidValue;
   int32_t* routing = nullptr;
-  if (const cudaError_t e =
-          cudaGetSymbolAddress(reinterpret_cast<void**>(&routing), g_dense_routing);
-      e != cudaSuccess)
-    return e;
+  if (const cudaError_t e = dense_routing(routing); e != cudaSuccess) return e;
   // Chain 8's self plan over the constant routing; no fold, no readiness counters.
   const chain_args chain{nullptr, 0, routing, int(tokens), 1, nullptr, 0, 0, 0};
   const fp4_weight f = make_fp4_weight(w);

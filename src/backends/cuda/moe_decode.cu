@@ -298,24 +298,20 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
   launch_gemm_ss<K, UP, SPLIT, RING, RP, SSO, W2P>(                                     \
       sms, a_hi, a_lo, kdim, rows, tokens, experts, top_k, chunk_count, chunks, sorted, \
       chunks_bound, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, chain, stream)
-  if constexpr (RING && !SPLIT && RP == 2)
-    if (moe_decode_scale_slots_4(tokens, current_device_read_bytes_per_sm_cycle())) {
-      // W2P on the 4 slots where both apply (T = 2..4: Pro's W2 by default since session 46).
-      if constexpr (!UP)
-        if (moe_decode_w2_pair(tokens, current_device_read_bytes_per_sm_cycle(), rows) &&
-            rows % 32 == 0)
-          return DSV4_GEMM_SS(k_stages, true);
+  if constexpr (RING && !SPLIT && RP == 2) {
+    const double read_per_sm_cycle = current_device_read_bytes_per_sm_cycle();
+    const bool slots_4 = moe_decode_scale_slots_4(tokens, read_per_sm_cycle);
+    if constexpr (!UP) {
+      // W2P (moe_decode_set_w2_pair_from): W2 of the engine's path, rows a multiple of 32, on the
+      // 4 scale slots where those apply too (T = 2..4: Pro's W2 by default since session 46).
+      if (rows % 32 == 0 && moe_decode_w2_pair(tokens, read_per_sm_cycle, rows))
+        return slots_4 ? DSV4_GEMM_SS(k_stages, true) : DSV4_GEMM_SS(0, true);
+    } else if (!slots_4 && tokens == 1 &&
+               up_scale_slots_4_t1<K, SPLIT, RING, RP>(sms, kdim, rows, chunks_bound)) {
       return DSV4_GEMM_SS(k_stages, false);
     }
-  if constexpr (UP && RING && !SPLIT && RP == 2)
-    if (tokens == 1 && up_scale_slots_4_t1<K, SPLIT, RING, RP>(sms, kdim, rows, chunks_bound))
-      return DSV4_GEMM_SS(k_stages, false);
-  // W2P (moe_decode_set_w2_pair_from): W2 of the engine's path, the default scale slots, rows a
-  // multiple of 32.
-  if constexpr (!UP && RING && !SPLIT && RP == 2)
-    if (moe_decode_w2_pair(tokens, current_device_read_bytes_per_sm_cycle(), rows) &&
-        rows % 32 == 0)
-      return DSV4_GEMM_SS(0, true);
+    if (slots_4) return DSV4_GEMM_SS(k_stages, false);
+  }
   return DSV4_GEMM_SS(0, false);
 #undef DSV4_GEMM_SS
 }
