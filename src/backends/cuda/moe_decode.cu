@@ -446,6 +446,14 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
           stream);
       e != cudaSuccess)
     return e;
+  // A launch refused past this point leaves W1/W3's counts (chain 16's readiness and fold
+  // counters) in the per-stream buffer with no launch of the call left to zero them; a later call
+  // whose launches succeed would then see its slots ready before its W1/W3 ran and read stale h.
+  // Zero the buffer before returning the error (a memset node when capturing).
+  const auto fail = [&](cudaError_t e) {
+    if (slots_buf) cudaMemsetAsync(slots_buf, 0, k_slot_counters * sizeof(int), stream);
+    return e;
+  };
   if (official) {
     const int64_t items = pairs * (inter / k_round);
     if (!up_chain.qcnt)  // else W1/W3 quantized h (launch_gemm_ss keeps the fold at one wave)
@@ -455,29 +463,31 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
               dim3(unsigned(ceil_div(items, 256 / k_warp_size))), dim3(256), 0, stream, hf, indices,
               pairs, experts, inter, hhi);
           e != cudaSuccess)
-        return e;
+        return fail(e);
     // The quantized h is exact in BF16: no lo part.
     if (const cudaError_t e = launch_gemm<K, false, false, ring, RP>(
             sms, hhi, hlo, inter, hidden, tokens, experts, int(top_k), chunk_count, chunks, sorted,
             bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, down_chain, stream);
         e != cudaSuccess)
-      return e;
+      return fail(e);
   } else if (const cudaError_t e = launch_gemm<K, false, true, ring, RP>(
                  sms, hhi, hlo, inter, hidden, tokens, experts, int(top_k), chunk_count, chunks,
                  sorted, bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, down_chain,
                  stream);
              e != cudaSuccess) {
-    return e;
+    return fail(e);
   }
   const int threads = 256;
-  return launch_pdl(ring,
-                    slots_buf ? (early ? moe_decode_combine_kernel<act_t, true, true>
-                                       : moe_decode_combine_kernel<act_t, false, true>)
-                    : early   ? moe_decode_combine_kernel<act_t, true>
-                              : moe_decode_combine_kernel<act_t, false>,
-                    dim3(grid_stride_blocks(tokens * hidden, threads)), dim3(threads), 0, stream,
-                    out, indices, official ? nullptr : weights, tokens, int(top_k), experts, hidden,
-                    y, slots_buf, slots_buf ? int(n_slot) : 0);
+  const cudaError_t e =
+      launch_pdl(ring,
+                 slots_buf ? (early ? moe_decode_combine_kernel<act_t, true, true>
+                                    : moe_decode_combine_kernel<act_t, false, true>)
+                 : early   ? moe_decode_combine_kernel<act_t, true>
+                           : moe_decode_combine_kernel<act_t, false>,
+                 dim3(grid_stride_blocks(tokens * hidden, threads)), dim3(threads), 0, stream, out,
+                 indices, official ? nullptr : weights, tokens, int(top_k), experts, hidden, y,
+                 slots_buf, slots_buf ? int(n_slot) : 0);
+  return e == cudaSuccess ? e : fail(e);
 }
 
 }  // namespace
