@@ -97,12 +97,17 @@ TEST(moe_decode_tuning, ties_take_the_smaller_rt_on_the_bandwidth_rich_class) {
 
 TEST(moe_decode_tuning, four_slot_w1w3_takes_rt4_at_two_to_four_tokens) {
   // Session 39 (l39f): with 4 scale slots W1/W3 at T = 2..4 takes RT 4, where the model (4 blocks
-  // per SM) takes RT 2 at Flash T = 3 / 4 and Pro T = 2 / 4.
+  // per SM) takes RT 2 at Flash T = 3 / 4 and Pro T = 2 / 4. Session 47 (l47e): except where the
+  // RT 4 grid fits one wave of resident blocks on the H200 class: Flash T = 2 (13 chunk slots x 32
+  // blocks = 416 <= 528) takes RT 2 there; the H100's class keeps RT 4.
   EXPECT_EQ(rt_of(true, k_flash, 3, 0, k_h200), 2);
   EXPECT_EQ(rt_of(true, k_pro, 2, 0, k_h200), 2);
+  EXPECT_EQ(rt_of(true, k_flash, 2, 0, k_h200, true), 2);
+  EXPECT_EQ(rt_of(true, k_flash, 2, 0, k_h100, true), 4);
   for (const shape& s : {k_flash, k_pro})
     for (int64_t t = 2; t <= 4; ++t) {
-      EXPECT_EQ(rt_of(true, s, t, 0, k_h200, true), 4) << t;
+      if (s.hidden != k_flash.hidden || t != 2)
+        EXPECT_EQ(rt_of(true, s, t, 0, k_h200, true), 4) << t;
       // W2, T = 1 and T > 4 keep the model's choice; A/B codes still force row tiles.
       EXPECT_EQ(rt_of(false, s, t, 0, k_h200, true), rt_of(false, s, t, 0, k_h200)) << t;
       EXPECT_EQ(rt_of(true, s, t, -20, k_h200, true), 2) << t;

@@ -43,7 +43,13 @@ namespace dsv4::cuda::moe_decode_tuning {
 // at Flash T = 3 / 4 and Pro T = 2 / 3 / 4 (MXFP4 and NVFP4), where the wave model, fed the real
 // occupancy, takes RT 2 at Flash T = 3 / 4 and Pro T = 2 / 4; at Flash T = 2 it takes RT 4 (RT 2
 // 1.002-1.018x there). Only where measured (the A/B setting of 4 slots from some T reaches larger
-// T too); A/B codes and the old rule still decide when set.
+// T too); A/B codes and the old rule still decide when set. Session 47 (l47e, H200, full clock,
+// two passes, main 461f242's kernels): W1/W3 forced to RT 2 ran Flash MXFP4 T = 2 / 3 / 4 1.030 /
+// 1.034x, 1.003 / 1.006x, 0.992 / 0.993x of the RT 4 rule (block traces in its logs): at Flash
+// T = 2 the RT 4 grid (at most 13 chunks x 32 blocks = 416) is under one wave of the 528 resident
+// slots, so RT 4 leaves SMs with fewer blocks than they hold; RT 2 fills them. Hence, on the H200
+// class, RT 2 where the RT 4 grid fits one wave (Flash T = 2; Pro T = 2 has 624 blocks, where l39f
+// measured RT 2 at 0.95-0.975x).
 // W2P at T = 1 on the H200 class (session 40's default, moe_decode_w2_pair) takes RT 2, as
 // measured against the model's RT 4 with W2P off (l38c 1.006-1.009x, l39a 1.012-1.024x, l39d
 // 1.007-1.017x; W2P at the model's row tiles 0.955-0.965x).
@@ -63,8 +69,12 @@ constexpr int k_block_overhead_rounds = 12;
 int pick_rt(bool up, int64_t rows, int64_t rounds, int64_t tokens, int64_t top_k, int64_t experts,
             int64_t chunks_bound, int sms, const int (&blocks_per_sm)[3], int min_blocks_per_sm,
             double read_bytes_per_sm_cycle, bool four_scale_slots, bool w2_pair, bool mxfp4) {
-  if (up && four_scale_slots && min_blocks_per_sm == 0 && tokens >= 2 && tokens <= 4) return 4;
   const bool ties_to_smaller = bandwidth_rich(read_bytes_per_sm_cycle);
+  if (up && four_scale_slots && min_blocks_per_sm == 0 && tokens >= 2 && tokens <= 4) {
+    const int64_t blocks_rt4 = (rows / 64) * chunks_bound;
+    const int64_t slots_rt4 = int64_t(std::max(1, blocks_per_sm[0])) * sms;
+    return ties_to_smaller && blocks_rt4 <= slots_rt4 ? 2 : 4;
+  }
   if (!up && w2_pair && min_blocks_per_sm == 0 && tokens == 1 && ties_to_smaller) return 2;
   if (up && mxfp4 && min_blocks_per_sm == 0 && tokens == 1 && ties_to_smaller) {
     // W1/W3 at T = 1 whose RT 2 grid is a short second wave: RT 1 (see above, session 43).
