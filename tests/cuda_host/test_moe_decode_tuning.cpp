@@ -106,8 +106,9 @@ TEST(moe_decode_tuning, four_slot_w1w3_takes_rt4_at_two_to_four_tokens) {
   EXPECT_EQ(rt_of(true, k_flash, 2, 0, k_h100, true), 4);
   for (const shape& s : {k_flash, k_pro})
     for (int64_t t = 2; t <= 4; ++t) {
-      if (s.hidden != k_flash.hidden || t != 2)
+      if (s.hidden != k_flash.hidden || t != 2) {
         EXPECT_EQ(rt_of(true, s, t, 0, k_h200, true), 4) << t;
+      }
       // W2, T = 1 and T > 4 keep the model's choice; A/B codes still force row tiles.
       EXPECT_EQ(rt_of(false, s, t, 0, k_h200, true), rt_of(false, s, t, 0, k_h200)) << t;
       EXPECT_EQ(rt_of(true, s, t, -20, k_h200, true), 2) << t;

@@ -70,16 +70,17 @@ int pick_rt(bool up, int64_t rows, int64_t rounds, int64_t tokens, int64_t top_k
             int64_t chunks_bound, int sms, const int (&blocks_per_sm)[3], int min_blocks_per_sm,
             double read_bytes_per_sm_cycle, bool four_scale_slots, bool w2_pair, bool mxfp4) {
   const bool ties_to_smaller = bandwidth_rich(read_bytes_per_sm_cycle);
-  if (up && four_scale_slots && min_blocks_per_sm == 0 && tokens >= 2 && tokens <= 4) {
-    const int64_t blocks_rt4 = (rows / 64) * chunks_bound;
-    const int64_t slots_rt4 = int64_t(std::max(1, blocks_per_sm[0])) * sms;
-    return ties_to_smaller && blocks_rt4 <= slots_rt4 ? 2 : 4;
-  }
+  // The chunk bound's grid at RT, and the blocks resident at once at RT (blocks_per_sm's order).
+  const auto grid_blocks = [&](int rt) { return (rows / (16 * rt)) * chunks_bound; };
+  const auto resident = [&](int rt) {
+    return int64_t(std::max(1, blocks_per_sm[rt == 4 ? 0 : rt == 2 ? 1 : 2])) * sms;
+  };
+  if (up && four_scale_slots && min_blocks_per_sm == 0 && tokens >= 2 && tokens <= 4)
+    return ties_to_smaller && grid_blocks(4) <= resident(4) ? 2 : 4;
   if (!up && w2_pair && min_blocks_per_sm == 0 && tokens == 1 && ties_to_smaller) return 2;
   if (up && mxfp4 && min_blocks_per_sm == 0 && tokens == 1 && ties_to_smaller) {
     // W1/W3 at T = 1 whose RT 2 grid is a short second wave: RT 1 (see above, session 43).
-    const int64_t blocks_rt2 = (rows / 32) * chunks_bound;
-    const int64_t slots_rt2 = int64_t(std::max(1, blocks_per_sm[1])) * sms;
+    const int64_t blocks_rt2 = grid_blocks(2), slots_rt2 = resident(2);
     if (blocks_rt2 > slots_rt2 && 4 * blocks_rt2 <= 5 * slots_rt2) return 1;
   }
   // A/B codes (MOE15, moe_decode_set_rt_blocks_per_sm(-(10 u + d))): RT u for W1/W3 and d for
