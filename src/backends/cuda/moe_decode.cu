@@ -194,30 +194,55 @@ size_t staged_rows_bytes(int pairs, int64_t kdim) {
   return size_t(pairs) * size_t(kdim * 2 + (pairs > 1 ? 64 : 0));
 }
 
+// The shape-dependent plan of one GEMM launch: its staged rows, resident blocks per SM at RT 4 /
+// 2 / 1, and the row tiles pick_rt takes. `ready`: chain 16's per-slot readiness is on (W2 then
+// stages h at T = 1 too with chain.stage_h1).
+struct gemm_plan {
+  size_t stage_bytes = 0;
+  int stage_pairs = 0;
+  int blocks_per_sm[3] = {1, 1, 1};
+  int rt = 4;
+};
+template <weight_kind K, bool UP, bool SPLIT, bool RING, int RP, int SSO, bool W2P>
+gemm_plan plan_gemm(int sms, int64_t kdim, int64_t rows, int64_t tokens, int64_t experts, int top_k,
+                    int64_t chunks_bound, bool ready, int stage_h1) {
+  gemm_plan p;
+  // Staged activation rows (moe_decode_set_stage_x_tokens): the ring kernels without a lo part.
+  const moe_decode_stage_x sx = moe_decode_stage_x_tokens();
+  const bool stage = UP ? tokens <= sx.up_max
+                        : (tokens >= sx.down_min || (ready && stage_h1)) && tokens <= sx.down_max;
+  p.stage_pairs = UP ? moe_decode_stage_pairs().up : moe_decode_stage_pairs().down;
+  p.stage_bytes = RING && !SPLIT && stage ? staged_rows_bytes(p.stage_pairs, kdim) : 0;
+  p.blocks_per_sm[0] = gemm_blocks_per_sm<K, UP, SPLIT, 4, RING, RP, SSO, W2P>(p.stage_bytes);
+  p.blocks_per_sm[1] = gemm_blocks_per_sm<K, UP, SPLIT, 2, RING, RP, SSO, W2P>(p.stage_bytes);
+  p.blocks_per_sm[2] = gemm_blocks_per_sm<K, UP, SPLIT, 1, RING, RP, SSO, W2P>(p.stage_bytes);
+  // W2P: a warp's tile is 32 rows; the row-tile model sees that many tiles (rows / 32 of 16).
+  constexpr int64_t tile_rows = W2P ? 32 : 16;
+  p.rt = pick_rt(UP, rows * 16 / tile_rows, kdim / k_round, tokens, top_k, experts, chunks_bound,
+                 sms, p.blocks_per_sm, moe_decode_rt_blocks_per_sm(),
+                 current_device_read_bytes_per_sm_cycle(), SSO == k_stages, W2P,
+                 K == weight_kind::mxfp4);
+  return p;
+}
+
+// rt_force (1, 2 or 4; 0 = this launch's own plan): the row tiles, hence the K parts of each
+// block (k_warps / RT), that the checkpoint layout takes from its repacked twin (launch_gemm).
 template <weight_kind K, bool UP, bool SPLIT, bool RING, int RP, int SSO, bool W2P = false>
 cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int64_t kdim,
                            int64_t rows, int64_t tokens, int64_t experts, int top_k,
                            const int* chunk_count, const int4* chunks, const int* sorted,
                            int64_t chunks_bound, const fp4_weight& wa, const fp4_weight& wb,
                            float limit, const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo,
-                           float* hf, float* out, chain_args& chain, cudaStream_t stream) {
-  // Staged activation rows (moe_decode_set_stage_x_tokens): the ring kernels without a lo part.
-  const moe_decode_stage_x sx = moe_decode_stage_x_tokens();
-  const bool stage =
-      UP ? tokens <= sx.up_max
-         : (tokens >= sx.down_min || (chain.ready && chain.stage_h1)) && tokens <= sx.down_max;
-  const int stage_pairs = UP ? moe_decode_stage_pairs().up : moe_decode_stage_pairs().down;
-  const size_t stage_bytes = RING && !SPLIT && stage ? staged_rows_bytes(stage_pairs, kdim) : 0;
-  const int blocks_per_sm[3] = {
-      gemm_blocks_per_sm<K, UP, SPLIT, 4, RING, RP, SSO, W2P>(stage_bytes),
-      gemm_blocks_per_sm<K, UP, SPLIT, 2, RING, RP, SSO, W2P>(stage_bytes),
-      gemm_blocks_per_sm<K, UP, SPLIT, 1, RING, RP, SSO, W2P>(stage_bytes)};
-  // W2P: a warp's tile is 32 rows; the row-tile model sees that many tiles (rows / 32 of 16).
+                           float* hf, float* out, chain_args& chain, cudaStream_t stream,
+                           int rt_force) {
+  const gemm_plan plan = plan_gemm<K, UP, SPLIT, RING, RP, SSO, W2P>(
+      sms, kdim, rows, tokens, experts, top_k, chunks_bound, chain.ready != nullptr,
+      chain.stage_h1);
+  const size_t stage_bytes = plan.stage_bytes;
+  const int stage_pairs = plan.stage_pairs;
+  const int(&blocks_per_sm)[3] = plan.blocks_per_sm;
   constexpr int64_t tile_rows = W2P ? 32 : 16;
-  const int rt = pick_rt(UP, rows * 16 / tile_rows, kdim / k_round, tokens, top_k, experts,
-                         chunks_bound, sms, blocks_per_sm, moe_decode_rt_blocks_per_sm(),
-                         current_device_read_bytes_per_sm_cycle(), SSO == k_stages, W2P,
-                         K == weight_kind::mxfp4);
+  const int rt = rt_force > 0 ? rt_force : plan.rt;
   const dim3 grid(unsigned(rows / (tile_rows * rt)), unsigned(chunks_bound));
   // The quantization folded into W1/W3 only where the grid is one wave: each block's counter
   // round trip at its exit then delays nothing but the last blocks, less than the quantize
@@ -284,36 +309,63 @@ bool up_scale_slots_4_t1(int sms, int64_t kdim, int64_t rows, int64_t chunks_bou
                                                        current_device_read_bytes_per_sm_cycle());
 }
 
-// The scale slots of moe_decode_set_scale_slots_from for the engine's path (ring, no lo part,
-// repacked with the shift expansion); every other combination keeps k_scale_slots (fewer
-// instantiations).
+// The scale slots (SSO) and W2P choice of one launch: f(std::integral_constant<int, SSO>,
+// std::bool_constant<W2P>). moe_decode_set_scale_slots_from's 4 slots and W2P apply to the engine's
+// path (ring, no lo part, repacked with the shift expansion); every other combination keeps
+// k_scale_slots (fewer instantiations).
+template <weight_kind K, bool UP, bool SPLIT, bool RING, int RP, typename F>
+auto with_gemm_variant(int sms, int64_t kdim, int64_t rows, int64_t tokens, int64_t chunks_bound,
+                       F&& f) {
+  using slots_0 = std::integral_constant<int, 0>;
+  using slots_4 = std::integral_constant<int, k_stages>;
+  if constexpr (RING && !SPLIT && RP == 2) {
+    const double read_per_sm_cycle = current_device_read_bytes_per_sm_cycle();
+    const bool four = moe_decode_scale_slots_4(tokens, read_per_sm_cycle);
+    if constexpr (!UP) {
+      // W2P (moe_decode_set_w2_pair_from): W2 of the engine's path, rows a multiple of 32, on the
+      // 4 scale slots where those apply too (T = 2..4: Pro's W2 by default since session 46).
+      if (rows % 32 == 0 && moe_decode_w2_pair(tokens, read_per_sm_cycle, rows))
+        return four ? f(slots_4{}, std::true_type{}) : f(slots_0{}, std::true_type{});
+    } else if (!four && tokens == 1 &&
+               up_scale_slots_4_t1<K, SPLIT, RING, RP>(sms, kdim, rows, chunks_bound)) {
+      return f(slots_4{}, std::false_type{});
+    }
+    if (four) return f(slots_4{}, std::false_type{});
+  }
+  return f(slots_0{}, std::false_type{});
+}
+
+// twin_ready (RP != 2): whether the repacked layout's run would have had chain 16's readiness
+// (run(): slots_buf), for the twin's plan below.
 template <weight_kind K, bool UP, bool SPLIT, bool RING, int RP>
 cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int64_t kdim,
                         int64_t rows, int64_t tokens, int64_t experts, int top_k,
                         const int* chunk_count, const int4* chunks, const int* sorted,
                         int64_t chunks_bound, const fp4_weight& wa, const fp4_weight& wb,
                         float limit, const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo,
-                        float* hf, float* out, chain_args& chain, cudaStream_t stream) {
-#define DSV4_GEMM_SS(SSO, W2P)                                                          \
-  launch_gemm_ss<K, UP, SPLIT, RING, RP, SSO, W2P>(                                     \
-      sms, a_hi, a_lo, kdim, rows, tokens, experts, top_k, chunk_count, chunks, sorted, \
-      chunks_bound, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, chain, stream)
-  if constexpr (RING && !SPLIT && RP == 2) {
-    const double read_per_sm_cycle = current_device_read_bytes_per_sm_cycle();
-    const bool slots_4 = moe_decode_scale_slots_4(tokens, read_per_sm_cycle);
-    if constexpr (!UP) {
-      // W2P (moe_decode_set_w2_pair_from): W2 of the engine's path, rows a multiple of 32, on the
-      // 4 scale slots where those apply too (T = 2..4: Pro's W2 by default since session 46).
-      if (rows % 32 == 0 && moe_decode_w2_pair(tokens, read_per_sm_cycle, rows))
-        return slots_4 ? DSV4_GEMM_SS(k_stages, true) : DSV4_GEMM_SS(0, true);
-    } else if (!slots_4 && tokens == 1 &&
-               up_scale_slots_4_t1<K, SPLIT, RING, RP>(sms, kdim, rows, chunks_bound)) {
-      return DSV4_GEMM_SS(k_stages, false);
-    }
-    if (slots_4) return DSV4_GEMM_SS(k_stages, false);
-  }
-  return DSV4_GEMM_SS(0, false);
-#undef DSV4_GEMM_SS
+                        float* hf, float* out, chain_args& chain, bool twin_ready,
+                        cudaStream_t stream) {
+  // The checkpoint layout runs the row tiles that the repacked layout would for the same call, so
+  // that each block splits K into the same parts and both layouts give the same sums bit for bit
+  // (test_gpu_model's repacked-vs-checkpoint comparison): the engine's path plans its row tiles
+  // with kernels the checkpoint layout does not have (4 scale slots, W2P, chain 16's staging) and
+  // rules of their own (pick_rt's one-wave rules), e.g. Flash T = 2's W1/W3 at RT 2 (session 47).
+  int rt_force = 0;
+  if constexpr (RP != 2)
+    rt_force = with_gemm_variant<K, UP, SPLIT, RING, 2>(
+        sms, kdim, rows, tokens, chunks_bound, [&](auto sso, auto w2p) {
+          return plan_gemm<K, UP, SPLIT, RING, 2, decltype(sso)::value, decltype(w2p)::value>(
+                     sms, kdim, rows, tokens, experts, top_k, chunks_bound, twin_ready,
+                     chain.stage_h1)
+              .rt;
+        });
+  return with_gemm_variant<K, UP, SPLIT, RING, RP>(
+      sms, kdim, rows, tokens, chunks_bound, [&](auto sso, auto w2p) {
+        return launch_gemm_ss<K, UP, SPLIT, RING, RP, decltype(sso)::value, decltype(w2p)::value>(
+            sms, a_hi, a_lo, kdim, rows, tokens, experts, top_k, chunk_count, chunks, sorted,
+            chunks_bound, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, chain, stream,
+            rt_force);
+      });
 }
 
 // Chain 16's counters: k_slot_counters ints per (device, stream), allocated and zeroed on
@@ -403,11 +455,12 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   // 128 at T = 64 1.004x (Flash) / 1.001x (Pro): neutral, so it stays a switch (T = 32, H200).
   const int64_t groups = inter / 128;
   const int64_t ready_ints = bound * k_ready_stride, n_slot = ready_ints + bound * groups;
-  int* const slots_buf = official && ring && !x_split && RP == 2 &&
-                                 (tokens <= k_slots_max_tokens || (chain & 128)) && (chain & 16) &&
-                                 n_slot <= k_slot_counters
-                             ? slot_counters(stream)
-                             : nullptr;
+  const bool slots_path = official && ring && !x_split &&
+                          (tokens <= k_slots_max_tokens || (chain & 128)) && (chain & 16) &&
+                          n_slot <= k_slot_counters;
+  int* const slots_buf = slots_path && RP == 2 ? slot_counters(stream) : nullptr;
+  // The checkpoint layout plans its row tiles as the repacked layout's call would (launch_gemm).
+  const bool twin_ready = slots_path && RP != 2;
   const bool qfold = official && (slots_buf || ((chain & 1) && !self_plan)),
              early = (chain & 4) && tokens <= 4;
   auto* qcnt = slots_buf ? slots_buf + ready_ints : reinterpret_cast<int*>(base + l.qcnt);
@@ -443,7 +496,7 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   if (const cudaError_t e = launch_gemm<K, true, x_split, ring, RP>(
           sms, up_hi, xlo, hidden, inter, tokens, experts, int(top_k), chunk_count, chunks, sorted,
           bound, f1, f3, limit, official ? weights : nullptr, hhi, hlo, hf, nullptr, up_chain,
-          stream);
+          twin_ready, stream);
       e != cudaSuccess)
     return e;
   // A launch refused past this point leaves W1/W3's counts (chain 16's readiness and fold
@@ -467,13 +520,14 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
     // The quantized h is exact in BF16: no lo part.
     if (const cudaError_t e = launch_gemm<K, false, false, ring, RP>(
             sms, hhi, hlo, inter, hidden, tokens, experts, int(top_k), chunk_count, chunks, sorted,
-            bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, down_chain, stream);
+            bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, down_chain, twin_ready,
+            stream);
         e != cudaSuccess)
       return fail(e);
   } else if (const cudaError_t e = launch_gemm<K, false, true, ring, RP>(
                  sms, hhi, hlo, inter, hidden, tokens, experts, int(top_k), chunk_count, chunks,
                  sorted, bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, down_chain,
-                 stream);
+                 twin_ready, stream);
              e != cudaSuccess) {
     return fail(e);
   }
