@@ -130,11 +130,18 @@ void apply_ab_config(const std::string& c) {
                                                   : std::max(1, std::atoi(c.c_str() + qpos + 1)));
   // Session 42: "k1" W1/W3 alone on 4 scale slots at T = 1, "ka" the rule (-1, the default since
   // session 42; occupancy and waves); without k: 0, as before (moe_decode_set_up_scale_slots_4_t1).
-  // Hence "s0x4.2.4hwlpfgmcqayaka" is the default configuration.
+  // Hence "s0x4.2.4hwlpfgmcqayakaba" is the default configuration ("b" below).
   const size_t kpos = c.find('k');
   dsv4::cuda::moe_decode_set_up_scale_slots_4_t1(kpos == std::string::npos ? 0
                                                  : c[kpos + 1] == 'a'      ? -1
                                                                            : 1);
+  // Session 48: "bN" two accumulator sets in W2 from T = N (moe_decode_set_w2_two_sets_from),
+  // "ba" the default rule (-1); without b: 0, never.
+  const size_t bpos = c.find('b');
+  dsv4::cuda::moe_decode_set_w2_two_sets_from(bpos == std::string::npos ? 0
+                                              : c[bpos + 1] == 'a'
+                                                  ? -1
+                                                  : std::max(1, std::atoi(c.c_str() + bpos + 1)));
   const size_t upos = c.find('u'), vpos = c.find('v');
   dsv4::cuda::moe_decode_set_stage_pairs(
       upos == std::string::npos ? 1 : std::atoi(c.c_str() + upos + 1),
@@ -154,6 +161,7 @@ const dsv4::cuda::moe_decode_stage_x g_stage_x_default = dsv4::cuda::moe_decode_
 const int g_scale_slots_default = dsv4::cuda::moe_decode_scale_slots_from();
 const int g_w2_pair_default = dsv4::cuda::moe_decode_w2_pair_from();
 const int g_up_slots_t1_default = dsv4::cuda::moe_decode_up_scale_slots_4_t1();
+const int g_w2_two_sets_default = dsv4::cuda::moe_decode_w2_two_sets_from();
 const int g_chain_default = dsv4::cuda::moe_decode_chain();
 const dsv4::cuda::moe_decode_stage_pairs_t g_stage_pairs_default =
     dsv4::cuda::moe_decode_stage_pairs();
@@ -162,6 +170,7 @@ void reset_ab_config() {
   dsv4::cuda::moe_decode_set_w2_pair_from(g_w2_pair_default);
   dsv4::cuda::moe_decode_set_scale_slots_from(g_scale_slots_default);
   dsv4::cuda::moe_decode_set_up_scale_slots_4_t1(g_up_slots_t1_default);
+  dsv4::cuda::moe_decode_set_w2_two_sets_from(g_w2_two_sets_default);
   dsv4::cuda::moe_decode_set_chain(g_chain_default);
   dsv4::cuda::moe_decode_set_stage_pairs(g_stage_pairs_default.up, g_stage_pairs_default.down);
   const auto d = g_stage_x_default;

@@ -19,8 +19,10 @@ struct switches_guard {
   int from = moe_decode_scale_slots_from();
   int w2_pair_from = moe_decode_w2_pair_from();
   int up_t1 = moe_decode_up_scale_slots_4_t1();
+  int two_sets_from = moe_decode_w2_two_sets_from();
   moe_decode_stage_x stage = moe_decode_stage_x_tokens();
   ~switches_guard() {
+    moe_decode_set_w2_two_sets_from(two_sets_from);
     moe_decode_set_scale_slots_from(from);
     moe_decode_set_w2_pair_from(w2_pair_from);
     moe_decode_set_up_scale_slots_4_t1(up_t1);
@@ -89,6 +91,37 @@ TEST(moe_decode_switches, default_w2_pair_from_five_tokens_and_at_one_on_the_h20
     for (int64_t t = 1; t <= 64; ++t) EXPECT_EQ(moe_decode_w2_pair(t, r), t >= 3);
   moe_decode_set_w2_pair_from(-9);  // clamped to the default rule
   EXPECT_EQ(moe_decode_w2_pair_from(), -1);
+}
+
+TEST(moe_decode_switches, w2_two_sets_at_two_to_four_tokens_for_one_tile_w2_and_nvfp4_at_one) {
+  switches_guard g;
+  EXPECT_EQ(moe_decode_w2_two_sets_from(), -1);  // the default (sessions 48-49)
+  constexpr int64_t flash_rows = 4096, pro_rows = 7168;
+  for (int64_t t = 1; t <= 64; ++t) {
+    for (const bool nvfp4 : {false, true}) {
+      // Flash: T = 2..4 (W2 runs one row tile a warp-round there), and NVFP4 at T = 1.
+      EXPECT_EQ(moe_decode_w2_two_sets(t, nvfp4, k_h200, flash_rows),
+                (t >= 2 && t <= 4) || (t == 1 && nvfp4))
+          << "T=" << t << " nvfp4=" << nvfp4;
+      // Pro: W2P at T = 2..4 already runs two chains; NVFP4 at T = 1 only.
+      EXPECT_EQ(moe_decode_w2_two_sets(t, nvfp4, k_h200, pro_rows), t == 1 && nvfp4)
+          << "T=" << t << " nvfp4=" << nvfp4;
+      for (const int64_t rows : {flash_rows, pro_rows}) {
+        EXPECT_FALSE(moe_decode_w2_two_sets(t, nvfp4, k_h100, rows)) << "T=" << t;
+        EXPECT_FALSE(moe_decode_w2_two_sets(t, nvfp4, 0.0, rows)) << "T=" << t;  // unknown device
+      }
+    }
+  }
+  moe_decode_set_w2_two_sets_from(0);
+  for (int64_t t = 1; t <= 64; ++t)
+    EXPECT_FALSE(moe_decode_w2_two_sets(t, true, k_h200, flash_rows));
+  moe_decode_set_w2_two_sets_from(2);
+  for (const double r : {k_h100, k_h200})
+    for (const int64_t rows : {flash_rows, pro_rows})
+      for (int64_t t = 1; t <= 64; ++t)
+        EXPECT_EQ(moe_decode_w2_two_sets(t, false, r, rows), t >= 2);
+  moe_decode_set_w2_two_sets_from(-4);  // clamped to the default rule
+  EXPECT_EQ(moe_decode_w2_two_sets_from(), -1);
 }
 
 }  // namespace

@@ -234,7 +234,7 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
                            int64_t chunks_bound, const fp4_weight& wa, const fp4_weight& wb,
                            float limit, const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo,
                            float* hf, float* out, chain_args& chain, cudaStream_t stream,
-                           int rt_force) {
+                           int rt_force, bool acc2) {
   const gemm_plan plan = plan_gemm<K, UP, SPLIT, RING, RP, SSO, W2P>(
       sms, kdim, rows, tokens, experts, top_k, chunks_bound, chain.ready != nullptr,
       chain.stage_h1);
@@ -267,9 +267,10 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
       if (blocks <= int64_t(blocks_per_sm[rt_index]) * sms) pad_cap = int((blocks + sms - 1) / sms);
       if (pad_cap >= blocks_per_sm[rt_index]) pad_cap = 0;
     }
-#define DSV4_GEMM_K(RT, SL)                                                                        \
+#define DSV4_GEMM_K(RT, SL, A2)                                                                    \
   [&] {                                                                                            \
-    const auto kernel = moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO, SL, W2P>;          \
+    const auto kernel =                                                                            \
+        moe_decode_gemm_kernel<K, UP, SPLIT, RT, RING, RP, SSO, SL, W2P, false, false, A2>;        \
     const size_t dyn =                                                                             \
         pad_cap ? dyn_smem_for_cap(reinterpret_cast<const void*>(kernel), stage_bytes, pad_cap)    \
                 : stage_bytes;                                                                     \
@@ -279,7 +280,10 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
                             rows, top_k, chunk_count, chunks, sorted, wa, wb, limit, pair_weights, \
                             h_hi, h_lo, hf, out, stage_bytes > 0 ? stage_pairs : 0, chain);        \
   }()
-#define DSV4_GEMM(RT) (slots_ok && chain.ready ? DSV4_GEMM_K(RT, slots_ok) : DSV4_GEMM_K(RT, false))
+  // Two accumulator sets (the kernel's ACC2): W2 only, as run() chose for the call.
+  constexpr bool acc2_ok = !UP;
+#define DSV4_GEMM_A(RT, SL) (acc2 ? DSV4_GEMM_K(RT, SL, acc2_ok) : DSV4_GEMM_K(RT, SL, false))
+#define DSV4_GEMM(RT) (slots_ok && chain.ready ? DSV4_GEMM_A(RT, slots_ok) : DSV4_GEMM_A(RT, false))
   if (!slots_ok && chain.ready) return cudaErrorInvalidValue;
   cudaError_t e;
   if (rt == 4)
@@ -289,6 +293,7 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
   else
     e = DSV4_GEMM(1);
 #undef DSV4_GEMM
+#undef DSV4_GEMM_A
 #undef DSV4_GEMM_K
   return e;
 }
@@ -343,7 +348,7 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
                         const int* chunk_count, const int4* chunks, const int* sorted,
                         int64_t chunks_bound, const fp4_weight& wa, const fp4_weight& wb,
                         float limit, const float* pair_weights, uint16_t* h_hi, uint16_t* h_lo,
-                        float* hf, float* out, chain_args& chain, bool twin_ready,
+                        float* hf, float* out, chain_args& chain, bool twin_ready, bool acc2,
                         cudaStream_t stream) {
   // The checkpoint layout runs the row tiles that the repacked layout would for the same call, so
   // that each block splits K into the same parts and both layouts give the same sums bit for bit
@@ -363,8 +368,8 @@ cudaError_t launch_gemm(int sms, const uint16_t* a_hi, const uint16_t* a_lo, int
       sms, kdim, rows, tokens, chunks_bound, [&](auto sso, auto w2p) {
         return launch_gemm_ss<K, UP, SPLIT, RING, RP, decltype(sso)::value, decltype(w2p)::value>(
             sms, a_hi, a_lo, kdim, rows, tokens, experts, top_k, chunk_count, chunks, sorted,
-            chunks_bound, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, chain, stream,
-            rt_force);
+            chunks_bound, wa, wb, limit, pair_weights, h_hi, h_lo, hf, out, chain, stream, rt_force,
+            acc2);
       });
 }
 
@@ -461,6 +466,10 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   int* const slots_buf = slots_path && RP == 2 ? slot_counters(stream) : nullptr;
   // The checkpoint layout plans its row tiles as the repacked layout's call would (launch_gemm).
   const bool twin_ready = slots_path && RP != 2;
+  // W2's accumulator sets: one choice per call for every W2 kernel it may run (the same sums in
+  // both layouts, both pipelines and every chain).
+  const bool w2_acc2 = moe_decode_w2_two_sets(tokens, K == weight_kind::nvfp4,
+                                              current_device_read_bytes_per_sm_cycle(), hidden);
   const bool qfold = official && (slots_buf || ((chain & 1) && !self_plan)),
              early = (chain & 4) && tokens <= 4;
   auto* qcnt = slots_buf ? slots_buf + ready_ints : reinterpret_cast<int*>(base + l.qcnt);
@@ -496,7 +505,7 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   if (const cudaError_t e = launch_gemm<K, true, x_split, ring, RP>(
           sms, up_hi, xlo, hidden, inter, tokens, experts, int(top_k), chunk_count, chunks, sorted,
           bound, f1, f3, limit, official ? weights : nullptr, hhi, hlo, hf, nullptr, up_chain,
-          twin_ready, stream);
+          twin_ready, false, stream);
       e != cudaSuccess)
     return e;
   // A launch refused past this point leaves W1/W3's counts (chain 16's readiness and fold
@@ -521,13 +530,13 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
     if (const cudaError_t e = launch_gemm<K, false, false, ring, RP>(
             sms, hhi, hlo, inter, hidden, tokens, experts, int(top_k), chunk_count, chunks, sorted,
             bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, down_chain, twin_ready,
-            stream);
+            w2_acc2, stream);
         e != cudaSuccess)
       return fail(e);
   } else if (const cudaError_t e = launch_gemm<K, false, true, ring, RP>(
                  sms, hhi, hlo, inter, hidden, tokens, experts, int(top_k), chunk_count, chunks,
                  sorted, bound, f2, f2, limit, nullptr, nullptr, nullptr, nullptr, out, down_chain,
-                 twin_ready, stream);
+                 twin_ready, w2_acc2, stream);
              e != cudaSuccess) {
     return fail(e);
   }

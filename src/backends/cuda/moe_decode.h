@@ -175,6 +175,18 @@ int moe_decode_w2_pair_from();
 // only from Pro's 7168, session 46; 0 = unknown: not there).
 bool moe_decode_w2_pair(int64_t tokens, double read_bytes_per_sm_cycle, int64_t rows = 0);
 
+// Two accumulator sets in the routed experts' W2 (session 48, the kernel's ACC2): each word's
+// second HMMA accumulates into a second set, added to the first after the loop (two dependent
+// HMMA chains per matrix instead of one). The same products, another order of the f32 sums; one
+// choice per call for all of its W2 kernels. From T = tokens; 0 = never; default -1: the rule of
+// moe_decode_switches.cpp (format- and shape-dependent). Process-wide, for benches and A/B runs.
+void moe_decode_set_w2_two_sets_from(int tokens);
+int moe_decode_w2_two_sets_from();
+// On a device reading read_bytes_per_sm_cycle (device_info.h), for W2 of `rows` output rows (the
+// hidden size).
+bool moe_decode_w2_two_sets(int64_t tokens, bool nvfp4, double read_bytes_per_sm_cycle,
+                            int64_t rows);
+
 // Device workspace (bytes) for `tokens` x `top_k` pairs; 256-byte aligned pointer expected.
 size_t moe_decode_workspace_bytes(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidden,
                                   int64_t inter);

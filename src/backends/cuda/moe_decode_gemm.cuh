@@ -46,7 +46,8 @@ namespace {
 // launch), converted while they are staged; the launch must stage every row (stage_x >= the
 // chunk's pairs: the unstaged path would read them as paired).
 template <weight_kind K, bool UP, bool SPLIT, int RT, bool RING, int RP = 0, int SSO = 0,
-          bool SLOTS = false, bool W2P = false, bool Y16 = false, bool XRAW = false>
+          bool SLOTS = false, bool W2P = false, bool Y16 = false, bool XRAW = false,
+          bool ACC2 = false>
 __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ? 4 : 1)
     moe_decode_gemm_kernel(const uint16_t* ain_hi, const uint16_t* ain_lo, int64_t kdim,
                            int64_t rows, int top_k, const int* chunk_count, const int4* chunks,
@@ -62,6 +63,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
   constexpr int SS = SSO ? SSO : k_scale_slots;
   static_assert(k_stages <= SS, "ring deeper than the scale slots");
   static_assert(!SLOTS || (RING && !SPLIT && RP == 2), "SLOTS: the engine's path only");
+  static_assert(!ACC2 || !UP, "ACC2: W2 only");
   constexpr bool HL2 = SLOTS && !UP;  // W2: h of the running W1/W3 grid (load_act16<true>)
   __shared__ int pair_of[k_chunk];
   __shared__ int fold_last;
@@ -135,10 +137,19 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
                                   (ws[m].scale_f32 ? 4 : 1);
   }
   float acc[NM][4];
+  // ACC2 (W2): each word's second HMMA goes into a second accumulator set, added to the first
+  // after the loop: two dependent HMMA chains per matrix instead of one (moe_decode_w2_two_sets).
+  // The same products in another order of the f32 sums; every W2 instantiation a call can run
+  // takes the same choice (run()), so chains, layouts and pipelines keep identical outputs.
+  // Without it acc_set_b is acc itself (the SASS of the kernel before the parameter).
+  constexpr bool two_sets = ACC2;
+  float acc_b_own[two_sets ? NM : 1][4];
+  float(&acc_set_b)[NM][4] =
+      *reinterpret_cast<float(*)[NM][4]>(two_sets ? &acc_b_own[0][0] : &acc[0][0]);
 #pragma unroll
   for (int m = 0; m < NM; ++m)
 #pragma unroll
-    for (int i = 0; i < 4; ++i) acc[m][i] = 0.0f;
+    for (int i = 0; i < 4; ++i) acc[m][i] = 0.0f, acc_set_b[m][i] = 0.0f;
   if constexpr (RING) {
     const bool scale_f32 = ws[0].scale_f32;  // one encoding for all three (moe_decode_supported)
     bool two_possible = false;  // some scale of this launch's matrices may be > 2 (mma_rounds)
@@ -376,7 +387,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
         after_word0();
       }
 #else
-      mma_rounds<K, SPLIT, RP, NM>(acc, cur, cxh, cxl, after_word0, two_possible);
+      mma_rounds<K, SPLIT, RP, NM>(acc, acc_set_b, cur, cxh, cxl, after_word0, two_possible);
 #endif
       // Refill the stage just read only after the math consumed what was read from it (the
       // shared loads have returned), so the asynchronous copy cannot overtake them. With as
@@ -461,7 +472,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
                             rp_lane[m]);
         load_x(nxh, nxl, xh_base, xl_base, r + 1, SPLIT);
       }
-      mma_rounds<K, SPLIT, RP, NM, false>(acc, cur, xh, xl);
+      mma_rounds<K, SPLIT, RP, NM, false>(acc, acc_set_b, cur, xh, xl);
 #pragma unroll
       for (int m = 0; m < NM; ++m) cur[m] = nxt[m];
 #pragma unroll
@@ -469,6 +480,12 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     }
   }
 
+  if constexpr (two_sets) {
+#pragma unroll
+    for (int m = 0; m < NM; ++m)
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[m][i] += acc_set_b[m][i];
+  }
   if constexpr (KS > 1) {  // K parts: warps kpart > 0 hand their sums to kpart 0, added in order
     using partial_t = float[NM][4][k_warp_size];
     static_assert(!RING || sizeof(partial_t) <= sizeof(stage_buf<NM>), "partial sums in a stage");

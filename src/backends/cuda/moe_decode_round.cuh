@@ -134,7 +134,7 @@ __device__ __forceinline__ void round_scales(const round_w<K>& r, uint32_t (&m1)
 // second, MXFP4 only, where `two`: a compile-time constant in mma_round, a per-lane value in
 // mma_round_per_word) and the mma.sync products; after_word0 once, after word 0's.
 template <weight_kind K, bool SPLIT, int RP, typename H>
-__device__ __forceinline__ void round_words(float (&acc)[4], const round_w<K>& r,
+__device__ __forceinline__ void round_words(float (&acc)[4], float (&acc_b)[4], const round_w<K>& r,
                                             const uint32_t (&m1)[2][2], const uint32_t (&m2)[2],
                                             bool two, const uint4 (&xh)[4], const uint4 (&xl)[4],
                                             const H& after_word0) {
@@ -158,10 +158,10 @@ __device__ __forceinline__ void round_words(float (&acc)[4], const round_w<K>& r
       }
     }
     fp4mma::mma_bf16(acc, p0[0], p1[0], p0[1], p1[1], xh[w].x, xh[w].y);
-    fp4mma::mma_bf16(acc, p0[2], p1[2], p0[3], p1[3], xh[w].z, xh[w].w);
+    fp4mma::mma_bf16(acc_b, p0[2], p1[2], p0[3], p1[3], xh[w].z, xh[w].w);
     if constexpr (SPLIT) {
       fp4mma::mma_bf16(acc, p0[0], p1[0], p0[1], p1[1], xl[w].x, xl[w].y);
-      fp4mma::mma_bf16(acc, p0[2], p1[2], p0[3], p1[3], xl[w].z, xl[w].w);
+      fp4mma::mma_bf16(acc_b, p0[2], p1[2], p0[3], p1[3], xl[w].z, xl[w].w);
     }
     if (w == 0) after_word0();
   }
@@ -172,14 +172,15 @@ __device__ __forceinline__ void round_words(float (&acc)[4], const round_w<K>& r
 // Measured on an H200 (MOE5 run 2): the register pipeline with mma_round instead took 1.09-1.12x
 // longer (MXFP4 f32, Flash T = 1 and 64); the cp.async ring gained with it.
 template <weight_kind K, bool SPLIT, int RP>
-__device__ __forceinline__ void mma_round_per_word(float (&acc)[4], const round_w<K>& r,
-                                                   const uint4 (&xh)[4], const uint4 (&xl)[4]) {
+__device__ __forceinline__ void mma_round_per_word(float (&acc)[4], float (&acc_b)[4],
+                                                   const round_w<K>& r, const uint4 (&xh)[4],
+                                                   const uint4 (&xl)[4]) {
   uint32_t m1[2][2], m2[2];
   round_scales<K, false>(r, m1, m2);
   bool two = false;  // a per-lane branch per word
 #pragma unroll
   for (int i = 0; i < 2; ++i) two |= m2[i] != 0x3F803F80u;
-  round_words<K, SPLIT, RP>(acc, r, m1, m2, two, xh, xl, no_hook{});
+  round_words<K, SPLIT, RP>(acc, acc_b, r, m1, m2, two, xh, xl, no_hook{});
 }
 
 // acc += the round's 16 rows x 32 k per lane (128 per quad) times the token fragments xh / xl.
@@ -193,12 +194,12 @@ __device__ __forceinline__ void mma_round_per_word(float (&acc)[4], const round_
 // compute the same values as in the fast variant: every product, scale step and sum is the
 // first version's (bit-identical outputs).
 template <weight_kind K, bool SPLIT, bool TWO, int RP, typename H = no_hook>
-__device__ __forceinline__ void mma_round(float (&acc)[4], const round_w<K>& r,
+__device__ __forceinline__ void mma_round(float (&acc)[4], float (&acc_b)[4], const round_w<K>& r,
                                           const uint4 (&xh)[4], const uint4 (&xl)[4],
                                           const H& after_word0 = H{}) {
   uint32_t m1[2][2], m2[2];
   round_scales<K, !TWO>(r, m1, m2);
-  round_words<K, SPLIT, RP>(acc, r, m1, m2, TWO, xh, xl, after_word0);
+  round_words<K, SPLIT, RP>(acc, acc_b, r, m1, m2, TWO, xh, xl, after_word0);
 }
 
 // All NM matrices of one round: the ring's mma_round (with the warp-wide choice of its TWO variant
@@ -208,12 +209,13 @@ __device__ __forceinline__ void mma_round(float (&acc)[4], const round_w<K>& r,
 // grid): the fast variant without the per-round vote (its values for such scales are the TWO
 // variant's, see mma_round).
 template <weight_kind K, bool SPLIT, int RP, int NM, bool RING = true, typename H = no_hook>
-__device__ __forceinline__ void mma_rounds(float (&acc)[NM][4], const round_w<K> (&cur)[NM],
-                                           const uint4 (&xh)[4], const uint4 (&xl)[4],
-                                           const H& after_word0 = H{}, bool two_possible = true) {
+__device__ __forceinline__ void mma_rounds(float (&acc)[NM][4], float (&acc_b)[NM][4],
+                                           const round_w<K> (&cur)[NM], const uint4 (&xh)[4],
+                                           const uint4 (&xl)[4], const H& after_word0 = H{},
+                                           bool two_possible = true) {
   if constexpr (!RING) {
 #pragma unroll
-    for (int m = 0; m < NM; ++m) mma_round_per_word<K, SPLIT, RP>(acc[m], cur[m], xh, xl);
+    for (int m = 0; m < NM; ++m) mma_round_per_word<K, SPLIT, RP>(acc[m], acc_b[m], cur[m], xh, xl);
   } else if constexpr (K == weight_kind::mxfp4) {
     bool two = false;
     if (two_possible) {
@@ -223,18 +225,18 @@ __device__ __forceinline__ void mma_rounds(float (&acc)[NM][4], const round_w<K>
       two = __any_sync(0xffffffffu, emax > 128u);
     }
     if (two) {
-      mma_round<K, SPLIT, true, RP>(acc[0], cur[0], xh, xl, after_word0);
+      mma_round<K, SPLIT, true, RP>(acc[0], acc_b[0], cur[0], xh, xl, after_word0);
 #pragma unroll
-      for (int m = 1; m < NM; ++m) mma_round<K, SPLIT, true, RP>(acc[m], cur[m], xh, xl);
+      for (int m = 1; m < NM; ++m) mma_round<K, SPLIT, true, RP>(acc[m], acc_b[m], cur[m], xh, xl);
     } else {
-      mma_round<K, SPLIT, false, RP>(acc[0], cur[0], xh, xl, after_word0);
+      mma_round<K, SPLIT, false, RP>(acc[0], acc_b[0], cur[0], xh, xl, after_word0);
 #pragma unroll
-      for (int m = 1; m < NM; ++m) mma_round<K, SPLIT, false, RP>(acc[m], cur[m], xh, xl);
+      for (int m = 1; m < NM; ++m) mma_round<K, SPLIT, false, RP>(acc[m], acc_b[m], cur[m], xh, xl);
     }
   } else {
-    mma_round<K, SPLIT, false, RP>(acc[0], cur[0], xh, xl, after_word0);
+    mma_round<K, SPLIT, false, RP>(acc[0], acc_b[0], cur[0], xh, xl, after_word0);
 #pragma unroll
-    for (int m = 1; m < NM; ++m) mma_round<K, SPLIT, false, RP>(acc[m], cur[m], xh, xl);
+    for (int m = 1; m < NM; ++m) mma_round<K, SPLIT, false, RP>(acc[m], acc_b[m], cur[m], xh, xl);
   }
 }
 

@@ -201,4 +201,39 @@ bool moe_decode_w2_pair(int64_t tokens, double read_bytes_per_sm_cycle, int64_t 
                          (tokens >= 2 && rich && rows >= k_w2_pair_min_rows_2_to_4));
 }
 
+namespace {
+// Session 48 (H200, official bf16, full clock; RESULTS.md session 48, bench/kernels/results/
+// h200_2026-11-30_s48_l48{a,b,c}_logs.tgz): W2 with two sets against one, l48b in one process
+// (chain 16's kernels only): Flash MXFP4 T = 1 / 2 / 3 / 4 / 8 / 16 1.001 / 1.006 / 1.006 / 1.016 /
+// 1.004 / 1.003x, NVFP4 1.005 / 1.018 / 1.013 / 1.019 / 0.994 / 0.997x; Pro MXFP4 0.995-1.002x,
+// NVFP4 1.045x at T = 1, 0.995-1.002x elsewhere; l48a / l48c across processes: Flash MXFP4 T = 1
+// 0.974-0.985x, T = 4 1.011-1.019x, Pro NVFP4 T = 1 1.025-1.029x.
+// Session 49 (l49a, every W2 kernel of a call switched at once, in one process, two passes, against
+// never): T = 2 / 3 / 4 Flash MXFP4 1.003-1.004 / 1.009-1.012 / 1.012-1.016x, NVFP4 1.017-1.018 /
+// 1.017 / 1.020-1.026x; Pro MXFP4 0.987-0.990 / 1.002 / 0.999-1.001x, NVFP4 1.004-1.005 / 1.000-
+// 1.001 / 1.000-1.001x; T = 1 NVFP4 Flash 0.998-1.003x, Pro 1.048-1.049x; MXFP4 T = 1 and T = 8
+// within 1%. At T = 2..4 Pro's W2 runs W2P (two row tiles a warp-round, i.e. already two
+// independent HMMA chains), where a second set adds nothing or loses; Flash's one-tile W2 gains.
+// Hence the rule: T = 2..4 for W2 below W2P's row threshold (the rows alone, not the W2P switch),
+// and T = 1 for NVFP4, on the H200's class only (the H100 not measured). l49b (this rule against
+// never, in one process, two passes, read 4462-4474 GB/s): Flash MXFP4 T = 2 / 3 / 4 1.003 / 1.002-
+// 1.005 / 1.015-1.017x (T = 4 88.1 -> 86.8 us, 79.5 -> 80.7-80.9%), NVFP4 1.012-1.014 / 1.016-1.021
+// / 1.021-1.030x; Pro NVFP4 T = 1 1.041-1.044x; Flash NVFP4 T = 1 0.995-0.998x; the calls the rule
+// leaves alone (the same kernels: T >= 8, Pro T = 2..4, MXFP4 T = 1) 0.997-1.006x.
+int g_w2_two_sets_from = -1;
+}  // namespace
+void moe_decode_set_w2_two_sets_from(int tokens) {
+  g_w2_two_sets_from = std::max(-1, tokens);
+}
+int moe_decode_w2_two_sets_from() {
+  return g_w2_two_sets_from;
+}
+bool moe_decode_w2_two_sets(int64_t tokens, bool nvfp4, double read_bytes_per_sm_cycle,
+                            int64_t rows) {
+  const bool one_tile_w2 = rows < k_w2_pair_min_rows_2_to_4;
+  return from_switch(g_w2_two_sets_from, tokens,
+                     bandwidth_rich(read_bytes_per_sm_cycle) &&
+                         ((tokens >= 2 && tokens <= 4 && one_tile_w2) || (tokens == 1 && nvfp4)));
+}
+
 }  // namespace dsv4::cuda
