@@ -87,6 +87,15 @@ bool g_decode_ab = false;
 bool g_ab_breakdown = false;
 bool g_ab_official_only = false;  // --ab-official: the official order only (the engine's)
 std::vector<std::string> g_ab_configs = {"s4", "s0"};
+// A "from T = N" switch's letter in an A/B configuration: absent 0 (off), "La" -1 (the default
+// rule), "LN" N (at least 1).
+int from_tokens_letter(const std::string& c, char letter) {
+  const size_t pos = c.find(letter);
+  if (pos == std::string::npos) return 0;
+  if (c[pos + 1] == 'a') return -1;
+  return std::max(1, std::atoi(c.c_str() + pos + 1));
+}
+
 // An optional suffix xU[.Dmin.Dmax] stages the activation rows of one-pair chunks in shared
 // memory (moe_decode_set_stage_x_tokens): W1/W3 for T <= U, W2 for Dmin <= T <= Dmax ("s0x4":
 // both for T <= 4, "s0x4.2.4": W2 from T = 2, the default of MOE8); without it, staging is off
@@ -117,17 +126,9 @@ void apply_ab_config(const std::string& c) {
   dsv4::cuda::moe_decode_set_rt_blocks_per_sm(std::atoi(c.c_str() + 1));
   // Session 38: "yN" two W2 row tiles per warp-round from T = N (moe_decode_set_w2_pair_from;
   // without y: off); "ya" the default rule (-1: T >= 5 and, on the H200 class, T = 1; session 40).
-  const size_t ypos = c.find('y');
-  dsv4::cuda::moe_decode_set_w2_pair_from(ypos == std::string::npos ? 0
-                                          : c[ypos + 1] == 'a'
-                                              ? -1
-                                              : std::max(1, std::atoi(c.c_str() + ypos + 1)));
+  dsv4::cuda::moe_decode_set_w2_pair_from(from_tokens_letter(c, 'y'));
   // "qa": the default rule (-1: 4 slots where W1/W3 is staged, H200 class; session 39).
-  const size_t qpos = c.find('q');
-  dsv4::cuda::moe_decode_set_scale_slots_from(qpos == std::string::npos ? 0
-                                              : c[qpos + 1] == 'a'
-                                                  ? -1
-                                                  : std::max(1, std::atoi(c.c_str() + qpos + 1)));
+  dsv4::cuda::moe_decode_set_scale_slots_from(from_tokens_letter(c, 'q'));
   // Session 42: "k1" W1/W3 alone on 4 scale slots at T = 1, "ka" the rule (-1, the default since
   // session 42; occupancy and waves); without k: 0, as before (moe_decode_set_up_scale_slots_4_t1).
   // Hence "s0x4.2.4hwlpfgmcqayakaba" is the default configuration ("b" below).
@@ -137,11 +138,7 @@ void apply_ab_config(const std::string& c) {
                                                                            : 1);
   // Session 48: "bN" two accumulator sets in W2 from T = N (moe_decode_set_w2_two_sets_from),
   // "ba" the default rule (-1); without b: 0, never.
-  const size_t bpos = c.find('b');
-  dsv4::cuda::moe_decode_set_w2_two_sets_from(bpos == std::string::npos ? 0
-                                              : c[bpos + 1] == 'a'
-                                                  ? -1
-                                                  : std::max(1, std::atoi(c.c_str() + bpos + 1)));
+  dsv4::cuda::moe_decode_set_w2_two_sets_from(from_tokens_letter(c, 'b'));
   const size_t upos = c.find('u'), vpos = c.find('v');
   dsv4::cuda::moe_decode_set_stage_pairs(
       upos == std::string::npos ? 1 : std::atoi(c.c_str() + upos + 1),

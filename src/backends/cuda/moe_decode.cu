@@ -197,6 +197,9 @@ size_t staged_rows_bytes(int pairs, int64_t kdim) {
 // The shape-dependent plan of one GEMM launch: its staged rows, resident blocks per SM at RT 4 /
 // 2 / 1, and the row tiles pick_rt takes. `ready`: chain 16's per-slot readiness is on (W2 then
 // stages h at T = 1 too with chain.stage_h1).
+// Rows of one warp's tile: 16, or 32 with W2P (two 16-row tiles a warp-round).
+template <bool W2P>
+constexpr int64_t k_gemm_tile_rows = W2P ? 32 : 16;
 struct gemm_plan {
   size_t stage_bytes = 0;
   int stage_pairs = 0;
@@ -217,9 +220,8 @@ gemm_plan plan_gemm(int sms, int64_t kdim, int64_t rows, int64_t tokens, int64_t
   p.blocks_per_sm[1] = gemm_blocks_per_sm<K, UP, SPLIT, 2, RING, RP, SSO, W2P>(p.stage_bytes);
   p.blocks_per_sm[2] = gemm_blocks_per_sm<K, UP, SPLIT, 1, RING, RP, SSO, W2P>(p.stage_bytes);
   // W2P: a warp's tile is 32 rows; the row-tile model sees that many tiles (rows / 32 of 16).
-  constexpr int64_t tile_rows = W2P ? 32 : 16;
-  p.rt = pick_rt(UP, rows * 16 / tile_rows, kdim / k_round, tokens, top_k, experts, chunks_bound,
-                 sms, p.blocks_per_sm, moe_decode_rt_blocks_per_sm(),
+  p.rt = pick_rt(UP, rows * 16 / k_gemm_tile_rows<W2P>, kdim / k_round, tokens, top_k, experts,
+                 chunks_bound, sms, p.blocks_per_sm, moe_decode_rt_blocks_per_sm(),
                  current_device_read_bytes_per_sm_cycle(), SSO == k_stages, W2P,
                  K == weight_kind::mxfp4);
   return p;
@@ -241,7 +243,7 @@ cudaError_t launch_gemm_ss(int sms, const uint16_t* a_hi, const uint16_t* a_lo, 
   const size_t stage_bytes = plan.stage_bytes;
   const int stage_pairs = plan.stage_pairs;
   const int(&blocks_per_sm)[3] = plan.blocks_per_sm;
-  constexpr int64_t tile_rows = W2P ? 32 : 16;
+  constexpr int64_t tile_rows = k_gemm_tile_rows<W2P>;
   const int rt = rt_force > 0 ? rt_force : plan.rt;
   const dim3 grid(unsigned(rows / (tile_rows * rt)), unsigned(chunks_bound));
   // The quantization folded into W1/W3 only where the grid is one wave: each block's counter
