@@ -913,6 +913,7 @@ void icache_cold_rows(const char* shape, const char* kname, int64_t T,
 }  // namespace
 namespace dsv4::cuda {
 void moe_decode_trace_enable(bool on);
+void moe_decode_trace_set_mode(int mode);
 int moe_decode_trace_copy(unsigned long long* t4, int* info4, int max);
 }  // namespace dsv4::cuda
 namespace {
@@ -922,6 +923,10 @@ namespace {
 void trace_rows(const std::string& label, const std::function<void(int, cudaStream_t)>& body,
                 cudaStream_t s) {
   namespace dc = dsv4::cuda;
+  // DSV4_MOE_TRACE_MODE=N: W2's stamps of trace mode N (moe_decode_trace.cuh, g_trace_mode; 1 and
+  // 2 put other points of W2's prologue in its "waited" / "loop end" columns).
+  const char* mode = std::getenv("DSV4_MOE_TRACE_MODE");
+  dc::moe_decode_trace_set_mode(mode ? std::atoi(mode) : 0);
   for (int i = 0; i < k_calls; ++i) body(i, s);
   CK(cudaStreamSynchronize(s));
   const int maxr = 8192;

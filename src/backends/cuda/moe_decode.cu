@@ -222,7 +222,7 @@ gemm_plan plan_gemm(int sms, int64_t kdim, int64_t rows, int64_t tokens, int64_t
   // W2P: a warp's tile is 32 rows; the row-tile model sees that many tiles (rows / 32 of 16).
   p.rt = pick_rt(UP, rows * 16 / k_gemm_tile_rows<W2P>, kdim / k_round, tokens, top_k, experts,
                  chunks_bound, sms, p.blocks_per_sm, moe_decode_rt_blocks_per_sm(),
-                 current_device_read_bytes_per_sm_cycle(), SSO == k_stages, W2P,
+                 current_device_read_bytes_per_sm_cycle(), SSO == k_scale_slots_few, W2P,
                  K == weight_kind::mxfp4);
   return p;
 }
@@ -311,7 +311,7 @@ bool up_scale_slots_4_t1(int sms, int64_t kdim, int64_t rows, int64_t chunks_bou
                                  ? staged_rows_bytes(moe_decode_stage_pairs().up, kdim)
                                  : 0;
   const int b8 = gemm_blocks_per_sm<K, true, SPLIT, 2, RING, RP, 0>(stage_bytes);
-  const int b4 = gemm_blocks_per_sm<K, true, SPLIT, 2, RING, RP, k_stages>(stage_bytes);
+  const int b4 = gemm_blocks_per_sm<K, true, SPLIT, 2, RING, RP, k_scale_slots_few>(stage_bytes);
   return moe_decode_tuning::up_four_slots_at_one_token(b8, b4, (rows / 32) * chunks_bound, sms,
                                                        current_device_read_bytes_per_sm_cycle());
 }
@@ -324,7 +324,7 @@ template <weight_kind K, bool UP, bool SPLIT, bool RING, int RP, typename F>
 auto with_gemm_variant(int sms, int64_t kdim, int64_t rows, int64_t tokens, int64_t chunks_bound,
                        F&& f) {
   using slots_0 = std::integral_constant<int, 0>;
-  using slots_4 = std::integral_constant<int, k_stages>;
+  using slots_4 = std::integral_constant<int, k_scale_slots_few>;
   if constexpr (RING && !SPLIT && RP == 2) {
     const double read_per_sm_cycle = current_device_read_bytes_per_sm_cycle();
     const bool four = moe_decode_scale_slots_4(tokens, read_per_sm_cycle);

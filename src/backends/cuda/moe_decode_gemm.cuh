@@ -115,6 +115,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     if (!chain.early_chunk) c = chunks[slot];
     if (threadIdx.x < k_chunk) pair_of[threadIdx.x] = sorted[c.y + min(int(threadIdx.x), c.z - 1)];
   }
+  DSV4_TRACE(if constexpr (!UP) tr.stamp_mode(1, 1));
   const int warp = threadIdx.x / k_warp_size, lane = threadIdx.x % k_warp_size;
   const int tile = warp % RT, kpart = warp / RT;
   const int g = lane / 4, q = lane % 4;
@@ -283,11 +284,12 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     // passed its own wait (the prepare launch is W1/W3's predecessor); out, last read by the
     // previous call's combine, complete for the same reason; nothing else of W1/W3 is read here.
     if constexpr (!UP) {
+      DSV4_TRACE(tr.stamp_mode(1, 2));
       if constexpr (HL2)
         wait_counter(chain.ready + slot * k_ready_stride, chain.ready_target);
       else
         pdl_wait();
-      DSV4_TRACE(tr.stamp(1));
+      DSV4_TRACE(if (tr.default_mode()) tr.stamp(1); tr.stamp_mode(2, 1));
     }
     pdl_trigger();
     if (self_up && !SPLIT) {
@@ -330,6 +332,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       }
     }
     __syncthreads();  // pair_of, xs_row
+    DSV4_TRACE(if constexpr (!UP) tr.stamp_mode(2, 2));
 
     // Activation row of token / pair g of the chunk (clamped: lanes past the count compute
     // columns that are never stored).
@@ -438,7 +441,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       }
     }
     cp_async_wait<0>();
-    DSV4_TRACE(tr.stamp_loop_end(UP));
+    DSV4_TRACE(if (UP || tr.default_mode()) tr.stamp_loop_end(UP));
   } else {  // the first version's register double buffer (two rounds in flight), plain launches
     if constexpr (!UP) pdl_wait();  // no-op without PDL
     __syncthreads();                // pair_of

@@ -22,7 +22,12 @@ namespace {
 // cp.async.wait_group alone orders the copy and the read (no warp or block barrier). k_stages
 // rounds per warp stay in flight while the tensor cores work (the register double buffer of the
 // first version kept one, which left T = 1 latency-bound).
+// DSV4_MOE_RING_STAGES (experiment builds only, scripts/build_moe_variant_bench.sh): another depth.
+#ifdef DSV4_MOE_RING_STAGES
+constexpr int k_stages = DSV4_MOE_RING_STAGES;
+#else
 constexpr int k_stages = 4;
+#endif
 
 // One stage of one warp's ring: per matrix m and row half i (rows g, g + 8), lane-major.
 template <int NM>
@@ -40,6 +45,9 @@ template <int NM, int SS = k_scale_slots>
 struct scale_buf {
   uint4 s[SS][NM][2][8];  // [slot][matrix][row half][g]
 };
+// The few-slot scale ring (moe_decode_set_scale_slots_from; SSO == k_scale_slots_few): 4 slots.
+constexpr int k_scale_slots_few = 4;
+static_assert(k_stages <= k_scale_slots_few, "the few-slot ring holds every round in flight");
 // Slots = k_stages (moe_decode_set_scale_slots_from) hold the chunks of k_stages rounds in flight
 // for every geometry: the refill after round j writes the chunk of round j + k_stages, at most
 // k_stages - 1 past that of round j + 1 (one round per chunk); it may take round j's slot, hence

@@ -23,6 +23,11 @@ constexpr int k_trace_max = 8192;
 __device__ moe_trace_rec g_trace[k_trace_max];
 __device__ unsigned g_trace_n;
 __device__ int g_trace_on;
+// W2's prologue in steps (session 50; runtime, DSV4_MOE_TRACE_MODE in the bench): mode 1 stamps
+// t[1] after the chunk's derivation (pair_of written) and t[2] just before the readiness wait;
+// mode 2 t[1] after the wait (as mode 0) and t[2] after the staged h row's barrier (the loop's
+// start). W1/W3 and the combine keep mode 0's stamps.
+__device__ int g_trace_mode;
 __device__ __forceinline__ unsigned long long trace_now() {
   unsigned long long t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -39,6 +44,11 @@ struct trace_block {  // stamps in shared memory: no registers taken from the ke
   __device__ void stamp(int i) {
     if (threadIdx.x == 0) t[i] = trace_now();
   }
+  // W2 only: stamp i where the trace mode is `mode` (see g_trace_mode).
+  __device__ void stamp_mode(int mode, int i) {
+    if (g_trace_mode == mode) stamp(i);
+  }
+  __device__ bool default_mode() const { return g_trace_mode == 0; }
   // The weight loop's end, called by every warp after its loop. Default: thread 0's (warp 0's)
   // time in t[2]. DSV4_MOE_TRACE_LASTWARP (session 45): t[2] the last warp's (a shared atomic
   // maximum over the warps' lane 0), and for W1/W3 (up) t[1] warp 0's instead of the wait, whose
@@ -94,6 +104,10 @@ struct trace_block {  // stamps in shared memory: no registers taken from the ke
 #ifdef DSV4_MOE_TRACE
 // Trace control for the diagnostic build: on (clears the records) / off; copy out (returns the
 // count, at most k_trace_max).
+void moe_decode_trace_set_mode(int mode) {
+  cudaDeviceSynchronize();
+  cudaMemcpyToSymbol(g_trace_mode, &mode, sizeof mode);
+}
 void moe_decode_trace_enable(bool on) {
   const unsigned zero = 0;
   const int v = on ? 1 : 0;
