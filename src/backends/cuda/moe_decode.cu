@@ -477,6 +477,9 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   auto* qcnt = slots_buf ? slots_buf + ready_ints : reinterpret_cast<int*>(base + l.qcnt);
   int* const ready = slots_buf;
   const int fold_waves = slots_buf ? 1 : 0, stage_h1 = (chain & 32) ? 1 : 0;
+  // 512 / 1024 (session 50): W2's early readiness read and its h row before the ring (chain_args).
+  const int early_poll = ready && (chain & 512) ? 1 : 0,
+            h_first = early_poll && (chain & 1024) ? 1 : 0;
   const int32_t* self_indices = self_plan ? indices : nullptr;
   chain_args up_chain{qfold ? qcnt : nullptr,
                       early,
@@ -486,9 +489,11 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
                       ready,
                       int(groups),
                       fold_waves,
-                      stage_h1},
-      down_chain{nullptr, early,       self_indices, int(pairs), int(experts),
-                 ready,   int(groups), fold_waves,   stage_h1};
+                      stage_h1,
+                      0,
+                      0},
+      down_chain{nullptr,     early,      self_indices, int(pairs), int(experts), ready,
+                 int(groups), fold_waves, stage_h1,     early_poll, h_first};
 
   if (!self_plan) {
     const int64_t groups = tokens * hidden / 8;

@@ -152,6 +152,9 @@ moe_decode_stage_pairs_t moe_decode_stage_pairs();
 // MOE15: 256 = with 16, a one-wave W2 grid at most ceil(blocks / SMs) blocks per SM (padded
 // dynamic shared memory; same kernels and sums). Default 383 (H200: Flash T = 1 1.043-1.047x vs
 // 127; not active where W2 is several waves).
+// Session 50: 512 = with 16, thread 0 of each W2 block reads its slot's readiness count at entry
+// (the round trip overlaps the chunk's derivation and the first copies); 1024 = with 512, a W2
+// block whose slot was ready at entry loads its staged h row before the ring's first copies.
 // Process-wide, for benches and A/B runs.
 void moe_decode_set_chain(int mask);
 int moe_decode_chain();

@@ -88,10 +88,10 @@ namespace {
 // T <= 4: T = 4 0.85-0.87x (Flash). The trace: the prefetches delay the fold's tail and W2's
 // readiness by 1-3 us, and W2's loop after its wait does not shorten (Flash 7.8 -> 7.9-8.3 us).
 // The code: branch wip/moe25 at 92186b8.
-int g_chain = 383;
+int g_chain = 1919;
 }  // namespace
 void moe_decode_set_chain(int mask) {
-  g_chain = mask & 511;
+  g_chain = mask & 2047;
 }
 int moe_decode_chain() {
   return g_chain;
