@@ -115,18 +115,14 @@ int from_tokens_letter(const std::string& c, char letter) {
 // of 16 at most ceil(blocks / SMs) blocks per SM (256; "hwlpfgmc" = 383, the default); a negative
 // number after the first letter forces row tiles, -(10 u + d): u for W1/W3, d for W2 (1, 2 or 4;
 // 0 = the model), e.g. "s-20x4.2.4hwlpfgm" (MOE15's ring-depth switches, "d" / "e", measured
-// no faster and were removed: 2026-11-26_s13_moe15_NOTES.md). Session 50 (moe_decode_w2_h_first;
-// without these letters its rule): "o" W2 reads its slot's readiness at entry at every T (512),
-// "r" with it the h row before the ring's copies at every T (1024), "n" neither (2048).
+// no faster and were removed: 2026-11-26_s13_moe15_NOTES.md).
 void apply_ab_config(const std::string& c) {
   dsv4::cuda::moe_decode_set_chain(
       (c.find('h') != std::string::npos ? 1 : 0) | (c.find('w') != std::string::npos ? 2 : 0) |
       (c.find('l') != std::string::npos ? 4 : 0) | (c.find('p') != std::string::npos ? 8 : 0) |
       (c.find('f') != std::string::npos ? 16 : 0) | (c.find('g') != std::string::npos ? 32 : 0) |
       (c.find('m') != std::string::npos ? 64 : 0) | (c.find('t') != std::string::npos ? 128 : 0) |
-      (c.find('c') != std::string::npos ? 256 : 0) | (c.find('o') != std::string::npos ? 512 : 0) |
-      (c.find('r') != std::string::npos ? 1024 : 0) |
-      (c.find('n') != std::string::npos ? 2048 : 0));
+      (c.find('c') != std::string::npos ? 256 : 0));
   dsv4::cuda::moe_decode_set_rt_blocks_per_sm(std::atoi(c.c_str() + 1));
   // Session 38: "yN" two W2 row tiles per warp-round from T = N (moe_decode_set_w2_pair_from;
   // without y: off); "ya" the default rule (-1: T >= 5 and, on the H200 class, T = 1; session 40).

@@ -20,10 +20,8 @@ struct switches_guard {
   int w2_pair_from = moe_decode_w2_pair_from();
   int up_t1 = moe_decode_up_scale_slots_4_t1();
   int two_sets_from = moe_decode_w2_two_sets_from();
-  int chain = moe_decode_chain();
   moe_decode_stage_x stage = moe_decode_stage_x_tokens();
   ~switches_guard() {
-    moe_decode_set_chain(chain);
     moe_decode_set_w2_two_sets_from(two_sets_from);
     moe_decode_set_scale_slots_from(from);
     moe_decode_set_w2_pair_from(w2_pair_from);
@@ -124,32 +122,6 @@ TEST(moe_decode_switches, w2_two_sets_at_two_to_four_tokens_for_one_tile_w2_and_
         EXPECT_EQ(moe_decode_w2_two_sets(t, false, r, rows), t >= 2);
   moe_decode_set_w2_two_sets_from(-4);  // clamped to the default rule
   EXPECT_EQ(moe_decode_w2_two_sets_from(), -1);
-}
-
-TEST(moe_decode_switches, w2_h_first_at_one_token_for_pro_sized_w2_and_nvfp4_at_two_to_four) {
-  switches_guard g;
-  moe_decode_set_chain(383);
-  constexpr int64_t flash_rows = 4096, pro_rows = 7168;
-  for (int64_t t = 1; t <= 64; ++t) {
-    for (const bool nvfp4 : {false, true}) {
-      const bool two_to_four = t >= 2 && t <= 4;
-      // Flash: W2's blocks enter before their slot is ready at T = 1; NVFP4 at T = 2..4.
-      EXPECT_EQ(moe_decode_w2_h_first(t, nvfp4, k_h200, flash_rows), nvfp4 && two_to_four)
-          << "T=" << t << " nvfp4=" << nvfp4;
-      EXPECT_EQ(moe_decode_w2_h_first(t, nvfp4, k_h200, pro_rows), t == 1 || (nvfp4 && two_to_four))
-          << "T=" << t << " nvfp4=" << nvfp4;
-      for (const int64_t rows : {flash_rows, pro_rows}) {
-        EXPECT_FALSE(moe_decode_w2_h_first(t, nvfp4, k_h100, rows)) << "T=" << t;
-        EXPECT_FALSE(moe_decode_w2_h_first(t, nvfp4, 0.0, rows)) << "T=" << t;
-        // The A/B bits: 1024 at every T and device, 2048 never (and over 1024).
-        moe_decode_set_chain(383 | 1024);
-        EXPECT_TRUE(moe_decode_w2_h_first(t, nvfp4, k_h100, rows)) << "T=" << t;
-        moe_decode_set_chain(383 | 1024 | 2048);
-        EXPECT_FALSE(moe_decode_w2_h_first(t, nvfp4, k_h200, rows)) << "T=" << t;
-        moe_decode_set_chain(383);
-      }
-    }
-  }
 }
 
 }  // namespace

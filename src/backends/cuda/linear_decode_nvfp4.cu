@@ -82,7 +82,7 @@ cudaError_t launch_gemm(const uint16_t* xhi, int64_t tokens, const device_weight
   int32_t* routing = nullptr;
   if (const cudaError_t e = dense_routing(routing); e != cudaSuccess) return e;
   // Chain 8's self plan over the constant routing; no fold, no readiness counters.
-  const chain_args chain{nullptr, 0, routing, int(tokens), 1, nullptr, 0, 0, 0, 0, 0};
+  const chain_args chain{nullptr, 0, routing, int(tokens), 1, nullptr, 0, 0, 0};
   const fp4_weight f = make_fp4_weight(w);
   const dim3 grid(unsigned(w.rows / ((W2P ? 32 : 16) * RT)), 1);
   return launch_pdl(true, kernel, grid, dim3(k_threads), smem, stream, xhi, xhi, w.cols, w.rows, 1,

@@ -477,13 +477,6 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
   auto* qcnt = slots_buf ? slots_buf + ready_ints : reinterpret_cast<int*>(base + l.qcnt);
   int* const ready = slots_buf;
   const int fold_waves = slots_buf ? 1 : 0, stage_h1 = (chain & 32) ? 1 : 0;
-  // Session 50: W2's early readiness read and its h row before the ring (chain_args), by the rule
-  // of moe_decode_w2_h_first or the A/B bits 512 (the read alone) / 1024 / 2048.
-  const bool w2_h_first =
-      ready && moe_decode_w2_h_first(tokens, K == weight_kind::nvfp4,
-                                     current_device_read_bytes_per_sm_cycle(), hidden);
-  const int early_poll = ready && (w2_h_first || ((chain & 512) && !(chain & 2048))) ? 1 : 0,
-            h_first = w2_h_first ? 1 : 0;
   const int32_t* self_indices = self_plan ? indices : nullptr;
   chain_args up_chain{qfold ? qcnt : nullptr,
                       early,
@@ -493,11 +486,9 @@ cudaError_t run(const act_t* x, int64_t tokens, const int32_t* indices, const fl
                       ready,
                       int(groups),
                       fold_waves,
-                      stage_h1,
-                      0,
-                      0},
-      down_chain{nullptr,     early,      self_indices, int(pairs), int(experts), ready,
-                 int(groups), fold_waves, stage_h1,     early_poll, h_first};
+                      stage_h1},
+      down_chain{nullptr, early,       self_indices, int(pairs), int(experts),
+                 ready,   int(groups), fold_waves,   stage_h1};
 
   if (!self_plan) {
     const int64_t groups = tokens * hidden / 8;

@@ -152,9 +152,6 @@ moe_decode_stage_pairs_t moe_decode_stage_pairs();
 // MOE15: 256 = with 16, a one-wave W2 grid at most ceil(blocks / SMs) blocks per SM (padded
 // dynamic shared memory; same kernels and sums). Default 383 (H200: Flash T = 1 1.043-1.047x vs
 // 127; not active where W2 is several waves).
-// Session 50 (with 16; moe_decode_w2_h_first): W2's early readiness read and its h row before the
-// ring's copies where that rule takes them; A/B bits: 512 = the early read alone at every T, 1024
-// = both at every T, 2048 = neither (the rule off). Default 383.
 // Process-wide, for benches and A/B runs.
 void moe_decode_set_chain(int mask);
 int moe_decode_chain();
@@ -189,15 +186,6 @@ int moe_decode_w2_two_sets_from();
 // hidden size).
 bool moe_decode_w2_two_sets(int64_t tokens, bool nvfp4, double read_bytes_per_sm_cycle,
                             int64_t rows);
-
-// W2's readiness read at its blocks' entry and, for a block whose slot is ready then, its staged h
-// row requested before the ring's first copies (session 50, chain_args::early_poll / h_first):
-// the same arithmetic, an earlier start of the blocks that find h ready. A block whose slot is
-// not ready at entry waits for that read before its first copies, so the rule takes it where the
-// W2 blocks mostly start after their slot's h (measured, l50c / l50d): on the H200 class at T = 1
-// for W2 of >= 7168 rows (Pro) and at T = 2..4 for NVFP4. For W2 of `rows` output rows.
-bool moe_decode_w2_h_first(int64_t tokens, bool nvfp4, double read_bytes_per_sm_cycle,
-                           int64_t rows);
 
 // Device workspace (bytes) for `tokens` x `top_k` pairs; 256-byte aligned pointer expected.
 size_t moe_decode_workspace_bytes(int64_t tokens, int64_t top_k, int64_t experts, int64_t hidden,

@@ -27,12 +27,6 @@ namespace {
 // griddepcontrol.wait (the exception to pdl.cuh's contract, argued at the kernel's end).
 // fold_waves: the fold at any wave count (its counters then live in the per-stream buffer, not in
 // the workspace). stage_h1 (host side, chain 32): W2 stages h at T = 1 too.
-// early_poll (chain 512, with ready): thread 0 of each W2 block reads its slot's count at entry,
-// so that the read's round trip overlaps the chunk's derivation and the ring's first copies
-// instead of following them (session 50, l50b: 1.8 + 0.9 us of those, then ~2 us of wait, at Pro
-// T = 1 for blocks whose slot was long ready). h_first (chain 1024, with early_poll): a block that
-// saw its slot ready at entry acquires it and loads its staged h row before the ring's first
-// copies (one pair per chunk), overlapping that round trip with the copies too.
 struct chain_args {
   int* qcnt;
   int early_chunk;
@@ -42,8 +36,6 @@ struct chain_args {
   int ready_target;
   int fold_waves;
   int stage_h1;
-  int early_poll;
-  int h_first;
 };
 
 // Counters polled by many blocks each own a 128-byte line.
@@ -59,25 +51,11 @@ constexpr int k_ready_stride = 32;
 // cooperative groups' pattern instead (a fence after the spin: fence.sc, MEMBAR.SC.GPU) returned
 // W2's median wait 0.5-1.0 us later at Flash T = 1; T = 1 speed of this acquire over it
 // 1.004-1.010x (Flash), 0.993-1.006x (Pro).
-// `seen`: thread 0's earlier relaxed read of the counter (chain_args::early_poll), or -1; a count
-// at the target already needs no poll, only the acquire (the same argument: the acquire reads
-// that count or a later one).
-__device__ __forceinline__ int load_counter_relaxed(const int* counter) {
-  int v;
-  asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(counter) : "memory");
-  return v;
-}
-// The value is the callers' to drop (dead, ptxas keeps the acquire's CCTL.IVALL; see below).
-__device__ __forceinline__ int acquire_counter(const int* counter) {
-  int v;
-  asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(counter) : "memory");
-  return v;
-}
-__device__ __forceinline__ void wait_counter(const int* counter, int target, int seen = -1) {
+__device__ __forceinline__ void wait_counter(const int* counter, int target) {
   if (threadIdx.x == 0) {
     int v, ns = 32;
-    for (int spins = 0; seen < target; ++spins) {
-      v = load_counter_relaxed(counter);
+    for (int spins = 0;; ++spins) {
+      asm volatile("ld.relaxed.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(counter) : "memory");
       if (v >= target) break;
       // Seconds without progress: a broken invariant (counters not zero at the start, producer
       // blocks not resident). Fail the launch rather than hang the device.
@@ -85,7 +63,7 @@ __device__ __forceinline__ void wait_counter(const int* counter, int target, int
       __nanosleep(ns);
       ns = min(ns * 2, 512);
     }
-    (void)acquire_counter(counter);
+    asm volatile("ld.acquire.gpu.global.b32 %0, [%1];" : "=r"(v) : "l"(counter) : "memory");
   }
   __syncthreads();
 }

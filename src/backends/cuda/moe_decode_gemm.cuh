@@ -89,12 +89,6 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
   if constexpr (UP) pdl_wait();
   DSV4_TRACE(if constexpr (UP) tr.stamp(1));
   const int slot = blockIdx.y;
-  // HL2 with early_poll: thread 0's read of the slot's count, in flight while the block derives
-  // its chunk and issues its first copies (consumed by the wait below; chain_args).
-  int ready_seen = -1;
-  if constexpr (HL2)
-    if (chain.early_poll && threadIdx.x == 0)
-      ready_seen = load_counter_relaxed(chain.ready + slot * k_ready_stride);
   int4 c;
   unsigned self_mask = 0;  // chain 8: the chunk's pair positions
   if (chain.self_indices) {
@@ -278,30 +272,6 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
         cp_async_commit();
       }
     }
-    // h_first (HL2, one pair, staged): a block whose slot was ready at entry acquires it now and
-    // requests its h row into registers before the ring's first copies; it stores the row after
-    // them and skips the wait below (block-uniform through fold_last, which W2 does not use).
-    constexpr int k_h_regs = k_h_batch;
-    uint4 h_pre[HL2 ? k_h_regs : 1];
-    bool h_early = false;
-    if constexpr (HL2) {
-      if (chain.h_first && staged && c.z == 1) {
-        if (threadIdx.x == 0) {
-          fold_last = ready_seen >= chain.ready_target;
-          if (fold_last) (void)acquire_counter(chain.ready + slot * k_ready_stride);
-        }
-        __syncthreads();
-        h_early = fold_last != 0;
-        if (h_early) {
-          const int pp = chain.self_indices ? self_chunk_pair(self_mask, 0) : sorted[c.y];
-          const uint4* src = reinterpret_cast<const uint4*>(ain_hi + int64_t(pp) * kdim);
-#pragma unroll
-          for (int b = 0; b < k_h_regs; ++b)
-            if (const int i = int(threadIdx.x) + b * k_threads; i < x_groups)
-              h_pre[b] = load_act16<HL2>(src + i);
-        }
-      }
-    }
 #pragma unroll
     for (int j = 0; j < k_stages; ++j) issue(j, j);
 
@@ -315,10 +285,9 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     // previous call's combine, complete for the same reason; nothing else of W1/W3 is read here.
     if constexpr (!UP) {
       DSV4_TRACE(tr.stamp_mode(1, 2));
-      if constexpr (HL2) {
-        if (!h_early)
-          wait_counter(chain.ready + slot * k_ready_stride, chain.ready_target, ready_seen);
-      } else
+      if constexpr (HL2)
+        wait_counter(chain.ready + slot * k_ready_stride, chain.ready_target);
+      else
         pdl_wait();
       DSV4_TRACE(if (tr.default_mode()) tr.stamp(1); tr.stamp_mode(2, 1));
     }
@@ -335,21 +304,6 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
     } else if (staged) {
       if constexpr (UP) {
         cp_async_wait<k_stages>();  // the rows' group, older than the ring's k_stages
-      } else if (h_early) {
-        // h_first: the row's first k_h_regs groups a thread came before the ring's copies.
-        const int pp = chain.self_indices ? self_chunk_pair(self_mask, 0) : sorted[c.y];
-        const uint4* src = reinterpret_cast<const uint4*>(ain_hi + int64_t(pp) * kdim);
-        const auto put = [&](int i, uint4 v) {
-          if constexpr (XRAW)
-            xs_row[act_group_slot(i)] = paired_bf16_group(v);
-          else
-            xs_row[i] = v;
-        };
-#pragma unroll
-        for (int b = 0; b < k_h_regs; ++b)
-          if (const int i = int(threadIdx.x) + b * k_threads; i < x_groups) put(i, h_pre[b]);
-        for (int i = threadIdx.x + k_h_regs * k_threads; i < x_groups; i += k_threads)
-          put(i, load_act16<HL2>(src + i));
       } else {
         // h: all of a row's loads before its stores (a loop of single or paired loads paid one
         // round trip per one or two 16-byte groups a thread; W2's blocks start here once h is

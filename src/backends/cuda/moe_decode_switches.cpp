@@ -91,7 +91,7 @@ namespace {
 int g_chain = 383;
 }  // namespace
 void moe_decode_set_chain(int mask) {
-  g_chain = mask & 4095;
+  g_chain = mask & 511;
 }
 int moe_decode_chain() {
   return g_chain;
@@ -234,22 +234,6 @@ bool moe_decode_w2_two_sets(int64_t tokens, bool nvfp4, double read_bytes_per_sm
   return from_switch(g_w2_two_sets_from, tokens,
                      bandwidth_rich(read_bytes_per_sm_cycle) &&
                          ((tokens >= 2 && tokens <= 4 && one_tile_w2) || (tokens == 1 && nvfp4)));
-}
-
-// Session 50 (H200, full clock, official bf16; l50c one pass, l50d two, in process against 383's
-// configuration): both at every T ("or") measured Pro T = 1 MXFP4 1.012 / 1.015 / 1.012x, NVFP4
-// 1.003 / 1.009 / 1.003x; NVFP4 T = 2 1.013-1.017x (both shapes), T = 4 Flash 1.014-1.016x, Pro
-// 1.004-1.005x; but Flash MXFP4 T = 1 / 2 1.005 / 0.980 / 0.992x and 0.990-0.996x, Flash NVFP4 T =
-// 1 0.995-0.997x (there W2's blocks enter before their slot is ready: l50b's traces, 0 of 1536),
-// MXFP4 T = 2..8 elsewhere 0.997-1.008x. The early read alone ("o") 0.993-1.004x everywhere.
-bool moe_decode_w2_h_first(int64_t tokens, bool nvfp4, double read_bytes_per_sm_cycle,
-                           int64_t rows) {
-  const int chain = moe_decode_chain();
-  if (chain & 2048) return false;
-  if (chain & 1024) return true;
-  return bandwidth_rich(read_bytes_per_sm_cycle) &&
-         ((tokens == 1 && rows >= k_w2_pair_min_rows_2_to_4) ||
-          (nvfp4 && tokens >= 2 && tokens <= 4));
 }
 
 }  // namespace dsv4::cuda
