@@ -9,6 +9,9 @@ the call's first W1/W3 entry (-1 where a stamp was not taken). A build with -DDS
 (scripts/build_moe_variant_bench.sh; session 45) stamps the last warp's loop end instead of warp 0's, and
 for W1/W3 warp 0's loop end in place of "waited"; one with -DDSV4_MOE_TRACE_EPI records for W1/W3 the last warp's
 loop end / after the hf stores / after the fold's count / exit in the four columns (W2 and the combine as usual).
+Session 50's runtime modes (DSV4_MOE_TRACE_MODE in the bench, any trace build) change W2's columns only: mode 1 puts
+"after the chunk's derivation" / "before the readiness wait" in "waited" / "loop end", mode 2 "after the wait" /
+"after the staged h row" there.
 
   moe_trace_raw.py FILE summary            per (label, call, kind): blocks, row groups, most blocks
                                            resident at once, first entry / last exit

@@ -48,11 +48,11 @@ struct scale_buf {
 // The few-slot scale ring (moe_decode_set_scale_slots_from; SSO == k_scale_slots_few): 4 slots.
 constexpr int k_scale_slots_few = 4;
 static_assert(k_stages <= k_scale_slots_few, "the few-slot ring holds every round in flight");
-// Slots = k_stages (moe_decode_set_scale_slots_from) hold the chunks of k_stages rounds in flight
-// for every geometry: the refill after round j writes the chunk of round j + k_stages, at most
-// k_stages - 1 past that of round j + 1 (one round per chunk); it may take round j's slot, hence
-// the __syncwarp before the refill whenever k_stages >= slots. Frees 8 KB of a W1/W3 block (4 KB
-// of W2): with a staged row, 4 W1/W3 blocks per SM instead of 3.
+// k_scale_slots_few slots (= k_stages in the default build; moe_decode_set_scale_slots_from) hold
+// the chunks of k_stages rounds in flight for every geometry: the refill after round j writes the
+// chunk of round j + k_stages, at most k_stages - 1 past that of round j + 1 (one round per chunk);
+// it may take round j's slot, hence the __syncwarp before the refill whenever k_stages >= slots.
+// Frees 8 KB of a W1/W3 block (4 KB of W2): with a staged row, 4 W1/W3 blocks per SM instead of 3.
 
 // f32 MXFP4 scales (powers of two, as the kernels read them: bits 30:23) of one round's 4 groups
 // as the E8M0 bytes of a chunk word (group q in byte q).
