@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Prepared in session 50, NOT run: the verification call of branch wip/s50-ring-depth (the weight
+# ring 2 rounds deep at T >= 16 on the H200 class as a per-call choice: template parameter NS of
+# the decode GEMM kernel, moe_decode_ring_two's rule; bench letter "e"). Binaries from that branch:
+# bench_moe_linear, test_backend_ops, test_gpu_model, packed as N. Before packing, check
+# `cuobjdump -res-usage` of the NS = 2 instantiations (static shared memory 16 KB lower for NM = 2,
+# registers as the NS = 4 twins) and that every NS = 4 kernel's SASS is unchanged from main.
+# 1) parity of the moe_decode families (their Flash / Pro T = 16 / 64 repacked cases and the small
+# T = 20 / 64 ones run NS = 2 under the default rule) and linear_decode_nvfp4; test_gpu_model;
+# 2) in-process A/B, never ("e" absent) against the rule ("ea"), T = 4 (control) / 8 / 16 / 32 /
+# 64, both shapes and formats, two passes. Land only if T = 16 / 64 gain on both passes and T = 8
+# is not worse (else: the rule from T = 32, or for MXFP4 only; Pro NVFP4 T = 16 measured 0.994x).
+set -uo pipefail
+nvidia-smi -L
+N=${N:-l51a}
+source scripts/device_call_prelude.sh
+OUT=$L/parity TEST_BIN=$G/test_backend_ops OPS='moe_decode_official_repacked(_chain(0|8|15|31|383))?|moe_decode_official_repacked(_chain383)?_w2p|moe_decode_official_repacked_rtf[0-9]+_chain383|moe_decode_repacked|moe_decode_official|moe_decode|linear_decode_nvfp4' BY=cases bash scripts/gpu_parity_all.sh 16 210 > $L/parity_run.txt 2>&1
+echo "== parity rc=$? t=$(el)"; grep -c Killed $L/parity_run.txt; grep "cases listed\|cases OK" $L/parity_run.txt; grep -rh FAIL $L/parity 2>/dev/null | grep -v "out of memory" | grep -v " 0 FAIL" | head -8 | cut -c1-300
+echo "OK lines: $(grep -rh ' OK$' $L/parity | wc -l)"; save
+timeout -s KILL 100 $G/test_gpu_model > $L/test_gpu_model.txt 2>&1
+echo "== test_gpu_model rc=$? t=$(el)"; grep -E "repacked-experts.*bitwise|FAIL|passed" $L/test_gpu_model.txt | cut -c1-200; save
+D=s0x4.2.4hwlpfgmcqayakaba
+for pass in 1 2; do
+  timeout -s KILL $(( pass == 1 ? 150 : 570 - $(el) )) $G/bench_moe_linear --decode-ab --ab-official --ab $D,${D}ea --shapes flash,pro --formats mxfp4,nvfp4 --tokens 4,8,16,32,64 --replays 10 --replay-gap-ms 80 > $L/ab_$pass.txt 2>&1
+  echo "== ab $pass rc=$? t=$(el)"; grep -E "hbm read-only kernel  4096|speed vs" $L/ab_$pass.txt | sed "s/$D/D/g" | cut -c1-120
+  save
+done
+echo "done t=$(el)"
