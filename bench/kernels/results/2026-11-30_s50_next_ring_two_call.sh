@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Prepared in session 50, NOT run: the verification call of branch wip/s50-ring-depth (the weight
 # ring 2 rounds deep at T >= 16 on the H200 class as a per-call choice: template parameter NS of
-# the decode GEMM kernel, moe_decode_ring_two's rule; bench letter "e"). Binaries from that branch:
+# the decode GEMM kernel, moe_decode_ring_two's rule; bench letter "e"; 91ba5e3, whose speed l50f
+# measured in one process: T = 16 / 32 / 64 1.007-1.033x, Pro NVFP4 T = 16 0.996x). Binaries from that branch:
 # bench_moe_linear, test_backend_ops, test_gpu_model, packed as N. Before packing, check
 # `cuobjdump -res-usage` of the NS = 2 instantiations (static shared memory 16 KB lower for NM = 2,
 # registers as the NS = 4 twins) and that every NS = 4 kernel's SASS is unchanged from main.
