@@ -15,11 +15,8 @@ set -uo pipefail
 nvidia-smi -L
 N=${N:-l51a}
 source scripts/device_call_prelude.sh
-OUT=$L/parity TEST_BIN=$G/test_backend_ops OPS='moe_decode_official_repacked(_chain(0|8|15|31|383))?|moe_decode_official_repacked(_chain383)?_w2p|moe_decode_official_repacked_rtf[0-9]+_chain383|moe_decode_repacked|moe_decode_official|moe_decode|linear_decode_nvfp4' BY=cases bash scripts/gpu_parity_all.sh 16 210 > $L/parity_run.txt 2>&1
-echo "== parity rc=$? t=$(el)"; grep -c Killed $L/parity_run.txt; grep "cases listed\|cases OK" $L/parity_run.txt; grep -rh FAIL $L/parity 2>/dev/null | grep -v "out of memory" | grep -v " 0 FAIL" | head -8 | cut -c1-300
-echo "OK lines: $(grep -rh ' OK$' $L/parity | wc -l)"; save
-timeout -s KILL 100 $G/test_gpu_model > $L/test_gpu_model.txt 2>&1
-echo "== test_gpu_model rc=$? t=$(el)"; grep -E "repacked-experts.*bitwise|FAIL|passed" $L/test_gpu_model.txt | cut -c1-200; save
+source scripts/device_moe_decode_checks.sh
+moe_decode_checks
 D=s0x4.2.4hwlpfgmcqayakaba
 for pass in 1 2; do
   timeout -s KILL $(( pass == 1 ? 150 : 570 - $(el) )) $G/bench_moe_linear --decode-ab --ab-official --ab $D,${D}ea --shapes flash,pro --formats mxfp4,nvfp4 --tokens 4,8,16,32,64 --replays 10 --replay-gap-ms 80 > $L/ab_$pass.txt 2>&1

@@ -289,7 +289,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
         wait_counter(chain.ready + slot * k_ready_stride, chain.ready_target);
       else
         pdl_wait();
-      DSV4_TRACE(if (tr.default_mode()) tr.stamp(1); tr.stamp_mode(2, 1));
+      DSV4_TRACE(if (tr.mode() != 1) tr.stamp(1));  // the wait's end: modes 0 and 2
     }
     pdl_trigger();
     if (self_up && !SPLIT) {
@@ -441,7 +441,7 @@ __global__ void __launch_bounds__(k_threads, (RING && K == weight_kind::mxfp4) ?
       }
     }
     cp_async_wait<0>();
-    DSV4_TRACE(if (UP || tr.default_mode()) tr.stamp_loop_end(UP));
+    DSV4_TRACE(if (UP || tr.mode() == 0) tr.stamp_loop_end(UP));
   } else {  // the first version's register double buffer (two rounds in flight), plain launches
     if constexpr (!UP) pdl_wait();  // no-op without PDL
     __syncthreads();                // pair_of

@@ -48,7 +48,7 @@ struct trace_block {  // stamps in shared memory: no registers taken from the ke
   __device__ void stamp_mode(int mode, int i) {
     if (g_trace_mode == mode) stamp(i);
   }
-  __device__ bool default_mode() const { return g_trace_mode == 0; }
+  __device__ int mode() const { return g_trace_mode; }
   // The weight loop's end, called by every warp after its loop. Default: thread 0's (warp 0's)
   // time in t[2]. DSV4_MOE_TRACE_LASTWARP (session 45): t[2] the last warp's (a shared atomic
   // maximum over the warps' lane 0), and for W1/W3 (up) t[1] warp 0's instead of the wait, whose
